@@ -322,10 +322,20 @@ impl<T: AsRef<[u8]>> Ipv4Header<T> {
         usize::from(self.total_len()).saturating_sub(self.header_len())
     }
 
+    /// Sum of the header bytes, with a fast path for the common 20 bytes.
+    #[inline]
+    fn header_sum(&self) -> u16 {
+        let h = self.header();
+        match <&[u8; 20]>::try_from(h) {
+            Ok(fixed) => checksum::sum_array(fixed),
+            Err(_) => checksum::sum(h),
+        }
+    }
+
     /// True if the header (including options) sums to `0xFFFF`.
     #[inline]
     pub fn verify_checksum(&self) -> bool {
-        checksum::verify(self.header())
+        self.header_sum() == 0xffff
     }
 }
 
@@ -483,7 +493,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Header<T> {
     #[inline]
     pub fn fill_checksum(&mut self) {
         self.set_checksum(0);
-        let c = checksum::checksum(self.header());
+        let c = !self.header_sum();
         self.set_checksum(c);
     }
 

@@ -34,9 +34,12 @@ pub mod udp;
 pub use arp::{ArpOp, ArpPacket, ArpRepr};
 pub use esp::EspHeader;
 pub use ethernet::{ethertype, EtherAddr, EthernetFrame, EthernetRepr};
-pub use icmp::IcmpHeader;
-pub use ipv4::{ip_proto, Ipv4Header, Ipv4Option, Ipv4OptionIter, Ipv4Prefix, Ipv4Repr};
-pub use tcp::{TcpHeader, TcpOption, TcpOptionIter};
+pub use icmp::{icmp_type, IcmpHeader};
+pub use ipv4::{
+    ip_proto, Ipv4Header, Ipv4Option, Ipv4OptionIter, Ipv4Prefix, Ipv4Repr, RouteOption,
+    TimestampOption,
+};
+pub use tcp::{SackBlocks, TcpHeader, TcpOption, TcpOptionIter};
 pub use udp::{UdpHeader, UdpRepr};
 
 /// Why a buffer could not be viewed or parsed as a header.
