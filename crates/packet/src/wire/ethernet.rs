@@ -303,6 +303,130 @@ impl EthernetRepr {
     }
 }
 
+/// A view of an IEEE 802.1Q tag and what follows it: the bytes after an
+/// Ethernet header whose EtherType is [`ethertype::VLAN`] (or
+/// [`ethertype::QINQ`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VlanHeader<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> VlanHeader<T> {
+    /// Length of the tag (TCI and encapsulated EtherType).
+    pub const HEADER_LEN: usize = 4;
+
+    /// Wraps `buffer` without checking its length.
+    #[inline]
+    pub const fn new_unchecked(buffer: T) -> Self {
+        VlanHeader { buffer }
+    }
+
+    /// Wraps `buffer`, checking that it holds the 4-byte tag.
+    #[inline]
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let v = Self::new_unchecked(buffer);
+        v.check_len()?;
+        Ok(v)
+    }
+
+    /// `Err(Truncated)` if the buffer is shorter than the tag.
+    #[inline]
+    pub fn check_len(&self) -> Result<()> {
+        if self.buffer.as_ref().len() < Self::HEADER_LEN {
+            Err(WireError::Truncated)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Gives the buffer back.
+    #[inline]
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Tag control information: PCP (3 bits), DEI (1), VLAN ID (12).
+    #[inline]
+    pub fn tci(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), 0)
+    }
+
+    /// Priority code point.
+    #[inline]
+    pub fn pcp(&self) -> u8 {
+        (self.tci() >> 13) as u8
+    }
+
+    /// Drop eligible indicator.
+    #[inline]
+    pub fn dei(&self) -> bool {
+        self.tci() & 0x1000 != 0
+    }
+
+    /// VLAN identifier.
+    #[inline]
+    pub fn vid(&self) -> u16 {
+        self.tci() & 0x0fff
+    }
+
+    /// EtherType of the encapsulated frame.
+    #[inline]
+    pub fn ethertype(&self) -> u16 {
+        get_u16(self.buffer.as_ref(), 2)
+    }
+
+    /// Everything after the tag.
+    #[inline]
+    pub fn payload(&self) -> &[u8] {
+        super::clamped(self.buffer.as_ref(), Self::HEADER_LEN, usize::MAX)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanHeader<T> {
+    /// Sets the whole TCI.
+    #[inline]
+    pub fn set_tci(&mut self, v: u16) {
+        set_u16(self.buffer.as_mut(), 0, v);
+    }
+
+    /// Sets the priority (3 bits), keeping DEI and VID.
+    #[inline]
+    pub fn set_pcp(&mut self, v: u8) {
+        self.set_tci((self.tci() & 0x1fff) | (u16::from(v & 0x07) << 13));
+    }
+
+    /// Sets or clears DEI.
+    #[inline]
+    pub fn set_dei(&mut self, on: bool) {
+        let t = self.tci() & !0x1000;
+        self.set_tci(if on { t | 0x1000 } else { t });
+    }
+
+    /// Sets the VLAN ID (12 bits), keeping PCP and DEI.
+    #[inline]
+    pub fn set_vid(&mut self, v: u16) {
+        self.set_tci((self.tci() & 0xf000) | (v & 0x0fff));
+    }
+
+    /// Sets the encapsulated EtherType.
+    #[inline]
+    pub fn set_ethertype(&mut self, t: u16) {
+        set_u16(self.buffer.as_mut(), 2, t);
+    }
+
+    /// Everything after the tag, mutable.
+    #[inline]
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        super::clamped_mut(self.buffer.as_mut(), Self::HEADER_LEN, usize::MAX)
+    }
+}
+
+impl<T: AsRef<[u8]>> AsRef<[u8]> for VlanHeader<T> {
+    fn as_ref(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,6 +540,40 @@ mod tests {
         }
         let f = EthernetFrame::new_checked(&FRAME[..14]).unwrap();
         assert!(f.payload().is_empty());
+    }
+
+    #[test]
+    fn vlan_tag() {
+        // PCP 5, DEI 0, VID 100, then IPv4.
+        let buf = [0xa0, 0x64, 0x08, 0x00, 0x45];
+        let v = VlanHeader::new_checked(&buf[..]).unwrap();
+        assert_eq!(v.tci(), 0xa064);
+        assert_eq!((v.pcp(), v.dei(), v.vid()), (5, false, 100));
+        assert_eq!(v.ethertype(), ethertype::IPV4);
+        assert_eq!(v.payload(), &[0x45]);
+        for len in 0..4 {
+            assert_eq!(
+                VlanHeader::new_checked(&buf[..len]).unwrap_err(),
+                WireError::Truncated
+            );
+        }
+        let mut out = [0u8; 5];
+        let mut v = VlanHeader::new_checked(&mut out[..]).unwrap();
+        v.set_vid(0xfff);
+        assert_eq!(v.vid(), 0xfff);
+        v.set_pcp(7);
+        assert_eq!((v.pcp(), v.vid()), (7, 0xfff));
+        v.set_dei(true);
+        assert!(v.dei());
+        assert_eq!(v.tci(), 0xffff);
+        v.set_dei(false);
+        v.set_pcp(5);
+        v.set_vid(100);
+        assert_eq!((v.pcp(), v.dei(), v.vid()), (5, false, 100));
+        v.set_tci(0xa064);
+        v.set_ethertype(ethertype::IPV4);
+        v.payload_mut()[0] = 0x45;
+        assert_eq!(v.into_inner(), &buf[..]);
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub mod udp;
 
 pub use arp::{ArpOp, ArpPacket, ArpRepr};
 pub use esp::EspHeader;
-pub use ethernet::{ethertype, EtherAddr, EthernetFrame, EthernetRepr};
+pub use ethernet::{ethertype, EtherAddr, EthernetFrame, EthernetRepr, VlanHeader};
 pub use icmp::{icmp_type, IcmpHeader};
 pub use ipv4::{
     ip_proto, Ipv4Header, Ipv4Option, Ipv4OptionIter, Ipv4Prefix, Ipv4Repr, RouteOption,
