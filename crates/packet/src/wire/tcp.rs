@@ -333,6 +333,29 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpHeader<T> {
         clamped_mut(self.buffer.as_mut(), hlen, usize::MAX)
     }
 
+    /// Sets the source port and updates the checksum incrementally.
+    #[inline]
+    pub fn update_src_port(&mut self, port: u16) {
+        let old = self.src_port();
+        self.set_src_port(port);
+        self.set_checksum(checksum::update_u16(self.checksum(), old, port));
+    }
+
+    /// Sets the destination port and updates the checksum incrementally.
+    #[inline]
+    pub fn update_dst_port(&mut self, port: u16) {
+        let old = self.dst_port();
+        self.set_dst_port(port);
+        self.set_checksum(checksum::update_u16(self.checksum(), old, port));
+    }
+
+    /// Updates the checksum for a change of an address in the IPv4
+    /// pseudo-header (the IP header itself is the caller's business).
+    #[inline]
+    pub fn update_checksum_for_addr(&mut self, old: Ipv4Addr, new: Ipv4Addr) {
+        self.set_checksum(checksum::update_addr(self.checksum(), old, new));
+    }
+
     /// Computes the checksum over the pseudo-header and the whole buffer,
     /// and stores it.
     #[inline]
@@ -669,9 +692,18 @@ mod tests {
             let new_port = rng.next_u64() as u16;
             let mut c = checksum::update_addr(h.checksum(), SRC, new_src);
             c = checksum::update_u16(c, h.src_port(), new_port);
+            let mut copy = h.as_ref().to_vec();
             h.set_src_port(new_port);
             h.set_checksum(c);
             assert!(h.verify_checksum(new_src, DST));
+            // The same through the view's helpers.
+            let mut v = TcpHeader::new_checked(&mut copy[..]).unwrap();
+            v.update_checksum_for_addr(SRC, new_src);
+            v.update_src_port(new_port);
+            let new_dport = rng.next_u64() as u16;
+            v.update_dst_port(new_dport);
+            assert_eq!(v.dst_port(), new_dport);
+            assert!(v.verify_checksum(new_src, DST));
         }
     }
 

@@ -157,6 +157,40 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpHeader<T> {
         clamped_mut(self.buffer.as_mut(), Self::HEADER_LEN, end)
     }
 
+    /// Applies an incremental update to a present checksum; an absent (zero)
+    /// one stays absent, and a zero result is stored as `0xFFFF`.
+    #[inline]
+    fn adjust_checksum(&mut self, f: impl FnOnce(u16) -> u16) {
+        let c = self.checksum();
+        if c != 0 {
+            let n = f(c);
+            self.set_checksum(if n == 0 { 0xffff } else { n });
+        }
+    }
+
+    /// Sets the source port and updates the checksum incrementally.
+    #[inline]
+    pub fn update_src_port(&mut self, port: u16) {
+        let old = self.src_port();
+        self.set_src_port(port);
+        self.adjust_checksum(|c| checksum::update_u16(c, old, port));
+    }
+
+    /// Sets the destination port and updates the checksum incrementally.
+    #[inline]
+    pub fn update_dst_port(&mut self, port: u16) {
+        let old = self.dst_port();
+        self.set_dst_port(port);
+        self.adjust_checksum(|c| checksum::update_u16(c, old, port));
+    }
+
+    /// Updates the checksum for a change of an address in the IPv4
+    /// pseudo-header (the IP header itself is the caller's business).
+    #[inline]
+    pub fn update_checksum_for_addr(&mut self, old: Ipv4Addr, new: Ipv4Addr) {
+        self.adjust_checksum(|c| checksum::update_addr(c, old, new));
+    }
+
     /// Computes the checksum with the IPv4 pseudo-header and stores it; a
     /// computed zero is sent as `0xFFFF` (zero means "no checksum").
     #[inline]
@@ -326,6 +360,30 @@ mod tests {
         h.fill_checksum(SRC, DST);
         assert_eq!(h.checksum(), 0xffff);
         assert!(h.verify_checksum(SRC, DST));
+    }
+
+    #[test]
+    fn nat_style_incremental_update() {
+        let mut rng = TestRng::new(22);
+        for _ in 0..300 {
+            let mut buf = datagram();
+            let mut h = UdpHeader::new_checked(&mut buf[..]).unwrap();
+            h.fill_checksum(SRC, DST);
+            let new_dst = Ipv4Addr::from(rng.next_u64() as u32);
+            h.update_checksum_for_addr(DST, new_dst);
+            h.update_src_port(rng.next_u64() as u16);
+            h.update_dst_port(rng.next_u64() as u16);
+            assert!(h.verify_checksum(SRC, new_dst));
+            assert_ne!(h.checksum(), 0);
+        }
+        // An absent checksum stays absent.
+        let mut buf = datagram();
+        let mut h = UdpHeader::new_checked(&mut buf[..]).unwrap();
+        h.update_checksum_for_addr(SRC, DST);
+        h.update_src_port(9);
+        h.update_dst_port(10);
+        assert_eq!(h.checksum(), 0);
+        assert_eq!((h.src_port(), h.dst_port()), (9, 10));
     }
 
     #[test]
