@@ -1,0 +1,747 @@
+//! Graph checks, as Click's router does them before it configures elements:
+//! unknown classes, port counts, push/pull resolution, and port usage.
+//!
+//! - **Port counts.** A class's port count string (`"1/1"`, `"1/1-2"`,
+//!   `"-/="`, `"1-/=+"`, `"0/1"`, `"2"`) gives the allowed input and output
+//!   ranges; `=` means as many outputs as inputs, each `+` one more. An
+//!   element gets 1 + its highest connected port, clamped into the range.
+//!   A connection to a port beyond the range is an error (`'c' :: Counter
+//!   has no output 1`), and so is every port below the count that has no
+//!   connection (`'t' :: Tee output 1 unused`).
+//! - **Processing.** Codes `h` (push), `l` (pull) and `a` (agnostic) per
+//!   port, input and output sections separated by `/`, the last code of a
+//!   section repeating (`"a/ah"`, `"h/l"`, `"a"`). Agnostic ports take the
+//!   kind of what they are connected to; inside an element, agnostic inputs
+//!   and outputs that packets can flow between (the flow code; by default
+//!   all of them) take the same kind. Agnostic ports left undecided are push.
+//! - **Errors**: push output to pull input and vice versa, an agnostic
+//!   element that ends up both push and pull, a push output or a pull input
+//!   with more than one connection, unused ports. All are reported at once.
+
+use std::collections::HashSet;
+
+use crate::span::{Diagnostic, Span};
+use crate::FlatGraph;
+
+/// What the checker needs to know about an element class: Click's port
+/// count and processing strings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassSpec {
+    pub port_count: String,
+    pub processing: String,
+}
+
+impl ClassSpec {
+    pub fn new(port_count: impl Into<String>, processing: impl Into<String>) -> Self {
+        ClassSpec {
+            port_count: port_count.into(),
+            processing: processing.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortKind {
+    Push,
+    Pull,
+}
+
+/// Resolved kind of every port, per element, in element order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckedGraph {
+    pub inputs: Vec<Vec<PortKind>>,
+    pub outputs: Vec<Vec<PortKind>>,
+}
+
+/// An inclusive range of port counts; `hi == usize::MAX` means unbounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRange {
+    pub lo: usize,
+    pub hi: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputCount {
+    Range(PortRange),
+    /// `=`, `=+`, ...: as many outputs as inputs, plus this many.
+    SameAsInputs(usize),
+}
+
+/// A parsed port count string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortCount {
+    pub inputs: PortRange,
+    pub outputs: OutputCount,
+}
+
+fn parse_range(s: &str) -> Option<(PortRange, &str)> {
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let (lo, mut rest) = if s.is_empty() || s.starts_with('-') {
+        (0, s)
+    } else {
+        let n = digits(s);
+        if n == 0 {
+            return None;
+        }
+        (s[..n].parse().ok()?, &s[n..])
+    };
+    let hi = if let Some(r) = rest.strip_prefix('-') {
+        let n = digits(r);
+        rest = &r[n..];
+        if n == 0 {
+            usize::MAX
+        } else {
+            r[..n].parse().ok()?
+        }
+    } else {
+        lo
+    };
+    if hi < lo {
+        return None;
+    }
+    Some((PortRange { lo, hi }, rest))
+}
+
+impl PortCount {
+    /// Parses Click's port count syntax; `None` if malformed.
+    pub fn parse(s: &str) -> Option<PortCount> {
+        let (inputs, rest) = parse_range(s)?;
+        let out_s = if rest.is_empty() {
+            s
+        } else {
+            rest.strip_prefix('/')?
+        };
+        let outputs = if let Some(plus) = out_s.strip_prefix('=') {
+            if !plus.bytes().all(|c| c == b'+') {
+                return None;
+            }
+            OutputCount::SameAsInputs(plus.len())
+        } else {
+            let (r, rest) = parse_range(out_s)?;
+            if !rest.is_empty() {
+                return None;
+            }
+            OutputCount::Range(r)
+        };
+        Some(PortCount { inputs, outputs })
+    }
+
+    /// Port counts for an element whose connections use `used_in` inputs
+    /// and `used_out` outputs (1 + highest port), clamped into range.
+    pub fn resolve(&self, used_in: usize, used_out: usize) -> (usize, usize) {
+        let nin = used_in.clamp(self.inputs.lo, self.inputs.hi);
+        let nout = match self.outputs {
+            OutputCount::SameAsInputs(k) => nin + k,
+            OutputCount::Range(r) => used_out.clamp(r.lo, r.hi),
+        };
+        (nin, nout)
+    }
+}
+
+/// A port's processing code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Processing {
+    Push,
+    Pull,
+    Agnostic,
+}
+
+/// A parsed processing string: per-port codes, the last one repeating.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessingSpec {
+    pub inputs: Vec<Processing>,
+    pub outputs: Vec<Processing>,
+}
+
+impl ProcessingSpec {
+    /// Parses Click's processing syntax (`"a/ah"`, `"h/l"`, `"a"`).
+    pub fn parse(s: &str) -> Option<ProcessingSpec> {
+        fn codes(s: &str) -> Option<Vec<Processing>> {
+            s.chars()
+                .map(|c| match c {
+                    'h' | 'H' => Some(Processing::Push),
+                    'l' | 'L' => Some(Processing::Pull),
+                    'a' | 'A' => Some(Processing::Agnostic),
+                    _ => None,
+                })
+                .collect()
+        }
+        let (i, o) = s.split_once('/').unwrap_or((s, s));
+        let mut inputs = codes(i)?;
+        if inputs.is_empty() {
+            inputs.push(Processing::Agnostic);
+        }
+        let mut outputs = codes(o)?;
+        if outputs.is_empty() {
+            // as in Click, an empty section continues the previous code
+            outputs.push(*inputs.last().unwrap_or(&Processing::Agnostic));
+        }
+        Some(ProcessingSpec { inputs, outputs })
+    }
+
+    pub fn input(&self, port: usize) -> Processing {
+        *self
+            .inputs
+            .get(port)
+            .or(self.inputs.last())
+            .unwrap_or(&Processing::Agnostic)
+    }
+
+    pub fn output(&self, port: usize) -> Processing {
+        *self
+            .outputs
+            .get(port)
+            .or(self.outputs.last())
+            .unwrap_or(&Processing::Agnostic)
+    }
+}
+
+/// One port code of a flow code: a set of letters and a `#` mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Code {
+    letters: u128,
+    hash: Hash,
+}
+
+/// Which port numbers a code's `#` matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hash {
+    None,
+    Own,
+    AllButOwn,
+    All,
+}
+
+/// A parsed flow code (`"x/x"`, `"xy/x"`, `"#/#"`, `"#/[^#]"`): which
+/// inputs packets can travel to which outputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowCode {
+    inputs: Vec<Code>,
+    outputs: Vec<Code>,
+}
+
+impl FlowCode {
+    pub fn parse(s: &str) -> Option<FlowCode> {
+        fn codes(s: &str) -> Option<Vec<Code>> {
+            let mut out = Vec::new();
+            let mut chars = s.chars();
+            while let Some(c) = chars.next() {
+                let code = match c {
+                    '#' => Code {
+                        letters: 0,
+                        hash: Hash::Own,
+                    },
+                    c if c.is_ascii_alphabetic() => Code {
+                        letters: 1u128 << (c as u32),
+                        hash: Hash::None,
+                    },
+                    '[' => {
+                        let mut code = Code {
+                            letters: 0,
+                            hash: Hash::None,
+                        };
+                        let mut negated = false;
+                        let mut first = true;
+                        loop {
+                            match chars.next()? {
+                                ']' => break,
+                                '^' if first => negated = true,
+                                '#' => code.hash = Hash::Own,
+                                c if c.is_ascii_alphabetic() => code.letters |= 1u128 << (c as u32),
+                                _ => return None,
+                            }
+                            first = false;
+                        }
+                        if negated {
+                            code.letters = !code.letters;
+                            code.hash = match code.hash {
+                                Hash::Own => Hash::AllButOwn,
+                                _ => Hash::All,
+                            };
+                        }
+                        code
+                    }
+                    _ => return None,
+                };
+                out.push(code);
+            }
+            if out.is_empty() {
+                None
+            } else {
+                Some(out)
+            }
+        }
+        let (i, o) = s.split_once('/').unwrap_or((s, s));
+        Some(FlowCode {
+            inputs: codes(i)?,
+            outputs: codes(o)?,
+        })
+    }
+
+    /// Can packets arriving on `input` leave on `output`?
+    pub fn flows(&self, input: usize, output: usize) -> bool {
+        let pick = |v: &[Code], p: usize| *v.get(p).or(v.last()).expect("nonempty");
+        let a = pick(&self.inputs, input);
+        let b = pick(&self.outputs, output);
+        if a.letters & b.letters != 0 {
+            return true;
+        }
+        use Hash::*;
+        match (a.hash, b.hash) {
+            (None, _) | (_, None) => false,
+            (Own, Own) => input == output,
+            (Own, AllButOwn) | (AllButOwn, Own) => input != output,
+            _ => true,
+        }
+    }
+}
+
+/// Per-element facts the checks use.
+struct Info {
+    known: bool,
+    nin: usize,
+    nout: usize,
+    pc: Option<PortCount>,
+    proc: Option<ProcessingSpec>,
+    flow: Option<FlowCode>,
+}
+
+/// Checks a flat graph. `lookup` gives the spec of a class (`None`:
+/// unknown class); `known_classes` are the names offered as suggestions for
+/// unknown ones. Every agnostic element uses the default flow code `x/x`.
+pub fn check_graph(
+    g: &FlatGraph,
+    lookup: &dyn Fn(&str) -> Option<ClassSpec>,
+    known_classes: &[&str],
+) -> Result<CheckedGraph, Vec<Diagnostic>> {
+    check_graph_with_flow(g, lookup, &|_| None, known_classes)
+}
+
+/// [`check_graph`], with `flow_code` giving a class's flow code where it is
+/// not the default `x/x`.
+pub fn check_graph_with_flow(
+    g: &FlatGraph,
+    lookup: &dyn Fn(&str) -> Option<ClassSpec>,
+    flow_code: &dyn Fn(&str) -> Option<String>,
+    known_classes: &[&str],
+) -> Result<CheckedGraph, Vec<Diagnostic>> {
+    let n = g.elements.len();
+    let mut errs = Vec::new();
+    let mut bad_specs = HashSet::new();
+
+    // Classes.
+    let mut info: Vec<Info> = Vec::with_capacity(n);
+    for e in &g.elements {
+        let mut inf = Info {
+            known: false,
+            nin: 0,
+            nout: 0,
+            pc: None,
+            proc: None,
+            flow: None,
+        };
+        match lookup(&e.class) {
+            None => errs.push(unknown_class(e, known_classes)),
+            Some(spec) => {
+                let pc = PortCount::parse(&spec.port_count);
+                let proc = ProcessingSpec::parse(&spec.processing);
+                let flow = match flow_code(&e.class) {
+                    Some(f) => FlowCode::parse(&f).ok_or(f),
+                    None => Ok(FlowCode::parse("x/x").expect("valid")),
+                };
+                let mut ok = true;
+                if pc.is_none() && bad_specs.insert((e.class.clone(), 0)) {
+                    errs.push(bad_spec(e, "port count", &spec.port_count));
+                }
+                if proc.is_none() && bad_specs.insert((e.class.clone(), 1)) {
+                    errs.push(bad_spec(e, "processing code", &spec.processing));
+                }
+                if let Err(f) = &flow {
+                    if bad_specs.insert((e.class.clone(), 2)) {
+                        errs.push(bad_spec(e, "flow code", f));
+                    }
+                    ok = false;
+                }
+                if pc.is_some() && proc.is_some() && ok {
+                    inf.known = true;
+                    inf.pc = pc;
+                    inf.proc = proc;
+                    inf.flow = flow.ok();
+                }
+            }
+        }
+        info.push(inf);
+    }
+
+    // Port counts.
+    let mut conns = Vec::new(); // indices of well-formed connections
+    for (ci, c) in g.connections.iter().enumerate() {
+        if c.from >= n || c.to >= n {
+            errs.push(Diagnostic::error(
+                Some(c.span.clone()),
+                format!("connection refers to element {} of {n}", c.from.max(c.to)),
+            ));
+            continue;
+        }
+        info[c.from].nout = info[c.from].nout.max(c.from_port + 1);
+        info[c.to].nin = info[c.to].nin.max(c.to_port + 1);
+        conns.push(ci);
+    }
+    for inf in info.iter_mut() {
+        if let Some(pc) = &inf.pc {
+            (inf.nin, inf.nout) = pc.resolve(inf.nin, inf.nout);
+        }
+    }
+    let mut valid = Vec::new();
+    let mut seen = HashSet::new();
+    for &ci in &conns {
+        let c = &g.connections[ci];
+        let mut ok = true;
+        if info[c.from].known && c.from_port >= info[c.from].nout {
+            errs.push(range_error(
+                g,
+                &info,
+                c.from,
+                "output",
+                c.from_port,
+                &c.span,
+            ));
+            ok = false;
+        }
+        if info[c.to].known && c.to_port >= info[c.to].nin {
+            errs.push(range_error(g, &info, c.to, "input", c.to_port, &c.span));
+            ok = false;
+        }
+        // repeated connections count once, as in Click
+        if ok && seen.insert((c.from, c.from_port, c.to, c.to_port)) {
+            valid.push(ci);
+        }
+    }
+
+    // Push and pull: spread kinds along connections and, inside agnostic
+    // elements, along the flow code, until nothing changes.
+    let mut ins: Vec<Vec<Processing>> = info
+        .iter()
+        .map(|i| {
+            (0..i.nin)
+                .map(|p| i.proc.as_ref().map_or(Processing::Agnostic, |s| s.input(p)))
+                .collect()
+        })
+        .collect();
+    let mut outs: Vec<Vec<Processing>> = info
+        .iter()
+        .map(|i| {
+            (0..i.nout)
+                .map(|p| {
+                    i.proc
+                        .as_ref()
+                        .map_or(Processing::Agnostic, |s| s.output(p))
+                })
+                .collect()
+        })
+        .collect();
+    // (element out, port, element in, port, internal?, connection index)
+    let mut hookups: Vec<(usize, usize, usize, usize, Option<usize>)> = valid
+        .iter()
+        .map(|&ci| {
+            let c = &g.connections[ci];
+            (c.from, c.from_port, c.to, c.to_port, Some(ci))
+        })
+        .collect();
+    for (e, inf) in info.iter().enumerate() {
+        let Some(flow) = &inf.flow else { continue };
+        for (i, pin) in ins[e].iter().enumerate() {
+            if *pin != Processing::Agnostic {
+                continue;
+            }
+            for (o, pout) in outs[e].iter().enumerate() {
+                if *pout == Processing::Agnostic && flow.flows(i, o) {
+                    hookups.push((e, o, e, i, None));
+                }
+            }
+        }
+    }
+    let mut dead = vec![false; hookups.len()];
+    loop {
+        let mut changed = false;
+        for (h, &(f, fp, t, tp, conn)) in hookups.iter().enumerate() {
+            if dead[h] {
+                continue;
+            }
+            let pf = outs[f][fp];
+            let pt = ins[t][tp];
+            match (pf, pt) {
+                (Processing::Agnostic, Processing::Agnostic) => {}
+                (_, Processing::Agnostic) => {
+                    ins[t][tp] = pf;
+                    changed = true;
+                }
+                (Processing::Agnostic, _) => {
+                    outs[f][fp] = pt;
+                    changed = true;
+                }
+                _ if pf == pt => {}
+                _ => {
+                    dead[h] = true;
+                    errs.push(match conn {
+                        Some(ci) => mismatch_error(g, ci, pf),
+                        None => mixed_error(g, f, tp, fp, pf),
+                    });
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let kind = |p: Processing| {
+        if p == Processing::Pull {
+            PortKind::Pull
+        } else {
+            PortKind::Push
+        }
+    };
+    let checked = CheckedGraph {
+        inputs: ins
+            .iter()
+            .map(|v| v.iter().map(|&p| kind(p)).collect())
+            .collect(),
+        outputs: outs
+            .iter()
+            .map(|v| v.iter().map(|&p| kind(p)).collect())
+            .collect(),
+    };
+
+    // Port usage.
+    let mut used_out: Vec<Vec<Option<usize>>> = info.iter().map(|i| vec![None; i.nout]).collect();
+    let mut used_in: Vec<Vec<Option<usize>>> = info.iter().map(|i| vec![None; i.nin]).collect();
+    for &ci in &valid {
+        let c = &g.connections[ci];
+        let prev_out = used_out[c.from][c.from_port];
+        let prev_in = used_in[c.to][c.to_port];
+        if let (Some(p), true) = (prev_out, info[c.from].known) {
+            if checked.outputs[c.from][c.from_port] == PortKind::Push {
+                errs.push(reuse_error(
+                    g,
+                    ci,
+                    p,
+                    c.from,
+                    "push output",
+                    c.from_port,
+                    "a push output sends each packet to one place; use Tee to send copies",
+                ));
+                continue;
+            }
+        }
+        if let (Some(p), true) = (prev_in, info[c.to].known) {
+            if checked.inputs[c.to][c.to_port] == PortKind::Pull {
+                errs.push(reuse_error(g, ci, p, c.to, "pull input", c.to_port,
+                    "a pull input pulls from one place; use a scheduler such as RoundRobinSched to merge"));
+                continue;
+            }
+        }
+        used_out[c.from][c.from_port].get_or_insert(ci);
+        used_in[c.to][c.to_port].get_or_insert(ci);
+    }
+    for (e, inf) in info.iter().enumerate() {
+        if !inf.known {
+            continue;
+        }
+        let el = &g.elements[e];
+        for (dir, used) in [("input", &used_in[e]), ("output", &used_out[e])] {
+            for (p, u) in used.iter().enumerate() {
+                if u.is_none() {
+                    errs.push(Diagnostic::error(
+                        Some(el.span.clone()),
+                        format!("'{}' :: {} {dir} {p} unused", el.name, el.class),
+                    ));
+                }
+            }
+        }
+    }
+
+    if errs.is_empty() {
+        Ok(checked)
+    } else {
+        Err(errs)
+    }
+}
+
+/// `'name' (Class, file:line:col)`.
+fn describe(g: &FlatGraph, e: usize) -> String {
+    let el = &g.elements[e];
+    format!("'{}' ({}, {})", el.name, el.class, el.span.location())
+}
+
+fn kind_name(p: Processing) -> &'static str {
+    match p {
+        Processing::Push => "push",
+        Processing::Pull => "pull",
+        Processing::Agnostic => "agnostic",
+    }
+}
+
+fn opposite(p: Processing) -> Processing {
+    if p == Processing::Push {
+        Processing::Pull
+    } else {
+        Processing::Push
+    }
+}
+
+fn mismatch_error(g: &FlatGraph, ci: usize, pf: Processing) -> Diagnostic {
+    let c = &g.connections[ci];
+    let d = Diagnostic::error(
+        Some(c.span.clone()),
+        format!(
+            "{} output {} of {} connected to {} input {} of {}",
+            kind_name(pf),
+            c.from_port,
+            describe(g, c.from),
+            kind_name(opposite(pf)),
+            c.to_port,
+            describe(g, c.to)
+        ),
+    );
+    if pf == Processing::Push {
+        d.with_note(None, "put a Queue between them to turn push into pull")
+    } else {
+        d.with_note(
+            None,
+            "a pull output must be pulled by a pull input (for example, Unqueue pulls and pushes)",
+        )
+    }
+}
+
+fn mixed_error(
+    g: &FlatGraph,
+    e: usize,
+    inport: usize,
+    outport: usize,
+    pout: Processing,
+) -> Diagnostic {
+    Diagnostic::error(
+        Some(g.elements[e].span.clone()),
+        format!(
+            "agnostic {} in mixed context: {} input {inport}, {} output {outport}",
+            describe(g, e),
+            kind_name(opposite(pout)),
+            kind_name(pout)
+        ),
+    )
+    .with_note(
+        None,
+        "an agnostic element is all push or all pull; put a Queue where push turns into pull",
+    )
+}
+
+fn reuse_error(
+    g: &FlatGraph,
+    ci: usize,
+    first: usize,
+    e: usize,
+    what: &str,
+    port: usize,
+    hint: &str,
+) -> Diagnostic {
+    Diagnostic::error(
+        Some(g.connections[ci].span.clone()),
+        format!(
+            "{what} {port} of {} connected more than once",
+            describe(g, e)
+        ),
+    )
+    .with_note(
+        Some(g.connections[first].span.clone()),
+        "first connection here",
+    )
+    .with_note(None, hint)
+}
+
+fn range_error(
+    g: &FlatGraph,
+    info: &[Info],
+    e: usize,
+    dir: &str,
+    port: usize,
+    span: &Span,
+) -> Diagnostic {
+    let el = &g.elements[e];
+    let inf = &info[e];
+    let pc = inf.pc.expect("known class");
+    let why = match (dir, pc.outputs) {
+        ("output", OutputCount::SameAsInputs(k)) => {
+            let extra = if k == 0 {
+                String::new()
+            } else {
+                format!(" plus {k}")
+            };
+            format!(
+                "{} has as many outputs as inputs{extra}: {} with {} input{}",
+                el.class,
+                inf.nout,
+                inf.nin,
+                if inf.nin == 1 { "" } else { "s" }
+            )
+        }
+        _ => {
+            let hi = match (dir, pc.outputs) {
+                ("input", _) => pc.inputs.hi,
+                (_, OutputCount::Range(r)) => r.hi,
+                _ => inf.nout,
+            };
+            if hi == 0 {
+                format!("{} has no {dir}s", el.class)
+            } else {
+                format!(
+                    "at most {hi} {dir}{} allowed",
+                    if hi == 1 { "" } else { "s" }
+                )
+            }
+        }
+    };
+    Diagnostic::error(
+        Some(span.clone()),
+        format!("'{}' :: {} has no {dir} {port} ({why})", el.name, el.class),
+    )
+    .with_note(
+        Some(el.span.clone()),
+        format!("'{}' declared here", el.name),
+    )
+}
+
+fn bad_spec(e: &crate::FlatElement, what: &str, s: &str) -> Diagnostic {
+    Diagnostic::error(
+        Some(e.span.clone()),
+        format!("element class '{}' has a bad {what} \"{s}\"", e.class),
+    )
+}
+
+fn unknown_class(e: &crate::FlatElement, known: &[&str]) -> Diagnostic {
+    // point at the class name at the start of the element's span
+    let mut span = e.span.clone();
+    span.end = span.end.min(span.start + e.class.len());
+    let d = Diagnostic::error(
+        Some(span.clone()),
+        format!("unknown element class '{}'", e.class),
+    );
+    match suggest(&e.class, known) {
+        Some(s) => d.with_note(Some(span), format!("did you mean '{s}'?")),
+        None => d,
+    }
+}
+
+/// The known class closest to `name`, if it is close enough to be a typo.
+pub fn suggest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
+    let lower = name.to_lowercase();
+    if let Some(k) = known.iter().find(|k| k.to_lowercase() == lower) {
+        return Some(k);
+    }
+    let limit = (name.chars().count() / 3).max(1);
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(&lower, &k.to_lowercase()), *k))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
+}

@@ -1,0 +1,128 @@
+//! The Click configuration language for paraclick.
+//!
+//! [`parse_config`] takes a configuration text through lexing, parsing,
+//! compound (`elementclass`) expansion and flattening, and returns a
+//! [`FlatGraph`]: named elements with their class and configuration string,
+//! and the connections between them, every one with its source span.
+//! [`check::check_graph`] then checks the graph against the element classes'
+//! port counts and processing codes, as Click does. [`args`] holds Click's
+//! configuration-argument utilities, [`span`] the diagnostics and their
+//! rendering, and [`dot`] a Graphviz view of a graph.
+//!
+//! This crate knows element *names*, not their behaviour.
+//!
+//! ```
+//! use paraclick_lang::{parse_config, span::Source};
+//!
+//! let src = Source::new("<expr>", "src :: InfiniteSource(LIMIT 5) -> Counter -> Discard;");
+//! let g = parse_config(&src, &[]).unwrap();
+//! assert_eq!(g.elements[1].name, "Counter@2");
+//! assert_eq!(g.connections.len(), 2);
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod args;
+pub mod check;
+pub mod dot;
+mod expand;
+mod lexer;
+mod params;
+mod parser;
+mod resolve;
+pub mod span;
+
+use std::collections::{HashMap, HashSet};
+
+pub use check::{check_graph, CheckedGraph, ClassSpec, PortKind};
+pub use span::{render, Diagnostic, Source, SourceSet, Span};
+
+/// A router configuration with compounds expanded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlatGraph {
+    pub elements: Vec<FlatElement>,
+    pub connections: Vec<FlatConnection>,
+    pub requirements: Vec<Requirement>,
+}
+
+impl FlatGraph {
+    /// Index of the element called `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.elements.iter().position(|e| e.name == name)
+    }
+}
+
+/// One element of a [`FlatGraph`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlatElement {
+    /// Full name: `compound/inner` inside compounds; `Class@N` if anonymous.
+    pub name: String,
+    pub class: String,
+    /// The raw configuration string between the parentheses, with
+    /// `$parameters` substituted; `""` if none.
+    pub config: String,
+    /// The element's class name and configuration in the source.
+    pub span: Span,
+    pub anonymous: bool,
+}
+
+/// A connection from output `from_port` of element `from` to input `to_port`
+/// of element `to` (indices into [`FlatGraph::elements`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlatConnection {
+    pub from: usize,
+    pub from_port: usize,
+    pub to: usize,
+    pub to_port: usize,
+    pub span: Span,
+}
+
+/// One `require(...)` argument: `require(package foo)` gives
+/// `["package", "foo"]`, `require(foo)` gives `["foo"]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    pub words: Vec<String>,
+    pub span: Span,
+}
+
+/// Lexes, parses, expands compounds and flattens a configuration.
+///
+/// `defines` are command-line `NAME=value` settings; they override the
+/// configuration's top-level `define($NAME ...)` (a leading `$` on NAME is
+/// optional). Every error found is returned, in source order.
+pub fn parse_config(
+    src: &Source,
+    defines: &[(String, String)],
+) -> Result<FlatGraph, Vec<Diagnostic>> {
+    let idx = span::LineIndex::new(&src.name, &src.text);
+    let mut errs = Vec::new();
+    let toks = lexer::lex(&src.text, &idx, &mut errs);
+    let mut p = parser::Parser::new(&toks, &idx);
+    let stmts = p.parse_file();
+    errs.append(&mut p.errs);
+
+    let cmdline: HashMap<String, String> = defines
+        .iter()
+        .map(|(k, v)| (k.trim_start_matches('$').to_string(), v.clone()))
+        .collect();
+    let names: HashSet<String> = cmdline.keys().cloned().collect();
+    let mut r = resolve::Resolver::new(&idx, names);
+    let top = r.resolve_top(&stmts);
+    errs.append(&mut r.errs);
+    let requirements = std::mem::take(&mut r.requirements);
+
+    let mut x = expand::Expander::new(&cmdline);
+    let connections = x.expand_top(&top);
+    errs.append(&mut x.errs);
+
+    if errs.is_empty() {
+        Ok(FlatGraph {
+            elements: x.elements,
+            connections,
+            requirements,
+        })
+    } else {
+        errs.sort_by_key(|d| d.span.as_ref().map_or(usize::MAX, |s| s.start));
+        Err(errs)
+    }
+}

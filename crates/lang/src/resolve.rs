@@ -1,0 +1,809 @@
+//! Name resolution: syntax tree to scopes of elements and connections.
+//!
+//! Each scope (the file, or one definition of a compound class) gets its
+//! elements, in declaration order, and its connections between them. Class
+//! names are resolved here, lexically: a class name means the definition
+//! visible at that point, so `elementclass Queue { input -> Queue -> output }`
+//! refers to the previous `Queue` inside its body. `$parameter` references are
+//! checked here too, once per definition rather than once per instance.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use crate::args::{is_keyword, split_args, split_words, unquote};
+use crate::params::scan_vars;
+use crate::parser::{AltAst, Cfg};
+use crate::parser::{
+    ArrowKind, ClassExpr, CompoundAst, Conn, Elem, ElemRef, FormalAst, Range, Stmt,
+};
+use crate::span::{Diagnostic, LineIndex, Span};
+use crate::Requirement;
+
+/// The elements and connections of one scope.
+#[derive(Debug)]
+pub(crate) struct ScopeIr {
+    pub id: usize,
+    pub elements: Vec<IrElem>,
+    pub conns: Vec<IrConn>,
+    /// `define`s of this scope: parameter name (without `$`) and raw value.
+    pub defines: Vec<(String, String)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct IrElem {
+    pub name: String,
+    pub anonymous: bool,
+    pub kind: IrKind,
+    pub config: Option<Cfg>,
+    /// The class name (or compound) and configuration.
+    pub span: Span,
+    /// Where the element was declared: its name, or `span` if anonymous.
+    pub decl_span: Span,
+}
+
+#[derive(Debug)]
+pub(crate) enum IrKind {
+    /// A compound's `input` pseudoelement (element 0 of compound scopes).
+    Input,
+    /// A compound's `output` pseudoelement (element 1 of compound scopes).
+    Output,
+    Class(ClassBinding),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum ClassBinding {
+    Primitive(String),
+    Compound(Rc<CompoundClass>),
+}
+
+#[derive(Debug)]
+pub(crate) struct CompoundClass {
+    /// Empty for anonymous compounds.
+    pub name: String,
+    pub alts: Vec<Alt>,
+    pub span: Span,
+}
+
+impl CompoundClass {
+    /// `'c' :: Foo`, or `'c' (anonymous compound)`.
+    pub(crate) fn describe_elem(&self, elem: &str) -> String {
+        if self.name.is_empty() {
+            format!("'{elem}' (anonymous compound)")
+        } else {
+            format!("'{elem}' :: {}", self.name)
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        if self.name.is_empty() {
+            "anonymous compound".to_string()
+        } else {
+            format!("compound '{}'", self.name)
+        }
+    }
+}
+
+/// One definition of an overloaded compound class.
+#[derive(Clone, Debug)]
+pub(crate) enum Alt {
+    Body(Rc<AltBody>),
+    /// `|| ...` extending a primitive class: use the primitive.
+    Primitive(String),
+}
+
+#[derive(Debug)]
+pub(crate) struct AltBody {
+    pub formals: Vec<Formal>,
+    /// Parameter receiving `__REST__` arguments.
+    pub rest: Option<String>,
+    pub scope: ScopeIr,
+    pub ninputs: usize,
+    pub noutputs: usize,
+    /// Scope the compound was defined in (for lexical parameter lookup).
+    pub parent_scope: usize,
+}
+
+impl AltBody {
+    /// `$a, COUNT $count, __REST__ $rest`.
+    pub(crate) fn signature(&self) -> String {
+        let mut parts: Vec<String> = self
+            .formals
+            .iter()
+            .map(|f| match &f.keyword {
+                Some(k) => format!("{k} ${}", f.name),
+                None => format!("${}", f.name),
+            })
+            .collect();
+        if let Some(r) = &self.rest {
+            parts.push(format!("__REST__ ${r}"));
+        }
+        if parts.is_empty() {
+            "no parameters".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Formal {
+    pub keyword: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug)]
+pub(crate) struct IrConn {
+    pub from: usize,
+    pub from_port: usize,
+    pub to: usize,
+    pub to_port: usize,
+    pub span: Span,
+}
+
+/// Parameters visible in one lexical scope.
+struct ParamScope {
+    names: HashSet<String>,
+    /// For compound bodies: how to describe the compound in messages, and
+    /// its formal parameters.
+    compound: Option<(String, String)>,
+}
+
+pub(crate) struct Resolver<'a> {
+    idx: &'a LineIndex,
+    pub errs: Vec<Diagnostic>,
+    pub requirements: Vec<Requirement>,
+    next_scope: usize,
+    scope_ids: Vec<usize>,
+    classes: Vec<HashMap<String, ClassBinding>>,
+    params: Vec<ParamScope>,
+    cmdline: HashSet<String>,
+}
+
+/// Elements of the scope being built.
+struct ScopeBuilder {
+    elements: Vec<IrElem>,
+    conns: Vec<IrConn>,
+    names: HashMap<String, usize>,
+    compound: bool,
+}
+
+impl ScopeBuilder {
+    fn add_anonymous(&mut self, b: ClassBinding, config: Option<Cfg>, span: Span) -> usize {
+        let pseudo = if self.compound { 2 } else { 0 };
+        let n = self.elements.len() - pseudo + 1;
+        let base = match &b {
+            ClassBinding::Primitive(p) => p.clone(),
+            ClassBinding::Compound(c) => c.name.clone(),
+        };
+        self.elements.push(IrElem {
+            name: format!("{base}@{n}"),
+            anonymous: true,
+            kind: IrKind::Class(b),
+            config,
+            decl_span: span.clone(),
+            span,
+        });
+        self.elements.len() - 1
+    }
+
+    /// Renames anonymous elements whose `Class@N` name a declared element
+    /// already uses, by counting N up (Click does the same).
+    fn deanonymize(&mut self) {
+        let mut used: HashSet<String> = self.names.keys().cloned().collect();
+        for e in self.elements.iter_mut().filter(|e| e.anonymous) {
+            if used.contains(&e.name) {
+                let at = e.name.rfind('@').unwrap_or(0);
+                let base = e.name[..at].to_string();
+                let mut n: usize = e.name[at + 1..].parse().unwrap_or(0);
+                while used.contains(&e.name) {
+                    n += 1;
+                    e.name = format!("{base}@{n}");
+                }
+            }
+            used.insert(e.name.clone());
+        }
+    }
+}
+
+/// One end of a connection: element, ports given (if any), source range.
+struct End {
+    elem: usize,
+    ports: Option<Vec<usize>>,
+    range: Range,
+}
+
+impl<'a> Resolver<'a> {
+    pub(crate) fn new(idx: &'a LineIndex, cmdline: HashSet<String>) -> Self {
+        Resolver {
+            idx,
+            errs: Vec::new(),
+            requirements: Vec::new(),
+            next_scope: 0,
+            scope_ids: Vec::new(),
+            classes: Vec::new(),
+            params: Vec::new(),
+            cmdline,
+        }
+    }
+
+    fn span(&self, r: Range) -> Span {
+        self.idx.span(r.0, r.1)
+    }
+
+    fn error(&mut self, r: Range, msg: impl Into<String>) {
+        self.errs.push(Diagnostic::error(Some(self.span(r)), msg));
+    }
+
+    /// Resolves the top-level scope (its id is 0).
+    pub(crate) fn resolve_top(&mut self, stmts: &[Stmt]) -> ScopeIr {
+        self.resolve_scope(stmts, None, HashSet::new())
+    }
+
+    fn lookup_class(&self, name: &str) -> Option<ClassBinding> {
+        self.classes.iter().rev().find_map(|m| m.get(name).cloned())
+    }
+
+    fn resolve_scope(
+        &mut self,
+        stmts: &[Stmt],
+        compound: Option<(String, String, Span)>,
+        formals: HashSet<String>,
+    ) -> ScopeIr {
+        let id = self.next_scope;
+        self.next_scope += 1;
+        // Definitions in a scope take effect simultaneously: collect first.
+        let mut names = formals;
+        let mut defines = Vec::new();
+        for s in stmts {
+            if let Stmt::Define(cfg) = s {
+                for (name, value) in self.parse_define(cfg) {
+                    if !names.insert(name.clone()) {
+                        self.error(
+                            cfg.range,
+                            format!("parameter '${name}' defined more than once"),
+                        );
+                    }
+                    defines.push((name, value));
+                }
+            }
+        }
+        let mut sb = ScopeBuilder {
+            elements: Vec::new(),
+            conns: Vec::new(),
+            names: HashMap::new(),
+            compound: compound.is_some(),
+        };
+        if let Some((_, _, span)) = &compound {
+            for (name, kind) in [("input", IrKind::Input), ("output", IrKind::Output)] {
+                sb.names.insert(name.to_string(), sb.elements.len());
+                sb.elements.push(IrElem {
+                    name: name.to_string(),
+                    anonymous: false,
+                    kind,
+                    config: None,
+                    span: span.clone(),
+                    decl_span: span.clone(),
+                });
+            }
+        }
+        self.params.push(ParamScope {
+            names,
+            compound: compound
+                .as_ref()
+                .map(|(d, sig, _)| (d.clone(), sig.clone())),
+        });
+        self.classes.push(HashMap::new());
+        self.scope_ids.push(id);
+
+        for s in stmts {
+            match s {
+                Stmt::ElementClass {
+                    name,
+                    name_range,
+                    class,
+                } => {
+                    let b = self.class_binding(class, Some((name, *name_range)));
+                    if let Some(m) = self.classes.last_mut() {
+                        m.insert(name.clone(), b);
+                    }
+                }
+                Stmt::Require(cfg) => {
+                    let span = self.span(cfg.range);
+                    for arg in split_args(&cfg.text) {
+                        let words: Vec<String> =
+                            split_words(&arg).iter().map(|w| unquote(w)).collect();
+                        if !words.is_empty() {
+                            self.requirements.push(Requirement {
+                                words,
+                                span: span.clone(),
+                            });
+                        }
+                    }
+                }
+                Stmt::Define(cfg) => self.check_params(cfg),
+                Stmt::Conn(c) => self.resolve_conn(&mut sb, c),
+            }
+        }
+
+        self.scope_ids.pop();
+        self.classes.pop();
+        self.params.pop();
+        sb.deanonymize();
+        ScopeIr {
+            id,
+            elements: sb.elements,
+            conns: sb.conns,
+            defines,
+        }
+    }
+
+    /// `define($NAME value, ...)`.
+    fn parse_define(&mut self, cfg: &Cfg) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for arg in split_args(&cfg.text) {
+            let (first, rest) = match arg.find(|c: char| c.is_ascii_whitespace()) {
+                Some(p) => (&arg[..p], arg[p..].trim()),
+                None => (arg.as_str(), ""),
+            };
+            let name = first.strip_prefix('$').unwrap_or("");
+            if name.is_empty() || !name.bytes().all(crate::lexer::is_var_byte) {
+                self.error(
+                    cfg.range,
+                    format!("bad definition '{arg}': expected '$NAME value'"),
+                );
+                continue;
+            }
+            out.push((name.to_string(), rest.to_string()));
+        }
+        out
+    }
+
+    /// Reports `$parameter`s of `cfg` that no enclosing scope defines.
+    fn check_params(&mut self, cfg: &Cfg) {
+        for v in scan_vars(&cfg.text) {
+            if v.default.is_some()
+                || self.cmdline.contains(&v.name)
+                || self.params.iter().any(|p| p.names.contains(&v.name))
+            {
+                continue;
+            }
+            let span = self.idx.span(cfg.start + v.start, cfg.start + v.end);
+            let mut d = Diagnostic::error(Some(span), format!("unknown parameter '${}'", v.name));
+            if let Some(Some((desc, sig))) = self.params.last().map(|p| &p.compound) {
+                d = d.with_note(None, format!("{desc} takes {sig}"));
+            }
+            self.errs.push(d);
+        }
+    }
+
+    fn class_binding(
+        &mut self,
+        class: &ClassExpr,
+        def_name: Option<(&str, Range)>,
+    ) -> ClassBinding {
+        match class {
+            ClassExpr::Name(n, _) => self
+                .lookup_class(n)
+                .unwrap_or_else(|| ClassBinding::Primitive(n.clone())),
+            ClassExpr::Compound(ast) => {
+                ClassBinding::Compound(Rc::new(self.resolve_compound(ast, def_name)))
+            }
+        }
+    }
+
+    fn resolve_compound(&mut self, ast: &CompoundAst, def: Option<(&str, Range)>) -> CompoundClass {
+        let name = def.map(|d| d.0);
+        let display = name.unwrap_or("").to_string();
+        let mut alts = Vec::new();
+        for alt in &ast.alts {
+            let body = self.resolve_alt(alt, &display, ast.range);
+            alts.push(Alt::Body(Rc::new(body)));
+        }
+        if ast.extends {
+            match name {
+                Some(n) => match self.lookup_class(n) {
+                    Some(ClassBinding::Compound(prev)) => alts.extend(prev.alts.iter().cloned()),
+                    Some(ClassBinding::Primitive(p)) => alts.push(Alt::Primitive(p)),
+                    None => alts.push(Alt::Primitive(n.to_string())),
+                },
+                None => self.error(
+                    ast.range,
+                    "'...' can only extend a named class (use it in 'elementclass')",
+                ),
+            }
+        }
+        CompoundClass {
+            name: display,
+            alts,
+            span: self.span(def.map_or((ast.range.0, ast.range.0 + 1), |d| d.1)),
+        }
+    }
+
+    fn resolve_alt(&mut self, alt: &AltAst, display: &str, crange: Range) -> AltBody {
+        let mut formals = Vec::new();
+        let mut rest = None;
+        let mut seen = HashSet::new();
+        let mut seen_kw = HashSet::new();
+        for (i, f) in alt.formals.iter().enumerate() {
+            let FormalAst {
+                keyword,
+                var,
+                range,
+            } = f;
+            if !seen.insert(var.clone()) {
+                self.error(*range, format!("duplicate parameter '${var}'"));
+                continue;
+            }
+            match keyword.as_deref() {
+                Some("__REST__") => {
+                    if i + 1 != alt.formals.len() {
+                        self.error(*range, "'__REST__' parameter must come last");
+                    }
+                    rest = Some(var.clone());
+                }
+                Some(kw) if !is_keyword(kw) => {
+                    self.error(
+                        *range,
+                        format!(
+                            "bad keyword '{kw}' for parameter '${var}': keywords are uppercase letters, digits and '_'"
+                        ),
+                    );
+                }
+                Some(kw) => {
+                    if !seen_kw.insert(kw.to_string()) {
+                        self.error(*range, format!("duplicate keyword '{kw}'"));
+                    }
+                    formals.push(Formal {
+                        keyword: Some(kw.to_string()),
+                        name: var.clone(),
+                    });
+                }
+                None => formals.push(Formal {
+                    keyword: None,
+                    name: var.clone(),
+                }),
+            }
+        }
+        let parent_scope = *self.scope_ids.last().unwrap_or(&0);
+        let desc = if display.is_empty() {
+            "anonymous compound".to_string()
+        } else {
+            format!("compound '{display}'")
+        };
+        let mut body = AltBody {
+            formals,
+            rest,
+            scope: ScopeIr {
+                id: 0,
+                elements: Vec::new(),
+                conns: Vec::new(),
+                defines: Vec::new(),
+            },
+            ninputs: 0,
+            noutputs: 0,
+            parent_scope,
+        };
+        let sig = body.signature();
+        let span = self.span((crange.0, crange.0 + 1));
+        body.scope = self.resolve_scope(&alt.body, Some((desc.clone(), sig, span)), seen);
+        // Port counts: every port below the highest one used must be used.
+        let mut used_in = HashSet::new();
+        let mut used_out = HashSet::new();
+        for c in &body.scope.conns {
+            if c.from == 0 {
+                used_in.insert(c.from_port);
+            }
+            if c.to == 1 {
+                used_out.insert(c.to_port);
+            }
+        }
+        body.ninputs = used_in.iter().max().map_or(0, |m| m + 1);
+        body.noutputs = used_out.iter().max().map_or(0, |m| m + 1);
+        for (dir, used, n) in [
+            ("input", &used_in, body.ninputs),
+            ("output", &used_out, body.noutputs),
+        ] {
+            for p in 0..n {
+                if !used.contains(&p) {
+                    self.errs.push(
+                        Diagnostic::error(
+                            Some(self.span((crange.0, crange.0 + 1))),
+                            format!("{desc} {dir} {p} is not connected inside the compound"),
+                        )
+                        .with_note(
+                            None,
+                            format!(
+                                "the compound uses {dir} {}, so every {dir} below it must be used",
+                                n - 1
+                            ),
+                        ),
+                    );
+                }
+            }
+        }
+        body
+    }
+
+    fn declare(
+        &mut self,
+        sb: &mut ScopeBuilder,
+        name: &str,
+        name_range: Range,
+        b: ClassBinding,
+        config: Option<Cfg>,
+        span: Span,
+    ) -> usize {
+        let decl_span = self.span(name_range);
+        if let Some(&i) = sb.names.get(name) {
+            let prev = sb.elements[i].decl_span.clone();
+            let note = if matches!(sb.elements[i].kind, IrKind::Input | IrKind::Output) {
+                format!("'{name}' is the compound's {name} pseudoelement")
+            } else {
+                format!("'{name}' previously declared here")
+            };
+            self.errs.push(
+                Diagnostic::error(
+                    Some(decl_span),
+                    format!("redeclaration of element '{name}'"),
+                )
+                .with_note(Some(prev), note),
+            );
+            return i;
+        }
+        if name
+            .split('/')
+            .any(|c| c.bytes().all(|b| b.is_ascii_digit()))
+        {
+            self.errs.push(Diagnostic::error(
+                Some(decl_span.clone()),
+                format!("element name '{name}' has all-digit component"),
+            ));
+        }
+        sb.names.insert(name.to_string(), sb.elements.len());
+        sb.elements.push(IrElem {
+            name: name.to_string(),
+            anonymous: false,
+            kind: IrKind::Class(b),
+            config,
+            span,
+            decl_span,
+        });
+        sb.elements.len() - 1
+    }
+
+    /// Span of an element's class and configuration.
+    fn class_span(&self, class: &ClassExpr, config: &Option<Cfg>) -> Span {
+        let r = class.range();
+        let end = config.as_ref().map_or(r.1, |c| c.range.1);
+        match class {
+            // a compound's span is just its '{'
+            ClassExpr::Compound(_) => self.span((r.0, r.0 + 1)),
+            ClassExpr::Name(..) => self.span((r.0, end)),
+        }
+    }
+
+    fn elem_ref(&mut self, sb: &mut ScopeBuilder, r: &ElemRef) -> Option<usize> {
+        match r {
+            ElemRef::Bare { name, range } => {
+                if let Some(&i) = sb.names.get(name) {
+                    return Some(i);
+                }
+                let b = self
+                    .lookup_class(name)
+                    .unwrap_or_else(|| ClassBinding::Primitive(name.clone()));
+                Some(sb.add_anonymous(b, None, self.span(*range)))
+            }
+            ElemRef::Decl {
+                name,
+                name_range,
+                class,
+                config,
+            } => {
+                if let Some(c) = config {
+                    self.check_params(c);
+                }
+                let b = self.class_binding(class, None);
+                let span = self.class_span(class, config);
+                Some(self.declare(sb, name, *name_range, b, config.clone(), span))
+            }
+            ElemRef::Anon { class, config } => {
+                if let Some(c) = config {
+                    self.check_params(c);
+                }
+                let b = self.class_binding(class, None);
+                let span = self.class_span(class, config);
+                Some(sb.add_anonymous(b, config.clone(), span))
+            }
+            ElemRef::Implicit => None,
+        }
+    }
+
+    fn resolve_conn(&mut self, sb: &mut ScopeBuilder, c: &Conn) {
+        // `x, y :: Class(config)` declares every name.
+        if c.arrows.is_empty() {
+            let elems = &c.groups[0].elems;
+            if elems.len() > 1 {
+                if let Some(Elem {
+                    in_ports: None,
+                    out_ports: None,
+                    r: ElemRef::Decl { class, config, .. },
+                    ..
+                }) = elems.last()
+                {
+                    let all_bare = elems[..elems.len() - 1].iter().all(|e| {
+                        e.in_ports.is_none()
+                            && e.out_ports.is_none()
+                            && matches!(e.r, ElemRef::Bare { .. })
+                    });
+                    if all_bare {
+                        if let Some(cfg) = config {
+                            self.check_params(cfg);
+                        }
+                        let b = self.class_binding(class, None);
+                        let span = self.class_span(class, config);
+                        for e in elems {
+                            let (name, range) = match &e.r {
+                                ElemRef::Bare { name, range } => (name, *range),
+                                ElemRef::Decl {
+                                    name, name_range, ..
+                                } => (name, *name_range),
+                                _ => continue,
+                            };
+                            self.declare(sb, name, range, b.clone(), config.clone(), span.clone());
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+
+        // Resolve every element, in order, then connect neighbouring groups.
+        let n = c.groups.len();
+        let mut sources: Vec<Vec<End>> = Vec::new(); // output side of each group
+        let mut targets: Vec<Vec<End>> = Vec::new(); // input side of each group
+        for (gi, g) in c.groups.iter().enumerate() {
+            let mut src = Vec::new();
+            let mut dst = Vec::new();
+            if g.elems.is_empty() {
+                // implicit input (first) or output (last), inside compounds
+                let arrow = if gi == 0 {
+                    c.arrows[0].1
+                } else {
+                    c.arrows[gi - 1].1
+                };
+                let pseudo = if gi == 0 { 0 } else { 1 };
+                src.push(End {
+                    elem: pseudo,
+                    ports: None,
+                    range: arrow,
+                });
+                dst.push(End {
+                    elem: pseudo,
+                    ports: None,
+                    range: arrow,
+                });
+            }
+            for e in &g.elems {
+                let (elem, sp, dp) = match &e.r {
+                    ElemRef::Implicit if gi == 0 => (0, e.in_ports.clone(), None),
+                    ElemRef::Implicit => (1, None, e.in_ports.clone()),
+                    r => match self.elem_ref(sb, r) {
+                        Some(i) => (i, e.out_ports.clone(), e.in_ports.clone()),
+                        None => continue,
+                    },
+                };
+                if n == 1 {
+                    if let Some(p) = e.in_ports.as_ref().or(e.out_ports.as_ref()) {
+                        self.error(p.range, "port given, but no connection");
+                    }
+                }
+                src.push(End {
+                    elem,
+                    ports: sp.map(|p| p.ports),
+                    range: e.range,
+                });
+                dst.push(End {
+                    elem,
+                    ports: dp.map(|p| p.ports),
+                    range: e.range,
+                });
+            }
+            sources.push(src);
+            targets.push(dst);
+        }
+        for (k, (kind, arrow)) in c.arrows.iter().enumerate() {
+            let left = &sources[k];
+            let right = &targets[k + 1];
+            let pairs = match kind {
+                ArrowKind::Single => {
+                    let mut v = Vec::new();
+                    for l in left {
+                        for &lp in l.ports.as_deref().unwrap_or(&[0]) {
+                            for r in right {
+                                for &rp in r.ports.as_deref().unwrap_or(&[0]) {
+                                    v.push((l, lp, r, rp));
+                                }
+                            }
+                        }
+                    }
+                    v
+                }
+                ArrowKind::Multi => match self.multi_pairs(left, right, *arrow) {
+                    Some(v) => v,
+                    None => continue,
+                },
+            };
+            for (l, lp, r, rp) in pairs {
+                let span = self.span((l.range.0.min(arrow.0), r.range.1.max(arrow.1)));
+                if sb.compound && r.elem == 0 {
+                    self.errs.push(Diagnostic::error(
+                        Some(span),
+                        "cannot connect to 'input': inside a compound, 'input' only has outputs",
+                    ));
+                    continue;
+                }
+                if sb.compound && l.elem == 1 {
+                    self.errs.push(Diagnostic::error(
+                        Some(span),
+                        "cannot connect from 'output': inside a compound, 'output' only has inputs",
+                    ));
+                    continue;
+                }
+                sb.conns.push(IrConn {
+                    from: l.elem,
+                    from_port: lp,
+                    to: r.elem,
+                    to_port: rp,
+                    span,
+                });
+            }
+        }
+    }
+
+    /// Pairs the ports of a `=>` connection.
+    fn multi_pairs<'e>(
+        &mut self,
+        left: &'e [End],
+        right: &'e [End],
+        arrow: Range,
+    ) -> Option<Vec<(&'e End, usize, &'e End, usize)>> {
+        let expand = |side: &'e [End]| -> Vec<(&'e End, usize)> {
+            side.iter()
+                .flat_map(|e| {
+                    e.ports
+                        .clone()
+                        .unwrap_or_else(|| vec![0])
+                        .into_iter()
+                        .map(move |p| (e, p))
+                })
+                .collect()
+        };
+        let auto = |side: &[End]| side.len() == 1 && side[0].ports.is_none();
+        let mut l = expand(left);
+        let mut r = expand(right);
+        if auto(left) && !auto(right) {
+            l = (0..r.len()).map(|p| (&left[0], p)).collect();
+        } else if auto(right) && !auto(left) {
+            r = (0..l.len()).map(|p| (&right[0], p)).collect();
+        }
+        if l.len() != r.len() {
+            self.error(
+                arrow,
+                format!(
+                    "'=>' connects {} output port{} to {} input port{}; the counts must match",
+                    l.len(),
+                    if l.len() == 1 { "" } else { "s" },
+                    r.len(),
+                    if r.len() == 1 { "" } else { "s" }
+                ),
+            );
+            return None;
+        }
+        Some(
+            l.into_iter()
+                .zip(r)
+                .map(|((a, ap), (b, bp))| (a, ap, b, bp))
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,316 @@
+//! Source files, spans, diagnostics and their rendering.
+//!
+//! A [`Span`] names a byte range of one source file together with the
+//! 1-based line and column of its start. A [`Diagnostic`] is an error
+//! message with an optional span and any number of notes. [`render`] turns
+//! diagnostics into the text the user sees:
+//!
+//! ```text
+//! conf/r.click:3:13: unknown element class 'Cuonter'
+//!    3 | src -> c :: Cuonter -> Discard;
+//!      |             ^^^^^^^
+//! conf/r.click:3:13: note: did you mean 'Counter'?
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+/// One configuration text and the name it is reported under
+/// (a path such as `conf/router.click`, or `<expr>` for `-e`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub name: String,
+    pub text: String,
+}
+
+impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Source {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// A range of bytes in a source file. `line` and `col` (both 1-based) give
+/// the position of `start`; `col` counts characters, not bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub file: Arc<str>,
+    pub line: u32,
+    pub col: u32,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    /// `file:line:col`, the prefix of every message about this span.
+    pub fn location(&self) -> String {
+        format!("{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+/// An error, where it happened, and notes that help to fix it.
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    pub span: Option<Span>,
+    pub message: String,
+    pub notes: Vec<(Option<Span>, String)>,
+}
+
+impl Diagnostic {
+    pub fn error(span: Option<Span>, msg: impl Into<String>) -> Self {
+        Diagnostic {
+            span,
+            message: msg.into(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn with_note(mut self, span: Option<Span>, msg: impl Into<String>) -> Self {
+        self.notes.push((span, msg.into()));
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    /// One line, without source excerpt: `file:line:col: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.span {
+            Some(s) => write!(f, "{}: {}", s, self.message),
+            None => write!(f, "paraclick: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+/// The sources a run has read, kept so diagnostics can quote their lines.
+#[derive(Clone, Debug, Default)]
+pub struct SourceSet {
+    sources: Vec<Source>,
+}
+
+impl SourceSet {
+    pub fn new() -> Self {
+        SourceSet::default()
+    }
+
+    /// Adds a source; a later source with the same name replaces the earlier.
+    pub fn add(&mut self, src: Source) {
+        if let Some(old) = self.sources.iter_mut().find(|s| s.name == src.name) {
+            *old = src;
+        } else {
+            self.sources.push(src);
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Source> {
+        self.sources.iter().find(|s| s.name == name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Source> {
+        self.sources.iter()
+    }
+}
+
+/// Renders diagnostics, each with the source line it points at and a caret
+/// line under the span. A diagnostic without span renders as
+/// `paraclick: message`.
+pub fn render(diags: &[Diagnostic], sources: &SourceSet) -> String {
+    let mut out = String::new();
+    for d in diags {
+        match &d.span {
+            Some(span) => {
+                out.push_str(&format!("{}: {}\n", span, d.message));
+                excerpt(&mut out, span, sources);
+            }
+            None => out.push_str(&format!("paraclick: {}\n", d.message)),
+        }
+        for (nspan, note) in &d.notes {
+            match nspan.as_ref().or(d.span.as_ref()) {
+                Some(s) => {
+                    out.push_str(&format!("{}: note: {}\n", s, note));
+                    if let Some(ns) = nspan {
+                        if Some(ns) != d.span.as_ref() {
+                            excerpt(&mut out, ns, sources);
+                        }
+                    }
+                }
+                None => out.push_str(&format!("paraclick: note: {}\n", note)),
+            }
+        }
+    }
+    out
+}
+
+/// Appends the quoted source line and the caret line for `span`.
+fn excerpt(out: &mut String, span: &Span, sources: &SourceSet) {
+    let Some(src) = sources.get(&span.file) else {
+        return;
+    };
+    let Some(line) = src
+        .text
+        .split('\n')
+        .nth(span.line.saturating_sub(1) as usize)
+    else {
+        return;
+    };
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let gutter = span.line.to_string().len().max(4);
+    out.push_str(&format!("{:>w$} | {}\n", span.line, line, w = gutter));
+    let mut pad = String::new();
+    let mut chars = line.chars();
+    for _ in 1..span.col {
+        match chars.next() {
+            Some('\t') => pad.push('\t'),
+            Some(_) => pad.push(' '),
+            None => break,
+        }
+    }
+    // Underline up to the end of the span or the end of this line.
+    let want = src
+        .text
+        .get(span.start..span.end.min(src.text.len()))
+        .map(|s| s.split('\n').next().unwrap_or("").chars().count())
+        .unwrap_or(1);
+    let avail = chars.count();
+    let n = want.min(avail).max(1);
+    out.push_str(&format!(
+        "{:>w$} | {}{}\n",
+        "",
+        pad,
+        "^".repeat(n),
+        w = gutter
+    ));
+}
+
+/// Maps byte offsets of one source text to spans (line and column).
+#[derive(Clone, Debug)]
+pub(crate) struct LineIndex {
+    file: Arc<str>,
+    text: Arc<str>,
+    line_starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(file: &str, text: &str) -> Self {
+        let mut line_starts = vec![0];
+        for (i, b) in text.bytes().enumerate() {
+            if b == b'\n' {
+                line_starts.push(i + 1);
+            }
+        }
+        LineIndex {
+            file: Arc::from(file),
+            text: Arc::from(text),
+            line_starts,
+        }
+    }
+
+    pub(crate) fn span(&self, start: usize, end: usize) -> Span {
+        let start = start.min(self.text.len());
+        let end = end.clamp(start, self.text.len());
+        let line = self.line_starts.partition_point(|&s| s <= start);
+        let ls = self.line_starts[line - 1];
+        let col = self
+            .text
+            .get(ls..start)
+            .map_or(start - ls, |s| s.chars().count())
+            + 1;
+        Span {
+            file: self.file.clone(),
+            line: line as u32,
+            col: col as u32,
+            start,
+            end,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(name: &str, text: &str) -> SourceSet {
+        let mut s = SourceSet::new();
+        s.add(Source::new(name, text));
+        s
+    }
+
+    #[test]
+    fn line_index_positions() {
+        let idx = LineIndex::new("f", "ab\ncdé\nx");
+        let s = idx.span(0, 1);
+        assert_eq!((s.line, s.col), (1, 1));
+        let s = idx.span(3, 4);
+        assert_eq!((s.line, s.col), (2, 1));
+        // 'é' is two bytes but one column
+        let s = idx.span(8, 9);
+        assert_eq!((s.line, s.col), (3, 1));
+        let s = idx.span(7, 8);
+        assert_eq!((s.line, s.col), (2, 4));
+    }
+
+    #[test]
+    fn render_with_excerpt_and_note() {
+        let text = "src :: InfiniteSource;\n\nsrc -> c :: Cuonter -> Discard;\n";
+        let idx = LineIndex::new("conf/r.click", text);
+        let start = text.find("Cuonter").unwrap();
+        let span = idx.span(start, start + 7);
+        let d = Diagnostic::error(Some(span.clone()), "unknown element class 'Cuonter'")
+            .with_note(Some(span), "did you mean 'Counter'?");
+        let out = render(&[d], &set("conf/r.click", text));
+        assert_eq!(
+            out,
+            "conf/r.click:3:13: unknown element class 'Cuonter'\n\
+             \x20  3 | src -> c :: Cuonter -> Discard;\n\
+             \x20    |             ^^^^^^^\n\
+             conf/r.click:3:13: note: did you mean 'Counter'?\n"
+        );
+    }
+
+    #[test]
+    fn render_without_span_and_note_elsewhere() {
+        let text = "a :: X;\na :: Y;\n";
+        let idx = LineIndex::new("r", text);
+        let d = Diagnostic::error(Some(idx.span(8, 9)), "redeclaration of element 'a'")
+            .with_note(Some(idx.span(0, 1)), "'a' previously declared here");
+        let out = render(
+            &[d, Diagnostic::error(None, "no configuration")],
+            &set("r", text),
+        );
+        assert_eq!(
+            out,
+            "r:2:1: redeclaration of element 'a'\n\
+             \x20  2 | a :: Y;\n\
+             \x20    | ^\n\
+             r:1:1: note: 'a' previously declared here\n\
+             \x20  1 | a :: X;\n\
+             \x20    | ^\n\
+             paraclick: no configuration\n"
+        );
+    }
+
+    #[test]
+    fn render_keeps_tabs_for_alignment() {
+        let text = "\tx -> Foo;";
+        let idx = LineIndex::new("t", text);
+        let d = Diagnostic::error(Some(idx.span(6, 9)), "m");
+        let out = render(&[d], &set("t", text));
+        assert!(out.ends_with("     | \t     ^^^\n"), "{out:?}");
+    }
+
+    #[test]
+    fn render_unknown_file_has_no_excerpt() {
+        let idx = LineIndex::new("other", "abc");
+        let d = Diagnostic::error(Some(idx.span(1, 2)), "m");
+        assert_eq!(render(&[d], &SourceSet::new()), "other:1:2: m\n");
+    }
+}
