@@ -1,0 +1,42 @@
+//! The paraclick element library: one file per element (or small family),
+//! in folders by field. Each file begins with the element's documentation
+//! (synopsis, ports, processing, arguments, handlers, example), which
+//! `paraclick doc CLASS` prints.
+
+use paraclick_runtime::Registry;
+
+pub mod sched;
+pub mod sources;
+pub mod standard;
+pub mod util;
+
+mod docs {
+    include!(concat!(env!("OUT_DIR"), "/docs.rs"));
+}
+
+/// The documentation of every element class in this crate.
+pub fn docs() -> &'static [(&'static str, &'static str)] {
+    docs::DOCS
+}
+
+/// Registers every element class of this crate.
+pub fn register_all(reg: &mut Registry) {
+    standard::register(reg);
+    sources::register(reg);
+    sched::register(reg);
+    attach_docs(reg, docs());
+}
+
+/// Gives registered classes the documentation found for them.
+pub fn attach_docs(reg: &mut Registry, docs: &[(&'static str, &'static str)]) {
+    for (name, doc) in docs {
+        reg.set_doc(name, doc);
+    }
+}
+
+/// A registry with every class of this crate.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    register_all(&mut r);
+    r
+}

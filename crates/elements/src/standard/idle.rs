@@ -1,0 +1,37 @@
+//! # Idle
+//!
+//! Idle
+//!
+//! Has zero or more agnostic inputs and outputs. Never pushes a packet to
+//! any output or pulls a packet from any input. Packets pushed into it are
+//! dropped (counted). Used to terminate unused ports.
+//!
+//! Ports: any number of inputs and outputs. Processing: agnostic.
+//!
+//! Example:
+//!
+//!     Idle -> Discard;
+//!     c :: Classifier(12/0800, -); c[1] -> Idle;
+
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
+
+pub struct Idle;
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("Idle", "-/-", "a", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    cx.args().complete()?;
+    Ok(Box::new(Idle))
+}
+
+impl Element for Idle {
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        cx.drop_batch(batch);
+    }
+
+    fn pull(&self, _cx: &mut Cx<'_>, _port: usize, _max: usize) -> Option<Batch> {
+        None
+    }
+}

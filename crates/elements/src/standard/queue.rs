@@ -1,0 +1,149 @@
+//! # Queue
+//!
+//! Queue([CAPACITY])
+//!
+//! Stores packets in a first-in-first-out queue: push input, pull output.
+//!
+//! Ports: 1 input (push), 1 output (pull).
+//!
+//! Arguments:
+//! - `CAPACITY` (integer, default 1000): the most packets the queue holds.
+//!   A packet arriving at a full queue is dropped (tail drop) and counted.
+//!
+//! The queue is a bounded ring with separate producer and consumer cache
+//! lines and burst transfers (DPDK rte_ring style). On one thread it runs
+//! without compare-and-swap; on several, producers and consumers claim
+//! slots with one compare-and-swap per burst.
+//!
+//! Handlers:
+//! - `length` (read): packets in the queue.
+//! - `highwater_length` (read): the most packets the queue has held.
+//! - `drops` (read): packets dropped because the queue was full.
+//! - `capacity` (read): the capacity.
+//! - `reset_counts` (write): resets `drops` and `highwater_length`.
+//! - `reset` (write): drops every queued packet (counted in `drops`).
+//!
+//! Example:
+//!
+//!     FromDump(in.pcap) -> q :: Queue(200) -> Unqueue -> Discard;
+
+use paraclick_packet::Packet;
+use paraclick_runtime::ring::Ring;
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+pub struct Queue {
+    ring: Ring<Packet>,
+    drops: AtomicU64,
+    highwater: AtomicUsize,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("Queue", "1/1", "h/l", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let cap = a.read_p::<usize>("CAPACITY")?.unwrap_or(1000);
+    a.complete()?;
+    if cap == 0 {
+        return Err("CAPACITY must be at least 1".into());
+    }
+    let single = cx.nthreads == 1;
+    Ok(Box::new(Queue::new(cap, !single, !single)))
+}
+
+impl Queue {
+    pub fn new(capacity: usize, multi_producer: bool, multi_consumer: bool) -> Queue {
+        Queue {
+            ring: Ring::with_modes(capacity, multi_producer, multi_consumer),
+            drops: AtomicU64::new(0),
+            highwater: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    pub fn ring(&self) -> &Ring<Packet> {
+        &self.ring
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("length"),
+    HandlerInfo::read("highwater_length"),
+    HandlerInfo::read("drops"),
+    HandlerInfo::read("capacity"),
+    HandlerInfo::write("reset_counts"),
+    HandlerInfo::write("reset"),
+];
+
+impl Element for Queue {
+    #[inline]
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+        self.ring.push_burst(batch.vec_mut());
+        let len = self.ring.len();
+        if len > self.highwater.load(Ordering::Relaxed) {
+            self.highwater.fetch_max(len, Ordering::Relaxed);
+        }
+        if !batch.is_empty() {
+            self.drops.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            cx.drop_batch(batch);
+        }
+    }
+
+    #[inline]
+    fn pull(&self, _cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let mut b = Batch::new();
+        if self.ring.pop_burst(b.vec_mut(), max) == 0 {
+            return None;
+        }
+        Some(b)
+    }
+
+    fn queued(&self) -> usize {
+        self.ring.len()
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "length" => self.ring.len().to_string(),
+            "highwater_length" => self.highwater.load(Ordering::Relaxed).to_string(),
+            "drops" => self.drops.load(Ordering::Relaxed).to_string(),
+            "capacity" => self.ring.capacity().to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        _v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        match name {
+            "reset_counts" => {
+                self.drops.store(0, Ordering::Relaxed);
+                self.highwater.store(self.ring.len(), Ordering::Relaxed);
+                Some(Ok(()))
+            }
+            "reset" => {
+                let mut v = Vec::new();
+                while self.ring.pop_burst(&mut v, 256) > 0 {}
+                self.drops.fetch_add(v.len() as u64, Ordering::Relaxed);
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! # Unqueue
+//!
+//! Unqueue([BURST, keywords ACTIVE, LIMIT])
+//!
+//! Pulls packets from its input and pushes them to its output: the bridge
+//! from a pull path to a push path, and a pipeline stage that a thread can
+//! own.
+//!
+//! Ports: 1 input (pull), 1 output (push). It owns a task.
+//!
+//! Arguments:
+//! - `BURST` (integer, default 32): the most packets moved per task run
+//!   (Click's default is 1; batches make 32 cheap, and any value works).
+//! - `ACTIVE` (boolean, default true): whether the task runs.
+//! - `LIMIT` (integer, default no limit): stop after this many packets.
+//!
+//! Handlers:
+//! - `count` (read): packets moved.
+//! - `reset` (write): resets the count.
+//! - `active` (read/write), `burst` (read/write), `limit` (read).
+//!
+//! Example:
+//!
+//!     FromDump(in.pcap) -> Queue -> Unqueue(BURST 8) -> Counter -> Discard;
+
+use crate::util::parse_bool;
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+pub struct Unqueue {
+    count: Counter,
+    active: AtomicBool,
+    burst: AtomicUsize,
+    limit: Option<u64>,
+    moved: AtomicU64,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("Unqueue", "1/1", "l/h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let burst = a.read_p::<usize>("BURST")?.unwrap_or(32);
+    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let limit = a.read::<i64>("LIMIT")?.unwrap_or(-1);
+    a.complete()?;
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    Ok(Box::new(Unqueue {
+        count: Counter::new(cx.nthreads),
+        active: AtomicBool::new(active),
+        burst: AtomicUsize::new(burst),
+        limit: (limit >= 0).then_some(limit as u64),
+        moved: AtomicU64::new(0),
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::write("reset"),
+    HandlerInfo::rw("active"),
+    HandlerInfo::rw("burst"),
+    HandlerInfo::read("limit"),
+];
+
+impl Element for Unqueue {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        ix.add_task();
+        Ok(())
+    }
+
+    #[inline]
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        if !self.active.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut want = self.burst.load(Ordering::Relaxed);
+        if let Some(limit) = self.limit {
+            let done = self.moved.load(Ordering::Relaxed);
+            want = want.min(limit.saturating_sub(done) as usize);
+            if want == 0 {
+                return false;
+            }
+        }
+        let Some(b) = cx.pull(0, want) else {
+            return false;
+        };
+        let n = b.len() as u64;
+        self.count.add(cx.thread(), n);
+        if self.limit.is_some() {
+            self.moved.fetch_add(n, Ordering::Relaxed);
+        }
+        cx.push(0, b);
+        true
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "active" => self.active.load(Ordering::Relaxed).to_string(),
+            "burst" => self.burst.load(Ordering::Relaxed).to_string(),
+            "limit" => self
+                .limit
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "-1".into()),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        Some(match name {
+            "reset" => {
+                self.count.reset();
+                self.moved.store(0, Ordering::Relaxed);
+                Ok(())
+            }
+            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
+            "burst" => match v.trim().parse::<usize>() {
+                Ok(b) if b > 0 => {
+                    self.burst.store(b, Ordering::Relaxed);
+                    Ok(())
+                }
+                _ => Err(format!("expected positive integer, not '{}'", v.trim())),
+            },
+            _ => return None,
+        })
+    }
+}

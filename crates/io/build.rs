@@ -1,0 +1,52 @@
+//! Collects each element's documentation from the `//!` header of its own
+//! source file (sections start with `//! # ClassName`), so `paraclick doc`
+//! prints exactly what the source file begins with.
+
+use std::fs;
+use std::path::Path;
+
+fn visit(dir: &Path, out: &mut Vec<(String, String)>) {
+    let mut entries: Vec<_> = fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let p = e.path();
+        if p.is_dir() {
+            visit(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            println!("cargo:rerun-if-changed={}", p.display());
+            let text = fs::read_to_string(&p).unwrap();
+            let mut cur: Option<(String, String)> = None;
+            for line in text.lines() {
+                let Some(rest) = line.strip_prefix("//!") else {
+                    break;
+                };
+                let rest = rest.strip_prefix(' ').unwrap_or(rest);
+                if let Some(name) = rest.strip_prefix("# ") {
+                    if let Some(c) = cur.take() {
+                        out.push(c);
+                    }
+                    cur = Some((name.trim().to_string(), String::new()));
+                } else if let Some((_, body)) = cur.as_mut() {
+                    body.push_str(rest);
+                    body.push('\n');
+                }
+            }
+            if let Some(c) = cur.take() {
+                out.push(c);
+            }
+        }
+    }
+}
+
+fn main() {
+    let mut docs = Vec::new();
+    visit(Path::new("src"), &mut docs);
+    let mut code = String::from("/// (class name, documentation) from each element's source file.\npub static DOCS: &[(&str, &str)] = &[\n");
+    for (name, body) in docs {
+        code.push_str(&format!("    ({:?}, {:?}),\n", name, body.trim()));
+    }
+    code.push_str("];\n");
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("docs.rs");
+    fs::write(out, code).unwrap();
+    println!("cargo:rerun-if-changed=src");
+}

@@ -1,0 +1,459 @@
+//! The packet handle.
+
+use crate::anno::{Anno, Timestamp};
+use crate::pool::{self, Inner, BUFFER_SIZE, HEADROOM};
+use std::fmt;
+use std::mem::ManuallyDrop;
+
+/// A packet: a handle to a pooled buffer holding the data between `start`
+/// and `end`, with headroom in front and tailroom behind, header offsets and
+/// annotations. Moving a `Packet` moves one pointer; dropping it returns the
+/// buffer to its home pool.
+pub struct Packet {
+    inner: ManuallyDrop<Box<Inner>>,
+}
+
+/// The pool had no buffer to give (it is at capacity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoBuffer;
+
+impl fmt::Display for NoBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("packet pool exhausted")
+    }
+}
+
+impl std::error::Error for NoBuffer {}
+
+impl Drop for Packet {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken exactly once, here, and `self` is never
+        // used again after `drop`.
+        let b = unsafe { ManuallyDrop::take(&mut self.inner) };
+        pool::free(b);
+    }
+}
+
+impl Packet {
+    #[inline]
+    fn from_inner(mut b: Box<Inner>, headroom: usize, len: usize) -> Packet {
+        b.start = headroom as u32;
+        b.end = (headroom + len) as u32;
+        b.mac = -1;
+        b.net = -1;
+        b.trans = -1;
+        b.anno = Anno::new();
+        Packet {
+            inner: ManuallyDrop::new(b),
+        }
+    }
+
+    /// A packet of `len` bytes with default headroom. The contents are
+    /// whatever the reused buffer held (as in Click); write them before use.
+    #[inline]
+    pub fn new(len: usize) -> Option<Packet> {
+        Self::make(HEADROOM, len, 0)
+    }
+
+    /// A packet of `len` bytes with at least `headroom` bytes in front and
+    /// `tailroom` bytes behind.
+    #[inline]
+    pub fn make(headroom: usize, len: usize, tailroom: usize) -> Option<Packet> {
+        let need = headroom + len + tailroom;
+        let b = if need <= BUFFER_SIZE {
+            pool::alloc()?
+        } else {
+            pool::alloc_large(need)?
+        };
+        Some(Self::from_inner(b, headroom, len))
+    }
+
+    /// A zero-filled packet of `len` bytes.
+    pub fn zeroed(len: usize) -> Option<Packet> {
+        let mut p = Self::new(len)?;
+        p.data_mut().fill(0);
+        Some(p)
+    }
+
+    /// A packet holding a copy of `data`.
+    #[inline]
+    pub fn from_slice(data: &[u8]) -> Option<Packet> {
+        let mut p = Self::new(data.len())?;
+        p.data_mut().copy_from_slice(data);
+        Some(p)
+    }
+
+    /// A deep copy: data, header offsets and annotations (Click's `clone`;
+    /// paraclick copies instead of sharing, which for the small packets of a
+    /// router costs less than reference counting on every packet).
+    pub fn clone_packet(&self) -> Option<Packet> {
+        let i = &*self.inner;
+        let head = i.start as usize;
+        let len = self.len();
+        let mut p = Self::make(head, len, 0)?;
+        p.data_mut().copy_from_slice(self.data());
+        let o = &mut *p.inner;
+        let shift = o.start as i64 - i.start as i64;
+        let mv = |x: i32| if x < 0 { -1 } else { (x as i64 + shift) as i32 };
+        o.mac = mv(i.mac);
+        o.net = mv(i.net);
+        o.trans = mv(i.trans);
+        o.anno = i.anno;
+        Some(p)
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        (self.inner.end - self.inner.start) as usize
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.inner.end == self.inner.start
+    }
+
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.inner.buf[self.inner.start as usize..self.inner.end as usize]
+    }
+
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let (s, e) = (self.inner.start as usize, self.inner.end as usize);
+        &mut self.inner.buf[s..e]
+    }
+
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        self.inner.start as usize
+    }
+
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        self.inner.buf.len() - self.inner.end as usize
+    }
+
+    #[inline]
+    pub fn anno(&self) -> &Anno {
+        &self.inner.anno
+    }
+
+    #[inline]
+    pub fn anno_mut(&mut self) -> &mut Anno {
+        &mut self.inner.anno
+    }
+
+    #[inline]
+    pub fn timestamp(&self) -> Timestamp {
+        self.inner.anno.timestamp
+    }
+
+    #[inline]
+    pub fn set_timestamp(&mut self, t: Timestamp) {
+        self.inner.anno.timestamp = t;
+    }
+
+    /// Resets annotations and header offsets (as for a fresh packet).
+    #[inline]
+    pub fn clear_annotations(&mut self) {
+        let i = &mut *self.inner;
+        i.anno = Anno::new();
+        i.mac = -1;
+        i.net = -1;
+        i.trans = -1;
+    }
+
+    /// Moves the data start `n` bytes back (Click's `push`): room for a new
+    /// header. Reallocates with more headroom when needed.
+    pub fn push(&mut self, n: usize) -> Result<(), NoBuffer> {
+        if n > self.headroom() {
+            self.realloc(n + HEADROOM, 0)?;
+        }
+        self.inner.start -= n as u32;
+        Ok(())
+    }
+
+    /// Removes `n` bytes from the front (Click's `pull`); clamps to the length.
+    #[inline]
+    pub fn pull(&mut self, n: usize) {
+        let n = n.min(self.len()) as u32;
+        self.inner.start += n;
+    }
+
+    /// Appends `n` bytes at the end (Click's `put`); reallocates if needed.
+    /// The new bytes are zero.
+    pub fn put(&mut self, n: usize) -> Result<(), NoBuffer> {
+        if n > self.tailroom() {
+            self.realloc(0, n)?;
+        }
+        let e = self.inner.end as usize;
+        self.inner.buf[e..e + n].fill(0);
+        self.inner.end += n as u32;
+        Ok(())
+    }
+
+    /// Removes `n` bytes from the end (Click's `take`); clamps to the length.
+    #[inline]
+    pub fn take(&mut self, n: usize) {
+        let n = n.min(self.len()) as u32;
+        self.inner.end -= n;
+    }
+
+    /// Sets the length, growing with zeros or shrinking at the end.
+    pub fn set_len(&mut self, len: usize) -> Result<(), NoBuffer> {
+        let cur = self.len();
+        if len > cur {
+            self.put(len - cur)
+        } else {
+            self.take(cur - len);
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn realloc(&mut self, extra_head: usize, extra_tail: usize) -> Result<(), NoBuffer> {
+        let head = self.headroom() + extra_head;
+        let len = self.len();
+        let tail = self.tailroom() + extra_tail;
+        let mut p = Self::make(head, len, tail).ok_or(NoBuffer)?;
+        p.data_mut().copy_from_slice(self.data());
+        let shift = p.inner.start as i64 - self.inner.start as i64;
+        let mv = |x: i32| if x < 0 { -1 } else { (x as i64 + shift) as i32 };
+        p.inner.mac = mv(self.inner.mac);
+        p.inner.net = mv(self.inner.net);
+        p.inner.trans = mv(self.inner.trans);
+        p.inner.anno = self.inner.anno;
+        std::mem::swap(self, &mut p);
+        Ok(())
+    }
+
+    // ----- header offsets (Click's header annotations) -----
+
+    #[inline]
+    fn rel(&self, abs: i32) -> Option<isize> {
+        if abs < 0 {
+            None
+        } else {
+            Some(abs as isize - self.inner.start as isize)
+        }
+    }
+
+    /// Offset of the link-layer header from the data start, if set.
+    #[inline]
+    pub fn mac_header_offset(&self) -> Option<isize> {
+        self.rel(self.inner.mac)
+    }
+
+    /// Offset of the network header from the data start, if set. Negative
+    /// if the data start has moved past it.
+    #[inline]
+    pub fn network_header_offset(&self) -> Option<isize> {
+        self.rel(self.inner.net)
+    }
+
+    #[inline]
+    pub fn transport_header_offset(&self) -> Option<isize> {
+        self.rel(self.inner.trans)
+    }
+
+    #[inline]
+    pub fn has_network_header(&self) -> bool {
+        self.inner.net >= 0
+    }
+
+    #[inline]
+    pub fn has_transport_header(&self) -> bool {
+        self.inner.trans >= 0
+    }
+
+    /// Marks the link-layer header at `off` bytes from the data start.
+    #[inline]
+    pub fn set_mac_header(&mut self, off: usize) {
+        self.inner.mac = (self.inner.start as usize + off) as i32;
+    }
+
+    /// Marks the network header at `off` bytes from the data start, `hlen`
+    /// bytes long (the transport header follows it).
+    #[inline]
+    pub fn set_network_header(&mut self, off: usize, hlen: usize) {
+        let n = self.inner.start as usize + off;
+        self.inner.net = n as i32;
+        self.inner.trans = (n + hlen) as i32;
+    }
+
+    /// Changes the network header length (moves the transport header).
+    #[inline]
+    pub fn set_network_header_length(&mut self, hlen: usize) {
+        if self.inner.net >= 0 {
+            self.inner.trans = self.inner.net + hlen as i32;
+        }
+    }
+
+    #[inline]
+    pub fn clear_headers(&mut self) {
+        self.inner.mac = -1;
+        self.inner.net = -1;
+        self.inner.trans = -1;
+    }
+
+    /// Bytes from the link-layer header to the end of the data.
+    #[inline]
+    pub fn mac_header(&self) -> Option<&[u8]> {
+        let m = self.inner.mac;
+        (m >= 0 && (m as u32) <= self.inner.end)
+            .then(|| &self.inner.buf[m as usize..self.inner.end as usize])
+    }
+
+    /// Bytes from the network header to the end of the data.
+    #[inline]
+    pub fn network_header(&self) -> Option<&[u8]> {
+        let n = self.inner.net;
+        (n >= 0 && (n as u32) <= self.inner.end)
+            .then(|| &self.inner.buf[n as usize..self.inner.end as usize])
+    }
+
+    #[inline]
+    pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
+        let n = self.inner.net;
+        let e = self.inner.end;
+        if n >= 0 && (n as u32) <= e {
+            Some(&mut self.inner.buf[n as usize..e as usize])
+        } else {
+            None
+        }
+    }
+
+    /// Length of the network header (transport offset − network offset).
+    #[inline]
+    pub fn network_header_length(&self) -> Option<usize> {
+        (self.inner.net >= 0 && self.inner.trans >= self.inner.net)
+            .then(|| (self.inner.trans - self.inner.net) as usize)
+    }
+
+    /// Bytes from the transport header to the end of the data.
+    #[inline]
+    pub fn transport_header(&self) -> Option<&[u8]> {
+        let t = self.inner.trans;
+        (t >= 0 && (t as u32) <= self.inner.end)
+            .then(|| &self.inner.buf[t as usize..self.inner.end as usize])
+    }
+
+    #[inline]
+    pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
+        let t = self.inner.trans;
+        let e = self.inner.end;
+        if t >= 0 && (t as u32) <= e {
+            Some(&mut self.inner.buf[t as usize..e as usize])
+        } else {
+            None
+        }
+    }
+
+    /// The whole buffer and the data range in it (for elements that must
+    /// see the headroom, such as Unstrip).
+    #[inline]
+    pub fn buffer_len(&self) -> usize {
+        self.inner.buf.len()
+    }
+}
+
+impl fmt::Debug for Packet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Packet")
+            .field("len", &self.len())
+            .field("headroom", &self.headroom())
+            .field("net", &self.network_header_offset())
+            .field("anno", self.anno())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_pull_put_take() {
+        let mut p = Packet::from_slice(&[1, 2, 3, 4]).unwrap();
+        assert_eq!(p.headroom(), HEADROOM);
+        p.push(2).unwrap();
+        assert_eq!(p.len(), 6);
+        p.data_mut()[0] = 9;
+        p.pull(2);
+        assert_eq!(p.data(), &[1, 2, 3, 4]);
+        p.put(2).unwrap();
+        assert_eq!(p.data(), &[1, 2, 3, 4, 0, 0]);
+        p.take(3);
+        assert_eq!(p.data(), &[1, 2, 3]);
+        p.pull(100);
+        assert!(p.is_empty());
+        p.take(5);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn push_beyond_headroom_reallocates_and_keeps_headers() {
+        let mut p = Packet::from_slice(&[7; 40]).unwrap();
+        p.set_network_header(14, 20);
+        p.anno_mut().paint = 3;
+        p.push(HEADROOM + 10).unwrap();
+        assert_eq!(p.len(), 40 + HEADROOM + 10);
+        assert_eq!(
+            p.network_header_offset(),
+            Some((HEADROOM + 10 + 14) as isize)
+        );
+        assert_eq!(p.anno().paint, 3);
+        assert_eq!(&p.data()[HEADROOM + 10..], &[7; 40]);
+    }
+
+    #[test]
+    fn header_offsets_survive_strip() {
+        let mut p = Packet::zeroed(60).unwrap();
+        p.set_mac_header(0);
+        p.set_network_header(14, 20);
+        p.pull(14);
+        assert_eq!(p.network_header_offset(), Some(0));
+        assert_eq!(p.transport_header_offset(), Some(20));
+        assert_eq!(p.mac_header_offset(), Some(-14));
+        assert_eq!(p.network_header().unwrap().len(), 46);
+        assert_eq!(p.network_header_length(), Some(20));
+        p.pull(30);
+        assert_eq!(p.network_header_offset(), Some(-30));
+        assert_eq!(p.network_header().unwrap().len(), 16);
+    }
+
+    #[test]
+    fn clone_is_deep() {
+        let mut p = Packet::from_slice(&[1, 2, 3]).unwrap();
+        p.set_network_header(1, 1);
+        p.anno_mut().paint = 5;
+        let mut q = p.clone_packet().unwrap();
+        q.data_mut()[0] = 42;
+        assert_eq!(p.data(), &[1, 2, 3]);
+        assert_eq!(q.data(), &[42, 2, 3]);
+        assert_eq!(q.anno().paint, 5);
+        assert_eq!(q.network_header_offset(), Some(1));
+    }
+
+    #[test]
+    fn large_packets() {
+        let p = Packet::make(HEADROOM, 9000, 0).unwrap();
+        assert_eq!(p.len(), 9000);
+        let mut q = Packet::from_slice(&[1; 1500]).unwrap();
+        q.put(3000).unwrap();
+        assert_eq!(q.len(), 4500);
+        assert_eq!(q.data()[0], 1);
+    }
+
+    #[test]
+    fn new_packet_has_fresh_annotations() {
+        let mut p = Packet::new(10).unwrap();
+        p.anno_mut().paint = 9;
+        p.set_network_header(0, 4);
+        drop(p);
+        let q = Packet::new(10).unwrap();
+        assert_eq!(q.anno().paint, 0);
+        assert!(!q.has_network_header());
+    }
+}

@@ -1,0 +1,444 @@
+//! Per-thread buffer pools.
+//!
+//! Each thread that allocates packets owns a pool: a LIFO free list of
+//! buffers (recently freed buffers are still warm in cache) that grows
+//! lazily up to a configured capacity and never beyond it, so memory is
+//! bounded by `threads × capacity × buffer size` however many packets pass.
+//!
+//! A buffer remembers its home pool. Freed on its home thread it goes
+//! straight back on the free list. Freed on another thread it is staged in
+//! that thread's per-home staging vector and handed home in batches of
+//! [`REMOTE_BATCH`] under one short lock, as SMP Click §4.4 prescribes;
+//! the home thread takes all returned buffers at once when its free list
+//! runs dry. When a pool's thread exits, its free buffers are released and
+//! buffers that come home later are simply deallocated.
+
+// The free lists hold `Box<Inner>` on purpose: a box *is* a packet's buffer
+// handle, so moving one between a list and a `Packet` moves one pointer.
+#![allow(clippy::vec_box)]
+
+use crate::anno::Anno;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Bytes of storage in a standard pooled buffer.
+pub const BUFFER_SIZE: usize = 2048;
+/// Headroom left in front of a new packet's data (room for encapsulation).
+pub const HEADROOM: usize = 128;
+/// How many buffers freed on a foreign thread travel home together.
+pub const REMOTE_BATCH: usize = 32;
+/// Default number of buffers a thread's pool may hold (in use plus free).
+pub const DEFAULT_CAPACITY: usize = 8192;
+
+static DEFAULT_CAP: AtomicUsize = AtomicUsize::new(DEFAULT_CAPACITY);
+
+/// Sets the capacity of pools created from now on (threads that have not
+/// allocated a packet yet).
+pub fn set_default_capacity(n: usize) {
+    DEFAULT_CAP.store(n.max(1), Ordering::Relaxed);
+}
+
+pub fn default_capacity() -> usize {
+    DEFAULT_CAP.load(Ordering::Relaxed)
+}
+
+/// The storage behind a [`crate::Packet`].
+pub(crate) struct Inner {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    /// Absolute header positions in `buf`, or -1.
+    pub(crate) mac: i32,
+    pub(crate) net: i32,
+    pub(crate) trans: i32,
+    pub(crate) home: u32,
+    pub(crate) anno: Anno,
+    pub(crate) buf: Box<[u8]>,
+}
+
+impl Inner {
+    fn new(home: u32, size: usize) -> Box<Inner> {
+        Box::new(Inner {
+            start: 0,
+            end: 0,
+            mac: -1,
+            net: -1,
+            trans: -1,
+            home,
+            anno: Anno::new(),
+            buf: vec![0u8; size].into_boxed_slice(),
+        })
+    }
+}
+
+/// The part of a pool other threads can reach.
+struct Shared {
+    returns: Mutex<Vec<Box<Inner>>>,
+    pending: AtomicBool,
+    alive: AtomicBool,
+    /// Published statistics (updated by [`publish_stats`] and at thread exit).
+    created: AtomicUsize,
+    free: AtomicUsize,
+}
+
+struct Staged {
+    home: u32,
+    shared: Arc<Shared>,
+    bufs: Vec<Box<Inner>>,
+}
+
+struct Local {
+    id: u32,
+    shared: Option<Arc<Shared>>,
+    free: Vec<Box<Inner>>,
+    created: usize,
+    cap: usize,
+    staged: Vec<Staged>,
+    failures: u64,
+}
+
+static REGISTRY: Mutex<Vec<Arc<Shared>>> = Mutex::new(Vec::new());
+
+fn registry_get(id: u32) -> Option<Arc<Shared>> {
+    let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    reg.get(id as usize - 1).cloned()
+}
+
+impl Local {
+    const fn new() -> Local {
+        Local {
+            id: 0,
+            shared: None,
+            free: Vec::new(),
+            created: 0,
+            cap: 0,
+            staged: Vec::new(),
+            failures: 0,
+        }
+    }
+
+    fn init(&mut self) {
+        if self.shared.is_some() {
+            return;
+        }
+        let shared = Arc::new(Shared {
+            returns: Mutex::new(Vec::new()),
+            pending: AtomicBool::new(false),
+            alive: AtomicBool::new(true),
+            created: AtomicUsize::new(0),
+            free: AtomicUsize::new(0),
+        });
+        let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        reg.push(shared.clone());
+        self.id = reg.len() as u32;
+        self.shared = Some(shared);
+        self.cap = default_capacity();
+        self.free.reserve(self.cap.min(4096));
+    }
+
+    /// Takes back the buffers other threads returned.
+    fn drain_returns(&mut self) {
+        let Some(shared) = &self.shared else { return };
+        if !shared.pending.load(Ordering::Acquire) {
+            return;
+        }
+        let mut r = shared.returns.lock().unwrap_or_else(|e| e.into_inner());
+        shared.pending.store(false, Ordering::Release);
+        for b in r.drain(..) {
+            if b.buf.len() == BUFFER_SIZE {
+                self.free.push(b);
+            } else {
+                self.created -= 1;
+            }
+        }
+    }
+
+    #[inline]
+    fn alloc(&mut self) -> Option<Box<Inner>> {
+        if let Some(b) = self.free.pop() {
+            return Some(b);
+        }
+        self.alloc_slow(BUFFER_SIZE)
+    }
+
+    #[cold]
+    fn alloc_slow(&mut self, size: usize) -> Option<Box<Inner>> {
+        self.init();
+        if size == BUFFER_SIZE {
+            self.drain_returns();
+            if let Some(b) = self.free.pop() {
+                return Some(b);
+            }
+        }
+        if self.created < self.cap {
+            self.created += 1;
+            return Some(Inner::new(self.id, size));
+        }
+        self.failures += 1;
+        None
+    }
+
+    #[inline]
+    fn free(&mut self, b: Box<Inner>) {
+        if b.home == self.id && b.buf.len() == BUFFER_SIZE {
+            self.free.push(b);
+        } else {
+            self.free_slow(b);
+        }
+    }
+
+    #[cold]
+    fn free_slow(&mut self, b: Box<Inner>) {
+        if b.home == self.id {
+            // An oversized buffer: release its memory and its place.
+            self.created -= 1;
+            return;
+        }
+        let home = b.home;
+        let idx = match self.staged.iter().position(|s| s.home == home) {
+            Some(i) => i,
+            None => match registry_get(home) {
+                Some(shared) => {
+                    self.staged.push(Staged {
+                        home,
+                        shared,
+                        bufs: Vec::with_capacity(REMOTE_BATCH),
+                    });
+                    self.staged.len() - 1
+                }
+                None => return, // unknown home: just deallocate
+            },
+        };
+        let s = &mut self.staged[idx];
+        s.bufs.push(b);
+        if s.bufs.len() >= REMOTE_BATCH {
+            send_home(s);
+        }
+    }
+
+    fn flush_staged(&mut self) {
+        for s in &mut self.staged {
+            if !s.bufs.is_empty() {
+                send_home(s);
+            }
+        }
+    }
+
+    fn publish(&self) {
+        if let Some(shared) = &self.shared {
+            shared.created.store(self.created, Ordering::Relaxed);
+            shared.free.store(self.free.len(), Ordering::Relaxed);
+        }
+    }
+}
+
+fn send_home(s: &mut Staged) {
+    if !s.shared.alive.load(Ordering::Acquire) {
+        s.bufs.clear(); // home is gone: deallocate
+        return;
+    }
+    let mut r = s.shared.returns.lock().unwrap_or_else(|e| e.into_inner());
+    r.append(&mut s.bufs);
+    s.shared.pending.store(true, Ordering::Release);
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.flush_staged();
+        self.drain_returns();
+        if let Some(shared) = &self.shared {
+            shared.alive.store(false, Ordering::Release);
+            shared
+                .created
+                .store(self.created - self.free.len(), Ordering::Relaxed);
+            shared.free.store(0, Ordering::Relaxed);
+        }
+        self.free.clear();
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const { RefCell::new(Local::new()) };
+}
+
+#[inline]
+pub(crate) fn alloc() -> Option<Box<Inner>> {
+    LOCAL.try_with(|l| l.borrow_mut().alloc()).ok().flatten()
+}
+
+/// Allocates a buffer of at least `size` bytes (bigger than a standard one).
+pub(crate) fn alloc_large(size: usize) -> Option<Box<Inner>> {
+    if size <= BUFFER_SIZE {
+        return alloc();
+    }
+    LOCAL
+        .try_with(|l| l.borrow_mut().alloc_slow(size))
+        .ok()
+        .flatten()
+}
+
+#[inline]
+pub(crate) fn free(b: Box<Inner>) {
+    // If this thread's pool is already gone (thread exit), `b` is simply
+    // deallocated.
+    let mut b = Some(b);
+    let _ = LOCAL.try_with(|l| {
+        if let (Some(b), Ok(mut l)) = (b.take(), l.try_borrow_mut()) {
+            l.free(b);
+        }
+    });
+}
+
+/// Hands buffers staged for other threads' pools home now (call when a
+/// thread goes idle or stops, so no buffer waits for a batch to fill).
+pub fn flush_remote() {
+    let _ = LOCAL.try_with(|l| l.borrow_mut().flush_staged());
+}
+
+/// Statistics of the calling thread's pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Pool id (0 if this thread never allocated).
+    pub id: u32,
+    /// Buffers that exist (in use, free, or on their way home).
+    pub created: usize,
+    /// Buffers on the free list.
+    pub free: usize,
+    /// Allocations refused because the pool was at capacity.
+    pub failures: u64,
+    pub capacity: usize,
+}
+
+impl PoolStats {
+    /// Buffers neither free nor returned: held by packets somewhere.
+    pub fn in_use(&self) -> usize {
+        self.created - self.free
+    }
+}
+
+/// Statistics of this thread's pool, after taking back returned buffers.
+pub fn local_stats() -> PoolStats {
+    LOCAL
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            l.drain_returns();
+            l.publish();
+            PoolStats {
+                id: l.id,
+                created: l.created,
+                free: l.free.len(),
+                failures: l.failures,
+                capacity: l.cap,
+            }
+        })
+        .unwrap_or_default()
+}
+
+/// Buffers of pool `id` still held by packets, as last published (exact
+/// once the pool's thread has exited: then it is the number of buffers
+/// that never came home).
+pub fn outstanding(id: u32) -> Option<usize> {
+    if id == 0 {
+        return None;
+    }
+    let s = registry_get(id)?;
+    let created = s.created.load(Ordering::Relaxed);
+    let free = s.free.load(Ordering::Relaxed);
+    let returned = if s.alive.load(Ordering::Acquire) {
+        s.returns.lock().map(|r| r.len()).unwrap_or(0)
+    } else {
+        0
+    };
+    Some(created.saturating_sub(free + returned))
+}
+
+/// Publishes this thread's pool statistics for [`outstanding`].
+pub fn publish_stats() {
+    let _ = LOCAL.try_with(|l| {
+        let mut l = l.borrow_mut();
+        l.drain_returns();
+        l.publish()
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Packet;
+
+    #[test]
+    fn reuse_is_lifo_and_bounded() {
+        std::thread::spawn(|| {
+            let p = Packet::from_slice(&[1, 2, 3]).unwrap();
+            let before = local_stats();
+            drop(p);
+            let after = local_stats();
+            assert_eq!(after.free, before.free + 1);
+            // Allocating again reuses the freed buffer: no new creation.
+            let _q = Packet::from_slice(&[4]).unwrap();
+            assert_eq!(local_stats().created, after.created);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn capacity_limits_allocation() {
+        std::thread::spawn(|| {
+            set_default_capacity_for_test(4);
+            let ps: Vec<_> = (0..4).map(|_| Packet::new(10).unwrap()).collect();
+            assert!(Packet::new(10).is_none());
+            assert_eq!(local_stats().failures, 1);
+            drop(ps);
+            assert!(Packet::new(10).is_some());
+        })
+        .join()
+        .unwrap();
+    }
+
+    fn set_default_capacity_for_test(n: usize) {
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            l.init();
+            l.cap = n;
+        });
+    }
+
+    #[test]
+    fn remote_frees_come_home_in_batches() {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Packet>>();
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<()>();
+        let home = std::thread::spawn(move || {
+            let ps: Vec<_> = (0..100)
+                .map(|i| Packet::from_slice(&[i as u8]).unwrap())
+                .collect();
+            let id = local_stats().id;
+            assert_eq!(local_stats().in_use(), 100);
+            tx.send(ps).unwrap();
+            back_rx.recv().unwrap();
+            let s = local_stats();
+            assert_eq!(s.in_use(), 0, "all 100 buffers came home");
+            id
+        });
+        let ps = rx.recv().unwrap();
+        std::thread::spawn(move || {
+            drop(ps);
+            flush_remote();
+        })
+        .join()
+        .unwrap();
+        back_tx.send(()).unwrap();
+        let id = home.join().unwrap();
+        assert_eq!(outstanding(id), Some(0));
+    }
+
+    #[test]
+    fn packets_outliving_their_pool_are_freed() {
+        let p = std::thread::spawn(|| Packet::from_slice(&[9; 60]).unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(p.data()[0], 9);
+        drop(p);
+        flush_remote();
+    }
+}

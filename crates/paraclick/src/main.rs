@@ -1,0 +1,312 @@
+//! `paraclick`: run, check, draw and document Click configurations.
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+use paraclick_lang::{parse_config, render, Diagnostic, Source, SourceSet};
+use paraclick_runtime::sched::SchedPolicy;
+use paraclick_runtime::{BuildOptions, Registry, Router};
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "paraclick",
+    version,
+    about = "A modular, multicore software router configured in the Click language",
+    disable_help_flag = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args, Clone)]
+struct Input {
+    /// Read the configuration from FILE ("-" for standard input).
+    #[arg(short = 'f', long = "file")]
+    file: Option<String>,
+    /// Use EXPR as the configuration.
+    #[arg(short = 'e', long = "expression")]
+    expr: Option<String>,
+    /// [FILE] [NAME=VALUE ...]: the configuration file and define() overrides.
+    args: Vec<String>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    input: Input,
+    /// After the run, print the value of read handler ELEMENT.HANDLER (repeatable).
+    #[arg(short = 'h', long = "handler", value_name = "ELEMENT.HANDLER")]
+    handlers: Vec<String>,
+    /// Initialize the router and quit without running it.
+    #[arg(short = 'q', long = "quit")]
+    quit: bool,
+    /// Worker threads.
+    #[arg(short = 'j', long = "threads", default_value_t = 1)]
+    threads: usize,
+    /// Placement of tasks not pinned by StaticThreadSched: adaptive, static, round-robin.
+    #[arg(long = "sched", default_value = "adaptive")]
+    sched: String,
+    /// Print a report after the run: threads, drops (repeatable).
+    #[arg(long = "report", value_name = "KIND")]
+    report: Vec<String>,
+    /// Packet buffers per thread pool.
+    #[arg(long = "pool", value_name = "BUFFERS")]
+    pool: Option<usize>,
+    /// Do not pin worker threads to CPUs.
+    #[arg(long = "no-pin")]
+    no_pin: bool,
+    /// Control socket port (Click's -p): not available in paraclick yet.
+    #[arg(short = 'p', long = "port")]
+    port: Option<String>,
+    /// Print help.
+    #[arg(long = "help", action = ArgAction::Help)]
+    help: Option<bool>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Check a configuration: report every error, located; run nothing.
+    Check(Input),
+    /// Print the element graph in Graphviz DOT.
+    Graph(Input),
+    /// Print an element class's documentation (or list the classes).
+    Doc {
+        class: Option<String>,
+        /// List every element class.
+        #[arg(long)]
+        list: bool,
+    },
+}
+
+fn registry() -> Registry {
+    paraclick_io::full_registry()
+}
+
+/// Reads the configuration and the NAME=VALUE defines.
+fn load(input: &Input) -> Result<(Source, Vec<(String, String)>), String> {
+    let mut file = input.file.clone();
+    let mut defines = Vec::new();
+    for a in &input.args {
+        if let Some((k, v)) = a.split_once('=') {
+            if !k.is_empty()
+                && k.trim_start_matches('$')
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_')
+            {
+                defines.push((k.trim_start_matches('$').to_string(), v.to_string()));
+                continue;
+            }
+        }
+        if file.is_none() && input.expr.is_none() {
+            file = Some(a.clone());
+        } else {
+            return Err(format!("unexpected argument '{a}'"));
+        }
+    }
+    let src = match (&input.expr, &file) {
+        (Some(_), Some(_)) => return Err("give a configuration file or -e, not both".into()),
+        (Some(e), None) => Source {
+            name: "<expr>".into(),
+            text: e.clone(),
+        },
+        (None, Some(f)) if f == "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| format!("<stdin>: {e}"))?;
+            Source {
+                name: "<stdin>".into(),
+                text,
+            }
+        }
+        (None, Some(f)) => Source {
+            name: f.clone(),
+            text: std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?,
+        },
+        (None, None) => return Err("no configuration: give a FILE or -e EXPR (see --help)".into()),
+    };
+    Ok((src, defines))
+}
+
+fn report_errors(src: &Source, diags: &[Diagnostic]) -> ExitCode {
+    let mut set = SourceSet::default();
+    set.add(Source {
+        name: src.name.clone(),
+        text: src.text.clone(),
+    });
+    eprint!("{}", render(diags, &set));
+    ExitCode::from(1)
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("paraclick: {msg}");
+    ExitCode::from(1)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Some(Cmd::Check(input)) => check(&input),
+        Some(Cmd::Graph(input)) => graph(&input),
+        Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
+        None => run(cli.run),
+    }
+}
+
+fn check(input: &Input) -> ExitCode {
+    let (src, defines) = match load(input) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let reg = registry();
+    let opts = BuildOptions {
+        defines,
+        pin: false,
+        ..BuildOptions::default()
+    };
+    match Router::build(&src, &reg, &opts) {
+        Ok(r) => {
+            println!("{}: ok ({} elements)", src.name, r.element_names().len());
+            ExitCode::SUCCESS
+        }
+        Err(d) => report_errors(&src, &d),
+    }
+}
+
+fn graph(input: &Input) -> ExitCode {
+    let (src, defines) = match load(input) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let g = match parse_config(&src, &defines) {
+        Ok(g) => g,
+        Err(d) => return report_errors(&src, &d),
+    };
+    let reg = registry();
+    let checked = Router::check(&g, &reg).ok();
+    let _ = write!(
+        std::io::stdout(),
+        "{}",
+        paraclick_lang::dot::to_dot(&g, checked.as_ref())
+    );
+    ExitCode::SUCCESS
+}
+
+fn doc(class: Option<&str>, list: bool) -> ExitCode {
+    let reg = registry();
+    match class {
+        Some(c) if !list => match reg.get(c) {
+            Some(spec) if !spec.doc.is_empty() => {
+                let _ = writeln!(std::io::stdout(), "{}", spec.doc);
+                ExitCode::SUCCESS
+            }
+            Some(_) => fail(&format!("{c}: no documentation")),
+            None => fail(&format!("unknown element class '{c}'")),
+        },
+        _ => {
+            let mut out = std::io::stdout().lock();
+            for n in reg.names() {
+                let summary = reg
+                    .doc(n)
+                    .and_then(|d| {
+                        d.lines()
+                            .map(str::trim)
+                            .find(|l| !l.is_empty() && !l.contains('(') && *l != n)
+                    })
+                    .unwrap_or("");
+                if writeln!(out, "{n:24} {summary}").is_err() {
+                    break; // reader went away (e.g. `| head`)
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn run(a: RunArgs) -> ExitCode {
+    if a.port.is_some() {
+        return fail("-p: control sockets are not available in paraclick yet");
+    }
+    let (src, defines) = match load(&a.input) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let policy: SchedPolicy = match a.sched.parse() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    if a.threads == 0 {
+        return fail("-j: need at least one thread");
+    }
+    for r in &a.report {
+        if !["threads", "drops"].contains(&r.as_str()) {
+            return fail(&format!("--report: unknown report '{r}' (threads, drops)"));
+        }
+    }
+    if let Some(n) = a.pool {
+        paraclick_packet::pool::set_default_capacity(n);
+    }
+    let reg = registry();
+    let opts = BuildOptions {
+        threads: a.threads,
+        defines,
+        policy,
+        pin: !a.no_pin,
+    };
+    let router = match Router::build(&src, &reg, &opts) {
+        Ok(r) => r,
+        Err(d) => return report_errors(&src, &d),
+    };
+    if !a.quit {
+        let stopper = router.stopper();
+        let stop_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register(sig, stop_flag.clone());
+        }
+        let watcher_flag = stop_flag.clone();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done2 = done.clone();
+        let watcher = std::thread::spawn(move || {
+            while !done2.load(std::sync::atomic::Ordering::Relaxed) {
+                if watcher_flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    stopper.stop();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        router.run();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = watcher.join();
+    }
+    let mut status = ExitCode::SUCCESS;
+    for (i, h) in a.handlers.iter().enumerate() {
+        match router.read_handler(h) {
+            Ok(v) => {
+                let mut out = std::io::stdout().lock();
+                let sep = if i > 0 { "\n" } else { "" };
+                let nl = if v.ends_with('\n') { "" } else { "\n" };
+                let _ = write!(out, "{sep}{h}:\n{v}{nl}");
+            }
+            Err(e) => {
+                eprintln!("paraclick: {e}");
+                status = ExitCode::from(1);
+            }
+        }
+    }
+    for r in &a.report {
+        match r.as_str() {
+            "threads" => eprint!("{}", router.thread_report()),
+            "drops" => {
+                for (name, d) in router.drops() {
+                    eprintln!("{name}: {d} dropped");
+                }
+            }
+            _ => {}
+        }
+    }
+    status
+}

@@ -1,0 +1,532 @@
+//! Configuration arguments, parsed Click's way.
+//!
+//! ```ignore
+//! let mut a = cx.args();
+//! let capacity = a.read_p::<usize>("CAPACITY")?.unwrap_or(1000); // positional or keyword
+//! let burst = a.read::<usize>("BURST")?.unwrap_or(32);           // keyword only
+//! let addr = a.read_mp::<Ipv4Addr>("ADDR")?;                     // mandatory positional
+//! a.complete()?;                                                  // anything left is an error
+//! ```
+//!
+//! Positional arguments come first; an argument whose first word is an
+//! all-caps keyword followed by a value is a keyword argument. Values may
+//! be quoted; names defined by AddressInfo stand for their addresses.
+
+use paraclick_lang::args::{split_args, split_keyword, unquote, unquote_bytes};
+use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Addresses an AddressInfo element defined under a name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AddrEntry {
+    pub ip: Option<Ipv4Addr>,
+    pub prefix_len: Option<u8>,
+    pub ether: Option<EtherAddr>,
+}
+
+/// What argument parsing can consult: the named addresses so far.
+#[derive(Clone, Debug, Default)]
+pub struct ArgEnv {
+    pub names: HashMap<String, AddrEntry>,
+}
+
+impl ArgEnv {
+    pub fn lookup(&self, name: &str) -> Option<&AddrEntry> {
+        self.names.get(name)
+    }
+}
+
+/// A value that can be read from one configuration argument.
+pub trait FromArg: Sized {
+    /// What the value is, for error messages ("IP address").
+    const WHAT: &'static str;
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String>;
+}
+
+fn parse_uint(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+macro_rules! uint_arg {
+    ($($t:ty),*) => {$(
+        impl FromArg for $t {
+            const WHAT: &'static str = "unsigned integer";
+            fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+                let v = parse_uint(s).ok_or_else(|| format!("expected {}", Self::WHAT))?;
+                <$t>::try_from(v).map_err(|_| format!("{} out of range", s.trim()))
+            }
+        }
+    )*};
+}
+uint_arg!(u8, u16, u32, u64, usize);
+
+macro_rules! int_arg {
+    ($($t:ty),*) => {$(
+        impl FromArg for $t {
+            const WHAT: &'static str = "integer";
+            fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+                let s = s.trim();
+                let (neg, body) = match s.strip_prefix('-') { Some(b) => (true, b), None => (false, s.strip_prefix('+').unwrap_or(s)) };
+                let v = parse_uint(body).ok_or_else(|| format!("expected {}", Self::WHAT))? as i128;
+                let v = if neg { -v } else { v };
+                <$t>::try_from(v).map_err(|_| format!("{} out of range", s))
+            }
+        }
+    )*};
+}
+int_arg!(i32, i64);
+
+impl FromArg for f64 {
+    const WHAT: &'static str = "real number";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+        s.trim()
+            .parse()
+            .map_err(|_| format!("expected {}", Self::WHAT))
+    }
+}
+
+impl FromArg for bool {
+    const WHAT: &'static str = "boolean";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+        match s.trim() {
+            "true" | "yes" | "1" | "t" | "y" | "on" => Ok(true),
+            "false" | "no" | "0" | "f" | "n" | "off" => Ok(false),
+            _ => Err(format!("expected {} (true or false)", Self::WHAT)),
+        }
+    }
+}
+
+impl FromArg for String {
+    const WHAT: &'static str = "string";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+        Ok(unquote(s.trim()))
+    }
+}
+
+/// Raw data, with Click's quoting and `\<hex>` blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bytes(pub Vec<u8>);
+
+impl FromArg for Bytes {
+    const WHAT: &'static str = "data";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+        Ok(Bytes(unquote_bytes(s.trim())))
+    }
+}
+
+/// An argument kept as written (quotes and all), e.g. an element name or a
+/// sub-language (Classifier patterns, Script instructions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Raw(pub String);
+
+impl FromArg for Raw {
+    const WHAT: &'static str = "argument";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+        Ok(Raw(s.trim().to_string()))
+    }
+}
+
+/// Parses Click's time intervals: a number with an optional unit (`s`,
+/// `sec`, `ms`, `msec`, `us`, `usec`, `ns`, `nsec`, `m`, `min`, `h`, `hr`).
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let mult = match unit.trim() {
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+        "ms" | "msec" | "msecs" => 1e-3,
+        "us" | "usec" | "usecs" => 1e-6,
+        "ns" | "nsec" | "nsecs" => 1e-9,
+        "m" | "min" | "mins" => 60.0,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
+        "d" | "day" | "days" => 86400.0,
+        _ => return None,
+    };
+    let secs = v * mult;
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(secs))
+}
+
+impl FromArg for Duration {
+    const WHAT: &'static str = "time in seconds";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+        parse_duration(s).ok_or_else(|| format!("expected {}", Self::WHAT))
+    }
+}
+
+/// A bandwidth in bytes per second. Accepts Click's units: `bps`, `kbps`,
+/// `Mbps`, `Gbps` (bits), `Bps`, `kBps`, `MBps`, `GBps` (bytes); a bare
+/// number is bytes per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bandwidth(pub f64);
+
+impl FromArg for Bandwidth {
+    const WHAT: &'static str = "bandwidth";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
+        let s = s.trim();
+        let split = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(s.len());
+        let (num, unit) = s.split_at(split);
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("expected {}", Self::WHAT))?;
+        let unit = unit.trim();
+        let (scale, rest) = match unit.chars().next() {
+            Some('k' | 'K') => (1e3, &unit[1..]),
+            Some('M') => (1e6, &unit[1..]),
+            Some('G') => (1e9, &unit[1..]),
+            _ => (1.0, unit),
+        };
+        let per_byte = match rest {
+            "" | "Bps" | "B/s" => 1.0,
+            "bps" | "b/s" => 1.0 / 8.0,
+            _ => return Err(format!("expected {} (e.g. 10Mbps)", Self::WHAT)),
+        };
+        Ok(Bandwidth(v * scale * per_byte))
+    }
+}
+
+impl FromArg for Ipv4Addr {
+    const WHAT: &'static str = "IP address";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String> {
+        let s = s.trim();
+        if let Ok(a) = Ipv4Addr::from_str(s) {
+            return Ok(a);
+        }
+        let (name, suffix) = match s.split_once(':') {
+            Some((n, x)) => (n, Some(x)),
+            None => (s, None),
+        };
+        if let Some(e) = env.lookup(name) {
+            if let Some(ip) = e.ip {
+                match suffix {
+                    None | Some("ip") => return Ok(ip),
+                    Some("bcast") => {
+                        let len = e.prefix_len.unwrap_or(32);
+                        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+                        return Ok(Ipv4Addr::from(u32::from(ip) | !mask));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Err(format!("expected {}, not '{}'", Self::WHAT, s))
+    }
+}
+
+impl FromArg for Ipv4Prefix {
+    const WHAT: &'static str = "IP prefix";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String> {
+        let s = s.trim();
+        if let Ok(p) = Ipv4Prefix::from_str(s) {
+            return Ok(p);
+        }
+        let (name, suffix) = match s.split_once(':') {
+            Some((n, x)) => (n, Some(x)),
+            None => (s, None),
+        };
+        if let Some(e) = env.lookup(name) {
+            if let Some(ip) = e.ip {
+                let len = e.prefix_len.unwrap_or(32);
+                match suffix {
+                    None | Some("ipnet") | Some("net") => {
+                        let p = Ipv4Prefix::from_str(&format!("{ip}/{len}"))
+                            .map_err(|_| format!("bad prefix for '{name}'"))?;
+                        return Ok(p);
+                    }
+                    Some("ip") => {
+                        return Ipv4Prefix::from_str(&format!("{ip}/32"))
+                            .map_err(|_| format!("bad prefix for '{name}'"));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Err(format!("expected {}, not '{}'", Self::WHAT, s))
+    }
+}
+
+impl FromArg for EtherAddr {
+    const WHAT: &'static str = "Ethernet address";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String> {
+        let s = s.trim();
+        if let Ok(e) = EtherAddr::from_str(s) {
+            return Ok(e);
+        }
+        let name = s.strip_suffix(":eth").unwrap_or(s);
+        if let Some(e) = env.lookup(name).and_then(|e| e.ether) {
+            return Ok(e);
+        }
+        Err(format!("expected {}, not '{}'", Self::WHAT, s))
+    }
+}
+
+#[derive(Debug)]
+struct Item {
+    keyword: Option<String>,
+    value: String,
+    used: bool,
+}
+
+/// Click-style argument reader over one configuration string.
+pub struct Args<'a> {
+    items: Vec<Item>,
+    next_pos: usize,
+    env: &'a ArgEnv,
+}
+
+impl<'a> Args<'a> {
+    pub fn new(config: &str, env: &'a ArgEnv) -> Args<'a> {
+        let items = split_args(config)
+            .into_iter()
+            .map(|a| match split_keyword(&a) {
+                // A lone capitalized word with no value is positional.
+                Some((k, v)) if !v.is_empty() => Item {
+                    keyword: Some(k.to_string()),
+                    value: v.to_string(),
+                    used: false,
+                },
+                _ => Item {
+                    keyword: None,
+                    value: a,
+                    used: false,
+                },
+            })
+            .collect();
+        Args {
+            items,
+            next_pos: 0,
+            env,
+        }
+    }
+
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    fn parse<T: FromArg>(&self, name: &str, v: &str) -> Result<T, String> {
+        T::from_arg(v, self.env).map_err(|e| format!("{name}: {e}"))
+    }
+
+    fn take_keyword(&mut self, name: &str) -> Option<String> {
+        // The last occurrence wins, as in Click.
+        let mut found = None;
+        for it in self.items.iter_mut() {
+            if it.keyword.as_deref() == Some(name) {
+                it.used = true;
+                found = Some(it.value.clone());
+            }
+        }
+        found
+    }
+
+    fn take_positional(&mut self) -> Option<String> {
+        let it = self.items.get_mut(self.next_pos)?;
+        if it.keyword.is_some() || it.used {
+            return None;
+        }
+        it.used = true;
+        self.next_pos += 1;
+        Some(it.value.clone())
+    }
+
+    /// Keyword-only argument.
+    pub fn read<T: FromArg>(&mut self, name: &str) -> Result<Option<T>, String> {
+        match self.take_keyword(name) {
+            Some(v) => self.parse(name, &v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Mandatory keyword argument.
+    pub fn read_m<T: FromArg>(&mut self, name: &str) -> Result<T, String> {
+        self.read(name)?
+            .ok_or_else(|| format!("missing mandatory {name} argument"))
+    }
+
+    /// Optional argument, positional or keyword.
+    pub fn read_p<T: FromArg>(&mut self, name: &str) -> Result<Option<T>, String> {
+        if let Some(v) = self.take_keyword(name) {
+            return self.parse(name, &v).map(Some);
+        }
+        match self.take_positional() {
+            Some(v) if v.trim().is_empty() => Ok(None),
+            Some(v) => self.parse(name, &v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Mandatory argument, positional or keyword.
+    pub fn read_mp<T: FromArg>(&mut self, name: &str) -> Result<T, String> {
+        self.read_p(name)?
+            .ok_or_else(|| format!("missing mandatory {name} argument"))
+    }
+
+    /// Every occurrence of a keyword, in order.
+    pub fn read_all<T: FromArg>(&mut self, name: &str) -> Result<Vec<T>, String> {
+        let mut out = Vec::new();
+        let vals: Vec<String> = self
+            .items
+            .iter_mut()
+            .filter(|it| it.keyword.as_deref() == Some(name))
+            .map(|it| {
+                it.used = true;
+                it.value.clone()
+            })
+            .collect();
+        for v in vals {
+            out.push(self.parse(name, &v)?);
+        }
+        Ok(out)
+    }
+
+    /// The remaining positional arguments, as written.
+    pub fn rest(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(v) = self.take_positional() {
+            out.push(v);
+        }
+        out
+    }
+
+    /// Every remaining argument, keyword-looking or not, as written
+    /// (keywords rejoined with their value). For elements whose arguments
+    /// are a language of their own.
+    pub fn rest_all(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        for it in self.items.iter_mut().filter(|it| !it.used) {
+            it.used = true;
+            match &it.keyword {
+                Some(k) => out.push(format!("{k} {}", it.value)),
+                None => out.push(it.value.clone()),
+            }
+        }
+        out
+    }
+
+    /// Fails if an argument was not read.
+    pub fn complete(self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        for it in &self.items {
+            if !it.used {
+                match &it.keyword {
+                    Some(k) => errs.push(format!("unknown keyword {k}")),
+                    None => errs.push(format!("too many arguments ('{}')", it.value)),
+                }
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positional_and_keywords() {
+        let env = ArgEnv::default();
+        let mut a = Args::new("1000, BURST 8, STOP true", &env);
+        assert_eq!(a.read_p::<usize>("CAPACITY").unwrap(), Some(1000));
+        assert_eq!(a.read::<usize>("BURST").unwrap(), Some(8));
+        assert_eq!(a.read::<bool>("STOP").unwrap(), Some(true));
+        assert_eq!(a.read::<bool>("ACTIVE").unwrap(), None);
+        a.complete().unwrap();
+    }
+
+    #[test]
+    fn keyword_given_for_positional() {
+        let env = ArgEnv::default();
+        let mut a = Args::new("CAPACITY 5", &env);
+        assert_eq!(a.read_p::<usize>("CAPACITY").unwrap(), Some(5));
+        a.complete().unwrap();
+    }
+
+    #[test]
+    fn errors_are_clear() {
+        let env = ArgEnv::default();
+        let mut a = Args::new("abc, FOO 1, 7", &env);
+        let e = a.read_p::<usize>("CAPACITY").unwrap_err();
+        assert_eq!(e, "CAPACITY: expected unsigned integer");
+        let a = Args::new("1, FOO 1", &env);
+        assert_eq!(
+            a.complete().unwrap_err(),
+            "too many arguments ('1'); unknown keyword FOO"
+        );
+        let mut a = Args::new("", &env);
+        assert_eq!(
+            a.read_mp::<u32>("LENGTH").unwrap_err(),
+            "missing mandatory LENGTH argument"
+        );
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("10ms"), Some(Duration::from_millis(10)));
+        assert_eq!(parse_duration("2 min"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("x"), None);
+        assert_eq!(parse_duration("-1"), None);
+        let env = ArgEnv::default();
+        assert_eq!(Bandwidth::from_arg("8Mbps", &env).unwrap(), Bandwidth(1e6));
+        assert_eq!(
+            Bandwidth::from_arg("1000", &env).unwrap(),
+            Bandwidth(1000.0)
+        );
+        assert!(Bandwidth::from_arg("1 furlong", &env).is_err());
+        assert_eq!(u16::from_arg("0x0800", &env).unwrap(), 0x800);
+        assert!(u8::from_arg("256", &env).is_err());
+        assert_eq!(i32::from_arg("-5", &env).unwrap(), -5);
+    }
+
+    #[test]
+    fn named_addresses() {
+        let mut env = ArgEnv::default();
+        env.names.insert(
+            "eth0".into(),
+            AddrEntry {
+                ip: Some(Ipv4Addr::new(1, 0, 0, 1)),
+                prefix_len: Some(8),
+                ether: Some(EtherAddr([0, 1, 2, 3, 4, 5])),
+            },
+        );
+        assert_eq!(
+            Ipv4Addr::from_arg("eth0", &env).unwrap(),
+            Ipv4Addr::new(1, 0, 0, 1)
+        );
+        assert_eq!(
+            Ipv4Addr::from_arg("eth0:bcast", &env).unwrap(),
+            Ipv4Addr::new(1, 255, 255, 255)
+        );
+        assert_eq!(
+            EtherAddr::from_arg("eth0", &env).unwrap(),
+            EtherAddr([0, 1, 2, 3, 4, 5])
+        );
+        let p = Ipv4Prefix::from_arg("eth0", &env).unwrap();
+        assert_eq!(p.to_string(), "1.0.0.1/8");
+        assert!(Ipv4Addr::from_arg("eth1", &env).is_err());
+    }
+}

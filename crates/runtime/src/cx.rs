@@ -1,0 +1,163 @@
+//! The per-thread context every element call receives.
+
+use crate::handler::HandlerCx;
+use crate::router::{Core, Peer};
+use paraclick_packet::{Batch, Packet};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A worker thread's context: which thread this is, which element is
+/// running, and the way out of it (push to an output, pull from an input,
+/// drop, timers, stop). Exactly one exists per thread index at a time.
+pub struct Cx<'r> {
+    pub(crate) core: &'r Core,
+    pub(crate) thread: usize,
+    pub(crate) current: usize,
+}
+
+impl<'r> Cx<'r> {
+    pub(crate) fn new(core: &'r Core, thread: usize) -> Cx<'r> {
+        Cx {
+            core,
+            thread,
+            current: 0,
+        }
+    }
+
+    /// This worker's thread index (`0..nthreads`).
+    #[inline]
+    pub fn thread(&self) -> usize {
+        self.thread
+    }
+
+    #[inline]
+    pub fn nthreads(&self) -> usize {
+        self.core.nthreads
+    }
+
+    /// Index of the running element in the router.
+    #[inline]
+    pub fn element_index(&self) -> usize {
+        self.current
+    }
+
+    pub fn element_name(&self) -> &str {
+        &self.core.slots[self.current].name
+    }
+
+    #[inline]
+    pub fn noutputs(&self) -> usize {
+        self.core.slots[self.current].outputs.len()
+    }
+
+    #[inline]
+    pub fn ninputs(&self) -> usize {
+        self.core.slots[self.current].inputs.len()
+    }
+
+    /// Pushes `batch` out of output `port` of the running element. A port
+    /// that does not exist (an optional output left unconnected) drops the
+    /// batch, counted.
+    #[inline]
+    pub fn push(&mut self, port: usize, batch: Batch) {
+        let slot = &self.core.slots[self.current];
+        match slot.outputs.get(port) {
+            Some(&Peer { elem, port: to }) if elem != Peer::NONE => {
+                let saved = self.current;
+                self.current = elem as usize;
+                self.core.slots[elem as usize]
+                    .element
+                    .push(self, to as usize, batch);
+                self.current = saved;
+            }
+            _ => self.drop_batch(batch),
+        }
+    }
+
+    /// Pushes one packet.
+    #[inline]
+    pub fn push_one(&mut self, port: usize, p: Packet) {
+        self.push(port, Batch::one(p))
+    }
+
+    /// Pulls up to `max` packets from input `port` of the running element.
+    #[inline]
+    pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
+        let slot = &self.core.slots[self.current];
+        match slot.inputs.get(port) {
+            Some(&Peer { elem, port: from }) if elem != Peer::NONE => {
+                let saved = self.current;
+                self.current = elem as usize;
+                let b = self.core.slots[elem as usize]
+                    .element
+                    .pull(self, from as usize, max);
+                self.current = saved;
+                b
+            }
+            _ => None,
+        }
+    }
+
+    /// Drops a packet, counted against the running element.
+    #[inline]
+    pub fn drop_packet(&mut self, p: Packet) {
+        self.count_drops(1);
+        drop(p);
+    }
+
+    /// Drops a whole batch, counted.
+    #[inline]
+    pub fn drop_batch(&mut self, b: Batch) {
+        self.count_drops(b.len() as u64);
+        drop(b);
+    }
+
+    #[inline]
+    fn count_drops(&mut self, n: u64) {
+        let c = &self.core.threads[self.thread].drops[self.current];
+        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Monotonic time.
+    #[inline]
+    pub fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// Schedules timer `timer` of the running element to fire after `d`
+    /// on this thread, replacing an earlier schedule of the same timer.
+    pub fn schedule_after(&mut self, timer: usize, d: Duration) {
+        self.core
+            .schedule_timer(self.thread, self.current, timer, Instant::now() + d);
+    }
+
+    pub fn schedule_at(&mut self, timer: usize, when: Instant) {
+        self.core
+            .schedule_timer(self.thread, self.current, timer, when);
+    }
+
+    pub fn unschedule(&mut self, timer: usize) {
+        self.core.unschedule_timer(self.current, timer);
+    }
+
+    /// Asks the router to stop (Click's `please_stop_driver`): a driver
+    /// element decides what the request means, otherwise the router stops.
+    pub fn request_stop(&mut self) {
+        self.core.request_stop();
+    }
+
+    /// Whether the router is still running.
+    #[inline]
+    pub fn running(&self) -> bool {
+        self.core.running.load(Ordering::Relaxed)
+    }
+
+    /// A handler context for the running element (to read or write other
+    /// elements' handlers from a task or timer).
+    pub fn handler_cx(&self) -> HandlerCx<'r> {
+        HandlerCx {
+            core: self.core,
+            elem: self.current,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The paraclick runtime: the `Element` trait, ports and batches, the
+//! registry of element classes, router instantiation, per-thread workers
+//! with task worklists and timers, handlers, and the building blocks
+//! elements share (per-thread state and counters, argument parsing, rings).
+
+pub mod args;
+pub mod cx;
+pub mod element;
+pub mod handler;
+pub mod perthread;
+pub mod registry;
+pub mod ring;
+pub mod router;
+pub mod sched;
+pub mod testing;
+pub mod timer;
+
+pub use args::{ArgEnv, Args, FromArg};
+pub use cx::Cx;
+pub use element::{pull_actions, push_actions, Element, HandlerInfo, Verdict};
+pub use handler::HandlerCx;
+pub use perthread::{Counter, PerThread};
+pub use registry::{ClassSpec, ConfigCx, Registry};
+pub use router::{BuildOptions, InitCx, Router};
+
+pub use paraclick_packet::{Batch, Packet};

@@ -1,0 +1,153 @@
+//! Element classes: what a class name means.
+
+use crate::args::{ArgEnv, Args};
+use crate::element::Element;
+use paraclick_lang::check::PortKind;
+use std::collections::BTreeMap;
+
+/// Creates an element from its configuration.
+pub type MakeFn = fn(&mut ConfigCx<'_>) -> Result<Box<dyn Element>, String>;
+
+/// An element class: Click's port-count and processing strings, its
+/// configure phase (lower first; AddressInfo configures before users of
+/// its names), its documentation, and its constructor.
+#[derive(Clone)]
+pub struct ClassSpec {
+    pub name: &'static str,
+    pub port_count: &'static str,
+    pub processing: &'static str,
+    pub phase: i32,
+    pub doc: &'static str,
+    pub make: MakeFn,
+}
+
+impl ClassSpec {
+    pub const fn new(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: MakeFn,
+    ) -> ClassSpec {
+        ClassSpec {
+            name,
+            port_count,
+            processing,
+            phase: 0,
+            doc: "",
+            make,
+        }
+    }
+
+    pub const fn phase(mut self, phase: i32) -> ClassSpec {
+        self.phase = phase;
+        self
+    }
+
+    pub const fn doc(mut self, doc: &'static str) -> ClassSpec {
+        self.doc = doc;
+        self
+    }
+}
+
+/// The set of known element classes and requirements.
+#[derive(Clone, Default)]
+pub struct Registry {
+    classes: BTreeMap<&'static str, ClassSpec>,
+    aliases: BTreeMap<&'static str, &'static str>,
+    requirements: Vec<&'static str>,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        let mut r = Registry::default();
+        for req in [
+            "paraclick",
+            "userlevel",
+            "smpclick",
+            "ip",
+            "standard",
+            "batch",
+        ] {
+            r.requirements.push(req);
+        }
+        r
+    }
+
+    /// Adds a class (replacing one of the same name).
+    pub fn register(&mut self, spec: ClassSpec) {
+        self.classes.insert(spec.name, spec);
+    }
+
+    /// `alias` names the same class as `target` (e.g. LookupIPRoute).
+    pub fn alias(&mut self, alias: &'static str, target: &'static str) {
+        self.aliases.insert(alias, target);
+    }
+
+    /// A package name `require(package NAME)` accepts.
+    pub fn provide(&mut self, requirement: &'static str) {
+        self.requirements.push(requirement);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ClassSpec> {
+        let name = self.aliases.get(name).copied().unwrap_or(name);
+        self.classes.get(name)
+    }
+
+    /// Sets the documentation of a registered class.
+    pub fn set_doc(&mut self, name: &str, doc: &'static str) {
+        if let Some(c) = self.classes.get_mut(name) {
+            c.doc = doc;
+        }
+    }
+
+    pub fn provides(&self, req: &str) -> bool {
+        self.requirements.contains(&req)
+    }
+
+    /// All class names, aliases included, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v: Vec<_> = self
+            .classes
+            .keys()
+            .copied()
+            .chain(self.aliases.keys().copied())
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The documentation of a class (its own source file's header).
+    pub fn doc(&self, name: &str) -> Option<&'static str> {
+        self.get(name).map(|c| c.doc)
+    }
+}
+
+/// What `configure` sees: the element's name, class, configuration string,
+/// its connected port counts and kinds, the thread count, and the named
+/// addresses of AddressInfo elements.
+pub struct ConfigCx<'a> {
+    pub name: &'a str,
+    pub class: &'a str,
+    pub config: &'a str,
+    pub ninputs: usize,
+    pub noutputs: usize,
+    pub input_kinds: &'a [PortKind],
+    pub output_kinds: &'a [PortKind],
+    pub nthreads: usize,
+    pub env: &'a mut ArgEnv,
+}
+
+impl ConfigCx<'_> {
+    /// The configuration, split into arguments.
+    pub fn args(&self) -> Args<'_> {
+        Args::new(self.config, self.env)
+    }
+
+    pub fn input_is_pull(&self, port: usize) -> bool {
+        self.input_kinds.get(port) == Some(&PortKind::Pull)
+    }
+
+    pub fn output_is_push(&self, port: usize) -> bool {
+        self.output_kinds.get(port) == Some(&PortKind::Push)
+    }
+}

@@ -1,0 +1,312 @@
+//! A bounded ring in the manner of DPDK's `rte_ring`: producer and consumer
+//! head/tail indices on separate cache lines, bulk transfers (one index
+//! update per burst, not per item), and per-side modes: single-producer /
+//! single-consumer sides update their head with a plain store, multi sides
+//! with a compare-and-swap. The mode of each side can be changed while the
+//! ring is in use only by the owner of the thread plan, at a point where no
+//! operation on that side is in flight (see `set_modes`).
+
+use crossbeam_utils::CachePadded;
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+struct HeadTail {
+    head: AtomicUsize,
+    tail: AtomicUsize,
+    multi: AtomicBool,
+}
+
+impl HeadTail {
+    fn new(multi: bool) -> HeadTail {
+        HeadTail {
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            multi: AtomicBool::new(multi),
+        }
+    }
+}
+
+pub struct Ring<T> {
+    prod: CachePadded<HeadTail>,
+    cons: CachePadded<HeadTail>,
+    capacity: usize,
+    mask: usize,
+    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+}
+
+// SAFETY: a slot is written by exactly one producer between its claim (head
+// CAS/store) and its publication (tail store, Release), and read by exactly
+// one consumer between its claim and release; the Acquire loads of the other
+// side's tail order those accesses. Items move between threads, so `T: Send`.
+unsafe impl<T: Send> Sync for Ring<T> {}
+// SAFETY: as above; the ring owns its items.
+unsafe impl<T: Send> Send for Ring<T> {}
+
+fn wait_for(tail: &AtomicUsize, value: usize) {
+    let mut spins = 0u32;
+    while tail.load(Ordering::Acquire) != value {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            // The thread ahead of us was preempted (more threads than
+            // cores): let it run.
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl<T> Ring<T> {
+    /// A ring holding at most `capacity` items; both sides multi-threaded.
+    pub fn new(capacity: usize) -> Ring<T> {
+        Self::with_modes(capacity, true, true)
+    }
+
+    pub fn with_modes(capacity: usize, multi_producer: bool, multi_consumer: bool) -> Ring<T> {
+        let capacity = capacity.max(1);
+        let size = capacity.next_power_of_two();
+        Ring {
+            prod: CachePadded::new(HeadTail::new(multi_producer)),
+            cons: CachePadded::new(HeadTail::new(multi_consumer)),
+            capacity,
+            mask: size - 1,
+            slots: (0..size)
+                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+                .collect(),
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Items in the ring (a snapshot).
+    pub fn len(&self) -> usize {
+        let t = self.prod.tail.load(Ordering::Acquire);
+        let h = self.cons.tail.load(Ordering::Acquire);
+        t.wrapping_sub(h).min(self.capacity)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether each side uses compare-and-swap.
+    pub fn modes(&self) -> (bool, bool) {
+        (
+            self.prod.multi.load(Ordering::Relaxed),
+            self.cons.multi.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Changes the modes. Going to a single side is only safe when at most
+    /// one thread will use that side from now on and no operation on it is
+    /// in flight; going to multi is always safe once the new users see it.
+    pub fn set_modes(&self, multi_producer: bool, multi_consumer: bool) {
+        self.prod.multi.store(multi_producer, Ordering::Release);
+        self.cons.multi.store(multi_consumer, Ordering::Release);
+    }
+
+    /// Moves as many items as fit from the front of `items` into the ring;
+    /// returns how many moved (the rest stay in `items`).
+    pub fn push_burst(&self, items: &mut Vec<T>) -> usize {
+        let n = items.len();
+        if n == 0 {
+            return 0;
+        }
+        let multi = self.prod.multi.load(Ordering::Relaxed);
+        let (old, k) = loop {
+            let old = self.prod.head.load(Ordering::Relaxed);
+            let cons_tail = self.cons.tail.load(Ordering::Acquire);
+            let free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
+            let k = n.min(free);
+            if k == 0 {
+                return 0;
+            }
+            let new = old.wrapping_add(k);
+            if !multi {
+                self.prod.head.store(new, Ordering::Relaxed);
+                break (old, k);
+            }
+            if self
+                .prod
+                .head
+                .compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                break (old, k);
+            }
+        };
+        for (i, item) in items.drain(..k).enumerate() {
+            let slot = &self.slots[old.wrapping_add(i) & self.mask];
+            // SAFETY: slots old..old+k were claimed by the head update above
+            // and are free (the consumer tail is past them), so this thread
+            // is their only writer until it publishes them below.
+            unsafe { (*slot.get()).write(item) };
+        }
+        if multi {
+            wait_for(&self.prod.tail, old);
+        }
+        self.prod.tail.store(old.wrapping_add(k), Ordering::Release);
+        k
+    }
+
+    /// Pushes one item; gives it back if the ring is full.
+    pub fn push(&self, item: T) -> Result<(), T> {
+        let mut v = vec![item];
+        if self.push_burst(&mut v) == 1 {
+            Ok(())
+        } else {
+            Err(v.pop().expect("item still there"))
+        }
+    }
+
+    /// Moves up to `max` items into `out`; returns how many.
+    pub fn pop_burst(&self, out: &mut Vec<T>, max: usize) -> usize {
+        if max == 0 {
+            return 0;
+        }
+        let multi = self.cons.multi.load(Ordering::Relaxed);
+        let (old, k) = loop {
+            let old = self.cons.head.load(Ordering::Relaxed);
+            let prod_tail = self.prod.tail.load(Ordering::Acquire);
+            let avail = prod_tail.wrapping_sub(old);
+            let k = max.min(avail);
+            if k == 0 {
+                return 0;
+            }
+            let new = old.wrapping_add(k);
+            if !multi {
+                self.cons.head.store(new, Ordering::Relaxed);
+                break (old, k);
+            }
+            if self
+                .cons
+                .head
+                .compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                break (old, k);
+            }
+        };
+        out.reserve(k);
+        for i in 0..k {
+            let slot = &self.slots[old.wrapping_add(i) & self.mask];
+            // SAFETY: slots old..old+k were published by producers (their
+            // tail store, Acquire-loaded above, is past them) and claimed by
+            // this consumer alone through the head update; each is read once
+            // and becomes free when the tail moves past it below.
+            out.push(unsafe { (*slot.get()).assume_init_read() });
+        }
+        if multi {
+            wait_for(&self.cons.tail, old);
+        }
+        self.cons.tail.store(old.wrapping_add(k), Ordering::Release);
+        k
+    }
+
+    pub fn pop(&self) -> Option<T> {
+        let mut v = Vec::with_capacity(1);
+        self.pop_burst(&mut v, 1);
+        v.pop()
+    }
+}
+
+impl<T> Drop for Ring<T> {
+    fn drop(&mut self) {
+        let mut rest = Vec::new();
+        while self.pop_burst(&mut rest, 64) > 0 {
+            rest.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn fifo_and_capacity() {
+        let r = Ring::with_modes(5, false, false);
+        let mut v: Vec<u32> = (0..8).collect();
+        assert_eq!(r.push_burst(&mut v), 5);
+        assert_eq!(v, vec![5, 6, 7]);
+        assert_eq!(r.len(), 5);
+        let mut out = Vec::new();
+        assert_eq!(r.pop_burst(&mut out, 3), 3);
+        assert_eq!(out, vec![0, 1, 2]);
+        assert_eq!(r.push_burst(&mut v), 3);
+        out.clear();
+        assert_eq!(r.pop_burst(&mut out, 100), 5);
+        assert_eq!(out, vec![3, 4, 5, 6, 7]);
+        assert!(r.is_empty());
+        assert_eq!(r.pop(), None);
+    }
+
+    #[test]
+    fn drop_releases_items() {
+        let item = Arc::new(());
+        {
+            let r = Ring::new(4);
+            r.push(item.clone()).unwrap();
+            r.push(item.clone()).unwrap();
+            assert_eq!(Arc::strong_count(&item), 3);
+        }
+        assert_eq!(Arc::strong_count(&item), 1);
+    }
+
+    #[test]
+    fn many_producers_many_consumers_conserve_items() {
+        const P: usize = 4;
+        const N: usize = 50_000;
+        let r = Arc::new(Ring::<usize>::new(256));
+        let total = Arc::new(AtomicUsize::new(0));
+        let count = Arc::new(AtomicUsize::new(0));
+        let mut hs = Vec::new();
+        for p in 0..P {
+            let r = r.clone();
+            hs.push(std::thread::spawn(move || {
+                let mut i = 0;
+                while i < N {
+                    let mut v: Vec<usize> = (i..(i + 7).min(N)).map(|x| p * N + x).collect();
+                    while !v.is_empty() {
+                        i += r.push_burst(&mut v);
+                        std::thread::yield_now();
+                    }
+                }
+            }));
+        }
+        for _ in 0..2 {
+            let (r, total, count) = (r.clone(), total.clone(), count.clone());
+            hs.push(std::thread::spawn(move || {
+                let mut out = Vec::new();
+                // Per-producer order must be preserved per consumer.
+                let mut last = [None::<usize>; P];
+                while count.load(Ordering::Relaxed) < P * N {
+                    out.clear();
+                    let k = r.pop_burst(&mut out, 32);
+                    for &x in &out {
+                        let p = x / N;
+                        if let Some(l) = last[p] {
+                            assert!(x > l, "order within a producer kept");
+                        }
+                        last[p] = Some(x);
+                        total.fetch_add(x, Ordering::Relaxed);
+                    }
+                    count.fetch_add(k, Ordering::Relaxed);
+                    if k == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            }));
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        let expect: usize = (0..P * N).sum();
+        assert_eq!(count.load(Ordering::Relaxed), P * N);
+        assert_eq!(total.load(Ordering::Relaxed), expect);
+    }
+}

@@ -1,0 +1,750 @@
+//! Router instantiation and the router's shared core.
+//!
+//! `Router::build` takes configuration text through every stage: parse and
+//! flatten (paraclick-lang), check classes, port counts and push/pull,
+//! check requirements, configure every element (AddressInfo and other
+//! early-phase classes first), connect ports into direct peer references,
+//! initialize, and assign tasks to threads. Every error from a stage is
+//! reported, located, before anything runs.
+
+use crate::args::ArgEnv;
+use crate::cx::Cx;
+use crate::element::Element;
+use crate::handler::HandlerCx;
+use crate::registry::{ConfigCx, Registry};
+use crate::sched::{self, SchedPolicy, Task};
+use crate::timer::{TimerQueue, MAX_TIMERS};
+use paraclick_lang::check::{check_graph, ClassSpec as LangSpec, PortKind};
+use paraclick_lang::{parse_config, Diagnostic, FlatGraph, Source, Span};
+use paraclick_packet::Batch;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where a connection leads: the element and port at the other end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Peer {
+    pub elem: u32,
+    pub port: u32,
+}
+
+impl Peer {
+    pub const NONE: u32 = u32::MAX;
+    const UNCONNECTED: Peer = Peer {
+        elem: Peer::NONE,
+        port: 0,
+    };
+}
+
+pub(crate) struct Slot {
+    pub element: Box<dyn Element>,
+    pub name: String,
+    pub class: String,
+    pub config: String,
+    pub span: Span,
+    /// Per output port: the input it pushes into (push outputs only).
+    pub outputs: Box<[Peer]>,
+    /// Per input port: the output it pulls from (pull inputs only).
+    pub inputs: Box<[Peer]>,
+    pub input_kinds: Vec<PortKind>,
+    pub output_kinds: Vec<PortKind>,
+    pub timer_gens: [AtomicU64; MAX_TIMERS],
+    pub tasks: Vec<usize>,
+}
+
+/// Per-thread shared state: timers, drop counters, the worklist.
+pub(crate) struct ThreadShared {
+    pub timers: TimerQueue,
+    pub drops: Box<[AtomicU64]>,
+    pub worklist: Mutex<Vec<usize>>,
+    pub worklist_version: AtomicU64,
+    pub polls: AtomicU64,
+    pub idle_polls: AtomicU64,
+}
+
+pub(crate) struct Core {
+    pub slots: Box<[Slot]>,
+    pub names: HashMap<String, usize>,
+    pub nthreads: usize,
+    pub tasks: Box<[Task]>,
+    pub threads: Box<[ThreadShared]>,
+    pub running: AtomicBool,
+    pub stop_requests: AtomicU64,
+    pub driver: Option<usize>,
+    pub epoch: Instant,
+    #[allow(dead_code)] // read by the adaptive scheduler (issue 4)
+    pub policy: SchedPolicy,
+    pub pin: bool,
+    pub exclusive: Mutex<()>,
+    pub source: Arc<str>,
+}
+
+impl Core {
+    pub fn ns_since_epoch(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// The thread an element's timers run on: its first task's thread, or 0.
+    pub fn home_thread(&self, elem: usize) -> usize {
+        self.slots[elem]
+            .tasks
+            .first()
+            .map(|&t| self.tasks[t].thread.load(Ordering::Relaxed))
+            .unwrap_or(0)
+            % self.nthreads
+    }
+
+    pub fn schedule_timer(&self, thread: usize, elem: usize, timer: usize, when: Instant) {
+        if timer >= MAX_TIMERS {
+            return;
+        }
+        let gen = self.slots[elem].timer_gens[timer].fetch_add(1, Ordering::AcqRel) + 1;
+        self.threads[thread % self.nthreads].timers.schedule(
+            self.ns_since_epoch(when),
+            elem,
+            timer,
+            gen,
+        );
+    }
+
+    pub fn unschedule_timer(&self, elem: usize, timer: usize) {
+        if timer < MAX_TIMERS {
+            self.slots[elem].timer_gens[timer].fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    pub fn request_stop(&self) {
+        self.stop_requests.fetch_add(1, Ordering::AcqRel);
+        match self.driver {
+            Some(d) => self.slots[d].element.stop_requested(&HandlerCx {
+                core: self,
+                elem: d,
+            }),
+            None => self.stop_now(),
+        }
+    }
+
+    pub fn stop_now(&self) {
+        self.running.store(false, Ordering::Release);
+    }
+
+    fn split_spec(spec: &str) -> (Option<&str>, &str) {
+        match spec.rsplit_once('.') {
+            Some((e, h)) => (Some(e), h),
+            None => (None, spec),
+        }
+    }
+
+    fn resolve(&self, elem: Option<&str>, from: Option<usize>) -> Result<Option<usize>, String> {
+        match elem {
+            None => Ok(None),
+            Some(name) => {
+                if let Some(&i) = self.names.get(name) {
+                    return Ok(Some(i));
+                }
+                // Inside a compound, names are relative to the caller's
+                // compound first (as in Click).
+                if let Some(f) = from {
+                    let me = &self.slots[f].name;
+                    if let Some((prefix, _)) = me.rsplit_once('/') {
+                        if let Some(&i) = self.names.get(&format!("{prefix}/{name}")) {
+                            return Ok(Some(i));
+                        }
+                    }
+                }
+                Err(format!("no element named '{name}'"))
+            }
+        }
+    }
+
+    pub fn read_handler(&self, spec: &str, from: Option<usize>) -> Result<String, String> {
+        let (e, h) = Self::split_spec(spec);
+        let Some(i) = self.resolve(e, from)? else {
+            return self.read_global(h);
+        };
+        let s = &self.slots[i];
+        let hx = HandlerCx {
+            core: self,
+            elem: i,
+        };
+        if let Some(v) = s.element.read_handler(h, &hx) {
+            return Ok(v);
+        }
+        match h {
+            "name" => Ok(s.name.clone()),
+            "class" => Ok(s.class.clone()),
+            "config" => Ok(s.config.clone()),
+            "ports" => Ok(self.ports_text(i)),
+            "handlers" => Ok(self.handlers_text(i)),
+            _ => Err(format!("no read handler '{}.{}'", s.name, h)),
+        }
+    }
+
+    pub fn write_handler(
+        &self,
+        spec: &str,
+        value: &str,
+        from: Option<usize>,
+    ) -> Result<(), String> {
+        let (e, h) = Self::split_spec(spec);
+        let Some(i) = self.resolve(e, from)? else {
+            return match h {
+                "stop" => {
+                    self.stop_now();
+                    Ok(())
+                }
+                _ => Err(format!("no write handler '{h}'")),
+            };
+        };
+        let s = &self.slots[i];
+        let hx = HandlerCx {
+            core: self,
+            elem: i,
+        };
+        match s.element.write_handler(h, value, &hx) {
+            Some(r) => r.map_err(|e| format!("{}.{}: {}", s.name, h, e)),
+            None => Err(format!("no write handler '{}.{}'", s.name, h)),
+        }
+    }
+
+    fn read_global(&self, h: &str) -> Result<String, String> {
+        match h {
+            "version" => Ok(env!("CARGO_PKG_VERSION").to_string()),
+            "list" => {
+                let mut s = format!("{}\n", self.slots.len());
+                for slot in self.slots.iter() {
+                    s.push_str(&slot.name);
+                    s.push('\n');
+                }
+                Ok(s)
+            }
+            "config" => Ok(self.source.to_string()),
+            "nthreads" => Ok(self.nthreads.to_string()),
+            _ => Err(format!("no global read handler '{h}'")),
+        }
+    }
+
+    fn ports_text(&self, i: usize) -> String {
+        let s = &self.slots[i];
+        let kind = |k: &PortKind| match k {
+            PortKind::Push => "push",
+            PortKind::Pull => "pull",
+        };
+        let mut out = format!(
+            "{} input{}\n",
+            s.input_kinds.len(),
+            plural(s.input_kinds.len())
+        );
+        for k in &s.input_kinds {
+            out.push_str(kind(k));
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "{} output{}\n",
+            s.output_kinds.len(),
+            plural(s.output_kinds.len())
+        ));
+        for k in &s.output_kinds {
+            out.push_str(kind(k));
+            out.push('\n');
+        }
+        out
+    }
+
+    fn handlers_text(&self, i: usize) -> String {
+        let mut out = String::new();
+        for h in self.slots[i].element.handlers() {
+            let mode = match (h.read, h.write) {
+                (true, true) => "rw",
+                (true, false) => "r",
+                _ => "w",
+            };
+            out.push_str(&format!("{}\t{}\n", h.name, mode));
+        }
+        for g in ["name", "class", "config", "ports", "handlers"] {
+            out.push_str(&format!("{g}\tr\n"));
+        }
+        out
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// How to build a router.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// Worker threads (`-j`).
+    pub threads: usize,
+    /// Command-line `NAME=value` overrides of `define($NAME ...)`.
+    pub defines: Vec<(String, String)>,
+    #[allow(dead_code)] // read by the adaptive scheduler (issue 4)
+    pub policy: SchedPolicy,
+    /// Pin worker thread `t` to CPU `t % ncpus`.
+    pub pin: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            threads: 1,
+            defines: Vec::new(),
+            policy: SchedPolicy::Adaptive,
+            pin: true,
+        }
+    }
+}
+
+/// What `initialize` can do: create tasks, schedule timers, find other
+/// elements, and ask for tasks to run on particular threads.
+pub struct InitCx<'a> {
+    pub(crate) core: &'a Core,
+    pub(crate) elem: usize,
+    pub(crate) new_tasks: &'a mut Vec<(usize, usize)>,
+    pub(crate) prefs: &'a mut Vec<(usize, usize)>,
+    pub(crate) timers: &'a mut Vec<(usize, usize, Duration)>,
+    pub(crate) ntasks_here: usize,
+}
+
+impl InitCx<'_> {
+    /// Gives the element a task; returns its index for `run_task`.
+    pub fn add_task(&mut self) -> usize {
+        let idx = self.ntasks_here;
+        self.ntasks_here += 1;
+        self.new_tasks.push((self.elem, idx));
+        idx
+    }
+
+    /// Schedules a timer of this element to fire `after` the router starts.
+    pub fn schedule_after(&mut self, timer: usize, after: Duration) {
+        self.timers.push((self.elem, timer, after));
+    }
+
+    /// Index of the element named `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.core.names.get(name).copied()
+    }
+
+    pub fn element_name(&self, i: usize) -> &str {
+        &self.core.slots[i].name
+    }
+
+    pub fn element_count(&self) -> usize {
+        self.core.slots.len()
+    }
+
+    /// The element at index `i`.
+    pub fn element(&self, i: usize) -> &dyn Element {
+        &*self.core.slots[i].element
+    }
+
+    /// Asks that element `i`'s tasks run on `thread` (StaticThreadSched).
+    pub fn prefer_thread(&mut self, i: usize, thread: usize) {
+        self.prefs.push((i, thread));
+    }
+
+    pub fn nthreads(&self) -> usize {
+        self.core.nthreads
+    }
+
+    /// Whether a handler exists (for elements that will call it later).
+    pub fn has_handler(&self, spec: &str) -> bool {
+        let (e, h) = Core::split_spec(spec);
+        match self.core.resolve(e, Some(self.elem)) {
+            Ok(Some(i)) => {
+                let s = &self.core.slots[i];
+                s.element.handlers().iter().any(|x| x.name == h)
+                    || ["name", "class", "config", "ports", "handlers"].contains(&h)
+            }
+            Ok(None) => ["version", "list", "config", "stop", "nthreads"].contains(&h),
+            Err(_) => false,
+        }
+    }
+}
+
+/// A configured router, ready to run.
+pub struct Router {
+    core: Arc<Core>,
+}
+
+fn err_at(span: &Span, msg: String) -> Diagnostic {
+    Diagnostic::error(Some(span.clone()), msg)
+}
+
+impl Router {
+    /// Builds a router from configuration text.
+    pub fn build(
+        src: &Source,
+        reg: &Registry,
+        opts: &BuildOptions,
+    ) -> Result<Router, Vec<Diagnostic>> {
+        let graph = parse_config(src, &opts.defines)?;
+        Self::from_graph(graph, src, reg, opts)
+    }
+
+    /// Builds from a configuration string (tests, `-e`).
+    pub fn from_str(text: &str, reg: &Registry, threads: usize) -> Result<Router, Vec<Diagnostic>> {
+        let src = Source {
+            name: "<config>".into(),
+            text: text.into(),
+        };
+        let opts = BuildOptions {
+            threads,
+            pin: false,
+            ..BuildOptions::default()
+        };
+        Self::build(&src, reg, &opts)
+    }
+
+    /// Checks a flat graph against the registry: classes, port counts,
+    /// push/pull, requirements.
+    pub fn check(
+        graph: &FlatGraph,
+        reg: &Registry,
+    ) -> Result<paraclick_lang::check::CheckedGraph, Vec<Diagnostic>> {
+        let lookup = |name: &str| {
+            reg.get(name).map(|c| LangSpec {
+                port_count: c.port_count.to_string(),
+                processing: c.processing.to_string(),
+            })
+        };
+        let names = reg.names();
+        let mut errs = Vec::new();
+        for r in &graph.requirements {
+            let req = match r.words.as_slice() {
+                [w] => Some(w.as_str()),
+                [k, w] if k == "package" || k == "library" => Some(w.as_str()),
+                _ => None,
+            };
+            match req {
+                Some(w) if reg.provides(w) => {}
+                Some(w) => errs.push(err_at(&r.span, format!("requirement '{w}' not available"))),
+                None => errs.push(err_at(
+                    &r.span,
+                    format!("bad requirement '{}'", r.words.join(" ")),
+                )),
+            }
+        }
+        let checked = check_graph(graph, &lookup, &names);
+        match checked {
+            Ok(c) if errs.is_empty() => Ok(c),
+            Ok(_) => Err(errs),
+            Err(mut e) => {
+                errs.append(&mut e);
+                Err(errs)
+            }
+        }
+    }
+
+    pub fn from_graph(
+        graph: FlatGraph,
+        src: &Source,
+        reg: &Registry,
+        opts: &BuildOptions,
+    ) -> Result<Router, Vec<Diagnostic>> {
+        let nthreads = opts.threads.max(1);
+        let checked = Self::check(&graph, reg)?;
+
+        // Configure, early phases first (AddressInfo before its users).
+        let n = graph.elements.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| {
+            reg.get(&graph.elements[i].class)
+                .map(|c| c.phase)
+                .unwrap_or(0)
+        });
+        let mut env = ArgEnv::default();
+        let mut made: Vec<Option<Box<dyn Element>>> = (0..n).map(|_| None).collect();
+        let mut errs = Vec::new();
+        for &i in &order {
+            let fe = &graph.elements[i];
+            let Some(spec) = reg.get(&fe.class) else {
+                continue;
+            };
+            let mut ccx = ConfigCx {
+                name: &fe.name,
+                class: &fe.class,
+                config: &fe.config,
+                ninputs: checked.inputs[i].len(),
+                noutputs: checked.outputs[i].len(),
+                input_kinds: &checked.inputs[i],
+                output_kinds: &checked.outputs[i],
+                nthreads,
+                env: &mut env,
+            };
+            match (spec.make)(&mut ccx) {
+                Ok(e) => made[i] = Some(e),
+                Err(m) => errs.push(err_at(
+                    &fe.span,
+                    format!("{} :: {}: {}", fe.name, fe.class, m),
+                )),
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+
+        // Connect.
+        let mut outputs: Vec<Vec<Peer>> = (0..n)
+            .map(|i| vec![Peer::UNCONNECTED; checked.outputs[i].len()])
+            .collect();
+        let mut inputs: Vec<Vec<Peer>> = (0..n)
+            .map(|i| vec![Peer::UNCONNECTED; checked.inputs[i].len()])
+            .collect();
+        for c in &graph.connections {
+            if checked.outputs[c.from].get(c.from_port) == Some(&PortKind::Push) {
+                outputs[c.from][c.from_port] = Peer {
+                    elem: c.to as u32,
+                    port: c.to_port as u32,
+                };
+            } else {
+                inputs[c.to][c.to_port] = Peer {
+                    elem: c.from as u32,
+                    port: c.from_port as u32,
+                };
+            }
+        }
+        let mut slots = Vec::with_capacity(n);
+        let mut names = HashMap::new();
+        for (i, (fe, e)) in graph.elements.iter().zip(made).enumerate() {
+            names.insert(fe.name.clone(), i);
+            slots.push(Slot {
+                element: e.expect("configured"),
+                name: fe.name.clone(),
+                class: fe.class.clone(),
+                config: fe.config.clone(),
+                span: fe.span.clone(),
+                outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
+                inputs: std::mem::take(&mut inputs[i]).into_boxed_slice(),
+                input_kinds: checked.inputs[i].clone(),
+                output_kinds: checked.outputs[i].clone(),
+                timer_gens: Default::default(),
+                tasks: Vec::new(),
+            });
+        }
+        let threads = (0..nthreads)
+            .map(|_| ThreadShared {
+                timers: TimerQueue::new(),
+                drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+                worklist: Mutex::new(Vec::new()),
+                worklist_version: AtomicU64::new(0),
+                polls: AtomicU64::new(0),
+                idle_polls: AtomicU64::new(0),
+            })
+            .collect();
+        let mut core = Core {
+            slots: slots.into_boxed_slice(),
+            names,
+            nthreads,
+            tasks: Box::new([]),
+            threads,
+            running: AtomicBool::new(true),
+            stop_requests: AtomicU64::new(0),
+            driver: None,
+            epoch: Instant::now(),
+            policy: opts.policy,
+            pin: opts.pin,
+            exclusive: Mutex::new(()),
+            source: src.text.as_str().into(),
+        };
+
+        // Initialize.
+        let mut new_tasks = Vec::new();
+        let mut prefs = Vec::new();
+        let mut timers = Vec::new();
+        for i in 0..n {
+            let mut ix = InitCx {
+                core: &core,
+                elem: i,
+                new_tasks: &mut new_tasks,
+                prefs: &mut prefs,
+                timers: &mut timers,
+                ntasks_here: 0,
+            };
+            if let Err(m) = core.slots[i].element.initialize(&mut ix) {
+                let s = &core.slots[i];
+                errs.push(err_at(&s.span, format!("{} :: {}: {}", s.name, s.class, m)));
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        let drivers: Vec<usize> = (0..n)
+            .filter(|&i| core.slots[i].element.is_driver())
+            .collect();
+        if drivers.len() > 1 {
+            let s = &core.slots[drivers[1]];
+            return Err(vec![err_at(
+                &s.span,
+                format!("{} :: {}: only one driver element allowed", s.name, s.class),
+            )]);
+        }
+        core.driver = drivers.first().copied();
+        let mut tasks = Vec::new();
+        for (elem, idx) in new_tasks {
+            let id = tasks.len();
+            core.slots[elem].tasks.push(id);
+            tasks.push(Task::new(elem, idx));
+        }
+        for (elem, thread) in prefs {
+            for &t in &core.slots[elem].tasks {
+                tasks[t].pinned = Some(thread % nthreads);
+            }
+        }
+        core.tasks = tasks.into_boxed_slice();
+        sched::initial_assignment(&core);
+        for (elem, timer, after) in timers {
+            let t = core.home_thread(elem);
+            core.schedule_timer(t, elem, timer, core.epoch + after);
+        }
+        Ok(Router {
+            core: Arc::new(core),
+        })
+    }
+
+    /// Runs until stopped: by a stop request (a source with `STOP true`, a
+    /// driver's `stop`), by [`Router::stop`], or by a handler.
+    pub fn run(&self) {
+        let core = &*self.core;
+        let _g = core.exclusive.lock().unwrap_or_else(|e| e.into_inner());
+        // Timers scheduled at build time are relative to the start.
+        sched::run_workers(core);
+    }
+
+    /// A handle that can stop the router from another thread or a signal.
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            core: self.core.clone(),
+        }
+    }
+
+    pub fn stop(&self) {
+        self.core.stop_now();
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.core.running.load(Ordering::Acquire)
+    }
+
+    pub fn read_handler(&self, spec: &str) -> Result<String, String> {
+        self.core.read_handler(spec, None)
+    }
+
+    pub fn write_handler(&self, spec: &str, value: &str) -> Result<(), String> {
+        self.core.write_handler(spec, value, None)
+    }
+
+    pub fn nthreads(&self) -> usize {
+        self.core.nthreads
+    }
+
+    pub fn element_names(&self) -> Vec<&str> {
+        self.core.slots.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// The element named `name`, as its concrete type.
+    pub fn element<T: Element>(&self, name: &str) -> Option<&T> {
+        let i = *self.core.names.get(name)?;
+        let e: &dyn std::any::Any = &*self.core.slots[i].element;
+        e.downcast_ref::<T>()
+    }
+
+    /// Packets dropped with a count, per element name (nonzero only).
+    pub fn drops(&self) -> Vec<(String, u64)> {
+        let mut v = Vec::new();
+        for (i, s) in self.core.slots.iter().enumerate() {
+            let d: u64 = self
+                .core
+                .threads
+                .iter()
+                .map(|t| t.drops[i].load(Ordering::Relaxed))
+                .sum();
+            if d > 0 {
+                v.push((s.name.clone(), d));
+            }
+        }
+        v
+    }
+
+    pub fn total_drops(&self) -> u64 {
+        self.drops().iter().map(|(_, d)| d).sum()
+    }
+
+    /// Packets held in queues.
+    pub fn total_queued(&self) -> usize {
+        self.core.slots.iter().map(|s| s.element.queued()).sum()
+    }
+
+    /// Pushes packets into input `port` of element `name` on the calling
+    /// thread, as thread 0 (tests and tools; not while the router runs).
+    pub fn push_into(&self, name: &str, port: usize, batch: Batch) -> Result<(), String> {
+        let core = &*self.core;
+        let i = *core
+            .names
+            .get(name)
+            .ok_or_else(|| format!("no element named '{name}'"))?;
+        let _g = core
+            .exclusive
+            .try_lock()
+            .map_err(|_| "router is running".to_string())?;
+        let mut cx = Cx::new(core, 0);
+        cx.current = i;
+        core.slots[i].element.push(&mut cx, port, batch);
+        Ok(())
+    }
+
+    /// Pulls from output `port` of element `name` on the calling thread, as
+    /// thread 0 (tests and tools; not while the router runs).
+    pub fn pull_from(&self, name: &str, port: usize, max: usize) -> Result<Option<Batch>, String> {
+        let core = &*self.core;
+        let i = *core
+            .names
+            .get(name)
+            .ok_or_else(|| format!("no element named '{name}'"))?;
+        let _g = core
+            .exclusive
+            .try_lock()
+            .map_err(|_| "router is running".to_string())?;
+        let mut cx = Cx::new(core, 0);
+        cx.current = i;
+        Ok(core.slots[i].element.pull(&mut cx, port, max))
+    }
+
+    /// Scheduling report: per thread, its tasks and their statistics.
+    pub fn thread_report(&self) -> String {
+        sched::thread_report(&self.core)
+    }
+
+    /// Which thread each task is on: (element name, task index, thread).
+    pub fn task_threads(&self) -> Vec<(String, usize, usize)> {
+        self.core
+            .tasks
+            .iter()
+            .map(|t| {
+                (
+                    self.core.slots[t.elem].name.clone(),
+                    t.index,
+                    t.thread.load(Ordering::Relaxed),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Stops a router from elsewhere (signal handlers, watchdogs).
+#[derive(Clone)]
+pub struct Stopper {
+    core: Arc<Core>,
+}
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.core.stop_now();
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what paraclick needs to build and test on a Debian machine (as
+# root): a Rust toolchain (cargo) and the Debian packages the tests use.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+need_apt=()
+have() { command -v "$1" >/dev/null 2>&1; }
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# Debian packages the test suite uses (network namespaces, Linux's own
+# tools, Python for independent packet checks).
+for pair in "ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump"; do
+  cmd=${pair%%:*}; pkg=${pair#*:}
+  have "$cmd" || need_apt+=("$pkg")
+done
+if ! have cargo; then
+  need_apt+=(cargo rustc)
+fi
+if ((${#need_apt[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "bootstrap: missing ${need_apt[*]}; run as root to install them" >&2
+    exit 1
+  fi
+  echo "bootstrap: installing ${need_apt[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! have cargo; then
+  echo "bootstrap: cargo is still missing after installation" >&2
+  exit 1
+fi
+# rustc >= 1.86 is required (trait upcasting); say so clearly if too old.
+ver=$(rustc --version | awk '{print $2}')
+major=${ver%%.*}; rest=${ver#*.}; minor=${rest%%.*}
+if (( major < 1 || (major == 1 && minor < 86) )); then
+  echo "bootstrap: rustc $ver is too old; paraclick needs rustc 1.86 or newer" >&2
+  exit 1
+fi
+for comp in rustfmt clippy; do
+  if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    if have rustup; then rustup component add "$comp" >/dev/null 2>&1 || true; fi
+  fi
+done
+# scapy: an independent packet library for building and checking test packets.
+if ! python3 -c 'import scapy' >/dev/null 2>&1; then
+  pip3 install -q scapy 2>/dev/null || pip3 install -q --break-system-packages scapy
+fi

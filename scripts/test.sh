@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the whole paraclick test suite: formatting, lints, unit and
+# end-to-end tests. Installs what it needs first (scripts/bootstrap.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --release -- -D warnings
+echo "== cargo test"
+cargo test --workspace --release 2>&1 | tee target/test-output.txt
+# Fail loudly if nothing ran (a suite that silently runs no test is broken).
+passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
+if (( passed == 0 )); then
+  echo "test.sh: no test ran" >&2
+  exit 1
+fi
+echo "test.sh: $passed tests passed"
