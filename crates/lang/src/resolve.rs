@@ -696,6 +696,19 @@ impl<'a> Resolver<'a> {
                     if let Some(p) = e.in_ports.as_ref().or(e.out_ports.as_ref()) {
                         self.error(p.range, "port given, but no connection");
                     }
+                } else if !matches!(e.r, ElemRef::Implicit) {
+                    if let (0, Some(p)) = (gi, &e.in_ports) {
+                        self.error(
+                            p.range,
+                            "input port given before the first element of a connection",
+                        );
+                    }
+                    if let (true, Some(p)) = (gi == n - 1, &e.out_ports) {
+                        self.error(
+                            p.range,
+                            "output port given after the last element of a connection",
+                        );
+                    }
                 }
                 src.push(End {
                     elem,
