@@ -5,6 +5,12 @@
 
 use paraclick_runtime::Registry;
 
+pub mod control;
+pub mod ethernet;
+pub mod icmp;
+pub mod ip;
+pub mod ipfilter;
+pub mod iproute;
 pub mod sched;
 pub mod sources;
 pub mod standard;
@@ -24,6 +30,12 @@ pub fn register_all(reg: &mut Registry) {
     standard::register(reg);
     sources::register(reg);
     sched::register(reg);
+    control::register(reg);
+    ethernet::register(reg);
+    ip::register(reg);
+    iproute::register(reg);
+    icmp::register(reg);
+    ipfilter::register(reg);
     attach_docs(reg, docs());
 }
 
