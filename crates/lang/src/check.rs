@@ -394,6 +394,8 @@ pub fn check_graph_with_flow(
     }
     let mut valid = Vec::new();
     let mut seen = HashSet::new();
+    // ports of connections rejected here: not reported as unused as well
+    let mut excused: HashSet<(usize, bool, usize)> = HashSet::new();
     for &ci in &conns {
         let c = &g.connections[ci];
         let mut ok = true;
@@ -411,6 +413,10 @@ pub fn check_graph_with_flow(
         if info[c.to].known && c.to_port >= info[c.to].nin {
             errs.push(range_error(g, &info, c.to, "input", c.to_port, &c.span));
             ok = false;
+        }
+        if !ok {
+            excused.insert((c.from, true, c.from_port));
+            excused.insert((c.to, false, c.to_port));
         }
         // repeated connections count once, as in Click
         if ok && seen.insert((c.from, c.from_port, c.to, c.to_port)) {
@@ -530,16 +536,23 @@ pub fn check_graph_with_flow(
                     c.from_port,
                     "a push output sends each packet to one place; use Tee to send copies",
                 ));
-                continue;
             }
         }
         if let (Some(p), true) = (prev_in, info[c.to].known) {
             if checked.inputs[c.to][c.to_port] == PortKind::Pull {
-                errs.push(reuse_error(g, ci, p, c.to, "pull input", c.to_port,
-                    "a pull input pulls from one place; use a scheduler such as RoundRobinSched to merge"));
-                continue;
+                errs.push(reuse_error(
+                    g,
+                    ci,
+                    p,
+                    c.to,
+                    "pull input",
+                    c.to_port,
+                    "a pull input pulls from one place; use a scheduler such as RoundRobinSched to merge",
+                ));
             }
         }
+        // the first connection keeps the port; a rejected one still counts
+        // as using its ports, so they are not also reported unused
         used_out[c.from][c.from_port].get_or_insert(ci);
         used_in[c.to][c.to_port].get_or_insert(ci);
     }
@@ -550,7 +563,7 @@ pub fn check_graph_with_flow(
         let el = &g.elements[e];
         for (dir, used) in [("input", &used_in[e]), ("output", &used_out[e])] {
             for (p, u) in used.iter().enumerate() {
-                if u.is_none() {
+                if u.is_none() && !excused.contains(&(e, dir == "output", p)) {
                     errs.push(Diagnostic::error(
                         Some(el.span.clone()),
                         format!("'{}' :: {} {dir} {p} unused", el.name, el.class),
@@ -737,7 +750,7 @@ pub fn suggest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
     if let Some(k) = known.iter().find(|k| k.to_lowercase() == lower) {
         return Some(k);
     }
-    let limit = (name.chars().count() / 3).max(1);
+    let limit = ((name.chars().count() + 1) / 3).max(1);
     known
         .iter()
         .map(|k| (strsim::damerau_levenshtein(&lower, &k.to_lowercase()), *k))
