@@ -188,6 +188,7 @@ impl<'a> Expander<'a> {
             frame.vars.insert(k.clone(), v.clone());
         }
         self.expand_scope(top, "", &Rc::new(frame), None, None);
+        self.check_unique_names();
         self.flatten()
     }
 
@@ -456,6 +457,28 @@ impl<'a> Expander<'a> {
             src: Some(Node::Tunnel(tout)),
             dst: Some(Node::Tunnel(tin)),
             limits: Some((desc, body.ninputs, body.noutputs)),
+        }
+    }
+
+    /// A declared name can equal a name made by compound expansion
+    /// (`c/x :: X` beside compound `c` with inner `x`): report it.
+    fn check_unique_names(&mut self) {
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        for (i, e) in self.elements.iter().enumerate() {
+            if let Some(&j) = first.get(e.name.as_str()) {
+                self.errs.push(
+                    Diagnostic::error(
+                        Some(e.span.clone()),
+                        format!(
+                            "two elements are named '{}' after compound expansion",
+                            e.name
+                        ),
+                    )
+                    .with_note(Some(self.elements[j].span.clone()), "the other one"),
+                );
+            } else {
+                first.insert(&e.name, i);
+            }
         }
     }
 

@@ -144,6 +144,7 @@ pub(crate) struct Parser<'a> {
     pos: usize,
     idx: &'a LineIndex,
     pub errs: Vec<Diagnostic>,
+    depth: usize,
 }
 
 type PResult<T> = Result<T, ()>;
@@ -155,6 +156,7 @@ impl<'a> Parser<'a> {
             pos: 0,
             idx,
             errs: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -351,6 +353,21 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_compound(&mut self) -> PResult<CompoundAst> {
+        if self.depth >= MAX_NESTING {
+            let t = self.tok().clone();
+            self.error_at(
+                (t.start, t.end),
+                format!("compound elements nested too deeply (at most {MAX_NESTING} levels)"),
+            );
+            return Err(());
+        }
+        self.depth += 1;
+        let r = self.parse_compound_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn parse_compound_inner(&mut self) -> PResult<CompoundAst> {
         let open = self.bump(); // '{'
         let mut alts = Vec::new();
         let mut extends = false;
@@ -670,6 +687,9 @@ impl<'a> Parser<'a> {
         })
     }
 }
+
+/// How deeply compounds may nest in the source.
+const MAX_NESTING: usize = 100;
 
 /// The largest port number accepted in a configuration.
 pub const MAX_PORT: usize = 65535;

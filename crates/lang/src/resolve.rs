@@ -165,6 +165,8 @@ struct ScopeBuilder {
     conns: Vec<IrConn>,
     names: HashMap<String, usize>,
     compound: bool,
+    /// Anonymous elements made from bare names: `(name, where)`.
+    bare: Vec<(String, Span)>,
 }
 
 impl ScopeBuilder {
@@ -272,6 +274,7 @@ impl<'a> Resolver<'a> {
             conns: Vec::new(),
             names: HashMap::new(),
             compound: compound.is_some(),
+            bare: Vec::new(),
         };
         if let Some((_, _, span)) = &compound {
             for (name, kind) in [("input", IrKind::Input), ("output", IrKind::Output)] {
@@ -328,6 +331,26 @@ impl<'a> Resolver<'a> {
         self.scope_ids.pop();
         self.classes.pop();
         self.params.pop();
+        // A bare name declared only later was taken as a class name.
+        for (name, span) in std::mem::take(&mut sb.bare) {
+            if let Some(&i) = sb.names.get(&name) {
+                let decl = sb.elements[i].decl_span.clone();
+                if decl.start > span.start {
+                    self.errs.push(
+                        Diagnostic::error(
+                            Some(span),
+                            format!("element '{name}' used before its declaration"),
+                        )
+                        .with_note(
+                            Some(decl),
+                            format!(
+                                "'{name}' declared here; declare elements before connecting them"
+                            ),
+                        ),
+                    );
+                }
+            }
+        }
         sb.deanonymize();
         ScopeIr {
             id,
@@ -588,10 +611,13 @@ impl<'a> Resolver<'a> {
                 if let Some(&i) = sb.names.get(name) {
                     return Some(i);
                 }
-                let b = self
-                    .lookup_class(name)
-                    .unwrap_or_else(|| ClassBinding::Primitive(name.clone()));
-                Some(sb.add_anonymous(b, None, self.span(*range)))
+                let b = self.lookup_class(name);
+                let span = self.span(*range);
+                if b.is_none() {
+                    sb.bare.push((name.clone(), span.clone()));
+                }
+                let b = b.unwrap_or_else(|| ClassBinding::Primitive(name.clone()));
+                Some(sb.add_anonymous(b, None, span))
             }
             ElemRef::Decl {
                 name,

@@ -432,3 +432,34 @@ fn recovery_keeps_later_statements() {
         ]
     );
 }
+
+#[test]
+fn error_use_before_declaration() {
+    let e = errors("src :: Src; src -> b; b :: Counter;");
+    assert_eq!(
+        e,
+        vec!["r.click:1:20: element 'b' used before its declaration"]
+    );
+    // a later declaration of a name used as a class is fine if the class exists
+    let g = parse("elementclass Q { input -> Y -> output } Q; Q@1 :: X");
+    assert_eq!(names(&g), vec!["Q@2/Y@1", "Q@1"]);
+}
+
+#[test]
+fn error_nesting_too_deep() {
+    let text = format!("x :: {}{}", "{ ".repeat(150), "}".repeat(150));
+    let e = errors(&text);
+    assert_eq!(
+        e[0],
+        "r.click:1:206: compound elements nested too deeply (at most 100 levels)"
+    );
+}
+
+#[test]
+fn error_duplicate_names_after_expansion() {
+    let e = errors("c :: { input -> x :: X -> output }; c/x :: Y; a :: A -> c -> b :: B");
+    assert_eq!(
+        e,
+        vec!["r.click:1:44: two elements are named 'c/x' after compound expansion"]
+    );
+}
