@@ -392,6 +392,18 @@ impl<'a> Resolver<'a> {
             }
             let span = self.idx.span(cfg.start + v.start, cfg.start + v.end);
             let mut d = Diagnostic::error(Some(span), format!("unknown parameter '${}'", v.name));
+            let mut visible: Vec<&str> = self
+                .params
+                .iter()
+                .flat_map(|p| p.names.iter())
+                .chain(self.cmdline.iter())
+                .map(String::as_str)
+                .collect();
+            visible.sort_unstable();
+            visible.dedup();
+            if let Some(s) = crate::check::suggest(&v.name, &visible) {
+                d = d.with_note(None, format!("did you mean '${s}'?"));
+            }
             if let Some(Some((desc, sig))) = self.params.last().map(|p| &p.compound) {
                 d = d.with_note(None, format!("{desc} takes {sig}"));
             }

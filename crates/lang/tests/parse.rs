@@ -463,3 +463,29 @@ fn error_duplicate_names_after_expansion() {
         vec!["r.click:1:44: two elements are named 'c/x' after compound expansion"]
     );
 }
+
+#[test]
+fn unknown_parameter_suggestion() {
+    let d = paraclick_lang::parse_config(
+        &paraclick_lang::Source::new(FILE, "define($DEV eth0); FromDevice($DEVV)"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(d[0].to_string(), "r.click:1:31: unknown parameter '$DEVV'");
+    assert_eq!(d[0].notes[0].1, "did you mean '$DEV'?");
+}
+
+#[test]
+fn empty_configuration() {
+    let g = parse("");
+    assert!(g.elements.is_empty() && g.connections.is_empty() && g.requirements.is_empty());
+    let g = parse("  // nothing\n/* at all */ ;;");
+    assert!(g.elements.is_empty());
+}
+
+#[test]
+fn crlf_line_endings() {
+    let g = parse("a :: A;\r\nb :: B;\r\na -> b;\r\n");
+    assert_eq!(conns(&g), s(&["a[0] -> [0]b"]));
+    assert_eq!((g.elements[1].span.line, g.elements[1].span.col), (2, 6));
+}

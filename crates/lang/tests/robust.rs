@@ -1,0 +1,122 @@
+//! No input makes the front end panic: token soup and byte soup.
+
+use paraclick_lang::{check_graph, parse_config, ClassSpec, Source};
+
+/// xorshift, so the test needs no dependency and is reproducible.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[(self.next() % v.len() as u64) as usize]
+    }
+}
+
+const PIECES: &[&str] = &[
+    "a",
+    "b",
+    "c",
+    "X",
+    "Queue",
+    "input",
+    "output",
+    "->",
+    "=>",
+    "::",
+    ";",
+    ",",
+    "(",
+    ")",
+    "[",
+    "]",
+    "[1]",
+    "[0,1]",
+    "{",
+    "}",
+    "|",
+    "||",
+    "...",
+    "$a",
+    "${a}",
+    "${b-1}",
+    "elementclass",
+    "define",
+    "require",
+    "provide",
+    "E",
+    "\"",
+    "'",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    " ",
+    "0",
+    "7",
+    "KW",
+    "__REST__",
+    "\\",
+    "#",
+    "é",
+    "x/y",
+    "@",
+    "(1, 2)",
+    "($a)",
+    "{ $a |",
+    "input ->",
+    "-> output",
+    "elementclass E {",
+    "define($a 1)",
+];
+
+fn spec(c: &str) -> Option<ClassSpec> {
+    match c {
+        "X" => Some(ClassSpec::new("-/=", "a")),
+        "Queue" => Some(ClassSpec::new("1/1", "h/l")),
+        "a" => Some(ClassSpec::new("1-/1-", "l/h")),
+        _ => None,
+    }
+}
+
+fn run(text: &str) {
+    let src = Source::new("fuzz", text);
+    if let Ok(g) = parse_config(&src, &[("b".into(), "2".into())]) {
+        let _ = check_graph(&g, &spec, &["X", "Queue", "a"]);
+        let _ = paraclick_lang::dot::to_dot(&g, None);
+    }
+    for arg in paraclick_lang::args::split_args(text) {
+        let _ = paraclick_lang::args::split_keyword(&arg);
+        let _ = paraclick_lang::args::unquote_bytes(&arg);
+        let _ = paraclick_lang::args::split_words(&arg);
+    }
+}
+
+#[test]
+fn token_soup() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for _ in 0..3000 {
+        let n = (rng.next() % 40) as usize;
+        let text: Vec<&str> = (0..n).map(|_| rng.pick(PIECES)).collect();
+        run(&text.join(" "));
+        run(&text.concat());
+    }
+}
+
+#[test]
+fn byte_soup() {
+    let mut rng = Rng(12345);
+    let alphabet: Vec<char> = "ab{}[]()<>-=:;,|$\"'\\/*#. \n\t0123456789Xé@"
+        .chars()
+        .collect();
+    for _ in 0..3000 {
+        let n = (rng.next() % 60) as usize;
+        let text: String = (0..n)
+            .map(|_| alphabet[(rng.next() % alphabet.len() as u64) as usize])
+            .collect();
+        run(&text);
+    }
+}
