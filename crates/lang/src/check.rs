@@ -754,7 +754,7 @@ pub fn suggest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
     known
         .iter()
         .map(|k| (strsim::damerau_levenshtein(&lower, &k.to_lowercase()), *k))
-        .filter(|&(d, _)| d <= limit)
+        .filter(|&(d, _)| d <= limit && d < name.chars().count())
         .min_by_key(|&(d, _)| d)
         .map(|(_, k)| k)
 }
