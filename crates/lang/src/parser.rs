@@ -218,21 +218,28 @@ impl<'a> Parser<'a> {
                 Tok::Semi => {
                     self.bump();
                 }
-                _ => match self.parse_stmt(in_compound) {
-                    Ok(Some(s)) => stmts.push(s),
-                    Ok(None) => {}
-                    Err(()) => self.recover(in_compound),
-                },
+                _ => {
+                    let start = self.pos;
+                    match self.parse_stmt(in_compound) {
+                        Ok(Some(s)) => stmts.push(s),
+                        Ok(None) => {}
+                        Err(()) => self.recover(in_compound, start),
+                    }
+                }
             }
         }
         stmts
     }
 
-    /// Skips to the end of the broken statement: past the next `;`, or to
-    /// the `}`/`||` that closes the enclosing compound.
-    fn recover(&mut self, in_compound: bool) {
+    /// Skips to the end of the broken statement (which started at token
+    /// `start`): past the next `;`, to the `}`/`||` that closes the enclosing
+    /// compound, or to a line that starts like a new statement.
+    fn recover(&mut self, in_compound: bool, start: usize) {
         let mut depth = 0usize;
         loop {
+            if depth == 0 && self.pos > start && self.starts_line() {
+                return;
+            }
             match self.peek() {
                 Tok::Eof => return,
                 Tok::Semi if depth == 0 => {
@@ -248,6 +255,19 @@ impl<'a> Parser<'a> {
             }
             self.bump();
         }
+    }
+
+    /// Is the current token the first of its line, and one that can start
+    /// a statement?
+    fn starts_line(&self) -> bool {
+        let stmt_start = matches!(
+            self.peek(),
+            Tok::Ident(_) | Tok::KwElementclass | Tok::KwRequire | Tok::KwDefine | Tok::KwProvide
+        );
+        stmt_start
+            && self.pos > 0
+            && self.idx.span(self.tok().start, self.tok().start).line
+                != self.idx.span(self.prev_end(), self.prev_end()).line
     }
 
     fn parse_stmt(&mut self, in_compound: bool) -> PResult<Option<Stmt>> {

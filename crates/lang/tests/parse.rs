@@ -489,3 +489,17 @@ fn crlf_line_endings() {
     assert_eq!(conns(&g), s(&["a[0] -> [0]b"]));
     assert_eq!((g.elements[1].span.line, g.elements[1].span.col), (2, 6));
 }
+
+#[test]
+fn recovery_at_next_line_without_semicolons() {
+    let e = errors("a -> ]\nb :: X\nb :: Y\nc [x] -> d\ne :: E(\n$u)");
+    assert_eq!(
+        e,
+        vec![
+            "r.click:1:6: expected element after '->', found ']'",
+            "r.click:3:1: redeclaration of element 'b'",
+            "r.click:4:4: bad port number 'x'",
+            "r.click:6:1: unknown parameter '$u'",
+        ]
+    );
+}
