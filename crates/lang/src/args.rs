@@ -322,6 +322,14 @@ fn hex_block(b: &[u8], j: usize, out: &mut Vec<u8>) -> Option<usize> {
     while k < b.len() && b[k] != b'>' {
         if b[k].is_ascii_hexdigit() {
             digits.push(hexval(b[k]) as u8);
+        } else if b[k] == b'/' && b.get(k + 1) == Some(&b'/') {
+            // comments are allowed inside data blocks
+            while k + 1 < b.len() && b[k + 1] != b'\n' {
+                k += 1;
+            }
+        } else if b[k] == b'/' && b.get(k + 1) == Some(&b'*') {
+            let p = b[k + 2..].windows(2).position(|w| w == b"*/")?;
+            k += 2 + p + 1;
         } else if !b[k].is_ascii_whitespace() {
             return None;
         }
@@ -383,6 +391,23 @@ mod tests {
             v(&[r#""// not a comment""#, "b"])
         );
         assert_eq!(split_args("a /* unterminated, b"), v(&["a"]));
+    }
+
+    #[test]
+    fn data_argument_with_comments() {
+        let config = "DATA \\<\n  // Ethernet header\n  00 00 c0 ae 67 ef  08 00\n  /* IP */ 45 00\n>, LIMIT 600000, BURST 5";
+        let args = split_args(config);
+        assert_eq!(args.len(), 3);
+        let (kw, val) = split_keyword(&args[0]).unwrap();
+        assert_eq!(kw, "DATA");
+        assert_eq!(
+            unquote_bytes(val),
+            vec![0, 0, 0xc0, 0xae, 0x67, 0xef, 8, 0, 0x45, 0]
+        );
+        assert_eq!(split_keyword(&args[1]), Some(("LIMIT", "600000")));
+        // comments left in a data block are skipped by unquote too
+        assert_eq!(unquote_bytes("\\<01 // c\n 02 /* 03 */ 04>"), vec![1, 2, 4]);
+        assert_eq!(unquote_bytes("\\<01 /* 03 >"), b"\\<01 /* 03 >".to_vec());
     }
 
     #[test]
