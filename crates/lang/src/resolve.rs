@@ -19,6 +19,10 @@ use crate::parser::{
 use crate::span::{Diagnostic, LineIndex, Span};
 use crate::Requirement;
 
+/// Classes whose configurations may hold `$` references that are not
+/// parameters (they keep them as written).
+const UNCHECKED_CLASSES: &[&str] = &["Script"];
+
 /// The elements and connections of one scope.
 #[derive(Debug)]
 pub(crate) struct ScopeIr {
@@ -381,6 +385,17 @@ impl<'a> Resolver<'a> {
         out
     }
 
+    /// Checks the parameters of an element's configuration. `Script`
+    /// configurations are exempt: Script has `$variables` of its own, which
+    /// Click leaves alone when no parameter has their name.
+    fn check_element_params(&mut self, b: &ClassBinding, config: &Option<Cfg>) {
+        if let Some(c) = config {
+            if !matches!(b, ClassBinding::Primitive(p) if UNCHECKED_CLASSES.contains(&p.as_str())) {
+                self.check_params(c);
+            }
+        }
+    }
+
     /// Reports `$parameter`s of `cfg` that no enclosing scope defines.
     fn check_params(&mut self, cfg: &Cfg) {
         for v in scan_vars(&cfg.text) {
@@ -637,18 +652,14 @@ impl<'a> Resolver<'a> {
                 class,
                 config,
             } => {
-                if let Some(c) = config {
-                    self.check_params(c);
-                }
                 let b = self.class_binding(class, None);
+                self.check_element_params(&b, config);
                 let span = self.class_span(class, config);
                 Some(self.declare(sb, name, *name_range, b, config.clone(), span))
             }
             ElemRef::Anon { class, config } => {
-                if let Some(c) = config {
-                    self.check_params(c);
-                }
                 let b = self.class_binding(class, None);
+                self.check_element_params(&b, config);
                 let span = self.class_span(class, config);
                 Some(sb.add_anonymous(b, config.clone(), span))
             }
@@ -674,10 +685,8 @@ impl<'a> Resolver<'a> {
                             && matches!(e.r, ElemRef::Bare { .. })
                     });
                     if all_bare {
-                        if let Some(cfg) = config {
-                            self.check_params(cfg);
-                        }
                         let b = self.class_binding(class, None);
+                        self.check_element_params(&b, config);
                         let span = self.class_span(class, config);
                         for e in elems {
                             let (name, range) = match &e.r {

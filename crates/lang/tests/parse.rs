@@ -503,3 +503,9 @@ fn recovery_at_next_line_without_semicolons() {
         ]
     );
 }
+
+#[test]
+fn script_variables_are_not_parameters() {
+    let g = parse("define($n 3); s :: Script(set x $n, print $x, print $(add $x 1))");
+    assert_eq!(g.elements[0].config, "set x 3, print $x, print $(add $x 1)");
+}
