@@ -1,0 +1,152 @@
+//! # PaintSwitch
+//!
+//! PaintSwitch([ANNO])
+//!
+//! Sends each packet to the output its paint annotation names.
+//!
+//! Ports: 1 input, any number of outputs. Processing: push.
+//!
+//! A packet with paint K goes out output K; if there is no output K it is
+//! dropped (counted). Paint 255 means every output: the packet is copied
+//! to each output (copies first, the original to the last output). A copy
+//! that cannot be made because the packet pool is exhausted is counted in
+//! `drops`. PaintSwitch thus has at most 255 useful outputs.
+//!
+//! Arguments:
+//! - `ANNO` (annotation, default `PAINT`): see Paint.
+//!
+//! Handlers:
+//! - `drops` (read): copies that could not be made.
+//!
+//! Example:
+//!
+//!     ps :: PaintSwitch;
+//!     ps[0] -> ...; ps[1] -> ...;
+
+use super::paint::AnnoByte;
+use paraclick_packet::Packet;
+use paraclick_runtime::{
+    push_actions, Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
+};
+
+pub struct PaintSwitch {
+    anno: AnnoByte,
+    noutputs: usize,
+    clone_failures: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("PaintSwitch", "1/-", "h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let anno = a.read_p::<AnnoByte>("ANNO")?.unwrap_or(AnnoByte::Paint);
+    a.complete()?;
+    if cx.noutputs > 255 {
+        return Err("PaintSwitch has at most 255 outputs".into());
+    }
+    Ok(Box::new(PaintSwitch {
+        anno,
+        noutputs: cx.noutputs,
+        clone_failures: Counter::new(cx.nthreads),
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
+
+impl PaintSwitch {
+    #[cold]
+    fn push_slow(&self, cx: &mut Cx<'_>, mut batch: Batch) {
+        for p in batch.drain() {
+            let k = self.anno.get(&p) as usize;
+            if k != 255 {
+                cx.push_one(k, p);
+                continue;
+            }
+            if self.noutputs == 0 {
+                cx.drop_packet(p);
+                continue;
+            }
+            for port in 0..self.noutputs - 1 {
+                match p.clone_packet() {
+                    Some(q) => cx.push_one(port, q),
+                    None => self.clone_failures.inc(cx.thread()),
+                }
+            }
+            cx.push_one(self.noutputs - 1, p);
+        }
+    }
+}
+
+impl Element for PaintSwitch {
+    #[inline]
+    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        Verdict::Out(self.anno.get(p) as usize)
+    }
+
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        if batch.iter().any(|p| self.anno.get(p) == 255) {
+            self.push_slow(cx, batch);
+        } else {
+            push_actions(self, cx, batch);
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        (name == "drops").then(|| self.clone_failures.get().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::standard::test_util::*;
+
+    fn painted(tag: u8, color: u8) -> paraclick_packet::Packet {
+        let mut p = pkt(&[tag]);
+        p.anno_mut().paint = color;
+        p
+    }
+
+    #[test]
+    fn switches_by_paint() {
+        let h = harness("PaintSwitch", 3);
+        h.push(
+            0,
+            vec![
+                painted(1, 2),
+                painted(2, 0),
+                painted(3, 1),
+                painted(4, 2),
+                painted(5, 9),
+            ],
+        );
+        assert_eq!(tags(&h.output(0)), vec![2]);
+        assert_eq!(tags(&h.output(1)), vec![3]);
+        assert_eq!(tags(&h.output(2)), vec![1, 4]);
+        assert_eq!(h.drops(), 1, "paint 9 has no output");
+    }
+
+    #[test]
+    fn paint_255_goes_everywhere() {
+        let h = harness("PaintSwitch", 3);
+        h.push(0, vec![painted(1, 1), painted(2, 255), painted(3, 0)]);
+        assert_eq!(tags(&h.output(0)), vec![2, 3]);
+        assert_eq!(tags(&h.output(1)), vec![1, 2]);
+        assert_eq!(tags(&h.output(2)), vec![2]);
+        assert_eq!(h.drops(), 0);
+    }
+
+    #[test]
+    fn anno_argument() {
+        let h = harness("PaintSwitch(ANNO 5)", 2);
+        let mut p = painted(1, 0);
+        p.anno_mut().user[5] = 1;
+        h.push(0, vec![p]);
+        assert_eq!(tags(&h.output(1)), vec![1]);
+    }
+}

@@ -1,0 +1,134 @@
+//! # PaintTee
+//!
+//! PaintTee(COLOR [, ANNO])
+//!
+//! Duplicates packets with a given paint annotation.
+//!
+//! Ports: 1 input, 2 outputs. Processing: agnostic, but output 1 is push.
+//!
+//! Sends every packet through output 0. If the packet's paint annotation
+//! equals COLOR, a copy also goes out output 1 (the copy is emitted first,
+//! as in Click). A copy that cannot be made because the packet pool is
+//! exhausted is counted in `drops`.
+//!
+//! Arguments:
+//! - `COLOR` (integer 0..255, mandatory).
+//! - `ANNO` (annotation, default `PAINT`): see Paint.
+//!
+//! Handlers:
+//! - `drops` (read): copies that could not be made.
+//!
+//! Example:
+//!
+//!     FromDevice(eth7) -> Paint(7) -> ...
+//!     rt[7] -> pt :: PaintTee(7) -> ... -> ToDevice(eth7);
+//!     pt[1] -> ICMPError(18.26.4.24, redirect, host) -> [0]rt;
+
+use super::paint::AnnoByte;
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo};
+
+pub struct PaintTee {
+    color: u8,
+    anno: AnnoByte,
+    clone_failures: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("PaintTee", "1/2", "a/ah", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let color = a.read_mp::<u8>("COLOR")?;
+    let anno = a.read_p::<AnnoByte>("ANNO")?.unwrap_or(AnnoByte::Paint);
+    a.complete()?;
+    Ok(Box::new(PaintTee {
+        color,
+        anno,
+        clone_failures: Counter::new(cx.nthreads),
+    }))
+}
+
+impl PaintTee {
+    /// Copies of the packets of `b` that carry the color, if any.
+    #[inline]
+    fn copies(&self, cx: &Cx<'_>, b: &Batch) -> Option<Batch> {
+        let mut out: Option<Batch> = None;
+        for p in b.iter() {
+            if self.anno.get(p) == self.color {
+                match p.clone_packet() {
+                    Some(q) => out.get_or_insert_with(Batch::new).push(q),
+                    None => self.clone_failures.inc(cx.thread()),
+                }
+            }
+        }
+        out
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
+
+impl Element for PaintTee {
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        if let Some(c) = self.copies(cx, &batch) {
+            cx.push(1, c);
+        }
+        cx.push(0, batch);
+    }
+
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let batch = cx.pull(0, max)?;
+        if let Some(c) = self.copies(cx, &batch) {
+            cx.push(1, c);
+        }
+        Some(batch)
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        (name == "drops").then(|| self.clone_failures.get().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::standard::test_util::*;
+
+    fn painted(tag: u8, color: u8) -> paraclick_packet::Packet {
+        let mut p = pkt(&[tag, 0xaa]);
+        p.anno_mut().paint = color;
+        p
+    }
+
+    #[test]
+    fn copies_matching_packets_to_output_1() {
+        let h = harness("PaintTee(7)", 2);
+        h.push(0, vec![painted(1, 7), painted(2, 3), painted(3, 7)]);
+        assert_eq!(tags(&h.output(0)), vec![1, 2, 3]);
+        let copies = h.output(1);
+        assert_eq!(tags(&copies), vec![1, 3]);
+        assert!(copies.iter().all(|p| p.data() == [p.data()[0], 0xaa]));
+        assert!(copies.iter().all(|p| p.anno().paint == 7));
+        assert_eq!(h.drops(), 0);
+        assert_eq!(h.read("drops").unwrap(), "0");
+    }
+
+    #[test]
+    fn anno_argument() {
+        let h = harness("PaintTee(5, 2)", 2);
+        let mut p = pkt(&[1]);
+        p.anno_mut().user[2] = 5;
+        h.push(0, vec![p, painted(2, 5)]);
+        assert_eq!(tags(&h.output(0)), vec![1, 2]);
+        assert_eq!(tags(&h.output(1)), vec![1]);
+    }
+
+    #[test]
+    fn bad_config() {
+        assert!(try_harness("PaintTee", 2).is_err());
+        assert!(try_harness("PaintTee(1, 2, 3)", 2).is_err());
+    }
+}
