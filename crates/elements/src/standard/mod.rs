@@ -3,6 +3,7 @@
 
 use paraclick_runtime::Registry;
 
+pub mod check_length;
 pub mod check_paint;
 pub mod counter;
 pub mod discard;
@@ -12,12 +13,17 @@ pub mod paint;
 pub mod paint_switch;
 pub mod paint_tee;
 pub mod queue;
+pub mod set_timestamp;
+pub mod strip;
+pub mod strip_to_network_header;
 pub mod unqueue;
+pub mod unstrip;
 
 #[cfg(test)]
 mod test_util;
 
 pub fn register(reg: &mut Registry) {
+    reg.register(check_length::spec());
     reg.register(check_paint::spec());
     reg.register(counter::spec());
     reg.register(discard::spec());
@@ -27,5 +33,9 @@ pub fn register(reg: &mut Registry) {
     reg.register(paint_switch::spec());
     reg.register(paint_tee::spec());
     reg.register(queue::spec());
+    reg.register(set_timestamp::spec());
+    reg.register(strip::spec());
+    reg.register(strip_to_network_header::spec());
     reg.register(unqueue::spec());
+    reg.register(unstrip::spec());
 }
