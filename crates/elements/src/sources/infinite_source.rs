@@ -16,7 +16,8 @@
 //! - `LENGTH` / `DATASIZE` (integer): cut or zero-pad DATA to this length.
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //! - `TIMESTAMP` (boolean, default true): set each packet's timestamp.
-//! - `END_CALL` (write handler and value): called after LIMIT packets.
+//! - `END_CALL` (write handler and value): called after LIMIT packets
+//!   (END_CALL and STOP are mutually exclusive).
 //!
 //! Handlers:
 //! - `count` (read): packets sent.
@@ -27,29 +28,24 @@
 //!
 //!     InfiniteSource(LENGTH 64, LIMIT 1000000, STOP true) -> c :: Counter -> Discard;
 
+use super::gen::{data_batch, parse_end_call, Limit};
 use super::source_data;
 use crate::util::parse_bool;
-use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::args::Bytes;
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
 };
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::RwLock;
 
 pub struct InfiniteSource {
     data: RwLock<Vec<u8>>,
-    limit: AtomicI64,
+    limit: Limit,
     burst: AtomicUsize,
     active: AtomicBool,
-    stop: bool,
     timestamp: bool,
-    end_call: Option<(String, String)>,
     push: bool,
     count: Counter,
-    /// Packets claimed against LIMIT (only used when LIMIT is set).
-    claimed: AtomicU64,
-    done: AtomicBool,
 }
 
 pub fn spec() -> ClassSpec {
@@ -73,74 +69,26 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
-    let end_call = end_call.map(|s| match s.split_once(char::is_whitespace) {
-        Some((h, v)) => (h.to_string(), v.trim().to_string()),
-        None => (s, String::new()),
-    });
+    if stop && end_call.is_some() {
+        return Err("END_CALL and STOP are mutually exclusive".into());
+    }
     Ok(Box::new(InfiniteSource {
         data: RwLock::new(source_data(data, length)),
-        limit: AtomicI64::new(limit),
+        limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         burst: AtomicUsize::new(burst),
         active: AtomicBool::new(active),
-        stop,
         timestamp,
-        end_call,
         push: cx.output_is_push(0),
         count: Counter::new(cx.nthreads),
-        claimed: AtomicU64::new(0),
-        done: AtomicBool::new(false),
     }))
 }
 
 impl InfiniteSource {
-    /// How many of `want` packets may still go out under LIMIT.
-    #[inline]
-    fn claim(&self, want: usize) -> usize {
-        let limit = self.limit.load(Ordering::Relaxed);
-        if limit < 0 {
-            return want;
-        }
-        let before = self.claimed.fetch_add(want as u64, Ordering::Relaxed);
-        let left = (limit as u64).saturating_sub(before);
-        if (left as usize) < want {
-            // Give back what we cannot use.
-            self.claimed
-                .fetch_sub(want as u64 - left, Ordering::Relaxed);
-        }
-        (left as usize).min(want)
-    }
-
-    fn finished(&self, cx: &mut Cx<'_>) {
-        if self.done.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        if let Some((h, v)) = &self.end_call {
-            let _ = cx.handler_cx().write(h, v);
-        }
-        if self.stop {
-            cx.request_stop();
-        }
-    }
-
     fn make_batch(&self, cx: &mut Cx<'_>, n: usize) -> Batch {
-        let mut b = Batch::new();
         let data = self.data.read().unwrap_or_else(|e| e.into_inner());
-        let ts = if self.timestamp {
-            Timestamp::now()
-        } else {
-            Timestamp::ZERO
-        };
-        for _ in 0..n {
-            let Some(mut p) = Packet::from_slice(&data) else {
-                break; // pool exhausted: send fewer now
-            };
-            p.set_timestamp(ts);
-            b.push(p);
-        }
+        let b = data_batch(&data, n, None, self.timestamp);
         let sent = b.len();
-        if sent < n && self.limit.load(Ordering::Relaxed) >= 0 {
-            self.claimed.fetch_sub((n - sent) as u64, Ordering::Relaxed);
-        }
+        self.limit.unclaim(n - sent);
         self.count.add(cx.thread(), sent as u64);
         b
     }
@@ -149,9 +97,9 @@ impl InfiniteSource {
         if !self.active.load(Ordering::Relaxed) {
             return None;
         }
-        let n = self.claim(want);
+        let n = self.limit.claim(want);
         if n == 0 {
-            self.finished(cx);
+            self.limit.finish(cx);
             return None;
         }
         let b = self.make_batch(cx, n);
@@ -199,7 +147,7 @@ impl Element for InfiniteSource {
         Some(match name {
             "count" => self.count.get().to_string(),
             "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "limit" => self.limit.load(Ordering::Relaxed).to_string(),
+            "limit" => self.limit.get().to_string(),
             "burst" => self.burst.load(Ordering::Relaxed).to_string(),
             _ => return None,
         })
@@ -214,18 +162,14 @@ impl Element for InfiniteSource {
         Some(match name {
             "reset" => {
                 self.count.reset();
-                self.claimed.store(0, Ordering::Relaxed);
-                self.done.store(false, Ordering::Release);
+                self.limit.reset();
                 Ok(())
             }
             "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
             "limit" => v
                 .trim()
                 .parse::<i64>()
-                .map(|l| {
-                    self.limit.store(l, Ordering::Relaxed);
-                    self.done.store(false, Ordering::Release);
-                })
+                .map(|l| self.limit.set(l))
                 .map_err(|_| format!("expected integer, not '{}'", v.trim())),
             "burst" => match v.trim().parse::<usize>() {
                 Ok(b) if b > 0 => {

@@ -2,7 +2,11 @@
 
 use paraclick_runtime::Registry;
 
+pub mod gen;
 pub mod infinite_source;
+pub mod rated_source;
+#[cfg(test)]
+mod test_util;
 
 /// Click's default source data: 64 bytes of text.
 pub const DEFAULT_DATA: &[u8] =
@@ -10,6 +14,7 @@ pub const DEFAULT_DATA: &[u8] =
 
 pub fn register(reg: &mut Registry) {
     reg.register(infinite_source::spec());
+    reg.register(rated_source::spec());
 }
 
 /// The payload a source sends: DATA, cut or zero-padded to LENGTH if given.

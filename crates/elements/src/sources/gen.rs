@@ -1,0 +1,407 @@
+//! What the packet sources share: LIMIT/STOP/END_CALL accounting
+//! ([`Limit`]) and pacing at a packet rate ([`Pacer`], a generic cell rate
+//! algorithm whose arithmetic is the pure function [`pace`]).
+
+use paraclick_packet::{Packet, Timestamp};
+use paraclick_runtime::{Batch, Cx};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Most packets a pushing source emits per task run (one batch).
+pub const MAX_BURST: usize = 32;
+
+/// Splits Click's `END_CALL` value (`elem.handler VALUE...`) into the
+/// handler and the value to write.
+pub fn parse_end_call(s: String) -> (String, String) {
+    match s.split_once(char::is_whitespace) {
+        Some((h, v)) => (h.to_string(), v.trim().to_string()),
+        None => (s, String::new()),
+    }
+}
+
+/// Up to `n` packets holding `data`, with at least `headroom` bytes in
+/// front (`None`: the pool's default) and, if `timestamp`, the current time
+/// as their timestamp. Fewer if the packet pool runs dry.
+pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, timestamp: bool) -> Batch {
+    let mut b = Batch::new();
+    let ts = if timestamp {
+        Timestamp::now()
+    } else {
+        Timestamp::ZERO
+    };
+    for _ in 0..n {
+        let p = match headroom {
+            None => Packet::from_slice(data),
+            Some(h) => Packet::make(h, data.len(), 0).map(|mut p| {
+                p.data_mut().copy_from_slice(data);
+                p
+            }),
+        };
+        let Some(mut p) = p else {
+            break; // pool exhausted: send fewer now
+        };
+        p.set_timestamp(ts);
+        b.push(p);
+    }
+    b
+}
+
+/// A source's LIMIT: how many packets may still go out, and what happens
+/// once they have (STOP, END_CALL). Shared by every thread running the
+/// source; one atomic operation per batch, none when there is no limit.
+pub struct Limit {
+    limit: AtomicI64,
+    /// Packets claimed against the limit (only counted when there is one).
+    claimed: AtomicU64,
+    done: AtomicBool,
+    stop: bool,
+    end_call: Option<(String, String)>,
+}
+
+impl Limit {
+    /// `limit < 0` means no limit.
+    pub fn new(limit: i64, stop: bool, end_call: Option<(String, String)>) -> Limit {
+        Limit {
+            limit: AtomicI64::new(limit),
+            claimed: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+            stop,
+            end_call,
+        }
+    }
+
+    pub fn get(&self) -> i64 {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Changes the limit (a `limit` handler); the source may run again.
+    pub fn set(&self, limit: i64) {
+        self.limit.store(limit, Ordering::Relaxed);
+        self.done.store(false, Ordering::Release);
+    }
+
+    /// Whether a limit is set.
+    #[inline]
+    pub fn is_limited(&self) -> bool {
+        self.limit.load(Ordering::Relaxed) >= 0
+    }
+
+    /// Claims up to `want` packets; returns how many may go out.
+    #[inline]
+    pub fn claim(&self, want: usize) -> usize {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if limit < 0 {
+            return want;
+        }
+        let before = self.claimed.fetch_add(want as u64, Ordering::Relaxed);
+        let left = (limit as u64).saturating_sub(before);
+        if left < want as u64 {
+            // Give back what we cannot use.
+            self.claimed
+                .fetch_sub(want as u64 - left, Ordering::Relaxed);
+        }
+        left.min(want as u64) as usize
+    }
+
+    /// Returns `n` claimed packets that were not made (pool exhausted).
+    #[inline]
+    pub fn unclaim(&self, n: usize) {
+        if n > 0 && self.is_limited() {
+            self.claimed.fetch_sub(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether every packet the limit allows has been claimed.
+    #[inline]
+    pub fn exhausted(&self) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        limit >= 0 && self.claimed.load(Ordering::Relaxed) >= limit as u64
+    }
+
+    /// Called once the limit is reached: calls END_CALL and asks the router
+    /// to stop if STOP was given, once per exhaustion.
+    pub fn finish(&self, cx: &mut Cx<'_>) {
+        if self.done.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some((h, v)) = &self.end_call {
+            let _ = cx.handler_cx().write(h, v);
+        }
+        if self.stop {
+            cx.request_stop();
+        }
+    }
+
+    /// Whether [`Limit::finish`] has run since the last reset.
+    pub fn finished(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Starts over (a `reset` handler): LIMIT more packets may go out.
+    pub fn reset(&self) {
+        self.claimed.store(0, Ordering::Relaxed);
+        self.done.store(false, Ordering::Release);
+    }
+}
+
+/// Time unit of the pacer: 1/16 ns (2^64 of them last 36 years), fine
+/// enough that intervals of a few hundred nanoseconds keep their fraction.
+pub const TICKS_PER_SEC: f64 = 16e9;
+
+/// How far behind schedule a paced source may fall and still catch up
+/// (as RatedUnqueue's token bucket: 20 ms worth of packets). Longer stalls
+/// are forgiven rather than followed by a burst.
+pub const SLACK_TICKS: u64 = 16 * 20_000_000;
+
+const NOT_STARTED: u64 = u64::MAX;
+
+/// The generic cell rate algorithm, as a pure function of the time.
+///
+/// `tat` is the theoretical arrival time of the next packet, `now` the
+/// current time, `interval` the spacing between packets and `slack` how far
+/// `tat` may lag behind `now` (debt older than that is forgiven), all in the
+/// same unit. Returns how many of `want` packets are due now and the next
+/// `tat`. An `interval` of 0 means no pacing.
+#[inline]
+pub fn pace(tat: u64, now: u64, interval: u64, slack: u64, want: usize) -> (usize, u64) {
+    if interval == 0 {
+        return (want, now);
+    }
+    let tat = tat.max(now.saturating_sub(slack));
+    if tat > now || want == 0 {
+        return (0, tat);
+    }
+    let due = (now - tat) / interval + 1;
+    let n = due.min(want as u64);
+    (n as usize, tat + n * interval)
+}
+
+/// Converts a rate in packets per second into a pacing interval in ticks
+/// (`None`: the rate is 0, nothing is ever due; `Some(0)`: unpaced).
+pub fn rate_interval(rate: f64) -> Option<u64> {
+    if !(rate > 0.0) {
+        return None;
+    }
+    Some((TICKS_PER_SEC / rate).round() as u64)
+}
+
+/// Paces a source at a packet rate, shared by every thread running it (one
+/// compare-and-swap per batch). The first packet is due at the first call.
+pub struct Pacer {
+    epoch: Instant,
+    /// Pacing interval in ticks; `u64::MAX`: rate 0, nothing due; 0: unpaced.
+    interval: AtomicU64,
+    /// Next packet's theoretical arrival time (ticks since `epoch`).
+    tat: AtomicU64,
+}
+
+impl Pacer {
+    /// A pacer at `rate` packets per second (0: nothing is ever due).
+    pub fn new(rate: f64) -> Pacer {
+        Pacer {
+            epoch: Instant::now(),
+            interval: AtomicU64::new(rate_interval(rate).unwrap_or(u64::MAX)),
+            tat: AtomicU64::new(NOT_STARTED),
+        }
+    }
+
+    /// An unpaced pacer: every packet is due.
+    pub fn unpaced() -> Pacer {
+        Pacer {
+            epoch: Instant::now(),
+            interval: AtomicU64::new(0),
+            tat: AtomicU64::new(NOT_STARTED),
+        }
+    }
+
+    #[inline]
+    fn ticks(&self, t: Instant) -> u64 {
+        let d = t.saturating_duration_since(self.epoch);
+        d.as_secs() * 16_000_000_000 + u64::from(d.subsec_nanos()) * 16
+    }
+
+    /// Whether pacing is off (every packet due).
+    #[inline]
+    pub fn is_unpaced(&self) -> bool {
+        self.interval.load(Ordering::Relaxed) == 0
+    }
+
+    /// Takes up to `want` packets that are due at `now`.
+    #[inline]
+    pub fn take(&self, now: Instant, want: usize) -> usize {
+        let interval = self.interval.load(Ordering::Relaxed);
+        if interval == 0 {
+            return want;
+        }
+        if interval == u64::MAX {
+            return 0;
+        }
+        let now = self.ticks(now);
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        loop {
+            let from = if tat == NOT_STARTED { now } else { tat };
+            let (n, next) = pace(from, now, interval, SLACK_TICKS, want);
+            if n == 0 && tat != NOT_STARTED {
+                return 0;
+            }
+            match self
+                .tat
+                .compare_exchange_weak(tat, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return n,
+                Err(t) => tat = t,
+            }
+        }
+    }
+
+    /// Changes the rate. The next packet is due no later than one new
+    /// interval from now.
+    pub fn set_rate(&self, rate: f64) {
+        let interval = rate_interval(rate).unwrap_or(u64::MAX);
+        self.interval.store(interval, Ordering::Relaxed);
+        if interval == 0 || interval == u64::MAX {
+            return;
+        }
+        let cap = self.ticks(Instant::now()).saturating_add(interval);
+        let _ = self
+            .tat
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                (t != NOT_STARTED && t > cap).then_some(cap)
+            });
+    }
+
+    /// Starts afresh: the next packet is due at once, with no debt.
+    pub fn restart(&self) {
+        self.tat.store(NOT_STARTED, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 16_000_000;
+
+    #[test]
+    fn unpaced_gives_everything() {
+        assert_eq!(pace(0, 5, 0, 0, 32), (32, 5));
+    }
+
+    #[test]
+    fn first_packet_at_once_then_spaced() {
+        let iv = MS; // 1000 packets per second
+        let (n, tat) = pace(100 * MS, 100 * MS, iv, SLACK_TICKS, 32);
+        assert_eq!((n, tat), (1, 101 * MS));
+        // Nothing due just before the next interval.
+        assert_eq!(pace(tat, 101 * MS - 1, iv, SLACK_TICKS, 32), (0, tat));
+        assert_eq!(pace(tat, 101 * MS, iv, SLACK_TICKS, 32), (1, 102 * MS));
+    }
+
+    #[test]
+    fn catches_up_within_slack_but_not_beyond() {
+        let iv = MS;
+        // 5 ms late: 6 packets due (the one at tat and five more).
+        assert_eq!(pace(10 * MS, 15 * MS, iv, SLACK_TICKS, 32), (6, 16 * MS));
+        // ... but no more than asked for; the rest stays owed.
+        assert_eq!(pace(10 * MS, 15 * MS, iv, SLACK_TICKS, 4), (4, 14 * MS));
+        // A stall of a second forgives all but 20 ms of debt.
+        let (n, tat) = pace(0, 1000 * MS, iv, SLACK_TICKS, 1000);
+        assert_eq!(n, 21);
+        assert_eq!(tat, 1001 * MS);
+    }
+
+    /// RATE 1000 polled every 100 µs for a second emits exactly 1000 packets
+    /// (plus the one due at the start), and every one on time.
+    #[test]
+    fn rate_1000_over_one_second() {
+        let iv = rate_interval(1000.0).unwrap();
+        assert_eq!(iv, MS);
+        let start = 7 * MS;
+        let mut tat = start;
+        let mut sent = 0;
+        let mut now = start;
+        while now <= start + 1000 * MS {
+            let (n, next) = pace(tat, now, iv, SLACK_TICKS, MAX_BURST);
+            assert!(n <= 1, "bunched at {now}");
+            sent += n;
+            tat = next;
+            now += MS / 10;
+        }
+        assert_eq!(sent, 1001);
+    }
+
+    /// Irregular polling (a busy worker) keeps the average rate.
+    #[test]
+    fn irregular_polls_keep_the_rate() {
+        let iv = rate_interval(250_000.0).unwrap(); // 4 µs
+        let mut tat = 0;
+        let mut sent = 0;
+        let mut now = 0u64;
+        let mut x = 12345u64;
+        while now < 100 * MS {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            now += (x % 200) * 16_000; // 0..200 µs between polls
+            let (n, next) = pace(tat, now, iv, SLACK_TICKS, MAX_BURST);
+            sent += n;
+            tat = next;
+        }
+        // Never ahead of schedule; behind by at most what the last few
+        // polls could not take (bursts are capped at MAX_BURST).
+        let scheduled = (now / iv + 1) as usize;
+        assert!(sent <= scheduled, "{sent} > {scheduled}");
+        assert!(sent + 2 * MAX_BURST >= scheduled, "{sent} << {scheduled}");
+        assert!(sent >= 24_900, "{sent}");
+    }
+
+    #[test]
+    fn rate_zero_and_huge() {
+        assert_eq!(rate_interval(0.0), None);
+        assert_eq!(rate_interval(-3.0), None);
+        assert_eq!(rate_interval(1e11), Some(0));
+        assert_eq!(rate_interval(3.0), Some(5_333_333_333));
+        let p = Pacer::new(0.0);
+        assert_eq!(p.take(Instant::now(), 10), 0);
+        let p = Pacer::unpaced();
+        assert_eq!(p.take(Instant::now(), 10), 10);
+    }
+
+    #[test]
+    fn pacer_first_take_and_restart() {
+        let p = Pacer::new(1.0);
+        let t0 = p.epoch + std::time::Duration::from_secs(5);
+        assert_eq!(p.take(t0, 32), 1);
+        assert_eq!(p.take(t0, 32), 0);
+        assert_eq!(p.take(t0 + std::time::Duration::from_millis(999), 32), 0);
+        assert_eq!(p.take(t0 + std::time::Duration::from_secs(1), 32), 1);
+        p.restart();
+        assert_eq!(p.take(t0 + std::time::Duration::from_millis(1001), 32), 1);
+    }
+
+    #[test]
+    fn limit_claims() {
+        let l = Limit::new(5, false, None);
+        assert_eq!(l.claim(3), 3);
+        assert!(!l.exhausted());
+        assert_eq!(l.claim(3), 2);
+        assert!(l.exhausted());
+        assert_eq!(l.claim(3), 0);
+        l.unclaim(1);
+        assert_eq!(l.claim(3), 1);
+        l.reset();
+        assert_eq!(l.claim(10), 5);
+        let u = Limit::new(-1, false, None);
+        assert_eq!(u.claim(1000), 1000);
+        assert!(!u.exhausted());
+    }
+
+    #[test]
+    fn end_call_split() {
+        assert_eq!(
+            parse_end_call("c.reset 1".into()),
+            ("c.reset".into(), "1".into())
+        );
+        assert_eq!(parse_end_call("stop".into()), ("stop".into(), "".into()));
+    }
+}
