@@ -7,6 +7,7 @@ pub mod infinite_source;
 pub mod rated_source;
 #[cfg(test)]
 mod test_util;
+pub mod timed_source;
 
 /// Click's default source data: 64 bytes of text.
 pub const DEFAULT_DATA: &[u8] =
@@ -15,6 +16,7 @@ pub const DEFAULT_DATA: &[u8] =
 pub fn register(reg: &mut Registry) {
     reg.register(infinite_source::spec());
     reg.register(rated_source::spec());
+    reg.register(timed_source::spec());
 }
 
 /// The payload a source sends: DATA, cut or zero-padded to LENGTH if given.

@@ -1,0 +1,258 @@
+//! # TimedSource
+//!
+//! TimedSource([INTERVAL, DATA, keywords LIMIT, STOP, ACTIVE, HEADROOM, END_CALL])
+//!
+//! Periodically generates a packet.
+//!
+//! Creates packets consisting of DATA and pushes one out its single output
+//! about once every INTERVAL, from a timer (it owns no task).
+//!
+//! Ports: no inputs, 1 output. Processing: push.
+//!
+//! Arguments:
+//! - `INTERVAL` (time, default 0.5 s): time between packets; the first
+//!   packet goes out one INTERVAL after the router starts.
+//! - `DATA` (string, default 64 bytes of text): packet contents.
+//! - `LIMIT` (integer, default -1): stop sending after LIMIT packets;
+//!   negative means no limit.
+//! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
+//! - `ACTIVE` (boolean, default true): whether the source sends.
+//! - `HEADROOM` (integer, default the pool's): headroom of the packets.
+//! - `END_CALL` (write handler and value): called after LIMIT packets
+//!   (END_CALL and STOP are mutually exclusive).
+//!
+//! Packets' timestamps are set to the time they are made.
+//!
+//! Handlers:
+//! - `data` (read/write): the DATA.
+//! - `interval` (read/write): the INTERVAL in seconds; a new interval
+//!   applies from the next packet on.
+//! - `count` (read): packets generated.
+//! - `reset` (write): resets the count, so LIMIT more packets go out.
+//! - `active` (read/write), `limit` (read/write).
+//!
+//! Example:
+//!
+//!     TimedSource(INTERVAL 0.333) -> Print(ping) -> Discard;
+
+use super::gen::{data_batch, parse_end_call, Limit};
+use crate::util::{fmt_rate, parse_bool};
+use paraclick_runtime::args::{parse_duration, Bytes};
+use paraclick_runtime::{
+    ArgEnv, ClassSpec, ConfigCx, Counter, Cx, Element, FromArg, HandlerCx, HandlerInfo, InitCx,
+};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::RwLock;
+use std::time::Duration;
+
+const TIMER: usize = 0;
+
+pub struct TimedSource {
+    data: RwLock<Vec<u8>>,
+    /// INTERVAL in nanoseconds.
+    interval_ns: AtomicU64,
+    limit: Limit,
+    active: AtomicBool,
+    headroom: Option<usize>,
+    count: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("TimedSource", "0/1", "h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let interval = a
+        .read_p::<Duration>("INTERVAL")?
+        .unwrap_or(Duration::from_millis(500));
+    let data = a.read_p::<Bytes>("DATA")?.map(|b| b.0);
+    let limit = a.read::<i64>("LIMIT")?.unwrap_or(-1);
+    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
+    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let headroom = a.read::<usize>("HEADROOM")?;
+    let end_call = a.read::<String>("END_CALL")?;
+    a.complete()?;
+    if stop && end_call.is_some() {
+        return Err("END_CALL and STOP are mutually exclusive".into());
+    }
+    Ok(Box::new(TimedSource {
+        data: RwLock::new(data.unwrap_or_else(|| super::DEFAULT_DATA.to_vec())),
+        interval_ns: AtomicU64::new(duration_ns(interval)),
+        limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
+        active: AtomicBool::new(active),
+        headroom,
+        count: Counter::new(cx.nthreads),
+    }))
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    d.as_nanos().min(u128::from(u64::MAX)) as u64
+}
+
+impl TimedSource {
+    fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns.load(Ordering::Relaxed))
+    }
+
+    /// Whether the timer should be running.
+    fn wants_timer(&self) -> bool {
+        self.active.load(Ordering::Relaxed) && !self.limit.exhausted()
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::rw("data"),
+    HandlerInfo::rw("interval"),
+    HandlerInfo::read("count"),
+    HandlerInfo::write("reset"),
+    HandlerInfo::rw("active"),
+    HandlerInfo::rw("limit"),
+];
+
+impl Element for TimedSource {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.wants_timer() {
+            ix.schedule_after(TIMER, self.interval());
+        }
+        Ok(())
+    }
+
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        if !self.active.load(Ordering::Relaxed) {
+            return; // reactivation reschedules
+        }
+        if self.limit.claim(1) == 1 {
+            let b = {
+                let data = self.data.read().unwrap_or_else(|e| e.into_inner());
+                data_batch(&data, 1, self.headroom, true)
+            };
+            self.limit.unclaim(1 - b.len());
+            self.count.add(cx.thread(), b.len() as u64);
+            if !b.is_empty() {
+                cx.push(0, b);
+            }
+        }
+        if self.limit.exhausted() {
+            self.limit.finish(cx);
+        } else {
+            cx.schedule_after(TIMER, self.interval());
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "data" => {
+                let d = self.data.read().unwrap_or_else(|e| e.into_inner());
+                String::from_utf8_lossy(&d).into_owned()
+            }
+            "interval" => fmt_rate(self.interval().as_secs_f64()),
+            "count" => self.count.get().to_string(),
+            "active" => self.active.load(Ordering::Relaxed).to_string(),
+            "limit" => self.limit.get().to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
+        let v = v.trim();
+        let r = match name {
+            "data" => Bytes::from_arg(v, &ArgEnv::default()).map(|b| {
+                *self.data.write().unwrap_or_else(|e| e.into_inner()) = b.0;
+            }),
+            "interval" => match parse_duration(v) {
+                Some(d) => {
+                    self.interval_ns.store(duration_ns(d), Ordering::Relaxed);
+                    return Some(Ok(()));
+                }
+                None => Err(format!("expected time in seconds, not '{v}'")),
+            },
+            "reset" => {
+                self.count.reset();
+                self.limit.reset();
+                Ok(())
+            }
+            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
+            "limit" => v
+                .parse::<i64>()
+                .map(|l| self.limit.set(l))
+                .map_err(|_| format!("expected integer, not '{v}'")),
+            _ => return None,
+        };
+        // A source that may send again restarts its timer (replacing a
+        // pending one, so it never runs twice).
+        if r.is_ok() && name != "data" && self.wants_timer() {
+            hx.schedule_after(TIMER, self.interval());
+        }
+        Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{harness, try_harness};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn handlers_and_defaults() {
+        let h = harness("TimedSource", 1);
+        assert_eq!(h.read("interval").unwrap(), "0.5");
+        assert_eq!(h.read("limit").unwrap(), "-1");
+        assert_eq!(h.read("count").unwrap(), "0");
+        h.write("interval", "10ms").unwrap();
+        assert_eq!(h.read("interval").unwrap(), "0.01");
+        assert!(h.write("interval", "soon").is_err());
+        h.write("data", "hello").unwrap();
+        assert_eq!(h.read("data").unwrap(), "hello");
+        assert!(try_harness("TimedSource(never)", 1).is_err());
+        assert!(try_harness("TimedSource(1, x, STOP true, END_CALL a.b)", 1).is_err());
+    }
+
+    /// Packets go out a timer interval apart; LIMIT and STOP end the run.
+    #[test]
+    fn limit_and_stop() {
+        let h = harness("TimedSource(0.01, \\<0102>, LIMIT 5, STOP true)", 1);
+        let t0 = Instant::now();
+        h.router.run();
+        let dt = t0.elapsed();
+        let out = h.output(0);
+        assert_eq!(out.len(), 5);
+        assert!(out.iter().all(|p| p.data() == [1, 2]));
+        // Five intervals of 10 ms at least.
+        assert!(dt >= Duration::from_millis(50), "{dt:?}");
+        assert_eq!(h.read("count").unwrap(), "5");
+        let ts: Vec<_> = out.iter().map(|p| p.timestamp()).collect();
+        assert!(ts.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn inactive_sends_nothing() {
+        let h = harness("TimedSource(0.001, ACTIVE false)", 1);
+        let stop = h.router.stopper();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            stop.stop();
+        });
+        h.router.run();
+        assert!(h.output(0).is_empty());
+    }
+
+    /// Activating an inactive source from a handler starts its timer.
+    #[test]
+    fn activation_starts_the_timer() {
+        let h = harness("TimedSource(0.005, ACTIVE false, LIMIT 2, STOP true)", 1);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(30));
+                assert!(h.output(0).is_empty());
+                h.write("active", "true").unwrap();
+            });
+            h.router.run();
+        });
+        assert_eq!(h.read("count").unwrap(), "2");
+    }
+}
