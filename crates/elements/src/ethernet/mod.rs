@@ -1,5 +1,54 @@
-//! (being written)
+//! Ethernet and ARP elements: encapsulation and rewriting of Ethernet
+//! headers, host filtering, and the ARP protocol (ARPQuerier,
+//! ARPResponder, ARPPrint).
 
+use paraclick_packet::wire::EtherAddr;
 use paraclick_runtime::Registry;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-pub fn register(_reg: &mut Registry) {}
+pub mod ether_encap;
+pub mod ether_mirror;
+pub mod ether_rewrite;
+pub mod host_ether_filter;
+
+#[cfg(test)]
+pub(crate) mod test_util;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(ether_encap::spec());
+    reg.register(ether_mirror::spec());
+    reg.register(ether_rewrite::spec());
+    reg.register(host_ether_filter::spec());
+}
+
+/// An Ethernet address that handlers may change while packets read it:
+/// the six bytes in one atomic word (a plain load on the packet path).
+pub(crate) struct AtomicEther(AtomicU64);
+
+impl AtomicEther {
+    pub fn new(a: EtherAddr) -> AtomicEther {
+        AtomicEther(AtomicU64::new(Self::pack(a)))
+    }
+
+    fn pack(a: EtherAddr) -> u64 {
+        let b = a.0;
+        u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]])
+    }
+
+    #[inline]
+    pub fn get(&self) -> EtherAddr {
+        let b = self.0.load(Ordering::Relaxed).to_be_bytes();
+        EtherAddr([b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+
+    pub fn set(&self, a: EtherAddr) {
+        self.0.store(Self::pack(a), Ordering::Relaxed);
+    }
+}
+
+/// Parses an Ethernet address handler value.
+pub(crate) fn parse_ether(v: &str) -> Result<EtherAddr, String> {
+    let v = v.trim();
+    v.parse()
+        .map_err(|_| format!("expected Ethernet address, not '{v}'"))
+}

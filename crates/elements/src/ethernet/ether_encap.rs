@@ -1,0 +1,158 @@
+//! # EtherEncap
+//!
+//! EtherEncap(ETHERTYPE, SRC, DST)
+//!
+//! Encapsulates packets in an Ethernet header.
+//!
+//! Ports: 1 input, 1 output. Processing: agnostic.
+//!
+//! Prepends to each packet the 14-byte Ethernet header its arguments
+//! specify and marks it as the packet's link-layer header. ETHERTYPE is
+//! given in host order (`0x0800` for IP).
+//!
+//! Arguments:
+//! - `ETHERTYPE` (integer, 0 to 0xFFFF): the Ethernet type.
+//! - `SRC` (Ethernet address): the source address.
+//! - `DST` (Ethernet address): the destination address.
+//!
+//! For IP packets you probably want ARPQuerier instead.
+//!
+//! Handlers:
+//! - `src` (read/write): the SRC address.
+//! - `dst` (read/write): the DST address.
+//! - `ethertype` (read/write): the ETHERTYPE, in decimal.
+//!
+//! Example:
+//!
+//!     EtherEncap(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2)
+
+use super::{parse_ether, AtomicEther};
+use paraclick_packet::wire::EtherAddr;
+use paraclick_packet::Packet;
+use paraclick_runtime::args::FromArg;
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use std::sync::atomic::{AtomicU16, Ordering};
+
+pub struct EtherEncap {
+    ethertype: AtomicU16,
+    src: AtomicEther,
+    dst: AtomicEther,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("EtherEncap", "1/1", "a", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let ethertype = a.read_mp::<u16>("ETHERTYPE")?;
+    let src = a.read_mp::<EtherAddr>("SRC")?;
+    let dst = a.read_mp::<EtherAddr>("DST")?;
+    a.complete()?;
+    Ok(Box::new(EtherEncap {
+        ethertype: AtomicU16::new(ethertype),
+        src: AtomicEther::new(src),
+        dst: AtomicEther::new(dst),
+    }))
+}
+
+/// Prepends an Ethernet header; false if no buffer could hold it.
+#[inline]
+pub(crate) fn encap(p: &mut Packet, dst: EtherAddr, src: EtherAddr, ethertype: u16) -> bool {
+    if p.push(14).is_err() {
+        return false;
+    }
+    let d = p.data_mut();
+    d[0..6].copy_from_slice(&dst.0);
+    d[6..12].copy_from_slice(&src.0);
+    d[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    p.set_mac_header(0);
+    true
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::rw("src"),
+    HandlerInfo::rw("dst"),
+    HandlerInfo::rw("ethertype"),
+];
+
+impl Element for EtherEncap {
+    #[inline]
+    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        let ty = self.ethertype.load(Ordering::Relaxed);
+        if encap(p, self.dst.get(), self.src.get(), ty) {
+            Verdict::Out(0)
+        } else {
+            Verdict::Drop
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "src" => self.src.get().to_string(),
+            "dst" => self.dst.get().to_string(),
+            "ethertype" => self.ethertype.load(Ordering::Relaxed).to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
+        let _ = hx;
+        Some(match name {
+            "src" => parse_ether(v).map(|a| self.src.set(a)),
+            "dst" => parse_ether(v).map(|a| self.dst.set(a)),
+            "ethertype" => u16::from_arg(v, &Default::default())
+                .map(|t| self.ethertype.store(t, Ordering::Relaxed)),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::*;
+
+    #[test]
+    fn prepends_header() {
+        let h = harness("EtherEncap(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2)", 1);
+        h.push(0, vec![pkt(&[0x45, 0, 0, 20]), pkt(&[])]);
+        let out = h.output(0);
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[0].data(),
+            &[2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 8, 0, 0x45, 0, 0, 20]
+        );
+        assert_eq!(out[0].mac_header_offset(), Some(0));
+        assert_eq!(out[1].data(), &[2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 8, 0]);
+        assert_eq!(h.drops(), 0);
+    }
+
+    #[test]
+    fn handlers_change_the_header() {
+        let h = harness("EtherEncap(2054, 00:01:02:03:04:05, ff:ff:ff:ff:ff:ff)", 1);
+        assert_eq!(h.read("src").unwrap(), "00-01-02-03-04-05");
+        assert_eq!(h.read("dst").unwrap(), "FF-FF-FF-FF-FF-FF");
+        assert_eq!(h.read("ethertype").unwrap(), "2054");
+        h.write("dst", "0a:0b:0c:0d:0e:0f").unwrap();
+        h.write("ethertype", "0x88b5").unwrap();
+        assert!(h.write("src", "nonsense").is_err());
+        assert!(h.write("ethertype", "70000").is_err());
+        h.push(0, vec![pkt(&[9])]);
+        let out = h.output(0);
+        assert_eq!(
+            out[0].data(),
+            &[10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 0x88, 0xb5, 9]
+        );
+    }
+
+    #[test]
+    fn bad_configuration() {
+        assert!(try_harness("EtherEncap(0x0800, 1:1:1:1:1:1)", 1).is_err());
+        assert!(try_harness("EtherEncap(0x10000, 1:1:1:1:1:1, 2:2:2:2:2:2)", 1).is_err());
+        assert!(try_harness("EtherEncap(0x0800, 1:1:1:1:1, 2:2:2:2:2:2)", 1).is_err());
+    }
+}
