@@ -1,0 +1,106 @@
+//! # Switch
+//!
+//! Switch([OUTPUT])
+//!
+//! Sends the packet stream to a settable output.
+//!
+//! Ports: 1 input, any number of outputs. Processing: push.
+//!
+//! Sends every packet out output OUTPUT (default 0). A negative OUTPUT
+//! drops every packet (counted), as does an OUTPUT with no connected port.
+//! The `switch` handler changes OUTPUT at run time.
+//!
+//! Arguments:
+//! - `OUTPUT` (integer, default 0).
+//!
+//! Handlers:
+//! - `switch` (read/write): the OUTPUT parameter.
+//!
+//! Example:
+//!
+//!     s :: Switch(0); s[0] -> ToDevice(eth0); s[1] -> Discard;
+//!     // paraclick -h 's.switch' ... ; write s.switch 1 to divert
+
+use paraclick_runtime::args::{ArgEnv, FromArg};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+pub struct Switch {
+    output: AtomicI32,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("Switch", "1/-", "h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let k = a.read_p::<i32>("OUTPUT")?.unwrap_or(0);
+    a.complete()?;
+    Ok(Box::new(Switch {
+        output: AtomicI32::new(k),
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("switch")];
+
+impl Element for Switch {
+    #[inline]
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        match usize::try_from(self.output.load(Ordering::Relaxed)) {
+            Ok(k) => cx.push(k, batch),
+            Err(_) => cx.drop_batch(batch),
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        (name == "switch").then(|| self.output.load(Ordering::Relaxed).to_string())
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        (name == "switch").then(|| {
+            i32::from_arg(v, &ArgEnv::default())
+                .map(|k| self.output.store(k, Ordering::Relaxed))
+                .map_err(|e| format!("switch: {e}"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::standard::test_util::*;
+
+    #[test]
+    fn default_and_handler() {
+        let h = harness("Switch", 2);
+        assert_eq!(h.read("switch").unwrap(), "0");
+        h.push(0, vec![pkt(&[1])]);
+        h.write("switch", "1").unwrap();
+        h.push(0, vec![pkt(&[2])]);
+        h.write("switch", "-1").unwrap();
+        assert_eq!(h.read("switch").unwrap(), "-1");
+        h.push(0, vec![pkt(&[3])]);
+        assert_eq!(tags(&h.output(0)), vec![1]);
+        assert_eq!(tags(&h.output(1)), vec![2]);
+        assert_eq!(h.drops(), 1);
+        assert!(h.write("switch", "one").is_err());
+        assert_eq!(h.read("switch").unwrap(), "-1");
+    }
+
+    #[test]
+    fn configured_output() {
+        let h = harness("Switch(1)", 2);
+        h.push(0, vec![pkt(&[1])]);
+        assert_eq!(tags(&h.output(1)), vec![1]);
+        assert!(try_harness("Switch(x)", 1).is_err());
+    }
+}
