@@ -1,0 +1,429 @@
+//! # ARPResponder
+//!
+//! ARPResponder(IP/MASK [IP/MASK...] ETH, IP2/MASK2 ETH2, ...)
+//!
+//! Generates responses to ARP queries.
+//!
+//! Ports: 1 input, 1 or 2 outputs. Processing: agnostic input, output 0
+//! agnostic, output 1 push.
+//!
+//! Input packets should be ARP requests, including the Ethernet header.
+//! When one of the IP/MASK arguments matches the requested IP address,
+//! ARPResponder emits on output 0 an ARP reply giving the corresponding
+//! ETH address (a 42-byte frame sent to the requester). Any other packet
+//! (a request for an unknown address, an ARP reply, a non-ARP or truncated
+//! packet) goes to output 1 if it exists and is dropped otherwise. It can
+//! answer for the host's own addresses and do proxy ARP for whole networks.
+//!
+//! Each argument lists one or more IP network addresses and one Ethernet
+//! address, in any order. A netmask may be written in CIDR form
+//! (`18.26.7.0/24`) or dotted form (`18.26.7.0/255.255.255.0`); a bare
+//! address means that address alone. When several entries match, the most
+//! specific (longest prefix) wins. An AddressInfo name standing for an IP
+//! and an Ethernet address can stand for both (`ARPResponder(NAME)`);
+//! ARPResponder then answers for the name's IP address only (write
+//! `NAME:ipnet` for its whole network).
+//!
+//! Replies keep the device and VLAN TCI annotations of their requests;
+//! their other annotations are cleared.
+//!
+//! Handlers:
+//! - `table` (read): the entries, one `IP/LEN ETH` per line, most specific
+//!   first.
+//! - `add` (write): adds entries, given as `IP/MASK [IP/MASK...] ETH`.
+//! - `remove` (write): removes the entry for `IP/MASK`.
+//!
+//! Example: answer for 18.26.4.24 and do proxy ARP for 18.26.7.0/24:
+//!
+//!     c :: Classifier(12/0806 20/0001, ...);
+//!     ar :: ARPResponder(18.26.4.24 18.26.7.0/24 00:00:C0:AE:67:EF);
+//!     c[0] -> ar -> ToDevice(eth0);
+
+use paraclick_packet::wire::{
+    ethertype, ArpOp, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, Ipv4Prefix,
+};
+use paraclick_packet::Packet;
+use paraclick_runtime::args::{ArgEnv, FromArg};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use std::net::Ipv4Addr;
+use std::sync::RwLock;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    net: u32,
+    mask: u32,
+    len: u8,
+    eth: EtherAddr,
+}
+
+pub struct ArpResponder {
+    /// Sorted most specific first. Read-locked per packet; written only by
+    /// the `add` and `remove` handlers.
+    table: RwLock<Vec<Entry>>,
+    other: Option<usize>,
+    env: ArgEnv,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("ARPResponder", "1/1-2", "a/ah", make)
+}
+
+/// Parses one `IP/MASK [IP/MASK...] ETH` argument into entries.
+fn parse_entry(arg: &str, env: &ArgEnv) -> Result<Vec<Entry>, String> {
+    let mut prefixes = Vec::new();
+    let mut eth: Option<EtherAddr> = None;
+    let mut set_eth = |e: EtherAddr, eth: &mut Option<EtherAddr>| -> Result<(), String> {
+        match eth {
+            Some(old) if *old != e => Err(format!("'{arg}': more than one Ethernet address")),
+            _ => {
+                *eth = Some(e);
+                Ok(())
+            }
+        }
+    };
+    for word in arg.split_whitespace() {
+        if let Ok(e) = word.parse::<EtherAddr>() {
+            set_eth(e, &mut eth)?;
+            continue;
+        }
+        if let Ok(p) = word.parse::<Ipv4Prefix>() {
+            prefixes.push(p);
+            continue;
+        }
+        // An AddressInfo name: its IP address (or network, with `:ipnet`)
+        // and its Ethernet address.
+        let (name, suffix) = match word.split_once(':') {
+            Some((n, s)) => (n, Some(s)),
+            None => (word, None),
+        };
+        let Some(info) = env.lookup(name) else {
+            return Err(format!(
+                "'{word}' is not an IP address, prefix or Ethernet address"
+            ));
+        };
+        let mut used = false;
+        match suffix {
+            None | Some("ip") => {
+                if let Some(ip) = info.ip {
+                    prefixes.push(Ipv4Prefix::host(ip));
+                    used = true;
+                }
+            }
+            Some("ipnet") | Some("net") => {
+                prefixes.push(Ipv4Prefix::from_arg(word, env)?);
+                used = true;
+            }
+            Some("eth") => {}
+            Some(s) => return Err(format!("'{word}': unknown address suffix ':{s}'")),
+        }
+        if suffix.is_none() || suffix == Some("eth") {
+            if let Some(e) = info.ether {
+                set_eth(e, &mut eth)?;
+                used = true;
+            }
+        }
+        if !used {
+            return Err(format!("'{word}' names no usable address"));
+        }
+    }
+    let eth = eth.ok_or_else(|| format!("'{arg}': missing Ethernet address"))?;
+    if prefixes.is_empty() {
+        return Err(format!("'{arg}': missing IP address"));
+    }
+    Ok(prefixes
+        .into_iter()
+        .map(|p| Entry {
+            net: u32::from(p.network()),
+            mask: p.mask_u32(),
+            len: p.len.min(32),
+            eth,
+        })
+        .collect())
+}
+
+/// Most specific first; among equals, the first given wins.
+fn normalize(v: &mut Vec<Entry>) {
+    v.sort_by(|a, b| b.len.cmp(&a.len));
+    let mut seen: Vec<(u32, u8)> = Vec::new();
+    v.retain(|e| {
+        if seen.contains(&(e.net, e.len)) {
+            false
+        } else {
+            seen.push((e.net, e.len));
+            true
+        }
+    });
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let args = a.rest_all();
+    a.complete()?;
+    let mut table = Vec::new();
+    for arg in &args {
+        table.extend(parse_entry(arg, cx.env)?);
+    }
+    normalize(&mut table);
+    Ok(Box::new(ArpResponder {
+        table: RwLock::new(table),
+        other: (cx.noutputs >= 2).then_some(1),
+        env: cx.env.clone(),
+    }))
+}
+
+impl ArpResponder {
+    /// The Ethernet address ARPResponder gives for `ip`, if any.
+    pub fn lookup(&self, ip: Ipv4Addr) -> Option<EtherAddr> {
+        let a = u32::from(ip);
+        let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+        t.iter().find(|e| a & e.mask == e.net).map(|e| e.eth)
+    }
+
+    #[inline]
+    fn other(&self) -> Verdict {
+        match self.other {
+            Some(p) => Verdict::Out(p),
+            None => Verdict::Drop,
+        }
+    }
+
+    fn add(&self, v: &str) -> Result<(), String> {
+        let new = parse_entry(v, &self.env)?;
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        // New entries replace old ones for the same network.
+        t.retain(|o| !new.iter().any(|n| n.net == o.net && n.len == o.len));
+        t.extend(new);
+        normalize(&mut t);
+        Ok(())
+    }
+
+    fn remove(&self, v: &str) -> Result<(), String> {
+        let p = Ipv4Prefix::from_arg(v, &self.env)?;
+        let (net, len) = (u32::from(p.network()), p.len.min(32));
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let before = t.len();
+        t.retain(|e| !(e.net == net && e.len == len));
+        if t.len() == before {
+            return Err(format!("no entry for {}/{}", Ipv4Addr::from(net), len));
+        }
+        Ok(())
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("table"),
+    HandlerInfo::write("add"),
+    HandlerInfo::write("remove"),
+];
+
+const FRAME_LEN: usize = 14 + 28;
+
+impl Element for ArpResponder {
+    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        let d = p.data();
+        if d.len() < FRAME_LEN {
+            return self.other();
+        }
+        let frame = EthernetFrame::new_unchecked(&d[..FRAME_LEN]);
+        if frame.ethertype() != ethertype::ARP {
+            return self.other();
+        }
+        let Ok(req) = ArpRepr::parse(&ArpPacket::new_unchecked(&d[14..FRAME_LEN])) else {
+            return self.other();
+        };
+        if req.operation != ArpOp::Request {
+            return self.other();
+        }
+        let Some(my_eth) = self.lookup(req.target_protocol_addr) else {
+            return self.other();
+        };
+        let reply = req.reply_to(my_eth);
+        // The reply reuses the request's buffer: 42 bytes, fresh annotations
+        // but the device and VLAN TCI.
+        let (device, vlan) = (p.anno().device, p.anno().vlan_tci);
+        p.take(p.len() - FRAME_LEN);
+        p.clear_annotations();
+        p.anno_mut().device = device;
+        p.anno_mut().vlan_tci = vlan;
+        let d = p.data_mut();
+        let mut f = EthernetFrame::new_unchecked(&mut d[..]);
+        f.set_dst_addr(req.source_hardware_addr);
+        f.set_src_addr(my_eth);
+        f.set_ethertype(ethertype::ARP);
+        reply.emit(&mut ArpPacket::new_unchecked(&mut d[14..]));
+        p.set_mac_header(0);
+        p.set_network_header(14, 28);
+        Verdict::Out(0)
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        match name {
+            "table" => {
+                let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+                let mut s = String::new();
+                for e in t.iter() {
+                    s.push_str(&format!("{}/{} {}\n", Ipv4Addr::from(e.net), e.len, e.eth));
+                }
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        match name {
+            "add" => Some(self.add(v)),
+            "remove" => Some(self.remove(v)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::*;
+    use paraclick_packet::wire::ArpRepr;
+
+    const ME: &str = "00:00:c0:ae:67:ef";
+    const ASKER: &str = "00:11:22:33:44:55";
+
+    fn request(target: &str) -> Vec<u8> {
+        let r = ArpRepr::request(eth(ASKER), ip("18.26.4.1"), ip(target));
+        arp_frame(eth("ff:ff:ff:ff:ff:ff"), eth(ASKER), &r)
+    }
+
+    fn reply_from(mac: &str, addr: &str) -> Vec<u8> {
+        let r = ArpRepr::reply(eth(mac), ip(addr), eth(ASKER), ip("18.26.4.1"));
+        arp_frame(eth(ASKER), eth(mac), &r)
+    }
+
+    #[test]
+    fn answers_own_address_and_proxy_network() {
+        let h = harness(&format!("ARPResponder(18.26.4.24 18.26.7.0/24 {ME})"), 1);
+        let mut req = request("18.26.4.24");
+        req.extend([0u8; 18]); // Ethernet padding to 60 bytes
+        let mut p = pkt(&req);
+        p.anno_mut().device = 3;
+        p.anno_mut().vlan_tci = 7;
+        p.anno_mut().paint = 9;
+        h.push(
+            0,
+            vec![p, pkt(&request("18.26.7.99")), pkt(&request("18.26.8.1"))],
+        );
+        let out = h.output(0);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].data(), &reply_from(ME, "18.26.4.24")[..]);
+        assert_eq!(out[0].anno().device, 3);
+        assert_eq!(out[0].anno().vlan_tci, 7);
+        assert_eq!(out[0].anno().paint, 0);
+        assert_eq!(out[1].data(), &reply_from(ME, "18.26.7.99")[..]);
+        assert_eq!(h.drops(), 1);
+    }
+
+    #[test]
+    fn non_matching_go_to_output_1() {
+        let h = harness(&format!("ARPResponder(18.26.4.24 {ME})"), 2);
+        let reply = reply_from("1:2:3:4:5:6", "18.26.4.24");
+        let ip4 = ether_frame(eth(ME), eth(ASKER), 0x0800, &[0; 28]);
+        h.push(
+            0,
+            vec![
+                pkt(&request("18.26.4.25")),
+                pkt(&reply),
+                pkt(&ip4),
+                pkt(&request("18.26.4.24")[..41]),
+                pkt(&request("18.26.4.24")),
+            ],
+        );
+        assert_eq!(h.output(0).len(), 1);
+        let other = h.output(1);
+        assert_eq!(other.len(), 4);
+        assert_eq!(other[0].data(), &request("18.26.4.25")[..]);
+        assert_eq!(other[1].data(), &reply[..]);
+        assert_eq!(h.drops(), 0);
+    }
+
+    #[test]
+    fn longest_prefix_wins_and_handlers() {
+        let h = harness(
+            "ARPResponder(10.0.0.0/8 1:1:1:1:1:1, 10.1.0.0/255.255.0.0 2:2:2:2:2:2)",
+            1,
+        );
+        assert_eq!(
+            h.read("table").unwrap(),
+            "10.1.0.0/16 02-02-02-02-02-02\n10.0.0.0/8 01-01-01-01-01-01\n"
+        );
+        h.push(
+            0,
+            vec![pkt(&request("10.1.2.3")), pkt(&request("10.2.2.3"))],
+        );
+        let out = h.output(0);
+        assert_eq!(out[0].data(), &reply_from("2:2:2:2:2:2", "10.1.2.3")[..]);
+        assert_eq!(out[1].data(), &reply_from("1:1:1:1:1:1", "10.2.2.3")[..]);
+
+        h.write("remove", "10.1.0.0/16").unwrap();
+        assert!(h.write("remove", "10.1.0.0/16").is_err());
+        h.write("add", "192.168.1.1 3:3:3:3:3:3").unwrap();
+        assert!(h.write("add", "192.168.1.1").is_err());
+        assert_eq!(
+            h.read("table").unwrap(),
+            "192.168.1.1/32 03-03-03-03-03-03\n10.0.0.0/8 01-01-01-01-01-01\n"
+        );
+        h.push(
+            0,
+            vec![pkt(&request("10.1.2.3")), pkt(&request("192.168.1.1"))],
+        );
+        let out = h.output(0);
+        assert_eq!(out[0].data(), &reply_from("1:1:1:1:1:1", "10.1.2.3")[..]);
+        assert_eq!(out[1].data(), &reply_from("3:3:3:3:3:3", "192.168.1.1")[..]);
+    }
+
+    #[test]
+    fn address_info_names() {
+        use paraclick_runtime::args::{AddrEntry, ArgEnv};
+        let mut env = ArgEnv::default();
+        for (name, a, mac) in [
+            ("eth0", "1.0.0.1", "0:1:2:3:4:5"),
+            ("eth1", "2.0.0.1", "0:a:b:c:d:e"),
+        ] {
+            env.names.insert(
+                name.into(),
+                AddrEntry {
+                    ip: Some(ip(a)),
+                    prefix_len: Some(8),
+                    ether: Some(eth(mac)),
+                },
+            );
+        }
+        let e0 = super::parse_entry("eth0", &env).unwrap();
+        assert_eq!(
+            (e0[0].net, e0[0].len, e0[0].eth),
+            (0x0100_0001, 32, eth("0:1:2:3:4:5"))
+        );
+        let e1 = super::parse_entry("eth1:ipnet eth1:eth", &env).unwrap();
+        assert_eq!(
+            (e1[0].net, e1[0].len, e1[0].eth),
+            (0x0200_0000, 8, eth("0:a:b:c:d:e"))
+        );
+        assert!(super::parse_entry("eth0 1:1:1:1:1:1", &env).is_err());
+        assert!(super::parse_entry("eth0:bogus", &env).is_err());
+    }
+
+    #[test]
+    fn bad_configuration() {
+        assert!(try_harness("ARPResponder(18.26.4.24)", 1).is_err());
+        assert!(try_harness("ARPResponder(1:1:1:1:1:1)", 1).is_err());
+        assert!(try_harness("ARPResponder(1.2.3.4 1:1:1:1:1:1 2:2:2:2:2:2)", 1).is_err());
+        assert!(try_harness("ARPResponder(1.2.3.4/33 1:1:1:1:1:1)", 1).is_err());
+        assert!(try_harness("ARPResponder(nosuchname 1:1:1:1:1:1)", 1).is_err());
+    }
+}
