@@ -5,6 +5,7 @@ use paraclick_runtime::Registry;
 
 pub mod check_length;
 pub mod check_paint;
+pub mod classifier;
 pub mod counter;
 pub mod discard;
 pub mod hash_switch;
@@ -30,6 +31,7 @@ mod test_util;
 pub fn register(reg: &mut Registry) {
     reg.register(check_length::spec());
     reg.register(check_paint::spec());
+    reg.register(classifier::spec());
     reg.register(counter::spec());
     reg.register(discard::spec());
     reg.register(hash_switch::spec());

@@ -1,0 +1,530 @@
+//! # Classifier
+//!
+//! Classifier(PATTERN1, ..., PATTERNN)
+//!
+//! Classifies packets by contents.
+//!
+//! Ports: 1 input, N outputs (one per pattern). Processing: push.
+//!
+//! Each packet goes out the output of the first pattern it matches;
+//! packets matching no pattern are dropped (counted). Order patterns from
+//! the most specific to the least.
+//!
+//! A pattern is a space-separated list of clauses, all of which must hold.
+//! A clause is `OFFSET/VALUE` or `OFFSET/VALUE%MASK`: OFFSET is a decimal
+//! byte offset from the start of the packet data, VALUE an even number of
+//! hex digits (the number of digits gives the length), MASK (optional) as
+//! many hex digits; only the bits set in MASK are compared. A `?` digit in
+//! VALUE matches any nibble. A clause preceded by `!` must NOT hold. The
+//! pattern `-` matches every packet.
+//!
+//! A clause about bytes beyond the end of a packet does not hold (so a
+//! negated one does). Patterns are compiled at configuration time into
+//! aligned 32-bit (offset, mask, value) words, tried in order; nothing is
+//! allocated per packet. A pattern that can never match (`12/0806
+//! 12/0800`) draws a warning at configuration time.
+//!
+//! Handlers:
+//! - `program` (read): the compiled patterns, one per line, as
+//!   `OFFSET/VALUE%MASK` words (offsets aligned to 4 bytes), negated
+//!   clauses as `!(...)`, and the shortest packet each pattern can match.
+//!
+//! Example:
+//!
+//!     Classifier(12/0806 20/0001,   // ARP requests
+//!                12/0806 20/0002,   // ARP replies
+//!                12/0800,           // IP
+//!                -);                // the rest
+
+use paraclick_packet::Packet;
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Largest offset a clause may name.
+const MAX_OFFSET: usize = 65535;
+
+/// One aligned 32-bit comparison: the packet's bytes `off..off+4` (zero
+/// past the end), big-endian, masked with `mask`, must equal `value`; and
+/// the packet must be at least `need` bytes long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Word {
+    off: u32,
+    need: u32,
+    mask: u32,
+    value: u32,
+}
+
+impl Word {
+    #[inline]
+    fn matches(&self, d: &[u8]) -> bool {
+        if d.len() < self.need as usize {
+            return false;
+        }
+        let off = self.off as usize;
+        let x = match d.get(off..off + 4) {
+            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            None => {
+                // The word runs past the end; the masked bytes do not.
+                let mut b = [0u8; 4];
+                let tail = &d[off.min(d.len())..];
+                b[..tail.len()].copy_from_slice(tail);
+                u32::from_be_bytes(b)
+            }
+        };
+        x & self.mask == self.value
+    }
+}
+
+/// A compiled pattern: `words[pos]` must all match, and for no group in
+/// `groups[negs]` may all of its words match.
+#[derive(Clone, Debug)]
+struct Rule {
+    pos: (u32, u32),
+    negs: (u32, u32),
+    never: bool,
+}
+
+/// The compiled patterns of a Classifier.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    words: Vec<Word>,
+    /// Ranges into `words`, one per negated clause.
+    groups: Vec<(u32, u32)>,
+    rules: Vec<Rule>,
+}
+
+/// One clause's bytes, gathered into aligned words: word index → (mask,
+/// value, bytes needed).
+type WordMap = BTreeMap<u32, (u32, u32, u32)>;
+
+fn hex_digit(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Parses one `[!]OFFSET/VALUE[%MASK]` clause into its words; returns
+/// whether it is negated.
+fn parse_clause(s: &str) -> Result<(bool, WordMap), String> {
+    let (neg, body) = match s.strip_prefix('!') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let err = |m: &str| format!("bad clause '{s}': {m}");
+    let (off, rest) = body
+        .split_once('/')
+        .ok_or_else(|| err("expected OFFSET/VALUE"))?;
+    if off.is_empty() || !off.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(err("OFFSET must be a decimal number"));
+    }
+    let off: usize = off.parse().map_err(|_| err("OFFSET too large"))?;
+    let (value, mask) = match rest.split_once('%') {
+        Some((v, m)) => (v, Some(m)),
+        None => (rest, None),
+    };
+    let v = value.as_bytes();
+    if v.is_empty() || v.len() % 2 != 0 {
+        return Err(err("VALUE must have an even number of hex digits"));
+    }
+    if let Some(m) = mask {
+        if m.len() != v.len() {
+            return Err(err("MASK must have as many digits as VALUE"));
+        }
+    }
+    let nbytes = v.len() / 2;
+    if off + nbytes > MAX_OFFSET {
+        return Err(err("OFFSET too large"));
+    }
+    let mut words = WordMap::new();
+    for i in 0..nbytes {
+        let mut val = 0u8;
+        let mut msk = 0u8;
+        for (k, &c) in v[2 * i..2 * i + 2].iter().enumerate() {
+            let shift = 4 * (1 - k);
+            if c == b'?' {
+                continue;
+            }
+            let d = hex_digit(c).ok_or_else(|| err("VALUE must be hex digits or '?'"))?;
+            val |= d << shift;
+            msk |= 0xf << shift;
+        }
+        if let Some(m) = mask {
+            let m = m.as_bytes();
+            let hi = hex_digit(m[2 * i]).ok_or_else(|| err("MASK must be hex digits"))?;
+            let lo = hex_digit(m[2 * i + 1]).ok_or_else(|| err("MASK must be hex digits"))?;
+            msk &= (hi << 4) | lo;
+        }
+        if msk == 0 {
+            continue; // a byte nobody cares about constrains nothing
+        }
+        let pos = off + i;
+        let shift = 8 * (3 - (pos % 4)) as u32;
+        let e = words.entry((pos / 4) as u32).or_insert((0, 0, 0));
+        e.0 |= (msk as u32) << shift;
+        e.1 |= ((val & msk) as u32) << shift;
+        e.2 = e.2.max(pos as u32 + 1);
+    }
+    Ok((neg, words))
+}
+
+/// Merges `b` into `a` (both must hold); false if they contradict.
+fn merge(a: &mut WordMap, b: &WordMap) -> bool {
+    let mut ok = true;
+    for (&w, &(m, v, n)) in b {
+        let e = a.entry(w).or_insert((0, 0, 0));
+        if (e.1 ^ v) & e.0 & m != 0 {
+            ok = false;
+        }
+        e.0 |= m;
+        e.1 |= v;
+        e.2 = e.2.max(n);
+    }
+    ok
+}
+
+impl Program {
+    /// Compiles Click Classifier patterns.
+    pub fn compile<S: AsRef<str>>(patterns: &[S]) -> Result<Program, String> {
+        let mut prog = Program::default();
+        for (i, pat) in patterns.iter().enumerate() {
+            let pat = pat.as_ref().trim();
+            if pat.is_empty() {
+                return Err(format!("pattern {i} is empty"));
+            }
+            let mut pos = WordMap::new();
+            let mut negs = Vec::new();
+            let mut never = false;
+            if pat != "-" {
+                for clause in pat.split_ascii_whitespace() {
+                    let (neg, words) =
+                        parse_clause(clause).map_err(|e| format!("pattern {i}: {e}"))?;
+                    if neg {
+                        negs.push(words);
+                    } else if !merge(&mut pos, &words) {
+                        never = true;
+                    }
+                }
+            }
+            let push_words = |prog: &mut Program, m: &WordMap| {
+                let start = prog.words.len() as u32;
+                prog.words
+                    .extend(m.iter().map(|(&w, &(mask, value, need))| Word {
+                        off: w * 4,
+                        need,
+                        mask,
+                        value,
+                    }));
+                (start, prog.words.len() as u32)
+            };
+            let pos_range = push_words(&mut prog, &pos);
+            let g0 = prog.groups.len() as u32;
+            for n in &negs {
+                let r = push_words(&mut prog, n);
+                prog.groups.push(r);
+            }
+            // A negated clause that always holds (nothing to compare)
+            // makes the pattern unmatchable.
+            if negs.iter().any(|n| n.is_empty()) {
+                never = true;
+            }
+            prog.rules.push(Rule {
+                pos: pos_range,
+                negs: (g0, prog.groups.len() as u32),
+                never,
+            });
+        }
+        Ok(prog)
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Patterns that can never match.
+    pub fn unmatchable(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.never)
+            .map(|(i, _)| i)
+    }
+
+    #[inline]
+    fn all(&self, (a, b): (u32, u32), d: &[u8]) -> bool {
+        self.words[a as usize..b as usize]
+            .iter()
+            .all(|w| w.matches(d))
+    }
+
+    /// The index of the first pattern `d` matches.
+    #[inline]
+    pub fn classify(&self, d: &[u8]) -> Option<usize> {
+        self.rules.iter().position(|r| {
+            !r.never
+                && self.all(r.pos, d)
+                && !self.groups[r.negs.0 as usize..r.negs.1 as usize]
+                    .iter()
+                    .any(|&g| self.all(g, d))
+        })
+    }
+
+    /// The human-readable listing of the `program` handler.
+    pub fn listing(&self) -> String {
+        let mut s = String::new();
+        let word = |s: &mut String, w: &Word| {
+            let _ = write!(s, "{}/{:08x}%{:08x}", w.off, w.value, w.mask);
+        };
+        for (i, r) in self.rules.iter().enumerate() {
+            let _ = write!(s, "{i:2}  ->[{i}] ");
+            let mut first = true;
+            let mut sep = |s: &mut String| {
+                if !first {
+                    s.push(' ');
+                }
+                first = false;
+            };
+            for w in &self.words[r.pos.0 as usize..r.pos.1 as usize] {
+                sep(&mut s);
+                word(&mut s, w);
+            }
+            for &(a, b) in &self.groups[r.negs.0 as usize..r.negs.1 as usize] {
+                sep(&mut s);
+                s.push_str("!(");
+                for (k, w) in self.words[a as usize..b as usize].iter().enumerate() {
+                    if k > 0 {
+                        s.push(' ');
+                    }
+                    word(&mut s, w);
+                }
+                s.push(')');
+            }
+            if first {
+                s.push_str(if r.never { "never" } else { "-" });
+            } else if r.never {
+                s.push_str("  never");
+            }
+            let need = self.words[r.pos.0 as usize..r.pos.1 as usize]
+                .iter()
+                .map(|w| w.need)
+                .max()
+                .unwrap_or(0);
+            let _ = writeln!(s, "  safe length {need}");
+        }
+        s
+    }
+}
+
+pub struct Classifier {
+    prog: Program,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("Classifier", "1/-", "h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let patterns = cx.args().rest_all();
+    let prog = Program::compile(&patterns)?;
+    if cx.noutputs != prog.len() {
+        return Err(format!(
+            "{} patterns but {} outputs: need one pattern per output port",
+            prog.len(),
+            cx.noutputs
+        ));
+    }
+    for i in prog.unmatchable() {
+        eprintln!(
+            "{} :: Classifier: warning: pattern {i} ('{}') can never match",
+            cx.name, patterns[i]
+        );
+    }
+    Ok(Box::new(Classifier { prog }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("program")];
+
+impl Element for Classifier {
+    #[inline]
+    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        match self.prog.classify(p.data()) {
+            Some(i) => Verdict::Out(i),
+            None => Verdict::Drop,
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        (name == "program").then(|| self.prog.listing())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standard::test_util::*;
+
+    fn prog(p: &[&str]) -> Program {
+        Program::compile(p).unwrap()
+    }
+
+    /// An Ethernet frame of `len` bytes (at least 14) with `ethertype` and
+    /// bytes 20..22 (the ARP opcode) set to `op`.
+    fn frame(tag: u8, ethertype: u16, op: u16, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        v[0] = tag;
+        v[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        if len >= 22 {
+            v[20..22].copy_from_slice(&op.to_be_bytes());
+        }
+        v
+    }
+
+    #[test]
+    fn ip_router_classifier() {
+        let h = harness(
+            "Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -)",
+            4,
+        );
+        h.push(
+            0,
+            vec![
+                pkt(&frame(1, 0x0806, 1, 42)), // ARP request
+                pkt(&frame(2, 0x0806, 2, 42)), // ARP reply
+                pkt(&frame(3, 0x0800, 0, 60)), // IP
+                pkt(&frame(4, 0x86dd, 0, 60)), // IPv6: other
+                pkt(&frame(5, 0x0806, 3, 42)), // ARP, other opcode
+                pkt(&frame(6, 0x0806, 1, 21)), // ARP too short for 20/0001
+                pkt(&frame(7, 0x0800, 0, 14)), // IP, exactly long enough
+                pkt(&[8; 13]),                 // too short for anything
+                pkt(&[]),                      // empty
+            ],
+        );
+        assert_eq!(tags(&h.output(0)), vec![1]);
+        assert_eq!(tags(&h.output(1)), vec![2]);
+        assert_eq!(tags(&h.output(2)), vec![3, 7]);
+        assert_eq!(tags(&h.output(3)), vec![4, 5, 6, 8, 0]);
+        assert_eq!(h.drops(), 0);
+    }
+
+    #[test]
+    fn no_match_is_dropped() {
+        let h = harness("Classifier(12/0800)", 1);
+        h.push(
+            0,
+            vec![pkt(&frame(1, 0x0800, 0, 20)), pkt(&frame(2, 0x0806, 0, 20))],
+        );
+        assert_eq!(tags(&h.output(0)), vec![1]);
+        assert_eq!(h.drops(), 1);
+    }
+
+    #[test]
+    fn masks_and_wildcards() {
+        let p = prog(&["0/45%f0", "0/?6", "1/0f%0f 2/8?", "3/aabb%ff0f"]);
+        assert_eq!(p.classify(&[0x47]), Some(0));
+        assert_eq!(p.classify(&[0x56]), Some(1));
+        assert_eq!(p.classify(&[0x00, 0x3f, 0x81]), Some(2));
+        assert_eq!(p.classify(&[0x00, 0x3f, 0x71]), None);
+        assert_eq!(p.classify(&[0, 0, 0, 0xaa, 0xcb]), Some(3));
+        assert_eq!(p.classify(&[0, 0, 0, 0xaa, 0xbc]), None);
+        assert_eq!(p.classify(&[0, 0, 0, 0xab, 0xbb]), None);
+    }
+
+    #[test]
+    fn values_spanning_words() {
+        let p = prog(&["2/0102030405060708090a"]);
+        let mut d: Vec<u8> = vec![0xff, 0xff];
+        d.extend(1..=10u8);
+        assert_eq!(p.classify(&d), Some(0));
+        assert_eq!(p.classify(&d[..11]), None, "one byte short");
+        d[11] = 0;
+        assert_eq!(p.classify(&d), None);
+        let p = prog(&["13/aabbcc"]);
+        let mut d = vec![0u8; 16];
+        d[13..16].copy_from_slice(&[0xaa, 0xbb, 0xcc]);
+        assert_eq!(p.classify(&d), Some(0));
+        d[15] = 0xcd;
+        assert_eq!(p.classify(&d), None);
+    }
+
+    #[test]
+    fn negation() {
+        let p = prog(&["!12/0800", "-"]);
+        assert_eq!(p.classify(&frame(0, 0x0800, 0, 20)), Some(1));
+        assert_eq!(p.classify(&frame(0, 0x0806, 0, 20)), Some(0));
+        assert_eq!(
+            p.classify(&[0; 5]),
+            Some(0),
+            "too short: clause false, negation true"
+        );
+        // both clauses of a pattern; negated multi-byte clause fails only if
+        // every byte matches
+        let p = prog(&["12/08?? !13/06"]);
+        assert_eq!(p.classify(&frame(0, 0x0800, 0, 20)), Some(0));
+        assert_eq!(p.classify(&frame(0, 0x0806, 0, 20)), None);
+        assert_eq!(p.classify(&frame(0, 0x0900, 0, 20)), None);
+    }
+
+    #[test]
+    fn contradictions_and_merges() {
+        let p = prog(&["12/0806 12/0800", "12/08 13/06", "12/08?? 12/??00"]);
+        assert_eq!(p.unmatchable().collect::<Vec<_>>(), vec![0]);
+        assert_eq!(p.classify(&frame(0, 0x0806, 0, 20)), Some(1));
+        assert_eq!(p.classify(&frame(0, 0x0800, 0, 20)), Some(2));
+        assert_eq!(
+            p.words.len(),
+            3,
+            "each pattern's clauses merge into one word"
+        );
+    }
+
+    #[test]
+    fn dont_care_bytes_need_no_length() {
+        let p = prog(&["0/01?? 30/??", "-"]);
+        assert_eq!(p.classify(&[1]), Some(0));
+        assert_eq!(p.classify(&[2]), Some(1));
+    }
+
+    #[test]
+    fn parse_errors() {
+        for bad in [
+            "12/080",
+            "12/08x0",
+            "x/0800",
+            "12",
+            "12/",
+            "/08",
+            "12/0800%ff",
+            "12/0800%ffzz",
+            "12/0800%ff??",
+            "70000/00",
+            "-1/00",
+            "!",
+            "",
+        ] {
+            assert!(Program::compile(&[bad]).is_err(), "{bad:?} should fail");
+        }
+        assert!(
+            try_harness("Classifier(12/0800, -)", 3).is_err(),
+            "output count"
+        );
+        assert!(try_harness("Classifier(12/0800, 12/08zz)", 2).is_err());
+    }
+
+    #[test]
+    fn program_handler() {
+        let h = harness("Classifier(1/01, !12/0800 20/0001%00ff, -)", 3);
+        let p = h.read("program").unwrap();
+        assert_eq!(
+            p,
+            " 0  ->[0] 0/00010000%00ff0000  safe length 2\n\
+             \x201  ->[1] 20/00010000%00ff0000 !(12/08000000%ffff0000)  safe length 22\n\
+             \x202  ->[2] -  safe length 0\n"
+        );
+    }
+}
