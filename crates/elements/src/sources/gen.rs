@@ -270,6 +270,11 @@ impl Pacer {
             });
     }
 
+    /// Turns pacing off: every packet is due.
+    pub fn set_unpaced(&self) {
+        self.interval.store(0, Ordering::Relaxed);
+    }
+
     /// Starts afresh: the next packet is due at once, with no debt.
     pub fn restart(&self) {
         self.tat.store(NOT_STARTED, Ordering::Relaxed);

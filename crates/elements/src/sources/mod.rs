@@ -2,18 +2,23 @@
 
 use paraclick_runtime::Registry;
 
+pub mod fast_udp_flows;
+pub mod fast_udp_source;
 pub mod gen;
 pub mod infinite_source;
 pub mod rated_source;
 #[cfg(test)]
 mod test_util;
 pub mod timed_source;
+pub mod udp_gen;
 
 /// Click's default source data: 64 bytes of text.
 pub const DEFAULT_DATA: &[u8] =
     b"Random bullshit in a packet, at least 64 bytes long. Well, now it is.";
 
 pub fn register(reg: &mut Registry) {
+    reg.register(fast_udp_flows::spec());
+    reg.register(fast_udp_source::spec());
     reg.register(infinite_source::spec());
     reg.register(rated_source::spec());
     reg.register(timed_source::spec());
