@@ -1,5 +1,23 @@
-//! (being written)
+//! IP routing: route lookup (StaticIPLookup/LookupIPRoute, LinearIPLookup,
+//! RadixIPLookup, DirectIPLookup over one shared multibit trie),
+//! fragmentation and reassembly, and IP / UDP encapsulation.
 
 use paraclick_runtime::Registry;
 
-pub fn register(_reg: &mut Registry) {}
+pub mod direct_ip_lookup;
+pub mod linear_ip_lookup;
+pub mod lpm;
+pub mod radix_ip_lookup;
+pub mod route_table;
+pub mod static_ip_lookup;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(static_ip_lookup::spec());
+    reg.alias("LookupIPRoute", "StaticIPLookup");
+    reg.register(linear_ip_lookup::spec());
+    reg.register(radix_ip_lookup::spec());
+    reg.register(direct_ip_lookup::spec());
+}
+
+#[cfg(test)]
+pub(crate) mod test_util;

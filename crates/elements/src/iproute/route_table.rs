@@ -1,0 +1,938 @@
+//! What the IP route lookup elements (StaticIPLookup, LinearIPLookup,
+//! RadixIPLookup, DirectIPLookup) share: Click's IPRouteTable interface
+//! over one lookup structure, [`Lpm`].
+//!
+//! - Configuration: each argument is a route `ADDR/MASK [GW] OUT`; a later
+//!   route for the same prefix replaces an earlier one, as in Click.
+//! - Packets: the destination is the `dst_ip` annotation or, when that is
+//!   0.0.0.0, the IP header's destination. A match sets the annotation to
+//!   the route's gateway (or to the destination looked up, when the route
+//!   has none) and sends the packet to the route's output; no match drops
+//!   the packet (counted).
+//! - Concurrency: the table sits behind a sharded reader-writer lock
+//!   (crossbeam's `ShardedLock`: one read lock per shard, so readers on
+//!   different threads touch different cache lines, as SMP Click's per-CPU
+//!   read locks). `push` takes the read lock once per batch, looks up every
+//!   packet under it, releases it, then pushes the per-port batches. Handler
+//!   writes take the write lock, so a packet sees the table before or after
+//!   an update (or a whole `ctrl` transaction), never halfway.
+//! - Handlers: `table`, `lookup` (see below), and for the dynamic classes
+//!   `add`, `set`, `remove`, `ctrl` (and `flush` for DirectIPLookup).
+//!
+//! Click's `lookup` is a read handler with a parameter; paraclick's read
+//! handlers take none (and `e.lookup 1.2.3.4` would not survive the
+//! `element.handler` split at the last dot). So `lookup` is read/write here:
+//! write an address to look it up, read the answer (`PORT`, `PORT GW`, or
+//! `-1`, Click's format) from `lookup` or `last_lookup`.
+
+use super::lpm::{mask, Lpm, Route};
+use crossbeam_utils::sync::ShardedLock;
+use paraclick_packet::wire::Ipv4Prefix;
+use paraclick_packet::Packet;
+use paraclick_runtime::{
+    ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, HandlerCx, HandlerInfo, PerThread,
+};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::sync::Mutex;
+
+/// Which class an element is: they differ only in handlers and dump order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// StaticIPLookup (LookupIPRoute): no route changes after configuration.
+    Static,
+    Linear,
+    Radix,
+    /// DirectIPLookup: also has `flush`.
+    Direct,
+}
+
+impl Kind {
+    fn dynamic(self) -> bool {
+        self != Kind::Static
+    }
+
+    /// Click's LinearIPLookup and StaticIPLookup list routes in table
+    /// (configuration) order; the trie-based classes here list them sorted
+    /// by address.
+    fn insertion_order(self) -> bool {
+        matches!(self, Kind::Static | Kind::Linear)
+    }
+}
+
+/// The ClassSpec of a route lookup class (`1/-`, push).
+pub fn class_spec(name: &'static str, make: paraclick_runtime::registry::MakeFn) -> ClassSpec {
+    ClassSpec::new(name, "1/-", "h", make)
+}
+
+/// Parses an IP address the way Click's configuration does: dotted quad,
+/// or a name an AddressInfo defined.
+pub fn parse_addr(s: &str, env: &ArgEnv) -> Option<Ipv4Addr> {
+    Ipv4Addr::from_arg(s, env).ok()
+}
+
+/// Parses a dotted address of 1 to 4 components (`18.26.4` is 18.26.4.0),
+/// as Click accepts in front of a mask.
+fn parse_abbrev(s: &str) -> Option<u32> {
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.is_empty() || parts.len() > 4 {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() || p.len() > 3 || !p.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let b: u32 = p.parse().ok()?;
+        if b > 255 {
+            return None;
+        }
+        v |= b << (24 - 8 * i);
+    }
+    Some(v)
+}
+
+/// Parses `ADDR/LEN`, `ADDR/MASK` (contiguous), abbreviated addresses
+/// (`18.26.4/24`, `0/0`), a bare address (`/32`), or an AddressInfo name.
+/// Returns the network address (host bits cleared) and the length.
+pub fn parse_prefix(s: &str, env: &ArgEnv) -> Option<(u32, u8)> {
+    let s = s.trim();
+    if let Some((a, m)) = s.split_once('/') {
+        if let Some(addr) = parse_abbrev(a) {
+            let len = if m.contains('.') {
+                let m = parse_abbrev(m).filter(|_| m.split('.').count() == 4)?;
+                let l = m.leading_ones();
+                if m.checked_shl(l).unwrap_or(0) != 0 {
+                    return None; // not a prefix mask
+                }
+                l as u8
+            } else {
+                if m.is_empty() || m.len() > 2 || !m.bytes().all(|c| c.is_ascii_digit()) {
+                    return None;
+                }
+                let l: u8 = m.parse().ok()?;
+                if l > 32 {
+                    return None;
+                }
+                l
+            };
+            return Some((addr & mask(len), len));
+        }
+    } else if let Ok(a) = s.parse::<Ipv4Addr>() {
+        return Some((u32::from(a), 32));
+    }
+    let p = Ipv4Prefix::from_arg(s, env).ok()?;
+    let len = p.len.min(32);
+    Some((u32::from(p.addr) & mask(len), len))
+}
+
+/// A parsed `ADDR/MASK [GW] [OUT]`; `port` is `None` when omitted (only
+/// `remove` allows that).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteSpec {
+    pub addr: u32,
+    pub len: u8,
+    pub gw: u32,
+    pub port: Option<i64>,
+}
+
+/// Parses Click's route syntax: `ADDR/MASK [GW] OUT`, where GW may be `-`
+/// (no gateway). With `remove`, OUT (and GW) may be left out.
+pub fn parse_route(s: &str, env: &ArgEnv, remove: bool) -> Option<RouteSpec> {
+    let mut words = s.split_whitespace();
+    let (addr, len) = parse_prefix(words.next()?, env)?;
+    let mut gw = 0;
+    let mut word = words.next();
+    if let Some(w) = word {
+        if w == "-" {
+            word = words.next();
+        } else if let Some(a) = parse_gateway(w, env) {
+            gw = u32::from(a);
+            word = words.next();
+        }
+    }
+    let port = match word {
+        Some(w) => Some(w.parse::<i64>().ok()?),
+        None if remove => None,
+        None => return None,
+    };
+    if words.next().is_some() {
+        return None;
+    }
+    Some(RouteSpec {
+        addr,
+        len,
+        gw,
+        port,
+    })
+}
+
+/// A gateway: a full dotted quad or an AddressInfo name (never a plain
+/// number, which is the output port).
+fn parse_gateway(w: &str, env: &ArgEnv) -> Option<Ipv4Addr> {
+    if w.bytes()
+        .all(|c| c.is_ascii_digit() || c == b'-' || c == b'+')
+    {
+        return None;
+    }
+    parse_addr(w, env)
+}
+
+/// One route in Click's `table` format: prefix, gateway (`-` if none) and
+/// output, tab-separated, with an extra tab after a short prefix (under 16
+/// characters) or gateway (under 8), so columns line up.
+pub fn format_route(out: &mut String, r: &Route) {
+    let start = out.len();
+    let _ = write!(out, "{}/{}\t", Ipv4Addr::from(r.addr), r.len);
+    if out.len() - start < 17 {
+        out.push('\t');
+    }
+    let start = out.len();
+    if r.gw != 0 {
+        let _ = write!(out, "{}\t", Ipv4Addr::from(r.gw));
+    } else {
+        out.push_str("-\t");
+    }
+    if out.len() - start < 9 {
+        out.push('\t');
+    }
+    let _ = write!(out, "{}", r.port);
+}
+
+fn route_text(r: &Route) -> String {
+    let mut s = String::new();
+    format_route(&mut s, r);
+    s.replace('\t', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Per-thread scratch for splitting a batch by output port.
+#[derive(Default)]
+struct Scratch {
+    ports: Vec<u32>,
+    outs: Vec<Batch>,
+}
+
+/// No route: the packet is dropped.
+const NO_PORT: u32 = u32::MAX;
+
+/// An IP route lookup element of any of the four classes.
+pub struct IPRouteLookup {
+    kind: Kind,
+    table: ShardedLock<Lpm>,
+    noutputs: usize,
+    env: ArgEnv,
+    last_lookup: Mutex<String>,
+    scratch: PerThread<Scratch>,
+}
+
+/// Builds a route lookup element of class `kind` from its configuration.
+pub fn make(cx: &mut ConfigCx<'_>, kind: Kind) -> Result<Box<dyn Element>, String> {
+    let args: Vec<String> = cx.args().rest_all();
+    let env = cx.env.clone();
+    let mut table = Lpm::new();
+    let mut errs = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a.trim().is_empty() {
+            continue;
+        }
+        match parse_route(a, &env, false) {
+            None => errs.push(format!(
+                "argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT'",
+                i + 1
+            )),
+            Some(r) => match r.port {
+                Some(p) if p >= 0 && (p as usize) < cx.noutputs => {
+                    table.insert(Route::new(r.addr, r.len, r.gw, p as u32));
+                }
+                _ => errs.push(format!(
+                    "argument {} bad OUTPUT ('{}': {} output{})",
+                    i + 1,
+                    a.trim(),
+                    cx.noutputs,
+                    if cx.noutputs == 1 { "" } else { "s" }
+                )),
+            },
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs.join("; "));
+    }
+    Ok(Box::new(IPRouteLookup {
+        kind,
+        table: ShardedLock::new(table),
+        noutputs: cx.noutputs,
+        env,
+        last_lookup: Mutex::new(String::new()),
+        scratch: PerThread::new(cx.nthreads, |_| Scratch::default()),
+    }))
+}
+
+const STATIC_HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("table"),
+    HandlerInfo::rw("lookup"),
+    HandlerInfo::read("last_lookup"),
+];
+
+const DYNAMIC_HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("table"),
+    HandlerInfo::rw("lookup"),
+    HandlerInfo::read("last_lookup"),
+    HandlerInfo::write("add"),
+    HandlerInfo::write("set"),
+    HandlerInfo::write("remove"),
+    HandlerInfo::write("ctrl"),
+];
+
+const DIRECT_HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("table"),
+    HandlerInfo::rw("lookup"),
+    HandlerInfo::read("last_lookup"),
+    HandlerInfo::write("add"),
+    HandlerInfo::write("set"),
+    HandlerInfo::write("remove"),
+    HandlerInfo::write("ctrl"),
+    HandlerInfo::write("flush"),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cmd {
+    Add,
+    Set,
+    Remove,
+}
+
+/// How to undo one applied command of a `ctrl` transaction.
+enum Undo {
+    Remove(u32, u8),
+    Restore(Route),
+}
+
+impl IPRouteLookup {
+    /// Looks up one packet under the read guard; returns its output port
+    /// or [`NO_PORT`], and sets the destination annotation.
+    #[inline(always)]
+    fn route_one(t: &Lpm, p: &mut Packet) -> u32 {
+        let mut dst = p.anno().dst_ip;
+        if dst.is_unspecified() {
+            if let Some(h) = p.network_header() {
+                if h.len() >= 20 {
+                    dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+                }
+            }
+        }
+        let i = t.lookup_index(u32::from(dst));
+        if i == 0 {
+            return NO_PORT;
+        }
+        let hop = t.hop(i);
+        p.anno_mut().dst_ip = if hop.gw != 0 {
+            Ipv4Addr::from(hop.gw)
+        } else {
+            dst
+        };
+        hop.port
+    }
+
+    /// The route table, read-locked (tests and tools).
+    pub fn with_table<R>(&self, f: impl FnOnce(&Lpm) -> R) -> R {
+        let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+        f(&t)
+    }
+
+    /// Looks up `addr` as a packet would be: `(port, gateway)`.
+    pub fn lookup(&self, addr: Ipv4Addr) -> Option<(u32, Option<Ipv4Addr>)> {
+        self.with_table(|t| t.lookup(u32::from(addr)))
+            .map(|h| (h.port, (h.gw != 0).then(|| Ipv4Addr::from(h.gw))))
+    }
+
+    fn dump(&self) -> String {
+        let routes = self.with_table(|t| {
+            if self.kind.insertion_order() {
+                t.routes_in_insertion_order()
+            } else {
+                t.routes_sorted()
+            }
+        });
+        let mut s = String::new();
+        for r in &routes {
+            format_route(&mut s, r);
+            s.push('\n');
+        }
+        s
+    }
+
+    fn lookup_text(&self, v: &str) -> Result<String, String> {
+        let a = parse_addr(v.trim(), &self.env)
+            .ok_or_else(|| format!("expected IP address, not '{}'", v.trim()))?;
+        Ok(match self.lookup(a) {
+            None => "-1".to_string(),
+            Some((port, None)) => port.to_string(),
+            Some((port, Some(gw))) => format!("{port} {gw}"),
+        })
+    }
+
+    /// Parses and checks one command's route.
+    fn parse_cmd(&self, cmd: Cmd, v: &str) -> Result<RouteSpec, String> {
+        let r = parse_route(v, &self.env, cmd == Cmd::Remove).ok_or_else(|| {
+            if cmd == Cmd::Remove {
+                "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
+            } else {
+                "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
+            }
+        })?;
+        let min = if cmd == Cmd::Remove { -1 } else { 0 };
+        if let Some(p) = r.port {
+            if p < min || p >= self.noutputs as i64 {
+                return Err("bad OUTPUT".to_string());
+            }
+        }
+        Ok(r)
+    }
+
+    /// Applies one command to the locked table; returns how to undo it.
+    fn apply(t: &mut Lpm, cmd: Cmd, r: &RouteSpec) -> Result<Undo, String> {
+        match cmd {
+            Cmd::Add | Cmd::Set => {
+                let new = Route::new(r.addr, r.len, r.gw, r.port.unwrap_or(0) as u32);
+                if cmd == Cmd::Add {
+                    if let Some(old) = t.get(r.addr, r.len) {
+                        return Err(format!(
+                            "conflict with existing route '{}'",
+                            route_text(&old)
+                        ));
+                    }
+                }
+                Ok(match t.insert(new) {
+                    Some(old) => Undo::Restore(old),
+                    None => Undo::Remove(new.addr, new.len),
+                })
+            }
+            Cmd::Remove => {
+                let found = t.get(r.addr, r.len).filter(|old| match r.port {
+                    Some(p) if p >= 0 => old.port == p as u32 && old.gw == r.gw,
+                    _ => true,
+                });
+                match found {
+                    Some(old) => {
+                        t.remove(old.addr, old.len);
+                        Ok(Undo::Restore(old))
+                    }
+                    None => {
+                        let shown = Route::new(
+                            r.addr,
+                            r.len,
+                            r.gw,
+                            r.port.filter(|&p| p >= 0).unwrap_or(-1) as u32,
+                        );
+                        let mut text = format!("{}/{}", Ipv4Addr::from(shown.addr), shown.len);
+                        if let Some(p) = r.port.filter(|&p| p >= 0) {
+                            if r.gw != 0 {
+                                let _ = write!(text, " {}", Ipv4Addr::from(r.gw));
+                            } else {
+                                text.push_str(" -");
+                            }
+                            let _ = write!(text, " {p}");
+                        }
+                        Err(format!("route '{text}' not found"))
+                    }
+                }
+            }
+        }
+    }
+
+    fn undo(t: &mut Lpm, log: Vec<Undo>) {
+        for u in log.into_iter().rev() {
+            match u {
+                Undo::Remove(a, l) => {
+                    t.remove(a, l);
+                }
+                Undo::Restore(r) => {
+                    t.insert(r);
+                }
+            }
+        }
+    }
+
+    fn command(&self, cmd: Cmd, v: &str) -> Result<(), String> {
+        let r = self.parse_cmd(cmd, v)?;
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        Self::apply(&mut t, cmd, &r).map(|_| ())
+    }
+
+    /// Click's `ctrl`: one `add`/`set`/`remove` command per line, applied as
+    /// one atomic operation (all or nothing).
+    fn ctrl(&self, v: &str) -> Result<(), String> {
+        let mut cmds = Vec::new();
+        for line in v.lines() {
+            let line = match line.find("//") {
+                Some(i) => &line[..i],
+                None => line,
+            };
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let cmd = match word {
+                "add" => Cmd::Add,
+                "set" => Cmd::Set,
+                "remove" => Cmd::Remove,
+                _ => return Err(format!("bad command '{word}'")),
+            };
+            cmds.push((cmd, self.parse_cmd(cmd, rest)?));
+        }
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut log = Vec::with_capacity(cmds.len());
+        for (cmd, r) in &cmds {
+            match Self::apply(&mut t, *cmd, r) {
+                Ok(u) => log.push(u),
+                Err(e) => {
+                    Self::undo(&mut t, log);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Element for IPRouteLookup {
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        let mut s = std::mem::take(self.scratch.get(cx));
+        s.ports.clear();
+        {
+            // One read lock per batch, released before anything is pushed.
+            let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+            for p in batch.iter_mut() {
+                s.ports.push(Self::route_one(&t, p));
+            }
+        }
+        let first = s.ports[0];
+        if s.ports.iter().all(|&x| x == first) {
+            if first == NO_PORT {
+                cx.drop_batch(batch);
+            } else {
+                cx.push(first as usize, batch);
+            }
+        } else {
+            if s.outs.len() < self.noutputs {
+                s.outs.resize_with(self.noutputs, Batch::new);
+            }
+            for (p, &port) in batch.drain().zip(s.ports.iter()) {
+                if port == NO_PORT {
+                    cx.drop_packet(p);
+                } else {
+                    s.outs[port as usize].push(p);
+                }
+            }
+            for port in 0..self.noutputs {
+                if !s.outs[port].is_empty() {
+                    let b = std::mem::take(&mut s.outs[port]);
+                    cx.push(port, b);
+                }
+            }
+        }
+        *self.scratch.get(cx) = s;
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        match self.kind {
+            Kind::Static => STATIC_HANDLERS,
+            Kind::Direct => DIRECT_HANDLERS,
+            _ => DYNAMIC_HANDLERS,
+        }
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        match name {
+            "table" => Some(self.dump()),
+            "lookup" | "last_lookup" => Some(
+                self.last_lookup
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        if name == "lookup" {
+            return Some(self.lookup_text(v).map(|s| {
+                *self.last_lookup.lock().unwrap_or_else(|e| e.into_inner()) = s;
+            }));
+        }
+        if !self.kind.dynamic() {
+            return None;
+        }
+        Some(match name {
+            "add" => self.command(Cmd::Add, v),
+            "set" => self.command(Cmd::Set, v),
+            "remove" => self.command(Cmd::Remove, v),
+            "ctrl" => self.ctrl(v),
+            "flush" if self.kind == Kind::Direct => {
+                self.table
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clear();
+                Ok(())
+            }
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> ArgEnv {
+        ArgEnv::default()
+    }
+
+    fn ip(s: &str) -> u32 {
+        u32::from(s.parse::<Ipv4Addr>().unwrap())
+    }
+
+    #[test]
+    fn prefixes_click_style() {
+        let e = env();
+        assert_eq!(parse_prefix("18.26.4/24", &e), Some((ip("18.26.4.0"), 24)));
+        assert_eq!(parse_prefix("0/0", &e), Some((0, 0)));
+        assert_eq!(parse_prefix("10/8", &e), Some((ip("10.0.0.0"), 8)));
+        assert_eq!(
+            parse_prefix("18.26.4.24/32", &e),
+            Some((ip("18.26.4.24"), 32))
+        );
+        assert_eq!(parse_prefix("18.26.4.24", &e), Some((ip("18.26.4.24"), 32)));
+        assert_eq!(
+            parse_prefix("18.26.4.77/255.255.255.0", &e),
+            Some((ip("18.26.4.0"), 24))
+        );
+        assert_eq!(parse_prefix("1.2.3.4/255.0.255.0", &e), None);
+        assert_eq!(parse_prefix("1.2.3.4/33", &e), None);
+        assert_eq!(parse_prefix("1.2.3.400/8", &e), None);
+        assert_eq!(parse_prefix("bogus", &e), None);
+        assert_eq!(parse_prefix("1.2.3.4.5/8", &e), None);
+    }
+
+    #[test]
+    fn routes_click_style() {
+        let e = env();
+        let r = |s| parse_route(s, &e, false);
+        assert_eq!(
+            r("18.26.4/24 1"),
+            Some(RouteSpec {
+                addr: ip("18.26.4.0"),
+                len: 24,
+                gw: 0,
+                port: Some(1)
+            })
+        );
+        assert_eq!(r("0/0 18.26.4.1 1").unwrap().gw, ip("18.26.4.1"));
+        assert_eq!(r("0/0 - 2").unwrap().port, Some(2));
+        assert_eq!(r("0/0"), None);
+        assert_eq!(r("0/0 1 2"), None);
+        assert_eq!(r("0/0 1.2.3.4 x"), None);
+        assert_eq!(r("0/0 1.2.3.4 1 extra"), None);
+        let rm = parse_route("10/8", &e, true).unwrap();
+        assert_eq!(rm.port, None);
+    }
+
+    #[test]
+    fn table_format_matches_click() {
+        let mut s = String::new();
+        format_route(&mut s, &Route::new(ip("18.26.4.0"), 24, 0, 1));
+        assert_eq!(s, "18.26.4.0/24\t\t-\t\t1");
+        let mut s = String::new();
+        format_route(
+            &mut s,
+            &Route::new(ip("192.168.100.0"), 24, ip("192.168.100.254"), 10),
+        );
+        assert_eq!(s, "192.168.100.0/24\t192.168.100.254\t10");
+        let mut s = String::new();
+        format_route(&mut s, &Route::new(0, 0, ip("1.2.3.4"), 0));
+        assert_eq!(s, "0.0.0.0/0\t\t1.2.3.4\t\t0");
+    }
+}
+
+#[cfg(test)]
+mod element_tests {
+    use super::super::test_util::{harness, ip, packet_to, reg, try_harness};
+    use super::IPRouteLookup;
+    use std::net::Ipv4Addr;
+
+    const CONF: &str = "RadixIPLookup(18.26.4.24/32 0, 18.26.4.255/32 0, 18.26.4/24 1, \
+                        0/0 18.26.4.1 2, 10.0.0.0/255.0.0.0 - 1)";
+
+    #[test]
+    fn routes_packets_and_sets_annotation() {
+        let h = harness(CONF, 3);
+        let mut with_anno = packet_to("99.0.0.1");
+        with_anno.anno_mut().dst_ip = ip("18.26.4.24");
+        h.push(
+            0,
+            vec![
+                packet_to("18.26.4.24"),
+                packet_to("18.26.4.77"),
+                packet_to("8.8.8.8"),
+                packet_to("10.1.2.3"),
+                with_anno,
+                packet_to("18.26.4.255"),
+            ],
+        );
+        let o0 = h.output(0);
+        let o1 = h.output(1);
+        let o2 = h.output(2);
+        let dsts = |v: &[paraclick_packet::Packet]| {
+            v.iter()
+                .map(|p| p.anno().dst_ip.to_string())
+                .collect::<Vec<_>>()
+        };
+        // The annotation wins over the header; no gateway keeps the address.
+        assert_eq!(dsts(&o0), ["18.26.4.24", "18.26.4.24", "18.26.4.255"]);
+        assert_eq!(dsts(&o1), ["18.26.4.77", "10.1.2.3"]);
+        // A gateway replaces the annotation.
+        assert_eq!(dsts(&o2), ["18.26.4.1"]);
+        assert_eq!(h.drops(), 0);
+    }
+
+    #[test]
+    fn unroutable_packets_are_dropped() {
+        let h = harness("StaticIPLookup(18.26.4/24 0, 10/8 1)", 2);
+        h.push(
+            0,
+            vec![
+                packet_to("18.26.4.1"),
+                packet_to("1.1.1.1"),
+                packet_to("10.9.9.9"),
+                packet_to("2.2.2.2"),
+            ],
+        );
+        assert_eq!(h.output(0).len(), 1);
+        assert_eq!(h.output(1).len(), 1);
+        assert_eq!(h.drops(), 2);
+        h.push(0, vec![packet_to("3.3.3.3"), packet_to("4.4.4.4")]);
+        assert_eq!(h.drops(), 4);
+        // A packet with neither annotation nor network header looks up 0.0.0.0.
+        h.push(0, vec![paraclick_packet::Packet::zeroed(10).unwrap()]);
+        assert_eq!(h.drops(), 5);
+    }
+
+    #[test]
+    fn lookup_ip_route_is_static_ip_lookup() {
+        let r = reg();
+        assert_eq!(r.get("LookupIPRoute").unwrap().name, "StaticIPLookup");
+        let h = try_harness("LookupIPRoute(0/0 1.2.3.4 0)", 1).unwrap();
+        h.push(0, vec![packet_to("5.5.5.5")]);
+        assert_eq!(h.output(0)[0].anno().dst_ip, ip("1.2.3.4"));
+        // No dynamic handlers on the static classes.
+        assert!(h.write("add", "10/8 0").is_err());
+        assert!(h.write("remove", "0/0").is_err());
+    }
+
+    #[test]
+    fn bad_configurations() {
+        let e = try_harness("RadixIPLookup(10/8 2)", 2).err().unwrap();
+        assert!(e.contains("argument 1 bad OUTPUT"), "{e}");
+        let e = try_harness("RadixIPLookup(10/8 0, 10.0.0.0/40 1)", 2)
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("argument 2 should be 'ADDR/MASK [GATEWAY] OUTPUT'"),
+            "{e}"
+        );
+        let e = try_harness("RadixIPLookup(10/8)", 1).err().unwrap();
+        assert!(e.contains("argument 1"), "{e}");
+        let e = try_harness("RadixIPLookup(10/8 -1)", 1).err().unwrap();
+        assert!(e.contains("bad OUTPUT"), "{e}");
+        assert!(try_harness("RadixIPLookup()", 1).is_ok());
+    }
+
+    #[test]
+    fn later_route_for_same_prefix_wins() {
+        let h = harness(
+            "LinearIPLookup(10/8 0, 18.26.4/24 1, 10.0.0.0/8 2.2.2.2 1)",
+            2,
+        );
+        assert_eq!(
+            h.read("table").unwrap(),
+            "10.0.0.0/8\t\t2.2.2.2\t\t1\n18.26.4.0/24\t\t-\t\t1\n"
+        );
+    }
+
+    #[test]
+    fn table_handler_format() {
+        let h = harness(CONF, 3);
+        assert_eq!(
+            h.read("table").unwrap(),
+            "0.0.0.0/0\t\t18.26.4.1\t2\n\
+             10.0.0.0/8\t\t-\t\t1\n\
+             18.26.4.0/24\t\t-\t\t1\n\
+             18.26.4.24/32\t\t-\t\t0\n\
+             18.26.4.255/32\t\t-\t\t0\n"
+        );
+        let h = harness(
+            "StaticIPLookup(18.26.4/24 1, 0/0 18.26.4.1 0, 192.168.100.0/24 192.168.100.254 1)",
+            2,
+        );
+        assert_eq!(
+            h.read("table").unwrap(),
+            "18.26.4.0/24\t\t-\t\t1\n\
+             0.0.0.0/0\t\t18.26.4.1\t0\n\
+             192.168.100.0/24\t192.168.100.254\t1\n"
+        );
+        let h = harness("RadixIPLookup()", 1);
+        assert_eq!(h.read("table").unwrap(), "");
+    }
+
+    #[test]
+    fn lookup_handler() {
+        let h = harness(CONF, 3);
+        assert_eq!(h.read("lookup").unwrap(), "");
+        h.write("lookup", "18.26.4.9").unwrap();
+        assert_eq!(h.read("lookup").unwrap(), "1");
+        h.write("lookup", "8.8.8.8").unwrap();
+        assert_eq!(h.read("lookup").unwrap(), "2 18.26.4.1");
+        assert_eq!(h.read("last_lookup").unwrap(), "2 18.26.4.1");
+        h.write("remove", "0/0").unwrap();
+        h.write("lookup", "8.8.8.8").unwrap();
+        assert_eq!(h.read("lookup").unwrap(), "-1");
+        assert!(h.write("lookup", "not-an-address").is_err());
+        assert_eq!(h.read("lookup").unwrap(), "-1");
+    }
+
+    #[test]
+    fn add_set_remove_handlers() {
+        let h = harness("RadixIPLookup(10/8 0)", 3);
+        h.write("add", "20.0.0.0/8 1.1.1.1 1").unwrap();
+        let e = h.write("add", "20.0.0.0/8 2").unwrap_err();
+        assert!(
+            e.contains("conflict with existing route '20.0.0.0/8 1.1.1.1 1'"),
+            "{e}"
+        );
+        h.write("set", "20.0.0.0/8 2").unwrap();
+        h.write("add", "20.1.0.0/16 0").unwrap();
+        assert!(h.write("add", "30/8 3").unwrap_err().contains("bad OUTPUT"));
+        assert!(h.write("add", "30/8").is_err());
+        assert!(h.write("add", "garbage").is_err());
+        h.push(0, vec![packet_to("20.2.0.1"), packet_to("20.1.0.1")]);
+        assert_eq!(h.output(2).len(), 1);
+        assert_eq!(h.output(0).len(), 1);
+        // Remove with a non-matching port or gateway fails; bare prefix works.
+        let e = h.write("remove", "20.0.0.0/8 - 1").unwrap_err();
+        assert!(e.contains("route '20.0.0.0/8 - 1' not found"), "{e}");
+        assert!(h.write("remove", "20.0.0.0/8 9.9.9.9 2").is_err());
+        h.write("remove", "20.0.0.0/8 - 2").unwrap();
+        let e = h.write("remove", "20.0.0.0/8").unwrap_err();
+        assert!(e.contains("not found"), "{e}");
+        h.write("remove", "20.1.0.0/16").unwrap();
+        assert_eq!(h.read("table").unwrap(), "10.0.0.0/8\t\t-\t\t0\n");
+        h.push(0, vec![packet_to("20.1.0.1")]);
+        assert_eq!(h.drops(), 1);
+    }
+
+    #[test]
+    fn ctrl_is_atomic() {
+        let h = harness("RadixIPLookup(10/8 0)", 2);
+        h.write(
+            "ctrl",
+            "add 20/8 1\nset 10/8 1\n\n// comment\nremove 10/8\nadd 10.1/16 1.2.3.4 0",
+        )
+        .unwrap();
+        assert_eq!(
+            h.read("table").unwrap(),
+            "10.1.0.0/16\t\t1.2.3.4\t\t0\n20.0.0.0/8\t\t-\t\t1\n"
+        );
+        // The third command fails: nothing happens.
+        let before = h.read("table").unwrap();
+        let e = h
+            .write("ctrl", "add 30/8 0\nremove 20/8\nadd 10.1/16 1\nadd 40/8 0")
+            .unwrap_err();
+        assert!(e.contains("conflict"), "{e}");
+        assert_eq!(h.read("table").unwrap(), before);
+        assert!(h
+            .write("ctrl", "frob 10/8")
+            .unwrap_err()
+            .contains("bad command 'frob'"));
+        assert!(h
+            .write("ctrl", "add 50/8 7")
+            .unwrap_err()
+            .contains("bad OUTPUT"));
+        assert_eq!(h.read("table").unwrap(), before);
+    }
+
+    #[test]
+    fn direct_flush() {
+        let h = harness("DirectIPLookup(10/8 0, 0/0 1)", 2);
+        h.write("flush", "").unwrap();
+        assert_eq!(h.read("table").unwrap(), "");
+        h.push(0, vec![packet_to("10.0.0.1")]);
+        assert_eq!(h.drops(), 1);
+        // Only DirectIPLookup has flush.
+        let h = harness("RadixIPLookup(10/8 0)", 1);
+        assert!(h.write("flush", "").is_err());
+    }
+
+    #[test]
+    fn mixed_batch_keeps_order_per_port() {
+        let h = harness("RadixIPLookup(1/8 0, 2/8 1, 3/8 2)", 3);
+        let mut v = Vec::new();
+        for i in 0..100u32 {
+            let mut p = packet_to(&format!("{}.0.0.{}", 1 + i % 4, i));
+            p.anno_mut().seq = u64::from(i);
+            v.push(p);
+        }
+        h.push(0, v);
+        for port in 0..3 {
+            let out = h.output(port);
+            assert_eq!(out.len(), 25);
+            let seqs: Vec<u64> = out.iter().map(|p| p.anno().seq).collect();
+            let want: Vec<u64> = (0..100).filter(|i| i % 4 == port as u64).collect();
+            assert_eq!(seqs, want);
+        }
+        assert_eq!(h.drops(), 25);
+    }
+
+    /// Readers see every `ctrl` transaction whole while a writer runs them.
+    #[test]
+    fn updates_are_atomic_for_concurrent_lookups() {
+        let h = harness("RadixIPLookup(10/8 0, 20/8 0)", 2);
+        let e = h.router.element::<IPRouteLookup>("e").unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) || n < 1000 {
+                        let (a, b) = e.with_table(|t| {
+                            (
+                                t.lookup(u32::from(Ipv4Addr::new(10, 1, 1, 1))),
+                                t.lookup(u32::from(Ipv4Addr::new(20, 1, 1, 1))),
+                            )
+                        });
+                        assert_eq!(a, b, "half a transaction seen");
+                        n += 1;
+                    }
+                });
+            }
+            for i in 0..300 {
+                let port = i % 2;
+                h.write("ctrl", &format!("set 10/8 {port}\nset 20/8 {port}"))
+                    .unwrap();
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
+}
