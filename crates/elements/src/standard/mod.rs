@@ -3,6 +3,7 @@
 
 use paraclick_runtime::Registry;
 
+pub mod address_info;
 pub mod check_length;
 pub mod check_paint;
 pub mod classifier;
@@ -14,6 +15,7 @@ pub mod null;
 pub mod paint;
 pub mod paint_switch;
 pub mod paint_tee;
+pub mod print;
 pub mod queue;
 pub mod round_robin_switch;
 pub mod set_timestamp;
@@ -29,6 +31,7 @@ pub mod unstrip;
 mod test_util;
 
 pub fn register(reg: &mut Registry) {
+    reg.register(address_info::spec());
     reg.register(check_length::spec());
     reg.register(check_paint::spec());
     reg.register(classifier::spec());
@@ -40,6 +43,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(paint::spec());
     reg.register(paint_switch::spec());
     reg.register(paint_tee::spec());
+    reg.register(print::spec());
     reg.register(queue::spec());
     reg.register(round_robin_switch::spec());
     reg.register(set_timestamp::spec());

@@ -233,7 +233,12 @@ mod tests {
             &reg(),
             1,
         )
-        .map_err(|d| format!("{d:?}"))
+        .map_err(|d| {
+            d.iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
         .unwrap();
         r.push_into("q", 0, Batch::from(vec![pkt(&[1]), pkt(&[2])]))
             .unwrap();
