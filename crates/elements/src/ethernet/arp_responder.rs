@@ -72,7 +72,7 @@ pub fn spec() -> ClassSpec {
 fn parse_entry(arg: &str, env: &ArgEnv) -> Result<Vec<Entry>, String> {
     let mut prefixes = Vec::new();
     let mut eth: Option<EtherAddr> = None;
-    let mut set_eth = |e: EtherAddr, eth: &mut Option<EtherAddr>| -> Result<(), String> {
+    let set_eth = |e: EtherAddr, eth: &mut Option<EtherAddr>| -> Result<(), String> {
         match eth {
             Some(old) if *old != e => Err(format!("'{arg}': more than one Ethernet address")),
             _ => {
@@ -143,7 +143,7 @@ fn parse_entry(arg: &str, env: &ArgEnv) -> Result<Vec<Entry>, String> {
 
 /// Most specific first; among equals, the first given wins.
 fn normalize(v: &mut Vec<Entry>) {
-    v.sort_by(|a, b| b.len.cmp(&a.len));
+    v.sort_by_key(|e| std::cmp::Reverse(e.len));
     let mut seen: Vec<(u32, u8)> = Vec::new();
     v.retain(|e| {
         if seen.contains(&(e.net, e.len)) {

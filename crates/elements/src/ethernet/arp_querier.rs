@@ -1,0 +1,1331 @@
+//! # ARPQuerier
+//!
+//! ARPQuerier(IP, ETH, keywords CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY, TIMEOUT, POLL_TIMEOUT, BROADCAST, BROADCAST_POLL)
+//! ARPQuerier(NAME, keywords ...)
+//!
+//! Encapsulates IP packets in Ethernet headers found via ARP.
+//!
+//! Ports: 2 inputs, 1 or 2 outputs. Processing: push.
+//!
+//! Handles most of the ARP protocol. IP is this host's IP address and ETH
+//! its Ethernet address; in the one-argument form NAME is an AddressInfo
+//! name standing for both.
+//!
+//! Packets arriving on input 0 are IP packets (the data starts at the IP
+//! header). Their next hop is the destination IP annotation, or the IP
+//! header's destination when the annotation is 0.0.0.0. If the next hop's
+//! Ethernet address is known, the packet is wrapped in an Ethernet header
+//! (type 0x0800, source ETH) and sent to output 0. Otherwise the packet is
+//! saved and an ARP query is broadcast. When an ARP reply arrives on input
+//! 1 (Ethernet header included), the mapping is recorded and the saved
+//! packets are sent. ARP queries go to output 1 if there are two outputs,
+//! to output 0 otherwise.
+//!
+//! Packets for 0.0.0.0 are dropped. Packets for 255.255.255.255 and for the
+//! BROADCAST address go to FF-FF-FF-FF-FF-FF without a query; multicast IP
+//! addresses go to 01-00-5E-xx-yy-zz, where xx-yy-zz are the lower 23 bits
+//! of the address (RFC 1112).
+//!
+//! ARPQuerier sends at most 10 queries a second for any address, and one
+//! every 2 seconds after 10 queries went unanswered. While packets wait for
+//! an address, its query is repeated on a timer (at most once a second).
+//! Entries expire TIMEOUT after their last reply; waiting packets are
+//! dropped when their entry expires unanswered. A known entry older than
+//! POLL_TIMEOUT is refreshed: packets still go out, and a poll (an ARP
+//! query sent unicast to the known address, or broadcast with
+//! BROADCAST_POLL) asks for a new reply. Generated queries carry the VLAN
+//! TCI annotation of the packet that caused them. Valid ARP replies are
+//! consumed (counted by `responses`); other packets on input 1 are dropped.
+//!
+//! Keyword arguments:
+//! - `CAPACITY` (unsigned, default 2048): the most saved packets overall;
+//!   0 means unlimited. When it is reached, the oldest saved packets (half
+//!   of them) are dropped.
+//! - `ENTRY_CAPACITY` (unsigned, default 0 = unlimited): the most ARP
+//!   entries; the oldest entry makes room for a new one.
+//! - `ENTRY_PACKET_CAPACITY` (unsigned, default 0 = unlimited): the most
+//!   saved packets per entry; the entry's oldest packet makes room.
+//! - `TIMEOUT` (time, default 5 minutes): entry lifetime; 0 means forever.
+//! - `POLL_TIMEOUT` (time, default 1 minute): age after which an entry is
+//!   polled; 0 means never poll.
+//! - `BROADCAST` (IP address): the local broadcast address; defaults to
+//!   the one of IP's prefix when IP is given with one (`1.0.0.1/8` or an
+//!   AddressInfo name).
+//! - `BROADCAST_POLL` (boolean, default false): send polls broadcast.
+//!
+//! Handlers:
+//! - `table` (read): one entry per line, least recently updated first:
+//!   IP address, 1 if the entry is valid (0 if not), Ethernet address
+//!   (FF-FF-FF-FF-FF-FF while unknown), and the time since the entry was
+//!   last updated.
+//! - `stats` (read): `N packets killed` and `N ARP queries sent`.
+//! - `queries`, `responses`, `drops` (read): queries sent, replies
+//!   received, IP packets dropped.
+//! - `count` (read): entries in the table; `length` (read): saved packets.
+//! - `ipaddr` (read/write): the source IP address of queries.
+//! - `broadcast` (read): the broadcast IP address.
+//! - `insert` (write): adds an entry, `IP ETH`; saved packets for IP are
+//!   sent by the element's timer, at once.
+//! - `delete` (write): deletes the entry for an IP address.
+//! - `clear` (write): deletes every entry. Packets saved in deleted
+//!   entries are dropped (counted) by the element's timer.
+//!
+//! Threads: the table is shared by all threads. Packets whose address is
+//! known take no lock: each thread reads an immutable snapshot of the
+//! known entries, refreshed (one short lock) only after the table
+//! changed, and rate-limits polls with atomics. Packets that must wait,
+//! replies, the timer and the handlers take the table's mutex, briefly.
+//!
+//! Example:
+//!
+//!     c :: Classifier(12/0806 20/0002, 12/0800, ...);
+//!     a :: ARPQuerier(18.26.4.24, 00:00:C0:AE:67:EF);
+//!     c[0] -> [1]a;
+//!     c[1] -> Strip(14) -> CheckIPHeader -> ... -> [0]a;
+//!     a -> Queue -> ToDevice(eth0);
+
+use super::ether_encap::encap;
+use paraclick_packet::wire::{
+    ethertype, ArpOp, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, Ipv4Prefix,
+};
+use paraclick_packet::{Batch, Packet, Timestamp};
+use paraclick_runtime::args::{ArgEnv, FromArg, Raw};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx, PerThread,
+};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+const SEC: u64 = 1_000_000_000;
+/// Queries for one address: at most one per 100 ms...
+const POLL_INTERVAL: u64 = SEC / 10;
+/// ...and one per 2 s after this many went unanswered.
+const POLL_BACKOFF_AFTER: u32 = 10;
+const POLL_BACKOFF: u64 = 2 * SEC;
+const NEVER: u64 = u64::MAX;
+/// Most polls one batch may trigger (more wait for the next batch).
+const MAX_POLLS_PER_BATCH: usize = 8;
+const TIMER: usize = 0;
+
+/// A hasher for IPv4 addresses: one multiplication, folded.
+#[derive(Default)]
+struct IpHasher(u64);
+
+impl Hasher for IpHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (self.0 ^ u64::from(v)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IpMap<V> = HashMap<u32, V, BuildHasherDefault<IpHasher>>;
+
+#[inline]
+fn poll_allowed(polled: u64, polls: u32, now: u64) -> bool {
+    if polled == NEVER {
+        return true;
+    }
+    let wait = if polls >= POLL_BACKOFF_AFTER {
+        POLL_BACKOFF
+    } else {
+        POLL_INTERVAL
+    };
+    now >= polled.saturating_add(wait)
+}
+
+/// A known entry as the packet path sees it.
+struct SnapEntry {
+    eth: EtherAddr,
+    live: u64,
+    /// When this entry was last polled (`NEVER`), and polls since its
+    /// last reply: shared by the threads, written at most 10 times a
+    /// second.
+    polled: AtomicU64,
+    polls: AtomicU32,
+}
+
+/// The known entries, immutable once published.
+#[derive(Default)]
+struct Snapshot {
+    map: IpMap<SnapEntry>,
+}
+
+/// A thread's view: the snapshot it last took and its generation.
+struct Cache {
+    gen: u64,
+    snap: Arc<Snapshot>,
+    polls: [(u32, EtherAddr, u16); MAX_POLLS_PER_BATCH],
+}
+
+struct Entry {
+    /// FF-FF-FF-FF-FF-FF while unknown.
+    eth: EtherAddr,
+    known: bool,
+    /// Last reply (known) or creation (unknown), in ns since `epoch`.
+    live: u64,
+    polled: u64,
+    polls: u32,
+    pending: VecDeque<Packet>,
+}
+
+impl Entry {
+    fn new(now: u64) -> Entry {
+        Entry {
+            eth: EtherAddr::BROADCAST,
+            known: false,
+            live: now,
+            polled: NEVER,
+            polls: 0,
+            pending: VecDeque::new(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    map: IpMap<Entry>,
+    pending: usize,
+    /// Packets taken out of the table by handlers, to be dropped (counted)
+    /// by the timer.
+    graveyard: Vec<Packet>,
+}
+
+/// What a locked section decided, acted on after the lock is released.
+#[derive(Default)]
+struct Effects {
+    out: Vec<Packet>,
+    queries: Vec<(u32, EtherAddr, u16)>,
+    dead: Vec<Packet>,
+}
+
+pub struct ArpQuerier {
+    my_ip: AtomicU32,
+    my_eth: EtherAddr,
+    bcast: Option<u32>,
+    query_port: usize,
+    capacity: usize,
+    entry_capacity: usize,
+    entry_packet_capacity: usize,
+    timeout: u64,
+    poll_timeout: u64,
+    broadcast_poll: bool,
+    period: Duration,
+    epoch: Instant,
+    table: Mutex<Table>,
+    /// The published snapshot and its generation (bumped after each
+    /// publication; threads compare it with their cached one).
+    snap: Mutex<Arc<Snapshot>>,
+    gen: AtomicU64,
+    cache: PerThread<Cache>,
+    queries: Counter,
+    responses: Counter,
+    drops: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("ARPQuerier", "2/1-2", "h", make)
+}
+
+fn dur_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let first = a.read_mp::<Raw>("IP")?.0;
+    let eth = a.read_p::<EtherAddr>("ETH")?;
+    let capacity = a.read::<usize>("CAPACITY")?.unwrap_or(2048);
+    let entry_capacity = a.read::<usize>("ENTRY_CAPACITY")?.unwrap_or(0);
+    let entry_packet_capacity = a.read::<usize>("ENTRY_PACKET_CAPACITY")?.unwrap_or(0);
+    let timeout = a
+        .read::<Duration>("TIMEOUT")?
+        .unwrap_or(Duration::from_secs(300));
+    let poll_timeout = a
+        .read::<Duration>("POLL_TIMEOUT")?
+        .unwrap_or(Duration::from_secs(60));
+    let bcast = a.read::<Ipv4Addr>("BROADCAST")?;
+    let broadcast_poll = a.read::<bool>("BROADCAST_POLL")?.unwrap_or(false);
+    if a.read::<Raw>("TABLE")?.is_some() {
+        return Err("TABLE: ARPTable elements are not supported; use the built-in table".into());
+    }
+    a.complete()?;
+    let env: &ArgEnv = cx.env;
+    let prefix = Ipv4Prefix::from_arg(&first, env).map_err(|e| format!("IP: {e}"))?;
+    let my_eth = match eth {
+        Some(e) => e,
+        None => EtherAddr::from_arg(&first, env)
+            .map_err(|_| "missing mandatory ETH argument".to_string())?,
+    };
+    let bcast = bcast
+        .map(u32::from)
+        .or_else(|| (prefix.len < 31).then(|| u32::from(prefix.addr) | !prefix.mask_u32()));
+    let timeout_ns = dur_ns(timeout);
+    let period = if timeout_ns == 0 {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_nanos((timeout_ns / 4).clamp(10_000_000, SEC))
+    };
+    let nthreads = cx.nthreads;
+    let empty = Arc::new(Snapshot::default());
+    Ok(Box::new(ArpQuerier {
+        my_ip: AtomicU32::new(u32::from(prefix.addr)),
+        my_eth,
+        bcast,
+        query_port: if cx.noutputs >= 2 { 1 } else { 0 },
+        capacity,
+        entry_capacity,
+        entry_packet_capacity,
+        timeout: timeout_ns,
+        poll_timeout: dur_ns(poll_timeout),
+        broadcast_poll,
+        period,
+        epoch: Instant::now(),
+        table: Mutex::new(Table::default()),
+        snap: Mutex::new(empty.clone()),
+        gen: AtomicU64::new(0),
+        cache: PerThread::new(nthreads, |_| Cache {
+            gen: 0,
+            snap: empty.clone(),
+            polls: [(0, EtherAddr::ZERO, 0); MAX_POLLS_PER_BATCH],
+        }),
+        queries: Counter::new(nthreads),
+        responses: Counter::new(nthreads),
+        drops: Counter::new(nthreads),
+    }))
+}
+
+/// The next hop of an IP packet: its destination annotation, or the IP
+/// header's destination when that is 0.0.0.0.
+#[inline]
+fn next_hop(p: &Packet) -> u32 {
+    let a = u32::from(p.anno().dst_ip);
+    if a != 0 {
+        return a;
+    }
+    let h = match p.network_header() {
+        Some(h) => h,
+        None => p.data(),
+    };
+    match h.get(16..20) {
+        Some(d) if h.len() >= 20 => u32::from_be_bytes([d[0], d[1], d[2], d[3]]),
+        _ => 0,
+    }
+}
+
+/// The Ethernet destination of addresses that need no ARP.
+#[inline]
+fn special(dst: u32, bcast: Option<u32>) -> Option<EtherAddr> {
+    if dst == u32::MAX || Some(dst) == bcast {
+        Some(EtherAddr::BROADCAST)
+    } else if dst >> 28 == 0xE {
+        let b = dst.to_be_bytes();
+        Some(EtherAddr([0x01, 0x00, 0x5E, b[1] & 0x7F, b[2], b[3]]))
+    } else {
+        None
+    }
+}
+
+impl ArpQuerier {
+    #[inline]
+    fn now(&self) -> u64 {
+        dur_ns(self.epoch.elapsed())
+    }
+
+    #[inline]
+    fn expired(&self, live: u64, now: u64) -> bool {
+        self.timeout != 0 && now > live.saturating_add(self.timeout)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publishes the table's known entries for the packet path, keeping
+    /// the poll state of entries that did not change.
+    fn publish(&self, t: &Table) {
+        let mut snap = self.snap.lock().unwrap_or_else(|e| e.into_inner());
+        let old = snap.clone();
+        let mut map = IpMap::default();
+        map.reserve(t.map.len());
+        for (&ip, e) in t.map.iter().filter(|(_, e)| e.known) {
+            let (polled, polls) = match old.map.get(&ip) {
+                Some(o) if o.live == e.live && o.eth == e.eth => (
+                    o.polled.load(Ordering::Relaxed),
+                    o.polls.load(Ordering::Relaxed),
+                ),
+                _ => (e.polled, e.polls),
+            };
+            map.insert(
+                ip,
+                SnapEntry {
+                    eth: e.eth,
+                    live: e.live,
+                    polled: AtomicU64::new(polled),
+                    polls: AtomicU32::new(polls),
+                },
+            );
+        }
+        *snap = Arc::new(Snapshot { map });
+        self.gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Removes the entry for `ip`, its packets to `dead`.
+    fn remove_entry(t: &mut Table, ip: u32, dead: &mut Vec<Packet>) -> Option<Entry> {
+        let mut e = t.map.remove(&ip)?;
+        t.pending -= e.pending.len();
+        dead.extend(e.pending.drain(..));
+        Some(e)
+    }
+
+    /// The entry for `ip`, created if needed (evicting the least recently
+    /// updated one at ENTRY_CAPACITY). Returns whether a known entry was
+    /// evicted (the snapshot must then be republished).
+    fn ensure<'t>(
+        &self,
+        t: &'t mut Table,
+        ip: u32,
+        now: u64,
+        dead: &mut Vec<Packet>,
+    ) -> (&'t mut Entry, bool) {
+        let mut evicted_known = false;
+        if !t.map.contains_key(&ip) && self.entry_capacity > 0 {
+            while t.map.len() >= self.entry_capacity {
+                let Some(oldest) = t.map.iter().min_by_key(|(_, e)| e.live).map(|(&k, _)| k) else {
+                    break;
+                };
+                if let Some(e) = Self::remove_entry(t, oldest, dead) {
+                    evicted_known |= e.known;
+                }
+            }
+        }
+        (
+            t.map.entry(ip).or_insert_with(|| Entry::new(now)),
+            evicted_known,
+        )
+    }
+
+    /// Drops the oldest saved packets until at most `target` remain.
+    fn slim(t: &mut Table, target: usize, dead: &mut Vec<Packet>) {
+        if t.pending <= target {
+            return;
+        }
+        let mut order: Vec<(u64, u32)> = t
+            .map
+            .iter()
+            .filter(|(_, e)| !e.pending.is_empty())
+            .map(|(&ip, e)| (e.live, ip))
+            .collect();
+        order.sort_unstable();
+        for (_, ip) in order {
+            let Some(e) = t.map.get_mut(&ip) else {
+                continue;
+            };
+            while t.pending > target {
+                match e.pending.pop_front() {
+                    Some(p) => {
+                        dead.push(p);
+                        t.pending -= 1;
+                    }
+                    None => break,
+                }
+            }
+            if t.pending <= target {
+                break;
+            }
+        }
+    }
+
+    /// Saves a packet for an unknown (or expired) address; queues a query
+    /// when one is allowed.
+    fn save(&self, t: &mut Table, ip: u32, p: Packet, now: u64, fx: &mut Effects) -> bool {
+        let vlan = p.anno().vlan_tci;
+        if self.capacity > 0 && t.pending >= self.capacity {
+            // Make room: drop the oldest half of the saved packets.
+            let target = self.capacity - self.capacity.div_ceil(2);
+            Self::slim(t, target, &mut fx.dead);
+        }
+        let (e, mut republish) = self.ensure(t, ip, now, &mut fx.dead);
+        if e.known {
+            // Expired: ask again, and give the packets a full TIMEOUT.
+            e.known = false;
+            e.eth = EtherAddr::BROADCAST;
+            e.live = now;
+            e.polled = NEVER;
+            e.polls = 0;
+            republish = true;
+        }
+        let mut dropped = 0;
+        if self.entry_packet_capacity > 0 && e.pending.len() >= self.entry_packet_capacity {
+            if let Some(old) = e.pending.pop_front() {
+                fx.dead.push(old);
+                dropped += 1;
+            }
+        }
+        e.pending.push_back(p);
+        let ask = poll_allowed(e.polled, e.polls, now);
+        if ask {
+            e.polled = now;
+            e.polls = e.polls.saturating_add(1);
+            fx.queries.push((ip, EtherAddr::BROADCAST, vlan));
+        }
+        t.pending = t.pending + 1 - dropped;
+        republish
+    }
+
+    /// Handles packets the snapshot could not send.
+    fn slow_path(&self, cx: &mut Cx<'_>, slow: Batch, now: u64) {
+        let mut fx = Effects::default();
+        {
+            let mut t = self.lock();
+            let mut republish = false;
+            for mut p in slow {
+                let ip = next_hop(&p);
+                if ip == 0 {
+                    fx.dead.push(p);
+                    continue;
+                }
+                let known = t
+                    .map
+                    .get(&ip)
+                    .filter(|e| e.known && !self.expired(e.live, now))
+                    .map(|e| e.eth);
+                match known {
+                    Some(eth) => {
+                        if encap(&mut p, eth, self.my_eth, ethertype::IPV4) {
+                            fx.out.push(p);
+                        } else {
+                            fx.dead.push(p);
+                        }
+                    }
+                    None => republish |= self.save(&mut t, ip, p, now, &mut fx),
+                }
+            }
+            if republish {
+                self.publish(&t);
+            }
+        }
+        self.finish(cx, fx);
+    }
+
+    /// Sends what a locked section decided.
+    fn finish(&self, cx: &mut Cx<'_>, fx: Effects) {
+        let th = cx.thread();
+        if !fx.out.is_empty() {
+            cx.push(0, Batch::from(fx.out));
+        }
+        if !fx.queries.is_empty() {
+            let mut b = Batch::new();
+            for &(ip, dst, vlan) in &fx.queries {
+                if let Some(q) = self.make_query(ip, dst, vlan) {
+                    b.push(q);
+                }
+            }
+            self.queries.add(th, b.len() as u64);
+            cx.push(self.query_port, b);
+        }
+        if !fx.dead.is_empty() {
+            self.drops.add(th, fx.dead.len() as u64);
+            cx.drop_batch(Batch::from(fx.dead));
+        }
+    }
+
+    /// An ARP request for `ip`, sent to `dst` (broadcast, or the known
+    /// address for a unicast poll).
+    fn make_query(&self, ip: u32, dst: EtherAddr, vlan: u16) -> Option<Packet> {
+        let mut q = Packet::new(42)?;
+        let d = q.data_mut();
+        let mut f = EthernetFrame::new_unchecked(&mut d[..]);
+        f.set_dst_addr(dst);
+        f.set_src_addr(self.my_eth);
+        f.set_ethertype(ethertype::ARP);
+        ArpRepr::request(
+            self.my_eth,
+            Ipv4Addr::from(self.my_ip.load(Ordering::Relaxed)),
+            Ipv4Addr::from(ip),
+        )
+        .emit(&mut ArpPacket::new_unchecked(&mut d[14..]));
+        q.set_mac_header(0);
+        q.set_network_header(14, 28);
+        q.anno_mut().vlan_tci = vlan;
+        Some(q)
+    }
+
+    /// Input 0: IP packets.
+    fn push_ip(&self, cx: &mut Cx<'_>, mut batch: Batch) {
+        let now = self.now();
+        let gen = self.gen.load(Ordering::Acquire);
+        let mut out = Batch::new();
+        let mut slow = Batch::new();
+        let mut dead = Batch::new();
+        let mut npolls = 0;
+        let polls;
+        {
+            let cache = self.cache.get(cx);
+            if cache.gen != gen {
+                cache.snap = self.snap.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                cache.gen = gen;
+            }
+            let snap = &*cache.snap;
+            for mut p in batch.drain() {
+                let ip = next_hop(&p);
+                let eth = match special(ip, self.bcast) {
+                    Some(eth) => eth,
+                    None => match snap.map.get(&ip) {
+                        Some(e) if ip != 0 && !self.expired(e.live, now) => {
+                            if self.poll_timeout != 0
+                                && now >= e.live.saturating_add(self.poll_timeout)
+                                && npolls < MAX_POLLS_PER_BATCH
+                            {
+                                let pt = e.polled.load(Ordering::Relaxed);
+                                let n = e.polls.load(Ordering::Relaxed);
+                                if poll_allowed(pt, n, now)
+                                    && e.polled
+                                        .compare_exchange(
+                                            pt,
+                                            now,
+                                            Ordering::Relaxed,
+                                            Ordering::Relaxed,
+                                        )
+                                        .is_ok()
+                                {
+                                    e.polls.fetch_add(1, Ordering::Relaxed);
+                                    let to = if self.broadcast_poll {
+                                        EtherAddr::BROADCAST
+                                    } else {
+                                        e.eth
+                                    };
+                                    cache.polls[npolls] = (ip, to, p.anno().vlan_tci);
+                                    npolls += 1;
+                                }
+                            }
+                            e.eth
+                        }
+                        _ => {
+                            slow.push(p);
+                            continue;
+                        }
+                    },
+                };
+                if encap(&mut p, eth, self.my_eth, ethertype::IPV4) {
+                    out.push(p);
+                } else {
+                    dead.push(p); // no buffer for the header
+                }
+            }
+            polls = cache.polls;
+        }
+        if !out.is_empty() {
+            cx.push(0, out);
+        }
+        if npolls > 0 {
+            let mut b = Batch::new();
+            for &(ip, dst, vlan) in &polls[..npolls] {
+                if let Some(q) = self.make_query(ip, dst, vlan) {
+                    b.push(q);
+                }
+            }
+            self.queries.add(cx.thread(), b.len() as u64);
+            cx.push(self.query_port, b);
+        }
+        if !dead.is_empty() {
+            self.drops.add(cx.thread(), dead.len() as u64);
+            cx.drop_batch(dead);
+        }
+        if !slow.is_empty() {
+            self.slow_path(cx, slow, now);
+        }
+    }
+
+    /// Input 1: ARP replies.
+    fn push_arp(&self, cx: &mut Cx<'_>, mut batch: Batch) {
+        let now = self.now();
+        let mut fx = Effects::default();
+        let mut bad = Batch::new();
+        let mut answered = 0u64;
+        {
+            let mut t = self.lock();
+            let mut republish = false;
+            for p in batch.drain() {
+                let Some((ip, eth)) = parse_reply(&p) else {
+                    bad.push(p);
+                    continue;
+                };
+                // A valid reply is consumed here: counted by `responses`.
+                drop(p);
+                answered += 1;
+                let (e, _) = self.ensure(&mut t, ip, now, &mut fx.dead);
+                e.eth = eth;
+                e.known = true;
+                e.live = now;
+                e.polled = NEVER;
+                e.polls = 0;
+                let released: Vec<Packet> = e.pending.drain(..).collect();
+                t.pending -= released.len();
+                for mut q in released {
+                    if encap(&mut q, eth, self.my_eth, ethertype::IPV4) {
+                        fx.out.push(q);
+                    } else {
+                        fx.dead.push(q);
+                    }
+                }
+                republish = true;
+            }
+            if republish {
+                self.publish(&t);
+            }
+        }
+        self.responses.add(cx.thread(), answered);
+        if !bad.is_empty() {
+            cx.drop_batch(bad);
+        }
+        self.finish(cx, fx);
+    }
+
+    fn table_text(&self) -> String {
+        let now = self.now();
+        let t = self.lock();
+        let mut v: Vec<(&u32, &Entry)> = t.map.iter().collect();
+        v.sort_by_key(|(ip, e)| (e.live, **ip));
+        let mut s = String::new();
+        for (&ip, e) in v {
+            let ok = e.known && !self.expired(e.live, now);
+            let age = Timestamp(now.saturating_sub(e.live) as i64);
+            s.push_str(&format!(
+                "{} {} {} {}\n",
+                Ipv4Addr::from(ip),
+                u8::from(ok),
+                e.eth,
+                age
+            ));
+        }
+        s
+    }
+
+    fn insert(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+        let mut it = v.split_whitespace();
+        let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
+            return Err(format!("expected 'IP ETH', not '{}'", v.trim()));
+        };
+        let env = ArgEnv::default();
+        let ip = u32::from(Ipv4Addr::from_arg(a, &env)?);
+        let eth = EtherAddr::from_arg(b, &env)?;
+        if ip == 0 || eth.is_multicast() {
+            return Err(format!("bad entry '{}'", v.trim()));
+        }
+        let now = self.now();
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        let (e, _) = self.ensure(&mut t, ip, now, &mut dead);
+        e.eth = eth;
+        e.known = true;
+        e.live = now;
+        e.polled = NEVER;
+        e.polls = 0;
+        let wake = !e.pending.is_empty() || !dead.is_empty();
+        t.graveyard.extend(dead);
+        self.publish(&t);
+        drop(t);
+        if wake {
+            hx.schedule_after(TIMER, Duration::ZERO);
+        }
+        Ok(())
+    }
+
+    fn delete(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+        let ip = u32::from(Ipv4Addr::from_arg(v, &ArgEnv::default())?);
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        if Self::remove_entry(&mut t, ip, &mut dead).is_some() {
+            let wake = !dead.is_empty();
+            t.graveyard.extend(dead);
+            self.publish(&t);
+            if wake {
+                hx.schedule_after(TIMER, Duration::ZERO);
+            }
+        }
+        Ok(())
+    }
+
+    fn clear(&self, hx: &HandlerCx<'_>) {
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        let ips: Vec<u32> = t.map.keys().copied().collect();
+        for ip in ips {
+            Self::remove_entry(&mut t, ip, &mut dead);
+        }
+        let wake = !dead.is_empty();
+        t.graveyard.extend(dead);
+        self.publish(&t);
+        if wake {
+            hx.schedule_after(TIMER, Duration::ZERO);
+        }
+    }
+}
+
+/// The (IP, Ethernet) mapping an ARP reply frame announces.
+fn parse_reply(p: &Packet) -> Option<(u32, EtherAddr)> {
+    let d = p.data();
+    let f = EthernetFrame::new_checked(d).ok()?;
+    if f.ethertype() != ethertype::ARP {
+        return None;
+    }
+    let r = ArpRepr::parse(&ArpPacket::new_checked(f.payload()).ok()?).ok()?;
+    let ip = u32::from(r.source_protocol_addr);
+    let eth = r.source_hardware_addr;
+    (r.operation == ArpOp::Reply && ip != 0 && !eth.is_multicast() && !eth.is_zero())
+        .then_some((ip, eth))
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("table"),
+    HandlerInfo::read("stats"),
+    HandlerInfo::read("queries"),
+    HandlerInfo::read("responses"),
+    HandlerInfo::read("drops"),
+    HandlerInfo::read("count"),
+    HandlerInfo::read("length"),
+    HandlerInfo::rw("ipaddr"),
+    HandlerInfo::read("broadcast"),
+    HandlerInfo::write("insert"),
+    HandlerInfo::write("delete"),
+    HandlerInfo::write("clear"),
+];
+
+impl Element for ArpQuerier {
+    fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
+        if port == 0 {
+            self.push_ip(cx, batch);
+        } else {
+            self.push_arp(cx, batch);
+        }
+    }
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        ix.schedule_after(TIMER, self.period);
+        Ok(())
+    }
+
+    /// Expires entries, retries queries for waiting packets, sends packets
+    /// whose entry a handler inserted, drops what handlers deleted.
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        let now = self.now();
+        let mut fx = Effects::default();
+        {
+            let mut t = self.lock();
+            let mut republish = false;
+            let mut expired = Vec::new();
+            for (&ip, e) in t.map.iter_mut() {
+                if self.expired(e.live, now) {
+                    expired.push(ip);
+                } else if e.known && !e.pending.is_empty() {
+                    for mut q in e.pending.drain(..) {
+                        if encap(&mut q, e.eth, self.my_eth, ethertype::IPV4) {
+                            fx.out.push(q);
+                        } else {
+                            fx.dead.push(q);
+                        }
+                    }
+                } else if !e.known && !e.pending.is_empty() && poll_allowed(e.polled, e.polls, now)
+                {
+                    e.polled = now;
+                    e.polls = e.polls.saturating_add(1);
+                    let vlan = e.pending.back().map_or(0, |p| p.anno().vlan_tci);
+                    fx.queries.push((ip, EtherAddr::BROADCAST, vlan));
+                }
+            }
+            for ip in expired {
+                if let Some(e) = Self::remove_entry(&mut t, ip, &mut fx.dead) {
+                    republish |= e.known;
+                }
+            }
+            t.pending = t.map.values().map(|e| e.pending.len()).sum();
+            let grave = std::mem::take(&mut t.graveyard);
+            fx.dead.extend(grave);
+            if republish {
+                self.publish(&t);
+            }
+        }
+        self.finish(cx, fx);
+        cx.schedule_after(TIMER, self.period);
+    }
+
+    fn queued(&self) -> usize {
+        let t = self.lock();
+        t.pending + t.graveyard.len()
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "table" => self.table_text(),
+            "stats" => format!(
+                "{} packets killed\n{} ARP queries sent\n",
+                self.drops.get(),
+                self.queries.get()
+            ),
+            "queries" => self.queries.get().to_string(),
+            "responses" => self.responses.get().to_string(),
+            "drops" => self.drops.get().to_string(),
+            "count" => self.lock().map.len().to_string(),
+            "length" => self.lock().pending.to_string(),
+            "ipaddr" => Ipv4Addr::from(self.my_ip.load(Ordering::Relaxed)).to_string(),
+            "broadcast" => Ipv4Addr::from(self.bcast.unwrap_or(u32::MAX)).to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
+        Some(match name {
+            "insert" => self.insert(v, hx),
+            "delete" => self.delete(v, hx),
+            "clear" => {
+                self.clear(hx);
+                Ok(())
+            }
+            "ipaddr" => Ipv4Addr::from_arg(v, &ArgEnv::default())
+                .map(|a| self.my_ip.store(u32::from(a), Ordering::Relaxed)),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::*;
+    use paraclick_packet::wire::{ArpRepr, EtherAddr};
+    use paraclick_packet::Packet;
+    use paraclick_runtime::testing::Harness;
+    use std::net::Ipv4Addr;
+    use std::time::Duration;
+
+    const MY_IP: &str = "10.0.0.1";
+    const MY_ETH: &str = "00:00:c0:ae:67:ef";
+    const PEER_IP: &str = "10.0.0.2";
+    const PEER_ETH: &str = "00:11:22:33:44:55";
+
+    fn querier(extra: &str, noutputs: usize) -> Harness {
+        harness_io(
+            &format!("ARPQuerier({MY_IP}, {MY_ETH}{extra})"),
+            2,
+            noutputs,
+        )
+    }
+
+    /// An IP packet to `dst` (annotation set), tagged by its payload byte.
+    fn to(dst: &str, tag: u8) -> Packet {
+        let mut p = ip_packet(ip("10.0.0.100"), ip("192.168.7.7"), &[tag]);
+        p.anno_mut().dst_ip = ip(dst);
+        p
+    }
+
+    fn encapsulated(dst_eth: &str, dst: &str, tag: u8) -> Vec<u8> {
+        let _ = dst;
+        ether_frame(
+            eth(dst_eth),
+            eth(MY_ETH),
+            0x0800,
+            &ipv4(ip("10.0.0.100"), ip("192.168.7.7"), 17, &[tag]),
+        )
+    }
+
+    fn query_for(target: &str, dst_eth: EtherAddr) -> Vec<u8> {
+        let r = ArpRepr::request(eth(MY_ETH), ip(MY_IP), ip(target));
+        arp_frame(dst_eth, eth(MY_ETH), &r)
+    }
+
+    fn reply_from(addr: &str, mac: &str) -> Packet {
+        let r = ArpRepr::reply(eth(mac), ip(addr), eth(MY_ETH), ip(MY_IP));
+        pkt(&arp_frame(eth(MY_ETH), eth(mac), &r))
+    }
+
+    fn datas(ps: &[Packet]) -> Vec<Vec<u8>> {
+        ps.iter().map(|p| p.data().to_vec()).collect()
+    }
+
+    /// Runs the router (timers included) for `d`.
+    fn run_for(h: &Harness, d: Duration) {
+        let s = h.router.stopper();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(d);
+            s.stop();
+        });
+        h.router.run();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn full_cycle_query_reply_release() {
+        let h = querier("", 2);
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert!(h.output(0).is_empty());
+        let q = h.output(1);
+        assert_eq!(datas(&q), vec![query_for(PEER_IP, EtherAddr::BROADCAST)]);
+        assert_eq!(h.read("length").unwrap(), "1");
+        assert_eq!(h.read("count").unwrap(), "1");
+        assert!(h
+            .read("table")
+            .unwrap()
+            .starts_with("10.0.0.2 0 FF-FF-FF-FF-FF-FF 0."));
+        assert_eq!(h.router.total_queued(), 1);
+
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        let out = h.output(0);
+        assert_eq!(datas(&out), vec![encapsulated(PEER_ETH, PEER_IP, 1)]);
+        assert_eq!(out[0].mac_header_offset(), Some(0));
+        assert_eq!(h.read("length").unwrap(), "0");
+        assert_eq!(h.read("responses").unwrap(), "1");
+        assert!(h
+            .read("table")
+            .unwrap()
+            .starts_with("10.0.0.2 1 00-11-22-33-44-55 0."));
+
+        // Known now: straight through, no query.
+        h.push(0, vec![to(PEER_IP, 2), to(PEER_IP, 3)]);
+        assert_eq!(
+            datas(&h.output(0)),
+            vec![
+                encapsulated(PEER_ETH, PEER_IP, 2),
+                encapsulated(PEER_ETH, PEER_IP, 3)
+            ]
+        );
+        assert!(h.output(1).is_empty());
+        assert_eq!(h.read("queries").unwrap(), "1");
+        assert_eq!(
+            h.read("stats").unwrap(),
+            "0 packets killed\n1 ARP queries sent\n"
+        );
+        assert_eq!(h.drops(), 0);
+        assert_eq!(h.router.total_queued(), 0);
+    }
+
+    #[test]
+    fn one_output_carries_queries_too() {
+        let h = querier("", 1);
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert_eq!(
+            datas(&h.output(0)),
+            vec![query_for(PEER_IP, EtherAddr::BROADCAST)]
+        );
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        assert_eq!(
+            datas(&h.output(0)),
+            vec![encapsulated(PEER_ETH, PEER_IP, 1)]
+        );
+    }
+
+    #[test]
+    fn queries_are_rate_limited_and_packets_kept_in_order() {
+        let h = querier("", 2);
+        h.push(0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
+        h.push(0, vec![to(PEER_IP, 3), to("10.0.0.3", 4)]);
+        let q = datas(&h.output(1));
+        assert_eq!(
+            q,
+            vec![
+                query_for(PEER_IP, EtherAddr::BROADCAST),
+                query_for("10.0.0.3", EtherAddr::BROADCAST)
+            ]
+        );
+        assert_eq!(h.read("length").unwrap(), "4");
+        // After 100 ms another query for the same address is allowed.
+        std::thread::sleep(Duration::from_millis(110));
+        h.push(0, vec![to(PEER_IP, 5)]);
+        assert_eq!(h.output(1).len(), 1);
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        let tags: Vec<u8> = h
+            .output(0)
+            .iter()
+            .map(|p| *p.data().last().unwrap())
+            .collect();
+        assert_eq!(tags, [1, 2, 3, 5]);
+        assert_eq!(h.read("length").unwrap(), "1");
+    }
+
+    #[test]
+    fn pending_packets_are_bounded() {
+        // CAPACITY 4: at the fifth packet the oldest half goes.
+        let h = querier(", CAPACITY 4", 2);
+        h.push(0, (1..=6).map(|t| to(PEER_IP, t)).collect());
+        assert_eq!(h.read("length").unwrap(), "4");
+        assert_eq!(h.read("drops").unwrap(), "2");
+        assert_eq!(h.drops(), 2);
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        let tags: Vec<u8> = h
+            .output(0)
+            .iter()
+            .map(|p| *p.data().last().unwrap())
+            .collect();
+        assert_eq!(tags, [3, 4, 5, 6]);
+
+        // ENTRY_PACKET_CAPACITY 2: each address keeps its two newest.
+        let h = querier(", ENTRY_PACKET_CAPACITY 2", 2);
+        h.push(0, (1..=5).map(|t| to(PEER_IP, t)).collect());
+        h.push(0, vec![to("10.0.0.3", 9)]);
+        assert_eq!(h.read("length").unwrap(), "3");
+        assert_eq!(h.read("drops").unwrap(), "3");
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        let tags: Vec<u8> = h
+            .output(0)
+            .iter()
+            .map(|p| *p.data().last().unwrap())
+            .collect();
+        assert_eq!(tags, [4, 5]);
+
+        // ENTRY_CAPACITY 2: a third address evicts the oldest entry.
+        let h = querier(", ENTRY_CAPACITY 2", 2);
+        h.push(0, vec![to("10.0.0.2", 1)]);
+        std::thread::sleep(Duration::from_millis(2));
+        h.push(0, vec![to("10.0.0.3", 2)]);
+        std::thread::sleep(Duration::from_millis(2));
+        h.push(0, vec![to("10.0.0.4", 3)]);
+        assert_eq!(h.read("count").unwrap(), "2");
+        assert_eq!(h.read("length").unwrap(), "2");
+        assert!(!h.read("table").unwrap().contains("10.0.0.2 "));
+        assert_eq!(h.drops(), 1);
+    }
+
+    #[test]
+    fn special_destinations() {
+        let h = harness_io(&format!("ARPQuerier({MY_IP}/24, {MY_ETH})"), 2, 2);
+        assert_eq!(h.read("broadcast").unwrap(), "10.0.0.255");
+        let mut hdr_dst = ip_packet(ip("10.0.0.100"), ip("255.255.255.255"), &[4]);
+        hdr_dst.anno_mut().dst_ip = Ipv4Addr::UNSPECIFIED;
+        let mut zero = ip_packet(ip("10.0.0.100"), ip("0.0.0.0"), &[5]);
+        zero.anno_mut().dst_ip = Ipv4Addr::UNSPECIFIED;
+        h.push(
+            0,
+            vec![
+                to("255.255.255.255", 1),
+                to("10.0.0.255", 2),
+                to("224.129.2.3", 3),
+                hdr_dst,
+                zero,
+            ],
+        );
+        let out = h.output(0);
+        let dsts: Vec<&[u8]> = out.iter().map(|p| &p.data()[..6]).collect();
+        assert_eq!(
+            dsts,
+            vec![
+                &[0xff; 6][..],
+                &[0xff; 6][..],
+                &[0x01, 0x00, 0x5e, 0x01, 0x02, 0x03][..],
+                &[0xff; 6][..],
+            ]
+        );
+        assert!(h.output(1).is_empty());
+        assert_eq!(h.read("drops").unwrap(), "1");
+        assert_eq!(h.drops(), 1);
+
+        // The header's destination is the next hop when the annotation is 0.
+        let mut p = ip_packet(ip("10.0.0.100"), ip(PEER_IP), &[6]);
+        p.anno_mut().dst_ip = Ipv4Addr::UNSPECIFIED;
+        h.push(0, vec![p]);
+        assert_eq!(
+            datas(&h.output(1)),
+            vec![query_for(PEER_IP, EtherAddr::BROADCAST)]
+        );
+    }
+
+    #[test]
+    fn entries_expire() {
+        let h = querier(", TIMEOUT 50ms", 2);
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert_eq!(h.output(0).len(), 1);
+        std::thread::sleep(Duration::from_millis(70));
+        assert!(h
+            .read("table")
+            .unwrap()
+            .starts_with("10.0.0.2 0 00-11-22-33-44-55"));
+        h.push(0, vec![to(PEER_IP, 2)]);
+        assert!(h.output(0).is_empty());
+        assert_eq!(
+            datas(&h.output(1)),
+            vec![query_for(PEER_IP, EtherAddr::BROADCAST)]
+        );
+        assert_eq!(h.read("length").unwrap(), "1");
+        h.push(1, vec![reply_from(PEER_IP, "00:11:22:33:44:66")]);
+        assert_eq!(
+            datas(&h.output(0)),
+            vec![encapsulated("00:11:22:33:44:66", PEER_IP, 2)]
+        );
+    }
+
+    #[test]
+    fn timer_retries_queries_then_drops_unanswered_packets() {
+        let h = querier(", TIMEOUT 300ms", 2);
+        h.push(0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
+        assert_eq!(h.output(1).len(), 1);
+        run_for(&h, Duration::from_millis(500));
+        // Retries (at most one per 100 ms) while the packets waited...
+        let retries = h.output(1);
+        assert!(
+            (1..=4).contains(&retries.len()),
+            "{} retries",
+            retries.len()
+        );
+        assert_eq!(
+            retries[0].data(),
+            &query_for(PEER_IP, EtherAddr::BROADCAST)[..]
+        );
+        // ...then the entry expired and its packets were dropped.
+        assert_eq!(h.read("count").unwrap(), "0");
+        assert_eq!(h.read("length").unwrap(), "0");
+        assert_eq!(h.read("drops").unwrap(), "2");
+        assert_eq!(h.drops(), 2);
+        assert!(h.output(0).is_empty());
+    }
+
+    #[test]
+    fn known_entries_are_polled() {
+        let h = querier(", POLL_TIMEOUT 20ms", 2);
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert!(h.output(1).is_empty());
+        std::thread::sleep(Duration::from_millis(30));
+        h.push(0, vec![to(PEER_IP, 2), to(PEER_IP, 3)]);
+        h.push(0, vec![to(PEER_IP, 4)]);
+        assert_eq!(h.output(0).len(), 4);
+        assert_eq!(datas(&h.output(1)), vec![query_for(PEER_IP, eth(PEER_ETH))]);
+        // A reply renews the entry: no more polls for POLL_TIMEOUT.
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        h.push(0, vec![to(PEER_IP, 5)]);
+        assert!(h.output(1).is_empty());
+
+        let h = querier(", POLL_TIMEOUT 20ms, BROADCAST_POLL true", 2);
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        std::thread::sleep(Duration::from_millis(30));
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert_eq!(
+            datas(&h.output(1)),
+            vec![query_for(PEER_IP, EtherAddr::BROADCAST)]
+        );
+    }
+
+    #[test]
+    fn handlers_insert_delete_clear() {
+        let h = querier("", 2);
+        assert_eq!(h.read("ipaddr").unwrap(), MY_IP);
+        assert_eq!(h.read("broadcast").unwrap(), "255.255.255.255");
+        h.write("insert", &format!("{PEER_IP} {PEER_ETH}")).unwrap();
+        assert!(h.write("insert", "10.0.0.9").is_err());
+        assert!(h.write("insert", "10.0.0.9 ff:ff:ff:ff:ff:ff").is_err());
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert_eq!(
+            datas(&h.output(0)),
+            vec![encapsulated(PEER_ETH, PEER_IP, 1)]
+        );
+        h.write("delete", PEER_IP).unwrap();
+        h.push(0, vec![to(PEER_IP, 2)]);
+        assert!(h.output(0).is_empty());
+        assert_eq!(h.output(1).len(), 1);
+
+        // Packets waiting when an entry is inserted leave on the timer.
+        h.write("insert", &format!("{PEER_IP} {PEER_ETH}")).unwrap();
+        h.write("ipaddr", "10.0.0.77").unwrap();
+        h.push(0, vec![to("10.0.0.3", 3)]);
+        let q = h.output(1);
+        assert_eq!(&q[0].data()[28..32], &[10, 0, 0, 77]);
+        h.write("delete", "10.0.0.3").unwrap();
+        assert_eq!(h.read("count").unwrap(), "1");
+        assert_eq!(h.router.total_queued(), 2); // 2 to send, 3 to drop
+        run_for(&h, Duration::from_millis(50));
+        assert_eq!(
+            datas(&h.output(0)),
+            vec![encapsulated(PEER_ETH, PEER_IP, 2)]
+        );
+        assert_eq!(h.read("drops").unwrap(), "1");
+        assert_eq!(h.drops(), 1);
+        assert_eq!(h.router.total_queued(), 0);
+        h.write("clear", "").unwrap();
+        assert_eq!(h.read("count").unwrap(), "0");
+        assert_eq!(h.read("table").unwrap(), "");
+    }
+
+    #[test]
+    fn bad_packets_on_input_1_are_dropped() {
+        let h = querier("", 2);
+        let req = ArpRepr::request(eth(PEER_ETH), ip(PEER_IP), ip(MY_IP));
+        let bcast_reply = ArpRepr::reply(
+            eth("ff:ff:ff:ff:ff:ff"),
+            ip(PEER_IP),
+            eth(MY_ETH),
+            ip(MY_IP),
+        );
+        let mut not_eth = arp_frame(
+            eth(MY_ETH),
+            eth(PEER_ETH),
+            &ArpRepr::reply(eth(PEER_ETH), ip(PEER_IP), eth(MY_ETH), ip(MY_IP)),
+        );
+        not_eth[15] = 6; // hardware type 6
+        let good = reply_from(PEER_IP, PEER_ETH);
+        h.push(
+            1,
+            vec![
+                pkt(&arp_frame(eth(MY_ETH), eth(PEER_ETH), &req)),
+                pkt(&arp_frame(eth(MY_ETH), eth(PEER_ETH), &bcast_reply)),
+                pkt(&not_eth),
+                pkt(&good.data()[..41]),
+                pkt(&ether_frame(eth(MY_ETH), eth(PEER_ETH), 0x0800, &[0; 28])),
+                pkt(&[]),
+            ],
+        );
+        assert_eq!(h.drops(), 6);
+        assert_eq!(h.read("responses").unwrap(), "0");
+        assert_eq!(h.read("count").unwrap(), "0");
+    }
+
+    #[test]
+    fn one_argument_form_and_bad_configuration() {
+        use paraclick_runtime::args::{AddrEntry, ArgEnv, FromArg};
+        let mut env = ArgEnv::default();
+        env.names.insert(
+            "eth0".into(),
+            AddrEntry {
+                ip: Some(ip("1.0.0.1")),
+                prefix_len: Some(8),
+                ether: Some(eth("0:1:2:3:4:5")),
+            },
+        );
+        assert_eq!(
+            paraclick_packet::wire::Ipv4Prefix::from_arg("eth0", &env)
+                .unwrap()
+                .to_string(),
+            "1.0.0.1/8"
+        );
+        assert_eq!(
+            EtherAddr::from_arg("eth0", &env).unwrap(),
+            eth("0:1:2:3:4:5")
+        );
+        for bad in [
+            "ARPQuerier(10.0.0.1)",
+            "ARPQuerier(10.0.0.300, 0:1:2:3:4:5)",
+            "ARPQuerier(10.0.0.1, 0:1:2:3:4)",
+            "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, TIMEOUT forever)",
+            "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, TABLE t)",
+            "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, FOO 1)",
+        ] {
+            assert!(try_harness_io(bad, 2, 1).is_err(), "{bad}");
+        }
+    }
+}
