@@ -34,8 +34,10 @@
 //! POLL_TIMEOUT is refreshed: packets still go out, and a poll (an ARP
 //! query sent unicast to the known address, or broadcast with
 //! BROADCAST_POLL) asks for a new reply. Generated queries carry the VLAN
-//! TCI annotation of the packet that caused them. Valid ARP replies are
-//! consumed (counted by `responses`); other packets on input 1 are dropped.
+//! TCI annotation of the packet that caused them. Packets on input 1 are
+//! consumed: valid replies are counted by `responses`; like invalid ones,
+//! they count as the router's drops for this element (the `drops` handler
+//! counts IP packets only).
 //!
 //! Keyword arguments:
 //! - `CAPACITY` (unsigned, default 2048): the most saved packets overall;
@@ -656,18 +658,20 @@ impl ArpQuerier {
     fn push_arp(&self, cx: &mut Cx<'_>, mut batch: Batch) {
         let now = self.now();
         let mut fx = Effects::default();
-        let mut bad = Batch::new();
+        // Every packet of input 1 ends here: replies are consumed once
+        // recorded (counted by `responses`), the rest are bad. Both count as
+        // the router's drops of this element.
+        let mut used = Batch::new();
         let mut answered = 0u64;
         {
             let mut t = self.lock();
             let mut republish = false;
             for p in batch.drain() {
-                let Some((ip, eth)) = parse_reply(&p) else {
-                    bad.push(p);
+                let reply = parse_reply(&p);
+                used.push(p);
+                let Some((ip, eth)) = reply else {
                     continue;
                 };
-                // A valid reply is consumed here: counted by `responses`.
-                drop(p);
                 answered += 1;
                 let (e, _) = self.ensure(&mut t, ip, now, &mut fx.dead);
                 e.eth = eth;
@@ -691,9 +695,7 @@ impl ArpQuerier {
             }
         }
         self.responses.add(cx.thread(), answered);
-        if !bad.is_empty() {
-            cx.drop_batch(bad);
-        }
+        cx.drop_batch(used);
         self.finish(cx, fx);
     }
 
@@ -1013,7 +1015,7 @@ mod tests {
             h.read("stats").unwrap(),
             "0 packets killed\n1 ARP queries sent\n"
         );
-        assert_eq!(h.drops(), 0);
+        assert_eq!(h.drops(), 1); // the consumed reply
         assert_eq!(h.router.total_queued(), 0);
     }
 
