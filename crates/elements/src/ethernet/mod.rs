@@ -6,6 +6,7 @@ use paraclick_packet::wire::EtherAddr;
 use paraclick_runtime::Registry;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod arp_print;
 pub mod arp_querier;
 pub mod arp_responder;
 pub mod ether_encap;
@@ -17,6 +18,7 @@ pub mod host_ether_filter;
 pub(crate) mod test_util;
 
 pub fn register(reg: &mut Registry) {
+    reg.register(arp_print::spec());
     reg.register(arp_querier::spec());
     reg.register(arp_responder::spec());
     reg.register(ether_encap::spec());
