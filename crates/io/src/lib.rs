@@ -3,12 +3,23 @@
 
 use paraclick_runtime::Registry;
 
+mod common;
+pub mod from_dump;
+pub mod from_ip_summary_dump;
+mod ipsumdump;
+pub mod to_dump;
+pub mod to_ip_summary_dump;
+
 mod docs {
     include!(concat!(env!("OUT_DIR"), "/docs.rs"));
 }
 
 /// Registers every element class of this crate.
 pub fn register(reg: &mut Registry) {
+    reg.register(from_dump::spec());
+    reg.register(to_dump::spec());
+    reg.register(from_ip_summary_dump::spec());
+    reg.register(to_ip_summary_dump::spec());
     paraclick_elements::attach_docs(reg, docs::DOCS);
 }
 

@@ -1,0 +1,668 @@
+//! # FromDump
+//!
+//! FromDump(FILENAME [, keywords STOP, TIMING, SAMPLE, FORCE_IP, START, START_AFTER, END, END_AFTER, INTERVAL, END_CALL, FILEPOS, ACTIVE, BURST, MMAP])
+//!
+//! Reads packets from a tcpdump (libpcap) file.
+//!
+//! Reads packets from a file produced by `tcpdump -w FILENAME` or ToDump
+//! and emits them, each with its timestamp annotation set from the file,
+//! optionally stopping the router when there are no more packets. Both
+//! byte orders and both the microsecond (`0xA1B2C3D4`) and nanosecond
+//! (`0xA1B23C4D`) variants of the format are read. FILENAME `-` is the
+//! standard input. The file is read as a stream through a bounded buffer,
+//! so traces of any size use the same memory.
+//!
+//! Packets captured shorter than they were on the wire (the record's
+//! captured length below its original length, as with `tcpdump -s 68`)
+//! are emitted with the captured bytes only, as in Click; their extra
+//! length annotation holds the missing byte count.
+//!
+//! For Ethernet traces each packet's link-layer (MAC) header annotation is
+//! set. For raw-IP link types (`IP`: DLT_RAW 12/14/101, LINKTYPE_IPV4 228)
+//! the network (IP) header annotation is set on packets that hold an IPv4
+//! header.
+//!
+//! A corrupt or truncated file (a record header cut short, a record longer
+//! than the file) ends the trace as if the file ended there: the first such
+//! error is printed to standard error and counted in `errors`; nothing
+//! panics.
+//!
+//! Ports: no inputs, 1 or 2 outputs. Processing: agnostic, but output 1 is
+//! push (`a/ah`). In push context FromDump owns a task that emits up to
+//! BURST packets per run; in pull context each pull reads up to the number
+//! of packets asked for.
+//!
+//! Arguments:
+//! - `FILENAME` (string): the file to read.
+//! - `STOP` (boolean, default false): ask the router to stop when the file
+//!   is done (or the END time is reached).
+//! - `TIMING` (boolean, default false): keep the original spacing between
+//!   packets. The first packet goes at once; each later one when as much
+//!   time has passed as separates it from the first in the trace.
+//! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
+//!   probability (fixed-point; see `sampling_prob`).
+//! - `FORCE_IP` (boolean, default false): emit only IPv4 packets, with their
+//!   IP header annotation set (Ethernet, 802.1Q, Linux SLL, BSD loopback and
+//!   raw-IP link types are understood). Other packets go to output 1 if it
+//!   exists; otherwise they are skipped.
+//! - `START` (seconds since the epoch): emit only packets stamped at or
+//!   after this time. `START_AFTER` (time): skip the first T seconds of the
+//!   trace. At most one of the two.
+//! - `END` (seconds since the epoch): end at the first packet stamped at or
+//!   after this time. `END_AFTER` (time): end T seconds after the first
+//!   timestamp in the trace. `INTERVAL` (time): end T seconds after the
+//!   first packet emitted. At most one of the three.
+//! - `END_CALL` (write handler and value): called when the trace ends.
+//!   Default: `active false` on this element. Exclusive with STOP.
+//! - `FILEPOS` (byte offset): start reading records at this offset of the
+//!   file (which must be the start of a record).
+//! - `ACTIVE` (boolean, default true): whether packets are emitted.
+//! - `BURST` (integer, default 32): packets emitted per task run.
+//! - `MMAP` (boolean): accepted for compatibility and ignored.
+//!
+//! gzip- and bzip2-compressed files and pcapng files are not read (an error
+//! at configuration says so).
+//!
+//! Handlers:
+//! - `count` (read): packets emitted so far. `reset_counts` (write): resets it.
+//! - `active` (read/write): boolean.
+//! - `sampling_prob` (read): the sampling probability actually used.
+//! - `encap` (read): the file's link type (`ETHER`, `IP`, `SLL`, ... or a number).
+//! - `filename` (read), `filesize` (read: bytes, or `-` if unknown).
+//! - `filepos` (read/write): the file offset of the next record; writing
+//!   it restarts reading there.
+//! - `packet_filepos` (read): the file offset of the last packet emitted.
+//! - `extend_interval` (write, time): moves the END time later and sets
+//!   `active` to true.
+//! - `reset_timing` (write): restarts TIMING's clock at the next packet.
+//! - `errors` (read): corrupt-file errors met (a paraclick addition).
+//!
+//! Example:
+//!
+//!     FromDump(trace.pcap, STOP true, FORCE_IP true) -> CheckIPHeader(14) -> c :: Counter -> Discard;
+
+use crate::common::{
+    encap_name, is_raw_ip, open_input, parse_bool, sample_fixed, sampling_prob_text, EndAction,
+    ErrorCount, Sampler, TimeBounds, Timing,
+};
+use paraclick_packet::{Batch, Packet, Timestamp};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use pcap_file::pcap::PcapReader;
+use pcap_file::TsResolution;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+type Reader = PcapReader<Box<dyn Read + Send>>;
+
+/// Size of the pcap file header and of each record header.
+const FILE_HEADER: u64 = 24;
+const RECORD_HEADER: u64 = 16;
+/// A record claiming more captured bytes than this is corrupt.
+const MAX_CAPLEN: u32 = 1 << 20;
+
+pub struct FromDump {
+    filename: String,
+    state: Mutex<State>,
+    active: AtomicBool,
+    count: Counter,
+    errors: ErrorCount,
+    burst: AtomicUsize,
+    end: EndAction,
+    timing: bool,
+    force_ip: bool,
+    push: bool,
+    two_outputs: bool,
+    sample: u32,
+    linktype: u32,
+    filesize: Option<u64>,
+}
+
+struct State {
+    reader: Option<Reader>,
+    ctl: Ctl,
+}
+
+/// Everything but the reader, so a record borrowed from the reader can be
+/// processed against it.
+struct Ctl {
+    linktype: u32,
+    nano: bool,
+    /// File offset of the next record.
+    pos: u64,
+    /// File offset of the last packet emitted.
+    packet_pos: u64,
+    pending: Option<Pending>,
+    seen_first: bool,
+    output_first: bool,
+    bounds: TimeBounds,
+    timing: Timing,
+    sampler: Sampler,
+    /// The trace ended (EOF, END time, or an error).
+    done: bool,
+}
+
+/// A record read but not emitted yet.
+enum Pending {
+    /// Held back (END reached, or no packet buffer): its bytes.
+    Raw {
+        ts: Timestamp,
+        orig_len: u32,
+        data: Vec<u8>,
+        pos: u64,
+    },
+    /// Built, waiting for its time (TIMING).
+    Ready { p: Packet, port: usize, pos: u64 },
+}
+
+/// What became of one record.
+enum Step {
+    Emit(Packet, usize),
+    Wait(Packet, usize, Instant),
+    Skip,
+    End,
+    NoBuffer,
+}
+
+/// The result of one production attempt.
+#[derive(Default)]
+struct Produced {
+    out0: Option<Batch>,
+    out1: Option<Batch>,
+    progress: bool,
+    ended: bool,
+    wait: Option<Instant>,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("FromDump", "0/1-2", "a/ah", make)
+}
+
+struct Opened {
+    reader: Reader,
+    linktype: u32,
+    nano: bool,
+    pos: u64,
+    size: Option<u64>,
+}
+
+/// Opens a pcap file, checks its header, and positions it at `filepos`
+/// (the first record by default).
+fn open_pcap(name: &str, filepos: Option<u64>) -> Result<Opened, String> {
+    let (mut input, size) = open_input(name)?;
+    let mut hdr = [0u8; FILE_HEADER as usize];
+    let mut got = 0;
+    while got < hdr.len() {
+        match input.read(&mut hdr[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("{name}: {e}")),
+        }
+    }
+    if got >= 2 && hdr[0] == 0x1f && hdr[1] == 0x8b {
+        return Err(format!("{name}: gzip-compressed dumps are not supported"));
+    }
+    if got >= 3 && &hdr[..3] == b"BZh" {
+        return Err(format!("{name}: bzip2-compressed dumps are not supported"));
+    }
+    if got >= 4 && hdr[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
+        return Err(format!("{name}: pcapng files are not supported"));
+    }
+    if got == 0 {
+        return Err(format!("{name}: empty file"));
+    }
+    let magic = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+    if got < 4 || !matches!(magic, 0xA1B2_C3D4 | 0xA1B2_3C4D | 0xD4C3_B2A1 | 0x4D3C_B2A1) {
+        return Err(format!("{name}: not a tcpdump file (bad magic number)"));
+    }
+    if got < hdr.len() {
+        return Err(format!("{name}: truncated tcpdump file header"));
+    }
+    let mut pos = FILE_HEADER;
+    if let Some(fp) = filepos {
+        if fp < FILE_HEADER {
+            return Err(format!("FILEPOS {fp} is inside the file header"));
+        }
+        if name == "-" {
+            return Err("FILEPOS needs a file, not the standard input".into());
+        }
+        let mut f = std::fs::File::open(name).map_err(|e| format!("{name}: {e}"))?;
+        f.seek(SeekFrom::Start(fp))
+            .map_err(|e| format!("{name}: {e}"))?;
+        input = Box::new(f);
+        pos = fp;
+    }
+    let chained: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(hdr).chain(input));
+    let reader = PcapReader::new(chained).map_err(|e| format!("{name}: {e}"))?;
+    let h = reader.header();
+    Ok(Opened {
+        linktype: u32::from(h.datalink),
+        nano: h.ts_resolution == TsResolution::NanoSecond,
+        reader,
+        pos,
+        size,
+    })
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let filename = a.read_mp::<String>("FILENAME")?;
+    let timing = a.read_p::<bool>("TIMING")?.unwrap_or(false);
+    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
+    let sample = a.read::<f64>("SAMPLE")?.unwrap_or(1.0);
+    let force_ip = a.read::<bool>("FORCE_IP")?.unwrap_or(false);
+    let bounds = TimeBounds::read(&mut a)?;
+    let end_call = a.read::<String>("END_CALL")?;
+    let filepos = a.read::<u64>("FILEPOS")?;
+    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    let _mmap = a.read::<bool>("MMAP")?;
+    a.complete()?;
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    let sample = sample_fixed(sample)?;
+    let end = EndAction::from_args(stop, end_call)?;
+    let o = open_pcap(&filename, filepos)?;
+    let ctl = Ctl {
+        linktype: o.linktype,
+        nano: o.nano,
+        pos: o.pos,
+        packet_pos: o.pos,
+        pending: None,
+        seen_first: false,
+        output_first: false,
+        bounds,
+        timing: Timing::default(),
+        sampler: Sampler::new(sample, filename.len() as u64 ^ 0x5eed),
+        done: false,
+    };
+    Ok(Box::new(FromDump {
+        filename,
+        linktype: o.linktype,
+        filesize: o.size,
+        state: Mutex::new(State {
+            reader: Some(o.reader),
+            ctl,
+        }),
+        active: AtomicBool::new(active),
+        count: Counter::new(cx.nthreads),
+        errors: ErrorCount::default(),
+        burst: AtomicUsize::new(burst),
+        end,
+        timing,
+        force_ip,
+        push: cx.output_is_push(0),
+        two_outputs: cx.noutputs >= 2,
+        sample,
+    }))
+}
+
+/// Where the IPv4 header of a frame of link type `linktype` starts, and
+/// its length, if the frame holds a plausible one.
+pub(crate) fn ip_header_at(linktype: u32, d: &[u8]) -> Option<(usize, usize)> {
+    let be16 = |at: usize| d.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let off = match linktype {
+        1 => match be16(12)? {
+            0x0800 => 14,
+            0x8100 | 0x88a8 if be16(16)? == 0x0800 => 18,
+            _ => return None,
+        },
+        l if is_raw_ip(l) => 0,
+        113 if be16(14)? == 0x0800 => 16,
+        0 | 108 => {
+            let f = d.get(0..4)?;
+            let be = u32::from_be_bytes([f[0], f[1], f[2], f[3]]);
+            let le = u32::from_le_bytes([f[0], f[1], f[2], f[3]]);
+            if be != 2 && (linktype == 108 || le != 2) {
+                return None;
+            }
+            4
+        }
+        _ => return None,
+    };
+    let b = *d.get(off)?;
+    let hl = usize::from(b & 15) * 4;
+    (b >> 4 == 4 && hl >= 20 && d.len() >= off + hl).then_some((off, hl))
+}
+
+impl Ctl {
+    /// Decides what to do with one record.
+    fn process(
+        &mut self,
+        e: &FromDump,
+        ts: Timestamp,
+        orig_len: u32,
+        data: &[u8],
+        now: Instant,
+    ) -> Step {
+        if !self.seen_first {
+            self.seen_first = true;
+            self.bounds.first_in_trace(ts);
+        }
+        if self.bounds.before_start(ts) {
+            return Step::Skip;
+        }
+        if self.bounds.at_end(ts) {
+            return Step::End;
+        }
+        if !self.sampler.keep() {
+            return Step::Skip;
+        }
+        let ip = ip_header_at(self.linktype, data);
+        let port = match (e.force_ip, ip) {
+            (true, None) if e.two_outputs => 1,
+            (true, None) => return Step::Skip,
+            _ => 0,
+        };
+        let Some(mut p) = Packet::from_slice(data) else {
+            return Step::NoBuffer;
+        };
+        p.set_timestamp(ts);
+        p.anno_mut().extra_length = orig_len.saturating_sub(data.len() as u32);
+        if self.linktype == 1 {
+            p.set_mac_header(0);
+        }
+        if let Some((off, hl)) = ip {
+            if e.force_ip || is_raw_ip(self.linktype) {
+                p.set_network_header(off, hl);
+            }
+        }
+        if !self.output_first {
+            self.output_first = true;
+            self.bounds.first_output(ts);
+        }
+        if e.timing {
+            if let Some(due) = self.timing.wait_until(ts, now) {
+                return Step::Wait(p, port, due);
+            }
+        }
+        Step::Emit(p, port)
+    }
+}
+
+impl FromDump {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn who(&self, cx: &Cx<'_>) -> String {
+        format!("{} :: FromDump", cx.element_name())
+    }
+
+    /// Reads up to `max` packets into output batches.
+    fn produce(&self, cx: &mut Cx<'_>, max: usize) -> Produced {
+        let mut r = Produced::default();
+        if !self.active.load(Ordering::Relaxed) {
+            return r;
+        }
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.ctl.done {
+            return r;
+        }
+        let now = Instant::now();
+        let budget = max.saturating_mul(8).max(256);
+        let mut emitted = 0;
+        let mut examined = 0;
+        let emit = |r: &mut Produced, ctl: &mut Ctl, p: Packet, port: usize, pos: u64| {
+            ctl.packet_pos = pos;
+            let b = if port == 0 { &mut r.out0 } else { &mut r.out1 };
+            b.get_or_insert_with(Batch::new).push(p);
+        };
+        while emitted < max && examined < budget {
+            examined += 1;
+            // A record held back earlier comes first.
+            let (step, pos) = match st.ctl.pending.take() {
+                Some(Pending::Ready { p, port, pos }) => {
+                    if self.timing {
+                        if let Some(due) = st.ctl.timing.wait_until(p.timestamp(), now) {
+                            st.ctl.pending = Some(Pending::Ready { p, port, pos });
+                            r.wait = Some(due);
+                            break;
+                        }
+                    }
+                    (Step::Emit(p, port), pos)
+                }
+                Some(Pending::Raw {
+                    ts,
+                    orig_len,
+                    data,
+                    pos,
+                }) => {
+                    let step = st.ctl.process(self, ts, orig_len, &data, now);
+                    if matches!(step, Step::End | Step::NoBuffer) {
+                        st.ctl.pending = Some(Pending::Raw {
+                            ts,
+                            orig_len,
+                            data,
+                            pos,
+                        });
+                    }
+                    (step, pos)
+                }
+                None => {
+                    let pos = st.ctl.pos;
+                    let next = match st.reader.as_mut() {
+                        Some(reader) => reader.next_raw_packet(),
+                        None => None,
+                    };
+                    match next {
+                        None => (Step::End, pos),
+                        Some(Err(e)) => {
+                            let msg = match e {
+                                pcap_file::PcapError::IoError(ref io)
+                                    if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+                                {
+                                    format!("truncated packet record at file offset {pos}")
+                                }
+                                e => format!("corrupt record at file offset {pos}: {e}"),
+                            };
+                            self.errors
+                                .report(&self.who(cx), &format!("{}: {msg}", self.filename));
+                            st.reader = None;
+                            (Step::End, pos)
+                        }
+                        Some(Ok(raw)) if raw.incl_len > MAX_CAPLEN => {
+                            self.errors.report(
+                                &self.who(cx),
+                                &format!(
+                                    "{}: corrupt record at file offset {pos} (captured length {})",
+                                    self.filename, raw.incl_len
+                                ),
+                            );
+                            st.reader = None;
+                            (Step::End, pos)
+                        }
+                        Some(Ok(raw)) => {
+                            st.ctl.pos += RECORD_HEADER + u64::from(raw.incl_len);
+                            let frac = if st.ctl.nano {
+                                raw.ts_frac
+                            } else {
+                                raw.ts_frac.wrapping_mul(1000)
+                            };
+                            let ts =
+                                Timestamp(i64::from(raw.ts_sec) * 1_000_000_000 + i64::from(frac));
+                            let step = st.ctl.process(self, ts, raw.orig_len, &raw.data, now);
+                            if matches!(step, Step::End | Step::NoBuffer) {
+                                st.ctl.pending = Some(Pending::Raw {
+                                    ts,
+                                    orig_len: raw.orig_len,
+                                    data: raw.data.to_vec(),
+                                    pos,
+                                });
+                            }
+                            (step, pos)
+                        }
+                    }
+                }
+            };
+            match step {
+                Step::Emit(p, port) => {
+                    emit(&mut r, &mut st.ctl, p, port, pos);
+                    emitted += 1;
+                }
+                Step::Wait(p, port, due) => {
+                    st.ctl.pending = Some(Pending::Ready { p, port, pos });
+                    r.wait = Some(due);
+                    break;
+                }
+                Step::Skip => r.progress = true,
+                Step::NoBuffer => break,
+                Step::End => {
+                    st.ctl.done = true;
+                    r.ended = true;
+                    break;
+                }
+            }
+        }
+        drop(guard);
+        if emitted > 0 {
+            r.progress = true;
+            self.count.add(cx.thread(), emitted as u64);
+        }
+        r
+    }
+
+    /// After a production attempt: runs the end action, pushes output 1.
+    fn finish(&self, cx: &mut Cx<'_>, r: &mut Produced) {
+        if let Some(b) = r.out1.take() {
+            cx.push(1, b);
+        }
+        if r.ended {
+            self.end.run(cx, &self.active);
+        }
+    }
+
+    /// The link type of the file (for ToDump's USE_ENCAP_FROM).
+    pub fn linktype(&self) -> u32 {
+        self.linktype
+    }
+
+    /// Packets emitted so far.
+    pub fn count(&self) -> u64 {
+        self.count.get()
+    }
+
+    fn set_filepos(&self, v: &str) -> Result<(), String> {
+        let fp: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("expected file offset, not '{}'", v.trim()))?;
+        let o = open_pcap(&self.filename, Some(fp))?;
+        let mut st = self.lock();
+        st.reader = Some(o.reader);
+        st.ctl.pos = fp;
+        st.ctl.pending = None;
+        st.ctl.done = false;
+        Ok(())
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::write("reset_counts"),
+    HandlerInfo::read("sampling_prob"),
+    HandlerInfo::rw("active"),
+    HandlerInfo::read("encap"),
+    HandlerInfo::read("filename"),
+    HandlerInfo::read("filesize"),
+    HandlerInfo::rw("filepos"),
+    HandlerInfo::read("packet_filepos"),
+    HandlerInfo::write("extend_interval"),
+    HandlerInfo::write("reset_timing"),
+    HandlerInfo::read("errors"),
+];
+
+impl Element for FromDump {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.push {
+            ix.add_task();
+        }
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let mut r = self.produce(cx, self.burst.load(Ordering::Relaxed));
+        if let Some(b) = r.out0.take() {
+            cx.push(0, b);
+        }
+        self.finish(cx, &mut r);
+        if let Some(due) = r.wait {
+            // Wake the thread when the held packet is due.
+            cx.schedule_at(0, due);
+        }
+        r.progress
+    }
+
+    fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
+
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let mut r = self.produce(cx, max.max(1));
+        self.finish(cx, &mut r);
+        r.out0
+    }
+
+    fn queued(&self) -> usize {
+        usize::from(matches!(
+            self.lock().ctl.pending,
+            Some(Pending::Ready { .. })
+        ))
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "sampling_prob" => sampling_prob_text(self.sample),
+            "active" => self.active.load(Ordering::Relaxed).to_string(),
+            "encap" => encap_name(self.linktype),
+            "filename" => self.filename.clone(),
+            "filesize" => self
+                .filesize
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
+            "filepos" => self.lock().ctl.pos.to_string(),
+            "packet_filepos" => self.lock().ctl.packet_pos.to_string(),
+            "errors" => self.errors.get().to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        Some(match name {
+            "reset_counts" => {
+                self.count.reset();
+                Ok(())
+            }
+            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
+            "filepos" => self.set_filepos(v),
+            "extend_interval" => paraclick_runtime::args::parse_duration(v)
+                .ok_or_else(|| format!("expected time interval, not '{}'", v.trim()))
+                .map(|d: Duration| {
+                    let mut st = self.lock();
+                    st.ctl.bounds.extend(d);
+                    st.ctl.done = false;
+                    drop(st);
+                    self.active.store(true, Ordering::Relaxed);
+                }),
+            "reset_timing" => {
+                self.lock().ctl.timing.reset();
+                Ok(())
+            }
+            _ => return None,
+        })
+    }
+}

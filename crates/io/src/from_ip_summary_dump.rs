@@ -1,0 +1,538 @@
+//! # FromIPSummaryDump
+//!
+//! FromIPSummaryDump(FILENAME [, keywords STOP, TIMING, ACTIVE, ZERO, CHECKSUM, PROTO, SAMPLE, CONTENTS, FLOWID, ALLOW_NONEXISTENT, BURST])
+//!
+//! Reads packets from an IP summary dump file.
+//!
+//! Reads IP packet descriptions from a file in Click's IP summary dump
+//! format (as written by ToIPSummaryDump or ipsumdump), builds an IPv4
+//! packet from each line, and emits it; optionally stops the router at the
+//! end of the file. FILENAME `-` is the standard input. The file is read
+//! line by line through a buffer.
+//!
+//! The format: lines starting with `!` are comments and directives
+//! (`!IPSummaryDump 1.3`; `!data` or `!contents` followed by the field
+//! names of the data lines; `!flowid SRC SPORT DST DPORT [PROTO]` giving
+//! default addresses and ports); lines starting with `#` and blank lines
+//! are ignored; every other line describes one packet, its fields separated
+//! by spaces, `-` for a field that is not known. A line may hold fewer
+//! fields than `!data` names. A line that does not parse (a bad value, or
+//! no `!data` line before it) is skipped and counted in `errors`; the first
+//! such error is printed to standard error. `!binary` dumps are not read.
+//!
+//! Fields understood: `timestamp` (`ts`), `ntimestamp`, `ts_sec`,
+//! `ts_usec`, `ts_usec1`, `ip_src` (`src`), `ip_dst` (`dst`), `ip_tos`,
+//! `ip_dscp`, `ip_ecn`, `ip_ttl`, `ip_frag`, `ip_fragoff`, `ip_id`,
+//! `ip_sum`, `ip_proto` (`T`, `U`, `I` or a number), `ip_hl`, `ip_len`
+//! (`len`), `sport`, `dport`, `tcp_seq`, `tcp_ack`, `tcp_off`, `tcp_flags`
+//! (letters `FSRPAUECN`, `.` for none, or a number), `tcp_window`,
+//! `tcp_urp`, `udp_len`, `icmp_type`, `icmp_code`, `payload_len`, `count`
+//! (sets the extra packets annotation), `direction`/`link`/`paint` (sets
+//! the paint annotation; `>` is 0, `<` is 1). `ip_capture_len`, `eth_src`,
+//! `eth_dst` and `wire_len` are accepted and ignored; other names are an
+//! error.
+//!
+//! Built packets are IPv4 with a correct header length and header
+//! checksum (unless `ip_sum` gives one), TTL 100 unless given, the
+//! protocol from `ip_proto`, else FLOWID's, else the one the transport
+//! fields imply, else PROTO. First fragments of TCP, UDP and ICMP packets
+//! get a transport header. The IP length is `ip_len`, else headers plus
+//! `payload_len`. Packets carry the timestamp, the IP header annotation,
+//! and, when shorter than their IP length, the extra length annotation.
+//!
+//! Ports: no inputs, 1 output. Processing: agnostic. In push context it
+//! owns a task that emits up to BURST packets per run.
+//!
+//! Arguments:
+//! - `FILENAME` (string): the file to read.
+//! - `STOP` (boolean, default false): ask the router to stop at the end.
+//! - `TIMING` (boolean, default false): keep the original spacing between
+//!   packets (the first goes at once).
+//! - `ACTIVE` (boolean, default true): whether packets are emitted.
+//! - `ZERO` (boolean, default true): data not set by the dump is zero.
+//!   paraclick always zeroes it (false is accepted).
+//! - `CHECKSUM` (boolean, default false): if true, packets hold data bytes
+//!   for their whole IP length and have correct TCP, UDP and ICMP
+//!   checksums; if false, packets stop after the transport header (the
+//!   rest counted in the extra length annotation) and the transport
+//!   checksum is zero.
+//! - `PROTO` (byte, default 6): the IP protocol when nothing gives one.
+//! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
+//!   probability.
+//! - `CONTENTS` (or `FIELDS`; space-separated field names): the fields of
+//!   data lines until a `!data` line says otherwise.
+//! - `FLOWID` (`SRC SPORT DST DPORT [PROTO]`): default addresses and ports.
+//! - `ALLOW_NONEXISTENT` (boolean, default false): a missing file is an
+//!   empty dump rather than an error.
+//! - `END_CALL` (write handler and value): called at the end of the file
+//!   instead of setting `active` false (a paraclick addition, as in
+//!   FromDump). Exclusive with STOP.
+//! - `BURST` (integer, default 32): packets per task run.
+//! - `MULTIPACKET` (boolean): only false is supported.
+//!
+//! Handlers:
+//! - `count` (read): packets emitted. `reset_counts` (write): resets it.
+//! - `active` (read/write), `sampling_prob` (read).
+//! - `encap` (read): `IP` (for ToDump's USE_ENCAP_FROM).
+//! - `filename`, `filesize` (bytes, or `-`), `filepos` (read).
+//! - `stop` (write): sets `active` to false and stops the router.
+//! - `errors` (read): lines skipped as bad (a paraclick addition).
+//!
+//! Example:
+//!
+//!     FromIPSummaryDump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> Discard;
+
+use crate::common::{
+    open_input, parse_bool, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler,
+    Timing,
+};
+use crate::ipsumdump::{
+    build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
+};
+use paraclick_packet::{Batch, Packet};
+use paraclick_runtime::args::Raw;
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use std::io::{BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+/// Lines longer than this are bad (and skipped), keeping memory bounded.
+const MAX_LINE: u64 = 1 << 16;
+
+pub struct FromIPSummaryDump {
+    filename: String,
+    state: Mutex<State>,
+    active: AtomicBool,
+    count: Counter,
+    errors: ErrorCount,
+    burst: AtomicUsize,
+    end: EndAction,
+    timing: bool,
+    push: bool,
+    sample: u32,
+    checksum: bool,
+    default_proto: u8,
+    filesize: Option<u64>,
+}
+
+struct State {
+    reader: Option<BufReader<Box<dyn Read + Send>>>,
+    /// Bytes consumed.
+    pos: u64,
+    line_no: u64,
+    /// Columns of data lines (`None`: a column to ignore).
+    fields: Vec<Option<Field>>,
+    minor: u32,
+    flowid: Option<FlowId>,
+    line: Vec<u8>,
+    pending: Option<Packet>,
+    pending_values: Option<Values>,
+    timing: Timing,
+    sampler: Sampler,
+    done: bool,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("FromIPSummaryDump", "0/1", "a", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let filename = a.read_mp::<String>("FILENAME")?;
+    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
+    let timing = a.read::<bool>("TIMING")?.unwrap_or(false);
+    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let _zero = a.read::<bool>("ZERO")?.unwrap_or(true);
+    let checksum = a.read::<bool>("CHECKSUM")?.unwrap_or(false);
+    let proto = a.read::<u8>("PROTO")?.unwrap_or(6);
+    let multipacket = a.read::<bool>("MULTIPACKET")?.unwrap_or(false);
+    let sample = a.read::<f64>("SAMPLE")?.unwrap_or(1.0);
+    let contents = match a.read::<Raw>("CONTENTS")? {
+        Some(c) => Some(c),
+        None => a.read::<Raw>("FIELDS")?,
+    };
+    let flowid = a.read::<String>("FLOWID")?;
+    let allow_nonexistent = a.read::<bool>("ALLOW_NONEXISTENT")?.unwrap_or(false);
+    let end_call = a.read::<String>("END_CALL")?;
+    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    a.complete()?;
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    if multipacket {
+        return Err("MULTIPACKET true is not supported".into());
+    }
+    let sample = sample_fixed(sample)?;
+    let end = EndAction::from_args(stop, end_call)?;
+    let fields = match contents {
+        Some(Raw(c)) => parse_fields(&c)
+            .map_err(|e| format!("CONTENTS: {e}"))?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => Vec::new(),
+    };
+    let flowid =
+        match flowid {
+            Some(f) => Some(FlowId::parse(&f).ok_or_else(|| {
+                format!("FLOWID: expected 'SRC SPORT DST DPORT [PROTO]', not '{f}'")
+            })?),
+            None => None,
+        };
+    let (reader, filesize) = match open_input(&filename) {
+        Ok((r, size)) => (Some(BufReader::with_capacity(1 << 16, r)), size),
+        Err(_) if allow_nonexistent && !std::path::Path::new(&filename).exists() => (None, None),
+        Err(e) => return Err(e),
+    };
+    Ok(Box::new(FromIPSummaryDump {
+        state: Mutex::new(State {
+            reader,
+            pos: 0,
+            line_no: 0,
+            fields,
+            minor: 3,
+            flowid,
+            line: Vec::with_capacity(256),
+            pending: None,
+            pending_values: None,
+            timing: Timing::default(),
+            sampler: Sampler::new(sample, filename.len() as u64 ^ 0x1b5d),
+            done: false,
+        }),
+        filename,
+        active: AtomicBool::new(active),
+        count: Counter::new(cx.nthreads),
+        errors: ErrorCount::default(),
+        burst: AtomicUsize::new(burst),
+        end,
+        timing,
+        push: cx.output_is_push(0),
+        sample,
+        checksum,
+        default_proto: proto,
+        filesize,
+    }))
+}
+
+/// What a line turned into.
+enum Line {
+    Packet(Values),
+    Nothing,
+    Bad(String),
+    Eof,
+    Fatal(String),
+}
+
+impl State {
+    /// Reads the next line into `self.line` (without its newline); `None`
+    /// at end of file, `Err` for a read error, `Ok(false)` for an
+    /// over-long line (skipped).
+    fn read_line(&mut self) -> Result<Option<bool>, String> {
+        let Some(r) = self.reader.as_mut() else {
+            return Ok(None);
+        };
+        self.line.clear();
+        let n = r
+            .by_ref()
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut self.line)
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.pos += n as u64;
+        self.line_no += 1;
+        if self.line.last() == Some(&b'\n') {
+            self.line.pop();
+            if self.line.last() == Some(&b'\r') {
+                self.line.pop();
+            }
+            return Ok(Some(true));
+        }
+        if (n as u64) < MAX_LINE {
+            return Ok(Some(true)); // last line, no newline
+        }
+        // Too long: skip to the end of the line.
+        loop {
+            self.line.clear();
+            let n = r
+                .by_ref()
+                .take(MAX_LINE)
+                .read_until(b'\n', &mut self.line)
+                .map_err(|e| e.to_string())?;
+            self.pos += n as u64;
+            if n == 0 || self.line.last() == Some(&b'\n') {
+                return Ok(Some(false));
+            }
+        }
+    }
+
+    fn next_line(&mut self) -> Line {
+        let ok = match self.read_line() {
+            Ok(None) => return Line::Eof,
+            Ok(Some(ok)) => ok,
+            Err(e) => return Line::Fatal(e),
+        };
+        if !ok {
+            return Line::Bad(format!("line longer than {MAX_LINE} bytes"));
+        }
+        let Ok(text) = std::str::from_utf8(&self.line) else {
+            return Line::Bad("not text".into());
+        };
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('#') {
+            return Line::Nothing;
+        }
+        if let Some(d) = text.strip_prefix('!') {
+            let (word, rest) = d.split_once(char::is_whitespace).unwrap_or((d, ""));
+            let rest = rest.trim();
+            match word {
+                "IPSummaryDump" => {
+                    self.minor = rest
+                        .split_once('.')
+                        .and_then(|(_, m)| m.split_whitespace().next())
+                        .and_then(|m| m.parse().ok())
+                        .unwrap_or(3);
+                }
+                "data" | "contents" => {
+                    let mut bad = None;
+                    self.fields = split_words(rest)
+                        .iter()
+                        .map(|w| {
+                            let f = Field::lookup(w);
+                            if f.is_none() && bad.is_none() {
+                                bad = Some(format!("unknown field '{w}' in !{word} line"));
+                            }
+                            f
+                        })
+                        .collect();
+                    if let Some(b) = bad {
+                        return Line::Bad(b);
+                    }
+                }
+                "flowid" => match FlowId::parse(rest) {
+                    Some(f) => self.flowid = Some(f),
+                    None => return Line::Bad("bad !flowid line".into()),
+                },
+                "binary" => return Line::Fatal("binary summary dumps are not supported".into()),
+                _ => {}
+            }
+            return Line::Nothing;
+        }
+        if self.fields.is_empty() {
+            return Line::Bad("no '!data' line (or CONTENTS) names the fields".into());
+        }
+        let mut v = Values::default();
+        for (i, w) in text.split_whitespace().enumerate() {
+            let Some(Some(f)) = self.fields.get(i) else {
+                continue;
+            };
+            if w == "-" {
+                continue;
+            }
+            if parse_value(*f, w, &mut v, self.minor).is_none() {
+                return Line::Bad(format!("bad {} '{w}'", f.name()));
+            }
+        }
+        Line::Packet(v)
+    }
+}
+
+#[derive(Default)]
+struct Produced {
+    out: Option<Batch>,
+    progress: bool,
+    ended: bool,
+    wait: Option<Instant>,
+}
+
+impl FromIPSummaryDump {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn produce(&self, cx: &mut Cx<'_>, max: usize) -> Produced {
+        let mut r = Produced::default();
+        if !self.active.load(Ordering::Relaxed) {
+            return r;
+        }
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.done {
+            return r;
+        }
+        let now = Instant::now();
+        let budget = max.saturating_mul(8).max(256);
+        let mut emitted = 0;
+        let mut examined = 0;
+        while emitted < max && examined < budget {
+            examined += 1;
+            let p = match st.pending.take() {
+                Some(p) => p,
+                None => {
+                    let v = match st.pending_values.take() {
+                        Some(v) => Line::Packet(v),
+                        None => st.next_line(),
+                    };
+                    let v = match v {
+                        Line::Packet(v) => v,
+                        Line::Nothing => {
+                            r.progress = true;
+                            continue;
+                        }
+                        Line::Bad(msg) => {
+                            self.errors.report(
+                                &format!("{} :: FromIPSummaryDump", cx.element_name()),
+                                &format!("{}:{}: {msg}", self.filename, st.line_no),
+                            );
+                            r.progress = true;
+                            continue;
+                        }
+                        Line::Eof => {
+                            st.done = true;
+                            r.ended = true;
+                            break;
+                        }
+                        Line::Fatal(msg) => {
+                            self.errors.report(
+                                &format!("{} :: FromIPSummaryDump", cx.element_name()),
+                                &format!("{}:{}: {msg}", self.filename, st.line_no),
+                            );
+                            st.reader = None;
+                            st.done = true;
+                            r.ended = true;
+                            break;
+                        }
+                    };
+                    if !st.sampler.keep() {
+                        r.progress = true;
+                        continue;
+                    }
+                    let opts = BuildOpts {
+                        checksum: self.checksum,
+                        default_proto: self.default_proto,
+                        flowid: st.flowid,
+                    };
+                    match build(&v, &opts) {
+                        Some(p) => p,
+                        None => {
+                            // Packet pool exhausted: try this line again later.
+                            st.pending_values = Some(v);
+                            break;
+                        }
+                    }
+                }
+            };
+            if self.timing {
+                if let Some(due) = st.timing.wait_until(p.timestamp(), now) {
+                    st.pending = Some(p);
+                    r.wait = Some(due);
+                    break;
+                }
+            }
+            r.out.get_or_insert_with(Batch::new).push(p);
+            emitted += 1;
+        }
+        drop(guard);
+        if emitted > 0 {
+            r.progress = true;
+            self.count.add(cx.thread(), emitted as u64);
+        }
+        r
+    }
+
+    /// Packets emitted so far.
+    pub fn count(&self) -> u64 {
+        self.count.get()
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::write("reset_counts"),
+    HandlerInfo::read("sampling_prob"),
+    HandlerInfo::rw("active"),
+    HandlerInfo::read("encap"),
+    HandlerInfo::read("filename"),
+    HandlerInfo::read("filesize"),
+    HandlerInfo::read("filepos"),
+    HandlerInfo::write("stop"),
+    HandlerInfo::read("errors"),
+];
+
+impl Element for FromIPSummaryDump {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.push {
+            ix.add_task();
+        }
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let r = self.produce(cx, self.burst.load(Ordering::Relaxed));
+        if let Some(b) = r.out {
+            cx.push(0, b);
+        }
+        if r.ended {
+            self.end.run(cx, &self.active);
+        }
+        if let Some(due) = r.wait {
+            cx.schedule_at(0, due);
+        }
+        r.progress
+    }
+
+    fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
+
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let r = self.produce(cx, max.max(1));
+        if r.ended {
+            self.end.run(cx, &self.active);
+        }
+        r.out
+    }
+
+    fn queued(&self) -> usize {
+        usize::from(self.lock().pending.is_some())
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "sampling_prob" => sampling_prob_text(self.sample),
+            "active" => self.active.load(Ordering::Relaxed).to_string(),
+            "encap" => "IP".into(),
+            "filename" => self.filename.clone(),
+            "filesize" => self
+                .filesize
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
+            "filepos" => self.lock().pos.to_string(),
+            "errors" => self.errors.get().to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
+        Some(match name {
+            "reset_counts" => {
+                self.count.reset();
+                Ok(())
+            }
+            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
+            "stop" => {
+                self.active.store(false, Ordering::Relaxed);
+                hx.request_stop();
+                Ok(())
+            }
+            _ => return None,
+        })
+    }
+}

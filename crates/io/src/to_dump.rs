@@ -1,0 +1,346 @@
+//! # ToDump
+//!
+//! ToDump(FILENAME [, SNAPLEN, ENCAP, keywords USE_ENCAP_FROM, EXTRA_LENGTH, NANO, UNBUFFERED, BURST])
+//!
+//! Writes packets to a tcpdump (libpcap) file.
+//!
+//! Writes incoming packets to FILENAME in `tcpdump -w` format, readable by
+//! `tcpdump -r`, Wireshark, or FromDump. FILENAME `-` is the standard
+//! output. Each record carries the packet's timestamp annotation; its
+//! original length is the packet length plus, with EXTRA_LENGTH, the extra
+//! length annotation (so a truncated capture read by FromDump is written
+//! back as it was). The file is in this machine's byte order.
+//!
+//! Output is buffered; it is flushed when the router is dropped (and by the
+//! `flush` handler), so the file is complete once the router is gone.
+//!
+//! Ports: 1 input, 0 or 1 outputs. Processing: agnostic. With an output,
+//! every packet written is emitted on it. Used as a pull sink (pull input,
+//! no output), ToDump owns a task that pulls up to BURST packets per run.
+//!
+//! Arguments:
+//! - `FILENAME` (string): the file to write (created or truncated).
+//! - `SNAPLEN` (integer, default 2000): write at most this many bytes of
+//!   each packet; 0 means whole packets.
+//! - `ENCAP` (default `ETHER`): the first header packets have: `ETHER`,
+//!   `IP` (raw IPv4, link type 101), `FDDI`, `ATM`, `802_11`, `SLL`,
+//!   `AIRONET`, `HDLC`, `PPP_HDLC`, `PPP`, `SUNATM`, `PRISM`, `NULL`, or a
+//!   link-type number.
+//! - `USE_ENCAP_FROM` (space-separated element names): take the
+//!   encapsulation from these elements (FromDump, FromIPSummaryDump); they
+//!   must agree. At most one of ENCAP and USE_ENCAP_FROM.
+//! - `EXTRA_LENGTH` (boolean, default true): add the extra length
+//!   annotation to each record's original length.
+//! - `NANO` (boolean, default false): write a nanosecond-precision file
+//!   (magic `0xA1B23C4D`); otherwise microseconds, as a Click built without
+//!   nanosecond timestamps writes.
+//! - `UNBUFFERED` (boolean, default false): write each batch straight
+//!   through to the file.
+//! - `BURST` (integer, default 32): packets pulled per task run.
+//!
+//! Handlers:
+//! - `count` (read): packets written. `reset_counts` (write): resets it.
+//! - `filename` (read).
+//! - `flush` (write): flushes buffered output to the file (a paraclick
+//!   addition).
+//!
+//! Example:
+//!
+//!     FromDevice(eth0) -> ToDump(out.pcap, SNAPLEN 96);
+
+use crate::common::{encap_name, open_output, parse_encap, ErrorCount};
+use crate::from_dump::FromDump;
+use crate::from_ip_summary_dump::FromIPSummaryDump;
+use paraclick_packet::Batch;
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use pcap_file::pcap::PcapHeader;
+use pcap_file::{DataLink, Endianness, TsResolution};
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Header snaplen written when SNAPLEN is 0 (tcpdump's largest).
+const WHOLE_PACKET_SNAPLEN: u32 = 262_144;
+
+pub struct ToDump {
+    filename: String,
+    snaplen: u32,
+    linktype: AtomicU32,
+    use_encap_from: Vec<String>,
+    extra_length: bool,
+    nano: bool,
+    unbuffered: bool,
+    out: Mutex<Option<BufWriter<Box<dyn Write + Send>>>>,
+    count: Counter,
+    errors: ErrorCount,
+    pull_sink: bool,
+    burst: usize,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("ToDump", "1/0-1", "a", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let filename = a.read_mp::<String>("FILENAME")?;
+    let snaplen = a.read_p::<u32>("SNAPLEN")?.unwrap_or(2000);
+    let encap = a.read_p::<String>("ENCAP")?;
+    let use_encap_from = a.read::<String>("USE_ENCAP_FROM")?;
+    let extra_length = a.read::<bool>("EXTRA_LENGTH")?.unwrap_or(true);
+    let nano = a.read::<bool>("NANO")?.unwrap_or(false);
+    let unbuffered = a.read::<bool>("UNBUFFERED")?.unwrap_or(false);
+    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    a.complete()?;
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    if encap.is_some() && use_encap_from.is_some() {
+        return Err("supply at most one of ENCAP and USE_ENCAP_FROM".into());
+    }
+    let linktype = match &encap {
+        Some(e) => parse_encap(e).ok_or_else(|| format!("ENCAP: unknown encapsulation '{e}'"))?,
+        None => 1,
+    };
+    let use_encap_from: Vec<String> = use_encap_from
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    Ok(Box::new(ToDump {
+        filename,
+        snaplen,
+        linktype: AtomicU32::new(linktype),
+        use_encap_from,
+        extra_length,
+        nano,
+        unbuffered,
+        out: Mutex::new(None),
+        count: Counter::new(cx.nthreads),
+        errors: ErrorCount::default(),
+        pull_sink: cx.input_is_pull(0) && cx.noutputs == 0,
+        burst,
+    }))
+}
+
+/// The link type of another element's `encap` (for USE_ENCAP_FROM).
+fn encap_of(e: &dyn Element) -> Option<u32> {
+    let any: &dyn std::any::Any = e;
+    if let Some(f) = any.downcast_ref::<FromDump>() {
+        return Some(f.linktype());
+    }
+    if any.downcast_ref::<FromIPSummaryDump>().is_some() {
+        return Some(101);
+    }
+    if let Some(t) = any.downcast_ref::<ToDump>() {
+        return Some(t.linktype.load(Ordering::Relaxed));
+    }
+    None
+}
+
+impl ToDump {
+    fn lock(&self) -> MutexGuard<'_, Option<BufWriter<Box<dyn Write + Send>>>> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends the batch's records to the file.
+    fn write_batch(&self, cx: &mut Cx<'_>, b: &Batch) {
+        if b.is_empty() {
+            return;
+        }
+        let mut guard = self.lock();
+        let Some(out) = guard.as_mut() else {
+            return;
+        };
+        let little = cfg!(target_endian = "little");
+        let u32b = |v: u32| {
+            if little {
+                v.to_le_bytes()
+            } else {
+                v.to_be_bytes()
+            }
+        };
+        let mut res = Ok(());
+        for p in b.iter() {
+            let len = p.len();
+            let cap = if self.snaplen == 0 {
+                len
+            } else {
+                len.min(self.snaplen as usize)
+            };
+            let mut orig = len as u64;
+            if self.extra_length {
+                orig += u64::from(p.anno().extra_length);
+            }
+            let ts = p.timestamp();
+            let sec = ts.sec().clamp(0, i64::from(u32::MAX)) as u32;
+            let frac = if self.nano { ts.nsec() } else { ts.usec() };
+            let mut hdr = [0u8; 16];
+            hdr[0..4].copy_from_slice(&u32b(sec));
+            hdr[4..8].copy_from_slice(&u32b(frac));
+            hdr[8..12].copy_from_slice(&u32b(cap as u32));
+            hdr[12..16].copy_from_slice(&u32b(orig.min(u64::from(u32::MAX)) as u32));
+            res = out
+                .write_all(&hdr)
+                .and_then(|_| out.write_all(&p.data()[..cap]));
+            if res.is_err() {
+                break;
+            }
+        }
+        if res.is_ok() && self.unbuffered {
+            res = out.flush();
+        }
+        match res {
+            Ok(()) => self.count.add(cx.thread(), b.len() as u64),
+            Err(e) => {
+                self.errors.report(
+                    &format!("{} :: ToDump", cx.element_name()),
+                    &format!("{}: {e}; no more packets will be written", self.filename),
+                );
+                *guard = None;
+            }
+        }
+    }
+
+    /// Flushes buffered records to the file.
+    pub fn flush(&self) -> Result<(), String> {
+        match self.lock().as_mut() {
+            Some(out) => out.flush().map_err(|e| format!("{}: {e}", self.filename)),
+            None => Ok(()),
+        }
+    }
+
+    /// Packets written so far.
+    pub fn count(&self) -> u64 {
+        self.count.get()
+    }
+}
+
+impl Drop for ToDump {
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            eprintln!("ToDump: {e}");
+        }
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::write("reset_counts"),
+    HandlerInfo::read("filename"),
+    HandlerInfo::write("flush"),
+];
+
+impl Element for ToDump {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if !self.use_encap_from.is_empty() {
+            let mut found: Option<(u32, &str)> = None;
+            for name in &self.use_encap_from {
+                let i = ix
+                    .find(name)
+                    .ok_or_else(|| format!("USE_ENCAP_FROM: no element named '{name}'"))?;
+                let l = encap_of(ix.element(i)).ok_or_else(|| {
+                    format!("USE_ENCAP_FROM: element '{name}' has no 'encap' handler")
+                })?;
+                match found {
+                    Some((prev, pname)) if prev != l => {
+                        return Err(format!(
+                            "USE_ENCAP_FROM: '{pname}' has encapsulation {} but '{name}' has {}",
+                            encap_name(prev),
+                            encap_name(l)
+                        ))
+                    }
+                    _ => found = Some((l, name)),
+                }
+            }
+            if let Some((l, _)) = found {
+                self.linktype.store(l, Ordering::Relaxed);
+            }
+        }
+        let out = open_output(&self.filename)?;
+        let mut out = if self.unbuffered {
+            BufWriter::with_capacity(0, out)
+        } else {
+            BufWriter::with_capacity(1 << 16, out)
+        };
+        let header = PcapHeader {
+            version_major: 2,
+            version_minor: 4,
+            ts_correction: 0,
+            ts_accuracy: 0,
+            snaplen: if self.snaplen == 0 {
+                WHOLE_PACKET_SNAPLEN
+            } else {
+                self.snaplen
+            },
+            datalink: DataLink::from(self.linktype.load(Ordering::Relaxed)),
+            ts_resolution: if self.nano {
+                TsResolution::NanoSecond
+            } else {
+                TsResolution::MicroSecond
+            },
+            endianness: Endianness::native(),
+        };
+        header
+            .write_to(&mut out)
+            .map_err(|e| format!("{}: {e}", self.filename))?;
+        out.flush().map_err(|e| format!("{}: {e}", self.filename))?;
+        *self.lock() = Some(out);
+        if self.pull_sink {
+            ix.add_task();
+        }
+        Ok(())
+    }
+
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        self.write_batch(cx, &batch);
+        if cx.noutputs() > 0 {
+            cx.push(0, batch);
+        }
+        // Without an output, written packets are consumed here.
+    }
+
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let b = cx.pull(0, max)?;
+        self.write_batch(cx, &b);
+        Some(b)
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        match cx.pull(0, self.burst) {
+            Some(b) => {
+                self.write_batch(cx, &b);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "filename" => self.filename.clone(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        _v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        Some(match name {
+            "reset_counts" => {
+                self.count.reset();
+                Ok(())
+            }
+            "flush" => self.flush(),
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,378 @@
+//! # ToIPSummaryDump
+//!
+//! ToIPSummaryDump(FILENAME [, keywords CONTENTS, HEADER, VERBOSE, BANNER, MULTIPACKET, BAD_PACKETS, CAREFUL_TRUNC, EXTRA_LENGTH, BURST])
+//!
+//! Writes packet summary information to an ASCII file.
+//!
+//! Writes one line per packet to FILENAME in Click's IP summary dump
+//! format, with the fields CONTENTS names, separated by single spaces; a
+//! field that does not apply to a packet (`sport` of an ICMP packet) is a
+//! dash `-`. FILENAME `-` is the standard output. The dump begins with
+//! `!IPSummaryDump 1.3`, then (with BANNER) `!creator "BANNER"`, (with
+//! VERBOSE) `!host` and `!runtime` lines, and `!data` naming the fields.
+//!
+//! Accepted packets: IP fields are read from the packet's network header
+//! annotation (set by CheckIPHeader, MarkIPHeader, FromDump FORCE_IP or on
+//! raw-IP traces, FromIPSummaryDump); a packet without one whose MAC header
+//! annotation marks an Ethernet frame of type 0x0800 (as FromDump sets on
+//! Ethernet traces) is read after the Ethernet header. Other packets print
+//! `-` for IP, TCP, UDP and ICMP fields. A header that is not IPv4 (bad
+//! version, header length, or total length) counts as absent.
+//!
+//! Fields (synonyms in parentheses; a name without `_` may drop its `ip_`
+//! prefix, and spaces may stand for underscores):
+//! `timestamp` (`ts`; seconds and microseconds, `996033261.451094`),
+//! `ntimestamp` (nanoseconds), `ts_sec`, `ts_usec`, `ts_usec1`, `ip_src`,
+//! `ip_dst`, `ip_tos`, `ip_dscp`, `ip_ecn` (`no`, `ect1`, `ect2`, `ce`),
+//! `ip_ttl`, `ip_frag` (`F` first fragment, `f` later one, `!` DF, `.`
+//! none), `ip_fragoff` (offset in bytes, `+` for MF, `!` for DF), `ip_id`,
+//! `ip_sum`, `ip_proto` (`T`, `U`, `I` or a number), `ip_hl`, `ip_len`
+//! (`length`), `ip_capture_len`, `sport`, `dport`, `tcp_seq`, `tcp_ack`,
+//! `tcp_off`, `tcp_flags` (letters of FIN SYN RST PSH ACK URG ECE CWR NS:
+//! `FSRPAUECN`, in that order; `.` for none), `tcp_window`, `tcp_urp`,
+//! `udp_len`, `icmp_type`, `icmp_code`, `payload_len` (IP length less the
+//! IP header and the TCP or UDP header), `count` (1 + extra packets
+//! annotation), `direction` (paint 0 `>`, 1 `<`, else the number), `link`
+//! and `paint` (the paint annotation), `eth_src`, `eth_dst` (from the MAC
+//! header), `wire_len` (the packet's length).
+//!
+//! Ports: 1 input, 0 or 1 outputs. Processing: agnostic input, push output
+//! (`a/h`). Packets are emitted on the output if it exists. With a pull
+//! input it owns a task that pulls up to BURST packets per run.
+//!
+//! Arguments:
+//! - `FILENAME` (string): the file to write (created or truncated).
+//! - `CONTENTS` (or `FIELDS`; space-separated field names, default
+//!   `ip_src ip_dst`): the fields of each line.
+//! - `HEADER` (boolean, default true): write the `!` lines at the start.
+//! - `VERBOSE` (boolean, default false): also write `!host` and `!runtime`.
+//! - `BANNER` (string): write `!creator "BANNER"`.
+//! - `MULTIPACKET` (boolean, default false): for packets standing for
+//!   several (extra packets annotation), write one line per packet unless
+//!   CONTENTS has `count`.
+//! - `BAD_PACKETS` (boolean, default false): write a `!bad MESSAGE` line
+//!   before each packet with a bad IP or TCP header.
+//! - `CAREFUL_TRUNC` (boolean, default true): write `!bad truncated IP
+//!   missing N` before packets whose data plus extra length falls short of
+//!   their IP length.
+//! - `EXTRA_LENGTH` (boolean, default true): count the extra length
+//!   annotation.
+//! - `BURST` (integer, default 32): packets pulled per task run.
+//! - `BINARY` (boolean): only false is supported.
+//!
+//! Output is buffered and flushed when the router is dropped or the `flush`
+//! handler is written.
+//!
+//! Handlers:
+//! - `flush` (write): flushes buffered output to the file.
+//! - `count` (read): packets written; `filename` (read) (paraclick additions).
+//!
+//! Example:
+//!
+//!     FromDump(trace.pcap, FORCE_IP true, STOP true)
+//!         -> ToIPSummaryDump(-, CONTENTS timestamp ip_src sport ip_dst dport ip_proto tcp_flags);
+
+use crate::common::{open_output, ErrorCount};
+use crate::ipsumdump::{data_line, parse_fields, Field, View, ViewOpts};
+use paraclick_packet::{Batch, Timestamp};
+use paraclick_runtime::args::Raw;
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use std::io::{BufWriter, Write};
+use std::sync::{Mutex, MutexGuard};
+
+pub struct ToIPSummaryDump {
+    filename: String,
+    fields: Vec<Field>,
+    header: bool,
+    verbose: bool,
+    banner: Option<String>,
+    multipacket: bool,
+    opts: ViewOpts,
+    out: Mutex<Option<Writer>>,
+    count: Counter,
+    errors: ErrorCount,
+    pull_input: bool,
+    burst: usize,
+}
+
+struct Writer {
+    w: BufWriter<Box<dyn Write + Send>>,
+    line: String,
+    bad: String,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("ToIPSummaryDump", "1/0-1", "a/h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let filename = a.read_mp::<String>("FILENAME")?;
+    let contents = match a.read::<Raw>("CONTENTS")? {
+        Some(c) => Some(c),
+        None => a.read::<Raw>("FIELDS")?,
+    };
+    let header = a.read::<bool>("HEADER")?.unwrap_or(true);
+    let verbose = a.read::<bool>("VERBOSE")?.unwrap_or(false);
+    let banner = a.read::<String>("BANNER")?;
+    let multipacket = a.read::<bool>("MULTIPACKET")?.unwrap_or(false);
+    let bad_packets = a.read::<bool>("BAD_PACKETS")?.unwrap_or(false);
+    let careful_trunc = a.read::<bool>("CAREFUL_TRUNC")?.unwrap_or(true);
+    let extra_length = a.read::<bool>("EXTRA_LENGTH")?.unwrap_or(true);
+    let binary = a.read::<bool>("BINARY")?.unwrap_or(false);
+    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    a.complete()?;
+    if binary {
+        return Err("BINARY true is not supported".into());
+    }
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    let fields = match contents {
+        Some(Raw(c)) => parse_fields(&c).map_err(|e| format!("CONTENTS: {e}"))?,
+        None => vec![Field::IpSrc, Field::IpDst],
+    };
+    Ok(Box::new(ToIPSummaryDump {
+        multipacket: multipacket && !fields.contains(&Field::Count),
+        filename,
+        fields,
+        header,
+        verbose,
+        banner,
+        opts: ViewOpts {
+            extra_length,
+            careful_trunc,
+            bad_packets,
+        },
+        out: Mutex::new(None),
+        count: Counter::new(cx.nthreads),
+        errors: ErrorCount::default(),
+        pull_input: cx.input_is_pull(0),
+        burst,
+    }))
+}
+
+/// Click's quoting for the banner: double quotes, with `"` and `\` escaped.
+fn quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            q.push('\\');
+        }
+        q.push(c);
+    }
+    q.push('"');
+    q
+}
+
+/// `Tue Jul 24 17:53:30 2001` (UTC).
+fn ctime(sec: i64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = sec.div_euclid(86_400);
+    let rem = sec.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(m - 1) as usize],
+        d,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        y
+    )
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+impl ToIPSummaryDump {
+    fn lock(&self) -> MutexGuard<'_, Option<Writer>> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The `!` lines at the start of the dump.
+    fn header_text(&self) -> String {
+        let mut h = String::from("!IPSummaryDump 1.3\n");
+        if let Some(b) = &self.banner {
+            h.push_str(&format!("!creator {}\n", quote(b)));
+        }
+        if self.verbose {
+            let now = Timestamp::now();
+            h.push_str(&format!("!host {}\n", hostname()));
+            h.push_str(&format!("!runtime {now} ({})\n", ctime(now.sec())));
+        }
+        h.push_str(&data_line(&self.fields));
+        h
+    }
+
+    fn write_batch(&self, cx: &mut Cx<'_>, b: &Batch) {
+        if b.is_empty() {
+            return;
+        }
+        let mut guard = self.lock();
+        let Some(wr) = guard.as_mut() else {
+            return;
+        };
+        let mut res = Ok(());
+        for p in b.iter() {
+            wr.line.clear();
+            wr.bad.clear();
+            let v = View::new(p, &self.opts, &mut wr.bad);
+            for (i, f) in self.fields.iter().enumerate() {
+                if i > 0 {
+                    wr.line.push(' ');
+                }
+                v.write(&mut wr.line, *f);
+            }
+            wr.line.push('\n');
+            let copies = if self.multipacket {
+                1 + p.anno().extra_packets as usize
+            } else {
+                1
+            };
+            res = wr.w.write_all(wr.bad.as_bytes());
+            for _ in 0..copies {
+                if res.is_ok() {
+                    res = wr.w.write_all(wr.line.as_bytes());
+                }
+            }
+            if res.is_err() {
+                break;
+            }
+        }
+        match res {
+            Ok(()) => self.count.add(cx.thread(), b.len() as u64),
+            Err(e) => {
+                self.errors.report(
+                    &format!("{} :: ToIPSummaryDump", cx.element_name()),
+                    &format!("{}: {e}; no more packets will be written", self.filename),
+                );
+                *guard = None;
+            }
+        }
+    }
+
+    /// Flushes buffered lines to the file.
+    pub fn flush(&self) -> Result<(), String> {
+        match self.lock().as_mut() {
+            Some(wr) => wr.w.flush().map_err(|e| format!("{}: {e}", self.filename)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ToIPSummaryDump {
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            eprintln!("ToIPSummaryDump: {e}");
+        }
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::write("flush"),
+    HandlerInfo::read("count"),
+    HandlerInfo::read("filename"),
+];
+
+impl Element for ToIPSummaryDump {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        let out = open_output(&self.filename)?;
+        let mut w = BufWriter::with_capacity(1 << 16, out);
+        if self.header {
+            w.write_all(self.header_text().as_bytes())
+                .map_err(|e| format!("{}: {e}", self.filename))?;
+        }
+        *self.lock() = Some(Writer {
+            w,
+            line: String::with_capacity(256),
+            bad: String::new(),
+        });
+        if self.pull_input {
+            ix.add_task();
+        }
+        Ok(())
+    }
+
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        self.write_batch(cx, &batch);
+        if cx.noutputs() > 0 {
+            cx.push(0, batch);
+        }
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        match cx.pull(0, self.burst) {
+            Some(b) => {
+                self.write_batch(cx, &b);
+                if cx.noutputs() > 0 {
+                    cx.push(0, b);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "filename" => self.filename.clone(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        _v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        Some(match name {
+            "flush" => self.flush(),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctime_format() {
+        assert_eq!(ctime(996_022_410), "Wed Jul 25 00:53:30 2001");
+        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(ctime(951_782_400), "Tue Feb 29 00:00:00 2000");
+    }
+
+    #[test]
+    fn banner_quoting() {
+        assert_eq!(quote(r#"a "b" \c"#), r#""a \"b\" \\c""#);
+    }
+}
