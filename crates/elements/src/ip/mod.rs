@@ -1,5 +1,214 @@
-//! (being written)
+//! IP elements: header checks and marks, address annotations, TTL, options,
+//! DSCP/ECN, checksums, printing (the IP half of Click's RFC 1812 router).
+//!
+//! Conventions these elements share with the other IP elements: a packet's
+//! network header is set by CheckIPHeader or MarkIPHeader with
+//! `set_network_header(offset, header_len)`; `anno.dst_ip` is the
+//! destination IP annotation; `anno.fix_ip_src` is FIX_IP_SRC;
+//! `anno.icmp_param_off` is ICMP_PARAMPROB (offset of the bad byte from the
+//! start of the IP header).
 
-use paraclick_runtime::Registry;
+use paraclick_packet::wire::Ipv4Header;
+use paraclick_packet::Packet;
+use paraclick_runtime::args::{ArgEnv, FromArg};
+use paraclick_runtime::{Counter, Cx, HandlerInfo, Registry, Verdict};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-pub fn register(_reg: &mut Registry) {}
+pub mod check_ip_header;
+pub mod check_ip_header2;
+pub mod dec_ip_ttl;
+pub mod drop_broadcasts;
+pub mod fix_ip_src;
+pub mod get_ip_address;
+pub mod mark_ip_ce;
+pub mod mark_ip_header;
+pub mod set_ip_address;
+pub mod set_ip_checksum;
+pub mod set_ip_dscp;
+pub mod store_ip_address;
+
+#[cfg(test)]
+pub(crate) mod test_util;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(check_ip_header::spec());
+    reg.register(check_ip_header2::spec());
+    reg.register(dec_ip_ttl::spec());
+    reg.register(drop_broadcasts::spec());
+    reg.register(fix_ip_src::spec());
+    reg.register(get_ip_address::spec());
+    reg.register(mark_ip_ce::spec());
+    reg.register(mark_ip_header::spec());
+    reg.register(set_ip_address::spec());
+    reg.register(set_ip_checksum::spec());
+    reg.register(set_ip_dscp::spec());
+    reg.register(store_ip_address::spec());
+}
+
+/// Length of an IPv4 header without options.
+pub(crate) const IP_MIN_HLEN: usize = 20;
+
+/// A view of the fixed 20 bytes of the packet's IP header (at its network
+/// header annotation), for elements that only touch fixed fields (TTL, TOS,
+/// addresses, checksum). `None` if the annotation is missing or fewer than
+/// 20 bytes follow it. Every accessor of the fixed header is in bounds of
+/// the 20-byte view, so nothing after this can panic; the header length and
+/// total length fields are deliberately not checked (as in Click, these
+/// elements work on any packet an IP header was marked on).
+#[inline]
+pub(crate) fn fixed_ip_header(p: &mut Packet) -> Option<Ipv4Header<&mut [u8]>> {
+    let nh = p.network_header_mut()?;
+    let fixed = nh.get_mut(..IP_MIN_HLEN)?;
+    Some(Ipv4Header::new_unchecked(fixed))
+}
+
+/// Read-only counterpart of [`fixed_ip_header`].
+#[inline]
+pub(crate) fn fixed_ip_header_ref(p: &Packet) -> Option<Ipv4Header<&[u8]>> {
+    let nh = p.network_header()?;
+    let fixed = nh.get(..IP_MIN_HLEN)?;
+    Some(Ipv4Header::new_unchecked(fixed))
+}
+
+/// True for a multicast (class D, 224.0.0.0/4) address.
+#[inline]
+pub(crate) fn is_multicast(a: Ipv4Addr) -> bool {
+    u32::from(a) >> 28 == 0xe
+}
+
+/// Parses a space-separated list of IP addresses (AddressInfo names
+/// allowed), as Click's IP address list arguments.
+pub(crate) fn parse_ip_list(s: &str, env: &ArgEnv) -> Result<Vec<Ipv4Addr>, String> {
+    s.split_whitespace()
+        .map(|w| Ipv4Addr::from_arg(w, env))
+        .collect()
+}
+
+/// Reads a space-separated IP address list keyword argument.
+pub(crate) fn read_ip_list(
+    a: &mut paraclick_runtime::Args<'_>,
+    name: &str,
+    env: &ArgEnv,
+) -> Result<Option<Vec<Ipv4Addr>>, String> {
+    match a.read::<String>(name)? {
+        Some(text) => parse_ip_list(&text, env)
+            .map(Some)
+            .map_err(|e| format!("{name}: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// The bookkeeping Click's header checkers share (CheckIPHeader,
+/// CheckTCPHeader, CheckUDPHeader, CheckICMPHeader): counts of good and
+/// bad packets, optional per-reason counts (`DETAILS`), the first-error
+/// (or every error, `VERBOSE`) message, and where bad packets go (output 1
+/// if it is connected, else a counted drop).
+pub(crate) struct CheckStats {
+    count: Counter,
+    drops: Counter,
+    reasons: Option<Box<[Counter]>>,
+    texts: &'static [&'static str],
+    what: &'static str,
+    verbose: bool,
+    warned: AtomicBool,
+    has_error_output: bool,
+}
+
+const CHECK_HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("count"), HandlerInfo::read("drops")];
+const CHECK_HANDLERS_DETAILS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::read("drops"),
+    HandlerInfo::read("drop_details"),
+];
+
+impl CheckStats {
+    /// `texts` are the reasons' names (Click's), `what` the message prefix
+    /// ("IP header check failed").
+    pub(crate) fn new(
+        nthreads: usize,
+        texts: &'static [&'static str],
+        what: &'static str,
+        verbose: bool,
+        details: bool,
+        noutputs: usize,
+    ) -> CheckStats {
+        CheckStats {
+            count: Counter::new(nthreads),
+            drops: Counter::new(nthreads),
+            reasons: details.then(|| texts.iter().map(|_| Counter::new(nthreads)).collect()),
+            texts,
+            what,
+            verbose,
+            warned: AtomicBool::new(false),
+            has_error_output: noutputs >= 2,
+        }
+    }
+
+    /// A packet passed.
+    #[inline]
+    pub(crate) fn pass(&self, cx: &Cx<'_>) -> Verdict {
+        self.count.inc(cx.thread());
+        Verdict::Out(0)
+    }
+
+    /// A packet failed for reason `reason` (an index into the texts).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn fail(&self, cx: &Cx<'_>, reason: usize) -> Verdict {
+        let t = cx.thread();
+        self.drops.inc(t);
+        if let Some(r) = self.reasons.as_ref().and_then(|r| r.get(reason)) {
+            r.inc(t);
+        }
+        if self.verbose || !self.warned.swap(true, Ordering::Relaxed) {
+            let text = self.texts.get(reason).copied().unwrap_or("?");
+            eprintln!("{}: {}: {}", cx.element_name(), self.what, text);
+        }
+        if self.has_error_output {
+            Verdict::Out(1)
+        } else {
+            Verdict::Drop
+        }
+    }
+
+    pub(crate) fn handlers(&self) -> &'static [HandlerInfo] {
+        if self.reasons.is_some() {
+            CHECK_HANDLERS_DETAILS
+        } else {
+            CHECK_HANDLERS
+        }
+    }
+
+    pub(crate) fn read_handler(&self, name: &str) -> Option<String> {
+        match name {
+            "count" => Some(self.count.get().to_string()),
+            "drops" => Some(self.drops.get().to_string()),
+            "drop_details" => self.reasons.as_ref().map(|r| {
+                let mut s = String::new();
+                for (c, text) in r.iter().zip(self.texts) {
+                    s.push_str(&format!("{:>15} packets due to: {:>24}\n", c.get(), text));
+                }
+                s
+            }),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn drops(&self) -> u64 {
+        self.drops.get()
+    }
+
+    pub(crate) fn count(&self) -> u64 {
+        self.count.get()
+    }
+}
+
+/// Prints a warning once per element (or always, if `always`), on the
+/// cold path of elements that drop malformed packets.
+#[cold]
+pub(crate) fn warn_once(flag: &AtomicBool, cx: &Cx<'_>, msg: &str) {
+    if !flag.swap(true, Ordering::Relaxed) {
+        eprintln!("{}: {}", cx.element_name(), msg);
+    }
+}

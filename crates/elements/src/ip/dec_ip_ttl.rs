@@ -1,0 +1,248 @@
+//! # DecIPTTL
+//!
+//! DecIPTTL([keywords ACTIVE, MULTICAST])
+//!
+//! Decrements the IP time-to-live, and sends expired packets aside.
+//!
+//! Ports: 1 input, 1 or 2 outputs. Processing: agnostic, but output 1 is
+//! push (`a/ah`).
+//!
+//! Expects IP packets (with their network header annotation set). If the
+//! TTL is 1 or 0 (the packet has expired), sends the packet unchanged to
+//! output 1, or drops it if output 1 is not connected. Otherwise decrements
+//! the TTL, updates the header checksum incrementally (RFC 1624), and sends
+//! the packet to output 0. A packet without an IP header annotation, or with
+//! fewer than 20 bytes of IP header, is dropped.
+//!
+//! Ordinarily output 1 is connected to an ICMP error generator.
+//!
+//! Keywords:
+//! - `ACTIVE` (boolean, default true): if false, pass every packet through
+//!   unchanged.
+//! - `MULTICAST` (boolean, default true): if false, do not decrement the
+//!   TTL of packets to multicast destinations (they still expire).
+//!
+//! Handlers:
+//! - `drops` (read): expired packets seen.
+//! - `active` (read/write): the ACTIVE setting.
+//!
+//! Example:
+//!
+//!     ... -> CheckIPHeader -> dt :: DecIPTTL -> ...;
+//!     dt[1] -> ICMPError(18.26.4.24, timeexceeded) -> ...;
+
+use super::{fixed_ip_header, is_multicast};
+use crate::util::parse_bool;
+use paraclick_packet::Packet;
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub struct DecIPTTL {
+    active: AtomicBool,
+    multicast: bool,
+    drops: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("DecIPTTL", "1/1-2", "a/ah", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let multicast = a.read::<bool>("MULTICAST")?.unwrap_or(true);
+    a.complete()?;
+    Ok(Box::new(DecIPTTL {
+        active: AtomicBool::new(active),
+        multicast,
+        drops: Counter::new(cx.nthreads),
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops"), HandlerInfo::rw("active")];
+
+impl Element for DecIPTTL {
+    #[inline]
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        if !self.active.load(Ordering::Relaxed) {
+            return Verdict::Out(0);
+        }
+        let Some(mut h) = fixed_ip_header(p) else {
+            return Verdict::Drop;
+        };
+        let ttl = h.ttl();
+        if ttl <= 1 {
+            self.drops.inc(cx.thread());
+            return Verdict::Out(1);
+        }
+        if self.multicast || !is_multicast(h.dst_addr()) {
+            h.update_ttl(ttl - 1);
+        }
+        Verdict::Out(0)
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        match name {
+            "drops" => Some(self.drops.get().to_string()),
+            "active" => Some(self.active.load(Ordering::Relaxed).to_string()),
+            _ => None,
+        }
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        (name == "active").then(|| parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::*;
+
+    #[test]
+    fn decrements_and_updates_checksum() {
+        let h = harness("DecIPTTL", 2);
+        let d = Ip::new("1.0.0.1", "2.0.0.2", 17)
+            .ttl(64)
+            .payload(b"x")
+            .bytes();
+        h.push(0, vec![marked(&d)]);
+        let out = h.output(0);
+        assert_eq!(out.len(), 1);
+        // The builder computes the checksum in full.
+        let want = Ip::new("1.0.0.1", "2.0.0.2", 17)
+            .ttl(63)
+            .payload(b"x")
+            .bytes();
+        assert_eq!(out[0].data(), &want[..]);
+        assert_eq!(
+            &out[0].data()[10..12],
+            &ip_header_checksum(&want[..20]).to_be_bytes()
+        );
+    }
+
+    #[test]
+    fn ttl_1_and_0_expire_unchanged() {
+        let h = harness("DecIPTTL", 2);
+        let t1 = Ip::new("1.0.0.1", "2.0.0.2", 17).ttl(1).bytes();
+        let t0 = Ip::new("1.0.0.1", "2.0.0.2", 17).ttl(0).bytes();
+        let t2 = Ip::new("1.0.0.1", "2.0.0.2", 17).ttl(2).bytes();
+        h.push(0, vec![marked(&t1), marked(&t0), marked(&t2)]);
+        let exp = h.output(1);
+        assert_eq!(exp.len(), 2);
+        assert_eq!(exp[0].data(), &t1[..]);
+        assert_eq!(exp[1].data(), &t0[..]);
+        let ok = h.output(0);
+        assert_eq!(ok.len(), 1);
+        assert_eq!(ok[0].data()[8], 1);
+        assert!(ip_checksum_ok(ok[0].data()));
+        assert_eq!(h.read("drops").unwrap(), "2");
+        assert_eq!(h.drops(), 0);
+    }
+
+    #[test]
+    fn expired_dropped_without_output_1() {
+        let h = harness("DecIPTTL", 1);
+        h.push(
+            0,
+            vec![marked(&Ip::new("1.0.0.1", "2.0.0.2", 17).ttl(1).bytes())],
+        );
+        assert!(h.output(0).is_empty());
+        assert_eq!(h.drops(), 1);
+        assert_eq!(h.read("drops").unwrap(), "1");
+    }
+
+    #[test]
+    fn no_header_or_truncated_is_dropped() {
+        let h = harness("DecIPTTL", 2);
+        let d = Ip::new("1.0.0.1", "2.0.0.2", 17).bytes();
+        let mut short = marked(&d);
+        short.take(1);
+        h.push(0, vec![pkt(&d), short]);
+        assert!(h.output(0).is_empty());
+        assert!(h.output(1).is_empty());
+        assert_eq!(h.drops(), 2);
+    }
+
+    #[test]
+    fn options_fragments_and_multicast() {
+        let h = harness("DecIPTTL(MULTICAST false)", 2);
+        let opt = Ip::new("1.0.0.1", "2.0.0.2", 6)
+            .options(&[1, 1, 1, 0])
+            .frag(0x2000 | 10)
+            .ttl(9)
+            .bytes();
+        let mc = Ip::new("1.0.0.1", "224.0.0.9", 17).ttl(9).bytes();
+        let mc1 = Ip::new("1.0.0.1", "224.0.0.9", 17).ttl(1).bytes();
+        h.push(0, vec![marked(&opt), marked(&mc), marked(&mc1)]);
+        let ok = h.output(0);
+        assert_eq!(ok.len(), 2);
+        let want = Ip::new("1.0.0.1", "2.0.0.2", 6)
+            .options(&[1, 1, 1, 0])
+            .frag(0x2000 | 10)
+            .ttl(8)
+            .bytes();
+        assert_eq!(ok[0].data(), &want[..]);
+        assert_eq!(ok[1].data(), &mc[..], "multicast untouched");
+        assert_eq!(h.output(1).len(), 1);
+    }
+
+    #[test]
+    fn inactive_passes_everything() {
+        let h = harness("DecIPTTL(ACTIVE false)", 2);
+        let t1 = Ip::new("1.0.0.1", "2.0.0.2", 17).ttl(1).bytes();
+        h.push(0, vec![marked(&t1)]);
+        assert_eq!(h.output(0)[0].data(), &t1[..]);
+        assert_eq!(h.read("active").unwrap(), "false");
+        h.write("active", "true").unwrap();
+        h.push(0, vec![marked(&t1)]);
+        assert_eq!(h.output(1).len(), 1);
+        assert!(h.write("active", "maybe").is_err());
+    }
+
+    #[test]
+    fn incremental_matches_full_recomputation() {
+        let h = harness("DecIPTTL", 2);
+        let mut rng = Rng::new(11);
+        let mut sent = Vec::new();
+        for _ in 0..3000 {
+            let d = rng.datagram().bytes();
+            sent.push(d.clone());
+            h.push(0, vec![marked(&d)]);
+        }
+        let ok = h.output(0);
+        let expired = h.output(1);
+        assert_eq!(ok.len() + expired.len(), sent.len());
+        let mut i = 0;
+        for d in &sent {
+            if d[8] <= 1 {
+                continue;
+            }
+            let out = ok[i].data();
+            i += 1;
+            let hlen = usize::from(d[0] & 15) * 4;
+            let mut want = d.clone();
+            want[8] -= 1;
+            let c = ip_header_checksum(&want[..hlen]);
+            want[10..12].copy_from_slice(&c.to_be_bytes());
+            assert_eq!(out, &want[..]);
+        }
+        assert_eq!(i, ok.len());
+    }
+
+    #[test]
+    fn bad_config() {
+        assert!(try_harness("DecIPTTL(1)", 1).is_err());
+        assert!(try_harness("DecIPTTL(ACTIVE x)", 1).is_err());
+    }
+}

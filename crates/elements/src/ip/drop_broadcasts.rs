@@ -1,0 +1,115 @@
+//! # DropBroadcasts
+//!
+//! DropBroadcasts
+//!
+//! Drops link-level broadcast and multicast packets.
+//!
+//! Ports: 1 input, 1 or 2 outputs. Processing: agnostic, but output 1 is
+//! push (`a/ah`).
+//!
+//! Drops packets that arrived as link-level broadcasts or multicasts, as
+//! the packet type annotation (set by FromDevice and HostEtherFilter) says:
+//! they leave on output 1 if it is connected, and are dropped otherwise.
+//! Other packets go to output 0. Used to implement the requirement that IP
+//! routers not forward link-level broadcasts (RFC 1812 5.3.4).
+//!
+//! Handlers:
+//! - `drops` (read): broadcast and multicast packets seen.
+//!
+//! Example:
+//!
+//!     FromDevice(eth0) -> ... -> Strip(14) -> CheckIPHeader -> DropBroadcasts -> ...;
+
+use paraclick_packet::{Packet, PacketType};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
+};
+
+pub struct DropBroadcasts {
+    drops: Counter,
+    error_out: Verdict,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("DropBroadcasts", "1/1-2", "a/ah", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    cx.args().complete()?;
+    Ok(Box::new(DropBroadcasts {
+        drops: Counter::new(cx.nthreads),
+        error_out: if cx.noutputs >= 2 {
+            Verdict::Out(1)
+        } else {
+            Verdict::Drop
+        },
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
+
+impl Element for DropBroadcasts {
+    #[inline]
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        match p.anno().packet_type {
+            PacketType::Broadcast | PacketType::Multicast => {
+                self.drops.inc(cx.thread());
+                self.error_out
+            }
+            _ => Verdict::Out(0),
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        (name == "drops").then(|| self.drops.get().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::*;
+    use paraclick_packet::{Packet, PacketType};
+
+    fn typed(tag: u8, t: PacketType) -> Packet {
+        let mut p = pkt(&[tag, 0x45]);
+        p.anno_mut().packet_type = t;
+        p
+    }
+
+    fn all() -> Vec<Packet> {
+        vec![
+            typed(0, PacketType::Host),
+            typed(1, PacketType::Broadcast),
+            typed(2, PacketType::Multicast),
+            typed(3, PacketType::OtherHost),
+            typed(4, PacketType::Outgoing),
+        ]
+    }
+
+    fn tags(ps: &[Packet]) -> Vec<u8> {
+        ps.iter().map(|p| p.data()[0]).collect()
+    }
+
+    #[test]
+    fn splits_on_packet_type() {
+        let h = harness("DropBroadcasts", 2);
+        h.push(0, all());
+        assert_eq!(tags(&h.output(0)), [0, 3, 4]);
+        assert_eq!(tags(&h.output(1)), [1, 2]);
+        assert_eq!(h.read("drops").unwrap(), "2");
+        assert_eq!(h.drops(), 0);
+    }
+
+    #[test]
+    fn drops_without_output_1() {
+        let h = harness("DropBroadcasts()", 1);
+        h.push(0, all());
+        assert_eq!(tags(&h.output(0)), [0, 3, 4]);
+        assert_eq!(h.drops(), 2);
+        assert!(try_harness("DropBroadcasts(1)", 1).is_err());
+    }
+}
