@@ -1,5 +1,7 @@
 //! `paraclick`: run, check, draw and document Click configurations.
 
+mod bench;
+
 use clap::{ArgAction, Args, Parser, Subcommand};
 use paraclick_lang::{parse_config, render, Diagnostic, Source, SourceSet};
 use paraclick_runtime::sched::SchedPolicy;
@@ -73,6 +75,27 @@ enum Cmd {
     Check(Input),
     /// Print the element graph in Graphviz DOT.
     Graph(Input),
+    /// Measure forwarding rate and cycles per packet of the standard
+    /// configurations, or of CONFIG files (counting packets with --count).
+    Bench {
+        /// Packets per run.
+        #[arg(short = 'n', long = "packets", default_value_t = 10_000_000)]
+        packets: u64,
+        /// Worker threads.
+        #[arg(short = 'j', long = "threads", default_value_t = 1)]
+        threads: usize,
+        /// Runs per configuration (the median is shown).
+        #[arg(short = 'r', long = "repeat", default_value_t = 3)]
+        repeat: usize,
+        #[arg(long = "sched", default_value = "adaptive")]
+        sched: String,
+        /// Read handlers whose sum counts the packets of a CONFIG run.
+        #[arg(long = "count", default_value = "c.count")]
+        count: Vec<String>,
+        /// Configuration files to measure instead of the standard set
+        /// (they receive define $N = --packets).
+        configs: Vec<String>,
+    },
     /// Print an element class's documentation (or list the classes).
     Doc {
         class: Option<String>,
@@ -152,6 +175,14 @@ fn main() -> ExitCode {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
+        Some(Cmd::Bench {
+            packets,
+            threads,
+            repeat,
+            sched,
+            count,
+            configs,
+        }) => bench_cmd(packets, threads, repeat, &sched, count, configs),
         None => run(cli.run),
     }
 }
@@ -309,4 +340,42 @@ fn run(a: RunArgs) -> ExitCode {
         }
     }
     status
+}
+
+fn bench_cmd(
+    packets: u64,
+    threads: usize,
+    repeat: usize,
+    sched: &str,
+    count: Vec<String>,
+    configs: Vec<String>,
+) -> ExitCode {
+    let policy: SchedPolicy = match sched.parse() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let reg = registry();
+    let cases = if configs.is_empty() {
+        bench::builtin_cases(packets)
+    } else {
+        let mut v = Vec::new();
+        for c in configs {
+            let text = match std::fs::read_to_string(&c) {
+                Ok(t) => t,
+                Err(e) => return fail(&format!("{c}: {e}")),
+            };
+            v.push(bench::Case {
+                name: c.clone(),
+                source: Source { name: c, text },
+                defines: vec![("N".into(), packets.to_string())],
+                count: count.clone(),
+            });
+        }
+        v
+    };
+    if bench::run_suite(&cases, &reg, threads.max(1), policy, repeat) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

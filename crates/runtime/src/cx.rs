@@ -112,8 +112,11 @@ impl<'r> Cx<'r> {
         drop(b);
     }
 
+    /// Counts `n` packets as dropped by the running element, for packets
+    /// that are gone without passing through [`Cx::drop_packet`] (e.g. a
+    /// copy that could not be made because the pool was exhausted).
     #[inline]
-    fn count_drops(&mut self, n: u64) {
+    pub fn count_drops(&mut self, n: u64) {
         let c = &self.core.threads[self.thread].drops[self.current];
         c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }

@@ -51,9 +51,22 @@ fn make_sink(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     }))
 }
 
-/// Registers `TestSink` (push input, no outputs).
+/// A push source that never sends by itself: it stands at the element's
+/// input so the configuration checks, while the test pushes directly.
+pub struct TestSource;
+
+impl Element for TestSource {}
+
+fn make_source(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    cx.args().complete()?;
+    Ok(Box::new(TestSource))
+}
+
+/// Registers `TestSink` (push input, no outputs) and `TestSource` (no
+/// inputs, push outputs, never sends).
 pub fn register(reg: &mut Registry) {
     reg.register(ClassSpec::new("TestSink", "1/0", "h", make_sink));
+    reg.register(ClassSpec::new("TestSource", "0/-", "h", make_source));
 }
 
 /// One element under test, its outputs connected to `TestSink`s `o0`,
@@ -74,6 +87,9 @@ impl Harness {
             None => (decl, ""),
         };
         let mut conf = format!("e :: {first};\n{rest}\n");
+        if !rest.contains("-> e") && !first.contains("-> e") {
+            conf.push_str("TestSource -> e;\n");
+        }
         for i in 0..noutputs {
             conf.push_str(&format!("e[{i}] -> o{i} :: TestSink;\n"));
         }

@@ -1,0 +1,199 @@
+//! `paraclick bench`: forwarding rate and cycles per packet of standard
+//! configurations (or any given one), measured in one run so figures can
+//! be compared with each other. Prints figures; asserts nothing.
+
+use paraclick_lang::Source;
+use paraclick_runtime::clock;
+use paraclick_runtime::sched::SchedPolicy;
+use paraclick_runtime::{BuildOptions, Registry, Router};
+use std::time::Instant;
+
+/// One configuration to measure.
+pub struct Case {
+    pub name: String,
+    pub source: Source,
+    pub defines: Vec<(String, String)>,
+    /// Read handlers whose sum is the number of packets handled.
+    pub count: Vec<String>,
+}
+
+pub struct Figures {
+    pub packets: u64,
+    pub seconds: f64,
+    pub cycles: u64,
+    pub peak_rss_kb: Option<u64>,
+}
+
+impl Figures {
+    pub fn mpps(&self) -> f64 {
+        self.packets as f64 / self.seconds / 1e6
+    }
+    pub fn cycles_per_packet(&self, threads: usize) -> f64 {
+        self.cycles as f64 * threads as f64 / self.packets.max(1) as f64
+    }
+}
+
+fn proc_status(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resets the process's peak resident set (Linux: clear_refs 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+pub fn run_case(
+    case: &Case,
+    reg: &Registry,
+    threads: usize,
+    policy: SchedPolicy,
+) -> Result<Figures, String> {
+    let opts = BuildOptions {
+        threads,
+        defines: case.defines.clone(),
+        policy,
+        pin: true,
+    };
+    let router = Router::build(&case.source, reg, &opts).map_err(|d| {
+        d.iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    reset_peak_rss();
+    let t0 = Instant::now();
+    let c0 = clock::cycles();
+    router.run();
+    let c1 = clock::cycles();
+    let seconds = t0.elapsed().as_secs_f64();
+    let mut packets = 0u64;
+    for h in &case.count {
+        let v = router.read_handler(h)?;
+        packets += v
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{h}: not a count: {v}"))?;
+    }
+    Ok(Figures {
+        packets,
+        seconds,
+        cycles: c1.wrapping_sub(c0),
+        peak_rss_kb: proc_status("VmHWM:"),
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[v.len() / 2]
+}
+
+pub fn builtin_cases(packets: u64) -> Vec<Case> {
+    let n = packets.to_string();
+    let src = |name: &str, text: &str| Source {
+        name: name.into(),
+        text: text.into(),
+    };
+    let def = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let infinite = include_str!("../../../conf/infinite-discard.click");
+    let queue = include_str!("../../../conf/queue-unqueue.click");
+    let fake = include_str!("../../../conf/fake-iprouter.click");
+    vec![
+        Case {
+            name: "InfiniteSource -> Discard (BURST 1, no timestamps)".into(),
+            source: src("conf/infinite-discard.click", infinite),
+            defines: def(&[("N", &n), ("BURST", "1"), ("TS", "false")]),
+            count: vec!["c.count".into()],
+        },
+        Case {
+            name: "InfiniteSource -> Discard (BURST 1, timestamps)".into(),
+            source: src("conf/infinite-discard.click", infinite),
+            defines: def(&[("N", &n), ("BURST", "1"), ("TS", "true")]),
+            count: vec!["c.count".into()],
+        },
+        Case {
+            name: "InfiniteSource -> Discard (BURST 32, no timestamps)".into(),
+            source: src("conf/infinite-discard.click", infinite),
+            defines: def(&[("N", &n), ("BURST", "32"), ("TS", "false")]),
+            count: vec!["c.count".into()],
+        },
+        Case {
+            name: "InfiniteSource -> Queue -> Unqueue -> Discard (BURST 1)".into(),
+            source: src("conf/queue-unqueue.click", queue),
+            defines: def(&[("N", &n), ("BURST", "1"), ("TS", "false")]),
+            count: vec!["c.count".into()],
+        },
+        Case {
+            name: "fake-iprouter (Click's layout, BURST 1)".into(),
+            source: src("conf/fake-iprouter.click", fake),
+            defines: def(&[("N", &n)]),
+            count: vec!["out0.count".into(), "out1.count".into()],
+        },
+    ]
+}
+
+pub fn run_suite(
+    cases: &[Case],
+    reg: &Registry,
+    threads: usize,
+    policy: SchedPolicy,
+    repeat: usize,
+) -> bool {
+    let hz = clock::cycles_per_second();
+    println!(
+        "paraclick bench: {threads} thread(s), {repeat} run(s) each, median shown; cycle counter {:.3} GHz",
+        hz / 1e9
+    );
+    println!(
+        "{:<58} {:>11} {:>9} {:>10} {:>9}",
+        "configuration", "packets", "Mpps", "cyc/pkt", "peak MB"
+    );
+    let mut ok = true;
+    for case in cases {
+        let mut rates = Vec::new();
+        let mut cpp = Vec::new();
+        let mut rss = Vec::new();
+        let mut packets = 0;
+        let mut err = None;
+        for _ in 0..repeat.max(1) {
+            match run_case(case, reg, threads, policy) {
+                Ok(f) => {
+                    packets = f.packets;
+                    rates.push(f.mpps());
+                    cpp.push(f.cycles_per_packet(threads));
+                    if let Some(r) = f.peak_rss_kb {
+                        rss.push(r as f64 / 1024.0);
+                    }
+                }
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        match err {
+            Some(e) => {
+                ok = false;
+                println!("{:<58} error: {e}", case.name);
+            }
+            None => println!(
+                "{:<58} {:>11} {:>9.2} {:>10.1} {:>9.1}",
+                case.name,
+                packets,
+                median(rates),
+                median(cpp),
+                median(rss)
+            ),
+        }
+    }
+    ok
+}
