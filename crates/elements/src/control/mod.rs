@@ -1,5 +1,13 @@
-//! (being written)
+//! Control elements: Script and DriverManager, which script a running
+//! router through its handlers and manage its stop requests.
 
 use paraclick_runtime::Registry;
 
-pub fn register(_reg: &mut Registry) {}
+pub mod driver_manager;
+pub mod script;
+pub mod script_lang;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(script::spec());
+    reg.register(driver_manager::spec());
+}

@@ -1,0 +1,1393 @@
+//! # Script
+//!
+//! Script(INSTRUCTIONS..., [keywords TYPE])
+//!
+//! Scripts a router configuration: sets variables, calls handlers, waits,
+//! and stops the router.
+//!
+//! Ports: normally none; any number of inputs and outputs with TYPE PACKET.
+//! Processing: agnostic inputs, agnostic (push in push context) outputs.
+//!
+//! Each configuration argument is an instruction; Script runs them in
+//! order. Text in instructions is substituted first (see below). The `q`
+//! forms (`setq`, `writeq`, ...) then remove one layer of quotes; the
+//! plain forms keep quotes (`set x "$(c.count)"` stores `"0"`, `setq`
+//! stores `0`).
+//!
+//! Handler instructions:
+//! - `set VAR TEXT`, `setq VAR TEXT`: sets variable `$VAR`.
+//! - `init VAR TEXT`, `initq`: sets `$VAR` once, before the script first
+//!   runs (or is first touched through a handler); later a no-op.
+//! - `export VAR [TEXT]`, `exportq`: like `init`, and makes `$VAR`
+//!   readable as the handler `VAR`.
+//! - `print [>FILE | >>FILE] [TEXT | HANDLER]`: prints to standard output
+//!   (or writes / appends to FILE) followed by a newline. An argument that
+//!   starts with a letter, `@` or `_` is a read handler whose value is
+//!   printed; otherwise one layer of quotes is removed and the text
+//!   printed. `printn` prints no newline; `printq`/`printnq` also unquote
+//!   a handler's value.
+//! - `read HANDLER [ARGS]`, `readq`: prints `HANDLER:` and the value to
+//!   standard error.
+//! - `write HANDLER [ARGS]`, `writeq`: calls a write handler; `$?` is 0
+//!   after success, negative (-22) after an error.
+//!
+//! Blocking instructions:
+//! - `pause [COUNT]` (also `wait_stop`, `wait_step`): blocks until the
+//!   `step` handler has been called COUNT times (default 1). In a driver
+//!   script each driver stop request is a step. `wait` with no argument is
+//!   `pause`.
+//! - `wait TIME` (also `wait_time`): waits TIME (Click time units), or until
+//!   a step, whichever comes first. This is a timer, not a sleep.
+//!
+//! Control instructions:
+//! - `label LABEL`; `goto LABEL [CONDITION]` jumps when CONDITION (a
+//!   Boolean after substitution) is true or absent. `goto exit`, `goto
+//!   end`, `goto stop`, `goto error` and `goto loop` (or `begin`) act like
+//!   those instructions. A script that executes 1000 jumps without
+//!   blocking is stopped with an error.
+//! - `loop`: back to the first instruction.
+//! - `end`, `exit`: end the script (an `end` is implied after the last
+//!   instruction). In packet scripts `end` emits the packet on output 0 and
+//!   `exit` drops it.
+//! - `stop`: ends the script and asks the router to stop (a driver script,
+//!   or DriverManager, may intercept the request; a driver's own `stop`
+//!   stops the router).
+//! - `return [VALUE]`, `returnq`: ends the script; VALUE is the result of
+//!   the `run` handler (or, in packet scripts, the output port).
+//! - `error [MSG]`, `errorq`: ends the script with an error (the `run`
+//!   handler fails with MSG; otherwise MSG is printed to standard error).
+//!
+//! Substitutions: `$VAR` and `${VAR}` are variables (unknown ones stay as
+//! written); `$(HANDLER [ARGS...])` is a read handler's value, nested
+//! substitutions allowed. A handler name without an element is this
+//! Script's own (`$(add $x 1)`), then a global handler. Nothing inside
+//! single quotes is substituted. Special variables: `$args` (the `run`
+//! handler's argument), `$1`, `$2`, ... (its words), `$#` (their count),
+//! `$?` (last write status), `$0` (the handler a PROXY script runs for),
+//! `$write` (whether it was a write), `$input` (a PACKET script's input
+//! port), `$$` (the process id).
+//!
+//! Keywords:
+//! - `TYPE`: `ACTIVE` (default): runs when the router starts. `PASSIVE`:
+//!   runs only through the `run` handler. `DRIVER`: an active script that
+//!   manages the router's stop requests (see DriverManager); at most one
+//!   per router. `PROXY`: runs for any handler of the element other than
+//!   the predefined ones, with `$0` the handler's name. `PACKET`: runs for
+//!   each packet, `$input` its input port; `end` or `return N` emit it on
+//!   output 0 or N, `exit` drops it.
+//!
+//! Handlers:
+//! - `run` (read/write): runs the script from the start (the written value
+//!   is `$args`); reading returns the value of `return`. A run fails if
+//!   the script ends in `error`.
+//! - `step` (write): advances past the current blocking instruction; a
+//!   number steps past that many.
+//! - `goto` (write): continues the script at the named label.
+//! - each `export`ed variable (read).
+//! - expression handlers, used as `$(NAME ARGS...)`: `add`, `sub`, `mul`,
+//!   `div` (real), `idiv` (integer), `mod`, `rem`, `neg`, `abs`; `eq`,
+//!   `ne`, `lt`, `gt`, `le`, `ge` (numeric, else bytewise); `not`, `and`,
+//!   `or`, `nand`, `nor`, `if COND A B`, `in X A B...`; `sprintf FMT
+//!   ARGS...` (C's conversions); `random [N | N1 N2]`; `length`,
+//!   `unquote`; `readable`, `writable` (handler names); `now`; `cat FILE`,
+//!   `catq FILE`.
+//!
+//! Differences from Click: ACTIVE and DRIVER scripts start when the router
+//! starts running (a timer at time 0), not during initialization. TYPE
+//! SIGNAL, the `kill` handler, and read handlers with parameters on other
+//! elements are not supported (`$(e.h ARGS)` works only for Script's own
+//! expression handlers). A PACKET script cannot block: a blocking
+//! instruction ends it as `end`. In pull context a packet leaves only on
+//! the pulled output (others drop it).
+//!
+//! Example:
+//!
+//!     src :: InfiniteSource -> c :: Counter -> Discard;
+//!     Script(wait 1s, print "sent $(c.count)", write src.active false, stop);
+//!
+//!     s :: Script(TYPE PASSIVE, return $(add $(c1.count) $(c2.count)));
+
+use super::script_lang::{
+    builtin, expand, parse_bool, split_first, Env, Insn, Op, Program, Target, BUILTINS,
+};
+use paraclick_lang::args::{split_words, unquote};
+use paraclick_runtime::args::parse_duration;
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+
+/// Jumps a script may make without blocking before it is stopped.
+const MAX_JUMPS: u32 = 1000;
+/// `$?` after a failed write (Click's -EINVAL).
+const WRITE_ERROR: i32 = -22;
+
+/// The handlers every Script has (exported variables are added per
+/// element).
+static BASE_HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::rw("run"),
+    HandlerInfo::write("step"),
+    HandlerInfo::write("goto"),
+    HandlerInfo::read("add"),
+    HandlerInfo::read("sub"),
+    HandlerInfo::read("mul"),
+    HandlerInfo::read("div"),
+    HandlerInfo::read("idiv"),
+    HandlerInfo::read("mod"),
+    HandlerInfo::read("rem"),
+    HandlerInfo::read("neg"),
+    HandlerInfo::read("abs"),
+    HandlerInfo::read("eq"),
+    HandlerInfo::read("ne"),
+    HandlerInfo::read("lt"),
+    HandlerInfo::read("gt"),
+    HandlerInfo::read("le"),
+    HandlerInfo::read("ge"),
+    HandlerInfo::read("not"),
+    HandlerInfo::read("and"),
+    HandlerInfo::read("or"),
+    HandlerInfo::read("nand"),
+    HandlerInfo::read("nor"),
+    HandlerInfo::read("if"),
+    HandlerInfo::read("in"),
+    HandlerInfo::read("sprintf"),
+    HandlerInfo::read("random"),
+    HandlerInfo::read("length"),
+    HandlerInfo::read("unquote"),
+    HandlerInfo::read("now"),
+    HandlerInfo::read("cat"),
+    HandlerInfo::read("catq"),
+    HandlerInfo::read("readable"),
+    HandlerInfo::read("writable"),
+];
+
+/// Handlers the router gives every element (a PROXY script leaves them
+/// alone).
+const ROUTER_HANDLERS: &[&str] = &["name", "class", "config", "ports", "handlers"];
+
+/// What starts a script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScriptType {
+    Active,
+    Passive,
+    Driver,
+    Proxy,
+    Packet,
+}
+
+impl ScriptType {
+    fn parse(s: &str) -> Result<ScriptType, String> {
+        let (t, rest) = split_first(s);
+        Ok(match t {
+            "ACTIVE" => ScriptType::Active,
+            "PASSIVE" => ScriptType::Passive,
+            "DRIVER" => ScriptType::Driver,
+            "PROXY" => ScriptType::Proxy,
+            "PACKET" | "PUSH" => ScriptType::Packet,
+            "SIGNAL" => return Err("TYPE SIGNAL is not supported".into()),
+            _ => return Err(format!("TYPE: unknown script type '{t}'")),
+        })
+        .and_then(|ty| {
+            if rest.is_empty() {
+                Ok(ty)
+            } else {
+                Err(format!("TYPE: unexpected '{rest}'"))
+            }
+        })
+    }
+
+    /// Starts by itself when the router starts.
+    fn autostart(self) -> bool {
+        matches!(self, ScriptType::Active | ScriptType::Driver)
+    }
+}
+
+/// Where the interpreter is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    /// Never run.
+    Idle,
+    Running,
+    /// Blocked in `pause`: steps still needed.
+    Paused(u32),
+    /// Blocked in `wait TIME`: the wait's sequence number.
+    Waiting(u64),
+    /// Ended.
+    Done,
+}
+
+/// How a run of the script came to a halt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    Blocked,
+    End,
+    Exit,
+    Stop,
+    Return(String),
+    Error(String),
+}
+
+/// The interpreter's state (one run at a time).
+struct Exec {
+    /// The next instruction.
+    pos: usize,
+    st: St,
+    /// `init` and `export` instructions have run.
+    inited: bool,
+    /// `$?`.
+    status: i32,
+    /// `$args`, `$0`, `$write`, `$input` of the current run.
+    args: String,
+    hname: String,
+    hwrite: bool,
+    input: Option<usize>,
+    wait_seq: u64,
+}
+
+pub struct Script {
+    ty: ScriptType,
+    prog: Program,
+    exports: Vec<String>,
+    handlers: &'static [HandlerInfo],
+    noutputs: usize,
+    vars: Mutex<HashMap<String, String>>,
+    exec: Mutex<Exec>,
+    /// Events that arrived while the interpreter was busy (a step written
+    /// by the script itself, a stop request raised by one of its handler
+    /// calls, a timer on another thread); whoever holds the interpreter
+    /// handles them before letting go.
+    pending_steps: AtomicU64,
+    pending_stops: AtomicU64,
+    /// 1 + the wait sequence of a timer that fired while busy; 0 if none.
+    pending_timer: AtomicU64,
+    /// The wait sequence the timer is armed for (0: the start).
+    armed: AtomicU64,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("Script", "-/-", "ah/ah", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    Ok(Box::new(make_with(cx, ScriptType::Active)?))
+}
+
+/// Configures a Script whose TYPE defaults to `default` (DriverManager
+/// is a Script of default TYPE DRIVER).
+pub fn make_with(cx: &mut ConfigCx<'_>, default: ScriptType) -> Result<Script, String> {
+    let mut a = cx.args();
+    let ty = match a.read::<String>("TYPE")? {
+        Some(t) => ScriptType::parse(&t)?,
+        None => default,
+    };
+    let insns = a.rest_all();
+    a.complete()?;
+    if ty != ScriptType::Packet && (cx.ninputs > 0 || cx.noutputs > 0) {
+        return Err("only TYPE PACKET scripts have ports".into());
+    }
+    let prog = Program::parse(&insns, ty == ScriptType::Driver)?;
+    let exports = prog.exports();
+    let handlers: &'static [HandlerInfo] = if exports.is_empty() {
+        BASE_HANDLERS
+    } else {
+        // Handler lists are static; a Script's exported variables are
+        // known only now, so their list lives as long as the program
+        // (a few bytes per exporting Script).
+        let mut v = BASE_HANDLERS.to_vec();
+        for e in &exports {
+            let name: &'static str = Box::leak(e.clone().into_boxed_str());
+            v.push(HandlerInfo::read(name));
+        }
+        Box::leak(v.into_boxed_slice())
+    };
+    Ok(Script {
+        ty,
+        prog,
+        exports,
+        handlers,
+        noutputs: cx.noutputs,
+        vars: Mutex::new(HashMap::new()),
+        exec: Mutex::new(Exec {
+            pos: 0,
+            st: St::Idle,
+            inited: false,
+            status: 0,
+            args: String::new(),
+            hname: String::new(),
+            hwrite: false,
+            input: None,
+            wait_seq: 0,
+        }),
+        pending_steps: AtomicU64::new(0),
+        pending_stops: AtomicU64::new(0),
+        pending_timer: AtomicU64::new(0),
+        armed: AtomicU64::new(0),
+    })
+}
+
+/// What substitution sees: the script's variables and handlers.
+struct Subst<'a, 'r> {
+    s: &'a Script,
+    ex: &'a Exec,
+    hx: &'a HandlerCx<'r>,
+}
+
+impl Env for Subst<'_, '_> {
+    fn var(&mut self, name: &str) -> Option<String> {
+        self.s.var(self.ex, name)
+    }
+
+    fn call(&mut self, text: &str) -> Result<String, String> {
+        self.s.read_call(self.hx, text)
+    }
+}
+
+thread_local! {
+    /// Scripts whose interpreter this thread holds (to refuse re-entry
+    /// instead of deadlocking).
+    static HELD: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks a Script's interpreter as held by this thread while it lives.
+struct Held(usize);
+
+impl Held {
+    fn new(s: &Script) -> Held {
+        let a = s as *const Script as usize;
+        HELD.with(|h| h.borrow_mut().push(a));
+        Held(a)
+    }
+
+    fn here(s: &Script) -> bool {
+        let a = s as *const Script as usize;
+        HELD.with(|h| h.borrow().contains(&a))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.with(|h| {
+            let mut v = h.borrow_mut();
+            if let Some(i) = v.iter().rposition(|x| *x == self.0) {
+                v.remove(i);
+            }
+        });
+    }
+}
+
+fn report(hx: &HandlerCx<'_>, msg: &str) {
+    eprintln!("{}: {}", hx.element_name(), msg);
+}
+
+impl Script {
+    pub fn script_type(&self) -> ScriptType {
+        self.ty
+    }
+
+    /// The value of a script variable.
+    pub fn variable(&self, name: &str) -> Option<String> {
+        self.vars
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    fn set_var(&self, name: &str, v: String) {
+        self.vars
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), v);
+    }
+
+    fn try_exec(&self) -> Option<(MutexGuard<'_, Exec>, Held)> {
+        match self.exec.try_lock() {
+            Ok(g) => Some((g, Held::new(self))),
+            Err(TryLockError::Poisoned(e)) => Some((e.into_inner(), Held::new(self))),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Runs `f` on the interpreter unless it is busy (`None`), then handles
+    /// the events that arrived meanwhile.
+    fn with_exec<R>(&self, hx: &HandlerCx<'_>, f: impl FnOnce(&mut Exec) -> R) -> Option<R> {
+        let (mut g, held) = self.try_exec()?;
+        let r = f(&mut g);
+        self.drain(&mut g, hx);
+        drop(g);
+        drop(held);
+        self.kick(hx);
+        Some(r)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.pending_timer.load(SeqCst) > 0
+            || self.pending_steps.load(SeqCst) > 0
+            || self.pending_stops.load(SeqCst) > 0
+    }
+
+    /// Handles pending events if the interpreter is free; if it is not,
+    /// its holder will.
+    fn kick(&self, hx: &HandlerCx<'_>) {
+        while self.has_pending() {
+            let Some((mut g, _held)) = self.try_exec() else {
+                return;
+            };
+            self.drain(&mut g, hx);
+        }
+    }
+
+    fn drain(&self, ex: &mut Exec, hx: &HandlerCx<'_>) {
+        loop {
+            let mut any = false;
+            let t = self.pending_timer.swap(0, SeqCst);
+            if t > 0 {
+                any = true;
+                self.on_timer(ex, hx, t - 1);
+            }
+            let n = self.pending_steps.swap(0, SeqCst);
+            if n > 0 {
+                any = true;
+                self.steps(ex, hx, n);
+            }
+            let s = self.pending_stops.swap(0, SeqCst);
+            for _ in 0..s {
+                any = true;
+                self.stop_event(ex, hx);
+            }
+            if !any {
+                return;
+            }
+        }
+    }
+
+    /// `$name`: the special variables, then the script's own.
+    fn var(&self, ex: &Exec, name: &str) -> Option<String> {
+        match name {
+            "args" => return Some(ex.args.clone()),
+            "#" => return Some(split_words(&ex.args).len().to_string()),
+            "?" => return Some(ex.status.to_string()),
+            "$" => return Some(std::process::id().to_string()),
+            "0" => return Some(ex.hname.clone()),
+            "write" if self.ty == ScriptType::Proxy => return Some(ex.hwrite.to_string()),
+            "input" if self.ty == ScriptType::Packet => {
+                return ex.input.map(|i| i.to_string());
+            }
+            _ => {}
+        }
+        if name.bytes().all(|c| c.is_ascii_digit()) {
+            let n: usize = name.parse().ok()?;
+            let words = split_words(&ex.args);
+            return Some(words.get(n - 1).cloned().unwrap_or_default());
+        }
+        self.variable(name)
+    }
+
+    /// Substitutes `text`, reporting failed handler calls.
+    fn subst(&self, ex: &Exec, hx: &HandlerCx<'_>, text: &str) -> String {
+        if !text.contains('$') {
+            return text.to_string();
+        }
+        let mut errs = Vec::new();
+        let r = expand(text, &mut Subst { s: self, ex, hx }, &mut errs);
+        for e in errs {
+            report(hx, &e);
+        }
+        r
+    }
+
+    /// An instruction's text, substituted (and unquoted for `q` forms).
+    fn text(&self, ex: &Exec, hx: &HandlerCx<'_>, insn: &Insn) -> String {
+        let t = self.subst(ex, hx, &insn.text);
+        if insn.q {
+            unquote(&t)
+        } else {
+            t
+        }
+    }
+
+    /// This element's own read handlers with arguments: the expression
+    /// handlers and exported variables.
+    fn local_read(
+        &self,
+        hx: &HandlerCx<'_>,
+        h: &str,
+        args: &str,
+    ) -> Option<Result<String, String>> {
+        if let Some(r) = builtin(h, args) {
+            return Some(r);
+        }
+        match h {
+            "readable" | "writable" => {
+                let write = h == "writable";
+                let all = split_words(args)
+                    .iter()
+                    .all(|w| self.handler_exists(hx, &unquote(w), write));
+                Some(Ok(all.to_string()))
+            }
+            _ if self.exports.iter().any(|e| e == h) => {
+                Some(Ok(self.variable(h).unwrap_or_default()))
+            }
+            _ => None,
+        }
+    }
+
+    fn handler_exists(&self, hx: &HandlerCx<'_>, spec: &str, write: bool) -> bool {
+        match spec.rsplit_once('.') {
+            None => {
+                let own = self
+                    .handlers
+                    .iter()
+                    .any(|h| h.name == spec && if write { h.write } else { h.read });
+                own || if write {
+                    spec == "stop"
+                } else {
+                    matches!(spec, "version" | "list" | "config" | "nthreads")
+                }
+            }
+            Some((e, h)) => match hx.read(&format!("{e}.handlers")) {
+                Ok(list) => list.lines().any(|l| match l.split_once('\t') {
+                    Some((n, mode)) => n == h && mode.contains(if write { 'w' } else { 'r' }),
+                    None => false,
+                }),
+                Err(_) => false,
+            },
+        }
+    }
+
+    /// `$(HANDLER ARGS)`: this Script's handlers first (a name without an
+    /// element, or this element's name), the expression handlers of other
+    /// Scripts, then any read handler.
+    fn read_call(&self, hx: &HandlerCx<'_>, text: &str) -> Result<String, String> {
+        let (spec, args) = split_first(text);
+        if spec.is_empty() {
+            return Err("missing handler name".into());
+        }
+        let (elem, h) = match spec.rsplit_once('.') {
+            Some((e, h)) => (Some(e), h),
+            None => (None, spec),
+        };
+        let mine = match elem {
+            None => true,
+            Some(e) => hx.find(e) == Some(hx.element_index()),
+        };
+        if mine {
+            if let Some(r) = self.local_read(hx, h, args) {
+                return r;
+            }
+        } else if let Some(e) = elem {
+            if BUILTINS.contains(&h) || h == "readable" || h == "writable" {
+                let class = hx.read(&format!("{e}.class")).unwrap_or_default();
+                if class == "Script" || class == "DriverManager" {
+                    if let Some(r) = self.local_read(hx, h, args) {
+                        return r;
+                    }
+                }
+            }
+        }
+        if !args.is_empty() {
+            return Err(format!("read handler '{spec}' takes no arguments"));
+        }
+        hx.read(spec)
+    }
+
+    fn write_call(&self, hx: &HandlerCx<'_>, spec: &str, value: &str) -> Result<(), String> {
+        let own = !spec.contains('.') && self.handlers.iter().any(|h| h.name == spec && h.write);
+        if own {
+            hx.write(&format!("{}.{}", hx.element_name(), spec), value)
+        } else {
+            hx.write(spec, value)
+        }
+    }
+
+    fn print(&self, ex: &Exec, hx: &HandlerCx<'_>, insn: &Insn, newline: bool) {
+        let mut rest = insn.text.trim();
+        let mut file = None;
+        if let Some(r) = rest.strip_prefix('>') {
+            let (append, r) = match r.strip_prefix('>') {
+                Some(r) => (true, r),
+                None => (false, r),
+            };
+            let (f, r) = split_first(r);
+            if f.is_empty() {
+                report(hx, "print: missing file name");
+                return;
+            }
+            file = Some((unquote(&self.subst(ex, hx, f)), append));
+            rest = r;
+        }
+        let handler = rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '@' || c == '_');
+        let mut out = if handler {
+            match self.read_call(hx, &self.subst(ex, hx, rest)) {
+                Ok(v) if insn.q => unquote(&v),
+                Ok(v) => v,
+                Err(e) => {
+                    report(hx, &e);
+                    return;
+                }
+            }
+        } else {
+            unquote(&self.subst(ex, hx, rest))
+        };
+        if newline {
+            out.push('\n');
+        }
+        match file {
+            None => {
+                let mut so = std::io::stdout().lock();
+                let _ = so.write_all(out.as_bytes());
+                let _ = so.flush();
+            }
+            Some((path, append)) => {
+                let r = std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(append)
+                    .truncate(!append)
+                    .open(&path)
+                    .and_then(|mut f| f.write_all(out.as_bytes()));
+                if let Err(e) = r {
+                    report(hx, &format!("print: {path}: {e}"));
+                }
+            }
+        }
+    }
+
+    fn read_insn(&self, ex: &Exec, hx: &HandlerCx<'_>, insn: &Insn) {
+        let t = self.subst(ex, hx, &insn.text);
+        let (spec, args) = split_first(&t);
+        let args = if insn.q {
+            unquote(args)
+        } else {
+            args.to_string()
+        };
+        let call = if args.is_empty() {
+            spec.to_string()
+        } else {
+            format!("{spec} {args}")
+        };
+        match self.read_call(hx, &call) {
+            Ok(v) => {
+                let nl = if v.ends_with('\n') { "" } else { "\n" };
+                eprint!("{spec}:\n{v}{nl}");
+            }
+            Err(e) => report(hx, &e),
+        }
+    }
+
+    fn write_insn(&self, ex: &mut Exec, hx: &HandlerCx<'_>, insn: &Insn) {
+        let t = self.subst(ex, hx, &insn.text);
+        let (spec, value) = split_first(&t);
+        let value = if insn.q {
+            unquote(value)
+        } else {
+            value.to_string()
+        };
+        match self.write_call(hx, spec, &value) {
+            Ok(()) => ex.status = 0,
+            Err(e) => {
+                ex.status = WRITE_ERROR;
+                report(hx, &e);
+            }
+        }
+    }
+
+    /// Runs instructions from `ex.pos` until the script blocks or ends.
+    fn resume(&self, ex: &mut Exec, hx: &HandlerCx<'_>) -> Outcome {
+        ex.st = St::Running;
+        let mut jumps = 0u32;
+        loop {
+            let Some(insn) = self.prog.insns.get(ex.pos) else {
+                return Outcome::End;
+            };
+            ex.pos += 1;
+            match insn.op {
+                Op::Set => {
+                    let v = self.text(ex, hx, insn);
+                    self.set_var(&insn.name, v);
+                }
+                Op::Init | Op::Export | Op::Label => {}
+                Op::Print { newline } => self.print(ex, hx, insn, newline),
+                Op::Read => self.read_insn(ex, hx, insn),
+                Op::Write => self.write_insn(ex, hx, insn),
+                Op::Pause => {
+                    let t = unquote(self.subst(ex, hx, &insn.text).trim());
+                    let n = if t.is_empty() {
+                        1
+                    } else {
+                        match t.parse::<u32>() {
+                            Ok(n) => n,
+                            Err(_) => return Outcome::Error(format!("pause: bad count '{t}'")),
+                        }
+                    };
+                    if n > 0 {
+                        ex.st = St::Paused(n);
+                        return Outcome::Blocked;
+                    }
+                }
+                Op::Wait => {
+                    let t = unquote(self.subst(ex, hx, &insn.text).trim());
+                    if t.is_empty() {
+                        ex.st = St::Paused(1);
+                        return Outcome::Blocked;
+                    }
+                    let Some(d) = parse_duration(&t) else {
+                        return Outcome::Error(format!("wait: bad time '{t}'"));
+                    };
+                    ex.wait_seq += 1;
+                    ex.st = St::Waiting(ex.wait_seq);
+                    self.armed.store(ex.wait_seq, SeqCst);
+                    hx.schedule_after(0, d);
+                    return Outcome::Blocked;
+                }
+                Op::Goto | Op::Loop => {
+                    let target = if insn.op == Op::Loop {
+                        Target::Loop
+                    } else {
+                        if !insn.text.is_empty() {
+                            let c = unquote(self.subst(ex, hx, &insn.text).trim());
+                            match parse_bool(&c) {
+                                Some(true) => {}
+                                Some(false) => continue,
+                                None => {
+                                    return Outcome::Error(format!("goto: bad condition '{c}'"))
+                                }
+                            }
+                        }
+                        let label = if insn.name.contains('$') {
+                            unquote(self.subst(ex, hx, &insn.name).trim())
+                        } else {
+                            insn.name.clone()
+                        };
+                        match self.prog.target(&label) {
+                            Some(t) => t,
+                            None => return Outcome::Error(format!("goto: no label '{label}'")),
+                        }
+                    };
+                    match target {
+                        Target::Pos(p) => ex.pos = p,
+                        Target::Loop => ex.pos = 0,
+                        Target::Exit => return Outcome::Exit,
+                        Target::End => return Outcome::End,
+                        Target::Stop => return Outcome::Stop,
+                        Target::Error => return Outcome::Error(String::new()),
+                    }
+                    jumps += 1;
+                    if jumps >= MAX_JUMPS {
+                        return Outcome::Error(format!(
+                            "{MAX_JUMPS} jumps without blocking; script stopped"
+                        ));
+                    }
+                }
+                Op::End => return Outcome::End,
+                Op::Exit => return Outcome::Exit,
+                Op::Stop => return Outcome::Stop,
+                Op::Return => return Outcome::Return(self.text(ex, hx, insn)),
+                Op::Error => return Outcome::Error(self.text(ex, hx, insn)),
+            }
+        }
+    }
+
+    /// Settles a run: an ended script is done; errors are reported (unless
+    /// the caller returns them); `stop` asks the router to stop, and a
+    /// driver script's end stops it.
+    fn finish(&self, ex: &mut Exec, hx: &HandlerCx<'_>, o: Outcome, report_err: bool) -> Outcome {
+        if o == Outcome::Blocked {
+            return o;
+        }
+        ex.st = St::Done;
+        if let Outcome::Error(m) = &o {
+            if report_err && !m.is_empty() {
+                report(hx, m);
+            }
+        }
+        if self.ty == ScriptType::Driver {
+            hx.stop_now();
+        } else if o == Outcome::Stop {
+            hx.request_stop();
+        }
+        o
+    }
+
+    fn ensure_init(&self, ex: &mut Exec, hx: &HandlerCx<'_>) {
+        if ex.inited {
+            return;
+        }
+        ex.inited = true;
+        for insn in &self.prog.insns {
+            if matches!(insn.op, Op::Init | Op::Export) {
+                let v = self.text(ex, hx, insn);
+                self.set_var(&insn.name, v);
+            }
+        }
+    }
+
+    fn begin_run(&self, ex: &mut Exec, hx: &HandlerCx<'_>, hname: &str, args: &str, write: bool) {
+        if let St::Waiting(_) = ex.st {
+            hx.unschedule(0);
+        }
+        self.ensure_init(ex, hx);
+        ex.pos = 0;
+        ex.args = args.to_string();
+        ex.hname = hname.to_string();
+        ex.hwrite = write;
+        ex.input = None;
+    }
+
+    /// Starts an active or driver script.
+    fn start(&self, ex: &mut Exec, hx: &HandlerCx<'_>) {
+        self.begin_run(ex, hx, "", "", false);
+        let o = self.resume(ex, hx);
+        self.finish(ex, hx, o, true);
+    }
+
+    /// Runs the script for a handler (`run`, or any handler of a PROXY).
+    fn run_for(
+        &self,
+        ex: &mut Exec,
+        hx: &HandlerCx<'_>,
+        hname: &str,
+        args: &str,
+        write: bool,
+    ) -> Outcome {
+        self.begin_run(ex, hx, hname, args, write);
+        let o = self.resume(ex, hx);
+        self.finish(ex, hx, o, false)
+    }
+
+    fn on_timer(&self, ex: &mut Exec, hx: &HandlerCx<'_>, seq: u64) {
+        match ex.st {
+            St::Idle if seq == 0 && self.ty.autostart() => self.start(ex, hx),
+            St::Waiting(s) if s == seq => {
+                let o = self.resume(ex, hx);
+                self.finish(ex, hx, o, true);
+            }
+            _ => {}
+        }
+    }
+
+    /// Steps past `n` blocking instructions.
+    fn steps(&self, ex: &mut Exec, hx: &HandlerCx<'_>, n: u64) {
+        let mut left = n;
+        while left > 0 {
+            match ex.st {
+                St::Idle if self.ty.autostart() => self.start(ex, hx),
+                St::Paused(k) if k > 1 => {
+                    left -= 1;
+                    ex.st = St::Paused(k - 1);
+                }
+                St::Paused(_) | St::Waiting(_) => {
+                    left -= 1;
+                    if let St::Waiting(_) = ex.st {
+                        hx.unschedule(0);
+                    }
+                    let o = self.resume(ex, hx);
+                    self.finish(ex, hx, o, true);
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// A stop request reached this driver script: it steps a blocked
+    /// script; a script that has ended lets the router stop.
+    fn stop_event(&self, ex: &mut Exec, hx: &HandlerCx<'_>) {
+        if ex.st == St::Idle {
+            self.start(ex, hx);
+        }
+        match ex.st {
+            St::Paused(_) | St::Waiting(_) => self.steps(ex, hx, 1),
+            _ => hx.stop_now(),
+        }
+    }
+
+    fn goto_label(&self, ex: &mut Exec, hx: &HandlerCx<'_>, label: &str) -> Result<(), String> {
+        let label = label.trim();
+        let t = self
+            .prog
+            .target(label)
+            .ok_or_else(|| format!("no label '{label}'"))?;
+        if let St::Waiting(_) = ex.st {
+            hx.unschedule(0);
+        }
+        self.ensure_init(ex, hx);
+        let o = match t {
+            Target::Pos(p) => {
+                ex.pos = p;
+                self.resume(ex, hx)
+            }
+            Target::Loop => {
+                ex.pos = 0;
+                self.resume(ex, hx)
+            }
+            Target::Exit => Outcome::Exit,
+            Target::End => Outcome::End,
+            Target::Stop => Outcome::Stop,
+            Target::Error => Outcome::Error(String::new()),
+        };
+        self.finish(ex, hx, o, true);
+        Ok(())
+    }
+
+    /// Runs a PACKET script for one packet; the output port, or `None` to
+    /// drop it.
+    fn packet_port(&self, ex: &mut Exec, hx: &HandlerCx<'_>, input: usize) -> Option<usize> {
+        self.begin_run(ex, hx, "", "", false);
+        ex.input = Some(input);
+        let o = self.resume(ex, hx);
+        if let St::Waiting(_) = ex.st {
+            hx.unschedule(0);
+        }
+        ex.st = St::Done;
+        match o {
+            Outcome::Blocked | Outcome::End => Some(0),
+            Outcome::Stop => {
+                hx.request_stop();
+                Some(0)
+            }
+            Outcome::Exit => None,
+            Outcome::Return(v) => unquote(v.trim()).parse().ok(),
+            Outcome::Error(m) => {
+                if !m.is_empty() {
+                    report(hx, &m);
+                }
+                None
+            }
+        }
+    }
+
+    /// Runs the script for each packet of `batch` (arriving on `input`),
+    /// sorting them by output port.
+    fn classify(
+        &self,
+        hx: &HandlerCx<'_>,
+        input: usize,
+        mut batch: Batch,
+    ) -> (Vec<(usize, Batch)>, Batch) {
+        let mut outs: Vec<(usize, Batch)> = Vec::new();
+        let mut dropped = Batch::new();
+        if Held::here(self) {
+            // A handler this script called sent a packet back into it.
+            report(hx, "packet arrived while the script was running; dropped");
+            dropped.append(&mut batch);
+            return (outs, dropped);
+        }
+        {
+            let mut g = self.exec.lock().unwrap_or_else(|e| e.into_inner());
+            let _held = Held::new(self);
+            for p in batch.drain() {
+                match self.packet_port(&mut g, hx, input) {
+                    Some(o) if o < self.noutputs => match outs.iter_mut().find(|(k, _)| *k == o) {
+                        Some((_, b)) => b.push(p),
+                        None => outs.push((o, Batch::one(p))),
+                    },
+                    _ => dropped.push(p),
+                }
+            }
+            self.drain(&mut g, hx);
+        }
+        self.kick(hx);
+        (outs, dropped)
+    }
+
+    fn proxy(
+        &self,
+        hx: &HandlerCx<'_>,
+        name: &str,
+        args: &str,
+        write: bool,
+    ) -> Result<String, String> {
+        match self.with_exec(hx, |ex| self.run_for(ex, hx, name, args, write)) {
+            Some(Outcome::Return(v)) => Ok(v),
+            Some(Outcome::Error(e)) if e.is_empty() => Err("script error".into()),
+            Some(Outcome::Error(e)) => Err(e),
+            Some(_) => Ok(String::new()),
+            None => Err("script is already running".into()),
+        }
+    }
+}
+
+impl Element for Script {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.ty.autostart() {
+            ix.schedule_after(0, Duration::ZERO);
+        }
+        Ok(())
+    }
+
+    fn run_timer(&self, cx: &mut Cx<'_>, timer: usize) {
+        if timer != 0 {
+            return;
+        }
+        let hx = cx.handler_cx();
+        let armed = self.armed.load(SeqCst);
+        let ran = self.with_exec(&hx, |ex| {
+            let seq = match ex.st {
+                St::Waiting(s) => s,
+                _ => 0,
+            };
+            self.on_timer(ex, &hx, seq)
+        });
+        if ran.is_none() {
+            self.pending_timer.store(armed + 1, SeqCst);
+            self.kick(&hx);
+        }
+    }
+
+    fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
+        let hx = cx.handler_cx();
+        let (outs, dropped) = self.classify(&hx, port, batch);
+        for (o, b) in outs {
+            cx.push(o, b);
+        }
+        if !dropped.is_empty() {
+            cx.drop_batch(dropped);
+        }
+    }
+
+    fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch> {
+        let batch = cx.pull(port, max)?;
+        let hx = cx.handler_cx();
+        let (outs, dropped) = self.classify(&hx, port, batch);
+        let mut keep = None;
+        for (o, b) in outs {
+            if o == port {
+                keep = Some(b);
+            } else {
+                cx.push(o, b);
+            }
+        }
+        if !dropped.is_empty() {
+            cx.drop_batch(dropped);
+        }
+        keep
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        self.handlers
+    }
+
+    fn read_handler(&self, name: &str, hx: &HandlerCx<'_>) -> Option<String> {
+        match name {
+            "run" => match self.proxy(hx, "run", "", false) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    report(hx, &format!("run: {e}"));
+                    None
+                }
+            },
+            _ if self.exports.iter().any(|e| e == name) => {
+                self.with_exec(hx, |ex| self.ensure_init(ex, hx));
+                Some(self.variable(name).unwrap_or_default())
+            }
+            _ if self.ty == ScriptType::Proxy
+                && !ROUTER_HANDLERS.contains(&name)
+                && !matches!(name, "step" | "goto") =>
+            {
+                match self.proxy(hx, name, "", false) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        report(hx, &format!("{name}: {e}"));
+                        None
+                    }
+                }
+            }
+            _ => match self.local_read(hx, name, "")? {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    report(hx, &e);
+                    None
+                }
+            },
+        }
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        value: &str,
+        hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        Some(match name {
+            "run" => self.proxy(hx, "run", value.trim(), true).map(|_| ()),
+            "step" => {
+                let v = value.trim();
+                let n = if v.is_empty() {
+                    1
+                } else {
+                    match v.parse::<u64>() {
+                        Ok(n) => n,
+                        Err(_) => return Some(Err(format!("expected step count, not '{v}'"))),
+                    }
+                };
+                if self.with_exec(hx, |ex| self.steps(ex, hx, n)).is_none() {
+                    self.pending_steps.fetch_add(n, SeqCst);
+                    self.kick(hx);
+                }
+                Ok(())
+            }
+            "goto" => self
+                .with_exec(hx, |ex| self.goto_label(ex, hx, value))
+                .unwrap_or_else(|| Err("script is already running".into())),
+            _ if self.ty == ScriptType::Proxy && !ROUTER_HANDLERS.contains(&name) => {
+                self.proxy(hx, name, value.trim(), true).map(|_| ())
+            }
+            _ => return None,
+        })
+    }
+
+    fn is_driver(&self) -> bool {
+        self.ty == ScriptType::Driver
+    }
+
+    fn stop_requested(&self, hx: &HandlerCx<'_>) {
+        if self.with_exec(hx, |ex| self.stop_event(ex, hx)).is_none() {
+            self.pending_stops.fetch_add(1, SeqCst);
+            self.kick(hx);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use paraclick_runtime::Router;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    pub(crate) fn build(conf: &str) -> Router {
+        build_threads(conf, 1)
+    }
+
+    pub(crate) fn build_threads(conf: &str, threads: usize) -> Router {
+        Router::from_str(conf, &crate::registry(), threads).unwrap_or_else(|d| {
+            panic!(
+                "{}",
+                d.iter()
+                    .map(|d| d.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })
+    }
+
+    pub(crate) fn build_err(conf: &str) -> String {
+        match Router::from_str(conf, &crate::registry(), 1) {
+            Ok(_) => panic!("configuration should fail: {conf}"),
+            Err(d) => d
+                .iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }
+
+    /// Runs the router; fails if it has not stopped by itself within 5 s.
+    pub(crate) fn run(r: &Router) -> Duration {
+        let stopper = r.stopper();
+        let done = Arc::new(AtomicBool::new(false));
+        let d2 = done.clone();
+        let watchdog = std::thread::spawn(move || {
+            for _ in 0..500 {
+                if d2.load(Ordering::Acquire) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            stopper.stop();
+            true
+        });
+        let t = Instant::now();
+        r.run();
+        let took = t.elapsed();
+        done.store(true, Ordering::Release);
+        assert!(!watchdog.join().unwrap(), "router did not stop by itself");
+        took
+    }
+
+    pub(crate) fn read(r: &Router, h: &str) -> String {
+        r.read_handler(h)
+            .unwrap_or_else(|e| panic!("reading {h}: {e}"))
+    }
+
+    #[test]
+    fn waits_on_a_timer_then_writes_and_stops() {
+        let r = build(
+            "src :: InfiniteSource -> c :: Counter -> Discard;
+             Script(wait 0.05, write src.active false, stop);",
+        );
+        let took = run(&r);
+        assert!(took >= Duration::from_millis(50), "stopped after {took:?}");
+        assert_eq!(read(&r, "src.active"), "false");
+        let n: u64 = read(&r, "c.count").parse().unwrap();
+        assert!(n > 0);
+        assert_eq!(read(&r, "src.count"), n.to_string());
+    }
+
+    #[test]
+    fn goto_loop_counts_in_an_exported_variable() {
+        let r = build(
+            "s :: Script(export x 0, label top, set x $(add $x 1), goto top $(lt $x 5), stop);",
+        );
+        assert_eq!(read(&r, "s.x"), "0", "export initializes before running");
+        run(&r);
+        assert_eq!(read(&r, "s.x"), "5");
+        assert!(read(&r, "s.handlers").contains("x\tr\n"));
+        assert!(read(&r, "s.handlers").contains("run\trw\n"));
+    }
+
+    #[test]
+    fn substitutes_handler_values_keeping_or_removing_quotes() {
+        let r = build(
+            "src :: InfiniteSource(LIMIT 10) -> c :: Counter -> Discard;
+             s :: Script(export n, export q, export r, export w,
+                         wait 0.05, set n $(c.count), set q \"$(c.count)\",
+                         setq r \"$(c.count)\", set w '$(c.count)', stop);",
+        );
+        run(&r);
+        assert_eq!(read(&r, "s.n"), "10");
+        assert_eq!(read(&r, "s.q"), "\"10\"");
+        assert_eq!(read(&r, "s.r"), "10");
+        assert_eq!(read(&r, "s.w"), "'$(c.count)'");
+    }
+
+    #[test]
+    fn passive_scripts_run_through_the_run_handler() {
+        let r = build(
+            "Idle -> c1 :: Counter -> Discard; Idle -> c2 :: Counter -> Discard;
+             sum :: Script(TYPE PASSIVE, return $(add $(c1.count) $(c2.count) 7));
+             s :: Script(TYPE PASSIVE, export last, set last $(add $1 $2):$#:$args, return $last);
+             e :: Script(TYPE PASSIVE, error oops $1);
+             other :: Script(TYPE PASSIVE, return $(sum.mul 6 7) $(readable c1.count sum.run) $(writable c1.count) $(writable sum.step));",
+        );
+        assert_eq!(read(&r, "sum.run"), "7");
+        r.write_handler("s.run", "3 4").unwrap();
+        assert_eq!(read(&r, "s.last"), "7:2:3 4");
+        let err = r.write_handler("e.run", "now").unwrap_err();
+        assert!(err.contains("oops now"), "{err}");
+        assert!(r.read_handler("e.run").is_err());
+        assert_eq!(read(&r, "other.run"), "42 true false true");
+        // Expression handlers read without arguments.
+        assert_eq!(read(&r, "sum.add"), "0");
+    }
+
+    #[test]
+    fn step_advances_pauses_and_cuts_waits_short() {
+        let r = build(
+            "s :: Script(TYPE PASSIVE, export x 0, set x 1, pause, set x 2, pause 2,
+                         set x 3, wait 10, set x 4);",
+        );
+        r.write_handler("s.run", "").unwrap();
+        assert_eq!(read(&r, "s.x"), "1");
+        r.write_handler("s.step", "").unwrap();
+        assert_eq!(read(&r, "s.x"), "2");
+        r.write_handler("s.step", "1").unwrap();
+        assert_eq!(read(&r, "s.x"), "2", "pause 2 needs two steps");
+        r.write_handler("s.step", "").unwrap();
+        assert_eq!(read(&r, "s.x"), "3");
+        r.write_handler("s.step", "").unwrap();
+        assert_eq!(read(&r, "s.x"), "4", "a step ends a wait");
+        r.write_handler("s.step", "5").unwrap();
+        assert!(r.write_handler("s.step", "x").is_err());
+        // Several steps at once.
+        r.write_handler("s.run", "").unwrap();
+        r.write_handler("s.step", "4").unwrap();
+        assert_eq!(read(&r, "s.x"), "4");
+    }
+
+    #[test]
+    fn goto_handler_jumps_to_a_label() {
+        let r = build("s :: Script(TYPE PASSIVE, export x 0, set x a, end, label l, set x b);");
+        r.write_handler("s.goto", "l").unwrap();
+        assert_eq!(read(&r, "s.x"), "b");
+        r.write_handler("s.run", "").unwrap();
+        assert_eq!(read(&r, "s.x"), "a");
+        assert!(r.write_handler("s.goto", "nowhere").is_err());
+    }
+
+    #[test]
+    fn proxy_scripts_answer_any_handler() {
+        let r = build(
+            "s :: Script(TYPE PROXY,
+                 goto nota $(ne $0 a),
+                 returnq \"you called 'a'\",
+                 label nota,
+                 goto notb $(ne $0 b),
+                 return $write:$args,
+                 label notb,
+                 error bad handler);",
+        );
+        assert_eq!(read(&r, "s.a"), "you called 'a'");
+        assert_eq!(read(&r, "s.b"), "false:");
+        assert!(r.read_handler("s.c").is_err());
+        r.write_handler("s.b", "x").unwrap();
+        let e = r.write_handler("s.zz", "x").unwrap_err();
+        assert!(e.contains("bad handler"), "{e}");
+        assert_eq!(read(&r, "s.class"), "Script");
+    }
+
+    #[test]
+    fn write_status_and_runaway_loops() {
+        let r = build(
+            "Idle -> c :: Counter -> Discard;
+             s :: Script(TYPE PASSIVE, write nothere.x 1, set a $?, write c.reset, return $a $?);
+             l :: Script(TYPE PASSIVE, label a, goto a);",
+        );
+        assert_eq!(read(&r, "s.run"), "-22 0");
+        let e = r.write_handler("l.run", "").unwrap_err();
+        assert!(e.contains("jumps"), "{e}");
+    }
+
+    #[test]
+    fn prints_to_files() {
+        let path =
+            std::env::temp_dir().join(format!("paraclick-ctl-print-{}.txt", std::process::id()));
+        let p = path.display();
+        let r = build(&format!(
+            "Idle -> c :: Counter -> Discard;
+             s :: Script(TYPE PASSIVE, print >{p} \"hello $(add 1 2)\", printn >>{p} 'a $x',
+                         print >>{p} c.count, print >>{p} $(sprintf \"%03d\" 7));"
+        ));
+        r.write_handler("s.run", "").unwrap();
+        let got = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(got, "hello 3\na $x0\n007\n");
+    }
+
+    #[test]
+    fn a_script_can_step_itself() {
+        let r = build("s :: Script(export x 0, write s.step, pause, set x 1, stop);");
+        run(&r);
+        assert_eq!(read(&r, "s.x"), "1");
+    }
+
+    #[test]
+    fn packet_scripts_choose_output_ports() {
+        let r = build(
+            "InfiniteSource(LIMIT 10, STOP true)
+               -> s :: Script(TYPE PACKET, init n 0, set n $(add $n 1),
+                              goto drop $(eq $n 3), return $(mod $n 2), label drop, exit);
+             s[0] -> c0 :: Counter -> Discard; s[1] -> c1 :: Counter -> Discard;",
+        );
+        run(&r);
+        // n = 1..10; 3 is dropped; odd n leave on output 1.
+        assert_eq!(read(&r, "c0.count"), "5");
+        assert_eq!(read(&r, "c1.count"), "4");
+        assert_eq!(r.total_drops(), 1);
+    }
+
+    #[test]
+    fn configuration_errors() {
+        assert!(build_err("Script(frobnicate)").contains("unknown instruction 'frobnicate'"));
+        assert!(build_err("Script(goto nowhere)").contains("no label 'nowhere'"));
+        assert!(build_err("Script(TYPE SIGNAL INT)").contains("SIGNAL"));
+        assert!(build_err("Script(TYPE WEIRD)").contains("unknown script type"));
+        assert!(build_err("Idle -> Script(print x) -> Discard").contains("TYPE PACKET"));
+        assert!(build_err("Script(TYPE DRIVER); DriverManager()").contains("only one driver"));
+    }
+}
