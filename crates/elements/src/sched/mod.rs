@@ -2,4 +2,16 @@
 
 use paraclick_runtime::Registry;
 
-pub fn register(_reg: &mut Registry) {}
+pub mod prio_sched;
+pub mod round_robin_sched;
+pub mod static_thread_sched;
+#[cfg(test)]
+mod test_util;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(prio_sched::spec());
+    reg.register(prio_sched::simple_spec());
+    reg.register(round_robin_sched::spec());
+    reg.register(round_robin_sched::simple_spec());
+    reg.register(static_thread_sched::spec());
+}

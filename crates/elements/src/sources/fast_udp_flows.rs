@@ -142,8 +142,8 @@ mod tests {
         assert_eq!(ps[0..3], ps[3..6]);
         // Then each flow has new ports, kept for two more packets.
         assert_eq!(ps[6..9], ps[9..12]);
-        for i in 6..9 {
-            assert!(!first.contains(&ps[i]), "flow {} kept its ports", i - 6);
+        for (i, p) in ps[6..9].iter().enumerate() {
+            assert!(!first.contains(p), "flow {i} kept its ports");
         }
         assert_eq!(r.read_handler("e.count").unwrap(), "12");
     }

@@ -129,9 +129,7 @@ mod tests {
 
     #[test]
     fn interval_increments_ports() {
-        let r = pull_router(&format!(
-            "FastUDPSource(0, -1, 60, 0:1:2:3:4:5, 1.0.0.1, 65534, 6:7:8:9:a:b, 2.0.0.2, 9, INTERVAL 2)"
-        ));
+        let r = pull_router("FastUDPSource(0, -1, 60, 0:1:2:3:4:5, 1.0.0.1, 65534, 6:7:8:9:a:b, 2.0.0.2, 9, INTERVAL 2)");
         let b = r.pull_from("e", 0, 7).unwrap().unwrap();
         let got: Vec<_> = b.iter().map(ports).collect();
         assert_eq!(

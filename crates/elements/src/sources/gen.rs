@@ -179,7 +179,7 @@ pub fn pace(tat: u64, now: u64, interval: u64, slack: u64, want: usize) -> (usiz
 /// Converts a rate in packets per second into a pacing interval in ticks
 /// (`None`: the rate is 0, nothing is ever due; `Some(0)`: unpaced).
 pub fn rate_interval(rate: f64) -> Option<u64> {
-    if !(rate > 0.0) {
+    if rate.is_nan() || rate <= 0.0 {
         return None;
     }
     Some((TICKS_PER_SEC / rate).round() as u64)

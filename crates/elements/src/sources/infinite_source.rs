@@ -182,3 +182,44 @@ impl Element for InfiniteSource {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{harness, reg, try_harness};
+    use paraclick_runtime::Router;
+
+    #[test]
+    fn push_limit_stop_with_bursts() {
+        let h = harness("InfiniteSource(\\<0102>, 10, 4, STOP true)", 1);
+        h.router.run();
+        let out = h.output(0);
+        assert_eq!(out.len(), 10);
+        assert!(out.iter().all(|p| p.data() == [1, 2]));
+        assert_eq!(h.read("count").unwrap(), "10");
+    }
+
+    #[test]
+    fn pull_limit_reset_and_handlers() {
+        let conf = "e :: InfiniteSource(LENGTH 3, LIMIT 5); e -> u :: Unqueue -> o :: TestSink;";
+        let r = Router::from_str(conf, &reg(), 1).unwrap();
+        let b = r.pull_from("e", 0, 4).unwrap().unwrap();
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.as_slice()[0].data(), b"Ran");
+        assert_eq!(r.pull_from("e", 0, 4).unwrap().unwrap().len(), 1);
+        assert!(r.pull_from("e", 0, 4).unwrap().is_none());
+        r.write_handler("e.reset", "").unwrap();
+        assert_eq!(r.read_handler("e.count").unwrap(), "0");
+        r.write_handler("e.limit", "2").unwrap();
+        assert_eq!(r.pull_from("e", 0, 4).unwrap().unwrap().len(), 2);
+        r.write_handler("e.active", "false").unwrap();
+        r.write_handler("e.limit", "-1").unwrap();
+        assert!(r.pull_from("e", 0, 4).unwrap().is_none());
+        assert!(r.write_handler("e.burst", "0").is_err());
+    }
+
+    #[test]
+    fn bad_configurations() {
+        assert!(try_harness("InfiniteSource(BURST 0)", 1).is_err());
+        assert!(try_harness("InfiniteSource(STOP true, END_CALL x.y)", 1).is_err());
+    }
+}

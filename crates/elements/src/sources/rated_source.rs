@@ -124,7 +124,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         }
         (None, None) => 10.0,
     };
-    if !(rate >= 0.0) || !rate.is_finite() {
+    if rate.is_nan() || rate < 0.0 || !rate.is_finite() {
         return Err(format!("RATE must be a nonnegative number, not {rate}"));
     }
     Ok(Box::new(RatedSource {

@@ -149,7 +149,7 @@ struct Flows {
 }
 
 /// Seed of the port generator; each thread's is derived from it.
-const SEED: u64 = 0x5eed_0f_f10e5;
+const SEED: u64 = 0x5eed_f10e_5eed_f10e;
 
 /// The shared source engine.
 pub struct UdpGen {
@@ -199,7 +199,7 @@ impl UdpGen {
         if c.ports.is_empty() {
             return Err("FLOWS must be at least 1".into());
         }
-        if !(c.rate >= 0.0) || !c.rate.is_finite() {
+        if c.rate.is_nan() || c.rate < 0.0 || !c.rate.is_finite() {
             return Err(format!("RATE must be a nonnegative number, not {}", c.rate));
         }
         let template = build_template(&c.frame)?;

@@ -1,0 +1,147 @@
+//! # StaticThreadSched
+//!
+//! StaticThreadSched(ELEMENT THREAD, ...)
+//!
+//! Specifies element and thread scheduling parameters: statically binds
+//! elements' tasks to threads.
+//!
+//! Each argument names an element and a thread number; the element's
+//! tasks run on that thread and the adaptive scheduler never moves them.
+//! If more than one StaticThreadSched is given, they all apply, in
+//! configuration order; a later one overrides an earlier one for the same
+//! element. Elements without tasks are accepted and unaffected.
+//!
+//! Thread numbers are taken modulo the number of threads (`-j`), so a
+//! configuration written for 4 threads still runs on 2: thread 3 becomes
+//! thread 1. (Click instead warns and uses thread 0.) Negative numbers are
+//! an error: Click's -1 (a task that never runs) is not supported. An
+//! element name that does not exist is an error.
+//!
+//! Ports: none.
+//!
+//! Handlers: none.
+//!
+//! Example:
+//!
+//!     src0 :: FastUDPFlows(...) -> ...; src1 :: FastUDPFlows(...) -> ...;
+//!     StaticThreadSched(src0 0, src1 1);
+
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, InitCx};
+
+pub struct StaticThreadSched {
+    /// (element name, thread) in configuration order.
+    bindings: Vec<(String, usize)>,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("StaticThreadSched", "0/0", "a", make)
+}
+
+fn parse_binding(arg: &str) -> Result<(String, usize), String> {
+    let words: Vec<&str> = arg.split_whitespace().collect();
+    let [name, thread] = words[..] else {
+        return Err(format!("expected 'ELEMENT THREAD', not '{}'", arg.trim()));
+    };
+    let t: i64 = thread
+        .parse()
+        .map_err(|_| format!("{name}: expected thread number, not '{thread}'"))?;
+    if t < 0 {
+        return Err(format!(
+            "{name}: thread {t} not supported (threads are numbered from 0)"
+        ));
+    }
+    Ok((name.to_string(), t as usize))
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    // Arguments are "NAME THREAD" pairs; an all-capitals element name
+    // would look like a keyword, so take every argument as written.
+    let args = cx.args().rest_all();
+    let mut bindings = Vec::with_capacity(args.len());
+    for a in args.iter().filter(|a| !a.trim().is_empty()) {
+        bindings.push(parse_binding(a)?);
+    }
+    Ok(Box::new(StaticThreadSched { bindings }))
+}
+
+impl Element for StaticThreadSched {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        let n = ix.nthreads().max(1);
+        for (name, thread) in &self.bindings {
+            let i = ix
+                .find(name)
+                .ok_or_else(|| format!("no element named '{name}'"))?;
+            ix.prefer_thread(i, thread % n);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::reg;
+    use paraclick_runtime::Router;
+
+    const SOURCES: &str = "a :: InfiniteSource -> Discard; b :: InfiniteSource -> Discard; \
+                           c :: InfiniteSource -> Discard;";
+
+    fn threads(conf: &str, nthreads: usize) -> Vec<(String, usize)> {
+        let r = Router::from_str(conf, &reg(), nthreads).unwrap_or_else(|d| panic!("{d:?}"));
+        let mut v: Vec<_> = r
+            .task_threads()
+            .into_iter()
+            .map(|(name, _, t)| (name, t))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn names(v: &[(&str, usize)]) -> Vec<(String, usize)> {
+        v.iter().map(|&(n, t)| (n.to_string(), t)).collect()
+    }
+
+    #[test]
+    fn binds_tasks_to_threads() {
+        let conf = format!("{SOURCES} StaticThreadSched(a 3, b 3, c 0);");
+        assert_eq!(threads(&conf, 4), names(&[("a", 3), ("b", 3), ("c", 0)]));
+    }
+
+    #[test]
+    fn thread_numbers_wrap() {
+        let conf = format!("{SOURCES} StaticThreadSched(a 3, b 4, c 5);");
+        assert_eq!(threads(&conf, 2), names(&[("a", 1), ("b", 0), ("c", 1)]));
+        assert_eq!(threads(&conf, 1), names(&[("a", 0), ("b", 0), ("c", 0)]));
+    }
+
+    #[test]
+    fn later_bindings_override() {
+        let conf = format!("{SOURCES} StaticThreadSched(a 1, a 2); StaticThreadSched(b 1);");
+        let t = threads(&conf, 3);
+        assert_eq!(t[0], ("a".to_string(), 2));
+        assert_eq!(t[1], ("b".to_string(), 1));
+    }
+
+    #[test]
+    fn errors() {
+        for (bad, why) in [
+            ("nosuch 1", "no element named 'nosuch'"),
+            ("a -1", "thread -1 not supported"),
+            ("a", "expected 'ELEMENT THREAD', not 'a'"),
+            ("a x", "expected thread number, not 'x'"),
+            ("a 1 2", "expected 'ELEMENT THREAD'"),
+        ] {
+            let conf = format!("{SOURCES} StaticThreadSched({bad});");
+            let e = Router::from_str(&conf, &reg(), 2).err().expect(bad);
+            assert!(e[0].message.contains(why), "{bad}: {e:?}");
+        }
+        let conf = format!("{SOURCES} StaticThreadSched(a 1) -> Discard;");
+        assert!(Router::from_str(&conf, &reg(), 2).is_err());
+    }
+
+    #[test]
+    fn capital_names_and_empty() {
+        let conf =
+            "SRC :: InfiniteSource -> Discard; StaticThreadSched(SRC 1); StaticThreadSched();";
+        assert_eq!(threads(conf, 2), names(&[("SRC", 1)]));
+    }
+}
