@@ -15,8 +15,11 @@ use paraclick_runtime::{Counter, Cx, HandlerInfo, Registry, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub mod check_icmp_header;
 pub mod check_ip_header;
 pub mod check_ip_header2;
+pub mod check_tcp_header;
+pub mod check_udp_header;
 pub mod dec_ip_ttl;
 pub mod drop_broadcasts;
 pub mod fix_ip_src;
@@ -26,14 +29,19 @@ pub mod mark_ip_header;
 pub mod set_ip_address;
 pub mod set_ip_checksum;
 pub mod set_ip_dscp;
+pub mod set_tcp_checksum;
+pub mod set_udp_checksum;
 pub mod store_ip_address;
 
 #[cfg(test)]
 pub(crate) mod test_util;
 
 pub fn register(reg: &mut Registry) {
+    reg.register(check_icmp_header::spec());
     reg.register(check_ip_header::spec());
     reg.register(check_ip_header2::spec());
+    reg.register(check_tcp_header::spec());
+    reg.register(check_udp_header::spec());
     reg.register(dec_ip_ttl::spec());
     reg.register(drop_broadcasts::spec());
     reg.register(fix_ip_src::spec());
@@ -43,6 +51,8 @@ pub fn register(reg: &mut Registry) {
     reg.register(set_ip_address::spec());
     reg.register(set_ip_checksum::spec());
     reg.register(set_ip_dscp::spec());
+    reg.register(set_tcp_checksum::spec());
+    reg.register(set_udp_checksum::spec());
     reg.register(store_ip_address::spec());
 }
 
@@ -69,6 +79,15 @@ pub(crate) fn fixed_ip_header_ref(p: &Packet) -> Option<Ipv4Header<&[u8]>> {
     let nh = p.network_header()?;
     let fixed = nh.get(..IP_MIN_HLEN)?;
     Some(Ipv4Header::new_unchecked(fixed))
+}
+
+/// The IP datagram at the packet's network header, its lengths checked
+/// (`Ipv4Header::new_checked`: header and total length within the packet;
+/// version and checksum not checked). `None` if there is no network header
+/// annotation or the lengths are wrong.
+#[inline]
+pub(crate) fn checked_ip(p: &Packet) -> Option<Ipv4Header<&[u8]>> {
+    Ipv4Header::new_checked(p.network_header()?).ok()
 }
 
 /// True for a multicast (class D, 224.0.0.0/4) address.
