@@ -4,7 +4,7 @@
 //!
 //! A Script that manages driver stop events.
 //!
-//! Ports: none. Processing: as Script.
+//! Ports: none (with TYPE PACKET, as Script). Processing: as Script.
 //!
 //! DriverManager is a Script whose default TYPE is DRIVER; it takes every
 //! Script instruction and has every Script handler.

@@ -995,6 +995,14 @@ impl Script {
         (outs, dropped)
     }
 
+    /// Whether a PROXY script answers handler `name` (any but its
+    /// predefined handlers and the router's).
+    fn proxies(&self, name: &str) -> bool {
+        self.ty == ScriptType::Proxy
+            && !ROUTER_HANDLERS.contains(&name)
+            && !self.handlers.iter().any(|h| h.name == name)
+    }
+
     fn proxy(
         &self,
         hx: &HandlerCx<'_>,
@@ -1085,18 +1093,13 @@ impl Element for Script {
                 self.with_exec(hx, |ex| self.ensure_init(ex, hx));
                 Some(self.variable(name).unwrap_or_default())
             }
-            _ if self.ty == ScriptType::Proxy
-                && !ROUTER_HANDLERS.contains(&name)
-                && !matches!(name, "step" | "goto") =>
-            {
-                match self.proxy(hx, name, "", false) {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        report(hx, &format!("{name}: {e}"));
-                        None
-                    }
+            _ if self.proxies(name) => match self.proxy(hx, name, "", false) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    report(hx, &format!("{name}: {e}"));
+                    None
                 }
-            }
+            },
             _ => match self.local_read(hx, name, "")? {
                 Ok(v) => Some(v),
                 Err(e) => {
@@ -1134,9 +1137,7 @@ impl Element for Script {
             "goto" => self
                 .with_exec(hx, |ex| self.goto_label(ex, hx, value))
                 .unwrap_or_else(|| Err("script is already running".into())),
-            _ if self.ty == ScriptType::Proxy && !ROUTER_HANDLERS.contains(&name) => {
-                self.proxy(hx, name, value.trim(), true).map(|_| ())
-            }
+            _ if self.proxies(name) => self.proxy(hx, name, value.trim(), true).map(|_| ()),
             _ => return None,
         })
     }
@@ -1329,6 +1330,11 @@ pub(crate) mod tests {
         let e = r.write_handler("s.zz", "x").unwrap_err();
         assert!(e.contains("bad handler"), "{e}");
         assert_eq!(read(&r, "s.class"), "Script");
+        assert_eq!(
+            read(&r, "s.add"),
+            "0",
+            "predefined handlers are not proxied"
+        );
     }
 
     #[test]
