@@ -5,6 +5,7 @@
 use paraclick_runtime::Registry;
 
 pub mod direct_ip_lookup;
+pub mod ip_fragmenter;
 pub mod linear_ip_lookup;
 pub mod lpm;
 pub mod radix_ip_lookup;
@@ -17,6 +18,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(linear_ip_lookup::spec());
     reg.register(radix_ip_lookup::spec());
     reg.register(direct_ip_lookup::spec());
+    reg.register(ip_fragmenter::spec());
 }
 
 #[cfg(test)]

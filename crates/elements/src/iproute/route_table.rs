@@ -211,6 +211,7 @@ fn route_text(r: &Route) -> String {
 /// Per-thread scratch for splitting a batch by output port.
 #[derive(Default)]
 struct Scratch {
+    addrs: Vec<u32>,
     ports: Vec<u32>,
     outs: Vec<Batch>,
 }
@@ -311,29 +312,19 @@ enum Undo {
 }
 
 impl IPRouteLookup {
-    /// Looks up one packet under the read guard; returns its output port
-    /// or [`NO_PORT`], and sets the destination annotation.
+    /// The address a packet is routed by: its destination annotation or,
+    /// when that is 0.0.0.0, its IP header's destination.
     #[inline(always)]
-    fn route_one(t: &Lpm, p: &mut Packet) -> u32 {
-        let mut dst = p.anno().dst_ip;
+    fn destination(p: &Packet) -> u32 {
+        let dst = p.anno().dst_ip;
         if dst.is_unspecified() {
             if let Some(h) = p.network_header() {
                 if h.len() >= 20 {
-                    dst = Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+                    return u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
                 }
             }
         }
-        let i = t.lookup_index(u32::from(dst));
-        if i == 0 {
-            return NO_PORT;
-        }
-        let hop = t.hop(i);
-        p.anno_mut().dst_ip = if hop.gw != 0 {
-            Ipv4Addr::from(hop.gw)
-        } else {
-            dst
-        };
-        hop.port
+        u32::from(dst)
     }
 
     /// The route table, read-locked (tests and tools).
@@ -505,12 +496,22 @@ impl Element for IPRouteLookup {
             return;
         }
         let mut s = std::mem::take(self.scratch.get(cx));
+        s.addrs.clear();
+        s.addrs.extend(batch.iter().map(Self::destination));
         s.ports.clear();
+        s.ports.resize(s.addrs.len(), 0);
         {
             // One read lock per batch, released before anything is pushed.
             let t = self.table.read().unwrap_or_else(|e| e.into_inner());
-            for p in batch.iter_mut() {
-                s.ports.push(Self::route_one(&t, p));
+            t.lookup_batch(&s.addrs, &mut s.ports);
+            for ((p, port), &dst) in batch.iter_mut().zip(s.ports.iter_mut()).zip(&s.addrs) {
+                if *port == 0 {
+                    *port = NO_PORT;
+                    continue;
+                }
+                let hop = t.hop(*port);
+                p.anno_mut().dst_ip = Ipv4Addr::from(if hop.gw != 0 { hop.gw } else { dst });
+                *port = hop.port;
             }
         }
         let first = s.ports[0];
