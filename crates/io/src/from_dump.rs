@@ -666,3 +666,414 @@ impl Element for FromDump {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::*;
+
+    fn frames() -> Vec<Vec<u8>> {
+        vec![
+            eth_tcp([10, 0, 0, 1], [10, 0, 0, 2], 1234, 80, 0x02, 0),
+            eth_tcp([10, 0, 0, 2], [10, 0, 0, 1], 80, 1234, 0x12, 30),
+            eth_tcp([10, 0, 0, 1], [10, 0, 0, 2], 1234, 80, 0x10, 100),
+        ]
+    }
+
+    /// Three records; the last captured short (60 of its 154 bytes).
+    fn records(f: &[Vec<u8>], nano: bool) -> Vec<Rec<'_>> {
+        let frac = |us: u32, extra: u32| if nano { us * 1000 + extra } else { us };
+        vec![
+            Rec {
+                sec: 1_000_000_000,
+                frac: frac(1, 7),
+                orig_len: f[0].len() as u32,
+                data: &f[0],
+            },
+            Rec {
+                sec: 1_000_000_000,
+                frac: frac(500_000, 0),
+                orig_len: f[1].len() as u32,
+                data: &f[1],
+            },
+            Rec {
+                sec: 1_000_000_001,
+                frac: frac(999_999, 999),
+                orig_len: f[2].len() as u32,
+                data: &f[2][..60],
+            },
+        ]
+    }
+
+    #[test]
+    fn reads_all_four_variants() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = frames();
+        for big in [false, true] {
+            for nano in [false, true] {
+                let path = dir.path().join(format!("t-{big}-{nano}.pcap"));
+                let bytes = pcap_bytes(big, nano, 65535, 1, &records(&f, nano));
+                std::fs::write(&path, &bytes).unwrap();
+                let r = build(&format!(
+                    "f :: FromDump({}, STOP true) -> s :: TestSink;",
+                    q(&path)
+                ));
+                run(&r);
+                let got = sink(&r, "s");
+                assert_eq!(got.len(), 3, "big {big} nano {nano}");
+                assert_eq!(got[0].data(), &f[0][..]);
+                assert_eq!(got[1].data(), &f[1][..]);
+                assert_eq!(
+                    got[2].data(),
+                    &f[2][..60],
+                    "truncated capture: caplen bytes"
+                );
+                let sub = |us: u32, ns: u32| if nano { us * 1000 + ns } else { us * 1000 };
+                assert_eq!(got[0].timestamp(), ts(1_000_000_000, sub(1, 7)));
+                assert_eq!(got[1].timestamp(), ts(1_000_000_000, sub(500_000, 0)));
+                assert_eq!(got[2].timestamp(), ts(1_000_000_001, sub(999_999, 999)));
+                assert_eq!(got[0].anno().extra_length, 0);
+                assert_eq!(got[2].anno().extra_length, f[2].len() as u32 - 60);
+                for p in &got {
+                    assert_eq!(p.mac_header_offset(), Some(0));
+                    assert!(!p.has_network_header());
+                }
+                assert_eq!(h(&r, "f.count"), "3");
+                assert_eq!(h(&r, "f.encap"), "ETHER");
+                assert_eq!(h(&r, "f.filename"), path.display().to_string());
+                assert_eq!(h(&r, "f.filesize"), bytes.len().to_string());
+                assert_eq!(h(&r, "f.filepos"), bytes.len().to_string());
+                assert_eq!(h(&r, "f.errors"), "0");
+                assert_eq!(h(&r, "f.sampling_prob"), "1");
+                r.write_handler("f.reset_counts", "").unwrap();
+                assert_eq!(h(&r, "f.count"), "0");
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_file_stops_with_one_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = frames();
+        let bytes = pcap_bytes(false, false, 65535, 1, &records(&f, false));
+        for cut in [bytes.len() - 10, bytes.len() - 60 - 8] {
+            let path = dir.path().join(format!("cut{cut}.pcap"));
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            let r = build(&format!(
+                "f :: FromDump({}, STOP true) -> s :: TestSink;",
+                q(&path)
+            ));
+            run(&r);
+            assert_eq!(sink(&r, "s").len(), 2);
+            assert_eq!(h(&r, "f.errors"), "1");
+            assert_eq!(h(&r, "f.count"), "2");
+        }
+        // A record claiming an absurd captured length is corrupt.
+        let mut bad = bytes.clone();
+        let third = 24 + 16 + f[0].len() + 16 + f[1].len();
+        bad[third + 8..third + 12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+        let path = dir.path().join("corrupt.pcap");
+        std::fs::write(&path, &bad).unwrap();
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true) -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        assert_eq!(sink(&r, "s").len(), 2);
+        assert_eq!(h(&r, "f.errors"), "1");
+        // A header-only file is an empty trace, not an error.
+        let path = dir.path().join("empty-trace.pcap");
+        std::fs::write(&path, &bytes[..24]).unwrap();
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true) -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        assert_eq!(sink(&r, "s").len(), 0);
+        assert_eq!(h(&r, "f.errors"), "0");
+    }
+
+    #[test]
+    fn bad_files_are_configuration_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: &[(&str, &[u8], &str)] = &[
+            ("empty", b"", "empty file"),
+            (
+                "magic",
+                b"hello, this is not a pcap file",
+                "bad magic number",
+            ),
+            ("gzip", &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0], "gzip"),
+            (
+                "short",
+                &[0xd4, 0xc3, 0xb2, 0xa1, 2, 0],
+                "truncated tcpdump file header",
+            ),
+        ];
+        for (name, bytes, msg) in cases {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let e = build_err(&format!("FromDump({}) -> TestSink;", q(&path)));
+            assert!(e.contains(msg), "{name}: {e}");
+        }
+        let e = build_err(&format!(
+            "FromDump({}) -> TestSink;",
+            q(&dir.path().join("none"))
+        ));
+        assert!(e.contains("No such file"), "{e}");
+        let path = dir.path().join("ok.pcap");
+        std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &[])).unwrap();
+        for bad in [
+            "SAMPLE 2",
+            "BURST 0",
+            "STOP true, END_CALL x.y",
+            "START 1, START_AFTER 1",
+        ] {
+            let e = build_err(&format!("FromDump({}, {bad}) -> TestSink;", q(&path)));
+            assert!(!e.is_empty());
+        }
+    }
+
+    #[test]
+    fn force_ip_splits_and_marks_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let ip = eth_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 0x02, 4);
+        let mut arp = vec![0xffu8; 42];
+        arp[12] = 0x08;
+        arp[13] = 0x06;
+        let mut vlan = Vec::new();
+        vlan.extend_from_slice(&ip[..12]);
+        vlan.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+        vlan.extend_from_slice(&ip[12..]);
+        let recs = [
+            Rec {
+                sec: 1,
+                frac: 0,
+                orig_len: ip.len() as u32,
+                data: &ip,
+            },
+            Rec {
+                sec: 2,
+                frac: 0,
+                orig_len: 42,
+                data: &arp,
+            },
+            Rec {
+                sec: 3,
+                frac: 0,
+                orig_len: vlan.len() as u32,
+                data: &vlan,
+            },
+        ];
+        let path = dir.path().join("mixed.pcap");
+        std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true, FORCE_IP true); f[0] -> a :: TestSink; f[1] -> b :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        let a = sink(&r, "a");
+        let b = sink(&r, "b");
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[0].network_header_offset(), Some(14));
+        assert_eq!(a[0].transport_header_offset(), Some(34));
+        assert_eq!(a[1].network_header_offset(), Some(18));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].data(), &arp[..]);
+        assert!(!b[0].has_network_header());
+        assert_eq!(h(&r, "f.count"), "3");
+        // With one output, non-IP packets are skipped.
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true, FORCE_IP true) -> a :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        assert_eq!(sink(&r, "a").len(), 2);
+        assert_eq!(r.total_drops(), 0);
+    }
+
+    #[test]
+    fn raw_ip_traces_get_network_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let frame = eth_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 0x02, 0);
+        let ip = &frame[14..];
+        for lt in [101u32, 12, 228] {
+            let path = dir.path().join(format!("raw{lt}.pcap"));
+            let recs = [Rec {
+                sec: 5,
+                frac: 0,
+                orig_len: ip.len() as u32,
+                data: ip,
+            }];
+            std::fs::write(&path, pcap_bytes(true, false, 65535, lt, &recs)).unwrap();
+            let r = build(&format!(
+                "f :: FromDump({}, STOP true) -> s :: TestSink;",
+                q(&path)
+            ));
+            run(&r);
+            let got = sink(&r, "s");
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].network_header_offset(), Some(0));
+            assert_eq!(got[0].network_header_length(), Some(20));
+            assert_eq!(got[0].mac_header_offset(), None);
+            assert_eq!(h(&r, "f.encap"), "IP");
+        }
+        assert_eq!(ip_header_at(1, &[0u8; 10]), None);
+        assert_eq!(ip_header_at(113, &[0u8; 10]), None);
+        let mut sll = vec![0u8; 16];
+        sll[14] = 8;
+        sll.extend_from_slice(ip);
+        assert_eq!(ip_header_at(113, &sll), Some((16, 20)));
+        let mut null = 2u32.to_le_bytes().to_vec();
+        null.extend_from_slice(ip);
+        assert_eq!(ip_header_at(0, &null), Some((4, 20)));
+        assert_eq!(ip_header_at(108, &null), None);
+        // A bad IP header length is not IP.
+        let mut bad = ip.to_vec();
+        bad[0] = 0x43;
+        assert_eq!(ip_header_at(101, &bad), None);
+        assert_eq!(ip_header_at(101, &ip[..19]), None);
+    }
+
+    fn ten_packets(dir: &Path) -> std::path::PathBuf {
+        let frame = eth_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 0x02, 0);
+        let recs: Vec<Rec<'_>> = (0..10)
+            .map(|i| Rec {
+                sec: 100 + i,
+                frac: 0,
+                orig_len: frame.len() as u32,
+                data: &frame,
+            })
+            .collect();
+        let path = dir.join("ten.pcap");
+        std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
+        path
+    }
+
+    use std::path::Path;
+
+    #[test]
+    fn time_bounds_and_sampling() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ten_packets(dir.path());
+        let secs = |conf: &str| -> Vec<i64> {
+            let r = build(&format!(
+                "f :: FromDump({}, STOP true, {conf}) -> s :: TestSink;",
+                q(&path)
+            ));
+            run(&r);
+            sink(&r, "s").iter().map(|p| p.timestamp().sec()).collect()
+        };
+        assert_eq!(secs("START 103, END 106"), vec![103, 104, 105]);
+        assert_eq!(secs("START_AFTER 2, END_AFTER 4s"), vec![102, 103]);
+        assert_eq!(secs("START_AFTER 7, INTERVAL 1"), vec![107]);
+        assert_eq!(secs("END 100"), Vec::<i64>::new());
+        assert_eq!(secs("SAMPLE 0"), Vec::<i64>::new());
+        assert_eq!(secs("SAMPLE 1, BURST 3").len(), 10);
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true, SAMPLE 0.5) -> s :: TestSink;",
+            q(&path)
+        ));
+        assert_eq!(h(&r, "f.sampling_prob"), "0.5");
+    }
+
+    #[test]
+    fn pull_context_and_end_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ten_packets(dir.path());
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true) -> u :: Unqueue(BURST 3) -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        assert_eq!(sink(&r, "s").len(), 10);
+        // Pulled by hand: the default end action sets active to false.
+        let r = build(&format!(
+            "f :: FromDump({}) -> u :: Unqueue -> s :: TestSink;",
+            q(&path)
+        ));
+        let b = r.pull_from("f", 0, 4).unwrap().unwrap();
+        assert_eq!(b.len(), 4);
+        assert_eq!(h(&r, "f.packet_filepos"), (24 + 3 * (16 + 54)).to_string());
+        assert_eq!(h(&r, "f.filepos"), (24 + 4 * (16 + 54)).to_string());
+        assert_eq!(r.pull_from("f", 0, 6).unwrap().unwrap().len(), 6);
+        assert_eq!(h(&r, "f.active"), "true");
+        // The end of the file is found at the next pull.
+        assert!(r.pull_from("f", 0, 100).unwrap().is_none());
+        assert_eq!(h(&r, "f.active"), "false");
+        // Rewind with filepos.
+        r.write_handler("f.filepos", "24").unwrap();
+        r.write_handler("f.active", "true").unwrap();
+        assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 10);
+        assert!(r.write_handler("f.filepos", "3").is_err());
+        // END_CALL calls a handler instead.
+        let r = build(&format!(
+            "f :: FromDump({}, END_CALL u.active false) -> u :: Unqueue -> s :: TestSink;",
+            q(&path)
+        ));
+        assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 10);
+        assert!(r.pull_from("f", 0, 100).unwrap().is_none());
+        assert_eq!(h(&r, "f.active"), "true");
+        assert_eq!(h(&r, "u.active"), "false");
+        // extend_interval moves END and reactivates.
+        let r = build(&format!(
+            "f :: FromDump({}, END 103) -> u :: Unqueue -> s :: TestSink;",
+            q(&path)
+        ));
+        assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 3);
+        assert!(r.pull_from("f", 0, 100).unwrap().is_none());
+        assert_eq!(h(&r, "f.active"), "false");
+        r.write_handler("f.extend_interval", "2s").unwrap();
+        let b = r.pull_from("f", 0, 100).unwrap().unwrap();
+        assert_eq!(
+            b.iter().map(|p| p.timestamp().sec()).collect::<Vec<_>>(),
+            vec![103, 104]
+        );
+        // FILEPOS starts at a record.
+        let r = build(&format!(
+            "f :: FromDump({}, FILEPOS {}) -> u :: Unqueue -> s :: TestSink;",
+            q(&path),
+            24 + 8 * 70
+        ));
+        let b = r.pull_from("f", 0, 100).unwrap().unwrap();
+        assert_eq!(
+            b.iter().map(|p| p.timestamp().sec()).collect::<Vec<_>>(),
+            vec![108, 109]
+        );
+        // ACTIVE false emits nothing.
+        let r = build(&format!(
+            "f :: FromDump({}, ACTIVE false) -> u :: Unqueue -> s :: TestSink;",
+            q(&path)
+        ));
+        assert!(r.pull_from("f", 0, 100).unwrap().is_none());
+    }
+
+    #[test]
+    fn timing_keeps_the_spacing() {
+        let dir = tempfile::tempdir().unwrap();
+        let frame = eth_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 0x02, 0);
+        let recs: Vec<Rec<'_>> = (0..4)
+            .map(|i| Rec {
+                sec: 50,
+                frac: i * 25_000,
+                orig_len: 54,
+                data: &frame,
+            })
+            .collect();
+        let path = dir.path().join("timed.pcap");
+        std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true, TIMING true) -> s :: TestSink;",
+            q(&path)
+        ));
+        let t0 = Instant::now();
+        run(&r);
+        // 75 ms of trace time separate the first and the last packet.
+        assert!(
+            t0.elapsed() >= Duration::from_millis(74),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(sink(&r, "s").len(), 4);
+    }
+}

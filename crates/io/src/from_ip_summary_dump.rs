@@ -536,3 +536,250 @@ impl Element for FromIPSummaryDump {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::test_util::*;
+    use paraclick_packet::wire::{Ipv4Header, TcpHeader, UdpHeader};
+
+    /// Reads `input` with FromIPSummaryDump(`from`) and writes it with
+    /// ToIPSummaryDump(`to`); returns the text written and the router.
+    fn through(input: &str, from: &str, to: &str) -> (String, paraclick_runtime::Router) {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("in.txt");
+        let b = dir.path().join("out.txt");
+        std::fs::write(&a, input).unwrap();
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, STOP true{from}) -> t :: ToIPSummaryDump({}{to});",
+            q(&a),
+            q(&b)
+        ));
+        run(&r);
+        r.write_handler("t.flush", "").unwrap();
+        (std::fs::read_to_string(&b).unwrap(), r)
+    }
+
+    const FIELDS: &str = "timestamp ip_src sport ip_dst dport ip_proto ip_len payload_len ip_ttl ip_tos ip_id ip_frag ip_fragoff tcp_flags tcp_seq tcp_ack tcp_window count direction";
+
+    fn dump() -> String {
+        format!(
+            "!IPSummaryDump 1.3\n!data {FIELDS}\n\
+             1000000000.000001 10.0.0.1 1234 10.0.0.2 80 T 40 0 64 0 1 ! 0! S 100 0 8192 1 >\n\
+             1000000000.500000 10.0.0.2 80 10.0.0.1 1234 T 140 100 63 16 2 . 0 PA 5000 101 65535 3 <\n\
+             1000000001.000000 10.0.0.3 53 10.0.0.4 5353 U 60 32 255 0 3 . 0 - - - - 1 >\n\
+             1000000001.250000 10.0.0.4 - 10.0.0.3 - I 84 64 100 0 4 . 0 - - - - 1 >\n\
+             1000000002.000000 10.0.0.5 1 10.0.0.6 2 T 1500 1460 64 0 5 F 0+ A 1 2 3 1 >\n\
+             1000000002.000100 10.0.0.5 - 10.0.0.6 - T 500 480 64 0 5 f 1480 - - - - 1 >\n\
+             1000000003.000000 10.0.0.7 - 10.0.0.8 - 47 24 4 1 0 6 . 0 - - - - 1 2\n\
+             1000000003.000001 10.0.0.7 9 10.0.0.8 10 T 40 0 1 0 7 . 0 FSRPAUECN 4294967295 1 0 1 >\n"
+        )
+    }
+
+    #[test]
+    fn parse_print_round_trip_is_exact() {
+        for checksum in [false, true] {
+            let (out, r) = through(
+                &dump(),
+                &format!(", CHECKSUM {checksum}"),
+                &format!(", CONTENTS {FIELDS}"),
+            );
+            assert_eq!(out, dump(), "CHECKSUM {checksum}");
+            assert_eq!(h(&r, "f.count"), "8");
+            assert_eq!(h(&r, "f.errors"), "0");
+            assert_eq!(h(&r, "t.count"), "8");
+            assert_eq!(h(&r, "f.encap"), "IP");
+            assert_eq!(h(&r, "f.filepos"), dump().len().to_string());
+            assert_eq!(h(&r, "f.filesize"), dump().len().to_string());
+        }
+    }
+
+    #[test]
+    fn packets_have_correct_checksums() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("in.txt");
+        std::fs::write(&a, dump()).unwrap();
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, STOP true, CHECKSUM true) -> s :: TestSink;",
+            q(&a)
+        ));
+        run(&r);
+        let got = sink(&r, "s");
+        assert_eq!(got.len(), 8);
+        for p in &got {
+            assert_eq!(p.network_header_offset(), Some(0));
+            let ip = Ipv4Header::new_checked(p.data()).unwrap();
+            assert!(ip.verify_checksum());
+            assert_eq!(usize::from(ip.total_len()), p.len());
+            assert_eq!(p.anno().extra_length, 0);
+            let (src, dst) = (ip.src_addr(), ip.dst_addr());
+            if ip.frag_offset() == 0 && !ip.more_frags() {
+                match ip.protocol() {
+                    6 => assert!(TcpHeader::new_checked(ip.payload())
+                        .unwrap()
+                        .verify_checksum(src, dst)),
+                    17 => assert!(UdpHeader::new_checked(ip.payload())
+                        .unwrap()
+                        .verify_checksum(src, dst)),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(got[0].timestamp(), ts(1_000_000_000, 1000));
+        assert_eq!(got[1].anno().extra_packets, 2);
+        assert_eq!(got[1].anno().paint, 1);
+        assert_eq!(got[2].data()[9], 17);
+        // Without CHECKSUM, packets stop after the transport header.
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, STOP true) -> s :: TestSink;",
+            q(&a)
+        ));
+        run(&r);
+        let got = sink(&r, "s");
+        assert_eq!(got[1].len(), 40);
+        assert_eq!(got[1].anno().extra_length, 100);
+        assert!(
+            Ipv4Header::new_checked(got[1].data()).is_err(),
+            "short of its IP length"
+        );
+        assert!(Ipv4Header::new_unchecked(got[1].data()).verify_checksum());
+    }
+
+    #[test]
+    fn bad_lines_are_skipped_and_counted() {
+        let input = "!IPSummaryDump 1.3\n\
+                     1.0.0.9 2.0.0.9 9\n\
+                     !data ip_src ip_dst ip_ttl\n\
+                     1.0.0.1 2.0.0.2 5\n\
+                     1.0.0.1 2.0.0.999 5\n\
+                     garbage\n\
+                     1.0.0.3 2.0.0.3 300\n\
+                     # a comment\n\
+                     \n\
+                     1.0.0.4 2.0.0.4\r\n\
+                     1.0.0.5 - 7 extra words\n\
+                     \u{1}\u{2} \n\
+                     1.0.0.6 2.0.0.6 6";
+        let (out, r) = through(input, "", ", CONTENTS src dst ttl proto len, HEADER false");
+        assert_eq!(
+            out,
+            "1.0.0.1 2.0.0.2 5 T 40\n1.0.0.4 2.0.0.4 100 T 40\n1.0.0.5 0.0.0.0 7 T 40\n1.0.0.6 2.0.0.6 6 T 40\n"
+        );
+        assert_eq!(h(&r, "f.count"), "4");
+        assert_eq!(h(&r, "f.errors"), "5");
+        // An unknown field in !data is an error for that line; its column
+        // is ignored.
+        let (out, r) = through(
+            "!data ip_src frob ip_dst\n1.1.1.1 x 2.2.2.2\n",
+            "",
+            ", CONTENTS src dst, HEADER false",
+        );
+        assert_eq!(out, "1.1.1.1 2.2.2.2\n");
+        assert_eq!(h(&r, "f.errors"), "1");
+        // !binary ends the dump.
+        let (out, r) = through(
+            "!data ip_src\n1.1.1.1\n!binary\n\0\0\0",
+            "",
+            ", HEADER false, CONTENTS src",
+        );
+        assert_eq!(out, "1.1.1.1\n");
+        assert_eq!(h(&r, "f.errors"), "1");
+    }
+
+    #[test]
+    fn flowids_defaults_and_timestamps() {
+        let (out, _) = through(
+            "!data ip_len\n100\n!flowid 3.3.3.3 30 4.4.4.4 40 T\n200\n",
+            ", FLOWID 1.1.1.1 10 2.2.2.2 20 U",
+            ", CONTENTS src sport dst dport proto len udp_len, HEADER false",
+        );
+        assert_eq!(
+            out,
+            "1.1.1.1 10 2.2.2.2 20 U 100 80\n3.3.3.3 30 4.4.4.4 40 T 200 -\n"
+        );
+        let (out, _) = through(
+            "!data ts_sec ts_usec ip_proto\n5 42 1\n6 7 U\n",
+            ", PROTO 17",
+            ", CONTENTS ntimestamp ts_usec1 proto icmp_type sport, HEADER false",
+        );
+        assert_eq!(
+            out,
+            "5.000042000 5000042 I 0 -\n6.000007000 6000007 U - 0\n"
+        );
+        let (out, _) = through(
+            "!data ntimestamp ip_hl tcp_off ip_ecn ip_dscp\n1.123456789 24 28 ce 10\n",
+            "",
+            ", CONTENTS ntimestamp ip_hl tcp_off ip_ecn ip_dscp ip_tos len payload_len, HEADER false",
+        );
+        assert_eq!(out, "1.123456789 24 28 ce 10 43 52 0\n");
+        // Version 1.0 dumps count fragment offsets in 8-byte units.
+        let (out, _) = through(
+            "!IPSummaryDump 1.0\n!data ip_fragoff\n185+\n",
+            "",
+            ", CONTENTS ip_fragoff ip_frag, HEADER false",
+        );
+        assert_eq!(out, "1480+ f\n");
+    }
+
+    #[test]
+    fn configuration_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("in.txt");
+        std::fs::write(&a, "").unwrap();
+        for (conf, msg) in [
+            ("CONTENTS src frob", "unknown field 'frob'"),
+            ("FLOWID 1.1.1.1 2", "FLOWID"),
+            ("MULTIPACKET true", "MULTIPACKET"),
+            ("SAMPLE 3", "SAMPLE"),
+        ] {
+            let e = build_err(&format!(
+                "FromIPSummaryDump({}, {conf}) -> TestSink;",
+                q(&a)
+            ));
+            assert!(e.contains(msg), "{conf}: {e}");
+        }
+        let missing = dir.path().join("missing.txt");
+        let e = build_err(&format!("FromIPSummaryDump({}) -> TestSink;", q(&missing)));
+        assert!(e.contains("No such file"), "{e}");
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, ALLOW_NONEXISTENT true, STOP true) -> s :: TestSink;",
+            q(&missing)
+        ));
+        run(&r);
+        assert_eq!(h(&r, "f.count"), "0");
+        assert_eq!(h(&r, "f.filesize"), "-");
+    }
+
+    #[test]
+    fn pull_sampling_and_stop_handler() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("in.txt");
+        let mut text = String::from("!data ip_src\n");
+        for i in 0..50 {
+            text.push_str(&format!("1.0.0.{i}\n"));
+        }
+        std::fs::write(&a, &text).unwrap();
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}) -> u :: Unqueue -> s :: TestSink;",
+            q(&a)
+        ));
+        assert_eq!(r.pull_from("f", 0, 20).unwrap().unwrap().len(), 20);
+        assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 30);
+        assert!(r.pull_from("f", 0, 100).unwrap().is_none());
+        assert_eq!(h(&r, "f.active"), "false");
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, SAMPLE 0) -> u :: Unqueue -> s :: TestSink;",
+            q(&a)
+        ));
+        assert!(r.pull_from("f", 0, 100).unwrap().is_none());
+        assert_eq!(h(&r, "f.sampling_prob"), "0");
+        // Writing `stop` stops the router.
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, ACTIVE false) -> s :: TestSink;",
+            q(&a)
+        ));
+        r.write_handler("f.stop", "").unwrap();
+        run(&r);
+        assert_eq!(h(&r, "f.active"), "false");
+        assert_eq!(h(&r, "f.count"), "0");
+    }
+}

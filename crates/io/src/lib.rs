@@ -10,6 +10,9 @@ mod ipsumdump;
 pub mod to_dump;
 pub mod to_ip_summary_dump;
 
+#[cfg(test)]
+mod test_util;
+
 mod docs {
     include!(concat!(env!("OUT_DIR"), "/docs.rs"));
 }

@@ -344,3 +344,195 @@ impl Element for ToDump {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::test_util::*;
+    use paraclick_packet::Packet;
+
+    fn frames() -> Vec<Vec<u8>> {
+        (0..5)
+            .map(|i| {
+                eth_tcp(
+                    [10, 0, 0, 1],
+                    [10, 0, 0, 2],
+                    1000 + i,
+                    80,
+                    0x18,
+                    10 * i as usize,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pcap_round_trip_is_byte_identical() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = frames();
+        for nano in [false, true] {
+            let recs: Vec<Rec<'_>> = f
+                .iter()
+                .enumerate()
+                .map(|(i, d)| Rec {
+                    sec: 1_500_000_000 + i as u32,
+                    frac: if nano { 123_456_789 } else { 654_321 },
+                    orig_len: d.len() as u32 + if i == 4 { 7 } else { 0 },
+                    data: d,
+                })
+                .collect();
+            // ToDump writes little-endian files on this machine, with
+            // SNAPLEN 2000 in the header: so does this one.
+            let input = pcap_bytes(cfg!(target_endian = "big"), nano, 2000, 1, &recs);
+            let a = dir.path().join(format!("a{nano}.pcap"));
+            let b = dir.path().join(format!("b{nano}.pcap"));
+            std::fs::write(&a, &input).unwrap();
+            let r = build(&format!(
+                "FromDump({}, STOP true) -> t :: ToDump({}, NANO {nano});",
+                q(&a),
+                q(&b)
+            ));
+            run(&r);
+            assert_eq!(h(&r, "t.count"), "5");
+            assert_eq!(h(&r, "t.filename"), b.display().to_string());
+            drop(r);
+            assert_eq!(std::fs::read(&b).unwrap(), input, "nano {nano}");
+        }
+    }
+
+    /// Packets made here, written by ToDump, read back by FromDump.
+    fn generated(nano: bool, extra: &str) -> Vec<Packet> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gen.pcap");
+        let r = build(&format!(
+            "Idle -> t :: ToDump({}, NANO {nano}{extra});",
+            q(&path)
+        ));
+        let mut sent = Vec::new();
+        for (i, d) in frames().iter().enumerate() {
+            let mut p = Packet::from_slice(d).unwrap();
+            p.set_timestamp(ts(
+                1_700_000_000 + i as i64,
+                100_000_000 * i as u32 + 12_345,
+            ));
+            sent.push(p);
+        }
+        r.push_into("t", 0, paraclick_packet::Batch::from(sent))
+            .unwrap();
+        assert_eq!(h(&r, "t.count"), "5");
+        drop(r); // flushes
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true) -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        sink(&r, "s")
+    }
+
+    #[test]
+    fn generated_packets_round_trip() {
+        let f = frames();
+        let got = generated(true, "");
+        assert_eq!(got.len(), 5);
+        for (i, p) in got.iter().enumerate() {
+            assert_eq!(p.data(), &f[i][..]);
+            assert_eq!(
+                p.timestamp(),
+                ts(1_700_000_000 + i as i64, 100_000_000 * i as u32 + 12_345)
+            );
+        }
+        // Microseconds lose the nanoseconds.
+        let got = generated(false, "");
+        for (i, p) in got.iter().enumerate() {
+            assert_eq!(p.data(), &f[i][..]);
+            assert_eq!(
+                p.timestamp(),
+                ts(1_700_000_000 + i as i64, 100_000_000 * i as u32 + 12_000)
+            );
+        }
+        // SNAPLEN cuts packets; the original length survives as extra length.
+        let got = generated(true, ", SNAPLEN 60");
+        for (i, p) in got.iter().enumerate() {
+            assert_eq!(p.data(), &f[i][..f[i].len().min(60)]);
+            assert_eq!(
+                p.anno().extra_length as usize,
+                f[i].len().saturating_sub(60)
+            );
+        }
+    }
+
+    #[test]
+    fn encapsulation_and_pull_contexts() {
+        let dir = tempfile::tempdir().unwrap();
+        let frame = eth_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 0x02, 0);
+        let ip = &frame[14..];
+        let recs: Vec<Rec<'_>> = (0..3)
+            .map(|i| Rec {
+                sec: 7 + i,
+                frac: 0,
+                orig_len: 40,
+                data: ip,
+            })
+            .collect();
+        let a = dir.path().join("raw.pcap");
+        std::fs::write(&a, pcap_bytes(false, false, 65535, 101, &recs)).unwrap();
+        // USE_ENCAP_FROM, with ToDump in pull context (an output).
+        let b = dir.path().join("b.pcap");
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true) -> t :: ToDump({}, USE_ENCAP_FROM f) -> Unqueue -> s :: TestSink;",
+            q(&a),
+            q(&b)
+        ));
+        run(&r);
+        assert_eq!(sink(&r, "s").len(), 3);
+        drop(r);
+        let out = std::fs::read(&b).unwrap();
+        assert_eq!(u32::from_ne_bytes(out[20..24].try_into().unwrap()), 101);
+        assert_eq!(out.len(), 24 + 3 * (16 + 40));
+        // ENCAP by name; ToDump as a pull sink owns a task.
+        let c = dir.path().join("c.pcap");
+        let r = build(&format!(
+            "FromDump({}) -> Queue(100) -> t :: ToDump({}, ENCAP IP, SNAPLEN 0);",
+            q(&a),
+            q(&c)
+        ));
+        run_until(&r, |r| r.read_handler("t.count").unwrap() == "3");
+        drop(r);
+        let out = std::fs::read(&c).unwrap();
+        assert_eq!(u32::from_ne_bytes(out[16..20].try_into().unwrap()), 262_144);
+        assert_eq!(u32::from_ne_bytes(out[20..24].try_into().unwrap()), 101);
+        assert_eq!(out.len(), 24 + 3 * (16 + 40));
+        // Errors.
+        let e = build_err(&format!("Idle -> ToDump({}, ENCAP FROB);", q(&c)));
+        assert!(e.contains("unknown encapsulation"), "{e}");
+        let e = build_err(&format!(
+            "i :: Idle -> ToDump({}, USE_ENCAP_FROM i);",
+            q(&c)
+        ));
+        assert!(e.contains("no 'encap' handler"), "{e}");
+        let e = build_err(&format!(
+            "Idle -> ToDump({}, ENCAP IP, USE_ENCAP_FROM x);",
+            q(&c)
+        ));
+        assert!(e.contains("at most one"), "{e}");
+        let e = build_err(&format!(
+            "Idle -> ToDump({});",
+            q(&dir.path().join("no/such/dir/x.pcap"))
+        ));
+        assert!(e.contains("No such file"), "{e}");
+    }
+
+    #[test]
+    fn flush_handler_completes_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.pcap");
+        let r = build(&format!("Idle -> t :: ToDump({});", q(&path)));
+        let p = Packet::from_slice(&[1, 2, 3]).unwrap();
+        r.push_into("t", 0, paraclick_packet::Batch::one(p))
+            .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), 24);
+        r.write_handler("t.flush", "").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), 24 + 16 + 3);
+        r.write_handler("t.reset_counts", "").unwrap();
+        assert_eq!(h(&r, "t.count"), "0");
+    }
+}

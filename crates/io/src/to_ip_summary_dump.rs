@@ -376,3 +376,179 @@ mod tests {
         assert_eq!(quote(r#"a "b" \c"#), r#""a \"b\" \\c""#);
     }
 }
+
+#[cfg(test)]
+mod router_tests {
+    use crate::test_util::*;
+    use paraclick_packet::Packet;
+
+    #[test]
+    fn pcap_to_summary_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let f0 = eth_tcp([10, 0, 0, 1], [10, 0, 0, 2], 1234, 80, 0x02, 0);
+        let f1 = eth_tcp([10, 0, 0, 2], [10, 0, 0, 1], 80, 1234, 0x12, 1000);
+        let mut arp = vec![0xffu8; 42];
+        arp[12] = 0x08;
+        arp[13] = 0x06;
+        let recs = [
+            Rec {
+                sec: 1_600_000_000,
+                frac: 123_456,
+                orig_len: 54,
+                data: &f0,
+            },
+            Rec {
+                sec: 1_600_000_001,
+                frac: 7,
+                orig_len: f1.len() as u32,
+                data: &f1[..96],
+            },
+            Rec {
+                sec: 1_600_000_002,
+                frac: 0,
+                orig_len: 42,
+                data: &arp,
+            },
+        ];
+        let a = dir.path().join("in.pcap");
+        let b = dir.path().join("out.txt");
+        std::fs::write(&a, pcap_bytes(false, false, 96, 1, &recs)).unwrap();
+        let r = build(&format!(
+            "FromDump({}, STOP true) -> t :: ToIPSummaryDump({}, CONTENTS ts src sport dst dport proto len \"tcp flags\" eth_src eth_dst payload_len ip_capture_len wire_len, BANNER \"test \\\"run\\\"\");",
+            q(&a),
+            q(&b)
+        ));
+        run(&r);
+        assert_eq!(h(&r, "t.count"), "3");
+        drop(r);
+        assert_eq!(
+            std::fs::read_to_string(&b).unwrap(),
+            "!IPSummaryDump 1.3\n\
+             !creator \"test \\\"run\\\"\"\n\
+             !data timestamp ip_src sport ip_dst dport ip_proto ip_len tcp_flags eth_src eth_dst payload_len ip_capture_len wire_len\n\
+             1600000000.123456 10.0.0.1 1234 10.0.0.2 80 T 40 S 02-00-00-00-00-01 02-00-00-00-00-02 0 40 54\n\
+             1600000001.000007 10.0.0.2 80 10.0.0.1 1234 T 1040 SA 02-00-00-00-00-01 02-00-00-00-00-02 1000 82 96\n\
+             1600000002.000000 - - - - - 42 - FF-FF-FF-FF-FF-FF FF-FF-FF-FF-FF-FF 42 42 42\n"
+        );
+    }
+
+    fn ip_packet(len: usize, ver_ihl: u8, ip_len: u16) -> Packet {
+        let mut p = Packet::zeroed(len).unwrap();
+        let d = p.data_mut();
+        d[0] = ver_ihl;
+        d[2..4].copy_from_slice(&ip_len.to_be_bytes());
+        d[9] = 17;
+        d[12..16].copy_from_slice(&[9, 9, 9, 9]);
+        p.set_network_header(0, 20);
+        p
+    }
+
+    #[test]
+    fn bad_packets_and_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path().join("out.txt");
+        let r = build(&format!(
+            "Idle -> t :: ToIPSummaryDump({}, CONTENTS src len sport, BAD_PACKETS true, HEADER false) -> s :: TestSink;",
+            q(&b)
+        ));
+        let mut short = ip_packet(24, 0x45, 100);
+        let pkts = vec![
+            ip_packet(28, 0x45, 28),
+            ip_packet(28, 0x65, 28),
+            ip_packet(28, 0x44, 28),
+            ip_packet(28, 0x45, 10),
+            ip_packet(24, 0x45, 100),
+            {
+                short.anno_mut().extra_length = 76;
+                short
+            },
+            Packet::from_slice(&[1, 2, 3]).unwrap(),
+            ip_packet(40, 0x45, 28),
+        ];
+        r.push_into("t", 0, paraclick_packet::Batch::from(pkts))
+            .unwrap();
+        assert_eq!(sink(&r, "s").len(), 8, "packets pass through");
+        drop(r);
+        assert_eq!(
+            std::fs::read_to_string(&b).unwrap(),
+            "9.9.9.9 28 0\n\
+             !bad IP version 6\n- 28 -\n\
+             !bad IP header length 4\n- 28 -\n\
+             !bad IP length 10\n- 28 -\n\
+             !bad truncated IP missing 76\n9.9.9.9 100 0\n\
+             9.9.9.9 100 0\n\
+             - 3 -\n\
+             9.9.9.9 28 0\n"
+        );
+        // Without BAD_PACKETS only truncation is noted; CAREFUL_TRUNC false
+        // drops that too.
+        for (opt, want) in [
+            ("", "- 28\n!bad truncated IP missing 76\n9.9.9.9 100\n"),
+            (", CAREFUL_TRUNC false", "- 28\n9.9.9.9 100\n"),
+        ] {
+            let r = build(&format!(
+                "Idle -> t :: ToIPSummaryDump({}, CONTENTS src len, HEADER false{opt});",
+                q(&b)
+            ));
+            let pkts = vec![ip_packet(28, 0x65, 28), ip_packet(24, 0x45, 100)];
+            r.push_into("t", 0, paraclick_packet::Batch::from(pkts))
+                .unwrap();
+            drop(r);
+            assert_eq!(std::fs::read_to_string(&b).unwrap(), want, "{opt}");
+        }
+    }
+
+    #[test]
+    fn headers_multipacket_and_pull_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path().join("out.txt");
+        let r = build(&format!(
+            "Idle -> t :: ToIPSummaryDump({}, VERBOSE true, MULTIPACKET true);",
+            q(&b)
+        ));
+        let mut p = ip_packet(28, 0x45, 28);
+        p.anno_mut().extra_packets = 2;
+        r.push_into("t", 0, paraclick_packet::Batch::one(p))
+            .unwrap();
+        drop(r);
+        let text = std::fs::read_to_string(&b).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "!IPSummaryDump 1.3");
+        assert!(lines[1].starts_with("!host "), "{text}");
+        assert!(
+            lines[2].starts_with("!runtime ") && lines[2].ends_with(')'),
+            "{text}"
+        );
+        assert_eq!(
+            &lines[3..],
+            [
+                "!data ip_src ip_dst",
+                "9.9.9.9 0.0.0.0",
+                "9.9.9.9 0.0.0.0",
+                "9.9.9.9 0.0.0.0"
+            ]
+        );
+        // A pull input: ToIPSummaryDump pulls with its own task.
+        let a = dir.path().join("in.txt");
+        std::fs::write(&a, "!data ip_src\n1.1.1.1\n2.2.2.2\n").unwrap();
+        let r = build(&format!(
+            "FromIPSummaryDump({}) -> Queue -> t :: ToIPSummaryDump({}, HEADER false, CONTENTS src count) -> s :: TestSink;",
+            q(&a),
+            q(&b)
+        ));
+        run_until(&r, |r| r.read_handler("t.count").unwrap() == "2");
+        assert_eq!(sink(&r, "s").len(), 2);
+        drop(r);
+        assert_eq!(
+            std::fs::read_to_string(&b).unwrap(),
+            "1.1.1.1 1\n2.2.2.2 1\n"
+        );
+        for (conf, msg) in [
+            ("BINARY true", "BINARY"),
+            ("CONTENTS src zz", "unknown field 'zz'"),
+        ] {
+            let e = build_err(&format!("Idle -> ToIPSummaryDump({}, {conf});", q(&b)));
+            assert!(e.contains(msg), "{e}");
+        }
+    }
+}
