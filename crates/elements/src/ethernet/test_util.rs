@@ -6,7 +6,7 @@ use paraclick_packet::wire::{
 };
 use paraclick_packet::Packet;
 use paraclick_runtime::testing::Harness;
-use paraclick_runtime::Registry;
+use paraclick_runtime::{Registry, Router};
 use std::net::Ipv4Addr;
 
 /// A registry with this folder's classes, the standard ones and the test
@@ -19,15 +19,25 @@ pub fn reg() -> Registry {
     r
 }
 
-/// The element under test with `ninputs` inputs fed by `Idle`s (so the
-/// checker sees them in use; the test pushes into them directly) and
-/// `noutputs` outputs into test sinks.
+/// The element under test (`e`) with `ninputs` inputs fed by
+/// `TestSource`s (the test pushes into them directly) and `noutputs`
+/// outputs into `TestSink`s `o0`, `o1`, ...; extra configuration may
+/// follow `decl` after a `;`.
 pub fn try_harness_io(decl: &str, ninputs: usize, noutputs: usize) -> Result<Harness, String> {
-    let mut conf = decl.to_string();
+    let mut conf = format!("e :: {decl};\n");
     for i in 0..ninputs {
-        conf.push_str(&format!("; Idle -> [{i}]e"));
+        conf.push_str(&format!("TestSource -> [{i}]e;\n"));
     }
-    Harness::new(&reg(), &conf, noutputs)
+    for i in 0..noutputs {
+        conf.push_str(&format!("e[{i}] -> o{i} :: TestSink;\n"));
+    }
+    let router = Router::from_str(&conf, &reg(), 1).map_err(|d| {
+        d.iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    Ok(Harness { router })
 }
 
 pub fn try_harness(decl: &str, noutputs: usize) -> Result<Harness, String> {

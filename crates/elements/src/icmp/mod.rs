@@ -5,6 +5,7 @@ use paraclick_runtime::Registry;
 
 pub mod icmp_error;
 pub mod icmp_ping_responder;
+pub mod icmp_ping_source;
 
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -12,6 +13,8 @@ pub(crate) mod test_util;
 pub fn register(reg: &mut Registry) {
     reg.register(icmp_error::spec());
     reg.register(icmp_ping_responder::spec());
+    reg.register(icmp_ping_source::spec());
+    reg.alias("ICMPSendPings", "ICMPPingSource");
 }
 
 /// Formats a count of microseconds Click's way: `250us`, `1.5s`, `0s`.
