@@ -233,11 +233,15 @@ impl Local {
 }
 
 fn send_home(s: &mut Staged) {
+    // The lock orders this against the home thread's exit (see `Drop for
+    // Local`): either the buffers arrive before it drains its returns, or
+    // it is gone and they are released here and uncounted.
+    let mut r = s.shared.returns.lock().unwrap_or_else(|e| e.into_inner());
     if !s.shared.alive.load(Ordering::Acquire) {
-        s.bufs.clear(); // home is gone: deallocate
+        s.shared.created.fetch_sub(s.bufs.len(), Ordering::Relaxed);
+        s.bufs.clear();
         return;
     }
-    let mut r = s.shared.returns.lock().unwrap_or_else(|e| e.into_inner());
     r.append(&mut s.bufs);
     s.shared.pending.store(true, Ordering::Release);
 }
@@ -245,14 +249,26 @@ fn send_home(s: &mut Staged) {
 impl Drop for Local {
     fn drop(&mut self) {
         self.flush_staged();
-        self.drain_returns();
-        if let Some(shared) = &self.shared {
-            shared.alive.store(false, Ordering::Release);
-            shared
-                .created
-                .store(self.created - self.free.len(), Ordering::Relaxed);
-            shared.free.store(0, Ordering::Relaxed);
+        let Some(shared) = self.shared.clone() else {
+            return;
+        };
+        let mut r = shared.returns.lock().unwrap_or_else(|e| e.into_inner());
+        shared.pending.store(false, Ordering::Release);
+        for b in r.drain(..) {
+            if b.buf.len() == BUFFER_SIZE {
+                self.free.push(b);
+            } else {
+                self.created -= 1;
+            }
         }
+        shared.alive.store(false, Ordering::Release);
+        // From now on `created` counts the buffers still held by packets
+        // elsewhere; they decrement it as they are released.
+        shared
+            .created
+            .store(self.created - self.free.len(), Ordering::Relaxed);
+        shared.free.store(0, Ordering::Relaxed);
+        drop(r);
         self.free.clear();
     }
 }
@@ -342,10 +358,11 @@ pub fn outstanding(id: u32) -> Option<usize> {
         return None;
     }
     let s = registry_get(id)?;
+    let r = s.returns.lock().unwrap_or_else(|e| e.into_inner());
     let created = s.created.load(Ordering::Relaxed);
     let free = s.free.load(Ordering::Relaxed);
     let returned = if s.alive.load(Ordering::Acquire) {
-        s.returns.lock().map(|r| r.len()).unwrap_or(0)
+        r.len()
     } else {
         0
     };

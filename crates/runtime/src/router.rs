@@ -61,6 +61,8 @@ pub(crate) struct ThreadShared {
     pub worklist_version: AtomicU64,
     pub polls: AtomicU64,
     pub idle_polls: AtomicU64,
+    /// The packet pool of this worker's last run (0 if none).
+    pub pool_id: std::sync::atomic::AtomicU32,
 }
 
 pub(crate) struct Core {
@@ -536,6 +538,7 @@ impl Router {
                 worklist_version: AtomicU64::new(0),
                 polls: AtomicU64::new(0),
                 idle_polls: AtomicU64::new(0),
+                pool_id: std::sync::atomic::AtomicU32::new(0),
             })
             .collect();
         let mut core = Core {
@@ -714,6 +717,17 @@ impl Router {
         let mut cx = Cx::new(core, 0);
         cx.current = i;
         Ok(core.slots[i].element.pull(&mut cx, port, max))
+    }
+
+    /// Buffers of the workers' packet pools still held by packets. Exact
+    /// once a run has ended (the workers have exited): with the router's
+    /// queues emptied and every packet released it must be 0.
+    pub fn pool_outstanding(&self) -> usize {
+        self.core
+            .threads
+            .iter()
+            .filter_map(|t| paraclick_packet::pool::outstanding(t.pool_id.load(Ordering::Acquire)))
+            .sum()
     }
 
     /// Scheduling report: per thread, its tasks and their statistics.

@@ -196,6 +196,7 @@ fn worker(core: &Core, t: usize) {
     }
     pool::flush_remote();
     pool::publish_stats();
+    ts.pool_id.store(pool::local_stats().id, Ordering::Release);
 }
 
 pub(crate) fn thread_report(core: &Core) -> String {

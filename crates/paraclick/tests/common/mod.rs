@@ -1,0 +1,69 @@
+//! Shared helpers for end-to-end tests.
+#![allow(dead_code)]
+
+use paraclick_runtime::Router;
+use std::path::PathBuf;
+use std::process::Command;
+
+pub fn registry() -> paraclick_runtime::Registry {
+    paraclick_io::full_registry()
+}
+
+/// Builds a router from `text` on `threads` threads, or panics with the
+/// rendered errors.
+pub fn router(text: &str, threads: usize) -> Router {
+    match Router::from_str(text, &registry(), threads) {
+        Ok(r) => r,
+        Err(d) => panic!(
+            "configuration failed:\n{}",
+            d.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+    }
+}
+
+pub fn read_u64(r: &Router, h: &str) -> u64 {
+    let v = r
+        .read_handler(h)
+        .unwrap_or_else(|e| panic!("reading {h}: {e}"));
+    v.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{h} is not a number: {v:?}"))
+}
+
+/// The paraclick binary built for this test run.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_paraclick"))
+}
+
+pub fn paraclick(args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_string() + "/../..")
+        .output()
+        .expect("run paraclick")
+}
+
+/// Runs the router on a helper thread with a watchdog: panics if it does
+/// not stop by itself within `secs` seconds (so a hang fails the test
+/// instead of blocking the suite).
+pub fn run_with_timeout(r: &Router, secs: u64) {
+    let stopper = r.stopper();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if rx
+            .recv_timeout(std::time::Duration::from_secs(secs))
+            .is_err()
+        {
+            stopper.stop();
+            return true;
+        }
+        false
+    });
+    r.run();
+    let _ = tx.send(());
+    let timed_out = watchdog.join().unwrap();
+    assert!(!timed_out, "router did not stop by itself within {secs}s");
+}
