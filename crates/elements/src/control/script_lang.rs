@@ -1015,7 +1015,7 @@ mod tests {
             (i.op, i.name.as_str(), i.text.as_str()),
             (Op::Goto, "top", "$(lt $x 5)")
         );
-        assert_eq!(parse_insn("writeq a.b \"c\"").unwrap().q, true);
+        assert!(parse_insn("writeq a.b \"c\"").unwrap().q);
         assert_eq!(parse_insn("wait_stop 2").unwrap().op, Op::Pause);
         assert!(parse_insn("frobnicate")
             .unwrap_err()
