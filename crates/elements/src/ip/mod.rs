@@ -24,6 +24,8 @@ pub mod dec_ip_ttl;
 pub mod drop_broadcasts;
 pub mod fix_ip_src;
 pub mod get_ip_address;
+pub mod ip_gw_options;
+pub mod ip_print;
 pub mod mark_ip_ce;
 pub mod mark_ip_header;
 pub mod set_ip_address;
@@ -46,6 +48,8 @@ pub fn register(reg: &mut Registry) {
     reg.register(drop_broadcasts::spec());
     reg.register(fix_ip_src::spec());
     reg.register(get_ip_address::spec());
+    reg.register(ip_gw_options::spec());
+    reg.register(ip_print::spec());
     reg.register(mark_ip_ce::spec());
     reg.register(mark_ip_header::spec());
     reg.register(set_ip_address::spec());
