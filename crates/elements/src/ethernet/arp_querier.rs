@@ -1330,4 +1330,53 @@ mod tests {
             assert!(try_harness_io(bad, 2, 1).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn threads_share_the_table() {
+        use paraclick_runtime::Router;
+        let data = ipv4(ip("10.0.0.100"), ip(PEER_IP), 17, &[1, 2, 3, 4]);
+        let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+        let conf = format!(
+            "s0 :: InfiniteSource(DATA \\<{hex}>, LIMIT 3000, BURST 8);
+             s1 :: InfiniteSource(DATA \\<{hex}>, LIMIT 3000, BURST 8);
+             e :: ARPQuerier({MY_IP}, {MY_ETH});
+             s0 -> e; s1 -> e; TestSource -> [1]e;
+             e -> o :: TestSink;"
+        );
+        let r = Router::from_str(&conf, &reg(), 2).unwrap_or_else(|d| panic!("{}", d[0].message));
+        r.write_handler("e.insert", &format!("{PEER_IP} {PEER_ETH}"))
+            .unwrap();
+        let stop = r.stopper();
+        std::thread::scope(|sc| {
+            sc.spawn(|| r.run());
+            // Rewrite the entry while both threads send through it.
+            let sink = r
+                .element::<paraclick_runtime::testing::TestSink>("o")
+                .unwrap();
+            let t0 = std::time::Instant::now();
+            let mut flip = false;
+            while sink.len() < 6000 && t0.elapsed() < Duration::from_secs(20) {
+                let mac = if flip { "00:11:22:33:44:66" } else { PEER_ETH };
+                r.write_handler("e.insert", &format!("{PEER_IP} {mac}"))
+                    .unwrap();
+                flip = !flip;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            stop.stop();
+        });
+        let out = r
+            .element::<paraclick_runtime::testing::TestSink>("o")
+            .unwrap()
+            .take();
+        assert_eq!(out.len(), 6000);
+        let a = encapsulated(PEER_ETH, PEER_IP, 0);
+        let b = encapsulated("00:11:22:33:44:66", PEER_IP, 0);
+        for p in &out {
+            let d = p.data();
+            assert!(d[..14] == a[..14] || d[..14] == b[..14]);
+            assert_eq!(&d[14..], &data[..]);
+        }
+        assert_eq!(r.total_drops(), 0);
+        assert_eq!(r.read_handler("e.queries").unwrap(), "0");
+    }
 }

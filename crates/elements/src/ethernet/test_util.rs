@@ -15,6 +15,7 @@ pub fn reg() -> Registry {
     let mut r = Registry::new();
     super::register(&mut r);
     crate::standard::register(&mut r);
+    crate::sources::register(&mut r);
     paraclick_runtime::testing::register(&mut r);
     r
 }
