@@ -97,8 +97,9 @@
 //! SIGNAL, the `kill` handler, and read handlers with parameters on other
 //! elements are not supported (`$(e.h ARGS)` works only for Script's own
 //! expression handlers). A PACKET script cannot block: a blocking
-//! instruction ends it as `end`. In pull context a packet leaves only on
-//! the pulled output (others drop it). A `run` read (or PROXY read) that
+//! instruction ends it as `end`. In pull context a packet for another
+//! output than the pulled one is pushed there (outputs after the first
+//! are push, `ah`). A `run` read (or PROXY read) that
 //! ends in `error` prints the message to standard error and the read
 //! fails as if there were no such handler (read handlers cannot return
 //! errors here).
