@@ -1077,3 +1077,39 @@ mod tests {
         assert_eq!(sink(&r, "s").len(), 4);
     }
 }
+
+#[cfg(test)]
+mod garbage_tests {
+    use crate::test_util::*;
+
+    /// Random bytes after a valid file header never panic: the trace just
+    /// ends, with at most one error reported.
+    #[test]
+    fn random_records_never_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut x: u64 = 0x1234_5678_9abc_def1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..40 {
+            let mut bytes = pcap_bytes(i % 2 == 0, i % 4 < 2, 65535, [1, 101, 113, 0][i % 4], &[]);
+            let n = (rnd() % 400) as usize;
+            for _ in 0..n {
+                // Mostly small lengths, so some records parse.
+                let b = rnd() as u8;
+                bytes.push(if rnd() % 3 == 0 { b % 64 } else { b });
+            }
+            let path = dir.path().join(format!("g{i}.pcap"));
+            std::fs::write(&path, &bytes).unwrap();
+            let r = build(&format!(
+                "f :: FromDump({}, STOP true, FORCE_IP true) -> s :: TestSink;",
+                q(&path)
+            ));
+            run(&r);
+            assert!(h(&r, "f.errors").parse::<u64>().unwrap() <= 1);
+        }
+    }
+}

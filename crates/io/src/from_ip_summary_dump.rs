@@ -783,3 +783,80 @@ mod tests {
         assert_eq!(h(&r, "f.count"), "0");
     }
 }
+
+#[cfg(test)]
+mod garbage_tests {
+    use crate::test_util::*;
+
+    /// Random lines never panic; every line either makes a packet or is
+    /// counted as bad.
+    #[test]
+    fn random_lines_never_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let words = [
+            "-",
+            ".",
+            "!",
+            "F",
+            "f",
+            "0",
+            "1",
+            "255",
+            "256",
+            "65536",
+            "4294967296",
+            "1.2.3.4",
+            "1.2.3",
+            "T",
+            "U",
+            "I",
+            "SA",
+            "Q",
+            "0+",
+            "8!",
+            "x",
+            "<",
+            ">",
+            "1.5",
+            "-1",
+            "0x10",
+            "99999999999999999999999",
+        ];
+        let mut x: u64 = 42;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut text = String::from(
+            "!data timestamp src sport dst dport proto len payload_len ttl tos id frag fragoff tcp_flags tcp_seq tcp_off ip_hl udp_len icmp_type count direction\n",
+        );
+        for _ in 0..500 {
+            let n = rnd() % 25;
+            let line: Vec<&str> = (0..n)
+                .map(|_| words[(rnd() % words.len() as u64) as usize])
+                .collect();
+            text.push_str(&line.join(" "));
+            text.push('\n');
+        }
+        let path = dir.path().join("g.txt");
+        std::fs::write(&path, &text).unwrap();
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, STOP true, CHECKSUM true) -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        let count: u64 = h(&r, "f.count").parse().unwrap();
+        let errors: u64 = h(&r, "f.errors").parse().unwrap();
+        // Blank lines and lines starting with '!' (comments) are neither.
+        let other = text
+            .lines()
+            .skip(1)
+            .filter(|l| l.trim().is_empty() || l.starts_with('!'))
+            .count() as u64;
+        assert!(other > 0 && count > 0 && errors > 0);
+        assert_eq!(count + errors + other, 500);
+        assert_eq!(sink(&r, "s").len() as u64, count);
+    }
+}

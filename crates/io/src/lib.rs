@@ -32,3 +32,24 @@ pub fn full_registry() -> Registry {
     register(&mut r);
     r
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn classes_are_registered_with_their_docs() {
+        let r = super::full_registry();
+        for class in ["FromDump", "ToDump", "FromIPSummaryDump", "ToIPSummaryDump"] {
+            let doc = r
+                .doc(class)
+                .unwrap_or_else(|| panic!("{class} not registered"));
+            assert!(
+                doc.starts_with(&format!("{class}(FILENAME")),
+                "{class}: {doc}"
+            );
+            assert!(
+                doc.contains("Handlers:") && doc.contains("Example:"),
+                "{class}"
+            );
+        }
+    }
+}

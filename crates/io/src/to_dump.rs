@@ -522,6 +522,41 @@ mod tests {
     }
 
     #[test]
+    fn two_threads_two_sources_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = frames();
+        let recs: Vec<Rec<'_>> = (0..200)
+            .map(|i| Rec {
+                sec: i,
+                frac: 0,
+                orig_len: f[0].len() as u32,
+                data: &f[0],
+            })
+            .collect();
+        let a = dir.path().join("a.pcap");
+        let b = dir.path().join("b.pcap");
+        std::fs::write(&a, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
+        let conf = format!(
+            "f1 :: FromDump({a}, BURST 7) -> t :: ToDump({b}); f2 :: FromDump({a}, BURST 5) -> t;",
+            a = q(&a),
+            b = q(&b)
+        );
+        let r = paraclick_runtime::Router::from_str(&conf, &registry(), 2).unwrap();
+        run_until(&r, |r| r.read_handler("t.count").unwrap() == "400");
+        drop(r);
+        let out = std::fs::read(&b).unwrap();
+        assert_eq!(out.len(), 24 + 400 * (16 + f[0].len()));
+        // Every record is whole: walk them.
+        let mut at = 24;
+        while at < out.len() {
+            let cap = u32::from_ne_bytes(out[at + 8..at + 12].try_into().unwrap()) as usize;
+            assert_eq!(cap, f[0].len());
+            assert_eq!(&out[at + 16..at + 16 + cap], &f[0][..]);
+            at += 16 + cap;
+        }
+    }
+
+    #[test]
     fn flush_handler_completes_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.pcap");
