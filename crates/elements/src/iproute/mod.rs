@@ -6,6 +6,7 @@ use paraclick_runtime::Registry;
 
 pub mod direct_ip_lookup;
 pub mod ip_fragmenter;
+pub mod ip_reassembler;
 pub mod linear_ip_lookup;
 pub mod lpm;
 pub mod radix_ip_lookup;
@@ -19,6 +20,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(radix_ip_lookup::spec());
     reg.register(direct_ip_lookup::spec());
     reg.register(ip_fragmenter::spec());
+    reg.register(ip_reassembler::spec());
 }
 
 #[cfg(test)]
