@@ -46,7 +46,7 @@
 //!
 //! Example:
 //!
-//!     FromDevice(eth0) -> ToDump(out.pcap, SNAPLEN 96);
+//!     InfiniteSource(LENGTH 60, LIMIT 10, STOP true) -> ToDump(out.pcap, SNAPLEN 96);
 
 use crate::common::{encap_name, open_output, parse_encap, ErrorCount};
 use crate::from_dump::FromDump;
