@@ -5,6 +5,8 @@
 use paraclick_runtime::Registry;
 
 pub mod direct_ip_lookup;
+pub mod encap;
+pub mod ip_encap;
 pub mod ip_fragmenter;
 pub mod ip_reassembler;
 pub mod linear_ip_lookup;
@@ -12,6 +14,7 @@ pub mod lpm;
 pub mod radix_ip_lookup;
 pub mod route_table;
 pub mod static_ip_lookup;
+pub mod udp_ip_encap;
 
 pub fn register(reg: &mut Registry) {
     reg.register(static_ip_lookup::spec());
@@ -21,6 +24,8 @@ pub fn register(reg: &mut Registry) {
     reg.register(direct_ip_lookup::spec());
     reg.register(ip_fragmenter::spec());
     reg.register(ip_reassembler::spec());
+    reg.register(ip_encap::spec());
+    reg.register(udp_ip_encap::spec());
 }
 
 #[cfg(test)]

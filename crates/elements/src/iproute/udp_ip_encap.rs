@@ -1,0 +1,241 @@
+//! # UDPIPEncap
+//!
+//! UDPIPEncap(SRC, SPORT, DST, DPORT [, CHECKSUM])
+//!
+//! Encapsulates packets in static UDP/IP headers.
+//!
+//! Ports: 1 input, 1 output. Processing: agnostic.
+//!
+//! Prepends to each packet an 8-byte UDP header (source port SPORT,
+//! destination port DPORT, length covering the packet) and a 20-byte IP
+//! header (protocol UDP, source SRC, destination DST, TTL 250, TOS 0, a
+//! fresh identification, correct checksum). The UDP checksum (over the
+//! pseudo-header, header and payload) is computed if CHECKSUM is true (the
+//! default); otherwise it is 0 (none). Marks the IP header as the network
+//! header (the UDP header is the transport header) and sets the destination
+//! IP annotation to DST. If DST is `DST_ANNO`, each packet's destination is
+//! its destination IP annotation. Headers go into the packet's headroom (a
+//! packet without enough is copied into a larger buffer); a packet that
+//! would exceed 65535 bytes is dropped, counted.
+//!
+//! Identifications are numbered per thread as for IPEncap.
+//!
+//! Handlers:
+//! - `src`, `dst` (read/write): the addresses (`dst` may be `DST_ANNO`).
+//! - `sport`, `dport` (read/write): the ports.
+//!
+//! Example:
+//!
+//!     InfiniteSource(LENGTH 22, LIMIT 10) -> UDPIPEncap(1.0.0.1, 1234, 2.0.0.2, 5678)
+//!         -> EtherEncap(0x0800, 00:00:00:00:00:01, 00:00:00:00:00:02) -> ...
+
+use super::encap::{write_ip_header, Addr, Dst, IpIds};
+use paraclick_packet::wire::checksum;
+use paraclick_packet::Packet;
+use paraclick_runtime::args::Raw;
+use paraclick_runtime::{
+    ArgEnv, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict,
+};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+pub struct UDPIPEncap {
+    src: Addr,
+    dst: Dst,
+    sport: AtomicU16,
+    dport: AtomicU16,
+    checksum: bool,
+    ids: IpIds,
+    env: ArgEnv,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("UDPIPEncap", "1/1", "a", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let env = cx.env.clone();
+    let mut a = cx.args();
+    let src = a.read_mp::<Ipv4Addr>("SRC")?;
+    let sport = a.read_mp::<u16>("SPORT")?;
+    let dst = a.read_mp::<Raw>("DST")?.0;
+    let dport = a.read_mp::<u16>("DPORT")?;
+    let checksum = a.read_p::<bool>("CHECKSUM")?.unwrap_or(true);
+    a.complete()?;
+    let dst = Dst::parse(&dst, &env).map_err(|e| format!("DST: {e}"))?;
+    Ok(Box::new(UDPIPEncap {
+        src: Addr::new(src),
+        dst,
+        sport: AtomicU16::new(sport),
+        dport: AtomicU16::new(dport),
+        checksum,
+        ids: IpIds::new(cx.nthreads),
+        env,
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::rw("src"),
+    HandlerInfo::rw("sport"),
+    HandlerInfo::rw("dst"),
+    HandlerInfo::rw("dport"),
+];
+
+impl Element for UDPIPEncap {
+    #[inline]
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        let total = p.len() + 28;
+        if total > 65535 || p.push(28).is_err() {
+            return Verdict::Drop;
+        }
+        let id = self.ids.next(cx);
+        let src = self.src.get();
+        let dst = self.dst.get(p.anno().dst_ip);
+        let ulen = (total - 20) as u16;
+        let d = p.data_mut();
+        let (iph, rest) = d.split_at_mut(20);
+        let Ok(iph) = <&mut [u8; 20]>::try_from(iph) else {
+            return Verdict::Drop;
+        };
+        write_ip_header(iph, 0, total as u16, id, false, 250, 17, src, dst);
+        rest[0..2].copy_from_slice(&self.sport.load(Ordering::Relaxed).to_be_bytes());
+        rest[2..4].copy_from_slice(&self.dport.load(Ordering::Relaxed).to_be_bytes());
+        rest[4..6].copy_from_slice(&ulen.to_be_bytes());
+        rest[6..8].copy_from_slice(&[0, 0]);
+        if self.checksum {
+            let s = checksum::add(
+                checksum::pseudo_header_sum(src, dst, 17, ulen),
+                checksum::sum(rest),
+            );
+            let c = match !s {
+                0 => 0xffff,
+                c => c,
+            };
+            rest[6..8].copy_from_slice(&c.to_be_bytes());
+        }
+        p.set_network_header(0, 20);
+        p.anno_mut().dst_ip = dst;
+        Verdict::Out(0)
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        match name {
+            "src" => Some(self.src.get().to_string()),
+            "dst" => Some(self.dst.text()),
+            "sport" => Some(self.sport.load(Ordering::Relaxed).to_string()),
+            "dport" => Some(self.dport.load(Ordering::Relaxed).to_string()),
+            _ => None,
+        }
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        let port = |a: &AtomicU16| {
+            v.trim()
+                .parse::<u16>()
+                .map(|p| a.store(p, Ordering::Relaxed))
+                .map_err(|_| format!("expected port number, not '{}'", v.trim()))
+        };
+        match name {
+            "src" => Some(self.src.set(v, &self.env)),
+            "dst" => Some(self.dst.set(v, &self.env)),
+            "sport" => Some(port(&self.sport)),
+            "dport" => Some(port(&self.dport)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{harness, header, ip, try_harness};
+    use paraclick_packet::wire::UdpHeader;
+    use paraclick_packet::Packet;
+
+    fn udp(p: &Packet) -> UdpHeader<&[u8]> {
+        UdpHeader::new_checked(p.transport_header().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn prepends_valid_headers() {
+        let h = harness("UDPIPEncap(1.0.0.1, 1234, 2.0.0.2, 5678)", 1);
+        let payload: Vec<u8> = (0..33).collect();
+        h.push(0, vec![Packet::from_slice(&payload).unwrap()]);
+        let out = h.output(0);
+        let q = &out[0];
+        assert_eq!(q.len(), 28 + 33);
+        let hd = header(q);
+        assert!(hd.verify_checksum());
+        assert_eq!(hd.protocol(), 17);
+        assert_eq!(hd.ttl(), 250);
+        assert_eq!(hd.total_len(), 61);
+        assert_eq!(hd.src_addr(), ip("1.0.0.1"));
+        assert_eq!(hd.dst_addr(), ip("2.0.0.2"));
+        let u = udp(q);
+        assert_eq!(u.src_port(), 1234);
+        assert_eq!(u.dst_port(), 5678);
+        assert_eq!(u.len(), 41);
+        assert_ne!(u.checksum(), 0);
+        assert!(u.verify_checksum(ip("1.0.0.1"), ip("2.0.0.2")));
+        assert!(!u.verify_checksum(ip("1.0.0.1"), ip("2.0.0.3")));
+        assert_eq!(u.payload(), &payload[..]);
+        assert_eq!(q.anno().dst_ip, ip("2.0.0.2"));
+    }
+
+    #[test]
+    fn checksum_off_and_dst_anno() {
+        let h = harness("UDPIPEncap(1.0.0.1, 1, DST_ANNO, 2, false)", 1);
+        let mut p = Packet::from_slice(&[9; 10]).unwrap();
+        p.anno_mut().dst_ip = ip("7.7.7.7");
+        h.push(0, vec![p]);
+        let out = h.output(0);
+        assert_eq!(udp(&out[0]).checksum(), 0);
+        assert_eq!(header(&out[0]).dst_addr(), ip("7.7.7.7"));
+        assert!(header(&out[0]).verify_checksum());
+    }
+
+    #[test]
+    fn handlers_and_ids() {
+        let h = harness("UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 2, CHECKSUM true)", 1);
+        h.write("sport", "53").unwrap();
+        h.write("dport", "5353").unwrap();
+        h.write("dst", "3.0.0.3").unwrap();
+        h.write("src", "4.0.0.4").unwrap();
+        assert!(h.write("sport", "70000").is_err());
+        assert_eq!(h.read("sport").unwrap(), "53");
+        assert_eq!(h.read("dst").unwrap(), "3.0.0.3");
+        h.push(
+            0,
+            vec![
+                Packet::make(0, 0, 0).unwrap(),
+                Packet::from_slice(&[1]).unwrap(),
+            ],
+        );
+        let out = h.output(0);
+        let u = udp(&out[0]);
+        assert_eq!((u.src_port(), u.dst_port(), u.len()), (53, 5353, 8));
+        assert!(u.verify_checksum(ip("4.0.0.4"), ip("3.0.0.3")));
+        assert_eq!(header(&out[0]).ident() + 1, header(&out[1]).ident());
+        assert!(udp(&out[1]).verify_checksum(ip("4.0.0.4"), ip("3.0.0.3")));
+    }
+
+    #[test]
+    fn bad_arguments() {
+        for conf in [
+            "UDPIPEncap(1.0.0.1, 1234, 2.0.0.2)",
+            "UDPIPEncap(1.0.0.1, 70000, 2.0.0.2, 1)",
+            "UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 1, maybe)",
+            "UDPIPEncap(1.0.0.x, 1, 2.0.0.2, 1)",
+        ] {
+            assert!(try_harness(conf, 1).is_err(), "{conf}");
+        }
+    }
+}
