@@ -131,7 +131,7 @@ fn main() {
         });
         report(&format!("{name}, dependent (latency)"), &f);
 
-        // Level by level over groups of 16 (what the elements do).
+        // Through the batch interface the elements use.
         let mut out = vec![0u32; 256];
         let f = measure(addrs.len(), || {
             let mut s = 0u64;
@@ -141,7 +141,7 @@ fn main() {
             }
             s
         });
-        report(&format!("{name}, batched level by level"), &f);
+        report(&format!("{name}, lookup_batch of 256"), &f);
     }
 
     // As the lookup elements do it: a read lock per batch of 32.

@@ -182,27 +182,17 @@ impl Lpm {
         self.slots[chunk_base(e) + (addr & 0xff) as usize]
     }
 
-    /// [`Lpm::lookup_index`] for many addresses, level by level over groups
-    /// of 16: the loads of one level for different addresses do not depend
-    /// on each other, so the CPU overlaps their cache misses instead of
-    /// paying them one lookup after another. `out` gets one next-hop index
-    /// per address (it must be at least as long as `addrs`).
+    /// [`Lpm::lookup_index`] for many addresses; `out` gets one next-hop
+    /// index per address (it must be at least as long as `addrs`).
+    ///
+    /// The lookups are independent, so the CPU overlaps their cache misses
+    /// on its own. (Going level by level over groups of addresses, to make
+    /// that overlap explicit, measured 20% slower in `lookup_bench`: the
+    /// out-of-order core already runs several lookups ahead.)
     #[inline]
     pub fn lookup_batch(&self, addrs: &[u32], out: &mut [u32]) {
-        for (a, o) in addrs.chunks(16).zip(out.chunks_mut(16)) {
-            for (o, &a) in o.iter_mut().zip(a) {
-                *o = self.slots[(a >> 16) as usize];
-            }
-            for (o, &a) in o.iter_mut().zip(a) {
-                if *o & CHILD != 0 {
-                    *o = self.slots[chunk_base(*o) + ((a >> 8) & 0xff) as usize];
-                }
-            }
-            for (o, &a) in o.iter_mut().zip(a) {
-                if *o & CHILD != 0 {
-                    *o = self.slots[chunk_base(*o) + (a & 0xff) as usize];
-                }
-            }
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            *o = self.lookup_index(a);
         }
     }
 
