@@ -936,4 +936,39 @@ mod element_tests {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         });
     }
+
+    /// A running router on two threads: two sources push through the
+    /// table while handler writes keep changing it; every packet comes out
+    /// of exactly one port.
+    #[test]
+    fn running_router_with_concurrent_updates() {
+        let conf = "rt :: RadixIPLookup(10/8 0, 0/0 1);
+                    s1 :: InfiniteSource(LENGTH 30, BURST 32) -> UDPIPEncap(1.0.0.1, 1, 10.1.1.1, 2) -> rt;
+                    s2 :: InfiniteSource(LENGTH 30, BURST 32) -> UDPIPEncap(1.0.0.2, 1, 20.1.1.1, 2) -> rt;
+                    rt[0] -> c0 :: Counter -> Discard;
+                    rt[1] -> c1 :: Counter -> Discard;";
+        let router = paraclick_runtime::Router::from_str(conf, &reg(), 2)
+            .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+        std::thread::scope(|sc| {
+            sc.spawn(|| router.run());
+            for i in 0..100 {
+                let (a, b) = if i % 2 == 0 { (1, 0) } else { (0, 1) };
+                router
+                    .write_handler("rt.ctrl", &format!("set 10/8 {a}\nset 0/0 {b}"))
+                    .unwrap();
+                if i % 25 == 0 {
+                    router.write_handler("rt.remove", "20/8").unwrap_err();
+                    router.write_handler("rt.add", "20/8 1").unwrap();
+                    router.write_handler("rt.remove", "20/8").unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            router.stop();
+        });
+        let n = |h: &str| router.read_handler(h).unwrap().parse::<u64>().unwrap();
+        let sent = n("s1.count") + n("s2.count");
+        assert!(sent > 0);
+        assert_eq!(n("c0.count") + n("c1.count"), sent);
+        assert_eq!(router.total_drops(), 0);
+    }
 }
