@@ -1,5 +1,24 @@
-//! (being written)
+//! IP classification with tcpdump-like patterns: IPClassifier and IPFilter.
+//!
+//! `lang` parses a pattern into an AST; `program` compiles the patterns of
+//! an element into one decision program over header-field tests, run once
+//! per packet without allocation.
 
 use paraclick_runtime::Registry;
 
-pub fn register(_reg: &mut Registry) {}
+pub mod ip_classifier;
+pub mod ip_filter;
+pub mod lang;
+pub mod program;
+
+#[cfg(test)]
+mod interp;
+#[cfg(test)]
+mod test_util;
+#[cfg(test)]
+mod tests;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(ip_classifier::spec());
+    reg.register(ip_filter::spec());
+}

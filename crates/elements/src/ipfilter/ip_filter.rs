@@ -1,0 +1,247 @@
+//! # IPFilter
+//!
+//! IPFilter(ACTION_1 PATTERN_1, ..., ACTION_N PATTERN_N)
+//!
+//! Filters IP packets by contents.
+//!
+//! Ports: 1 input, any number of outputs. Processing: push.
+//!
+//! Each argument is a filter: an ACTION and a tcpdump-like PATTERN (see
+//! IPClassifier for the pattern syntax). Packets are tested against the
+//! filters in order and handled by the ACTION of the first that matches:
+//! a port number sends the packet out that output; `allow` is `0`; `drop`
+//! (or `deny`) drops it (counted). Packets matching no filter are dropped
+//! (counted). An output number must name a connected output.
+//!
+//! The IP header is found by the packet's network header annotation
+//! (CheckIPHeader, MarkIPHeader set it); without one, at the start of the
+//! packet data.
+//!
+//! Compatibility: `deny` once meant output 1 when the element had two
+//! outputs; it now means `drop`, and prints a warning on an element with
+//! more than one output (as Click does).
+//!
+//! Handlers:
+//! - `program` (read): the compiled program, one test per line.
+//!
+//! Example:
+//!
+//!     AddressInfo(INTERNALNET 10.0.0.0/8, BASTION 10.1.0.1);
+//!     IPFilter(deny src INTERNALNET,
+//!              allow src BASTION && dst INTERNALNET
+//!                 && tcp && src port www && dst port > 1023 && ack,
+//!              allow dst INTERNALNET && tcp && dst port 22,
+//!              deny all);
+
+use super::lang::parse_pattern;
+use super::program::{Action, Program};
+use paraclick_packet::Packet;
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+
+pub struct IPFilter {
+    prog: Program,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("IPFilter", "1/-", "h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let filters = cx.args().rest_all();
+    if filters.is_empty() {
+        return Err("missing filters (ACTION PATTERN arguments)".into());
+    }
+    let mut rules = Vec::with_capacity(filters.len());
+    let mut warned_deny = false;
+    for (i, f) in filters.iter().enumerate() {
+        let f = f.trim();
+        let (act, pat) = match f.find(|c: char| c.is_ascii_whitespace()) {
+            Some(k) => (&f[..k], f[k..].trim()),
+            None => (f, ""),
+        };
+        let action = match act {
+            "allow" => Action::Out(0),
+            "drop" => Action::Drop,
+            "deny" => {
+                if cx.noutputs > 1 && !warned_deny {
+                    warned_deny = true;
+                    eprintln!(
+                        "{} :: IPFilter: warning: 'deny' means 'drop', not output 1",
+                        cx.name
+                    );
+                }
+                Action::Drop
+            }
+            _ => match act.parse::<usize>() {
+                Ok(n) => Action::Out(n),
+                Err(_) => {
+                    return Err(format!(
+                        "filter {i}: unknown action '{act}' (expected 'allow', 'drop', 'deny' or an output number)"
+                    ))
+                }
+            },
+        };
+        if let Action::Out(n) = action {
+            if n >= cx.noutputs {
+                return Err(format!(
+                    "filter {i}: output {n} out of range ({} outputs)",
+                    cx.noutputs
+                ));
+            }
+        }
+        if pat.is_empty() {
+            return Err(format!("filter {i}: missing pattern after '{act}'"));
+        }
+        let e = parse_pattern(pat, cx.env).map_err(|m| format!("filter {i}: {m}"))?;
+        rules.push((e, action));
+    }
+    let prog = Program::compile(&rules);
+    for &i in prog.unmatchable() {
+        eprintln!(
+            "{} :: IPFilter: warning: filter {i} ('{}') matches no packets",
+            cx.name,
+            filters[i].trim()
+        );
+    }
+    Ok(Box::new(IPFilter { prog }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("program")];
+
+impl Element for IPFilter {
+    #[inline]
+    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        self.prog.classify(p)
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        (name == "program").then(|| self.prog.listing())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ipfilter::test_util::*;
+    use paraclick_packet::Packet;
+
+    const ACK: u8 = 0x10;
+
+    fn tcp(id: u16, src: &str, dst: &str, sport: u16, dport: u16, flags: u8) -> Packet {
+        marked(
+            &Ip::new(src, dst, 0)
+                .id(id)
+                .tcp(sport, dport, 1, 2, flags, 100)
+                .bytes(),
+        )
+    }
+
+    fn udp(id: u16, src: &str, dst: &str, sport: u16, dport: u16) -> Packet {
+        marked(&Ip::new(src, dst, 0).id(id).udp(sport, dport, b"q").bytes())
+    }
+
+    fn icmp(id: u16) -> Packet {
+        marked(
+            &Ip::new("1.1.1.1", "2.2.2.2", 0)
+                .id(id)
+                .icmp(8, 0, [0; 4], b"")
+                .bytes(),
+        )
+    }
+
+    #[test]
+    fn actions() {
+        let h = harness(
+            "IPFilter(allow tcp, deny udp port 53, 1 icmp, drop igmp, 0 udp)",
+            2,
+        );
+        h.push(
+            0,
+            vec![
+                tcp(1, "1.1.1.1", "2.2.2.2", 1, 2, 0),
+                udp(2, "1.1.1.1", "2.2.2.2", 53, 53),
+                icmp(3),
+                udp(4, "1.1.1.1", "2.2.2.2", 5, 6),
+                marked(&Ip::new("1.1.1.1", "2.2.2.2", 2).id(5).bytes()), // IGMP
+                marked(&Ip::new("1.1.1.1", "2.2.2.2", 99).id(6).bytes()), // no match
+            ],
+        );
+        assert_eq!(ids(&h.output(0)), vec![1, 4]);
+        assert_eq!(ids(&h.output(1)), vec![3]);
+        assert_eq!(h.drops(), 3, "deny, drop, and no match");
+    }
+
+    #[test]
+    fn allow_only_drops_the_rest() {
+        let h = harness("IPFilter(allow src 10.0.0.0/8 && dst port www)", 1);
+        h.push(
+            0,
+            vec![
+                tcp(1, "10.0.0.1", "2.2.2.2", 1000, 80, 0),
+                tcp(2, "11.0.0.1", "2.2.2.2", 1000, 80, 0),
+                udp(3, "10.0.0.1", "2.2.2.2", 1000, 80),
+                tcp(4, "10.0.0.1", "2.2.2.2", 80, 1000, 0),
+            ],
+        );
+        assert_eq!(ids(&h.output(0)), vec![1, 3]);
+        assert_eq!(h.drops(), 2);
+    }
+
+    #[test]
+    fn click_firewall_example() {
+        let h = harness(
+            "IPFilter(deny src INTERNALNET, \
+             allow src BASTION && dst INTERNALNET && tcp && src port www && dst port > 1023 && ack, \
+             allow dst INTERNALNET && tcp && dst port 22, \
+             allow src BASTION && dst INTERNAL_DNS && udp && src port 53 && dst port 53, \
+             deny all); \
+             AddressInfo(INTERNALNET 10.0.0.0/8, BASTION 192.168.1.1, INTERNAL_DNS 10.0.0.53)",
+            1,
+        );
+        h.push(
+            0,
+            vec![
+                tcp(1, "10.0.0.5", "10.0.0.6", 22, 22, 0), // spoofed inside source
+                tcp(2, "192.168.1.1", "10.0.0.6", 80, 2000, ACK),
+                tcp(3, "192.168.1.1", "10.0.0.6", 80, 2000, 0), // no ack
+                tcp(4, "8.8.8.8", "10.0.0.6", 5555, 22, 0),
+                udp(5, "192.168.1.1", "10.0.0.53", 53, 53),
+                udp(6, "192.168.1.1", "10.0.0.54", 53, 53),
+                tcp(7, "8.8.8.8", "10.0.0.6", 5555, 23, 0),
+            ],
+        );
+        assert_eq!(ids(&h.output(0)), vec![2, 4, 5]);
+        assert_eq!(h.drops(), 4);
+    }
+
+    #[test]
+    fn configuration_errors() {
+        let cases = [
+            ("IPFilter(allow tcp, 2 udp)", 2, "filter 1: output 2 out of range (2 outputs)"),
+            ("IPFilter(accept tcp)", 1, "filter 0: unknown action 'accept' (expected 'allow', 'drop', 'deny' or an output number)"),
+            ("IPFilter(allow)", 1, "filter 0: missing pattern after 'allow'"),
+            ("IPFilter(allow tcp, drop udp or)", 1, "filter 1: unexpected end of pattern"),
+            ("IPFilter(allow tcp, drop (udp) 1.2.3)", 1, "filter 1: unknown word '1.2.3'"),
+            ("IPFilter(allow host 1.2.3.4 80)", 1, "filter 0: missing type before '80' (e.g. 'port 80')"),
+        ];
+        for (conf, n, want) in cases {
+            let e = try_harness(conf, n)
+                .err()
+                .unwrap_or_else(|| panic!("{conf} accepted"));
+            assert!(e.contains(want), "{conf}: {e}");
+        }
+        assert!(try_harness("IPFilter()", 1).is_err());
+    }
+
+    #[test]
+    fn program_handler() {
+        let h = harness("IPFilter(drop ip frag, allow -)", 1);
+        assert_eq!(
+            h.read("program").unwrap(),
+            "start: step 0\n  0  ip[6:2] & 0x3fff >= 1  yes: drop  no: [0]\n"
+        );
+    }
+}

@@ -1,0 +1,558 @@
+//! Compiles parsed patterns into a flat decision program and runs it.
+//!
+//! Each instruction tests one field of the IP or transport header: it
+//! loads 1-4 bytes at a fixed offset (big-endian), shifts and masks them,
+//! and checks that the result lies in `[lo, hi]` (or outside it, when
+//! negated); then it continues at its `yes` or `no` target. A target is
+//! either a later instruction or an outcome (an output port, or drop).
+//! Boolean structure becomes control flow (`a and b`: a's yes goes to b;
+//! `not a` swaps a's targets), so each packet follows one path of at most
+//! `len` tests; nothing is allocated or formatted per packet.
+//!
+//! A test whose bytes lie beyond the end of the packet is false. Transport
+//! tests (ports, TCP flags and window, ICMP type, `transp[..]`) are false
+//! on non-first fragments; the transport header starts at the IP header
+//! length (IHL field) of the packet itself, so IP options are handled.
+//!
+//! After compiling, jumps are threaded across tests on the same field
+//! whose outcome the previous test decides (a failed `ip proto 6` skips a
+//! following `ip proto 6`), unreachable instructions are dropped and the
+//! rest renumbered so that every jump goes forward.
+
+use super::lang::{Expr, IpField, Op, PortProto, Prim, Rel, Sd};
+use paraclick_packet::Packet;
+use paraclick_runtime::Verdict;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// What a rule does with the packets its pattern matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Out(usize),
+    Drop,
+}
+
+/// One field test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Test {
+    /// Relative to the transport header (else the IP header).
+    transp: bool,
+    width: u8,
+    shift: u8,
+    off: u16,
+    mask: u32,
+    lo: u32,
+    hi: u32,
+    neg: bool,
+}
+
+impl Test {
+    #[inline(always)]
+    fn eval(&self, ip: &[u8], th: usize) -> bool {
+        let base = if self.transp {
+            if th == NO_TRANSPORT {
+                return false;
+            }
+            th
+        } else {
+            0
+        };
+        let s = base + self.off as usize;
+        let Some(b) = ip.get(s..s + self.width as usize) else {
+            return false;
+        };
+        let x = match *b {
+            [a] => u32::from(a),
+            [a, b] => u32::from(u16::from_be_bytes([a, b])),
+            [a, b, c] => u32::from_be_bytes([0, a, b, c]),
+            [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
+            _ => return false,
+        };
+        let v = (x >> self.shift) & self.mask;
+        (self.lo <= v && v <= self.hi) != self.neg
+    }
+
+    fn same_field(&self, o: &Test) -> bool {
+        self.transp == o.transp
+            && self.off == o.off
+            && self.width == o.width
+            && self.shift == o.shift
+            && self.mask == o.mask
+    }
+
+    /// The values for which the test holds (given its bytes are present),
+    /// as at most two disjoint intervals.
+    fn set(&self) -> Vec<(u32, u32)> {
+        let (lo, hi) = (self.lo, self.hi);
+        if !self.neg {
+            if lo > hi {
+                vec![]
+            } else {
+                vec![(lo, hi)]
+            }
+        } else if lo > hi {
+            vec![(0, u32::MAX)]
+        } else {
+            let mut v = Vec::new();
+            if lo > 0 {
+                v.push((0, lo - 1));
+            }
+            if hi < u32::MAX {
+                v.push((hi + 1, u32::MAX));
+            }
+            v
+        }
+    }
+
+    /// What `self`'s `outcome` says about `o` (a test on the same field).
+    fn implies(&self, outcome: bool, o: &Test) -> Option<bool> {
+        let a = self.set();
+        let b = o.set();
+        if outcome {
+            // Bytes present and value in a.
+            if subset(&a, &b) {
+                return Some(true);
+            }
+            if disjoint(&a, &b) {
+                return Some(false);
+            }
+        } else if subset(&b, &a) {
+            // Bytes missing, or value outside a, so outside b.
+            return Some(false);
+        }
+        None
+    }
+}
+
+fn subset(a: &[(u32, u32)], b: &[(u32, u32)]) -> bool {
+    a.iter()
+        .all(|&(l, h)| b.iter().any(|&(bl, bh)| bl <= l && h <= bh))
+}
+
+fn disjoint(a: &[(u32, u32)], b: &[(u32, u32)]) -> bool {
+    a.iter()
+        .all(|&(l, h)| b.iter().all(|&(bl, bh)| h < bl || bh < l))
+}
+
+/// Marks `no transport header` (non-first fragment, or too short).
+const NO_TRANSPORT: usize = usize::MAX;
+
+/// Targets at or above this are outcomes.
+const OUTCOME: u32 = 1 << 31;
+/// The outcome "drop".
+const DROP: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Insn {
+    test: Test,
+    yes: u32,
+    no: u32,
+}
+
+/// A compiled IPClassifier/IPFilter.
+#[derive(Clone, Debug)]
+pub struct Program {
+    insns: Box<[Insn]>,
+    start: u32,
+    unmatchable: Vec<usize>,
+}
+
+/// A boolean formula over field tests (a primitive, lowered).
+enum L {
+    T(Test),
+    And(Box<L>, Box<L>),
+    Or(Box<L>, Box<L>),
+}
+
+fn and(a: L, b: L) -> L {
+    L::And(Box::new(a), Box::new(b))
+}
+
+fn or(a: L, b: L) -> L {
+    L::Or(Box::new(a), Box::new(b))
+}
+
+fn full(width: u8) -> u32 {
+    if width >= 4 {
+        u32::MAX
+    } else {
+        (1u32 << (8 * u32::from(width))) - 1
+    }
+}
+
+/// A test of the field `(bytes >> shift) & fmask` against `rel`.
+fn field(transp: bool, off: u16, width: u8, shift: u8, fmask: u32, rel: &Rel) -> Test {
+    let (lo, hi, neg) = match rel.op {
+        Op::Eq => (rel.a, rel.a, false),
+        Op::Ne => (rel.a, rel.a, true),
+        Op::Lt => match rel.a.checked_sub(1) {
+            Some(h) => (0, h, false),
+            None => (1, 0, false),
+        },
+        Op::Le => (0, rel.a, false),
+        Op::Gt => match rel.a.checked_add(1) {
+            Some(l) => (l, u32::MAX, false),
+            None => (1, 0, false),
+        },
+        Op::Ge => (rel.a, u32::MAX, false),
+        Op::In => (rel.a, rel.b, false),
+        Op::NotIn => (rel.a, rel.b, true),
+        Op::Nonzero => (1, u32::MAX, false),
+    };
+    Test {
+        transp,
+        width,
+        shift,
+        off,
+        mask: fmask & rel.mask.unwrap_or(u32::MAX),
+        lo,
+        hi,
+        neg,
+    }
+}
+
+fn proto_is(p: u8) -> L {
+    L::T(field(false, 9, 1, 0, 0xff, &Rel::eq(u32::from(p))))
+}
+
+/// `sd` over the source and destination tests (dualized for negative
+/// relations, so that `!=` means "neither" for `src or dst`).
+fn pair(sd: Sd, negative: bool, s: Test, d: Test) -> L {
+    let sd = if negative { sd.dual() } else { sd };
+    match sd {
+        Sd::Src => L::T(s),
+        Sd::Dst => L::T(d),
+        Sd::Or => or(L::T(s), L::T(d)),
+        Sd::And => and(L::T(s), L::T(d)),
+    }
+}
+
+/// (offset, width, shift, mask) of an IP header field.
+fn ip_layout(f: IpField) -> (u16, u8, u8, u32) {
+    match f {
+        IpField::Vers => (0, 1, 4, 0xf),
+        IpField::Hl => (0, 1, 0, 0xf),
+        IpField::Tos => (1, 1, 0, 0xff),
+        IpField::Dscp => (1, 1, 2, 0x3f),
+        IpField::Id => (4, 2, 0, 0xffff),
+        IpField::Ttl => (8, 1, 0, 0xff),
+        IpField::Proto => (9, 1, 0, 0xff),
+    }
+}
+
+fn lower(p: &Prim) -> L {
+    match *p {
+        Prim::Addr { sd, addr, mask, ne } => {
+            let r = Rel {
+                mask: None,
+                op: if ne { Op::Ne } else { Op::Eq },
+                a: addr,
+                b: addr,
+            };
+            let s = field(false, 12, 4, 0, mask, &r);
+            let d = field(false, 16, 4, 0, mask, &r);
+            pair(sd, ne, s, d)
+        }
+        Prim::Ip { field: f, rel } => {
+            let (off, w, sh, m) = ip_layout(f);
+            L::T(field(false, off, w, sh, m, &rel))
+        }
+        Prim::Frag => L::T(field(false, 6, 2, 0, 0x3fff, &nonzero())),
+        Prim::Ect => L::T(field(false, 1, 1, 0, 0x3, &nonzero())),
+        Prim::Ce => L::T(field(false, 1, 1, 0, 0x3, &Rel::eq(3))),
+        Prim::Port { sd, proto, rel } => {
+            let p = match proto {
+                PortProto::Tcp => proto_is(6),
+                PortProto::Udp => proto_is(17),
+                PortProto::Any => or(proto_is(6), proto_is(17)),
+            };
+            let s = field(true, 0, 2, 0, 0xffff, &rel);
+            let d = field(true, 2, 2, 0, 0xffff, &rel);
+            and(p, pair(sd, rel.op.is_negative(), s, d))
+        }
+        Prim::TcpOpt(flag) => and(
+            proto_is(6),
+            L::T(field(true, 13, 1, 0, u32::from(flag), &nonzero())),
+        ),
+        Prim::TcpWin(rel) => and(proto_is(6), L::T(field(true, 14, 2, 0, 0xffff, &rel))),
+        Prim::IcmpType(rel) => and(proto_is(1), L::T(field(true, 0, 1, 0, 0xff, &rel))),
+        Prim::IpBytes { off, len, rel } => L::T(field(false, off, len, 0, full(len), &rel)),
+        Prim::TranspBytes {
+            proto,
+            off,
+            len,
+            rel,
+        } => {
+            let t = L::T(field(true, off, len, 0, full(len), &rel));
+            match proto {
+                Some(p) => and(proto_is(p), t),
+                None => t,
+            }
+        }
+    }
+}
+
+fn nonzero() -> Rel {
+    Rel {
+        mask: None,
+        op: Op::Nonzero,
+        a: 0,
+        b: 0,
+    }
+}
+
+/// Code under construction: instructions in creation order (every target
+/// is an earlier instruction or an outcome), shared when identical.
+#[derive(Default)]
+struct Builder {
+    insns: Vec<Insn>,
+    seen: HashMap<(Test, u32, u32), u32>,
+}
+
+impl Builder {
+    fn emit(&mut self, test: Test, yes: u32, no: u32) -> u32 {
+        if yes == no {
+            return yes;
+        }
+        if let Some(&i) = self.seen.get(&(test, yes, no)) {
+            return i;
+        }
+        let i = self.insns.len() as u32;
+        self.insns.push(Insn { test, yes, no });
+        self.seen.insert((test, yes, no), i);
+        i
+    }
+
+    fn lowered(&mut self, l: &L, t: u32, f: u32) -> u32 {
+        match l {
+            L::T(test) => self.emit(*test, t, f),
+            L::And(a, b) => {
+                let eb = self.lowered(b, t, f);
+                self.lowered(a, eb, f)
+            }
+            L::Or(a, b) => {
+                let eb = self.lowered(b, t, f);
+                self.lowered(a, t, eb)
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, t: u32, f: u32) -> u32 {
+        match e {
+            Expr::Const(true) => t,
+            Expr::Const(false) => f,
+            Expr::Prim(p) => self.lowered(&lower(p), t, f),
+            Expr::Not(x) => self.expr(x, f, t),
+            Expr::And(a, b) => {
+                let eb = self.expr(b, t, f);
+                self.expr(a, eb, f)
+            }
+            Expr::Or(a, b) => {
+                let eb = self.expr(b, t, f);
+                self.expr(a, t, eb)
+            }
+            Expr::Cond(c, a, b) => {
+                let ea = self.expr(a, t, f);
+                let eb = self.expr(b, t, f);
+                self.expr(c, ea, eb)
+            }
+        }
+    }
+}
+
+impl Program {
+    /// Compiles rules tried in order; a packet matching none is dropped.
+    pub fn compile(rules: &[(Expr, Action)]) -> Program {
+        let mut b = Builder::default();
+        // While building, outcome OUTCOME|i means "rule i matched".
+        let mut next = DROP;
+        for (i, (e, _)) in rules.iter().enumerate().rev() {
+            next = b.expr(e, OUTCOME | i as u32, next);
+        }
+        let mut insns = b.insns;
+        // Jump threading: each instruction's targets skip tests its own
+        // outcome decides, and tests whose outcomes lead to the same place.
+        // Targets are earlier instructions (already threaded), so this
+        // ends.
+        for i in 0..insns.len() {
+            let me = insns[i];
+            for outcome in [true, false] {
+                let mut t = if outcome { me.yes } else { me.no };
+                while t < OUTCOME {
+                    let j = insns[t as usize];
+                    if j.yes == j.no {
+                        // A test whose outcome no longer matters.
+                        t = j.yes;
+                        continue;
+                    }
+                    if !me.test.same_field(&j.test) {
+                        break;
+                    }
+                    match me.test.implies(outcome, &j.test) {
+                        Some(true) => t = j.yes,
+                        Some(false) => t = j.no,
+                        None => break,
+                    }
+                }
+                if outcome {
+                    insns[i].yes = t;
+                } else {
+                    insns[i].no = t;
+                }
+            }
+        }
+        while next < OUTCOME && insns[next as usize].yes == insns[next as usize].no {
+            next = insns[next as usize].yes;
+        }
+        // Keep what is reachable, numbered so that jumps go forward:
+        // reachable instructions in decreasing creation order.
+        let mut reach = vec![false; insns.len()];
+        let mut matched = vec![false; rules.len()];
+        let mut stack = vec![next];
+        while let Some(t) = stack.pop() {
+            if t >= OUTCOME {
+                if t != DROP {
+                    matched[(t & !OUTCOME) as usize] = true;
+                }
+                continue;
+            }
+            if !std::mem::replace(&mut reach[t as usize], true) {
+                stack.push(insns[t as usize].yes);
+                stack.push(insns[t as usize].no);
+            }
+        }
+        let order: Vec<usize> = (0..insns.len()).rev().filter(|&i| reach[i]).collect();
+        let mut newno = vec![0u32; insns.len()];
+        for (k, &i) in order.iter().enumerate() {
+            newno[i] = k as u32;
+        }
+        let map = |t: u32| -> u32 {
+            if t < OUTCOME {
+                newno[t as usize]
+            } else if t == DROP {
+                DROP
+            } else {
+                match rules[(t & !OUTCOME) as usize].1 {
+                    Action::Out(port) => OUTCOME | port as u32,
+                    Action::Drop => DROP,
+                }
+            }
+        };
+        let insns: Box<[Insn]> = order
+            .iter()
+            .map(|&i| Insn {
+                test: insns[i].test,
+                yes: map(insns[i].yes),
+                no: map(insns[i].no),
+            })
+            .collect();
+        Program {
+            insns,
+            start: map(next),
+            unmatchable: (0..rules.len()).filter(|&i| !matched[i]).collect(),
+        }
+    }
+
+    /// Rules no packet can reach (after an earlier catch-all, `false`,
+    /// or a contradiction the compiler sees).
+    pub fn unmatchable(&self) -> &[usize] {
+        &self.unmatchable
+    }
+
+    /// Number of instructions.
+    pub fn len(&self) -> usize {
+        self.insns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.insns.is_empty()
+    }
+
+    /// Runs the program on `ip`, the bytes from the IP header on.
+    #[inline]
+    pub fn run(&self, ip: &[u8]) -> Verdict {
+        // The transport header: only in first fragments.
+        let th = match ip.get(..8) {
+            Some(h) if (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) == 0 => {
+                usize::from(h[0] & 0x0f) * 4
+            }
+            _ => NO_TRANSPORT,
+        };
+        let mut pc = self.start;
+        while pc < OUTCOME {
+            let Some(i) = self.insns.get(pc as usize) else {
+                return Verdict::Drop;
+            };
+            pc = if i.test.eval(ip, th) { i.yes } else { i.no };
+        }
+        if pc == DROP {
+            Verdict::Drop
+        } else {
+            Verdict::Out((pc & !OUTCOME) as usize)
+        }
+    }
+
+    /// Classifies a packet by its IP header (the network header
+    /// annotation, or the start of the data if that is not set).
+    #[inline]
+    pub fn classify(&self, p: &Packet) -> Verdict {
+        let ip = if p.has_network_header() {
+            p.network_header().unwrap_or(&[])
+        } else {
+            p.data()
+        };
+        self.run(ip)
+    }
+
+    /// The `program` handler's text: one line per instruction.
+    pub fn listing(&self) -> String {
+        let target = |t: u32| -> String {
+            if t == DROP {
+                "drop".into()
+            } else if t >= OUTCOME {
+                format!("[{}]", t & !OUTCOME)
+            } else {
+                format!("step {t}")
+            }
+        };
+        let mut s = String::new();
+        let _ = writeln!(s, "start: {}", target(self.start));
+        for (k, i) in self.insns.iter().enumerate() {
+            let t = &i.test;
+            let _ = write!(
+                s,
+                "{k:3}  {}[{}",
+                if t.transp { "transp" } else { "ip" },
+                t.off
+            );
+            if t.width > 1 {
+                let _ = write!(s, ":{}", t.width);
+            }
+            s.push(']');
+            if t.shift > 0 {
+                let _ = write!(s, " >> {}", t.shift);
+            }
+            if t.mask != full(t.width) >> t.shift {
+                let _ = write!(s, " & 0x{:x}", t.mask);
+            }
+            let (lo, hi) = (t.lo, t.hi);
+            let cond = if lo > hi {
+                if t.neg {
+                    "present".into()
+                } else {
+                    "never".into()
+                }
+            } else if lo == hi {
+                format!("{} {lo}", if t.neg { "!=" } else { "==" })
+            } else if hi == u32::MAX {
+                format!("{} {lo}", if t.neg { "<" } else { ">=" })
+            } else if lo == 0 {
+                format!("{} {hi}", if t.neg { ">" } else { "<=" })
+            } else {
+                format!("{}in {lo}-{hi}", if t.neg { "not " } else { "" })
+            };
+            let _ = writeln!(s, " {cond}  yes: {}  no: {}", target(i.yes), target(i.no));
+        }
+        s
+    }
+}
