@@ -856,4 +856,24 @@ mod tests {
             conserved(&re, pushed, 1);
         }
     }
+
+    #[test]
+    fn pull_mode() {
+        let conf = "q :: Queue(100); r :: IPReassembler;
+                    Idle -> q -> r -> u :: Unqueue -> Discard;";
+        let router = paraclick_runtime::Router::from_str(conf, &crate::registry(), 1)
+            .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+        let d = datagram(11, 48);
+        let plain = datagram(12, 10);
+        let b = Batch::from(vec![
+            frag(&d, 24, 48, false, None),
+            ip_packet(&[], &plain),
+            frag(&d, 0, 24, true, None),
+        ]);
+        router.push_into("q", 0, b).unwrap();
+        let got = router.pull_from("r", 0, 32).unwrap().unwrap();
+        let got: Vec<Vec<u8>> = got.iter().map(|p| p.data().to_vec()).collect();
+        assert_eq!(got, [plain.clone(), d.clone()]);
+        assert!(router.pull_from("r", 0, 32).unwrap().is_none());
+    }
 }
