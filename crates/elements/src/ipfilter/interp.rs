@@ -132,8 +132,8 @@ pub fn eval(e: &Expr, ip: &[u8]) -> bool {
         Expr::Const(b) => *b,
         Expr::Prim(p) => prim(p, ip),
         Expr::Not(x) => !eval(x, ip),
-        Expr::And(a, b) => eval(a, ip) && eval(b, ip),
-        Expr::Or(a, b) => eval(a, ip) || eval(b, ip),
+        Expr::And(v) => v.iter().all(|x| eval(x, ip)),
+        Expr::Or(v) => v.iter().any(|x| eval(x, ip)),
         Expr::Cond(c, a, b) => {
             if eval(c, ip) {
                 eval(a, ip)

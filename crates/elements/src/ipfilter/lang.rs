@@ -176,8 +176,10 @@ pub enum Expr {
     Const(bool),
     Prim(Prim),
     Not(Box<Expr>),
-    And(Box<Expr>, Box<Expr>),
-    Or(Box<Expr>, Box<Expr>),
+    /// All hold (two or more operands: a chain `a and b and c`).
+    And(Vec<Expr>),
+    /// One holds (two or more operands).
+    Or(Vec<Expr>),
     /// `c ? a : b`.
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
 }
@@ -567,7 +569,12 @@ struct Parser<'a> {
     pos: usize,
     env: &'a ArgEnv,
     prev: Option<Prev>,
+    depth: usize,
 }
+
+/// Deepest nesting of parentheses, negations and `?:` a pattern may use
+/// (long `and`/`or` chains are not nesting).
+const MAX_DEPTH: usize = 200;
 
 fn unexpected(t: Option<&Token<'_>>) -> String {
     match t {
@@ -627,6 +634,7 @@ impl<'a> Parser<'a> {
         let c = self.or_expr()?;
         if self.peek_tok() == Some(Tok::Question) {
             self.bump();
+            self.nest()?;
             let a = self.expr()?;
             if self.peek_word() != Some(":") {
                 return Err(format!(
@@ -636,44 +644,67 @@ impl<'a> Parser<'a> {
             }
             self.bump();
             let b = self.expr()?;
+            self.depth -= 1;
             return Ok(Expr::Cond(Box::new(c), Box::new(a), Box::new(b)));
         }
         Ok(c)
     }
 
     fn or_expr(&mut self) -> R<Expr> {
-        let mut e = self.and_expr()?;
+        let mut v = vec![self.and_expr()?];
         while self.is_or() {
             self.bump();
-            let r = self.and_expr()?;
-            e = Expr::Or(Box::new(e), Box::new(r));
+            v.push(self.and_expr()?);
         }
-        Ok(e)
+        Ok(if v.len() == 1 {
+            v.swap_remove(0)
+        } else {
+            Expr::Or(v)
+        })
     }
 
     fn and_expr(&mut self) -> R<Expr> {
-        let mut e = self.not_expr()?;
+        let mut v = vec![self.not_expr()?];
         loop {
             if self.is_and() {
                 self.bump();
             } else if !self.starts_factor() {
                 break;
             }
-            let r = self.not_expr()?;
-            e = Expr::And(Box::new(e), Box::new(r));
+            v.push(self.not_expr()?);
         }
-        Ok(e)
+        Ok(if v.len() == 1 {
+            v.swap_remove(0)
+        } else {
+            Expr::And(v)
+        })
+    }
+
+    /// Enters one level of nesting (`(`, `!`, `?:`), within a limit.
+    fn nest(&mut self) -> R<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!(
+                "pattern nested too deeply (over {MAX_DEPTH} levels)"
+            ));
+        }
+        Ok(())
     }
 
     fn not_expr(&mut self) -> R<Expr> {
         match self.peek_tok() {
             Some(Tok::Bang | Tok::Word("not")) => {
                 self.bump();
-                Ok(Expr::Not(Box::new(self.not_expr()?)))
+                self.nest()?;
+                let e = Expr::Not(Box::new(self.not_expr()?));
+                self.depth -= 1;
+                Ok(e)
             }
             Some(Tok::LParen) => {
                 self.bump();
+                self.nest()?;
                 let e = self.expr()?;
+                self.depth -= 1;
                 match self.peek_tok() {
                     Some(Tok::RParen) => {
                         self.bump();
@@ -1159,6 +1190,7 @@ pub fn parse_pattern(text: &str, env: &ArgEnv) -> Result<Expr, String> {
         pos: 0,
         env,
         prev: None,
+        depth: 0,
     };
     let e = p.expr()?;
     if p.pos < p.toks.len() {
@@ -1242,14 +1274,25 @@ impl fmt::Display for Prim {
     }
 }
 
+fn chain(f: &mut fmt::Formatter<'_>, v: &[Expr], sep: &str) -> fmt::Result {
+    f.write_str("(")?;
+    for (i, e) in v.iter().enumerate() {
+        if i > 0 {
+            f.write_str(sep)?;
+        }
+        write!(f, "{e}")?;
+    }
+    f.write_str(")")
+}
+
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Const(b) => write!(f, "{b}"),
             Expr::Prim(p) => write!(f, "{p}"),
             Expr::Not(e) => write!(f, "!{e}"),
-            Expr::And(a, b) => write!(f, "({a} && {b})"),
-            Expr::Or(a, b) => write!(f, "({a} || {b})"),
+            Expr::And(v) => chain(f, v, " && "),
+            Expr::Or(v) => chain(f, v, " || "),
             Expr::Cond(c, a, b) => write!(f, "({c} ? {a} : {b})"),
         }
     }

@@ -46,32 +46,70 @@ struct Test {
     neg: bool,
 }
 
-impl Test {
-    #[inline(always)]
-    fn eval(&self, ip: &[u8], th: usize) -> bool {
-        let base = if self.transp {
-            if th == NO_TRANSPORT {
-                return false;
-            }
-            th
+/// An instruction as the packet path runs it: one big-endian 4-byte load
+/// at `off` (from the IP or transport header), `>> rshift`, `& mask`,
+/// and a single unsigned compare for the range test. 32 bytes, so that
+/// finding the next instruction is a shift, not a multiply.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(32))]
+struct Insn {
+    off: u16,
+    width: u8,
+    transp: bool,
+    rshift: u8,
+    neg: bool,
+    mask: u32,
+    lo: u32,
+    /// `hi - lo`: the value is in range iff `v - lo <= span` (wrapping).
+    span: u32,
+    yes: u32,
+    no: u32,
+}
+
+impl Insn {
+    fn new(t: &Test, yes: u32, no: u32) -> Insn {
+        // An empty range never holds; a full negated range neither (both
+        // still need their bytes), and only the latter is one compare.
+        let (lo, hi, neg) = if t.lo > t.hi {
+            (0, u32::MAX, !t.neg)
         } else {
-            0
+            (t.lo, t.hi, t.neg)
         };
-        let s = base + self.off as usize;
-        let Some(b) = ip.get(s..s + self.width as usize) else {
-            return false;
-        };
-        let x = match *b {
-            [a] => u32::from(a),
-            [a, b] => u32::from(u16::from_be_bytes([a, b])),
-            [a, b, c] => u32::from_be_bytes([0, a, b, c]),
-            [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
-            _ => return false,
-        };
-        let v = (x >> self.shift) & self.mask;
-        (self.lo <= v && v <= self.hi) != self.neg
+        Insn {
+            off: t.off,
+            width: t.width,
+            transp: t.transp,
+            rshift: 8 * (4 - t.width) + t.shift,
+            neg,
+            mask: t.mask,
+            lo,
+            span: hi - lo,
+            yes,
+            no,
+        }
     }
 
+    #[inline(always)]
+    fn eval(&self, ip: &[u8], th: usize) -> bool {
+        let s = if self.transp { th } else { 0 } + self.off as usize;
+        let x = match ip.get(s..s + 4) {
+            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            None => match ip.get(s..s + self.width as usize) {
+                // Near the end of the packet: the field's bytes only.
+                Some(b) => {
+                    let mut w = [0u8; 4];
+                    w[..b.len()].copy_from_slice(b);
+                    u32::from_be_bytes(w)
+                }
+                None => return false,
+            },
+        };
+        let v = (x >> self.rshift) & self.mask;
+        (v.wrapping_sub(self.lo) <= self.span) != self.neg
+    }
+}
+
+impl Test {
     fn same_field(&self, o: &Test) -> bool {
         self.transp == o.transp
             && self.off == o.off
@@ -134,16 +172,19 @@ fn disjoint(a: &[(u32, u32)], b: &[(u32, u32)]) -> bool {
         .all(|&(l, h)| b.iter().all(|&(bl, bh)| h < bl || bh < l))
 }
 
-/// Marks `no transport header` (non-first fragment, or too short).
-const NO_TRANSPORT: usize = usize::MAX;
+/// The transport header offset of a packet that has none (non-first
+/// fragment, or too short): beyond any packet, so transport tests fail
+/// their bounds check, yet far from overflowing when offsets are added.
+const NO_TRANSPORT: usize = usize::MAX / 2;
 
 /// Targets at or above this are outcomes.
 const OUTCOME: u32 = 1 << 31;
 /// The outcome "drop".
 const DROP: u32 = u32::MAX;
 
+/// An instruction under construction.
 #[derive(Clone, Copy, Debug)]
-struct Insn {
+struct Node {
     test: Test,
     yes: u32,
     no: u32,
@@ -153,6 +194,8 @@ struct Insn {
 #[derive(Clone, Debug)]
 pub struct Program {
     insns: Box<[Insn]>,
+    /// The tests as compiled, for the listing.
+    tests: Box<[Test]>,
     start: u32,
     unmatchable: Vec<usize>,
 }
@@ -305,7 +348,7 @@ fn nonzero() -> Rel {
 /// is an earlier instruction or an outcome), shared when identical.
 #[derive(Default)]
 struct Builder {
-    insns: Vec<Insn>,
+    insns: Vec<Node>,
     seen: HashMap<(Test, u32, u32), u32>,
 }
 
@@ -318,7 +361,7 @@ impl Builder {
             return i;
         }
         let i = self.insns.len() as u32;
-        self.insns.push(Insn { test, yes, no });
+        self.insns.push(Node { test, yes, no });
         self.seen.insert((test, yes, no), i);
         i
     }
@@ -343,14 +386,9 @@ impl Builder {
             Expr::Const(false) => f,
             Expr::Prim(p) => self.lowered(&lower(p), t, f),
             Expr::Not(x) => self.expr(x, f, t),
-            Expr::And(a, b) => {
-                let eb = self.expr(b, t, f);
-                self.expr(a, eb, f)
-            }
-            Expr::Or(a, b) => {
-                let eb = self.expr(b, t, f);
-                self.expr(a, t, eb)
-            }
+            // Chains compile from their last operand back, iteratively.
+            Expr::And(v) => v.iter().rev().fold(t, |next, x| self.expr(x, next, f)),
+            Expr::Or(v) => v.iter().rev().fold(f, |next, x| self.expr(x, t, next)),
             Expr::Cond(c, a, b) => {
                 let ea = self.expr(a, t, f);
                 let eb = self.expr(b, t, f);
@@ -438,16 +476,13 @@ impl Program {
                 }
             }
         };
-        let insns: Box<[Insn]> = order
+        let hot: Box<[Insn]> = order
             .iter()
-            .map(|&i| Insn {
-                test: insns[i].test,
-                yes: map(insns[i].yes),
-                no: map(insns[i].no),
-            })
+            .map(|&i| Insn::new(&insns[i].test, map(insns[i].yes), map(insns[i].no)))
             .collect();
         Program {
-            insns,
+            insns: hot,
+            tests: order.iter().map(|&i| insns[i].test).collect(),
             start: map(next),
             unmatchable: (0..rules.len()).filter(|&i| !matched[i]).collect(),
         }
@@ -479,11 +514,25 @@ impl Program {
             _ => NO_TRANSPORT,
         };
         let mut pc = self.start;
+        // Two arms that each test for an outcome keep the compiler from
+        // turning the choice of the next instruction into a data-dependent
+        // load (a select): a predicted branch lets the processor run ahead
+        // along the packet's usual path instead of waiting for each test.
         while pc < OUTCOME {
             let Some(i) = self.insns.get(pc as usize) else {
                 return Verdict::Drop;
             };
-            pc = if i.test.eval(ip, th) { i.yes } else { i.no };
+            if i.eval(ip, th) {
+                pc = i.yes;
+                if pc >= OUTCOME {
+                    break;
+                }
+            } else {
+                pc = i.no;
+                if pc >= OUTCOME {
+                    break;
+                }
+            }
         }
         if pc == DROP {
             Verdict::Drop
@@ -517,8 +566,7 @@ impl Program {
         };
         let mut s = String::new();
         let _ = writeln!(s, "start: {}", target(self.start));
-        for (k, i) in self.insns.iter().enumerate() {
-            let t = &i.test;
+        for (k, (i, t)) in self.insns.iter().zip(self.tests.iter()).enumerate() {
             let _ = write!(
                 s,
                 "{k:3}  {}[{}",

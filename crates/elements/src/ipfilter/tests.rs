@@ -211,7 +211,7 @@ fn connectives_and_precedence() {
     );
     assert_eq!(
         p("tcp udp icmp"),
-        "((ip proto 6 && ip proto 17) && ip proto 1)"
+        "(ip proto 6 && ip proto 17 && ip proto 1)"
     );
     assert_eq!(
         p("tcp ? dst port 80 : udp"),
@@ -224,8 +224,40 @@ fn connectives_and_precedence() {
     assert_eq!(p("((tcp))and((udp))"), "(ip proto 6 && ip proto 17)");
     assert_eq!(
         p("10.0.0.0/24 and fin ack"),
-        "((src or dst net 10.0.0.0/24 && tcp opt fin) && tcp opt ack)"
+        "(src or dst net 10.0.0.0/24 && tcp opt fin && tcp opt ack)"
     );
+}
+
+#[test]
+fn chains_are_flat_and_nesting_is_bounded() {
+    assert_eq!(
+        p("tcp or udp or icmp and ip ttl 1 and ip ttl 2"),
+        "(ip proto 6 || ip proto 17 || (ip proto 1 && ip ttl 1 && ip ttl 2))"
+    );
+    assert_eq!(
+        p("((tcp && udp) && icmp)"),
+        "((ip proto 6 && ip proto 17) && ip proto 1)"
+    );
+    // A long chain is no nesting: 20000 ports compile and run.
+    let long = format!(
+        "dst port 1{}",
+        (2..=20000).map(|k| format!(" or {k}")).collect::<String>()
+    );
+    let prog = compile(&[&long]);
+    let d = tcp("1.1.1.1", "2.2.2.2", 0, 19999, 0).bytes();
+    assert_eq!(prog.run(&d), Verdict::Out(0));
+    let d = tcp("1.1.1.1", "2.2.2.2", 0, 20001, 0).bytes();
+    assert_eq!(prog.run(&d), Verdict::Drop);
+    let deep = format!("{}tcp{}", "(".repeat(200), ")".repeat(200));
+    assert_eq!(p(&deep), "ip proto 6");
+    let deeper = format!("{}tcp{}", "(".repeat(201), ")".repeat(201));
+    assert_eq!(err(&deeper), "pattern nested too deeply (over 200 levels)");
+    assert_eq!(
+        err(&"!".repeat(5000)),
+        "pattern nested too deeply (over 200 levels)"
+    );
+    let conds = "tcp ? udp : ".repeat(300) + "icmp";
+    assert_eq!(err(&conds), "pattern nested too deeply (over 200 levels)");
 }
 
 #[test]
@@ -878,8 +910,16 @@ fn rand_expr(r: &mut Rng, depth: u32) -> Expr {
     }
     match r.below(5) {
         0 => Expr::Not(b(rand_expr(r, depth - 1))),
-        1 | 2 => Expr::And(b(rand_expr(r, depth - 1)), b(rand_expr(r, depth - 1))),
-        3 => Expr::Or(b(rand_expr(r, depth - 1)), b(rand_expr(r, depth - 1))),
+        1 | 2 => Expr::And(
+            (0..2 + r.below(2))
+                .map(|_| rand_expr(r, depth - 1))
+                .collect(),
+        ),
+        3 => Expr::Or(
+            (0..2 + r.below(2))
+                .map(|_| rand_expr(r, depth - 1))
+                .collect(),
+        ),
         _ => Expr::Cond(
             b(rand_expr(r, depth - 1)),
             b(rand_expr(r, depth - 1)),
