@@ -202,6 +202,8 @@ pub struct Program {
 
 /// A boolean formula over field tests (a primitive, lowered).
 enum L {
+    /// Known at compile time.
+    K(bool),
     T(Test),
     And(Box<L>, Box<L>),
     Or(Box<L>, Box<L>),
@@ -254,8 +256,77 @@ fn field(transp: bool, off: u16, width: u8, shift: u8, fmask: u32, rel: &Rel) ->
     }
 }
 
-fn proto_is(p: u8) -> L {
-    L::T(field(false, 9, 1, 0, 0xff, &Rel::eq(u32::from(p))))
+/// What the path to a piece of code says about the IP protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proto {
+    Unknown,
+    Is(u8),
+    TcpOrUdp,
+}
+
+impl Proto {
+    /// Both facts hold. (Contradictory facts mean the code is
+    /// unreachable, so either will do.)
+    fn and(self, o: Proto) -> Proto {
+        match (self, o) {
+            (Proto::Unknown, x) | (x, Proto::Unknown) => x,
+            (Proto::Is(p), _) | (_, Proto::Is(p)) => Proto::Is(p),
+            (Proto::TcpOrUdp, Proto::TcpOrUdp) => Proto::TcpOrUdp,
+        }
+    }
+
+    /// One of the facts holds.
+    fn or(self, o: Proto) -> Proto {
+        let tcp_udp = |x: Proto| matches!(x, Proto::Is(6 | 17) | Proto::TcpOrUdp);
+        match (self, o) {
+            (a, b) if a == b => a,
+            (a, b) if tcp_udp(a) && tcp_udp(b) => Proto::TcpOrUdp,
+            _ => Proto::Unknown,
+        }
+    }
+}
+
+/// The protocol fact that holds when `e` is true.
+fn proto_fact(e: &Expr) -> Proto {
+    match e {
+        Expr::Prim(p) => match *p {
+            Prim::Ip {
+                field: IpField::Proto,
+                rel:
+                    Rel {
+                        mask: None,
+                        op: Op::Eq,
+                        a,
+                        ..
+                    },
+            } => u8::try_from(a).map_or(Proto::Unknown, Proto::Is),
+            Prim::Port { proto, .. } => match proto {
+                PortProto::Tcp => Proto::Is(6),
+                PortProto::Udp => Proto::Is(17),
+                PortProto::Any => Proto::TcpOrUdp,
+            },
+            Prim::TcpOpt(_) | Prim::TcpWin(_) => Proto::Is(6),
+            Prim::IcmpType(_) => Proto::Is(1),
+            Prim::TranspBytes { proto: Some(p), .. } => Proto::Is(p),
+            _ => Proto::Unknown,
+        },
+        Expr::And(v) => v.iter().fold(Proto::Unknown, |k, x| k.and(proto_fact(x))),
+        Expr::Or(v) => v
+            .iter()
+            .map(proto_fact)
+            .reduce(Proto::or)
+            .unwrap_or(Proto::Unknown),
+        _ => Proto::Unknown,
+    }
+}
+
+/// The test `ip proto == p`, or its outcome if `known` decides it.
+fn proto_is(p: u8, known: Proto) -> L {
+    match known {
+        Proto::Is(q) => L::K(p == q),
+        Proto::TcpOrUdp if p != 6 && p != 17 => L::K(false),
+        _ => L::T(field(false, 9, 1, 0, 0xff, &Rel::eq(u32::from(p)))),
+    }
 }
 
 /// `sd` over the source and destination tests (dualized for negative
@@ -283,7 +354,8 @@ fn ip_layout(f: IpField) -> (u16, u8, u8, u32) {
     }
 }
 
-fn lower(p: &Prim) -> L {
+/// A primitive as field tests, given what is known of the protocol.
+fn lower(p: &Prim, known: Proto) -> L {
     match *p {
         Prim::Addr { sd, addr, mask, ne } => {
             let r = Rel {
@@ -305,20 +377,24 @@ fn lower(p: &Prim) -> L {
         Prim::Ce => L::T(field(false, 1, 1, 0, 0x3, &Rel::eq(3))),
         Prim::Port { sd, proto, rel } => {
             let p = match proto {
-                PortProto::Tcp => proto_is(6),
-                PortProto::Udp => proto_is(17),
-                PortProto::Any => or(proto_is(6), proto_is(17)),
+                PortProto::Tcp => proto_is(6, known),
+                PortProto::Udp => proto_is(17, known),
+                PortProto::Any if known == Proto::TcpOrUdp => L::K(true),
+                PortProto::Any => or(proto_is(6, known), proto_is(17, known)),
             };
             let s = field(true, 0, 2, 0, 0xffff, &rel);
             let d = field(true, 2, 2, 0, 0xffff, &rel);
             and(p, pair(sd, rel.op.is_negative(), s, d))
         }
         Prim::TcpOpt(flag) => and(
-            proto_is(6),
+            proto_is(6, known),
             L::T(field(true, 13, 1, 0, u32::from(flag), &nonzero())),
         ),
-        Prim::TcpWin(rel) => and(proto_is(6), L::T(field(true, 14, 2, 0, 0xffff, &rel))),
-        Prim::IcmpType(rel) => and(proto_is(1), L::T(field(true, 0, 1, 0, 0xff, &rel))),
+        Prim::TcpWin(rel) => and(
+            proto_is(6, known),
+            L::T(field(true, 14, 2, 0, 0xffff, &rel)),
+        ),
+        Prim::IcmpType(rel) => and(proto_is(1, known), L::T(field(true, 0, 1, 0, 0xff, &rel))),
         Prim::IpBytes { off, len, rel } => L::T(field(false, off, len, 0, full(len), &rel)),
         Prim::TranspBytes {
             proto,
@@ -328,7 +404,7 @@ fn lower(p: &Prim) -> L {
         } => {
             let t = L::T(field(true, off, len, 0, full(len), &rel));
             match proto {
-                Some(p) => and(proto_is(p), t),
+                Some(p) => and(proto_is(p, known), t),
                 None => t,
             }
         }
@@ -368,6 +444,13 @@ impl Builder {
 
     fn lowered(&mut self, l: &L, t: u32, f: u32) -> u32 {
         match l {
+            L::K(b) => {
+                if *b {
+                    t
+                } else {
+                    f
+                }
+            }
             L::T(test) => self.emit(*test, t, f),
             L::And(a, b) => {
                 let eb = self.lowered(b, t, f);
@@ -380,19 +463,37 @@ impl Builder {
         }
     }
 
-    fn expr(&mut self, e: &Expr, t: u32, f: u32) -> u32 {
+    /// Code for `e` that continues at `t` if it holds, else at `f`;
+    /// `known` is what every path reaching it says about the protocol.
+    fn expr(&mut self, e: &Expr, t: u32, f: u32, known: Proto) -> u32 {
         match e {
             Expr::Const(true) => t,
             Expr::Const(false) => f,
-            Expr::Prim(p) => self.lowered(&lower(p), t, f),
-            Expr::Not(x) => self.expr(x, f, t),
+            Expr::Prim(p) => self.lowered(&lower(p, known), t, f),
+            Expr::Not(x) => self.expr(x, f, t, known),
             // Chains compile from their last operand back, iteratively.
-            Expr::And(v) => v.iter().rev().fold(t, |next, x| self.expr(x, next, f)),
-            Expr::Or(v) => v.iter().rev().fold(f, |next, x| self.expr(x, t, next)),
+            // Each operand of an `and` runs only after the earlier ones
+            // held, so it knows their protocol facts.
+            Expr::And(v) => {
+                let mut ks = Vec::with_capacity(v.len());
+                let mut k = known;
+                for x in v {
+                    ks.push(k);
+                    k = k.and(proto_fact(x));
+                }
+                v.iter()
+                    .zip(ks)
+                    .rev()
+                    .fold(t, |next, (x, k)| self.expr(x, next, f, k))
+            }
+            Expr::Or(v) => v
+                .iter()
+                .rev()
+                .fold(f, |next, x| self.expr(x, t, next, known)),
             Expr::Cond(c, a, b) => {
-                let ea = self.expr(a, t, f);
-                let eb = self.expr(b, t, f);
-                self.expr(c, ea, eb)
+                let ea = self.expr(a, t, f, known.and(proto_fact(c)));
+                let eb = self.expr(b, t, f, known);
+                self.expr(c, ea, eb, known)
             }
         }
     }
@@ -405,7 +506,7 @@ impl Program {
         // While building, outcome OUTCOME|i means "rule i matched".
         let mut next = DROP;
         for (i, (e, _)) in rules.iter().enumerate().rev() {
-            next = b.expr(e, OUTCOME | i as u32, next);
+            next = b.expr(e, OUTCOME | i as u32, next, Proto::Unknown);
         }
         let mut insns = b.insns;
         // Jump threading: each instruction's targets skip tests its own
@@ -580,21 +681,34 @@ impl Program {
             if t.shift > 0 {
                 let _ = write!(s, " >> {}", t.shift);
             }
+            // Addresses print as addresses.
+            let addr = !t.transp && t.width == 4 && (t.off == 12 || t.off == 16);
+            let v = |x: u32| -> String {
+                if addr {
+                    std::net::Ipv4Addr::from(x).to_string()
+                } else {
+                    x.to_string()
+                }
+            };
             if t.mask != full(t.width) >> t.shift {
-                let _ = write!(s, " & 0x{:x}", t.mask);
+                if addr {
+                    let _ = write!(s, " & {}", v(t.mask));
+                } else {
+                    let _ = write!(s, " & 0x{:x}", t.mask);
+                }
             }
-            let (lo, hi) = (t.lo, t.hi);
-            let cond = if lo > hi {
+            let (lo, hi) = (v(t.lo), v(t.hi));
+            let cond = if t.lo > t.hi {
                 if t.neg {
                     "present".into()
                 } else {
                     "never".into()
                 }
-            } else if lo == hi {
+            } else if t.lo == t.hi {
                 format!("{} {lo}", if t.neg { "!=" } else { "==" })
-            } else if hi == u32::MAX {
+            } else if t.hi == u32::MAX {
                 format!("{} {lo}", if t.neg { "<" } else { ">=" })
-            } else if lo == 0 {
+            } else if t.lo == 0 {
                 format!("{} {hi}", if t.neg { ">" } else { "<=" })
             } else {
                 format!("{}in {lo}-{hi}", if t.neg { "not " } else { "" })

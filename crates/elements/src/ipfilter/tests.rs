@@ -754,7 +754,25 @@ fn compiled_program_shape() {
     ]);
     assert_eq!(prog.unmatchable(), &[0, 1, 2]);
     assert_eq!(prog.listing(), "start: drop\n");
+    // Protocol facts flow into later conjuncts: one protocol test for
+    // Click's firewall rule, none repeated for the ports and the flag.
+    let prog = compile(&[
+        "src 10.1.0.1 && dst 10.0.0.0/8 && tcp && src port www && dst port > 1023 && ack",
+    ]);
+    let l = prog.listing();
+    assert_eq!(l.matches("ip[9]").count(), 1, "{l}");
+    assert_eq!(prog.len(), 6, "{l}");
+    let prog = compile(&[
+        "udp ? port 53 : icmp type echo",
+        "src port 1 and dst port 2",
+    ]);
+    let l = prog.listing();
+    assert_eq!(l.matches("ip[9] == 17").count(), 2, "{l}");
+    assert_eq!(l.matches("ip[9] == 6").count(), 1, "{l}");
     // Field displays in the listing.
+    let l = compile(&["src net 10.0.0.0/8 and dst host != 1.2.3.4"]).listing();
+    assert!(l.contains("ip[12:4] & 255.0.0.0 == 10.0.0.0"), "{l}");
+    assert!(l.contains("ip[16:4] != 1.2.3.4"), "{l}");
     let l = compile(&["ip vers 4 and ip dscp > 10 and src port & 3 != 1"]).listing();
     assert!(l.contains("ip[0] >> 4 == 4"), "{l}");
     assert!(l.contains("ip[1] >> 2 >= 11"), "{l}");
