@@ -10,12 +10,11 @@ pub struct Timestamp(pub i64);
 impl Timestamp {
     pub const ZERO: Timestamp = Timestamp(0);
 
-    /// The current wall-clock time.
+    /// The current wall-clock time (derived from the cycle counter where
+    /// it is invariant: cheap enough to stamp every packet).
+    #[inline]
     pub fn now() -> Timestamp {
-        let d = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        Timestamp(d.as_nanos() as i64)
+        Timestamp(crate::clock::wall_ns())
     }
 
     pub fn from_parts(sec: i64, nsec: u32) -> Timestamp {

@@ -2,20 +2,25 @@
 
 use crate::Packet;
 use std::cell::RefCell;
+use thin_vec::ThinVec;
+
+/// The storage of a batch: one pointer wide, so a batch moves between
+/// elements in a register.
+pub type BatchVec = ThinVec<Packet>;
 
 /// Capacity of a fresh batch vector.
 pub const BATCH_CAPACITY: usize = 64;
 const MAX_RECYCLED: usize = 256;
 
 thread_local! {
-    static VECS: RefCell<Vec<Vec<Packet>>> = const { RefCell::new(Vec::new()) };
+    static VECS: RefCell<Vec<BatchVec>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A batch of packets. Batches are moved, never copied; their storage is
 /// recycled through a per-thread list, so making and dropping batches on the
 /// packet path does not allocate.
 pub struct Batch {
-    v: Vec<Packet>,
+    v: BatchVec,
 }
 
 impl Batch {
@@ -26,7 +31,7 @@ impl Batch {
             .try_with(|l| l.borrow_mut().pop())
             .ok()
             .flatten()
-            .unwrap_or_else(|| Vec::with_capacity(BATCH_CAPACITY));
+            .unwrap_or_else(|| ThinVec::with_capacity(BATCH_CAPACITY));
         Batch { v }
     }
 
@@ -80,7 +85,7 @@ impl Batch {
 
     /// Removes and yields every packet, keeping the storage.
     #[inline]
-    pub fn drain(&mut self) -> std::vec::Drain<'_, Packet> {
+    pub fn drain(&mut self) -> thin_vec::Drain<'_, Packet> {
         self.v.drain(..)
     }
 
@@ -105,7 +110,7 @@ impl Batch {
 
     /// Direct access to the vector, for batch adapters that compact in place.
     #[inline]
-    pub fn vec_mut(&mut self) -> &mut Vec<Packet> {
+    pub fn vec_mut(&mut self) -> &mut BatchVec {
         &mut self.v
     }
 
@@ -141,7 +146,9 @@ impl Drop for Batch {
 
 impl From<Vec<Packet>> for Batch {
     fn from(v: Vec<Packet>) -> Batch {
-        Batch { v }
+        let mut b = Batch::new();
+        b.v.extend(v);
+        b
     }
 }
 
@@ -161,7 +168,7 @@ impl Extend<Packet> for Batch {
 
 impl IntoIterator for Batch {
     type Item = Packet;
-    type IntoIter = std::vec::IntoIter<Packet>;
+    type IntoIter = thin_vec::IntoIter<Packet>;
 
     /// Consumes the batch (its storage is not recycled; hot paths use
     /// [`Batch::drain`]).

@@ -9,6 +9,7 @@
 
 pub mod anno;
 pub mod batch;
+pub mod clock;
 pub mod packet;
 pub mod pool;
 pub mod wire;

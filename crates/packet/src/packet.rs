@@ -420,7 +420,9 @@ mod tests {
         assert_eq!(p.network_header_length(), Some(20));
         p.pull(30);
         assert_eq!(p.network_header_offset(), Some(-30));
-        assert_eq!(p.network_header().unwrap().len(), 16);
+        // The header is still where it was: 46 bytes from it to the end.
+        assert_eq!(p.network_header().unwrap().len(), 46);
+        assert_eq!(p.len(), 16);
     }
 
     #[test]

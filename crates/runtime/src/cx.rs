@@ -1,7 +1,7 @@
 //! The per-thread context every element call receives.
 
 use crate::handler::HandlerCx;
-use crate::router::{Core, Peer};
+use crate::router::Core;
 use paraclick_packet::{Batch, Packet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -47,12 +47,12 @@ impl<'r> Cx<'r> {
 
     #[inline]
     pub fn noutputs(&self) -> usize {
-        self.core.slots[self.current].outputs.len()
+        self.core.ports[self.current].outputs.len()
     }
 
     #[inline]
     pub fn ninputs(&self) -> usize {
-        self.core.slots[self.current].inputs.len()
+        self.core.ports[self.current].inputs.len()
     }
 
     /// Pushes `batch` out of output `port` of the running element. A port
@@ -60,17 +60,16 @@ impl<'r> Cx<'r> {
     /// batch, counted.
     #[inline]
     pub fn push(&mut self, port: usize, batch: Batch) {
-        let slot = &self.core.slots[self.current];
-        match slot.outputs.get(port) {
-            Some(&Peer { elem, port: to }) if elem != Peer::NONE => {
+        let core = self.core;
+        let peer = core.ports[self.current].outputs.get(port);
+        match peer.and_then(|p| p.element().map(|e| (e, p.elem, p.port))) {
+            Some((to, elem, p)) => {
                 let saved = self.current;
                 self.current = elem as usize;
-                self.core.slots[elem as usize]
-                    .element
-                    .push(self, to as usize, batch);
+                to.push(self, p as usize, batch);
                 self.current = saved;
             }
-            _ => self.drop_batch(batch),
+            None => self.drop_batch(batch),
         }
     }
 
@@ -83,18 +82,17 @@ impl<'r> Cx<'r> {
     /// Pulls up to `max` packets from input `port` of the running element.
     #[inline]
     pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
-        let slot = &self.core.slots[self.current];
-        match slot.inputs.get(port) {
-            Some(&Peer { elem, port: from }) if elem != Peer::NONE => {
+        let core = self.core;
+        let peer = core.ports[self.current].inputs.get(port);
+        match peer.and_then(|p| p.element().map(|e| (e, p.elem, p.port))) {
+            Some((from, elem, p)) => {
                 let saved = self.current;
                 self.current = elem as usize;
-                let b = self.core.slots[elem as usize]
-                    .element
-                    .pull(self, from as usize, max);
+                let b = from.pull(self, p as usize, max);
                 self.current = saved;
                 b
             }
-            _ => None,
+            None => None,
         }
     }
 

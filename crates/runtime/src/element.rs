@@ -128,38 +128,43 @@ pub trait Element: std::any::Any + Send + Sync {
 }
 
 /// The batch loop for per-packet elements in push context: runs
-/// [`Element::action`] on each packet, keeps the packets for output 0 in
-/// the arriving batch (no allocation when all go one way), gathers other
-/// ports' packets in side batches, counts drops, and pushes the results.
+/// [`Element::action`] on each packet. While every packet goes the same way
+/// (the common case, and always so for a batch of one) the batch moves on
+/// whole, without allocation; only when verdicts differ are packets sorted
+/// into side batches per port. Drops are counted.
 #[inline]
 pub fn push_actions<E: Element + ?Sized>(e: &E, cx: &mut Cx<'_>, mut batch: Batch) {
     let n = batch.len();
-    let mut i = 0;
-    let mut first = Verdict::Out(0);
+    if n == 0 {
+        return;
+    }
+    let first = {
+        let v = batch.as_mut_slice();
+        e.action(cx, &mut v[0])
+    };
+    let mut i = 1;
+    let mut other = first;
     {
         let v = batch.as_mut_slice();
         while i < n {
-            match e.action(cx, &mut v[i]) {
-                Verdict::Out(0) => i += 1,
-                other => {
-                    first = other;
-                    break;
-                }
+            let vd = e.action(cx, &mut v[i]);
+            if vd != first {
+                other = vd;
+                break;
             }
+            i += 1;
         }
     }
     if i == n {
-        if n > 0 {
-            cx.push(0, batch);
+        match first {
+            Verdict::Out(port) => cx.push(port, batch),
+            Verdict::Drop => cx.drop_batch(batch),
         }
         return;
     }
     let rest = batch.split_off(i);
-    let mut split = Splitter::default();
-    split.route(cx, &mut batch, rest, first, e);
-    if !batch.is_empty() {
-        cx.push(0, batch);
-    }
+    let mut split = Splitter::new(cx, first, batch);
+    split.route(cx, rest, other, e);
     split.flush(cx);
 }
 
@@ -186,25 +191,59 @@ pub fn pull_actions<E: Element + ?Sized>(e: &E, cx: &mut Cx<'_>, max: usize) -> 
     }
     if i < n {
         let rest = batch.split_off(i);
-        let mut split = Splitter::default();
-        split.route(cx, &mut batch, rest, first, e);
+        let mut split = Splitter::new(cx, Verdict::Out(0), batch);
+        split.route(cx, rest, first, e);
+        batch = split.take_port0().unwrap_or_default();
         split.flush(cx);
     }
     (!batch.is_empty()).then_some(batch)
 }
 
-/// Side batches for ports other than 0 (slow path of the batch loop).
-#[derive(Default)]
+/// Side batches per output port, for batches whose packets go different
+/// ways. The first few ports live inline: no allocation.
 struct Splitter {
-    outs: Vec<(usize, Batch)>,
+    outs: [(usize, Option<Batch>); 4],
+    more: Vec<(usize, Batch)>,
 }
 
 impl Splitter {
-    #[cold]
+    /// Starts with batch `b`, whose packets all had verdict `v`.
+    fn new(cx: &mut Cx<'_>, v: Verdict, b: Batch) -> Splitter {
+        let mut s = Splitter {
+            outs: [(0, None), (0, None), (0, None), (0, None)],
+            more: Vec::new(),
+        };
+        match v {
+            Verdict::Out(p) => s.outs[0] = (p, Some(b)),
+            Verdict::Drop => cx.drop_batch(b),
+        }
+        s
+    }
+
+    #[inline]
+    fn add(&mut self, port: usize, p: Packet) {
+        for slot in self.outs.iter_mut() {
+            match slot {
+                (q, Some(b)) if *q == port => {
+                    b.push(p);
+                    return;
+                }
+                (_, None) => {
+                    *slot = (port, Some(Batch::one(p)));
+                    return;
+                }
+                _ => {}
+            }
+        }
+        match self.more.iter_mut().find(|(q, _)| *q == port) {
+            Some((_, b)) => b.push(p),
+            None => self.more.push((port, Batch::one(p))),
+        }
+    }
+
     fn route<E: Element + ?Sized>(
         &mut self,
         cx: &mut Cx<'_>,
-        keep: &mut Batch,
         mut rest: Batch,
         first: Verdict,
         e: &E,
@@ -216,19 +255,106 @@ impl Splitter {
                 None => e.action(cx, &mut p),
             };
             match v {
-                Verdict::Out(0) => keep.push(p),
-                Verdict::Out(k) => match self.outs.iter_mut().find(|(port, _)| *port == k) {
-                    Some((_, b)) => b.push(p),
-                    None => self.outs.push((k, Batch::one(p))),
-                },
+                Verdict::Out(k) => self.add(k, p),
                 Verdict::Drop => cx.drop_packet(p),
             }
         }
     }
 
+    fn take_port0(&mut self) -> Option<Batch> {
+        self.outs
+            .iter_mut()
+            .find(|(q, b)| *q == 0 && b.is_some())
+            .and_then(|(_, b)| b.take())
+    }
+
     fn flush(self, cx: &mut Cx<'_>) {
         for (port, b) in self.outs {
+            if let Some(b) = b {
+                if !b.is_empty() {
+                    cx.push(port, b);
+                }
+            }
+        }
+        for (port, b) in self.more {
             cx.push(port, b);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{ClassSpec, ConfigCx, Registry};
+    use crate::testing::Harness;
+
+    /// Sends a packet to the port named by its first byte; 255 drops it.
+    struct ByFirstByte;
+
+    impl Element for ByFirstByte {
+        fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+            match p.data()[0] {
+                255 => Verdict::Drop,
+                k => Verdict::Out(k as usize),
+            }
+        }
+    }
+
+    fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+        cx.args().complete()?;
+        Ok(Box::new(ByFirstByte))
+    }
+
+    fn harness() -> Harness {
+        let mut reg = Registry::new();
+        reg.register(ClassSpec::new("ByFirstByte", "1/-", "a/ah", make));
+        Harness::new(&reg, "ByFirstByte", 7).unwrap()
+    }
+
+    fn pk(b: u8, tag: u8) -> Packet {
+        Packet::from_slice(&[b, tag]).unwrap()
+    }
+
+    fn tags(v: Vec<Packet>) -> Vec<u8> {
+        v.iter().map(|p| p.data()[1]).collect()
+    }
+
+    #[test]
+    fn uniform_batches_go_whole_and_mixed_batches_split_in_order() {
+        let h = harness();
+        // All to port 2.
+        h.push(0, vec![pk(2, 1), pk(2, 2), pk(2, 3)]);
+        assert_eq!(tags(h.output(2)), vec![1, 2, 3]);
+        // Mixed: more ports than the inline slots, drops in between.
+        let seq = [
+            (0, 1),
+            (1, 2),
+            (255, 3),
+            (0, 4),
+            (5, 5),
+            (6, 6),
+            (3, 7),
+            (4, 8),
+            (6, 9),
+            (255, 10),
+        ];
+        h.push(0, seq.iter().map(|&(b, t)| pk(b, t)).collect());
+        assert_eq!(tags(h.output(0)), vec![1, 4]);
+        assert_eq!(tags(h.output(1)), vec![2]);
+        assert_eq!(tags(h.output(3)), vec![7]);
+        assert_eq!(tags(h.output(4)), vec![8]);
+        assert_eq!(tags(h.output(5)), vec![5]);
+        assert_eq!(tags(h.output(6)), vec![6, 9]);
+        assert_eq!(h.drops(), 2);
+        // A batch that starts with drops.
+        h.push(0, vec![pk(255, 1), pk(255, 2), pk(1, 3)]);
+        assert_eq!(tags(h.output(1)), vec![3]);
+        assert_eq!(h.drops(), 4);
+        // All dropped.
+        h.push(0, vec![pk(255, 1), pk(255, 2)]);
+        assert_eq!(h.drops(), 6);
+        // A port that does not exist is a counted drop.
+        h.push(0, vec![pk(9, 1)]);
+        assert_eq!(h.drops(), 7);
     }
 }

@@ -4,7 +4,7 @@
 //! elements share (per-thread state and counters, argument parsing, rings).
 
 pub mod args;
-pub mod clock;
+pub use paraclick_packet::clock;
 pub mod cx;
 pub mod element;
 pub mod handler;

@@ -27,6 +27,49 @@ impl HeadTail {
     }
 }
 
+/// A growable buffer a ring can take items from and put items into (`Vec`,
+/// or a batch's storage).
+pub trait Items<T> {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn push(&mut self, item: T);
+    fn reserve(&mut self, n: usize);
+    /// Removes the first `k` items, handing each to `f` in order.
+    fn take_front(&mut self, k: usize, f: impl FnMut(T));
+}
+
+impl<T> Items<T> for Vec<T> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn push(&mut self, item: T) {
+        Vec::push(self, item)
+    }
+    fn reserve(&mut self, n: usize) {
+        Vec::reserve(self, n)
+    }
+    fn take_front(&mut self, k: usize, f: impl FnMut(T)) {
+        self.drain(..k).for_each(f)
+    }
+}
+
+impl<T> Items<T> for thin_vec::ThinVec<T> {
+    fn len(&self) -> usize {
+        thin_vec::ThinVec::len(self)
+    }
+    fn push(&mut self, item: T) {
+        thin_vec::ThinVec::push(self, item)
+    }
+    fn reserve(&mut self, n: usize) {
+        thin_vec::ThinVec::reserve(self, n)
+    }
+    fn take_front(&mut self, k: usize, f: impl FnMut(T)) {
+        self.drain(..k).for_each(f)
+    }
+}
+
 pub struct Ring<T> {
     prod: CachePadded<HeadTail>,
     cons: CachePadded<HeadTail>,
@@ -110,7 +153,7 @@ impl<T> Ring<T> {
 
     /// Moves as many items as fit from the front of `items` into the ring;
     /// returns how many moved (the rest stay in `items`).
-    pub fn push_burst(&self, items: &mut Vec<T>) -> usize {
+    pub fn push_burst(&self, items: &mut impl Items<T>) -> usize {
         let n = items.len();
         if n == 0 {
             return 0;
@@ -138,13 +181,15 @@ impl<T> Ring<T> {
                 break (old, k);
             }
         };
-        for (i, item) in items.drain(..k).enumerate() {
+        let mut i = 0;
+        items.take_front(k, |item| {
             let slot = &self.slots[old.wrapping_add(i) & self.mask];
+            i += 1;
             // SAFETY: slots old..old+k were claimed by the head update above
             // and are free (the consumer tail is past them), so this thread
             // is their only writer until it publishes them below.
             unsafe { (*slot.get()).write(item) };
-        }
+        });
         if multi {
             wait_for(&self.prod.tail, old);
         }
@@ -163,7 +208,7 @@ impl<T> Ring<T> {
     }
 
     /// Moves up to `max` items into `out`; returns how many.
-    pub fn pop_burst(&self, out: &mut Vec<T>, max: usize) -> usize {
+    pub fn pop_burst(&self, out: &mut impl Items<T>, max: usize) -> usize {
         if max == 0 {
             return 0;
         }

@@ -18,35 +18,67 @@ use paraclick_lang::check::{check_graph, ClassSpec as LangSpec, PortKind};
 use paraclick_lang::{parse_config, Diagnostic, FlatGraph, Source, Span};
 use paraclick_packet::Batch;
 use std::collections::HashMap;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Where a connection leads: the element and port at the other end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a connection leads: the element and port at the other end, and a
+/// direct pointer to that element, so a hop is one load and one call.
+#[derive(Clone, Copy)]
 pub(crate) struct Peer {
+    to: Option<NonNull<dyn Element>>,
     pub elem: u32,
     pub port: u32,
 }
 
+// SAFETY: `to` points at an element owned (through an `Arc`) by the same
+// `Core` that holds this `Peer`; elements are `Send + Sync`, so sharing a
+// pointer to one across threads is as safe as sharing the `Arc`.
+unsafe impl Send for Peer {}
+// SAFETY: as above.
+unsafe impl Sync for Peer {}
+
 impl Peer {
-    pub const NONE: u32 = u32::MAX;
     const UNCONNECTED: Peer = Peer {
-        elem: Peer::NONE,
+        to: None,
+        elem: u32::MAX,
         port: 0,
     };
+
+    fn new(to: &Arc<dyn Element>, elem: usize, port: usize) -> Peer {
+        Peer {
+            to: NonNull::new(Arc::as_ptr(to) as *mut dyn Element),
+            elem: elem as u32,
+            port: port as u32,
+        }
+    }
+
+    /// The element at the other end.
+    #[inline]
+    pub fn element(&self) -> Option<&dyn Element> {
+        // SAFETY: the pointer comes from an `Arc` held in `Core::slots` for
+        // as long as the `Core` (and so this `Peer`) exists, and elements
+        // are only ever shared immutably.
+        self.to.map(|p| unsafe { p.as_ref() })
+    }
 }
 
-pub(crate) struct Slot {
-    pub element: Box<dyn Element>,
-    pub name: String,
-    pub class: String,
-    pub config: String,
-    pub span: Span,
+/// The hot part of an element's wiring, kept apart from the rest of its
+/// slot so the packet path touches one small record per hop.
+pub(crate) struct Ports {
     /// Per output port: the input it pushes into (push outputs only).
     pub outputs: Box<[Peer]>,
     /// Per input port: the output it pulls from (pull inputs only).
     pub inputs: Box<[Peer]>,
+}
+
+pub(crate) struct Slot {
+    pub element: Arc<dyn Element>,
+    pub name: String,
+    pub class: String,
+    pub config: String,
+    pub span: Span,
     pub input_kinds: Vec<PortKind>,
     pub output_kinds: Vec<PortKind>,
     pub timer_gens: [AtomicU64; MAX_TIMERS],
@@ -67,6 +99,7 @@ pub(crate) struct ThreadShared {
 
 pub(crate) struct Core {
     pub slots: Box<[Slot]>,
+    pub ports: Box<[Ports]>,
     pub names: HashMap<String, usize>,
     pub nthreads: usize,
     pub tasks: Box<[Task]>,
@@ -387,6 +420,7 @@ impl Router {
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
         let graph = parse_config(src, &opts.defines)?;
+        paraclick_packet::clock::init();
         Self::from_graph(graph, src, reg, opts)
     }
 
@@ -462,7 +496,7 @@ impl Router {
                 .unwrap_or(0)
         });
         let mut env = ArgEnv::default();
-        let mut made: Vec<Option<Box<dyn Element>>> = (0..n).map(|_| None).collect();
+        let mut made: Vec<Option<Arc<dyn Element>>> = (0..n).map(|_| None).collect();
         let mut errs = Vec::new();
         for &i in &order {
             let fe = &graph.elements[i];
@@ -481,7 +515,7 @@ impl Router {
                 env: &mut env,
             };
             match (spec.make)(&mut ccx) {
-                Ok(e) => made[i] = Some(e),
+                Ok(e) => made[i] = Some(Arc::from(e)),
                 Err(m) => errs.push(err_at(
                     &fe.span,
                     format!("{} :: {}: {}", fe.name, fe.class, m),
@@ -501,18 +535,17 @@ impl Router {
             .collect();
         for c in &graph.connections {
             if checked.outputs[c.from].get(c.from_port) == Some(&PortKind::Push) {
-                outputs[c.from][c.from_port] = Peer {
-                    elem: c.to as u32,
-                    port: c.to_port as u32,
-                };
+                if let Some(to) = &made[c.to] {
+                    outputs[c.from][c.from_port] = Peer::new(to, c.to, c.to_port);
+                }
             } else {
-                inputs[c.to][c.to_port] = Peer {
-                    elem: c.from as u32,
-                    port: c.from_port as u32,
-                };
+                if let Some(from) = &made[c.from] {
+                    inputs[c.to][c.to_port] = Peer::new(from, c.from, c.from_port);
+                }
             }
         }
         let mut slots = Vec::with_capacity(n);
+        let mut ports = Vec::with_capacity(n);
         let mut names = HashMap::new();
         for (i, (fe, e)) in graph.elements.iter().zip(made).enumerate() {
             names.insert(fe.name.clone(), i);
@@ -522,12 +555,14 @@ impl Router {
                 class: fe.class.clone(),
                 config: fe.config.clone(),
                 span: fe.span.clone(),
-                outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
-                inputs: std::mem::take(&mut inputs[i]).into_boxed_slice(),
                 input_kinds: checked.inputs[i].clone(),
                 output_kinds: checked.outputs[i].clone(),
                 timer_gens: Default::default(),
                 tasks: Vec::new(),
+            });
+            ports.push(Ports {
+                outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
+                inputs: std::mem::take(&mut inputs[i]).into_boxed_slice(),
             });
         }
         let threads = (0..nthreads)
@@ -543,6 +578,7 @@ impl Router {
             .collect();
         let mut core = Core {
             slots: slots.into_boxed_slice(),
+            ports: ports.into_boxed_slice(),
             names,
             nthreads,
             tasks: Box::new([]),

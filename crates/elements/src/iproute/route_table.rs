@@ -495,6 +495,28 @@ impl Element for IPRouteLookup {
         if batch.is_empty() {
             return;
         }
+        if batch.len() == 1 {
+            // One packet (Click's BURST 1 everywhere): no scratch vectors.
+            let port = {
+                let p = &mut batch.as_mut_slice()[0];
+                let dst = Self::destination(p);
+                let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+                match t.lookup(dst) {
+                    Some(hop) => {
+                        p.anno_mut().dst_ip =
+                            Ipv4Addr::from(if hop.gw != 0 { hop.gw } else { dst });
+                        hop.port
+                    }
+                    None => NO_PORT,
+                }
+            };
+            if port == NO_PORT {
+                cx.drop_batch(batch);
+            } else {
+                cx.push(port as usize, batch);
+            }
+            return;
+        }
         let mut s = std::mem::take(self.scratch.get(cx));
         s.addrs.clear();
         s.addrs.extend(batch.iter().map(Self::destination));

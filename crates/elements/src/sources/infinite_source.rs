@@ -36,10 +36,11 @@ use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::RwLock;
 
 pub struct InfiniteSource {
-    data: RwLock<Vec<u8>>,
+    /// Packet contents; fixed after configuration (no `data` write
+    /// handler), so reading them takes no lock.
+    data: Box<[u8]>,
     limit: Limit,
     burst: AtomicUsize,
     active: AtomicBool,
@@ -73,7 +74,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
     Ok(Box::new(InfiniteSource {
-        data: RwLock::new(source_data(data, length)),
+        data: source_data(data, length).into_boxed_slice(),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         burst: AtomicUsize::new(burst),
         active: AtomicBool::new(active),
@@ -85,8 +86,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 
 impl InfiniteSource {
     fn make_batch(&self, cx: &mut Cx<'_>, n: usize) -> Batch {
-        let data = self.data.read().unwrap_or_else(|e| e.into_inner());
-        let b = data_batch(&data, n, None, self.timestamp);
+        let b = data_batch(&self.data, n, None, self.timestamp);
         let sent = b.len();
         self.limit.unclaim(n - sent);
         self.count.add(cx.thread(), sent as u64);
