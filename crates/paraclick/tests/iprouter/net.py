@@ -176,6 +176,7 @@ def check_forwarded(frame, orig, src_mac, dst_mac, what, ttl_dec=1):
     ip = ip_of(frame)
     valid_ip_header(ip)
     check(len(ip) == len(o), "%s: length %d, sent %d" % (what, len(ip), len(o)))
+    check(len(frame) == 14 + len(ip), "%s: %d bytes after the IP packet" % (what, len(frame) - 14 - len(ip)))
     check(ip[8] == o[8] - ttl_dec, "%s: TTL %d, sent %d" % (what, ip[8], o[8]))
     same = ip[:8] + ip[9:10] + ip[12:]
     want = o[:8] + o[9:10] + o[12:]

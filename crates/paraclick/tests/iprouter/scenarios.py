@@ -35,7 +35,10 @@ def forward():
     )
     p["unknown"] = ip_frame(H0, R0, src=H0IP, dst="2.0.0.99", ttl=64, id=103)
     p["fwd10"] = ip_frame(H1, R1, src=H1IP, dst=H0IP, ttl=30, id=104, payload=b"one to zero" * 20)
-    in0 = preamble(0, [(H0, H0IP)]) + [p["fwd01"], p["fwd01_tcp"], p["unknown"]]
+    # A short packet padded to the Ethernet minimum with junk: the router
+    # forwards the IP packet without the padding.
+    p["padded"] = bytes(ip_frame(H0, R0, src=H0IP, dst=H1IP, ttl=64, id=105, payload=b"pad")) + b"\xaa" * 29
+    in0 = preamble(0, [(H0, H0IP)]) + [p["fwd01"], p["fwd01_tcp"], p["unknown"], p["padded"]]
     in1 = (
         fillers(1, 3 * FILL, src=H1)
         + [arp_reply(1, H1, H1IP)]
@@ -58,12 +61,13 @@ def check_forward(p, out0, out1, host, threads=1):
         q_h1 = [i for i in queries if Ether(out1[i])[ARP].pdst == H1IP][0]
         check_arp_query(out1[q_h1], 1, H1IP, "query for the next hop")
     check_arp_query(out1[[i for i in queries if i != q_h1][0]], 1, "2.0.0.99", "query for 2.0.0.99")
-    check(len(out1) == len(queries) + 2, "eth1 sent %d frames:%s" % (len(out1), describe_all(out1)))
+    check(len(out1) == len(queries) + 3, "eth1 sent %d frames:%s" % (len(out1), describe_all(out1)))
     ips = [i for i, f in enumerate(out1) if ipv4(f)]
     check(min(ips) > q_h1, "eth1: a packet for H1 left before the ARP query")
     got = {Ether(out1[i])[IP].id: out1[i] for i in ips}
-    check(sorted(got) == [101, 102], "eth1: packets %s, wanted ids 101 and 102" % sorted(got))
+    check(sorted(got) == [101, 102, 105], "eth1: packets %s, wanted ids 101, 102, 105" % sorted(got))
     check_forwarded(got[101], p["fwd01"], R1, H1, "eth0->eth1 UDP")
+    check_forwarded(got[105], p["padded"][:-29], R1, H1, "padded packet")
     check_forwarded(got[102], p["fwd01_tcp"], R1, H1, "eth0->eth1 TCP")
     # eth0: the reverse packet, no query (H0's reply came first).
     check(len(out0) == 1, "eth0 sent %d frames, wanted 1:%s" % (len(out0), describe_all(out0)))
@@ -112,24 +116,33 @@ def ttl():
     p["ttl1"] = ip_frame(H0, R0, src=H0IP, dst=H1IP, ttl=1, id=201, payload=bytes(range(100)))
     p["ttl0"] = ip_frame(H0, R0, src=H0IP, dst=H1IP, ttl=0, id=202, payload=b"zero")
     p["ttl2"] = ip_frame(H0, R0, src=H0IP, dst=H1IP, ttl=2, id=203, payload=b"two")
-    return preamble(0, [(H0, H0IP)]) + [p["ttl1"], p["ttl0"], p["ttl2"]], preamble(1, [(H1, H1IP)]), p
+    # Expiring packets that get no error (RFC 1812 4.3.2.7): an ICMP error,
+    # a fragment other than the first.
+    p["icmp_err"] = Ether(src=H0, dst=R0) / IP(src=H0IP, dst=H1IP, ttl=1, id=204) / ICMP(type=3, code=3) / Raw(bytes(28))
+    p["frag2"] = ip_frame(H0, R0, src=H0IP, dst=H1IP, ttl=1, id=205, frag=100, payload=b"later fragment")
+    # An expiring echo request does get one (it is not an error message).
+    p["echo"] = Ether(src=H0, dst=R0) / IP(src=H0IP, dst=H1IP, ttl=1, id=206) / ICMP(type=8) / Raw(b"traceroute")
+    # TTL 1 is fine for the router itself.
+    p["ttl1_to_router"] = Ether(src=H0, dst=R0) / IP(src=H0IP, dst=R1IP, ttl=1, id=207) / ICMP(type=8) / Raw(b"hi")
+    ins = [p[k] for k in ("ttl1", "ttl0", "ttl2", "icmp_err", "frag2", "echo", "ttl1_to_router")]
+    return preamble(0, [(H0, H0IP)]) + ins, preamble(1, [(H1, H1IP)]), p
 
 
 def check_ttl(p, out0, out1, host):
-    check(len(out0) == 2, "eth0 sent %d frames, wanted 2 errors:%s" % (len(out0), describe_all(out0)))
+    check(len(out0) == 3, "eth0 sent %d frames, wanted 3 errors:%s" % (len(out0), describe_all(out0)))
     by_id = {}
     for f in out0:
         icmp = ip_of(f)[20:]
         by_id[int.from_bytes(icmp[8 + 4 : 8 + 6], "big")] = f
-    check(sorted(by_id) == [201, 202], "errors quote ids %s" % sorted(by_id))
-    for i, name in ((201, "ttl1"), (202, "ttl0")):
+    check(sorted(by_id) == [201, 202, 206], "errors quote ids %s" % sorted(by_id))
+    for i, name in ((201, "ttl1"), (202, "ttl0"), (206, "echo")):
         orig = ip_of(bytes(p[name]))
         icmp = check_icmp_error(by_id[i], orig, 11, 0, R0IP, H0IP, R0, H0, "time exceeded for " + name)
         check(icmp[4:8] == bytes(4), "time exceeded: unused field set")
         check(len(icmp) - 8 == len(orig), "time exceeded: quotes %d bytes of %d" % (len(icmp) - 8, len(orig)))
     check(len(out1) == 1, "eth1 sent %d frames, wanted the TTL 2 packet:%s" % (len(out1), describe_all(out1)))
     check_forwarded(out1[0], p["ttl2"], R1, H1, "TTL 2 packet")
-    check(not host, "host got packets")
+    check(host == [ip_of(bytes(p["ttl1_to_router"]))], "host got:%s" % describe_all(host, False))
 
 
 def needfrag():
@@ -161,7 +174,9 @@ def fragment():
     payload = bytes((i * 7 + 3) & 255 for i in range(1400))
     p["big"] = ip_frame(H0, R0, src=H0IP, dst=H1IP, ttl=64, id=401, payload=payload)
     p["big_tcp"] = Ether(src=H0, dst=R0) / IP(src=H0IP, dst=H1IP, ttl=33, id=402) / TCP(sport=1, dport=2) / Raw(payload[:1001])
-    return preamble(0, [(H0, H0IP)]) + [p["big"], p["big_tcp"]], preamble(1, [(H1, H1IP)]), p
+    # Record Route (not copied into later fragments) and a no-op/end list.
+    p["big_rr"] = with_options(ip_frame(H0, R0, src=H0IP, dst=H1IP, ttl=64, id=403, payload=payload[:1200]), b"\x07\x0b\x04" + bytes(8) + b"\x01")
+    return preamble(0, [(H0, H0IP)]) + [p["big"], p["big_tcp"], p["big_rr"]], preamble(1, [(H1, H1IP)]), p
 
 
 def reassemble(frags, what):
@@ -188,14 +203,25 @@ def check_fragment(p, out0, out1, host):
         check_ether(f, R1, H1, "fragment")
         ip = ip_of(f)
         groups.setdefault(int.from_bytes(ip[4:6], "big"), []).append(ip)
-    check(sorted(groups) == [401, 402], "eth1: IP ids %s" % sorted(groups))
-    for i, name in ((401, "big"), (402, "big_tcp")):
+    check(sorted(groups) == [401, 402, 403], "eth1: IP ids %s" % sorted(groups))
+    for i, name in ((401, "big"), (402, "big_tcp"), (403, "big_rr")):
         o = ip_of(bytes(p[name]))
+        oihl = (o[0] & 15) * 4
         first, data = reassemble(groups[i], name)
-        # 552 data bytes (576 - 20, rounded down to a multiple of 8) each.
-        want = -(-(len(o) - 20) // 552)
+        # The first fragment has every option: (576 - header) rounded down
+        # to a multiple of 8 data bytes; later ones have no options (Record
+        # Route is not copied): 552.
+        first_data = (576 - oihl) // 8 * 8
+        want = 1 + -(-(len(o) - oihl - first_data) // 552)
         check(len(groups[i]) == want, "%s: %d fragments, wanted %d" % (name, len(groups[i]), want))
-        check(data == o[20:], "%s: reassembled data differs" % name)
+        check(data == o[oihl:], "%s: reassembled data differs" % name)
+        check(len(first) - oihl == first_data, "%s: first fragment carries %d bytes" % (name, len(first) - oihl))
+        if name == "big_rr":
+            # The router recorded its eth1 address in the first fragment.
+            check(first[20:32] == b"\x07\x0b\x08\x02\x00\x00\x01" + bytes(4) + b"\x01", "record route: %s" % first[20:32].hex())
+            for f in groups[i]:
+                if f is not first:
+                    check(f[0] & 15 == 5, "%s: a later fragment has options" % name)
         check(first[8] == o[8] - 1, "%s: TTL %d" % (name, first[8]))
         check(ip_fields(first) == ip_fields(o), "%s: addresses/protocol changed" % name)
         check(first[:2] == o[:2] and first[4:6] == o[4:6], "%s: header changed" % name)
@@ -236,7 +262,11 @@ def param_problem():
     # A good Record Route with room for one address: the router records
     # eth1's address (RFC 1812 5.3.13.2).
     p["rr"] = option_frame(b"\x07\x07\x04" + bytes(4) + b"\x00", 603)
-    return preamble(0, [(H0, H0IP)]) + [p["bad_len"], p["bad_ptr"], p["rr"]], preamble(1, [(H1, H1IP)]), p
+    # Internet Timestamp, flag 1 (address and timestamp), room for one pair.
+    p["ts"] = option_frame(b"\x44\x0c\x05\x01" + bytes(8), 604)
+    # Internet Timestamp, flag 0, full: the overflow count goes up.
+    p["ts_full"] = option_frame(b"\x44\x08\x09\x00" + b"\x12\x34\x56\x78", 605)
+    return preamble(0, [(H0, H0IP)]) + [p[k] for k in ("bad_len", "bad_ptr", "rr", "ts", "ts_full")], preamble(1, [(H1, H1IP)]), p
 
 
 def check_param_problem(p, out0, out1, host):
@@ -247,13 +277,24 @@ def check_param_problem(p, out0, out1, host):
         orig = ip_of(bytes(p[name]))
         icmp = check_icmp_error(by_id[i], orig, 12, 0, R0IP, H0IP, R0, H0, "parameter problem (%s)" % name)
         check(icmp[4] == ptr, "%s: pointer %d, wanted %d" % (name, icmp[4], ptr))
-    check(len(out1) == 1, "eth1 sent %d frames, wanted the Record Route packet:%s" % (len(out1), describe_all(out1)))
-    o = ip_of(bytes(p["rr"]))
-    ip = ip_of(out1[0])
-    check_ether(out1[0], R1, H1, "record route")
-    valid_ip_header(ip)
-    check(ip[20:28] == b"\x07\x07\x08" + bytes([2, 0, 0, 1]) + b"\x00", "record route option %s" % ip[20:28].hex())
-    check(ip[8] == o[8] - 1 and ip[28:] == o[28:], "record route packet changed")
+    check(len(out1) == 3, "eth1 sent %d frames, wanted the 3 good option packets:%s" % (len(out1), describe_all(out1)))
+    fwd = {int.from_bytes(ip_of(f)[4:6], "big"): f for f in out1}
+    check(sorted(fwd) == [603, 604, 605], "eth1: ids %s" % sorted(fwd))
+    for i, name in ((603, "rr"), (604, "ts"), (605, "ts_full")):
+        check_ether(fwd[i], R1, H1, name)
+        ip, o = ip_of(fwd[i]), ip_of(bytes(p[name]))
+        valid_ip_header(ip)
+        ihl = (o[0] & 15) * 4
+        check(len(ip) == len(o) and ip[8] == o[8] - 1 and ip[ihl:] == o[ihl:], "%s: packet changed" % name)
+        opt = ip[20:ihl]
+        if name == "rr":
+            check(opt == b"\x07\x07\x08" + bytes([2, 0, 0, 1]) + b"\x00", "record route option %s" % opt.hex())
+        elif name == "ts":
+            ms = int.from_bytes(opt[8:12], "big")
+            check(opt[:8] == b"\x44\x0c\x0d\x01" + bytes([2, 0, 0, 1]), "timestamp option %s" % opt.hex())
+            check(ms < 86400000, "timestamp %d is not milliseconds since midnight UT" % ms)
+        else:
+            check(opt == b"\x44\x08\x09\x10\x12\x34\x56\x78", "full timestamp option %s (overflow +1)" % opt.hex())
     check(not host, "host got packets")
 
 
