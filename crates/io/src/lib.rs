@@ -7,6 +7,7 @@ mod common;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
 mod ipsumdump;
+mod linux;
 pub mod to_dump;
 pub mod to_ip_summary_dump;
 
@@ -23,6 +24,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(to_dump::spec());
     reg.register(from_ip_summary_dump::spec());
     reg.register(to_ip_summary_dump::spec());
+    linux::register(reg);
     paraclick_elements::attach_docs(reg, docs::DOCS);
 }
 

@@ -1,0 +1,562 @@
+//! TPACKET_V3 receive rings: the layout the kernel writes into an AF_PACKET
+//! `PACKET_RX_RING`, parsed with a bounds check on every offset, and the
+//! mmap'd ring itself. Not an element.
+//!
+//! A V3 ring is an array of blocks. The kernel fills the block it owns with
+//! frames one after another, then "retires" it (when it is full or when the
+//! retire timeout expires) by setting `TP_STATUS_USER` in the block header;
+//! from then on the block belongs to user space, which reads its frames and
+//! hands it back by storing `TP_STATUS_KERNEL`. Blocks are handed out and
+//! back in ring order.
+//!
+//! Layout (from `<linux/if_packet.h>`):
+//!
+//! ```text
+//! block:  tpacket_block_desc { version u32, offset_to_priv u32,
+//!           tpacket_hdr_v1 { block_status u32 @8, num_pkts u32 @12,
+//!             offset_to_first_pkt u32 @16, blk_len u32 @20, seq_num u64 @24,
+//!             ts_first_pkt @32, ts_last_pkt @40 } }            (48 bytes)
+//! frame:  tpacket3_hdr { tp_next_offset u32 @0, tp_sec @4, tp_nsec @8,
+//!           tp_snaplen @12, tp_len @16, tp_status @20, tp_mac u16 @24,
+//!           tp_net u16 @26, tp_rxhash @28, tp_vlan_tci @32,
+//!           tp_vlan_tpid u16 @36, pad }                         (48 bytes)
+//!         sockaddr_ll @48 { family, protocol, ifindex @52, hatype,
+//!           pkttype u8 @58, halen, addr[8] }
+//!         [virtio_net_hdr, 10 bytes, just before the frame data when
+//!          PACKET_VNET_HDR is on]
+//!         frame data @tp_mac, tp_snaplen bytes (tp_len on the wire)
+//! ```
+
+use super::offload::VnetHdr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Block status values.
+pub const TP_STATUS_KERNEL: u32 = 0;
+pub const TP_STATUS_USER: u32 = 1;
+/// Frame status bits.
+pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+
+/// `sll_pkttype` values (they equal Click's packet type numbers).
+pub const PACKET_HOST: u8 = 0;
+pub const PACKET_BROADCAST: u8 = 1;
+pub const PACKET_MULTICAST: u8 = 2;
+pub const PACKET_OTHERHOST: u8 = 3;
+pub const PACKET_OUTGOING: u8 = 4;
+
+pub const BLOCK_STATUS_OFF: usize = 8;
+const BLOCK_NUM_PKTS_OFF: usize = 12;
+const BLOCK_FIRST_OFF: usize = 16;
+const BLOCK_LEN_OFF: usize = 20;
+/// Size of the block descriptor.
+pub const BLOCK_DESC_LEN: usize = 48;
+
+const F_NEXT: usize = 0;
+const F_SEC: usize = 4;
+const F_NSEC: usize = 8;
+const F_SNAPLEN: usize = 12;
+const F_LEN: usize = 16;
+const F_STATUS: usize = 20;
+const F_MAC: usize = 24;
+const F_RXHASH: usize = 28;
+const F_VLAN_TCI: usize = 32;
+const F_VLAN_TPID: usize = 36;
+/// `TPACKET_ALIGN(sizeof(struct tpacket3_hdr))`: where the sockaddr_ll is.
+pub const FRAME_HDR_LEN: usize = 48;
+const SLL_IFINDEX: usize = FRAME_HDR_LEN + 4;
+const SLL_PKTTYPE: usize = FRAME_HDR_LEN + 10;
+const SLL_LEN: usize = 20;
+/// Size of `struct virtio_net_hdr`.
+pub const VNET_HDR_LEN: usize = 10;
+
+#[inline]
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off + 4)?;
+    Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+#[inline]
+fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    let s = b.get(off..off + 2)?;
+    Some(u16::from_ne_bytes([s[0], s[1]]))
+}
+
+/// The header of a block (user-owned, so stable while read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub status: u32,
+    pub num_pkts: u32,
+    pub first: u32,
+    pub len: u32,
+}
+
+impl BlockHeader {
+    pub fn parse(block: &[u8]) -> Option<BlockHeader> {
+        Some(BlockHeader {
+            status: u32_at(block, BLOCK_STATUS_OFF)?,
+            num_pkts: u32_at(block, BLOCK_NUM_PKTS_OFF)?,
+            first: u32_at(block, BLOCK_FIRST_OFF)?,
+            len: u32_at(block, BLOCK_LEN_OFF)?,
+        })
+    }
+}
+
+/// One received frame, borrowed from its block.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    /// The captured bytes, link header first (`tp_snaplen` of them).
+    pub data: &'a [u8],
+    /// The frame's length on the wire (`tp_len`); more than `data.len()`
+    /// when the frame was truncated to fit the ring.
+    pub wire_len: u32,
+    pub sec: u32,
+    pub nsec: u32,
+    pub pkttype: u8,
+    pub ifindex: i32,
+    pub rxhash: u32,
+    /// The VLAN tag the kernel took off the frame: (TPID, TCI).
+    pub vlan: Option<(u16, u16)>,
+    /// The virtio-net header (sockets with `PACKET_VNET_HDR`).
+    pub vnet: Option<VnetHdr>,
+}
+
+impl Frame<'_> {
+    /// Whether the frame was cut short (longer than the ring's frames).
+    pub fn truncated(&self) -> bool {
+        (self.data.len() as u64) < self.wire_len as u64
+    }
+}
+
+/// Parses the frame at offset `off` of `block` (the block's used part).
+/// Returns the frame and its `tp_next_offset`, or `None` if any field
+/// points outside the block.
+pub fn parse_frame(block: &[u8], off: usize, vnet: bool) -> Option<(Frame<'_>, u32)> {
+    if off < BLOCK_DESC_LEN || off.checked_add(FRAME_HDR_LEN + SLL_LEN)? > block.len() {
+        return None;
+    }
+    let h = &block[off..];
+    let next = u32_at(h, F_NEXT)?;
+    let snaplen = u32_at(h, F_SNAPLEN)? as usize;
+    let mac = u16_at(h, F_MAC)? as usize;
+    let need_before = FRAME_HDR_LEN + SLL_LEN + if vnet { VNET_HDR_LEN } else { 0 };
+    if mac < need_before || mac.checked_add(snaplen)? > h.len() {
+        return None;
+    }
+    let status = u32_at(h, F_STATUS)?;
+    let vlan = if status & TP_STATUS_VLAN_VALID != 0 {
+        let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 {
+            u16_at(h, F_VLAN_TPID)?
+        } else {
+            0x8100
+        };
+        Some((tpid, u32_at(h, F_VLAN_TCI)? as u16))
+    } else {
+        None
+    };
+    let vnet = if vnet {
+        VnetHdr::parse(&h[mac - VNET_HDR_LEN..mac])
+    } else {
+        None
+    };
+    Some((
+        Frame {
+            data: &h[mac..mac + snaplen],
+            wire_len: u32_at(h, F_LEN)?,
+            sec: u32_at(h, F_SEC)?,
+            nsec: u32_at(h, F_NSEC)?,
+            pkttype: h[SLL_PKTTYPE],
+            ifindex: i32::from_ne_bytes([
+                h[SLL_IFINDEX],
+                h[SLL_IFINDEX + 1],
+                h[SLL_IFINDEX + 2],
+                h[SLL_IFINDEX + 3],
+            ]),
+            rxhash: u32_at(h, F_RXHASH)?,
+            vlan,
+            vnet,
+        },
+        next,
+    ))
+}
+
+/// Where a reader stands in a block: the next frame's offset and how many
+/// frames remain. Kept between task runs, so a block can be read a burst
+/// at a time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub off: usize,
+    pub left: u32,
+}
+
+impl Cursor {
+    /// The cursor at the first frame of a block, or `None` for a block
+    /// whose header is unusable.
+    pub fn start(block: &[u8]) -> Option<Cursor> {
+        let h = BlockHeader::parse(block)?;
+        Some(Cursor {
+            off: h.first as usize,
+            left: h.num_pkts,
+        })
+    }
+
+    pub fn done(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Reads the next frame and advances. `None` when the block is done or
+    /// malformed; a malformed block is finished (`left` becomes 0) and
+    /// `Err` tells how many frames were lost with it.
+    pub fn next_frame<'a>(
+        &mut self,
+        block: &'a [u8],
+        vnet: bool,
+    ) -> Option<Result<Frame<'a>, u32>> {
+        if self.left == 0 {
+            return None;
+        }
+        let used = BlockHeader::parse(block)
+            .map(|h| (h.len as usize).min(block.len()))
+            .unwrap_or(0);
+        match parse_frame(&block[..used], self.off, vnet) {
+            Some((f, next)) => {
+                self.left -= 1;
+                if self.left > 0 {
+                    // Frames only move forward; a zero offset would loop.
+                    // An impossible offset makes the next call report the
+                    // frames left as lost.
+                    self.off = if next == 0 {
+                        usize::MAX
+                    } else {
+                        self.off.saturating_add(next as usize)
+                    };
+                }
+                Some(Ok(f))
+            }
+            None => {
+                let lost = self.left;
+                self.left = 0;
+                Some(Err(lost))
+            }
+        }
+    }
+}
+
+/// An mmap'd TPACKET_V3 receive ring: `nblocks` blocks of `block_size`
+/// bytes. The mapping is released on drop (before the socket closes).
+pub struct RxRing {
+    base: *mut u8,
+    block_size: usize,
+    nblocks: usize,
+}
+
+// SAFETY: the ring is a plain memory mapping owned by this value. Blocks
+// are only read while user space owns them (status TP_STATUS_USER, read
+// with Acquire), and the element serializes its readers (one reader at a
+// time, under a try-lock), so sharing the handle between threads is sound.
+unsafe impl Send for RxRing {}
+// SAFETY: as above.
+unsafe impl Sync for RxRing {}
+
+impl RxRing {
+    /// Takes ownership of a mapping of `nblocks * block_size` bytes.
+    ///
+    /// # Safety
+    /// `base` must be the start of a live, readable and writable mapping of
+    /// exactly `nblocks * block_size` bytes that stays mapped until this
+    /// value is dropped (which unmaps it), laid out as a TPACKET_V3 ring.
+    pub unsafe fn from_raw(base: *mut u8, block_size: usize, nblocks: usize) -> RxRing {
+        RxRing {
+            base,
+            block_size,
+            nblocks,
+        }
+    }
+
+    pub fn nblocks(&self) -> usize {
+        self.nblocks
+    }
+
+    fn status(&self, i: usize) -> &AtomicU32 {
+        assert!(i < self.nblocks);
+        // SAFETY: block `i` lies inside the mapping (checked above); its
+        // status word is 4-byte aligned (blocks are page aligned, the field
+        // is at offset 8) and is shared with the kernel, so it is accessed
+        // only atomically.
+        unsafe { &*(self.base.add(i * self.block_size + BLOCK_STATUS_OFF) as *const AtomicU32) }
+    }
+
+    /// Block `i`, if user space owns it.
+    pub fn user_block(&self, i: usize) -> Option<UserBlock<'_>> {
+        if self.status(i).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
+            return None;
+        }
+        Some(UserBlock { ring: self, idx: i })
+    }
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        // SAFETY: `base` and the length are those of the mapping handed to
+        // `from_raw`, which nothing else unmaps; no `UserBlock` can outlive
+        // `self` (it borrows it).
+        unsafe {
+            libc::munmap(
+                self.base as *mut libc::c_void,
+                self.block_size * self.nblocks,
+            );
+        }
+    }
+}
+
+/// A block user space owns. Its bytes can be read until it is released.
+pub struct UserBlock<'r> {
+    ring: &'r RxRing,
+    idx: usize,
+}
+
+impl UserBlock<'_> {
+    /// The block's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the block is inside the mapping; user space owns it (its
+        // status had TP_STATUS_USER, loaded with Acquire, so the kernel's
+        // writes to it are visible), and the kernel does not write a block
+        // user space owns. The borrow ends before `release` hands it back.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ring.base.add(self.idx * self.ring.block_size),
+                self.ring.block_size,
+            )
+        }
+    }
+
+    /// Hands the block back to the kernel.
+    pub fn release(self) {
+        self.ring
+            .status(self.idx)
+            .store(TP_STATUS_KERNEL, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A frame to put into a synthetic block.
+    pub(crate) struct TestFrame<'a> {
+        pub data: &'a [u8],
+        pub wire_len: u32,
+        pub pkttype: u8,
+        pub status: u32,
+        pub vlan_tci: u32,
+        pub vnet: Option<[u8; VNET_HDR_LEN]>,
+    }
+
+    impl<'a> TestFrame<'a> {
+        pub(crate) fn new(data: &'a [u8]) -> TestFrame<'a> {
+            TestFrame {
+                data,
+                wire_len: data.len() as u32,
+                pkttype: PACKET_HOST,
+                status: TP_STATUS_USER,
+                vlan_tci: 0,
+                vnet: None,
+            }
+        }
+    }
+
+    fn put32(b: &mut [u8], off: usize, v: u32) {
+        b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    fn put16(b: &mut [u8], off: usize, v: u16) {
+        b[off..off + 2].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    /// Builds a block the way the kernel lays one out: frames 16-byte
+    /// aligned, mac offset rounded so the network header is aligned.
+    pub(crate) fn build_block(size: usize, frames: &[TestFrame<'_>], vnet: bool) -> Vec<u8> {
+        let mut b = vec![0u8; size];
+        let first = BLOCK_DESC_LEN;
+        let mut off = first;
+        let mut offs = Vec::new();
+        for f in frames {
+            let mac = (FRAME_HDR_LEN + SLL_LEN + if vnet { VNET_HDR_LEN } else { 0 } + 15) & !15;
+            let mac = mac + 2; // like the kernel: IP header 16-byte aligned
+            let h = off;
+            put32(&mut b, h + F_SEC, 1000);
+            put32(&mut b, h + F_NSEC, 500);
+            put32(&mut b, h + F_SNAPLEN, f.data.len() as u32);
+            put32(&mut b, h + F_LEN, f.wire_len);
+            put32(&mut b, h + F_STATUS, f.status);
+            put16(&mut b, h + F_MAC, mac as u16);
+            put16(&mut b, h + F_MAC + 2, (mac + 14) as u16);
+            put32(&mut b, h + F_RXHASH, 0xabcd);
+            put32(&mut b, h + F_VLAN_TCI, f.vlan_tci);
+            put16(&mut b, h + SLL_IFINDEX, 7);
+            b[h + SLL_PKTTYPE] = f.pkttype;
+            if let Some(v) = f.vnet {
+                b[h + mac - VNET_HDR_LEN..h + mac].copy_from_slice(&v);
+            }
+            b[h + mac..h + mac + f.data.len()].copy_from_slice(f.data);
+            offs.push(off);
+            off = (h + mac + f.data.len() + 15) & !15;
+        }
+        for w in offs.windows(2) {
+            put32(&mut b, w[0] + F_NEXT, (w[1] - w[0]) as u32);
+        }
+        put32(&mut b, 0, 1);
+        put32(&mut b, BLOCK_STATUS_OFF, TP_STATUS_USER);
+        put32(&mut b, BLOCK_NUM_PKTS_OFF, frames.len() as u32);
+        put32(&mut b, BLOCK_FIRST_OFF, first as u32);
+        put32(&mut b, BLOCK_LEN_OFF, off as u32);
+        b
+    }
+
+    fn read_all(block: &[u8], vnet: bool) -> (Vec<Vec<u8>>, u32) {
+        let mut c = Cursor::start(block).unwrap();
+        let mut out = Vec::new();
+        let mut lost = 0;
+        while let Some(r) = c.next_frame(block, vnet) {
+            match r {
+                Ok(f) => out.push(f.data.to_vec()),
+                Err(n) => lost += n,
+            }
+        }
+        (out, lost)
+    }
+
+    #[test]
+    fn frames_of_a_block_in_order_with_their_metadata() {
+        let a = [1u8; 60];
+        let b: Vec<u8> = (0..=255).collect();
+        let c = [3u8; 1514];
+        let mut fb = TestFrame::new(&b);
+        fb.pkttype = PACKET_BROADCAST;
+        let mut fc = TestFrame::new(&c);
+        fc.status |= TP_STATUS_VLAN_VALID;
+        fc.vlan_tci = 0x1005;
+        fc.wire_len = 2000;
+        let block = build_block(8192, &[TestFrame::new(&a), fb, fc], false);
+        let h = BlockHeader::parse(&block).unwrap();
+        assert_eq!(h.num_pkts, 3);
+        assert_eq!(h.status, TP_STATUS_USER);
+        let mut cur = Cursor::start(&block).unwrap();
+        let f = cur.next_frame(&block, false).unwrap().unwrap();
+        assert_eq!(f.data, &a[..]);
+        assert_eq!(
+            (f.sec, f.nsec, f.pkttype, f.ifindex),
+            (1000, 500, PACKET_HOST, 7)
+        );
+        assert_eq!(f.rxhash, 0xabcd);
+        assert!(f.vlan.is_none() && !f.truncated() && f.vnet.is_none());
+        let f = cur.next_frame(&block, false).unwrap().unwrap();
+        assert_eq!(f.data, &b[..]);
+        assert_eq!(f.pkttype, PACKET_BROADCAST);
+        // The cursor can stop between frames and resume.
+        let saved = cur;
+        let f = cur.next_frame(&block, false).unwrap().unwrap();
+        assert_eq!(f.data.len(), 1514);
+        assert_eq!(f.vlan, Some((0x8100, 0x1005)));
+        assert!(f.truncated());
+        assert!(cur.done());
+        assert!(cur.next_frame(&block, false).is_none());
+        let mut again = saved;
+        assert_eq!(
+            again.next_frame(&block, false).unwrap().unwrap().data,
+            &c[..]
+        );
+    }
+
+    #[test]
+    fn vnet_header_is_read_from_before_the_frame() {
+        let d = [9u8; 100];
+        let mut f = TestFrame::new(&d);
+        // NEEDS_CSUM, GSO TCPV4, hdr_len 54, gso_size 1448, csum 34/16.
+        let mut v = [0u8; VNET_HDR_LEN];
+        v[0] = 1;
+        v[1] = 1;
+        v[2..4].copy_from_slice(&54u16.to_ne_bytes());
+        v[4..6].copy_from_slice(&1448u16.to_ne_bytes());
+        v[6..8].copy_from_slice(&34u16.to_ne_bytes());
+        v[8..10].copy_from_slice(&16u16.to_ne_bytes());
+        f.vnet = Some(v);
+        let block = build_block(4096, &[f], true);
+        let mut cur = Cursor::start(&block).unwrap();
+        let fr = cur.next_frame(&block, true).unwrap().unwrap();
+        assert_eq!(fr.data, &d[..]);
+        let vh = fr.vnet.unwrap();
+        assert!(vh.needs_csum());
+        assert_eq!(
+            (vh.gso_type, vh.gso_size, vh.csum_start, vh.csum_offset),
+            (1, 1448, 34, 16)
+        );
+    }
+
+    #[test]
+    fn corrupt_blocks_are_finished_without_panicking() {
+        let d = [5u8; 64];
+        let good = build_block(2048, &[TestFrame::new(&d), TestFrame::new(&d)], false);
+        assert_eq!(read_all(&good, false), (vec![d.to_vec(), d.to_vec()], 0));
+
+        // A snaplen running past the block.
+        let mut b = good.clone();
+        put32(&mut b, BLOCK_DESC_LEN + F_SNAPLEN, 1 << 20);
+        assert_eq!(read_all(&b, false), (vec![], 2));
+
+        // A second frame offset pointing outside the block.
+        let mut b = good.clone();
+        put32(&mut b, BLOCK_DESC_LEN + F_NEXT, 1 << 30);
+        assert_eq!(read_all(&b, false), (vec![d.to_vec()], 1));
+
+        // A zero next offset with frames left would loop: stop.
+        let mut b = good.clone();
+        put32(&mut b, BLOCK_DESC_LEN + F_NEXT, 0);
+        assert_eq!(read_all(&b, false), (vec![d.to_vec()], 1));
+
+        // More packets claimed than the block holds.
+        let mut b = good.clone();
+        put32(&mut b, BLOCK_NUM_PKTS_OFF, 1000);
+        let (frames, lost) = read_all(&b, false);
+        assert_eq!(frames.len(), 2);
+        assert_eq!(lost, 998);
+
+        // First frame inside the block descriptor; a mac offset inside the
+        // frame header; blk_len shorter than the frames.
+        let mut b = good.clone();
+        put32(&mut b, BLOCK_FIRST_OFF, 8);
+        assert_eq!(read_all(&b, false), (vec![], 2));
+        let mut b = good.clone();
+        put16(&mut b, BLOCK_DESC_LEN + F_MAC, 10);
+        assert_eq!(read_all(&b, false), (vec![], 2));
+        let mut b = good.clone();
+        put32(&mut b, BLOCK_LEN_OFF, 100);
+        assert_eq!(read_all(&b, false), (vec![], 2));
+
+        // A vnet socket needs room for the header before the data.
+        let tight = build_block(2048, &[TestFrame::new(&d)], false);
+        let mac = u16_at(&tight, BLOCK_DESC_LEN + F_MAC).unwrap() as usize;
+        assert!(mac >= FRAME_HDR_LEN + SLL_LEN + VNET_HDR_LEN);
+
+        // Truncated block buffers.
+        assert!(BlockHeader::parse(&good[..10]).is_none());
+        assert!(Cursor::start(&good[..20]).is_none());
+        for cut in [0, 47, 48, 60, 100, 150] {
+            let (frames, _) = {
+                let b = &good[..cut.max(24)];
+                match Cursor::start(b) {
+                    Some(mut c) => {
+                        let mut n = 0;
+                        while let Some(r) = c.next_frame(b, false) {
+                            if r.is_ok() {
+                                n += 1;
+                            }
+                        }
+                        (n, 0)
+                    }
+                    None => (0, 0),
+                }
+            };
+            assert_eq!(frames, 0, "cut {cut}");
+        }
+    }
+}

@@ -1,0 +1,532 @@
+//! The Linux system interface FromDevice and ToDevice use: AF_PACKET
+//! sockets (receive rings, fanout groups, statistics, promiscuous mode,
+//! transmission with `sendmmsg`), interface ioctls (index, MTU, address,
+//! ethtool GRO), and the per-device sysctls that keep the kernel's own
+//! stack away from a device. Not an element.
+
+use super::ring::RxRing;
+use std::ffi::CString;
+use std::io;
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Mutex;
+
+const TPACKET_V3: libc::c_int = 2;
+const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
+const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
+const ETHTOOL_GGRO: u32 = 0x2b;
+const ETHTOOL_SGRO: u32 = 0x2c;
+
+fn os_err(what: &str) -> String {
+    format!("{what}: {}", io::Error::last_os_error())
+}
+
+fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
+    // SAFETY: `v` points at a live `T` of `size_of::<T>()` bytes for the
+    // duration of the call; the kernel only reads it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            v as *const T as *const libc::c_void,
+            size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn getsockopt<T: Copy>(fd: RawFd, level: libc::c_int, name: libc::c_int, init: T) -> io::Result<T> {
+    let mut v = init;
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: `v` is a live, initialized `T` and `len` its size; the kernel
+    // writes at most `len` bytes into it.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut v as *mut T as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r == 0 {
+        Ok(v)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn packet_socket(protocol: u16) -> Result<OwnedFd, String> {
+    // SAFETY: plain system call; the descriptor it returns is owned below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            protocol as libc::c_int,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::EPERM) {
+            "cannot open a packet socket: permission denied (run as root or with CAP_NET_RAW)"
+                .to_string()
+        } else {
+            format!("cannot open a packet socket: {e}")
+        });
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn bind(fd: RawFd, ifindex: i32, protocol: u16) -> Result<(), String> {
+    // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = protocol;
+    sll.sll_ifindex = ifindex;
+    // SAFETY: `sll` is a valid sockaddr_ll and the length is its size.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(os_err("bind"))
+    }
+}
+
+/// The interface index of `name`.
+pub fn ifindex(name: &str) -> Result<i32, String> {
+    let c = CString::new(name).map_err(|_| format!("bad device name '{name}'"))?;
+    // SAFETY: `c` is a NUL-terminated string that outlives the call.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        Err(format!("no device named '{name}'"))
+    } else {
+        Ok(i as i32)
+    }
+}
+
+fn ifreq(name: &str) -> Result<libc::ifreq, String> {
+    // SAFETY: ifreq is plain old data (a name and a union of plain data
+    // and pointers); all-zero is a valid value.
+    let mut r: libc::ifreq = unsafe { std::mem::zeroed() };
+    if name.len() >= r.ifr_name.len() || name.contains('\0') {
+        return Err(format!("bad device name '{name}'"));
+    }
+    for (d, s) in r.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    Ok(r)
+}
+
+fn ioctl_ifreq(fd: RawFd, req: libc::c_ulong, r: &mut libc::ifreq) -> io::Result<()> {
+    // SAFETY: `r` is a valid ifreq naming a device; these requests read
+    // and write only the ifreq (and, for SIOCETHTOOL, the buffer its data
+    // pointer names, which the caller keeps alive).
+    let rc = unsafe { libc::ioctl(fd, req as _, r as *mut libc::ifreq) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether device `name` has an IPv4 address.
+pub fn has_ipv4_address(name: &str) -> Result<bool, String> {
+    let mut r = ifreq(name)?;
+    // SIOCGIFADDR needs an AF_INET family in the request.
+    r.ifr_ifru.ifru_addr.sa_family = libc::AF_INET as libc::sa_family_t;
+    // SIOCGIFADDR is an AF_INET ioctl: use an AF_INET socket.
+    // SAFETY: plain system call; the descriptor is owned below.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        // No IPv4 in this kernel or namespace: no IPv4 address either.
+        return Ok(false);
+    }
+    // SAFETY: `s` is a fresh descriptor nothing else owns.
+    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    match ioctl_ifreq(s.as_raw_fd(), libc::SIOCGIFADDR, &mut r) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => Ok(false),
+        Err(e) => Err(format!("{name}: reading its IPv4 address: {e}")),
+    }
+}
+
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+fn ethtool_value(fd: &OwnedFd, name: &str, cmd: u32, data: u32) -> io::Result<u32> {
+    let mut v = EthtoolValue { cmd, data };
+    let mut r = ifreq(name).map_err(io::Error::other)?;
+    r.ifr_ifru.ifru_data = &mut v as *mut EthtoolValue as *mut libc::c_char;
+    ioctl_ifreq(fd.as_raw_fd(), libc::SIOCETHTOOL, &mut r)?;
+    Ok(v.data)
+}
+
+/// Turns generic receive offload off on `name`; returns whether it was on
+/// (`None` if the device has no such setting).
+pub fn disable_gro(fd: &OwnedFd, name: &str) -> Result<Option<bool>, String> {
+    let was = match ethtool_value(fd, name, ETHTOOL_GGRO, 0) {
+        Ok(v) => v != 0,
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(format!("{name}: reading GRO: {e}")),
+    };
+    if was {
+        ethtool_value(fd, name, ETHTOOL_SGRO, 0)
+            .map_err(|e| format!("{name}: turning GRO off: {e}"))?;
+    }
+    Ok(Some(was))
+}
+
+/// Turns GRO back on (when it was on before [`disable_gro`]).
+pub fn enable_gro(fd: &OwnedFd, name: &str) {
+    let _ = ethtool_value(fd, name, ETHTOOL_SGRO, 1);
+}
+
+/// What a receive socket needs.
+pub struct RxConfig {
+    pub ifindex: i32,
+    pub block_size: usize,
+    pub nblocks: usize,
+    /// Block retire timeout in milliseconds.
+    pub retire_ms: u32,
+    pub vnet_hdr: bool,
+    pub ignore_outgoing: bool,
+    pub promisc: bool,
+}
+
+/// Opens an AF_PACKET socket with a TPACKET_V3 receive ring on a device.
+/// The socket is created without a protocol (it receives nothing) and
+/// bound to the device with ETH_P_ALL only once the ring is in place, so
+/// no other device's traffic ever reaches it.
+pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
+    let fd = packet_socket(0)?;
+    let raw = fd.as_raw_fd();
+    setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V3)
+        .map_err(|e| format!("TPACKET_V3 rings not supported: {e}"))?;
+    if cfg.vnet_hdr {
+        let one: libc::c_int = 1;
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one)
+            .map_err(|e| format!("PACKET_VNET_HDR: {e}"))?;
+    }
+    let req = libc::tpacket_req3 {
+        tp_block_size: cfg.block_size as u32,
+        tp_block_nr: cfg.nblocks as u32,
+        // Frames are variable-sized in V3; this only bounds the count.
+        tp_frame_size: 2048,
+        tp_frame_nr: (cfg.block_size / 2048 * cfg.nblocks) as u32,
+        tp_retire_blk_tov: cfg.retire_ms,
+        tp_sizeof_priv: 0,
+        tp_feature_req_word: 0,
+    };
+    setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)
+        .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
+    let len = cfg.block_size * cfg.nblocks;
+    // SAFETY: maps the ring the kernel just allocated for this socket;
+    // the result is checked, then owned by the RxRing.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
+            raw,
+            0,
+        )
+    };
+    let base = if base == libc::MAP_FAILED {
+        // MAP_LOCKED can fail under a small RLIMIT_MEMLOCK: map unlocked.
+        // SAFETY: as above.
+        let b = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                raw,
+                0,
+            )
+        };
+        if b == libc::MAP_FAILED {
+            return Err(os_err("mmap of the receive ring"));
+        }
+        b
+    } else {
+        base
+    };
+    // SAFETY: `base` is a fresh MAP_SHARED mapping of exactly `len` bytes
+    // of this socket's ring (nblocks blocks of block_size bytes); the
+    // RxRing unmaps it on drop and nothing else does.
+    let ring = unsafe { RxRing::from_raw(base as *mut u8, cfg.block_size, cfg.nblocks) };
+    if cfg.ignore_outgoing {
+        let one: libc::c_int = 1;
+        // Old kernels lack it; FromDevice drops outgoing frames itself too.
+        let _ = setsockopt(raw, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one);
+    }
+    bind(raw, cfg.ifindex, ETH_P_ALL_BE)?;
+    if cfg.promisc {
+        let mreq = libc::packet_mreq {
+            mr_ifindex: cfg.ifindex,
+            mr_type: libc::PACKET_MR_PROMISC as u16,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        // The membership, and with it promiscuous mode, ends when the
+        // socket closes.
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+            .map_err(|e| format!("PROMISC: {e}"))?;
+    }
+    Ok((fd, ring))
+}
+
+/// Ring statistics since the last call (the kernel resets them on read):
+/// (frames received, frames dropped for lack of ring space).
+pub fn ring_stats(fd: &OwnedFd) -> Result<(u32, u32), String> {
+    let s = getsockopt(
+        fd.as_raw_fd(),
+        libc::SOL_PACKET,
+        libc::PACKET_STATISTICS,
+        libc::tpacket_stats_v3 {
+            tp_packets: 0,
+            tp_drops: 0,
+            tp_freeze_q_cnt: 0,
+        },
+    )
+    .map_err(|e| format!("PACKET_STATISTICS: {e}"))?;
+    Ok((s.tp_packets, s.tp_drops))
+}
+
+/// Fanout groups this process created: the kernel's group id for each
+/// (device, mode), and how many of our sockets are members.
+static FANOUT_GROUPS: Mutex<Vec<(i32, u32, u16, usize)>> = Mutex::new(Vec::new());
+
+/// Membership of a socket in the process's fanout group for a device.
+pub struct FanoutMember {
+    ifindex: i32,
+    mode: u32,
+}
+
+impl Drop for FanoutMember {
+    fn drop(&mut self) {
+        let mut g = FANOUT_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = g
+            .iter()
+            .position(|e| e.0 == self.ifindex && e.1 == self.mode)
+        {
+            g[i].3 -= 1;
+            if g[i].3 == 0 {
+                g.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// Joins `fd` (bound to `ifindex`) to this process's fanout group for
+/// that device and mode: the first member creates the group with a
+/// kernel-chosen unique id, later ones join it.
+pub fn fanout_join(fd: &OwnedFd, ifindex: i32, mode: u32) -> Result<FanoutMember, String> {
+    let raw = fd.as_raw_fd();
+    let mut g = FANOUT_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    match g.iter_mut().find(|e| e.0 == ifindex && e.1 == mode) {
+        Some(e) => {
+            let arg: u32 = e.2 as u32 | (mode << 16);
+            setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
+                .map_err(|err| format!("joining fanout group {}: {err}", e.2))?;
+            e.3 += 1;
+        }
+        None => {
+            let arg: u32 = (mode | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+            setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
+                .map_err(|e| format!("creating a fanout group: {e}"))?;
+            let v: u32 = getsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, 0u32)
+                .map_err(|e| format!("reading the fanout group id: {e}"))?;
+            g.push((ifindex, mode, v as u16, 1));
+        }
+    }
+    Ok(FanoutMember { ifindex, mode })
+}
+
+/// Opens a transmit-only packet socket on a device: bound with protocol 0,
+/// so nothing is ever queued to it for reception.
+pub fn open_tx(ifindex: i32, sndbuf: usize) -> Result<OwnedFd, String> {
+    let fd = packet_socket(0)?;
+    let raw = fd.as_raw_fd();
+    bind(raw, ifindex, 0)?;
+    let sz = sndbuf as libc::c_int;
+    if setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sz).is_err() {
+        let _ = setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, &sz);
+    }
+    Ok(fd)
+}
+
+/// Most messages one `sendmmsg` call carries.
+pub const SEND_CHUNK: usize = 64;
+
+/// What one [`send_frames`] call achieved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendResult {
+    /// Frames dealt with, from the front: sent or failed for good.
+    pub done: usize,
+    /// Bit `i` set: frame `i` (of the first `done`) failed for good.
+    pub failed: u64,
+    /// The socket would block (or the device's queue is full): the frames
+    /// after `done` were not tried.
+    pub blocked: bool,
+}
+
+/// Whether an error from sending means "try again later".
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR)
+    )
+}
+
+/// Sends up to [`SEND_CHUNK`] frames with `sendmmsg`, never blocking.
+/// A frame the kernel refuses for good (too big for the MTU, device down)
+/// is marked failed and the rest are still sent.
+pub fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> SendResult {
+    let n = frames.len().min(SEND_CHUNK);
+    // SAFETY: iovec and mmsghdr are plain old data; all-zero (null
+    // pointers, zero lengths) is a valid value for both.
+    let mut iov: [libc::iovec; SEND_CHUNK] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; SEND_CHUNK] = unsafe { std::mem::zeroed() };
+    for i in 0..n {
+        iov[i].iov_base = frames[i].as_ptr() as *mut libc::c_void;
+        iov[i].iov_len = frames[i].len();
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    let mut res = SendResult::default();
+    let mut retries = 0;
+    while res.done < n {
+        let rest = n - res.done;
+        // SAFETY: `msgs[done..n]` are initialized message headers whose
+        // iovecs point into `frames`, which outlive the call; the kernel
+        // only reads the frame bytes and writes `msg_len` of each header.
+        let r = unsafe {
+            libc::sendmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr().add(res.done),
+                rest as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if r > 0 {
+            res.done += r as usize;
+            continue;
+        }
+        let e = if r == 0 {
+            io::Error::from_raw_os_error(libc::EAGAIN)
+        } else {
+            io::Error::last_os_error()
+        };
+        if e.raw_os_error() == Some(libc::EINTR) && retries < 3 {
+            retries += 1;
+            continue;
+        }
+        if transient(&e) {
+            res.blocked = true;
+            break;
+        }
+        // The frame at `done` cannot be sent at all.
+        res.failed |= 1u64 << res.done;
+        res.done += 1;
+    }
+    res
+}
+
+/// Per-device sysctls that decide whether the kernel's stack acts on
+/// frames arriving on a device.
+const KERNEL_OFF: [(&str, &str); 3] = [
+    // No IPv6 on the device: no addresses, neighbour discovery, or input.
+    ("ipv6", "disable_ipv6=1"),
+    // Do not forward IPv4 arriving on the device.
+    ("ipv4", "forwarding=0"),
+    // Answer no ARP request arriving on the device.
+    ("ipv4", "arp_ignore=8"),
+];
+
+/// Devices whose kernel processing this process turned off, with the
+/// settings to restore and how many elements want it off.
+static KERNEL_OFF_DEVICES: Mutex<Vec<KernelOffDevice>> = Mutex::new(Vec::new());
+
+/// A device, the (sysctl path, old value) pairs to restore, and its users.
+type KernelOffDevice = (String, Vec<(String, String)>, usize);
+
+/// Keeps the kernel's stack from processing frames arriving on a device
+/// while it lives; restores the device's settings when the last one for
+/// the device is dropped.
+pub struct KernelOff {
+    dev: String,
+}
+
+/// Takes device `name` away from the kernel's own stack (FromDevice's
+/// SNIFFER false): refuses if the device has an IPv4 address (the kernel
+/// would answer for it), then turns off IPv6, IPv4 forwarding and ARP
+/// replies on it.
+pub fn kernel_off(name: &str) -> Result<KernelOff, String> {
+    let mut g = KERNEL_OFF_DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = g.iter_mut().find(|e| e.0 == name) {
+        e.2 += 1;
+        return Ok(KernelOff { dev: name.into() });
+    }
+    if has_ipv4_address(name)? {
+        return Err(format!(
+            "SNIFFER false: {name} has an IPv4 address, so the kernel would process \
+             its packets too; remove it (`ip addr flush dev {name}`) or use SNIFFER true"
+        ));
+    }
+    let mut saved = Vec::new();
+    for (fam, setting) in KERNEL_OFF {
+        let (key, val) = setting.split_once('=').unwrap_or((setting, ""));
+        let path = format!("/proc/sys/net/{fam}/conf/{name}/{key}");
+        let Ok(old) = std::fs::read_to_string(&path) else {
+            continue; // protocol not configured for this device
+        };
+        let old = old.trim().to_string();
+        if old != val {
+            std::fs::write(&path, val)
+                .map_err(|e| format!("SNIFFER false: writing {path}: {e}"))?;
+            saved.push((path, old));
+        }
+    }
+    g.push((name.into(), saved, 1));
+    Ok(KernelOff { dev: name.into() })
+}
+
+impl Drop for KernelOff {
+    fn drop(&mut self) {
+        let mut g = KERNEL_OFF_DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = g.iter().position(|e| e.0 == self.dev) {
+            g[i].2 -= 1;
+            if g[i].2 == 0 {
+                let (_, saved, _) = g.swap_remove(i);
+                for (path, old) in saved.into_iter().rev() {
+                    let _ = std::fs::write(&path, old);
+                }
+            }
+        }
+    }
+}

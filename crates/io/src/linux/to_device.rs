@@ -1,0 +1,346 @@
+//! # ToDevice
+//!
+//! ToDevice(DEVNAME [, BURST, keywords BURST, QUEUE])
+//!
+//! Sends packets to a Linux network device (AF_PACKET, `sendmmsg`).
+//!
+//! Ports: 1 input, 0 to 2 outputs. Processing: agnostic input, push
+//! outputs.
+//!
+//! Sends each packet it receives, link header included, out of the Linux
+//! interface DEVNAME through its own AF_PACKET socket (one socket per
+//! ToDevice, so ToDevice elements on different threads share no lock),
+//! in `sendmmsg` batches of up to 64 frames. In pull context ToDevice
+//! owns a task that pulls up to BURST packets per run and sends them; in
+//! push context it sends each batch as it arrives, on the pushing thread.
+//! Packets must already carry their link header (ARP done); frames are
+//! not padded to 60 bytes.
+//!
+//! Sending never blocks the worker. When the kernel cannot take more
+//! frames for now (`EAGAIN`, `ENOBUFS`: the socket's buffer or the
+//! device's queue is full) the unsent packets are kept, in order, and
+//! sent first the next time (the next task run, or in push context the
+//! next push or a 100 µs timer); at most 4 × BURST packets are kept, and
+//! packets beyond that are dropped. A packet the kernel refuses for good
+//! (longer than the device MTU, device down) is dropped too.
+//!
+//! As in Click's user-level ToDevice, packets that were sent are emitted
+//! on output 0 if it exists (and otherwise freed), and packets that could
+//! not be sent are emitted on output 1 if it exists (and otherwise
+//! dropped, counted).
+//!
+//! Arguments:
+//! - `DEVNAME` (string): the interface name.
+//! - `BURST` (unsigned, default 32): most packets pulled per task run.
+//! - `QUEUE` (unsigned, default 0): accepted for compatibility with
+//!   Click's ToDevice. Each ToDevice has its own socket; the kernel picks
+//!   the device transmit queue (by sending CPU where the device has
+//!   several).
+//!
+//! Handlers:
+//! - `count` (read): packets sent.
+//! - `drops` (read): packets that could not be sent (dropped, or emitted
+//!   on output 1).
+//! - `reset_counts` (write): resets both.
+//!
+//! Example:
+//!
+//!     ... -> Queue(1000) -> ToDevice(eth0, BURST 32);
+
+use super::sys::{self, SEND_CHUNK};
+use paraclick_packet::{Batch, Packet};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// Socket send buffer asked for.
+const SNDBUF: usize = 4 << 20;
+/// Retry delay for packets kept in push context.
+const RETRY: Duration = Duration::from_micros(100);
+
+pub struct ToDevice {
+    devname: String,
+    burst: usize,
+    pull: bool,
+    has_out0: bool,
+    has_out1: bool,
+    fd: OnceLock<OwnedFd>,
+    /// Packets the kernel could not take yet, oldest first.
+    pending: Mutex<VecDeque<Packet>>,
+    npending: AtomicUsize,
+    max_pending: usize,
+    count: Counter,
+    drops: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("ToDevice", "1/0-2", "a/h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let devname = a.read_mp::<String>("DEVNAME")?;
+    let burst_p = a.read_p::<usize>("BURST")?;
+    let burst_k = a.read::<usize>("BURST")?;
+    let _queue = a.read::<usize>("QUEUE")?;
+    a.complete()?;
+    if devname.is_empty() || devname.len() >= 16 || devname.contains(['/', ' ', '\0']) {
+        return Err(format!("DEVNAME: bad interface name '{devname}'"));
+    }
+    let burst = burst_k.or(burst_p).unwrap_or(32);
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    Ok(Box::new(ToDevice {
+        devname,
+        burst,
+        pull: cx.input_is_pull(0),
+        has_out0: cx.noutputs > 0,
+        has_out1: cx.noutputs > 1,
+        fd: OnceLock::new(),
+        pending: Mutex::new(VecDeque::new()),
+        npending: AtomicUsize::new(0),
+        max_pending: 4 * burst,
+        count: Counter::new(cx.nthreads),
+        drops: Counter::new(cx.nthreads),
+    }))
+}
+
+impl ToDevice {
+    /// Sends `batch` in order. Returns the packets the kernel could not
+    /// take yet (in order); emits or drops the rest.
+    fn transmit(&self, cx: &mut Cx<'_>, mut batch: Batch) -> Batch {
+        let Some(fd) = self.fd.get() else {
+            self.fail(cx, batch);
+            return Batch::new();
+        };
+        let mut sent = Batch::new();
+        let mut failed = Batch::new();
+        let mut blocked = false;
+        while !batch.is_empty() {
+            let n = batch.len().min(SEND_CHUNK);
+            let mut frames: [&[u8]; SEND_CHUNK] = [&[]; SEND_CHUNK];
+            for (slot, p) in frames.iter_mut().zip(batch.iter()) {
+                *slot = p.data();
+            }
+            let r = sys::send_frames(fd, &frames[..n]);
+            let rest = batch.split_off(r.done);
+            for (i, p) in batch.drain().enumerate() {
+                if r.failed & (1u64 << i) != 0 {
+                    failed.push(p);
+                } else {
+                    sent.push(p);
+                }
+            }
+            batch = rest;
+            if r.blocked {
+                blocked = true;
+                break;
+            }
+        }
+        if !sent.is_empty() {
+            self.count.add(cx.thread(), sent.len() as u64);
+            if self.has_out0 {
+                cx.push(0, sent);
+            }
+        }
+        if !failed.is_empty() {
+            self.fail(cx, failed);
+        }
+        if blocked {
+            batch
+        } else {
+            Batch::new()
+        }
+    }
+
+    /// Packets that will not be sent: output 1, or dropped.
+    fn fail(&self, cx: &mut Cx<'_>, b: Batch) {
+        if b.is_empty() {
+            return;
+        }
+        self.drops.add(cx.thread(), b.len() as u64);
+        if self.has_out1 {
+            cx.push(1, b);
+        } else {
+            cx.drop_batch(b);
+        }
+    }
+
+    /// Sends the kept packets, then `more` (if any) after them. Returns
+    /// whether any packet was sent or disposed of.
+    fn send_after_pending(&self, cx: &mut Cx<'_>, more: Option<Batch>) -> bool {
+        let mut pend = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let before = pend.len() + more.as_ref().map_or(0, |b| b.len());
+        let mut b: Batch = pend.drain(..).collect();
+        if let Some(mut m) = more {
+            b.append(&mut m);
+        }
+        let mut left = self.transmit(cx, b);
+        let progress = left.len() < before;
+        let mut over = Batch::new();
+        for p in left.drain() {
+            if pend.len() < self.max_pending {
+                pend.push_back(p);
+            } else {
+                over.push(p);
+            }
+        }
+        self.npending.store(pend.len(), Ordering::Release);
+        drop(pend);
+        self.fail(cx, over);
+        progress
+    }
+
+    /// Keeps packets the kernel could not take yet, after those already
+    /// kept; beyond the bound they are dropped.
+    fn keep(&self, cx: &mut Cx<'_>, mut left: Batch) {
+        let mut pend = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut over = Batch::new();
+        for p in left.drain() {
+            if pend.len() < self.max_pending {
+                pend.push_back(p);
+            } else {
+                over.push(p);
+            }
+        }
+        self.npending.store(pend.len(), Ordering::Release);
+        drop(pend);
+        self.fail(cx, over);
+    }
+
+    /// Sends a batch, keeping what the kernel cannot take yet. Returns
+    /// whether any packet was sent or disposed of.
+    fn send(&self, cx: &mut Cx<'_>, batch: Batch) -> bool {
+        if self.npending.load(Ordering::Acquire) > 0 {
+            return self.send_after_pending(cx, Some(batch));
+        }
+        let n = batch.len();
+        let left = self.transmit(cx, batch);
+        let progress = left.len() < n;
+        if !left.is_empty() {
+            self.keep(cx, left);
+        }
+        progress
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::read("drops"),
+    HandlerInfo::write("reset_counts"),
+];
+
+impl Element for ToDevice {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        let ifindex = sys::ifindex(&self.devname)?;
+        let fd = sys::open_tx(ifindex, SNDBUF).map_err(|e| format!("{}: {e}", self.devname))?;
+        let _ = self.fd.set(fd);
+        if self.pull {
+            ix.add_task();
+        }
+        Ok(())
+    }
+
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        self.send(cx, batch);
+        if self.npending.load(Ordering::Acquire) > 0 {
+            cx.schedule_after(0, RETRY);
+        }
+    }
+
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        if self.npending.load(Ordering::Acquire) > 0 {
+            self.send_after_pending(cx, None);
+            if self.npending.load(Ordering::Acquire) > 0 {
+                cx.schedule_after(0, RETRY);
+            }
+        }
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let mut work = false;
+        if self.npending.load(Ordering::Acquire) > 0 {
+            work = self.send_after_pending(cx, None);
+            if self.npending.load(Ordering::Acquire) > 0 {
+                // Still blocked: pull nothing more this time.
+                return work;
+            }
+        }
+        match cx.pull(0, self.burst) {
+            Some(b) => self.send(cx, b) || work,
+            None => work,
+        }
+    }
+
+    fn queued(&self) -> usize {
+        self.npending.load(Ordering::Acquire)
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "drops" => self.drops.get().to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        _value: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        match name {
+            "reset_counts" => {
+                self.count.reset();
+                self.drops.reset();
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paraclick_runtime::Registry;
+
+    fn make_conf(conf: &str) -> Result<(), String> {
+        let mut reg = Registry::new();
+        reg.register(spec());
+        let mut env = paraclick_runtime::ArgEnv::default();
+        let mut cx = ConfigCx {
+            name: "td",
+            class: "ToDevice",
+            config: conf,
+            ninputs: 1,
+            noutputs: 0,
+            input_kinds: &[],
+            output_kinds: &[],
+            nthreads: 1,
+            env: &mut env,
+        };
+        (reg.get("ToDevice").unwrap().make)(&mut cx).map(|_| ())
+    }
+
+    #[test]
+    fn configuration_is_checked() {
+        assert!(make_conf("eth0").is_ok());
+        assert!(make_conf("eth0, 16").is_ok());
+        assert!(make_conf("eth0, BURST 16, QUEUE 1").is_ok());
+        for bad in ["", "eth0, BURST 0", "eth0, 0", "eth0, MODE fast", "x y"] {
+            assert!(make_conf(bad).is_err(), "{bad}");
+        }
+    }
+}

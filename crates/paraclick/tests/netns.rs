@@ -1,0 +1,74 @@
+//! Real hosts through the router: runs tests/netns/run.sh with the built
+//! binary. The script builds network namespaces joined by veth pairs, runs
+//! conf/iprouter-veth.click (then conf/iprouter-veth-2q.click at -j 2) in
+//! the router's namespace, and checks with Linux's own tools: ping and its
+//! TTL, ping -t 1 (time exceeded), HTTP transfers with intact sha256, and
+//! path MTU discovery (Frag needed).
+//!
+//! It needs root (namespaces, veth pairs, packet sockets). Run as anyone
+//! else the test fails, saying so: CI runs as root, and a skipped test
+//! would hide a broken router.
+
+#![cfg(target_os = "linux")]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether the effective user is root.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn real_hosts_ping_ttl_tcp_and_pmtu_through_the_router() {
+    assert!(
+        is_root(),
+        "the netns test must run as root: it creates network namespaces and veth \
+         pairs and opens packet sockets (run `cargo test` as root, as CI does)"
+    );
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = root.join("tests/netns/run.sh");
+    let log = std::env::temp_dir().join(format!("paraclick-netns-{}.log", std::process::id()));
+    let out = std::fs::File::create(&log).expect("create the log file");
+    let err = out.try_clone().expect("clone the log file");
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_paraclick"))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("run tests/netns/run.sh");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for the script") {
+            break Some(s);
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            // SIGTERM lets the script's trap tear the namespaces down.
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    println!("{text}");
+    match status {
+        Some(s) => assert!(s.success(), "netns test failed ({s}):\n{text}"),
+        None => panic!("netns test took more than 120 s:\n{text}"),
+    }
+    assert!(text.contains("all checks passed"), "{text}");
+}

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Real hosts through paraclick: two hosts in their own network namespaces,
+# joined by veth pairs to a router namespace where paraclick runs
+# conf/iprouter-veth.click, talking with Linux's own tools.
+#
+#   h1 (10.0.1.2/24) eth0 ==veth== r0 [paraclick] r1 ==veth== eth0 h2 (10.0.2.2/24)
+#                                  10.0.1.1      10.0.2.1 (MTU 1400)
+#
+# Usage (as root):  tests/netns/run.sh PATH/TO/paraclick
+#
+# Checks, first at -j 1 (one receive queue per interface), then at -j 2
+# with conf/iprouter-veth-2q.click (two queues per interface, a fanout
+# group each, queue i on thread i):
+#   - ping h1 -> h2 succeeds, and the replies' TTL shows the router's
+#     decrement (63);
+#   - ping -t 1 gets the router's ICMP time exceeded;
+#   - a 4 MB HTTP transfer (python3 http.server in h2, curl in h1) arrives
+#     with an intact sha256, and so do several small ones (many flows);
+#   - a DF ping bigger than the 1400-byte MTU of the h2 side gets
+#     "Frag needed" with mtu 1400, and h1's route then carries mtu 1400;
+#     without DF the same ping goes through, fragmented by the router;
+#   - at -j 2, both receive queues of r0 got packets.
+# Prints one line per check; exits 0 if all pass. Namespaces, processes
+# and files are removed on exit, failure or interrupt.
+set -euo pipefail
+
+BIN=${1:?usage: $0 PATH/TO/paraclick}
+BIN=$(readlink -f "$BIN")
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+[[ $(id -u) -eq 0 ]] || { echo "netns test: must run as root (namespaces, veth pairs, packet sockets)" >&2; exit 2; }
+for t in ip ping curl python3 sha256sum; do
+  command -v "$t" >/dev/null || { echo "netns test: missing tool '$t' (scripts/bootstrap.sh installs it)" >&2; exit 2; }
+done
+
+SUF=$$
+H1=pc-h1-$SUF
+H2=pc-h2-$SUF
+R=pc-r-$SUF
+TMP=$(mktemp -d /tmp/paraclick-netns.XXXXXX)
+ROUTER_PID=
+HTTP_PID=
+FAILED=0
+
+cleanup() {
+  set +e
+  [[ -n $ROUTER_PID ]] && kill -INT "$ROUTER_PID" 2>/dev/null && sleep 0.2 && kill -KILL "$ROUTER_PID" 2>/dev/null
+  [[ -n $HTTP_PID ]] && kill "$HTTP_PID" 2>/dev/null
+  # Deleting a namespace kills nothing, so end what still runs in them.
+  for ns in "$H1" "$H2" "$R"; do
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "netns test: interrupted" >&2; exit 130' INT TERM
+
+in_h1() { ip netns exec "$H1" "$@"; }
+in_h2() { ip netns exec "$H2" "$@"; }
+in_r() { ip netns exec "$R" "$@"; }
+
+pass() { echo "ok    $*"; }
+fail() { echo "FAIL  $*"; FAILED=1; }
+
+# ---- topology ----
+ip netns add "$H1"
+ip netns add "$H2"
+ip netns add "$R"
+ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
+ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
+ip -n "$R" link set r0 address 02:00:00:00:01:01
+ip -n "$R" link set r1 address 02:00:00:00:02:01
+ip -n "$R" link set r1 mtu 1400
+ip -n "$H2" link set eth0 mtu 1400
+for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
+ip -n "$R" link set r0 up
+ip -n "$R" link set r1 up
+ip -n "$H1" link set eth0 up
+ip -n "$H2" link set eth0 up
+ip -n "$H1" addr add 10.0.1.2/24 dev eth0
+ip -n "$H2" addr add 10.0.2.2/24 dev eth0
+ip -n "$H1" route add default via 10.0.1.1
+ip -n "$H2" route add default via 10.0.2.1
+# The router namespace holds no addresses and does not forward: only
+# paraclick handles r0 and r1.
+in_r sysctl -qw net.ipv4.ip_forward=0
+
+# ---- HTTP server in h2 ----
+mkdir -p "$TMP/www"
+head -c $((4 * 1024 * 1024)) /dev/urandom >"$TMP/www/big"
+for i in $(seq 1 16); do head -c $((20000 + i * 997)) /dev/urandom >"$TMP/www/small$i"; done
+# http.server's own server_bind looks the host name up (getfqdn), which
+# stalls without DNS: bind without it.
+cat >"$TMP/httpd.py" <<'PY'
+import http.server, socketserver, sys
+class Server(http.server.ThreadingHTTPServer):
+    def server_bind(self):
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv[1])
+Server(("10.0.2.2", 8000), handler).serve_forever()
+PY
+ip netns exec "$H2" python3 "$TMP/httpd.py" "$TMP/www" >"$TMP/http.log" 2>&1 &
+HTTP_PID=$!
+for _ in $(seq 1 50); do
+  in_h2 curl -sf -o /dev/null --max-time 1 http://10.0.2.2:8000/small1 && break
+  sleep 0.1
+done
+
+start_router() { # CONF THREADS
+  local conf=$1 threads=$2
+  local -a handlers=()
+  for h in $HANDLERS; do handlers+=(-h "$h"); done
+  # Started directly (not through a shell function) so $! is paraclick.
+  ip netns exec "$R" "$BIN" -j "$threads" "${handlers[@]}" "$ROOT/$conf" MTU1=1400 \
+    >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  # Ready once the router answers a ping to its own address.
+  for _ in $(seq 1 50); do
+    if ! kill -0 "$ROUTER_PID" 2>/dev/null; then
+      echo "router exited early:" >&2; cat "$TMP/router.err" >&2; return 1
+    fi
+    if in_h1 ping -c 1 -W 0.2 10.0.1.1 >/dev/null 2>&1; then return 0; fi
+  done
+  echo "router did not answer pings within 10 s" >&2
+  cat "$TMP/router.err" >&2
+  return 1
+}
+
+stop_router() {
+  kill -INT "$ROUTER_PID"
+  local rc=0
+  wait "$ROUTER_PID" || rc=$?
+  ROUTER_PID=
+  if [[ $rc -ne 0 ]]; then fail "router exited with status $rc"; cat "$TMP/router.err"; fi
+}
+
+handler() { # NAME: a value printed by -h at exit
+  awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/router.out"
+}
+
+checks() { # LABEL
+  local label=$1 out
+  in_h1 ip route flush cache >/dev/null 2>&1 || true
+
+  # 1. ping, with the TTL decrement visible in the replies.
+  if out=$(in_h1 ping -c 3 -i 0.2 -W 2 10.0.2.2 2>&1); then
+    if grep -q "ttl=63" <<<"$out" && ! grep -q "ttl=64" <<<"$out"; then
+      pass "$label: ping h1 -> h2, replies with ttl=63 (one router hop)"
+    else
+      fail "$label: ping replies without the TTL decrement"; echo "$out"
+    fi
+  else
+    fail "$label: ping h1 -> h2"; echo "$out"
+  fi
+
+  # 2. TTL 1: the router's time exceeded.
+  out=$(in_h1 ping -c 1 -t 1 -W 2 10.0.2.2 2>&1 || true)
+  if grep -q "From 10.0.1.1 .*Time to live exceeded" <<<"$out"; then
+    pass "$label: ping -t 1 gets time exceeded from 10.0.1.1"
+  else
+    fail "$label: no time exceeded for ping -t 1"; echo "$out"
+  fi
+
+  # 3. TCP: one 4 MB transfer and 16 small ones (16 flows), intact.
+  if in_h1 curl -sf --max-time 30 -o "$TMP/got-big" http://10.0.2.2:8000/big &&
+     [[ $(sha256sum <"$TMP/got-big") == $(sha256sum <"$TMP/www/big") ]]; then
+    pass "$label: 4 MB HTTP transfer h2 -> h1, sha256 intact"
+  else
+    fail "$label: 4 MB HTTP transfer"
+  fi
+  rm -f "$TMP/got-big"
+  local urls=() ok=1
+  for i in $(seq 1 16); do urls+=(http://10.0.2.2:8000/small$i -o "$TMP/got-small$i"); done
+  if in_h1 curl -sf --max-time 30 "${urls[@]}"; then
+    for i in $(seq 1 16); do
+      cmp -s "$TMP/got-small$i" "$TMP/www/small$i" || ok=0
+    done
+  else
+    ok=0
+  fi
+  if [[ $ok -eq 1 ]]; then pass "$label: 16 small transfers (16 flows) intact"; else fail "$label: small transfers"; fi
+  rm -f "$TMP"/got-small*
+
+  # 4. Path MTU: DF and too big for the h2 side's 1400 bytes.
+  out=$(in_h1 ping -c 1 -M do -s 1450 -W 2 10.0.2.2 2>&1 || true)
+  if grep -qi "Frag needed.*mtu = 1400" <<<"$out"; then
+    pass "$label: DF ping of 1478 bytes gets 'Frag needed' with mtu 1400"
+  else
+    fail "$label: no 'Frag needed' for a DF ping over the MTU"; echo "$out"
+  fi
+  out=$(in_h1 ip route get 10.0.2.2 2>&1)
+  if grep -q "mtu 1400" <<<"$out"; then
+    pass "$label: h1 learned the path MTU ($(grep -o 'mtu 1400' <<<"$out"))"
+  else
+    fail "$label: h1's route has no path MTU"; echo "$out"
+  fi
+  out=$(in_h1 ping -c 1 -M do -s 1450 -W 2 10.0.2.2 2>&1 || true)
+  if grep -qi "message too long, mtu=1400" <<<"$out"; then
+    pass "$label: the next DF ping stops at h1: 'message too long, mtu=1400'"
+  else
+    fail "$label: h1 does not use the learned path MTU"; echo "$out"
+  fi
+  in_h1 ip route flush cache >/dev/null 2>&1 || true
+  if out=$(in_h1 ping -c 2 -i 0.2 -M dont -s 1450 -W 2 10.0.2.2 2>&1); then
+    pass "$label: the same ping without DF goes through (fragmented by the router)"
+  else
+    fail "$label: large ping without DF"; echo "$out"
+  fi
+}
+
+# ---- -j 1, one queue per interface ----
+HANDLERS="in0.count in0.drops in1.count in1.drops to0.count to0.drops to1.count to1.drops fr1.fragments fr1.drops"
+start_router conf/iprouter-veth.click 1 || { fail "-j 1: router start"; exit 1; }
+checks "-j 1"
+stop_router
+echo "      -j 1 counts: r0 in $(handler in0.count) (drops $(handler in0.drops)), r1 in $(handler in1.count) (drops $(handler in1.drops)), r0 out $(handler to0.count), r1 out $(handler to1.count), fragments $(handler fr1.fragments)"
+if [[ $(handler fr1.fragments) -gt 0 ]]; then
+  pass "-j 1: the router fragmented for the 1400-byte MTU"
+else
+  fail "-j 1: no fragments counted"
+fi
+
+# ---- -j 2, two queues per interface ----
+HANDLERS="in0q0.count in0q1.count in0q0.drops in0q1.drops in1q0.count in1q1.count to0.count to1.count"
+start_router conf/iprouter-veth-2q.click 2 || { fail "-j 2: router start"; exit 1; }
+checks "-j 2"
+stop_router
+q0=$(handler in0q0.count); q1=$(handler in0q1.count)
+echo "      -j 2 counts: r0 queue 0 $q0, r0 queue 1 $q1, r1 queues $(handler in1q0.count) $(handler in1q1.count), r0 out $(handler to0.count), r1 out $(handler to1.count)"
+if [[ ${q0:-0} -gt 0 && ${q1:-0} -gt 0 ]]; then
+  pass "-j 2: both receive queues of r0 got flows (fanout hash)"
+else
+  fail "-j 2: a receive queue of r0 got nothing ($q0, $q1)"
+fi
+
+if [[ $FAILED -eq 0 ]]; then echo "netns test: all checks passed"; else echo "netns test: FAILED"; fi
+exit $FAILED
