@@ -6,8 +6,8 @@
 //!
 //! Writes incoming packets to FILENAME in `tcpdump -w` format, readable by
 //! `tcpdump -r`, Wireshark, or FromDump. FILENAME `-` is the standard
-//! output. Each record carries the packet's timestamp annotation; its
-//! original length is the packet length plus, with EXTRA_LENGTH, the extra
+//! output. Each record carries the packet's timestamp annotation (the
+//! current time if the packet has none, as in Click); its original length is the packet length plus, with EXTRA_LENGTH, the extra
 //! length annotation (so a truncated capture read by FromDump is written
 //! back as it was). The file is in this machine's byte order.
 //!
@@ -51,7 +51,7 @@
 use crate::common::{encap_name, open_output, parse_encap, ErrorCount};
 use crate::from_dump::FromDump;
 use crate::from_ip_summary_dump::FromIPSummaryDump;
-use paraclick_packet::Batch;
+use paraclick_packet::{Batch, Timestamp};
 use paraclick_runtime::{
     ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
 };
@@ -161,6 +161,10 @@ impl ToDump {
             }
         };
         let mut res = Ok(());
+        // Packets without a timestamp (made inside the router, such as ARP
+        // queries) are stamped with the time they are written, as Click's
+        // ToDump does: read the clock at most once per batch.
+        let mut now = None;
         for p in b.iter() {
             let len = p.len();
             let cap = if self.snaplen == 0 {
@@ -172,7 +176,10 @@ impl ToDump {
             if self.extra_length {
                 orig += u64::from(p.anno().extra_length);
             }
-            let ts = p.timestamp();
+            let mut ts = p.timestamp();
+            if ts.is_zero() {
+                ts = *now.get_or_insert_with(Timestamp::now);
+            }
             let sec = ts.sec().clamp(0, i64::from(u32::MAX)) as u32;
             let frac = if self.nano { ts.nsec() } else { ts.usec() };
             let mut hdr = [0u8; 16];
@@ -348,7 +355,7 @@ impl Element for ToDump {
 #[cfg(test)]
 mod tests {
     use crate::test_util::*;
-    use paraclick_packet::Packet;
+    use paraclick_packet::{Packet, Timestamp};
 
     fn frames() -> Vec<Vec<u8>> {
         (0..5)
@@ -426,6 +433,38 @@ mod tests {
         ));
         run(&r);
         sink(&r, "s")
+    }
+
+    /// A packet without a timestamp annotation is written with the
+    /// current time (Click's ToDump), not the epoch.
+    #[test]
+    fn unstamped_packets_get_the_current_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("now.pcap");
+        let r = build(&format!("Idle -> t :: ToDump({});", q(&path)));
+        let f = frames();
+        let mut stamped = Packet::from_slice(&f[1]).unwrap();
+        stamped.set_timestamp(ts(1_600_000_000, 5_000));
+        let sent = vec![Packet::from_slice(&f[0]).unwrap(), stamped];
+        let before = Timestamp::now();
+        r.push_into("t", 0, paraclick_packet::Batch::from(sent))
+            .unwrap();
+        let after = Timestamp::now();
+        drop(r);
+        let r = build(&format!(
+            "f :: FromDump({}, STOP true) -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        let got = sink(&r, "s");
+        assert_eq!(got.len(), 2);
+        let t = got[0].timestamp();
+        // Microsecond files: compare at microsecond precision.
+        assert!(
+            t.0 / 1000 >= before.0 / 1000 && t.0 / 1000 <= after.0 / 1000,
+            "{t:?} not in [{before:?}, {after:?}]"
+        );
+        assert_eq!(got[1].timestamp(), ts(1_600_000_000, 5_000));
     }
 
     #[test]
