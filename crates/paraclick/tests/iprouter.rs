@@ -1,12 +1,13 @@
 //! End-to-end tests of the RFC 1812 IP router, conf/iprouter.click (what
 //! `paraclick make-ip-conf` writes for two interfaces).
 //!
-//! Each test builds input pcaps with scapy (tests/iprouter/scenarios.py
-//! `gen`), runs the router on them (in-process, or the paraclick binary
-//! with `-h` handler reads), checks the handler values and packet
-//! conservation here, and the output pcaps with scapy (`check`). scapy is
-//! required: without it the tests fail (`pip install scapy`, as
-//! scripts/bootstrap.sh does).
+//! The input pcaps are built with scapy (tests/iprouter/scenarios.py
+//! `genall`, once for all tests); each test runs the router on its
+//! scenario's pcaps (in-process, or the paraclick binary with `-h` handler
+//! reads), checks the handler values and packet conservation here, and the
+//! output pcaps with scapy (`scenarios.py check`). scapy is required:
+//! without it the tests fail (`pip install scapy`, as scripts/bootstrap.sh
+//! does).
 
 #[path = "../src/make_ip_conf.rs"]
 mod make_ip_conf;
@@ -15,9 +16,12 @@ mod common;
 
 use make_ip_conf::{example_ifaces, generate, Device};
 use paraclick_runtime::{BuildOptions, Router};
+use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -31,11 +35,11 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/iprouter/scenarios.py")
 }
 
-/// Runs `scenarios.py CMD NAME DIR`; panics with its output on failure.
-fn scenario_script(cmd: &str, name: &str, dir: &Path) {
+/// Runs `scenarios.py ARGS... DIR`; panics with its output on failure.
+fn scenario_script(args: &[&str], dir: &Path) {
     let out = Command::new("python3")
         .arg(script())
-        .args([cmd, name])
+        .args(args)
         .arg(dir)
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 (needed with scapy for these tests): {e}"));
@@ -50,8 +54,40 @@ fn scenario_script(cmd: &str, name: &str, dir: &Path) {
             "scapy is not installed: these tests need it (pip install scapy, \
              as scripts/bootstrap.sh does)\n{text}"
         ),
-        _ => panic!("scenarios.py {cmd} {name} failed:\n{text}"),
+        _ => panic!("scenarios.py {} failed:\n{text}", args.join(" ")),
     }
+}
+
+/// The directory holding every scenario's input pcaps (`NAME/eth0-in.pcap`,
+/// `NAME/eth1-in.pcap`), made once by `scenarios.py genall` and kept in
+/// the target directory's scratch space under a name that changes with
+/// the scripts.
+fn inputs(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let mut h = DefaultHasher::new();
+        for f in ["scenarios.py", "net.py"] {
+            let p = script().with_file_name(f);
+            std::fs::read(&p)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+                .hash(&mut h);
+        }
+        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let dir = tmp.join(format!("iprouter-inputs-{:016x}", h.finish()));
+        if !dir.join("done").exists() {
+            // Made aside and renamed, so concurrent test runs never see a
+            // half-written set.
+            let work = tempfile::tempdir_in(&tmp).unwrap();
+            scenario_script(&["genall"], work.path());
+            std::fs::write(work.path().join("done"), "").unwrap();
+            let work = work.keep();
+            if std::fs::rename(&work, &dir).is_err() {
+                let _ = std::fs::remove_dir_all(&work); // another run won
+            }
+        }
+        dir
+    });
+    dir.join(name)
 }
 
 /// What a run left: handler values, per-element drops, packets queued.
@@ -143,12 +179,14 @@ fn handler_list() -> Vec<String> {
     v
 }
 
-/// The defines pointing the router's files into `dir`, plus `extra`.
-fn defines(dir: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+/// The defines pointing the router's files to scenario `name`'s inputs
+/// and into `dir`, plus `extra`.
+fn defines(name: &str, dir: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let f = |n: &str| dir.join(n).display().to_string();
+    let i = |n: &str| inputs(name).join(n).display().to_string();
     let mut d = vec![
-        ("IN0".to_string(), f("eth0-in.pcap")),
-        ("IN1".to_string(), f("eth1-in.pcap")),
+        ("IN0".to_string(), i("eth0-in.pcap")),
+        ("IN1".to_string(), i("eth1-in.pcap")),
         ("OUT0".to_string(), f("eth0-out.pcap")),
         ("OUT1".to_string(), f("eth1-out.pcap")),
         ("HOST".to_string(), f("host.pcap")),
@@ -174,14 +212,13 @@ fn run_conf(
     created: u64,
 ) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
-    scenario_script("gen", name, dir.path());
     let src = paraclick_lang::Source {
         name: conf.into(),
         text: text.into(),
     };
     let opts = BuildOptions {
         threads,
-        defines: defines(dir.path(), extra),
+        defines: defines(name, dir.path(), extra),
         pin: false,
         ..BuildOptions::default()
     };
@@ -214,7 +251,7 @@ fn run_conf(
     );
     o.assert_conserved(created);
     drop(router); // flushes the ToDump files
-    scenario_script("check", name, dir.path());
+    scenario_script(&["check", name], dir.path());
     o
 }
 
@@ -223,12 +260,11 @@ fn run_conf(
 /// the outputs.
 fn run_binary(name: &str, extra: &[(&str, &str)], created: u64) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
-    scenario_script("gen", name, dir.path());
     let mut cmd = Command::new(common::bin());
     cmd.arg(conf_path())
         .arg("--no-pin")
         .args(["--report", "drops"]);
-    for (k, v) in defines(dir.path(), extra) {
+    for (k, v) in defines(name, dir.path(), extra) {
         cmd.arg(format!("{k}={v}"));
     }
     let hl = handler_list();
@@ -276,7 +312,7 @@ fn run_binary(name: &str, extra: &[(&str, &str)], created: u64) -> Outcome {
         .map(|h| o.u(h))
         .sum();
     o.assert_conserved(created);
-    scenario_script("check", name, dir.path());
+    scenario_script(&["check", name], dir.path());
     o
 }
 

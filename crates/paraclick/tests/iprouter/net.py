@@ -6,6 +6,7 @@
     host H1  2.0.0.2 00:00:c0:22:22:22 ----- eth1 2.0.0.1/8 00:00:c0:4f:71:ef
 """
 
+import os
 import struct
 import sys
 
@@ -61,10 +62,9 @@ def arp_request(mac, ip, target):
 def fillers(iface, n=FILL, src=H0):
     """Frames of an unknown ethertype for the router (Classifier's `other`)."""
     rmac = ROUTER[iface][0]
-    return [
-        Ether(src=src, dst=rmac, type=0x88B5) / Raw(b"fill%04d" % i + bytes(38))
-        for i in range(n)
-    ]
+    base = bytes(Ether(src=src, dst=rmac, type=0x88B5) / Raw(bytes(46)))
+    # Numbered copies (cheaper than building each with scapy).
+    return [base[:14] + b"fill%04d" % i + base[22:] for i in range(n)]
 
 
 def preamble(iface, hosts):
@@ -110,11 +110,14 @@ def with_options(frame, opts):
 
 
 def read(path):
-    """The records of a pcap file as (linktype, bytes) tuples."""
+    """A pcap file's link type and records (bytes); every record must have
+    a timestamp (ToDump stamps packets made inside the router with the
+    current time)."""
     out = []
     with PcapReader(path) as r:
         lt = r.linktype
         for p in r:
+            check(float(p.time) > 0, "%s: a record without a timestamp: %s" % (os.path.basename(path), p.summary()))
             out.append(bytes(p))
     return lt, out
 

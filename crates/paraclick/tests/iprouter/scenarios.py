@@ -2,6 +2,7 @@
 """Input pcaps and output checks for the IP router tests (tests/iprouter.rs).
 
     scenarios.py gen NAME DIR     writes DIR/eth0-in.pcap and DIR/eth1-in.pcap
+    scenarios.py genall DIR       the same for every scenario, in DIR/NAME
     scenarios.py check NAME DIR   checks DIR/eth0-out.pcap, eth1-out.pcap and
                                   host.pcap (raw IP) against what NAME sent
 
@@ -432,25 +433,40 @@ ORDER = [
 SCENARIOS = {n: (globals()[n], globals()["check_" + n]) for n in ORDER}
 
 
+def gen(name, d):
+    in0, in1, _ = SCENARIOS[name][0]()
+    write(os.path.join(d, "eth0-in.pcap"), in0)
+    write(os.path.join(d, "eth1-in.pcap"), in1)
+    return "%s: %d + %d frames" % (name, len(in0), len(in1))
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "genall":
+        for name in ORDER:
+            d = os.path.join(argv[2], name)
+            os.makedirs(d, exist_ok=True)
+            print(gen(name, d))
+        return 0
     if len(argv) != 4 or argv[1] not in ("gen", "check") or argv[2] not in SCENARIOS:
         sys.stderr.write(__doc__ + "\nscenarios: %s\n" % " ".join(ORDER))
         return 2
     cmd, name, d = argv[1:]
-    gen, chk = SCENARIOS[name]
-    in0, in1, packets = gen()
     if cmd == "gen":
-        write(os.path.join(d, "eth0-in.pcap"), in0)
-        write(os.path.join(d, "eth1-in.pcap"), in1)
-        print("%s: %d + %d frames" % (name, len(in0), len(in1)))
+        print(gen(name, d))
         return 0
+    make, chk = SCENARIOS[name]
+    _, _, packets = make()
     outs = []
     for f, lt_want in (("eth0-out.pcap", 1), ("eth1-out.pcap", 1), ("host.pcap", 101)):
         path = os.path.join(d, f)
         if f == "host.pcap" and not os.path.exists(path):
             outs.append([])  # a configuration without a host file
             continue
-        lt, frames = read(path)
+        try:
+            lt, frames = read(path)
+        except CheckError as e:
+            print("FAIL %s: %s" % (name, e))
+            return 1
         if lt != lt_want and frames:
             print("FAIL %s: %s has link type %d, wanted %d" % (name, f, lt, lt_want))
             return 1
