@@ -55,6 +55,7 @@ pub fn run_case(
         defines: case.defines.clone(),
         policy,
         pin: true,
+        profile: false,
     };
     let router = Router::build(&case.source, reg, &opts).map_err(|d| {
         d.iter()

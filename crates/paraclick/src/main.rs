@@ -52,7 +52,8 @@ struct RunArgs {
     /// Placement of tasks not pinned by StaticThreadSched: adaptive, static, round-robin.
     #[arg(long = "sched", default_value = "adaptive")]
     sched: String,
-    /// Print a report after the run: threads, drops (repeatable).
+    /// Print a report after the run: costs (cycles per packet per element
+    /// and task; enables sampling on every hop), threads, drops (repeatable).
     #[arg(long = "report", value_name = "KIND")]
     report: Vec<String>,
     /// Packet buffers per thread pool.
@@ -273,8 +274,10 @@ fn run(a: RunArgs) -> ExitCode {
         return fail("-j: need at least one thread");
     }
     for r in &a.report {
-        if !["threads", "drops"].contains(&r.as_str()) {
-            return fail(&format!("--report: unknown report '{r}' (threads, drops)"));
+        if !["costs", "threads", "drops"].contains(&r.as_str()) {
+            return fail(&format!(
+                "--report: unknown report '{r}' (costs, threads, drops)"
+            ));
         }
     }
     if let Some(n) = a.pool {
@@ -286,6 +289,7 @@ fn run(a: RunArgs) -> ExitCode {
         defines,
         policy,
         pin: !a.no_pin,
+        profile: a.report.iter().any(|r| r == "costs"),
     };
     let router = match Router::build(&src, &reg, &opts) {
         Ok(r) => r,
@@ -330,7 +334,17 @@ fn run(a: RunArgs) -> ExitCode {
     }
     for r in &a.report {
         match r.as_str() {
-            "threads" => eprint!("{}", router.thread_report()),
+            "threads" => {
+                eprint!("{}", router.thread_report());
+                for (q, mp, mc) in router.ring_modes() {
+                    eprintln!(
+                        "queue {q}: {}-producer, {}-consumer ring",
+                        if mp { "multi" } else { "single" },
+                        if mc { "multi" } else { "single" }
+                    );
+                }
+            }
+            "costs" => eprint!("{}", router.cost_report()),
             "drops" => {
                 for (name, d) in router.drops() {
                     eprintln!("{name}: {d} dropped");

@@ -13,6 +13,10 @@ pub struct Cx<'r> {
     pub(crate) core: &'r Core,
     pub(crate) thread: usize,
     pub(crate) current: usize,
+    /// Profiling: cycles spent in callees of the running element.
+    pub(crate) child: u64,
+    /// Profiling: the task being run, while its element is the running one.
+    pub(crate) task: Option<usize>,
 }
 
 impl<'r> Cx<'r> {
@@ -21,7 +25,34 @@ impl<'r> Cx<'r> {
             core,
             thread,
             current: 0,
+            child: 0,
+            task: None,
         }
+    }
+
+    /// Calls `f` as element `elem` (profiling variant of a hop): charges
+    /// the element its own cycles and `packets`, and the caller the total.
+    #[cold]
+    fn profiled<T>(&mut self, elem: usize, packets: u64, f: impl FnOnce(&mut Self) -> T) -> T {
+        let task = self.task.take();
+        if let Some(t) = task {
+            let c = &self.core.tasks[t].packets;
+            c.store(
+                c.load(std::sync::atomic::Ordering::Relaxed) + packets,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        let saved_child = self.child;
+        self.child = 0;
+        let t0 = crate::clock::cycles();
+        let r = f(self);
+        let dt = crate::clock::cycles().wrapping_sub(t0);
+        if let Some(p) = &self.core.profile {
+            p.add(self.thread, elem, dt.saturating_sub(self.child), packets);
+        }
+        self.child = saved_child + dt;
+        self.task = task;
+        r
     }
 
     /// This worker's thread index (`0..nthreads`).
@@ -66,7 +97,12 @@ impl<'r> Cx<'r> {
             Some((to, elem, p)) => {
                 let saved = self.current;
                 self.current = elem as usize;
-                to.push(self, p as usize, batch);
+                if core.profile.is_none() {
+                    to.push(self, p as usize, batch);
+                } else {
+                    let n = batch.len() as u64;
+                    self.profiled(elem as usize, n, |cx| to.push(cx, p as usize, batch));
+                }
                 self.current = saved;
             }
             None => self.drop_batch(batch),
@@ -88,7 +124,25 @@ impl<'r> Cx<'r> {
             Some((from, elem, p)) => {
                 let saved = self.current;
                 self.current = elem as usize;
-                let b = from.pull(self, p as usize, max);
+                let b = if core.profile.is_none() {
+                    from.pull(self, p as usize, max)
+                } else {
+                    // Packets are known after the call: charge them then.
+                    let task = self.task;
+                    let b = self.profiled(elem as usize, 0, |cx| from.pull(cx, p as usize, max));
+                    let n = b.as_ref().map_or(0, |b| b.len() as u64);
+                    if let Some(prof) = &core.profile {
+                        prof.add_packets(self.thread, elem as usize, n);
+                    }
+                    if let Some(t) = task {
+                        let c = &core.tasks[t].packets;
+                        c.store(
+                            c.load(std::sync::atomic::Ordering::Relaxed) + n,
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
+                    }
+                    b
+                };
                 self.current = saved;
                 b
             }
@@ -128,13 +182,14 @@ impl<'r> Cx<'r> {
     /// Schedules timer `timer` of the running element to fire after `d`
     /// on this thread, replacing an earlier schedule of the same timer.
     pub fn schedule_after(&mut self, timer: usize, d: Duration) {
+        let t = self.core.home_thread(self.current);
         self.core
-            .schedule_timer(self.thread, self.current, timer, Instant::now() + d);
+            .schedule_timer(t, self.current, timer, Instant::now() + d);
     }
 
     pub fn schedule_at(&mut self, timer: usize, when: Instant) {
-        self.core
-            .schedule_timer(self.thread, self.current, timer, when);
+        let t = self.core.home_thread(self.current);
+        self.core.schedule_timer(t, self.current, timer, when);
     }
 
     pub fn unschedule(&mut self, timer: usize) {

@@ -115,6 +115,13 @@ pub trait Element: std::any::Any + Send + Sync {
         0
     }
 
+    /// For elements with a push input and a pull output (queues): whether
+    /// several threads may push into it, and several pull from it, under
+    /// the current thread plan. Called at build time and whenever the
+    /// scheduler moves a task, at a point where no operation that assumed
+    /// the old modes is still in flight.
+    fn set_ring_modes(&self, _multi_producer: bool, _multi_consumer: bool) {}
+
     /// Stop requests from this element are a driver's to interpret: an
     /// element returning true here (DriverManager, Script TYPE DRIVER) is
     /// told of each stop request through [`Element::stop_requested`]

@@ -9,6 +9,7 @@ pub mod cx;
 pub mod element;
 pub mod handler;
 pub mod perthread;
+mod plan;
 pub mod registry;
 pub mod ring;
 pub mod router;

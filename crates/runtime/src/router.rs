@@ -83,6 +83,21 @@ pub(crate) struct Slot {
     pub output_kinds: Vec<PortKind>,
     pub timer_gens: [AtomicU64; MAX_TIMERS],
     pub tasks: Vec<usize>,
+    /// Ring modes last given to the element (bit 0: multi-producer, bit 1:
+    /// multi-consumer), for reports and upgrade-only changes.
+    pub modes: std::sync::atomic::AtomicU8,
+}
+
+impl Slot {
+    pub fn ring_modes(&self) -> (bool, bool) {
+        let m = self.modes.load(Ordering::Acquire);
+        (m & 1 != 0, m & 2 != 0)
+    }
+
+    pub fn set_modes_seen(&self, mp: bool, mc: bool) {
+        self.modes
+            .store(mp as u8 | (mc as u8) << 1, Ordering::Release);
+    }
 }
 
 /// Per-thread shared state: timers, drop counters, the worklist.
@@ -95,6 +110,14 @@ pub(crate) struct ThreadShared {
     pub idle_polls: AtomicU64,
     /// The packet pool of this worker's last run (0 if none).
     pub pool_id: std::sync::atomic::AtomicU32,
+    /// The last synchronization epoch this worker has seen at the top of
+    /// its loop (see `Core::barrier`).
+    pub seen_epoch: AtomicU64,
+    /// Cycles spent running tasks (sampled, scaled) and timers.
+    pub busy_cycles: AtomicU64,
+    /// Whether this worker is inside its loop (the barrier waits only for
+    /// workers that are).
+    pub alive: AtomicBool,
 }
 
 pub(crate) struct Core {
@@ -113,6 +136,14 @@ pub(crate) struct Core {
     pub pin: bool,
     pub exclusive: Mutex<()>,
     pub source: Arc<str>,
+    pub plan: crate::plan::Plan,
+    /// Synchronization epoch: bumped to make every worker pass the top of
+    /// its loop (no task run in progress) before a plan change completes.
+    pub sync_epoch: AtomicU64,
+    /// Serializes task migrations.
+    pub migrating: Mutex<()>,
+    /// Per-element cost sampling for `--report costs`.
+    pub profile: Option<crate::sched::Profile>,
 }
 
 impl Core {
@@ -120,14 +151,82 @@ impl Core {
         t.saturating_duration_since(self.epoch).as_nanos() as u64
     }
 
-    /// The thread an element's timers run on: its first task's thread, or 0.
+    /// The thread an element's timers run on (see [`crate::plan`]).
     pub fn home_thread(&self, elem: usize) -> usize {
-        self.slots[elem]
-            .tasks
-            .first()
-            .map(|&t| self.tasks[t].thread.load(Ordering::Relaxed))
-            .unwrap_or(0)
-            % self.nthreads
+        self.plan.timer_thread(self, elem)
+    }
+
+    /// Applies the ring modes of the current plan to every queue. With
+    /// `upgrade_only`, a side only goes from single to multi (safe before
+    /// new users start); otherwise modes are set exactly.
+    pub fn apply_ring_modes(&self, upgrade_only: bool) {
+        for (e, mp, mc) in self.plan.ring_modes(self) {
+            let el = &self.slots[e].element;
+            if upgrade_only {
+                let (cur_p, cur_c) = self.slots[e].ring_modes();
+                el.set_ring_modes(mp || cur_p, mc || cur_c);
+                self.slots[e].set_modes_seen(mp || cur_p, mc || cur_c);
+            } else {
+                el.set_ring_modes(mp, mc);
+                self.slots[e].set_modes_seen(mp, mc);
+            }
+        }
+    }
+
+    /// Returns once every running worker has passed the top of its loop
+    /// after this call began: no task run or timer that started before is
+    /// still in progress.
+    pub fn barrier(&self) {
+        let e = self.sync_epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        for ts in self.threads.iter() {
+            let mut spins = 0u32;
+            while ts.seen_epoch.load(Ordering::Acquire) < e && ts.alive.load(Ordering::Acquire) {
+                spins += 1;
+                if spins < 100 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+            }
+        }
+    }
+
+    /// Moves task `t` to thread `to`, safely while the router runs: the
+    /// task leaves its old worklist, the old thread is seen to be past any
+    /// run of it, rings that gain a producer or consumer switch to
+    /// compare-and-swap first, then the task joins its new worklist, and
+    /// rings left with one producer or consumer drop the CAS.
+    pub fn move_task(&self, t: usize, to: usize) {
+        let _g = self.migrating.lock().unwrap_or_else(|e| e.into_inner());
+        let to = to % self.nthreads;
+        let task = &self.tasks[t];
+        let from = task.thread.load(Ordering::Acquire);
+        if from == to {
+            return;
+        }
+        {
+            let mut l = self.threads[from]
+                .worklist
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            l.retain(|&x| x != t);
+        }
+        self.threads[from]
+            .worklist_version
+            .fetch_add(1, Ordering::AcqRel);
+        task.thread.store(to, Ordering::Release);
+        self.apply_ring_modes(true);
+        self.barrier();
+        self.threads[to]
+            .worklist
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(t);
+        self.threads[to]
+            .worklist_version
+            .fetch_add(1, Ordering::AcqRel);
+        task.migrations.fetch_add(1, Ordering::Relaxed);
+        self.apply_ring_modes(false);
     }
 
     pub fn schedule_timer(&self, thread: usize, elem: usize, timer: usize, when: Instant) {
@@ -323,6 +422,9 @@ pub struct BuildOptions {
     pub policy: SchedPolicy,
     /// Pin worker thread `t` to CPU `t % ncpus`.
     pub pin: bool,
+    /// Sample cycles per element for `cost_report` (costs a little on
+    /// every hop while enabled).
+    pub profile: bool,
 }
 
 impl Default for BuildOptions {
@@ -332,6 +434,7 @@ impl Default for BuildOptions {
             defines: Vec::new(),
             policy: SchedPolicy::Adaptive,
             pin: true,
+            profile: false,
         }
     }
 }
@@ -559,6 +662,7 @@ impl Router {
                 output_kinds: checked.outputs[i].clone(),
                 timer_gens: Default::default(),
                 tasks: Vec::new(),
+                modes: std::sync::atomic::AtomicU8::new(3),
             });
             ports.push(Ports {
                 outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
@@ -574,6 +678,9 @@ impl Router {
                 polls: AtomicU64::new(0),
                 idle_polls: AtomicU64::new(0),
                 pool_id: std::sync::atomic::AtomicU32::new(0),
+                seen_epoch: AtomicU64::new(0),
+                busy_cycles: AtomicU64::new(0),
+                alive: AtomicBool::new(false),
             })
             .collect();
         let mut core = Core {
@@ -591,6 +698,12 @@ impl Router {
             pin: opts.pin,
             exclusive: Mutex::new(()),
             source: src.text.as_str().into(),
+            plan: crate::plan::Plan::default(),
+            sync_epoch: AtomicU64::new(0),
+            migrating: Mutex::new(()),
+            profile: opts
+                .profile
+                .then(|| crate::sched::Profile::new(nthreads, n)),
         };
 
         // Initialize.
@@ -638,6 +751,8 @@ impl Router {
         }
         core.tasks = tasks.into_boxed_slice();
         sched::initial_assignment(&core);
+        core.plan = crate::plan::Plan::build(&core);
+        core.apply_ring_modes(false);
         for (elem, timer, after) in timers {
             let t = core.home_thread(elem);
             core.schedule_timer(t, elem, timer, core.epoch + after);
@@ -769,6 +884,41 @@ impl Router {
     /// Scheduling report: per thread, its tasks and their statistics.
     pub fn thread_report(&self) -> String {
         sched::thread_report(&self.core)
+    }
+
+    /// Per element and per task cycles per packet (needs
+    /// `BuildOptions::profile`).
+    pub fn cost_report(&self) -> String {
+        sched::cost_report(&self.core)
+    }
+
+    /// Ring modes of each queue: (name, multi-producer, multi-consumer).
+    pub fn ring_modes(&self) -> Vec<(String, bool, bool)> {
+        self.core
+            .plan
+            .queues
+            .iter()
+            .map(|q| {
+                let (p, c) = self.core.slots[q.elem].ring_modes();
+                (self.core.slots[q.elem].name.clone(), p, c)
+            })
+            .collect()
+    }
+
+    /// Moves task `index` of element `name` to `thread` (while running or
+    /// not), as the adaptive scheduler does.
+    pub fn move_task(&self, name: &str, index: usize, thread: usize) -> Result<(), String> {
+        let i = *self
+            .core
+            .names
+            .get(name)
+            .ok_or_else(|| format!("no element named '{name}'"))?;
+        let t = *self.core.slots[i]
+            .tasks
+            .get(index)
+            .ok_or_else(|| format!("'{name}' has no task {index}"))?;
+        self.core.move_task(t, thread);
+        Ok(())
     }
 
     /// Which thread each task is on: (element name, task index, thread).

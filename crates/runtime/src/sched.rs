@@ -5,6 +5,7 @@
 //! timer) when a whole pass over its tasks found no work. There is no shared
 //! worklist: the only cross-thread traffic is the queues between elements.
 
+use crate::clock;
 use crate::cx::Cx;
 use crate::router::Core;
 use paraclick_packet::pool;
@@ -42,7 +43,16 @@ pub(crate) struct Task {
     /// Runs, and runs that did work (written only by the running thread).
     pub runs: AtomicU64,
     pub work: AtomicU64,
+    /// Cycles spent in the task, estimated from one run in
+    /// [`SAMPLE_EVERY`] (written only by the running thread).
+    pub cycles: AtomicU64,
+    pub migrations: AtomicU64,
+    /// Packets the task's element pushed or pulled (profiling only).
+    pub packets: AtomicU64,
 }
+
+/// One task run in this many is timed with the cycle counter.
+pub const SAMPLE_EVERY: u64 = 16;
 
 impl Task {
     pub fn new(elem: usize, index: usize) -> Task {
@@ -53,7 +63,75 @@ impl Task {
             pinned: None,
             runs: AtomicU64::new(0),
             work: AtomicU64::new(0),
+            cycles: AtomicU64::new(0),
+            migrations: AtomicU64::new(0),
+            packets: AtomicU64::new(0),
         }
+    }
+}
+
+/// Per-element cost samples for `--report costs`: per thread, per element,
+/// cycles spent in the element itself (callees excluded) and packets.
+/// Cycles, packets and calls of one element on one thread.
+type Cell = (AtomicU64, AtomicU64, AtomicU64);
+
+pub(crate) struct Profile {
+    cells: Box<[Box<[Cell]>]>,
+    /// Cycles one measurement itself costs (subtracted per call).
+    overhead: u64,
+}
+
+impl Profile {
+    pub fn new(nthreads: usize, nelems: usize) -> Profile {
+        Profile {
+            cells: (0..nthreads)
+                .map(|_| {
+                    (0..nelems)
+                        .map(|_| (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)))
+                        .collect()
+                })
+                .collect(),
+            overhead: Self::calibrate(),
+        }
+    }
+
+    /// The cycles between two back-to-back cycle-counter reads around an
+    /// empty call: the median of many tries.
+    fn calibrate() -> u64 {
+        let mut v: Vec<u64> = (0..1001)
+            .map(|_| {
+                let a = clock::cycles();
+                std::hint::black_box(());
+                clock::cycles().wrapping_sub(a)
+            })
+            .collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    }
+
+    /// Charges element `elem` one call of `cycles` (measurement overhead
+    /// removed here) handling `packets`.
+    #[inline]
+    pub fn add(&self, thread: usize, elem: usize, cycles: u64, packets: u64) {
+        let (c, p, n) = &self.cells[thread][elem];
+        bump(c, cycles.saturating_sub(self.overhead));
+        bump(p, packets);
+        bump(n, 1);
+    }
+
+    /// Adds packets to element `elem` without a call (pull results).
+    #[inline]
+    pub fn add_packets(&self, thread: usize, elem: usize, packets: u64) {
+        bump(&self.cells[thread][elem].1, packets);
+    }
+
+    fn total(&self, elem: usize) -> (u64, u64) {
+        self.cells.iter().fold((0, 0), |(c, p), t| {
+            (
+                c + t[elem].0.load(Ordering::Relaxed),
+                p + t[elem].1.load(Ordering::Relaxed),
+            )
+        })
     }
 }
 
@@ -101,7 +179,141 @@ pub(crate) fn run_workers(core: &Core) {
                 .spawn_scoped(s, move || worker(core, t))
                 .expect("spawn worker thread");
         }
+        if core.policy == SchedPolicy::Adaptive
+            && core.nthreads > 1
+            && core.tasks.iter().filter(|t| t.pinned.is_none()).count() > 0
+        {
+            balancer(core);
+        }
     });
+}
+
+/// How often the adaptive scheduler looks at the measured loads.
+const BALANCE_INTERVAL: Duration = Duration::from_millis(50);
+/// A new assignment must cut the busiest thread's load by this fraction to
+/// be adopted (hysteresis: tasks do not bounce on noise).
+const HYSTERESIS: f64 = 0.15;
+
+/// The adaptive scheduler, run by the thread that started the router while
+/// the workers run: every [`BALANCE_INTERVAL`] it takes each task's sampled
+/// cycles over the interval and computes a longest-processing-time-first
+/// assignment, moving tasks only when that lowers the busiest thread's load
+/// by more than [`HYSTERESIS`].
+///
+/// Locality rule (beyond SMP Click): tasks connected through a queue (one
+/// pushes into it, the other pulls from it) form a group, and a group whose
+/// load fits within one thread's fair share is placed as a unit, so a push
+/// path and the pull path it feeds share a thread and its caches whenever
+/// the load allows; groups too heavy for one thread are split into their
+/// tasks. Pinned tasks (StaticThreadSched) stay where they are and count
+/// against their thread's load.
+fn balancer(core: &Core) {
+    let n = core.tasks.len();
+    let mut last: Vec<u64> = vec![0; n];
+    while core.running.load(Ordering::Acquire) {
+        std::thread::sleep(BALANCE_INTERVAL);
+        if !core.running.load(Ordering::Acquire) {
+            break;
+        }
+        let loads: Vec<u64> = core
+            .tasks
+            .iter()
+            .zip(last.iter_mut())
+            .map(|(t, l)| {
+                let c = t.cycles.load(Ordering::Relaxed);
+                let d = c.saturating_sub(*l);
+                *l = c;
+                d
+            })
+            .collect();
+        let current: Vec<usize> = core
+            .tasks
+            .iter()
+            .map(|t| t.thread.load(Ordering::Relaxed))
+            .collect();
+        let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
+        let plan = lpt_assign(&loads, &pinned, core.nthreads, &|a, b| {
+            core.plan.affine(a, b)
+        });
+        let max_of = |assign: &[usize]| -> u64 {
+            let mut per = vec![0u64; core.nthreads];
+            for (t, &th) in assign.iter().enumerate() {
+                per[th] += loads[t];
+            }
+            per.into_iter().max().unwrap_or(0)
+        };
+        let (cur_max, new_max) = (max_of(&current), max_of(&plan));
+        if (new_max as f64) < cur_max as f64 * (1.0 - HYSTERESIS) {
+            for (t, &th) in plan.iter().enumerate() {
+                if th != current[t] {
+                    core.move_task(t, th);
+                }
+            }
+        }
+    }
+}
+
+/// Longest processing time first, with affinity groups placed as units
+/// when they fit in a fair share. Returns a thread per task.
+pub(crate) fn lpt_assign(
+    loads: &[u64],
+    pinned: &[Option<usize>],
+    nthreads: usize,
+    affine: &dyn Fn(usize, usize) -> bool,
+) -> Vec<usize> {
+    let n = loads.len();
+    let mut assign = vec![0usize; n];
+    let mut per = vec![0u64; nthreads];
+    for (t, p) in pinned.iter().enumerate() {
+        if let Some(th) = p {
+            assign[t] = th % nthreads;
+            per[th % nthreads] += loads[t];
+        }
+    }
+    // Groups of unpinned tasks connected by affinity (union-find).
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], x: usize) -> usize {
+        let mut x = x;
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for a in 0..n {
+        for b in a + 1..n {
+            if pinned[a].is_none() && pinned[b].is_none() && affine(a, b) {
+                let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+                parent[ra] = rb;
+            }
+        }
+    }
+    let total: u64 = loads.iter().sum();
+    let fair = total / nthreads.max(1) as u64;
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    let mut by_root: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for t in (0..n).filter(|&t| pinned[t].is_none()) {
+        let r = find(&mut parent, t);
+        by_root.entry(r).or_default().push(t);
+    }
+    for (_, g) in by_root {
+        let load: u64 = g.iter().map(|&t| loads[t]).sum();
+        if g.len() > 1 && load > fair {
+            units.extend(g.into_iter().map(|t| vec![t]));
+        } else {
+            units.push(g);
+        }
+    }
+    let unit_load = |u: &Vec<usize>| u.iter().map(|&t| loads[t]).sum::<u64>();
+    units.sort_by(|a, b| unit_load(b).cmp(&unit_load(a)).then(a[0].cmp(&b[0])));
+    for u in units {
+        let th = (0..nthreads).min_by_key(|&i| (per[i], i)).unwrap_or(0);
+        per[th] += unit_load(&u);
+        for t in u {
+            assign[t] = th;
+        }
+    }
+    assign
 }
 
 fn pin_to_cpu(t: usize) {
@@ -131,7 +343,12 @@ fn worker(core: &Core, t: usize) {
     let mut due = Vec::new();
     let mut idle: u32 = 0;
     let mut iter: u64 = 0;
+    ts.seen_epoch
+        .store(core.sync_epoch.load(Ordering::Acquire), Ordering::Release);
+    ts.alive.store(true, Ordering::Release);
     while core.running.load(Ordering::Relaxed) {
+        ts.seen_epoch
+            .store(core.sync_epoch.load(Ordering::Acquire), Ordering::Release);
         let v = ts.worklist_version.load(Ordering::Acquire);
         if v != version {
             list.clone_from(&ts.worklist.lock().unwrap_or_else(|e| e.into_inner()));
@@ -141,8 +358,30 @@ fn worker(core: &Core, t: usize) {
         for &id in &list {
             let task = &core.tasks[id];
             cx.current = task.elem;
-            let did = core.slots[task.elem].element.run_task(&mut cx, task.index);
-            bump(&task.runs, 1);
+            let runs = task.runs.load(Ordering::Relaxed);
+            task.runs.store(runs + 1, Ordering::Relaxed);
+            let did = if runs.is_multiple_of(SAMPLE_EVERY) || core.profile.is_some() {
+                cx.child = 0;
+                cx.task = Some(id);
+                let c0 = clock::cycles();
+                let did = core.slots[task.elem].element.run_task(&mut cx, task.index);
+                let dt = clock::cycles().wrapping_sub(c0);
+                cx.task = None;
+                match &core.profile {
+                    Some(p) => {
+                        p.add(t, task.elem, dt.saturating_sub(cx.child), 0);
+                        bump(&task.cycles, dt);
+                        bump(&ts.busy_cycles, dt);
+                    }
+                    None => {
+                        bump(&task.cycles, dt * SAMPLE_EVERY);
+                        bump(&ts.busy_cycles, dt * SAMPLE_EVERY);
+                    }
+                }
+                did
+            } else {
+                core.slots[task.elem].element.run_task(&mut cx, task.index)
+            };
             if did {
                 bump(&task.work, 1);
                 work = true;
@@ -160,6 +399,14 @@ fn worker(core: &Core, t: usize) {
                         let gen = core.slots[e.elem].timer_gens[e.timer].load(Ordering::Acquire);
                         if gen != e.gen {
                             continue; // rescheduled or unscheduled since
+                        }
+                        let home = core.home_thread(e.elem);
+                        if home != t {
+                            // The element's tasks moved: its timers follow.
+                            core.threads[home]
+                                .timers
+                                .schedule(e.when_ns, e.elem, e.timer, e.gen);
+                            continue;
                         }
                         cx.current = e.elem;
                         core.slots[e.elem].element.run_timer(&mut cx, e.timer);
@@ -194,6 +441,7 @@ fn worker(core: &Core, t: usize) {
             }
         }
     }
+    ts.alive.store(false, Ordering::Release);
     pool::flush_remote();
     pool::publish_stats();
     ts.pool_id.store(pool::local_stats().id, Ordering::Release);
@@ -216,16 +464,157 @@ pub(crate) fn thread_report(core: &Core) -> String {
             if t.thread.load(Ordering::Relaxed) == th {
                 let runs = t.runs.load(Ordering::Relaxed);
                 let work = t.work.load(Ordering::Relaxed);
+                let cyc = t.cycles.load(Ordering::Relaxed);
                 out.push_str(&format!(
-                    "  {} task {}: {} runs, {} with work{}\n",
+                    "  {} task {}: {} runs, {} with work, ~{:.0} cycles/run, {} migrations{}\n",
                     core.slots[t.elem].name,
                     t.index,
                     runs,
                     work,
+                    cyc as f64 / runs.max(1) as f64,
+                    t.migrations.load(Ordering::Relaxed),
                     if t.pinned.is_some() { " (pinned)" } else { "" }
                 ));
             }
         }
     }
     out
+}
+
+/// Per element and per task cycles per packet and share of each thread's
+/// busy time, in the spirit of SMP Click's Table 1 (receive, push path,
+/// enqueue, pull, transmit are the elements of the path).
+pub(crate) fn cost_report(core: &Core) -> String {
+    let Some(prof) = &core.profile else {
+        return "cost report: not enabled (build with profile: true / --report costs)\n".into();
+    };
+    let hz = clock::cycles_per_second();
+    let mut out = String::new();
+    let busy: u64 = core
+        .threads
+        .iter()
+        .map(|t| t.busy_cycles.load(Ordering::Relaxed))
+        .sum::<u64>()
+        .max(1);
+    out.push_str(&format!(
+        "{:<28} {:<18} {:>12} {:>10} {:>8}\n",
+        "element", "class", "packets", "cyc/pkt", "share"
+    ));
+    for (i, s) in core.slots.iter().enumerate() {
+        let (c, p) = prof.total(i);
+        if c == 0 && p == 0 {
+            continue;
+        }
+        let cpp = if p > 0 {
+            format!("{:.1}", c as f64 / p as f64)
+        } else {
+            "-".into()
+        };
+        out.push_str(&format!(
+            "{:<28} {:<18} {:>12} {:>10} {:>7.1}%\n",
+            s.name,
+            s.class,
+            p,
+            cpp,
+            100.0 * c as f64 / busy as f64
+        ));
+    }
+    out.push_str(&format!(
+        "\n{:<28} {:>6} {:>12} {:>12} {:>10} {:>8}\n",
+        "task", "thread", "runs", "packets", "cyc/pkt", "of thread"
+    ));
+    for t in core.tasks.iter() {
+        let th = t.thread.load(Ordering::Relaxed);
+        let tb = core.threads[th].busy_cycles.load(Ordering::Relaxed).max(1);
+        let c = t.cycles.load(Ordering::Relaxed);
+        let p = t.packets.load(Ordering::Relaxed);
+        out.push_str(&format!(
+            "{:<28} {:>6} {:>12} {:>12} {:>10} {:>7.1}%\n",
+            format!("{}[{}]", core.slots[t.elem].name, t.index),
+            th,
+            t.runs.load(Ordering::Relaxed),
+            p,
+            if p > 0 {
+                format!("{:.1}", c as f64 / p as f64)
+            } else {
+                "-".into()
+            },
+            100.0 * c as f64 / tb as f64
+        ));
+    }
+    out.push_str(&format!(
+        "(cycle counter {:.2} GHz; element cycles exclude the elements they call)\n",
+        hz / 1e9
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lpt_assign;
+
+    fn per_thread(loads: &[u64], a: &[usize], n: usize) -> Vec<u64> {
+        let mut v = vec![0; n];
+        for (t, &th) in a.iter().enumerate() {
+            v[th] += loads[t];
+        }
+        v
+    }
+
+    #[test]
+    fn lpt_balances_independent_tasks() {
+        let loads = [50, 40, 30, 20, 10, 10];
+        let a = lpt_assign(&loads, &[None; 6], 2, &|_, _| false);
+        let p = per_thread(&loads, &a, 2);
+        assert_eq!(p.iter().sum::<u64>(), 160);
+        assert_eq!(
+            *p.iter().max().unwrap(),
+            80,
+            "LPT reaches the optimum here: {p:?}"
+        );
+        // Largest task first on the least loaded thread.
+        assert_ne!(a[0], a[1]);
+    }
+
+    #[test]
+    fn pinned_tasks_stay_and_count() {
+        let loads = [100, 10, 10];
+        let a = lpt_assign(&loads, &[Some(0), None, None], 2, &|_, _| false);
+        assert_eq!(a[0], 0);
+        assert_eq!(a[1], 1);
+        assert_eq!(a[2], 1);
+        // Pin numbers wrap modulo the thread count.
+        let a = lpt_assign(&[5], &[Some(3)], 2, &|_, _| false);
+        assert_eq!(a, vec![1]);
+    }
+
+    #[test]
+    fn affine_groups_stay_together_when_they_fit() {
+        // Tasks 0 and 1 are connected through a queue, as are 2 and 3.
+        let affine = |a: usize, b: usize| (a / 2) == (b / 2) && a != b;
+        let loads = [30, 20, 30, 20];
+        let a = lpt_assign(&loads, &[None; 4], 2, &affine);
+        assert_eq!(a[0], a[1], "push path and its pull path share a thread");
+        assert_eq!(a[2], a[3]);
+        assert_ne!(a[0], a[2]);
+    }
+
+    #[test]
+    fn groups_too_heavy_for_one_thread_are_split() {
+        // One pipeline carrying all the load: keeping it together would
+        // leave the second thread idle.
+        let affine = |a: usize, b: usize| a != b;
+        let loads = [50, 50];
+        let a = lpt_assign(&loads, &[None; 2], 2, &affine);
+        assert_ne!(a[0], a[1]);
+    }
+
+    #[test]
+    fn deterministic_for_equal_loads() {
+        let loads = [10, 10, 10, 10];
+        let a = lpt_assign(&loads, &[None; 4], 2, &|_, _| false);
+        let b = lpt_assign(&loads, &[None; 4], 2, &|_, _| false);
+        assert_eq!(a, b);
+        assert_eq!(per_thread(&loads, &a, 2), vec![20, 20]);
+    }
 }

@@ -11,9 +11,11 @@
 //!   A packet arriving at a full queue is dropped (tail drop) and counted.
 //!
 //! The queue is a bounded ring with separate producer and consumer cache
-//! lines and burst transfers (DPDK rte_ring style). On one thread it runs
-//! without compare-and-swap; on several, producers and consumers claim
-//! slots with one compare-and-swap per burst.
+//! lines and burst transfers (DPDK rte_ring style). The runtime chooses its
+//! modes from the thread plan: when one thread pushes into it and one pulls
+//! from it, neither side uses compare-and-swap; a side used by several
+//! threads claims slots with one compare-and-swap per burst. The choice is
+//! made again, safely, whenever the scheduler moves a task.
 //!
 //! Handlers:
 //! - `length` (read): packets in the queue.
@@ -109,6 +111,10 @@ impl Element for Queue {
 
     fn queued(&self) -> usize {
         self.ring.len()
+    }
+
+    fn set_ring_modes(&self, multi_producer: bool, multi_consumer: bool) {
+        self.ring.set_modes(multi_producer, multi_consumer);
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

@@ -1,0 +1,231 @@
+//! The multicore runtime: ring modes from the thread plan, task migration
+//! while packets flow, adaptive rebalancing, per-flow order on 1-8 threads.
+
+mod common;
+use common::*;
+use paraclick_packet::Packet;
+use paraclick_runtime::testing::TestSink;
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, InitCx, Registry, Router,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn modes(r: &Router) -> Vec<(String, bool, bool)> {
+    r.ring_modes()
+}
+
+#[test]
+fn rings_are_single_sided_when_one_thread_pushes_and_one_pulls() {
+    let conf =
+        "src :: InfiniteSource(LIMIT 1000, STOP true) -> q :: Queue -> uq :: Unqueue -> Discard;
+                StaticThreadSched(src 0, uq 1);";
+    let r = router(conf, 2);
+    assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
+    run_with_timeout(&r, 20);
+    assert_eq!(read_u64(&r, "src.count"), 1000);
+}
+
+#[test]
+fn rings_take_cas_on_the_side_several_threads_use() {
+    let conf = "DriverManager(pause, pause);
+                a :: InfiniteSource(LIMIT 1000, STOP true) -> q :: Queue;
+                b :: InfiniteSource(LIMIT 1000, STOP true) -> q;
+                q -> uq :: Unqueue -> Discard;
+                StaticThreadSched(a 0, b 1, uq 1);";
+    let r = router(conf, 2);
+    assert_eq!(modes(&r), vec![("q".to_string(), true, false)]);
+    // All on one thread: single on both sides.
+    let r1 = router(conf, 1);
+    assert_eq!(modes(&r1), vec![("q".to_string(), false, false)]);
+}
+
+#[test]
+fn moving_tasks_rechooses_ring_modes() {
+    let conf = "DriverManager(pause, pause);
+                a :: InfiniteSource(LIMIT 1000, STOP true) -> q :: Queue;
+                b :: InfiniteSource(LIMIT 1000, STOP true) -> q;
+                q -> uq :: Unqueue -> Discard;";
+    let r = router(conf, 2);
+    r.move_task("a", 0, 0).unwrap();
+    r.move_task("b", 0, 0).unwrap();
+    r.move_task("uq", 0, 1).unwrap();
+    assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
+    r.move_task("b", 0, 1).unwrap();
+    assert_eq!(modes(&r), vec![("q".to_string(), true, false)]);
+    r.move_task("b", 0, 0).unwrap();
+    assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
+}
+
+#[test]
+fn migration_while_packets_flow_conserves_every_packet() {
+    // Tasks are moved back and forth between threads every millisecond
+    // while packets cross queues; nothing may be lost or duplicated.
+    let conf = "DriverManager(pause, pause);
+        a :: InfiniteSource(LIMIT 300000, BURST 4, STOP true) -> q :: Queue(512) -> u1 :: Unqueue(BURST 8) -> q2 :: Queue(512) -> u2 :: Unqueue -> out :: Counter -> Discard;
+        b :: InfiniteSource(LIMIT 300000, BURST 1, STOP true) -> q;";
+    let r = router(conf, 3);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut i = 0usize;
+            let names = ["a", "b", "u1", "u2"];
+            while !done.load(Ordering::Relaxed) {
+                let name = names[i % names.len()];
+                r.move_task(name, 0, (i / names.len()) % 3).unwrap();
+                i += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        run_with_timeout(&r, 60);
+        done.store(true, Ordering::Relaxed);
+    });
+    let sent = read_u64(&r, "a.count") + read_u64(&r, "b.count");
+    assert_eq!(sent, 600000);
+    let out = read_u64(&r, "out.count");
+    let queued = read_u64(&r, "q.length") + read_u64(&r, "q2.length");
+    assert_eq!(sent, out + queued + r.total_drops());
+    let migrations: usize = r.thread_report().matches(" migrations").count();
+    assert!(migrations > 0);
+}
+
+#[test]
+fn adaptive_scheduler_spreads_a_crowded_thread() {
+    // Two busy independent pipelines start crowded on thread 0; the
+    // adaptive scheduler must move one of them to thread 1.
+    let conf = "s :: Script(wait 0.6s, stop);
+        a :: InfiniteSource(BURST 8) -> qa :: Queue -> ua :: Unqueue -> Discard;
+        b :: InfiniteSource(BURST 8) -> qb :: Queue -> ub :: Unqueue -> Discard;";
+    let r = router(conf, 2);
+    for n in ["a", "ua", "b", "ub"] {
+        r.move_task(n, 0, 0).unwrap();
+    }
+    run_with_timeout(&r, 30);
+    let threads: std::collections::BTreeSet<usize> =
+        r.task_threads().into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(
+        threads.len(),
+        2,
+        "tasks spread over both threads:\n{}",
+        r.thread_report()
+    );
+    // The locality rule keeps each pipeline's push and pull side together.
+    let th = |n: &str| {
+        r.task_threads()
+            .into_iter()
+            .find(|(e, _, _)| e == n)
+            .unwrap()
+            .2
+    };
+    assert_eq!(th("a"), th("ua"), "{}", r.thread_report());
+    assert_eq!(th("b"), th("ub"), "{}", r.thread_report());
+}
+
+/// A source of numbered packets in `flows` flows: payload bytes 0..4 are
+/// the flow, 4..12 the sequence number within the flow.
+struct SeqSource {
+    flows: u32,
+    limit: u64,
+    next: AtomicU64,
+    count: Counter,
+}
+
+impl Element for SeqSource {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        ix.add_task();
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _t: usize) -> bool {
+        let i = self.next.load(Ordering::Relaxed);
+        if i >= self.limit {
+            cx.request_stop();
+            return false;
+        }
+        let n = (self.limit - i).min(16);
+        let mut b = Batch::new();
+        for k in i..i + n {
+            let flow = (k % self.flows as u64) as u32;
+            let seq = k / self.flows as u64;
+            let mut d = vec![0u8; 64];
+            d[..4].copy_from_slice(&flow.to_be_bytes());
+            d[4..12].copy_from_slice(&seq.to_be_bytes());
+            b.push(Packet::from_slice(&d).expect("pool has room"));
+        }
+        self.next.store(i + n, Ordering::Relaxed);
+        self.count.add(cx.thread(), n);
+        cx.push(0, b);
+        true
+    }
+
+    fn handlers(&self) -> &'static [paraclick_runtime::HandlerInfo] {
+        const H: &[paraclick_runtime::HandlerInfo] =
+            &[paraclick_runtime::HandlerInfo::read("count")];
+        H
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        (name == "count").then(|| self.count.get().to_string())
+    }
+}
+
+fn make_seq(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let flows = a.read_mp::<u32>("FLOWS")?;
+    let limit = a.read_mp::<u64>("LIMIT")?;
+    a.complete()?;
+    Ok(Box::new(SeqSource {
+        flows,
+        limit,
+        next: AtomicU64::new(0),
+        count: Counter::new(cx.nthreads),
+    }))
+}
+
+#[test]
+fn same_per_flow_output_in_order_on_1_2_4_8_threads() {
+    // A flow split: HashSwitch on the flow id into two queue/Unqueue
+    // stages that may run on different threads, merging into one sink.
+    // The sink keeps every packet: give the pools room for all of them.
+    paraclick_packet::pool::set_default_capacity(65536);
+    let mut reg: Registry = registry();
+    reg.register(ClassSpec::new("SeqSource", "0/1", "h", make_seq));
+    paraclick_runtime::testing::register(&mut reg);
+    let conf = "src :: SeqSource(16, 40000) -> hs :: HashSwitch(0, 4);
+        hs[0] -> q0 :: Queue(100000) -> u0 :: Unqueue(BURST 7) -> sink :: TestSink;
+        hs[1] -> q1 :: Queue(100000) -> u1 :: Unqueue(BURST 5) -> sink;";
+    let mut reference: Option<Vec<Vec<u64>>> = None;
+    for threads in [1, 2, 4, 8] {
+        let r = Router::from_str(conf, &reg, threads).unwrap();
+        run_with_timeout(&r, 60);
+        // Drain what is still queued so every packet is compared.
+        for u in ["u0", "u1"] {
+            r.write_handler(&format!("{u}.active"), "false").unwrap();
+        }
+        let mut got: Vec<Packet> = r.element::<TestSink>("sink").unwrap().take();
+        for q in ["q0", "q1"] {
+            while let Some(b) = r.pull_from(q, 0, 1000).unwrap() {
+                got.extend(b);
+            }
+        }
+        let mut per_flow: Vec<Vec<u64>> = vec![Vec::new(); 16];
+        let mut in_sink_order: Vec<Vec<u64>> = vec![Vec::new(); 16];
+        for p in &got {
+            let d = p.data();
+            let flow = u32::from_be_bytes(d[..4].try_into().unwrap()) as usize;
+            let seq = u64::from_be_bytes(d[4..12].try_into().unwrap());
+            in_sink_order[flow].push(seq);
+            per_flow[flow].push(seq);
+        }
+        assert_eq!(got.len(), 40000, "{threads} threads");
+        for (f, seqs) in in_sink_order.iter().enumerate() {
+            assert!(
+                seqs.windows(2).all(|w| w[0] < w[1]),
+                "flow {f} out of order on {threads} threads"
+            );
+        }
+        match &reference {
+            None => reference = Some(per_flow),
+            Some(r0) => assert_eq!(&per_flow, r0, "{threads} threads"),
+        }
+    }
+}
