@@ -1,6 +1,5 @@
 // An RFC 1812 IP router with 2 interfaces, written by paraclick make-ip-conf.
 //
-//
 // The router of the SMP Click paper's Figure 2 in the layout of Click's
 // make-ip-conf.pl. Interface i is painted i+1 and is output i+1 of the
 // routing table rt; output 0 takes the packets for the router itself (its

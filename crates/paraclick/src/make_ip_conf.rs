@@ -260,7 +260,6 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
         "// An RFC 1812 IP router with {n} interface{}, written by paraclick make-ip-conf.",
         if n == 1 { "" } else { "s" }
     );
-    let _ = writeln!(w, "//");
     w.push_str(
         "//
 // The router of the SMP Click paper's Figure 2 in the layout of Click's
