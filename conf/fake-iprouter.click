@@ -8,6 +8,7 @@
 //
 //   paraclick conf/fake-iprouter.click -h out0.count -h out1.count
 //   paraclick conf/fake-iprouter.click N=10000000      # more packets
+//   paraclick -j 2 conf/fake-iprouter.click            # two threads
 //
 // Interfaces:
 //   eth0  1.0.0.1/8  00:00:c0:ae:67:ef
@@ -31,8 +32,8 @@ src1 :: InfiniteSource(DATA \<0000c04f 71ef0000 c0222222 08004500 002e0000 00004
   LIMIT $N, BURST $BURST, STOP true);
 
 // Output queues, drained by Discards standing in for ToDevice.
-q0 :: Queue(200) -> out0 :: Counter -> Discard;
-q1 :: Queue(200) -> out1 :: Counter -> Discard;
+q0 :: Queue(200) -> out0 :: Counter -> d0 :: Discard;
+q1 :: Queue(200) -> out1 :: Counter -> d1 :: Discard;
 
 // Classify: ARP requests, ARP replies, IP, other.
 c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);

@@ -4,8 +4,10 @@
 // conf/iprouter-veth.click with each interface read by two FromDevice
 // elements (QUEUE 0 and 1 of N_QUEUES 2): they share a PACKET_FANOUT
 // group, so the kernel hashes each flow to one of them (software RSS).
-// Queue i of both interfaces runs on thread i, as does ToDevice i, so
-// each thread forwards its own flows: run it with -j 2.
+// Queue i of both interfaces runs on thread i, and the ToDevice elements
+// are used in push context (no Queue before them), so each thread sends
+// the packets it received itself: a packet never changes threads (the
+// parallel forwarding paths of Egi et al., PRESTO 2010). Run it with -j 2.
 //
 //   paraclick -j 2 conf/iprouter-veth-2q.click DEV0=r0 DEV1=r1 MTU1=1400
 //
@@ -44,15 +46,15 @@ self[1] -> tohost :: Discard;
 // Interface 0.
 in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
 in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST);
+to0 :: ToDevice($DEV0, BURST $BURST);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
                  12/0800,          // IP
                  -);               // other
 in0q0 -> hf0 :: HostEtherFilter(if0, DROP_OWN true, DROP_OTHER true) -> c0;
 in0q1 -> hf0;
-arpq0 :: ARPQuerier(if0) -> out0;
-c0[0] -> ar0 :: ARPResponder(if0) -> out0;
+arpq0 :: ARPQuerier(if0) -> to0;
+c0[0] -> ar0 :: ARPResponder(if0) -> to0;
 c0[1] -> [1]arpq0;
 c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
@@ -60,15 +62,15 @@ c0[3] -> other0 :: Discard;
 // Interface 1.
 in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
 in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST);
+to1 :: ToDevice($DEV1, BURST $BURST);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,
                  12/0800,
                  -);
 in1q0 -> hf1 :: HostEtherFilter(if1, DROP_OWN true, DROP_OTHER true) -> c1;
 in1q1 -> hf1;
-arpq1 :: ARPQuerier(if1) -> out1;
-c1[0] -> ar1 :: ARPResponder(if1) -> out1;
+arpq1 :: ARPQuerier(if1) -> to1;
+c1[0] -> ar1 :: ARPResponder(if1) -> to1;
 c1[1] -> [1]arpq1;
 c1[2] -> Paint(2) -> ip;
 c1[3] -> other1 :: Discard;
@@ -99,6 +101,6 @@ gio1[1] -> ICMPError(if1, parameterproblem) -> rt;
 dt1[1] -> ICMPError(if1, timeexceeded) -> rt;
 fr1[1] -> ICMPError(if1, unreachable, needfrag, PMTU $MTU1) -> rt;
 
-// Queue i of each interface, and one output task, on thread i.
-StaticThreadSched(in0q0 0, in1q0 0, to0 0,
-                  in0q1 1, in1q1 1, to1 1);
+// Queue i of each interface on thread i.
+StaticThreadSched(in0q0 0, in1q0 0,
+                  in0q1 1, in1q1 1);

@@ -19,6 +19,7 @@ pub struct Case {
 
 pub struct Figures {
     pub packets: u64,
+    pub drops: u64,
     pub seconds: f64,
     pub cycles: u64,
     pub peak_rss_kb: Option<u64>,
@@ -79,6 +80,7 @@ pub fn run_case(
     }
     Ok(Figures {
         packets,
+        drops: router.total_drops(),
         seconds,
         cycles: c1.wrapping_sub(c0),
         peak_rss_kb: proc_status("VmHWM:"),
@@ -195,6 +197,232 @@ pub fn run_suite(
                 median(rss)
             ),
         }
+    }
+    ok
+}
+
+/// One multicore measurement: a case run on `threads` threads with an
+/// optional extra configuration line (e.g. a StaticThreadSched).
+pub struct McCase {
+    pub label: &'static str,
+    pub case: Case,
+    pub threads: usize,
+    pub policy: SchedPolicy,
+    /// Index of the row this one is compared with (None: it is a baseline).
+    pub baseline: Option<usize>,
+}
+
+fn with_extra(c: &Case, extra: &str, defines: &[(&str, &str)]) -> Case {
+    let mut d = c.defines.clone();
+    for (k, v) in defines {
+        d.retain(|(x, _)| x != k);
+        d.push((k.to_string(), v.to_string()));
+    }
+    Case {
+        name: c.name.clone(),
+        source: Source {
+            name: c.source.name.clone(),
+            text: format!("{}\n{}\n", c.source.text, extra),
+        },
+        defines: d,
+        count: c.count.clone(),
+    }
+}
+
+/// The multicore suite of the multicore issue: fake-iprouter on 1 and 2
+/// threads (pipeline split, adaptive), two independent router copies, a
+/// compute-heavy flow split, and a packet crossing threads through a queue.
+pub fn multicore_cases(packets: u64) -> Vec<McCase> {
+    let n = packets.to_string();
+    let src = |name: &str, text: &str| Source {
+        name: name.into(),
+        text: text.into(),
+    };
+    let fake = Case {
+        name: "fake-iprouter".into(),
+        source: src(
+            "conf/fake-iprouter.click",
+            include_str!("../../../conf/fake-iprouter.click"),
+        ),
+        defines: vec![("N".into(), n.clone())],
+        count: vec!["out0.count".into(), "out1.count".into()],
+    };
+    let copies = Case {
+        name: "fake-iprouter x2".into(),
+        source: src(
+            "conf/fake-iprouter-x2.click",
+            include_str!("../../../conf/fake-iprouter-x2.click"),
+        ),
+        defines: vec![("N".into(), (packets / 2).to_string())],
+        count: ["a/out0", "a/out1", "b/out0", "b/out1"]
+            .iter()
+            .map(|c| format!("{c}.count"))
+            .collect(),
+    };
+    let split = Case {
+        name: "flow split".into(),
+        source: src(
+            "conf/flow-split.click",
+            include_str!("../../../conf/flow-split.click"),
+        ),
+        defines: vec![("N".into(), (packets / 20).max(1000).to_string())],
+        count: vec!["c0.count".into(), "c1.count".into()],
+    };
+    let queue = Case {
+        name: "queue".into(),
+        source: src(
+            "conf/queue-unqueue.click",
+            include_str!("../../../conf/queue-unqueue.click"),
+        ),
+        defines: vec![("N".into(), n.clone()), ("BURST".into(), "32".into())],
+        count: vec!["c.count".into()],
+    };
+    use SchedPolicy::*;
+    vec![
+        McCase {
+            label: "fake-iprouter, 1 thread",
+            case: with_extra(&fake, "", &[]),
+            threads: 1,
+            policy: Static,
+            baseline: None,
+        },
+        McCase {
+            label: "fake-iprouter, 2 threads, pipeline split (sources | drains)",
+            case: with_extra(&fake, "StaticThreadSched(src0 0, src1 0, d0 1, d1 1);", &[]),
+            threads: 2,
+            policy: Static,
+            baseline: Some(0),
+        },
+        McCase {
+            label: "fake-iprouter, 2 threads, round-robin placement",
+            case: with_extra(&fake, "", &[]),
+            threads: 2,
+            policy: Static,
+            baseline: Some(0),
+        },
+        McCase {
+            label: "fake-iprouter, 2 threads, adaptive",
+            case: with_extra(&fake, "", &[]),
+            threads: 2,
+            policy: Adaptive,
+            baseline: Some(0),
+        },
+        McCase {
+            label: "two router copies, 1 thread",
+            case: with_extra(&copies, "", &[]),
+            threads: 1,
+            policy: Static,
+            baseline: None,
+        },
+        McCase {
+            label: "two router copies, 2 threads (one each)",
+            case: with_extra(&copies, "", &[]),
+            threads: 2,
+            policy: Static,
+            baseline: Some(4),
+        },
+        McCase {
+            label: "flow split WorkPackage(20), 1 thread",
+            case: with_extra(&split, "", &[]),
+            threads: 1,
+            policy: Static,
+            baseline: None,
+        },
+        McCase {
+            label: "flow split WorkPackage(20), 2 threads, adaptive",
+            case: with_extra(&split, "", &[]),
+            threads: 2,
+            policy: Adaptive,
+            baseline: Some(6),
+        },
+        McCase {
+            label: "flow split WorkPackage(20), 2 threads, replica each",
+            case: with_extra(&split, "StaticThreadSched(src 0, u0 0, u1 1);", &[]),
+            threads: 2,
+            policy: Static,
+            baseline: Some(6),
+        },
+        McCase {
+            label: "queue, BURST 32, source and puller on one thread",
+            case: with_extra(&queue, "StaticThreadSched(src 0, uq 0);", &[]),
+            threads: 2,
+            policy: Static,
+            baseline: None,
+        },
+        McCase {
+            label: "queue, BURST 32, puller on the other thread",
+            case: with_extra(&queue, "StaticThreadSched(src 0, uq 1);", &[]),
+            threads: 2,
+            policy: Static,
+            baseline: Some(9),
+        },
+        McCase {
+            label: "queue, BURST 1, source and puller on one thread",
+            case: with_extra(&queue, "StaticThreadSched(src 0, uq 0);", &[("BURST", "1")]),
+            threads: 2,
+            policy: Static,
+            baseline: None,
+        },
+        McCase {
+            label: "queue, BURST 1, puller on the other thread",
+            case: with_extra(&queue, "StaticThreadSched(src 0, uq 1);", &[("BURST", "1")]),
+            threads: 2,
+            policy: Static,
+            baseline: Some(11),
+        },
+    ]
+}
+
+pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
+    println!(
+        "paraclick bench --suite multicore: {} run(s) each, median shown; ratio = Mpps / Mpps of the baseline row above it",
+        repeat
+    );
+    println!(
+        "{:<62} {:>9} {:>7} {:>7} {:>10}",
+        "configuration", "Mpps", "ratio", "loss %", "cyc/pkt"
+    );
+    let mut rates: Vec<f64> = Vec::new();
+    let mut ok = true;
+    for c in cases {
+        let mut r = Vec::new();
+        let mut loss = Vec::new();
+        let mut cpp = Vec::new();
+        let mut err = None;
+        for _ in 0..repeat.max(1) {
+            match run_case(&c.case, reg, c.threads, c.policy) {
+                Ok(f) => {
+                    r.push(f.mpps());
+                    loss.push(100.0 * f.drops as f64 / (f.packets + f.drops).max(1) as f64);
+                    cpp.push(f.cycles_per_packet(c.threads));
+                }
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = err {
+            ok = false;
+            println!("{:<62} error: {e}", c.label);
+            rates.push(f64::NAN);
+            continue;
+        }
+        let rate = median(r);
+        rates.push(rate);
+        let ratio = c
+            .baseline
+            .and_then(|b| rates.get(b))
+            .map(|b| format!("{:.2}x", rate / b))
+            .unwrap_or_else(|| "base".into());
+        println!(
+            "{:<62} {:>9.3} {:>7} {:>7.2} {:>10.1}",
+            c.label,
+            rate,
+            ratio,
+            median(loss),
+            median(cpp)
+        );
     }
     ok
 }

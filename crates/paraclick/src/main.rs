@@ -1,6 +1,7 @@
 //! `paraclick`: run, check, draw and document Click configurations.
 
 mod bench;
+mod make_ip_conf;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 use paraclick_lang::{parse_config, render, Diagnostic, Source, SourceSet};
@@ -90,12 +91,27 @@ enum Cmd {
         repeat: usize,
         #[arg(long = "sched", default_value = "adaptive")]
         sched: String,
+        /// Suite of standard configurations: foundation or multicore.
+        #[arg(long = "suite", default_value = "foundation")]
+        suite: String,
         /// Read handlers whose sum counts the packets of a CONFIG run.
         #[arg(long = "count", default_value = "c.count")]
         count: Vec<String>,
         /// Configuration files to measure instead of the standard set
         /// (they receive define $N = --packets).
         configs: Vec<String>,
+    },
+    /// Write an IP router configuration for the given interfaces, in the
+    /// layout of Click's make-ip-conf.pl (Figure 2 of the SMP Click paper).
+    #[command(name = "make-ip-conf")]
+    MakeIpConf {
+        /// Interfaces as NAME:ADDR/PREFIX:ETHER[:mtu=N], e.g.
+        /// eth0:10.0.1.1/24:00:11:22:33:44:55
+        #[arg(required = true)]
+        interfaces: Vec<String>,
+        /// Use Linux devices (FromDevice/ToDevice) instead of pcap files.
+        #[arg(long)]
+        linux: bool,
     },
     /// Print an element class's documentation (or list the classes).
     Doc {
@@ -176,14 +192,48 @@ fn main() -> ExitCode {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
+        Some(Cmd::MakeIpConf { interfaces, linux }) => {
+            let mut v = Vec::new();
+            for spec in &interfaces {
+                match make_ip_conf::parse_iface(spec) {
+                    Ok(i) => v.push(i),
+                    Err(e) => return fail(&format!("{spec}: {e}")),
+                }
+            }
+            if let Err(e) = make_ip_conf::validate(&v) {
+                return fail(&e);
+            }
+            let device = if linux {
+                make_ip_conf::Device::Linux
+            } else {
+                make_ip_conf::Device::Pcap
+            };
+            let _ = write!(std::io::stdout(), "{}", make_ip_conf::generate(&v, device));
+            ExitCode::SUCCESS
+        }
         Some(Cmd::Bench {
             packets,
             threads,
             repeat,
             sched,
+            suite,
             count,
             configs,
-        }) => bench_cmd(packets, threads, repeat, &sched, count, configs),
+        }) => match suite.as_str() {
+            "multicore" => {
+                let reg = registry();
+                let cases = bench::multicore_cases(packets);
+                if bench::run_multicore(&cases, &reg, repeat) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            "foundation" => bench_cmd(packets, threads, repeat, &sched, count, configs),
+            other => fail(&format!(
+                "--suite: unknown suite '{other}' (foundation, multicore)"
+            )),
+        },
         None => run(cli.run),
     }
 }

@@ -26,6 +26,7 @@ pub mod switch;
 pub mod tee;
 pub mod unqueue;
 pub mod unstrip;
+pub mod work_package;
 
 #[cfg(test)]
 mod test_util;
@@ -54,5 +55,6 @@ pub fn register(reg: &mut Registry) {
     reg.register(tee::spec());
     reg.register(tee::pull_spec());
     reg.register(unqueue::spec());
+    reg.register(work_package::spec());
     reg.register(unstrip::spec());
 }
