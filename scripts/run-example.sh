@@ -9,6 +9,6 @@ cargo build --release -q -p paraclick
 conf=${1:-conf/fake-iprouter.click}
 shift || true
 if [[ $# -eq 0 ]]; then
-  set -- -h c.count
+  set -- -h out0.count -h out1.count
 fi
 exec target/release/paraclick "$conf" "$@"
