@@ -105,9 +105,12 @@ use paraclick_runtime::{
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
 
-/// Ring geometry: blocks big enough for a 64 KB super-frame.
+/// Ring geometry: blocks big enough for a 64 KB super-frame; 16 MB in
+/// all. At low rates each block holds what arrives in RETIRE_MS, so the
+/// block count is also how long (128 ms) the reader may be held up (by a
+/// busy CPU) before frames are lost.
 const BLOCK_SIZE: usize = 1 << 17;
-const NBLOCKS: usize = 32;
+const NBLOCKS: usize = 128;
 /// Longest a partly filled block waits before the kernel hands it over.
 const RETIRE_MS: u32 = 1;
 
