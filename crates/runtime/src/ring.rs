@@ -15,6 +15,12 @@ struct HeadTail {
     head: AtomicUsize,
     tail: AtomicUsize,
     multi: AtomicBool,
+    /// This side's last reading of the *other* side's tail. Tails only
+    /// grow, so a stale value under-estimates free slots (producer) or
+    /// available items (consumer): safe, and re-read only when it says
+    /// full or empty. It keeps the other side's cache line from moving on
+    /// every operation.
+    other_tail: AtomicUsize,
 }
 
 impl HeadTail {
@@ -23,6 +29,7 @@ impl HeadTail {
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
             multi: AtomicBool::new(multi),
+            other_tail: AtomicUsize::new(0),
         }
     }
 }
@@ -161,8 +168,16 @@ impl<T> Ring<T> {
         let multi = self.prod.multi.load(Ordering::Relaxed);
         let (old, k) = loop {
             let old = self.prod.head.load(Ordering::Relaxed);
-            let cons_tail = self.cons.tail.load(Ordering::Acquire);
-            let free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
+            // Acquire on the cached copy too: it was stored (Release) by a
+            // producer that acquired it from the consumer's tail, so the
+            // consumer's reads of the slots we will overwrite happen before.
+            let mut cons_tail = self.prod.other_tail.load(Ordering::Acquire);
+            let mut free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
+            if free < n {
+                cons_tail = self.cons.tail.load(Ordering::Acquire);
+                self.prod.other_tail.store(cons_tail, Ordering::Release);
+                free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
+            }
             let k = n.min(free);
             if k == 0 {
                 return 0;
@@ -215,8 +230,13 @@ impl<T> Ring<T> {
         let multi = self.cons.multi.load(Ordering::Relaxed);
         let (old, k) = loop {
             let old = self.cons.head.load(Ordering::Relaxed);
-            let prod_tail = self.prod.tail.load(Ordering::Acquire);
-            let avail = prod_tail.wrapping_sub(old);
+            let mut prod_tail = self.cons.other_tail.load(Ordering::Acquire);
+            let mut avail = prod_tail.wrapping_sub(old);
+            if avail < max || avail > self.capacity {
+                prod_tail = self.prod.tail.load(Ordering::Acquire);
+                self.cons.other_tail.store(prod_tail, Ordering::Release);
+                avail = prod_tail.wrapping_sub(old);
+            }
             let k = max.min(avail);
             if k == 0 {
                 return 0;
