@@ -221,3 +221,53 @@ fn same_per_flow_output_in_order_on_1_2_4_8_threads() {
         }
     }
 }
+
+#[test]
+fn replicated_qos_keeps_priority_in_every_replica() {
+    // SMP Click's Figure 16: the QoS configuration replicated per flow
+    // group, each replica's puller free to run on its own thread.
+    let src = paraclick_lang::Source {
+        name: "conf/replicated-qos.click".into(),
+        text: include_str!("../../../conf/replicated-qos.click").into(),
+    };
+    for threads in [1, 2] {
+        let opts = paraclick_runtime::BuildOptions {
+            threads,
+            defines: vec![("N".into(), "30000".into())],
+            pin: false,
+            ..Default::default()
+        };
+        let r = Router::build(&src, &registry(), &opts).unwrap_or_else(|d| {
+            panic!(
+                "{}",
+                d.iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        });
+        run_with_timeout(&r, 60);
+        let out = read_u64(&r, "r0/out.count") + read_u64(&r, "r1/out.count");
+        assert!(out >= 30000, "{threads} threads: {out} processed");
+        let mut queued = 0;
+        for rep in ["r0", "r1"] {
+            let (hi, lo) = (
+                read_u64(&r, &format!("{rep}/hi.drops")),
+                read_u64(&r, &format!("{rep}/lo.drops")),
+            );
+            assert!(
+                hi <= lo,
+                "{threads} threads, {rep}: high priority dropped {hi} > low {lo}"
+            );
+            for q in ["hi", "med", "lo"] {
+                queued += read_u64(&r, &format!("{rep}/{q}.length"));
+            }
+        }
+        let sent = read_u64(&r, "src.count");
+        assert_eq!(
+            sent,
+            out + queued + r.total_drops(),
+            "{threads} threads: conservation"
+        );
+    }
+}
