@@ -2,8 +2,11 @@
 
 use paraclick_runtime::Registry;
 
+pub mod coordinated_unqueue;
+pub mod multi_queue_unqueue;
 pub mod prio_sched;
 pub mod round_robin_sched;
+pub mod shared_token_bucket;
 pub mod static_thread_sched;
 #[cfg(test)]
 mod test_util;
@@ -14,4 +17,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(round_robin_sched::spec());
     reg.register(round_robin_sched::simple_spec());
     reg.register(static_thread_sched::spec());
+    reg.register(shared_token_bucket::spec());
+    reg.register(coordinated_unqueue::spec());
+    reg.register(multi_queue_unqueue::spec());
 }

@@ -1,0 +1,274 @@
+//! # CoordinatedUnqueue
+//!
+//! CoordinatedUnqueue(BUCKET, [BURST])
+//!
+//! An Unqueue whose sends are paced by a [SharedTokenBucket] shared with
+//! other output tasks (coordinated output processing, PRESTO 2010 section
+//! 6.2).
+//!
+//! Each task run pulls up to BURST packets (the packets waiting, Q), then
+//! acquires tokens for them from the bucket under its lock (one lock
+//! acquisition per packet with the bucket's `one` strategy, a single
+//! acquisition for min(tokens, Q) with `min`), releases the lock, and
+//! pushes one packet per token. Packets pulled but not granted a token wait
+//! inside the element (counted as queued) and go first on the next run.
+//!
+//! Ports: 1 input (pull), 1 output (push). It owns a task.
+//!
+//! Arguments:
+//! - `BUCKET` (element name): a SharedTokenBucket.
+//! - `BURST` (integer, default 32): the most packets per task run.
+//!
+//! Handlers:
+//! - `count` (read): packets pushed.
+//! - `tokens_waits` (read): task runs that had packets but got no token.
+//! - `reset` (write): resets both counts.
+//! - `burst` (read/write).
+//!
+//! Example:
+//!
+//!     tb :: SharedTokenBucket(out, 100000, 100, STRATEGY min);
+//!     q0 -> CoordinatedUnqueue(tb) -> Discard;
+//!     q1 -> CoordinatedUnqueue(tb, 16) -> Discard;
+
+use super::shared_token_bucket::{Bucket, SharedTokenBucket};
+use paraclick_packet::Batch;
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub struct CoordinatedUnqueue {
+    bucket_name: String,
+    bucket: OnceLock<Arc<Bucket>>,
+    burst: AtomicUsize,
+    /// Packets pulled that have no token yet (the element's one task is
+    /// the only user, so the lock is uncontended).
+    held: Mutex<Batch>,
+    count: Counter,
+    waits: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("CoordinatedUnqueue", "1/1", "l/h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let bucket_name = a.read_mp::<String>("BUCKET")?;
+    let burst = a.read_p::<usize>("BURST")?.unwrap_or(32);
+    a.complete()?;
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    Ok(Box::new(CoordinatedUnqueue {
+        bucket_name,
+        bucket: OnceLock::new(),
+        burst: AtomicUsize::new(burst),
+        held: Mutex::new(Batch::new()),
+        count: Counter::new(cx.nthreads),
+        waits: Counter::new(cx.nthreads),
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::read("tokens_waits"),
+    HandlerInfo::write("reset"),
+    HandlerInfo::rw("burst"),
+];
+
+impl Element for CoordinatedUnqueue {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        let i = ix
+            .find(&self.bucket_name)
+            .ok_or_else(|| format!("no element named '{}'", self.bucket_name))?;
+        let e: &dyn std::any::Any = ix.element(i);
+        let tb = e
+            .downcast_ref::<SharedTokenBucket>()
+            .ok_or_else(|| format!("'{}' is not a SharedTokenBucket", self.bucket_name))?;
+        let _ = self.bucket.set(tb.bucket());
+        ix.add_task();
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let Some(bucket) = self.bucket.get() else {
+            return false;
+        };
+        let burst = self.burst.load(Ordering::Relaxed);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let have = held.len();
+        if have < burst {
+            if let Some(mut b) = cx.pull(0, burst - have) {
+                held.append(&mut b);
+            }
+        }
+        if held.is_empty() {
+            return false;
+        }
+        let n = held.len().min(burst);
+        let granted = bucket.acquire_for(n);
+        if granted == 0 {
+            self.waits.inc(cx.thread());
+            return false;
+        }
+        let rest = held.split_off(granted);
+        let out = std::mem::replace(&mut *held, rest);
+        drop(held);
+        self.count.add(cx.thread(), granted as u64);
+        cx.push(0, out);
+        true
+    }
+
+    fn queued(&self) -> usize {
+        self.held.lock().map(|h| h.len()).unwrap_or(0)
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "tokens_waits" => self.waits.get().to_string(),
+            "burst" => self.burst.load(Ordering::Relaxed).to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        v: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        Some(match name {
+            "reset" => {
+                self.count.reset();
+                self.waits.reset();
+                Ok(())
+            }
+            "burst" => match v.trim().parse::<usize>() {
+                Ok(b) if b > 0 => {
+                    self.burst.store(b, Ordering::Relaxed);
+                    Ok(())
+                }
+                _ => Err(format!("expected positive integer, not '{}'", v.trim())),
+            },
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use paraclick_runtime::{Registry, Router};
+    use std::time::Instant;
+
+    fn reg() -> Registry {
+        let mut r = Registry::new();
+        super::super::register(&mut r);
+        crate::sources::register(&mut r);
+        crate::standard::register(&mut r);
+        crate::control::register(&mut r);
+        paraclick_runtime::testing::register(&mut r);
+        r
+    }
+
+    fn num(r: &Router, h: &str) -> u64 {
+        r.read_handler(h).unwrap().trim().parse().unwrap()
+    }
+
+    /// Two output tasks on two threads share one bucket while sources keep
+    /// their queues full for ~0.2 s.
+    fn paced(strategy: &str) -> (u64, f64, u64, u64) {
+        let conf = format!(
+            "tb :: SharedTokenBucket(out, 20000, 100, STRATEGY {strategy});
+             s0 :: InfiniteSource(LENGTH 60, BURST 32) -> q0 :: Queue(1000)
+                -> u0 :: CoordinatedUnqueue(tb) -> c0 :: Counter -> Discard;
+             s1 :: InfiniteSource(LENGTH 60, BURST 32) -> q1 :: Queue(1000)
+                -> u1 :: CoordinatedUnqueue(tb, 16) -> c1 :: Counter -> Discard;
+             StaticThreadSched(s0 0, u0 0, s1 1, u1 1);
+             Script(wait 0.2s, stop);"
+        );
+        let r = Router::from_str(&conf, &reg(), 2).unwrap_or_else(|d| panic!("{d:?}"));
+        let t0 = Instant::now();
+        r.run();
+        let secs = t0.elapsed().as_secs_f64();
+        let sent = num(&r, "c0.count") + num(&r, "c1.count");
+        assert_eq!(sent, num(&r, "u0.count") + num(&r, "u1.count"));
+        assert_eq!(sent, num(&r, "tb.granted"));
+        let acq = num(&r, "tb.acquisitions");
+        let cont = num(&r, "tb.contended");
+        eprintln!(
+            "{strategy}: sent {sent} in {secs:.3} s, acquisitions {acq}, contended {cont}, waits {}+{}",
+            num(&r, "u0.tokens_waits"),
+            num(&r, "u1.tokens_waits")
+        );
+        (sent, secs, acq, cont)
+    }
+
+    #[test]
+    fn shared_bucket_bounds_the_total_rate_for_both_strategies() {
+        for strategy in ["one", "min"] {
+            let (sent, secs, acq, _) = paced(strategy);
+            // Loose bounds: never more than RATE * time + BURST (plus 10%
+            // slack for the clock), and the initial burst always goes.
+            let bound = 20000.0 * secs * 1.1 + 100.0;
+            assert!((sent as f64) <= bound, "{strategy}: {sent} > {bound}");
+            assert!(sent >= 100, "{strategy}: only {sent}");
+            assert!(acq >= sent / 16, "{strategy}: {acq} acquisitions");
+        }
+    }
+
+    /// The same 600 packets, with tokens to spare: `one` takes the lock per
+    /// packet, `min` once per burst.
+    fn drain(strategy: &str) -> u64 {
+        let conf = format!(
+            "tb :: SharedTokenBucket(out, 1000, 1000, STRATEGY {strategy});
+             s0 :: InfiniteSource(LENGTH 60, LIMIT 300, BURST 50) -> q0 :: Queue(1000)
+                -> u0 :: CoordinatedUnqueue(tb) -> c0 :: Counter -> Discard;
+             s1 :: InfiniteSource(LENGTH 60, LIMIT 300, BURST 50) -> q1 :: Queue(1000)
+                -> u1 :: CoordinatedUnqueue(tb) -> c1 :: Counter -> Discard;
+             StaticThreadSched(s0 0, u0 0, s1 1, u1 1);
+             Script(label l, wait 2ms,
+                    goto l $(lt $(add $(c0.count) $(c1.count)) 600), stop);"
+        );
+        let r = Router::from_str(&conf, &reg(), 2).unwrap_or_else(|d| panic!("{d:?}"));
+        r.run();
+        assert_eq!(num(&r, "c0.count"), 300);
+        assert_eq!(num(&r, "c1.count"), 300);
+        assert_eq!(num(&r, "tb.granted"), 600);
+        assert_eq!(r.total_queued(), 0);
+        assert_eq!(r.total_drops(), 0);
+        let acq = num(&r, "tb.acquisitions");
+        eprintln!(
+            "{strategy}: 600 packets, acquisitions {acq}, contended {}",
+            num(&r, "tb.contended")
+        );
+        acq
+    }
+
+    #[test]
+    fn min_takes_fewer_acquisitions_than_one() {
+        let one = drain("one");
+        let min = drain("min");
+        assert_eq!(one, 600);
+        assert!(min <= 600 / 32 * 2 + 4, "min: {min}");
+        assert!(min * 4 < one);
+    }
+
+    #[test]
+    fn bad_bucket_names_are_config_errors() {
+        for conf in [
+            "Idle -> Queue -> CoordinatedUnqueue(nope) -> Discard;",
+            "x :: Idle -> Queue -> CoordinatedUnqueue(x) -> Discard;",
+            "tb :: SharedTokenBucket(o, 10, 10); Idle -> Queue -> CoordinatedUnqueue(tb, 0) -> Discard;",
+        ] {
+            assert!(Router::from_str(conf, &reg(), 1).is_err(), "{conf}");
+        }
+    }
+}
