@@ -1,6 +1,6 @@
-//! Collects each element's documentation from the `//!` header of its own
-//! source file (sections start with `//! # ClassName`), so `paraclick doc`
-//! prints exactly what the source file begins with.
+// Collects each element's documentation from the `//!` header of its own
+// source file (sections start with `//! # ClassName`), so `paraclick doc`
+// prints exactly what the source file begins with.
 
 use std::fs;
 use std::path::Path;
