@@ -176,6 +176,12 @@ impl<T> Ring<T> {
             if free < n {
                 cons_tail = self.cons.tail.load(Ordering::Acquire);
                 self.prod.other_tail.store(cons_tail, Ordering::Release);
+                if multi && old.wrapping_sub(cons_tail) > self.capacity {
+                    // `old` is stale: other producers moved the head on and
+                    // consumers have since passed it. Not full: read again.
+                    std::hint::spin_loop();
+                    continue;
+                }
                 free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
             }
             let k = n.min(free);
