@@ -5,6 +5,7 @@ use core::net::Ipv4Addr;
 use core::str::FromStr;
 
 use super::checksum;
+use super::tlv::{Tlv, TlvCursor};
 use super::{clamped, clamped_mut, get_u16, set_u16, AddrParseError, Result, WireError};
 
 /// IP protocol numbers (the header's protocol field).
@@ -613,10 +614,7 @@ pub enum Ipv4Option<'a> {
 /// stops. It also stops after `EndOfList`. It never panics.
 #[derive(Debug, Clone)]
 pub struct Ipv4OptionIter<'a> {
-    data: &'a [u8],
-    pos: usize,
-    last: usize,
-    done: bool,
+    cur: TlvCursor<'a>,
 }
 
 impl<'a> Ipv4OptionIter<'a> {
@@ -624,10 +622,7 @@ impl<'a> Ipv4OptionIter<'a> {
     #[inline]
     pub fn new(data: &'a [u8]) -> Self {
         Ipv4OptionIter {
-            data,
-            pos: 0,
-            last: 0,
-            done: false,
+            cur: TlvCursor::new(data),
         }
     }
 
@@ -635,13 +630,7 @@ impl<'a> Ipv4OptionIter<'a> {
     /// recently returned. Add 20 for its offset in the header.
     #[inline]
     pub fn position(&self) -> usize {
-        self.last
-    }
-
-    #[inline]
-    fn fail(&mut self, e: WireError) -> Option<Result<Ipv4Option<'a>>> {
-        self.done = true;
-        Some(Err(e))
+        self.cur.position()
     }
 }
 
@@ -649,45 +638,17 @@ impl<'a> Iterator for Ipv4OptionIter<'a> {
     type Item = Result<Ipv4Option<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let start = self.pos;
-        let kind = match self.data.get(start) {
-            Some(&k) => k,
-            None => {
-                self.done = true;
-                return None;
-            }
+        let (kind, o) = match self.cur.next_tlv()? {
+            Err(e) => return Some(Err(e)),
+            Ok(Tlv::EndOfList) => return Some(Ok(Ipv4Option::EndOfList)),
+            Ok(Tlv::Nop) => return Some(Ok(Ipv4Option::Nop)),
+            Ok(Tlv::Option { kind, bytes }) => (kind, bytes),
         };
-        self.last = start;
-        match kind {
-            opt::EOL => {
-                self.done = true;
-                return Some(Ok(Ipv4Option::EndOfList));
-            }
-            opt::NOP => {
-                self.pos += 1;
-                return Some(Ok(Ipv4Option::Nop));
-            }
-            _ => {}
-        }
-        let len = match self.data.get(start + 1) {
-            Some(&l) => usize::from(l),
-            None => return self.fail(WireError::Truncated),
-        };
-        if len < 2 {
-            return self.fail(WireError::Malformed);
-        }
-        let o = match self.data.get(start..start + len) {
-            Some(o) => o,
-            None => return self.fail(WireError::Malformed),
-        };
-        self.pos = start + len;
+        let len = o.len();
         let item = match kind {
             opt::RR | opt::LSRR | opt::SSRR => {
                 if len < 3 {
-                    return self.fail(WireError::Malformed);
+                    return self.cur.fail(WireError::Malformed);
                 }
                 let r = RouteOption {
                     pointer: o[2],
@@ -701,7 +662,7 @@ impl<'a> Iterator for Ipv4OptionIter<'a> {
             }
             opt::TS => {
                 if len < 4 {
-                    return self.fail(WireError::Malformed);
+                    return self.cur.fail(WireError::Malformed);
                 }
                 Ipv4Option::Timestamp(TimestampOption {
                     pointer: o[2],
@@ -712,7 +673,7 @@ impl<'a> Iterator for Ipv4OptionIter<'a> {
             }
             opt::RA => {
                 if len != 4 {
-                    return self.fail(WireError::Malformed);
+                    return self.cur.fail(WireError::Malformed);
                 }
                 Ipv4Option::RouterAlert(u16::from_be_bytes([o[2], o[3]]))
             }

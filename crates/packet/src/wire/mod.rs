@@ -29,6 +29,7 @@ pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
 pub mod tcp;
+mod tlv;
 pub mod udp;
 
 pub use arp::{ArpOp, ArpPacket, ArpRepr};

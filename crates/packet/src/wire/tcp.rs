@@ -4,6 +4,7 @@ use core::net::Ipv4Addr;
 
 use super::checksum;
 use super::ipv4::ip_proto;
+use super::tlv::{Tlv, TlvCursor};
 use super::{clamped, clamped_mut, get_u16, get_u32, set_u16, set_u32, Result, WireError};
 
 /// TCP flag bits, as returned by [`TcpHeader::flags`].
@@ -432,10 +433,7 @@ pub enum TcpOption<'a> {
 /// also stops after `EndOfList`. It never panics.
 #[derive(Debug, Clone)]
 pub struct TcpOptionIter<'a> {
-    data: &'a [u8],
-    pos: usize,
-    last: usize,
-    done: bool,
+    cur: TlvCursor<'a>,
 }
 
 impl<'a> TcpOptionIter<'a> {
@@ -443,10 +441,7 @@ impl<'a> TcpOptionIter<'a> {
     #[inline]
     pub fn new(data: &'a [u8]) -> Self {
         TcpOptionIter {
-            data,
-            pos: 0,
-            last: 0,
-            done: false,
+            cur: TlvCursor::new(data),
         }
     }
 
@@ -454,13 +449,7 @@ impl<'a> TcpOptionIter<'a> {
     /// recently returned. Add 20 for its offset in the header.
     #[inline]
     pub fn position(&self) -> usize {
-        self.last
-    }
-
-    #[inline]
-    fn fail(&mut self, e: WireError) -> Option<Result<TcpOption<'a>>> {
-        self.done = true;
-        Some(Err(e))
+        self.cur.position()
     }
 }
 
@@ -468,41 +457,13 @@ impl<'a> Iterator for TcpOptionIter<'a> {
     type Item = Result<TcpOption<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let start = self.pos;
-        let kind = match self.data.get(start) {
-            Some(&k) => k,
-            None => {
-                self.done = true;
-                return None;
-            }
+        let (kind, o) = match self.cur.next_tlv()? {
+            Err(e) => return Some(Err(e)),
+            Ok(Tlv::EndOfList) => return Some(Ok(TcpOption::EndOfList)),
+            Ok(Tlv::Nop) => return Some(Ok(TcpOption::Nop)),
+            Ok(Tlv::Option { kind, bytes }) => (kind, bytes),
         };
-        self.last = start;
-        match kind {
-            opt::EOL => {
-                self.done = true;
-                return Some(Ok(TcpOption::EndOfList));
-            }
-            opt::NOP => {
-                self.pos += 1;
-                return Some(Ok(TcpOption::Nop));
-            }
-            _ => {}
-        }
-        let len = match self.data.get(start + 1) {
-            Some(&l) => usize::from(l),
-            None => return self.fail(WireError::Truncated),
-        };
-        if len < 2 {
-            return self.fail(WireError::Malformed);
-        }
-        let o = match self.data.get(start..start + len) {
-            Some(o) => o,
-            None => return self.fail(WireError::Malformed),
-        };
-        self.pos = start + len;
+        let len = o.len();
         let item = match (kind, len) {
             (opt::MSS, 4) => TcpOption::MaxSegmentSize(get_u16(o, 2)),
             (opt::WINDOW_SCALE, 3) => TcpOption::WindowScale(o[2]),
@@ -515,7 +476,7 @@ impl<'a> Iterator for TcpOptionIter<'a> {
             (
                 opt::MSS | opt::WINDOW_SCALE | opt::SACK_PERMITTED | opt::SACK | opt::TIMESTAMP,
                 _,
-            ) => return self.fail(WireError::Malformed),
+            ) => return self.cur.fail(WireError::Malformed),
             _ => TcpOption::Unknown {
                 kind,
                 data: &o[2..],
