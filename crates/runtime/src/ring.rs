@@ -142,6 +142,25 @@ impl<T> Ring<T> {
         self.len() == 0
     }
 
+    /// For the producer: an upper bound on the length read from its own
+    /// cache line only (its tail minus its cached copy of the consumer
+    /// tail, which lags). Cheap on the packet path; see [`Ring::len_fresh`].
+    #[inline]
+    pub fn len_upper_bound(&self) -> usize {
+        let t = self.prod.tail.load(Ordering::Relaxed);
+        let h = self.prod.other_tail.load(Ordering::Relaxed);
+        t.wrapping_sub(h).min(self.capacity)
+    }
+
+    /// The exact length, refreshing the producer's cached consumer tail on
+    /// the way (so later [`Ring::len_upper_bound`]s are tighter).
+    pub fn len_fresh(&self) -> usize {
+        let h = self.cons.tail.load(Ordering::Acquire);
+        self.prod.other_tail.fetch_max(h, Ordering::AcqRel);
+        let t = self.prod.tail.load(Ordering::Acquire);
+        t.wrapping_sub(h).min(self.capacity)
+    }
+
     /// Whether each side uses compare-and-swap.
     pub fn modes(&self) -> (bool, bool) {
         (

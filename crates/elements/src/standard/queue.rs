@@ -90,9 +90,16 @@ impl Element for Queue {
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         self.ring.push_burst(batch.vec_mut());
-        let len = self.ring.len();
-        if len > self.highwater.load(Ordering::Relaxed) {
-            self.highwater.fetch_max(len, Ordering::Relaxed);
+        // The high-water mark without reading the consumer's cache line on
+        // every push: the producer-side bound can only overstate the
+        // length, so the exact length is read only when it might be a new
+        // maximum.
+        let hw = self.highwater.load(Ordering::Relaxed);
+        if self.ring.len_upper_bound() > hw {
+            let len = self.ring.len_fresh();
+            if len > hw {
+                self.highwater.fetch_max(len, Ordering::Relaxed);
+            }
         }
         if !batch.is_empty() {
             self.drops.fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -151,5 +158,38 @@ impl Element for Queue {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod highwater_tests {
+    use paraclick_packet::{Batch, Packet};
+    use paraclick_runtime::Router;
+
+    fn batch(n: usize) -> Batch {
+        (0..n).map(|_| Packet::new(60).unwrap()).collect()
+    }
+
+    #[test]
+    fn highwater_is_exact_though_pushes_do_not_read_the_consumer_side() {
+        let mut reg = crate::registry();
+        paraclick_runtime::testing::register(&mut reg);
+        let r = Router::from_str(
+            "TestSource -> q :: Queue(10) -> Discard(ACTIVE false)",
+            &reg,
+            1,
+        )
+        .unwrap();
+        let hw = || r.read_handler("q.highwater_length").unwrap();
+        r.push_into("q", 0, batch(3)).unwrap();
+        assert_eq!(hw(), "3");
+        assert_eq!(r.pull_from("q", 0, 2).unwrap().unwrap().len(), 2);
+        r.push_into("q", 0, batch(1)).unwrap();
+        assert_eq!(hw(), "3", "length 2 is no new maximum");
+        r.push_into("q", 0, batch(2)).unwrap();
+        assert_eq!(hw(), "4");
+        r.push_into("q", 0, batch(20)).unwrap();
+        assert_eq!(hw(), "10");
+        assert_eq!(r.read_handler("q.drops").unwrap(), "14");
     }
 }
