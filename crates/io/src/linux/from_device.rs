@@ -54,8 +54,11 @@
 //! element one of n FromDevice elements reading DEVNAME together: they
 //! join one PACKET_FANOUT group, and the kernel deals each flow to one of
 //! them (software receive-side scaling). Put each on its own thread with
-//! StaticThreadSched. There must be exactly n FromDevice elements for
-//! DEVNAME, with distinct QUEUE numbers.
+//! StaticThreadSched. Together the elements reading DEVNAME must read
+//! each of its n queues exactly once, with the same N_QUEUES and FANOUT:
+//! n FromDevice elements with distinct QUEUE numbers, or some of the
+//! queues read by MultiFromDevice elements (which poll several queues,
+//! of one device or several, in one task).
 //!
 //! Arguments:
 //! - `DEVNAME` (string): the interface name.
@@ -92,309 +95,59 @@
 //!     fd1 :: FromDevice(eth0, QUEUE 1, N_QUEUES 2, SNIFFER false) -> ...;
 //!     StaticThreadSched(fd0 0, fd1 1);
 
-use super::offload::{complete_csum, segment, OffloadError};
-use super::ring::{
-    Cursor, Frame, RxRing, PACKET_BROADCAST, PACKET_HOST, PACKET_MULTICAST, PACKET_OTHERHOST,
-    PACKET_OUTGOING,
+use super::rx::{
+    check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
 };
-use super::sys::{self, FanoutMember, KernelOff, RxConfig};
-use paraclick_packet::{Batch, Packet, PacketType, Timestamp};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
-use std::os::fd::OwnedFd;
+use paraclick_packet::Batch;
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
 use std::sync::{Mutex, OnceLock};
-
-/// Ring geometry: blocks big enough for a 64 KB super-frame; 16 MB in
-/// all. At low rates each block holds what arrives in RETIRE_MS, so the
-/// block count is also how long (128 ms) the reader may be held up (by a
-/// busy CPU) before frames are lost.
-const BLOCK_SIZE: usize = 1 << 17;
-const NBLOCKS: usize = 128;
-/// Longest a partly filled block waits before the kernel hands it over.
-const RETIRE_MS: u32 = 1;
 
 pub struct FromDevice {
     devname: String,
-    sniffer: bool,
-    promisc: bool,
-    burst: usize,
-    snaplen: usize,
     queue: usize,
-    nqueues: usize,
-    fanout: u32,
-    outbound: bool,
-    timestamp: bool,
-    force_ip: bool,
-    rx: OnceLock<Rx>,
-    count: Counter,
-    own_drops: Counter,
-    /// Kernel ring drops read so far (reading resets the kernel's count).
-    kernel_drops: Mutex<u64>,
-}
-
-/// The open device. Fields drop in order: the ring is unmapped before the
-/// socket closes.
-struct Rx {
-    ring: RxRing,
-    state: Mutex<RxState>,
-    fd: OwnedFd,
-    devname: String,
-    gro_was_on: bool,
-    _fanout: Option<FanoutMember>,
-    _kernel_off: Option<KernelOff>,
-}
-
-/// The reader's place in the ring.
-struct RxState {
-    block: usize,
-    cursor: Option<Cursor>,
-}
-
-impl Drop for Rx {
-    fn drop(&mut self) {
-        if self.gro_was_on {
-            sys::enable_gro(&self.fd, &self.devname);
-        }
-    }
+    opts: RxOptions,
+    rx: OnceLock<RxQueue>,
+    /// The reader's place in the ring.
+    reader: Mutex<RxReader>,
+    stats: RxCounters,
 }
 
 pub fn spec() -> ClassSpec {
     ClassSpec::new("FromDevice", "0/1", "h", make)
 }
 
-fn fanout_mode(s: &str) -> Option<u32> {
-    Some(match s.to_ascii_uppercase().as_str() {
-        "HASH" => 0,
-        "LB" => 1,
-        "CPU" => 2,
-        "ROLLOVER" => 3,
-        "RND" => 4,
-        "QM" => 5,
-        _ => return None,
-    })
-}
-
 fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     let mut a = cx.args();
     let devname = a.read_mp::<String>("DEVNAME")?;
-    let sniffer = a.read::<bool>("SNIFFER")?.unwrap_or(true);
-    let promisc = a.read::<bool>("PROMISC")?.unwrap_or(false);
-    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
-    let snaplen = a.read::<usize>("SNAPLEN")?.unwrap_or(2046);
     let queue = a.read::<usize>("QUEUE")?.unwrap_or(0);
-    let nqueues = a.read::<usize>("N_QUEUES")?.unwrap_or(1);
-    let fanout = a.read::<String>("FANOUT")?;
-    let outbound = a.read::<bool>("OUTBOUND")?.unwrap_or(false);
-    let timestamp = a.read::<bool>("TIMESTAMP")?.unwrap_or(true);
-    let force_ip = a.read::<bool>("FORCE_IP")?.unwrap_or(false);
+    let opts = RxOptions::read(&mut a)?;
     a.complete()?;
-    if devname.is_empty() || devname.len() >= 16 || devname.contains(['/', ' ', '\0']) {
-        return Err(format!("DEVNAME: bad interface name '{devname}'"));
-    }
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
-    if snaplen < 14 {
-        return Err("SNAPLEN must be at least 14".into());
-    }
-    if nqueues == 0 || nqueues > 256 {
-        return Err("N_QUEUES must be between 1 and 256".into());
-    }
-    if queue >= nqueues {
-        return Err(format!("QUEUE {queue} out of range: N_QUEUES is {nqueues}"));
-    }
-    let fanout = match fanout {
-        None => 0,
-        Some(f) => fanout_mode(&f).ok_or_else(|| {
-            format!("FANOUT: unknown mode '{f}' (HASH, LB, CPU, RND, QM, ROLLOVER)")
-        })?,
-    };
+    check_devname("DEVNAME", &devname)?;
+    opts.check_queue(queue)?;
     Ok(Box::new(FromDevice {
         devname,
-        sniffer,
-        promisc,
-        burst,
-        snaplen,
         queue,
-        nqueues,
-        fanout,
-        outbound,
-        timestamp,
-        force_ip,
+        opts,
         rx: OnceLock::new(),
-        count: Counter::new(cx.nthreads),
-        own_drops: Counter::new(cx.nthreads),
-        kernel_drops: Mutex::new(0),
+        reader: Mutex::new(RxReader::default()),
+        stats: RxCounters::new(1, cx.nthreads),
     }))
 }
 
-/// Puts a VLAN tag back after the MAC addresses.
-fn insert_vlan(p: &mut Packet, tpid: u16, tci: u16) -> bool {
-    if p.len() < 12 || p.push(4).is_err() {
-        return false;
-    }
-    let d = p.data_mut();
-    d.copy_within(4..16, 0);
-    d[12..14].copy_from_slice(&tpid.to_be_bytes());
-    d[14..16].copy_from_slice(&tci.to_be_bytes());
-    true
-}
-
-fn packet_type(t: u8) -> PacketType {
-    match t {
-        PACKET_HOST => PacketType::Host,
-        PACKET_BROADCAST => PacketType::Broadcast,
-        PACKET_MULTICAST => PacketType::Multicast,
-        PACKET_OTHERHOST => PacketType::OtherHost,
-        PACKET_OUTGOING => PacketType::Outgoing,
-        5 => PacketType::Loopback,
-        _ => PacketType::Host,
-    }
-}
-
 impl FromDevice {
-    /// Annotates a packet made from frame `f` (data at its link header);
-    /// false if FORCE_IP rejects it.
-    fn finish(&self, p: &mut Packet, f: &Frame<'_>) -> bool {
-        if let Some((tpid, tci)) = f.vlan {
-            if !insert_vlan(p, tpid, tci) {
-                return false;
-            }
-            p.anno_mut().vlan_tci = tci;
+    /// The queue of DEVNAME this element reads.
+    pub(super) fn claim(&self) -> QueueClaim<'_> {
+        QueueClaim {
+            devname: &self.devname,
+            queue: self.queue,
+            nqueues: self.opts.nqueues,
+            fanout: self.opts.fanout,
         }
-        if p.len() > self.snaplen {
-            let extra = (p.len() - self.snaplen) as u32;
-            p.take(p.len() - self.snaplen);
-            p.anno_mut().extra_length = extra;
-        } else if f.truncated() {
-            p.anno_mut().extra_length = f.wire_len - f.data.len() as u32;
-        }
-        p.set_mac_header(0);
-        {
-            let a = p.anno_mut();
-            a.packet_type = packet_type(f.pkttype);
-            a.device = f.ifindex as u16;
-            a.flow_hash = f.rxhash;
-            if self.timestamp {
-                a.timestamp = Timestamp::from_parts(f.sec as i64, f.nsec);
-            }
-        }
-        if self.force_ip {
-            let d = p.data();
-            let ok = d.len() >= 34 && d[12..14] == [0x08, 0x00] && d[14] >> 4 == 4;
-            let ihl = if ok { (d[14] & 15) as usize * 4 } else { 0 };
-            if !ok || ihl < 20 || 14 + ihl > d.len() {
-                return false;
-            }
-            p.set_network_header(14, ihl);
-        }
-        true
     }
 
-    /// Turns frame `f` into packets appended to `out`; returns how many
-    /// frames' worth were dropped (0 or 1).
-    fn take(&self, f: &Frame<'_>, out: &mut Batch) -> u64 {
-        if f.pkttype == PACKET_OUTGOING && !self.outbound {
-            return 0;
-        }
-        let v = f.vnet.filter(|v| v.is_gso() || v.needs_csum());
-        if let Some(v) = v {
-            // A cut-short frame cannot have its checksum completed or be
-            // segmented: never forward it half-done.
-            if f.truncated() {
-                return 1;
-            }
-            if v.is_gso() {
-                let start = out.len();
-                return match segment(f.data, &v, out) {
-                    Ok(_) => {
-                        let mut bad = 0;
-                        let tail = out.split_off(start);
-                        for mut p in tail {
-                            if self.finish(&mut p, f) {
-                                out.push(p);
-                            } else {
-                                bad += 1;
-                            }
-                        }
-                        // A frame counts once, however many segments it lost.
-                        u64::from(bad > 0)
-                    }
-                    Err(OffloadError::NoBuffer)
-                    | Err(OffloadError::Unsupported)
-                    | Err(OffloadError::Malformed) => 1,
-                };
-            }
-        }
-        let Some(mut p) = Packet::new(f.data.len()) else {
-            return 1;
-        };
-        p.data_mut().copy_from_slice(f.data);
-        if let Some(v) = v {
-            if !complete_csum(p.data_mut(), v.csum_start as usize, v.csum_offset as usize) {
-                return 1;
-            }
-        }
-        if !self.finish(&mut p, f) {
-            return 1;
-        }
-        out.push(p);
-        0
-    }
-
-    fn read_kernel_drops(&self) -> u64 {
-        let mut total = self.kernel_drops.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(rx) = self.rx.get() {
-            if let Ok((_, d)) = sys::ring_stats(&rx.fd) {
-                *total += d as u64;
-            }
-        }
-        *total
-    }
-
-    /// Checks that the FromDevice elements sharing DEVNAME agree on
-    /// N_QUEUES and hold distinct QUEUE numbers, one per queue.
-    fn check_queues(&self, ix: &InitCx<'_>) -> Result<(), String> {
-        let mut queues = Vec::new();
-        for i in 0..ix.element_count() {
-            let e: &dyn std::any::Any = ix.element(i);
-            let Some(fd) = e.downcast_ref::<FromDevice>() else {
-                continue;
-            };
-            if fd.devname != self.devname {
-                continue;
-            }
-            if fd.nqueues != self.nqueues {
-                return Err(format!(
-                    "{} reads {} with N_QUEUES {}, this element with N_QUEUES {}",
-                    ix.element_name(i),
-                    self.devname,
-                    fd.nqueues,
-                    self.nqueues
-                ));
-            }
-            queues.push((fd.queue, ix.element_name(i).to_string()));
-        }
-        queues.sort();
-        for w in queues.windows(2) {
-            if w[0].0 == w[1].0 {
-                return Err(format!(
-                    "{} and {} both read QUEUE {} of {}",
-                    w[0].1, w[1].1, w[0].0, self.devname
-                ));
-            }
-        }
-        if queues.len() != self.nqueues {
-            return Err(format!(
-                "N_QUEUES {} but {} FromDevice element{} read {}",
-                self.nqueues,
-                queues.len(),
-                if queues.len() == 1 { "" } else { "s" },
-                self.devname
-            ));
-        }
-        Ok(())
+    /// The open ring, as a slice (empty before initialization).
+    fn rings(&self) -> &[RxQueue] {
+        self.rx.get().map(std::slice::from_ref).unwrap_or_default()
     }
 }
 
@@ -408,44 +161,8 @@ const HANDLERS: &[HandlerInfo] = &[
 
 impl Element for FromDevice {
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        self.check_queues(ix)?;
-        let ifindex = sys::ifindex(&self.devname)?;
-        let (fd, ring) = sys::open_rx(&RxConfig {
-            ifindex,
-            block_size: BLOCK_SIZE,
-            nblocks: NBLOCKS,
-            retire_ms: RETIRE_MS,
-            vnet_hdr: true,
-            ignore_outgoing: !self.outbound,
-            promisc: self.promisc,
-        })
-        .map_err(|e| format!("{}: {e}", self.devname))?;
-        let fanout = if self.nqueues > 1 {
-            Some(
-                sys::fanout_join(&fd, ifindex, self.fanout)
-                    .map_err(|e| format!("{}: {e}", self.devname))?,
-            )
-        } else {
-            None
-        };
-        let gro_was_on = sys::disable_gro(&fd, &self.devname)?.unwrap_or(false);
-        let mut rx = Rx {
-            ring,
-            state: Mutex::new(RxState {
-                block: 0,
-                cursor: None,
-            }),
-            fd,
-            devname: self.devname.clone(),
-            gro_was_on,
-            _fanout: fanout,
-            _kernel_off: None,
-        };
-        if !self.sniffer {
-            rx._kernel_off = Some(sys::kernel_off(&self.devname)?);
-        }
-        // Drops counted from now on.
-        let _ = sys::ring_stats(&rx.fd);
+        check_device_queues(ix, &self.claim())?;
+        let rx = RxQueue::open(&self.devname, &self.opts)?;
         if self.rx.set(rx).is_err() {
             return Err("initialized twice".into());
         }
@@ -458,47 +175,19 @@ impl Element for FromDevice {
             return false;
         };
         // One reader at a time; a second runner finds nothing to do.
-        let Ok(mut st) = rx.state.try_lock() else {
+        let Ok(mut rd) = self.reader.try_lock() else {
             return false;
         };
-        let nblocks = rx.ring.nblocks();
         let mut batch = Batch::new();
-        let mut drops = 0u64;
-        while batch.len() < self.burst {
-            let Some(block) = rx.ring.user_block(st.block) else {
-                break;
-            };
-            let bytes = block.bytes();
-            let mut cur = match st.cursor {
-                Some(c) => c,
-                None => Cursor::start(bytes).unwrap_or_default(),
-            };
-            while batch.len() < self.burst {
-                match cur.next_frame(bytes, true) {
-                    None => break,
-                    Some(Ok(f)) => drops += self.take(&f, &mut batch),
-                    Some(Err(lost)) => drops += lost as u64,
-                }
-            }
-            if cur.done() {
-                block.release();
-                st.block = (st.block + 1) % nblocks;
-                st.cursor = None;
-            } else {
-                st.cursor = Some(cur);
-            }
-        }
-        if drops > 0 {
-            self.own_drops.add(cx.thread(), drops);
-            cx.count_drops(drops);
-        }
+        let drops = rx.read(&mut rd, &self.opts, self.opts.burst, &mut batch);
+        self.stats.dropped(cx, drops);
         if batch.is_empty() {
             return drops > 0;
         }
-        self.count.add(cx.thread(), batch.len() as u64);
+        self.stats.emitted(0, cx.thread(), batch.len());
         // Pushed with the reader's lock held, so batches leave in order.
         cx.push(0, batch);
-        drop(st);
+        drop(rd);
         true
     }
 
@@ -507,13 +196,7 @@ impl Element for FromDevice {
     }
 
     fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "kernel_drops" => self.read_kernel_drops().to_string(),
-            "drops" => (self.read_kernel_drops() + self.own_drops.get()).to_string(),
-            "encap" => "ETHER".to_string(),
-            _ => return None,
-        })
+        self.stats.read_handler(name, self.rings())
     }
 
     fn write_handler(
@@ -524,10 +207,7 @@ impl Element for FromDevice {
     ) -> Option<Result<(), String>> {
         match name {
             "reset_counts" => {
-                self.read_kernel_drops();
-                *self.kernel_drops.lock().unwrap_or_else(|e| e.into_inner()) = 0;
-                self.count.reset();
-                self.own_drops.reset();
+                self.stats.reset(self.rings());
                 Some(Ok(()))
             }
             _ => None,
@@ -539,33 +219,13 @@ impl Element for FromDevice {
 mod tests {
     use super::super::offload::tests::{ipv4_valid, tcp4_frame};
     use super::super::ring::tests::{build_block, TestFrame};
-    use super::super::ring::{TP_STATUS_USER, TP_STATUS_VLAN_VALID};
+    use super::super::ring::{Cursor, PACKET_OUTGOING, TP_STATUS_USER, TP_STATUS_VLAN_VALID};
+    use super::super::rx::tests::configure;
     use super::*;
-    use paraclick_runtime::Registry;
-
-    fn registry() -> Registry {
-        let mut r = Registry::new();
-        r.register(spec());
-        r
-    }
+    use paraclick_packet::{Packet, PacketType, Timestamp};
 
     fn element(conf: &str) -> Result<FromDevice, String> {
-        let reg = registry();
-        let mut env = paraclick_runtime::ArgEnv::default();
-        let mut cx = ConfigCx {
-            name: "fd",
-            class: "FromDevice",
-            config: conf,
-            ninputs: 0,
-            noutputs: 1,
-            input_kinds: &[],
-            output_kinds: &[],
-            nthreads: 1,
-            env: &mut env,
-        };
-        let e = (reg.get("FromDevice").unwrap().make)(&mut cx)?;
-        let any: Box<dyn std::any::Any> = e;
-        Ok(*any.downcast::<FromDevice>().unwrap())
+        configure(spec(), conf, 1)
     }
 
     fn vnet(flags: u8, gso: u8, size: u16, start: u16, off: u16) -> [u8; 10] {
@@ -585,7 +245,7 @@ mod tests {
         let mut drops = 0;
         while let Some(r) = cur.next_frame(block, true) {
             match r {
-                Ok(f) => drops += e.take(&f, &mut out),
+                Ok(f) => drops += e.opts.take(&f, &mut out),
                 Err(n) => drops += n as u64,
             }
         }
@@ -597,10 +257,16 @@ mod tests {
         assert!(element("eth0").is_ok());
         let e = element("eth0, BURST 8, SNAPLEN 100, QUEUE 1, N_QUEUES 2, FANOUT lb").unwrap();
         assert_eq!(
-            (e.burst, e.snaplen, e.queue, e.nqueues, e.fanout),
+            (
+                e.opts.burst,
+                e.opts.snaplen,
+                e.queue,
+                e.opts.nqueues,
+                e.opts.fanout
+            ),
             (8, 100, 1, 2, 1)
         );
-        assert!(e.sniffer && !e.promisc && !e.outbound && e.timestamp);
+        assert!(e.opts.sniffer && !e.opts.promisc && !e.opts.outbound && e.opts.timestamp);
         for bad in [
             "",
             "eth0, BURST 0",

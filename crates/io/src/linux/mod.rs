@@ -1,14 +1,19 @@
 //! Linux network devices: FromDevice reads an interface through an
 //! AF_PACKET TPACKET_V3 receive ring (with fanout groups for several
-//! queues), ToDevice writes one with `sendmmsg`. Elsewhere than Linux
+//! queues), MultiFromDevice polls several such queues in one task,
+//! ToDevice writes one with `sendmmsg`. Elsewhere than Linux
 //! these classes do not exist.
 
 #[cfg(target_os = "linux")]
 pub mod from_device;
 #[cfg(target_os = "linux")]
+pub mod multi_from_device;
+#[cfg(target_os = "linux")]
 mod offload;
 #[cfg(target_os = "linux")]
 mod ring;
+#[cfg(target_os = "linux")]
+mod rx;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
@@ -16,11 +21,12 @@ pub mod to_device;
 
 use paraclick_runtime::Registry;
 
-/// Registers FromDevice and ToDevice (on Linux).
+/// Registers FromDevice, MultiFromDevice and ToDevice (on Linux).
 pub fn register(reg: &mut Registry) {
     #[cfg(target_os = "linux")]
     {
         reg.register(from_device::spec());
+        reg.register(multi_from_device::spec());
         reg.register(to_device::spec());
     }
     #[cfg(not(target_os = "linux"))]

@@ -1,0 +1,506 @@
+//! # MultiFromDevice
+//!
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP])
+//!
+//! Polls several receive queues of Linux network devices in one task,
+//! filling one burst across them.
+//!
+//! Ports: no inputs; one output per `DEVNAME [QUEUE]` argument (output
+//! i carries the packets of the i-th). Processing: push.
+//!
+//! The multiple-queue poller of Egi et al. (PRESTO 2010, §5.3 and Figure
+//! 5, their "MultiplePollDevice"): where a thread would otherwise run one
+//! FromDevice task per queue, each run finding its queue empty or holding
+//! fewer packets than a burst, MultiFromDevice owns one task that reads
+//! every queue it is given. Each run takes up to BURST packets in all:
+//! it reads the first queue, and while the burst is not full, the next
+//! one, and so on. The queue it starts at moves on by one every run, so
+//! no queue starves when the others are busy. The packets of each queue
+//! leave by their own output, in the order they were received, so the
+//! configuration still tells the interfaces apart.
+//!
+//! Each argument names a device and, optionally, the queue of it to read
+//! (default 0): `r0 1` is queue 1 of r0. A queue is one member of the
+//! device's PACKET_FANOUT group (software receive-side scaling, see
+//! `paraclick doc FromDevice`), exactly as FromDevice's `QUEUE` and
+//! `N_QUEUES`: every device named here is split into N_QUEUES queues,
+//! and the queues of a device may be shared out between MultiFromDevice
+//! and FromDevice elements, as long as together they read each queue of
+//! the device exactly once, with the same N_QUEUES and FANOUT (checked
+//! when the router starts). With N_QUEUES 1 (the default), each argument
+//! is a whole device. A device name in capitals followed by a queue (such
+//! as `ETH0 1`) reads as a keyword: give such devices as the only word
+//! of their argument or use lower-case names.
+//!
+//! Each queue is read through its own AF_PACKET socket and TPACKET_V3
+//! ring, with everything FromDevice does for it: the annotations (link
+//! header, timestamp, packet type, device, flow hash, VLAN), software
+//! segmentation and checksum completion of offloaded frames, GRO turned
+//! off, and with `SNIFFER false`, the kernel's own stack kept off the
+//! devices. The keyword arguments mean what they mean for FromDevice and
+//! apply to every queue.
+//!
+//! Arguments:
+//! - `DEVNAME [QUEUE]` (one or more, positional): a device name, then
+//!   optionally the queue number (0 <= QUEUE < N_QUEUES, default 0).
+//!   The same (device, queue) may not be given twice.
+//! - `N_QUEUES` (unsigned, default 1): how many queues each device named
+//!   is split into.
+//! - `BURST` (unsigned, default 32): most packets emitted per task run,
+//!   summed over the queues.
+//! - `SNIFFER` (boolean, default true), `PROMISC` (boolean, default
+//!   false), `SNAPLEN` (unsigned, default 2046), `FANOUT` (word, default
+//!   `HASH`), `OUTBOUND` (boolean, default false), `TIMESTAMP` (boolean,
+//!   default true), `FORCE_IP` (boolean, default false): as for
+//!   FromDevice, for every queue.
+//!
+//! Handlers:
+//! - `count` (read): packets emitted, all queues together.
+//! - `counts` (read): one line per output: `DEVNAME QUEUE COUNT`.
+//! - `drops` (read): frames lost on all queues: the kernel's ring drops
+//!   plus the frames this element dropped itself (as FromDevice's).
+//! - `kernel_drops` (read): the kernel's ring drops alone.
+//! - `reset_counts` (write): resets the counts and the drop counts.
+//! - `encap` (read): the link encapsulation, `ETHER`.
+//!
+//! Example: the two-interface, two-queue router of PRESTO 2010 Figure 5,
+//! one poller per thread, each polling its queue of both interfaces:
+//!
+//!     p0 :: MultiFromDevice(eth0 0, eth1 0, N_QUEUES 2, SNIFFER false);
+//!     p1 :: MultiFromDevice(eth0 1, eth1 1, N_QUEUES 2, SNIFFER false);
+//!     p0[0] -> in0; p1[0] -> in0;    // from eth0
+//!     p0[1] -> in1; p1[1] -> in1;    // from eth1
+//!     StaticThreadSched(p0 0, p1 1);
+
+use super::rx::{
+    check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
+};
+use paraclick_packet::Batch;
+use paraclick_runtime::{
+    ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, HandlerCx, HandlerInfo, InitCx,
+};
+use std::fmt::Write as _;
+use std::sync::{Mutex, OnceLock};
+
+pub struct MultiFromDevice {
+    /// (device, queue) of each output.
+    queues: Vec<(String, usize)>,
+    opts: RxOptions,
+    rx: OnceLock<Vec<RxQueue>>,
+    state: Mutex<PollState>,
+    stats: RxCounters,
+}
+
+/// The poller's place: each ring's reader, and where the next run starts.
+struct PollState {
+    next: usize,
+    readers: Vec<RxReader>,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("MultiFromDevice", "0/1-", "h", make)
+}
+
+/// Parses one `DEVNAME [QUEUE]` argument.
+fn parse_queue_arg(s: &str) -> Result<(String, usize), String> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    let (dev, queue) = match words.as_slice() {
+        [dev] => (*dev, 0),
+        [dev, q] => {
+            let q = <usize as FromArg>::from_arg(q, &ArgEnv::default())
+                .map_err(|_| format!("'{s}': QUEUE must be an unsigned integer"))?;
+            (*dev, q)
+        }
+        _ => return Err(format!("'{s}': expected DEVNAME [QUEUE]")),
+    };
+    check_devname("DEVNAME", dev)?;
+    Ok((dev.to_string(), queue))
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let opts = RxOptions::read(&mut a)?;
+    let args = a.rest();
+    a.complete()?;
+    if args.is_empty() {
+        return Err("missing mandatory DEVNAME argument".into());
+    }
+    let mut queues: Vec<(String, usize)> = Vec::with_capacity(args.len());
+    for s in &args {
+        let (dev, q) = parse_queue_arg(s)?;
+        opts.check_queue(q).map_err(|e| format!("{dev}: {e}"))?;
+        if queues.iter().any(|(d, x)| *d == dev && *x == q) {
+            return Err(format!("QUEUE {q} of {dev} given twice"));
+        }
+        queues.push((dev, q));
+    }
+    if cx.noutputs != queues.len() {
+        return Err(format!(
+            "{} queue{} to read but {} output{} used: output i carries the packets \
+             of the i-th DEVNAME [QUEUE] argument",
+            queues.len(),
+            if queues.len() == 1 { "" } else { "s" },
+            cx.noutputs,
+            if cx.noutputs == 1 { "" } else { "s" },
+        ));
+    }
+    Ok(Box::new(MultiFromDevice {
+        stats: RxCounters::new(queues.len(), cx.nthreads),
+        state: Mutex::new(PollState {
+            next: 0,
+            readers: queues.iter().map(|_| RxReader::default()).collect(),
+        }),
+        queues,
+        opts,
+        rx: OnceLock::new(),
+    }))
+}
+
+/// One task run's polling: reads the `n` queues in turn from `start`,
+/// `read(i, max, batch)` adding at most about `max` packets of queue `i`
+/// to `batch` (a super-frame's segments may overshoot) and returning the
+/// frames it dropped, until `burst` packets are taken or every queue was
+/// read once. Each non-empty batch goes to `emit(i, batch)` as soon as it
+/// is read. Returns (packets, drops).
+fn poll_round(
+    n: usize,
+    start: usize,
+    burst: usize,
+    mut read: impl FnMut(usize, usize, &mut Batch) -> u64,
+    mut emit: impl FnMut(usize, Batch),
+) -> (usize, u64) {
+    let mut have = 0;
+    let mut drops = 0;
+    let mut batch = Batch::new();
+    let mut i = start;
+    for _ in 0..n {
+        if have >= burst {
+            break;
+        }
+        drops += read(i, burst - have, &mut batch);
+        if !batch.is_empty() {
+            have += batch.len();
+            emit(i, std::mem::take(&mut batch));
+        }
+        i += 1;
+        if i == n {
+            i = 0;
+        }
+    }
+    (have, drops)
+}
+
+impl MultiFromDevice {
+    /// The queues this element reads.
+    pub(super) fn claims(&self) -> impl Iterator<Item = QueueClaim<'_>> {
+        self.queues.iter().map(|(d, q)| QueueClaim {
+            devname: d,
+            queue: *q,
+            nqueues: self.opts.nqueues,
+            fanout: self.opts.fanout,
+        })
+    }
+
+    /// The open rings (none before initialization).
+    fn rings(&self) -> &[RxQueue] {
+        self.rx.get().map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::read("counts"),
+    HandlerInfo::read("drops"),
+    HandlerInfo::read("kernel_drops"),
+    HandlerInfo::write("reset_counts"),
+    HandlerInfo::read("encap"),
+];
+
+impl Element for MultiFromDevice {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        // Once per device: its queues, read here and elsewhere, add up.
+        for (k, c) in self.claims().enumerate() {
+            if !self.queues[..k].iter().any(|(d, _)| d == c.devname) {
+                check_device_queues(ix, &c)?;
+            }
+        }
+        let rx = self
+            .queues
+            .iter()
+            .map(|(dev, _)| RxQueue::open(dev, &self.opts))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.rx.set(rx).is_err() {
+            return Err("initialized twice".into());
+        }
+        ix.add_task();
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let Some(rx) = self.rx.get() else {
+            return false;
+        };
+        // One poller at a time; a second runner finds nothing to do.
+        let Ok(mut guard) = self.state.try_lock() else {
+            return false;
+        };
+        let st = &mut *guard;
+        let n = rx.len();
+        let start = st.next;
+        st.next = if start + 1 == n { 0 } else { start + 1 };
+        let thread = cx.thread();
+        let readers = &mut st.readers;
+        // Batches are pushed with the lock held, so each queue's packets
+        // leave in order.
+        let (got, drops) = poll_round(
+            n,
+            start,
+            self.opts.burst,
+            |i, max, b| rx[i].read(&mut readers[i], &self.opts, max, b),
+            |i, b| {
+                self.stats.emitted(i, thread, b.len());
+                cx.push(i, b);
+            },
+        );
+        drop(guard);
+        self.stats.dropped(cx, drops);
+        got > 0 || drops > 0
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        if name == "counts" {
+            let mut s = String::new();
+            for (i, (dev, q)) in self.queues.iter().enumerate() {
+                let _ = writeln!(s, "{dev} {q} {}", self.stats.count_of(i));
+            }
+            return Some(s);
+        }
+        self.stats.read_handler(name, self.rings())
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        _value: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        match name {
+            "reset_counts" => {
+                self.stats.reset(self.rings());
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::rx::tests::configure;
+    use super::*;
+    use paraclick_packet::Packet;
+    use paraclick_runtime::Router;
+
+    fn element(conf: &str, noutputs: usize) -> Result<MultiFromDevice, String> {
+        configure(spec(), conf, noutputs)
+    }
+
+    #[test]
+    fn arguments_are_parsed() {
+        let e = element("r0", 1).unwrap();
+        assert_eq!(e.queues, vec![("r0".to_string(), 0)]);
+        assert_eq!((e.opts.nqueues, e.opts.burst), (1, 32));
+        assert!(e.opts.sniffer && !e.opts.promisc && e.opts.timestamp);
+
+        let e = element(
+            "r0 1, r1 1, eth2, N_QUEUES 2, BURST 64, SNIFFER false, FANOUT lb, SNAPLEN 100",
+            3,
+        )
+        .unwrap();
+        assert_eq!(
+            e.queues,
+            vec![("r0".into(), 1), ("r1".into(), 1), ("eth2".into(), 0)]
+        );
+        assert_eq!(
+            (e.opts.nqueues, e.opts.burst, e.opts.fanout, e.opts.snaplen),
+            (2, 64, 1, 100)
+        );
+        assert!(!e.opts.sniffer);
+        let claims: Vec<(String, usize, usize, u32)> = e
+            .claims()
+            .map(|c| (c.devname.to_string(), c.queue, c.nqueues, c.fanout))
+            .collect();
+        assert_eq!(claims[1], ("r1".to_string(), 1, 2, 1));
+        // The same device twice, different queues: two rings of one group.
+        let e = element("r0 0, r0 1, N_QUEUES 2", 2).unwrap();
+        assert_eq!(e.queues.len(), 2);
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        for (bad, nout, want) in [
+            ("", 1, "missing mandatory DEVNAME"),
+            ("N_QUEUES 2", 1, "missing mandatory DEVNAME"),
+            ("r0 2, N_QUEUES 2", 1, "QUEUE 2 out of range"),
+            ("r0 1", 1, "QUEUE 1 out of range"),
+            ("r0 x", 1, "QUEUE must be an unsigned integer"),
+            ("r0 -1", 1, "QUEUE must be an unsigned integer"),
+            ("r0 0 1", 1, "expected DEVNAME [QUEUE]"),
+            ("r0 0, r0 0, N_QUEUES 2", 2, "QUEUE 0 of r0 given twice"),
+            ("r0, r0", 2, "QUEUE 0 of r0 given twice"),
+            ("a/b", 1, "bad interface name"),
+            ("averyveryverylongname 0", 1, "bad interface name"),
+            ("r0, r1", 1, "2 queues to read but 1 output used"),
+            ("r0", 2, "1 queue to read but 2 outputs used"),
+            ("r0, BURST 0", 1, "BURST must be at least 1"),
+            ("r0, N_QUEUES 0", 1, "N_QUEUES must be between"),
+            ("r0, N_QUEUES 300", 1, "N_QUEUES must be between"),
+            ("r0, FANOUT SIDEWAYS", 1, "FANOUT: unknown mode"),
+            ("r0, SNAPLEN 4", 1, "SNAPLEN must be at least 14"),
+            ("r0, SNIFFER maybe", 1, "SNIFFER"),
+            ("r0, QUEUE 1", 1, "unknown keyword QUEUE"),
+            ("r0, NOPE 1", 1, "unknown keyword NOPE"),
+            ("N_QUEUES 2, r0 1", 1, "too many arguments"),
+        ] {
+            match element(bad, nout) {
+                Ok(_) => panic!("'{bad}' accepted"),
+                Err(e) => assert!(e.contains(want), "'{bad}': {e} (want '{want}')"),
+            }
+        }
+    }
+
+    /// Fake queues for `poll_round`: queue i holds `have[i]` packets of
+    /// length 60 + i.
+    fn run_round(have: &mut [usize], start: usize, burst: usize) -> (Vec<(usize, usize)>, usize) {
+        let mut emitted = Vec::new();
+        let n = have.len();
+        let (got, drops) = poll_round(
+            n,
+            start,
+            burst,
+            |i, max, b| {
+                while have[i] > 0 && b.len() < max {
+                    have[i] -= 1;
+                    b.push(Packet::new(60 + i).unwrap());
+                }
+                0
+            },
+            |i, b| {
+                assert!(
+                    b.iter().all(|p| p.len() == 60 + i),
+                    "queue {i}'s packets on its output"
+                );
+                emitted.push((i, b.len()));
+            },
+        );
+        assert_eq!(drops, 0);
+        (emitted, got)
+    }
+
+    #[test]
+    fn a_burst_is_filled_across_queues_from_a_moving_start() {
+        // Queue 0 has 10, queue 1 has 50, queue 2 has 5: from queue 0 a
+        // burst of 32 takes all 10 of queue 0 and 22 of queue 1.
+        let mut have = [10, 50, 5];
+        let (em, got) = run_round(&mut have, 0, 32);
+        assert_eq!((em, got), (vec![(0, 10), (1, 22)], 32));
+        // From queue 1: its 28 left, then 4 of queue 2.
+        let (em, got) = run_round(&mut have, 1, 32);
+        assert_eq!((em, got), (vec![(1, 28), (2, 4)], 32));
+        // From queue 2: its last one; queues 0 and 1 are empty (no
+        // empty batch is emitted).
+        let (em, got) = run_round(&mut have, 2, 32);
+        assert_eq!((em, got), (vec![(2, 1)], 1));
+        let (em, got) = run_round(&mut have, 0, 32);
+        assert_eq!((em, got), (vec![], 0));
+    }
+
+    #[test]
+    fn no_queue_starves_behind_a_busy_one() {
+        // Queue 0 always has more than a burst; queues 1 and 2 a little.
+        // With the start moving on every run, each gets read.
+        let mut have = [1_000_000, 0, 0];
+        let mut per_queue = [0usize; 3];
+        for run in 0..30 {
+            have[1] += 3;
+            have[2] += 3;
+            let (em, _) = run_round(&mut have, run % 3, 8);
+            for (i, k) in em {
+                per_queue[i] += k;
+            }
+        }
+        // Queues 1 and 2 were given 90 packets each; with a full burst
+        // from queue 0 every third run, they lag by at most a few runs.
+        assert!(per_queue[1] >= 60 && per_queue[2] >= 60, "{per_queue:?}");
+        assert!(per_queue[0] >= 60, "{per_queue:?}");
+    }
+
+    #[test]
+    fn an_overshooting_queue_ends_the_round() {
+        // A super-frame's segments can overshoot `max`: the round stops
+        // there, and no later queue is asked for a negative number.
+        let mut asked = Vec::new();
+        let (got, _) = poll_round(
+            3,
+            0,
+            4,
+            |i, max, b| {
+                asked.push((i, max));
+                for _ in 0..6 {
+                    b.push(Packet::new(60).unwrap());
+                }
+                0
+            },
+            |_, _| {},
+        );
+        assert_eq!((got, asked), (6, vec![(0, 4)]));
+    }
+
+    fn router_error(conf: &str) -> String {
+        match Router::from_str(conf, &crate::full_registry(), 1) {
+            Ok(_) => panic!("accepted: {conf}"),
+            Err(d) => d
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    /// The queues of a device, split between FromDevice and
+    /// MultiFromDevice, are checked together before any device is opened
+    /// (the devices here do not exist: a configuration that passes the
+    /// check fails later, on the missing device).
+    #[test]
+    fn queues_shared_with_from_device_are_checked_together() {
+        let e = router_error(
+            "m :: MultiFromDevice(pcnodev0 0, pcnodev1 0, N_QUEUES 2) -> Discard; m[1] -> Discard;
+             FromDevice(pcnodev0, QUEUE 0, N_QUEUES 2) -> Discard;",
+        );
+        assert!(e.contains("both read QUEUE 0 of pcnodev0"), "{e}");
+        let e = router_error(
+            "m :: MultiFromDevice(pcnodev0 0, N_QUEUES 2) -> Discard;
+             FromDevice(pcnodev0, QUEUE 1, N_QUEUES 3) -> Discard;",
+        );
+        assert!(e.contains("N_QUEUES 3"), "{e}");
+        let e = router_error(
+            "m :: MultiFromDevice(pcnodev0 0, N_QUEUES 2) -> Discard;
+             FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2, FANOUT LB) -> Discard;",
+        );
+        assert!(e.contains("FANOUT LB") && e.contains("FANOUT HASH"), "{e}");
+        let e = router_error("m :: MultiFromDevice(pcnodev0 0, N_QUEUES 3) -> Discard;");
+        assert!(e.contains("nobody reads QUEUE 1, 2"), "{e}");
+        // Complete: queue 0 here, queue 1 in a FromDevice, queue 1 of
+        // the second device here too; only the missing device is left.
+        let e = router_error(
+            "m :: MultiFromDevice(pcnodev0 0, pcnodev1 0, pcnodev1 1, N_QUEUES 2) -> Discard;
+             m[1] -> Discard; m[2] -> Discard;
+             FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2) -> Discard;",
+        );
+        assert!(!e.contains("QUEUE") && e.contains("pcnodev"), "{e}");
+    }
+}

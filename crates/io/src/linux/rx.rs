@@ -1,0 +1,528 @@
+//! The receive side FromDevice and MultiFromDevice share: the keyword
+//! arguments, opening a device's TPACKET_V3 ring (with its fanout group,
+//! GRO and SNIFFER settings), reading a burst of frames from it, turning
+//! frames into annotated packets, and checking that the elements reading
+//! one device agree on its queues. Not an element.
+
+use super::from_device::FromDevice;
+use super::multi_from_device::MultiFromDevice;
+use super::offload::{complete_csum, segment, OffloadError};
+use super::ring::{
+    Cursor, Frame, RxRing, PACKET_BROADCAST, PACKET_HOST, PACKET_MULTICAST, PACKET_OTHERHOST,
+    PACKET_OUTGOING,
+};
+use super::sys::{self, FanoutMember, KernelOff, RxConfig};
+use paraclick_packet::{Batch, Packet, PacketType, Timestamp};
+use paraclick_runtime::{Args, Counter, Cx, InitCx};
+use std::os::fd::OwnedFd;
+use std::sync::Mutex;
+
+/// Ring geometry: blocks big enough for a 64 KB super-frame; 16 MB in
+/// all. At low rates each block holds what arrives in RETIRE_MS, so the
+/// block count is also how long (128 ms) the reader may be held up (by a
+/// busy CPU) before frames are lost.
+const BLOCK_SIZE: usize = 1 << 17;
+const NBLOCKS: usize = 128;
+/// Longest a partly filled block waits before the kernel hands it over.
+const RETIRE_MS: u32 = 1;
+
+/// Most queues a device may be split into (the kernel's fanout groups
+/// take at most 256 members on old kernels).
+pub const MAX_QUEUES: usize = 256;
+
+/// The settings of a receiving element that apply to every ring it reads
+/// (the keywords FromDevice and MultiFromDevice share).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RxOptions {
+    pub sniffer: bool,
+    pub promisc: bool,
+    pub burst: usize,
+    pub snaplen: usize,
+    pub nqueues: usize,
+    /// PACKET_FANOUT mode.
+    pub fanout: u32,
+    pub outbound: bool,
+    pub timestamp: bool,
+    pub force_ip: bool,
+}
+
+impl RxOptions {
+    /// Reads SNIFFER, PROMISC, BURST, SNAPLEN, N_QUEUES, FANOUT, OUTBOUND,
+    /// TIMESTAMP and FORCE_IP (all keywords, all optional) and checks them.
+    pub fn read(a: &mut Args<'_>) -> Result<RxOptions, String> {
+        let o = RxOptions {
+            sniffer: a.read::<bool>("SNIFFER")?.unwrap_or(true),
+            promisc: a.read::<bool>("PROMISC")?.unwrap_or(false),
+            burst: a.read::<usize>("BURST")?.unwrap_or(32),
+            snaplen: a.read::<usize>("SNAPLEN")?.unwrap_or(2046),
+            nqueues: a.read::<usize>("N_QUEUES")?.unwrap_or(1),
+            fanout: match a.read::<String>("FANOUT")? {
+                None => 0,
+                Some(f) => fanout_mode(&f).ok_or_else(|| {
+                    format!("FANOUT: unknown mode '{f}' (HASH, LB, CPU, RND, QM, ROLLOVER)")
+                })?,
+            },
+            outbound: a.read::<bool>("OUTBOUND")?.unwrap_or(false),
+            timestamp: a.read::<bool>("TIMESTAMP")?.unwrap_or(true),
+            force_ip: a.read::<bool>("FORCE_IP")?.unwrap_or(false),
+        };
+        if o.burst == 0 {
+            return Err("BURST must be at least 1".into());
+        }
+        if o.snaplen < 14 {
+            return Err("SNAPLEN must be at least 14".into());
+        }
+        if o.nqueues == 0 || o.nqueues > MAX_QUEUES {
+            return Err(format!("N_QUEUES must be between 1 and {MAX_QUEUES}"));
+        }
+        Ok(o)
+    }
+
+    /// Checks a QUEUE number against N_QUEUES.
+    pub fn check_queue(&self, queue: usize) -> Result<(), String> {
+        if queue >= self.nqueues {
+            return Err(format!(
+                "QUEUE {queue} out of range: N_QUEUES is {}",
+                self.nqueues
+            ));
+        }
+        Ok(())
+    }
+
+    /// Annotates a packet made from frame `f` (data at its link header);
+    /// false if FORCE_IP rejects it.
+    fn finish(&self, p: &mut Packet, f: &Frame<'_>) -> bool {
+        if let Some((tpid, tci)) = f.vlan {
+            if !insert_vlan(p, tpid, tci) {
+                return false;
+            }
+            p.anno_mut().vlan_tci = tci;
+        }
+        if p.len() > self.snaplen {
+            let extra = (p.len() - self.snaplen) as u32;
+            p.take(p.len() - self.snaplen);
+            p.anno_mut().extra_length = extra;
+        } else if f.truncated() {
+            p.anno_mut().extra_length = f.wire_len - f.data.len() as u32;
+        }
+        p.set_mac_header(0);
+        {
+            let a = p.anno_mut();
+            a.packet_type = packet_type(f.pkttype);
+            a.device = f.ifindex as u16;
+            a.flow_hash = f.rxhash;
+            if self.timestamp {
+                a.timestamp = Timestamp::from_parts(f.sec as i64, f.nsec);
+            }
+        }
+        if self.force_ip {
+            let d = p.data();
+            let ok = d.len() >= 34 && d[12..14] == [0x08, 0x00] && d[14] >> 4 == 4;
+            let ihl = if ok { (d[14] & 15) as usize * 4 } else { 0 };
+            if !ok || ihl < 20 || 14 + ihl > d.len() {
+                return false;
+            }
+            p.set_network_header(14, ihl);
+        }
+        true
+    }
+
+    /// Turns frame `f` into packets appended to `out`; returns how many
+    /// frames' worth were dropped (0 or 1).
+    pub fn take(&self, f: &Frame<'_>, out: &mut Batch) -> u64 {
+        if f.pkttype == PACKET_OUTGOING && !self.outbound {
+            return 0;
+        }
+        let v = f.vnet.filter(|v| v.is_gso() || v.needs_csum());
+        if let Some(v) = v {
+            // A cut-short frame cannot have its checksum completed or be
+            // segmented: never forward it half-done.
+            if f.truncated() {
+                return 1;
+            }
+            if v.is_gso() {
+                let start = out.len();
+                return match segment(f.data, &v, out) {
+                    Ok(_) => {
+                        let mut bad = 0;
+                        let tail = out.split_off(start);
+                        for mut p in tail {
+                            if self.finish(&mut p, f) {
+                                out.push(p);
+                            } else {
+                                bad += 1;
+                            }
+                        }
+                        // A frame counts once, however many segments it lost.
+                        u64::from(bad > 0)
+                    }
+                    Err(OffloadError::NoBuffer)
+                    | Err(OffloadError::Unsupported)
+                    | Err(OffloadError::Malformed) => 1,
+                };
+            }
+        }
+        let Some(mut p) = Packet::new(f.data.len()) else {
+            return 1;
+        };
+        p.data_mut().copy_from_slice(f.data);
+        if let Some(v) = v {
+            if !complete_csum(p.data_mut(), v.csum_start as usize, v.csum_offset as usize) {
+                return 1;
+            }
+        }
+        if !self.finish(&mut p, f) {
+            return 1;
+        }
+        out.push(p);
+        0
+    }
+}
+
+fn fanout_mode(s: &str) -> Option<u32> {
+    Some(match s.to_ascii_uppercase().as_str() {
+        "HASH" => 0,
+        "LB" => 1,
+        "CPU" => 2,
+        "ROLLOVER" => 3,
+        "RND" => 4,
+        "QM" => 5,
+        _ => return None,
+    })
+}
+
+fn fanout_name(mode: u32) -> &'static str {
+    match mode {
+        0 => "HASH",
+        1 => "LB",
+        2 => "CPU",
+        3 => "ROLLOVER",
+        4 => "RND",
+        5 => "QM",
+        _ => "?",
+    }
+}
+
+/// Checks an interface name as the kernel would take it.
+pub fn check_devname(what: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() >= 16 || name.contains(['/', ' ', '\0']) {
+        return Err(format!("{what}: bad interface name '{name}'"));
+    }
+    Ok(())
+}
+
+/// Puts a VLAN tag back after the MAC addresses.
+fn insert_vlan(p: &mut Packet, tpid: u16, tci: u16) -> bool {
+    if p.len() < 12 || p.push(4).is_err() {
+        return false;
+    }
+    let d = p.data_mut();
+    d.copy_within(4..16, 0);
+    d[12..14].copy_from_slice(&tpid.to_be_bytes());
+    d[14..16].copy_from_slice(&tci.to_be_bytes());
+    true
+}
+
+fn packet_type(t: u8) -> PacketType {
+    match t {
+        PACKET_HOST => PacketType::Host,
+        PACKET_BROADCAST => PacketType::Broadcast,
+        PACKET_MULTICAST => PacketType::Multicast,
+        PACKET_OTHERHOST => PacketType::OtherHost,
+        PACKET_OUTGOING => PacketType::Outgoing,
+        5 => PacketType::Loopback,
+        _ => PacketType::Host,
+    }
+}
+
+/// One open receive queue of a device: its socket and mapped ring, and
+/// what it changed on the device (restored when it is dropped). Fields
+/// drop in order: the ring is unmapped before the socket closes.
+pub struct RxQueue {
+    ring: RxRing,
+    fd: OwnedFd,
+    devname: String,
+    gro_was_on: bool,
+    _fanout: Option<FanoutMember>,
+    _kernel_off: Option<KernelOff>,
+    /// Kernel ring drops read so far (reading resets the kernel's count).
+    kernel_drops: Mutex<u64>,
+}
+
+/// A reader's place in a ring, kept between task runs. Whoever reads a
+/// ring keeps its reader under a lock: one reader at a time.
+#[derive(Default)]
+pub struct RxReader {
+    block: usize,
+    cursor: Option<Cursor>,
+}
+
+impl Drop for RxQueue {
+    fn drop(&mut self) {
+        if self.gro_was_on {
+            sys::enable_gro(&self.fd, &self.devname);
+        }
+    }
+}
+
+impl RxQueue {
+    /// Opens a receive ring on `devname` with the settings of `o`: joins
+    /// the device's fanout group when `o.nqueues > 1`, turns GRO off and,
+    /// with SNIFFER false, the kernel's own processing of the device.
+    pub fn open(devname: &str, o: &RxOptions) -> Result<RxQueue, String> {
+        let ifindex = sys::ifindex(devname)?;
+        let (fd, ring) = sys::open_rx(&RxConfig {
+            ifindex,
+            block_size: BLOCK_SIZE,
+            nblocks: NBLOCKS,
+            retire_ms: RETIRE_MS,
+            vnet_hdr: true,
+            ignore_outgoing: !o.outbound,
+            promisc: o.promisc,
+        })
+        .map_err(|e| format!("{devname}: {e}"))?;
+        let fanout = if o.nqueues > 1 {
+            Some(sys::fanout_join(&fd, ifindex, o.fanout).map_err(|e| format!("{devname}: {e}"))?)
+        } else {
+            None
+        };
+        let gro_was_on = sys::disable_gro(&fd, devname)?.unwrap_or(false);
+        let mut q = RxQueue {
+            ring,
+            fd,
+            devname: devname.to_string(),
+            gro_was_on,
+            _fanout: fanout,
+            _kernel_off: None,
+            kernel_drops: Mutex::new(0),
+        };
+        if !o.sniffer {
+            q._kernel_off = Some(sys::kernel_off(devname)?);
+        }
+        // Drops counted from now on.
+        let _ = sys::ring_stats(&q.fd);
+        Ok(q)
+    }
+
+    /// Reads frames from the ring into `out` (as packets made by `o`)
+    /// until `out` holds `max` packets or no handed-over block is left.
+    /// Returns the frames dropped on the way.
+    pub fn read(&self, rd: &mut RxReader, o: &RxOptions, max: usize, out: &mut Batch) -> u64 {
+        let nblocks = self.ring.nblocks();
+        let mut drops = 0u64;
+        while out.len() < max {
+            let Some(block) = self.ring.user_block(rd.block) else {
+                break;
+            };
+            let bytes = block.bytes();
+            let mut cur = match rd.cursor {
+                Some(c) => c,
+                None => Cursor::start(bytes).unwrap_or_default(),
+            };
+            while out.len() < max {
+                match cur.next_frame(bytes, true) {
+                    None => break,
+                    Some(Ok(f)) => drops += o.take(&f, out),
+                    Some(Err(lost)) => drops += lost as u64,
+                }
+            }
+            if cur.done() {
+                block.release();
+                rd.block = (rd.block + 1) % nblocks;
+                rd.cursor = None;
+            } else {
+                rd.cursor = Some(cur);
+            }
+        }
+        drops
+    }
+
+    /// The kernel's ring drops since the ring was opened or last reset.
+    pub fn kernel_drops(&self) -> u64 {
+        let mut total = self.kernel_drops.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok((_, d)) = sys::ring_stats(&self.fd) {
+            *total += d as u64;
+        }
+        *total
+    }
+
+    pub fn reset_kernel_drops(&self) {
+        let mut total = self.kernel_drops.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = sys::ring_stats(&self.fd);
+        *total = 0;
+    }
+}
+
+/// The statistics of a receiving element: packets emitted per ring, and
+/// frames it dropped itself; with its rings' kernel drops, they make the
+/// handlers FromDevice and MultiFromDevice share.
+pub struct RxCounters {
+    emitted: Vec<Counter>,
+    own_drops: Counter,
+}
+
+impl RxCounters {
+    pub fn new(nrings: usize, nthreads: usize) -> RxCounters {
+        RxCounters {
+            emitted: (0..nrings).map(|_| Counter::new(nthreads)).collect(),
+            own_drops: Counter::new(nthreads),
+        }
+    }
+
+    /// Counts `n` packets emitted from ring `i`.
+    #[inline]
+    pub fn emitted(&self, i: usize, thread: usize, n: usize) {
+        self.emitted[i].add(thread, n as u64);
+    }
+
+    /// Counts `n` frames dropped (here and in the router's drop total).
+    pub fn dropped(&self, cx: &mut Cx<'_>, n: u64) {
+        if n > 0 {
+            self.own_drops.add(cx.thread(), n);
+            cx.count_drops(n);
+        }
+    }
+
+    /// Packets emitted from ring `i`.
+    pub fn count_of(&self, i: usize) -> u64 {
+        self.emitted[i].get()
+    }
+
+    /// The shared read handlers `count`, `drops`, `kernel_drops` and
+    /// `encap`, over the element's rings (none before initialization).
+    pub fn read_handler(&self, name: &str, rings: &[RxQueue]) -> Option<String> {
+        let kernel = || rings.iter().map(RxQueue::kernel_drops).sum::<u64>();
+        Some(match name {
+            "count" => self
+                .emitted
+                .iter()
+                .map(Counter::get)
+                .sum::<u64>()
+                .to_string(),
+            "kernel_drops" => kernel().to_string(),
+            "drops" => (kernel() + self.own_drops.get()).to_string(),
+            "encap" => "ETHER".to_string(),
+            _ => return None,
+        })
+    }
+
+    /// The `reset_counts` handler.
+    pub fn reset(&self, rings: &[RxQueue]) {
+        for r in rings {
+            r.reset_kernel_drops();
+        }
+        for c in &self.emitted {
+            c.reset();
+        }
+        self.own_drops.reset();
+    }
+}
+
+/// One receive queue an element claims: device, QUEUE, N_QUEUES, FANOUT.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueClaim<'a> {
+    pub devname: &'a str,
+    pub queue: usize,
+    pub nqueues: usize,
+    pub fanout: u32,
+}
+
+/// The queues element `e` reads, if it is a FromDevice or a
+/// MultiFromDevice.
+fn claims_of(e: &dyn std::any::Any) -> Vec<QueueClaim<'_>> {
+    if let Some(fd) = e.downcast_ref::<FromDevice>() {
+        return vec![fd.claim()];
+    }
+    if let Some(m) = e.downcast_ref::<MultiFromDevice>() {
+        return m.claims().collect();
+    }
+    Vec::new()
+}
+
+/// Checks that the elements reading `devname` (FromDevice and
+/// MultiFromDevice alike: they share one fanout group) agree on N_QUEUES
+/// and FANOUT and together read each queue exactly once. `mine` is the
+/// calling element's own claim on the device.
+pub fn check_device_queues(ix: &InitCx<'_>, mine: &QueueClaim<'_>) -> Result<(), String> {
+    let dev = mine.devname;
+    let mut queues: Vec<(usize, String)> = Vec::new();
+    for i in 0..ix.element_count() {
+        let e: &dyn std::any::Any = ix.element(i);
+        for c in claims_of(e) {
+            if c.devname != dev {
+                continue;
+            }
+            let name = ix.element_name(i);
+            if c.nqueues != mine.nqueues {
+                return Err(format!(
+                    "{name} reads {dev} with N_QUEUES {}, this element with N_QUEUES {}",
+                    c.nqueues, mine.nqueues
+                ));
+            }
+            if c.nqueues > 1 && c.fanout != mine.fanout {
+                return Err(format!(
+                    "{name} reads {dev} with FANOUT {}, this element with FANOUT {}: \
+                     the queues of a device share one fanout group",
+                    fanout_name(c.fanout),
+                    fanout_name(mine.fanout)
+                ));
+            }
+            queues.push((c.queue, name.to_string()));
+        }
+    }
+    queues.sort();
+    for w in queues.windows(2) {
+        if w[0].0 == w[1].0 {
+            let (a, b) = (&w[0].1, &w[1].1);
+            return Err(if a == b {
+                format!("{a} reads QUEUE {} of {dev} twice", w[0].0)
+            } else {
+                format!("{a} and {b} both read QUEUE {} of {dev}", w[0].0)
+            });
+        }
+    }
+    if queues.len() != mine.nqueues {
+        let missing: Vec<String> = (0..mine.nqueues)
+            .filter(|q| !queues.iter().any(|(x, _)| x == q))
+            .map(|q| q.to_string())
+            .collect();
+        return Err(format!(
+            "N_QUEUES {} for {dev}, but {} queue{} read (FromDevice and MultiFromDevice \
+             together); nobody reads QUEUE {}",
+            mine.nqueues,
+            queues.len(),
+            if queues.len() == 1 { " is" } else { "s are" },
+            missing.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx};
+
+    /// Configures element `class` of `spec` with `conf` and `noutputs`
+    /// outputs, as the router would (without initializing it).
+    pub(crate) fn configure<T: 'static>(
+        spec: ClassSpec,
+        conf: &str,
+        noutputs: usize,
+    ) -> Result<T, String> {
+        let mut env = ArgEnv::default();
+        let mut cx = ConfigCx {
+            name: "e",
+            class: spec.name,
+            config: conf,
+            ninputs: 0,
+            noutputs,
+            input_kinds: &[],
+            output_kinds: &[],
+            nthreads: 2,
+            env: &mut env,
+        };
+        let e = (spec.make)(&mut cx)?;
+        let any: Box<dyn std::any::Any> = e;
+        Ok(*any.downcast::<T>().expect("the class's own type"))
+    }
+}
