@@ -1,11 +1,14 @@
 //! Linux network devices: FromDevice reads an interface through an
 //! AF_PACKET TPACKET_V3 receive ring (with fanout groups for several
 //! queues), MultiFromDevice polls several such queues in one task,
-//! ToDevice writes one with `sendmmsg`. Elsewhere than Linux
-//! these classes do not exist.
+//! ToDevice writes one with `sendmmsg`; FromHost and ToHost exchange
+//! Ethernet frames with the Linux stack through a tap device. Elsewhere
+//! than Linux these classes do not exist.
 
 #[cfg(target_os = "linux")]
 pub mod from_device;
+#[cfg(target_os = "linux")]
+pub mod from_host;
 #[cfg(target_os = "linux")]
 pub mod multi_from_device;
 #[cfg(target_os = "linux")]
@@ -17,17 +20,24 @@ mod rx;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
+mod tap;
+#[cfg(target_os = "linux")]
 pub mod to_device;
+#[cfg(target_os = "linux")]
+pub mod to_host;
 
 use paraclick_runtime::Registry;
 
-/// Registers FromDevice, MultiFromDevice and ToDevice (on Linux).
+/// Registers FromDevice, MultiFromDevice, ToDevice, FromHost and ToHost
+/// (on Linux).
 pub fn register(reg: &mut Registry) {
     #[cfg(target_os = "linux")]
     {
         reg.register(from_device::spec());
         reg.register(multi_from_device::spec());
         reg.register(to_device::spec());
+        reg.register(from_host::spec());
+        reg.register(to_host::spec());
     }
     #[cfg(not(target_os = "linux"))]
     let _ = reg;

@@ -1,0 +1,323 @@
+//! The Linux TUN/TAP interface FromHost and ToHost use: creating (or
+//! attaching to) a tap device through `/dev/net/tun`, configuring it with
+//! interface ioctls (Ethernet address, MTU, IPv4 address and netmask, up,
+//! a default route), and reading and writing its frames on a non-blocking
+//! descriptor. Not an element.
+//!
+//! A tap opened here is not persistent: the kernel removes the device when
+//! the last descriptor for it closes (when the router ends).
+
+use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// How FromHost sets up its device.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TapSetup {
+    /// Address and netmask for the kernel's side of the device.
+    pub dst: Option<Ipv4Prefix>,
+    /// A default route through this host (on the device's network).
+    pub gateway: Option<Ipv4Addr>,
+    /// The device's Ethernet address.
+    pub ether: Option<EtherAddr>,
+    /// The device's MTU (without the Ethernet header).
+    pub mtu: Option<u32>,
+}
+
+/// An `ifreq` naming `name`.
+fn ifreq(name: &str) -> Result<libc::ifreq, String> {
+    // SAFETY: ifreq is plain old data (a name and a union of plain data
+    // and pointers); all-zero is a valid value.
+    let mut r: libc::ifreq = unsafe { std::mem::zeroed() };
+    if name.is_empty() || name.len() >= r.ifr_name.len() || name.contains('\0') {
+        return Err(format!("bad device name '{name}'"));
+    }
+    for (d, s) in r.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    Ok(r)
+}
+
+/// The device name an `ifreq` holds (the kernel fills it in).
+fn ifreq_name(r: &libc::ifreq) -> String {
+    let bytes: Vec<u8> = r
+        .ifr_name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn ioctl_ifreq(fd: RawFd, req: libc::c_ulong, r: &mut libc::ifreq) -> io::Result<()> {
+    // SAFETY: `r` is a valid ifreq naming a device; the requests used here
+    // (TUNSETIFF and the SIOC[GS]IF* interface requests) read and write
+    // only the ifreq itself.
+    let rc = unsafe { libc::ioctl(fd, req as _, r as *mut libc::ifreq) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A socket for interface ioctls (in this process's network namespace).
+fn ctl_socket() -> Result<OwnedFd, String> {
+    // SAFETY: plain system call; the descriptor it returns is owned below.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(format!(
+            "cannot open a socket for interface settings: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: `s` is a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(s) })
+}
+
+fn sockaddr_in(a: Ipv4Addr) -> libc::sockaddr {
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(a).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: sockaddr_in and sockaddr have the same size (16 bytes) and
+    // both are plain old data; the kernel reads the address as the family
+    // field says.
+    unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+}
+
+fn permission_hint(e: &io::Error) -> &'static str {
+    if e.raw_os_error() == Some(libc::EPERM) {
+        " (run as root or with CAP_NET_ADMIN)"
+    } else {
+        ""
+    }
+}
+
+/// Opens `/dev/net/tun` and creates (or attaches to) the tap device
+/// `name` (which may hold `%d` for the kernel to number it), Ethernet
+/// frames without packet information, non-blocking. Returns the
+/// descriptor and the device's actual name.
+pub fn open_tap(name: &str) -> Result<(OwnedFd, String), String> {
+    let path = c"/dev/net/tun";
+    // SAFETY: `path` is a NUL-terminated string that outlives the call;
+    // the descriptor it returns is owned below.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(format!(
+            "open /dev/net/tun: {e}{}",
+            if e.raw_os_error() == Some(libc::ENOENT) {
+                " (is the kernel built with CONFIG_TUN, the tun module loaded?)"
+            } else {
+                permission_hint(&e)
+            }
+        ));
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut r = ifreq(name)?;
+    r.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    ioctl_ifreq(fd.as_raw_fd(), libc::TUNSETIFF as libc::c_ulong, &mut r).map_err(|e| {
+        format!(
+            "creating tap device '{name}': {e}{}",
+            match e.raw_os_error() {
+                Some(libc::EBUSY) => " (another program has it open)",
+                Some(libc::EINVAL) => " (a device of another kind has that name)",
+                _ => permission_hint(&e),
+            }
+        )
+    })?;
+    Ok((fd, ifreq_name(&r)))
+}
+
+/// Configures device `name` as `s` says, then brings it up.
+pub fn configure(name: &str, s: &TapSetup) -> Result<(), String> {
+    let sock = ctl_socket()?;
+    let fd = sock.as_raw_fd();
+    if let Some(e) = s.ether {
+        let mut r = ifreq(name)?;
+        // SAFETY: writing a plain-data union member of a zeroed ifreq.
+        let sa = unsafe { &mut r.ifr_ifru.ifru_hwaddr };
+        sa.sa_family = libc::ARPHRD_ETHER;
+        for (d, b) in sa.sa_data.iter_mut().zip(e.0) {
+            *d = b as libc::c_char;
+        }
+        ioctl_ifreq(fd, libc::SIOCSIFHWADDR, &mut r)
+            .map_err(|err| format!("{name}: setting Ethernet address {e}: {err}"))?;
+    }
+    if let Some(mtu) = s.mtu {
+        let mut r = ifreq(name)?;
+        r.ifr_ifru.ifru_mtu = mtu as libc::c_int;
+        ioctl_ifreq(fd, libc::SIOCSIFMTU, &mut r)
+            .map_err(|err| format!("{name}: setting MTU {mtu}: {err}"))?;
+    }
+    if let Some(p) = s.dst {
+        let mut r = ifreq(name)?;
+        r.ifr_ifru.ifru_addr = sockaddr_in(p.addr);
+        ioctl_ifreq(fd, libc::SIOCSIFADDR, &mut r)
+            .map_err(|err| format!("{name}: setting address {}: {err}", p.addr))?;
+        let mut r = ifreq(name)?;
+        r.ifr_ifru.ifru_netmask = sockaddr_in(p.mask());
+        ioctl_ifreq(fd, libc::SIOCSIFNETMASK, &mut r)
+            .map_err(|err| format!("{name}: setting netmask {}: {err}", p.mask()))?;
+    }
+    let mut r = ifreq(name)?;
+    ioctl_ifreq(fd, libc::SIOCGIFFLAGS, &mut r)
+        .map_err(|err| format!("{name}: reading flags: {err}"))?;
+    // SAFETY: SIOCGIFFLAGS just filled the flags member.
+    let flags = unsafe { r.ifr_ifru.ifru_flags };
+    r.ifr_ifru.ifru_flags = flags | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    ioctl_ifreq(fd, libc::SIOCSIFFLAGS, &mut r)
+        .map_err(|err| format!("{name}: bringing it up: {err}"))?;
+    if let Some(gw) = s.gateway {
+        add_default_route(fd, name, gw)?;
+    }
+    Ok(())
+}
+
+/// Adds a default route through `gw` on device `name`.
+fn add_default_route(sock: RawFd, name: &str, gw: Ipv4Addr) -> Result<(), String> {
+    let mut dev = [0 as libc::c_char; libc::IFNAMSIZ];
+    for (d, b) in dev.iter_mut().zip(name.bytes()) {
+        *d = b as libc::c_char;
+    }
+    // SAFETY: rtentry is plain old data (addresses, integers and a
+    // pointer); all-zero (a null device pointer) is a valid value.
+    let mut rt: libc::rtentry = unsafe { std::mem::zeroed() };
+    rt.rt_dst = sockaddr_in(Ipv4Addr::UNSPECIFIED);
+    rt.rt_genmask = sockaddr_in(Ipv4Addr::UNSPECIFIED);
+    rt.rt_gateway = sockaddr_in(gw);
+    rt.rt_flags = libc::RTF_UP | libc::RTF_GATEWAY;
+    rt.rt_dev = dev.as_mut_ptr();
+    // SAFETY: `rt` is a valid rtentry whose device pointer names `dev`, a
+    // NUL-terminated buffer that outlives the call; the kernel only reads.
+    let rc = unsafe { libc::ioctl(sock, libc::SIOCADDRT as _, &mut rt as *mut libc::rtentry) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::last_os_error();
+        Err(format!(
+            "{name}: adding a default route through {gw}: {e}{}",
+            if e.raw_os_error() == Some(libc::EEXIST) {
+                " (there is one already)"
+            } else {
+                ""
+            }
+        ))
+    }
+}
+
+/// Reads one frame into `buf` (a longer frame is cut to its length);
+/// `Err(WouldBlock)` when the device has nothing for now.
+pub fn read_frame(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes
+        // for the duration of the call.
+        let n = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes one frame; the kernel receives it as arriving on the device.
+pub fn write_frame(fd: &OwnedFd, frame: &[u8]) -> io::Result<()> {
+    loop {
+        // SAFETY: `frame` is a live buffer of `frame.len()` bytes for the
+        // duration of the call; the kernel only reads it.
+        let n = unsafe {
+            libc::write(
+                fd.as_raw_fd(),
+                frame.as_ptr() as *const libc::c_void,
+                frame.len(),
+            )
+        };
+        if n >= 0 {
+            return if n as usize == frame.len() {
+                Ok(())
+            } else {
+                Err(io::Error::new(io::ErrorKind::WriteZero, "short write"))
+            };
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Whether the effective user is root (tests that create devices).
+#[cfg(test)]
+pub fn is_root() -> bool {
+    // SAFETY: plain system call without arguments.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Moves the calling thread into a new network namespace of its own
+/// (tests: devices they create never touch the host's namespace). Threads
+/// it starts afterwards are in the new namespace too.
+#[cfg(test)]
+pub fn unshare_netns() {
+    // SAFETY: plain system call; it changes only the calling thread's
+    // network namespace.
+    let r = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    assert_eq!(
+        r,
+        0,
+        "unshare(CLONE_NEWNET): {}",
+        io::Error::last_os_error()
+    );
+}
+
+/// Device `name`'s MTU (tests).
+#[cfg(test)]
+pub fn mtu(name: &str) -> io::Result<u32> {
+    let sock = ctl_socket().map_err(io::Error::other)?;
+    let mut r = ifreq(name).map_err(io::Error::other)?;
+    ioctl_ifreq(sock.as_raw_fd(), libc::SIOCGIFMTU, &mut r)?;
+    // SAFETY: SIOCGIFMTU just filled the MTU member.
+    Ok(unsafe { r.ifr_ifru.ifru_mtu } as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockaddr_in_is_network_order() {
+        let sa = sockaddr_in(Ipv4Addr::new(10, 0, 1, 2));
+        assert_eq!(sa.sa_family, libc::AF_INET as libc::sa_family_t);
+        // Port (2 bytes), then the address in network order.
+        let d: Vec<u8> = sa.sa_data.iter().map(|&c| c as u8).collect();
+        assert_eq!(&d[..6], &[0, 0, 10, 0, 1, 2]);
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(ifreq("").is_err());
+        assert!(ifreq("sixteen-chars-xx").is_err());
+        let r = ifreq("tap%d").unwrap();
+        assert_eq!(ifreq_name(&r), "tap%d");
+    }
+}

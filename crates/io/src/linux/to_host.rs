@@ -1,0 +1,302 @@
+//! # ToHost
+//!
+//! ToHost([DEVNAME])
+//!
+//! Hands packets to the Linux stack through FromHost's tap device.
+//!
+//! Ports: 1 input, no outputs. Processing: push.
+//!
+//! Writes each packet it receives into the tap device DEVNAME, which the
+//! FromHost element with the same DEVNAME creates; Linux receives it as a
+//! frame arriving on that device. ToHost expects Ethernet frames: their
+//! destination must be the device's Ethernet address (FromHost's ETHER),
+//! or broadcast, or Linux ignores them. Give Linux the IP packets
+//! addressed to the addresses it holds on the device (including
+//! broadcasts), and the ARP replies it needs; IPv4 packets need a source
+//! Linux can route back, or Linux silently drops them.
+//!
+//! There must be a FromHost with the same DEVNAME in the configuration
+//! (ToHost reports an error otherwise). Without DEVNAME, ToHost uses the
+//! configuration's only FromHost.
+//!
+//! Writing never blocks. A packet Linux refuses (a frame longer than the
+//! device's MTU allows or shorter than an Ethernet header, the device
+//! down, no memory) is dropped and counted.
+//!
+//! Handlers:
+//! - `count` (read): packets handed to Linux.
+//! - `drops` (read): packets Linux refused (dropped).
+//! - `reset_counts` (write): resets both.
+//!
+//! Example:
+//!
+//!     FromHost(fake0, 192.0.0.1/8, ETHER 02:00:00:00:00:02) -> ...;
+//!     ... -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02)
+//!         -> ToHost(fake0);
+
+use super::from_host::{valid_devname, FromHost, HostTap};
+use super::tap;
+use paraclick_packet::Batch;
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
+};
+use std::sync::{Arc, OnceLock};
+
+pub struct ToHost {
+    devname: Option<String>,
+    tap: OnceLock<Arc<HostTap>>,
+    count: Counter,
+    drops: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::new("ToHost", "1/0", "h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    let mut a = cx.args();
+    let devname = a.read_p::<String>("DEVNAME")?;
+    a.complete()?;
+    if let Some(d) = &devname {
+        if !valid_devname(d) {
+            return Err(format!("DEVNAME: bad interface name '{d}'"));
+        }
+    }
+    Ok(Box::new(ToHost {
+        devname,
+        tap: OnceLock::new(),
+        count: Counter::new(cx.nthreads),
+        drops: Counter::new(cx.nthreads),
+    }))
+}
+
+const HANDLERS: &[HandlerInfo] = &[
+    HandlerInfo::read("count"),
+    HandlerInfo::read("drops"),
+    HandlerInfo::write("reset_counts"),
+];
+
+impl Element for ToHost {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        let mut found: Vec<(usize, &FromHost)> = Vec::new();
+        for i in 0..ix.element_count() {
+            let e: &dyn std::any::Any = ix.element(i);
+            if let Some(fh) = e.downcast_ref::<FromHost>() {
+                found.push((i, fh));
+            }
+        }
+        let fh = match &self.devname {
+            Some(d) => match found.iter().find(|(_, fh)| fh.devname() == d) {
+                Some((_, fh)) => *fh,
+                None => {
+                    return Err(format!(
+                        "no FromHost({d}, ...) in the configuration: ToHost writes into \
+                         the tap device that FromHost with the same DEVNAME creates"
+                    ))
+                }
+            },
+            None => match found.as_slice() {
+                [(_, fh)] => *fh,
+                [] => {
+                    return Err("no FromHost in the configuration: ToHost writes into the \
+                                tap device that FromHost creates"
+                        .into())
+                }
+                _ => {
+                    return Err(format!(
+                        "{} FromHost elements: say which device, ToHost(DEVNAME)",
+                        found.len()
+                    ))
+                }
+            },
+        };
+        let _ = self.tap.set(fh.tap());
+        Ok(())
+    }
+
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+        let fd = self.tap.get().and_then(|t| t.fd());
+        let mut sent = 0u64;
+        let mut failed = 0u64;
+        for p in batch.drain() {
+            let ok = match fd {
+                Some(fd) => tap::write_frame(fd, p.data()).is_ok(),
+                None => false,
+            };
+            if ok {
+                // Linux has its own copy now: free ours.
+                sent += 1;
+                drop(p);
+            } else {
+                failed += 1;
+                cx.drop_packet(p);
+            }
+        }
+        if sent > 0 {
+            self.count.add(cx.thread(), sent);
+        }
+        if failed > 0 {
+            self.drops.add(cx.thread(), failed);
+        }
+    }
+
+    fn handlers(&self) -> &'static [HandlerInfo] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "drops" => self.drops.get().to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(
+        &self,
+        name: &str,
+        _value: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        match name {
+            "reset_counts" => {
+                self.count.reset();
+                self.drops.reset();
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tap::{is_root, mtu, unshare_netns};
+    use super::*;
+    use paraclick_packet::Packet;
+    use paraclick_runtime::testing::TestSink;
+    use paraclick_runtime::Router;
+    use std::time::{Duration, Instant};
+
+    fn registry() -> paraclick_runtime::Registry {
+        let mut r = crate::full_registry();
+        paraclick_runtime::testing::register(&mut r);
+        r
+    }
+
+    fn build(conf: &str) -> Result<Router, String> {
+        Router::from_str(conf, &registry(), 1).map_err(|d| {
+            d.iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    }
+
+    #[test]
+    fn configuration_is_checked() {
+        for bad in ["a/b", "averyveryverylongname", "tap0, tap1", "tap0, MODE x"] {
+            let e = build(&format!("TestSource -> ToHost({bad})")).err();
+            assert!(e.is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tohost_without_its_fromhost_is_a_configuration_error() {
+        // No FromHost at all: nothing is opened, so no privilege is needed.
+        let e = build("TestSource -> ToHost(tap9)").err().expect("an error");
+        assert!(e.contains("no FromHost(tap9, ...)"), "{e}");
+        let e = build("TestSource -> ToHost").err().expect("an error");
+        assert!(e.contains("no FromHost in the configuration"), "{e}");
+    }
+
+    /// An ARP request from 10.9.0.2 (02:00:00:00:09:02) for `target`.
+    fn arp_request(target: [u8; 4]) -> Packet {
+        let mut f = vec![0xffu8; 6];
+        f.extend_from_slice(&[2, 0, 0, 0, 9, 2, 0x08, 0x06]);
+        f.extend_from_slice(&[0, 1, 0x08, 0, 6, 4, 0, 1]);
+        f.extend_from_slice(&[2, 0, 0, 0, 9, 2, 10, 9, 0, 2]);
+        f.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&target);
+        Packet::from_slice(&f).unwrap()
+    }
+
+    /// Real devices: FromHost creates a tap with its address, Ethernet
+    /// address and MTU; an ARP request written through ToHost gets Linux's
+    /// reply, read back through FromHost; a runt frame is a counted drop;
+    /// the device disappears with the router. Runs in a network namespace
+    /// of its own. Needs root: fails (does not skip) otherwise, as CI runs
+    /// as root.
+    #[test]
+    fn linux_answers_through_the_tap_and_the_device_goes_with_the_router() {
+        assert!(
+            is_root(),
+            "this test creates tap devices in a network namespace: run it as root (as CI does)"
+        );
+        std::thread::spawn(|| {
+            unshare_netns();
+            let name = "pctap0";
+            let conf = format!(
+                "fh :: FromHost({name}, 10.9.0.1/24, ETHER 02:00:00:00:09:01, MTU 1400)
+                   -> c :: Classifier(12/0806 20/0002, -);
+                 c[0] -> o :: TestSink;
+                 c[1] -> Discard;
+                 TestSource -> th :: ToHost;"
+            );
+            let r = build(&conf).expect("router with a tap");
+            assert_eq!(r.read_handler("fh.dev_name").unwrap(), name);
+            assert_eq!(mtu(name).unwrap(), 1400);
+
+            let runt = Packet::from_slice(&[1, 2, 3, 4, 5, 6]).unwrap();
+            r.push_into("th", 0, Batch::from(vec![arp_request([10, 9, 0, 1]), runt]))
+                .unwrap();
+            assert_eq!(r.read_handler("th.count").unwrap(), "1");
+            assert_eq!(r.read_handler("th.drops").unwrap(), "1");
+
+            let got = std::thread::scope(|s| {
+                s.spawn(|| r.run());
+                let start = Instant::now();
+                let sink = r.element::<TestSink>("o").unwrap();
+                let mut got = Vec::new();
+                while got.is_empty() && start.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    got = sink.take();
+                }
+                r.stop();
+                got
+            });
+            assert_eq!(got.len(), 1, "one ARP reply from Linux");
+            let d = got[0].data();
+            // To the requester, from the tap's own address.
+            assert_eq!(&d[..12], &[2, 0, 0, 0, 9, 2, 2, 0, 0, 0, 9, 1]);
+            assert_eq!(&d[12..14], &[0x08, 0x06]);
+            assert_eq!(&d[20..22], &[0, 2], "an ARP reply");
+            assert_eq!(&d[22..32], &[2, 0, 0, 0, 9, 1, 10, 9, 0, 1]);
+            assert_eq!(&d[32..42], &[2, 0, 0, 0, 9, 2, 10, 9, 0, 2]);
+            assert_eq!(got[0].mac_header_offset(), Some(0));
+            let count: u64 = r.read_handler("fh.count").unwrap().parse().unwrap();
+            assert!(count >= 1);
+            drop(got);
+            drop(r);
+            // The tap was not persistent: it went with the router.
+            assert!(mtu(name).is_err(), "{name} still exists");
+
+            // A FromHost for another device does not do.
+            let e = build(&format!(
+                "FromHost({name}) -> Discard; TestSource -> ToHost(other0);"
+            ))
+            .err()
+            .expect("an error");
+            assert!(e.contains("no FromHost(other0, ...)"), "{e}");
+            // Nor two FromHost elements for one device.
+            let e = build(&format!(
+                "FromHost({name}) -> Discard; FromHost({name}) -> Discard;"
+            ))
+            .err()
+            .expect("an error");
+            assert!(e.contains("one FromHost per device"), "{e}");
+        })
+        .join()
+        .unwrap();
+    }
+}
