@@ -10,7 +10,9 @@
 #
 # Checks, first at -j 1 (one receive queue per interface), then at -j 2
 # with conf/iprouter-veth-2q.click (two queues per interface, a fanout
-# group each, queue i on thread i):
+# group each, queue i on thread i), then at -j 2 with
+# conf/iprouter-veth-2q-poll.click (the same queues, one MultiFromDevice
+# per thread polling queue i of both interfaces):
 #   - ping h1 -> h2 succeeds, and the replies' TTL shows the router's
 #     decrement (63);
 #   - ping -t 1 gets the router's ICMP time exceeded;
@@ -19,7 +21,9 @@
 #   - a DF ping bigger than the 1400-byte MTU of the h2 side gets
 #     "Frag needed" with mtu 1400, and h1's route then carries mtu 1400;
 #     without DF the same ping goes through, fragmented by the router;
-#   - at -j 2, both receive queues of r0 got packets.
+#   - at -j 2, both receive queues of r0 got packets; with the pollers,
+#     each poller got packets from both interfaces;
+#   - `paraclick check` accepts the three configurations.
 # Prints one line per check; exits 0 if all pass. Namespaces, processes
 # and files are removed on exit, failure or interrupt.
 set -euo pipefail
@@ -234,6 +238,31 @@ if [[ ${q0:-0} -gt 0 && ${q1:-0} -gt 0 ]]; then
 else
   fail "-j 2: a receive queue of r0 got nothing ($q0, $q1)"
 fi
+
+# ---- -j 2, one MultiFromDevice poller per thread (queue i of both) ----
+HANDLERS="poll0.counts poll1.counts poll0.drops poll1.drops to0.count to1.count"
+start_router conf/iprouter-veth-2q-poll.click 2 || { fail "-j 2 poll: router start"; exit 1; }
+checks "-j 2 poll"
+stop_router
+# counts: one line per output, "DEVNAME QUEUE COUNT" (r0 first, then r1).
+pc() { awk -v h="$1.counts:" -v n="$2" '$0 == h { for (i = 0; i < n; i++) getline; print $3; exit }' "$TMP/router.out"; }
+p00=$(pc poll0 1); p01=$(pc poll1 1); p10=$(pc poll0 2); p11=$(pc poll1 2)
+echo "      -j 2 poll counts: r0 queue 0 $p00, queue 1 $p01; r1 queue 0 $p10, queue 1 $p11; drops $(handler poll0.drops) $(handler poll1.drops); r0 out $(handler to0.count), r1 out $(handler to1.count)"
+if [[ ${p00:-0} -gt 0 && ${p01:-0} -gt 0 && ${p10:-0} -gt 0 && ${p11:-0} -gt 0 ]]; then
+  pass "-j 2 poll: both pollers got packets from both interfaces"
+else
+  fail "-j 2 poll: a poller's queue got nothing ($p00 $p01 $p10 $p11)"
+fi
+
+# ---- paraclick check of the real-device configurations (they open the
+# devices, so they are checked here, in the router's namespace) ----
+for conf in conf/iprouter-veth.click conf/iprouter-veth-2q.click conf/iprouter-veth-2q-poll.click; do
+  if out=$(in_r "$BIN" check "$ROOT/$conf" 2>&1) && grep -q ": ok (" <<<"$out"; then
+    pass "paraclick check $conf: $(grep -o 'ok (.*)' <<<"$out")"
+  else
+    fail "paraclick check $conf"; echo "$out"
+  fi
+done
 
 if [[ $FAILED -eq 0 ]]; then echo "netns test: all checks passed"; else echo "netns test: FAILED"; fi
 exit $FAILED

@@ -3,9 +3,11 @@
 //! conf/iprouter-veth.click (then conf/iprouter-veth-2q.click at -j 2) in
 //! the router's namespace, and checks with Linux's own tools: ping and its
 //! TTL, ping -t 1 (time exceeded), HTTP transfers with intact sha256, and
-//! path MTU discovery (Frag needed).
+//! path MTU discovery (Frag needed); then conf/iprouter-veth-2q-poll.click
+//! (MultiFromDevice pollers) the same way. A second script checks
+//! MultiFromDevice itself on veth pairs (exact counts per output).
 //!
-//! It needs root (namespaces, veth pairs, packet sockets). Run as anyone
+//! They need root (namespaces, veth pairs, packet sockets). Run as anyone
 //! else the test fails, saying so: CI runs as root, and a skipped test
 //! would hide a broken router.
 
@@ -27,16 +29,21 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-#[test]
-fn real_hosts_ping_ttl_tcp_and_pmtu_through_the_router() {
+/// Runs `tests/netns/SCRIPT` with the paraclick binary (as root, within
+/// `limit`); returns its output once it has passed and said `done`.
+fn run_script(script: &str, limit: Duration, done: &str) -> String {
     assert!(
         is_root(),
-        "the netns test must run as root: it creates network namespaces and veth \
-         pairs and opens packet sockets (run `cargo test` as root, as CI does)"
+        "the netns tests must run as root: they create network namespaces and veth \
+         pairs and open packet sockets (run `cargo test` as root, as CI does)"
     );
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = root.join("tests/netns/run.sh");
-    let log = std::env::temp_dir().join(format!("paraclick-netns-{}.log", std::process::id()));
+    let script = root.join("tests/netns").join(script);
+    let log = std::env::temp_dir().join(format!(
+        "paraclick-netns-{}-{}.log",
+        std::process::id(),
+        script.file_stem().unwrap_or_default().to_string_lossy()
+    ));
     let out = std::fs::File::create(&log).expect("create the log file");
     let err = out.try_clone().expect("clone the log file");
     let mut child = Command::new("bash")
@@ -46,13 +53,13 @@ fn real_hosts_ping_ttl_tcp_and_pmtu_through_the_router() {
         .stdout(out)
         .stderr(err)
         .spawn()
-        .expect("run tests/netns/run.sh");
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait for the script") {
             break Some(s);
         }
-        if start.elapsed() > Duration::from_secs(120) {
+        if start.elapsed() > limit {
             // SIGTERM lets the script's trap tear the namespaces down.
             let _ = Command::new("kill")
                 .arg("-TERM")
@@ -67,8 +74,32 @@ fn real_hosts_ping_ttl_tcp_and_pmtu_through_the_router() {
     let _ = std::fs::remove_file(&log);
     println!("{text}");
     match status {
-        Some(s) => assert!(s.success(), "netns test failed ({s}):\n{text}"),
-        None => panic!("netns test took more than 120 s:\n{text}"),
+        Some(s) => assert!(s.success(), "{} failed ({s}):\n{text}", script.display()),
+        None => panic!("{} took more than {limit:?}:\n{text}", script.display()),
     }
-    assert!(text.contains("all checks passed"), "{text}");
+    assert!(text.contains(done), "{text}");
+    text
+}
+
+#[test]
+fn real_hosts_ping_ttl_tcp_and_pmtu_through_the_router() {
+    run_script(
+        "run.sh",
+        Duration::from_secs(120),
+        "netns test: all checks passed",
+    );
+}
+
+/// MultiFromDevice on two veth pairs: known numbers of frames sent on
+/// each arrive, exactly, on the output of their device; with a device's
+/// queues split between MultiFromDevice and FromDevice (a fanout group
+/// dealing frames in turn), they add up exactly; two readers of one
+/// queue are refused (tests/netns/multi-from-device.sh).
+#[test]
+fn multi_from_device_frames_arrive_on_their_device_outputs() {
+    run_script(
+        "multi-from-device.sh",
+        Duration::from_secs(60),
+        "multi-from-device test: all checks passed",
+    );
 }

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# MultiFromDevice on real devices: every frame sent arrives, once, on the
+# output of the (device, queue) it came in on.
+#
+#   ns S: s0 ==veth== m0  ns M: paraclick reads m0 and m1
+#         s1 ==veth== m1
+#
+# Usage (as root):  tests/netns/multi-from-device.sh PATH/TO/paraclick
+#
+# Two paraclick generators in S send known numbers of 60-byte UDP frames
+# at the same time, N0 on s0 (source 10.0.1.2) and N1 on s1 (source
+# 10.0.2.2). In M, every output of the element under test goes to a
+# Classifier on the source address, with a Counter for "from s0", "from
+# s1" and "other" (the kernel's own chatter, if any). Checks:
+#   1. -j 1, MultiFromDevice(m0, m1): output 0 counts exactly N0 frames
+#      from s0 and none from s1; output 1 exactly N1 from s1, none from s0;
+#      the element's count and counts handlers agree; no drops.
+#   2. -j 2, queues split between MultiFromDevice and FromDevice
+#      (N_QUEUES 2, FANOUT LB, so the kernel deals frames in turn):
+#      MultiFromDevice(m0 0, m1 0) on thread 0, FromDevice(m0, QUEUE 1)
+#      and FromDevice(m1, QUEUE 1) on thread 1. Each device's frames add
+#      up to exactly N0 (N1) over its two queues, each queue got some,
+#      and none is on the other device's path.
+#   3. A configuration in which MultiFromDevice and FromDevice both read
+#      queue 0 of m0 is refused at startup, naming both.
+# Prints one line per check; exits 0 if all pass.
+set -euo pipefail
+
+BIN=${1:?usage: $0 PATH/TO/paraclick}
+BIN=$(readlink -f "$BIN")
+[[ $(id -u) -eq 0 ]] || { echo "multi-from-device test: must run as root (namespaces, veth pairs, packet sockets)" >&2; exit 2; }
+
+SUF=$$
+S=pc-mq-s-$SUF
+M=pc-mq-m-$SUF
+TMP=$(mktemp -d /tmp/paraclick-mq.XXXXXX)
+RX_PID=
+FAILED=0
+N0=4000
+N1=3000
+RATE=20000
+
+cleanup() {
+  set +e
+  [[ -n $RX_PID ]] && kill -INT "$RX_PID" 2>/dev/null && sleep 0.2 && kill -KILL "$RX_PID" 2>/dev/null
+  for ns in "$S" "$M"; do
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "multi-from-device test: interrupted" >&2; exit 130' INT TERM
+
+pass() { echo "ok    $*"; }
+fail() { echo "FAIL  $*"; FAILED=1; }
+
+ip netns add "$S"
+ip netns add "$M"
+# No IPv6 anywhere: no router solicitations or neighbour discovery on the
+# links (the "other" counters should stay at zero; they are not relied on).
+for ns in "$S" "$M"; do
+  ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+  ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+done
+ip -n "$S" link add s0 type veth peer name m0 netns "$M"
+ip -n "$S" link add s1 type veth peer name m1 netns "$M"
+ip -n "$S" link set s0 address 02:00:00:00:01:02
+ip -n "$S" link set s1 address 02:00:00:00:02:02
+ip -n "$M" link set m0 address 02:00:00:00:01:01
+ip -n "$M" link set m1 address 02:00:00:00:02:01
+for l in s0 s1; do ip -n "$S" link set "$l" up; done
+for l in m0 m1; do ip -n "$M" link set "$l" up; done
+
+start_rx() { # THREADS CONFIG HANDLERS... (waits for $SOCKETS sockets)
+  local threads=$1 conf=$2
+  shift 2
+  local -a hs=()
+  for h in "$@"; do hs+=(-h "$h"); done
+  ip netns exec "$M" "$BIN" -j "$threads" "${hs[@]}" -e "$conf" >"$TMP/rx.out" 2>"$TMP/rx.err" &
+  RX_PID=$!
+  # Ready once its receive sockets are open (packet sockets of the
+  # namespace, /proc/net/packet, one line each after the header).
+  for _ in $(seq 1 100); do
+    if ! kill -0 "$RX_PID" 2>/dev/null; then
+      echo "receiver exited early:" >&2; cat "$TMP/rx.err" >&2; return 1
+    fi
+    if [[ $(ip netns exec "$M" awk 'NR > 1' /proc/net/packet | wc -l) -ge $SOCKETS ]]; then
+      sleep 0.5
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "receiver did not open its sockets" >&2; cat "$TMP/rx.err" >&2; return 1
+}
+
+stop_rx() {
+  kill -INT "$RX_PID"
+  local rc=0
+  wait "$RX_PID" || rc=$?
+  RX_PID=
+  if [[ $rc -ne 0 ]]; then fail "receiver exited with status $rc"; cat "$TMP/rx.err"; fi
+}
+
+# Sends N0 frames on s0 and N1 on s1 at the same time; checks the
+# generators sent them all.
+send_both() {
+  local i n src mac dmac
+  for i in 0 1; do
+    if [[ $i -eq 0 ]]; then n=$N0; src=10.0.1.2; mac=02:00:00:00:01:02; dmac=02:00:00:00:01:01
+    else n=$N1; src=10.0.2.2; mac=02:00:00:00:02:02; dmac=02:00:00:00:02:01; fi
+    ip netns exec "$S" "$BIN" --no-pin -h to.count -h to.drops -e "
+      FastUDPSource($RATE, $n, 60, $mac, $src, 1024, $dmac, 10.9.9.9, 9, INTERVAL 1, STOP true)
+        -> to :: ToDevice(s$i);" >"$TMP/tx$i.out" 2>"$TMP/tx$i.err" &
+    eval "TX$i=\$!"
+  done
+  wait "$TX0" "$TX1"
+  for i in 0 1; do
+    local want=$N0 got
+    [[ $i -eq 1 ]] && want=$N1
+    got=$(awk '$0 == "to.count:" { getline; print; exit }' "$TMP/tx$i.out")
+    if [[ ${got:-0} -ne $want ]]; then
+      echo "generator on s$i sent ${got:-0} of $want frames:" >&2; cat "$TMP/tx$i.out" "$TMP/tx$i.err" >&2
+      return 1
+    fi
+  done
+  # Everything the generators sent is in the receive rings by now; give
+  # the receiver time to read it.
+  sleep 1
+}
+
+h() { awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/rx.out"; }
+
+counters() { # PREFIX: a Classifier by source address with three Counters
+  echo "$1 :: Classifier(26/0a000102, 26/0a000202, -);
+        $1[0] -> $1_s0 :: Counter -> Discard;
+        $1[1] -> $1_s1 :: Counter -> Discard;
+        $1[2] -> $1_other :: Counter -> Discard;"
+}
+
+# ---- 1. -j 1, one MultiFromDevice reading both devices ----
+SOCKETS=2
+CONF="m :: MultiFromDevice(m0, m1, BURST 8, SNIFFER false);
+$(counters o0) $(counters o1)
+m[0] -> o0; m[1] -> o1;"
+start_rx 1 "$CONF" m.count m.counts m.drops \
+  o0_s0.count o0_s1.count o0_other.count o1_s0.count o1_s1.count o1_other.count ||
+  { fail "1: receiver start"; exit 1; }
+send_both || fail "1: sending"
+stop_rx
+a=$(h o0_s0.count); b=$(h o0_s1.count); c=$(h o1_s0.count); d=$(h o1_s1.count)
+echo "      1: output 0: $a from s0, $b from s1, $(h o0_other.count) other; output 1: $c from s0, $d from s1, $(h o1_other.count) other; drops $(h m.drops)"
+if [[ $a -eq $N0 && $b -eq 0 ]]; then pass "1: output 0 (m0) got all $N0 frames from s0 and none from s1"
+else fail "1: output 0 got $a from s0 (want $N0) and $b from s1 (want 0)"; fi
+if [[ $d -eq $N1 && $c -eq 0 ]]; then pass "1: output 1 (m1) got all $N1 frames from s1 and none from s0"
+else fail "1: output 1 got $d from s1 (want $N1) and $c from s0 (want 0)"; fi
+total=$(( a + b + c + d + $(h o0_other.count) + $(h o1_other.count) ))
+counts=$(awk '$0 == "m.counts:" { for (i = 0; i < 2; i++) { getline; printf "%s;", $0 } exit }' "$TMP/rx.out")
+if [[ $(h m.count) -eq $total && $counts == "m0 0 $((a + b + $(h o0_other.count)));m1 0 $((c + d + $(h o1_other.count)));" && $(h m.drops) -eq 0 ]]; then
+  pass "1: count ($total), counts ($counts) and drops (0) agree with the outputs"
+else
+  fail "1: handlers: count $(h m.count), counts '$counts', drops $(h m.drops), outputs $total"
+fi
+
+# ---- 2. -j 2, queues split between MultiFromDevice and FromDevice ----
+SOCKETS=4
+CONF="m :: MultiFromDevice(m0 0, m1 0, N_QUEUES 2, FANOUT LB, SNIFFER false);
+f0 :: FromDevice(m0, QUEUE 1, N_QUEUES 2, FANOUT LB, SNIFFER false);
+f1 :: FromDevice(m1, QUEUE 1, N_QUEUES 2, FANOUT LB, SNIFFER false);
+$(counters o0) $(counters o1) $(counters p0) $(counters p1)
+m[0] -> o0; m[1] -> o1; f0 -> p0; f1 -> p1;
+StaticThreadSched(m 0, f0 1, f1 1);"
+start_rx 2 "$CONF" m.counts \
+  o0_s0.count o0_s1.count o1_s0.count o1_s1.count p0_s0.count p0_s1.count p1_s0.count p1_s1.count ||
+  { fail "2: receiver start"; exit 1; }
+send_both || fail "2: sending"
+stop_rx
+q00=$(h o0_s0.count); q01=$(h p0_s0.count); q10=$(h o1_s1.count); q11=$(h p1_s1.count)
+wrong=$(( $(h o0_s1.count) + $(h p0_s1.count) + $(h o1_s0.count) + $(h p1_s0.count) ))
+echo "      2: m0 queue 0 (MultiFromDevice) $q00, queue 1 (FromDevice) $q01; m1 queue 0 $q10, queue 1 $q11; on the wrong device's path $wrong"
+if [[ $((q00 + q01)) -eq $N0 && $q00 -gt 0 && $q01 -gt 0 ]]; then
+  pass "2: m0's $N0 frames split over MultiFromDevice queue 0 ($q00) and FromDevice queue 1 ($q01)"
+else fail "2: m0's queues got $q00 + $q01, want $N0, both non-zero"; fi
+if [[ $((q10 + q11)) -eq $N1 && $q10 -gt 0 && $q11 -gt 0 ]]; then
+  pass "2: m1's $N1 frames split over MultiFromDevice queue 0 ($q10) and FromDevice queue 1 ($q11)"
+else fail "2: m1's queues got $q10 + $q11, want $N1, both non-zero"; fi
+if [[ $wrong -eq 0 ]]; then pass "2: no frame on the other device's path"; else fail "2: $wrong frames on the wrong path"; fi
+
+# ---- 3. two readers of one queue: refused ----
+if out=$(ip netns exec "$M" "$BIN" -q -e "
+    m :: MultiFromDevice(m0 0, N_QUEUES 2) -> Discard;
+    f :: FromDevice(m0, QUEUE 0, N_QUEUES 2) -> Discard;" 2>&1); then
+  fail "3: two readers of queue 0 of m0 accepted"
+elif grep -q "m and f both read QUEUE 0 of m0\|f and m both read QUEUE 0 of m0" <<<"$out"; then
+  pass "3: two readers of queue 0 of m0 refused: $(grep -o '[a-z]* and [a-z]* both read QUEUE 0 of m0' <<<"$out" | head -1)"
+else
+  fail "3: refused, but not for the shared queue"; echo "$out"
+fi
+
+if [[ $FAILED -eq 0 ]]; then echo "multi-from-device test: all checks passed"; else echo "multi-from-device test: FAILED"; fi
+exit $FAILED
