@@ -44,11 +44,15 @@
 //! also processes the packets it receives. With `SNIFFER false` it takes
 //! DEVNAME away from the kernel's stack while the router runs: it refuses
 //! to start if DEVNAME has an IPv4 address (the kernel would answer for
-//! it), and turns off IPv6 (`disable_ipv6`), IPv4 forwarding and ARP
-//! replies (`arp_ignore 8`) on DEVNAME, restoring them when the router
-//! ends. Run a router on interfaces without addresses, in a namespace
-//! whose other interfaces hold no addresses either (Linux accepts packets
-//! for any of the host's addresses on any interface).
+//! it), and turns off IPv6 (`disable_ipv6`), IPv4 forwarding, ARP
+//! replies (`arp_ignore 8`) and IPv4 input (strict reverse-path
+//! filtering, `rp_filter 1`: Linux accepts packets for any of the host's
+//! addresses on any interface, such as the router's addresses on
+//! FromHost's taps) on DEVNAME, restoring them when the router ends. Run
+//! a router on interfaces without addresses. (Linux applies the larger
+//! of `rp_filter` and `net.ipv4.conf.all.rp_filter`; where the latter is
+//! 2, loose, as systemd sets it in the initial namespace, packets for
+//! addresses the host holds elsewhere still reach its stack.)
 //!
 //! Multiple queues. `N_QUEUES n` with `QUEUE i` (0 <= i < n) makes this
 //! element one of n FromDevice elements reading DEVNAME together: they

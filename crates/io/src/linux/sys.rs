@@ -459,13 +459,20 @@ pub fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> SendResult {
 
 /// Per-device sysctls that decide whether the kernel's stack acts on
 /// frames arriving on a device.
-const KERNEL_OFF: [(&str, &str); 3] = [
+const KERNEL_OFF: [(&str, &str); 4] = [
     // No IPv6 on the device: no addresses, neighbour discovery, or input.
     ("ipv6", "disable_ipv6=1"),
     // Do not forward IPv4 arriving on the device.
     ("ipv4", "forwarding=0"),
     // Answer no ARP request arriving on the device.
     ("ipv4", "arp_ignore=8"),
+    // Deliver no IPv4 arriving on the device to the host's own addresses
+    // elsewhere (such as the router's addresses on FromHost's taps): with
+    // strict reverse-path filtering the kernel drops every packet whose
+    // source it would not route out of this device, and with no address
+    // on the device that is every packet. (The larger of this and
+    // `conf/all/rp_filter` applies: 2, loose, would let them in.)
+    ("ipv4", "rp_filter=1"),
 ];
 
 /// Devices whose kernel processing this process turned off, with the
@@ -484,8 +491,8 @@ pub struct KernelOff {
 
 /// Takes device `name` away from the kernel's own stack (FromDevice's
 /// SNIFFER false): refuses if the device has an IPv4 address (the kernel
-/// would answer for it), then turns off IPv6, IPv4 forwarding and ARP
-/// replies on it.
+/// would answer for it), then turns off IPv6, IPv4 forwarding, ARP
+/// replies and IPv4 input (strict reverse-path filtering) on it.
 pub fn kernel_off(name: &str) -> Result<KernelOff, String> {
     let mut g = KERNEL_OFF_DEVICES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(e) = g.iter_mut().find(|e| e.0 == name) {
