@@ -49,10 +49,8 @@
 //! filtering, `rp_filter 1`: Linux accepts packets for any of the host's
 //! addresses on any interface, such as the router's addresses on
 //! FromHost's taps) on DEVNAME, restoring them when the router ends. Run
-//! a router on interfaces without addresses. (Linux applies the larger
-//! of `rp_filter` and `net.ipv4.conf.all.rp_filter`; where the latter is
-//! 2, loose, as systemd sets it in the initial namespace, packets for
-//! addresses the host holds elsewhere still reach its stack.)
+//! a router on interfaces without addresses, and without routes of the
+//! host's through them.
 //!
 //! Multiple queues. `N_QUEUES n` with `QUEUE i` (0 <= i < n) makes this
 //! element one of n FromDevice elements reading DEVNAME together: they

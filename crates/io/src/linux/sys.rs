@@ -468,10 +468,11 @@ const KERNEL_OFF: [(&str, &str); 4] = [
     ("ipv4", "arp_ignore=8"),
     // Deliver no IPv4 arriving on the device to the host's own addresses
     // elsewhere (such as the router's addresses on FromHost's taps): with
-    // strict reverse-path filtering the kernel drops every packet whose
-    // source it would not route out of this device, and with no address
-    // on the device that is every packet. (The larger of this and
-    // `conf/all/rp_filter` applies: 2, loose, would let them in.)
+    // reverse-path filtering on (strict here; the larger of this and
+    // `conf/all/rp_filter` applies, and loose does the same), the kernel
+    // drops every packet arriving on a device without an address whose
+    // source it would not route out of that device: with no routes
+    // through it, every packet.
     ("ipv4", "rp_filter=1"),
 ];
 
