@@ -5,9 +5,11 @@
 //! TTL, ping -t 1 (time exceeded), HTTP transfers with intact sha256, and
 //! path MTU discovery (Frag needed); then conf/iprouter-veth-2q-poll.click
 //! (MultiFromDevice pollers) the same way. A second script checks
-//! MultiFromDevice itself on veth pairs (exact counts per output).
+//! MultiFromDevice itself on veth pairs (exact counts per output). A third
+//! runs conf/iprouter-veth-host.click, whose FromHost/ToHost taps let the
+//! hosts reach TCP services Linux runs on the router's own addresses.
 //!
-//! They need root (namespaces, veth pairs, packet sockets). Run as anyone
+//! They need root (namespaces, veth pairs, packet sockets, taps). Run as anyone
 //! else the test fails, saying so: CI runs as root, and a skipped test
 //! would hide a broken router.
 
@@ -101,5 +103,20 @@ fn multi_from_device_frames_arrive_on_their_device_outputs() {
         "multi-from-device.sh",
         Duration::from_secs(60),
         "multi-from-device test: all checks passed",
+    );
+}
+
+/// The router's own addresses served by Linux: conf/iprouter-veth-host.click
+/// hands the packets for the router to the Linux stack of its namespace
+/// through FromHost/ToHost taps; HTTP servers bound to the router's
+/// addresses there serve both hosts intact (sha256), pings are answered
+/// once, Linux reaches the hosts through the router, and the taps go with
+/// the router (tests/netns/host.sh).
+#[test]
+fn real_hosts_reach_linux_services_on_the_router_through_taps() {
+    run_script(
+        "host.sh",
+        Duration::from_secs(90),
+        "netns host test: all checks passed",
     );
 }

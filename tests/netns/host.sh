@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The router's own addresses served by Linux, through FromHost/ToHost taps:
+# two hosts in their own network namespaces, joined by veth pairs to a
+# router namespace where paraclick runs conf/iprouter-veth-host.click, and
+# TCP services on the router's addresses run by Linux in that namespace.
+#
+#   h1 (10.0.1.2/24) eth0 ==veth== r0 [paraclick] r1 ==veth== eth0 h2 (10.0.2.2/24)
+#                                  10.0.1.1      10.0.2.1 (MTU 1400)
+#                                  ph0 (tap)     ph1 (tap): Linux's side,
+#                                  10.0.1.1/24   10.0.2.1/24
+#
+# Usage (as root):  tests/netns/host.sh PATH/TO/paraclick
+#
+# Checks:
+#   - the taps exist while the router runs, with the router's addresses,
+#     Ethernet addresses and MTUs (ph1: 1400);
+#   - HTTP servers (python3 http.server) bound to 10.0.1.1 and 10.0.2.1 in
+#     the router's namespace: h1 fetches 2 MB from 10.0.1.1 and h2 fetches
+#     2 MB from 10.0.2.1 (through the 1400-byte side), sha256 intact, and
+#     h2 reaches 10.0.1.1 across the router too;
+#   - ping h1 -> 10.0.1.1 is answered once per request (no duplicate from
+#     Linux taking the packet straight off r0) by the router;
+#   - Linux in the router's namespace pings h1 and h2 (its packets leave
+#     through the taps, are routed out r0/r1; the replies come back in);
+#   - forwarding h1 -> h2 still works (ttl=63);
+#   - the router's counts: ToHost handed packets to Linux, FromHost got
+#     Linux's answers, no ToHost drops;
+#   - after the router ends the taps are gone and r0's rp_filter is back;
+#   - `paraclick check` accepts the configuration.
+# Prints one line per check; exits 0 if all pass. Namespaces, processes
+# and files are removed on exit, failure or interrupt.
+set -euo pipefail
+
+BIN=${1:?usage: $0 PATH/TO/paraclick}
+BIN=$(readlink -f "$BIN")
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+[[ $(id -u) -eq 0 ]] || { echo "netns host test: must run as root (namespaces, veth pairs, taps, packet sockets)" >&2; exit 2; }
+for t in ip ping curl python3 sha256sum; do
+  command -v "$t" >/dev/null || { echo "netns host test: missing tool '$t' (scripts/bootstrap.sh installs it)" >&2; exit 2; }
+done
+[[ -c /dev/net/tun ]] || { echo "netns host test: no /dev/net/tun (tun module)" >&2; exit 2; }
+
+SUF=$$
+H1=pc-th1-$SUF
+H2=pc-th2-$SUF
+R=pc-tr-$SUF
+TMP=$(mktemp -d /tmp/paraclick-netns-host.XXXXXX)
+ROUTER_PID=
+FAILED=0
+
+cleanup() {
+  set +e
+  [[ -n $ROUTER_PID ]] && kill -INT "$ROUTER_PID" 2>/dev/null && sleep 0.2 && kill -KILL "$ROUTER_PID" 2>/dev/null
+  # Deleting a namespace kills nothing, so end what still runs in them
+  # (the HTTP servers run in the router's).
+  for ns in "$H1" "$H2" "$R"; do
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "netns host test: interrupted" >&2; exit 130' INT TERM
+
+in_h1() { ip netns exec "$H1" "$@"; }
+in_h2() { ip netns exec "$H2" "$@"; }
+in_r() { ip netns exec "$R" "$@"; }
+
+pass() { echo "ok    $*"; }
+fail() { echo "FAIL  $*"; FAILED=1; }
+
+# ---- topology ----
+ip netns add "$H1"
+ip netns add "$H2"
+ip netns add "$R"
+ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
+ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
+ip -n "$R" link set r0 address 02:00:00:00:01:01
+ip -n "$R" link set r1 address 02:00:00:00:02:01
+ip -n "$R" link set r1 mtu 1400
+ip -n "$H2" link set eth0 mtu 1400
+for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
+ip -n "$R" link set r0 up
+ip -n "$R" link set r1 up
+ip -n "$H1" link set eth0 up
+ip -n "$H2" link set eth0 up
+ip -n "$H1" addr add 10.0.1.2/24 dev eth0
+ip -n "$H2" addr add 10.0.2.2/24 dev eth0
+ip -n "$H1" route add default via 10.0.1.1
+ip -n "$H2" route add default via 10.0.2.1
+# The router's namespace does not forward: only paraclick routes. Its
+# Linux stack gets the router's addresses on the taps once paraclick runs.
+in_r sysctl -qw net.ipv4.ip_forward=0
+rp_before=$(in_r cat /proc/sys/net/ipv4/conf/r0/rp_filter)
+
+# ---- the router ----
+HANDLERS="fh0.count fh0.drops th0.count th0.drops fh1.count th1.count th1.drops to0.count to1.count"
+handlers=()
+for h in $HANDLERS; do handlers+=(-h "$h"); done
+ip netns exec "$R" "$BIN" -j 1 "${handlers[@]}" "$ROOT/conf/iprouter-veth-host.click" MTU1=1400 \
+  >"$TMP/router.out" 2>"$TMP/router.err" &
+ROUTER_PID=$!
+ready=0
+for _ in $(seq 1 50); do
+  if ! kill -0 "$ROUTER_PID" 2>/dev/null; then
+    echo "router exited early:" >&2; cat "$TMP/router.err" >&2; break
+  fi
+  if in_h1 ping -c 1 -W 0.2 10.0.1.1 >/dev/null 2>&1; then ready=1; break; fi
+done
+if [[ $ready -ne 1 ]]; then
+  fail "router start"; cat "$TMP/router.err"; exit 1
+fi
+
+handler() { # NAME: a value printed by -h at exit
+  awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/router.out"
+}
+
+# 1. The taps, as FromHost configured them.
+out0=$(in_r ip -o addr show dev ph0 2>&1 || true)
+out1=$(in_r ip -o link show dev ph1 2>&1; in_r ip -o addr show dev ph1 2>&1 || true)
+if grep -q "inet 10.0.1.1/24" <<<"$out0" && grep -q "inet 10.0.2.1/24" <<<"$out1" &&
+   grep -q "mtu 1400" <<<"$out1" && grep -q "link/ether 02:00:00:00:02:fe" <<<"$out1"; then
+  pass "taps ph0 (10.0.1.1/24) and ph1 (10.0.2.1/24, mtu 1400, 02:00:00:00:02:fe) are up"
+else
+  fail "taps not configured as expected"; echo "$out0"; echo "$out1"
+fi
+
+# 2. HTTP servers on the router's addresses, run by Linux in its namespace.
+mkdir -p "$TMP/www"
+head -c $((2 * 1024 * 1024)) /dev/urandom >"$TMP/www/big"
+head -c 30000 /dev/urandom >"$TMP/www/small"
+# http.server's own server_bind looks the host name up (getfqdn), which
+# stalls without DNS: bind without it.
+cat >"$TMP/httpd.py" <<'PY'
+import http.server, socketserver, sys
+class Server(http.server.ThreadingHTTPServer):
+    def server_bind(self):
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv[1])
+Server((sys.argv[2], 8080), handler).serve_forever()
+PY
+in_r python3 "$TMP/httpd.py" "$TMP/www" 10.0.1.1 >"$TMP/http0.log" 2>&1 &
+in_r python3 "$TMP/httpd.py" "$TMP/www" 10.0.2.1 >"$TMP/http1.log" 2>&1 &
+for a in 10.0.1.1 10.0.2.1; do
+  for _ in $(seq 1 50); do
+    in_r curl -sf -o /dev/null --max-time 1 "http://$a:8080/small" && break
+    sleep 0.1
+  done
+done
+
+fetch() { # LABEL NS-FUNCTION URL FILE
+  local label=$1 ns=$2 url=$3 file=$4
+  rm -f "$TMP/got"
+  if $ns curl -sf --max-time 30 -o "$TMP/got" "$url" &&
+     [[ $(sha256sum <"$TMP/got") == $(sha256sum <"$TMP/www/$file") ]]; then
+    pass "$label, sha256 intact"
+  else
+    fail "$label"
+  fi
+}
+fetch "h1 fetches 2 MB from the router's Linux on 10.0.1.1:8080" in_h1 http://10.0.1.1:8080/big big
+fetch "h2 fetches 2 MB from the router's Linux on 10.0.2.1:8080 (MTU 1400 side)" in_h2 http://10.0.2.1:8080/big big
+fetch "h2 fetches from 10.0.1.1:8080 (the other interface's address)" in_h2 http://10.0.1.1:8080/small small
+
+# 3. Pings to the router: answered by the router once, not by Linux too.
+if out=$(in_h1 ping -c 3 -i 0.2 -W 2 10.0.1.1 2>&1) && grep -q " 0% packet loss" <<<"$out" &&
+   ! grep -q "DUP" <<<"$out"; then
+  pass "ping h1 -> 10.0.1.1: every request answered, no duplicates"
+else
+  fail "ping h1 -> 10.0.1.1"; echo "$out"
+fi
+
+# 4. Linux in the router's namespace reaches the hosts through the taps.
+for a in 10.0.1.2 10.0.2.2; do
+  if out=$(in_r ping -c 2 -i 0.2 -W 2 "$a" 2>&1); then
+    pass "the router's Linux pings $a through its tap and the router"
+  else
+    fail "the router's Linux cannot ping $a"; echo "$out"
+  fi
+done
+
+# 5. Forwarding is unchanged.
+if out=$(in_h1 ping -c 2 -i 0.2 -W 2 10.0.2.2 2>&1) && grep -q "ttl=63" <<<"$out"; then
+  pass "ping h1 -> h2 forwarded (ttl=63)"
+else
+  fail "ping h1 -> h2"; echo "$out"
+fi
+
+# ---- stop; counts; the taps go with the router ----
+kill -INT "$ROUTER_PID"
+rc=0
+wait "$ROUTER_PID" || rc=$?
+ROUTER_PID=
+if [[ $rc -ne 0 ]]; then fail "router exited with status $rc"; cat "$TMP/router.err"; fi
+echo "      counts: ToHost ph0 $(handler th0.count) (drops $(handler th0.drops)), ph1 $(handler th1.count) (drops $(handler th1.drops)); FromHost ph0 $(handler fh0.count), ph1 $(handler fh1.count); r0 out $(handler to0.count), r1 out $(handler to1.count)"
+# Each tap carried a 2 MB file out of Linux (at least 2 MB / 1500-byte
+# frames) and the requests and acknowledgements in.
+if [[ $(handler fh0.count) -ge 1398 && $(handler fh1.count) -ge 1398 &&
+      $(handler th0.count) -ge 100 && $(handler th1.count) -ge 100 &&
+      $(handler th0.drops) -eq 0 && $(handler th1.drops) -eq 0 ]]; then
+  pass "packets went to Linux and back through both taps, no ToHost drops"
+else
+  fail "unexpected tap counts"
+fi
+if in_r ip link show ph0 >/dev/null 2>&1 || in_r ip link show ph1 >/dev/null 2>&1; then
+  fail "a tap outlived the router"
+else
+  pass "the taps are gone with the router"
+fi
+rp_after=$(in_r cat /proc/sys/net/ipv4/conf/r0/rp_filter)
+if [[ $rp_after == "$rp_before" ]]; then
+  pass "r0's rp_filter is back to $rp_before"
+else
+  fail "r0's rp_filter is $rp_after, was $rp_before"
+fi
+
+# paraclick check opens the devices (taps included), so it is run here,
+# in the router's namespace, once the router has let go of them.
+if out=$(in_r "$BIN" check "$ROOT/conf/iprouter-veth-host.click" MTU1=1400 2>&1) && grep -q ": ok (" <<<"$out"; then
+  pass "paraclick check conf/iprouter-veth-host.click: $(grep -o 'ok (.*)' <<<"$out")"
+else
+  fail "paraclick check conf/iprouter-veth-host.click"; echo "$out"
+fi
+
+if [[ $FAILED -eq 0 ]]; then echo "netns host test: all checks passed"; else echo "netns host test: FAILED"; fi
+exit $FAILED
