@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # Maximum loss-free forwarding rate of 64-byte UDP packets through veth
-# pairs: Linux's own forwarding against paraclick, at -j 1 and -j 2.
+# pairs: Linux's own forwarding against paraclick, at -j 1 and -j 2, and
+# at -j 2 one FromDevice task per receive queue against one
+# MultiFromDevice poller per thread (PRESTO 2010 §5.3, Figure 5).
 #
 #   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
 #
 # Usage (as root):  scripts/bench-veth.sh [PATH/TO/paraclick] [SECONDS]
 #   (default: ${CARGO_TARGET_DIR:-target}/release/paraclick, 2 s per trial)
 #
-# The router namespace runs either
-#   kernel: addresses on r0/r1, net.ipv4.ip_forward=1; RPS on r0 steers
-#           forwarding to CPU 0 (-j 1) or CPUs 0-1 (-j 2), as paraclick's
-#           worker threads are placed;
-#   paraclick: conf/iprouter-veth.click (-j 1) or conf/iprouter-veth-2q.click
-#           (-j 2: two fanout queues per interface), interfaces without
-#           addresses.
-# h1 runs a paraclick generator (FastUDPSource at a set rate, one new flow
-# per packet, -> ToDevice) on the last CPU; what arrives is h2's receive
+# In one run it measures, in this order:
+#   kernel -j 1     addresses on r0/r1, net.ipv4.ip_forward=1, RPS on r0
+#                   steering forwarding to CPU 0;
+#   paraclick -j 1  conf/iprouter-veth.click (one FromDevice per interface);
+#   kernel -j 2     the same, RPS on r0 steering to CPUs 0-1;
+#   paraclick -j 2 queues   conf/iprouter-veth-2q.click: two fanout queues
+#                   per interface, one FromDevice task per queue (4 tasks),
+#                   queue i of both interfaces on thread i;
+#   paraclick -j 2 poll     conf/iprouter-veth-2q-poll.click: the same
+#                   queues, one MultiFromDevice task per thread polling
+#                   queue i of both interfaces (2 tasks).
+# paraclick's routers run on interfaces without addresses. h1 runs a
+# paraclick generator (FastUDPSource at a set rate, one new flow per
+# packet, -> ToDevice) on the last CPU; what arrives is h2's receive
 # counter. A rate is loss-free when the generator reached it (within 3%)
 # and at most 0.1% of its packets did not arrive, in one of two trials.
 # Rates double until a loss, then a binary search narrows the maximum (to
-# 5%). Other load on the machine lowers the figures: run it on a quiet one.
+# 5%). Other load on the machine lowers the figures: run it on a quiet
+# one, and more than once.
 #
-# Prints figures only: one line per trial, then a summary table.
+# Prints figures only: one line per trial (on stderr), then a summary
+# table with each rate's ratio to Linux's at the same thread count.
 set -euo pipefail
 
 BIN=$(readlink -f "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}")
@@ -90,10 +99,8 @@ kernel_router_off() {
   rps 0
 }
 
-paraclick_router() { # THREADS
-  local conf=conf/iprouter-veth.click
-  [[ $1 -eq 2 ]] && conf=conf/iprouter-veth-2q.click
-  ip netns exec "$R" "$BIN" -j "$1" "$ROOT/$conf" >"$TMP/router.out" 2>"$TMP/router.err" &
+paraclick_router() { # CONF THREADS
+  ip netns exec "$R" "$BIN" -j "$2" "$ROOT/$1" >"$TMP/router.out" 2>"$TMP/router.err" &
   ROUTER_PID=$!
   for _ in $(seq 1 50); do
     ip netns exec "$H1" ping -c 1 -W 0.2 10.0.1.1 >/dev/null 2>&1 && return 0
@@ -155,23 +162,40 @@ search() { # LABEL
 prime() { ip netns exec "$H1" ping -c 2 -i 0.2 -W 1 10.0.2.2 >/dev/null 2>&1 || true; }
 
 declare -A RESULT
-for j in 1 2; do
-  kernel_router "$j"
+
+measure_kernel() { # THREADS
+  kernel_router "$1"
   prime
-  RESULT[kernel,$j]=$(search "kernel -j $j")
+  RESULT[kernel,$1]=$(search "kernel -j $1")
   kernel_router_off
-  paraclick_router "$j"
+}
+
+measure_paraclick() { # KEY CONF THREADS LABEL
+  paraclick_router "$2" "$3"
   prime
-  RESULT[paraclick,$j]=$(search "paraclick -j $j")
+  RESULT[$1]=$(search "$4")
   paraclick_router_off
-done
+}
+
+measure_kernel 1
+measure_paraclick p1 conf/iprouter-veth.click 1 "paraclick -j 1"
+measure_kernel 2
+measure_paraclick p2q conf/iprouter-veth-2q.click 2 "paraclick -j 2 queues"
+measure_paraclick p2poll conf/iprouter-veth-2q-poll.click 2 "paraclick -j 2 poll"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+row() { # LABEL THREADS RATE LINUX_RATE
+  printf '%-54s %3s %12d %10s\n' "$1" "$2" "$3" "$(ratio "$3" "$4")"
+}
 
 echo
 echo "64-byte UDP over veth, max loss-free rate (<= 0.1% loss), $NCPU CPUs, generator on CPU $GEN_CPU:"
-printf '%-6s %18s %18s %8s\n' "" "Linux forwarding" "paraclick" "ratio"
-for j in 1 2; do
-  k=${RESULT[kernel,$j]}
-  p=${RESULT[paraclick,$j]}
-  printf '%-6s %14d pps %14d pps %8s\n' "-j $j" "$k" "$p" \
-    "$(awk -v k="$k" -v p="$p" 'BEGIN { if (k > 0) printf "%.2f", p / k; else print "-" }')"
-done
+printf '%-54s %3s %12s %10s\n' "router" "-j" "pps" "vs Linux"
+k1=${RESULT[kernel,1]}
+k2=${RESULT[kernel,2]}
+row "Linux forwarding (RPS to CPU 0)" 1 "$k1" "$k1"
+row "paraclick iprouter-veth (FromDevice per interface)" 1 "${RESULT[p1]}" "$k1"
+row "Linux forwarding (RPS to CPUs 0-1)" 2 "$k2" "$k2"
+row "paraclick iprouter-veth-2q (FromDevice per queue)" 2 "${RESULT[p2q]}" "$k2"
+row "paraclick iprouter-veth-2q-poll (MultiFromDevice)" 2 "${RESULT[p2poll]}" "$k2"
+echo "poll / per-queue tasks at -j 2: $(ratio "${RESULT[p2poll]}" "${RESULT[p2q]}")"
