@@ -11,7 +11,7 @@
 #
 # Usage (as root):  tests/netns/host.sh PATH/TO/paraclick
 #
-# Checks:
+# Checks, at -j 1 and again at -j 2:
 #   - the taps exist while the router runs, with the router's addresses,
 #     Ethernet addresses and MTUs (ph1: 1400);
 #   - HTTP servers (python3 http.server) bound to 10.0.1.1 and 10.0.2.1 in
@@ -26,7 +26,7 @@
 #   - the router's counts: ToHost handed packets to Linux, FromHost got
 #     Linux's answers, no ToHost drops;
 #   - after the router ends the taps are gone and r0's rp_filter is back;
-#   - `paraclick check` accepts the configuration.
+# and finally that `paraclick check` accepts the configuration.
 # Prints one line per check; exits 0 if all pass. Namespaces, processes
 # and files are removed on exit, failure or interrupt.
 set -euo pipefail
@@ -94,39 +94,7 @@ ip -n "$H2" route add default via 10.0.2.1
 in_r sysctl -qw net.ipv4.ip_forward=0
 rp_before=$(in_r cat /proc/sys/net/ipv4/conf/r0/rp_filter)
 
-# ---- the router ----
-HANDLERS="fh0.count fh0.drops th0.count th0.drops fh1.count th1.count th1.drops to0.count to1.count"
-handlers=()
-for h in $HANDLERS; do handlers+=(-h "$h"); done
-ip netns exec "$R" "$BIN" -j 1 "${handlers[@]}" "$ROOT/conf/iprouter-veth-host.click" MTU1=1400 \
-  >"$TMP/router.out" 2>"$TMP/router.err" &
-ROUTER_PID=$!
-ready=0
-for _ in $(seq 1 50); do
-  if ! kill -0 "$ROUTER_PID" 2>/dev/null; then
-    echo "router exited early:" >&2; cat "$TMP/router.err" >&2; break
-  fi
-  if in_h1 ping -c 1 -W 0.2 10.0.1.1 >/dev/null 2>&1; then ready=1; break; fi
-done
-if [[ $ready -ne 1 ]]; then
-  fail "router start"; cat "$TMP/router.err"; exit 1
-fi
-
-handler() { # NAME: a value printed by -h at exit
-  awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/router.out"
-}
-
-# 1. The taps, as FromHost configured them.
-out0=$(in_r ip -o addr show dev ph0 2>&1 || true)
-out1=$(in_r ip -o link show dev ph1 2>&1; in_r ip -o addr show dev ph1 2>&1 || true)
-if grep -q "inet 10.0.1.1/24" <<<"$out0" && grep -q "inet 10.0.2.1/24" <<<"$out1" &&
-   grep -q "mtu 1400" <<<"$out1" && grep -q "link/ether 02:00:00:00:02:fe" <<<"$out1"; then
-  pass "taps ph0 (10.0.1.1/24) and ph1 (10.0.2.1/24, mtu 1400, 02:00:00:00:02:fe) are up"
-else
-  fail "taps not configured as expected"; echo "$out0"; echo "$out1"
-fi
-
-# 2. HTTP servers on the router's addresses, run by Linux in its namespace.
+# ---- files and the HTTP server ----
 mkdir -p "$TMP/www"
 head -c $((2 * 1024 * 1024)) /dev/urandom >"$TMP/www/big"
 head -c 30000 /dev/urandom >"$TMP/www/small"
@@ -141,14 +109,10 @@ class Server(http.server.ThreadingHTTPServer):
 handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv[1])
 Server((sys.argv[2], 8080), handler).serve_forever()
 PY
-in_r python3 "$TMP/httpd.py" "$TMP/www" 10.0.1.1 >"$TMP/http0.log" 2>&1 &
-in_r python3 "$TMP/httpd.py" "$TMP/www" 10.0.2.1 >"$TMP/http1.log" 2>&1 &
-for a in 10.0.1.1 10.0.2.1; do
-  for _ in $(seq 1 50); do
-    in_r curl -sf -o /dev/null --max-time 1 "http://$a:8080/small" && break
-    sleep 0.1
-  done
-done
+
+handler() { # NAME: a value printed by -h at exit
+  awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/router.out"
+}
 
 fetch() { # LABEL NS-FUNCTION URL FILE
   local label=$1 ns=$2 url=$3 file=$4
@@ -160,61 +124,111 @@ fetch() { # LABEL NS-FUNCTION URL FILE
     fail "$label"
   fi
 }
-fetch "h1 fetches 2 MB from the router's Linux on 10.0.1.1:8080" in_h1 http://10.0.1.1:8080/big big
-fetch "h2 fetches 2 MB from the router's Linux on 10.0.2.1:8080 (MTU 1400 side)" in_h2 http://10.0.2.1:8080/big big
-fetch "h2 fetches from 10.0.1.1:8080 (the other interface's address)" in_h2 http://10.0.1.1:8080/small small
 
-# 3. Pings to the router: answered by the router once, not by Linux too.
-if out=$(in_h1 ping -c 3 -i 0.2 -W 2 10.0.1.1 2>&1) && grep -q " 0% packet loss" <<<"$out" &&
-   ! grep -q "DUP" <<<"$out"; then
-  pass "ping h1 -> 10.0.1.1: every request answered, no duplicates"
-else
-  fail "ping h1 -> 10.0.1.1"; echo "$out"
-fi
-
-# 4. Linux in the router's namespace reaches the hosts through the taps.
-for a in 10.0.1.2 10.0.2.2; do
-  if out=$(in_r ping -c 2 -i 0.2 -W 2 "$a" 2>&1); then
-    pass "the router's Linux pings $a through its tap and the router"
-  else
-    fail "the router's Linux cannot ping $a"; echo "$out"
+phase() { # THREADS
+  local j=$1 label="-j $1" out out0 out1 rc ready a
+  local -a handlers=() http=()
+  for h in fh0.count fh0.drops th0.count th0.drops fh1.count th1.count th1.drops to0.count to1.count; do
+    handlers+=(-h "$h")
+  done
+  # Started directly (not through a shell function) so $! is paraclick.
+  ip netns exec "$R" "$BIN" -j "$j" "${handlers[@]}" "$ROOT/conf/iprouter-veth-host.click" MTU1=1400 \
+    >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  ready=0
+  for _ in $(seq 1 50); do
+    if ! kill -0 "$ROUTER_PID" 2>/dev/null; then
+      echo "router exited early:" >&2; cat "$TMP/router.err" >&2; break
+    fi
+    if in_h1 ping -c 1 -W 0.2 10.0.1.1 >/dev/null 2>&1; then ready=1; break; fi
+  done
+  if [[ $ready -ne 1 ]]; then
+    fail "$label: router start"; cat "$TMP/router.err"; exit 1
   fi
-done
 
-# 5. Forwarding is unchanged.
-if out=$(in_h1 ping -c 2 -i 0.2 -W 2 10.0.2.2 2>&1) && grep -q "ttl=63" <<<"$out"; then
-  pass "ping h1 -> h2 forwarded (ttl=63)"
-else
-  fail "ping h1 -> h2"; echo "$out"
-fi
+  # 1. The taps, as FromHost configured them.
+  out0=$(in_r ip -o addr show dev ph0 2>&1 || true)
+  out1=$(in_r ip -o link show dev ph1 2>&1; in_r ip -o addr show dev ph1 2>&1 || true)
+  if grep -q "inet 10.0.1.1/24" <<<"$out0" && grep -q "inet 10.0.2.1/24" <<<"$out1" &&
+     grep -q "mtu 1400" <<<"$out1" && grep -q "link/ether 02:00:00:00:02:fe" <<<"$out1"; then
+    pass "$label: taps ph0 (10.0.1.1/24) and ph1 (10.0.2.1/24, mtu 1400, 02:00:00:00:02:fe) are up"
+  else
+    fail "$label: taps not configured as expected"; echo "$out0"; echo "$out1"
+  fi
 
-# ---- stop; counts; the taps go with the router ----
-kill -INT "$ROUTER_PID"
-rc=0
-wait "$ROUTER_PID" || rc=$?
-ROUTER_PID=
-if [[ $rc -ne 0 ]]; then fail "router exited with status $rc"; cat "$TMP/router.err"; fi
-echo "      counts: ToHost ph0 $(handler th0.count) (drops $(handler th0.drops)), ph1 $(handler th1.count) (drops $(handler th1.drops)); FromHost ph0 $(handler fh0.count), ph1 $(handler fh1.count); r0 out $(handler to0.count), r1 out $(handler to1.count)"
-# Each tap carried a 2 MB file out of Linux (at least 2 MB / 1500-byte
-# frames) and the requests and acknowledgements in.
-if [[ $(handler fh0.count) -ge 1398 && $(handler fh1.count) -ge 1398 &&
-      $(handler th0.count) -ge 100 && $(handler th1.count) -ge 100 &&
-      $(handler th0.drops) -eq 0 && $(handler th1.drops) -eq 0 ]]; then
-  pass "packets went to Linux and back through both taps, no ToHost drops"
-else
-  fail "unexpected tap counts"
-fi
-if in_r ip link show ph0 >/dev/null 2>&1 || in_r ip link show ph1 >/dev/null 2>&1; then
-  fail "a tap outlived the router"
-else
-  pass "the taps are gone with the router"
-fi
-rp_after=$(in_r cat /proc/sys/net/ipv4/conf/r0/rp_filter)
-if [[ $rp_after == "$rp_before" ]]; then
-  pass "r0's rp_filter is back to $rp_before"
-else
-  fail "r0's rp_filter is $rp_after, was $rp_before"
-fi
+  # 2. HTTP servers on the router's addresses (which exist now), run by
+  # Linux in the router's namespace.
+  for a in 10.0.1.1 10.0.2.1; do
+    ip netns exec "$R" python3 "$TMP/httpd.py" "$TMP/www" "$a" >>"$TMP/http.log" 2>&1 &
+    http+=($!)
+  done
+  for a in 10.0.1.1 10.0.2.1; do
+    for _ in $(seq 1 50); do
+      in_r curl -sf -o /dev/null --max-time 1 "http://$a:8080/small" && break
+      sleep 0.1
+    done
+  done
+  fetch "$label: h1 fetches 2 MB from the router's Linux on 10.0.1.1:8080" in_h1 http://10.0.1.1:8080/big big
+  fetch "$label: h2 fetches 2 MB from the router's Linux on 10.0.2.1:8080 (MTU 1400 side)" in_h2 http://10.0.2.1:8080/big big
+  fetch "$label: h2 fetches from 10.0.1.1:8080 (the other interface's address)" in_h2 http://10.0.1.1:8080/small small
+
+  # 3. Pings to the router: answered by the router once, not by Linux too.
+  if out=$(in_h1 ping -c 3 -i 0.2 -W 2 10.0.1.1 2>&1) && grep -q " 0% packet loss" <<<"$out" &&
+     ! grep -q "DUP" <<<"$out"; then
+    pass "$label: ping h1 -> 10.0.1.1: every request answered, no duplicates"
+  else
+    fail "$label: ping h1 -> 10.0.1.1"; echo "$out"
+  fi
+
+  # 4. Linux in the router's namespace reaches the hosts through the taps.
+  for a in 10.0.1.2 10.0.2.2; do
+    if out=$(in_r ping -c 2 -i 0.2 -W 2 "$a" 2>&1); then
+      pass "$label: the router's Linux pings $a through its tap and the router"
+    else
+      fail "$label: the router's Linux cannot ping $a"; echo "$out"
+    fi
+  done
+
+  # 5. Forwarding is unchanged.
+  if out=$(in_h1 ping -c 2 -i 0.2 -W 2 10.0.2.2 2>&1) && grep -q "ttl=63" <<<"$out"; then
+    pass "$label: ping h1 -> h2 forwarded (ttl=63)"
+  else
+    fail "$label: ping h1 -> h2"; echo "$out"
+  fi
+
+  # ---- stop; counts; the taps go with the router ----
+  kill "${http[@]}" 2>/dev/null || true
+  wait "${http[@]}" 2>/dev/null || true
+  kill -INT "$ROUTER_PID"
+  rc=0
+  wait "$ROUTER_PID" || rc=$?
+  ROUTER_PID=
+  if [[ $rc -ne 0 ]]; then fail "$label: router exited with status $rc"; cat "$TMP/router.err"; fi
+  echo "      $label counts: ToHost ph0 $(handler th0.count) (drops $(handler th0.drops)), ph1 $(handler th1.count) (drops $(handler th1.drops)); FromHost ph0 $(handler fh0.count), ph1 $(handler fh1.count); r0 out $(handler to0.count), r1 out $(handler to1.count)"
+  # Each tap carried a 2 MB file out of Linux (at least 2 MB / 1500-byte
+  # frames) and the requests and acknowledgements in.
+  if [[ $(handler fh0.count) -ge 1398 && $(handler fh1.count) -ge 1398 &&
+        $(handler th0.count) -ge 100 && $(handler th1.count) -ge 100 &&
+        $(handler th0.drops) -eq 0 && $(handler th1.drops) -eq 0 ]]; then
+    pass "$label: packets went to Linux and back through both taps, no ToHost drops"
+  else
+    fail "$label: unexpected tap counts"
+  fi
+  if in_r ip link show ph0 >/dev/null 2>&1 || in_r ip link show ph1 >/dev/null 2>&1; then
+    fail "$label: a tap outlived the router"
+  else
+    pass "$label: the taps are gone with the router"
+  fi
+  out=$(in_r cat /proc/sys/net/ipv4/conf/r0/rp_filter)
+  if [[ $out == "$rp_before" ]]; then
+    pass "$label: r0's rp_filter is back to $rp_before"
+  else
+    fail "$label: r0's rp_filter is $out, was $rp_before"
+  fi
+}
+
+phase 1
+phase 2
 
 # paraclick check opens the devices (taps included), so it is run here,
 # in the router's namespace, once the router has let go of them.

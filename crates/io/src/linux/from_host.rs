@@ -411,6 +411,24 @@ mod tests {
     }
 
     #[test]
+    fn classes_are_registered_with_their_docs() {
+        let r = crate::full_registry();
+        for (class, synopsis) in [
+            ("FromHost", "FromHost(DEVNAME ["),
+            ("ToHost", "ToHost([DEVNAME])"),
+        ] {
+            let doc = r
+                .doc(class)
+                .unwrap_or_else(|| panic!("{class} not registered"));
+            assert!(doc.starts_with(synopsis), "{class}: {doc}");
+            assert!(
+                doc.contains("Handlers:") && doc.contains("Example:"),
+                "{class}"
+            );
+        }
+    }
+
+    #[test]
     fn packet_type_follows_the_destination() {
         assert_eq!(packet_type(&[0xff; 6]), PacketType::Broadcast);
         assert_eq!(
