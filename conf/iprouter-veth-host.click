@@ -32,6 +32,11 @@
 //    reverse-path filtering on for them (see `paraclick doc FromDevice`),
 //    so Linux drops every IPv4 packet arriving there; answers would
 //    otherwise come twice.
+//  - Linux knows routes to the two interfaces' networks only. For hosts
+//    beyond them, give one FromHost a GATEWAY on its tap's network (any
+//    address: ARPResponder answers for all), e.g. GATEWAY 10.0.1.254:
+//    Linux's default route then leads into the router, whose table
+//    decides. IPv4 only: Linux's IPv6 on the taps reaches nothing.
 //
 // Run it as root in a network namespace whose interfaces $DEV0 and $DEV1
 // have no IP addresses, then start services on the router's addresses
