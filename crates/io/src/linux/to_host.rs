@@ -222,7 +222,7 @@ mod tests {
     }
 
     /// Real devices: FromHost creates a tap with its address, Ethernet
-    /// address and MTU; an ARP request written through ToHost gets Linux's
+    /// address, MTU and default route; an ARP request written through ToHost gets Linux's
     /// reply, read back through FromHost; a runt frame is a counted drop;
     /// the device disappears with the router. Runs in a network namespace
     /// of its own. Needs root: fails (does not skip) otherwise, as CI runs
@@ -237,7 +237,8 @@ mod tests {
             unshare_netns();
             let name = "pctap0";
             let conf = format!(
-                "fh :: FromHost({name}, 10.9.0.1/24, ETHER 02:00:00:00:09:01, MTU 1400)
+                "fh :: FromHost({name}, 10.9.0.1/24, ETHER 02:00:00:00:09:01, MTU 1400,
+                                GATEWAY 10.9.0.254)
                    -> c :: Classifier(12/0806 20/0002, -);
                  c[0] -> o :: TestSink;
                  c[1] -> Discard;
@@ -246,6 +247,17 @@ mod tests {
             let r = build(&conf).expect("router with a tap");
             assert_eq!(r.read_handler("fh.dev_name").unwrap(), name);
             assert_eq!(mtu(name).unwrap(), 1400);
+            // The default route through GATEWAY (this thread's namespace:
+            // destination 0, gateway 10.9.0.254 in the kernel's byte order).
+            let routes = std::fs::read_to_string("/proc/thread-self/net/route").unwrap();
+            let gw = format!("{:08X}", u32::from_ne_bytes([10, 9, 0, 254]));
+            assert!(
+                routes.lines().any(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() > 2 && f[0] == name && f[1] == "00000000" && f[2] == gw
+                }),
+                "no default route via 10.9.0.254 on {name}:\n{routes}"
+            );
 
             let runt = Packet::from_slice(&[1, 2, 3, 4, 5, 6]).unwrap();
             r.push_into("th", 0, Batch::from(vec![arp_request([10, 9, 0, 1]), runt]))
