@@ -63,6 +63,17 @@ pub trait Element: std::any::Any + Send + Sync {
         Verdict::Out(0)
     }
 
+    /// Whether this element is a pure per-packet element: it implements
+    /// [`Element::action`] and keeps the default `push` (and `pull`). The
+    /// router then runs its action inside the pushing element's loop
+    /// ([`Cx::push`]) rather than calling its `push`, which saves a call
+    /// level per hop. An element that overrides `push` or `pull` must not
+    /// return true (its override would be bypassed); a test in the elements
+    /// crate checks that for every element there.
+    fn action_only(&self) -> bool {
+        false
+    }
+
     /// A batch arrives on push input `port`.
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
@@ -141,34 +152,48 @@ pub trait Element: std::any::Any + Send + Sync {
 /// into side batches per port. Drops are counted.
 #[inline]
 pub fn push_actions<E: Element + ?Sized>(e: &E, cx: &mut Cx<'_>, mut batch: Batch) {
-    let n = batch.len();
-    if n == 0 {
+    if batch.is_empty() {
         return;
     }
-    let first = {
-        let v = batch.as_mut_slice();
-        e.action(cx, &mut v[0])
-    };
-    let mut i = 1;
-    let mut other = first;
-    {
-        let v = batch.as_mut_slice();
-        while i < n {
-            let vd = e.action(cx, &mut v[i]);
-            if vd != first {
-                other = vd;
-                break;
-            }
-            i += 1;
+    match uniform_pass(e, cx, &mut batch) {
+        Ok(Verdict::Out(port)) => cx.push(port, batch),
+        Ok(Verdict::Drop) => cx.drop_batch(batch),
+        Err((i, first, other)) => split_batch(e, cx, batch, i, first, other),
+    }
+}
+
+/// Runs `e`'s action on the packets of a non-empty `batch` while their
+/// verdicts agree: `Ok(verdict)` if all agree, otherwise
+/// `Err((i, first, other))`: packets `..i` had verdict `first`, packet `i`
+/// had `other`, and the rest have not been looked at.
+#[inline(always)]
+pub(crate) fn uniform_pass<E: Element + ?Sized>(
+    e: &E,
+    cx: &mut Cx<'_>,
+    batch: &mut Batch,
+) -> Result<Verdict, (usize, Verdict, Verdict)> {
+    let v = batch.as_mut_slice();
+    let first = e.action(cx, &mut v[0]);
+    for (i, p) in v.iter_mut().enumerate().skip(1) {
+        let vd = e.action(cx, p);
+        if vd != first {
+            return Err((i, first, vd));
         }
     }
-    if i == n {
-        match first {
-            Verdict::Out(port) => cx.push(port, batch),
-            Verdict::Drop => cx.drop_batch(batch),
-        }
-        return;
-    }
+    Ok(first)
+}
+
+/// Sorts a batch whose verdicts differ (see [`uniform_pass`]) into side
+/// batches per port and pushes them on.
+#[inline(never)]
+pub(crate) fn split_batch<E: Element + ?Sized>(
+    e: &E,
+    cx: &mut Cx<'_>,
+    mut batch: Batch,
+    i: usize,
+    first: Verdict,
+    other: Verdict,
+) {
     let rest = batch.split_off(i);
     let mut split = Splitter::new(cx, first, batch);
     split.route(cx, rest, other, e);
@@ -363,5 +388,98 @@ mod tests {
         // A port that does not exist is a counted drop.
         h.push(0, vec![pk(9, 1)]);
         assert_eq!(h.drops(), 7);
+    }
+
+    /// Routes by the byte at offset OFFSET (255 drops); fused.
+    struct ByteSwitch(usize);
+
+    impl Element for ByteSwitch {
+        fn action_only(&self) -> bool {
+            true
+        }
+        fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+            match p.data()[self.0] {
+                255 => Verdict::Drop,
+                k => Verdict::Out(k as usize),
+            }
+        }
+    }
+
+    /// Adds one to byte 1; fused.
+    struct Inc;
+
+    impl Element for Inc {
+        fn action_only(&self) -> bool {
+            true
+        }
+        fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+            p.data_mut()[1] += 1;
+            Verdict::Out(0)
+        }
+    }
+
+    fn run_chain(profile: bool) -> (Vec<Vec<u8>>, Vec<(String, u64)>) {
+        use crate::router::{BuildOptions, Router};
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        reg.register(ClassSpec::new("ByteSwitch", "1/-", "a/ah", |cx| {
+            let k = cx.args().read_mp::<usize>("OFFSET")?;
+            Ok(Box::new(ByteSwitch(k)))
+        }));
+        reg.register(ClassSpec::new("Inc", "1/1", "a", |cx| {
+            cx.args().complete()?;
+            Ok(Box::new(Inc))
+        }));
+        let conf = "TestSource -> e :: ByteSwitch(0);
+            e[0] -> Inc -> Inc -> o0 :: TestSink;
+            e[1] -> b :: ByteSwitch(2);
+            b[0] -> o1 :: TestSink;
+            b[1] -> Inc -> o2 :: TestSink;";
+        let src = paraclick_lang::Source {
+            name: "<test>".into(),
+            text: conf.into(),
+        };
+        let opts = BuildOptions {
+            pin: false,
+            profile,
+            ..BuildOptions::default()
+        };
+        let r = Router::build(&src, &reg, &opts).unwrap();
+        let pk = |a: u8, t: u8, c: u8| Packet::from_slice(&[a, t, c]).unwrap();
+        // A mixed batch: every way through, drops at both switches, a
+        // port that does not exist.
+        let mixed = vec![
+            pk(0, 1, 0),
+            pk(1, 2, 0),
+            pk(1, 3, 1),
+            pk(1, 4, 255),
+            pk(255, 5, 0),
+            pk(1, 6, 7),
+            pk(0, 7, 0),
+        ];
+        r.push_into("e", 0, Batch::from(mixed)).unwrap();
+        // A uniform batch goes whole through three hops.
+        r.push_into("e", 0, Batch::from(vec![pk(1, 10, 1), pk(1, 11, 1)]))
+            .unwrap();
+        let outs = (0..3)
+            .map(|i| {
+                r.element::<crate::testing::TestSink>(&format!("o{i}"))
+                    .unwrap()
+                    .take()
+                    .iter()
+                    .map(|p| p.data()[1])
+                    .collect()
+            })
+            .collect();
+        (outs, r.drops())
+    }
+
+    #[test]
+    fn fused_chains_route_count_drops_and_match_the_unfused_path() {
+        let (outs, drops) = run_chain(false);
+        assert_eq!(outs, vec![vec![3, 9], vec![2], vec![4, 11, 12]]);
+        assert_eq!(drops, vec![("e".to_string(), 1), ("b".to_string(), 2)]);
+        // Profiling turns fusion off: every hop is a push call.
+        assert_eq!(run_chain(true), (outs, drops));
     }
 }

@@ -30,6 +30,10 @@ pub(crate) struct Peer {
     to: Option<NonNull<dyn Element>>,
     pub elem: u32,
     pub port: u32,
+    /// The peer is a per-packet element ([`Element::action_only`]) that
+    /// [`Cx::push`] runs in its own loop instead of calling its `push`
+    /// (set at build time; never when profiling, which needs every hop).
+    pub fused: bool,
 }
 
 // SAFETY: `to` points at an element owned (through an `Arc`) by the same
@@ -44,6 +48,7 @@ impl Peer {
         to: None,
         elem: u32::MAX,
         port: 0,
+        fused: false,
     };
 
     fn new(to: &Arc<dyn Element>, elem: usize, port: usize) -> Peer {
@@ -51,6 +56,7 @@ impl Peer {
             to: NonNull::new(Arc::as_ptr(to) as *mut dyn Element),
             elem: elem as u32,
             port: port as u32,
+            fused: false,
         }
     }
 
@@ -639,7 +645,9 @@ impl Router {
         for c in &graph.connections {
             if checked.outputs[c.from].get(c.from_port) == Some(&PortKind::Push) {
                 if let Some(to) = &made[c.to] {
-                    outputs[c.from][c.from_port] = Peer::new(to, c.to, c.to_port);
+                    let mut peer = Peer::new(to, c.to, c.to_port);
+                    peer.fused = !opts.profile && to.action_only();
+                    outputs[c.from][c.from_port] = peer;
                 }
             } else {
                 if let Some(from) = &made[c.from] {

@@ -158,6 +158,10 @@ impl ArpPrint {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("active")];
 
 impl Element for ArpPrint {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if self.active.load(Ordering::Relaxed) {
             let line = self.format(p);

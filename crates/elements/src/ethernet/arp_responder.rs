@@ -219,6 +219,10 @@ const HANDLERS: &[HandlerInfo] = &[
 const FRAME_LEN: usize = 14 + 28;
 
 impl Element for ArpResponder {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let d = p.data();
         if d.len() < FRAME_LEN {

@@ -77,6 +77,10 @@ const HANDLERS: &[HandlerInfo] = &[
 ];
 
 impl Element for EtherEncap {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let ty = self.ethertype.load(Ordering::Relaxed);

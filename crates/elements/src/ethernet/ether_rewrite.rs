@@ -51,6 +51,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("src"), HandlerInfo::rw("dst")];
 
 impl Element for EtherRewrite {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < 14 {

@@ -72,6 +72,10 @@ impl HostEtherFilter {
 }
 
 impl Element for HostEtherFilter {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(h) = p.data().get(self.offset..self.offset.saturating_add(14)) else {

@@ -361,6 +361,10 @@ const HANDLERS: &[HandlerInfo] = &[
 ];
 
 impl Element for IcmpError {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.error_for(p) {
             Some(q) => {

@@ -92,6 +92,10 @@ fn reply(p: &mut Packet) -> bool {
 }
 
 impl Element for IcmpPingResponder {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if reply(p) {
             Verdict::Out(0)

@@ -88,6 +88,10 @@ fn check(p: &Packet) -> Result<(), usize> {
 }
 
 impl Element for CheckICMPHeader {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match check(p) {

@@ -234,6 +234,10 @@ impl CheckIPHeader {
 }
 
 impl Element for CheckIPHeader {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let r = match p.data().get(self.offset..) {

@@ -93,6 +93,10 @@ fn check(p: &Packet) -> Result<(), usize> {
 }
 
 impl Element for CheckTCPHeader {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match check(p) {

@@ -108,6 +108,10 @@ impl CheckUDPHeader {
 }
 
 impl Element for CheckUDPHeader {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.check(p) {

@@ -64,6 +64,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops"), HandlerInfo::rw("active")];
 
 impl Element for DecIPTTL {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {

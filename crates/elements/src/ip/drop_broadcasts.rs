@@ -49,6 +49,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
 
 impl Element for DropBroadcasts {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.anno().packet_type {

@@ -197,6 +197,10 @@ pub(crate) fn process_options(
 }
 
 impl Element for IPGWOptions {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(nh) = p.network_header_mut() else {

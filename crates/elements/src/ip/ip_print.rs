@@ -584,6 +584,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 }
 
 impl Element for IPPrint {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {
             return Verdict::Out(0);

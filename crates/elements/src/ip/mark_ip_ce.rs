@@ -52,6 +52,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
 
 impl Element for MarkIPCE {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(mut h) = fixed_ip_header(p) else {

@@ -83,6 +83,10 @@ impl SetTCPChecksum {
 }
 
 impl Element for SetTCPChecksum {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.network_header_mut()

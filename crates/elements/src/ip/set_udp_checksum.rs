@@ -79,6 +79,10 @@ fn set_checksum(nh: &mut [u8]) -> bool {
 }
 
 impl Element for SetUDPChecksum {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.network_header_mut().is_some_and(set_checksum) {

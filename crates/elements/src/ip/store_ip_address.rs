@@ -142,6 +142,10 @@ fn store_in_header(p: &mut Packet, addr: Ipv4Addr, src: bool) -> bool {
 }
 
 impl Element for StoreIPAddress {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let addr = match self.addr {

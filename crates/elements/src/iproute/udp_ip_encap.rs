@@ -82,6 +82,10 @@ const HANDLERS: &[HandlerInfo] = &[
 ];
 
 impl Element for UDPIPEncap {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let total = p.len() + 28;

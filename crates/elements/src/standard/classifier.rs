@@ -347,6 +347,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("program")];
 
 impl Element for Classifier {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.prog.classify(p.data()) {

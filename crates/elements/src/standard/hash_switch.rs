@@ -60,6 +60,10 @@ pub fn hash_output(bytes: &[u8], n: usize) -> usize {
 }
 
 impl Element for HashSwitch {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.data().get(self.offset..self.end) {

@@ -102,6 +102,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("color")];
 
 impl Element for Paint {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         self.anno.set(p, self.color.load(Ordering::Relaxed));

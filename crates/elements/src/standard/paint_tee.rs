@@ -25,7 +25,9 @@
 //!     pt[1] -> ICMPError(18.26.4.24, redirect, host) -> [0]rt;
 
 use super::paint::AnnoByte;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Packet, Verdict,
+};
 
 pub struct PaintTee {
     color: u8,
@@ -49,39 +51,22 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     }))
 }
 
-impl PaintTee {
-    /// Copies of the packets of `b` that carry the color, if any.
-    #[inline]
-    fn copies(&self, cx: &Cx<'_>, b: &Batch) -> Option<Batch> {
-        let mut out: Option<Batch> = None;
-        for p in b.iter() {
-            if self.anno.get(p) == self.color {
-                match p.clone_packet() {
-                    Some(q) => out.get_or_insert_with(Batch::new).push(q),
-                    None => self.clone_failures.inc(cx.thread()),
-                }
-            }
-        }
-        out
-    }
-}
-
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
 
 impl Element for PaintTee {
-    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
-        if let Some(c) = self.copies(cx, &batch) {
-            cx.push(1, c);
-        }
-        cx.push(0, batch);
+    fn action_only(&self) -> bool {
+        true
     }
 
-    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        let batch = cx.pull(0, max)?;
-        if let Some(c) = self.copies(cx, &batch) {
-            cx.push(1, c);
+    #[inline]
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        if self.anno.get(p) == self.color {
+            match p.clone_packet() {
+                Some(q) => cx.push_one(1, q),
+                None => self.clone_failures.inc(cx.thread()),
+            }
         }
-        Some(batch)
+        Verdict::Out(0)
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

@@ -201,6 +201,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("active")];
 
 impl Element for Print {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if self.active.load(Ordering::Relaxed) {
             let buf = self.buf.get(cx);

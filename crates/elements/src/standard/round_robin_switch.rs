@@ -38,6 +38,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 }
 
 impl Element for RoundRobinSwitch {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
         let n = self.noutputs;

@@ -36,6 +36,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 }
 
 impl Element for Strip {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         p.pull(self.len);

@@ -41,6 +41,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 }
 
 impl Element for Unstrip {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.push(self.len) {

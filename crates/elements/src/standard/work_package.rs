@@ -65,6 +65,10 @@ pub fn work(data: &[u8], rounds: u32) -> u64 {
 }
 
 impl Element for WorkPackage {
+    fn action_only(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let h = work(p.data(), self.rounds);
