@@ -20,9 +20,13 @@
 //!
 //! A clause about bytes beyond the end of a packet does not hold (so a
 //! negated one does). Patterns are compiled at configuration time into
-//! aligned 32-bit (offset, mask, value) words, tried in order; nothing is
-//! allocated per packet. A pattern that can never match (`12/0806
-//! 12/0800`) draws a warning at configuration time.
+//! aligned 32-bit (offset, mask, value) words, and those into a decision
+//! tree that tests each word at most once per packet and skips the words
+//! earlier answers decide (`12/0806 20/0001, 12/0806 20/0002, 12/0800, -`
+//! reads the word at offset 12 once); nothing is allocated per packet. A
+//! configuration whose tree would be too large (over 4096 nodes) keeps
+//! trying the patterns' words in order. A pattern that can never match
+//! (`12/0806 12/0800`) draws a warning at configuration time.
 //!
 //! Handlers:
 //! - `program` (read): the compiled patterns, one per line, as
@@ -41,12 +45,16 @@ use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+mod tree;
+
 /// Largest offset a clause may name.
 const MAX_OFFSET: usize = 65535;
 
 /// One aligned 32-bit comparison: the packet's bytes `off..off+4` (zero
 /// past the end), big-endian, masked with `mask`, must equal `value`; and
-/// the packet must be at least `need` bytes long.
+/// the packet must be at least `need` bytes long. `value` has no bits
+/// outside `mask`, `mask` is not zero, and `need` is one past the last
+/// masked byte, so `off < need <= off + 4`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Word {
     off: u32,
@@ -58,21 +66,27 @@ struct Word {
 impl Word {
     #[inline]
     fn matches(&self, d: &[u8]) -> bool {
+        let off = self.off as usize;
+        match d.get(off..off + 4) {
+            // All four bytes are there, so the `need` ones are.
+            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & self.mask == self.value,
+            None => self.matches_tail(d),
+        }
+    }
+
+    /// [`Word::matches`] for a word that runs past the end of `d`.
+    #[cold]
+    #[inline(never)]
+    fn matches_tail(&self, d: &[u8]) -> bool {
         if d.len() < self.need as usize {
             return false;
         }
-        let off = self.off as usize;
-        let x = match d.get(off..off + 4) {
-            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-            None => {
-                // The word runs past the end; the masked bytes do not.
-                let mut b = [0u8; 4];
-                let tail = &d[off.min(d.len())..];
-                b[..tail.len()].copy_from_slice(tail);
-                u32::from_be_bytes(b)
-            }
-        };
-        x & self.mask == self.value
+        // The masked bytes are there; the others read as zero.
+        let mut b = [0u8; 4];
+        let tail = &d[(self.off as usize).min(d.len())..];
+        let n = tail.len().min(4);
+        b[..n].copy_from_slice(&tail[..n]);
+        u32::from_be_bytes(b) & self.mask == self.value
     }
 }
 
@@ -92,6 +106,8 @@ pub struct Program {
     /// Ranges into `words`, one per negated clause.
     groups: Vec<(u32, u32)>,
     rules: Vec<Rule>,
+    /// The patterns as a decision tree (`None`: too large; scan them).
+    tree: Option<tree::Tree>,
 }
 
 /// One clause's bytes, gathered into aligned words: word index → (mask,
@@ -184,6 +200,13 @@ fn merge(a: &mut WordMap, b: &WordMap) -> bool {
 impl Program {
     /// Compiles Click Classifier patterns.
     pub fn compile<S: AsRef<str>>(patterns: &[S]) -> Result<Program, String> {
+        let mut prog = Program::compile_linear(patterns)?;
+        prog.tree = tree::Tree::build(&prog, tree::MAX_NODES);
+        Ok(prog)
+    }
+
+    /// Compiles the patterns without building the tree.
+    fn compile_linear<S: AsRef<str>>(patterns: &[S]) -> Result<Program, String> {
         let mut prog = Program::default();
         for (i, pat) in patterns.iter().enumerate() {
             let pat = pat.as_ref().trim();
@@ -259,16 +282,29 @@ impl Program {
             .all(|w| w.matches(d))
     }
 
+    /// Whether `d` matches all words of one of the negated groups `(a, b)`
+    /// (a range of `groups`). Out of line: it keeps the tree's loop small.
+    #[inline(never)]
+    fn any_group(&self, (a, b): (u32, u32), d: &[u8]) -> bool {
+        self.groups[a as usize..b as usize]
+            .iter()
+            .any(|&g| self.all(g, d))
+    }
+
     /// The index of the first pattern `d` matches.
     #[inline]
     pub fn classify(&self, d: &[u8]) -> Option<usize> {
-        self.rules.iter().position(|r| {
-            !r.never
-                && self.all(r.pos, d)
-                && !self.groups[r.negs.0 as usize..r.negs.1 as usize]
-                    .iter()
-                    .any(|&g| self.all(g, d))
-        })
+        match &self.tree {
+            Some(t) => t.classify(self, d),
+            None => self.classify_linear(d),
+        }
+    }
+
+    /// [`Program::classify`] by trying each pattern in turn.
+    fn classify_linear(&self, d: &[u8]) -> Option<usize> {
+        self.rules
+            .iter()
+            .position(|r| !r.never && self.all(r.pos, d) && !self.any_group(r.negs, d))
     }
 
     /// The human-readable listing of the `program` handler.
@@ -518,6 +554,199 @@ mod tests {
             "output count"
         );
         assert!(try_harness("Classifier(12/0800, 12/08zz)", 2).is_err());
+    }
+
+    /// The IP router's classifier reads the word at offset 12 once.
+    #[test]
+    fn ip_router_tree() {
+        let p = prog(&["12/0806 20/0001", "12/0806 20/0002", "12/0800", "-"]);
+        let t = p.tree.as_ref().expect("a tree");
+        assert_eq!(t.len(), 4, "12=0806? 20=0001? 20=0002? 12=0800?");
+        let ip = frame(0, 0x0800, 0, 60);
+        assert_eq!(p.classify(&ip), Some(2));
+        assert_eq!(t.path_len(&p, &ip), 2);
+        let arp = frame(0, 0x0806, 2, 60);
+        assert_eq!(p.classify(&arp), Some(1));
+        assert_eq!(t.path_len(&p, &arp), 3);
+        // Only the default: no test at all.
+        let p = prog(&["-", "12/0800"]);
+        assert_eq!(p.tree.as_ref().unwrap().len(), 0);
+        assert_eq!(p.classify(&[]), Some(0));
+    }
+
+    /// Over its size limit the tree is not built, and the patterns are
+    /// scanned in order.
+    #[test]
+    fn tree_size_limit() {
+        let pats = ["12/0806 20/0001", "12/0806 20/0002", "12/0800", "-"];
+        let mut p = Program::compile_linear(&pats).unwrap();
+        assert!(tree::Tree::build(&p, 3).is_none());
+        assert_eq!(tree::Tree::build(&p, 4).map(|t| t.len()), Some(4));
+        p.tree = tree::Tree::build(&p, 3);
+        assert_eq!(p.classify(&frame(0, 0x0800, 0, 60)), Some(2));
+        assert_eq!(p.classify(&frame(0, 0x0806, 1, 60)), Some(0));
+        // Many patterns on distinct words, each combined with a common one:
+        // still built, one node per word.
+        let pats: Vec<String> = (0..200).map(|i| format!("{}/01 0/02", 4 * i + 4)).collect();
+        let p = prog(&pats.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(p.tree.as_ref().is_some_and(|t| t.len() <= 401));
+        let mut d = vec![0u8; 1000];
+        d[0] = 2;
+        d[4 * 150 + 4] = 1;
+        assert_eq!(p.classify(&d), Some(150));
+    }
+
+    /// A small deterministic PRNG (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn chance(&mut self, one_in: usize) -> bool {
+            self.below(one_in) == 0
+        }
+    }
+
+    /// A clause as written, for the reference matcher: offset, then
+    /// (value, mask) per byte.
+    struct RefClause {
+        neg: bool,
+        off: usize,
+        bytes: Vec<(u8, u8)>,
+    }
+
+    /// Whether `d` matches a pattern, straight from the documented
+    /// semantics: every compared byte lies inside the packet and agrees.
+    fn ref_matches(clauses: &[RefClause], d: &[u8]) -> bool {
+        clauses.iter().all(|c| {
+            let holds =
+                c.bytes.iter().enumerate().all(|(i, &(v, m))| {
+                    m == 0 || d.get(c.off + i).is_some_and(|&b| b & m == v & m)
+                });
+            holds != c.neg
+        })
+    }
+
+    /// A random pattern: the text, and its clauses for the reference
+    /// (`None` for `-`). Values come from few bytes, so that patterns
+    /// overlap, repeat, contradict and contain each other.
+    fn random_pattern(r: &mut Rng) -> (String, Option<Vec<RefClause>>) {
+        const BYTES: [u8; 6] = [0x00, 0x08, 0x06, 0x01, 0xff, 0x80];
+        const MASKS: [u8; 6] = [0xff, 0xff, 0xf0, 0x0f, 0x00, 0x81];
+        if r.chance(8) {
+            return ("-".into(), None);
+        }
+        let mut text = Vec::new();
+        let mut clauses = Vec::new();
+        for _ in 0..1 + r.below(3) {
+            let neg = r.chance(4);
+            let off = r.below(24);
+            let long = r.chance(4);
+            let n = 1 + r.below(if long { 6 } else { 2 });
+            let masked = r.chance(2);
+            let (mut val, mut msk) = (String::new(), String::new());
+            let mut bytes = Vec::new();
+            for _ in 0..n {
+                let v = BYTES[r.below(BYTES.len())];
+                let written = MASKS[r.below(MASKS.len())];
+                let mut m = if masked { written } else { 0xff };
+                let mut digits = format!("{v:02x}").into_bytes();
+                for (k, dg) in digits.iter_mut().enumerate() {
+                    if r.chance(10) {
+                        *dg = b'?';
+                        m &= if k == 0 { 0x0f } else { 0xf0 };
+                    }
+                }
+                val.push_str(std::str::from_utf8(&digits).unwrap());
+                if masked {
+                    msk.push_str(&format!("{written:02x}"));
+                }
+                bytes.push((v, m));
+            }
+            let mut c = format!("{}{off}/{val}", if neg { "!" } else { "" });
+            if masked {
+                // The `?`s already clear bits; the written mask keeps
+                // the random one.
+                c.push('%');
+                c.push_str(&msk);
+            }
+            text.push(c);
+            clauses.push(RefClause { neg, off, bytes });
+        }
+        (text.join(" "), Some(clauses))
+    }
+
+    /// A random packet; often built to match one of `pats`.
+    fn random_packet(r: &mut Rng, pats: &[Option<Vec<RefClause>>]) -> Vec<u8> {
+        const BYTES: [u8; 5] = [0x00, 0x08, 0x06, 0x01, 0xff];
+        let len = r.below(32);
+        let mut d: Vec<u8> = (0..len).map(|_| BYTES[r.below(BYTES.len())]).collect();
+        if r.chance(2) {
+            if let Some(cl) = &pats[r.below(pats.len())] {
+                for c in cl {
+                    if c.neg && !r.chance(3) {
+                        continue;
+                    }
+                    for (i, &(v, m)) in c.bytes.iter().enumerate() {
+                        let at = c.off + i;
+                        if d.len() <= at {
+                            d.resize(at + 1, 0);
+                        }
+                        d[at] = (d[at] & !m) | (v & m);
+                    }
+                }
+            }
+            if r.chance(4) {
+                let cut = r.below(d.len() + 1);
+                d.truncate(cut);
+            }
+        }
+        d
+    }
+
+    /// The tree agrees with the linear scan and with the documented
+    /// semantics on random patterns and packets.
+    #[test]
+    fn tree_matches_linear_scan() {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut trees, mut checked) = (0, 0);
+        let mut outcomes = [0usize; 3]; // first pattern, a later one, none
+        for _ in 0..3000 {
+            let n = 1 + r.below(6);
+            let (texts, pats): (Vec<String>, Vec<_>) =
+                (0..n).map(|_| random_pattern(&mut r)).unzip();
+            let p = Program::compile(&texts).unwrap();
+            if p.tree.is_some() {
+                trees += 1;
+            }
+            let mut lin = p.clone();
+            lin.tree = None;
+            for _ in 0..100 {
+                let d = random_packet(&mut r, &pats);
+                let want = pats
+                    .iter()
+                    .position(|c| c.as_ref().is_none_or(|c| ref_matches(c, &d)));
+                assert_eq!(lin.classify(&d), want, "linear: {texts:?} on {d:02x?}");
+                assert_eq!(p.classify(&d), want, "tree: {texts:?} on {d:02x?}");
+                outcomes[match want {
+                    Some(0) => 0,
+                    Some(_) => 1,
+                    None => 2,
+                }] += 1;
+                checked += 1;
+            }
+        }
+        assert_eq!(trees, 3000, "every random program fits in a tree");
+        for o in outcomes {
+            assert!(o > checked / 10, "outcomes {outcomes:?} too uneven");
+        }
     }
 
     #[test]
