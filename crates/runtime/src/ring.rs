@@ -7,9 +7,79 @@
 //! operation on that side is in flight (see `set_modes`).
 
 use crossbeam_utils::CachePadded;
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use sync::{AtomicBool, AtomicUsize, Ordering, Slot};
+
+/// The atomics, slot cells and spin hints the ring uses: std's normally,
+/// loom's when model checking (`RUSTFLAGS="--cfg loom"`, see `loom_tests`).
+/// Without loom everything here is a zero-cost newtype or re-export.
+mod sync {
+    #[cfg(loom)]
+    pub(super) use loom::sync::atomic::{AtomicBool, AtomicUsize};
+    pub(super) use std::sync::atomic::Ordering;
+    #[cfg(not(loom))]
+    pub(super) use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+    use std::mem::MaybeUninit;
+
+    #[cfg(loom)]
+    use loom::cell::UnsafeCell;
+    #[cfg(not(loom))]
+    use std::cell::UnsafeCell;
+
+    /// One ring slot: possibly uninitialized storage for an item.
+    pub(super) struct Slot<T>(UnsafeCell<MaybeUninit<T>>);
+
+    impl<T> Slot<T> {
+        pub(super) fn new() -> Slot<T> {
+            Slot(UnsafeCell::new(MaybeUninit::uninit()))
+        }
+
+        /// Stores `item` (overwriting without dropping).
+        ///
+        /// # Safety
+        /// The caller is the slot's only accessor for the duration.
+        #[inline(always)]
+        pub(super) unsafe fn write(&self, item: T) {
+            #[cfg(not(loom))]
+            // SAFETY: exclusive access, by the caller's contract.
+            unsafe {
+                (*self.0.get()).write(item);
+            }
+            #[cfg(loom)]
+            // SAFETY: as above; loom checks the exclusivity.
+            self.0.with_mut(|p| unsafe {
+                (*p).write(item);
+            });
+        }
+
+        /// Moves the item out, leaving the slot logically uninitialized.
+        ///
+        /// # Safety
+        /// The slot holds an item and the caller is its only accessor.
+        #[inline(always)]
+        pub(super) unsafe fn read(&self) -> T {
+            #[cfg(not(loom))]
+            // SAFETY: initialized and exclusive, by the caller's contract.
+            unsafe {
+                (*self.0.get()).assume_init_read()
+            }
+            #[cfg(loom)]
+            // SAFETY: as above. Moving out is a write as far as exclusivity
+            // goes, so loom checks it as one (`with_mut`): two consumers
+            // taking the same slot is then a reported race, not a silent
+            // duplicate.
+            self.0.with_mut(|p| unsafe { (*p).assume_init_read() })
+        }
+    }
+
+    // Busy-wait hints. Under loom both yield, which is what lets the model
+    // checker explore a spin: it then runs other threads and does not hand
+    // the spinning thread a value it already saw before yielding.
+    #[cfg(loom)]
+    pub(super) use loom::{hint::spin_loop, thread::yield_now};
+    #[cfg(not(loom))]
+    pub(super) use std::{hint::spin_loop, thread::yield_now};
+}
 
 struct HeadTail {
     head: AtomicUsize,
@@ -82,7 +152,7 @@ pub struct Ring<T> {
     cons: CachePadded<HeadTail>,
     capacity: usize,
     mask: usize,
-    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+    slots: Box<[Slot<T>]>,
 }
 
 // SAFETY: a slot is written by exactly one producer between its claim (head
@@ -98,11 +168,11 @@ fn wait_for(tail: &AtomicUsize, value: usize) {
     while tail.load(Ordering::Acquire) != value {
         spins += 1;
         if spins < 64 {
-            std::hint::spin_loop();
+            sync::spin_loop();
         } else {
             // The thread ahead of us was preempted (more threads than
             // cores): let it run.
-            std::thread::yield_now();
+            sync::yield_now();
         }
     }
 }
@@ -121,9 +191,7 @@ impl<T> Ring<T> {
             cons: CachePadded::new(HeadTail::new(multi_consumer)),
             capacity,
             mask: size - 1,
-            slots: (0..size)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
+            slots: (0..size).map(|_| Slot::new()).collect(),
         }
     }
 
@@ -198,7 +266,7 @@ impl<T> Ring<T> {
                 if multi && old.wrapping_sub(cons_tail) > self.capacity {
                     // `old` is stale: other producers moved the head on and
                     // consumers have since passed it. Not full: read again.
-                    std::hint::spin_loop();
+                    sync::spin_loop();
                     continue;
                 }
                 free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
@@ -228,7 +296,7 @@ impl<T> Ring<T> {
             // SAFETY: slots old..old+k were claimed by the head update above
             // and are free (the consumer tail is past them), so this thread
             // is their only writer until it publishes them below.
-            unsafe { (*slot.get()).write(item) };
+            unsafe { slot.write(item) };
         });
         if multi {
             wait_for(&self.prod.tail, old);
@@ -287,7 +355,7 @@ impl<T> Ring<T> {
             // tail store, Acquire-loaded above, is past them) and claimed by
             // this consumer alone through the head update; each is read once
             // and becomes free when the tail moves past it below.
-            out.push(unsafe { (*slot.get()).assume_init_read() });
+            out.push(unsafe { slot.read() });
         }
         if multi {
             wait_for(&self.cons.tail, old);
@@ -312,7 +380,7 @@ impl<T> Drop for Ring<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;
@@ -398,5 +466,259 @@ mod tests {
         let expect: usize = (0..P * N).sum();
         assert_eq!(count.load(Ordering::Relaxed), P * N);
         assert_eq!(total.load(Ordering::Relaxed), expect);
+    }
+}
+
+/// Model checks of the ring under loom: every interleaving of small
+/// producer/consumer scenarios up to a preemption bound, with the weak-memory
+/// outcomes loom models for each atomic access, and loom's race check on
+/// every slot access (a push is a write, a pop a move-out, also a write).
+///
+/// Each thread makes a bounded number of attempts, yielding between them,
+/// instead of retrying until done: loom has to explore every way spinning
+/// threads can take turns, and two threads spinning on each other's progress
+/// make that tree unbounded. After the joins the main thread drains the
+/// ring, so conservation is checked on every execution; the scenarios push
+/// more items than the ring holds, and `model` asserts that some explored
+/// executions pushed them all (indices wrapped, both cached tails were
+/// refreshed).
+///
+/// Run (scripts/test.sh does): `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2
+/// cargo test --release -p paraclick-runtime --lib ring::loom_tests`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+    use std::sync::atomic::AtomicUsize as Count;
+
+    struct Scenario {
+        capacity: usize,
+        /// One thread per list; lists strictly increasing and disjoint.
+        producers: &'static [&'static [u32]],
+        consumers: usize,
+        /// Items per pop.
+        burst: usize,
+        /// Push or pop calls per thread.
+        attempts: usize,
+        /// Explore every interleaving, ignoring `LOOM_MAX_PREEMPTIONS`
+        /// (for the models small enough to finish that way).
+        unbounded: bool,
+    }
+
+    /// Pushes what fits of `items` in at most `attempts` bursts; returns
+    /// what is left. A sole producer also checks, after each burst, that
+    /// `len_upper_bound` (its own cache line only) is not below an exact
+    /// length taken afterwards.
+    fn push_some(r: &Ring<u32>, mut items: Vec<u32>, attempts: usize, sole: bool) -> Vec<u32> {
+        for _ in 0..attempts {
+            r.push_burst(&mut items);
+            if sole {
+                let bound = r.len_upper_bound();
+                let exact = r.len_fresh();
+                assert!(
+                    exact <= bound,
+                    "len_fresh {exact} > len_upper_bound {bound}"
+                );
+            }
+            if items.is_empty() {
+                break;
+            }
+            thread::yield_now();
+        }
+        items
+    }
+
+    fn pop_some(r: &Ring<u32>, burst: usize, attempts: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        for _ in 0..attempts {
+            r.pop_burst(&mut out, burst);
+            thread::yield_now();
+        }
+        out
+    }
+
+    impl Scenario {
+        /// Producers and consumers run concurrently (the last consumer on
+        /// the model's main thread); sides are multi (CAS) exactly when
+        /// they have several threads, as the thread plan chooses. Checks,
+        /// on every execution: each pushed item popped exactly once (during
+        /// the run or by the final drain), nothing popped that was not
+        /// pushed, each consumer got each producer's items in that
+        /// producer's order, the ring ends empty.
+        fn check(self, name: &str) {
+            let mut all: Vec<u32> = self.producers.concat();
+            all.sort_unstable();
+            assert!(all.windows(2).all(|w| w[0] < w[1]), "items distinct");
+            assert!(
+                all.len() > self.capacity,
+                "the scenario should wrap the ring"
+            );
+            for items in self.producers {
+                assert!(items.windows(2).all(|w| w[0] < w[1]), "increasing");
+            }
+            let runs = std::sync::Arc::new(Count::new(0));
+            let wrapped = std::sync::Arc::new(Count::new(0));
+            let (runs2, wrapped2) = (runs.clone(), wrapped.clone());
+            let Scenario {
+                capacity,
+                producers,
+                consumers,
+                burst,
+                attempts,
+                unbounded,
+            } = self;
+            let (multi_p, multi_c) = (producers.len() > 1, consumers > 1);
+
+            let mut b = loom::model::Builder::new();
+            b.preemption_bound = if unbounded {
+                None
+            } else {
+                b.preemption_bound.or(Some(2))
+            };
+            let bound = b.preemption_bound;
+            let start = std::time::Instant::now();
+            b.check(move || {
+                runs2.fetch_add(1, Ordering::Relaxed);
+                let r = Arc::new(Ring::<u32>::with_modes(capacity, multi_p, multi_c));
+                let ps: Vec<_> = producers
+                    .iter()
+                    .map(|items| {
+                        let r = r.clone();
+                        thread::spawn(move || push_some(&r, items.to_vec(), attempts, !multi_p))
+                    })
+                    .collect();
+                let cs: Vec<_> = (1..consumers)
+                    .map(|_| {
+                        let r = r.clone();
+                        thread::spawn(move || pop_some(&r, burst, attempts))
+                    })
+                    .collect();
+                let mut got = vec![pop_some(&r, burst, attempts)];
+                got.extend(cs.into_iter().map(|c| c.join().unwrap()));
+                let mut pushed = Vec::new();
+                for (p, items) in ps.into_iter().zip(producers) {
+                    let left = p.join().unwrap();
+                    // push_burst takes from the front: what is left is a suffix.
+                    let n = items.len() - left.len();
+                    assert_eq!(&items[n..], &left[..]);
+                    pushed.extend_from_slice(&items[..n]);
+                }
+                for out in &got {
+                    for items in producers {
+                        let mine: Vec<u32> =
+                            out.iter().copied().filter(|x| items.contains(x)).collect();
+                        assert!(
+                            mine.windows(2).all(|w| w[0] < w[1]),
+                            "a consumer got {out:?}: producer {items:?}'s order lost"
+                        );
+                    }
+                }
+                let mut rest = Vec::new();
+                while r.pop_burst(&mut rest, 64) > 0 {}
+                let mut popped: Vec<u32> = got.concat();
+                popped.extend_from_slice(&rest);
+                popped.sort_unstable();
+                pushed.sort_unstable();
+                assert_eq!(
+                    popped, pushed,
+                    "lost or duplicated: got {got:?}, drained {rest:?}"
+                );
+                assert!(r.is_empty());
+                assert_eq!(r.len_fresh(), 0);
+                if pushed.len() > capacity {
+                    wrapped2.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            let (runs, wrapped) = (
+                runs.load(Ordering::Relaxed),
+                wrapped.load(Ordering::Relaxed),
+            );
+            println!(
+                "{name}: {runs} executions, preemption bound {}, {:.1?}; \
+                 {wrapped} pushed more than the capacity",
+                bound.map_or("none".to_string(), |b| b.to_string()),
+                start.elapsed()
+            );
+            assert!(
+                wrapped > 0,
+                "{name}: no explored execution wrapped the ring"
+            );
+        }
+    }
+
+    /// Plain stores on both sides; the producer meets a full ring, the
+    /// consumer an empty one.
+    #[test]
+    fn spsc() {
+        Scenario {
+            capacity: 2,
+            producers: &[&[1, 2, 3]],
+            consumers: 1,
+            burst: 2,
+            attempts: 2,
+            unbounded: true,
+        }
+        .check("spsc");
+    }
+
+    /// Two producers can hold claims at once, so the later one waits for
+    /// the earlier one's publication (`wait_for`).
+    #[test]
+    fn mpsc() {
+        Scenario {
+            capacity: 2,
+            producers: &[&[10, 11], &[20]],
+            consumers: 1,
+            burst: 2,
+            attempts: 2,
+            unbounded: true,
+        }
+        .check("mpsc");
+    }
+
+    /// Capacity 1: a producer can read a head the other producer has since
+    /// moved and the consumer has passed (the stale-head retry in
+    /// `push_burst`).
+    #[test]
+    fn mpsc_stale_head() {
+        Scenario {
+            capacity: 1,
+            producers: &[&[10, 11], &[20]],
+            consumers: 1,
+            burst: 1,
+            attempts: 2,
+            unbounded: false,
+        }
+        .check("mpsc_stale_head");
+    }
+
+    /// Two consumers: claims by compare-and-swap, the later consumer waits
+    /// for the earlier one's release.
+    #[test]
+    fn spmc() {
+        Scenario {
+            capacity: 2,
+            producers: &[&[1, 2, 3]],
+            consumers: 2,
+            burst: 1,
+            attempts: 2,
+            unbounded: false,
+        }
+        .check("spmc");
+    }
+
+    /// Both sides multi, each thread one attempt.
+    #[test]
+    fn mpmc() {
+        Scenario {
+            capacity: 2,
+            producers: &[&[10, 11], &[20]],
+            consumers: 2,
+            burst: 1,
+            attempts: 1,
+            unbounded: false,
+        }
+        .check("mpmc");
     }
 }
