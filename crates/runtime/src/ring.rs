@@ -322,7 +322,11 @@ impl<T> Ring<T> {
         }
         let multi = self.cons.multi.load(Ordering::Relaxed);
         let (old, k) = loop {
-            let old = self.cons.head.load(Ordering::Relaxed);
+            // Acquire: another consumer's claim that moved the head here was
+            // made on a producer tail at least this far, and the read below
+            // must not see an older one (it would take `prod_tail - old`,
+            // wrapped, for available items and claim unpublished slots).
+            let old = self.cons.head.load(Ordering::Acquire);
             let mut prod_tail = self.cons.other_tail.load(Ordering::Acquire);
             let mut avail = prod_tail.wrapping_sub(old);
             if avail < max || avail > self.capacity {
@@ -694,7 +698,8 @@ mod loom_tests {
     }
 
     /// Two consumers: claims by compare-and-swap, the later consumer waits
-    /// for the earlier one's release.
+    /// for the earlier one's release. This is the model that found the
+    /// relaxed consumer-head load (see `pop_burst`).
     #[test]
     fn spmc() {
         Scenario {
