@@ -19,3 +19,18 @@ if (( passed == 0 )); then
   exit 1
 fi
 echo "test.sh: $passed tests passed"
+
+# Model check of the queue ring (crates/runtime/src/ring.rs) under loom:
+# every interleaving of small producer/consumer scenarios, at the preemption
+# bound set here (SPSC and MPSC explore all interleavings regardless). Its
+# own target dir: `--cfg loom` would otherwise rebuild the normal cache.
+echo "== loom model check of the ring"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+  cargo test --release -p paraclick-runtime --lib ring::loom_tests -- --nocapture \
+  2>&1 | tee target/loom-output.txt
+models=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/loom-output.txt | awk '{s+=$4} END {print s+0}')
+if (( models == 0 )); then
+  echo "test.sh: the loom model check ran no model" >&2
+  exit 1
+fi
+echo "test.sh: $models ring models passed under loom"
