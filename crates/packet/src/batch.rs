@@ -1,7 +1,6 @@
 //! Batches: the unit that moves along a connection.
 
 use crate::Packet;
-use std::cell::RefCell;
 use thin_vec::ThinVec;
 
 /// The storage of a batch: one pointer wide, so a batch moves between
@@ -10,11 +9,7 @@ pub type BatchVec = ThinVec<Packet>;
 
 /// Capacity of a fresh batch vector.
 pub const BATCH_CAPACITY: usize = 64;
-const MAX_RECYCLED: usize = 256;
-
-thread_local! {
-    static VECS: RefCell<Vec<BatchVec>> = const { RefCell::new(Vec::new()) };
-}
+pub(crate) const MAX_RECYCLED: usize = 256;
 
 /// A batch of packets. Batches are moved, never copied; their storage is
 /// recycled through a per-thread list, so making and dropping batches on the
@@ -27,12 +22,24 @@ impl Batch {
     /// An empty batch.
     #[inline]
     pub fn new() -> Batch {
-        let v = VECS
-            .try_with(|l| l.borrow_mut().pop())
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| ThinVec::with_capacity(BATCH_CAPACITY));
+        let v = crate::pool::take_vec().unwrap_or_else(|| ThinVec::with_capacity(BATCH_CAPACITY));
         Batch { v }
+    }
+
+    /// A batch of up to `n` new packets of `len` bytes with `headroom`
+    /// bytes in front, allocated with one visit to the thread's pool (fewer
+    /// packets if the pool runs out). As with [`Packet::new`], the contents
+    /// are whatever the reused buffers held: write them before use.
+    #[inline]
+    pub fn alloc(n: usize, headroom: usize, len: usize) -> Batch {
+        if headroom + len <= crate::pool::BUFFER_SIZE {
+            return Batch {
+                v: crate::pool::alloc_batch(n, headroom, len),
+            };
+        }
+        (0..n)
+            .map_while(|_| Packet::make(headroom, len, 0))
+            .collect()
     }
 
     /// A batch holding one packet.
@@ -129,18 +136,16 @@ impl Default for Batch {
 impl Drop for Batch {
     #[inline]
     fn drop(&mut self) {
-        self.v.clear();
-        if self.v.capacity() == 0 || self.v.capacity() > 4 * BATCH_CAPACITY {
+        let cap = self.v.capacity();
+        if cap == 0 {
             return;
         }
-        let v = std::mem::take(&mut self.v);
-        let _ = VECS.try_with(|l| {
-            if let Ok(mut l) = l.try_borrow_mut() {
-                if l.len() < MAX_RECYCLED {
-                    l.push(v);
-                }
-            }
-        });
+        let keep = cap <= 4 * BATCH_CAPACITY;
+        // Whatever the pool could not take is dropped here, packets first.
+        drop(crate::pool::release_batch(
+            std::mem::take(&mut self.v),
+            keep,
+        ));
     }
 }
 

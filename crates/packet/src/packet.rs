@@ -36,8 +36,17 @@ impl Drop for Packet {
 }
 
 impl Packet {
+    /// The buffer, without returning it to the pool (the caller does).
     #[inline]
-    fn from_inner(mut b: Box<Inner>, headroom: usize, len: usize) -> Packet {
+    pub(crate) fn into_inner(self) -> Box<Inner> {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never dropped, so `inner` is taken exactly once
+        // and never used again.
+        unsafe { ManuallyDrop::take(&mut me.inner) }
+    }
+
+    #[inline]
+    pub(crate) fn from_inner(mut b: Box<Inner>, headroom: usize, len: usize) -> Packet {
         b.start = headroom as u32;
         b.end = (headroom + len) as u32;
         b.mac = -1;

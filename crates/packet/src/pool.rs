@@ -88,6 +88,9 @@ struct Staged {
 }
 
 struct Local {
+    /// Recycled batch storage (see [`crate::Batch`]): kept with the pool so
+    /// dropping a batch frees its packets and its storage in one visit.
+    vecs: Vec<crate::batch::BatchVec>,
     id: u32,
     shared: Option<Arc<Shared>>,
     free: Vec<Box<Inner>>,
@@ -107,6 +110,7 @@ fn registry_get(id: u32) -> Option<Arc<Shared>> {
 impl Local {
     const fn new() -> Local {
         Local {
+            vecs: Vec::new(),
             id: 0,
             shared: None,
             free: Vec::new(),
@@ -303,6 +307,68 @@ pub(crate) fn free(b: Box<Inner>) {
             l.free(b);
         }
     });
+}
+
+/// Up to `n` new packets of `len` bytes after `headroom` bytes (which
+/// must fit a standard buffer), in a recycled batch vector, with one visit
+/// to the thread's pool. Fewer if the pool runs out.
+#[inline]
+pub(crate) fn alloc_batch(n: usize, headroom: usize, len: usize) -> crate::batch::BatchVec {
+    debug_assert!(headroom + len <= BUFFER_SIZE);
+    let fresh = || thin_vec::ThinVec::with_capacity(crate::batch::BATCH_CAPACITY.max(n));
+    LOCAL
+        .try_with(|l| {
+            let Ok(mut l) = l.try_borrow_mut() else {
+                return fresh();
+            };
+            let mut v = l.vecs.pop().unwrap_or_else(fresh);
+            if v.capacity() - v.len() < n {
+                v.reserve(n);
+            }
+            for _ in 0..n {
+                match l.alloc() {
+                    Some(b) => v.push(crate::Packet::from_inner(b, headroom, len)),
+                    None => break,
+                }
+            }
+            v
+        })
+        .unwrap_or_default()
+}
+
+/// Takes a recycled batch vector, if this thread has one.
+#[inline]
+pub(crate) fn take_vec() -> Option<crate::batch::BatchVec> {
+    LOCAL
+        .try_with(|l| l.try_borrow_mut().ok().and_then(|mut l| l.vecs.pop()))
+        .ok()
+        .flatten()
+}
+
+/// Releases the packets of `v` (leaving it empty) and keeps `v` for reuse
+/// if `keep` and there is room, with one visit to the thread's pool
+/// rather than one per packet. Returns `v` if it was not kept.
+#[inline]
+pub(crate) fn release_batch(
+    mut v: crate::batch::BatchVec,
+    keep: bool,
+) -> Option<crate::batch::BatchVec> {
+    let mut v = Some(std::mem::take(&mut v));
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            let mut w = v.take().expect("present");
+            while let Some(p) = w.pop() {
+                l.free(p.into_inner());
+            }
+            if keep && l.vecs.len() < crate::batch::MAX_RECYCLED {
+                l.vecs.push(w);
+            } else {
+                v = Some(w);
+            }
+        }
+    });
+    // No pool (thread exit) or already borrowed: plain drops.
+    v
 }
 
 /// Hands buffers staged for other threads' pools home now (call when a

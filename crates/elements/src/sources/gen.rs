@@ -2,7 +2,7 @@
 //! ([`Limit`]) and pacing at a packet rate ([`Pacer`], a generic cell rate
 //! algorithm whose arithmetic is the pure function [`pace`]).
 
-use paraclick_packet::{Packet, Timestamp};
+use paraclick_packet::Timestamp;
 use paraclick_runtime::{Batch, Cx};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
@@ -23,25 +23,16 @@ pub fn parse_end_call(s: String) -> (String, String) {
 /// front (`None`: the pool's default) and, if `timestamp`, the current time
 /// as their timestamp. Fewer if the packet pool runs dry.
 pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, timestamp: bool) -> Batch {
-    let mut b = Batch::new();
     let ts = if timestamp {
         Timestamp::now()
     } else {
         Timestamp::ZERO
     };
-    for _ in 0..n {
-        let p = match headroom {
-            None => Packet::from_slice(data),
-            Some(h) => Packet::make(h, data.len(), 0).map(|mut p| {
-                p.data_mut().copy_from_slice(data);
-                p
-            }),
-        };
-        let Some(mut p) = p else {
-            break; // pool exhausted: send fewer now
-        };
+    let headroom = headroom.unwrap_or(paraclick_packet::pool::HEADROOM);
+    let mut b = Batch::alloc(n, headroom, data.len());
+    for p in b.iter_mut() {
+        p.data_mut().copy_from_slice(data);
         p.set_timestamp(ts);
-        b.push(p);
     }
     b
 }
