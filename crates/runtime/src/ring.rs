@@ -113,6 +113,8 @@ pub trait Items<T> {
     }
     fn push(&mut self, item: T);
     fn reserve(&mut self, n: usize);
+    /// Removes the last item.
+    fn pop(&mut self) -> Option<T>;
     /// Removes the first `k` items, handing each to `f` in order.
     fn take_front(&mut self, k: usize, f: impl FnMut(T));
 }
@@ -126,6 +128,9 @@ impl<T> Items<T> for Vec<T> {
     }
     fn reserve(&mut self, n: usize) {
         Vec::reserve(self, n)
+    }
+    fn pop(&mut self) -> Option<T> {
+        Vec::pop(self)
     }
     fn take_front(&mut self, k: usize, f: impl FnMut(T)) {
         self.drain(..k).for_each(f)
@@ -141,6 +146,9 @@ impl<T> Items<T> for thin_vec::ThinVec<T> {
     }
     fn reserve(&mut self, n: usize) {
         thin_vec::ThinVec::reserve(self, n)
+    }
+    fn pop(&mut self) -> Option<T> {
+        thin_vec::ThinVec::pop(self)
     }
     fn take_front(&mut self, k: usize, f: impl FnMut(T)) {
         self.drain(..k).for_each(f)
@@ -289,15 +297,28 @@ impl<T> Ring<T> {
                 break (old, k);
             }
         };
-        let mut i = 0;
-        items.take_front(k, |item| {
-            let slot = &self.slots[old.wrapping_add(i) & self.mask];
-            i += 1;
-            // SAFETY: slots old..old+k were claimed by the head update above
-            // and are free (the consumer tail is past them), so this thread
-            // is their only writer until it publishes them below.
-            unsafe { slot.write(item) };
-        });
+        // Slots old..old+k were claimed by the head update above and are
+        // free (the consumer tail is past them), so this thread is their
+        // only writer until it publishes them below.
+        if k == items.len() {
+            // All of them (the usual case): taking from the back, filling
+            // the slots from the last, is cheaper than draining the front.
+            let mut i = k;
+            while let Some(item) = items.pop() {
+                i -= 1;
+                let slot = &self.slots[old.wrapping_add(i) & self.mask];
+                // SAFETY: a claimed slot (see above), written once.
+                unsafe { slot.write(item) };
+            }
+        } else {
+            let mut i = 0;
+            items.take_front(k, |item| {
+                let slot = &self.slots[old.wrapping_add(i) & self.mask];
+                i += 1;
+                // SAFETY: a claimed slot (see above), written once.
+                unsafe { slot.write(item) };
+            });
+        }
         if multi {
             wait_for(&self.prod.tail, old);
         }
