@@ -13,9 +13,9 @@ define($N 200000, $W 10);
 
 elementclass QoSReplica { $w |
   input -> cl :: IPClassifier(dst port < 20000, dst port < 45000, -);
-  cl[0] -> hi :: Queue(256);
-  cl[1] -> med :: Queue(256);
-  cl[2] -> lo :: Queue(256);
+  cl[0] -> hi_in :: Counter -> hi :: Queue(256);
+  cl[1] -> med_in :: Counter -> med :: Queue(256);
+  cl[2] -> lo_in :: Counter -> lo :: Queue(256);
   ps :: PrioSched;
   hi -> [0]ps;
   med -> [1]ps;
