@@ -71,9 +71,7 @@
 use super::tap::{self, TapSetup};
 use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
 use paraclick_packet::{Batch, Packet, PacketType};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -109,8 +107,7 @@ pub struct FromHost {
     /// A packet read into nothing yet (the last poll found no frame), so
     /// an idle device costs no buffer churn. Also the reader's lock.
     spare: Mutex<Option<Packet>>,
-    count: Counter,
-    drops: Counter,
+    counts: super::DevCounts,
 }
 
 pub fn spec() -> ClassSpec {
@@ -187,8 +184,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         burst,
         tap: Arc::new(HostTap::default()),
         spare: Mutex::new(None),
-        count: Counter::new(cx.nthreads),
-        drops: Counter::new(cx.nthreads),
+        counts: super::DevCounts::new(cx.nthreads),
     }))
 }
 
@@ -291,13 +287,13 @@ impl Element for FromHost {
             }
         }
         if drops > 0 {
-            self.drops.add(cx.thread(), drops);
+            self.counts.drops.add(cx.thread(), drops);
             cx.count_drops(drops);
         }
         if batch.is_empty() {
             return drops > 0;
         }
-        self.count.add(cx.thread(), batch.len() as u64);
+        self.counts.count.add(cx.thread(), batch.len() as u64);
         // Pushed with the reader's lock held, so batches leave in order.
         cx.push(0, batch);
         drop(spare);
@@ -316,9 +312,7 @@ impl Element for FromHost {
                 .get()
                 .cloned()
                 .unwrap_or_else(|| self.devname.clone()),
-            "count" => self.count.get().to_string(),
-            "drops" => self.drops.get().to_string(),
-            _ => return None,
+            _ => return self.counts.read(name),
         })
     }
 
@@ -328,14 +322,7 @@ impl Element for FromHost {
         _value: &str,
         _hx: &HandlerCx<'_>,
     ) -> Option<Result<(), String>> {
-        match name {
-            "reset_counts" => {
-                self.count.reset();
-                self.drops.reset();
-                Some(Ok(()))
-            }
-            _ => None,
-        }
+        self.counts.write(name)
     }
 }
 

@@ -19,6 +19,42 @@ mod ring;
 mod rx;
 #[cfg(target_os = "linux")]
 mod sys;
+
+/// The `count` and `drops` statistics of a device element, with their
+/// read handlers and the `reset_counts` write handler.
+#[cfg(target_os = "linux")]
+pub(crate) struct DevCounts {
+    pub count: paraclick_runtime::Counter,
+    pub drops: paraclick_runtime::Counter,
+}
+
+#[cfg(target_os = "linux")]
+impl DevCounts {
+    pub fn new(nthreads: usize) -> DevCounts {
+        DevCounts {
+            count: paraclick_runtime::Counter::new(nthreads),
+            drops: paraclick_runtime::Counter::new(nthreads),
+        }
+    }
+
+    /// The `count` and `drops` read handlers.
+    pub fn read(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "count" => self.count.get().to_string(),
+            "drops" => self.drops.get().to_string(),
+            _ => return None,
+        })
+    }
+
+    /// The `reset_counts` write handler.
+    pub fn write(&self, name: &str) -> Option<Result<(), String>> {
+        (name == "reset_counts").then(|| {
+            self.count.reset();
+            self.drops.reset();
+            Ok(())
+        })
+    }
+}
 #[cfg(target_os = "linux")]
 mod tap;
 #[cfg(target_os = "linux")]

@@ -49,9 +49,7 @@
 
 use super::sys::{self, SEND_CHUNK};
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,8 +72,7 @@ pub struct ToDevice {
     pending: Mutex<VecDeque<Packet>>,
     npending: AtomicUsize,
     max_pending: usize,
-    count: Counter,
-    drops: Counter,
+    counts: super::DevCounts,
 }
 
 pub fn spec() -> ClassSpec {
@@ -106,8 +103,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         pending: Mutex::new(VecDeque::new()),
         npending: AtomicUsize::new(0),
         max_pending: 4 * burst,
-        count: Counter::new(cx.nthreads),
-        drops: Counter::new(cx.nthreads),
+        counts: super::DevCounts::new(cx.nthreads),
     }))
 }
 
@@ -144,7 +140,7 @@ impl ToDevice {
             }
         }
         if !sent.is_empty() {
-            self.count.add(cx.thread(), sent.len() as u64);
+            self.counts.count.add(cx.thread(), sent.len() as u64);
             if self.has_out0 {
                 cx.push(0, sent);
             }
@@ -164,7 +160,7 @@ impl ToDevice {
         if b.is_empty() {
             return;
         }
-        self.drops.add(cx.thread(), b.len() as u64);
+        self.counts.drops.add(cx.thread(), b.len() as u64);
         if self.has_out1 {
             cx.push(1, b);
         } else {
@@ -287,11 +283,7 @@ impl Element for ToDevice {
     }
 
     fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "drops" => self.drops.get().to_string(),
-            _ => return None,
-        })
+        self.counts.read(name)
     }
 
     fn write_handler(
@@ -300,14 +292,7 @@ impl Element for ToDevice {
         _value: &str,
         _hx: &HandlerCx<'_>,
     ) -> Option<Result<(), String>> {
-        match name {
-            "reset_counts" => {
-                self.count.reset();
-                self.drops.reset();
-                Some(Ok(()))
-            }
-            _ => None,
-        }
+        self.counts.write(name)
     }
 }
 

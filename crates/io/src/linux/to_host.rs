@@ -37,16 +37,13 @@
 use super::from_host::{valid_devname, FromHost, HostTap};
 use super::tap;
 use paraclick_packet::Batch;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
 use std::sync::{Arc, OnceLock};
 
 pub struct ToHost {
     devname: Option<String>,
     tap: OnceLock<Arc<HostTap>>,
-    count: Counter,
-    drops: Counter,
+    counts: super::DevCounts,
 }
 
 pub fn spec() -> ClassSpec {
@@ -65,8 +62,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     Ok(Box::new(ToHost {
         devname,
         tap: OnceLock::new(),
-        count: Counter::new(cx.nthreads),
-        drops: Counter::new(cx.nthreads),
+        counts: super::DevCounts::new(cx.nthreads),
     }))
 }
 
@@ -133,10 +129,10 @@ impl Element for ToHost {
             }
         }
         if sent > 0 {
-            self.count.add(cx.thread(), sent);
+            self.counts.count.add(cx.thread(), sent);
         }
         if failed > 0 {
-            self.drops.add(cx.thread(), failed);
+            self.counts.drops.add(cx.thread(), failed);
         }
     }
 
@@ -145,11 +141,7 @@ impl Element for ToHost {
     }
 
     fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "drops" => self.drops.get().to_string(),
-            _ => return None,
-        })
+        self.counts.read(name)
     }
 
     fn write_handler(
@@ -158,14 +150,7 @@ impl Element for ToHost {
         _value: &str,
         _hx: &HandlerCx<'_>,
     ) -> Option<Result<(), String>> {
-        match name {
-            "reset_counts" => {
-                self.count.reset();
-                self.drops.reset();
-                Some(Ok(()))
-            }
-            _ => None,
-        }
+        self.counts.write(name)
     }
 }
 
