@@ -207,13 +207,7 @@ impl Element for FromDevice {
         _value: &str,
         _hx: &HandlerCx<'_>,
     ) -> Option<Result<(), String>> {
-        match name {
-            "reset_counts" => {
-                self.stats.reset(self.rings());
-                Some(Ok(()))
-            }
-            _ => None,
-        }
+        self.stats.write_handler(name, self.rings())
     }
 }
 

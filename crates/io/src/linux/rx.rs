@@ -416,6 +416,14 @@ impl RxCounters {
         }
         self.own_drops.reset();
     }
+
+    /// The write handlers (`reset_counts`).
+    pub fn write_handler(&self, name: &str, rings: &[RxQueue]) -> Option<Result<(), String>> {
+        (name == "reset_counts").then(|| {
+            self.reset(rings);
+            Ok(())
+        })
+    }
 }
 
 /// One receive queue an element claims: device, QUEUE, N_QUEUES, FANOUT.
