@@ -353,22 +353,24 @@ pub(crate) fn release_batch(
     mut v: crate::batch::BatchVec,
     keep: bool,
 ) -> Option<crate::batch::BatchVec> {
-    let mut v = Some(std::mem::take(&mut v));
-    let _ = LOCAL.try_with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut() {
-            let mut w = v.take().expect("present");
-            while let Some(p) = w.pop() {
+    // Without a pool (thread exit) the closure is dropped uncalled and `v`
+    // with it: its packets are then released one by one.
+    LOCAL
+        .try_with(move |l| {
+            let Ok(mut l) = l.try_borrow_mut() else {
+                return Some(v);
+            };
+            while let Some(p) = v.pop() {
                 l.free(p.into_inner());
             }
             if keep && l.vecs.len() < crate::batch::MAX_RECYCLED {
-                l.vecs.push(w);
+                l.vecs.push(v);
+                None
             } else {
-                v = Some(w);
+                Some(v)
             }
-        }
-    });
-    // No pool (thread exit) or already borrowed: plain drops.
-    v
+        })
+        .unwrap_or(None)
 }
 
 /// Hands buffers staged for other threads' pools home now (call when a

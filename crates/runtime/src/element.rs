@@ -206,29 +206,21 @@ pub(crate) fn split_batch<E: Element + ?Sized>(
 #[inline]
 pub fn pull_actions<E: Element + ?Sized>(e: &E, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
     let mut batch = cx.pull(0, max)?;
-    let n = batch.len();
-    let mut i = 0;
-    let mut first = Verdict::Out(0);
-    {
-        let v = batch.as_mut_slice();
-        while i < n {
-            match e.action(cx, &mut v[i]) {
-                Verdict::Out(0) => i += 1,
-                other => {
-                    first = other;
-                    break;
-                }
-            }
-        }
+    if batch.is_empty() {
+        return None;
     }
-    if i < n {
-        let rest = batch.split_off(i);
-        let mut split = Splitter::new(cx, Verdict::Out(0), batch);
-        split.route(cx, rest, first, e);
-        batch = split.take_port0().unwrap_or_default();
-        split.flush(cx);
+    let (rest, first, other) = match uniform_pass(e, cx, &mut batch) {
+        Ok(Verdict::Out(0)) => return Some(batch),
+        Ok(v) => (Batch::new(), v, None),
+        Err((i, first, other)) => (batch.split_off(i), first, Some(other)),
+    };
+    let mut split = Splitter::new(cx, first, batch);
+    if let Some(other) = other {
+        split.route(cx, rest, other, e);
     }
-    (!batch.is_empty()).then_some(batch)
+    let out = split.take_port0();
+    split.flush(cx);
+    out.filter(|b| !b.is_empty())
 }
 
 /// Side batches per output port, for batches whose packets go different
