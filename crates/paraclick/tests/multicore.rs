@@ -56,6 +56,42 @@ fn moving_tasks_rechooses_ring_modes() {
     assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
 }
 
+/// Runs `conf` (which must stop by itself) and checks that the five
+/// packets `src` sends all reached `c` through queue `q` while it ran.
+fn staged_packets_arrive(conf: &str) {
+    let r = router(conf, 2);
+    run_with_timeout(&r, 20);
+    assert_eq!(read_u64(&r, "src.count"), 5);
+    // Staged packets left at the end would be put in the queue when the
+    // producer thread exits: the consumer must have had them before.
+    assert_eq!(read_u64(&r, "q.length"), 0, "packets left staged");
+    assert_eq!(read_u64(&r, "c.count"), 5);
+}
+
+#[test]
+fn a_producer_publishes_what_it_staged_when_it_goes_idle() {
+    // The consumer is on another thread, so the source's thread gathers
+    // packets before publishing them; after five packets it has nothing
+    // else to do and must publish them then, not at the end of the run.
+    staged_packets_arrive(
+        "src :: InfiniteSource(LIMIT 5, STOP false) -> q :: Queue -> uq :: Unqueue -> c :: Counter -> Discard;
+         StaticThreadSched(src 0, uq 1);
+         DriverManager(wait 300ms, stop);",
+    );
+}
+
+#[test]
+fn a_busy_producer_publishes_what_it_staged_within_a_few_passes() {
+    // Here the source's thread never runs out of work (another source
+    // keeps it busy), so publication must not wait for idleness either.
+    staged_packets_arrive(
+        "src :: InfiniteSource(LIMIT 5, STOP false) -> q :: Queue -> uq :: Unqueue -> c :: Counter -> Discard;
+         busy :: InfiniteSource(STOP false) -> Discard;
+         StaticThreadSched(src 0, busy 0, uq 1);
+         DriverManager(wait 300ms, stop);",
+    );
+}
+
 #[test]
 fn migration_while_packets_flow_conserves_every_packet() {
     // Tasks are moved back and forth between threads every millisecond

@@ -18,6 +18,8 @@ pub struct Cx<'r> {
     pub(crate) child: u64,
     /// Profiling: the task being run, while its element is the running one.
     pub(crate) task: Option<usize>,
+    /// Elements that asked to be flushed ([`Cx::defer_flush`]).
+    deferred: Vec<usize>,
 }
 
 impl<'r> Cx<'r> {
@@ -28,7 +30,45 @@ impl<'r> Cx<'r> {
             current: 0,
             child: 0,
             task: None,
+            deferred: Vec::new(),
         }
+    }
+
+    /// Asks for the running element's [`Element::flush`] to be called on
+    /// this thread soon: when the thread finds no work, within 16 passes
+    /// over its worklist, before a change of the thread plan completes, and
+    /// when the thread stops. Call it once per thing to flush (say, when a
+    /// staging buffer goes from empty to non-empty).
+    ///
+    /// [`Element::flush`]: crate::Element::flush
+    #[inline]
+    pub fn defer_flush(&mut self) {
+        self.deferred.push(self.current);
+    }
+
+    /// Whether some element is waiting for its flush.
+    #[inline]
+    pub(crate) fn has_deferred(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Runs the flushes asked for so far.
+    pub(crate) fn flush_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let saved = self.current;
+        let list = std::mem::take(&mut self.deferred);
+        for &e in &list {
+            self.current = e;
+            self.core.slots[e].element.flush(self);
+        }
+        // Keep the allocation; flushes asked for during these go first.
+        let mut list = list;
+        list.clear();
+        list.append(&mut self.deferred);
+        self.deferred = list;
+        self.current = saved;
     }
 
     /// Calls `f` as element `elem` (profiling variant of a hop): charges

@@ -133,6 +133,16 @@ pub trait Element: std::any::Any + Send + Sync {
     /// the old modes is still in flight.
     fn set_ring_modes(&self, _multi_producer: bool, _multi_consumer: bool) {}
 
+    /// For queues: whether, under the current thread plan, packets pushed
+    /// into it may be pulled on another thread (so a producer may gather
+    /// them before publishing, see [`Cx::defer_flush`]). Called with the
+    /// ring modes.
+    fn set_crossing(&self, _crossing: bool) {}
+
+    /// Work the element deferred with [`Cx::defer_flush`] (a staged batch
+    /// to publish, say), on the thread that deferred it.
+    fn flush(&self, _cx: &mut Cx<'_>) {}
+
     /// Stop requests from this element are a driver's to interpret: an
     /// element returning true here (DriverManager, Script TYPE DRIVER) is
     /// told of each stop request through [`Element::stop_requested`]

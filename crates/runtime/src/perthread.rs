@@ -33,6 +33,14 @@ impl Counter {
         s.store(s.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
 
+    /// Takes `n` off this thread's slot (the total is a wrapping sum, so a
+    /// slot may go below zero while another makes up for it).
+    #[inline]
+    pub fn sub(&self, thread: usize, n: u64) {
+        let s = &self.slots[thread];
+        s.store(s.load(Ordering::Relaxed).wrapping_sub(n), Ordering::Relaxed);
+    }
+
     #[inline]
     pub fn inc(&self, thread: usize) {
         self.add(thread, 1)

@@ -13,7 +13,9 @@
 //! A queue's producer threads are the threads of the tasks whose push path
 //! reaches it plus the timer threads of every element upstream of it on
 //! push connections; its consumers likewise along pull connections
-//! downstream. One of each: single-producer / single-consumer ring.
+//! downstream. One of each: single-producer / single-consumer ring. Not all
+//! one thread: the queue is crossing, and its producers stage packets to
+//! publish them in batches (see the Queue element).
 
 use crate::router::Core;
 use std::collections::BTreeSet;
@@ -161,13 +163,15 @@ impl Plan {
     }
 
     /// Ring modes for every queue under the current assignment:
-    /// (element, multi-producer, multi-consumer).
-    pub fn ring_modes(&self, core: &Core) -> Vec<(usize, bool, bool)> {
+    /// (element, multi-producer, multi-consumer, crossing), where crossing
+    /// means a packet may be pushed on one thread and pulled on another.
+    pub fn ring_modes(&self, core: &Core) -> Vec<(usize, bool, bool, bool)> {
         self.queues
             .iter()
             .map(|q| {
                 let (p, c) = self.queue_threads(core, q);
-                (q.elem, p.len() > 1, c.len() > 1)
+                let crossing = p.union(&c).nth(1).is_some();
+                (q.elem, p.len() > 1, c.len() > 1, crossing)
             })
             .collect()
     }

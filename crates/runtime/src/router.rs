@@ -14,6 +14,7 @@ use crate::handler::HandlerCx;
 use crate::registry::{ConfigCx, Registry};
 use crate::sched::{self, SchedPolicy, Task};
 use crate::timer::{TimerQueue, MAX_TIMERS};
+use crossbeam_utils::CachePadded;
 use paraclick_lang::check::{check_graph, ClassSpec as LangSpec, PortKind};
 use paraclick_lang::{parse_config, Diagnostic, FlatGraph, Source, Span};
 use paraclick_packet::Batch;
@@ -131,8 +132,11 @@ pub(crate) struct Core {
     pub ports: Box<[Ports]>,
     pub names: HashMap<String, usize>,
     pub nthreads: usize,
-    pub tasks: Box<[Task]>,
-    pub threads: Box<[ThreadShared]>,
+    /// Each task and each thread's shared state on cache lines of its own:
+    /// their counters are written on every task run, by the running thread,
+    /// and must not share a line with another thread's.
+    pub tasks: Box<[CachePadded<Task>]>,
+    pub threads: Box<[CachePadded<ThreadShared>]>,
     pub running: AtomicBool,
     pub stop_requests: AtomicU64,
     pub driver: Option<usize>,
@@ -166,15 +170,19 @@ impl Core {
     /// `upgrade_only`, a side only goes from single to multi (safe before
     /// new users start); otherwise modes are set exactly.
     pub fn apply_ring_modes(&self, upgrade_only: bool) {
-        for (e, mp, mc) in self.plan.ring_modes(self) {
+        for (e, mp, mc, crossing) in self.plan.ring_modes(self) {
             let el = &self.slots[e].element;
             if upgrade_only {
                 let (cur_p, cur_c) = self.slots[e].ring_modes();
                 el.set_ring_modes(mp || cur_p, mc || cur_c);
                 self.slots[e].set_modes_seen(mp || cur_p, mc || cur_c);
+                if crossing {
+                    el.set_crossing(true);
+                }
             } else {
                 el.set_ring_modes(mp, mc);
                 self.slots[e].set_modes_seen(mp, mc);
+                el.set_crossing(crossing);
             }
         }
     }
@@ -678,17 +686,19 @@ impl Router {
             });
         }
         let threads = (0..nthreads)
-            .map(|_| ThreadShared {
-                timers: TimerQueue::new(),
-                drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
-                worklist: Mutex::new(Vec::new()),
-                worklist_version: AtomicU64::new(0),
-                polls: AtomicU64::new(0),
-                idle_polls: AtomicU64::new(0),
-                pool_id: std::sync::atomic::AtomicU32::new(0),
-                seen_epoch: AtomicU64::new(0),
-                busy_cycles: AtomicU64::new(0),
-                alive: AtomicBool::new(false),
+            .map(|_| {
+                CachePadded::new(ThreadShared {
+                    timers: TimerQueue::new(),
+                    drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+                    worklist: Mutex::new(Vec::new()),
+                    worklist_version: AtomicU64::new(0),
+                    polls: AtomicU64::new(0),
+                    idle_polls: AtomicU64::new(0),
+                    pool_id: std::sync::atomic::AtomicU32::new(0),
+                    seen_epoch: AtomicU64::new(0),
+                    busy_cycles: AtomicU64::new(0),
+                    alive: AtomicBool::new(false),
+                })
             })
             .collect();
         let mut core = Core {
@@ -750,7 +760,7 @@ impl Router {
         for (elem, idx) in new_tasks {
             let id = tasks.len();
             core.slots[elem].tasks.push(id);
-            tasks.push(Task::new(elem, idx));
+            tasks.push(CachePadded::new(Task::new(elem, idx)));
         }
         for (elem, thread) in prefs {
             for &t in &core.slots[elem].tasks {
@@ -858,6 +868,7 @@ impl Router {
         let mut cx = Cx::new(core, 0);
         cx.current = i;
         core.slots[i].element.push(&mut cx, port, batch);
+        cx.flush_deferred();
         Ok(())
     }
 
@@ -875,7 +886,9 @@ impl Router {
             .map_err(|_| "router is running".to_string())?;
         let mut cx = Cx::new(core, 0);
         cx.current = i;
-        Ok(core.slots[i].element.pull(&mut cx, port, max))
+        let b = core.slots[i].element.pull(&mut cx, port, max);
+        cx.flush_deferred();
+        Ok(b)
     }
 
     /// Buffers of the workers' packet pools still held by packets. Exact

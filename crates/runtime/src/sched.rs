@@ -1,9 +1,13 @@
 //! Worker threads, their worklists, and task assignment.
 //!
 //! Each worker thread runs its own worklist of tasks round-robin, checks its
-//! timers, and backs off (spin, yield, then short sleeps bounded by the next
-//! timer) when a whole pass over its tasks found no work. There is no shared
-//! worklist: the only cross-thread traffic is the queues between elements.
+//! timers, and backs off when a whole pass over its tasks found no work:
+//! it spins, then yields, and only once it has found nothing to do for
+//! [`SLEEP_AFTER`] does it sleep (short sleeps, bounded by the next timer).
+//! A thread pulling from a queue that another thread fills in batches finds
+//! it empty between batches; it must not be asleep when the next one comes.
+//! There is no shared worklist: the only cross-thread traffic is the queues
+//! between elements.
 
 use crate::clock;
 use crate::cx::Cx;
@@ -50,6 +54,12 @@ pub(crate) struct Task {
     /// Packets the task's element pushed or pulled (profiling only).
     pub packets: AtomicU64,
 }
+
+/// How long a worker must have found no work before it sleeps. Linux
+/// sleeps at least ~50 µs (timer slack) even when asked for less: at
+/// millions of packets per second a queue fills in that time, so a worker
+/// keeps polling through short gaps in its traffic.
+pub const SLEEP_AFTER: Duration = Duration::from_millis(2);
 
 /// One task run in this many is timed with the cycle counter.
 pub const SAMPLE_EVERY: u64 = 16;
@@ -346,13 +356,22 @@ fn worker(core: &Core, t: usize) {
     let mut version = u64::MAX;
     let mut due = Vec::new();
     let mut idle: u32 = 0;
+    let mut idle_since = 0u64;
+    let mut naps: u64 = 0;
+    let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
     let mut iter: u64 = 0;
-    ts.seen_epoch
-        .store(core.sync_epoch.load(Ordering::Acquire), Ordering::Release);
+    let mut epoch = core.sync_epoch.load(Ordering::Acquire);
+    ts.seen_epoch.store(epoch, Ordering::Release);
     ts.alive.store(true, Ordering::Release);
     while core.running.load(Ordering::Relaxed) {
-        ts.seen_epoch
-            .store(core.sync_epoch.load(Ordering::Acquire), Ordering::Release);
+        let e = core.sync_epoch.load(Ordering::Acquire);
+        if e != epoch {
+            // A plan change waits for this: nothing this thread staged
+            // under the old plan may be published under the new one.
+            cx.flush_deferred();
+            epoch = e;
+            ts.seen_epoch.store(e, Ordering::Release);
+        }
         let v = ts.worklist_version.load(Ordering::Acquire);
         if v != version {
             list.clone_from(&ts.worklist.lock().unwrap_or_else(|e| e.into_inner()));
@@ -394,6 +413,9 @@ fn worker(core: &Core, t: usize) {
         iter = iter.wrapping_add(1);
         let mut next = u64::MAX;
         if !work || iter & 15 == 0 {
+            if cx.has_deferred() {
+                cx.flush_deferred();
+            }
             next = ts.timers.next_deadline();
             if next != u64::MAX {
                 let now = core.ns_since_epoch(Instant::now());
@@ -423,19 +445,24 @@ fn worker(core: &Core, t: usize) {
         bump(&ts.polls, 1);
         if work {
             idle = 0;
+            naps = 0;
             continue;
         }
         bump(&ts.idle_polls, 1);
+        if idle == 0 {
+            idle_since = clock::cycles();
+        }
         idle = idle.saturating_add(1);
         if idle < 64 {
             std::hint::spin_loop();
-        } else if idle < 128 {
-            std::thread::yield_now();
-        } else {
+        } else if idle < 128 || clock::cycles().wrapping_sub(idle_since) < sleep_after {
             if idle == 128 {
                 pool::flush_remote();
             }
-            let mut sleep = Duration::from_micros(((idle - 127) as u64 * 20).min(1000));
+            std::thread::yield_now();
+        } else {
+            naps += 1;
+            let mut sleep = Duration::from_micros((naps * 20).min(1000));
             if next != u64::MAX {
                 let now = core.ns_since_epoch(Instant::now());
                 sleep = sleep.min(Duration::from_nanos(next.saturating_sub(now)));
@@ -445,6 +472,7 @@ fn worker(core: &Core, t: usize) {
             }
         }
     }
+    cx.flush_deferred();
     ts.alive.store(false, Ordering::Release);
     pool::flush_remote();
     pool::publish_stats();

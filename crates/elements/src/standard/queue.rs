@@ -17,6 +17,12 @@
 //! threads claims slots with one compare-and-swap per burst. The choice is
 //! made again, safely, whenever the scheduler moves a task.
 //!
+//! When the thread plan puts a consumer on another thread than a producer,
+//! each producer thread gathers up to 16 packets before publishing them in
+//! one ring operation (at once when the ring is nearly full), and publishes
+//! what it holds when it runs out of work, within 16 passes over its tasks
+//! otherwise, and when it stops. `length` counts gathered packets too.
+//!
 //! Handlers:
 //! - `length` (read): packets in the queue.
 //! - `highwater_length` (read): the most packets the queue has held.
@@ -30,14 +36,37 @@
 //!     FromDump(in.pcap) -> q :: Queue(200) -> Unqueue -> Discard;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::ring::Ring;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use paraclick_runtime::ring::{Items, Ring};
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, PerThread,
+};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Most packets a producer gathers before publishing them to a ring that
+/// another thread pulls from.
+pub const STAGE: usize = 16;
 
 pub struct Queue {
     ring: Ring<Packet>,
     drops: AtomicU64,
     highwater: AtomicUsize,
+    /// Whether the consumer may be on another thread than a producer (from
+    /// the thread plan): producers then stage packets per thread and
+    /// publish up to [`STAGE`] at a time. A consumer polling a ring it
+    /// shares with a producer moves the ring's cache lines back and forth;
+    /// once per packet that costs the producer more than the rest of the
+    /// queue operation, once per batch it does not.
+    crossing: AtomicBool,
+    stages: PerThread<Stage>,
+    /// Packets staged, per thread (for `length` and the conservation check).
+    staged: Counter,
+}
+
+#[derive(Default)]
+struct Stage {
+    pkts: Vec<Packet>,
+    /// A flush of this stage is pending with the thread ([`Cx::defer_flush`]).
+    deferred: bool,
 }
 
 pub fn spec() -> ClassSpec {
@@ -52,24 +81,95 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         return Err("CAPACITY must be at least 1".into());
     }
     let single = cx.nthreads == 1;
-    Ok(Box::new(Queue::new(cap, !single, !single)))
+    Ok(Box::new(Queue::new(cap, !single, !single, cx.nthreads)))
 }
 
 impl Queue {
-    pub fn new(capacity: usize, multi_producer: bool, multi_consumer: bool) -> Queue {
+    pub fn new(
+        capacity: usize,
+        multi_producer: bool,
+        multi_consumer: bool,
+        nthreads: usize,
+    ) -> Queue {
         Queue {
             ring: Ring::with_modes(capacity, multi_producer, multi_consumer),
             drops: AtomicU64::new(0),
             highwater: AtomicUsize::new(0),
+            crossing: AtomicBool::new(false),
+            stages: PerThread::new(nthreads, |_| Stage::default()),
+            staged: Counter::new(nthreads),
         }
     }
 
+    /// Packets in the queue: in the ring and staged by producers.
     pub fn len(&self) -> usize {
-        self.ring.len()
+        (self.ring.len() + self.staged.get() as usize).min(self.ring.capacity())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ring.is_empty()
+        self.len() == 0
+    }
+
+    /// Moves what fits of `items` into the ring, keeping the high-water
+    /// mark; returns how many did not fit.
+    #[inline]
+    fn enqueue(&self, items: &mut impl Items<Packet>) -> usize {
+        self.ring.push_burst(items);
+        // The high-water mark without reading the consumer's cache line on
+        // every push: the producer-side bound can only overstate the
+        // length, so the exact length is read only when it might be a new
+        // maximum.
+        let hw = self.highwater.load(Ordering::Relaxed);
+        if self.ring.len_upper_bound() > hw {
+            let len = self.ring.len_fresh();
+            if len > hw {
+                self.highwater.fetch_max(len, Ordering::Relaxed);
+            }
+        }
+        items.len()
+    }
+
+    /// Publishes this thread's staged packets; what does not fit is
+    /// dropped, counted.
+    fn publish(&self, cx: &mut Cx<'_>) {
+        let t = cx.thread();
+        let mut pkts = std::mem::take(&mut self.stages.get(cx).pkts);
+        let n = pkts.len();
+        let left = self.enqueue(&mut pkts);
+        self.staged.sub(t, n as u64);
+        if left > 0 {
+            self.drops.fetch_add(left as u64, Ordering::Relaxed);
+            for p in pkts.drain(..) {
+                cx.drop_packet(p);
+            }
+        }
+        self.stages.get(cx).pkts = pkts;
+    }
+
+    /// Gathers `batch` in this thread's stage, publishing when the stage
+    /// is full or the ring may be close to full (so drops happen when they
+    /// would without staging); otherwise the thread publishes it soon (see
+    /// [`Cx::defer_flush`]).
+    fn stage(&self, cx: &mut Cx<'_>, mut batch: Batch) {
+        let t = cx.thread();
+        let n = batch.len();
+        let cap = self.ring.capacity();
+        let mut room = cap - self.ring.len_upper_bound();
+        if room < STAGE {
+            // The bound lags the consumer: look at the ring itself.
+            room = cap - self.ring.len_fresh();
+        }
+        let s = self.stages.get(cx);
+        s.pkts.extend(batch.drain());
+        let full = s.pkts.len() >= STAGE.min(room);
+        let defer = !full && !s.deferred;
+        s.deferred |= defer;
+        self.staged.add(t, n as u64);
+        if full {
+            self.publish(cx);
+        } else if defer {
+            cx.defer_flush();
+        }
     }
 
     pub fn ring(&self) -> &Ring<Packet> {
@@ -89,19 +189,10 @@ const HANDLERS: &[HandlerInfo] = &[
 impl Element for Queue {
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
-        self.ring.push_burst(batch.vec_mut());
-        // The high-water mark without reading the consumer's cache line on
-        // every push: the producer-side bound can only overstate the
-        // length, so the exact length is read only when it might be a new
-        // maximum.
-        let hw = self.highwater.load(Ordering::Relaxed);
-        if self.ring.len_upper_bound() > hw {
-            let len = self.ring.len_fresh();
-            if len > hw {
-                self.highwater.fetch_max(len, Ordering::Relaxed);
-            }
+        if self.crossing.load(Ordering::Relaxed) {
+            return self.stage(cx, batch);
         }
-        if !batch.is_empty() {
+        if self.enqueue(batch.vec_mut()) > 0 {
             self.drops.fetch_add(batch.len() as u64, Ordering::Relaxed);
             cx.drop_batch(batch);
         }
@@ -117,11 +208,22 @@ impl Element for Queue {
     }
 
     fn queued(&self) -> usize {
-        self.ring.len()
+        self.ring.len() + self.staged.get() as usize
     }
 
     fn set_ring_modes(&self, multi_producer: bool, multi_consumer: bool) {
         self.ring.set_modes(multi_producer, multi_consumer);
+    }
+
+    fn set_crossing(&self, crossing: bool) {
+        self.crossing.store(crossing, Ordering::Relaxed);
+    }
+
+    fn flush(&self, cx: &mut Cx<'_>) {
+        self.stages.get(cx).deferred = false;
+        if !self.stages.get(cx).pkts.is_empty() {
+            self.publish(cx);
+        }
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {
@@ -130,7 +232,7 @@ impl Element for Queue {
 
     fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
         Some(match name {
-            "length" => self.ring.len().to_string(),
+            "length" => self.len().to_string(),
             "highwater_length" => self.highwater.load(Ordering::Relaxed).to_string(),
             "drops" => self.drops.load(Ordering::Relaxed).to_string(),
             "capacity" => self.ring.capacity().to_string(),
