@@ -189,7 +189,11 @@ const HANDLERS: &[HandlerInfo] = &[
 impl Element for Queue {
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
-        if self.crossing.load(Ordering::Relaxed) {
+        // Staging gathers small batches; a batch as large as a stage goes
+        // straight in (unless packets staged earlier must go first).
+        if self.crossing.load(Ordering::Relaxed)
+            && (batch.len() < STAGE || !self.stages.get(cx).pkts.is_empty())
+        {
             return self.stage(cx, batch);
         }
         if self.enqueue(batch.vec_mut()) > 0 {
