@@ -152,6 +152,9 @@ pub(crate) struct Core {
     pub sync_epoch: AtomicU64,
     /// Serializes task migrations.
     pub migrating: Mutex<()>,
+    /// The adaptive scheduler's thread while it runs, woken when the router
+    /// stops (so a run does not last until its next look at the loads).
+    pub balancer: Mutex<Option<std::thread::Thread>>,
     /// Per-element cost sampling for `--report costs`.
     pub profile: Option<crate::sched::Profile>,
 }
@@ -275,6 +278,9 @@ impl Core {
 
     pub fn stop_now(&self) {
         self.running.store(false, Ordering::Release);
+        if let Some(t) = &*self.balancer.lock().unwrap_or_else(|e| e.into_inner()) {
+            t.unpark();
+        }
     }
 
     fn split_spec(spec: &str) -> (Option<&str>, &str) {
@@ -719,6 +725,7 @@ impl Router {
             plan: crate::plan::Plan::default(),
             sync_epoch: AtomicU64::new(0),
             migrating: Mutex::new(()),
+            balancer: Mutex::new(None),
             profile: opts
                 .profile
                 .then(|| crate::sched::Profile::new(nthreads, n)),

@@ -220,8 +220,17 @@ const HYSTERESIS: f64 = 0.15;
 fn balancer(core: &Core) {
     let n = core.tasks.len();
     let mut last: Vec<u64> = vec![0; n];
+    *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
     while core.running.load(Ordering::Acquire) {
-        std::thread::sleep(BALANCE_INTERVAL);
+        // Wait out the interval, unless the router stops (it unparks us).
+        let until = Instant::now() + BALANCE_INTERVAL;
+        loop {
+            let now = Instant::now();
+            if now >= until || !core.running.load(Ordering::Acquire) {
+                break;
+            }
+            std::thread::park_timeout(until - now);
+        }
         if !core.running.load(Ordering::Acquire) {
             break;
         }
@@ -261,6 +270,7 @@ fn balancer(core: &Core) {
             }
         }
     }
+    *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// A group may exceed a thread's fair share by this fraction and still be
