@@ -56,7 +56,7 @@ pub fn run_case(
         defines: case.defines.clone(),
         policy,
         pin: true,
-        profile: false,
+        ..BuildOptions::default()
     };
     let router = Router::build(&case.source, reg, &opts).map_err(|d| {
         d.iter()

@@ -244,9 +244,11 @@ fn check(input: &Input) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let reg = registry();
+    // Check only: no device is opened, no file written, no tap created.
     let opts = BuildOptions {
         defines,
         pin: false,
+        check_only: true,
         ..BuildOptions::default()
     };
     match Router::build(&src, &reg, &opts) {
@@ -340,6 +342,7 @@ fn run(a: RunArgs) -> ExitCode {
         policy,
         pin: !a.no_pin,
         profile: a.report.iter().any(|r| r == "costs"),
+        ..BuildOptions::default()
     };
     let router = match Router::build(&src, &reg, &opts) {
         Ok(r) => r,

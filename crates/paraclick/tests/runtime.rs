@@ -137,3 +137,46 @@ fn pool_buffers_all_come_home() {
         assert_eq!(r.pool_outstanding(), 0, "{threads} threads: leaked buffers");
     }
 }
+
+#[test]
+fn check_opens_no_device_and_writes_no_file() {
+    // `paraclick check` looks for errors only: the outputs of an earlier
+    // run stay as they are, and no device or tap is opened or created.
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("earlier.pcap");
+    let summary = dir.path().join("earlier.txt");
+    std::fs::write(&pcap, b"an earlier capture").unwrap();
+    std::fs::write(&summary, b"an earlier summary").unwrap();
+    let conf = dir.path().join("c.click");
+    std::fs::write(
+        &conf,
+        format!(
+            "FromDevice(pcknodev0) -> ToDump({}) ;
+             InfiniteSource(LIMIT 1) -> ToIPSummaryDump({}) ;
+             InfiniteSource(LIMIT 1) -> Queue -> ToDevice(pcknodev1) ;
+             FromHost(pckchk0, 10.99.0.1/24) -> ToHost(pckchk0) ;",
+            pcap.display(),
+            summary.display()
+        ),
+    )
+    .unwrap();
+    let out = paraclick(&["check", conf.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&pcap).unwrap(), b"an earlier capture");
+    assert_eq!(std::fs::read(&summary).unwrap(), b"an earlier summary");
+    assert!(!std::path::Path::new("/sys/class/net/pckchk0").exists());
+
+    // Errors found while initializing are still reported.
+    std::fs::write(&conf, "InfiniteSource(LIMIT 1) -> ToHost(pckchk1) ;").unwrap();
+    let out = paraclick(&["check", conf.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no FromHost(pckchk1, ...)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -445,6 +445,10 @@ pub struct BuildOptions {
     /// Sample cycles per element for `cost_report` (costs a little on
     /// every hop while enabled).
     pub profile: bool,
+    /// Build only to find errors (`paraclick check`): elements validate
+    /// their configuration in `initialize` but acquire nothing outside the
+    /// process (see [`InitCx::checking`]); the router must not be run.
+    pub check_only: bool,
 }
 
 impl Default for BuildOptions {
@@ -455,6 +459,7 @@ impl Default for BuildOptions {
             policy: SchedPolicy::Adaptive,
             pin: true,
             profile: false,
+            check_only: false,
         }
     }
 }
@@ -468,9 +473,18 @@ pub struct InitCx<'a> {
     pub(crate) prefs: &'a mut Vec<(usize, usize)>,
     pub(crate) timers: &'a mut Vec<(usize, usize, Duration)>,
     pub(crate) ntasks_here: usize,
+    pub(crate) checking: bool,
 }
 
 impl InitCx<'_> {
+    /// Whether the router is only being checked (`paraclick check`): an
+    /// element checks everything it would check, then returns before it
+    /// opens devices or sockets, creates or truncates files, creates tap
+    /// devices or changes system settings. Reading an input file is fine.
+    pub fn checking(&self) -> bool {
+        self.checking
+    }
+
     /// Gives the element a task; returns its index for `run_task`.
     pub fn add_task(&mut self) -> usize {
         let idx = self.ntasks_here;
@@ -743,6 +757,7 @@ impl Router {
                 prefs: &mut prefs,
                 timers: &mut timers,
                 ntasks_here: 0,
+                checking: opts.check_only,
             };
             if let Err(m) = core.slots[i].element.initialize(&mut ix) {
                 let s = &core.slots[i];

@@ -240,6 +240,9 @@ impl Element for FromHost {
                 }
             }
         }
+        if ix.checking() {
+            return Ok(());
+        }
         let (fd, name) = tap::open_tap(&self.devname)?;
         tap::configure(&name, &self.setup)?;
         let _ = self.tap.name.set(name);
