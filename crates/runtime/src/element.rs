@@ -111,6 +111,18 @@ pub trait Element: std::any::Any + Send + Sync {
         None
     }
 
+    /// A read handler that takes a parameter (Click's `READ_PARAM`), read
+    /// as `element.handler PARAM` (in `-h`, a Script's `read` and `$(...)`):
+    /// `Some` if `name` is one; the error goes back to the reader.
+    fn read_handler_param(
+        &self,
+        _name: &str,
+        _param: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<String, String>> {
+        None
+    }
+
     /// Writes handler `name`; `None` if there is no such write handler.
     fn write_handler(
         &self,

@@ -313,8 +313,18 @@ impl Core {
     }
 
     pub fn read_handler(&self, spec: &str, from: Option<usize>) -> Result<String, String> {
+        // `element.handler PARAM`: the parameter follows the first space
+        // (it may hold dots, as an address does).
+        let spec = spec.trim();
+        let (spec, param) = match spec.split_once(char::is_whitespace) {
+            Some((s, p)) => (s, Some(p.trim())),
+            None => (spec, None),
+        };
         let (e, h) = Self::split_spec(spec);
         let Some(i) = self.resolve(e, from)? else {
+            if param.is_some() {
+                return Err(format!("read handler '{h}' takes no parameter"));
+            }
             return self.read_global(h);
         };
         let s = &self.slots[i];
@@ -322,6 +332,15 @@ impl Core {
             core: self,
             elem: i,
         };
+        if let Some(p) = param {
+            return match s.element.read_handler_param(h, p, &hx) {
+                Some(r) => r,
+                None => Err(format!(
+                    "read handler '{}.{}' takes no parameter",
+                    s.name, h
+                )),
+            };
+        }
         if let Some(v) = s.element.read_handler(h, &hx) {
             return Ok(v);
         }

@@ -592,7 +592,7 @@ impl Script {
             }
         }
         if !args.is_empty() {
-            return Err(format!("read handler '{spec}' takes no arguments"));
+            return hx.read(&format!("{spec} {args}"));
         }
         hx.read(spec)
     }
@@ -1259,6 +1259,15 @@ pub(crate) mod tests {
         assert_eq!(read(&r, "s.q"), "\"10\"");
         assert_eq!(read(&r, "s.r"), "10");
         assert_eq!(read(&r, "s.w"), "'$(c.count)'");
+    }
+
+    #[test]
+    fn reads_handlers_with_a_parameter() {
+        let r = build(
+            "Idle -> rt :: RadixIPLookup(10.0.0.0/8 1.2.3.4 1, 0/0 0) -> Discard; rt[1] -> Discard;
+             s :: Script(TYPE PASSIVE, return $(rt.lookup 10.9.8.7)/$(rt.lookup 192.168.0.1));",
+        );
+        assert_eq!(read(&r, "s.run"), "1 1.2.3.4/0");
     }
 
     #[test]

@@ -25,8 +25,11 @@
 //! Handlers:
 //! - `table` (read): the routing table, one route per line, sorted by
 //!   address (Click's tab-separated format).
-//! - `lookup` (read/write), `last_lookup` (read): write an address, read
-//!   `OUT`, `OUT GW` or `-1`.
+//! - `lookup ADDR` (read, with a parameter, as in Click): the route for
+//!   ADDR, `OUT` or `OUT GW`, or `-1` if no route matches
+//!   (`-h 'rt.lookup 10.0.0.1'`, `$(rt.lookup 10.0.0.1)` in a Script).
+//!   Writing an address to `lookup` looks it up too; `lookup` and
+//!   `last_lookup` read without a parameter return that last answer.
 //! - `add` (write): adds a route, `ADDR/MASK [GW] OUT`; fails if a route
 //!   for ADDR/MASK exists.
 //! - `set` (write): adds or replaces a route.

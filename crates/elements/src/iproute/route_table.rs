@@ -19,11 +19,11 @@
 //! - Handlers: `table`, `lookup` (see below), and for the dynamic classes
 //!   `add`, `set`, `remove`, `ctrl` (and `flush` for DirectIPLookup).
 //!
-//! Click's `lookup` is a read handler with a parameter; paraclick's read
-//! handlers take none (and `e.lookup 1.2.3.4` would not survive the
-//! `element.handler` split at the last dot). So `lookup` is read/write here:
-//! write an address to look it up, read the answer (`PORT`, `PORT GW`, or
-//! `-1`, Click's format) from `lookup` or `last_lookup`.
+//! Click's `lookup` is a read handler with a parameter: `rt.lookup ADDR`
+//! answers `PORT`, `PORT GW`, or `-1` (Click's format). For tools that
+//! cannot pass a parameter to a read, writing an address to `lookup` looks
+//! it up too, and `lookup` or `last_lookup` read without a parameter give
+//! the last answer.
 
 use super::lpm::{mask, Lpm, Route};
 use crossbeam_utils::sync::ShardedLock;
@@ -585,6 +585,15 @@ impl Element for IPRouteLookup {
         }
     }
 
+    fn read_handler_param(
+        &self,
+        name: &str,
+        param: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<String, String>> {
+        (name == "lookup").then(|| self.lookup_text(param))
+    }
+
     fn write_handler(
         &self,
         name: &str,
@@ -818,6 +827,18 @@ mod element_tests {
         );
         let h = harness("RadixIPLookup()", 1);
         assert_eq!(h.read("table").unwrap(), "");
+    }
+
+    #[test]
+    fn lookup_is_a_read_handler_with_a_parameter() {
+        let h = harness(CONF, 3);
+        assert_eq!(h.read("lookup 18.26.4.9").unwrap(), "1");
+        assert_eq!(h.read("lookup  8.8.8.8 ").unwrap(), "2 18.26.4.1");
+        assert!(h.read("lookup not-an-address").is_err());
+        // Reading with a parameter leaves the write-then-read answer alone.
+        assert_eq!(h.read("lookup").unwrap(), "");
+        let e = h.read("table 1.2.3.4").unwrap_err();
+        assert!(e.contains("takes no parameter"), "{e}");
     }
 
     #[test]

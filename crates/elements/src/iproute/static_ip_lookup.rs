@@ -28,11 +28,11 @@
 //! - `table` (read): the routing table, one route per line, in
 //!   configuration order: `ADDR/LEN`, gateway or `-`, output, separated by
 //!   tabs (Click's format).
-//! - `lookup` (read/write): write an address to look it up; reading returns
-//!   the answer, `OUT` or `OUT GW`, or `-1` if no route matches. (Click's
-//!   `lookup` is a read handler with an argument; paraclick's read handlers
-//!   take none.)
-//! - `last_lookup` (read): the same answer as reading `lookup`.
+//! - `lookup ADDR` (read, with a parameter, as in Click): the route for
+//!   ADDR, `OUT` or `OUT GW`, or `-1` if no route matches
+//!   (`-h 'rt.lookup 10.0.0.1'`, `$(rt.lookup 10.0.0.1)` in a Script).
+//!   Writing an address to `lookup` looks it up too; `lookup` and
+//!   `last_lookup` read without a parameter return that last answer.
 //!
 //! Example:
 //!
