@@ -375,54 +375,99 @@ pub fn multicore_cases(packets: u64) -> Vec<McCase> {
 
 pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
     println!(
-        "paraclick bench --suite multicore: {} run(s) each, median shown; ratio = Mpps / Mpps of the baseline row above it",
+        "paraclick bench --suite multicore: {} round(s), median shown; ratio = median over rounds of Mpps / Mpps of the baseline row above it in the same round",
         repeat
     );
     println!(
         "{:<62} {:>9} {:>7} {:>7} {:>10}",
         "configuration", "Mpps", "ratio", "loss %", "cyc/pkt"
     );
-    let mut rates: Vec<f64> = Vec::new();
     let mut ok = true;
-    for c in cases {
-        let mut r = Vec::new();
-        let mut loss = Vec::new();
-        let mut cpp = Vec::new();
-        let mut err = None;
+    let mut i = 0;
+    while i < cases.len() {
+        // A baseline row and the rows measured against it run round by
+        // round (the baseline, then each row), so that each ratio compares
+        // runs made seconds apart: a shared machine's speed drifts more
+        // than that over a whole suite.
+        let mut group = vec![i];
+        while group.len() + i < cases.len() && cases[i + group.len()].baseline == Some(i) {
+            group.push(i + group.len());
+        }
+        let mut runs: Vec<Vec<Option<Figures>>> = group.iter().map(|_| Vec::new()).collect();
+        let mut errors: Vec<Option<String>> = vec![None; group.len()];
         for _ in 0..repeat.max(1) {
-            match run_case(&c.case, reg, c.threads, c.policy) {
-                Ok(f) => {
-                    r.push(f.mpps());
-                    loss.push(100.0 * f.drops as f64 / (f.packets + f.drops).max(1) as f64);
-                    cpp.push(f.cycles_per_packet(c.threads));
+            for (g, &k) in group.iter().enumerate() {
+                let c = &cases[k];
+                if errors[g].is_some() {
+                    runs[g].push(None);
+                    continue;
                 }
-                Err(e) => {
-                    err = Some(e);
-                    break;
+                match run_case(&c.case, reg, c.threads, c.policy) {
+                    Ok(f) => runs[g].push(Some(f)),
+                    Err(e) => {
+                        errors[g] = Some(e);
+                        runs[g].push(None);
+                    }
                 }
             }
         }
-        if let Some(e) = err {
-            ok = false;
-            println!("{:<62} error: {e}", c.label);
-            rates.push(f64::NAN);
-            continue;
+        for (g, &k) in group.iter().enumerate() {
+            let c = &cases[k];
+            if let Some(e) = &errors[g] {
+                ok = false;
+                println!("{:<62} error: {e}", c.label);
+                continue;
+            }
+            let figs: Vec<&Figures> = runs[g].iter().flatten().collect();
+            let rate = median(figs.iter().map(|f| f.mpps()).collect());
+            let loss = median(
+                figs.iter()
+                    .map(|f| 100.0 * f.drops as f64 / (f.packets + f.drops).max(1) as f64)
+                    .collect(),
+            );
+            let cpp = median(
+                figs.iter()
+                    .map(|f| f.cycles_per_packet(c.threads))
+                    .collect(),
+            );
+            let ratio = if g == 0 {
+                "base".to_string()
+            } else {
+                let per_round: Vec<f64> = runs[g]
+                    .iter()
+                    .zip(&runs[0])
+                    .filter_map(|(x, b)| Some(x.as_ref()?.mpps() / b.as_ref()?.mpps()))
+                    .collect();
+                if per_round.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}x", median(per_round))
+                }
+            };
+            println!(
+                "{:<62} {:>9.3} {:>7} {:>7.2} {:>10.1}",
+                c.label, rate, ratio, loss, cpp
+            );
         }
-        let rate = median(r);
-        rates.push(rate);
-        let ratio = c
-            .baseline
-            .and_then(|b| rates.get(b))
-            .map(|b| format!("{:.2}x", rate / b))
-            .unwrap_or_else(|| "base".into());
-        println!(
-            "{:<62} {:>9.3} {:>7} {:>7.2} {:>10.1}",
-            c.label,
-            rate,
-            ratio,
-            median(loss),
-            median(cpp)
-        );
+        i += group.len();
     }
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn multicore_rows_follow_their_baseline() {
+        // run_multicore runs a baseline and the rows right after it that
+        // refer to it round by round; a row anywhere else would be shown
+        // as a baseline of its own.
+        let cases = super::multicore_cases(1000);
+        let mut base = None;
+        for (i, c) in cases.iter().enumerate() {
+            match c.baseline {
+                None => base = Some(i),
+                Some(b) => assert_eq!(Some(b), base, "{}", c.label),
+            }
+        }
+    }
 }
