@@ -155,6 +155,8 @@ pub(crate) struct Core {
     /// The adaptive scheduler's thread while it runs, woken when the router
     /// stops (so a run does not last until its next look at the loads).
     pub balancer: Mutex<Option<std::thread::Thread>>,
+    /// Cycles the workers have run (for the threads report's busy share).
+    pub run_cycles: AtomicU64,
     /// Per-element cost sampling for `--report costs`.
     pub profile: Option<crate::sched::Profile>,
 }
@@ -759,6 +761,7 @@ impl Router {
             sync_epoch: AtomicU64::new(0),
             migrating: Mutex::new(()),
             balancer: Mutex::new(None),
+            run_cycles: AtomicU64::new(0),
             profile: opts
                 .profile
                 .then(|| crate::sched::Profile::new(nthreads, n)),

@@ -47,8 +47,8 @@ pub(crate) struct Task {
     /// Runs, and runs that did work (written only by the running thread).
     pub runs: AtomicU64,
     pub work: AtomicU64,
-    /// Cycles spent in the task, estimated from one run in
-    /// [`SAMPLE_EVERY`] (written only by the running thread).
+    /// Cycles spent in the task's runs that did work, estimated from one
+    /// run in [`SAMPLE_EVERY`] (written only by the running thread).
     pub cycles: AtomicU64,
     pub migrations: AtomicU64,
     /// Packets the task's element pushed or pulled (profiling only).
@@ -62,7 +62,9 @@ pub(crate) struct Task {
 pub const SLEEP_AFTER: Duration = Duration::from_millis(2);
 
 /// One task run in this many is timed with the cycle counter.
-pub const SAMPLE_EVERY: u64 = 16;
+/// Odd, so that the sample does not fall on the same phase of work that
+/// recurs every power-of-two runs (a queue publishing every 16 packets).
+pub const SAMPLE_EVERY: u64 = 17;
 
 impl Task {
     pub fn new(elem: usize, index: usize) -> Task {
@@ -182,6 +184,7 @@ pub(crate) fn run_workers(core: &Core) {
     if !core.running.load(Ordering::Acquire) {
         return;
     }
+    let c0 = clock::cycles();
     std::thread::scope(|s| {
         for t in 0..core.nthreads {
             std::thread::Builder::new()
@@ -196,6 +199,8 @@ pub(crate) fn run_workers(core: &Core) {
             balancer(core);
         }
     });
+    core.run_cycles
+        .fetch_add(clock::cycles().wrapping_sub(c0), Ordering::Relaxed);
 }
 
 /// How often the adaptive scheduler looks at the measured loads.
@@ -406,10 +411,13 @@ fn worker(core: &Core, t: usize) {
                         bump(&task.cycles, dt);
                         bump(&ts.busy_cycles, dt);
                     }
-                    None => {
+                    // A task's load is its runs that did work; polling an
+                    // empty queue is what an idle thread does.
+                    None if did => {
                         bump(&task.cycles, dt * SAMPLE_EVERY);
                         bump(&ts.busy_cycles, dt * SAMPLE_EVERY);
                     }
+                    None => {}
                 }
                 did
             } else {
@@ -494,10 +502,17 @@ pub(crate) fn thread_report(core: &Core) -> String {
     for (th, ts) in core.threads.iter().enumerate() {
         let polls = ts.polls.load(Ordering::Relaxed);
         let idle = ts.idle_polls.load(Ordering::Relaxed);
+        let run = core.run_cycles.load(Ordering::Relaxed);
+        let busy = ts.busy_cycles.load(Ordering::Relaxed);
         out.push_str(&format!(
-            "thread {th}: {polls} polls, {idle} idle ({:.1}%)\n",
+            "thread {th}: {polls} polls, {idle} idle ({:.1}%), busy ~{:.0}% of the run\n",
             if polls > 0 {
                 100.0 * idle as f64 / polls as f64
+            } else {
+                0.0
+            },
+            if run > 0 {
+                (100.0 * busy as f64 / run as f64).min(100.0)
             } else {
                 0.0
             }
@@ -508,12 +523,12 @@ pub(crate) fn thread_report(core: &Core) -> String {
                 let work = t.work.load(Ordering::Relaxed);
                 let cyc = t.cycles.load(Ordering::Relaxed);
                 out.push_str(&format!(
-                    "  {} task {}: {} runs, {} with work, ~{:.0} cycles/run, {} migrations{}\n",
+                    "  {} task {}: {} runs, {} with work, ~{:.0} cycles per run with work, {} migrations{}\n",
                     core.slots[t.elem].name,
                     t.index,
                     runs,
                     work,
-                    cyc as f64 / runs.max(1) as f64,
+                    cyc as f64 / work.max(1) as f64,
                     t.migrations.load(Ordering::Relaxed),
                     if t.pinned.is_some() { " (pinned)" } else { "" }
                 ));
