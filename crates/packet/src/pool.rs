@@ -94,6 +94,9 @@ struct Local {
     id: u32,
     shared: Option<Arc<Shared>>,
     free: Vec<Box<Inner>>,
+    /// How many buffers at the bottom of `free` came home from other
+    /// threads (their metadata was last touched there).
+    remote: usize,
     created: usize,
     cap: usize,
     staged: Vec<Staged>,
@@ -114,6 +117,7 @@ impl Local {
             id: 0,
             shared: None,
             free: Vec::new(),
+            remote: 0,
             created: 0,
             cap: 0,
             staged: Vec::new(),
@@ -155,20 +159,25 @@ impl Local {
                 self.created -= 1;
             }
         }
+        self.remote = self.free.len();
     }
 
     #[inline]
     fn alloc(&mut self) -> Option<Box<Inner>> {
         if let Some(b) = self.free.pop() {
-            // The next buffers out: if another thread read their metadata
-            // last (they crossed a queue), start taking their lines back
-            // now, while this packet is processed (the next one) or while
-            // the rest of a burst is allocated (one further down).
+            // The next buffers out, if they came home from another thread
+            // (their metadata lines were last read there): start taking
+            // their lines back now, while this packet is processed (the
+            // next one) or while the rest of a burst is allocated (one
+            // further down).
             let n = self.free.len();
-            if n > 0 {
-                prefetch_write(&*self.free[n - 1]);
-                if n > PREFETCH_AHEAD {
-                    prefetch_write(&*self.free[n - 1 - PREFETCH_AHEAD]);
+            if n < self.remote + 1 {
+                self.remote = n;
+                if n > 0 {
+                    prefetch_write(&*self.free[n - 1]);
+                    if n > PREFETCH_AHEAD {
+                        prefetch_write(&*self.free[n - 1 - PREFETCH_AHEAD]);
+                    }
                 }
             }
             return Some(b);
