@@ -571,6 +571,36 @@ mod tests {
     }
 
     #[test]
+    fn oversized_buffers_freed_elsewhere_are_counted_home() {
+        // Large buffers go home too (to be released and uncounted there):
+        // the pool's accounting closes.
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Packet>>();
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<()>();
+        let home = std::thread::spawn(move || {
+            let mut ps: Vec<_> = (0..3).map(|_| Packet::new(60).unwrap()).collect();
+            ps.extend((0..2).map(|_| Packet::make(HEADROOM, 4 * BUFFER_SIZE, 0).unwrap()));
+            assert_eq!(local_stats().in_use(), 5);
+            let id = local_stats().id;
+            tx.send(ps).unwrap();
+            back_rx.recv().unwrap();
+            let s = local_stats();
+            assert_eq!(s.in_use(), 0);
+            assert_eq!(s.free, 3, "only the standard buffers are kept");
+            id
+        });
+        let ps = rx.recv().unwrap();
+        std::thread::spawn(move || {
+            drop(ps);
+            flush_remote();
+        })
+        .join()
+        .unwrap();
+        back_tx.send(()).unwrap();
+        let id = home.join().unwrap();
+        assert_eq!(outstanding(id), Some(0));
+    }
+
+    #[test]
     fn packets_outliving_their_pool_are_freed() {
         let p = std::thread::spawn(|| Packet::from_slice(&[9; 60]).unwrap())
             .join()
