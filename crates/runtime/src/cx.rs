@@ -180,35 +180,42 @@ impl<'r> Cx<'r> {
     #[inline]
     pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
         let core = self.core;
-        let peer = core.ports[self.current].inputs.get(port);
-        match peer.and_then(|p| p.element().map(|e| (e, p.elem, p.port))) {
-            Some((from, elem, p)) => {
-                let saved = self.current;
-                self.current = elem as usize;
-                let b = if core.profile.is_none() {
-                    from.pull(self, p as usize, max)
-                } else {
-                    // Packets are known after the call: charge them then.
-                    let task = self.task;
-                    let b = self.profiled(elem as usize, 0, |cx| from.pull(cx, p as usize, max));
-                    let n = b.as_ref().map_or(0, |b| b.len() as u64);
-                    if let Some(prof) = &core.profile {
-                        prof.add_packets(self.thread, elem as usize, n);
-                    }
-                    if let Some(t) = task {
-                        let c = &core.tasks[t].packets;
-                        c.store(
-                            c.load(std::sync::atomic::Ordering::Relaxed) + n,
-                            std::sync::atomic::Ordering::Relaxed,
-                        );
-                    }
-                    b
-                };
-                self.current = saved;
-                b
-            }
-            None => None,
+        let peer = core.ports[self.current].inputs.get(port)?;
+        let from = peer.element()?;
+        let saved = self.current;
+        self.current = peer.elem as usize;
+        let b = if core.profile.is_none() {
+            from.pull(self, peer.port as usize, max)
+        } else {
+            self.pull_profiled(from, peer.elem as usize, peer.port as usize, max)
+        };
+        self.current = saved;
+        b
+    }
+
+    /// [`Cx::pull`] while profiling: packets are known after the call, so
+    /// they are charged then.
+    #[cold]
+    #[inline(never)]
+    fn pull_profiled(
+        &mut self,
+        from: &dyn crate::Element,
+        elem: usize,
+        port: usize,
+        max: usize,
+    ) -> Option<Batch> {
+        let core = self.core;
+        let task = self.task;
+        let b = self.profiled(elem, 0, |cx| from.pull(cx, port, max));
+        let n = b.as_ref().map_or(0, |b| b.len() as u64);
+        if let Some(prof) = &core.profile {
+            prof.add_packets(self.thread, elem, n);
         }
+        if let Some(t) = task {
+            let c = &core.tasks[t].packets;
+            c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        }
+        b
     }
 
     /// Drops a packet, counted against the running element.

@@ -144,8 +144,12 @@ impl<T> Items<T> for thin_vec::ThinVec<T> {
     fn push(&mut self, item: T) {
         thin_vec::ThinVec::push(self, item)
     }
+    #[inline]
     fn reserve(&mut self, n: usize) {
-        thin_vec::ThinVec::reserve(self, n)
+        // Usually there is room (a recycled batch): no call.
+        if self.capacity() - thin_vec::ThinVec::len(self) < n {
+            thin_vec::ThinVec::reserve(self, n)
+        }
     }
     fn pop(&mut self) -> Option<T> {
         thin_vec::ThinVec::pop(self)
