@@ -48,16 +48,13 @@ TMP=$(mktemp -d /tmp/paraclick-netns-host.XXXXXX)
 ROUTER_PID=
 FAILED=0
 
+source "$ROOT/tests/netns/lib.sh"
+
 cleanup() {
   set +e
   [[ -n $ROUTER_PID ]] && kill -INT "$ROUTER_PID" 2>/dev/null && sleep 0.2 && kill -KILL "$ROUTER_PID" 2>/dev/null
-  # Deleting a namespace kills nothing, so end what still runs in them
-  # (the HTTP servers run in the router's).
-  for ns in "$H1" "$H2" "$R"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null)
-    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
+  # The HTTP servers run in the router's namespace: deleting it ends them.
+  delete_namespaces "$H1" "$H2" "$R"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -67,48 +64,17 @@ in_h1() { ip netns exec "$H1" "$@"; }
 in_h2() { ip netns exec "$H2" "$@"; }
 in_r() { ip netns exec "$R" "$@"; }
 
-pass() { echo "ok    $*"; }
-fail() { echo "FAIL  $*"; FAILED=1; }
-
 # ---- topology ----
-ip netns add "$H1"
-ip netns add "$H2"
-ip netns add "$R"
-ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
-ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
-ip -n "$R" link set r0 address 02:00:00:00:01:01
-ip -n "$R" link set r1 address 02:00:00:00:02:01
-ip -n "$R" link set r1 mtu 1400
-ip -n "$H2" link set eth0 mtu 1400
-for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
-ip -n "$R" link set r0 up
-ip -n "$R" link set r1 up
-ip -n "$H1" link set eth0 up
-ip -n "$H2" link set eth0 up
-ip -n "$H1" addr add 10.0.1.2/24 dev eth0
-ip -n "$H2" addr add 10.0.2.2/24 dev eth0
-ip -n "$H1" route add default via 10.0.1.1
-ip -n "$H2" route add default via 10.0.2.1
 # The router's namespace does not forward: only paraclick routes. Its
 # Linux stack gets the router's addresses on the taps once paraclick runs.
-in_r sysctl -qw net.ipv4.ip_forward=0
+two_hosts "$H1" "$H2" "$R"
 rp_before=$(in_r cat /proc/sys/net/ipv4/conf/r0/rp_filter)
 
 # ---- files and the HTTP server ----
 mkdir -p "$TMP/www"
 head -c $((2 * 1024 * 1024)) /dev/urandom >"$TMP/www/big"
 head -c 30000 /dev/urandom >"$TMP/www/small"
-# http.server's own server_bind looks the host name up (getfqdn), which
-# stalls without DNS: bind without it.
-cat >"$TMP/httpd.py" <<'PY'
-import http.server, socketserver, sys
-class Server(http.server.ThreadingHTTPServer):
-    def server_bind(self):
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv[1])
-Server((sys.argv[2], 8080), handler).serve_forever()
-PY
+write_httpd "$TMP/httpd.py"
 
 handler() { # NAME: a value printed by -h at exit
   awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/router.out"
@@ -159,7 +125,7 @@ phase() { # THREADS
   # 2. HTTP servers on the router's addresses (which exist now), run by
   # Linux in the router's namespace.
   for a in 10.0.1.1 10.0.2.1; do
-    ip netns exec "$R" python3 "$TMP/httpd.py" "$TMP/www" "$a" >>"$TMP/http.log" 2>&1 &
+    ip netns exec "$R" python3 "$TMP/httpd.py" "$TMP/www" "$a" 8080 >>"$TMP/http.log" 2>&1 &
     http+=($!)
   done
   for a in 10.0.1.1 10.0.2.1; do

@@ -28,6 +28,7 @@ set -euo pipefail
 
 BIN=${1:?usage: $0 PATH/TO/paraclick}
 BIN=$(readlink -f "$BIN")
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [[ $(id -u) -eq 0 ]] || { echo "multi-from-device test: must run as root (namespaces, veth pairs, packet sockets)" >&2; exit 2; }
 
 SUF=$$
@@ -40,21 +41,16 @@ N0=4000
 N1=3000
 RATE=20000
 
+source "$ROOT/tests/netns/lib.sh"
+
 cleanup() {
   set +e
   [[ -n $RX_PID ]] && kill -INT "$RX_PID" 2>/dev/null && sleep 0.2 && kill -KILL "$RX_PID" 2>/dev/null
-  for ns in "$S" "$M"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null)
-    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
+  delete_namespaces "$S" "$M"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'echo "multi-from-device test: interrupted" >&2; exit 130' INT TERM
-
-pass() { echo "ok    $*"; }
-fail() { echo "FAIL  $*"; FAILED=1; }
 
 ip netns add "$S"
 ip netns add "$M"

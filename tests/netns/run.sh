@@ -45,16 +45,13 @@ ROUTER_PID=
 HTTP_PID=
 FAILED=0
 
+source "$ROOT/tests/netns/lib.sh"
+
 cleanup() {
   set +e
   [[ -n $ROUTER_PID ]] && kill -INT "$ROUTER_PID" 2>/dev/null && sleep 0.2 && kill -KILL "$ROUTER_PID" 2>/dev/null
   [[ -n $HTTP_PID ]] && kill "$HTTP_PID" 2>/dev/null
-  # Deleting a namespace kills nothing, so end what still runs in them.
-  for ns in "$H1" "$H2" "$R"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null)
-    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
+  delete_namespaces "$H1" "$H2" "$R"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -64,48 +61,15 @@ in_h1() { ip netns exec "$H1" "$@"; }
 in_h2() { ip netns exec "$H2" "$@"; }
 in_r() { ip netns exec "$R" "$@"; }
 
-pass() { echo "ok    $*"; }
-fail() { echo "FAIL  $*"; FAILED=1; }
-
 # ---- topology ----
-ip netns add "$H1"
-ip netns add "$H2"
-ip netns add "$R"
-ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
-ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
-ip -n "$R" link set r0 address 02:00:00:00:01:01
-ip -n "$R" link set r1 address 02:00:00:00:02:01
-ip -n "$R" link set r1 mtu 1400
-ip -n "$H2" link set eth0 mtu 1400
-for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
-ip -n "$R" link set r0 up
-ip -n "$R" link set r1 up
-ip -n "$H1" link set eth0 up
-ip -n "$H2" link set eth0 up
-ip -n "$H1" addr add 10.0.1.2/24 dev eth0
-ip -n "$H2" addr add 10.0.2.2/24 dev eth0
-ip -n "$H1" route add default via 10.0.1.1
-ip -n "$H2" route add default via 10.0.2.1
-# The router namespace holds no addresses and does not forward: only
-# paraclick handles r0 and r1.
-in_r sysctl -qw net.ipv4.ip_forward=0
+two_hosts "$H1" "$H2" "$R"
 
 # ---- HTTP server in h2 ----
 mkdir -p "$TMP/www"
 head -c $((4 * 1024 * 1024)) /dev/urandom >"$TMP/www/big"
 for i in $(seq 1 16); do head -c $((20000 + i * 997)) /dev/urandom >"$TMP/www/small$i"; done
-# http.server's own server_bind looks the host name up (getfqdn), which
-# stalls without DNS: bind without it.
-cat >"$TMP/httpd.py" <<'PY'
-import http.server, socketserver, sys
-class Server(http.server.ThreadingHTTPServer):
-    def server_bind(self):
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv[1])
-Server(("10.0.2.2", 8000), handler).serve_forever()
-PY
-ip netns exec "$H2" python3 "$TMP/httpd.py" "$TMP/www" >"$TMP/http.log" 2>&1 &
+write_httpd "$TMP/httpd.py"
+ip netns exec "$H2" python3 "$TMP/httpd.py" "$TMP/www" 10.0.2.2 8000 >"$TMP/http.log" 2>&1 &
 HTTP_PID=$!
 for _ in $(seq 1 50); do
   in_h2 curl -sf -o /dev/null --max-time 1 http://10.0.2.2:8000/small1 && break

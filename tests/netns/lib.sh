@@ -1,0 +1,64 @@
+# What the netns test scripts share; sourced by them (not run). The caller
+# sets FAILED=0 first and defines its own cleanup, which may use
+# delete_namespaces.
+
+pass() { echo "ok    $*"; }
+fail() { echo "FAIL  $*"; FAILED=1; }
+
+# delete_namespaces NS...: ends what still runs in each namespace
+# (deleting a namespace kills nothing) and deletes it.
+delete_namespaces() {
+  local ns pids
+  for ns in "$@"; do
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  return 0
+}
+
+# two_hosts H1 H2 R: the topology of run.sh and host.sh.
+#
+#   h1 (10.0.1.2/24) eth0 ==veth== r0 [R] r1 ==veth== eth0 h2 (10.0.2.2/24)
+#                                                 (MTU 1400 on this side)
+#
+# r0 is 02:00:00:00:01:01 and r1 02:00:00:00:02:01; the hosts route
+# through 10.0.1.1 and 10.0.2.1. R holds no addresses and does not forward:
+# only paraclick handles r0 and r1.
+two_hosts() {
+  local h1=$1 h2=$2 r=$3 ns
+  ip netns add "$h1"
+  ip netns add "$h2"
+  ip netns add "$r"
+  ip -n "$r" link add r0 type veth peer name eth0 netns "$h1"
+  ip -n "$r" link add r1 type veth peer name eth0 netns "$h2"
+  ip -n "$r" link set r0 address 02:00:00:00:01:01
+  ip -n "$r" link set r1 address 02:00:00:00:02:01
+  ip -n "$r" link set r1 mtu 1400
+  ip -n "$h2" link set eth0 mtu 1400
+  for ns in "$h1" "$h2" "$r"; do ip -n "$ns" link set lo up; done
+  ip -n "$r" link set r0 up
+  ip -n "$r" link set r1 up
+  ip -n "$h1" link set eth0 up
+  ip -n "$h2" link set eth0 up
+  ip -n "$h1" addr add 10.0.1.2/24 dev eth0
+  ip -n "$h2" addr add 10.0.2.2/24 dev eth0
+  ip -n "$h1" route add default via 10.0.1.1
+  ip -n "$h2" route add default via 10.0.2.1
+  ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=0
+}
+
+# write_httpd FILE: a python3 HTTP server, `python3 FILE DIR ADDR PORT`,
+# serving DIR. http.server's own server_bind looks the host name up
+# (getfqdn), which stalls without DNS: this one binds without it.
+write_httpd() {
+  cat >"$1" <<'PY'
+import http.server, socketserver, sys
+class Server(http.server.ThreadingHTTPServer):
+    def server_bind(self):
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv[1])
+Server((sys.argv[2], int(sys.argv[3])), handler).serve_forever()
+PY
+}
