@@ -93,6 +93,52 @@ fn a_busy_producer_publishes_what_it_staged_within_a_few_passes() {
 }
 
 #[test]
+fn staged_packets_survive_migrations_with_many_producers_on_8_threads() {
+    // Four BURST 1 sources (so every packet is staged) on 8 threads of a
+    // 2-core machine push into one queue; the sources move between threads
+    // every millisecond, so queues switch between single- and
+    // multi-producer rings and between staging and not while producers
+    // hold staged packets. Every packet must arrive exactly once, and
+    // every buffer come home.
+    let conf = "DriverManager(pause, pause, pause, pause);
+        s0 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q :: Queue(100000);
+        s1 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q;
+        s2 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q;
+        s3 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q;
+        q -> uq :: Unqueue -> out :: Counter -> Discard;";
+    let r = router(conf, 8);
+    r.move_task("uq", 0, 7).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut i = 0usize;
+            while !done.load(Ordering::Relaxed) {
+                let name = ["s0", "s1", "s2", "s3"][i % 4];
+                // Sometimes onto the consumer's thread (no longer crossing
+                // for that producer), usually elsewhere.
+                r.move_task(name, 0, (i * 5 + 1) % 8).unwrap();
+                i += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        run_with_timeout(&r, 120);
+        done.store(true, Ordering::Relaxed);
+    });
+    let out = read_u64(&r, "out.count");
+    let queued = read_u64(&r, "q.length");
+    assert_eq!(r.total_drops(), 0);
+    assert_eq!(out + queued, 2_000_000);
+    assert_eq!(
+        r.thread_report().matches(" 0 migrations").count(),
+        0,
+        "every task moved"
+    );
+    r.write_handler("q.reset", "").unwrap();
+    paraclick_packet::pool::flush_remote();
+    assert_eq!(r.pool_outstanding(), 0, "leaked buffers");
+}
+
+#[test]
 fn migration_while_packets_flow_conserves_every_packet() {
     // Tasks are moved back and forth between threads every millisecond
     // while packets cross queues; nothing may be lost or duplicated.
