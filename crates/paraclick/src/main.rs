@@ -389,11 +389,17 @@ fn run(a: RunArgs) -> ExitCode {
         match r.as_str() {
             "threads" => {
                 eprint!("{}", router.thread_report());
+                let crossing = router.crossing_queues();
                 for (q, mp, mc) in router.ring_modes() {
                     eprintln!(
-                        "queue {q}: {}-producer, {}-consumer ring",
+                        "queue {q}: {}-producer, {}-consumer ring{}",
                         if mp { "multi" } else { "single" },
-                        if mc { "multi" } else { "single" }
+                        if mc { "multi" } else { "single" },
+                        if crossing.contains(&q) {
+                            ", between threads: producers publish up to 16 packets at a time"
+                        } else {
+                            ""
+                        }
                     );
                 }
             }

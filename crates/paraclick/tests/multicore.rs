@@ -21,6 +21,7 @@ fn rings_are_single_sided_when_one_thread_pushes_and_one_pulls() {
                 StaticThreadSched(src 0, uq 1);";
     let r = router(conf, 2);
     assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
+    assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
     run_with_timeout(&r, 20);
     assert_eq!(read_u64(&r, "src.count"), 1000);
 }
@@ -50,6 +51,10 @@ fn moving_tasks_rechooses_ring_modes() {
     r.move_task("b", 0, 0).unwrap();
     r.move_task("uq", 0, 1).unwrap();
     assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
+    assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+    r.move_task("uq", 0, 0).unwrap();
+    assert!(r.crossing_queues().is_empty(), "all on thread 0");
+    r.move_task("uq", 0, 1).unwrap();
     r.move_task("b", 0, 1).unwrap();
     assert_eq!(modes(&r), vec![("q".to_string(), true, false)]);
     r.move_task("b", 0, 0).unwrap();

@@ -970,6 +970,18 @@ impl Router {
             .collect()
     }
 
+    /// Queues whose producers and consumers are not all on one thread under
+    /// the current plan (their producers publish packets in batches).
+    pub fn crossing_queues(&self) -> Vec<String> {
+        self.core
+            .plan
+            .ring_modes(&self.core)
+            .into_iter()
+            .filter(|&(_, _, _, crossing)| crossing)
+            .map(|(e, ..)| self.core.slots[e].name.clone())
+            .collect()
+    }
+
     /// Moves task `index` of element `name` to `thread` (while running or
     /// not), as the adaptive scheduler does.
     pub fn move_task(&self, name: &str, index: usize, thread: usize) -> Result<(), String> {
