@@ -16,6 +16,9 @@ pub mod sources;
 pub mod standard;
 pub mod util;
 
+#[cfg(test)]
+mod robust_tests;
+
 mod docs {
     include!(concat!(env!("OUT_DIR"), "/docs.rs"));
 }
