@@ -29,7 +29,7 @@ TMP=$(mktemp -d /tmp/paraclick-bench-vpn.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
 key() { # LEN
-  head -c "$1" /dev/zero | tr '\0' '\x5a' | od -An -tx1 | tr -d ' \n'
+  python3 -c "print('5a' * $1)"
 }
 
 packet_hex() { # LEN: an IPv4/UDP packet of LEN bytes, checksum set

@@ -19,15 +19,17 @@
 //!   bytes). CBC IVs are the sequence counter encrypted under a random
 //!   per-SA AES key: never repeated, not predictable.
 //!
-//! All ciphers and MACs are RustCrypto's (`aes`, which uses AES-NI when the
-//! CPU has it, `aes-gcm`, `cbc`, `des`, `hmac`, `sha1`, `sha2`).
+//! AES-GCM is ring's (AES-NI and aggregated carry-less multiplication;
+//! RustCrypto's `aes-gcm`, with a block-at-a-time GHASH, measured about 8
+//! cycles per byte here against ring's 1-2). CBC ciphers and HMACs are
+//! RustCrypto's (`aes`, which uses AES-NI when the CPU has it, `cbc`,
+//! `des`, `hmac`, `sha1`, `sha2`); integrity is compared with `subtle`
+//! (hmac's `verify_truncated_left`) or ring's constant-time tag check.
 
 use super::replay::{ReplayVerdict, ReplayWindow};
 use aes::cipher::{
     block_padding::NoPadding, BlockDecryptMut, BlockEncrypt, BlockEncryptMut, InnerIvInit, KeyInit,
 };
-use aes_gcm::aead::AeadInPlace;
-use aes_gcm::{Aes128Gcm, Aes256Gcm};
 use hmac::{Hmac, Mac};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
@@ -237,8 +239,7 @@ impl SaStats {
 }
 
 enum Crypto {
-    Gcm128(Box<Aes128Gcm>, [u8; 4]),
-    Gcm256(Box<Aes256Gcm>, [u8; 4]),
+    Gcm(Box<ring::aead::LessSafeKey>, [u8; 4]),
     Cbc(Box<CbcCipher>, Hmacs, Box<aes::Aes128>),
 }
 
@@ -371,11 +372,7 @@ impl SecurityAssociation {
             Alg::AesGcm { key_len } => {
                 let mut salt = [0u8; 4];
                 salt.copy_from_slice(ik);
-                if key_len == 16 {
-                    Crypto::Gcm128(Box::new(Aes128Gcm::new_from_slice(ek).map_err(bad)?), salt)
-                } else {
-                    Crypto::Gcm256(Box::new(Aes256Gcm::new_from_slice(ek).map_err(bad)?), salt)
-                }
+                Crypto::Gcm(Box::new(gcm_key(ek, key_len)?), salt)
             }
             Alg::AesCbc { key_len, integ } => {
                 let c = if key_len == 16 {
@@ -517,20 +514,9 @@ impl SecurityAssociation {
         let (body, icv) = rest.split_at_mut(padded);
         let (esp_hdr, iv) = hdr.split_at_mut(8);
         match &self.crypto {
-            Crypto::Gcm128(g, salt) => {
+            Crypto::Gcm(g, salt) => {
                 iv.copy_from_slice(&seq.to_be_bytes());
-                let n = gcm_nonce(salt, iv);
-                let t = g
-                    .encrypt_in_place_detached(&n.into(), esp_hdr, body)
-                    .map_err(|_| DropReason::NoRoom)?;
-                icv.copy_from_slice(&t);
-            }
-            Crypto::Gcm256(g, salt) => {
-                iv.copy_from_slice(&seq.to_be_bytes());
-                let n = gcm_nonce(salt, iv);
-                let t = g
-                    .encrypt_in_place_detached(&n.into(), esp_hdr, body)
-                    .map_err(|_| DropReason::NoRoom)?;
+                let t = gcm_seal(g, &gcm_nonce(salt, iv), esp_hdr, body)?;
                 icv.copy_from_slice(&t);
             }
             Crypto::Cbc(c, mac, iv_key) => {
@@ -580,19 +566,13 @@ impl SecurityAssociation {
         if self.lock_replay().check(seq) != ReplayVerdict::Ok {
             return Err(DropReason::Replay);
         }
-        let (hdr, rest) = d[hlen..].split_at_mut(8 + iv_len);
-        let (body, icv) = rest.split_at_mut(body_len);
-        let (esp_hdr, iv) = hdr.split_at_mut(8);
         match &self.crypto {
-            Crypto::Gcm128(g, salt) => {
-                let n = gcm_nonce(salt, iv);
-                g.decrypt_in_place_detached(&n.into(), esp_hdr, body, (&*icv).into())
-                    .map_err(|_| DropReason::Auth)?;
-            }
-            Crypto::Gcm256(g, salt) => {
-                let n = gcm_nonce(salt, iv);
-                g.decrypt_in_place_detached(&n.into(), esp_hdr, body, (&*icv).into())
-                    .map_err(|_| DropReason::Auth)?;
+            Crypto::Gcm(g, salt) => {
+                let n = gcm_nonce(salt, &d[hlen + 8..hlen + 8 + iv_len]);
+                let mut aad = [0u8; 8];
+                aad.copy_from_slice(&d[hlen..hlen + 8]);
+                // Ciphertext and tag are contiguous: ring opens them as one.
+                gcm_open(g, &n, &aad, &mut d[hlen + 8 + iv_len..])?;
             }
             Crypto::Cbc(c, mac, _) => {
                 // Integrity first, in constant time (hmac's verify).
@@ -680,6 +660,51 @@ pub fn esp_spi(d: &[u8]) -> Result<u32, DropReason> {
         d[hlen + 2],
         d[hlen + 3],
     ]))
+}
+
+/// An AES-GCM key for ring (whose AES-GCM uses AES-NI with aggregated
+/// carry-less multiplication: several times faster than a block-at-a-time
+/// GHASH).
+fn gcm_key(key: &[u8], key_len: usize) -> Result<ring::aead::LessSafeKey, String> {
+    let alg = if key_len == 16 {
+        &ring::aead::AES_128_GCM
+    } else {
+        &ring::aead::AES_256_GCM
+    };
+    ring::aead::UnboundKey::new(alg, key)
+        .map(ring::aead::LessSafeKey::new)
+        .map_err(|_| "bad AES-GCM key length".to_string())
+}
+
+/// Encrypts `buf` in place; returns the 16-byte tag.
+fn gcm_seal(
+    k: &ring::aead::LessSafeKey,
+    nonce: &[u8; 12],
+    aad: &[u8],
+    buf: &mut [u8],
+) -> Result<[u8; 16], DropReason> {
+    let n = ring::aead::Nonce::assume_unique_for_key(*nonce);
+    let t = k
+        .seal_in_place_separate_tag(n, ring::aead::Aad::from(aad), buf)
+        .map_err(|_| DropReason::NoRoom)?;
+    let mut out = [0u8; 16];
+    out.copy_from_slice(t.as_ref());
+    Ok(out)
+}
+
+/// Authenticates and decrypts `ct_and_tag` (ciphertext, then the 16-byte
+/// tag) in place. ring compares the tag in constant time and returns no
+/// plaintext unless it matches; the caller drops the packet on error.
+fn gcm_open(
+    k: &ring::aead::LessSafeKey,
+    nonce: &[u8; 12],
+    aad: &[u8],
+    ct_and_tag: &mut [u8],
+) -> Result<(), DropReason> {
+    let n = ring::aead::Nonce::assume_unique_for_key(*nonce);
+    k.open_in_place(n, ring::aead::Aad::from(aad), ct_and_tag)
+        .map(|_| ())
+        .map_err(|_| DropReason::Auth)
 }
 
 fn gcm_nonce(salt: &[u8; 4], iv: &[u8]) -> [u8; 12] {
@@ -1054,29 +1079,22 @@ mod tests {
             let k = hex(k);
             let mut buf = pt.clone();
             let n: [u8; 12] = gcm_nonce(&iv[..4].try_into().unwrap(), &iv[4..]);
-            let t = if k.len() == 16 {
-                Aes128Gcm::new_from_slice(&k)
-                    .unwrap()
-                    .encrypt_in_place_detached(&n.into(), &aad, &mut buf)
-                    .unwrap()
-            } else {
-                Aes256Gcm::new_from_slice(&k)
-                    .unwrap()
-                    .encrypt_in_place_detached(&n.into(), &aad, &mut buf)
-                    .unwrap()
-            };
+            let t = gcm_seal(&gcm_key(&k, k.len()).unwrap(), &n, &aad, &mut buf).unwrap();
             assert_eq!(buf, hex(ct));
             assert_eq!(t.to_vec(), hex(tag));
         }
     }
 
-    /// An ESP packet assembled by hand in RFC 4106's layout (AAD = SPI and
+    /// An ESP packet assembled by hand (with RustCrypto's aes-gcm, an
+    /// implementation independent of ring, which the SA uses) in RFC 4106's layout (AAD = SPI and
     /// sequence number, nonce = salt then the 8-byte explicit IV, 16-byte
     /// tag after the ciphertext) with the GCM spec's test-case-4 key, salt
     /// and IV decapsulates, and the SA's own output for that sequence
     /// number is the same bytes.
     #[test]
     fn esp_gcm_layout_by_hand() {
+        use aes_gcm::aead::AeadInPlace;
+        use aes_gcm::{Aes128Gcm, KeyInit};
         let key = hex("feffe9928665731c6d6a8f9467308308 cafebabe");
         let cfg = SaConfig {
             spi: 0xa5f8,
