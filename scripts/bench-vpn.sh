@@ -63,7 +63,7 @@ conf() { # ALG KEYLEN LEN THREADS FILE
 
 GHZ=
 printf '%-14s %6s %4s %10s %10s %10s\n' algorithm bytes -j Mpps "cyc/pkt" "scaling"
-for spec in aes128gcm16:20 aes256gcm16:36 aes128-sha1:36 aes256-sha256:64 3des-sha1:44; do
+for spec in ${ALGS:-aes128gcm16:20 aes256gcm16:36 aes128-sha1:36 aes256-sha256:64 3des-sha1:44}; do
   alg=${spec%%:*}; kl=${spec##*:}
   for len in 64 1400; do
     n=$N
@@ -90,6 +90,54 @@ for spec in aes128gcm16:20 aes256gcm16:36 aes128-sha1:36 aes256-sha256:64 3des-s
     unset mpps
   done
 done
+# References for the scaling ratios, 64-byte packets:
+#  - the same harness without encryption (Null): what -j 2 gives on this
+#    machine at the moment (other load on it shows here first);
+#  - aes128gcm16 with one SA per thread (two elements): the cost of
+#    sharing one SA (its sequence counter) between threads;
+#  - decryption (IPsecESPTunnelUnencap, REPLAY 0 so the same packet may
+#    repeat; the window's lock is still taken twice per packet), one SA
+#    shared by both threads. The ESP packets are made by paraclick itself.
+variant() { # NAME THREADS FILE-BODY...
+  local name=$1 j=$2 f=$TMP/$1-$2.click out row m cpp sc; shift 2
+  printf '%s\n' "define(\$N 1000000);" "DriverManager(pause, pause);" "$@" >"$f"
+  if [[ $j -eq 2 ]]; then echo "StaticThreadSched(s0 0, s1 1);" >>"$f"; fi
+  out=$("$BIN" bench -j "$j" -r "$ROUNDS" -n $((N / 2)) --count c.count "$f")
+  row=$(tail -1 <<<"$out")
+  if grep -q error <<<"$row"; then echo "$out" >&2; exit 1; fi
+  read -r _ _ m cpp _ <<<"$row"
+  if [[ $j -eq 2 ]]; then sc=$(python3 -c "print(f'{$m/$VM1:.2f}x')"); else VM1=$m; sc=; fi
+  printf '%-22s %4s %10s %10s %10s\n' "$name" "$j" "$m" "$cpp" "$sc"
+}
+D64=$(packet_hex 64)
+SRC="InfiniteSource(DATA \\<$D64>, LIMIT \$N, BURST 32, STOP true, TIMESTAMP false)"
+K=0x$(key 20)
+ENC="IPsecESPTunnelEncap(0x1001, aes128gcm16, $K, 192.0.2.1, 198.51.100.1)"
+echo
+printf '%-22s %4s %10s %10s %10s\n' "64-byte reference" -j Mpps "cyc/pkt" scaling
+for j in 1 2; do
+  variant null $j "e :: Null -> c :: Counter -> Discard;" "s0 :: $SRC -> e;" "s1 :: $SRC -> e;"
+done
+for j in 1 2; do
+  variant gcm128-sa-per-thread $j "c :: Counter -> Discard;" "s0 :: $SRC -> $ENC -> c;" \
+    "s1 :: $SRC -> IPsecESPTunnelEncap(0x1002, aes128gcm16, $K, 192.0.2.1, 198.51.100.1) -> c;"
+done
+for spec in aes128gcm16:20 aes128-sha1:36 3des-sha1:44; do
+  alg=${spec%%:*}; kl=${spec##*:}
+  # One ESP packet from paraclick's own encryption, as hex.
+  printf '%s\n' "InfiniteSource(DATA \\<$D64>, LIMIT 1, STOP true)" \
+    "  -> IPsecESPTunnelEncap(0x1001, $alg, 0x$(key "$kl"), 192.0.2.1, 198.51.100.1)" \
+    "  -> ToDump($TMP/esp.pcap, ENCAP IP);" >"$TMP/mk.click"
+  "$BIN" "$TMP/mk.click" >/dev/null
+  ESP=$(python3 -c "import sys; d=open('$TMP/esp.pcap','rb').read(); print(d[40:].hex())")
+  ESRC="InfiniteSource(DATA \\<$ESP>, LIMIT \$N, BURST 32, STOP true, TIMESTAMP false)"
+  for j in 1 2; do
+    variant "decrypt-$alg" $j \
+      "d :: IPsecESPTunnelUnencap(0x1001, $alg, 0x$(key "$kl"), REPLAY 0) -> c :: Counter -> Discard;" \
+      "s0 :: $ESRC -> d;" "s1 :: $ESRC -> d;"
+  done
+done
+
 if [[ -n $GHZ ]]; then
   python3 -c "g=$GHZ; print(f'VPP reference: 2.1 Mpps/core for 64-byte AES-GCM-128 = {g*1e9/2.1e6:.0f} cycles/packet at this machine\'s {g:.2f} GHz (VPP measured on a faster CPU)')"
 fi
