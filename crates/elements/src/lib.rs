@@ -11,6 +11,7 @@ pub mod icmp;
 pub mod ip;
 pub mod ipfilter;
 pub mod iproute;
+pub mod ipsec;
 pub mod sched;
 pub mod sources;
 pub mod standard;
@@ -37,6 +38,7 @@ pub fn register_all(reg: &mut Registry) {
     ethernet::register(reg);
     ip::register(reg);
     iproute::register(reg);
+    ipsec::register(reg);
     icmp::register(reg);
     ipfilter::register(reg);
     attach_docs(reg, docs());
