@@ -55,23 +55,23 @@
 use super::sa::SecurityAssociation;
 use super::{new_sa, read_sa_args, read_sa_handler};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, Verdict};
 
 pub struct IPsecESPTunnelEncap {
     sa: SecurityAssociation,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPsecESPTunnelEncap", "1/1", "a", make)
+    ClassSpec::action("IPsecESPTunnelEncap", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelEncap, String> {
     let mut a = cx.args();
     let cfg = read_sa_args(&mut a, true)?;
     a.complete()?;
-    Ok(Box::new(IPsecESPTunnelEncap {
+    Ok(IPsecESPTunnelEncap {
         sa: new_sa(&cfg, cx.nthreads)?,
-    }))
+    })
 }
 
 impl IPsecESPTunnelEncap {
@@ -80,25 +80,46 @@ impl IPsecESPTunnelEncap {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("spi"),
-    HandlerInfo::read("alg"),
-    HandlerInfo::read("packets"),
-    HandlerInfo::read("bytes"),
-    HandlerInfo::read("seq"),
-    HandlerInfo::read("replay_drops"),
-    HandlerInfo::read("auth_failures"),
-    HandlerInfo::read("not_esp"),
-    HandlerInfo::read("seq_overflow"),
-    HandlerInfo::read("no_room"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::write("reset"),
-];
-
-impl Element for IPsecESPTunnelEncap {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IPsecESPTunnelEncap {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("spi", |e, _| {
+            read_sa_handler(&e.sa, "spi", true).unwrap_or_default()
+        }),
+        Handler::read("alg", |e, _| {
+            read_sa_handler(&e.sa, "alg", true).unwrap_or_default()
+        }),
+        Handler::read("packets", |e, _| {
+            read_sa_handler(&e.sa, "packets", true).unwrap_or_default()
+        }),
+        Handler::read("bytes", |e, _| {
+            read_sa_handler(&e.sa, "bytes", true).unwrap_or_default()
+        }),
+        Handler::read("seq", |e, _| {
+            read_sa_handler(&e.sa, "seq", true).unwrap_or_default()
+        }),
+        Handler::read("replay_drops", |e, _| {
+            read_sa_handler(&e.sa, "replay_drops", true).unwrap_or_default()
+        }),
+        Handler::read("auth_failures", |e, _| {
+            read_sa_handler(&e.sa, "auth_failures", true).unwrap_or_default()
+        }),
+        Handler::read("not_esp", |e, _| {
+            read_sa_handler(&e.sa, "not_esp", true).unwrap_or_default()
+        }),
+        Handler::read("seq_overflow", |e, _| {
+            read_sa_handler(&e.sa, "seq_overflow", true).unwrap_or_default()
+        }),
+        Handler::read("no_room", |e, _| {
+            read_sa_handler(&e.sa, "no_room", true).unwrap_or_default()
+        }),
+        Handler::read("drops", |e, _| {
+            read_sa_handler(&e.sa, "drops", true).unwrap_or_default()
+        }),
+        Handler::write("reset", |e, _, _| {
+            e.sa.reset_stats();
+            Ok(())
+        }),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -106,26 +127,6 @@ impl Element for IPsecESPTunnelEncap {
             Ok(()) => Verdict::Out(0),
             Err(_) => Verdict::Drop,
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        read_sa_handler(&self.sa, name, true)
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "reset").then(|| {
-            self.sa.reset_stats();
-            Ok(())
-        })
     }
 }
 

@@ -56,23 +56,23 @@
 use super::sa::{esp_spi, DropReason, SecurityAssociation};
 use super::{new_sa, read_sa_args, read_sa_handler};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, Verdict};
 
 pub struct IPsecESPTunnelUnencap {
     sa: SecurityAssociation,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPsecESPTunnelUnencap", "1/1", "a", make)
+    ClassSpec::action("IPsecESPTunnelUnencap", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelUnencap, String> {
     let mut a = cx.args();
     let cfg = read_sa_args(&mut a, false)?;
     a.complete()?;
-    Ok(Box::new(IPsecESPTunnelUnencap {
+    Ok(IPsecESPTunnelUnencap {
         sa: new_sa(&cfg, cx.nthreads)?,
-    }))
+    })
 }
 
 impl IPsecESPTunnelUnencap {
@@ -81,26 +81,49 @@ impl IPsecESPTunnelUnencap {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("spi"),
-    HandlerInfo::read("alg"),
-    HandlerInfo::read("packets"),
-    HandlerInfo::read("bytes"),
-    HandlerInfo::read("seq"),
-    HandlerInfo::read("replay_drops"),
-    HandlerInfo::read("auth_failures"),
-    HandlerInfo::read("bad_padding"),
-    HandlerInfo::read("truncated"),
-    HandlerInfo::read("unknown_spi"),
-    HandlerInfo::read("not_esp"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::write("reset"),
-];
-
-impl Element for IPsecESPTunnelUnencap {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IPsecESPTunnelUnencap {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("spi", |e, _| {
+            read_sa_handler(&e.sa, "spi", false).unwrap_or_default()
+        }),
+        Handler::read("alg", |e, _| {
+            read_sa_handler(&e.sa, "alg", false).unwrap_or_default()
+        }),
+        Handler::read("packets", |e, _| {
+            read_sa_handler(&e.sa, "packets", false).unwrap_or_default()
+        }),
+        Handler::read("bytes", |e, _| {
+            read_sa_handler(&e.sa, "bytes", false).unwrap_or_default()
+        }),
+        Handler::read("seq", |e, _| {
+            read_sa_handler(&e.sa, "seq", false).unwrap_or_default()
+        }),
+        Handler::read("replay_drops", |e, _| {
+            read_sa_handler(&e.sa, "replay_drops", false).unwrap_or_default()
+        }),
+        Handler::read("auth_failures", |e, _| {
+            read_sa_handler(&e.sa, "auth_failures", false).unwrap_or_default()
+        }),
+        Handler::read("bad_padding", |e, _| {
+            read_sa_handler(&e.sa, "bad_padding", false).unwrap_or_default()
+        }),
+        Handler::read("truncated", |e, _| {
+            read_sa_handler(&e.sa, "truncated", false).unwrap_or_default()
+        }),
+        Handler::read("unknown_spi", |e, _| {
+            read_sa_handler(&e.sa, "unknown_spi", false).unwrap_or_default()
+        }),
+        Handler::read("not_esp", |e, _| {
+            read_sa_handler(&e.sa, "not_esp", false).unwrap_or_default()
+        }),
+        Handler::read("drops", |e, _| {
+            read_sa_handler(&e.sa, "drops", false).unwrap_or_default()
+        }),
+        Handler::write("reset", |e, _, _| {
+            e.sa.reset_stats();
+            Ok(())
+        }),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -120,26 +143,6 @@ impl Element for IPsecESPTunnelUnencap {
             Ok(()) => Verdict::Out(0),
             Err(_) => Verdict::Drop,
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        read_sa_handler(&self.sa, name, false)
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "reset").then(|| {
-            self.sa.reset_stats();
-            Ok(())
-        })
     }
 }
 

@@ -23,20 +23,18 @@ pub fn register(reg: &mut Registry) {
 /// `KEY` (positional or keyword, mandatory), `SRC`, `DST` (the tunnel's
 /// outer addresses; mandatory when `need_addrs`) and `REPLAY` (window).
 pub(crate) fn read_sa_args(a: &mut Args<'_>, need_addrs: bool) -> Result<SaConfig, String> {
-    let spi: String = a.read_mp("SPI")?;
-    let alg: String = a.read_mp("ALG")?;
-    let key: String = a.read_mp("KEY")?;
+    let spi: String = a.read_mp("SPI");
+    let alg: String = a.read_mp("ALG");
+    let key: String = a.read_mp("KEY");
     let (src, dst) = if need_addrs {
-        (a.read_mp::<Ipv4Addr>("SRC")?, a.read_mp::<Ipv4Addr>("DST")?)
+        (a.read_mp::<Ipv4Addr>("SRC"), a.read_mp::<Ipv4Addr>("DST"))
     } else {
         (
-            a.read_p::<Ipv4Addr>("SRC")?
-                .unwrap_or(Ipv4Addr::UNSPECIFIED),
-            a.read_p::<Ipv4Addr>("DST")?
-                .unwrap_or(Ipv4Addr::UNSPECIFIED),
+            a.read_p::<Ipv4Addr>("SRC").unwrap_or(Ipv4Addr::UNSPECIFIED),
+            a.read_p::<Ipv4Addr>("DST").unwrap_or(Ipv4Addr::UNSPECIFIED),
         )
     };
-    let replay_window = a.read::<u32>("REPLAY")?.unwrap_or(64);
+    let replay_window = a.read::<u32>("REPLAY").unwrap_or(64);
     Ok(SaConfig {
         spi: parse_spi(&spi)?,
         alg: Alg::parse(&alg)?,
