@@ -15,10 +15,13 @@
 //!   is slowed down equally (arbitration cycles) until it no longer is. The
 //!   result is the maximum loss-free forwarding rate (MLFFR).
 //!
-//! [`pc`] describes the paper's own PC systems from TOML files;
+//! [`pc`] describes the paper's own PC systems from TOML files; [`app`]
+//! and [`machine`] describe a paraclick configuration and this machine;
 //! [`design`] holds the statistics of 2^k factorial designs.
 
+pub mod app;
 pub mod design;
+pub mod machine;
 pub mod pc;
 
 use std::fmt::Write as _;
