@@ -958,9 +958,9 @@ impl Router {
     }
 
     /// The cost report's figures as data: per element and per task cycles
-    /// and packets, per thread busy cycles (None without
-    /// `BuildOptions::profile`).
-    pub fn cost_data(&self) -> Option<sched::CostData> {
+    /// and packets, per thread busy cycles (per-element figures and task
+    /// packets only with `BuildOptions::profile`).
+    pub fn cost_data(&self) -> sched::CostData {
         sched::cost_data(&self.core)
     }
 

@@ -207,7 +207,7 @@ pub(crate) fn run_workers(core: &Core) {
 const BALANCE_INTERVAL: Duration = Duration::from_millis(50);
 /// A new assignment must cut the busiest thread's load by this fraction to
 /// be adopted (hysteresis: tasks do not bounce on noise).
-const HYSTERESIS: f64 = 0.15;
+pub const HYSTERESIS: f64 = 0.15;
 
 /// The adaptive scheduler, run by the thread that started the router while
 /// the workers run: every [`BALANCE_INTERVAL`] it takes each task's sampled
@@ -543,6 +543,10 @@ pub(crate) fn thread_report(core: &Core) -> String {
 pub struct CostData {
     /// Cycle counter frequency, Hz.
     pub hz: f64,
+    /// Per-element figures were sampled (`BuildOptions::profile`); without
+    /// it `elements` is empty and task cycles are estimated from one run
+    /// in [`SAMPLE_EVERY`] (runs with work only), task packets are 0.
+    pub profiled: bool,
     /// Worker threads of the run.
     pub threads: usize,
     pub elements: Vec<ElementCost>,
@@ -589,14 +593,14 @@ pub struct TaskCost {
     pub packets: u64,
 }
 
-pub(crate) fn cost_data(core: &Core) -> Option<CostData> {
-    let prof = core.profile.as_ref()?;
+pub(crate) fn cost_data(core: &Core) -> CostData {
     let plan = &core.plan;
     let elements = core
         .slots
         .iter()
         .enumerate()
-        .map(|(i, s)| {
+        .filter_map(|(i, s)| core.profile.as_ref().map(|prof| (i, s, prof)))
+        .map(|(i, s, prof)| {
             let per_thread: Vec<(u64, u64)> = prof
                 .cells
                 .iter()
@@ -646,8 +650,9 @@ pub(crate) fn cost_data(core: &Core) -> Option<CostData> {
             packets: t.packets.load(Ordering::Relaxed),
         })
         .collect();
-    Some(CostData {
+    CostData {
         hz: clock::cycles_per_second(),
+        profiled: core.profile.is_some(),
         threads: core.nthreads,
         elements,
         tasks,
@@ -657,7 +662,7 @@ pub(crate) fn cost_data(core: &Core) -> Option<CostData> {
             .map(|t| t.busy_cycles.load(Ordering::Relaxed))
             .collect(),
         run_cycles: core.run_cycles.load(Ordering::Relaxed),
-    })
+    }
 }
 
 /// Per element and per task cycles per packet and share of each thread's
