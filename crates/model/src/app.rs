@@ -54,6 +54,10 @@ pub struct WhatIf {
     /// Mean packet size (memory traffic only: task costs are taken as
     /// independent of size, as the paper's header processing is).
     pub packet_bytes: Option<f64>,
+    /// Per thread: the share of a core it gets now, relative to the share
+    /// the single-thread timing run had (empty: all 1.0). On a machine
+    /// shared with other work a thread is that much slower.
+    pub core_share: Vec<f64>,
 }
 
 impl App {
@@ -126,6 +130,11 @@ impl App {
         }
         for (t, s) in stages.iter_mut().enumerate() {
             s.latency_ns += cross[t] * machine.crossing_ns;
+            if let Some(&share) = w.core_share.get(t) {
+                if share > 0.0 {
+                    s.latency_ns /= share;
+                }
+            }
         }
         // Memory: each packet written once (made or received) and read
         // once (sent), spread over the threads by their share of the work.
@@ -244,9 +253,16 @@ mod tests {
         let app = crosswise();
         let w = WhatIf {
             clock_ghz: Some(4.0),
-            packet_bytes: None,
+            ..WhatIf::default()
         };
         let ev = app.model(&machine(), &[0, 0, 0, 0], 1, &w).evaluate();
         assert!((ev.mlffr - 4e6).abs() < 1.0);
+        // Half a core for the second thread: it is twice as slow.
+        let w = WhatIf {
+            core_share: vec![1.0, 0.5],
+            ..WhatIf::default()
+        };
+        let m = app.model(&machine(), &[0, 1, 1, 0], 2, &w);
+        assert!((m.stages[1].latency_ns - 500.0).abs() < 1e-9);
     }
 }

@@ -154,6 +154,47 @@ fn wait(ready: impl Fn() -> bool) {
     }
 }
 
+/// The share of a core each of `n` threads pinned to cores 0..n gets
+/// while all of them spin for `ms` milliseconds: thread CPU time over wall
+/// time. 1.0 on an idle machine; less when other processes share the
+/// cores (a shared VM). Not cached: it changes from minute to minute.
+pub fn core_shares(n: usize, ms: u64) -> Vec<f64> {
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            std::thread::spawn(move || {
+                pin(i);
+                let t0 = std::time::Instant::now();
+                let c0 = thread_cpu_ns();
+                let mut x = 0u64;
+                while t0.elapsed() < std::time::Duration::from_millis(ms) {
+                    for k in 0..1000u64 {
+                        x = black_box(x.wrapping_add(k));
+                    }
+                }
+                let cpu = thread_cpu_ns().saturating_sub(c0) as f64;
+                (cpu / t0.elapsed().as_nanos().max(1) as f64).min(1.0)
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or(1.0))
+        .collect()
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a
+    // constant the kernel knows; on failure `ts` stays zero.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn best_of(n: usize, f: impl Fn() -> f64) -> f64 {
     (0..n).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
@@ -346,6 +387,13 @@ fn memcpy_gbs() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_shares_are_fractions() {
+        let s = core_shares(2, 20);
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().all(|&x| x > 0.0 && x <= 1.0), "{s:?}");
+    }
 
     #[test]
     fn rings_carry_every_packet_in_order() {

@@ -345,8 +345,8 @@ fn sweep_sizes(
             req.settings.threads,
             req.settings.policy,
             &WhatIf {
-                clock_ghz: None,
                 packet_bytes: Some(size as f64),
+                ..WhatIf::default()
             },
             &m,
             0.5,

@@ -654,6 +654,7 @@ fn model(a: ModelArgs) -> ExitCode {
     let whatif = paraclick_model::app::WhatIf {
         clock_ghz: a.clock,
         packet_bytes: traffic.as_ref().map(|t| t.mean()),
+        core_share: Vec::new(),
     };
     match model_cmd::config_model(
         &src,

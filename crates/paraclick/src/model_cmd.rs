@@ -429,11 +429,37 @@ pub fn config_model(
         app.packet_bytes = 64.0;
     }
     let assign = mapping(src, reg, defines, &app, nthreads, policy)?;
+    let mut whatif = whatif.clone();
+    let mut share_note = String::new();
+    if whatif.core_share.is_empty() && whatif.clock_ghz.is_none() {
+        // Each busy thread's share of a core now (all busy threads spinning
+        // at once), relative to one thread's: the timing run's situation.
+        // Threads without tasks sleep and take nothing.
+        let busy: Vec<usize> = (0..nthreads)
+            .filter(|t| assign.iter().any(|&a| a % nthreads == *t))
+            .collect();
+        let one = paraclick_model::machine::core_shares(1, 100)[0].max(1e-3);
+        let n = paraclick_model::machine::core_shares(busy.len(), 100);
+        whatif.core_share = vec![1.0; nthreads];
+        for (k, &t) in busy.iter().enumerate() {
+            whatif.core_share[t] = (n[k] / one).min(1.0);
+        }
+        share_note = format!(
+            "; core share now: 1 thread {:.2}, {} busy threads {}",
+            one,
+            busy.len(),
+            n.iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join("/")
+        );
+    }
+    let whatif = &whatif;
     let model = app.model(machine, &assign, nthreads, whatif);
     let ev = model.evaluate();
     let _ = writeln!(
         out,
-        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, packet crossing +{:.0} ns per end, memory {:.1} GB/s; AF_PACKET {}, tap {}",
+        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, packet crossing +{:.0} ns per end, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
         machine.cores,
         machine.tsc_ghz,
         machine.line_transfer_ns,
@@ -447,6 +473,7 @@ pub fn config_model(
             .tap_ns
             .map(|x| format!("{x:.0} ns"))
             .unwrap_or_else(|| "unmeasured".into()),
+        share_note
     );
     let (crossing, _) = app.crossings(&assign, nthreads);
     let _ = writeln!(
