@@ -352,13 +352,15 @@ fn sweep_sizes(
             0.5,
             None,
         )?;
-        b.println(format!(
-            "{size:>8} {:>12.0} {:>12.0} {:>10.1} {:>+7.1}%",
-            o.mlffr,
-            pm.mlffr,
-            o.mlffr * size as f64 * 8.0 / 1e6,
-            (pm.mlffr - o.mlffr) / o.mlffr * 100.0
-        ));
+        b.suspend(|| {
+            println!(
+                "{size:>8} {:>12.0} {:>12.0} {:>10.1} {:>+7.1}%",
+                o.mlffr,
+                pm.mlffr,
+                o.mlffr * size as f64 * 8.0 / 1e6,
+                (pm.mlffr - o.mlffr) / o.mlffr * 100.0
+            )
+        });
         pts.push(Point {
             x: size as f64,
             measured_pps: o.mlffr,
@@ -420,10 +422,12 @@ fn sweep_rates(
         // The model: forwarding follows the offered rate up to the MLFFR
         // and stays there (loss beyond it).
         let model = rate.min(pm.mlffr);
-        b.println(format!(
-            "{rate:>12.0} {:>12.0} {model:>12.0} {:>8}",
-            t.output_pps, t.drops
-        ));
+        b.suspend(|| {
+            println!(
+                "{rate:>12.0} {:>12.0} {model:>12.0} {:>8}",
+                t.output_pps, t.drops
+            )
+        });
         pts.push(Point {
             x: rate / 1e3,
             measured_pps: t.output_pps,

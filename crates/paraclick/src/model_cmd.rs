@@ -131,7 +131,7 @@ pub fn system_report(
     if let (Some(p), true) = (&s.paper, whatif.is_empty()) {
         let _ = write!(
             out,
-            "paper: estimate {} kpps ({:+.1}% from ours){}",
+            "paper: estimate {} kpps (ours {:+.1}% from it){}",
             p.mlffr_kpps,
             (ev.mlffr / 1e3 - p.mlffr_kpps) / p.mlffr_kpps * 100.0,
             p.measured_kpps

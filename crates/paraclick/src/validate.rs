@@ -31,9 +31,21 @@ pub fn default_configs() -> Vec<String> {
             .map(|e| e.path().display().to_string())
             .filter(|p| {
                 let l = p.to_lowercase();
+                let stem = l
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(".click")
+                    .to_string();
+                // Words of the file name: "replicated-qos", "nat44-router".
+                let words: Vec<&str> = stem.split(['-', '_', '.']).collect();
                 l.ends_with(".click")
-                    && ["nat", "vpn", "ipsec", "qos"].iter().any(|k| l.contains(k))
-                    // These need devices or run a Script of their own.
+                    && words.iter().any(|w| {
+                        ["nat", "vpn", "ipsec", "qos", "esp"]
+                            .iter()
+                            .any(|k| w.starts_with(k))
+                    })
+                    // These need devices (veth pairs in namespaces).
                     && !l.contains("veth")
             })
             .collect();
