@@ -43,6 +43,9 @@ pub struct App {
     pub packet_bytes: f64,
     /// Cycle counter rate the cycles were counted at, GHz.
     pub tsc_ghz: f64,
+    /// Share of a core the timing run's thread got (CPU time over wall
+    /// time; 1.0 on an idle machine).
+    pub core_share: f64,
 }
 
 /// What-if questions about the machine.
@@ -212,6 +215,7 @@ mod tests {
             ],
             packet_bytes: 64.0,
             tsc_ghz: 2.0,
+            core_share: 1.0,
         }
     }
 

@@ -293,8 +293,12 @@ pub fn profile_app(
     // Run C: the elapsed cycles per packet, without any sampling cost.
     let c = build(src, reg, defines, 1, SchedPolicy::Static, false, false)?;
     let t0 = std::time::Instant::now();
+    let cpu0 = paraclick_model::machine::process_cpu_ns();
     run_for(&c, secs);
     let wall = t0.elapsed().as_secs_f64();
+    // The worker's share of a core meanwhile (the stopper thread sleeps).
+    let share =
+        ((paraclick_model::machine::process_cpu_ns() - cpu0) as f64 / 1e9 / wall).clamp(1e-3, 1.0);
     let fc = c.cost_data();
     let entry_c: f64 = entries
         .iter()
@@ -338,12 +342,13 @@ pub fn profile_app(
     let mut notes = String::new();
     let _ = writeln!(
         notes,
-        "application: {} tasks, {} queues; timing run {:.0} packets in {:.2} s on 1 thread ({:.2} Mpps); profiled run: scheduler {:.0} cycles per task run, all x{:.3} to the unprofiled elapsed",
+        "application: {} tasks, {} queues; timing run {:.0} packets in {:.2} s on 1 thread ({:.2} Mpps, {:.2} of a core); profiled run: scheduler {:.0} cycles per task run, all x{:.3} to the unprofiled elapsed",
         tasks.len(),
         queues.len(),
         entry_c,
         wall,
         entry_c / wall / 1e6,
+        share,
         residual,
         scale
     );
@@ -354,6 +359,7 @@ pub fn profile_app(
             queues,
             packet_bytes: 0.0,
             tsc_ghz: fb.hz / 1e9,
+            core_share: share,
         },
         notes,
     ))
@@ -438,15 +444,16 @@ pub fn config_model(
         let busy: Vec<usize> = (0..nthreads)
             .filter(|t| assign.iter().any(|&a| a % nthreads == *t))
             .collect();
-        let one = paraclick_model::machine::core_shares(1, 100)[0].max(1e-3);
+        // Relative to the share the timing run had (measured during it).
+        let then = app.core_share.clamp(1e-3, 1.0);
         let n = paraclick_model::machine::core_shares(busy.len(), 100);
         whatif.core_share = vec![1.0; nthreads];
         for (k, &t) in busy.iter().enumerate() {
-            whatif.core_share[t] = (n[k] / one).min(1.0);
+            whatif.core_share[t] = n[k] / then;
         }
         share_note = format!(
-            "; core share now: 1 thread {:.2}, {} busy threads {}",
-            one,
+            "; core share: timing run {:.2}, now {} busy thread(s) {}",
+            then,
             busy.len(),
             n.iter()
                 .map(|x| format!("{x:.2}"))
