@@ -803,6 +803,25 @@ impl Router {
         sched::cost_report(&self.core)
     }
 
+    /// The cost report's figures as data: per element and per task cycles
+    /// and packets, per thread busy cycles (per-element figures and task
+    /// packets only with `BuildOptions::profile`).
+    pub fn cost_data(&self) -> sched::CostData {
+        sched::cost_data(&self.core)
+    }
+
+    /// The thread per task that the adaptive scheduler would choose for
+    /// the given task loads (cycles, one per task in `task_threads` order):
+    /// pinned tasks stay, the rest are placed longest first, tasks that
+    /// meet at a queue together when they fit.
+    pub fn balanced_assignment(&self, loads: &[u64]) -> Vec<usize> {
+        let core = &*self.core;
+        let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
+        let mut l = loads.to_vec();
+        l.resize(core.tasks.len(), 0);
+        sched::lpt_assign(&l, &pinned, core.nthreads, &|a, b| core.plan.affine(a, b))
+    }
+
     /// Ring modes of each queue: (name, multi-producer, multi-consumer).
     pub fn ring_modes(&self) -> Vec<(String, bool, bool)> {
         self.core

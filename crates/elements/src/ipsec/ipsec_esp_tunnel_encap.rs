@@ -55,7 +55,7 @@
 use super::sa::SecurityAssociation;
 use super::{new_sa, read_sa_args, read_sa_handler};
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
 pub struct IPsecESPTunnelEncap {
     sa: SecurityAssociation,

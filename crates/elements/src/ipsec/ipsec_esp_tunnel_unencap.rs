@@ -56,7 +56,7 @@
 use super::sa::{esp_spi, DropReason, SecurityAssociation};
 use super::{new_sa, read_sa_args, read_sa_handler};
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
 pub struct IPsecESPTunnelUnencap {
     sa: SecurityAssociation,
