@@ -159,6 +159,8 @@ pub(crate) struct Core {
     pub run_cycles: AtomicU64,
     /// Per-element cost sampling for `--report costs`.
     pub profile: Option<crate::sched::Profile>,
+    /// What the global handlers report, and control sockets' servers.
+    pub info: crate::control::RouterInfo,
 }
 
 impl Core {
@@ -396,7 +398,8 @@ impl Core {
             }
             "config" => Ok(self.source.to_string()),
             "nthreads" => Ok(self.nthreads.to_string()),
-            _ => Err(format!("no global read handler '{h}'")),
+            _ => crate::control::read_global(self, h)
+                .ok_or_else(|| format!("no global read handler '{h}'")),
         }
     }
 
@@ -555,7 +558,10 @@ impl InitCx<'_> {
                 s.element.handlers().iter().any(|x| x.name == h)
                     || ["name", "class", "config", "ports", "handlers"].contains(&h)
             }
-            Ok(None) => ["version", "list", "config", "stop", "nthreads"].contains(&h),
+            Ok(None) => {
+                crate::control::GLOBAL_READ.contains(&h)
+                    || crate::control::GLOBAL_WRITE.contains(&h)
+            }
             Err(_) => false,
         }
     }
@@ -765,6 +771,7 @@ impl Router {
             profile: opts
                 .profile
                 .then(|| crate::sched::Profile::new(nthreads, n)),
+            info: crate::control::RouterInfo::new(&graph, reg.names()),
         };
 
         // Initialize.
@@ -819,9 +826,9 @@ impl Router {
             let t = core.home_thread(elem);
             core.schedule_timer(t, elem, timer, core.epoch + after);
         }
-        Ok(Router {
-            core: Arc::new(core),
-        })
+        let core = Arc::new(core);
+        crate::control::start_services(&core);
+        Ok(Router { core })
     }
 
     /// Runs until stopped: by a stop request (a source with `STOP true`, a
@@ -850,6 +857,13 @@ impl Router {
 
     pub fn read_handler(&self, spec: &str) -> Result<String, String> {
         self.core.read_handler(spec, None)
+    }
+
+    /// A handle for the control plane (does not keep the router alive).
+    pub fn handle(&self) -> crate::control::RouterHandle {
+        crate::control::RouterHandle {
+            core: Arc::downgrade(&self.core),
+        }
     }
 
     pub fn write_handler(&self, spec: &str, value: &str) -> Result<(), String> {
