@@ -28,6 +28,7 @@ mod server;
 mod session;
 
 pub use server::{bind_tcp, bind_unix, serve, serve_stream, Bind, Listener, Server};
+pub use session::CtlStream;
 
 use crate::router::Core;
 use crate::InitCx;

@@ -5,7 +5,7 @@ use super::session::{format_message, CtlStream, Session};
 use super::{Backend, ControlConfig};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 /// A bound control socket.
 pub enum Listener {
     Tcp(TcpListener),
-    /// A Unix socket; the file is removed when the listener is dropped.
-    Unix(UnixListener, PathBuf),
+    /// A Unix socket; the file, if given, is removed when the listener is
+    /// dropped.
+    Unix(UnixListener, Option<PathBuf>),
 }
 
 impl Listener {
@@ -26,7 +27,14 @@ impl Listener {
                 .local_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_else(|_| "?".into()),
-            Listener::Unix(_, p) => p.display().to_string(),
+            Listener::Unix(l, p) => match (p, l.local_addr()) {
+                (Some(p), _) => p.display().to_string(),
+                (None, Ok(a)) => match a.as_pathname() {
+                    Some(p) => p.display().to_string(),
+                    None => "unix socket".into(),
+                },
+                (None, Err(_)) => "unix socket".into(),
+            },
         }
     }
 
@@ -45,10 +53,10 @@ impl Listener {
                 let _ = s.set_nodelay(true);
                 Ok((Box::new(s), a.to_string()))
             }
-            Listener::Unix(l, p) => {
+            Listener::Unix(l, _) => {
                 let (s, _) = l.accept()?;
                 s.set_nonblocking(false)?;
-                Ok((Box::new(s), p.display().to_string()))
+                Ok((Box::new(s), self.describe()))
             }
         }
     }
@@ -56,7 +64,7 @@ impl Listener {
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        if let Listener::Unix(_, p) = self {
+        if let Listener::Unix(_, Some(p)) = self {
             let _ = std::fs::remove_file(p);
         }
     }
@@ -117,7 +125,7 @@ pub fn bind_unix(path: &Path, mode: u32) -> io::Result<Listener> {
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
-    let l = Listener::Unix(listener, path.to_path_buf());
+    let l = Listener::Unix(listener, Some(path.to_path_buf()));
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
     // SAFETY: `fd` is the bound socket owned by `l`.
     if unsafe { libc::listen(fd, 128) } < 0 {
@@ -205,7 +213,7 @@ pub fn serve(bind: Bind, backend: Arc<dyn Backend>, cfg: ControlConfig) -> io::R
 
 /// Serves one already-connected stream (`--socket FD`).
 pub fn serve_stream(
-    stream: UnixStream,
+    stream: impl CtlStream + 'static,
     backend: Arc<dyn Backend>,
     cfg: ControlConfig,
 ) -> io::Result<Server> {
@@ -312,9 +320,11 @@ fn connection(mut s: Box<dyn CtlStream>, peer: String, sh: Arc<Shared>) {
         let mut session = Session::new(&mut *s, &sh.cfg, &*sh.backend, &sh.shutdown);
         session.run()
     };
+    // Count the connection gone before closing it, so a client that sees
+    // it closed can count on its place being free.
+    sh.active.fetch_sub(1, Ordering::AcqRel);
     drop(s);
     if sh.cfg.verbose {
         eprintln!("ControlSocket: closed connection from {peer}: {why}");
     }
-    sh.active.fetch_sub(1, Ordering::AcqRel);
 }

@@ -208,3 +208,15 @@ fn flatconfig_lists_declarations_then_connections() {
         "a :: X(1);\nb :: Y;\na -> b;\na [1] -> [2] b;\n"
     );
 }
+
+#[test]
+fn a_router_that_is_gone_answers_540() {
+    let h = RouterHandle { core: Weak::new() };
+    for e in [
+        h.read("list", None).unwrap_err(),
+        h.write("stop", "").unwrap_err(),
+        h.check("c.count", false).unwrap_err(),
+    ] {
+        assert_eq!(e, CsError::new(540, "No router installed"));
+    }
+}
