@@ -491,3 +491,67 @@ fn ctl_client_reads_writes_and_fails_with_codes() {
     let (rc, _, _) = ctl(&["-p", &port_s, "list"]);
     assert_eq!(rc, 2, "no router to reach");
 }
+
+/// Starts paraclick with `fd` as its descriptor 3 and `--socket 3`.
+fn start_with_fd(fd: i32) -> Proc {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--socket", "3", "--no-pin", "-e", TRAFFIC])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: dup2 is async-signal-safe; it only renumbers a descriptor
+    // this process owns, and the copy does not close on exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start paraclick");
+    let err = Arc::new(Mutex::new(String::new()));
+    let mut stderr = child.stderr.take().unwrap();
+    let e2 = err.clone();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        e2.lock().unwrap().push_str(&s);
+    });
+    Proc { child, err }
+}
+
+#[test]
+fn socket_fd_connected_and_listening() {
+    use std::os::unix::io::AsRawFd;
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // A connected socket: one client, the other end of a socketpair.
+    let (a, b) = UnixStream::pair().unwrap();
+    let mut p = start_with_fd(b.as_raw_fd());
+    drop(b);
+    a.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut c = Client::over(Box::new(a));
+    rises(&mut c, "c.count");
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+
+    // A listening socket, bound here on loopback.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let mut p = start_with_fd(l.as_raw_fd());
+    drop(l);
+    let mut c = Client::tcp(port);
+    rises(&mut c, "c.count");
+    let mut c2 = Client::tcp(port);
+    assert_eq!(c2.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+
+    // Not a socket: a clear error, nothing runs.
+    let o = Command::new(BIN)
+        .args(["--socket", "0", "-e", TRAFFIC])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not an open socket"));
+}
