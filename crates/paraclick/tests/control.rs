@@ -555,3 +555,41 @@ fn socket_fd_connected_and_listening() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not an open socket"));
 }
+
+#[test]
+fn retries_wait_for_a_busy_port_then_give_up_or_serve() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Busy for good: RETRIES 1 warns, tries once more, stops the router.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let conf = format!("{TRAFFIC} ControlSocket(TCP, {port}, LOCALHOST true, RETRIES 1);");
+    let mut p = Proc::start(&["-e", &conf]);
+    assert_eq!(p.wait_exit(10), 0);
+    let err = p.err.lock().unwrap().clone();
+    assert!(
+        err.contains("retrying") && err.contains("giving up"),
+        "{err}"
+    );
+
+    // Busy for a while: served once the port is free.
+    let conf = format!(
+        "{TRAFFIC} ControlSocket(TCP, {port}, LOCALHOST true, RETRIES 10, RETRY_WARNINGS false);"
+    );
+    let mut p = Proc::start(&["-e", &conf]);
+    std::thread::sleep(Duration::from_millis(300));
+    drop(busy);
+    let t0 = Instant::now();
+    let s = loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "never bound");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut c = Client::over(Box::new(s));
+    rises(&mut c, "c.count");
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+    assert!(!p.err.lock().unwrap().contains("retrying"));
+}

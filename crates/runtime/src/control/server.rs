@@ -243,13 +243,22 @@ fn accept_loop(bind: Bind, sh: Arc<Shared>) {
             retries,
             warnings,
         } => {
+            // The first try failed already (at initialize); RETRIES more,
+            // a second apart.
             let mut tries = 0;
             loop {
+                let until = Instant::now() + Duration::from_secs(1);
+                while Instant::now() < until {
+                    if sh.shutdown.load(Ordering::Acquire) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
                 match bind() {
                     Ok(l) => break l,
                     Err(e) => {
                         tries += 1;
-                        if tries > retries {
+                        if tries >= retries {
                             eprintln!("ControlSocket: {what}: {e}; giving up, stopping the router");
                             sh.backend.stop();
                             return;
@@ -258,13 +267,6 @@ fn accept_loop(bind: Bind, sh: Arc<Shared>) {
                             eprintln!("ControlSocket: {what}: {e} (retrying)");
                         }
                     }
-                }
-                let until = Instant::now() + Duration::from_secs(1);
-                while Instant::now() < until {
-                    if sh.shutdown.load(Ordering::Acquire) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
                 }
             }
         }

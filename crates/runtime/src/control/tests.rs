@@ -17,6 +17,7 @@ impl Backend for Fake {
         self.check(h, false)?;
         match h {
             "x.v" => Ok(self.v.lock().unwrap().clone()),
+            "x.big" => Ok("b".repeat(1 << 20)),
             _ => Ok(format!("param={}", param.unwrap_or("-"))),
         }
     }
@@ -34,7 +35,7 @@ impl Backend for Fake {
             return Err(CsError::new(510, "no element"));
         }
         match (n, write) {
-            ("v", _) | ("r", false) | ("w", true) => Ok(()),
+            ("v", _) | ("r", false) | ("w", true) | ("big", false) => Ok(()),
             ("r", true) | ("w", false) => Err(CsError::new(530, "perm")),
             _ => Err(CsError::new(511, "no handler")),
         }
@@ -219,4 +220,17 @@ fn a_router_that_is_gone_answers_540() {
     ] {
         assert_eq!(e, CsError::new(540, "No router installed"));
     }
+}
+
+#[test]
+fn a_client_that_does_not_read_replies_is_dropped() {
+    let cfg = ControlConfig {
+        line_timeout: Duration::from_millis(300),
+        ..ControlConfig::default()
+    };
+    let (mut r, t) = start(cfg);
+    send(&mut r, &"READ x.big\r\n".repeat(20));
+    let t0 = std::time::Instant::now();
+    assert_eq!(t.join().unwrap(), "write failed");
+    assert!(t0.elapsed() < Duration::from_secs(5));
 }
