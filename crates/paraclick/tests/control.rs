@@ -223,6 +223,7 @@ fn tcp_every_command_and_reply_code() {
     assert!(c.read("classes").lines().any(|l| l == "Counter"));
     assert!(c.read("classes").lines().any(|l| l == "ControlSocket"));
     assert_eq!(c.read("requirements"), "");
+    assert!(c.read("packages").lines().any(|l| l == "userlevel"));
     assert_eq!(c.read("driver"), "userlevel\n");
     assert!(!c.read("version").trim().is_empty());
     // Element handlers: Click's `handlers` format, name TAB flags.
@@ -338,7 +339,8 @@ fn unix_socket_is_private_and_served() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("click.sock");
-    let mut p = Proc::start(&["-u", path.to_str().unwrap(), "-e", TRAFFIC]);
+    let conf = format!("require(userlevel); require(package ip); {TRAFFIC}");
+    let mut p = Proc::start(&["-u", path.to_str().unwrap(), "-e", &conf]);
     p.wait_line("control socket listening on ");
     let m = std::fs::metadata(&path).unwrap();
     assert!(m.file_type().is_socket());
@@ -346,6 +348,7 @@ fn unix_socket_is_private_and_served() {
     let mut c = Client::unix(&path);
     rises(&mut c, "c.count");
     rises(&mut c, "d.count");
+    assert_eq!(c.read("requirements"), "userlevel\nip\n");
     c.send(b"WRITEDATA c.reset 0\r\n");
     assert_eq!(c.reply().0, 200);
     assert_eq!(c.code("WRITE stop"), 200);

@@ -771,7 +771,7 @@ impl Router {
             profile: opts
                 .profile
                 .then(|| crate::sched::Profile::new(nthreads, n)),
-            info: crate::control::RouterInfo::new(&graph, reg.names()),
+            info: crate::control::RouterInfo::new(&graph, reg),
         };
 
         // Initialize.

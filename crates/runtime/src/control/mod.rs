@@ -31,7 +31,7 @@ pub use server::{bind_tcp, bind_unix, serve, serve_stream, Bind, Listener, Serve
 pub use session::CtlStream;
 
 use crate::router::Core;
-use crate::InitCx;
+use crate::{InitCx, Registry};
 use paraclick_lang::FlatGraph;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -105,6 +105,7 @@ pub trait Backend: Send + Sync {
 /// Router-level facts the global handlers report, kept from the build.
 pub(crate) struct RouterInfo {
     classes: Vec<&'static str>,
+    packages: Vec<&'static str>,
     requirements: Vec<String>,
     flatconfig: String,
     /// Started once the router exists (see [`InitCx::on_start`]).
@@ -116,13 +117,17 @@ pub(crate) struct RouterInfo {
 type Service = Box<dyn FnOnce(RouterHandle) -> Option<Server> + Send>;
 
 impl RouterInfo {
-    pub(crate) fn new(graph: &FlatGraph, classes: Vec<&'static str>) -> RouterInfo {
+    pub(crate) fn new(graph: &FlatGraph, reg: &Registry) -> RouterInfo {
         RouterInfo {
-            classes,
+            classes: reg.names(),
+            packages: reg.packages().to_vec(),
             requirements: graph
                 .requirements
                 .iter()
-                .map(|r| r.words.join(" "))
+                .map(|r| match r.words.as_slice() {
+                    [k, name] if k == "package" || k == "library" => name.clone(),
+                    w => w.join(" "),
+                })
                 .collect(),
             flatconfig: flatconfig(graph),
             services: Mutex::new(Vec::new()),
@@ -160,13 +165,14 @@ fn flatconfig(g: &FlatGraph) -> String {
     s
 }
 
-/// Global read handlers (besides `nthreads`, a paraclick addition).
+/// Global read handlers: Click's, and `nthreads` (paraclick's).
 pub(crate) const GLOBAL_READ: &[&str] = &[
     "version",
     "list",
     "classes",
     "config",
     "flatconfig",
+    "packages",
     "requirements",
     "driver",
     "nthreads",
@@ -188,6 +194,7 @@ pub(crate) fn read_global(core: &Core, h: &str) -> Option<String> {
     };
     match h {
         "classes" => Some(lines(&mut core.info.classes.iter().copied())),
+        "packages" => Some(lines(&mut core.info.packages.iter().copied())),
         "requirements" => Some(lines(
             &mut core.info.requirements.iter().map(String::as_str),
         )),
