@@ -133,8 +133,11 @@ enum Cmd {
         #[arg(short = 'u', long = "unix-socket")]
         unix: Option<String>,
         /// read E.H [PARAM] | write E.H [VALUE] | list | handlers E
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        #[arg(trailing_var_arg = true, required = true)]
         command: Vec<String>,
+        /// Print help.
+        #[arg(long = "help", action = ArgAction::Help)]
+        help: Option<bool>,
     },
     /// Print an element class's documentation (or list the classes).
     Doc {
@@ -219,6 +222,7 @@ fn main() -> ExitCode {
             port,
             unix,
             command,
+            ..
         }) => ExitCode::from(ctl::client(port.as_deref(), unix.as_deref(), &command)),
         Some(Cmd::MakeIpConf { interfaces, linux }) => {
             let mut v = Vec::new();
