@@ -81,7 +81,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ControlSocket", "0/0", "", make)
+    ClassSpec::element("ControlSocket", "0/0", "", make)
 }
 
 #[derive(Clone)]
@@ -97,21 +97,21 @@ pub struct ControlSocket {
     retry_warnings: bool,
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
     let mut a = cx.args();
-    let ty: String = a.read_mp("TYPE")?;
-    let target: String = a.read_mp("ADDRESS")?;
-    let ro_pos: Option<bool> = a.read_p("READONLY")?;
-    let proxy: Option<Raw> = a.read("PROXY")?;
-    let verbose: Option<bool> = a.read("VERBOSE")?;
-    let localhost: Option<bool> = a.read("LOCALHOST")?;
-    let retries: Option<u32> = a.read("RETRIES")?;
-    let retry_warnings: Option<bool> = a.read("RETRY_WARNINGS")?;
-    let max_clients: Option<usize> = a.read("MAX_CLIENTS")?;
-    let max_data: Option<usize> = a.read("MAX_DATA")?;
-    let line_timeout: Option<Duration> = a.read("LINE_TIMEOUT")?;
-    let idle_timeout: Option<Duration> = a.read("IDLE_TIMEOUT")?;
-    let mode: Option<String> = a.read("MODE")?;
+    let ty: String = a.read_mp("TYPE");
+    let target: String = a.read_mp("ADDRESS");
+    let ro_pos: Option<bool> = a.read_p("READONLY");
+    let proxy: Option<Raw> = a.read("PROXY");
+    let verbose: Option<bool> = a.read("VERBOSE");
+    let localhost: Option<bool> = a.read("LOCALHOST");
+    let retries: Option<u32> = a.read("RETRIES");
+    let retry_warnings: Option<bool> = a.read("RETRY_WARNINGS");
+    let max_clients: Option<usize> = a.read("MAX_CLIENTS");
+    let max_data: Option<usize> = a.read("MAX_DATA");
+    let line_timeout: Option<Duration> = a.read("LINE_TIMEOUT");
+    let idle_timeout: Option<Duration> = a.read("IDLE_TIMEOUT");
+    let mode: Option<String> = a.read("MODE");
     a.complete()?;
     if proxy.is_some() {
         return Err(
@@ -159,12 +159,12 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         idle_timeout: idle_timeout.unwrap_or(d.idle_timeout),
         ..d
     };
-    Ok(Box::new(ControlSocket {
+    Ok(ControlSocket {
         at,
         cfg,
         retries: retries.unwrap_or(0),
         retry_warnings: retry_warnings.unwrap_or(true),
-    }))
+    })
 }
 
 fn bind(at: &Where) -> std::io::Result<Listener> {

@@ -165,23 +165,6 @@ fn flatconfig(g: &FlatGraph) -> String {
     s
 }
 
-/// Global read handlers: Click's, and `nthreads` (paraclick's).
-pub(crate) const GLOBAL_READ: &[&str] = &[
-    "version",
-    "list",
-    "classes",
-    "config",
-    "flatconfig",
-    "packages",
-    "requirements",
-    "driver",
-    "nthreads",
-];
-/// Global write handlers.
-pub(crate) const GLOBAL_WRITE: &[&str] = &["stop"];
-/// Read handlers every element has.
-pub(crate) const GENERIC_READ: &[&str] = &["name", "class", "config", "ports", "handlers"];
-
 /// The global read handlers kept in [`RouterInfo`].
 pub(crate) fn read_global(core: &Core, h: &str) -> Option<String> {
     let lines = |v: &mut dyn Iterator<Item = &str>| {
@@ -280,21 +263,14 @@ impl RouterHandle {
     fn flags(core: &Core, t: &Target, h: &str) -> Option<(bool, bool)> {
         match t {
             Target::Global => {
-                let r = GLOBAL_READ.contains(&h);
-                let w = GLOBAL_WRITE.contains(&h);
+                let r = crate::handler::GLOBAL_READ.contains(&h);
+                let w = crate::handler::GLOBAL_WRITE.contains(&h);
                 (r || w).then_some((r, w))
             }
-            Target::Element(i) => {
-                if let Some(x) = core.slots[*i]
-                    .element
-                    .handlers()
-                    .iter()
-                    .find(|x| x.name == h)
-                {
-                    return Some((x.read, x.write));
-                }
-                GENERIC_READ.contains(&h).then_some((true, false))
-            }
+            Target::Element(i) => crate::handler::list(core, *i)
+                .iter()
+                .find(|x| x.name == h)
+                .map(|x| (x.read, x.write)),
         }
     }
 
@@ -329,14 +305,12 @@ impl Backend for RouterHandle {
             Some(p) if !p.trim().is_empty() => format!("{full} {p}"),
             _ => full,
         };
-        core.read_handler(&spec, None)
-            .map_err(|e| CsError::new(520, e))
+        crate::handler::read(&core, &spec, None).map_err(|e| CsError::new(520, e))
     }
 
     fn write(&self, h: &str, value: &str) -> Result<(), CsError> {
         let (core, full) = self.checked(h, true)?;
-        core.write_handler(&full, value, None)
-            .map_err(|e| CsError::new(520, e))
+        crate::handler::write(&core, &full, value, None).map_err(|e| CsError::new(520, e))
     }
 
     fn check(&self, h: &str, write: bool) -> Result<(), CsError> {
