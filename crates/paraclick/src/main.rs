@@ -2,6 +2,7 @@
 
 mod bench;
 mod harness;
+mod ctl;
 mod make_ip_conf;
 mod mlffr;
 mod model_cmd;
@@ -67,9 +68,18 @@ struct RunArgs {
     /// Do not pin worker threads to CPUs.
     #[arg(long = "no-pin")]
     no_pin: bool,
-    /// Control socket port (Click's -p): not available in paraclick yet.
-    #[arg(short = 'p', long = "port")]
-    port: Option<String>,
+    /// Open a control socket (Click's ControlSocket protocol) on TCP PORT of
+    /// 127.0.0.1, or on ADDRESS:PORT (0.0.0.0:PORT: every address); port 0
+    /// picks a free port. Where it listens is printed on stderr. Repeatable.
+    #[arg(short = 'p', long = "port", value_name = "[ADDRESS:]PORT")]
+    port: Vec<String>,
+    /// Open a control socket on the Unix socket FILE (permissions 0600). Repeatable.
+    #[arg(short = 'u', long = "unix-socket", value_name = "FILE")]
+    unix: Vec<String>,
+    /// Serve the control protocol on the open socket FD: a listening socket
+    /// accepts clients, a connected one is one client. Repeatable.
+    #[arg(long = "socket", value_name = "FD")]
+    socket: Vec<i32>,
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     help: Option<bool>,
@@ -179,6 +189,22 @@ enum Cmd {
         #[command(flatten)]
         input: Input,
     },
+    /// Call a running router's handlers through its control socket (-p or -u
+    /// of the router). Prints what a read returns; exits 1 on an error reply.
+    Ctl {
+        /// The router's control port ([ADDRESS:]PORT; default 7777 on 127.0.0.1).
+        #[arg(short = 'p', long = "port")]
+        port: Option<String>,
+        /// The router's Unix control socket.
+        #[arg(short = 'u', long = "unix-socket")]
+        unix: Option<String>,
+        /// read E.H [PARAM] | write E.H [VALUE] | list | handlers E
+        #[arg(trailing_var_arg = true, required = true)]
+        command: Vec<String>,
+        /// Print help.
+        #[arg(long = "help", action = ArgAction::Help)]
+        help: Option<bool>,
+    },
     /// Print an element class's documentation (or list the classes).
     Doc {
         class: Option<String>,
@@ -279,6 +305,12 @@ fn main() -> ExitCode {
             validate,
             input,
         }),
+        Some(Cmd::Ctl {
+            port,
+            unix,
+            command,
+            ..
+        }) => ExitCode::from(ctl::client(port.as_deref(), unix.as_deref(), &command)),
         Some(Cmd::MakeIpConf { interfaces, linux }) => {
             let mut v = Vec::new();
             for spec in &interfaces {
@@ -449,9 +481,6 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
 }
 
 fn run(a: RunArgs) -> ExitCode {
-    if a.port.is_some() {
-        return fail("-p: control sockets are not available in paraclick yet");
-    }
     let (src, defines) = match load(&a.input) {
         Ok(x) => x,
         Err(e) => return fail(&e),
@@ -487,6 +516,10 @@ fn run(a: RunArgs) -> ExitCode {
         Err(d) => return report_errors(&src, &d),
     };
     if !a.quit {
+        let servers = match ctl::start_servers(&router, &a.port, &a.unix, &a.socket) {
+            Ok(s) => s,
+            Err(e) => return fail(&e),
+        };
         let stopper = router.stopper();
         let stop_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -507,6 +540,10 @@ fn run(a: RunArgs) -> ExitCode {
         router.run();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = watcher.join();
+        // Let a client that stopped the router get its reply.
+        for s in &servers {
+            s.shutdown(std::time::Duration::from_millis(500));
+        }
     }
     let mut status = ExitCode::SUCCESS;
     for (i, h) in a.handlers.iter().enumerate() {

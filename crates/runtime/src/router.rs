@@ -232,6 +232,8 @@ pub(crate) struct Core {
     pub arg_env: ArgEnv,
     /// Per element: packets dropped by its handlers (off the data path).
     pub handler_drops: Box<[AtomicU64]>,
+    /// What the global handlers report, and control sockets' servers.
+    pub info: crate::control::RouterInfo,
 }
 
 impl Core {
@@ -497,11 +499,11 @@ impl Router {
                 .then(|| crate::sched::Profile::new(nthreads, n)),
             arg_env,
             handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            info: crate::control::RouterInfo::new(&graph, reg),
         };
-        let core = Self::initialize(core, opts.check_only)?;
-        Ok(Router {
-            core: Arc::new(core),
-        })
+        let core = Arc::new(Self::initialize(core, opts.check_only)?);
+        crate::control::start_services(&core);
+        Ok(Router { core })
     }
 
     /// Configures every element, early phases first (AddressInfo before
@@ -690,6 +692,13 @@ impl Router {
 
     pub fn read_handler(&self, spec: &str) -> Result<String, String> {
         crate::handler::read(&self.core, spec, None)
+    }
+
+    /// A handle for the control plane (does not keep the router alive).
+    pub fn handle(&self) -> crate::control::RouterHandle {
+        crate::control::RouterHandle {
+            core: Arc::downgrade(&self.core),
+        }
     }
 
     pub fn write_handler(&self, spec: &str, value: &str) -> Result<(), String> {
