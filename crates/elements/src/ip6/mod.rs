@@ -1,0 +1,49 @@
+//! IPv6 elements: header checks and marks, address annotations, hop limit,
+//! route lookup (over [`lpm6::Lpm6`]), ICMPv6 errors, neighbour discovery,
+//! printing, mirroring, encapsulation and a fast UDP source.
+//!
+//! Conventions: the IPv6 header is at the network header annotation (set
+//! by CheckIP6Header or MarkIP6Header with a 40-byte header length); the
+//! destination annotation is `Anno::dst_ip6` (Click's `DST_IP6`).
+
+use paraclick_packet::wire::Ipv6Header;
+use paraclick_packet::Packet;
+use paraclick_runtime::Registry;
+
+pub mod check_ip6_header;
+pub mod dec_ip6_hlim;
+pub mod get_ip6_address;
+pub mod lookup_ip6_route;
+pub mod lpm6;
+pub mod mark_ip6_header;
+pub mod set_ip6_address;
+
+#[cfg(test)]
+pub(crate) mod test_util;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(check_ip6_header::spec());
+    reg.register(dec_ip6_hlim::spec());
+    reg.register(get_ip6_address::spec());
+    reg.register(lookup_ip6_route::spec());
+    reg.alias("RadixIP6Lookup", "LookupIP6Route");
+    reg.alias("DirectIP6Lookup", "LookupIP6Route");
+    reg.register(mark_ip6_header::spec());
+    reg.register(set_ip6_address::spec());
+}
+
+/// A view of the fixed 40 bytes of the packet's IPv6 header (at its
+/// network header annotation); `None` if the annotation is missing or
+/// fewer than 40 bytes follow it. Every accessor is in bounds.
+#[inline]
+pub(crate) fn fixed_ip6_header(p: &mut Packet) -> Option<Ipv6Header<&mut [u8]>> {
+    let nh = p.network_header_mut()?;
+    Some(Ipv6Header::new_unchecked(nh.get_mut(..40)?))
+}
+
+/// Read-only counterpart of [`fixed_ip6_header`].
+#[inline]
+pub(crate) fn fixed_ip6_header_ref(p: &Packet) -> Option<Ipv6Header<&[u8]>> {
+    let nh = p.network_header()?;
+    Some(Ipv6Header::new_unchecked(nh.get(..40)?))
+}
