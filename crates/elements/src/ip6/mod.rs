@@ -13,9 +13,13 @@ use paraclick_runtime::Registry;
 pub mod check_ip6_header;
 pub mod dec_ip6_hlim;
 pub mod get_ip6_address;
+pub mod icmp6_error;
+pub mod ip6_nd_advertiser;
+pub mod ip6_nd_solicitor;
 pub mod lookup_ip6_route;
 pub mod lpm6;
 pub mod mark_ip6_header;
+mod nd;
 pub mod set_ip6_address;
 
 #[cfg(test)]
@@ -25,6 +29,9 @@ pub fn register(reg: &mut Registry) {
     reg.register(check_ip6_header::spec());
     reg.register(dec_ip6_hlim::spec());
     reg.register(get_ip6_address::spec());
+    reg.register(icmp6_error::spec());
+    reg.register(ip6_nd_advertiser::spec());
+    reg.register(ip6_nd_solicitor::spec());
     reg.register(lookup_ip6_route::spec());
     reg.alias("RadixIP6Lookup", "LookupIP6Route");
     reg.alias("DirectIP6Lookup", "LookupIP6Route");
