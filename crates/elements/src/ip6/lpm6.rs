@@ -5,8 +5,8 @@
 //!
 //! One hash table per prefix length (0 to 128), searched by binary search
 //! over the lengths (Waldvogel, Varghese, Turner and Plattner, "Scalable
-//! High Speed IP Routing Lookups", SIGCOMM 1997). The search runs on a
-//! fixed binary tree over the lengths 0..=128: at length `m` it probes
+//! High Speed IP Routing Lookups", SIGCOMM 1997). The search runs on the
+//! binary tree over the lengths present in the table: at length `m` it probes
 //! table `m` with the address masked to `m` bits; a hit means "a longer
 //! match may exist" (go to longer lengths), a miss "no prefix of length
 //! `m` or longer on this path matches" (go shorter). For that to hold,
@@ -16,10 +16,11 @@
 //! longest real prefix of at most its length containing it), so the
 //! answer is the `bmp` of the last hit and a search never backtracks.
 //!
-//! A lookup is therefore at most 8 hash probes (log2 of 129 lengths) and
-//! typically fewer (an empty table is skipped without a probe: no
-//! markers there means no prefix longer on that side): its cost depends
-//! on the address length, not on the number of prefixes. Memory is a few
+//! A lookup is therefore at most 8 hash probes (log2 of 129 lengths), and
+//! log2 of the number of distinct lengths in practice (an Internet table's
+//! dozen common lengths: 3 or 4 probes): its cost depends on the address
+//! length, not on the number of prefixes. (Each probe may miss the cache
+//! once a table outgrows it, as any structure's memory accesses do.) Memory is a few
 //! entries per prefix (the prefix and at most 7 markers; a marker shared
 //! by prefixes under one shorter prefix is counted, not repeated).
 //!
@@ -31,7 +32,9 @@
 //! shorter lengths that hold prefixes), then raises to `P/L` the `bmp` of
 //! every longer entry under `P` whose `bmp` was shorter. Removing it
 //! uncounts its markers and gives the entries whose `bmp` was `P/L` the
-//! best prefix shorter than `L` covering `P`. Those two passes scan the
+//! best prefix shorter than `L` covering `P`. A route of a length not yet
+//! present (or the last of its length) changes the search tree, so then
+//! every marker is rebuilt from the routes instead. Those passes scan the
 //! tables of lengths above `L`, so a handler update costs time linear in
 //! the entries longer than the route; building a table sorts the routes
 //! by length first, which makes those scans empty (a configuration of
@@ -104,25 +107,25 @@ struct Slot {
 const LENGTHS: usize = 129;
 
 /// The lengths at which a prefix of length `len` leaves markers: where
-/// the fixed binary search over 0..=128 turns towards longer lengths on
-/// its way to `len`.
-fn marker_levels(len: u8) -> impl Iterator<Item = u8> {
-    let len = i32::from(len);
-    let (mut lo, mut hi) = (0i32, 128i32);
-    std::iter::from_fn(move || loop {
-        if lo > hi {
-            return None;
+/// the binary search over the present lengths `lens` (sorted) turns
+/// towards longer lengths on its way to `len`.
+fn marker_levels(lens: &[u8], len: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    let (mut lo, mut hi) = (0i32, lens.len() as i32 - 1);
+    while lo <= hi {
+        let mid = ((lo + hi) / 2) as usize;
+        let m = lens[mid];
+        if m == len {
+            break;
         }
-        let mid = (lo + hi) / 2;
-        if mid == len {
-            return None;
+        if len > m {
+            out.push(m);
+            lo = mid as i32 + 1;
+        } else {
+            hi = mid as i32 - 1;
         }
-        if len > mid {
-            lo = mid + 1;
-            return Some(mid as u8);
-        }
-        hi = mid - 1;
-    })
+    }
+    out
 }
 
 /// The IPv6 longest-prefix-match table.
@@ -132,6 +135,9 @@ pub struct Lpm6 {
     truth: HashMap<(u128, u8), u32, Fast>,
     tables: Vec<HashMap<u128, Slot, Fast>>,
     per_len: [u32; LENGTHS],
+    /// The lengths that hold prefixes, ascending: the binary search runs
+    /// over them.
+    lens: Vec<u8>,
 }
 
 impl Default for Lpm6 {
@@ -149,6 +155,7 @@ impl Lpm6 {
             truth: HashMap::default(),
             tables: (0..LENGTHS).map(|_| HashMap::default()).collect(),
             per_len: [0; LENGTHS],
+            lens: Vec::new(),
         }
     }
 
@@ -182,24 +189,21 @@ impl Lpm6 {
     /// The route matching `addr` longest, if any.
     #[inline]
     pub fn lookup(&self, addr: u128) -> Option<&Route6> {
-        let (mut lo, mut hi) = (0i32, 128i32);
+        let lens = &self.lens[..];
+        let (mut lo, mut hi) = (0usize, lens.len());
         let mut best = 0u32;
-        while lo <= hi {
-            let mid = ((lo + hi) / 2) as usize;
-            let t = &self.tables[mid];
-            let hit = if t.is_empty() {
-                None
-            } else {
-                t.get(&(addr & mask128(mid as u8)))
-            };
-            match hit {
+        // Half-open [lo, hi) over the present lengths.
+        while lo < hi {
+            let mid = lo + (hi - lo - 1) / 2;
+            let m = lens[mid];
+            match self.tables[usize::from(m)].get(&(addr & mask128(m))) {
                 Some(s) => {
                     if s.bmp != 0 {
                         best = s.bmp;
                     }
-                    lo = mid as i32 + 1;
+                    lo = mid + 1;
                 }
-                None => hi = mid as i32 - 1,
+                None => hi = mid,
             }
         }
         (best != 0).then(|| &self.routes[best as usize])
@@ -226,10 +230,7 @@ impl Lpm6 {
 
     /// Longest real prefix of length at most `m` containing `key`.
     fn best_up_to(&self, m: u8, key: u128) -> u32 {
-        for l in (0..=m).rev() {
-            if self.per_len[usize::from(l)] == 0 {
-                continue;
-            }
+        for &l in self.lens.iter().rev().filter(|&&l| l <= m) {
             if let Some(&i) = self.truth.get(&(key & mask128(l), l)) {
                 return i;
             }
@@ -265,25 +266,12 @@ impl Lpm6 {
         };
         self.truth.insert(key, idx);
         self.per_len[usize::from(r.len)] += 1;
-        let s = self.tables[usize::from(r.len)].entry(r.addr).or_default();
-        s.route = idx;
-        s.bmp = idx;
-        for m in marker_levels(r.len) {
-            let k = r.addr & mask128(m);
-            if let Some(s) = self.tables[usize::from(m)].get_mut(&k) {
-                s.markers += 1;
-                continue;
-            }
-            let bmp = self.best_up_to(m, k);
-            self.tables[usize::from(m)].insert(
-                k,
-                Slot {
-                    route: 0,
-                    bmp,
-                    markers: 1,
-                },
-            );
+        if self.per_len[usize::from(r.len)] == 1 {
+            // A new length changes the search tree: rebuild the markers.
+            self.rebuild();
+            return None;
         }
+        self.place(idx);
         // Longer entries under the new prefix whose best match was shorter.
         let mask = mask128(r.len);
         for m in usize::from(r.len) + 1..LENGTHS {
@@ -305,6 +293,47 @@ impl Lpm6 {
         None
     }
 
+    /// Puts route `idx` in its length's table and counts (or creates) its
+    /// markers. Longer entries are not touched.
+    fn place(&mut self, idx: u32) {
+        let r = self.routes[idx as usize];
+        let s = self.tables[usize::from(r.len)].entry(r.addr).or_default();
+        s.route = idx;
+        s.bmp = idx;
+        for m in marker_levels(&self.lens, r.len) {
+            let k = r.addr & mask128(m);
+            if let Some(s) = self.tables[usize::from(m)].get_mut(&k) {
+                s.markers += 1;
+                continue;
+            }
+            let bmp = self.best_up_to(m, k);
+            self.tables[usize::from(m)].insert(
+                k,
+                Slot {
+                    route: 0,
+                    bmp,
+                    markers: 1,
+                },
+            );
+        }
+    }
+
+    /// Recomputes the present lengths and every table from the routes,
+    /// shortest first (so no entry ever needs raising).
+    fn rebuild(&mut self) {
+        self.lens = (0..LENGTHS as u8)
+            .filter(|&l| self.per_len[usize::from(l)] != 0)
+            .collect();
+        for t in &mut self.tables {
+            t.clear();
+        }
+        let mut order: Vec<u32> = self.truth.values().copied().collect();
+        order.sort_by_key(|&i| self.routes[i as usize].len);
+        for i in order {
+            self.place(i);
+        }
+    }
+
     /// Removes the route for exactly `addr/len`; returns it.
     pub fn remove(&mut self, addr: u128, len: u8) -> Option<Route6> {
         let len = len.min(128);
@@ -312,6 +341,11 @@ impl Lpm6 {
         let idx = self.truth.remove(&(a, len))?;
         self.per_len[usize::from(len)] -= 1;
         let old = self.routes[idx as usize];
+        if self.per_len[usize::from(len)] == 0 {
+            self.free.push(idx);
+            self.rebuild();
+            return Some(old);
+        }
         let replacement = if len == 0 {
             0
         } else {
@@ -326,7 +360,7 @@ impl Lpm6 {
                 s.bmp = replacement;
             }
         }
-        for m in marker_levels(len) {
+        for m in marker_levels(&self.lens, len) {
             let k = a & mask128(m);
             let t = &mut self.tables[usize::from(m)];
             if let Some(s) = t.get_mut(&k) {
@@ -389,15 +423,16 @@ mod tests {
 
     #[test]
     fn marker_levels_follow_the_search() {
-        assert_eq!(marker_levels(64).count(), 0);
-        assert_eq!(
-            marker_levels(128).collect::<Vec<_>>(),
-            [64, 96, 112, 120, 124, 126, 127]
-        );
-        assert_eq!(marker_levels(0).count(), 0);
-        assert_eq!(marker_levels(48).collect::<Vec<_>>(), [31, 47]);
+        let all: Vec<u8> = (0..=128).collect();
+        assert!(marker_levels(&all, 64).is_empty());
+        assert_eq!(marker_levels(&all, 128), [64, 96, 112, 120, 124, 126, 127]);
+        assert!(marker_levels(&all, 0).is_empty());
+        let some = [16u8, 32, 48, 64];
+        assert_eq!(marker_levels(&some, 16), [] as [u8; 0]);
+        assert_eq!(marker_levels(&some, 48), [32]);
+        assert_eq!(marker_levels(&some, 64), [32, 48]);
         for len in 0..=128u8 {
-            let v: Vec<u8> = marker_levels(len).collect();
+            let v = marker_levels(&all, len);
             assert!(v.len() <= 7);
             assert!(v.iter().all(|&m| m < len));
             assert!(v.windows(2).all(|w| w[0] < w[1]));
@@ -543,6 +578,42 @@ mod tests {
         for r in &sample {
             let probe = r.addr | (rng.u128() & !mask128(r.len));
             assert_eq!(t.lookup(probe).copied(), reference(&truth, probe));
+        }
+    }
+
+    /// Lookup cost against table size: a figure, not an assertion.
+    /// `cargo test --release -p paraclick-elements lpm6_lookup_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn lpm6_lookup_speed() {
+        for n in [1_000usize, 10_000, 200_000] {
+            let mut rng = Rng(99);
+            let routes: Vec<Route6> = (0..n)
+                .map(|_| {
+                    let len = [29u8, 32, 36, 40, 44, 48, 48, 48, 56, 64][rng.below(10) as usize];
+                    Route6::new((0x2u128 << 124) | (rng.u128() >> 4), len, 0, 1)
+                })
+                .collect();
+            let t = Lpm6::from_routes(routes.clone());
+            let probes: Vec<u128> = (0..1 << 16)
+                .map(|i| {
+                    let r = routes[i % routes.len()];
+                    r.addr | (rng.u128() & !mask128(r.len))
+                })
+                .collect();
+            let rounds = 40;
+            let start = std::time::Instant::now();
+            let mut hits = 0u64;
+            for _ in 0..rounds {
+                for &a in &probes {
+                    hits += u64::from(t.lookup(std::hint::black_box(a)).is_some());
+                }
+            }
+            let ns = start.elapsed().as_nanos() as f64 / (rounds * probes.len()) as f64;
+            println!(
+                "lpm6: {n:>7} routes, {} entries: {ns:.1} ns/lookup ({hits} hits)",
+                t.entries()
+            );
         }
     }
 }
