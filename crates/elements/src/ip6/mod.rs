@@ -14,13 +14,17 @@ pub mod check_ip6_header;
 pub mod dec_ip6_hlim;
 pub mod get_ip6_address;
 pub mod icmp6_error;
+pub mod ip6_encap;
+pub mod ip6_mirror;
 pub mod ip6_nd_advertiser;
 pub mod ip6_nd_solicitor;
+pub mod ip6_print;
 pub mod lookup_ip6_route;
 pub mod lpm6;
 pub mod mark_ip6_header;
 mod nd;
 pub mod set_ip6_address;
+pub mod udp_ip6_encap;
 
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -30,13 +34,17 @@ pub fn register(reg: &mut Registry) {
     reg.register(dec_ip6_hlim::spec());
     reg.register(get_ip6_address::spec());
     reg.register(icmp6_error::spec());
+    reg.register(ip6_encap::spec());
+    reg.register(ip6_mirror::spec());
     reg.register(ip6_nd_advertiser::spec());
     reg.register(ip6_nd_solicitor::spec());
+    reg.register(ip6_print::spec());
     reg.register(lookup_ip6_route::spec());
     reg.alias("RadixIP6Lookup", "LookupIP6Route");
     reg.alias("DirectIP6Lookup", "LookupIP6Route");
     reg.register(mark_ip6_header::spec());
     reg.register(set_ip6_address::spec());
+    reg.register(udp_ip6_encap::spec());
 }
 
 /// A view of the fixed 40 bytes of the packet's IPv6 header (at its
@@ -46,11 +54,4 @@ pub fn register(reg: &mut Registry) {
 pub(crate) fn fixed_ip6_header(p: &mut Packet) -> Option<Ipv6Header<&mut [u8]>> {
     let nh = p.network_header_mut()?;
     Some(Ipv6Header::new_unchecked(nh.get_mut(..40)?))
-}
-
-/// Read-only counterpart of [`fixed_ip6_header`].
-#[inline]
-pub(crate) fn fixed_ip6_header_ref(p: &Packet) -> Option<Ipv6Header<&[u8]>> {
-    let nh = p.network_header()?;
-    Some(Ipv6Header::new_unchecked(nh.get(..40)?))
 }
