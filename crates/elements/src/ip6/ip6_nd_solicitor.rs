@@ -269,8 +269,8 @@ impl IP6NDSolicitor {
     fn push_nd(&self, cx: &mut Cx<'_>, batch: Batch) {
         let mut out = Out::default();
         for p in batch {
-            match parse_frame(p.data()) {
-                Some(m) => match m.repr {
+            if let Some(m) = parse_frame(p.data()) {
+                match m.repr {
                     NdRepr::NeighborAdvert { target, lladdr, .. } => {
                         self.advertisements.inc(cx.thread());
                         self.learn(target, lladdr.unwrap_or(m.eth_src), &mut out, true);
@@ -284,8 +284,7 @@ impl IP6NDSolicitor {
                         self.learn(m.src, ll, &mut out, false);
                     }
                     NdRepr::NeighborSolicit { .. } => {}
-                },
-                None => {}
+                }
             }
             // Input 1's packets are consumed (counted as this element's).
             out.dead.push(p);
