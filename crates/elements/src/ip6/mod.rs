@@ -12,6 +12,7 @@ use paraclick_runtime::Registry;
 
 pub mod check_ip6_header;
 pub mod dec_ip6_hlim;
+pub mod fast_udp_source_ip6;
 pub mod get_ip6_address;
 pub mod icmp6_error;
 pub mod ip6_encap;
@@ -32,6 +33,7 @@ pub(crate) mod test_util;
 pub fn register(reg: &mut Registry) {
     reg.register(check_ip6_header::spec());
     reg.register(dec_ip6_hlim::spec());
+    reg.register(fast_udp_source_ip6::spec());
     reg.register(get_ip6_address::spec());
     reg.register(icmp6_error::spec());
     reg.register(ip6_encap::spec());
