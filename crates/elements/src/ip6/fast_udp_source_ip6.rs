@@ -133,11 +133,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
 
 impl FastUDPSourceIP6 {
     fn packet(&self, seq: u64) -> Option<Packet> {
-        let step = if self.interval == 0 {
-            0
-        } else {
-            (seq / self.interval) as u16
-        };
+        let step = seq.checked_div(self.interval).unwrap_or(0) as u16;
         let mut p = Packet::from_slice(&self.frame)?;
         let d = p.data_mut();
         d[54..56].copy_from_slice(&self.sport.wrapping_add(step).to_be_bytes());
