@@ -9,6 +9,7 @@ pub mod control;
 pub mod ethernet;
 pub mod icmp;
 pub mod ip;
+pub mod ip6;
 pub mod ipfilter;
 pub mod iproute;
 pub mod ipsec;
@@ -37,6 +38,7 @@ pub fn register_all(reg: &mut Registry) {
     control::register(reg);
     ethernet::register(reg);
     ip::register(reg);
+    ip6::register(reg);
     iproute::register(reg);
     ipsec::register(reg);
     icmp::register(reg);

@@ -83,6 +83,18 @@ fn run_script(script: &str, limit: Duration, done: &str) -> String {
     text
 }
 
+/// IPv6 (tests/netns/ip6.sh): ping -6 with neighbour discovery by the
+/// router's own elements, time exceeded, TCP over IPv6 at -j 1 and -j 2,
+/// packet too big and path MTU discovery, and the dual-stack router.
+#[test]
+fn real_hosts_over_ipv6_and_dual_stack() {
+    run_script(
+        "ip6.sh",
+        Duration::from_secs(180),
+        "netns test: all checks passed",
+    );
+}
+
 #[test]
 fn real_hosts_ping_ttl_tcp_and_pmtu_through_the_router() {
     run_script(
