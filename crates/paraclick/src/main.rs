@@ -1,8 +1,8 @@
 //! `paraclick`: run, check, draw and document Click configurations.
 
 mod bench;
-mod harness;
 mod ctl;
+mod harness;
 mod make_ip_conf;
 mod mlffr;
 mod model_cmd;

@@ -315,6 +315,9 @@ impl FromArg for Ipv6Addr {
         }
         Err(format!("expected {}, not '{}'", Self::WHAT, s))
     }
+    fn placeholder() -> Self {
+        Ipv6Addr::UNSPECIFIED
+    }
 }
 
 impl FromArg for Ipv6Prefix {
@@ -343,6 +346,9 @@ impl FromArg for Ipv6Prefix {
             }
         }
         Err(format!("expected {}, not '{}'", Self::WHAT, s))
+    }
+    fn placeholder() -> Self {
+        Ipv6Prefix::host(Ipv6Addr::UNSPECIFIED)
     }
 }
 

@@ -36,9 +36,7 @@ use paraclick_packet::wire::ipv6::addr;
 use paraclick_packet::wire::Ipv6Header;
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 use std::net::Ipv6Addr;
 
 pub struct CheckIP6Header {
@@ -49,24 +47,24 @@ pub struct CheckIP6Header {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CheckIP6Header", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckIP6Header", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIP6Header, String> {
     let mut a = cx.args();
-    let bad = a.read_p::<String>("BADADDRS")?;
-    let offset = a.read_p::<usize>("OFFSET")?.unwrap_or(0);
+    let bad = a.read_p::<String>("BADADDRS");
+    let offset = a.read_p::<usize>("OFFSET").unwrap_or(0);
     a.complete()?;
     let mut addrs = Vec::new();
     for w in bad.as_deref().unwrap_or("").split_whitespace() {
         addrs.push(Ipv6Addr::from_arg(w, cx.env).map_err(|e| format!("BADADDRS: {e}"))?);
     }
-    Ok(Box::new(CheckIP6Header {
+    Ok(CheckIP6Header {
         bad: addrs,
         offset,
         count: Counter::new(cx.nthreads),
         drops: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 impl CheckIP6Header {
@@ -92,12 +90,11 @@ impl CheckIP6Header {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("count"), HandlerInfo::read("drops")];
-
-impl Element for CheckIP6Header {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for CheckIP6Header {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::read("drops", |e, _| e.drops.get().to_string()),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -115,18 +112,6 @@ impl Element for CheckIP6Header {
                 self.drops.inc(cx.thread());
                 Verdict::Out(1)
             }
-        }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "count" => Some(self.count.get().to_string()),
-            "drops" => Some(self.drops.get().to_string()),
-            _ => None,
         }
     }
 }

@@ -31,11 +31,8 @@
 //!     dh[1] -> ICMP6Error(2001:db8::1, timeexceeded, 0) -> rt;
 
 use super::fixed_ip6_header;
-use crate::util::parse_bool;
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct DecIP6HLIM {
@@ -44,25 +41,31 @@ pub struct DecIP6HLIM {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("DecIP6HLIM", "1/1-2", "a/ah", make)
+    ClassSpec::action("DecIP6HLIM", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<DecIP6HLIM, String> {
     let mut a = cx.args();
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
     a.complete()?;
-    Ok(Box::new(DecIP6HLIM {
+    Ok(DecIP6HLIM {
         active: AtomicBool::new(active),
         drops: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops"), HandlerInfo::rw("active")];
-
-impl Element for DecIP6HLIM {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for DecIP6HLIM {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("drops", |e, _| e.drops.get().to_string()),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -79,27 +82,6 @@ impl Element for DecIP6HLIM {
         }
         h.set_hop_limit(hl - 1);
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "drops" => Some(self.drops.get().to_string()),
-            "active" => Some(self.active.load(Ordering::Relaxed).to_string()),
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "active").then(|| parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)))
     }
 }
 

@@ -37,13 +37,10 @@
 //!     FastUDPSourceIP6(100000, 500000, 62, 2:0:0:0:1:2, 2001:db8:1::2, 1234,
 //!                      2:0:0:0:1:1, 2001:db8:2::2, 9) -> ToDevice(eth0);
 
-use crate::util::parse_bool;
 use paraclick_packet::wire::ipv6::upper_layer_checksum;
 use paraclick_packet::wire::{EtherAddr, Ipv6Header, Ipv6Repr};
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -73,24 +70,24 @@ pub struct FastUDPSourceIP6 {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FastUDPSourceIP6", "0/1", "h", make)
+    ClassSpec::element("FastUDPSourceIP6", "0/1", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<FastUDPSourceIP6, String> {
     let mut a = cx.args();
-    let rate = a.read_mp::<f64>("RATE")?;
-    let limit = a.read_mp::<i64>("LIMIT")?;
-    let len = a.read_mp::<usize>("LENGTH")?;
-    let src_eth = a.read_mp::<EtherAddr>("SRCETH")?;
-    let src = a.read_mp::<Ipv6Addr>("SRCIP6")?;
-    let sport = a.read_mp::<u16>("SPORT")?;
-    let dst_eth = a.read_mp::<EtherAddr>("DSTETH")?;
-    let dst = a.read_mp::<Ipv6Addr>("DSTIP6")?;
-    let dport = a.read_mp::<u16>("DPORT")?;
-    let checksum = a.read_p::<bool>("CHECKSUM")?.unwrap_or(true);
-    let interval = a.read_p::<u64>("INTERVAL")?.unwrap_or(0);
-    let active = a.read_p::<bool>("ACTIVE")?.unwrap_or(true);
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
+    let rate = a.read_mp::<f64>("RATE");
+    let limit = a.read_mp::<i64>("LIMIT");
+    let len = a.read_mp::<usize>("LENGTH");
+    let src_eth = a.read_mp::<EtherAddr>("SRCETH");
+    let src = a.read_mp::<Ipv6Addr>("SRCIP6");
+    let sport = a.read_mp::<u16>("SPORT");
+    let dst_eth = a.read_mp::<EtherAddr>("DSTETH");
+    let dst = a.read_mp::<Ipv6Addr>("DSTIP6");
+    let dport = a.read_mp::<u16>("DPORT");
+    let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
+    let interval = a.read_p::<u64>("INTERVAL").unwrap_or(0);
+    let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
     a.complete()?;
     if !(rate >= 0.0 && rate.is_finite()) {
         return Err("RATE must be a number of packets per second, 0 or more".into());
@@ -114,7 +111,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     }
     .emit(&mut Ipv6Header::new_unchecked(&mut frame[14..54]));
     frame[58..60].copy_from_slice(&((len - 54) as u16).to_be_bytes());
-    Ok(Box::new(FastUDPSourceIP6 {
+    Ok(FastUDPSourceIP6 {
         frame,
         src,
         dst,
@@ -128,7 +125,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         active: AtomicBool::new(active),
         state: Mutex::new(State::default()),
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 impl FastUDPSourceIP6 {
@@ -152,14 +149,41 @@ impl FastUDPSourceIP6 {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("rate"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::write("reset"),
-];
+impl FastUDPSourceIP6 {
+    fn rate_text(&self) -> String {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let done = self.limit >= 0 && s.sent >= self.limit as u64;
+        match (done, s.start, s.last) {
+            (true, Some(a), Some(b)) if b > a && s.sent > 1 => {
+                format!(
+                    "{:.0}",
+                    (s.sent - 1) as f64 / b.duration_since(a).as_secs_f64()
+                )
+            }
+            _ => format!("{}", self.rate),
+        }
+    }
+}
 
 impl Element for FastUDPSourceIP6 {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::read("rate", |e, _| e.rate_text()),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::write("reset", |e, _, _| {
+            *e.state.lock().unwrap_or_else(|e| e.into_inner()) = State::default();
+            e.count.reset();
+            Ok(())
+        }),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         ix.add_task();
         Ok(())
@@ -206,48 +230,6 @@ impl Element for FastUDPSourceIP6 {
         self.count.add(cx.thread(), b.len() as u64);
         cx.push(0, b);
         true
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "count" => Some(self.count.get().to_string()),
-            "active" => Some(self.active.load(Ordering::Relaxed).to_string()),
-            "rate" => {
-                let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                let done = self.limit >= 0 && s.sent >= self.limit as u64;
-                Some(match (done, s.start, s.last) {
-                    (true, Some(a), Some(b)) if b > a && s.sent > 1 => {
-                        format!(
-                            "{:.0}",
-                            (s.sent - 1) as f64 / b.duration_since(a).as_secs_f64()
-                        )
-                    }
-                    _ => format!("{}", self.rate),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "active" => Some(parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed))),
-            "reset" => {
-                *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::default();
-                self.count.reset();
-                Some(Ok(()))
-            }
-            _ => None,
-        }
     }
 }
 

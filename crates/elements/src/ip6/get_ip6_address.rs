@@ -16,7 +16,7 @@
 //!     ... -> CheckIP6Header -> GetIP6Address(24) -> LookupIP6Route(...);
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv6Addr;
 
 pub struct GetIP6Address {
@@ -24,21 +24,17 @@ pub struct GetIP6Address {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("GetIP6Address", "1/1", "a", make)
+    ClassSpec::action("GetIP6Address", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<GetIP6Address, String> {
     let mut a = cx.args();
-    let offset = a.read_mp::<usize>("OFFSET")?;
+    let offset = a.read_mp::<usize>("OFFSET");
     a.complete()?;
-    Ok(Box::new(GetIP6Address { offset }))
+    Ok(GetIP6Address { offset })
 }
 
-impl Element for GetIP6Address {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for GetIP6Address {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(b) = p.data().get(self.offset..self.offset + 16) else {

@@ -54,7 +54,7 @@ use paraclick_packet::wire::ipv6::{addr, next_header, ExtHeaderIter};
 use paraclick_packet::wire::{Ipv6Header, Ipv6Repr};
 use paraclick_packet::{Packet, PacketType, Timestamp};
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::RwLock;
@@ -68,7 +68,7 @@ pub struct ICMP6Error {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ICMP6Error", "1/1", "a", make)
+    ClassSpec::action("ICMP6Error", "1/1", "a", make)
 }
 
 const TYPES: &[(&str, u8)] = &[
@@ -102,14 +102,14 @@ fn named(s: &str, names: &[(&str, u8)], what: &str) -> Result<u8, String> {
     u8::from_arg(s, &ArgEnv::default()).map_err(|_| format!("{what}: unknown name '{s}'"))
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ICMP6Error, String> {
     let mut a = cx.args();
-    let src = a.read_mp::<Ipv6Addr>("SRC")?;
-    let ty = a.read_mp::<String>("TYPE")?;
-    let code = a.read_p::<String>("CODE")?;
-    let mtu = a.read::<u32>("MTU")?.unwrap_or(1280);
-    let pmtu = a.read::<u32>("PMTU")?.unwrap_or(1280);
-    let _ = a.read::<bool>("SET_FIX_ANNO")?;
+    let src = a.read_mp::<Ipv6Addr>("SRC");
+    let ty = a.read_mp::<String>("TYPE");
+    let code = a.read_p::<String>("CODE");
+    let mtu = a.read::<u32>("MTU").unwrap_or(1280);
+    let pmtu = a.read::<u32>("PMTU").unwrap_or(1280);
+    let _ = a.read::<bool>("SET_FIX_ANNO");
     a.complete()?;
     let ty = named(&ty, TYPES, "TYPE")?;
     if !(1..=4).contains(&ty) {
@@ -124,13 +124,13 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if !(96..=65535).contains(&mtu) {
         return Err(format!("MTU must be between 96 and 65535, not {mtu}"));
     }
-    Ok(Box::new(ICMP6Error {
+    Ok(ICMP6Error {
         src: RwLock::new(src),
         ty,
         code,
         mtu: mtu as usize,
         pmtu: AtomicU32::new(pmtu),
-    }))
+    })
 }
 
 impl ICMP6Error {
@@ -203,12 +203,25 @@ impl ICMP6Error {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("src"), HandlerInfo::rw("pmtu")];
-
-impl Element for ICMP6Error {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for ICMP6Error {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "src",
+            |e, _| e.src.read().unwrap_or_else(|e| e.into_inner()).to_string(),
+            |e, v, hx| {
+                *e.src.write().unwrap_or_else(|e| e.into_inner()) = hx.arg(v)?;
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "pmtu",
+            |e, _| e.pmtu.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.pmtu.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+    ];
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.error_for(p) {
@@ -217,39 +230,6 @@ impl Element for ICMP6Error {
                 Verdict::Out(0)
             }
             None => Verdict::Drop,
-        }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "src" => Some(
-                self.src
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .to_string(),
-            ),
-            "pmtu" => Some(self.pmtu.load(Ordering::Relaxed).to_string()),
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        let env = ArgEnv::default();
-        match name {
-            "src" => Some(Ipv6Addr::from_arg(v, &env).map(|a| {
-                *self.src.write().unwrap_or_else(|e| e.into_inner()) = a;
-            })),
-            "pmtu" => Some(u32::from_arg(v, &env).map(|m| self.pmtu.store(m, Ordering::Relaxed))),
-            _ => None,
         }
     }
 }

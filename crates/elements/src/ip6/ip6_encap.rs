@@ -24,7 +24,7 @@ use paraclick_packet::wire::{Ipv6Header, Ipv6Repr};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv6Addr;
 
 pub struct IP6Encap {
@@ -37,28 +37,28 @@ pub struct IP6Encap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IP6Encap", "1/1", "a", make)
+    ClassSpec::action("IP6Encap", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Encap, String> {
     let mut a = cx.args();
-    let proto = a.read_mp::<u8>("PROTO")?;
-    let src = a.read_mp::<Ipv6Addr>("SRC")?;
-    let dst = a.read_mp::<Raw>("DST")?.0;
-    let hlim = a.read_p::<u8>("HLIM")?.unwrap_or(250);
-    let class = a.read_p::<u8>("CLASS")?.unwrap_or(0);
+    let proto = a.read_mp::<u8>("PROTO");
+    let src = a.read_mp::<Ipv6Addr>("SRC");
+    let dst = a.read_mp::<Raw>("DST").0;
+    let hlim = a.read_p::<u8>("HLIM").unwrap_or(250);
+    let class = a.read_p::<u8>("CLASS").unwrap_or(0);
     a.complete()?;
     let dst = match dst.as_str() {
         "DST_ANNO" => None,
         d => Some(Ipv6Addr::from_arg(d, cx.env).map_err(|e| format!("DST: {e}"))?),
     };
-    Ok(Box::new(IP6Encap {
+    Ok(IP6Encap {
         proto,
         src,
         dst,
         hlim,
         class,
-    }))
+    })
 }
 
 /// Prepends the IPv6 header of `r` (its payload length is set from the
@@ -74,11 +74,7 @@ pub(crate) fn prepend_ip6(p: &mut Packet, mut r: Ipv6Repr) -> bool {
     true
 }
 
-impl Element for IP6Encap {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for IP6Encap {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let dst = self.dst.unwrap_or_else(|| p.anno().dst_ip6());
         let r = Ipv6Repr {

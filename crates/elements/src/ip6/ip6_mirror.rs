@@ -20,24 +20,20 @@
 use paraclick_packet::wire::ipv6::next_header;
 use paraclick_packet::wire::Ipv6Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct IP6Mirror;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IP6Mirror", "1/1", "a", make)
+    ClassSpec::action("IP6Mirror", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Mirror, String> {
     cx.args().complete()?;
-    Ok(Box::new(IP6Mirror))
+    Ok(IP6Mirror)
 }
 
-impl Element for IP6Mirror {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for IP6Mirror {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(nh) = p.network_header_mut() else {
             return Verdict::Drop;

@@ -42,9 +42,7 @@ use paraclick_packet::wire::icmpv6::{nd_flags, NdRepr};
 use paraclick_packet::wire::{EtherAddr, Ipv6Prefix};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
@@ -55,12 +53,12 @@ pub struct IP6NDAdvertiser {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IP6NDAdvertiser", "1/1", "a", make)
+    ClassSpec::action("IP6NDAdvertiser", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDAdvertiser, String> {
     let mut a = cx.args();
-    let router = a.read::<bool>("ROUTER")?.unwrap_or(false);
+    let router = a.read::<bool>("ROUTER").unwrap_or(false);
     let rest = a.rest();
     a.complete()?;
     let mut entries = Vec::new();
@@ -81,11 +79,11 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if entries.is_empty() {
         return Err("expected at least one 'IP6/LEN ETH' entry".into());
     }
-    Ok(Box::new(IP6NDAdvertiser {
+    Ok(IP6NDAdvertiser {
         entries,
         router,
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 impl IP6NDAdvertiser {
@@ -131,12 +129,17 @@ impl IP6NDAdvertiser {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("table"), HandlerInfo::read("count")];
-
-impl Element for IP6NDAdvertiser {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IP6NDAdvertiser {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("table", |e, _| {
+            let mut s = String::new();
+            for (p, en) in &e.entries {
+                let _ = writeln!(s, "{p} {en}");
+            }
+            s
+        }),
+        Handler::read("count", |e, _| e.count.get().to_string()),
+    ];
 
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.answer(p) {
@@ -146,24 +149,6 @@ impl Element for IP6NDAdvertiser {
                 Verdict::Out(0)
             }
             None => Verdict::Drop,
-        }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "table" => {
-                let mut s = String::new();
-                for (p, e) in &self.entries {
-                    let _ = writeln!(s, "{p} {e}");
-                }
-                Some(s)
-            }
-            "count" => Some(self.count.get().to_string()),
-            _ => None,
         }
     }
 }

@@ -63,10 +63,8 @@ use paraclick_packet::wire::icmpv6::NdRepr;
 use paraclick_packet::wire::ipv6::addr;
 use paraclick_packet::wire::{ethertype, EtherAddr};
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::args::{ArgEnv, FromArg, Raw};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::args::{FromArg, Raw};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
@@ -95,29 +93,28 @@ pub struct IP6NDSolicitor {
     advertisements: Counter,
     /// Entries a handler cleared: their packets, dropped by the timer.
     graveyard: Mutex<Vec<Packet>>,
-    env: ArgEnv,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IP6NDSolicitor", "2/1-2", "h", make)
+    ClassSpec::element("IP6NDSolicitor", "2/1-2", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDSolicitor, String> {
     let mut a = cx.args();
-    let name = a.read_mp::<Raw>("IP")?.0;
+    let name = a.read_mp::<Raw>("IP").0;
     let ip = Ipv6Addr::from_arg(&name, cx.env).map_err(|e| format!("IP: {e}"))?;
-    let eth = match a.read_p::<EtherAddr>("ETH")? {
+    let eth = match a.read_p::<EtherAddr>("ETH") {
         Some(e) => e,
         None => EtherAddr::from_arg(&name, cx.env)
             .map_err(|_| "missing mandatory ETH argument".to_string())?,
     };
-    let capacity = a.read::<usize>("CAPACITY")?.unwrap_or(16);
+    let capacity = a.read::<usize>("CAPACITY").unwrap_or(16);
     let timeout = a
-        .read::<Duration>("TIMEOUT")?
+        .read::<Duration>("TIMEOUT")
         .unwrap_or(Duration::from_secs(300));
-    let retries = a.read::<u32>("RETRIES")?.unwrap_or(3).max(1);
+    let retries = a.read::<u32>("RETRIES").unwrap_or(3).max(1);
     a.complete()?;
-    Ok(Box::new(IP6NDSolicitor {
+    Ok(IP6NDSolicitor {
         ip,
         eth,
         capacity: capacity.max(1),
@@ -127,8 +124,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         solicitations: Counter::new(cx.nthreads),
         advertisements: Counter::new(cx.nthreads),
         graveyard: Mutex::new(Vec::new()),
-        env: cx.env.clone(),
-    }))
+    })
 }
 
 #[derive(Default)]
@@ -310,15 +306,36 @@ impl IP6NDSolicitor {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::read("solicitations"),
-    HandlerInfo::read("advertisements"),
-    HandlerInfo::write("insert"),
-    HandlerInfo::write("clear"),
-];
-
 impl Element for IP6NDSolicitor {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("table", |e, _| e.table_text()),
+        Handler::read("solicitations", |e, _| e.solicitations.get().to_string()),
+        Handler::read("advertisements", |e, _| e.advertisements.get().to_string()),
+        Handler::write("insert", |e, v, hx| {
+            let mut w = v.split_whitespace();
+            let ip: Ipv6Addr = hx.arg(w.next().ok_or("expected 'IP6 ETH'")?)?;
+            let eth: EtherAddr = hx.arg(w.next().ok_or("expected 'IP6 ETH'")?)?;
+            let mut t = e.lock();
+            let en = t.entry(ip).or_insert_with(|| Entry {
+                eth: None,
+                when: Instant::now(),
+                tries: 0,
+                pending: VecDeque::new(),
+            });
+            en.eth = Some(eth);
+            en.when = Instant::now();
+            Ok(())
+        }),
+        Handler::write("clear", |e, _, _| {
+            let mut t = e.lock();
+            let mut g = e.graveyard.lock().unwrap_or_else(|e| e.into_inner());
+            for (_, mut en) in t.drain() {
+                g.extend(en.pending.drain(..));
+            }
+            Ok(())
+        }),
+    ];
+
     fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
         if port == 0 {
             self.push_ip(cx, batch);
@@ -380,53 +397,6 @@ impl Element for IP6NDSolicitor {
     fn queued(&self) -> usize {
         self.lock().values().map(|e| e.pending.len()).sum::<usize>()
             + self.graveyard.lock().map(|g| g.len()).unwrap_or(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "table" => Some(self.table_text()),
-            "solicitations" => Some(self.solicitations.get().to_string()),
-            "advertisements" => Some(self.advertisements.get().to_string()),
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "insert" => Some((|| {
-                let mut w = v.split_whitespace();
-                let ip = Ipv6Addr::from_arg(w.next().ok_or("expected 'IP6 ETH'")?, &self.env)?;
-                let eth = EtherAddr::from_arg(w.next().ok_or("expected 'IP6 ETH'")?, &self.env)?;
-                let mut t = self.lock();
-                let e = t.entry(ip).or_insert_with(|| Entry {
-                    eth: None,
-                    when: Instant::now(),
-                    tries: 0,
-                    pending: VecDeque::new(),
-                });
-                e.eth = Some(eth);
-                e.when = Instant::now();
-                Ok(())
-            })()),
-            "clear" => {
-                let mut t = self.lock();
-                let mut g = self.graveyard.lock().unwrap_or_else(|e| e.into_inner());
-                for (_, mut e) in t.drain() {
-                    g.extend(e.pending.drain(..));
-                }
-                Some(Ok(()))
-            }
-            _ => None,
-        }
     }
 }
 

@@ -34,12 +34,11 @@
 //!
 //!     ... -> CheckIP6Header -> IP6Print(in) -> ...
 
-use crate::util::parse_bool;
 use paraclick_packet::wire::icmpv6::{icmpv6_type, Icmpv6Header};
 use paraclick_packet::wire::ipv6::next_header;
 use paraclick_packet::wire::Ipv6Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,14 +51,14 @@ pub struct IP6Print {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IP6Print", "1/1", "a", make)
+    ClassSpec::action("IP6Print", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Print, String> {
     let mut a = cx.args();
-    let label = a.read_p::<String>("LABEL")?.unwrap_or_default();
-    let outfile = a.read::<String>("OUTFILE")?;
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let label = a.read_p::<String>("LABEL").unwrap_or_default();
+    let outfile = a.read::<String>("OUTFILE");
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
     a.complete()?;
     let outfile = match outfile {
         Some(name) => Some(Mutex::new(
@@ -67,11 +66,11 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         )),
         None => None,
     };
-    Ok(Box::new(IP6Print {
+    Ok(IP6Print {
         label,
         active: AtomicBool::new(active),
         outfile,
-    }))
+    })
 }
 
 /// The line for one packet (without label or newline).
@@ -138,12 +137,15 @@ pub fn format_ip6(p: &Packet) -> String {
     s
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("active")];
-
-impl Element for IP6Print {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IP6Print {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "active",
+        |e, _| e.active.load(Ordering::Relaxed).to_string(),
+        |e, v, hx| {
+            e.active.store(hx.arg(v)?, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {
@@ -168,23 +170,6 @@ impl Element for IP6Print {
             }
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "active").then(|| self.active.load(Ordering::Relaxed).to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "active").then(|| parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)))
     }
 }
 

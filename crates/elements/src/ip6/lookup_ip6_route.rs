@@ -50,7 +50,7 @@ use paraclick_packet::wire::ipv6::mask128;
 use paraclick_packet::wire::Ipv6Prefix;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 use std::sync::Mutex;
@@ -63,7 +63,7 @@ pub struct LookupIP6Route {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("LookupIP6Route", "1/-", "h", make)
+    ClassSpec::element("LookupIP6Route", "1/-", "h", make)
 }
 
 /// A parsed route; `port` is `None` when left out (only `remove`).
@@ -138,7 +138,7 @@ pub fn parse_route6(s: &str, env: &ArgEnv, remove: bool) -> Result<RouteSpec6, S
     })
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<LookupIP6Route, String> {
     let args = cx.args().rest_all();
     let env = cx.env.clone();
     let mut routes = Vec::new();
@@ -165,22 +165,13 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if !errs.is_empty() {
         return Err(errs.join("; "));
     }
-    Ok(Box::new(LookupIP6Route {
+    Ok(LookupIP6Route {
         table: ShardedLock::new(Lpm6::from_routes(routes)),
         noutputs: cx.noutputs,
         env,
         last_lookup: Mutex::new(String::new()),
-    }))
+    })
 }
-
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::rw("lookup"),
-    HandlerInfo::write("add"),
-    HandlerInfo::write("set"),
-    HandlerInfo::write("remove"),
-    HandlerInfo::read("count"),
-];
 
 fn route_line(out: &mut String, r: &Route6) {
     let _ = writeln!(
@@ -265,6 +256,33 @@ impl LookupIP6Route {
 }
 
 impl Element for LookupIP6Route {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("table", |e, _| {
+            let mut s = String::new();
+            for r in e.read_table().routes_sorted() {
+                route_line(&mut s, &r);
+            }
+            s
+        }),
+        Handler::<Self>::read_param("lookup", |e, p, _| match p {
+            Some(p) => e.lookup_text(p),
+            None => Ok(e
+                .last_lookup
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()),
+        })
+        .write_with(|e, v, _| {
+            let s = e.lookup_text(v)?;
+            *e.last_lookup.lock().unwrap_or_else(|e| e.into_inner()) = s;
+            Ok(())
+        }),
+        Handler::write("add", |e, v, _| e.update("add", v)),
+        Handler::write("set", |e, v, _| e.update("set", v)),
+        Handler::write("remove", |e, v, _| e.update("remove", v)),
+        Handler::read("count", |e, _| e.read_table().len().to_string()),
+    ];
+
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         if batch.is_empty() {
             return;
@@ -325,54 +343,6 @@ impl Element for LookupIP6Route {
             }
         }
     }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "table" => {
-                let mut s = String::new();
-                for r in self.read_table().routes_sorted() {
-                    route_line(&mut s, &r);
-                }
-                Some(s)
-            }
-            "count" => Some(self.read_table().len().to_string()),
-            "lookup" => Some(
-                self.last_lookup
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone(),
-            ),
-            _ => None,
-        }
-    }
-
-    fn read_handler_param(
-        &self,
-        name: &str,
-        param: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<String, String>> {
-        (name == "lookup").then(|| self.lookup_text(param))
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "add" | "set" | "remove" => Some(self.update(name, v)),
-            "lookup" => Some(self.lookup_text(v).map(|s| {
-                *self.last_lookup.lock().unwrap_or_else(|e| e.into_inner()) = s;
-            })),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -421,34 +391,6 @@ mod tests {
         );
         assert_eq!(h.output(0).len(), 1);
         assert_eq!(h.drops(), 2);
-    }
-
-    #[test]
-    fn handlers() {
-        let h = harness(RT, 3);
-        assert_eq!(h.read("count").unwrap(), "4");
-        let t = h.read("table").unwrap();
-        assert_eq!(t.lines().count(), 4);
-        assert!(t.contains("2001:db8:2::/64\t::\t2"), "{t}");
-        assert!(t.contains("::/0\t2001:db8:2::2\t2"), "{t}");
-        let rt = h.router.element::<LookupIP6Route>("e").unwrap();
-        assert_eq!(rt.lookup(a6("2001:db8:1::1")), Some((0, a6("::"))));
-        h.write("lookup", "2001:db8:1::3").unwrap();
-        assert_eq!(h.read("lookup").unwrap(), "1 ::");
-        h.write("add", "2001:db8:1::/80 2").unwrap();
-        assert!(h.write("add", "2001:db8:1::/80 1").is_err());
-        h.write("set", "2001:db8:1::/80 fe80::1 1").unwrap();
-        assert_eq!(rt.lookup(a6("2001:db8:1::3")), Some((1, a6("fe80::1"))));
-        assert!(h.write("remove", "2001:db8:1::/80 fe80::2 1").is_err());
-        h.write("remove", "2001:db8:1::/80").unwrap();
-        h.write("remove", "::/0").unwrap();
-        assert_eq!(rt.lookup(a6("3000::1")), None);
-        h.write("lookup", "3000::1").unwrap();
-        assert_eq!(h.read("lookup").unwrap(), "-1");
-        assert!(h.write("add", "2001::/16 3").is_err(), "bad output");
-        assert!(h.write("add", "2001::/16").is_err());
-        assert!(h.write("add", "x 1").is_err());
-        assert!(h.write("lookup", "1.2.3.4").is_err());
     }
 
     #[test]

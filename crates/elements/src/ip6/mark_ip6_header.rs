@@ -16,28 +16,24 @@
 //!     FromDevice(eth0) -> Classifier(12/86dd) -> MarkIP6Header(14) -> IP6Print;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct MarkIP6Header {
     offset: usize,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("MarkIP6Header", "1/1", "a", make)
+    ClassSpec::action("MarkIP6Header", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIP6Header, String> {
     let mut a = cx.args();
-    let offset = a.read_p::<usize>("OFFSET")?.unwrap_or(0);
+    let offset = a.read_p::<usize>("OFFSET").unwrap_or(0);
     a.complete()?;
-    Ok(Box::new(MarkIP6Header { offset }))
+    Ok(MarkIP6Header { offset })
 }
 
-impl Element for MarkIP6Header {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for MarkIP6Header {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < self.offset + 40 {

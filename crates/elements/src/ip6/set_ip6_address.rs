@@ -17,8 +17,7 @@
 //!     ... -> SetIP6Address(2001:db8::1) -> IP6NDSolicitor(...);
 
 use paraclick_packet::Packet;
-use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,19 +27,19 @@ pub struct SetIP6Address {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SetIP6Address", "1/1", "a", make)
+    ClassSpec::action("SetIP6Address", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SetIP6Address, String> {
     let mut a = cx.args();
-    let addr = a.read_mp::<Ipv6Addr>("ADDR")?;
+    let addr = a.read_mp::<Ipv6Addr>("ADDR");
     a.complete()?;
     let e = SetIP6Address {
         hi: AtomicU64::new(0),
         lo: AtomicU64::new(0),
     };
     e.store(addr);
-    Ok(Box::new(e))
+    Ok(e)
 }
 
 impl SetIP6Address {
@@ -57,34 +56,20 @@ impl SetIP6Address {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("addr")];
-
-impl Element for SetIP6Address {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for SetIP6Address {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "addr",
+        |e, _| e.load().to_string(),
+        |e, v, hx| {
+            e.store(hx.arg(v)?);
+            Ok(())
+        },
+    )];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         p.anno_mut().set_dst_ip6(self.load());
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "addr").then(|| self.load().to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "addr").then(|| Ipv6Addr::from_arg(v, &ArgEnv::default()).map(|a| self.store(a)))
     }
 }
 

@@ -21,7 +21,7 @@ use super::ip6_encap::prepend_ip6;
 use paraclick_packet::wire::ipv6::upper_layer_checksum;
 use paraclick_packet::wire::Ipv6Repr;
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv6Addr;
 
 pub struct UDPIP6Encap {
@@ -33,31 +33,27 @@ pub struct UDPIP6Encap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("UDPIP6Encap", "1/1", "a", make)
+    ClassSpec::action("UDPIP6Encap", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIP6Encap, String> {
     let mut a = cx.args();
-    let src = a.read_mp::<Ipv6Addr>("SRC")?;
-    let sport = a.read_mp::<u16>("SPORT")?;
-    let dst = a.read_mp::<Ipv6Addr>("DST")?;
-    let dport = a.read_mp::<u16>("DPORT")?;
-    let checksum = a.read_p::<bool>("CHECKSUM")?.unwrap_or(true);
+    let src = a.read_mp::<Ipv6Addr>("SRC");
+    let sport = a.read_mp::<u16>("SPORT");
+    let dst = a.read_mp::<Ipv6Addr>("DST");
+    let dport = a.read_mp::<u16>("DPORT");
+    let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
     a.complete()?;
-    Ok(Box::new(UDPIP6Encap {
+    Ok(UDPIP6Encap {
         src,
         sport,
         dst,
         dport,
         checksum,
-    }))
+    })
 }
 
-impl Element for UDPIP6Encap {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for UDPIP6Encap {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let len = p.len() + 8;
         if len > 65535 || p.push(8).is_err() {

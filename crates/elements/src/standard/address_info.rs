@@ -212,23 +212,17 @@ mod tests {
         assert_eq!(e.ip6, Some("2001:db8:1::1".parse().unwrap()));
         assert_eq!(e.prefix6_len, Some(64));
         let mut a = Args::new("if0, if0, if0:ip6, if0, h6", &env);
+        assert_eq!(a.read_p::<Ipv4Addr>("A"), Some(Ipv4Addr::new(10, 0, 1, 1)));
         assert_eq!(
-            a.read_p::<Ipv4Addr>("A").unwrap(),
-            Some(Ipv4Addr::new(10, 0, 1, 1))
-        );
-        assert_eq!(
-            a.read_p::<Ipv6Addr>("B").unwrap(),
+            a.read_p::<Ipv6Addr>("B"),
             Some("2001:db8:1::1".parse().unwrap())
         );
-        assert_eq!(a.read_p::<Ipv6Prefix>("C").unwrap().unwrap().len, 128);
+        assert_eq!(a.read_p::<Ipv6Prefix>("C").unwrap().len, 128);
         assert_eq!(
-            a.read_p::<Ipv6Prefix>("D").unwrap().unwrap().to_string(),
+            a.read_p::<Ipv6Prefix>("D").unwrap().to_string(),
             "2001:db8:1::1/64"
         );
-        assert_eq!(
-            a.read_p::<Ipv6Addr>("E").unwrap(),
-            Some("fe80::1".parse().unwrap())
-        );
+        assert_eq!(a.read_p::<Ipv6Addr>("E"), Some("fe80::1".parse().unwrap()));
         assert!(Ipv4Addr::from_arg("h6", &env).is_err());
     }
 
