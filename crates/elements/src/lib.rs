@@ -11,6 +11,7 @@ pub mod icmp;
 pub mod ip;
 pub mod ipfilter;
 pub mod iproute;
+pub mod robust;
 pub mod sched;
 pub mod sources;
 pub mod standard;
