@@ -20,10 +20,12 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
 fi
-nice -n 10 cargo +nightly fuzz build -O "${targets[@]}" >/dev/null 2>build.log || {
-    cat build.log
-    exit 2
-}
+for t in "${targets[@]}"; do
+    nice -n 10 cargo +nightly fuzz build -O "$t" >/dev/null 2>target/build.log || {
+        cat target/build.log
+        exit 2
+    }
+done
 failed=0
 printf '%-20s %10s %8s %8s %8s  %s\n' target execs cov ft corpus result
 for t in "${targets[@]}"; do
@@ -35,16 +37,16 @@ for t in "${targets[@]}"; do
         -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
         -print_final_stats=1 </dev/null >"$log" 2>&1
     rc=$?
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    last=$(grep -E '^#[0-9]+' "$log" | tail -1)
-    cov=$(grep -o 'cov: [0-9]*' <<<"$last" | grep -o '[0-9]*')
-    ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*')
-    corp=$(grep -o 'corp: [0-9]*' <<<"$last" | grep -o '[0-9]*')
+    execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -ao '[0-9]*$' | tail -1)
+    last=$(grep -aE '^#[0-9]+' "$log" | tail -1)
+    cov=$(grep -ao 'cov: [0-9]*' <<<"$last" | grep -ao '[0-9]*')
+    ft=$(grep -ao 'ft: [0-9]*' <<<"$last" | grep -ao '[0-9]*')
+    corp=$(grep -ao 'corp: [0-9]*' <<<"$last" | grep -ao '[0-9]*')
     result=ok
     if [ $rc -ne 0 ]; then
         failed=1
-        art=$(grep -o 'artifact_prefix=[^;]*; Test unit written to [^ ]*' "$log" | sed 's/.*written to //' | tail -1)
-        kind=$(grep -oE 'ERROR: libFuzzer: [a-z-]+|panicked at [^,]*' "$log" | head -1)
+        art=$(grep -ao 'artifact_prefix=[^;]*; Test unit written to [^ ]*' "$log" | sed 's/.*written to //' | tail -1)
+        kind=$(grep -aoE 'ERROR: libFuzzer: [a-z-]+|panicked at [^,]*' "$log" | head -1)
         result="CRASH ($kind) ${art:-see $log}"
     fi
     printf '%-20s %10s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"

@@ -32,6 +32,7 @@ pub fn packet_elements(data: &[u8]) {
             .unwrap_or_else(|e| panic!("{decl}: {e}"));
         let mut pushed = 0u64;
         let mut out = 0u64;
+        let mut made = 0u64;
         while !u.is_empty() && pushed < 64 {
             let n = u.int_in_range(1..=8).unwrap_or(1);
             let mut batch = Vec::with_capacity(n);
@@ -45,6 +46,11 @@ pub fn packet_elements(data: &[u8]) {
                 break;
             }
             pushed += batch.len() as u64;
+            if decl == "PaintSwitch" {
+                // Paint 255 means every output: nout - 1 copies made.
+                let all = batch.iter().filter(|p| p.anno().paint == 255).count();
+                made += (all * (nout - 1)) as u64;
+            }
             h.push(0, batch);
             for o in 0..nout {
                 for p in h.output(o) {
@@ -56,8 +62,8 @@ pub fn packet_elements(data: &[u8]) {
         if one_for_one {
             assert_eq!(
                 out + h.drops(),
-                pushed,
-                "{decl}: {out} out + {} dropped of {pushed} in",
+                pushed + made,
+                "{decl}: {out} out + {} dropped of {pushed} in and {made} copies",
                 h.drops()
             );
         }
