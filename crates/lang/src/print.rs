@@ -6,8 +6,29 @@
 //! elements, in the same order, with the same classes, configurations and
 //! connections. Requirements are printed as `require(...)`.
 
+use crate::params::scan_vars;
 use crate::FlatGraph;
 use std::fmt::Write;
+
+/// `config` as it must be written so that parsing gives `config` back: a
+/// `$name` reference left in it (substitution is a single pass, so a
+/// parameter's value can hold one) would be substituted or rejected when
+/// parsed again; `${name-REF}` gives back REF itself.
+fn protect_vars(config: &str) -> String {
+    let vars = scan_vars(config);
+    if vars.is_empty() {
+        return config.to_string();
+    }
+    let mut out = String::with_capacity(config.len() + 8 * vars.len());
+    let mut last = 0;
+    for v in vars {
+        out.push_str(&config[last..v.start]);
+        let _ = write!(out, "${{{}-{}}}", v.name, &config[v.start..v.end]);
+        last = v.end;
+    }
+    out.push_str(&config[last..]);
+    out
+}
 
 /// The Click text of `g`.
 pub fn print_flat(g: &FlatGraph) -> String {
@@ -19,7 +40,8 @@ pub fn print_flat(g: &FlatGraph) -> String {
         if e.config.is_empty() {
             let _ = writeln!(out, "{} :: {};", e.name, e.class);
         } else {
-            let _ = writeln!(out, "{} :: {}({});", e.name, e.class, e.config);
+            let config = protect_vars(&e.config);
+            let _ = writeln!(out, "{} :: {}({config});", e.name, e.class);
         }
     }
     for c in &g.connections {
@@ -75,6 +97,19 @@ mod tests {
             printed.contains("src :: InfiniteSource(LIMIT 3);"),
             "{printed}"
         );
+    }
+
+    #[test]
+    fn references_left_in_a_configuration_are_kept() {
+        // A parameter's value holding a reference: substituted once, the
+        // reference stays as text (found by fuzzing: printed as is, it
+        // was rejected as an unknown parameter).
+        let (a, b, printed) =
+            round_trip("e :: Null(${z-1}); f :: Null(${q-$q}); g :: Null(${r-a${r}b})");
+        assert!(same_graph(&a, &b), "{printed}");
+        assert_eq!(a.elements[1].config, "$q");
+        assert_eq!(a.elements[2].config, "a${r}b");
+        assert_eq!(a.elements[2].config, "a${r}b");
     }
 
     #[test]
