@@ -27,16 +27,18 @@ for t in "${targets[@]}"; do
     }
 done
 failed=0
-printf '%-20s %10s %8s %8s %8s  %s\n' target execs cov ft corpus result
+printf '%-20s %6s %10s %8s %8s %8s  %s\n' target secs execs cov ft corpus result
 for t in "${targets[@]}"; do
     work=target/corpus/$t
     mkdir -p "$work" "artifacts/$t"
     log=target/fuzz-$t.log
+    start=$(date +%s)
     # The committed seeds are read, new inputs written to the work corpus.
     nice -n 10 cargo +nightly fuzz run -O "$t" "$work" "corpus/$t" -- \
         -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
         -print_final_stats=1 </dev/null >"$log" 2>&1
     rc=$?
+    took=$(($(date +%s) - start))
     execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -ao '[0-9]*$' | tail -1)
     last=$(grep -aE '^#[0-9]+' "$log" | tail -1)
     cov=$(grep -ao 'cov: [0-9]*' <<<"$last" | grep -ao '[0-9]*')
@@ -49,6 +51,6 @@ for t in "${targets[@]}"; do
         kind=$(grep -aoE 'ERROR: libFuzzer: [a-z-]+|panicked at [^,]*' "$log" | head -1)
         result="CRASH ($kind) ${art:-see $log}"
     fi
-    printf '%-20s %10s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
+    printf '%-20s %6s %10s %8s %8s %8s  %s\n' "$t" "$took" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
 done
 exit $failed
