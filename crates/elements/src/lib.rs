@@ -13,6 +13,7 @@ pub mod ip6;
 pub mod ipfilter;
 pub mod iproute;
 pub mod ipsec;
+pub mod robust;
 pub mod sched;
 pub mod sources;
 pub mod standard;

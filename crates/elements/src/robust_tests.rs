@@ -5,6 +5,7 @@
 //! counted drop.
 
 use crate::ip::test_util::Rng;
+use crate::robust::PACKET_ELEMENTS as ELEMENTS;
 use paraclick_packet::Packet;
 use paraclick_runtime::testing::Harness;
 use paraclick_runtime::Registry;
@@ -16,77 +17,6 @@ fn harness(decl: &str, noutputs: usize) -> Harness {
     Harness::new(&reg, &format!("{decl}; Idle -> e"), noutputs)
         .unwrap_or_else(|e| panic!("{decl}: {e}"))
 }
-
-/// (declaration, outputs to connect, whether every input packet leaves or
-/// is dropped, one for one).
-const ELEMENTS: &[(&str, usize, bool)] = &[
-    ("Null", 1, true),
-    ("Counter", 1, true),
-    ("Strip(14)", 1, true),
-    ("Unstrip(14)", 1, true),
-    ("StripToNetworkHeader", 1, true),
-    ("Paint(3)", 1, true),
-    ("CheckPaint(3)", 2, true),
-    ("PaintSwitch", 4, true),
-    ("CheckLength(60)", 2, true),
-    ("SetTimestamp", 1, true),
-    ("Classifier(12/0800, 12/0806 20/0001, 14/45%f0, -)", 4, true),
-    ("HashSwitch(26, 8)", 3, true),
-    ("RoundRobinSwitch", 2, true),
-    ("StaticSwitch(1)", 2, true),
-    ("Switch(1)", 2, true),
-    ("PaintTee(3)", 2, false),
-    ("Tee(2)", 2, false),
-    (
-        "EtherEncap(0x0800, 00:01:02:03:04:05, 00:0a:0b:0c:0d:0e)",
-        1,
-        true,
-    ),
-    (
-        "EtherRewrite(00:01:02:03:04:05, 00:0a:0b:0c:0d:0e)",
-        1,
-        true,
-    ),
-    ("EtherMirror", 1, true),
-    ("HostEtherFilter(00:01:02:03:04:05)", 2, true),
-    ("ARPResponder(10.0.0.1 00:01:02:03:04:05)", 2, false),
-    ("MarkIPHeader(14)", 1, true),
-    ("CheckIPHeader(14)", 2, true),
-    ("CheckIPHeader2(14)", 2, true),
-    ("GetIPAddress(16)", 1, true),
-    ("SetIPAddress(10.0.0.9)", 1, true),
-    ("StoreIPAddress(16)", 1, true),
-    ("DropBroadcasts", 1, true),
-    ("IPGWOptions(10.0.0.1)", 2, true),
-    ("FixIPSrc(10.0.0.1)", 1, true),
-    ("DecIPTTL", 2, true),
-    ("SetIPDSCP(5)", 1, true),
-    ("MarkIPCE", 1, true),
-    ("CheckUDPHeader", 2, true),
-    ("CheckTCPHeader", 2, true),
-    ("CheckICMPHeader", 2, true),
-    ("SetIPChecksum", 1, true),
-    ("SetUDPChecksum", 1, true),
-    ("SetTCPChecksum", 1, true),
-    ("StaticIPLookup(10.0.0.0/8 0, 0/0 10.0.0.1 1)", 2, true),
-    ("RadixIPLookup(10.0.0.0/8 0, 0/0 10.0.0.1 1)", 2, true),
-    ("DirectIPLookup(10.0.0.0/8 0, 0/0 10.0.0.1 1)", 2, true),
-    ("LinearIPLookup(10.0.0.0/8 0, 0/0 10.0.0.1 1)", 2, true),
-    ("IPFragmenter(68)", 2, false),
-    ("IPReassembler", 1, false),
-    ("IPEncap(4, 10.0.0.1, 10.0.0.2)", 1, true),
-    ("UDPIPEncap(10.0.0.1, 1234, 10.0.0.2, 80)", 1, true),
-    ("IPClassifier(tcp port 80, udp, icmp type echo, -)", 4, true),
-    (
-        "IPFilter(allow udp dst port 53, deny tcp, allow all)",
-        1,
-        true,
-    ),
-    ("ICMPError(10.0.0.1, unreachable, host)", 1, false),
-    ("ICMPPingResponder", 2, false),
-    ("IPsecESPTunnelEncap(0x1001, aes128-sha1, 0x000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f10111213, 1.0.0.1, 2.0.0.2)", 1, true),
-    ("IPsecESPTunnelUnencap(0x1001, aes128gcm16, 0x000102030405060708090a0b0c0d0e0f10111213)", 1, true),
-];
 
 /// Packets that are wrong in every way a router meets: empty, random,
 /// truncated or corrupted IP, with the IP header marked where it claims

@@ -804,7 +804,9 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
             Some(s) => iph.set_checksum(s),
             None => iph.fill_checksum(),
         }
-        if o.checksum && thl > 0 && data_len == ip_len {
+        // Transport checksums only over a whole transport header: an IP
+        // length shorter than the headers leaves it cut.
+        if o.checksum && thl > 0 && data_len == ip_len && ip_len >= headers {
             let seg = &mut d[hl..ip_len];
             match proto {
                 6 => TcpHeader::new_unchecked(seg).fill_checksum(src, dst),
@@ -985,5 +987,21 @@ mod tests {
         let p = build(&v, &opts(false)).unwrap();
         assert_eq!(p.len(), 24);
         assert_eq!(&p.data()[20..22], &9u16.to_be_bytes());
+    }
+
+    #[test]
+    fn checksum_with_a_length_shorter_than_the_headers() {
+        // Found by fuzzing: with CHECKSUM, an IP length that cuts the
+        // transport header made the TCP/ICMP checksum write past the data.
+        for (proto, len) in [(6, 20), (6, 30), (1, 22), (17, 24)] {
+            let v = Values {
+                proto: Some(proto),
+                len: Some(len),
+                ..Values::default()
+            };
+            let p = build(&v, &opts(true)).unwrap();
+            assert_eq!(p.len(), len as usize, "proto {proto}");
+            assert!(Ipv4Header::new_unchecked(p.data()).verify_checksum());
+        }
     }
 }

@@ -29,12 +29,14 @@ mod expand;
 mod lexer;
 mod params;
 mod parser;
+pub mod print;
 mod resolve;
 pub mod span;
 
 use std::collections::{HashMap, HashSet};
 
 pub use check::{check_graph, CheckedGraph, ClassSpec, PortKind};
+pub use print::{print_flat, same_graph};
 pub use span::{render, Diagnostic, Source, SourceSet, Span};
 
 /// A router configuration with compounds expanded.

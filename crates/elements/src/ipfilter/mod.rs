@@ -11,8 +11,10 @@ pub mod ip_filter;
 pub mod lang;
 pub mod program;
 
-#[cfg(test)]
-mod interp;
+/// A reference interpreter of pattern ASTs for differential tests (unit
+/// tests and the fuzz targets); not used by the elements.
+#[doc(hidden)]
+pub mod interp;
 #[cfg(test)]
 mod test_util;
 #[cfg(test)]
