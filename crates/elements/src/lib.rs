@@ -11,6 +11,7 @@ pub mod icmp;
 pub mod ip;
 pub mod ipfilter;
 pub mod iproute;
+pub mod nat;
 pub mod sched;
 pub mod sources;
 pub mod standard;
@@ -39,6 +40,7 @@ pub fn register_all(reg: &mut Registry) {
     iproute::register(reg);
     icmp::register(reg);
     ipfilter::register(reg);
+    nat::register(reg);
     attach_docs(reg, docs());
 }
 
