@@ -91,7 +91,7 @@ enum Cmd {
         repeat: usize,
         #[arg(long = "sched", default_value = "adaptive")]
         sched: String,
-        /// Suite of standard configurations: foundation or multicore.
+        /// Suite of standard configurations: foundation, multicore or nat.
         #[arg(long = "suite", default_value = "foundation")]
         suite: String,
         /// Read handlers whose sum counts the packets of a CONFIG run.
@@ -229,9 +229,18 @@ fn main() -> ExitCode {
                     ExitCode::from(1)
                 }
             }
+            "nat" => {
+                let reg = registry();
+                let cases = bench::nat_cases(packets);
+                if bench::run_multicore(&cases, &reg, repeat) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
             "foundation" => bench_cmd(packets, threads, repeat, &sched, count, configs),
             other => fail(&format!(
-                "--suite: unknown suite '{other}' (foundation, multicore)"
+                "--suite: unknown suite '{other}' (foundation, multicore, nat)"
             )),
         },
         None => run(cli.run),

@@ -98,6 +98,13 @@ pub fn make_round_robin(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, Strin
     }))
 }
 
+fn parse_seed(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
 pub fn make_source_hash(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     let texts = cx.args().rest_all();
     let Some((first, rest)) = texts.split_first() else {
@@ -110,7 +117,7 @@ pub fn make_source_hash(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, Strin
                 .ok()
                 .filter(|&n| n > 0 && n <= 4096)
                 .ok_or_else(|| format!("bad NNODES '{n}'"))?,
-            s.parse::<u64>().map_err(|_| format!("bad SEED '{s}'"))?,
+            parse_seed(s).ok_or_else(|| format!("bad SEED '{s}'"))?,
         ),
         _ => {
             return Err(format!(
@@ -162,6 +169,13 @@ mod tests {
 
     fn fid(a: u32) -> FlowId {
         FlowId::new(Ipv4Addr::from(a), 1, Ipv4Addr::new(2, 0, 0, 2), 80)
+    }
+
+    #[test]
+    fn seeds_decimal_or_hex() {
+        assert_eq!(parse_seed("7"), Some(7));
+        assert_eq!(parse_seed("0xbadbeef"), Some(0xbadbeef));
+        assert_eq!(parse_seed("x"), None);
     }
 
     #[test]

@@ -9,10 +9,9 @@ use super::pattern::{parse_spec, Pattern, SpecText};
 use super::table::{now_ms, FlowTable, KeyKind, Timeouts};
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::element::push_actions;
 use paraclick_runtime::{ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx, Verdict};
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -67,8 +66,6 @@ pub struct Rewriter {
     dst_anno: bool,
     reap: Duration,
     noutputs: usize,
-    /// The input port of the batch each thread is working on.
-    cur_port: Box<[CachePadded<AtomicUsize>]>,
     /// Per-thread random state for port choice.
     rng: Box<[CachePadded<AtomicU64>]>,
     bad: Counter,
@@ -160,9 +157,6 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Box<dyn Element>, Str
         dst_anno,
         reap: Duration::from_millis(reap.max(1)),
         noutputs,
-        cur_port: (0..n)
-            .map(|_| CachePadded::new(AtomicUsize::new(0)))
-            .collect(),
         rng: (0..n)
             .map(|i| {
                 CachePadded::new(AtomicU64::new(
@@ -203,8 +197,15 @@ impl Rewriter {
         self.table.clone()
     }
 
-    fn handle(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        let port = self.cur_port[cx.thread()].load(Ordering::Relaxed);
+    #[inline]
+    fn handle(
+        &self,
+        cx: &mut Cx<'_>,
+        port: usize,
+        p: &mut Packet,
+        now: u64,
+        g: &impl papaya::Guard,
+    ) -> Verdict {
         let Some(ip) = ip_offset(p) else {
             self.bad.inc(cx.thread());
             return Verdict::Drop;
@@ -220,9 +221,7 @@ impl Rewriter {
         let Some(specs) = self.specs.get() else {
             return Verdict::Drop;
         };
-        let now = now_ms();
-        let g = self.table.guard();
-        let r = match self.table.lookup(pf.proto, pf.id, now, &g) {
+        let r = match self.table.lookup(pf.proto, pf.id, now, g) {
             Some(r) => r,
             None => {
                 let (pat, f, r) = match specs.get(port) {
@@ -236,7 +235,7 @@ impl Rewriter {
                     }
                 };
                 let rand = self.rand(cx.thread());
-                match self.table.create(pf.proto, pf.id, pat, f, r, rand, now, &g) {
+                match self.table.create(pf.proto, pf.id, pat, f, r, rand, now, g) {
                     Ok(r) => r,
                     Err(_) => return Verdict::Drop,
                 }
@@ -358,15 +357,60 @@ impl Element for Rewriter {
         cx.schedule_after(0, self.reap);
     }
 
-    #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        self.handle(cx, p)
+        let g = self.table.guard();
+        self.handle(cx, 0, p, now_ms(), &g)
     }
 
+    /// One table guard and one clock reading per batch; the batch moves on
+    /// whole while every packet goes the same way, and is split by output
+    /// otherwise.
     #[inline]
-    fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
-        self.cur_port[cx.thread()].store(port, Ordering::Relaxed);
-        push_actions(self, cx, batch)
+    fn push(&self, cx: &mut Cx<'_>, port: usize, mut batch: Batch) {
+        const DROP: u16 = u16::MAX;
+        let n = batch.len();
+        if n == 0 {
+            return;
+        }
+        let mut small = [0u16; 64];
+        let mut big = Vec::new();
+        let verdicts: &mut [u16] = if n <= small.len() {
+            &mut small[..n]
+        } else {
+            big.resize(n, 0);
+            &mut big
+        };
+        let mut uniform = true;
+        {
+            let g = self.table.guard();
+            let now = now_ms();
+            for (i, p) in batch.as_mut_slice().iter_mut().enumerate() {
+                verdicts[i] = match self.handle(cx, port, p, now, &g) {
+                    Verdict::Out(o) => o as u16,
+                    Verdict::Drop => DROP,
+                };
+                uniform &= verdicts[i] == verdicts[0];
+            }
+        }
+        if uniform {
+            match verdicts[0] {
+                DROP => cx.drop_batch(batch),
+                o => cx.push(usize::from(o), batch),
+            }
+            return;
+        }
+        let mut outs: Vec<Batch> = (0..self.noutputs.max(1)).map(|_| Batch::new()).collect();
+        for (p, &v) in batch.drain().zip(verdicts.iter()) {
+            match outs.get_mut(usize::from(v)) {
+                Some(b) if v != DROP => b.push(p),
+                _ => cx.drop_packet(p),
+            }
+        }
+        for (o, b) in outs.into_iter().enumerate() {
+            if !b.is_empty() {
+                cx.push(o, b);
+            }
+        }
     }
 
     fn handlers(&self) -> &'static [HandlerInfo] {

@@ -118,25 +118,39 @@ impl Flow {
     }
 }
 
-/// A table entry: a flow and the direction this key is.
+/// A table entry: a flow and the direction this key is, with that
+/// direction's rewrite copied in (so rewriting needs no second load).
 #[derive(Clone)]
 pub struct FlowRef {
     pub flow: Arc<Flow>,
+    to: FlowId,
+    mask: u8,
     pub dir: u8,
+    out: u16,
 }
 
 impl FlowRef {
+    fn new(flow: &Arc<Flow>, dir: u8) -> FlowRef {
+        let d = dir as usize;
+        FlowRef {
+            flow: flow.clone(),
+            to: flow.to[d],
+            mask: flow.mask[d],
+            dir,
+            out: flow.out[d],
+        }
+    }
     #[inline]
     pub fn to(&self) -> FlowId {
-        self.flow.to[self.dir as usize]
+        self.to
     }
     #[inline]
     pub fn mask(&self) -> u8 {
-        self.flow.mask[self.dir as usize]
+        self.mask
     }
     #[inline]
     pub fn out(&self) -> usize {
-        self.flow.out[self.dir as usize] as usize
+        self.out as usize
     }
 }
 
@@ -178,7 +192,7 @@ impl FlowTable {
             kind,
             map: papaya::HashMap::builder()
                 .hasher(FlowHasher::new())
-                .capacity(capacity.min(1 << 16) * 2)
+                .capacity(1024)
                 .build(),
             nflows: AtomicUsize::new(0),
             capacity: AtomicUsize::new(capacity),
@@ -327,14 +341,7 @@ impl FlowTable {
             // be told apart on the way back). An expired holder is evicted.
             let mut placed = false;
             for _ in 0..2 {
-                match self.map.try_insert(
-                    rev_key,
-                    FlowRef {
-                        flow: flow.clone(),
-                        dir: 1,
-                    },
-                    g,
-                ) {
+                match self.map.try_insert(rev_key, FlowRef::new(&flow, 1), g) {
                     Ok(_) => {
                         placed = true;
                         break;
@@ -355,14 +362,7 @@ impl FlowTable {
             if let Some(p) = p {
                 p.advance(k);
             }
-            match self.map.try_insert(
-                fwd_key,
-                FlowRef {
-                    flow: flow.clone(),
-                    dir: 0,
-                },
-                g,
-            ) {
+            match self.map.try_insert(fwd_key, FlowRef::new(&flow, 0), g) {
                 Ok(r) => {
                     self.nflows.fetch_add(1, Ordering::Relaxed);
                     return Ok(r);
