@@ -177,7 +177,7 @@ for threads in 1 2; do
   checks "$label"
   stop_router
   table=$(awk '/^rw.table:$/ {f=1; next} /^[a-z_]+\.[a-z_]+:$/ {f=0} f' "$TMP/router.out")
-  if grep -q "10\.0\.1\.2, [0-9]*, 10\.0\.2\.2, 8000, TCP) => (10\.0\.2\.1," <<<"$table"; then
+  if grep -q "^TCP (10\.0\.1\.2, [0-9]*, 10\.0\.2\.2, 8000) => (10\.0\.2\.1, " <<<"$table"; then
     pass "$label: rw.table holds the HTTP flow mapped to 10.0.2.1"
   else
     fail "$label: rw.table"; echo "$table"

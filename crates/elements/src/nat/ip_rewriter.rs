@@ -70,14 +70,21 @@
 //!   annotation to the rewritten destination.
 //!
 //! Handlers:
-//! - `table`, `mappings` (read): every live mapping, forward then reply (its
-//!   output marked `*`), one a line, in the form above.
-//! - `tcp_table`, `udp_table` (read): the TCP or UDP mappings, as
-//!   `(SA, SP, DA, DP) => (SA', SP', DA', DP') [OUTPUT]`.
-//! - `nmappings` (read): live mappings (two per flow).
-//! - `size` (read): flows in the table; `capacity` (read/write).
+//! - `tcp_table`, `udp_table` (read): the live TCP or UDP mappings, each
+//!   flow's forward then reply mapping, one a line, as Click prints them:
+//!   `(SA, SP, DA, DP) => (SA', SP', DA', DP') [*FOUTPUT ROUTPUT] iINPUT
+//!   expSECONDS` (the starred output is this mapping's; INPUT the input
+//!   whose specification made it; SECONDS until it expires if idle).
+//! - `table`, `mappings` (read): both, each line beginning with its
+//!   protocol (`TCP `, `UDP `). (Click 2.1's IPRewriter has no such
+//!   handler.)
+//! - `nmappings`, `size` (read): flows in the table.
+//! - `capacity` (read/write): CAPACITY (Click's default is unlimited;
+//!   here it is bounded).
 //! - `mapping_failures` (read): flows that got no mapping.
-//! - `patterns` (read): the input specifications, one a line.
+//! - `patterns` (read): one line per INPUTSPEC, as Click prints them: a
+//!   pattern as `SADDR SPORT DADDR DPORT [FLOWS]` (ranges as `L-H`, FLOWS
+//!   its live flows), else `<drop>`, `<pass>`, `<keep>`, `<MAPPER>`.
 //! - `bad_packets` (read): packets dropped as untranslatable.
 //! - `clear` (write): removes every mapping.
 //!

@@ -50,7 +50,8 @@ pub struct Pattern {
     /// Where sequential allocation continues (shared by every thread:
     /// touched only when a flow is created).
     cursor: AtomicU64,
-    text: String,
+    /// Live flows made with this pattern (the `patterns` handler).
+    pub users: AtomicU64,
 }
 
 fn strip_suffix(s: &str) -> (&str, Option<Alloc>) {
@@ -161,7 +162,7 @@ impl Pattern {
             dport,
             alloc: alloc.unwrap_or(Alloc::Random),
             cursor: AtomicU64::new(0),
-            text: fields.join(" "),
+            users: AtomicU64::new(0),
         })
     }
 
@@ -234,7 +235,21 @@ impl Pattern {
 
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        // As Click prints patterns: ranges as L-H, no allocation suffix.
+        let addr = |a: u32| Ipv4Addr::from(a).to_string();
+        let sa = match self.saddr {
+            None => "-".to_string(),
+            Some(r) if r.lo == r.hi => addr(r.lo),
+            Some(r) => format!("{}-{}", addr(r.lo), addr(r.hi)),
+        };
+        let sp = match self.sport {
+            None => "-".to_string(),
+            Some(r) if r.lo == r.hi => r.lo.to_string(),
+            Some(r) => format!("{}-{}", r.lo, r.hi),
+        };
+        let da = self.daddr.map_or("-".to_string(), addr);
+        let dp = self.dport.map_or("-".to_string(), |p| p.to_string());
+        write!(f, "{sa} {sp} {da} {dp}")
     }
 }
 

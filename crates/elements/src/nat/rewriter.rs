@@ -228,14 +228,17 @@ impl Rewriter {
                     None | Some(Spec::Drop) => return Verdict::Drop,
                     Some(Spec::Pass(o)) => return Verdict::Out(*o),
                     Some(Spec::Keep(f, r)) => (None, *f, *r),
-                    Some(Spec::Pattern(p, f, r)) => (Some(&**p), *f, *r),
+                    Some(Spec::Pattern(p, f, r)) => (Some(p), *f, *r),
                     Some(Spec::Mapper(m)) => {
                         let (p, f, r) = m.choose(pf.id);
-                        (Some(&**p), *f, *r)
+                        (Some(p), *f, *r)
                     }
                 };
                 let rand = self.rand(cx.thread());
-                match self.table.create(pf.proto, pf.id, pat, f, r, rand, now, g) {
+                match self
+                    .table
+                    .create_from(port, pf.proto, pf.id, pat, f, r, rand, now, g)
+                {
                     Ok(r) => r,
                     Err(_) => return Verdict::Drop,
                 }
@@ -432,15 +435,25 @@ impl Element for Rewriter {
             "table" | "mappings" => self.table.format(now, None, with_proto),
             "tcp_table" => self.table.format(now, Some(TCP), false),
             "udp_table" => self.table.format(now, Some(UDP), false),
-            "nmappings" => (self.table.flows(now).len() * 2).to_string(),
+            "nmappings" => self.table.flows(now).len().to_string(),
             "size" => self.table.nflows().to_string(),
             "capacity" => self.table.capacity().to_string(),
             "mapping_failures" => self.table.failures().to_string(),
             "bad_packets" => self.bad.get().to_string(),
             "patterns" => {
                 let mut s = String::new();
-                for (t, _) in &self.texts {
-                    s.push_str(t);
+                let specs = self.specs.get();
+                for (i, (t, _)) in self.texts.iter().enumerate() {
+                    let line = match specs.and_then(|v| v.get(i)) {
+                        Some(Spec::Drop) => "<drop>".to_string(),
+                        Some(Spec::Pass(_)) => "<pass>".to_string(),
+                        Some(Spec::Keep(..)) => "<keep>".to_string(),
+                        Some(Spec::Pattern(p, _, _)) => {
+                            format!("{p} [{}]", p.users.load(Ordering::Relaxed))
+                        }
+                        Some(Spec::Mapper(_)) | None => format!("<{t}>"),
+                    };
+                    s.push_str(&line);
                     s.push('\n');
                 }
                 s

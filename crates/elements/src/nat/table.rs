@@ -59,12 +59,16 @@ pub struct Flow {
     pub to: [FlowId; 2],
     pub mask: [u8; 2],
     pub out: [u16; 2],
+    /// The input whose specification made the flow.
+    pub input: u16,
+    /// The pattern that made it (its `users` count includes this flow).
+    pattern: Option<Arc<Pattern>>,
     last: AtomicU64,
     state: AtomicU8,
 }
 
 impl Flow {
-    fn timeout(&self, t: &Timeouts) -> u64 {
+    pub fn timeout(&self, t: &Timeouts) -> u64 {
         let s = self.state.load(Ordering::Relaxed);
         match self.proto {
             TCP => {
@@ -256,6 +260,9 @@ impl FlowTable {
         let same = |_: &FlowKey, v: &FlowRef| Arc::ptr_eq(&v.flow, flow);
         if let Ok(Some(_)) = self.map.remove_if(&flow.key[0], same, g) {
             self.nflows.fetch_sub(1, Ordering::Relaxed);
+            if let Some(p) = &flow.pattern {
+                p.users.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         let _ = self.map.remove_if(&flow.key[1], same, g);
     }
@@ -269,7 +276,24 @@ impl FlowTable {
         &'g self,
         proto: u8,
         id: FlowId,
-        p: Option<&Pattern>,
+        p: Option<&Arc<Pattern>>,
+        fout: usize,
+        rout: usize,
+        rand: u64,
+        now: u64,
+        g: &'g impl papaya::Guard,
+    ) -> Result<&'g FlowRef, Failure> {
+        self.create_from(0, proto, id, p, fout, rout, rand, now, g)
+    }
+
+    /// [`FlowTable::create`] for a packet that arrived on input `input`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_from<'g>(
+        &'g self,
+        input: usize,
+        proto: u8,
+        id: FlowId,
+        p: Option<&Arc<Pattern>>,
         fout: usize,
         rout: usize,
         rand: u64,
@@ -333,6 +357,8 @@ impl FlowTable {
                 to: [new, id.reverse()],
                 mask: [fmask, rmask],
                 out: [fout as u16, rout as u16],
+                input: input as u16,
+                pattern: p.cloned(),
                 last: AtomicU64::new(now),
                 state: AtomicU8::new(0),
             });
@@ -365,6 +391,9 @@ impl FlowTable {
             match self.map.try_insert(fwd_key, FlowRef::new(&flow, 0), g) {
                 Ok(r) => {
                     self.nflows.fetch_add(1, Ordering::Relaxed);
+                    if let Some(p) = p {
+                        p.users.fetch_add(1, Ordering::Relaxed);
+                    }
                     return Ok(r);
                 }
                 Err(e) => {
@@ -443,9 +472,11 @@ impl FlowTable {
         self.map.len()
     }
 
-    /// Click's mapping lines for live flows of protocol `proto` (any if
-    /// `None`): the forward mapping, then the reply mapping (its output
-    /// marked `*`). `with_proto` adds the protocol to the flow.
+    /// Click's mapping lines (`tcp_table`, `udp_table`) for live flows of
+    /// protocol `proto` (any if `None`): the forward mapping, then the
+    /// reply mapping, as `(SA, SP, DA, DP) => (SA', SP', DA', DP') [*F R]
+    /// iINPUT expSECONDS` (the starred output is this direction's).
+    /// `with_proto` begins each line with the protocol.
     pub fn format(&self, now: u64, proto: Option<u8>, with_proto: bool) -> String {
         let mut s = String::new();
         for f in self.flows(now) {
@@ -457,27 +488,28 @@ impl FlowTable {
                 let star = if dir == 1 { "*" } else { "" };
                 let line = match self.kind {
                     KeyKind::Ports => {
-                        let to = f.to[dir];
-                        let from = if dir == 0 {
-                            k.id
+                        // Click's form: outputs with this direction's
+                        // starred, the input, seconds to expiry.
+                        let outs = if dir == 0 {
+                            format!("*{} {}", f.out[0], f.out[1])
                         } else {
-                            // The reply key as a flow.
-                            k.id
+                            format!("{} *{}", f.out[0], f.out[1])
                         };
-                        if with_proto {
-                            format!(
-                                "({}, {}, {}, {}, {}) => {} [{star}{}]",
-                                Ipv4Addr::from(from.saddr),
-                                from.sport,
-                                Ipv4Addr::from(from.daddr),
-                                from.dport,
-                                proto_name(f.proto),
-                                to,
-                                f.out[dir]
-                            )
+                        let left = f
+                            .timeout(&self.timeouts)
+                            .saturating_sub(now.saturating_sub(f.last.load(Ordering::Relaxed)));
+                        let prefix = if with_proto {
+                            format!("{} ", proto_name(f.proto))
                         } else {
-                            format!("{} => {} [{star}{}]", from, to, f.out[dir])
-                        }
+                            String::new()
+                        };
+                        format!(
+                            "{prefix}{} => {} [{outs}] i{} exp{}",
+                            k.id,
+                            f.to[dir],
+                            f.input,
+                            left.div_ceil(1000)
+                        )
                     }
                     KeyKind::Addr => {
                         if dir == 0 {
@@ -557,8 +589,8 @@ mod tests {
         s.parse().unwrap()
     }
 
-    fn pat(f: &[&str]) -> Pattern {
-        Pattern::parse(f, &ArgEnv::default()).unwrap()
+    fn pat(f: &[&str]) -> Arc<Pattern> {
+        Arc::new(Pattern::parse(f, &ArgEnv::default()).unwrap())
     }
 
     fn fid(sp: u16) -> FlowId {
@@ -585,9 +617,12 @@ mod tests {
         let s = t.format(10, None, true);
         assert_eq!(
             s,
-            "(10.0.0.1, 5000, 2.0.0.2, 80, TCP) => (1.0.0.1, 1024, 2.0.0.2, 80) [0]\n\
-             (2.0.0.2, 80, 1.0.0.1, 1024, TCP) => (2.0.0.2, 80, 10.0.0.1, 5000) [*1]\n"
+            "TCP (10.0.0.1, 5000, 2.0.0.2, 80) => (1.0.0.1, 1024, 2.0.0.2, 80) [*0 1] i0 exp300\n\
+             TCP (2.0.0.2, 80, 1.0.0.1, 1024) => (2.0.0.2, 80, 10.0.0.1, 5000) [0 *1] i0 exp300\n"
         );
+        assert_eq!(p.users.load(Ordering::Relaxed), 1);
+        t.clear();
+        assert_eq!(p.users.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -751,7 +786,7 @@ mod tests {
     #[test]
     fn concurrent_creation_never_shares_a_port() {
         let t = Arc::new(FlowTable::new(KeyKind::Ports, 1 << 20, Timeouts::default()));
-        let p = Arc::new(pat(&["1.0.0.1", "1024-5023", "-", "-"]));
+        let p = pat(&["1.0.0.1", "1024-5023", "-", "-"]);
         let handles: Vec<_> = (0..4u64)
             .map(|th| {
                 let t = t.clone();

@@ -92,7 +92,7 @@ fn pattern_translates_both_directions_with_valid_checksums() {
     assert_eq!(out[0][20..22], 1024u16.to_be_bytes());
     assert_eq!(out[1][20..22], 1025u16.to_be_bytes());
     assert_eq!(h.read("size").unwrap(), "2");
-    assert_eq!(h.read("nmappings").unwrap(), "4");
+    assert_eq!(h.read("nmappings").unwrap(), "2");
 }
 
 #[test]
@@ -104,23 +104,26 @@ fn handlers_in_clicks_formats() {
     );
     h.push(0, vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))]);
     let t = h.read("table").unwrap();
+    // A TCP flow without data in both directions: TCP_NODATA_TIMEOUT (300 s).
     assert_eq!(
         t,
-        "(10.0.0.5, 4000, 2.0.0.2, 80, TCP) => (1.0.0.1, 1024, 2.0.0.2, 80) [0]\n\
-         (2.0.0.2, 80, 1.0.0.1, 1024, TCP) => (2.0.0.2, 80, 10.0.0.5, 4000) [*1]\n\
-         (10.0.0.5, 5000, 2.0.0.2, 53, UDP) => (1.0.0.1, 1025, 2.0.0.2, 53) [0]\n\
-         (2.0.0.2, 53, 1.0.0.1, 1025, UDP) => (2.0.0.2, 53, 10.0.0.5, 5000) [*1]\n"
+        "TCP (10.0.0.5, 4000, 2.0.0.2, 80) => (1.0.0.1, 1024, 2.0.0.2, 80) [*0 1] i0 exp300\n\
+         TCP (2.0.0.2, 80, 1.0.0.1, 1024) => (2.0.0.2, 80, 10.0.0.5, 4000) [0 *1] i0 exp300\n\
+         UDP (10.0.0.5, 5000, 2.0.0.2, 53) => (1.0.0.1, 1025, 2.0.0.2, 53) [*0 1] i0 exp300\n\
+         UDP (2.0.0.2, 53, 1.0.0.1, 1025) => (2.0.0.2, 53, 10.0.0.5, 5000) [0 *1] i0 exp300\n"
     );
     assert_eq!(h.read("mappings").unwrap(), t);
+    // Click's tcp_table/udp_table lines.
     assert_eq!(
         h.read("tcp_table").unwrap(),
-        "(10.0.0.5, 4000, 2.0.0.2, 80) => (1.0.0.1, 1024, 2.0.0.2, 80) [0]\n\
-         (2.0.0.2, 80, 1.0.0.1, 1024) => (2.0.0.2, 80, 10.0.0.5, 4000) [*1]\n"
+        "(10.0.0.5, 4000, 2.0.0.2, 80) => (1.0.0.1, 1024, 2.0.0.2, 80) [*0 1] i0 exp300\n\
+         (2.0.0.2, 80, 1.0.0.1, 1024) => (2.0.0.2, 80, 10.0.0.5, 4000) [0 *1] i0 exp300\n"
     );
     assert_eq!(h.read("udp_table").unwrap().lines().count(), 2);
+    // Click's patterns lines: the pattern and its live flows; <drop>.
     assert_eq!(
         h.read("patterns").unwrap(),
-        "pattern 1.0.0.1 1024-1030# - - 0 1\ndrop\n"
+        "1.0.0.1 1024-1030 - - [2]\n<drop>\n"
     );
     assert_eq!(h.read("capacity").unwrap(), "2097152");
     h.write("capacity", "2").unwrap();
@@ -130,6 +133,10 @@ fn handlers_in_clicks_formats() {
     h.write("clear", "").unwrap();
     assert_eq!(h.read("size").unwrap(), "0");
     assert_eq!(h.read("table").unwrap(), "");
+    assert_eq!(
+        h.read("patterns").unwrap(),
+        "1.0.0.1 1024-1030 - - [0]\n<drop>\n"
+    );
 }
 
 #[test]
