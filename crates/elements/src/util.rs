@@ -1,5 +1,7 @@
 //! Small pieces several elements share.
 
+use paraclick_runtime::HandlerCx;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -42,12 +44,14 @@ impl Default for RateMeter {
     }
 }
 
-/// Parses a handler value as a boolean, Click's way.
-pub fn parse_bool(v: &str) -> Result<bool, String> {
-    match v.trim() {
-        "true" | "yes" | "1" | "on" => Ok(true),
-        "false" | "no" | "0" | "off" => Ok(false),
-        other => Err(format!("expected boolean, not '{other}'")),
+/// Writes a burst size (a positive integer) given to a handler.
+pub fn write_burst(slot: &AtomicUsize, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+    match hx.arg::<usize>(v)? {
+        0 => Err("expected positive integer, not '0'".into()),
+        b => {
+            slot.store(b, Ordering::Relaxed);
+            Ok(())
+        }
     }
 }
 

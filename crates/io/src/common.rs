@@ -108,11 +108,11 @@ fn dur_ns(d: Duration) -> i64 {
 impl TimeBounds {
     /// Reads the keywords (at most one start and one end keyword).
     pub(crate) fn read(a: &mut paraclick_runtime::Args<'_>) -> Result<TimeBounds, String> {
-        let start = a.read::<String>("START")?;
-        let start_after = a.read::<Duration>("START_AFTER")?;
-        let end = a.read::<String>("END")?;
-        let end_after = a.read::<Duration>("END_AFTER")?;
-        let interval = a.read::<Duration>("INTERVAL")?;
+        let start = a.read::<String>("START");
+        let start_after = a.read::<Duration>("START_AFTER");
+        let end = a.read::<String>("END");
+        let end_after = a.read::<Duration>("END_AFTER");
+        let interval = a.read::<Duration>("INTERVAL");
         if start.is_some() && start_after.is_some() {
             return Err("supply at most one of START and START_AFTER".into());
         }
@@ -290,15 +290,6 @@ pub(crate) fn parse_encap(s: &str) -> Option<u32> {
         .find(|(n, _)| *n == up)
         .map(|(_, l)| *l)
         .or_else(|| s.parse().ok())
-}
-
-/// Parses a handler's boolean value.
-pub(crate) fn parse_bool(v: &str) -> Result<bool, String> {
-    match v.trim() {
-        "true" | "yes" | "1" | "on" | "t" | "y" => Ok(true),
-        "false" | "no" | "0" | "off" | "f" | "n" => Ok(false),
-        other => Err(format!("expected boolean, not '{other}'")),
-    }
 }
 
 /// Opens FILENAME for reading; `-` is the standard input.

@@ -82,13 +82,11 @@
 //!     FromDump(trace.pcap, STOP true, FORCE_IP true) -> CheckIPHeader(14) -> c :: Counter -> Discard;
 
 use crate::common::{
-    encap_name, is_raw_ip, open_input, parse_bool, sample_fixed, sampling_prob_text, EndAction,
-    ErrorCount, Sampler, TimeBounds, Timing,
+    encap_name, is_raw_ip, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount,
+    Sampler, TimeBounds, Timing,
 };
 use paraclick_packet::{Batch, Packet, Timestamp};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use pcap_file::pcap::PcapReader;
 use pcap_file::TsResolution;
 use std::io::{Read, Seek, SeekFrom};
@@ -178,7 +176,7 @@ struct Produced {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FromDump", "0/1-2", "a/ah", make)
+    ClassSpec::element("FromDump", "0/1-2", "a/ah", make)
 }
 
 struct Opened {
@@ -248,19 +246,19 @@ fn open_pcap(name: &str, filepos: Option<u64>) -> Result<Opened, String> {
     })
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<FromDump, String> {
     let mut a = cx.args();
-    let filename = a.read_mp::<String>("FILENAME")?;
-    let timing = a.read_p::<bool>("TIMING")?.unwrap_or(false);
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
-    let sample = a.read::<f64>("SAMPLE")?.unwrap_or(1.0);
-    let force_ip = a.read::<bool>("FORCE_IP")?.unwrap_or(false);
+    let filename = a.read_mp::<String>("FILENAME");
+    let timing = a.read_p::<bool>("TIMING").unwrap_or(false);
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
+    let sample = a.read::<f64>("SAMPLE").unwrap_or(1.0);
+    let force_ip = a.read::<bool>("FORCE_IP").unwrap_or(false);
     let bounds = TimeBounds::read(&mut a)?;
-    let end_call = a.read::<String>("END_CALL")?;
-    let filepos = a.read::<u64>("FILEPOS")?;
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
-    let _mmap = a.read::<bool>("MMAP")?;
+    let end_call = a.read::<String>("END_CALL");
+    let filepos = a.read::<u64>("FILEPOS");
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    let _mmap = a.read::<bool>("MMAP");
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
@@ -281,7 +279,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         sampler: Sampler::new(sample, filename.len() as u64 ^ 0x5eed),
         done: false,
     };
-    Ok(Box::new(FromDump {
+    Ok(FromDump {
         filename,
         linktype: o.linktype,
         filesize: o.size,
@@ -299,7 +297,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         push: cx.output_is_push(0),
         two_outputs: cx.noutputs >= 2,
         sample,
-    }))
+    })
 }
 
 /// Where the IPv4 header of a frame of link type `linktype` starts, and
@@ -548,11 +546,7 @@ impl FromDump {
         self.count.get()
     }
 
-    fn set_filepos(&self, v: &str) -> Result<(), String> {
-        let fp: u64 = v
-            .trim()
-            .parse()
-            .map_err(|_| format!("expected file offset, not '{}'", v.trim()))?;
+    fn set_filepos(&self, fp: u64) -> Result<(), String> {
         let o = open_pcap(&self.filename, Some(fp))?;
         let mut st = self.lock();
         st.reader = Some(o.reader);
@@ -561,24 +555,54 @@ impl FromDump {
         st.ctl.done = false;
         Ok(())
     }
+
+    fn extend_interval(&self, d: Duration) {
+        let mut st = self.lock();
+        st.ctl.bounds.extend(d);
+        st.ctl.done = false;
+        drop(st);
+        self.active.store(true, Ordering::Relaxed);
+    }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::read("sampling_prob"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::read("encap"),
-    HandlerInfo::read("filename"),
-    HandlerInfo::read("filesize"),
-    HandlerInfo::rw("filepos"),
-    HandlerInfo::read("packet_filepos"),
-    HandlerInfo::write("extend_interval"),
-    HandlerInfo::write("reset_timing"),
-    HandlerInfo::read("errors"),
-];
-
 impl Element for FromDump {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.count.reset();
+            Ok(())
+        }),
+        Handler::read("sampling_prob", |e, _| sampling_prob_text(e.sample)),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::read("encap", |e, _| encap_name(e.linktype)),
+        Handler::read("filename", |e, _| e.filename.clone()),
+        Handler::read("filesize", |e, _| {
+            e.filesize.map_or_else(|| "-".into(), |s| s.to_string())
+        }),
+        Handler::rw(
+            "filepos",
+            |e, _| e.lock().ctl.pos.to_string(),
+            |e, v, hx| e.set_filepos(hx.arg(v)?),
+        ),
+        Handler::read("packet_filepos", |e, _| e.lock().ctl.packet_pos.to_string()),
+        Handler::write("extend_interval", |e, v, hx| {
+            e.extend_interval(hx.arg(v)?);
+            Ok(())
+        }),
+        Handler::write("reset_timing", |e, _, _| {
+            e.lock().ctl.timing.reset();
+            Ok(())
+        }),
+        Handler::read("errors", |e, _| e.errors.get().to_string()),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
             ix.add_task();
@@ -612,58 +636,6 @@ impl Element for FromDump {
             self.lock().ctl.pending,
             Some(Pending::Ready { .. })
         ))
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "sampling_prob" => sampling_prob_text(self.sample),
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "encap" => encap_name(self.linktype),
-            "filename" => self.filename.clone(),
-            "filesize" => self
-                .filesize
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "-".into()),
-            "filepos" => self.lock().ctl.pos.to_string(),
-            "packet_filepos" => self.lock().ctl.packet_pos.to_string(),
-            "errors" => self.errors.get().to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "reset_counts" => {
-                self.count.reset();
-                Ok(())
-            }
-            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
-            "filepos" => self.set_filepos(v),
-            "extend_interval" => paraclick_runtime::args::parse_duration(v)
-                .ok_or_else(|| format!("expected time interval, not '{}'", v.trim()))
-                .map(|d: Duration| {
-                    let mut st = self.lock();
-                    st.ctl.bounds.extend(d);
-                    st.ctl.done = false;
-                    drop(st);
-                    self.active.store(true, Ordering::Relaxed);
-                }),
-            "reset_timing" => {
-                self.lock().ctl.timing.reset();
-                Ok(())
-            }
-            _ => return None,
-        })
     }
 }
 

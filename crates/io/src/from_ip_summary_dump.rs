@@ -83,17 +83,14 @@
 //!     FromIPSummaryDump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> Discard;
 
 use crate::common::{
-    open_input, parse_bool, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler,
-    Timing,
+    open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler, Timing,
 };
 use crate::ipsumdump::{
     build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
 };
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -136,28 +133,28 @@ struct State {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FromIPSummaryDump", "0/1", "a", make)
+    ClassSpec::element("FromIPSummaryDump", "0/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
     let mut a = cx.args();
-    let filename = a.read_mp::<String>("FILENAME")?;
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
-    let timing = a.read::<bool>("TIMING")?.unwrap_or(false);
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let _zero = a.read::<bool>("ZERO")?.unwrap_or(true);
-    let checksum = a.read::<bool>("CHECKSUM")?.unwrap_or(false);
-    let proto = a.read::<u8>("PROTO")?.unwrap_or(6);
-    let multipacket = a.read::<bool>("MULTIPACKET")?.unwrap_or(false);
-    let sample = a.read::<f64>("SAMPLE")?.unwrap_or(1.0);
-    let contents = match a.read::<Raw>("CONTENTS")? {
+    let filename = a.read_mp::<String>("FILENAME");
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
+    let timing = a.read::<bool>("TIMING").unwrap_or(false);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let _zero = a.read::<bool>("ZERO").unwrap_or(true);
+    let checksum = a.read::<bool>("CHECKSUM").unwrap_or(false);
+    let proto = a.read::<u8>("PROTO").unwrap_or(6);
+    let multipacket = a.read::<bool>("MULTIPACKET").unwrap_or(false);
+    let sample = a.read::<f64>("SAMPLE").unwrap_or(1.0);
+    let contents = match a.read::<Raw>("CONTENTS") {
         Some(c) => Some(c),
-        None => a.read::<Raw>("FIELDS")?,
+        None => a.read::<Raw>("FIELDS"),
     };
-    let flowid = a.read::<String>("FLOWID")?;
-    let allow_nonexistent = a.read::<bool>("ALLOW_NONEXISTENT")?.unwrap_or(false);
-    let end_call = a.read::<String>("END_CALL")?;
-    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    let flowid = a.read::<String>("FLOWID");
+    let allow_nonexistent = a.read::<bool>("ALLOW_NONEXISTENT").unwrap_or(false);
+    let end_call = a.read::<String>("END_CALL");
+    let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
@@ -187,7 +184,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         Err(_) if allow_nonexistent && !std::path::Path::new(&filename).exists() => (None, None),
         Err(e) => return Err(e),
     };
-    Ok(Box::new(FromIPSummaryDump {
+    Ok(FromIPSummaryDump {
         state: Mutex::new(State {
             reader,
             pos: 0,
@@ -214,7 +211,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         checksum,
         default_proto: proto,
         filesize,
-    }))
+    })
 }
 
 /// What a line turned into.
@@ -450,20 +447,36 @@ impl FromIPSummaryDump {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::read("sampling_prob"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::read("encap"),
-    HandlerInfo::read("filename"),
-    HandlerInfo::read("filesize"),
-    HandlerInfo::read("filepos"),
-    HandlerInfo::write("stop"),
-    HandlerInfo::read("errors"),
-];
-
 impl Element for FromIPSummaryDump {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.count.reset();
+            Ok(())
+        }),
+        Handler::read("sampling_prob", |e, _| sampling_prob_text(e.sample)),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::read("encap", |_, _| "IP".into()),
+        Handler::read("filename", |e, _| e.filename.clone()),
+        Handler::read("filesize", |e, _| {
+            e.filesize.map_or_else(|| "-".into(), |s| s.to_string())
+        }),
+        Handler::read("filepos", |e, _| e.lock().pos.to_string()),
+        Handler::write("stop", |e, _, hx| {
+            e.active.store(false, Ordering::Relaxed);
+            hx.request_stop();
+            Ok(())
+        }),
+        Handler::read("errors", |e, _| e.errors.get().to_string()),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
             ix.add_task();
@@ -497,43 +510,6 @@ impl Element for FromIPSummaryDump {
 
     fn queued(&self) -> usize {
         usize::from(self.lock().pending.is_some())
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "sampling_prob" => sampling_prob_text(self.sample),
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "encap" => "IP".into(),
-            "filename" => self.filename.clone(),
-            "filesize" => self
-                .filesize
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "-".into()),
-            "filepos" => self.lock().pos.to_string(),
-            "errors" => self.errors.get().to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
-        Some(match name {
-            "reset_counts" => {
-                self.count.reset();
-                Ok(())
-            }
-            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
-            "stop" => {
-                self.active.store(false, Ordering::Relaxed);
-                hx.request_stop();
-                Ok(())
-            }
-            _ => return None,
-        })
     }
 }
 

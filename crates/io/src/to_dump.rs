@@ -52,9 +52,7 @@ use crate::common::{encap_name, open_output, parse_encap, ErrorCount};
 use crate::from_dump::FromDump;
 use crate::from_ip_summary_dump::FromIPSummaryDump;
 use paraclick_packet::{Batch, Timestamp};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use pcap_file::pcap::PcapHeader;
 use pcap_file::{DataLink, Endianness, TsResolution};
 use std::io::{BufWriter, Write};
@@ -80,19 +78,19 @@ pub struct ToDump {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ToDump", "1/0-1", "a", make)
+    ClassSpec::element("ToDump", "1/0-1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ToDump, String> {
     let mut a = cx.args();
-    let filename = a.read_mp::<String>("FILENAME")?;
-    let snaplen = a.read_p::<u32>("SNAPLEN")?.unwrap_or(2000);
-    let encap = a.read_p::<String>("ENCAP")?;
-    let use_encap_from = a.read::<String>("USE_ENCAP_FROM")?;
-    let extra_length = a.read::<bool>("EXTRA_LENGTH")?.unwrap_or(true);
-    let nano = a.read::<bool>("NANO")?.unwrap_or(false);
-    let unbuffered = a.read::<bool>("UNBUFFERED")?.unwrap_or(false);
-    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    let filename = a.read_mp::<String>("FILENAME");
+    let snaplen = a.read_p::<u32>("SNAPLEN").unwrap_or(2000);
+    let encap = a.read_p::<String>("ENCAP");
+    let use_encap_from = a.read::<String>("USE_ENCAP_FROM");
+    let extra_length = a.read::<bool>("EXTRA_LENGTH").unwrap_or(true);
+    let nano = a.read::<bool>("NANO").unwrap_or(false);
+    let unbuffered = a.read::<bool>("UNBUFFERED").unwrap_or(false);
+    let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
@@ -107,7 +105,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     let use_encap_from: Vec<String> = use_encap_from
         .map(|s| s.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
-    Ok(Box::new(ToDump {
+    Ok(ToDump {
         filename,
         snaplen,
         linktype: AtomicU32::new(linktype),
@@ -120,19 +118,18 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         errors: ErrorCount::default(),
         pull_sink: cx.input_is_pull(0) && cx.noutputs == 0,
         burst,
-    }))
+    })
 }
 
 /// The link type of another element's `encap` (for USE_ENCAP_FROM).
-fn encap_of(e: &dyn Element) -> Option<u32> {
-    let any: &dyn std::any::Any = e;
-    if let Some(f) = any.downcast_ref::<FromDump>() {
+fn encap_of(ix: &InitCx<'_>, i: usize) -> Option<u32> {
+    if let Some(f) = ix.element::<FromDump>(i) {
         return Some(f.linktype());
     }
-    if any.downcast_ref::<FromIPSummaryDump>().is_some() {
+    if ix.element::<FromIPSummaryDump>(i).is_some() {
         return Some(101);
     }
-    if let Some(t) = any.downcast_ref::<ToDump>() {
+    if let Some(t) = ix.element::<ToDump>(i) {
         return Some(t.linktype.load(Ordering::Relaxed));
     }
     None
@@ -231,14 +228,17 @@ impl Drop for ToDump {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::read("filename"),
-    HandlerInfo::write("flush"),
-];
-
 impl Element for ToDump {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.count.reset();
+            Ok(())
+        }),
+        Handler::read("filename", |e, _| e.filename.clone()),
+        Handler::write("flush", |e, _, _| e.flush()),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if !self.use_encap_from.is_empty() {
             let mut found: Option<(u32, &str)> = None;
@@ -246,7 +246,7 @@ impl Element for ToDump {
                 let i = ix
                     .find(name)
                     .ok_or_else(|| format!("USE_ENCAP_FROM: no element named '{name}'"))?;
-                let l = encap_of(ix.element(i)).ok_or_else(|| {
+                let l = encap_of(ix, i).ok_or_else(|| {
                     format!("USE_ENCAP_FROM: element '{name}' has no 'encap' handler")
                 })?;
                 match found {
@@ -324,34 +324,6 @@ impl Element for ToDump {
             }
             None => false,
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "filename" => self.filename.clone(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "reset_counts" => {
-                self.count.reset();
-                Ok(())
-            }
-            "flush" => self.flush(),
-            _ => return None,
-        })
     }
 }
 

@@ -76,9 +76,7 @@ use crate::common::{open_output, ErrorCount};
 use crate::ipsumdump::{data_line, parse_fields, Field, View, ViewOpts};
 use paraclick_packet::{Batch, Timestamp};
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::io::{BufWriter, Write};
 use std::sync::{Mutex, MutexGuard};
 
@@ -104,25 +102,25 @@ struct Writer {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ToIPSummaryDump", "1/0-1", "a/h", make)
+    ClassSpec::element("ToIPSummaryDump", "1/0-1", "a/h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPSummaryDump, String> {
     let mut a = cx.args();
-    let filename = a.read_mp::<String>("FILENAME")?;
-    let contents = match a.read::<Raw>("CONTENTS")? {
+    let filename = a.read_mp::<String>("FILENAME");
+    let contents = match a.read::<Raw>("CONTENTS") {
         Some(c) => Some(c),
-        None => a.read::<Raw>("FIELDS")?,
+        None => a.read::<Raw>("FIELDS"),
     };
-    let header = a.read::<bool>("HEADER")?.unwrap_or(true);
-    let verbose = a.read::<bool>("VERBOSE")?.unwrap_or(false);
-    let banner = a.read::<String>("BANNER")?;
-    let multipacket = a.read::<bool>("MULTIPACKET")?.unwrap_or(false);
-    let bad_packets = a.read::<bool>("BAD_PACKETS")?.unwrap_or(false);
-    let careful_trunc = a.read::<bool>("CAREFUL_TRUNC")?.unwrap_or(true);
-    let extra_length = a.read::<bool>("EXTRA_LENGTH")?.unwrap_or(true);
-    let binary = a.read::<bool>("BINARY")?.unwrap_or(false);
-    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    let header = a.read::<bool>("HEADER").unwrap_or(true);
+    let verbose = a.read::<bool>("VERBOSE").unwrap_or(false);
+    let banner = a.read::<String>("BANNER");
+    let multipacket = a.read::<bool>("MULTIPACKET").unwrap_or(false);
+    let bad_packets = a.read::<bool>("BAD_PACKETS").unwrap_or(false);
+    let careful_trunc = a.read::<bool>("CAREFUL_TRUNC").unwrap_or(true);
+    let extra_length = a.read::<bool>("EXTRA_LENGTH").unwrap_or(true);
+    let binary = a.read::<bool>("BINARY").unwrap_or(false);
+    let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
     if binary {
         return Err("BINARY true is not supported".into());
@@ -134,7 +132,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         Some(Raw(c)) => parse_fields(&c).map_err(|e| format!("CONTENTS: {e}"))?,
         None => vec![Field::IpSrc, Field::IpDst],
     };
-    Ok(Box::new(ToIPSummaryDump {
+    Ok(ToIPSummaryDump {
         multipacket: multipacket && !fields.contains(&Field::Count),
         filename,
         fields,
@@ -151,7 +149,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         errors: ErrorCount::default(),
         pull_input: cx.input_is_pull(0),
         burst,
-    }))
+    })
 }
 
 /// Click's quoting for the banner: double quotes, with `"` and `\` escaped.
@@ -290,13 +288,13 @@ impl Drop for ToIPSummaryDump {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::write("flush"),
-    HandlerInfo::read("count"),
-    HandlerInfo::read("filename"),
-];
-
 impl Element for ToIPSummaryDump {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::write("flush", |e, _, _| e.flush()),
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::read("filename", |e, _| e.filename.clone()),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if ix.checking() {
             return Ok(()); // a check must not create or truncate the file
@@ -336,30 +334,6 @@ impl Element for ToIPSummaryDump {
             }
             None => false,
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "filename" => self.filename.clone(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "flush" => self.flush(),
-            _ => return None,
-        })
     }
 }
 

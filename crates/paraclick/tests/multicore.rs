@@ -6,7 +6,7 @@ use common::*;
 use paraclick_packet::Packet;
 use paraclick_runtime::testing::TestSink;
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, InitCx, Registry, Router,
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Registry, Router,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -209,6 +209,9 @@ struct SeqSource {
 }
 
 impl Element for SeqSource {
+    const HANDLERS: &'static [Handler<Self>] =
+        &[Handler::read("count", |e, _| e.count.get().to_string())];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         ix.add_task();
         Ok(())
@@ -235,29 +238,19 @@ impl Element for SeqSource {
         cx.push(0, b);
         true
     }
-
-    fn handlers(&self) -> &'static [paraclick_runtime::HandlerInfo] {
-        const H: &[paraclick_runtime::HandlerInfo] =
-            &[paraclick_runtime::HandlerInfo::read("count")];
-        H
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "count").then(|| self.count.get().to_string())
-    }
 }
 
-fn make_seq(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make_seq(cx: &mut ConfigCx<'_>) -> Result<SeqSource, String> {
     let mut a = cx.args();
-    let flows = a.read_mp::<u32>("FLOWS")?;
-    let limit = a.read_mp::<u64>("LIMIT")?;
+    let flows = a.read_mp::<u32>("FLOWS");
+    let limit = a.read_mp::<u64>("LIMIT");
     a.complete()?;
-    Ok(Box::new(SeqSource {
+    Ok(SeqSource {
         flows,
         limit,
         next: AtomicU64::new(0),
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 #[test]
@@ -267,7 +260,7 @@ fn same_per_flow_output_in_order_on_1_2_4_8_threads() {
     // The sink keeps every packet: give the pools room for all of them.
     paraclick_packet::pool::set_default_capacity(65536);
     let mut reg: Registry = registry();
-    reg.register(ClassSpec::new("SeqSource", "0/1", "h", make_seq));
+    reg.register(ClassSpec::element("SeqSource", "0/1", "h", make_seq));
     paraclick_runtime::testing::register(&mut reg);
     let conf = "src :: SeqSource(16, 40000) -> hs :: HashSwitch(0, 4);
         hs[0] -> q0 :: Queue(100000) -> u0 :: Unqueue(BURST 7) -> sink :: TestSink;
@@ -369,5 +362,53 @@ fn replicated_qos_keeps_priority_in_every_replica() {
             out + queued + r.total_drops(),
             "{threads} threads: conservation"
         );
+    }
+}
+
+#[test]
+fn queue_reset_from_another_thread_while_traffic_flows_conserves_every_packet() {
+    // Issue 11: a Script on one thread writes `q.reset` again and again
+    // while the queue's single consumer pulls on another. The reset drains
+    // as an extra consumer through the runtime's audited path (the ring
+    // goes to compare-and-swap first), so no buffer gets two owners: every
+    // packet is delivered, queued or counted as dropped, and no buffer is
+    // leaked or freed twice.
+    for threads in [2, 4] {
+        let conf = "src :: InfiniteSource(LIMIT 300000, BURST 8, STOP true)
+                -> q :: Queue(1000000) -> uq :: Unqueue(BURST 2) -> out :: Counter -> Discard;
+            s :: Script(TYPE ACTIVE, label l, write q.reset, wait 0.0002, goto l);
+            StaticThreadSched(src 0, uq 1);";
+        let conf = if threads == 4 {
+            conf.replace(
+                "StaticThreadSched(src 0, uq 1)",
+                "StaticThreadSched(src 2, uq 3)",
+            )
+        } else {
+            conf.to_string()
+        };
+        let r = router(&conf, threads);
+        assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
+        run_with_timeout(&r, 120);
+        let sent = read_u64(&r, "src.count");
+        let out = read_u64(&r, "out.count");
+        let queued = read_u64(&r, "q.length");
+        let reset = read_u64(&r, "q.drops");
+        assert_eq!(sent, 300000);
+        assert!(reset > 0, "{threads} threads: the resets removed packets");
+        assert_eq!(
+            r.total_drops(),
+            reset,
+            "{threads} threads: drops are the resets'"
+        );
+        assert_eq!(
+            out + queued + reset,
+            sent,
+            "{threads} threads: conservation"
+        );
+        // The plan's single-sided modes are back after the resets.
+        assert_eq!(modes(&r), vec![("q".to_string(), false, false)]);
+        r.write_handler("q.reset", "").unwrap();
+        paraclick_packet::pool::flush_remote();
+        assert_eq!(r.pool_outstanding(), 0, "{threads} threads: leaked buffers");
     }
 }

@@ -2,11 +2,18 @@
 //!
 //! ```ignore
 //! let mut a = cx.args();
-//! let capacity = a.read_p::<usize>("CAPACITY")?.unwrap_or(1000); // positional or keyword
-//! let burst = a.read::<usize>("BURST")?.unwrap_or(32);           // keyword only
-//! let addr = a.read_mp::<Ipv4Addr>("ADDR")?;                     // mandatory positional
-//! a.complete()?;                                                  // anything left is an error
+//! let capacity = a.read_p::<usize>("CAPACITY").unwrap_or(1000); // positional or keyword
+//! let burst = a.read::<usize>("BURST").unwrap_or(32);           // keyword only
+//! let addr = a.read_mp::<Ipv4Addr>("ADDR");                     // mandatory positional
+//! a.complete()?;  // every bad, missing or unknown argument, one a line
+//! // Check relations between values only after `complete`.
 //! ```
+//!
+//! Every read records its error and goes on, as Click's `Args` does, so
+//! `complete` reports every bad argument of an element at once. A bad
+//! optional argument reads as `None`; a bad or missing mandatory one as
+//! its type's [`FromArg::placeholder`], never used because `complete`
+//! fails.
 //!
 //! Positional arguments come first; an argument whose first word is an
 //! all-caps keyword followed by a value is a keyword argument. Values may
@@ -44,6 +51,9 @@ pub trait FromArg: Sized {
     /// What the value is, for error messages ("IP address").
     const WHAT: &'static str;
     fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String>;
+    /// A value that stands in for a bad or missing mandatory argument
+    /// until [`Args::complete`] reports the error.
+    fn placeholder() -> Self;
 }
 
 fn parse_uint(s: &str) -> Option<u64> {
@@ -63,6 +73,7 @@ macro_rules! uint_arg {
                 let v = parse_uint(s).ok_or_else(|| format!("expected {}", Self::WHAT))?;
                 <$t>::try_from(v).map_err(|_| format!("{} out of range", s.trim()))
             }
+            fn placeholder() -> Self { 0 }
         }
     )*};
 }
@@ -79,6 +90,7 @@ macro_rules! int_arg {
                 let v = if neg { -v } else { v };
                 <$t>::try_from(v).map_err(|_| format!("{} out of range", s))
             }
+            fn placeholder() -> Self { 0 }
         }
     )*};
 }
@@ -91,6 +103,9 @@ impl FromArg for f64 {
             .parse()
             .map_err(|_| format!("expected {}", Self::WHAT))
     }
+    fn placeholder() -> Self {
+        0.0
+    }
 }
 
 impl FromArg for bool {
@@ -102,12 +117,18 @@ impl FromArg for bool {
             _ => Err(format!("expected {} (true or false)", Self::WHAT)),
         }
     }
+    fn placeholder() -> Self {
+        false
+    }
 }
 
 impl FromArg for String {
     const WHAT: &'static str = "string";
     fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
         Ok(unquote(s.trim()))
+    }
+    fn placeholder() -> Self {
+        String::new()
     }
 }
 
@@ -120,6 +141,9 @@ impl FromArg for Bytes {
     fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
         Ok(Bytes(unquote_bytes(s.trim())))
     }
+    fn placeholder() -> Self {
+        Bytes(Vec::new())
+    }
 }
 
 /// An argument kept as written (quotes and all), e.g. an element name or a
@@ -131,6 +155,9 @@ impl FromArg for Raw {
     const WHAT: &'static str = "argument";
     fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
         Ok(Raw(s.trim().to_string()))
+    }
+    fn placeholder() -> Self {
+        Raw(String::new())
     }
 }
 
@@ -165,6 +192,9 @@ impl FromArg for Duration {
     fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
         parse_duration(s).ok_or_else(|| format!("expected {}", Self::WHAT))
     }
+    fn placeholder() -> Self {
+        Duration::ZERO
+    }
 }
 
 /// A bandwidth in bytes per second. Accepts Click's units: `bps`, `kbps`,
@@ -198,6 +228,9 @@ impl FromArg for Bandwidth {
         };
         Ok(Bandwidth(v * scale * per_byte))
     }
+    fn placeholder() -> Self {
+        Bandwidth(0.0)
+    }
 }
 
 impl FromArg for Ipv4Addr {
@@ -225,6 +258,9 @@ impl FromArg for Ipv4Addr {
             }
         }
         Err(format!("expected {}, not '{}'", Self::WHAT, s))
+    }
+    fn placeholder() -> Self {
+        Ipv4Addr::UNSPECIFIED
     }
 }
 
@@ -258,6 +294,9 @@ impl FromArg for Ipv4Prefix {
         }
         Err(format!("expected {}, not '{}'", Self::WHAT, s))
     }
+    fn placeholder() -> Self {
+        Ipv4Prefix::host(Ipv4Addr::UNSPECIFIED)
+    }
 }
 
 impl FromArg for EtherAddr {
@@ -273,6 +312,9 @@ impl FromArg for EtherAddr {
         }
         Err(format!("expected {}, not '{}'", Self::WHAT, s))
     }
+    fn placeholder() -> Self {
+        EtherAddr([0; 6])
+    }
 }
 
 #[derive(Debug)]
@@ -287,6 +329,7 @@ pub struct Args<'a> {
     items: Vec<Item>,
     next_pos: usize,
     env: &'a ArgEnv,
+    errors: Vec<String>,
 }
 
 impl<'a> Args<'a> {
@@ -311,6 +354,7 @@ impl<'a> Args<'a> {
             items,
             next_pos: 0,
             env,
+            errors: Vec::new(),
         }
     }
 
@@ -323,8 +367,33 @@ impl<'a> Args<'a> {
         self.items.is_empty()
     }
 
-    fn parse<T: FromArg>(&self, name: &str, v: &str) -> Result<T, String> {
-        T::from_arg(v, self.env).map_err(|e| format!("{name}: {e}"))
+    /// Parses `v`, recording the error if it is bad.
+    fn parse<T: FromArg>(&mut self, name: &str, v: &str) -> Option<T> {
+        match T::from_arg(v, self.env) {
+            Ok(x) => Some(x),
+            Err(e) => {
+                self.errors.push(format!("{name}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Records an error found while configuring (a bad combination of
+    /// arguments, say); [`Args::complete`] reports it with the others.
+    pub fn error(&mut self, msg: impl Into<String>) {
+        self.errors.push(msg.into());
+    }
+
+    fn mandatory<T: FromArg>(&mut self, name: &str, v: Option<Option<T>>) -> T {
+        match v {
+            Some(Some(x)) => x,
+            Some(None) => T::placeholder(),
+            None => {
+                self.errors
+                    .push(format!("missing mandatory {name} argument"));
+                T::placeholder()
+            }
+        }
     }
 
     fn take_keyword(&mut self, name: &str) -> Option<String> {
@@ -349,41 +418,42 @@ impl<'a> Args<'a> {
         Some(it.value.clone())
     }
 
-    /// Keyword-only argument.
-    pub fn read<T: FromArg>(&mut self, name: &str) -> Result<Option<T>, String> {
-        match self.take_keyword(name) {
-            Some(v) => self.parse(name, &v).map(Some),
-            None => Ok(None),
-        }
+    /// Keyword-only argument (`None` if absent or bad).
+    pub fn read<T: FromArg>(&mut self, name: &str) -> Option<T> {
+        let v = self.take_keyword(name)?;
+        self.parse(name, &v)
     }
 
     /// Mandatory keyword argument.
-    pub fn read_m<T: FromArg>(&mut self, name: &str) -> Result<T, String> {
-        self.read(name)?
-            .ok_or_else(|| format!("missing mandatory {name} argument"))
+    pub fn read_m<T: FromArg>(&mut self, name: &str) -> T {
+        let v = self.take_keyword(name).map(|v| self.parse(name, &v));
+        self.mandatory(name, v)
     }
 
-    /// Optional argument, positional or keyword.
-    pub fn read_p<T: FromArg>(&mut self, name: &str) -> Result<Option<T>, String> {
+    /// Raw value of an optional positional-or-keyword argument: `None` if
+    /// absent or empty.
+    fn take_p(&mut self, name: &str) -> Option<String> {
         if let Some(v) = self.take_keyword(name) {
-            return self.parse(name, &v).map(Some);
+            return Some(v);
         }
-        match self.take_positional() {
-            Some(v) if v.trim().is_empty() => Ok(None),
-            Some(v) => self.parse(name, &v).map(Some),
-            None => Ok(None),
-        }
+        self.take_positional().filter(|v| !v.trim().is_empty())
+    }
+
+    /// Optional argument, positional or keyword (`None` if absent or bad).
+    pub fn read_p<T: FromArg>(&mut self, name: &str) -> Option<T> {
+        let v = self.take_p(name)?;
+        self.parse(name, &v)
     }
 
     /// Mandatory argument, positional or keyword.
-    pub fn read_mp<T: FromArg>(&mut self, name: &str) -> Result<T, String> {
-        self.read_p(name)?
-            .ok_or_else(|| format!("missing mandatory {name} argument"))
+    pub fn read_mp<T: FromArg>(&mut self, name: &str) -> T {
+        let v = self.take_p(name).map(|v| self.parse(name, &v));
+        self.mandatory(name, v)
     }
 
-    /// Every occurrence of a keyword, in order.
-    pub fn read_all<T: FromArg>(&mut self, name: &str) -> Result<Vec<T>, String> {
-        let mut out = Vec::new();
+    /// Every occurrence of a keyword, in order (bad ones recorded and
+    /// left out).
+    pub fn read_all<T: FromArg>(&mut self, name: &str) -> Vec<T> {
         let vals: Vec<String> = self
             .items
             .iter_mut()
@@ -393,10 +463,7 @@ impl<'a> Args<'a> {
                 it.value.clone()
             })
             .collect();
-        for v in vals {
-            out.push(self.parse(name, &v)?);
-        }
-        Ok(out)
+        vals.iter().filter_map(|v| self.parse(name, v)).collect()
     }
 
     /// The remaining positional arguments, as written.
@@ -423,9 +490,10 @@ impl<'a> Args<'a> {
         out
     }
 
-    /// Fails if an argument was not read.
+    /// Fails, with every error found (one a line), if an argument was bad,
+    /// missing or not read.
     pub fn complete(self) -> Result<(), String> {
-        let mut errs = Vec::new();
+        let mut errs = self.errors;
         for it in &self.items {
             if !it.used {
                 match &it.keyword {
@@ -437,7 +505,7 @@ impl<'a> Args<'a> {
         if errs.is_empty() {
             Ok(())
         } else {
-            Err(errs.join("; "))
+            Err(errs.join("\n"))
         }
     }
 }
@@ -450,10 +518,10 @@ mod tests {
     fn positional_and_keywords() {
         let env = ArgEnv::default();
         let mut a = Args::new("1000, BURST 8, STOP true", &env);
-        assert_eq!(a.read_p::<usize>("CAPACITY").unwrap(), Some(1000));
-        assert_eq!(a.read::<usize>("BURST").unwrap(), Some(8));
-        assert_eq!(a.read::<bool>("STOP").unwrap(), Some(true));
-        assert_eq!(a.read::<bool>("ACTIVE").unwrap(), None);
+        assert_eq!(a.read_p::<usize>("CAPACITY"), Some(1000));
+        assert_eq!(a.read::<usize>("BURST"), Some(8));
+        assert_eq!(a.read::<bool>("STOP"), Some(true));
+        assert_eq!(a.read::<bool>("ACTIVE"), None);
         a.complete().unwrap();
     }
 
@@ -461,25 +529,33 @@ mod tests {
     fn keyword_given_for_positional() {
         let env = ArgEnv::default();
         let mut a = Args::new("CAPACITY 5", &env);
-        assert_eq!(a.read_p::<usize>("CAPACITY").unwrap(), Some(5));
+        assert_eq!(a.read_p::<usize>("CAPACITY"), Some(5));
         a.complete().unwrap();
     }
 
     #[test]
-    fn errors_are_clear() {
+    fn every_error_is_reported_at_once() {
         let env = ArgEnv::default();
-        let mut a = Args::new("abc, FOO 1, 7", &env);
-        let e = a.read_p::<usize>("CAPACITY").unwrap_err();
-        assert_eq!(e, "CAPACITY: expected unsigned integer");
-        let a = Args::new("1, FOO 1", &env);
+        let mut a = Args::new("abc, FOO 1, 7, BURST x, STOP maybe", &env);
+        assert_eq!(a.read_p::<usize>("CAPACITY"), None);
+        assert_eq!(a.read::<usize>("BURST"), None);
+        assert!(!a.read_m::<bool>("STOP"));
+        assert_eq!(a.read_m::<u32>("LENGTH"), 0);
         assert_eq!(
             a.complete().unwrap_err(),
-            "too many arguments ('1'); unknown keyword FOO"
+            "CAPACITY: expected unsigned integer\n\
+             BURST: expected unsigned integer\n\
+             STOP: expected boolean (true or false)\n\
+             missing mandatory LENGTH argument\n\
+             unknown keyword FOO\n\
+             too many arguments ('7')"
         );
         let mut a = Args::new("", &env);
+        assert_eq!(a.read_mp::<u32>("LENGTH"), 0);
+        a.error("LENGTH must be positive");
         assert_eq!(
-            a.read_mp::<u32>("LENGTH").unwrap_err(),
-            "missing mandatory LENGTH argument"
+            a.complete().unwrap_err(),
+            "missing mandatory LENGTH argument\nLENGTH must be positive"
         );
     }
 

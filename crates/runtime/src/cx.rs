@@ -1,6 +1,6 @@
 //! The per-thread context every element call receives.
 
-use crate::element::{split_batch, uniform_pass, Verdict};
+use crate::element::Verdict;
 use crate::handler::HandlerCx;
 use crate::router::Core;
 use paraclick_packet::{Batch, Packet};
@@ -131,7 +131,7 @@ impl<'r> Cx<'r> {
     /// that does not exist (an optional output left unconnected) drops the
     /// batch, counted.
     ///
-    /// Per-packet elements downstream ([`Element::action_only`]) run here,
+    /// Per-packet elements downstream ([`crate::Action`]) run here,
     /// in one loop, while the whole batch keeps going the same way: each hop
     /// costs an action call and a table lookup, not a `push` call level.
     #[inline]
@@ -143,13 +143,18 @@ impl<'r> Cx<'r> {
 
     fn forward(&mut self, mut port: usize, mut batch: Batch) {
         let core = self.core;
+        if batch.len() == 1 {
+            return self.forward_one(port, batch);
+        }
         loop {
-            let peer = core.ports[self.current].outputs.get(port);
-            let Some((to, peer)) = peer.and_then(|p| p.element().map(|e| (e, p))) else {
+            let Some(peer) = core.ports[self.current].outputs.get(port) else {
+                return self.drop_batch(batch);
+            };
+            let Some(to) = peer.element() else {
                 return self.drop_batch(batch);
             };
             self.current = peer.elem as usize;
-            if !peer.fused {
+            let Some(f) = peer.fused() else {
                 let p = peer.port as usize;
                 if core.profile.is_none() {
                     to.push(self, p, batch);
@@ -158,14 +163,43 @@ impl<'r> Cx<'r> {
                     self.profiled(self.current, n, |cx| to.push(cx, p, batch));
                 }
                 return;
+            };
+            match f.run(self, &mut batch) {
+                Some(k) => port = k,
+                None => return,
             }
-            if batch.is_empty() {
+        }
+    }
+
+    /// [`Cx::forward`] for a batch of one packet (Click's BURST 1, the
+    /// common case of its configurations): through fused hops the packet
+    /// stays in its batch and each hop is one indirect call to the action
+    /// itself, without the batch loop.
+    fn forward_one(&mut self, mut port: usize, mut batch: Batch) {
+        let core = self.core;
+        loop {
+            let Some(peer) = core.ports[self.current].outputs.get(port) else {
+                return self.drop_batch(batch);
+            };
+            let Some(to) = peer.element() else {
+                return self.drop_batch(batch);
+            };
+            self.current = peer.elem as usize;
+            let Some(f) = peer.fused() else {
+                let p = peer.port as usize;
+                if core.profile.is_none() {
+                    to.push(self, p, batch);
+                } else {
+                    self.profiled(self.current, 1, |cx| to.push(cx, p, batch));
+                }
                 return;
-            }
-            match uniform_pass(to, self, &mut batch) {
-                Ok(Verdict::Out(k)) => port = k,
-                Ok(Verdict::Drop) => return self.drop_batch(batch),
-                Err((i, first, other)) => return split_batch(to, self, batch, i, first, other),
+            };
+            let Some(p) = batch.as_mut_slice().first_mut() else {
+                return;
+            };
+            match f.run_one(self, p) {
+                Verdict::Out(k) => port = k,
+                Verdict::Drop => return self.drop_batch(batch),
             }
         }
     }
@@ -199,7 +233,7 @@ impl<'r> Cx<'r> {
     #[inline(never)]
     fn pull_profiled(
         &mut self,
-        from: &dyn crate::Element,
+        from: &dyn crate::Node,
         elem: usize,
         port: usize,
         max: usize,
@@ -216,6 +250,20 @@ impl<'r> Cx<'r> {
             c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
         }
         b
+    }
+
+    /// Permission to push into a ring: this thread's data path reaches the
+    /// running element, so the thread plan counts it as a producer (see
+    /// [`crate::ring`]).
+    #[inline]
+    pub fn producer(&self) -> crate::ring::Producer<'_> {
+        crate::ring::Producer::new()
+    }
+
+    /// Permission to pop from a ring, likewise as a planned consumer.
+    #[inline]
+    pub fn consumer(&self) -> crate::ring::Consumer<'_> {
+        crate::ring::Consumer::new()
     }
 
     /// Drops a packet, counted against the running element.

@@ -1,18 +1,29 @@
 //! The element API.
 //!
-//! An element is shared by reference among the worker threads. It receives
-//! batches on push inputs, hands out batches from pull outputs, and (if it
-//! owns a task) does work when its thread's scheduler runs it.
+//! An element class is one of two kinds, and the type says which:
 //!
-//! Most elements are a function of one packet: they implement only
-//! [`Element::action`], and the default `push`/`pull` run the batch loop
-//! (the one place it lives, VPP-style), splitting a batch by output port
-//! and counting drops.
+//! - [`Action`]: a function of one packet (`DecIPTTL`, `Counter`,
+//!   `Classifier`...). It has no `push` or `pull` to override: the
+//!   framework's batch adapter runs the action over each batch, and when
+//!   such an element follows another in a push chain, the pushing loop runs
+//!   it in place (a fused hop, VPP's node loop applied to Click's graph).
+//! - [`Element`]: anything else (queues, sources, schedulers, devices,
+//!   Tee): it implements `push`, `pull` and `run_task` as it needs.
+//!
+//! Both kinds state their handlers once, in a table ([`Handler`]) that
+//! generates the listing, the reads and the writes; writes parse their
+//! value with the configuration's argument parser ([`HandlerCx::arg`]).
+//!
+//! The registry wraps an element in the framework's [`Node`] adapter
+//! ([`crate::ClassSpec::action`], [`crate::ClassSpec::element`]); the
+//! router only ever sees nodes.
 
 use crate::cx::Cx;
 use crate::handler::HandlerCx;
+use crate::ring::ModeSwitch;
 use crate::router::InitCx;
 use paraclick_packet::{Batch, Packet};
+use std::any::Any;
 
 /// What a per-packet action decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,67 +34,163 @@ pub enum Verdict {
     Drop,
 }
 
-/// A handler an element offers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A handler's name and what it allows, as listed by the `handlers`
+/// handler.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HandlerInfo {
-    pub name: &'static str,
+    pub name: String,
     pub read: bool,
     pub write: bool,
+    /// The read takes a parameter (Click's `READ_PARAM`).
+    pub param: bool,
 }
 
-impl HandlerInfo {
-    pub const fn read(name: &'static str) -> HandlerInfo {
-        HandlerInfo {
+type ReadFn<E> = fn(&E, &HandlerCx<'_>) -> String;
+type TryReadFn<E> = fn(&E, &HandlerCx<'_>) -> Result<String, String>;
+type ParamFn<E> = fn(&E, Option<&str>, &HandlerCx<'_>) -> Result<String, String>;
+type WriteFn<E> = fn(&E, &str, &HandlerCx<'_>) -> Result<(), String>;
+
+enum Read<E> {
+    No,
+    Plain(ReadFn<E>),
+    Try(TryReadFn<E>),
+    Param(ParamFn<E>),
+}
+
+/// One handler of element type `E`: its name, how it is read, how it is
+/// written. An element's `HANDLERS` table is the only place its handlers
+/// are stated.
+///
+/// ```ignore
+/// const HANDLERS: &'static [Handler<Self>] = &[
+///     Handler::read("count", |e, _| e.packets.get().to_string()),
+///     Handler::write("reset", |e, _, _| { e.reset(); Ok(()) }),
+///     Handler::rw("active", |e, _| e.active().to_string(), |e, v, hx| {
+///         e.set_active(hx.arg(v)?);
+///         Ok(())
+///     }),
+/// ];
+/// ```
+pub struct Handler<E: 'static> {
+    name: &'static str,
+    read: Read<E>,
+    write: Option<WriteFn<E>>,
+}
+
+impl<E> Handler<E> {
+    /// A read-only handler whose read cannot fail.
+    pub const fn read(name: &'static str, f: ReadFn<E>) -> Handler<E> {
+        Handler {
             name,
-            read: true,
-            write: false,
+            read: Read::Plain(f),
+            write: None,
         }
     }
-    pub const fn write(name: &'static str) -> HandlerInfo {
-        HandlerInfo {
+
+    /// A read-only handler whose read can fail (the error reaches the
+    /// reader).
+    pub const fn try_read(name: &'static str, f: TryReadFn<E>) -> Handler<E> {
+        Handler {
             name,
-            read: false,
-            write: true,
+            read: Read::Try(f),
+            write: None,
         }
     }
-    pub const fn rw(name: &'static str) -> HandlerInfo {
-        HandlerInfo {
+
+    /// A read handler that may take a parameter (`rt.lookup 10.0.0.1`):
+    /// `f` gets `Some(param)` or `None` when read without one.
+    pub const fn read_param(name: &'static str, f: ParamFn<E>) -> Handler<E> {
+        Handler {
             name,
-            read: true,
-            write: true,
+            read: Read::Param(f),
+            write: None,
+        }
+    }
+
+    /// A write-only handler.
+    pub const fn write(name: &'static str, f: WriteFn<E>) -> Handler<E> {
+        Handler {
+            name,
+            read: Read::No,
+            write: Some(f),
+        }
+    }
+
+    /// A handler that reads and writes.
+    pub const fn rw(name: &'static str, r: ReadFn<E>, w: WriteFn<E>) -> Handler<E> {
+        Handler {
+            name,
+            read: Read::Plain(r),
+            write: Some(w),
+        }
+    }
+
+    /// The same handler, writable too (spell the element type when
+    /// chaining: `Handler::<Self>::read(..).write_with(..)`, or use
+    /// [`Handler::rw`]).
+    pub const fn write_with(mut self, f: WriteFn<E>) -> Handler<E> {
+        self.write = Some(f);
+        self
+    }
+
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn info(&self) -> HandlerInfo {
+        HandlerInfo {
+            name: self.name.to_string(),
+            read: !matches!(self.read, Read::No),
+            write: self.write.is_some(),
+            param: matches!(self.read, Read::Param(_)),
         }
     }
 }
 
-pub trait Element: std::any::Any + Send + Sync {
-    /// The per-packet work of a simple element. The default push and pull
-    /// call it for every packet of a batch.
-    #[inline]
-    fn action(&self, _cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
-        Verdict::Out(0)
+/// A handler that exists only once the element is configured (a Script's
+/// exported variables): listed by [`Element::dynamic_handlers`], read and
+/// written through [`Element::read_dynamic`] / [`Element::write_dynamic`].
+pub type DynHandler = HandlerInfo;
+
+/// A per-packet element. Implement [`Action::action`]; the framework runs
+/// the batch loop, splits batches whose packets go different ways, counts
+/// drops, and fuses chains of actions into one loop.
+pub trait Action: Send + Sync + Sized + 'static {
+    /// The element's handlers (the router adds `name`, `class`, `config`,
+    /// `ports`, `handlers`).
+    const HANDLERS: &'static [Handler<Self>] = &[];
+
+    /// The per-packet work: modify `p` in place and say where it goes.
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict;
+
+    /// Called once after every element is configured and connected.
+    fn initialize(&self, _ix: &mut InitCx<'_>) -> Result<(), String> {
+        Ok(())
     }
 
-    /// Whether this element is a pure per-packet element: it implements
-    /// [`Element::action`] and keeps the default `push` (and `pull`). The
-    /// router then runs its action inside the pushing element's loop
-    /// ([`Cx::push`]) rather than calling its `push`, which saves a call
-    /// level per hop. An element that overrides `push` or `pull` must not
-    /// return true (its override would be bypassed); a test in the elements
-    /// crate checks that for every element there.
-    fn action_only(&self) -> bool {
-        false
-    }
+    /// Timer `timer` of this element fired (see [`Cx::schedule_after`]).
+    fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
+}
 
-    /// A batch arrives on push input `port`.
+/// An element that is more than a function of one packet: it implements
+/// the push and pull calls (and tasks, timers) itself.
+pub trait Element: Send + Sync + Sized + 'static {
+    /// The element's handlers (the router adds `name`, `class`, `config`,
+    /// `ports`, `handlers`).
+    const HANDLERS: &'static [Handler<Self>] = &[];
+
+    /// A batch arrives on push input `port`. The default passes it to
+    /// output 0.
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
-        push_actions(self, cx, batch)
+        cx.push(0, batch)
     }
 
-    /// Downstream pulls up to `max` packets from pull output `port`.
+    /// Downstream pulls up to `max` packets from pull output `port`. The
+    /// default pulls from input 0.
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        pull_actions(self, cx, max)
+        cx.pull(0, max)
     }
 
     /// Runs task `task` of this element (see [`InitCx::add_task`]); returns
@@ -100,31 +207,18 @@ pub trait Element: std::any::Any + Send + Sync {
         Ok(())
     }
 
-    /// The element's own handlers (the router adds `name`, `class`,
-    /// `config`, `ports`, `handlers`).
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        &[]
+    /// Handlers known only after configuration (see [`DynHandler`]).
+    fn dynamic_handlers(&self) -> Vec<DynHandler> {
+        Vec::new()
     }
 
-    /// Reads handler `name`; `None` if there is no such read handler.
-    fn read_handler(&self, _name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
+    /// Reads a dynamic handler; `None` if there is none of that name.
+    fn read_dynamic(&self, _name: &str, _hx: &HandlerCx<'_>) -> Option<Result<String, String>> {
         None
     }
 
-    /// A read handler that takes a parameter (Click's `READ_PARAM`), read
-    /// as `element.handler PARAM` (in `-h`, a Script's `read` and `$(...)`):
-    /// `Some` if `name` is one; the error goes back to the reader.
-    fn read_handler_param(
-        &self,
-        _name: &str,
-        _param: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<String, String>> {
-        None
-    }
-
-    /// Writes handler `name`; `None` if there is no such write handler.
-    fn write_handler(
+    /// Writes a dynamic handler; `None` if there is none of that name.
+    fn write_dynamic(
         &self,
         _name: &str,
         _value: &str,
@@ -140,16 +234,19 @@ pub trait Element: std::any::Any + Send + Sync {
 
     /// For elements with a push input and a pull output (queues): whether
     /// several threads may push into it, and several pull from it, under
-    /// the current thread plan. Called at build time and whenever the
+    /// the current thread plan, and whether packets pushed may be pulled
+    /// on another thread (so a producer may gather them before publishing,
+    /// see [`Cx::defer_flush`]). Called at build time and whenever the
     /// scheduler moves a task, at a point where no operation that assumed
-    /// the old modes is still in flight.
-    fn set_ring_modes(&self, _multi_producer: bool, _multi_consumer: bool) {}
-
-    /// For queues: whether, under the current thread plan, packets pushed
-    /// into it may be pulled on another thread (so a producer may gather
-    /// them before publishing, see [`Cx::defer_flush`]). Called with the
-    /// ring modes.
-    fn set_crossing(&self, _crossing: bool) {}
+    /// the old modes is still in flight (see [`crate::crossing`]).
+    fn set_ring_modes(
+        &self,
+        _switch: &ModeSwitch,
+        _multi_producer: bool,
+        _multi_consumer: bool,
+        _crossing: bool,
+    ) {
+    }
 
     /// Work the element deferred with [`Cx::defer_flush`] (a staged batch
     /// to publish, say), on the thread that deferred it.
@@ -167,16 +264,271 @@ pub trait Element: std::any::Any + Send + Sync {
     fn stop_requested(&self, _hx: &HandlerCx<'_>) {}
 }
 
-/// The batch loop for per-packet elements in push context: runs
-/// [`Element::action`] on each packet. While every packet goes the same way
-/// (the common case, and always so for a batch of one) the batch moves on
-/// whole, without allocation; only when verdicts differ are packets sorted
-/// into side batches per port. Drops are counted.
+/// What a handler call through a [`Node`] found.
+pub enum HandlerCall<T> {
+    /// The element has no such handler (of this kind).
+    Missing,
+    /// It has, but not for this use (a parameter given to a plain read).
+    NoParam,
+    Done(Result<T, String>),
+}
+
+/// The framework's view of an element of either kind: what the router
+/// calls. Implemented by the two adapters, never by element authors.
+pub trait Node: Send + Sync + 'static {
+    fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch);
+    fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch>;
+    fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool;
+    fn run_timer(&self, cx: &mut Cx<'_>, timer: usize);
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String>;
+    /// The element's own handlers, static then dynamic.
+    fn handler_list(&self) -> Vec<HandlerInfo>;
+    fn read_handler(
+        &self,
+        name: &str,
+        param: Option<&str>,
+        hx: &HandlerCx<'_>,
+    ) -> HandlerCall<String>;
+    fn write_handler(&self, name: &str, value: &str, hx: &HandlerCx<'_>) -> HandlerCall<()>;
+    fn queued(&self) -> usize;
+    fn set_ring_modes(
+        &self,
+        switch: &ModeSwitch,
+        multi_producer: bool,
+        multi_consumer: bool,
+        crossing: bool,
+    );
+    fn flush(&self, cx: &mut Cx<'_>);
+    fn is_driver(&self) -> bool;
+    fn stop_requested(&self, hx: &HandlerCx<'_>);
+    /// The per-packet action, if this is an [`Action`] (for fused hops).
+    fn fused(&self) -> Option<&(dyn FusedAction + 'static)>;
+    /// The element itself, for downcasting to its concrete type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The batch loop of an [`Action`], monomorphized per element type so the
+/// action is inlined into it: one indirect call per hop per batch.
+pub trait FusedAction: Send + Sync {
+    /// Runs the action over `batch`. If every packet goes the same way,
+    /// returns that output port and leaves the batch to the caller (to
+    /// follow to the next hop); otherwise takes the batch, drops or splits
+    /// it and pushes the parts on, and returns `None`. (An `Option<usize>`
+    /// comes back in registers, which keeps the hop cheap for a batch of
+    /// one.)
+    fn run(&self, cx: &mut Cx<'_>, batch: &mut Batch) -> Option<usize>;
+
+    /// The action on one packet (the hop of a batch of one).
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict;
+}
+
+impl<A: Action> FusedAction for ActionNode<A> {
+    #[inline]
+    fn run(&self, cx: &mut Cx<'_>, batch: &mut Batch) -> Option<usize> {
+        if batch.is_empty() {
+            return None;
+        }
+        let f = |cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p);
+        match uniform_pass(&f, cx, batch) {
+            Ok(Verdict::Out(k)) => Some(k),
+            Ok(Verdict::Drop) => {
+                cx.drop_batch(std::mem::take(batch));
+                None
+            }
+            Err((i, first, other)) => {
+                split_batch(&f, cx, std::mem::take(batch), i, first, other);
+                None
+            }
+        }
+    }
+
+    #[inline]
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        self.0.action(cx, p)
+    }
+}
+
+fn list_static<E>(table: &[Handler<E>]) -> Vec<HandlerInfo> {
+    table.iter().map(Handler::info).collect()
+}
+
+fn read_static<E>(
+    e: &E,
+    table: &[Handler<E>],
+    name: &str,
+    param: Option<&str>,
+    hx: &HandlerCx<'_>,
+) -> HandlerCall<String> {
+    let Some(h) = table.iter().find(|h| h.name == name) else {
+        return HandlerCall::Missing;
+    };
+    match (&h.read, param) {
+        (Read::No, _) => HandlerCall::Missing,
+        (Read::Param(f), p) => HandlerCall::Done(f(e, p, hx)),
+        (_, Some(_)) => HandlerCall::NoParam,
+        (Read::Plain(f), None) => HandlerCall::Done(Ok(f(e, hx))),
+        (Read::Try(f), None) => HandlerCall::Done(f(e, hx)),
+    }
+}
+
+fn write_static<E>(
+    e: &E,
+    table: &[Handler<E>],
+    name: &str,
+    value: &str,
+    hx: &HandlerCx<'_>,
+) -> HandlerCall<()> {
+    match table.iter().find(|h| h.name == name).and_then(|h| h.write) {
+        Some(f) => HandlerCall::Done(f(e, value, hx)),
+        None => HandlerCall::Missing,
+    }
+}
+
+/// The adapter of an [`Action`].
+pub struct ActionNode<A>(pub A);
+
+/// The adapter of an [`Element`].
+pub struct ElementNode<E>(pub E);
+
+impl<A: Action> Node for ActionNode<A> {
+    #[inline]
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        push_verdicts(cx, batch, |cx, p| self.0.action(cx, p))
+    }
+    #[inline]
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        pull_actions(
+            &|cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p),
+            cx,
+            max,
+        )
+    }
+    fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
+        false
+    }
+    fn run_timer(&self, cx: &mut Cx<'_>, timer: usize) {
+        self.0.run_timer(cx, timer)
+    }
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        self.0.initialize(ix)
+    }
+    fn handler_list(&self) -> Vec<HandlerInfo> {
+        list_static(A::HANDLERS)
+    }
+    fn read_handler(
+        &self,
+        name: &str,
+        param: Option<&str>,
+        hx: &HandlerCx<'_>,
+    ) -> HandlerCall<String> {
+        read_static(&self.0, A::HANDLERS, name, param, hx)
+    }
+    fn write_handler(&self, name: &str, value: &str, hx: &HandlerCx<'_>) -> HandlerCall<()> {
+        write_static(&self.0, A::HANDLERS, name, value, hx)
+    }
+    fn queued(&self) -> usize {
+        0
+    }
+    fn set_ring_modes(&self, _: &ModeSwitch, _: bool, _: bool, _: bool) {}
+    fn flush(&self, _cx: &mut Cx<'_>) {}
+    fn is_driver(&self) -> bool {
+        false
+    }
+    fn stop_requested(&self, _hx: &HandlerCx<'_>) {}
+    fn fused(&self) -> Option<&(dyn FusedAction + 'static)> {
+        Some(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        &self.0
+    }
+}
+
+impl<E: Element> Node for ElementNode<E> {
+    #[inline]
+    fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
+        self.0.push(cx, port, batch)
+    }
+    #[inline]
+    fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch> {
+        self.0.pull(cx, port, max)
+    }
+    fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool {
+        self.0.run_task(cx, task)
+    }
+    fn run_timer(&self, cx: &mut Cx<'_>, timer: usize) {
+        self.0.run_timer(cx, timer)
+    }
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        self.0.initialize(ix)
+    }
+    fn handler_list(&self) -> Vec<HandlerInfo> {
+        let mut v = list_static(E::HANDLERS);
+        v.extend(self.0.dynamic_handlers());
+        v
+    }
+    fn read_handler(
+        &self,
+        name: &str,
+        param: Option<&str>,
+        hx: &HandlerCx<'_>,
+    ) -> HandlerCall<String> {
+        match read_static(&self.0, E::HANDLERS, name, param, hx) {
+            HandlerCall::Missing => match self.0.read_dynamic(name, hx) {
+                Some(_) if param.is_some() => HandlerCall::NoParam,
+                Some(r) => HandlerCall::Done(r),
+                None => HandlerCall::Missing,
+            },
+            r => r,
+        }
+    }
+    fn write_handler(&self, name: &str, value: &str, hx: &HandlerCx<'_>) -> HandlerCall<()> {
+        match write_static(&self.0, E::HANDLERS, name, value, hx) {
+            HandlerCall::Missing => match self.0.write_dynamic(name, value, hx) {
+                Some(r) => HandlerCall::Done(r),
+                None => HandlerCall::Missing,
+            },
+            r => r,
+        }
+    }
+    fn queued(&self) -> usize {
+        self.0.queued()
+    }
+    fn set_ring_modes(&self, switch: &ModeSwitch, mp: bool, mc: bool, crossing: bool) {
+        self.0.set_ring_modes(switch, mp, mc, crossing)
+    }
+    fn flush(&self, cx: &mut Cx<'_>) {
+        self.0.flush(cx)
+    }
+    fn is_driver(&self) -> bool {
+        self.0.is_driver()
+    }
+    fn stop_requested(&self, hx: &HandlerCx<'_>) {
+        self.0.stop_requested(hx)
+    }
+    fn fused(&self) -> Option<&(dyn FusedAction + 'static)> {
+        None
+    }
+    fn as_any(&self) -> &dyn Any {
+        &self.0
+    }
+}
+
+/// The batch loop for per-packet work in push context: runs `f` (an
+/// [`Action::action`], or an [`Element`]'s own per-packet decision) on
+/// each packet. While every packet goes the same way (the common case, and
+/// always so for a batch of one) the batch moves on whole, without
+/// allocation; only when verdicts differ are packets sorted into side
+/// batches per port. Drops are counted.
 #[inline]
-pub fn push_actions<E: Element + ?Sized>(e: &E, cx: &mut Cx<'_>, mut batch: Batch) {
+pub fn push_verdicts<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+    cx: &mut Cx<'_>,
+    mut batch: Batch,
+    f: F,
+) {
     if batch.is_empty() {
         return;
     }
+    let e = &f;
     match uniform_pass(e, cx, &mut batch) {
         Ok(Verdict::Out(port)) => cx.push(port, batch),
         Ok(Verdict::Drop) => cx.drop_batch(batch),
@@ -189,15 +541,15 @@ pub fn push_actions<E: Element + ?Sized>(e: &E, cx: &mut Cx<'_>, mut batch: Batc
 /// `Err((i, first, other))`: packets `..i` had verdict `first`, packet `i`
 /// had `other`, and the rest have not been looked at.
 #[inline(always)]
-pub(crate) fn uniform_pass<E: Element + ?Sized>(
-    e: &E,
+fn uniform_pass<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+    e: &F,
     cx: &mut Cx<'_>,
     batch: &mut Batch,
 ) -> Result<Verdict, (usize, Verdict, Verdict)> {
     let v = batch.as_mut_slice();
-    let first = e.action(cx, &mut v[0]);
+    let first = e(cx, &mut v[0]);
     for (i, p) in v.iter_mut().enumerate().skip(1) {
-        let vd = e.action(cx, p);
+        let vd = e(cx, p);
         if vd != first {
             return Err((i, first, vd));
         }
@@ -208,8 +560,8 @@ pub(crate) fn uniform_pass<E: Element + ?Sized>(
 /// Sorts a batch whose verdicts differ (see [`uniform_pass`]) into side
 /// batches per port and pushes them on.
 #[inline(never)]
-pub(crate) fn split_batch<E: Element + ?Sized>(
-    e: &E,
+fn split_batch<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+    e: &F,
     cx: &mut Cx<'_>,
     mut batch: Batch,
     i: usize,
@@ -226,7 +578,11 @@ pub(crate) fn split_batch<E: Element + ?Sized>(
 /// each packet, returns output-0 packets, pushes packets for other outputs
 /// (which are push outputs, as Click's `a/ah` codes make them).
 #[inline]
-pub fn pull_actions<E: Element + ?Sized>(e: &E, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
+fn pull_actions<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+    e: &F,
+    cx: &mut Cx<'_>,
+    max: usize,
+) -> Option<Batch> {
     let mut batch = cx.pull(0, max)?;
     if batch.is_empty() {
         return None;
@@ -287,18 +643,18 @@ impl Splitter {
         }
     }
 
-    fn route<E: Element + ?Sized>(
+    fn route<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
         &mut self,
         cx: &mut Cx<'_>,
         mut rest: Batch,
         first: Verdict,
-        e: &E,
+        e: &F,
     ) {
         let mut verdict = Some(first);
         for mut p in rest.drain() {
             let v = match verdict.take() {
                 Some(v) => v,
-                None => e.action(cx, &mut p),
+                None => e(cx, &mut p),
             };
             match v {
                 Verdict::Out(k) => self.add(k, p),
@@ -331,13 +687,13 @@ impl Splitter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{ClassSpec, ConfigCx, Registry};
+    use crate::registry::{ClassSpec, Registry};
     use crate::testing::Harness;
 
     /// Sends a packet to the port named by its first byte; 255 drops it.
     struct ByFirstByte;
 
-    impl Element for ByFirstByte {
+    impl Action for ByFirstByte {
         fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
             match p.data()[0] {
                 255 => Verdict::Drop,
@@ -346,14 +702,12 @@ mod tests {
         }
     }
 
-    fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-        cx.args().complete()?;
-        Ok(Box::new(ByFirstByte))
-    }
-
     fn harness() -> Harness {
         let mut reg = Registry::new();
-        reg.register(ClassSpec::new("ByFirstByte", "1/-", "a/ah", make));
+        reg.register(ClassSpec::action("ByFirstByte", "1/-", "a/ah", |cx| {
+            cx.args().complete()?;
+            Ok(ByFirstByte)
+        }));
         Harness::new(&reg, "ByFirstByte", 7).unwrap()
     }
 
@@ -404,13 +758,10 @@ mod tests {
         assert_eq!(h.drops(), 7);
     }
 
-    /// Routes by the byte at offset OFFSET (255 drops); fused.
+    /// Routes by the byte at offset OFFSET (255 drops).
     struct ByteSwitch(usize);
 
-    impl Element for ByteSwitch {
-        fn action_only(&self) -> bool {
-            true
-        }
+    impl Action for ByteSwitch {
         fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
             match p.data()[self.0] {
                 255 => Verdict::Drop,
@@ -419,13 +770,10 @@ mod tests {
         }
     }
 
-    /// Adds one to byte 1; fused.
+    /// Adds one to byte 1.
     struct Inc;
 
-    impl Element for Inc {
-        fn action_only(&self) -> bool {
-            true
-        }
+    impl Action for Inc {
         fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
             p.data_mut()[1] += 1;
             Verdict::Out(0)
@@ -436,13 +784,15 @@ mod tests {
         use crate::router::{BuildOptions, Router};
         let mut reg = Registry::new();
         crate::testing::register(&mut reg);
-        reg.register(ClassSpec::new("ByteSwitch", "1/-", "a/ah", |cx| {
-            let k = cx.args().read_mp::<usize>("OFFSET")?;
-            Ok(Box::new(ByteSwitch(k)))
+        reg.register(ClassSpec::action("ByteSwitch", "1/-", "a/ah", |cx| {
+            let mut a = cx.args();
+            let k = a.read_mp::<usize>("OFFSET");
+            a.complete()?;
+            Ok(ByteSwitch(k))
         }));
-        reg.register(ClassSpec::new("Inc", "1/1", "a", |cx| {
+        reg.register(ClassSpec::action("Inc", "1/1", "a", |cx| {
             cx.args().complete()?;
-            Ok(Box::new(Inc))
+            Ok(Inc)
         }));
         let conf = "TestSource -> e :: ByteSwitch(0);
             e[0] -> Inc -> Inc -> o0 :: TestSink;

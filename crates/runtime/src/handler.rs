@@ -1,8 +1,25 @@
 //! Handlers: named read and write operations on elements (`c.count`,
 //! `q.reset`), Click's interface for inspecting and controlling a router.
+//!
+//! This module owns handler dispatch: resolving `element.handler` names
+//! (relative to the caller's compound first), the handlers every element
+//! has ([`BUILTIN`]), the router-wide ones ([`GLOBAL_READ`],
+//! [`GLOBAL_WRITE`]), and calls into an element's own table.
 
+use crate::args::FromArg;
+use crate::element::{HandlerCall, HandlerInfo};
 use crate::router::Core;
+use paraclick_lang::check::PortKind;
 use std::time::{Duration, Instant};
+
+/// Read handlers every element has, after its own.
+pub const BUILTIN: &[&str] = &["name", "class", "config", "ports", "handlers"];
+
+/// Router-wide read handlers (`-h list`, a Script's `read version`).
+pub const GLOBAL_READ: &[&str] = &["version", "list", "config", "nthreads"];
+
+/// Router-wide write handlers.
+pub const GLOBAL_WRITE: &[&str] = &["stop"];
 
 /// What a handler call can reach: the router (other handlers, stop) and the
 /// element being called.
@@ -15,12 +32,18 @@ pub struct HandlerCx<'r> {
 impl<'r> HandlerCx<'r> {
     /// Reads `element.handler` (or a global handler).
     pub fn read(&self, spec: &str) -> Result<String, String> {
-        self.core.read_handler(spec, Some(self.elem))
+        read(self.core, spec, Some(self.elem))
     }
 
     /// Writes `element.handler`.
     pub fn write(&self, spec: &str, value: &str) -> Result<(), String> {
-        self.core.write_handler(spec, value, Some(self.elem))
+        write(self.core, spec, value, Some(self.elem))
+    }
+
+    /// Parses a written value with the configuration's argument parser
+    /// (the same `bool`, `IPAddress`, AddressInfo names...).
+    pub fn arg<T: FromArg>(&self, value: &str) -> Result<T, String> {
+        T::from_arg(value, &self.core.arg_env)
     }
 
     /// Asks the router to stop (through the driver if there is one).
@@ -67,4 +90,219 @@ impl<'r> HandlerCx<'r> {
     pub fn find(&self, name: &str) -> Option<usize> {
         self.core.names.get(name).copied()
     }
+
+    /// Runs `f` as an extra consumer of the called element's ring (a
+    /// queue's handler that drains it), safely from any thread: see
+    /// [`crate::ring`] and the crossing protocol.
+    pub fn as_extra_consumer<R>(&self, f: impl FnOnce(&crate::ring::Consumer<'_>) -> R) -> R {
+        crate::crossing::as_extra_consumer(self.core, self.elem, f)
+    }
+
+    /// Counts `n` packets as dropped by the called element (packets a
+    /// handler discarded, such as a queue's `reset`).
+    pub fn count_drops(&self, n: u64) {
+        self.core.handler_drops[self.elem].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Element `i` as its concrete type.
+    pub fn element<T: 'static>(&self, i: usize) -> Option<&'r T> {
+        self.core.slots.get(i)?.element.as_any().downcast_ref()
+    }
+}
+
+/// `element.handler` → (element, handler); no dot is a global handler.
+fn split_spec(spec: &str) -> (Option<&str>, &str) {
+    match spec.rsplit_once('.') {
+        Some((e, h)) => (Some(e), h),
+        None => (None, spec),
+    }
+}
+
+/// The element a handler name refers to, relative to `from`'s compound
+/// first (as in Click); `None` for a global handler.
+fn resolve(core: &Core, elem: Option<&str>, from: Option<usize>) -> Result<Option<usize>, String> {
+    let Some(name) = elem else {
+        return Ok(None);
+    };
+    if let Some(&i) = core.names.get(name) {
+        return Ok(Some(i));
+    }
+    if let Some(f) = from {
+        let me = &core.slots[f].name;
+        if let Some((prefix, _)) = me.rsplit_once('/') {
+            if let Some(&i) = core.names.get(&format!("{prefix}/{name}")) {
+                return Ok(Some(i));
+            }
+        }
+    }
+    Err(format!("no element named '{name}'"))
+}
+
+/// Reads `spec`: `element.handler`, `element.handler PARAM` (the parameter
+/// follows the first space; it may hold dots, as an address does), or a
+/// global handler.
+pub(crate) fn read(core: &Core, spec: &str, from: Option<usize>) -> Result<String, String> {
+    let spec = spec.trim();
+    let (spec, param) = match spec.split_once(char::is_whitespace) {
+        Some((s, p)) => (s, Some(p.trim())),
+        None => (spec, None),
+    };
+    let (e, h) = split_spec(spec);
+    let Some(i) = resolve(core, e, from)? else {
+        if param.is_some() {
+            return Err(format!("read handler '{h}' takes no parameter"));
+        }
+        return read_global(core, h);
+    };
+    let s = &core.slots[i];
+    let hx = HandlerCx { core, elem: i };
+    match s.element.read_handler(h, param, &hx) {
+        HandlerCall::Done(r) => return r,
+        HandlerCall::NoParam => {
+            return Err(format!(
+                "read handler '{}.{}' takes no parameter",
+                s.name, h
+            ))
+        }
+        HandlerCall::Missing => {}
+    }
+    if param.is_some() && BUILTIN.contains(&h) {
+        return Err(format!(
+            "read handler '{}.{}' takes no parameter",
+            s.name, h
+        ));
+    }
+    match h {
+        "name" => Ok(s.name.clone()),
+        "class" => Ok(s.class.clone()),
+        "config" => Ok(s.config.clone()),
+        "ports" => Ok(ports_text(core, i)),
+        "handlers" => Ok(handlers_text(core, i)),
+        _ => Err(format!("no read handler '{}.{}'", s.name, h)),
+    }
+}
+
+/// Writes `spec` (`element.handler` or a global handler).
+pub(crate) fn write(
+    core: &Core,
+    spec: &str,
+    value: &str,
+    from: Option<usize>,
+) -> Result<(), String> {
+    let (e, h) = split_spec(spec.trim());
+    let Some(i) = resolve(core, e, from)? else {
+        return match h {
+            "stop" => {
+                core.stop_now();
+                Ok(())
+            }
+            _ => Err(format!("no write handler '{h}'")),
+        };
+    };
+    let s = &core.slots[i];
+    let hx = HandlerCx { core, elem: i };
+    match s.element.write_handler(h, value, &hx) {
+        HandlerCall::Done(r) => r.map_err(|e| format!("{}.{}: {}", s.name, h, e)),
+        _ => Err(format!("no write handler '{}.{}'", s.name, h)),
+    }
+}
+
+/// Whether `spec` names a handler that exists, as seen from element
+/// `from` (for elements that will call it later).
+pub(crate) fn exists(core: &Core, spec: &str, from: usize) -> bool {
+    let (e, h) = split_spec(spec);
+    match resolve(core, e, Some(from)) {
+        Ok(Some(i)) => {
+            BUILTIN.contains(&h)
+                || core.slots[i]
+                    .element
+                    .handler_list()
+                    .iter()
+                    .any(|x| x.name == h)
+        }
+        Ok(None) => GLOBAL_READ.contains(&h) || GLOBAL_WRITE.contains(&h),
+        Err(_) => false,
+    }
+}
+
+fn read_global(core: &Core, h: &str) -> Result<String, String> {
+    match h {
+        "version" => Ok(env!("CARGO_PKG_VERSION").to_string()),
+        "list" => {
+            let mut s = format!("{}\n", core.slots.len());
+            for slot in core.slots.iter() {
+                s.push_str(&slot.name);
+                s.push('\n');
+            }
+            Ok(s)
+        }
+        "config" => Ok(core.source.to_string()),
+        "nthreads" => Ok(core.nthreads.to_string()),
+        _ => Err(format!("no global read handler '{h}'")),
+    }
+}
+
+fn ports_text(core: &Core, i: usize) -> String {
+    let s = &core.slots[i];
+    let kind = |k: &PortKind| match k {
+        PortKind::Push => "push",
+        PortKind::Pull => "pull",
+    };
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut out = format!(
+        "{} input{}\n",
+        s.input_kinds.len(),
+        plural(s.input_kinds.len())
+    );
+    for k in &s.input_kinds {
+        out.push_str(kind(k));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "{} output{}\n",
+        s.output_kinds.len(),
+        plural(s.output_kinds.len())
+    ));
+    for k in &s.output_kinds {
+        out.push_str(kind(k));
+        out.push('\n');
+    }
+    out
+}
+
+/// Click's listing: one handler a line, its name, a tab, and `r`, `w` or
+/// `rw`.
+fn handlers_text(core: &Core, i: usize) -> String {
+    let mut out = String::new();
+    let own = core.slots[i].element.handler_list();
+    for h in &own {
+        let mode = match (h.read, h.write) {
+            (true, true) => "rw",
+            (true, false) => "r",
+            _ => "w",
+        };
+        out.push_str(&format!("{}\t{}\n", h.name, mode));
+    }
+    for g in BUILTIN {
+        if !own.iter().any(|h| h.name == *g) {
+            out.push_str(&format!("{g}\tr\n"));
+        }
+    }
+    out
+}
+
+/// Every handler of element `i`, its own and the built-in ones.
+pub(crate) fn list(core: &Core, i: usize) -> Vec<HandlerInfo> {
+    let mut v = core.slots[i].element.handler_list();
+    for g in BUILTIN {
+        if !v.iter().any(|h| h.name == *g) {
+            v.push(HandlerInfo {
+                name: g.to_string(),
+                read: true,
+                write: false,
+                param: false,
+            });
+        }
+    }
+    v
 }

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub use paraclick_packet::clock;
+pub(crate) mod crossing;
 pub mod cx;
 pub mod element;
 pub mod handler;
@@ -19,7 +20,9 @@ pub mod timer;
 
 pub use args::{ArgEnv, Args, FromArg};
 pub use cx::Cx;
-pub use element::{pull_actions, push_actions, Element, HandlerInfo, Verdict};
+pub use element::{
+    push_verdicts, Action, DynHandler, Element, Handler, HandlerInfo, Node, Verdict,
+};
 pub use handler::HandlerCx;
 pub use perthread::{Counter, PerThread};
 pub use registry::{ClassSpec, ConfigCx, Registry};

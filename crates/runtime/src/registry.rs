@@ -1,12 +1,13 @@
 //! Element classes: what a class name means.
 
 use crate::args::{ArgEnv, Args};
-use crate::element::Element;
+use crate::element::{Action, ActionNode, Element, ElementNode, Node};
 use paraclick_lang::check::PortKind;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Creates an element from its configuration.
-pub type MakeFn = fn(&mut ConfigCx<'_>) -> Result<Box<dyn Element>, String>;
+/// Creates an element, wrapped in its adapter, from its configuration.
+pub type MakeFn = Arc<dyn Fn(&mut ConfigCx<'_>) -> Result<Box<dyn Node>, String> + Send + Sync>;
 
 /// An element class: Click's port-count and processing strings, its
 /// configure phase (lower first; AddressInfo configures before users of
@@ -22,11 +23,38 @@ pub struct ClassSpec {
 }
 
 impl ClassSpec {
-    pub const fn new(
+    /// A per-packet element class: `make` configures an [`Action`], which
+    /// the framework's batch adapter runs (and fuses into push chains).
+    pub fn action<A: Action>(
         name: &'static str,
         port_count: &'static str,
         processing: &'static str,
-        make: MakeFn,
+        make: fn(&mut ConfigCx<'_>) -> Result<A, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|a| Box::new(ActionNode(a)) as Box<dyn Node>)
+        })
+    }
+
+    /// An element class with its own push, pull or tasks.
+    pub fn element<E: Element>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e)) as Box<dyn Node>)
+        })
+    }
+
+    /// A class whose constructor picks the kind itself (wrap the result
+    /// with [`crate::element::ActionNode`] or [`crate::element::ElementNode`]).
+    pub fn node(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: impl Fn(&mut ConfigCx<'_>) -> Result<Box<dyn Node>, String> + Send + Sync + 'static,
     ) -> ClassSpec {
         ClassSpec {
             name,
@@ -34,16 +62,16 @@ impl ClassSpec {
             processing,
             phase: 0,
             doc: "",
-            make,
+            make: Arc::new(make),
         }
     }
 
-    pub const fn phase(mut self, phase: i32) -> ClassSpec {
+    pub fn phase(mut self, phase: i32) -> ClassSpec {
         self.phase = phase;
         self
     }
 
-    pub const fn doc(mut self, doc: &'static str) -> ClassSpec {
+    pub fn doc(mut self, doc: &'static str) -> ClassSpec {
         self.doc = doc;
         self
     }

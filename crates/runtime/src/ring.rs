@@ -5,6 +5,18 @@
 //! with a compare-and-swap. The mode of each side can be changed while the
 //! ring is in use only by the owner of the thread plan, at a point where no
 //! operation on that side is in flight (see `set_modes`).
+//!
+//! Who may use a side is a matter of types, not convention:
+//! - pushing takes a [`Producer`] and popping a [`Consumer`], which only a
+//!   worker's [`crate::Cx`] hands out (every thread whose data path
+//!   reaches a queue is counted by the thread plan) or the runtime's
+//!   audited path for an extra consumer
+//!   ([`crate::HandlerCx::as_extra_consumer`], which switches the ring to
+//!   multi-consumer and waits for in-flight operations first). A handler
+//!   has no `Cx`, so it cannot pop a single-consumer ring from another
+//!   thread behind the consumer's back;
+//! - changing modes takes a [`ModeSwitch`], which only the crossing
+//!   protocol (crates/runtime/src/crossing.rs) creates.
 
 use crossbeam_utils::CachePadded;
 use sync::{AtomicBool, AtomicUsize, Ordering, Slot};
@@ -159,6 +171,34 @@ impl<T> Items<T> for thin_vec::ThinVec<T> {
     }
 }
 
+/// Permission to push into rings: see the module documentation.
+pub struct Producer<'a>(std::marker::PhantomData<&'a ()>);
+
+/// Permission to pop from rings: see the module documentation.
+pub struct Consumer<'a>(std::marker::PhantomData<&'a ()>);
+
+/// Permission to change a ring's modes: only the crossing protocol has
+/// it.
+pub struct ModeSwitch(());
+
+impl Producer<'_> {
+    pub(crate) fn new() -> Self {
+        Producer(std::marker::PhantomData)
+    }
+}
+
+impl Consumer<'_> {
+    pub(crate) fn new() -> Self {
+        Consumer(std::marker::PhantomData)
+    }
+}
+
+impl ModeSwitch {
+    pub(crate) fn new() -> Self {
+        ModeSwitch(())
+    }
+}
+
 pub struct Ring<T> {
     prod: CachePadded<HeadTail>,
     cons: CachePadded<HeadTail>,
@@ -252,14 +292,21 @@ impl<T> Ring<T> {
     /// Changes the modes. Going to a single side is only safe when at most
     /// one thread will use that side from now on and no operation on it is
     /// in flight; going to multi is always safe once the new users see it.
-    pub fn set_modes(&self, multi_producer: bool, multi_consumer: bool) {
+    /// The crossing protocol, the only holder of a [`ModeSwitch`], makes
+    /// sure of both.
+    pub fn set_modes(&self, _: &ModeSwitch, multi_producer: bool, multi_consumer: bool) {
         self.prod.multi.store(multi_producer, Ordering::Release);
         self.cons.multi.store(multi_consumer, Ordering::Release);
     }
 
     /// Moves as many items as fit from the front of `items` into the ring;
     /// returns how many moved (the rest stay in `items`).
-    pub fn push_burst(&self, items: &mut impl Items<T>) -> usize {
+    #[inline]
+    pub fn push_burst(&self, _: &Producer<'_>, items: &mut impl Items<T>) -> usize {
+        self.push_burst_inner(items)
+    }
+
+    fn push_burst_inner(&self, items: &mut impl Items<T>) -> usize {
         let n = items.len();
         if n == 0 {
             return 0;
@@ -331,9 +378,9 @@ impl<T> Ring<T> {
     }
 
     /// Pushes one item; gives it back if the ring is full.
-    pub fn push(&self, item: T) -> Result<(), T> {
+    pub fn push(&self, p: &Producer<'_>, item: T) -> Result<(), T> {
         let mut v = vec![item];
-        if self.push_burst(&mut v) == 1 {
+        if self.push_burst(p, &mut v) == 1 {
             Ok(())
         } else {
             Err(v.pop().expect("item still there"))
@@ -341,7 +388,12 @@ impl<T> Ring<T> {
     }
 
     /// Moves up to `max` items into `out`; returns how many.
-    pub fn pop_burst(&self, out: &mut impl Items<T>, max: usize) -> usize {
+    #[inline]
+    pub fn pop_burst(&self, _: &Consumer<'_>, out: &mut impl Items<T>, max: usize) -> usize {
+        self.pop_burst_inner(out, max)
+    }
+
+    fn pop_burst_inner(&self, out: &mut impl Items<T>, max: usize) -> usize {
         if max == 0 {
             return 0;
         }
@@ -393,9 +445,9 @@ impl<T> Ring<T> {
         k
     }
 
-    pub fn pop(&self) -> Option<T> {
+    pub fn pop(&self, c: &Consumer<'_>) -> Option<T> {
         let mut v = Vec::with_capacity(1);
-        self.pop_burst(&mut v, 1);
+        self.pop_burst(c, &mut v, 1);
         v.pop()
     }
 }
@@ -403,7 +455,8 @@ impl<T> Ring<T> {
 impl<T> Drop for Ring<T> {
     fn drop(&mut self) {
         let mut rest = Vec::new();
-        while self.pop_burst(&mut rest, 64) > 0 {
+        // `&mut self`: no other user is left.
+        while self.pop_burst_inner(&mut rest, 64) > 0 {
             rest.clear();
         }
     }
@@ -418,18 +471,18 @@ mod tests {
     fn fifo_and_capacity() {
         let r = Ring::with_modes(5, false, false);
         let mut v: Vec<u32> = (0..8).collect();
-        assert_eq!(r.push_burst(&mut v), 5);
+        assert_eq!(r.push_burst(&Producer::new(), &mut v), 5);
         assert_eq!(v, vec![5, 6, 7]);
         assert_eq!(r.len(), 5);
         let mut out = Vec::new();
-        assert_eq!(r.pop_burst(&mut out, 3), 3);
+        assert_eq!(r.pop_burst(&Consumer::new(), &mut out, 3), 3);
         assert_eq!(out, vec![0, 1, 2]);
-        assert_eq!(r.push_burst(&mut v), 3);
+        assert_eq!(r.push_burst(&Producer::new(), &mut v), 3);
         out.clear();
-        assert_eq!(r.pop_burst(&mut out, 100), 5);
+        assert_eq!(r.pop_burst(&Consumer::new(), &mut out, 100), 5);
         assert_eq!(out, vec![3, 4, 5, 6, 7]);
         assert!(r.is_empty());
-        assert_eq!(r.pop(), None);
+        assert_eq!(r.pop(&Consumer::new()), None);
     }
 
     #[test]
@@ -437,8 +490,8 @@ mod tests {
         let item = Arc::new(());
         {
             let r = Ring::new(4);
-            r.push(item.clone()).unwrap();
-            r.push(item.clone()).unwrap();
+            r.push(&Producer::new(), item.clone()).unwrap();
+            r.push(&Producer::new(), item.clone()).unwrap();
             assert_eq!(Arc::strong_count(&item), 3);
         }
         assert_eq!(Arc::strong_count(&item), 1);
@@ -459,7 +512,7 @@ mod tests {
                 while i < N {
                     let mut v: Vec<usize> = (i..(i + 7).min(N)).map(|x| p * N + x).collect();
                     while !v.is_empty() {
-                        i += r.push_burst(&mut v);
+                        i += r.push_burst(&Producer::new(), &mut v);
                         std::thread::yield_now();
                     }
                 }
@@ -473,7 +526,7 @@ mod tests {
                 let mut last = [None::<usize>; P];
                 while count.load(Ordering::Relaxed) < P * N {
                     out.clear();
-                    let k = r.pop_burst(&mut out, 32);
+                    let k = r.pop_burst(&Consumer::new(), &mut out, 32);
                     for &x in &out {
                         let p = x / N;
                         if let Some(l) = last[p] {
@@ -541,7 +594,7 @@ mod loom_tests {
     /// length taken afterwards.
     fn push_some(r: &Ring<u32>, mut items: Vec<u32>, attempts: usize, sole: bool) -> Vec<u32> {
         for _ in 0..attempts {
-            r.push_burst(&mut items);
+            r.push_burst(&Producer::new(), &mut items);
             if sole {
                 let bound = r.len_upper_bound();
                 let exact = r.len_fresh();
@@ -561,7 +614,7 @@ mod loom_tests {
     fn pop_some(r: &Ring<u32>, burst: usize, attempts: usize) -> Vec<u32> {
         let mut out = Vec::new();
         for _ in 0..attempts {
-            r.pop_burst(&mut out, burst);
+            r.pop_burst(&Consumer::new(), &mut out, burst);
             thread::yield_now();
         }
         out
@@ -644,7 +697,7 @@ mod loom_tests {
                     }
                 }
                 let mut rest = Vec::new();
-                while r.pop_burst(&mut rest, 64) > 0 {}
+                while r.pop_burst(&Consumer::new(), &mut rest, 64) > 0 {}
                 let mut popped: Vec<u32> = got.concat();
                 popped.extend_from_slice(&rest);
                 popped.sort_unstable();
@@ -750,5 +803,70 @@ mod loom_tests {
             unbounded: false,
         }
         .check("mpmc");
+    }
+
+    /// The crossing protocol's extra consumer (`crossing::as_extra_consumer`,
+    /// a handler draining a queue from another thread): the ring is
+    /// single-consumer; the planned consumer acknowledges an epoch at the
+    /// top of each loop, outside any pop; the handler switches the consumer
+    /// side to compare-and-swap, bumps the epoch and waits for the
+    /// acknowledgement (the barrier), pops concurrently with the planned
+    /// consumer, and switches back to single. Every item is popped exactly
+    /// once, in order for each consumer.
+    #[test]
+    fn extra_consumer_mode_switch() {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = b.preemption_bound.or(Some(2));
+        b.check(|| {
+            use loom::sync::atomic::AtomicUsize as LAtomic;
+            let r = Arc::new(Ring::<u32>::with_modes(2, false, false));
+            let epoch = Arc::new(LAtomic::new(0));
+            let seen = Arc::new(LAtomic::new(0));
+            let alive = Arc::new(AtomicBool::new(true));
+            let items = [1u32, 2, 3];
+            let p = {
+                let r = r.clone();
+                thread::spawn(move || push_some(&r, items.to_vec(), 2, true))
+            };
+            let c = {
+                let (r, epoch, seen, alive) =
+                    (r.clone(), epoch.clone(), seen.clone(), alive.clone());
+                thread::spawn(move || {
+                    let mut out = Vec::new();
+                    for _ in 0..2 {
+                        // The top of the worker loop: no pop in flight.
+                        seen.store(epoch.load(Ordering::Acquire), Ordering::Release);
+                        r.pop_burst(&Consumer::new(), &mut out, 1);
+                        thread::yield_now();
+                    }
+                    alive.store(false, Ordering::Release);
+                    out
+                })
+            };
+            // The handler: upgrade, barrier, pop, restore.
+            let sw = ModeSwitch::new();
+            r.set_modes(&sw, false, true);
+            let e = epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            while seen.load(Ordering::Acquire) < e && alive.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+            let mut extra = Vec::new();
+            r.pop_burst(&Consumer::new(), &mut extra, 2);
+            r.set_modes(&sw, false, false);
+            let planned = c.join().unwrap();
+            let left = p.join().unwrap();
+            let pushed = &items[..items.len() - left.len()];
+            for got in [&planned, &extra] {
+                assert!(got.windows(2).all(|w| w[0] < w[1]), "order lost: {got:?}");
+            }
+            let mut rest = Vec::new();
+            while r.pop_burst(&Consumer::new(), &mut rest, 4) > 0 {}
+            let mut all: Vec<u32> = planned.iter().chain(&extra).chain(&rest).copied().collect();
+            all.sort_unstable();
+            assert_eq!(
+                all, pushed,
+                "planned {planned:?} extra {extra:?} rest {rest:?}"
+            );
+        });
     }
 }

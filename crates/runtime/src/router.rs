@@ -9,7 +9,7 @@
 
 use crate::args::ArgEnv;
 use crate::cx::Cx;
-use crate::element::Element;
+use crate::element::{FusedAction, Node};
 use crate::handler::HandlerCx;
 use crate::registry::{ConfigCx, Registry};
 use crate::sched::{self, SchedPolicy, Task};
@@ -28,13 +28,14 @@ use std::time::{Duration, Instant};
 /// direct pointer to that element, so a hop is one load and one call.
 #[derive(Clone, Copy)]
 pub(crate) struct Peer {
-    to: Option<NonNull<dyn Element>>,
+    to: Option<NonNull<dyn Node>>,
+    /// The peer's action loop if it is a per-packet element
+    /// ([`crate::Action`]), which [`Cx::push`] runs in its own loop
+    /// instead of calling the peer's `push` (set at build time; never
+    /// when profiling, which needs every hop).
+    fused: Option<NonNull<dyn FusedAction>>,
     pub elem: u32,
     pub port: u32,
-    /// The peer is a per-packet element ([`Element::action_only`]) that
-    /// [`Cx::push`] runs in its own loop instead of calling its `push`
-    /// (set at build time; never when profiling, which needs every hop).
-    pub fused: bool,
 }
 
 // SAFETY: `to` points at an element owned (through an `Arc`) by the same
@@ -47,27 +48,38 @@ unsafe impl Sync for Peer {}
 impl Peer {
     const UNCONNECTED: Peer = Peer {
         to: None,
+        fused: None,
         elem: u32::MAX,
         port: 0,
-        fused: false,
     };
 
-    fn new(to: &Arc<dyn Element>, elem: usize, port: usize) -> Peer {
+    fn new(to: &(dyn Node + 'static), elem: usize, port: usize, fuse: bool) -> Peer {
         Peer {
-            to: NonNull::new(Arc::as_ptr(to) as *mut dyn Element),
+            to: Some(NonNull::from(to)),
+            fused: if fuse {
+                to.fused().map(NonNull::from)
+            } else {
+                None
+            },
             elem: elem as u32,
             port: port as u32,
-            fused: false,
         }
     }
 
     /// The element at the other end.
     #[inline]
-    pub fn element(&self) -> Option<&dyn Element> {
-        // SAFETY: the pointer comes from an `Arc` held in `Core::slots` for
+    pub fn element(&self) -> Option<&dyn Node> {
+        // SAFETY: the pointer comes from a `Box` held in `Core::slots` for
         // as long as the `Core` (and so this `Peer`) exists, and elements
         // are only ever shared immutably.
         self.to.map(|p| unsafe { p.as_ref() })
+    }
+
+    /// The element's fused action loop, if the hop is fused.
+    #[inline]
+    pub fn fused(&self) -> Option<&dyn FusedAction> {
+        // SAFETY: points into the same boxed element as `to` (see above).
+        self.fused.map(|p| unsafe { p.as_ref() })
     }
 }
 
@@ -81,7 +93,7 @@ pub(crate) struct Ports {
 }
 
 pub(crate) struct Slot {
-    pub element: Arc<dyn Element>,
+    pub element: Box<dyn Node>,
     pub name: String,
     pub class: String,
     pub config: String,
@@ -91,7 +103,8 @@ pub(crate) struct Slot {
     pub timer_gens: [AtomicU64; MAX_TIMERS],
     pub tasks: Vec<usize>,
     /// Ring modes last given to the element (bit 0: multi-producer, bit 1:
-    /// multi-consumer), for reports and upgrade-only changes.
+    /// multi-consumer, bit 2: crossing), for reports and upgrade-only
+    /// changes.
     pub modes: std::sync::atomic::AtomicU8,
 }
 
@@ -101,9 +114,15 @@ impl Slot {
         (m & 1 != 0, m & 2 != 0)
     }
 
-    pub fn set_modes_seen(&self, mp: bool, mc: bool) {
-        self.modes
-            .store(mp as u8 | (mc as u8) << 1, Ordering::Release);
+    pub fn crossing(&self) -> bool {
+        self.modes.load(Ordering::Acquire) & 4 != 0
+    }
+
+    pub fn set_modes_seen(&self, mp: bool, mc: bool, crossing: bool) {
+        self.modes.store(
+            mp as u8 | (mc as u8) << 1 | (crossing as u8) << 2,
+            Ordering::Release,
+        );
     }
 }
 
@@ -111,8 +130,11 @@ impl Slot {
 pub(crate) struct ThreadShared {
     pub timers: TimerQueue,
     pub drops: Box<[AtomicU64]>,
-    pub worklist: Mutex<Vec<usize>>,
-    pub worklist_version: AtomicU64,
+    /// The tasks this thread runs; change it only through
+    /// [`ThreadShared::set_worklist`], [`ThreadShared::add_task`] and
+    /// [`ThreadShared::remove_task`], which tell the worker (its version).
+    worklist: Mutex<Vec<usize>>,
+    worklist_version: AtomicU64,
     pub polls: AtomicU64,
     pub idle_polls: AtomicU64,
     /// The packet pool of this worker's last run (0 if none).
@@ -125,6 +147,52 @@ pub(crate) struct ThreadShared {
     /// Whether this worker is inside its loop (the barrier waits only for
     /// workers that are).
     pub alive: AtomicBool,
+}
+
+impl ThreadShared {
+    fn new(nelements: usize) -> ThreadShared {
+        ThreadShared {
+            timers: TimerQueue::new(),
+            drops: (0..nelements).map(|_| AtomicU64::new(0)).collect(),
+            worklist: Mutex::new(Vec::new()),
+            worklist_version: AtomicU64::new(0),
+            polls: AtomicU64::new(0),
+            idle_polls: AtomicU64::new(0),
+            pool_id: std::sync::atomic::AtomicU32::new(0),
+            seen_epoch: AtomicU64::new(0),
+            busy_cycles: AtomicU64::new(0),
+            alive: AtomicBool::new(false),
+        }
+    }
+
+    fn change_worklist(&self, f: impl FnOnce(&mut Vec<usize>)) {
+        f(&mut self.worklist.lock().unwrap_or_else(|e| e.into_inner()));
+        self.worklist_version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Replaces the worklist.
+    pub fn set_worklist(&self, tasks: Vec<usize>) {
+        self.change_worklist(|l| *l = tasks);
+    }
+
+    pub fn add_task(&self, t: usize) {
+        self.change_worklist(|l| l.push(t));
+    }
+
+    pub fn remove_task(&self, t: usize) {
+        self.change_worklist(|l| l.retain(|&x| x != t));
+    }
+
+    /// The worker's copy of its worklist: refreshed into `list` if it
+    /// changed since `version` (which is updated).
+    #[inline]
+    pub fn refresh_worklist(&self, version: &mut u64, list: &mut Vec<usize>) {
+        let v = self.worklist_version.load(Ordering::Acquire);
+        if v != *version {
+            list.clone_from(&self.worklist.lock().unwrap_or_else(|e| e.into_inner()));
+            *version = v;
+        }
+    }
 }
 
 pub(crate) struct Core {
@@ -159,6 +227,11 @@ pub(crate) struct Core {
     pub run_cycles: AtomicU64,
     /// Per-element cost sampling for `--report costs`.
     pub profile: Option<crate::sched::Profile>,
+    /// The named addresses of the configuration, for handler writes that
+    /// parse a value ([`HandlerCx::arg`]).
+    pub arg_env: ArgEnv,
+    /// Per element: packets dropped by its handlers (off the data path).
+    pub handler_drops: Box<[AtomicU64]>,
 }
 
 impl Core {
@@ -169,83 +242,6 @@ impl Core {
     /// The thread an element's timers run on (see [`crate::plan`]).
     pub fn home_thread(&self, elem: usize) -> usize {
         self.plan.timer_thread(self, elem)
-    }
-
-    /// Applies the ring modes of the current plan to every queue. With
-    /// `upgrade_only`, a side only goes from single to multi (safe before
-    /// new users start); otherwise modes are set exactly.
-    pub fn apply_ring_modes(&self, upgrade_only: bool) {
-        for (e, mp, mc, crossing) in self.plan.ring_modes(self) {
-            let el = &self.slots[e].element;
-            if upgrade_only {
-                let (cur_p, cur_c) = self.slots[e].ring_modes();
-                el.set_ring_modes(mp || cur_p, mc || cur_c);
-                self.slots[e].set_modes_seen(mp || cur_p, mc || cur_c);
-                if crossing {
-                    el.set_crossing(true);
-                }
-            } else {
-                el.set_ring_modes(mp, mc);
-                self.slots[e].set_modes_seen(mp, mc);
-                el.set_crossing(crossing);
-            }
-        }
-    }
-
-    /// Returns once every running worker has passed the top of its loop
-    /// after this call began: no task run or timer that started before is
-    /// still in progress.
-    pub fn barrier(&self) {
-        let e = self.sync_epoch.fetch_add(1, Ordering::AcqRel) + 1;
-        for ts in self.threads.iter() {
-            let mut spins = 0u32;
-            while ts.seen_epoch.load(Ordering::Acquire) < e && ts.alive.load(Ordering::Acquire) {
-                spins += 1;
-                if spins < 100 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(std::time::Duration::from_micros(100));
-                }
-            }
-        }
-    }
-
-    /// Moves task `t` to thread `to`, safely while the router runs: the
-    /// task leaves its old worklist, the old thread is seen to be past any
-    /// run of it, rings that gain a producer or consumer switch to
-    /// compare-and-swap first, then the task joins its new worklist, and
-    /// rings left with one producer or consumer drop the CAS.
-    pub fn move_task(&self, t: usize, to: usize) {
-        let _g = self.migrating.lock().unwrap_or_else(|e| e.into_inner());
-        let to = to % self.nthreads;
-        let task = &self.tasks[t];
-        let from = task.thread.load(Ordering::Acquire);
-        if from == to {
-            return;
-        }
-        {
-            let mut l = self.threads[from]
-                .worklist
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            l.retain(|&x| x != t);
-        }
-        self.threads[from]
-            .worklist_version
-            .fetch_add(1, Ordering::AcqRel);
-        task.thread.store(to, Ordering::Release);
-        self.apply_ring_modes(true);
-        self.barrier();
-        self.threads[to]
-            .worklist
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(t);
-        self.threads[to]
-            .worklist_version
-            .fetch_add(1, Ordering::AcqRel);
-        task.migrations.fetch_add(1, Ordering::Relaxed);
-        self.apply_ring_modes(false);
     }
 
     pub fn schedule_timer(&self, thread: usize, elem: usize, timer: usize, when: Instant) {
@@ -283,172 +279,6 @@ impl Core {
         if let Some(t) = &*self.balancer.lock().unwrap_or_else(|e| e.into_inner()) {
             t.unpark();
         }
-    }
-
-    fn split_spec(spec: &str) -> (Option<&str>, &str) {
-        match spec.rsplit_once('.') {
-            Some((e, h)) => (Some(e), h),
-            None => (None, spec),
-        }
-    }
-
-    fn resolve(&self, elem: Option<&str>, from: Option<usize>) -> Result<Option<usize>, String> {
-        match elem {
-            None => Ok(None),
-            Some(name) => {
-                if let Some(&i) = self.names.get(name) {
-                    return Ok(Some(i));
-                }
-                // Inside a compound, names are relative to the caller's
-                // compound first (as in Click).
-                if let Some(f) = from {
-                    let me = &self.slots[f].name;
-                    if let Some((prefix, _)) = me.rsplit_once('/') {
-                        if let Some(&i) = self.names.get(&format!("{prefix}/{name}")) {
-                            return Ok(Some(i));
-                        }
-                    }
-                }
-                Err(format!("no element named '{name}'"))
-            }
-        }
-    }
-
-    pub fn read_handler(&self, spec: &str, from: Option<usize>) -> Result<String, String> {
-        // `element.handler PARAM`: the parameter follows the first space
-        // (it may hold dots, as an address does).
-        let spec = spec.trim();
-        let (spec, param) = match spec.split_once(char::is_whitespace) {
-            Some((s, p)) => (s, Some(p.trim())),
-            None => (spec, None),
-        };
-        let (e, h) = Self::split_spec(spec);
-        let Some(i) = self.resolve(e, from)? else {
-            if param.is_some() {
-                return Err(format!("read handler '{h}' takes no parameter"));
-            }
-            return self.read_global(h);
-        };
-        let s = &self.slots[i];
-        let hx = HandlerCx {
-            core: self,
-            elem: i,
-        };
-        if let Some(p) = param {
-            return match s.element.read_handler_param(h, p, &hx) {
-                Some(r) => r,
-                None => Err(format!(
-                    "read handler '{}.{}' takes no parameter",
-                    s.name, h
-                )),
-            };
-        }
-        if let Some(v) = s.element.read_handler(h, &hx) {
-            return Ok(v);
-        }
-        match h {
-            "name" => Ok(s.name.clone()),
-            "class" => Ok(s.class.clone()),
-            "config" => Ok(s.config.clone()),
-            "ports" => Ok(self.ports_text(i)),
-            "handlers" => Ok(self.handlers_text(i)),
-            _ => Err(format!("no read handler '{}.{}'", s.name, h)),
-        }
-    }
-
-    pub fn write_handler(
-        &self,
-        spec: &str,
-        value: &str,
-        from: Option<usize>,
-    ) -> Result<(), String> {
-        let (e, h) = Self::split_spec(spec);
-        let Some(i) = self.resolve(e, from)? else {
-            return match h {
-                "stop" => {
-                    self.stop_now();
-                    Ok(())
-                }
-                _ => Err(format!("no write handler '{h}'")),
-            };
-        };
-        let s = &self.slots[i];
-        let hx = HandlerCx {
-            core: self,
-            elem: i,
-        };
-        match s.element.write_handler(h, value, &hx) {
-            Some(r) => r.map_err(|e| format!("{}.{}: {}", s.name, h, e)),
-            None => Err(format!("no write handler '{}.{}'", s.name, h)),
-        }
-    }
-
-    fn read_global(&self, h: &str) -> Result<String, String> {
-        match h {
-            "version" => Ok(env!("CARGO_PKG_VERSION").to_string()),
-            "list" => {
-                let mut s = format!("{}\n", self.slots.len());
-                for slot in self.slots.iter() {
-                    s.push_str(&slot.name);
-                    s.push('\n');
-                }
-                Ok(s)
-            }
-            "config" => Ok(self.source.to_string()),
-            "nthreads" => Ok(self.nthreads.to_string()),
-            _ => Err(format!("no global read handler '{h}'")),
-        }
-    }
-
-    fn ports_text(&self, i: usize) -> String {
-        let s = &self.slots[i];
-        let kind = |k: &PortKind| match k {
-            PortKind::Push => "push",
-            PortKind::Pull => "pull",
-        };
-        let mut out = format!(
-            "{} input{}\n",
-            s.input_kinds.len(),
-            plural(s.input_kinds.len())
-        );
-        for k in &s.input_kinds {
-            out.push_str(kind(k));
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "{} output{}\n",
-            s.output_kinds.len(),
-            plural(s.output_kinds.len())
-        ));
-        for k in &s.output_kinds {
-            out.push_str(kind(k));
-            out.push('\n');
-        }
-        out
-    }
-
-    fn handlers_text(&self, i: usize) -> String {
-        let mut out = String::new();
-        for h in self.slots[i].element.handlers() {
-            let mode = match (h.read, h.write) {
-                (true, true) => "rw",
-                (true, false) => "r",
-                _ => "w",
-            };
-            out.push_str(&format!("{}\t{}\n", h.name, mode));
-        }
-        for g in ["name", "class", "config", "ports", "handlers"] {
-            out.push_str(&format!("{g}\tr\n"));
-        }
-        out
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
@@ -532,9 +362,9 @@ impl InitCx<'_> {
         self.core.slots.len()
     }
 
-    /// The element at index `i`.
-    pub fn element(&self, i: usize) -> &dyn Element {
-        &*self.core.slots[i].element
+    /// The element at index `i`, as its concrete type.
+    pub fn element<T: 'static>(&self, i: usize) -> Option<&T> {
+        self.core.slots[i].element.as_any().downcast_ref()
     }
 
     /// Asks that element `i`'s tasks run on `thread` (StaticThreadSched).
@@ -548,16 +378,7 @@ impl InitCx<'_> {
 
     /// Whether a handler exists (for elements that will call it later).
     pub fn has_handler(&self, spec: &str) -> bool {
-        let (e, h) = Core::split_spec(spec);
-        match self.core.resolve(e, Some(self.elem)) {
-            Ok(Some(i)) => {
-                let s = &self.core.slots[i];
-                s.element.handlers().iter().any(|x| x.name == h)
-                    || ["name", "class", "config", "ports", "handlers"].contains(&h)
-            }
-            Ok(None) => ["version", "list", "config", "stop", "nthreads"].contains(&h),
-            Err(_) => false,
-        }
+        crate::handler::exists(self.core, spec, self.elem)
     }
 }
 
@@ -636,6 +457,8 @@ impl Router {
         }
     }
 
+    /// Builds a router from a flat graph, in phases: check, configure,
+    /// connect, initialize, plan. Each phase reports every error it finds.
     pub fn from_graph(
         graph: FlatGraph,
         src: &Source,
@@ -644,8 +467,52 @@ impl Router {
     ) -> Result<Router, Vec<Diagnostic>> {
         let nthreads = opts.threads.max(1);
         let checked = Self::check(&graph, reg)?;
+        let (made, arg_env) = Self::configure(&graph, &checked, reg, nthreads)?;
+        let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
+        let n = slots.len();
+        let core = Core {
+            slots,
+            ports,
+            names,
+            nthreads,
+            tasks: Box::new([]),
+            threads: (0..nthreads)
+                .map(|_| CachePadded::new(ThreadShared::new(n)))
+                .collect(),
+            running: AtomicBool::new(true),
+            stop_requests: AtomicU64::new(0),
+            driver: None,
+            epoch: Instant::now(),
+            policy: opts.policy,
+            pin: opts.pin,
+            exclusive: Mutex::new(()),
+            source: src.text.as_str().into(),
+            plan: crate::plan::Plan::default(),
+            sync_epoch: AtomicU64::new(0),
+            migrating: Mutex::new(()),
+            balancer: Mutex::new(None),
+            run_cycles: AtomicU64::new(0),
+            profile: opts
+                .profile
+                .then(|| crate::sched::Profile::new(nthreads, n)),
+            arg_env,
+            handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        };
+        let core = Self::initialize(core, opts.check_only)?;
+        Ok(Router {
+            core: Arc::new(core),
+        })
+    }
 
-        // Configure, early phases first (AddressInfo before its users).
+    /// Configures every element, early phases first (AddressInfo before
+    /// the users of its names).
+    #[allow(clippy::type_complexity)]
+    fn configure(
+        graph: &FlatGraph,
+        checked: &paraclick_lang::check::CheckedGraph,
+        reg: &Registry,
+        nthreads: usize,
+    ) -> Result<(Vec<Box<dyn Node>>, ArgEnv), Vec<Diagnostic>> {
         let n = graph.elements.len();
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by_key(|&i| {
@@ -654,7 +521,7 @@ impl Router {
                 .unwrap_or(0)
         });
         let mut env = ArgEnv::default();
-        let mut made: Vec<Option<Arc<dyn Element>>> = (0..n).map(|_| None).collect();
+        let mut made: Vec<Option<Box<dyn Node>>> = (0..n).map(|_| None).collect();
         let mut errs = Vec::new();
         for &i in &order {
             let fe = &graph.elements[i];
@@ -673,18 +540,30 @@ impl Router {
                 env: &mut env,
             };
             match (spec.make)(&mut ccx) {
-                Ok(e) => made[i] = Some(Arc::from(e)),
-                Err(m) => errs.push(err_at(
-                    &fe.span,
-                    format!("{} :: {}: {}", fe.name, fe.class, m),
-                )),
+                Ok(e) => made[i] = Some(e),
+                // One diagnostic per error (Args::complete gives one a line).
+                Err(m) => errs.extend(
+                    m.lines()
+                        .map(|l| err_at(&fe.span, format!("{} :: {}: {}", fe.name, fe.class, l))),
+                ),
             }
         }
         if !errs.is_empty() {
             return Err(errs);
         }
+        Ok((made.into_iter().flatten().collect(), env))
+    }
 
-        // Connect.
+    /// Resolves connections into direct peer references (fused where the
+    /// peer is a per-packet element and the router is not profiling).
+    #[allow(clippy::type_complexity)]
+    fn connect(
+        graph: &FlatGraph,
+        checked: &paraclick_lang::check::CheckedGraph,
+        made: Vec<Box<dyn Node>>,
+        profile: bool,
+    ) -> (Box<[Slot]>, Box<[Ports]>, HashMap<String, usize>) {
+        let n = made.len();
         let mut outputs: Vec<Vec<Peer>> = (0..n)
             .map(|i| vec![Peer::UNCONNECTED; checked.outputs[i].len()])
             .collect();
@@ -693,24 +572,20 @@ impl Router {
             .collect();
         for c in &graph.connections {
             if checked.outputs[c.from].get(c.from_port) == Some(&PortKind::Push) {
-                if let Some(to) = &made[c.to] {
-                    let mut peer = Peer::new(to, c.to, c.to_port);
-                    peer.fused = !opts.profile && to.action_only();
-                    outputs[c.from][c.from_port] = peer;
-                }
+                outputs[c.from][c.from_port] = Peer::new(&*made[c.to], c.to, c.to_port, !profile);
             } else {
-                if let Some(from) = &made[c.from] {
-                    inputs[c.to][c.to_port] = Peer::new(from, c.from, c.from_port);
-                }
+                inputs[c.to][c.to_port] = Peer::new(&*made[c.from], c.from, c.from_port, false);
             }
         }
+        // Moving the boxes into the slots does not move the elements the
+        // peers point at.
         let mut slots = Vec::with_capacity(n);
         let mut ports = Vec::with_capacity(n);
         let mut names = HashMap::new();
         for (i, (fe, e)) in graph.elements.iter().zip(made).enumerate() {
             names.insert(fe.name.clone(), i);
             slots.push(Slot {
-                element: e.expect("configured"),
+                element: e,
                 name: fe.name.clone(),
                 class: fe.class.clone(),
                 config: fe.config.clone(),
@@ -726,48 +601,15 @@ impl Router {
                 inputs: std::mem::take(&mut inputs[i]).into_boxed_slice(),
             });
         }
-        let threads = (0..nthreads)
-            .map(|_| {
-                CachePadded::new(ThreadShared {
-                    timers: TimerQueue::new(),
-                    drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
-                    worklist: Mutex::new(Vec::new()),
-                    worklist_version: AtomicU64::new(0),
-                    polls: AtomicU64::new(0),
-                    idle_polls: AtomicU64::new(0),
-                    pool_id: std::sync::atomic::AtomicU32::new(0),
-                    seen_epoch: AtomicU64::new(0),
-                    busy_cycles: AtomicU64::new(0),
-                    alive: AtomicBool::new(false),
-                })
-            })
-            .collect();
-        let mut core = Core {
-            slots: slots.into_boxed_slice(),
-            ports: ports.into_boxed_slice(),
-            names,
-            nthreads,
-            tasks: Box::new([]),
-            threads,
-            running: AtomicBool::new(true),
-            stop_requests: AtomicU64::new(0),
-            driver: None,
-            epoch: Instant::now(),
-            policy: opts.policy,
-            pin: opts.pin,
-            exclusive: Mutex::new(()),
-            source: src.text.as_str().into(),
-            plan: crate::plan::Plan::default(),
-            sync_epoch: AtomicU64::new(0),
-            migrating: Mutex::new(()),
-            balancer: Mutex::new(None),
-            run_cycles: AtomicU64::new(0),
-            profile: opts
-                .profile
-                .then(|| crate::sched::Profile::new(nthreads, n)),
-        };
+        (slots.into_boxed_slice(), ports.into_boxed_slice(), names)
+    }
 
-        // Initialize.
+    /// Initializes every element, then creates the tasks, the driver, the
+    /// thread plan with its ring modes, and the start-up timers.
+    fn initialize(mut core: Core, checking: bool) -> Result<Core, Vec<Diagnostic>> {
+        let n = core.slots.len();
+        let nthreads = core.nthreads;
+        let mut errs = Vec::new();
         let mut new_tasks = Vec::new();
         let mut prefs = Vec::new();
         let mut timers = Vec::new();
@@ -779,25 +621,25 @@ impl Router {
                 prefs: &mut prefs,
                 timers: &mut timers,
                 ntasks_here: 0,
-                checking: opts.check_only,
+                checking,
             };
             if let Err(m) = core.slots[i].element.initialize(&mut ix) {
                 let s = &core.slots[i];
                 errs.push(err_at(&s.span, format!("{} :: {}: {}", s.name, s.class, m)));
             }
         }
-        if !errs.is_empty() {
-            return Err(errs);
-        }
         let drivers: Vec<usize> = (0..n)
             .filter(|&i| core.slots[i].element.is_driver())
             .collect();
-        if drivers.len() > 1 {
-            let s = &core.slots[drivers[1]];
-            return Err(vec![err_at(
+        if let Some(&d) = drivers.get(1) {
+            let s = &core.slots[d];
+            errs.push(err_at(
                 &s.span,
                 format!("{} :: {}: only one driver element allowed", s.name, s.class),
-            )]);
+            ));
+        }
+        if !errs.is_empty() {
+            return Err(errs);
         }
         core.driver = drivers.first().copied();
         let mut tasks = Vec::new();
@@ -814,14 +656,12 @@ impl Router {
         core.tasks = tasks.into_boxed_slice();
         sched::initial_assignment(&core);
         core.plan = crate::plan::Plan::build(&core);
-        core.apply_ring_modes(false);
+        crate::crossing::apply_ring_modes(&core, false);
         for (elem, timer, after) in timers {
             let t = core.home_thread(elem);
             core.schedule_timer(t, elem, timer, core.epoch + after);
         }
-        Ok(Router {
-            core: Arc::new(core),
-        })
+        Ok(core)
     }
 
     /// Runs until stopped: by a stop request (a source with `STOP true`, a
@@ -849,11 +689,11 @@ impl Router {
     }
 
     pub fn read_handler(&self, spec: &str) -> Result<String, String> {
-        self.core.read_handler(spec, None)
+        crate::handler::read(&self.core, spec, None)
     }
 
     pub fn write_handler(&self, spec: &str, value: &str) -> Result<(), String> {
-        self.core.write_handler(spec, value, None)
+        crate::handler::write(&self.core, spec, value, None)
     }
 
     pub fn nthreads(&self) -> usize {
@@ -865,10 +705,15 @@ impl Router {
     }
 
     /// The element named `name`, as its concrete type.
-    pub fn element<T: Element>(&self, name: &str) -> Option<&T> {
+    pub fn element<T: 'static>(&self, name: &str) -> Option<&T> {
         let i = *self.core.names.get(name)?;
-        let e: &dyn std::any::Any = &*self.core.slots[i].element;
-        e.downcast_ref::<T>()
+        self.core.slots[i].element.as_any().downcast_ref::<T>()
+    }
+
+    /// The handlers of element `name`: its own, then the built-in ones.
+    pub fn handlers(&self, name: &str) -> Option<Vec<crate::element::HandlerInfo>> {
+        let i = *self.core.names.get(name)?;
+        Some(crate::handler::list(&self.core, i))
     }
 
     /// Packets dropped with a count, per element name (nonzero only).
@@ -880,7 +725,8 @@ impl Router {
                 .threads
                 .iter()
                 .map(|t| t.drops[i].load(Ordering::Relaxed))
-                .sum();
+                .sum::<u64>()
+                + self.core.handler_drops[i].load(Ordering::Relaxed);
             if d > 0 {
                 v.push((s.name.clone(), d));
             }
@@ -994,7 +840,7 @@ impl Router {
             .tasks
             .get(index)
             .ok_or_else(|| format!("'{name}' has no task {index}"))?;
-        self.core.move_task(t, thread);
+        crate::crossing::move_task(&self.core, t, thread);
         Ok(())
     }
 

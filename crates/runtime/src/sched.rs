@@ -170,13 +170,7 @@ pub(crate) fn initial_assignment(core: &Core) {
         lists[th].push(id);
     }
     for (th, l) in lists.into_iter().enumerate() {
-        *core.threads[th]
-            .worklist
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = l;
-        core.threads[th]
-            .worklist_version
-            .fetch_add(1, Ordering::Release);
+        core.threads[th].set_worklist(l);
     }
 }
 
@@ -270,7 +264,7 @@ fn balancer(core: &Core) {
         if (new_max as f64) < cur_max as f64 * (1.0 - HYSTERESIS) {
             for (t, &th) in plan.iter().enumerate() {
                 if th != current[t] {
-                    core.move_task(t, th);
+                    crate::crossing::move_task(core, t, th);
                 }
             }
         }
@@ -366,6 +360,7 @@ fn worker(core: &Core, t: usize) {
         pin_to_cpu(t);
     }
     let ts = &core.threads[t];
+    let _worker = crate::crossing::WorkerMark::new(core, t);
     let mut cx = Cx::new(core, t);
     let mut list: Vec<usize> = Vec::new();
     let mut version = u64::MAX;
@@ -387,11 +382,7 @@ fn worker(core: &Core, t: usize) {
             epoch = e;
             ts.seen_epoch.store(e, Ordering::Release);
         }
-        let v = ts.worklist_version.load(Ordering::Acquire);
-        if v != version {
-            list.clone_from(&ts.worklist.lock().unwrap_or_else(|e| e.into_inner()));
-            version = v;
-        }
+        ts.refresh_worklist(&mut version, &mut list);
         let mut work = false;
         for &id in &list {
             let task = &core.tasks[id];

@@ -44,11 +44,11 @@ impl Element for TestSink {
     }
 }
 
-fn make_sink(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make_sink(cx: &mut ConfigCx<'_>) -> Result<TestSink, String> {
     cx.args().complete()?;
-    Ok(Box::new(TestSink {
+    Ok(TestSink {
         packets: Mutex::new(Vec::new()),
-    }))
+    })
 }
 
 /// A push source that never sends by itself: it stands at the element's
@@ -57,16 +57,16 @@ pub struct TestSource;
 
 impl Element for TestSource {}
 
-fn make_source(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make_source(cx: &mut ConfigCx<'_>) -> Result<TestSource, String> {
     cx.args().complete()?;
-    Ok(Box::new(TestSource))
+    Ok(TestSource)
 }
 
 /// Registers `TestSink` (push input, no outputs) and `TestSource` (no
 /// inputs, push outputs, never sends).
 pub fn register(reg: &mut Registry) {
-    reg.register(ClassSpec::new("TestSink", "1/0", "h", make_sink));
-    reg.register(ClassSpec::new("TestSource", "0/-", "h", make_source));
+    reg.register(ClassSpec::element("TestSink", "1/0", "h", make_sink));
+    reg.register(ClassSpec::element("TestSource", "0/-", "h", make_source));
 }
 
 /// One element under test, its outputs connected to `TestSink`s `o0`,

@@ -40,15 +40,15 @@
 //!     InfiniteSource(LIMIT 5000, STOP true) -> Discard;
 //!     DriverManager(pause, pause, stop);
 
-use super::script::{make_with, ScriptType};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::script::{make_with, Script, ScriptType};
+use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("DriverManager", "-/-", "ah/ah", make)
+    ClassSpec::element("DriverManager", "-/-", "ah/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    Ok(Box::new(make_with(cx, ScriptType::Driver)?))
+fn make(cx: &mut ConfigCx<'_>) -> Result<Script, String> {
+    make_with(cx, ScriptType::Driver)
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ use super::script_lang::{
 };
 use paraclick_lang::args::{split_words, unquote};
 use paraclick_runtime::args::parse_duration;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, DynHandler, Element, HandlerCx, InitCx};
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -130,41 +130,41 @@ const WRITE_ERROR: i32 = -22;
 
 /// The handlers every Script has (exported variables are added per
 /// element).
-static BASE_HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::rw("run"),
-    HandlerInfo::write("step"),
-    HandlerInfo::write("goto"),
-    HandlerInfo::read("add"),
-    HandlerInfo::read("sub"),
-    HandlerInfo::read("mul"),
-    HandlerInfo::read("div"),
-    HandlerInfo::read("idiv"),
-    HandlerInfo::read("mod"),
-    HandlerInfo::read("rem"),
-    HandlerInfo::read("neg"),
-    HandlerInfo::read("abs"),
-    HandlerInfo::read("eq"),
-    HandlerInfo::read("ne"),
-    HandlerInfo::read("lt"),
-    HandlerInfo::read("gt"),
-    HandlerInfo::read("le"),
-    HandlerInfo::read("ge"),
-    HandlerInfo::read("not"),
-    HandlerInfo::read("and"),
-    HandlerInfo::read("or"),
-    HandlerInfo::read("nand"),
-    HandlerInfo::read("nor"),
-    HandlerInfo::read("if"),
-    HandlerInfo::read("in"),
-    HandlerInfo::read("sprintf"),
-    HandlerInfo::read("random"),
-    HandlerInfo::read("length"),
-    HandlerInfo::read("unquote"),
-    HandlerInfo::read("now"),
-    HandlerInfo::read("cat"),
-    HandlerInfo::read("catq"),
-    HandlerInfo::read("readable"),
-    HandlerInfo::read("writable"),
+static BASE_HANDLERS: &[(&str, bool, bool)] = &[
+    ("run", true, true),
+    ("step", false, true),
+    ("goto", false, true),
+    ("add", true, false),
+    ("sub", true, false),
+    ("mul", true, false),
+    ("div", true, false),
+    ("idiv", true, false),
+    ("mod", true, false),
+    ("rem", true, false),
+    ("neg", true, false),
+    ("abs", true, false),
+    ("eq", true, false),
+    ("ne", true, false),
+    ("lt", true, false),
+    ("gt", true, false),
+    ("le", true, false),
+    ("ge", true, false),
+    ("not", true, false),
+    ("and", true, false),
+    ("or", true, false),
+    ("nand", true, false),
+    ("nor", true, false),
+    ("if", true, false),
+    ("in", true, false),
+    ("sprintf", true, false),
+    ("random", true, false),
+    ("length", true, false),
+    ("unquote", true, false),
+    ("now", true, false),
+    ("cat", true, false),
+    ("catq", true, false),
+    ("readable", true, false),
+    ("writable", true, false),
 ];
 
 /// Handlers the router gives every element (a PROXY script leaves them
@@ -254,7 +254,6 @@ pub struct Script {
     ty: ScriptType,
     prog: Program,
     exports: Vec<String>,
-    handlers: &'static [HandlerInfo],
     noutputs: usize,
     vars: Mutex<HashMap<String, String>>,
     exec: Mutex<Exec>,
@@ -271,18 +270,18 @@ pub struct Script {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Script", "-/-", "ah/ah", make)
+    ClassSpec::element("Script", "-/-", "ah/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    Ok(Box::new(make_with(cx, ScriptType::Active)?))
+fn make(cx: &mut ConfigCx<'_>) -> Result<Script, String> {
+    make_with(cx, ScriptType::Active)
 }
 
 /// Configures a Script whose TYPE defaults to `default` (DriverManager
 /// is a Script of default TYPE DRIVER).
 pub fn make_with(cx: &mut ConfigCx<'_>, default: ScriptType) -> Result<Script, String> {
     let mut a = cx.args();
-    let ty = match a.read::<String>("TYPE")? {
+    let ty = match a.read::<String>("TYPE") {
         Some(t) => ScriptType::parse(&t)?,
         None => default,
     };
@@ -293,24 +292,10 @@ pub fn make_with(cx: &mut ConfigCx<'_>, default: ScriptType) -> Result<Script, S
     }
     let prog = Program::parse(&insns, ty == ScriptType::Driver)?;
     let exports = prog.exports();
-    let handlers: &'static [HandlerInfo] = if exports.is_empty() {
-        BASE_HANDLERS
-    } else {
-        // Handler lists are static; a Script's exported variables are
-        // known only now, so their list lives as long as the program
-        // (a few bytes per exporting Script).
-        let mut v = BASE_HANDLERS.to_vec();
-        for e in &exports {
-            let name: &'static str = Box::leak(e.clone().into_boxed_str());
-            v.push(HandlerInfo::read(name));
-        }
-        Box::leak(v.into_boxed_slice())
-    };
     Ok(Script {
         ty,
         prog,
         exports,
-        handlers,
         noutputs: cx.noutputs,
         vars: Mutex::new(HashMap::new()),
         exec: Mutex::new(Exec {
@@ -542,9 +527,8 @@ impl Script {
         match spec.rsplit_once('.') {
             None => {
                 let own = self
-                    .handlers
-                    .iter()
-                    .any(|h| h.name == spec && if write { h.write } else { h.read });
+                    .own_handler(spec)
+                    .is_some_and(|(r, w)| if write { w } else { r });
                 own || if write {
                     spec == "stop"
                 } else {
@@ -598,7 +582,7 @@ impl Script {
     }
 
     fn write_call(&self, hx: &HandlerCx<'_>, spec: &str, value: &str) -> Result<(), String> {
-        let own = !spec.contains('.') && self.handlers.iter().any(|h| h.name == spec && h.write);
+        let own = !spec.contains('.') && self.own_handler(spec).is_some_and(|(_, w)| w);
         if own {
             hx.write(&format!("{}.{}", hx.element_name(), spec), value)
         } else {
@@ -999,12 +983,28 @@ impl Script {
         (outs, dropped)
     }
 
+    /// Whether `name` is one of this script's own handlers, and if so
+    /// whether it reads and writes: the predefined ones, then the
+    /// exported variables (read only).
+    fn own_handler(&self, name: &str) -> Option<(bool, bool)> {
+        BASE_HANDLERS
+            .iter()
+            .find(|h| h.0 == name)
+            .map(|h| (h.1, h.2))
+            .or_else(|| {
+                self.exports
+                    .iter()
+                    .any(|e| e == name)
+                    .then_some((true, false))
+            })
+    }
+
     /// Whether a PROXY script answers handler `name` (any but its
     /// predefined handlers and the router's).
     fn proxies(&self, name: &str) -> bool {
         self.ty == ScriptType::Proxy
             && !ROUTER_HANDLERS.contains(&name)
-            && !self.handlers.iter().any(|h| h.name == name)
+            && self.own_handler(name).is_none()
     }
 
     fn proxy(
@@ -1080,41 +1080,43 @@ impl Element for Script {
         keep
     }
 
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        self.handlers
+    fn dynamic_handlers(&self) -> Vec<DynHandler> {
+        let base = BASE_HANDLERS.iter().map(|&(name, read, write)| DynHandler {
+            name: name.to_string(),
+            read,
+            write,
+            param: false,
+        });
+        let exports = self.exports.iter().map(|e| DynHandler {
+            name: e.clone(),
+            read: true,
+            write: false,
+            param: false,
+        });
+        base.chain(exports).collect()
     }
 
-    fn read_handler(&self, name: &str, hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "run" => match self.proxy(hx, "run", "", false) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    report(hx, &format!("run: {e}"));
-                    None
-                }
-            },
+    fn read_dynamic(&self, name: &str, hx: &HandlerCx<'_>) -> Option<Result<String, String>> {
+        Some(match name {
+            "run" => self.proxy(hx, "run", "", false).map_err(|e| {
+                report(hx, &format!("run: {e}"));
+                format!("run: {e}")
+            }),
             _ if self.exports.iter().any(|e| e == name) => {
                 self.with_exec(hx, |ex| self.ensure_init(ex, hx));
-                Some(self.variable(name).unwrap_or_default())
+                Ok(self.variable(name).unwrap_or_default())
             }
-            _ if self.proxies(name) => match self.proxy(hx, name, "", false) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    report(hx, &format!("{name}: {e}"));
-                    None
-                }
-            },
-            _ => match self.local_read(hx, name, "")? {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    report(hx, &e);
-                    None
-                }
-            },
-        }
+            _ if self.proxies(name) => self.proxy(hx, name, "", false).map_err(|e| {
+                report(hx, &format!("{name}: {e}"));
+                format!("{name}: {e}")
+            }),
+            _ => self
+                .local_read(hx, name, "")?
+                .inspect_err(|e| report(hx, e)),
+        })
     }
 
-    fn write_handler(
+    fn write_dynamic(
         &self,
         name: &str,
         value: &str,

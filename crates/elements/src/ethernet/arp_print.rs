@@ -30,10 +30,9 @@
 //!     c[0] -> ARPPrint(in, TIMESTAMP false) -> ...
 //!     // in: arp who-has 10.0.0.2 tell 10.0.0.1
 
-use crate::util::parse_bool;
 use paraclick_packet::wire::{ethertype, EtherAddr};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write as _;
@@ -50,16 +49,16 @@ pub struct ArpPrint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ARPPrint", "1/1", "a", make)
+    ClassSpec::action("ARPPrint", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ArpPrint, String> {
     let mut a = cx.args();
-    let label = a.read_p::<String>("LABEL")?.unwrap_or_default();
-    let timestamp = a.read::<bool>("TIMESTAMP")?.unwrap_or(true);
-    let ether = a.read::<bool>("ETHER")?.unwrap_or(false);
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let outfile = a.read::<String>("OUTFILE")?;
+    let label = a.read_p::<String>("LABEL").unwrap_or_default();
+    let timestamp = a.read::<bool>("TIMESTAMP").unwrap_or(true);
+    let ether = a.read::<bool>("ETHER").unwrap_or(false);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let outfile = a.read::<String>("OUTFILE");
     a.complete()?;
     let outfile = match outfile {
         Some(path) => Some(Mutex::new(
@@ -71,13 +70,13 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         )),
         None => None,
     };
-    Ok(Box::new(ArpPrint {
+    Ok(ArpPrint {
         label,
         timestamp,
         ether,
         active: AtomicBool::new(active),
         outfile,
-    }))
+    })
 }
 
 fn ether_at(b: &[u8], at: usize) -> EtherAddr {
@@ -155,12 +154,15 @@ impl ArpPrint {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("active")];
-
-impl Element for ArpPrint {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for ArpPrint {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "active",
+        |e, _| e.active.load(Ordering::Relaxed).to_string(),
+        |e, v, hx| {
+            e.active.store(hx.arg(v)?, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if self.active.load(Ordering::Relaxed) {
@@ -174,23 +176,6 @@ impl Element for ArpPrint {
             }
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "active").then(|| self.active.load(Ordering::Relaxed).to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "active").then(|| parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)))
     }
 }
 

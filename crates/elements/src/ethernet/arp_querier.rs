@@ -93,7 +93,7 @@ use paraclick_packet::wire::{
 use paraclick_packet::{Batch, Packet, Timestamp};
 use paraclick_runtime::args::{ArgEnv, FromArg, Raw};
 use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx, PerThread,
+    ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, InitCx, PerThread,
 };
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -241,29 +241,29 @@ pub struct ArpQuerier {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ARPQuerier", "2/1-2", "h", make)
+    ClassSpec::element("ARPQuerier", "2/1-2", "h", make)
 }
 
 fn dur_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
     let mut a = cx.args();
-    let first = a.read_mp::<Raw>("IP")?.0;
-    let eth = a.read_p::<EtherAddr>("ETH")?;
-    let capacity = a.read::<usize>("CAPACITY")?.unwrap_or(2048);
-    let entry_capacity = a.read::<usize>("ENTRY_CAPACITY")?.unwrap_or(0);
-    let entry_packet_capacity = a.read::<usize>("ENTRY_PACKET_CAPACITY")?.unwrap_or(0);
+    let first = a.read_mp::<Raw>("IP").0;
+    let eth = a.read_p::<EtherAddr>("ETH");
+    let capacity = a.read::<usize>("CAPACITY").unwrap_or(2048);
+    let entry_capacity = a.read::<usize>("ENTRY_CAPACITY").unwrap_or(0);
+    let entry_packet_capacity = a.read::<usize>("ENTRY_PACKET_CAPACITY").unwrap_or(0);
     let timeout = a
-        .read::<Duration>("TIMEOUT")?
+        .read::<Duration>("TIMEOUT")
         .unwrap_or(Duration::from_secs(300));
     let poll_timeout = a
-        .read::<Duration>("POLL_TIMEOUT")?
+        .read::<Duration>("POLL_TIMEOUT")
         .unwrap_or(Duration::from_secs(60));
-    let bcast = a.read::<Ipv4Addr>("BROADCAST")?;
-    let broadcast_poll = a.read::<bool>("BROADCAST_POLL")?.unwrap_or(false);
-    if a.read::<Raw>("TABLE")?.is_some() {
+    let bcast = a.read::<Ipv4Addr>("BROADCAST");
+    let broadcast_poll = a.read::<bool>("BROADCAST_POLL").unwrap_or(false);
+    if a.read::<Raw>("TABLE").is_some() {
         return Err("TABLE: ARPTable elements are not supported; use the built-in table".into());
     }
     a.complete()?;
@@ -285,7 +285,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     };
     let nthreads = cx.nthreads;
     let empty = Arc::new(Snapshot::default());
-    Ok(Box::new(ArpQuerier {
+    Ok(ArpQuerier {
         my_ip: AtomicU32::new(u32::from(prefix.addr)),
         my_eth,
         bcast,
@@ -309,7 +309,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         queries: Counter::new(nthreads),
         responses: Counter::new(nthreads),
         drops: Counter::new(nthreads),
-    }))
+    })
 }
 
 /// The next hop of an IP packet: its destination annotation, or the IP
@@ -724,9 +724,8 @@ impl ArpQuerier {
         let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
             return Err(format!("expected 'IP ETH', not '{}'", v.trim()));
         };
-        let env = ArgEnv::default();
-        let ip = u32::from(Ipv4Addr::from_arg(a, &env)?);
-        let eth = EtherAddr::from_arg(b, &env)?;
+        let ip = u32::from(hx.arg::<Ipv4Addr>(a)?);
+        let eth: EtherAddr = hx.arg(b)?;
         if ip == 0 || eth.is_multicast() {
             return Err(format!("bad entry '{}'", v.trim()));
         }
@@ -749,8 +748,8 @@ impl ArpQuerier {
         Ok(())
     }
 
-    fn delete(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
-        let ip = u32::from(Ipv4Addr::from_arg(v, &ArgEnv::default())?);
+    fn delete(&self, ip: Ipv4Addr, hx: &HandlerCx<'_>) {
+        let ip = u32::from(ip);
         let mut t = self.lock();
         let mut dead = Vec::new();
         if Self::remove_entry(&mut t, ip, &mut dead).is_some() {
@@ -761,7 +760,6 @@ impl ArpQuerier {
                 hx.schedule_after(TIMER, Duration::ZERO);
             }
         }
-        Ok(())
     }
 
     fn clear(&self, hx: &HandlerCx<'_>) {
@@ -794,22 +792,44 @@ fn parse_reply(p: &Packet) -> Option<(u32, EtherAddr)> {
         .then_some((ip, eth))
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::read("stats"),
-    HandlerInfo::read("queries"),
-    HandlerInfo::read("responses"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::read("count"),
-    HandlerInfo::read("length"),
-    HandlerInfo::rw("ipaddr"),
-    HandlerInfo::read("broadcast"),
-    HandlerInfo::write("insert"),
-    HandlerInfo::write("delete"),
-    HandlerInfo::write("clear"),
-];
-
 impl Element for ArpQuerier {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("table", |e, _| e.table_text()),
+        Handler::read("stats", |e, _| {
+            format!(
+                "{} packets killed\n{} ARP queries sent\n",
+                e.drops.get(),
+                e.queries.get()
+            )
+        }),
+        Handler::read("queries", |e, _| e.queries.get().to_string()),
+        Handler::read("responses", |e, _| e.responses.get().to_string()),
+        Handler::read("drops", |e, _| e.drops.get().to_string()),
+        Handler::read("count", |e, _| e.lock().map.len().to_string()),
+        Handler::read("length", |e, _| e.lock().pending.to_string()),
+        Handler::rw(
+            "ipaddr",
+            |e, _| Ipv4Addr::from(e.my_ip.load(Ordering::Relaxed)).to_string(),
+            |e, v, hx| {
+                e.my_ip
+                    .store(u32::from(hx.arg::<Ipv4Addr>(v)?), Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::read("broadcast", |e, _| {
+            Ipv4Addr::from(e.bcast.unwrap_or(u32::MAX)).to_string()
+        }),
+        Handler::write("insert", |e, v, hx| e.insert(v, hx)),
+        Handler::write("delete", |e, v, hx| {
+            e.delete(hx.arg(v)?, hx);
+            Ok(())
+        }),
+        Handler::write("clear", |e, _, hx| {
+            e.clear(hx);
+            Ok(())
+        }),
+    ];
+
     fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
         if port == 0 {
             self.push_ip(cx, batch);
@@ -870,43 +890,6 @@ impl Element for ArpQuerier {
     fn queued(&self) -> usize {
         let t = self.lock();
         t.pending + t.graveyard.len()
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "table" => self.table_text(),
-            "stats" => format!(
-                "{} packets killed\n{} ARP queries sent\n",
-                self.drops.get(),
-                self.queries.get()
-            ),
-            "queries" => self.queries.get().to_string(),
-            "responses" => self.responses.get().to_string(),
-            "drops" => self.drops.get().to_string(),
-            "count" => self.lock().map.len().to_string(),
-            "length" => self.lock().pending.to_string(),
-            "ipaddr" => Ipv4Addr::from(self.my_ip.load(Ordering::Relaxed)).to_string(),
-            "broadcast" => Ipv4Addr::from(self.bcast.unwrap_or(u32::MAX)).to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
-        Some(match name {
-            "insert" => self.insert(v, hx),
-            "delete" => self.delete(v, hx),
-            "clear" => {
-                self.clear(hx);
-                Ok(())
-            }
-            "ipaddr" => Ipv4Addr::from_arg(v, &ArgEnv::default())
-                .map(|a| self.my_ip.store(u32::from(a), Ordering::Relaxed)),
-            _ => return None,
-        })
     }
 }
 

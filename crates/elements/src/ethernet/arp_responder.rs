@@ -44,7 +44,7 @@ use paraclick_packet::wire::{
 };
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::RwLock;
 
@@ -61,11 +61,10 @@ pub struct ArpResponder {
     /// the `add` and `remove` handlers.
     table: RwLock<Vec<Entry>>,
     other: Option<usize>,
-    env: ArgEnv,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ARPResponder", "1/1-2", "a/ah", make)
+    ClassSpec::action("ARPResponder", "1/1-2", "a/ah", make)
 }
 
 /// Parses one `IP/MASK [IP/MASK...] ETH` argument into entries.
@@ -155,7 +154,20 @@ fn normalize(v: &mut Vec<Entry>) {
     });
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+/// An `add` handler value: one `IP/MASK [IP/MASK...] ETH` argument.
+struct Entries(Vec<Entry>);
+
+impl FromArg for Entries {
+    const WHAT: &'static str = "ARP entry";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Entries, String> {
+        parse_entry(s, env).map(Entries)
+    }
+    fn placeholder() -> Entries {
+        Entries(Vec::new())
+    }
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<ArpResponder, String> {
     let mut a = cx.args();
     let args = a.rest_all();
     a.complete()?;
@@ -164,11 +176,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         table.extend(parse_entry(arg, cx.env)?);
     }
     normalize(&mut table);
-    Ok(Box::new(ArpResponder {
+    Ok(ArpResponder {
         table: RwLock::new(table),
         other: (cx.noutputs >= 2).then_some(1),
-        env: cx.env.clone(),
-    }))
+    })
 }
 
 impl ArpResponder {
@@ -187,18 +198,15 @@ impl ArpResponder {
         }
     }
 
-    fn add(&self, v: &str) -> Result<(), String> {
-        let new = parse_entry(v, &self.env)?;
+    fn add(&self, new: Vec<Entry>) {
         let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
         // New entries replace old ones for the same network.
         t.retain(|o| !new.iter().any(|n| n.net == o.net && n.len == o.len));
         t.extend(new);
         normalize(&mut t);
-        Ok(())
     }
 
-    fn remove(&self, v: &str) -> Result<(), String> {
-        let p = Ipv4Prefix::from_arg(v, &self.env)?;
+    fn remove(&self, p: Ipv4Prefix) -> Result<(), String> {
         let (net, len) = (u32::from(p.network()), p.len.min(32));
         let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
         let before = t.len();
@@ -208,20 +216,28 @@ impl ArpResponder {
         }
         Ok(())
     }
-}
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::write("add"),
-    HandlerInfo::write("remove"),
-];
+    fn table(&self) -> String {
+        let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+        let mut s = String::new();
+        for e in t.iter() {
+            s.push_str(&format!("{}/{} {}\n", Ipv4Addr::from(e.net), e.len, e.eth));
+        }
+        s
+    }
+}
 
 const FRAME_LEN: usize = 14 + 28;
 
-impl Element for ArpResponder {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for ArpResponder {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("table", |e, _| e.table()),
+        Handler::write("add", |e, v, hx| {
+            e.add(hx.arg::<Entries>(v)?.0);
+            Ok(())
+        }),
+        Handler::write("remove", |e, v, hx| e.remove(hx.arg(v)?)),
+    ];
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let d = p.data();
@@ -258,37 +274,6 @@ impl Element for ArpResponder {
         p.set_mac_header(0);
         p.set_network_header(14, 28);
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "table" => {
-                let t = self.table.read().unwrap_or_else(|e| e.into_inner());
-                let mut s = String::new();
-                for e in t.iter() {
-                    s.push_str(&format!("{}/{} {}\n", Ipv4Addr::from(e.net), e.len, e.eth));
-                }
-                Some(s)
-            }
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "add" => Some(self.add(v)),
-            "remove" => Some(self.remove(v)),
-            _ => None,
-        }
     }
 }
 

@@ -26,11 +26,10 @@
 //!
 //!     EtherEncap(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2)
 
-use super::{parse_ether, AtomicEther};
+use super::AtomicEther;
 use paraclick_packet::wire::EtherAddr;
 use paraclick_packet::Packet;
-use paraclick_runtime::args::FromArg;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::sync::atomic::{AtomicU16, Ordering};
 
 pub struct EtherEncap {
@@ -40,20 +39,20 @@ pub struct EtherEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("EtherEncap", "1/1", "a", make)
+    ClassSpec::action("EtherEncap", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<EtherEncap, String> {
     let mut a = cx.args();
-    let ethertype = a.read_mp::<u16>("ETHERTYPE")?;
-    let src = a.read_mp::<EtherAddr>("SRC")?;
-    let dst = a.read_mp::<EtherAddr>("DST")?;
+    let ethertype = a.read_mp::<u16>("ETHERTYPE");
+    let src = a.read_mp::<EtherAddr>("SRC");
+    let dst = a.read_mp::<EtherAddr>("DST");
     a.complete()?;
-    Ok(Box::new(EtherEncap {
+    Ok(EtherEncap {
         ethertype: AtomicU16::new(ethertype),
         src: AtomicEther::new(src),
         dst: AtomicEther::new(dst),
-    }))
+    })
 }
 
 /// Prepends an Ethernet header; false if no buffer could hold it.
@@ -70,16 +69,33 @@ pub(crate) fn encap(p: &mut Packet, dst: EtherAddr, src: EtherAddr, ethertype: u
     true
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::rw("src"),
-    HandlerInfo::rw("dst"),
-    HandlerInfo::rw("ethertype"),
-];
-
-impl Element for EtherEncap {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for EtherEncap {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "src",
+            |e, _| e.src.get().to_string(),
+            |e, v, hx| {
+                e.src.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "dst",
+            |e, _| e.dst.get().to_string(),
+            |e, v, hx| {
+                e.dst.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "ethertype",
+            |e, _| e.ethertype.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.ethertype.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+    ];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -89,30 +105,6 @@ impl Element for EtherEncap {
         } else {
             Verdict::Drop
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "src" => self.src.get().to_string(),
-            "dst" => self.dst.get().to_string(),
-            "ethertype" => self.ethertype.load(Ordering::Relaxed).to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
-        let _ = hx;
-        Some(match name {
-            "src" => parse_ether(v).map(|a| self.src.set(a)),
-            "dst" => parse_ether(v).map(|a| self.dst.set(a)),
-            "ethertype" => u16::from_arg(v, &Default::default())
-                .map(|t| self.ethertype.store(t, Ordering::Relaxed)),
-            _ => return None,
-        })
     }
 }
 

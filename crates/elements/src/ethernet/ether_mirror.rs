@@ -15,24 +15,20 @@
 //!     FromDevice(eth0) -> EtherMirror -> Queue -> ToDevice(eth0);
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct EtherMirror;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("EtherMirror", "1/1", "a", make)
+    ClassSpec::action("EtherMirror", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<EtherMirror, String> {
     cx.args().complete()?;
-    Ok(Box::new(EtherMirror))
+    Ok(EtherMirror)
 }
 
-impl Element for EtherMirror {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for EtherMirror {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < 14 {

@@ -23,10 +23,10 @@
 //!
 //!     EtherRewrite(1:1:1:1:1:1, 2:2:2:2:2:2)
 
-use super::{parse_ether, AtomicEther};
+use super::AtomicEther;
 use paraclick_packet::wire::EtherAddr;
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
 pub struct EtherRewrite {
     src: AtomicEther,
@@ -34,26 +34,39 @@ pub struct EtherRewrite {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("EtherRewrite", "1/1", "a", make)
+    ClassSpec::action("EtherRewrite", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<EtherRewrite, String> {
     let mut a = cx.args();
-    let src = a.read_mp::<EtherAddr>("SRC")?;
-    let dst = a.read_mp::<EtherAddr>("DST")?;
+    let src = a.read_mp::<EtherAddr>("SRC");
+    let dst = a.read_mp::<EtherAddr>("DST");
     a.complete()?;
-    Ok(Box::new(EtherRewrite {
+    Ok(EtherRewrite {
         src: AtomicEther::new(src),
         dst: AtomicEther::new(dst),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("src"), HandlerInfo::rw("dst")];
-
-impl Element for EtherRewrite {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for EtherRewrite {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "src",
+            |e, _| e.src.get().to_string(),
+            |e, v, hx| {
+                e.src.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "dst",
+            |e, _| e.dst.get().to_string(),
+            |e, v, hx| {
+                e.dst.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+    ];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -64,31 +77,6 @@ impl Element for EtherRewrite {
         h[0..6].copy_from_slice(&self.dst.get().0);
         h[6..12].copy_from_slice(&self.src.get().0);
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "src" => self.src.get().to_string(),
-            "dst" => self.dst.get().to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "src" => parse_ether(v).map(|a| self.src.set(a)),
-            "dst" => parse_ether(v).map(|a| self.dst.set(a)),
-            _ => return None,
-        })
     }
 }
 

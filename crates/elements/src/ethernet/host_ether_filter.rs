@@ -30,7 +30,7 @@
 
 use paraclick_packet::wire::EtherAddr;
 use paraclick_packet::{Packet, PacketType};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct HostEtherFilter {
     addr: EtherAddr,
@@ -42,23 +42,23 @@ pub struct HostEtherFilter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("HostEtherFilter", "1/1-2", "a/ah", make)
+    ClassSpec::action("HostEtherFilter", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<HostEtherFilter, String> {
     let mut a = cx.args();
-    let addr = a.read_mp::<EtherAddr>("ETHER")?;
-    let drop_own = a.read_p::<bool>("DROP_OWN")?.unwrap_or(false);
-    let drop_other = a.read_p::<bool>("DROP_OTHER")?.unwrap_or(true);
-    let offset = a.read::<usize>("OFFSET")?.unwrap_or(0);
+    let addr = a.read_mp::<EtherAddr>("ETHER");
+    let drop_own = a.read_p::<bool>("DROP_OWN").unwrap_or(false);
+    let drop_other = a.read_p::<bool>("DROP_OTHER").unwrap_or(true);
+    let offset = a.read::<usize>("OFFSET").unwrap_or(0);
     a.complete()?;
-    Ok(Box::new(HostEtherFilter {
+    Ok(HostEtherFilter {
         addr,
         drop_own,
         drop_other,
         offset,
         filtered: (cx.noutputs >= 2).then_some(1),
-    }))
+    })
 }
 
 impl HostEtherFilter {
@@ -71,11 +71,7 @@ impl HostEtherFilter {
     }
 }
 
-impl Element for HostEtherFilter {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for HostEtherFilter {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(h) = p.data().get(self.offset..self.offset.saturating_add(14)) else {

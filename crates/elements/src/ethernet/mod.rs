@@ -51,10 +51,3 @@ impl AtomicEther {
         self.0.store(Self::pack(a), Ordering::Relaxed);
     }
 }
-
-/// Parses an Ethernet address handler value.
-pub(crate) fn parse_ether(v: &str) -> Result<EtherAddr, String> {
-    let v = v.trim();
-    v.parse()
-        .map_err(|_| format!("expected Ethernet address, not '{v}'"))
-}

@@ -70,7 +70,7 @@
 use paraclick_packet::wire::{checksum, icmp_type, ip_proto};
 use paraclick_packet::{Packet, PacketType, Timestamp};
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -86,7 +86,7 @@ pub struct IcmpError {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ICMPError", "1/1", "a", make)
+    ClassSpec::action("ICMPError", "1/1", "a", make)
 }
 
 const TYPES: &[(&str, u8)] = &[
@@ -138,16 +138,16 @@ fn named(s: &str, names: &[(&str, u8)], what: &str) -> Result<u8, String> {
     u8::try_from(v).map_err(|_| format!("{what} must be between 0 and 255"))
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IcmpError, String> {
     let mut a = cx.args();
-    let src = a.read_mp::<Ipv4Addr>("SRC")?;
-    let ty = a.read_mp::<String>("TYPE")?;
-    let code = a.read_p::<String>("CODE")?;
-    let bad = a.read_p::<String>("BADADDRS")?;
-    let mtu = a.read::<u32>("MTU")?.unwrap_or(576);
-    let pmtu = a.read::<u16>("PMTU")?.unwrap_or(0);
-    let fix = a.read::<bool>("SET_FIX_ANNO")?;
-    let fix_old = a.read::<bool>("USE_FIX_ANNO")?;
+    let src = a.read_mp::<Ipv4Addr>("SRC");
+    let ty = a.read_mp::<String>("TYPE");
+    let code = a.read_p::<String>("CODE");
+    let bad = a.read_p::<String>("BADADDRS");
+    let mtu = a.read::<u32>("MTU").unwrap_or(576);
+    let pmtu = a.read::<u16>("PMTU").unwrap_or(0);
+    let fix = a.read::<bool>("SET_FIX_ANNO");
+    let fix_old = a.read::<bool>("USE_FIX_ANNO");
     a.complete()?;
     let ty = named(&ty, TYPES, "TYPE")?;
     if !is_error_type(ty) {
@@ -164,7 +164,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         ));
     }
     check_mtu(mtu)?;
-    Ok(Box::new(IcmpError {
+    Ok(IcmpError {
         src: AtomicU32::new(u32::from(src)),
         ty,
         code,
@@ -173,7 +173,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         pmtu: AtomicU32::new(u32::from(pmtu)),
         fix_anno: fix.or(fix_old).unwrap_or(true),
         ident: AtomicU32::new(1),
-    }))
+    })
 }
 
 /// The smallest MTU that holds the largest header, the ICMP header and the
@@ -354,16 +354,37 @@ impl IcmpError {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::rw("src"),
-    HandlerInfo::rw("mtu"),
-    HandlerInfo::rw("pmtu"),
-];
-
-impl Element for IcmpError {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IcmpError {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "src",
+            |e, _| Ipv4Addr::from(e.src.load(Ordering::Relaxed)).to_string(),
+            |e, v, hx| {
+                let a: Ipv4Addr = hx.arg(v)?;
+                e.src.store(u32::from(a), Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "mtu",
+            |e, _| e.mtu.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                let m = hx.arg(v)?;
+                check_mtu(m)?;
+                e.mtu.store(m, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "pmtu",
+            |e, _| e.pmtu.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                let m: u16 = hx.arg(v)?;
+                e.pmtu.store(u32::from(m), Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+    ];
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.error_for(p) {
@@ -374,42 +395,6 @@ impl Element for IcmpError {
             }
             None => Verdict::Drop,
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "src" => Ipv4Addr::from(self.src.load(Ordering::Relaxed)).to_string(),
-            "mtu" => self.mtu.load(Ordering::Relaxed).to_string(),
-            "pmtu" => self.pmtu.load(Ordering::Relaxed).to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        let env = ArgEnv::default();
-        Some(match name {
-            "src" => {
-                Ipv4Addr::from_arg(v, &env).map(|a| self.src.store(u32::from(a), Ordering::Relaxed))
-            }
-            "mtu" => u32::from_arg(v, &env).and_then(|m| {
-                check_mtu(m)?;
-                self.mtu.store(m, Ordering::Relaxed);
-                Ok(())
-            }),
-            "pmtu" => {
-                u16::from_arg(v, &env).map(|m| self.pmtu.store(u32::from(m), Ordering::Relaxed))
-            }
-            _ => return None,
-        })
     }
 }
 

@@ -28,7 +28,7 @@
 use paraclick_packet::wire::checksum::update_u16;
 use paraclick_packet::wire::{icmp_type, ip_proto};
 use paraclick_packet::{Packet, Timestamp};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv4Addr;
 
 pub struct IcmpPingResponder {
@@ -36,14 +36,14 @@ pub struct IcmpPingResponder {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ICMPPingResponder", "1/1-2", "a/ah", make)
+    ClassSpec::action("ICMPPingResponder", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IcmpPingResponder, String> {
     cx.args().complete()?;
-    Ok(Box::new(IcmpPingResponder {
+    Ok(IcmpPingResponder {
         other: (cx.noutputs >= 2).then_some(1),
-    }))
+    })
 }
 
 fn word(b: &[u8], at: usize) -> u16 {
@@ -91,11 +91,7 @@ fn reply(p: &mut Packet) -> bool {
     true
 }
 
-impl Element for IcmpPingResponder {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for IcmpPingResponder {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if reply(p) {
             Verdict::Out(0)

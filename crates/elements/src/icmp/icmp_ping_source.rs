@@ -51,11 +51,10 @@
 //!     // paraclick -h ps.summary conf.click
 
 use super::fmt_usec;
-use crate::util::parse_bool;
 use paraclick_packet::wire::{checksum, icmp_type, ip_proto};
 use paraclick_packet::{Batch, Packet, Timestamp};
-use paraclick_runtime::args::{ArgEnv, Bytes, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use paraclick_runtime::args::Bytes;
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -107,23 +106,23 @@ pub struct IcmpPingSource {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ICMPPingSource", "0-1/1", "h/a", make)
+    ClassSpec::element("ICMPPingSource", "0-1/1", "h/a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IcmpPingSource, String> {
     let mut a = cx.args();
-    let src = a.read_mp::<Ipv4Addr>("SRC")?;
-    let dst = a.read_mp::<Ipv4Addr>("DST")?;
+    let src = a.read_mp::<Ipv4Addr>("SRC");
+    let dst = a.read_mp::<Ipv4Addr>("DST");
     let interval = a
-        .read::<Duration>("INTERVAL")?
+        .read::<Duration>("INTERVAL")
         .unwrap_or(Duration::from_secs(1));
-    let ident = a.read::<u16>("IDENTIFIER")?.unwrap_or(0);
-    let data = a.read::<Bytes>("DATA")?.map(|b| b.0).unwrap_or_default();
-    let limit = a.read::<i64>("LIMIT")?.unwrap_or(-1);
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let verbose = a.read::<bool>("VERBOSE")?.unwrap_or(true);
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
-    let mirror = a.read::<bool>("MIRROR")?.unwrap_or(false);
+    let ident = a.read::<u16>("IDENTIFIER").unwrap_or(0);
+    let data = a.read::<Bytes>("DATA").map(|b| b.0).unwrap_or_default();
+    let limit = a.read::<i64>("LIMIT").unwrap_or(-1);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let verbose = a.read::<bool>("VERBOSE").unwrap_or(true);
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
+    let mirror = a.read::<bool>("MIRROR").unwrap_or(false);
     a.complete()?;
     if mirror {
         return Err("MIRROR is not supported".into());
@@ -131,7 +130,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if data.len() > 65535 - 28 {
         return Err("DATA too long for an IP packet".into());
     }
-    Ok(Box::new(IcmpPingSource {
+    Ok(IcmpPingSource {
         src: AtomicU32::new(u32::from(src)),
         dst: AtomicU32::new(u32::from(dst)),
         interval_ns: AtomicU64::new(u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX)),
@@ -145,7 +144,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         count: AtomicU64::new(0),
         scheduled: AtomicBool::new(false),
         receiver: (cx.ninputs > 0).then(|| Mutex::new(Receiver::new())),
-    }))
+    })
 }
 
 impl IcmpPingSource {
@@ -339,31 +338,109 @@ fn isqrt(v: u128) -> u128 {
     x
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::rw("active"),
-    HandlerInfo::rw("src"),
-    HandlerInfo::rw("dst"),
-    HandlerInfo::read("count"),
-    HandlerInfo::write("limit"),
-    HandlerInfo::write("interval"),
-    HandlerInfo::write("reset_counts"),
-];
+impl IcmpPingSource {
+    /// Whether the timer should be started: pushing, active, idle, and
+    /// LIMIT allows more.
+    fn idle(&self) -> bool {
+        self.push
+            && self.active.load(Ordering::Relaxed)
+            && !self.scheduled.load(Ordering::Relaxed)
+            && self.more(self.count.load(Ordering::Relaxed))
+    }
 
-const HANDLERS_WITH_INPUT: &[HandlerInfo] = &[
-    HandlerInfo::rw("active"),
-    HandlerInfo::rw("src"),
-    HandlerInfo::rw("dst"),
-    HandlerInfo::read("count"),
-    HandlerInfo::write("limit"),
-    HandlerInfo::write("interval"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::read("summary"),
-    HandlerInfo::read("rtt_min"),
-    HandlerInfo::read("rtt_avg"),
-    HandlerInfo::read("rtt_max"),
-];
+    fn set_active(&self, on: bool, hx: &HandlerCx<'_>) {
+        self.active.store(on, Ordering::Relaxed);
+        if on && self.idle() {
+            self.schedule(hx, Duration::ZERO);
+        } else if !on {
+            self.scheduled.store(false, Ordering::Relaxed);
+            hx.unschedule(TIMER);
+        }
+    }
+
+    fn set_limit(&self, limit: i64, hx: &HandlerCx<'_>) {
+        self.limit.store(limit, Ordering::Relaxed);
+        if self.idle() {
+            self.schedule(hx, self.interval());
+        }
+    }
+
+    fn reset_counts(&self, hx: &HandlerCx<'_>) {
+        self.count.store(0, Ordering::Relaxed);
+        if let Some(mut r) = self.receiver() {
+            *r = Receiver::new();
+        }
+        if self.idle() {
+            self.schedule(hx, self.interval());
+        }
+    }
+
+    /// A round-trip time statistic (the reply handlers exist with an
+    /// input only).
+    fn rtt(&self, f: impl FnOnce(&Receiver) -> u64) -> Result<String, String> {
+        let r = self.receiver().ok_or(NO_INPUT)?;
+        Ok(fmt_usec(f(&r)))
+    }
+}
+
+const NO_INPUT: &str = "no input: replies are not counted";
+
+fn addr(a: &AtomicU32) -> String {
+    Ipv4Addr::from(a.load(Ordering::Relaxed)).to_string()
+}
 
 impl Element for IcmpPingSource {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.set_active(hx.arg(v)?, hx);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "src",
+            |e, _| addr(&e.src),
+            |e, v, hx| {
+                e.src
+                    .store(u32::from(hx.arg::<Ipv4Addr>(v)?), Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "dst",
+            |e, _| addr(&e.dst),
+            |e, v, hx| {
+                e.dst
+                    .store(u32::from(hx.arg::<Ipv4Addr>(v)?), Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::read("count", |e, _| e.count.load(Ordering::Relaxed).to_string()),
+        Handler::write("limit", |e, v, hx| {
+            e.set_limit(hx.arg(v)?, hx);
+            Ok(())
+        }),
+        Handler::write("interval", |e, v, hx| {
+            let d: Duration = hx.arg(v)?;
+            let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            e.interval_ns.store(ns, Ordering::Relaxed);
+            Ok(())
+        }),
+        Handler::write("reset_counts", |e, _, hx| {
+            e.reset_counts(hx);
+            Ok(())
+        }),
+        Handler::try_read("summary", |e, _| match e.receiver {
+            Some(_) => Ok(e.summary()),
+            None => Err(NO_INPUT.into()),
+        }),
+        Handler::try_read("rtt_min", |e, _| e.rtt(|r| r.min)),
+        Handler::try_read("rtt_avg", |e, _| e.rtt(|r| r.sum / r.nreceived.max(1))),
+        Handler::try_read("rtt_max", |e, _| e.rtt(|r| r.max)),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push
             && self.active.load(Ordering::Relaxed)
@@ -412,77 +489,6 @@ impl Element for IcmpPingSource {
             self.record(cx, p);
         }
         cx.drop_batch(batch);
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        if self.receiver.is_some() {
-            HANDLERS_WITH_INPUT
-        } else {
-            HANDLERS
-        }
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        let rtt = |f: fn(&Receiver) -> u64| self.receiver().map(|r| fmt_usec(f(&r)));
-        Some(match name {
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "count" => self.count.load(Ordering::Relaxed).to_string(),
-            "src" => Ipv4Addr::from(self.src.load(Ordering::Relaxed)).to_string(),
-            "dst" => Ipv4Addr::from(self.dst.load(Ordering::Relaxed)).to_string(),
-            "summary" if self.receiver.is_some() => self.summary(),
-            "rtt_min" => rtt(|r| r.min)?,
-            "rtt_max" => rtt(|r| r.max)?,
-            "rtt_avg" => rtt(|r| r.sum / r.nreceived.max(1))?,
-            _ => return None,
-        })
-    }
-
-    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
-        let env = ArgEnv::default();
-        let idle = |s: &Self| {
-            s.push
-                && s.active.load(Ordering::Relaxed)
-                && !s.scheduled.load(Ordering::Relaxed)
-                && s.more(s.count.load(Ordering::Relaxed))
-        };
-        Some(match name {
-            "active" => parse_bool(v).map(|on| {
-                self.active.store(on, Ordering::Relaxed);
-                if on && idle(self) {
-                    self.schedule(hx, Duration::ZERO);
-                } else if !on {
-                    self.scheduled.store(false, Ordering::Relaxed);
-                    hx.unschedule(TIMER);
-                }
-            }),
-            "src" => {
-                Ipv4Addr::from_arg(v, &env).map(|a| self.src.store(u32::from(a), Ordering::Relaxed))
-            }
-            "dst" => {
-                Ipv4Addr::from_arg(v, &env).map(|a| self.dst.store(u32::from(a), Ordering::Relaxed))
-            }
-            "limit" => i64::from_arg(v, &env).map(|l| {
-                self.limit.store(l, Ordering::Relaxed);
-                if idle(self) {
-                    self.schedule(hx, self.interval());
-                }
-            }),
-            "interval" => Duration::from_arg(v, &env).map(|d| {
-                let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-                self.interval_ns.store(ns, Ordering::Relaxed);
-            }),
-            "reset_counts" => {
-                self.count.store(0, Ordering::Relaxed);
-                if let Some(mut r) = self.receiver() {
-                    *r = Receiver::new();
-                }
-                if idle(self) {
-                    self.schedule(hx, self.interval());
-                }
-                Ok(())
-            }
-            _ => return None,
-        })
     }
 }
 

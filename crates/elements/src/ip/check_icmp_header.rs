@@ -39,7 +39,7 @@
 use super::{checked_ip, CheckStats};
 use paraclick_packet::wire::{checksum, ip_proto, IcmpHeader};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
 const REASONS: &[&str] = &["not ICMP", "bad packet length", "bad ICMP checksum"];
 const NOT_ICMP: usize = 0;
@@ -51,15 +51,15 @@ pub struct CheckICMPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CheckICMPHeader", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckICMPHeader", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<CheckICMPHeader, String> {
     let mut a = cx.args();
-    let verbose = a.read::<bool>("VERBOSE")?.unwrap_or(false);
-    let details = a.read::<bool>("DETAILS")?.unwrap_or(false);
+    let verbose = a.read::<bool>("VERBOSE").unwrap_or(false);
+    let details = a.read::<bool>("DETAILS").unwrap_or(false);
     a.complete()?;
-    Ok(Box::new(CheckICMPHeader {
+    Ok(CheckICMPHeader {
         stats: CheckStats::new(
             cx.nthreads,
             REASONS,
@@ -68,7 +68,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             details,
             cx.noutputs,
         ),
-    }))
+    })
 }
 
 #[inline]
@@ -87,10 +87,12 @@ fn check(p: &Packet) -> Result<(), usize> {
     Ok(())
 }
 
-impl Element for CheckICMPHeader {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for CheckICMPHeader {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.stats.count().to_string()),
+        Handler::read("drops", |e, _| e.stats.drops().to_string()),
+        Handler::try_read("drop_details", |e, _| e.stats.drop_details()),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -98,14 +100,6 @@ impl Element for CheckICMPHeader {
             Ok(()) => self.stats.pass(cx),
             Err(r) => self.stats.fail(cx, r),
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        self.stats.handlers()
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        self.stats.read_handler(name)
     }
 }
 

@@ -62,11 +62,11 @@
 //!         -> GetIPAddress(16) -> ...;
 //!     c[1] -> Discard;
 
-use super::{read_ip_list, CheckStats, IP_MIN_HLEN};
+use super::{CheckStats, IpList, IP_MIN_HLEN};
 use paraclick_packet::wire::{Ipv4Header, Ipv4Prefix};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
 
 /// Click's reasons, in the order `drop_details` prints them.
@@ -95,11 +95,11 @@ pub struct CheckIPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CheckIPHeader", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckIPHeader", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    make_checker(cx, true).map(|e| Box::new(e) as Box<dyn Element>)
+fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {
+    make_checker(cx, true)
 }
 
 /// A RFC 1812 5.3.7 martian source: 0.0.0.0/8, 127.0.0.0/8, multicast, or
@@ -121,7 +121,7 @@ pub(crate) fn make_checker(
     let mut bad_src: Vec<Ipv4Addr> = Vec::new();
     let mut good_dst: Vec<Ipv4Addr> = Vec::new();
     let mut check_src = false;
-    if let Some(ifs) = a.read::<String>("INTERFACES")? {
+    if let Some(ifs) = a.read::<String>("INTERFACES") {
         check_src = true;
         for w in ifs.split_whitespace() {
             let p = Ipv4Prefix::from_arg(w, env).map_err(|e| format!("INTERFACES: {e}"))?;
@@ -132,18 +132,18 @@ pub(crate) fn make_checker(
         bad_src.push(Ipv4Addr::UNSPECIFIED);
         bad_src.push(Ipv4Addr::BROADCAST);
     }
-    if let Some(l) = read_ip_list(&mut a, "BADSRC", env)? {
+    if let Some(IpList(l)) = a.read("BADSRC") {
         check_src = true;
         bad_src.extend(l);
     }
-    if let Some(l) = read_ip_list(&mut a, "GOODDST", env)? {
+    if let Some(IpList(l)) = a.read("GOODDST") {
         check_src = true;
         good_dst.extend(l);
     }
-    let mut offset = a.read::<usize>("OFFSET")?;
-    let checksum = a.read::<bool>("CHECKSUM")?.unwrap_or(checksum_default);
-    let verbose = a.read::<bool>("VERBOSE")?.unwrap_or(false);
-    let details = a.read::<bool>("DETAILS")?.unwrap_or(false);
+    let mut offset = a.read::<usize>("OFFSET");
+    let checksum = a.read::<bool>("CHECKSUM").unwrap_or(checksum_default);
+    let verbose = a.read::<bool>("VERBOSE").unwrap_or(false);
+    let details = a.read::<bool>("DETAILS").unwrap_or(false);
     let pos: Vec<String> = a.rest().into_iter().map(|s| s.trim().to_string()).collect();
     a.complete()?;
     let offset_arg = |s: &str| usize::from_arg(s, env).map_err(|e| format!("OFFSET: {e}"));
@@ -233,10 +233,12 @@ impl CheckIPHeader {
     }
 }
 
-impl Element for CheckIPHeader {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for CheckIPHeader {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.stats.count().to_string()),
+        Handler::read("drops", |e, _| e.stats.drops().to_string()),
+        Handler::try_read("drop_details", |e, _| e.stats.drop_details()),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -256,14 +258,6 @@ impl Element for CheckIPHeader {
             }
             Err(reason) => self.stats.fail(cx, reason),
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        self.stats.handlers()
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        self.stats.read_handler(name)
     }
 }
 

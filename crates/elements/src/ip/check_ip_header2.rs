@@ -17,15 +17,15 @@
 //!
 //!     FromDevice(eth0) -> Strip(14) -> CheckIPHeader2 -> ...;
 
-use super::check_ip_header::make_checker;
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::check_ip_header::{make_checker, CheckIPHeader};
+use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CheckIPHeader2", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckIPHeader2", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    make_checker(cx, false).map(|e| Box::new(e) as Box<dyn Element>)
+fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {
+    make_checker(cx, false)
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@
 use super::{checked_ip, CheckStats};
 use paraclick_packet::wire::{ip_proto, UdpHeader};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
 const REASONS: &[&str] = &["not UDP", "bad packet length", "bad UDP checksum"];
 const NOT_UDP: usize = 0;
@@ -54,16 +54,16 @@ pub struct CheckUDPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CheckUDPHeader", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckUDPHeader", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<CheckUDPHeader, String> {
     let mut a = cx.args();
-    let verbose = a.read::<bool>("VERBOSE")?.unwrap_or(false);
-    let details = a.read::<bool>("DETAILS")?.unwrap_or(false);
-    let checksum = a.read::<bool>("CHECKSUM")?.unwrap_or(true);
+    let verbose = a.read::<bool>("VERBOSE").unwrap_or(false);
+    let details = a.read::<bool>("DETAILS").unwrap_or(false);
+    let checksum = a.read::<bool>("CHECKSUM").unwrap_or(true);
     a.complete()?;
-    Ok(Box::new(CheckUDPHeader {
+    Ok(CheckUDPHeader {
         checksum,
         stats: CheckStats::new(
             cx.nthreads,
@@ -73,7 +73,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             details,
             cx.noutputs,
         ),
-    }))
+    })
 }
 
 impl CheckUDPHeader {
@@ -107,10 +107,12 @@ impl CheckUDPHeader {
     }
 }
 
-impl Element for CheckUDPHeader {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for CheckUDPHeader {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.stats.count().to_string()),
+        Handler::read("drops", |e, _| e.stats.drops().to_string()),
+        Handler::try_read("drop_details", |e, _| e.stats.drop_details()),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -118,14 +120,6 @@ impl Element for CheckUDPHeader {
             Ok(()) => self.stats.pass(cx),
             Err(r) => self.stats.fail(cx, r),
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        self.stats.handlers()
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        self.stats.read_handler(name)
     }
 }
 

@@ -32,11 +32,8 @@
 //!     dt[1] -> ICMPError(18.26.4.24, timeexceeded) -> ...;
 
 use super::{fixed_ip_header, is_multicast};
-use crate::util::parse_bool;
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct DecIPTTL {
@@ -46,27 +43,33 @@ pub struct DecIPTTL {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("DecIPTTL", "1/1-2", "a/ah", make)
+    ClassSpec::action("DecIPTTL", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<DecIPTTL, String> {
     let mut a = cx.args();
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let multicast = a.read::<bool>("MULTICAST")?.unwrap_or(true);
+    let active = a.read("ACTIVE").unwrap_or(true);
+    let multicast = a.read("MULTICAST").unwrap_or(true);
     a.complete()?;
-    Ok(Box::new(DecIPTTL {
+    Ok(DecIPTTL {
         active: AtomicBool::new(active),
         multicast,
         drops: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops"), HandlerInfo::rw("active")];
-
-impl Element for DecIPTTL {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for DecIPTTL {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("drops", |e, _| e.drops.get().to_string()),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -85,27 +88,6 @@ impl Element for DecIPTTL {
             h.update_ttl(ttl - 1);
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "drops" => Some(self.drops.get().to_string()),
-            "active" => Some(self.active.load(Ordering::Relaxed).to_string()),
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "active").then(|| parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)))
     }
 }
 

@@ -21,9 +21,7 @@
 //!     FromDevice(eth0) -> ... -> Strip(14) -> CheckIPHeader -> DropBroadcasts -> ...;
 
 use paraclick_packet::{Packet, PacketType};
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 
 pub struct DropBroadcasts {
     drops: Counter,
@@ -31,27 +29,24 @@ pub struct DropBroadcasts {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("DropBroadcasts", "1/1-2", "a/ah", make)
+    ClassSpec::action("DropBroadcasts", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<DropBroadcasts, String> {
     cx.args().complete()?;
-    Ok(Box::new(DropBroadcasts {
+    Ok(DropBroadcasts {
         drops: Counter::new(cx.nthreads),
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {
             Verdict::Drop
         },
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
-
-impl Element for DropBroadcasts {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for DropBroadcasts {
+    const HANDLERS: &'static [Handler<Self>] =
+        &[Handler::read("drops", |e, _| e.drops.get().to_string())];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -62,14 +57,6 @@ impl Element for DropBroadcasts {
             }
             _ => Verdict::Out(0),
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.drops.get().to_string())
     }
 }
 

@@ -24,7 +24,7 @@
 
 use super::fixed_ip_header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv4Addr;
 
 pub struct FixIPSrc {
@@ -32,21 +32,17 @@ pub struct FixIPSrc {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FixIPSrc", "1/1", "a", make)
+    ClassSpec::action("FixIPSrc", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<FixIPSrc, String> {
     let mut a = cx.args();
-    let addr = a.read_mp::<Ipv4Addr>("IPADDR")?;
+    let addr = a.read_mp::<Ipv4Addr>("IPADDR");
     a.complete()?;
-    Ok(Box::new(FixIPSrc { addr }))
+    Ok(FixIPSrc { addr })
 }
 
-impl Element for FixIPSrc {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for FixIPSrc {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if !p.anno().fix_ip_src {

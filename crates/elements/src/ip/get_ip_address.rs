@@ -31,7 +31,7 @@
 use super::fixed_ip_header_ref;
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv4Addr;
 
 /// The address annotation an `ANNO` argument names (paraclick has only the
@@ -47,6 +47,9 @@ impl FromArg for DstIpAnno {
             other => Err(format!("expected {} (DST_IP), not '{other}'", Self::WHAT)),
         }
     }
+    fn placeholder() -> Self {
+        DstIpAnno
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,14 +64,14 @@ pub struct GetIPAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("GetIPAddress", "1/1", "a", make)
+    ClassSpec::action("GetIPAddress", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<GetIPAddress, String> {
     let mut a = cx.args();
-    let ip = a.read::<String>("IP")?;
-    let offset = a.read_p::<usize>("OFFSET")?;
-    let _anno = a.read_p::<DstIpAnno>("ANNO")?;
+    let ip = a.read::<String>("IP");
+    let offset = a.read_p::<usize>("OFFSET");
+    let _anno = a.read_p::<DstIpAnno>("ANNO");
     a.complete()?;
     let source = match (offset, ip.as_deref().map(str::trim)) {
         (Some(_), Some(_)) => return Err("give OFFSET or IP, not both".into()),
@@ -78,14 +81,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         (None, Some(other)) => return Err(format!("IP: expected 'src' or 'dst', not '{other}'")),
         (None, None) => return Err("missing mandatory OFFSET argument".into()),
     };
-    Ok(Box::new(GetIPAddress { source }))
+    Ok(GetIPAddress { source })
 }
 
-impl Element for GetIPAddress {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for GetIPAddress {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let addr = match self.source {

@@ -47,12 +47,10 @@
 //!     ... -> gio :: IPGWOptions(18.26.4.24) -> FixIPSrc(18.26.4.24) -> ...;
 //!     gio[1] -> ICMPError(18.26.4.24, parameterproblem) -> ...;
 
-use super::{parse_ip_list, IP_MIN_HLEN};
+use super::{IpList, IP_MIN_HLEN};
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -69,19 +67,17 @@ pub struct IPGWOptions {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPGWOptions", "1/1-2", "a/ah", make)
+    ClassSpec::action("IPGWOptions", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    let env = &*cx.env;
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPGWOptions, String> {
     let mut a = cx.args();
-    let my = a.read_mp::<Ipv4Addr>("MYADDR")?;
-    let others = match a.read_p::<String>("OTHERADDRS")? {
-        Some(s) => parse_ip_list(&s, env).map_err(|e| format!("OTHERADDRS: {e}"))?,
-        None => Vec::new(),
-    };
+    let my = a.read_mp::<Ipv4Addr>("MYADDR");
+    let others = a
+        .read_p::<IpList>("OTHERADDRS")
+        .map_or_else(Vec::new, |l| l.0);
     a.complete()?;
-    Ok(Box::new(IPGWOptions {
+    Ok(IPGWOptions {
         my,
         others: others.into_iter().map(u32::from).collect(),
         drops: Counter::new(cx.nthreads),
@@ -90,7 +86,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         } else {
             Verdict::Drop
         },
-    }))
+    })
 }
 
 /// Milliseconds since midnight UT (RFC 791's timestamp).
@@ -196,10 +192,9 @@ pub(crate) fn process_options(
     Ok(changed)
 }
 
-impl Element for IPGWOptions {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IPGWOptions {
+    const HANDLERS: &'static [Handler<Self>] =
+        &[Handler::read("drops", |e, _| e.drops.get().to_string())];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -234,15 +229,6 @@ impl Element for IPGWOptions {
                 self.error_out
             }
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.drops.get().to_string())
     }
 }
 

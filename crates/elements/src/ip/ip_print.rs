@@ -58,10 +58,10 @@
 //!     FromDump(trace.pcap) -> Strip(14) -> CheckIPHeader -> IPPrint(in, TTL true) -> Discard;
 //!     // in: 1000000000.000001: ttl 64 10.0.0.1.1234 > 10.0.0.2.80: S 0:1(1,40,40) win 512
 
-use crate::util::parse_bool;
 use paraclick_packet::wire::{ip_proto, EtherAddr, Ipv4Header};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::args::{ArgEnv, FromArg};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::Ipv4Addr;
@@ -513,54 +513,52 @@ pub struct IPPrint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPPrint", "1/1", "a", make)
+    ClassSpec::action("IPPrint", "1/1", "a", make)
 }
 
 /// CONTENTS: `NONE`, `HEX`, `ASCII` (any case) or a boolean.
-fn parse_contents(kw: &str, v: &str) -> Result<Dump, String> {
-    if let Ok(b) = parse_bool(v) {
-        return Ok(if b { Dump::Hex } else { Dump::None });
+impl FromArg for Dump {
+    const WHAT: &'static str = "NONE, HEX or ASCII";
+    fn from_arg(v: &str, env: &ArgEnv) -> Result<Dump, String> {
+        if let Ok(b) = bool::from_arg(v, env) {
+            return Ok(if b { Dump::Hex } else { Dump::None });
+        }
+        match v.trim().to_ascii_uppercase().as_str() {
+            "NONE" | "NO" | "FALSE" => Ok(Dump::None),
+            "HEX" | "YES" | "TRUE" => Ok(Dump::Hex),
+            "ASCII" => Ok(Dump::Ascii),
+            other => Err(format!(
+                "bad value '{other}'; should be 'NONE', 'HEX', or 'ASCII'"
+            )),
+        }
     }
-    match v.trim().to_ascii_uppercase().as_str() {
-        "NONE" | "NO" | "FALSE" => Ok(Dump::None),
-        "HEX" | "YES" | "TRUE" => Ok(Dump::Hex),
-        "ASCII" => Ok(Dump::Ascii),
-        other => Err(format!(
-            "{kw}: bad value '{other}'; should be 'NONE', 'HEX', or 'ASCII'"
-        )),
+    fn placeholder() -> Dump {
+        Dump::None
     }
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPPrint, String> {
     let mut a = cx.args();
     let mut c = PrintConfig {
-        label: a.read_p::<String>("LABEL")?.unwrap_or_default(),
+        label: a.read_p::<String>("LABEL").unwrap_or_default(),
         ..PrintConfig::default()
     };
-    let contents = a.read::<String>("CONTENTS")?;
-    let payload = a.read::<String>("PAYLOAD")?;
-    let nbytes = a.read::<i64>("NBYTES")?;
-    c.maxlength = a.read::<i64>("MAXLENGTH")?.or(nbytes).unwrap_or(1500);
-    c.ether = a.read::<bool>("ETHER")?.unwrap_or(false);
-    c.id = a.read::<bool>("ID")?.unwrap_or(false);
-    c.timestamp = a.read::<bool>("TIMESTAMP")?.unwrap_or(true);
-    c.paint = a.read::<bool>("PAINT")?.unwrap_or(false);
-    c.tos = a.read::<bool>("TOS")?.unwrap_or(false);
-    c.ttl = a.read::<bool>("TTL")?.unwrap_or(false);
-    c.swap = a.read::<bool>("SWAP")?.unwrap_or(false);
-    c.length = a.read::<bool>("LENGTH")?.unwrap_or(false);
-    c.aggregate = a.read::<bool>("AGGREGATE")?.unwrap_or(false);
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let outfile = a.read::<String>("OUTFILE")?;
+    let contents = a.read::<Dump>("CONTENTS").unwrap_or(Dump::None);
+    let payload = a.read::<Dump>("PAYLOAD").unwrap_or(Dump::None);
+    let nbytes = a.read::<i64>("NBYTES");
+    c.maxlength = a.read::<i64>("MAXLENGTH").or(nbytes).unwrap_or(1500);
+    c.ether = a.read::<bool>("ETHER").unwrap_or(false);
+    c.id = a.read::<bool>("ID").unwrap_or(false);
+    c.timestamp = a.read::<bool>("TIMESTAMP").unwrap_or(true);
+    c.paint = a.read::<bool>("PAINT").unwrap_or(false);
+    c.tos = a.read::<bool>("TOS").unwrap_or(false);
+    c.ttl = a.read::<bool>("TTL").unwrap_or(false);
+    c.swap = a.read::<bool>("SWAP").unwrap_or(false);
+    c.length = a.read::<bool>("LENGTH").unwrap_or(false);
+    c.aggregate = a.read::<bool>("AGGREGATE").unwrap_or(false);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let outfile = a.read::<String>("OUTFILE");
     a.complete()?;
-    let contents = match contents {
-        Some(v) => parse_contents("CONTENTS", &v)?,
-        None => Dump::None,
-    };
-    let payload = match payload {
-        Some(v) => parse_contents("PAYLOAD", &v)?,
-        None => Dump::None,
-    };
     match (contents, payload) {
         (Dump::None, Dump::None) => {}
         (d, Dump::None) => c.dump = d,
@@ -576,17 +574,22 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         )),
         None => None,
     };
-    Ok(Box::new(IPPrint {
+    Ok(IPPrint {
         cfg: c,
         active: AtomicBool::new(active),
         outfile,
-    }))
+    })
 }
 
-impl Element for IPPrint {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IPPrint {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "active",
+        |e, _| e.active.load(Ordering::Relaxed).to_string(),
+        |e, v, hx| {
+            e.active.store(hx.arg(v)?, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {
@@ -605,24 +608,6 @@ impl Element for IPPrint {
             }
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("active")];
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "active").then(|| self.active.load(Ordering::Relaxed).to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "active").then(|| parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)))
     }
 }
 

@@ -26,9 +26,7 @@
 
 use super::fixed_ip_header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 
 pub struct MarkIPCE {
     force: bool,
@@ -36,25 +34,22 @@ pub struct MarkIPCE {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("MarkIPCE", "1/1", "a", make)
+    ClassSpec::action("MarkIPCE", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIPCE, String> {
     let mut a = cx.args();
-    let force = a.read_p::<bool>("FORCE")?.unwrap_or(false);
+    let force = a.read_p::<bool>("FORCE").unwrap_or(false);
     a.complete()?;
-    Ok(Box::new(MarkIPCE {
+    Ok(MarkIPCE {
         force,
         drops: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
-
-impl Element for MarkIPCE {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for MarkIPCE {
+    const HANDLERS: &'static [Handler<Self>] =
+        &[Handler::read("drops", |e, _| e.drops.get().to_string())];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -72,14 +67,6 @@ impl Element for MarkIPCE {
             _ => h.update_tos(tos | 3),
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.drops.get().to_string())
     }
 }
 

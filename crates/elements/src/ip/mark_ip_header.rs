@@ -24,28 +24,24 @@
 //!     FromDevice(eth0) -> Strip(14) -> MarkIPHeader -> IPPrint -> Discard;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct MarkIPHeader {
     offset: usize,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("MarkIPHeader", "1/1", "a", make)
+    ClassSpec::action("MarkIPHeader", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIPHeader, String> {
     let mut a = cx.args();
-    let offset = a.read_p::<usize>("OFFSET")?.unwrap_or(0);
+    let offset = a.read_p::<usize>("OFFSET").unwrap_or(0);
     a.complete()?;
-    Ok(Box::new(MarkIPHeader { offset }))
+    Ok(MarkIPHeader { offset })
 }
 
-impl Element for MarkIPHeader {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for MarkIPHeader {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let hlen = match p.data().get(self.offset) {

@@ -11,7 +11,7 @@
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{Counter, Cx, HandlerInfo, Registry, Verdict};
+use paraclick_runtime::{Counter, Cx, Registry, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -108,17 +108,16 @@ pub(crate) fn parse_ip_list(s: &str, env: &ArgEnv) -> Result<Vec<Ipv4Addr>, Stri
         .collect()
 }
 
-/// Reads a space-separated IP address list keyword argument.
-pub(crate) fn read_ip_list(
-    a: &mut paraclick_runtime::Args<'_>,
-    name: &str,
-    env: &ArgEnv,
-) -> Result<Option<Vec<Ipv4Addr>>, String> {
-    match a.read::<String>(name)? {
-        Some(text) => parse_ip_list(&text, env)
-            .map(Some)
-            .map_err(|e| format!("{name}: {e}")),
-        None => Ok(None),
+/// A space-separated IP address list argument ([`parse_ip_list`]).
+pub(crate) struct IpList(pub Vec<Ipv4Addr>);
+
+impl FromArg for IpList {
+    const WHAT: &'static str = "IP address list";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<IpList, String> {
+        parse_ip_list(s, env).map(IpList)
+    }
+    fn placeholder() -> IpList {
+        IpList(Vec::new())
     }
 }
 
@@ -137,13 +136,6 @@ pub(crate) struct CheckStats {
     warned: AtomicBool,
     has_error_output: bool,
 }
-
-const CHECK_HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("count"), HandlerInfo::read("drops")];
-const CHECK_HANDLERS_DETAILS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::read("drop_details"),
-];
 
 impl CheckStats {
     /// `texts` are the reasons' names (Click's), `what` the message prefix
@@ -195,27 +187,18 @@ impl CheckStats {
         }
     }
 
-    pub(crate) fn handlers(&self) -> &'static [HandlerInfo] {
-        if self.reasons.is_some() {
-            CHECK_HANDLERS_DETAILS
-        } else {
-            CHECK_HANDLERS
+    /// The `drop_details` handler: one line per reason (an error without
+    /// `DETAILS`).
+    pub(crate) fn drop_details(&self) -> Result<String, String> {
+        let r = self
+            .reasons
+            .as_ref()
+            .ok_or("drop_details needs DETAILS true")?;
+        let mut s = String::new();
+        for (c, text) in r.iter().zip(self.texts) {
+            s.push_str(&format!("{:>15} packets due to: {:>24}\n", c.get(), text));
         }
-    }
-
-    pub(crate) fn read_handler(&self, name: &str) -> Option<String> {
-        match name {
-            "count" => Some(self.count.get().to_string()),
-            "drops" => Some(self.drops.get().to_string()),
-            "drop_details" => self.reasons.as_ref().map(|r| {
-                let mut s = String::new();
-                for (c, text) in r.iter().zip(self.texts) {
-                    s.push_str(&format!("{:>15} packets due to: {:>24}\n", c.get(), text));
-                }
-                s
-            }),
-            _ => None,
-        }
+        Ok(s)
     }
 
     pub(crate) fn drops(&self) -> u64 {

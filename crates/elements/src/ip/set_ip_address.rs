@@ -20,7 +20,7 @@
 
 use super::get_ip_address::DstIpAnno;
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv4Addr;
 
 pub struct SetIPAddress {
@@ -28,22 +28,18 @@ pub struct SetIPAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SetIPAddress", "1/1", "a", make)
+    ClassSpec::action("SetIPAddress", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPAddress, String> {
     let mut a = cx.args();
-    let addr = a.read_mp::<Ipv4Addr>("IPADDR")?;
-    let _anno = a.read_p::<DstIpAnno>("ANNO")?;
+    let addr = a.read_mp::<Ipv4Addr>("IPADDR");
+    let _anno = a.read_p::<DstIpAnno>("ANNO");
     a.complete()?;
-    Ok(Box::new(SetIPAddress { addr }))
+    Ok(SetIPAddress { addr })
 }
 
-impl Element for SetIPAddress {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for SetIPAddress {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         p.anno_mut().dst_ip = self.addr;

@@ -26,9 +26,7 @@
 use super::{warn_once, IP_MIN_HLEN};
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 use std::sync::atomic::AtomicBool;
 
 pub struct SetIPChecksum {
@@ -37,23 +35,20 @@ pub struct SetIPChecksum {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SetIPChecksum", "1/1", "a", make)
+    ClassSpec::action("SetIPChecksum", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPChecksum, String> {
     cx.args().complete()?;
-    Ok(Box::new(SetIPChecksum {
+    Ok(SetIPChecksum {
         drops: Counter::new(cx.nthreads),
         warned: AtomicBool::new(false),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
-
-impl Element for SetIPChecksum {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for SetIPChecksum {
+    const HANDLERS: &'static [Handler<Self>] =
+        &[Handler::read("drops", |e, _| e.drops.get().to_string())];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -76,14 +71,6 @@ impl Element for SetIPChecksum {
                 Verdict::Drop
             }
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.drops.get().to_string())
     }
 }
 

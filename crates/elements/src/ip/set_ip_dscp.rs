@@ -24,8 +24,7 @@
 
 use super::fixed_ip_header;
 use paraclick_packet::Packet;
-use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 pub struct SetIPDSCP {
@@ -33,31 +32,38 @@ pub struct SetIPDSCP {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SetIPDSCP", "1/1", "a", make)
+    ClassSpec::action("SetIPDSCP", "1/1", "a", make)
 }
 
-fn parse_dscp(s: &str) -> Result<u8, String> {
-    match u8::from_arg(s, &ArgEnv::default()) {
-        Ok(v) if v <= 63 => Ok(v),
-        _ => Err(format!("DSCP: expected integer 0..63, not '{}'", s.trim())),
+fn check_dscp(d: u8) -> Result<u8, String> {
+    if d <= 63 {
+        Ok(d)
+    } else {
+        Err(format!("DSCP: expected integer 0..63, not {d}"))
     }
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPDSCP, String> {
     let mut a = cx.args();
-    let raw = a.read_mp::<String>("DSCP")?;
+    let dscp = a.read_mp::<u8>("DSCP");
+    if let Err(e) = check_dscp(dscp) {
+        a.error(e);
+    }
     a.complete()?;
-    Ok(Box::new(SetIPDSCP {
-        dscp: AtomicU8::new(parse_dscp(&raw)?),
-    }))
+    Ok(SetIPDSCP {
+        dscp: AtomicU8::new(dscp),
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("dscp")];
-
-impl Element for SetIPDSCP {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for SetIPDSCP {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "dscp",
+        |e, _| e.dscp.load(Ordering::Relaxed).to_string(),
+        |e, v, hx| {
+            e.dscp.store(check_dscp(hx.arg(v)?)?, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -69,23 +75,6 @@ impl Element for SetIPDSCP {
             h.update_tos(tos);
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "dscp").then(|| self.dscp.load(Ordering::Relaxed).to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "dscp").then(|| parse_dscp(v).map(|d| self.dscp.store(d, Ordering::Relaxed)))
     }
 }
 

@@ -27,7 +27,7 @@
 use super::warn_once;
 use paraclick_packet::wire::{Ipv4Header, TcpHeader};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::sync::atomic::AtomicBool;
 
 pub struct SetTCPChecksum {
@@ -36,17 +36,17 @@ pub struct SetTCPChecksum {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SetTCPChecksum", "1/1", "a", make)
+    ClassSpec::action("SetTCPChecksum", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SetTCPChecksum, String> {
     let mut a = cx.args();
-    let fixoff = a.read_p::<bool>("FIXOFF")?.unwrap_or(false);
+    let fixoff = a.read_p::<bool>("FIXOFF").unwrap_or(false);
     a.complete()?;
-    Ok(Box::new(SetTCPChecksum {
+    Ok(SetTCPChecksum {
         fixoff,
         warned: AtomicBool::new(false),
-    }))
+    })
 }
 
 impl SetTCPChecksum {
@@ -82,11 +82,7 @@ impl SetTCPChecksum {
     }
 }
 
-impl Element for SetTCPChecksum {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for SetTCPChecksum {
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.network_header_mut()

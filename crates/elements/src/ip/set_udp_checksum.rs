@@ -26,7 +26,7 @@
 use super::warn_once;
 use paraclick_packet::wire::{Ipv4Header, UdpHeader};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::sync::atomic::AtomicBool;
 
 pub struct SetUDPChecksum {
@@ -35,19 +35,19 @@ pub struct SetUDPChecksum {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SetUDPChecksum", "1/1-2", "a/ah", make)
+    ClassSpec::action("SetUDPChecksum", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SetUDPChecksum, String> {
     cx.args().complete()?;
-    Ok(Box::new(SetUDPChecksum {
+    Ok(SetUDPChecksum {
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {
             Verdict::Drop
         },
         warned: AtomicBool::new(false),
-    }))
+    })
 }
 
 /// Sets the UDP checksum of the datagram at `nh`; false if it is not a
@@ -78,11 +78,7 @@ fn set_checksum(nh: &mut [u8]) -> bool {
     }
 }
 
-impl Element for SetUDPChecksum {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for SetUDPChecksum {
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.network_header_mut().is_some_and(set_checksum) {

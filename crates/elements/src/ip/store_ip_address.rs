@@ -37,7 +37,7 @@
 use paraclick_packet::wire::{checksum, ip_proto, Ipv4Header};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 use std::net::Ipv4Addr;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub struct StoreIPAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("StoreIPAddress", "1/1-2", "a/ah", make)
+    ClassSpec::action("StoreIPAddress", "1/1-2", "a/ah", make)
 }
 
 fn parse_where(s: &str, env: &paraclick_runtime::ArgEnv) -> Result<Where, String> {
@@ -70,11 +70,11 @@ fn parse_where(s: &str, env: &paraclick_runtime::ArgEnv) -> Result<Where, String
     }
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<StoreIPAddress, String> {
     let env = &*cx.env;
     let mut a = cx.args();
-    let addr_kw = a.read::<Ipv4Addr>("ADDR")?;
-    let off_kw = a.read::<String>("OFFSET")?;
+    let addr_kw = a.read::<Ipv4Addr>("ADDR");
+    let off_kw = a.read::<String>("OFFSET");
     let pos = a.rest();
     a.complete()?;
     let parse_addr = |s: &str| Ipv4Addr::from_arg(s, env).map_err(|e| format!("ADDR: {e}"));
@@ -86,7 +86,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         ([], None) => return Err("missing mandatory OFFSET argument".into()),
         _ => return Err("too many arguments".into()),
     };
-    Ok(Box::new(StoreIPAddress {
+    Ok(StoreIPAddress {
         addr,
         at: parse_where(&off, env)?,
         error_out: if cx.noutputs >= 2 {
@@ -94,7 +94,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         } else {
             Verdict::Drop
         },
-    }))
+    })
 }
 
 /// Writes `addr` into the source (`src`) or destination field of the IP
@@ -141,11 +141,7 @@ fn store_in_header(p: &mut Packet, addr: Ipv4Addr, src: bool) -> bool {
     true
 }
 
-impl Element for StoreIPAddress {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for StoreIPAddress {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let addr = match self.addr {

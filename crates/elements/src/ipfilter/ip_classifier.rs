@@ -96,17 +96,17 @@
 use super::lang::parse_pattern;
 use super::program::{Action, Program};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
 pub struct IPClassifier {
     prog: Program,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPClassifier", "1/-", "h", make)
+    ClassSpec::action("IPClassifier", "1/-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPClassifier, String> {
     let patterns = cx.args().rest_all();
     if patterns.is_empty() {
         return Err("missing patterns: need one pattern per output port".into());
@@ -130,27 +130,15 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             cx.name, patterns[i]
         );
     }
-    Ok(Box::new(IPClassifier { prog }))
+    Ok(IPClassifier { prog })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("program")];
-
-impl Element for IPClassifier {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl paraclick_runtime::Action for IPClassifier {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("program", |e, _| e.prog.listing())];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         self.prog.classify(p)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "program").then(|| self.prog.listing())
     }
 }
 

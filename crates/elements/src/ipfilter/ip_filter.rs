@@ -36,17 +36,17 @@
 use super::lang::parse_pattern;
 use super::program::{Action, Program};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
 pub struct IPFilter {
     prog: Program,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPFilter", "1/-", "h", make)
+    ClassSpec::action("IPFilter", "1/-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPFilter, String> {
     let filters = cx.args().rest_all();
     if filters.is_empty() {
         return Err("missing filters (ACTION PATTERN arguments)".into());
@@ -103,27 +103,15 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             filters[i].trim()
         );
     }
-    Ok(Box::new(IPFilter { prog }))
+    Ok(IPFilter { prog })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("program")];
-
-impl Element for IPFilter {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl paraclick_runtime::Action for IPFilter {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("program", |e, _| e.prog.listing())];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         self.prog.classify(p)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "program").then(|| self.prog.listing())
     }
 }
 

@@ -42,13 +42,9 @@
 //!
 //!     rt :: DirectIPLookup(18.26.4/24 0, 0/0 18.26.4.1 1);
 
-use super::route_table::{class_spec, make as make_table, Kind};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::route_table::{class_spec, Direct};
+use paraclick_runtime::ClassSpec;
 
 pub fn spec() -> ClassSpec {
-    class_spec("DirectIPLookup", make)
-}
-
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    make_table(cx, Kind::Direct)
+    class_spec::<Direct>("DirectIPLookup")
 }

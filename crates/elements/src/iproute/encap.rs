@@ -71,6 +71,41 @@ pub fn parse_proto(s: &str) -> Result<u8, String> {
         .ok_or_else(|| format!("expected IP protocol, not '{s}'"))
 }
 
+/// An IP protocol argument, [`parse_proto`]'s way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpProto(pub u8);
+
+impl FromArg for IpProto {
+    const WHAT: &'static str = "IP protocol";
+    fn from_arg(s: &str, _env: &ArgEnv) -> Result<IpProto, String> {
+        parse_proto(s).map(IpProto)
+    }
+    fn placeholder() -> IpProto {
+        IpProto(0)
+    }
+}
+
+/// A `DST` argument: an address, or `DST_ANNO` (each packet's destination
+/// annotation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DstArg {
+    Addr(Ipv4Addr),
+    Anno,
+}
+
+impl FromArg for DstArg {
+    const WHAT: &'static str = "IP address or DST_ANNO";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<DstArg, String> {
+        match s.trim() {
+            "DST_ANNO" => Ok(DstArg::Anno),
+            s => Ipv4Addr::from_arg(s, env).map(DstArg::Addr),
+        }
+    }
+    fn placeholder() -> DstArg {
+        DstArg::Anno
+    }
+}
+
 /// A destination address that may be `DST_ANNO` (use each packet's
 /// destination annotation), changeable through a handler.
 pub struct Dst {
@@ -79,25 +114,23 @@ pub struct Dst {
 }
 
 impl Dst {
-    pub fn parse(s: &str, env: &ArgEnv) -> Result<Dst, String> {
-        let d = Dst {
+    pub fn new(d: DstArg) -> Dst {
+        let dst = Dst {
             addr: AtomicU32::new(0),
             anno: AtomicBool::new(false),
         };
-        d.set(s, env)?;
-        Ok(d)
+        dst.set(d);
+        dst
     }
 
-    pub fn set(&self, s: &str, env: &ArgEnv) -> Result<(), String> {
-        let s = s.trim();
-        if s == "DST_ANNO" {
-            self.anno.store(true, Ordering::Relaxed);
-        } else {
-            let a = Ipv4Addr::from_arg(s, env)?;
-            self.addr.store(u32::from(a), Ordering::Relaxed);
-            self.anno.store(false, Ordering::Relaxed);
+    pub fn set(&self, d: DstArg) {
+        match d {
+            DstArg::Anno => self.anno.store(true, Ordering::Relaxed),
+            DstArg::Addr(a) => {
+                self.addr.store(u32::from(a), Ordering::Relaxed);
+                self.anno.store(false, Ordering::Relaxed);
+            }
         }
-        Ok(())
     }
 
     /// The destination for a packet whose annotation is `anno`.
@@ -132,14 +165,11 @@ impl Addr {
         Ipv4Addr::from(self.0.load(Ordering::Relaxed))
     }
 
-    pub fn set(&self, s: &str, env: &ArgEnv) -> Result<(), String> {
-        let a = Ipv4Addr::from_arg(s.trim(), env)?;
+    pub fn set(&self, a: Ipv4Addr) {
         self.0.store(u32::from(a), Ordering::Relaxed);
-        Ok(())
     }
 }
 
-/// Writes an option-less 20-byte IPv4 header with its checksum.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn write_ip_header(

@@ -42,12 +42,10 @@
 //!     IPEncap(4, 18.26.4.24, 140.247.60.147)
 //!     IPEncap(ipip, 18.26.4.24, DST_ANNO, TTL 64, DF true)
 
-use super::encap::{parse_proto, write_ip_header, Addr, Dst, IpIds};
+use super::encap::{write_ip_header, Addr, Dst, DstArg, IpIds, IpProto};
 use paraclick_packet::Packet;
-use paraclick_runtime::args::Raw;
-use paraclick_runtime::{
-    ArgEnv, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::args::{FromArg, Raw};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
 
 pub struct IPEncap {
@@ -58,34 +56,30 @@ pub struct IPEncap {
     ttl: u8,
     df: bool,
     ids: IpIds,
-    env: ArgEnv,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPEncap", "1/1", "a", make)
+    ClassSpec::action("IPEncap", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    let env = cx.env.clone();
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPEncap, String> {
     let mut a = cx.args();
-    let proto = parse_proto(&a.read_mp::<Raw>("PROTO")?.0).map_err(|e| format!("PROTO: {e}"))?;
-    let src = a.read_mp::<Ipv4Addr>("SRC")?;
-    let dst = a.read_mp::<Raw>("DST")?.0;
-    let ttl = a.read::<u8>("TTL")?.unwrap_or(250);
-    let dscp = a.read::<u8>("DSCP")?;
-    let ect = a.read::<Raw>("ECT")?;
-    let ce = a.read::<bool>("CE")?;
-    let tos = a.read::<u8>("TOS")?;
-    let df = a.read::<bool>("DF")?.unwrap_or(false);
+    let proto = a.read_mp::<IpProto>("PROTO").0;
+    let src = a.read_mp::<Ipv4Addr>("SRC");
+    let dst = Dst::new(a.read_mp::<DstArg>("DST"));
+    let ttl = a.read::<u8>("TTL").unwrap_or(250);
+    let dscp = a.read::<u8>("DSCP");
+    let ect = a.read::<Raw>("ECT");
+    let ce = a.read::<bool>("CE");
+    let tos = a.read::<u8>("TOS");
+    let df = a.read::<bool>("DF").unwrap_or(false);
     a.complete()?;
-    let dst = Dst::parse(&dst, &env).map_err(|e| format!("DST: {e}"))?;
-    let ect = match ect.as_ref().map(|r| r.0.as_str()) {
+    let ect = match ect.as_ref().map(|r| r.0.trim()) {
         None => 0,
         Some("2") => 2,
-        Some(s) => match s {
-            "true" | "yes" | "1" | "t" | "y" | "on" => 1,
-            "false" | "no" | "0" | "f" | "n" | "off" => 0,
-            other => return Err(format!("ECT: expected boolean or 2, not '{other}'")),
+        Some(s) => match bool::from_arg(s, cx.env) {
+            Ok(b) => u8::from(b),
+            Err(_) => return Err(format!("ECT: expected boolean or 2, not '{s}'")),
         },
     };
     let ce = ce.unwrap_or(false);
@@ -107,7 +101,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             (dscp << 2) | if ce { 3 } else { ect }
         }
     };
-    Ok(Box::new(IPEncap {
+    Ok(IPEncap {
         proto,
         src: Addr::new(src),
         dst,
@@ -115,16 +109,28 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         ttl,
         df,
         ids: IpIds::new(cx.nthreads),
-        env,
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("src"), HandlerInfo::rw("dst")];
-
-impl Element for IPEncap {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for IPEncap {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "src",
+            |e, _| e.src.get().to_string(),
+            |e, v, hx| {
+                e.src.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "dst",
+            |e, _| e.dst.text(),
+            |e, v, hx| {
+                e.dst.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -151,31 +157,6 @@ impl Element for IPEncap {
         p.set_network_header(0, 20);
         p.anno_mut().dst_ip = dst;
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "src" => Some(self.src.get().to_string()),
-            "dst" => Some(self.dst.text()),
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "src" => Some(self.src.set(v, &self.env)),
-            "dst" => Some(self.dst.set(v, &self.env)),
-            _ => None,
-        }
     }
 }
 

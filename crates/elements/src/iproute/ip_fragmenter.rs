@@ -50,7 +50,7 @@
 
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Default headroom of later fragments (the pool's).
@@ -67,15 +67,15 @@ pub struct IPFragmenter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPFragmenter", "1/1-2", "h", make)
+    ClassSpec::element("IPFragmenter", "1/1-2", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {
     let mut a = cx.args();
-    let mtu = a.read_mp::<u32>("MTU")? as usize;
-    let honor_df = a.read::<bool>("HONOR_DF")?.unwrap_or(true);
-    let verbose = a.read::<bool>("VERBOSE")?.unwrap_or(false);
-    let headroom = a.read::<u32>("HEADROOM")?.map(|h| h as usize);
+    let mtu = a.read_mp::<u32>("MTU") as usize;
+    let honor_df = a.read::<bool>("HONOR_DF").unwrap_or(true);
+    let verbose = a.read::<bool>("VERBOSE").unwrap_or(false);
+    let headroom = a.read::<u32>("HEADROOM").map(|h| h as usize);
     a.complete()?;
     if mtu < 8 {
         return Err(format!(
@@ -85,7 +85,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if headroom.is_some_and(|h| h > 65535) {
         return Err("HEADROOM too large".into());
     }
-    Ok(Box::new(IPFragmenter {
+    Ok(IPFragmenter {
         mtu,
         honor_df,
         verbose,
@@ -93,7 +93,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         fragments: Counter::new(cx.nthreads),
         drops: Counter::new(cx.nthreads),
         df_messages: AtomicU64::new(0),
-    }))
+    })
 }
 
 /// Length of the IP part of a packet: from the network header (or the
@@ -244,9 +244,12 @@ impl IPFragmenter {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("fragments"), HandlerInfo::read("drops")];
-
 impl Element for IPFragmenter {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("fragments", |e, _| e.fragments.get().to_string()),
+        Handler::read("drops", |e, _| e.drops.get().to_string()),
+    ];
+
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         if batch.iter().all(|p| ip_len(p) <= self.mtu) {
             if !batch.is_empty() {
@@ -277,18 +280,6 @@ impl Element for IPFragmenter {
         if !df.is_empty() {
             // An unconnected output 1 drops them, counted.
             cx.push(1, df);
-        }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "fragments" => Some(self.fragments.get().to_string()),
-            "drops" => Some(self.drops.get().to_string()),
-            _ => None,
         }
     }
 }

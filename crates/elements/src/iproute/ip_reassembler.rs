@@ -61,7 +61,7 @@
 
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -112,17 +112,17 @@ pub struct IPReassembler {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPReassembler", "1/1-2", "a/ah", make)
+    ClassSpec::element("IPReassembler", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPReassembler, String> {
     let mut a = cx.args();
-    let himem = a.read::<u64>("HIMEM")?;
-    let max_memory = a.read::<u64>("MAX_MEMORY")?;
+    let himem = a.read::<u64>("HIMEM");
+    let max_memory = a.read::<u64>("MAX_MEMORY");
     let timeout = a
-        .read::<Duration>("TIMEOUT")?
+        .read::<Duration>("TIMEOUT")
         .unwrap_or(Duration::from_secs(30));
-    let mtu_anno = a.read::<String>("MAX_MTU_ANNO")?;
+    let mtu_anno = a.read::<String>("MAX_MTU_ANNO");
     a.complete()?;
     if mtu_anno.is_some() {
         return Err("MAX_MTU_ANNO is not supported".into());
@@ -132,7 +132,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         return Err("TIMEOUT must be positive".into());
     }
     let interval = (timeout / 3).clamp(Duration::from_millis(1), Duration::from_secs(10));
-    Ok(Box::new(IPReassembler {
+    Ok(IPReassembler {
         state: Mutex::new(State {
             map: HashMap::new(),
             mem: 0,
@@ -142,7 +142,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         timeout,
         interval,
         two_outputs: cx.noutputs >= 2,
-    }))
+    })
 }
 
 // ----- byte-range sets (sorted, disjoint, merged) -----
@@ -457,13 +457,13 @@ impl IPReassembler {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("mem_used"),
-    HandlerInfo::read("datagrams"),
-    HandlerInfo::read("fragments"),
-];
-
 impl Element for IPReassembler {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("mem_used", |e, _| e.stats().0.to_string()),
+        Handler::read("datagrams", |e, _| e.stats().1.to_string()),
+        Handler::read("fragments", |e, _| e.stats().2.to_string()),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         ix.schedule_after(0, self.interval);
         Ok(())
@@ -502,20 +502,6 @@ impl Element for IPReassembler {
 
     fn queued(&self) -> usize {
         self.stats().2
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        let (mem, datagrams, frags) = self.stats();
-        match name {
-            "mem_used" => Some(mem.to_string()),
-            "datagrams" => Some(datagrams.to_string()),
-            "fragments" => Some(frags.to_string()),
-            _ => None,
-        }
     }
 }
 

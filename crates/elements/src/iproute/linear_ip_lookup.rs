@@ -42,13 +42,9 @@
 //!     rt :: LinearIPLookup(18.26.4/24 0, 0/0 18.26.4.1 1);
 //!     // paraclick -h rt.table conf.click
 
-use super::route_table::{class_spec, make as make_table, Kind};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::route_table::{class_spec, Linear};
+use paraclick_runtime::ClassSpec;
 
 pub fn spec() -> ClassSpec {
-    class_spec("LinearIPLookup", make)
-}
-
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    make_table(cx, Kind::Linear)
+    class_spec::<Linear>("LinearIPLookup")
 }

@@ -55,13 +55,9 @@
 //!     // paraclick -h rt.table conf.click
 //!     // write rt.add "10.0.0.0/8 18.26.4.2 1"
 
-use super::route_table::{class_spec, make as make_table, Kind};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::route_table::{class_spec, Radix};
+use paraclick_runtime::ClassSpec;
 
 pub fn spec() -> ClassSpec {
-    class_spec("RadixIPLookup", make)
-}
-
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    make_table(cx, Kind::Radix)
+    class_spec::<Radix>("RadixIPLookup")
 }

@@ -30,9 +30,10 @@ use crossbeam_utils::sync::ShardedLock;
 use paraclick_packet::wire::Ipv4Prefix;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
-    ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, HandlerCx, HandlerInfo, PerThread,
+    ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, HandlerCx, PerThread,
 };
 use std::fmt::Write as _;
+use std::marker::PhantomData;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
@@ -48,10 +49,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn dynamic(self) -> bool {
-        self != Kind::Static
-    }
-
     /// Click's LinearIPLookup and StaticIPLookup list routes in table
     /// (configuration) order; the trie-based classes here list them sorted
     /// by address.
@@ -60,9 +57,36 @@ impl Kind {
     }
 }
 
-/// The ClassSpec of a route lookup class (`1/-`, push).
-pub fn class_spec(name: &'static str, make: paraclick_runtime::registry::MakeFn) -> ClassSpec {
-    ClassSpec::new(name, "1/-", "h", make)
+/// The class of a route lookup element, as a type (its handlers differ).
+pub trait RouteKind: Send + Sync + 'static {
+    const KIND: Kind;
+}
+
+/// StaticIPLookup.
+pub enum Static {}
+/// LinearIPLookup.
+pub enum Linear {}
+/// RadixIPLookup.
+pub enum Radix {}
+/// DirectIPLookup.
+pub enum Direct {}
+
+impl RouteKind for Static {
+    const KIND: Kind = Kind::Static;
+}
+impl RouteKind for Linear {
+    const KIND: Kind = Kind::Linear;
+}
+impl RouteKind for Radix {
+    const KIND: Kind = Kind::Radix;
+}
+impl RouteKind for Direct {
+    const KIND: Kind = Kind::Direct;
+}
+
+/// The class `name`, a route lookup element of kind `K`.
+pub fn class_spec<K: RouteKind>(name: &'static str) -> ClassSpec {
+    ClassSpec::element(name, "1/-", "h", make::<K>)
 }
 
 /// Parses an IP address the way Click's configuration does: dotted quad,
@@ -167,6 +191,37 @@ pub fn parse_route(s: &str, env: &ArgEnv, remove: bool) -> Option<RouteSpec> {
     })
 }
 
+/// A route written to `add` or `set`: `ADDR/MASK [GW] OUT`.
+impl FromArg for RouteSpec {
+    const WHAT: &'static str = "route";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<RouteSpec, String> {
+        parse_route(s, env, false).ok_or_else(|| "expected 'ADDR/MASK [GATEWAY] OUTPUT'".into())
+    }
+    fn placeholder() -> RouteSpec {
+        RouteSpec {
+            addr: 0,
+            len: 0,
+            gw: 0,
+            port: None,
+        }
+    }
+}
+
+/// A route written to `remove`: `ADDR/MASK [GW OUT]`.
+pub struct RouteToRemove(pub RouteSpec);
+
+impl FromArg for RouteToRemove {
+    const WHAT: &'static str = "route";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<RouteToRemove, String> {
+        parse_route(s, env, true)
+            .map(RouteToRemove)
+            .ok_or_else(|| "expected 'ADDR/MASK [GATEWAY OUTPUT]'".into())
+    }
+    fn placeholder() -> RouteToRemove {
+        RouteToRemove(RouteSpec::placeholder())
+    }
+}
+
 /// A gateway: a full dotted quad or an AddressInfo name (never a plain
 /// number, which is the output port).
 fn parse_gateway(w: &str, env: &ArgEnv) -> Option<Ipv4Addr> {
@@ -220,26 +275,25 @@ struct Scratch {
 const NO_PORT: u32 = u32::MAX;
 
 /// An IP route lookup element of any of the four classes.
-pub struct IPRouteLookup {
-    kind: Kind,
+pub struct IPRouteLookup<K: RouteKind> {
     table: ShardedLock<Lpm>,
     noutputs: usize,
-    env: ArgEnv,
     last_lookup: Mutex<String>,
     scratch: PerThread<Scratch>,
+    kind: PhantomData<K>,
 }
 
-/// Builds a route lookup element of class `kind` from its configuration.
-pub fn make(cx: &mut ConfigCx<'_>, kind: Kind) -> Result<Box<dyn Element>, String> {
+/// Builds a route lookup element of class `K` from its configuration.
+pub fn make<K: RouteKind>(cx: &mut ConfigCx<'_>) -> Result<IPRouteLookup<K>, String> {
     let args: Vec<String> = cx.args().rest_all();
-    let env = cx.env.clone();
+    let env = &*cx.env;
     let mut table = Lpm::new();
     let mut errs = Vec::new();
     for (i, a) in args.iter().enumerate() {
         if a.trim().is_empty() {
             continue;
         }
-        match parse_route(a, &env, false) {
+        match parse_route(a, env, false) {
             None => errs.push(format!(
                 "argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT'",
                 i + 1
@@ -261,42 +315,14 @@ pub fn make(cx: &mut ConfigCx<'_>, kind: Kind) -> Result<Box<dyn Element>, Strin
     if !errs.is_empty() {
         return Err(errs.join("; "));
     }
-    Ok(Box::new(IPRouteLookup {
-        kind,
+    Ok(IPRouteLookup {
         table: ShardedLock::new(table),
         noutputs: cx.noutputs,
-        env,
         last_lookup: Mutex::new(String::new()),
         scratch: PerThread::new(cx.nthreads, |_| Scratch::default()),
-    }))
+        kind: PhantomData,
+    })
 }
-
-const STATIC_HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::rw("lookup"),
-    HandlerInfo::read("last_lookup"),
-];
-
-const DYNAMIC_HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::rw("lookup"),
-    HandlerInfo::read("last_lookup"),
-    HandlerInfo::write("add"),
-    HandlerInfo::write("set"),
-    HandlerInfo::write("remove"),
-    HandlerInfo::write("ctrl"),
-];
-
-const DIRECT_HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::rw("lookup"),
-    HandlerInfo::read("last_lookup"),
-    HandlerInfo::write("add"),
-    HandlerInfo::write("set"),
-    HandlerInfo::write("remove"),
-    HandlerInfo::write("ctrl"),
-    HandlerInfo::write("flush"),
-];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cmd {
@@ -311,7 +337,7 @@ enum Undo {
     Restore(Route),
 }
 
-impl IPRouteLookup {
+impl<K: RouteKind> IPRouteLookup<K> {
     /// The address a packet is routed by: its destination annotation or,
     /// when that is 0.0.0.0, its IP header's destination.
     #[inline(always)]
@@ -341,7 +367,7 @@ impl IPRouteLookup {
 
     fn dump(&self) -> String {
         let routes = self.with_table(|t| {
-            if self.kind.insertion_order() {
+            if K::KIND.insertion_order() {
                 t.routes_in_insertion_order()
             } else {
                 t.routes_sorted()
@@ -355,9 +381,10 @@ impl IPRouteLookup {
         s
     }
 
-    fn lookup_text(&self, v: &str) -> Result<String, String> {
-        let a = parse_addr(v.trim(), &self.env)
-            .ok_or_else(|| format!("expected IP address, not '{}'", v.trim()))?;
+    fn lookup_text(&self, v: &str, hx: &HandlerCx<'_>) -> Result<String, String> {
+        let a: Ipv4Addr = hx
+            .arg(v.trim())
+            .map_err(|_| format!("expected IP address, not '{}'", v.trim()))?;
         Ok(match self.lookup(a) {
             None => "-1".to_string(),
             Some((port, None)) => port.to_string(),
@@ -366,14 +393,11 @@ impl IPRouteLookup {
     }
 
     /// Parses and checks one command's route.
-    fn parse_cmd(&self, cmd: Cmd, v: &str) -> Result<RouteSpec, String> {
-        let r = parse_route(v, &self.env, cmd == Cmd::Remove).ok_or_else(|| {
-            if cmd == Cmd::Remove {
-                "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
-            } else {
-                "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
-            }
-        })?;
+    fn parse_cmd(&self, cmd: Cmd, v: &str, hx: &HandlerCx<'_>) -> Result<RouteSpec, String> {
+        let r = match cmd {
+            Cmd::Remove => hx.arg::<RouteToRemove>(v)?.0,
+            _ => hx.arg::<RouteSpec>(v)?,
+        };
         let min = if cmd == Cmd::Remove { -1 } else { 0 };
         if let Some(p) = r.port {
             if p < min || p >= self.noutputs as i64 {
@@ -447,15 +471,15 @@ impl IPRouteLookup {
         }
     }
 
-    fn command(&self, cmd: Cmd, v: &str) -> Result<(), String> {
-        let r = self.parse_cmd(cmd, v)?;
+    fn command(&self, cmd: Cmd, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+        let r = self.parse_cmd(cmd, v, hx)?;
         let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
         Self::apply(&mut t, cmd, &r).map(|_| ())
     }
 
     /// Click's `ctrl`: one `add`/`set`/`remove` command per line, applied as
     /// one atomic operation (all or nothing).
-    fn ctrl(&self, v: &str) -> Result<(), String> {
+    fn ctrl(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
         let mut cmds = Vec::new();
         for line in v.lines() {
             let line = match line.find("//") {
@@ -473,7 +497,7 @@ impl IPRouteLookup {
                 "remove" => Cmd::Remove,
                 _ => return Err(format!("bad command '{word}'")),
             };
-            cmds.push((cmd, self.parse_cmd(cmd, rest)?));
+            cmds.push((cmd, self.parse_cmd(cmd, rest, hx)?));
         }
         let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
         let mut log = Vec::with_capacity(cmds.len());
@@ -488,9 +512,61 @@ impl IPRouteLookup {
         }
         Ok(())
     }
+
+    fn last_lookup(&self) -> String {
+        self.last_lookup
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    const TABLE: Handler<Self> = Handler::read("table", |e, _| e.dump());
+    const LOOKUP: Handler<Self> =
+        Handler::<Self>::read_param("lookup", |e, param, hx| match param {
+            Some(a) => e.lookup_text(a, hx),
+            None => Ok(e.last_lookup()),
+        })
+        .write_with(|e, v, hx| {
+            let s = e.lookup_text(v, hx)?;
+            *e.last_lookup.lock().unwrap_or_else(|e| e.into_inner()) = s;
+            Ok(())
+        });
+    const LAST_LOOKUP: Handler<Self> = Handler::read("last_lookup", |e, _| e.last_lookup());
+    const ADD: Handler<Self> = Handler::write("add", |e, v, hx| e.command(Cmd::Add, v, hx));
+    const SET: Handler<Self> = Handler::write("set", |e, v, hx| e.command(Cmd::Set, v, hx));
+    const REMOVE: Handler<Self> =
+        Handler::write("remove", |e, v, hx| e.command(Cmd::Remove, v, hx));
+    const CTRL: Handler<Self> = Handler::write("ctrl", |e, v, hx| e.ctrl(v, hx));
+    const FLUSH: Handler<Self> = Handler::write("flush", |e, _, _| {
+        e.table.write().unwrap_or_else(|e| e.into_inner()).clear();
+        Ok(())
+    });
 }
 
-impl Element for IPRouteLookup {
+impl<K: RouteKind> Element for IPRouteLookup<K> {
+    const HANDLERS: &'static [Handler<Self>] = match K::KIND {
+        Kind::Static => &[Self::TABLE, Self::LOOKUP, Self::LAST_LOOKUP],
+        Kind::Linear | Kind::Radix => &[
+            Self::TABLE,
+            Self::LOOKUP,
+            Self::LAST_LOOKUP,
+            Self::ADD,
+            Self::SET,
+            Self::REMOVE,
+            Self::CTRL,
+        ],
+        Kind::Direct => &[
+            Self::TABLE,
+            Self::LOOKUP,
+            Self::LAST_LOOKUP,
+            Self::ADD,
+            Self::SET,
+            Self::REMOVE,
+            Self::CTRL,
+            Self::FLUSH,
+        ],
+    };
+
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         if batch.is_empty() {
             return;
@@ -562,66 +638,6 @@ impl Element for IPRouteLookup {
             }
         }
         *self.scratch.get(cx) = s;
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        match self.kind {
-            Kind::Static => STATIC_HANDLERS,
-            Kind::Direct => DIRECT_HANDLERS,
-            _ => DYNAMIC_HANDLERS,
-        }
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "table" => Some(self.dump()),
-            "lookup" | "last_lookup" => Some(
-                self.last_lookup
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone(),
-            ),
-            _ => None,
-        }
-    }
-
-    fn read_handler_param(
-        &self,
-        name: &str,
-        param: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<String, String>> {
-        (name == "lookup").then(|| self.lookup_text(param))
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        if name == "lookup" {
-            return Some(self.lookup_text(v).map(|s| {
-                *self.last_lookup.lock().unwrap_or_else(|e| e.into_inner()) = s;
-            }));
-        }
-        if !self.kind.dynamic() {
-            return None;
-        }
-        Some(match name {
-            "add" => self.command(Cmd::Add, v),
-            "set" => self.command(Cmd::Set, v),
-            "remove" => self.command(Cmd::Remove, v),
-            "ctrl" => self.ctrl(v),
-            "flush" if self.kind == Kind::Direct => {
-                self.table
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clear();
-                Ok(())
-            }
-            _ => return None,
-        })
     }
 }
 
@@ -702,7 +718,7 @@ mod tests {
 #[cfg(test)]
 mod element_tests {
     use super::super::test_util::{harness, ip, packet_to, reg, try_harness};
-    use super::IPRouteLookup;
+    use super::{IPRouteLookup, Radix};
     use std::net::Ipv4Addr;
 
     const CONF: &str = "RadixIPLookup(18.26.4.24/32 0, 18.26.4.255/32 0, 18.26.4/24 1, \
@@ -953,7 +969,7 @@ mod element_tests {
     #[test]
     fn updates_are_atomic_for_concurrent_lookups() {
         let h = harness("RadixIPLookup(10/8 0, 20/8 0)", 2);
-        let e = h.router.element::<IPRouteLookup>("e").unwrap();
+        let e = h.router.element::<IPRouteLookup<Radix>>("e").unwrap();
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             for _ in 0..2 {

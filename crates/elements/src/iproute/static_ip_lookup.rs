@@ -45,13 +45,9 @@
 //!     rt[0] -> ToHost;
 //!     rt[1] -> ... -> ToDevice(eth0);
 
-use super::route_table::{class_spec, make as make_table, Kind};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::route_table::{class_spec, Static};
+use paraclick_runtime::ClassSpec;
 
 pub fn spec() -> ClassSpec {
-    class_spec("StaticIPLookup", make)
-}
-
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    make_table(cx, Kind::Static)
+    class_spec::<Static>("StaticIPLookup")
 }

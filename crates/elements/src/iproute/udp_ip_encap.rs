@@ -29,13 +29,10 @@
 //!     InfiniteSource(LENGTH 22, LIMIT 10) -> UDPIPEncap(1.0.0.1, 1234, 2.0.0.2, 5678)
 //!         -> EtherEncap(0x0800, 00:00:00:00:00:01, 00:00:00:00:00:02) -> ...
 
-use super::encap::{write_ip_header, Addr, Dst, IpIds};
+use super::encap::{write_ip_header, Addr, Dst, DstArg, IpIds};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
-use paraclick_runtime::args::Raw;
-use paraclick_runtime::{
-    ArgEnv, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU16, Ordering};
 
@@ -46,45 +43,65 @@ pub struct UDPIPEncap {
     dport: AtomicU16,
     checksum: bool,
     ids: IpIds,
-    env: ArgEnv,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("UDPIPEncap", "1/1", "a", make)
+    ClassSpec::action("UDPIPEncap", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
-    let env = cx.env.clone();
+fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {
     let mut a = cx.args();
-    let src = a.read_mp::<Ipv4Addr>("SRC")?;
-    let sport = a.read_mp::<u16>("SPORT")?;
-    let dst = a.read_mp::<Raw>("DST")?.0;
-    let dport = a.read_mp::<u16>("DPORT")?;
-    let checksum = a.read_p::<bool>("CHECKSUM")?.unwrap_or(true);
+    let src = a.read_mp::<Ipv4Addr>("SRC");
+    let sport = a.read_mp::<u16>("SPORT");
+    let dst = Dst::new(a.read_mp::<DstArg>("DST"));
+    let dport = a.read_mp::<u16>("DPORT");
+    let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
     a.complete()?;
-    let dst = Dst::parse(&dst, &env).map_err(|e| format!("DST: {e}"))?;
-    Ok(Box::new(UDPIPEncap {
+    Ok(UDPIPEncap {
         src: Addr::new(src),
         dst,
         sport: AtomicU16::new(sport),
         dport: AtomicU16::new(dport),
         checksum,
         ids: IpIds::new(cx.nthreads),
-        env,
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::rw("src"),
-    HandlerInfo::rw("sport"),
-    HandlerInfo::rw("dst"),
-    HandlerInfo::rw("dport"),
-];
-
-impl Element for UDPIPEncap {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for UDPIPEncap {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "src",
+            |e, _| e.src.get().to_string(),
+            |e, v, hx| {
+                e.src.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "sport",
+            |e, _| e.sport.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.sport.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "dst",
+            |e, _| e.dst.text(),
+            |e, v, hx| {
+                e.dst.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "dport",
+            |e, _| e.dport.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.dport.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+    ];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -120,41 +137,6 @@ impl Element for UDPIPEncap {
         p.set_network_header(0, 20);
         p.anno_mut().dst_ip = dst;
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "src" => Some(self.src.get().to_string()),
-            "dst" => Some(self.dst.text()),
-            "sport" => Some(self.sport.load(Ordering::Relaxed).to_string()),
-            "dport" => Some(self.dport.load(Ordering::Relaxed).to_string()),
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        let port = |a: &AtomicU16| {
-            v.trim()
-                .parse::<u16>()
-                .map(|p| a.store(p, Ordering::Relaxed))
-                .map_err(|_| format!("expected port number, not '{}'", v.trim()))
-        };
-        match name {
-            "src" => Some(self.src.set(v, &self.env)),
-            "dst" => Some(self.dst.set(v, &self.env)),
-            "sport" => Some(port(&self.sport)),
-            "dport" => Some(port(&self.dport)),
-            _ => None,
-        }
     }
 }
 

@@ -32,10 +32,9 @@
 //!     q1 -> CoordinatedUnqueue(tb, 16) -> Discard;
 
 use super::shared_token_bucket::{Bucket, SharedTokenBucket};
+use crate::util::write_burst;
 use paraclick_packet::Batch;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -51,42 +50,49 @@ pub struct CoordinatedUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CoordinatedUnqueue", "1/1", "l/h", make)
+    ClassSpec::element("CoordinatedUnqueue", "1/1", "l/h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<CoordinatedUnqueue, String> {
     let mut a = cx.args();
-    let bucket_name = a.read_mp::<String>("BUCKET")?;
-    let burst = a.read_p::<usize>("BURST")?.unwrap_or(32);
+    let bucket_name = a.read_mp::<String>("BUCKET");
+    let burst = a.read_p::<usize>("BURST").unwrap_or(32);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
-    Ok(Box::new(CoordinatedUnqueue {
+    Ok(CoordinatedUnqueue {
         bucket_name,
         bucket: OnceLock::new(),
         burst: AtomicUsize::new(burst),
         held: Mutex::new(Batch::new()),
         count: Counter::new(cx.nthreads),
         waits: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("tokens_waits"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::rw("burst"),
-];
-
 impl Element for CoordinatedUnqueue {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::read("tokens_waits", |e, _| e.waits.get().to_string()),
+        Handler::write("reset", |e, _, _| {
+            e.count.reset();
+            e.waits.reset();
+            Ok(())
+        }),
+        Handler::rw(
+            "burst",
+            |e, _| e.burst.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| write_burst(&e.burst, v, hx),
+        ),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         let i = ix
             .find(&self.bucket_name)
             .ok_or_else(|| format!("no element named '{}'", self.bucket_name))?;
-        let e: &dyn std::any::Any = ix.element(i);
-        let tb = e
-            .downcast_ref::<SharedTokenBucket>()
+        let tb = ix
+            .element::<SharedTokenBucket>(i)
             .ok_or_else(|| format!("'{}' is not a SharedTokenBucket", self.bucket_name))?;
         let _ = self.bucket.set(tb.bucket());
         ix.add_task();
@@ -124,42 +130,6 @@ impl Element for CoordinatedUnqueue {
 
     fn queued(&self) -> usize {
         self.held.lock().map(|h| h.len()).unwrap_or(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "tokens_waits" => self.waits.get().to_string(),
-            "burst" => self.burst.load(Ordering::Relaxed).to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "reset" => {
-                self.count.reset();
-                self.waits.reset();
-                Ok(())
-            }
-            "burst" => match v.trim().parse::<usize>() {
-                Ok(b) if b > 0 => {
-                    self.burst.store(b, Ordering::Relaxed);
-                    Ok(())
-                }
-                _ => Err(format!("expected positive integer, not '{}'", v.trim())),
-            },
-            _ => return None,
-        })
     }
 }
 

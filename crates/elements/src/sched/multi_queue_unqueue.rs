@@ -27,10 +27,9 @@
 //!     mq :: MultiQueueUnqueue(64) -> Discard;
 //!     q0 -> [0]mq; q1 -> [1]mq; q2 -> [2]mq;
 
+use crate::util::write_burst;
 use paraclick_packet::Batch;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub struct MultiQueueUnqueue {
@@ -41,30 +40,37 @@ pub struct MultiQueueUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("MultiQueueUnqueue", "-/1", "l/h", make)
+    ClassSpec::element("MultiQueueUnqueue", "-/1", "l/h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<MultiQueueUnqueue, String> {
     let mut a = cx.args();
-    let burst = a.read_p::<usize>("BURST")?.unwrap_or(32);
+    let burst = a.read_p::<usize>("BURST").unwrap_or(32);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
-    Ok(Box::new(MultiQueueUnqueue {
+    Ok(MultiQueueUnqueue {
         burst: AtomicUsize::new(burst),
         next: AtomicUsize::new(0),
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::rw("burst"),
-];
-
 impl Element for MultiQueueUnqueue {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset", |e, _, _| {
+            e.count.reset();
+            Ok(())
+        }),
+        Handler::rw(
+            "burst",
+            |e, _| e.burst.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| write_burst(&e.burst, v, hx),
+        ),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         ix.add_task();
         Ok(())
@@ -100,40 +106,6 @@ impl Element for MultiQueueUnqueue {
             }
             _ => false,
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "burst" => self.burst.load(Ordering::Relaxed).to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "reset" => {
-                self.count.reset();
-                Ok(())
-            }
-            "burst" => match v.trim().parse::<usize>() {
-                Ok(b) if b > 0 => {
-                    self.burst.store(b, Ordering::Relaxed);
-                    Ok(())
-                }
-                _ => Err(format!("expected positive integer, not '{}'", v.trim())),
-            },
-            _ => return None,
-        })
     }
 }
 

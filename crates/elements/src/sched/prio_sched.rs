@@ -37,17 +37,17 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct PrioSched;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("PrioSched", "-/1", "l", make)
+    ClassSpec::element("PrioSched", "-/1", "l", make)
 }
 
 /// SimplePrioSched: the same element under Click's other name.
 pub fn simple_spec() -> ClassSpec {
-    ClassSpec::new("SimplePrioSched", "-/1", "l", make)
+    ClassSpec::element("SimplePrioSched", "-/1", "l", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<PrioSched, String> {
     cx.args().complete()?;
-    Ok(Box::new(PrioSched))
+    Ok(PrioSched)
 }
 
 /// Adds `more` to the packets gathered so far.

@@ -44,19 +44,19 @@ pub struct RoundRobinSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("RoundRobinSched", "-/1", "l", make)
+    ClassSpec::element("RoundRobinSched", "-/1", "l", make)
 }
 
 /// SimpleRoundRobinSched: the same element under Click's other name.
 pub fn simple_spec() -> ClassSpec {
-    ClassSpec::new("SimpleRoundRobinSched", "-/1", "l", make)
+    ClassSpec::element("SimpleRoundRobinSched", "-/1", "l", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<RoundRobinSched, String> {
     cx.args().complete()?;
-    Ok(Box::new(RoundRobinSched {
+    Ok(RoundRobinSched {
         next: AtomicUsize::new(0),
-    }))
+    })
 }
 
 impl Element for RoundRobinSched {

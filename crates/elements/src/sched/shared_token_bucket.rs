@@ -40,7 +40,7 @@
 //!     q0 -> CoordinatedUnqueue(tb) -> ToDevice(eth0, QUEUE 0);
 //!     q1 -> CoordinatedUnqueue(tb) -> ToDevice(eth0, QUEUE 1);
 
-use paraclick_runtime::{ClassSpec, ConfigCx, Element, HandlerCx, HandlerInfo};
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Instant;
@@ -202,7 +202,7 @@ impl SharedTokenBucket {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SharedTokenBucket", "0/0", "a", make)
+    ClassSpec::element("SharedTokenBucket", "0/0", "a", make)
 }
 
 fn parse_rate(r: f64) -> Result<f64, String> {
@@ -213,12 +213,12 @@ fn parse_rate(r: f64) -> Result<f64, String> {
     }
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SharedTokenBucket, String> {
     let mut a = cx.args();
-    let name = a.read_mp::<String>("NAME")?;
-    let rate = parse_rate(a.read_mp::<f64>("RATE")?)?;
-    let burst = a.read_mp::<u64>("BURST")?;
-    let strategy = match a.read::<String>("STRATEGY")? {
+    let name = a.read_mp::<String>("NAME");
+    let rate = parse_rate(a.read_mp::<f64>("RATE"))?;
+    let burst = a.read_mp::<u64>("BURST");
+    let strategy = match a.read::<String>("STRATEGY") {
         Some(s) => Strategy::parse(&s)?,
         None => Strategy::Min,
     };
@@ -226,68 +226,44 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
-    Ok(Box::new(SharedTokenBucket {
+    Ok(SharedTokenBucket {
         name,
         bucket: Arc::new(Bucket::new(rate, burst, strategy)),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("acquisitions"),
-    HandlerInfo::read("granted"),
-    HandlerInfo::read("contended"),
-    HandlerInfo::read("tokens"),
-    HandlerInfo::rw("rate"),
-    HandlerInfo::read("burst"),
-    HandlerInfo::read("strategy"),
-    HandlerInfo::read("name"),
-];
-
 impl Element for SharedTokenBucket {
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        let b = &self.bucket;
-        Some(match name {
-            "acquisitions" => b.acquisitions().to_string(),
-            "granted" => b.granted().to_string(),
-            "contended" => b.contended().to_string(),
-            "tokens" => b
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("acquisitions", |e, _| e.bucket.acquisitions().to_string()),
+        Handler::read("granted", |e, _| e.bucket.granted().to_string()),
+        Handler::read("contended", |e, _| e.bucket.contended().to_string()),
+        Handler::read("tokens", |e, _| {
+            e.bucket
                 .with_state(|s| {
                     s.refill(Instant::now());
                     s.tokens.floor() as u64
                 })
-                .to_string(),
-            "rate" => b.with_state(|s| s.rate).to_string(),
-            "burst" => b.with_state(|s| s.burst as u64).to_string(),
-            "strategy" => b.strategy.name().to_string(),
-            "name" => self.name.clone(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "rate" => match v.trim().parse::<f64>() {
-                Ok(r) => parse_rate(r).map(|r| {
-                    self.bucket.with_state(|s| {
-                        // Tokens earned so far count at the old rate.
-                        s.refill(Instant::now());
-                        s.rate = r;
-                    })
-                }),
-                Err(_) => Err(format!("expected a rate, not '{}'", v.trim())),
+                .to_string()
+        }),
+        Handler::rw(
+            "rate",
+            |e, _| e.bucket.with_state(|s| s.rate).to_string(),
+            |e, v, hx| {
+                let r = parse_rate(hx.arg(v)?)?;
+                e.bucket.with_state(|s| {
+                    // Tokens earned so far count at the old rate.
+                    s.refill(Instant::now());
+                    s.rate = r;
+                });
+                Ok(())
             },
-            _ => return None,
-        })
-    }
+        ),
+        Handler::read("burst", |e, _| {
+            e.bucket.with_state(|s| s.burst as u64).to_string()
+        }),
+        Handler::read("strategy", |e, _| e.bucket.strategy.name().to_string()),
+        Handler::read("name", |e, _| e.name.clone()),
+    ];
 }
 
 #[cfg(test)]

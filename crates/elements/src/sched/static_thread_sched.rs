@@ -34,7 +34,7 @@ pub struct StaticThreadSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("StaticThreadSched", "0/0", "a", make)
+    ClassSpec::element("StaticThreadSched", "0/0", "a", make)
 }
 
 fn parse_binding(arg: &str) -> Result<(String, usize), String> {
@@ -53,7 +53,7 @@ fn parse_binding(arg: &str) -> Result<(String, usize), String> {
     Ok((name.to_string(), t as usize))
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<StaticThreadSched, String> {
     // Arguments are "NAME THREAD" pairs; an all-capitals element name
     // would look like a keyword, so take every argument as written.
     let args = cx.args().rest_all();
@@ -61,7 +61,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     for a in args.iter().filter(|a| !a.trim().is_empty()) {
         bindings.push(parse_binding(a)?);
     }
-    Ok(Box::new(StaticThreadSched { bindings }))
+    Ok(StaticThreadSched { bindings })
 }
 
 impl Element for StaticThreadSched {

@@ -52,30 +52,30 @@
 
 use super::udp_gen::{random_ports, FrameSpec, PortStep, UdpGen, UdpGenConfig};
 use paraclick_packet::wire::EtherAddr;
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use paraclick_runtime::{ClassSpec, ConfigCx};
 use std::net::Ipv4Addr;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FastUDPFlows", "0/1", "a", make)
+    ClassSpec::element("FastUDPFlows", "0/1", "a", make)
 }
 
 /// Most flows (the per-thread flow tables are allocated up front).
 const MAX_FLOWS: usize = 1 << 20;
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
     let mut a = cx.args();
-    let rate = a.read_mp::<f64>("RATE")?;
-    let limit = a.read_mp::<i64>("LIMIT")?;
-    let len = a.read_mp::<usize>("LENGTH")?;
-    let src_eth = a.read_mp::<EtherAddr>("SRCETH")?;
-    let src_ip = a.read_mp::<Ipv4Addr>("SRCIP")?;
-    let dst_eth = a.read_mp::<EtherAddr>("DSTETH")?;
-    let dst_ip = a.read_mp::<Ipv4Addr>("DSTIP")?;
-    let flows = a.read_mp::<usize>("FLOWS")?;
-    let flowsize = a.read_mp::<u64>("FLOWSIZE")?;
-    let checksum = a.read_p::<bool>("CHECKSUM")?.unwrap_or(true);
-    let active = a.read_p::<bool>("ACTIVE")?.unwrap_or(true);
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
+    let rate = a.read_mp::<f64>("RATE");
+    let limit = a.read_mp::<i64>("LIMIT");
+    let len = a.read_mp::<usize>("LENGTH");
+    let src_eth = a.read_mp::<EtherAddr>("SRCETH");
+    let src_ip = a.read_mp::<Ipv4Addr>("SRCIP");
+    let dst_eth = a.read_mp::<EtherAddr>("DSTETH");
+    let dst_ip = a.read_mp::<Ipv4Addr>("DSTIP");
+    let flows = a.read_mp::<usize>("FLOWS");
+    let flowsize = a.read_mp::<u64>("FLOWSIZE");
+    let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
+    let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
     a.complete()?;
     if flows == 0 || flows > MAX_FLOWS {
         return Err(format!("FLOWS must be between 1 and {MAX_FLOWS}"));
@@ -102,7 +102,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         push: cx.output_is_push(0),
         nthreads: cx.nthreads,
     })?;
-    Ok(Box::new(g))
+    Ok(g)
 }
 
 #[cfg(test)]

@@ -44,28 +44,28 @@
 
 use super::udp_gen::{FrameSpec, PortStep, UdpGen, UdpGenConfig};
 use paraclick_packet::wire::EtherAddr;
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use paraclick_runtime::{ClassSpec, ConfigCx};
 use std::net::Ipv4Addr;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FastUDPSource", "0/1", "a", make)
+    ClassSpec::element("FastUDPSource", "0/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
     let mut a = cx.args();
-    let rate = a.read_mp::<f64>("RATE")?;
-    let limit = a.read_mp::<i64>("LIMIT")?;
-    let len = a.read_mp::<usize>("LENGTH")?;
-    let src_eth = a.read_mp::<EtherAddr>("SRCETH")?;
-    let src_ip = a.read_mp::<Ipv4Addr>("SRCIP")?;
-    let sport = a.read_mp::<u16>("SPORT")?;
-    let dst_eth = a.read_mp::<EtherAddr>("DSTETH")?;
-    let dst_ip = a.read_mp::<Ipv4Addr>("DSTIP")?;
-    let dport = a.read_mp::<u16>("DPORT")?;
-    let checksum = a.read_p::<bool>("CHECKSUM")?.unwrap_or(true);
-    let interval = a.read_p::<u64>("INTERVAL")?.unwrap_or(0);
-    let active = a.read_p::<bool>("ACTIVE")?.unwrap_or(true);
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
+    let rate = a.read_mp::<f64>("RATE");
+    let limit = a.read_mp::<i64>("LIMIT");
+    let len = a.read_mp::<usize>("LENGTH");
+    let src_eth = a.read_mp::<EtherAddr>("SRCETH");
+    let src_ip = a.read_mp::<Ipv4Addr>("SRCIP");
+    let sport = a.read_mp::<u16>("SPORT");
+    let dst_eth = a.read_mp::<EtherAddr>("DSTETH");
+    let dst_ip = a.read_mp::<Ipv4Addr>("DSTIP");
+    let dport = a.read_mp::<u16>("DPORT");
+    let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
+    let interval = a.read_p::<u64>("INTERVAL").unwrap_or(0);
+    let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
     a.complete()?;
     let g = UdpGen::new(UdpGenConfig {
         frame: FrameSpec {
@@ -86,7 +86,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         push: cx.output_is_push(0),
         nthreads: cx.nthreads,
     })?;
-    Ok(Box::new(g))
+    Ok(g)
 }
 
 #[cfg(test)]

@@ -272,6 +272,25 @@ impl Pacer {
     }
 }
 
+/// A rate written to a `rate` handler: a nonnegative finite number.
+pub fn nonnegative_rate(r: f64) -> Result<f64, String> {
+    if r >= 0.0 && r.is_finite() {
+        Ok(r)
+    } else {
+        Err(format!("expected nonnegative rate, not '{r}'"))
+    }
+}
+
+/// Writes a paced source's `active`: a source turned back on restarts its
+/// pacing (it does not send the burst it missed while off).
+pub fn set_active(active: &std::sync::atomic::AtomicBool, pacer: &Pacer, on: bool) {
+    use std::sync::atomic::Ordering;
+    if on && !active.swap(true, Ordering::Relaxed) {
+        pacer.restart();
+    }
+    active.store(on, Ordering::Relaxed);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,11 +30,9 @@
 
 use super::gen::{data_batch, parse_end_call, Limit};
 use super::source_data;
-use crate::util::parse_bool;
+use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub struct InfiniteSource {
@@ -50,22 +48,22 @@ pub struct InfiniteSource {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("InfiniteSource", "0/1", "a", make)
+    ClassSpec::element("InfiniteSource", "0/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
     let mut a = cx.args();
-    let data = a.read_p::<Bytes>("DATA")?.map(|b| b.0);
-    let limit = a.read_p::<i64>("LIMIT")?.unwrap_or(-1);
-    let burst = a.read_p::<usize>("BURST")?.unwrap_or(1);
-    let active = a.read_p::<bool>("ACTIVE")?.unwrap_or(true);
-    let length = match a.read::<i64>("LENGTH")? {
+    let data = a.read_p::<Bytes>("DATA").map(|b| b.0);
+    let limit = a.read_p::<i64>("LIMIT").unwrap_or(-1);
+    let burst = a.read_p::<usize>("BURST").unwrap_or(1);
+    let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
+    let length = match a.read::<i64>("LENGTH") {
         Some(l) => Some(l),
-        None => a.read::<i64>("DATASIZE")?,
+        None => a.read::<i64>("DATASIZE"),
     };
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
-    let timestamp = a.read::<bool>("TIMESTAMP")?.unwrap_or(true);
-    let end_call = a.read::<String>("END_CALL")?;
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
+    let timestamp = a.read::<bool>("TIMESTAMP").unwrap_or(true);
+    let end_call = a.read::<String>("END_CALL");
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
@@ -73,7 +71,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
-    Ok(Box::new(InfiniteSource {
+    Ok(InfiniteSource {
         data: source_data(data, length).into_boxed_slice(),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         burst: AtomicUsize::new(burst),
@@ -81,7 +79,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         timestamp,
         push: cx.output_is_push(0),
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 impl InfiniteSource {
@@ -107,15 +105,37 @@ impl InfiniteSource {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::rw("limit"),
-    HandlerInfo::rw("burst"),
-];
-
 impl Element for InfiniteSource {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset", |e, _, _| {
+            e.count.reset();
+            e.limit.reset();
+            Ok(())
+        }),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "limit",
+            |e, _| e.limit.get().to_string(),
+            |e, v, hx| {
+                e.limit.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "burst",
+            |e, _| e.burst.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| write_burst(&e.burst, v, hx),
+        ),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
             ix.add_task();
@@ -137,49 +157,6 @@ impl Element for InfiniteSource {
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         self.produce(cx, max.max(1))
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "limit" => self.limit.get().to_string(),
-            "burst" => self.burst.load(Ordering::Relaxed).to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "reset" => {
-                self.count.reset();
-                self.limit.reset();
-                Ok(())
-            }
-            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
-            "limit" => v
-                .trim()
-                .parse::<i64>()
-                .map(|l| self.limit.set(l))
-                .map_err(|_| format!("expected integer, not '{}'", v.trim())),
-            "burst" => match v.trim().parse::<usize>() {
-                Ok(b) if b > 0 => {
-                    self.burst.store(b, Ordering::Relaxed);
-                    Ok(())
-                }
-                _ => Err(format!("expected positive integer, not '{}'", v.trim())),
-            },
-            _ => return None,
-        })
     }
 }
 

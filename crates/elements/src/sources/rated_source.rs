@@ -45,14 +45,14 @@
 //!
 //!     RatedSource(\<0800>, 10, 1000) -> Queue -> ...
 
-use super::gen::{data_batch, parse_end_call, Limit, Pacer, MAX_BURST};
-use super::source_data;
-use crate::util::{fmt_rate, parse_bool};
-use paraclick_runtime::args::{Bandwidth, Bytes};
-use paraclick_runtime::{
-    ArgEnv, Batch, ClassSpec, ConfigCx, Counter, Cx, Element, FromArg, HandlerCx, HandlerInfo,
-    InitCx,
+use super::gen::{
+    data_batch, nonnegative_rate, parse_end_call, set_active, Limit, Pacer, MAX_BURST,
 };
+use super::source_data;
+use crate::util::fmt_rate;
+use paraclick_runtime::args::{Bandwidth, Bytes};
+use paraclick_runtime::Handler;
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, InitCx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
@@ -88,23 +88,23 @@ pub struct RatedSource {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("RatedSource", "0/1", "a", make)
+    ClassSpec::element("RatedSource", "0/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {
     let mut a = cx.args();
-    let data = a.read_p::<Bytes>("DATA")?.map(|b| b.0);
-    let rate = a.read_p::<f64>("RATE")?;
-    let limit = a.read_p::<i64>("LIMIT")?.unwrap_or(-1);
-    let active = a.read_p::<bool>("ACTIVE")?.unwrap_or(true);
-    let length = match a.read::<i64>("LENGTH")? {
+    let data = a.read_p::<Bytes>("DATA").map(|b| b.0);
+    let rate = a.read_p::<f64>("RATE");
+    let limit = a.read_p::<i64>("LIMIT").unwrap_or(-1);
+    let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
+    let length = match a.read::<i64>("LENGTH") {
         Some(l) => Some(l),
-        None => a.read::<i64>("DATASIZE")?,
+        None => a.read::<i64>("DATASIZE"),
     };
-    let bandwidth = a.read::<Bandwidth>("BANDWIDTH")?;
-    let headroom = a.read::<usize>("HEADROOM")?;
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
-    let end_call = a.read::<String>("END_CALL")?;
+    let bandwidth = a.read::<Bandwidth>("BANDWIDTH");
+    let headroom = a.read::<usize>("HEADROOM");
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
+    let end_call = a.read::<String>("END_CALL");
     a.complete()?;
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
@@ -127,7 +127,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if rate.is_nan() || rate < 0.0 || !rate.is_finite() {
         return Err(format!("RATE must be a nonnegative number, not {rate}"));
     }
-    Ok(Box::new(RatedSource {
+    Ok(RatedSource {
         contents: RwLock::new(contents),
         rate: AtomicU64::new(rate.to_bits()),
         pacer: Pacer::new(rate),
@@ -136,7 +136,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         headroom,
         push: cx.output_is_push(0),
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 impl RatedSource {
@@ -166,6 +166,16 @@ impl RatedSource {
         (!b.is_empty()).then_some(b)
     }
 
+    fn length_text(&self, _hx: &HandlerCx<'_>) -> String {
+        let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
+        c.length.to_string()
+    }
+
+    fn write_length(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+        self.set_contents(None, Some(hx.arg::<i64>(v)?.max(-1)));
+        Ok(())
+    }
+
     fn set_contents(&self, data: Option<Vec<u8>>, length: Option<i64>) {
         let mut c = self.contents.write().unwrap_or_else(|e| e.into_inner());
         let data = data.unwrap_or_else(|| std::mem::take(&mut c.data));
@@ -174,18 +184,64 @@ impl RatedSource {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::rw("rate"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::rw("limit"),
-    HandlerInfo::rw("data"),
-    HandlerInfo::rw("length"),
-    HandlerInfo::rw("datasize"),
-];
-
 impl Element for RatedSource {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::rw(
+            "rate",
+            |e, _| fmt_rate(f64::from_bits(e.rate.load(Ordering::Relaxed))),
+            |e, v, hx| {
+                let r = nonnegative_rate(hx.arg(v)?)?;
+                e.rate.store(r.to_bits(), Ordering::Relaxed);
+                e.pacer.set_rate(r);
+                Ok(())
+            },
+        ),
+        Handler::write("reset", |e, _, _| {
+            e.count.reset();
+            e.limit.reset();
+            e.pacer.restart();
+            Ok(())
+        }),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                set_active(&e.active, &e.pacer, hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "limit",
+            |e, _| e.limit.get().to_string(),
+            |e, v, hx| {
+                e.limit.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "data",
+            |e, _| {
+                let c = e.contents.read().unwrap_or_else(|e| e.into_inner());
+                String::from_utf8_lossy(&c.data).into_owned()
+            },
+            |e, v, hx| {
+                e.set_contents(Some(hx.arg::<Bytes>(v)?.0), None);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "length",
+            RatedSource::length_text,
+            RatedSource::write_length,
+        ),
+        Handler::rw(
+            "datasize",
+            RatedSource::length_text,
+            RatedSource::write_length,
+        ),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
             ix.add_task();
@@ -206,71 +262,6 @@ impl Element for RatedSource {
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         self.produce(cx, Instant::now(), max.max(1))
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "rate" => fmt_rate(f64::from_bits(self.rate.load(Ordering::Relaxed))),
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "limit" => self.limit.get().to_string(),
-            "data" => {
-                let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
-                String::from_utf8_lossy(&c.data).into_owned()
-            }
-            "length" | "datasize" => {
-                let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
-                c.length.to_string()
-            }
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        let v = v.trim();
-        Some(match name {
-            "reset" => {
-                self.count.reset();
-                self.limit.reset();
-                self.pacer.restart();
-                Ok(())
-            }
-            "rate" => match v.parse::<f64>() {
-                Ok(r) if r >= 0.0 && r.is_finite() => {
-                    self.rate.store(r.to_bits(), Ordering::Relaxed);
-                    self.pacer.set_rate(r);
-                    Ok(())
-                }
-                _ => Err(format!("expected nonnegative rate, not '{v}'")),
-            },
-            "active" => parse_bool(v).map(|b| {
-                if b && !self.active.swap(true, Ordering::Relaxed) {
-                    self.pacer.restart();
-                }
-                self.active.store(b, Ordering::Relaxed);
-            }),
-            "limit" => v
-                .parse::<i64>()
-                .map(|l| self.limit.set(l))
-                .map_err(|_| format!("expected integer, not '{v}'")),
-            "data" => {
-                Bytes::from_arg(v, &ArgEnv::default()).map(|b| self.set_contents(Some(b.0), None))
-            }
-            "length" | "datasize" => v
-                .parse::<i64>()
-                .map(|l| self.set_contents(None, Some(l.max(-1))))
-                .map_err(|_| format!("expected integer, not '{v}'")),
-            _ => return None,
-        })
     }
 }
 

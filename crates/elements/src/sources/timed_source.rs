@@ -36,11 +36,9 @@
 //!     TimedSource(INTERVAL 0.333) -> Print(ping) -> Discard;
 
 use super::gen::{data_batch, parse_end_call, Limit};
-use crate::util::{fmt_rate, parse_bool};
-use paraclick_runtime::args::{parse_duration, Bytes};
-use paraclick_runtime::{
-    ArgEnv, ClassSpec, ConfigCx, Counter, Cx, Element, FromArg, HandlerCx, HandlerInfo, InitCx,
-};
+use crate::util::fmt_rate;
+use paraclick_runtime::args::Bytes;
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, InitCx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
@@ -58,32 +56,32 @@ pub struct TimedSource {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("TimedSource", "0/1", "h", make)
+    ClassSpec::element("TimedSource", "0/1", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSource, String> {
     let mut a = cx.args();
     let interval = a
-        .read_p::<Duration>("INTERVAL")?
+        .read_p::<Duration>("INTERVAL")
         .unwrap_or(Duration::from_millis(500));
-    let data = a.read_p::<Bytes>("DATA")?.map(|b| b.0);
-    let limit = a.read::<i64>("LIMIT")?.unwrap_or(-1);
-    let stop = a.read::<bool>("STOP")?.unwrap_or(false);
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let headroom = a.read::<usize>("HEADROOM")?;
-    let end_call = a.read::<String>("END_CALL")?;
+    let data = a.read_p::<Bytes>("DATA").map(|b| b.0);
+    let limit = a.read::<i64>("LIMIT").unwrap_or(-1);
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let headroom = a.read::<usize>("HEADROOM");
+    let end_call = a.read::<String>("END_CALL");
     a.complete()?;
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
-    Ok(Box::new(TimedSource {
+    Ok(TimedSource {
         data: RwLock::new(data.unwrap_or_else(|| super::DEFAULT_DATA.to_vec())),
         interval_ns: AtomicU64::new(duration_ns(interval)),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         active: AtomicBool::new(active),
         headroom,
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 fn duration_ns(d: Duration) -> u64 {
@@ -96,21 +94,68 @@ impl TimedSource {
     }
 
     /// Whether the timer should be running.
+    /// A source that may send again restarts its timer (replacing a
+    /// pending one, so it never runs twice).
+    fn restart(&self, hx: &HandlerCx<'_>) {
+        if self.wants_timer() {
+            hx.schedule_after(TIMER, self.interval());
+        }
+    }
+
     fn wants_timer(&self) -> bool {
         self.active.load(Ordering::Relaxed) && !self.limit.exhausted()
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::rw("data"),
-    HandlerInfo::rw("interval"),
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::rw("limit"),
-];
-
 impl Element for TimedSource {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "data",
+            |e, _| {
+                let d = e.data.read().unwrap_or_else(|e| e.into_inner());
+                String::from_utf8_lossy(&d).into_owned()
+            },
+            |e, v, hx| {
+                *e.data.write().unwrap_or_else(|e| e.into_inner()) = hx.arg::<Bytes>(v)?.0;
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "interval",
+            |e, _| fmt_rate(e.interval().as_secs_f64()),
+            |e, v, hx| {
+                e.interval_ns
+                    .store(duration_ns(hx.arg(v)?), Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset", |e, _, hx| {
+            e.count.reset();
+            e.limit.reset();
+            e.restart(hx);
+            Ok(())
+        }),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                e.restart(hx);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "limit",
+            |e, _| e.limit.get().to_string(),
+            |e, v, hx| {
+                e.limit.set(hx.arg(v)?);
+                e.restart(hx);
+                Ok(())
+            },
+        ),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.wants_timer() {
             ix.schedule_after(TIMER, self.interval());
@@ -138,57 +183,6 @@ impl Element for TimedSource {
         } else {
             cx.schedule_after(TIMER, self.interval());
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "data" => {
-                let d = self.data.read().unwrap_or_else(|e| e.into_inner());
-                String::from_utf8_lossy(&d).into_owned()
-            }
-            "interval" => fmt_rate(self.interval().as_secs_f64()),
-            "count" => self.count.get().to_string(),
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "limit" => self.limit.get().to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(&self, name: &str, v: &str, hx: &HandlerCx<'_>) -> Option<Result<(), String>> {
-        let v = v.trim();
-        let r = match name {
-            "data" => Bytes::from_arg(v, &ArgEnv::default()).map(|b| {
-                *self.data.write().unwrap_or_else(|e| e.into_inner()) = b.0;
-            }),
-            "interval" => match parse_duration(v) {
-                Some(d) => {
-                    self.interval_ns.store(duration_ns(d), Ordering::Relaxed);
-                    return Some(Ok(()));
-                }
-                None => Err(format!("expected time in seconds, not '{v}'")),
-            },
-            "reset" => {
-                self.count.reset();
-                self.limit.reset();
-                Ok(())
-            }
-            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
-            "limit" => v
-                .parse::<i64>()
-                .map(|l| self.limit.set(l))
-                .map_err(|_| format!("expected integer, not '{v}'")),
-            _ => return None,
-        };
-        // A source that may send again restarts its timer (replacing a
-        // pending one, so it never runs twice).
-        if r.is_ok() && name != "data" && self.wants_timer() {
-            hx.schedule_after(TIMER, self.interval());
-        }
-        Some(r)
     }
 }
 

@@ -4,14 +4,14 @@
 //! 8-byte UDP header patch (ports and a checksum updated incrementally
 //! when the ports change, not per packet).
 
-use super::gen::{Limit, Pacer, MAX_BURST};
-use crate::util::{fmt_rate, parse_bool};
+use super::gen::{nonnegative_rate, set_active, Limit, Pacer, MAX_BURST};
+use crate::util::fmt_rate;
 use paraclick_packet::wire::{
     ethertype, ip_proto, EtherAddr, EthernetFrame, EthernetRepr, Ipv4Header, Ipv4Repr, UdpHeader,
     UdpRepr,
 };
 use paraclick_packet::Packet;
-use paraclick_runtime::{Batch, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx, PerThread};
+use paraclick_runtime::{Batch, Counter, Cx, Element, Handler, InitCx, PerThread};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -337,15 +337,45 @@ impl UdpGen {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::rw("rate"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::rw("limit"),
-];
-
 impl Element for UdpGen {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::rw(
+            "rate",
+            |e, _| e.rate_text(),
+            |e, v, hx| {
+                let r = nonnegative_rate(hx.arg(v)?)?;
+                e.rate.store(r.to_bits(), Ordering::Relaxed);
+                if r == 0.0 {
+                    e.pacer.set_unpaced();
+                } else {
+                    e.pacer.set_rate(r);
+                }
+                Ok(())
+            },
+        ),
+        Handler::write("reset", |e, _, _| {
+            e.reset();
+            Ok(())
+        }),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                set_active(&e.active, &e.pacer, hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "limit",
+            |e, _| e.limit.get().to_string(),
+            |e, v, hx| {
+                e.limit.set(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
             ix.add_task();
@@ -367,58 +397,6 @@ impl Element for UdpGen {
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         self.produce(cx, max.max(1))
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "rate" => self.rate_text(),
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "limit" => self.limit.get().to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        let v = v.trim();
-        Some(match name {
-            "reset" => {
-                self.reset();
-                Ok(())
-            }
-            "rate" => match v.parse::<f64>() {
-                Ok(r) if r >= 0.0 && r.is_finite() => {
-                    self.rate.store(r.to_bits(), Ordering::Relaxed);
-                    if r == 0.0 {
-                        self.pacer.set_unpaced();
-                    } else {
-                        self.pacer.set_rate(r);
-                    }
-                    Ok(())
-                }
-                _ => Err(format!("expected nonnegative rate, not '{v}'")),
-            },
-            "active" => parse_bool(v).map(|b| {
-                if b && !self.active.swap(true, Ordering::Relaxed) {
-                    self.pacer.restart();
-                }
-                self.active.store(b, Ordering::Relaxed);
-            }),
-            "limit" => v
-                .parse::<i64>()
-                .map(|l| self.limit.set(l))
-                .map_err(|_| format!("expected integer, not '{v}'")),
-            _ => return None,
-        })
     }
 }
 

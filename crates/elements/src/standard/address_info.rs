@@ -37,10 +37,10 @@ use std::str::FromStr;
 pub struct AddressInfo;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("AddressInfo", "0/0", "a", make).phase(-100)
+    ClassSpec::element("AddressInfo", "0/0", "a", make).phase(-100)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<AddressInfo, String> {
     let args = cx.args().rest_all();
     let mut errs = Vec::new();
     for arg in &args {
@@ -49,7 +49,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         }
     }
     if errs.is_empty() {
-        Ok(Box::new(AddressInfo))
+        Ok(AddressInfo)
     } else {
         Err(errs.join("; "))
     }
@@ -146,24 +146,18 @@ mod tests {
     fn defines_names() {
         let env = env(&["mauer 10.0.0.1/24 00:50:BA:85:84:A9", "mazu 10.0.0.10"]).unwrap();
         let mut a = Args::new("mauer, mauer, mauer:ipnet, mazu, mauer:bcast", &env);
+        assert_eq!(a.read_p::<Ipv4Addr>("A"), Some(Ipv4Addr::new(10, 0, 0, 1)));
         assert_eq!(
-            a.read_p::<Ipv4Addr>("A").unwrap(),
-            Some(Ipv4Addr::new(10, 0, 0, 1))
-        );
-        assert_eq!(
-            a.read_p::<EtherAddr>("B").unwrap(),
+            a.read_p::<EtherAddr>("B"),
             Some(EtherAddr([0x00, 0x50, 0xba, 0x85, 0x84, 0xa9]))
         );
         assert_eq!(
-            a.read_p::<Ipv4Prefix>("C").unwrap().unwrap().to_string(),
+            a.read_p::<Ipv4Prefix>("C").unwrap().to_string(),
             "10.0.0.1/24"
         );
+        assert_eq!(a.read_p::<Ipv4Addr>("D"), Some(Ipv4Addr::new(10, 0, 0, 10)));
         assert_eq!(
-            a.read_p::<Ipv4Addr>("D").unwrap(),
-            Some(Ipv4Addr::new(10, 0, 0, 10))
-        );
-        assert_eq!(
-            a.read_p::<Ipv4Addr>("E").unwrap(),
+            a.read_p::<Ipv4Addr>("E"),
             Some(Ipv4Addr::new(10, 0, 0, 255))
         );
         a.complete().unwrap();
@@ -215,21 +209,21 @@ mod tests {
     }
     impl Element for AddrUser {}
 
-    fn make_user(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+    fn make_user(cx: &mut ConfigCx<'_>) -> Result<AddrUser, String> {
         let mut a = cx.args();
-        let ip = a.read_mp::<Ipv4Addr>("IP")?;
-        let eth = a.read_mp::<EtherAddr>("ETH")?;
-        let net = a.read_mp::<Ipv4Prefix>("NET")?;
+        let ip = a.read_mp::<Ipv4Addr>("IP");
+        let eth = a.read_mp::<EtherAddr>("ETH");
+        let net = a.read_mp::<Ipv4Prefix>("NET");
         a.complete()?;
-        Ok(Box::new(AddrUser {
+        Ok(AddrUser {
             got: Mutex::new((ip, eth, net)),
-        }))
+        })
     }
 
     #[test]
     fn names_resolve_in_other_elements_whatever_the_order() {
         let mut r = reg();
-        r.register(ClassSpec::new("AddrUser", "0/0", "a", make_user));
+        r.register(ClassSpec::element("AddrUser", "0/0", "a", make_user));
         let router = Router::from_str(
             "u :: AddrUser(foo, foo:eth, foo:ipnet);\n\
              AddressInfo(foo 1.0.0.1/8 00:01:02:03:04:05);",

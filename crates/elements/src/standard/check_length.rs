@@ -17,7 +17,7 @@
 //!     ... -> cl :: CheckLength(1500) -> ...; cl[1] -> ICMPError(...);
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct CheckLength {
     max: usize,
@@ -25,28 +25,24 @@ pub struct CheckLength {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CheckLength", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckLength", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<CheckLength, String> {
     let mut a = cx.args();
-    let max = a.read_mp::<u32>("MAX")? as usize;
+    let max = a.read_mp::<u32>("MAX") as usize;
     a.complete()?;
-    Ok(Box::new(CheckLength {
+    Ok(CheckLength {
         max,
         reject: if cx.noutputs > 1 {
             Verdict::Out(1)
         } else {
             Verdict::Drop
         },
-    }))
+    })
 }
 
-impl Element for CheckLength {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for CheckLength {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() <= self.max {

@@ -20,7 +20,7 @@
 
 use super::paint::AnnoByte;
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct CheckPaint {
     color: u8,
@@ -29,15 +29,15 @@ pub struct CheckPaint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("CheckPaint", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckPaint", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<CheckPaint, String> {
     let mut a = cx.args();
-    let color = a.read_mp::<u8>("COLOR")?;
-    let anno = a.read_p::<AnnoByte>("ANNO")?.unwrap_or(AnnoByte::Paint);
+    let color = a.read_mp::<u8>("COLOR");
+    let anno = a.read_p::<AnnoByte>("ANNO").unwrap_or(AnnoByte::Paint);
     a.complete()?;
-    Ok(Box::new(CheckPaint {
+    Ok(CheckPaint {
         color,
         anno,
         reject: if cx.noutputs > 1 {
@@ -45,14 +45,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         } else {
             Verdict::Drop
         },
-    }))
+    })
 }
 
-impl Element for CheckPaint {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for CheckPaint {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if self.anno.get(p) == self.color {

@@ -41,7 +41,7 @@
 //!                -);                // the rest
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -358,10 +358,10 @@ pub struct Classifier {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Classifier", "1/-", "h", make)
+    ClassSpec::action("Classifier", "1/-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Classifier, String> {
     let patterns = cx.args().rest_all();
     let prog = Program::compile(&patterns)?;
     if cx.noutputs != prog.len() {
@@ -377,15 +377,11 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             cx.name, patterns[i]
         );
     }
-    Ok(Box::new(Classifier { prog }))
+    Ok(Classifier { prog })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("program")];
-
-impl Element for Classifier {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for Classifier {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("program", |e, _| e.prog.listing())];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -393,14 +389,6 @@ impl Element for Classifier {
             Some(i) => Verdict::Out(i),
             None => Verdict::Drop,
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "program").then(|| self.prog.listing())
     }
 }
 

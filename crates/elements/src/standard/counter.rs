@@ -21,9 +21,8 @@
 //!     // paraclick -h c.count conf.click
 
 use crate::util::{fmt_rate, RateMeter};
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter as Cnt, Cx, Element, HandlerCx, HandlerInfo,
-};
+use paraclick_packet::Packet;
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter as Cnt, Cx, Handler, Verdict};
 
 pub struct Counter {
     packets: Cnt,
@@ -33,85 +32,57 @@ pub struct Counter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Counter", "1/1", "a", make)
+    ClassSpec::action("Counter", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Counter, String> {
     cx.args().complete()?;
-    Ok(Box::new(Counter {
+    Ok(Counter {
         packets: Cnt::new(cx.nthreads),
         bytes: Cnt::new(cx.nthreads),
         rate: RateMeter::new(),
         byte_rate: RateMeter::new(),
-    }))
+    })
 }
 
 impl Counter {
-    #[inline]
-    fn count(&self, cx: &Cx<'_>, b: &Batch) {
-        self.packets.add(cx.thread(), b.len() as u64);
-        self.bytes.add(cx.thread(), b.bytes() as u64);
-    }
-
     pub fn packets(&self) -> u64 {
         self.packets.get()
     }
+
+    fn reset(&self) {
+        self.packets.reset();
+        self.bytes.reset();
+        self.rate.reset();
+        self.byte_rate.reset();
+    }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("byte_count"),
-    HandlerInfo::read("rate"),
-    HandlerInfo::read("bit_rate"),
-    HandlerInfo::read("byte_rate"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::write("reset_counts"),
-];
+impl Action for Counter {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.packets.get().to_string()),
+        Handler::read("byte_count", |e, _| e.bytes.get().to_string()),
+        Handler::read("rate", |e, _| fmt_rate(e.rate.rate(e.packets.get()))),
+        Handler::read("bit_rate", |e, _| {
+            fmt_rate(8.0 * e.byte_rate.rate(e.bytes.get()))
+        }),
+        Handler::read("byte_rate", |e, _| {
+            fmt_rate(e.byte_rate.rate(e.bytes.get()))
+        }),
+        Handler::write("reset", |e, _, _| {
+            e.reset();
+            Ok(())
+        }),
+        Handler::write("reset_counts", |e, _, _| {
+            e.reset();
+            Ok(())
+        }),
+    ];
 
-impl Element for Counter {
     #[inline]
-    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
-        self.count(cx, &batch);
-        cx.push(0, batch);
-    }
-
-    #[inline]
-    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        let b = cx.pull(0, max)?;
-        self.count(cx, &b);
-        Some(b)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.packets.get().to_string(),
-            "byte_count" => self.bytes.get().to_string(),
-            "rate" => fmt_rate(self.rate.rate(self.packets.get())),
-            "byte_rate" => fmt_rate(self.byte_rate.rate(self.bytes.get())),
-            "bit_rate" => fmt_rate(8.0 * self.byte_rate.rate(self.bytes.get())),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "reset" | "reset_counts" => {
-                self.packets.reset();
-                self.bytes.reset();
-                self.rate.reset();
-                self.byte_rate.reset();
-                Some(Ok(()))
-            }
-            _ => None,
-        }
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        self.packets.add(cx.thread(), 1);
+        self.bytes.add(cx.thread(), p.len() as u64);
+        Verdict::Out(0)
     }
 }

@@ -22,10 +22,7 @@
 //!
 //!     InfiniteSource(LIMIT 1000) -> Queue -> d :: Discard;
 
-use crate::util::parse_bool;
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct Discard {
@@ -36,20 +33,20 @@ pub struct Discard {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Discard", "1/0", "a", make)
+    ClassSpec::element("Discard", "1/0", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Discard, String> {
     let mut a = cx.args();
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let burst = a.read::<usize>("BURST")?.unwrap_or(32).max(1);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let burst = a.read::<usize>("BURST").unwrap_or(32).max(1);
     a.complete()?;
-    Ok(Box::new(Discard {
+    Ok(Discard {
         count: Counter::new(cx.nthreads),
         pull: cx.input_is_pull(0),
         active: AtomicBool::new(active),
         burst,
-    }))
+    })
 }
 
 impl Discard {
@@ -58,13 +55,23 @@ impl Discard {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::rw("active"),
-];
-
 impl Element for Discard {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.count.reset();
+            Ok(())
+        }),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+    ];
+
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         self.count.add(cx.thread(), batch.len() as u64);
@@ -88,34 +95,6 @@ impl Element for Discard {
                 true
             }
             None => false,
-        }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        match name {
-            "count" => Some(self.count.get().to_string()),
-            "active" => Some(self.active.load(Ordering::Relaxed).to_string()),
-            _ => None,
-        }
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "reset_counts" => {
-                self.count.reset();
-                Some(Ok(()))
-            }
-            "active" => Some(parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed))),
-            _ => None,
         }
     }
 }

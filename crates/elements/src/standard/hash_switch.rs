@@ -22,7 +22,7 @@
 //!     HashSwitch(16, 4)    // by IP destination address (no Ethernet header)
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct HashSwitch {
     offset: usize,
@@ -31,22 +31,22 @@ pub struct HashSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("HashSwitch", "1/1-", "h", make)
+    ClassSpec::action("HashSwitch", "1/1-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<HashSwitch, String> {
     let mut a = cx.args();
-    let offset = a.read_mp::<u32>("OFFSET")? as usize;
-    let length = a.read_mp::<u32>("LENGTH")? as usize;
+    let offset = a.read_mp::<u32>("OFFSET") as usize;
+    let length = a.read_mp::<u32>("LENGTH") as usize;
     a.complete()?;
     if length == 0 {
         return Err("LENGTH must be at least 1".into());
     }
-    Ok(Box::new(HashSwitch {
+    Ok(HashSwitch {
         offset,
         end: offset + length,
         noutputs: cx.noutputs.max(1),
-    }))
+    })
 }
 
 /// The output for `bytes` among `n` outputs.
@@ -59,11 +59,7 @@ pub fn hash_output(bytes: &[u8], n: usize) -> usize {
     }
 }
 
-impl Element for HashSwitch {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for HashSwitch {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.data().get(self.offset..self.end) {

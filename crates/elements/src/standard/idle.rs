@@ -18,12 +18,12 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct Idle;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Idle", "-/-", "a", make)
+    ClassSpec::element("Idle", "-/-", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Idle, String> {
     cx.args().complete()?;
-    Ok(Box::new(Idle))
+    Ok(Idle)
 }
 
 impl Element for Idle {

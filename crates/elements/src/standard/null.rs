@@ -15,12 +15,12 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct Null;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Null", "1/1", "a", make)
+    ClassSpec::element("Null", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Null, String> {
     cx.args().complete()?;
-    Ok(Box::new(Null))
+    Ok(Null)
 }
 
 impl Element for Null {

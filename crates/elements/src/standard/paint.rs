@@ -24,7 +24,7 @@
 use paraclick_packet::anno::USER_ANNO_SIZE;
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A one-byte annotation, as Paint, PaintTee, CheckPaint and PaintSwitch's
@@ -77,6 +77,9 @@ impl FromArg for AnnoByte {
             },
         }
     }
+    fn placeholder() -> Self {
+        AnnoByte::Paint
+    }
 }
 
 pub struct Paint {
@@ -85,52 +88,34 @@ pub struct Paint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Paint", "1/1", "a", make)
+    ClassSpec::action("Paint", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Paint, String> {
     let mut a = cx.args();
-    let color = a.read_mp::<u8>("COLOR")?;
-    let anno = a.read_p::<AnnoByte>("ANNO")?.unwrap_or(AnnoByte::Paint);
+    let color = a.read_mp::<u8>("COLOR");
+    let anno = a.read_p::<AnnoByte>("ANNO").unwrap_or(AnnoByte::Paint);
     a.complete()?;
-    Ok(Box::new(Paint {
+    Ok(Paint {
         color: AtomicU8::new(color),
         anno,
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("color")];
-
-impl Element for Paint {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for Paint {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "color",
+        |e, _| e.color.load(Ordering::Relaxed).to_string(),
+        |e, v, hx| {
+            e.color.store(hx.arg(v)?, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         self.anno.set(p, self.color.load(Ordering::Relaxed));
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "color").then(|| self.color.load(Ordering::Relaxed).to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "color").then(|| {
-            u8::from_arg(v, &ArgEnv::default())
-                .map(|c| self.color.store(c, Ordering::Relaxed))
-                .map_err(|e| format!("color: {e}"))
-        })
     }
 }
 

@@ -24,9 +24,8 @@
 //!     ps[0] -> ...; ps[1] -> ...;
 
 use super::paint::AnnoByte;
-use paraclick_packet::Packet;
 use paraclick_runtime::{
-    push_actions, Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
+    push_verdicts, Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Verdict,
 };
 
 pub struct PaintSwitch {
@@ -36,24 +35,22 @@ pub struct PaintSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("PaintSwitch", "1/-", "h", make)
+    ClassSpec::element("PaintSwitch", "1/-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<PaintSwitch, String> {
     let mut a = cx.args();
-    let anno = a.read_p::<AnnoByte>("ANNO")?.unwrap_or(AnnoByte::Paint);
+    let anno = a.read_p::<AnnoByte>("ANNO").unwrap_or(AnnoByte::Paint);
     a.complete()?;
     if cx.noutputs > 255 {
         return Err("PaintSwitch has at most 255 outputs".into());
     }
-    Ok(Box::new(PaintSwitch {
+    Ok(PaintSwitch {
         anno,
         noutputs: cx.noutputs,
         clone_failures: Counter::new(cx.nthreads),
-    }))
+    })
 }
-
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
 
 impl PaintSwitch {
     #[cold]
@@ -80,25 +77,16 @@ impl PaintSwitch {
 }
 
 impl Element for PaintSwitch {
-    #[inline]
-    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        Verdict::Out(self.anno.get(p) as usize)
-    }
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("drops", |e, _| {
+        e.clone_failures.get().to_string()
+    })];
 
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         if batch.iter().any(|p| self.anno.get(p) == 255) {
             self.push_slow(cx, batch);
         } else {
-            push_actions(self, cx, batch);
+            push_verdicts(cx, batch, |_, p| Verdict::Out(self.anno.get(p) as usize));
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.clone_failures.get().to_string())
     }
 }
 

@@ -25,9 +25,7 @@
 //!     pt[1] -> ICMPError(18.26.4.24, redirect, host) -> [0]rt;
 
 use super::paint::AnnoByte;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Packet, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Packet, Verdict};
 
 pub struct PaintTee {
     color: u8,
@@ -36,27 +34,25 @@ pub struct PaintTee {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("PaintTee", "1/2", "a/ah", make)
+    ClassSpec::action("PaintTee", "1/2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<PaintTee, String> {
     let mut a = cx.args();
-    let color = a.read_mp::<u8>("COLOR")?;
-    let anno = a.read_p::<AnnoByte>("ANNO")?.unwrap_or(AnnoByte::Paint);
+    let color = a.read_mp::<u8>("COLOR");
+    let anno = a.read_p::<AnnoByte>("ANNO").unwrap_or(AnnoByte::Paint);
     a.complete()?;
-    Ok(Box::new(PaintTee {
+    Ok(PaintTee {
         color,
         anno,
         clone_failures: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
-
-impl Element for PaintTee {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for PaintTee {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("drops", |e, _| {
+        e.clone_failures.get().to_string()
+    })];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -67,14 +63,6 @@ impl Element for PaintTee {
             }
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.clone_failures.get().to_string())
     }
 }
 

@@ -39,11 +39,8 @@
 //!     FromDevice(eth0) -> Print(in, 64) -> ...
 //!     // in:   98 | 00163e0a 0b0c0016 3e010203 08004500 00540000 40004001 ...
 
-use crate::util::parse_bool;
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, PerThread, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThread, Verdict};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,7 +60,10 @@ impl Contents {
             "NONE" => Ok(Contents::None),
             "HEX" => Ok(Contents::Hex),
             "ASCII" => Ok(Contents::Ascii),
-            _ => match parse_bool(s) {
+            _ => match <bool as paraclick_runtime::FromArg>::from_arg(
+                s,
+                &paraclick_runtime::ArgEnv::default(),
+            ) {
                 Ok(true) => Ok(Contents::Hex),
                 Ok(false) => Ok(Contents::None),
                 Err(_) => Err(format!("CONTENTS: expected NONE, HEX or ASCII, not '{s}'")),
@@ -167,21 +167,21 @@ pub struct Print {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Print", "1/1", "a", make)
+    ClassSpec::action("Print", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Print, String> {
     let mut a = cx.args();
-    let label = a.read_p::<String>("LABEL")?.unwrap_or_default();
-    let maxlength = a.read_p::<i64>("MAXLENGTH")?.unwrap_or(24);
-    let contents = match a.read::<String>("CONTENTS")? {
+    let label = a.read_p::<String>("LABEL").unwrap_or_default();
+    let maxlength = a.read_p::<i64>("MAXLENGTH").unwrap_or(24);
+    let contents = match a.read::<String>("CONTENTS") {
         Some(s) => Contents::parse(&s)?,
         None => Contents::Hex,
     };
-    let timestamp = a.read::<bool>("TIMESTAMP")?.unwrap_or(false);
-    let print_anno = a.read::<bool>("PRINTANNO")?.unwrap_or(false);
-    let headroom = a.read::<bool>("HEADROOM")?.unwrap_or(false);
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
+    let timestamp = a.read::<bool>("TIMESTAMP").unwrap_or(false);
+    let print_anno = a.read::<bool>("PRINTANNO").unwrap_or(false);
+    let headroom = a.read::<bool>("HEADROOM").unwrap_or(false);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
     a.complete()?;
     let opts = PrintOpts {
         label,
@@ -191,19 +191,22 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         print_anno,
         headroom,
     };
-    Ok(Box::new(Print {
+    Ok(Print {
         opts,
         active: AtomicBool::new(active),
         buf: PerThread::new(cx.nthreads, |_| String::with_capacity(256)),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("active")];
-
-impl Element for Print {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for Print {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "active",
+        |e, _| e.active.load(Ordering::Relaxed).to_string(),
+        |e, v, hx| {
+            e.active.store(hx.arg(v)?, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
 
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if self.active.load(Ordering::Relaxed) {
@@ -213,23 +216,6 @@ impl Element for Print {
             let _ = std::io::stderr().write_all(buf.as_bytes());
         }
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "active").then(|| self.active.load(Ordering::Relaxed).to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "active").then(|| parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)))
     }
 }
 

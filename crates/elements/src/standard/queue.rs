@@ -36,10 +36,8 @@
 //!     FromDump(in.pcap) -> q :: Queue(200) -> Unqueue -> Discard;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::ring::{Items, Ring};
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, PerThread,
-};
+use paraclick_runtime::ring::{Items, ModeSwitch, Producer, Ring};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, PerThread};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Most packets a producer gathers before publishing them to a ring that
@@ -70,18 +68,18 @@ struct Stage {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Queue", "1/1", "h/l", make)
+    ClassSpec::element("Queue", "1/1", "h/l", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Queue, String> {
     let mut a = cx.args();
-    let cap = a.read_p::<usize>("CAPACITY")?.unwrap_or(1000);
+    let cap = a.read_p::<usize>("CAPACITY").unwrap_or(1000);
     a.complete()?;
     if cap == 0 {
         return Err("CAPACITY must be at least 1".into());
     }
     let single = cx.nthreads == 1;
-    Ok(Box::new(Queue::new(cap, !single, !single, cx.nthreads)))
+    Ok(Queue::new(cap, !single, !single, cx.nthreads))
 }
 
 impl Queue {
@@ -113,8 +111,8 @@ impl Queue {
     /// Moves what fits of `items` into the ring, keeping the high-water
     /// mark; returns how many did not fit.
     #[inline]
-    fn enqueue(&self, items: &mut impl Items<Packet>) -> usize {
-        self.ring.push_burst(items);
+    fn enqueue(&self, p: &Producer<'_>, items: &mut impl Items<Packet>) -> usize {
+        self.ring.push_burst(p, items);
         // The high-water mark without reading the consumer's cache line on
         // every push: the producer-side bound can only overstate the
         // length, so the exact length is read only when it might be a new
@@ -135,7 +133,7 @@ impl Queue {
         let t = cx.thread();
         let mut pkts = std::mem::take(&mut self.stages.get(cx).pkts);
         let n = pkts.len();
-        let left = self.enqueue(&mut pkts);
+        let left = self.enqueue(&cx.producer(), &mut pkts);
         self.staged.sub(t, n as u64);
         if left > 0 {
             self.drops.fetch_add(left as u64, Ordering::Relaxed);
@@ -177,16 +175,34 @@ impl Queue {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("length"),
-    HandlerInfo::read("highwater_length"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::read("capacity"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::write("reset"),
-];
-
 impl Element for Queue {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("length", |e, _| e.len().to_string()),
+        Handler::read("highwater_length", |e, _| {
+            e.highwater.load(Ordering::Relaxed).to_string()
+        }),
+        Handler::read("drops", |e, _| e.drops.load(Ordering::Relaxed).to_string()),
+        Handler::read("capacity", |e, _| e.ring.capacity().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.drops.store(0, Ordering::Relaxed);
+            e.highwater.store(e.ring.len(), Ordering::Relaxed);
+            Ok(())
+        }),
+        Handler::write("reset", |e, _, hx| {
+            // A handler may run on any thread: it drains as an extra
+            // consumer through the runtime's audited path, never behind the
+            // planned consumer's back.
+            let v = hx.as_extra_consumer(|c| {
+                let mut v = Vec::new();
+                while e.ring.pop_burst(c, &mut v, 256) > 0 {}
+                v
+            });
+            e.drops.fetch_add(v.len() as u64, Ordering::Relaxed);
+            hx.count_drops(v.len() as u64);
+            Ok(())
+        }),
+    ];
+
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         // Staging gathers small batches; a batch as large as a stage goes
@@ -196,16 +212,16 @@ impl Element for Queue {
         {
             return self.stage(cx, batch);
         }
-        if self.enqueue(batch.vec_mut()) > 0 {
+        if self.enqueue(&cx.producer(), batch.vec_mut()) > 0 {
             self.drops.fetch_add(batch.len() as u64, Ordering::Relaxed);
             cx.drop_batch(batch);
         }
     }
 
     #[inline]
-    fn pull(&self, _cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         let mut b = Batch::new();
-        if self.ring.pop_burst(b.vec_mut(), max) == 0 {
+        if self.ring.pop_burst(&cx.consumer(), b.vec_mut(), max) == 0 {
             return None;
         }
         Some(b)
@@ -215,11 +231,14 @@ impl Element for Queue {
         self.ring.len() + self.staged.get() as usize
     }
 
-    fn set_ring_modes(&self, multi_producer: bool, multi_consumer: bool) {
-        self.ring.set_modes(multi_producer, multi_consumer);
-    }
-
-    fn set_crossing(&self, crossing: bool) {
+    fn set_ring_modes(
+        &self,
+        switch: &ModeSwitch,
+        multi_producer: bool,
+        multi_consumer: bool,
+        crossing: bool,
+    ) {
+        self.ring.set_modes(switch, multi_producer, multi_consumer);
         self.crossing.store(crossing, Ordering::Relaxed);
     }
 
@@ -227,42 +246,6 @@ impl Element for Queue {
         self.stages.get(cx).deferred = false;
         if !self.stages.get(cx).pkts.is_empty() {
             self.publish(cx);
-        }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "length" => self.len().to_string(),
-            "highwater_length" => self.highwater.load(Ordering::Relaxed).to_string(),
-            "drops" => self.drops.load(Ordering::Relaxed).to_string(),
-            "capacity" => self.ring.capacity().to_string(),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "reset_counts" => {
-                self.drops.store(0, Ordering::Relaxed);
-                self.highwater.store(self.ring.len(), Ordering::Relaxed);
-                Some(Ok(()))
-            }
-            "reset" => {
-                let mut v = Vec::new();
-                while self.ring.pop_burst(&mut v, 256) > 0 {}
-                self.drops.fetch_add(v.len() as u64, Ordering::Relaxed);
-                Some(Ok(()))
-            }
-            _ => None,
         }
     }
 }

@@ -18,7 +18,7 @@
 //!     rr[0] -> Queue -> ...; rr[1] -> Queue -> ...;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, PerThread, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, PerThread, Verdict};
 
 pub struct RoundRobinSwitch {
     next: PerThread<usize>,
@@ -26,22 +26,18 @@ pub struct RoundRobinSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("RoundRobinSwitch", "1/1-", "h", make)
+    ClassSpec::action("RoundRobinSwitch", "1/1-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<RoundRobinSwitch, String> {
     cx.args().complete()?;
-    Ok(Box::new(RoundRobinSwitch {
+    Ok(RoundRobinSwitch {
         next: PerThread::new(cx.nthreads, |_| 0),
         noutputs: cx.noutputs.max(1),
-    }))
+    })
 }
 
-impl Element for RoundRobinSwitch {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for RoundRobinSwitch {
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
         let n = self.noutputs;

@@ -58,20 +58,20 @@ pub struct SetTimestamp {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("SetTimestamp", "1/1", "a", make)
+    ClassSpec::element("SetTimestamp", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<SetTimestamp, String> {
     let mut a = cx.args();
-    let ts = match a.read_p::<String>("TIMESTAMP")? {
+    let ts = match a.read_p::<String>("TIMESTAMP") {
         Some(s) => Some(
             Timestamp::parse(&s)
                 .ok_or_else(|| format!("TIMESTAMP: expected timestamp, not '{s}'"))?,
         ),
         None => None,
     };
-    let first = a.read::<bool>("FIRST")?.unwrap_or(false);
-    let delta = a.read::<bool>("DELTA")?.unwrap_or(false);
+    let first = a.read::<bool>("FIRST").unwrap_or(false);
+    let delta = a.read::<bool>("DELTA").unwrap_or(false);
     a.complete()?;
     let action = match (delta, first, ts) {
         (true, false, None) => Action::Delta,
@@ -81,7 +81,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         (false, true, None) => Action::FirstNow,
         (false, true, Some(t)) => Action::FirstTime(t),
     };
-    Ok(Box::new(SetTimestamp { action }))
+    Ok(SetTimestamp { action })
 }
 
 impl SetTimestamp {

@@ -24,16 +24,16 @@ pub struct StaticSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("StaticSwitch", "1/-", "h", make)
+    ClassSpec::element("StaticSwitch", "1/-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<StaticSwitch, String> {
     let mut a = cx.args();
-    let k = a.read_mp::<i32>("OUTPUT")?;
+    let k = a.read_mp::<i32>("OUTPUT");
     a.complete()?;
-    Ok(Box::new(StaticSwitch {
+    Ok(StaticSwitch {
         output: usize::try_from(k).ok(),
-    }))
+    })
 }
 
 impl Element for StaticSwitch {

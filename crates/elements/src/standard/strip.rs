@@ -18,28 +18,24 @@
 //!     Strip(14)    // remove the Ethernet header
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct Strip {
     len: usize,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Strip", "1/1", "a", make)
+    ClassSpec::action("Strip", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Strip, String> {
     let mut a = cx.args();
-    let len = a.read_mp::<u32>("LENGTH")? as usize;
+    let len = a.read_mp::<u32>("LENGTH") as usize;
     a.complete()?;
-    Ok(Box::new(Strip { len }))
+    Ok(Strip { len })
 }
 
-impl Element for Strip {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for Strip {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         p.pull(self.len);

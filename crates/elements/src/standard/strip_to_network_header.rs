@@ -17,24 +17,20 @@
 //!     CheckIPHeader(14) -> StripToNetworkHeader -> ...
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct StripToNetworkHeader;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("StripToNetworkHeader", "1/1", "a", make)
+    ClassSpec::action("StripToNetworkHeader", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<StripToNetworkHeader, String> {
     cx.args().complete()?;
-    Ok(Box::new(StripToNetworkHeader))
+    Ok(StripToNetworkHeader)
 }
 
-impl Element for StripToNetworkHeader {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for StripToNetworkHeader {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.network_header_offset() {

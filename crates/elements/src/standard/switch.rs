@@ -21,8 +21,7 @@
 //!     s :: Switch(0); s[0] -> ToDevice(eth0); s[1] -> Discard;
 //!     // paraclick -h 's.switch' ... ; write s.switch 1 to divert
 
-use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 pub struct Switch {
@@ -30,48 +29,34 @@ pub struct Switch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Switch", "1/-", "h", make)
+    ClassSpec::element("Switch", "1/-", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Switch, String> {
     let mut a = cx.args();
-    let k = a.read_p::<i32>("OUTPUT")?.unwrap_or(0);
+    let k = a.read_p::<i32>("OUTPUT").unwrap_or(0);
     a.complete()?;
-    Ok(Box::new(Switch {
+    Ok(Switch {
         output: AtomicI32::new(k),
-    }))
+    })
 }
-
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::rw("switch")];
 
 impl Element for Switch {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "switch",
+        |e, _| e.output.load(Ordering::Relaxed).to_string(),
+        |e, v, hx| {
+            e.output.store(hx.arg(v)?, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
+
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         match usize::try_from(self.output.load(Ordering::Relaxed)) {
             Ok(k) => cx.push(k, batch),
             Err(_) => cx.drop_batch(batch),
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "switch").then(|| self.output.load(Ordering::Relaxed).to_string())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        (name == "switch").then(|| {
-            i32::from_arg(v, &ArgEnv::default())
-                .map(|k| self.output.store(k, Ordering::Relaxed))
-                .map_err(|e| format!("switch: {e}"))
-        })
     }
 }
 

@@ -49,7 +49,7 @@
 //!     q :: Queue -> pt :: PullTee -> ToDevice(eth0);
 //!     pt[1] -> Print(sent) -> Discard;
 
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler};
 
 pub struct Tee {
     noutputs: usize,
@@ -62,17 +62,17 @@ pub struct PullTee {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Tee", "1/1-", "h", make_tee)
+    ClassSpec::element("Tee", "1/1-", "h", make_tee)
 }
 
 pub fn pull_spec() -> ClassSpec {
-    ClassSpec::new("PullTee", "1/1-", "l/lh", make_pull_tee)
+    ClassSpec::element("PullTee", "1/1-", "l/lh", make_pull_tee)
 }
 
 /// Reads the optional N and checks it against the outputs in use.
 fn configure(cx: &mut ConfigCx<'_>) -> Result<(usize, Counter), String> {
     let mut a = cx.args();
-    let n = a.read_p::<u32>("N")?;
+    let n = a.read_p::<u32>("N");
     a.complete()?;
     if let Some(n) = n {
         if n as usize != cx.noutputs {
@@ -85,20 +85,20 @@ fn configure(cx: &mut ConfigCx<'_>) -> Result<(usize, Counter), String> {
     Ok((cx.noutputs, Counter::new(cx.nthreads)))
 }
 
-fn make_tee(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make_tee(cx: &mut ConfigCx<'_>) -> Result<Tee, String> {
     let (noutputs, clone_failures) = configure(cx)?;
-    Ok(Box::new(Tee {
+    Ok(Tee {
         noutputs,
         clone_failures,
-    }))
+    })
 }
 
-fn make_pull_tee(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make_pull_tee(cx: &mut ConfigCx<'_>) -> Result<PullTee, String> {
     let (noutputs, clone_failures) = configure(cx)?;
-    Ok(Box::new(PullTee {
+    Ok(PullTee {
         noutputs,
         clone_failures,
-    }))
+    })
 }
 
 /// Deep copies of every packet of `b`; failures are counted.
@@ -114,9 +114,11 @@ fn copies(cx: &Cx<'_>, b: &Batch, failures: &Counter) -> Batch {
     out
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("drops")];
-
 impl Element for Tee {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("drops", |e, _| {
+        e.clone_failures.get().to_string()
+    })];
+
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         let last = self.noutputs.saturating_sub(1);
         for port in 0..last {
@@ -127,17 +129,13 @@ impl Element for Tee {
         }
         cx.push(last, batch);
     }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.clone_failures.get().to_string())
-    }
 }
 
 impl Element for PullTee {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("drops", |e, _| {
+        e.clone_failures.get().to_string()
+    })];
+
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         let batch = cx.pull(0, max)?;
         for port in 1..self.noutputs {
@@ -147,14 +145,6 @@ impl Element for PullTee {
             }
         }
         Some(batch)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "drops").then(|| self.clone_failures.get().to_string())
     }
 }
 

@@ -23,10 +23,8 @@
 //!
 //!     FromDump(in.pcap) -> Queue -> Unqueue(BURST 8) -> Counter -> Discard;
 
-use crate::util::parse_bool;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx,
-};
+use crate::util::write_burst;
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub struct Unqueue {
@@ -38,36 +36,55 @@ pub struct Unqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Unqueue", "1/1", "l/h", make)
+    ClassSpec::element("Unqueue", "1/1", "l/h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Unqueue, String> {
     let mut a = cx.args();
-    let burst = a.read_p::<usize>("BURST")?.unwrap_or(32);
-    let active = a.read::<bool>("ACTIVE")?.unwrap_or(true);
-    let limit = a.read::<i64>("LIMIT")?.unwrap_or(-1);
+    let burst = a.read_p::<usize>("BURST").unwrap_or(32);
+    let active = a.read::<bool>("ACTIVE").unwrap_or(true);
+    let limit = a.read::<i64>("LIMIT").unwrap_or(-1);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
-    Ok(Box::new(Unqueue {
+    Ok(Unqueue {
         count: Counter::new(cx.nthreads),
         active: AtomicBool::new(active),
         burst: AtomicUsize::new(burst),
         limit: (limit >= 0).then_some(limit as u64),
         moved: AtomicU64::new(0),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::write("reset"),
-    HandlerInfo::rw("active"),
-    HandlerInfo::rw("burst"),
-    HandlerInfo::read("limit"),
-];
-
 impl Element for Unqueue {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::write("reset", |e, _, _| {
+            e.count.reset();
+            e.moved.store(0, Ordering::Relaxed);
+            Ok(())
+        }),
+        Handler::rw(
+            "active",
+            |e, _| e.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::rw(
+            "burst",
+            |e, _| e.burst.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| write_burst(&e.burst, v, hx),
+        ),
+        Handler::read("limit", |e, _| {
+            e.limit
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "-1".into())
+        }),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         ix.add_task();
         Ok(())
@@ -96,46 +113,5 @@ impl Element for Unqueue {
         }
         cx.push(0, b);
         true
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "active" => self.active.load(Ordering::Relaxed).to_string(),
-            "burst" => self.burst.load(Ordering::Relaxed).to_string(),
-            "limit" => self
-                .limit
-                .map(|l| l.to_string())
-                .unwrap_or_else(|| "-1".into()),
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        Some(match name {
-            "reset" => {
-                self.count.reset();
-                self.moved.store(0, Ordering::Relaxed);
-                Ok(())
-            }
-            "active" => parse_bool(v).map(|b| self.active.store(b, Ordering::Relaxed)),
-            "burst" => match v.trim().parse::<usize>() {
-                Ok(b) if b > 0 => {
-                    self.burst.store(b, Ordering::Relaxed);
-                    Ok(())
-                }
-                _ => Err(format!("expected positive integer, not '{}'", v.trim())),
-            },
-            _ => return None,
-        })
     }
 }

@@ -20,31 +20,27 @@
 //!     Strip(14) -> ... -> Unstrip(14)
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct Unstrip {
     len: usize,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("Unstrip", "1/1", "a", make)
+    ClassSpec::action("Unstrip", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<Unstrip, String> {
     let mut a = cx.args();
-    let len = a.read_mp::<u32>("LENGTH")? as usize;
+    let len = a.read_mp::<u32>("LENGTH") as usize;
     a.complete()?;
     if len > 1 << 20 {
         return Err("LENGTH too large".into());
     }
-    Ok(Box::new(Unstrip { len }))
+    Ok(Unstrip { len })
 }
 
-impl Element for Unstrip {
-    fn action_only(&self) -> bool {
-        true
-    }
-
+impl Action for Unstrip {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.push(self.len) {

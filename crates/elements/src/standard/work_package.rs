@@ -23,9 +23,7 @@
 //!     hs[1] -> Queue -> Unqueue -> WorkPackage(20) -> Discard;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
 
 pub struct WorkPackage {
     rounds: u32,
@@ -33,20 +31,20 @@ pub struct WorkPackage {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("WorkPackage", "1/1", "a", make)
+    ClassSpec::action("WorkPackage", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<WorkPackage, String> {
     let mut a = cx.args();
-    let w = match a.read_p::<u32>("W")? {
+    let w = match a.read_p::<u32>("W") {
         Some(w) => w,
-        None => a.read::<u32>("ROUNDS")?.unwrap_or(10),
+        None => a.read::<u32>("ROUNDS").unwrap_or(10),
     };
     a.complete()?;
-    Ok(Box::new(WorkPackage {
+    Ok(WorkPackage {
         rounds: w,
         count: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 /// `rounds` passes of a multiply-xorshift mix over `data`.
@@ -64,10 +62,9 @@ pub fn work(data: &[u8], rounds: u32) -> u64 {
     h
 }
 
-impl Element for WorkPackage {
-    fn action_only(&self) -> bool {
-        true
-    }
+impl Action for WorkPackage {
+    const HANDLERS: &'static [Handler<Self>] =
+        &[Handler::read("count", |e, _| e.count.get().to_string())];
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -75,15 +72,6 @@ impl Element for WorkPackage {
         p.anno_mut().flow_hash = h as u32;
         self.count.inc(cx.thread());
         Verdict::Out(0)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        const H: &[HandlerInfo] = &[HandlerInfo::read("count")];
-        H
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "count").then(|| self.count.get().to_string())
     }
 }
 

@@ -101,7 +101,7 @@ use super::rx::{
     check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
 };
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
 use std::sync::{Mutex, OnceLock};
 
 pub struct FromDevice {
@@ -115,25 +115,25 @@ pub struct FromDevice {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FromDevice", "0/1", "h", make)
+    ClassSpec::element("FromDevice", "0/1", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
     let mut a = cx.args();
-    let devname = a.read_mp::<String>("DEVNAME")?;
-    let queue = a.read::<usize>("QUEUE")?.unwrap_or(0);
+    let devname = a.read_mp::<String>("DEVNAME");
+    let queue = a.read::<usize>("QUEUE").unwrap_or(0);
     let opts = RxOptions::read(&mut a)?;
     a.complete()?;
     check_devname("DEVNAME", &devname)?;
     opts.check_queue(queue)?;
-    Ok(Box::new(FromDevice {
+    Ok(FromDevice {
         devname,
         queue,
         opts,
         rx: OnceLock::new(),
         reader: Mutex::new(RxReader::default()),
         stats: RxCounters::new(1, cx.nthreads),
-    }))
+    })
 }
 
 impl FromDevice {
@@ -153,15 +153,20 @@ impl FromDevice {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::read("kernel_drops"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::read("encap"),
-];
-
 impl Element for FromDevice {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.stats.count().to_string()),
+        Handler::read("drops", |e, _| e.stats.drops(e.rings()).to_string()),
+        Handler::read("kernel_drops", |e, _| {
+            e.stats.kernel_drops(e.rings()).to_string()
+        }),
+        Handler::write("reset_counts", |e, _, _| {
+            e.stats.reset(e.rings());
+            Ok(())
+        }),
+        Handler::read("encap", |_, _| "ETHER".into()),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         check_device_queues(ix, &self.claim())?;
         if ix.checking() {
@@ -195,23 +200,6 @@ impl Element for FromDevice {
         drop(rd);
         true
     }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        self.stats.read_handler(name, self.rings())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _value: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        self.stats.write_handler(name, self.rings())
-    }
 }
 
 #[cfg(test)]
@@ -224,7 +212,7 @@ mod tests {
     use paraclick_packet::{Packet, PacketType, Timestamp};
 
     fn element(conf: &str) -> Result<FromDevice, String> {
-        configure(spec(), conf, 1)
+        configure("FromDevice", make, conf, 1)
     }
 
     fn vnet(flags: u8, gso: u8, size: u16, start: u16, off: u16) -> [u8; 10] {

@@ -71,7 +71,7 @@
 use super::tap::{self, TapSetup};
 use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
 use paraclick_packet::{Batch, Packet, PacketType};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -111,7 +111,7 @@ pub struct FromHost {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("FromHost", "0/1", "h", make)
+    ClassSpec::element("FromHost", "0/1", "h", make)
 }
 
 /// Whether `name` can name a Linux network device.
@@ -123,15 +123,15 @@ pub(super) fn valid_devname(name: &str) -> bool {
         && name != ".."
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<FromHost, String> {
     let mut a = cx.args();
-    let devname = a.read_mp::<String>("DEVNAME")?;
-    let dst = a.read_p::<Ipv4Prefix>("DST")?;
-    let gateway = a.read::<Ipv4Addr>("GATEWAY")?;
-    let ether = a.read::<EtherAddr>("ETHER")?;
-    let headroom = a.read::<usize>("HEADROOM")?.unwrap_or(128);
-    let mtu = a.read::<u32>("MTU")?.unwrap_or(1500);
-    let burst = a.read::<usize>("BURST")?.unwrap_or(32);
+    let devname = a.read_mp::<String>("DEVNAME");
+    let dst = a.read_p::<Ipv4Prefix>("DST");
+    let gateway = a.read::<Ipv4Addr>("GATEWAY");
+    let ether = a.read::<EtherAddr>("ETHER");
+    let headroom = a.read::<usize>("HEADROOM").unwrap_or(128);
+    let mtu = a.read::<u32>("MTU").unwrap_or(1500);
+    let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
     if !valid_devname(&devname) {
         return Err(format!("DEVNAME: bad interface name '{devname}'"));
@@ -171,7 +171,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             ));
         }
     }
-    Ok(Box::new(FromHost {
+    Ok(FromHost {
         devname,
         setup: TapSetup {
             dst,
@@ -185,7 +185,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         tap: Arc::new(HostTap::default()),
         spare: Mutex::new(None),
         counts: super::DevCounts::new(cx.nthreads),
-    }))
+    })
 }
 
 fn broadcast(p: &Ipv4Prefix) -> Ipv4Addr {
@@ -219,18 +219,26 @@ impl FromHost {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("dev_name"),
-    HandlerInfo::read("count"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::write("reset_counts"),
-];
-
 impl Element for FromHost {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("dev_name", |e, _| {
+            e.tap
+                .name
+                .get()
+                .cloned()
+                .unwrap_or_else(|| e.devname.clone())
+        }),
+        Handler::read("count", |e, _| e.counts.count.get().to_string()),
+        Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.counts.reset();
+            Ok(())
+        }),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         for i in 0..ix.element_count() {
-            let e: &dyn std::any::Any = ix.element(i);
-            if let Some(o) = e.downcast_ref::<FromHost>() {
+            if let Some(o) = ix.element::<FromHost>(i) {
                 if o.devname == self.devname && !std::ptr::eq(o, self) {
                     return Err(format!(
                         "{} opens {} too: one FromHost per device",
@@ -302,41 +310,13 @@ impl Element for FromHost {
         drop(spare);
         true
     }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        Some(match name {
-            "dev_name" => self
-                .tap
-                .name
-                .get()
-                .cloned()
-                .unwrap_or_else(|| self.devname.clone()),
-            _ => return self.counts.read(name),
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _value: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        self.counts.write(name)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paraclick_runtime::Registry;
 
     fn element(conf: &str) -> Result<FromHost, String> {
-        let mut reg = Registry::new();
-        reg.register(spec());
         let mut env = paraclick_runtime::ArgEnv::default();
         let mut cx = ConfigCx {
             name: "fh",
@@ -349,9 +329,7 @@ mod tests {
             nthreads: 1,
             env: &mut env,
         };
-        let e = (reg.get("FromHost").unwrap().make)(&mut cx)?;
-        let any: Box<dyn std::any::Any> = e;
-        Ok(*any.downcast::<FromHost>().unwrap())
+        make(&mut cx)
     }
 
     #[test]

@@ -20,8 +20,8 @@ mod rx;
 #[cfg(target_os = "linux")]
 mod sys;
 
-/// The `count` and `drops` statistics of a device element, with their
-/// read handlers and the `reset_counts` write handler.
+/// The `count` and `drops` statistics of a device element (its handlers
+/// `count`, `drops` and `reset_counts`).
 #[cfg(target_os = "linux")]
 pub(crate) struct DevCounts {
     pub count: paraclick_runtime::Counter,
@@ -37,22 +37,10 @@ impl DevCounts {
         }
     }
 
-    /// The `count` and `drops` read handlers.
-    pub fn read(&self, name: &str) -> Option<String> {
-        Some(match name {
-            "count" => self.count.get().to_string(),
-            "drops" => self.drops.get().to_string(),
-            _ => return None,
-        })
-    }
-
-    /// The `reset_counts` write handler.
-    pub fn write(&self, name: &str) -> Option<Result<(), String>> {
-        (name == "reset_counts").then(|| {
-            self.count.reset();
-            self.drops.reset();
-            Ok(())
-        })
+    /// The `reset_counts` handler.
+    pub fn reset(&self) {
+        self.count.reset();
+        self.drops.reset();
     }
 }
 #[cfg(target_os = "linux")]

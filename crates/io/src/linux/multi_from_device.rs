@@ -76,9 +76,7 @@ use super::rx::{
     check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
 };
 use paraclick_packet::Batch;
-use paraclick_runtime::{
-    ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, HandlerCx, HandlerInfo, InitCx,
-};
+use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, InitCx};
 use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 
@@ -98,7 +96,7 @@ struct PollState {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("MultiFromDevice", "0/1-", "h", make)
+    ClassSpec::element("MultiFromDevice", "0/1-", "h", make)
 }
 
 /// Parses one `DEVNAME [QUEUE]` argument.
@@ -117,7 +115,7 @@ fn parse_queue_arg(s: &str) -> Result<(String, usize), String> {
     Ok((dev.to_string(), queue))
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<MultiFromDevice, String> {
     let mut a = cx.args();
     let opts = RxOptions::read(&mut a)?;
     let args = a.rest();
@@ -144,7 +142,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
             if cx.noutputs == 1 { "" } else { "s" },
         ));
     }
-    Ok(Box::new(MultiFromDevice {
+    Ok(MultiFromDevice {
         stats: RxCounters::new(queues.len(), cx.nthreads),
         state: Mutex::new(PollState {
             next: 0,
@@ -153,7 +151,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         queues,
         opts,
         rx: OnceLock::new(),
-    }))
+    })
 }
 
 /// One task run's polling: reads the `n` queues in turn from `start`,
@@ -201,22 +199,36 @@ impl MultiFromDevice {
         })
     }
 
+    /// The `counts` handler: packets emitted per queue, one a line.
+    fn counts(&self) -> String {
+        let mut s = String::new();
+        for (i, (dev, q)) in self.queues.iter().enumerate() {
+            let _ = writeln!(s, "{dev} {q} {}", self.stats.count_of(i));
+        }
+        s
+    }
+
     /// The open rings (none before initialization).
     fn rings(&self) -> &[RxQueue] {
         self.rx.get().map(Vec::as_slice).unwrap_or_default()
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("counts"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::read("kernel_drops"),
-    HandlerInfo::write("reset_counts"),
-    HandlerInfo::read("encap"),
-];
-
 impl Element for MultiFromDevice {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.stats.count().to_string()),
+        Handler::read("counts", |e, _| e.counts()),
+        Handler::read("drops", |e, _| e.stats.drops(e.rings()).to_string()),
+        Handler::read("kernel_drops", |e, _| {
+            e.stats.kernel_drops(e.rings()).to_string()
+        }),
+        Handler::write("reset_counts", |e, _, _| {
+            e.stats.reset(e.rings());
+            Ok(())
+        }),
+        Handler::read("encap", |_, _| "ETHER".into()),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         // Once per device: its queues, read here and elsewhere, add up.
         for (k, c) in self.claims().enumerate() {
@@ -269,30 +281,6 @@ impl Element for MultiFromDevice {
         self.stats.dropped(cx, drops);
         got > 0 || drops > 0
     }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        if name == "counts" {
-            let mut s = String::new();
-            for (i, (dev, q)) in self.queues.iter().enumerate() {
-                let _ = writeln!(s, "{dev} {q} {}", self.stats.count_of(i));
-            }
-            return Some(s);
-        }
-        self.stats.read_handler(name, self.rings())
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _value: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        self.stats.write_handler(name, self.rings())
-    }
 }
 
 #[cfg(test)]
@@ -303,7 +291,7 @@ mod tests {
     use paraclick_runtime::Router;
 
     fn element(conf: &str, noutputs: usize) -> Result<MultiFromDevice, String> {
-        configure(spec(), conf, noutputs)
+        configure("MultiFromDevice", make, conf, noutputs)
     }
 
     #[test]

@@ -51,20 +51,20 @@ impl RxOptions {
     /// TIMESTAMP and FORCE_IP (all keywords, all optional) and checks them.
     pub fn read(a: &mut Args<'_>) -> Result<RxOptions, String> {
         let o = RxOptions {
-            sniffer: a.read::<bool>("SNIFFER")?.unwrap_or(true),
-            promisc: a.read::<bool>("PROMISC")?.unwrap_or(false),
-            burst: a.read::<usize>("BURST")?.unwrap_or(32),
-            snaplen: a.read::<usize>("SNAPLEN")?.unwrap_or(2046),
-            nqueues: a.read::<usize>("N_QUEUES")?.unwrap_or(1),
-            fanout: match a.read::<String>("FANOUT")? {
+            sniffer: a.read::<bool>("SNIFFER").unwrap_or(true),
+            promisc: a.read::<bool>("PROMISC").unwrap_or(false),
+            burst: a.read::<usize>("BURST").unwrap_or(32),
+            snaplen: a.read::<usize>("SNAPLEN").unwrap_or(2046),
+            nqueues: a.read::<usize>("N_QUEUES").unwrap_or(1),
+            fanout: match a.read::<String>("FANOUT") {
                 None => 0,
                 Some(f) => fanout_mode(&f).ok_or_else(|| {
                     format!("FANOUT: unknown mode '{f}' (HASH, LB, CPU, RND, QM, ROLLOVER)")
                 })?,
             },
-            outbound: a.read::<bool>("OUTBOUND")?.unwrap_or(false),
-            timestamp: a.read::<bool>("TIMESTAMP")?.unwrap_or(true),
-            force_ip: a.read::<bool>("FORCE_IP")?.unwrap_or(false),
+            outbound: a.read::<bool>("OUTBOUND").unwrap_or(false),
+            timestamp: a.read::<bool>("TIMESTAMP").unwrap_or(true),
+            force_ip: a.read::<bool>("FORCE_IP").unwrap_or(false),
         };
         if o.burst == 0 {
             return Err("BURST must be at least 1".into());
@@ -388,22 +388,20 @@ impl RxCounters {
         self.emitted[i].get()
     }
 
-    /// The shared read handlers `count`, `drops`, `kernel_drops` and
-    /// `encap`, over the element's rings (none before initialization).
-    pub fn read_handler(&self, name: &str, rings: &[RxQueue]) -> Option<String> {
-        let kernel = || rings.iter().map(RxQueue::kernel_drops).sum::<u64>();
-        Some(match name {
-            "count" => self
-                .emitted
-                .iter()
-                .map(Counter::get)
-                .sum::<u64>()
-                .to_string(),
-            "kernel_drops" => kernel().to_string(),
-            "drops" => (kernel() + self.own_drops.get()).to_string(),
-            "encap" => "ETHER".to_string(),
-            _ => return None,
-        })
+    /// The `count` handler: packets emitted from every ring.
+    pub fn count(&self) -> u64 {
+        self.emitted.iter().map(Counter::get).sum()
+    }
+
+    /// The `kernel_drops` handler: the rings' kernel drops (no rings
+    /// before initialization).
+    pub fn kernel_drops(&self, rings: &[RxQueue]) -> u64 {
+        rings.iter().map(RxQueue::kernel_drops).sum()
+    }
+
+    /// The `drops` handler: kernel drops and frames dropped here.
+    pub fn drops(&self, rings: &[RxQueue]) -> u64 {
+        self.kernel_drops(rings) + self.own_drops.get()
     }
 
     /// The `reset_counts` handler.
@@ -416,14 +414,6 @@ impl RxCounters {
         }
         self.own_drops.reset();
     }
-
-    /// The write handlers (`reset_counts`).
-    pub fn write_handler(&self, name: &str, rings: &[RxQueue]) -> Option<Result<(), String>> {
-        (name == "reset_counts").then(|| {
-            self.reset(rings);
-            Ok(())
-        })
-    }
 }
 
 /// One receive queue an element claims: device, QUEUE, N_QUEUES, FANOUT.
@@ -435,13 +425,13 @@ pub struct QueueClaim<'a> {
     pub fanout: u32,
 }
 
-/// The queues element `e` reads, if it is a FromDevice or a
+/// The queues element `i` reads, if it is a FromDevice or a
 /// MultiFromDevice.
-fn claims_of(e: &dyn std::any::Any) -> Vec<QueueClaim<'_>> {
-    if let Some(fd) = e.downcast_ref::<FromDevice>() {
+fn claims_of<'a>(ix: &'a InitCx<'_>, i: usize) -> Vec<QueueClaim<'a>> {
+    if let Some(fd) = ix.element::<FromDevice>(i) {
         return vec![fd.claim()];
     }
-    if let Some(m) = e.downcast_ref::<MultiFromDevice>() {
+    if let Some(m) = ix.element::<MultiFromDevice>(i) {
         return m.claims().collect();
     }
     Vec::new()
@@ -455,8 +445,7 @@ pub fn check_device_queues(ix: &InitCx<'_>, mine: &QueueClaim<'_>) -> Result<(),
     let dev = mine.devname;
     let mut queues: Vec<(usize, String)> = Vec::new();
     for i in 0..ix.element_count() {
-        let e: &dyn std::any::Any = ix.element(i);
-        for c in claims_of(e) {
+        for c in claims_of(ix, i) {
             if c.devname != dev {
                 continue;
             }
@@ -508,19 +497,20 @@ pub fn check_device_queues(ix: &InitCx<'_>, mine: &QueueClaim<'_>) -> Result<(),
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx};
+    use paraclick_runtime::{ArgEnv, ConfigCx};
 
-    /// Configures element `class` of `spec` with `conf` and `noutputs`
-    /// outputs, as the router would (without initializing it).
+    /// Configures an element of class `class` with its `make`, `conf` and
+    /// `noutputs` outputs, as the router would (without initializing it).
     pub(crate) fn configure<T: 'static>(
-        spec: ClassSpec,
+        class: &str,
+        make: fn(&mut ConfigCx<'_>) -> Result<T, String>,
         conf: &str,
         noutputs: usize,
     ) -> Result<T, String> {
         let mut env = ArgEnv::default();
         let mut cx = ConfigCx {
             name: "e",
-            class: spec.name,
+            class,
             config: conf,
             ninputs: 0,
             noutputs,
@@ -529,8 +519,6 @@ pub(crate) mod tests {
             nthreads: 2,
             env: &mut env,
         };
-        let e = (spec.make)(&mut cx)?;
-        let any: Box<dyn std::any::Any> = e;
-        Ok(*any.downcast::<T>().expect("the class's own type"))
+        make(&mut cx)
     }
 }

@@ -49,7 +49,7 @@
 
 use super::sys::{self, SEND_CHUNK};
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,15 +76,15 @@ pub struct ToDevice {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ToDevice", "1/0-2", "a/h", make)
+    ClassSpec::element("ToDevice", "1/0-2", "a/h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
     let mut a = cx.args();
-    let devname = a.read_mp::<String>("DEVNAME")?;
-    let burst_p = a.read_p::<usize>("BURST")?;
-    let burst_k = a.read::<usize>("BURST")?;
-    let _queue = a.read::<usize>("QUEUE")?;
+    let devname = a.read_mp::<String>("DEVNAME");
+    let burst_p = a.read_p::<usize>("BURST");
+    let burst_k = a.read::<usize>("BURST");
+    let _queue = a.read::<usize>("QUEUE");
     a.complete()?;
     if devname.is_empty() || devname.len() >= 16 || devname.contains(['/', ' ', '\0']) {
         return Err(format!("DEVNAME: bad interface name '{devname}'"));
@@ -93,7 +93,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
-    Ok(Box::new(ToDevice {
+    Ok(ToDevice {
         devname,
         burst,
         pull: cx.input_is_pull(0),
@@ -104,7 +104,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
         npending: AtomicUsize::new(0),
         max_pending: 4 * burst,
         counts: super::DevCounts::new(cx.nthreads),
-    }))
+    })
 }
 
 impl ToDevice {
@@ -226,13 +226,16 @@ impl ToDevice {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::write("reset_counts"),
-];
-
 impl Element for ToDevice {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.counts.count.get().to_string()),
+        Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.counts.reset();
+            Ok(())
+        }),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if ix.checking() {
             return Ok(());
@@ -279,23 +282,6 @@ impl Element for ToDevice {
 
     fn queued(&self) -> usize {
         self.npending.load(Ordering::Acquire)
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        self.counts.read(name)
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _value: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        self.counts.write(name)
     }
 }
 

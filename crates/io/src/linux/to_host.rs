@@ -37,7 +37,7 @@
 use super::from_host::{valid_devname, FromHost, HostTap};
 use super::tap;
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, HandlerCx, HandlerInfo, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
 use std::sync::{Arc, OnceLock};
 
 pub struct ToHost {
@@ -47,37 +47,39 @@ pub struct ToHost {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ToHost", "1/0", "h", make)
+    ClassSpec::element("ToHost", "1/0", "h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ToHost, String> {
     let mut a = cx.args();
-    let devname = a.read_p::<String>("DEVNAME")?;
+    let devname = a.read_p::<String>("DEVNAME");
     a.complete()?;
     if let Some(d) = &devname {
         if !valid_devname(d) {
             return Err(format!("DEVNAME: bad interface name '{d}'"));
         }
     }
-    Ok(Box::new(ToHost {
+    Ok(ToHost {
         devname,
         tap: OnceLock::new(),
         counts: super::DevCounts::new(cx.nthreads),
-    }))
+    })
 }
 
-const HANDLERS: &[HandlerInfo] = &[
-    HandlerInfo::read("count"),
-    HandlerInfo::read("drops"),
-    HandlerInfo::write("reset_counts"),
-];
-
 impl Element for ToHost {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.counts.count.get().to_string()),
+        Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.counts.reset();
+            Ok(())
+        }),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         let mut found: Vec<(usize, &FromHost)> = Vec::new();
         for i in 0..ix.element_count() {
-            let e: &dyn std::any::Any = ix.element(i);
-            if let Some(fh) = e.downcast_ref::<FromHost>() {
+            if let Some(fh) = ix.element::<FromHost>(i) {
                 found.push((i, fh));
             }
         }
@@ -134,23 +136,6 @@ impl Element for ToHost {
         if failed > 0 {
             self.counts.drops.add(cx.thread(), failed);
         }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        self.counts.read(name)
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        _value: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        self.counts.write(name)
     }
 }
 
