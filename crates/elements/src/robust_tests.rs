@@ -84,6 +84,17 @@ const ELEMENTS: &[(&str, usize, bool)] = &[
     ),
     ("ICMPError(10.0.0.1, unreachable, host)", 1, false),
     ("ICMPPingResponder", 2, false),
+    ("IPRewriter(pattern 1.0.0.1 1024-65535 - - 0 1)", 2, true),
+    ("TCPRewriter(keep 0 1)", 2, true),
+    ("UDPRewriter(pattern - 1-9# - - 1 0)", 2, true),
+    ("IPAddrRewriter(pattern 1.0.0.1-1.0.0.9 - 0 1)", 2, true),
+    ("IPAddrPairRewriter(pattern 1.0.0.1 - 0 1)", 2, true),
+    ("ICMPPingRewriter(pattern 1.0.0.1 - - - 0 1)", 2, true),
+    (
+        "ICMPRewriter(rw); rw :: IPRewriter(drop); Idle -> rw -> Discard",
+        2,
+        true,
+    ),
 ];
 
 /// Packets that are wrong in every way a router meets: empty, random,

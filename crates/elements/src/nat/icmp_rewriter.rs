@@ -36,9 +36,7 @@ use super::rewriter::Rewriter;
 use super::table::{now_ms, FlowTable};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
-use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx, Verdict,
-};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, InitCx, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, OnceLock};
 
@@ -51,26 +49,26 @@ pub struct ICMPRewriter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("ICMPRewriter", "1/1-2", "h/h", make)
+    ClassSpec::action("ICMPRewriter", "1/1-2", "h/h", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<ICMPRewriter, String> {
     let noutputs = cx.noutputs;
     let mut a = cx.args();
-    let maps: String = a.read_mp("MAPS")?;
-    let dst_anno = a.read::<bool>("DST_ANNO")?.unwrap_or(true);
+    let maps: String = a.read_mp("MAPS");
+    let dst_anno = a.read::<bool>("DST_ANNO").unwrap_or(true);
     a.complete()?;
     let names: Vec<String> = maps.split_whitespace().map(String::from).collect();
     if names.is_empty() {
         return Err("MAPS: at least one rewriter required".into());
     }
-    Ok(Box::new(ICMPRewriter {
+    Ok(ICMPRewriter {
         names,
         maps: OnceLock::new(),
         dst_anno,
         noutputs,
         rewritten: Counter::new(cx.nthreads),
-    }))
+    })
 }
 
 #[inline]
@@ -206,18 +204,19 @@ impl ICMPRewriter {
     }
 }
 
-const HANDLERS: &[HandlerInfo] = &[HandlerInfo::read("rewritten")];
+impl Action for ICMPRewriter {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("rewritten", |e, _| {
+        e.rewritten.get().to_string()
+    })];
 
-impl Element for ICMPRewriter {
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         let mut maps = Vec::new();
         for n in &self.names {
             let i = ix
                 .find(n)
                 .ok_or_else(|| format!("MAPS: no element named '{n}'"))?;
-            let e: &dyn std::any::Any = ix.element(i);
-            let rw = e
-                .downcast_ref::<Rewriter>()
+            let rw = ix
+                .element::<Rewriter>(i)
                 .ok_or_else(|| format!("MAPS: '{n}' is not a rewriter"))?;
             maps.push(rw.table_arc());
         }
@@ -233,17 +232,5 @@ impl Element for ICMPRewriter {
             }
             None => self.unmatched(),
         }
-    }
-
-    fn action_only(&self) -> bool {
-        true
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        (name == "rewritten").then(|| self.rewritten.get().to_string())
     }
 }

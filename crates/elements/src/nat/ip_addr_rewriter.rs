@@ -31,13 +31,13 @@
 //!
 //!     IPAddrRewriter(pattern 192.0.2.16/28 - 0 1, drop)
 
-use super::rewriter::{make, Class};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::rewriter::{make, Class, Rewriter};
+use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPAddrRewriter", "1-/1-256", "h/h", mk)
+    ClassSpec::element("IPAddrRewriter", "1-/1-256", "h/h", mk)
 }
 
-fn mk(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn mk(cx: &mut ConfigCx<'_>) -> Result<Rewriter, String> {
     make(cx, Class::Addr)
 }

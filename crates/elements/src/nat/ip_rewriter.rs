@@ -94,13 +94,13 @@
 //!     private -> CheckIPHeader -> [0]rw;  public -> CheckIPHeader -> [1]rw;
 //!     rw[0] -> to_public;  rw[1] -> to_private;
 
-use super::rewriter::{make, Class};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element};
+use super::rewriter::{make, Class, Rewriter};
+use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPRewriter", "1-/1-256", "h/h", mk)
+    ClassSpec::element("IPRewriter", "1-/1-256", "h/h", mk)
 }
 
-fn mk(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn mk(cx: &mut ConfigCx<'_>) -> Result<Rewriter, String> {
     make(cx, Class::Ip)
 }

@@ -38,10 +38,10 @@ impl IPRewriterPatterns {
 impl Element for IPRewriterPatterns {}
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("IPRewriterPatterns", "0/0", "a", make)
+    ClassSpec::element("IPRewriterPatterns", "0/0", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+fn make(cx: &mut ConfigCx<'_>) -> Result<IPRewriterPatterns, String> {
     let texts = cx.args().rest_all();
     let mut patterns: Vec<(String, Arc<Pattern>)> = Vec::new();
     let mut errs = Vec::new();
@@ -63,5 +63,5 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
     if !errs.is_empty() {
         return Err(errs.join("; "));
     }
-    Ok(Box::new(IPRewriterPatterns { patterns }))
+    Ok(IPRewriterPatterns { patterns })
 }

@@ -81,7 +81,7 @@ fn parse_pattern(s: &str, cx: &ConfigCx<'_>) -> Result<Choice, String> {
     Ok((Arc::new(p), o(outs[0])?, o(outs[1])?))
 }
 
-pub fn make_round_robin(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+pub fn make_round_robin(cx: &mut ConfigCx<'_>) -> Result<Mapper, String> {
     let texts = cx.args().rest_all();
     if texts.is_empty() {
         return Err("at least one pattern required".into());
@@ -90,12 +90,12 @@ pub fn make_round_robin(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, Strin
         .iter()
         .map(|t| parse_pattern(t, cx))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Box::new(Mapper {
+    Ok(Mapper {
         core: Arc::new(MapperCore {
             patterns,
             rule: Rule::RoundRobin(AtomicUsize::new(0)),
         }),
-    }))
+    })
 }
 
 fn parse_seed(s: &str) -> Option<u64> {
@@ -105,7 +105,7 @@ fn parse_seed(s: &str) -> Option<u64> {
     }
 }
 
-pub fn make_source_hash(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, String> {
+pub fn make_source_hash(cx: &mut ConfigCx<'_>) -> Result<Mapper, String> {
     let texts = cx.args().rest_all();
     let Some((first, rest)) = texts.split_first() else {
         return Err("missing NNODES SEED".into());
@@ -139,12 +139,12 @@ pub fn make_source_hash(cx: &mut ConfigCx<'_>) -> Result<Box<dyn Element>, Strin
         }
     }
     ring.sort_unstable();
-    Ok(Box::new(Mapper {
+    Ok(Mapper {
         core: Arc::new(MapperCore {
             patterns,
             rule: Rule::SourceHash(ring, seed),
         }),
-    }))
+    })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::pattern::{parse_spec, Pattern, SpecText};
 use super::table::{now_ms, FlowTable, KeyKind, Timeouts};
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ConfigCx, Counter, Cx, Element, HandlerCx, HandlerInfo, InitCx, Verdict};
+use paraclick_runtime::{ConfigCx, Counter, Cx, Element, Handler, InitCx, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -75,20 +75,13 @@ fn ms(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
-pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Box<dyn Element>, String> {
+pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
     let nthreads = cx.nthreads;
     let noutputs = cx.noutputs;
     let ninputs = cx.ninputs;
     let mut a = cx.args();
     let mut t = Timeouts::default();
-    let mut errs = Vec::new();
-    let mut dur = |a: &mut paraclick_runtime::args::Args<'_>, k: &str| match a.read::<Duration>(k) {
-        Ok(v) => v.map(ms),
-        Err(e) => {
-            errs.push(e);
-            None
-        }
-    };
+    let dur = |a: &mut paraclick_runtime::args::Args<'_>, k: &str| a.read::<Duration>(k).map(ms);
     if let Some(v) = dur(&mut a, "TIMEOUT") {
         t.tcp = v;
         t.tcp_nodata = v;
@@ -117,15 +110,13 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Box<dyn Element>, Str
     let _ = dur(&mut a, "UDP_GUARANTEE");
     let _ = dur(&mut a, "GUARANTEE");
     let reap = dur(&mut a, "REAP_INTERVAL").unwrap_or(15 * 60 * 1000);
-    let mut cap = a.read::<usize>("CAPACITY")?;
-    if let Some(c) = a.read::<usize>("MAPPING_CAPACITY")? {
+    let mut cap = a.read::<usize>("CAPACITY");
+    if let Some(c) = a.read::<usize>("MAPPING_CAPACITY") {
         cap = Some(c);
     }
-    let dst_anno = a.read::<bool>("DST_ANNO")?.unwrap_or(true);
+    let dst_anno = a.read::<bool>("DST_ANNO").unwrap_or(true);
     let texts = a.rest_all();
-    if !errs.is_empty() {
-        return Err(errs.join("; "));
-    }
+    a.complete()?;
     if texts.is_empty() {
         return Err("at least one input specification required".into());
     }
@@ -149,7 +140,7 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Box<dyn Element>, Str
     }
     let capacity = cap.unwrap_or(1 << 21);
     let n = nthreads.max(1);
-    Ok(Box::new(Rewriter {
+    Ok(Rewriter {
         class,
         texts: specs,
         specs: OnceLock::new(),
@@ -165,13 +156,12 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Box<dyn Element>, Str
             })
             .collect(),
         bad: Counter::new(n),
-    }))
+    })
 }
 
 fn find_named(ix: &InitCx<'_>, name: &str) -> Option<Arc<Pattern>> {
     (0..ix.element_count()).find_map(|i| {
-        let e: &dyn std::any::Any = ix.element(i);
-        e.downcast_ref::<IPRewriterPatterns>()
+        ix.element::<IPRewriterPatterns>(i)
             .and_then(|p| p.get(name))
     })
 }
@@ -190,6 +180,26 @@ impl Rewriter {
 
     pub fn class(&self) -> Class {
         self.class
+    }
+
+    /// The `patterns` handler, in Click's form.
+    fn patterns(&self) -> String {
+        let mut s = String::new();
+        let specs = self.specs.get();
+        for (i, (t, _)) in self.texts.iter().enumerate() {
+            let line = match specs.and_then(|v| v.get(i)) {
+                Some(Spec::Drop) => "<drop>".to_string(),
+                Some(Spec::Pass(_)) => "<pass>".to_string(),
+                Some(Spec::Keep(..)) => "<keep>".to_string(),
+                Some(Spec::Pattern(p, _, _)) => {
+                    format!("{p} [{}]", p.users.load(Ordering::Relaxed))
+                }
+                Some(Spec::Mapper(_)) | None => format!("<{t}>"),
+            };
+            s.push_str(&line);
+            s.push('\n');
+        }
+        s
     }
 
     /// The table this rewriter's mappings live in (for ICMPRewriter).
@@ -254,56 +264,35 @@ impl Rewriter {
     }
 }
 
-const H_IP: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::read("mappings"),
-    HandlerInfo::read("tcp_table"),
-    HandlerInfo::read("udp_table"),
-    HandlerInfo::read("nmappings"),
-    HandlerInfo::read("mapping_failures"),
-    HandlerInfo::read("patterns"),
-    HandlerInfo::read("size"),
-    HandlerInfo::rw("capacity"),
-    HandlerInfo::read("bad_packets"),
-    HandlerInfo::write("clear"),
-];
-const H_TCP: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::read("mappings"),
-    HandlerInfo::read("tcp_table"),
-    HandlerInfo::read("nmappings"),
-    HandlerInfo::read("mapping_failures"),
-    HandlerInfo::read("patterns"),
-    HandlerInfo::read("size"),
-    HandlerInfo::rw("capacity"),
-    HandlerInfo::read("bad_packets"),
-    HandlerInfo::write("clear"),
-];
-const H_UDP: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::read("mappings"),
-    HandlerInfo::read("udp_table"),
-    HandlerInfo::read("nmappings"),
-    HandlerInfo::read("mapping_failures"),
-    HandlerInfo::read("patterns"),
-    HandlerInfo::read("size"),
-    HandlerInfo::rw("capacity"),
-    HandlerInfo::read("bad_packets"),
-    HandlerInfo::write("clear"),
-];
-const H_OTHER: &[HandlerInfo] = &[
-    HandlerInfo::read("table"),
-    HandlerInfo::read("mappings"),
-    HandlerInfo::read("nmappings"),
-    HandlerInfo::read("mapping_failures"),
-    HandlerInfo::read("patterns"),
-    HandlerInfo::read("size"),
-    HandlerInfo::rw("capacity"),
-    HandlerInfo::read("bad_packets"),
-    HandlerInfo::write("clear"),
-];
-
 impl Element for Rewriter {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("table", |e, _| e.table.format(now_ms(), None, true)),
+        Handler::read("mappings", |e, _| e.table.format(now_ms(), None, true)),
+        Handler::read("tcp_table", |e, _| {
+            e.table.format(now_ms(), Some(TCP), false)
+        }),
+        Handler::read("udp_table", |e, _| {
+            e.table.format(now_ms(), Some(UDP), false)
+        }),
+        Handler::read("nmappings", |e, _| {
+            e.table.flows(now_ms()).len().to_string()
+        }),
+        Handler::read("size", |e, _| e.table.nflows().to_string()),
+        Handler::read("capacity", |e: &Rewriter, _| e.table.capacity().to_string()).write_with(
+            |e, v, hx| {
+                e.table.set_capacity(hx.arg(v)?);
+                Ok(())
+            },
+        ),
+        Handler::read("mapping_failures", |e, _| e.table.failures().to_string()),
+        Handler::read("bad_packets", |e, _| e.bad.get().to_string()),
+        Handler::read("patterns", |e, _| e.patterns()),
+        Handler::write("clear", |e, _, _| {
+            e.table.clear();
+            Ok(())
+        }),
+    ];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         let mut out = Vec::new();
         let mut errs = Vec::new();
@@ -326,10 +315,10 @@ impl Element for Rewriter {
                     }
                 },
                 SpecText::Mapper(n) => {
-                    let m = ix.find(n).and_then(|i| {
-                        let e: &dyn std::any::Any = ix.element(i);
-                        e.downcast_ref::<Mapper>().map(|m| m.core())
-                    });
+                    let m = ix
+                        .find(n)
+                        .and_then(|i| ix.element::<Mapper>(i))
+                        .map(|m| m.core());
                     match m {
                         Some(m) => {
                             for (_, f, r) in m.patterns() {
@@ -358,11 +347,6 @@ impl Element for Rewriter {
         let g = self.table.guard();
         self.table.reap(now_ms(), &g);
         cx.schedule_after(0, self.reap);
-    }
-
-    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        let g = self.table.guard();
-        self.handle(cx, 0, p, now_ms(), &g)
     }
 
     /// One table guard and one clock reading per batch; the batch moves on
@@ -413,73 +397,6 @@ impl Element for Rewriter {
             if !b.is_empty() {
                 cx.push(o, b);
             }
-        }
-    }
-
-    fn handlers(&self) -> &'static [HandlerInfo] {
-        match self.class {
-            Class::Ip => H_IP,
-            Class::Tcp => H_TCP,
-            Class::Udp => H_UDP,
-            _ => H_OTHER,
-        }
-    }
-
-    fn read_handler(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<String> {
-        if !self.handlers().iter().any(|h| h.name == name && h.read) {
-            return None;
-        }
-        let now = now_ms();
-        let with_proto = self.class == Class::Ip;
-        Some(match name {
-            "table" | "mappings" => self.table.format(now, None, with_proto),
-            "tcp_table" => self.table.format(now, Some(TCP), false),
-            "udp_table" => self.table.format(now, Some(UDP), false),
-            "nmappings" => self.table.flows(now).len().to_string(),
-            "size" => self.table.nflows().to_string(),
-            "capacity" => self.table.capacity().to_string(),
-            "mapping_failures" => self.table.failures().to_string(),
-            "bad_packets" => self.bad.get().to_string(),
-            "patterns" => {
-                let mut s = String::new();
-                let specs = self.specs.get();
-                for (i, (t, _)) in self.texts.iter().enumerate() {
-                    let line = match specs.and_then(|v| v.get(i)) {
-                        Some(Spec::Drop) => "<drop>".to_string(),
-                        Some(Spec::Pass(_)) => "<pass>".to_string(),
-                        Some(Spec::Keep(..)) => "<keep>".to_string(),
-                        Some(Spec::Pattern(p, _, _)) => {
-                            format!("{p} [{}]", p.users.load(Ordering::Relaxed))
-                        }
-                        Some(Spec::Mapper(_)) | None => format!("<{t}>"),
-                    };
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-                s
-            }
-            _ => return None,
-        })
-    }
-
-    fn write_handler(
-        &self,
-        name: &str,
-        v: &str,
-        _hx: &HandlerCx<'_>,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "clear" => {
-                self.table.clear();
-                Some(Ok(()))
-            }
-            "capacity" => Some(
-                v.trim()
-                    .parse::<usize>()
-                    .map(|c| self.table.set_capacity(c))
-                    .map_err(|_| format!("capacity: bad number '{}'", v.trim())),
-            ),
-            _ => None,
         }
     }
 }

@@ -21,5 +21,5 @@ use super::mapper::make_round_robin;
 use paraclick_runtime::ClassSpec;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::new("RoundRobinIPMapper", "0/0", "a", make_round_robin)
+    ClassSpec::element("RoundRobinIPMapper", "0/0", "a", make_round_robin)
 }
