@@ -13,6 +13,7 @@ pub mod ip6;
 pub mod ipfilter;
 pub mod iproute;
 pub mod ipsec;
+pub mod nat;
 pub mod robust;
 pub mod sched;
 pub mod sources;
@@ -44,6 +45,7 @@ pub fn register_all(reg: &mut Registry) {
     ipsec::register(reg);
     icmp::register(reg);
     ipfilter::register(reg);
+    nat::register(reg);
     attach_docs(reg, docs());
 }
 

@@ -76,4 +76,10 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("CheckIP6Header", 2, true),
     ("DecIP6HLIM", 2, true),
     ("IP6Mirror", 1, true),
+    ("IPRewriter(pattern 1.0.0.1 1024-65535 - - 0 1)", 2, true),
+    ("TCPRewriter(keep 0 1)", 2, true),
+    ("UDPRewriter(pattern - 1-9# - - 1 0)", 2, true),
+    ("IPAddrRewriter(pattern 1.0.0.1-1.0.0.9 - 0 1)", 2, true),
+    ("IPAddrPairRewriter(pattern 1.0.0.1 - 0 1)", 2, true),
+    ("ICMPPingRewriter(pattern 1.0.0.1 - - - 0 1)", 2, true),
 ];

@@ -373,6 +373,86 @@ pub fn multicore_cases(packets: u64) -> Vec<McCase> {
     ]
 }
 
+/// The NAT suite: conf/nat-bench.click (two FastUDPFlows generators
+/// into one IPRewriter) with 1,000, 50,000 and 1,000,000 concurrent flows,
+/// both generators on one thread, then one per thread (ratio: the
+/// scaling). Each generator sends at least 10 packets per flow, so mapping
+/// creation is at most a tenth of the packets.
+pub fn nat_cases(packets: u64) -> Vec<McCase> {
+    let src = Source {
+        name: "conf/nat-bench.click".into(),
+        text: include_str!("../../../conf/nat-bench.click").into(),
+    };
+    // Control: the same generators, Strip and Counter without the
+    // rewriter, measured in the same run (what the machine gives).
+    let control = Source {
+        name: "conf/nat-bench.click (no IPRewriter)".into(),
+        text: src
+            .text
+            .replace("-> [0]rw;", "-> c;")
+            .replace("rw[0] -> c :: Counter -> Discard;", "")
+            .replace("rw[1] -> Discard;", "")
+            .replace(
+                "rw :: IPRewriter(pattern 192.0.2.1 1024-65535 - - 0 1, CAPACITY $CAPACITY);",
+                "c :: Counter -> Discard;",
+            ),
+    };
+    let mut v = Vec::new();
+    for threads in [1usize, 2] {
+        v.push(McCase {
+            label: if threads == 1 {
+                "control: generators only, 1 thread"
+            } else {
+                "control: generators only, 2 threads"
+            },
+            case: Case {
+                name: "control".into(),
+                source: control.clone(),
+                defines: vec![
+                    ("N".into(), (packets / 2).to_string()),
+                    ("FLOWS".into(), "500".into()),
+                    ("T1".into(), (threads - 1).to_string()),
+                ],
+                count: vec!["c.count".into()],
+            },
+            threads,
+            policy: SchedPolicy::Static,
+            baseline: if threads == 1 { None } else { Some(0) },
+        });
+    }
+    for flows in [1_000u64, 50_000, 1_000_000] {
+        let per_src = flows / 2;
+        let n = (packets / 2).max(per_src * 10);
+        for threads in [1usize, 2] {
+            let label: &'static str = Box::leak(
+                format!(
+                    "IPRewriter, {flows} flows, {threads} thread{}",
+                    if threads == 1 { "" } else { "s" }
+                )
+                .into_boxed_str(),
+            );
+            let base = v.len();
+            v.push(McCase {
+                label,
+                case: Case {
+                    name: label.into(),
+                    source: src.clone(),
+                    defines: vec![
+                        ("N".into(), n.to_string()),
+                        ("FLOWS".into(), per_src.to_string()),
+                        ("T1".into(), (threads - 1).to_string()),
+                    ],
+                    count: vec!["c.count".into()],
+                },
+                threads,
+                policy: SchedPolicy::Static,
+                baseline: if threads == 1 { None } else { Some(base - 1) },
+            });
+        }
+    }
+    v
+}
+
 pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
     println!(
         "paraclick bench --suite multicore: {} round(s), median shown; ratio = median over rounds of Mpps / Mpps of the baseline row above it in the same round",

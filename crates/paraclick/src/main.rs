@@ -105,7 +105,7 @@ enum Cmd {
         repeat: usize,
         #[arg(long = "sched", default_value = "adaptive")]
         sched: String,
-        /// Suite of standard configurations: foundation or multicore.
+        /// Suite of standard configurations: foundation, multicore or nat.
         #[arg(long = "suite", default_value = "foundation")]
         suite: String,
         /// Read handlers whose sum counts the packets of a CONFIG run
@@ -400,8 +400,17 @@ fn main() -> ExitCode {
                 };
                 bench_cmd(packets, threads, repeat, &sched, count, configs)
             }
+            "nat" => {
+                let reg = registry();
+                let cases = bench::nat_cases(packets);
+                if bench::run_multicore(&cases, &reg, repeat) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
             other => fail(&format!(
-                "--suite: unknown suite '{other}' (foundation, multicore)"
+                "--suite: unknown suite '{other}' (foundation, multicore, nat)"
             )),
         },
         None => run(cli.run),

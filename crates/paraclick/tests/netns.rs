@@ -146,3 +146,18 @@ fn two_sites_through_an_esp_tunnel() {
         "vpn test: all checks passed",
     );
 }
+
+/// A NAPT gateway between a private and a public host:
+/// conf/nat-gateway-veth.click at -j 1 and -j 2; ping, an intact HTTP
+/// transfer whose server sees the gateway's public address, a UDP
+/// exchange, "connection refused" from a closed UDP port (the ICMP error
+/// translated back), and no way in for the public host unsolicited
+/// (tests/netns/nat.sh).
+#[test]
+fn nat_gateway_between_private_and_public_hosts() {
+    run_script(
+        "nat.sh",
+        Duration::from_secs(120),
+        "netns nat test: all checks passed",
+    );
+}

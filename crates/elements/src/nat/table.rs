@@ -1,0 +1,830 @@
+// The flow table shared by every thread: a concurrent hash map with
+// lock-free reads (papaya), holding both directions of each flow, with
+// timeouts, a capacity bound and allocation of unused rewritten flows.
+
+use super::flow::{FlowHasher, FlowId, FlowKey, ADDR_DST, ADDR_PAIR, ADDR_SRC, TCP, UDP};
+use super::pattern::Pattern;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a table's keys look like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// Five-tuple (IPRewriter, TCPRewriter, UDPRewriter, ICMPPingRewriter).
+    Ports,
+    /// Source address forward, destination address back (IPAddrRewriter).
+    Addr,
+    /// Address pair (IPAddrPairRewriter).
+    Pair,
+}
+
+/// Flow state bits.
+const DATA_FWD: u8 = 1;
+const DATA_REV: u8 = 2;
+const FIN_FWD: u8 = 4;
+const FIN_REV: u8 = 8;
+const RST: u8 = 16;
+
+/// Timeouts in milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    pub tcp: u64,
+    pub tcp_done: u64,
+    pub tcp_nodata: u64,
+    pub udp: u64,
+    pub udp_streaming: u64,
+    pub other: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            tcp: 24 * 3600 * 1000,
+            tcp_done: 240 * 1000,
+            tcp_nodata: 300 * 1000,
+            udp: 300 * 1000,
+            udp_streaming: 300 * 1000,
+            other: 300 * 1000,
+        }
+    }
+}
+
+/// One flow: both directions.
+pub struct Flow {
+    pub proto: u8,
+    /// Keys of the forward (0) and reverse (1) directions.
+    pub key: [FlowKey; 2],
+    /// What each direction's packets become (fields per `mask`).
+    pub to: [FlowId; 2],
+    pub mask: [u8; 2],
+    pub out: [u16; 2],
+    /// The input whose specification made the flow.
+    pub input: u16,
+    /// The pattern that made it (its `users` count includes this flow).
+    pattern: Option<Arc<Pattern>>,
+    last: AtomicU64,
+    state: AtomicU8,
+}
+
+impl Flow {
+    pub fn timeout(&self, t: &Timeouts) -> u64 {
+        let s = self.state.load(Ordering::Relaxed);
+        match self.proto {
+            TCP => {
+                if s & RST != 0 || s & (FIN_FWD | FIN_REV) == FIN_FWD | FIN_REV {
+                    t.tcp_done
+                } else if s & (DATA_FWD | DATA_REV) == DATA_FWD | DATA_REV {
+                    t.tcp
+                } else {
+                    t.tcp_nodata
+                }
+            }
+            UDP => {
+                if s & (DATA_FWD | DATA_REV) == DATA_FWD | DATA_REV {
+                    t.udp_streaming
+                } else {
+                    t.udp
+                }
+            }
+            _ => t.other,
+        }
+    }
+
+    pub fn expired(&self, now: u64, t: &Timeouts) -> bool {
+        now.saturating_sub(self.last.load(Ordering::Relaxed)) > self.timeout(t)
+    }
+
+    /// Marks a packet seen in direction `dir` at `now` (ms).
+    #[inline]
+    pub fn touch(&self, dir: u8, now: u64, tcp_flags: u8, has_data: bool) {
+        if self.last.load(Ordering::Relaxed) != now {
+            self.last.store(now, Ordering::Relaxed);
+        }
+        let mut bits = 0;
+        if has_data {
+            bits |= if dir == 0 { DATA_FWD } else { DATA_REV };
+        }
+        if tcp_flags & 1 != 0 {
+            bits |= if dir == 0 { FIN_FWD } else { FIN_REV };
+        }
+        if tcp_flags & 4 != 0 {
+            bits |= RST;
+        }
+        if bits != 0 && self.state.load(Ordering::Relaxed) & bits != bits {
+            self.state.fetch_or(bits, Ordering::Relaxed);
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        s & RST != 0 || s & (FIN_FWD | FIN_REV) == FIN_FWD | FIN_REV
+    }
+}
+
+/// A table entry: a flow and the direction this key is, with that
+/// direction's rewrite copied in (so rewriting needs no second load).
+#[derive(Clone)]
+pub struct FlowRef {
+    pub flow: Arc<Flow>,
+    to: FlowId,
+    mask: u8,
+    pub dir: u8,
+    out: u16,
+}
+
+impl FlowRef {
+    fn new(flow: &Arc<Flow>, dir: u8) -> FlowRef {
+        let d = dir as usize;
+        FlowRef {
+            flow: flow.clone(),
+            to: flow.to[d],
+            mask: flow.mask[d],
+            dir,
+            out: flow.out[d],
+        }
+    }
+    #[inline]
+    pub fn to(&self) -> FlowId {
+        self.to
+    }
+    #[inline]
+    pub fn mask(&self) -> u8 {
+        self.mask
+    }
+    #[inline]
+    pub fn out(&self) -> usize {
+        self.out as usize
+    }
+}
+
+/// Why no mapping was created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The table holds CAPACITY live flows.
+    Capacity,
+    /// Every candidate rewritten flow is in use.
+    Exhausted,
+}
+
+pub type Map = papaya::HashMap<FlowKey, FlowRef, FlowHasher>;
+
+pub struct FlowTable {
+    pub kind: KeyKind,
+    map: Map,
+    nflows: AtomicUsize,
+    capacity: AtomicUsize,
+    failures: AtomicU64,
+    pub timeouts: Timeouts,
+    /// Last emergency reap (ms), so that a full table is swept at most
+    /// once a second.
+    last_sweep: Mutex<u64>,
+}
+
+/// Milliseconds on the wall clock (cheap: from the cycle counter).
+#[inline]
+pub fn now_ms() -> u64 {
+    (paraclick_packet::clock::wall_ns() / 1_000_000).max(0) as u64
+}
+
+/// The most candidates one allocation tries.
+const MAX_TRIES: u64 = 1 << 17;
+
+impl FlowTable {
+    pub fn new(kind: KeyKind, capacity: usize, timeouts: Timeouts) -> FlowTable {
+        FlowTable {
+            kind,
+            map: papaya::HashMap::builder()
+                .hasher(FlowHasher::new())
+                .capacity(1024)
+                .build(),
+            nflows: AtomicUsize::new(0),
+            capacity: AtomicUsize::new(capacity),
+            failures: AtomicU64::new(0),
+            timeouts,
+            last_sweep: Mutex::new(0),
+        }
+    }
+
+    /// A guard for a run of lookups (one per batch).
+    #[inline]
+    pub fn guard(&self) -> impl papaya::Guard + '_ {
+        self.map.guard()
+    }
+
+    pub fn nflows(&self) -> usize {
+        self.nflows.load(Ordering::Relaxed)
+    }
+    pub fn capacity(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed)
+    }
+    pub fn set_capacity(&self, c: usize) {
+        self.capacity.store(c, Ordering::Relaxed);
+    }
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+    pub fn count_failure(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Finds the live mapping for a packet of flow `id` (protocol `proto`).
+    /// An expired mapping found on the way is removed.
+    #[inline]
+    pub fn lookup<'g>(
+        &'g self,
+        proto: u8,
+        id: FlowId,
+        now: u64,
+        g: &'g impl papaya::Guard,
+    ) -> Option<&'g FlowRef> {
+        let probe = |key: FlowKey| -> Option<&'g FlowRef> {
+            let r = self.map.get(&key, g)?;
+            if r.flow.expired(now, &self.timeouts) {
+                self.remove_flow(&r.flow, g);
+                return None;
+            }
+            Some(r)
+        };
+        match self.kind {
+            KeyKind::Ports => probe(FlowKey { id, proto }),
+            KeyKind::Addr => {
+                probe(addr_key(ADDR_SRC, id.saddr)).or_else(|| probe(addr_key(ADDR_DST, id.daddr)))
+            }
+            KeyKind::Pair => probe(pair_key(id.saddr, id.daddr)),
+        }
+    }
+
+    /// Removes both directions of `flow` (if still there).
+    pub fn remove_flow(&self, flow: &Arc<Flow>, g: &impl papaya::Guard) {
+        let same = |_: &FlowKey, v: &FlowRef| Arc::ptr_eq(&v.flow, flow);
+        if let Ok(Some(_)) = self.map.remove_if(&flow.key[0], same, g) {
+            self.nflows.fetch_sub(1, Ordering::Relaxed);
+            if let Some(p) = &flow.pattern {
+                p.users.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        let _ = self.map.remove_if(&flow.key[1], same, g);
+    }
+
+    /// Creates a mapping for the packet flow `(proto, id)` with pattern
+    /// `p` (`None`: keep the flow as it is), forward packets going to
+    /// `fout` and replies to `rout`. Returns the forward entry (or the
+    /// entry another thread created for the same flow meanwhile).
+    #[allow(clippy::too_many_arguments)]
+    pub fn create<'g>(
+        &'g self,
+        proto: u8,
+        id: FlowId,
+        p: Option<&Arc<Pattern>>,
+        fout: usize,
+        rout: usize,
+        rand: u64,
+        now: u64,
+        g: &'g impl papaya::Guard,
+    ) -> Result<&'g FlowRef, Failure> {
+        self.create_from(0, proto, id, p, fout, rout, rand, now, g)
+    }
+
+    /// [`FlowTable::create`] for a packet that arrived on input `input`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_from<'g>(
+        &'g self,
+        input: usize,
+        proto: u8,
+        id: FlowId,
+        p: Option<&Arc<Pattern>>,
+        fout: usize,
+        rout: usize,
+        rand: u64,
+        now: u64,
+        g: &'g impl papaya::Guard,
+    ) -> Result<&'g FlowRef, Failure> {
+        if self.nflows() >= self.capacity() {
+            self.sweep_if_due(now, g);
+            if self.nflows() >= self.capacity() {
+                self.count_failure();
+                return Err(Failure::Capacity);
+            }
+        }
+        let (fwd_key, fmask, rmask) = match self.kind {
+            KeyKind::Ports => (
+                FlowKey { id, proto },
+                super::flow::M_ALL,
+                super::flow::M_ALL,
+            ),
+            KeyKind::Addr => (
+                addr_key(ADDR_SRC, id.saddr),
+                super::flow::M_SA,
+                super::flow::M_DA,
+            ),
+            KeyKind::Pair => (
+                pair_key(id.saddr, id.daddr),
+                super::flow::M_SA | super::flow::M_DA,
+                super::flow::M_SA | super::flow::M_DA,
+            ),
+        };
+        let single = [(id, 0u64)];
+        let mut cands: Box<dyn Iterator<Item = (FlowId, u64)>> = match p {
+            Some(p) => Box::new(p.candidates(id, rand, MAX_TRIES)),
+            None => Box::new(single.into_iter()),
+        };
+        let proto_v = if self.kind == KeyKind::Ports {
+            proto
+        } else {
+            0
+        };
+        loop {
+            let Some((mut new, k)) = cands.next() else {
+                self.count_failure();
+                return Err(Failure::Exhausted);
+            };
+            if proto == super::flow::ICMP && self.kind == KeyKind::Ports {
+                // Echo identifiers: one value serves as both "ports".
+                new.dport = new.sport;
+            }
+            let rev_key = match self.kind {
+                KeyKind::Ports => FlowKey {
+                    id: new.reverse(),
+                    proto,
+                },
+                KeyKind::Addr => addr_key(ADDR_DST, new.saddr),
+                KeyKind::Pair => pair_key(new.daddr, new.saddr),
+            };
+            let flow = Arc::new(Flow {
+                proto: proto_v,
+                key: [fwd_key, rev_key],
+                to: [new, id.reverse()],
+                mask: [fmask, rmask],
+                out: [fout as u16, rout as u16],
+                input: input as u16,
+                pattern: p.cloned(),
+                last: AtomicU64::new(now),
+                state: AtomicU8::new(0),
+            });
+            // The reverse key first: it is what must be unique (two flows
+            // given one public address and port toward one peer could not
+            // be told apart on the way back). An expired holder is evicted.
+            let mut placed = false;
+            for _ in 0..2 {
+                match self.map.try_insert(rev_key, FlowRef::new(&flow, 1), g) {
+                    Ok(_) => {
+                        placed = true;
+                        break;
+                    }
+                    Err(e) => {
+                        let old = e.current.flow.clone();
+                        if old.expired(now, &self.timeouts) {
+                            self.remove_flow(&old, g);
+                            continue;
+                        }
+                        break;
+                    }
+                }
+            }
+            if !placed {
+                continue;
+            }
+            if let Some(p) = p {
+                p.advance(k);
+            }
+            match self.map.try_insert(fwd_key, FlowRef::new(&flow, 0), g) {
+                Ok(r) => {
+                    self.nflows.fetch_add(1, Ordering::Relaxed);
+                    if let Some(p) = p {
+                        p.users.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(r);
+                }
+                Err(e) => {
+                    // Another thread created this flow meanwhile (or, for the
+                    // address rewriters, the key is some flow's reverse).
+                    let _ = self.map.remove_if(
+                        &rev_key,
+                        |_, v: &FlowRef| Arc::ptr_eq(&v.flow, &flow),
+                        g,
+                    );
+                    let cur: &'g FlowRef = e.current;
+                    return Ok(cur);
+                }
+            }
+        }
+    }
+
+    fn sweep_if_due(&self, now: u64, g: &impl papaya::Guard) {
+        let Ok(mut last) = self.last_sweep.try_lock() else {
+            return;
+        };
+        if now.saturating_sub(*last) < 1000 && *last != 0 {
+            return;
+        }
+        *last = now;
+        drop(last);
+        self.reap(now, g);
+    }
+
+    /// Removes every expired flow; returns how many.
+    pub fn reap(&self, now: u64, g: &impl papaya::Guard) -> usize {
+        let dead: Vec<Arc<Flow>> = self
+            .map
+            .iter(g)
+            .filter(|(_, v)| v.dir == 0 && v.flow.expired(now, &self.timeouts))
+            .map(|(_, v)| v.flow.clone())
+            .collect();
+        for f in &dead {
+            self.remove_flow(f, g);
+        }
+        dead.len()
+    }
+
+    /// Removes every flow.
+    pub fn clear(&self) {
+        let g = self.map.guard();
+        let all: Vec<Arc<Flow>> = self
+            .map
+            .iter(&g)
+            .filter(|(_, v)| v.dir == 0)
+            .map(|(_, v)| v.flow.clone())
+            .collect();
+        for f in &all {
+            self.remove_flow(f, &g);
+        }
+    }
+
+    /// Live flows, forward entries, sorted by key for stable output.
+    pub fn flows(&self, now: u64) -> Vec<Arc<Flow>> {
+        let g = self.map.guard();
+        let mut v: Vec<Arc<Flow>> = self
+            .map
+            .iter(&g)
+            .filter(|(_, v)| v.dir == 0 && !v.flow.expired(now, &self.timeouts))
+            .map(|(_, v)| v.flow.clone())
+            .collect();
+        v.sort_by_key(|f| {
+            let k = f.key[0];
+            (k.proto, k.id.saddr, k.id.sport, k.id.daddr, k.id.dport)
+        });
+        v
+    }
+
+    /// Map entries (both directions of every flow).
+    pub fn entries(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Click's mapping lines (`tcp_table`, `udp_table`) for live flows of
+    /// protocol `proto` (any if `None`): the forward mapping, then the
+    /// reply mapping, as `(SA, SP, DA, DP) => (SA', SP', DA', DP') [*F R]
+    /// iINPUT expSECONDS` (the starred output is this direction's).
+    /// `with_proto` begins each line with the protocol.
+    pub fn format(&self, now: u64, proto: Option<u8>, with_proto: bool) -> String {
+        let mut s = String::new();
+        for f in self.flows(now) {
+            if proto.is_some_and(|p| p != f.proto) {
+                continue;
+            }
+            for dir in 0..2 {
+                let k = f.key[dir];
+                let star = if dir == 1 { "*" } else { "" };
+                let line = match self.kind {
+                    KeyKind::Ports => {
+                        // Click's form: outputs with this direction's
+                        // starred, the input, seconds to expiry.
+                        let outs = if dir == 0 {
+                            format!("*{} {}", f.out[0], f.out[1])
+                        } else {
+                            format!("{} *{}", f.out[0], f.out[1])
+                        };
+                        let left = f
+                            .timeout(&self.timeouts)
+                            .saturating_sub(now.saturating_sub(f.last.load(Ordering::Relaxed)));
+                        let prefix = if with_proto {
+                            format!("{} ", proto_name(f.proto))
+                        } else {
+                            String::new()
+                        };
+                        format!(
+                            "{prefix}{} => {} [{outs}] i{} exp{}",
+                            k.id,
+                            f.to[dir],
+                            f.input,
+                            left.div_ceil(1000)
+                        )
+                    }
+                    KeyKind::Addr => {
+                        if dir == 0 {
+                            format!(
+                                "{} => {} [{}]",
+                                Ipv4Addr::from(k.id.saddr),
+                                Ipv4Addr::from(f.to[0].saddr),
+                                f.out[0]
+                            )
+                        } else {
+                            format!(
+                                "{} => {} [*{}]",
+                                Ipv4Addr::from(k.id.daddr),
+                                Ipv4Addr::from(f.to[1].daddr),
+                                f.out[1]
+                            )
+                        }
+                    }
+                    KeyKind::Pair => format!(
+                        "({}, {}) => ({}, {}) [{star}{}]",
+                        Ipv4Addr::from(k.id.saddr),
+                        Ipv4Addr::from(k.id.daddr),
+                        Ipv4Addr::from(f.to[dir].saddr),
+                        Ipv4Addr::from(f.to[dir].daddr),
+                        f.out[dir]
+                    ),
+                };
+                s.push_str(&line);
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+pub fn proto_name(p: u8) -> String {
+    match p {
+        6 => "TCP".into(),
+        17 => "UDP".into(),
+        1 => "ICMP".into(),
+        n => n.to_string(),
+    }
+}
+
+#[inline]
+fn addr_key(kind: u8, a: u32) -> FlowKey {
+    FlowKey {
+        id: FlowId {
+            saddr: if kind == ADDR_SRC { a } else { 0 },
+            daddr: if kind == ADDR_DST { a } else { 0 },
+            sport: 0,
+            dport: 0,
+        },
+        proto: kind,
+    }
+}
+
+#[inline]
+fn pair_key(sa: u32, da: u32) -> FlowKey {
+    FlowKey {
+        id: FlowId {
+            saddr: sa,
+            daddr: da,
+            sport: 0,
+            dport: 0,
+        },
+        proto: ADDR_PAIR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paraclick_runtime::args::ArgEnv;
+
+    fn a(s: &str) -> Ipv4Addr {
+        s.parse().unwrap()
+    }
+
+    fn pat(f: &[&str]) -> Arc<Pattern> {
+        Arc::new(Pattern::parse(f, &ArgEnv::default()).unwrap())
+    }
+
+    fn fid(sp: u16) -> FlowId {
+        FlowId::new(a("10.0.0.1"), sp, a("2.0.0.2"), 80)
+    }
+
+    #[test]
+    fn both_directions_map() {
+        let t = FlowTable::new(KeyKind::Ports, 100, Timeouts::default());
+        let p = pat(&["1.0.0.1", "1024-2047#", "-", "-"]);
+        let g = t.guard();
+        let r = t.create(TCP, fid(5000), Some(&p), 0, 1, 0, 10, &g).unwrap();
+        let to = r.to();
+        assert_eq!(to, FlowId::new(a("1.0.0.1"), 1024, a("2.0.0.2"), 80));
+        assert_eq!(r.out(), 0);
+        let f = t.lookup(TCP, fid(5000), 10, &g).unwrap();
+        assert_eq!(f.dir, 0);
+        let back = t.lookup(TCP, to.reverse(), 10, &g).unwrap();
+        assert_eq!(back.dir, 1);
+        assert_eq!(back.to(), fid(5000).reverse());
+        assert_eq!(back.out(), 1);
+        assert!(t.lookup(UDP, fid(5000), 10, &g).is_none());
+        assert_eq!((t.nflows(), t.entries()), (1, 2));
+        let s = t.format(10, None, true);
+        assert_eq!(
+            s,
+            "TCP (10.0.0.1, 5000, 2.0.0.2, 80) => (1.0.0.1, 1024, 2.0.0.2, 80) [*0 1] i0 exp300\n\
+             TCP (2.0.0.2, 80, 1.0.0.1, 1024) => (2.0.0.2, 80, 10.0.0.1, 5000) [0 *1] i0 exp300\n"
+        );
+        assert_eq!(p.users.load(Ordering::Relaxed), 1);
+        t.clear();
+        assert_eq!(p.users.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn ports_unique_until_exhausted_then_counted_failure() {
+        let t = FlowTable::new(KeyKind::Ports, 100, Timeouts::default());
+        let p = pat(&["1.0.0.1", "1024-1027", "-", "-"]);
+        let g = t.guard();
+        let mut ports = Vec::new();
+        for sp in 0..4 {
+            ports.push(
+                t.create(UDP, fid(sp), Some(&p), 0, 1, sp as u64 * 7, 0, &g)
+                    .unwrap()
+                    .to()
+                    .sport,
+            );
+        }
+        ports.sort();
+        assert_eq!(ports, vec![1024, 1025, 1026, 1027]);
+        assert_eq!(
+            t.create(UDP, fid(9), Some(&p), 0, 1, 3, 0, &g).err(),
+            Some(Failure::Exhausted)
+        );
+        assert_eq!(t.failures(), 1);
+        // Another destination may reuse a public port (replies differ).
+        let other = FlowId::new(a("10.0.0.1"), 9, a("3.0.0.3"), 80);
+        assert!(t.create(UDP, other, Some(&p), 0, 1, 0, 0, &g).is_ok());
+    }
+
+    #[test]
+    fn expired_ports_are_reused_and_capacity_bounds() {
+        let tm = Timeouts {
+            udp: 1000,
+            ..Timeouts::default()
+        };
+        let t = FlowTable::new(KeyKind::Ports, 2, tm);
+        let p = pat(&["1.0.0.1", "1024-1024", "-", "-"]);
+        let g = t.guard();
+        t.create(UDP, fid(1), Some(&p), 0, 1, 0, 0, &g).unwrap();
+        assert!(t.create(UDP, fid(2), Some(&p), 0, 1, 0, 500, &g).is_err());
+        // Touching keeps it alive.
+        t.lookup(UDP, fid(1), 900, &g)
+            .unwrap()
+            .flow
+            .touch(0, 900, 0, true);
+        assert!(t.create(UDP, fid(2), Some(&p), 0, 1, 0, 1500, &g).is_err());
+        assert!(t.lookup(UDP, fid(1), 1500, &g).is_some());
+        // After the timeout the port goes to a new flow.
+        let r = t.create(UDP, fid(2), Some(&p), 0, 1, 0, 2000, &g).unwrap();
+        assert_eq!(r.to().sport, 1024);
+        assert!(t.lookup(UDP, fid(1), 2000, &g).is_none());
+        // Capacity: two live flows at most.
+        let q = pat(&["1.0.0.2", "1-100", "-", "-"]);
+        t.create(UDP, fid(3), Some(&q), 0, 1, 0, 2000, &g).unwrap();
+        assert_eq!(
+            t.create(UDP, fid(4), Some(&q), 0, 1, 0, 2000, &g).err(),
+            Some(Failure::Capacity)
+        );
+        assert_eq!(t.nflows(), 2);
+        // A full table of expired flows is swept.
+        assert!(t.create(UDP, fid(4), Some(&q), 0, 1, 0, 9000, &g).is_ok());
+        assert_eq!(t.nflows(), 1);
+    }
+
+    #[test]
+    fn tcp_timeouts_follow_state() {
+        let tm = Timeouts {
+            tcp: 100_000,
+            tcp_nodata: 10_000,
+            tcp_done: 1_000,
+            ..Timeouts::default()
+        };
+        let t = FlowTable::new(KeyKind::Ports, 10, tm);
+        let g = t.guard();
+        let f = t
+            .create(TCP, fid(1), None, 0, 0, 0, 0, &g)
+            .unwrap()
+            .flow
+            .clone();
+        assert!(!f.expired(9_000, &tm) && f.expired(11_000, &tm));
+        f.touch(0, 0, 0, true);
+        f.touch(1, 0, 0, true);
+        assert!(!f.expired(50_000, &tm));
+        f.touch(0, 0, 1, false);
+        assert!(!f.done() && !f.expired(50_000, &tm));
+        f.touch(1, 0, 1, false);
+        assert!(f.done() && f.expired(2_000, &tm));
+        let f2 = t
+            .create(TCP, fid(2), None, 0, 0, 0, 0, &g)
+            .unwrap()
+            .flow
+            .clone();
+        f2.touch(1, 0, 4, false);
+        assert!(f2.done());
+        assert_eq!(t.reap(5_000, &g), 2);
+        assert_eq!((t.nflows(), t.entries()), (0, 0));
+    }
+
+    #[test]
+    fn keep_collision_fails() {
+        let t = FlowTable::new(KeyKind::Ports, 10, Timeouts::default());
+        let g = t.guard();
+        let p = pat(&["2.0.0.2", "80", "-", "-"]);
+        // Flow A rewritten to look like B's reply direction.
+        let b = FlowId::new(a("9.0.0.9"), 80, a("2.0.0.2"), 80);
+        t.create(TCP, b.reverse(), None, 0, 1, 0, 0, &g).unwrap();
+        assert!(t
+            .create(
+                TCP,
+                FlowId::new(a("7.0.0.7"), 1, a("9.0.0.9"), 80),
+                Some(&p),
+                0,
+                1,
+                0,
+                0,
+                &g
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn address_rewriter_keys() {
+        let t = FlowTable::new(KeyKind::Addr, 10, Timeouts::default());
+        let g = t.guard();
+        let p = pat(&["1.0.0.1-1.0.0.2#", "-"]);
+        let r = t.create(17, fid(1), Some(&p), 0, 1, 0, 0, &g).unwrap();
+        assert_eq!(Ipv4Addr::from(r.to().saddr), a("1.0.0.1"));
+        // Any protocol, any port, from the same source: same mapping.
+        let any = FlowId::new(a("10.0.0.1"), 7, a("5.5.5.5"), 9);
+        assert_eq!(t.lookup(6, any, 0, &g).unwrap().dir, 0);
+        let back = FlowId::new(a("5.5.5.5"), 9, a("1.0.0.1"), 7);
+        let r = t.lookup(1, back, 0, &g).unwrap();
+        assert_eq!((r.dir, Ipv4Addr::from(r.to().daddr)), (1, a("10.0.0.1")));
+        let r2 = t
+            .create(
+                17,
+                FlowId::new(a("10.0.0.2"), 1, a("2.0.0.2"), 1),
+                Some(&p),
+                0,
+                1,
+                0,
+                0,
+                &g,
+            )
+            .unwrap();
+        assert_eq!(Ipv4Addr::from(r2.to().saddr), a("1.0.0.2"));
+        assert!(t
+            .create(
+                17,
+                FlowId::new(a("10.0.0.3"), 1, a("2.0.0.2"), 1),
+                Some(&p),
+                0,
+                1,
+                0,
+                0,
+                &g
+            )
+            .is_err());
+        assert_eq!(t.format(0, None, false).lines().count(), 4);
+    }
+
+    #[test]
+    fn concurrent_creation_never_shares_a_port() {
+        let t = Arc::new(FlowTable::new(KeyKind::Ports, 1 << 20, Timeouts::default()));
+        let p = pat(&["1.0.0.1", "1024-5023", "-", "-"]);
+        let handles: Vec<_> = (0..4u64)
+            .map(|th| {
+                let t = t.clone();
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    let g = t.guard();
+                    let mut got = Vec::new();
+                    let mut x = th * 7919 + 1;
+                    for i in 0..1000u16 {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let id =
+                            FlowId::new(a("10.0.0.1"), i + (th as u16) * 1000, a("2.0.0.2"), 80);
+                        got.push(
+                            t.create(UDP, id, Some(&p), 0, 1, x >> 16, 0, &g)
+                                .unwrap()
+                                .to()
+                                .sport,
+                        );
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut all: Vec<u16> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        all.sort();
+        let n = all.len();
+        all.dedup();
+        assert_eq!(n, 4000);
+        assert_eq!(all.len(), 4000, "a public port was handed out twice");
+        assert_eq!(
+            t.create(UDP, fid(60000), Some(&p), 0, 1, 0, 0, &t.guard())
+                .err(),
+            Some(Failure::Exhausted)
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! # TCPRewriter
+//!
+//! TCPRewriter(INPUTSPEC1, ..., INPUTSPECn [, keywords TCP_TIMEOUT, TCP_DONE_TIMEOUT, TCP_NODATA_TIMEOUT, TIMEOUT, REAP_INTERVAL, CAPACITY, MAPPING_CAPACITY, DST_ANNO])
+//!
+//! Rewrites TCP packets' addresses and ports.
+//!
+//! Ports: 1 or more inputs, 1-256 outputs. Processing: push.
+//!
+//! An IPRewriter for TCP only (see `paraclick doc IPRewriter` for the
+//! INPUTSPECs, timeouts and capacity); other packets are dropped and
+//! counted in `bad_packets`. Click's TCPRewriter can also shift sequence
+//! numbers for helpers such as FTPPortMapper; every mapping's shift is
+//! zero here, as in Click when no helper asks for one.
+//!
+//! Handlers: `table`, `mappings`, `tcp_table`, `nmappings`, `size`,
+//! `capacity`, `mapping_failures`, `patterns`, `bad_packets`, `clear`, as
+//! IPRewriter's.
+//!
+//! Example:
+//!
+//!     TCPRewriter(pattern 192.0.2.1 1024-65535 - - 0 1, drop)
+
+use super::rewriter::{make, Class, Rewriter};
+use paraclick_runtime::{ClassSpec, ConfigCx};
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("TCPRewriter", "1-/1-256", "h/h", mk)
+}
+
+fn mk(cx: &mut ConfigCx<'_>) -> Result<Rewriter, String> {
+    make(cx, Class::Tcp)
+}

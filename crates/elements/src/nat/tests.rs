@@ -1,0 +1,415 @@
+// Element tests of the rewriter family against Click's documented
+// behaviour: each input specification, each handler, ICMP errors.
+
+use crate::ip::test_util::{ip, ip_checksum_ok, marked, transport_checksum, Ip};
+use paraclick_packet::wire::checksum;
+use paraclick_packet::Packet;
+use paraclick_runtime::testing::Harness;
+use paraclick_runtime::Registry;
+
+fn reg() -> Registry {
+    let mut r = Registry::new();
+    super::register(&mut r);
+    crate::standard::register(&mut r);
+    paraclick_runtime::testing::register(&mut r);
+    r
+}
+
+fn try_harness(decl: &str, noutputs: usize) -> Result<Harness, String> {
+    Harness::new(&reg(), decl, noutputs)
+}
+
+/// A rewriter with two inputs (the test pushes into both).
+fn two_inputs(decl: &str) -> Harness {
+    try_harness(&format!("{decl}; TestSource -> [1]e"), 2).unwrap_or_else(|e| panic!("{decl}: {e}"))
+}
+
+fn udp(src: &str, sp: u16, dst: &str, dp: u16) -> Vec<u8> {
+    Ip::new(src, dst, 17).udp(sp, dp, b"payload").bytes()
+}
+
+fn tcp(src: &str, sp: u16, dst: &str, dp: u16, flags: u8, data: &[u8]) -> Vec<u8> {
+    Ip::new(src, dst, 6)
+        .tcp_full(sp, dp, 1, 0, flags, 1000, &[], data)
+        .bytes()
+}
+
+/// (saddr, sport, daddr, dport) of a TCP/UDP datagram.
+fn ids(d: &[u8]) -> (String, u16, String, u16) {
+    let p = |o: usize| u16::from_be_bytes([d[o], d[o + 1]]);
+    (
+        format!("{}.{}.{}.{}", d[12], d[13], d[14], d[15]),
+        p(20),
+        format!("{}.{}.{}.{}", d[16], d[17], d[18], d[19]),
+        p(22),
+    )
+}
+
+fn transport_ok(d: &[u8]) -> bool {
+    let sa = std::net::Ipv4Addr::new(d[12], d[13], d[14], d[15]);
+    let da = std::net::Ipv4Addr::new(d[16], d[17], d[18], d[19]);
+    transport_checksum(sa, da, d[9], &d[20..]) == 0 || {
+        let ps = checksum::pseudo_header_sum(sa, da, d[9], (d.len() - 20) as u16);
+        checksum::combine(&[ps, checksum::sum(&d[20..])]) == 0xffff
+    }
+}
+
+fn data(ps: &[Packet]) -> Vec<Vec<u8>> {
+    ps.iter().map(|p| p.data().to_vec()).collect()
+}
+
+const NAPT: &str = "IPRewriter(pattern 1.0.0.1 1024-1030# - - 0 1, drop)";
+
+#[test]
+fn pattern_translates_both_directions_with_valid_checksums() {
+    let h = two_inputs(NAPT);
+    h.push(0, vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))]);
+    let out = data(&h.output(0));
+    assert_eq!(out.len(), 1);
+    assert_eq!(ids(&out[0]), ("1.0.0.1".into(), 1024, "2.0.0.2".into(), 53));
+    assert!(ip_checksum_ok(&out[0]) && transport_ok(&out[0]));
+    // The reply arrives on input 1 (spec drop): the mapping applies.
+    h.push(1, vec![marked(&udp("2.0.0.2", 53, "1.0.0.1", 1024))]);
+    let back = h.output(1);
+    assert_eq!(back.len(), 1);
+    let b = back[0].data();
+    assert_eq!(ids(b), ("2.0.0.2".into(), 53, "10.0.0.5".into(), 5000));
+    assert!(ip_checksum_ok(b) && transport_ok(b));
+    assert_eq!(back[0].anno().dst_ip, ip("10.0.0.5"), "DST_ANNO");
+    // Unsolicited packets from outside hit 'drop'.
+    h.push(1, vec![marked(&udp("2.0.0.2", 53, "1.0.0.1", 1025))]);
+    assert!(h.output(1).is_empty());
+    assert_eq!(h.drops(), 1);
+    // The same flow again reuses its mapping; a second flow gets 1025.
+    h.push(
+        0,
+        vec![
+            marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53)),
+            marked(&udp("10.0.0.6", 5000, "2.0.0.2", 53)),
+        ],
+    );
+    let out = data(&h.output(0));
+    assert_eq!(out[0][20..22], 1024u16.to_be_bytes());
+    assert_eq!(out[1][20..22], 1025u16.to_be_bytes());
+    assert_eq!(h.read("size").unwrap(), "2");
+    assert_eq!(h.read("nmappings").unwrap(), "2");
+}
+
+#[test]
+fn handlers_in_clicks_formats() {
+    let h = two_inputs(NAPT);
+    h.push(
+        0,
+        vec![marked(&tcp("10.0.0.5", 4000, "2.0.0.2", 80, 2, b""))],
+    );
+    h.push(0, vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))]);
+    let t = h.read("table").unwrap();
+    // A TCP flow without data in both directions: TCP_NODATA_TIMEOUT (300 s).
+    assert_eq!(
+        t,
+        "TCP (10.0.0.5, 4000, 2.0.0.2, 80) => (1.0.0.1, 1024, 2.0.0.2, 80) [*0 1] i0 exp300\n\
+         TCP (2.0.0.2, 80, 1.0.0.1, 1024) => (2.0.0.2, 80, 10.0.0.5, 4000) [0 *1] i0 exp300\n\
+         UDP (10.0.0.5, 5000, 2.0.0.2, 53) => (1.0.0.1, 1025, 2.0.0.2, 53) [*0 1] i0 exp300\n\
+         UDP (2.0.0.2, 53, 1.0.0.1, 1025) => (2.0.0.2, 53, 10.0.0.5, 5000) [0 *1] i0 exp300\n"
+    );
+    assert_eq!(h.read("mappings").unwrap(), t);
+    // Click's tcp_table/udp_table lines.
+    assert_eq!(
+        h.read("tcp_table").unwrap(),
+        "(10.0.0.5, 4000, 2.0.0.2, 80) => (1.0.0.1, 1024, 2.0.0.2, 80) [*0 1] i0 exp300\n\
+         (2.0.0.2, 80, 1.0.0.1, 1024) => (2.0.0.2, 80, 10.0.0.5, 4000) [0 *1] i0 exp300\n"
+    );
+    assert_eq!(h.read("udp_table").unwrap().lines().count(), 2);
+    // Click's patterns lines: the pattern and its live flows; <drop>.
+    assert_eq!(
+        h.read("patterns").unwrap(),
+        "1.0.0.1 1024-1030 - - [2]\n<drop>\n"
+    );
+    assert_eq!(h.read("capacity").unwrap(), "2097152");
+    h.write("capacity", "2").unwrap();
+    assert!(h.write("capacity", "x").is_err());
+    h.push(0, vec![marked(&udp("10.0.0.9", 1, "2.0.0.2", 53))]);
+    assert_eq!(h.read("mapping_failures").unwrap(), "1");
+    h.write("clear", "").unwrap();
+    assert_eq!(h.read("size").unwrap(), "0");
+    assert_eq!(h.read("table").unwrap(), "");
+    assert_eq!(
+        h.read("patterns").unwrap(),
+        "1.0.0.1 1024-1030 - - [0]\n<drop>\n"
+    );
+}
+
+#[test]
+fn exhausted_port_range_is_a_counted_failure() {
+    let h = two_inputs("IPRewriter(pattern 1.0.0.1 1024-1025 - - 0 1, drop)");
+    for i in 0..5 {
+        h.push(0, vec![marked(&udp("10.0.0.5", 6000 + i, "2.0.0.2", 53))]);
+    }
+    let out = data(&h.output(0));
+    assert_eq!(out.len(), 2);
+    assert_ne!(out[0][20..22], out[1][20..22], "two flows, two ports");
+    assert_eq!(h.read("mapping_failures").unwrap(), "3");
+    assert_eq!(h.drops(), 3);
+}
+
+#[test]
+fn pass_keep_and_discard() {
+    let h = two_inputs("IPRewriter(pass 1, keep 0 1)");
+    let d = udp("10.0.0.5", 5000, "2.0.0.2", 53);
+    h.push(0, vec![marked(&d)]);
+    assert_eq!(data(&h.output(1)), vec![d.clone()]);
+    assert_eq!(h.read("size").unwrap(), "0", "pass installs nothing");
+    // keep: unchanged, with a mapping; the reverse goes to output 1 even
+    // when it arrives on input 0 (mappings come before specs).
+    let k = udp("3.0.0.3", 7, "4.0.0.4", 8);
+    h.push(1, vec![marked(&k)]);
+    assert_eq!(data(&h.output(0)), vec![k]);
+    h.push(0, vec![marked(&udp("4.0.0.4", 8, "3.0.0.3", 7))]);
+    assert_eq!(h.output(1).len(), 1);
+    assert_eq!(h.read("size").unwrap(), "1");
+    let h = two_inputs("UDPRewriter(discard, drop)");
+    h.push(0, vec![marked(&d)]);
+    h.push(1, vec![marked(&d)]);
+    assert_eq!(h.drops(), 2);
+}
+
+#[test]
+fn protocol_specific_rewriters_and_bad_packets() {
+    let h = two_inputs("TCPRewriter(pattern 1.0.0.1 - - - 0 1, drop)");
+    h.push(0, vec![marked(&udp("10.0.0.5", 1, "2.0.0.2", 2))]);
+    assert_eq!(h.read("bad_packets").unwrap(), "1");
+    h.push(0, vec![marked(&tcp("10.0.0.5", 1, "2.0.0.2", 2, 2, b"x"))]);
+    let out = data(&h.output(0));
+    assert_eq!(ids(&out[0]), ("1.0.0.1".into(), 1, "2.0.0.2".into(), 2));
+    assert!(transport_ok(&out[0]));
+    // Non-first fragments and unmarked packets are dropped and counted.
+    let frag = Ip::new("10.0.0.5", "2.0.0.2", 6)
+        .frag(10)
+        .payload(&[0; 16])
+        .bytes();
+    h.push(0, vec![marked(&frag), Packet::from_slice(&frag).unwrap()]);
+    assert_eq!(h.read("bad_packets").unwrap(), "3");
+    assert!(h.output(0).is_empty());
+}
+
+#[test]
+fn udp_zero_checksum_stays_zero() {
+    let h = two_inputs(NAPT);
+    let mut d = udp("10.0.0.5", 5000, "2.0.0.2", 53);
+    d[26] = 0;
+    d[27] = 0;
+    h.push(0, vec![marked(&d)]);
+    let out = data(&h.output(0));
+    assert_eq!(&out[0][26..28], &[0, 0]);
+    assert!(ip_checksum_ok(&out[0]));
+}
+
+#[test]
+fn named_patterns_and_mappers() {
+    let h = try_harness(
+        "IPRewriter(to_world 0 1, rr); IPRewriterPatterns(to_world 1.0.0.1 2000-2001# - -); \
+         rr :: RoundRobinIPMapper(- - 10.1.0.1 80 0 1, - - 10.1.0.2 80 0 1); TestSource -> [1]e",
+        2,
+    )
+    .unwrap();
+    h.push(0, vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))]);
+    assert_eq!(ids(h.output(0)[0].data()).1, 2000);
+    for i in 0..4 {
+        h.push(
+            1,
+            vec![marked(&tcp("7.0.0.7", 100 + i, "1.0.0.1", 80, 2, b""))],
+        );
+    }
+    let dsts: Vec<String> = h.output(0).iter().map(|p| ids(p.data()).2).collect();
+    assert_eq!(dsts, ["10.1.0.1", "10.1.0.2", "10.1.0.1", "10.1.0.2"]);
+    let h = try_harness(
+        "IPRewriter(sh); sh :: SourceIPHashMapper(16 7, - - 10.1.0.1 - 0 0, - - 10.1.0.2 - 0 0)",
+        1,
+    )
+    .unwrap();
+    for sp in 0..4 {
+        h.push(0, vec![marked(&udp("9.9.9.9", 100 + sp, "1.0.0.1", 53))]);
+    }
+    let dsts: Vec<String> = h.output(0).iter().map(|p| ids(p.data()).2).collect();
+    assert!(
+        dsts.iter().all(|d| *d == dsts[0]),
+        "one source, one pattern: {dsts:?}"
+    );
+}
+
+#[test]
+fn configuration_errors() {
+    for (decl, want) in [
+        (
+            "IPRewriter(pattern 1.0.0.1 - - - 0 5, drop)",
+            "out of range",
+        ),
+        ("IPRewriter(nosuch 0 1, drop)", "no pattern named"),
+        ("IPRewriter(nosuch, drop)", "no mapper element"),
+        (
+            "IPRewriter(pattern 1.0.0.9-1.0.0.1 - - - 0 1, drop)",
+            "low above high",
+        ),
+        ("IPRewriter(drop)", "input specifications for 2 inputs"),
+        (
+            "IPRewriter(pattern x - - - 0 1, drop, TCP_TIMEOUT never)",
+            "TCP_TIMEOUT",
+        ),
+        (
+            "IPRewriter(drop, drop); nosuch :: Idle; Idle -> ICMPRewriter(nosuch) -> Discard",
+            "not a rewriter",
+        ),
+    ] {
+        let e = try_harness(&format!("{decl}; TestSource -> [1]e"), 2)
+            .err()
+            .unwrap_or_else(|| panic!("{decl} accepted"));
+        assert!(e.contains(want), "{decl}: {e}");
+    }
+}
+
+#[test]
+fn timeouts_free_ports_for_new_flows() {
+    let h = two_inputs("IPRewriter(pattern 1.0.0.1 1024-1024 - - 0 1, drop, UDP_TIMEOUT 200ms)");
+    h.push(0, vec![marked(&udp("10.0.0.5", 1, "2.0.0.2", 53))]);
+    h.push(0, vec![marked(&udp("10.0.0.6", 1, "2.0.0.2", 53))]);
+    assert_eq!(h.output(0).len(), 1);
+    assert_eq!(h.read("mapping_failures").unwrap(), "1");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    h.push(0, vec![marked(&udp("10.0.0.6", 1, "2.0.0.2", 53))]);
+    let out = data(&h.output(0));
+    assert_eq!(ids(&out[0]).1, 1024, "the expired flow's port is reused");
+    // The old flow's reply no longer maps.
+    h.push(1, vec![marked(&udp("2.0.0.2", 53, "1.0.0.1", 1024))]);
+    assert_eq!(ids(h.output(1)[0].data()).2, "10.0.0.6");
+}
+
+#[test]
+fn tcp_teardown_shortens_the_timeout() {
+    let h =
+        two_inputs("IPRewriter(pattern 1.0.0.1 1024-1024 - - 0 1, drop, TCP_DONE_TIMEOUT 200ms)");
+    h.push(
+        0,
+        vec![marked(&tcp("10.0.0.5", 1, "2.0.0.2", 80, 0x10, b"a"))],
+    );
+    h.push(
+        1,
+        vec![marked(&tcp("2.0.0.2", 80, "1.0.0.1", 1024, 0x10, b"b"))],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(h.read("size").unwrap(), "1", "an open connection stays");
+    h.push(
+        0,
+        vec![marked(&tcp("10.0.0.5", 1, "2.0.0.2", 80, 0x11, b""))],
+    );
+    h.push(
+        1,
+        vec![marked(&tcp("2.0.0.2", 80, "1.0.0.1", 1024, 0x11, b""))],
+    );
+    assert_eq!(h.output(0).len(), 2);
+    assert_eq!(h.output(1).len(), 2);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(h.read("table").unwrap(), "", "closed and timed out");
+}
+
+#[test]
+fn addr_rewriters() {
+    let h = two_inputs("IPAddrRewriter(pattern 1.0.0.1-1.0.0.2# - 0 1, drop)");
+    let icmp = Ip::new("10.0.0.5", "2.0.0.2", 1)
+        .icmp(8, 0, [0, 1, 0, 1], b"x")
+        .bytes();
+    h.push(
+        0,
+        vec![marked(&icmp), marked(&udp("10.0.0.5", 9, "3.0.0.3", 9))],
+    );
+    let out = data(&h.output(0));
+    assert_eq!(&out[0][12..16], &[1, 0, 0, 1]);
+    assert_eq!(&out[1][12..16], &[1, 0, 0, 1]);
+    assert!(ip_checksum_ok(&out[0]) && transport_ok(&out[1]));
+    h.push(1, vec![marked(&udp("3.0.0.3", 9, "1.0.0.1", 9))]);
+    assert_eq!(&h.output(1)[0].data()[16..20], &[10, 0, 0, 5]);
+    assert_eq!(
+        h.read("table").unwrap(),
+        "10.0.0.5 => 1.0.0.1 [0]\n1.0.0.1 => 10.0.0.5 [*1]\n"
+    );
+    let h = two_inputs("IPAddrPairRewriter(pattern 1.0.0.1 - 0 1, drop)");
+    h.push(0, vec![marked(&udp("10.0.0.5", 9, "3.0.0.3", 9))]);
+    assert_eq!(&h.output(0)[0].data()[12..16], &[1, 0, 0, 1]);
+    assert_eq!(
+        h.read("table").unwrap(),
+        "(10.0.0.5, 3.0.0.3) => (1.0.0.1, 3.0.0.3) [0]\n(3.0.0.3, 1.0.0.1) => (3.0.0.3, 10.0.0.5) [*1]\n"
+    );
+}
+
+fn echo(src: &str, dst: &str, ty: u8, id: u16) -> Vec<u8> {
+    let idb = id.to_be_bytes();
+    Ip::new(src, dst, 1)
+        .icmp(ty, 0, [idb[0], idb[1], 0, 1], b"ping")
+        .bytes()
+}
+
+#[test]
+fn ping_rewriter_maps_identifiers() {
+    let h = two_inputs("ICMPPingRewriter(pattern 1.0.0.1 3000-3001# - - 0 1, drop)");
+    h.push(0, vec![marked(&echo("10.0.0.5", "2.0.0.2", 8, 77))]);
+    let out = data(&h.output(0));
+    assert_eq!(&out[0][12..16], &[1, 0, 0, 1]);
+    assert_eq!(&out[0][24..26], &3000u16.to_be_bytes());
+    assert!(checksum::verify(&out[0][20..]) && ip_checksum_ok(&out[0]));
+    h.push(1, vec![marked(&echo("2.0.0.2", "1.0.0.1", 0, 3000))]);
+    let back = data(&h.output(1));
+    assert_eq!(&back[0][16..20], &[10, 0, 0, 5]);
+    assert_eq!(&back[0][24..26], &77u16.to_be_bytes());
+    assert!(checksum::verify(&back[0][20..]));
+}
+
+/// An ICMP error from `from` to `to` quoting `quoted` (its IP header and
+/// first 8 bytes, as routers send).
+fn icmp_error(from: &str, to: &str, ty: u8, code: u8, quoted: &[u8]) -> Vec<u8> {
+    Ip::new(from, to, 1)
+        .icmp(ty, code, [0; 4], &quoted[..28])
+        .bytes()
+}
+
+#[test]
+fn icmp_errors_about_translated_flows() {
+    let h = try_harness(
+        "ICMPRewriter(rw); rw :: IPRewriter(pattern 1.0.0.1 1024-1030# - - 0 1, drop); \
+         Idle -> [0]rw; Idle -> [1]rw; rw[0] -> Discard; rw[1] -> Discard",
+        2,
+    )
+    .unwrap();
+    h.router
+        .push_into(
+            "rw",
+            0,
+            vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))].into(),
+        )
+        .unwrap();
+    // The peer says port unreachable about the translated datagram.
+    let sent = udp("1.0.0.1", 1024, "2.0.0.2", 53);
+    let err = icmp_error("2.0.0.2", "1.0.0.1", 3, 3, &sent);
+    let unrelated = icmp_error(
+        "2.0.0.2",
+        "1.0.0.1",
+        3,
+        3,
+        &udp("1.0.0.1", 1029, "2.0.0.2", 53),
+    );
+    h.push(0, vec![marked(&err), marked(&unrelated)]);
+    let out = data(&h.output(0));
+    assert_eq!(out.len(), 1);
+    let o = &out[0];
+    assert_eq!(&o[16..20], &[10, 0, 0, 5], "outer destination");
+    assert_eq!(&o[12..16], &[2, 0, 0, 2], "outer source stays");
+    assert!(ip_checksum_ok(o));
+    assert!(checksum::verify(&o[20..]), "ICMP checksum");
+    let inner = &o[28..];
+    assert_eq!(&inner[12..16], &[10, 0, 0, 5]);
+    assert_eq!(&inner[20..22], &5000u16.to_be_bytes());
+    assert!(ip_checksum_ok(inner), "quoted IP header checksum");
+    // The quoted UDP checksum matches the original datagram's.
+    let orig = udp("10.0.0.5", 5000, "2.0.0.2", 53);
+    assert_eq!(&inner[26..28], &orig[26..28]);
+    assert_eq!(h.output(1).len(), 1, "unmatched error to output 1");
+    assert_eq!(h.read("rewritten").unwrap(), "1");
+}
