@@ -1,6 +1,7 @@
 //! `paraclick`: run, check, draw and document Click configurations.
 
 mod bench;
+mod flat;
 mod make_ip_conf;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
@@ -63,6 +64,22 @@ struct RunArgs {
     /// Do not pin worker threads to CPUs.
     #[arg(long = "no-pin")]
     no_pin: bool,
+    /// Exit with the value of handler ELEMENT.H as status (an integer, or a
+    /// boolean: true is 0, false is 1), as Click's -x.
+    #[arg(short = 'x', long = "exit-handler", value_name = "ELEMENT.H")]
+    exit_handler: Option<String>,
+    /// Write the flattened configuration to FILE ("-" for standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<String>,
+    /// Print the time taken by the run (wall clock, user and system CPU).
+    #[arg(short = 't', long = "time")]
+    time: bool,
+    /// Do not print warnings (paraclick reports only errors so far).
+    #[arg(short = 'w', long = "no-warnings")]
+    no_warnings: bool,
+    /// Click's -R (allow hot reconfiguration): not supported yet.
+    #[arg(short = 'R', long = "allow-reconfigure")]
+    allow_reconfigure: bool,
     /// Control socket port (Click's -p): not available in paraclick yet.
     #[arg(short = 'p', long = "port")]
     port: Option<String>,
@@ -314,10 +331,30 @@ fn run(a: RunArgs) -> ExitCode {
     if a.port.is_some() {
         return fail("-p: control sockets are not available in paraclick yet");
     }
+    if a.allow_reconfigure {
+        return fail("-R: hot reconfiguration is not supported yet");
+    }
+    let _ = a.no_warnings; // no warnings are emitted yet; accepted as Click's -w
+    let started = std::time::Instant::now();
     let (src, defines) = match load(&a.input) {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
+    if let Some(out) = &a.output {
+        let g = match parse_config(&src, &defines) {
+            Ok(g) => g,
+            Err(d) => return report_errors(&src, &d),
+        };
+        let text = flat::to_click(&g);
+        let r = if out == "-" {
+            std::io::stdout().write_all(text.as_bytes())
+        } else {
+            std::fs::write(out, text)
+        };
+        if let Err(e) = r {
+            return fail(&format!("{out}: {e}"));
+        }
+    }
     let policy: SchedPolicy = match a.sched.parse() {
         Ok(p) => p,
         Err(e) => return fail(&e),
@@ -384,6 +421,27 @@ fn run(a: RunArgs) -> ExitCode {
                 status = ExitCode::from(1);
             }
         }
+    }
+    if let Some(h) = &a.exit_handler {
+        match router.read_handler(h) {
+            Ok(v) => match flat::exit_status(&v) {
+                Some(code) => status = ExitCode::from(code),
+                None => {
+                    eprintln!(
+                        "paraclick: -x {h}: value '{}' is not an integer or boolean",
+                        v.trim()
+                    );
+                    status = ExitCode::from(1);
+                }
+            },
+            Err(e) => {
+                eprintln!("paraclick: -x: {e}");
+                status = ExitCode::from(1);
+            }
+        }
+    }
+    if a.time {
+        eprintln!("{}", flat::time_report(started.elapsed()));
     }
     for r in &a.report {
         match r.as_str() {

@@ -48,3 +48,62 @@ fn device_names_and_click_address_forms_are_accepted() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("nosuchdev7:gw"), "{}", stderr(&out));
 }
+
+#[test]
+fn click_command_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = write(
+        &dir,
+        "x.click",
+        "c :: Counter;
+         elementclass Two { input -> Counter -> output }
+         InfiniteSource(LIMIT 5, STOP true) -> Two -> c -> Discard;",
+    );
+    // -x: the handler's value is the exit status.
+    let out = paraclick(&["-x", "c.count", &conf]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    // a boolean: true is 0, false is 1
+    let b = write(
+        &dir,
+        "b.click",
+        "s :: Script(export $v false); Idle -> Discard;",
+    );
+    let out = paraclick(&["-q", "-x", "s.v", &b]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out = paraclick(&["-q", "-x", "nosuch.count", &conf]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // -o: the flattened configuration, itself a valid configuration with
+    // the same elements.
+    let flat = dir.path().join("flat.click");
+    let out = paraclick(&["-q", "-o", flat.to_str().unwrap(), &conf]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&flat).unwrap();
+    assert!(text.contains("c :: Counter;"), "{text}");
+    assert!(text.contains("/Counter@"), "{text}");
+    assert!(!text.contains("elementclass"), "{text}");
+    let out = paraclick(&["-x", "c.count", flat.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+
+    // -t prints the time taken; -w is accepted.
+    let out = paraclick(&["-t", "-w", &conf]);
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("s wall"), "{}", stderr(&out));
+
+    // -R: a clear error.
+    let out = paraclick(&["-R", &conf]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
+}
+
+#[test]
+fn undefined_variable_outside_compound_is_literal() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = write(
+        &dir,
+        "v.click",
+        "InfiniteSource(DATA \"$notdefined\", LIMIT 1, STOP true) -> c :: Counter -> Discard;",
+    );
+    let out = paraclick(&["-x", "c.byte_count", &conf]);
+    assert_eq!(out.status.code(), Some(11), "{}", stderr(&out));
+}
