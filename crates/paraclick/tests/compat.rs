@@ -107,3 +107,17 @@ fn undefined_variable_outside_compound_is_literal() {
     let out = paraclick(&["-x", "c.byte_count", &conf]);
     assert_eq!(out.status.code(), Some(11), "{}", stderr(&out));
 }
+
+#[test]
+fn argument_errors_reported_with_unknown_classes() {
+    let out = paraclick(&[
+        "check",
+        "-e",
+        "Foo -> Discard; Idle -> Counter(BAD 1) -> Discard; Idle -> Queue(xx) -> Foo",
+    ]);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("unknown element class 'Foo'"), "{e}");
+    assert!(e.contains("Counter: unknown keyword BAD"), "{e}");
+    assert!(e.contains("Queue: CAPACITY"), "{e}");
+}
