@@ -659,9 +659,10 @@ fn reuse_error(
 ) -> Diagnostic {
     Diagnostic::error(
         Some(g.connections[ci].span.clone()),
+        // Click's wording, with both connections located.
         format!(
-            "{what} {port} of {} connected more than once",
-            describe(g, e)
+            "illegal reuse of '{} :: {}' {what} {port}",
+            g.elements[e].name, g.elements[e].class
         ),
     )
     .with_note(

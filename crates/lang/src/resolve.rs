@@ -396,8 +396,13 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// Reports `$parameter`s of `cfg` that no enclosing scope defines.
+    /// Reports `$parameter`s of `cfg` that no enclosing scope defines,
+    /// inside compound elements only: outside any compound, Click leaves
+    /// an undefined `$name` as literal text, and so does paraclick.
     fn check_params(&mut self, cfg: &Cfg) {
+        if self.params.iter().all(|p| p.compound.is_none()) {
+            return;
+        }
         for v in scan_vars(&cfg.text) {
             if v.default.is_some()
                 || self.cmdline.contains(&v.name)

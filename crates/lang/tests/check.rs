@@ -363,7 +363,7 @@ fn push_output_used_twice() {
     assert_eq!(e.len(), 1);
     assert_eq!(
         e[0].to_string(),
-        "r.click:2:1: push output 0 of 's' (Src, r.click:1:6) connected more than once"
+        "r.click:2:1: illegal reuse of 's :: Src' push output 0"
     );
     assert_eq!(
         e[0].notes[0].0.as_ref().map(|s| (s.line, s.col)),
@@ -377,9 +377,7 @@ fn pull_input_used_twice() {
     let e = errs("Src -> q1 :: Queue -> td :: ToDevice; Src -> q2 :: Queue -> td");
     assert_eq!(
         e,
-        vec![
-            "r.click:1:46: pull input 0 of 'td' (ToDevice, r.click:1:29) connected more than once"
-        ]
+        vec!["r.click:1:46: illegal reuse of 'td :: ToDevice' pull input 0"]
     );
     // push inputs and pull outputs may have many connections
     ok("Src -> d :: Discard; Src -> d; Src -> q :: Queue -> PullTee -> ToDevice");
@@ -466,7 +464,7 @@ fn every_error_in_one_pass() {
         vec![
             "r.click:1:13: unknown element class 'Cuonter'",
             "r.click:3:13: agnostic 'c' (Counter, r.click:3:13) in mixed context: push input 0, pull output 0",
-            "r.click:2:1: push output 0 of 's' (Src, r.click:1:6) connected more than once",
+            "r.click:2:1: illegal reuse of 's :: Src' push output 0",
             "r.click:4:6: 't' :: Two output 1 unused",
         ]
     );

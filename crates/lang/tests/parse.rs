@@ -342,14 +342,15 @@ fn error_unterminated() {
 }
 
 #[test]
-fn error_unknown_parameter() {
+fn undefined_parameter_outside_compound_is_literal() {
+    // Click leaves an undefined `$name` outside any compound as written.
+    let g = parse("a :: A(1, $foo);\nb :: B(${bar}x)");
+    assert_eq!(g.elements[0].config, "1, $foo");
+    assert_eq!(g.elements[1].config, "${bar}x");
+    // inside a compound it is still an error
     assert_eq!(
-        error("a :: A(1, $foo)"),
-        "r.click:1:11: unknown parameter '$foo'"
-    );
-    assert_eq!(
-        error("a :: A(\n  ${bar}x)"),
-        "r.click:2:3: unknown parameter '$bar'"
+        error("elementclass E { a :: A(1, $foo) -> output }; E -> Discard"),
+        "r.click:1:28: unknown parameter '$foo'"
     );
     // quoted, escaped, commented and defaulted references are fine
     let g = parse("a :: A('$x', \\$y, ${z-3} /* $w */)");
@@ -412,7 +413,6 @@ fn all_errors_are_reported() {
         e,
         vec![
             "r.click:2:1: redeclaration of element 'a'",
-            "r.click:3:8: unknown parameter '$nope'",
             "r.click:4:6: expected element after '->', found ';'",
             "r.click:5:4: bad port number 'z'",
             "r.click:6:8: unterminated string in configuration",
@@ -467,11 +467,14 @@ fn error_duplicate_names_after_expansion() {
 #[test]
 fn unknown_parameter_suggestion() {
     let d = paraclick_lang::parse_config(
-        &paraclick_lang::Source::new(FILE, "define($DEV eth0); FromDevice($DEVV)"),
+        &paraclick_lang::Source::new(
+            FILE,
+            "define($DEV eth0); elementclass E { FromDevice($DEVV) -> output }; E -> Discard",
+        ),
         &[],
     )
     .unwrap_err();
-    assert_eq!(d[0].to_string(), "r.click:1:31: unknown parameter '$DEVV'");
+    assert_eq!(d[0].to_string(), "r.click:1:48: unknown parameter '$DEVV'");
     assert_eq!(d[0].notes[0].1, "did you mean '$DEV'?");
 }
 
@@ -499,7 +502,6 @@ fn recovery_at_next_line_without_semicolons() {
             "r.click:1:6: expected element after '->', found ']'",
             "r.click:3:1: redeclaration of element 'b'",
             "r.click:4:4: bad port number 'x'",
-            "r.click:6:1: unknown parameter '$u'",
         ]
     );
 }

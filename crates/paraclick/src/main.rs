@@ -2,6 +2,7 @@
 
 mod bench;
 mod ctl;
+mod flat;
 mod harness;
 mod make_ip_conf;
 mod mlffr;
@@ -80,6 +81,22 @@ struct RunArgs {
     /// accepts clients, a connected one is one client. Repeatable.
     #[arg(long = "socket", value_name = "FD")]
     socket: Vec<i32>,
+    /// Exit with the value of handler ELEMENT.H as status (an integer, or a
+    /// boolean: true is 0, false is 1), as Click's -x.
+    #[arg(short = 'x', long = "exit-handler", value_name = "ELEMENT.H")]
+    exit_handler: Option<String>,
+    /// Write the flattened configuration to FILE ("-" for standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<String>,
+    /// Print the time taken by the run (wall clock, user and system CPU).
+    #[arg(short = 't', long = "time")]
+    time: bool,
+    /// Do not print warnings (paraclick reports only errors so far).
+    #[arg(short = 'w', long = "no-warnings")]
+    no_warnings: bool,
+    /// Click's -R (allow hot reconfiguration): not supported yet.
+    #[arg(short = 'R', long = "allow-reconfigure")]
+    allow_reconfigure: bool,
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     help: Option<bool>,
@@ -490,10 +507,30 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
 }
 
 fn run(a: RunArgs) -> ExitCode {
+    if a.allow_reconfigure {
+        return fail("-R: hot reconfiguration is not supported yet");
+    }
+    let _ = a.no_warnings; // no warnings are emitted yet; accepted as Click's -w
+    let started = std::time::Instant::now();
     let (src, defines) = match load(&a.input) {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
+    if let Some(out) = &a.output {
+        let g = match parse_config(&src, &defines) {
+            Ok(g) => g,
+            Err(d) => return report_errors(&src, &d),
+        };
+        let text = flat::to_click(&g);
+        let r = if out == "-" {
+            std::io::stdout().write_all(text.as_bytes())
+        } else {
+            std::fs::write(out, text)
+        };
+        if let Err(e) = r {
+            return fail(&format!("{out}: {e}"));
+        }
+    }
     let policy: SchedPolicy = match a.sched.parse() {
         Ok(p) => p,
         Err(e) => return fail(&e),
@@ -568,6 +605,27 @@ fn run(a: RunArgs) -> ExitCode {
                 status = ExitCode::from(1);
             }
         }
+    }
+    if let Some(h) = &a.exit_handler {
+        match router.read_handler(h) {
+            Ok(v) => match flat::exit_status(&v) {
+                Some(code) => status = ExitCode::from(code),
+                None => {
+                    eprintln!(
+                        "paraclick: -x {h}: value '{}' is not an integer or boolean",
+                        v.trim()
+                    );
+                    status = ExitCode::from(1);
+                }
+            },
+            Err(e) => {
+                eprintln!("paraclick: -x: {e}");
+                status = ExitCode::from(1);
+            }
+        }
+    }
+    if a.time {
+        eprintln!("{}", flat::time_report(started.elapsed()));
     }
     for r in &a.report {
         match r.as_str() {

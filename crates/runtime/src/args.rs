@@ -44,8 +44,12 @@ pub struct ArgEnv {
 }
 
 impl ArgEnv {
+    /// The addresses `name` stands for: an AddressInfo name, else a host
+    /// network device's addresses (Click reads `eth0` as the device's).
     pub fn lookup(&self, name: &str) -> Option<&AddrEntry> {
-        self.names.get(name)
+        self.names
+            .get(name)
+            .or_else(|| crate::ifaddr::interface(name))
     }
 }
 
@@ -256,8 +260,17 @@ impl FromArg for Ipv4Addr {
                         let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
                         return Ok(Ipv4Addr::from(u32::from(ip) | !mask));
                     }
+                    Some("net") | Some("ipnet") => {
+                        let len = e.prefix_len.unwrap_or(32);
+                        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+                        return Ok(Ipv4Addr::from(u32::from(ip) & mask));
+                    }
                     _ => {}
                 }
+            }
+            if suffix == Some("gw") {
+                return crate::ifaddr::gateway(name)
+                    .ok_or_else(|| format!("no default gateway known for '{name}'"));
             }
         }
         Err(format!("expected {}, not '{}'", Self::WHAT, s))
@@ -267,11 +280,32 @@ impl FromArg for Ipv4Addr {
     }
 }
 
+/// Click's abbreviated prefixes: the address before the `/` may be cut
+/// to its leading bytes (`0/0`, `10/8`, `18.26.4/24`), the rest zero.
+pub fn parse_abbrev_prefix(s: &str) -> Option<Ipv4Prefix> {
+    let (a, len) = s.split_once('/')?;
+    let parts: Vec<&str> = a.split('.').collect();
+    if parts.len() > 3 {
+        return None;
+    }
+    let mut b = [0u8; 4];
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() || p.len() > 3 || !p.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        b[i] = p.parse().ok()?;
+    }
+    Ipv4Prefix::from_str(&format!("{}/{len}", Ipv4Addr::from(b))).ok()
+}
+
 impl FromArg for Ipv4Prefix {
     const WHAT: &'static str = "IP prefix";
     fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String> {
         let s = s.trim();
-        if let Ok(p) = Ipv4Prefix::from_str(s) {
+        if let Some(p) = Ipv4Prefix::from_str(s)
+            .ok()
+            .or_else(|| parse_abbrev_prefix(s))
+        {
             return Ok(p);
         }
         let (name, suffix) = match s.split_once(':') {
@@ -677,5 +711,39 @@ mod tests {
             "expected IPv6 address, not '10.0.0.1'"
         );
         assert!(Ipv6Prefix::from_arg("eth1", &env).is_err());
+    }
+
+    #[test]
+    fn device_names() {
+        let env = ArgEnv::default();
+        assert_eq!(Ipv4Addr::from_arg("lo", &env).unwrap(), Ipv4Addr::LOCALHOST);
+        assert_eq!(
+            Ipv4Addr::from_arg("lo:bcast", &env).unwrap(),
+            Ipv4Addr::new(127, 255, 255, 255)
+        );
+        assert_eq!(
+            Ipv4Addr::from_arg("lo:net", &env).unwrap(),
+            Ipv4Addr::new(127, 0, 0, 0)
+        );
+        assert_eq!(
+            EtherAddr::from_arg("lo:eth", &env).unwrap(),
+            EtherAddr([0; 6])
+        );
+        assert_eq!(
+            Ipv4Prefix::from_arg("lo:ipnet", &env).unwrap().to_string(),
+            "127.0.0.1/8"
+        );
+        // Loopback has no default route through it.
+        let e = Ipv4Addr::from_arg("lo:gw", &env).unwrap_err();
+        assert!(e.contains("gateway"), "{e}");
+        assert!(Ipv4Addr::from_arg("nosuchdev9", &env).is_err());
+        assert_eq!(Ipv4Prefix::from_arg("0/0", &env).unwrap().len, 0);
+        assert_eq!(
+            Ipv4Prefix::from_arg("18.26.4/24", &env)
+                .unwrap()
+                .to_string(),
+            "18.26.4.0/24"
+        );
+        assert!(Ipv4Prefix::from_arg("1.2.3.4.5/8", &env).is_err());
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod crossing;
 pub mod cx;
 pub mod element;
 pub mod handler;
+pub mod ifaddr;
 pub mod perthread;
 mod plan;
 pub mod registry;

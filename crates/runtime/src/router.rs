@@ -459,6 +459,28 @@ impl Router {
         }
     }
 
+    /// The port kinds of `graph` with every unknown class read as an
+    /// agnostic element with any number of ports; `None` if the graph has
+    /// errors even so.
+    fn check_lenient(
+        graph: &FlatGraph,
+        reg: &Registry,
+    ) -> Option<paraclick_lang::check::CheckedGraph> {
+        let lookup = |name: &str| {
+            Some(match reg.get(name) {
+                Some(c) => LangSpec {
+                    port_count: c.port_count.to_string(),
+                    processing: c.processing.to_string(),
+                },
+                None => LangSpec {
+                    port_count: "-/-".to_string(),
+                    processing: "a/a".to_string(),
+                },
+            })
+        };
+        check_graph(graph, &lookup, &reg.names()).ok()
+    }
+
     /// Builds a router from a flat graph, in phases: check, configure,
     /// connect, initialize, plan. Each phase reports every error it finds.
     pub fn from_graph(
@@ -468,7 +490,20 @@ impl Router {
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
         let nthreads = opts.threads.max(1);
-        let checked = Self::check(&graph, reg)?;
+        let checked = match Self::check(&graph, reg) {
+            Ok(c) => c,
+            Err(mut errs) => {
+                // Report argument errors too, as far as the graph allows:
+                // with unknown classes standing in as agnostic any-port
+                // elements, the known elements can still be configured.
+                if let Some(c) = Self::check_lenient(&graph, reg) {
+                    if let Err(mut e) = Self::configure(&graph, &c, reg, nthreads) {
+                        errs.append(&mut e);
+                    }
+                }
+                return Err(errs);
+            }
+        };
         let (made, arg_env) = Self::configure(&graph, &checked, reg, nthreads)?;
         let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
         let n = slots.len();

@@ -43,7 +43,7 @@ use paraclick_packet::wire::{
     ethertype, ArpOp, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, Ipv4Prefix,
 };
 use paraclick_packet::Packet;
-use paraclick_runtime::args::{ArgEnv, FromArg};
+use paraclick_runtime::args::{parse_abbrev_prefix, ArgEnv, FromArg};
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::RwLock;
@@ -85,7 +85,11 @@ fn parse_entry(arg: &str, env: &ArgEnv) -> Result<Vec<Entry>, String> {
             set_eth(e, &mut eth)?;
             continue;
         }
-        if let Ok(p) = word.parse::<Ipv4Prefix>() {
+        if let Some(p) = word
+            .parse::<Ipv4Prefix>()
+            .ok()
+            .or_else(|| parse_abbrev_prefix(word))
+        {
             prefixes.push(p);
             continue;
         }
@@ -110,6 +114,10 @@ fn parse_entry(arg: &str, env: &ArgEnv) -> Result<Vec<Entry>, String> {
             }
             Some("ipnet") | Some("net") => {
                 prefixes.push(Ipv4Prefix::from_arg(word, env)?);
+                used = true;
+            }
+            Some("bcast") | Some("gw") => {
+                prefixes.push(Ipv4Prefix::host(Ipv4Addr::from_arg(word, env)?));
                 used = true;
             }
             Some("eth") => {}
@@ -315,6 +323,38 @@ mod tests {
         assert_eq!(out[0].anno().vlan_tci, 7);
         assert_eq!(out[0].anno().paint, 0);
         assert_eq!(out[1].data(), &reply_from(ME, "18.26.7.99")[..]);
+        assert_eq!(h.drops(), 1);
+    }
+
+    #[test]
+    fn click_address_lists() {
+        // Click's documented forms: abbreviated 0/0 (answer everything),
+        // several addresses for one Ethernet address, device names.
+        let h = harness(&format!("ARPResponder(0/0 {ME})"), 1);
+        h.push(0, vec![pkt(&request("8.8.8.8"))]);
+        let out = h.output(0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].data(), &reply_from(ME, "8.8.8.8")[..]);
+        let h = harness(
+            &format!("ARPResponder(18.26.4.24/32 18.26.4.25 {ME}, lo:ip 00:00:00:00:00:01)"),
+            1,
+        );
+        h.push(
+            0,
+            vec![
+                pkt(&request("18.26.4.25")),
+                pkt(&request("18.26.4.24")),
+                pkt(&request("127.0.0.1")),
+                pkt(&request("127.0.0.2")),
+            ],
+        );
+        let out = h.output(0);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0].data(), &reply_from(ME, "18.26.4.25")[..]);
+        assert_eq!(
+            out[2].data(),
+            &reply_from("00:00:00:00:00:01", "127.0.0.1")[..]
+        );
         assert_eq!(h.drops(), 1);
     }
 

@@ -18,6 +18,12 @@
 //! suffix makes it explicit: `NAME:ip`, `NAME:ipnet`, `NAME:bcast` (the
 //! prefix's broadcast address), `NAME:ip6`, `NAME:ip6net`, `NAME:eth`.
 //!
+//! As in Click, a host network device's name not defined by AddressInfo
+//! stands for that device's addresses wherever an address is read
+//! (`SetIPAddress(eth0)`, `ARPQuerier(eth0)`, `EtherEncap(0x0800, eth0,
+//! eth1)`), with the same suffixes and `eth0:gw` for the default gateway
+//! reached through the device (from the kernel's routing table).
+//!
 //! AddressInfo is configured before every other element, wherever it
 //! appears. Unlike Click, paraclick's names are global to the router
 //! (Click makes names defined inside a compound element local to it).

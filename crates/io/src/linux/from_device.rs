@@ -81,6 +81,12 @@
 //! - `TIMESTAMP` (boolean, default true): set the timestamp annotation.
 //! - `FORCE_IP` (boolean, default false): emit only IPv4 packets (link
 //!   header kept, network header annotation set); drop the rest.
+//! - `METHOD` (word): Click's choice of capture method, accepted for
+//!   compatibility: `LINUX`, `PCAP` and `NETMAP` all read through the
+//!   AF_PACKET ring described above; other values are errors.
+//!
+//! `PollDevice` is another name for FromDevice (Click's kernel-module
+//! polling device reader).
 //!
 //! Handlers:
 //! - `count` (read): packets emitted.
@@ -123,6 +129,11 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
     let devname = a.read_mp::<String>("DEVNAME");
     let queue = a.read::<usize>("QUEUE").unwrap_or(0);
     let opts = RxOptions::read(&mut a)?;
+    if let Some(m) = a.read::<String>("METHOD") {
+        if !matches!(m.to_ascii_uppercase().as_str(), "LINUX" | "PCAP" | "NETMAP") {
+            a.error(format!("METHOD: expected LINUX, PCAP or NETMAP, not '{m}'"));
+        }
+    }
     a.complete()?;
     check_devname("DEVNAME", &devname)?;
     opts.check_queue(queue)?;
@@ -242,6 +253,10 @@ mod tests {
     #[test]
     fn configuration_is_checked() {
         assert!(element("eth0").is_ok());
+        // Click's METHOD values are accepted (all read via AF_PACKET).
+        for m in ["LINUX", "PCAP", "netmap"] {
+            assert!(element(&format!("eth0, METHOD {m}")).is_ok(), "{m}");
+        }
         let e = element("eth0, BURST 8, SNAPLEN 100, QUEUE 1, N_QUEUES 2, FANOUT lb").unwrap();
         assert_eq!(
             (
@@ -264,6 +279,7 @@ mod tests {
             "a/b",
             "averyveryverylongname",
             "eth0, NOPE 1",
+            "eth0, METHOD CARRIER_PIGEON",
         ] {
             assert!(element(bad).is_err(), "{bad}");
         }

@@ -58,6 +58,7 @@ pub fn register(reg: &mut Registry) {
     #[cfg(target_os = "linux")]
     {
         reg.register(from_device::spec());
+        reg.alias("PollDevice", "FromDevice");
         reg.register(multi_from_device::spec());
         reg.register(to_device::spec());
         reg.register(from_host::spec());
