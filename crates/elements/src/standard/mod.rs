@@ -4,6 +4,8 @@
 use paraclick_runtime::Registry;
 
 pub mod address_info;
+pub mod align;
+pub mod alignment_info;
 pub mod check_length;
 pub mod check_paint;
 pub mod classifier;
@@ -15,15 +17,18 @@ pub mod null;
 pub mod paint;
 pub mod paint_switch;
 pub mod paint_tee;
+pub mod port_info;
 pub mod print;
 pub mod queue;
 pub mod round_robin_switch;
+pub mod schedule_info;
 pub mod set_timestamp;
 pub mod static_switch;
 pub mod strip;
 pub mod strip_to_network_header;
 pub mod switch;
 pub mod tee;
+pub mod timed_sink;
 pub mod unqueue;
 pub mod unstrip;
 pub mod work_package;
@@ -33,6 +38,8 @@ mod test_util;
 
 pub fn register(reg: &mut Registry) {
     reg.register(address_info::spec());
+    reg.register(align::spec());
+    reg.register(alignment_info::spec());
     reg.register(check_length::spec());
     reg.register(check_paint::spec());
     reg.register(classifier::spec());
@@ -44,9 +51,11 @@ pub fn register(reg: &mut Registry) {
     reg.register(paint::spec());
     reg.register(paint_switch::spec());
     reg.register(paint_tee::spec());
+    reg.register(port_info::spec());
     reg.register(print::spec());
     reg.register(queue::spec());
     reg.register(round_robin_switch::spec());
+    reg.register(schedule_info::spec());
     reg.register(set_timestamp::spec());
     reg.register(static_switch::spec());
     reg.register(strip::spec());
@@ -54,6 +63,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(switch::spec());
     reg.register(tee::spec());
     reg.register(tee::pull_spec());
+    reg.register(timed_sink::spec());
     reg.register(unqueue::spec());
     reg.register(work_package::spec());
     reg.register(unstrip::spec());
