@@ -26,6 +26,8 @@ pub mod port_info;
 pub mod print;
 pub mod push_pull_null;
 pub mod queue;
+pub mod random_sample;
+pub mod random_switch;
 pub mod round_robin_switch;
 pub mod schedule_info;
 pub mod set_timestamp;
@@ -69,6 +71,8 @@ pub fn register(reg: &mut Registry) {
     reg.register(push_pull_null::push_spec());
     reg.register(push_pull_null::pull_spec());
     reg.register(queue::spec());
+    reg.register(random_sample::spec());
+    reg.register(random_switch::spec());
     reg.register(round_robin_switch::spec());
     reg.register(schedule_info::spec());
     reg.register(set_timestamp::spec());
