@@ -84,6 +84,8 @@ const ELEMENTS: &[(&str, usize, bool)] = &[
     ),
     ("ICMPError(10.0.0.1, unreachable, host)", 1, false),
     ("ICMPPingResponder", 2, false),
+    ("IPsecESPTunnelEncap(0x1001, aes128-sha1, 0x000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f10111213, 1.0.0.1, 2.0.0.2)", 1, true),
+    ("IPsecESPTunnelUnencap(0x1001, aes128gcm16, 0x000102030405060708090a0b0c0d0e0f10111213)", 1, true),
 ];
 
 /// Packets that are wrong in every way a router meets: empty, random,

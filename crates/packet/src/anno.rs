@@ -1,7 +1,7 @@
 //! Packet annotations, with Click's names.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// A timestamp in nanoseconds since the Unix epoch (Click's `Timestamp`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -140,6 +140,27 @@ impl Anno {
     }
 }
 
+/// Bytes of the user area that hold the IPv6 destination annotation
+/// (Click's `DST_IP6`, which likewise shares space with other annotations).
+pub const DST_IP6_ANNO: std::ops::Range<usize> = 0..16;
+
+impl Anno {
+    /// The IPv6 destination annotation (`DST_IP6`), set by IPv6 route
+    /// lookups and used by IP6NDSolicitor. It lives in user bytes 0-15.
+    #[inline]
+    pub fn dst_ip6(&self) -> Ipv6Addr {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&self.user[DST_IP6_ANNO]);
+        Ipv6Addr::from(a)
+    }
+
+    /// Sets the IPv6 destination annotation.
+    #[inline]
+    pub fn set_dst_ip6(&mut self, a: Ipv6Addr) {
+        self.user[DST_IP6_ANNO].copy_from_slice(&a.octets());
+    }
+}
+
 impl Default for Anno {
     fn default() -> Self {
         Anno::new()
@@ -149,6 +170,17 @@ impl Default for Anno {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dst_ip6_annotation() {
+        let mut a = Anno::new();
+        assert_eq!(a.dst_ip6(), Ipv6Addr::UNSPECIFIED);
+        let x: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        a.set_dst_ip6(x);
+        assert_eq!(a.dst_ip6(), x);
+        assert_eq!(a.user[15], 1);
+        assert_eq!(a.user[16], 0);
+    }
 
     #[test]
     fn timestamp_display_and_parse() {

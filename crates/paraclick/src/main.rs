@@ -1,7 +1,12 @@
 //! `paraclick`: run, check, draw and document Click configurations.
 
 mod bench;
+mod ctl;
+mod harness;
 mod make_ip_conf;
+mod mlffr;
+mod model_cmd;
+mod validate;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 use paraclick_lang::{parse_config, render, Diagnostic, Source, SourceSet};
@@ -63,9 +68,18 @@ struct RunArgs {
     /// Do not pin worker threads to CPUs.
     #[arg(long = "no-pin")]
     no_pin: bool,
-    /// Control socket port (Click's -p): not available in paraclick yet.
-    #[arg(short = 'p', long = "port")]
-    port: Option<String>,
+    /// Open a control socket (Click's ControlSocket protocol) on TCP PORT of
+    /// 127.0.0.1, or on ADDRESS:PORT (0.0.0.0:PORT: every address); port 0
+    /// picks a free port. Where it listens is printed on stderr. Repeatable.
+    #[arg(short = 'p', long = "port", value_name = "[ADDRESS:]PORT")]
+    port: Vec<String>,
+    /// Open a control socket on the Unix socket FILE (permissions 0600). Repeatable.
+    #[arg(short = 'u', long = "unix-socket", value_name = "FILE")]
+    unix: Vec<String>,
+    /// Serve the control protocol on the open socket FD: a listening socket
+    /// accepts clients, a connected one is one client. Repeatable.
+    #[arg(long = "socket", value_name = "FD")]
+    socket: Vec<i32>,
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     help: Option<bool>,
@@ -94,9 +108,39 @@ enum Cmd {
         /// Suite of standard configurations: foundation or multicore.
         #[arg(long = "suite", default_value = "foundation")]
         suite: String,
-        /// Read handlers whose sum counts the packets of a CONFIG run.
-        #[arg(long = "count", default_value = "c.count")]
+        /// Read handlers whose sum counts the packets of a CONFIG run
+        /// (default c.count; with --mlffr, the sources' own counts).
+        #[arg(long = "count")]
         count: Vec<String>,
+        /// Measure the maximum loss-free forwarding rate of CONFIG.
+        #[arg(long)]
+        mlffr: bool,
+        /// Seconds of warm-up before each trial's window.
+        #[arg(long, default_value_t = 0.2)]
+        warmup: f64,
+        /// Seconds of each trial's window (its halves must agree).
+        #[arg(long, default_value_t = 1.0)]
+        trial: f64,
+        /// Loss fraction a passing trial may have.
+        #[arg(long, default_value_t = 0.0)]
+        loss: f64,
+        /// Largest relative difference of a trial's two halves.
+        #[arg(long, default_value_t = 0.05)]
+        steady: f64,
+        /// Upper bound of the rate search, pps (default: from saturation).
+        #[arg(long = "max-rate", default_value_t = 0.0)]
+        max_rate: f64,
+        /// Sweep: threads (1..=-j), sizes (define LENGTH 64..1500), or
+        /// rates (forwarding rate against offered rate); writes
+        /// OUT.csv, OUT.json and OUT.svg with the model beside.
+        #[arg(long)]
+        sweep: Option<String>,
+        /// Output prefix of --sweep and --design files.
+        #[arg(long, default_value = "bench")]
+        out: String,
+        /// Factorial design: --design 2k FACTORS.toml.
+        #[arg(long, value_name = "KIND")]
+        design: Option<String>,
         /// Configuration files to measure instead of the standard set
         /// (they receive define $N = --packets).
         configs: Vec<String>,
@@ -112,6 +156,54 @@ enum Cmd {
         /// Use Linux devices (FromDevice/ToDevice) instead of pcap files.
         #[arg(long)]
         linux: bool,
+    },
+    /// Predict the maximum loss-free forwarding rate (MLFFR) of a
+    /// configuration on this machine, or of one of Crowley & Baer's systems
+    /// (--system FILE.toml), with a per-phase table and the bottleneck.
+    Model {
+        /// A system file (models/crowley-baer/*.toml) instead of a CONFIG.
+        #[arg(long)]
+        system: Option<String>,
+        /// What-if: core clock in GHz.
+        #[arg(long, value_name = "GHZ")]
+        clock: Option<f64>,
+        /// Threads (CPUs for --system).
+        #[arg(short = 'j', long = "threads")]
+        threads: Option<usize>,
+        /// What-if packet sizes: 64, a mix 64:7,576:4,1500:1, or FILE.pcap.
+        #[arg(long)]
+        traffic: Option<String>,
+        /// Placement: adaptive or static (as for running).
+        #[arg(long = "sched", default_value = "adaptive")]
+        sched: String,
+        /// Seconds of each profiling run.
+        #[arg(long, default_value_t = 0.5)]
+        duration: f64,
+        /// Measure this machine again instead of using the cached figures.
+        #[arg(long)]
+        recalibrate: bool,
+        /// Prediction against measurement for the standard configurations
+        /// (or the CONFIGs given) at 1 and 2 threads.
+        #[arg(long)]
+        validate: bool,
+        #[command(flatten)]
+        input: Input,
+    },
+    /// Call a running router's handlers through its control socket (-p or -u
+    /// of the router). Prints what a read returns; exits 1 on an error reply.
+    Ctl {
+        /// The router's control port ([ADDRESS:]PORT; default 7777 on 127.0.0.1).
+        #[arg(short = 'p', long = "port")]
+        port: Option<String>,
+        /// The router's Unix control socket.
+        #[arg(short = 'u', long = "unix-socket")]
+        unix: Option<String>,
+        /// read E.H [PARAM] | write E.H [VALUE] | list | handlers E
+        #[arg(trailing_var_arg = true, required = true)]
+        command: Vec<String>,
+        /// Print help.
+        #[arg(long = "help", action = ArgAction::Help)]
+        help: Option<bool>,
     },
     /// Print an element class's documentation (or list the classes).
     Doc {
@@ -192,6 +284,33 @@ fn main() -> ExitCode {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
+        Some(Cmd::Model {
+            system,
+            clock,
+            threads,
+            traffic,
+            sched,
+            duration,
+            recalibrate,
+            validate,
+            input,
+        }) => model(ModelArgs {
+            system,
+            clock,
+            threads,
+            traffic,
+            sched,
+            duration,
+            recalibrate,
+            validate,
+            input,
+        }),
+        Some(Cmd::Ctl {
+            port,
+            unix,
+            command,
+            ..
+        }) => ExitCode::from(ctl::client(port.as_deref(), unix.as_deref(), &command)),
         Some(Cmd::MakeIpConf { interfaces, linux }) => {
             let mut v = Vec::new();
             for spec in &interfaces {
@@ -212,6 +331,49 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Cmd::Bench {
+            packets: _,
+            threads,
+            repeat: _,
+            sched,
+            suite: _,
+            count,
+            configs,
+            mlffr,
+            warmup,
+            trial,
+            loss,
+            steady,
+            max_rate,
+            sweep,
+            out,
+            design,
+        }) if mlffr || sweep.is_some() || design.is_some() => {
+            let settings = mlffr::Settings {
+                threads: threads.max(1),
+                policy: match sched.parse() {
+                    Ok(p) => p,
+                    Err(e) => return fail(&e),
+                },
+                warmup,
+                trial,
+                loss,
+                steady_tol: steady,
+                count,
+                resolution: 0.01,
+                max_rate,
+            };
+            if !(warmup >= 0.0 && trial > 0.0 && (0.0..1.0).contains(&loss) && steady > 0.0) {
+                return fail("--warmup >= 0, --trial > 0, 0 <= --loss < 1, --steady > 0");
+            }
+            harness::main(harness::Request {
+                configs,
+                settings,
+                sweep,
+                out,
+                design,
+            })
+        }
+        Some(Cmd::Bench {
             packets,
             threads,
             repeat,
@@ -219,6 +381,7 @@ fn main() -> ExitCode {
             suite,
             count,
             configs,
+            ..
         }) => match suite.as_str() {
             "multicore" => {
                 let reg = registry();
@@ -229,7 +392,14 @@ fn main() -> ExitCode {
                     ExitCode::from(1)
                 }
             }
-            "foundation" => bench_cmd(packets, threads, repeat, &sched, count, configs),
+            "foundation" => {
+                let count = if count.is_empty() {
+                    vec!["c.count".to_string()]
+                } else {
+                    count
+                };
+                bench_cmd(packets, threads, repeat, &sched, count, configs)
+            }
             other => fail(&format!(
                 "--suite: unknown suite '{other}' (foundation, multicore)"
             )),
@@ -311,9 +481,6 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
 }
 
 fn run(a: RunArgs) -> ExitCode {
-    if a.port.is_some() {
-        return fail("-p: control sockets are not available in paraclick yet");
-    }
     let (src, defines) = match load(&a.input) {
         Ok(x) => x,
         Err(e) => return fail(&e),
@@ -349,6 +516,10 @@ fn run(a: RunArgs) -> ExitCode {
         Err(d) => return report_errors(&src, &d),
     };
     if !a.quit {
+        let servers = match ctl::start_servers(&router, &a.port, &a.unix, &a.socket) {
+            Ok(s) => s,
+            Err(e) => return fail(&e),
+        };
         let stopper = router.stopper();
         let stop_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -369,6 +540,10 @@ fn run(a: RunArgs) -> ExitCode {
         router.run();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = watcher.join();
+        // Let a client that stopped the router get its reply.
+        for s in &servers {
+            s.shutdown(std::time::Duration::from_millis(500));
+        }
     }
     let mut status = ExitCode::SUCCESS;
     for (i, h) in a.handlers.iter().enumerate() {
@@ -450,5 +625,89 @@ fn bench_cmd(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+struct ModelArgs {
+    system: Option<String>,
+    clock: Option<f64>,
+    threads: Option<usize>,
+    traffic: Option<String>,
+    sched: String,
+    duration: f64,
+    recalibrate: bool,
+    validate: bool,
+    input: Input,
+}
+
+fn model(a: ModelArgs) -> ExitCode {
+    if let Some(g) = a.clock {
+        if !(g > 0.0 && g.is_finite()) {
+            return fail("--clock: need a positive number of GHz");
+        }
+    }
+    if a.threads == Some(0) {
+        return fail("-j: need at least one thread");
+    }
+    if !(a.duration > 0.0 && a.duration <= 60.0) {
+        return fail("--duration: between 0 and 60 seconds");
+    }
+    let traffic = match a.traffic.as_deref().map(model_cmd::parse_traffic) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => return fail(&e),
+    };
+    if let Some(path) = &a.system {
+        return match model_cmd::system_report(path, a.clock, a.threads, traffic.as_ref()) {
+            Ok(t) => {
+                print!("{t}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        };
+    }
+    let policy: SchedPolicy = match a.sched.parse() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let (machine, how) = match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
+        Ok(m) => m,
+        Err(e) => return fail(&e),
+    };
+    eprintln!(
+        "paraclick model: system model {how} ({})",
+        paraclick_model::machine::cache_path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    let reg = registry();
+    if a.validate {
+        return validate::run(&a.input, &reg, &machine, a.duration);
+    }
+    let (src, defines) = match load(&a.input) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let whatif = paraclick_model::app::WhatIf {
+        clock_ghz: a.clock,
+        packet_bytes: traffic.as_ref().map(|t| t.mean()),
+        core_share: Vec::new(),
+    };
+    match model_cmd::config_model(
+        &src,
+        &reg,
+        &defines,
+        a.threads.unwrap_or(1),
+        policy,
+        &whatif,
+        &machine,
+        a.duration,
+        None,
+    ) {
+        Ok(m) => {
+            print!("{}", m.text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
     }
 }

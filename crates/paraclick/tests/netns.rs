@@ -83,6 +83,18 @@ fn run_script(script: &str, limit: Duration, done: &str) -> String {
     text
 }
 
+/// IPv6 (tests/netns/ip6.sh): ping -6 with neighbour discovery by the
+/// router's own elements, time exceeded, TCP over IPv6 at -j 1 and -j 2,
+/// packet too big and path MTU discovery, and the dual-stack router.
+#[test]
+fn real_hosts_over_ipv6_and_dual_stack() {
+    run_script(
+        "ip6.sh",
+        Duration::from_secs(180),
+        "netns test: all checks passed",
+    );
+}
+
 #[test]
 fn real_hosts_ping_ttl_tcp_and_pmtu_through_the_router() {
     run_script(
@@ -118,5 +130,19 @@ fn real_hosts_reach_linux_services_on_the_router_through_taps() {
         "host.sh",
         Duration::from_secs(90),
         "netns host test: all checks passed",
+    );
+}
+
+/// Two sites' hosts through an ESP tunnel between conf/vpn-gateway-veth.click
+/// and a peer gateway (Linux `ip xfrm` when the kernel has ESP, otherwise a
+/// second paraclick; the script says which): ping both ways, HTTP transfers
+/// both ways with intact sha256, a UDP echo exchange, for aes128gcm16,
+/// aes128-sha1 and 3des-sha1 at -j 1 and -j 2 (tests/netns/vpn.sh).
+#[test]
+fn two_sites_through_an_esp_tunnel() {
+    run_script(
+        "vpn.sh",
+        Duration::from_secs(300),
+        "vpn test: all checks passed",
     );
 }

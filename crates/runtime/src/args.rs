@@ -20,9 +20,9 @@
 //! be quoted; names defined by AddressInfo stand for their addresses.
 
 use paraclick_lang::args::{split_args, split_keyword, unquote, unquote_bytes};
-use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
+use paraclick_packet::wire::{EtherAddr, Ipv4Prefix, Ipv6Prefix};
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -32,6 +32,9 @@ pub struct AddrEntry {
     pub ip: Option<Ipv4Addr>,
     pub prefix_len: Option<u8>,
     pub ether: Option<EtherAddr>,
+    /// An IPv6 address, and its prefix length if given as a prefix.
+    pub ip6: Option<Ipv6Addr>,
+    pub prefix6_len: Option<u8>,
 }
 
 /// What argument parsing can consult: the named addresses so far.
@@ -296,6 +299,56 @@ impl FromArg for Ipv4Prefix {
     }
     fn placeholder() -> Self {
         Ipv4Prefix::host(Ipv4Addr::UNSPECIFIED)
+    }
+}
+
+impl FromArg for Ipv6Addr {
+    const WHAT: &'static str = "IPv6 address";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String> {
+        let s = s.trim();
+        if let Ok(a) = Ipv6Addr::from_str(s) {
+            return Ok(a);
+        }
+        let name = s.strip_suffix(":ip6").unwrap_or(s);
+        if let Some(a) = env.lookup(name).and_then(|e| e.ip6) {
+            return Ok(a);
+        }
+        Err(format!("expected {}, not '{}'", Self::WHAT, s))
+    }
+    fn placeholder() -> Self {
+        Ipv6Addr::UNSPECIFIED
+    }
+}
+
+impl FromArg for Ipv6Prefix {
+    const WHAT: &'static str = "IPv6 prefix";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String> {
+        let s = s.trim();
+        if let Ok(p) = Ipv6Prefix::from_str(s) {
+            return Ok(p);
+        }
+        let (name, suffix) = match s.split_once(':') {
+            Some((n, x)) if env.lookup(n).is_some() => (n, Some(x)),
+            _ => (s, None),
+        };
+        if let Some(e) = env.lookup(name) {
+            if let Some(ip) = e.ip6 {
+                match suffix {
+                    None | Some("ip6net") | Some("net") => {
+                        return Ok(Ipv6Prefix {
+                            addr: ip,
+                            len: e.prefix6_len.unwrap_or(128),
+                        })
+                    }
+                    Some("ip6") => return Ok(Ipv6Prefix::host(ip)),
+                    _ => {}
+                }
+            }
+        }
+        Err(format!("expected {}, not '{}'", Self::WHAT, s))
+    }
+    fn placeholder() -> Self {
+        Ipv6Prefix::host(Ipv6Addr::UNSPECIFIED)
     }
 }
 
@@ -587,6 +640,8 @@ mod tests {
                 ip: Some(Ipv4Addr::new(1, 0, 0, 1)),
                 prefix_len: Some(8),
                 ether: Some(EtherAddr([0, 1, 2, 3, 4, 5])),
+                ip6: Some("2001:db8::1".parse().unwrap()),
+                prefix6_len: Some(64),
             },
         );
         assert_eq!(
@@ -604,5 +659,23 @@ mod tests {
         let p = Ipv4Prefix::from_arg("eth0", &env).unwrap();
         assert_eq!(p.to_string(), "1.0.0.1/8");
         assert!(Ipv4Addr::from_arg("eth1", &env).is_err());
+        let a6: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!(Ipv6Addr::from_arg("eth0", &env).unwrap(), a6);
+        assert_eq!(Ipv6Addr::from_arg("eth0:ip6", &env).unwrap(), a6);
+        assert_eq!(
+            Ipv6Addr::from_arg(" ::1 ", &env).unwrap(),
+            Ipv6Addr::LOCALHOST
+        );
+        assert_eq!(
+            Ipv6Prefix::from_arg("eth0", &env).unwrap().to_string(),
+            "2001:db8::1/64"
+        );
+        assert_eq!(Ipv6Prefix::from_arg("eth0:ip6", &env).unwrap().len, 128);
+        assert_eq!(Ipv6Prefix::from_arg("fe80::/10", &env).unwrap().len, 10);
+        assert_eq!(
+            Ipv6Addr::from_arg("10.0.0.1", &env).unwrap_err(),
+            "expected IPv6 address, not '10.0.0.1'"
+        );
+        assert!(Ipv6Prefix::from_arg("eth1", &env).is_err());
     }
 }

@@ -16,7 +16,18 @@ use std::time::{Duration, Instant};
 pub const BUILTIN: &[&str] = &["name", "class", "config", "ports", "handlers"];
 
 /// Router-wide read handlers (`-h list`, a Script's `read version`).
-pub const GLOBAL_READ: &[&str] = &["version", "list", "config", "nthreads"];
+/// Click's, and `nthreads` (paraclick's); see also [`crate::control`].
+pub const GLOBAL_READ: &[&str] = &[
+    "version",
+    "list",
+    "classes",
+    "config",
+    "flatconfig",
+    "packages",
+    "requirements",
+    "driver",
+    "nthreads",
+];
 
 /// Router-wide write handlers.
 pub const GLOBAL_WRITE: &[&str] = &["stop"];
@@ -238,7 +249,8 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         }
         "config" => Ok(core.source.to_string()),
         "nthreads" => Ok(core.nthreads.to_string()),
-        _ => Err(format!("no global read handler '{h}'")),
+        _ => crate::control::read_global(core, h)
+            .ok_or_else(|| format!("no global read handler '{h}'")),
     }
 }
 

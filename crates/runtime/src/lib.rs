@@ -4,6 +4,7 @@
 //! elements share (per-thread state and counters, argument parsing, rings).
 
 pub mod args;
+pub mod control;
 pub use paraclick_packet::clock;
 pub(crate) mod crossing;
 pub mod cx;

@@ -128,6 +128,11 @@ impl Registry {
         }
     }
 
+    /// The package names `require` accepts.
+    pub fn packages(&self) -> &[&'static str] {
+        &self.requirements
+    }
+
     pub fn provides(&self, req: &str) -> bool {
         self.requirements.contains(&req)
     }

@@ -232,6 +232,8 @@ pub(crate) struct Core {
     pub arg_env: ArgEnv,
     /// Per element: packets dropped by its handlers (off the data path).
     pub handler_drops: Box<[AtomicU64]>,
+    /// What the global handlers report, and control sockets' servers.
+    pub info: crate::control::RouterInfo,
 }
 
 impl Core {
@@ -497,11 +499,11 @@ impl Router {
                 .then(|| crate::sched::Profile::new(nthreads, n)),
             arg_env,
             handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            info: crate::control::RouterInfo::new(&graph, reg),
         };
-        let core = Self::initialize(core, opts.check_only)?;
-        Ok(Router {
-            core: Arc::new(core),
-        })
+        let core = Arc::new(Self::initialize(core, opts.check_only)?);
+        crate::control::start_services(&core);
+        Ok(Router { core })
     }
 
     /// Configures every element, early phases first (AddressInfo before
@@ -692,6 +694,13 @@ impl Router {
         crate::handler::read(&self.core, spec, None)
     }
 
+    /// A handle for the control plane (does not keep the router alive).
+    pub fn handle(&self) -> crate::control::RouterHandle {
+        crate::control::RouterHandle {
+            core: Arc::downgrade(&self.core),
+        }
+    }
+
     pub fn write_handler(&self, spec: &str, value: &str) -> Result<(), String> {
         crate::handler::write(&self.core, spec, value, None)
     }
@@ -801,6 +810,25 @@ impl Router {
     /// `BuildOptions::profile`).
     pub fn cost_report(&self) -> String {
         sched::cost_report(&self.core)
+    }
+
+    /// The cost report's figures as data: per element and per task cycles
+    /// and packets, per thread busy cycles (per-element figures and task
+    /// packets only with `BuildOptions::profile`).
+    pub fn cost_data(&self) -> sched::CostData {
+        sched::cost_data(&self.core)
+    }
+
+    /// The thread per task that the adaptive scheduler would choose for
+    /// the given task loads (cycles, one per task in `task_threads` order):
+    /// pinned tasks stay, the rest are placed longest first, tasks that
+    /// meet at a queue together when they fit.
+    pub fn balanced_assignment(&self, loads: &[u64]) -> Vec<usize> {
+        let core = &*self.core;
+        let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
+        let mut l = loads.to_vec();
+        l.resize(core.tasks.len(), 0);
+        sched::lpt_assign(&l, &pinned, core.nthreads, &|a, b| core.plan.affine(a, b))
     }
 
     /// Ring modes of each queue: (name, multi-producer, multi-consumer).

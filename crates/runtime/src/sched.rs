@@ -201,7 +201,7 @@ pub(crate) fn run_workers(core: &Core) {
 const BALANCE_INTERVAL: Duration = Duration::from_millis(50);
 /// A new assignment must cut the busiest thread's load by this fraction to
 /// be adopted (hysteresis: tasks do not bounce on noise).
-const HYSTERESIS: f64 = 0.15;
+pub const HYSTERESIS: f64 = 0.15;
 
 /// The adaptive scheduler, run by the thread that started the router while
 /// the workers run: every [`BALANCE_INTERVAL`] it takes each task's sampled
@@ -527,6 +527,133 @@ pub(crate) fn thread_report(core: &Core) -> String {
         }
     }
     out
+}
+
+/// The profile of a run as data (see [`crate::Router::cost_data`]).
+#[derive(Clone, Debug, Default)]
+pub struct CostData {
+    /// Cycle counter frequency, Hz.
+    pub hz: f64,
+    /// Per-element figures were sampled (`BuildOptions::profile`); without
+    /// it `elements` is empty and task cycles are estimated from one run
+    /// in [`SAMPLE_EVERY`] (runs with work only), task packets are 0.
+    pub profiled: bool,
+    /// Worker threads of the run.
+    pub threads: usize,
+    pub elements: Vec<ElementCost>,
+    pub tasks: Vec<TaskCost>,
+    /// Per thread: cycles its tasks were busy.
+    pub thread_busy_cycles: Vec<u64>,
+    /// Cycles the workers ran.
+    pub run_cycles: u64,
+}
+
+/// One element: cycles spent in the element itself (the elements it
+/// calls excluded), packets it received by push or gave by pull (a queue
+/// counts each packet twice, in and out), and calls, summed over threads.
+#[derive(Clone, Debug, Default)]
+pub struct ElementCost {
+    pub name: String,
+    pub class: String,
+    pub cycles: u64,
+    pub packets: u64,
+    pub calls: u64,
+    /// Per thread: (cycles, packets).
+    pub per_thread: Vec<(u64, u64)>,
+    /// Input and output ports.
+    pub ninputs: usize,
+    pub noutputs: usize,
+    /// Push input and pull output: a queue between tasks.
+    pub is_queue: bool,
+    /// Tasks whose push path (producers) or pull path (consumers) reach it.
+    pub push_tasks: Vec<usize>,
+    pub pull_tasks: Vec<usize>,
+}
+
+/// One task: total cycles of its runs (callees included) and the packets
+/// of its first hop.
+#[derive(Clone, Debug, Default)]
+pub struct TaskCost {
+    pub element: String,
+    pub index: usize,
+    pub thread: usize,
+    pub pinned: Option<usize>,
+    pub runs: u64,
+    pub work: u64,
+    pub cycles: u64,
+    pub packets: u64,
+}
+
+pub(crate) fn cost_data(core: &Core) -> CostData {
+    let plan = &core.plan;
+    let elements = core
+        .slots
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| core.profile.as_ref().map(|prof| (i, s, prof)))
+        .map(|(i, s, prof)| {
+            let per_thread: Vec<(u64, u64)> = prof
+                .cells
+                .iter()
+                .map(|t| {
+                    (
+                        t[i].0.load(Ordering::Relaxed),
+                        t[i].1.load(Ordering::Relaxed),
+                    )
+                })
+                .collect();
+            let calls = prof
+                .cells
+                .iter()
+                .map(|t| t[i].2.load(Ordering::Relaxed))
+                .sum();
+            let on = |sets: &Vec<Vec<usize>>| -> Vec<usize> {
+                (0..sets.len())
+                    .filter(|&t| sets[t].binary_search(&i).is_ok() && core.tasks[t].elem != i)
+                    .collect()
+            };
+            ElementCost {
+                name: s.name.clone(),
+                class: s.class.clone(),
+                cycles: per_thread.iter().map(|x| x.0).sum(),
+                packets: per_thread.iter().map(|x| x.1).sum(),
+                calls,
+                per_thread,
+                ninputs: s.input_kinds.len(),
+                noutputs: s.output_kinds.len(),
+                is_queue: plan.queues.iter().any(|q| q.elem == i),
+                push_tasks: on(&plan.push_sets),
+                pull_tasks: on(&plan.pull_sets),
+            }
+        })
+        .collect();
+    let tasks = core
+        .tasks
+        .iter()
+        .map(|t| TaskCost {
+            element: core.slots[t.elem].name.clone(),
+            index: t.index,
+            thread: t.thread.load(Ordering::Relaxed),
+            pinned: t.pinned,
+            runs: t.runs.load(Ordering::Relaxed),
+            work: t.work.load(Ordering::Relaxed),
+            cycles: t.cycles.load(Ordering::Relaxed),
+            packets: t.packets.load(Ordering::Relaxed),
+        })
+        .collect();
+    CostData {
+        hz: clock::cycles_per_second(),
+        profiled: core.profile.is_some(),
+        threads: core.nthreads,
+        elements,
+        tasks,
+        thread_busy_cycles: core
+            .threads
+            .iter()
+            .map(|t| t.busy_cycles.load(Ordering::Relaxed))
+            .collect(),
+        run_cycles: core.run_cycles.load(Ordering::Relaxed),
+    }
 }
 
 /// Per element and per task cycles per packet and share of each thread's

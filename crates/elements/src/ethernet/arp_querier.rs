@@ -1290,6 +1290,7 @@ mod tests {
                 ip: Some(ip("1.0.0.1")),
                 prefix_len: Some(8),
                 ether: Some(eth("0:1:2:3:4:5")),
+                ..Default::default()
             },
         );
         assert_eq!(

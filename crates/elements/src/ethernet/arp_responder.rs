@@ -390,6 +390,7 @@ mod tests {
                     ip: Some(ip(a)),
                     prefix_len: Some(8),
                     ether: Some(eth(mac)),
+                    ..Default::default()
                 },
             );
         }

@@ -934,6 +934,14 @@ impl<'a> Parser<'a> {
         if Ipv4Prefix::from_arg(v, self.env).is_ok() || Ipv4Addr::from_arg(v, self.env).is_ok() {
             return Ok((Ty::Net, None));
         }
+        if v == "ip6" || v == "ipv6" || v.parse::<std::net::Ipv6Addr>().is_ok() || v.contains("::")
+        {
+            return Err(format!(
+                "'{v}': IPv6 is not supported here (IPClassifier and IPFilter match IPv4, \
+                 as Click's do); classify IPv6 with Classifier (12/86dd, 20/3a for ICMPv6) \
+                 and CheckIP6Header"
+            ));
+        }
         Err(format!("unknown word '{v}'"))
     }
 

@@ -50,6 +50,7 @@ pub fn env() -> ArgEnv {
                 ip: Some(Ipv4Addr::from(ip)),
                 prefix_len: len,
                 ether: None,
+                ..Default::default()
             },
         );
     };

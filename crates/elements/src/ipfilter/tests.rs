@@ -306,6 +306,8 @@ fn parse_errors_name_the_token() {
         ("", "empty pattern"),
         ("   ", "empty pattern"),
         ("hots 1.2.3.4", "unknown word 'hots'"),
+        ("ip6", "'ip6': IPv6 is not supported here (IPClassifier and IPFilter match IPv4, as Click's do); classify IPv6 with Classifier (12/86dd, 20/3a for ICMPv6) and CheckIP6Header"),
+        ("2001:db8::1", "'2001:db8::1': IPv6 is not supported here (IPClassifier and IPFilter match IPv4, as Click's do); classify IPv6 with Classifier (12/86dd, 20/3a for ICMPv6) and CheckIP6Header"),
         ("src hots 1.2.3.4", "unknown word 'hots'"),
         ("port foo", "unknown port 'foo'"),
         ("port 70000", "'70000' out of range for 'port' (0-65535)"),

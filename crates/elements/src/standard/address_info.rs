@@ -10,17 +10,17 @@
 //! NAME, which other elements' configuration strings may then use in
 //! place of the address. An ADDRESS is an IPv4 address (`10.0.0.1`), an
 //! IPv4 prefix (`10.0.0.1/8` or `10.0.0.1/255.0.0.0`: the name then
-//! stands for the address 10.0.0.1 and for the network 10.0.0.1/8), or an
+//! stands for the address 10.0.0.1 and for the network 10.0.0.1/8), an
+//! IPv6 address (`2001:db8::1`) or prefix (`2001:db8::1/64`), or an
 //! Ethernet address (`00:50:BA:85:84:A9` or `00-50-BA-85-84-A9`). A name
-//! can have one IP address or prefix and one Ethernet address at once; the
-//! context decides which is meant, and a suffix makes it explicit:
-//! `NAME:ip`, `NAME:ipnet`, `NAME:bcast` (the prefix's broadcast address),
-//! `NAME:eth`.
+//! can have one IPv4 address or prefix, one IPv6 address or prefix and one
+//! Ethernet address at once; the context decides which is meant, and a
+//! suffix makes it explicit: `NAME:ip`, `NAME:ipnet`, `NAME:bcast` (the
+//! prefix's broadcast address), `NAME:ip6`, `NAME:ip6net`, `NAME:eth`.
 //!
 //! AddressInfo is configured before every other element, wherever it
 //! appears. Unlike Click, paraclick's names are global to the router
-//! (Click makes names defined inside a compound element local to it), and
-//! IPv6 addresses are not supported.
+//! (Click makes names defined inside a compound element local to it).
 //!
 //! Example:
 //!
@@ -28,7 +28,7 @@
 //!     ... -> IPEncap(6, mauer, 10.0.0.2)               // as IP address
 //!         -> EtherEncap(0x0800, mauer, 1:2:3:4:5:6)   // as Ethernet address
 
-use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
+use paraclick_packet::wire::{EtherAddr, Ipv4Prefix, Ipv6Prefix};
 use paraclick_runtime::args::{AddrEntry, ArgEnv};
 use paraclick_runtime::{ClassSpec, ConfigCx, Element};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -90,8 +90,17 @@ pub fn define(env: &mut ArgEnv, arg: &str) -> Result<(), String> {
             }
             e.ip = Some(p.addr);
             e.prefix_len = Some(p.len);
-        } else if Ipv6Addr::from_str(w.split('/').next().unwrap_or(w)).is_ok() {
-            return Err(format!("{name}: IPv6 addresses are not supported ('{w}')"));
+        } else if let Ok(ip6) = Ipv6Addr::from_str(w) {
+            if e.ip6.replace(ip6).is_some_and(|old| old != ip6) {
+                return Err(format!("{name}: more than one IPv6 address"));
+            }
+        } else if w.contains('/') && Ipv6Prefix::from_str(w).is_ok() {
+            let p = Ipv6Prefix::from_str(w).map_err(|_| format!("bad prefix '{w}'"))?;
+            if e.ip6.is_some_and(|old| old != p.addr) || e.prefix6_len.is_some() {
+                return Err(format!("{name}: more than one IPv6 address"));
+            }
+            e.ip6 = Some(p.addr);
+            e.prefix6_len = Some(p.len);
         } else {
             return Err(format!(
                 "{name}: '{w}' is not an IP address, IP prefix or Ethernet address"
@@ -112,13 +121,19 @@ pub fn define(env: &mut ArgEnv, arg: &str) -> Result<(), String> {
                 || (old.prefix_len.is_some()
                     && e.prefix_len.is_some()
                     && old.prefix_len != e.prefix_len)
-                || (old.ether.is_some() && e.ether.is_some() && old.ether != e.ether);
+                || (old.ether.is_some() && e.ether.is_some() && old.ether != e.ether)
+                || (old.ip6.is_some() && e.ip6.is_some() && old.ip6 != e.ip6)
+                || (old.prefix6_len.is_some()
+                    && e.prefix6_len.is_some()
+                    && old.prefix6_len != e.prefix6_len);
             if conflict {
                 return Err(format!("'{name}' is already defined differently"));
             }
             old.ip = old.ip.or(e.ip);
             old.prefix_len = old.prefix_len.or(e.prefix_len);
             old.ether = old.ether.or(e.ether);
+            old.ip6 = old.ip6.or(e.ip6);
+            old.prefix6_len = old.prefix6_len.or(e.prefix6_len);
         }
     }
     Ok(())
@@ -185,12 +200,42 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_addresses_and_prefixes() {
+        let env = env(&[
+            "if0 10.0.1.1/24 2001:db8:1::1/64 02:00:00:00:01:01",
+            "h6 fe80::1",
+            "h6 fe80::1",
+        ])
+        .unwrap();
+        let e = env.lookup("if0").unwrap();
+        assert_eq!(e.ip, Some(Ipv4Addr::new(10, 0, 1, 1)));
+        assert_eq!(e.ip6, Some("2001:db8:1::1".parse().unwrap()));
+        assert_eq!(e.prefix6_len, Some(64));
+        let mut a = Args::new("if0, if0, if0:ip6, if0, h6", &env);
+        assert_eq!(a.read_p::<Ipv4Addr>("A"), Some(Ipv4Addr::new(10, 0, 1, 1)));
+        assert_eq!(
+            a.read_p::<Ipv6Addr>("B"),
+            Some("2001:db8:1::1".parse().unwrap())
+        );
+        assert_eq!(a.read_p::<Ipv6Prefix>("C").unwrap().len, 128);
+        assert_eq!(
+            a.read_p::<Ipv6Prefix>("D").unwrap().to_string(),
+            "2001:db8:1::1/64"
+        );
+        assert_eq!(a.read_p::<Ipv6Addr>("E"), Some("fe80::1".parse().unwrap()));
+        assert!(Ipv4Addr::from_arg("h6", &env).is_err());
+    }
+
+    #[test]
     fn bad_arguments() {
         for bad in [
             &["x"][..],
             &["x 1.2.3"],
             &["x 1.2.3.4/33"],
-            &["x ::1"],
+            &["x ::1 ::2"],
+            &["x ::1/200"],
+            &["x ::1/64 ::2/64"],
+            &["x ::1", "x ::2"],
             &["x 1.2.3.4 1.2.3.5"],
             &["x 1:2:3:4:5:6 1:2:3:4:5:7"],
             &["1.2.3.4 1.2.3.4"],

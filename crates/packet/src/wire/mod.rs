@@ -1,4 +1,5 @@
-//! Typed header views and checksums.
+//! Typed header views (Ethernet, ARP, IPv4, IPv6 and its extension
+//! headers, ICMP, ICMPv6 and neighbour discovery, UDP, TCP, ESP) and checksums.
 //!
 //! Each protocol has a view over a byte buffer, in the manner of smoltcp's
 //! `wire` module:
@@ -27,7 +28,9 @@ pub mod checksum;
 pub mod esp;
 pub mod ethernet;
 pub mod icmp;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod tcp;
 mod tlv;
 pub mod udp;
@@ -36,10 +39,12 @@ pub use arp::{ArpOp, ArpPacket, ArpRepr};
 pub use esp::EspHeader;
 pub use ethernet::{ethertype, EtherAddr, EthernetFrame, EthernetRepr, VlanHeader};
 pub use icmp::{icmp_type, IcmpHeader};
+pub use icmpv6::{icmpv6_type, Icmpv6Header, NdOption, NdRepr};
 pub use ipv4::{
     ip_proto, Ipv4Header, Ipv4Option, Ipv4OptionIter, Ipv4Prefix, Ipv4Repr, RouteOption,
     TimestampOption,
 };
+pub use ipv6::{next_header, ExtHeader, ExtHeaderIter, Ipv6Header, Ipv6Prefix, Ipv6Repr};
 pub use tcp::{SackBlocks, TcpHeader, TcpOption, TcpOptionIter};
 pub use udp::{UdpHeader, UdpRepr};
 

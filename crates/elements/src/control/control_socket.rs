@@ -1,0 +1,271 @@
+//! # ControlSocket
+//!
+//! ControlSocket(TCP, PORTNUMBER [, READONLY?, keywords])
+//! ControlSocket(UNIX, FILENAME [, READONLY?, keywords])
+//!
+//! Opens a control socket through which other programs call the router's
+//! read and write handlers.
+//!
+//! Ports: none. Processing: none.
+//!
+//! Listens on TCP port PORTNUMBER (0: any free port, shown with VERBOSE)
+//! or on the Unix-domain socket FILENAME, and speaks Click's ControlSocket
+//! protocol, version 1.3: the server greets with `Click::ControlSocket/1.3`;
+//! each command is a line (ended by CR, LF or CRLF); each reply is one or
+//! more lines `CODE text` (all but the last `CODE-text`), ended by CRLF.
+//!
+//! Commands (a HANDLER is `element.handler`, `N.handler` for the Nth
+//! element of `list`, or a global handler such as `list`, `classes`,
+//! `config`, `flatconfig`, `requirements`, `version`, `driver`, `stop`):
+//! - `READ HANDLER [PARAMS]`: replies 200, then `DATA N` and N bytes.
+//! - `READDATA HANDLER N`: the N bytes after the line are the parameters.
+//! - `READUNTIL HANDLER [TERMINATOR]`: parameters are the lines up to one
+//!   equal to TERMINATOR (a blank line if none).
+//! - `WRITE HANDLER [VALUE]`, `WRITEDATA HANDLER N`,
+//!   `WRITEUNTIL HANDLER [TERMINATOR]`: call a write handler.
+//! - `CHECKREAD HANDLER`, `CHECKWRITE HANDLER`: 200 if it can be called.
+//! - `LLRPC ELEMENT#NUM [N]`: paraclick has no LLRPCs; replies 501 (after
+//!   reading the N bytes).
+//! - `QUIT`: replies 200 and closes.
+//!
+//! Reply codes: 200 OK; 500 syntax error (also a line too long or data
+//! that stopped coming, then the connection closes); 501 unimplemented
+//! command; 510 no such element; 511 no such handler; 520 handler error
+//! (its message follows); 521 data too big (then the connection closes);
+//! 530 permission denied (READONLY, or a read of a write-only handler and
+//! the reverse); 540 no router; 590 too many connections. paraclick never
+//! sends 220 (handlers report no warnings).
+//!
+//! Keywords:
+//! - `READONLY` (boolean, default false): refuse writes (530).
+//! - `LOCALHOST` (boolean, default false): a TCP socket listens on
+//!   127.0.0.1 only (otherwise on every IPv4 address).
+//! - `VERBOSE` (boolean, default false): print a line when a connection
+//!   opens or closes.
+//! - `RETRIES` (integer, default 0): if the socket cannot be opened, try
+//!   again once a second, up to RETRIES times, then stop the router.
+//! - `RETRY_WARNINGS` (boolean, default true): print each failed try.
+//! - `PROXY`: not supported (an error).
+//!
+//! paraclick's bounds (keywords of its own): `MAX_CLIENTS` (64 connections
+//! at once; one more gets 590 and is closed), `MAX_DATA` (16777216 bytes
+//! of READDATA/WRITEDATA/...UNTIL data, more gets 521), `LINE_TIMEOUT` (10
+//! s to finish a line or data once begun, and to take a reply),
+//! `IDLE_TIMEOUT` (3600 s without a command closes the connection), `MODE`
+//! (the Unix socket's permissions in octal, default 0600: only the
+//! router's user can connect). A command line is at most 65536 bytes.
+//!
+//! Access: anyone who can connect can read every handler (configuration
+//! included) and, unless READONLY, write every write handler, `stop`
+//! included. Use LOCALHOST, a firewall, or a Unix socket's permissions.
+//!
+//! Each connection is served on a thread of its own, never on a worker
+//! thread: a slow or stalled client delays only itself. The `paraclick`
+//! command's `-p PORT`, `-u FILE` and `--socket FD` open the same sockets
+//! without an element.
+//!
+//! Differences from Click: no PROXY; no hot-swap of the socket (there is
+//! no hot reconfiguration yet).
+//!
+//! Example:
+//!
+//!     ControlSocket(UNIX, /tmp/clicksocket);
+//!     ControlSocket(TCP, 7777, LOCALHOST true, READONLY true);
+
+use paraclick_runtime::args::Raw;
+use paraclick_runtime::control::{self, Bind, ControlConfig, Listener};
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, InitCx};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("ControlSocket", "0/0", "", make)
+}
+
+#[derive(Clone)]
+enum Where {
+    Tcp(SocketAddr),
+    Unix(PathBuf, u32),
+}
+
+pub struct ControlSocket {
+    at: Where,
+    cfg: ControlConfig,
+    retries: u32,
+    retry_warnings: bool,
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
+    let mut a = cx.args();
+    let ty: String = a.read_mp("TYPE");
+    let target: String = a.read_mp("ADDRESS");
+    let ro_pos: Option<bool> = a.read_p("READONLY");
+    let proxy: Option<Raw> = a.read("PROXY");
+    let verbose: Option<bool> = a.read("VERBOSE");
+    let localhost: Option<bool> = a.read("LOCALHOST");
+    let retries: Option<u32> = a.read("RETRIES");
+    let retry_warnings: Option<bool> = a.read("RETRY_WARNINGS");
+    let max_clients: Option<usize> = a.read("MAX_CLIENTS");
+    let max_data: Option<usize> = a.read("MAX_DATA");
+    let line_timeout: Option<Duration> = a.read("LINE_TIMEOUT");
+    let idle_timeout: Option<Duration> = a.read("IDLE_TIMEOUT");
+    let mode: Option<String> = a.read("MODE");
+    a.complete()?;
+    if proxy.is_some() {
+        return Err(
+            "PROXY is not supported by paraclick (there are no kernel routers to proxy)".into(),
+        );
+    }
+    let at = match ty.to_ascii_uppercase().as_str() {
+        "TCP" => {
+            if mode.is_some() {
+                return Err("MODE applies to UNIX sockets only".into());
+            }
+            let port: u16 = target
+                .trim()
+                .parse()
+                .map_err(|_| format!("PORTNUMBER: expected a port number, not '{target}'"))?;
+            let ip = if localhost.unwrap_or(false) {
+                Ipv4Addr::LOCALHOST
+            } else {
+                Ipv4Addr::UNSPECIFIED
+            };
+            Where::Tcp(SocketAddr::V4(SocketAddrV4::new(ip, port)))
+        }
+        "UNIX" => {
+            if target.trim().is_empty() {
+                return Err("FILENAME: empty".into());
+            }
+            let mode = match mode {
+                None => 0o600,
+                Some(m) => u32::from_str_radix(m.trim(), 8)
+                    .ok()
+                    .filter(|&m| m <= 0o777)
+                    .ok_or_else(|| format!("MODE: expected octal permissions, not '{m}'"))?,
+            };
+            Where::Unix(PathBuf::from(target.trim()), mode)
+        }
+        other => return Err(format!("TYPE: expected TCP or UNIX, not '{other}'")),
+    };
+    let d = ControlConfig::default();
+    let cfg = ControlConfig {
+        read_only: ro_pos.unwrap_or(false),
+        verbose: verbose.unwrap_or(false),
+        max_clients: max_clients.unwrap_or(d.max_clients).max(1),
+        max_data: max_data.unwrap_or(d.max_data),
+        line_timeout: line_timeout.unwrap_or(d.line_timeout),
+        idle_timeout: idle_timeout.unwrap_or(d.idle_timeout),
+        ..d
+    };
+    Ok(ControlSocket {
+        at,
+        cfg,
+        retries: retries.unwrap_or(0),
+        retry_warnings: retry_warnings.unwrap_or(true),
+    })
+}
+
+fn bind(at: &Where) -> std::io::Result<Listener> {
+    match at {
+        Where::Tcp(a) => control::bind_tcp(*a),
+        Where::Unix(p, mode) => control::bind_unix(p, *mode),
+    }
+}
+
+fn describe(at: &Where) -> String {
+    match at {
+        Where::Tcp(a) => format!("TCP {a}"),
+        Where::Unix(p, _) => format!("UNIX {}", p.display()),
+    }
+}
+
+impl Element for ControlSocket {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if ix.checking() {
+            return Ok(());
+        }
+        // Bind now, so a socket that cannot be opened is a located error
+        // (unless RETRIES says to keep trying).
+        let bound = match bind(&self.at) {
+            Ok(l) => Bind::Ready(l),
+            Err(e) if self.retries == 0 => {
+                return Err(format!("{}: {e}", describe(&self.at)));
+            }
+            Err(e) => {
+                if self.retry_warnings {
+                    eprintln!("ControlSocket: {}: {e} (retrying)", describe(&self.at));
+                }
+                let at = self.at.clone();
+                Bind::Retry {
+                    bind: Box::new(move || bind(&at)),
+                    what: describe(&self.at),
+                    retries: self.retries,
+                    warnings: self.retry_warnings,
+                }
+            }
+        };
+        if self.cfg.verbose {
+            if let Bind::Ready(l) = &bound {
+                eprintln!("ControlSocket: listening on {}", l.describe());
+            }
+        }
+        let cfg = self.cfg.clone();
+        ix.on_start(move |h| match control::serve(bound, Arc::new(h), cfg) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("ControlSocket: cannot start its thread: {e}");
+                None
+            }
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry as reg;
+    use paraclick_runtime::Router;
+
+    #[test]
+    fn bad_configurations_are_errors() {
+        for (conf, want) in [
+            ("ControlSocket(UDP, 1)", "TYPE"),
+            ("ControlSocket(TCP, x)", "PORTNUMBER"),
+            ("ControlSocket(TCP, 0, PROXY k)", "PROXY is not supported"),
+            ("ControlSocket(UNIX, /tmp/x, MODE 9)", "MODE"),
+            ("ControlSocket(TCP, 0, MODE 600)", "MODE"),
+            ("ControlSocket(TCP, 0, FOO 1)", "FOO"),
+        ] {
+            let e = match Router::from_str(conf, &reg(), 1) {
+                Ok(_) => panic!("{conf} built"),
+                Err(d) => format!("{d:?}"),
+            };
+            assert!(e.contains(want), "{conf}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_unix_socket_is_private_and_removed_with_the_router() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pc-cs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let conf = format!("ControlSocket(UNIX, {})", path.display());
+        let r = Router::from_str(&conf, &reg(), 1).unwrap();
+        let m = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(m & 0o777, 0o600);
+        let mut s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        let mut g = [0u8; 26];
+        std::io::Read::read_exact(&mut s, &mut g).unwrap();
+        assert_eq!(&g, b"Click::ControlSocket/1.3\r\n");
+        drop(r);
+        let t0 = std::time::Instant::now();
+        while path.exists() && t0.elapsed().as_secs() < 3 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!path.exists(), "socket file removed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,560 @@
+//! # IP6NDSolicitor
+//!
+//! IP6NDSolicitor(IP, ETH [, keywords CAPACITY, TIMEOUT, RETRIES])
+//! IP6NDSolicitor(NAME [, keywords ...])
+//!
+//! Finds next hops' Ethernet addresses with IPv6 neighbour discovery.
+//!
+//! Ports: 2 inputs, 1 or 2 outputs. Processing: push.
+//!
+//! IP is this interface's IPv6 address and ETH its Ethernet address (in
+//! the one-argument form, an AddressInfo name standing for both). Packets
+//! on input 0 are IPv6 packets (the data starts at the IPv6 header). Their
+//! next hop is the destination IPv6 annotation, or the header's
+//! destination when the annotation is `::`. A multicast next hop goes to
+//! its Ethernet multicast address (`33:33` and its low 32 bits, RFC 2464)
+//! at once. If the next hop's Ethernet address is known, the packet is
+//! wrapped in an Ethernet header (type 0x86DD, source ETH) and sent to
+//! output 0. Otherwise it waits (at most CAPACITY packets per next hop;
+//! the oldest make room) and a neighbour solicitation (RFC 4861 §7.2.2:
+//! from IP to the next hop's solicited-node address, hop limit 255, with
+//! a source link-layer address option) goes to output 1, or to output 0
+//! with one output.
+//!
+//! Input 1 takes neighbour discovery messages with their Ethernet header.
+//! A valid advertisement (RFC 4861 §7.1.2 checks) records its target's
+//! link-layer address (the target link-layer address option, else the
+//! frame's source) and sends the packets waiting for it; a valid
+//! solicitation from a unicast source records that source's link-layer
+//! address option, as RFC 4861 §7.2.3 allows. Other packets on input 1 are
+//! dropped (counted).
+//!
+//! A solicitation is repeated once a second while packets wait; after
+//! RETRIES solicitations without an answer the waiting packets are dropped
+//! (counted) and the entry forgotten. Known entries expire TIMEOUT after
+//! their last confirmation, and are then solicited again when used.
+//!
+//! Keywords:
+//! - `CAPACITY` (unsigned, default 16): packets waiting per next hop.
+//! - `TIMEOUT` (time, default 5 minutes): lifetime of a known entry.
+//! - `RETRIES` (unsigned, default 3): solicitations before giving up.
+//!
+//! Handlers:
+//! - `table` (read): one entry per line: IPv6 address, 1 if known (0 if
+//!   not), Ethernet address (`00-00-00-00-00-00` while unknown), waiting
+//!   packets.
+//! - `solicitations`, `advertisements` (read): NS sent, valid NA received.
+//! - `insert` (write): adds a known entry, `IP6 ETH`.
+//! - `clear` (write): forgets every entry (waiting packets are dropped).
+//!
+//! Threads: the table is one mutex, taken once per batch.
+//!
+//! Example:
+//!
+//!     c :: Classifier(12/86dd 20/3aff 54/88, 12/86dd 20/3aff 54/87, 12/86dd, -);
+//!     nds :: IP6NDSolicitor(2001:db8::1, 00:e0:29:05:e5:6f);
+//!     c[0] -> [1]nds;
+//!     ... -> [0]nds;
+//!     nds -> Queue -> ToDevice(eth0);
+
+use super::nd::{build_frame, parse_frame};
+use crate::ethernet::ether_encap::encap;
+use paraclick_packet::wire::icmpv6::NdRepr;
+use paraclick_packet::wire::ipv6::addr;
+use paraclick_packet::wire::{ethertype, EtherAddr};
+use paraclick_packet::{Batch, Packet};
+use paraclick_runtime::args::{FromArg, Raw};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::net::Ipv6Addr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const TIMER: usize = 0;
+const RETRY: Duration = Duration::from_secs(1);
+
+struct Entry {
+    eth: Option<EtherAddr>,
+    /// When the address was last confirmed (known) or solicited (unknown).
+    when: Instant,
+    tries: u32,
+    pending: VecDeque<Packet>,
+}
+
+pub struct IP6NDSolicitor {
+    ip: Ipv6Addr,
+    eth: EtherAddr,
+    capacity: usize,
+    timeout: Duration,
+    retries: u32,
+    table: Mutex<HashMap<Ipv6Addr, Entry>>,
+    solicitations: Counter,
+    advertisements: Counter,
+    /// Entries a handler cleared: their packets, dropped by the timer.
+    graveyard: Mutex<Vec<Packet>>,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("IP6NDSolicitor", "2/1-2", "h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDSolicitor, String> {
+    let mut a = cx.args();
+    let name = a.read_mp::<Raw>("IP").0;
+    let ip = Ipv6Addr::from_arg(&name, cx.env).map_err(|e| format!("IP: {e}"))?;
+    let eth = match a.read_p::<EtherAddr>("ETH") {
+        Some(e) => e,
+        None => EtherAddr::from_arg(&name, cx.env)
+            .map_err(|_| "missing mandatory ETH argument".to_string())?,
+    };
+    let capacity = a.read::<usize>("CAPACITY").unwrap_or(16);
+    let timeout = a
+        .read::<Duration>("TIMEOUT")
+        .unwrap_or(Duration::from_secs(300));
+    let retries = a.read::<u32>("RETRIES").unwrap_or(3).max(1);
+    a.complete()?;
+    Ok(IP6NDSolicitor {
+        ip,
+        eth,
+        capacity: capacity.max(1),
+        timeout,
+        retries,
+        table: Mutex::new(HashMap::new()),
+        solicitations: Counter::new(cx.nthreads),
+        advertisements: Counter::new(cx.nthreads),
+        graveyard: Mutex::new(Vec::new()),
+    })
+}
+
+#[derive(Default)]
+struct Out {
+    ready: Vec<Packet>,
+    queries: Vec<Ipv6Addr>,
+    dead: Vec<Packet>,
+}
+
+impl IP6NDSolicitor {
+    fn next_hop(p: &Packet) -> Ipv6Addr {
+        let a = p.anno().dst_ip6();
+        if !a.is_unspecified() {
+            return a;
+        }
+        match p.data().get(24..40) {
+            Some(b) => Ipv6Addr::from(<[u8; 16]>::try_from(b).unwrap_or([0; 16])),
+            None => Ipv6Addr::UNSPECIFIED,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Ipv6Addr, Entry>> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn solicitation(&self, target: Ipv6Addr) -> Option<Packet> {
+        let dst = addr::solicited_node(&target);
+        build_frame(
+            EtherAddr(addr::multicast_ether(&dst)),
+            self.eth,
+            self.ip,
+            dst,
+            &NdRepr::NeighborSolicit {
+                target,
+                lladdr: Some(self.eth),
+            },
+        )
+    }
+
+    fn emit(&self, cx: &mut Cx<'_>, out: Out) {
+        let qport = if cx.noutputs() > 1 { 1 } else { 0 };
+        for ip in out.queries {
+            if let Some(q) = self.solicitation(ip) {
+                self.solicitations.inc(cx.thread());
+                cx.push_one(qport, q);
+            }
+        }
+        if !out.ready.is_empty() {
+            cx.push(0, Batch::from(out.ready));
+        }
+        for p in out.dead {
+            cx.drop_packet(p);
+        }
+    }
+
+    fn push_ip(&self, cx: &mut Cx<'_>, batch: Batch) {
+        let mut out = Out::default();
+        let now = Instant::now();
+        let mut t = self.lock();
+        for mut p in batch {
+            let hop = Self::next_hop(&p);
+            if hop.is_unspecified() || p.len() < 40 {
+                out.dead.push(p);
+                continue;
+            }
+            if addr::is_multicast(&hop) {
+                if encap(
+                    &mut p,
+                    EtherAddr(addr::multicast_ether(&hop)),
+                    self.eth,
+                    ethertype::IPV6,
+                ) {
+                    out.ready.push(p);
+                } else {
+                    out.dead.push(p);
+                }
+                continue;
+            }
+            let e = t.entry(hop).or_insert_with(|| Entry {
+                eth: None,
+                when: now,
+                tries: 0,
+                pending: VecDeque::new(),
+            });
+            if let Some(eth) = e.eth {
+                if now.duration_since(e.when) < self.timeout || self.timeout.is_zero() {
+                    if encap(&mut p, eth, self.eth, ethertype::IPV6) {
+                        out.ready.push(p);
+                    } else {
+                        out.dead.push(p);
+                    }
+                    continue;
+                }
+                // Expired: solicit again.
+                e.eth = None;
+                e.tries = 0;
+            }
+            if e.pending.len() >= self.capacity {
+                if let Some(old) = e.pending.pop_front() {
+                    out.dead.push(old);
+                }
+            }
+            e.pending.push_back(p);
+            if e.tries == 0 {
+                e.tries = 1;
+                e.when = now;
+                out.queries.push(hop);
+            }
+        }
+        drop(t);
+        self.emit(cx, out);
+    }
+
+    fn learn(&self, ip: Ipv6Addr, eth: EtherAddr, out: &mut Out, create: bool) {
+        let now = Instant::now();
+        let mut t = self.lock();
+        if !create && !t.contains_key(&ip) {
+            return;
+        }
+        let e = t.entry(ip).or_insert_with(|| Entry {
+            eth: None,
+            when: now,
+            tries: 0,
+            pending: VecDeque::new(),
+        });
+        e.eth = Some(eth);
+        e.when = now;
+        e.tries = 0;
+        for mut p in e.pending.drain(..) {
+            if encap(&mut p, eth, self.eth, ethertype::IPV6) {
+                out.ready.push(p);
+            } else {
+                out.dead.push(p);
+            }
+        }
+    }
+
+    fn push_nd(&self, cx: &mut Cx<'_>, batch: Batch) {
+        let mut out = Out::default();
+        for p in batch {
+            if let Some(m) = parse_frame(p.data()) {
+                match m.repr {
+                    NdRepr::NeighborAdvert { target, lladdr, .. } => {
+                        self.advertisements.inc(cx.thread());
+                        self.learn(target, lladdr.unwrap_or(m.eth_src), &mut out, true);
+                    }
+                    NdRepr::NeighborSolicit {
+                        lladdr: Some(ll), ..
+                    } if !m.src.is_unspecified() => {
+                        // Learn only for next hops already in the table
+                        // (RFC 4861 §7.2.3 allows creating; keeping the
+                        // table to addresses we route to bounds it).
+                        self.learn(m.src, ll, &mut out, false);
+                    }
+                    NdRepr::NeighborSolicit { .. } => {}
+                }
+            }
+            // Input 1's packets are consumed (counted as this element's).
+            out.dead.push(p);
+        }
+        self.emit(cx, out);
+    }
+
+    fn table_text(&self) -> String {
+        let t = self.lock();
+        let mut v: Vec<_> = t.iter().collect();
+        v.sort_by_key(|(ip, _)| **ip);
+        let mut s = String::new();
+        for (ip, e) in v {
+            let _ = writeln!(
+                s,
+                "{ip} {} {} {}",
+                u8::from(e.eth.is_some()),
+                e.eth.unwrap_or(EtherAddr::ZERO),
+                e.pending.len()
+            );
+        }
+        s
+    }
+}
+
+impl Element for IP6NDSolicitor {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("table", |e, _| e.table_text()),
+        Handler::read("solicitations", |e, _| e.solicitations.get().to_string()),
+        Handler::read("advertisements", |e, _| e.advertisements.get().to_string()),
+        Handler::write("insert", |e, v, hx| {
+            let mut w = v.split_whitespace();
+            let ip: Ipv6Addr = hx.arg(w.next().ok_or("expected 'IP6 ETH'")?)?;
+            let eth: EtherAddr = hx.arg(w.next().ok_or("expected 'IP6 ETH'")?)?;
+            let mut t = e.lock();
+            let en = t.entry(ip).or_insert_with(|| Entry {
+                eth: None,
+                when: Instant::now(),
+                tries: 0,
+                pending: VecDeque::new(),
+            });
+            en.eth = Some(eth);
+            en.when = Instant::now();
+            Ok(())
+        }),
+        Handler::write("clear", |e, _, _| {
+            let mut t = e.lock();
+            let mut g = e.graveyard.lock().unwrap_or_else(|e| e.into_inner());
+            for (_, mut en) in t.drain() {
+                g.extend(en.pending.drain(..));
+            }
+            Ok(())
+        }),
+    ];
+
+    fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
+        if port == 0 {
+            self.push_ip(cx, batch);
+        } else {
+            self.push_nd(cx, batch);
+        }
+    }
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        ix.schedule_after(TIMER, RETRY);
+        Ok(())
+    }
+
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        let now = Instant::now();
+        let mut out = Out::default();
+        {
+            let mut t = self.lock();
+            let mut gone = Vec::new();
+            for (&ip, e) in t.iter_mut() {
+                match e.eth {
+                    Some(eth) => {
+                        // Packets a handler's insert released.
+                        for mut p in e.pending.drain(..) {
+                            if encap(&mut p, eth, self.eth, ethertype::IPV6) {
+                                out.ready.push(p);
+                            } else {
+                                out.dead.push(p);
+                            }
+                        }
+                        if !self.timeout.is_zero() && now.duration_since(e.when) >= self.timeout {
+                            gone.push(ip);
+                        }
+                    }
+                    None if now.duration_since(e.when) >= RETRY => {
+                        if e.tries >= self.retries || e.pending.is_empty() {
+                            out.dead.extend(e.pending.drain(..));
+                            gone.push(ip);
+                        } else {
+                            e.tries += 1;
+                            e.when = now;
+                            out.queries.push(ip);
+                        }
+                    }
+                    None => {}
+                }
+            }
+            for ip in gone {
+                t.remove(&ip);
+            }
+        }
+        out.dead.extend(std::mem::take(
+            &mut *self.graveyard.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
+        self.emit(cx, out);
+        cx.schedule_after(TIMER, RETRY / 4);
+    }
+
+    fn queued(&self) -> usize {
+        self.lock().values().map(|e| e.pending.len()).sum::<usize>()
+            + self.graveyard.lock().map(|g| g.len()).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::nd::{build_frame, parse_frame};
+    use super::super::test_util::*;
+    use paraclick_packet::wire::icmpv6::{nd_flags, NdRepr};
+    use paraclick_packet::wire::ipv6::addr;
+    use paraclick_packet::wire::EtherAddr;
+    use paraclick_packet::Packet;
+    use std::time::Duration;
+
+    const ME: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const HOST: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    fn na(target: &str, ll: Option<[u8; 6]>) -> Packet {
+        build_frame(
+            EtherAddr(ME),
+            EtherAddr(HOST),
+            a6(target),
+            a6("2001:db8::1"),
+            &NdRepr::NeighborAdvert {
+                flags: nd_flags::SOLICITED,
+                target: a6(target),
+                lladdr: ll.map(EtherAddr),
+            },
+        )
+        .unwrap()
+    }
+
+    fn to(dst: &str, tag: u8) -> Packet {
+        pkt(&Ip6::new("2001:db8:9::1", dst, 59).payload(&[tag]).bytes())
+    }
+
+    fn run_for(h: &paraclick_runtime::testing::Harness, d: Duration) {
+        let s = h.router.stopper();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(d);
+            s.stop();
+        });
+        h.router.run();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn solicits_waits_learns_releases() {
+        let h = harness(
+            "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01); Idle -> [1]e",
+            2,
+        );
+        h.push(0, vec![to("2001:db8::2", 1), to("2001:db8::2", 2)]);
+        assert!(h.output(0).is_empty());
+        let q = h.output(1);
+        assert_eq!(q.len(), 1, "one solicitation for two packets");
+        let ns = parse_frame(q[0].data()).unwrap();
+        assert_eq!(ns.src, a6("2001:db8::1"));
+        assert_eq!(ns.dst, addr::solicited_node(&a6("2001:db8::2")));
+        assert_eq!(&q[0].data()[..6], &addr::multicast_ether(&ns.dst));
+        assert_eq!(
+            ns.repr,
+            NdRepr::NeighborSolicit {
+                target: a6("2001:db8::2"),
+                lladdr: Some(EtherAddr(ME))
+            }
+        );
+        assert!(h
+            .read("table")
+            .unwrap()
+            .starts_with("2001:db8::2 0 00-00-00-00-00-00 2"));
+        h.push(1, vec![na("2001:db8::2", Some(HOST))]);
+        let out = h.output(0);
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            &out[0].data()[..14],
+            &[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd]
+        );
+        assert_eq!(out[1].data()[54], 2, "in order");
+        // Known now: straight through.
+        h.push(0, vec![to("2001:db8::2", 3)]);
+        assert_eq!(h.output(0).len(), 1);
+        assert_eq!(h.read("advertisements").unwrap(), "1");
+        assert_eq!(h.read("solicitations").unwrap(), "1");
+    }
+
+    #[test]
+    fn annotation_multicast_and_bad_input() {
+        let h = harness(
+            "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01); Idle -> [1]e",
+            1,
+        );
+        let mut p = to("3000::1", 1);
+        p.anno_mut().set_dst_ip6(a6("fe80::7"));
+        h.push(0, vec![p, to("ff02::1:2", 2), pkt(&[1, 2, 3])]);
+        let out = h.output(0);
+        assert_eq!(
+            out.len(),
+            2,
+            "a solicitation (one output) and the multicast packet"
+        );
+        let ns = parse_frame(out[0].data()).unwrap();
+        assert!(
+            matches!(ns.repr, NdRepr::NeighborSolicit { target, .. } if target == a6("fe80::7"))
+        );
+        assert_eq!(&out[1].data()[..6], &[0x33, 0x33, 0, 1, 0, 2]);
+        assert_eq!(h.drops(), 1);
+        // Garbage and an NA with a bad checksum on input 1 teach nothing.
+        let mut bad = na("fe80::7", Some(HOST)).data().to_vec();
+        bad[60] ^= 0xff;
+        h.push(1, vec![pkt(&bad), pkt(&[0; 20])]);
+        assert!(h.read("table").unwrap().contains("fe80::7 0"));
+        // An NA without the option: the frame's source.
+        h.push(1, vec![na("fe80::7", None)]);
+        assert_eq!(h.output(0).len(), 1);
+        assert!(h
+            .read("table")
+            .unwrap()
+            .contains("fe80::7 1 02-00-00-00-00-02"));
+    }
+
+    #[test]
+    fn gives_up_and_bounds_waiting_packets() {
+        let h = harness(
+            "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01, CAPACITY 2, RETRIES 2); Idle -> [1]e",
+            2,
+        );
+        h.push(
+            0,
+            vec![
+                to("2001:db8::2", 1),
+                to("2001:db8::2", 2),
+                to("2001:db8::2", 3),
+            ],
+        );
+        assert_eq!(h.drops(), 1, "the oldest made room");
+        assert!(h.read("table").unwrap().ends_with(" 2\n"));
+        run_for(&h, Duration::from_millis(3300));
+        assert_eq!(h.output(1).len(), 2, "solicited twice");
+        assert_eq!(h.drops(), 3, "then gave up");
+        assert_eq!(h.read("table").unwrap(), "");
+    }
+
+    #[test]
+    fn handlers_insert_clear_and_config() {
+        let h = harness(
+            "IP6NDSolicitor(r0); AddressInfo(r0 2001:db8::1/64 02:00:00:00:00:01); Idle -> [1]e",
+            1,
+        );
+        h.write("insert", "2001:db8::5 02:00:00:00:00:05").unwrap();
+        h.push(0, vec![to("2001:db8::5", 1)]);
+        assert_eq!(
+            &h.output(0)[0].data()[..12],
+            &[2, 0, 0, 0, 0, 5, 2, 0, 0, 0, 0, 1]
+        );
+        h.write("clear", "").unwrap();
+        assert_eq!(h.read("table").unwrap(), "");
+        assert!(h.write("insert", "2001:db8::5").is_err());
+        assert!(try_harness("IP6NDSolicitor(2001:db8::1); Idle -> [1]e", 1).is_err());
+        assert!(try_harness("IP6NDSolicitor(1.2.3.4, 1:2:3:4:5:6); Idle -> [1]e", 1).is_err());
+    }
+}

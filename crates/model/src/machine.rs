@@ -1,0 +1,436 @@
+//! The system model of the machine paraclick runs on: its cores and their
+//! clock (from the cycle counter), the cost of moving a packet's cache
+//! lines from one core to another (micro-benchmarks on two pinned
+//! threads), and memory bandwidth. Calibrated once and cached in
+//! `~/.cache/paraclick/system.toml`.
+
+use paraclick_packet::clock;
+use serde::{Deserialize, Serialize};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    /// CPU model (from /proc/cpuinfo) and CPUs available to this process.
+    pub cpu: String,
+    pub cores: usize,
+    /// Cycle counter frequency, GHz: the unit of every profiled cost.
+    pub tsc_ghz: f64,
+    /// One cache line from one core to another and back, halved (ns).
+    pub line_transfer_ns: f64,
+    /// A 128-byte packet through a single-producer single-consumer ring
+    /// with its buffer returned: per packet, both ends on one thread (ns).
+    pub local_ring_ns: f64,
+    /// The same with producer and consumer on two cores: per packet,
+    /// pipelined (ns).
+    pub cross_ring_ns: f64,
+    /// What crossing adds to each end per packet: cross - local / 2 (ns).
+    pub crossing_ns: f64,
+    /// Memory copy bandwidth, GB/s (bytes read + bytes written).
+    pub memory_gbs: f64,
+    /// Per-packet cost of the kernel's packet interfaces; absent when
+    /// unmeasured (device element costs then come from the profile only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_packet_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap_ns: Option<f64>,
+    /// Unix time of the calibration.
+    pub calibrated_at: u64,
+}
+
+pub fn cache_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("paraclick").join("system.toml"))
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn ncpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+impl Machine {
+    /// The cached calibration if it describes this machine, else a new
+    /// one (written to the cache). `fresh` forces a new calibration.
+    pub fn load_or_calibrate(fresh: bool) -> Result<(Machine, &'static str), String> {
+        let path = cache_path();
+        if !fresh {
+            if let Some(p) = &path {
+                if let Ok(text) = std::fs::read_to_string(p) {
+                    match toml::from_str::<Machine>(&text) {
+                        Ok(m) if m.cpu == cpu_model() && m.cores == ncpus() => {
+                            return Ok((m, "cached"))
+                        }
+                        _ => {} // another machine or an old format
+                    }
+                }
+            }
+        }
+        let m = Machine::calibrate();
+        if let Some(p) = &path {
+            if let Some(dir) = p.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let text = format!(
+                "# paraclick system model of this machine (paraclick model --recalibrate\n\
+                 # measures it again). Absent af_packet_ns / tap_ns: unmeasured.\n{}",
+                toml::to_string(&m).map_err(|e| e.to_string())?
+            );
+            std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        Ok((m, "calibrated now"))
+    }
+
+    /// Runs the micro-benchmarks (under a second on an idle machine).
+    pub fn calibrate() -> Machine {
+        Machine::calibrate_with(50_000, 5)
+    }
+
+    /// The micro-benchmarks with `rounds` transfers, best of `tries`.
+    pub fn calibrate_with(rounds: u64, tries: usize) -> Machine {
+        let hz = clock::cycles_per_second();
+        let ns = |cyc: f64| cyc / hz * 1e9;
+        let cores = ncpus();
+        let line = if cores >= 2 {
+            best_of(tries, || ping_pong(rounds)) // cycles per one-way transfer
+        } else {
+            0.0
+        };
+        let local = best_of(tries, || ring_local(2 * rounds));
+        let cross = if cores >= 2 {
+            best_of(tries, || ring_cross(2 * rounds))
+        } else {
+            local
+        };
+        let memory = (0..3).map(|_| memcpy_gbs()).fold(0.0, f64::max);
+        Machine {
+            cpu: cpu_model(),
+            cores,
+            tsc_ghz: hz / 1e9,
+            line_transfer_ns: ns(line),
+            local_ring_ns: ns(local),
+            cross_ring_ns: ns(cross),
+            crossing_ns: ns((cross - local / 2.0).max(0.0)),
+            memory_gbs: memory,
+            af_packet_ns: None,
+            tap_ns: None,
+            calibrated_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// Spins until `ready`, yielding now and then (on a machine with more
+/// runnable threads than cores the peer may need this core to run).
+#[inline]
+fn wait(ready: impl Fn() -> bool) {
+    let mut n = 0u32;
+    while !ready() {
+        n += 1;
+        if n.is_multiple_of(256) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The share of a core each of `n` threads pinned to cores 0..n gets
+/// while all of them spin for `ms` milliseconds: thread CPU time over wall
+/// time. 1.0 on an idle machine; less when other processes share the
+/// cores (a shared VM). Not cached: it changes from minute to minute.
+pub fn core_shares(n: usize, ms: u64) -> Vec<f64> {
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            std::thread::spawn(move || {
+                pin(i);
+                let t0 = std::time::Instant::now();
+                let c0 = thread_cpu_ns();
+                let mut x = 0u64;
+                while t0.elapsed() < std::time::Duration::from_millis(ms) {
+                    for k in 0..1000u64 {
+                        x = black_box(x.wrapping_add(k));
+                    }
+                }
+                let cpu = thread_cpu_ns().saturating_sub(c0) as f64;
+                (cpu / t0.elapsed().as_nanos().max(1) as f64).min(1.0)
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or(1.0))
+        .collect()
+}
+
+/// CPU time of the whole process so far, ns (user + system).
+pub fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as in thread_cpu_ns.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a
+    // constant the kernel knows; on failure `ts` stays zero.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn best_of(n: usize, f: impl Fn() -> f64) -> f64 {
+    (0..n).map(|_| f()).fold(f64::INFINITY, f64::min)
+}
+
+fn pin(cpu: usize) {
+    let cpu = cpu % ncpus();
+    // SAFETY: `set` is a plain bit set on the stack, zeroed by CPU_ZERO
+    // before use; sched_setaffinity only reads it; pid 0 is this thread.
+    // Failure (a restricted cpuset) only makes the figure less exact.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[repr(align(64))]
+struct Line(AtomicU64);
+
+/// Cycles per one-way cache-line transfer: two threads on two cores bounce
+/// a counter in one line.
+fn ping_pong(rounds: u64) -> f64 {
+    let l = Arc::new(Line(AtomicU64::new(0)));
+    let l2 = l.clone();
+    let peer = std::thread::spawn(move || {
+        pin(1);
+        for i in 0..rounds {
+            wait(|| l2.0.load(Ordering::Acquire) == 2 * i + 1);
+            l2.0.store(2 * i + 2, Ordering::Release);
+        }
+    });
+    pin(0);
+    // Wait for the peer to be running before timing.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let c0 = clock::cycles();
+    for i in 0..rounds {
+        l.0.store(2 * i + 1, Ordering::Release);
+        wait(|| l.0.load(Ordering::Acquire) == 2 * i + 2);
+    }
+    let c1 = clock::cycles();
+    let _ = peer.join();
+    c1.wrapping_sub(c0) as f64 / (2 * rounds) as f64
+}
+
+const RING: usize = 256;
+const BUFS: usize = 512;
+
+#[repr(align(64))]
+struct Buf([AtomicU64; 16]); // two cache lines: a small packet
+
+/// A single-producer single-consumer ring of buffer indices.
+struct Ring {
+    slots: Box<[AtomicUsize]>,
+    head: Line, // consumer position
+    tail: Line, // producer position
+}
+
+impl Ring {
+    fn new() -> Ring {
+        Ring {
+            slots: (0..RING).map(|_| AtomicUsize::new(0)).collect(),
+            head: Line(AtomicU64::new(0)),
+            tail: Line(AtomicU64::new(0)),
+        }
+    }
+    fn push(&self, v: usize) -> bool {
+        let t = self.tail.0.load(Ordering::Relaxed);
+        if t - self.head.0.load(Ordering::Acquire) >= RING as u64 {
+            return false;
+        }
+        self.slots[t as usize % RING].store(v, Ordering::Relaxed);
+        self.tail.0.store(t + 1, Ordering::Release);
+        true
+    }
+    fn pop(&self) -> Option<usize> {
+        let h = self.head.0.load(Ordering::Relaxed);
+        if h == self.tail.0.load(Ordering::Acquire) {
+            return None;
+        }
+        let v = self.slots[h as usize % RING].load(Ordering::Relaxed);
+        self.head.0.store(h + 1, Ordering::Release);
+        Some(v)
+    }
+}
+
+struct Rig {
+    bufs: Box<[Buf]>,
+    fwd: Ring,
+    back: Ring,
+}
+
+impl Rig {
+    fn new() -> Arc<Rig> {
+        let rig = Rig {
+            bufs: (0..BUFS)
+                .map(|_| Buf(std::array::from_fn(|_| AtomicU64::new(0))))
+                .collect(),
+            fwd: Ring::new(),
+            back: Ring::new(),
+        };
+        for i in 0..RING.min(BUFS) {
+            rig.back.push(i);
+        }
+        Arc::new(rig)
+    }
+    /// Producer step: take a free buffer, write the packet, enqueue it.
+    fn produce(&self, seq: u64) -> bool {
+        let Some(b) = self.back.pop() else {
+            return false;
+        };
+        for (k, w) in self.bufs[b].0.iter().enumerate() {
+            w.store(seq + k as u64, Ordering::Relaxed);
+        }
+        wait(|| self.fwd.push(b));
+        true
+    }
+    /// Consumer step: dequeue, read the packet, touch its header, free it.
+    fn consume(&self) -> Option<u64> {
+        let b = self.fwd.pop()?;
+        let sum = self.bufs[b]
+            .0
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add);
+        self.bufs[b].0[0].store(sum, Ordering::Relaxed);
+        wait(|| self.back.push(b));
+        Some(sum)
+    }
+}
+
+/// Cycles per packet with producer and consumer on one thread.
+fn ring_local(n: u64) -> f64 {
+    pin(0);
+    let rig = Rig::new();
+    let c0 = clock::cycles();
+    for i in 0..n {
+        rig.produce(i);
+        black_box(rig.consume());
+    }
+    clock::cycles().wrapping_sub(c0) as f64 / n as f64
+}
+
+/// Cycles per packet, pipelined, producer and consumer on two cores.
+fn ring_cross(n: u64) -> f64 {
+    let rig = Rig::new();
+    let r2 = rig.clone();
+    let consumer = std::thread::spawn(move || {
+        pin(1);
+        let mut got = 0;
+        while got < n {
+            if black_box(r2.consume()).is_some() {
+                got += 1;
+            } else {
+                wait(|| {
+                    r2.fwd.head.0.load(Ordering::Relaxed) != r2.fwd.tail.0.load(Ordering::Acquire)
+                });
+            }
+        }
+    });
+    pin(0);
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let c0 = clock::cycles();
+    let mut i = 0;
+    while i < n {
+        if rig.produce(i) {
+            i += 1;
+        } else {
+            wait(|| {
+                rig.back.head.0.load(Ordering::Relaxed) != rig.back.tail.0.load(Ordering::Acquire)
+            });
+        }
+    }
+    let _ = consumer.join();
+    clock::cycles().wrapping_sub(c0) as f64 / n as f64
+}
+
+/// Bytes read plus written per second by a 64 MB copy, GB/s.
+fn memcpy_gbs() -> f64 {
+    const N: usize = 64 << 20;
+    let src = vec![1u8; N];
+    let mut dst = vec![0u8; N];
+    dst.copy_from_slice(&src); // fault the pages in
+    let t = std::time::Instant::now();
+    dst.copy_from_slice(black_box(&src));
+    black_box(&dst);
+    2.0 * N as f64 / t.elapsed().as_secs_f64() / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_shares_are_fractions() {
+        let s = core_shares(2, 20);
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().all(|&x| x > 0.0 && x <= 1.0), "{s:?}");
+    }
+
+    #[test]
+    fn rings_carry_every_packet_in_order() {
+        let rig = Rig::new();
+        for i in 0..1000u64 {
+            assert!(rig.produce(i));
+            let expect: u64 = (0..16).map(|k| i + k).sum();
+            assert_eq!(rig.consume(), Some(expect));
+        }
+        assert_eq!(rig.consume(), None);
+    }
+
+    #[test]
+    fn calibration_gives_positive_finite_figures_and_round_trips() {
+        let m = Machine::calibrate_with(2000, 1);
+        assert!(m.tsc_ghz > 0.0 && m.tsc_ghz.is_finite());
+        assert!(m.local_ring_ns > 0.0 && m.cross_ring_ns > 0.0);
+        assert!(m.memory_gbs > 0.0);
+        if m.cores >= 2 {
+            assert!(m.line_transfer_ns > 0.0);
+        }
+        let text = toml::to_string(&m).unwrap();
+        assert!(!text.contains("af_packet_ns"), "unmeasured is absent");
+        let back: Machine = toml::from_str(&text).unwrap();
+        assert_eq!(back, m);
+    }
+}

@@ -1,0 +1,266 @@
+//! Control sockets from the command line: the `-p`, `-u` and `--socket`
+//! servers of a run, and `paraclick ctl`, a small client for scripts.
+
+use paraclick_runtime::control::{self, Bind, ControlConfig, Listener, Server};
+use paraclick_runtime::Router;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+
+/// `-p PORT` listens on 127.0.0.1:PORT; `-p ADDR:PORT` on ADDR.
+pub fn tcp_addr(spec: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = spec.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    spec.parse::<SocketAddr>()
+        .map_err(|_| format!("-p: expected PORT or ADDRESS:PORT, not '{spec}'"))
+}
+
+/// Opens the control sockets `-p`, `-u` and `--socket` ask for, each
+/// announced on stderr with where it listens.
+pub fn start_servers(
+    router: &Router,
+    ports: &[String],
+    unix: &[String],
+    fds: &[i32],
+) -> Result<Vec<Server>, String> {
+    let mut servers = Vec::new();
+    let cfg = ControlConfig::default();
+    let mut listeners = Vec::new();
+    for p in ports {
+        let a = tcp_addr(p)?;
+        listeners.push(control::bind_tcp(a).map_err(|e| format!("-p {p}: {e}"))?);
+    }
+    for u in unix {
+        listeners.push(
+            control::bind_unix(std::path::Path::new(u), 0o600)
+                .map_err(|e| format!("-u {u}: {e}"))?,
+        );
+    }
+    for l in listeners {
+        let what = l.describe();
+        let s = control::serve(Bind::Ready(l), Arc::new(router.handle()), cfg.clone())
+            .map_err(|e| format!("control socket {what}: {e}"))?;
+        eprintln!("paraclick: control socket listening on {what}");
+        servers.push(s);
+    }
+    for &fd in fds {
+        servers.push(socket_fd(router, fd, &cfg)?);
+    }
+    Ok(servers)
+}
+
+fn sockopt(fd: i32, level: i32, name: i32) -> Option<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `v`, an int.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut v as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (r == 0).then_some(v)
+}
+
+/// `--socket FD`: an inherited socket. A listening one is served like
+/// `-p`/`-u`; a connected one as one client (e.g. a socketpair's end).
+fn socket_fd(router: &Router, fd: i32, cfg: &ControlConfig) -> Result<Server, String> {
+    use std::os::unix::io::FromRawFd;
+    if fd < 0 {
+        return Err(format!("--socket {fd}: not a file descriptor"));
+    }
+    // SAFETY: fstat only fills `st`; a bad descriptor makes it fail.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return Err(format!("--socket {fd}: not an open socket"));
+    }
+    let (Some(domain), Some(ty), Some(listening)) = (
+        sockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN),
+        sockopt(fd, libc::SOL_SOCKET, libc::SO_TYPE),
+        sockopt(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN),
+    ) else {
+        return Err(format!("--socket {fd}: cannot inspect the socket"));
+    };
+    if ty != libc::SOCK_STREAM {
+        return Err(format!("--socket {fd}: not a stream socket"));
+    }
+    let backend = Arc::new(router.handle());
+    let r = match (domain, listening != 0) {
+        // SAFETY (all four arms): `fd` is an open stream socket of the
+        // domain matched (checked above) that the process hands to us; we
+        // take ownership of it.
+        (libc::AF_UNIX, true) => {
+            let l = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+            control::serve(Bind::Ready(Listener::Unix(l, None)), backend, cfg.clone())
+        }
+        (libc::AF_INET | libc::AF_INET6, true) => {
+            let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+            control::serve(Bind::Ready(Listener::Tcp(l)), backend, cfg.clone())
+        }
+        (libc::AF_UNIX, false) => {
+            let s = unsafe { UnixStream::from_raw_fd(fd) };
+            control::serve_stream(s, backend, cfg.clone())
+        }
+        (libc::AF_INET | libc::AF_INET6, false) => {
+            let s = unsafe { TcpStream::from_raw_fd(fd) };
+            control::serve_stream(s, backend, cfg.clone())
+        }
+        _ => return Err(format!("--socket {fd}: not a TCP or Unix socket")),
+    };
+    r.map_err(|e| format!("--socket {fd}: {e}"))
+}
+
+trait Conn: Read + Write {}
+impl<T: Read + Write> Conn for T {}
+
+/// What a reply said: its code, its text lines, and any data.
+struct Reply {
+    code: u16,
+    text: Vec<String>,
+    data: Option<Vec<u8>>,
+}
+
+fn read_reply(r: &mut BufReader<Box<dyn Conn>>, want_data: bool) -> Result<Reply, String> {
+    let mut text = Vec::new();
+    loop {
+        let mut l = String::new();
+        if r.read_line(&mut l).map_err(|e| e.to_string())? == 0 {
+            return Err("connection closed".into());
+        }
+        let l = l.trim_end_matches(['\r', '\n']);
+        if l.len() < 3 {
+            return Err(format!("bad reply line '{l}'"));
+        }
+        let code: u16 = l[..3]
+            .parse()
+            .map_err(|_| format!("bad reply line '{l}'"))?;
+        text.push(l.get(4..).unwrap_or("").to_string());
+        if l.as_bytes().get(3) != Some(&b'-') {
+            let mut data = None;
+            if want_data && (200..300).contains(&code) {
+                let mut dl = String::new();
+                r.read_line(&mut dl).map_err(|e| e.to_string())?;
+                let n: usize = dl
+                    .trim_end()
+                    .strip_prefix("DATA ")
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| format!("expected DATA, got '{}'", dl.trim_end()))?;
+                let mut d = vec![0; n];
+                r.read_exact(&mut d).map_err(|e| e.to_string())?;
+                data = Some(d);
+            }
+            return Ok(Reply { code, text, data });
+        }
+    }
+}
+
+/// `paraclick ctl`: one command; prints what a read returns; exit 0 on a
+/// 2xx reply, 1 on an error reply (its text on stderr), 2 if the router
+/// cannot be reached.
+pub fn client(port: Option<&str>, unix: Option<&str>, words: &[String]) -> u8 {
+    let usage = "usage: paraclick ctl [-p PORT | -u PATH] read E.H [PARAM] | write E.H [VALUE] | list | handlers E";
+    let (verb, rest) = match words.split_first() {
+        Some((v, r)) => (v.to_ascii_lowercase(), r),
+        None => {
+            eprintln!("{usage}");
+            return 2;
+        }
+    };
+    let joined = rest.get(1..).map(|r| r.join(" ")).unwrap_or_default();
+    // (command bytes, expects data)
+    let (cmd, want_data): (Vec<u8>, bool) = match (verb.as_str(), rest) {
+        ("read", [h]) => (format!("READ {h}\r\n").into_bytes(), true),
+        ("read", [h, ..]) => (
+            [
+                format!("READDATA {h} {}\r\n", joined.len()).into_bytes(),
+                joined.into_bytes(),
+            ]
+            .concat(),
+            true,
+        ),
+        ("write", [h, ..]) => (
+            [
+                format!("WRITEDATA {h} {}\r\n", joined.len()).into_bytes(),
+                joined.into_bytes(),
+            ]
+            .concat(),
+            false,
+        ),
+        ("list", []) => (b"READ list\r\n".to_vec(), true),
+        ("handlers", [e]) => (format!("READ {e}.handlers\r\n").into_bytes(), true),
+        _ => {
+            eprintln!("{usage}");
+            return 2;
+        }
+    };
+    let conn: Box<dyn Conn> = match (port, unix) {
+        (Some(_), Some(_)) => {
+            eprintln!("paraclick ctl: give -p or -u, not both");
+            return 2;
+        }
+        (None, Some(u)) => match UnixStream::connect(u) {
+            Ok(s) => Box::new(s),
+            Err(e) => {
+                eprintln!("paraclick ctl: {u}: {e}");
+                return 2;
+            }
+        },
+        (p, None) => {
+            let a = match tcp_addr(p.unwrap_or("7777")) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("paraclick ctl: {e}");
+                    return 2;
+                }
+            };
+            match TcpStream::connect(a) {
+                Ok(s) => Box::new(s),
+                Err(e) => {
+                    eprintln!("paraclick ctl: {a}: {e}");
+                    return 2;
+                }
+            }
+        }
+    };
+    let mut r = BufReader::new(conn);
+    let mut greeting = String::new();
+    if r.read_line(&mut greeting).is_err() || !greeting.starts_with("Click::ControlSocket/") {
+        eprintln!(
+            "paraclick ctl: not a Click control socket (greeting '{}')",
+            greeting.trim_end()
+        );
+        return 2;
+    }
+    if let Err(e) = r.get_mut().write_all(&cmd) {
+        eprintln!("paraclick ctl: {e}");
+        return 2;
+    }
+    let reply = match read_reply(&mut r, want_data) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("paraclick ctl: {e}");
+            return 2;
+        }
+    };
+    let _ = r.get_mut().write_all(b"QUIT\r\n");
+    if !(200..300).contains(&reply.code) {
+        for t in &reply.text {
+            eprintln!("paraclick ctl: {} {t}", reply.code);
+        }
+        return 1;
+    }
+    if let Some(d) = reply.data {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&d);
+        if !d.is_empty() && !d.ends_with(b"\n") {
+            let _ = out.write_all(b"\n");
+        }
+    }
+    0
+}

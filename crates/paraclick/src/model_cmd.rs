@@ -1,0 +1,562 @@
+//! `paraclick model`: the performance model of a configuration on this
+//! machine (application model from short profiled runs, system model from
+//! cached micro-benchmarks, mapping from the thread plan), or of one of the
+//! paper's systems (`--system FILE.toml`).
+
+use paraclick_lang::Source;
+use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
+use paraclick_model::machine::Machine;
+use paraclick_model::pc;
+use paraclick_runtime::sched::{CostData, SchedPolicy, HYSTERESIS};
+use paraclick_runtime::{BuildOptions, Registry, Router};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// A packet-size mix: sizes and weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Traffic {
+    pub sizes: Vec<u32>,
+    pub weights: Vec<f64>,
+}
+
+impl Traffic {
+    pub fn mean(&self) -> f64 {
+        let s: f64 = self.weights.iter().sum();
+        self.sizes
+            .iter()
+            .zip(&self.weights)
+            .map(|(&b, &w)| b as f64 * w)
+            .sum::<f64>()
+            / s.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// `--traffic`: a size ("64"), a mix ("64:7,576:4,1500:1", sizes with
+/// weights), or a pcap file (its packets' original lengths).
+pub fn parse_traffic(spec: &str) -> Result<Traffic, String> {
+    if spec.ends_with(".pcap") || std::path::Path::new(spec).is_file() {
+        let data = std::fs::read(spec).map_err(|e| format!("{spec}: {e}"))?;
+        return pcap_sizes(&data).map_err(|e| format!("{spec}: {e}"));
+    }
+    let mut t = Traffic {
+        sizes: Vec::new(),
+        weights: Vec::new(),
+    };
+    for part in spec.split(',') {
+        let (s, w) = part.split_once(':').unwrap_or((part, "1"));
+        let size: u32 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("--traffic: '{s}' is not a packet size in bytes"))?;
+        let weight: f64 = w
+            .trim()
+            .parse()
+            .map_err(|_| format!("--traffic: '{w}' is not a weight"))?;
+        if size == 0 || !(weight >= 0.0 && weight.is_finite()) {
+            return Err(format!("--traffic: bad size or weight in '{part}'"));
+        }
+        t.sizes.push(size);
+        t.weights.push(weight);
+    }
+    if t.weights.iter().sum::<f64>() <= 0.0 {
+        return Err("--traffic: the weights sum to 0".into());
+    }
+    Ok(t)
+}
+
+/// Packet-size histogram of a classic pcap file (either byte order).
+pub fn pcap_sizes(data: &[u8]) -> Result<Traffic, String> {
+    if data.len() < 24 {
+        return Err("not a pcap file (too short)".into());
+    }
+    let magic = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+    let le = match magic {
+        0xa1b2c3d4 | 0xa1b23c4d => true,
+        0xd4c3b2a1 | 0x4d3cb2a1 => false,
+        _ => return Err("not a pcap file (bad magic number)".into()),
+    };
+    let u32at = |o: usize| -> u32 {
+        let b = [data[o], data[o + 1], data[o + 2], data[o + 3]];
+        if le {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        }
+    };
+    let mut hist = std::collections::BTreeMap::<u32, f64>::new();
+    let mut off = 24;
+    while off + 16 <= data.len() {
+        let caplen = u32at(off + 8) as usize;
+        let orig = u32at(off + 12);
+        off += 16 + caplen;
+        if off > data.len() {
+            break; // truncated last record
+        }
+        *hist.entry(orig.max(1)).or_default() += 1.0;
+    }
+    if hist.is_empty() {
+        return Err("no packets".into());
+    }
+    Ok(Traffic {
+        sizes: hist.keys().copied().collect(),
+        weights: hist.values().copied().collect(),
+    })
+}
+
+/// `paraclick model --system FILE`: one of the paper's systems, with the
+/// what-ifs applied.
+pub fn system_report(
+    path: &str,
+    clock_ghz: Option<f64>,
+    cpus: Option<usize>,
+    traffic: Option<&Traffic>,
+) -> Result<String, String> {
+    let mut s = pc::load(std::path::Path::new(path))?;
+    let mut whatif = Vec::new();
+    if let Some(g) = clock_ghz {
+        s = s.with_clock_mhz(g * 1e3);
+        whatif.push(format!("clock {g} GHz"));
+    }
+    if let Some(n) = cpus {
+        s = s.with_cpus(n as u32);
+        whatif.push(format!("{n} CPU(s)"));
+    }
+    if let Some(t) = traffic {
+        s = s.with_traffic(t.sizes.clone(), t.weights.clone());
+        whatif.push(format!("traffic mean {:.0} B", t.mean()));
+    }
+    let m = s.model();
+    let ev = m.evaluate();
+    let mut out = String::new();
+    if let (Some(p), true) = (&s.paper, whatif.is_empty()) {
+        let _ = write!(
+            out,
+            "paper: estimate {} kpps (ours {:+.1}% from it){}",
+            p.mlffr_kpps,
+            (ev.mlffr / 1e3 - p.mlffr_kpps) / p.mlffr_kpps * 100.0,
+            p.measured_kpps
+                .map(|x| format!(", measured {x} kpps"))
+                .unwrap_or_default()
+        );
+        if let Some(l) = p.latency_ns {
+            let _ = write!(
+                out,
+                "; phase latencies {:.0}/{:.0}/{:.0} ns",
+                l[0], l[1], l[2]
+            );
+        }
+        out.push('\n');
+    }
+    if !whatif.is_empty() {
+        let _ = writeln!(out, "what-if: {}", whatif.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "bit rate at the MLFFR: {:.0} Mbps",
+        ev.mlffr * s.mean_packet_bytes() * 8.0 / 1e6
+    );
+    // The MLFFR line stays last.
+    let r = m.render(&ev);
+    let (body, last) = r.trim_end().rsplit_once('\n').unwrap_or(("", r.trim_end()));
+    Ok(format!("{body}\n{out}{last}\n"))
+}
+
+fn build(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    threads: usize,
+    policy: SchedPolicy,
+    profile: bool,
+    check_only: bool,
+) -> Result<Router, String> {
+    // Options added on main later take their defaults.
+    #[allow(clippy::needless_update)]
+    let opts = BuildOptions {
+        threads,
+        defines: defines.to_vec(),
+        policy,
+        pin: !check_only && threads <= 2,
+        profile,
+        check_only,
+        ..BuildOptions::default()
+    };
+    Router::build(src, reg, &opts).map_err(|d| {
+        d.iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+/// Runs `r` until it stops by itself or `secs` have passed.
+fn run_for(r: &Router, secs: f64) {
+    let stopper = r.stopper();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    let t = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs_f64(secs);
+        while !d2.load(std::sync::atomic::Ordering::Relaxed) {
+            if std::time::Instant::now() >= until {
+                stopper.stop();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    r.run();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = t.join();
+}
+
+fn entry_tasks(cd: &CostData) -> Vec<usize> {
+    let by_name: std::collections::HashMap<&str, usize> = cd
+        .elements
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.name.as_str(), i))
+        .collect();
+    (0..cd.tasks.len())
+        .filter(|&t| {
+            by_name
+                .get(cd.tasks[t].element.as_str())
+                .is_some_and(|&e| cd.elements[e].ninputs == 0)
+        })
+        .collect()
+}
+
+/// The application model of a configuration from two short runs:
+/// one thread per task with per-element sampling (which tasks put packets
+/// into which queues), and one thread without it (what each task costs,
+/// free of the sampling's own cost).
+pub fn profile_app(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    secs: f64,
+) -> Result<(App, String), String> {
+    let probe = build(src, reg, defines, 1, SchedPolicy::Static, false, true)?;
+    let ntasks = probe.task_threads().len();
+    if ntasks == 0 {
+        return Err("the configuration has no tasks: nothing to model".into());
+    }
+    drop(probe);
+    // Run A: flows. One thread per task (not pinned), static placement.
+    let a = build(src, reg, defines, ntasks, SchedPolicy::Static, true, false)?;
+    run_for(&a, secs);
+    let fa = a.cost_data();
+    let entries = entry_tasks(&fa);
+    let entry_a: f64 = entries.iter().map(|&t| fa.tasks[t].packets as f64).sum();
+    if entry_a <= 0.0 {
+        return Err(
+            "no packets entered the router during the profile run (sources without traffic?)"
+                .into(),
+        );
+    }
+    let ppw: Vec<f64> = fa
+        .tasks
+        .iter()
+        .map(|t| {
+            if t.work > 0 {
+                t.packets as f64 / t.work as f64
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let mut queues = Vec::new();
+    for e in fa.elements.iter().filter(|e| e.is_queue) {
+        let share = |tasks: &[usize]| -> Vec<(usize, f64)> {
+            tasks
+                .iter()
+                .map(|&t| {
+                    let th = fa.tasks[t].thread;
+                    let same = tasks.iter().filter(|&&u| fa.tasks[u].thread == th).count();
+                    let p = e.per_thread.get(th).map_or(0, |x| x.1) as f64;
+                    (t, p / same.max(1) as f64 / entry_a)
+                })
+                .collect()
+        };
+        queues.push(AppQueue {
+            name: e.name.clone(),
+            producers: share(&e.push_tasks),
+            consumers: share(&e.pull_tasks),
+        });
+    }
+    drop(a);
+    // Run B: what each task costs, relative to the others: one pinned
+    // thread with every task run timed.
+    let b = build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
+    run_for(&b, secs);
+    let fb = b.cost_data();
+    drop(b);
+    // Run C: the elapsed cycles per packet, without any sampling cost.
+    let c = build(src, reg, defines, 1, SchedPolicy::Static, false, false)?;
+    let t0 = std::time::Instant::now();
+    let cpu0 = paraclick_model::machine::process_cpu_ns();
+    run_for(&c, secs);
+    let wall = t0.elapsed().as_secs_f64();
+    // The worker's share of a core meanwhile (the stopper thread sleeps).
+    let share =
+        ((paraclick_model::machine::process_cpu_ns() - cpu0) as f64 / 1e9 / wall).clamp(1e-3, 1.0);
+    let fc = c.cost_data();
+    let entry_c: f64 = entries
+        .iter()
+        .map(|&t| fc.tasks[t].work as f64 * ppw[t])
+        .sum();
+    if entry_c <= 0.0 {
+        return Err("no packets entered the router during the timing run".into());
+    }
+    // Per task: its timed cycles in run B plus the scheduler's own work
+    // (its loop, idle polls, timers) in proportion to its runs with work,
+    // per packet entering; then all scaled so that one thread's total is
+    // run C's elapsed cycles per packet.
+    let entry_b: f64 = entries.iter().map(|&t| fb.tasks[t].packets as f64).sum();
+    if entry_b <= 0.0 {
+        return Err("no packets entered the router during the timing run".into());
+    }
+    let task_cycles: f64 = fb.tasks.iter().map(|t| t.cycles as f64).sum();
+    let work: f64 = fb.tasks.iter().map(|t| t.work as f64).sum::<f64>().max(1.0);
+    let residual = ((fb.run_cycles as f64 - task_cycles) / work).max(0.0);
+    let raw: Vec<f64> = fb
+        .tasks
+        .iter()
+        .map(|t| (t.cycles as f64 + t.work as f64 * residual) / entry_b)
+        .collect();
+    let elapsed = fc.run_cycles as f64 / entry_c;
+    let scale = elapsed / raw.iter().sum::<f64>().max(1e-9);
+    let tasks: Vec<AppTask> = fb
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| AppTask {
+            name: if t.index > 0 {
+                format!("{}[{}]", t.element, t.index)
+            } else {
+                t.element.clone()
+            },
+            cycles_per_packet: raw[i] * scale,
+            entry: entries.contains(&i),
+        })
+        .collect();
+    let mut notes = String::new();
+    let _ = writeln!(
+        notes,
+        "application: {} tasks, {} queues; timing run {:.0} packets in {:.2} s on 1 thread ({:.2} Mpps, {:.2} of a core); profiled run: scheduler {:.0} cycles per task run, all x{:.3} to the unprofiled elapsed",
+        tasks.len(),
+        queues.len(),
+        entry_c,
+        wall,
+        entry_c / wall / 1e6,
+        share,
+        residual,
+        scale
+    );
+    Ok((
+        App {
+            name: src.name.clone(),
+            tasks,
+            queues,
+            packet_bytes: 0.0,
+            tsc_ghz: fb.hz / 1e9,
+            core_share: share,
+        },
+        notes,
+    ))
+}
+
+/// Where each task goes on `nthreads` threads under `policy`: pins and
+/// round-robin (static), or the adaptive scheduler's placement for the
+/// measured loads.
+pub fn mapping(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    app: &App,
+    nthreads: usize,
+    policy: SchedPolicy,
+) -> Result<Vec<usize>, String> {
+    let r = build(src, reg, defines, nthreads, policy, false, true)?;
+    let initial: Vec<usize> = r.task_threads().into_iter().map(|(_, _, th)| th).collect();
+    if policy == SchedPolicy::Adaptive && nthreads > 1 {
+        // As the adaptive scheduler does: the longest-first placement, but
+        // only if it cuts the busiest thread's load by its hysteresis.
+        let loads: Vec<u64> = app
+            .tasks
+            .iter()
+            .map(|t| (t.cycles_per_packet * 1e3) as u64)
+            .collect();
+        let lpt = r.balanced_assignment(&loads);
+        let busiest = |a: &[usize]| -> u64 {
+            let mut per = vec![0u64; nthreads];
+            for (t, &th) in a.iter().enumerate() {
+                per[th % nthreads] += loads.get(t).copied().unwrap_or(0);
+            }
+            per.into_iter().max().unwrap_or(0)
+        };
+        if (busiest(&lpt) as f64) < busiest(&initial) as f64 * (1.0 - HYSTERESIS) {
+            return Ok(lpt);
+        }
+    }
+    Ok(initial)
+}
+
+pub struct ConfigModel {
+    pub text: String,
+    pub mlffr: f64,
+}
+
+/// The whole model of a configuration at `nthreads` threads.
+#[allow(clippy::too_many_arguments)]
+pub fn config_model(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    nthreads: usize,
+    policy: SchedPolicy,
+    whatif: &WhatIf,
+    machine: &Machine,
+    secs: f64,
+    app: Option<&App>,
+) -> Result<ConfigModel, String> {
+    let mut out = String::new();
+    let owned;
+    let app = match app {
+        Some(a) => a,
+        None => {
+            let (a, notes) = profile_app(src, reg, defines, secs)?;
+            out.push_str(&notes);
+            owned = a;
+            &owned
+        }
+    };
+    let mut app = app.clone();
+    if app.packet_bytes == 0.0 {
+        app.packet_bytes = 64.0;
+    }
+    let assign = mapping(src, reg, defines, &app, nthreads, policy)?;
+    let mut whatif = whatif.clone();
+    let mut share_note = String::new();
+    if whatif.core_share.is_empty() && whatif.clock_ghz.is_none() {
+        // Each busy thread's share of a core now (all busy threads spinning
+        // at once), relative to one thread's: the timing run's situation.
+        // Threads without tasks sleep and take nothing.
+        let busy: Vec<usize> = (0..nthreads)
+            .filter(|t| assign.iter().any(|&a| a % nthreads == *t))
+            .collect();
+        // Relative to the share the timing run had (measured during it).
+        let then = app.core_share.clamp(1e-3, 1.0);
+        let n = paraclick_model::machine::core_shares(busy.len(), 100);
+        whatif.core_share = vec![1.0; nthreads];
+        for (k, &t) in busy.iter().enumerate() {
+            whatif.core_share[t] = n[k] / then;
+        }
+        share_note = format!(
+            "; core share: timing run {:.2}, now {} busy thread(s) {}",
+            then,
+            busy.len(),
+            n.iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join("/")
+        );
+    }
+    let whatif = &whatif;
+    let model = app.model(machine, &assign, nthreads, whatif);
+    let ev = model.evaluate();
+    let _ = writeln!(
+        out,
+        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, packet crossing +{:.0} ns per end, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
+        machine.cores,
+        machine.tsc_ghz,
+        machine.line_transfer_ns,
+        machine.crossing_ns,
+        machine.memory_gbs,
+        machine
+            .af_packet_ns
+            .map(|x| format!("{x:.0} ns"))
+            .unwrap_or_else(|| "unmeasured".into()),
+        machine
+            .tap_ns
+            .map(|x| format!("{x:.0} ns"))
+            .unwrap_or_else(|| "unmeasured".into()),
+        share_note
+    );
+    let (crossing, _) = app.crossings(&assign, nthreads);
+    let _ = writeln!(
+        out,
+        "mapping: {} thread(s), {} placement; {:.2} queue crossings per packet",
+        nthreads,
+        if policy == SchedPolicy::Adaptive && nthreads > 1 {
+            "adaptive (round-robin unless longest-first cuts the busiest thread by the hysteresis)"
+        } else {
+            "static (StaticThreadSched pins, round-robin)"
+        },
+        crossing
+    );
+    let tick_ns = 1.0 / whatif.clock_ghz.unwrap_or(app.tsc_ghz);
+    let _ = writeln!(
+        out,
+        "{:<28} {:>6} {:>14} {:>10}",
+        "task", "thread", "cycles/packet", "ns/packet"
+    );
+    for (i, t) in app.tasks.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>6} {:>14.1} {:>10.1}",
+            t.name,
+            assign.get(i).copied().unwrap_or(0),
+            t.cycles_per_packet,
+            t.cycles_per_packet * tick_ns
+        );
+    }
+    out.push_str(&model.render(&ev));
+    Ok(ConfigModel {
+        text: out,
+        mlffr: ev.mlffr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traffic_specs() {
+        assert_eq!(
+            parse_traffic("64").unwrap(),
+            Traffic {
+                sizes: vec![64],
+                weights: vec![1.0]
+            }
+        );
+        let t = parse_traffic("64:3,1500:1").unwrap();
+        assert_eq!(t.mean(), (64.0 * 3.0 + 1500.0) / 4.0);
+        assert!(parse_traffic("x").is_err());
+        assert!(parse_traffic("64:0").is_err());
+        assert!(parse_traffic("0").is_err());
+    }
+
+    #[test]
+    fn pcap_histogram() {
+        let mut f = Vec::new();
+        f.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+        f.extend_from_slice(&[2, 0, 4, 0]);
+        f.extend_from_slice(&[0; 8]);
+        f.extend_from_slice(&65535u32.to_le_bytes());
+        f.extend_from_slice(&1u32.to_le_bytes());
+        for len in [60u32, 60, 1514] {
+            f.extend_from_slice(&[0; 8]);
+            f.extend_from_slice(&len.to_le_bytes());
+            f.extend_from_slice(&len.to_le_bytes());
+            f.extend(std::iter::repeat_n(0u8, len as usize));
+        }
+        let t = pcap_sizes(&f).unwrap();
+        assert_eq!(t.sizes, vec![60, 1514]);
+        assert_eq!(t.weights, vec![2.0, 1.0]);
+        assert!(pcap_sizes(&f[..10]).is_err());
+        let mut bad = f.clone();
+        bad[0] = 0;
+        assert!(pcap_sizes(&bad).is_err());
+    }
+}

@@ -1,0 +1,197 @@
+//! `paraclick model --validate`: for each configuration, the model's
+//! prediction (one application profile, mapped onto 1 and 2 threads) and
+//! the harness's measured MLFFR, in one run, with the error of each and
+//! the terms of the model behind it.
+
+use crate::mlffr::{self, Settings};
+use crate::model_cmd;
+use crate::Input;
+use paraclick_lang::Source;
+use paraclick_model::app::WhatIf;
+use paraclick_model::machine::Machine;
+use paraclick_runtime::sched::SchedPolicy;
+use paraclick_runtime::Registry;
+use std::process::ExitCode;
+
+/// The configurations validated by default: the IP router and the other
+/// standard ones, plus any NAT, VPN/IPsec or QoS configuration in conf/.
+pub fn default_configs() -> Vec<String> {
+    let mut v: Vec<String> = [
+        "conf/fake-iprouter.click",
+        "conf/infinite-discard.click",
+        "conf/queue-unqueue.click",
+        "conf/fake-iprouter-x2.click",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Ok(rd) = std::fs::read_dir("conf") {
+        let mut extra: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().display().to_string())
+            .filter(|p| {
+                let l = p.to_lowercase();
+                let stem = l
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(".click")
+                    .to_string();
+                // Words of the file name: "replicated-qos", "nat44-router".
+                let words: Vec<&str> = stem.split(['-', '_', '.']).collect();
+                l.ends_with(".click")
+                    && words.iter().any(|w| {
+                        ["nat", "vpn", "ipsec", "qos", "esp"]
+                            .iter()
+                            .any(|k| w.starts_with(k))
+                    })
+                    // These need devices (veth pairs in namespaces).
+                    && !l.contains("veth")
+            })
+            .collect();
+        extra.sort();
+        v.extend(extra);
+    }
+    v.retain(|p| std::path::Path::new(p).exists());
+    v
+}
+
+pub struct Row {
+    pub config: String,
+    pub threads: usize,
+    pub predicted: f64,
+    pub measured: f64,
+    pub bottleneck: String,
+    pub note: String,
+}
+
+impl Row {
+    pub fn error(&self) -> f64 {
+        (self.predicted - self.measured) / self.measured
+    }
+}
+
+pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64) -> ExitCode {
+    let configs = if input.args.iter().any(|a| !a.contains('=')) {
+        input
+            .args
+            .iter()
+            .filter(|a| !a.contains('='))
+            .cloned()
+            .collect()
+    } else {
+        default_configs()
+    };
+    let user_defines: Vec<(String, String)> = input
+        .args
+        .iter()
+        .filter_map(|a| a.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    println!(
+        "paraclick model --validate: prediction (profile on 1 thread, mapped) against measurement (bench --mlffr), {} cores at {:.2} GHz",
+        machine.cores, machine.tsc_ghz
+    );
+    println!(
+        "{:<34} {:>3} {:>12} {:>12} {:>8}  bottleneck / notes",
+        "configuration", "-j", "model pps", "measured", "error"
+    );
+    let mut rows = Vec::new();
+    for path in &configs {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                println!("{path:<34} error: {e}");
+                continue;
+            }
+        };
+        let src = Source {
+            name: path.clone(),
+            text,
+        };
+        // Enough packets that no run ends by itself.
+        let mut defines = vec![("N".to_string(), "1000000000000".to_string())];
+        defines.extend(user_defines.iter().cloned());
+        let app = match model_cmd::profile_app(&src, reg, &defines, secs) {
+            Ok((a, _)) => a,
+            Err(e) => {
+                println!("{path:<34} profile: {e}");
+                continue;
+            }
+        };
+        for threads in [1usize, 2] {
+            let m = model_cmd::config_model(
+                &src,
+                reg,
+                &defines,
+                threads,
+                SchedPolicy::Adaptive,
+                &WhatIf::default(),
+                machine,
+                secs,
+                Some(&app),
+            );
+            let s = Settings {
+                threads,
+                trial: 1.0,
+                ..Settings::default()
+            };
+            let meas = mlffr::mlffr(&src, reg, &defines, &s, &|_| {});
+            match (m, meas) {
+                (Ok(m), Ok(o)) => {
+                    let bottleneck = m
+                        .text
+                        .lines()
+                        .find(|l| l.starts_with("bottleneck:"))
+                        .unwrap_or("")
+                        .trim_start_matches("bottleneck: ")
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .to_string();
+                    let row = Row {
+                        config: path.clone(),
+                        threads,
+                        predicted: m.mlffr,
+                        measured: o.mlffr,
+                        bottleneck,
+                        note: o.note.unwrap_or_default(),
+                    };
+                    println!(
+                        "{:<34} {:>3} {:>12.0} {:>12.0} {:>+7.1}%  {}{}",
+                        row.config,
+                        row.threads,
+                        row.predicted,
+                        row.measured,
+                        row.error() * 100.0,
+                        row.bottleneck,
+                        if row.note.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" [{}]", row.note)
+                        }
+                    );
+                    rows.push(row);
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    println!("{path:<34} {threads:>3} error: {e}");
+                }
+            }
+        }
+    }
+    if rows.is_empty() {
+        eprintln!("paraclick: nothing validated");
+        return ExitCode::from(1);
+    }
+    let abs: Vec<f64> = rows.iter().map(|r| r.error().abs()).collect();
+    let within = |x: f64| abs.iter().filter(|&&e| e <= x).count();
+    println!(
+        "{} predictions: mean |error| {:.1}%, max {:.1}%; within 5%: {}, within 10%: {}",
+        rows.len(),
+        abs.iter().sum::<f64>() / abs.len() as f64 * 100.0,
+        abs.iter().fold(0.0f64, |a, &b| a.max(b)) * 100.0,
+        within(0.05),
+        within(0.10)
+    );
+    ExitCode::SUCCESS
+}

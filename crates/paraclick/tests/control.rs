@@ -1,0 +1,598 @@
+//! The control socket end to end: the `paraclick` binary started with `-p`,
+//! `-u` and ControlSocket elements, spoken to by a raw socket client
+//! written here (not paraclick's own client), while traffic flows.
+//! Every socket is on 127.0.0.1 or in a temporary directory.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paraclick");
+
+/// One router at a time: each keeps a core busy with traffic.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const TRAFFIC: &str = "src :: InfiniteSource(LENGTH 64) -> c :: Counter \
+    -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; \
+    rt[1] -> q :: Queue(1000) -> Unqueue -> d :: Counter -> Discard;";
+
+/// A running `paraclick`, its stderr collected.
+struct Proc {
+    child: Child,
+    err: Arc<Mutex<String>>,
+}
+
+impl Proc {
+    fn start(args: &[&str]) -> Proc {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .arg("--no-pin")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start paraclick");
+        let err = Arc::new(Mutex::new(String::new()));
+        let mut stderr = child.stderr.take().unwrap();
+        let e2 = err.clone();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut b) {
+                if n == 0 {
+                    break;
+                }
+                e2.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&b[..n]));
+            }
+        });
+        Proc { child, err }
+    }
+
+    /// The rest of the stderr line after `prefix`, waiting for it.
+    fn wait_line(&self, prefix: &str) -> String {
+        let t0 = Instant::now();
+        loop {
+            {
+                let e = self.err.lock().unwrap();
+                if let Some(i) = e.find(prefix) {
+                    if let Some(l) = e[i + prefix.len()..].split_once('\n') {
+                        return l.0.trim().to_string();
+                    }
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no '{prefix}' on stderr: {}",
+                self.err.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn port(&self, prefix: &str) -> u16 {
+        let a = self.wait_line(prefix);
+        let (ip, port) = a.rsplit_once(':').unwrap();
+        assert_eq!(ip, "127.0.0.1", "listens on loopback only");
+        port.parse().unwrap()
+    }
+
+    /// Waits for the process to exit; its status code.
+    fn wait_exit(&mut self, secs: u64) -> i32 {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code().unwrap_or(-1);
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(secs),
+                "router did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
+/// A raw protocol client.
+struct Client {
+    r: BufReader<Box<dyn Stream>>,
+}
+
+impl Client {
+    fn over(s: Box<dyn Stream>) -> Client {
+        let mut c = Client {
+            r: BufReader::new(s),
+        };
+        assert_eq!(c.line(), "Click::ControlSocket/1.3");
+        c
+    }
+
+    fn tcp(port: u16) -> Client {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Client::over(Box::new(s))
+    }
+
+    fn unix(path: &std::path::Path) -> Client {
+        let s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Client::over(Box::new(s))
+    }
+
+    fn send(&mut self, b: &[u8]) {
+        self.r.get_mut().write_all(b).unwrap();
+    }
+
+    /// One line, which must end in CRLF, without it.
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        assert!(l.ends_with("\r\n"), "line ends in CRLF: {l:?}");
+        l.truncate(l.len() - 2);
+        l
+    }
+
+    /// A whole reply: its code and its lines' texts (`CODE-` lines first).
+    fn reply(&mut self) -> (u16, Vec<String>) {
+        let mut texts = Vec::new();
+        loop {
+            let l = self.line();
+            let code: u16 = l[..3].parse().unwrap();
+            texts.push(l[4..].to_string());
+            match l.as_bytes()[3] {
+                b'-' => continue,
+                b' ' => return (code, texts),
+                c => panic!("bad separator {c} in {l:?}"),
+            }
+        }
+    }
+
+    fn code(&mut self, cmd: &str) -> u16 {
+        self.send(format!("{cmd}\r\n").as_bytes());
+        self.reply().0
+    }
+
+    /// `DATA N` and N bytes.
+    fn data(&mut self) -> String {
+        let l = self.line();
+        let n: usize = l.strip_prefix("DATA ").expect("DATA line").parse().unwrap();
+        let mut b = vec![0; n];
+        self.r.read_exact(&mut b).unwrap();
+        String::from_utf8(b).unwrap()
+    }
+
+    fn read(&mut self, h: &str) -> String {
+        self.send(format!("READ {h}\r\n").as_bytes());
+        let (code, t) = self.reply();
+        assert_eq!(code, 200, "READ {h}: {t:?}");
+        assert_eq!(t, [format!("Read handler '{h}' OK")]);
+        self.data()
+    }
+
+    fn count(&mut self, h: &str) -> u64 {
+        self.read(h).trim().parse().unwrap()
+    }
+
+    /// Whether the server closed the connection (within the read timeout).
+    fn closed(&mut self) -> bool {
+        let mut b = [0u8; 64];
+        matches!(self.r.read(&mut b), Ok(0))
+    }
+}
+
+fn rises(c: &mut Client, h: &str) {
+    let a = c.count(h);
+    let t0 = Instant::now();
+    while c.count(h) <= a {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{h} stays at {a}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn tcp_every_command_and_reply_code() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p = Proc::start(&["-p", "0", "-e", TRAFFIC]);
+    let port = p.port("control socket listening on ");
+    let mut c = Client::tcp(port);
+
+    // READ: a counter that rises while traffic flows.
+    rises(&mut c, "c.count");
+
+    // Global handlers in Click's formats.
+    let list = c.read("list");
+    let names: Vec<&str> = list.lines().collect();
+    assert_eq!(names[0].parse::<usize>().unwrap(), names.len() - 1);
+    assert!(names.contains(&"c") && names.contains(&"src"));
+    assert_eq!(c.read("config"), TRAFFIC);
+    let flat = c.read("flatconfig");
+    assert!(flat.contains("c :: Counter;\n"), "{flat}");
+    assert!(flat.contains("rt [1] -> q;\n"), "{flat}");
+    assert!(c.read("classes").lines().any(|l| l == "Counter"));
+    assert!(c.read("classes").lines().any(|l| l == "ControlSocket"));
+    assert_eq!(c.read("requirements"), "");
+    assert!(c.read("packages").lines().any(|l| l == "userlevel"));
+    assert_eq!(c.read("driver"), "userlevel\n");
+    assert!(!c.read("version").trim().is_empty());
+    // Element handlers: Click's `handlers` format, name TAB flags.
+    let hs = c.read("src.handlers");
+    for want in [
+        "count\tr",
+        "reset\tw",
+        "limit\trw",
+        "handlers\tr",
+        "class\tr",
+    ] {
+        assert!(hs.lines().any(|l| l == want), "{want:?} in {hs}");
+    }
+    assert_eq!(c.read("c.class"), "Counter");
+    // An element by number (from 1, in `list` order).
+    let n = names[1..].iter().position(|&x| x == "c").unwrap() + 1;
+    c.send(format!("READ {n}.class\r\n").as_bytes());
+    assert_eq!(c.reply().0, 200);
+    assert_eq!(c.data(), "Counter");
+
+    // READ with parameters; READDATA; READUNTIL.
+    c.send(b"READ rt.lookup 10.1.2.3\r\n");
+    assert_eq!(c.reply().0, 200);
+    assert_eq!(c.data().trim(), "0");
+    c.send(b"READDATA rt.lookup 8\r\n11.1.2.3");
+    assert_eq!(c.reply(), (200, vec!["Read handler 'rt.lookup' OK".into()]));
+    assert_eq!(c.data().trim(), "1");
+    c.send(b"READDATA c.count 0\r\n");
+    assert_eq!(c.reply().0, 200);
+    assert!(c.data().parse::<u64>().is_ok());
+    c.send(b"READUNTIL rt.lookup .\r\n10.9.9.9\r\n.\r\n");
+    assert_eq!(c.reply().0, 200);
+    assert_eq!(c.data().trim(), "0");
+
+    // WRITE takes effect: the source pauses, then resumes.
+    assert_eq!(c.code("WRITE src.active false"), 200);
+    std::thread::sleep(Duration::from_millis(50));
+    let a = c.count("c.count");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(c.count("c.count"), a, "paused source sends nothing");
+    c.send(b"WRITEDATA src.active 4\r\ntrue");
+    assert_eq!(
+        c.reply(),
+        (200, vec!["Write handler 'src.active' OK".into()])
+    );
+    rises(&mut c, "c.count");
+    c.send(b"WRITEUNTIL src.burst\r\n4\r\n\r\n");
+    assert_eq!(c.reply().0, 200);
+    assert_eq!(c.read("src.burst").trim(), "4");
+
+    // CHECKREAD / CHECKWRITE.
+    assert_eq!(c.code("CHECKREAD c.count"), 200);
+    assert_eq!(c.code("CHECKWRITE c.reset"), 200);
+    assert_eq!(c.code("CHECKWRITE c.count"), 530);
+    assert_eq!(c.code("CHECKREAD c.reset"), 530);
+    assert_eq!(c.code("CHECKREAD c.nope"), 511);
+    assert_eq!(c.code("CHECKREAD nope.count"), 510);
+    assert_eq!(c.code("CHECKWRITE stop"), 200);
+
+    // Error codes.
+    assert_eq!(c.code("READ nope.count"), 510);
+    assert_eq!(c.code("READ 999.count"), 510);
+    assert_eq!(c.code("READ c.nope"), 511);
+    assert_eq!(c.code("READ nope"), 511);
+    assert_eq!(c.code("READ c.reset"), 530, "write-only");
+    assert_eq!(c.code("WRITE c.count 1"), 530, "read-only");
+    c.send(b"WRITE src.limit abc\r\n");
+    let (code, text) = c.reply();
+    assert_eq!(code, 520);
+    assert!(text.join("\n").contains("expected integer"), "{text:?}");
+    assert_eq!(c.code("READ"), 500);
+    assert_eq!(c.code("WRITEDATA src.limit lots"), 500);
+    assert_eq!(c.code("CHECKREAD a b"), 500);
+    assert_eq!(c.code("FROB c.count"), 501);
+    assert_eq!(c.code("LLRPC c#0x12345678"), 501);
+    c.send(b"LLRPC c#0x12345678 3\r\nabc");
+    assert_eq!(c.reply().0, 501);
+    // The connection is still in step after all of that.
+    rises(&mut c, "c.count");
+
+    // Many clients at once while traffic flows.
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Client::tcp(port);
+                let mut last = 0;
+                for _ in 0..50 {
+                    let v = c.count("c.count");
+                    assert!(v >= last, "count went back: {v} < {last}");
+                    last = v;
+                }
+                assert_eq!(c.code("QUIT"), 200);
+                assert!(c.closed());
+                last
+            })
+        })
+        .collect();
+    let lasts: Vec<u64> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(lasts.iter().all(|&v| v > 0));
+    rises(&mut c, "c.count");
+
+    // QUIT, then `stop` from another connection ends the run.
+    assert_eq!(c.code("QUIT"), 200);
+    assert!(c.closed());
+    let mut c = Client::tcp(port);
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+}
+
+#[test]
+fn unix_socket_is_private_and_served() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("click.sock");
+    let conf = format!("require(userlevel); require(package ip); {TRAFFIC}");
+    let mut p = Proc::start(&["-u", path.to_str().unwrap(), "-e", &conf]);
+    p.wait_line("control socket listening on ");
+    let m = std::fs::metadata(&path).unwrap();
+    assert!(m.file_type().is_socket());
+    assert_eq!(m.permissions().mode() & 0o777, 0o600);
+    let mut c = Client::unix(&path);
+    rises(&mut c, "c.count");
+    rises(&mut c, "d.count");
+    assert_eq!(c.read("requirements"), "userlevel\nip\n");
+    c.send(b"WRITEDATA c.reset 0\r\n");
+    assert_eq!(c.reply().0, 200);
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+    assert!(!path.exists(), "socket file removed at exit");
+}
+
+#[test]
+fn read_only_element_socket_and_bad_clients() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro.sock");
+    let conf = format!(
+        "{TRAFFIC}
+        ControlSocket(TCP, 0, LOCALHOST true, VERBOSE true, LINE_TIMEOUT 1, MAX_CLIENTS 8);
+        ControlSocket(UNIX, {}, READONLY true);",
+        ro.display()
+    );
+    let mut p = Proc::start(&["-e", &conf]);
+    let port = p.port("ControlSocket: listening on ");
+
+    // READONLY: reads work, writes get 530 (data consumed, still in step).
+    let mut r = Client::unix(&ro);
+    rises(&mut r, "c.count");
+    assert_eq!(r.code("WRITE c.reset"), 530);
+    r.send(b"WRITEDATA src.active 5\r\nfalse");
+    assert_eq!(r.reply().0, 530);
+    assert_eq!(r.code("CHECKWRITE c.reset"), 530);
+    assert_eq!(r.code("WRITE stop"), 530);
+    rises(&mut r, "c.count");
+
+    // A huge WRITEDATA: 521, then the connection closes.
+    let mut c = Client::tcp(port);
+    c.send(b"WRITEDATA src.limit 1000000000000\r\n");
+    let (code, text) = c.reply();
+    assert_eq!(code, 521, "{text:?}");
+    assert!(c.closed());
+
+    // Half a line, then silence: closed after LINE_TIMEOUT, no reply.
+    let mut c = Client::tcp(port);
+    c.send(b"READ c.co");
+    let t0 = Instant::now();
+    assert!(c.closed(), "half-line client disconnected");
+    assert!(t0.elapsed() >= Duration::from_millis(900));
+    // A line too long: 500, closed.
+    let mut c = Client::tcp(port);
+    c.send(&vec![b'A'; 70_000]);
+    assert_eq!(c.reply().0, 500);
+    assert!(c.closed());
+    // Data promised and not sent: 500 after LINE_TIMEOUT, closed.
+    let mut c = Client::tcp(port);
+    c.send(b"WRITEDATA src.limit 100\r\n12");
+    assert_eq!(c.reply().0, 500);
+    assert!(c.closed());
+
+    // A flood of connections: the 9th and later are refused with 590
+    // while the 8 held stay served, and traffic and other sockets go on.
+    let mut held: Vec<Client> = (0..8).map(|_| Client::tcp(port)).collect();
+    for _ in 0..10 {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut x = Client {
+            r: BufReader::new(Box::new(s)),
+        };
+        let (code, _) = x.reply();
+        assert_eq!(code, 590);
+        assert!(x.closed());
+    }
+    rises(&mut held[3], "c.count");
+    rises(&mut r, "d.count");
+    for h in held.iter_mut() {
+        assert_eq!(h.code("QUIT"), 200);
+    }
+    drop(held);
+    // Once they are gone, new clients are served again.
+    let t0 = Instant::now();
+    let mut c = loop {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut r = BufReader::new(s);
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        if l.starts_with("Click::ControlSocket/1.3") {
+            break Client {
+                r: BufReader::new(Box::new(r.into_inner())),
+            };
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "still refused: {l}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    rises(&mut c, "c.count");
+    assert!(p.err.lock().unwrap().contains("too many connections"));
+
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+}
+
+#[test]
+fn ctl_client_reads_writes_and_fails_with_codes() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let mut p = Proc::start(&["-p", "0", "-u", path.to_str().unwrap(), "-e", TRAFFIC]);
+    let port_s = p.wait_line("listening on 127.0.0.1:");
+    assert!(port_s.parse::<u16>().is_ok(), "{port_s}");
+    let ctl = |args: &[&str]| {
+        let o = Command::new(BIN).arg("ctl").args(args).output().unwrap();
+        (
+            o.status.code().unwrap(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (rc, out, _) = ctl(&["-p", &port_s, "read", "c.count"]);
+    assert_eq!(rc, 0);
+    assert!(out.trim().parse::<u64>().is_ok(), "{out}");
+    let (rc, out, _) = ctl(&[
+        "-u",
+        path.to_str().unwrap(),
+        "read",
+        "rt.lookup",
+        "10.0.0.1",
+    ]);
+    assert_eq!((rc, out.trim()), (0, "0"));
+    let (rc, out, _) = ctl(&["-p", &port_s, "list"]);
+    assert_eq!(rc, 0);
+    assert!(out.lines().any(|l| l == "src"));
+    let (rc, out, _) = ctl(&["-p", &port_s, "handlers", "c"]);
+    assert_eq!(rc, 0);
+    assert!(out.lines().any(|l| l == "count\tr"));
+    let (rc, _, _) = ctl(&["-p", &port_s, "write", "src.active", "false"]);
+    assert_eq!(rc, 0);
+    let (_, out, _) = ctl(&["-p", &port_s, "read", "src.active"]);
+    assert_eq!(out.trim(), "false");
+    let (rc, _, err) = ctl(&["-p", &port_s, "read", "nope.count"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("510"), "{err}");
+    let (rc, _, err) = ctl(&["-p", &port_s, "write", "src.limit", "abc"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("520"), "{err}");
+    let (rc, _, _) = ctl(&["-u", path.to_str().unwrap(), "write", "stop"]);
+    assert_eq!(rc, 0);
+    assert_eq!(p.wait_exit(10), 0);
+    let (rc, _, _) = ctl(&["-p", &port_s, "list"]);
+    assert_eq!(rc, 2, "no router to reach");
+}
+
+/// Starts paraclick with `fd` as its descriptor 3 and `--socket 3`.
+fn start_with_fd(fd: i32) -> Proc {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--socket", "3", "--no-pin", "-e", TRAFFIC])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: dup2 is async-signal-safe; it only renumbers a descriptor
+    // this process owns, and the copy does not close on exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start paraclick");
+    let err = Arc::new(Mutex::new(String::new()));
+    let mut stderr = child.stderr.take().unwrap();
+    let e2 = err.clone();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        e2.lock().unwrap().push_str(&s);
+    });
+    Proc { child, err }
+}
+
+#[test]
+fn socket_fd_connected_and_listening() {
+    use std::os::unix::io::AsRawFd;
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // A connected socket: one client, the other end of a socketpair.
+    let (a, b) = UnixStream::pair().unwrap();
+    let mut p = start_with_fd(b.as_raw_fd());
+    drop(b);
+    a.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut c = Client::over(Box::new(a));
+    rises(&mut c, "c.count");
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+
+    // A listening socket, bound here on loopback.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let mut p = start_with_fd(l.as_raw_fd());
+    drop(l);
+    let mut c = Client::tcp(port);
+    rises(&mut c, "c.count");
+    let mut c2 = Client::tcp(port);
+    assert_eq!(c2.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+
+    // Not a socket: a clear error, nothing runs.
+    let o = Command::new(BIN)
+        .args(["--socket", "0", "-e", TRAFFIC])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not an open socket"));
+}
+
+#[test]
+fn retries_wait_for_a_busy_port_then_give_up_or_serve() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Busy for good: RETRIES 1 warns, tries once more, stops the router.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let conf = format!("{TRAFFIC} ControlSocket(TCP, {port}, LOCALHOST true, RETRIES 1);");
+    let mut p = Proc::start(&["-e", &conf]);
+    assert_eq!(p.wait_exit(10), 0);
+    let err = p.err.lock().unwrap().clone();
+    assert!(
+        err.contains("retrying") && err.contains("giving up"),
+        "{err}"
+    );
+
+    // Busy for a while: served once the port is free.
+    let conf = format!(
+        "{TRAFFIC} ControlSocket(TCP, {port}, LOCALHOST true, RETRIES 10, RETRY_WARNINGS false);"
+    );
+    let mut p = Proc::start(&["-e", &conf]);
+    std::thread::sleep(Duration::from_millis(300));
+    drop(busy);
+    let t0 = Instant::now();
+    let s = loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "never bound");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut c = Client::over(Box::new(s));
+    rises(&mut c, "c.count");
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+    assert!(!p.err.lock().unwrap().contains("retrying"));
+}

@@ -1,0 +1,328 @@
+//! The control plane: Click's ControlSocket protocol, served on TCP and
+//! Unix sockets on threads of its own, on top of the router's handlers.
+//!
+//! A connection is greeted with `Click::ControlSocket/1.3` and then sends
+//! one command per line (lines end with CR, LF or CRLF; replies end with
+//! CRLF): `READ h [params]`, `READDATA h N`, `READUNTIL h [term]`,
+//! `WRITE h [value]`, `WRITEDATA h N`, `WRITEUNTIL h [term]`,
+//! `CHECKREAD h`, `CHECKWRITE h`, `LLRPC e#n [N]` (not supported: 501) and
+//! `QUIT`. A handler `h` is `element.handler`, `number.handler` (elements
+//! numbered from 1, as in `list`) or a global handler. Replies start with
+//! Click's codes: 200 OK, 500 syntax error, 501 unimplemented, 510 no such
+//! element, 511 no such handler, 520 handler error, 521 data too big, 530
+//! permission denied, 540 no router, 590 too many connections; every line
+//! but the last of a reply has a hyphen after the code. A read's result
+//! follows its reply as `DATA N` and N bytes.
+//!
+//! Limits (see [`ControlConfig`]): a command line of at most 64 KiB,
+//! handler data of at most 16 MiB (`READDATA`/`WRITEDATA`/`...UNTIL`; more
+//! gets 521 and the connection closes), a partial line or data body must
+//! be complete within `line_timeout` (10 s), a connection silent for
+//! `idle_timeout` (1 hour) is closed, replies must be taken within
+//! `line_timeout`, and at most `max_clients` (64) connections are served
+//! at once (one more is told 590 and closed). Every connection has its own
+//! small thread; none is a worker thread, so a client can delay only
+//! itself and the handler it calls.
+
+mod server;
+mod session;
+
+pub use server::{bind_tcp, bind_unix, serve, serve_stream, Bind, Listener, Server};
+pub use session::CtlStream;
+
+use crate::router::Core;
+use crate::{InitCx, Registry};
+use paraclick_lang::FlatGraph;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+/// The protocol version in the greeting.
+pub const GREETING: &str = "Click::ControlSocket/1.3";
+
+/// Limits and options of a control socket.
+#[derive(Clone, Debug)]
+pub struct ControlConfig {
+    /// Refuse writes (530).
+    pub read_only: bool,
+    /// Print a line to stderr when a connection opens or closes.
+    pub verbose: bool,
+    /// Connections served at once.
+    pub max_clients: usize,
+    /// Longest command line, in bytes.
+    pub max_line: usize,
+    /// Largest handler data (`READDATA`, `WRITEDATA`, `...UNTIL`).
+    pub max_data: usize,
+    /// Time allowed to finish a line or a data body once begun, and to
+    /// take a reply.
+    pub line_timeout: Duration,
+    /// A connection with no command for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ControlConfig {
+    fn default() -> Self {
+        ControlConfig {
+            read_only: false,
+            verbose: false,
+            max_clients: 64,
+            max_line: 64 * 1024,
+            max_data: 16 * 1024 * 1024,
+            line_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// A failed command: Click's reply code and a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CsError {
+    pub code: u16,
+    pub msg: String,
+}
+
+impl CsError {
+    pub fn new(code: u16, msg: impl Into<String>) -> CsError {
+        CsError {
+            code,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// What the protocol calls: handlers by name. [`RouterHandle`] is the
+/// router's; tests may supply their own.
+pub trait Backend: Send + Sync {
+    /// Calls read handler `h`, with a parameter if given.
+    fn read(&self, h: &str, param: Option<&str>) -> Result<String, CsError>;
+    /// Calls write handler `h`.
+    fn write(&self, h: &str, value: &str) -> Result<(), CsError>;
+    /// Whether `h` exists and is readable (or writable).
+    fn check(&self, h: &str, write: bool) -> Result<(), CsError>;
+    /// Stops the router (a socket that could never be opened).
+    fn stop(&self) {}
+}
+
+/// Router-level facts the global handlers report, kept from the build.
+pub(crate) struct RouterInfo {
+    classes: Vec<&'static str>,
+    packages: Vec<&'static str>,
+    requirements: Vec<String>,
+    flatconfig: String,
+    /// Started once the router exists (see [`InitCx::on_start`]).
+    services: Mutex<Vec<Service>>,
+    /// Servers the router's elements started; they stop with the router.
+    servers: Mutex<Vec<Server>>,
+}
+
+type Service = Box<dyn FnOnce(RouterHandle) -> Option<Server> + Send>;
+
+impl RouterInfo {
+    pub(crate) fn new(graph: &FlatGraph, reg: &Registry) -> RouterInfo {
+        RouterInfo {
+            classes: reg.names(),
+            packages: reg.packages().to_vec(),
+            requirements: graph
+                .requirements
+                .iter()
+                .map(|r| match r.words.as_slice() {
+                    [k, name] if k == "package" || k == "library" => name.clone(),
+                    w => w.join(" "),
+                })
+                .collect(),
+            flatconfig: flatconfig(graph),
+            services: Mutex::new(Vec::new()),
+            servers: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// Click's flattened configuration: every declaration, then every
+/// connection (ports shown when not 0).
+fn flatconfig(g: &FlatGraph) -> String {
+    let mut s = String::new();
+    for e in &g.elements {
+        s.push_str(&format!("{} :: {}", e.name, e.class));
+        if !e.config.is_empty() {
+            s.push_str(&format!("({})", e.config));
+        }
+        s.push_str(";\n");
+    }
+    for c in &g.connections {
+        let from = &g.elements[c.from].name;
+        let to = &g.elements[c.to].name;
+        let op = if c.from_port != 0 {
+            format!(" [{}]", c.from_port)
+        } else {
+            String::new()
+        };
+        let ip = if c.to_port != 0 {
+            format!("[{}] ", c.to_port)
+        } else {
+            String::new()
+        };
+        s.push_str(&format!("{from}{op} -> {ip}{to};\n"));
+    }
+    s
+}
+
+/// The global read handlers kept in [`RouterInfo`].
+pub(crate) fn read_global(core: &Core, h: &str) -> Option<String> {
+    let lines = |v: &mut dyn Iterator<Item = &str>| {
+        let mut s = String::new();
+        for l in v {
+            s.push_str(l);
+            s.push('\n');
+        }
+        s
+    };
+    match h {
+        "classes" => Some(lines(&mut core.info.classes.iter().copied())),
+        "packages" => Some(lines(&mut core.info.packages.iter().copied())),
+        "requirements" => Some(lines(
+            &mut core.info.requirements.iter().map(String::as_str),
+        )),
+        "flatconfig" => Some(core.info.flatconfig.clone()),
+        "driver" => Some("userlevel\n".to_string()),
+        _ => None,
+    }
+}
+
+/// Starts the services elements asked for in `initialize`; called once
+/// the router's core is shared.
+pub(crate) fn start_services(core: &Arc<Core>) {
+    let services: Vec<Service> =
+        std::mem::take(&mut *core.info.services.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut started = Vec::new();
+    for s in services {
+        if let Some(server) = s(RouterHandle {
+            core: Arc::downgrade(core),
+        }) {
+            started.push(server);
+        }
+    }
+    core.info
+        .servers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(started);
+}
+
+impl InitCx<'_> {
+    /// Runs `f` once the router is built, with a handle on it (a control
+    /// socket starts its server so). A server `f` returns stops when the
+    /// router is dropped.
+    pub fn on_start(&mut self, f: impl FnOnce(RouterHandle) -> Option<Server> + Send + 'static) {
+        self.core
+            .info
+            .services
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(f));
+    }
+}
+
+/// A handle on a router for the control plane. It does not keep the router
+/// alive: once the router is gone, calls fail with 540.
+#[derive(Clone)]
+pub struct RouterHandle {
+    pub(crate) core: Weak<Core>,
+}
+
+enum Target {
+    Global,
+    Element(usize),
+}
+
+impl RouterHandle {
+    fn core(&self) -> Result<Arc<Core>, CsError> {
+        self.core
+            .upgrade()
+            .ok_or_else(|| CsError::new(540, "No router installed"))
+    }
+
+    /// Splits `element.handler` and finds the element, by name or by
+    /// number (from 1). Returns the spec the router's handler calls take.
+    fn resolve(core: &Core, spec: &str) -> Result<(Target, String, String), CsError> {
+        match spec.rsplit_once('.') {
+            None => Ok((Target::Global, spec.to_string(), spec.to_string())),
+            Some((e, h)) => {
+                let i = match core.names.get(e) {
+                    Some(&i) => i,
+                    None => match e.parse::<usize>() {
+                        Ok(n) if n >= 1 && n <= core.slots.len() => n - 1,
+                        _ => return Err(CsError::new(510, format!("No element named '{e}'"))),
+                    },
+                };
+                let full = format!("{}.{}", core.slots[i].name, h);
+                Ok((Target::Element(i), h.to_string(), full))
+            }
+        }
+    }
+
+    /// Whether handler `h` of the target is (readable, writable).
+    fn flags(core: &Core, t: &Target, h: &str) -> Option<(bool, bool)> {
+        match t {
+            Target::Global => {
+                let r = crate::handler::GLOBAL_READ.contains(&h);
+                let w = crate::handler::GLOBAL_WRITE.contains(&h);
+                (r || w).then_some((r, w))
+            }
+            Target::Element(i) => crate::handler::list(core, *i)
+                .iter()
+                .find(|x| x.name == h)
+                .map(|x| (x.read, x.write)),
+        }
+    }
+
+    fn checked(&self, spec: &str, write: bool) -> Result<(Arc<Core>, String), CsError> {
+        let core = self.core()?;
+        let (t, h, full) = Self::resolve(&core, spec)?;
+        match Self::flags(&core, &t, &h) {
+            None => Err(CsError::new(511, format!("No handler named '{spec}'"))),
+            Some((false, _)) if !write => {
+                Err(CsError::new(530, format!("Handler '{spec}' is write-only")))
+            }
+            Some((_, false)) if write => {
+                Err(CsError::new(530, format!("Handler '{spec}' is read-only")))
+            }
+            Some(_) => Ok((core, full)),
+        }
+    }
+
+    /// The names of the router's elements (empty once it is gone).
+    pub fn element_names(&self) -> Vec<String> {
+        match self.core.upgrade() {
+            Some(c) => c.slots.iter().map(|s| s.name.clone()).collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+impl Backend for RouterHandle {
+    fn read(&self, h: &str, param: Option<&str>) -> Result<String, CsError> {
+        let (core, full) = self.checked(h, false)?;
+        let spec = match param {
+            Some(p) if !p.trim().is_empty() => format!("{full} {p}"),
+            _ => full,
+        };
+        crate::handler::read(&core, &spec, None).map_err(|e| CsError::new(520, e))
+    }
+
+    fn write(&self, h: &str, value: &str) -> Result<(), CsError> {
+        let (core, full) = self.checked(h, true)?;
+        crate::handler::write(&core, &full, value, None).map_err(|e| CsError::new(520, e))
+    }
+
+    fn check(&self, h: &str, write: bool) -> Result<(), CsError> {
+        self.checked(h, write).map(|_| ())
+    }
+
+    fn stop(&self) {
+        if let Some(c) = self.core.upgrade() {
+            c.stop_now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

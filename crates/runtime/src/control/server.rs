@@ -1,0 +1,332 @@
+//! Control socket listeners: an accept thread per socket and a thread per
+//! connection, a cap on connections, and shutdown with the router.
+
+use super::session::{format_message, CtlStream, Session};
+use super::{Backend, ControlConfig};
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A bound control socket.
+pub enum Listener {
+    Tcp(TcpListener),
+    /// A Unix socket; the file, if given, is removed when the listener is
+    /// dropped.
+    Unix(UnixListener, Option<PathBuf>),
+}
+
+impl Listener {
+    /// Where it listens, for messages (`127.0.0.1:7777`, `/tmp/s`).
+    pub fn describe(&self) -> String {
+        match self {
+            Listener::Tcp(l) => l
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "?".into()),
+            Listener::Unix(l, p) => match (p, l.local_addr()) {
+                (Some(p), _) => p.display().to_string(),
+                (None, Ok(a)) => match a.as_pathname() {
+                    Some(p) => p.display().to_string(),
+                    None => "unix socket".into(),
+                },
+                (None, Err(_)) => "unix socket".into(),
+            },
+        }
+    }
+
+    fn set_nonblocking(&self) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.set_nonblocking(true),
+            Listener::Unix(l, _) => l.set_nonblocking(true),
+        }
+    }
+
+    fn accept(&self) -> io::Result<(Box<dyn CtlStream>, String)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, a) = l.accept()?;
+                s.set_nonblocking(false)?;
+                let _ = s.set_nodelay(true);
+                Ok((Box::new(s), a.to_string()))
+            }
+            Listener::Unix(l, _) => {
+                let (s, _) = l.accept()?;
+                s.set_nonblocking(false)?;
+                Ok((Box::new(s), self.describe()))
+            }
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, Some(p)) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Binds a TCP control socket (port 0: any free port).
+pub fn bind_tcp(addr: SocketAddr) -> io::Result<Listener> {
+    TcpListener::bind(addr).map(Listener::Tcp)
+}
+
+/// Binds a Unix control socket at `path` with permissions `mode` (0600
+/// gives access to the router's user only). The permissions are set before
+/// the socket listens, so no one else can connect in between. An existing
+/// socket file at `path` is replaced; any other file is an error.
+pub fn bind_unix(path: &Path, mode: u32) -> io::Result<Listener> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    use std::os::unix::io::FromRawFd;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)?,
+        Ok(_) => {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "exists and is not a socket",
+            ))
+        }
+        Err(_) => {}
+    }
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: sockaddr_un is plain data; all-zero is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "socket path too long",
+        ));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: plain socket(2) call; the result is checked.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a socket we just created and own; wrapping it now
+    // makes sure it is closed on every error path below.
+    let listener = unsafe { UnixListener::from_raw_fd(fd) };
+    // SAFETY: `addr` is a valid sockaddr_un and its size is passed.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            &addr as *const libc::sockaddr_un as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let l = Listener::Unix(listener, Some(path.to_path_buf()));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    // SAFETY: `fd` is the bound socket owned by `l`.
+    if unsafe { libc::listen(fd, 128) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(l)
+}
+
+/// How a server gets its socket: bound already, or by retrying once a
+/// second (Click's RETRIES) and stopping the router if every try fails.
+pub enum Bind {
+    Ready(Listener),
+    Retry {
+        bind: Box<dyn FnMut() -> io::Result<Listener> + Send>,
+        what: String,
+        retries: u32,
+        warnings: bool,
+    },
+}
+
+struct Shared {
+    shutdown: AtomicBool,
+    /// Connections being served.
+    active: AtomicUsize,
+    cfg: ControlConfig,
+    backend: Arc<dyn Backend>,
+}
+
+/// A running control socket. Dropping it (or `shutdown`) stops accepting
+/// and closes every connection within a fraction of a second.
+pub struct Server {
+    shared: Arc<Shared>,
+    addr: String,
+}
+
+impl Server {
+    /// Where it listens (empty while a RETRIES socket is not yet bound).
+    pub fn local_addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.shared.active.load(Ordering::Acquire)
+    }
+
+    /// Stops accepting and closes connections; waits up to `wait` for
+    /// connections to end (a reply being written, e.g. to `stop`, is
+    /// finished first).
+    pub fn shutdown(&self, wait: Duration) {
+        let end = Instant::now() + wait;
+        // Let a connection that just called `stop` send its reply.
+        std::thread::sleep(Duration::from_millis(20).min(wait));
+        self.shared.shutdown.store(true, Ordering::Release);
+        while self.shared.active.load(Ordering::Acquire) > 0 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+    }
+}
+
+/// Serves a control socket on a thread of its own.
+pub fn serve(bind: Bind, backend: Arc<dyn Backend>, cfg: ControlConfig) -> io::Result<Server> {
+    let addr = match &bind {
+        Bind::Ready(l) => l.describe(),
+        Bind::Retry { .. } => String::new(),
+    };
+    let shared = Arc::new(Shared {
+        shutdown: AtomicBool::new(false),
+        active: AtomicUsize::new(0),
+        cfg,
+        backend,
+    });
+    let sh = shared.clone();
+    std::thread::Builder::new()
+        .name("paraclick-control".into())
+        .spawn(move || accept_loop(bind, sh))?;
+    Ok(Server { shared, addr })
+}
+
+/// Serves one already-connected stream (`--socket FD`).
+pub fn serve_stream(
+    stream: impl CtlStream + 'static,
+    backend: Arc<dyn Backend>,
+    cfg: ControlConfig,
+) -> io::Result<Server> {
+    let shared = Arc::new(Shared {
+        shutdown: AtomicBool::new(false),
+        active: AtomicUsize::new(0),
+        cfg,
+        backend,
+    });
+    shared.active.fetch_add(1, Ordering::AcqRel);
+    let sh = shared.clone();
+    std::thread::Builder::new()
+        .name("paraclick-control".into())
+        .spawn(move || connection(Box::new(stream), "socket".into(), sh))?;
+    Ok(Server {
+        shared,
+        addr: "socket".into(),
+    })
+}
+
+fn accept_loop(bind: Bind, sh: Arc<Shared>) {
+    let listener = match bind {
+        Bind::Ready(l) => l,
+        Bind::Retry {
+            mut bind,
+            what,
+            retries,
+            warnings,
+        } => {
+            // The first try failed already (at initialize); RETRIES more,
+            // a second apart.
+            let mut tries = 0;
+            loop {
+                let until = Instant::now() + Duration::from_secs(1);
+                while Instant::now() < until {
+                    if sh.shutdown.load(Ordering::Acquire) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                match bind() {
+                    Ok(l) => break l,
+                    Err(e) => {
+                        tries += 1;
+                        if tries >= retries {
+                            eprintln!("ControlSocket: {what}: {e}; giving up, stopping the router");
+                            sh.backend.stop();
+                            return;
+                        }
+                        if warnings {
+                            eprintln!("ControlSocket: {what}: {e} (retrying)");
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if listener.set_nonblocking().is_err() {
+        return;
+    }
+    let where_ = listener.describe();
+    while !sh.shutdown.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((mut s, peer)) => {
+                let n = sh.active.fetch_add(1, Ordering::AcqRel);
+                if n >= sh.cfg.max_clients {
+                    sh.active.fetch_sub(1, Ordering::AcqRel);
+                    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+                    let _ = s.write_all(&format_message(
+                        590,
+                        &format!(
+                            "Too many control connections (limit {})",
+                            sh.cfg.max_clients
+                        ),
+                    ));
+                    if sh.cfg.verbose {
+                        eprintln!("ControlSocket {where_}: refused {peer}: too many connections");
+                    }
+                    continue;
+                }
+                if sh.cfg.verbose {
+                    eprintln!("ControlSocket {where_}: opened connection from {peer}");
+                }
+                let sh2 = sh.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("paraclick-control-conn".into())
+                    .stack_size(256 * 1024)
+                    .spawn(move || connection(s, peer, sh2));
+                if spawned.is_err() {
+                    sh.active.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // Out of file descriptors and the like: wait, the
+            // connections being served will end.
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn connection(mut s: Box<dyn CtlStream>, peer: String, sh: Arc<Shared>) {
+    let why = {
+        let mut session = Session::new(&mut *s, &sh.cfg, &*sh.backend, &sh.shutdown);
+        session.run()
+    };
+    // Count the connection gone before closing it, so a client that sees
+    // it closed can count on its place being free.
+    sh.active.fetch_sub(1, Ordering::AcqRel);
+    drop(s);
+    if sh.cfg.verbose {
+        eprintln!("ControlSocket: closed connection from {peer}: {why}");
+    }
+}
