@@ -13,6 +13,7 @@ pub mod ether_encap;
 pub mod ether_mirror;
 pub mod ether_rewrite;
 pub mod host_ether_filter;
+pub mod mark_mac_header;
 
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -25,6 +26,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(ether_mirror::spec());
     reg.register(ether_rewrite::spec());
     reg.register(host_ether_filter::spec());
+    reg.register(mark_mac_header::spec());
 }
 
 /// An Ethernet address that handlers may change while packets read it:

@@ -25,15 +25,18 @@ pub mod drop_broadcasts;
 pub mod fix_ip_src;
 pub mod get_ip_address;
 pub mod ip_gw_options;
+pub mod ip_mirror;
 pub mod ip_print;
 pub mod mark_ip_ce;
 pub mod mark_ip_header;
 pub mod set_ip_address;
 pub mod set_ip_checksum;
 pub mod set_ip_dscp;
+pub mod set_ip_ecn;
 pub mod set_tcp_checksum;
 pub mod set_udp_checksum;
 pub mod store_ip_address;
+pub mod strip_ip_header;
 
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -49,15 +52,19 @@ pub fn register(reg: &mut Registry) {
     reg.register(fix_ip_src::spec());
     reg.register(get_ip_address::spec());
     reg.register(ip_gw_options::spec());
+    reg.register(ip_mirror::spec());
     reg.register(ip_print::spec());
     reg.register(mark_ip_ce::spec());
     reg.register(mark_ip_header::spec());
     reg.register(set_ip_address::spec());
     reg.register(set_ip_checksum::spec());
     reg.register(set_ip_dscp::spec());
+    reg.register(set_ip_ecn::spec());
     reg.register(set_tcp_checksum::spec());
     reg.register(set_udp_checksum::spec());
     reg.register(store_ip_address::spec());
+    reg.register(strip_ip_header::spec());
+    reg.register(strip_ip_header::unstrip_spec());
 }
 
 /// Length of an IPv4 header without options.

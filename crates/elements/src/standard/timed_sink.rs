@@ -1,0 +1,123 @@
+//! # TimedSink
+//!
+//! TimedSink([INTERVAL])
+//!
+//! Periodically pulls and drops a packet.
+//!
+//! Ports: 1 input, no outputs. Processing: pull.
+//!
+//! Pulls one packet from its input every INTERVAL (a time, default 0.5
+//! seconds) and discards it. Discarded packets are the router's output (a
+//! sink), not drops.
+//!
+//! Arguments:
+//! - `INTERVAL` (time, default 500 ms): how often to pull.
+//!
+//! Handlers:
+//! - `interval` (read/write): the INTERVAL, in seconds.
+//! - `count` (read): packets pulled and discarded.
+//!
+//! Example:
+//!
+//!     InfiniteSource -> Queue -> TimedSink(0.1);
+
+use crate::util::fmt_rate;
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub struct TimedSink {
+    interval_ns: AtomicU64,
+    count: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("TimedSink", "1/0", "l", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSink, String> {
+    let mut a = cx.args();
+    let iv = a
+        .read_p::<Duration>("INTERVAL")
+        .unwrap_or(Duration::from_millis(500));
+    a.complete()?;
+    Ok(TimedSink {
+        interval_ns: AtomicU64::new(ns(iv)),
+        count: Counter::new(cx.nthreads),
+    })
+}
+
+fn ns(d: Duration) -> u64 {
+    d.as_nanos().min(u128::from(u64::MAX)) as u64
+}
+
+impl TimedSink {
+    fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns.load(Ordering::Relaxed))
+    }
+}
+
+impl Element for TimedSink {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "interval",
+            |e, _| fmt_rate(e.interval().as_secs_f64()),
+            |e, v, hx| {
+                e.interval_ns.store(ns(hx.arg(v)?), Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::read("count", |e, _| e.count.get().to_string()),
+    ];
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        ix.schedule_after(0, self.interval());
+        Ok(())
+    }
+
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        if let Some(b) = cx.pull(0, 1) {
+            self.count.add(cx.thread(), b.len() as u64);
+        }
+        cx.schedule_after(0, self.interval());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::standard::test_util::*;
+    use paraclick_runtime::testing::Harness;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn pulls_one_packet_per_interval() {
+        let h = Harness::new(&reg(), "TimedSink(20ms); Idle -> q :: Queue(100) -> e", 0).unwrap();
+        let ps: Vec<_> = (0..10u8).map(|i| pkt(&[i])).collect();
+        h.router.push_into("q", 0, ps.into()).unwrap();
+        let stop = h.router.stopper();
+        let t0 = Instant::now();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(110));
+            stop.stop();
+        });
+        h.router.run();
+        let n: u64 = h.read("count").unwrap().parse().unwrap();
+        // About 5 intervals of 20 ms fit in the run: one packet each, not
+        // the whole queue.
+        assert!((2..=7).contains(&n), "{n} in {:?}", t0.elapsed());
+        assert_eq!(h.router.total_queued(), 10 - n as usize);
+        assert_eq!(h.read("interval").unwrap(), "0.02");
+        h.write("interval", "1").unwrap();
+        assert_eq!(h.read("interval").unwrap(), "1");
+        assert!(h.write("interval", "soon").is_err());
+    }
+
+    #[test]
+    fn bad_config() {
+        let r = reg();
+        assert!(Harness::new(&r, "TimedSink(never); Idle -> q :: Queue -> e", 0).is_err());
+        assert!(Harness::new(&r, "TimedSink; Idle -> q :: Queue -> e", 0).is_ok());
+        // A push input is a processing error.
+        assert!(Harness::new(&r, "TimedSink", 0).is_err());
+    }
+}
