@@ -49,3 +49,7 @@ done
 if ! python3 -c 'import scapy' >/dev/null 2>&1; then
   pip3 install -q scapy 2>/dev/null || pip3 install -q --break-system-packages scapy
 fi
+# cryptography: scapy's ESP implementation (the IPsec tests check against it).
+if ! python3 -c 'import cryptography' >/dev/null 2>&1; then
+  pip3 install -q cryptography 2>/dev/null || pip3 install -q --break-system-packages cryptography
+fi
