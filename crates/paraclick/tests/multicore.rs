@@ -372,10 +372,12 @@ fn queue_reset_from_another_thread_while_traffic_flows_conserves_every_packet() 
     // as an extra consumer through the runtime's audited path (the ring
     // goes to compare-and-swap first), so no buffer gets two owners: every
     // packet is delivered, queued or counted as dropped, and no buffer is
-    // leaked or freed twice.
+    // leaked or freed twice. The consumer is slowed (WorkPackage) so the
+    // queue holds packets when the resets come.
     for threads in [2, 4] {
         let conf = "src :: InfiniteSource(LIMIT 300000, BURST 8, STOP true)
-                -> q :: Queue(1000000) -> uq :: Unqueue(BURST 2) -> out :: Counter -> Discard;
+                -> q :: Queue(1000000) -> uq :: Unqueue(BURST 2) -> WorkPackage(40)
+                -> out :: Counter -> Discard;
             s :: Script(TYPE ACTIVE, label l, write q.reset, wait 0.0002, goto l);
             StaticThreadSched(src 0, uq 1);";
         let conf = if threads == 4 {
