@@ -126,7 +126,19 @@ impl Client {
     }
 
     fn unix(path: &std::path::Path) -> Client {
-        let s = UnixStream::connect(path).unwrap();
+        // The router prints where its TCP socket listens; a second socket
+        // (this one) may still be binding: retry for a while.
+        let t0 = Instant::now();
+        let s = loop {
+            match UnixStream::connect(path) {
+                Ok(s) => break s,
+                Err(e) if t0.elapsed() < Duration::from_secs(10) => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("connect {}: {e}", path.display()),
+            }
+        };
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         Client::over(Box::new(s))
     }
