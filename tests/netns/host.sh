@@ -34,10 +34,8 @@ set -euo pipefail
 BIN=${1:?usage: $0 PATH/TO/paraclick}
 BIN=$(readlink -f "$BIN")
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "netns host test: must run as root (namespaces, veth pairs, taps, packet sockets)" >&2; exit 2; }
-for t in ip ping curl python3 sha256sum; do
-  command -v "$t" >/dev/null || { echo "netns host test: missing tool '$t' (scripts/bootstrap.sh installs it)" >&2; exit 2; }
-done
+source "$ROOT/tests/netns/lib.sh"
+require_root_and_tools "netns host test" ip ping curl python3 sha256sum
 [[ -c /dev/net/tun ]] || { echo "netns host test: no /dev/net/tun (tun module)" >&2; exit 2; }
 
 SUF=$$
@@ -48,7 +46,6 @@ TMP=$(mktemp -d /tmp/paraclick-netns-host.XXXXXX)
 ROUTER_PID=
 FAILED=0
 
-source "$ROOT/tests/netns/lib.sh"
 
 cleanup() {
   set +e

@@ -32,10 +32,8 @@ set -euo pipefail
 BIN=${1:?usage: $0 PATH/TO/paraclick}
 BIN=$(readlink -f "$BIN")
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "netns test: must run as root" >&2; exit 2; }
-for t in ip ping curl python3 sha256sum; do
-  command -v "$t" >/dev/null || { echo "netns test: missing tool '$t'" >&2; exit 2; }
-done
+source "$ROOT/tests/netns/lib.sh"
+require_root_and_tools "netns test" ip ping curl python3 sha256sum
 
 SUF=$$
 H1=pc6-h1-$SUF
@@ -46,7 +44,6 @@ ROUTER_PID=
 PIDS=()
 FAILED=0
 
-source "$ROOT/tests/netns/lib.sh"
 
 cleanup() {
   set +e

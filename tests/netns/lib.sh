@@ -2,6 +2,17 @@
 # sets FAILED=0 first and defines its own cleanup, which may use
 # delete_namespaces.
 
+# require_root_and_tools NAME TOOL...: exits 2, saying why, unless run as
+# root with every TOOL on the PATH (scripts/bootstrap.sh installs them).
+require_root_and_tools() {
+  local name=$1; shift
+  [[ $(id -u) -eq 0 ]] || { echo "$name: must run as root (namespaces, veth pairs, packet sockets)" >&2; exit 2; }
+  local t
+  for t in "$@"; do
+    command -v "$t" >/dev/null || { echo "$name: missing tool '$t' (scripts/bootstrap.sh installs it)" >&2; exit 2; }
+  done
+}
+
 pass() { echo "ok    $*"; }
 fail() { echo "FAIL  $*"; FAILED=1; }
 

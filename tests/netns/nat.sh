@@ -27,10 +27,8 @@ set -euo pipefail
 BIN=${1:?usage: $0 PATH/TO/paraclick}
 BIN=$(readlink -f "$BIN")
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "netns nat test: must run as root (namespaces, veth pairs, packet sockets)" >&2; exit 2; }
-for t in ip ping curl python3 sha256sum; do
-  command -v "$t" >/dev/null || { echo "netns nat test: missing tool '$t' (scripts/bootstrap.sh installs it)" >&2; exit 2; }
-done
+source "$ROOT/tests/netns/lib.sh"
+require_root_and_tools "netns nat test" ip ping curl python3 sha256sum
 
 SUF=$$
 H1=pc-nh1-$SUF
@@ -40,7 +38,6 @@ TMP=$(mktemp -d /tmp/paraclick-netns-nat.XXXXXX)
 ROUTER_PID=
 FAILED=0
 
-source "$ROOT/tests/netns/lib.sh"
 
 cleanup() {
   set +e

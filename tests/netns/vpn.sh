@@ -26,10 +26,8 @@ set -euo pipefail
 BIN=${1:?usage: $0 PATH/TO/paraclick}
 BIN=$(readlink -f "$BIN")
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "vpn test: must run as root" >&2; exit 2; }
-for t in ip ping curl python3 sha256sum; do
-  command -v "$t" >/dev/null || { echo "vpn test: missing tool '$t'" >&2; exit 2; }
-done
+source "$ROOT/tests/netns/lib.sh"
+require_root_and_tools "vpn test" ip ping curl python3 sha256sum
 
 SUF=$$
 HA=pc-va-$SUF
@@ -42,7 +40,6 @@ PEER_PID=
 PIDS=()
 FAILED=0
 
-source "$ROOT/tests/netns/lib.sh"
 
 cleanup() {
   set +e
