@@ -144,70 +144,86 @@ impl<'r> Cx<'r> {
     fn forward(&mut self, mut port: usize, mut batch: Batch) {
         let core = self.core;
         if batch.len() == 1 {
-            return self.forward_one(port, batch);
+            if let Some(p) = batch.pop() {
+                drop(batch);
+                return self.forward_packet(port, p);
+            }
         }
+        let mut outs: &[crate::router::Peer] = &core.ports[self.current].outputs;
         loop {
-            let Some(peer) = core.ports[self.current].outputs.get(port) else {
+            let Some(peer) = outs.get(port) else {
                 return self.drop_batch(batch);
             };
+            if let Some(f) = peer.fused() {
+                self.current = peer.elem as usize;
+                match f.run(self, &mut batch) {
+                    Some(k) => port = k,
+                    None => return,
+                }
+                outs = peer.next();
+                continue;
+            }
             let Some(to) = peer.element() else {
                 return self.drop_batch(batch);
             };
             self.current = peer.elem as usize;
-            let Some(f) = peer.fused() else {
-                let p = peer.port as usize;
-                if core.profile.is_none() {
-                    to.push(self, p, batch);
-                } else {
-                    let n = batch.len() as u64;
-                    self.profiled(self.current, n, |cx| to.push(cx, p, batch));
-                }
-                return;
-            };
-            match f.run(self, &mut batch) {
-                Some(k) => port = k,
-                None => return,
+            let p = peer.port as usize;
+            if core.profile.is_none() {
+                to.push(self, p, batch);
+            } else {
+                let n = batch.len() as u64;
+                self.profiled(self.current, n, |cx| to.push(cx, p, batch));
             }
+            return;
         }
     }
 
-    /// [`Cx::forward`] for a batch of one packet (Click's BURST 1, the
-    /// common case of its configurations): through fused hops the packet
-    /// stays in its batch and each hop is one indirect call to the action
-    /// itself, without the batch loop.
-    fn forward_one(&mut self, mut port: usize, mut batch: Batch) {
-        let core = self.core;
-        loop {
-            let Some(peer) = core.ports[self.current].outputs.get(port) else {
-                return self.drop_batch(batch);
-            };
-            let Some(to) = peer.element() else {
-                return self.drop_batch(batch);
-            };
-            self.current = peer.elem as usize;
-            let Some(f) = peer.fused() else {
-                let p = peer.port as usize;
-                if core.profile.is_none() {
-                    to.push(self, p, batch);
-                } else {
-                    self.profiled(self.current, 1, |cx| to.push(cx, p, batch));
-                }
-                return;
-            };
-            let Some(p) = batch.as_mut_slice().first_mut() else {
-                return;
-            };
-            match f.run_one(self, p) {
-                Verdict::Out(k) => port = k,
-                Verdict::Drop => return self.drop_batch(batch),
-            }
-        }
+    /// Pushes one packet out of output `port` of the running element: the
+    /// single-packet path (Click's BURST 1), with no batch at any hop.
+    /// Fused hops run the action directly; other elements get
+    /// [`crate::Element::push_packet`].
+    #[inline]
+    pub fn push_packet(&mut self, port: usize, p: Packet) {
+        let saved = self.current;
+        self.forward_packet(port, p);
+        self.current = saved;
     }
 
-    /// Pushes one packet.
+    /// Pushes one packet (an alias of [`Cx::push_packet`]).
     #[inline]
     pub fn push_one(&mut self, port: usize, p: Packet) {
-        self.push(port, Batch::one(p))
+        self.push_packet(port, p)
+    }
+
+    /// [`Cx::forward`] for one packet.
+    fn forward_packet(&mut self, mut port: usize, mut p: Packet) {
+        let core = self.core;
+        let mut outs: &[crate::router::Peer] = &core.ports[self.current].outputs;
+        loop {
+            let Some(peer) = outs.get(port) else {
+                return self.drop_packet(p);
+            };
+            if let Some(f) = peer.fused() {
+                self.current = peer.elem as usize;
+                match f.run_one(self, &mut p) {
+                    Verdict::Out(k) => port = k,
+                    Verdict::Drop => return self.drop_packet(p),
+                }
+                outs = peer.next();
+                continue;
+            }
+            let Some(to) = peer.element() else {
+                return self.drop_packet(p);
+            };
+            self.current = peer.elem as usize;
+            let q = peer.port as usize;
+            if core.profile.is_none() {
+                to.push_packet(self, q, p);
+            } else {
+                self.profiled(self.current, 1, |cx| to.push_packet(cx, q, p));
+            }
+            return;
+        }
     }
 
     /// Pulls up to `max` packets from input `port` of the running element.
@@ -225,6 +241,25 @@ impl<'r> Cx<'r> {
         };
         self.current = saved;
         b
+    }
+
+    /// Pulls one packet from input `port` of the running element (the
+    /// single-packet path: no batch).
+    #[inline]
+    pub fn pull_packet(&mut self, port: usize) -> Option<Packet> {
+        let core = self.core;
+        let peer = core.ports[self.current].inputs.get(port)?;
+        let from = peer.element()?;
+        let saved = self.current;
+        self.current = peer.elem as usize;
+        let p = if core.profile.is_none() {
+            from.pull_packet(self, peer.port as usize)
+        } else {
+            self.pull_profiled(from, peer.elem as usize, peer.port as usize, 1)
+                .and_then(|mut b| b.pop())
+        };
+        self.current = saved;
+        p
     }
 
     /// [`Cx::pull`] while profiling: packets are known after the call, so

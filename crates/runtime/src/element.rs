@@ -193,6 +193,22 @@ pub trait Element: Send + Sync + Sized + 'static {
         cx.pull(0, max)
     }
 
+    /// One packet arrives on push input `port` (Click's BURST 1: a batch
+    /// of one, without the batch). The default hands it to
+    /// [`Element::push`] in a batch; elements on hot single-packet paths
+    /// (queues, route lookups, sinks) override it to skip the batch.
+    #[inline]
+    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        self.push(cx, port, Batch::one(p))
+    }
+
+    /// Downstream pulls one packet from pull output `port`. The default
+    /// pulls a batch of at most one through [`Element::pull`].
+    #[inline]
+    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        self.pull(cx, port, 1).and_then(|mut b| b.pop())
+    }
+
     /// Runs task `task` of this element (see [`InitCx::add_task`]); returns
     /// whether it did useful work (moved packets, made progress).
     fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
@@ -278,6 +294,10 @@ pub enum HandlerCall<T> {
 pub trait Node: Send + Sync + 'static {
     fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch);
     fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch>;
+    /// [`Element::push_packet`]: one packet, no batch.
+    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet);
+    /// [`Element::pull_packet`]: one packet, no batch.
+    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet>;
     fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool;
     fn run_timer(&self, cx: &mut Cx<'_>, timer: usize);
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String>;
@@ -403,6 +423,30 @@ impl<A: Action> Node for ActionNode<A> {
             max,
         )
     }
+    #[inline]
+    fn push_packet(&self, cx: &mut Cx<'_>, _port: usize, mut p: Packet) {
+        match self.0.action(cx, &mut p) {
+            Verdict::Out(k) => cx.push_packet(k, p),
+            Verdict::Drop => cx.drop_packet(p),
+        }
+    }
+    #[inline]
+    fn pull_packet(&self, cx: &mut Cx<'_>, _port: usize) -> Option<Packet> {
+        // As the batch version for a batch of one: a packet for another
+        // output is pushed there (or dropped), and nothing is returned.
+        let mut p = cx.pull_packet(0)?;
+        match self.0.action(cx, &mut p) {
+            Verdict::Out(0) => Some(p),
+            Verdict::Out(k) => {
+                cx.push_packet(k, p);
+                None
+            }
+            Verdict::Drop => {
+                cx.drop_packet(p);
+                None
+            }
+        }
+    }
     fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
         false
     }
@@ -451,6 +495,14 @@ impl<E: Element> Node for ElementNode<E> {
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch> {
         self.0.pull(cx, port, max)
+    }
+    #[inline]
+    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        self.0.push_packet(cx, port, p)
+    }
+    #[inline]
+    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        self.0.pull_packet(cx, port)
     }
     fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool {
         self.0.run_task(cx, task)

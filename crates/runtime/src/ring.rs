@@ -149,6 +149,36 @@ impl<T> Items<T> for Vec<T> {
     }
 }
 
+/// A single item (for [`Ring::push`] and [`Ring::pop`]: no allocation).
+/// Holds at most one: a burst into it must ask for at most one.
+impl<T> Items<T> for Option<T> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.is_some() as usize
+    }
+    #[inline]
+    fn push(&mut self, item: T) {
+        debug_assert!(self.is_none(), "an Option holds one item");
+        *self = Some(item);
+    }
+    #[inline]
+    fn reserve(&mut self, n: usize) {
+        debug_assert!(n <= 1, "an Option holds one item");
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<T> {
+        self.take()
+    }
+    #[inline]
+    fn take_front(&mut self, k: usize, mut f: impl FnMut(T)) {
+        if k > 0 {
+            if let Some(x) = self.take() {
+                f(x)
+            }
+        }
+    }
+}
+
 impl<T> Items<T> for thin_vec::ThinVec<T> {
     fn len(&self) -> usize {
         thin_vec::ThinVec::len(self)
@@ -378,12 +408,13 @@ impl<T> Ring<T> {
     }
 
     /// Pushes one item; gives it back if the ring is full.
+    #[inline]
     pub fn push(&self, p: &Producer<'_>, item: T) -> Result<(), T> {
-        let mut v = vec![item];
-        if self.push_burst(p, &mut v) == 1 {
-            Ok(())
-        } else {
-            Err(v.pop().expect("item still there"))
+        let mut v = Some(item);
+        self.push_burst(p, &mut v);
+        match v {
+            None => Ok(()),
+            Some(item) => Err(item),
         }
     }
 
@@ -445,10 +476,11 @@ impl<T> Ring<T> {
         k
     }
 
+    #[inline]
     pub fn pop(&self, c: &Consumer<'_>) -> Option<T> {
-        let mut v = Vec::with_capacity(1);
+        let mut v = None;
         self.pop_burst(c, &mut v, 1);
-        v.pop()
+        v
     }
 }
 

@@ -34,6 +34,9 @@ pub(crate) struct Peer {
     /// instead of calling the peer's `push` (set at build time; never
     /// when profiling, which needs every hop).
     fused: Option<NonNull<dyn FusedAction>>,
+    /// The peer's own output peers (its `Ports::outputs`), so a fused hop
+    /// goes on to the next without indexing the router's port table.
+    next: NonNull<[Peer]>,
     pub elem: u32,
     pub port: u32,
 }
@@ -49,6 +52,7 @@ impl Peer {
     const UNCONNECTED: Peer = Peer {
         to: None,
         fused: None,
+        next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
         elem: u32::MAX,
         port: 0,
     };
@@ -61,9 +65,20 @@ impl Peer {
             } else {
                 None
             },
+            next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
             elem: elem as u32,
             port: port as u32,
         }
+    }
+
+    /// The peer element's output peers (empty for an unconnected peer).
+    #[inline]
+    pub fn next(&self) -> &[Peer] {
+        // SAFETY: `next` is the empty slice or points at the boxed output
+        // table of the peer in the same `Core` (set once in
+        // `Router::connect`, never changed), which lives as long as this
+        // `Peer`.
+        unsafe { self.next.as_ref() }
     }
 
     /// The element at the other end.
@@ -637,6 +652,19 @@ impl Router {
                 outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
                 inputs: std::mem::take(&mut inputs[i]).into_boxed_slice(),
             });
+        }
+        // Link each push peer to its element's own outputs. The output
+        // tables are boxed, so their addresses stay put from here on.
+        let tables: Vec<NonNull<[Peer]>> = ports
+            .iter()
+            .map(|p: &Ports| NonNull::from(&*p.outputs))
+            .collect();
+        for p in ports.iter_mut() {
+            for peer in p.outputs.iter_mut() {
+                if let Some(&t) = tables.get(peer.elem as usize) {
+                    peer.next = t;
+                }
+            }
         }
         (slots.into_boxed_slice(), ports.into_boxed_slice(), names)
     }

@@ -250,6 +250,14 @@ impl Element for IPFragmenter {
         Handler::read("drops", |e, _| e.drops.get().to_string()),
     ];
 
+    #[inline]
+    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        if ip_len(&p) <= self.mtu {
+            return cx.push_packet(0, p);
+        }
+        self.push(cx, port, Batch::one(p))
+    }
+
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         if batch.iter().all(|p| ip_len(p) <= self.mtu) {
             if !batch.is_empty() {

@@ -274,9 +274,51 @@ struct Scratch {
 /// No route: the packet is dropped.
 const NO_PORT: u32 = u32::MAX;
 
+/// The route table: fixed at configuration for `StaticIPLookup` (read
+/// without any lock on the packet path), behind a reader-sharded lock for
+/// the classes whose handlers change it.
+enum Table {
+    Fixed(Lpm),
+    Shared(ShardedLock<Lpm>),
+}
+
+/// A read view of a [`Table`].
+enum TableRead<'a> {
+    Fixed(&'a Lpm),
+    Locked(crossbeam_utils::sync::ShardedLockReadGuard<'a, Lpm>),
+}
+
+impl std::ops::Deref for TableRead<'_> {
+    type Target = Lpm;
+    #[inline]
+    fn deref(&self) -> &Lpm {
+        match self {
+            TableRead::Fixed(t) => t,
+            TableRead::Locked(g) => g,
+        }
+    }
+}
+
+impl Table {
+    #[inline]
+    fn read(&self) -> TableRead<'_> {
+        match self {
+            Table::Fixed(t) => TableRead::Fixed(t),
+            Table::Shared(l) => TableRead::Locked(l.read().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
+    fn write(&self) -> Result<crossbeam_utils::sync::ShardedLockWriteGuard<'_, Lpm>, String> {
+        match self {
+            Table::Fixed(_) => Err("this route table is static".into()),
+            Table::Shared(l) => Ok(l.write().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+}
+
 /// An IP route lookup element of any of the four classes.
 pub struct IPRouteLookup<K: RouteKind> {
-    table: ShardedLock<Lpm>,
+    table: Table,
     noutputs: usize,
     last_lookup: Mutex<String>,
     scratch: PerThread<Scratch>,
@@ -316,7 +358,11 @@ pub fn make<K: RouteKind>(cx: &mut ConfigCx<'_>) -> Result<IPRouteLookup<K>, Str
         return Err(errs.join("; "));
     }
     Ok(IPRouteLookup {
-        table: ShardedLock::new(table),
+        table: if K::KIND == Kind::Static {
+            Table::Fixed(table)
+        } else {
+            Table::Shared(ShardedLock::new(table))
+        },
         noutputs: cx.noutputs,
         last_lookup: Mutex::new(String::new()),
         scratch: PerThread::new(cx.nthreads, |_| Scratch::default()),
@@ -355,7 +401,7 @@ impl<K: RouteKind> IPRouteLookup<K> {
 
     /// The route table, read-locked (tests and tools).
     pub fn with_table<R>(&self, f: impl FnOnce(&Lpm) -> R) -> R {
-        let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+        let t = self.table.read();
         f(&t)
     }
 
@@ -473,7 +519,7 @@ impl<K: RouteKind> IPRouteLookup<K> {
 
     fn command(&self, cmd: Cmd, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
         let r = self.parse_cmd(cmd, v, hx)?;
-        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut t = self.table.write()?;
         Self::apply(&mut t, cmd, &r).map(|_| ())
     }
 
@@ -499,7 +545,7 @@ impl<K: RouteKind> IPRouteLookup<K> {
             };
             cmds.push((cmd, self.parse_cmd(cmd, rest, hx)?));
         }
-        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut t = self.table.write()?;
         let mut log = Vec::with_capacity(cmds.len());
         for (cmd, r) in &cmds {
             match Self::apply(&mut t, *cmd, r) {
@@ -538,9 +584,26 @@ impl<K: RouteKind> IPRouteLookup<K> {
         Handler::write("remove", |e, v, hx| e.command(Cmd::Remove, v, hx));
     const CTRL: Handler<Self> = Handler::write("ctrl", |e, v, hx| e.ctrl(v, hx));
     const FLUSH: Handler<Self> = Handler::write("flush", |e, _, _| {
-        e.table.write().unwrap_or_else(|e| e.into_inner()).clear();
+        e.table.write()?.clear();
         Ok(())
     });
+}
+
+impl<K: RouteKind> IPRouteLookup<K> {
+    /// Looks `p` up and sets its destination annotation: the output port,
+    /// or [`NO_PORT`].
+    #[inline]
+    fn route_one(&self, p: &mut Packet) -> u32 {
+        let dst = Self::destination(p);
+        let t = self.table.read();
+        match t.lookup(dst) {
+            Some(hop) => {
+                p.anno_mut().dst_ip = Ipv4Addr::from(if hop.gw != 0 { hop.gw } else { dst });
+                hop.port
+            }
+            None => NO_PORT,
+        }
+    }
 }
 
 impl<K: RouteKind> Element for IPRouteLookup<K> {
@@ -567,31 +630,23 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
         ],
     };
 
+    #[inline]
+    fn push_packet(&self, cx: &mut Cx<'_>, _port: usize, mut p: Packet) {
+        // One packet (Click's BURST 1 everywhere): no scratch vectors.
+        match self.route_one(&mut p) {
+            NO_PORT => cx.drop_packet(p),
+            port => cx.push_packet(port as usize, p),
+        }
+    }
+
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         if batch.is_empty() {
             return;
         }
         if batch.len() == 1 {
-            // One packet (Click's BURST 1 everywhere): no scratch vectors.
-            let port = {
-                let p = &mut batch.as_mut_slice()[0];
-                let dst = Self::destination(p);
-                let t = self.table.read().unwrap_or_else(|e| e.into_inner());
-                match t.lookup(dst) {
-                    Some(hop) => {
-                        p.anno_mut().dst_ip =
-                            Ipv4Addr::from(if hop.gw != 0 { hop.gw } else { dst });
-                        hop.port
-                    }
-                    None => NO_PORT,
-                }
-            };
-            if port == NO_PORT {
-                cx.drop_batch(batch);
-            } else {
-                cx.push(port as usize, batch);
+            if let Some(p) = batch.pop() {
+                return self.push_packet(cx, 0, p);
             }
-            return;
         }
         let mut s = std::mem::take(self.scratch.get(cx));
         s.addrs.clear();
@@ -600,7 +655,7 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
         s.ports.resize(s.addrs.len(), 0);
         {
             // One read lock per batch, released before anything is pushed.
-            let t = self.table.read().unwrap_or_else(|e| e.into_inner());
+            let t = self.table.read();
             t.lookup_batch(&s.addrs, &mut s.ports);
             for ((p, port), &dst) in batch.iter_mut().zip(s.ports.iter_mut()).zip(&s.addrs) {
                 if *port == 0 {

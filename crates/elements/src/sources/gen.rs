@@ -2,7 +2,7 @@
 //! ([`Limit`]) and pacing at a packet rate ([`Pacer`], a generic cell rate
 //! algorithm whose arithmetic is the pure function [`pace`]).
 
-use paraclick_packet::Timestamp;
+use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::{Batch, Cx};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
@@ -35,6 +35,20 @@ pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, timestamp: boo
         p.set_timestamp(ts);
     }
     b
+}
+
+/// One packet holding `data` (see [`data_batch`]); `None` if the pool
+/// is dry.
+#[inline]
+pub fn data_packet(data: &[u8], timestamp: bool) -> Option<Packet> {
+    let mut p = Packet::make(paraclick_packet::pool::HEADROOM, data.len(), 0)?;
+    p.data_mut().copy_from_slice(data);
+    p.set_timestamp(if timestamp {
+        Timestamp::now()
+    } else {
+        Timestamp::ZERO
+    });
+    Some(p)
 }
 
 /// A source's LIMIT: how many packets may still go out, and what happens

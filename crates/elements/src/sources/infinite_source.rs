@@ -28,7 +28,7 @@
 //!
 //!     InfiniteSource(LENGTH 64, LIMIT 1000000, STOP true) -> c :: Counter -> Discard;
 
-use super::gen::{data_batch, parse_end_call, Limit};
+use super::gen::{data_batch, data_packet, parse_end_call, Limit};
 use super::source_data;
 use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
@@ -146,6 +146,23 @@ impl Element for InfiniteSource {
     #[inline]
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
         let want = self.burst.load(Ordering::Relaxed);
+        if want == 1 {
+            // Click's default BURST 1: one packet, no batch.
+            if !self.active.load(Ordering::Relaxed) {
+                return false;
+            }
+            if self.limit.claim(1) == 0 {
+                self.limit.finish(cx);
+                return false;
+            }
+            let Some(p) = data_packet(&self.data, self.timestamp) else {
+                self.limit.unclaim(1);
+                return false;
+            };
+            self.count.add(cx.thread(), 1);
+            cx.push_packet(0, p);
+            return true;
+        }
         match self.produce(cx, want) {
             Some(b) => {
                 cx.push(0, b);

@@ -219,7 +219,29 @@ impl Element for Queue {
     }
 
     #[inline]
+    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        if self.crossing.load(Ordering::Relaxed) {
+            return self.push(cx, port, Batch::one(p));
+        }
+        let mut item = Some(p);
+        self.enqueue(&cx.producer(), &mut item);
+        if let Some(p) = item {
+            self.drops.fetch_add(1, Ordering::Relaxed);
+            cx.drop_packet(p);
+        }
+    }
+
+    #[inline]
+    fn pull_packet(&self, cx: &mut Cx<'_>, _port: usize) -> Option<Packet> {
+        self.ring.pop(&cx.consumer())
+    }
+
+    #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        // An empty queue (a puller polling) costs two loads, no batch.
+        if self.ring.is_empty() {
+            return None;
+        }
         let mut b = Batch::new();
         if self.ring.pop_burst(&cx.consumer(), b.vec_mut(), max) == 0 {
             return None;
