@@ -336,6 +336,7 @@ impl<T> Ring<T> {
         self.push_burst_inner(items)
     }
 
+    #[inline]
     fn push_burst_inner(&self, items: &mut impl Items<T>) -> usize {
         let n = items.len();
         if n == 0 {
@@ -424,6 +425,7 @@ impl<T> Ring<T> {
         self.pop_burst_inner(out, max)
     }
 
+    #[inline]
     fn pop_burst_inner(&self, out: &mut impl Items<T>, max: usize) -> usize {
         if max == 0 {
             return 0;
