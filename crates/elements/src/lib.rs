@@ -22,6 +22,8 @@ pub mod util;
 
 #[cfg(test)]
 mod robust_tests;
+#[cfg(test)]
+pub(crate) mod test_kit;
 
 mod docs {
     include!(concat!(env!("OUT_DIR"), "/docs.rs"));

@@ -78,8 +78,21 @@ pub struct Harness {
 impl Harness {
     /// `decl` is the element's class and arguments (`"Strip(14)"`);
     /// `noutputs` how many of its outputs to connect. Extra configuration
-    /// (AddressInfo, ...) can follow after a `;` in `decl`.
+    /// (AddressInfo, ...) can follow after a `;` in `decl`. Input 0 is fed
+    /// by the test (unless the extra configuration connects it).
     pub fn new(reg: &Registry, decl: &str, noutputs: usize) -> Result<Harness, String> {
+        let fed = !decl.contains("-> e");
+        Self::with_inputs(reg, decl, fed as usize, noutputs)
+    }
+
+    /// As [`Harness::new`] with `ninputs` inputs fed by the test (0 for a
+    /// source).
+    pub fn with_inputs(
+        reg: &Registry,
+        decl: &str,
+        ninputs: usize,
+        noutputs: usize,
+    ) -> Result<Harness, String> {
         let mut reg = reg.clone();
         register(&mut reg);
         let (first, rest) = match decl.split_once(';') {
@@ -87,8 +100,8 @@ impl Harness {
             None => (decl, ""),
         };
         let mut conf = format!("e :: {first};\n{rest}\n");
-        if !rest.contains("-> e") && !first.contains("-> e") {
-            conf.push_str("TestSource -> e;\n");
+        for i in 0..ninputs {
+            conf.push_str(&format!("TestSource -> [{i}]e;\n"));
         }
         for i in 0..noutputs {
             conf.push_str(&format!("e[{i}] -> o{i} :: TestSink;\n"));

@@ -1,54 +1,12 @@
-//! Helpers for this folder's element tests.
+//! The ICMP elements' tests use the crate's one kit ([`crate::test_kit`]),
+//! plus these.
 
-pub use crate::ethernet::test_util::{ip, ipv4, pkt};
+#![allow(dead_code)] // not every test uses every helper
+
+pub use crate::test_kit::*;
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
-use paraclick_runtime::testing::Harness;
-use paraclick_runtime::{Registry, Router};
 use std::net::Ipv4Addr;
-
-/// A registry with this folder's classes, the standard ones and the test
-/// sinks.
-pub fn reg() -> Registry {
-    let mut r = Registry::new();
-    super::register(&mut r);
-    crate::standard::register(&mut r);
-    paraclick_runtime::testing::register(&mut r);
-    r
-}
-
-/// The element under test (`e`) with `ninputs` inputs fed by
-/// `TestSource`s (the test pushes into them directly) and `noutputs`
-/// outputs into `TestSink`s `o0`, `o1`, ...; extra configuration may
-/// follow `decl` after a `;`.
-pub fn try_harness_io(decl: &str, ninputs: usize, noutputs: usize) -> Result<Harness, String> {
-    let mut conf = format!("e :: {decl};\n");
-    for i in 0..ninputs {
-        conf.push_str(&format!("TestSource -> [{i}]e;\n"));
-    }
-    for i in 0..noutputs {
-        conf.push_str(&format!("e[{i}] -> o{i} :: TestSink;\n"));
-    }
-    let router = Router::from_str(&conf, &reg(), 1).map_err(|d| {
-        d.iter()
-            .map(|d| d.message.clone())
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
-    Ok(Harness { router })
-}
-
-pub fn try_harness(decl: &str, noutputs: usize) -> Result<Harness, String> {
-    try_harness_io(decl, 1, noutputs)
-}
-
-pub fn harness_io(decl: &str, ninputs: usize, noutputs: usize) -> Harness {
-    try_harness_io(decl, ninputs, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
-}
-
-pub fn harness(decl: &str, noutputs: usize) -> Harness {
-    harness_io(decl, 1, noutputs)
-}
 
 /// An ICMP message (checksum filled): type, code, the 4 bytes after the
 /// checksum, and a body.

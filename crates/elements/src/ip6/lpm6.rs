@@ -392,21 +392,7 @@ mod tests {
     use super::*;
     use std::net::Ipv6Addr;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn u128(&mut self) -> u128 {
-            (u128::from(self.next()) << 64) | u128::from(self.next())
-        }
-    }
+    use crate::test_kit::Rng;
 
     fn a(s: &str) -> u128 {
         u128::from(s.parse::<Ipv6Addr>().unwrap())
@@ -479,7 +465,7 @@ mod tests {
     fn random_route(rng: &mut Rng) -> Route6 {
         // Lengths biased to the ones real tables use, with all others too.
         let len = match rng.below(4) {
-            0 => [32u8, 48, 64, 128][rng.below(4) as usize],
+            0 => [32u8, 48, 64, 128][rng.below(4)],
             1 => 16 + rng.below(49) as u8,
             _ => rng.below(129) as u8,
         };
@@ -490,14 +476,14 @@ mod tests {
 
     #[test]
     fn random_updates_match_reference() {
-        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut rng = Rng::new(0x1234_5678_9abc_def1);
         for round in 0..4 {
             let mut t = Lpm6::new();
             let mut truth: HashMap<(u128, u8), Route6> = HashMap::new();
             let mut live: Vec<(u128, u8)> = Vec::new();
             for step in 0..1500 {
                 if rng.below(3) == 0 && !live.is_empty() {
-                    let k = live.swap_remove(rng.below(live.len() as u64) as usize);
+                    let k = live.swap_remove(rng.below(live.len()));
                     assert_eq!(t.remove(k.0, k.1), truth.remove(&k));
                 } else {
                     let r = random_route(&mut rng);
@@ -510,7 +496,7 @@ mod tests {
                     for _ in 0..50 {
                         let probe = match (rng.below(2), live.is_empty()) {
                             (0, false) => {
-                                let k = live[rng.below(live.len() as u64) as usize];
+                                let k = live[rng.below(live.len())];
                                 k.0 | (rng.u128() & !mask128(k.1))
                             }
                             _ => rng.u128(),
@@ -529,7 +515,7 @@ mod tests {
 
     #[test]
     fn bulk_build_matches_incremental() {
-        let mut rng = Rng(77);
+        let mut rng = Rng::new(77);
         let routes: Vec<Route6> = (0..3000).map(|_| random_route(&mut rng)).collect();
         let bulk = Lpm6::from_routes(routes.clone());
         let mut inc = Lpm6::new();
@@ -555,10 +541,10 @@ mod tests {
         // A table the size of today's IPv6 Internet (about 200,000
         // prefixes, mostly /32 to /48), checked against the reference on
         // a sample: lookups stay a handful of probes.
-        let mut rng = Rng(2026);
+        let mut rng = Rng::new(2026);
         let routes: Vec<Route6> = (0..200_000)
             .map(|_| {
-                let len = [29u8, 32, 36, 40, 44, 48, 48, 48, 56, 64][rng.below(10) as usize];
+                let len = [29u8, 32, 36, 40, 44, 48, 48, 48, 56, 64][rng.below(10)];
                 Route6::new(
                     (0x2u128 << 124) | (rng.u128() >> 4),
                     len,
@@ -587,10 +573,10 @@ mod tests {
     #[ignore]
     fn lpm6_lookup_speed() {
         for n in [1_000usize, 10_000, 200_000] {
-            let mut rng = Rng(99);
+            let mut rng = Rng::new(99);
             let routes: Vec<Route6> = (0..n)
                 .map(|_| {
-                    let len = [29u8, 32, 36, 40, 44, 48, 48, 48, 56, 64][rng.below(10) as usize];
+                    let len = [29u8, 32, 36, 40, 44, 48, 48, 48, 56, 64][rng.below(10)];
                     Route6::new((0x2u128 << 124) | (rng.u128() >> 4), len, 0, 1)
                 })
                 .collect();

@@ -2,43 +2,9 @@
 
 #![allow(dead_code)] // helpers some tests do not use yet
 
+pub use crate::test_kit::*;
 use paraclick_packet::wire::ipv6::upper_layer_checksum;
-use paraclick_packet::Packet;
-use paraclick_runtime::testing::Harness;
-use paraclick_runtime::Registry;
 use std::net::Ipv6Addr;
-
-/// A registry with this folder's classes (and the test sinks).
-pub fn reg() -> Registry {
-    let mut r = Registry::new();
-    super::register(&mut r);
-    crate::standard::register(&mut r);
-    paraclick_runtime::testing::register(&mut r);
-    r
-}
-
-pub fn try_harness(decl: &str, noutputs: usize) -> Result<Harness, String> {
-    Harness::new(&reg(), &format!("{decl}; Idle -> e"), noutputs)
-}
-
-pub fn harness(decl: &str, noutputs: usize) -> Harness {
-    try_harness(decl, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
-}
-
-pub fn a6(s: &str) -> Ipv6Addr {
-    s.parse().expect("IPv6 address")
-}
-
-pub fn pkt(data: &[u8]) -> Packet {
-    Packet::from_slice(data).expect("packet")
-}
-
-/// A packet whose IPv6 header starts at byte 0 and is marked.
-pub fn marked(data: &[u8]) -> Packet {
-    let mut p = pkt(data);
-    p.set_network_header(0, 40.min(data.len()));
-    p
-}
 
 /// An IPv6 datagram under construction.
 #[derive(Clone, Debug)]

@@ -6,38 +6,10 @@ use super::lang::parse_pattern;
 use super::program::{Action, Program};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{AddrEntry, ArgEnv};
-use paraclick_runtime::testing::Harness;
-use paraclick_runtime::{Registry, Verdict};
+use paraclick_runtime::Verdict;
 use std::net::Ipv4Addr;
 
-pub use crate::ip::test_util::{Ip, Rng};
-
-/// A registry with this folder's classes, the standard ones (Idle,
-/// AddressInfo) and the test sinks.
-pub fn reg() -> Registry {
-    let mut r = Registry::new();
-    super::register(&mut r);
-    crate::standard::register(&mut r);
-    paraclick_runtime::testing::register(&mut r);
-    r
-}
-
-/// The element under test, its input fed by an `Idle`.
-pub fn try_harness(decl: &str, noutputs: usize) -> Result<Harness, String> {
-    Harness::new(&reg(), &format!("{decl}; Idle -> e"), noutputs)
-}
-
-pub fn harness(decl: &str, noutputs: usize) -> Harness {
-    try_harness(decl, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
-}
-
-/// A packet whose IP header starts at byte 0, marked as MarkIPHeader does.
-pub fn marked(data: &[u8]) -> Packet {
-    let mut p = Packet::from_slice(data).expect("packet");
-    let hlen = data.first().map_or(0, |b| usize::from(b & 0x0f) * 4);
-    p.set_network_header(0, hlen);
-    p
-}
+pub use crate::test_kit::*;
 
 /// The argument environment of the tests: INTERNALNET 10.0.0.0/8,
 /// BASTION 10.1.0.1, mauer 10.0.0.1/24.

@@ -2,18 +2,10 @@
 
 #![allow(dead_code)] // helpers shared by several test modules
 
+pub use crate::test_kit::*;
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::Registry;
 use std::net::Ipv4Addr;
-
-pub fn reg() -> Registry {
-    crate::registry()
-}
-
-pub fn ip(s: &str) -> Ipv4Addr {
-    s.parse().unwrap()
-}
 
 /// The bytes of an IPv4 datagram: header (with `options`, padded to a
 /// multiple of 4 with EOL), then `payload`; valid checksum.
@@ -70,18 +62,4 @@ pub fn packet_to(dst: &str) -> Packet {
 /// The network-header view of a packet.
 pub fn header(p: &Packet) -> Ipv4Header<&[u8]> {
     Ipv4Header::new_checked(p.network_header().unwrap()).unwrap()
-}
-
-/// The element under test (`decl`), its input fed by an `Idle` (so the
-/// checker sees it in use; tests push into it directly), `noutputs`
-/// outputs into test sinks.
-pub fn try_harness(
-    decl: &str,
-    noutputs: usize,
-) -> Result<paraclick_runtime::testing::Harness, String> {
-    paraclick_runtime::testing::Harness::new(&reg(), &format!("{decl}; Idle -> e"), noutputs)
-}
-
-pub fn harness(decl: &str, noutputs: usize) -> paraclick_runtime::testing::Harness {
-    try_harness(decl, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
 }

@@ -584,23 +584,7 @@ mod tests {
         assert_eq!(p.classify(&d), Some(150));
     }
 
-    /// A small deterministic PRNG (xorshift64*).
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn chance(&mut self, one_in: usize) -> bool {
-            self.below(one_in) == 0
-        }
-    }
+    use crate::test_kit::Rng;
 
     /// A clause as written, for the reference matcher: offset, then
     /// (value, mask) per byte.
@@ -703,7 +687,7 @@ mod tests {
     /// semantics on random patterns and packets.
     #[test]
     fn tree_matches_linear_scan() {
-        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut r = Rng::new(0x9e37_79b9_7f4a_7c15);
         let (mut trees, mut checked) = (0, 0);
         let mut outcomes = [0usize; 3]; // first pattern, a later one, none
         for _ in 0..3000 {

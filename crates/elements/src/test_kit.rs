@@ -1,0 +1,492 @@
+//! The element tests' one kit: the registry, the harness that wires an
+//! element between the test and sinks, packet builders on the `wire`
+//! module's emitters, and one seeded random generator.
+//!
+//! Each element folder's `test_util` re-exports this and adds only what
+//! is particular to its elements.
+
+#![allow(dead_code)] // not every test uses every helper
+
+use paraclick_packet::wire::{
+    checksum, ethertype, ip_proto, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, EthernetRepr,
+    Ipv4Header, Ipv4Repr,
+};
+use paraclick_packet::Packet;
+pub use paraclick_runtime::testing::Harness;
+use paraclick_runtime::Registry;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Every element class, plus the test source and sinks.
+pub fn reg() -> Registry {
+    let mut r = crate::registry();
+    paraclick_runtime::testing::register(&mut r);
+    r
+}
+
+/// The element under test (`e :: decl`) with `ninputs` inputs fed by the
+/// test and `noutputs` outputs into `TestSink`s `o0`, `o1`, ...; extra
+/// configuration may follow `decl` after a `;`.
+pub fn try_harness_io(decl: &str, ninputs: usize, noutputs: usize) -> Result<Harness, String> {
+    Harness::with_inputs(&reg(), decl, ninputs, noutputs)
+}
+
+/// [`try_harness_io`] with one input.
+pub fn try_harness(decl: &str, noutputs: usize) -> Result<Harness, String> {
+    try_harness_io(decl, 1, noutputs)
+}
+
+pub fn harness_io(decl: &str, ninputs: usize, noutputs: usize) -> Harness {
+    try_harness_io(decl, ninputs, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
+}
+
+pub fn harness(decl: &str, noutputs: usize) -> Harness {
+    harness_io(decl, 1, noutputs)
+}
+
+/// A source under test: no inputs, `noutputs` outputs into sinks.
+pub fn try_source(decl: &str, noutputs: usize) -> Result<Harness, String> {
+    try_harness_io(decl, 0, noutputs)
+}
+
+pub fn source(decl: &str, noutputs: usize) -> Harness {
+    try_source(decl, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
+}
+
+pub fn pkt(data: &[u8]) -> Packet {
+    Packet::from_slice(data).expect("packet")
+}
+
+/// A packet whose IP header starts at byte 0 and is marked (as
+/// MarkIPHeader would: header length from the IHL field).
+pub fn marked(data: &[u8]) -> Packet {
+    let mut p = pkt(data);
+    let hlen = data.first().map_or(0, |b| usize::from(b & 0x0f) * 4);
+    p.set_network_header(0, hlen);
+    p
+}
+
+/// The first byte of each packet (tests tag packets that way).
+pub fn tags(ps: &[Packet]) -> Vec<u8> {
+    ps.iter()
+        .map(|p| p.data().first().copied().unwrap_or(0))
+        .collect()
+}
+
+pub fn ip(s: &str) -> Ipv4Addr {
+    s.parse().expect("IPv4 address")
+}
+
+pub fn a6(s: &str) -> Ipv6Addr {
+    s.parse().expect("IPv6 address")
+}
+
+pub fn eth(s: &str) -> EtherAddr {
+    s.parse().expect("Ethernet address")
+}
+
+/// An Ethernet header followed by `payload`.
+pub fn ether_frame(dst: EtherAddr, src: EtherAddr, ty: u16, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![0u8; 14 + payload.len()];
+    let mut f = EthernetFrame::new_unchecked(&mut v[..]);
+    EthernetRepr {
+        dst_addr: dst,
+        src_addr: src,
+        ethertype: ty,
+    }
+    .emit(&mut f);
+    v[14..].copy_from_slice(payload);
+    v
+}
+
+/// An ARP packet (28 bytes, no Ethernet header).
+pub fn arp_bytes(r: &ArpRepr) -> Vec<u8> {
+    let mut v = vec![0u8; 28];
+    r.emit(&mut ArpPacket::new_unchecked(&mut v[..]));
+    v
+}
+
+/// An Ethernet frame carrying an ARP packet (42 bytes).
+pub fn arp_frame(dst: EtherAddr, src: EtherAddr, r: &ArpRepr) -> Vec<u8> {
+    ether_frame(dst, src, ethertype::ARP, &arp_bytes(r))
+}
+
+/// An option-less IPv4 datagram with `payload`.
+pub fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![0u8; 20 + payload.len()];
+    Ipv4Repr {
+        src_addr: src,
+        dst_addr: dst,
+        protocol: proto,
+        payload_len: payload.len(),
+        ttl: 64,
+        tos: 0,
+        ident: 0x1234,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut Ipv4Header::new_unchecked(&mut v[..]));
+    v[20..].copy_from_slice(payload);
+    v
+}
+
+/// An IPv4 datagram under construction.
+#[derive(Clone, Debug)]
+pub struct Ip {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub proto: u8,
+    pub ttl: u8,
+    pub tos: u8,
+    pub id: u16,
+    /// Flags and fragment offset, as the 16-bit field.
+    pub frag: u16,
+    pub options: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+impl Ip {
+    pub fn new(src: &str, dst: &str, proto: u8) -> Ip {
+        Ip {
+            src: ip(src),
+            dst: ip(dst),
+            proto,
+            ttl: 64,
+            tos: 0,
+            id: 0x1234,
+            frag: 0,
+            options: Vec::new(),
+            payload: Vec::new(),
+        }
+    }
+
+    pub fn ttl(mut self, ttl: u8) -> Ip {
+        self.ttl = ttl;
+        self
+    }
+
+    pub fn tos(mut self, tos: u8) -> Ip {
+        self.tos = tos;
+        self
+    }
+
+    pub fn id(mut self, id: u16) -> Ip {
+        self.id = id;
+        self
+    }
+
+    pub fn frag(mut self, frag: u16) -> Ip {
+        self.frag = frag;
+        self
+    }
+
+    /// Options, padded with EOL bytes to a multiple of 4.
+    pub fn options(mut self, o: &[u8]) -> Ip {
+        self.options = o.to_vec();
+        while !self.options.len().is_multiple_of(4) {
+            self.options.push(0);
+        }
+        self
+    }
+
+    pub fn payload(mut self, d: &[u8]) -> Ip {
+        self.payload = d.to_vec();
+        self
+    }
+
+    /// A UDP payload (with a correct checksum for this datagram's
+    /// addresses).
+    pub fn udp(self, sport: u16, dport: u16, data: &[u8]) -> Ip {
+        let seg = udp_segment(self.src, self.dst, sport, dport, data);
+        Ip {
+            proto: ip_proto::UDP,
+            ..self
+        }
+        .payload(&seg)
+    }
+
+    /// A TCP payload (20-byte header, correct checksum).
+    pub fn tcp(self, sport: u16, dport: u16, seq: u32, ack: u32, flags: u8, win: u16) -> Ip {
+        self.tcp_full(sport, dport, seq, ack, flags, win, &[], &[])
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn tcp_full(
+        self,
+        sport: u16,
+        dport: u16,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        win: u16,
+        opts: &[u8],
+        data: &[u8],
+    ) -> Ip {
+        let seg = tcp_segment(
+            self.src, self.dst, sport, dport, seq, ack, flags, win, opts, data,
+        );
+        Ip {
+            proto: ip_proto::TCP,
+            ..self
+        }
+        .payload(&seg)
+    }
+
+    /// An ICMP payload: type, code, the 4 bytes after the checksum, data.
+    pub fn icmp(self, ty: u8, code: u8, rest: [u8; 4], data: &[u8]) -> Ip {
+        let mut m = vec![ty, code, 0, 0];
+        m.extend_from_slice(&rest);
+        m.extend_from_slice(data);
+        let c = checksum::checksum(&m);
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        Ip {
+            proto: ip_proto::ICMP,
+            ..self
+        }
+        .payload(&m)
+    }
+
+    pub fn hlen(&self) -> usize {
+        20 + self.options.len()
+    }
+
+    /// The datagram, written through the wire module's IPv4 header view,
+    /// with a correct header checksum.
+    pub fn bytes(&self) -> Vec<u8> {
+        let hlen = self.hlen();
+        assert!(hlen <= 60 && hlen.is_multiple_of(4));
+        let total = hlen + self.payload.len();
+        let mut v = vec![0u8; total];
+        {
+            let mut h = Ipv4Header::new_unchecked(&mut v[..]);
+            h.set_version(4);
+            h.set_header_len(hlen);
+            h.set_tos(self.tos);
+            h.set_total_len(total as u16);
+            h.set_ident(self.id);
+            h.set_ttl(self.ttl);
+            h.set_protocol(self.proto);
+            h.set_src_addr(self.src);
+            h.set_dst_addr(self.dst);
+        }
+        v[6..8].copy_from_slice(&self.frag.to_be_bytes());
+        v[20..hlen].copy_from_slice(&self.options);
+        v[hlen..].copy_from_slice(&self.payload);
+        Ipv4Header::new_unchecked(&mut v[..hlen]).fill_checksum();
+        v
+    }
+}
+
+pub fn udp_segment(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
+    let len = 8 + data.len();
+    let mut s = Vec::with_capacity(len);
+    s.extend_from_slice(&sport.to_be_bytes());
+    s.extend_from_slice(&dport.to_be_bytes());
+    s.extend_from_slice(&(len as u16).to_be_bytes());
+    s.extend_from_slice(&[0, 0]);
+    s.extend_from_slice(data);
+    let c = transport_checksum(src, dst, ip_proto::UDP, &s);
+    let c = if c == 0 { 0xffff } else { c };
+    s[6..8].copy_from_slice(&c.to_be_bytes());
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn tcp_segment(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    win: u16,
+    opts: &[u8],
+    data: &[u8],
+) -> Vec<u8> {
+    assert!(opts.len().is_multiple_of(4));
+    let hlen = 20 + opts.len();
+    let mut s = Vec::new();
+    s.extend_from_slice(&sport.to_be_bytes());
+    s.extend_from_slice(&dport.to_be_bytes());
+    s.extend_from_slice(&seq.to_be_bytes());
+    s.extend_from_slice(&ack.to_be_bytes());
+    s.push(((hlen / 4) as u8) << 4);
+    s.push(flags);
+    s.extend_from_slice(&win.to_be_bytes());
+    s.extend_from_slice(&[0, 0, 0, 0]);
+    s.extend_from_slice(opts);
+    s.extend_from_slice(data);
+    let c = transport_checksum(src, dst, ip_proto::TCP, &s);
+    s[16..18].copy_from_slice(&c.to_be_bytes());
+    s
+}
+
+/// The checksum of a transport segment (its checksum field zero or not:
+/// the result is what the field should hold).
+pub fn transport_checksum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, seg: &[u8]) -> u16 {
+    let mut v = Vec::new();
+    v.extend_from_slice(&src.octets());
+    v.extend_from_slice(&dst.octets());
+    v.push(0);
+    v.push(proto);
+    v.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+    v.extend_from_slice(seg);
+    let at = if proto == ip_proto::TCP {
+        12 + 16
+    } else {
+        12 + 6
+    };
+    v[at] = 0;
+    v[at + 1] = 0;
+    checksum::checksum(&v)
+}
+
+/// The IP header checksum `h` (a whole header) should carry.
+pub fn ip_header_checksum(h: &[u8]) -> u16 {
+    let mut v = h.to_vec();
+    v[10] = 0;
+    v[11] = 0;
+    checksum::checksum(&v)
+}
+
+/// True if the header at the start of `d` has a correct checksum.
+pub fn ip_checksum_ok(d: &[u8]) -> bool {
+    let hlen = usize::from(d[0] & 0x0f) * 4;
+    checksum::verify(&d[..hlen])
+}
+
+/// The tests' one random generator (xorshift64*): seeded, so every run of
+/// a property test sees the same cases.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    pub fn u8(&mut self) -> u8 {
+        self.next_u64() as u8
+    }
+
+    pub fn u16(&mut self) -> u16 {
+        self.next_u64() as u16
+    }
+
+    pub fn addr(&mut self) -> Ipv4Addr {
+        Ipv4Addr::from(self.next_u32())
+    }
+
+    pub fn u128(&mut self) -> u128 {
+        (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64())
+    }
+
+    pub fn addr6(&mut self) -> Ipv6Addr {
+        Ipv6Addr::from(self.u128())
+    }
+
+    /// True one time in `one_in`.
+    pub fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.u8()).collect()
+    }
+
+    /// A random valid datagram: random header fields, options (NOP
+    /// padding), protocol TCP, UDP, ICMP or other, and payload.
+    pub fn datagram(&mut self) -> Ip {
+        let mut d = Ip::new("1.2.3.4", "5.6.7.8", 0);
+        d.src = self.addr();
+        d.dst = self.addr();
+        d.ttl = self.u8();
+        d.tos = self.u8();
+        d.id = self.u16();
+        let nopts = self.below(11) * 4;
+        let opts = vec![1u8; nopts];
+        let data_len = self.below(64);
+        let data = self.bytes(data_len);
+        let d = match self.below(4) {
+            0 => {
+                let (s, t) = (self.u16(), self.u16());
+                d.udp(s, t, &data)
+            }
+            1 => {
+                let (s, t, q, a, f, w) = (
+                    self.u16(),
+                    self.u16(),
+                    self.next_u64() as u32,
+                    self.next_u64() as u32,
+                    self.u8(),
+                    self.u16(),
+                );
+                d.tcp_full(s, t, q, a, f, w, &[], &data)
+            }
+            2 => d.icmp(8, 0, [0, 1, 0, 2], &data),
+            _ => {
+                // Any protocol but TCP and UDP (whose payloads are built
+                // above with correct checksums).
+                let proto = match self.u8() {
+                    ip_proto::TCP | ip_proto::UDP => 99,
+                    p => p,
+                };
+                Ip { proto, ..d }.payload(&data)
+            }
+        };
+        d.options(&opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ip_builder_matches_the_wire_view() {
+        let d = Ip::new("1.2.3.4", "5.6.7.8", 17)
+            .ttl(9)
+            .tos(0x20)
+            .id(7)
+            .frag(0x2000 | 3)
+            .options(&[1, 1, 1])
+            .payload(b"xyz")
+            .bytes();
+        let h = Ipv4Header::new_checked(&d[..]).expect("valid header");
+        assert_eq!(h.header_len(), 24);
+        assert_eq!(h.total_len(), 27);
+        assert_eq!(h.ttl(), 9);
+        assert_eq!(h.ident(), 7);
+        assert!(h.more_frags() && !h.dont_frag());
+        assert_eq!(h.src_addr(), ip("1.2.3.4"));
+        assert!(h.verify_checksum());
+        assert_eq!(&d[24..], b"xyz");
+    }
+
+    #[test]
+    fn rng_is_seeded() {
+        let (mut a, mut b) = (Rng::new(5), Rng::new(5));
+        let xs: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
+        assert!(xs.iter().all(|&x| x == b.next_u64()));
+        assert_ne!(Rng::new(6).next_u64(), xs[0]);
+    }
+}
