@@ -82,6 +82,9 @@ impl Link {
     }
 }
 
+/// At most this many packets pulled per task run.
+const MAX_BURST: usize = 32;
+
 pub struct LinkUnqueue {
     latency: Duration,
     bandwidth: f64,
@@ -143,8 +146,11 @@ impl Element for LinkUnqueue {
         let mut pulled = false;
         {
             let mut l = self.link.lock().unwrap_or_else(|e| e.into_inner());
-            // Put packets on the link while it is free at `now`.
-            while l.free(now) {
+            // Put packets on the link while it is free at `now` (at most
+            // a burst per run: with no bandwidth limit it always is).
+            let mut n = 0;
+            while n < MAX_BURST && l.free(now) {
+                n += 1;
                 let Some(p) = cx.pull(0, 1).and_then(|b| b.into_iter().next()) else {
                     break;
                 };

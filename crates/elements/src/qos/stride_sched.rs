@@ -17,7 +17,8 @@
 //! Ports: n inputs (one per TICKETS argument), 1 output. Processing: pull.
 //!
 //! Arguments:
-//! - `TICKETS0` ... (integers, 0 to 65536).
+//! - `TICKETS0` ... (integers >= 0; more than 32768 counts as 32768, as
+//!   in Click).
 //!
 //! Handlers:
 //! - `tickets0` ... `ticketsN-1` (read/write): each input's tickets.
@@ -34,8 +35,9 @@ use std::sync::Mutex;
 
 /// The stride of one ticket.
 const STRIDE1: u64 = 1 << 32;
-/// The most tickets a port may have.
-pub const MAX_TICKETS: u64 = 1 << 16;
+/// The most tickets a port may have (Click's limit); more are reduced to
+/// this, as Click does.
+pub const MAX_TICKETS: u64 = 1 << 15;
 
 /// Stride scheduling state: tickets, strides and passes per client.
 #[derive(Clone, Debug)]
@@ -128,10 +130,8 @@ pub(crate) fn parse_tickets(
 
 fn parse_one(r: &str) -> Result<u64, String> {
     match r.trim().parse::<u64>() {
-        Ok(t) if t <= MAX_TICKETS => Ok(t),
-        _ => Err(format!(
-            "TICKETS must be an integer from 0 to {MAX_TICKETS}, not '{r}'"
-        )),
+        Ok(t) => Ok(t.min(MAX_TICKETS)),
+        _ => Err(format!("TICKETS must be a nonnegative integer, not '{r}'")),
     }
 }
 
@@ -252,7 +252,9 @@ mod tests {
         assert_eq!(r.read_handler("s.tickets0").unwrap(), "2");
         r.write_handler("s.tickets1", "5").unwrap();
         assert_eq!(r.read_handler("s.tickets1").unwrap(), "5");
-        assert!(r.write_handler("s.tickets1", "100000").is_err());
+        r.write_handler("s.tickets1", "100000").unwrap();
+        assert_eq!(r.read_handler("s.tickets1").unwrap(), "32768");
+        assert!(r.write_handler("s.tickets1", "-1").is_err());
         assert!(r.read_handler("s.tickets2").is_err());
         assert!(bad(
             "s :: StrideSched(1); Idle -> Queue -> [0]s; Idle -> Queue -> [1]s; s -> Discard;"

@@ -12,7 +12,7 @@
 //! Ports: 1 input, n outputs (one per TICKETS argument). Processing: push.
 //!
 //! Arguments:
-//! - `TICKETS0` ... (integers, 0 to 65536).
+//! - `TICKETS0` ... (integers >= 0; more than 32768 counts as 32768).
 //!
 //! Handlers:
 //! - `tickets0` ... `ticketsN-1` (read/write): each output's tickets.
