@@ -33,7 +33,7 @@ define($DEV0 r0, $ADDR0 10.0.1.1, $PLEN0 24, $NET0 10.0.1.0/24, $BCAST0 10.0.1.2
        $DEV1 r1, $ADDR1 10.0.2.1, $PLEN1 24, $NET1 10.0.2.0/24, $BCAST1 10.0.2.255,
        $MAC1 02:00:00:00:02:01,
        $RATE 30Mbps, $SHAPE_BURST 50ms, $AF_TICKETS 3, $BE_TICKETS 1,
-       $QLEN 200, $SNIFFER false);
+       $QLEN 200, $EF_QLEN 1000, $SNIFFER false);
 
 AddressInfo(if0 $ADDR0/$PLEN0 $MAC0,
             if1 $ADDR1/$PLEN1 $MAC1);
@@ -85,7 +85,9 @@ rt[2] -> dt1 :: DecIPTTL
       -> cls :: IPClassifier(ip dscp 46, ip dscp 26, ip dscp 8, -);
 dt1[1] -> ICMPError(if1, timeexceeded) -> rt;
 
-cls[0] -> ef :: Queue($QLEN);
+// EF is served first and sends below $RATE: its queue only absorbs the
+// router's own stalls, so it is deeper.
+cls[0] -> ef :: Queue($EF_QLEN);
 cls[1] -> af :: Queue($QLEN);
 cls[2] -> cs1 :: Queue($QLEN);
 cls[3] -> be :: Queue($QLEN);
