@@ -14,6 +14,7 @@ pub mod ipfilter;
 pub mod iproute;
 pub mod ipsec;
 pub mod nat;
+pub mod qos;
 pub mod robust;
 pub mod sched;
 pub mod sources;
@@ -48,6 +49,7 @@ pub fn register_all(reg: &mut Registry) {
     icmp::register(reg);
     ipfilter::register(reg);
     nat::register(reg);
+    qos::register(reg);
     attach_docs(reg, docs());
 }
 

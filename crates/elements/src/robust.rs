@@ -82,4 +82,19 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("IPAddrRewriter(pattern 1.0.0.1-1.0.0.9 - 0 1)", 2, true),
     ("IPAddrPairRewriter(pattern 1.0.0.1 - 0 1)", 2, true),
     ("ICMPPingRewriter(pattern 1.0.0.1 - - - 0 1)", 2, true),
+    // qos/
+    ("RatedSplitter(100)", 2, true),
+    ("BandwidthRatedSplitter(1Mbps)", 2, true),
+    ("Meter(1000)", 2, true),
+    ("BandwidthMeter(10kBps, 1MBps)", 3, true),
+    ("AverageCounter", 1, true),
+    ("Block(500)", 2, true),
+    ("StrideSwitch(2, 1)", 2, true),
+    ("InputSwitch", 1, true),
+    ("Suppressor", 1, true),
+    (
+        "RED(5, 50, 0.5, QUEUES rq, STABILITY 0); Idle -> rq :: Queue -> Discard",
+        2,
+        true,
+    ),
 ];

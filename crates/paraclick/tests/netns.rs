@@ -161,3 +161,17 @@ fn nat_gateway_between_private_and_public_hosts() {
         "netns nat test: all checks passed",
     );
 }
+
+/// DiffServ QoS (tests/netns/qos.sh): four competing UDP flows marked
+/// with different DSCPs through conf/qos-veth.click; the receiver's
+/// per-class throughput matches strict priority for EF and the 3:1 and
+/// 1:1 weights for the rest within 5%, and the shaped total holds within
+/// 2% of 30 Mbit/s.
+#[test]
+fn diffserv_classes_get_their_shares_of_a_shaped_link() {
+    run_script(
+        "qos.sh",
+        Duration::from_secs(90),
+        "netns qos test: all checks passed",
+    );
+}

@@ -393,6 +393,32 @@ impl InitCx<'_> {
         self.core.nthreads
     }
 
+    /// This element's index.
+    pub fn element_index(&self) -> usize {
+        self.elem
+    }
+
+    /// The elements that element `i`'s connected push outputs feed, in
+    /// output order (for elements that look downstream, like RED).
+    pub fn push_peers(&self, i: usize) -> Vec<usize> {
+        self.core.ports[i]
+            .outputs
+            .iter()
+            .filter(|p| p.element().is_some())
+            .map(|p| p.elem as usize)
+            .collect()
+    }
+
+    /// The elements that element `i`'s connected pull inputs pull from.
+    pub fn pull_peers(&self, i: usize) -> Vec<usize> {
+        self.core.ports[i]
+            .inputs
+            .iter()
+            .filter(|p| p.element().is_some())
+            .map(|p| p.elem as usize)
+            .collect()
+    }
+
     /// Whether a handler exists (for elements that will call it later).
     pub fn has_handler(&self, spec: &str) -> bool {
         crate::handler::exists(self.core, spec, self.elem)

@@ -1,0 +1,41 @@
+//! # BandwidthRatedSplitter
+//!
+//! BandwidthRatedSplitter(RATE, [keywords BURST_DURATION, BURST_BYTES])
+//!
+//! Splits a flow of packets at a bandwidth.
+//!
+//! Has two outputs. Incoming packets up to RATE (a bandwidth such as
+//! `384kbps`) go out output 0; the rest go out output 1. Unlike
+//! BandwidthMeter, RATE still goes out output 0 when the input rate is
+//! higher. The rate is a token bucket of bytes (the one SharedTokenBucket
+//! uses), starting full and holding 20 ms worth unless BURST_DURATION or
+//! BURST_BYTES says otherwise. A packet's size is its length plus its
+//! extra-length annotation; a packet conforms when the bucket holds its
+//! size (or is full, for a packet larger than the bucket).
+//!
+//! Ports: 1 input, 2 outputs. Processing: push.
+//!
+//! Arguments:
+//! - `RATE` (bandwidth): token bucket fill rate.
+//! - `BURST_DURATION` (time): the bucket holds RATE * BURST_DURATION.
+//! - `BURST_BYTES` (integer): the bucket holds this many bytes.
+//!
+//! Handlers:
+//! - `rate` (read/write): the rate of splitting, in bytes per second.
+//!
+//! Example:
+//!
+//!     ... -> s :: BandwidthRatedSplitter(1Mbps) -> Queue -> ...;
+//!     s[1] -> Discard;
+
+use super::rate::Unit;
+use super::rated_splitter::{make, RatedSplitter};
+use paraclick_runtime::{ClassSpec, ConfigCx};
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::action("BandwidthRatedSplitter", "1/2", "h", make_bytes)
+}
+
+fn make_bytes(cx: &mut ConfigCx<'_>) -> Result<RatedSplitter, String> {
+    make(cx, Unit::Bytes)
+}

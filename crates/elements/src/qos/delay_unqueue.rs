@@ -1,0 +1,131 @@
+//! # DelayUnqueue
+//!
+//! DelayUnqueue(DELAY)
+//!
+//! Delay-inducing pull-to-push converter.
+//!
+//! Pulls packets from its input and delays each for at least DELAY: a
+//! packet with timestamp T is pushed out no earlier than T + DELAY, and
+//! leaves with its timestamp set to that delayed time. The packet being
+//! delayed is held here (one at a time, in order).
+//!
+//! Ports: 1 input (pull), 1 output (push). It owns a task.
+//!
+//! Arguments:
+//! - `DELAY` (time).
+//!
+//! Handlers:
+//! - `delay` (read/write): the DELAY.
+//!
+//! Example:
+//!
+//!     ... -> SetTimestamp -> Queue -> DelayUnqueue(0.1) -> ToDevice(eth0);
+
+use super::delay_shaper::{due, show_delay};
+use paraclick_packet::anno::Timestamp;
+use paraclick_packet::Packet;
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub struct DelayUnqueue {
+    delay: AtomicU64,
+    held: Mutex<Option<Packet>>,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("DelayUnqueue", "1/1", "l/h", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<DelayUnqueue, String> {
+    let mut a = cx.args();
+    let delay = a.read_mp::<Duration>("DELAY");
+    a.complete()?;
+    Ok(DelayUnqueue {
+        delay: AtomicU64::new(delay.as_nanos() as u64),
+        held: Mutex::new(None),
+    })
+}
+
+impl DelayUnqueue {
+    /// Packets due at `now` (up to 32), stamped with their due time.
+    fn due_packets(&self, cx: &mut Cx<'_>, now: Timestamp) -> Vec<Packet> {
+        let delay = self.delay.load(Ordering::Relaxed);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        while out.len() < 32 {
+            if held.is_none() {
+                *held = cx.pull(0, 1).and_then(|b| b.into_iter().next());
+            }
+            let Some(p) = held.as_ref() else { break };
+            let t = due(p.timestamp(), delay);
+            if t > now {
+                break;
+            }
+            if let Some(mut p) = held.take() {
+                p.set_timestamp(t);
+                out.push(p);
+            }
+        }
+        out
+    }
+}
+
+impl Element for DelayUnqueue {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "delay",
+        |e, _| show_delay(e.delay.load(Ordering::Relaxed)),
+        |e, v, hx| {
+            let d: Duration = hx.arg(v)?;
+            e.delay.store(d.as_nanos() as u64, Ordering::Relaxed);
+            Ok(())
+        },
+    )];
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        ix.add_task();
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let out = self.due_packets(cx, Timestamp::now());
+        if out.is_empty() {
+            return false;
+        }
+        cx.push(0, Batch::from(out));
+        true
+    }
+
+    fn queued(&self) -> usize {
+        usize::from(self.held.lock().map(|h| h.is_some()).unwrap_or(false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{bad, conf, fill, run_for, tagged, tags};
+    use paraclick_packet::anno::Timestamp;
+    use paraclick_runtime::testing::TestSink;
+
+    #[test]
+    fn pushes_packets_when_due_stamped_with_the_due_time() {
+        let r = conf("Idle -> q :: Queue(100) -> u :: DelayUnqueue(1) -> o :: TestSink;");
+        let now = Timestamp::now();
+        let mut a = tagged(1, 60);
+        a.set_timestamp(Timestamp(now.0 - 5_000_000_000));
+        let mut b = tagged(2, 60);
+        b.set_timestamp(Timestamp(now.0 + 3_600_000_000_000));
+        let mut c = tagged(3, 60);
+        c.set_timestamp(Timestamp(now.0 - 5_000_000_000));
+        fill(&r, "q", vec![a, b, c]);
+        run_for(&r, 30);
+        let out = r.element::<TestSink>("o").unwrap().take();
+        assert_eq!(tags(&out), vec![1]);
+        assert_eq!(out[0].timestamp(), Timestamp(now.0 - 4_000_000_000));
+        // Packet 2 (due in an hour) is held and holds up packet 3.
+        assert_eq!(r.total_queued(), 2);
+        assert_eq!(r.read_handler("u.delay").unwrap(), "1.000000");
+        assert!(bad("Idle -> Queue -> DelayUnqueue(x) -> Discard;"));
+    }
+}

@@ -1,0 +1,122 @@
+//! # RatedSplitter
+//!
+//! RatedSplitter(RATE, [keywords BURST_DURATION, BURST_SIZE])
+//!
+//! Splits a flow of packets at a rate in packets per second.
+//!
+//! Has two outputs. Incoming packets up to RATE packets per second go out
+//! output 0; the rest go out output 1. Unlike Meter, RATE packets per
+//! second still go out output 0 when the input rate is higher. The rate
+//! is a token bucket (the one SharedTokenBucket uses), starting full and
+//! holding 20 ms worth of tokens unless BURST_DURATION or BURST_SIZE says
+//! otherwise (at least one).
+//!
+//! Ports: 1 input, 2 outputs. Processing: push.
+//!
+//! Arguments:
+//! - `RATE` (real, packets per second, >= 0): token bucket fill rate.
+//! - `BURST_DURATION` (time): the bucket holds RATE * BURST_DURATION.
+//! - `BURST_SIZE` (integer): the bucket holds this many packets.
+//!
+//! Handlers:
+//! - `rate` (read/write): the rate of splitting.
+//!
+//! Example:
+//!
+//!     elementclass RatedSampler {
+//!       input -> rs :: RatedSplitter(2000);
+//!       rs[0] -> t :: Tee; t[0] -> [0]output; t[1] -> [1]output;
+//!       rs[1] -> [0]output;
+//!     }
+
+use super::rate::{check_rate, read_burst, TokenBucket, Tokens, Unit};
+use paraclick_packet::Packet;
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
+
+/// RatedSplitter and BandwidthRatedSplitter.
+pub struct RatedSplitter {
+    bucket: TokenBucket,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::action("RatedSplitter", "1/2", "h", make_packets)
+}
+
+fn make_packets(cx: &mut ConfigCx<'_>) -> Result<RatedSplitter, String> {
+    make(cx, Unit::Packets)
+}
+
+pub(crate) fn make(cx: &mut ConfigCx<'_>, unit: Unit) -> Result<RatedSplitter, String> {
+    let mut a = cx.args();
+    let rate = unit.read_rate(&mut a);
+    let (dur, size) = read_burst(unit, &mut a);
+    a.complete()?;
+    let rate = check_rate(rate)?;
+    Ok(RatedSplitter {
+        bucket: TokenBucket::new(unit, rate, dur, size),
+    })
+}
+
+impl Action for RatedSplitter {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
+        "rate",
+        |e, _| e.bucket.unit.show(e.bucket.rate()),
+        |e, v, hx| {
+            let r = e.bucket.unit.parse_rate(v, hx)?;
+            e.bucket.set_rate(std::time::Instant::now(), r);
+            Ok(())
+        },
+    )];
+
+    #[inline]
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        let now = cx.now();
+        let cost = self.bucket.unit.cost(p);
+        if self.bucket.with(|s| s.take(now, cost)) {
+            Verdict::Out(0)
+        } else {
+            Verdict::Out(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{pkts, reg};
+    use paraclick_runtime::testing::Harness;
+
+    #[test]
+    fn the_bucket_goes_to_output_0_and_the_rest_to_1() {
+        // RATE 0.001: the full bucket (one packet) and then nothing for
+        // 1000 s.
+        let h = Harness::new(&reg(), "RatedSplitter(0.001)", 2).unwrap();
+        h.push(0, pkts(10, 60));
+        assert_eq!(h.output(0).len(), 1);
+        assert_eq!(h.output(1).len(), 9);
+        let h = Harness::new(&reg(), "RatedSplitter(1, BURST_SIZE 4)", 2).unwrap();
+        h.push(0, pkts(10, 60));
+        assert_eq!(h.output(0).len(), 4);
+        assert_eq!(h.output(1).len(), 6);
+        assert_eq!(h.read("rate").unwrap(), "1");
+        h.write("rate", "2.5").unwrap();
+        assert_eq!(h.read("rate").unwrap(), "2.5");
+        assert!(h.write("rate", "many").is_err());
+    }
+
+    #[test]
+    fn bandwidth_splitter_counts_bytes() {
+        // 1 byte/s (8bps), bucket of 250 bytes: 100-byte packets, two fit
+        // and the 50 bytes left do not hold a third.
+        let h = Harness::new(&reg(), "BandwidthRatedSplitter(8bps, BURST_BYTES 250)", 2).unwrap();
+        h.push(0, pkts(6, 100));
+        assert_eq!(h.output(0).len(), 2);
+        assert_eq!(h.output(1).len(), 4);
+        // A packet larger than the bucket passes when the bucket is full.
+        let h = Harness::new(&reg(), "BandwidthRatedSplitter(8bps, BURST_BYTES 50)", 2).unwrap();
+        h.push(0, pkts(2, 100));
+        assert_eq!(h.output(0).len(), 1);
+        assert_eq!(h.output(1).len(), 1);
+        assert_eq!(h.read("rate").unwrap(), "1Bps");
+        assert!(Harness::new(&reg(), "BandwidthRatedSplitter(1Mbps, BURST_SIZE 3)", 2).is_err());
+    }
+}

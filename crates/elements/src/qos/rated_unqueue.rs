@@ -1,0 +1,183 @@
+//! # RatedUnqueue
+//!
+//! RatedUnqueue(RATE, [keywords BURST_DURATION, BURST_SIZE])
+//!
+//! Pull-to-push converter at a rate in packets per second.
+//!
+//! Pulls packets at RATE packets per second from its input and pushes them
+//! out its output. It is implemented with a token bucket (the one
+//! SharedTokenBucket uses), which starts full and holds 20 ms worth of
+//! tokens unless BURST_DURATION or BURST_SIZE says otherwise (at least
+//! one). Each task run moves at most the whole tokens available, and at
+//! most 32 packets.
+//!
+//! Ports: 1 input (pull), 1 output (push). It owns a task.
+//!
+//! Arguments:
+//! - `RATE` (real, packets per second, >= 0): token bucket fill rate.
+//! - `BURST_DURATION` (time): the bucket holds RATE * BURST_DURATION.
+//! - `BURST_SIZE` (integer): the bucket holds this many packets.
+//!
+//! Handlers:
+//! - `rate` (read/write): the RATE (the depth follows unless BURST_SIZE
+//!   was given).
+//! - `count` (read): packets moved.
+//!
+//! Example:
+//!
+//!     FromDevice(eth0) -> Queue -> RatedUnqueue(1000) -> ToDevice(eth1);
+
+use super::rate::{check_rate, read_burst, TokenBucket, Tokens, Unit};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+
+/// At most this many packets per task run.
+const MAX_BURST: usize = 32;
+
+/// RatedUnqueue and BandwidthRatedUnqueue.
+pub struct RatedUnqueue {
+    bucket: TokenBucket,
+    count: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("RatedUnqueue", "1/1", "l/h", make_packets)
+}
+
+fn make_packets(cx: &mut ConfigCx<'_>) -> Result<RatedUnqueue, String> {
+    make(cx, Unit::Packets)
+}
+
+pub(crate) fn make(cx: &mut ConfigCx<'_>, unit: Unit) -> Result<RatedUnqueue, String> {
+    let mut a = cx.args();
+    let rate = unit.read_rate(&mut a);
+    let (dur, size) = read_burst(unit, &mut a);
+    a.complete()?;
+    let rate = check_rate(rate)?;
+    Ok(RatedUnqueue {
+        bucket: TokenBucket::new(unit, rate, dur, size),
+        count: Counter::new(cx.nthreads),
+    })
+}
+
+/// Pulls what a bucket allows now from input 0 of the running element,
+/// at most `max` packets, charging the bucket (shared with
+/// BandwidthRatedUnqueue's byte counting).
+pub(crate) fn pull_rated(bucket: &TokenBucket, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
+    let now = cx.now();
+    match bucket.unit {
+        Unit::Packets => {
+            let k = bucket.with(|s| s.whole(now)).min(max);
+            if k == 0 {
+                return None;
+            }
+            let b = cx.pull(0, k)?;
+            let n = b.len() as f64;
+            bucket.with(|s| s.tokens -= n);
+            Some(b).filter(|b| !b.is_empty())
+        }
+        Unit::Bytes => {
+            let mut out: Option<Batch> = None;
+            for _ in 0..max {
+                if !bucket.with(|s| s.ready(now, f64::MIN_POSITIVE)) {
+                    break;
+                }
+                let Some(b) = cx.pull(0, 1) else { break };
+                if b.is_empty() {
+                    break;
+                }
+                let cost: f64 = b.as_slice().iter().map(|p| Unit::Bytes.cost(p)).sum();
+                bucket.with(|s| s.tokens -= cost);
+                crate::sched::prio_sched::gather(&mut out, b);
+            }
+            out
+        }
+    }
+}
+
+impl Element for RatedUnqueue {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "rate",
+            |e, _| e.bucket.unit.show(e.bucket.rate()),
+            |e, v, hx| {
+                let r = e.bucket.unit.parse_rate(v, hx)?;
+                e.bucket.set_rate(std::time::Instant::now(), r);
+                Ok(())
+            },
+        ),
+        Handler::read("count", |e, _| e.count.get().to_string()),
+    ];
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        ix.add_task();
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let Some(b) = pull_rated(&self.bucket, cx, MAX_BURST) else {
+            return false;
+        };
+        self.count.add(cx.thread(), b.len() as u64);
+        cx.push(0, b);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{bad, conf, fill, pkts, run_for};
+    use paraclick_runtime::testing::TestSink;
+
+    #[test]
+    fn moves_at_the_rate_plus_the_bucket() {
+        let r = conf("Idle -> q :: Queue(10000) -> u :: RatedUnqueue(1000) -> o :: TestSink;");
+        fill(&r, "q", pkts(5000, 60));
+        let secs = run_for(&r, 300);
+        let n = r.element::<TestSink>("o").unwrap().len() as f64;
+        // Never more than the rate allows plus the 20-packet bucket; not
+        // far fewer unless the machine is badly overloaded.
+        assert!(n <= secs * 1000.0 + 21.0, "{n} in {secs} s");
+        assert!(n >= 150.0, "{n} in {secs} s");
+        assert_eq!(r.read_handler("u.count").unwrap(), format!("{n}"));
+    }
+
+    #[test]
+    fn burst_size_and_handlers() {
+        let r =
+            conf("Idle -> q :: Queue(100) -> u :: RatedUnqueue(0, BURST_SIZE 7) -> o :: TestSink;");
+        fill(&r, "q", pkts(50, 60));
+        // RATE 0: only the full bucket's 7 packets ever go.
+        run_for(&r, 50);
+        assert_eq!(r.element::<TestSink>("o").unwrap().len(), 7);
+        assert_eq!(r.read_handler("u.rate").unwrap(), "0");
+        r.write_handler("u.rate", "250").unwrap();
+        assert_eq!(r.read_handler("u.rate").unwrap(), "250");
+        assert!(bad("Idle -> Queue -> RatedUnqueue -> Discard;"));
+        assert!(bad("Idle -> Queue -> RatedUnqueue(-1) -> Discard;"));
+        assert!(bad(
+            "Idle -> Queue -> RatedUnqueue(10, BURST_SIZE 3, BURST_DURATION 1) -> Discard;"
+        ));
+    }
+
+    #[test]
+    fn bandwidth_rated_unqueue_counts_bytes() {
+        // 100 kB/s, 20 ms bucket = 2000 bytes: 1000-byte packets.
+        let r = conf(
+            "Idle -> q :: Queue(10000) -> u :: BandwidthRatedUnqueue(800kbps) -> o :: TestSink;",
+        );
+        fill(&r, "q", pkts(2000, 1000));
+        let secs = run_for(&r, 300);
+        let n = r.element::<TestSink>("o").unwrap().len() as f64;
+        assert!(n <= secs * 100.0 + 3.0, "{n} in {secs} s");
+        assert!(n >= 15.0, "{n} in {secs} s");
+        assert_eq!(r.read_handler("u.rate").unwrap(), "100000Bps");
+        let r = conf(
+            "Idle -> q :: Queue(100) -> u :: BandwidthRatedUnqueue(0, BURST_BYTES 2500) -> o :: TestSink;",
+        );
+        fill(&r, "q", pkts(10, 1000));
+        run_for(&r, 50);
+        // 2500 bytes: two packets fit, the third goes on the remaining
+        // 500 and leaves the bucket in debt.
+        assert_eq!(r.element::<TestSink>("o").unwrap().len(), 3);
+    }
+}
