@@ -226,6 +226,17 @@ checks() { # LABEL
   upload "$label"
 }
 
+# h1's veth hands the router TSO super-frames and partial checksums (the
+# uploads below only arrive intact if FromDevice segments and completes
+# them for IPv6, as it does for IPv4).
+if command -v ethtool >/dev/null; then
+  if in_h1 ethtool -k eth0 | grep -q "^tcp-segmentation-offload: on"; then
+    pass "h1's eth0 has TSO on: the IPv6 uploads reach the router as GSO super-frames"
+  else
+    fail "h1's eth0 has TSO off: the offload path would go untested"
+  fi
+fi
+
 # ---- -j 1 ----
 HANDLERS="in0.count to1.count nds1.table nds0.table cip6.drops"
 start_router conf/iprouter6-veth.click 1 || { fail "-j 1: router start"; exit 1; }
