@@ -169,6 +169,21 @@ fn two_sites_through_an_esp_tunnel() {
     );
 }
 
+/// Faults under a running router (tests/netns/faults.sh): a veth pair
+/// deleted under FromDevice/ToDevice, a tap deleted under FromHost/ToHost,
+/// a pcap file cut mid-record for FromDump, a full 64 KB tmpfs under
+/// ToDump. Each gives a clear error or counted drops; the router keeps
+/// answering on its control socket or runs to its end, and stops cleanly:
+/// no hang, no panic.
+#[test]
+fn faults_give_errors_or_counted_drops_never_a_hang_or_panic() {
+    run_script(
+        "faults.sh",
+        Duration::from_secs(60),
+        "faults test: all checks passed",
+    );
+}
+
 /// A NAPT gateway between a private and a public host:
 /// conf/nat-gateway-veth.click at -j 1 and -j 2; ping, an intact HTTP
 /// transfer whose server sees the gateway's public address, a UDP
