@@ -16,7 +16,8 @@
 # the last CPU, the router's thread on CPU 0; what arrives is h2's receive
 # counter, and forwarded rate = received / the generator's own duration.
 # Livelock-free (issue 11): forwarding at 2x the MLFFR stays within 10% of
-# the MLFFR. The verdict line says which. Other load on the machine moves
+# the MLFFR. The verdict line says which, from the trials whose generator
+# really reached 1.9x or more (gen/MLFFR), or that none did. Other load on the machine moves
 # the figures: short runs, shared machine; run it more than once.
 set -euo pipefail
 
@@ -124,7 +125,7 @@ probe() {
   sleep 0.3
   for i in 1 2 3 4 5; do
     t0=$(date +%s%N)
-    timeout 5 "$BIN" ctl -u "$TMP/ctl.sock" read in0.count >/dev/null 2>&1 || { echo "ctl-failed"; return; }
+    timeout 5 "$BIN" ctl -u "$TMP/ctl.sock" read in0.count >/dev/null 2>&1 || { echo "no-answer-5s 0/5 -"; return; }
     t1=$(date +%s%N)
     ms=$(((t1 - t0) / 1000000))
     ((ms > worst)) && worst=$ms
@@ -138,6 +139,16 @@ probe() {
   echo "$worst ${got:-0}/5 ${avg:--}"
 }
 
+# Where packets go missing: "in0.count in0.kernel_drops out1.drops to1.drops".
+counters() {
+  local h v out=
+  for h in in0.count in0.kernel_drops out1.drops to1.drops; do
+    v=$(timeout 5 "$BIN" ctl -u "$TMP/ctl.sock" read "$h" 2>/dev/null | tr -dc '0-9')
+    out="$out ${v:-0}"
+  done
+  echo "$out"
+}
+
 if [[ -n $GIVEN_MLFFR ]]; then
   MLFFR=$GIVEN_MLFFR
 else
@@ -148,24 +159,38 @@ fi
 
 echo
 echo "conf/iprouter-veth.click -j 1, 60-byte UDP over veth, MLFFR $MLFFR pps, ${SECS} s per load:"
-printf '%6s %10s %10s %10s %9s   %-22s %s\n' "load" "offered" "generated" "forwarded" "fwd/MLFFR" "ctl read (worst ms)" "pings to router (avg ms)"
+printf '%6s %10s %10s %8s %10s %9s   %-20s %s\n' "load" "offered" "generated" "gen/MLFFR" "forwarded" "fwd/MLFFR" "ctl read (worst ms)" "pings to router (avg ms)"
+# The verdict uses the trials whose generator really offered >= 1.9x.
 AT2=
-for mult in 0.5 1 1.5 2 3; do
+LOST=()
+for mult in 0.5 1 1.5 2 2.5 3; do
   rate=$(awk -v m="$mult" -v r="$MLFFR" 'BEGIN { printf "%d", m * r }')
+  read -r i0 k0 q0 t0 < <(counters)
   probe >"$TMP/probe" &
   PP=$!
   read -r sent recv ach < <(trial "$rate")
   wait "$PP" || true
+  read -r i1 k1 q1 t1 < <(counters)
+  LOST+=("$(printf '%5sx  read by in0 %8d  kernel ring drops %8d  out1 Queue drops %8d  to1 drops %6d' \
+    "$mult" $((i1 - i0)) $((k1 - k0)) $((q1 - q0)) $((t1 - t0)))")
   read -r worst pings avg <"$TMP/probe" || true
   fwd=$(awk -v s="$sent" -v r="$recv" -v a="$ach" 'BEGIN { if (s > 0) printf "%d", r * a / s; else print 0 }')
   frac=$(awk -v f="$fwd" -v m="$MLFFR" 'BEGIN { printf "%.2f", f / m }')
-  [[ $mult == 2 ]] && AT2=$frac
-  printf '%5sx %10d %10.0f %10d %9s   %-22s %s\n' "$mult" "$rate" "$ach" "$fwd" "$frac" "${worst:-?}" "${pings:-?} (${avg:--})"
+  gfrac=$(awk -v g="$ach" -v m="$MLFFR" 'BEGIN { printf "%.2f", g / m }')
+  if awk -v g="$gfrac" 'BEGIN { exit !(g >= 1.9) }'; then
+    AT2=$(awk -v a="${AT2:-9}" -v f="$frac" 'BEGIN { print (f < a) ? f : a }')
+  fi
+  printf '%5sx %10d %10.0f %8s %10d %9s   %-20s %s\n' "$mult" "$rate" "$ach" "$gfrac" "$fwd" "$frac" "${worst:-?}" "${pings:-?} (${avg:--})"
 done
+echo
+echo "where the packets not forwarded were lost, per load (router's handlers):"
+printf '%s\n' "${LOST[@]}"
 kill -INT "$ROUTER_PID"; wait "$ROUTER_PID" || true; ROUTER_PID=
 echo
-if awk -v f="$AT2" 'BEGIN { exit !(f >= 0.9) }'; then
-  echo "no receive livelock: at 2x the MLFFR the router forwards ${AT2} of the MLFFR (>= 0.90)"
+if [[ -z $AT2 ]]; then
+  echo "NO VERDICT: the generator never offered 1.9x the MLFFR (a busy machine?); rerun on a quieter one"
+elif awk -v f="$AT2" 'BEGIN { exit !(f >= 0.9) }'; then
+  echo "no receive livelock: offered >= 1.9x the MLFFR, the router forwards at least ${AT2} of the MLFFR (>= 0.90)"
 else
-  echo "RECEIVE LIVELOCK: at 2x the MLFFR the router forwards only ${AT2} of the MLFFR (< 0.90)"
+  echo "RECEIVE LIVELOCK: offered >= 1.9x the MLFFR, the router forwards only ${AT2} of the MLFFR (< 0.90)"
 fi
