@@ -15,6 +15,11 @@
 # The generator (FastUDPSource, 60-byte UDP, one flow per packet) runs on
 # the last CPU, the router's thread on CPU 0; what arrives is h2's receive
 # counter, and forwarded rate = received / the generator's own duration.
+# Also per load: where the packets not forwarded were dropped (kernel
+# ring, output Queue, ToDevice), the router's CPU share, and packets it
+# read per CPU-second of its own: a router in receive livelock burns its
+# CPU and gets less done per CPU-second; one that the machine's other
+# load preempts gets fewer CPU-seconds at the same efficiency.
 # Livelock-free (issue 11): forwarding at 2x the MLFFR stays within 10% of
 # the MLFFR. The verdict line says which, from the trials whose generator
 # really reached 1.9x or more (gen/MLFFR), or that none did. Other load on the machine moves
@@ -134,8 +139,9 @@ probe() {
   local p
   p=$(ip netns exec "$H1" ping -c 5 -i 0.1 -W 1 10.0.1.1 2>&1 || true)
   local got avg
-  got=$(grep -o '[0-9]* received' <<<"$p" | cut -d' ' -f1)
-  avg=$(grep -o 'rtt[^=]*= [0-9.]*/[0-9.]*' <<<"$p" | awk -F/ '{ print $NF }')
+  # (No rtt line when every ping is lost: || true, or set -e ends the probe.)
+  got=$(grep -o '[0-9]* received' <<<"$p" | cut -d' ' -f1 || true)
+  avg=$(grep -o 'rtt[^=]*= [0-9.]*/[0-9.]*' <<<"$p" | awk -F/ '{ print $NF }' || true)
   echo "$worst ${got:-0}/5 ${avg:--}"
 }
 
@@ -146,7 +152,12 @@ counters() {
     v=$(timeout 5 "$BIN" ctl -u "$TMP/ctl.sock" read "$h" 2>/dev/null | tr -dc '0-9')
     out="$out ${v:-0}"
   done
-  echo "$out"
+  # The router's CPU time so far (ticks), and the wall clock (ns): a router
+  # that livelocks burns all its CPU and forwards less; one the machine's
+  # other load preempts gets less CPU.
+  local ticks
+  ticks=$(awk '{ print $14 + $15 }' "/proc/$ROUTER_PID/stat" 2>/dev/null || echo 0)
+  echo "$out $ticks $(date +%s%N)"
 }
 
 if [[ -n $GIVEN_MLFFR ]]; then
@@ -162,17 +173,28 @@ echo "conf/iprouter-veth.click -j 1, 60-byte UDP over veth, MLFFR $MLFFR pps, ${
 printf '%6s %10s %10s %8s %10s %9s   %-20s %s\n' "load" "offered" "generated" "gen/MLFFR" "forwarded" "fwd/MLFFR" "ctl read (worst ms)" "pings to router (avg ms)"
 # The verdict uses the trials whose generator really offered >= 1.9x.
 AT2=
+EFF1=
+EFF2=
 LOST=()
 for mult in 0.5 1 1.5 2 2.5 3; do
   rate=$(awk -v m="$mult" -v r="$MLFFR" 'BEGIN { printf "%d", m * r }')
-  read -r i0 k0 q0 t0 < <(counters)
+  read -r i0 k0 q0 t0 c0 w0 < <(counters)
   probe >"$TMP/probe" &
   PP=$!
   read -r sent recv ach < <(trial "$rate")
   wait "$PP" || true
-  read -r i1 k1 q1 t1 < <(counters)
-  LOST+=("$(printf '%5sx  read by in0 %8d  kernel ring drops %8d  out1 Queue drops %8d  to1 drops %6d' \
-    "$mult" $((i1 - i0)) $((k1 - k0)) $((q1 - q0)) $((t1 - t0)))")
+  read -r i1 k1 q1 t1 c1 w1 < <(counters)
+  cpu=$(awk -v c=$((c1 - c0)) -v w=$((w1 - w0)) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.0f", 100 * c / hz / (w / 1e9) }')
+  # Packets read per CPU-second of the router: flat across loads means
+  # the per-packet cost does not grow with overload (no livelock inside
+  # the router), whatever share of the CPU the machine leaves it.
+  eff=$(awk -v p=$((i1 - i0)) -v c=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { if (c > 0) printf "%.0f", p / (c / hz); else print 0 }')
+  [[ $mult == 1 ]] && EFF1=$eff
+  if awk -v g="$ach" -v m="$MLFFR" 'BEGIN { exit !(g >= 1.9 * m) }'; then EFF2=$eff; fi
+  LOST+=("$(printf '%5sx  read by in0 %8d  kernel ring drops %8d  out1 Queue drops %6d  to1 drops %6d  router CPU %3d%%  %8d pkts/CPU-s' \
+    "$mult" $((i1 - i0)) $((k1 - k0)) $((q1 - q0)) $((t1 - t0)) "$cpu" "$eff")")
   read -r worst pings avg <"$TMP/probe" || true
   fwd=$(awk -v s="$sent" -v r="$recv" -v a="$ach" 'BEGIN { if (s > 0) printf "%d", r * a / s; else print 0 }')
   frac=$(awk -v f="$fwd" -v m="$MLFFR" 'BEGIN { printf "%.2f", f / m }')
@@ -187,6 +209,9 @@ echo "where the packets not forwarded were lost, per load (router's handlers):"
 printf '%s\n' "${LOST[@]}"
 kill -INT "$ROUTER_PID"; wait "$ROUTER_PID" || true; ROUTER_PID=
 echo
+if [[ -n ${EFF1:-} && -n ${EFF2:-} ]]; then
+  echo "router efficiency at >= 1.9x against 1x: $EFF2 / $EFF1 packets per CPU-second ($(awk -v a="$EFF2" -v b="$EFF1" 'BEGIN { printf "%.2f", a / b }'))"
+fi
 if [[ -z $AT2 ]]; then
   echo "NO VERDICT: the generator never offered 1.9x the MLFFR (a busy machine?); rerun on a quieter one"
 elif awk -v f="$AT2" 'BEGIN { exit !(f >= 0.9) }'; then
