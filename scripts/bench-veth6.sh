@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Maximum loss-free forwarding rate of small UDP/IPv6 packets through veth
 # pairs: Linux's own IPv6 forwarding against paraclick's
-# conf/iprouter6-veth.click, at -j 1, in the same run (the IPv6
-# counterpart of scripts/bench-veth.sh, whose method it shares).
+# conf/iprouter6-veth.click at -j 1, and both at -j 2 (paraclick with
+# conf/iprouter6-veth-2q.click, two fanout receive queues per interface),
+# in the same run (the IPv6 counterpart of scripts/bench-veth.sh, whose
+# method it shares).
 #
 #   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
 #
 # Usage (as root):  scripts/bench-veth6.sh [PATH/TO/paraclick] [SECONDS]
 #
 # kernel -j 1: addresses on r0/r1, net.ipv6.conf.all.forwarding=1, RPS on
-# r0 steering forwarding to CPU 0; paraclick -j 1: conf/iprouter6-veth.click
+# r0 steering forwarding to CPU 0 (-j 2: CPUs 0-1); paraclick -j 1: conf/iprouter6-veth.click
 # (neighbour discovery by its own elements). h1 runs FastUDPSourceIP6 (62-byte
 # frames, a new flow per packet) -> ToDevice on the last CPU; what arrives
 # is h2's receive counter. Loss-free: the generator reached the rate
@@ -167,6 +169,8 @@ measure_paraclick() { # KEY CONF THREADS LABEL
 
 measure_kernel 1
 measure_paraclick p1 conf/iprouter6-veth.click 1 "paraclick6 -j 1"
+measure_kernel 2
+measure_paraclick p2 conf/iprouter6-veth-2q.click 2 "paraclick6 -j 2"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 echo
@@ -175,3 +179,6 @@ printf '%-54s %3s %12s %10s\n' "router" "-j" "pps" "vs Linux"
 k1=${RESULT[kernel,1]}
 printf '%-54s %3s %12d %10s\n' "Linux IPv6 forwarding (RPS to CPU 0)" 1 "$k1" "1.00"
 printf '%-54s %3s %12d %10s\n' "paraclick iprouter6-veth (ND by its own elements)" 1 "${RESULT[p1]}" "$(ratio "${RESULT[p1]}" "$k1")"
+k2=${RESULT[kernel,2]}
+printf '%-54s %3s %12d %10s\n' "Linux IPv6 forwarding (RPS to CPUs 0-1)" 2 "$k2" "1.00"
+printf '%-54s %3s %12d %10s\n' "paraclick iprouter6-veth-2q (FromDevice per queue)" 2 "${RESULT[p2]}" "$(ratio "${RESULT[p2]}" "$k2")"

@@ -11,6 +11,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --release -- -D warnings
 echo "== cargo test"
+# The netns tests skip when not run as root; here (CI) that is a failure.
+export PARACLICK_NETNS_REQUIRED=1
 cargo test --workspace --release 2>&1 | tee target/test-output.txt
 # Fail loudly if nothing ran (a suite that silently runs no test is broken).
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')

@@ -40,6 +40,10 @@
 //!
 //! Handlers:
 //! - `count` (read): packets written. `reset_counts` (write): resets it.
+//! - `drops` (read): packets not written because writing failed (a full
+//!   disk, a closed pipe): the batch whose write failed and every packet
+//!   after it. The first failure is reported once, as an error naming the
+//!   file, and the router keeps running (a paraclick addition).
 //! - `filename` (read).
 //! - `flush` (write): flushes buffered output to the file (a paraclick
 //!   addition).
@@ -72,6 +76,7 @@ pub struct ToDump {
     unbuffered: bool,
     out: Mutex<Option<BufWriter<Box<dyn Write + Send>>>>,
     count: Counter,
+    drops: Counter,
     errors: ErrorCount,
     pull_sink: bool,
     burst: usize,
@@ -115,6 +120,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDump, String> {
         unbuffered,
         out: Mutex::new(None),
         count: Counter::new(cx.nthreads),
+        drops: Counter::new(cx.nthreads),
         errors: ErrorCount::default(),
         pull_sink: cx.input_is_pull(0) && cx.noutputs == 0,
         burst,
@@ -147,6 +153,8 @@ impl ToDump {
         }
         let mut guard = self.lock();
         let Some(out) = guard.as_mut() else {
+            // The file failed earlier (or never opened): counted drops.
+            self.drops.add(cx.thread(), b.len() as u64);
             return;
         };
         let little = cfg!(target_endian = "little");
@@ -197,6 +205,7 @@ impl ToDump {
         match res {
             Ok(()) => self.count.add(cx.thread(), b.len() as u64),
             Err(e) => {
+                self.drops.add(cx.thread(), b.len() as u64);
                 self.errors.report(
                     &format!("{} :: ToDump", cx.element_name()),
                     &format!("{}: {e}; no more packets will be written", self.filename),
@@ -235,6 +244,7 @@ impl Element for ToDump {
             e.count.reset();
             Ok(())
         }),
+        Handler::read("drops", |e, _| e.drops.get().to_string()),
         Handler::read("filename", |e, _| e.filename.clone()),
         Handler::write("flush", |e, _, _| e.flush()),
     ];
@@ -291,10 +301,15 @@ impl Element for ToDump {
             },
             endianness: Endianness::native(),
         };
+        // Into memory first, so that a failing file (a full disk) reports
+        // the system's error rather than the pcap library's.
+        let mut bytes = Vec::with_capacity(24);
         header
-            .write_to(&mut out)
+            .write_to(&mut bytes)
             .map_err(|e| format!("{}: {e}", self.filename))?;
-        out.flush().map_err(|e| format!("{}: {e}", self.filename))?;
+        out.write_all(&bytes)
+            .and_then(|_| out.flush())
+            .map_err(|e| format!("{}: {e}", self.filename))?;
         *self.lock() = Some(out);
         if self.pull_sink {
             ix.add_task();
@@ -331,6 +346,7 @@ impl Element for ToDump {
 mod tests {
     use crate::test_util::*;
     use paraclick_packet::{Packet, Timestamp};
+    use paraclick_runtime::Router;
 
     fn frames() -> Vec<Vec<u8>> {
         (0..5)
@@ -379,6 +395,26 @@ mod tests {
             drop(r);
             assert_eq!(std::fs::read(&b).unwrap(), input, "nano {nano}");
         }
+    }
+
+    /// A full disk (/dev/full: every write fails with ENOSPC) when the file
+    /// header is written: an error naming the file and the system's reason.
+    /// (Full mid-run: tests/netns/faults.sh, on a small tmpfs.)
+    #[test]
+    fn a_full_disk_at_start_is_a_clear_initialization_error() {
+        if !std::path::Path::new("/dev/full").exists() {
+            return;
+        }
+        let e = Router::from_str(
+            "InfiniteSource(LIMIT 3, STOP true) -> t :: ToDump(/dev/full)",
+            &registry(),
+            1,
+        )
+        .err()
+        .expect("an error");
+        let msg: Vec<String> = e.iter().map(|d| d.message.clone()).collect();
+        let msg = msg.join("; ");
+        assert!(msg.contains("/dev/full: No space left on device"), "{msg}");
     }
 
     /// Packets made here, written by ToDump, read back by FromDump.

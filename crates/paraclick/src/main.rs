@@ -167,7 +167,8 @@ enum Cmd {
     #[command(name = "make-ip-conf")]
     MakeIpConf {
         /// Interfaces as NAME:ADDR/PREFIX:ETHER[:mtu=N], e.g.
-        /// eth0:10.0.1.1/24:00:11:22:33:44:55
+        /// eth0:10.0.1.1/24:00:11:22:33:44:55; IPv6 in brackets, alone or
+        /// after a comma: eth0:10.0.1.1/24,[2001:db8:1::1]/64:00:11:22:33:44:55
         #[arg(required = true)]
         interfaces: Vec<String>,
         /// Use Linux devices (FromDevice/ToDevice) instead of pcap files.

@@ -29,19 +29,31 @@
 //! `-`, and MTU (default 1500, at least 68) the largest IP packet the
 //! interface sends; bigger ones are fragmented, or answered with an ICMP
 //! "fragmentation needed" when their DF bit is set.
+//!
+//! IPv6: the address field may hold an IPv6 address in brackets,
+//! `[2001:db8::1]/64`, alone or after the IPv4 one and a comma
+//! (`eth0:10.0.0.1/24,[2001:db8::1]/64:00:11:22:33:44:55`); every interface
+//! carries the same families. The router then also has an IPv6 path: a
+//! CheckIP6Header input, a LookupIP6Route table `rt6`, neighbour discovery
+//! per interface (IP6NDSolicitor, IP6NDAdvertiser with the router flag)
+//! and per interface DecIP6HLIM and CheckLength(MTU) whose failures become
+//! ICMPv6 time exceeded and packet too big (an IPv6 MTU is at least 1280).
+//! IPv6 packets for the router's own addresses go to `tohost`.
 
 use std::fmt::Write as _;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One router interface.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Iface {
     /// Device name (`eth0`); pcap file names are derived from it.
     pub name: String,
-    /// The router's address on the interface.
-    pub addr: Ipv4Addr,
-    /// The interface network's prefix length.
-    pub prefix_len: u8,
+    /// The router's IPv4 address on the interface and the network's prefix
+    /// length, if the interface carries IPv4.
+    pub v4: Option<(Ipv4Addr, u8)>,
+    /// The router's IPv6 address on the interface and the network's prefix
+    /// length, if the interface carries IPv6.
+    pub v6: Option<(Ipv6Addr, u8)>,
     /// The router's Ethernet address on the interface, `xx:xx:xx:xx:xx:xx`.
     pub ether: String,
     /// The largest IP packet sent on the interface (default 1500).
@@ -67,20 +79,52 @@ pub const DEFAULT_MTU: u16 = 1500;
 const QUEUE_CAPACITY: usize = 200;
 
 impl Iface {
+    /// The IPv4 address (`0.0.0.0` on an IPv6-only interface).
+    pub fn addr(&self) -> Ipv4Addr {
+        self.v4.map_or(Ipv4Addr::UNSPECIFIED, |(a, _)| a)
+    }
+    /// The IPv4 prefix length (0 on an IPv6-only interface).
+    pub fn prefix_len(&self) -> u8 {
+        self.v4.map_or(0, |(_, l)| l)
+    }
     fn mask(&self) -> u32 {
-        prefix_mask(self.prefix_len)
+        prefix_mask(self.prefix_len())
     }
-    /// The network address.
+    /// The IPv4 network address.
     pub fn network(&self) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.addr) & self.mask())
+        Ipv4Addr::from(u32::from(self.addr()) & self.mask())
     }
-    /// The directed broadcast address.
+    /// The IPv4 directed broadcast address.
     pub fn broadcast(&self) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.addr) | !self.mask())
+        Ipv4Addr::from(u32::from(self.addr()) | !self.mask())
+    }
+    /// The IPv6 network, `PREFIX/LEN` (None on an IPv4-only interface).
+    pub fn network6(&self) -> Option<(Ipv6Addr, u8)> {
+        self.v6
+            .map(|(a, l)| (Ipv6Addr::from(u128::from(a) & prefix_mask6(l)), l))
     }
     /// The MTU, or [`DEFAULT_MTU`].
     pub fn mtu(&self) -> u16 {
         self.mtu.unwrap_or(DEFAULT_MTU)
+    }
+    /// The addresses as written in comments: `10.0.0.1/24 2001:db8::1/64`.
+    fn addrs_shown(&self) -> String {
+        let mut v = Vec::new();
+        if let Some((a, l)) = self.v4 {
+            v.push(format!("{a}/{l}"));
+        }
+        if let Some((a, l)) = self.v6 {
+            v.push(format!("{a}/{l}"));
+        }
+        v.join(" ")
+    }
+}
+
+fn prefix_mask6(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len.min(128)))
     }
 }
 
@@ -147,29 +191,101 @@ fn parse_ether(parts: &[&str]) -> Result<String, String> {
     Ok(out.join(":"))
 }
 
-/// Parses `NAME:ADDR/PREFIX:ETHER[:mtu=N]` (see the module documentation).
+/// Splits `spec` at the colons outside `[...]`.
+fn split_fields(spec: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in spec.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            ':' if depth == 0 => {
+                out.push(&spec[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&spec[start..]);
+    out
+}
+
+fn parse_v4(addr: &str, p: &str) -> Result<(Ipv4Addr, u8), String> {
+    let a: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| format!("'{addr}' is not an IPv4 address"))?;
+    let len = parse_prefix(p)?;
+    if !(1..=30).contains(&len) {
+        return Err(format!(
+            "prefix length {len}: must be 1 to 30 (the network needs distinct network and broadcast addresses)"
+        ));
+    }
+    let host = u32::from(a) & !prefix_mask(len);
+    if host == 0 || host == !prefix_mask(len) {
+        return Err(format!("{a} is the network or broadcast address of /{len}"));
+    }
+    Ok((a, len))
+}
+
+fn parse_v6(addr: &str, p: &str) -> Result<(Ipv6Addr, u8), String> {
+    let a: Ipv6Addr = addr
+        .parse()
+        .map_err(|_| format!("'{addr}' is not an IPv6 address"))?;
+    let len: u8 = p
+        .parse()
+        .ok()
+        .filter(|_| p.chars().all(|c| c.is_ascii_digit()))
+        .ok_or_else(|| format!("'{p}' is not an IPv6 prefix length"))?;
+    if !(1..=127).contains(&len) {
+        return Err(format!("IPv6 prefix length {len}: must be 1 to 127"));
+    }
+    if a.is_multicast() || a.is_unspecified() || a.is_loopback() {
+        return Err(format!("{a} cannot be an interface address"));
+    }
+    if u128::from(a) & !prefix_mask6(len) == 0 {
+        return Err(format!(
+            "{a} is the subnet-router anycast address of /{len} (RFC 4291)"
+        ));
+    }
+    Ok((a, len))
+}
+
+/// Parses `NAME:ADDRS:ETHER[:mtu=N]` (see the module documentation), where
+/// ADDRS is `A.B.C.D/PREFIX`, `[IPV6]/LEN` or both separated by a comma.
 pub fn parse_iface(spec: &str) -> Result<Iface, String> {
     let bad = |msg: String| format!("interface '{spec}': {msg}");
-    let fields: Vec<&str> = spec.split(':').collect();
+    if spec.matches('[').count() != spec.matches(']').count() {
+        return Err(bad("an IPv6 address's '[' is missing its ']'".into()));
+    }
+    let fields = split_fields(spec);
     if fields.len() < 3 {
         return Err(bad(
-            "expected NAME:ADDR/PREFIX:ETHER[:mtu=N], e.g. eth0:10.0.0.1/24:00:11:22:33:44:55"
+            "expected NAME:ADDR/PREFIX:ETHER[:mtu=N], e.g. eth0:10.0.0.1/24:00:11:22:33:44:55 \
+             or eth0:10.0.0.1/24,[2001:db8::1]/64:00:11:22:33:44:55"
                 .into(),
         ));
     }
     let name = fields[0];
     valid_name(name).map_err(bad)?;
-    let (a, p) = fields[1]
-        .split_once('/')
-        .ok_or_else(|| bad(format!("'{}' needs a /PREFIX", fields[1])))?;
-    let addr: Ipv4Addr = a
-        .parse()
-        .map_err(|_| bad(format!("'{a}' is not an IPv4 address")))?;
-    let prefix_len = parse_prefix(p).map_err(bad)?;
-    if !(1..=30).contains(&prefix_len) {
-        return Err(bad(format!(
-            "prefix length {prefix_len}: must be 1 to 30 (the network needs distinct network and broadcast addresses)"
-        )));
+    let (mut v4, mut v6) = (None, None);
+    for one in fields[1].split(',') {
+        let (a, p) = one
+            .rsplit_once('/')
+            .ok_or_else(|| bad(format!("'{one}' needs a /PREFIX")))?;
+        if let Some(a6) = a.strip_prefix('[') {
+            let a6 = a6
+                .strip_suffix(']')
+                .ok_or_else(|| bad(format!("'{a}': missing ']'")))?;
+            if v6.is_some() {
+                return Err(bad("more than one IPv6 address".into()));
+            }
+            v6 = Some(parse_v6(a6, p).map_err(bad)?);
+        } else {
+            if v4.is_some() {
+                return Err(bad("more than one IPv4 address".into()));
+            }
+            v4 = Some(parse_v4(a, p).map_err(bad)?);
+        }
     }
     let mut rest = &fields[2..];
     let mut mtu = None;
@@ -192,23 +308,23 @@ pub fn parse_iface(spec: &str) -> Result<Iface, String> {
             None => break,
         }
     }
+    if v6.is_some() && mtu.unwrap_or(DEFAULT_MTU) < 1280 {
+        return Err(bad(format!(
+            "mtu {}: an IPv6 link needs at least 1280 (RFC 8200)",
+            mtu.unwrap_or(DEFAULT_MTU)
+        )));
+    }
     if rest.is_empty() {
         return Err(bad("missing the Ethernet address".into()));
     }
     let ether = parse_ether(rest).map_err(bad)?;
-    let host = u32::from(addr) & !prefix_mask(prefix_len);
-    if host == 0 || host == !prefix_mask(prefix_len) {
-        return Err(bad(format!(
-            "{addr} is the network or broadcast address of /{prefix_len}"
-        )));
-    }
     if u8::from_str_radix(&ether[..2], 16).is_ok_and(|b| b & 1 == 1) {
         return Err(bad(format!("{ether} is a group (multicast) address")));
     }
     Ok(Iface {
         name: name.to_string(),
-        addr,
-        prefix_len,
+        v4,
+        v6,
         ether,
         mtu,
     })
@@ -221,25 +337,53 @@ pub fn validate(ifaces: &[Iface]) -> Result<(), String> {
     if ifaces.is_empty() {
         return Err("make-ip-conf: give at least one interface".into());
     }
+    let with4 = ifaces.iter().filter(|f| f.v4.is_some()).count();
+    let with6 = ifaces.iter().filter(|f| f.v6.is_some()).count();
+    for (count, family) in [(with4, "IPv4"), (with6, "IPv6")] {
+        if count != 0 && count != ifaces.len() {
+            return Err(format!(
+                "{family} on {count} of {} interfaces: give every interface an {family} address, or none",
+                ifaces.len()
+            ));
+        }
+    }
     for (i, a) in ifaces.iter().enumerate() {
         for b in &ifaces[..i] {
             if a.name == b.name {
                 return Err(format!("interface {} is given twice", a.name));
             }
-            if a.addr == b.addr {
+            if a.v4.is_some() && a.addr() == b.addr() {
                 return Err(format!(
                     "interfaces {} and {} have the same address {}",
-                    b.name, a.name, a.addr
+                    b.name,
+                    a.name,
+                    a.addr()
                 ));
             }
-            if a.network() == b.network() && a.prefix_len == b.prefix_len {
+            if a.v4.is_some() && a.network() == b.network() && a.prefix_len() == b.prefix_len() {
                 return Err(format!(
                     "interfaces {} and {} are on the same network {}/{}",
                     b.name,
                     a.name,
                     a.network(),
-                    a.prefix_len
+                    a.prefix_len()
                 ));
+            }
+            if let (Some((x, _)), Some((y, _))) = (a.v6, b.v6) {
+                if x == y {
+                    return Err(format!(
+                        "interfaces {} and {} have the same address {x}",
+                        b.name, a.name
+                    ));
+                }
+            }
+            if let (Some((n, l)), Some(m)) = (a.network6(), b.network6()) {
+                if (n, l) == m {
+                    return Err(format!(
+                        "interfaces {} and {} are on the same network {n}/{l}",
+                        b.name, a.name
+                    ));
+                }
             }
         }
     }
@@ -248,9 +392,13 @@ pub fn validate(ifaces: &[Iface]) -> Result<(), String> {
 
 /// Writes the router configuration for `ifaces` (which should pass
 /// [`validate`]). Interface `i` is painted `i + 1` and is output `i + 1`
-/// of the routing table `rt`; output 0 is the host.
+/// of the routing table `rt` (IPv4) and `rt6` (IPv6); output 0 is the host.
+/// Each family appears when the interfaces carry it; an IPv4-only list
+/// gives exactly make-ip-conf.pl's router.
 pub fn generate(ifaces: &[Iface], device: Device) -> String {
     let n = ifaces.len();
+    let has4 = ifaces.iter().all(|f| f.v4.is_some());
+    let has6 = ifaces.iter().all(|f| f.v6.is_some());
     let mut s = String::new();
     let w = &mut s;
 
@@ -269,6 +417,26 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
 //
 ",
     );
+    if has6 {
+        w.push_str(if has4 {
+            "// IPv6 too (dual stack): each interface's Classifier also separates
+// neighbour solicitations, advertisements and IPv6; IPv6 has its own
+"
+        } else {
+            "// IPv6 only: each interface's Classifier separates neighbour
+// solicitations, advertisements and IPv6; IPv6 has its own
+"
+        });
+        w.push_str(
+            "// input path (CheckIP6Header), routing table rt6 (output i+1 is interface
+// i, 0 the router's addresses), neighbour discovery (IP6NDSolicitor,
+// IP6NDAdvertiser) and per-interface output path (DecIP6HLIM, CheckLength
+// for the MTU) whose errors become ICMPv6 errors (time exceeded, packet
+// too big) that go back into rt6. Both families share the output Queues.
+//
+",
+        );
+    }
     match device {
         Device::Pcap => {
             w.push_str(
@@ -284,11 +452,13 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
             for i in 0..n.min(2) {
                 let _ = write!(w, " IN{i}=in{i}.pcap OUT{i}=out{i}.pcap");
             }
-            w.push_str(
-                " \\
-//       -h cip.drop_details -h rt.table -h tohost.count
-",
-            );
+            w.push_str(" \\\n//       ");
+            if has4 {
+                w.push_str("-h cip.drop_details -h rt.table");
+            } else {
+                w.push_str("-h cip6.drops -h rt6.table");
+            }
+            w.push_str(" -h tohost.count\n");
         }
         Device::Linux => {
             w.push_str(
@@ -309,7 +479,7 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
             w,
             "//   {:<6} {:<18} {}  MTU {}",
             f.name,
-            format!("{}/{}", f.addr, f.prefix_len),
+            f.addrs_shown(),
             f.ether,
             f.mtu()
         );
@@ -345,21 +515,184 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
         let _ = writeln!(w);
     }
 
-    // Routing table.
+    if has4 {
+        write_v4_input(w, ifaces, device);
+    }
+    if has6 {
+        write_v6_input(w, ifaces, device, has4);
+    }
+
+    // Per-interface devices, neighbours and classification.
+    for (i, f) in ifaces.iter().enumerate() {
+        let paint = i + 1;
+        let _ = writeln!(w);
+        let _ = writeln!(
+            w,
+            "// {}: {}, {}, MTU {}.",
+            f.name,
+            f.addrs_shown(),
+            f.ether,
+            f.mtu()
+        );
+        match device {
+            Device::Pcap => {
+                let _ = writeln!(w, "in{i} :: FromDump($IN{i}, STOP true);");
+                let _ = writeln!(
+                    w,
+                    "out{i} :: Queue({QUEUE_CAPACITY}) -> to{i} :: ToDump($OUT{i});"
+                );
+            }
+            Device::Linux => {
+                let _ = writeln!(w, "in{i} :: FromDevice({}, SNIFFER false);", f.name);
+                let _ = writeln!(
+                    w,
+                    "out{i} :: Queue({QUEUE_CAPACITY}) -> to{i} :: ToDevice({});",
+                    f.name
+                );
+            }
+        }
+        // (pattern, comment, what the output goes to)
+        let mut outs: Vec<(&str, &str, String)> = Vec::new();
+        if let Some((a, _)) = f.v4 {
+            outs.push((
+                "12/0806 20/0001",
+                "ARP requests",
+                format!("ar{i} :: ARPResponder({a} {}) -> out{i};", f.ether),
+            ));
+            outs.push(("12/0806 20/0002", "ARP replies", format!("[1]arpq{i};")));
+            outs.push((
+                "12/0800",
+                if has6 { "IPv4" } else { "IP" },
+                format!("Paint({paint}) -> ip;"),
+            ));
+        }
+        if f.v6.is_some() {
+            outs.push((
+                "12/86dd 20/3aff 54/87",
+                "neighbour solicitations",
+                format!("ns{i} :: Tee(2);"),
+            ));
+            outs.push((
+                "12/86dd 20/3aff 54/88",
+                "neighbour advertisements",
+                format!("[1]nds{i};"),
+            ));
+            outs.push(("12/86dd", "IPv6", format!("Paint({paint}) -> ip6;")));
+        }
+        outs.push(("-", "other", format!("other{i} :: Discard;")));
+        let head = format!("c{i} :: Classifier(");
+        let pad = " ".repeat(head.len());
+        let width = outs.iter().map(|o| o.0.len() + 1).max().unwrap_or(0) + 2;
+        for (k, (pat, comment, _)) in outs.iter().enumerate() {
+            let punct = if k + 1 == outs.len() { ");" } else { "," };
+            let _ = writeln!(
+                w,
+                "{}{:<width$}// {comment}",
+                if k == 0 { &head } else { &pad },
+                format!("{pat}{punct}"),
+            );
+        }
+        let _ = writeln!(
+            w,
+            "in{i} -> hf{i} :: HostEtherFilter({}, DROP_OWN true) -> c{i};",
+            f.ether
+        );
+        if let Some((a, _)) = f.v4 {
+            let _ = writeln!(w, "arpq{i} :: ARPQuerier({a}, {}) -> out{i};", f.ether);
+        }
+        if let Some((a, _)) = f.v6 {
+            let _ = writeln!(w, "nds{i} :: IP6NDSolicitor({a}, {}) -> out{i};", f.ether);
+        }
+        for (k, (_, _, to)) in outs.iter().enumerate() {
+            let _ = writeln!(w, "c{i}[{k}] -> {to}");
+        }
+        if let Some((a, _)) = f.v6 {
+            let _ = writeln!(
+                w,
+                "ns{i}[0] -> IP6NDAdvertiser({a} {}, ROUTER true) -> out{i};",
+                f.ether
+            );
+            let _ = writeln!(w, "ns{i}[1] -> [1]nds{i};");
+        }
+    }
+
+    // Per-interface output paths.
+    if has4 {
+        for (i, f) in ifaces.iter().enumerate() {
+            let paint = i + 1;
+            let a = f.addr();
+            let others: Vec<String> = ifaces
+                .iter()
+                .filter(|g| g.addr() != a)
+                .map(|g| g.addr().to_string())
+                .collect();
+            let gio_args = if others.is_empty() {
+                a.to_string()
+            } else {
+                format!("{a}, {}", others.join(" "))
+            };
+            let _ = writeln!(w);
+            let _ = writeln!(
+                w,
+                "// Forwarding out {}, with ICMP errors back through rt.",
+                f.name
+            );
+            let _ = writeln!(w, "rt[{paint}] -> db{i} :: DropBroadcasts");
+            let _ = writeln!(w, "      -> cp{i} :: PaintTee({paint})");
+            let _ = writeln!(w, "      -> gio{i} :: IPGWOptions({gio_args})");
+            let _ = writeln!(w, "      -> FixIPSrc({a})");
+            let _ = writeln!(w, "      -> dt{i} :: DecIPTTL");
+            let _ = writeln!(w, "      -> fr{i} :: IPFragmenter($MTU{i})");
+            let _ = writeln!(w, "      -> [0]arpq{i};");
+            let _ = writeln!(w, "cp{i}[1] -> ICMPError({a}, redirect, host) -> rt;");
+            let _ = writeln!(w, "gio{i}[1] -> ICMPError({a}, parameterproblem) -> rt;");
+            let _ = writeln!(w, "dt{i}[1] -> ICMPError({a}, timeexceeded) -> rt;");
+            let _ = writeln!(
+                w,
+                "fr{i}[1] -> ICMPError({a}, unreachable, needfrag, PMTU $MTU{i}) -> rt;"
+            );
+        }
+    }
+    if has6 {
+        for (i, f) in ifaces.iter().enumerate() {
+            let Some((a, _)) = f.v6 else { continue };
+            let paint = i + 1;
+            let _ = writeln!(w);
+            let _ = writeln!(
+                w,
+                "// IPv6 forwarding out {}, with ICMPv6 errors back through rt6.",
+                f.name
+            );
+            let _ = writeln!(
+                w,
+                "rt6[{paint}] -> dh{i} :: DecIP6HLIM -> cl{i} :: CheckLength($MTU{i}) -> [0]nds{i};"
+            );
+            let _ = writeln!(w, "dh{i}[1] -> ICMP6Error({a}, timeexceeded) -> rt6;");
+            let _ = writeln!(
+                w,
+                "cl{i}[1] -> ICMP6Error({a}, packettoobig, PMTU $MTU{i}) -> rt6;"
+            );
+        }
+    }
+    s
+}
+
+/// The IPv4 routing table, input path and host output.
+fn write_v4_input(w: &mut String, ifaces: &[Iface], device: Device) {
     let _ = writeln!(
         w,
         "// Routing table: the host (0), then one output per interface."
     );
     let mut routes = Vec::new();
     for f in ifaces {
-        routes.push(format!("{}/32 0", f.addr));
+        routes.push(format!("{}/32 0", f.addr()));
         routes.push(format!("{}/32 0", f.broadcast()));
         routes.push(format!("{}/32 0", f.network()));
     }
     routes.push("255.255.255.255/32 0".into());
     routes.push("0.0.0.0/32 0".into());
     for (i, f) in ifaces.iter().enumerate() {
-        routes.push(format!("{}/{} {}", f.network(), f.prefix_len, i + 1));
+        routes.push(format!("{}/{} {}", f.network(), f.prefix_len(), i + 1));
     }
     let _ = writeln!(
         w,
@@ -371,7 +704,7 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
     // Shared IP input path and the host output.
     let interfaces: Vec<String> = ifaces
         .iter()
-        .map(|f| format!("{}/{}", f.addr, f.prefix_len))
+        .map(|f| format!("{}/{}", f.addr(), f.prefix_len()))
         .collect();
     let _ = writeln!(
         w,
@@ -398,7 +731,7 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
         Device::Linux => {
             let addrs: Vec<String> = ifaces
                 .iter()
-                .map(|f| format!("dst host {}", f.addr))
+                .map(|f| format!("dst host {}", f.addr()))
                 .collect();
             let _ = writeln!(
                 w,
@@ -414,99 +747,60 @@ pub fn generate(ifaces: &[Iface], device: Device) -> String {
             let _ = writeln!(w, "self[1] -> tohost :: Discard;");
         }
     }
+}
 
-    // Per-interface devices, ARP and classification.
-    for (i, f) in ifaces.iter().enumerate() {
-        let paint = i + 1;
+/// The IPv6 routing table, input path and host output (shared with IPv4's
+/// when there is one).
+fn write_v6_input(w: &mut String, ifaces: &[Iface], device: Device, has4: bool) {
+    if has4 {
         let _ = writeln!(w);
-        let _ = writeln!(
-            w,
-            "// {}: {}/{}, {}, MTU {}.",
-            f.name,
-            f.addr,
-            f.prefix_len,
-            f.ether,
-            f.mtu()
-        );
-        match device {
-            Device::Pcap => {
-                let _ = writeln!(w, "in{i} :: FromDump($IN{i}, STOP true);");
-                let _ = writeln!(
-                    w,
-                    "out{i} :: Queue({QUEUE_CAPACITY}) -> to{i} :: ToDump($OUT{i});"
-                );
-            }
-            Device::Linux => {
-                let _ = writeln!(w, "in{i} :: FromDevice({}, SNIFFER false);", f.name);
-                let _ = writeln!(
-                    w,
-                    "out{i} :: Queue({QUEUE_CAPACITY}) -> to{i} :: ToDevice({});",
-                    f.name
-                );
-            }
+    }
+    let _ = writeln!(
+        w,
+        "// IPv6 routing table: the router's addresses (0), then one output per interface."
+    );
+    let mut routes = Vec::new();
+    for f in ifaces {
+        if let Some((a, _)) = f.v6 {
+            routes.push(format!("{a}/128 0"));
         }
-        let head = format!("c{i} :: Classifier(");
-        let pad = " ".repeat(head.len());
-        let _ = writeln!(w, "{head}12/0806 20/0001,  // ARP requests");
-        let _ = writeln!(w, "{pad}12/0806 20/0002,  // ARP replies");
-        let _ = writeln!(w, "{pad}12/0800,          // IP");
-        let _ = writeln!(w, "{pad}-);               // other");
-        let _ = writeln!(
-            w,
-            "in{i} -> hf{i} :: HostEtherFilter({}, DROP_OWN true) -> c{i};",
-            f.ether
-        );
-        let _ = writeln!(
-            w,
-            "arpq{i} :: ARPQuerier({}, {}) -> out{i};",
-            f.addr, f.ether
-        );
-        let _ = writeln!(
-            w,
-            "c{i}[0] -> ar{i} :: ARPResponder({} {}) -> out{i};",
-            f.addr, f.ether
-        );
-        let _ = writeln!(w, "c{i}[1] -> [1]arpq{i};");
-        let _ = writeln!(w, "c{i}[2] -> Paint({paint}) -> ip;");
-        let _ = writeln!(w, "c{i}[3] -> other{i} :: Discard;");
     }
-
-    // Per-interface output paths.
     for (i, f) in ifaces.iter().enumerate() {
-        let paint = i + 1;
-        let a = f.addr;
-        let others: Vec<String> = ifaces
-            .iter()
-            .filter(|g| g.addr != a)
-            .map(|g| g.addr.to_string())
-            .collect();
-        let gio_args = if others.is_empty() {
-            a.to_string()
-        } else {
-            format!("{a}, {}", others.join(" "))
-        };
-        let _ = writeln!(w);
-        let _ = writeln!(
-            w,
-            "// Forwarding out {}, with ICMP errors back through rt.",
-            f.name
-        );
-        let _ = writeln!(w, "rt[{paint}] -> db{i} :: DropBroadcasts");
-        let _ = writeln!(w, "      -> cp{i} :: PaintTee({paint})");
-        let _ = writeln!(w, "      -> gio{i} :: IPGWOptions({gio_args})");
-        let _ = writeln!(w, "      -> FixIPSrc({a})");
-        let _ = writeln!(w, "      -> dt{i} :: DecIPTTL");
-        let _ = writeln!(w, "      -> fr{i} :: IPFragmenter($MTU{i})");
-        let _ = writeln!(w, "      -> [0]arpq{i};");
-        let _ = writeln!(w, "cp{i}[1] -> ICMPError({a}, redirect, host) -> rt;");
-        let _ = writeln!(w, "gio{i}[1] -> ICMPError({a}, parameterproblem) -> rt;");
-        let _ = writeln!(w, "dt{i}[1] -> ICMPError({a}, timeexceeded) -> rt;");
-        let _ = writeln!(
-            w,
-            "fr{i}[1] -> ICMPError({a}, unreachable, needfrag, PMTU $MTU{i}) -> rt;"
-        );
+        if let Some((net, len)) = f.network6() {
+            routes.push(format!("{net}/{len} {}", i + 1));
+        }
     }
-    s
+    let _ = writeln!(
+        w,
+        "rt6 :: LookupIP6Route({});",
+        routes.join(",\n                       ")
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "// IPv6 input, shared by every interface: check the header (RFC 8200),"
+    );
+    let _ = writeln!(w, "// look the destination up.");
+    let _ = writeln!(w, "ip6 :: Strip(14)");
+    let _ = writeln!(w, "  -> cip6 :: CheckIP6Header");
+    let _ = writeln!(w, "  -> GetIP6Address(24)");
+    let _ = writeln!(w, "  -> rt6;");
+    let _ = writeln!(w);
+    let host = match (device, has4) {
+        (_, true) => "tohost",
+        (Device::Pcap, false) => "tohost :: ToDump($HOST, ENCAP IP)",
+        (Device::Linux, false) => "tohost :: Discard",
+    };
+    let _ = writeln!(
+        w,
+        "// IPv6 packets for the router itself go to {}.",
+        if device == Device::Pcap {
+            "the host"
+        } else {
+            "tohost (discarded)"
+        }
+    );
+    let _ = writeln!(w, "rt6[0] -> {host};");
 }
 
 /// `n` example interfaces: `conf/iprouter.click` has the first two, the
@@ -526,8 +820,8 @@ pub fn example_ifaces(n: usize) -> Vec<Iface> {
             };
             Iface {
                 name: format!("eth{i}"),
-                addr,
-                prefix_len: 8,
+                v4: Some((addr, 8)),
+                v6: None,
                 ether,
                 mtu: None,
             }
@@ -546,8 +840,8 @@ mod tests {
             f,
             Iface {
                 name: "eth0".into(),
-                addr: Ipv4Addr::new(10, 0, 0, 1),
-                prefix_len: 24,
+                v4: Some((Ipv4Addr::new(10, 0, 0, 1), 24)),
+                v6: None,
                 ether: "00:11:22:33:44:55".into(),
                 mtu: None,
             }
@@ -559,7 +853,7 @@ mod tests {
         let f = parse_iface("veth-a:192.168.7.9/255.255.252.0:0-1B-2c-3:4:5:mtu=9000").unwrap_err();
         assert!(f.contains("6 bytes"), "{f}");
         let f = parse_iface("veth-a:192.168.7.9/255.255.252.0:0-1B-2c-3-4-5:MTU=9000").unwrap();
-        assert_eq!(f.prefix_len, 22);
+        assert_eq!(f.prefix_len(), 22);
         assert_eq!(f.ether, "00:1b:2c:03:04:05");
         assert_eq!(f.mtu, Some(9000));
         assert_eq!(f.broadcast(), Ipv4Addr::new(192, 168, 7, 255));
@@ -685,6 +979,167 @@ mod tests {
         }
         for absent in ["FromDump", "ToDump", "DriverManager", "$IN0", "$HOST"] {
             assert!(!l.contains(absent), "{absent} in:\n{l}");
+        }
+    }
+
+    #[test]
+    fn parses_ipv6_and_dual_stack_interfaces() {
+        let f =
+            parse_iface("r0:10.0.1.1/24,[2001:db8:1::1]/64:02:00:00:00:01:01:mtu=1400").unwrap();
+        assert_eq!(f.v4, Some((Ipv4Addr::new(10, 0, 1, 1), 24)));
+        assert_eq!(f.v6, Some(("2001:db8:1::1".parse().unwrap(), 64)));
+        assert_eq!(f.network6(), Some(("2001:db8:1::".parse().unwrap(), 64)));
+        assert_eq!(f.ether, "02:00:00:00:01:01");
+        assert_eq!(f.mtu, Some(1400));
+        let f = parse_iface("wan:[2001:db8:ff::9]/48:02:00:00:00:01:02").unwrap();
+        assert_eq!(f.v4, None);
+        assert_eq!(f.network6(), Some(("2001:db8:ff::".parse().unwrap(), 48)));
+        for (spec, why) in [
+            ("e:[2001:db8::1]:02:00:00:00:01:01", "needs a /PREFIX"),
+            ("e:[2001:db8::1/64:02:00:00:00:01:01", "missing its ']'"),
+            ("e:[2001:db8::g]/64:02:00:00:00:01:01", "not an IPv6"),
+            ("e:[2001:db8::1]/128:02:00:00:00:01:01", "1 to 127"),
+            ("e:[2001:db8::1]/x:02:00:00:00:01:01", "prefix length"),
+            ("e:[ff02::1]/64:02:00:00:00:01:01", "cannot be"),
+            ("e:[2001:db8::]/64:02:00:00:00:01:01", "anycast"),
+            (
+                "e:[2001:db8::1]/64,[2001:db8:1::1]/64:02:00:00:00:01:01",
+                "more than one IPv6",
+            ),
+            (
+                "e:10.0.0.1/8,10.1.0.1/16:02:00:00:00:01:01",
+                "more than one IPv4",
+            ),
+            ("e:[2001:db8::1]/64:02:00:00:00:01:01:mtu=1000", "1280"),
+        ] {
+            match parse_iface(spec) {
+                Ok(f) => panic!("{spec}: accepted as {f:?}"),
+                Err(e) => assert!(e.contains(why), "{spec}: {e} (wanted '{why}')"),
+            }
+        }
+        let p = |s: &str| parse_iface(s).unwrap();
+        let a = p("a:10.0.1.1/24,[2001:db8:1::1]/64:02:00:00:00:01:01");
+        let b = p("b:10.0.2.1/24,[2001:db8:2::1]/64:02:00:00:00:01:02");
+        assert_eq!(validate(&[a.clone(), b]), Ok(()));
+        let e = validate(&[a.clone(), p("b:10.0.2.1/24:02:00:00:00:01:02")]).unwrap_err();
+        assert!(e.contains("IPv6 on 1 of 2"), "{e}");
+        let e = validate(&[
+            a.clone(),
+            p("b:10.0.2.1/24,[2001:db8:1::2]/64:02:00:00:00:01:02"),
+        ])
+        .unwrap_err();
+        assert!(e.contains("same network 2001:db8:1::/64"), "{e}");
+        let e =
+            validate(&[a, p("b:10.0.2.1/24,[2001:db8:1::1]/60:02:00:00:00:01:02")]).unwrap_err();
+        assert!(e.contains("same address 2001:db8:1::1"), "{e}");
+    }
+
+    fn dual_ifaces(n: usize, v4: bool) -> Vec<Iface> {
+        (0..n)
+            .map(|i| {
+                let four = if v4 {
+                    format!("10.0.{}.1/24,", i + 1)
+                } else {
+                    String::new()
+                };
+                parse_iface(&format!(
+                    "eth{i}:{four}[2001:db8:{:x}::1]/64:02:00:00:00:{:02x}:01",
+                    i + 1,
+                    i + 1
+                ))
+                .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn generated_ipv6_routes_and_paths() {
+        let c = generate(&dual_ifaces(2, true), Device::Linux);
+        for want in [
+            "rt :: RadixIPLookup(10.0.1.1/32 0,",
+            "rt6 :: LookupIP6Route(2001:db8:1::1/128 0,",
+            "2001:db8:2::/64 2);",
+            "-> cip6 :: CheckIP6Header",
+            "rt6[0] -> tohost;",
+            "self[1] -> tohost :: Discard;",
+            "12/0800,                // IPv4",
+            "12/86dd 20/3aff 54/87,  // neighbour solicitations",
+            "nds1 :: IP6NDSolicitor(2001:db8:2::1, 02:00:00:00:02:01) -> out1;",
+            "c1[3] -> ns1 :: Tee(2);",
+            "c1[4] -> [1]nds1;",
+            "c1[5] -> Paint(2) -> ip6;",
+            "c1[6] -> other1 :: Discard;",
+            "ns0[0] -> IP6NDAdvertiser(2001:db8:1::1 02:00:00:00:01:01, ROUTER true) -> out0;",
+            "rt6[2] -> dh1 :: DecIP6HLIM -> cl1 :: CheckLength($MTU1) -> [0]nds1;",
+            "cl0[1] -> ICMP6Error(2001:db8:1::1, packettoobig, PMTU $MTU0) -> rt6;",
+            "fr1[1] -> ICMPError(10.0.2.1, unreachable, needfrag, PMTU $MTU1) -> rt;",
+        ] {
+            assert!(c.contains(want), "missing {want:?} in:\n{c}");
+        }
+        let c = generate(&dual_ifaces(2, false), Device::Pcap);
+        assert!(
+            c.contains("rt6[0] -> tohost :: ToDump($HOST, ENCAP IP);"),
+            "{c}"
+        );
+        for absent in [
+            "RadixIPLookup",
+            "ARPQuerier",
+            "CheckIPHeader",
+            "12/0800",
+            "DecIPTTL",
+        ] {
+            assert!(!c.contains(absent), "{absent} in:\n{c}");
+        }
+        // IPv4-only output does not mention IPv6.
+        let c = generate(&example_ifaces(2), Device::Pcap);
+        for absent in ["rt6", "IP6", "86dd"] {
+            assert!(!c.contains(absent), "{absent} in:\n{c}");
+        }
+    }
+
+    /// The dual-stack and IPv6-only configurations build, pcap and Linux
+    /// (devices replaced), for 1, 2 and 5 interfaces.
+    #[test]
+    fn generated_ipv6_configurations_build() {
+        let reg = paraclick_io::full_registry();
+        let dir = tempfile::tempdir().unwrap();
+        for v4 in [true, false] {
+            for n in [1, 2, 5] {
+                let ifaces = dual_ifaces(n, v4);
+                assert_eq!(validate(&ifaces), Ok(()));
+                let mut defines = Vec::new();
+                for i in 0..n {
+                    let p = dir.path().join(format!("in{i}.pcap"));
+                    empty_pcap(&p);
+                    defines.push((format!("IN{i}"), p.display().to_string()));
+                    let p = dir.path().join(format!("out{i}.pcap"));
+                    defines.push((format!("OUT{i}"), p.display().to_string()));
+                }
+                let p = dir.path().join("host.pcap");
+                defines.push(("HOST".into(), p.display().to_string()));
+                let mut linux = generate(&ifaces, Device::Linux);
+                for i in 0..n {
+                    linux = linux
+                        .replace(&format!("FromDevice(eth{i}, SNIFFER false)"), "Idle")
+                        .replace(&format!("ToDevice(eth{i})"), "Discard");
+                }
+                for (text, defines) in [(generate(&ifaces, Device::Pcap), defines), (linux, vec![])]
+                {
+                    let src = paraclick_lang::Source {
+                        name: format!("make-ip-conf-v6-{n}-{v4}"),
+                        text: text.clone(),
+                    };
+                    let opts = paraclick_runtime::BuildOptions {
+                        pin: false,
+                        defines,
+                        ..paraclick_runtime::BuildOptions::default()
+                    };
+                    if let Err(d) = paraclick_runtime::Router::build(&src, &reg, &opts) {
+                        let msgs: Vec<String> = d.iter().map(|d| d.to_string()).collect();
+                        panic!("{n} interfaces:\n{}\n{text}", msgs.join("\n"));
+                    }
+                }
+            }
         }
     }
 

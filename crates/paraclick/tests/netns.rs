@@ -9,9 +9,13 @@
 //! runs conf/iprouter-veth-host.click, whose FromHost/ToHost taps let the
 //! hosts reach TCP services Linux runs on the router's own addresses.
 //!
-//! They need root (namespaces, veth pairs, packet sockets, taps). Run as anyone
-//! else the test fails, saying so: CI runs as root, and a skipped test
-//! would hide a broken router.
+//! They need root (namespaces, veth pairs, packet sockets, taps). Run as
+//! anyone else each test is skipped with a loud message on stderr (it
+//! passes without checking anything), so a contributor's `cargo test`
+//! works; with `PARACLICK_NETNS_REQUIRED=1` in the environment (what
+//! scripts/test.sh, and so CI, sets) not being root fails instead, so that a
+//! skipped test cannot hide a broken router there. As root they always run,
+//! and a missing tool fails them.
 
 #![cfg(target_os = "linux")]
 
@@ -34,11 +38,29 @@ fn is_root() -> bool {
 /// Runs `tests/netns/SCRIPT` with the paraclick binary (as root, within
 /// `limit`); returns its output once it has passed and said `done`.
 fn run_script(script: &str, limit: Duration, done: &str) -> String {
-    assert!(
-        is_root(),
-        "the netns tests must run as root: they create network namespaces and veth \
-         pairs and open packet sockets (run `cargo test` as root, as CI does)"
-    );
+    if !is_root() {
+        let why = format!(
+            "tests/netns/{script} needs root: it creates network namespaces and veth \
+             pairs and opens packet sockets (run `cargo test` as root, as CI does)"
+        );
+        let required = std::env::var("PARACLICK_NETNS_REQUIRED").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "{why}; PARACLICK_NETNS_REQUIRED=1 forbids skipping it"
+        );
+        // Straight to the process's stderr: the test harness hides what a
+        // passing test prints with eprintln!, and this must be seen.
+        let bar = "*".repeat(78);
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "\n{bar}\nSKIPPED (not root): {why}\nNothing was checked. \
+                 Set PARACLICK_NETNS_REQUIRED=1 to make this a failure.\n{bar}\n"
+            )
+            .as_bytes(),
+        );
+        return String::new();
+    }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let script = root.join("tests/netns").join(script);
     let log = std::env::temp_dir().join(format!(
@@ -144,6 +166,21 @@ fn two_sites_through_an_esp_tunnel() {
         "vpn.sh",
         Duration::from_secs(300),
         "vpn test: all checks passed",
+    );
+}
+
+/// Faults under a running router (tests/netns/faults.sh): a veth pair
+/// deleted under FromDevice/ToDevice, a tap deleted under FromHost/ToHost,
+/// a pcap file cut mid-record for FromDump, a full 64 KB tmpfs under
+/// ToDump. Each gives a clear error or counted drops; the router keeps
+/// answering on its control socket or runs to its end, and stops cleanly:
+/// no hang, no panic.
+#[test]
+fn faults_give_errors_or_counted_drops_never_a_hang_or_panic() {
+    run_script(
+        "faults.sh",
+        Duration::from_secs(60),
+        "faults test: all checks passed",
     );
 }
 

@@ -466,6 +466,92 @@ pub(crate) mod tests {
         assert_eq!(joined, data);
     }
 
+    /// An Ethernet + IPv6 frame (fd00::1 -> fd00::2) carrying transport
+    /// header + `payload` of protocol `proto`, its checksum field (at
+    /// `csum_at` in the transport header) holding only the pseudo-header
+    /// sum, as a sender with checksum offload leaves it.
+    fn ip6_frame(proto: u8, l4hdr: &[u8], csum_at: usize, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 40];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[14] = 0x60;
+        let plen = l4hdr.len() + payload.len();
+        f[18..20].copy_from_slice(&(plen as u16).to_be_bytes());
+        f[20] = proto;
+        f[21] = 64;
+        f[22..38].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        f[38..54].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        f.extend_from_slice(l4hdr);
+        f.extend_from_slice(payload);
+        let ps = pseudo_sum(&f, 14, true, proto, plen);
+        f[54 + csum_at..56 + csum_at].copy_from_slice(&ps.to_be_bytes());
+        f
+    }
+
+    /// Whether the IPv6 packet in `d` has a valid transport checksum.
+    fn ipv6_l4_valid(d: &[u8]) -> bool {
+        let plen = u16::from_be_bytes([d[18], d[19]]) as usize;
+        let l4 = &d[54..54 + plen];
+        checksum::combine(&[pseudo_sum(d, 14, true, d[20], plen), checksum::sum(l4)]) == 0xffff
+    }
+
+    #[test]
+    fn ipv6_partial_checksums_are_completed() {
+        let mut tcp = [0u8; 20];
+        tcp[12] = 5 << 4;
+        tcp[13] = 0x18;
+        let mut f = ip6_frame(6, &tcp, 16, &payload(333));
+        assert!(!ipv6_l4_valid(&f));
+        assert!(complete_csum(&mut f, 54, 16));
+        assert!(ipv6_l4_valid(&f));
+        // UDP, with link padding after the datagram (not summed).
+        let udp = [0x30, 0x39, 0x00, 0x35, 0, 8 + 17, 0, 0];
+        let mut g = ip6_frame(17, &udp, 6, &payload(17));
+        g.extend_from_slice(&[0xee; 9]);
+        assert!(complete_csum(&mut g, 54, 6));
+        assert!(ipv6_l4_valid(&g));
+        // A checksum that sums to 0 is written 0xFFFF (UDP over IPv6 must
+        // carry one, RFC 8200 8.1): whatever the payload, never 0.
+        assert_ne!(&g[60..62], &[0, 0]);
+    }
+
+    #[test]
+    fn udp_over_ipv6_is_segmented() {
+        let data = payload(2500);
+        let f = ip6_frame(17, &[0x30, 0x39, 0x00, 0x35, 0, 0, 0, 0], 6, &data);
+        let v = VnetHdr {
+            flags: 1,
+            gso_type: VIRTIO_NET_HDR_GSO_UDP_L4,
+            gso_size: 1000,
+            csum_start: 54,
+            csum_offset: 6,
+            ..VnetHdr::default()
+        };
+        let mut out = Batch::new();
+        assert_eq!(segment(&f, &v, &mut out), Ok(3));
+        let mut joined = Vec::new();
+        for (i, p) in out.iter().enumerate() {
+            let s = p.data();
+            let plen = u16::from_be_bytes([s[18], s[19]]) as usize;
+            assert_eq!(plen, s.len() - 54, "datagram {i}");
+            let ulen = u16::from_be_bytes([s[58], s[59]]) as usize;
+            assert_eq!(ulen, plen);
+            assert_eq!(ulen - 8, if i < 2 { 1000 } else { 500 });
+            assert!(ipv6_l4_valid(s), "datagram {i}");
+            joined.extend_from_slice(&s[62..]);
+        }
+        assert_eq!(joined, data);
+        // A TCPv4 GSO type on an IPv6 frame is refused, not cut wrongly.
+        let bad = VnetHdr {
+            gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+            gso_size: 1000,
+            ..VnetHdr::default()
+        };
+        assert_eq!(
+            segment(&f, &bad, &mut Batch::new()),
+            Err(OffloadError::Unsupported)
+        );
+    }
+
     #[test]
     fn tcp_over_ipv6_is_segmented() {
         let data = payload(3000);

@@ -392,6 +392,8 @@ pub struct SendResult {
     /// The socket would block (or the device's queue is full): the frames
     /// after `done` were not tried.
     pub blocked: bool,
+    /// The system error of the last frame that failed for good.
+    pub error: Option<i32>,
 }
 
 /// Whether an error from sending means "try again later".
@@ -452,6 +454,7 @@ pub fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> SendResult {
         }
         // The frame at `done` cannot be sent at all.
         res.failed |= 1u64 << res.done;
+        res.error = e.raw_os_error();
         res.done += 1;
     }
     res

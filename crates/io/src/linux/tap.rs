@@ -274,6 +274,33 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// For tests that need root: true when root; otherwise, unless
+/// `PARACLICK_NETNS_REQUIRED=1` (scripts/test.sh, CI) makes that a failure,
+/// prints a loud SKIPPED message naming `test` straight to stderr (the
+/// harness hides a passing test's eprintln!) and returns false.
+#[cfg(test)]
+pub fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    let required = std::env::var("PARACLICK_NETNS_REQUIRED").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "{test} needs root (it creates devices in a network namespace); \
+         PARACLICK_NETNS_REQUIRED=1 forbids skipping it"
+    );
+    let bar = "*".repeat(78);
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "\n{bar}\nSKIPPED (not root): {test} creates devices in a network namespace.\n\
+             Nothing was checked. Set PARACLICK_NETNS_REQUIRED=1 to make this a failure.\n{bar}\n"
+        )
+        .as_bytes(),
+    );
+    false
+}
+
 /// Moves the calling thread into a new network namespace of its own
 /// (tests: devices they create never touch the host's namespace). Threads
 /// it starts afterwards are in the new namespace too.

@@ -40,7 +40,9 @@
 //! Handlers:
 //! - `count` (read): packets sent.
 //! - `drops` (read): packets that could not be sent (dropped, or emitted
-//!   on output 1).
+//!   on output 1). The first send the kernel refuses for good (a device
+//!   deleted or down under the router: `ENXIO`, `ENETDOWN`) is reported on
+//!   standard error, once; the router keeps running.
 //! - `reset_counts` (write): resets both.
 //!
 //! Example:
@@ -48,6 +50,7 @@
 //!     ... -> Queue(1000) -> ToDevice(eth0, BURST 32);
 
 use super::sys::{self, SEND_CHUNK};
+use crate::common::ErrorCount;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
 use std::collections::VecDeque;
@@ -73,6 +76,8 @@ pub struct ToDevice {
     npending: AtomicUsize,
     max_pending: usize,
     counts: super::DevCounts,
+    /// Sends that failed for good (the first one is reported).
+    errors: ErrorCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -104,6 +109,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
         npending: AtomicUsize::new(0),
         max_pending: 4 * burst,
         counts: super::DevCounts::new(cx.nthreads),
+        errors: ErrorCount::default(),
     })
 }
 
@@ -125,6 +131,18 @@ impl ToDevice {
                 *slot = p.data();
             }
             let r = sys::send_frames(fd, &frames[..n]);
+            if let Some(errno) = r.error {
+                // A device deleted or taken down under the router: say so
+                // once; every packet it refuses is a counted drop.
+                self.errors.report(
+                    &format!("{} :: ToDevice", cx.element_name()),
+                    &format!(
+                        "{}: {}; packets the device refuses are dropped (counted in drops)",
+                        self.devname,
+                        std::io::Error::from_raw_os_error(errno)
+                    ),
+                );
+            }
             let rest = batch.split_off(r.done);
             for (i, p) in batch.drain().enumerate() {
                 if r.failed & (1u64 << i) != 0 {
