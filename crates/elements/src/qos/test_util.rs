@@ -1,17 +1,12 @@
-//! Helpers for this folder's element tests.
+//! The QoS tests use the crate's one kit ([`crate::test_kit`]), plus
+//! these pull-side helpers.
+
+#![allow(dead_code)] // not every test uses every helper
 
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{Registry, Router};
+use paraclick_runtime::Router;
 
-/// A registry with the QoS elements, the standard ones and the test sinks.
-pub fn reg() -> Registry {
-    let mut r = Registry::new();
-    super::register(&mut r);
-    crate::standard::register(&mut r);
-    crate::sched::register(&mut r);
-    paraclick_runtime::testing::register(&mut r);
-    r
-}
+pub use crate::test_kit::*;
 
 /// `Idle -> q :: CHAIN` with the last element named `s`; each of its
 /// `nout` outputs goes to an inactive Unqueue (pull outputs) so the test
