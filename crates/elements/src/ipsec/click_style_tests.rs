@@ -356,3 +356,94 @@ fn packets_without_an_sa_and_bad_configurations() {
     assert_eq!((o[0][8], o[0][9]), (9, 4));
     assert!(checksum::verify(&o[0][..20]));
 }
+
+/// Every split element against bad packets that carry any SA annotation
+/// and any state: random bytes, and ESP packets cut short or damaged at
+/// each step. No panic, and each packet leaves by the output or is a
+/// counted drop.
+#[test]
+fn split_elements_survive_bad_packets_with_any_annotation() {
+    use super::sa_table::set_sa_anno;
+    use crate::ip::test_util::Rng;
+    let table = format!(
+        "IPsecSATable(0x1001 aes128gcm16 {}, 0x1002 aes128-sha1 {} 1.1.1.1 2.2.2.2, 0x1003 3des-sha256 {})",
+        key("aes128gcm16", 1),
+        key("aes128-sha1", 2),
+        key("3des-sha256", 3)
+    );
+    let enc = fused("aes128-sha1", "IPsecESPTunnelEncap", "0x1002", 2);
+    enc.push_into(
+        "e",
+        0,
+        Batch::from(
+            (0..8)
+                .map(|i| pkt(&inner(20 + 37 * i, [1, 2, 3, 4], i as u8)))
+                .collect::<Vec<_>>(),
+        ),
+    )
+    .unwrap();
+    let esp = out(&enc, "o");
+    for (k, el) in [
+        "IPsecESPEncap",
+        "IPsecESPUnencap",
+        "IPsecAES(0)",
+        "IPsecAES(1)",
+        "IPsecDES(0)",
+        "IPsecDES(1)",
+        "IPsecAuthHMACSHA1(0)",
+        "IPsecAuthHMACSHA1(1)",
+        "IPsecAuthHMACSHA256(1)",
+        "IPsecEncap(50)",
+        "RadixIPsecLookup(2.2.2.2/32 0, 10.0.0.0/8 1 0x1001, 0/0 2)",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let nout = if el.starts_with("Radix") { 3 } else { 1 };
+        let mut conf = format!("{table}; TestSource -> e :: {el};");
+        for o in 0..nout {
+            conf.push_str(&format!("e[{o}] -> o{o} :: TestSink;"));
+        }
+        let r = Router::from_str(&conf, &registry(), 1).unwrap_or_else(|d| panic!("{el}: {d:?}"));
+        let mut rng = Rng::new(77 + k as u64);
+        let mut pkts = Vec::new();
+        for i in 0..400 {
+            let mut d = if i % 2 == 0 {
+                let n = rng.below(100);
+                rng.bytes(n)
+            } else {
+                let mut d = esp[i % esp.len()].clone();
+                if i % 4 == 1 {
+                    d.drain(..20); // as after StripIPHeader
+                }
+                d
+            };
+            if rng.below(2) == 0 && !d.is_empty() {
+                let j = rng.below(d.len());
+                d[j] = rng.u8();
+            }
+            if rng.below(3) == 0 && !d.is_empty() {
+                d.truncate(rng.below(d.len()));
+            }
+            let mut p = Packet::from_slice(&d).unwrap();
+            if d.len() >= 20 && rng.below(2) == 0 {
+                p.set_network_header(0, 20);
+            }
+            if rng.below(4) != 0 {
+                let st = match rng.below(3) {
+                    0 => 7,                           // ENCAP | ENCRYPTED | AUTHED
+                    1 => 8 | rng.below(2) as u8 * 16, // INBOUND, maybe VERIFIED
+                    _ => rng.u8() & 63,
+                };
+                set_sa_anno(&mut p, rng.below(5) as u32, st);
+            }
+            pkts.push(p);
+        }
+        let n = pkts.len() as u64;
+        r.push_into("e", 0, Batch::from(pkts)).unwrap();
+        let got: u64 = (0..nout)
+            .map(|o| out(&r, &format!("o{o}")).len() as u64)
+            .sum();
+        assert_eq!(got + r.total_drops(), n, "{el}");
+    }
+}

@@ -137,12 +137,9 @@ impl Action for IPsecEncap {
             self.no_address.inc(t);
             return Verdict::Drop;
         }
-        let id = match sa {
-            Some(_) => {
-                let d = p.data();
-                u16::from_be_bytes([d[26], d[27]])
-            }
-            None => self.id.fetch_add(1, Ordering::Relaxed),
+        let id = match (sa, p.data().get(26..28)) {
+            (Some(_), Some(s)) => u16::from_be_bytes([s[0], s[1]]),
+            _ => self.id.fetch_add(1, Ordering::Relaxed),
         };
         let d = p.data_mut();
         d[0] = 0x45;
