@@ -431,8 +431,8 @@ fn split_elements_survive_bad_packets_with_any_annotation() {
             }
             if rng.below(4) != 0 {
                 let st = match rng.below(3) {
-                    0 => 7,                           // ENCAP | ENCRYPTED | AUTHED
-                    1 => 8 | rng.below(2) as u8 * 16, // INBOUND, maybe VERIFIED
+                    0 => 7,                             // ENCAP | ENCRYPTED | AUTHED
+                    1 => 8 | (rng.below(2) as u8 * 16), // INBOUND, maybe VERIFIED
                     _ => rng.u8() & 63,
                 };
                 set_sa_anno(&mut p, rng.below(5) as u32, st);
