@@ -9,14 +9,31 @@ use paraclick_runtime::Registry;
 use sa::{parse_hex_key, parse_spi, Alg, DropReason, SaConfig, SecurityAssociation};
 use std::net::Ipv4Addr;
 
+pub mod ipsec_auth;
+pub mod ipsec_cipher;
+pub mod ipsec_encap;
+pub mod ipsec_esp_encap;
 pub mod ipsec_esp_tunnel_encap;
 pub mod ipsec_esp_tunnel_unencap;
+pub mod ipsec_esp_unencap;
+pub mod radix_ipsec_lookup;
 pub mod replay;
 pub mod sa;
+pub mod sa_table;
 
 pub fn register(reg: &mut Registry) {
     reg.register(ipsec_esp_tunnel_encap::spec());
     reg.register(ipsec_esp_tunnel_unencap::spec());
+    // Click's split elements, sharing an IPsecSATable.
+    reg.register(sa_table::spec());
+    reg.register(radix_ipsec_lookup::spec());
+    reg.register(ipsec_esp_encap::spec());
+    reg.register(ipsec_esp_unencap::spec());
+    reg.register(ipsec_cipher::aes_spec());
+    reg.register(ipsec_cipher::des_spec());
+    reg.register(ipsec_auth::sha1_spec());
+    reg.register(ipsec_auth::sha256_spec());
+    reg.register(ipsec_encap::spec());
 }
 
 /// Reads the arguments every SA-configured element shares: `SPI`, `ALG`,
@@ -85,6 +102,9 @@ pub(crate) fn read_sa_handler(
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod click_style_tests;
 
 #[cfg(test)]
 pub(crate) mod test_util {

@@ -41,6 +41,8 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+pub mod steps;
+
 /// IP protocol number of ESP.
 pub const IPPROTO_ESP: u8 = 50;
 /// ESP next-header value of a tunnelled IPv4 packet.
