@@ -115,17 +115,20 @@ fn socket_fd(backend: &Arc<dyn Backend>, fd: i32, cfg: &ControlConfig) -> Result
     r.map_err(|e| format!("--socket {fd}: {e}"))
 }
 
-trait Conn: Read + Write {}
-impl<T: Read + Write> Conn for T {}
+pub(crate) trait Conn: Read + Write + Send {}
+impl<T: Read + Write + Send> Conn for T {}
 
 /// What a reply said: its code, its text lines, and any data.
-struct Reply {
-    code: u16,
-    text: Vec<String>,
-    data: Option<Vec<u8>>,
+pub(crate) struct Reply {
+    pub code: u16,
+    pub text: Vec<String>,
+    pub data: Option<Vec<u8>>,
 }
 
-fn read_reply(r: &mut BufReader<Box<dyn Conn>>, want_data: bool) -> Result<Reply, String> {
+pub(crate) fn read_reply(
+    r: &mut BufReader<Box<dyn Conn>>,
+    want_data: bool,
+) -> Result<Reply, String> {
     let mut text = Vec::new();
     loop {
         let mut l = String::new();

@@ -8,6 +8,7 @@ mod make_ip_conf;
 mod mlffr;
 mod model_cmd;
 mod validate;
+mod web;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 use paraclick_lang::{parse_config, render, Diagnostic, Source, SourceSet};
@@ -100,6 +101,11 @@ struct RunArgs {
     /// running one; elements of the same name and class keep their state.
     #[arg(short = 'R', long = "allow-reconfigure")]
     allow_reconfigure: bool,
+    /// Serve a live view of the router (graph, counters, threads, queues,
+    /// handlers) to a browser on PORT of 127.0.0.1, or on ADDRESS:PORT;
+    /// port 0 picks a free port. Where it listens is printed on stderr.
+    #[arg(long = "web", value_name = "[ADDRESS:]PORT")]
+    web: Option<String>,
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     help: Option<bool>,
@@ -567,6 +573,16 @@ fn run(a: RunArgs) -> ExitCode {
             Ok(s) => s,
             Err(e) => return fail(&e),
         };
+        if let Some(w) = &a.web {
+            let addr = match web::addr(w) {
+                Ok(x) => x,
+                Err(e) => return fail(&e),
+            };
+            match web::start(addr, hot.backend()) {
+                Ok(at) => eprintln!("paraclick: web view on http://{at}/"),
+                Err(e) => return fail(&e),
+            }
+        }
         let stopper = hot.clone();
         let stop_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
