@@ -198,6 +198,25 @@ fn ctl_read(port: u16, h: &str) -> String {
     String::from_utf8(b).unwrap()
 }
 
+/// A raw control-socket WRITEDATA; the reply's code.
+fn ctl_write(port: u16, h: &str, value: &str) -> u16 {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut r = BufReader::new(s);
+    let mut l = String::new();
+    r.read_line(&mut l).unwrap();
+    r.get_mut()
+        .write_all(format!("WRITEDATA {h} {}\r\n{value}", value.len()).as_bytes())
+        .unwrap();
+    loop {
+        l.clear();
+        r.read_line(&mut l).unwrap();
+        if l.as_bytes().get(3) != Some(&b'-') {
+            return l[..3].parse().unwrap();
+        }
+    }
+}
+
 #[test]
 fn web_view_in_headless_chromium() {
     let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]);
@@ -221,6 +240,7 @@ fn web_view_in_headless_chromium() {
         -> q :: Queue(500) -> uq :: Unqueue -> c2 :: Counter -> Discard;\n";
     let mut router = Command::new(BIN)
         .args([
+            "-R",
             "-j",
             "2",
             "--no-pin",
@@ -425,6 +445,15 @@ fn web_view_in_headless_chromium() {
         "c2 again",
         "return document.getElementById('count-c2')?.textContent||null;",
         10,
+    );
+
+    // A hot swap (through the control socket): the page follows it.
+    let conf2 = conf.replace("-> c2 ::", "-> extra :: Counter -> c2 ::");
+    assert_eq!(ctl_write(ctl_port, "hotconfig", &conf2), 200);
+    d.wait(
+        "the new configuration",
+        "const t=document.getElementById('count-extra');return t&&/^\\d+$/.test(t.textContent)?t.textContent:null;",
+        20,
     );
 
     let png = d.cmd("GET", "/screenshot", None);
