@@ -11,7 +11,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 # Debian packages the test suite uses (network namespaces, Linux's own
 # tools, Python for independent packet checks).
-for pair in "ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl"; do
+# chromium and chromedriver: the web view's browser test (tests/web.rs).
+for pair in "ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "chromium:chromium" "chromedriver:chromium-driver"; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   have "$cmd" || need_apt+=("$pkg")
 done

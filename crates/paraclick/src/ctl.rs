@@ -1,8 +1,7 @@
 //! Control sockets from the command line: the `-p`, `-u` and `--socket`
 //! servers of a run, and `paraclick ctl`, a small client for scripts.
 
-use paraclick_runtime::control::{self, Bind, ControlConfig, Listener, Server};
-use paraclick_runtime::Router;
+use paraclick_runtime::control::{self, Backend, Bind, ControlConfig, Listener, Server};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
@@ -20,7 +19,7 @@ pub fn tcp_addr(spec: &str) -> Result<SocketAddr, String> {
 /// Opens the control sockets `-p`, `-u` and `--socket` ask for, each
 /// announced on stderr with where it listens.
 pub fn start_servers(
-    router: &Router,
+    backend: &Arc<dyn Backend>,
     ports: &[String],
     unix: &[String],
     fds: &[i32],
@@ -40,13 +39,13 @@ pub fn start_servers(
     }
     for l in listeners {
         let what = l.describe();
-        let s = control::serve(Bind::Ready(l), Arc::new(router.handle()), cfg.clone())
+        let s = control::serve(Bind::Ready(l), backend.clone(), cfg.clone())
             .map_err(|e| format!("control socket {what}: {e}"))?;
         eprintln!("paraclick: control socket listening on {what}");
         servers.push(s);
     }
     for &fd in fds {
-        servers.push(socket_fd(router, fd, &cfg)?);
+        servers.push(socket_fd(backend, fd, &cfg)?);
     }
     Ok(servers)
 }
@@ -69,7 +68,7 @@ fn sockopt(fd: i32, level: i32, name: i32) -> Option<i32> {
 
 /// `--socket FD`: an inherited socket. A listening one is served like
 /// `-p`/`-u`; a connected one as one client (e.g. a socketpair's end).
-fn socket_fd(router: &Router, fd: i32, cfg: &ControlConfig) -> Result<Server, String> {
+fn socket_fd(backend: &Arc<dyn Backend>, fd: i32, cfg: &ControlConfig) -> Result<Server, String> {
     use std::os::unix::io::FromRawFd;
     if fd < 0 {
         return Err(format!("--socket {fd}: not a file descriptor"));
@@ -90,7 +89,7 @@ fn socket_fd(router: &Router, fd: i32, cfg: &ControlConfig) -> Result<Server, St
     if ty != libc::SOCK_STREAM {
         return Err(format!("--socket {fd}: not a stream socket"));
     }
-    let backend = Arc::new(router.handle());
+    let backend = backend.clone();
     let r = match (domain, listening != 0) {
         // SAFETY (all four arms): `fd` is an open stream socket of the
         // domain matched (checked above) that the process hands to us; we
@@ -116,17 +115,20 @@ fn socket_fd(router: &Router, fd: i32, cfg: &ControlConfig) -> Result<Server, St
     r.map_err(|e| format!("--socket {fd}: {e}"))
 }
 
-trait Conn: Read + Write {}
-impl<T: Read + Write> Conn for T {}
+pub(crate) trait Conn: Read + Write + Send {}
+impl<T: Read + Write + Send> Conn for T {}
 
 /// What a reply said: its code, its text lines, and any data.
-struct Reply {
-    code: u16,
-    text: Vec<String>,
-    data: Option<Vec<u8>>,
+pub(crate) struct Reply {
+    pub code: u16,
+    pub text: Vec<String>,
+    pub data: Option<Vec<u8>>,
 }
 
-fn read_reply(r: &mut BufReader<Box<dyn Conn>>, want_data: bool) -> Result<Reply, String> {
+pub(crate) fn read_reply(
+    r: &mut BufReader<Box<dyn Conn>>,
+    want_data: bool,
+) -> Result<Reply, String> {
     let mut text = Vec::new();
     loop {
         let mut l = String::new();

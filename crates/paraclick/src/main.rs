@@ -8,9 +8,11 @@ mod make_ip_conf;
 mod mlffr;
 mod model_cmd;
 mod validate;
+mod web;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 use paraclick_lang::{parse_config, render, Diagnostic, Source, SourceSet};
+use paraclick_runtime::hot::Hot;
 use paraclick_runtime::sched::SchedPolicy;
 use paraclick_runtime::{BuildOptions, Registry, Router};
 use std::io::Write;
@@ -94,9 +96,16 @@ struct RunArgs {
     /// Do not print warnings (paraclick reports only errors so far).
     #[arg(short = 'w', long = "no-warnings")]
     no_warnings: bool,
-    /// Click's -R (allow hot reconfiguration): not supported yet.
+    /// Allow hot reconfiguration, as Click's -R: writing a configuration to
+    /// the `hotconfig` handler (through a control socket) replaces the
+    /// running one; elements of the same name and class keep their state.
     #[arg(short = 'R', long = "allow-reconfigure")]
     allow_reconfigure: bool,
+    /// Serve a live view of the router (graph, counters, threads, queues,
+    /// handlers) to a browser on PORT of 127.0.0.1, or on ADDRESS:PORT;
+    /// port 0 picks a free port. Where it listens is printed on stderr.
+    #[arg(long = "web", value_name = "[ADDRESS:]PORT")]
+    web: Option<String>,
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     help: Option<bool>,
@@ -508,9 +517,6 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
 }
 
 fn run(a: RunArgs) -> ExitCode {
-    if a.allow_reconfigure {
-        return fail("-R: hot reconfiguration is not supported yet");
-    }
     let _ = a.no_warnings; // no warnings are emitted yet; accepted as Click's -w
     let started = std::time::Instant::now();
     let (src, defines) = match load(&a.input) {
@@ -549,7 +555,7 @@ fn run(a: RunArgs) -> ExitCode {
     if let Some(n) = a.pool {
         paraclick_packet::pool::set_default_capacity(n);
     }
-    let reg = registry();
+    let reg = std::sync::Arc::new(registry());
     let opts = BuildOptions {
         threads: a.threads,
         defines,
@@ -562,12 +568,23 @@ fn run(a: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(d) => return report_errors(&src, &d),
     };
+    let hot = Hot::new(router, reg, opts, a.allow_reconfigure);
     if !a.quit {
-        let servers = match ctl::start_servers(&router, &a.port, &a.unix, &a.socket) {
+        let servers = match ctl::start_servers(&hot.backend(), &a.port, &a.unix, &a.socket) {
             Ok(s) => s,
             Err(e) => return fail(&e),
         };
-        let stopper = router.stopper();
+        if let Some(w) = &a.web {
+            let addr = match web::addr(w) {
+                Ok(x) => x,
+                Err(e) => return fail(&e),
+            };
+            match web::start(addr, hot.backend()) {
+                Ok(at) => eprintln!("paraclick: web view on http://{at}/"),
+                Err(e) => return fail(&e),
+            }
+        }
+        let stopper = hot.clone();
         let stop_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             let _ = signal_hook::flag::register(sig, stop_flag.clone());
@@ -584,7 +601,7 @@ fn run(a: RunArgs) -> ExitCode {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
         });
-        router.run();
+        hot.run();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = watcher.join();
         // Let a client that stopped the router get its reply.
@@ -592,6 +609,7 @@ fn run(a: RunArgs) -> ExitCode {
             s.shutdown(std::time::Duration::from_millis(500));
         }
     }
+    let router = hot.current();
     let mut status = ExitCode::SUCCESS;
     for (i, h) in a.handlers.iter().enumerate() {
         match router.read_handler(h) {

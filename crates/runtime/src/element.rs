@@ -20,6 +20,7 @@
 
 use crate::cx::Cx;
 use crate::handler::HandlerCx;
+use crate::hot::StateCx;
 use crate::ring::ModeSwitch;
 use crate::router::InitCx;
 use paraclick_packet::{Batch, Packet};
@@ -170,6 +171,12 @@ pub trait Action: Send + Sync + Sized + 'static {
 
     /// Timer `timer` of this element fired (see [`Cx::schedule_after`]).
     fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
+
+    /// Hot reconfiguration (Click's `take_state`): `old` is the element of
+    /// the same name and class in the router being replaced, stopped; this
+    /// element is initialized and not yet running. Take what should
+    /// survive (counts, tables). The default takes nothing.
+    fn take_state(&self, _old: &Self, _sx: &mut StateCx<'_>) {}
 }
 
 /// An element that is more than a function of one packet: it implements
@@ -278,6 +285,14 @@ pub trait Element: Send + Sync + Sized + 'static {
 
     /// A stop request arrived and this element is the driver.
     fn stop_requested(&self, _hx: &HandlerCx<'_>) {}
+
+    /// Hot reconfiguration (Click's `take_state`): `old` is the element of
+    /// the same name and class in the router being replaced, stopped; this
+    /// element is initialized and not yet running. Take what should
+    /// survive (queued packets, counts, tables) through `sx`, which pops
+    /// `old`'s rings, pushes into this element's, and counts the packets
+    /// that do not fit as drops. The default takes nothing.
+    fn take_state(&self, _old: &Self, _sx: &mut StateCx<'_>) {}
 }
 
 /// What a handler call through a [`Node`] found.
@@ -325,6 +340,9 @@ pub trait Node: Send + Sync + 'static {
     fn fused(&self) -> Option<&(dyn FusedAction + 'static)>;
     /// The element itself, for downcasting to its concrete type.
     fn as_any(&self) -> &dyn Any;
+    /// Takes the state of `old` (the element itself, see [`Node::as_any`])
+    /// if it is of this element's type; returns whether it was.
+    fn take_state(&self, old: &dyn Any, sx: &mut StateCx<'_>) -> bool;
 }
 
 /// The batch loop of an [`Action`], monomorphized per element type so the
@@ -485,6 +503,15 @@ impl<A: Action> Node for ActionNode<A> {
     fn as_any(&self) -> &dyn Any {
         &self.0
     }
+    fn take_state(&self, old: &dyn Any, sx: &mut StateCx<'_>) -> bool {
+        match old.downcast_ref::<A>() {
+            Some(o) => {
+                self.0.take_state(o, sx);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl<E: Element> Node for ElementNode<E> {
@@ -562,6 +589,15 @@ impl<E: Element> Node for ElementNode<E> {
     }
     fn as_any(&self) -> &dyn Any {
         &self.0
+    }
+    fn take_state(&self, old: &dyn Any, sx: &mut StateCx<'_>) -> bool {
+        match old.downcast_ref::<E>() {
+            Some(o) => {
+                self.0.take_state(o, sx);
+                true
+            }
+            None => false,
+        }
     }
 }
 

@@ -27,6 +27,7 @@ pub const GLOBAL_READ: &[&str] = &[
     "requirements",
     "driver",
     "nthreads",
+    "threads",
 ];
 
 /// Router-wide write handlers.

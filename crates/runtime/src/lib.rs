@@ -10,6 +10,7 @@ pub(crate) mod crossing;
 pub mod cx;
 pub mod element;
 pub mod handler;
+pub mod hot;
 pub mod ifaddr;
 pub mod perthread;
 mod plan;
@@ -26,6 +27,7 @@ pub use element::{
     push_verdicts, Action, DynHandler, Element, Handler, HandlerInfo, Node, Verdict,
 };
 pub use handler::HandlerCx;
+pub use hot::StateCx;
 pub use perthread::{Counter, PerThread};
 pub use registry::{ClassSpec, ConfigCx, Registry};
 pub use router::{BuildOptions, InitCx, Router};

@@ -249,6 +249,10 @@ pub(crate) struct Core {
     pub handler_drops: Box<[AtomicU64]>,
     /// What the global handlers report, and control sockets' servers.
     pub info: crate::control::RouterInfo,
+    /// Workers that have entered their loop in this run, and when the last
+    /// did (ns since `epoch`, plus 1; 0: not yet), for hot swaps' pauses.
+    pub workers_started: std::sync::atomic::AtomicUsize,
+    pub started_ns: AtomicU64,
 }
 
 impl Core {
@@ -427,7 +431,7 @@ impl InitCx<'_> {
 
 /// A configured router, ready to run.
 pub struct Router {
-    core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 fn err_at(span: &Span, msg: String) -> Diagnostic {
@@ -576,6 +580,8 @@ impl Router {
             arg_env,
             handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
             info: crate::control::RouterInfo::new(&graph, reg),
+            workers_started: std::sync::atomic::AtomicUsize::new(0),
+            started_ns: AtomicU64::new(0),
         };
         let core = Arc::new(Self::initialize(core, opts.check_only)?);
         crate::control::start_services(&core);

@@ -373,6 +373,10 @@ fn worker(core: &Core, t: usize) {
     let mut epoch = core.sync_epoch.load(Ordering::Acquire);
     ts.seen_epoch.store(epoch, Ordering::Release);
     ts.alive.store(true, Ordering::Release);
+    if core.workers_started.fetch_add(1, Ordering::AcqRel) + 1 == core.nthreads {
+        core.started_ns
+            .store(core.ns_since_epoch(Instant::now()) + 1, Ordering::Release);
+    }
     while core.running.load(Ordering::Relaxed) {
         let e = core.sync_epoch.load(Ordering::Acquire);
         if e != epoch {

@@ -78,6 +78,10 @@
 //! changed, and rate-limits polls with atomics. Packets that must wait,
 //! replies, the timer and the handlers take the table's mutex, briefly.
 //!
+//! Hot reconfiguration (`-R`): an ARPQuerier of the same name takes the old
+//! one's table (entries keep their ages, waiting packets keep waiting) and
+//! counts.
+//!
 //! Example:
 //!
 //!     c :: Classifier(12/0806 20/0002, 12/0800, ...);
@@ -93,7 +97,7 @@ use paraclick_packet::wire::{
 use paraclick_packet::{Batch, Packet, Timestamp};
 use paraclick_runtime::args::{ArgEnv, FromArg, Raw};
 use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, InitCx, PerThread,
+    ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, InitCx, PerThread, StateCx,
 };
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -229,6 +233,9 @@ pub struct ArpQuerier {
     broadcast_poll: bool,
     period: Duration,
     epoch: Instant,
+    /// Added to the time since `epoch`: a table taken from another router
+    /// (hot reconfiguration) keeps that router's clock.
+    base: AtomicU64,
     table: Mutex<Table>,
     /// The published snapshot and its generation (bumped after each
     /// publication; threads compare it with their cached one).
@@ -298,6 +305,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
         broadcast_poll,
         period,
         epoch: Instant::now(),
+        base: AtomicU64::new(0),
         table: Mutex::new(Table::default()),
         snap: Mutex::new(empty.clone()),
         gen: AtomicU64::new(0),
@@ -346,7 +354,7 @@ fn special(dst: u32, bcast: Option<u32>) -> Option<EtherAddr> {
 impl ArpQuerier {
     #[inline]
     fn now(&self) -> u64 {
-        dur_ns(self.epoch.elapsed())
+        dur_ns(self.epoch.elapsed()) + self.base.load(Ordering::Relaxed)
     }
 
     #[inline]
@@ -890,6 +898,23 @@ impl Element for ArpQuerier {
     fn queued(&self) -> usize {
         let t = self.lock();
         t.pending + t.graveyard.len()
+    }
+
+    /// Hot reconfiguration: the old table (known entries with their ages,
+    /// packets waiting for a reply) and the counts. This element's clock
+    /// continues the old one's, so entries expire when they would have.
+    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
+        let shift = dur_ns(self.epoch.saturating_duration_since(old.epoch));
+        self.base
+            .store(old.base.load(Ordering::Relaxed) + shift, Ordering::Relaxed);
+        let taken = std::mem::take(&mut *old.lock());
+        let mut t = self.lock();
+        *t = taken;
+        self.publish(&t);
+        drop(t);
+        self.queries.add(0, old.queries.get());
+        self.responses.add(0, old.responses.get());
+        self.drops.add(0, old.drops.get());
     }
 }
 

@@ -18,6 +18,9 @@
 //!   an update (or a whole `ctrl` transaction), never halfway.
 //! - Handlers: `table`, `lookup` (see below), and for the dynamic classes
 //!   `add`, `set`, `remove`, `ctrl` (and `flush` for DirectIPLookup).
+//! - Hot reconfiguration (`-R`): an element whose configuration string is
+//!   unchanged keeps the old table, handler changes included; a changed
+//!   configuration's routes replace it.
 //!
 //! Click's `lookup` is a read handler with a parameter: `rt.lookup ADDR`
 //! answers `PORT`, `PORT GW`, or `-1` (Click's format). For tools that
@@ -31,6 +34,7 @@ use paraclick_packet::wire::Ipv4Prefix;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
     ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, HandlerCx, PerThread,
+    StateCx,
 };
 use std::fmt::Write as _;
 use std::marker::PhantomData;
@@ -636,6 +640,28 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
         match self.route_one(&mut p) {
             NO_PORT => cx.drop_packet(p),
             port => cx.push_packet(port as usize, p),
+        }
+    }
+
+    /// Hot reconfiguration: when the element's configuration is the same
+    /// in the new router, the old table (with the routes handlers added,
+    /// changed or removed since) replaces the one just configured; when it
+    /// differs, the new configuration's routes stand.
+    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
+        if !sx.same_config() {
+            return;
+        }
+        let routes = old.with_table(|t| t.routes_in_insertion_order());
+        // A static table cannot have changed since configuration: the new
+        // one, from the same text, is the same.
+        let Ok(mut t) = self.table.write() else {
+            return;
+        };
+        t.clear();
+        for r in routes {
+            if (r.port as usize) < self.noutputs {
+                t.insert(r);
+            }
         }
     }
 

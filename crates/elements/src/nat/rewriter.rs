@@ -9,7 +9,7 @@ use super::pattern::{parse_spec, Pattern, SpecText};
 use super::table::{now_ms, FlowTable, KeyKind, Timeouts};
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ConfigCx, Counter, Cx, Element, Handler, InitCx, Verdict};
+use paraclick_runtime::{ConfigCx, Counter, Cx, Element, Handler, InitCx, StateCx, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -292,6 +292,13 @@ impl Element for Rewriter {
             Ok(())
         }),
     ];
+
+    /// Hot reconfiguration: the old element's live mappings (see
+    /// [`FlowTable::adopt`]) and its bad-packet count.
+    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
+        self.table.adopt(&old.table, self.noutputs, now_ms());
+        self.bad.add(0, old.bad.get());
+    }
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         let mut out = Vec::new();

@@ -437,6 +437,28 @@ impl FlowTable {
         dead.len()
     }
 
+    /// Hot reconfiguration: copies `old`'s live mappings (both directions
+    /// of each flow) whose outputs exist here (`noutputs`), and its
+    /// failure count. Returns how many flows came.
+    pub fn adopt(&self, old: &FlowTable, noutputs: usize, now: u64) -> usize {
+        let og = old.map.guard();
+        let g = self.map.guard();
+        let mut n = 0;
+        for (k, v) in old.map.iter(&og) {
+            let f = &v.flow;
+            if f.expired(now, &old.timeouts) || f.out.iter().any(|&o| o as usize >= noutputs.max(1))
+            {
+                continue;
+            }
+            if self.map.insert(*k, v.clone(), &g).is_none() && v.dir == 0 {
+                n += 1;
+            }
+        }
+        self.nflows.fetch_add(n, Ordering::Relaxed);
+        self.failures.fetch_add(old.failures(), Ordering::Relaxed);
+        n
+    }
+
     /// Removes every flow.
     pub fn clear(&self) {
         let g = self.map.guard();

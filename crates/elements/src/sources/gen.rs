@@ -108,6 +108,16 @@ impl Limit {
         left.min(want as u64) as usize
     }
 
+    /// Hot reconfiguration: the packets `old` sent count against this
+    /// limit, and a limit already reached does not finish again.
+    pub fn take_state(&self, old: &Limit) {
+        self.claimed
+            .fetch_add(old.claimed.load(Ordering::Relaxed), Ordering::Relaxed);
+        if old.done.load(Ordering::Acquire) && self.get() == old.get() {
+            self.done.store(true, Ordering::Release);
+        }
+    }
+
     /// Returns `n` claimed packets that were not made (pool exhausted).
     #[inline]
     pub fn unclaim(&self, n: usize) {
@@ -278,6 +288,17 @@ impl Pacer {
     /// Turns pacing off: every packet is due.
     pub fn set_unpaced(&self) {
         self.interval.store(0, Ordering::Relaxed);
+    }
+
+    /// Hot reconfiguration: continues `old`'s schedule (packets due during
+    /// the swap go out at once, within the usual slack).
+    pub fn take_state(&self, old: &Pacer) {
+        let tat = old.tat.load(Ordering::Relaxed);
+        if tat == NOT_STARTED {
+            return;
+        }
+        let shift = old.ticks(self.epoch);
+        self.tat.store(tat.saturating_sub(shift), Ordering::Relaxed);
     }
 
     /// Starts afresh: the next packet is due at once, with no debt.

@@ -24,6 +24,9 @@
 //! - `reset` (write): resets the count, so LIMIT more packets go out.
 //! - `active` (read/write), `limit` (read/write), `burst` (read/write).
 //!
+//! Hot reconfiguration (`-R`): an InfiniteSource of the same name takes the
+//! old one's count and the packets it sent against LIMIT.
+//!
 //! Example:
 //!
 //!     InfiniteSource(LENGTH 64, LIMIT 1000000, STOP true) -> c :: Counter -> Discard;
@@ -32,7 +35,9 @@ use super::gen::{data_batch, data_packet, parse_end_call, Limit};
 use super::source_data;
 use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, StateCx,
+};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub struct InfiniteSource {
@@ -106,6 +111,13 @@ impl InfiniteSource {
 }
 
 impl Element for InfiniteSource {
+    /// Hot reconfiguration: the count and the packets counted against
+    /// LIMIT carry over.
+    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
+        self.count.add(0, old.count.get());
+        self.limit.take_state(&old.limit);
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("count", |e, _| e.count.get().to_string()),
         Handler::write("reset", |e, _, _| {

@@ -31,6 +31,9 @@
 //!
 //! Packets' timestamps are set to the time they are made.
 //!
+//! Hot reconfiguration (`-R`): a RatedSource of the same name takes the old
+//! one's count, the packets it sent against LIMIT, and its schedule.
+//!
 //! Handlers:
 //! - `count` (read): packets generated.
 //! - `reset` (write): resets the count, so LIMIT more packets go out.
@@ -51,8 +54,8 @@ use super::gen::{
 use super::source_data;
 use crate::util::fmt_rate;
 use paraclick_runtime::args::{Bandwidth, Bytes};
-use paraclick_runtime::Handler;
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, InitCx};
+use paraclick_runtime::{Handler, StateCx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
@@ -241,6 +244,14 @@ impl Element for RatedSource {
             RatedSource::write_length,
         ),
     ];
+
+    /// Hot reconfiguration: the count, the packets counted against LIMIT,
+    /// and the pacing schedule carry over.
+    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
+        self.count.add(0, old.count.get());
+        self.limit.take_state(&old.limit);
+        self.pacer.take_state(&old.pacer);
+    }
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {

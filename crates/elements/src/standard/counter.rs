@@ -15,6 +15,9 @@
 //! - `bit_rate`, `byte_rate` (read): the same in bits and bytes per second.
 //! - `reset`, `reset_counts` (write): resets the counts.
 //!
+//! Hot reconfiguration (`-R`, `hotconfig`): a Counter of the same name in
+//! the new configuration continues the old one's counts.
+//!
 //! Example:
 //!
 //!     FromDump(in.pcap) -> c :: Counter -> Discard;
@@ -22,7 +25,9 @@
 
 use crate::util::{fmt_rate, RateMeter};
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter as Cnt, Cx, Handler, Verdict};
+use paraclick_runtime::{
+    Action, ClassSpec, ConfigCx, Counter as Cnt, Cx, Handler, StateCx, Verdict,
+};
 
 pub struct Counter {
     packets: Cnt,
@@ -84,5 +89,11 @@ impl Action for Counter {
         self.packets.add(cx.thread(), 1);
         self.bytes.add(cx.thread(), p.len() as u64);
         Verdict::Out(0)
+    }
+
+    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
+        // Neither router runs: slot 0 has no other writer now.
+        self.packets.add(0, old.packets.get());
+        self.bytes.add(0, old.bytes.get());
     }
 }

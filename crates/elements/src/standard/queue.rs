@@ -31,13 +31,20 @@
 //! - `reset_counts` (write): resets `drops` and `highwater_length`.
 //! - `reset` (write): drops every queued packet (counted in `drops`).
 //!
+//! Hot reconfiguration (`-R`, `hotconfig`): a Queue of the same name in the
+//! new configuration takes the old one's packets in order (those beyond a
+//! smaller capacity are dropped, counted), its `drops` and its
+//! `highwater_length`.
+//!
 //! Example:
 //!
 //!     FromDump(in.pcap) -> q :: Queue(200) -> Unqueue -> Discard;
 
 use paraclick_packet::Packet;
 use paraclick_runtime::ring::{Items, ModeSwitch, Producer, Ring};
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, PerThread};
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, PerThread, StateCx,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Most packets a producer gathers before publishing them to a ring that
@@ -262,6 +269,28 @@ impl Element for Queue {
     ) {
         self.ring.set_modes(switch, multi_producer, multi_consumer);
         self.crossing.store(crossing, Ordering::Relaxed);
+    }
+
+    /// Hot reconfiguration: the old queue's packets, in order (what does
+    /// not fit a smaller capacity is dropped, counted), its drops and its
+    /// high-water mark.
+    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
+        let mut v = Vec::new();
+        while old.ring.pop_burst(&sx.consumer(), &mut v, 256) > 0 {}
+        let left = self.enqueue(&sx.producer(), &mut v);
+        if left > 0 {
+            self.drops.fetch_add(left as u64, Ordering::Relaxed);
+            sx.count_drops(left as u64);
+            drop(v);
+        }
+        self.drops
+            .fetch_add(old.drops.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.highwater.fetch_max(
+            old.highwater
+                .load(Ordering::Relaxed)
+                .min(self.ring.capacity()),
+            Ordering::Relaxed,
+        );
     }
 
     fn flush(&self, cx: &mut Cx<'_>) {

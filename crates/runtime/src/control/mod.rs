@@ -183,8 +183,36 @@ pub(crate) fn read_global(core: &Core, h: &str) -> Option<String> {
         )),
         "flatconfig" => Some(core.info.flatconfig.clone()),
         "driver" => Some("userlevel\n".to_string()),
+        "threads" => Some(threads_text(core)),
         _ => None,
     }
+}
+
+/// The `threads` handler (paraclick's, for monitors): one line per worker
+/// thread, `thread T POLLS IDLE_POLLS BUSY_CYCLES` (cumulative: a reader
+/// takes differences; the load is the share of polls that found work),
+/// then one per task, `task ELEMENT INDEX THREAD WORK_RUNS`.
+fn threads_text(core: &Core) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut s = String::new();
+    for (t, ts) in core.threads.iter().enumerate() {
+        s.push_str(&format!(
+            "thread {t} {} {} {}\n",
+            ts.polls.load(Relaxed),
+            ts.idle_polls.load(Relaxed),
+            ts.busy_cycles.load(Relaxed)
+        ));
+    }
+    for task in core.tasks.iter() {
+        s.push_str(&format!(
+            "task {} {} {} {}\n",
+            core.slots[task.elem].name,
+            task.index,
+            task.thread.load(Relaxed),
+            task.work.load(Relaxed)
+        ));
+    }
+    s
 }
 
 /// Starts the services elements asked for in `initialize`; called once

@@ -1,0 +1,476 @@
+//! Hot reconfiguration (`-R`, the `hotconfig` handler), end to end: the
+//! `paraclick` binary runs traffic at a steady rate while configurations
+//! are written to `hotconfig` through a raw control-socket client, and
+//! every packet is accounted for at the end; plus the state each element
+//! class carries over, checked on routers built in the test.
+
+use paraclick_runtime::Router;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paraclick");
+
+/// One router process at a time (each keeps a core busy).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+struct Proc {
+    child: Child,
+    err: Arc<Mutex<String>>,
+    out: Arc<Mutex<String>>,
+}
+
+fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let s = Arc::new(Mutex::new(String::new()));
+    let s2 = s.clone();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 4096];
+        while let Ok(n) = r.read(&mut b) {
+            if n == 0 {
+                break;
+            }
+            s2.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&b[..n]));
+        }
+    });
+    s
+}
+
+impl Proc {
+    fn start(args: &[&str]) -> Proc {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .arg("--no-pin")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start paraclick");
+        let err = collect(child.stderr.take().unwrap());
+        let out = collect(child.stdout.take().unwrap());
+        Proc { child, err, out }
+    }
+
+    fn port(&self) -> u16 {
+        let t0 = Instant::now();
+        let prefix = "control socket listening on 127.0.0.1:";
+        loop {
+            {
+                let e = self.err.lock().unwrap();
+                if let Some(i) = e.find(prefix) {
+                    if let Some((p, _)) = e[i + prefix.len()..].split_once('\n') {
+                        return p.trim().parse().unwrap();
+                    }
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no control socket: {}",
+                self.err.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn wait_exit(&mut self) -> i32 {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                // Let the collector threads take the last output.
+                std::thread::sleep(Duration::from_millis(100));
+                return s.code().unwrap_or(-1);
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "router did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The value printed for `-h NAME` after the run.
+    fn printed(&self, name: &str) -> u64 {
+        let out = self.out.lock().unwrap();
+        let key = format!("{name}:\n");
+        let i = out
+            .find(&key)
+            .unwrap_or_else(|| panic!("no {name} in output: {out}"));
+        out[i + key.len()..]
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw ControlSocket client.
+struct Client {
+    r: BufReader<TcpStream>,
+}
+
+impl Client {
+    fn tcp(port: u16) -> Client {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut c = Client {
+            r: BufReader::new(s),
+        };
+        assert_eq!(c.line(), "Click::ControlSocket/1.3");
+        c
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        assert!(l.ends_with("\r\n"), "line ends in CRLF: {l:?}");
+        l.truncate(l.len() - 2);
+        l
+    }
+
+    fn reply(&mut self) -> (u16, Vec<String>) {
+        let mut texts = Vec::new();
+        loop {
+            let l = self.line();
+            let code: u16 = l[..3].parse().unwrap();
+            texts.push(l[4..].to_string());
+            if l.as_bytes()[3] == b' ' {
+                return (code, texts);
+            }
+        }
+    }
+
+    fn read(&mut self, h: &str) -> String {
+        self.r
+            .get_mut()
+            .write_all(format!("READ {h}\r\n").as_bytes())
+            .unwrap();
+        let (code, t) = self.reply();
+        assert_eq!(code, 200, "READ {h}: {t:?}");
+        let l = self.line();
+        let n: usize = l.strip_prefix("DATA ").unwrap().parse().unwrap();
+        let mut b = vec![0; n];
+        self.r.read_exact(&mut b).unwrap();
+        String::from_utf8(b).unwrap()
+    }
+
+    fn count(&mut self, h: &str) -> u64 {
+        self.read(h).trim().parse().unwrap()
+    }
+
+    /// `WRITEDATA h N` and the bytes: the reply.
+    fn write_data(&mut self, h: &str, value: &str) -> (u16, Vec<String>) {
+        let s = self.r.get_mut();
+        s.write_all(format!("WRITEDATA {h} {}\r\n", value.len()).as_bytes())
+            .unwrap();
+        s.write_all(value.as_bytes()).unwrap();
+        self.reply()
+    }
+}
+
+/// The traffic configuration: a paced source through a queue crossing to
+/// another task (delivered), and a second source into a queue nobody
+/// drains (held, then tail-dropped). `variant` changes the configuration
+/// as a swap would: the held queue's capacity (shrinking drops, counted)
+/// and an extra element on the delivered path.
+fn traffic(variant: usize) -> String {
+    let hold_cap = if variant.is_multiple_of(2) { 400 } else { 300 };
+    let extra = if variant.is_multiple_of(3) {
+        "-> n :: Null "
+    } else {
+        ""
+    };
+    format!(
+        "src :: RatedSource(LENGTH 64, RATE 20000) -> c1 :: Counter {extra}-> q :: Queue(1000) \
+         -> uq :: Unqueue -> c2 :: Counter -> Discard;\n\
+         src2 :: RatedSource(LENGTH 64, RATE 2000) -> c3 :: Counter -> hold :: Queue({hold_cap}) \
+         -> Unqueue(ACTIVE false) -> Discard;\n"
+    )
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn swap_under_traffic(threads: &str, swaps: usize) {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("t.click");
+    std::fs::write(&conf, traffic(0)).unwrap();
+    let handlers = [
+        "src.count",
+        "c1.count",
+        "c2.count",
+        "q.length",
+        "q.drops",
+        "src2.count",
+        "c3.count",
+        "hold.length",
+        "hold.drops",
+    ];
+    let mut args = vec![
+        "-R",
+        "-j",
+        threads,
+        "-p",
+        "0",
+        "--report",
+        "drops",
+        conf.to_str().unwrap(),
+    ];
+    for h in &handlers {
+        args.push("-h");
+        args.push(h);
+    }
+    let mut p = Proc::start(&args);
+    let mut c = Client::tcp(p.port());
+    std::thread::sleep(Duration::from_millis(200));
+    let mut last = c.count("c1.count");
+    assert!(last > 0, "traffic flows before the swaps");
+    let mut held_seen = 0;
+    for i in 1..=swaps {
+        let (code, t) = c.write_data("hotconfig", &traffic(i));
+        assert_eq!(code, 200, "swap {i}: {t:?}");
+        // Counts continue from the old router's: never back to zero.
+        let now = c.count("c1.count");
+        assert!(now >= last, "swap {i}: c1.count went from {last} to {now}");
+        last = now;
+        held_seen = held_seen.max(c.count("hold.length"));
+        assert_eq!(c.count("q.capacity"), 1000);
+        assert_eq!(
+            c.count("hold.capacity"),
+            if i % 2 == 0 { 400 } else { 300 },
+            "swap {i} took effect"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(c.count("c1.count") > last, "traffic flows after the swaps");
+    let report = c.read("hotswaps");
+    let mut lines = report.lines();
+    assert_eq!(lines.next(), Some(format!("swaps {swaps}").as_str()));
+    let mut pauses: Vec<f64> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix("pause_us "))
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(pauses.len(), swaps);
+    let max = pauses.iter().cloned().fold(0.0, f64::max);
+    let med = median(&mut pauses);
+    let (code, t) = c.write_data("stop", "");
+    assert_eq!(code, 200, "stop: {t:?}");
+    assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());
+    let v = |h: &str| p.printed(h);
+    eprintln!(
+        "hotconfig -j {threads}: {swaps} swaps under traffic: pause median {med:.0} us, max {max:.0} us; \
+         delivered {}, queued {}, dropped {} (held {}, dropped {})",
+        v("c2.count"),
+        v("q.length"),
+        v("q.drops"),
+        v("hold.length"),
+        v("hold.drops")
+    );
+    // Exact conservation across every swap: each packet the sources made
+    // was delivered, is queued, or was dropped with a count.
+    assert_eq!(v("src.count"), v("c1.count"));
+    assert_eq!(
+        v("c1.count"),
+        v("c2.count") + v("q.length") + v("q.drops"),
+        "delivered + queued + dropped"
+    );
+    assert_eq!(v("src2.count"), v("c3.count"));
+    assert_eq!(v("c3.count"), v("hold.length") + v("hold.drops"));
+    // The held queue kept its packets across the swaps (nothing drains it).
+    assert!(
+        v("hold.length") >= 300 && held_seen >= 300,
+        "held {held_seen}"
+    );
+    // The router's own per-element drop counts (carried over too) agree.
+    let err = p.err.lock().unwrap().clone();
+    let reported = |name: &str| -> u64 {
+        err.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .and_then(|r| r.strip_suffix(" dropped"))
+            .map(|n| n.parse().unwrap())
+            .unwrap_or(0)
+    };
+    assert_eq!(reported("hold"), v("hold.drops"), "{err}");
+    assert_eq!(reported("q"), v("q.drops"), "{err}");
+    assert_eq!(err.matches("hotconfig: swapped in").count(), swaps);
+}
+
+#[test]
+fn hundred_swaps_under_traffic_at_two_threads_lose_nothing() {
+    swap_under_traffic("2", 100);
+}
+
+#[test]
+fn swaps_at_one_and_three_threads_lose_nothing() {
+    swap_under_traffic("1", 10);
+    swap_under_traffic("3", 10);
+}
+
+#[test]
+fn a_bad_configuration_leaves_the_old_router_running() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p = Proc::start(&["-R", "-j", "2", "-p", "0", "-e", &traffic(0)]);
+    let mut c = Client::tcp(p.port());
+    let before = c.read("config");
+    // A syntax error, then an element whose arguments are wrong.
+    let (code, t) = c.write_data("hotconfig", "src :: RatedSource -> ;\n");
+    assert_eq!(code, 520, "{t:?}");
+    assert!(t[0].starts_with("hotconfig:1:"), "located: {t:?}");
+    assert!(t.iter().any(|l| l.contains('^')), "with a caret: {t:?}");
+    let bad = traffic(0).replace("Queue(1000)", "Queue(-5)");
+    let (code, t) = c.write_data("hotconfig", &bad);
+    assert_eq!(code, 520, "{t:?}");
+    assert!(
+        t[0].starts_with("hotconfig:1:")
+            && t[0].contains("q :: Queue")
+            && t[0].contains("CAPACITY"),
+        "{t:?}"
+    );
+    // Unknown class, on line 2.
+    let (code, t) = c.write_data("hotconfig", "Idle -> Discard;\nx :: NoSuchClass;\n");
+    assert_eq!(code, 520, "{t:?}");
+    assert!(t[0].starts_with("hotconfig:2:"), "{t:?}");
+    // The old router runs on, unchanged.
+    assert_eq!(c.read("config"), before);
+    let a = c.count("c2.count");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(c.count("c2.count") > a, "traffic still flows");
+    assert_eq!(c.read("hotswaps").lines().next(), Some("swaps 0"));
+    let (code, _) = c.write_data("stop", "");
+    assert_eq!(code, 200);
+    assert_eq!(p.wait_exit(), 0);
+}
+
+#[test]
+fn hotconfig_needs_dash_r() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p = Proc::start(&["-p", "0", "-e", "Idle -> Discard;"]);
+    let mut c = Client::tcp(p.port());
+    let (code, t) = c.write_data("hotconfig", "Idle -> Discard;");
+    assert_eq!(code, 530, "{t:?}");
+    assert!(t[0].contains("-R"), "{t:?}");
+    c.write_data("stop", "");
+    assert_eq!(p.wait_exit(), 0);
+}
+
+// ---- State carried over, class by class (routers built here) ----
+
+fn reg() -> paraclick_runtime::Registry {
+    paraclick_io::full_registry()
+}
+
+/// Runs `a` until its sources stop, builds `b`, takes `a`'s state.
+fn swap(a: &str, b: &str, threads: usize, before: impl Fn(&Router)) -> Router {
+    let reg = reg();
+    let old = Router::from_str(a, &reg, threads).unwrap();
+    old.run();
+    before(&old);
+    let new = Router::from_str(b, &reg, threads).unwrap();
+    new.take_state_from(&old).unwrap();
+    new
+}
+
+#[test]
+fn queue_and_counter_state_at_every_thread_count() {
+    for threads in [1, 2, 4] {
+        let a = "s :: InfiniteSource(LENGTH 60, LIMIT 50, STOP true) -> c :: Counter \
+                 -> q :: Queue(100) -> Discard(ACTIVE false);";
+        // A smaller queue in the new router: 20 fit, 30 are dropped, counted.
+        let b = "s :: InfiniteSource(LENGTH 60, LIMIT 50, STOP true) -> c :: Counter \
+                 -> q :: Queue(20) -> Discard(ACTIVE false);";
+        let new = swap(a, b, threads, |old| {
+            assert_eq!(old.read_handler("q.length").unwrap(), "50");
+        });
+        let h = |x: &str| new.read_handler(x).unwrap();
+        assert_eq!(h("c.count"), "50", "-j {threads}");
+        assert_eq!(h("s.count"), "50");
+        assert_eq!(h("q.length"), "20");
+        assert_eq!(h("q.drops"), "30");
+        assert_eq!(new.total_drops(), 30);
+        // The source's LIMIT counts what the old one sent: it sends no more
+        // (and, its limit reached before, does not stop the router again).
+        std::thread::scope(|sc| {
+            let stop = new.stopper();
+            sc.spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.stop();
+            });
+            new.run();
+        });
+        assert_eq!(h("s.count"), "50");
+        assert_eq!(h("c.count"), "50");
+        // The packets taken are the old router's, in order, and usable.
+        let b = new.pull_from("q", 0, 100).unwrap().unwrap();
+        assert_eq!(b.len(), 20);
+    }
+}
+
+#[test]
+fn route_table_state_follows_the_configuration() {
+    let a = "Idle -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; rt[1] -> Discard;";
+    let reg = reg();
+    let old = Router::from_str(a, &reg, 2).unwrap();
+    old.write_handler("rt.add", "192.168.0.0/16 10.0.0.1 0")
+        .unwrap();
+    // Same configuration: the table with the route a handler added.
+    let same = Router::from_str(a, &reg, 2).unwrap();
+    same.take_state_from(&old).unwrap();
+    let t = same.read_handler("rt.table").unwrap();
+    assert!(t.contains("192.168.0.0/16"), "{t}");
+    // Changed configuration: its routes, not the old table.
+    let changed = Router::from_str(&a.replace("10.0.0.0/8", "172.16.0.0/12"), &reg, 2).unwrap();
+    changed.take_state_from(&old).unwrap();
+    let t = changed.read_handler("rt.table").unwrap();
+    assert!(
+        t.contains("172.16.0.0/12") && !t.contains("192.168.0.0/16"),
+        "{t}"
+    );
+}
+
+#[test]
+fn arp_table_state() {
+    let a = "Idle -> [0]arp :: ARPQuerier(10.0.0.1, 00:01:02:03:04:05) -> Discard; Idle -> [1]arp;";
+    let reg = reg();
+    let old = Router::from_str(a, &reg, 2).unwrap();
+    old.write_handler("arp.insert", "10.0.0.7 00:0a:0b:0c:0d:0e")
+        .unwrap();
+    let new = Router::from_str(a, &reg, 2).unwrap();
+    assert_eq!(new.read_handler("arp.count").unwrap(), "0");
+    new.take_state_from(&old).unwrap();
+    assert_eq!(new.read_handler("arp.count").unwrap(), "1");
+    let t = new.read_handler("arp.table").unwrap();
+    assert!(
+        t.to_lowercase().contains("00-0a-0b-0c-0d-0e") || t.contains("00:0A"),
+        "{t}"
+    );
+}
+
+#[test]
+fn nat_mappings_state() {
+    let a = "s :: InfiniteSource(LENGTH 32, LIMIT 3, STOP true) \
+             -> UDPIPEncap(10.0.0.2, 4000, 198.51.100.1, 53) \
+             -> rw :: IPRewriter(pattern 192.0.2.1 1024-65535 - - 0 1) -> Discard; rw[1] -> Discard;";
+    let new = swap(a, a, 2, |old| {
+        assert!(old.read_handler("rw.table").unwrap().contains("192.0.2.1"));
+    });
+    let t = new.read_handler("rw.table").unwrap();
+    assert!(t.contains("10.0.0.2") && t.contains("192.0.2.1"), "{t}");
+    // A different class of the same name takes nothing.
+    let b = a.replace("IPRewriter", "UDPRewriter");
+    let other = swap(a, &b, 2, |_| {});
+    assert!(!other.read_handler("rw.table").unwrap().contains("10.0.0.2"));
+}
