@@ -4,6 +4,7 @@ mod bench;
 mod ctl;
 mod flat;
 mod harness;
+mod hop;
 mod make_ip_conf;
 mod mlffr;
 mod model_cmd;
@@ -737,10 +738,11 @@ fn model(a: ModelArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    let (machine, how) = match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
-        Ok(m) => m,
-        Err(e) => return fail(&e),
-    };
+    let (mut machine, how) =
+        match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
+            Ok(m) => m,
+            Err(e) => return fail(&e),
+        };
     eprintln!(
         "paraclick model: system model {how} ({})",
         paraclick_model::machine::cache_path()
@@ -748,6 +750,20 @@ fn model(a: ModelArgs) -> ExitCode {
             .unwrap_or_default()
     );
     let reg = registry();
+    if machine.queue_hop.is_empty() || a.recalibrate {
+        match hop::calibrate(&reg, 3, 0.3) {
+            Ok((pts, notes)) => {
+                eprint!("{notes}");
+                machine.queue_hop = pts;
+                if let Err(e) = machine.save() {
+                    eprintln!("paraclick model: not cached: {e}");
+                }
+            }
+            Err(e) => eprintln!(
+                "paraclick model: queue hop not measured ({e}); using the ring's crossing cost"
+            ),
+        }
+    }
     if a.validate {
         return validate::run(&a.input, &reg, &machine, a.duration);
     }
