@@ -204,6 +204,10 @@ enum Cmd {
         /// (or the CONFIGs given) at 1 and 2 threads.
         #[arg(long)]
         validate: bool,
+        /// --validate: rounds of alternating 1- and 2-thread runs; the
+        /// medians are reported (the shared machine is noisy).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
         #[command(flatten)]
         input: Input,
     },
@@ -311,6 +315,7 @@ fn main() -> ExitCode {
             duration,
             recalibrate,
             validate,
+            rounds,
             input,
         }) => model(ModelArgs {
             system,
@@ -321,6 +326,7 @@ fn main() -> ExitCode {
             duration,
             recalibrate,
             validate,
+            rounds,
             input,
         }),
         Some(Cmd::Ctl {
@@ -705,6 +711,7 @@ struct ModelArgs {
     duration: f64,
     recalibrate: bool,
     validate: bool,
+    rounds: usize,
     input: Input,
 }
 
@@ -765,7 +772,7 @@ fn model(a: ModelArgs) -> ExitCode {
         }
     }
     if a.validate {
-        return validate::run(&a.input, &reg, &machine, a.duration);
+        return validate::run(&a.input, &reg, &machine, a.duration, a.rounds.max(1));
     }
     let (src, defines) = match load(&a.input) {
         Ok(x) => x,
