@@ -8,6 +8,7 @@ mod hop;
 mod make_ip_conf;
 mod mlffr;
 mod model_cmd;
+mod parallelize;
 mod validate;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
@@ -95,6 +96,10 @@ struct RunArgs {
     /// Do not print warnings (paraclick reports only errors so far).
     #[arg(short = 'w', long = "no-warnings")]
     no_warnings: bool,
+    /// Rewrite the configuration for the -j threads first, as `paraclick
+    /// parallelize` would (a short profile, then the model's best plan).
+    #[arg(long = "auto")]
+    auto: bool,
     /// Click's -R (allow hot reconfiguration): not supported yet.
     #[arg(short = 'R', long = "allow-reconfigure")]
     allow_reconfigure: bool,
@@ -208,6 +213,23 @@ enum Cmd {
         /// medians are reported (the shared machine is noisy).
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        #[command(flatten)]
+        input: Input,
+    },
+    /// Rewrite a configuration to spread over N threads (placement,
+    /// pipeline split, flow split), chosen by the performance model; the
+    /// rewritten configuration goes to standard output, headed by a
+    /// comment table of the candidates.
+    Parallelize {
+        /// Threads to plan for.
+        #[arg(short = 'j', long = "threads", default_value_t = 2)]
+        threads: usize,
+        /// Emit candidate K of the table instead of the chosen one.
+        #[arg(long)]
+        candidate: Option<usize>,
+        /// Seconds of each profiling run.
+        #[arg(long, default_value_t = 0.3)]
+        duration: f64,
         #[command(flatten)]
         input: Input,
     },
@@ -329,6 +351,12 @@ fn main() -> ExitCode {
             rounds,
             input,
         }),
+        Some(Cmd::Parallelize {
+            threads,
+            candidate,
+            duration,
+            input,
+        }) => parallelize_cmd(threads, candidate, duration, &input),
         Some(Cmd::Ctl {
             port,
             unix,
@@ -556,6 +584,26 @@ fn run(a: RunArgs) -> ExitCode {
         paraclick_packet::pool::set_default_capacity(n);
     }
     let reg = registry();
+    let (src, defines) = if a.auto {
+        match auto_rewrite(&src, &reg, &defines, a.threads, 0.3, None) {
+            Ok(text) => {
+                eprintln!("paraclick --auto:");
+                for l in text.lines().take_while(|l| l.starts_with("//")) {
+                    eprintln!("{l}");
+                }
+                (
+                    Source {
+                        name: format!("{} (--auto -j {})", src.name, a.threads),
+                        text,
+                    },
+                    Vec::new(),
+                )
+            }
+            Err(e) => return fail(&format!("--auto: {e}")),
+        }
+    } else {
+        (src, defines)
+    };
     let opts = BuildOptions {
         threads: a.threads,
         defines,
@@ -713,6 +761,40 @@ struct ModelArgs {
     validate: bool,
     rounds: usize,
     input: Input,
+}
+
+fn auto_rewrite(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    threads: usize,
+    secs: f64,
+    pick: Option<usize>,
+) -> Result<String, String> {
+    let (machine, _) = paraclick_model::machine::Machine::load_or_calibrate(false)?;
+    parallelize::parallelize(src, reg, defines, threads.max(1), &machine, secs, pick)
+        .map(|o| o.text)
+}
+
+fn parallelize_cmd(threads: usize, pick: Option<usize>, secs: f64, input: &Input) -> ExitCode {
+    if threads == 0 {
+        return fail("-j: need at least one thread");
+    }
+    if !(secs > 0.0 && secs <= 60.0) {
+        return fail("--duration: between 0 and 60 seconds");
+    }
+    let (src, defines) = match load(input) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let reg = registry();
+    match auto_rewrite(&src, &reg, &defines, threads, secs, pick) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
 }
 
 fn model(a: ModelArgs) -> ExitCode {

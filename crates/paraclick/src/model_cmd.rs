@@ -161,7 +161,7 @@ pub fn system_report(
     Ok(format!("{body}\n{out}{last}\n"))
 }
 
-fn build(
+pub(crate) fn build(
     src: &Source,
     reg: &Registry,
     defines: &[(String, String)],
@@ -190,7 +190,7 @@ fn build(
 }
 
 /// Runs `r` until it stops by itself or `secs` have passed.
-fn run_for(r: &Router, secs: f64) {
+pub(crate) fn run_for(r: &Router, secs: f64) {
     let stopper = r.stopper();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let d2 = done.clone();
@@ -209,7 +209,7 @@ fn run_for(r: &Router, secs: f64) {
     let _ = t.join();
 }
 
-fn entry_tasks(cd: &CostData) -> Vec<usize> {
+pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
     let by_name: std::collections::HashMap<&str, usize> = cd
         .elements
         .iter()

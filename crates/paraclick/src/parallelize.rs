@@ -1,0 +1,976 @@
+//! `paraclick parallelize CONF -j N` and `paraclick -j N --auto CONF`
+//! (issue 18): candidate rewrites of a configuration for N threads, each
+//! predicted by the performance model, the best one emitted.
+//!
+//! Candidates:
+//! - **placement** of the existing tasks (a `StaticThreadSched`): the
+//!   best assignment the model finds (exhaustive for few tasks, greedy
+//!   longest-first then single moves otherwise), and round-robin;
+//! - **pipeline split** at a push connection inside a task's push path: a
+//!   `Queue` inserted and an `Unqueue` placed on another thread; per task,
+//!   the connection that best balances the two halves;
+//! - **flow split** of a source's path: a `HashSwitch` on the flow's
+//!   addresses and ports right after the source, feeding N replicas (each
+//!   behind its own `Queue` and `Unqueue`, one per thread) of the elements
+//!   that may be replicated; the replicas merge back into the first
+//!   element that may not (kept whole, and the output says why).
+//!
+//! Legality: a flow split sends every packet of a flow to the same replica
+//! (the hash covers the addresses and, unless a reassembler is
+//! replicated, the ports), and a pipeline split keeps FIFO order, so each
+//! flow keeps its order. Only classes known to keep no state across flows
+//! are replicated ([`replicable`]); an element with cross-flow state (a
+//! NAT's port allocator, an ESP SA's sequence number and replay window, a
+//! counter the user reads, a queue) is kept whole.
+
+use crate::model_cmd;
+use paraclick_lang::{FlatConnection, FlatElement, FlatGraph, Source};
+use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
+use paraclick_model::machine::Machine;
+use paraclick_runtime::sched::SchedPolicy;
+use paraclick_runtime::Registry;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// Capacity of inserted queues: large, so that a rewrite does not add
+/// tail drops where the original had none (the packet pool's bound holds
+/// the sources back first).
+pub const QUEUE_CAP: usize = 65536;
+/// Burst of inserted Unqueues (also the batch the model charges the
+/// crossing at).
+pub const BURST: usize = 32;
+/// Cycles the model charges a HashSwitch per packet (not profiled: the
+/// element does not exist before the rewrite).
+pub const HASH_CYCLES: f64 = 30.0;
+
+/// Whether instances of `class` may be replicated in a flow split, and if
+/// not, why.
+pub fn replicable(class: &str) -> Result<(), String> {
+    const STATELESS: &[&str] = &[
+        "Strip",
+        "Unstrip",
+        "CheckIPHeader",
+        "CheckIPHeader2",
+        "MarkIPHeader",
+        "Classifier",
+        "IPClassifier",
+        "IPFilter",
+        "EtherEncap",
+        "EtherRewrite",
+        "DecIPTTL",
+        "SetIPChecksum",
+        "SetUDPChecksum",
+        "SetTCPChecksum",
+        "CheckUDPHeader",
+        "CheckTCPHeader",
+        "CheckICMPHeader",
+        "GetIPAddress",
+        "SetIPAddress",
+        "StoreIPAddress",
+        "Paint",
+        "PaintSwitch",
+        "CheckPaint",
+        "WorkPackage",
+        "Null",
+        "StripIPHeader",
+        "IPGWOptions",
+        "FixIPSrc",
+        "DropBroadcasts",
+        "LookupIPRoute",
+        "StaticIPLookup",
+        "RadixIPLookup",
+        "DirectIPLookup",
+        "LinearIPLookup",
+        "SetIPDSCP",
+        "EtherMirror",
+        "IPMirror",
+        "Discard",
+        // Fragments of one packet share its addresses, which the hash
+        // covers (the ports are left out when a reassembler is
+        // replicated).
+        "IPReassembler",
+    ];
+    if STATELESS.contains(&class) {
+        return Ok(());
+    }
+    Err(match class {
+        c if c.ends_with("Queue") => "a queue: one FIFO for all flows".into(),
+        "Counter" | "AverageCounter" => {
+            "its counts are read by the user across all flows (summed replicas are not written)"
+                .into()
+        }
+        "IPRewriter" | "TCPRewriter" | "UDPRewriter" | "ICMPPingRewriter" | "ICMPRewriter" => {
+            "NAT: one port allocator and mapping table for all flows (and both directions)".into()
+        }
+        "IPsecESPTunnelEncap" | "IPsecESPEncap" => {
+            "ESP: one security association's sequence numbers for all flows".into()
+        }
+        "IPsecESPTunnelUnencap" | "IPsecESPUnencap" => {
+            "ESP: one security association's replay window for all flows".into()
+        }
+        "ARPQuerier" | "ARPResponder" => "ARP: one table / answers for all hosts".into(),
+        "ToDump" | "ToIPSummaryDump" | "ToDevice" => {
+            "an output: one file or device for all flows".into()
+        }
+        c if c.contains("Shaper") || c.contains("Meter") || c.contains("Sched") => {
+            "a rate or schedule shared by all flows".into()
+        }
+        _ => "not known to be free of state shared across flows".into(),
+    })
+}
+
+fn is_queue(class: &str) -> bool {
+    class.ends_with("Queue")
+}
+
+/// The graph with its adjacency, tasks and per-element costs.
+pub struct Graph {
+    pub g: FlatGraph,
+    pub out: Vec<Vec<usize>>, // connection indices
+    pub inc: Vec<Vec<usize>>,
+    /// Per App task: its element (None for a second task of an element).
+    pub task_elem: Vec<Option<usize>>,
+    /// Per App task: the elements its push (or pull) path runs.
+    pub task_set: Vec<Vec<usize>>,
+    /// Per element: cycles per packet entering the router.
+    pub cost: Vec<f64>,
+    /// Per element: packets through it per packet entering the router.
+    pub frac: Vec<f64>,
+}
+
+impl Graph {
+    pub fn new(g: FlatGraph, app: &App, prof: &HashMap<String, (f64, f64)>) -> Graph {
+        let n = g.elements.len();
+        let mut out = vec![Vec::new(); n];
+        let mut inc = vec![Vec::new(); n];
+        for (i, c) in g.connections.iter().enumerate() {
+            out[c.from].push(i);
+            inc[c.to].push(i);
+        }
+        let task_elem: Vec<Option<usize>> = app
+            .tasks
+            .iter()
+            .map(|t| {
+                if t.name.ends_with(']') {
+                    None
+                } else {
+                    g.find(&t.name)
+                }
+            })
+            .collect();
+        let mut task_set = Vec::new();
+        for te in &task_elem {
+            let mut set = Vec::new();
+            if let Some(e) = *te {
+                let sink = out[e].is_empty() && !inc[e].is_empty();
+                let mut seen = HashSet::new();
+                let mut stack = vec![e];
+                while let Some(x) = stack.pop() {
+                    if !seen.insert(x) {
+                        continue;
+                    }
+                    set.push(x);
+                    let next: Vec<usize> = if sink {
+                        inc[x].iter().map(|&c| g.connections[c].from).collect()
+                    } else {
+                        out[x].iter().map(|&c| g.connections[c].to).collect()
+                    };
+                    for y in next {
+                        if !is_queue(&g.elements[y].class) {
+                            stack.push(y);
+                        }
+                    }
+                }
+            }
+            task_set.push(set);
+        }
+        // Element costs: the profile's sampled cycles, scaled per task so
+        // that they add up to the task's cost in the application model;
+        // unprofiled elements share what is left equally.
+        let mut cost = vec![0.0; n];
+        let mut frac = vec![0.0; n];
+        for (i, e) in g.elements.iter().enumerate() {
+            if let Some(&(c, f)) = prof.get(&e.name) {
+                cost[i] = c;
+                frac[i] = f;
+            }
+        }
+        let mut scaled = vec![false; n];
+        for (t, set) in task_set.iter().enumerate() {
+            let total: f64 = set.iter().filter(|&&x| !scaled[x]).map(|&x| cost[x]).sum();
+            let own: Vec<usize> = set.iter().copied().filter(|&x| !scaled[x]).collect();
+            let want = app.tasks[t].cycles_per_packet;
+            for &x in &own {
+                cost[x] = if total > 0.0 {
+                    cost[x] * want / total
+                } else {
+                    want / own.len().max(1) as f64
+                };
+                scaled[x] = true;
+            }
+        }
+        Graph {
+            g,
+            out,
+            inc,
+            task_elem,
+            task_set,
+            cost,
+            frac,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Rewrite {
+    /// Tasks placed as given.
+    Place,
+    /// Queue + Unqueue inserted at connection `conn` of task `task`.
+    Pipeline { task: usize, conn: usize },
+    /// HashSwitch after source task `task`'s element, `n` replicas of
+    /// `set`.
+    Flow {
+        task: usize,
+        set: Vec<usize>,
+        offset: usize,
+        len: usize,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub name: String,
+    pub rewrite: Rewrite,
+    pub app: App,
+    /// Thread per task of `app`.
+    pub assign: Vec<usize>,
+    /// Element names of `app`'s tasks, for the StaticThreadSched.
+    pub task_names: Vec<Option<String>>,
+    pub predicted: f64,
+}
+
+pub struct Plan {
+    pub candidates: Vec<Candidate>,
+    /// Index of the chosen candidate.
+    pub chosen: usize,
+    /// What was not split, and why.
+    pub notes: Vec<String>,
+}
+
+fn predict(app: &App, m: &Machine, assign: &[usize], n: usize, w: &WhatIf) -> f64 {
+    app.model(m, assign, n, w).evaluate().mlffr
+}
+
+/// The best placement of `app`'s tasks the search finds, and its rate.
+pub fn best_placement(app: &App, m: &Machine, n: usize, w: &WhatIf) -> (Vec<usize>, f64) {
+    let t = app.tasks.len();
+    if t == 0 {
+        return (Vec::new(), 0.0);
+    }
+    // Exhaustive when small (task 0 on thread 0: threads are alike).
+    let combos = (n as f64).powi(t as i32 - 1);
+    if combos <= 4096.0 {
+        let mut best = (vec![0; t], -1.0);
+        let mut a = vec![0usize; t];
+        loop {
+            let r = predict(app, m, &a, n, w);
+            if r > best.1 + 1e-6 {
+                best = (a.clone(), r);
+            }
+            // Next assignment, task 0 fixed.
+            let mut i = 1;
+            while i < t {
+                a[i] += 1;
+                if a[i] < n {
+                    break;
+                }
+                a[i] = 0;
+                i += 1;
+            }
+            if i >= t {
+                break;
+            }
+        }
+        return best;
+    }
+    // Longest first onto the least loaded thread, then single moves while
+    // they raise the predicted rate.
+    let mut order: Vec<usize> = (0..t).collect();
+    order.sort_by(|&x, &y| {
+        app.tasks[y]
+            .cycles_per_packet
+            .total_cmp(&app.tasks[x].cycles_per_packet)
+    });
+    let mut load = vec![0.0f64; n];
+    let mut a = vec![0usize; t];
+    for i in order {
+        let th = (0..n)
+            .min_by(|&x, &y| load[x].total_cmp(&load[y]))
+            .unwrap_or(0);
+        a[i] = th;
+        load[th] += app.tasks[i].cycles_per_packet;
+    }
+    let mut r = predict(app, m, &a, n, w);
+    for _pass in 0..4 {
+        let mut improved = false;
+        for i in 0..t {
+            let keep = a[i];
+            for th in 0..n {
+                if th == keep {
+                    continue;
+                }
+                a[i] = th;
+                let r2 = predict(app, m, &a, n, w);
+                if r2 > r * 1.0001 {
+                    r = r2;
+                    improved = true;
+                    break;
+                }
+                a[i] = keep;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    (a, r)
+}
+
+fn downstream(gr: &Graph, task: usize, from: usize) -> Vec<usize> {
+    let set: HashSet<usize> = gr.task_set[task].iter().copied().collect();
+    let mut seen = HashSet::new();
+    let mut stack = vec![from];
+    let mut v = Vec::new();
+    while let Some(x) = stack.pop() {
+        if !set.contains(&x) || !seen.insert(x) {
+            continue;
+        }
+        v.push(x);
+        for &c in &gr.out[x] {
+            stack.push(gr.g.connections[c].to);
+        }
+    }
+    v
+}
+
+/// Queues fed from inside `elems`.
+fn queues_fed(gr: &Graph, app: &App, elems: &[usize]) -> Vec<usize> {
+    let mut qs = Vec::new();
+    for &x in elems {
+        for &c in &gr.out[x] {
+            let to = &gr.g.elements[gr.g.connections[c].to];
+            if is_queue(&to.class) {
+                if let Some(q) = app.queues.iter().position(|q| q.name == to.name) {
+                    if !qs.contains(&q) {
+                        qs.push(q);
+                    }
+                }
+            }
+        }
+    }
+    qs
+}
+
+/// The candidates for `n` threads and the chosen one.
+pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan {
+    let n = n.max(1);
+    let names: Vec<Option<String>> = gr
+        .task_elem
+        .iter()
+        .map(|e| e.map(|e| gr.g.elements[e].name.clone()))
+        .collect();
+    let mut cands = Vec::new();
+    let mut notes = Vec::new();
+    // Placements.
+    let rr: Vec<usize> = (0..app.tasks.len()).map(|i| i % n).collect();
+    cands.push(Candidate {
+        name: "round-robin placement".into(),
+        rewrite: Rewrite::Place,
+        app: app.clone(),
+        predicted: predict(app, m, &rr, n, w),
+        assign: rr,
+        task_names: names.clone(),
+    });
+    let (a, r) = best_placement(app, m, n, w);
+    cands.push(Candidate {
+        name: "placement".into(),
+        rewrite: Rewrite::Place,
+        app: app.clone(),
+        assign: a,
+        task_names: names.clone(),
+        predicted: r,
+    });
+    if n == 1 {
+        return finish(cands, notes);
+    }
+    // Pipeline splits: per task, the connection that best balances.
+    for (t, set) in gr.task_set.iter().enumerate() {
+        if gr.task_elem[t].is_none() {
+            continue;
+        }
+        let total = app.tasks[t].cycles_per_packet;
+        let mut best: Option<(usize, f64, Vec<usize>)> = None;
+        for &x in set {
+            for &c in &gr.out[x] {
+                let to = gr.g.connections[c].to;
+                if !set.contains(&to) || Some(to) == gr.task_elem[t] {
+                    continue;
+                }
+                // A pull path (a sink's task) is not split here.
+                if gr.out[gr.task_elem[t].unwrap_or(0)].is_empty() {
+                    continue;
+                }
+                let d = downstream(gr, t, to);
+                let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
+                let imbalance = (total - 2.0 * down).abs();
+                if best.as_ref().is_none_or(|b| imbalance < b.1) {
+                    best = Some((c, imbalance, d));
+                }
+            }
+        }
+        let Some((conn, _, d)) = best else { continue };
+        let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
+        let to = gr.g.connections[conn].to;
+        let f = if gr.frac[to] > 0.0 { gr.frac[to] } else { 1.0 };
+        let mut a2 = app.clone();
+        a2.tasks[t].cycles_per_packet = (total - down).max(0.0);
+        let nt = a2.tasks.len();
+        let uname = format!("par_u{}", cands.len());
+        a2.tasks.push(AppTask {
+            name: uname.clone(),
+            cycles_per_packet: down,
+            entry: false,
+        });
+        for q in queues_fed(gr, app, &d) {
+            for p in &mut a2.queues[q].producers {
+                if p.0 == t {
+                    p.0 = nt;
+                }
+            }
+        }
+        a2.queues.push(AppQueue {
+            name: format!("par_q{}", cands.len()),
+            producers: vec![(t, f)],
+            consumers: vec![(nt, f)],
+            batch: BURST as f64,
+        });
+        let (a, r) = best_placement(&a2, m, n, w);
+        let mut tn = names.clone();
+        tn.push(Some(uname));
+        let c = &gr.g.connections[conn];
+        cands.push(Candidate {
+            name: format!(
+                "pipeline split {}[{}] -> [{}]{}",
+                gr.g.elements[c.from].name, c.from_port, c.to_port, gr.g.elements[c.to].name
+            ),
+            rewrite: Rewrite::Pipeline { task: t, conn },
+            app: a2,
+            assign: a,
+            task_names: tn,
+            predicted: r,
+        });
+    }
+    // Flow splits of sources' paths.
+    for (t, te) in gr.task_elem.iter().enumerate() {
+        let Some(s) = *te else { continue };
+        let el = &gr.g.elements[s];
+        if !gr.inc[s].is_empty() || gr.out[s].is_empty() {
+            continue;
+        }
+        if gr.out[s].len() != 1 {
+            notes.push(format!(
+                "{}: no flow split (more than one output connection)",
+                el.name
+            ));
+            continue;
+        }
+        let set: HashSet<usize> = gr.task_set[t].iter().copied().collect();
+        // The largest single-entry set of replicable elements after s.
+        let mut rep: HashSet<usize> = gr.task_set[t]
+            .iter()
+            .copied()
+            .filter(|&x| x != s && replicable(&gr.g.elements[x].class).is_ok())
+            .collect();
+        loop {
+            let bad: Vec<usize> = rep
+                .iter()
+                .copied()
+                .filter(|&x| {
+                    gr.inc[x].iter().any(|&c| {
+                        let f = gr.g.connections[c].from;
+                        f != s && !rep.contains(&f)
+                    }) || !gr.inc[x].iter().any(|&c| {
+                        let f = gr.g.connections[c].from;
+                        f == s || rep.contains(&f)
+                    })
+                })
+                .collect();
+            if bad.is_empty() {
+                break;
+            }
+            for b in bad {
+                rep.remove(&b);
+            }
+        }
+        let first = gr.g.connections[gr.out[s][0]].to;
+        if !rep.contains(&first) {
+            let why = replicable(&gr.g.elements[first].class)
+                .err()
+                .unwrap_or_else(|| "it is also reached from elsewhere".into());
+            notes.push(format!(
+                "{}: no flow split: the first element, {} ({}), is kept whole: {}",
+                el.name, gr.g.elements[first].name, gr.g.elements[first].class, why
+            ));
+            continue;
+        }
+        // Elements where the replicas merge, kept whole, and why.
+        let mut merge: Vec<String> = Vec::new();
+        for &x in &rep {
+            for &c in &gr.out[x] {
+                let to = gr.g.connections[c].to;
+                if !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class) {
+                    let e = &gr.g.elements[to];
+                    let why = replicable(&e.class)
+                        .err()
+                        .unwrap_or_else(|| "also reached from elsewhere".into());
+                    let line = format!("{} ({}): {}", e.name, e.class, why);
+                    if !merge.contains(&line) {
+                        merge.push(line);
+                    }
+                }
+            }
+        }
+        let mut rep: Vec<usize> = rep.into_iter().collect();
+        rep.sort();
+        let reasm = rep
+            .iter()
+            .any(|&x| gr.g.elements[x].class == "IPReassembler");
+        let ether = !el.config.contains("FORCE_IP true");
+        let offset = if ether { 26 } else { 12 };
+        let len = if reasm { 8 } else { 12 };
+        // Model: the source keeps its own cost plus the hash; each
+        // replica task runs 1/n of the rest (the replicated elements and
+        // the whole elements they push into).
+        let total = app.tasks[t].cycles_per_packet;
+        let own = gr.cost[s].min(total);
+        let f = if gr.frac[first] > 0.0 {
+            gr.frac[first]
+        } else {
+            1.0
+        };
+        let mut a2 = app.clone();
+        a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
+        let base = a2.tasks.len();
+        let mut tn = names.clone();
+        for r in 0..n {
+            let uname = format!("par_u{}_{r}", cands.len());
+            a2.tasks.push(AppTask {
+                name: uname.clone(),
+                cycles_per_packet: (total - own) / n as f64,
+                entry: false,
+            });
+            tn.push(Some(uname));
+            a2.queues.push(AppQueue {
+                name: format!("par_q{}_{r}", cands.len()),
+                producers: vec![(t, f / n as f64)],
+                consumers: vec![(base + r, f / n as f64)],
+                batch: BURST as f64,
+            });
+        }
+        for q in a2.queues.iter_mut().take(app.queues.len()) {
+            let mut np = Vec::new();
+            for &(p, x) in &q.producers {
+                if p == t {
+                    for r in 0..n {
+                        np.push((base + r, x / n as f64));
+                    }
+                } else {
+                    np.push((p, x));
+                }
+            }
+            q.producers = np;
+        }
+        let (a, r) = best_placement(&a2, m, n, w);
+        notes.push(format!(
+            "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
+            el.name,
+            rep.len(),
+            if merge.is_empty() {
+                "none".to_string()
+            } else {
+                merge.join("; ")
+            }
+        ));
+        cands.push(Candidate {
+            name: format!(
+                "flow split after {} into {n} (HashSwitch({offset}, {len}))",
+                el.name
+            ),
+            rewrite: Rewrite::Flow {
+                task: t,
+                set: rep,
+                offset,
+                len,
+            },
+            app: a2,
+            assign: a,
+            task_names: tn,
+            predicted: r,
+        });
+    }
+    finish(cands, notes)
+}
+
+fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
+    // The best prediction; ties go to the simpler (earlier) rewrite.
+    let mut chosen = 0;
+    for (i, c) in cands.iter().enumerate() {
+        if c.predicted > cands[chosen].predicted * 1.02 {
+            chosen = i;
+        }
+    }
+    Plan {
+        candidates: cands,
+        chosen,
+        notes,
+    }
+}
+
+/// The rewritten configuration of candidate `c`.
+pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
+    let mut g = gr.g.clone();
+    let add = |g: &mut FlatGraph, name: String, class: &str, config: String| -> usize {
+        let span = g.elements[0].span.clone();
+        g.elements.push(FlatElement {
+            name,
+            class: class.into(),
+            config,
+            span,
+            anonymous: false,
+        });
+        g.elements.len() - 1
+    };
+    let span0 = gr.g.elements[0].span.clone();
+    let conn = |from: usize, fp: usize, tp: usize, to: usize| FlatConnection {
+        from,
+        from_port: fp,
+        to,
+        to_port: tp,
+        span: span0.clone(),
+    };
+    match &c.rewrite {
+        Rewrite::Place => {}
+        Rewrite::Pipeline { conn: ci, .. } => {
+            let uname = c.task_names.last().cloned().flatten().unwrap_or_default();
+            let qname = uname.replacen("par_u", "par_q", 1);
+            let old = g.connections[*ci].clone();
+            let q = add(&mut g, qname, "Queue", QUEUE_CAP.to_string());
+            let u = add(&mut g, uname, "Unqueue", format!("BURST {BURST}"));
+            g.connections[*ci] = conn(old.from, old.from_port, 0, q);
+            g.connections.push(conn(q, 0, 0, u));
+            g.connections.push(conn(u, 0, old.to_port, old.to));
+        }
+        Rewrite::Flow {
+            task,
+            set,
+            offset,
+            len,
+        } => {
+            let s = gr.task_elem[*task].unwrap_or(0);
+            let base = gr.task_names_len();
+            let units: Vec<String> = c.task_names[base..]
+                .iter()
+                .map(|x| x.clone().unwrap_or_default())
+                .collect();
+            let tag = units
+                .first()
+                .and_then(|u| u.strip_prefix("par_u"))
+                .and_then(|u| u.split('_').next())
+                .unwrap_or("0")
+                .to_string();
+            let hs = add(
+                &mut g,
+                format!("par_hs{tag}"),
+                "HashSwitch",
+                format!("{offset}, {len}"),
+            );
+            let first_conn = gr.out[s][0];
+            let old = g.connections[first_conn].clone();
+            g.connections[first_conn] = conn(s, old.from_port, 0, hs);
+            let inset: HashSet<usize> = set.iter().copied().collect();
+            // Replica r of element x: x itself for r = 0.
+            let mut rep_of: Vec<HashMap<usize, usize>> = vec![HashMap::new(); n];
+            for (r, map) in rep_of.iter_mut().enumerate() {
+                for &x in set {
+                    if r == 0 {
+                        map.insert(x, x);
+                    } else {
+                        let e = gr.g.elements[x].clone();
+                        let id = add(&mut g, format!("{}_r{r}", e.name), &e.class, e.config);
+                        map.insert(x, id);
+                    }
+                }
+            }
+            for (r, u) in units.iter().enumerate().take(n) {
+                let qn = u.replacen("par_u", "par_q", 1);
+                let q = add(&mut g, qn, "Queue", QUEUE_CAP.to_string());
+                let ue = add(&mut g, u.clone(), "Unqueue", format!("BURST {BURST}"));
+                g.connections.push(conn(hs, r, 0, q));
+                g.connections.push(conn(q, 0, 0, ue));
+                g.connections
+                    .push(conn(ue, 0, old.to_port, rep_of[r][&old.to]));
+            }
+            // Connections out of the set, per replica r >= 1.
+            for (ci, cc) in gr.g.connections.iter().enumerate() {
+                if ci == first_conn || !inset.contains(&cc.from) {
+                    continue;
+                }
+                for map in rep_of.iter().skip(1) {
+                    let to = if inset.contains(&cc.to) {
+                        map[&cc.to]
+                    } else {
+                        cc.to
+                    };
+                    g.connections
+                        .push(conn(map[&cc.from], cc.from_port, cc.to_port, to));
+                }
+            }
+        }
+    }
+    // Placement: drop the configuration's own StaticThreadScheds, pin
+    // every task by name.
+    let pins: Vec<String> = c
+        .task_names
+        .iter()
+        .zip(&c.assign)
+        .filter_map(|(nm, &th)| nm.as_ref().map(|nm| format!("{nm} {}", th % n.max(1))))
+        .collect();
+    let keep: Vec<bool> = g
+        .elements
+        .iter()
+        .map(|e| e.class != "StaticThreadSched")
+        .collect();
+    let mut newidx = vec![usize::MAX; g.elements.len()];
+    let mut elements = Vec::new();
+    for (i, e) in g.elements.iter().enumerate() {
+        if keep[i] {
+            newidx[i] = elements.len();
+            elements.push(e.clone());
+        }
+    }
+    let connections = g
+        .connections
+        .iter()
+        .filter(|c| keep[c.from] && keep[c.to])
+        .map(|c| conn(newidx[c.from], c.from_port, c.to_port, newidx[c.to]))
+        .collect();
+    g.elements = elements;
+    g.connections = connections;
+    if !pins.is_empty() {
+        add(
+            &mut g,
+            "par_sched".into(),
+            "StaticThreadSched",
+            pins.join(", "),
+        );
+    }
+    g
+}
+
+impl Graph {
+    fn task_names_len(&self) -> usize {
+        self.task_elem.len()
+    }
+}
+
+/// The comment table heading the output.
+pub fn table(plan: &Plan, n: usize, profile_note: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// paraclick parallelize -j {n}: candidates and the model's predicted MLFFR"
+    );
+    if !profile_note.is_empty() {
+        let _ = writeln!(s, "// {}", profile_note.trim());
+    }
+    let _ = writeln!(
+        s,
+        "// {:>2}  {:>12}  {:<60} placement",
+        "#", "pps", "candidate"
+    );
+    for (i, c) in plan.candidates.iter().enumerate() {
+        let place: Vec<String> = c
+            .task_names
+            .iter()
+            .zip(&c.assign)
+            .filter_map(|(nm, th)| nm.as_ref().map(|nm| format!("{nm}:{th}")))
+            .collect();
+        let _ = writeln!(
+            s,
+            "// {}{:>1}  {:>12.0}  {:<60} {}",
+            if i == plan.chosen { "*" } else { " " },
+            i,
+            c.predicted,
+            c.name,
+            place.join(" ")
+        );
+    }
+    for note in &plan.notes {
+        let _ = writeln!(s, "// note: {note}");
+    }
+    let best = &plan.candidates[plan.chosen];
+    let base = &plan.candidates[0];
+    let _ = writeln!(
+        s,
+        "// chosen: #{} {}: the highest predicted rate ({:.0} pps, {:+.0}% over round-robin placement; a rewrite must beat a simpler one by 2%)",
+        plan.chosen,
+        best.name,
+        best.predicted,
+        (best.predicted / base.predicted.max(1.0) - 1.0) * 100.0
+    );
+    s
+}
+
+/// Per-element costs from one profiled single-thread run: (cycles per
+/// entering packet, packets per entering packet).
+pub fn profile_elements(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    secs: f64,
+) -> Result<HashMap<String, (f64, f64)>, String> {
+    let r = model_cmd::build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
+    model_cmd::run_for(&r, secs);
+    let cd = r.cost_data();
+    let entries = model_cmd::entry_tasks(&cd);
+    let entry: f64 = entries.iter().map(|&t| cd.tasks[t].packets as f64).sum();
+    if entry <= 0.0 {
+        return Err("no packets entered during the profile run".into());
+    }
+    Ok(cd
+        .elements
+        .iter()
+        .map(|e| {
+            (
+                e.name.clone(),
+                (e.cycles as f64 / entry, e.packets as f64 / entry),
+            )
+        })
+        .collect())
+}
+
+/// An application model without running anything: every task costs the
+/// number of elements its path runs (for tests and when the profile
+/// cannot run).
+pub fn static_app(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+) -> Result<App, String> {
+    let r = model_cmd::build(src, reg, defines, 1, SchedPolicy::Static, true, true)?;
+    let cd = r.cost_data();
+    let tasks = cd
+        .tasks
+        .iter()
+        .map(|t| AppTask {
+            name: if t.index > 0 {
+                format!("{}[{}]", t.element, t.index)
+            } else {
+                t.element.clone()
+            },
+            cycles_per_packet: 0.0,
+            entry: false,
+        })
+        .collect();
+    let queues = cd
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|e| AppQueue {
+            name: e.name.clone(),
+            producers: e.push_tasks.iter().map(|&t| (t, 1.0)).collect(),
+            consumers: e.pull_tasks.iter().map(|&t| (t, 1.0)).collect(),
+            batch: 1.0,
+        })
+        .collect();
+    Ok(App {
+        name: src.name.clone(),
+        tasks,
+        queues,
+        packet_bytes: 64.0,
+        tsc_ghz: cd.hz / 1e9,
+        core_share: 1.0,
+    })
+}
+
+/// Sets each task's cost to 100 cycles per element of its path (a
+/// stand-in when no profile is available).
+pub fn uniform_costs(gr: &mut Graph, app: &mut App) {
+    for (t, set) in gr.task_set.iter().enumerate() {
+        app.tasks[t].cycles_per_packet = 100.0 * set.len().max(1) as f64;
+        for &x in set {
+            gr.cost[x] = 100.0;
+            gr.frac[x] = 1.0;
+        }
+    }
+}
+
+pub struct Output {
+    pub text: String,
+    pub plan: Plan,
+}
+
+/// Profile (or not), search, rewrite: the whole command.
+#[allow(clippy::too_many_arguments)]
+pub fn parallelize(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    n: usize,
+    machine: &Machine,
+    secs: f64,
+    pick: Option<usize>,
+) -> Result<Output, String> {
+    let g = paraclick_lang::parse_config(src, defines).map_err(|d| {
+        d.iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    let (app, prof, note) = match model_cmd::profile_app(src, reg, defines, secs)
+        .and_then(|(a, _)| Ok((a, profile_elements(src, reg, defines, secs)?)))
+    {
+        Ok((a, p)) => (a, Some(p), String::new()),
+        Err(e) => (
+            static_app(src, reg, defines)?,
+            None,
+            format!("no profile ({e}): every element counted as 100 cycles per packet"),
+        ),
+    };
+    let mut app = app;
+    if app.packet_bytes == 0.0 {
+        app.packet_bytes = 64.0;
+    }
+    let mut gr = Graph::new(g, &app, &prof.clone().unwrap_or_default());
+    if prof.is_none() {
+        uniform_costs(&mut gr, &mut app);
+    }
+    let w = WhatIf {
+        core_share: vec![1.0; n],
+        ..WhatIf::default()
+    };
+    let mut plan = search(&gr, &app, machine, n, &w);
+    if let Some(k) = pick {
+        if k >= plan.candidates.len() {
+            return Err(format!(
+                "--candidate {k}: there are {} candidates",
+                plan.candidates.len()
+            ));
+        }
+        plan.chosen = k;
+    }
+    let out = rewrite(&gr, &plan.candidates[plan.chosen], n);
+    let mut text = table(&plan, n, &note);
+    text.push_str(&crate::flat::to_click(&out));
+    Ok(Output { text, plan })
+}
