@@ -773,7 +773,6 @@ fn auto_rewrite(
 ) -> Result<String, String> {
     let (machine, _) = paraclick_model::machine::Machine::load_or_calibrate(false)?;
     parallelize::parallelize(src, reg, defines, threads.max(1), &machine, secs, pick)
-        .map(|o| o.text)
 }
 
 fn parallelize_cmd(threads: usize, pick: Option<usize>, secs: f64, input: &Input) -> ExitCode {

@@ -226,7 +226,7 @@ pub enum Rewrite {
     /// Tasks placed as given.
     Place,
     /// Queue + Unqueue inserted at connection `conn` of task `task`.
-    Pipeline { task: usize, conn: usize },
+    Pipeline { conn: usize },
     /// HashSwitch after source task `task`'s element, `n` replicas of
     /// `set`.
     Flow {
@@ -241,7 +241,6 @@ pub enum Rewrite {
 pub struct Candidate {
     pub name: String,
     pub rewrite: Rewrite,
-    pub app: App,
     /// Thread per task of `app`.
     pub assign: Vec<usize>,
     /// Element names of `app`'s tasks, for the StaticThreadSched.
@@ -386,7 +385,6 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
     cands.push(Candidate {
         name: "round-robin placement".into(),
         rewrite: Rewrite::Place,
-        app: app.clone(),
         predicted: predict(app, m, &rr, n, w),
         assign: rr,
         task_names: names.clone(),
@@ -395,7 +393,6 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
     cands.push(Candidate {
         name: "placement".into(),
         rewrite: Rewrite::Place,
-        app: app.clone(),
         assign: a,
         task_names: names.clone(),
         predicted: r,
@@ -463,8 +460,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 "pipeline split {}[{}] -> [{}]{}",
                 gr.g.elements[c.from].name, c.from_port, c.to_port, gr.g.elements[c.to].name
             ),
-            rewrite: Rewrite::Pipeline { task: t, conn },
-            app: a2,
+            rewrite: Rewrite::Pipeline { conn },
             assign: a,
             task_names: tn,
             predicted: r,
@@ -612,7 +608,6 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 offset,
                 len,
             },
-            app: a2,
             assign: a,
             task_names: tn,
             predicted: r,
@@ -915,11 +910,6 @@ pub fn uniform_costs(gr: &mut Graph, app: &mut App) {
     }
 }
 
-pub struct Output {
-    pub text: String,
-    pub plan: Plan,
-}
-
 /// Profile (or not), search, rewrite: the whole command.
 #[allow(clippy::too_many_arguments)]
 pub fn parallelize(
@@ -930,7 +920,7 @@ pub fn parallelize(
     machine: &Machine,
     secs: f64,
     pick: Option<usize>,
-) -> Result<Output, String> {
+) -> Result<String, String> {
     let g = paraclick_lang::parse_config(src, defines).map_err(|d| {
         d.iter()
             .map(|d| d.message.clone())
@@ -972,5 +962,141 @@ pub fn parallelize(
     let out = rewrite(&gr, &plan.candidates[plan.chosen], n);
     let mut text = table(&plan, n, &note);
     text.push_str(&crate::flat::to_click(&out));
-    Ok(Output { text, plan })
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine() -> Machine {
+        Machine {
+            cpu: "test".into(),
+            cores: 4,
+            tsc_ghz: 2.0,
+            line_transfer_ns: 50.0,
+            local_ring_ns: 20.0,
+            cross_ring_ns: 40.0,
+            crossing_ns: 30.0,
+            memory_gbs: 10.0,
+            af_packet_ns: None,
+            tap_ns: None,
+            calibrated_at: 0,
+            queue_hop: Vec::new(),
+        }
+    }
+
+    fn plan_for(text: &str, n: usize) -> (Graph, Plan) {
+        let src = Source {
+            name: "test".into(),
+            text: text.into(),
+        };
+        let reg = crate::registry();
+        let mut app = static_app(&src, &reg, &[]).unwrap();
+        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
+        let mut gr = Graph::new(g, &app, &HashMap::new());
+        uniform_costs(&mut gr, &mut app);
+        let w = WhatIf {
+            core_share: vec![1.0; n],
+            ..WhatIf::default()
+        };
+        let plan = search(&gr, &app, &machine(), n, &w);
+        (gr, plan)
+    }
+
+    #[test]
+    fn legality_table() {
+        assert!(replicable("CheckIPHeader").is_ok());
+        assert!(replicable("IPRewriter")
+            .unwrap_err()
+            .contains("port allocator"));
+        assert!(replicable("Queue").is_err());
+        assert!(replicable("Counter").is_err());
+        assert!(replicable("SomethingNew")
+            .unwrap_err()
+            .contains("not known"));
+    }
+
+    #[test]
+    fn one_heavy_path_is_split_and_the_rewrite_parses() {
+        // One source, a long stateless path, a counter: a flow split (or a
+        // pipeline split) must beat any placement of the single task.
+        let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
+        for i in 0..8 {
+            text.push_str(&format!(" -> w{i} :: Null"));
+        }
+        text.push_str(" -> c :: Counter -> Discard;\n");
+        let (gr, plan) = plan_for(&text, 2);
+        let chosen = &plan.candidates[plan.chosen];
+        assert!(chosen.name.contains("split"), "{}", table(&plan, 2, ""));
+        assert!(
+            chosen.predicted > plan.candidates[1].predicted * 1.3,
+            "{}",
+            table(&plan, 2, "")
+        );
+        // The counter is kept whole, and the output says why.
+        let t = table(&plan, 2, "");
+        assert!(t.contains("c (Counter): its counts are read"), "{t}");
+        // Every candidate's rewrite is a configuration that builds.
+        for c in &plan.candidates {
+            let g = rewrite(&gr, c, 2);
+            let src = Source {
+                name: "rewritten".into(),
+                text: crate::flat::to_click(&g),
+            };
+            let r = model_cmd::build(
+                &src,
+                &crate::registry(),
+                &[],
+                2,
+                SchedPolicy::Static,
+                false,
+                true,
+            );
+            assert!(r.is_ok(), "{}: {}", c.name, src.text);
+        }
+    }
+
+    #[test]
+    fn search_is_fast_on_hundreds_of_elements() {
+        // 40 sources, each with a path of 8 elements into one of 20
+        // queues drained by its own Discard: 420 elements, 60 tasks.
+        let mut text = String::new();
+        for q in 0..20 {
+            text.push_str(&format!("q{q} :: Queue -> Discard;\n"));
+        }
+        for s in 0..40 {
+            text.push_str(&format!("s{s} :: InfiniteSource(LIMIT 10)"));
+            for i in 0..8 {
+                text.push_str(&format!(" -> n{s}_{i} :: Null"));
+            }
+            text.push_str(&format!(" -> q{};\n", s % 20));
+        }
+        let src = Source {
+            name: "big".into(),
+            text: text.clone(),
+        };
+        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
+        assert!(g.elements.len() >= 400, "{}", g.elements.len());
+        // The search's size: a bounded number of candidates (2 placements,
+        // at most one pipeline split per task and one flow split per
+        // source), each placed by a bounded local search (a generous
+        // bound on wall time: CI machines are slow and shared).
+        let t0 = std::time::Instant::now();
+        let (_, plan) = plan_for(&text, 4);
+        let secs = t0.elapsed().as_secs_f64();
+        assert!(
+            plan.candidates.len() <= 2 + 60 + 40,
+            "{}",
+            plan.candidates.len()
+        );
+        assert!(plan.candidates.len() >= 40);
+        assert!(secs < 30.0, "search took {secs} s");
+        eprintln!(
+            "search over {} elements: {} candidates in {:.3} s",
+            g.elements.len(),
+            plan.candidates.len(),
+            secs
+        );
+    }
 }
