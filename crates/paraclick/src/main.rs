@@ -230,6 +230,10 @@ enum Cmd {
         /// Seconds of each profiling run.
         #[arg(long, default_value_t = 0.3)]
         duration: f64,
+        /// Also write every candidate's rewrite to DIR/candidate-K.click
+        /// (from the same profile: for measuring them all).
+        #[arg(long = "emit-all", value_name = "DIR")]
+        emit_all: Option<String>,
         #[command(flatten)]
         input: Input,
     },
@@ -355,8 +359,9 @@ fn main() -> ExitCode {
             threads,
             candidate,
             duration,
+            emit_all,
             input,
-        }) => parallelize_cmd(threads, candidate, duration, &input),
+        }) => parallelize_cmd(threads, candidate, duration, emit_all.as_deref(), &input),
         Some(Cmd::Ctl {
             port,
             unix,
@@ -585,7 +590,7 @@ fn run(a: RunArgs) -> ExitCode {
     }
     let reg = registry();
     let (src, defines) = if a.auto {
-        match auto_rewrite(&src, &reg, &defines, a.threads, 0.3, None) {
+        match auto_rewrite(&src, &reg, &defines, a.threads, 0.3, None, None) {
             Ok(text) => {
                 eprintln!("paraclick --auto:");
                 for l in text.lines().take_while(|l| l.starts_with("//")) {
@@ -770,12 +775,28 @@ fn auto_rewrite(
     threads: usize,
     secs: f64,
     pick: Option<usize>,
+    emit_all: Option<&str>,
 ) -> Result<String, String> {
     let (machine, _) = paraclick_model::machine::Machine::load_or_calibrate(false)?;
-    parallelize::parallelize(src, reg, defines, threads.max(1), &machine, secs, pick)
+    parallelize::parallelize(
+        src,
+        reg,
+        defines,
+        threads.max(1),
+        &machine,
+        secs,
+        pick,
+        emit_all.map(std::path::Path::new),
+    )
 }
 
-fn parallelize_cmd(threads: usize, pick: Option<usize>, secs: f64, input: &Input) -> ExitCode {
+fn parallelize_cmd(
+    threads: usize,
+    pick: Option<usize>,
+    secs: f64,
+    emit_all: Option<&str>,
+    input: &Input,
+) -> ExitCode {
     if threads == 0 {
         return fail("-j: need at least one thread");
     }
@@ -787,7 +808,7 @@ fn parallelize_cmd(threads: usize, pick: Option<usize>, secs: f64, input: &Input
         Err(e) => return fail(&e),
     };
     let reg = registry();
-    match auto_rewrite(&src, &reg, &defines, threads, secs, pick) {
+    match auto_rewrite(&src, &reg, &defines, threads, secs, pick, emit_all) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS

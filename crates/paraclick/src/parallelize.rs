@@ -262,46 +262,70 @@ fn predict(app: &App, m: &Machine, assign: &[usize], n: usize, w: &WhatIf) -> f6
 
 /// The best placement of `app`'s tasks the search finds, and its rate.
 pub fn best_placement(app: &App, m: &Machine, n: usize, w: &WhatIf) -> (Vec<usize>, f64) {
+    place_with(app, m, n, w, &[])
+}
+
+/// The best placement with some tasks fixed to threads: exhaustive when
+/// small, else longest-first onto the least loaded thread and then single
+/// moves while they raise the predicted rate.
+pub fn place_with(
+    app: &App,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    fixed: &[(usize, usize)],
+) -> (Vec<usize>, f64) {
     let t = app.tasks.len();
     if t == 0 {
         return (Vec::new(), 0.0);
     }
-    // Exhaustive when small (task 0 on thread 0: threads are alike).
-    let combos = (n as f64).powi(t as i32 - 1);
+    let is_fixed = |i: usize| fixed.iter().find(|f| f.0 == i).map(|f| f.1 % n);
+    let free: Vec<usize> = (0..t).filter(|&i| is_fixed(i).is_none()).collect();
+    // Without fixed tasks the threads are alike: the first task stays on
+    // thread 0.
+    let sym = usize::from(fixed.is_empty());
+    let combos = (n as f64).powi(free.len().saturating_sub(sym) as i32);
+    let mut a = vec![0usize; t];
+    for &(i, th) in fixed {
+        if i < t {
+            a[i] = th % n;
+        }
+    }
     if combos <= 4096.0 {
-        let mut best = (vec![0; t], -1.0);
-        let mut a = vec![0usize; t];
+        let mut best = (a.clone(), -1.0);
+        let vary = &free[sym.min(free.len())..];
         loop {
             let r = predict(app, m, &a, n, w);
             if r > best.1 + 1e-6 {
                 best = (a.clone(), r);
             }
-            // Next assignment, task 0 fixed.
-            let mut i = 1;
-            while i < t {
-                a[i] += 1;
-                if a[i] < n {
+            let mut k = 0;
+            while k < vary.len() {
+                a[vary[k]] += 1;
+                if a[vary[k]] < n {
                     break;
                 }
-                a[i] = 0;
-                i += 1;
+                a[vary[k]] = 0;
+                k += 1;
             }
-            if i >= t {
+            if k >= vary.len() {
                 break;
             }
         }
         return best;
     }
-    // Longest first onto the least loaded thread, then single moves while
-    // they raise the predicted rate.
-    let mut order: Vec<usize> = (0..t).collect();
+    let mut order = free.clone();
     order.sort_by(|&x, &y| {
         app.tasks[y]
             .cycles_per_packet
             .total_cmp(&app.tasks[x].cycles_per_packet)
     });
     let mut load = vec![0.0f64; n];
-    let mut a = vec![0usize; t];
+    for &(i, th) in fixed {
+        if i < t {
+            load[th % n] += app.tasks[i].cycles_per_packet;
+        }
+    }
     for i in order {
         let th = (0..n)
             .min_by(|&x, &y| load[x].total_cmp(&load[y]))
@@ -312,7 +336,7 @@ pub fn best_placement(app: &App, m: &Machine, n: usize, w: &WhatIf) -> (Vec<usiz
     let mut r = predict(app, m, &a, n, w);
     for _pass in 0..4 {
         let mut improved = false;
-        for i in 0..t {
+        for &i in &free {
             let keep = a[i];
             for th in 0..n {
                 if th == keep {
@@ -451,7 +475,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             consumers: vec![(nt, f)],
             batch: BURST as f64,
         });
-        let (a, r) = best_placement(&a2, m, n, w);
+        // The Unqueue on another thread than the task it splits.
+        let (a, r) = place_with(&a2, m, n, w, &[(t, 0), (nt, 1)]);
         let mut tn = names.clone();
         tn.push(Some(uname));
         let c = &gr.g.connections[conn];
@@ -586,7 +611,9 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             }
             q.producers = np;
         }
-        let (a, r) = best_placement(&a2, m, n, w);
+        // Replica r on thread r.
+        let fixed: Vec<(usize, usize)> = (0..n).map(|r| (base + r, r)).collect();
+        let (a, r) = place_with(&a2, m, n, w, &fixed);
         notes.push(format!(
             "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
             el.name,
@@ -920,6 +947,7 @@ pub fn parallelize(
     machine: &Machine,
     secs: f64,
     pick: Option<usize>,
+    emit_all: Option<&std::path::Path>,
 ) -> Result<String, String> {
     let g = paraclick_lang::parse_config(src, defines).map_err(|d| {
         d.iter()
@@ -959,8 +987,19 @@ pub fn parallelize(
         }
         plan.chosen = k;
     }
+    let head = table(&plan, n, &note);
+    if let Some(dir) = emit_all {
+        // Every candidate from this one profile, for measuring them all.
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (k, c) in plan.candidates.iter().enumerate() {
+            let f = dir.join(format!("candidate-{k}.click"));
+            let body = crate::flat::to_click(&rewrite(&gr, c, n));
+            std::fs::write(&f, format!("// candidate {k}: {}\n{head}{body}", c.name))
+                .map_err(|e| format!("{}: {e}", f.display()))?;
+        }
+    }
     let out = rewrite(&gr, &plan.candidates[plan.chosen], n);
-    let mut text = table(&plan, n, &note);
+    let mut text = head;
     text.push_str(&crate::flat::to_click(&out));
     Ok(text)
 }
