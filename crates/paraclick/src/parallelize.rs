@@ -1006,8 +1006,17 @@ pub fn parallelize(
     if prof.is_none() {
         uniform_costs(&mut gr, &mut app);
     }
+    // The share of a core each busy thread gets now, relative to the
+    // timing run's (as `paraclick model` does), averaged over the threads
+    // so that the search does not chase one thread's noise.
+    let share = if prof.is_some() {
+        let now = paraclick_model::machine::core_shares(n, 100);
+        now.iter().sum::<f64>() / now.len().max(1) as f64 / app.core_share.clamp(1e-3, 1.0)
+    } else {
+        1.0
+    };
     let w = WhatIf {
-        core_share: vec![1.0; n],
+        core_share: vec![share; n],
         ..WhatIf::default()
     };
     let mut plan = search(&gr, &app, machine, n, &w);
@@ -1020,6 +1029,10 @@ pub fn parallelize(
         }
         plan.chosen = k;
     }
+    let note = format!(
+        "{note}{}each thread's core share now relative to the profile's: {share:.2}",
+        if note.is_empty() { "" } else { "; " }
+    );
     let head = table(&plan, n, &note);
     if let Some(dir) = emit_all {
         // Every candidate from this one profile, for measuring them all.
