@@ -32,6 +32,10 @@ pub struct AppQueue {
     pub producers: Vec<(usize, f64)>,
     /// Per consumer task: packets it dequeues per entering packet.
     pub consumers: Vec<(usize, f64)>,
+    /// Packets the consumers take per run with work (their batch size),
+    /// which sets the cost of a crossing ([`Machine::hop_ns`]); 0: unknown
+    /// (taken as 1).
+    pub batch: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -91,6 +95,24 @@ impl App {
         (total, per_thread)
     }
 
+    /// Per thread: ns of crossing work per entering packet, each queue's
+    /// crossing packets charged at the measured hop cost for its batch.
+    pub fn crossing_ns(&self, machine: &Machine, assign: &[usize], nthreads: usize) -> Vec<f64> {
+        let mut per_thread = vec![0.0; nthreads.max(1)];
+        for q in &self.queues {
+            let one = App {
+                queues: vec![q.clone()],
+                ..App::default()
+            };
+            let (_, x) = one.crossings(assign, nthreads.max(1));
+            let ns = machine.hop_ns(q.batch);
+            for (t, n) in x.into_iter().enumerate() {
+                per_thread[t] += n * ns;
+            }
+        }
+        per_thread
+    }
+
     /// The model of this application on `nthreads` threads of `machine`
     /// with the given task placement.
     pub fn model(&self, machine: &Machine, assign: &[usize], nthreads: usize, w: &WhatIf) -> Model {
@@ -104,7 +126,7 @@ impl App {
             saturation: 0.8,
             cycle_ns: 0.0,
         }];
-        let (_, cross) = self.crossings(assign, nthreads);
+        let cross = self.crossing_ns(machine, assign, nthreads);
         let mut stages: Vec<Stage> = (0..nthreads)
             .map(|t| {
                 let names: Vec<&str> = self
@@ -132,7 +154,7 @@ impl App {
             stages[t].latency_ns += task.cycles_per_packet * tick_ns;
         }
         for (t, s) in stages.iter_mut().enumerate() {
-            s.latency_ns += cross[t] * machine.crossing_ns;
+            s.latency_ns += cross[t];
             if let Some(&share) = w.core_share.get(t) {
                 if share > 0.0 {
                     s.latency_ns /= share;
@@ -182,6 +204,7 @@ mod tests {
             af_packet_ns: None,
             tap_ns: None,
             calibrated_at: 0,
+            queue_hop: Vec::new(),
         }
     }
 
@@ -206,11 +229,13 @@ mod tests {
                     name: "q0".into(),
                     producers: vec![(1, 0.5)],
                     consumers: vec![(2, 0.5)],
+                    batch: 1.0,
                 },
                 AppQueue {
                     name: "q1".into(),
                     producers: vec![(0, 0.5)],
                     consumers: vec![(3, 0.5)],
+                    batch: 1.0,
                 },
             ],
             packet_bytes: 64.0,
@@ -250,6 +275,24 @@ mod tests {
         assert!((m.stages[0].latency_ns - 430.0).abs() < 1e-9);
         assert!((m.stages[1].latency_ns - 130.0).abs() < 1e-9);
         assert!((m.evaluate().mlffr - 1e9 / 430.0).abs() < 1.0);
+        // A measured hop curve replaces the ring's figure, by batch size.
+        let mut mach = machine();
+        mach.queue_hop = vec![
+            crate::machine::HopPoint {
+                batch: 1.0,
+                ns: 80.0,
+            },
+            crate::machine::HopPoint {
+                batch: 32.0,
+                ns: 10.0,
+            },
+        ];
+        let m = app.model(&mach, &split, 2, &WhatIf::default());
+        assert!((m.stages[0].latency_ns - 480.0).abs() < 1e-9);
+        let mut big = app.clone();
+        big.queues.iter_mut().for_each(|q| q.batch = 32.0);
+        let m = big.model(&mach, &split, 2, &WhatIf::default());
+        assert!((m.stages[0].latency_ns - 410.0).abs() < 1e-9);
     }
 
     #[test]

@@ -39,6 +39,27 @@ pub struct Machine {
     pub tap_ns: Option<f64>,
     /// Unix time of the calibration.
     pub calibrated_at: u64,
+    /// The runtime's own cross-thread Queue hop (issue 15's crossing
+    /// term), per consumer batch size: what one packet crossing from a
+    /// producer thread to a consumer thread through a `Queue` adds to each
+    /// end, ns, measured by running `InfiniteSource -> Queue -> Unqueue`
+    /// on one and on two threads (`paraclick model --recalibrate`). It
+    /// includes what the synthetic ring above does not: the ring's staging
+    /// and cache-line transfers, the consumer's polls of an empty queue,
+    /// buffers going home, and packets lost while one side is off its
+    /// core. Empty: not measured (then [`Machine::crossing_ns`] is used).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_hop: Vec<HopPoint>,
+}
+
+/// One point of the measured queue-hop cost curve.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HopPoint {
+    /// Packets the consumer takes per run (Unqueue BURST).
+    pub batch: f64,
+    /// ns added to each end per crossing packet.
+    pub ns: f64,
 }
 
 pub fn cache_path() -> Option<PathBuf> {
@@ -67,6 +88,49 @@ fn ncpus() -> usize {
 }
 
 impl Machine {
+    /// Crossing cost per end per packet for a queue whose consumer takes
+    /// `batch` packets per run: the measured hop curve, interpolated
+    /// linearly in log(batch) and held flat beyond its ends; the synthetic
+    /// ring's figure when the hop was not measured.
+    pub fn hop_ns(&self, batch: f64) -> f64 {
+        let pts = &self.queue_hop;
+        if pts.is_empty() {
+            return self.crossing_ns;
+        }
+        let b = batch.max(1.0);
+        if b <= pts[0].batch {
+            return pts[0].ns;
+        }
+        for w in pts.windows(2) {
+            if b <= w[1].batch {
+                let (x0, x1) = (w[0].batch.ln(), w[1].batch.ln());
+                let f = if x1 > x0 {
+                    (b.ln() - x0) / (x1 - x0)
+                } else {
+                    1.0
+                };
+                return w[0].ns + f * (w[1].ns - w[0].ns);
+            }
+        }
+        pts[pts.len() - 1].ns
+    }
+
+    /// Writes this calibration to the cache file.
+    pub fn save(&self) -> Result<(), String> {
+        let Some(p) = cache_path() else {
+            return Ok(());
+        };
+        if let Some(dir) = p.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let text = format!(
+            "# paraclick system model of this machine (paraclick model --recalibrate\n\
+             # measures it again). Absent af_packet_ns / tap_ns: unmeasured.\n{}",
+            toml::to_string(self).map_err(|e| e.to_string())?
+        );
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+    }
+
     /// The cached calibration if it describes this machine, else a new
     /// one (written to the cache). `fresh` forces a new calibration.
     pub fn load_or_calibrate(fresh: bool) -> Result<(Machine, &'static str), String> {
@@ -84,17 +148,7 @@ impl Machine {
             }
         }
         let m = Machine::calibrate();
-        if let Some(p) = &path {
-            if let Some(dir) = p.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let text = format!(
-                "# paraclick system model of this machine (paraclick model --recalibrate\n\
-                 # measures it again). Absent af_packet_ns / tap_ns: unmeasured.\n{}",
-                toml::to_string(&m).map_err(|e| e.to_string())?
-            );
-            std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?;
-        }
+        m.save()?;
         Ok((m, "calibrated now"))
     }
 
@@ -104,7 +158,17 @@ impl Machine {
     }
 
     /// The micro-benchmarks with `rounds` transfers, best of `tries`.
+    /// They pin the thread they run on, so they run on a thread of their
+    /// own: a caller pinned to one core would pass that affinity to every
+    /// thread it starts later (a router's unpinned workers then all share
+    /// core 0, forwarding a hundredth of their rate).
     pub fn calibrate_with(rounds: u64, tries: usize) -> Machine {
+        std::thread::spawn(move || Machine::calibrate_here(rounds, tries))
+            .join()
+            .unwrap_or_else(|_| Machine::calibrate_here(rounds, tries))
+    }
+
+    fn calibrate_here(rounds: u64, tries: usize) -> Machine {
         let hz = clock::cycles_per_second();
         let ns = |cyc: f64| cyc / hz * 1e9;
         let cores = ncpus();
@@ -135,6 +199,7 @@ impl Machine {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
+            queue_hop: Vec::new(),
         }
     }
 }
@@ -432,5 +497,33 @@ mod tests {
         assert!(!text.contains("af_packet_ns"), "unmeasured is absent");
         let back: Machine = toml::from_str(&text).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn hop_curve_interpolates_in_log_batch_and_falls_back_to_the_ring() {
+        let mut m = Machine::calibrate_with(200, 1);
+        m.crossing_ns = 7.0;
+        assert_eq!(m.hop_ns(4.0), 7.0, "unmeasured: the synthetic ring");
+        m.queue_hop = vec![
+            HopPoint {
+                batch: 1.0,
+                ns: 100.0,
+            },
+            HopPoint {
+                batch: 4.0,
+                ns: 40.0,
+            },
+            HopPoint {
+                batch: 32.0,
+                ns: 10.0,
+            },
+        ];
+        assert_eq!(m.hop_ns(0.5), 100.0);
+        assert!((m.hop_ns(2.0) - 70.0).abs() < 1e-9, "{}", m.hop_ns(2.0));
+        assert_eq!(m.hop_ns(4.0), 40.0);
+        assert_eq!(m.hop_ns(1000.0), 10.0);
+        let text = toml::to_string(&m).unwrap();
+        let back: Machine = toml::from_str(&text).unwrap();
+        assert_eq!(back.queue_hop, m.queue_hop);
     }
 }

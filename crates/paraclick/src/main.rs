@@ -4,9 +4,11 @@ mod bench;
 mod ctl;
 mod flat;
 mod harness;
+mod hop;
 mod make_ip_conf;
 mod mlffr;
 mod model_cmd;
+mod parallelize;
 mod validate;
 mod web;
 
@@ -96,6 +98,10 @@ struct RunArgs {
     /// Do not print warnings (paraclick reports only errors so far).
     #[arg(short = 'w', long = "no-warnings")]
     no_warnings: bool,
+    /// Rewrite the configuration for the -j threads first, as `paraclick
+    /// parallelize` would (a short profile, then the model's best plan).
+    #[arg(long = "auto")]
+    auto: bool,
     /// Allow hot reconfiguration, as Click's -R: writing a configuration to
     /// the `hotconfig` handler (through a control socket) replaces the
     /// running one; elements of the same name and class keep their state.
@@ -213,6 +219,31 @@ enum Cmd {
         /// (or the CONFIGs given) at 1 and 2 threads.
         #[arg(long)]
         validate: bool,
+        /// --validate: rounds of alternating 1- and 2-thread runs; the
+        /// medians are reported (the shared machine is noisy).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[command(flatten)]
+        input: Input,
+    },
+    /// Rewrite a configuration to spread over N threads (placement,
+    /// pipeline split, flow split), chosen by the performance model; the
+    /// rewritten configuration goes to standard output, headed by a
+    /// comment table of the candidates.
+    Parallelize {
+        /// Threads to plan for.
+        #[arg(short = 'j', long = "threads", default_value_t = 2)]
+        threads: usize,
+        /// Emit candidate K of the table instead of the chosen one.
+        #[arg(long)]
+        candidate: Option<usize>,
+        /// Seconds of each profiling run.
+        #[arg(long, default_value_t = 0.3)]
+        duration: f64,
+        /// Also write every candidate's rewrite to DIR/candidate-K.click
+        /// (from the same profile: for measuring them all).
+        #[arg(long = "emit-all", value_name = "DIR")]
+        emit_all: Option<String>,
         #[command(flatten)]
         input: Input,
     },
@@ -320,6 +351,7 @@ fn main() -> ExitCode {
             duration,
             recalibrate,
             validate,
+            rounds,
             input,
         }) => model(ModelArgs {
             system,
@@ -330,8 +362,16 @@ fn main() -> ExitCode {
             duration,
             recalibrate,
             validate,
+            rounds,
             input,
         }),
+        Some(Cmd::Parallelize {
+            threads,
+            candidate,
+            duration,
+            emit_all,
+            input,
+        }) => parallelize_cmd(threads, candidate, duration, emit_all.as_deref(), &input),
         Some(Cmd::Ctl {
             port,
             unix,
@@ -556,6 +596,26 @@ fn run(a: RunArgs) -> ExitCode {
         paraclick_packet::pool::set_default_capacity(n);
     }
     let reg = std::sync::Arc::new(registry());
+    let (src, defines) = if a.auto {
+        match auto_rewrite(&src, &reg, &defines, a.threads, 0.3, None, None) {
+            Ok(text) => {
+                eprintln!("paraclick --auto:");
+                for l in text.lines().take_while(|l| l.starts_with("//")) {
+                    eprintln!("{l}");
+                }
+                (
+                    Source {
+                        name: format!("{} (--auto -j {})", src.name, a.threads),
+                        text,
+                    },
+                    Vec::new(),
+                )
+            }
+            Err(e) => return fail(&format!("--auto: {e}")),
+        }
+    } else {
+        (src, defines)
+    };
     let opts = BuildOptions {
         threads: a.threads,
         defines,
@@ -723,7 +783,57 @@ struct ModelArgs {
     duration: f64,
     recalibrate: bool,
     validate: bool,
+    rounds: usize,
     input: Input,
+}
+
+fn auto_rewrite(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    threads: usize,
+    secs: f64,
+    pick: Option<usize>,
+    emit_all: Option<&str>,
+) -> Result<String, String> {
+    let (machine, _) = paraclick_model::machine::Machine::load_or_calibrate(false)?;
+    parallelize::parallelize(
+        src,
+        reg,
+        defines,
+        threads.max(1),
+        &machine,
+        secs,
+        pick,
+        emit_all.map(std::path::Path::new),
+    )
+}
+
+fn parallelize_cmd(
+    threads: usize,
+    pick: Option<usize>,
+    secs: f64,
+    emit_all: Option<&str>,
+    input: &Input,
+) -> ExitCode {
+    if threads == 0 {
+        return fail("-j: need at least one thread");
+    }
+    if !(secs > 0.0 && secs <= 60.0) {
+        return fail("--duration: between 0 and 60 seconds");
+    }
+    let (src, defines) = match load(input) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let reg = registry();
+    match auto_rewrite(&src, &reg, &defines, threads, secs, pick, emit_all) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
 }
 
 fn model(a: ModelArgs) -> ExitCode {
@@ -756,10 +866,11 @@ fn model(a: ModelArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    let (machine, how) = match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
-        Ok(m) => m,
-        Err(e) => return fail(&e),
-    };
+    let (mut machine, how) =
+        match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
+            Ok(m) => m,
+            Err(e) => return fail(&e),
+        };
     eprintln!(
         "paraclick model: system model {how} ({})",
         paraclick_model::machine::cache_path()
@@ -767,8 +878,22 @@ fn model(a: ModelArgs) -> ExitCode {
             .unwrap_or_default()
     );
     let reg = registry();
+    if machine.queue_hop.is_empty() || a.recalibrate {
+        match hop::calibrate(&reg, 3, 0.3) {
+            Ok((pts, notes)) => {
+                eprint!("{notes}");
+                machine.queue_hop = pts;
+                if let Err(e) = machine.save() {
+                    eprintln!("paraclick model: not cached: {e}");
+                }
+            }
+            Err(e) => eprintln!(
+                "paraclick model: queue hop not measured ({e}); using the ring's crossing cost"
+            ),
+        }
+    }
     if a.validate {
-        return validate::run(&a.input, &reg, &machine, a.duration);
+        return validate::run(&a.input, &reg, &machine, a.duration, a.rounds.max(1));
     }
     let (src, defines) = match load(&a.input) {
         Ok(x) => x,

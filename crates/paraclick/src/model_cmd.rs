@@ -161,7 +161,7 @@ pub fn system_report(
     Ok(format!("{body}\n{out}{last}\n"))
 }
 
-fn build(
+pub(crate) fn build(
     src: &Source,
     reg: &Registry,
     defines: &[(String, String)],
@@ -190,7 +190,7 @@ fn build(
 }
 
 /// Runs `r` until it stops by itself or `secs` have passed.
-fn run_for(r: &Router, secs: f64) {
+pub(crate) fn run_for(r: &Router, secs: f64) {
     let stopper = r.stopper();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let d2 = done.clone();
@@ -209,7 +209,7 @@ fn run_for(r: &Router, secs: f64) {
     let _ = t.join();
 }
 
-fn entry_tasks(cd: &CostData) -> Vec<usize> {
+pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
     let by_name: std::collections::HashMap<&str, usize> = cd
         .elements
         .iter()
@@ -277,10 +277,15 @@ pub fn profile_app(
                 })
                 .collect()
         };
+        // The consumers' batch: packets per run with work.
+        let (pk, wk) = e.pull_tasks.iter().fold((0u64, 0u64), |(p, w), &t| {
+            (p + fa.tasks[t].packets, w + fa.tasks[t].work)
+        });
         queues.push(AppQueue {
             name: e.name.clone(),
             producers: share(&e.push_tasks),
             consumers: share(&e.pull_tasks),
+            batch: if wk > 0 { pk as f64 / wk as f64 } else { 0.0 },
         });
     }
     drop(a);
@@ -466,11 +471,21 @@ pub fn config_model(
     let ev = model.evaluate();
     let _ = writeln!(
         out,
-        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, packet crossing +{:.0} ns per end, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
+        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, ring crossing +{:.0} ns per end, queue hop {}, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
         machine.cores,
         machine.tsc_ghz,
         machine.line_transfer_ns,
         machine.crossing_ns,
+        if machine.queue_hop.is_empty() {
+            "unmeasured".to_string()
+        } else {
+            machine
+                .queue_hop
+                .iter()
+                .map(|h| format!("+{:.0} ns at BURST {}", h.ns, h.batch))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
         machine.memory_gbs,
         machine
             .af_packet_ns

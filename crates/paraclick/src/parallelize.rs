@@ -1,0 +1,1187 @@
+//! `paraclick parallelize CONF -j N` and `paraclick -j N --auto CONF`
+//! (issue 18): candidate rewrites of a configuration for N threads, each
+//! predicted by the performance model, the best one emitted.
+//!
+//! Candidates:
+//! - **placement** of the existing tasks (a `StaticThreadSched`): the
+//!   best assignment the model finds (exhaustive for few tasks, greedy
+//!   longest-first then single moves otherwise), and round-robin;
+//! - **pipeline split** at a push connection inside a task's push path: a
+//!   `Queue` inserted and an `Unqueue` placed on another thread; per task,
+//!   the connection that best balances the two halves;
+//! - **flow split** of a source's path: a `HashSwitch` on the flow's
+//!   addresses and ports right after the source, feeding N replicas (each
+//!   behind its own `Queue` and `Unqueue`, one per thread) of the elements
+//!   that may be replicated; the replicas merge back into the first
+//!   element that may not (kept whole, and the output says why).
+//!
+//! Legality: a flow split sends every packet of a flow to the same replica
+//! (the hash covers the addresses and, unless a reassembler is
+//! replicated, the ports), and a pipeline split keeps FIFO order, so each
+//! flow keeps its order. Only classes known to keep no state across flows
+//! are replicated ([`replicable`]); an element with cross-flow state (a
+//! NAT's port allocator, an ESP SA's sequence number and replay window, a
+//! counter the user reads, a queue) is kept whole.
+
+use crate::model_cmd;
+use paraclick_lang::{FlatConnection, FlatElement, FlatGraph, Source};
+use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
+use paraclick_model::machine::Machine;
+use paraclick_runtime::sched::SchedPolicy;
+use paraclick_runtime::Registry;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// Capacity of inserted queues: Click's default. (65536 was tried: a
+/// fast source then keeps tens of thousands of buffers in flight, every
+/// packet a cache miss, and the measured rates of split plans fell 3-7x.)
+pub const QUEUE_CAP: usize = 1000;
+/// How much a rewrite that adds queues (a pipeline or flow split) must be
+/// predicted to beat the best placement by: the model's error on
+/// configurations whose packets cross threads is this large or larger
+/// (docs/MODEL.md, validation), so a smaller predicted gain is not a
+/// gain. Placements must beat round-robin by 2%.
+pub const SPLIT_MARGIN: f64 = 0.15;
+/// Burst of inserted Unqueues (also the batch the model charges the
+/// crossing at).
+pub const BURST: usize = 32;
+/// Cycles the model charges a HashSwitch per packet (not profiled: the
+/// element does not exist before the rewrite).
+pub const HASH_CYCLES: f64 = 30.0;
+
+/// Whether instances of `class` may be replicated in a flow split, and if
+/// not, why.
+pub fn replicable(class: &str) -> Result<(), String> {
+    const STATELESS: &[&str] = &[
+        "Strip",
+        "Unstrip",
+        "CheckIPHeader",
+        "CheckIPHeader2",
+        "MarkIPHeader",
+        "Classifier",
+        "IPClassifier",
+        "IPFilter",
+        "EtherEncap",
+        "EtherRewrite",
+        "DecIPTTL",
+        "SetIPChecksum",
+        "SetUDPChecksum",
+        "SetTCPChecksum",
+        "CheckUDPHeader",
+        "CheckTCPHeader",
+        "CheckICMPHeader",
+        "GetIPAddress",
+        "SetIPAddress",
+        "StoreIPAddress",
+        "Paint",
+        "PaintSwitch",
+        "CheckPaint",
+        "WorkPackage",
+        "Null",
+        "StripIPHeader",
+        "IPGWOptions",
+        "FixIPSrc",
+        "DropBroadcasts",
+        "LookupIPRoute",
+        "StaticIPLookup",
+        "RadixIPLookup",
+        "DirectIPLookup",
+        "LinearIPLookup",
+        "SetIPDSCP",
+        "EtherMirror",
+        "IPMirror",
+        "Discard",
+        // Fragments of one packet share its addresses, which the hash
+        // covers (the ports are left out when a reassembler is
+        // replicated).
+        "IPReassembler",
+    ];
+    if STATELESS.contains(&class) {
+        return Ok(());
+    }
+    Err(match class {
+        c if c.ends_with("Queue") => "a queue: one FIFO for all flows".into(),
+        "Counter" | "AverageCounter" => {
+            "its counts are read by the user across all flows (summed replicas are not written)"
+                .into()
+        }
+        "IPRewriter" | "TCPRewriter" | "UDPRewriter" | "ICMPPingRewriter" | "ICMPRewriter" => {
+            "NAT: one port allocator and mapping table for all flows (and both directions)".into()
+        }
+        "IPsecESPTunnelEncap" | "IPsecESPEncap" => {
+            "ESP: one security association's sequence numbers for all flows".into()
+        }
+        "IPsecESPTunnelUnencap" | "IPsecESPUnencap" => {
+            "ESP: one security association's replay window for all flows".into()
+        }
+        "ARPQuerier" | "ARPResponder" => "ARP: one table / answers for all hosts".into(),
+        "ToDump" | "ToIPSummaryDump" | "ToDevice" => {
+            "an output: one file or device for all flows".into()
+        }
+        c if c.contains("Shaper") || c.contains("Meter") || c.contains("Sched") => {
+            "a rate or schedule shared by all flows".into()
+        }
+        _ => "not known to be free of state shared across flows".into(),
+    })
+}
+
+fn is_queue(class: &str) -> bool {
+    class.ends_with("Queue")
+}
+
+/// The graph with its adjacency, tasks and per-element costs.
+pub struct Graph {
+    pub g: FlatGraph,
+    pub out: Vec<Vec<usize>>, // connection indices
+    pub inc: Vec<Vec<usize>>,
+    /// Per App task: its element (None for a second task of an element).
+    pub task_elem: Vec<Option<usize>>,
+    /// Per App task: the elements its push (or pull) path runs.
+    pub task_set: Vec<Vec<usize>>,
+    /// Per element: cycles per packet entering the router.
+    pub cost: Vec<f64>,
+    /// Per element: packets through it per packet entering the router.
+    pub frac: Vec<f64>,
+}
+
+impl Graph {
+    pub fn new(g: FlatGraph, app: &App, prof: &HashMap<String, (f64, f64)>) -> Graph {
+        let n = g.elements.len();
+        let mut out = vec![Vec::new(); n];
+        let mut inc = vec![Vec::new(); n];
+        for (i, c) in g.connections.iter().enumerate() {
+            out[c.from].push(i);
+            inc[c.to].push(i);
+        }
+        let task_elem: Vec<Option<usize>> = app
+            .tasks
+            .iter()
+            .map(|t| {
+                if t.name.ends_with(']') {
+                    None
+                } else {
+                    g.find(&t.name)
+                }
+            })
+            .collect();
+        let mut task_set = Vec::new();
+        for te in &task_elem {
+            let mut set = Vec::new();
+            if let Some(e) = *te {
+                let sink = out[e].is_empty() && !inc[e].is_empty();
+                let mut seen = HashSet::new();
+                let mut stack = vec![e];
+                while let Some(x) = stack.pop() {
+                    if !seen.insert(x) {
+                        continue;
+                    }
+                    set.push(x);
+                    let next: Vec<usize> = if sink {
+                        inc[x].iter().map(|&c| g.connections[c].from).collect()
+                    } else {
+                        out[x].iter().map(|&c| g.connections[c].to).collect()
+                    };
+                    for y in next {
+                        if !is_queue(&g.elements[y].class) {
+                            stack.push(y);
+                        }
+                    }
+                }
+            }
+            task_set.push(set);
+        }
+        // Element costs: the profile's sampled cycles, scaled per task so
+        // that they add up to the task's cost in the application model;
+        // unprofiled elements share what is left equally.
+        let mut cost = vec![0.0; n];
+        let mut frac = vec![0.0; n];
+        for (i, e) in g.elements.iter().enumerate() {
+            if let Some(&(c, f)) = prof.get(&e.name) {
+                cost[i] = c;
+                frac[i] = f;
+            }
+        }
+        let mut scaled = vec![false; n];
+        for (t, set) in task_set.iter().enumerate() {
+            let total: f64 = set.iter().filter(|&&x| !scaled[x]).map(|&x| cost[x]).sum();
+            let own: Vec<usize> = set.iter().copied().filter(|&x| !scaled[x]).collect();
+            let want = app.tasks[t].cycles_per_packet;
+            for &x in &own {
+                cost[x] = if total > 0.0 {
+                    cost[x] * want / total
+                } else {
+                    want / own.len().max(1) as f64
+                };
+                scaled[x] = true;
+            }
+        }
+        Graph {
+            g,
+            out,
+            inc,
+            task_elem,
+            task_set,
+            cost,
+            frac,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Rewrite {
+    /// Tasks placed as given.
+    Place,
+    /// Queue + Unqueue inserted at connection `conn` of task `task`.
+    Pipeline { conn: usize },
+    /// HashSwitch after source task `task`'s element, `n` replicas of
+    /// `set`.
+    Flow {
+        task: usize,
+        set: Vec<usize>,
+        offset: usize,
+        len: usize,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub name: String,
+    pub rewrite: Rewrite,
+    /// Thread per task of `app`.
+    pub assign: Vec<usize>,
+    /// Element names of `app`'s tasks, for the StaticThreadSched.
+    pub task_names: Vec<Option<String>>,
+    pub predicted: f64,
+}
+
+pub struct Plan {
+    pub candidates: Vec<Candidate>,
+    /// Index of the chosen candidate.
+    pub chosen: usize,
+    /// What was not split, and why.
+    pub notes: Vec<String>,
+}
+
+fn predict(app: &App, m: &Machine, assign: &[usize], n: usize, w: &WhatIf) -> f64 {
+    app.model(m, assign, n, w).evaluate().mlffr
+}
+
+/// The best placement of `app`'s tasks the search finds, and its rate.
+pub fn best_placement(app: &App, m: &Machine, n: usize, w: &WhatIf) -> (Vec<usize>, f64) {
+    place_with(app, m, n, w, &[])
+}
+
+/// The best placement with some tasks fixed to threads: exhaustive when
+/// small, else longest-first onto the least loaded thread and then single
+/// moves while they raise the predicted rate.
+pub fn place_with(
+    app: &App,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    fixed: &[(usize, usize)],
+) -> (Vec<usize>, f64) {
+    let t = app.tasks.len();
+    if t == 0 {
+        return (Vec::new(), 0.0);
+    }
+    let is_fixed = |i: usize| fixed.iter().find(|f| f.0 == i).map(|f| f.1 % n);
+    let free: Vec<usize> = (0..t).filter(|&i| is_fixed(i).is_none()).collect();
+    // Without fixed tasks the threads are alike: the first task stays on
+    // thread 0.
+    let sym = usize::from(fixed.is_empty());
+    let combos = (n as f64).powi(free.len().saturating_sub(sym) as i32);
+    let mut a = vec![0usize; t];
+    for &(i, th) in fixed {
+        if i < t {
+            a[i] = th % n;
+        }
+    }
+    if combos <= 4096.0 {
+        let mut best = (a.clone(), -1.0);
+        let vary = &free[sym.min(free.len())..];
+        loop {
+            let r = predict(app, m, &a, n, w);
+            if r > best.1 + 1e-6 {
+                best = (a.clone(), r);
+            }
+            let mut k = 0;
+            while k < vary.len() {
+                a[vary[k]] += 1;
+                if a[vary[k]] < n {
+                    break;
+                }
+                a[vary[k]] = 0;
+                k += 1;
+            }
+            if k >= vary.len() {
+                break;
+            }
+        }
+        return best;
+    }
+    let mut order = free.clone();
+    order.sort_by(|&x, &y| {
+        app.tasks[y]
+            .cycles_per_packet
+            .total_cmp(&app.tasks[x].cycles_per_packet)
+    });
+    let mut load = vec![0.0f64; n];
+    for &(i, th) in fixed {
+        if i < t {
+            load[th % n] += app.tasks[i].cycles_per_packet;
+        }
+    }
+    for i in order {
+        let th = (0..n)
+            .min_by(|&x, &y| load[x].total_cmp(&load[y]))
+            .unwrap_or(0);
+        a[i] = th;
+        load[th] += app.tasks[i].cycles_per_packet;
+    }
+    let mut r = predict(app, m, &a, n, w);
+    for _pass in 0..4 {
+        let mut improved = false;
+        for &i in &free {
+            let keep = a[i];
+            for th in 0..n {
+                if th == keep {
+                    continue;
+                }
+                a[i] = th;
+                let r2 = predict(app, m, &a, n, w);
+                if r2 > r * 1.0001 {
+                    r = r2;
+                    improved = true;
+                    break;
+                }
+                a[i] = keep;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    (a, r)
+}
+
+fn downstream(gr: &Graph, task: usize, from: usize) -> Vec<usize> {
+    let set: HashSet<usize> = gr.task_set[task].iter().copied().collect();
+    let mut seen = HashSet::new();
+    let mut stack = vec![from];
+    let mut v = Vec::new();
+    while let Some(x) = stack.pop() {
+        if !set.contains(&x) || !seen.insert(x) {
+            continue;
+        }
+        v.push(x);
+        for &c in &gr.out[x] {
+            stack.push(gr.g.connections[c].to);
+        }
+    }
+    v
+}
+
+/// Queues fed from inside `elems`.
+fn queues_fed(gr: &Graph, app: &App, elems: &[usize]) -> Vec<usize> {
+    let mut qs = Vec::new();
+    for &x in elems {
+        for &c in &gr.out[x] {
+            let to = &gr.g.elements[gr.g.connections[c].to];
+            if is_queue(&to.class) {
+                if let Some(q) = app.queues.iter().position(|q| q.name == to.name) {
+                    if !qs.contains(&q) {
+                        qs.push(q);
+                    }
+                }
+            }
+        }
+    }
+    qs
+}
+
+/// The candidates for `n` threads and the chosen one.
+pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan {
+    let n = n.max(1);
+    let names: Vec<Option<String>> = gr
+        .task_elem
+        .iter()
+        .map(|e| e.map(|e| gr.g.elements[e].name.clone()))
+        .collect();
+    let mut cands = Vec::new();
+    let mut notes = Vec::new();
+    // Placements.
+    let rr: Vec<usize> = (0..app.tasks.len()).map(|i| i % n).collect();
+    cands.push(Candidate {
+        name: "round-robin placement".into(),
+        rewrite: Rewrite::Place,
+        predicted: predict(app, m, &rr, n, w),
+        assign: rr,
+        task_names: names.clone(),
+    });
+    let (a, r) = best_placement(app, m, n, w);
+    cands.push(Candidate {
+        name: "placement".into(),
+        rewrite: Rewrite::Place,
+        assign: a,
+        task_names: names.clone(),
+        predicted: r,
+    });
+    if n == 1 {
+        return finish(cands, notes);
+    }
+    // Pipeline splits: per task, the connection that best balances.
+    for (t, set) in gr.task_set.iter().enumerate() {
+        if gr.task_elem[t].is_none() {
+            continue;
+        }
+        let total = app.tasks[t].cycles_per_packet;
+        let mut best: Option<(usize, f64, Vec<usize>)> = None;
+        for &x in set {
+            for &c in &gr.out[x] {
+                let to = gr.g.connections[c].to;
+                if !set.contains(&to) || Some(to) == gr.task_elem[t] {
+                    continue;
+                }
+                // A pull path (a sink's task) is not split here.
+                if gr.out[gr.task_elem[t].unwrap_or(0)].is_empty() {
+                    continue;
+                }
+                let d = downstream(gr, t, to);
+                let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
+                let imbalance = (total - 2.0 * down).abs();
+                if best.as_ref().is_none_or(|b| imbalance < b.1) {
+                    best = Some((c, imbalance, d));
+                }
+            }
+        }
+        let Some((conn, _, d)) = best else { continue };
+        let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
+        let to = gr.g.connections[conn].to;
+        let f = if gr.frac[to] > 0.0 { gr.frac[to] } else { 1.0 };
+        let mut a2 = app.clone();
+        a2.tasks[t].cycles_per_packet = (total - down).max(0.0);
+        let nt = a2.tasks.len();
+        let uname = format!("par_u{}", cands.len());
+        a2.tasks.push(AppTask {
+            name: uname.clone(),
+            cycles_per_packet: down,
+            entry: false,
+        });
+        for q in queues_fed(gr, app, &d) {
+            for p in &mut a2.queues[q].producers {
+                if p.0 == t {
+                    p.0 = nt;
+                }
+            }
+        }
+        a2.queues.push(AppQueue {
+            name: format!("par_q{}", cands.len()),
+            producers: vec![(t, f)],
+            consumers: vec![(nt, f)],
+            batch: BURST as f64,
+        });
+        // The Unqueue on another thread than the task it splits.
+        let (a, r) = place_with(&a2, m, n, w, &[(t, 0), (nt, 1)]);
+        let mut tn = names.clone();
+        tn.push(Some(uname));
+        let c = &gr.g.connections[conn];
+        cands.push(Candidate {
+            name: format!(
+                "pipeline split {}[{}] -> [{}]{}",
+                gr.g.elements[c.from].name, c.from_port, c.to_port, gr.g.elements[c.to].name
+            ),
+            rewrite: Rewrite::Pipeline { conn },
+            assign: a,
+            task_names: tn,
+            predicted: r,
+        });
+    }
+    // Flow splits of sources' paths.
+    for (t, te) in gr.task_elem.iter().enumerate() {
+        let Some(s) = *te else { continue };
+        let el = &gr.g.elements[s];
+        if !gr.inc[s].is_empty() || gr.out[s].is_empty() {
+            continue;
+        }
+        if gr.out[s].len() != 1 {
+            notes.push(format!(
+                "{}: no flow split (more than one output connection)",
+                el.name
+            ));
+            continue;
+        }
+        let set: HashSet<usize> = gr.task_set[t].iter().copied().collect();
+        // The largest single-entry set of replicable elements after s.
+        let mut rep: HashSet<usize> = gr.task_set[t]
+            .iter()
+            .copied()
+            .filter(|&x| x != s && replicable(&gr.g.elements[x].class).is_ok())
+            .collect();
+        loop {
+            let bad: Vec<usize> = rep
+                .iter()
+                .copied()
+                .filter(|&x| {
+                    gr.inc[x].iter().any(|&c| {
+                        let f = gr.g.connections[c].from;
+                        f != s && !rep.contains(&f)
+                    }) || !gr.inc[x].iter().any(|&c| {
+                        let f = gr.g.connections[c].from;
+                        f == s || rep.contains(&f)
+                    })
+                })
+                .collect();
+            if bad.is_empty() {
+                break;
+            }
+            for b in bad {
+                rep.remove(&b);
+            }
+        }
+        let first = gr.g.connections[gr.out[s][0]].to;
+        if !rep.contains(&first) {
+            let why = replicable(&gr.g.elements[first].class)
+                .err()
+                .unwrap_or_else(|| "it is also reached from elsewhere".into());
+            notes.push(format!(
+                "{}: no flow split: the first element, {} ({}), is kept whole: {}",
+                el.name, gr.g.elements[first].name, gr.g.elements[first].class, why
+            ));
+            continue;
+        }
+        // Elements where the replicas merge, kept whole, and why.
+        let mut merge: Vec<String> = Vec::new();
+        for &x in &rep {
+            for &c in &gr.out[x] {
+                let to = gr.g.connections[c].to;
+                if !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class) {
+                    let e = &gr.g.elements[to];
+                    let why = replicable(&e.class)
+                        .err()
+                        .unwrap_or_else(|| "also reached from elsewhere".into());
+                    let line = format!("{} ({}): {}", e.name, e.class, why);
+                    if !merge.contains(&line) {
+                        merge.push(line);
+                    }
+                }
+            }
+        }
+        // An element that numbers the packets of all flows in the order
+        // they leave (ESP's sequence numbers, checked by the peer's replay
+        // window) may not be fed by several threads: their interleaving
+        // could move a number further than the window and the peer would
+        // drop it (the semantics test found this).
+        // Likewise a replay window fed by several threads could see a
+        // number arrive after the window moved past it.
+        if let Some(bad) = merge
+            .iter()
+            .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
+        {
+            notes.push(format!(
+                "{}: no flow split: the replicas would merge into {}; packets could be numbered or checked out of sequence beyond a replay window",
+                el.name, bad
+            ));
+            continue;
+        }
+        let mut rep: Vec<usize> = rep.into_iter().collect();
+        rep.sort();
+        let reasm = rep
+            .iter()
+            .any(|&x| gr.g.elements[x].class == "IPReassembler");
+        let ether = !el.config.contains("FORCE_IP true");
+        let offset = if ether { 26 } else { 12 };
+        let len = if reasm { 8 } else { 12 };
+        // Model: the source keeps its own cost plus the hash; each
+        // replica task runs 1/n of the rest (the replicated elements and
+        // the whole elements they push into).
+        let total = app.tasks[t].cycles_per_packet;
+        let own = gr.cost[s].min(total);
+        let f = if gr.frac[first] > 0.0 {
+            gr.frac[first]
+        } else {
+            1.0
+        };
+        let mut a2 = app.clone();
+        a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
+        let base = a2.tasks.len();
+        let mut tn = names.clone();
+        for r in 0..n {
+            let uname = format!("par_u{}_{r}", cands.len());
+            a2.tasks.push(AppTask {
+                name: uname.clone(),
+                cycles_per_packet: (total - own) / n as f64,
+                entry: false,
+            });
+            tn.push(Some(uname));
+            a2.queues.push(AppQueue {
+                name: format!("par_q{}_{r}", cands.len()),
+                producers: vec![(t, f / n as f64)],
+                consumers: vec![(base + r, f / n as f64)],
+                batch: BURST as f64,
+            });
+        }
+        for q in a2.queues.iter_mut().take(app.queues.len()) {
+            let mut np = Vec::new();
+            for &(p, x) in &q.producers {
+                if p == t {
+                    for r in 0..n {
+                        np.push((base + r, x / n as f64));
+                    }
+                } else {
+                    np.push((p, x));
+                }
+            }
+            q.producers = np;
+        }
+        // Replica r on thread r.
+        let fixed: Vec<(usize, usize)> = (0..n).map(|r| (base + r, r)).collect();
+        let (a, r) = place_with(&a2, m, n, w, &fixed);
+        notes.push(format!(
+            "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
+            el.name,
+            rep.len(),
+            if merge.is_empty() {
+                "none".to_string()
+            } else {
+                merge.join("; ")
+            }
+        ));
+        cands.push(Candidate {
+            name: format!(
+                "flow split after {} into {n} (HashSwitch({offset}, {len}))",
+                el.name
+            ),
+            rewrite: Rewrite::Flow {
+                task: t,
+                set: rep,
+                offset,
+                len,
+            },
+            assign: a,
+            task_names: tn,
+            predicted: r,
+        });
+    }
+    finish(cands, notes)
+}
+
+fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
+    // The best placement (round-robin unless another beats it by 2%), then
+    // the best split if it beats that by the split margin.
+    let mut chosen = 0;
+    for (i, c) in cands.iter().enumerate() {
+        if matches!(c.rewrite, Rewrite::Place) && c.predicted > cands[chosen].predicted * 1.02 {
+            chosen = i;
+        }
+    }
+    let place = cands[chosen].predicted;
+    for (i, c) in cands.iter().enumerate() {
+        if !matches!(c.rewrite, Rewrite::Place)
+            && c.predicted > place * (1.0 + SPLIT_MARGIN)
+            && c.predicted > cands[chosen].predicted
+        {
+            chosen = i;
+        }
+    }
+    Plan {
+        candidates: cands,
+        chosen,
+        notes,
+    }
+}
+
+/// The rewritten configuration of candidate `c`.
+pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
+    let mut g = gr.g.clone();
+    let add = |g: &mut FlatGraph, name: String, class: &str, config: String| -> usize {
+        let span = g.elements[0].span.clone();
+        g.elements.push(FlatElement {
+            name,
+            class: class.into(),
+            config,
+            span,
+            anonymous: false,
+        });
+        g.elements.len() - 1
+    };
+    let span0 = gr.g.elements[0].span.clone();
+    let conn = |from: usize, fp: usize, tp: usize, to: usize| FlatConnection {
+        from,
+        from_port: fp,
+        to,
+        to_port: tp,
+        span: span0.clone(),
+    };
+    match &c.rewrite {
+        Rewrite::Place => {}
+        Rewrite::Pipeline { conn: ci, .. } => {
+            let uname = c.task_names.last().cloned().flatten().unwrap_or_default();
+            let qname = uname.replacen("par_u", "par_q", 1);
+            let old = g.connections[*ci].clone();
+            let q = add(&mut g, qname, "Queue", QUEUE_CAP.to_string());
+            let u = add(&mut g, uname, "Unqueue", format!("BURST {BURST}"));
+            g.connections[*ci] = conn(old.from, old.from_port, 0, q);
+            g.connections.push(conn(q, 0, 0, u));
+            g.connections.push(conn(u, 0, old.to_port, old.to));
+        }
+        Rewrite::Flow {
+            task,
+            set,
+            offset,
+            len,
+        } => {
+            let s = gr.task_elem[*task].unwrap_or(0);
+            let base = gr.task_names_len();
+            let units: Vec<String> = c.task_names[base..]
+                .iter()
+                .map(|x| x.clone().unwrap_or_default())
+                .collect();
+            let tag = units
+                .first()
+                .and_then(|u| u.strip_prefix("par_u"))
+                .and_then(|u| u.split('_').next())
+                .unwrap_or("0")
+                .to_string();
+            let hs = add(
+                &mut g,
+                format!("par_hs{tag}"),
+                "HashSwitch",
+                format!("{offset}, {len}"),
+            );
+            let first_conn = gr.out[s][0];
+            let old = g.connections[first_conn].clone();
+            g.connections[first_conn] = conn(s, old.from_port, 0, hs);
+            let inset: HashSet<usize> = set.iter().copied().collect();
+            // Replica r of element x: x itself for r = 0.
+            let mut rep_of: Vec<HashMap<usize, usize>> = vec![HashMap::new(); n];
+            for (r, map) in rep_of.iter_mut().enumerate() {
+                for &x in set {
+                    if r == 0 {
+                        map.insert(x, x);
+                    } else {
+                        let e = gr.g.elements[x].clone();
+                        let id = add(&mut g, format!("{}_r{r}", e.name), &e.class, e.config);
+                        map.insert(x, id);
+                    }
+                }
+            }
+            for (r, u) in units.iter().enumerate().take(n) {
+                let qn = u.replacen("par_u", "par_q", 1);
+                let q = add(&mut g, qn, "Queue", QUEUE_CAP.to_string());
+                let ue = add(&mut g, u.clone(), "Unqueue", format!("BURST {BURST}"));
+                g.connections.push(conn(hs, r, 0, q));
+                g.connections.push(conn(q, 0, 0, ue));
+                g.connections
+                    .push(conn(ue, 0, old.to_port, rep_of[r][&old.to]));
+            }
+            // Connections out of the set, per replica r >= 1.
+            for (ci, cc) in gr.g.connections.iter().enumerate() {
+                if ci == first_conn || !inset.contains(&cc.from) {
+                    continue;
+                }
+                for map in rep_of.iter().skip(1) {
+                    let to = if inset.contains(&cc.to) {
+                        map[&cc.to]
+                    } else {
+                        cc.to
+                    };
+                    g.connections
+                        .push(conn(map[&cc.from], cc.from_port, cc.to_port, to));
+                }
+            }
+        }
+    }
+    // Placement: drop the configuration's own StaticThreadScheds, pin
+    // every task by name.
+    let pins: Vec<String> = c
+        .task_names
+        .iter()
+        .zip(&c.assign)
+        .filter_map(|(nm, &th)| nm.as_ref().map(|nm| format!("{nm} {}", th % n.max(1))))
+        .collect();
+    let keep: Vec<bool> = g
+        .elements
+        .iter()
+        .map(|e| e.class != "StaticThreadSched")
+        .collect();
+    let mut newidx = vec![usize::MAX; g.elements.len()];
+    let mut elements = Vec::new();
+    for (i, e) in g.elements.iter().enumerate() {
+        if keep[i] {
+            newidx[i] = elements.len();
+            elements.push(e.clone());
+        }
+    }
+    let connections = g
+        .connections
+        .iter()
+        .filter(|c| keep[c.from] && keep[c.to])
+        .map(|c| conn(newidx[c.from], c.from_port, c.to_port, newidx[c.to]))
+        .collect();
+    g.elements = elements;
+    g.connections = connections;
+    if !pins.is_empty() {
+        add(
+            &mut g,
+            "par_sched".into(),
+            "StaticThreadSched",
+            pins.join(", "),
+        );
+    }
+    g
+}
+
+impl Graph {
+    fn task_names_len(&self) -> usize {
+        self.task_elem.len()
+    }
+}
+
+/// The comment table heading the output.
+pub fn table(plan: &Plan, n: usize, profile_note: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// paraclick parallelize -j {n}: candidates and the model's predicted MLFFR"
+    );
+    if !profile_note.is_empty() {
+        let _ = writeln!(s, "// {}", profile_note.trim());
+    }
+    let _ = writeln!(
+        s,
+        "// {:>2}  {:>12}  {:<60} placement",
+        "#", "pps", "candidate"
+    );
+    for (i, c) in plan.candidates.iter().enumerate() {
+        let place: Vec<String> = c
+            .task_names
+            .iter()
+            .zip(&c.assign)
+            .filter_map(|(nm, th)| nm.as_ref().map(|nm| format!("{nm}:{th}")))
+            .collect();
+        let _ = writeln!(
+            s,
+            "// {}{:>1}  {:>12.0}  {:<60} {}",
+            if i == plan.chosen { "*" } else { " " },
+            i,
+            c.predicted,
+            c.name,
+            place.join(" ")
+        );
+    }
+    for note in &plan.notes {
+        let _ = writeln!(s, "// note: {note}");
+    }
+    let best = &plan.candidates[plan.chosen];
+    let base = &plan.candidates[0];
+    let _ = writeln!(
+        s,
+        "// chosen: #{} {}: the highest predicted rate ({:.0} pps, {:+.0}% over round-robin placement) where a placement must beat round-robin by 2% and a split the best placement by 15%",
+        plan.chosen,
+        best.name,
+        best.predicted,
+        (best.predicted / base.predicted.max(1.0) - 1.0) * 100.0
+    );
+    s
+}
+
+/// Per-element costs from one profiled single-thread run: (cycles per
+/// entering packet, packets per entering packet).
+pub fn profile_elements(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    secs: f64,
+) -> Result<HashMap<String, (f64, f64)>, String> {
+    let r = model_cmd::build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
+    model_cmd::run_for(&r, secs);
+    let cd = r.cost_data();
+    let entries = model_cmd::entry_tasks(&cd);
+    let entry: f64 = entries.iter().map(|&t| cd.tasks[t].packets as f64).sum();
+    if entry <= 0.0 {
+        return Err("no packets entered during the profile run".into());
+    }
+    Ok(cd
+        .elements
+        .iter()
+        .map(|e| {
+            (
+                e.name.clone(),
+                (e.cycles as f64 / entry, e.packets as f64 / entry),
+            )
+        })
+        .collect())
+}
+
+/// An application model without running anything: every task costs the
+/// number of elements its path runs (for tests and when the profile
+/// cannot run).
+pub fn static_app(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+) -> Result<App, String> {
+    let r = model_cmd::build(src, reg, defines, 1, SchedPolicy::Static, true, true)?;
+    let cd = r.cost_data();
+    let tasks = cd
+        .tasks
+        .iter()
+        .map(|t| AppTask {
+            name: if t.index > 0 {
+                format!("{}[{}]", t.element, t.index)
+            } else {
+                t.element.clone()
+            },
+            cycles_per_packet: 0.0,
+            entry: false,
+        })
+        .collect();
+    let queues = cd
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|e| AppQueue {
+            name: e.name.clone(),
+            producers: e.push_tasks.iter().map(|&t| (t, 1.0)).collect(),
+            consumers: e.pull_tasks.iter().map(|&t| (t, 1.0)).collect(),
+            batch: 1.0,
+        })
+        .collect();
+    Ok(App {
+        name: src.name.clone(),
+        tasks,
+        queues,
+        packet_bytes: 64.0,
+        tsc_ghz: cd.hz / 1e9,
+        core_share: 1.0,
+    })
+}
+
+/// Sets each task's cost to 100 cycles per element of its path (a
+/// stand-in when no profile is available).
+pub fn uniform_costs(gr: &mut Graph, app: &mut App) {
+    for (t, set) in gr.task_set.iter().enumerate() {
+        app.tasks[t].cycles_per_packet = 100.0 * set.len().max(1) as f64;
+        for &x in set {
+            gr.cost[x] = 100.0;
+            gr.frac[x] = 1.0;
+        }
+    }
+}
+
+/// Profile (or not), search, rewrite: the whole command.
+#[allow(clippy::too_many_arguments)]
+pub fn parallelize(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    n: usize,
+    machine: &Machine,
+    secs: f64,
+    pick: Option<usize>,
+    emit_all: Option<&std::path::Path>,
+) -> Result<String, String> {
+    let g = paraclick_lang::parse_config(src, defines).map_err(|d| {
+        d.iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    let (app, prof, note) = match model_cmd::profile_app(src, reg, defines, secs)
+        .and_then(|(a, _)| Ok((a, profile_elements(src, reg, defines, secs)?)))
+    {
+        Ok((a, p)) => (a, Some(p), String::new()),
+        Err(e) => (
+            static_app(src, reg, defines)?,
+            None,
+            format!("no profile ({e}): every element counted as 100 cycles per packet"),
+        ),
+    };
+    let mut app = app;
+    if app.packet_bytes == 0.0 {
+        app.packet_bytes = 64.0;
+    }
+    let mut gr = Graph::new(g, &app, &prof.clone().unwrap_or_default());
+    if prof.is_none() {
+        uniform_costs(&mut gr, &mut app);
+    }
+    // The share of a core each busy thread gets now, relative to the
+    // timing run's (as `paraclick model` does), averaged over the threads
+    // so that the search does not chase one thread's noise.
+    let share = if prof.is_some() {
+        let now = paraclick_model::machine::core_shares(n, 100);
+        now.iter().sum::<f64>() / now.len().max(1) as f64 / app.core_share.clamp(1e-3, 1.0)
+    } else {
+        1.0
+    };
+    let w = WhatIf {
+        core_share: vec![share; n],
+        ..WhatIf::default()
+    };
+    let mut plan = search(&gr, &app, machine, n, &w);
+    if let Some(k) = pick {
+        if k >= plan.candidates.len() {
+            return Err(format!(
+                "--candidate {k}: there are {} candidates",
+                plan.candidates.len()
+            ));
+        }
+        plan.chosen = k;
+    }
+    let note = format!(
+        "{note}{}each thread's core share now relative to the profile's: {share:.2}",
+        if note.is_empty() { "" } else { "; " }
+    );
+    let head = table(&plan, n, &note);
+    if let Some(dir) = emit_all {
+        // Every candidate from this one profile, for measuring them all.
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (k, c) in plan.candidates.iter().enumerate() {
+            let f = dir.join(format!("candidate-{k}.click"));
+            let body = crate::flat::to_click(&rewrite(&gr, c, n));
+            std::fs::write(&f, format!("// candidate {k}: {}\n{head}{body}", c.name))
+                .map_err(|e| format!("{}: {e}", f.display()))?;
+        }
+    }
+    let out = rewrite(&gr, &plan.candidates[plan.chosen], n);
+    let mut text = head;
+    text.push_str(&crate::flat::to_click(&out));
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine() -> Machine {
+        Machine {
+            cpu: "test".into(),
+            cores: 4,
+            tsc_ghz: 2.0,
+            line_transfer_ns: 50.0,
+            local_ring_ns: 20.0,
+            cross_ring_ns: 40.0,
+            crossing_ns: 30.0,
+            memory_gbs: 10.0,
+            af_packet_ns: None,
+            tap_ns: None,
+            calibrated_at: 0,
+            queue_hop: Vec::new(),
+        }
+    }
+
+    fn plan_for(text: &str, n: usize) -> (Graph, Plan) {
+        let src = Source {
+            name: "test".into(),
+            text: text.into(),
+        };
+        let reg = crate::registry();
+        let mut app = static_app(&src, &reg, &[]).unwrap();
+        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
+        let mut gr = Graph::new(g, &app, &HashMap::new());
+        uniform_costs(&mut gr, &mut app);
+        let w = WhatIf {
+            core_share: vec![1.0; n],
+            ..WhatIf::default()
+        };
+        let plan = search(&gr, &app, &machine(), n, &w);
+        (gr, plan)
+    }
+
+    #[test]
+    fn legality_table() {
+        assert!(replicable("CheckIPHeader").is_ok());
+        assert!(replicable("IPRewriter")
+            .unwrap_err()
+            .contains("port allocator"));
+        assert!(replicable("Queue").is_err());
+        assert!(replicable("Counter").is_err());
+        assert!(replicable("SomethingNew")
+            .unwrap_err()
+            .contains("not known"));
+    }
+
+    #[test]
+    fn one_heavy_path_is_split_and_the_rewrite_parses() {
+        // One source, a long stateless path, a counter: a flow split (or a
+        // pipeline split) must beat any placement of the single task.
+        let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
+        for i in 0..8 {
+            text.push_str(&format!(" -> w{i} :: Null"));
+        }
+        text.push_str(" -> c :: Counter -> Discard;\n");
+        let (gr, plan) = plan_for(&text, 2);
+        let chosen = &plan.candidates[plan.chosen];
+        assert!(chosen.name.contains("split"), "{}", table(&plan, 2, ""));
+        assert!(
+            chosen.predicted > plan.candidates[1].predicted * 1.3,
+            "{}",
+            table(&plan, 2, "")
+        );
+        // The counter is kept whole, and the output says why.
+        let t = table(&plan, 2, "");
+        assert!(t.contains("c (Counter): its counts are read"), "{t}");
+        // Every candidate's rewrite is a configuration that builds.
+        for c in &plan.candidates {
+            let g = rewrite(&gr, c, 2);
+            let src = Source {
+                name: "rewritten".into(),
+                text: crate::flat::to_click(&g),
+            };
+            let r = model_cmd::build(
+                &src,
+                &crate::registry(),
+                &[],
+                2,
+                SchedPolicy::Static,
+                false,
+                true,
+            );
+            assert!(r.is_ok(), "{}: {}", c.name, src.text);
+        }
+    }
+
+    #[test]
+    fn search_is_fast_on_hundreds_of_elements() {
+        // 40 sources, each with a path of 8 elements into one of 20
+        // queues drained by its own Discard: 420 elements, 60 tasks.
+        let mut text = String::new();
+        for q in 0..20 {
+            text.push_str(&format!("q{q} :: Queue -> Discard;\n"));
+        }
+        for s in 0..40 {
+            text.push_str(&format!("s{s} :: InfiniteSource(LIMIT 10)"));
+            for i in 0..8 {
+                text.push_str(&format!(" -> n{s}_{i} :: Null"));
+            }
+            text.push_str(&format!(" -> q{};\n", s % 20));
+        }
+        let src = Source {
+            name: "big".into(),
+            text: text.clone(),
+        };
+        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
+        assert!(g.elements.len() >= 400, "{}", g.elements.len());
+        // The search's size: a bounded number of candidates (2 placements,
+        // at most one pipeline split per task and one flow split per
+        // source), each placed by a bounded local search (a generous
+        // bound on wall time: CI machines are slow and shared).
+        let t0 = std::time::Instant::now();
+        let (_, plan) = plan_for(&text, 4);
+        let secs = t0.elapsed().as_secs_f64();
+        assert!(
+            plan.candidates.len() <= 2 + 60 + 40,
+            "{}",
+            plan.candidates.len()
+        );
+        assert!(plan.candidates.len() >= 40);
+        assert!(secs < 30.0, "search took {secs} s");
+        eprintln!(
+            "search over {} elements: {} candidates in {:.3} s",
+            g.elements.len(),
+            plan.candidates.len(),
+            secs
+        );
+    }
+}

@@ -1,0 +1,464 @@
+//! Semantics of `paraclick parallelize` (issue 18): for the IP router
+//! (conf/iprouter-pcap.click), the NAT (conf/nat-pcap.click) and the VPN
+//! (conf/vpn-pcap.click), every candidate the tool considers at 2 and 4
+//! threads, run on a pcap trace, gives the original's outputs: the same
+//! packets per output, each flow's in its original order. Packets carry
+//! their flow's number and sequence in their payload ("FLOW nnnn SEQ
+//! nnnn"), which is how they are told apart after rewriting.
+//!
+//! Where an element with state shared across flows is kept whole, flows
+//! may reach it in another interleaving, and what it assigns by arrival
+//! order changes, not the meaning: the NAT's public ports (each flow must
+//! still have one port of its own: checked) and the ESP sequence numbers
+//! and ciphertext (the tunnel's output is decrypted by paraclick and the
+//! inner packets compared).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn csum(b: &[u8]) -> u16 {
+    let mut s = 0u32;
+    for c in b.chunks(2) {
+        s += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
+    }
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// An IPv4 UDP packet with the flow/seq payload.
+fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flow: u32, seq: u32) -> Vec<u8> {
+    let data = format!("FLOW {flow:04} SEQ {seq:04} ....");
+    let len = 20 + 8 + data.len();
+    let mut p = vec![
+        0x45,
+        0,
+        (len >> 8) as u8,
+        len as u8,
+        0,
+        1,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ];
+    p.extend_from_slice(&src);
+    p.extend_from_slice(&dst);
+    let ck = csum(&p);
+    p[10..12].copy_from_slice(&ck.to_be_bytes());
+    p.extend_from_slice(&sport.to_be_bytes());
+    p.extend_from_slice(&dport.to_be_bytes());
+    p.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(data.as_bytes());
+    p
+}
+
+fn ether(dst: [u8; 6], src: [u8; 6], ip: Vec<u8>) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[8, 0]);
+    f.extend(ip);
+    f
+}
+
+fn write_pcap(path: &Path, linktype: u32, pkts: &[Vec<u8>]) {
+    let mut f = Vec::new();
+    f.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    f.extend_from_slice(&[2, 0, 4, 0]);
+    f.extend_from_slice(&[0; 8]);
+    f.extend_from_slice(&65535u32.to_le_bytes());
+    f.extend_from_slice(&linktype.to_le_bytes());
+    for (i, p) in pkts.iter().enumerate() {
+        f.extend_from_slice(&(i as u32 / 1000).to_le_bytes());
+        f.extend_from_slice(&((i as u32 % 1000) * 1000).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(p);
+    }
+    std::fs::write(path, f).unwrap();
+}
+
+fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    let d = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut v = Vec::new();
+    let mut i = 24;
+    while i + 16 <= d.len() {
+        let cap = u32::from_le_bytes(d[i + 8..i + 12].try_into().unwrap()) as usize;
+        v.push(d[i + 16..i + 16 + cap].to_vec());
+        i += 16 + cap;
+    }
+    v
+}
+
+/// Packets per flow (from the payload), in order; packets without a
+/// flow mark under u32::MAX. `norm` blanks what may legally differ.
+fn by_flow(pkts: &[Vec<u8>], norm: &dyn Fn(&mut Vec<u8>)) -> BTreeMap<u32, Vec<Vec<u8>>> {
+    let mut m: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
+    for p in pkts {
+        let flow = p
+            .windows(5)
+            .position(|w| w == b"FLOW ")
+            .and_then(|i| std::str::from_utf8(&p[i + 5..i + 9]).ok()?.parse().ok())
+            .unwrap_or(u32::MAX);
+        let mut q = p.clone();
+        norm(&mut q);
+        m.entry(flow).or_default().push(q);
+    }
+    m
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let o = common::paraclick(args);
+    assert!(
+        o.status.success(),
+        "paraclick {args:?} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+struct Case {
+    conf: &'static str,
+    /// (define name, file) of the inputs, written by `inputs`.
+    outs: Vec<&'static str>,
+    defines: Vec<(String, String)>,
+}
+
+fn defines_for(dir: &Path, ins: &[(&str, &Path)], outs: &[&str]) -> Vec<(String, String)> {
+    let mut d: Vec<(String, String)> = ins
+        .iter()
+        .map(|(k, p)| (k.to_string(), p.display().to_string()))
+        .collect();
+    for o in outs {
+        d.push((
+            o.to_string(),
+            dir.join(format!("{o}.pcap")).display().to_string(),
+        ));
+    }
+    d
+}
+
+/// Runs the original once (1 thread) and every candidate at `threads`,
+/// comparing each output per flow after `post` (decryption) and `norm`.
+fn check(
+    case: &Case,
+    work: &Path,
+    threads: usize,
+    post: &dyn Fn(&Path, &str) -> Vec<Vec<u8>>,
+    norm: &dyn Fn(&mut Vec<u8>),
+    per_flow_port: bool,
+) {
+    let conf = root().join(case.conf).display().to_string();
+    let orig = work.join("orig");
+    std::fs::create_dir_all(&orig).unwrap();
+    let mut args: Vec<String> = vec![conf.clone()];
+    for (k, v) in &case.defines {
+        args.push(format!("{k}={v}"));
+    }
+    for o in &case.outs {
+        args.push(format!("{o}={}", orig.join(format!("{o}.pcap")).display()));
+    }
+    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    run_ok(&a);
+    let want: Vec<_> = case
+        .outs
+        .iter()
+        .map(|o| by_flow(&post(&orig, o), norm))
+        .collect();
+    assert!(
+        want.iter()
+            .map(|w| w.values().map(|v| v.len()).sum::<usize>())
+            .sum::<usize>()
+            > 0,
+        "{}: the original wrote nothing",
+        case.conf
+    );
+    // The candidates.
+    let table = {
+        let mut a2 = vec!["parallelize", "-j"];
+        let j = threads.to_string();
+        a2.push(&j);
+        a2.push("--duration");
+        a2.push("0.1");
+        a2.extend(a.iter().copied());
+        run_ok(&a2)
+    };
+    let ncand = table
+        .lines()
+        .take_while(|l| l.starts_with("//"))
+        .filter(|l| {
+            l.len() > 4
+                && l.as_bytes()[3] == b' '
+                && l[4..].trim_start().starts_with(char::is_numeric)
+                || l.starts_with("// *")
+        })
+        .count();
+    assert!(ncand >= 2, "{}: too few candidates:\n{table}", case.conf);
+    let mut kinds = Vec::new();
+    for k in 0..ncand {
+        let dir = work.join(format!("j{threads}-c{k}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut args: Vec<String> = vec![
+            "parallelize".into(),
+            "-j".into(),
+            threads.to_string(),
+            "--duration".into(),
+            "0.1".into(),
+            "--candidate".into(),
+            k.to_string(),
+            conf.clone(),
+        ];
+        for (kk, v) in &case.defines {
+            args.push(format!("{kk}={v}"));
+        }
+        for o in &case.outs {
+            args.push(format!("{o}={}", dir.join(format!("{o}.pcap")).display()));
+        }
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let text = run_ok(&a);
+        let name = text
+            .lines()
+            .find(|l| l.starts_with("// *"))
+            .unwrap_or("")
+            .to_string();
+        kinds.push(name.clone());
+        let file = dir.join("rewritten.click");
+        std::fs::write(&file, &text).unwrap();
+        let j = threads.to_string();
+        run_ok(&["-j", &j, file.to_str().unwrap()]);
+        for (o, w) in case.outs.iter().zip(&want) {
+            let got = by_flow(&post(&dir, o), norm);
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                w.keys().collect::<Vec<_>>(),
+                "{} -j {threads} candidate {k} ({name}): flows of {o}",
+                case.conf
+            );
+            for (f, pk) in w {
+                assert!(
+                    got[f] == *pk,
+                    "{} -j {threads} candidate {k} ({name}): flow {f} on {o}: {} packets, want {} (or order differs)",
+                    case.conf,
+                    got[f].len(),
+                    pk.len()
+                );
+            }
+            if per_flow_port {
+                // Each flow keeps one public port of its own.
+                let raw = by_flow(&post(&dir, o), &|_| {});
+                let mut seen = std::collections::HashMap::new();
+                for (f, pk) in raw.iter().filter(|(f, _)| **f != u32::MAX) {
+                    let ports: std::collections::BTreeSet<_> =
+                        pk.iter().map(|p| (p[20], p[21])).collect();
+                    assert_eq!(ports.len(), 1, "flow {f} has ports {ports:?}");
+                    let port = *ports.iter().next().unwrap();
+                    assert!(seen.insert(port, *f).is_none(), "port {port:?} shared");
+                }
+            }
+        }
+    }
+    // The split rewrites were among those checked.
+    assert!(
+        kinds.iter().any(|k| k.contains("split")),
+        "{}: no split candidate: {kinds:?}\n{table}",
+        case.conf
+    );
+}
+
+fn workdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("paraclick-par-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn plain(dir: &Path, o: &str) -> Vec<Vec<u8>> {
+    read_pcap(&dir.join(format!("{o}.pcap")))
+}
+
+const FLOWS: u32 = 24;
+const PER_FLOW: u32 = 40;
+
+#[test]
+fn ip_router_rewrites_keep_every_flow() {
+    let w = workdir("ip");
+    let eth0 = [0, 0, 0xc0, 0xae, 0x67, 0xef];
+    let eth1 = [0, 0, 0xc0, 0x4f, 0x71, 0xef];
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for s in 0..PER_FLOW {
+        for f in 0..FLOWS {
+            let h = (f % 6 + 2) as u8;
+            a.push(ether(
+                eth0,
+                [2, 0, 0, 0, 0, 1],
+                udp([1, 0, 0, h], [2, 0, 0, 2], 1000 + f as u16, 53, f, s),
+            ));
+            b.push(ether(
+                eth1,
+                [2, 0, 0, 0, 0, 2],
+                udp([2, 0, 0, h], [1, 0, 0, 2], 2000 + f as u16, 80, 100 + f, s),
+            ));
+        }
+    }
+    write_pcap(&w.join("in0.pcap"), 1, &a);
+    write_pcap(&w.join("in1.pcap"), 1, &b);
+    let case = Case {
+        conf: "conf/iprouter-pcap.click",
+        outs: vec!["OUT0", "OUT1"],
+        defines: defines_for(
+            &w,
+            &[("IN0", &w.join("in0.pcap")), ("IN1", &w.join("in1.pcap"))],
+            &[],
+        ),
+    };
+    for j in [2, 4] {
+        check(&case, &w, j, &plain, &|_| {}, false);
+    }
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+#[test]
+fn nat_rewrites_keep_every_flow_and_its_port() {
+    let w = workdir("nat");
+    let mut a = Vec::new();
+    for s in 0..PER_FLOW {
+        for f in 0..FLOWS {
+            a.push(udp(
+                [10, 0, 0, (f % 5 + 2) as u8],
+                [198, 51, 100, 7],
+                5000 + f as u16,
+                53,
+                f,
+                s,
+            ));
+        }
+    }
+    write_pcap(&w.join("priv.pcap"), 101, &a);
+    write_pcap(&w.join("pub.pcap"), 101, &[]);
+    let case = Case {
+        conf: "conf/nat-pcap.click",
+        outs: vec!["PUB_OUT", "PRIV_OUT"],
+        defines: defines_for(
+            &w,
+            &[
+                ("PRIV_IN", &w.join("priv.pcap")),
+                ("PUB_IN", &w.join("pub.pcap")),
+            ],
+            &[],
+        ),
+    };
+    // The public source port (assigned in arrival order at the one
+    // allocator) and the UDP checksum covering it may differ.
+    let norm = |p: &mut Vec<u8>| {
+        if p.len() >= 28 {
+            p[20] = 0;
+            p[21] = 0;
+            p[26] = 0;
+            p[27] = 0;
+        }
+    };
+    for j in [2, 4] {
+        check(&case, &w, j, &plain, &norm, true);
+    }
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+const KEY_OUT: &str = "0x00112233445566778899aabbccddeeff01020304";
+const KEY_IN: &str = "0xffeeddccbbaa99887766554433221100a0b0c0d0";
+
+/// The inner packets of an ESP pcap, decrypted by paraclick.
+fn decrypt(esp: &Path, spi: &str, key: &str, src: &str, dst: &str, out: &Path) -> Vec<Vec<u8>> {
+    let conf = format!(
+        "FromDump({}, STOP true) -> Strip(14) -> CheckIPHeader -> IPsecESPTunnelUnencap({spi}, aes128gcm16, {key}, {src}, {dst}) -> ToDump({}, ENCAP IP);",
+        esp.display(),
+        out.display()
+    );
+    run_ok(&["-e", &conf]);
+    read_pcap(out)
+}
+
+#[test]
+fn vpn_rewrites_keep_every_flow() {
+    let w = workdir("vpn");
+    let lan = [2, 0, 0, 0, 0, 1];
+    let mut plain_in = Vec::new();
+    let mut peer_plain = Vec::new();
+    for s in 0..PER_FLOW {
+        for f in 0..FLOWS {
+            plain_in.push(ether(
+                lan,
+                [2, 0, 0, 0, 0, 9],
+                udp(
+                    [10, 0, 0, (f % 5 + 2) as u8],
+                    [10, 1, 0, 1],
+                    4000 + f as u16,
+                    443,
+                    f,
+                    s,
+                ),
+            ));
+            peer_plain.push(ether(
+                lan,
+                [2, 0, 0, 0, 0, 9],
+                udp(
+                    [10, 1, 0, 1],
+                    [10, 0, 0, (f % 5 + 2) as u8],
+                    443,
+                    4000 + f as u16,
+                    100 + f,
+                    s,
+                ),
+            ));
+        }
+    }
+    write_pcap(&w.join("plain-in.pcap"), 1, &plain_in);
+    write_pcap(&w.join("peer-plain.pcap"), 1, &peer_plain);
+    // The peer's ESP packets, made by paraclick as the peer.
+    let peer = format!(
+        "FromDump({}, STOP true) -> Strip(14) -> CheckIPHeader -> IPsecESPTunnelEncap(0x2002, aes128gcm16, {KEY_IN}, 198.51.100.1, 192.0.2.1) -> EtherEncap(0x0800, 02:00:00:00:00:05, 02:00:00:00:00:01) -> ToDump({});",
+        w.join("peer-plain.pcap").display(),
+        w.join("esp-in.pcap").display()
+    );
+    run_ok(&["-e", &peer]);
+    let case = Case {
+        conf: "conf/vpn-pcap.click",
+        outs: vec!["ESP_OUT", "PLAIN_OUT"],
+        defines: defines_for(
+            &w,
+            &[
+                ("PLAIN_IN", &w.join("plain-in.pcap")),
+                ("ESP_IN", &w.join("esp-in.pcap")),
+            ],
+            &[],
+        ),
+    };
+    let post = |dir: &Path, o: &str| -> Vec<Vec<u8>> {
+        let f = dir.join(format!("{o}.pcap"));
+        if o == "ESP_OUT" {
+            decrypt(
+                &f,
+                "0x1001",
+                KEY_OUT,
+                "192.0.2.1",
+                "198.51.100.1",
+                &dir.join("esp-out-inner.pcap"),
+            )
+        } else {
+            read_pcap(&f)
+        }
+    };
+    for j in [2, 4] {
+        check(&case, &w, j, &post, &|_| {}, false);
+    }
+    let _ = std::fs::remove_dir_all(&w);
+}

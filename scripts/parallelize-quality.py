@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Quality of `paraclick parallelize` (issue 18): for each configuration at
+-j 2, every candidate the tool considered (all written from one profile
+with --emit-all) is measured with the bench harness (`bench --mlffr`), in
+the same run, beside the unmodified configuration under the adaptive
+scheduler. Rounds alternate over all variants and the median of each is
+reported (the machine is shared and noisy). Printed per configuration:
+predicted vs measured per candidate, the rank of the chosen plan among the
+measured candidates, and the chosen plan against the unmodified
+configuration (adaptive) and the naive round-robin placement (candidate 0).
+
+    scripts/parallelize-quality.py [--rounds 3] [--trial 0.5] [CONF ...]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "paraclick")
+DEFAULT = ["conf/fake-iprouter.click", "conf/nat-bench.click",
+           "conf/vpn-bench.click", "conf/replicated-qos.click"]
+BIG_N = "N=1000000000000"
+
+
+def mlffr(args, trial):
+    out = subprocess.run(
+        [BIN, "bench", "--mlffr", "-j", "2", "--trial", str(trial),
+         "--warmup", "0.2"] + args,
+        cwd=ROOT, capture_output=True, text=True)
+    m = re.search(r"^MLFFR (\d+) pps", out.stdout, re.M)
+    lossy = "dropped" in out.stdout
+    if not m:
+        sys.stderr.write(out.stdout + out.stderr)
+        return None, lossy
+    return float(m.group(1)), lossy
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--trial", type=float, default=0.5)
+    ap.add_argument("confs", nargs="*")
+    a = ap.parse_args()
+    confs = a.confs or [c for c in DEFAULT if os.path.exists(os.path.join(ROOT, c))]
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "paraclick"],
+                   cwd=ROOT, check=True)
+    summary = []
+    for conf in confs:
+        d = tempfile.mkdtemp(prefix="par-quality-")
+        plan = subprocess.run(
+            [BIN, "parallelize", "-j", "2", "--emit-all", d, conf, BIG_N],
+            cwd=ROOT, capture_output=True, text=True)
+        if plan.returncode != 0:
+            print(f"{conf}: parallelize failed: {plan.stderr.strip()}")
+            continue
+        cands = []
+        for line in plan.stdout.splitlines():
+            m = re.match(r"^// ([ *])(\d+)\s+(\d+)\s+(.*?)\s{2,}", line)
+            if m:
+                cands.append({"k": int(m.group(2)), "chosen": m.group(1) == "*",
+                              "pred": float(m.group(3)), "name": m.group(4)})
+        variants = [("unmodified, adaptive", [conf, BIG_N, "--sched", "adaptive"])]
+        for c in cands:
+            variants.append((f"#{c['k']} {c['name']}",
+                             [os.path.join(d, f"candidate-{c['k']}.click")]))
+        runs = {v[0]: [] for v in variants}
+        drops = {v[0]: 0 for v in variants}
+        for _ in range(a.rounds):
+            for name, args in variants:
+                r, lossy = mlffr(args, a.trial)
+                if r is not None:
+                    runs[name].append(r)
+                    drops[name] += lossy
+        med = {k: statistics.median(v) if v else 0.0 for k, v in runs.items()}
+        print(f"\n{conf} at -j 2 (medians of {a.rounds} alternating runs, "
+              f"bench --mlffr --trial {a.trial})")
+        print(f"  {'variant':<62} {'predicted':>10} {'measured':>10} {'error':>7}  rank")
+        measured = sorted(((med[f"#{c['k']} {c['name']}"], c['k']) for c in cands),
+                          reverse=True)
+        rank = {k: i + 1 for i, (_, k) in enumerate(measured)}
+        adaptive = med["unmodified, adaptive"]
+        print(f"  {'unmodified, adaptive':<62} {'':>10} {adaptive:>10.0f} {'':>7}"
+              + (f"  ({drops['unmodified, adaptive']} runs with drops)"
+                 if drops["unmodified, adaptive"] else ""))
+        chosen = None
+        for c in cands:
+            name = f"#{c['k']} {c['name']}"
+            m = med[name]
+            err = (c["pred"] - m) / m * 100 if m else float("nan")
+            mark = " <- chosen" if c["chosen"] else ""
+            dr = f" ({drops[name]} runs with drops)" if drops[name] else ""
+            print(f"  {name:<62} {c['pred']:>10.0f} {m:>10.0f} {err:>+6.0f}%  "
+                  f"{rank[c['k']]}{mark}{dr}")
+            if c["chosen"]:
+                chosen = c
+        if chosen is None:
+            continue
+        cm = med[f"#{chosen['k']} {chosen['name']}"]
+        best = measured[0][0]
+        rr = med[f"#0 {cands[0]['name']}"]
+        line = (f"  chosen #{chosen['k']}: rank {rank[chosen['k']]} of {len(cands)}, "
+                f"{(cm / best - 1) * 100:+.1f}% vs best measured, "
+                f"{(cm / adaptive - 1) * 100 if adaptive else float('nan'):+.1f}% vs unmodified adaptive, "
+                f"{(cm / rr - 1) * 100 if rr else float('nan'):+.1f}% vs round-robin; "
+                f"model {(chosen['pred'] - cm) / cm * 100 if cm else float('nan'):+.0f}% on it")
+        print(line)
+        summary.append((conf, line.strip()))
+    print("\nsummary:")
+    for conf, line in summary:
+        print(f"  {conf}: {line}")
+
+
+if __name__ == "__main__":
+    main()
