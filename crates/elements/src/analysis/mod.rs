@@ -12,7 +12,7 @@ use paraclick_runtime::{ArgEnv, FromArg, Registry};
 pub mod adjust_timestamp;
 pub mod aggregate_counter;
 pub mod aggregate_ip;
-//T pub mod aggregate_ip_flows;
+pub mod aggregate_ip_flows;
 pub mod anonymize_ip_addr;
 pub mod erase_ip_payload;
 pub mod set_timestamp_delta;
@@ -28,7 +28,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(adjust_timestamp::spec());
     reg.register(aggregate_counter::spec());
     reg.register(aggregate_ip::spec());
-    //T    reg.register(aggregate_ip_flows::spec());
+    reg.register(aggregate_ip_flows::spec());
     reg.register(anonymize_ip_addr::spec());
     reg.register(erase_ip_payload::spec());
     reg.register(set_timestamp_delta::spec());
