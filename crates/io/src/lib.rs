@@ -7,10 +7,13 @@ mod common;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
 mod ipsumdump;
+mod ipsumdump_ext;
 mod linux;
 pub mod to_dump;
 pub mod to_ip_summary_dump;
 
+#[cfg(test)]
+mod ipsumdump_roundtrip_tests;
 #[cfg(test)]
 mod test_util;
 
