@@ -11,6 +11,7 @@ mod ipsumdump_ext;
 mod linux;
 pub mod to_dump;
 pub mod to_ip_summary_dump;
+pub mod userlevel;
 
 #[cfg(test)]
 mod ipsumdump_roundtrip_tests;
@@ -28,6 +29,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(from_ip_summary_dump::spec());
     reg.register(to_ip_summary_dump::spec());
     linux::register(reg);
+    userlevel::register(reg);
     paraclick_elements::attach_docs(reg, docs::DOCS);
 }
 
