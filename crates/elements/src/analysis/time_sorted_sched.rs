@@ -179,6 +179,19 @@ mod tests {
     }
 
     #[test]
+    fn stop_when_every_input_is_dry() {
+        let r = router("TimeSortedSched(STOP true)", 2);
+        fill(&r, 1, vec![at(1, 1.0)]);
+        assert_eq!(pull(&r, 8), vec![1]);
+        assert!(r.is_running());
+        assert!(pull(&r, 8).is_empty());
+        assert!(!r.is_running());
+        let r = router("TimeSortedSched", 2);
+        assert!(pull(&r, 8).is_empty());
+        assert!(r.is_running());
+    }
+
+    #[test]
     fn buffer_absorbs_reordering_and_well_ordered_reports_it() {
         let unsorted = || vec![at(2, 2.0), at(1, 1.0), at(3, 3.0)];
         let r = router("TimeSortedSched(BUFFER 2)", 1);
