@@ -5,6 +5,7 @@
 
 use paraclick_runtime::Registry;
 
+pub mod analysis;
 pub mod control;
 pub mod ethernet;
 pub mod icmp;
@@ -38,6 +39,7 @@ pub fn docs() -> &'static [(&'static str, &'static str)] {
 /// Registers every element class of this crate.
 pub fn register_all(reg: &mut Registry) {
     standard::register(reg);
+    analysis::register(reg);
     sources::register(reg);
     sched::register(reg);
     control::register(reg);

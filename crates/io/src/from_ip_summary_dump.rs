@@ -30,7 +30,17 @@
 //! (sets the extra packets annotation), `direction`/`link`/`paint` (sets
 //! the paint annotation; `>` is 0, `<` is 1). `ip_capture_len`, `eth_src`,
 //! `eth_dst` and `wire_len` are accepted and ignored; other names are an
-//! error.
+//! error. Also, in ToIPSummaryDump's forms: `ip_opt` and `tcp_opt` (the
+//! options are built into the headers; `tcp_ntopt` and `tcp_sack` build
+//! the options they list), `icmp_type_name`, `icmp_code_name` (after the
+//! type on the line), `icmp_flowid`, `icmp_seq`, `icmp_nextmtu`, `payload`
+//! (a quoted string, which may hold spaces: the packet's payload, and its
+//! length when `ip_len` and `payload_len` are absent), `aggregate`
+//! and `first_timestamp` (set those annotations), `payload_md5` and
+//! `payload_md5_hex` (checked for form, then ignored), `ip6_src` and
+//! `ip6_dst` (the line builds an IPv6 packet: a 40-byte header with the
+//! hop limit from `ip_ttl`, traffic class from `ip_tos`, next header from
+//! `ip_proto`, then a TCP, UDP or ICMPv6 (58) header).
 //!
 //! Built packets are IPv4 with a correct header length and header
 //! checksum (unless `ip_sum` gives one), TTL 100 unless given, the
@@ -216,7 +226,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
 
 /// What a line turned into.
 enum Line {
-    Packet(Values),
+    Packet(Box<Values>),
     Nothing,
     Bad(String),
     Eof,
@@ -323,7 +333,10 @@ impl State {
             return Line::Bad("no '!data' line (or CONTENTS) names the fields".into());
         }
         let mut v = Values::default();
-        for (i, w) in text.split_whitespace().enumerate() {
+        for (i, w) in crate::ipsumdump_ext::line_words(text)
+            .into_iter()
+            .enumerate()
+        {
             let Some(Some(f)) = self.fields.get(i) else {
                 continue;
             };
@@ -334,7 +347,7 @@ impl State {
                 return Line::Bad(format!("bad {} '{w}'", f.name()));
             }
         }
-        Line::Packet(v)
+        Line::Packet(Box::new(v))
     }
 }
 
@@ -371,11 +384,11 @@ impl FromIPSummaryDump {
                 Some(p) => p,
                 None => {
                     let v = match st.pending_values.take() {
-                        Some(v) => Line::Packet(v),
+                        Some(v) => Line::Packet(Box::new(v)),
                         None => st.next_line(),
                     };
                     let v = match v {
-                        Line::Packet(v) => v,
+                        Line::Packet(v) => *v,
                         Line::Nothing => {
                             r.progress = true;
                             continue;

@@ -49,6 +49,22 @@ pub(crate) enum Field {
     EthSrc,
     EthDst,
     WireLen,
+    IpOpt,
+    TcpOpt,
+    TcpNtopt,
+    TcpSack,
+    IcmpTypeName,
+    IcmpCodeName,
+    IcmpFlowid,
+    IcmpSeq,
+    IcmpNextmtu,
+    Payload,
+    PayloadMd5,
+    PayloadMd5Hex,
+    Aggregate,
+    FirstTimestamp,
+    Ip6Src,
+    Ip6Dst,
 }
 
 const NAMES: &[(&str, Field)] = &[
@@ -90,6 +106,22 @@ const NAMES: &[(&str, Field)] = &[
     ("eth_src", Field::EthSrc),
     ("eth_dst", Field::EthDst),
     ("wire_len", Field::WireLen),
+    ("ip_opt", Field::IpOpt),
+    ("tcp_opt", Field::TcpOpt),
+    ("tcp_ntopt", Field::TcpNtopt),
+    ("tcp_sack", Field::TcpSack),
+    ("icmp_type_name", Field::IcmpTypeName),
+    ("icmp_code_name", Field::IcmpCodeName),
+    ("icmp_flowid", Field::IcmpFlowid),
+    ("icmp_seq", Field::IcmpSeq),
+    ("icmp_nextmtu", Field::IcmpNextmtu),
+    ("payload", Field::Payload),
+    ("payload_md5", Field::PayloadMd5),
+    ("payload_md5_hex", Field::PayloadMd5Hex),
+    ("aggregate", Field::Aggregate),
+    ("first_timestamp", Field::FirstTimestamp),
+    ("ip6_src", Field::Ip6Src),
+    ("ip6_dst", Field::Ip6Dst),
 ];
 
 const SYNONYMS: &[(&str, &str)] = &[
@@ -104,6 +136,11 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("length", "ip_len"),
     ("ip_p", "ip_proto"),
     ("payload_length", "payload_len"),
+    ("agg", "aggregate"),
+    ("first_ts", "first_timestamp"),
+    ("tcp_options", "tcp_opt"),
+    ("ip_options", "ip_opt"),
+    ("icmp_id", "icmp_flowid"),
 ];
 
 impl Field {
@@ -211,6 +248,8 @@ pub(crate) struct View<'a> {
     trans: Option<&'a [u8]>,
     tcp: bool,
     extra: u32,
+    /// An IPv6 packet (fixed header only; no extension header walk).
+    v6: bool,
 }
 
 /// Options for [`View::new`].
@@ -227,7 +266,8 @@ fn ip_bytes(p: &Packet) -> Option<&[u8]> {
         return Some(n);
     }
     let m = p.mac_header()?;
-    (m.len() >= 14 && m[12] == 0x08 && m[13] == 0x00).then(|| &m[14..])
+    (m.len() >= 14 && ((m[12] == 0x08 && m[13] == 0x00) || (m[12] == 0x86 && m[13] == 0xdd)))
+        .then(|| &m[14..])
 }
 
 impl<'a> View<'a> {
@@ -247,6 +287,7 @@ impl<'a> View<'a> {
             trans: None,
             tcp: false,
             extra,
+            v6: false,
         };
         let Some(ip) = ip_bytes(p) else {
             return v;
@@ -258,6 +299,25 @@ impl<'a> View<'a> {
         };
         if ip.len() < 4 {
             complain(format_args!("truncated IP header"));
+            return v;
+        }
+        if ip[0] >> 4 == 6 {
+            if ip.len() < 40 {
+                complain(format_args!("truncated IPv6 header"));
+                return v;
+            }
+            let ip_len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+            let ip = &ip[..ip.len().min(ip_len)];
+            v.ip = Some(ip);
+            v.v6 = true;
+            v.hl = 40;
+            v.ip_len = ip_len;
+            v.proto = ip[6];
+            if ip.len() > 40 {
+                let t = &ip[40..];
+                v.trans = Some(t);
+                v.tcp = v.proto == 6 && !(t.len() > 12 && t[12] >> 4 < 5);
+            }
             return v;
         }
         let hl = usize::from(ip[0] & 15) * 4;
@@ -329,6 +389,12 @@ impl<'a> View<'a> {
     pub(crate) fn write(&self, out: &mut String, f: Field) {
         let p = self.p;
         let ts = p.timestamp();
+        if self.v6 {
+            if let Some(r) = self.write_v6(out, f) {
+                let _ = r;
+                return;
+            }
+        }
         let r = match f {
             Field::Timestamp => write!(out, "{ts}"),
             Field::NTimestamp => write!(out, "{ts:#}"),
@@ -468,8 +534,153 @@ impl<'a> View<'a> {
                 }
             }
             Field::WireLen => write!(out, "{}", p.len()),
+            _ => {
+                self.write_ext(out, f);
+                Ok(())
+            }
         };
         let _ = r;
+    }
+
+    /// IPv6 packets: the fields that differ from IPv4 (`None`: as IPv4).
+    fn write_v6(&self, out: &mut String, f: Field) -> Option<std::fmt::Result> {
+        let ip = self.ip?;
+        Some(match f {
+            Field::IpSrc
+            | Field::IpDst
+            | Field::IpTos
+            | Field::IpDscp
+            | Field::IpEcn
+            | Field::IpFrag
+            | Field::IpFragoff
+            | Field::IpId
+            | Field::IpSum
+            | Field::IpOpt => dash(out),
+            Field::IpTtl => write!(out, "{}", ip[7]),
+            Field::IpProto => match ip[6] {
+                6 => out.write_char('T'),
+                17 => out.write_char('U'),
+                n => write!(out, "{n}"),
+            },
+            _ => return None,
+        })
+    }
+
+    /// Where the payload starts (from the IP header), as PayloadLen counts.
+    fn payload_off(&self) -> usize {
+        let mut off = self.hl;
+        if let Some(t) = self.tcp_at(13) {
+            off += usize::from(t[12] >> 4) * 4;
+        } else if self.trans_of(17, 1).is_some() {
+            off += 8;
+        }
+        off
+    }
+
+    /// The captured payload bytes (of this fragment).
+    fn payload(&self) -> Option<&'a [u8]> {
+        let ip = self.ip?;
+        let end = ip.len().min(self.ip_len);
+        Some(ip.get(self.payload_off()..end).unwrap_or(&[]))
+    }
+
+    fn tcp_options(&self) -> Option<&'a [u8]> {
+        let t = self.tcp_at(20)?;
+        let off = usize::from(t[12] >> 4) * 4;
+        t.get(20..off)
+    }
+
+    fn icmp(&self) -> Option<&'a [u8]> {
+        if self.v6 {
+            return None;
+        }
+        self.trans_of(1, 8)
+    }
+
+    fn write_ext(&self, out: &mut String, f: Field) {
+        use crate::ipsumdump_ext as x;
+        let p = self.p;
+        match f {
+            Field::IpOpt => match self.ip {
+                Some(ip) if !self.v6 && ip.len() >= self.hl => {
+                    x::ip_opts_text(&ip[20..self.hl], out)
+                }
+                _ => out.push('-'),
+            },
+            Field::TcpOpt | Field::TcpNtopt | Field::TcpSack => match self.tcp_options() {
+                Some(o) => {
+                    let k = match f {
+                        Field::TcpOpt => x::TcpOptKind::All,
+                        Field::TcpNtopt => x::TcpOptKind::NoTs,
+                        _ => x::TcpOptKind::Sack,
+                    };
+                    x::tcp_opts_text(o, k, out)
+                }
+                None => out.push('-'),
+            },
+            Field::IcmpTypeName => match self.trans_of(1, 1).filter(|_| !self.v6) {
+                Some(t) => out.push_str(&x::icmp_type_name(t[0])),
+                None => out.push('-'),
+            },
+            Field::IcmpCodeName => match self.trans_of(1, 2).filter(|_| !self.v6) {
+                Some(t) => out.push_str(&x::icmp_code_name(t[0], t[1])),
+                None => out.push('-'),
+            },
+            Field::IcmpFlowid | Field::IcmpSeq => {
+                let at = if f == Field::IcmpFlowid { 4 } else { 6 };
+                let _ = num(
+                    out,
+                    self.icmp()
+                        .filter(|t| x::icmp_has_id(t[0]))
+                        .map(|t| Self::be16(t, at).into()),
+                );
+            }
+            Field::IcmpNextmtu => {
+                let _ = num(
+                    out,
+                    self.icmp()
+                        .filter(|t| t[0] == 3 && t[1] == 4)
+                        .map(|t| Self::be16(t, 6).into()),
+                );
+            }
+            Field::Payload => match self.payload() {
+                Some(d) => x::quote(d, out),
+                None => out.push('-'),
+            },
+            Field::PayloadMd5 | Field::PayloadMd5Hex => match self.payload() {
+                Some(d) => {
+                    let m = x::md5(d);
+                    if f == Field::PayloadMd5 {
+                        x::md5_ascii(&m, out);
+                    } else {
+                        for b in m {
+                            let _ = write!(out, "{b:02x}");
+                        }
+                    }
+                }
+                None => out.push('-'),
+            },
+            Field::Aggregate => {
+                let _ = write!(out, "{}", p.anno().flow_hash);
+            }
+            Field::FirstTimestamp => {
+                let _ = write!(
+                    out,
+                    "{}",
+                    paraclick_elements::standard::set_timestamp::first_timestamp(p)
+                );
+            }
+            Field::Ip6Src | Field::Ip6Dst => match self.ip.filter(|_| self.v6) {
+                Some(ip) => {
+                    let at = if f == Field::Ip6Src { 8 } else { 24 };
+                    let mut a = [0u8; 16];
+                    a.copy_from_slice(&ip[at..at + 16]);
+                    let _ = write!(out, "{}", std::net::Ipv6Addr::from(a));
+                }
+                None => out.push('-'),
+            },
+            _ => out.push('-'),
+        }
     }
 }
 
@@ -521,6 +732,16 @@ pub(crate) struct Values {
     pub payload_len: Option<u32>,
     pub count: Option<u32>,
     pub paint: Option<u8>,
+    pub ip_opt: Option<Vec<u8>>,
+    pub tcp_opt: Option<Vec<u8>>,
+    pub icmp_id: Option<u16>,
+    pub icmp_seq: Option<u16>,
+    pub icmp_nextmtu: Option<u16>,
+    pub payload: Option<Vec<u8>>,
+    pub aggregate: Option<u32>,
+    pub first_ts: Option<Timestamp>,
+    pub src6: Option<std::net::Ipv6Addr>,
+    pub dst6: Option<std::net::Ipv6Addr>,
 }
 
 fn int<T: TryFrom<u64>>(s: &str) -> Option<T> {
@@ -646,6 +867,29 @@ pub(crate) fn parse_value(f: Field, s: &str, v: &mut Values, minor: u32) -> Opti
                 _ => int(s)?,
             })
         }
+        Field::IpOpt => v.ip_opt = Some(crate::ipsumdump_ext::parse_ip_opts(s)?),
+        // tcp_ntopt and tcp_sack hold part of the options: enough to build.
+        Field::TcpOpt | Field::TcpNtopt | Field::TcpSack => {
+            v.tcp_opt = Some(crate::ipsumdump_ext::parse_tcp_opts(s)?)
+        }
+        Field::IcmpTypeName => v.icmp_type = Some(crate::ipsumdump_ext::parse_icmp_type(s)?),
+        Field::IcmpCodeName => {
+            v.icmp_code = Some(crate::ipsumdump_ext::parse_icmp_code(s, v.icmp_type)?)
+        }
+        Field::IcmpFlowid => v.icmp_id = Some(int(s)?),
+        Field::IcmpSeq => v.icmp_seq = Some(int(s)?),
+        Field::IcmpNextmtu => v.icmp_nextmtu = Some(int(s)?),
+        Field::Payload => v.payload = Some(crate::ipsumdump_ext::unquote(s)?),
+        Field::PayloadMd5 => {
+            crate::ipsumdump_ext::parse_md5_ascii(s)?;
+        }
+        Field::PayloadMd5Hex => {
+            crate::ipsumdump_ext::parse_md5_hex(s)?;
+        }
+        Field::Aggregate => v.aggregate = Some(int(s)?),
+        Field::FirstTimestamp => v.first_ts = Some(Timestamp::parse(s)?),
+        Field::Ip6Src => v.src6 = Some(s.parse().ok()?),
+        Field::Ip6Dst => v.dst6 = Some(s.parse().ok()?),
         Field::IpCaptureLen | Field::EthSrc | Field::EthDst | Field::WireLen => {}
     }
     Some(())
@@ -696,12 +940,16 @@ pub(crate) struct BuildOpts {
 /// Builds the IPv4 packet a line describes. `None` if the packet pool is
 /// exhausted.
 pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
+    if v.src6.is_some() || v.dst6.is_some() {
+        return build6(v, o);
+    }
     let has_tcp = v.tcp_seq.is_some()
         || v.tcp_ack.is_some()
         || v.tcp_off.is_some()
         || v.tcp_flags.is_some()
         || v.tcp_window.is_some()
-        || v.tcp_urp.is_some();
+        || v.tcp_urp.is_some()
+        || v.tcp_opt.is_some();
     let has_icmp = v.icmp_type.is_some() || v.icmp_code.is_some();
     let proto = v
         .proto
@@ -715,17 +963,27 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
         } else {
             o.default_proto
         });
-    let hl = v.hl.map_or(20, |h| ((h + 3) & !3).clamp(20, 60)) as usize;
+    let opt_hl = 20 + v.ip_opt.as_ref().map_or(0, Vec::len) as u32;
+    let hl = v.hl.map_or(opt_hl, |h| ((h + 3) & !3).clamp(20, 60)) as usize;
     let frag = v.frag.unwrap_or(0);
     let first_frag = frag & 0x1fff == 0;
     let thl = match (first_frag, proto) {
         (false, _) => 0,
-        (true, 6) => v.tcp_off.map_or(20, |t| ((t + 3) & !3).clamp(20, 60)) as usize,
+        (true, 6) => {
+            let opt_off = 20 + v.tcp_opt.as_ref().map_or(0, Vec::len) as u32;
+            v.tcp_off.map_or(opt_off, |t| ((t + 3) & !3).clamp(20, 60)) as usize
+        }
         (true, 17) | (true, 1) => 8,
         _ => 0,
     };
+    let plen = v.payload.as_ref().map(Vec::len);
+    // The payload follows TCP and UDP headers; for other protocols (ICMP)
+    // it starts right after the IP header, as ToIPSummaryDump prints it.
+    let after_trans = first_frag && matches!(proto, 6 | 17);
+    let payload_at = if after_trans { hl + thl } else { hl };
     let ip_len = match (v.len, v.payload_len, v.udp_len) {
         (Some(l), _, _) => l as usize,
+        (None, None, _) if plen.is_some() => payload_at + plen.unwrap_or(0),
         (None, Some(p), _) => hl + thl + p as usize,
         (None, None, Some(u)) if proto == 17 && first_frag => hl + usize::from(u).max(8),
         _ => hl + thl,
@@ -735,9 +993,15 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
     let data_len = if o.checksum {
         ip_len.max(hl)
     } else {
-        ip_len.min(headers).max(hl)
+        ip_len
+            .min(headers.max(payload_at + plen.unwrap_or(0)))
+            .max(hl)
     };
     let mut h = [0u8; 120];
+    if let Some(opt) = &v.ip_opt {
+        let n = opt.len().min(hl - 20);
+        h[20..20 + n].copy_from_slice(&opt[..n]);
+    }
     let (src, dst) = (
         v.src
             .or(o.flowid.map(|f| f.src))
@@ -779,6 +1043,10 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
             t[13] = flags as u8;
             t[14..16].copy_from_slice(&v.tcp_window.unwrap_or(0).to_be_bytes());
             t[18..20].copy_from_slice(&v.tcp_urp.unwrap_or(0).to_be_bytes());
+            if let Some(opt) = &v.tcp_opt {
+                let n = opt.len().min(thl - 20);
+                t[20..20 + n].copy_from_slice(&opt[..n]);
+            }
         }
         (true, 17) => {
             t[0..2].copy_from_slice(&sport.to_be_bytes());
@@ -791,6 +1059,12 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
         (true, 1) => {
             t[0] = v.icmp_type.unwrap_or(0);
             t[1] = v.icmp_code.unwrap_or(0);
+            if let Some(id) = v.icmp_id {
+                t[4..6].copy_from_slice(&id.to_be_bytes());
+            }
+            if let Some(x) = v.icmp_seq.or(v.icmp_nextmtu) {
+                t[6..8].copy_from_slice(&x.to_be_bytes());
+            }
         }
         _ => {}
     }
@@ -799,6 +1073,12 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
         let d = p.data_mut();
         let n = headers.min(data_len);
         d[..n].copy_from_slice(&h[..n]);
+        if let Some(pl) = &v.payload {
+            let end = (payload_at + pl.len()).min(data_len);
+            if end > payload_at {
+                d[payload_at..end].copy_from_slice(&pl[..end - payload_at]);
+            }
+        }
         let mut iph = Ipv4Header::new_unchecked(&mut d[..hl]);
         match v.sum {
             Some(s) => iph.set_checksum(s),
@@ -817,7 +1097,14 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
         }
     }
     p.set_network_header(0, hl);
-    let ts = if let Some(ts) = v.ts {
+    let ts = line_timestamp(v);
+    p.set_timestamp(ts);
+    set_annos(&mut p, v, (ip_len - data_len.min(ip_len)) as u32);
+    Some(p)
+}
+
+fn line_timestamp(v: &Values) -> Timestamp {
+    if let Some(ts) = v.ts {
         ts
     } else if v.ts_sec.is_some() || v.ts_usec.is_some() {
         Timestamp(
@@ -828,12 +1115,138 @@ pub(crate) fn build(v: &Values, o: &BuildOpts) -> Option<Packet> {
         Timestamp((u as i64).saturating_mul(1000))
     } else {
         Timestamp::ZERO
-    };
-    p.set_timestamp(ts);
+    }
+}
+
+fn set_annos(p: &mut Packet, v: &Values, extra_length: u32) {
+    if let Some(t) = v.first_ts {
+        paraclick_elements::standard::set_timestamp::set_first_timestamp(p, t);
+    }
     let a = p.anno_mut();
-    a.extra_length = (ip_len - data_len.min(ip_len)) as u32;
+    a.extra_length = extra_length;
     a.extra_packets = v.count.map_or(0, |c| c.saturating_sub(1));
     a.paint = v.paint.unwrap_or(0);
+    if let Some(g) = v.aggregate {
+        a.flow_hash = g;
+    }
+}
+
+/// Builds the IPv6 packet a line with `ip6_src`/`ip6_dst` describes: a
+/// fixed 40-byte header (hop limit from `ip_ttl`, traffic class from
+/// `ip_tos`, next header from `ip_proto`) and a TCP, UDP or ICMPv6 header.
+fn build6(v: &Values, o: &BuildOpts) -> Option<Packet> {
+    use paraclick_packet::wire::checksum;
+    let has_tcp = v.tcp_seq.is_some()
+        || v.tcp_ack.is_some()
+        || v.tcp_flags.is_some()
+        || v.tcp_window.is_some()
+        || v.tcp_opt.is_some();
+    let proto = v.proto.unwrap_or(if has_tcp {
+        6
+    } else if v.udp_len.is_some() {
+        17
+    } else if v.icmp_type.is_some() {
+        58
+    } else {
+        o.default_proto
+    });
+    let thl = match proto {
+        6 => v
+            .tcp_off
+            .map_or(20 + v.tcp_opt.as_ref().map_or(0, Vec::len) as u32, |t| {
+                ((t + 3) & !3).clamp(20, 60)
+            }) as usize,
+        17 | 58 => 8,
+        _ => 0,
+    };
+    let plen = v.payload.as_ref().map(Vec::len);
+    let ip_len = match (v.len, v.payload_len.or(plen.map(|l| l as u32))) {
+        (Some(l), _) => (l as usize).max(40),
+        (None, Some(p)) => 40 + thl + p as usize,
+        _ => 40 + thl,
+    }
+    .min(40 + 0xffff);
+    let headers = (40 + thl).min(ip_len);
+    let data_len = if o.checksum {
+        ip_len
+    } else {
+        ip_len.min(40 + thl + plen.unwrap_or(0))
+    };
+    let mut p = Packet::zeroed(data_len)?;
+    let src = v.src6.unwrap_or(std::net::Ipv6Addr::UNSPECIFIED);
+    let dst = v.dst6.unwrap_or(std::net::Ipv6Addr::UNSPECIFIED);
+    {
+        let d = p.data_mut();
+        let tc = v.tos.unwrap_or(0);
+        d[0] = 0x60 | (tc >> 4);
+        d[1] = tc << 4;
+        d[4..6].copy_from_slice(&((ip_len - 40) as u16).to_be_bytes());
+        d[6] = proto;
+        d[7] = v.ttl.unwrap_or(100);
+        d[8..24].copy_from_slice(&src.octets());
+        d[24..40].copy_from_slice(&dst.octets());
+        let mut t = [0u8; 60];
+        let sport = v.sport.unwrap_or(0);
+        let dport = v.dport.unwrap_or(0);
+        match proto {
+            6 => {
+                t[0..2].copy_from_slice(&sport.to_be_bytes());
+                t[2..4].copy_from_slice(&dport.to_be_bytes());
+                t[4..8].copy_from_slice(&v.tcp_seq.unwrap_or(0).to_be_bytes());
+                t[8..12].copy_from_slice(&v.tcp_ack.unwrap_or(0).to_be_bytes());
+                let flags = v.tcp_flags.unwrap_or(0);
+                t[12] = ((thl / 4) as u8) << 4 | ((flags >> 8) & 1) as u8;
+                t[13] = flags as u8;
+                t[14..16].copy_from_slice(&v.tcp_window.unwrap_or(0).to_be_bytes());
+                t[18..20].copy_from_slice(&v.tcp_urp.unwrap_or(0).to_be_bytes());
+                if let Some(opt) = &v.tcp_opt {
+                    let n = opt.len().min(thl - 20);
+                    t[20..20 + n].copy_from_slice(&opt[..n]);
+                }
+            }
+            17 => {
+                t[0..2].copy_from_slice(&sport.to_be_bytes());
+                t[2..4].copy_from_slice(&dport.to_be_bytes());
+                let ulen = v.udp_len.unwrap_or((ip_len - 40).min(0xffff) as u16);
+                t[4..6].copy_from_slice(&ulen.to_be_bytes());
+            }
+            58 => {
+                t[0] = v.icmp_type.unwrap_or(0);
+                t[1] = v.icmp_code.unwrap_or(0);
+            }
+            _ => {}
+        }
+        let n = headers.min(data_len) - 40;
+        d[40..40 + n].copy_from_slice(&t[..n]);
+        if let Some(pl) = &v.payload {
+            let end = (headers + pl.len()).min(data_len);
+            if end > headers {
+                d[headers..end].copy_from_slice(&pl[..end - headers]);
+            }
+        }
+        let at = match proto {
+            6 => Some(16),
+            17 => Some(6),
+            58 => Some(2),
+            _ => None,
+        };
+        if let Some(at) = at.filter(|_| o.checksum && data_len == ip_len && ip_len >= 40 + thl) {
+            // RFC 8200 pseudo-header: addresses, upper-layer length, next header.
+            let len = (ip_len - 40) as u32;
+            let mut ph = [0u8; 40];
+            ph[..16].copy_from_slice(&src.octets());
+            ph[16..32].copy_from_slice(&dst.octets());
+            ph[32..36].copy_from_slice(&len.to_be_bytes());
+            ph[39] = proto;
+            let seg = &mut d[40..ip_len];
+            let c = !checksum::combine(&[checksum::sum(&ph), checksum::sum(seg)]);
+            let c = if c == 0 && proto == 17 { 0xffff } else { c };
+            seg[at..at + 2].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    p.set_network_header(0, 40);
+    p.set_timestamp(line_timestamp(v));
+    set_annos(&mut p, v, (ip_len - data_len) as u32);
     Some(p)
 }
 

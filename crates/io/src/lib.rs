@@ -7,10 +7,14 @@ mod common;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
 mod ipsumdump;
+mod ipsumdump_ext;
 mod linux;
 pub mod to_dump;
 pub mod to_ip_summary_dump;
+pub mod userlevel;
 
+#[cfg(test)]
+mod ipsumdump_roundtrip_tests;
 #[cfg(test)]
 mod test_util;
 
@@ -25,6 +29,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(from_ip_summary_dump::spec());
     reg.register(to_ip_summary_dump::spec());
     linux::register(reg);
+    userlevel::register(reg);
     paraclick_elements::attach_docs(reg, docs::DOCS);
 }
 

@@ -36,6 +36,33 @@
 //! and `paint` (the paint annotation), `eth_src`, `eth_dst` (from the MAC
 //! header), `wire_len` (the packet's length).
 //!
+//! More fields: `ip_opt` (`ip_options`; IP options, separated by `;`:
+//! `rr{10.0.0.1,20.0.0.2}+5` for record route with room for 5 more,
+//! `ssrr{1.0.0.1,1.0.0.2^1.0.0.3}` and `lsrr{...}` with `^` at the
+//! pointer, `98` for an option without data, `99=0:5:10` for one with
+//! data (timestamps too); `.` for none, `?` for malformed options),
+//! `tcp_opt` (`tcp_options`; `mss1400`, `wscale10`, `sackok`, `sack95-98`
+//! per SACK block, `ts669063908:38382731`, and the generic forms),
+//! `tcp_ntopt` (the same without timestamps), `tcp_sack` (SACK and
+//! SACK-permitted only), `icmp_type_name` (`echo`, `unreachable`, ... or
+//! the number), `icmp_code_name` (`needfrag`, `port`, ... or the number),
+//! `icmp_flowid` (`icmp_id`) and `icmp_seq` (echo, timestamp, information
+//! and mask messages), `icmp_nextmtu` (unreachable/needfrag), `payload`
+//! (the captured bytes after the IP and TCP or UDP headers, as a quoted
+//! string with `\"`, `\\`, `\n`, `\r`, `\t` and `\xHH` escapes),
+//! `payload_md5` (its MD5 digest in 22 characters of `[A-Za-z0-9_@]`, 6
+//! bits each, most significant first) and `payload_md5_hex` (32 hex
+//! digits), `aggregate` (`agg`; the aggregate annotation, which
+//! AggregateIP and AggregateIPFlows set), `first_timestamp` (`first_ts`;
+//! the first timestamp annotation).
+//!
+//! IPv6 packets (version 6 at the network header, or Ethernet type
+//! 0x86DD): `ip6_src` and `ip6_dst` print the addresses (`-` for IPv4
+//! packets, as `ip_src`/`ip_dst` are for IPv6 ones); `ip_ttl` is the hop
+//! limit, `ip_proto` the next header, `ip_len` 40 plus the payload length,
+//! `ip_hl` 40; transport fields read the header right after the fixed
+//! header (extension headers are not walked). IPv4-only fields print `-`.
+//!
 //! Ports: 1 input, 0 or 1 outputs. Processing: agnostic input, push output
 //! (`a/h`). Packets are emitted on the output if it exists. With a pull
 //! input it owns a task that pulls up to BURST packets per run.
@@ -449,7 +476,7 @@ mod router_tests {
         assert_eq!(
             std::fs::read_to_string(&b).unwrap(),
             "9.9.9.9 28 0\n\
-             !bad IP version 6\n- 28 -\n\
+             !bad truncated IPv6 header\n- 28 -\n\
              !bad IP header length 4\n- 28 -\n\
              !bad IP length 10\n- 28 -\n\
              !bad truncated IP missing 76\n9.9.9.9 100 0\n\

@@ -1,0 +1,9 @@
+//! User-level devices: sockets.
+
+use paraclick_runtime::Registry;
+
+pub mod socket;
+
+pub fn register(reg: &mut Registry) {
+    reg.register(socket::spec());
+}
