@@ -94,6 +94,12 @@ struct RunArgs {
     /// Do not print warnings (paraclick reports only errors so far).
     #[arg(short = 'w', long = "no-warnings")]
     no_warnings: bool,
+    /// Run in simulated time, as Click's --simtime: the clock starts at
+    /// 1000000000 s and jumps to the next timer (or paced source's next
+    /// packet) whenever no task has work, so timer-driven configurations
+    /// run as fast as the CPU allows and print the same output every run.
+    #[arg(long = "simtime")]
+    simtime: bool,
     /// Click's -R (allow hot reconfiguration): not supported yet.
     #[arg(short = 'R', long = "allow-reconfigure")]
     allow_reconfigure: bool,
@@ -555,6 +561,7 @@ fn run(a: RunArgs) -> ExitCode {
         policy,
         pin: !a.no_pin,
         profile: a.report.iter().any(|r| r == "costs"),
+        simtime: a.simtime,
         ..BuildOptions::default()
     };
     let router = match Router::build(&src, &reg, &opts) {

@@ -18,6 +18,7 @@ pub mod ring;
 pub mod router;
 pub mod sched;
 pub mod testing;
+pub mod time;
 pub mod timer;
 
 pub use args::{ArgEnv, Args, FromArg};
@@ -29,5 +30,6 @@ pub use handler::HandlerCx;
 pub use perthread::{Counter, PerThread};
 pub use registry::{ClassSpec, ConfigCx, Registry};
 pub use router::{BuildOptions, InitCx, Router};
+pub use time::RouterClock;
 
 pub use paraclick_packet::{Batch, Packet};

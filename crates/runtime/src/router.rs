@@ -147,6 +147,10 @@ pub(crate) struct ThreadShared {
     /// Whether this worker is inside its loop (the barrier waits only for
     /// workers that are).
     pub alive: AtomicBool,
+    /// Simulated time: this worker's passes in a row without work, and
+    /// the earliest time (ns) it has something due.
+    pub sim_idle: std::sync::atomic::AtomicU32,
+    pub sim_next: AtomicU64,
 }
 
 impl ThreadShared {
@@ -162,6 +166,8 @@ impl ThreadShared {
             seen_epoch: AtomicU64::new(0),
             busy_cycles: AtomicU64::new(0),
             alive: AtomicBool::new(false),
+            sim_idle: std::sync::atomic::AtomicU32::new(0),
+            sim_next: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -208,7 +214,8 @@ pub(crate) struct Core {
     pub running: AtomicBool,
     pub stop_requests: AtomicU64,
     pub driver: Option<usize>,
-    pub epoch: Instant,
+    /// The router's clock (real or simulated): the one source of time.
+    pub clock: crate::time::RouterClock,
     #[allow(dead_code)] // read by the adaptive scheduler (issue 4)
     pub policy: SchedPolicy,
     pub pin: bool,
@@ -238,7 +245,7 @@ pub(crate) struct Core {
 
 impl Core {
     pub fn ns_since_epoch(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+        self.clock.ns_of(t)
     }
 
     /// The thread an element's timers run on (see [`crate::plan`]).
@@ -302,6 +309,8 @@ pub struct BuildOptions {
     /// their configuration in `initialize` but acquire nothing outside the
     /// process (see [`InitCx::checking`]); the router must not be run.
     pub check_only: bool,
+    /// Run in simulated time (`--simtime`, see [`crate::time`]).
+    pub simtime: bool,
 }
 
 impl Default for BuildOptions {
@@ -313,6 +322,7 @@ impl Default for BuildOptions {
             pin: true,
             profile: false,
             check_only: false,
+            simtime: false,
         }
     }
 }
@@ -376,6 +386,11 @@ impl InitCx<'_> {
 
     pub fn nthreads(&self) -> usize {
         self.core.nthreads
+    }
+
+    /// Monotonic time from the router's clock (see [`crate::Cx::now`]).
+    pub fn now(&self) -> Instant {
+        self.core.clock.now()
     }
 
     /// Whether a handler exists (for elements that will call it later).
@@ -519,7 +534,11 @@ impl Router {
             running: AtomicBool::new(true),
             stop_requests: AtomicU64::new(0),
             driver: None,
-            epoch: Instant::now(),
+            clock: if opts.simtime {
+                crate::time::RouterClock::simulated()
+            } else {
+                crate::time::RouterClock::real()
+            },
             policy: opts.policy,
             pin: opts.pin,
             exclusive: Mutex::new(()),
@@ -696,7 +715,7 @@ impl Router {
         crate::crossing::apply_ring_modes(&core, false);
         for (elem, timer, after) in timers {
             let t = core.home_thread(elem);
-            core.schedule_timer(t, elem, timer, core.epoch + after);
+            core.schedule_timer(t, elem, timer, core.clock.now() + after);
         }
         Ok(core)
     }
