@@ -16,7 +16,7 @@ use crate::sched::{self, SchedPolicy, Task};
 use crate::timer::{TimerQueue, MAX_TIMERS};
 use crossbeam_utils::CachePadded;
 use paraclick_lang::check::{check_graph, ClassSpec as LangSpec, PortKind};
-use paraclick_lang::{parse_config, Diagnostic, FlatGraph, Source, Span};
+use paraclick_lang::{parse_config_with, Diagnostic, FlatGraph, ParseOptions, Source, Span};
 use paraclick_packet::Batch;
 use std::collections::HashMap;
 use std::ptr::NonNull;
@@ -311,6 +311,9 @@ pub struct BuildOptions {
     pub check_only: bool,
     /// Run in simulated time (`--simtime`, see [`crate::time`]).
     pub simtime: bool,
+    /// Where `require(library FILE)` looks (Click's CLICKPATH, `-C`);
+    /// `None`: the `CLICKPATH` environment variable.
+    pub clickpath: Option<String>,
 }
 
 impl Default for BuildOptions {
@@ -323,6 +326,7 @@ impl Default for BuildOptions {
             profile: false,
             check_only: false,
             simtime: false,
+            clickpath: None,
         }
     }
 }
@@ -415,7 +419,10 @@ impl Router {
         reg: &Registry,
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
-        let graph = parse_config(src, &opts.defines)?;
+        let popts = ParseOptions {
+            clickpath: opts.clickpath.clone(),
+        };
+        let graph = parse_config_with(src, &opts.defines, &popts)?;
         paraclick_packet::clock::init();
         Self::from_graph(graph, src, reg, opts)
     }
