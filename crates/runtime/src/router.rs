@@ -370,6 +370,20 @@ impl InitCx<'_> {
         self.core.names.get(name).copied()
     }
 
+    /// The elements an element-name argument means, as Click resolves
+    /// them: the element named `name`, or, if `name` is a compound
+    /// element, every element inside it (`name/...`, at any depth).
+    /// Empty if neither exists.
+    pub fn find_elements(&self, name: &str) -> Vec<usize> {
+        if let Some(i) = self.find(name) {
+            return vec![i];
+        }
+        let prefix = format!("{name}/");
+        (0..self.core.slots.len())
+            .filter(|&i| self.core.slots[i].name.starts_with(&prefix))
+            .collect()
+    }
+
     pub fn element_name(&self, i: usize) -> &str {
         &self.core.slots[i].name
     }
