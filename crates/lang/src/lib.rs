@@ -27,6 +27,7 @@ pub mod check;
 pub mod dot;
 mod expand;
 mod lexer;
+mod library;
 mod params;
 mod parser;
 pub mod print;
@@ -36,6 +37,7 @@ pub mod span;
 use std::collections::{HashMap, HashSet};
 
 pub use check::{check_graph, CheckedGraph, ClassSpec, PortKind};
+pub use library::ParseOptions;
 pub use print::{print_flat, same_graph};
 pub use span::{render, Diagnostic, Source, SourceSet, Span};
 
@@ -96,12 +98,27 @@ pub fn parse_config(
     src: &Source,
     defines: &[(String, String)],
 ) -> Result<FlatGraph, Vec<Diagnostic>> {
-    let idx = span::LineIndex::new(&src.name, &src.text);
+    parse_config_with(src, defines, &ParseOptions::default())
+}
+
+/// [`parse_config`] with options: where `require(library FILE)` looks
+/// (the configuration's own directory, when `src.name` is a file, comes
+/// first).
+pub fn parse_config_with(
+    src: &Source,
+    defines: &[(String, String)],
+    opts: &ParseOptions,
+) -> Result<FlatGraph, Vec<Diagnostic>> {
+    let mut idx = span::LineIndex::new(&src.name, &src.text);
     let mut errs = Vec::new();
-    let toks = lexer::lex(&src.text, &idx, &mut errs);
-    let mut p = parser::Parser::new(&toks, &idx);
-    let stmts = p.parse_file();
-    errs.append(&mut p.errs);
+    let stmts = library::parse_file(&idx, 0, &src.name, &src.text, &mut errs);
+    let dir = std::path::Path::new(&src.name);
+    let dir = if dir.is_file() { dir.parent() } else { None };
+    let mut seen = HashSet::new();
+    if let Ok(p) = std::path::Path::new(&src.name).canonicalize() {
+        seen.insert(p);
+    }
+    let stmts = library::include(stmts, dir, &mut idx, opts, &mut seen, &mut errs);
 
     let cmdline: HashMap<String, String> = defines
         .iter()

@@ -319,7 +319,8 @@ impl<'a> Resolver<'a> {
                     for arg in split_args(&cfg.text) {
                         let words: Vec<String> =
                             split_words(&arg).iter().map(|w| unquote(w)).collect();
-                        if !words.is_empty() {
+                        // Libraries were included while parsing.
+                        if !words.is_empty() && words[0] != "library" {
                             self.requirements.push(Requirement {
                                 words,
                                 span: span.clone(),

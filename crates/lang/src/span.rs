@@ -194,38 +194,71 @@ fn excerpt(out: &mut String, span: &Span, sources: &SourceSet) {
 /// Maps byte offsets of one source text to spans (line and column).
 #[derive(Clone, Debug)]
 pub(crate) struct LineIndex {
+    /// One segment per file: a configuration and the libraries it
+    /// requires share one offset space, each file at its own base.
+    segs: Vec<Segment>,
+}
+
+#[derive(Clone, Debug)]
+struct Segment {
+    base: usize,
     file: Arc<str>,
     text: Arc<str>,
     line_starts: Vec<usize>,
 }
 
-impl LineIndex {
-    pub(crate) fn new(file: &str, text: &str) -> Self {
+impl Segment {
+    fn new(base: usize, file: &str, text: &str) -> Segment {
         let mut line_starts = vec![0];
         for (i, b) in text.bytes().enumerate() {
             if b == b'\n' {
                 line_starts.push(i + 1);
             }
         }
-        LineIndex {
+        Segment {
+            base,
             file: Arc::from(file),
             text: Arc::from(text),
             line_starts,
         }
     }
+}
 
+impl LineIndex {
+    pub(crate) fn new(file: &str, text: &str) -> Self {
+        LineIndex {
+            segs: vec![Segment::new(0, file, text)],
+        }
+    }
+
+    /// Adds another file (a library); returns the offset its positions
+    /// start at.
+    pub(crate) fn add_file(&mut self, file: &str, text: &str) -> usize {
+        let last = self.segs.last().map_or(0, |s| s.base + s.text.len() + 1);
+        self.segs.push(Segment::new(last, file, text));
+        last
+    }
+
+    /// The span of `start..end` (offsets in the shared space); its `start`
+    /// and `end` are offsets in its own file.
     pub(crate) fn span(&self, start: usize, end: usize) -> Span {
-        let start = start.min(self.text.len());
-        let end = end.clamp(start, self.text.len());
-        let line = self.line_starts.partition_point(|&s| s <= start);
-        let ls = self.line_starts[line - 1];
-        let col = self
+        let i = self
+            .segs
+            .partition_point(|s| s.base <= start)
+            .saturating_sub(1);
+        let seg = &self.segs[i];
+        let (start, end) = (start - seg.base.min(start), end.saturating_sub(seg.base));
+        let start = start.min(seg.text.len());
+        let end = end.clamp(start, seg.text.len());
+        let line = seg.line_starts.partition_point(|&s| s <= start);
+        let ls = seg.line_starts[line - 1];
+        let col = seg
             .text
             .get(ls..start)
             .map_or(start - ls, |s| s.chars().count())
             + 1;
         Span {
-            file: self.file.clone(),
+            file: seg.file.clone(),
             line: line as u32,
             col: col as u32,
             start,

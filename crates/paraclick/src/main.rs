@@ -13,7 +13,7 @@ mod validate;
 mod web;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
-use paraclick_lang::{parse_config, render, Diagnostic, Source, SourceSet};
+use paraclick_lang::{parse_config_with, render, Diagnostic, ParseOptions, Source, SourceSet};
 use paraclick_runtime::hot::Hot;
 use paraclick_runtime::sched::SchedPolicy;
 use paraclick_runtime::{BuildOptions, Registry, Router};
@@ -43,8 +43,21 @@ struct Input {
     /// Use EXPR as the configuration.
     #[arg(short = 'e', long = "expression")]
     expr: Option<String>,
+    /// Look for require(library FILE) files in PATH (colon-separated
+    /// directories, each also with its conf/ subdirectory), as Click's -C;
+    /// default: the CLICKPATH environment variable.
+    #[arg(short = 'C', long = "clickpath", value_name = "PATH")]
+    clickpath: Option<String>,
     /// [FILE] [NAME=VALUE ...]: the configuration file and define() overrides.
     args: Vec<String>,
+}
+
+impl Input {
+    fn parse_options(&self) -> ParseOptions {
+        ParseOptions {
+            clickpath: self.clickpath.clone(),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -102,6 +115,12 @@ struct RunArgs {
     /// parallelize` would (a short profile, then the model's best plan).
     #[arg(long = "auto")]
     auto: bool,
+    /// Run in simulated time, as Click's --simtime: the clock starts at
+    /// 1000000000 s and jumps to the next timer (or paced source's next
+    /// packet) whenever no task has work, so timer-driven configurations
+    /// run as fast as the CPU allows and print the same output every run.
+    #[arg(long = "simtime")]
+    simtime: bool,
     /// Allow hot reconfiguration, as Click's -R: writing a configuration to
     /// the `hotconfig` handler (through a control socket) replaces the
     /// running one; elements of the same name and class keep their state.
@@ -327,6 +346,23 @@ fn report_errors(src: &Source, diags: &[Diagnostic]) -> ExitCode {
         name: src.name.clone(),
         text: src.text.clone(),
     });
+    // Errors in required libraries show their own lines.
+    let mut libs: Vec<&str> = diags
+        .iter()
+        .filter_map(|d| d.span.as_ref())
+        .map(|s| &*s.file)
+        .filter(|f| *f != src.name)
+        .collect();
+    libs.sort_unstable();
+    libs.dedup();
+    for f in libs {
+        if let Ok(text) = std::fs::read_to_string(f) {
+            set.add(Source {
+                name: f.to_string(),
+                text,
+            });
+        }
+    }
     eprint!("{}", render(diags, &set));
     ExitCode::from(1)
 }
@@ -495,6 +531,7 @@ fn check(input: &Input) -> ExitCode {
         defines,
         pin: false,
         check_only: true,
+        clickpath: input.clickpath.clone(),
         ..BuildOptions::default()
     };
     match Router::build(&src, &reg, &opts) {
@@ -511,7 +548,7 @@ fn graph(input: &Input) -> ExitCode {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    let g = match parse_config(&src, &defines) {
+    let g = match parse_config_with(&src, &defines, &input.parse_options()) {
         Ok(g) => g,
         Err(d) => return report_errors(&src, &d),
     };
@@ -564,7 +601,7 @@ fn run(a: RunArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     if let Some(out) = &a.output {
-        let g = match parse_config(&src, &defines) {
+        let g = match parse_config_with(&src, &defines, &a.input.parse_options()) {
             Ok(g) => g,
             Err(d) => return report_errors(&src, &d),
         };
@@ -622,6 +659,8 @@ fn run(a: RunArgs) -> ExitCode {
         policy,
         pin: !a.no_pin,
         profile: a.report.iter().any(|r| r == "costs"),
+        simtime: a.simtime,
+        clickpath: a.input.clickpath.clone(),
         ..BuildOptions::default()
     };
     let router = match Router::build(&src, &reg, &opts) {

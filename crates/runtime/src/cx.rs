@@ -20,6 +20,9 @@ pub struct Cx<'r> {
     pub(crate) task: Option<usize>,
     /// Elements that asked to be flushed ([`Cx::defer_flush`]).
     deferred: Vec<usize>,
+    /// The earliest time (ns since the epoch) a task without work said it
+    /// will have some ([`Cx::wake_at`]) during the current pass.
+    pub(crate) wake_ns: u64,
 }
 
 impl<'r> Cx<'r> {
@@ -31,6 +34,7 @@ impl<'r> Cx<'r> {
             child: 0,
             task: None,
             deferred: Vec::new(),
+            wake_ns: u64::MAX,
         }
     }
 
@@ -324,18 +328,41 @@ impl<'r> Cx<'r> {
         c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
 
-    /// Monotonic time.
+    /// Monotonic time from the router's clock (simulated under
+    /// `--simtime`: read it here, never from `Instant::now()`).
     #[inline]
     pub fn now(&self) -> Instant {
-        Instant::now()
+        self.core.clock.now()
+    }
+
+    /// Wall-clock time for packet timestamps, from the router's clock.
+    #[inline]
+    pub fn timestamp(&self) -> paraclick_packet::Timestamp {
+        self.core.clock.timestamp()
+    }
+
+    /// Whether the router runs in simulated time.
+    pub fn simulated_time(&self) -> bool {
+        self.core.clock.is_simulated()
+    }
+
+    /// Tells the runtime that the running task, which found no work, will
+    /// have some at `when` (a paced source's next packet). Simulated time
+    /// jumps there when nothing else is due sooner; real time ignores it.
+    #[inline]
+    pub fn wake_at(&mut self, when: Instant) {
+        let ns = self.core.clock.ns_of(when);
+        if ns < self.wake_ns {
+            self.wake_ns = ns;
+        }
     }
 
     /// Schedules timer `timer` of the running element to fire after `d`
     /// on this thread, replacing an earlier schedule of the same timer.
     pub fn schedule_after(&mut self, timer: usize, d: Duration) {
         let t = self.core.home_thread(self.current);
-        self.core
-            .schedule_timer(t, self.current, timer, Instant::now() + d);
+        let when = self.core.clock.now() + d;
+        self.core.schedule_timer(t, self.current, timer, when);
     }
 
     pub fn schedule_at(&mut self, timer: usize, when: Instant) {

@@ -87,11 +87,21 @@ impl<'r> HandlerCx<'r> {
         self.core.nthreads
     }
 
+    /// Monotonic time from the router's clock (see [`crate::Cx::now`]).
+    pub fn now(&self) -> Instant {
+        self.core.clock.now()
+    }
+
+    /// Wall-clock time for timestamps, from the router's clock.
+    pub fn timestamp(&self) -> paraclick_packet::Timestamp {
+        self.core.clock.timestamp()
+    }
+
     /// Schedules a timer of the called element (on its home thread).
     pub fn schedule_after(&self, timer: usize, d: Duration) {
         let t = self.core.home_thread(self.elem);
         self.core
-            .schedule_timer(t, self.elem, timer, Instant::now() + d);
+            .schedule_timer(t, self.elem, timer, self.core.clock.now() + d);
     }
 
     pub fn unschedule(&self, timer: usize) {

@@ -142,7 +142,7 @@ impl Router {
     /// When every worker of the current run had entered its loop.
     pub fn workers_started_at(&self) -> Option<Instant> {
         let ns = self.core.started_ns.load(Ordering::Acquire);
-        (ns != 0).then(|| self.core.epoch + Duration::from_nanos(ns - 1))
+        (ns != 0).then(|| self.core.clock.epoch() + Duration::from_nanos(ns - 1))
     }
 }
 

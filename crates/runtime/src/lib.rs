@@ -19,6 +19,7 @@ pub mod ring;
 pub mod router;
 pub mod sched;
 pub mod testing;
+pub mod time;
 pub mod timer;
 
 pub use args::{ArgEnv, Args, FromArg};
@@ -31,5 +32,6 @@ pub use hot::StateCx;
 pub use perthread::{Counter, PerThread};
 pub use registry::{ClassSpec, ConfigCx, Registry};
 pub use router::{BuildOptions, InitCx, Router};
+pub use time::RouterClock;
 
 pub use paraclick_packet::{Batch, Packet};

@@ -16,7 +16,7 @@ use crate::sched::{self, SchedPolicy, Task};
 use crate::timer::{TimerQueue, MAX_TIMERS};
 use crossbeam_utils::CachePadded;
 use paraclick_lang::check::{check_graph, ClassSpec as LangSpec, PortKind};
-use paraclick_lang::{parse_config, Diagnostic, FlatGraph, Source, Span};
+use paraclick_lang::{parse_config_with, Diagnostic, FlatGraph, ParseOptions, Source, Span};
 use paraclick_packet::Batch;
 use std::collections::HashMap;
 use std::ptr::NonNull;
@@ -162,6 +162,10 @@ pub(crate) struct ThreadShared {
     /// Whether this worker is inside its loop (the barrier waits only for
     /// workers that are).
     pub alive: AtomicBool,
+    /// Simulated time: this worker's passes in a row without work, and
+    /// the earliest time (ns) it has something due.
+    pub sim_idle: std::sync::atomic::AtomicU32,
+    pub sim_next: AtomicU64,
 }
 
 impl ThreadShared {
@@ -177,6 +181,8 @@ impl ThreadShared {
             seen_epoch: AtomicU64::new(0),
             busy_cycles: AtomicU64::new(0),
             alive: AtomicBool::new(false),
+            sim_idle: std::sync::atomic::AtomicU32::new(0),
+            sim_next: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -223,7 +229,8 @@ pub(crate) struct Core {
     pub running: AtomicBool,
     pub stop_requests: AtomicU64,
     pub driver: Option<usize>,
-    pub epoch: Instant,
+    /// The router's clock (real or simulated): the one source of time.
+    pub clock: crate::time::RouterClock,
     #[allow(dead_code)] // read by the adaptive scheduler (issue 4)
     pub policy: SchedPolicy,
     pub pin: bool,
@@ -257,7 +264,7 @@ pub(crate) struct Core {
 
 impl Core {
     pub fn ns_since_epoch(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+        self.clock.ns_of(t)
     }
 
     /// The thread an element's timers run on (see [`crate::plan`]).
@@ -321,6 +328,11 @@ pub struct BuildOptions {
     /// their configuration in `initialize` but acquire nothing outside the
     /// process (see [`InitCx::checking`]); the router must not be run.
     pub check_only: bool,
+    /// Run in simulated time (`--simtime`, see [`crate::time`]).
+    pub simtime: bool,
+    /// Where `require(library FILE)` looks (Click's CLICKPATH, `-C`);
+    /// `None`: the `CLICKPATH` environment variable.
+    pub clickpath: Option<String>,
 }
 
 impl Default for BuildOptions {
@@ -332,6 +344,8 @@ impl Default for BuildOptions {
             pin: true,
             profile: false,
             check_only: false,
+            simtime: false,
+            clickpath: None,
         }
     }
 }
@@ -373,6 +387,20 @@ impl InitCx<'_> {
     /// Index of the element named `name`.
     pub fn find(&self, name: &str) -> Option<usize> {
         self.core.names.get(name).copied()
+    }
+
+    /// The elements an element-name argument means, as Click resolves
+    /// them: the element named `name`, or, if `name` is a compound
+    /// element, every element inside it (`name/...`, at any depth).
+    /// Empty if neither exists.
+    pub fn find_elements(&self, name: &str) -> Vec<usize> {
+        if let Some(i) = self.find(name) {
+            return vec![i];
+        }
+        let prefix = format!("{name}/");
+        (0..self.core.slots.len())
+            .filter(|&i| self.core.slots[i].name.starts_with(&prefix))
+            .collect()
     }
 
     pub fn element_name(&self, i: usize) -> &str {
@@ -423,6 +451,11 @@ impl InitCx<'_> {
             .collect()
     }
 
+    /// Monotonic time from the router's clock (see [`crate::Cx::now`]).
+    pub fn now(&self) -> Instant {
+        self.core.clock.now()
+    }
+
     /// Whether a handler exists (for elements that will call it later).
     pub fn has_handler(&self, spec: &str) -> bool {
         crate::handler::exists(self.core, spec, self.elem)
@@ -445,7 +478,10 @@ impl Router {
         reg: &Registry,
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
-        let graph = parse_config(src, &opts.defines)?;
+        let popts = ParseOptions {
+            clickpath: opts.clickpath.clone(),
+        };
+        let graph = parse_config_with(src, &opts.defines, &popts)?;
         paraclick_packet::clock::init();
         Self::from_graph(graph, src, reg, opts)
     }
@@ -564,7 +600,11 @@ impl Router {
             running: AtomicBool::new(true),
             stop_requests: AtomicU64::new(0),
             driver: None,
-            epoch: Instant::now(),
+            clock: if opts.simtime {
+                crate::time::RouterClock::simulated()
+            } else {
+                crate::time::RouterClock::real()
+            },
             policy: opts.policy,
             pin: opts.pin,
             exclusive: Mutex::new(()),
@@ -756,7 +796,7 @@ impl Router {
         crate::crossing::apply_ring_modes(&core, false);
         for (elem, timer, after) in timers {
             let t = core.home_thread(elem);
-            core.schedule_timer(t, elem, timer, core.epoch + after);
+            core.schedule_timer(t, elem, timer, core.clock.now() + after);
         }
         Ok(core)
     }

@@ -355,6 +355,36 @@ fn pin_to_cpu(t: usize) {
     }
 }
 
+/// Simulated time: a pass of thread `t` found no work (`idle` passes in a
+/// row) and its next event is at `next` (ns; timers and tasks' wake-ups).
+/// When every thread has been idle for at least two passes, thread 0 moves
+/// the clock to the earliest next event of all threads. Nothing sleeps.
+fn simulated_idle(core: &Core, t: usize, idle: u32, next: u64) {
+    let ts = &core.threads[t];
+    ts.sim_next.store(next, Ordering::Release);
+    ts.sim_idle.store(idle, Ordering::Release);
+    if t != 0 || idle < 2 {
+        std::hint::spin_loop();
+        if idle > 64 {
+            std::thread::yield_now();
+        }
+        return;
+    }
+    let mut earliest = u64::MAX;
+    for other in core.threads.iter() {
+        if other.sim_idle.load(Ordering::Acquire) < 2 {
+            std::thread::yield_now();
+            return;
+        }
+        earliest = earliest.min(other.sim_next.load(Ordering::Acquire));
+    }
+    if earliest != u64::MAX && earliest > core.clock.now_ns() {
+        core.clock.advance_to(earliest);
+    } else if idle > 64 {
+        std::thread::yield_now();
+    }
+}
+
 fn worker(core: &Core, t: usize) {
     if core.pin {
         pin_to_cpu(t);
@@ -387,6 +417,7 @@ fn worker(core: &Core, t: usize) {
             ts.seen_epoch.store(e, Ordering::Release);
         }
         ts.refresh_worklist(&mut version, &mut list);
+        cx.wake_ns = u64::MAX;
         let mut work = false;
         for &id in &list {
             let task = &core.tasks[id];
@@ -431,7 +462,7 @@ fn worker(core: &Core, t: usize) {
             }
             next = ts.timers.next_deadline();
             if next != u64::MAX {
-                let now = core.ns_since_epoch(Instant::now());
+                let now = core.clock.now_ns();
                 if now >= next {
                     ts.timers.take_due(now, &mut due);
                     for e in due.drain(..) {
@@ -457,6 +488,9 @@ fn worker(core: &Core, t: usize) {
         }
         bump(&ts.polls, 1);
         if work {
+            if idle > 0 && core.clock.is_simulated() {
+                ts.sim_idle.store(0, Ordering::Release);
+            }
             idle = 0;
             naps = 0;
             continue;
@@ -466,6 +500,10 @@ fn worker(core: &Core, t: usize) {
             idle_since = clock::cycles();
         }
         idle = idle.saturating_add(1);
+        if core.clock.is_simulated() {
+            simulated_idle(core, t, idle, next.min(cx.wake_ns));
+            continue;
+        }
         if idle < 64 {
             std::hint::spin_loop();
         } else if idle < 128 || clock::cycles().wrapping_sub(idle_since) < sleep_after {
@@ -477,7 +515,7 @@ fn worker(core: &Core, t: usize) {
             naps += 1;
             let mut sleep = Duration::from_micros((naps * 20).min(1000));
             if next != u64::MAX {
-                let now = core.ns_since_epoch(Instant::now());
+                let now = core.clock.now_ns();
                 sleep = sleep.min(Duration::from_nanos(next.saturating_sub(now)));
             }
             if !sleep.is_zero() {

@@ -505,6 +505,10 @@ impl Script {
         h: &str,
         args: &str,
     ) -> Option<Result<String, String>> {
+        if h == "now" {
+            // The router's clock: simulated under --simtime.
+            return Some(Ok(hx.timestamp().to_string()));
+        }
         if let Some(r) = builtin(h, args) {
             return Some(r);
         }

@@ -369,7 +369,7 @@ fn dollar(
 pub const BUILTINS: &[&str] = &[
     "add", "sub", "mul", "div", "idiv", "mod", "rem", "neg", "abs", "eq", "ne", "lt", "gt", "le",
     "ge", "not", "and", "or", "nand", "nor", "if", "in", "sprintf", "random", "length", "unquote",
-    "now", "cat", "catq",
+    "now", "cat", "catq", "min", "max", "htons", "htonl", "ntohs", "ntohl", "first",
 ];
 
 /// A number as Script's arithmetic reads it.
@@ -452,6 +452,29 @@ fn bools(name: &str, words: &[String]) -> Result<Vec<bool>, String> {
         .iter()
         .map(|w| parse_bool(w).ok_or_else(|| format!("{name}: expected boolean, not '{w}'")))
         .collect()
+}
+
+/// Click's byte-order functions on one integer: the 16- or 32-bit value
+/// with its bytes swapped (what a little-endian host's htons/htonl give).
+fn byte_order(name: &str, words: &[String]) -> Result<String, String> {
+    let [w] = words else {
+        return Err(format!("{name}: expected one integer"));
+    };
+    let v = match parse_num(w) {
+        Some(Num::Int(i)) if i >= 0 => i as u64,
+        _ => return Err(format!("{name}: expected nonnegative integer, not '{w}'")),
+    };
+    Ok(if name.ends_with('s') {
+        match u16::try_from(v) {
+            Ok(x) => x.swap_bytes().to_string(),
+            Err(_) => return Err(format!("{name}: '{w}' does not fit in 16 bits")),
+        }
+    } else {
+        match u32::try_from(v) {
+            Ok(x) => x.swap_bytes().to_string(),
+            Err(_) => return Err(format!("{name}: '{w}' does not fit in 32 bits")),
+        }
+    })
 }
 
 fn tf(b: bool) -> String {
@@ -657,6 +680,27 @@ pub fn builtin(name: &str, args: &str) -> Option<Result<String, String>> {
             Some((x, rest)) => Ok(tf(rest.contains(x))),
             None => Err("in: expected arguments".into()),
         },
+        "min" | "max" => match nums(name, &words) {
+            Ok(v) if !v.is_empty() => {
+                let pick = v.into_iter().reduce(|a, b| {
+                    let b_wins = if name == "min" {
+                        b.f() < a.f()
+                    } else {
+                        b.f() > a.f()
+                    };
+                    if b_wins {
+                        b
+                    } else {
+                        a
+                    }
+                });
+                Ok(pick.map(fmt_num).unwrap_or_default())
+            }
+            Ok(_) => Err(format!("{name}: expected numbers")),
+            Err(e) => Err(e),
+        },
+        "htons" | "ntohs" | "htonl" | "ntohl" => byte_order(name, &words),
+        "first" => Ok(words.first().cloned().unwrap_or_default()),
         "sprintf" => sprintf(&words),
         "random" => random(&words),
         "length" => Ok(unquote(args.trim()).len().to_string()),
@@ -1125,5 +1169,22 @@ mod tests {
     fn quoting() {
         assert_eq!(quote("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
         assert_eq!(unquote(&quote("x y\t")), "x y\t");
+    }
+
+    #[test]
+    fn min_max_byte_order_and_first_as_click() {
+        assert_eq!(b("min", "3 1 2").unwrap(), "1");
+        assert_eq!(b("max", "3 9 -4").unwrap(), "9");
+        assert_eq!(b("max", "1.5 1").unwrap(), "1.5");
+        assert!(b("min", "3 x").is_err());
+        assert!(b("min", "").is_err());
+        assert_eq!(b("htons", "1").unwrap(), "256");
+        assert_eq!(b("ntohs", "256").unwrap(), "1");
+        assert_eq!(b("htonl", "1").unwrap(), "16777216");
+        assert_eq!(b("ntohl", "16777216").unwrap(), "1");
+        assert!(b("htons", "65536").is_err());
+        assert!(b("htonl", "-1").is_err());
+        assert_eq!(b("first", "a b c").unwrap(), "a");
+        assert_eq!(b("first", "").unwrap(), "");
     }
 }

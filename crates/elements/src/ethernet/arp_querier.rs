@@ -353,8 +353,8 @@ fn special(dst: u32, bcast: Option<u32>) -> Option<EtherAddr> {
 
 impl ArpQuerier {
     #[inline]
-    fn now(&self) -> u64 {
-        dur_ns(self.epoch.elapsed()) + self.base.load(Ordering::Relaxed)
+    fn now(&self, t: Instant) -> u64 {
+        dur_ns(t.saturating_duration_since(self.epoch)) + self.base.load(Ordering::Relaxed)
     }
 
     #[inline]
@@ -578,7 +578,7 @@ impl ArpQuerier {
 
     /// Input 0: IP packets.
     fn push_ip(&self, cx: &mut Cx<'_>, mut batch: Batch) {
-        let now = self.now();
+        let now = self.now(cx.now());
         let gen = self.gen.load(Ordering::Acquire);
         let mut out = Batch::new();
         let mut slow = Batch::new();
@@ -664,7 +664,7 @@ impl ArpQuerier {
 
     /// Input 1: ARP replies.
     fn push_arp(&self, cx: &mut Cx<'_>, mut batch: Batch) {
-        let now = self.now();
+        let now = self.now(cx.now());
         let mut fx = Effects::default();
         // Every packet of input 1 ends here: replies are consumed once
         // recorded (counted by `responses`), the rest are bad. Both count as
@@ -707,8 +707,8 @@ impl ArpQuerier {
         self.finish(cx, fx);
     }
 
-    fn table_text(&self) -> String {
-        let now = self.now();
+    fn table_text(&self, hx: &HandlerCx<'_>) -> String {
+        let now = self.now(hx.now());
         let t = self.lock();
         let mut v: Vec<(&u32, &Entry)> = t.map.iter().collect();
         v.sort_by_key(|(ip, e)| (e.live, **ip));
@@ -737,7 +737,7 @@ impl ArpQuerier {
         if ip == 0 || eth.is_multicast() {
             return Err(format!("bad entry '{}'", v.trim()));
         }
-        let now = self.now();
+        let now = self.now(hx.now());
         let mut t = self.lock();
         let mut dead = Vec::new();
         let (e, _) = self.ensure(&mut t, ip, now, &mut dead);
@@ -802,7 +802,7 @@ fn parse_reply(p: &Packet) -> Option<(u32, EtherAddr)> {
 
 impl Element for ArpQuerier {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("table", |e, _| e.table_text()),
+        Handler::read("table", |e, hx| e.table_text(hx)),
         Handler::read("stats", |e, _| {
             format!(
                 "{} packets killed\n{} ARP queries sent\n",
@@ -854,7 +854,7 @@ impl Element for ArpQuerier {
     /// Expires entries, retries queries for waiting packets, sends packets
     /// whose entry a handler inserted, drops what handlers deleted.
     fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
-        let now = self.now();
+        let now = self.now(cx.now());
         let mut fx = Effects::default();
         {
             let mut t = self.lock();

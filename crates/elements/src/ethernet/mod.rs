@@ -14,6 +14,9 @@ pub mod ether_mirror;
 pub mod ether_rewrite;
 pub mod host_ether_filter;
 pub mod mark_mac_header;
+pub mod store_ether_address;
+pub mod vlan_decap;
+pub mod vlan_encap;
 
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -27,6 +30,9 @@ pub fn register(reg: &mut Registry) {
     reg.register(ether_rewrite::spec());
     reg.register(host_ether_filter::spec());
     reg.register(mark_mac_header::spec());
+    reg.register(store_ether_address::spec());
+    reg.register(vlan_decap::spec());
+    reg.register(vlan_encap::spec());
 }
 
 /// An Ethernet address that handlers may change while packets read it:

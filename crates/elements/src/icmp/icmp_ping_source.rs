@@ -165,7 +165,7 @@ impl IcmpPingSource {
     }
 
     /// The ping numbered `n` (from 0).
-    fn make_packet(&self, n: u64) -> Option<Packet> {
+    fn make_packet(&self, n: u64, now: Timestamp) -> Option<Packet> {
         let seq = (n % 0xFFFF) as u16 + 1;
         let len = 28 + self.data.len();
         let mut q = Packet::new(len)?;
@@ -207,7 +207,6 @@ impl IcmpPingSource {
         let c = checksum::checksum(m);
         m[2..4].copy_from_slice(&c.to_be_bytes());
         q.set_network_header(0, 20);
-        let now = Timestamp::now();
         let a = q.anno_mut();
         a.dst_ip = Ipv4Addr::from(dst);
         a.timestamp = now;
@@ -218,12 +217,12 @@ impl IcmpPingSource {
     }
 
     /// Sends the next ping if LIMIT allows; returns it.
-    fn next_packet(&self) -> Option<Packet> {
+    fn next_packet(&self, now: Timestamp) -> Option<Packet> {
         let n = self.count.load(Ordering::Relaxed);
         if !self.more(n) {
             return None;
         }
-        let q = self.make_packet(n)?;
+        let q = self.make_packet(n, now)?;
         self.count.store(n + 1, Ordering::Relaxed);
         Some(q)
     }
@@ -457,7 +456,7 @@ impl Element for IcmpPingSource {
         if !self.active.load(Ordering::Relaxed) {
             return;
         }
-        let Some(q) = self.next_packet() else {
+        let Some(q) = self.next_packet(cx.timestamp()) else {
             return;
         };
         cx.push_one(0, q);
@@ -473,7 +472,7 @@ impl Element for IcmpPingSource {
         if !self.active.load(Ordering::Relaxed) {
             return None;
         }
-        match self.next_packet() {
+        match self.next_packet(cx.timestamp()) {
             Some(q) => Some(Batch::one(q)),
             None => {
                 if self.stop && !self.more(self.count.load(Ordering::Relaxed)) {

@@ -367,7 +367,7 @@ impl IPReassembler {
             cx.drop_packet(p);
             return;
         };
-        let now = Instant::now();
+        let now = cx.now();
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
         if now >= st.next_reap {
@@ -492,7 +492,8 @@ impl Element for IPReassembler {
         let mut side = Batch::new();
         {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            self.reap(cx, &mut st, Instant::now(), &mut side);
+            let now = cx.now();
+            self.reap(cx, &mut st, now, &mut side);
         }
         if !side.is_empty() {
             cx.push(1, side);

@@ -11,6 +11,9 @@
 //! configuration order; a later one overrides an earlier one for the same
 //! element. Elements without tasks are accepted and unaffected.
 //!
+//! ELEMENT may name a compound element (an instance of an
+//! `elementclass`): the binding then applies to every element inside it.
+//!
 //! Thread numbers are taken modulo the number of threads (`-j`), so a
 //! configuration written for 4 threads still runs on 2: thread 3 becomes
 //! thread 1. (Click instead warns and uses thread 0.) Negative numbers are
@@ -68,10 +71,13 @@ impl Element for StaticThreadSched {
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         let n = ix.nthreads().max(1);
         for (name, thread) in &self.bindings {
-            let i = ix
-                .find(name)
-                .ok_or_else(|| format!("no element named '{name}'"))?;
-            ix.prefer_thread(i, thread % n);
+            let found = ix.find_elements(name);
+            if found.is_empty() {
+                return Err(format!("no element named '{name}'"));
+            }
+            for i in found {
+                ix.prefer_thread(i, thread % n);
+            }
         }
         Ok(())
     }
@@ -143,5 +149,21 @@ mod tests {
         let conf =
             "SRC :: InfiniteSource -> Discard; StaticThreadSched(SRC 1); StaticThreadSched();";
         assert_eq!(threads(conf, 2), names(&[("SRC", 1)]));
+    }
+
+    #[test]
+    fn compound_names_bind_their_elements() {
+        let conf = "elementclass Gen { s1 :: InfiniteSource -> output; \
+                        s2 :: InfiniteSource -> output }
+                    g :: Gen -> Discard; other :: InfiniteSource -> Discard;
+                    StaticThreadSched(g 1, other 0);";
+        assert_eq!(
+            threads(conf, 2),
+            names(&[("g/s1", 1), ("g/s2", 1), ("other", 0)])
+        );
+        // A name that is neither an element nor a compound is still an error.
+        let bad = "elementclass Gen { s1 :: InfiniteSource -> output }
+                   g :: Gen -> Discard; StaticThreadSched(gg 1);";
+        assert!(Router::from_str(bad, &reg(), 2).is_err());
     }
 }

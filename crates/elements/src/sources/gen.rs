@@ -20,14 +20,11 @@ pub fn parse_end_call(s: String) -> (String, String) {
 }
 
 /// Up to `n` packets holding `data`, with at least `headroom` bytes in
-/// front (`None`: the pool's default) and, if `timestamp`, the current time
-/// as their timestamp. Fewer if the packet pool runs dry.
-pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, timestamp: bool) -> Batch {
-    let ts = if timestamp {
-        Timestamp::now()
-    } else {
-        Timestamp::ZERO
-    };
+/// front (`None`: the pool's default) and `ts` (the router's current time,
+/// `cx.timestamp()`, or none) as their timestamp. Fewer if the packet pool
+/// runs dry.
+pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, ts: Option<Timestamp>) -> Batch {
+    let ts = ts.unwrap_or(Timestamp::ZERO);
     let headroom = headroom.unwrap_or(paraclick_packet::pool::HEADROOM);
     let mut b = Batch::alloc(n, headroom, data.len());
     for p in b.iter_mut() {
@@ -269,15 +266,26 @@ impl Pacer {
         }
     }
 
-    /// Changes the rate. The next packet is due no later than one new
-    /// interval from now.
-    pub fn set_rate(&self, rate: f64) {
+    /// When the next packet is due, if pacing has started and a rate is
+    /// set (for [`Cx::wake_at`] when [`Pacer::take`] gave nothing).
+    pub fn next_due(&self) -> Option<Instant> {
+        let interval = self.interval.load(Ordering::Relaxed);
+        let tat = self.tat.load(Ordering::Relaxed);
+        if interval == 0 || interval == u64::MAX || tat == NOT_STARTED {
+            return None;
+        }
+        Some(self.epoch + std::time::Duration::from_nanos(tat.div_ceil(16)))
+    }
+
+    /// Changes the rate at `now` (the router's clock). The next packet is
+    /// due no later than one new interval from now.
+    pub fn set_rate(&self, rate: f64, now: Instant) {
         let interval = rate_interval(rate).unwrap_or(u64::MAX);
         self.interval.store(interval, Ordering::Relaxed);
         if interval == 0 || interval == u64::MAX {
             return;
         }
-        let cap = self.ticks(Instant::now()).saturating_add(interval);
+        let cap = self.ticks(now).saturating_add(interval);
         let _ = self
             .tat
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {

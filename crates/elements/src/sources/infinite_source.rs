@@ -89,7 +89,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
 
 impl InfiniteSource {
     fn make_batch(&self, cx: &mut Cx<'_>, n: usize) -> Batch {
-        let b = data_batch(&self.data, n, None, self.timestamp);
+        let ts = self.timestamp.then(|| cx.timestamp());
+        let b = data_batch(&self.data, n, None, ts);
         let sent = b.len();
         self.limit.unclaim(n - sent);
         self.count.add(cx.thread(), sent as u64);

@@ -154,6 +154,9 @@ impl RatedSource {
         }
         let due = self.pacer.take(now, want);
         if due == 0 {
+            if let Some(t) = self.pacer.next_due() {
+                cx.wake_at(t);
+            }
             return None;
         }
         let n = self.limit.claim(due);
@@ -162,7 +165,7 @@ impl RatedSource {
         }
         let b = {
             let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
-            data_batch(&c.packet, n, self.headroom, true)
+            data_batch(&c.packet, n, self.headroom, Some(cx.timestamp()))
         };
         self.limit.unclaim(n - b.len());
         self.count.add(cx.thread(), b.len() as u64);
@@ -196,7 +199,7 @@ impl Element for RatedSource {
             |e, v, hx| {
                 let r = nonnegative_rate(hx.arg(v)?)?;
                 e.rate.store(r.to_bits(), Ordering::Relaxed);
-                e.pacer.set_rate(r);
+                e.pacer.set_rate(r, hx.now());
                 Ok(())
             },
         ),
@@ -262,7 +265,8 @@ impl Element for RatedSource {
 
     #[inline]
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        match self.produce(cx, Instant::now(), MAX_BURST) {
+        let now = cx.now();
+        match self.produce(cx, now, MAX_BURST) {
             Some(b) => {
                 cx.push(0, b);
                 true
@@ -272,7 +276,8 @@ impl Element for RatedSource {
     }
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        self.produce(cx, Instant::now(), max.max(1))
+        let now = cx.now();
+        self.produce(cx, now, max.max(1))
     }
 }
 

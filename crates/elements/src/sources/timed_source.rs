@@ -170,7 +170,7 @@ impl Element for TimedSource {
         if self.limit.claim(1) == 1 {
             let b = {
                 let data = self.data.read().unwrap_or_else(|e| e.into_inner());
-                data_batch(&data, 1, self.headroom, true)
+                data_batch(&data, 1, self.headroom, Some(cx.timestamp()))
             };
             self.limit.unclaim(1 - b.len());
             self.count.add(cx.thread(), b.len() as u64);

@@ -285,12 +285,15 @@ impl UdpGen {
             self.limit.finish(cx);
             return None;
         }
-        let now = (!self.pacer.is_unpaced() || self.limit.is_limited()).then(Instant::now);
+        let now = (!self.pacer.is_unpaced() || self.limit.is_limited()).then(|| cx.now());
         let due = match now {
             Some(now) => self.pacer.take(now, want),
             None => want,
         };
         if due == 0 {
+            if let Some(t) = self.pacer.next_due() {
+                cx.wake_at(t);
+            }
             return None;
         }
         let n = self.limit.claim(due);
@@ -349,7 +352,7 @@ impl Element for UdpGen {
                 if r == 0.0 {
                     e.pacer.set_unpaced();
                 } else {
-                    e.pacer.set_rate(r);
+                    e.pacer.set_rate(r, hx.now());
                 }
                 Ok(())
             },

@@ -86,15 +86,15 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<SetTimestamp, String> {
 
 impl SetTimestamp {
     #[inline]
-    fn apply(&self, b: &mut Batch) {
+    fn apply(&self, cx: &Cx<'_>, b: &mut Batch) {
         match self.action {
             Action::Now => {
-                let t = Timestamp::now();
+                let t = cx.timestamp();
                 b.iter_mut().for_each(|p| p.set_timestamp(t));
             }
             Action::Time(t) => b.iter_mut().for_each(|p| p.set_timestamp(t)),
             Action::FirstNow => {
-                let t = Timestamp::now();
+                let t = cx.timestamp();
                 b.iter_mut().for_each(|p| set_first_timestamp(p, t));
             }
             Action::FirstTime(t) => b.iter_mut().for_each(|p| set_first_timestamp(p, t)),
@@ -109,14 +109,14 @@ impl SetTimestamp {
 impl Element for SetTimestamp {
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
-        self.apply(&mut batch);
+        self.apply(cx, &mut batch);
         cx.push(0, batch);
     }
 
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         let mut b = cx.pull(0, max)?;
-        self.apply(&mut b);
+        self.apply(cx, &mut b);
         Some(b)
     }
 }

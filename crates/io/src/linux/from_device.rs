@@ -1,6 +1,6 @@
 //! # FromDevice
 //!
-//! FromDevice(DEVNAME [, keywords SNIFFER, PROMISC, BURST, SNAPLEN, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP])
+//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP])
 //!
 //! Reads packets from a Linux network device (AF_PACKET, TPACKET_V3 ring).
 //!
@@ -127,8 +127,20 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
     let mut a = cx.args();
     let devname = a.read_mp::<String>("DEVNAME");
+    // Click's userlevel FromDevice also takes PROMISC and SNAPLEN by position.
+    let promisc = a.read_p::<bool>("PROMISC");
+    let snaplen = a.read_p::<usize>("SNAPLEN");
     let queue = a.read::<usize>("QUEUE").unwrap_or(0);
-    let opts = RxOptions::read(&mut a)?;
+    let mut opts = RxOptions::read(&mut a)?;
+    if let Some(p) = promisc {
+        opts.promisc = p;
+    }
+    if let Some(s) = snaplen {
+        if s < 14 {
+            return Err(format!("SNAPLEN must be at least 14, not {s}"));
+        }
+        opts.snaplen = s;
+    }
     if let Some(m) = a.read::<String>("METHOD") {
         if !matches!(m.to_ascii_uppercase().as_str(), "LINUX" | "PCAP" | "NETMAP") {
             a.error(format!("METHOD: expected LINUX, PCAP or NETMAP, not '{m}'"));
@@ -269,6 +281,10 @@ mod tests {
             (8, 100, 1, 2, 1)
         );
         assert!(e.opts.sniffer && !e.opts.promisc && !e.opts.outbound && e.opts.timestamp);
+        // Click's positional PROMISC and SNAPLEN.
+        let e = element("eth0, 1, 200").unwrap();
+        assert!(e.opts.promisc);
+        assert_eq!(e.opts.snaplen, 200);
         for bad in [
             "",
             "eth0, BURST 0",
@@ -276,6 +292,8 @@ mod tests {
             "eth0, N_QUEUES 0",
             "eth0, FANOUT SIDEWAYS",
             "eth0, SNAPLEN 4",
+            "eth0, true, 4",
+            "eth0, maybe",
             "a/b",
             "averyveryverylongname",
             "eth0, NOPE 1",

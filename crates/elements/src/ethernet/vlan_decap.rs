@@ -1,0 +1,109 @@
+//! # VLANDecap
+//!
+//! VLANDecap([ANNO])
+//!
+//! Strips an 802.1Q header from Ethernet packets.
+//!
+//! Ports: 1 input, 1 output. Processing: agnostic.
+//!
+//! If a packet's Ethernet type is 0x8100 or 0x88A8 (a VLAN tag), removes
+//! the 4-byte tag that follows the addresses, so the packet's own
+//! Ethernet type follows them again. If ANNO is true (the default), the
+//! tag's control information goes to the VLAN TCI annotation; untagged
+//! packets then get a TCI annotation of 0. Untagged packets otherwise
+//! pass unchanged. Packets shorter than an Ethernet header are dropped.
+//!
+//! Arguments:
+//! - `ANNO` (boolean, default true).
+//!
+//! Example:
+//!
+//!     FromDevice(eth0) -> VLANDecap -> Classifier(12/0800, -) -> ...
+
+use paraclick_packet::Packet;
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
+
+pub struct VLANDecap {
+    anno: bool,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::action("VLANDecap", "1/1", "a", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<VLANDecap, String> {
+    let mut a = cx.args();
+    let anno = a.read_p::<bool>("ANNO").unwrap_or(true);
+    a.complete()?;
+    Ok(VLANDecap { anno })
+}
+
+impl Action for VLANDecap {
+    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        if p.len() < 14 {
+            return Verdict::Drop;
+        }
+        let d = p.data();
+        let tpid = u16::from_be_bytes([d[12], d[13]]);
+        let tci = if (tpid == 0x8100 || tpid == 0x88A8) && d.len() >= 18 {
+            let tci = u16::from_be_bytes([d[14], d[15]]);
+            p.data_mut().copy_within(0..12, 4);
+            p.pull(4);
+            p.set_mac_header(0);
+            tci
+        } else {
+            0
+        };
+        if self.anno {
+            p.anno_mut().vlan_tci = tci;
+        }
+        Verdict::Out(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::*;
+
+    #[test]
+    fn strips_the_tag_and_keeps_its_tci() {
+        let untagged: Vec<u8> = [[1u8; 6], [2u8; 6]]
+            .concat()
+            .into_iter()
+            .chain([0x08, 0x00, 0xAA, 0xBB])
+            .collect();
+        let mut tagged = untagged[..12].to_vec();
+        tagged.extend_from_slice(&[0x81, 0x00, 0x60, 0x0C]);
+        tagged.extend_from_slice(&untagged[12..]);
+        let h = harness("VLANDecap", 1);
+        h.push(0, vec![pkt(&tagged), pkt(&untagged), pkt(&[0; 6])]);
+        let out = h.output(0);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].data(), &untagged[..]);
+        assert_eq!(out[0].anno().vlan_tci, 0x600C);
+        assert_eq!(out[1].data(), &untagged[..]);
+        assert_eq!(out[1].anno().vlan_tci, 0);
+        assert_eq!(h.drops(), 1);
+
+        let h = harness("VLANDecap(false)", 1);
+        let mut p = pkt(&tagged);
+        p.anno_mut().vlan_tci = 99;
+        h.push(0, vec![p]);
+        let out = h.output(0);
+        assert_eq!(out[0].data(), &untagged[..]);
+        assert_eq!(
+            out[0].anno().vlan_tci,
+            99,
+            "ANNO false leaves the annotation"
+        );
+
+        // Encap then decap is the identity.
+        let enc = harness("VLANEncap(VLAN_ID 7)", 1);
+        enc.push(0, vec![pkt(&untagged)]);
+        let h = harness("VLANDecap", 1);
+        h.push(0, enc.output(0));
+        let out = h.output(0);
+        assert_eq!(out[0].data(), &untagged[..]);
+        assert_eq!(out[0].anno().vlan_tci, 7);
+    }
+}
