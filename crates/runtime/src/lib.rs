@@ -11,6 +11,7 @@ pub mod cx;
 pub mod element;
 pub mod handler;
 pub mod ifaddr;
+pub mod notifier;
 pub mod perthread;
 mod plan;
 pub mod registry;
@@ -26,6 +27,7 @@ pub use element::{
     push_verdicts, Action, DynHandler, Element, Handler, HandlerInfo, Node, Verdict,
 };
 pub use handler::HandlerCx;
+pub use notifier::Notifier;
 pub use perthread::{Counter, PerThread};
 pub use registry::{ClassSpec, ConfigCx, Registry};
 pub use router::{BuildOptions, InitCx, Router};
