@@ -53,6 +53,9 @@ pub mod work_package;
 #[cfg(test)]
 mod test_util;
 
+#[cfg(test)]
+mod queue_family_tests;
+
 pub fn register(reg: &mut Registry) {
     reg.register(address_info::spec());
     reg.register(align::spec());
