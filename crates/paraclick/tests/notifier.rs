@@ -52,7 +52,10 @@ fn a_push_wakes_the_sleeping_puller_and_it_sleeps_again() {
     run_with_timeout(&r, 20);
     assert_eq!(read_u64(&r, "c.count"), 10);
     let n = runs(&r, "uq");
-    assert!((10..=40).contains(&n), "Unqueue ran {n} times for 10 packets");
+    assert!(
+        (10..=40).contains(&n),
+        "Unqueue ran {n} times for 10 packets"
+    );
 }
 
 /// Source on thread 0, a puller on thread 1 through a tiny queue, `n`
@@ -154,7 +157,8 @@ fn the_split_fake_ip_router_delivers_its_packets() {
     // at least 99.9% delivered (today's Queue drops nothing: the sources
     // wait), with exact conservation from the handlers.
     let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conf/fake-iprouter-split.click"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../conf/fake-iprouter-split.click"),
     )
     .unwrap();
     let text = text.replace("define($N 1000000", "define($N 100000");

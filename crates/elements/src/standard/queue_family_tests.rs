@@ -51,18 +51,28 @@ fn every_class_is_a_fifo_with_the_documented_handlers() {
         ));
         r.push_into("q", 0, tagged(&[1, 2, 3])).unwrap();
         assert_eq!(r.read_handler("q.length").unwrap(), "3", "{class}");
-        assert_eq!(tags_of(r.pull_from("q", 0, 2).unwrap()), vec![1, 2], "{class}");
+        assert_eq!(
+            tags_of(r.pull_from("q", 0, 2).unwrap()),
+            vec![1, 2],
+            "{class}"
+        );
         assert_eq!(r.read_handler("q.highwater_length").unwrap(), "3");
         assert_eq!(r.read_handler("q.capacity").unwrap(), "4");
         assert_eq!(r.read_handler("q.drops").unwrap(), "0");
         r.write_handler("q.reset", "").unwrap();
         assert_eq!(r.read_handler("q.length").unwrap(), "0", "{class}");
-        assert_eq!(r.read_handler("q.drops").unwrap(), "1", "reset drops, counted");
+        assert_eq!(
+            r.read_handler("q.drops").unwrap(),
+            "1",
+            "reset drops, counted"
+        );
         r.write_handler("q.reset_counts", "").unwrap();
         assert_eq!(r.read_handler("q.drops").unwrap(), "0");
         assert_eq!(r.read_handler("q.highwater_length").unwrap(), "0");
         // Default capacity 1000, as Click's.
-        let r = router(&format!("TestSource -> q :: {class} -> Discard(ACTIVE false)"));
+        let r = router(&format!(
+            "TestSource -> q :: {class} -> Discard(ACTIVE false)"
+        ));
         assert_eq!(r.read_handler("q.capacity").unwrap(), "1000", "{class}");
         assert!(Router::from_str(
             &format!("TestSource -> q :: {class}(0) -> Discard; Idle -> [1]q"),
@@ -109,7 +119,9 @@ fn capacity_is_writable() {
     assert!(r.write_handler("q.capacity", "x").is_err());
     let max: usize = r.read_handler("q.max_capacity").unwrap().parse().unwrap();
     assert!(max >= 4096);
-    assert!(r.write_handler("q.capacity", &(max + 1).to_string()).is_err());
+    assert!(r
+        .write_handler("q.capacity", &(max + 1).to_string())
+        .is_err());
     r.write_handler("q.capacity", &max.to_string()).unwrap();
 }
 
