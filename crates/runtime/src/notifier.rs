@@ -60,6 +60,9 @@ pub(crate) struct Signal {
     active: CachePadded<AtomicBool>,
     /// The listening tasks, fixed once the router is built.
     listeners: OnceLock<Box<[usize]>>,
+    /// Listeners are gated by this signal (a full notifier): each counts
+    /// its inactive gates in `Task::blocked`.
+    gates: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Notifier {
@@ -75,6 +78,7 @@ impl Notifier {
             sig: Arc::new(Signal {
                 active: CachePadded::new(AtomicBool::new(true)),
                 listeners: OnceLock::new(),
+                gates: AtomicBool::new(false),
             }),
         }
     }
@@ -97,7 +101,7 @@ impl Notifier {
     #[inline]
     pub fn sleep(&self, cx: &Cx<'_>, still: impl FnOnce() -> bool) {
         if self.sig.active.load(Ordering::Relaxed) {
-            self.sig.active.store(false, Ordering::Relaxed);
+            self.sig.deactivate(cx.core);
             fence(Ordering::SeqCst);
             if !still() {
                 self.sig.wake(cx.core);
@@ -136,13 +140,32 @@ impl Notifier {
 }
 
 impl Signal {
+    fn listeners(&self) -> &[usize] {
+        self.listeners.get().map(|l| &l[..]).unwrap_or(&[])
+    }
+
+    /// Active to inactive; a gate counts itself in each listener's
+    /// `blocked` (transitions alternate: `swap` lets one caller make each).
+    #[cold]
+    fn deactivate(&self, core: &Core) {
+        if self.active.swap(false, Ordering::SeqCst) && self.gates.load(Ordering::Relaxed) {
+            for &t in self.listeners() {
+                core.tasks[t].blocked.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+
     #[cold]
     fn wake(&self, core: &Core) {
         if self.active.swap(true, Ordering::SeqCst) {
             return;
         }
-        fence(Ordering::SeqCst);
-        for &t in self.listeners.get().map(|l| &l[..]).unwrap_or(&[]) {
+        let gates = self.gates.load(Ordering::Relaxed);
+        for &t in self.listeners() {
+            if gates && core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) != 1 {
+                continue; // another gate of the task is still closed
+            }
+            fence(Ordering::SeqCst);
             wake_task(core, t);
         }
     }
@@ -179,25 +202,21 @@ pub(crate) fn unpark_all(core: &Core) {
 #[derive(Default)]
 pub(crate) struct Listen {
     /// Empty notifiers upstream; the task may sleep when all are inactive.
+    /// (Full notifiers downstream count their closed state in the task's
+    /// `blocked` themselves.)
     pub empty: Box<[Arc<Signal>]>,
-    /// Full notifiers downstream; the task runs only while all are active.
-    pub full: Box<[Arc<Signal>]>,
 }
 
-/// Before a run: whether a task gated by full notifiers may run. If not,
-/// it goes to sleep (until one of them wakes it), unless a signal woke
-/// meanwhile.
-#[inline]
-pub(crate) fn may_run(core: &Core, t: usize) -> bool {
+/// Before a run of a task some of whose gates (full notifiers) are
+/// closed (`blocked > 0`): it goes to sleep until the last of them opens,
+/// unless that happened meanwhile. Returns whether it may run.
+#[cold]
+pub(crate) fn gated(core: &Core, t: usize) -> bool {
     let task = &core.tasks[t];
-    let all = |l: &[Arc<Signal>]| l.iter().all(|s| s.active.load(Ordering::Relaxed));
-    if all(&task.listen.full) {
-        return true;
-    }
-    task.asleep.store(true, Ordering::Relaxed);
+    task.asleep.store(true, Ordering::SeqCst);
     fence(Ordering::SeqCst);
-    if all(&task.listen.full) {
-        task.asleep.store(false, Ordering::Relaxed);
+    if task.blocked.load(Ordering::SeqCst) == 0 {
+        task.asleep.store(false, Ordering::SeqCst);
         return true;
     }
     false
@@ -241,21 +260,19 @@ pub(crate) fn connect(core: &mut Core) {
                 }
             }
         }
-        let mut full = Vec::new();
         if wants_full {
             for e in downstream_full(core, elem) {
                 full_listeners[e].push(t);
-                if let Some(nf) = core.slots[e].element.full_notifier() {
-                    full.push(nf.sig.clone());
-                }
             }
         }
         core.tasks[t].listen = Listen {
             empty: empty.into(),
-            full: full.into(),
         };
     }
     for e in 0..n {
+        if let Some(nf) = core.slots[e].element.full_notifier() {
+            nf.sig.gates.store(true, Ordering::Relaxed);
+        }
         if let Some(nf) = core.slots[e].element.empty_notifier() {
             let _ = nf
                 .sig

@@ -430,6 +430,7 @@ impl<T> Ring<T> {
         self.pop_burst_inner(out, max)
     }
 
+    #[inline]
     fn pop_burst_inner(&self, out: &mut impl Items<T>, max: usize) -> usize {
         if max == 0 {
             return 0;

@@ -56,6 +56,9 @@ pub(crate) struct Task {
     /// Asleep until a notifier wakes it (see [`crate::notifier`]); its
     /// worker skips it meanwhile.
     pub asleep: std::sync::atomic::AtomicBool,
+    /// Gates (full notifiers downstream) now closed; the task runs only
+    /// when none is.
+    pub blocked: AtomicUsize,
     /// The element asked for the task to sleep while its upstream queues
     /// are empty, and to wait while a downstream queue is full.
     pub sleep_when_empty: bool,
@@ -88,6 +91,7 @@ impl Task {
             migrations: AtomicU64::new(0),
             packets: AtomicU64::new(0),
             asleep: std::sync::atomic::AtomicBool::new(false),
+            blocked: AtomicUsize::new(0),
             sleep_when_empty: false,
             wait_for_room: false,
             listen: Default::default(),
@@ -401,7 +405,7 @@ fn worker(core: &Core, t: usize) {
         for &id in &list {
             let task = &core.tasks[id];
             if task.asleep.load(Ordering::Relaxed)
-                || (!task.listen.full.is_empty() && !crate::notifier::may_run(core, id))
+                || (task.blocked.load(Ordering::Relaxed) > 0 && !crate::notifier::gated(core, id))
             {
                 continue;
             }

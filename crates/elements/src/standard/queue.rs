@@ -133,6 +133,8 @@ pub struct Queue {
     full: Notifier,
     /// Output 1 (dropped packets) is connected.
     drop_output: bool,
+    /// FrontDropQueue or MixedQueue: pushes take the special path.
+    special: bool,
     /// MixedQueue's last-in-first-out side: packets pushed on input 1,
     /// newest last, pulled before the ring.
     lifo: Mutex<Vec<Packet>>,
@@ -215,6 +217,7 @@ impl Queue {
             empty: Notifier::new(),
             full: Notifier::new(),
             drop_output: false,
+            special: policy.front_drop || policy.lifo_input,
             lifo: Mutex::new(Vec::new()),
             lifo_len: AtomicUsize::new(0),
         }
@@ -238,6 +241,17 @@ impl Queue {
     /// mark and the full notifier; returns how many did not fit.
     #[inline]
     fn enqueue(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
+        if self.special {
+            return self.enqueue_special(cx, items);
+        }
+        self.enqueue_plain(cx, items)
+    }
+
+    /// FrontDropQueue and MixedQueue: make room, or leave room for the
+    /// LIFO side, then enqueue.
+    #[cold]
+    #[inline(never)]
+    fn enqueue_special(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
         if self.policy.front_drop {
             self.make_room(cx, items.len());
         }
@@ -252,6 +266,11 @@ impl Queue {
                 return items.len();
             }
         }
+        self.enqueue_plain(cx, items)
+    }
+
+    #[inline]
+    fn enqueue_plain(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
         self.ring.push_burst(&cx.producer(), items);
         // The high-water mark without reading the consumer's cache line on
         // every push: the producer-side bound can only overstate the
@@ -265,11 +284,58 @@ impl Queue {
                 self.highwater.fetch_max(len, Ordering::Relaxed);
             }
             if self.policy.full_note && len >= self.capacity() {
-                self.full
-                    .sleep(cx, || self.ring.len_fresh() >= self.ring.capacity());
+                self.filled(cx);
             }
         }
         items.len()
+    }
+
+    /// The ring is full: sources waiting for room stop (the full
+    /// notifier goes inactive) unless a pull made room meanwhile.
+    #[cold]
+    #[inline(never)]
+    fn filled(&self, cx: &Cx<'_>) {
+        self.full
+            .sleep(cx, || self.ring.len_fresh() >= self.ring.capacity());
+    }
+
+    /// A pull found the queue empty: pull tasks may sleep (the empty
+    /// notifier goes inactive) unless a push came meanwhile.
+    #[cold]
+    #[inline(never)]
+    fn emptied(&self, cx: &Cx<'_>) {
+        self.empty.sleep(cx, || {
+            self.ring.len_fresh() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
+        });
+    }
+
+    /// A pull made room in a queue that was full: wakes waiting sources.
+    #[cold]
+    #[inline(never)]
+    fn room_made(&self, cx: &Cx<'_>) {
+        self.full.wake(cx);
+    }
+
+    /// MixedQueue's pull: the LIFO side first, newest first.
+    #[cold]
+    #[inline(never)]
+    fn pull_lifo(&self, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
+        let mut b = Batch::new();
+        {
+            let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
+            while b.len() < max {
+                let Some(p) = lifo.pop() else { break };
+                b.push(p);
+            }
+            self.lifo_len.store(lifo.len(), Ordering::Relaxed);
+        }
+        let want = max - b.len();
+        self.ring.pop_burst(&cx.consumer(), b.vec_mut(), want);
+        if b.is_empty() {
+            self.emptied(cx);
+            return None;
+        }
+        Some(b)
     }
 
     /// FrontDropQueue: drops the oldest packets so that `n` more fit.
@@ -459,27 +525,19 @@ impl Element for Queue {
 
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        let mut b = Batch::new();
         if self.policy.lifo_input && self.lifo_len.load(Ordering::Relaxed) > 0 {
-            let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
-            while b.len() < max {
-                let Some(p) = lifo.pop() else { break };
-                b.push(p);
-            }
-            self.lifo_len.store(lifo.len(), Ordering::Relaxed);
+            return self.pull_lifo(cx, max);
         }
-        let want = max - b.len();
-        if self.ring.pop_burst(&cx.consumer(), b.vec_mut(), want) == 0 && b.is_empty() {
+        let mut b = Batch::new();
+        if self.ring.pop_burst(&cx.consumer(), b.vec_mut(), max) == 0 {
             if self.policy.empty_note {
-                self.empty.sleep(cx, || {
-                    self.ring.len_fresh() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
-                });
+                self.emptied(cx);
             }
             return None;
         }
         if self.policy.full_note && !self.full.active() {
             // Room now: wake the sources that waited for it.
-            self.full.wake(cx);
+            self.room_made(cx);
         }
         Some(b)
     }

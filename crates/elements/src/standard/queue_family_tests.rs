@@ -159,9 +159,9 @@ fn mixed_queue_is_fifo_on_input_0_and_lifo_on_input_1() {
     assert_eq!(r.read_handler("q.length").unwrap(), "5");
     // Full: a FIFO packet is dropped, a LIFO packet takes the place of the
     // oldest.
-    r.push_into("q", 0, tagged(&[b'F'])).unwrap();
+    r.push_into("q", 0, tagged(b"F")).unwrap();
     assert_eq!(r.read_handler("q.drops").unwrap(), "1");
-    r.push_into("q", 1, tagged(&[b'G'])).unwrap();
+    r.push_into("q", 1, tagged(b"G")).unwrap();
     assert_eq!(r.read_handler("q.drops").unwrap(), "2");
     assert_eq!(
         tags_of(r.pull_from("q", 0, 10).unwrap()),
