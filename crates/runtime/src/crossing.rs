@@ -87,6 +87,8 @@ pub(crate) fn barrier(core: &Core) {
         }
         let mut spins = 0u32;
         while ts.seen_epoch.load(Ordering::Acquire) < e && ts.alive.load(Ordering::Acquire) {
+            // A worker parked with all its tasks asleep must come round.
+            crate::notifier::unpark_worker(core, t);
             spins += 1;
             if spins < 100 {
                 std::thread::yield_now();
@@ -112,6 +114,9 @@ pub(crate) fn move_task(core: &Core, t: usize, to: usize) {
     apply_ring_modes(core, true);
     barrier(core);
     core.threads[to].add_task(t);
+    // On its new thread the task runs once before it may sleep again.
+    task.asleep.store(false, Ordering::SeqCst);
+    crate::notifier::unpark_worker(core, to);
     task.migrations.fetch_add(1, Ordering::Relaxed);
     apply_ring_modes(core, false);
 }

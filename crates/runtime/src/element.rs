@@ -21,6 +21,7 @@
 use crate::cx::Cx;
 use crate::handler::HandlerCx;
 use crate::hot::StateCx;
+use crate::notifier::Notifier;
 use crate::ring::ModeSwitch;
 use crate::router::InitCx;
 use paraclick_packet::{Batch, Packet};
@@ -275,6 +276,28 @@ pub trait Element: Send + Sync + Sized + 'static {
     /// to publish, say), on the thread that deferred it.
     fn flush(&self, _cx: &mut Cx<'_>) {}
 
+    /// The element's empty notifier (a queue's: active while it may hold
+    /// packets), which pull tasks downstream listen to (see
+    /// [`crate::notifier`]).
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+
+    /// The element's full notifier (active while it has room), which
+    /// source tasks upstream listen to.
+    fn full_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+
+    /// Whether a pull from this element's outputs returns nothing only
+    /// when its pull inputs gave nothing (true by default): a pull task
+    /// downstream may then sleep on the notifiers upstream of it. An
+    /// element that holds packets or makes them by itself on a pull
+    /// output returns false, and pull tasks downstream never sleep.
+    fn pull_passes_signal(&self) -> bool {
+        true
+    }
+
     /// Stop requests from this element are a driver's to interpret: an
     /// element returning true here (DriverManager, Script TYPE DRIVER) is
     /// told of each stop request through [`Element::stop_requested`]
@@ -334,6 +357,9 @@ pub trait Node: Send + Sync + 'static {
         crossing: bool,
     );
     fn flush(&self, cx: &mut Cx<'_>);
+    fn empty_notifier(&self) -> Option<&Notifier>;
+    fn full_notifier(&self) -> Option<&Notifier>;
+    fn pull_passes_signal(&self) -> bool;
     fn is_driver(&self) -> bool;
     fn stop_requested(&self, hx: &HandlerCx<'_>);
     /// The per-packet action, if this is an [`Action`] (for fused hops).
@@ -493,6 +519,15 @@ impl<A: Action> Node for ActionNode<A> {
     }
     fn set_ring_modes(&self, _: &ModeSwitch, _: bool, _: bool, _: bool) {}
     fn flush(&self, _cx: &mut Cx<'_>) {}
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+    fn full_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+    fn pull_passes_signal(&self) -> bool {
+        true
+    }
     fn is_driver(&self) -> bool {
         false
     }
@@ -577,6 +612,15 @@ impl<E: Element> Node for ElementNode<E> {
     }
     fn flush(&self, cx: &mut Cx<'_>) {
         self.0.flush(cx)
+    }
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        self.0.empty_notifier()
+    }
+    fn full_notifier(&self) -> Option<&Notifier> {
+        self.0.full_notifier()
+    }
+    fn pull_passes_signal(&self) -> bool {
+        self.0.pull_passes_signal()
     }
     fn is_driver(&self) -> bool {
         self.0.is_driver()

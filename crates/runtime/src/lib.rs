@@ -12,6 +12,7 @@ pub mod element;
 pub mod handler;
 pub mod hot;
 pub mod ifaddr;
+pub mod notifier;
 pub mod perthread;
 mod plan;
 pub mod registry;
@@ -29,6 +30,7 @@ pub use element::{
 };
 pub use handler::HandlerCx;
 pub use hot::StateCx;
+pub use notifier::Notifier;
 pub use perthread::{Counter, PerThread};
 pub use registry::{ClassSpec, ConfigCx, Registry};
 pub use router::{BuildOptions, InitCx, Router};

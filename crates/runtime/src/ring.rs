@@ -232,7 +232,10 @@ impl ModeSwitch {
 pub struct Ring<T> {
     prod: CachePadded<HeadTail>,
     cons: CachePadded<HeadTail>,
-    capacity: usize,
+    /// The most items the ring holds: at most the slot count, changed by
+    /// [`Ring::set_capacity`] (std's atomic even under loom: the models
+    /// never change it).
+    capacity: std::sync::atomic::AtomicUsize,
     mask: usize,
     slots: Box<[Slot<T>]>,
 }
@@ -266,26 +269,59 @@ impl<T> Ring<T> {
     }
 
     pub fn with_modes(capacity: usize, multi_producer: bool, multi_consumer: bool) -> Ring<T> {
+        Self::with_room(capacity, capacity, multi_producer, multi_consumer)
+    }
+
+    /// A ring holding `capacity` items now and able to hold up to
+    /// `max_capacity` (rounded up to a power of two) after
+    /// [`Ring::set_capacity`].
+    pub fn with_room(
+        capacity: usize,
+        max_capacity: usize,
+        multi_producer: bool,
+        multi_consumer: bool,
+    ) -> Ring<T> {
         let capacity = capacity.max(1);
-        let size = capacity.next_power_of_two();
+        let size = capacity.max(max_capacity).next_power_of_two();
         Ring {
             prod: CachePadded::new(HeadTail::new(multi_producer)),
             cons: CachePadded::new(HeadTail::new(multi_consumer)),
-            capacity,
+            capacity: std::sync::atomic::AtomicUsize::new(capacity),
             mask: size - 1,
             slots: (0..size).map(|_| Slot::new()).collect(),
         }
     }
 
+    #[inline]
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// The most items the ring can be made to hold.
+    pub fn max_capacity(&self) -> usize {
+        self.mask + 1
+    }
+
+    /// Changes the capacity (at least 1, at most [`Ring::max_capacity`]),
+    /// safely while the ring is in use: an operation in flight uses the
+    /// old or the new value, and never more slots than exist. Items beyond
+    /// a smaller capacity stay until popped; no push succeeds meanwhile.
+    pub fn set_capacity(&self, capacity: usize) -> Result<(), String> {
+        if capacity == 0 || capacity > self.max_capacity() {
+            return Err(format!(
+                "capacity must be between 1 and {}",
+                self.max_capacity()
+            ));
+        }
+        self.capacity.store(capacity, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Items in the ring (a snapshot).
     pub fn len(&self) -> usize {
         let t = self.prod.tail.load(Ordering::Acquire);
         let h = self.cons.tail.load(Ordering::Acquire);
-        t.wrapping_sub(h).min(self.capacity)
+        t.wrapping_sub(h).min(self.capacity())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -299,7 +335,7 @@ impl<T> Ring<T> {
     pub fn len_upper_bound(&self) -> usize {
         let t = self.prod.tail.load(Ordering::Relaxed);
         let h = self.prod.other_tail.load(Ordering::Relaxed);
-        t.wrapping_sub(h).min(self.capacity)
+        t.wrapping_sub(h).min(self.capacity())
     }
 
     /// The exact length, refreshing the producer's cached consumer tail on
@@ -308,7 +344,7 @@ impl<T> Ring<T> {
         let h = self.cons.tail.load(Ordering::Acquire);
         self.prod.other_tail.fetch_max(h, Ordering::AcqRel);
         let t = self.prod.tail.load(Ordering::Acquire);
-        t.wrapping_sub(h).min(self.capacity)
+        t.wrapping_sub(h).min(self.capacity())
     }
 
     /// Whether each side uses compare-and-swap.
@@ -343,23 +379,24 @@ impl<T> Ring<T> {
             return 0;
         }
         let multi = self.prod.multi.load(Ordering::Relaxed);
+        let cap = self.capacity();
         let (old, k) = loop {
             let old = self.prod.head.load(Ordering::Relaxed);
             // Acquire on the cached copy too: it was stored (Release) by a
             // producer that acquired it from the consumer's tail, so the
             // consumer's reads of the slots we will overwrite happen before.
             let mut cons_tail = self.prod.other_tail.load(Ordering::Acquire);
-            let mut free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
+            let mut free = cap - old.wrapping_sub(cons_tail).min(cap);
             if free < n {
                 cons_tail = self.cons.tail.load(Ordering::Acquire);
                 self.prod.other_tail.store(cons_tail, Ordering::Release);
-                if multi && old.wrapping_sub(cons_tail) > self.capacity {
+                if multi && old.wrapping_sub(cons_tail) > self.mask + 1 {
                     // `old` is stale: other producers moved the head on and
                     // consumers have since passed it. Not full: read again.
                     sync::spin_loop();
                     continue;
                 }
-                free = self.capacity - old.wrapping_sub(cons_tail).min(self.capacity);
+                free = cap - old.wrapping_sub(cons_tail).min(cap);
             }
             let k = n.min(free);
             if k == 0 {
@@ -439,7 +476,7 @@ impl<T> Ring<T> {
             let old = self.cons.head.load(Ordering::Acquire);
             let mut prod_tail = self.cons.other_tail.load(Ordering::Acquire);
             let mut avail = prod_tail.wrapping_sub(old);
-            if avail < max || avail > self.capacity {
+            if avail < max || avail > self.mask + 1 {
                 prod_tail = self.prod.tail.load(Ordering::Acquire);
                 self.cons.other_tail.store(prod_tail, Ordering::Release);
                 avail = prod_tail.wrapping_sub(old);

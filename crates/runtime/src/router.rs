@@ -166,6 +166,12 @@ pub(crate) struct ThreadShared {
     /// the earliest time (ns) it has something due.
     pub sim_idle: std::sync::atomic::AtomicU32,
     pub sim_next: AtomicU64,
+    /// The worker is parked or about to park (see [`crate::notifier`]);
+    /// whoever gives it work unparks it through `handle`.
+    pub parked: AtomicBool,
+    pub handle: Mutex<Option<std::thread::Thread>>,
+    /// Times the worker parked (for tests and reports).
+    pub parks: AtomicU64,
 }
 
 impl ThreadShared {
@@ -183,6 +189,9 @@ impl ThreadShared {
             alive: AtomicBool::new(false),
             sim_idle: std::sync::atomic::AtomicU32::new(0),
             sim_next: AtomicU64::new(u64::MAX),
+            parked: AtomicBool::new(false),
+            handle: Mutex::new(None),
+            parks: AtomicU64::new(0),
         }
     }
 
@@ -198,10 +207,21 @@ impl ThreadShared {
 
     pub fn add_task(&self, t: usize) {
         self.change_worklist(|l| l.push(t));
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.parked.load(Ordering::SeqCst) {
+            if let Some(h) = &*self.handle.lock().unwrap_or_else(|e| e.into_inner()) {
+                h.unpark();
+            }
+        }
     }
 
     pub fn remove_task(&self, t: usize) {
         self.change_worklist(|l| l.retain(|&x| x != t));
+    }
+
+    /// The worklist's version (changes with every change of the list).
+    pub fn worklist_version(&self) -> u64 {
+        self.worklist_version.load(Ordering::SeqCst)
     }
 
     /// The worker's copy of its worklist: refreshed into `list` if it
@@ -283,6 +303,9 @@ impl Core {
             timer,
             gen,
         );
+        // A parked worker learns of the new deadline.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        crate::notifier::unpark_worker(self, thread);
     }
 
     pub fn unschedule_timer(&self, elem: usize, timer: usize) {
@@ -304,6 +327,7 @@ impl Core {
 
     pub fn stop_now(&self) {
         self.running.store(false, Ordering::Release);
+        crate::notifier::unpark_all(self);
         if let Some(t) = &*self.balancer.lock().unwrap_or_else(|e| e.into_inner()) {
             t.unpark();
         }
@@ -355,7 +379,7 @@ impl Default for BuildOptions {
 pub struct InitCx<'a> {
     pub(crate) core: &'a Core,
     pub(crate) elem: usize,
-    pub(crate) new_tasks: &'a mut Vec<(usize, usize)>,
+    pub(crate) new_tasks: &'a mut Vec<(usize, usize, bool, bool)>,
     pub(crate) prefs: &'a mut Vec<(usize, usize)>,
     pub(crate) timers: &'a mut Vec<(usize, usize, Duration)>,
     pub(crate) ntasks_here: usize,
@@ -375,8 +399,29 @@ impl InitCx<'_> {
     pub fn add_task(&mut self) -> usize {
         let idx = self.ntasks_here;
         self.ntasks_here += 1;
-        self.new_tasks.push((self.elem, idx));
+        self.new_tasks.push((self.elem, idx, false, false));
         idx
+    }
+
+    /// Lets task `task` of this element sleep while every queue upstream
+    /// of its pull inputs is empty, until a push wakes it (Click's empty
+    /// notifier; see [`crate::notifier`]). For tasks that pull and have no
+    /// other work of their own.
+    pub fn sleep_when_empty(&mut self, task: usize) {
+        let e = self.elem;
+        if let Some(t) = self.new_tasks.iter_mut().find(|t| t.0 == e && t.1 == task) {
+            t.2 = true;
+        }
+    }
+
+    /// Makes task `task` of this element wait while a queue downstream of
+    /// its push outputs is full, until a pull makes room (Click's full
+    /// notifier). For sources that can pause.
+    pub fn wait_for_room(&mut self, task: usize) {
+        let e = self.elem;
+        if let Some(t) = self.new_tasks.iter_mut().find(|t| t.0 == e && t.1 == task) {
+            t.3 = true;
+        }
     }
 
     /// Schedules a timer of this element to fire `after` the router starts.
@@ -780,10 +825,13 @@ impl Router {
         }
         core.driver = drivers.first().copied();
         let mut tasks = Vec::new();
-        for (elem, idx) in new_tasks {
+        for (elem, idx, empty, full) in new_tasks {
             let id = tasks.len();
             core.slots[elem].tasks.push(id);
-            tasks.push(CachePadded::new(Task::new(elem, idx)));
+            let mut task = Task::new(elem, idx);
+            task.sleep_when_empty = empty;
+            task.wait_for_room = full;
+            tasks.push(CachePadded::new(task));
         }
         for (elem, thread) in prefs {
             for &t in &core.slots[elem].tasks {
@@ -793,6 +841,7 @@ impl Router {
         core.tasks = tasks.into_boxed_slice();
         sched::initial_assignment(&core);
         core.plan = crate::plan::Plan::build(&core);
+        crate::notifier::connect(&mut core);
         crate::crossing::apply_ring_modes(&core, false);
         for (elem, timer, after) in timers {
             let t = core.home_thread(elem);
@@ -937,6 +986,29 @@ impl Router {
     }
 
     /// Scheduling report: per thread, its tasks and their statistics.
+    /// Runs of element `name`'s tasks so far (each run a worker gave it,
+    /// with work or not; a sleeping task is not run), or `None` if there
+    /// is no such element.
+    pub fn task_runs(&self, name: &str) -> Option<u64> {
+        let e = *self.core.names.get(name)?;
+        Some(
+            self.core.slots[e]
+                .tasks
+                .iter()
+                .map(|&t| self.core.tasks[t].runs.load(Ordering::Relaxed))
+                .sum(),
+        )
+    }
+
+    /// Times the workers parked because all their tasks slept.
+    pub fn parks(&self) -> u64 {
+        self.core
+            .threads
+            .iter()
+            .map(|t| t.parks.load(Ordering::Relaxed))
+            .sum()
+    }
+
     pub fn thread_report(&self) -> String {
         sched::thread_report(&self.core)
     }

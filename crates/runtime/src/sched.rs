@@ -53,6 +53,18 @@ pub(crate) struct Task {
     pub migrations: AtomicU64,
     /// Packets the task's element pushed or pulled (profiling only).
     pub packets: AtomicU64,
+    /// Asleep until a notifier wakes it (see [`crate::notifier`]); its
+    /// worker skips it meanwhile.
+    pub asleep: std::sync::atomic::AtomicBool,
+    /// Gates (full notifiers downstream) now closed; the task runs only
+    /// when none is.
+    pub blocked: AtomicUsize,
+    /// The element asked for the task to sleep while its upstream queues
+    /// are empty, and to wait while a downstream queue is full.
+    pub sleep_when_empty: bool,
+    pub wait_for_room: bool,
+    /// The notifiers it listens to (set once the router is built).
+    pub listen: crate::notifier::Listen,
 }
 
 /// How long a worker must have found no work before it sleeps. Linux
@@ -78,6 +90,11 @@ impl Task {
             cycles: AtomicU64::new(0),
             migrations: AtomicU64::new(0),
             packets: AtomicU64::new(0),
+            asleep: std::sync::atomic::AtomicBool::new(false),
+            blocked: AtomicUsize::new(0),
+            sleep_when_empty: false,
+            wait_for_room: false,
+            listen: Default::default(),
         }
     }
 }
@@ -407,6 +424,7 @@ fn worker(core: &Core, t: usize) {
         core.started_ns
             .store(core.ns_since_epoch(Instant::now()) + 1, Ordering::Release);
     }
+    *ts.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
     while core.running.load(Ordering::Relaxed) {
         let e = core.sync_epoch.load(Ordering::Acquire);
         if e != epoch {
@@ -421,6 +439,11 @@ fn worker(core: &Core, t: usize) {
         let mut work = false;
         for &id in &list {
             let task = &core.tasks[id];
+            if task.asleep.load(Ordering::Relaxed)
+                || (task.blocked.load(Ordering::Relaxed) > 0 && !crate::notifier::gated(core, id))
+            {
+                continue;
+            }
             cx.current = task.elem;
             let runs = task.runs.load(Ordering::Relaxed);
             task.runs.store(runs + 1, Ordering::Relaxed);
@@ -452,6 +475,8 @@ fn worker(core: &Core, t: usize) {
             if did {
                 bump(&task.work, 1);
                 work = true;
+            } else if !task.listen.empty.is_empty() {
+                crate::notifier::after_idle_run(core, id);
             }
         }
         iter = iter.wrapping_add(1);
@@ -511,6 +536,11 @@ fn worker(core: &Core, t: usize) {
                 pool::flush_remote();
             }
             std::thread::yield_now();
+        } else if list
+            .iter()
+            .all(|&id| core.tasks[id].asleep.load(Ordering::Relaxed))
+        {
+            park(core, t, epoch, version, &list);
         } else {
             naps += 1;
             let mut sleep = Duration::from_micros((naps * 20).min(1000));
@@ -528,6 +558,38 @@ fn worker(core: &Core, t: usize) {
     pool::flush_remote();
     pool::publish_stats();
     ts.pool_id.store(pool::local_stats().id, Ordering::Release);
+}
+
+/// The longest a worker parks without being woken (a safety net: every
+/// event that gives a parked worker work unparks it).
+const PARK_MAX: Duration = Duration::from_millis(100);
+
+/// Parks worker `t`, whose tasks are all asleep, until a wake, a task
+/// added, a plan change, a timer or the stop (see [`crate::notifier`]).
+#[cold]
+fn park(core: &Core, t: usize, epoch: u64, version: u64, list: &[usize]) {
+    let ts = &core.threads[t];
+    ts.parked.store(true, Ordering::SeqCst);
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let still = core.running.load(Ordering::SeqCst)
+        && core.sync_epoch.load(Ordering::SeqCst) == epoch
+        && ts.worklist_version() == version
+        && list
+            .iter()
+            .all(|&id| core.tasks[id].asleep.load(Ordering::SeqCst));
+    if still {
+        let mut timeout = PARK_MAX;
+        let next = ts.timers.next_deadline();
+        if next != u64::MAX {
+            let now = core.ns_since_epoch(Instant::now());
+            timeout = timeout.min(Duration::from_nanos(next.saturating_sub(now)));
+        }
+        if !timeout.is_zero() {
+            bump(&ts.parks, 1);
+            std::thread::park_timeout(timeout);
+        }
+    }
+    ts.parked.store(false, Ordering::SeqCst);
 }
 
 pub(crate) fn thread_report(core: &Core) -> String {

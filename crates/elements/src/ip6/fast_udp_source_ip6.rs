@@ -185,7 +185,8 @@ impl Element for FastUDPSourceIP6 {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        ix.add_task();
+        let t = ix.add_task();
+        ix.wait_for_room(t);
         Ok(())
     }
 

@@ -72,7 +72,8 @@ impl Element for MultiQueueUnqueue {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        ix.add_task();
+        let t = ix.add_task();
+        ix.sleep_when_empty(t);
         Ok(())
     }
 

@@ -151,7 +151,8 @@ impl Element for InfiniteSource {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
-            ix.add_task();
+            let t = ix.add_task();
+            ix.wait_for_room(t);
         }
         Ok(())
     }

@@ -258,7 +258,8 @@ impl Element for RatedSource {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
-            ix.add_task();
+            let t = ix.add_task();
+            ix.wait_for_room(t);
         }
         Ok(())
     }

@@ -49,7 +49,8 @@ impl Element for DiscardNoFree {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.pull {
-            ix.add_task();
+            let t = ix.add_task();
+            ix.sleep_when_empty(t);
         }
         Ok(())
     }

@@ -14,10 +14,13 @@ pub mod clicky_info;
 pub mod counter;
 pub mod discard;
 pub mod discard_no_free;
+pub mod front_drop_queue;
 pub mod hash_switch;
 pub mod hub;
 pub mod idle;
 pub mod message;
+pub mod mixed_queue;
+pub mod notifier_queue;
 pub mod null;
 pub mod pad;
 pub mod paint;
@@ -27,18 +30,21 @@ pub mod port_info;
 pub mod print;
 pub mod push_pull_null;
 pub mod queue;
+pub mod quick_note_queue;
 pub mod random_sample;
 pub mod random_switch;
 pub mod round_robin_switch;
 pub mod schedule_info;
 pub mod set_anno_byte;
 pub mod set_timestamp;
+pub mod simple_queue;
 pub mod static_switch;
 pub mod store_data;
 pub mod strip;
 pub mod strip_to_network_header;
 pub mod switch;
 pub mod tee;
+pub mod thread_safe_queue;
 pub mod timed_sink;
 pub mod truncate;
 pub mod unqueue;
@@ -47,6 +53,9 @@ pub mod work_package;
 
 #[cfg(test)]
 mod test_util;
+
+#[cfg(test)]
+mod queue_family_tests;
 
 pub fn register(reg: &mut Registry) {
     reg.register(address_info::spec());
@@ -75,6 +84,13 @@ pub fn register(reg: &mut Registry) {
     reg.register(push_pull_null::push_spec());
     reg.register(push_pull_null::pull_spec());
     reg.register(queue::spec());
+    reg.register(queue::full_note_spec());
+    reg.register(simple_queue::spec());
+    reg.register(notifier_queue::spec());
+    reg.register(thread_safe_queue::spec());
+    reg.register(quick_note_queue::spec());
+    reg.register(front_drop_queue::spec());
+    reg.register(mixed_queue::spec());
     reg.register(random_sample::spec());
     reg.register(random_switch::spec());
     reg.register(round_robin_switch::spec());

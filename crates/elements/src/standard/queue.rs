@@ -3,12 +3,23 @@
 //! Queue([CAPACITY])
 //!
 //! Stores packets in a first-in-first-out queue: push input, pull output.
+//! You may also use Click's old name `FullNoteQueue`.
 //!
-//! Ports: 1 input (push), 1 output (pull).
+//! Ports: 1 input (push); output 0 (pull), and an optional output 1
+//! (push) that receives the packets the queue drops.
 //!
 //! Arguments:
 //! - `CAPACITY` (integer, default 1000): the most packets the queue holds.
-//!   A packet arriving at a full queue is dropped (tail drop) and counted.
+//!   A packet arriving at a full queue is dropped (tail drop) and counted;
+//!   it leaves on output 1 if that output is connected.
+//!
+//! Notification (Click's notifiers, see the runtime's `notifier` module):
+//! the queue tells the pull tasks downstream (Unqueue, pull Discard, ...)
+//! when it goes empty, so they sleep instead of polling it, and wakes them
+//! when a packet arrives; and it tells the sources upstream (InfiniteSource,
+//! RatedSource, FastUDPSource, ...) when it is full, so they wait until a
+//! pull makes room instead of pushing packets it would drop. A source
+//! waits while any queue it feeds is full.
 //!
 //! The queue is a bounded ring with separate producer and consumer cache
 //! lines and burst transfers (DPDK rte_ring style). The runtime chooses its
@@ -27,9 +38,15 @@
 //! - `length` (read): packets in the queue.
 //! - `highwater_length` (read): the most packets the queue has held.
 //! - `drops` (read): packets dropped because the queue was full.
-//! - `capacity` (read): the capacity.
+//! - `capacity` (read/write): the capacity. It can be raised up to
+//!   `max_capacity` (the larger of 4096 and the configured capacity,
+//!   rounded up to a power of two) while the router runs; lowered below
+//!   the length, the queue keeps its packets and accepts none until it is
+//!   below the new capacity.
+//! - `max_capacity` (read).
 //! - `reset_counts` (write): resets `drops` and `highwater_length`.
-//! - `reset` (write): drops every queued packet (counted in `drops`).
+//! - `reset` (write): drops every queued packet (counted in `drops`), from
+//!   any thread, while the router runs.
 //!
 //! Hot reconfiguration (`-R`, `hotconfig`): a Queue of the same name in the
 //! new configuration takes the old one's packets in order (those beyond a
@@ -39,19 +56,72 @@
 //! Example:
 //!
 //!     FromDump(in.pcap) -> q :: Queue(200) -> Unqueue -> Discard;
+//!     q[1] -> Print(dropped) -> Discard;
+//!
+//! # FullNoteQueue
+//!
+//! FullNoteQueue([CAPACITY])
+//!
+//! Click's old name for `Queue`: a first-in-first-out queue with empty and
+//! full notifiers. Everything `Queue` says holds (see `paraclick doc
+//! Queue`).
+//!
+//! Example:
+//!
+//!     InfiniteSource -> FullNoteQueue(100) -> Unqueue -> Discard;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::ring::{Items, ModeSwitch, Producer, Ring};
+use paraclick_runtime::ring::{Items, ModeSwitch, Ring};
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, PerThread, StateCx,
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
+    StateCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Most packets a producer gathers before publishing them to a ring that
 /// another thread pulls from.
 pub const STAGE: usize = 16;
 
+/// The capacity a queue can be raised to at least (see `capacity`).
+const MIN_MAX_CAPACITY: usize = 4096;
+
+/// What distinguishes the classes of the queue family; everything else is
+/// this file's one implementation.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    pub class: &'static str,
+    pub port_count: &'static str,
+    pub processing: &'static str,
+    pub default_capacity: usize,
+    /// Tells pull tasks downstream when it is empty (they sleep).
+    pub empty_note: bool,
+    /// Tells sources upstream when it is full (they wait).
+    pub full_note: bool,
+    /// A full queue drops its oldest packet to make room (FrontDropQueue).
+    pub front_drop: bool,
+    /// Input 1 is last-in-first-out (MixedQueue).
+    pub lifo_input: bool,
+}
+
+impl Policy {
+    /// Queue, FullNoteQueue, ThreadSafeQueue, QuickNoteQueue.
+    pub const fn full(class: &'static str) -> Policy {
+        Policy {
+            class,
+            port_count: "1/1-2",
+            processing: "h/lh",
+            default_capacity: 1000,
+            empty_note: true,
+            full_note: true,
+            front_drop: false,
+            lifo_input: false,
+        }
+    }
+}
+
 pub struct Queue {
+    policy: Policy,
     ring: Ring<Packet>,
     drops: AtomicU64,
     highwater: AtomicUsize,
@@ -65,6 +135,16 @@ pub struct Queue {
     stages: PerThread<Stage>,
     /// Packets staged, per thread (for `length` and the conservation check).
     staged: Counter,
+    empty: Notifier,
+    full: Notifier,
+    /// Output 1 (dropped packets) is connected.
+    drop_output: bool,
+    /// FrontDropQueue or MixedQueue: pushes take the special path.
+    special: bool,
+    /// MixedQueue's last-in-first-out side: packets pushed on input 1,
+    /// newest last, pulled before the ring.
+    lifo: Mutex<Vec<Packet>>,
+    lifo_len: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -75,18 +155,33 @@ struct Stage {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Queue", "1/1", "h/l", make)
+    spec_for(Policy::full("Queue"))
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Queue, String> {
+pub fn full_note_spec() -> ClassSpec {
+    spec_for(Policy::full("FullNoteQueue"))
+}
+
+/// The class of the family with policy `p`.
+pub fn spec_for(p: Policy) -> ClassSpec {
+    ClassSpec::node(p.class, p.port_count, p.processing, move |cx| {
+        make(cx, p).map(|q| Box::new(paraclick_runtime::element::ElementNode(q)) as _)
+    })
+}
+
+fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {
     let mut a = cx.args();
-    let cap = a.read_p::<usize>("CAPACITY").unwrap_or(1000);
+    let cap = a
+        .read_p::<usize>("CAPACITY")
+        .unwrap_or(policy.default_capacity);
     a.complete()?;
     if cap == 0 {
         return Err("CAPACITY must be at least 1".into());
     }
     let single = cx.nthreads == 1;
-    Ok(Queue::new(cap, !single, !single, cx.nthreads))
+    let mut q = Queue::with_policy(policy, cap, !single, !single, cx.nthreads);
+    q.drop_output = cx.noutputs > 1;
+    Ok(q)
 }
 
 impl Queue {
@@ -96,42 +191,199 @@ impl Queue {
         multi_consumer: bool,
         nthreads: usize,
     ) -> Queue {
+        Self::with_policy(
+            Policy::full("Queue"),
+            capacity,
+            multi_producer,
+            multi_consumer,
+            nthreads,
+        )
+    }
+
+    pub fn with_policy(
+        policy: Policy,
+        capacity: usize,
+        multi_producer: bool,
+        multi_consumer: bool,
+        nthreads: usize,
+    ) -> Queue {
         Queue {
-            ring: Ring::with_modes(capacity, multi_producer, multi_consumer),
+            policy,
+            ring: Ring::with_room(
+                capacity,
+                capacity.max(MIN_MAX_CAPACITY),
+                multi_producer,
+                multi_consumer,
+            ),
             drops: AtomicU64::new(0),
             highwater: AtomicUsize::new(0),
             crossing: AtomicBool::new(false),
             stages: PerThread::new(nthreads, |_| Stage::default()),
             staged: Counter::new(nthreads),
+            empty: Notifier::new(),
+            full: Notifier::new(),
+            drop_output: false,
+            special: policy.front_drop || policy.lifo_input,
+            lifo: Mutex::new(Vec::new()),
+            lifo_len: AtomicUsize::new(0),
         }
     }
 
     /// Packets in the queue: in the ring and staged by producers.
     pub fn len(&self) -> usize {
-        (self.ring.len() + self.staged.get() as usize).min(self.ring.capacity())
+        (self.ring.len() + self.staged.get() as usize + self.lifo_len.load(Ordering::Relaxed))
+            .min(self.capacity().max(self.ring.len()))
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
     /// Moves what fits of `items` into the ring, keeping the high-water
-    /// mark; returns how many did not fit.
+    /// mark and the full notifier; returns how many did not fit.
     #[inline]
-    fn enqueue(&self, p: &Producer<'_>, items: &mut impl Items<Packet>) -> usize {
-        self.ring.push_burst(p, items);
+    fn enqueue(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
+        if self.special {
+            return self.enqueue_special(cx, items);
+        }
+        self.enqueue_plain(cx, items)
+    }
+
+    /// FrontDropQueue and MixedQueue: make room, or leave room for the
+    /// LIFO side, then enqueue.
+    #[cold]
+    #[inline(never)]
+    fn enqueue_special(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
+        if self.policy.front_drop {
+            self.make_room(cx, items.len());
+        }
+        if self.policy.lifo_input {
+            // MixedQueue: the LIFO side takes room from the FIFO side.
+            let lifo = self.lifo_len.load(Ordering::Relaxed);
+            let room = self.capacity().saturating_sub(self.ring.len_fresh() + lifo);
+            if items.len() > room {
+                let mut fit = Vec::new();
+                items.take_front(room, |p| fit.push(p));
+                self.ring.push_burst(&cx.producer(), &mut fit);
+                return items.len();
+            }
+        }
+        self.enqueue_plain(cx, items)
+    }
+
+    #[inline]
+    fn enqueue_plain(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
+        self.ring.push_burst(&cx.producer(), items);
         // The high-water mark without reading the consumer's cache line on
         // every push: the producer-side bound can only overstate the
         // length, so the exact length is read only when it might be a new
-        // maximum.
+        // maximum or the ring might be full.
         let hw = self.highwater.load(Ordering::Relaxed);
-        if self.ring.len_upper_bound() > hw {
+        let ub = self.ring.len_upper_bound();
+        if ub > hw || ub >= self.capacity() {
             let len = self.ring.len_fresh();
             if len > hw {
                 self.highwater.fetch_max(len, Ordering::Relaxed);
             }
+            if self.policy.full_note && len >= self.capacity() {
+                self.filled(cx);
+            }
         }
         items.len()
+    }
+
+    /// The ring is full: sources waiting for room stop (the full
+    /// notifier goes inactive) unless a pull made room meanwhile.
+    #[cold]
+    #[inline(never)]
+    fn filled(&self, cx: &Cx<'_>) {
+        self.full
+            .sleep(cx, || self.ring.len_fresh() >= self.ring.capacity());
+    }
+
+    /// A pull found the queue empty: pull tasks may sleep (the empty
+    /// notifier goes inactive) unless a push came meanwhile.
+    #[cold]
+    #[inline(never)]
+    fn emptied(&self, cx: &Cx<'_>) {
+        self.empty.sleep(cx, || {
+            self.ring.len_fresh() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
+        });
+    }
+
+    /// A pull made room in a queue that was full: wakes waiting sources.
+    #[cold]
+    #[inline(never)]
+    fn room_made(&self, cx: &Cx<'_>) {
+        self.full.wake(cx);
+    }
+
+    /// MixedQueue's pull: the LIFO side first, newest first.
+    #[cold]
+    #[inline(never)]
+    fn pull_lifo(&self, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
+        let mut b = Batch::new();
+        {
+            let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
+            while b.len() < max {
+                let Some(p) = lifo.pop() else { break };
+                b.push(p);
+            }
+            self.lifo_len.store(lifo.len(), Ordering::Relaxed);
+        }
+        let want = max - b.len();
+        self.ring.pop_burst(&cx.consumer(), b.vec_mut(), want);
+        if b.is_empty() {
+            self.emptied(cx);
+            return None;
+        }
+        Some(b)
+    }
+
+    /// FrontDropQueue: drops the oldest packets so that `n` more fit.
+    /// The producer pops as an extra consumer: its ring's consumer side is
+    /// multi whenever producers and consumers are not one thread (see
+    /// `set_ring_modes`).
+    fn make_room(&self, cx: &mut Cx<'_>, n: usize) {
+        let cap = self.capacity();
+        let len = self.ring.len_fresh();
+        if len + n <= cap {
+            return;
+        }
+        let excess = (len + n - cap).min(len);
+        let mut old = Batch::new();
+        self.ring.pop_burst(&cx.consumer(), old.vec_mut(), excess);
+        self.dropped(cx, old);
+    }
+
+    /// Counts `b` as dropped and sends it to output 1 or drops it.
+    fn dropped(&self, cx: &mut Cx<'_>, b: Batch) {
+        if b.is_empty() {
+            return;
+        }
+        self.drops.fetch_add(b.len() as u64, Ordering::Relaxed);
+        if self.drop_output {
+            cx.push(1, b);
+        } else {
+            cx.drop_batch(b);
+        }
+    }
+
+    /// After packets went into the ring: wakes pull tasks that slept on
+    /// the queue being empty.
+    #[inline]
+    fn pushed(&self, cx: &mut Cx<'_>, crossing: bool) {
+        if self.policy.empty_note {
+            if crossing {
+                self.empty.wake(cx);
+            } else {
+                self.empty.wake_local(cx);
+            }
+        }
     }
 
     /// Publishes this thread's staged packets; what does not fit is
@@ -140,13 +392,12 @@ impl Queue {
         let t = cx.thread();
         let mut pkts = std::mem::take(&mut self.stages.get(cx).pkts);
         let n = pkts.len();
-        let left = self.enqueue(&cx.producer(), &mut pkts);
+        let left = self.enqueue(cx, &mut pkts);
         self.staged.sub(t, n as u64);
+        self.pushed(cx, true);
         if left > 0 {
-            self.drops.fetch_add(left as u64, Ordering::Relaxed);
-            for p in pkts.drain(..) {
-                cx.drop_packet(p);
-            }
+            let b: Batch = pkts.drain(..).collect();
+            self.dropped(cx, b);
         }
         self.stages.get(cx).pkts = pkts;
     }
@@ -158,11 +409,11 @@ impl Queue {
     fn stage(&self, cx: &mut Cx<'_>, mut batch: Batch) {
         let t = cx.thread();
         let n = batch.len();
-        let cap = self.ring.capacity();
-        let mut room = cap - self.ring.len_upper_bound();
+        let cap = self.capacity();
+        let mut room = cap.saturating_sub(self.ring.len_upper_bound());
         if room < STAGE {
             // The bound lags the consumer: look at the ring itself.
-            room = cap - self.ring.len_fresh();
+            room = cap.saturating_sub(self.ring.len_fresh());
         }
         let s = self.stages.get(cx);
         s.pkts.extend(batch.drain());
@@ -177,8 +428,49 @@ impl Queue {
         }
     }
 
+    /// MixedQueue's input 1: the packets go to the head of the queue; when
+    /// full, the oldest packet (the head of the FIFO part, else the oldest
+    /// of the LIFO part) is dropped to make room.
+    fn push_lifo(&self, cx: &mut Cx<'_>, batch: Batch) {
+        let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Batch::new();
+        for p in batch {
+            if lifo.len() + self.ring.len_fresh() >= self.capacity()
+                && self.ring.pop_burst(&cx.consumer(), out.vec_mut(), 1) == 0
+                && !lifo.is_empty()
+            {
+                out.push(lifo.remove(0));
+            }
+            lifo.push(p);
+        }
+        self.lifo_len.store(lifo.len(), Ordering::Relaxed);
+        let len = lifo.len() + self.ring.len();
+        drop(lifo);
+        self.highwater.fetch_max(len, Ordering::Relaxed);
+        self.dropped(cx, out);
+        self.pushed(cx, true);
+    }
+
     pub fn ring(&self) -> &Ring<Packet> {
         &self.ring
+    }
+
+    /// Drains every queued packet (ring and LIFO side) as an extra
+    /// consumer, from any thread; wakes sources waiting for room.
+    fn drain_all(&self, hx: &HandlerCx<'_>) -> Vec<Packet> {
+        let mut v = hx.as_extra_consumer(|c| {
+            let mut v = Vec::new();
+            while self.ring.pop_burst(c, &mut v, 256) > 0 {}
+            v
+        });
+        let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
+        v.append(&mut lifo);
+        self.lifo_len.store(0, Ordering::Relaxed);
+        drop(lifo);
+        if self.policy.full_note {
+            self.full.wake_from_handler(hx);
+        }
+        v
     }
 }
 
@@ -189,7 +481,20 @@ impl Element for Queue {
             e.highwater.load(Ordering::Relaxed).to_string()
         }),
         Handler::read("drops", |e, _| e.drops.load(Ordering::Relaxed).to_string()),
-        Handler::read("capacity", |e, _| e.ring.capacity().to_string()),
+        Handler::rw(
+            "capacity",
+            |e, _| e.capacity().to_string(),
+            |e, v, hx| {
+                let c: usize = hx.arg(v)?;
+                e.ring.set_capacity(c)?;
+                // Room may have appeared: sources waiting for it run again.
+                if e.policy.full_note && e.ring.len_fresh() < c {
+                    e.full.wake_from_handler(hx);
+                }
+                Ok(())
+            },
+        ),
+        Handler::read("max_capacity", |e, _| e.ring.max_capacity().to_string()),
         Handler::write("reset_counts", |e, _, _| {
             e.drops.store(0, Ordering::Relaxed);
             e.highwater.store(e.ring.len(), Ordering::Relaxed);
@@ -199,11 +504,7 @@ impl Element for Queue {
             // A handler may run on any thread: it drains as an extra
             // consumer through the runtime's audited path, never behind the
             // planned consumer's back.
-            let v = hx.as_extra_consumer(|c| {
-                let mut v = Vec::new();
-                while e.ring.pop_burst(c, &mut v, 256) > 0 {}
-                v
-            });
+            let v = e.drain_all(hx);
             e.drops.fetch_add(v.len() as u64, Ordering::Relaxed);
             hx.count_drops(v.len() as u64);
             Ok(())
@@ -211,53 +512,92 @@ impl Element for Queue {
     ];
 
     #[inline]
-    fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+    fn push(&self, cx: &mut Cx<'_>, port: usize, mut batch: Batch) {
+        if port == 1 && self.policy.lifo_input {
+            return self.push_lifo(cx, batch);
+        }
         // Staging gathers small batches; a batch as large as a stage goes
         // straight in (unless packets staged earlier must go first).
-        if self.crossing.load(Ordering::Relaxed)
-            && (batch.len() < STAGE || !self.stages.get(cx).pkts.is_empty())
-        {
+        let crossing = self.crossing.load(Ordering::Relaxed);
+        if crossing && (batch.len() < STAGE || !self.stages.get(cx).pkts.is_empty()) {
             return self.stage(cx, batch);
         }
-        if self.enqueue(&cx.producer(), batch.vec_mut()) > 0 {
-            self.drops.fetch_add(batch.len() as u64, Ordering::Relaxed);
-            cx.drop_batch(batch);
+        let left = self.enqueue(cx, batch.vec_mut());
+        self.pushed(cx, crossing);
+        if left > 0 {
+            self.dropped(cx, batch);
         }
     }
 
+    /// One packet (Click's BURST 1): no batch on the plain path; staging,
+    /// the LIFO side and front drops go through [`Element::push`].
     #[inline]
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
-        if self.crossing.load(Ordering::Relaxed) {
+        if self.special || port != 0 || self.crossing.load(Ordering::Relaxed) {
             return self.push(cx, port, Batch::one(p));
         }
         let mut item = Some(p);
-        self.enqueue(&cx.producer(), &mut item);
+        self.enqueue_plain(cx, &mut item);
+        self.pushed(cx, false);
         if let Some(p) = item {
             self.drops.fetch_add(1, Ordering::Relaxed);
-            cx.drop_packet(p);
+            if self.drop_output {
+                cx.push_packet(1, p);
+            } else {
+                cx.drop_packet(p);
+            }
         }
     }
 
     #[inline]
-    fn pull_packet(&self, cx: &mut Cx<'_>, _port: usize) -> Option<Packet> {
-        self.ring.pop(&cx.consumer())
+    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        if self.policy.lifo_input {
+            return self.pull(cx, port, 1).and_then(|mut b| b.pop());
+        }
+        match self.ring.pop(&cx.consumer()) {
+            Some(p) => {
+                if self.policy.full_note && !self.full.active() {
+                    self.room_made(cx);
+                }
+                Some(p)
+            }
+            None => {
+                if self.policy.empty_note {
+                    self.emptied(cx);
+                }
+                None
+            }
+        }
     }
 
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        if self.policy.lifo_input && self.lifo_len.load(Ordering::Relaxed) > 0 {
+            return self.pull_lifo(cx, max);
+        }
         // An empty queue (a puller polling) costs two loads, no batch.
         if self.ring.is_empty() {
+            if self.policy.empty_note {
+                self.emptied(cx);
+            }
             return None;
         }
         let mut b = Batch::new();
         if self.ring.pop_burst(&cx.consumer(), b.vec_mut(), max) == 0 {
+            if self.policy.empty_note {
+                self.emptied(cx);
+            }
             return None;
+        }
+        if self.policy.full_note && !self.full.active() {
+            // Room now: wake the sources that waited for it.
+            self.room_made(cx);
         }
         Some(b)
     }
 
     fn queued(&self) -> usize {
-        self.ring.len() + self.staged.get() as usize
+        self.ring.len() + self.staged.get() as usize + self.lifo_len.load(Ordering::Relaxed)
     }
 
     fn set_ring_modes(
@@ -267,7 +607,14 @@ impl Element for Queue {
         multi_consumer: bool,
         crossing: bool,
     ) {
-        self.ring.set_modes(switch, multi_producer, multi_consumer);
+        // FrontDropQueue and MixedQueue pop from the push side too: their
+        // producers are consumers as well.
+        let extra = self.policy.front_drop || self.policy.lifo_input;
+        self.ring.set_modes(
+            switch,
+            multi_producer,
+            multi_consumer || (extra && (crossing || multi_producer)),
+        );
         self.crossing.store(crossing, Ordering::Relaxed);
     }
 
@@ -277,7 +624,8 @@ impl Element for Queue {
     fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
         let mut v = Vec::new();
         while old.ring.pop_burst(&sx.consumer(), &mut v, 256) > 0 {}
-        let left = self.enqueue(&sx.producer(), &mut v);
+        self.ring.push_burst(&sx.producer(), &mut v);
+        let left = v.len();
         if left > 0 {
             self.drops.fetch_add(left as u64, Ordering::Relaxed);
             sx.count_drops(left as u64);
@@ -298,6 +646,14 @@ impl Element for Queue {
         if !self.stages.get(cx).pkts.is_empty() {
             self.publish(cx);
         }
+    }
+
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        self.policy.empty_note.then_some(&self.empty)
+    }
+
+    fn full_notifier(&self) -> Option<&Notifier> {
+        self.policy.full_note.then_some(&self.full)
     }
 }
 

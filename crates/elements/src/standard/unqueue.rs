@@ -86,7 +86,8 @@ impl Element for Unqueue {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        ix.add_task();
+        let t = ix.add_task();
+        ix.sleep_when_empty(t);
         Ok(())
     }
 

@@ -1,0 +1,177 @@
+//! Click's notifiers: pull tasks sleep on empty queues and are woken by the
+//! next push, also across threads; sources wait on full queues; the fake IP
+//! router split across two threads delivers its packets.
+
+mod common;
+use common::*;
+use paraclick_runtime::Router;
+
+/// Runs of element `name`'s tasks so far.
+fn runs(r: &Router, name: &str) -> u64 {
+    r.task_runs(name).expect("element")
+}
+
+#[test]
+fn an_idle_puller_is_not_rescheduled() {
+    // A queue with the empty notifier: the Unqueue runs, finds it empty and
+    // sleeps for the rest of the run. Behind a SimpleQueue (no notifier)
+    // the same Unqueue is polled on every pass.
+    for threads in [1, 2] {
+        let r = router(
+            "Idle -> q :: Queue -> uq :: Unqueue -> Discard; Script(wait 0.2s, stop);",
+            threads,
+        );
+        run_with_timeout(&r, 20);
+        let n = runs(&r, "uq");
+        assert!(
+            (1..=2).contains(&n),
+            "-j{threads}: the sleeping Unqueue ran {n} times"
+        );
+        assert!(r.parks() > 0, "-j{threads}: its worker parked");
+        let r = router(
+            "Idle -> q :: SimpleQueue -> uq :: Unqueue -> Discard; Script(wait 0.2s, stop);",
+            threads,
+        );
+        run_with_timeout(&r, 20);
+        assert!(runs(&r, "uq") > 100, "a poller without a notifier runs on");
+    }
+}
+
+#[test]
+fn a_push_wakes_the_sleeping_puller_and_it_sleeps_again() {
+    // The source sends 10 packets, 10 ms apart, into a queue whose puller
+    // is on another thread; every packet arrives, and between them the
+    // puller sleeps (it runs about twice per packet, not thousands of
+    // times).
+    let r = router(
+        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: Queue -> uq :: Unqueue -> c :: Counter -> Discard;
+         StaticThreadSched(uq 1);
+         Script(wait 0.4s, stop);",
+        2,
+    );
+    run_with_timeout(&r, 20);
+    assert_eq!(read_u64(&r, "c.count"), 10);
+    let n = runs(&r, "uq");
+    assert!(
+        (10..=40).contains(&n),
+        "Unqueue ran {n} times for 10 packets"
+    );
+}
+
+/// Source on thread 0, a puller on thread 1 through a tiny queue, `n`
+/// packets: every one must arrive, none dropped, and the router must stop
+/// (a lost wake-up of either side would leave the puller asleep or the
+/// source waiting forever, and the watchdog fails the test).
+fn ping_pong(n: u64, cap: usize, burst: usize) {
+    let r = router(
+        &format!(
+            "src :: InfiniteSource(LENGTH 60, LIMIT {n}, BURST 1, STOP true)
+               -> q :: Queue({cap}) -> uq :: Unqueue({burst}) -> c :: Counter -> Discard;
+             StaticThreadSched(src 0, uq 1);"
+        ),
+        2,
+    );
+    run_with_timeout(&r, 60);
+    let delivered = read_u64(&r, "c.count");
+    let drops = read_u64(&r, "q.drops");
+    let queued = read_u64(&r, "q.length");
+    assert_eq!(read_u64(&r, "src.count"), n);
+    assert_eq!(drops, 0, "the source waited instead of overflowing");
+    assert_eq!(delivered + queued, n, "conservation");
+}
+
+#[test]
+fn cross_thread_wake_ups_are_never_lost() {
+    // Capacity 1 and 2 make the queue go empty and full on almost every
+    // packet: each transition is a sleep racing with a wake on the other
+    // thread.
+    for i in 0..40 {
+        ping_pong(5_000, 1 + i % 2, 1 + i % 3);
+    }
+}
+
+#[test]
+fn a_source_waits_for_a_slow_consumer_instead_of_dropping() {
+    // The consumer does heavy work per packet on another thread; a Queue
+    // of 8 would overflow at once without the full notifier.
+    let r = router(
+        "src :: InfiniteSource(LENGTH 60, LIMIT 3000, STOP true)
+           -> q :: Queue(8) -> uq :: Unqueue(BURST 1) -> WorkPackage(50) -> c :: Counter -> Discard;
+         StaticThreadSched(src 0, uq 1);",
+        2,
+    );
+    run_with_timeout(&r, 60);
+    assert_eq!(read_u64(&r, "q.drops"), 0);
+    assert_eq!(read_u64(&r, "c.count") + read_u64(&r, "q.length"), 3000);
+    // A NotifierQueue has no full notifier: the same source overflows it.
+    let r = router(
+        "src :: InfiniteSource(LENGTH 60, LIMIT 3000, STOP true)
+           -> q :: NotifierQueue(8) -> uq :: Unqueue(BURST 1) -> WorkPackage(50) -> c :: Counter -> Discard;
+         StaticThreadSched(src 0, uq 1);",
+        2,
+    );
+    run_with_timeout(&r, 60);
+    let drops = read_u64(&r, "q.drops");
+    assert!(drops > 0, "no full notifier, no waiting");
+    assert_eq!(
+        read_u64(&r, "c.count") + read_u64(&r, "q.length") + drops,
+        3000
+    );
+}
+
+#[test]
+fn reset_from_another_thread_wakes_a_waiting_source() {
+    // Nobody pulls (ACTIVE false): the source fills the queue and waits.
+    // Writing `reset` (from this, non-worker, thread) empties the queue and
+    // wakes the source, which fills it again.
+    let r = std::sync::Arc::new(router(
+        "src :: InfiniteSource(LENGTH 60, LIMIT 100, STOP true)
+           -> q :: Queue(10) -> uq :: Unqueue(ACTIVE false) -> Discard;",
+        2,
+    ));
+    let r2 = r.clone();
+    let t = std::thread::spawn(move || run_with_timeout(&r2, 60));
+    let wait_len = |want: u64| {
+        for _ in 0..2000 {
+            if read_u64(&r, "q.length") == want {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("queue length never reached {want}");
+    };
+    for round in 1..=3u64 {
+        wait_len(10);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(read_u64(&r, "src.count"), 10 * round, "the source waits");
+        r.write_handler("q.reset", "").unwrap();
+    }
+    r.stop();
+    t.join().unwrap();
+    assert_eq!(read_u64(&r, "q.drops"), 30, "reset drops, counted");
+}
+
+#[test]
+fn the_split_fake_ip_router_delivers_its_packets() {
+    // Issue 11's target: sources on thread 0, drains on thread 1, -j 2:
+    // at least 99.9% delivered (today's Queue drops nothing: the sources
+    // wait), with exact conservation from the handlers.
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../conf/fake-iprouter-split.click"),
+    )
+    .unwrap();
+    let text = text.replace("define($N 1000000", "define($N 100000");
+    let r = router(&text, 2);
+    run_with_timeout(&r, 120);
+    let generated = read_u64(&r, "src0.count") + read_u64(&r, "src1.count");
+    assert_eq!(generated, 200_000);
+    let out = read_u64(&r, "out0.count") + read_u64(&r, "out1.count");
+    let drops = read_u64(&r, "q0.drops") + read_u64(&r, "q1.drops");
+    let queued = read_u64(&r, "q0.length") + read_u64(&r, "q1.length");
+    assert_eq!(out + drops + queued, generated, "conservation");
+    assert!(
+        out as f64 >= 0.999 * generated as f64,
+        "delivered {out} of {generated} ({drops} dropped, {queued} still queued)"
+    );
+}
