@@ -550,27 +550,6 @@ impl Element for Queue {
     }
 
     #[inline]
-    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
-        if self.policy.lifo_input {
-            return self.pull(cx, port, 1).and_then(|mut b| b.pop());
-        }
-        match self.ring.pop(&cx.consumer()) {
-            Some(p) => {
-                if self.policy.full_note && !self.full.active() {
-                    self.room_made(cx);
-                }
-                Some(p)
-            }
-            None => {
-                if self.policy.empty_note {
-                    self.emptied(cx);
-                }
-                None
-            }
-        }
-    }
-
-    #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         if self.policy.lifo_input && self.lifo_len.load(Ordering::Relaxed) > 0 {
             return self.pull_lifo(cx, max);
