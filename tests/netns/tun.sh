@@ -73,8 +73,8 @@ stop() {
   ROUTER_PID=
 }
 
-tun_phase() { # LABEL CONFIG
-  local label=$1 conf=$2 out
+tun_phase() { # LABEL CONFIG MAXDROPS
+  local label=$1 conf=$2 maxdrops=$3 out
   if ! start tunpc0 "$conf" tun.count tun.sent tun.drops tun.dev_name; then
     fail "$label: router start"; cat "$TMP/router.err"; return
   fi
@@ -99,7 +99,7 @@ tun_phase() { # LABEL CONFIG
   stop
   local c s d n
   c=$(handler tun.count); s=$(handler tun.sent); d=$(handler tun.drops); n=$(handler tun.dev_name)
-  if [[ $n == tunpc0 && ${c:-0} -ge 4 && ${s:-0} -ge 4 && ${d:-x} == 0 ]]; then
+  if [[ $n == tunpc0 && ${c:-0} -ge 4 && ${s:-0} -ge 4 && ${d:-99} -le $maxdrops ]]; then
     pass "$label: handlers dev_name=$n count=$c sent=$s drops=$d"
   else
     fail "$label: handlers dev_name=$n count=$c sent=$s drops=$d"; cat "$TMP/router.out" "$TMP/router.err"
@@ -111,10 +111,13 @@ tun_phase() { # LABEL CONFIG
   fi
 }
 
+# Output 1 takes what Linux sends that is not IPv4 (such as IPv6
+# packets of its own): nothing is dropped then. Without output 1 such packets
+# are dropped and counted (at most a few in this short run).
 tun_phase "KernelTun (push input)" \
-  'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400); tun -> ICMPPingResponder -> tun;'
+  'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400); tun -> ICMPPingResponder -> tun; tun[1] -> Discard;' 0
 tun_phase "KernelTun (pull input, BURST 4)" \
-  'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400, BURST 4); tun -> ICMPPingResponder -> Queue(64) -> tun;'
+  'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400, BURST 4); tun -> ICMPPingResponder -> Queue(64) -> tun;' 5
 
 # ---- KernelTap ----
 TAPCONF='tap :: KernelTap(10.98.0.1/24, ETHER 02:00:00:00:98:01, DEV_NAME tappc0);
@@ -159,7 +162,7 @@ rc=0
 out=$(in_ns setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all \
         "$BIN" -e 'KernelTun(10.97.0.1/24) -> Discard;' 2>&1) || rc=$?
 if [[ $rc -ne 0 ]] && grep -Eq "/dev/net/tun|tun device" <<<"$out" && ! grep -qi panic <<<"$out"; then
-  pass "without CAP_NET_ADMIN: fails (exit $rc) saying: $(grep -Eo '[^:]*(/dev/net/tun|tun device)[^\n]*' <<<"$out" | head -1)"
+  pass "without CAP_NET_ADMIN: fails (exit $rc) saying: $(grep -E '/dev/net/tun|tun device' <<<"$out" | head -1)"
 else
   fail "without CAP_NET_ADMIN: exit $rc: $out"
 fi
