@@ -10,6 +10,8 @@
 #     address and MTU, Linux's pings to 10.99.0.2 (routed into the tun)
 #     are all answered, and the counts (count, sent) show them;
 #   - the same with a Queue before the KernelTun (pull input, its task);
+#   - ICMPPingSource's pings to Linux (10.99.0.1) written into the tun are
+#     all answered by Linux (replies read back and counted);
 #   - KernelTap(10.98.0.1/24, ETHER ...): ARPResponder answers Linux's ARP
 #     queries for 10.98.0.2 and pings to 10.98.0.2 are answered through
 #     Ethernet frames;
@@ -118,6 +120,25 @@ tun_phase "KernelTun (push input)" \
   'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400); tun -> ICMPPingResponder -> tun; tun[1] -> Discard;' 0
 tun_phase "KernelTun (pull input, BURST 4)" \
   'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400, BURST 4); tun -> ICMPPingResponder -> Queue(64) -> tun;' 5
+
+# ---- Linux answers pings that the router writes into the tun ----
+# (as in Click's test-tun.click): ICMPPingSource's echo requests to
+# 10.99.0.1 go in through the pull input; Linux's replies come out.
+if start tunpc0 'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0);
+  ICMPPingSource(10.99.0.2, 10.99.0.1, INTERVAL 0.05, LIMIT 10) -> Queue -> tun;
+  tun -> CheckIPHeader -> IPClassifier(icmp type echo-reply) -> ok :: Counter -> Discard;' ok.count tun.sent; then
+  # 10 pings 50 ms apart: done in about 0.5 s.
+  sleep 1.5
+  stop
+  c=$(handler ok.count); s=$(handler tun.sent)
+  if [[ $c == 10 && $s == 10 ]]; then
+    pass "KernelTun: 10 echo requests written into the tun, Linux's 10 replies read back"
+  else
+    fail "KernelTun: pings to Linux: sent=$s replies=$c"; cat "$TMP/router.err"
+  fi
+else
+  fail "KernelTun (pinging Linux): router start"; cat "$TMP/router.err"
+fi
 
 # ---- KernelTap ----
 TAPCONF='tap :: KernelTap(10.98.0.1/24, ETHER 02:00:00:00:98:01, DEV_NAME tappc0);
