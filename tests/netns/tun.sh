@@ -12,6 +12,8 @@
 #   - the same with a Queue before the KernelTun (pull input, its task);
 #   - ICMPPingSource's pings to Linux (10.99.0.1) written into the tun are
 #     all answered by Linux (replies read back and counted);
+#   - at -j 2, 1000 flood pings through KernelTun -> Queue -> KernelTun
+#     are all answered;
 #   - KernelTap(10.98.0.1/24, ETHER ...): ARPResponder answers Linux's ARP
 #     queries for 10.98.0.2 and pings to 10.98.0.2 are answered through
 #     Ethernet frames;
@@ -57,7 +59,7 @@ start() { # DEVICE CONFIG HANDLER...: runs paraclick until DEVICE is up
   local -a hs=()
   local h
   for h in "$@"; do hs+=(-h "$h"); done
-  ip netns exec "$NS" "$BIN" "${hs[@]}" -e "$conf" >"$TMP/router.out" 2>"$TMP/router.err" &
+  ip netns exec "$NS" "$BIN" -j "${THREADS:-1}" "${hs[@]}" -e "$conf" >"$TMP/router.out" 2>"$TMP/router.err" &
   ROUTER_PID=$!
   for _ in $(seq 1 50); do
     if ! kill -0 "$ROUTER_PID" 2>/dev/null; then
@@ -120,6 +122,21 @@ tun_phase "KernelTun (push input)" \
   'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400); tun -> ICMPPingResponder -> tun; tun[1] -> Discard;' 0
 tun_phase "KernelTun (pull input, BURST 4)" \
   'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, MTU 1400, BURST 4); tun -> ICMPPingResponder -> Queue(64) -> tun;' 5
+
+# ---- a flood of pings at -j 2 (reader task and pushes on any worker) ----
+if THREADS=2 start tunpc0 'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0, BURST 32);
+  tun -> ICMPPingResponder -> Queue -> tun;' tun.count tun.sent; then
+  out=$(in_ns ping -f -c 1000 -W 1 10.99.0.2 2>&1 || true)
+  stop
+  c=$(handler tun.count); s=$(handler tun.sent)
+  if grep -q "1000 received" <<<"$out" && [[ $c -ge 1000 && $s -ge 1000 ]]; then
+    pass "KernelTun -j 2: 1000 flood pings all answered (count=$c sent=$s)"
+  else
+    fail "KernelTun -j 2: flood ping: count=$c sent=$s"; echo "$out" | tail -3
+  fi
+else
+  fail "KernelTun -j 2: router start"; cat "$TMP/router.err"
+fi
 
 # ---- Linux answers pings that the router writes into the tun ----
 # (as in Click's test-tun.click): ICMPPingSource's echo requests to
