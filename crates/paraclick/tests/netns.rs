@@ -212,3 +212,17 @@ fn diffserv_classes_get_their_shares_of_a_shaped_link() {
         "netns qos test: all checks passed",
     );
 }
+
+/// KernelTun and KernelTap (tests/netns/tun.sh): Linux's pings into a tun
+/// device are answered by ICMPPingResponder (push and pull input, and a
+/// flood at -j 2), Linux answers pings written into the tun, a tap with
+/// ARPResponder answers ARP and pings, the devices go with the router,
+/// and without CAP_NET_ADMIN initialization fails clearly.
+#[test]
+fn kernel_tun_and_tap_exchange_packets_with_linux() {
+    run_script(
+        "tun.sh",
+        Duration::from_secs(60),
+        "netns tun test: all checks passed",
+    );
+}

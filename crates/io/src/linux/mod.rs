@@ -10,6 +10,8 @@ pub mod from_device;
 #[cfg(target_os = "linux")]
 pub mod from_host;
 #[cfg(target_os = "linux")]
+pub mod kernel_tun;
+#[cfg(target_os = "linux")]
 pub mod multi_from_device;
 #[cfg(target_os = "linux")]
 mod offload;
@@ -63,6 +65,8 @@ pub fn register(reg: &mut Registry) {
         reg.register(to_device::spec());
         reg.register(from_host::spec());
         reg.register(to_host::spec());
+        reg.register(kernel_tun::tun_spec());
+        reg.register(kernel_tun::tap_spec());
     }
     #[cfg(not(target_os = "linux"))]
     let _ = reg;

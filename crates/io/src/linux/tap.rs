@@ -104,6 +104,14 @@ fn permission_hint(e: &io::Error) -> &'static str {
 /// frames without packet information, non-blocking. Returns the
 /// descriptor and the device's actual name.
 pub fn open_tap(name: &str) -> Result<(OwnedFd, String), String> {
+    open_dev(name, false)
+}
+
+/// Like [`open_tap`], but with `tun` a tun device: IP packets (the
+/// version nibble tells the kernel which protocol) instead of Ethernet
+/// frames, again without packet information.
+pub fn open_dev(name: &str, tun: bool) -> Result<(OwnedFd, String), String> {
+    let kind = if tun { "tun" } else { "tap" };
     let path = c"/dev/net/tun";
     // SAFETY: `path` is a NUL-terminated string that outlives the call;
     // the descriptor it returns is owned below.
@@ -127,10 +135,11 @@ pub fn open_tap(name: &str) -> Result<(OwnedFd, String), String> {
     // SAFETY: `fd` is a fresh descriptor nothing else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut r = ifreq(name)?;
-    r.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    let mode = if tun { libc::IFF_TUN } else { libc::IFF_TAP };
+    r.ifr_ifru.ifru_flags = (mode | libc::IFF_NO_PI) as libc::c_short;
     ioctl_ifreq(fd.as_raw_fd(), libc::TUNSETIFF as libc::c_ulong, &mut r).map_err(|e| {
         format!(
-            "creating tap device '{name}': {e}{}",
+            "creating {kind} device '{name}': {e}{}",
             match e.raw_os_error() {
                 Some(libc::EBUSY) => " (another program has it open)",
                 Some(libc::EINVAL) => " (a device of another kind has that name)",
