@@ -35,6 +35,7 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
         true,
     ),
     ("EtherMirror", 1, true),
+    ("CheckARPHeader(14)", 2, true),
     ("HostEtherFilter(00:01:02:03:04:05)", 2, true),
     ("ARPResponder(10.0.0.1 00:01:02:03:04:05)", 2, false),
     ("MarkIPHeader(14)", 1, true),
