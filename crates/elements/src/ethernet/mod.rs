@@ -10,6 +10,7 @@ pub mod arp_print;
 pub mod arp_querier;
 pub mod arp_responder;
 pub mod check_arp_header;
+pub mod ensure_ether;
 pub mod ether_encap;
 pub mod ether_mirror;
 pub mod ether_rewrite;
@@ -27,6 +28,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(arp_querier::spec());
     reg.register(arp_responder::spec());
     reg.register(check_arp_header::spec());
+    reg.register(ensure_ether::spec());
     reg.register(ether_encap::spec());
     reg.register(ether_mirror::spec());
     reg.register(ether_rewrite::spec());
