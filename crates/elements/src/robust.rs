@@ -39,6 +39,7 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("EnsureEther(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2)", 1, true),
     ("SetEtherAddress(00:01:02:03:04:05, 0)", 1, true),
     ("GetEtherAddress(0, src)", 2, true),
+    ("EtherVLANEncap(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2, ANNO)", 1, true),
     ("HostEtherFilter(00:01:02:03:04:05)", 2, true),
     ("ARPResponder(10.0.0.1 00:01:02:03:04:05)", 2, false),
     ("MarkIPHeader(14)", 1, true),

@@ -14,6 +14,7 @@ pub mod ensure_ether;
 pub mod ether_encap;
 pub mod ether_mirror;
 pub mod ether_rewrite;
+pub mod ether_vlan_encap;
 pub mod get_ether_address;
 pub mod host_ether_filter;
 pub mod mark_mac_header;
@@ -34,6 +35,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(ether_encap::spec());
     reg.register(ether_mirror::spec());
     reg.register(ether_rewrite::spec());
+    reg.register(ether_vlan_encap::spec());
     reg.register(get_ether_address::spec());
     reg.register(host_ether_filter::spec());
     reg.register(mark_mac_header::spec());
