@@ -52,6 +52,7 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("IPGWOptions(10.0.0.1)", 2, true),
     ("FixIPSrc(10.0.0.1)", 1, true),
     ("DecIPTTL", 2, true),
+    ("TruncateIPPayload(4)", 1, true),
     ("SetIPDSCP(5)", 1, true),
     ("MarkIPCE", 1, true),
     ("CheckUDPHeader", 2, true),
