@@ -33,6 +33,7 @@ pub mod queue;
 pub mod quick_note_queue;
 pub mod random_sample;
 pub mod random_switch;
+pub mod resize;
 pub mod round_robin_switch;
 pub mod schedule_info;
 pub mod set_anno_byte;
@@ -93,6 +94,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(mixed_queue::spec());
     reg.register(random_sample::spec());
     reg.register(random_switch::spec());
+    reg.register(resize::spec());
     reg.register(round_robin_switch::spec());
     reg.register(schedule_info::spec());
     reg.register(set_anno_byte::spec());
