@@ -54,6 +54,8 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("FixIPSrc(10.0.0.1)", 1, true),
     ("DecIPTTL", 2, true),
     ("TruncateIPPayload(4)", 1, true),
+    ("ICMPIPEncap(10.0.0.1, 10.0.0.2, echo)", 1, true),
+    ("ICMPPingEncap(10.0.0.1, 10.0.0.2)", 1, true),
     ("SetIPDSCP(5)", 1, true),
     ("MarkIPCE", 1, true),
     ("CheckUDPHeader", 2, true),
