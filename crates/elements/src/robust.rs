@@ -12,6 +12,7 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("Strip(14)", 1, true),
     ("Unstrip(14)", 1, true),
     ("Resize(-3, 5)", 1, true),
+    ("RandomBitErrors(0.01)", 1, true),
     ("StripToNetworkHeader", 1, true),
     ("Paint(3)", 1, true),
     ("CheckPaint(3)", 2, true),

@@ -31,6 +31,7 @@ pub mod print;
 pub mod push_pull_null;
 pub mod queue;
 pub mod quick_note_queue;
+pub mod random_bit_errors;
 pub mod random_sample;
 pub mod random_switch;
 pub mod resize;
@@ -92,6 +93,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(quick_note_queue::spec());
     reg.register(front_drop_queue::spec());
     reg.register(mixed_queue::spec());
+    reg.register(random_bit_errors::spec());
     reg.register(random_sample::spec());
     reg.register(random_switch::spec());
     reg.register(resize::spec());
