@@ -11,6 +11,7 @@ pub mod check_length;
 pub mod check_paint;
 pub mod classifier;
 pub mod clicky_info;
+pub mod clipboard;
 pub mod counter;
 pub mod discard;
 pub mod discard_no_free;
@@ -64,6 +65,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(align::spec());
     reg.register(alignment_info::spec());
     reg.register(clicky_info::spec());
+    reg.register(clipboard::spec());
     reg.register(bypass::spec());
     reg.register(check_length::spec());
     reg.register(check_paint::spec());
