@@ -4,6 +4,8 @@
 use paraclick_runtime::Registry;
 
 pub mod icmp_error;
+pub mod icmp_ip_encap;
+pub mod icmp_ping_encap;
 pub mod icmp_ping_responder;
 pub mod icmp_ping_source;
 
@@ -12,6 +14,8 @@ pub(crate) mod test_util;
 
 pub fn register(reg: &mut Registry) {
     reg.register(icmp_error::spec());
+    reg.register(icmp_ip_encap::spec());
+    reg.register(icmp_ping_encap::spec());
     reg.register(icmp_ping_responder::spec());
     reg.register(icmp_ping_source::spec());
     reg.alias("ICMPSendPings", "ICMPPingSource");

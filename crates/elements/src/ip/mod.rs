@@ -37,6 +37,7 @@ pub mod set_tcp_checksum;
 pub mod set_udp_checksum;
 pub mod store_ip_address;
 pub mod strip_ip_header;
+pub mod truncate_ip_payload;
 
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -65,6 +66,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(store_ip_address::spec());
     reg.register(strip_ip_header::spec());
     reg.register(strip_ip_header::unstrip_spec());
+    reg.register(truncate_ip_payload::spec());
 }
 
 /// Length of an IPv4 header without options.

@@ -11,6 +11,7 @@ pub mod bandwidth_rated_splitter;
 pub mod bandwidth_rated_unqueue;
 pub mod bandwidth_shaper;
 pub mod block;
+pub mod burster;
 pub mod delay_shaper;
 pub mod delay_unqueue;
 pub mod drr_sched;
@@ -39,6 +40,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(bandwidth_rated_unqueue::spec());
     reg.register(delay_unqueue::spec());
     reg.register(timed_unqueue::spec());
+    reg.register(burster::spec());
     reg.register(rated_splitter::spec());
     reg.register(bandwidth_rated_splitter::spec());
     reg.register(meter::spec());

@@ -40,9 +40,17 @@ pub fn spec() -> ClassSpec {
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimedUnqueue, String> {
+    make_with_burst(cx, 1)
+}
+
+/// TimedUnqueue's configuration with a BURST default (Burster's is 8).
+pub(crate) fn make_with_burst(
+    cx: &mut ConfigCx<'_>,
+    default_burst: usize,
+) -> Result<TimedUnqueue, String> {
     let mut a = cx.args();
     let interval = a.read_mp::<Duration>("INTERVAL");
-    let burst = a.read_p::<usize>("BURST").unwrap_or(1);
+    let burst = a.read_p::<usize>("BURST").unwrap_or(default_burst);
     a.complete()?;
     if interval.is_zero() {
         return Err("INTERVAL must be positive".into());
