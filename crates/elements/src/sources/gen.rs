@@ -34,17 +34,13 @@ pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, ts: Option<Tim
     b
 }
 
-/// One packet holding `data` (see [`data_batch`]); `None` if the pool
-/// is dry.
+/// One packet holding `data`, timestamped `ts` (see [`data_batch`]);
+/// `None` if the pool is dry.
 #[inline]
-pub fn data_packet(data: &[u8], timestamp: bool) -> Option<Packet> {
+pub fn data_packet(data: &[u8], ts: Option<Timestamp>) -> Option<Packet> {
     let mut p = Packet::make(paraclick_packet::pool::HEADROOM, data.len(), 0)?;
     p.data_mut().copy_from_slice(data);
-    p.set_timestamp(if timestamp {
-        Timestamp::now()
-    } else {
-        Timestamp::ZERO
-    });
+    p.set_timestamp(ts.unwrap_or(Timestamp::ZERO));
     Some(p)
 }
 

@@ -169,7 +169,9 @@ impl Element for InfiniteSource {
                 self.limit.finish(cx);
                 return false;
             }
-            let Some(p) = data_packet(&self.data, self.timestamp) else {
+            // The router's clock (simulated under --simtime).
+            let ts = self.timestamp.then(|| cx.timestamp());
+            let Some(p) = data_packet(&self.data, ts) else {
                 self.limit.unclaim(1);
                 return false;
             };
