@@ -315,11 +315,20 @@ impl Queue {
         });
     }
 
-    /// A pull made room in a queue that was full: wakes waiting sources.
-    #[cold]
-    #[inline(never)]
-    fn room_made(&self, cx: &Cx<'_>) {
-        self.full.wake(cx);
+    /// After packets left the ring: wakes sources that waited for room.
+    /// The mirror of [`Queue::pushed`]: when a producer may be on another
+    /// thread, the pop must be fenced before the signal is read, or the
+    /// producer's "still full?" re-check and this read can both see the
+    /// old values (a source asleep on an empty queue).
+    #[inline]
+    fn pulled(&self, cx: &Cx<'_>) {
+        if self.policy.full_note {
+            if self.crossing.load(Ordering::Relaxed) {
+                self.full.wake(cx);
+            } else {
+                self.full.wake_local(cx);
+            }
+        }
     }
 
     /// MixedQueue's pull: the LIFO side first, newest first.
@@ -341,6 +350,7 @@ impl Queue {
             self.emptied(cx);
             return None;
         }
+        self.pulled(cx);
         Some(b)
     }
 
@@ -568,10 +578,7 @@ impl Element for Queue {
             }
             return None;
         }
-        if self.policy.full_note && !self.full.active() {
-            // Room now: wake the sources that waited for it.
-            self.room_made(cx);
-        }
+        self.pulled(cx);
         Some(b)
     }
 
