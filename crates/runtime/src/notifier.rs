@@ -130,6 +130,20 @@ impl Notifier {
         }
     }
 
+    /// The condition may have ended: wakes listeners if the signal was
+    /// inactive and `ready()` says so (read only then). Fenced first when
+    /// a listener may be on another thread (`crossing`), as
+    /// [`Notifier::wake`].
+    #[inline]
+    pub fn wake_if(&self, cx: &Cx<'_>, crossing: bool, ready: impl FnOnce() -> bool) {
+        if crossing {
+            fence(Ordering::SeqCst);
+        }
+        if !self.sig.active.load(Ordering::Relaxed) && ready() {
+            self.sig.wake(cx.core);
+        }
+    }
+
     /// [`Notifier::wake`] from a handler (any thread).
     pub fn wake_from_handler(&self, hx: &HandlerCx<'_>) {
         fence(Ordering::SeqCst);

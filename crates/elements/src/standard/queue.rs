@@ -19,7 +19,13 @@
 //! when a packet arrives; and it tells the sources upstream (InfiniteSource,
 //! RatedSource, FastUDPSource, ...) when it is full, so they wait until a
 //! pull makes room instead of pushing packets it would drop. A source
-//! waits while any queue it feeds is full.
+//! waits while any queue it feeds is full. "Full" keeps room for the
+//! bursts already under way: the queue counts as full when the largest
+//! burst pushed into it so far would not fit once per producing thread
+//! (at most half the capacity is kept so), so sources on several threads
+//! that push whole bursts never overflow a queue they wait on. Packets are
+//! still accepted up to CAPACITY; with one producer pushing one packet at
+//! a time, full means full, as in Click.
 //!
 //! The queue is a bounded ring with separate producer and consumer cache
 //! lines and burst transfers (DPDK rte_ring style). The runtime chooses its
@@ -137,6 +143,15 @@ pub struct Queue {
     staged: Counter,
     empty: Notifier,
     full: Notifier,
+    /// The length from which the full notifier goes inactive: the
+    /// capacity less room for one more burst from every producing thread
+    /// (at most half the capacity), see [`full_at`].
+    full_at: AtomicUsize,
+    /// The largest batch pushed so far (a burst; one ring operation).
+    max_burst: AtomicUsize,
+    /// Producers may be on several threads (from the thread plan).
+    multi_producer: AtomicBool,
+    nthreads: usize,
     /// Output 1 (dropped packets) is connected.
     drop_output: bool,
     /// FrontDropQueue or MixedQueue: pushes take the special path.
@@ -184,6 +199,24 @@ fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {
     Ok(q)
 }
 
+/// The length at which a queue of `capacity` counts as full for its full
+/// notifier: from there, one more `burst` from each producing thread might
+/// not fit (a source checks for room once per burst). At most half the
+/// capacity is kept free; the capacity itself without a full notifier.
+fn full_at(
+    policy: Policy,
+    capacity: usize,
+    burst: usize,
+    multi_producer: bool,
+    nthreads: usize,
+) -> usize {
+    if !policy.full_note {
+        return capacity;
+    }
+    let producers = if multi_producer { nthreads.max(1) } else { 1 };
+    capacity - (burst * producers - 1).min(capacity / 2)
+}
+
 impl Queue {
     pub fn new(
         capacity: usize,
@@ -222,6 +255,10 @@ impl Queue {
             staged: Counter::new(nthreads),
             empty: Notifier::new(),
             full: Notifier::new(),
+            full_at: AtomicUsize::new(full_at(policy, capacity, 1, multi_producer, nthreads)),
+            max_burst: AtomicUsize::new(1),
+            multi_producer: AtomicBool::new(multi_producer),
+            nthreads,
             drop_output: false,
             special: policy.front_drop || policy.lifo_input,
             lifo: Mutex::new(Vec::new()),
@@ -277,6 +314,9 @@ impl Queue {
 
     #[inline]
     fn enqueue_plain(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
+        if items.len() > self.max_burst.load(Ordering::Relaxed) {
+            self.learn_burst(items.len());
+        }
         self.ring.push_burst(&cx.producer(), items);
         // The high-water mark without reading the consumer's cache line on
         // every push: the producer-side bound can only overstate the
@@ -284,25 +324,56 @@ impl Queue {
         // maximum or the ring might be full.
         let hw = self.highwater.load(Ordering::Relaxed);
         let ub = self.ring.len_upper_bound();
-        if ub > hw || ub >= self.capacity() {
+        let full_at = self.full_at.load(Ordering::Relaxed);
+        if ub > hw || ub >= full_at {
             let len = self.ring.len_fresh();
             if len > hw {
                 self.highwater.fetch_max(len, Ordering::Relaxed);
             }
-            if self.policy.full_note && len >= self.capacity() {
+            if self.policy.full_note && len >= full_at {
                 self.filled(cx);
             }
         }
         items.len()
     }
 
-    /// The ring is full: sources waiting for room stop (the full
-    /// notifier goes inactive) unless a pull made room meanwhile.
+    /// The ring is full (up to the reserve): sources waiting for room
+    /// stop (the full notifier goes inactive) unless a pull made room
+    /// meanwhile.
     #[cold]
     #[inline(never)]
     fn filled(&self, cx: &Cx<'_>) {
-        self.full
-            .sleep(cx, || self.ring.len_fresh() >= self.ring.capacity());
+        self.full.sleep(cx, || !self.has_room());
+    }
+
+    /// Whether a waiting source's burst fits (the full notifier's
+    /// condition).
+    fn has_room(&self) -> bool {
+        self.ring.len_fresh() < self.full_at.load(Ordering::Relaxed)
+    }
+
+    /// Recomputes the full mark after a change of capacity, of modes or
+    /// of the largest burst.
+    fn set_full_at(&self) {
+        let m = full_at(
+            self.policy,
+            self.capacity(),
+            self.max_burst.load(Ordering::Relaxed),
+            self.multi_producer.load(Ordering::Relaxed),
+            self.nthreads,
+        );
+        self.full_at.store(m, Ordering::Relaxed);
+    }
+
+    /// A larger burst than before arrives: the full mark keeps room for
+    /// it from now on.
+    #[cold]
+    #[inline(never)]
+    fn learn_burst(&self, n: usize) {
+        if self.policy.full_note {
+            self.max_burst.fetch_max(n, Ordering::Relaxed);
+            self.set_full_at();
+        }
     }
 
     /// A pull found the queue empty: pull tasks may sleep (the empty
@@ -323,11 +394,8 @@ impl Queue {
     #[inline]
     fn pulled(&self, cx: &Cx<'_>) {
         if self.policy.full_note {
-            if self.crossing.load(Ordering::Relaxed) {
-                self.full.wake(cx);
-            } else {
-                self.full.wake_local(cx);
-            }
+            let crossing = self.crossing.load(Ordering::Relaxed);
+            self.full.wake_if(cx, crossing, || self.has_room());
         }
     }
 
@@ -497,8 +565,9 @@ impl Element for Queue {
             |e, v, hx| {
                 let c: usize = hx.arg(v)?;
                 e.ring.set_capacity(c)?;
+                e.set_full_at();
                 // Room may have appeared: sources waiting for it run again.
-                if e.policy.full_note && e.ring.len_fresh() < c {
+                if e.policy.full_note && e.has_room() {
                     e.full.wake_from_handler(hx);
                 }
                 Ok(())
@@ -602,6 +671,8 @@ impl Element for Queue {
             multi_consumer || (extra && (crossing || multi_producer)),
         );
         self.crossing.store(crossing, Ordering::Relaxed);
+        self.multi_producer.store(multi_producer, Ordering::Relaxed);
+        self.set_full_at();
     }
 
     /// Hot reconfiguration: the old queue's packets, in order (what does
