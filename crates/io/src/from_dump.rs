@@ -38,7 +38,9 @@
 //!   is done (or the END time is reached).
 //! - `TIMING` (boolean, default false): keep the original spacing between
 //!   packets. The first packet goes at once; each later one when as much
-//!   time has passed as separates it from the first in the trace.
+//!   time has passed as separates it from the first in the trace. Without
+//!   TIMING, a full queue downstream pauses the reading rather than
+//!   dropping packets.
 //! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
 //!   probability (fixed-point; see `sampling_prob`).
 //! - `FORCE_IP` (boolean, default false): emit only IPv4 packets, with their
@@ -605,7 +607,13 @@ impl Element for FromDump {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
-            ix.add_task();
+            let t = ix.add_task();
+            // Without TIMING the trace has no clock of its own: a full
+            // queue downstream pauses the reading (Click's full notifier)
+            // instead of dropping packets by the luck of scheduling.
+            if !self.timing {
+                ix.wait_for_room(t);
+            }
         }
         Ok(())
     }

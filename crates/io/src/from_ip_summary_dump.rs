@@ -57,7 +57,8 @@
 //! - `FILENAME` (string): the file to read.
 //! - `STOP` (boolean, default false): ask the router to stop at the end.
 //! - `TIMING` (boolean, default false): keep the original spacing between
-//!   packets (the first goes at once).
+//!   packets (the first goes at once). Without TIMING, a full queue
+//!   downstream pauses the reading rather than dropping packets.
 //! - `ACTIVE` (boolean, default true): whether packets are emitted.
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.
 //!   paraclick always zeroes it (false is accepted).
@@ -492,7 +493,13 @@ impl Element for FromIPSummaryDump {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.push {
-            ix.add_task();
+            let t = ix.add_task();
+            // Without TIMING the trace has no clock of its own: a full
+            // queue downstream pauses the reading (Click's full notifier)
+            // instead of dropping packets by the luck of scheduling.
+            if !self.timing {
+                ix.wait_for_room(t);
+            }
         }
         Ok(())
     }
