@@ -26,102 +26,12 @@
 # the figures: short runs, shared machine; run it more than once.
 set -euo pipefail
 
-BIN=$(readlink -f "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}")
-SECS=${2:-2}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/veth.sh"
+veth_setup livelock-veth pcll 4 "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}" "${2:-2}"
 GIVEN_MLFFR=${3:-}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "livelock-veth: must run as root" >&2; exit 2; }
-[[ -x $BIN ]] || { echo "livelock-veth: no paraclick binary at $BIN (cargo build --release)" >&2; exit 2; }
 
-SUF=$$
-H1=pcll-h1-$SUF
-H2=pcll-h2-$SUF
-R=pcll-r-$SUF
-TMP=$(mktemp -d /tmp/paraclick-bench.XXXXXX)
-ROUTER_PID=
-NCPU=$(nproc)
-GEN_CPU=$((NCPU - 1))
-
-cleanup() {
-  set +e
-  [[ -n $ROUTER_PID ]] && kill -INT "$ROUTER_PID" 2>/dev/null && wait "$ROUTER_PID" 2>/dev/null
-  for ns in "$H1" "$H2" "$R"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null)
-    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$H1"
-ip netns add "$H2"
-ip netns add "$R"
-ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
-ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
-ip -n "$R" link set r0 address 02:00:00:00:01:01
-ip -n "$R" link set r1 address 02:00:00:00:02:01
-ip -n "$H1" link set eth0 address 02:00:00:00:01:02
-for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
-ip -n "$R" link set r0 up
-ip -n "$R" link set r1 up
-ip -n "$H1" link set eth0 up
-ip -n "$H2" link set eth0 up
-ip -n "$H1" addr add 10.0.1.2/24 dev eth0
-ip -n "$H2" addr add 10.0.2.2/24 dev eth0
-ip -n "$H1" route add default via 10.0.1.1
-ip -n "$H2" route add default via 10.0.2.1
-
-rx_h2() { ip netns exec "$H2" awk '$1 == "eth0:" { print $3 }' /proc/net/dev; }
-
-ip -n "$H1" neigh replace 10.0.1.1 lladdr 02:00:00:00:01:01 dev eth0
-
-ip netns exec "$R" "$BIN" -j 1 -u "$TMP/ctl.sock" "$ROOT/conf/iprouter-veth.click" \
-  >"$TMP/router.out" 2>"$TMP/router.err" &
-ROUTER_PID=$!
-for _ in $(seq 1 50); do
-  ip netns exec "$H1" ping -c 1 -W 0.2 10.0.2.2 >/dev/null 2>&1 && break
-  kill -0 "$ROUTER_PID" 2>/dev/null || { cat "$TMP/router.err" >&2; exit 1; }
-done
-
-# One trial at RATE packets/s: prints "sent received achieved_rate".
-trial() {
-  local rate=$1 n before after out count achieved
-  n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN { printf "%d", r * s }')
-  before=$(rx_h2)
-  out=$(ip netns exec "$H1" taskset -c "$GEN_CPU" "$BIN" --no-pin -h src.count -h src.rate -e "
-    src :: FastUDPSource($rate, $n, 60, 02:00:00:00:01:02, 10.0.1.2, 1024,
-                         02:00:00:00:01:01, 10.0.2.2, 9, INTERVAL 1, STOP true)
-      -> ToDevice(eth0);" 2>/dev/null)
-  sleep 0.3
-  after=$(rx_h2)
-  count=$(awk '/^src.count:/ { getline; print; exit }' <<<"$out")
-  achieved=$(awk '/^src.rate:/ { getline; print; exit }' <<<"$out")
-  echo "${count:-0} $((after - before)) ${achieved:-0}"
-}
-
-search() { # highest loss-free rate, to 5%
-  local rate=25000 good=0 bad=0 sent recv ach ok
-  while :; do
-    for attempt in 1 2; do
-      read -r sent recv ach < <(trial "$rate")
-      ok=$(awk -v s="$sent" -v r="$recv" -v a="$ach" -v t="$rate" \
-        'BEGIN { print (s > 0 && a >= 0.97 * t && r >= 0.999 * s) ? 1 : 0 }')
-      printf '  search: offered %8d pps  generated %8.0f  sent %8d  received %8d  %s\n' \
-        "$rate" "$ach" "$sent" "$recv" "$([[ $ok -eq 1 ]] && echo loss-free || echo LOSS)" >&2
-      [[ $ok -eq 1 ]] && break
-    done
-    if [[ $ok -eq 1 ]]; then good=$rate; else bad=$rate; fi
-    if [[ $bad -eq 0 ]]; then
-      rate=$((rate * 2)); [[ $rate -gt 4000000 ]] && break
-    else
-      [[ $((bad - good)) -le $((good / 20 + 1000)) ]] && break
-      rate=$(((good + bad) / 2))
-    fi
-  done
-  echo "$good"
-}
+ip -n "$H1" neigh replace "$R0_ADDR" lladdr 02:00:00:00:01:01 dev eth0
+PING_TARGET=$H2_ADDR paraclick_router conf/iprouter-veth.click 1 -u "$TMP/ctl.sock"
 
 # The control path while a trial runs: handler reads over the control
 # socket (ms each, worst of 5) and 5 pings to the router's address.
@@ -164,7 +74,7 @@ if [[ -n $GIVEN_MLFFR ]]; then
   MLFFR=$GIVEN_MLFFR
 else
   echo "measuring the MLFFR of conf/iprouter-veth.click at -j 1 ..." >&2
-  MLFFR=$(search)
+  MLFFR=$(search mlffr 25000 4000000)
 fi
 [[ $MLFFR -gt 0 ]] || { echo "livelock-veth: MLFFR 0 (the router forwards nothing loss-free)" >&2; exit 1; }
 
@@ -207,7 +117,7 @@ done
 echo
 echo "where the packets not forwarded were lost, per load (router's handlers):"
 printf '%s\n' "${LOST[@]}"
-kill -INT "$ROUTER_PID"; wait "$ROUTER_PID" || true; ROUTER_PID=
+paraclick_router_off
 echo
 if [[ -n ${EFF1:-} && -n ${EFF2:-} ]]; then
   echo "router efficiency at >= 1.9x against 1x: $EFF2 / $EFF1 packets per CPU-second ($(awk -v a="$EFF2" -v b="$EFF1" 'BEGIN { printf "%.2f", a / b }'))"

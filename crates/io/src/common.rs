@@ -3,11 +3,23 @@
 //! element.
 
 use paraclick_packet::Timestamp;
-use paraclick_runtime::Cx;
+use paraclick_runtime::{Cx, InitCx};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// A trace source's push task. Without TIMING the trace has no clock of
+/// its own: a full queue downstream pauses the reading (Click's full
+/// notifier) instead of dropping packets by the luck of scheduling.
+pub(crate) fn add_trace_task(ix: &mut InitCx<'_>, push: bool, timing: bool) {
+    if push {
+        let t = ix.add_task();
+        if !timing {
+            ix.wait_for_room(t);
+        }
+    }
+}
 
 /// Fixed-point precision of sampling probabilities (as in Click).
 pub(crate) const SAMPLING_SHIFT: u32 = 28;

@@ -84,7 +84,7 @@
 //!     FromDump(trace.pcap, STOP true, FORCE_IP true) -> CheckIPHeader(14) -> c :: Counter -> Discard;
 
 use crate::common::{
-    encap_name, is_raw_ip, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount,
+    add_trace_task, encap_name, is_raw_ip, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount,
     Sampler, TimeBounds, Timing,
 };
 use paraclick_packet::{Batch, Packet, Timestamp};
@@ -606,15 +606,7 @@ impl Element for FromDump {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        if self.push {
-            let t = ix.add_task();
-            // Without TIMING the trace has no clock of its own: a full
-            // queue downstream pauses the reading (Click's full notifier)
-            // instead of dropping packets by the luck of scheduling.
-            if !self.timing {
-                ix.wait_for_room(t);
-            }
-        }
+        add_trace_task(ix, self.push, self.timing);
         Ok(())
     }
 

@@ -94,7 +94,7 @@
 //!     FromIPSummaryDump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> Discard;
 
 use crate::common::{
-    open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler, Timing,
+    add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler, Timing,
 };
 use crate::ipsumdump::{
     build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
@@ -492,15 +492,7 @@ impl Element for FromIPSummaryDump {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        if self.push {
-            let t = ix.add_task();
-            // Without TIMING the trace has no clock of its own: a full
-            // queue downstream pauses the reading (Click's full notifier)
-            // instead of dropping packets by the luck of scheduling.
-            if !self.timing {
-                ix.wait_for_room(t);
-            }
-        }
+        add_trace_task(ix, self.push, self.timing);
         Ok(())
     }
 

@@ -1,0 +1,199 @@
+# Shared by the veth benchmarks (bench-veth.sh, bench-veth6.sh,
+# livelock-veth.sh): sourced, not run. It builds the three-namespace
+# topology, removes it on exit, and runs rate trials and the loss-free
+# rate search.
+#
+#   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
+#
+# The sourcing script calls `veth_setup NAME PREFIX FAMILY BIN SECS` first
+# (NAME for messages, PREFIX for namespace names, FAMILY 4 or 6). It sets
+# BIN, SECS, ROOT, H1, H2, R, TMP, NCPU, GEN_CPU, and, by family, the
+# hosts' and router's addresses: H1_ADDR, H2_ADDR, R0_ADDR, R1_ADDR, PING
+# (ping with the family's flag).
+
+veth_setup() { # NAME PREFIX FAMILY BIN SECS
+  NAME=$1
+  local prefix=$2
+  FAMILY=$3
+  BIN=$(readlink -f "$4")
+  SECS=$5
+  ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  [[ $(id -u) -eq 0 ]] || { echo "$NAME: must run as root" >&2; exit 2; }
+  [[ -x $BIN ]] || { echo "$NAME: no paraclick binary at $BIN (cargo build --release)" >&2; exit 2; }
+  H1=$prefix-h1-$$
+  H2=$prefix-h2-$$
+  R=$prefix-r-$$
+  TMP=$(mktemp -d /tmp/paraclick-bench.XXXXXX)
+  ROUTER_PID=
+  NCPU=$(nproc)
+  GEN_CPU=$((NCPU - 1))
+  trap veth_cleanup EXIT
+  trap 'exit 130' INT TERM
+
+  ip netns add "$H1"
+  ip netns add "$H2"
+  ip netns add "$R"
+  ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
+  ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
+  ip -n "$R" link set r0 address 02:00:00:00:01:01
+  ip -n "$R" link set r1 address 02:00:00:00:02:01
+  ip -n "$H1" link set eth0 address 02:00:00:00:01:02
+  for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
+  if [[ $FAMILY == 6 ]]; then
+    H1_ADDR=2001:db8:1::2 H2_ADDR=2001:db8:2::2 R0_ADDR=2001:db8:1::1 R1_ADDR=2001:db8:2::1
+    PING="ping -6"
+    for ns in "$H1" "$H2"; do
+      ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.eth0.accept_dad=0
+    done
+    ip netns exec "$R" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
+      net.ipv6.conf.r0.accept_dad=0 net.ipv6.conf.r1.accept_dad=0
+  else
+    H1_ADDR=10.0.1.2 H2_ADDR=10.0.2.2 R0_ADDR=10.0.1.1 R1_ADDR=10.0.2.1
+    PING=ping
+  fi
+  ip -n "$R" link set r0 up
+  ip -n "$R" link set r1 up
+  ip -n "$H1" link set eth0 up
+  ip -n "$H2" link set eth0 up
+  if [[ $FAMILY == 6 ]]; then
+    ip -n "$H1" -6 addr add "$H1_ADDR/64" dev eth0 nodad
+    ip -n "$H2" -6 addr add "$H2_ADDR/64" dev eth0 nodad
+    ip -n "$H1" -6 route add default via "$R0_ADDR"
+    ip -n "$H2" -6 route add default via "$R1_ADDR"
+  else
+    ip -n "$H1" addr add "$H1_ADDR/24" dev eth0
+    ip -n "$H2" addr add "$H2_ADDR/24" dev eth0
+    ip -n "$H1" route add default via "$R0_ADDR"
+    ip -n "$H2" route add default via "$R1_ADDR"
+  fi
+}
+
+veth_cleanup() {
+  set +e
+  [[ -n $ROUTER_PID ]] && kill -INT "$ROUTER_PID" 2>/dev/null && wait "$ROUTER_PID" 2>/dev/null
+  for ns in "$H1" "$H2" "$R"; do
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf "$TMP"
+}
+
+# Packets received by h2's eth0 so far.
+rx_h2() { ip netns exec "$H2" awk '$1 == "eth0:" { print $3 }' /proc/net/dev; }
+
+# CPU mask for r0's receive steering (Linux's forwarding).
+rps() { ip netns exec "$R" sh -c "echo $1 > /sys/class/net/r0/queues/rx-0/rps_cpus"; }
+
+# Linux forwards, on 1 or 2 CPUs (RPS).
+kernel_router() { # THREADS
+  if [[ $FAMILY == 6 ]]; then
+    ip -n "$R" -6 addr add "$R0_ADDR/64" dev r0 nodad
+    ip -n "$R" -6 addr add "$R1_ADDR/64" dev r1 nodad
+    ip netns exec "$R" sysctl -qw net.ipv6.conf.all.forwarding=1
+  else
+    ip -n "$R" addr add "$R0_ADDR/24" dev r0
+    ip -n "$R" addr add "$R1_ADDR/24" dev r1
+    ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+  fi
+  if [[ $1 -eq 1 ]]; then rps 1; else rps 3; fi
+}
+
+kernel_router_off() {
+  if [[ $FAMILY == 6 ]]; then
+    ip -n "$R" -6 addr del "$R0_ADDR/64" dev r0
+    ip -n "$R" -6 addr del "$R1_ADDR/64" dev r1
+    ip netns exec "$R" sysctl -qw net.ipv6.conf.all.forwarding=0
+  else
+    ip -n "$R" addr flush dev r0
+    ip -n "$R" addr flush dev r1
+    ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=0
+  fi
+  rps 0
+}
+
+# Starts paraclick as the router (on interfaces without addresses) and
+# waits until PING_TARGET (default: the router's own r0 address) answers.
+paraclick_router() { # CONF THREADS [EXTRA ARGS...]
+  local conf=$1 threads=$2
+  shift 2
+  ip netns exec "$R" "$BIN" -j "$threads" "$@" "$ROOT/$conf" >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  for _ in $(seq 1 50); do
+    ip netns exec "$H1" $PING -c 1 -W 0.3 "${PING_TARGET:-$R0_ADDR}" >/dev/null 2>&1 && return 0
+    kill -0 "$ROUTER_PID" 2>/dev/null || break
+  done
+  echo "$NAME: paraclick router did not start:" >&2
+  cat "$TMP/router.err" >&2
+  exit 1
+}
+
+paraclick_router_off() {
+  kill -INT "$ROUTER_PID"
+  wait "$ROUTER_PID" || true
+  ROUTER_PID=
+}
+
+# The generator's configuration at RATE for N packets (one new flow per
+# packet, small UDP frames), by family.
+generator() { # RATE N
+  if [[ $FAMILY == 6 ]]; then
+    echo "src :: FastUDPSourceIP6($1, $2, 62, 02:00:00:00:01:02, $H1_ADDR, 1024,
+                         02:00:00:00:01:01, $H2_ADDR, 9, INTERVAL 1, STOP true) -> ToDevice(eth0);"
+  else
+    echo "src :: FastUDPSource($1, $2, 60, 02:00:00:00:01:02, $H1_ADDR, 1024,
+                         02:00:00:00:01:01, $H2_ADDR, 9, INTERVAL 1, STOP true) -> ToDevice(eth0);"
+  fi
+}
+
+# One trial at RATE packets/s for SECS: prints "sent received achieved_rate".
+trial() { # RATE
+  local rate=$1 n before after out count achieved
+  n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN { printf "%d", r * s }')
+  before=$(rx_h2)
+  out=$(ip netns exec "$H1" taskset -c "$GEN_CPU" "$BIN" --no-pin -h src.count -h src.rate \
+    -e "$(generator "$rate" "$n")" 2>/dev/null)
+  sleep 0.3
+  after=$(rx_h2)
+  count=$(awk '/^src.count:/ { getline; print; exit }' <<<"$out")
+  achieved=$(awk '/^src.rate:/ { getline; print; exit }' <<<"$out")
+  echo "${count:-0} $((after - before)) ${achieved:-0}"
+}
+
+# Highest loss-free rate for the running router, to 5%: prints it
+# (packets/s). A rate is loss-free when the generator reached it (within
+# 3%) and at most 0.1% of its packets did not arrive, in one of two trials
+# (a loss can be another process's doing). Rates double from START until
+# a loss (or MAX), then a binary search narrows the maximum.
+search() { # LABEL [START] [MAX]
+  local label=$1 rate=${2:-50000} max=${3:-8000000} good=0 bad=0 sent recv ach ok
+  while :; do
+    for _ in 1 2; do
+      read -r sent recv ach < <(trial "$rate")
+      ok=$(awk -v s="$sent" -v r="$recv" -v a="$ach" -v t="$rate" \
+        'BEGIN { print (s > 0 && a >= 0.97 * t && r >= 0.999 * s) ? 1 : 0 }')
+      printf '  %-16s offered %9d pps  generated %9.0f pps  sent %9d  received %9d  %s\n' \
+        "$label" "$rate" "$ach" "$sent" "$recv" "$([[ $ok -eq 1 ]] && echo loss-free || echo LOSS)" >&2
+      [[ $ok -eq 1 ]] && break
+    done
+    if [[ $ok -eq 1 ]]; then good=$rate; else bad=$rate; fi
+    if [[ $bad -eq 0 ]]; then
+      rate=$((rate * 2))
+      [[ $rate -gt $max ]] && break
+    else
+      [[ $((bad - good)) -le $((good / 20 + 1000)) ]] && break
+      rate=$(((good + bad) / 2))
+    fi
+  done
+  echo "$good"
+}
+
+# Warms the neighbour caches through the router before measuring.
+prime() { ip netns exec "$H1" $PING -c 2 -i 0.2 -W 1 "$H2_ADDR" >/dev/null 2>&1 || true; }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+# A summary row: label, threads, rate and its ratio to BASE.
+row() { # LABEL THREADS RATE BASE
+  printf '%-54s %3s %12d %10s\n' "$1" "$2" "$3" "$(ratio "$3" "$4")"
+}
