@@ -84,8 +84,8 @@
 //!     FromDump(trace.pcap, STOP true, FORCE_IP true) -> CheckIPHeader(14) -> c :: Counter -> Discard;
 
 use crate::common::{
-    add_trace_task, encap_name, is_raw_ip, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount,
-    Sampler, TimeBounds, Timing,
+    add_trace_task, encap_name, is_raw_ip, open_input, sample_fixed, sampling_prob_text, EndAction,
+    ErrorCount, Sampler, TimeBounds, Timing,
 };
 use paraclick_packet::{Batch, Packet, Timestamp};
 use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};

@@ -94,7 +94,8 @@
 //!     FromIPSummaryDump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> Discard;
 
 use crate::common::{
-    add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler, Timing,
+    add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler,
+    Timing,
 };
 use crate::ipsumdump::{
     build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
