@@ -60,35 +60,21 @@ mod field {
     pub const TPA: usize = 24;
 }
 
-/// A view of an ARP packet with Ethernet hardware and IPv4 protocol
-/// addresses (the fixed 28-byte layout).
-///
-/// `new_checked` only checks the length, so that a view exists for any ARP
-/// packet of at least 28 bytes; [`ArpPacket::is_ethernet_ipv4`] (or
-/// [`ArpRepr::parse`]) tells whether the address fields really are Ethernet
-/// and IPv4.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArpPacket<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an ARP packet with Ethernet hardware and IPv4 protocol
+    /// addresses (the fixed 28-byte layout).
+    ///
+    /// `new_checked` only checks the length, so that a view exists for any ARP
+    /// packet of at least 28 bytes; [`ArpPacket::is_ethernet_ipv4`] (or
+    /// [`ArpRepr::parse`]) tells whether the address fields really are Ethernet
+    /// and IPv4.
+    ArpPacket,
+    /// Wraps `buffer`, checking that it holds 28 bytes.
 }
 
 impl<T: AsRef<[u8]>> ArpPacket<T> {
     /// Length of an Ethernet/IPv4 ARP packet.
     pub const LEN: usize = 28;
-
-    /// Wraps `buffer` without checking its length.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        ArpPacket { buffer }
-    }
-
-    /// Wraps `buffer`, checking that it holds 28 bytes.
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
 
     /// `Err(Truncated)` if the buffer is shorter than 28 bytes.
     #[inline]
@@ -98,12 +84,6 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Hardware type (1 for Ethernet).

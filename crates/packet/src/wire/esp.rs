@@ -8,30 +8,16 @@ mod field {
     pub const SEQ: usize = 4;
 }
 
-/// A view of an ESP packet: the 8-byte header and the (encrypted) payload,
-/// which includes the IV, padding, trailer and ICV.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EspHeader<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an ESP packet: the 8-byte header and the (encrypted) payload,
+    /// which includes the IV, padding, trailer and ICV.
+    EspHeader,
+    /// Wraps `buffer`, checking that it holds the header.
 }
 
 impl<T: AsRef<[u8]>> EspHeader<T> {
     /// Length of the header.
     pub const HEADER_LEN: usize = 8;
-
-    /// Wraps `buffer` without checking its length.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        EspHeader { buffer }
-    }
-
-    /// Wraps `buffer`, checking that it holds the header.
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
 
     /// `Err(Truncated)` if the buffer is shorter than the header.
     #[inline]
@@ -41,12 +27,6 @@ impl<T: AsRef<[u8]>> EspHeader<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Security parameter index.

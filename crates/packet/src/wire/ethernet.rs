@@ -157,10 +157,10 @@ impl FromStr for EtherAddr {
     }
 }
 
-/// A view of an Ethernet II frame: destination, source, EtherType, payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EthernetFrame<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an Ethernet II frame: destination, source, EtherType, payload.
+    EthernetFrame,
+    /// Wraps `buffer`, checking that it holds a whole Ethernet header.
 }
 
 mod field {
@@ -173,20 +173,6 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     /// Length of the Ethernet header.
     pub const HEADER_LEN: usize = 14;
 
-    /// Wraps `buffer` without checking its length.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        EthernetFrame { buffer }
-    }
-
-    /// Wraps `buffer`, checking that it holds a whole Ethernet header.
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let f = Self::new_unchecked(buffer);
-        f.check_len()?;
-        Ok(f)
-    }
-
     /// `Err(Truncated)` if the buffer is shorter than the header.
     #[inline]
     pub fn check_len(&self) -> Result<()> {
@@ -195,12 +181,6 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// The header length (14).
@@ -303,31 +283,17 @@ impl EthernetRepr {
     }
 }
 
-/// A view of an IEEE 802.1Q tag and what follows it: the bytes after an
-/// Ethernet header whose EtherType is [`ethertype::VLAN`] (or
-/// [`ethertype::QINQ`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VlanHeader<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an IEEE 802.1Q tag and what follows it: the bytes after an
+    /// Ethernet header whose EtherType is [`ethertype::VLAN`] (or
+    /// [`ethertype::QINQ`]).
+    VlanHeader,
+    /// Wraps `buffer`, checking that it holds the 4-byte tag.
 }
 
 impl<T: AsRef<[u8]>> VlanHeader<T> {
     /// Length of the tag (TCI and encapsulated EtherType).
     pub const HEADER_LEN: usize = 4;
-
-    /// Wraps `buffer` without checking its length.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        VlanHeader { buffer }
-    }
-
-    /// Wraps `buffer`, checking that it holds the 4-byte tag.
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let v = Self::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
 
     /// `Err(Truncated)` if the buffer is shorter than the tag.
     #[inline]
@@ -337,12 +303,6 @@ impl<T: AsRef<[u8]>> VlanHeader<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Tag control information: PCP (3 bits), DEI (1), VLAN ID (12).

@@ -82,32 +82,18 @@ mod field {
     pub const MTU: usize = 6;
 }
 
-/// A view of an ICMP message: the 8-byte header and the data after it.
-///
-/// The checksum covers the whole buffer, so the buffer must be exactly the
-/// ICMP message (the IP payload), not more.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IcmpHeader<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an ICMP message: the 8-byte header and the data after it.
+    ///
+    /// The checksum covers the whole buffer, so the buffer must be exactly the
+    /// ICMP message (the IP payload), not more.
+    IcmpHeader,
+    /// Wraps `buffer`, checking that it holds the 8-byte header.
 }
 
 impl<T: AsRef<[u8]>> IcmpHeader<T> {
     /// Length of the header.
     pub const HEADER_LEN: usize = 8;
-
-    /// Wraps `buffer` without checking its length.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        IcmpHeader { buffer }
-    }
-
-    /// Wraps `buffer`, checking that it holds the 8-byte header.
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
 
     /// `Err(Truncated)` if the buffer is shorter than the header.
     #[inline]
@@ -117,12 +103,6 @@ impl<T: AsRef<[u8]>> IcmpHeader<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Message type (see [`icmp_type`]).

@@ -65,13 +65,14 @@ pub mod nd_flags {
     pub const OVERRIDE: u8 = 0x20;
 }
 
-/// A view of an ICMPv6 message: the 8-byte header and what follows.
-///
-/// The buffer must be exactly the message (the upper-layer payload): the
-/// checksum covers all of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Icmpv6Header<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an ICMPv6 message: the 8-byte header and what follows.
+    ///
+    /// The buffer must be exactly the message (the upper-layer payload): the
+    /// checksum covers all of it.
+    Icmpv6Header,
+    /// Wraps `buffer`, checking that it holds the 8-byte header and, for a
+    /// neighbour solicitation or advertisement, the 16-byte target too.
 }
 
 impl<T: AsRef<[u8]>> Icmpv6Header<T> {
@@ -79,21 +80,6 @@ impl<T: AsRef<[u8]>> Icmpv6Header<T> {
     pub const HEADER_LEN: usize = 8;
     /// Length of a neighbour solicitation or advertisement without options.
     pub const ND_LEN: usize = 24;
-
-    /// Wraps `buffer` without checking it.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Icmpv6Header { buffer }
-    }
-
-    /// Wraps `buffer`, checking that it holds the 8-byte header and, for a
-    /// neighbour solicitation or advertisement, the 16-byte target too.
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
 
     /// See [`Icmpv6Header::new_checked`].
     #[inline]
@@ -103,12 +89,6 @@ impl<T: AsRef<[u8]>> Icmpv6Header<T> {
             return Err(WireError::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Message type (see [`icmpv6_type`]).

@@ -70,16 +70,16 @@ const FLAG_DF: u16 = 0x4000;
 const FLAG_MF: u16 = 0x2000;
 const OFFSET_MASK: u16 = 0x1fff;
 
-/// A view of an IPv4 header and the datagram it heads.
-///
-/// After [`Ipv4Header::new_checked`], the buffer holds the whole header
-/// (including options) and `total_len` bytes; the buffer may be longer
-/// (Ethernet padding), and [`Ipv4Header::payload`] stops at `total_len`.
-/// The version and checksum are not checked there: see
-/// [`Ipv4Header::validate`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ipv4Header<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an IPv4 header and the datagram it heads.
+    ///
+    /// After [`Ipv4Header::new_checked`], the buffer holds the whole header
+    /// (including options) and `total_len` bytes; the buffer may be longer
+    /// (Ethernet padding), and [`Ipv4Header::payload`] stops at `total_len`.
+    /// The version and checksum are not checked there: see
+    /// [`Ipv4Header::validate`].
+    Ipv4Header,
+    /// Wraps `buffer`, checking the lengths (see [`Ipv4Header::check_len`]).
 }
 
 impl<T: AsRef<[u8]>> Ipv4Header<T> {
@@ -87,20 +87,6 @@ impl<T: AsRef<[u8]>> Ipv4Header<T> {
     pub const MIN_LEN: usize = 20;
     /// Length of a header with the most options (IHL 15).
     pub const MAX_LEN: usize = 60;
-
-    /// Wraps `buffer` without checking it.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Ipv4Header { buffer }
-    }
-
-    /// Wraps `buffer`, checking the lengths (see [`Ipv4Header::check_len`]).
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
 
     /// Checks that the buffer holds the fixed header (`Truncated`), that the
     /// header length is at least 20 (`BadHeaderLen`) and fits the buffer
@@ -145,12 +131,6 @@ impl<T: AsRef<[u8]>> Ipv4Header<T> {
             return Err(WireError::BadChecksum);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Version (4).

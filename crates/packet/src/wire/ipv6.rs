@@ -45,35 +45,21 @@ mod field {
     pub const DST: usize = 24;
 }
 
-/// A view of an IPv6 fixed header and the datagram it heads.
-///
-/// After [`Ipv6Header::new_checked`] the buffer holds the 40-byte header
-/// and the `payload_len` bytes it announces; it may be longer (Ethernet
-/// padding), and [`Ipv6Header::payload`] stops at the payload length. A
-/// payload length of 0 with a hop-by-hop header (a jumbogram, RFC 2675) is
-/// not supported: it reads as an empty payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ipv6Header<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of an IPv6 fixed header and the datagram it heads.
+    ///
+    /// After [`Ipv6Header::new_checked`] the buffer holds the 40-byte header
+    /// and the `payload_len` bytes it announces; it may be longer (Ethernet
+    /// padding), and [`Ipv6Header::payload`] stops at the payload length. A
+    /// payload length of 0 with a hop-by-hop header (a jumbogram, RFC 2675) is
+    /// not supported: it reads as an empty payload.
+    Ipv6Header,
+    /// Wraps `buffer`, checking the lengths (see [`Ipv6Header::check_len`]).
 }
 
 impl<T: AsRef<[u8]>> Ipv6Header<T> {
     /// Length of the fixed header.
     pub const LEN: usize = 40;
-
-    /// Wraps `buffer` without checking it.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Ipv6Header { buffer }
-    }
-
-    /// Wraps `buffer`, checking the lengths (see [`Ipv6Header::check_len`]).
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
 
     /// `Truncated` if the buffer is shorter than the fixed header or than
     /// the header plus the payload length.
@@ -97,12 +83,6 @@ impl<T: AsRef<[u8]>> Ipv6Header<T> {
             return Err(WireError::BadVersion);
         }
         self.check_len()
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     #[inline]

@@ -23,6 +23,42 @@
 
 use core::fmt;
 
+/// Declares a protocol's view over a byte buffer: the struct (with the
+/// given documentation), `new_unchecked`, `new_checked` (documented by the
+/// second doc comment; it calls the view's own `check_len`) and
+/// `into_inner`. The view writes its `check_len` and accessors itself.
+macro_rules! view {
+    ($(#[$doc:meta])* $name:ident, $(#[$checked:meta])*) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            /// Wraps `buffer` without checking it.
+            #[inline]
+            pub const fn new_unchecked(buffer: T) -> Self {
+                $name { buffer }
+            }
+
+            $(#[$checked])*
+            #[inline]
+            pub fn new_checked(buffer: T) -> Result<Self> {
+                let h = Self::new_unchecked(buffer);
+                h.check_len()?;
+                Ok(h)
+            }
+
+            /// Gives the buffer back.
+            #[inline]
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+        }
+    };
+}
+
 pub mod arp;
 pub mod checksum;
 pub mod esp;

@@ -45,13 +45,13 @@ mod field {
     pub const URGENT: usize = 18;
 }
 
-/// A view of a TCP segment: header, options and payload.
-///
-/// The checksum covers the whole buffer, so the buffer must be exactly the
-/// segment (the IP payload).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TcpHeader<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of a TCP segment: header, options and payload.
+    ///
+    /// The checksum covers the whole buffer, so the buffer must be exactly the
+    /// segment (the IP payload).
+    TcpHeader,
+    /// Wraps `buffer`, checking the lengths (see [`TcpHeader::check_len`]).
 }
 
 macro_rules! flag_accessors {
@@ -95,20 +95,6 @@ impl<T: AsRef<[u8]>> TcpHeader<T> {
     /// Length of a header with the most options (data offset 15).
     pub const MAX_LEN: usize = 60;
 
-    /// Wraps `buffer` without checking it.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        TcpHeader { buffer }
-    }
-
-    /// Wraps `buffer`, checking the lengths (see [`TcpHeader::check_len`]).
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
-
     /// `Truncated` if the buffer is shorter than 20 bytes or than the header
     /// length, `BadHeaderLen` if the header length is below 20.
     #[inline]
@@ -125,12 +111,6 @@ impl<T: AsRef<[u8]>> TcpHeader<T> {
             return Err(WireError::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Source port.

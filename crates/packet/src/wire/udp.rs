@@ -13,33 +13,19 @@ mod field {
     pub const CHECKSUM: usize = 6;
 }
 
-/// A view of a UDP datagram: the 8-byte header and the payload.
-///
-/// After [`UdpHeader::new_checked`] the buffer holds at least the number of
-/// bytes the length field says (it may hold more: the payload and the
-/// checksum stop at the length field).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UdpHeader<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A view of a UDP datagram: the 8-byte header and the payload.
+    ///
+    /// After [`UdpHeader::new_checked`] the buffer holds at least the number of
+    /// bytes the length field says (it may hold more: the payload and the
+    /// checksum stop at the length field).
+    UdpHeader,
+    /// Wraps `buffer`, checking the lengths (see [`UdpHeader::check_len`]).
 }
 
 impl<T: AsRef<[u8]>> UdpHeader<T> {
     /// Length of the header.
     pub const HEADER_LEN: usize = 8;
-
-    /// Wraps `buffer` without checking it.
-    #[inline]
-    pub const fn new_unchecked(buffer: T) -> Self {
-        UdpHeader { buffer }
-    }
-
-    /// Wraps `buffer`, checking the lengths (see [`UdpHeader::check_len`]).
-    #[inline]
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
 
     /// `Truncated` if the buffer is shorter than the header or than the
     /// length field, `BadLength` if the length field is below 8.
@@ -57,12 +43,6 @@ impl<T: AsRef<[u8]>> UdpHeader<T> {
             return Err(WireError::Truncated);
         }
         Ok(())
-    }
-
-    /// Gives the buffer back.
-    #[inline]
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Source port.
