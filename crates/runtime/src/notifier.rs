@@ -94,6 +94,12 @@ impl Notifier {
         self.sig.listeners.get().is_some_and(|l| !l.is_empty())
     }
 
+    /// How many tasks listen to this notifier (0 until the router is
+    /// built).
+    pub fn listener_count(&self) -> usize {
+        self.sig.listeners.get().map_or(0, |l| l.len())
+    }
+
     /// The condition (empty, full) was seen: makes the signal inactive,
     /// then re-checks with `still()` after a fence; if the condition has
     /// already ended (a producer on another thread published meanwhile),

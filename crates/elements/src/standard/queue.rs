@@ -21,11 +21,12 @@
 //! pull makes room instead of pushing packets it would drop. A source
 //! waits while any queue it feeds is full. "Full" keeps room for the
 //! bursts already under way: the queue counts as full when the largest
-//! burst pushed into it so far would not fit once per producing thread
-//! (at most half the capacity is kept so), so sources on several threads
-//! that push whole bursts never overflow a queue they wait on. Packets are
-//! still accepted up to CAPACITY; with one producer pushing one packet at
-//! a time, full means full, as in Click.
+//! burst pushed into it so far would not fit once per waiting source that
+//! may run at the same time (one per thread at most; at most half the
+//! capacity is kept so), so sources on several threads that push whole
+//! bursts never overflow a queue they wait on. Packets are still accepted
+//! up to CAPACITY; with one source pushing one packet at a time, full
+//! means full, as in Click.
 //!
 //! The queue is a bounded ring with separate producer and consumer cache
 //! lines and burst transfers (DPDK rte_ring style). The runtime chooses its
@@ -144,13 +145,12 @@ pub struct Queue {
     empty: Notifier,
     full: Notifier,
     /// The length from which the full notifier goes inactive: the
-    /// capacity less room for one more burst from every producing thread
-    /// (at most half the capacity), see [`full_at`].
+    /// capacity less room for one more burst from every waiting source
+    /// that may run at the same time (at most half the capacity), see
+    /// [`full_at`].
     full_at: AtomicUsize,
-    /// The largest batch pushed so far (a burst; one ring operation).
+    /// The largest batch pushed so far (a source's burst).
     max_burst: AtomicUsize,
-    /// Producers may be on several threads (from the thread plan).
-    multi_producer: AtomicBool,
     nthreads: usize,
     /// Output 1 (dropped packets) is connected.
     drop_output: bool,
@@ -200,21 +200,15 @@ fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {
 }
 
 /// The length at which a queue of `capacity` counts as full for its full
-/// notifier: from there, one more `burst` from each producing thread might
-/// not fit (a source checks for room once per burst). At most half the
-/// capacity is kept free; the capacity itself without a full notifier.
-fn full_at(
-    policy: Policy,
-    capacity: usize,
-    burst: usize,
-    multi_producer: bool,
-    nthreads: usize,
-) -> usize {
+/// notifier: from there, one more `burst` from each of `sources` waiting
+/// sources running at once might not fit (a source checks for room once
+/// per burst). At most half the capacity is kept free; the capacity
+/// itself without a full notifier.
+fn full_at(policy: Policy, capacity: usize, burst: usize, sources: usize) -> usize {
     if !policy.full_note {
         return capacity;
     }
-    let producers = if multi_producer { nthreads.max(1) } else { 1 };
-    capacity - (burst * producers - 1).min(capacity / 2)
+    capacity - (burst * sources.max(1) - 1).min(capacity / 2)
 }
 
 impl Queue {
@@ -255,9 +249,8 @@ impl Queue {
             staged: Counter::new(nthreads),
             empty: Notifier::new(),
             full: Notifier::new(),
-            full_at: AtomicUsize::new(full_at(policy, capacity, 1, multi_producer, nthreads)),
+            full_at: AtomicUsize::new(capacity),
             max_burst: AtomicUsize::new(1),
-            multi_producer: AtomicBool::new(multi_producer),
             nthreads,
             drop_output: false,
             special: policy.front_drop || policy.lifo_input,
@@ -314,9 +307,6 @@ impl Queue {
 
     #[inline]
     fn enqueue_plain(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
-        if items.len() > self.max_burst.load(Ordering::Relaxed) {
-            self.learn_burst(items.len());
-        }
         self.ring.push_burst(&cx.producer(), items);
         // The high-water mark without reading the consumer's cache line on
         // every push: the producer-side bound can only overstate the
@@ -355,12 +345,14 @@ impl Queue {
     /// Recomputes the full mark after a change of capacity, of modes or
     /// of the largest burst.
     fn set_full_at(&self) {
+        // The waiting sources are the full notifier's listeners, fixed
+        // when the router is built (before the ring modes are set).
+        let sources = self.full.listener_count().min(self.nthreads);
         let m = full_at(
             self.policy,
             self.capacity(),
             self.max_burst.load(Ordering::Relaxed),
-            self.multi_producer.load(Ordering::Relaxed),
-            self.nthreads,
+            sources,
         );
         self.full_at.store(m, Ordering::Relaxed);
     }
@@ -592,6 +584,11 @@ impl Element for Queue {
 
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, port: usize, mut batch: Batch) {
+        // The burst a source pushes at once (before staging gathers the
+        // thread's packets): the full mark keeps room for it.
+        if batch.len() > self.max_burst.load(Ordering::Relaxed) {
+            self.learn_burst(batch.len());
+        }
         if port == 1 && self.policy.lifo_input {
             return self.push_lifo(cx, batch);
         }
@@ -624,6 +621,26 @@ impl Element for Queue {
                 cx.push_packet(1, p);
             } else {
                 cx.drop_packet(p);
+            }
+        }
+    }
+
+    /// One packet (a BURST 1 puller): no batch.
+    #[inline]
+    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        if self.policy.lifo_input {
+            return self.pull(cx, port, 1).and_then(|mut b| b.pop());
+        }
+        match self.ring.pop(&cx.consumer()) {
+            Some(p) => {
+                self.pulled(cx);
+                Some(p)
+            }
+            None => {
+                if self.policy.empty_note {
+                    self.emptied(cx);
+                }
+                None
             }
         }
     }
@@ -671,7 +688,6 @@ impl Element for Queue {
             multi_consumer || (extra && (crossing || multi_producer)),
         );
         self.crossing.store(crossing, Ordering::Relaxed);
-        self.multi_producer.store(multi_producer, Ordering::Relaxed);
         self.set_full_at();
     }
 
