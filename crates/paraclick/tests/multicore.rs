@@ -343,9 +343,13 @@ fn replicated_qos_keeps_priority_in_every_replica() {
                 assert!(arrived > 0, "{threads} threads, {rep}: no {class} packets");
                 (arrived - drops - len, arrived)
             };
+            // The source waits while a queue is full, so both classes may
+            // be served almost whole; a burst's worth of high-priority
+            // packets still in flight at the stop is not a priority
+            // inversion.
             let (hi, lo) = (served("hi"), served("lo"));
             assert!(
-                hi.0 as f64 / hi.1 as f64 >= lo.0 as f64 / lo.1 as f64,
+                hi.0 as f64 + 32.0 >= lo.0 as f64 / lo.1 as f64 * hi.1 as f64,
                 "{threads} threads, {rep}: high priority served {}/{} < low {}/{}",
                 hi.0,
                 hi.1,
