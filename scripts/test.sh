@@ -9,11 +9,13 @@ export PATH="$HOME/.cargo/bin:$PATH"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
-cargo clippy --workspace --all-targets --release -- -D warnings
+cargo clippy --workspace --all-targets --profile ci -- -D warnings
 echo "== cargo test"
 # The netns tests skip when not run as root; here (CI) that is a failure.
 export PARACLICK_NETNS_REQUIRED=1
-cargo test --workspace --release 2>&1 | tee target/test-output.txt
+# Profile `ci` (Cargo.toml): optimised, without link-time optimisation.
+# --no-fail-fast: every failing test binary is reported, not just the first.
+cargo test --workspace --profile ci --no-fail-fast 2>&1 | tee target/test-output.txt
 # Fail loudly if nothing ran (a suite that silently runs no test is broken).
 passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/test-output.txt | awk '{s+=$4} END {print s+0}')
 if (( passed == 0 )); then
@@ -28,7 +30,7 @@ echo "test.sh: $passed tests passed"
 # own target dir: `--cfg loom` would otherwise rebuild the normal cache.
 echo "== loom model check of the ring"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
-  cargo test --release -p paraclick-runtime --lib ring::loom_tests -- --nocapture \
+  cargo test --profile ci -p paraclick-runtime --lib ring::loom_tests -- --nocapture \
   2>&1 | tee target/loom-output.txt
 models=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/loom-output.txt | awk '{s+=$4} END {print s+0}')
 if (( models == 0 )); then
