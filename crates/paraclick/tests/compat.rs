@@ -144,6 +144,12 @@ fn click_sample_configuration_forms_check() {
         // a library defining a class with parameters it never declares
         // and never using it (FastClick's ids/includes/dummy_firewall_in.click)
         "elementclass Fw { input -> EtherEncap(0x0800, $macAddr1, $gwMACAddr0) -> output }",
+        // the IPv6/IPv4 translation gateway (ip64-nat*.click)
+        "at :: AddressTranslator(0, 1, 1, 0, ::1.0.0.1 6000 6010);
+         Idle -> [0]at[0] -> ProtocolTranslator64 -> Discard;
+         Idle -> ProtocolTranslator46 -> [1]at[1] -> Discard;
+         at2 :: AddressTranslator(1, 0, 3ffe:1ce1:2::1 ::18.26.4.17, 0);
+         Idle -> [0]at2[0] -> Discard; Idle -> [1]at2[1] -> Discard;",
     ];
     for (i, text) in ok.iter().enumerate() {
         let conf = write(&dir, &format!("ok{i}.click"), text);
