@@ -82,6 +82,8 @@ pub(crate) struct Expander<'a> {
     ntunnels: usize,
     edges: Vec<Edge>,
     cmdline: &'a HashMap<String, String>,
+    /// Compound classes whose deferred parameter errors were reported.
+    reported: HashSet<*const CompoundClass>,
 }
 
 enum BindError {
@@ -164,6 +166,7 @@ impl<'a> Expander<'a> {
             ntunnels: 0,
             edges: Vec::new(),
             cmdline,
+            reported: HashSet::new(),
         }
     }
 
@@ -339,6 +342,9 @@ impl<'a> Expander<'a> {
             dst: None,
             limits: None,
         };
+        if self.reported.insert(Rc::as_ptr(cls)) {
+            self.errs.extend(cls.param_errs.iter().cloned());
+        }
         let full = format!("{prefix}{}", e.name);
         let desc = cls.describe_elem(&full);
         let args_text = self.config(e, frame);

@@ -66,6 +66,11 @@ pub(crate) struct CompoundClass {
     pub name: String,
     pub alts: Vec<Alt>,
     pub span: Span,
+    /// Unknown `$parameter`s of the body: reported only when the class is
+    /// used. Click expands a compound's body only when it is instantiated,
+    /// so a library file may define a class with parameters it never
+    /// declares (FastClick's ids/includes/dummy_firewall_in.click).
+    pub param_errs: Vec<Diagnostic>,
 }
 
 impl CompoundClass {
@@ -161,6 +166,8 @@ pub(crate) struct Resolver<'a> {
     classes: Vec<HashMap<String, ClassBinding>>,
     params: Vec<ParamScope>,
     cmdline: HashSet<String>,
+    /// Unknown-parameter errors of the compound bodies being resolved.
+    param_errs: Vec<Diagnostic>,
 }
 
 /// Elements of the scope being built.
@@ -229,6 +236,7 @@ impl<'a> Resolver<'a> {
             classes: Vec::new(),
             params: Vec::new(),
             cmdline,
+            param_errs: Vec::new(),
         }
     }
 
@@ -428,7 +436,7 @@ impl<'a> Resolver<'a> {
             if let Some(Some((desc, sig))) = self.params.last().map(|p| &p.compound) {
                 d = d.with_note(None, format!("{desc} takes {sig}"));
             }
-            self.errs.push(d);
+            self.param_errs.push(d);
         }
     }
 
@@ -451,14 +459,19 @@ impl<'a> Resolver<'a> {
         let name = def.map(|d| d.0);
         let display = name.unwrap_or("").to_string();
         let mut alts = Vec::new();
+        let mark = self.param_errs.len();
         for alt in &ast.alts {
             let body = self.resolve_alt(alt, &display, ast.range);
             alts.push(Alt::Body(Rc::new(body)));
         }
+        let mut param_errs = self.param_errs.split_off(mark);
         if ast.extends {
             match name {
                 Some(n) => match self.lookup_class(n) {
-                    Some(ClassBinding::Compound(prev)) => alts.extend(prev.alts.iter().cloned()),
+                    Some(ClassBinding::Compound(prev)) => {
+                        alts.extend(prev.alts.iter().cloned());
+                        param_errs.extend(prev.param_errs.iter().cloned());
+                    }
                     Some(ClassBinding::Primitive(p)) => alts.push(Alt::Primitive(p)),
                     None => alts.push(Alt::Primitive(n.to_string())),
                 },
@@ -472,6 +485,7 @@ impl<'a> Resolver<'a> {
             name: display,
             alts,
             span: self.span(def.map_or((ast.range.0, ast.range.0 + 1), |d| d.1)),
+            param_errs,
         }
     }
 

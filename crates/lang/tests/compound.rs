@@ -246,7 +246,7 @@ fn defines_are_visible_in_compounds_and_local_defines_stay_inside() {
 #[test]
 fn formals_are_lexically_scoped() {
     // a class defined at top level does not see the formals of the compound using it
-    let e = errors("elementclass Leaf { X($p) } elementclass User { $p | Leaf }");
+    let e = errors("elementclass Leaf { X($p) } elementclass User { $p | Leaf } u :: User(1)");
     assert_eq!(e, vec!["r.click:1:23: unknown parameter '$p'"]);
     // but a class defined inside a compound sees that compound's formals
     let g = parse("elementclass U { $p | elementclass L { X($p) }; L } u :: U(5)");
@@ -398,7 +398,7 @@ fn error_formals() {
     );
     // undeclared formal used in a compound body
     let d = paraclick_lang::parse_config(
-        &paraclick_lang::Source::new(FILE, "elementclass C { $a | X($a, $b) }"),
+        &paraclick_lang::Source::new(FILE, "elementclass C { $a | X($a, $b) } c :: C(1)"),
         &[],
     )
     .unwrap_err();
@@ -414,6 +414,35 @@ fn error_overload_no_match() {
     assert_eq!(
         error("x :: { X || ... }"),
         "r.click:1:6: '...' can only extend a named class (use it in 'elementclass')"
+    );
+}
+
+#[test]
+fn unknown_parameters_of_an_unused_class_are_not_errors() {
+    // Click expands a compound's body only when the class is used: a
+    // library may define a class whose parameters it never declares.
+    let src = "elementclass Fw { input -> E($mac1, $gw0) -> output }\n\
+               elementclass Other { $a | X($a, $b) }\nIdle -> Discard";
+    let g = parse(src);
+    assert_eq!(g.elements.len(), 2);
+    // used: the unknown parameters are errors, once per class
+    let e = errors(&format!(
+        "{src}; i :: Idle -> f :: Fw -> g :: Fw -> Discard"
+    ));
+    assert_eq!(
+        e,
+        vec![
+            "r.click:1:30: unknown parameter '$mac1'",
+            "r.click:1:37: unknown parameter '$gw0'",
+        ]
+    );
+    // a class nested in an unused one is not checked either; in a used
+    // one, it is when it is used
+    let nested = "elementclass Out { elementclass In { X($q) }; In }";
+    assert_eq!(parse(nested).elements.len(), 0);
+    assert_eq!(
+        errors(&format!("{nested} o :: Out")),
+        vec!["r.click:1:40: unknown parameter '$q'"]
     );
 }
 

@@ -120,3 +120,71 @@ fn argument_errors_reported_with_unknown_classes() {
     assert!(e.contains("Counter: unknown keyword BAD"), "{e}");
     assert!(e.contains("Queue: CAPACITY"), "{e}");
 }
+
+/// Forms from Click's and FastClick's sample configurations (conf/) that
+/// Click's click-check accepts, in small configurations of our own.
+#[test]
+fn click_sample_configuration_forms_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = [
+        // IP6Print's NBYTES and CONTENTS (ip6print.click)
+        "Idle -> IP6Print(v6, NBYTES 512, CONTENTS true) -> Discard;",
+        // FastClick's DEVNAME spelling (tutorial-01.click)
+        "Idle -> tap :: KernelTap(10.100.0.1/24, DEVNAME vEth1) -> Discard;",
+        // RadixIPsecLookup's inline SA (ipsec-router.click)
+        "rt :: RadixIPsecLookup(10.0.0.1/32 0, 10.9.0.0/16 10.0.0.2 1 234 \
+           ABCDEFFF001DEFD2354550FE40CD708E 112233EE556677888877665544332211 300 64, 10.0.0.0/8 2);
+         Idle -> rt; rt[2] -> Discard;
+         rt[0] -> StripIPHeader -> IPsecAES(0) -> IPsecAuthHMACSHA1(1) -> IPsecESPUnencap -> Discard;
+         rt[1] -> IPsecESPEncap -> IPsecAuthHMACSHA1(0) -> IPsecAES(1) -> IPsecEncap(50) -> Discard;",
+        // SchedOrderTest (schedorder1.click)
+        "s1 :: SchedOrderTest(1, SIZE 100, STOP true); ScheduleInfo(s1 1);",
+        // an interface this host lacks, as an Ethernet address (fromhost-tunnel.click)
+        "Idle -> aq :: ARPQuerier(10.0.0.1, nosuchdev8) -> Discard; Idle -> [1]aq;",
+        // a library defining a class with parameters it never declares
+        // and never using it (FastClick's ids/includes/dummy_firewall_in.click)
+        "elementclass Fw { input -> EtherEncap(0x0800, $macAddr1, $gwMACAddr0) -> output }",
+        // the IPv6/IPv4 translation gateway (ip64-nat*.click)
+        "at :: AddressTranslator(0, 1, 1, 0, ::1.0.0.1 6000 6010);
+         Idle -> [0]at[0] -> ProtocolTranslator64 -> Discard;
+         Idle -> ProtocolTranslator46 -> [1]at[1] -> Discard;
+         at2 :: AddressTranslator(1, 0, 3ffe:1ce1:2::1 ::18.26.4.17, 0);
+         Idle -> [0]at2[0] -> Discard; Idle -> [1]at2[1] -> Discard;",
+    ];
+    for (i, text) in ok.iter().enumerate() {
+        let conf = write(&dir, &format!("ok{i}.click"), text);
+        let out = paraclick(&["check", &conf]);
+        assert!(out.status.success(), "{text}: {}", stderr(&out));
+    }
+    // Running (configuring for real) the missing interface is a clear error.
+    let conf = write(&dir, "aq.click", ok[4]);
+    let out = paraclick(&["-q", &conf]);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("no network interface 'nosuchdev8'"), "{e}");
+    // Using the class with undeclared parameters is an error.
+    let conf = write(
+        &dir,
+        "fw.click",
+        &format!("{}\nIdle -> Fw -> Discard;", ok[5]),
+    );
+    let out = paraclick(&["check", &conf]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("unknown parameter '$macAddr1'"));
+    // SchedOrderTest runs and reports the order.
+    let conf = write(
+        &dir,
+        "so.click",
+        "s1 :: SchedOrderTest(1, SIZE 20, STOP true); s2 :: SchedOrderTest(2, LIMIT 3);",
+    );
+    let out = paraclick(&["-h", "s1.order", &conf]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let ids: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.ends_with(':') && !l.is_empty())
+        .flat_map(|l| l.split_whitespace())
+        .collect();
+    assert_eq!(ids.len(), 20, "{text}");
+    assert_eq!(ids.iter().filter(|&&i| i == "2").count(), 3, "{text}");
+}

@@ -41,6 +41,39 @@ pub struct AddrEntry {
 #[derive(Clone, Debug, Default)]
 pub struct ArgEnv {
     pub names: HashMap<String, AddrEntry>,
+    /// Configuring for `paraclick check` only. A word that can only be a
+    /// host network interface's name (`eth1`), where an IP or Ethernet
+    /// address is expected, is then accepted even if this host has no
+    /// such interface, as Click's click-check accepts it (it never
+    /// configures elements): the configuration may be meant for another
+    /// machine. It reads as a stand-in address (192.0.2.1,
+    /// 02:00:00:00:00:01) that is never used. A real run looks the
+    /// interface up and, when it is missing, says so.
+    pub checking: bool,
+}
+
+/// Whether `s` can be a Linux network interface's name and nothing else
+/// an address argument accepts: 1 to 15 bytes of letters, digits, `-`,
+/// `_`, `.`, beginning with a lowercase letter (AddressInfo names are
+/// conventionally uppercase).
+pub fn is_interface_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 15
+        && s.as_bytes()[0].is_ascii_lowercase()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The error for an address argument `s` that nothing defines.
+fn no_address(what: &str, s: &str, name: &str) -> String {
+    if is_interface_name(name) {
+        format!(
+            "expected {what}, not '{s}': no AddressInfo defines '{name}' and this host has no \
+             network interface '{name}' (an interface name stands for its address)"
+        )
+    } else {
+        format!("expected {what}, not '{s}'")
+    }
 }
 
 impl ArgEnv {
@@ -394,8 +427,16 @@ impl FromArg for EtherAddr {
             return Ok(e);
         }
         let name = s.strip_suffix(":eth").unwrap_or(s);
-        if let Some(e) = env.lookup(name).and_then(|e| e.ether) {
-            return Ok(e);
+        match env.lookup(name) {
+            Some(e) => {
+                if let Some(e) = e.ether {
+                    return Ok(e);
+                }
+            }
+            None if env.checking && is_interface_name(name) => {
+                return Ok(EtherAddr([2, 0, 0, 0, 0, 1]));
+            }
+            None => return Err(no_address(Self::WHAT, s, name)),
         }
         Err(format!("expected {}, not '{}'", Self::WHAT, s))
     }
@@ -711,6 +752,44 @@ mod tests {
             "expected IPv6 address, not '10.0.0.1'"
         );
         assert!(Ipv6Prefix::from_arg("eth1", &env).is_err());
+    }
+
+    #[test]
+    fn missing_interface_names() {
+        // A real run: a missing interface is a clear error.
+        let run = ArgEnv::default();
+        let e = EtherAddr::from_arg("nosuchdev9", &run).unwrap_err();
+        assert!(
+            e.starts_with("expected Ethernet address, not 'nosuchdev9'"),
+            "{e}"
+        );
+        assert!(e.contains("no network interface 'nosuchdev9'"), "{e}");
+        // `check`: accepted (the configuration may be for another host),
+        // as a stand-in address.
+        let check = ArgEnv {
+            checking: true,
+            ..ArgEnv::default()
+        };
+        assert_eq!(
+            EtherAddr::from_arg("nosuchdev9", &check).unwrap(),
+            EtherAddr([2, 0, 0, 0, 0, 1])
+        );
+        assert_eq!(
+            EtherAddr::from_arg("nosuchdev9:eth", &check).unwrap(),
+            EtherAddr([2, 0, 0, 0, 0, 1])
+        );
+        // Existing interfaces still read as themselves.
+        assert_eq!(
+            EtherAddr::from_arg("lo", &check).unwrap(),
+            EtherAddr([0; 6])
+        );
+        // Words that cannot be interface names are still errors.
+        for bad in ["MY_ETH", "1:2:3", "eth0/1", "averyveryverylongname", ""] {
+            let e = EtherAddr::from_arg(bad, &check).unwrap_err();
+            assert!(!e.contains("interface"), "{bad}: {e}");
+        }
+        assert!(is_interface_name("enp0s31f6") && is_interface_name("veth-a.10"));
+        assert!(!is_interface_name("Eth0") && !is_interface_name("0eth"));
     }
 
     #[test]

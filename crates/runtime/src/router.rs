@@ -623,14 +623,17 @@ impl Router {
                 // with unknown classes standing in as agnostic any-port
                 // elements, the known elements can still be configured.
                 if let Some(c) = Self::check_lenient(&graph, reg) {
-                    if let Err(mut e) = Self::configure(&graph, &c, reg, nthreads) {
+                    if let Err(mut e) = Self::configure(&graph, &c, reg, nthreads, opts.check_only)
+                    {
                         errs.append(&mut e);
                     }
                 }
                 return Err(errs);
             }
         };
-        let (made, arg_env) = Self::configure(&graph, &checked, reg, nthreads)?;
+        let (made, mut arg_env) =
+            Self::configure(&graph, &checked, reg, nthreads, opts.check_only)?;
+        arg_env.checking = false;
         let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
         let n = slots.len();
         let core = Core {
@@ -681,6 +684,7 @@ impl Router {
         checked: &paraclick_lang::check::CheckedGraph,
         reg: &Registry,
         nthreads: usize,
+        checking: bool,
     ) -> Result<(Vec<Box<dyn Node>>, ArgEnv), Vec<Diagnostic>> {
         let n = graph.elements.len();
         let mut order: Vec<usize> = (0..n).collect();
@@ -689,7 +693,10 @@ impl Router {
                 .map(|c| c.phase)
                 .unwrap_or(0)
         });
-        let mut env = ArgEnv::default();
+        let mut env = ArgEnv {
+            checking,
+            ..ArgEnv::default()
+        };
         let mut made: Vec<Option<Box<dyn Node>>> = (0..n).map(|_| None).collect();
         let mut errs = Vec::new();
         for &i in &order {

@@ -1,6 +1,6 @@
 //! # IP6Print
 //!
-//! IP6Print([LABEL, keywords OUTFILE, ACTIVE])
+//! IP6Print([LABEL, keywords CONTENTS, NBYTES, OUTFILE, ACTIVE])
 //!
 //! Prints IPv6 packets, one line each, in tcpdump's style.
 //!
@@ -24,6 +24,11 @@
 //! `SRC > DST: bad extension headers`.
 //!
 //! Keywords:
+//! - `CONTENTS` (boolean, default false): after the line, also print the
+//!   packet's first NBYTES bytes (from the start of its data) in hex, on
+//!   lines that begin with two spaces: four bytes to a group, groups
+//!   separated by a space, 24 bytes to a line.
+//! - `NBYTES` (unsigned, default 1500): how many bytes CONTENTS prints.
 //! - `OUTFILE` (file name): write the lines to this file instead.
 //! - `ACTIVE` (boolean, default true): if false, print nothing.
 //!
@@ -46,6 +51,8 @@ use std::sync::Mutex;
 
 pub struct IP6Print {
     label: String,
+    contents: bool,
+    nbytes: usize,
     active: AtomicBool,
     outfile: Option<Mutex<std::fs::File>>,
 }
@@ -57,6 +64,8 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Print, String> {
     let mut a = cx.args();
     let label = a.read_p::<String>("LABEL").unwrap_or_default();
+    let contents = a.read::<bool>("CONTENTS").unwrap_or(false);
+    let nbytes = a.read::<usize>("NBYTES").unwrap_or(1500);
     let outfile = a.read::<String>("OUTFILE");
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
     a.complete()?;
@@ -68,6 +77,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Print, String> {
     };
     Ok(IP6Print {
         label,
+        contents,
+        nbytes,
         active: AtomicBool::new(active),
         outfile,
     })
@@ -137,6 +148,24 @@ pub fn format_ip6(p: &Packet) -> String {
     s
 }
 
+/// The CONTENTS dump: `"  "` then the first `nbytes` of `data` in hex,
+/// a space after every 4th byte, a new line (indented by two spaces) after
+/// every 24th.
+pub fn hex_contents(data: &[u8], nbytes: usize) -> String {
+    let n = data.len().min(nbytes);
+    let mut s = String::with_capacity(2 + n * 3);
+    s.push_str("  ");
+    for (i, b) in data[..n].iter().enumerate() {
+        let _ = write!(s, "{b:02x}");
+        if i % 24 == 23 {
+            s.push_str("\n  ");
+        } else if i % 4 == 3 {
+            s.push(' ');
+        }
+    }
+    s
+}
+
 impl Action for IP6Print {
     const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
         "active",
@@ -158,6 +187,10 @@ impl Action for IP6Print {
         }
         line.push_str(&format_ip6(p));
         line.push('\n');
+        if self.contents {
+            line.push_str(hex_contents(p.data(), self.nbytes).trim_end());
+            line.push('\n');
+        }
         match &self.outfile {
             Some(f) => {
                 let _ = f
@@ -176,7 +209,7 @@ impl Action for IP6Print {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::*;
-    use super::format_ip6;
+    use super::{format_ip6, hex_contents};
 
     #[test]
     fn formats() {
@@ -210,6 +243,41 @@ mod tests {
             "::1 > ::2: bad extension headers"
         );
         assert_eq!(format_ip6(&pkt(&udp)), "(not IPv6)");
+    }
+
+    #[test]
+    fn contents_dump() {
+        let data: Vec<u8> = (0u8..30).collect();
+        assert_eq!(hex_contents(&data, 6), "  00010203 0405");
+        assert_eq!(
+            hex_contents(&data, 1500),
+            "  00010203 04050607 08090a0b 0c0d0e0f 10111213 14151617\n  18191a1b 1c1d"
+        );
+        assert_eq!(hex_contents(&data, 0), "  ");
+    }
+
+    #[test]
+    fn contents_and_nbytes_keywords() {
+        let path = std::env::temp_dir().join(format!("ip6print-c-{}.txt", std::process::id()));
+        let h = harness(
+            &format!(
+                "IP6Print(v6, NBYTES 8, CONTENTS true, OUTFILE {})",
+                path.display()
+            ),
+            1,
+        );
+        let udp = Ip6::new("2001:db8::1", "2001:db8::2", 17)
+            .udp(1, 2, b"")
+            .bytes();
+        h.push(0, vec![marked(&udp)]);
+        assert_eq!(h.output(0).len(), 1);
+        drop(h);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            text,
+            "v6: 2001:db8::1.1 > 2001:db8::2.2: udp 8 (hlim 64)\n  60000000 00081140\n"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use paraclick_packet::wire::Ipv6Header;
 use paraclick_packet::Packet;
 use paraclick_runtime::Registry;
 
+pub mod address_translator;
 pub mod check_ip6_header;
 pub mod dec_ip6_hlim;
 pub mod fast_udp_source_ip6;
@@ -24,6 +25,7 @@ pub mod lookup_ip6_route;
 pub mod lpm6;
 pub mod mark_ip6_header;
 mod nd;
+pub mod protocol_translator;
 pub mod set_ip6_address;
 pub mod udp_ip6_encap;
 
@@ -47,6 +49,9 @@ pub fn register(reg: &mut Registry) {
     reg.register(mark_ip6_header::spec());
     reg.register(set_ip6_address::spec());
     reg.register(udp_ip6_encap::spec());
+    reg.register(address_translator::spec());
+    reg.register(protocol_translator::spec64());
+    reg.register(protocol_translator::spec46());
 }
 
 /// A view of the fixed 40 bytes of the packet's IPv6 header (at its

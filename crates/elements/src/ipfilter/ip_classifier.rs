@@ -79,8 +79,18 @@
 //! pattern no packet can reach draws a warning.
 //!
 //! Handlers:
-//! - `program` (read): the compiled program, one test per line (bytes,
-//!   shift and mask, condition, and where each outcome goes).
+//! - `program` (read): the compiled program in Click's format: numbered
+//!   steps `N OFFSET/VALUE%MASK  yes->T  no->T` testing aligned 32-bit
+//!   words (IP header words numbered from 256, transport header words
+//!   from 512, as Click), T being `step N`, `[OUTPUT]` or `[X]` (drop);
+//!   then `safe length` and `alignment offset 0`. Transport tests are
+//!   preceded by Click's first-fragment test, ranges split into aligned
+//!   blocks. The steps are paraclick's compiled program, which may order
+//!   or merge tests differently from Click's optimiser (a field straddling
+//!   two words prints as `ip[OFF:WIDTH] in LO-HI`).
+//! - `tests` (read): the compiled program in paraclick's form, one test
+//!   per line (bytes, shift and mask, condition, and where each outcome
+//!   goes).
 //!
 //! Example:
 //!
@@ -134,7 +144,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPClassifier, String> {
 }
 
 impl paraclick_runtime::Action for IPClassifier {
-    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("program", |e, _| e.prog.listing())];
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("program", |e, _| e.prog.click_listing()),
+        Handler::read("tests", |e, _| e.prog.listing()),
+    ];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -281,7 +294,7 @@ mod tests {
     fn program_handler() {
         let h = harness("IPClassifier(ip ttl 64, -)", 2);
         assert_eq!(
-            h.read("program").unwrap(),
+            h.read("tests").unwrap(),
             "start: step 0\n  0  ip[8] == 64  yes: [0]  no: [1]\n"
         );
     }

@@ -22,7 +22,10 @@
 //! more than one output (as Click does).
 //!
 //! Handlers:
-//! - `program` (read): the compiled program, one test per line.
+//! - `program` (read): the compiled program in Click's format (see
+//!   IPClassifier).
+//! - `tests` (read): the compiled program in paraclick's form, one field
+//!   test per line.
 //!
 //! Example:
 //!
@@ -107,7 +110,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPFilter, String> {
 }
 
 impl paraclick_runtime::Action for IPFilter {
-    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("program", |e, _| e.prog.listing())];
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("program", |e, _| e.prog.click_listing()),
+        Handler::read("tests", |e, _| e.prog.listing()),
+    ];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -229,10 +235,40 @@ mod tests {
     }
 
     #[test]
+    fn click_program_handler() {
+        // The same text as Click's for this filter.
+        let h = harness(
+            "IPFilter(allow tcp dst port 80, deny src net 10.0.0.0/8, allow all)",
+            1,
+        );
+        assert_eq!(
+            h.read("program").unwrap(),
+            " 0 264/00060000%00ff0000  yes->step 1  no->step 3\n\
+             \x201 260/00000000%00001fff  yes->step 2  no->step 3\n\
+             \x202 512/00000050%0000ffff  yes->[0]  no->step 3\n\
+             \x203 268/0a000000%ff000000  yes->[X]  no->[0]\n\
+             safe length 516\nalignment offset 0\n"
+        );
+        // A range is tested by aligned blocks.
+        let h = harness("IPFilter(allow tcp dst port 1000-1004, deny all)", 1);
+        let p = h.read("program").unwrap();
+        assert!(
+            p.contains("512/000003e8%0000fffc  yes->[0]  no->step 3\n"),
+            "{p}"
+        );
+        assert!(
+            p.contains("512/000003ec%0000ffff  yes->[0]  no->[X]\n"),
+            "{p}"
+        );
+        let h = harness("IPFilter(allow all)", 1);
+        assert!(h.read("program").unwrap().starts_with("all->[0]\n"));
+    }
+
+    #[test]
     fn program_handler() {
         let h = harness("IPFilter(drop ip frag, allow -)", 1);
         assert_eq!(
-            h.read("program").unwrap(),
+            h.read("tests").unwrap(),
             "start: step 0\n  0  ip[6:2] & 0x3fff >= 1  yes: drop  no: [0]\n"
         );
     }

@@ -654,7 +654,154 @@ impl Program {
         self.run(ip)
     }
 
-    /// The `program` handler's text: one line per instruction.
+    /// The `program` handler's text in Click's format: numbered steps
+    /// `N OFFSET/VALUE%MASK  yes->T  no->T`, each an aligned 32-bit word
+    /// test, IP header words at offset 256 on and transport header words
+    /// at 512 on (Click's numbering); T is `step N`, `[OUTPUT]` or `[X]`
+    /// (drop). A transport test is preceded by Click's first-fragment
+    /// test (`260/00000000%00001fff`), a range by one step per aligned
+    /// block of it. A field that straddles two words prints in
+    /// paraclick's form (`ip[OFF:WIDTH] in LO-HI`). Then `safe length`
+    /// and `alignment offset 0`.
+    pub fn click_listing(&self) -> String {
+        // Each instruction's steps: (base offset, word value, word mask)
+        // tests; `None` for a straddling field.
+        struct Steps {
+            frag: bool,
+            blocks: Option<Vec<(u32, u32, u32)>>,
+        }
+        let mut safe = 0u32;
+        let steps: Vec<Steps> = self
+            .tests
+            .iter()
+            .map(|t| {
+                let base = if t.transp { 512 } else { 256 };
+                let off = u32::from(t.off);
+                let w = u32::from(t.width);
+                safe = safe.max(base + off + w);
+                if t.transp {
+                    safe = safe.max(256 + 8);
+                }
+                let b = off & 3;
+                if b + w > 4 {
+                    return Steps {
+                        frag: t.transp,
+                        blocks: None,
+                    };
+                }
+                let sh = 8 * (4 - b - w) + u32::from(t.shift);
+                let word = base + (off & !3);
+                let mut blocks = Vec::new();
+                if t.lo <= t.hi {
+                    let (mut lo, hi, mask) = (u64::from(t.lo), u64::from(t.hi), u64::from(t.mask));
+                    while lo <= hi {
+                        let mut k = 0;
+                        while k < 32
+                            && lo % (1u64 << (k + 1)) == 0
+                            && lo + (1u64 << (k + 1)) - 1 <= hi
+                        {
+                            k += 1;
+                        }
+                        let m = mask & !((1u64 << k) - 1);
+                        blocks.push((
+                            word,
+                            ((lo << sh) & 0xffff_ffff) as u32,
+                            ((m << sh) & 0xffff_ffff) as u32,
+                        ));
+                        lo += 1u64 << k;
+                    }
+                } else {
+                    // Never holds (when the bytes are there).
+                    blocks.push((word, 0, 0));
+                }
+                Steps {
+                    frag: t.transp,
+                    blocks: Some(blocks),
+                }
+            })
+            .collect();
+        let size = |s: &Steps| usize::from(s.frag) + s.blocks.as_ref().map_or(1, |b| b.len());
+        let mut first = Vec::with_capacity(steps.len());
+        let mut n = 0;
+        for st in &steps {
+            first.push(n);
+            n += size(st);
+        }
+        let target = |t: u32| -> String {
+            if t == DROP {
+                "[X]".into()
+            } else if t >= OUTCOME {
+                format!("[{}]", t & !OUTCOME)
+            } else {
+                format!("step {}", first[t as usize])
+            }
+        };
+        let mut s = String::new();
+        if self.start >= OUTCOME {
+            let _ = writeln!(s, "all->{}", target(self.start));
+        }
+        for (k, ((i, t), st)) in self
+            .insns
+            .iter()
+            .zip(self.tests.iter())
+            .zip(steps.iter())
+            .enumerate()
+        {
+            let mut at = first[k];
+            let (yes, no) = (target(i.yes), target(i.no));
+            if st.frag {
+                let _ = writeln!(
+                    s,
+                    "{at:2} 260/00000000%00001fff  yes->step {}  no->{no}",
+                    at + 1
+                );
+                at += 1;
+            }
+            // The test's outcome when it holds / fails.
+            let (hold, fail) = if t.neg {
+                (no.clone(), yes.clone())
+            } else {
+                (yes.clone(), no.clone())
+            };
+            match &st.blocks {
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "{at:2} {}[{}:{}] in {}-{}  yes->{hold}  no->{fail}",
+                        if t.transp { "transp" } else { "ip" },
+                        t.off,
+                        t.width,
+                        t.lo,
+                        t.hi
+                    );
+                }
+                Some(blocks) if t.lo > t.hi => {
+                    let (w, _, _) = blocks[0];
+                    // Never holds: both ways fail.
+                    let _ = writeln!(s, "{at:2} {w:3}/00000000%00000000  yes->{fail}  no->{fail}");
+                }
+                Some(blocks) => {
+                    for (j, &(w, v, m)) in blocks.iter().enumerate() {
+                        let next = if j + 1 < blocks.len() {
+                            format!("step {}", at + j + 1)
+                        } else {
+                            fail.clone()
+                        };
+                        let _ = writeln!(
+                            s,
+                            "{:2} {w:3}/{v:08x}%{m:08x}  yes->{hold}  no->{next}",
+                            at + j
+                        );
+                    }
+                }
+            }
+        }
+        let _ = writeln!(s, "safe length {safe}");
+        s.push_str("alignment offset 0\n");
+        s
+    }
+
+    /// The `tests` handler's text: one line per instruction.
     pub fn listing(&self) -> String {
         let target = |t: u32| -> String {
             if t == DROP {

@@ -2,6 +2,8 @@
 //!
 //! RadixIPsecLookup(ADDR1/MASK1 [GW1] OUT1 [SPI1], ADDR2/MASK2 [GW2] OUT2 [SPI2], ... [, keywords SATABLE])
 //!
+//! RadixIPsecLookup(ADDR/MASK [GW] OUT [SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE], ...)
+//!
 //! IP route lookup that also chooses security associations: the entry
 //! point of Click's split IPsec chains.
 //!
@@ -28,12 +30,29 @@
 //!   malformed) goes to output 2 when there is one (Click sends it to the
 //!   host there), else it is dropped (`not_esp`).
 //!
-//! Click's routes carry the SA inline (`SPI ENCKEY AUTHKEY REPLAY
-//! OOOWIN`, AES-128 and HMAC-SHA1 keys only) and pass a pointer to it in
-//! the annotations; here a route names its SA by SPI in an IPsecSATable
-//! (modern algorithms, one SA per direction), and the annotation holds the
-//! SA's index in that table. Routes are fixed at configuration (no `add`
-//! or `remove` handlers).
+//! A route names its SA in one of two ways:
+//!
+//! - paraclick's: by SPI alone, the SA being in an IPsecSATable (any of
+//!   its algorithms);
+//! - Click's: inline, `SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE` after the
+//!   output: an AES-128-CBC + HMAC-SHA1-96 SA (`aes128-sha1`) with that
+//!   SPI (decimal, or hex with `0x`; not 0), the 16-byte encryption and
+//!   authentication keys, REPLAY the first sequence number sent (and the
+//!   start of the receive window), OOSIZE the anti-replay window (0 to
+//!   128). Each key is either 16 characters taken as bytes (what Click's
+//!   parser takes) or 32 hex digits, optionally after `0x` (Click itself
+//!   rejects those as "key has bad length", although its sample
+//!   configuration ipsec-router.click writes them so; paraclick reads
+//!   them as the 16 bytes they spell). The element then holds these SAs
+//!   as its own table, and the other Click-style IPsec elements of the
+//!   configuration use it as they would the only IPsecSATable (a
+//!   configuration has either an IPsecSATable or inline SAs, not both).
+//!   As in Click, the SA serves both directions: outbound through this
+//!   route, inbound for ESP packets carrying its SPI.
+//!
+//! Click passes a pointer to the SA in the annotations; here the
+//! annotation holds the SA's index in the table. Routes are fixed at
+//! configuration (no `add` or `remove` handlers).
 //!
 //! Packets with no route are dropped (counted).
 //!
@@ -53,8 +72,9 @@
 //!                            10.1.0.0/16 2,              // local site
 //!                            198.51.100.1/32 3);         // the peer
 
-use super::sa::{esp_bounds, esp_spi, parse_spi};
-use super::sa_table::{set_sa_anno, state, TableRef};
+use super::sa::SecurityAssociation;
+use super::sa::{esp_bounds, esp_spi, parse_hex_key, parse_spi, Alg, Integ, SaConfig};
+use super::sa_table::{set_sa_anno, state, SaTable, TableRef};
 use crate::iproute::lpm::{Lpm, Route};
 use crate::iproute::route_table::parse_route;
 use paraclick_packet::Packet;
@@ -63,7 +83,7 @@ use paraclick_runtime::{
 };
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Clone, Debug)]
 struct IpsecRoute {
@@ -80,6 +100,8 @@ pub struct RadixIPsecLookup {
     /// SA index of each route (from its SPI), resolved at initialize.
     sa_index: OnceLock<Vec<Option<u32>>>,
     table: TableRef,
+    /// The SAs given inline in Click's syntax, if any.
+    inline: Option<Arc<SaTable>>,
     noutputs: usize,
     not_esp: Counter,
 }
@@ -95,21 +117,24 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {
     let env = &*cx.env;
     let mut routes: Vec<IpsecRoute> = Vec::new();
     let mut errs = Vec::new();
+    let mut inline_sas: Vec<SecurityAssociation> = Vec::new();
+    let mut named_spis = 0;
     for (i, text) in args.iter().enumerate() {
         let text = text.trim();
         if text.is_empty() {
             continue;
         }
-        let parsed = parse_route(text, env, false)
-            .map(|r| (r, None))
-            .or_else(|| {
-                let (head, last) = text.rsplit_once(char::is_whitespace)?;
-                let r = parse_route(head.trim(), env, false)?;
-                Some((r, Some(last)))
-            });
-        let Some((r, spi)) = parsed else {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        // ADDR/MASK [GW] OUT, then nothing, an SPI, or Click's five SA words.
+        let parsed = [0usize, 1, 5].into_iter().find_map(|extra| {
+            let n = words.len().checked_sub(extra)?;
+            let r = parse_route(&words[..n].join(" "), env, false)?;
+            Some((r, &words[n..]))
+        });
+        let Some((r, extra)) = parsed else {
             errs.push(format!(
-                "route {}: expected 'ADDR/MASK [GATEWAY] OUTPUT [SPI]', not '{text}'",
+                "route {}: expected 'ADDR/MASK [GATEWAY] OUTPUT [SPI]' or 'ADDR/MASK [GATEWAY] \
+                 OUTPUT SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE', not '{text}'",
                 i + 1
             ));
             continue;
@@ -121,7 +146,19 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {
                 continue;
             }
         };
-        let spi = match spi.map(parse_spi).transpose() {
+        let spi = match extra {
+            [] => Ok(None),
+            [spi] => {
+                named_spis += 1;
+                parse_spi(spi).map(Some)
+            }
+            _ => inline_sa(extra, cx.nthreads).map(|sa| {
+                let spi = sa.spi;
+                inline_sas.push(sa);
+                Some(spi)
+            }),
+        };
+        let spi = match spi {
             Ok(s) => s,
             Err(e) => {
                 errs.push(format!("route {}: {e}", i + 1));
@@ -144,6 +181,23 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {
             spi,
         });
     }
+    let inline = if inline_sas.is_empty() {
+        None
+    } else if table.is_some() {
+        errs.push("give the SAs inline or in the SATABLE, not both".into());
+        None
+    } else if named_spis > 0 {
+        errs.push("every route with an SPI must give its SA inline when one does".into());
+        None
+    } else {
+        match SaTable::new(inline_sas, cx.nthreads) {
+            Ok(t) => Some(Arc::new(t)),
+            Err(e) => {
+                errs.push(e);
+                None
+            }
+        }
+    };
     if !errs.is_empty() {
         return Err(errs.join("\n"));
     }
@@ -156,13 +210,86 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {
         lpm,
         routes,
         sa_index: OnceLock::new(),
-        table: TableRef::new(table),
+        table: match &inline {
+            Some(t) => TableRef::fixed(t.clone()),
+            None => TableRef::new(table),
+        },
+        inline,
         noutputs: cx.noutputs,
         not_esp: Counter::new(cx.nthreads),
     })
 }
 
+/// One of Click's 16-byte keys: 16 characters as bytes, or 32 hex digits.
+fn click_key(s: &str, what: &str) -> Result<Vec<u8>, String> {
+    let hex = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if hex.len() == 32 {
+        if let Ok(k) = parse_hex_key(hex) {
+            return Ok(k);
+        }
+    }
+    if s.len() == 16 {
+        return Ok(s.as_bytes().to_vec());
+    }
+    Err(format!(
+        "{what} must be 16 bytes: 16 characters or 32 hex digits, not '{s}'"
+    ))
+}
+
+/// Click's inline SA: `SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE`.
+fn inline_sa(w: &[&str], nthreads: usize) -> Result<SecurityAssociation, String> {
+    let [spi, ek, ak, replay, oosize] = w else {
+        return Err(format!(
+            "expected 'SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE' after the output, not '{}'",
+            w.join(" ")
+        ));
+    };
+    let spi = match spi.strip_prefix("0x").or_else(|| spi.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => spi.parse::<u32>(),
+    }
+    .ok()
+    .filter(|&v| v != 0)
+    .ok_or_else(|| format!("SPI: expected a nonzero 32-bit number, not '{spi}'"))?;
+    let mut key = click_key(ek, "ENCRYPT_KEY")?;
+    key.extend(click_key(ak, "AUTH_KEY")?);
+    // Click's HMAC-SHA1 key is 16 bytes; the SA takes 20. HMAC pads a key
+    // with zeros to the hash's block size, so the 16 bytes followed by 4
+    // zeros are the same key.
+    key.extend([0u8; 4]);
+    let replay: u32 = replay
+        .parse()
+        .map_err(|_| format!("REPLAY: expected a 32-bit number, not '{replay}'"))?;
+    let oosize: u32 = oosize
+        .parse()
+        .map_err(|_| format!("OOSIZE: expected a number, not '{oosize}'"))?;
+    let sa = SecurityAssociation::new(
+        &SaConfig {
+            spi,
+            alg: Alg::AesCbc {
+                key_len: 16,
+                integ: Integ::Sha1,
+            },
+            key,
+            src: Ipv4Addr::UNSPECIFIED,
+            dst: Ipv4Addr::UNSPECIFIED,
+            replay_window: oosize,
+        },
+        nthreads,
+    )?;
+    sa.set_next_seq(u64::from(replay.max(1)));
+    Ok(sa)
+}
+
 impl RadixIPsecLookup {
+    /// The SAs given inline (Click's syntax), if any.
+    pub fn inline_table(&self) -> Option<&Arc<SaTable>> {
+        self.inline.as_ref()
+    }
+
     fn route_of(&self, addr: Ipv4Addr) -> Option<(usize, &IpsecRoute)> {
         let h = self.lpm.lookup(u32::from(addr))?;
         let i = h.port as usize;

@@ -313,6 +313,14 @@ impl TableRef {
         }
     }
 
+    /// A reference already bound to `table` (RadixIPsecLookup's inline
+    /// SAs); `initialize` then does nothing.
+    pub fn fixed(table: Arc<SaTable>) -> TableRef {
+        let r = TableRef::new(None);
+        let _ = r.table.set(table);
+        r
+    }
+
     pub fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         self.initialize_inner(ix, false)
     }
@@ -324,25 +332,34 @@ impl TableRef {
     }
 
     fn initialize_inner(&self, ix: &mut InitCx<'_>, optional: bool) -> Result<(), String> {
+        if self.table.get().is_some() {
+            return Ok(());
+        }
+        // An IPsecSATable, or a RadixIPsecLookup holding Click-style inline SAs.
+        let table_of = |ix: &InitCx<'_>, i: usize| -> Option<Arc<SaTable>> {
+            if let Some(t) = ix.element::<IPsecSATable>(i) {
+                return Some(t.table.clone());
+            }
+            ix.element::<super::radix_ipsec_lookup::RadixIPsecLookup>(i)
+                .and_then(|r| r.inline_table().cloned())
+        };
         let t = match &self.name {
             Some(n) => {
                 let i = ix
                     .find(n)
                     .ok_or_else(|| format!("SATABLE: no element '{n}'"))?;
-                ix.element::<IPsecSATable>(i)
-                    .ok_or_else(|| format!("SATABLE: '{n}' is not an IPsecSATable"))?
-                    .table
-                    .clone()
+                table_of(ix, i).ok_or_else(|| {
+                    format!(
+                        "SATABLE: '{n}' is not an IPsecSATable (or a RadixIPsecLookup with inline SAs)"
+                    )
+                })?
             }
             None => {
-                let found: Vec<usize> = (0..ix.element_count())
-                    .filter(|&i| ix.element::<IPsecSATable>(i).is_some())
+                let found: Vec<Arc<SaTable>> = (0..ix.element_count())
+                    .filter_map(|i| table_of(ix, i))
                     .collect();
                 match found.as_slice() {
-                    [i] => ix
-                        .element::<IPsecSATable>(*i)
-                        .map(|e| e.table.clone())
-                        .ok_or("IPsecSATable vanished")?,
+                    [t] => t.clone(),
                     [] if optional => return Ok(()),
                     [] => return Err("no IPsecSATable in the configuration".into()),
                     _ => {

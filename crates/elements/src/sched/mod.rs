@@ -6,6 +6,7 @@ pub mod coordinated_unqueue;
 pub mod multi_queue_unqueue;
 pub mod prio_sched;
 pub mod round_robin_sched;
+pub mod sched_order_test;
 pub mod shared_token_bucket;
 pub mod static_thread_sched;
 #[cfg(test)]
@@ -20,4 +21,5 @@ pub fn register(reg: &mut Registry) {
     reg.register(shared_token_bucket::spec());
     reg.register(coordinated_unqueue::spec());
     reg.register(multi_queue_unqueue::spec());
+    reg.register(sched_order_test::spec());
 }

@@ -29,7 +29,19 @@
 //! (`12/0806 12/0800`) draws a warning at configuration time.
 //!
 //! Handlers:
-//! - `program` (read): the compiled patterns, one per line, as
+//! - `program` (read): the decision tree in Click's format: numbered
+//!   steps `N  OFFSET/VALUE%MASK  yes->T  no->T` (aligned 32-bit words
+//!   in hex; T is `step N`, `[OUTPUT]` or `[X]` for drop; jumps go
+//!   forward), or `all->[OUTPUT]` when there is nothing to test, then
+//!   `safe length L` (one past the last byte any test reads) and
+//!   `alignment offset 0`. A node that checks a pattern's negated clauses
+//!   prints as one step per word. The steps are paraclick's tree, not
+//!   Click's optimiser's: the same outcome for every packet, but the
+//!   steps, their order and their number may differ from Click's (Click
+//!   tests clauses in the order written; paraclick a pattern's positive
+//!   clauses first). Without a tree (over 4096 nodes), the patterns'
+//!   words in turn.
+//! - `patterns` (read): the compiled patterns, one per line, as
 //!   `OFFSET/VALUE%MASK` words (offsets aligned to 4 bytes), negated
 //!   clauses as `!(...)`, and the shortest packet each pattern can match.
 //!
@@ -97,6 +109,28 @@ struct Rule {
     pos: (u32, u32),
     negs: (u32, u32),
     never: bool,
+}
+
+/// A node of the graph Click's listing prints.
+#[derive(Clone, Copy, Debug)]
+struct LNode {
+    test: LTest,
+    yes: LRef,
+    no: LRef,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum LTest {
+    Word(Word),
+    /// None of the negated groups (a range of `Program::groups`) matches.
+    NoGroup((u32, u32)),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LRef {
+    Node(usize),
+    Out(usize),
+    Drop,
 }
 
 /// The compiled patterns of a Classifier.
@@ -307,7 +341,143 @@ impl Program {
             .position(|r| !r.never && self.all(r.pos, d) && !self.any_group(r.negs, d))
     }
 
-    /// The human-readable listing of the `program` handler.
+    /// The program in Click's format (the `program` handler): numbered
+    /// steps, each one aligned word test, `OFFSET/VALUE%MASK  yes->T
+    /// no->T` with T `step N`, `[OUTPUT]` or `[X]` (drop), every jump
+    /// forward; then `safe length` and `alignment offset`. The steps are
+    /// the decision tree's nodes (a node checking negated clauses becomes
+    /// one step per word of them); without a tree, each pattern's words in
+    /// turn.
+    pub fn click_listing(&self) -> String {
+        let (nodes, start) = match &self.tree {
+            Some(t) => t.listing_graph(),
+            None => self.linear_graph(),
+        };
+        // Topological order from the start: depth-first postorder, reversed.
+        let mut order = Vec::new();
+        let mut seen = vec![false; nodes.len()];
+        if let LRef::Node(s) = start {
+            let mut stack = vec![(s, false)];
+            while let Some((n, done)) = stack.pop() {
+                if done {
+                    order.push(n);
+                    continue;
+                }
+                if seen[n] {
+                    continue;
+                }
+                seen[n] = true;
+                stack.push((n, true));
+                // `no` is searched first, so the `yes` side follows the node.
+                for t in [nodes[n].yes, nodes[n].no] {
+                    if let LRef::Node(m) = t {
+                        if !seen[m] {
+                            stack.push((m, false));
+                        }
+                    }
+                }
+            }
+        }
+        order.reverse();
+        let size = |n: &LNode| match n.test {
+            LTest::Word(_) => 1,
+            LTest::NoGroup((a, b)) => self.groups[a as usize..b as usize]
+                .iter()
+                .map(|&(x, y)| (y - x) as usize)
+                .sum(),
+        };
+        let mut first = vec![0usize; nodes.len()];
+        let mut nsteps = 0;
+        for &n in &order {
+            first[n] = nsteps;
+            nsteps += size(&nodes[n]);
+        }
+        let name = |t: LRef| -> String {
+            match t {
+                LRef::Node(n) => format!("step {}", first[n]),
+                LRef::Out(o) => format!("[{o}]"),
+                LRef::Drop => "[X]".into(),
+            }
+        };
+        let mut s = String::new();
+        let mut k = 0;
+        let mut step = |s: &mut String, w: &Word, yes: String, no: String| {
+            let _ = writeln!(
+                s,
+                "{k:2} {:3}/{:08x}%{:08x}  yes->{yes}  no->{no}",
+                w.off, w.value, w.mask
+            );
+            k += 1;
+        };
+        for &n in &order {
+            let node = &nodes[n];
+            match node.test {
+                LTest::Word(w) => step(&mut s, &w, name(node.yes), name(node.no)),
+                LTest::NoGroup((a, b)) => {
+                    // Group g matching sends the packet to `no`; failing,
+                    // to the next group; past the last, to `yes`.
+                    let groups = &self.groups[a as usize..b as usize];
+                    let mut at = first[n];
+                    for (gi, &(x, y)) in groups.iter().enumerate() {
+                        let next = if gi + 1 < groups.len() {
+                            format!("step {}", at + (y - x) as usize)
+                        } else {
+                            name(node.yes)
+                        };
+                        for (j, w) in self.words[x as usize..y as usize].iter().enumerate() {
+                            let yes = if x as usize + j + 1 < y as usize {
+                                format!("step {}", at + j + 1)
+                            } else {
+                                name(node.no)
+                            };
+                            step(&mut s, w, yes, next.clone());
+                        }
+                        at += (y - x) as usize;
+                    }
+                }
+            }
+        }
+        if nsteps == 0 {
+            let _ = writeln!(s, "all->{}", name(start));
+        }
+        let safe = self.words.iter().map(|w| w.need).max().unwrap_or(0);
+        let _ = writeln!(s, "safe length {safe}");
+        s.push_str("alignment offset 0\n");
+        s
+    }
+
+    /// The patterns tried in turn, as a graph for [`Program::click_listing`].
+    fn linear_graph(&self) -> (Vec<LNode>, LRef) {
+        let mut nodes = Vec::new();
+        let mut next = LRef::Drop;
+        for (i, r) in self.rules.iter().enumerate().rev() {
+            if r.never {
+                continue;
+            }
+            let fail = next;
+            let mut t = LRef::Out(i);
+            if r.negs.0 < r.negs.1 {
+                nodes.push(LNode {
+                    test: LTest::NoGroup(r.negs),
+                    yes: t,
+                    no: fail,
+                });
+                t = LRef::Node(nodes.len() - 1);
+            }
+            for w in self.words[r.pos.0 as usize..r.pos.1 as usize].iter().rev() {
+                nodes.push(LNode {
+                    test: LTest::Word(*w),
+                    yes: t,
+                    no: fail,
+                });
+                t = LRef::Node(nodes.len() - 1);
+            }
+            next = t;
+        }
+        (nodes, next)
+    }
+
+    /// paraclick's own listing (the `patterns` handler): one line per pattern.
     pub fn listing(&self) -> String {
         let mut s = String::new();
         let word = |s: &mut String, w: &Word| {
@@ -381,7 +551,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Classifier, String> {
 }
 
 impl Action for Classifier {
-    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("program", |e, _| e.prog.listing())];
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("program", |e, _| e.prog.click_listing()),
+        Handler::read("patterns", |e, _| e.prog.listing()),
+    ];
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -721,10 +894,128 @@ mod tests {
         }
     }
 
+    /// Follows a Click-format listing for packet `d`: the output, or None.
+    fn run_listing(listing: &str, d: &[u8]) -> Option<usize> {
+        let mut steps = Vec::new();
+        let mut all = None;
+        for l in listing.lines() {
+            if let Some(t) = l.strip_prefix("all->") {
+                all = Some(t.to_string());
+            }
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.len() >= 4 && w[2].starts_with("yes->") {
+                let (off, rest) = w[1].split_once('/').unwrap();
+                let (v, m) = rest.split_once('%').unwrap();
+                let no = l.split("no->").nth(1).unwrap().to_string();
+                let yes = l.split("yes->").nth(1).unwrap().split("  ").next().unwrap();
+                steps.push((
+                    off.parse::<usize>().unwrap(),
+                    u32::from_str_radix(v, 16).unwrap(),
+                    u32::from_str_radix(m, 16).unwrap(),
+                    yes.to_string(),
+                    no,
+                ));
+            }
+        }
+        let outcome = |t: &str| -> Result<Option<usize>, usize> {
+            if t == "[X]" {
+                Ok(None)
+            } else if let Some(o) = t.strip_prefix('[') {
+                Ok(Some(o.trim_end_matches(']').parse().unwrap()))
+            } else {
+                Err(t.strip_prefix("step ").unwrap().parse().unwrap())
+            }
+        };
+        if let Some(t) = all {
+            return outcome(&t).unwrap();
+        }
+        let mut at = 0;
+        loop {
+            let (off, v, m, yes, no) = &steps[at];
+            let mut b = [0u8; 4];
+            let mut short = false;
+            for (i, x) in b.iter_mut().enumerate() {
+                let byte_mask = (m >> (24 - 8 * i)) & 0xff;
+                match d.get(off + i) {
+                    Some(&y) => *x = y,
+                    None if byte_mask != 0 => short = true,
+                    None => {}
+                }
+            }
+            let holds = !short && u32::from_be_bytes(b) & m == *v;
+            match outcome(if holds { yes } else { no }) {
+                Ok(o) => return o,
+                Err(next) => {
+                    assert!(next > at, "jumps go forward");
+                    at = next;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn click_program_listing() {
+        let h = harness("Classifier(12/0806 20/0001, 12/0800, -)", 3);
+        let p = h.read("program").unwrap();
+        assert!(
+            p.starts_with(" 0  12/08060000%ffff0000  yes->step 1  no->"),
+            "{p}"
+        );
+        assert!(p.ends_with("safe length 22\nalignment offset 0\n"), "{p}");
+        let h = harness("Classifier(-)", 1);
+        assert_eq!(
+            h.read("program").unwrap(),
+            "all->[0]\nsafe length 0\nalignment offset 0\n"
+        );
+        let h = harness("Classifier(!12/0800, -)", 2);
+        assert_eq!(
+            h.read("program").unwrap(),
+            " 0  12/08000000%ffff0000  yes->[1]  no->[0]\nsafe length 14\nalignment offset 0\n"
+        );
+        // The listing classifies as the element does, tree or linear scan.
+        let pats = [
+            "12/0800 !14/45%f0 !20/0001 30/02",
+            "1/01",
+            "12/0806 20/0001",
+            "!12/0806 !0/00 3/?5",
+            "12/0806",
+        ];
+        let mut p = Program::compile(&pats.map(String::from)).unwrap();
+        let mut state = 7u32;
+        for pass in 0..2 {
+            let listing = p.click_listing();
+            for _ in 0..3000 {
+                state = state.wrapping_mul(1103515245).wrapping_add(12345);
+                let len = (state >> 8) as usize % 40;
+                let mut d = vec![0u8; len];
+                for (i, x) in d.iter_mut().enumerate() {
+                    state = state.wrapping_mul(1103515245).wrapping_add(12345);
+                    // Mostly the values the patterns test.
+                    *x = match (i, state >> 28) {
+                        (12, 0..=9) => 8,
+                        (13, 0..=5) => 6,
+                        (13, 6..=9) => 0,
+                        (14, 0..=7) => 0x45,
+                        (21, 0..=7) => 1,
+                        (1, 0..=7) => 1,
+                        (30, 0..=7) => 2,
+                        _ => (state >> 16) as u8,
+                    };
+                }
+                assert_eq!(
+                    run_listing(&listing, &d),
+                    p.classify(&d),
+                    "pass {pass} {d:?}\n{listing}"
+                );
+            }
+            p.tree = None;
+        }
+    }
+
     #[test]
     fn program_handler() {
         let h = harness("Classifier(1/01, !12/0800 20/0001%00ff, -)", 3);
-        let p = h.read("program").unwrap();
+        let p = h.read("patterns").unwrap();
         assert_eq!(
             p,
             " 0  ->[0] 0/00010000%00ff0000  safe length 2\n\

@@ -44,7 +44,8 @@
 //!   device has no Ethernet address (KernelTap uses it).
 //! - `MTU` (unsigned, default 1500): the device's MTU (68 to 65521).
 //! - `DEV_NAME` (string, default `tun%d`): the device's name (at most 15
-//!   bytes; `%d` lets the kernel number it).
+//!   bytes; `%d` lets the kernel number it). `DEVNAME` is FastClick's
+//!   spelling of it; give one or the other.
 //! - `BURST` (unsigned, default 1, as in Click): most packets emitted
 //!   (and, in pull context, pulled) per task run.
 //! - `IGNORE_QUEUE_OVERFLOWS` (boolean): accepted for compatibility.
@@ -151,10 +152,15 @@ fn make(cx: &mut ConfigCx<'_>, tun: bool) -> Result<KernelTun, String> {
     let headroom = a.read::<usize>("HEADROOM").unwrap_or(28);
     let ether = a.read::<EtherAddr>("ETHER");
     let mtu = a.read::<u32>("MTU").unwrap_or(1500);
-    let devname = a.read::<String>("DEV_NAME");
+    let dev_name = a.read::<String>("DEV_NAME");
+    let devname_kw = a.read::<String>("DEVNAME");
     let burst = a.read::<usize>("BURST").unwrap_or(1);
     let _ = a.read::<bool>("IGNORE_QUEUE_OVERFLOWS");
     a.complete()?;
+    let devname = match (dev_name, devname_kw) {
+        (Some(_), Some(_)) => return Err("give DEV_NAME or DEVNAME, not both".into()),
+        (d, e) => d.or(e),
+    };
     let devname = devname.unwrap_or_else(|| if tun { "tun%d" } else { "tap%d" }.to_string());
     if !super::from_host::valid_devname(&devname) {
         return Err(format!("DEV_NAME: bad interface name '{devname}'"));
@@ -416,6 +422,11 @@ mod tests {
         );
         let e = element("KernelTap", "10.98.0.1/24, ETHER 02:00:00:00:98:01").unwrap();
         assert_eq!(e.devname, "tap%d");
+        // FastClick's spelling DEVNAME; not both.
+        let e2 = element("KernelTap", "10.100.0.1/24, DEVNAME vEth1").unwrap();
+        assert_eq!(e2.devname, "vEth1");
+        assert!(element("KernelTap", "10.100.0.1/24, DEVNAME a, DEV_NAME b").is_err());
+        assert!(element("KernelTap", "10.100.0.1/24, DEVNAME a/b").is_err());
         assert_eq!(e.frame_cap, 1518);
         assert_eq!(e.setup.ether, Some(EtherAddr([2, 0, 0, 0, 0x98, 1])));
         // GATEWAY 0.0.0.0: none.

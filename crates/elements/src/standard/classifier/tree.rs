@@ -226,6 +226,33 @@ impl Tree {
         })
     }
 
+    /// The tree for Click's listing ([`super::click_listing`]).
+    pub(super) fn listing_graph(&self) -> (Vec<super::LNode>, super::LRef) {
+        let r = |t: u32| -> super::LRef {
+            if t == DROP {
+                super::LRef::Drop
+            } else if t >= OUTCOME {
+                super::LRef::Out((t & !OUTCOME) as usize)
+            } else {
+                super::LRef::Node(t as usize)
+            }
+        };
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| super::LNode {
+                test: if n.w.mask != 0 {
+                    super::LTest::Word(n.w)
+                } else {
+                    super::LTest::NoGroup((n.w.off, n.w.need))
+                },
+                yes: r(n.yes),
+                no: r(n.no),
+            })
+            .collect();
+        (nodes, r(self.start))
+    }
+
     /// Number of nodes.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
