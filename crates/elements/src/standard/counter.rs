@@ -276,10 +276,9 @@ impl<C: CallPolicy> Action for Counter<C> {
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        let len = p.len() as u64;
         self.packets.add(cx.thread(), 1);
-        self.bytes.add(cx.thread(), len);
-        self.calls.packet(cx, len);
+        self.bytes.add(cx.thread(), p.len() as u64);
+        self.calls.packet(cx, p.len() as u64);
         Verdict::Out(0)
     }
 
