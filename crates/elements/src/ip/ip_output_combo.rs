@@ -34,8 +34,8 @@
 //! decremented; a packet whose TTL would expire goes to output 3. A packet
 //! longer than MTU bytes goes to output 4; the others leave on output 0.
 //!
-//! IPOutputCombo does not fragment: put an IPFragmenter after output 4
-//! (or use Click's style of connecting output 4 to one), as Click does.
+//! IPOutputCombo does not fragment (as Click's): connect output 4 to an
+//! IPFragmenter that feeds the same next stage as output 0.
 //!
 //! Arguments:
 //! - `COLOR` (integer 0..255): the paint of packets that arrived on this
@@ -48,11 +48,12 @@
 //! Example:
 //!
 //!     rt[1] -> oc :: IPOutputCombo(2, 18.26.4.24, 1500);
-//!     oc[0] -> Queue -> ToDevice(eth1);
+//!     oc[0] -> q :: Queue -> ToDevice(eth1);
 //!     oc[1] -> ICMPError(18.26.4.24, redirect, host) -> rt;
 //!     oc[2] -> ICMPError(18.26.4.24, parameterproblem) -> rt;
 //!     oc[3] -> ICMPError(18.26.4.24, timeexceeded) -> rt;
-//!     oc[4] -> IPFragmenter(1500) -> [0]oc;
+//!     oc[4] -> fr :: IPFragmenter(1500) -> q;
+//!     fr[1] -> ICMPError(18.26.4.24, unreachable, needfrag) -> rt;
 
 use super::dec_ip_ttl::{self, DecIPTTL};
 use super::drop_broadcasts::{self, DropBroadcasts};
