@@ -15,6 +15,7 @@ pub mod aggregate_ip;
 pub mod aggregate_ip_flows;
 pub mod anonymize_ip_addr;
 pub mod erase_ip_payload;
+pub mod ip_rate_monitor;
 pub mod set_timestamp_delta;
 pub mod store_timestamp;
 pub mod time_filter;
@@ -31,6 +32,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(aggregate_ip_flows::spec());
     reg.register(anonymize_ip_addr::spec());
     reg.register(erase_ip_payload::spec());
+    reg.register(ip_rate_monitor::spec());
     reg.register(set_timestamp_delta::spec());
     reg.register(store_timestamp::spec());
     reg.register(time_filter::spec());

@@ -46,7 +46,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("DecIPTTL", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<DecIPTTL, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DecIPTTL, String> {
     let mut a = cx.args();
     let active = a.read("ACTIVE").unwrap_or(true);
     let multicast = a.read("MULTICAST").unwrap_or(true);

@@ -32,7 +32,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("DropBroadcasts", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<DropBroadcasts, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DropBroadcasts, String> {
     cx.args().complete()?;
     Ok(DropBroadcasts {
         drops: Counter::new(cx.nthreads),

@@ -35,7 +35,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("FixIPSrc", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<FixIPSrc, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<FixIPSrc, String> {
     let mut a = cx.args();
     let addr = a.read_mp::<Ipv4Addr>("IPADDR");
     a.complete()?;

@@ -67,7 +67,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("GetIPAddress", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<GetIPAddress, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<GetIPAddress, String> {
     let mut a = cx.args();
     let ip = a.read::<String>("IP");
     let offset = a.read_p::<usize>("OFFSET");

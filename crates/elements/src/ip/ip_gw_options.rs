@@ -70,7 +70,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("IPGWOptions", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<IPGWOptions, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<IPGWOptions, String> {
     let mut a = cx.args();
     let my = a.read_mp::<Ipv4Addr>("MYADDR");
     let others = a

@@ -25,7 +25,9 @@ pub mod drop_broadcasts;
 pub mod fix_ip_src;
 pub mod get_ip_address;
 pub mod ip_gw_options;
+pub mod ip_input_combo;
 pub mod ip_mirror;
+pub mod ip_output_combo;
 pub mod ip_print;
 pub mod mark_ip_ce;
 pub mod mark_ip_header;
@@ -53,6 +55,8 @@ pub fn register(reg: &mut Registry) {
     reg.register(fix_ip_src::spec());
     reg.register(get_ip_address::spec());
     reg.register(ip_gw_options::spec());
+    reg.register(ip_input_combo::spec());
+    reg.register(ip_output_combo::spec());
     reg.register(ip_mirror::spec());
     reg.register(ip_print::spec());
     reg.register(mark_ip_ce::spec());

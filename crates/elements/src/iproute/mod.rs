@@ -10,9 +10,12 @@ pub mod ip_encap;
 pub mod ip_fragmenter;
 pub mod ip_reassembler;
 pub mod linear_ip_lookup;
+pub mod lookup_ip_route_mp;
 pub mod lpm;
 pub mod radix_ip_lookup;
+pub mod range_ip_lookup;
 pub mod route_table;
+pub mod sorted_ip_lookup;
 pub mod static_ip_lookup;
 pub mod udp_ip_encap;
 
@@ -22,6 +25,9 @@ pub fn register(reg: &mut Registry) {
     reg.register(linear_ip_lookup::spec());
     reg.register(radix_ip_lookup::spec());
     reg.register(direct_ip_lookup::spec());
+    reg.register(range_ip_lookup::spec());
+    reg.register(sorted_ip_lookup::spec());
+    reg.register(lookup_ip_route_mp::spec());
     reg.register(ip_fragmenter::spec());
     reg.register(ip_reassembler::spec());
     reg.register(ip_encap::spec());

@@ -28,7 +28,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("CheckLength", "1/1-2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<CheckLength, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<CheckLength, String> {
     let mut a = cx.args();
     let max = a.read_mp::<u32>("MAX") as usize;
     a.complete()?;

@@ -13,6 +13,7 @@ pub mod classifier;
 pub mod clicky_info;
 pub mod clipboard;
 pub mod counter;
+pub mod cpu_queue;
 pub mod discard;
 pub mod discard_no_free;
 pub mod front_drop_queue;
@@ -71,6 +72,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(check_paint::spec());
     reg.register(classifier::spec());
     reg.register(counter::spec());
+    reg.register(cpu_queue::spec());
     reg.register(discard::spec());
     reg.register(discard_no_free::spec());
     reg.register(hash_switch::spec());

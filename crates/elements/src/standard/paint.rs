@@ -91,7 +91,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("Paint", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Paint, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<Paint, String> {
     let mut a = cx.args();
     let color = a.read_mp::<u8>("COLOR");
     let anno = a.read_p::<AnnoByte>("ANNO").unwrap_or(AnnoByte::Paint);

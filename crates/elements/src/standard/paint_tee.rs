@@ -37,7 +37,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("PaintTee", "1/2", "a/ah", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<PaintTee, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<PaintTee, String> {
     let mut a = cx.args();
     let color = a.read_mp::<u8>("COLOR");
     let anno = a.read_p::<AnnoByte>("ANNO").unwrap_or(AnnoByte::Paint);

@@ -28,7 +28,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("Strip", "1/1", "a", make)
 }
 
-fn make(cx: &mut ConfigCx<'_>) -> Result<Strip, String> {
+pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<Strip, String> {
     let mut a = cx.args();
     let len = a.read_mp::<u32>("LENGTH") as usize;
     a.complete()?;
