@@ -41,7 +41,10 @@ fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 
 impl Proc {
     fn start(args: &[&str]) -> Proc {
-        let mut child = Command::new(BIN)
+        // PARACLICK_BIN: another build to measure (a baseline's pauses
+        // against this one's, in the same session).
+        let bin = std::env::var("PARACLICK_BIN").unwrap_or_else(|_| BIN.to_string());
+        let mut child = Command::new(bin)
             .args(args)
             .arg("--no-pin")
             .stdout(Stdio::piped())
@@ -259,14 +262,46 @@ fn swap_under_traffic(threads: &str, swaps: usize) {
     let report = c.read("hotswaps");
     let mut lines = report.lines();
     assert_eq!(lines.next(), Some(format!("swaps {swaps}").as_str()));
-    let mut pauses: Vec<f64> = report
-        .lines()
-        .filter_map(|l| l.strip_prefix("pause_us "))
-        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
-        .collect();
+    // `pause_us P stop_us S state_us T ...`: the pause and its parts.
+    let field = |k: usize| -> Vec<f64> {
+        report
+            .lines()
+            .filter(|l| l.starts_with("pause_us "))
+            .map(|l| {
+                l.split_whitespace()
+                    .nth(2 * k + 1)
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (pauses, stops, states) = (field(0), field(1), field(2));
     assert_eq!(pauses.len(), swaps);
+    // Older builds (PARACLICK_BIN) have no start part: the rest of the pause.
+    let starts: Vec<f64> = (0..swaps)
+        .map(|i| pauses[i] - stops[i] - states[i])
+        .collect();
+    let dist = |v: &[f64]| -> String {
+        let mut v = v.to_vec();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+        format!(
+            "median {:.0} p99 {:.0} max {:.0} us",
+            q(0.5),
+            q(0.99),
+            v[v.len() - 1]
+        )
+    };
+    eprintln!(
+        "hotconfig -j {threads}: pause {}; stop part {}; state part {}; start part {}",
+        dist(&pauses),
+        dist(&stops),
+        dist(&states),
+        dist(&starts)
+    );
     let max = pauses.iter().cloned().fold(0.0, f64::max);
-    let med = median(&mut pauses);
+    let med = median(&mut pauses.clone());
     let (code, t) = c.write_data("stop", "");
     assert_eq!(code, 200, "stop: {t:?}");
     assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());

@@ -280,6 +280,13 @@ pub(crate) struct Core {
     /// did (ns since `epoch`, plus 1; 0: not yet), for hot swaps' pauses.
     pub workers_started: std::sync::atomic::AtomicUsize,
     pub started_ns: AtomicU64,
+    /// Workers wait here before their loop (closed for a router prepared
+    /// to take over in a hot swap, see [`crate::hot`]).
+    pub start_gate: crate::hot::Gate,
+    /// Workers that have left their loop in this run; the last runs
+    /// `handover`, if set (a hot swap's hand-over).
+    pub workers_done: std::sync::atomic::AtomicUsize,
+    pub handover: Mutex<Option<crate::hot::Handover>>,
 }
 
 impl Core {
@@ -328,6 +335,13 @@ impl Core {
     pub fn stop_now(&self) {
         self.running.store(false, Ordering::Release);
         crate::notifier::unpark_all(self);
+        // Napping workers too (they nap in `park_timeout`): a hot swap's
+        // pause starts here.
+        for ts in self.threads.iter() {
+            if let Some(h) = &*ts.handle.lock().unwrap_or_else(|e| e.into_inner()) {
+                h.unpark();
+            }
+        }
         if let Some(t) = &*self.balancer.lock().unwrap_or_else(|e| e.into_inner()) {
             t.unpark();
         }
@@ -667,6 +681,9 @@ impl Router {
             info: crate::control::RouterInfo::new(&graph, reg),
             workers_started: std::sync::atomic::AtomicUsize::new(0),
             started_ns: AtomicU64::new(0),
+            start_gate: crate::hot::Gate::new(true),
+            workers_done: std::sync::atomic::AtomicUsize::new(0),
+            handover: Mutex::new(None),
         };
         let core = Arc::new(Self::initialize(core, opts.check_only)?);
         crate::control::start_services(&core);
