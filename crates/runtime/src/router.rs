@@ -172,6 +172,9 @@ pub(crate) struct ThreadShared {
     pub handle: Mutex<Option<std::thread::Thread>>,
     /// Times the worker parked (for tests and reports).
     pub parks: AtomicU64,
+    /// Whether the worker is napping with nothing staged (a safe point a
+    /// hot swap may claim without waking it), see [`crate::hot`].
+    pub quiet: std::sync::atomic::AtomicU8,
 }
 
 impl ThreadShared {
@@ -192,6 +195,7 @@ impl ThreadShared {
             parked: AtomicBool::new(false),
             handle: Mutex::new(None),
             parks: AtomicU64::new(0),
+            quiet: std::sync::atomic::AtomicU8::new(0),
         }
     }
 
