@@ -41,7 +41,7 @@ use crate::Registry;
 use paraclick_lang::{render, Source, SourceSet};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 /// What [`crate::Element::take_state`] can do: pop the old element's
@@ -329,6 +329,8 @@ pub struct Hot {
     swapping: Mutex<()>,
     timings: Mutex<Vec<SwapTiming>>,
     discarded: std::sync::atomic::AtomicU64,
+    /// Itself, for the backend of the routers' control sockets.
+    me: Weak<Hot>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -338,8 +340,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Hot {
     /// `allow`: whether `hotconfig` is writable (`-R`); `opts` build every
     /// new configuration.
+    ///
+    /// The control sockets of the router's elements (`ControlSocket`)
+    /// reach the current router and `hotconfig`, as `-p` sockets do.
     pub fn new(router: Router, reg: Arc<Registry>, opts: BuildOptions, allow: bool) -> Arc<Hot> {
-        Arc::new(Hot {
+        let hot = Arc::new_cyclic(|me| Hot {
             current: Arc::new(Mutex::new(Arc::new(router))),
             reg,
             opts,
@@ -349,7 +354,10 @@ impl Hot {
             swapping: Mutex::new(()),
             timings: Mutex::new(Vec::new()),
             discarded: Default::default(),
-        })
+            me: me.clone(),
+        });
+        crate::control::set_backends(&hot.current().core, &hot.backend());
+        hot
     }
 
     /// The router running now.
@@ -409,12 +417,15 @@ impl Hot {
             text: text.to_string(),
         };
         let old = self.current();
-        let new = Router::build(&src, &self.reg, &self.opts).map_err(|d| {
+        // Its control sockets of the same type and address as the old
+        // router's take them over (open connections included) below.
+        let new = Router::build_replacing(&src, &self.reg, &self.opts, &old).map_err(|d| {
             let mut set = SourceSet::default();
             set.add(src.clone());
             CsError::new(520, render(&d, &set).trim_end().to_string())
         })?;
         let new = Arc::new(new);
+        crate::control::set_backends(&new.core, &self.backend());
         // Prepare, while the old router runs: a thread runs the new one,
         // whose workers get set up and wait at its closed gate.
         let nc = &new.core;
@@ -513,8 +524,9 @@ impl Hot {
                 String::new()
             }
         );
+        crate::control::hand_over_servers(&old.core, &new.core);
         // The old router goes away here (or with its runner), off the
-        // data path.
+        // data path, and its control sockets not taken over with it.
         drop(old);
         Ok(timing)
     }
@@ -543,43 +555,53 @@ impl Hot {
 
     /// The control plane's view: the current router's handlers, plus
     /// `hotconfig` (write) and `hotswaps` (read).
-    pub fn backend(self: &Arc<Self>) -> Arc<dyn Backend> {
-        Arc::new(HotBackend(self.clone()))
+    /// (It does not keep `self` alive.)
+    pub fn backend(&self) -> Arc<dyn Backend> {
+        Arc::new(HotBackend(self.me.clone()))
     }
 }
 
-struct HotBackend(Arc<Hot>);
+struct HotBackend(Weak<Hot>);
 
 impl HotBackend {
-    fn handle(&self) -> RouterHandle {
-        self.0.current().handle()
+    fn hot(&self) -> Result<Arc<Hot>, CsError> {
+        self.0
+            .upgrade()
+            .ok_or_else(|| CsError::new(540, "No router installed"))
+    }
+
+    fn handle(&self) -> Result<RouterHandle, CsError> {
+        Ok(self.hot()?.current().handle())
     }
 }
 
 impl Backend for HotBackend {
     fn read(&self, h: &str, param: Option<&str>) -> Result<String, CsError> {
+        let hot = self.hot()?;
         match h {
             "hotconfig" => Err(CsError::new(530, "Handler 'hotconfig' is write-only")),
-            "hotswaps" => Ok(self.0.swaps_report()),
-            _ => self.handle().read(h, param),
+            "hotswaps" => Ok(hot.swaps_report()),
+            _ => self.handle()?.read(h, param),
         }
     }
 
     fn write(&self, h: &str, value: &str) -> Result<(), CsError> {
+        let hot = self.hot()?;
         match h {
-            "hotconfig" => self.0.hotconfig(value).map(|_| ()),
+            "hotconfig" => hot.hotconfig(value).map(|_| ()),
             "hotswaps" => Err(CsError::new(530, "Handler 'hotswaps' is read-only")),
             "stop" => {
-                lock(&self.0.state).exiting = true;
-                self.handle().write(h, value)
+                lock(&hot.state).exiting = true;
+                self.handle()?.write(h, value)
             }
-            _ => self.handle().write(h, value),
+            _ => self.handle()?.write(h, value),
         }
     }
 
     fn check(&self, h: &str, write: bool) -> Result<(), CsError> {
+        let hot = self.hot()?;
         match (h, write) {
-            ("hotconfig", true) if self.0.allow => Ok(()),
+            ("hotconfig", true) if hot.allow => Ok(()),
             ("hotconfig", true) => Err(CsError::new(
                 530,
                 "hotconfig: hot reconfiguration not enabled (run with -R)",
@@ -587,11 +609,13 @@ impl Backend for HotBackend {
             ("hotconfig", false) => Err(CsError::new(530, "Handler 'hotconfig' is write-only")),
             ("hotswaps", false) => Ok(()),
             ("hotswaps", true) => Err(CsError::new(530, "Handler 'hotswaps' is read-only")),
-            _ => self.handle().check(h, write),
+            _ => self.handle()?.check(h, write),
         }
     }
 
     fn stop(&self) {
-        self.0.stop();
+        if let Some(hot) = self.0.upgrade() {
+            hot.stop();
+        }
     }
 }

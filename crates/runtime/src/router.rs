@@ -549,6 +549,28 @@ impl Router {
         Self::from_graph(graph, src, reg, opts)
     }
 
+    /// [`Router::build`] for a hot swap replacing `old`: its elements may
+    /// take over `old`'s control sockets ([`InitCx::take_over_server`]).
+    pub fn build_replacing(
+        src: &Source,
+        reg: &Registry,
+        opts: &BuildOptions,
+        old: &Router,
+    ) -> Result<Router, Vec<Diagnostic>> {
+        let popts = ParseOptions {
+            clickpath: opts.clickpath.clone(),
+        };
+        let graph = parse_config_with(src, &opts.defines, &popts)?;
+        paraclick_packet::clock::init();
+        Self::from_graph_offering(
+            graph,
+            src,
+            reg,
+            opts,
+            crate::control::server_keys(&old.core),
+        )
+    }
+
     /// Builds from a configuration string (tests, `-e`).
     pub fn from_str(text: &str, reg: &Registry, threads: usize) -> Result<Router, Vec<Diagnostic>> {
         let src = Source {
@@ -633,6 +655,18 @@ impl Router {
         reg: &Registry,
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
+        Self::from_graph_offering(graph, src, reg, opts, Vec::new())
+    }
+
+    /// [`Router::from_graph`], offering the elements the servers of a
+    /// router being replaced (their keys).
+    fn from_graph_offering(
+        graph: FlatGraph,
+        src: &Source,
+        reg: &Registry,
+        opts: &BuildOptions,
+        offered: Vec<String>,
+    ) -> Result<Router, Vec<Diagnostic>> {
         let nthreads = opts.threads.max(1);
         let checked = match Self::check(&graph, reg) {
             Ok(c) => c,
@@ -651,7 +685,7 @@ impl Router {
         let (made, arg_env) = Self::configure(&graph, &checked, reg, nthreads)?;
         let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
         let n = slots.len();
-        let core = Core {
+        let mut core = Core {
             slots,
             ports,
             names,
@@ -689,6 +723,7 @@ impl Router {
             workers_done: std::sync::atomic::AtomicUsize::new(0),
             handover: Mutex::new(None),
         };
+        core.info.offer(offered);
         let core = Arc::new(Self::initialize(core, opts.check_only)?);
         crate::control::start_services(&core);
         Ok(Router { core })
