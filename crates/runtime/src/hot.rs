@@ -484,10 +484,13 @@ impl Hot {
             abandon(&new);
             return Err(CsError::new(540, "hotconfig: the router has stopped"));
         }
-        old.stop();
         // Napping old workers are at a safe point: no need to wait for
-        // them to wake (the last to be claimed hands over, here).
+        // them to wake (if the last is claimed, the hand-over runs here).
+        // Claimed before the stop unparks them, which would make them
+        // race the claim back to their loop only to leave it.
+        old.core.running.store(false, Ordering::SeqCst);
         claim_napping(&old.core);
+        old.stop();
         let swapped = rx.recv_timeout(Duration::from_secs(30));
         lock(&self.state).pending = None;
         let (t_quiet, t_taken, rep) = match swapped {
