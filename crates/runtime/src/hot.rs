@@ -534,9 +534,11 @@ impl Hot {
         Ok(timing)
     }
 
-    /// The `hotswaps` handler: swaps done, then the pause of each in
-    /// microseconds (one a line, oldest first), and packets discarded with
-    /// removed elements.
+    /// The `hotswaps` handler: swaps done, packets discarded with removed
+    /// elements, then one line per swap (oldest first): its pause and the
+    /// pause's parts in microseconds (`pause_us P stop_us S state_us T
+    /// start_us U`: old workers stopped or claimed, state taken, new
+    /// workers in their loops).
     fn swaps_report(&self) -> String {
         let t = self.timings();
         let mut s = format!(
