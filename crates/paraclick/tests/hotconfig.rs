@@ -41,7 +41,10 @@ fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 
 impl Proc {
     fn start(args: &[&str]) -> Proc {
-        let mut child = Command::new(BIN)
+        // PARACLICK_BIN: another build to measure (a baseline's pauses
+        // against this one's, in the same session).
+        let bin = std::env::var("PARACLICK_BIN").unwrap_or_else(|_| BIN.to_string());
+        let mut child = Command::new(bin)
             .args(args)
             .arg("--no-pin")
             .stdout(Stdio::piped())
@@ -114,20 +117,42 @@ impl Drop for Proc {
     }
 }
 
+trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
 /// A raw ControlSocket client.
 struct Client {
-    r: BufReader<TcpStream>,
+    r: BufReader<Box<dyn Stream>>,
 }
 
 impl Client {
     fn tcp(port: u16) -> Client {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        Client::greeted(Box::new(s))
+    }
+
+    fn unix(path: &std::path::Path) -> Client {
+        let s = std::os::unix::net::UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        Client::greeted(Box::new(s))
+    }
+
+    fn greeted(s: Box<dyn Stream>) -> Client {
         let mut c = Client {
             r: BufReader::new(s),
         };
         assert_eq!(c.line(), "Click::ControlSocket/1.3");
         c
+    }
+
+    /// `WRITE h value`: the reply.
+    fn write(&mut self, h: &str, value: &str) -> (u16, Vec<String>) {
+        self.r
+            .get_mut()
+            .write_all(format!("WRITE {h} {value}\r\n").as_bytes())
+            .unwrap();
+        self.reply()
     }
 
     fn line(&mut self) -> String {
@@ -259,14 +284,46 @@ fn swap_under_traffic(threads: &str, swaps: usize) {
     let report = c.read("hotswaps");
     let mut lines = report.lines();
     assert_eq!(lines.next(), Some(format!("swaps {swaps}").as_str()));
-    let mut pauses: Vec<f64> = report
-        .lines()
-        .filter_map(|l| l.strip_prefix("pause_us "))
-        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
-        .collect();
+    // `pause_us P stop_us S state_us T ...`: the pause and its parts.
+    let field = |k: usize| -> Vec<f64> {
+        report
+            .lines()
+            .filter(|l| l.starts_with("pause_us "))
+            .map(|l| {
+                l.split_whitespace()
+                    .nth(2 * k + 1)
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (pauses, stops, states) = (field(0), field(1), field(2));
     assert_eq!(pauses.len(), swaps);
+    // Older builds (PARACLICK_BIN) have no start part: the rest of the pause.
+    let starts: Vec<f64> = (0..swaps)
+        .map(|i| pauses[i] - stops[i] - states[i])
+        .collect();
+    let dist = |v: &[f64]| -> String {
+        let mut v = v.to_vec();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+        format!(
+            "median {:.0} p99 {:.0} max {:.0} us",
+            q(0.5),
+            q(0.99),
+            v[v.len() - 1]
+        )
+    };
+    eprintln!(
+        "hotconfig -j {threads}: pause {}; stop part {}; state part {}; start part {}",
+        dist(&pauses),
+        dist(&stops),
+        dist(&states),
+        dist(&starts)
+    );
     let max = pauses.iter().cloned().fold(0.0, f64::max);
-    let med = median(&mut pauses);
+    let med = median(&mut pauses.clone());
     let (code, t) = c.write_data("stop", "");
     assert_eq!(code, 200, "stop: {t:?}");
     assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());
@@ -365,6 +422,128 @@ fn hotconfig_needs_dash_r() {
     assert!(t[0].contains("-R"), "{t:?}");
     c.write_data("stop", "");
     assert_eq!(p.wait_exit(), 0);
+}
+
+// ---- ControlSocket elements across swaps ----
+
+impl Proc {
+    /// The port of the `n`th ControlSocket that said it listens (VERBOSE).
+    fn element_port(&self, n: usize) -> u16 {
+        let t0 = Instant::now();
+        let prefix = "ControlSocket: listening on 127.0.0.1:";
+        loop {
+            {
+                let e = self.err.lock().unwrap();
+                let ports: Vec<u16> = e
+                    .lines()
+                    .filter_map(|l| l.strip_prefix(prefix))
+                    .map(|p| p.trim().parse().unwrap())
+                    .collect();
+                if ports.len() > n {
+                    return ports[n];
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no ControlSocket: {}",
+                self.err.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The traffic configuration with a ControlSocket line and `more`.
+fn with_socket(variant: usize, socket: &str, more: &str) -> String {
+    format!("{}cs :: {socket};\n{more}", traffic(variant))
+}
+
+#[test]
+fn a_control_socket_element_keeps_its_socket_and_clients_across_swaps() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let sock = "ControlSocket(TCP, 0, LOCALHOST true, VERBOSE true)";
+    let mut p = Proc::start(&["-R", "-j", "2", "-e", &with_socket(0, sock, "")]);
+    let port = p.element_port(0);
+    let mut c = Client::tcp(port);
+    let before = c.count("c1.count");
+    // The client writes hotconfig through the element's own socket: the
+    // new configuration has the same ControlSocket, and a new element.
+    let next = with_socket(1, sock, "extra :: Counter; Idle -> extra -> Discard;\n");
+    let (code, t) = c.write_data("hotconfig", &next);
+    assert_eq!(code, 200, "{t:?}");
+    // Same connection, new router: its handlers, its configuration, and
+    // the counts carried over.
+    assert_eq!(c.count("hold.capacity"), 300);
+    assert_eq!(c.count("extra.count"), 0);
+    assert!(c.read("config").contains("extra :: Counter"));
+    assert!(c.read("flatconfig").contains("extra :: Counter"));
+    assert!(c.count("c1.count") >= before);
+    assert!(c.read("cs.handlers").contains("name"), "the new element");
+    // The socket was taken over, not opened again: no second listening
+    // line, and new clients connect to the same port.
+    std::thread::sleep(Duration::from_millis(50));
+    {
+        let e = p.err.lock().unwrap();
+        assert_eq!(e.matches("ControlSocket: listening on").count(), 1, "{e}");
+        assert!(
+            e.contains("ControlSocket: taking over TCP 127.0.0.1:0"),
+            "{e}"
+        );
+    }
+    let mut c2 = Client::tcp(port);
+    assert_eq!(c2.count("hold.capacity"), 300);
+    // A third configuration makes the socket READONLY: connections opened
+    // after the swap are read-only, those opened before keep their rights.
+    let ro = "ControlSocket(TCP, 0, LOCALHOST true, READONLY true)";
+    let (code, t) = c2.write_data("hotconfig", &with_socket(2, ro, ""));
+    assert_eq!(code, 200, "{t:?}");
+    assert_eq!(c.count("hold.capacity"), 400);
+    let mut c3 = Client::tcp(port);
+    assert_eq!(c3.count("hold.capacity"), 400);
+    let (code, _) = c3.write("c1.reset", "");
+    assert_eq!(code, 530, "read-only after the swap");
+    let (code, t) = c2.write("c2.reset", "");
+    assert_eq!(code, 200, "{t:?}");
+    assert_eq!(c.read("hotswaps").lines().next(), Some("swaps 2"));
+    let (code, t) = c.write_data("stop", "");
+    assert_eq!(code, 200, "{t:?}");
+    assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());
+}
+
+#[test]
+fn a_unix_control_socket_element_is_taken_over_and_dropped_with_its_element() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ctl");
+    let sock = format!("ControlSocket(UNIX, {})", path.display());
+    let mut p = Proc::start(&["-R", "-j", "2", "-p", "0", "-e", &with_socket(0, &sock, "")]);
+    let tcp_port = p.port();
+    let t0 = Instant::now();
+    while !path.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "no socket file");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut c = Client::unix(&path);
+    let (code, t) = c.write_data("hotconfig", &with_socket(1, &sock, ""));
+    assert_eq!(code, 200, "{t:?}");
+    assert_eq!(c.count("hold.capacity"), 300, "same connection, new router");
+    assert!(path.exists(), "the socket file stays");
+    let mut c2 = Client::unix(&path);
+    assert_eq!(c2.count("hold.capacity"), 300);
+    // A configuration without it: the socket closes after the swap, with
+    // its connections, and its file goes away.
+    let (code, t) = c2.write_data("hotconfig", &traffic(2));
+    assert_eq!(code, 200, "{t:?}");
+    let t0 = Instant::now();
+    while path.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "socket file removed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut other = Client::tcp(tcp_port);
+    assert_eq!(other.count("hold.capacity"), 400);
+    let (code, _) = other.write_data("stop", "");
+    assert_eq!(code, 200);
+    assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());
 }
 
 // ---- State carried over, class by class (routers built here) ----

@@ -172,6 +172,9 @@ pub(crate) struct ThreadShared {
     pub handle: Mutex<Option<std::thread::Thread>>,
     /// Times the worker parked (for tests and reports).
     pub parks: AtomicU64,
+    /// Whether the worker is napping with nothing staged (a safe point a
+    /// hot swap may claim without waking it), see [`crate::hot`].
+    pub quiet: std::sync::atomic::AtomicU8,
 }
 
 impl ThreadShared {
@@ -192,6 +195,7 @@ impl ThreadShared {
             parked: AtomicBool::new(false),
             handle: Mutex::new(None),
             parks: AtomicU64::new(0),
+            quiet: std::sync::atomic::AtomicU8::new(0),
         }
     }
 
@@ -280,6 +284,13 @@ pub(crate) struct Core {
     /// did (ns since `epoch`, plus 1; 0: not yet), for hot swaps' pauses.
     pub workers_started: std::sync::atomic::AtomicUsize,
     pub started_ns: AtomicU64,
+    /// Workers wait here before their loop (closed for a router prepared
+    /// to take over in a hot swap, see [`crate::hot`]).
+    pub start_gate: crate::hot::Gate,
+    /// Workers that have left their loop in this run; the last runs
+    /// `handover`, if set (a hot swap's hand-over).
+    pub workers_done: std::sync::atomic::AtomicUsize,
+    pub handover: Mutex<Option<crate::hot::Handover>>,
 }
 
 impl Core {
@@ -328,6 +339,13 @@ impl Core {
     pub fn stop_now(&self) {
         self.running.store(false, Ordering::Release);
         crate::notifier::unpark_all(self);
+        // Napping workers too (they nap in `park_timeout`): a hot swap's
+        // pause starts here.
+        for ts in self.threads.iter() {
+            if let Some(h) = &*ts.handle.lock().unwrap_or_else(|e| e.into_inner()) {
+                h.unpark();
+            }
+        }
         if let Some(t) = &*self.balancer.lock().unwrap_or_else(|e| e.into_inner()) {
             t.unpark();
         }
@@ -531,6 +549,28 @@ impl Router {
         Self::from_graph(graph, src, reg, opts)
     }
 
+    /// [`Router::build`] for a hot swap replacing `old`: its elements may
+    /// take over `old`'s control sockets ([`InitCx::take_over_server`]).
+    pub fn build_replacing(
+        src: &Source,
+        reg: &Registry,
+        opts: &BuildOptions,
+        old: &Router,
+    ) -> Result<Router, Vec<Diagnostic>> {
+        let popts = ParseOptions {
+            clickpath: opts.clickpath.clone(),
+        };
+        let graph = parse_config_with(src, &opts.defines, &popts)?;
+        paraclick_packet::clock::init();
+        Self::from_graph_offering(
+            graph,
+            src,
+            reg,
+            opts,
+            crate::control::server_keys(&old.core),
+        )
+    }
+
     /// Builds from a configuration string (tests, `-e`).
     pub fn from_str(text: &str, reg: &Registry, threads: usize) -> Result<Router, Vec<Diagnostic>> {
         let src = Source {
@@ -615,6 +655,18 @@ impl Router {
         reg: &Registry,
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
+        Self::from_graph_offering(graph, src, reg, opts, Vec::new())
+    }
+
+    /// [`Router::from_graph`], offering the elements the servers of a
+    /// router being replaced (their keys).
+    fn from_graph_offering(
+        graph: FlatGraph,
+        src: &Source,
+        reg: &Registry,
+        opts: &BuildOptions,
+        offered: Vec<String>,
+    ) -> Result<Router, Vec<Diagnostic>> {
         let nthreads = opts.threads.max(1);
         let checked = match Self::check(&graph, reg) {
             Ok(c) => c,
@@ -636,7 +688,7 @@ impl Router {
         arg_env.checking = false;
         let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
         let n = slots.len();
-        let core = Core {
+        let mut core = Core {
             slots,
             ports,
             names,
@@ -670,7 +722,11 @@ impl Router {
             info: crate::control::RouterInfo::new(&graph, reg),
             workers_started: std::sync::atomic::AtomicUsize::new(0),
             started_ns: AtomicU64::new(0),
+            start_gate: crate::hot::Gate::new(true),
+            workers_done: std::sync::atomic::AtomicUsize::new(0),
+            handover: Mutex::new(None),
         };
+        core.info.offer(offered);
         let core = Arc::new(Self::initialize(core, opts.check_only)?);
         crate::control::start_services(&core);
         Ok(Router { core })

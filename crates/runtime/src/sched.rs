@@ -192,7 +192,13 @@ pub(crate) fn initial_assignment(core: &Core) {
 }
 
 pub(crate) fn run_workers(core: &Core) {
+    core.workers_done.store(0, Ordering::Release);
+    for ts in core.threads.iter() {
+        ts.quiet.store(0, Ordering::Release);
+    }
     if !core.running.load(Ordering::Acquire) {
+        core.workers_done.store(core.nthreads, Ordering::Release);
+        crate::hot::run_handover(core);
         return;
     }
     let c0 = clock::cycles();
@@ -203,6 +209,7 @@ pub(crate) fn run_workers(core: &Core) {
                 .spawn_scoped(s, move || worker(core, t))
                 .expect("spawn worker thread");
         }
+        core.start_gate.wait();
         if core.policy == SchedPolicy::Adaptive
             && core.nthreads > 1
             && core.tasks.iter().filter(|t| t.pinned.is_none()).count() > 0
@@ -417,6 +424,9 @@ fn worker(core: &Core, t: usize) {
     let mut naps: u64 = 0;
     let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
     let mut iter: u64 = 0;
+    let mut claimed = false;
+    // Ready: a router prepared for a hot swap waits here for the hand-over.
+    core.start_gate.wait();
     let mut epoch = core.sync_epoch.load(Ordering::Acquire);
     ts.seen_epoch.store(epoch, Ordering::Release);
     ts.alive.store(true, Ordering::Release);
@@ -535,12 +545,18 @@ fn worker(core: &Core, t: usize) {
             if idle == 128 {
                 pool::flush_remote();
             }
-            std::thread::yield_now();
+            if !crate::hot::quiet_nap(ts, &mut cx, std::thread::yield_now) {
+                claimed = true;
+                break;
+            }
         } else if list
             .iter()
             .all(|&id| core.tasks[id].asleep.load(Ordering::Relaxed))
         {
-            park(core, t, epoch, version, &list);
+            if !crate::hot::quiet_nap(ts, &mut cx, || park(core, t, epoch, version, &list)) {
+                claimed = true;
+                break;
+            }
         } else {
             naps += 1;
             let mut sleep = Duration::from_micros((naps * 20).min(1000));
@@ -548,13 +564,23 @@ fn worker(core: &Core, t: usize) {
                 let now = core.clock.now_ns();
                 sleep = sleep.min(Duration::from_nanos(next.saturating_sub(now)));
             }
-            if !sleep.is_zero() {
-                std::thread::sleep(sleep);
+            // Parked, not asleep: a stop unparks it at once.
+            if !sleep.is_zero()
+                && !crate::hot::quiet_nap(ts, &mut cx, || std::thread::park_timeout(sleep))
+            {
+                claimed = true;
+                break;
             }
         }
     }
     cx.flush_deferred();
     ts.alive.store(false, Ordering::Release);
+    // A worker claimed while napping was counted by the claimer.
+    if !claimed && core.workers_done.fetch_add(1, Ordering::AcqRel) + 1 == core.nthreads {
+        // Every worker has published what it staged: a hot swap's
+        // hand-over runs here, without waiting for the threads to exit.
+        crate::hot::run_handover(core);
+    }
     pool::flush_remote();
     pool::publish_stats();
     ts.pool_id.store(pool::local_stats().id, Ordering::Release);

@@ -64,8 +64,20 @@
 //! command's `-p PORT`, `-u FILE` and `--socket FD` open the same sockets
 //! without an element.
 //!
-//! Differences from Click: no PROXY; no hot-swap of the socket (there is
-//! no hot reconfiguration yet).
+//! Hot reconfiguration (`-R`, the `hotconfig` handler): a ControlSocket of
+//! the new configuration with the same TYPE and PORTNUMBER (with the same
+//! LOCALHOST) or FILENAME as one of the old configuration takes over its
+//! open socket instead of opening it again: the socket stays open across
+//! the swap, connected clients keep their connections (their next command
+//! reaches the new router), and connections opened after the swap take
+//! the new element's options (READONLY, VERBOSE, limits; open ones keep
+//! theirs; a Unix socket keeps its MODE). PORTNUMBER 0 takes over the
+//! old 0's port. A ControlSocket the new configuration does not have is
+//! closed, with its connections, after the swap. Under the `paraclick`
+//! command every control socket reaches the current router and its
+//! `hotconfig` and `hotswaps` handlers.
+//!
+//! Differences from Click: no PROXY.
 //!
 //! Example:
 //!
@@ -186,6 +198,16 @@ impl Element for ControlSocket {
         if ix.checking() {
             return Ok(());
         }
+        // In a hot swap, the old configuration's socket of the same type
+        // and address (as configured: `0` takes over the old `0`'s port)
+        // comes over, with its open connections.
+        let key = format!("ControlSocket {}", describe(&self.at));
+        if ix.take_over_server(&key, self.cfg.clone()) {
+            if self.cfg.verbose {
+                eprintln!("ControlSocket: taking over {}", describe(&self.at));
+            }
+            return Ok(());
+        }
         // Bind now, so a socket that cannot be opened is a located error
         // (unless RETRIES says to keep trying).
         let bound = match bind(&self.at) {
@@ -212,11 +234,13 @@ impl Element for ControlSocket {
             }
         }
         let cfg = self.cfg.clone();
-        ix.on_start(move |h| match control::serve(bound, Arc::new(h), cfg) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("ControlSocket: cannot start its thread: {e}");
-                None
+        ix.on_start_keyed(key, move |h| {
+            match control::serve(bound, Arc::new(h), cfg) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("ControlSocket: cannot start its thread: {e}");
+                    None
+                }
             }
         });
         Ok(())

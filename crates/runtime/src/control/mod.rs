@@ -108,13 +108,55 @@ pub(crate) struct RouterInfo {
     packages: Vec<&'static str>,
     requirements: Vec<String>,
     flatconfig: String,
-    /// Started once the router exists (see [`InitCx::on_start`]).
-    services: Mutex<Vec<Service>>,
-    /// Servers the router's elements started; they stop with the router.
-    servers: Mutex<Vec<Server>>,
+    /// Started once the router exists (see [`InitCx::on_start`]), with
+    /// the key a hot swap finds them by.
+    services: Mutex<Vec<(Option<String>, Service)>>,
+    /// Servers the router's elements started (or took over); they stop
+    /// with the router.
+    servers: Mutex<Vec<(Option<String>, Server)>>,
+    /// Keys of the servers of the router this one replaces in a hot swap,
+    /// which this one's elements may take over.
+    offered: Vec<String>,
+    /// Those its elements take over, with their options.
+    taken: Mutex<Vec<(String, ControlConfig)>>,
 }
 
 type Service = Box<dyn FnOnce(RouterHandle) -> Option<Server> + Send>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The keys of `core`'s servers, for a router built to replace it.
+pub(crate) fn server_keys(core: &Core) -> Vec<String> {
+    lock(&core.info.servers)
+        .iter()
+        .filter_map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// After a hot swap: moves the servers `new`'s elements take over from
+/// `old` (open connections included) to `new`, with their new options.
+pub(crate) fn hand_over_servers(old: &Core, new: &Core) {
+    let taken = std::mem::take(&mut *lock(&new.info.taken));
+    let mut from = lock(&old.info.servers);
+    let mut to = lock(&new.info.servers);
+    for (key, cfg) in taken {
+        if let Some(i) = from.iter().position(|(k, _)| k.as_deref() == Some(&key)) {
+            let (k, server) = from.remove(i);
+            server.set_config(cfg);
+            to.push((k, server));
+        }
+    }
+}
+
+/// Sends the commands of every server `core`'s elements started to
+/// `backend`.
+pub(crate) fn set_backends(core: &Core, backend: &Arc<dyn Backend>) {
+    for (_, s) in lock(&core.info.servers).iter() {
+        s.set_backend(backend.clone());
+    }
+}
 
 impl RouterInfo {
     pub(crate) fn new(graph: &FlatGraph, reg: &Registry) -> RouterInfo {
@@ -132,7 +174,14 @@ impl RouterInfo {
             flatconfig: flatconfig(graph),
             services: Mutex::new(Vec::new()),
             servers: Mutex::new(Vec::new()),
+            offered: Vec::new(),
+            taken: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Offers the servers of the router being replaced (keys).
+    pub(crate) fn offer(&mut self, keys: Vec<String>) {
+        self.offered = keys;
     }
 }
 
@@ -218,14 +267,13 @@ fn threads_text(core: &Core) -> String {
 /// Starts the services elements asked for in `initialize`; called once
 /// the router's core is shared.
 pub(crate) fn start_services(core: &Arc<Core>) {
-    let services: Vec<Service> =
-        std::mem::take(&mut *core.info.services.lock().unwrap_or_else(|e| e.into_inner()));
+    let services = std::mem::take(&mut *lock(&core.info.services));
     let mut started = Vec::new();
-    for s in services {
+    for (key, s) in services {
         if let Some(server) = s(RouterHandle {
             core: Arc::downgrade(core),
         }) {
-            started.push(server);
+            started.push((key, server));
         }
     }
     core.info
@@ -240,12 +288,33 @@ impl InitCx<'_> {
     /// socket starts its server so). A server `f` returns stops when the
     /// router is dropped.
     pub fn on_start(&mut self, f: impl FnOnce(RouterHandle) -> Option<Server> + Send + 'static) {
-        self.core
-            .info
-            .services
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Box::new(f));
+        lock(&self.core.info.services).push((None, Box::new(f)));
+    }
+
+    /// [`InitCx::on_start`] for a server that a router replacing this one
+    /// in a hot swap may take over ([`InitCx::take_over_server`]) by `key`
+    /// (say `ControlSocket TCP 127.0.0.1:7777`).
+    pub fn on_start_keyed(
+        &mut self,
+        key: impl Into<String>,
+        f: impl FnOnce(RouterHandle) -> Option<Server> + Send + 'static,
+    ) {
+        lock(&self.core.info.services).push((Some(key.into()), Box::new(f)));
+    }
+
+    /// Whether this router, built to replace another in a hot swap, takes
+    /// over that router's server `key` (its open socket and connections),
+    /// with options `cfg` for the connections opened after the swap. If
+    /// so, the element must not open the socket itself: the server comes
+    /// with the swap, and stops with this router. A key is taken once.
+    pub fn take_over_server(&mut self, key: &str, cfg: ControlConfig) -> bool {
+        let info = &self.core.info;
+        let mut taken = lock(&info.taken);
+        if !info.offered.iter().any(|k| k == key) || taken.iter().any(|(k, _)| k == key) {
+            return false;
+        }
+        taken.push((key.to_string(), cfg));
+        true
     }
 }
 

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// A bound control socket.
@@ -150,8 +150,52 @@ struct Shared {
     shutdown: AtomicBool,
     /// Connections being served.
     active: AtomicUsize,
-    cfg: ControlConfig,
-    backend: Arc<dyn Backend>,
+    /// Options of connections opened from now on (a socket taken over in a
+    /// hot swap takes the new element's).
+    cfg: Mutex<ControlConfig>,
+    /// Whom commands go to; replaceable while connections are open.
+    backend: RwLock<Arc<dyn Backend>>,
+}
+
+impl Shared {
+    fn new(cfg: ControlConfig, backend: Arc<dyn Backend>) -> Shared {
+        Shared {
+            shutdown: AtomicBool::new(false),
+            active: AtomicUsize::new(0),
+            cfg: Mutex::new(cfg),
+            backend: RwLock::new(backend),
+        }
+    }
+
+    fn cfg(&self) -> ControlConfig {
+        self.cfg.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn backend(&self) -> Arc<dyn Backend> {
+        self.backend
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// The server's backend at each call: a connection follows a change of
+/// backend (see [`Server::set_backend`]).
+struct Current<'a>(&'a Shared);
+
+impl Backend for Current<'_> {
+    fn read(&self, h: &str, param: Option<&str>) -> Result<String, super::CsError> {
+        self.0.backend().read(h, param)
+    }
+    fn write(&self, h: &str, value: &str) -> Result<(), super::CsError> {
+        self.0.backend().write(h, value)
+    }
+    fn check(&self, h: &str, write: bool) -> Result<(), super::CsError> {
+        self.0.backend().check(h, write)
+    }
+    fn stop(&self) {
+        self.0.backend().stop()
+    }
 }
 
 /// A running control socket. Dropping it (or `shutdown`) stops accepting
@@ -170,6 +214,22 @@ impl Server {
     /// Connections open now.
     pub fn connections(&self) -> usize {
         self.shared.active.load(Ordering::Acquire)
+    }
+
+    /// Sends every command from now on, open connections' included, to
+    /// `backend` (a hot swap's: whichever router is current).
+    pub fn set_backend(&self, backend: Arc<dyn Backend>) {
+        *self
+            .shared
+            .backend
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = backend;
+    }
+
+    /// Options for the connections opened from now on (open ones keep
+    /// theirs).
+    pub fn set_config(&self, cfg: ControlConfig) {
+        *self.shared.cfg.lock().unwrap_or_else(|e| e.into_inner()) = cfg;
     }
 
     /// Stops accepting and closes connections; waits up to `wait` for
@@ -198,12 +258,7 @@ pub fn serve(bind: Bind, backend: Arc<dyn Backend>, cfg: ControlConfig) -> io::R
         Bind::Ready(l) => l.describe(),
         Bind::Retry { .. } => String::new(),
     };
-    let shared = Arc::new(Shared {
-        shutdown: AtomicBool::new(false),
-        active: AtomicUsize::new(0),
-        cfg,
-        backend,
-    });
+    let shared = Arc::new(Shared::new(cfg, backend));
     let sh = shared.clone();
     std::thread::Builder::new()
         .name("paraclick-control".into())
@@ -217,12 +272,7 @@ pub fn serve_stream(
     backend: Arc<dyn Backend>,
     cfg: ControlConfig,
 ) -> io::Result<Server> {
-    let shared = Arc::new(Shared {
-        shutdown: AtomicBool::new(false),
-        active: AtomicUsize::new(0),
-        cfg,
-        backend,
-    });
+    let shared = Arc::new(Shared::new(cfg, backend));
     shared.active.fetch_add(1, Ordering::AcqRel);
     let sh = shared.clone();
     std::thread::Builder::new()
@@ -260,7 +310,7 @@ fn accept_loop(bind: Bind, sh: Arc<Shared>) {
                         tries += 1;
                         if tries >= retries {
                             eprintln!("ControlSocket: {what}: {e}; giving up, stopping the router");
-                            sh.backend.stop();
+                            sh.backend().stop();
                             return;
                         }
                         if warnings {
@@ -278,23 +328,21 @@ fn accept_loop(bind: Bind, sh: Arc<Shared>) {
     while !sh.shutdown.load(Ordering::Acquire) {
         match listener.accept() {
             Ok((mut s, peer)) => {
+                let cfg = sh.cfg();
                 let n = sh.active.fetch_add(1, Ordering::AcqRel);
-                if n >= sh.cfg.max_clients {
+                if n >= cfg.max_clients {
                     sh.active.fetch_sub(1, Ordering::AcqRel);
                     let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
                     let _ = s.write_all(&format_message(
                         590,
-                        &format!(
-                            "Too many control connections (limit {})",
-                            sh.cfg.max_clients
-                        ),
+                        &format!("Too many control connections (limit {})", cfg.max_clients),
                     ));
-                    if sh.cfg.verbose {
+                    if cfg.verbose {
                         eprintln!("ControlSocket {where_}: refused {peer}: too many connections");
                     }
                     continue;
                 }
-                if sh.cfg.verbose {
+                if cfg.verbose {
                     eprintln!("ControlSocket {where_}: opened connection from {peer}");
                 }
                 let sh2 = sh.clone();
@@ -318,15 +366,17 @@ fn accept_loop(bind: Bind, sh: Arc<Shared>) {
 }
 
 fn connection(mut s: Box<dyn CtlStream>, peer: String, sh: Arc<Shared>) {
+    let cfg = sh.cfg();
     let why = {
-        let mut session = Session::new(&mut *s, &sh.cfg, &*sh.backend, &sh.shutdown);
+        let backend = Current(&sh);
+        let mut session = Session::new(&mut *s, &cfg, &backend, &sh.shutdown);
         session.run()
     };
     // Count the connection gone before closing it, so a client that sees
     // it closed can count on its place being free.
     sh.active.fetch_sub(1, Ordering::AcqRel);
     drop(s);
-    if sh.cfg.verbose {
+    if cfg.verbose {
         eprintln!("ControlSocket: closed connection from {peer}: {why}");
     }
 }
