@@ -13,8 +13,10 @@
 //! | `ipsumdump_reader` | an IP summary dump file | FromIPSummaryDump the same |
 //! | `ipfilter` | IPFilter/IPClassifier patterns and packets | print/parse round trip; compiled program agrees with the reference interpreter |
 //! | `script` | Script instructions and expressions | parse and substitution never panic; arithmetic agrees with Rust's |
+//! | `control` | a control-socket client's bytes, against a small router | no panic or hang; the replies are well-formed, at most one per line sent |
 
 mod config;
+mod control;
 mod ipfilter;
 mod packets;
 mod readers;
@@ -22,6 +24,7 @@ mod script;
 mod structured;
 
 pub use config::config;
+pub use control::control;
 pub use ipfilter::ipfilter;
 pub use packets::packet_elements;
 pub use readers::{ipsumdump_reader, pcap_reader};
@@ -41,6 +44,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ipsumdump_reader", ipsumdump_reader),
     ("ipfilter", ipfilter),
     ("script", script),
+    ("control", control),
 ];
 
 /// The registry `paraclick` uses: every element and I/O class.

@@ -421,5 +421,54 @@ impl Backend for RouterHandle {
     }
 }
 
+/// Serves one session over memory instead of a socket: `input` is all a
+/// client sends before it closes; returns every byte the server replied
+/// and why the session ended. The same code as a socket connection; for
+/// the control-protocol fuzz target and tests.
+pub fn session_over_bytes(
+    input: &[u8],
+    backend: &dyn Backend,
+    cfg: &ControlConfig,
+) -> (Vec<u8>, &'static str) {
+    let mut s = MemStream {
+        input: std::io::Cursor::new(input.to_vec()),
+        output: Vec::new(),
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let why = session::Session::new(&mut s, cfg, backend, &stop).run();
+    (s.output, why)
+}
+
+/// A client's bytes in, the server's bytes out.
+struct MemStream {
+    input: std::io::Cursor<Vec<u8>>,
+    output: Vec<u8>,
+}
+
+impl std::io::Read for MemStream {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        self.input.read(b)
+    }
+}
+
+impl std::io::Write for MemStream {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.output.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CtlStream for MemStream {
+    fn set_read_timeout(&self, _: Option<Duration>) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn set_write_timeout(&self, _: Option<Duration>) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -234,3 +234,26 @@ fn a_client_that_does_not_read_replies_is_dropped() {
     assert_eq!(t.join().unwrap(), "write failed");
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn a_session_over_bytes_answers_like_a_socket() {
+    let fake = Fake {
+        v: Mutex::new("init".into()),
+    };
+    let (out, why) = session_over_bytes(
+        b"READ x.v\r\nWRITE x.v hello\r\nREAD x.v\r\nREAD y.v\r\nQUIT\r\n",
+        &fake,
+        &ControlConfig::default(),
+    );
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(
+        text,
+        "Click::ControlSocket/1.3\r\n\
+         200 Read handler 'x.v' OK\r\nDATA 4\r\ninit\
+         200 Write handler 'x.v' OK\r\n\
+         200 Read handler 'x.v' OK\r\nDATA 5\r\nhello\
+         510 no element\r\n\
+         200 Goodbye!\r\n"
+    );
+    assert_ne!(why, "write failed");
+}
