@@ -16,6 +16,7 @@ set -u
 secs=${1:-60}
 shift || true
 cd "$(dirname "$0")/../fuzz"
+mkdir -p target
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
