@@ -661,6 +661,21 @@ impl<'a> Resolver<'a> {
                 let b = self.lookup_class(name);
                 let span = self.span(*range);
                 if b.is_none() {
+                    // Neither a declared element nor a class: it would name
+                    // an anonymous element `NAME@N`, which no element name
+                    // with an all-digit component may be.
+                    if name
+                        .split('/')
+                        .any(|c| c.bytes().all(|b| b.is_ascii_digit()))
+                    {
+                        self.errs.push(Diagnostic::error(
+                            Some(span),
+                            format!(
+                                "'{name}' is neither an element nor a class (all-digit component)"
+                            ),
+                        ));
+                        return None;
+                    }
                     sb.bare.push((name.clone(), span.clone()));
                 }
                 let b = b.unwrap_or_else(|| ClassBinding::Primitive(name.clone()));
