@@ -2,8 +2,9 @@
 //!
 //! AddressTranslator(NSTATIC, [STATIC_PORTS, MAP1, ..., MAPn,] DYNAMIC [, DYNAMIC_PORTS, DIRECTION, MAPPED...])
 //!
-//! Rewrites the addresses (and ports) of IPv6 packets: the address
-//! translator of Click's IPv6/IPv4 translation gateway (with
+//! Rewrites the addresses and ports of IPv6 packets.
+//!
+//! The address translator of Click's IPv6/IPv4 translation gateway (with
 //! ProtocolTranslator64 and ProtocolTranslator46), as Click's element of
 //! that name.
 //!
