@@ -886,9 +886,25 @@ mod loom_tests {
     /// once, in order for each consumer.
     #[test]
     fn extra_consumer_mode_switch() {
+        extra_consumer(true);
+    }
+
+    /// The same without the barrier: the handler pops as soon as it has
+    /// switched the consumer side to compare-and-swap, while the planned
+    /// consumer may be inside a single-consumer pop that read the old
+    /// mode. Loom finds the interleaving where both write the same slot
+    /// (a causality violation on its cell: one buffer, two owners), so the
+    /// barrier is needed, not just the mode switch.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn extra_consumer_without_the_barrier_fails() {
+        extra_consumer(false);
+    }
+
+    fn extra_consumer(barrier: bool) {
         let mut b = loom::model::Builder::new();
         b.preemption_bound = b.preemption_bound.or(Some(2));
-        b.check(|| {
+        b.check(move || {
             use loom::sync::atomic::AtomicUsize as LAtomic;
             let r = Arc::new(Ring::<u32>::with_modes(2, false, false));
             let epoch = Arc::new(LAtomic::new(0));
@@ -918,7 +934,7 @@ mod loom_tests {
             let sw = ModeSwitch::new();
             r.set_modes(&sw, false, true);
             let e = epoch.fetch_add(1, Ordering::AcqRel) + 1;
-            while seen.load(Ordering::Acquire) < e && alive.load(Ordering::Acquire) {
+            while barrier && seen.load(Ordering::Acquire) < e && alive.load(Ordering::Acquire) {
                 thread::yield_now();
             }
             let mut extra = Vec::new();
