@@ -32,10 +32,10 @@
 //! `tcp_seq`, `tcp_ack`; 2 for `sport`, `dport`, `ip_id`, `ip_fragoff` (the
 //! IP flags and offset word); 1 for `ip_proto`, `ip_tos`, `ip_ttl`,
 //! `ip_frag` (its character), `tcp_flags`; 16 for `payload_md5` and
-//! `payload_md5_hex`; 6 for `eth_src` and `eth_dst`. Other fields have no
-//! documented binary form (the option fields' form is not supported yet):
-//! a `!binary` line after a `!data` line naming one ends the file with an
-//! error. A record too short for its fields, a truncated record at the
+//! `payload_md5_hex`; 6 for `eth_src` and `eth_dst`; a length byte then
+//! the option bytes for `ip_opt`, `tcp_opt`, `tcp_ntopt`, `tcp_sack`.
+//! Other fields have no documented binary form: a `!binary` line after a
+//! `!data` line naming one ends the file with an error. A record too short for its fields, a truncated record at the
 //! end of the file, or a field value that is not valid is skipped and
 //! counted in `errors`; a length word below 4 (nothing to resynchronize
 //! on) ends the file with a counted error.
@@ -304,7 +304,7 @@ impl State {
 
     /// Reads and decodes the next binary record (after `!binary`).
     fn next_record(&mut self) -> Line {
-        use crate::ipsumdump_binary::{decode, width, META};
+        use crate::ipsumdump_binary::{decode, field_len, width, META};
         let Some(r) = self.reader.as_mut() else {
             return Line::Eof;
         };
@@ -361,16 +361,19 @@ impl State {
         let mut v = Values::default();
         let mut off = 0;
         for f in self.fields.iter().flatten() {
-            let Ok(wd) = width(*f) else {
-                return Line::Fatal(format!("field '{}' has no binary form", f.name()));
-            };
-            let Some(b) = self.line.get(off..off + wd) else {
+            if let Err(e) = width(*f) {
+                return Line::Fatal(e);
+            }
+            let Some(b) = field_len(*f, &self.line[off..]).map(|n| &self.line[off..off + n]) else {
                 return Line::Bad(format!(
                     "binary record of {body} bytes too short for its fields"
                 ));
             };
-            off += wd;
-            let ok = decode(*f, b).and_then(|w| parse_value(*f, &w, &mut v, self.minor));
+            off += b.len();
+            let ok = decode(*f, b).and_then(|w| match w.as_str() {
+                "-" => Some(()),
+                w => parse_value(*f, w, &mut v, self.minor),
+            });
             if ok.is_none() {
                 return Line::Bad(format!("bad {} in binary record", f.name()));
             }

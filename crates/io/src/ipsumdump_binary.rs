@@ -24,6 +24,8 @@
 //!     tcp_flags                   1  the TCP flags byte (N is lost)
 //!     payload_md5(_hex)          16  the digest
 //!     eth_src, eth_dst            6
+//!     ip_opt, tcp_opt,
+//!     tcp_ntopt, tcp_sack         ?  a length byte, then the option bytes
 //!
 //! A metadata record holds a text line (such as `!bad ...`), newline
 //! included. Values that do not apply (`-` in a text dump) are written as
@@ -31,9 +33,15 @@
 //! `ip_sum`, `ip_dscp`, `ip_ecn`, `tcp_off`, `tcp_window`, `tcp_urp`,
 //! `icmp_*`, `direction`, `link`, `paint`, `wire_len`, `payload`,
 //! `aggregate`, `ip6_src`, `ip6_dst`): they are refused with BINARY.
-//! The variable-length option fields (`ip_opt`, `tcp_opt`, `tcp_ntopt`,
-//! `tcp_sack`: a length byte, then the option bytes) are documented but
-//! not supported yet, and refused too.
+//! Option fields hold the options their text form names (`tcp_ntopt`
+//! without timestamps, `tcp_sack` only SACK options; no NOP padding, as
+//! in text); no options, or none known, is a zero length byte, read back
+//! as unknown (`-`).
+//!
+//! A binary record cannot say that a value is missing: a UDP packet's
+//! `tcp_seq` is written as 0 and read back as 0. Include `ip_proto` in
+//! binary dumps so FromIPSummaryDump does not guess the protocol from such
+//! fields.
 //!
 //! Records are built from, and read back into, the very words of the text
 //! format, so both forms mean the same.
@@ -47,7 +55,8 @@ pub(crate) const META: u32 = 0x8000_0000;
 
 const TCP_FLAGS: &[u8] = b"FSRPAUECN";
 
-/// The width of field `f` in a binary record, or why it has none.
+/// The width of field `f` in a binary record (0: a length byte, then
+/// that many bytes), or why it has none.
 pub(crate) fn width(f: Field) -> Result<usize, String> {
     use Field::*;
     Ok(match f {
@@ -58,12 +67,7 @@ pub(crate) fn width(f: Field) -> Result<usize, String> {
         IpProto | IpTos | IpTtl | IpFrag | TcpFlags => 1,
         PayloadMd5 | PayloadMd5Hex => 16,
         EthSrc | EthDst => 6,
-        IpOpt | TcpOpt | TcpNtopt | TcpSack => {
-            return Err(format!(
-                "field '{}' is not supported in binary dumps yet",
-                f.name()
-            ))
-        }
+        IpOpt | TcpOpt | TcpNtopt | TcpSack => 0,
         _ => {
             return Err(format!(
                 "field '{}' has no documented binary form",
@@ -87,11 +91,21 @@ fn put(out: &mut Vec<u8>, v: u64, w: usize) {
 pub(crate) fn encode(f: Field, s: &str, out: &mut Vec<u8>) {
     let Ok(w) = width(f) else { return };
     let start = out.len();
-    if s != "-" && encode_word(f, s, out).is_some() && out.len() == start + w {
+    if s != "-" && encode_word(f, s, out).is_some() && (w == 0 || out.len() == start + w) {
         return;
     }
     out.truncate(start);
-    out.resize(start + w, 0);
+    out.resize(start + w.max(1), 0);
+}
+
+/// The length of field `f`'s binary form at the start of `rest`, if it
+/// fits there.
+pub(crate) fn field_len(f: Field, rest: &[u8]) -> Option<usize> {
+    let n = match width(f).ok()? {
+        0 => 1 + usize::from(*rest.first()?),
+        w => w,
+    };
+    (n <= rest.len()).then_some(n)
 }
 
 fn encode_word(f: Field, s: &str, out: &mut Vec<u8>) -> Option<()> {
@@ -143,6 +157,15 @@ fn encode_word(f: Field, s: &str, out: &mut Vec<u8>) -> Option<()> {
             }
             put(out, v & 0xff, 1);
         }
+        IpOpt | TcpOpt | TcpNtopt | TcpSack => {
+            let o = if f == IpOpt {
+                crate::ipsumdump_ext::parse_ip_opts(s)?
+            } else {
+                crate::ipsumdump_ext::parse_tcp_opts(s)?
+            };
+            out.push(u8::try_from(o.len()).ok()?);
+            out.extend_from_slice(&o);
+        }
         PayloadMd5 => out.extend_from_slice(&crate::ipsumdump_ext::parse_md5_ascii(s)?),
         PayloadMd5Hex => out.extend_from_slice(&crate::ipsumdump_ext::parse_md5_hex(s)?),
         EthSrc | EthDst => {
@@ -163,7 +186,7 @@ fn get(b: &[u8]) -> u64 {
     b.iter().fold(0, |a, x| (a << 8) | u64::from(*x))
 }
 
-/// The text word for field `f` from its binary form `b` (`width(f)`
+/// The text word for field `f` from its binary form `b` (`field_len`
 /// bytes), or `None` if the bytes are not a valid value.
 pub(crate) fn decode(f: Field, b: &[u8]) -> Option<String> {
     use Field::*;
@@ -188,6 +211,27 @@ pub(crate) fn decode(f: Field, b: &[u8]) -> Option<String> {
             let _ = write!(s, "{}", Ipv4Addr::new(b[0], b[1], b[2], b[3]));
         }
         IpFrag => s.push(char::from(b[0])),
+        IpOpt | TcpOpt | TcpNtopt | TcpSack => {
+            use crate::ipsumdump_ext as x;
+            let o = &b[1..];
+            if o.is_empty() {
+                // Unknown, as far as the reader goes: an empty list must
+                // not make a UDP packet TCP.
+                s.push('-');
+            } else if f == IpOpt {
+                x::ip_opts_text(o, &mut s);
+            } else {
+                let k = match f {
+                    TcpOpt => x::TcpOptKind::All,
+                    TcpNtopt => x::TcpOptKind::NoTs,
+                    _ => x::TcpOptKind::Sack,
+                };
+                x::tcp_opts_text(o, k, &mut s);
+            }
+            if s.is_empty() {
+                s.push('.');
+            }
+        }
         IpFragoff => {
             let v = get(b);
             let _ = write!(s, "{}", (v & 0x1fff) * 8);
@@ -281,7 +325,23 @@ mod tests {
         assert!(width(Field::IpSum)
             .unwrap_err()
             .contains("no documented binary form"));
-        assert!(width(Field::TcpOpt).unwrap_err().contains("not supported"));
+        // Options: a length byte, then the bytes.
+        for (f, w) in [
+            (Field::TcpOpt, "mss1460;sackok;ts1:2"),
+            (Field::IpOpt, "rr{1.1.1.1,2.2.2.2}+1"),
+        ] {
+            let mut b = Vec::new();
+            encode(f, w, &mut b);
+            assert_eq!(field_len(f, &b), Some(b.len()), "{w}");
+            assert_eq!(usize::from(b[0]) + 1, b.len());
+            assert_eq!(decode(f, &b).unwrap(), w);
+        }
+        let mut b = Vec::new();
+        encode(Field::TcpSack, ".", &mut b);
+        encode(Field::TcpSack, "-", &mut b);
+        assert_eq!(b, [0, 0]);
+        assert_eq!(decode(Field::TcpSack, &b[..1]).unwrap(), "-");
+        assert_eq!(field_len(Field::TcpOpt, &[5, 1, 1]), None, "cut short");
     }
 }
 
@@ -364,6 +424,42 @@ mod dump_tests {
         assert_eq!(r1[40], 0x18, "tcp_flags PA");
         assert_eq!(&r1[41..45], &4_000_000_000u32.to_be_bytes());
         assert_eq!(&r1[49..53], &3u32.to_be_bytes(), "count");
+    }
+
+    #[test]
+    fn option_fields_round_trip_through_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, t1, bin, t2) = (
+            dir.path().join("src.txt"),
+            dir.path().join("t1.txt"),
+            dir.path().join("dump.bin"),
+            dir.path().join("t2.txt"),
+        );
+        std::fs::write(
+            &src,
+            "!IPSummaryDump 1.3\n!data ip_src ip_dst ip_proto ip_opt tcp_opt sport\n\
+             1.1.1.1 2.2.2.2 T rr{1.1.1.1,2.2.2.2}+1 mss1460;sackok;ts1:2 10\n\
+             1.1.1.1 2.2.2.2 T . sack1-5;sack9-12 11\n\
+             3.3.3.3 4.4.4.4 U . - 12\n\
+             5.5.5.5 6.6.6.6 T . . 13\n",
+        )
+        .unwrap();
+        let contents = "CONTENTS ip_src ip_dst ip_proto ip_opt tcp_opt tcp_ntopt tcp_sack sport";
+        convert(&src, &t1, contents);
+        convert(&src, &bin, &format!("{contents}, BINARY true"));
+        let r = convert(&bin, &t2, contents);
+        assert_eq!(h(&r, "f.errors"), "0");
+        let one = data_lines(&std::fs::read_to_string(&t1).unwrap());
+        let two = data_lines(&std::fs::read_to_string(&t2).unwrap());
+        assert_eq!(
+            one[0],
+            "1.1.1.1 2.2.2.2 T rr{1.1.1.1,2.2.2.2}+1 mss1460;sackok;ts1:2 mss1460;sackok sackok 10"
+        );
+        assert_eq!(
+            one[1],
+            "1.1.1.1 2.2.2.2 T . sack1-5;sack9-12 sack1-5;sack9-12 sack1-5;sack9-12 11"
+        );
+        assert_eq!(one, two);
     }
 
     fn header(fields: &str) -> Vec<u8> {

@@ -93,10 +93,9 @@
 //!   FromIPSummaryDump). Fields without a documented binary form (`ip_hl`,
 //!   `ip_sum`, `ip_dscp`, `ip_ecn`, `tcp_off`, `tcp_window`, `tcp_urp`,
 //!   `icmp_*`, `direction`, `link`, `paint`, `wire_len`, `payload`,
-//!   `aggregate`, `ip6_*`) and the option fields (`ip_opt`, `tcp_opt`,
-//!   `tcp_ntopt`, `tcp_sack`, not supported in binary yet) are a
-//!   configuration error with BINARY true. Values that do not apply are
-//!   zeros.
+//!   `aggregate`, `ip6_*`) are a configuration error with BINARY true.
+//!   Values that do not apply are zeros (an empty option list for the
+//!   option fields).
 //!
 //! Output is buffered and flushed when the router is dropped or the `flush`
 //! handler is written.
@@ -600,7 +599,10 @@ mod router_tests {
                 "BINARY true, CONTENTS src ip_sum",
                 "no documented binary form",
             ),
-            ("BINARY true, CONTENTS tcp_opt", "not supported in binary"),
+            (
+                "BINARY true, CONTENTS tcp_window",
+                "no documented binary form",
+            ),
             ("CONTENTS src zz", "unknown field 'zz'"),
         ] {
             let e = build_err(&format!("Idle -> ToIPSummaryDump({}, {conf});", q(&b)));
