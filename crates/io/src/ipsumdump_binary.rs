@@ -38,6 +38,12 @@
 //! in text); no options, or none known, is a zero length byte, read back
 //! as unknown (`-`).
 //!
+//! Real Click (checked against its 2.x userlevel build) writes exactly
+//! these bytes for the fixed-width fields and for `tcp_ntopt` and
+//! `tcp_sack`, but writes `ip_opt` and `tcp_opt` twice in each record
+//! (and its own reader then misreads the fields after them): dumps with
+//! those two fields do not interoperate with Click's.
+//!
 //! A binary record cannot say that a value is missing: a UDP packet's
 //! `tcp_seq` is written as 0 and read back as 0. Include `ip_proto` in
 //! binary dumps so FromIPSummaryDump does not guess the protocol from such
@@ -158,11 +164,16 @@ fn encode_word(f: Field, s: &str, out: &mut Vec<u8>) -> Option<()> {
             put(out, v & 0xff, 1);
         }
         IpOpt | TcpOpt | TcpNtopt | TcpSack => {
-            let o = if f == IpOpt {
+            let mut o = if f == IpOpt {
                 crate::ipsumdump_ext::parse_ip_opts(s)?
             } else {
                 crate::ipsumdump_ext::parse_tcp_opts(s)?
             };
+            if matches!(f, TcpNtopt | TcpSack) {
+                // The options themselves, without end-of-list padding.
+                let n = unpadded_len(&o);
+                o.truncate(n);
+            }
             out.push(u8::try_from(o.len()).ok()?);
             out.extend_from_slice(&o);
         }
@@ -180,6 +191,19 @@ fn encode_word(f: Field, s: &str, out: &mut Vec<u8>) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// The length of options `o` up to their end-of-list option.
+fn unpadded_len(o: &[u8]) -> usize {
+    let mut i = 0;
+    while i < o.len() {
+        match o[i] {
+            0 => break,
+            1 => i += 1,
+            _ => i += usize::from(o.get(i + 1).copied().unwrap_or(2)).max(2),
+        }
+    }
+    i.min(o.len())
 }
 
 fn get(b: &[u8]) -> u64 {
@@ -342,6 +366,11 @@ mod tests {
         assert_eq!(b, [0, 0]);
         assert_eq!(decode(Field::TcpSack, &b[..1]).unwrap(), "-");
         assert_eq!(field_len(Field::TcpOpt, &[5, 1, 1]), None, "cut short");
+        // Partial TCP options carry no padding (as Click writes them).
+        let mut b = Vec::new();
+        encode(Field::TcpSack, "sackok", &mut b);
+        assert_eq!(b, [2, 4, 2]);
+        assert_eq!(unpadded_len(&[2, 4, 5, 0xb4, 1, 0, 0]), 5);
     }
 }
 
