@@ -18,7 +18,27 @@
 //! by spaces, `-` for a field that is not known. A line may hold fewer
 //! fields than `!data` names. A line that does not parse (a bad value, or
 //! no `!data` line before it) is skipped and counted in `errors`; the first
-//! such error is printed to standard error. `!binary` dumps are not read.
+//! such error is printed to standard error.
+//!
+//! Binary dumps (ToIPSummaryDump's `BINARY true`, ipsumdump `--binary`):
+//! after a `!binary` line the rest of the file is binary records, each a
+//! 4-byte length word in network byte order (the word included; its high
+//! bit marks a metadata record, whose text is handled like a `!` or `#`
+//! line), then the fields of the `!data` line (or CONTENTS) in order, in
+//! the fixed widths Click documents: 8 bytes for `timestamp` and
+//! `first_timestamp` (seconds, microseconds), `ntimestamp` (seconds,
+//! nanoseconds) and `ts_usec1`; 4 for `ts_sec`, `ts_usec`, `ip_src`,
+//! `ip_dst`, `ip_len`, `udp_len`, `payload_len`, `ip_capture_len`, `count`,
+//! `tcp_seq`, `tcp_ack`; 2 for `sport`, `dport`, `ip_id`, `ip_fragoff` (the
+//! IP flags and offset word); 1 for `ip_proto`, `ip_tos`, `ip_ttl`,
+//! `ip_frag` (its character), `tcp_flags`; 16 for `payload_md5` and
+//! `payload_md5_hex`; 6 for `eth_src` and `eth_dst`; a length byte then
+//! the option bytes for `ip_opt`, `tcp_opt`, `tcp_ntopt`, `tcp_sack`.
+//! Other fields have no documented binary form: a `!binary` line after a
+//! `!data` line naming one ends the file with an error. A record too short for its fields, a truncated record at the
+//! end of the file, or a field value that is not valid is skipped and
+//! counted in `errors`; a length word below 4 (nothing to resynchronize
+//! on) ends the file with a counted error.
 //!
 //! Fields understood: `timestamp` (`ts`), `ntimestamp`, `ts_sec`,
 //! `ts_usec`, `ts_usec1`, `ip_src` (`src`), `ip_dst` (`dst`), `ip_tos`,
@@ -135,6 +155,8 @@ struct State {
     /// Columns of data lines (`None`: a column to ignore).
     fields: Vec<Option<Field>>,
     minor: u32,
+    /// After a `!binary` line: records, not lines.
+    binary: bool,
     flowid: Option<FlowId>,
     line: Vec<u8>,
     pending: Option<Packet>,
@@ -203,6 +225,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
             line_no: 0,
             fields,
             minor: 3,
+            binary: false,
             flowid,
             line: Vec::with_capacity(256),
             pending: None,
@@ -279,7 +302,89 @@ impl State {
         }
     }
 
+    /// Reads and decodes the next binary record (after `!binary`).
+    fn next_record(&mut self) -> Line {
+        use crate::ipsumdump_binary::{decode, field_len, width, META};
+        let Some(r) = self.reader.as_mut() else {
+            return Line::Eof;
+        };
+        let mut word = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            match r.read(&mut word[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Line::Fatal(e.to_string()),
+            }
+        }
+        self.pos += got as u64;
+        if got == 0 {
+            return Line::Eof;
+        }
+        self.line_no += 1;
+        if got < 4 {
+            return Line::Bad(format!("truncated binary record ({got} of 4 length bytes)"));
+        }
+        let w = u32::from_be_bytes(word);
+        let len = u64::from(w & !META);
+        if len < 4 {
+            return Line::Fatal(format!("binary record length {len} (at least 4)"));
+        }
+        let body = len - 4;
+        self.line.clear();
+        let res = if body > MAX_LINE {
+            std::io::copy(&mut r.by_ref().take(body), &mut std::io::sink())
+        } else {
+            r.by_ref()
+                .take(body)
+                .read_to_end(&mut self.line)
+                .map(|n| n as u64)
+        };
+        let n = match res {
+            Ok(n) => n,
+            Err(e) => return Line::Fatal(e.to_string()),
+        };
+        self.pos += n;
+        if n < body {
+            return Line::Bad(format!("truncated binary record ({n} of {body} bytes)"));
+        }
+        if body > MAX_LINE {
+            return Line::Bad(format!("binary record longer than {MAX_LINE} bytes"));
+        }
+        if w & META != 0 {
+            while matches!(self.line.last(), Some(b'\n' | b'\r')) {
+                self.line.pop();
+            }
+            return self.text_line();
+        }
+        let mut v = Values::default();
+        let mut off = 0;
+        for f in self.fields.iter().flatten() {
+            if let Err(e) = width(*f) {
+                return Line::Fatal(e);
+            }
+            let Some(b) = field_len(*f, &self.line[off..]).map(|n| &self.line[off..off + n]) else {
+                return Line::Bad(format!(
+                    "binary record of {body} bytes too short for its fields"
+                ));
+            };
+            off += b.len();
+            let ok = decode(*f, b).and_then(|w| match w.as_str() {
+                "-" => Some(()),
+                w => parse_value(*f, w, &mut v, self.minor),
+            });
+            if ok.is_none() {
+                return Line::Bad(format!("bad {} in binary record", f.name()));
+            }
+        }
+        Line::Packet(Box::new(v))
+    }
+
     fn next_line(&mut self) -> Line {
+        if self.binary {
+            return self.next_record();
+        }
         let ok = match self.read_line() {
             Ok(None) => return Line::Eof,
             Ok(Some(ok)) => ok,
@@ -288,6 +393,15 @@ impl State {
         if !ok {
             return Line::Bad(format!("line longer than {MAX_LINE} bytes"));
         }
+        let Ok(text) = std::str::from_utf8(&self.line) else {
+            return Line::Bad("not text".into());
+        };
+        let _ = text;
+        self.text_line()
+    }
+
+    /// Handles the text line in `self.line`.
+    fn text_line(&mut self) -> Line {
         let Ok(text) = std::str::from_utf8(&self.line) else {
             return Line::Bad("not text".into());
         };
@@ -326,7 +440,18 @@ impl State {
                     Some(f) => self.flowid = Some(f),
                     None => return Line::Bad("bad !flowid line".into()),
                 },
-                "binary" => return Line::Fatal("binary summary dumps are not supported".into()),
+                "binary" => {
+                    if self.fields.iter().any(|f| f.is_none()) {
+                        return Line::Fatal(
+                            "!binary after a !data line with unknown fields".into(),
+                        );
+                    }
+                    let fields: Vec<Field> = self.fields.iter().flatten().copied().collect();
+                    if let Err(e) = crate::ipsumdump_binary::check(&fields) {
+                        return Line::Fatal(format!("!binary: {e}"));
+                    }
+                    self.binary = true;
+                }
                 _ => {}
             }
             return Line::Nothing;
@@ -664,7 +789,7 @@ mod tests {
         );
         assert_eq!(out, "1.1.1.1 2.2.2.2\n");
         assert_eq!(h(&r, "f.errors"), "1");
-        // !binary ends the dump.
+        // After !binary, three bytes are a truncated record: an error.
         let (out, r) = through(
             "!data ip_src\n1.1.1.1\n!binary\n\0\0\0",
             "",

@@ -869,8 +869,11 @@ pub(crate) fn parse_value(f: Field, s: &str, v: &mut Values, minor: u32) -> Opti
         }
         Field::IpOpt => v.ip_opt = Some(crate::ipsumdump_ext::parse_ip_opts(s)?),
         // tcp_ntopt and tcp_sack hold part of the options: enough to build.
-        Field::TcpOpt | Field::TcpNtopt | Field::TcpSack => {
-            v.tcp_opt = Some(crate::ipsumdump_ext::parse_tcp_opts(s)?)
+        // A line with tcp_opt and a part of it keeps the whole.
+        Field::TcpOpt => v.tcp_opt = Some(crate::ipsumdump_ext::parse_tcp_opts(s)?),
+        Field::TcpNtopt | Field::TcpSack => {
+            let o = crate::ipsumdump_ext::parse_tcp_opts(s)?;
+            v.tcp_opt.get_or_insert(o);
         }
         Field::IcmpTypeName => v.icmp_type = Some(crate::ipsumdump_ext::parse_icmp_type(s)?),
         Field::IcmpCodeName => {

@@ -7,6 +7,7 @@ mod common;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
 mod ipsumdump;
+mod ipsumdump_binary;
 mod ipsumdump_ext;
 mod linux;
 pub mod to_dump;

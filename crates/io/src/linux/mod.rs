@@ -46,7 +46,7 @@ impl DevCounts {
     }
 }
 #[cfg(target_os = "linux")]
-mod tap;
+pub(crate) mod tap;
 #[cfg(target_os = "linux")]
 pub mod to_device;
 #[cfg(target_os = "linux")]

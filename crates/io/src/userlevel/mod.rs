@@ -2,8 +2,10 @@
 
 use paraclick_runtime::Registry;
 
+pub mod raw_socket;
 pub mod socket;
 
 pub fn register(reg: &mut Registry) {
     reg.register(socket::spec());
+    reg.register(raw_socket::spec());
 }

@@ -390,12 +390,7 @@ impl Socket {
     }
 
     fn new_packet(&self, d: &[u8]) -> Option<Packet> {
-        let mut p = Packet::make(self.headroom, d.len(), 0)?;
-        p.data_mut().copy_from_slice(d);
-        if self.timestamp {
-            p.set_timestamp(Timestamp::now());
-        }
-        Some(p)
+        received_packet(self.headroom, d, self.timestamp)
     }
 
     /// Accepts and reads what is waiting; returns received packets.
@@ -470,6 +465,17 @@ impl Socket {
         }
         out
     }
+}
+
+/// A packet holding received bytes `d` with `headroom`, stamped with the
+/// current time if `timestamp` (Socket and RawSocket).
+pub(crate) fn received_packet(headroom: usize, d: &[u8], timestamp: bool) -> Option<Packet> {
+    let mut p = Packet::make(headroom, d.len(), 0)?;
+    p.data_mut().copy_from_slice(d);
+    if timestamp {
+        p.set_timestamp(Timestamp::now());
+    }
+    Some(p)
 }
 
 /// A TCP stream bound to `local` then connected to `remote`.
