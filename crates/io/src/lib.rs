@@ -6,9 +6,11 @@ use paraclick_runtime::Registry;
 mod common;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
+pub mod from_tcpdump;
 mod ipsumdump;
 mod ipsumdump_ext;
 mod linux;
+mod tcpdump_text;
 pub mod to_dump;
 pub mod to_ip_summary_dump;
 pub mod userlevel;
@@ -28,6 +30,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(to_dump::spec());
     reg.register(from_ip_summary_dump::spec());
     reg.register(to_ip_summary_dump::spec());
+    reg.register(from_tcpdump::spec());
     linux::register(reg);
     userlevel::register(reg);
     paraclick_elements::attach_docs(reg, docs::DOCS);
@@ -45,7 +48,13 @@ mod tests {
     #[test]
     fn classes_are_registered_with_their_docs() {
         let r = super::full_registry();
-        for class in ["FromDump", "ToDump", "FromIPSummaryDump", "ToIPSummaryDump"] {
+        for class in [
+            "FromDump",
+            "ToDump",
+            "FromIPSummaryDump",
+            "ToIPSummaryDump",
+            "FromTcpdump",
+        ] {
             let doc = r
                 .doc(class)
                 .unwrap_or_else(|| panic!("{class} not registered"));
