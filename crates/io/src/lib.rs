@@ -4,6 +4,7 @@
 use paraclick_runtime::Registry;
 
 mod common;
+mod flow_pattern;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
 pub mod from_tcpdump;
@@ -12,6 +13,7 @@ mod ipsumdump_ext;
 mod linux;
 mod tcpdump_text;
 pub mod to_dump;
+pub mod to_ip_flow_dumps;
 pub mod to_ip_summary_dump;
 pub mod userlevel;
 
@@ -31,6 +33,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(from_ip_summary_dump::spec());
     reg.register(to_ip_summary_dump::spec());
     reg.register(from_tcpdump::spec());
+    reg.register(to_ip_flow_dumps::spec());
     linux::register(reg);
     userlevel::register(reg);
     paraclick_elements::attach_docs(reg, docs::DOCS);
@@ -54,12 +57,14 @@ mod tests {
             "FromIPSummaryDump",
             "ToIPSummaryDump",
             "FromTcpdump",
+            "ToIPFlowDumps",
         ] {
             let doc = r
                 .doc(class)
                 .unwrap_or_else(|| panic!("{class} not registered"));
             assert!(
-                doc.starts_with(&format!("{class}(FILENAME")),
+                doc.starts_with(&format!("{class}(FILENAME"))
+                    || doc.starts_with(&format!("{class}(OUTPUT_PATTERN")),
                 "{class}: {doc}"
             );
             assert!(
