@@ -55,6 +55,7 @@ struct TcpText {
     ack: Option<u32>,
     win: Option<u16>,
     len: Option<u32>,
+    opts: Option<Vec<u8>>,
 }
 
 const F_FIN: u16 = 0x01;
@@ -169,8 +170,44 @@ fn seq_range(s: &str) -> Option<(u32, Option<u32>)> {
     }
 }
 
+/// TCP options as tcpdump prints them (`options [mss 1460,sackOK,TS val
+/// 1 ecr 0,nop,wscale 7]`, or tcpdump 3's `<mss 1460,timestamp 1 0>`),
+/// as option bytes. Items it cannot rebuild (SACK blocks, which tcpdump
+/// prints relative, and unknown options) are left out.
+fn tcp_options(body: &str) -> Option<Vec<u8>> {
+    let inner = if let Some(i) = body.find("options [") {
+        let r = &body[i + 9..];
+        &r[..r.find(']')?]
+    } else {
+        let i = body.find(" <")?;
+        let r = &body[i + 2..];
+        &r[..r.find('>')?]
+    };
+    let mut items = Vec::new();
+    for item in inner.split(',') {
+        let w: Vec<&str> = item.split_whitespace().collect();
+        let text = match w.as_slice() {
+            ["mss", n] => format!("mss{n}"),
+            ["wscale", n] => format!("wscale{n}"),
+            ["sackOK"] => "sackok".into(),
+            ["nop"] => "nop".into(),
+            ["eol"] => "eol".into(),
+            ["TS", "val", a, "ecr", b] | ["timestamp", a, b] => format!("ts{a}:{b}"),
+            _ => continue,
+        };
+        items.push(text);
+    }
+    if items.is_empty() {
+        return None;
+    }
+    crate::ipsumdump_ext::parse_tcp_opts(&items.join(";"))
+}
+
 fn parse_tcp(body: &str) -> Result<TcpText, String> {
-    let mut t = TcpText::default();
+    let mut t = TcpText {
+        opts: tcp_options(body),
+        ..TcpText::default()
+    };
     let w: Vec<&str> = body.split_whitespace().collect();
     let mut i;
     if w.first() == Some(&"Flags") {
@@ -235,9 +272,13 @@ fn parse_tcp(body: &str) -> Result<TcpText, String> {
     Ok(t)
 }
 
-/// The UDP payload length: `length N`, else a final `(N)`.
+/// The UDP payload length: `length N`, tcpdump 3's `udp N`, else a final
+/// `(N)`.
 fn udp_len(body: &str) -> Option<u32> {
     let w: Vec<&str> = body.split_whitespace().collect();
+    if let ["udp", n] = w.as_slice() {
+        return num(n);
+    }
     if let Some(i) = w.iter().rposition(|x| *x == "length") {
         return w.get(i + 1).and_then(|v| num(v.trim_end_matches(':')));
     }
@@ -333,6 +374,7 @@ impl SeqTracker {
         v.tcp_seq = Some(seq);
         v.tcp_ack = Some(ack.unwrap_or(0));
         v.tcp_window = t.win;
+        v.tcp_opt = t.opts.clone();
         v.payload_len = Some(len);
     }
 
@@ -435,6 +477,11 @@ mod tests {
         let v = parse(&mut t, lines[0]);
         assert_eq!(v.ts, Some(Timestamp::from_parts(6400, 500_000_000)));
         assert_eq!(v.tcp_window, Some(8192));
+        assert_eq!(
+            v.tcp_opt,
+            Some(vec![2, 4, 0x05, 0xb4, 1, 3, 3, 7]),
+            "mss 1460, nop, wscale 7"
+        );
         assert_eq!(v.src, Some(Ipv4Addr::new(10, 0, 0, 1)));
         assert_eq!((v.sport, v.dport), (Some(1234), Some(80)));
     }
@@ -448,6 +495,7 @@ mod tests {
         );
         assert_eq!(v.ts, Some(Timestamp::from_parts(1018330170, 887_165_000)));
         assert_eq!((v.tcp_flags, v.tcp_seq), (Some(0x02), Some(2195313811)));
+        assert_eq!(v.tcp_opt, Some(vec![2, 4, 0x05, 0xb4]));
         let v = parse(
             &mut t,
             "1018330170.9 18.26.4.44.21 > 192.150.187.37.3153: S 7:7(0) ack 2195313812 win 5840",

@@ -22,29 +22,36 @@
 //! the left (`%06n`). Source and destination are those of the flow's first
 //! packet. Missing directories in a file name are created.
 //!
-//! Each file holds, like Click's:
+//! Each file holds what Click's ToIPFlowDumps writes (the form of Click
+//! 2.x; the example in Click's manual shows an older `!IPSummaryDump 1.1`
+//! header with `!first_seq` and `!first_time`):
 //!
-//!     !IPSummaryDump 1.1
-//!     !data timestamp direction tcp_flags tcp_seq payload_len tcp_ack
+//!     !IPSummaryDump 1.3
 //!     !flowid 192.150.187.37 3153 18.26.4.44 21 T
-//!     !first_seq > 2195313811
-//!     !first_seq < 2484225252
-//!     !first_time 1018330170.887165
-//!     0.000001 > S 0 0 0
-//!     0.075539 < SA 0 0 1
+//!     !aggregate 1
+//!     !data ntimestamp direction tcp_flags tcp_seq payload_len tcp_ack
+//!     !firstseq > 2195313811
+//!     !firstseq < 2484225252
+//!     !firsttime 1018330170.887164999
+//!     0.000000001 > S 0 0 0
+//!     0.075539001 < SA 0 0 1
 //!
-//! UDP flows have `!data timestamp direction payload_len`. IP_ID appends
-//! `ip_id`, TCP_WINDOW `tcp_window` (TCP only), TCP_OPT `tcp_ntopt` and
-//! ALL_TCP_OPT `tcp_opt` (TCP only), in that order, as ToIPSummaryDump
-//! prints them. `direction` is `>` for packets from the flow's first
+//! UDP flows have `!data ntimestamp direction payload_len`. IP_ID adds
+//! `ip_id` after `direction`; TCP_WINDOW adds `tcp_window` after
+//! `tcp_ack`, then TCP_OPT `tcp_ntopt` (MSS, window scale, SACK) or
+//! ALL_TCP_OPT `tcp_opt` (`.` for a packet without options), TCP only,
+//! printed as ToIPSummaryDump prints them. (Click lists `tcp_ntopt` always
+//! and omits `tcp_window` from `!data`; here `!data` names exactly the
+//! columns written.) `direction` is `>` for packets from the flow's first
 //! source address and port, else `<`. Timestamps are relative to
-//! `!first_time`, one microsecond before the flow's first packet (so no
-//! relative time is 0), unless ABSOLUTE_TIME. Sequence numbers of each
-//! direction are relative to the first one seen in that direction (the
-//! `!first_seq` lines), acknowledgements to the other direction's, unless
-//! ABSOLUTE_SEQ; a packet without the ACK flag prints its raw
-//! acknowledgement field. `!first_seq` lines list the directions seen
-//! before the file's header was written.
+//! `!firsttime`, one nanosecond before the flow's first packet (so no
+//! relative time is 0), unless ABSOLUTE_TIME; in nanoseconds either way.
+//! Sequence numbers of each direction are relative to the first one seen
+//! in that direction (the `!firstseq` lines), acknowledgements to the
+//! other direction's, unless ABSOLUTE_SEQ; a packet without the ACK flag
+//! prints its raw acknowledgement field. `!firstseq` lines list the
+//! directions known when the file's header is written. Unlike Click's,
+//! UDP `payload_len` excludes the IP header (as ToIPSummaryDump's does).
 //!
 //! Records are buffered per flow and written (the header first) once a
 //! flow has 128 buffered packets and at least MINCOUNT packets, and at the
@@ -99,7 +106,8 @@ pub struct ToIPFlowDumps {
     pattern: Pattern,
     absolute_time: bool,
     absolute_seq: bool,
-    /// Extra columns after the default ones.
+    ip_id: bool,
+    /// TCP columns after `tcp_ack`.
     extra: Vec<Field>,
     mincount: u64,
     flows: Mutex<HashMap<u32, Flow>>,
@@ -154,9 +162,6 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
     }
     let pattern = Pattern::parse(&pattern).map_err(|e| format!("OUTPUT_PATTERN: {e}"))?;
     let mut extra = Vec::new();
-    if ip_id {
-        extra.push(Field::IpId);
-    }
     if tcp_window {
         extra.push(Field::TcpWindow);
     }
@@ -170,6 +175,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
         pattern,
         absolute_time,
         absolute_seq,
+        ip_id,
         extra,
         mincount,
         flows: Mutex::new(HashMap::new()),
@@ -229,24 +235,25 @@ impl ToIPFlowDumps {
     }
 
     fn data_fields(&self, proto: u8) -> String {
-        let mut s = String::from(if proto == 6 {
-            "timestamp direction tcp_flags tcp_seq payload_len tcp_ack"
-        } else {
-            "timestamp direction payload_len"
-        });
-        for f in &self.extra {
-            if proto == 6 || *f == Field::IpId {
+        let mut s = String::from("ntimestamp direction");
+        if self.ip_id {
+            s.push_str(" ip_id");
+        }
+        if proto == 6 {
+            s.push_str(" tcp_flags tcp_seq payload_len tcp_ack");
+            for f in &self.extra {
                 s.push(' ');
                 s.push_str(f.name());
             }
+        } else {
+            s.push_str(" payload_len");
         }
         s
     }
 
     fn header_text(&self, f: &Flow) -> String {
         let k = &f.key;
-        let mut h = String::from("!IPSummaryDump 1.1\n");
-        let _ = writeln!(h, "!data {}", self.data_fields(k.proto));
+        let mut h = String::from("!IPSummaryDump 1.3\n");
         let _ = writeln!(
             h,
             "!flowid {} {} {} {} {}",
@@ -256,15 +263,17 @@ impl ToIPFlowDumps {
             k.dport,
             if k.proto == 6 { 'T' } else { 'U' }
         );
+        let _ = writeln!(h, "!aggregate {}", k.aggregate);
+        let _ = writeln!(h, "!data {}", self.data_fields(k.proto));
         if k.proto == 6 && !self.absolute_seq {
             for (d, c) in [(0, '>'), (1, '<')] {
                 if let Some(s) = f.first_seq[d] {
-                    let _ = writeln!(h, "!first_seq {c} {s}");
+                    let _ = writeln!(h, "!firstseq {c} {s}");
                 }
             }
         }
         if !self.absolute_time {
-            let _ = writeln!(h, "!first_time {}", f.first_time);
+            let _ = writeln!(h, "!firsttime {:#}", f.first_time);
         }
         h
     }
@@ -288,7 +297,7 @@ impl ToIPFlowDumps {
             Flow {
                 filename: self.pattern.expand(&key),
                 key,
-                first_time: Timestamp(p.timestamp().0 - 1000),
+                first_time: Timestamp(p.timestamp().0 - 1),
                 first_seq: [None; 2],
                 npackets: 0,
                 lines: String::new(),
@@ -300,9 +309,9 @@ impl ToIPFlowDumps {
         f.npackets += 1;
         let l = &mut f.lines;
         if self.absolute_time {
-            let _ = write!(l, "{}", p.timestamp());
+            let _ = write!(l, "{:#}", p.timestamp());
         } else {
-            let _ = write!(l, "{}", Timestamp(p.timestamp().0 - f.first_time.0));
+            let _ = write!(l, "{:#}", Timestamp(p.timestamp().0 - f.first_time.0));
         }
         l.push_str(if d == 0 { " >" } else { " <" });
         let view = View::new(
@@ -314,6 +323,10 @@ impl ToIPFlowDumps {
             },
             &mut String::new(),
         );
+        if self.ip_id {
+            l.push(' ');
+            view.write(l, Field::IpId);
+        }
         if hd.proto == 6 {
             l.push(' ');
             view.write(l, Field::TcpFlags);
@@ -333,15 +346,13 @@ impl ToIPFlowDumps {
             let _ = write!(l, " {seq} ");
             view.write(l, Field::PayloadLen);
             let _ = write!(l, " {ack}");
-        } else {
-            l.push(' ');
-            view.write(l, Field::PayloadLen);
-        }
-        for fld in &self.extra {
-            if hd.proto == 6 || *fld == Field::IpId {
+            for fld in &self.extra {
                 l.push(' ');
                 view.write(l, *fld);
             }
+        } else {
+            l.push(' ');
+            view.write(l, Field::PayloadLen);
         }
         l.push('\n');
         f.nlines += 1;
@@ -460,7 +471,7 @@ mod tests {
     /// tcpdump text (written for this test): a TCP connection, a UDP
     /// packet, and an ICMP packet (not a TCP/UDP flow).
     const TEXT: &str = "\
-1000000000.500000 IP 10.0.0.1.1234 > 10.0.0.2.80: Flags [S], seq 1000, win 8192, length 0
+1000000000.500000 IP 10.0.0.1.1234 > 10.0.0.2.80: Flags [S], seq 1000, win 8192, options [mss 1460], length 0
 1000000001.500000 IP 10.0.0.2.80 > 10.0.0.1.1234: Flags [S.], seq 5000, ack 1001, win 65535, length 0
 1000000002.500000 IP 10.0.0.1.1234 > 10.0.0.2.80: Flags [.], ack 1, win 8192, length 0
 1000000003.500000 IP 10.0.0.1.1234 > 10.0.0.2.80: Flags [P.], seq 1:101, ack 1, win 8192, length 100
@@ -482,16 +493,28 @@ mod tests {
         r
     }
 
-    /// The one file in `dir/out` whose name starts with `prefix`.
-    fn file(dir: &Path, prefix: &str) -> Option<String> {
+    /// The contents of the one file in `dir/out` whose name starts with
+    /// `prefix`, and the aggregate number ending its name.
+    fn file_agg(dir: &Path, prefix: &str) -> Option<(String, u32)> {
         let mut found = std::fs::read_dir(dir.join("out"))
             .ok()?
             .filter_map(|e| e.ok())
             .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let agg = name.trim_end_matches(".txt").rsplit('-').next().unwrap();
+                (
+                    std::fs::read_to_string(e.path()).unwrap(),
+                    agg.parse().unwrap(),
+                )
+            })
             .collect::<Vec<_>>();
         assert!(found.len() <= 1);
         found.pop()
+    }
+
+    fn file(dir: &Path, prefix: &str) -> Option<String> {
+        file_agg(dir, prefix).map(|f| f.0)
     }
 
     #[test]
@@ -508,27 +531,36 @@ mod tests {
         r.write_handler("t.flush", "").unwrap();
         assert_eq!(h(&r, "t.nflows"), "0");
         assert_eq!(h(&r, "t.errors"), "0");
+        let (tcp, agg) = file_agg(dir.path(), "10.0.0.1-1234-T-").unwrap();
         assert_eq!(
-            file(dir.path(), "10.0.0.1-1234-T-").unwrap(),
-            "!IPSummaryDump 1.1\n\
-             !data timestamp direction tcp_flags tcp_seq payload_len tcp_ack\n\
-             !flowid 10.0.0.1 1234 10.0.0.2 80 T\n\
-             !first_seq > 1000\n\
-             !first_seq < 5000\n\
-             !first_time 1000000000.499999\n\
-             0.000001 > S 0 0 0\n\
-             1.000001 < SA 0 0 1\n\
-             2.000001 > A 1 0 1\n\
-             3.000001 > PA 1 100 1\n\
-             4.000001 < A 1 0 101\n"
+            tcp,
+            format!(
+                "!IPSummaryDump 1.3\n\
+                 !flowid 10.0.0.1 1234 10.0.0.2 80 T\n\
+                 !aggregate {agg}\n\
+                 !data ntimestamp direction tcp_flags tcp_seq payload_len tcp_ack\n\
+                 !firstseq > 1000\n\
+                 !firstseq < 5000\n\
+                 !firsttime 1000000000.499999999\n\
+                 0.000000001 > S 0 0 0\n\
+                 1.000000001 < SA 0 0 1\n\
+                 2.000000001 > A 1 0 1\n\
+                 3.000000001 > PA 1 100 1\n\
+                 4.000000001 < A 1 0 101\n"
+            )
         );
+        let (udp, agg2) = file_agg(dir.path(), "10.0.0.3-4000-U-").unwrap();
+        assert_ne!(agg, agg2);
         assert_eq!(
-            file(dir.path(), "10.0.0.3-4000-U-").unwrap(),
-            "!IPSummaryDump 1.1\n\
-             !data timestamp direction payload_len\n\
-             !flowid 10.0.0.3 4000 10.0.0.4 5000 U\n\
-             !first_time 1000000007.499999\n\
-             0.000001 > 32\n"
+            udp,
+            format!(
+                "!IPSummaryDump 1.3\n\
+                 !flowid 10.0.0.3 4000 10.0.0.4 5000 U\n\
+                 !aggregate {agg2}\n\
+                 !data ntimestamp direction payload_len\n\
+                 !firsttime 1000000007.499999999\n\
+                 0.000000001 > 32\n"
+            )
         );
     }
 
@@ -538,7 +570,7 @@ mod tests {
         let r = run_text(
             dir.path(),
             TEXT,
-            ", MINCOUNT 2, ABSOLUTE_TIME true, ABSOLUTE_SEQ true, TCP_WINDOW true, IP_ID true",
+            ", MINCOUNT 2, ABSOLUTE_TIME true, ABSOLUTE_SEQ true, TCP_WINDOW true, IP_ID true, TCP_OPT true",
         );
         drop(r);
         assert!(
@@ -548,15 +580,12 @@ mod tests {
         let t = file(dir.path(), "10.0.0.1-1234-T-").unwrap();
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
-            lines[1],
-            "!data timestamp direction tcp_flags tcp_seq payload_len tcp_ack ip_id tcp_window"
+            lines[3],
+            "!data ntimestamp direction ip_id tcp_flags tcp_seq payload_len tcp_ack tcp_window tcp_ntopt"
         );
-        assert!(
-            !t.contains("!first_seq") && !t.contains("!first_time"),
-            "{t}"
-        );
-        assert_eq!(lines[3], "1000000000.500000 > S 1000 0 0 0 8192");
-        assert_eq!(lines[7], "1000000004.500000 < A 5001 0 1101 0 65535");
+        assert!(!t.contains("!firstseq") && !t.contains("!firsttime"), "{t}");
+        assert_eq!(lines[4], "1000000000.500000000 > 0 S 1000 0 0 8192 mss1460");
+        assert_eq!(lines[8], "1000000004.500000000 < 0 A 5001 0 1101 65535 .");
     }
 
     #[test]
@@ -579,7 +608,7 @@ mod tests {
         let all = file(dir.path(), "10.9.0.1-999-U-").unwrap();
         assert_eq!(
             all.lines().filter(|l| l.starts_with('!')).count(),
-            3,
+            4,
             "one header"
         );
         // FromIPSummaryDump reads the flow file back.
