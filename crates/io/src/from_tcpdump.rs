@@ -4,7 +4,7 @@
 //!
 //! Reads packets from an ASCII tcpdump output file.
 //!
-//! Reads the text `tcpdump` prints (without `-x`/`-X`, with `-n`), builds
+//! Reads the text `tcpdump` prints (with `-n`, optionally `-v`), builds
 //! an IPv4 packet resembling each line it understands, and emits it;
 //! optionally stops the router at the end. FILENAME `-` is the standard
 //! input. Compressed files are not uncompressed.
@@ -22,9 +22,14 @@
 //! redirects are recognized. Relative TCP sequence numbers (tcpdump's
 //! default) are made absolute again per connection; give ABSOLUTE_SEQ true
 //! for `tcpdump -S` output. A TCP line without `seq` gets the next
-//! sequence number of its direction. TCP options, IP IDs and TTLs are not
-//! printed without `-v` and are not rebuilt (TTL 100, ID 0). Blank lines
-//! and indented lines (`-v` continuations, hex dumps) are skipped. Any
+//! sequence number of its direction. TCP options tcpdump prints (MSS,
+//! window scale, SACK permitted, timestamps, NOP, EOL; not SACK blocks)
+//! are rebuilt. With `-v`, the IP header line (`IP (tos 0x0, ttl 64, id
+//! 1, offset 0, flags [DF], proto TCP (6), length 40)`) gives the TOS,
+//! TTL, ID, fragment flags and offset and IP length, and a later fragment
+//! without ports is built as one; without `-v` packets get TTL 100, ID 0.
+//! Blank lines and other indented lines (`-vv` details, hex dumps) are
+//! skipped. Any
 //! other line that does not parse (IPv6, ARP, names instead of numeric
 //! addresses, fragments without ports) is skipped and counted in
 //! `errors`; the first such error is printed to standard error.
@@ -437,26 +442,39 @@ this line is not tcpdump output
             .collect();
         let pcap = dir.path().join("a.pcap");
         std::fs::write(&pcap, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
-        let out = std::process::Command::new("tcpdump")
-            .args(["-n", "-tt", "-r"])
-            .arg(&pcap)
-            .output()
-            .unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        let (got, r) = read_text(&text, "");
-        assert_eq!(h(&r, "f.errors"), "0", "{text}");
-        assert_eq!(got.len(), 3, "{text}");
-        for (p, f) in got.iter().zip(&frames) {
-            // IP addresses, ports, seq, ack, flags, window equal the frame's.
-            let ip = &f[14..];
-            assert_eq!(&p.data()[12..20], &ip[12..20], "{text}");
-            assert_eq!(&p.data()[20..28], &ip[20..28], "{text}");
-            // tcpdump prints no ack for a packet without the ACK flag.
-            if ip[33] & 0x10 != 0 {
-                assert_eq!(&p.data()[28..32], &ip[28..32], "{text}");
+        for verbose in [false, true] {
+            let mut args = vec!["-n", "-tt"];
+            if verbose {
+                args.push("-v");
             }
-            assert_eq!(&p.data()[32..36], &ip[32..36], "{text}");
-            assert_eq!(p.timestamp().usec(), 250_000);
+            let out = std::process::Command::new("tcpdump")
+                .args(&args)
+                .arg("-r")
+                .arg(&pcap)
+                .output()
+                .unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            let (got, r) = read_text(&text, ", CHECKSUM true");
+            assert_eq!(h(&r, "f.errors"), "0", "{text}");
+            assert_eq!(got.len(), 3, "{text}");
+            for (p, f) in got.iter().zip(&frames) {
+                // IP addresses, ports, seq, ack, flags, window equal the frame's.
+                let ip = &f[14..];
+                assert_eq!(&p.data()[12..20], &ip[12..20], "{text}");
+                assert_eq!(&p.data()[20..28], &ip[20..28], "{text}");
+                // tcpdump prints no ack for a packet without the ACK flag.
+                if ip[33] & 0x10 != 0 {
+                    assert_eq!(&p.data()[28..32], &ip[28..32], "{text}");
+                }
+                assert_eq!(&p.data()[32..36], &ip[32..36], "{text}");
+                assert_eq!(p.len(), ip.len(), "{text}");
+                if verbose {
+                    // -v prints TOS, length, ID, flags, TTL and protocol:
+                    // with CHECKSUM the whole IP header is the frame's.
+                    assert_eq!(&p.data()[..20], &ip[..20], "{text}");
+                }
+                assert_eq!(p.timestamp().usec(), 250_000);
+            }
         }
     }
 }

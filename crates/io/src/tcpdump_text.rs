@@ -39,6 +39,8 @@ pub(crate) struct SeqTracker {
     conns: HashMap<(Endpoint, Endpoint), Conn>,
     /// With `-S` output, nothing is relative.
     absolute: bool,
+    /// The first line of a `-v` record, waiting for its second.
+    pending: Option<VerboseHeader>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -381,9 +383,17 @@ impl SeqTracker {
     /// Parses one tcpdump line. `Ok(None)`: a line that describes no IPv4
     /// packet (blank, or a continuation line of `-v` output).
     pub(crate) fn parse_line(&mut self, line: &str) -> Result<Option<Values>, String> {
-        if line.trim().is_empty() || line.starts_with([' ', '\t']) {
+        if line.trim().is_empty() {
             return Ok(None);
         }
+        if line.starts_with([' ', '\t']) {
+            // The second line of a `-v` record, or a line to skip.
+            return match self.pending.take() {
+                Some(h) => self.packet(h.ts, line.trim(), Some(h)).map(Some),
+                None => Ok(None),
+            };
+        }
+        self.pending = None;
         let (ts, rest) = timestamp(line.trim_end())?;
         let mut rest = rest.trim_start();
         if let Some(r) = rest.strip_prefix("IP ") {
@@ -396,6 +406,40 @@ impl SeqTracker {
         } else if rest.starts_with("IP6 ") || rest.starts_with("ARP") {
             return Err("not an IPv4 packet".into());
         }
+        if let Some(r) = rest.strip_prefix('(') {
+            // `-v`: `(tos 0x0, ttl 64, id 1, offset 0, flags [DF], proto
+            // TCP (6), length 40)`, the rest usually on the next line.
+            let mut depth = 1;
+            let close = r
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map(|(i, _)| i)
+                .ok_or("unclosed '(' in the IP header")?;
+            let h = verbose_header(&r[..close], ts)?;
+            let after = r[close + 1..].trim();
+            if after.is_empty() {
+                self.pending = Some(h);
+                return Ok(None);
+            }
+            return self.packet(ts, after, Some(h)).map(Some);
+        }
+        self.packet(ts, rest, None).map(Some)
+    }
+
+    /// `SRC > DST: BODY`, with the `-v` header fields if there were some.
+    fn packet(
+        &mut self,
+        ts: Option<Timestamp>,
+        rest: &str,
+        h: Option<VerboseHeader>,
+    ) -> Result<Values, String> {
         let (addrs, body) = rest.split_once(": ").ok_or("no ': ' after the addresses")?;
         let mut aw = addrs.split_whitespace();
         let (Some(s), Some(">"), Some(d), None) = (aw.next(), aw.next(), aw.next(), aw.next())
@@ -411,12 +455,26 @@ impl SeqTracker {
             dst: Some(dst),
             ..Values::default()
         };
+        if let Some(h) = &h {
+            v.tos = Some(h.tos);
+            v.ttl = Some(h.ttl);
+            v.id = Some(h.id);
+            v.frag = Some(h.frag);
+            v.len = Some(h.len);
+        }
         if let Some(icmp) = body.strip_prefix("ICMP ") {
             v.proto = Some(1);
+            let len = v.len;
             parse_icmp(icmp, &mut v)?;
-            return Ok(Some(v));
+            v.len = len.or(v.len);
+            return Ok(v);
         }
         let (Some(sport), Some(dport)) = (sport, dport) else {
+            // A later fragment (`-v` says which protocol) has no ports.
+            if let Some(h) = h.filter(|h| h.frag & 0x1fff != 0) {
+                v.proto = Some(h.proto);
+                return Ok(v);
+            }
             return Err("no ports (only TCP, UDP and ICMP are understood)".into());
         };
         v.sport = Some(sport);
@@ -429,8 +487,72 @@ impl SeqTracker {
             let l = udp_len(body).ok_or("neither TCP nor UDP with a length")?;
             v.payload_len = Some(l);
         }
-        Ok(Some(v))
+        Ok(v)
     }
+}
+
+/// The IP header fields `tcpdump -v` prints.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct VerboseHeader {
+    ts: Option<Timestamp>,
+    tos: u8,
+    ttl: u8,
+    id: u16,
+    /// Flags and offset word (offset in 8-byte units).
+    frag: u16,
+    proto: u8,
+    len: u32,
+}
+
+fn verbose_header(s: &str, ts: Option<Timestamp>) -> Result<VerboseHeader, String> {
+    let mut h = VerboseHeader {
+        ts,
+        tos: 0,
+        ttl: 100,
+        id: 0,
+        frag: 0,
+        proto: 0,
+        len: 0,
+    };
+    let mut have_len = false;
+    let bad = || format!("bad IP header '({s})'");
+    for item in s.split(", ") {
+        let (k, val) = item.split_once(' ').unwrap_or((item, ""));
+        match k {
+            "tos" => {
+                let x = val.split_whitespace().next().unwrap_or("");
+                h.tos = u8::from_str_radix(x.trim_start_matches("0x"), 16).map_err(|_| bad())?;
+            }
+            "ttl" => h.ttl = val.parse().map_err(|_| bad())?,
+            "id" => h.id = val.parse().map_err(|_| bad())?,
+            "offset" => {
+                let off: u16 = val.parse().map_err(|_| bad())?;
+                h.frag |= (off / 8) & 0x1fff;
+            }
+            "flags" => {
+                if val.contains("DF") {
+                    h.frag |= 0x4000;
+                }
+                if val.contains('+') {
+                    h.frag |= 0x2000;
+                }
+            }
+            "proto" => {
+                // `TCP (6)`
+                let n = val.rsplit('(').next().and_then(|x| x.strip_suffix(')'));
+                h.proto = n.and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+            }
+            "length" => {
+                h.len = val.parse().map_err(|_| bad())?;
+                have_len = h.len >= 20 && h.len <= 0xffff;
+            }
+            _ => {}
+        }
+    }
+    if !have_len {
+        return Err(bad());
+    }
+    Ok(h)
 }
 
 #[cfg(test)]
@@ -557,6 +679,45 @@ mod tests {
     }
 
     #[test]
+    fn verbose_two_line_records() {
+        let mut t = SeqTracker::default();
+        assert_eq!(
+            t.parse_line("1000000003.500000 IP (tos 0x10, ttl 63, id 4321, offset 0, flags [DF], proto TCP (6), length 52)").unwrap(),
+            None
+        );
+        let v = parse(&mut t, "    10.0.0.1.1234 > 10.0.0.2.80: Flags [P.], cksum 0x0000 (incorrect -> 0xd74a), seq 1:13, ack 1, win 8192, length 12");
+        assert_eq!(
+            v.ts,
+            Some(Timestamp::from_parts(1_000_000_003, 500_000_000))
+        );
+        assert_eq!(
+            (v.tos, v.ttl, v.id, v.frag, v.len),
+            (Some(0x10), Some(63), Some(4321), Some(0x4000), Some(52))
+        );
+        assert_eq!((v.proto, v.payload_len), (Some(6), Some(12)));
+        // A further indented line (-vv detail) is skipped.
+        assert_eq!(t.parse_line("\t  some detail").unwrap(), None);
+        t.parse_line(
+            "2.0 IP (tos 0x0, ttl 64, id 9, offset 1480, flags [+], proto UDP (17), length 500)",
+        )
+        .unwrap();
+        let v = parse(&mut t, "    10.0.0.1 > 10.0.0.2: ip-proto-17");
+        assert_eq!(
+            (v.proto, v.frag, v.len, v.sport),
+            (Some(17), Some(0x2000 | 185), Some(500), None)
+        );
+        t.parse_line(
+            "3.0 IP (tos 0x0, ttl 64, id 1, offset 0, flags [none], proto ICMP (1), length 84)",
+        )
+        .unwrap();
+        let v = parse(
+            &mut t,
+            "    10.0.0.1 > 10.0.0.2: ICMP echo reply, id 7, seq 1, length 64",
+        );
+        assert_eq!((v.icmp_type, v.len, v.frag), (Some(0), Some(84), Some(0)));
+    }
+
+    #[test]
     fn malformed_lines_are_errors_not_panics() {
         let mut t = SeqTracker::default();
         for bad in [
@@ -577,6 +738,11 @@ mod tests {
             assert!(t.parse_line(bad).is_err(), "{bad}");
         }
         assert_eq!(t.parse_line("").unwrap(), None);
+        assert!(t.parse_line("1.0 IP (tos 0x0, ttl 64, id 1, proto TCP (6)) 1.1.1.1.1 > 2.2.2.2.2: UDP, length 1").is_err());
+        assert!(t
+            .parse_line("1.0 IP (tos 0xzz, ttl 64, length 40)")
+            .is_err());
+        assert!(t.parse_line("1.0 IP (tos 0x0, ttl 64, length 40").is_err());
         assert_eq!(t.parse_line("\t0x0000:  4500 0028").unwrap(), None);
     }
 }
