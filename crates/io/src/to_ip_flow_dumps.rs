@@ -652,6 +652,22 @@ mod tests {
     }
 
     #[test]
+    fn pull_input_runs_its_own_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("in.txt");
+        std::fs::write(&a, TEXT).unwrap();
+        let r = build(&format!(
+            "f :: FromTcpdump({}) -> AggregateIPFlows -> Queue(100) -> t :: ToIPFlowDumps({});",
+            q(&a),
+            q(&dir.path().join("out/%s-%S-%p-%n.txt"))
+        ));
+        run_until(&r, |r| h(r, "t.count") == "6");
+        r.write_handler("t.flush", "").unwrap();
+        let t = file(dir.path(), "10.0.0.1-1234-T-").unwrap();
+        assert_eq!(t.lines().filter(|l| !l.starts_with('!')).count(), 5);
+    }
+
+    #[test]
     fn bad_configurations() {
         assert!(build_err("Idle -> ToIPFlowDumps(x%q) -> Discard").contains("%q"));
         assert!(build_err("Idle -> ToIPFlowDumps(x%n, BINARY true) -> Discard").contains("BINARY"));
