@@ -7,7 +7,9 @@
 //! Reads the text `tcpdump` prints (with `-n`, optionally `-v`), builds
 //! an IPv4 packet resembling each line it understands, and emits it;
 //! optionally stops the router at the end. FILENAME `-` is the standard
-//! input. Compressed files are not uncompressed.
+//! input. A file compressed with gzip(1) or bzip2(1) is read through
+//! zcat(1) or bzcat(1) (the standard input is never uncompressed); then
+//! `filepos` counts uncompressed bytes.
 //!
 //! Like Click's, FromTcpdump understands only part of tcpdump's output:
 //! mostly TCP, some UDP, and the common ICMP messages. Lines tcpdump 4
@@ -70,8 +72,9 @@
 //!     FromTcpdump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> ToDump(out.pcap, ENCAP IP);
 
 use crate::common::{
-    add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler,
+    add_trace_task, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler,
 };
+use crate::decompress::open_maybe_compressed;
 use crate::ipsumdump::{build, BuildOpts, Values};
 use crate::tcpdump_text::SeqTracker;
 use paraclick_packet::Batch;
@@ -128,7 +131,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromTcpdump, String> {
         return Err("BURST must be at least 1".into());
     }
     let sample = sample_fixed(sample)?;
-    let (reader, filesize) = open_input(&filename)?;
+    let (reader, filesize) = open_maybe_compressed(&filename)?;
     Ok(FromTcpdump {
         state: Mutex::new(State {
             reader: Some(BufReader::with_capacity(1 << 16, reader)),
@@ -408,6 +411,31 @@ this line is not tcpdump output
         assert_eq!(h(&r, "f.errors"), "2");
         assert!(build_err("FromTcpdump(/nonexistent/x.txt) -> Discard").contains("nonexistent"));
         assert!(build_err("FromTcpdump(x, SAMPLE 2) -> Discard").contains("SAMPLE"));
+    }
+
+    #[test]
+    fn compressed_files_are_uncompressed() {
+        for (prog, ext) in [("gzip", "gz"), ("bzip2", "bz2")] {
+            let dir = tempfile::tempdir().unwrap();
+            let a = dir.path().join("in.txt");
+            std::fs::write(&a, TEXT).unwrap();
+            match std::process::Command::new(prog).arg(&a).status() {
+                Ok(s) if s.success() => {}
+                _ => {
+                    eprintln!("{prog} not available; skipped");
+                    continue;
+                }
+            }
+            let z = dir.path().join(format!("in.txt.{ext}"));
+            let r = build(&format!(
+                "f :: FromTcpdump({}, STOP true) -> s :: TestSink;",
+                q(&z)
+            ));
+            run(&r);
+            assert_eq!(sink(&r, "s").len(), 7, "{prog}");
+            assert_eq!(h(&r, "f.errors"), "2", "{prog}");
+            assert_eq!(h(&r, "f.filepos"), TEXT.len().to_string(), "{prog}");
+        }
     }
 
     /// With tcpdump installed, text it prints from a pcap this test writes

@@ -4,6 +4,7 @@
 use paraclick_runtime::Registry;
 
 mod common;
+mod decompress;
 mod flow_pattern;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
