@@ -118,12 +118,11 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 /// `A.B.C.D` or `A.B.C.D.PORT`.
 fn endpoint(s: &str) -> Option<(Ipv4Addr, Option<u16>)> {
-    let parts: Vec<&str> = s.split('.').collect();
-    match parts.len() {
-        4 => Some((s.parse().ok()?, None)),
-        5 => {
-            let a = parts[..4].join(".").parse().ok()?;
-            Some((a, Some(parts[4].parse().ok()?)))
+    match s.bytes().filter(|&b| b == b'.').count() {
+        3 => Some((s.parse().ok()?, None)),
+        4 => {
+            let (a, port) = s.rsplit_once('.')?;
+            Some((a.parse().ok()?, Some(port.parse().ok()?)))
         }
         _ => None,
     }
@@ -177,12 +176,19 @@ fn seq_range(s: &str) -> Option<(u32, Option<u32>)> {
 /// as option bytes. Items it cannot rebuild (SACK blocks, which tcpdump
 /// prints relative, and unknown options) are left out.
 fn tcp_options(body: &str) -> Option<Vec<u8>> {
-    let inner = if let Some(i) = body.find("options [") {
-        let r = &body[i + 9..];
+    // Character searches first: this runs on every TCP line.
+    let bracket = body
+        .match_indices('[')
+        .map(|(i, _)| i)
+        .find(|&i| body[..i].ends_with("options "));
+    let inner = if let Some(i) = bracket {
+        let r = &body[i + 1..];
         &r[..r.find(']')?]
     } else {
-        let i = body.find(" <")?;
-        let r = &body[i + 2..];
+        let i = body
+            .find('<')
+            .filter(|&i| i > 0 && body.as_bytes()[i - 1] == b' ')?;
+        let r = &body[i + 1..];
         &r[..r.find('>')?]
     };
     let mut items = Vec::new();
@@ -398,7 +404,12 @@ impl SeqTracker {
         let mut rest = rest.trim_start();
         if let Some(r) = rest.strip_prefix("IP ") {
             rest = r;
-        } else if let Some(i) = rest.find("ethertype IPv4 (0x0800), length ") {
+        } else if let Some(i) = rest
+            .as_bytes()
+            .get(2)
+            .filter(|&&c| c == b':') // an -e MAC address first
+            .and_then(|_| rest.find("ethertype IPv4 (0x0800), length "))
+        {
             let after = &rest[i..];
             let colon = after.find(": ").ok_or("bad link-level prefix")?;
             rest = after[colon + 2..].trim_start();
