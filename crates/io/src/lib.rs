@@ -4,13 +4,18 @@
 use paraclick_runtime::Registry;
 
 mod common;
+mod decompress;
+mod flow_pattern;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
+pub mod from_tcpdump;
 mod ipsumdump;
 mod ipsumdump_binary;
 mod ipsumdump_ext;
 mod linux;
+mod tcpdump_text;
 pub mod to_dump;
+pub mod to_ip_flow_dumps;
 pub mod to_ip_summary_dump;
 pub mod userlevel;
 
@@ -29,6 +34,8 @@ pub fn register(reg: &mut Registry) {
     reg.register(to_dump::spec());
     reg.register(from_ip_summary_dump::spec());
     reg.register(to_ip_summary_dump::spec());
+    reg.register(from_tcpdump::spec());
+    reg.register(to_ip_flow_dumps::spec());
     linux::register(reg);
     userlevel::register(reg);
     paraclick_elements::attach_docs(reg, docs::DOCS);
@@ -46,12 +53,20 @@ mod tests {
     #[test]
     fn classes_are_registered_with_their_docs() {
         let r = super::full_registry();
-        for class in ["FromDump", "ToDump", "FromIPSummaryDump", "ToIPSummaryDump"] {
+        for class in [
+            "FromDump",
+            "ToDump",
+            "FromIPSummaryDump",
+            "ToIPSummaryDump",
+            "FromTcpdump",
+            "ToIPFlowDumps",
+        ] {
             let doc = r
                 .doc(class)
                 .unwrap_or_else(|| panic!("{class} not registered"));
             assert!(
-                doc.starts_with(&format!("{class}(FILENAME")),
+                doc.starts_with(&format!("{class}(FILENAME"))
+                    || doc.starts_with(&format!("{class}(OUTPUT_PATTERN")),
                 "{class}: {doc}"
             );
             assert!(

@@ -1,0 +1,676 @@
+//! # ToIPFlowDumps
+//!
+//! ToIPFlowDumps(OUTPUT_PATTERN [, keywords NOTIFIER, ABSOLUTE_TIME, ABSOLUTE_SEQ, BINARY, GZIP, ALL_TCP_OPT, TCP_OPT, TCP_WINDOW, IP_ID, MINCOUNT, BURST])
+//!
+//! Creates separate trace files for each TCP/UDP flow.
+//!
+//! Writes summary information about incoming packets, in the style of
+//! ToIPSummaryDump, to several files, one file per flow. Flows are told
+//! apart by their aggregate annotations; run ToIPFlowDumps downstream of
+//! AggregateIPFlows. Packets that are not TCP or UDP first fragments with
+//! an IPv4 header (network header annotation), or whose aggregate
+//! annotation is 0, are passed on but not written; `skipped` counts them.
+//!
+//! OUTPUT_PATTERN names each flow's file, with printf-like escapes
+//! expanded per flow: `%n` the aggregate annotation in decimal; `%.0n`
+//! its upper 8 bits, `%.1n`, `%.2n`, `%.3n` bits 16-23, 8-15, 0-7; `%.4n`
+//! its upper 16 bits, `%.5n` its lower 16 bits; `%x`, `%X` (and `%.0x`
+//! ... `%.5X`) the same in hex; `%s` the source address, `%.0s` ... `%.3s`
+//! its first through fourth bytes; `%d`, `%.0d` ... `%.3d` the same for the
+//! destination; `%S` the source port; `%D` the destination port; `%p` the
+//! protocol (`T` or `U`); `%%` a `%`. A `0` flag and a field width pad on
+//! the left (`%06n`). Source and destination are those of the flow's first
+//! packet. Missing directories in a file name are created.
+//!
+//! Each file holds what Click's ToIPFlowDumps writes (the form of Click
+//! 2.x; the example in Click's manual shows an older `!IPSummaryDump 1.1`
+//! header with `!first_seq` and `!first_time`):
+//!
+//!     !IPSummaryDump 1.3
+//!     !flowid 192.150.187.37 3153 18.26.4.44 21 T
+//!     !aggregate 1
+//!     !data ntimestamp direction tcp_flags tcp_seq payload_len tcp_ack
+//!     !firstseq > 2195313811
+//!     !firstseq < 2484225252
+//!     !firsttime 1018330170.887164999
+//!     0.000000001 > S 0 0 0
+//!     0.075539001 < SA 0 0 1
+//!
+//! UDP flows have `!data ntimestamp direction payload_len`. IP_ID adds
+//! `ip_id` after `direction`; TCP_WINDOW adds `tcp_window` after
+//! `tcp_ack`, then TCP_OPT `tcp_ntopt` (MSS, window scale, SACK) or
+//! ALL_TCP_OPT `tcp_opt` (`.` for a packet without options), TCP only,
+//! printed as ToIPSummaryDump prints them. (Click lists `tcp_ntopt` always
+//! and omits `tcp_window` from `!data`; here `!data` names exactly the
+//! columns written.) `direction` is `>` for packets from the flow's first
+//! source address and port, else `<`. Timestamps are relative to
+//! `!firsttime`, one nanosecond before the flow's first packet (so no
+//! relative time is 0), unless ABSOLUTE_TIME; in nanoseconds either way.
+//! Sequence numbers of each direction are relative to the first one seen
+//! in that direction (the `!firstseq` lines), acknowledgements to the
+//! other direction's, unless ABSOLUTE_SEQ; a packet without the ACK flag
+//! prints its raw acknowledgement field. `!firstseq` lines list the
+//! directions known when the file's header is written. Unlike Click's,
+//! UDP `payload_len` excludes the IP header (as ToIPSummaryDump's does).
+//!
+//! Records are buffered per flow and written (the header first) once a
+//! flow has 128 buffered packets and at least MINCOUNT packets, and at the
+//! end: the `flush` handler and router shutdown write every flow with at
+//! least MINCOUNT packets and forget all flows. A flow seen again after a
+//! flush starts a new file (overwriting the old one).
+//!
+//! Not supported (configuration errors when true): BINARY and GZIP. NOTIFIER
+//! is accepted and ignored (flows are freed at flush and shutdown only).
+//!
+//! Ports: 1 input, 0 or 1 outputs; packets pass through unchanged.
+//! Processing: agnostic; with a pull input and no output, a task pulls up
+//! to BURST packets per run.
+//!
+//! Arguments:
+//! - `OUTPUT_PATTERN` (string): the file name pattern.
+//! - `NOTIFIER` (element name): accepted, ignored.
+//! - `ABSOLUTE_TIME`, `ABSOLUTE_SEQ` (booleans, default false).
+//! - `IP_ID`, `TCP_WINDOW`, `TCP_OPT`, `ALL_TCP_OPT` (booleans, default
+//!   false): extra columns.
+//! - `MINCOUNT` (unsigned, default 0): write only flows with at least this
+//!   many packets.
+//! - `BINARY`, `GZIP` (booleans): only false.
+//! - `BURST` (integer, default 32): packets per task run.
+//!
+//! Handlers:
+//! - `flush` (write): write and forget every flow (see above).
+//! - `count` (read): packets recorded. `skipped` (read): packets not
+//!   recorded. `nflows` (read): flows held. `errors` (read): failed
+//!   file writes (the first is printed to standard error).
+//!
+//! Example:
+//!
+//!     FromDump(trace.pcap, STOP true, FORCE_IP true)
+//!       -> AggregateIPFlows -> ToIPFlowDumps(/tmp/flows/%s-%d-%03n.txt, MINCOUNT 2) -> Discard;
+
+use crate::common::ErrorCount;
+use crate::flow_pattern::{FlowKey, Pattern};
+use crate::ipsumdump::{Field, View, ViewOpts};
+use paraclick_packet::{Batch, Packet, Timestamp};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::Ipv4Addr;
+use std::sync::{Mutex, MutexGuard};
+
+/// Buffered packets per flow before its records are written.
+const NPKT: usize = 128;
+
+pub struct ToIPFlowDumps {
+    pattern: Pattern,
+    absolute_time: bool,
+    absolute_seq: bool,
+    ip_id: bool,
+    /// TCP columns after `tcp_ack`.
+    extra: Vec<Field>,
+    mincount: u64,
+    flows: Mutex<HashMap<u32, Flow>>,
+    count: Counter,
+    skipped: Counter,
+    errors: ErrorCount,
+    pull_input: bool,
+    burst: usize,
+}
+
+struct Flow {
+    key: FlowKey,
+    filename: String,
+    first_time: Timestamp,
+    /// First sequence number per direction (0 `>`, 1 `<`).
+    first_seq: [Option<u32>; 2],
+    npackets: u64,
+    /// Records not yet written.
+    lines: String,
+    nlines: usize,
+    /// The file has been created and has its header.
+    written: bool,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("ToIPFlowDumps", "1/0-1", "a", make)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
+    let mut a = cx.args();
+    let pattern = a.read_mp::<String>("OUTPUT_PATTERN");
+    let _notifier = a.read::<String>("NOTIFIER");
+    let absolute_time = a.read::<bool>("ABSOLUTE_TIME").unwrap_or(false);
+    let absolute_seq = a.read::<bool>("ABSOLUTE_SEQ").unwrap_or(false);
+    let binary = a.read::<bool>("BINARY").unwrap_or(false);
+    let gzip = a.read::<bool>("GZIP").unwrap_or(false);
+    let all_tcp_opt = a.read::<bool>("ALL_TCP_OPT").unwrap_or(false);
+    let tcp_opt = a.read::<bool>("TCP_OPT").unwrap_or(false);
+    let tcp_window = a.read::<bool>("TCP_WINDOW").unwrap_or(false);
+    let ip_id = a.read::<bool>("IP_ID").unwrap_or(false);
+    let mincount = a.read::<u64>("MINCOUNT").unwrap_or(0);
+    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    a.complete()?;
+    if binary {
+        return Err("BINARY true is not supported".into());
+    }
+    if gzip {
+        return Err("GZIP true is not supported".into());
+    }
+    if burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    let pattern = Pattern::parse(&pattern).map_err(|e| format!("OUTPUT_PATTERN: {e}"))?;
+    let mut extra = Vec::new();
+    if tcp_window {
+        extra.push(Field::TcpWindow);
+    }
+    if tcp_opt && !all_tcp_opt {
+        extra.push(Field::TcpNtopt);
+    }
+    if all_tcp_opt {
+        extra.push(Field::TcpOpt);
+    }
+    Ok(ToIPFlowDumps {
+        pattern,
+        absolute_time,
+        absolute_seq,
+        ip_id,
+        extra,
+        mincount,
+        flows: Mutex::new(HashMap::new()),
+        count: Counter::new(cx.nthreads),
+        skipped: Counter::new(cx.nthreads),
+        errors: ErrorCount::default(),
+        pull_input: cx.input_is_pull(0) && cx.noutputs == 0,
+        burst,
+    })
+}
+
+/// What ToIPFlowDumps needs of a TCP/UDP first fragment.
+struct Hdr {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    sport: u16,
+    dport: u16,
+    proto: u8,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+}
+
+fn header(p: &Packet) -> Option<Hdr> {
+    let ip = p.network_header()?;
+    if ip.len() < 20 || ip[0] >> 4 != 4 {
+        return None;
+    }
+    let hl = usize::from(ip[0] & 15) * 4;
+    let proto = ip[9];
+    let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
+    if hl < 20 || frag != 0 || !(proto == 6 || proto == 17) {
+        return None;
+    }
+    let t = ip.get(hl..)?;
+    let need = if proto == 6 { 14 } else { 4 };
+    if t.len() < need {
+        return None;
+    }
+    let be32 = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+    let addr = |i: usize| Ipv4Addr::new(ip[i], ip[i + 1], ip[i + 2], ip[i + 3]);
+    Some(Hdr {
+        src: addr(12),
+        dst: addr(16),
+        sport: u16::from_be_bytes([t[0], t[1]]),
+        dport: u16::from_be_bytes([t[2], t[3]]),
+        proto,
+        seq: if proto == 6 { be32(4) } else { 0 },
+        ack: if proto == 6 { be32(8) } else { 0 },
+        flags: if proto == 6 { t[13] } else { 0 },
+    })
+}
+
+impl ToIPFlowDumps {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u32, Flow>> {
+        self.flows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn data_fields(&self, proto: u8) -> String {
+        let mut s = String::from("ntimestamp direction");
+        if self.ip_id {
+            s.push_str(" ip_id");
+        }
+        if proto == 6 {
+            s.push_str(" tcp_flags tcp_seq payload_len tcp_ack");
+            for f in &self.extra {
+                s.push(' ');
+                s.push_str(f.name());
+            }
+        } else {
+            s.push_str(" payload_len");
+        }
+        s
+    }
+
+    fn header_text(&self, f: &Flow) -> String {
+        let k = &f.key;
+        let mut h = String::from("!IPSummaryDump 1.3\n");
+        let _ = writeln!(
+            h,
+            "!flowid {} {} {} {} {}",
+            k.src,
+            k.sport,
+            k.dst,
+            k.dport,
+            if k.proto == 6 { 'T' } else { 'U' }
+        );
+        let _ = writeln!(h, "!aggregate {}", k.aggregate);
+        let _ = writeln!(h, "!data {}", self.data_fields(k.proto));
+        if k.proto == 6 && !self.absolute_seq {
+            for (d, c) in [(0, '>'), (1, '<')] {
+                if let Some(s) = f.first_seq[d] {
+                    let _ = writeln!(h, "!firstseq {c} {s}");
+                }
+            }
+        }
+        if !self.absolute_time {
+            let _ = writeln!(h, "!firsttime {:#}", f.first_time);
+        }
+        h
+    }
+
+    /// Appends `p`'s record to its flow (false: not a TCP/UDP packet of a
+    /// flow); writes the flow if its buffer is full.
+    fn record(&self, flows: &mut HashMap<u32, Flow>, p: &Packet) -> bool {
+        let agg = p.anno().flow_hash;
+        let Some(hd) = header(p).filter(|_| agg != 0) else {
+            return false;
+        };
+        let f = flows.entry(agg).or_insert_with(|| {
+            let key = FlowKey {
+                aggregate: agg,
+                src: hd.src,
+                sport: hd.sport,
+                dst: hd.dst,
+                dport: hd.dport,
+                proto: hd.proto,
+            };
+            Flow {
+                filename: self.pattern.expand(&key),
+                key,
+                first_time: Timestamp(p.timestamp().0 - 1),
+                first_seq: [None; 2],
+                npackets: 0,
+                lines: String::new(),
+                nlines: 0,
+                written: false,
+            }
+        });
+        let d = usize::from(!(hd.src == f.key.src && hd.sport == f.key.sport));
+        f.npackets += 1;
+        let l = &mut f.lines;
+        if self.absolute_time {
+            let _ = write!(l, "{:#}", p.timestamp());
+        } else {
+            let _ = write!(l, "{:#}", Timestamp(p.timestamp().0 - f.first_time.0));
+        }
+        l.push_str(if d == 0 { " >" } else { " <" });
+        let view = View::new(
+            p,
+            &ViewOpts {
+                extra_length: true,
+                careful_trunc: false,
+                bad_packets: false,
+            },
+            &mut String::new(),
+        );
+        if self.ip_id {
+            l.push(' ');
+            view.write(l, Field::IpId);
+        }
+        if hd.proto == 6 {
+            l.push(' ');
+            view.write(l, Field::TcpFlags);
+            let seq = if self.absolute_seq {
+                hd.seq
+            } else {
+                hd.seq.wrapping_sub(*f.first_seq[d].get_or_insert(hd.seq))
+            };
+            let ack = if self.absolute_seq || hd.flags & 0x10 == 0 {
+                hd.ack
+            } else {
+                // The other direction's first seq, learned from this ack
+                // if that direction has not been seen yet.
+                hd.ack
+                    .wrapping_sub(*f.first_seq[1 - d].get_or_insert(hd.ack.wrapping_sub(1)))
+            };
+            let _ = write!(l, " {seq} ");
+            view.write(l, Field::PayloadLen);
+            let _ = write!(l, " {ack}");
+            for fld in &self.extra {
+                l.push(' ');
+                view.write(l, *fld);
+            }
+        } else {
+            l.push(' ');
+            view.write(l, Field::PayloadLen);
+        }
+        l.push('\n');
+        f.nlines += 1;
+        if f.nlines >= NPKT && f.npackets >= self.mincount {
+            self.output(f);
+        }
+        true
+    }
+
+    /// Writes `f`'s buffered records (and, the first time, its header).
+    fn output(&self, f: &mut Flow) {
+        let res = (|| -> std::io::Result<()> {
+            let path = std::path::Path::new(&f.filename);
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            let mut file = if f.written {
+                std::fs::OpenOptions::new().append(true).open(path)?
+            } else {
+                std::fs::File::create(path)?
+            };
+            if !f.written {
+                file.write_all(self.header_text(f).as_bytes())?;
+            }
+            file.write_all(f.lines.as_bytes())
+        })();
+        if let Err(e) = res {
+            self.errors
+                .report("ToIPFlowDumps", &format!("{}: {e}", f.filename));
+        }
+        f.written = true;
+        f.lines.clear();
+        f.nlines = 0;
+    }
+
+    /// Writes every flow with at least MINCOUNT packets; forgets all flows.
+    pub fn flush(&self) {
+        let flows = std::mem::take(&mut *self.lock());
+        let mut v: Vec<Flow> = flows.into_values().collect();
+        v.sort_by_key(|f| f.key.aggregate);
+        for mut f in v {
+            if f.npackets >= self.mincount && (f.nlines > 0 || !f.written) {
+                self.output(&mut f);
+            }
+        }
+    }
+
+    fn record_batch(&self, cx: &mut Cx<'_>, batch: &Batch) {
+        let mut flows = self.lock();
+        let recorded = batch.iter().filter(|p| self.record(&mut flows, p)).count();
+        drop(flows);
+        self.count.add(cx.thread(), recorded as u64);
+        self.skipped
+            .add(cx.thread(), (batch.len() - recorded) as u64);
+    }
+}
+
+impl Drop for ToIPFlowDumps {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+impl Element for ToIPFlowDumps {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::write("flush", |e, _, _| {
+            e.flush();
+            Ok(())
+        }),
+        Handler::read("count", |e, _| e.count.get().to_string()),
+        Handler::read("skipped", |e, _| e.skipped.get().to_string()),
+        Handler::read("nflows", |e, _| e.lock().len().to_string()),
+        Handler::read("errors", |e, _| e.errors.get().to_string()),
+        Handler::read("output_pattern", |e, _| e.pattern.text().to_string()),
+    ];
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.pull_input {
+            ix.add_task();
+        }
+        Ok(())
+    }
+
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        self.record_batch(cx, &batch);
+        if cx.noutputs() > 0 {
+            cx.push(0, batch);
+        }
+    }
+
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let b = cx.pull(0, max)?;
+        self.record_batch(cx, &b);
+        Some(b)
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        match cx.pull(0, self.burst) {
+            Some(b) => {
+                self.record_batch(cx, &b);
+                if cx.noutputs() > 0 {
+                    cx.push(0, b);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_util::*;
+    use std::path::Path;
+
+    /// tcpdump text (written for this test): a TCP connection, a UDP
+    /// packet, and an ICMP packet (not a TCP/UDP flow).
+    const TEXT: &str = "\
+1000000000.500000 IP 10.0.0.1.1234 > 10.0.0.2.80: Flags [S], seq 1000, win 8192, options [mss 1460], length 0
+1000000001.500000 IP 10.0.0.2.80 > 10.0.0.1.1234: Flags [S.], seq 5000, ack 1001, win 65535, length 0
+1000000002.500000 IP 10.0.0.1.1234 > 10.0.0.2.80: Flags [.], ack 1, win 8192, length 0
+1000000003.500000 IP 10.0.0.1.1234 > 10.0.0.2.80: Flags [P.], seq 1:101, ack 1, win 8192, length 100
+1000000004.500000 IP 10.0.0.2.80 > 10.0.0.1.1234: Flags [.], ack 101, win 65535, length 0
+1000000007.500000 IP 10.0.0.3.4000 > 10.0.0.4.5000: UDP, length 32
+1000000008.500000 IP 10.0.0.1 > 10.0.0.2: ICMP echo request, id 7, seq 1, length 64
+";
+
+    fn run_text(dir: &Path, text: &str, args: &str) -> paraclick_runtime::Router {
+        let a = dir.join("in.txt");
+        std::fs::write(&a, text).unwrap();
+        let r = build(&format!(
+            "FromTcpdump({}, STOP true, CHECKSUM true) -> AggregateIPFlows \
+             -> t :: ToIPFlowDumps({}{args}) -> Discard;",
+            q(&a),
+            q(&dir.join("out/%s-%S-%p-%n.txt"))
+        ));
+        run(&r);
+        r
+    }
+
+    /// The contents of the one file in `dir/out` whose name starts with
+    /// `prefix`, and the aggregate number ending its name.
+    fn file_agg(dir: &Path, prefix: &str) -> Option<(String, u32)> {
+        let mut found = std::fs::read_dir(dir.join("out"))
+            .ok()?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let agg = name.trim_end_matches(".txt").rsplit('-').next().unwrap();
+                (
+                    std::fs::read_to_string(e.path()).unwrap(),
+                    agg.parse().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>();
+        assert!(found.len() <= 1);
+        found.pop()
+    }
+
+    fn file(dir: &Path, prefix: &str) -> Option<String> {
+        file_agg(dir, prefix).map(|f| f.0)
+    }
+
+    #[test]
+    fn one_file_per_flow_in_clicks_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run_text(dir.path(), TEXT, "");
+        assert_eq!(h(&r, "t.count"), "6");
+        assert_eq!(h(&r, "t.skipped"), "0"); // AggregateIPFlows drops ICMP
+        assert_eq!(h(&r, "t.nflows"), "2");
+        assert!(
+            file(dir.path(), "10.0.0.1").is_none(),
+            "written before the end"
+        );
+        r.write_handler("t.flush", "").unwrap();
+        assert_eq!(h(&r, "t.nflows"), "0");
+        assert_eq!(h(&r, "t.errors"), "0");
+        let (tcp, agg) = file_agg(dir.path(), "10.0.0.1-1234-T-").unwrap();
+        assert_eq!(
+            tcp,
+            format!(
+                "!IPSummaryDump 1.3\n\
+                 !flowid 10.0.0.1 1234 10.0.0.2 80 T\n\
+                 !aggregate {agg}\n\
+                 !data ntimestamp direction tcp_flags tcp_seq payload_len tcp_ack\n\
+                 !firstseq > 1000\n\
+                 !firstseq < 5000\n\
+                 !firsttime 1000000000.499999999\n\
+                 0.000000001 > S 0 0 0\n\
+                 1.000000001 < SA 0 0 1\n\
+                 2.000000001 > A 1 0 1\n\
+                 3.000000001 > PA 1 100 1\n\
+                 4.000000001 < A 1 0 101\n"
+            )
+        );
+        let (udp, agg2) = file_agg(dir.path(), "10.0.0.3-4000-U-").unwrap();
+        assert_ne!(agg, agg2);
+        assert_eq!(
+            udp,
+            format!(
+                "!IPSummaryDump 1.3\n\
+                 !flowid 10.0.0.3 4000 10.0.0.4 5000 U\n\
+                 !aggregate {agg2}\n\
+                 !data ntimestamp direction payload_len\n\
+                 !firsttime 1000000007.499999999\n\
+                 0.000000001 > 32\n"
+            )
+        );
+    }
+
+    #[test]
+    fn mincount_absolute_and_extra_columns_and_drop_flushes() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run_text(
+            dir.path(),
+            TEXT,
+            ", MINCOUNT 2, ABSOLUTE_TIME true, ABSOLUTE_SEQ true, TCP_WINDOW true, IP_ID true, TCP_OPT true",
+        );
+        drop(r);
+        assert!(
+            file(dir.path(), "10.0.0.3").is_none(),
+            "1-packet flow under MINCOUNT"
+        );
+        let t = file(dir.path(), "10.0.0.1-1234-T-").unwrap();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[3],
+            "!data ntimestamp direction ip_id tcp_flags tcp_seq payload_len tcp_ack tcp_window tcp_ntopt"
+        );
+        assert!(!t.contains("!firstseq") && !t.contains("!firsttime"), "{t}");
+        assert_eq!(lines[4], "1000000000.500000000 > 0 S 1000 0 0 8192 mss1460");
+        assert_eq!(lines[8], "1000000004.500000000 < 0 A 5001 0 1101 65535 .");
+    }
+
+    #[test]
+    fn long_flows_are_written_in_pieces_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..300u32 {
+            let (a, b) = if i % 3 == 2 {
+                ("10.9.0.2.53", "10.9.0.1.999")
+            } else {
+                ("10.9.0.1.999", "10.9.0.2.53")
+            };
+            text += &format!("{}.{:06} IP {a} > {b}: UDP, length {}\n", 50 + i, i, i % 40);
+        }
+        let r = run_text(dir.path(), &text, ", ABSOLUTE_TIME true");
+        // 300 packets: the first 256 written in two pieces of 128 already.
+        let part = file(dir.path(), "10.9.0.1-999-U-").unwrap();
+        assert_eq!(part.lines().filter(|l| !l.starts_with('!')).count(), 256);
+        r.write_handler("t.flush", "").unwrap();
+        let all = file(dir.path(), "10.9.0.1-999-U-").unwrap();
+        assert_eq!(
+            all.lines().filter(|l| l.starts_with('!')).count(),
+            4,
+            "one header"
+        );
+        // FromIPSummaryDump reads the flow file back.
+        let path = std::fs::read_dir(dir.path().join("out"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let back = build(&format!(
+            "f :: FromIPSummaryDump({}, STOP true) -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&back);
+        assert_eq!(h(&back, "f.errors"), "0");
+        let got = sink(&back, "s");
+        assert_eq!(got.len(), 300);
+        for (i, p) in got.iter().enumerate() {
+            assert_eq!(p.timestamp().sec(), 50 + i as i64);
+            assert_eq!(p.anno().paint, u8::from(i % 3 == 2), "packet {i}");
+            assert_eq!(p.len() + p.anno().extra_length as usize, 28 + i % 40);
+        }
+    }
+
+    #[test]
+    fn packets_without_aggregate_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("in.txt");
+        std::fs::write(&a, TEXT).unwrap();
+        let r = build(&format!(
+            "FromTcpdump({}, STOP true) -> t :: ToIPFlowDumps({}) -> c :: Counter -> Discard;",
+            q(&a),
+            q(&dir.path().join("out/%n"))
+        ));
+        run(&r);
+        assert_eq!(h(&r, "t.skipped"), "7");
+        assert_eq!(h(&r, "t.count"), "0");
+        assert_eq!(h(&r, "c.count"), "7", "packets pass through");
+        r.write_handler("t.flush", "").unwrap();
+        assert!(!dir.path().join("out").exists());
+    }
+
+    #[test]
+    fn pull_input_runs_its_own_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("in.txt");
+        std::fs::write(&a, TEXT).unwrap();
+        let r = build(&format!(
+            "f :: FromTcpdump({}) -> AggregateIPFlows -> Queue(100) -> t :: ToIPFlowDumps({});",
+            q(&a),
+            q(&dir.path().join("out/%s-%S-%p-%n.txt"))
+        ));
+        run_until(&r, |r| h(r, "t.count") == "6");
+        r.write_handler("t.flush", "").unwrap();
+        let t = file(dir.path(), "10.0.0.1-1234-T-").unwrap();
+        assert_eq!(t.lines().filter(|l| !l.starts_with('!')).count(), 5);
+    }
+
+    #[test]
+    fn bad_configurations() {
+        assert!(build_err("Idle -> ToIPFlowDumps(x%q) -> Discard").contains("%q"));
+        assert!(build_err("Idle -> ToIPFlowDumps(x%n, BINARY true) -> Discard").contains("BINARY"));
+        assert!(build_err("Idle -> ToIPFlowDumps(x%n, GZIP true) -> Discard").contains("GZIP"));
+    }
+}
