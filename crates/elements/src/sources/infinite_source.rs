@@ -50,6 +50,8 @@ pub struct InfiniteSource {
     timestamp: bool,
     push: bool,
     count: Counter,
+    /// RandomSource: every packet's bytes are freshly random.
+    random: bool,
 }
 
 pub fn spec() -> ClassSpec {
@@ -84,13 +86,49 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
         timestamp,
         push: cx.output_is_push(0),
         count: Counter::new(cx.nthreads),
+        random: false,
+    })
+}
+
+/// The source RandomSource builds: LENGTH random bytes per packet, with
+/// InfiniteSource's LIMIT, BURST, ACTIVE, STOP and END_CALL machinery.
+pub(super) struct RandomConfig {
+    pub length: usize,
+    pub limit: i64,
+    pub burst: usize,
+    pub active: bool,
+    pub stop: bool,
+    pub end_call: Option<String>,
+}
+
+pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<InfiniteSource, String> {
+    if c.burst == 0 {
+        return Err("BURST must be at least 1".into());
+    }
+    if c.stop && c.end_call.is_some() {
+        return Err("END_CALL and STOP are mutually exclusive".into());
+    }
+    Ok(InfiniteSource {
+        data: vec![0; c.length].into_boxed_slice(),
+        limit: Limit::new(c.limit, c.stop, c.end_call.map(parse_end_call)),
+        burst: AtomicUsize::new(c.burst),
+        active: AtomicBool::new(c.active),
+        timestamp: true,
+        push: cx.output_is_push(0),
+        count: Counter::new(cx.nthreads),
+        random: true,
     })
 }
 
 impl InfiniteSource {
     fn make_batch(&self, cx: &mut Cx<'_>, n: usize) -> Batch {
         let ts = self.timestamp.then(|| cx.timestamp());
-        let b = data_batch(&self.data, n, None, ts);
+        let mut b = data_batch(&self.data, n, None, ts);
+        if self.random {
+            for p in b.iter_mut() {
+                fastrand::fill(p.data_mut());
+            }
+        }
         let sent = b.len();
         self.limit.unclaim(n - sent);
         self.count.add(cx.thread(), sent as u64);
@@ -171,10 +209,13 @@ impl Element for InfiniteSource {
             }
             // The router's clock (simulated under --simtime).
             let ts = self.timestamp.then(|| cx.timestamp());
-            let Some(p) = data_packet(&self.data, ts) else {
+            let Some(mut p) = data_packet(&self.data, ts) else {
                 self.limit.unclaim(1);
                 return false;
             };
+            if self.random {
+                fastrand::fill(p.data_mut());
+            }
             self.count.add(cx.thread(), 1);
             cx.push_packet(0, p);
             return true;

@@ -6,6 +6,7 @@ pub mod fast_udp_flows;
 pub mod fast_udp_source;
 pub mod gen;
 pub mod infinite_source;
+pub mod random_source;
 pub mod rated_source;
 #[cfg(test)]
 mod test_util;
@@ -20,6 +21,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(fast_udp_flows::spec());
     reg.register(fast_udp_source::spec());
     reg.register(infinite_source::spec());
+    reg.register(random_source::spec());
     reg.register(rated_source::spec());
     reg.register(timed_source::spec());
 }
