@@ -5,6 +5,7 @@
 use paraclick_runtime::Registry;
 
 pub mod direct_ip_lookup;
+pub mod dynamic_udp_ip_encap;
 pub mod encap;
 pub mod ip_encap;
 pub mod ip_fragmenter;
@@ -32,6 +33,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(ip_reassembler::spec());
     reg.register(ip_encap::spec());
     reg.register(udp_ip_encap::spec());
+    reg.register(dynamic_udp_ip_encap::spec());
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 
 pub struct UDPIPEncap {
     src: Addr,
@@ -43,6 +43,10 @@ pub struct UDPIPEncap {
     dport: AtomicU16,
     checksum: bool,
     ids: IpIds,
+    /// DynamicUDPIPEncap: both ports advance by 1 every `interval`
+    /// packets (0: never), counted in `sent`.
+    interval: u64,
+    sent: AtomicU64,
 }
 
 pub fn spec() -> ClassSpec {
@@ -50,12 +54,22 @@ pub fn spec() -> ClassSpec {
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {
+    make_encap(cx, false)
+}
+
+/// UDPIPEncap, or DynamicUDPIPEncap (`dynamic`: an INTERVAL argument).
+pub(super) fn make_encap(cx: &mut ConfigCx<'_>, dynamic: bool) -> Result<UDPIPEncap, String> {
     let mut a = cx.args();
     let src = a.read_mp::<Ipv4Addr>("SRC");
     let sport = a.read_mp::<u16>("SPORT");
     let dst = Dst::new(a.read_mp::<DstArg>("DST"));
     let dport = a.read_mp::<u16>("DPORT");
     let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
+    let interval = if dynamic {
+        a.read_p::<u64>("INTERVAL").unwrap_or(0)
+    } else {
+        0
+    };
     a.complete()?;
     Ok(UDPIPEncap {
         src: Addr::new(src),
@@ -64,6 +78,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {
         dport: AtomicU16::new(dport),
         checksum,
         ids: IpIds::new(cx.nthreads),
+        interval,
+        sent: AtomicU64::new(0),
     })
 }
 
@@ -119,8 +135,14 @@ impl Action for UDPIPEncap {
             return Verdict::Drop;
         };
         write_ip_header(iph, 0, total as u16, id, false, 250, 17, src, dst);
-        rest[0..2].copy_from_slice(&self.sport.load(Ordering::Relaxed).to_be_bytes());
-        rest[2..4].copy_from_slice(&self.dport.load(Ordering::Relaxed).to_be_bytes());
+        let step = match self.interval {
+            0 => 0,
+            i => (self.sent.fetch_add(1, Ordering::Relaxed) / i) as u16,
+        };
+        let sport = self.sport.load(Ordering::Relaxed).wrapping_add(step);
+        let dport = self.dport.load(Ordering::Relaxed).wrapping_add(step);
+        rest[0..2].copy_from_slice(&sport.to_be_bytes());
+        rest[2..4].copy_from_slice(&dport.to_be_bytes());
         rest[4..6].copy_from_slice(&ulen.to_be_bytes());
         rest[6..8].copy_from_slice(&[0, 0]);
         if self.checksum {
