@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub mod arp_print;
 pub mod arp_querier;
 pub mod arp_responder;
+pub mod arp_table;
 pub mod check_arp_header;
 pub mod ensure_ether;
 pub mod ether_encap;
@@ -30,6 +31,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(arp_print::spec());
     reg.register(arp_querier::spec());
     reg.register(arp_responder::spec());
+    reg.register(arp_table::spec());
     reg.register(check_arp_header::spec());
     reg.register(ensure_ether::spec());
     reg.register(ether_encap::spec());
