@@ -101,6 +101,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
         stop,
         push: cx.output_is_push(0),
         nthreads: cx.nthreads,
+        tcp: false,
     })?;
     Ok(g)
 }

@@ -2,6 +2,7 @@
 
 use paraclick_runtime::Registry;
 
+pub mod fast_tcp_flows;
 pub mod fast_udp_flows;
 pub mod fast_udp_source;
 pub mod gen;
@@ -18,6 +19,7 @@ pub const DEFAULT_DATA: &[u8] =
     b"Random bullshit in a packet, at least 64 bytes long. Well, now it is.";
 
 pub fn register(reg: &mut Registry) {
+    reg.register(fast_tcp_flows::spec());
     reg.register(fast_udp_flows::spec());
     reg.register(fast_udp_source::spec());
     reg.register(infinite_source::spec());

@@ -101,6 +101,37 @@ fn header_ports(h: &[u8; 8]) -> (u16, u16) {
 }
 
 /// How a flow's ports change once it has sent its FLOWSIZE packets.
+/// Writes the TCP header of a flow's `k`th packet (1-based) of `size`
+/// into the frame `f`: a SYN first, a FIN (with ACK) last, ACK data
+/// segments between; sequence numbers count from 0, each data segment
+/// carrying the frame's payload; then the full TCP checksum.
+fn write_tcp(f: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, sp: u16, dp: u16, k: u64, size: u64) {
+    use paraclick_packet::wire::checksum;
+    let seg = &mut f[UDP_OFF..];
+    let plen = seg.len().saturating_sub(20) as u64;
+    let (flags, seq) = if k == 1 {
+        (0x002u16, 0)
+    } else if k >= size {
+        (0x011, 1 + (size - 2) * plen)
+    } else {
+        (0x010, 1 + (k - 2) * plen)
+    };
+    seg[0..2].copy_from_slice(&sp.to_be_bytes());
+    seg[2..4].copy_from_slice(&dp.to_be_bytes());
+    seg[4..8].copy_from_slice(&(seq as u32).to_be_bytes());
+    let ack: u32 = if k == 1 { 0 } else { 1 };
+    seg[8..12].copy_from_slice(&ack.to_be_bytes());
+    seg[12] = 5 << 4;
+    seg[13] = flags as u8;
+    seg[14..16].copy_from_slice(&65535u16.to_be_bytes());
+    seg[16..20].fill(0);
+    let s = checksum::add(
+        checksum::pseudo_header_sum(src, dst, ip_proto::TCP, seg.len() as u16),
+        checksum::sum(seg),
+    );
+    seg[16..18].copy_from_slice(&(!s).to_be_bytes());
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PortStep {
     /// Both ports go up by one (FastUDPSource's INTERVAL).
@@ -155,6 +186,8 @@ const SEED: u64 = 0x5eed_f10e_5eed_f10e;
 pub struct UdpGen {
     template: Box<[u8]>,
     dst_ip: Ipv4Addr,
+    /// FastTCPFlows: the source address for TCP checksums, when TCP.
+    tcp_src: Option<Ipv4Addr>,
     flows: PerThread<Flows>,
     /// Packets per flow before its ports change (0: never).
     flowsize: u64,
@@ -186,6 +219,8 @@ pub struct UdpGenConfig {
     pub stop: bool,
     pub push: bool,
     pub nthreads: usize,
+    /// FastTCPFlows: TCP segments (SYN, data, FIN per flow) in place of UDP.
+    pub tcp: bool,
 }
 
 /// Initial ports of FastUDPFlows' flows: drawn from the generator.
@@ -202,7 +237,15 @@ impl UdpGen {
         if c.rate.is_nan() || c.rate < 0.0 || !c.rate.is_finite() {
             return Err(format!("RATE must be a nonnegative number, not {}", c.rate));
         }
-        let template = build_template(&c.frame)?;
+        let mut template = build_template(&c.frame)?;
+        if c.tcp {
+            if c.flowsize < 2 {
+                return Err("FLOWSIZE must be at least 2 (a SYN and a FIN)".into());
+            }
+            template[IP_OFF + 9] = ip_proto::TCP;
+            Ipv4Header::new_unchecked(&mut template[IP_OFF..]).fill_checksum();
+            template[UDP_OFF..].fill(0);
+        }
         let slots: Box<[Slot]> = c
             .ports
             .iter()
@@ -225,6 +268,7 @@ impl UdpGen {
         Ok(UdpGen {
             template: template.into_boxed_slice(),
             dst_ip: c.frame.dst_ip,
+            tcp_src: c.tcp.then_some(c.frame.src_ip),
             flows,
             flowsize: c.flowsize,
             step: c.step,
@@ -268,7 +312,21 @@ impl UdpGen {
                 slot.sent = 0;
             }
             slot.sent += 1;
-            p.data_mut()[UDP_OFF..UDP_OFF + 8].copy_from_slice(&slot.hdr);
+            match self.tcp_src {
+                None => p.data_mut()[UDP_OFF..UDP_OFF + 8].copy_from_slice(&slot.hdr),
+                Some(src) => {
+                    let (sp, dp) = header_ports(&slot.hdr);
+                    write_tcp(
+                        p.data_mut(),
+                        src,
+                        self.dst_ip,
+                        sp,
+                        dp,
+                        slot.sent,
+                        self.flowsize,
+                    );
+                }
+            }
             p.set_mac_header(0);
             p.set_network_header(IP_OFF, UDP_OFF - IP_OFF);
             p.anno_mut().dst_ip = self.dst_ip;

@@ -1,0 +1,159 @@
+//! # FastTCPFlows
+//!
+//! FastTCPFlows(RATE, LIMIT, LENGTH, SRCETH, SRCIP, DSTETH, DSTIP, FLOWS, FLOWSIZE [, ACTIVE, keywords STOP])
+//!
+//! Creates packet flows with static TCP/IP/Ethernet headers: a benchmark
+//! tool.
+//!
+//! FastUDPFlows's machinery (pacing, LIMIT, round-robin flows with
+//! pseudo-random ports drawn afresh after FLOWSIZE packets), but each
+//! frame carries a 20-byte TCP header: a flow is a SYN, FLOWSIZE-2 data
+//! segments (ACK) and a FIN (FIN and ACK). Every frame is LENGTH bytes
+//! (at least 60, Ethernet header included; zero payload). Sequence numbers
+//! start at 0 (the SYN) and advance by the payload length per data
+//! segment; the window is 65535; the TCP checksum is always computed.
+//!
+//! Ports: no inputs, 1 output. Processing: agnostic.
+//!
+//! Arguments: as FastUDPFlows without CHECKSUM. FLOWSIZE must be at least
+//! 2. `STOP` (boolean, default false): ask the router to stop after LIMIT.
+//!
+//! Handlers: `count` (read), `rate` (read/write), `reset` (write),
+//! `active` and `limit` (read/write), as for FastUDPFlows.
+//!
+//! Example:
+//!
+//!     FastTCPFlows(100000, 500000, 60, 0:0:0:0:0:0, 1.0.0.1,
+//!                  1:1:1:1:1:1, 2.0.0.2, 100, 10) -> ToDevice(eth0);
+
+use super::udp_gen::{random_ports, FrameSpec, PortStep, UdpGen, UdpGenConfig};
+use paraclick_packet::wire::EtherAddr;
+use paraclick_runtime::{ClassSpec, ConfigCx};
+use std::net::Ipv4Addr;
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("FastTCPFlows", "0/1", "a", make)
+}
+
+/// Most flows (the per-thread flow tables are allocated up front).
+const MAX_FLOWS: usize = 1 << 20;
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
+    let mut a = cx.args();
+    let rate = a.read_mp::<f64>("RATE");
+    let limit = a.read_mp::<i64>("LIMIT");
+    let len = a.read_mp::<usize>("LENGTH");
+    let src_eth = a.read_mp::<EtherAddr>("SRCETH");
+    let src_ip = a.read_mp::<Ipv4Addr>("SRCIP");
+    let dst_eth = a.read_mp::<EtherAddr>("DSTETH");
+    let dst_ip = a.read_mp::<Ipv4Addr>("DSTIP");
+    let flows = a.read_mp::<usize>("FLOWS");
+    let flowsize = a.read_mp::<u64>("FLOWSIZE");
+    let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
+    let stop = a.read::<bool>("STOP").unwrap_or(false);
+    a.complete()?;
+    if flows == 0 || flows > MAX_FLOWS {
+        return Err(format!("FLOWS must be between 1 and {MAX_FLOWS}"));
+    }
+    UdpGen::new(UdpGenConfig {
+        frame: FrameSpec {
+            len,
+            src_eth,
+            dst_eth,
+            src_ip,
+            dst_ip,
+            checksum: false,
+        },
+        ports: random_ports(flows),
+        flowsize,
+        step: PortStep::Random,
+        rate,
+        limit,
+        active,
+        stop,
+        push: cx.output_is_push(0),
+        nthreads: cx.nthreads,
+        tcp: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{harness, reg, try_harness};
+    use paraclick_packet::wire::{Ipv4Header, TcpHeader};
+    use paraclick_packet::Packet;
+    use paraclick_runtime::Router;
+    use std::net::Ipv4Addr;
+
+    const ADDRS: &str = "0:1:2:3:4:5, 1.0.0.1, 6:7:8:9:a:b, 2.0.0.2";
+
+    fn pull_router(decl: &str) -> Router {
+        let conf = format!("e :: {decl}; e -> u :: Unqueue -> o :: TestSink;");
+        Router::from_str(&conf, &reg(), 1).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    /// (src port, dst port, flags, seq) of a checked frame.
+    fn tcp(p: &Packet, len: usize) -> (u16, u16, u16, u32) {
+        assert_eq!(p.len(), len);
+        let ip = Ipv4Header::new_checked(&p.data()[14..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert_eq!(ip.protocol(), 6);
+        assert_eq!(ip.total_len() as usize, len - 14);
+        let t = TcpHeader::new_checked(&p.data()[34..]).unwrap();
+        let (s, d) = (Ipv4Addr::new(1, 0, 0, 1), Ipv4Addr::new(2, 0, 0, 2));
+        assert!(t.verify_checksum(s, d), "bad TCP checksum");
+        assert!(!t.verify_checksum(s, Ipv4Addr::new(2, 0, 0, 3)));
+        (t.src_port(), t.dst_port(), t.flags() & 0x3f, t.seq_number())
+    }
+
+    #[test]
+    fn flows_are_syn_data_fin() {
+        // 2 flows of 4 packets, round robin; 70-byte frames carry 16 bytes.
+        let r = pull_router(&format!("FastTCPFlows(0, -1, 70, {ADDRS}, 2, 4)"));
+        let b = r.pull_from("e", 0, 16).unwrap().unwrap();
+        let t: Vec<_> = b.iter().map(|p| tcp(p, 70)).collect();
+        let flags: Vec<u16> = t.iter().map(|x| x.2).collect();
+        assert_eq!(
+            flags,
+            [2, 2, 0x10, 0x10, 0x10, 0x10, 0x11, 0x11, 2, 2, 0x10, 0x10, 0x10, 0x10, 0x11, 0x11]
+        );
+        let seqs: Vec<u32> = t.iter().step_by(2).map(|x| x.3).collect();
+        assert_eq!(seqs, [0, 1, 17, 33, 0, 1, 17, 33]);
+        // A flow keeps its ports through its FIN, then gets new ones.
+        for f in 0..2 {
+            let ports: Vec<_> = t.iter().skip(f).step_by(2).map(|x| (x.0, x.1)).collect();
+            assert!(ports[..4].iter().all(|p| *p == ports[0]));
+            assert!(ports[4..].iter().all(|p| *p == ports[4]));
+            assert_ne!(ports[0], ports[4]);
+        }
+        assert_ne!((t[0].0, t[0].1), (t[1].0, t[1].1));
+        assert_eq!(r.read_handler("e.count").unwrap(), "16");
+    }
+
+    #[test]
+    fn push_limit_counts_and_checksums() {
+        let h = harness(
+            &format!("FastTCPFlows(0, 100, 60, {ADDRS}, 5, 2, STOP true)"),
+            1,
+        );
+        h.router.run();
+        let out = h.output(0);
+        assert_eq!(out.len(), 100);
+        let t: Vec<_> = out.iter().map(|p| tcp(p, 60)).collect();
+        assert_eq!(t.iter().filter(|x| x.2 == 2).count(), 50);
+        assert_eq!(t.iter().filter(|x| x.2 == 0x11).count(), 50);
+        assert_eq!(h.read("count").unwrap(), "100");
+    }
+
+    #[test]
+    fn bad_configurations() {
+        for bad in [
+            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 0, 3)"),
+            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1, 1)"),
+            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1)"),
+            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1, 3, true, 3)"),
+        ] {
+            assert!(try_harness(&bad, 1).is_err(), "{bad} accepted");
+        }
+    }
+}
