@@ -239,8 +239,8 @@ impl UdpGen {
         }
         let mut template = build_template(&c.frame)?;
         if c.tcp {
-            if c.flowsize < 2 {
-                return Err("FLOWSIZE must be at least 2 (a SYN and a FIN)".into());
+            if c.flowsize < 3 {
+                return Err("FLOWSIZE must be at least 3 (a SYN, data and a FIN)".into());
             }
             template[IP_OFF + 9] = ip_proto::TCP;
             Ipv4Header::new_unchecked(&mut template[IP_OFF..]).fill_checksum();
