@@ -696,6 +696,15 @@ impl<'a> Resolver<'a> {
                 let b = self.class_binding(class, None);
                 self.check_element_params(&b, config);
                 let span = self.class_span(class, config);
+                if let ClassBinding::Primitive(name) = &b {
+                    if has_digit_component(name) {
+                        self.errs.push(Diagnostic::error(
+                            Some(span),
+                            format!("'{name}' is not a class name (all-digit component)"),
+                        ));
+                        return None;
+                    }
+                }
                 Some(sb.add_anonymous(b, config.clone(), span))
             }
             ElemRef::Implicit => None,
@@ -901,4 +910,11 @@ impl<'a> Resolver<'a> {
                 .collect(),
         )
     }
+}
+
+/// Whether a name has a component of digits only (`12/0806`): no element
+/// may be named so, and an anonymous element takes its class's name.
+fn has_digit_component(name: &str) -> bool {
+    name.split('/')
+        .any(|c| c.bytes().all(|b| b.is_ascii_digit()))
 }
