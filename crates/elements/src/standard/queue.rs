@@ -83,7 +83,7 @@ use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
     StateCx,
 };
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Most packets a producer gathers before publishing them to a ring that
@@ -92,6 +92,10 @@ pub const STAGE: usize = 16;
 
 /// The capacity a queue can be raised to at least (see `capacity`).
 const MIN_MAX_CAPACITY: usize = 4096;
+
+/// Empty pulls in a row after which a queue's pullers may sleep (see
+/// `Queue::emptied`).
+pub const IDLE_PULLS_BEFORE_SLEEP: u32 = 8;
 
 /// What distinguishes the classes of the queue family; everything else is
 /// this file's one implementation.
@@ -151,6 +155,9 @@ pub struct Queue {
     full_at: AtomicUsize,
     /// The largest batch pushed so far (a source's burst).
     max_burst: AtomicUsize,
+    /// Empty pulls in a row since the last that took packets (consumer
+    /// side; a heuristic, so relaxed even with several consumers).
+    idle_pulls: AtomicU32,
     nthreads: usize,
     /// Output 1 (dropped packets) is connected.
     drop_output: bool,
@@ -251,6 +258,7 @@ impl Queue {
             full: Notifier::new(),
             full_at: AtomicUsize::new(capacity),
             max_burst: AtomicUsize::new(1),
+            idle_pulls: AtomicU32::new(0),
             nthreads,
             drop_output: false,
             special: policy.front_drop || policy.lifo_input,
@@ -368,11 +376,38 @@ impl Queue {
         }
     }
 
-    /// A pull found the queue empty: pull tasks may sleep (the empty
-    /// notifier goes inactive) unless a push came meanwhile.
+    /// A pull found the queue empty. After [`IDLE_PULLS_BEFORE_SLEEP`]
+    /// empty pulls in a row, pull tasks may sleep (the empty notifier goes
+    /// inactive) unless a push came meanwhile. The delay keeps a puller
+    /// that empties the queue on every run (a BURST 1 source feeding a
+    /// puller on its own thread) from paying a sleep here and a wake-up in
+    /// the next push, with their fences, once per packet; an idle puller
+    /// polls only a few more times before it sleeps.
+    #[inline]
+    fn emptied(&self, cx: &Cx<'_>) {
+        if !self.empty.active() {
+            return;
+        }
+        let n = self.idle_pulls.load(Ordering::Relaxed) + 1;
+        if n < IDLE_PULLS_BEFORE_SLEEP {
+            self.idle_pulls.store(n, Ordering::Relaxed);
+            return;
+        }
+        self.idle_pulls.store(0, Ordering::Relaxed);
+        self.sleep_empty(cx);
+    }
+
+    /// A pull took packets: the count of empty pulls starts again.
+    #[inline]
+    fn not_empty(&self) {
+        if self.idle_pulls.load(Ordering::Relaxed) != 0 {
+            self.idle_pulls.store(0, Ordering::Relaxed);
+        }
+    }
+
     #[cold]
     #[inline(never)]
-    fn emptied(&self, cx: &Cx<'_>) {
+    fn sleep_empty(&self, cx: &Cx<'_>) {
         self.empty.sleep(cx, || {
             self.ring.len_fresh() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
         });
@@ -410,6 +445,7 @@ impl Queue {
             self.emptied(cx);
             return None;
         }
+        self.not_empty();
         self.pulled(cx);
         Some(b)
     }
@@ -633,6 +669,7 @@ impl Element for Queue {
         }
         match self.ring.pop(&cx.consumer()) {
             Some(p) => {
+                self.not_empty();
                 self.pulled(cx);
                 Some(p)
             }
@@ -664,6 +701,7 @@ impl Element for Queue {
             }
             return None;
         }
+        self.not_empty();
         self.pulled(cx);
         Some(b)
     }
