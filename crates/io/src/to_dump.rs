@@ -312,7 +312,10 @@ impl Element for ToDump {
             .map_err(|e| format!("{}: {e}", self.filename))?;
         *self.lock() = Some(out);
         if self.pull_sink {
-            ix.add_task();
+            // The task only pulls: it sleeps while the queues upstream are
+            // empty.
+            let t = ix.add_task();
+            ix.sleep_when_empty(t);
         }
         Ok(())
     }

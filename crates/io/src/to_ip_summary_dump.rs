@@ -385,7 +385,10 @@ impl Element for ToIPSummaryDump {
             rec: Vec::new(),
         });
         if self.pull_input {
-            ix.add_task();
+            // The task only pulls: it sleeps while the queues upstream are
+            // empty.
+            let t = ix.add_task();
+            ix.sleep_when_empty(t);
         }
         Ok(())
     }

@@ -46,6 +46,48 @@ fn an_idle_puller_is_not_rescheduled() {
 }
 
 #[test]
+fn idle_pull_sinks_that_write_files_sleep_too() {
+    // ToDump and ToIPSummaryDump as pull sinks behind an idle queue sleep
+    // like Discard, and still write what arrives.
+    let dir = std::env::temp_dir().join(format!("pc-notifier-sinks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (class, file) in [("ToDump", "idle.pcap"), ("ToIPSummaryDump", "idle.txt")] {
+        let path = dir.join(file);
+        let conf = format!(
+            "Idle -> q :: Queue -> sink :: {class}({});
+             src :: TimedSource(0.05s, \"abcdefgh\", LIMIT 2, STOP false) -> q;
+             Script(wait 0.4s, stop);",
+            path.display()
+        );
+        for threads in [1, 2] {
+            let r = router(&conf, threads);
+            run_with_timeout(&r, 20);
+            let n = runs(&r, "sink");
+            assert!(
+                (1..=3 * (RUNS_TO_SLEEP + 1)).contains(&n),
+                "-j{threads}: {class} ran {n} times for 2 packets in 0.4 s"
+            );
+            assert_eq!(read_u64(&r, "q.length"), 0, "{class} took both packets");
+            drop(r); // closes the file
+            let bytes = std::fs::read(&path).unwrap();
+            let records = if class == "ToDump" {
+                // A 24-byte file header, then per packet a 16-byte record
+                // header and its 8 bytes.
+                assert_eq!((bytes.len() - 24) % 24, 0, "whole records");
+                (bytes.len() - 24) / 24
+            } else {
+                String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .filter(|l| !l.starts_with('!'))
+                    .count()
+            };
+            assert_eq!(records, 2, "-j{threads}: {class} wrote both packets");
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_push_wakes_the_sleeping_puller_and_it_sleeps_again() {
     // The source sends 10 packets, 10 ms apart, into a queue whose puller
     // is on another thread; every packet arrives, and between them the

@@ -262,7 +262,11 @@ impl Element for ToDevice {
         let fd = sys::open_tx(ifindex, SNDBUF).map_err(|e| format!("{}: {e}", self.devname))?;
         let _ = self.fd.set(fd);
         if self.pull {
-            ix.add_task();
+            // The task sleeps while the queues upstream are empty; a run
+            // that leaves packets pending (the device's buffer full) counts
+            // as work, so it never sleeps on them.
+            let t = ix.add_task();
+            ix.sleep_when_empty(t);
         }
         Ok(())
     }
@@ -288,8 +292,10 @@ impl Element for ToDevice {
         if self.npending.load(Ordering::Acquire) > 0 {
             work = self.send_after_pending(cx, None);
             if self.npending.load(Ordering::Acquire) > 0 {
-                // Still blocked: pull nothing more this time.
-                return work;
+                // Still blocked: pull nothing more this time, and stay
+                // awake to retry (with the queue empty, a sleeping task
+                // would hold these packets until the next push).
+                return true;
             }
         }
         match cx.pull(0, self.burst) {

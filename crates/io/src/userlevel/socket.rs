@@ -549,7 +549,12 @@ impl Element for Socket {
         }
         *self.lock() = self.open()?;
         if self.has_output || self.pull_input {
-            ix.add_task();
+            let t = ix.add_task();
+            if !self.has_output {
+                // Sending only: the task sleeps while the queues upstream
+                // are empty (receiving polls the socket).
+                ix.sleep_when_empty(t);
+            }
         }
         Ok(())
     }
