@@ -73,6 +73,16 @@ pub(crate) struct Task {
 /// keeps polling through short gaps in its traffic.
 pub const SLEEP_AFTER: Duration = Duration::from_millis(2);
 
+/// How long a worker whose tasks are all asleep (each waits on a notifier,
+/// so whatever gives it work unparks it) spins before it parks. It does
+/// not yield meanwhile: on a machine with more runnable threads than
+/// cores, `yield_now` hands the core to another process for a whole
+/// time slice (milliseconds), during which a crossing queue fills and its
+/// source waits; a parked worker is runnable again as soon as it is
+/// unparked. Gaps shorter than this (a producer on another core
+/// publishing every few microseconds) cost no system call on either side.
+pub const PARK_AFTER: Duration = Duration::from_micros(50);
+
 /// One task run in this many is timed with the cycle counter.
 /// Odd, so that the sample does not fall on the same phase of work that
 /// recurs every power-of-two runs (a queue publishing every 16 packets).
@@ -423,6 +433,7 @@ fn worker(core: &Core, t: usize) {
     let mut idle_since = 0u64;
     let mut naps: u64 = 0;
     let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
     let mut iter: u64 = 0;
     let mut claimed = false;
     // Ready: a router prepared for a hot swap waits here for the hand-over.
@@ -539,21 +550,27 @@ fn worker(core: &Core, t: usize) {
             simulated_idle(core, t, idle, next.min(cx.wake_ns));
             continue;
         }
+        let all_asleep = || {
+            list.iter()
+                .all(|&id| core.tasks[id].asleep.load(Ordering::Relaxed))
+        };
         if idle < 64 {
             std::hint::spin_loop();
+        } else if all_asleep() {
+            if clock::cycles().wrapping_sub(idle_since) < park_after {
+                std::hint::spin_loop();
+            } else {
+                pool::flush_remote();
+                if !crate::hot::quiet_nap(ts, &mut cx, || park(core, t, epoch, version, &list)) {
+                    claimed = true;
+                    break;
+                }
+            }
         } else if idle < 128 || clock::cycles().wrapping_sub(idle_since) < sleep_after {
             if idle == 128 {
                 pool::flush_remote();
             }
             if !crate::hot::quiet_nap(ts, &mut cx, std::thread::yield_now) {
-                claimed = true;
-                break;
-            }
-        } else if list
-            .iter()
-            .all(|&id| core.tasks[id].asleep.load(Ordering::Relaxed))
-        {
-            if !crate::hot::quiet_nap(ts, &mut cx, || park(core, t, epoch, version, &list)) {
                 claimed = true;
                 break;
             }
