@@ -620,10 +620,7 @@ impl<'a> Resolver<'a> {
             );
             return i;
         }
-        if name
-            .split('/')
-            .any(|c| c.bytes().all(|b| b.is_ascii_digit()))
-        {
+        if has_digit_component(name) {
             self.errs.push(Diagnostic::error(
                 Some(decl_span.clone()),
                 format!("element name '{name}' has all-digit component"),
@@ -664,10 +661,7 @@ impl<'a> Resolver<'a> {
                     // Neither a declared element nor a class: it would name
                     // an anonymous element `NAME@N`, which no element name
                     // with an all-digit component may be.
-                    if name
-                        .split('/')
-                        .any(|c| c.bytes().all(|b| b.is_ascii_digit()))
-                    {
+                    if has_digit_component(name) {
                         self.errs.push(Diagnostic::error(
                             Some(span),
                             format!(
