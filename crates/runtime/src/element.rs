@@ -210,6 +210,23 @@ pub trait Element: Send + Sync + Sized + 'static {
         self.push(cx, port, Batch::one(p))
     }
 
+    /// Whether the element's single-packet push is only a choice of output
+    /// ([`Element::route_packet`]): a route lookup, say, which has its own
+    /// batch path in [`Element::push`] but for one packet only picks a
+    /// port. The framework then runs a single packet's hop into it like an
+    /// [`Action`]'s, in the same loop as the per-packet elements around it
+    /// (see [`crate::Cx::push_packet`]), and [`Element::push_packet`] is
+    /// not called: `route_packet` is the one definition of what a single
+    /// packet does. Only for elements with one push input.
+    const ROUTES_SINGLE_PACKETS: bool = false;
+
+    /// With [`Element::ROUTES_SINGLE_PACKETS`]: the output packet `p`
+    /// (arrived on input 0) leaves by, or [`Verdict::Drop`] (counted).
+    #[inline]
+    fn route_packet(&self, _cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
+        Verdict::Drop
+    }
+
     /// Downstream pulls one packet from pull output `port`. The default
     /// pulls a batch of at most one through [`Element::pull`].
     #[inline]
@@ -412,6 +429,24 @@ impl<A: Action> FusedAction for ActionNode<A> {
     }
 }
 
+/// The fused hop of an element that routes single packets
+/// ([`Element::ROUTES_SINGLE_PACKETS`]): a batch goes to its `push`
+/// (which splits it by output itself), one packet to `route_packet`.
+impl<E: Element> FusedAction for ElementNode<E> {
+    #[inline]
+    fn run(&self, cx: &mut Cx<'_>, batch: &mut Batch) -> Option<usize> {
+        if !batch.is_empty() {
+            self.0.push(cx, 0, std::mem::take(batch));
+        }
+        None
+    }
+
+    #[inline]
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        self.0.route_packet(cx, p)
+    }
+}
+
 fn list_static<E>(table: &[Handler<E>]) -> Vec<HandlerInfo> {
     table.iter().map(Handler::info).collect()
 }
@@ -559,8 +594,15 @@ impl<E: Element> Node for ElementNode<E> {
         self.0.pull(cx, port, max)
     }
     #[inline]
-    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
-        self.0.push_packet(cx, port, p)
+    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, mut p: Packet) {
+        if E::ROUTES_SINGLE_PACKETS {
+            match self.0.route_packet(cx, &mut p) {
+                Verdict::Out(k) => cx.push_packet(k, p),
+                Verdict::Drop => cx.drop_packet(p),
+            }
+        } else {
+            self.0.push_packet(cx, port, p)
+        }
     }
     #[inline]
     fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
@@ -629,7 +671,11 @@ impl<E: Element> Node for ElementNode<E> {
         self.0.stop_requested(hx)
     }
     fn fused(&self) -> Option<&(dyn FusedAction + 'static)> {
-        None
+        if E::ROUTES_SINGLE_PACKETS {
+            Some(self)
+        } else {
+            None
+        }
     }
     fn as_any(&self) -> &dyn Any {
         &self.0
@@ -895,10 +941,7 @@ mod tests {
 
     impl Action for ByteSwitch {
         fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-            match p.data()[self.0] {
-                255 => Verdict::Drop,
-                k => Verdict::Out(k as usize),
-            }
+            self.route(p)
         }
     }
 
@@ -909,6 +952,36 @@ mod tests {
         fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
             p.data_mut()[1] += 1;
             Verdict::Out(0)
+        }
+    }
+
+    /// [`ByteSwitch`] as an element with its own batch path that routes
+    /// single packets ([`Element::ROUTES_SINGLE_PACKETS`]).
+    struct RouteByte(usize);
+
+    impl Element for RouteByte {
+        const ROUTES_SINGLE_PACKETS: bool = true;
+
+        fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+            for mut p in batch {
+                match self.route_packet(cx, &mut p) {
+                    Verdict::Out(k) => cx.push_packet(k, p),
+                    Verdict::Drop => cx.drop_packet(p),
+                }
+            }
+        }
+
+        fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+            ByteSwitch(self.0).route(p)
+        }
+    }
+
+    impl ByteSwitch {
+        fn route(&self, p: &Packet) -> Verdict {
+            match p.data()[self.0] {
+                255 => Verdict::Drop,
+                k => Verdict::Out(k as usize),
+            }
         }
     }
 
@@ -926,9 +999,15 @@ mod tests {
             cx.args().complete()?;
             Ok(Inc)
         }));
+        reg.register(ClassSpec::element("RouteByte", "1/-", "a/ah", |cx| {
+            let mut a = cx.args();
+            let k = a.read_mp::<usize>("OFFSET");
+            a.complete()?;
+            Ok(RouteByte(k))
+        }));
         let conf = "TestSource -> e :: ByteSwitch(0);
             e[0] -> Inc -> Inc -> o0 :: TestSink;
-            e[1] -> b :: ByteSwitch(2);
+            e[1] -> b :: RouteByte(2);
             b[0] -> o1 :: TestSink;
             b[1] -> Inc -> o2 :: TestSink;";
         let src = paraclick_lang::Source {
@@ -957,6 +1036,11 @@ mod tests {
         // A uniform batch goes whole through three hops.
         r.push_into("e", 0, Batch::from(vec![pk(1, 10, 1), pk(1, 11, 1)]))
             .unwrap();
+        // Single packets: each hop, the routing element's included, runs in
+        // the single-packet loop.
+        for p in [pk(1, 20, 1), pk(1, 21, 0), pk(1, 22, 255), pk(0, 23, 0)] {
+            r.push_into("e", 0, Batch::one(p)).unwrap();
+        }
         let outs = (0..3)
             .map(|i| {
                 r.element::<crate::testing::TestSink>(&format!("o{i}"))
@@ -973,8 +1057,8 @@ mod tests {
     #[test]
     fn fused_chains_route_count_drops_and_match_the_unfused_path() {
         let (outs, drops) = run_chain(false);
-        assert_eq!(outs, vec![vec![3, 9], vec![2], vec![4, 11, 12]]);
-        assert_eq!(drops, vec![("e".to_string(), 1), ("b".to_string(), 2)]);
+        assert_eq!(outs, vec![vec![3, 9, 25], vec![2, 21], vec![4, 11, 12, 21]]);
+        assert_eq!(drops, vec![("e".to_string(), 1), ("b".to_string(), 3)]);
         // Profiling turns fusion off: every hop is a push call.
         assert_eq!(run_chain(true), (outs, drops));
     }

@@ -60,7 +60,10 @@ impl Peer {
     fn new(to: &(dyn Node + 'static), elem: usize, port: usize, fuse: bool) -> Peer {
         Peer {
             to: Some(NonNull::from(to)),
-            fused: if fuse {
+            // A fused hop ignores the input port: only input 0 fuses
+            // (every Action has one input; an element routing single
+            // packets is fused on its first input only).
+            fused: if fuse && port == 0 {
                 to.fused().map(NonNull::from)
             } else {
                 None

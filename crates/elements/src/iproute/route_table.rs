@@ -34,7 +34,7 @@ use paraclick_packet::wire::Ipv4Prefix;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
     ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, HandlerCx, PerThread,
-    StateCx,
+    StateCx, Verdict,
 };
 use std::fmt::Write as _;
 use std::marker::PhantomData;
@@ -634,12 +634,15 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
         ],
     };
 
+    // One packet (Click's BURST 1 everywhere): a lookup, no scratch
+    // vectors, and the hop is fused with the per-packet elements around.
+    const ROUTES_SINGLE_PACKETS: bool = true;
+
     #[inline]
-    fn push_packet(&self, cx: &mut Cx<'_>, _port: usize, mut p: Packet) {
-        // One packet (Click's BURST 1 everywhere): no scratch vectors.
-        match self.route_one(&mut p) {
-            NO_PORT => cx.drop_packet(p),
-            port => cx.push_packet(port as usize, p),
+    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+        match self.route_one(p) {
+            NO_PORT => Verdict::Drop,
+            port => Verdict::Out(port as usize),
         }
     }
 
@@ -671,7 +674,11 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
         }
         if batch.len() == 1 {
             if let Some(p) = batch.pop() {
-                return self.push_packet(cx, 0, p);
+                let mut p = p;
+                return match self.route_one(&mut p) {
+                    NO_PORT => cx.drop_packet(p),
+                    port => cx.push_packet(port as usize, p),
+                };
             }
         }
         let mut s = std::mem::take(self.scratch.get(cx));
