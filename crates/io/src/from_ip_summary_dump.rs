@@ -31,7 +31,8 @@
 //! `ip_dst`, `ip_len`, `udp_len`, `payload_len`, `ip_capture_len`, `count`,
 //! `tcp_seq`, `tcp_ack`; 2 for `sport`, `dport`, `ip_id`, `ip_fragoff` (the
 //! IP flags and offset word); 1 for `ip_proto`, `ip_tos`, `ip_ttl`,
-//! `ip_frag` (its character), `tcp_flags`; 16 for `payload_md5` and
+//! `ip_frag` (its character), `tcp_flags`, `direction` (the paint value);
+//! 2 for `tcp_window` (these two as Click 2.x writes them); 16 for `payload_md5` and
 //! `payload_md5_hex`; 6 for `eth_src` and `eth_dst`; a length byte then
 //! the option bytes for `ip_opt`, `tcp_opt`, `tcp_ntopt`, `tcp_sack`.
 //! Other fields have no documented binary form: a `!binary` line after a
