@@ -314,18 +314,13 @@ pub(crate) fn decode(f: Field, b: &[u8]) -> Option<String> {
     Some(s)
 }
 
-/// Appends one packet record holding `words`, the text words of
-/// `fields` in order (as a text dump line holds them; a missing word
-/// counts as `-`).
-pub(crate) fn text_record<'a>(
-    fields: &[Field],
-    mut words: impl Iterator<Item = &'a str>,
-    out: &mut Vec<u8>,
-) {
+/// Appends one packet record holding `fields`: each field with its text
+/// word (as a text dump line holds it), in order.
+pub(crate) fn text_record<'a>(fields: impl Iterator<Item = (Field, &'a str)>, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
-    for f in fields {
-        encode(*f, words.next().unwrap_or("-"), out);
+    for (f, word) in fields {
+        encode(f, word, out);
     }
     let len = (out.len() - start) as u32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());

@@ -61,9 +61,12 @@
 //!
 //! With BINARY true, each file has the same `!` header lines, then a
 //! `!binary` line, then one binary record per packet in ToIPSummaryDump's
-//! `BINARY true` form (the same columns as the text lines, `direction` in
-//! one byte, `tcp_window` in two, as Click 2.x writes them); FromIPSummaryDump
-//! reads either form back to the same packets.
+//! `BINARY true` form. The columns are those of the text lines, in the
+//! order real Click 2.x writes them (and `!data` names): `ntimestamp
+//! tcp_seq payload_len tcp_ack ip_id tcp_window tcp_flags direction`, then
+//! the option column (UDP: `ntimestamp payload_len ip_id direction`),
+//! without those not asked for; `direction` is one byte, `tcp_window`
+//! two. FromIPSummaryDump reads either form back to the same packets.
 //!
 //! With GZIP true, a flow's file is compressed when the flow is complete
 //! (at flush or shutdown): `NAME` is replaced by `NAME.gz` (gzip format,
@@ -123,9 +126,10 @@ pub struct ToIPFlowDumps {
     ip_id: bool,
     /// TCP columns after `tcp_ack`.
     extra: Vec<Field>,
-    /// The columns of TCP and UDP flows' records.
-    tcp_fields: Vec<Field>,
-    udp_fields: Vec<Field>,
+    /// The columns of TCP and UDP flows' records, in `!data` order, and
+    /// for each the index of its word in a text line.
+    tcp_fields: Vec<(Field, usize)>,
+    udp_fields: Vec<(Field, usize)>,
     binary: bool,
     gzip: bool,
     mincount: u64,
@@ -207,6 +211,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
     if binary {
         crate::ipsumdump_binary::check(&tcp_fields).map_err(|e| format!("BINARY: {e}"))?;
     }
+    let (tcp_fields, udp_fields) = (columns(tcp_fields, binary), columns(udp_fields, binary));
     Ok(ToIPFlowDumps {
         pattern,
         absolute_time,
@@ -225,6 +230,29 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
         pull_input: cx.input_is_pull(0) && cx.noutputs == 0,
         burst,
     })
+}
+
+/// The columns `text` (in text line order) as written: binary records
+/// have the order real Click 2.x gives them (fixed widths, widest first,
+/// then the options), text lines keep `text`'s order.
+fn columns(text: Vec<Field>, binary: bool) -> Vec<(Field, usize)> {
+    const BINARY_ORDER: [Field; 10] = [
+        Field::NTimestamp,
+        Field::TcpSeq,
+        Field::PayloadLen,
+        Field::TcpAck,
+        Field::IpId,
+        Field::TcpWindow,
+        Field::TcpFlags,
+        Field::Direction,
+        Field::TcpNtopt,
+        Field::TcpOpt,
+    ];
+    let mut v: Vec<(Field, usize)> = text.into_iter().enumerate().map(|(i, f)| (f, i)).collect();
+    if binary {
+        v.sort_by_key(|(f, _)| BINARY_ORDER.iter().position(|b| b == f));
+    }
+    v
 }
 
 /// What ToIPFlowDumps needs of a TCP/UDP first fragment.
@@ -274,7 +302,7 @@ impl ToIPFlowDumps {
         self.flows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn fields(&self, proto: u8) -> &[Field] {
+    fn fields(&self, proto: u8) -> &[(Field, usize)] {
         if proto == 6 {
             &self.tcp_fields
         } else {
@@ -295,7 +323,7 @@ impl ToIPFlowDumps {
             if k.proto == 6 { 'T' } else { 'U' }
         );
         let _ = writeln!(h, "!aggregate {}", k.aggregate);
-        let names: Vec<&str> = self.fields(k.proto).iter().map(|f| f.name()).collect();
+        let names: Vec<&str> = self.fields(k.proto).iter().map(|f| f.0.name()).collect();
         let _ = writeln!(h, "!data {}", names.join(" "));
         if k.proto == 6 && !self.absolute_seq {
             for (d, c) in [(0, '>'), (1, '<')] {
@@ -391,8 +419,10 @@ impl ToIPFlowDumps {
             view.write(l, Field::PayloadLen);
         }
         if self.binary {
-            let fields = self.fields(hd.proto);
-            crate::ipsumdump_binary::text_record(fields, line.split(' '), &mut f.data);
+            let words: Vec<&str> = line.split(' ').collect();
+            let cols = self.fields(hd.proto).iter();
+            let cols = cols.map(|&(fld, i)| (fld, words.get(i).copied().unwrap_or("-")));
+            crate::ipsumdump_binary::text_record(cols, &mut f.data);
         } else {
             f.data.extend_from_slice(line.as_bytes());
             f.data.push(b'\n');
@@ -609,15 +639,27 @@ mod tests {
         );
         for ((name, t), (_, b)) in text.iter().zip(&bin) {
             let t = String::from_utf8(t.clone()).unwrap();
-            // The same header, then `!binary` and records.
-            let header: String = t
-                .lines()
-                .filter(|l| l.starts_with('!'))
-                .map(|l| format!("{l}\n"))
-                .collect();
-            let bin_header = format!("{header}!binary\n");
-            assert!(b.starts_with(bin_header.as_bytes()), "{name}");
-            let records = &b[bin_header.len()..];
+            // The same header lines (`!data` in another order), then
+            // `!binary` and records.
+            let at = b.windows(8).position(|w| w == b"!binary\n").unwrap() + 8;
+            let bin_header = String::from_utf8(b[..at].to_vec()).unwrap();
+            let mut th: Vec<&str> = t.lines().filter(|l| l.starts_with('!')).collect();
+            let mut bh: Vec<&str> = bin_header.lines().collect();
+            assert_eq!(bh.pop(), Some("!binary"));
+            let words = |l: &str| {
+                let mut w: Vec<String> = l.split(' ').map(String::from).collect();
+                w.sort();
+                w
+            };
+            assert_eq!(th.len(), bh.len());
+            for (x, y) in th.iter_mut().zip(&bh) {
+                if x.starts_with("!data") {
+                    assert_eq!(words(x), words(y));
+                } else {
+                    assert_eq!(x, y);
+                }
+            }
+            let records = &b[at..];
             let nrec = t.lines().filter(|l| !l.starts_with('!')).count();
             // Each record: a length word, then the fixed-width columns
             // (ntimestamp 8, direction 1, ip_id 2, then TCP: flags 1,
@@ -634,6 +676,23 @@ mod tests {
             assert_eq!(rt.lines().count(), nrec);
             assert_eq!(rt, rb, "{name}");
         }
+        // The columns in the order, and the SYN's record in the bytes, that
+        // real Click 2.x's ToIPFlowDumps writes with these keywords.
+        let tcp_bin = &bin[0].1;
+        let hdr = String::from_utf8_lossy(tcp_bin);
+        assert!(hdr.contains(
+            "!data ntimestamp tcp_seq payload_len tcp_ack ip_id tcp_window tcp_flags direction tcp_ntopt\n"
+        ));
+        let at = tcp_bin.windows(8).position(|w| w == b"!binary\n").unwrap() + 8;
+        assert_eq!(
+            tcp_bin[at..at + 35],
+            [
+                0, 0, 0, 35, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0x20, 0, 2, 0, 4, 2, 4, 5, 0xb4
+            ]
+        );
+        let udp_hdr = String::from_utf8_lossy(&bin[1].1);
+        assert!(udp_hdr.contains("!data ntimestamp payload_len ip_id direction\n"));
         // The TCP flow's SYN keeps its relative numbers and MSS option.
         let tcp = read_back(&d.join("bin").join(&bin[0].0), &d.join("rb"));
         let first: Vec<&str> = tcp.lines().next().unwrap().split(' ').collect();
