@@ -78,7 +78,8 @@
 //! - `FILENAME` (string): the file to read.
 //! - `STOP` (boolean, default false): ask the router to stop at the end.
 //! - `TIMING` (boolean, default false): keep the original spacing between
-//!   packets (the first goes at once). Without TIMING, a full queue
+//!   packets (the first goes at once) on the router's clock (simulated
+//!   under `--simtime`). Without TIMING, a full queue
 //!   downstream pauses the reading rather than dropping packets.
 //! - `ACTIVE` (boolean, default true): whether packets are emitted.
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.
@@ -502,7 +503,7 @@ impl FromIPSummaryDump {
         if st.done {
             return r;
         }
-        let now = Instant::now();
+        let now = cx.now(); // the router's clock: simulated under --simtime
         let budget = max.saturating_mul(8).max(256);
         let mut emitted = 0;
         let mut examined = 0;
@@ -656,6 +657,25 @@ impl Element for FromIPSummaryDump {
 mod tests {
     use crate::test_util::*;
     use paraclick_packet::wire::{Ipv4Header, TcpHeader, UdpHeader};
+
+    #[test]
+    fn timing_runs_on_the_router_clock() {
+        // Under --simtime SetTimestamp stamps packets with the simulated
+        // time they were emitted: 40 s apart, as the dump says. (On the
+        // wall clock the run would outlast `run`'s 20 s watchdog.)
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("d.txt");
+        std::fs::write(&a, "!data timestamp ip_src\n100 1.0.0.1\n140 1.0.0.2\n").unwrap();
+        let r = build_simtime(&format!(
+            "FromIPSummaryDump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
+            q(&a)
+        ));
+        run(&r);
+        let got = sink(&r, "s");
+        assert_eq!(got.len(), 2);
+        let d = got[1].timestamp().0 - got[0].timestamp().0;
+        assert!((40_000_000_000..40_001_000_000).contains(&d), "{d} ns");
+    }
 
     /// Reads `input` with FromIPSummaryDump(`from`) and writes it with
     /// ToIPSummaryDump(`to`); returns the text written and the router.
