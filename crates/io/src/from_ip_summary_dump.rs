@@ -53,7 +53,10 @@
 //! `eth_dst` and `wire_len` are accepted and ignored; other names are an
 //! error. Also, in ToIPSummaryDump's forms: `ip_opt` and `tcp_opt` (the
 //! options are built into the headers; `tcp_ntopt` and `tcp_sack` build
-//! the options they list), `icmp_type_name`, `icmp_code_name` (after the
+//! the options they list; consecutive SACK block words, `sack1-5;sack9-12`,
+//! build one SACK option with those blocks, up to 4, as TCP stacks send
+//! them and as ToIPSummaryDump writes such an option back, where real
+//! Click builds one option per block), `icmp_type_name`, `icmp_code_name` (after the
 //! type on the line), `icmp_flowid`, `icmp_seq`, `icmp_nextmtu`, `payload`
 //! (a quoted string, which may hold spaces: the packet's payload, and its
 //! length when `ip_len` and `payload_len` are absent), `aggregate`

@@ -42,7 +42,8 @@
 //! pointer, `98` for an option without data, `99=0:5:10` for one with
 //! data (timestamps too); `.` for none, `?` for malformed options),
 //! `tcp_opt` (`tcp_options`; `mss1400`, `wscale10`, `sackok`, `sack95-98`
-//! per SACK block, `ts669063908:38382731`, and the generic forms),
+//! per SACK block, so a SACK option with two blocks is `sack1-5;sack9-12`,
+//! as Click writes it; `ts669063908:38382731`, and the generic forms),
 //! `tcp_ntopt` (the same without timestamps), `tcp_sack` (SACK and
 //! SACK-permitted only), `icmp_type_name` (`echo`, `unreachable`, ... or
 //! the number), `icmp_code_name` (`needfrag`, `port`, ... or the number),
