@@ -932,6 +932,28 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_link_prefix_and_verbose_header() {
+        let mut t = SeqTracker::default();
+        let v = parse(&mut t, "1.0 00:11:22:33:44:55 > 66:77:88:99:aa:bb, ethertype IPv6 (0x86dd), length 82: 2001:db8::1.1 > 2001:db8::2.2: UDP, length 20");
+        let a: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!((v.src6, v.src, v.payload_len), (Some(a), None, Some(20)));
+        let v = parse(&mut t, "2.0 IP6 (class 0x10, flowlabel 0x12345, hlim 3, next-header UDP (17) payload length: 28) 2001:db8::1.1 > 2001:db8::2.2: [bad udp cksum 0x1 -> 0x2!] UDP, length 20");
+        assert_eq!((v.tos, v.ttl, v.len), (Some(0x10), Some(3), Some(68)));
+        assert_eq!(v.proto, Some(17));
+        // An IPv4-mapped address keeps its dots.
+        let v = parse(&mut t, "3.0 IP6 ::ffff:10.0.0.1.53 > ::1.9: UDP, length 1");
+        assert_eq!(v.src6, Some("::ffff:10.0.0.1".parse().unwrap()));
+        assert_eq!((v.sport, v.dport), (Some(53), Some(9)));
+        assert!(t
+            .parse_line("4.0 IP6 (hlim 3) ::1.1 > ::1.2: UDP, length 1")
+            .is_err());
+        assert!(t
+            .parse_line("5.0 IP6 ::1 > ::1: ICMP6, mystery message, length 8")
+            .unwrap_err()
+            .contains("unknown ICMP6"));
+    }
+
+    #[test]
     fn malformed_lines_are_errors_not_panics() {
         let mut t = SeqTracker::default();
         for bad in [
