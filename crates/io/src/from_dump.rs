@@ -38,7 +38,8 @@
 //!   is done (or the END time is reached).
 //! - `TIMING` (boolean, default false): keep the original spacing between
 //!   packets. The first packet goes at once; each later one when as much
-//!   time has passed as separates it from the first in the trace. Without
+//!   time has passed on the router's clock (simulated under `--simtime`)
+//!   as separates it from the first in the trace. Without
 //!   TIMING, a full queue downstream pauses the reading rather than
 //!   dropping packets.
 //! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
@@ -405,7 +406,7 @@ impl FromDump {
         if st.ctl.done {
             return r;
         }
-        let now = Instant::now();
+        let now = cx.now(); // the router's clock: simulated under --simtime
         let budget = max.saturating_mul(8).max(256);
         let mut emitted = 0;
         let mut examined = 0;
@@ -1018,6 +1019,39 @@ mod tests {
             q(&path)
         ));
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
+    }
+
+    #[test]
+    fn timing_runs_on_the_router_clock() {
+        // Under --simtime, SetTimestamp stamps each packet with the
+        // simulated time it was emitted: 40 s apart, as in the trace. (On
+        // the wall clock the run would outlast `run`'s 20 s watchdog.)
+        let dir = tempfile::tempdir().unwrap();
+        let frame = eth_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 0x02, 0);
+        let recs: Vec<Rec<'_>> = (0..3)
+            .map(|i| Rec {
+                sec: 100 + 40 * i,
+                frac: 0,
+                orig_len: frame.len() as u32,
+                data: &frame,
+            })
+            .collect();
+        let path = dir.path().join("slow.pcap");
+        std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
+        let r = build_simtime(&format!(
+            "f :: FromDump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
+            q(&path)
+        ));
+        run(&r);
+        let got = sink(&r, "s");
+        assert_eq!(got.len(), 3);
+        for (i, w) in got.windows(2).enumerate() {
+            let d = w[1].timestamp().0 - w[0].timestamp().0;
+            assert!(
+                (40_000_000_000..40_001_000_000).contains(&d),
+                "gap {i}: {d} ns"
+            );
+        }
     }
 
     #[test]

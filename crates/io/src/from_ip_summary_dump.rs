@@ -31,7 +31,8 @@
 //! `ip_dst`, `ip_len`, `udp_len`, `payload_len`, `ip_capture_len`, `count`,
 //! `tcp_seq`, `tcp_ack`; 2 for `sport`, `dport`, `ip_id`, `ip_fragoff` (the
 //! IP flags and offset word); 1 for `ip_proto`, `ip_tos`, `ip_ttl`,
-//! `ip_frag` (its character), `tcp_flags`; 16 for `payload_md5` and
+//! `ip_frag` (its character), `tcp_flags`, `direction` (the paint value);
+//! 2 for `tcp_window` (these two as Click 2.x writes them); 16 for `payload_md5` and
 //! `payload_md5_hex`; 6 for `eth_src` and `eth_dst`; a length byte then
 //! the option bytes for `ip_opt`, `tcp_opt`, `tcp_ntopt`, `tcp_sack`.
 //! Other fields have no documented binary form: a `!binary` line after a
@@ -52,7 +53,10 @@
 //! `eth_dst` and `wire_len` are accepted and ignored; other names are an
 //! error. Also, in ToIPSummaryDump's forms: `ip_opt` and `tcp_opt` (the
 //! options are built into the headers; `tcp_ntopt` and `tcp_sack` build
-//! the options they list), `icmp_type_name`, `icmp_code_name` (after the
+//! the options they list; consecutive SACK block words, `sack1-5;sack9-12`,
+//! build one SACK option with those blocks, up to 4, as TCP stacks send
+//! them and as ToIPSummaryDump writes such an option back, where real
+//! Click builds one option per block), `icmp_type_name`, `icmp_code_name` (after the
 //! type on the line), `icmp_flowid`, `icmp_seq`, `icmp_nextmtu`, `payload`
 //! (a quoted string, which may hold spaces: the packet's payload, and its
 //! length when `ip_len` and `payload_len` are absent), `aggregate`
@@ -77,7 +81,8 @@
 //! - `FILENAME` (string): the file to read.
 //! - `STOP` (boolean, default false): ask the router to stop at the end.
 //! - `TIMING` (boolean, default false): keep the original spacing between
-//!   packets (the first goes at once). Without TIMING, a full queue
+//!   packets (the first goes at once) on the router's clock (simulated
+//!   under `--simtime`). Without TIMING, a full queue
 //!   downstream pauses the reading rather than dropping packets.
 //! - `ACTIVE` (boolean, default true): whether packets are emitted.
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.
@@ -501,7 +506,7 @@ impl FromIPSummaryDump {
         if st.done {
             return r;
         }
-        let now = Instant::now();
+        let now = cx.now(); // the router's clock: simulated under --simtime
         let budget = max.saturating_mul(8).max(256);
         let mut emitted = 0;
         let mut examined = 0;
@@ -655,6 +660,25 @@ impl Element for FromIPSummaryDump {
 mod tests {
     use crate::test_util::*;
     use paraclick_packet::wire::{Ipv4Header, TcpHeader, UdpHeader};
+
+    #[test]
+    fn timing_runs_on_the_router_clock() {
+        // Under --simtime SetTimestamp stamps packets with the simulated
+        // time they were emitted: 40 s apart, as the dump says. (On the
+        // wall clock the run would outlast `run`'s 20 s watchdog.)
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("d.txt");
+        std::fs::write(&a, "!data timestamp ip_src\n100 1.0.0.1\n140 1.0.0.2\n").unwrap();
+        let r = build_simtime(&format!(
+            "FromIPSummaryDump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
+            q(&a)
+        ));
+        run(&r);
+        let got = sink(&r, "s");
+        assert_eq!(got.len(), 2);
+        let d = got[1].timestamp().0 - got[0].timestamp().0;
+        assert!((40_000_000_000..40_001_000_000).contains(&d), "{d} ns");
+    }
 
     /// Reads `input` with FromIPSummaryDump(`from`) and writes it with
     /// ToIPSummaryDump(`to`); returns the text written and the router.

@@ -1216,6 +1216,9 @@ fn build6(v: &Values, o: &BuildOpts) -> Option<Packet> {
             58 => {
                 t[0] = v.icmp_type.unwrap_or(0);
                 t[1] = v.icmp_code.unwrap_or(0);
+                // Echo request and reply: identifier and sequence number.
+                t[4..6].copy_from_slice(&v.icmp_id.unwrap_or(0).to_be_bytes());
+                t[6..8].copy_from_slice(&v.icmp_seq.unwrap_or(0).to_be_bytes());
             }
             _ => {}
         }

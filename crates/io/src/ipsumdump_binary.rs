@@ -22,6 +22,8 @@
 //!     ip_frag                     1  the character ('F', 'f', '!', '.')
 //!     ip_fragoff                  2  the IP header's flags and offset word
 //!     tcp_flags                   1  the TCP flags byte (N is lost)
+//!     direction                   1  the paint annotation (0 `>`, 1 `<`)
+//!     tcp_window                  2
 //!     payload_md5(_hex)          16  the digest
 //!     eth_src, eth_dst            6
 //!     ip_opt, tcp_opt,
@@ -30,9 +32,11 @@
 //! A metadata record holds a text line (such as `!bad ...`), newline
 //! included. Values that do not apply (`-` in a text dump) are written as
 //! zeros. Click documents no binary form for the other fields (`ip_hl`,
-//! `ip_sum`, `ip_dscp`, `ip_ecn`, `tcp_off`, `tcp_window`, `tcp_urp`,
-//! `icmp_*`, `direction`, `link`, `paint`, `wire_len`, `payload`,
-//! `aggregate`, `ip6_src`, `ip6_dst`): they are refused with BINARY.
+//! `ip_sum`, `ip_dscp`, `ip_ecn`, `tcp_off`, `tcp_urp`, `icmp_*`, `link`,
+//! `paint`, `wire_len`, `payload`, `aggregate`, `ip6_src`, `ip6_dst`):
+//! they are refused with BINARY. (`direction` and `tcp_window` are not in
+//! Click's table either, but Click 2.x writes them, 1 and 2 bytes as
+//! above, and ToIPFlowDumps's binary flow files need them.)
 //! Option fields hold the options their text form names (`tcp_ntopt`
 //! without timestamps, `tcp_sack` only SACK options; no NOP padding, as
 //! in text); no options, or none known, is a zero length byte, read back
@@ -69,8 +73,8 @@ pub(crate) fn width(f: Field) -> Result<usize, String> {
         Timestamp | NTimestamp | FirstTimestamp | TsUsec1 => 8,
         TsSec | TsUsec | IpSrc | IpDst | IpLen | UdpLen | PayloadLen | IpCaptureLen | Count
         | TcpSeq | TcpAck => 4,
-        Sport | Dport | IpId | IpFragoff => 2,
-        IpProto | IpTos | IpTtl | IpFrag | TcpFlags => 1,
+        Sport | Dport | IpId | IpFragoff | TcpWindow => 2,
+        IpProto | IpTos | IpTtl | IpFrag | TcpFlags | Direction => 1,
         PayloadMd5 | PayloadMd5Hex => 16,
         EthSrc | EthDst => 6,
         IpOpt | TcpOpt | TcpNtopt | TcpSack => 0,
@@ -153,6 +157,11 @@ fn encode_word(f: Field, s: &str, out: &mut Vec<u8>) -> Option<()> {
             }
             put(out, v.into(), 2);
         }
+        Direction => out.push(match s {
+            ">" => 0,
+            "<" => 1,
+            _ => s.parse::<u8>().ok()?,
+        }),
         TcpFlags => {
             let mut v = 0u64;
             if s != "." {
@@ -235,6 +244,13 @@ pub(crate) fn decode(f: Field, b: &[u8]) -> Option<String> {
             let _ = write!(s, "{}", Ipv4Addr::new(b[0], b[1], b[2], b[3]));
         }
         IpFrag => s.push(char::from(b[0])),
+        Direction => match b[0] {
+            0 => s.push('>'),
+            1 => s.push('<'),
+            d => {
+                let _ = write!(s, "{d}");
+            }
+        },
         IpOpt | TcpOpt | TcpNtopt | TcpSack => {
             use crate::ipsumdump_ext as x;
             let o = &b[1..];
@@ -298,6 +314,18 @@ pub(crate) fn decode(f: Field, b: &[u8]) -> Option<String> {
     Some(s)
 }
 
+/// Appends one packet record holding `fields`: each field with its text
+/// word (as a text dump line holds it), in order.
+pub(crate) fn text_record<'a>(fields: impl Iterator<Item = (Field, &'a str)>, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    for (f, word) in fields {
+        encode(f, word, out);
+    }
+    let len = (out.len() - start) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+}
+
 /// Appends one record: `body` after its length word (`meta`: a metadata
 /// record).
 pub(crate) fn record(out: &mut Vec<u8>, meta: bool, body: &[u8]) {
@@ -326,6 +354,10 @@ mod tests {
             (Field::TcpSeq, "4294967295"),
             (Field::PayloadMd5Hex, "0123456789abcdef0123456789abcdef"),
             (Field::EthSrc, "00-11-22-33-44-55"),
+            (Field::Direction, ">"),
+            (Field::Direction, "<"),
+            (Field::Direction, "7"),
+            (Field::TcpWindow, "65535"),
         ] {
             let mut b = Vec::new();
             encode(f, w, &mut b);

@@ -1,20 +1,25 @@
-//! Parsing the text tcpdump prints for IPv4 TCP, UDP and ICMP packets
-//! (for FromTcpdump). One line becomes the [`Values`] of an IP summary dump
+//! Parsing the text tcpdump prints for IPv4 and IPv6 TCP, UDP, ICMP and
+//! ICMPv6 packets (for FromTcpdump). One line becomes the [`Values`] of an IP summary dump
 //! line, which `ipsumdump::build` turns into a packet. Not an element.
 //!
 //! Understood: a timestamp as `tcpdump` prints it by default
 //! (`HH:MM:SS.frac`, seconds since midnight of day 0), with `-tt`
 //! (`SEC.frac`), with `-tttt` (`YYYY-MM-DD HH:MM:SS.frac`, UTC) or none
-//! (`-t`); then `IP ` (tcpdump 4) or nothing (tcpdump 3), or an `-e` link
-//! prefix ending in `ethertype IPv4 (0x0800), length N: `; then
-//! `SRC[.SPORT] > DST[.DPORT]: ` with numeric addresses and ports (`-n`);
+//! (`-t`); then `IP ` (tcpdump 4), `IP6 `, or nothing (tcpdump 3), or an
+//! `-e` link prefix ending in `ethertype IPv4 (0x0800), length N: ` (or
+//! IPv6 (0x86dd)); then `SRC[.SPORT] > DST[.DPORT]: ` with numeric
+//! addresses and ports (`-n`; names are errors saying so);
 //! then
 //! - TCP: `Flags [S.], seq 1:101, ack 1, win 502, ..., length 100` (tcpdump
 //!   4) or `P 1:101(100) ack 1 win 502` (tcpdump 3);
 //! - UDP: anything with `length N` or a final `(N)` giving the UDP payload
 //!   length (`UDP, length 32`, decoded DNS `... (29)`);
 //! - ICMP: `ICMP echo request, id 7, seq 1, length 64` and the common
-//!   unreachable and time-exceeded messages.
+//!   unreachable and time-exceeded messages; ICMPv6: `ICMP6, echo request,
+//!   ...` and the common error and neighbor discovery messages.
+//!
+//! TCP SACK blocks (`sack 2 {101:201}{301:401}`) are relative like the
+//! acknowledgement number and are made absolute with it.
 //!
 //! Sequence numbers: tcpdump prints the first ACK-carrying packet of a
 //! connection with absolute numbers and later ACK-carrying packets relative
@@ -26,9 +31,9 @@
 use crate::ipsumdump::Values;
 use paraclick_packet::Timestamp;
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv6Addr};
 
-type Endpoint = (Ipv4Addr, u16);
+type Endpoint = (IpAddr, u16);
 
 /// Undoes tcpdump's relative sequence numbers, per connection.
 #[derive(Default)]
@@ -57,7 +62,16 @@ struct TcpText {
     ack: Option<u32>,
     win: Option<u16>,
     len: Option<u32>,
-    opts: Option<Vec<u8>>,
+    opts: Option<Vec<OptWord>>,
+}
+
+/// One TCP option as tcpdump prints it: an IP summary dump `tcp_opt`
+/// word, or a SACK block as printed (relative like the acknowledgement
+/// number unless `-S`).
+#[derive(Debug)]
+enum OptWord {
+    Word(String),
+    Sack(u32, u32),
 }
 
 const F_FIN: u16 = 0x01;
@@ -116,15 +130,50 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// `A.B.C.D` or `A.B.C.D.PORT`.
-fn endpoint(s: &str) -> Option<(Ipv4Addr, Option<u16>)> {
+/// `A.B.C.D` or `A.B.C.D.PORT`; IPv6 `X:Y::Z` or `X:Y::Z.PORT`.
+fn endpoint(s: &str) -> Option<(IpAddr, Option<u16>)> {
+    let port = |p: &str| -> Option<u16> {
+        p.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| p.parse().ok())?
+    };
+    if s.contains(':') {
+        if let Ok(a) = s.parse::<Ipv6Addr>() {
+            return Some((IpAddr::V6(a), None));
+        }
+        let (a, p) = s.rsplit_once('.')?;
+        return Some((IpAddr::V6(a.parse().ok()?), Some(port(p)?)));
+    }
     match s.bytes().filter(|&b| b == b'.').count() {
-        3 => Some((s.parse().ok()?, None)),
+        3 => Some((IpAddr::V4(s.parse().ok()?), None)),
         4 => {
-            let (a, port) = s.rsplit_once('.')?;
-            Some((a.parse().ok()?, Some(port.parse().ok()?)))
+            let (a, p) = s.rsplit_once('.')?;
+            Some((IpAddr::V4(a.parse().ok()?), Some(port(p)?)))
         }
         _ => None,
+    }
+}
+
+/// Why `s` is not an endpoint: host and port names (tcpdump without
+/// `-n`) get their own message, since they cannot be turned back into
+/// addresses.
+fn endpoint_error(what: &str, s: &str) -> String {
+    let v6 = s.contains(':');
+    let (addr, port) = match s.rsplit_once('.') {
+        Some((a, p)) if v6 || a.contains('.') || !p.bytes().all(|b| b.is_ascii_digit()) => (a, p),
+        _ => (s, ""),
+    };
+    let name_port = !port.is_empty() && port.bytes().any(|b| b.is_ascii_alphabetic());
+    let name_host = if v6 {
+        addr.bytes()
+            .any(|b| b.is_ascii_alphabetic() && !b.is_ascii_hexdigit())
+    } else {
+        s.bytes().any(|b| b.is_ascii_alphabetic())
+    };
+    if name_port || name_host {
+        format!("{what} '{s}' is a host or port name, not a number (give FromTcpdump the output of tcpdump -n)")
+    } else {
+        format!("bad {what} '{s}'")
     }
 }
 
@@ -172,10 +221,9 @@ fn seq_range(s: &str) -> Option<(u32, Option<u32>)> {
 }
 
 /// TCP options as tcpdump prints them (`options [mss 1460,sackOK,TS val
-/// 1 ecr 0,nop,wscale 7]`, or tcpdump 3's `<mss 1460,timestamp 1 0>`),
-/// as option bytes. Items it cannot rebuild (SACK blocks, which tcpdump
-/// prints relative, and unknown options) are left out.
-fn tcp_options(body: &str) -> Option<Vec<u8>> {
+/// 1 ecr 0,nop,wscale 7,sack 2 {101:201}{301:401}]`, or tcpdump 3's
+/// `<mss 1460,timestamp 1 0>`). Unknown options are left out.
+fn tcp_options(body: &str) -> Option<Vec<OptWord>> {
     // Character searches first: this runs on every TCP line.
     let bracket = body
         .match_indices('[')
@@ -201,14 +249,19 @@ fn tcp_options(body: &str) -> Option<Vec<u8>> {
             ["nop"] => "nop".into(),
             ["eol"] => "eol".into(),
             ["TS", "val", a, "ecr", b] | ["timestamp", a, b] => format!("ts{a}:{b}"),
+            ["sack", _, blocks] | ["sack", "sack", _, blocks] => {
+                // `{101:201}{301:401}`: one option, several blocks.
+                for b in blocks.split('}').filter(|b| !b.is_empty()) {
+                    let (l, r) = b.strip_prefix('{')?.split_once(':')?;
+                    items.push(OptWord::Sack(l.parse().ok()?, r.parse().ok()?));
+                }
+                continue;
+            }
             _ => continue,
         };
-        items.push(text);
+        items.push(OptWord::Word(text));
     }
-    if items.is_empty() {
-        return None;
-    }
-    crate::ipsumdump_ext::parse_tcp_opts(&items.join(";"))
+    (!items.is_empty()).then_some(items)
 }
 
 fn parse_tcp(body: &str) -> Result<TcpText, String> {
@@ -294,10 +347,9 @@ fn udp_len(body: &str) -> Option<u32> {
     last.strip_prefix('(')?.strip_suffix(')')?.parse().ok()
 }
 
-/// ICMP type and code from tcpdump's description, and the ICMP length.
-fn parse_icmp(body: &str, v: &mut Values) -> Result<(), String> {
-    let lower = body.to_ascii_lowercase();
-    let (ty, code) = if lower.starts_with("echo request") {
+/// ICMP type and code from tcpdump's description (lower case).
+fn icmp4_kind(lower: &str) -> Option<(u8, u8)> {
+    Some(if lower.starts_with("echo request") {
         (8, 0)
     } else if lower.starts_with("echo reply") {
         (0, 0)
@@ -314,27 +366,8 @@ fn parse_icmp(body: &str, v: &mut Values) -> Result<(), String> {
     } else if lower.starts_with("redirect") {
         (5, 1)
     } else {
-        return Err(format!(
-            "unknown ICMP message '{}'",
-            body.split(',').next().unwrap_or("")
-        ));
-    };
-    v.icmp_type = Some(ty);
-    v.icmp_code = Some(code);
-    let w: Vec<&str> = body.split_whitespace().collect();
-    let field = |name: &str| -> Option<u16> {
-        let i = w.iter().position(|x| *x == name)?;
-        w.get(i + 1).and_then(|x| num(x))
-    };
-    if ty == 8 || ty == 0 {
-        v.icmp_id = field("id");
-        v.icmp_seq = field("seq");
-    }
-    if let Some(i) = w.iter().rposition(|x| *x == "length") {
-        let l: u32 = w.get(i + 1).and_then(|x| num(x)).ok_or("bad ICMP length")?;
-        v.len = Some(20 + l.max(8));
-    }
-    Ok(())
+        return None;
+    })
 }
 
 impl SeqTracker {
@@ -356,11 +389,14 @@ impl SeqTracker {
         let c = self.conns.entry(key).or_default();
         let has_ack = t.flags & F_ACK != 0;
         let (mut seq, mut ack) = (t.seq, t.ack);
+        // SACK blocks are relative as the acknowledgement is.
+        let mut sack_base = 0u32;
         if !self.absolute && has_ack {
             match c.base {
                 Some(b) => {
                     seq = seq.map(|s| s.wrapping_add(b[d]));
                     ack = ack.map(|a| a.wrapping_add(b[1 - d]));
+                    sack_base = b[1 - d];
                 }
                 None => {
                     // The first ACK-carrying packet: absolute, sets the bases.
@@ -382,7 +418,20 @@ impl SeqTracker {
         v.tcp_seq = Some(seq);
         v.tcp_ack = Some(ack.unwrap_or(0));
         v.tcp_window = t.win;
-        v.tcp_opt = t.opts.clone();
+        v.tcp_opt = t.opts.as_ref().and_then(|o| {
+            let words: Vec<String> = o
+                .iter()
+                .map(|w| match w {
+                    OptWord::Word(w) => w.clone(),
+                    OptWord::Sack(l, r) => format!(
+                        "sack{}-{}",
+                        l.wrapping_add(sack_base),
+                        r.wrapping_add(sack_base)
+                    ),
+                })
+                .collect();
+            crate::ipsumdump_ext::parse_tcp_opts(&words.join(";"))
+        });
         v.payload_len = Some(len);
     }
 
@@ -402,20 +451,33 @@ impl SeqTracker {
         self.pending = None;
         let (ts, rest) = timestamp(line.trim_end())?;
         let mut rest = rest.trim_start();
+        let mut is6 = false;
         if let Some(r) = rest.strip_prefix("IP ") {
             rest = r;
-        } else if let Some(i) = rest
+        } else if let Some(r) = rest.strip_prefix("IP6 ") {
+            rest = r;
+            is6 = true;
+        } else if let Some((i, six)) = rest
             .as_bytes()
             .get(2)
             .filter(|&&c| c == b':') // an -e MAC address first
-            .and_then(|_| rest.find("ethertype IPv4 (0x0800), length "))
+            .and_then(|_| {
+                let v4 = rest.find("ethertype IPv4 (0x0800), length ");
+                v4.map(|i| (i, false)).or_else(|| {
+                    rest.find("ethertype IPv6 (0x86dd), length ")
+                        .map(|i| (i, true))
+                })
+            })
         {
             let after = &rest[i..];
             let colon = after.find(": ").ok_or("bad link-level prefix")?;
             rest = after[colon + 2..].trim_start();
-            rest = rest.strip_prefix("IP ").unwrap_or(rest);
-        } else if rest.starts_with("IP6 ") || rest.starts_with("ARP") {
-            return Err("not an IPv4 packet".into());
+            rest = rest
+                .strip_prefix(if six { "IP6 " } else { "IP " })
+                .unwrap_or(rest);
+            is6 = six;
+        } else if rest.starts_with("ARP") {
+            return Err("not an IP packet".into());
         }
         if let Some(r) = rest.strip_prefix('(') {
             // `-v`: `(tos 0x0, ttl 64, id 1, offset 0, flags [DF], proto
@@ -433,7 +495,11 @@ impl SeqTracker {
                 })
                 .map(|(i, _)| i)
                 .ok_or("unclosed '(' in the IP header")?;
-            let h = verbose_header(&r[..close], ts)?;
+            let h = if is6 {
+                verbose6_header(&r[..close], ts)?
+            } else {
+                verbose_header(&r[..close], ts)?
+            };
             let after = r[close + 1..].trim();
             if after.is_empty() {
                 self.pending = Some(h);
@@ -457,15 +523,26 @@ impl SeqTracker {
         else {
             return Err(format!("bad addresses '{addrs}'"));
         };
-        let (src, sport) = endpoint(s).ok_or_else(|| format!("bad source '{s}'"))?;
-        let (dst, dport) = endpoint(d).ok_or_else(|| format!("bad destination '{d}'"))?;
-        let body = body.trim();
+        let (src, sport) = endpoint(s).ok_or_else(|| endpoint_error("source", s))?;
+        let (dst, dport) = endpoint(d).ok_or_else(|| endpoint_error("destination", d))?;
+        let mut body = body.trim();
+        // `-v` checksum notes before the UDP or ICMPv6 text.
+        if let Some(r) = body.strip_prefix('[') {
+            if let Some((note, after)) = r.split_once("] ") {
+                if note.contains("sum") {
+                    body = after.trim_start();
+                }
+            }
+        }
         let mut v = Values {
             ts,
-            src: Some(src),
-            dst: Some(dst),
             ..Values::default()
         };
+        match (src, dst) {
+            (IpAddr::V4(a), IpAddr::V4(b)) => (v.src, v.dst) = (Some(a), Some(b)),
+            (IpAddr::V6(a), IpAddr::V6(b)) => (v.src6, v.dst6) = (Some(a), Some(b)),
+            _ => return Err(format!("mixed IPv4 and IPv6 addresses '{addrs}'")),
+        }
         if let Some(h) = &h {
             v.tos = Some(h.tos);
             v.ttl = Some(h.ttl);
@@ -476,7 +553,14 @@ impl SeqTracker {
         if let Some(icmp) = body.strip_prefix("ICMP ") {
             v.proto = Some(1);
             let len = v.len;
-            parse_icmp(icmp, &mut v)?;
+            parse_icmp(icmp, &mut v, false)?;
+            v.len = len.or(v.len);
+            return Ok(v);
+        }
+        if let Some(icmp) = body.strip_prefix("ICMP6, ") {
+            v.proto = Some(58);
+            let len = v.len;
+            parse_icmp(icmp, &mut v, true)?;
             v.len = len.or(v.len);
             return Ok(v);
         }
@@ -502,6 +586,116 @@ impl SeqTracker {
     }
 }
 
+/// ICMPv6 type and code from tcpdump's description (lower case).
+fn icmp6_kind(lower: &str) -> Option<(u8, u8)> {
+    let has = |w: &str| lower.contains(w);
+    Some(if lower.starts_with("echo request") {
+        (128, 0)
+    } else if lower.starts_with("echo reply") {
+        (129, 0)
+    } else if lower.starts_with("destination unreachable") {
+        let code = if has("unreachable route") || has("no route") {
+            0
+        } else if has("prohibited") || has("admin") {
+            1
+        } else if has("beyond scope") {
+            2
+        } else if has("unreachable address") {
+            3
+        } else if has("unreachable port") {
+            4
+        } else {
+            0
+        };
+        (1, code)
+    } else if lower.starts_with("packet too big") {
+        (2, 0)
+    } else if lower.starts_with("time exceeded") {
+        (3, u8::from(has("reassembly")))
+    } else if lower.starts_with("parameter problem") {
+        (4, 0)
+    } else if lower.starts_with("router solicitation") {
+        (133, 0)
+    } else if lower.starts_with("router advertisement") {
+        (134, 0)
+    } else if lower.starts_with("neighbor solicitation") {
+        (135, 0)
+    } else if lower.starts_with("neighbor advertisement") {
+        (136, 0)
+    } else if lower.starts_with("redirect") {
+        (137, 0)
+    } else {
+        return None;
+    })
+}
+
+/// ICMP (`ICMP echo request, id 7, seq 1, length 64`) or, if `six`,
+/// ICMPv6 (`echo request, id 7, seq 1, length 64` after `ICMP6, `): the
+/// type and code, echo id and seq, and the IP length from the ICMP length.
+fn parse_icmp(body: &str, v: &mut Values, six: bool) -> Result<(), String> {
+    let lower = body.to_ascii_lowercase();
+    let kind = if six {
+        icmp6_kind(&lower)
+    } else {
+        icmp4_kind(&lower)
+    };
+    let name = if six { "ICMP6" } else { "ICMP" };
+    let Some((ty, code)) = kind else {
+        let what = body.split(',').next().unwrap_or("");
+        return Err(format!("unknown {name} message '{what}'"));
+    };
+    v.icmp_type = Some(ty);
+    v.icmp_code = Some(code);
+    let w: Vec<&str> = body.split_whitespace().collect();
+    let field = |name: &str| -> Option<u16> {
+        let i = w.iter().position(|x| *x == name)?;
+        w.get(i + 1).and_then(|x| num(x))
+    };
+    let echo = if six { [128, 129] } else { [8, 0] };
+    if echo.contains(&ty) {
+        v.icmp_id = field("id");
+        v.icmp_seq = field("seq");
+    }
+    if let Some(i) = w.iter().rposition(|x| *x == "length") {
+        let l: u32 = w
+            .get(i + 1)
+            .and_then(|x| num(x))
+            .filter(|l| *l <= 0xffff)
+            .ok_or_else(|| format!("bad {name} length"))?;
+        v.len = Some(if six { 40 } else { 20 } + l.max(8));
+    }
+    Ok(())
+}
+
+/// The IPv6 header fields `tcpdump -v` prints: `(class 0x10, flowlabel
+/// 0x1, hlim 64, next-header TCP (6) payload length: 44)`.
+fn verbose6_header(s: &str, ts: Option<Timestamp>) -> Result<VerboseHeader, String> {
+    let mut h = VerboseHeader::new(ts);
+    let bad = || format!("bad IPv6 header '({s})'");
+    let mut have_len = false;
+    for item in s.split(", ") {
+        let item = item.trim();
+        if let Some(x) = item.strip_prefix("class ") {
+            h.tos = u8::from_str_radix(x.trim_start_matches("0x"), 16).map_err(|_| bad())?;
+        } else if let Some(x) = item.strip_prefix("hlim ") {
+            h.ttl = x.parse().map_err(|_| bad())?;
+        } else if let Some(x) = item.strip_prefix("next-header ") {
+            let (nh, plen) = x.split_once(" payload length: ").ok_or_else(bad)?;
+            h.proto = proto_number(nh).ok_or_else(bad)?;
+            let plen: u32 = plen.parse().map_err(|_| bad())?;
+            if plen > 0xffff {
+                return Err(bad());
+            }
+            h.len = 40 + plen;
+            have_len = true;
+        }
+    }
+    if !have_len {
+        return Err(bad());
+    }
+    Ok(h)
+}
+
 /// The IP header fields `tcpdump -v` prints.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct VerboseHeader {
@@ -515,16 +709,28 @@ pub(crate) struct VerboseHeader {
     len: u32,
 }
 
+impl VerboseHeader {
+    /// Defaults for what the line does not say (TTL 100, as without -v).
+    fn new(ts: Option<Timestamp>) -> VerboseHeader {
+        VerboseHeader {
+            ts,
+            tos: 0,
+            ttl: 100,
+            id: 0,
+            frag: 0,
+            proto: 0,
+            len: 0,
+        }
+    }
+}
+
+/// The protocol number of `TCP (6)`.
+fn proto_number(s: &str) -> Option<u8> {
+    s.rsplit('(').next()?.strip_suffix(')')?.parse().ok()
+}
+
 fn verbose_header(s: &str, ts: Option<Timestamp>) -> Result<VerboseHeader, String> {
-    let mut h = VerboseHeader {
-        ts,
-        tos: 0,
-        ttl: 100,
-        id: 0,
-        frag: 0,
-        proto: 0,
-        len: 0,
-    };
+    let mut h = VerboseHeader::new(ts);
     let mut have_len = false;
     let bad = || format!("bad IP header '({s})'");
     for item in s.split(", ") {
@@ -548,11 +754,7 @@ fn verbose_header(s: &str, ts: Option<Timestamp>) -> Result<VerboseHeader, Strin
                     h.frag |= 0x2000;
                 }
             }
-            "proto" => {
-                // `TCP (6)`
-                let n = val.rsplit('(').next().and_then(|x| x.strip_suffix(')'));
-                h.proto = n.and_then(|n| n.parse().ok()).ok_or_else(bad)?;
-            }
+            "proto" => h.proto = proto_number(val).ok_or_else(bad)?,
             "length" => {
                 h.len = val.parse().map_err(|_| bad())?;
                 have_len = h.len >= 20 && h.len <= 0xffff;
@@ -569,6 +771,7 @@ fn verbose_header(s: &str, ts: Option<Timestamp>) -> Result<VerboseHeader, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     fn parse(t: &mut SeqTracker, s: &str) -> Values {
         t.parse_line(s).unwrap().unwrap()
@@ -729,6 +932,28 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_link_prefix_and_verbose_header() {
+        let mut t = SeqTracker::default();
+        let v = parse(&mut t, "1.0 00:11:22:33:44:55 > 66:77:88:99:aa:bb, ethertype IPv6 (0x86dd), length 82: 2001:db8::1.1 > 2001:db8::2.2: UDP, length 20");
+        let a: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!((v.src6, v.src, v.payload_len), (Some(a), None, Some(20)));
+        let v = parse(&mut t, "2.0 IP6 (class 0x10, flowlabel 0x12345, hlim 3, next-header UDP (17) payload length: 28) 2001:db8::1.1 > 2001:db8::2.2: [bad udp cksum 0x1 -> 0x2!] UDP, length 20");
+        assert_eq!((v.tos, v.ttl, v.len), (Some(0x10), Some(3), Some(68)));
+        assert_eq!(v.proto, Some(17));
+        // An IPv4-mapped address keeps its dots.
+        let v = parse(&mut t, "3.0 IP6 ::ffff:10.0.0.1.53 > ::1.9: UDP, length 1");
+        assert_eq!(v.src6, Some("::ffff:10.0.0.1".parse().unwrap()));
+        assert_eq!((v.sport, v.dport), (Some(53), Some(9)));
+        assert!(t
+            .parse_line("4.0 IP6 (hlim 3) ::1.1 > ::1.2: UDP, length 1")
+            .is_err());
+        assert!(t
+            .parse_line("5.0 IP6 ::1 > ::1: ICMP6, mystery message, length 8")
+            .unwrap_err()
+            .contains("unknown ICMP6"));
+    }
+
+    #[test]
     fn malformed_lines_are_errors_not_panics() {
         let mut t = SeqTracker::default();
         for bad in [
@@ -740,7 +965,8 @@ mod tests {
             "12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: Flags [S], seq x",
             "12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: something",
             "12:00:00.0 IP 10.0.0.1 > 10.0.0.2: ICMP mystery",
-            "12:00:00.0 IP6 ::1.1 > ::1.2: UDP, length 3",
+            "12:00:00.0 IP6 ::1.http > ::1.2: UDP, length 3",
+            "12:00:00.0 IP6 ::1.1 > 10.0.0.1.2: UDP, length 3",
             "12:00:00.0 ARP, Request who-has 10.0.0.1 tell 10.0.0.2, length 28",
             "99:99:99.0 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 3",
             "2020-1x-01 00:00:00 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 3",

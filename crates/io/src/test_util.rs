@@ -111,6 +111,24 @@ pub fn build(conf: &str) -> Router {
     }
 }
 
+/// Builds a router that runs in simulated time (`--simtime`).
+pub fn build_simtime(conf: &str) -> Router {
+    let src = paraclick_lang::Source {
+        name: "<test>".into(),
+        text: conf.into(),
+    };
+    let opts = paraclick_runtime::BuildOptions {
+        threads: 1,
+        pin: false,
+        simtime: true,
+        ..Default::default()
+    };
+    match Router::build(&src, &registry(), &opts) {
+        Ok(r) => r,
+        Err(d) => panic!("config failed: {}", d[0].message),
+    }
+}
+
 /// The first configuration error's message.
 pub fn build_err(conf: &str) -> String {
     match Router::from_str(conf, &registry(), 1) {

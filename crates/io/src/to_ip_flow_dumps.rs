@@ -59,8 +59,24 @@
 //! least MINCOUNT packets and forget all flows. A flow seen again after a
 //! flush starts a new file (overwriting the old one).
 //!
-//! Not supported (configuration errors when true): BINARY and GZIP. NOTIFIER
-//! is accepted and ignored (flows are freed at flush and shutdown only).
+//! With BINARY true, each file has the same `!` header lines, then a
+//! `!binary` line, then one binary record per packet in ToIPSummaryDump's
+//! `BINARY true` form. The columns are those of the text lines, in the
+//! order real Click 2.x writes them (and `!data` names): `ntimestamp
+//! tcp_seq payload_len tcp_ack ip_id tcp_window tcp_flags direction`, then
+//! the option column (UDP: `ntimestamp payload_len ip_id direction`),
+//! without those not asked for; `direction` is one byte, `tcp_window`
+//! two. FromIPSummaryDump reads either form back to the same packets.
+//!
+//! With GZIP true, a flow's file is compressed when the flow is complete
+//! (at flush or shutdown): `NAME` is replaced by `NAME.gz` (gzip format,
+//! written in-process). Pieces of a long flow written earlier stay
+//! uncompressed in `NAME` until then.
+//!
+//! Not supported: NOTIFIER. paraclick's AggregateIPFlows sends no
+//! flow-end notifications, so flows are written and freed only at flush
+//! and shutdown; a NOTIFIER argument is accepted (Click configurations
+//! keep working) with a warning on standard error.
 //!
 //! Ports: 1 input, 0 or 1 outputs; packets pass through unchanged.
 //! Processing: agnostic; with a pull input and no output, a task pulls up
@@ -68,13 +84,14 @@
 //!
 //! Arguments:
 //! - `OUTPUT_PATTERN` (string): the file name pattern.
-//! - `NOTIFIER` (element name): accepted, ignored.
+//! - `NOTIFIER` (element name): accepted with a warning, ignored.
 //! - `ABSOLUTE_TIME`, `ABSOLUTE_SEQ` (booleans, default false).
 //! - `IP_ID`, `TCP_WINDOW`, `TCP_OPT`, `ALL_TCP_OPT` (booleans, default
 //!   false): extra columns.
 //! - `MINCOUNT` (unsigned, default 0): write only flows with at least this
 //!   many packets.
-//! - `BINARY`, `GZIP` (booleans): only false.
+//! - `BINARY` (boolean, default false): binary records (see above).
+//! - `GZIP` (boolean, default false): compress completed files to `.gz`.
 //! - `BURST` (integer, default 32): packets per task run.
 //!
 //! Handlers:
@@ -109,6 +126,12 @@ pub struct ToIPFlowDumps {
     ip_id: bool,
     /// TCP columns after `tcp_ack`.
     extra: Vec<Field>,
+    /// The columns of TCP and UDP flows' records, in `!data` order, and
+    /// for each the index of its word in a text line.
+    tcp_fields: Vec<(Field, usize)>,
+    udp_fields: Vec<(Field, usize)>,
+    binary: bool,
+    gzip: bool,
     mincount: u64,
     flows: Mutex<HashMap<u32, Flow>>,
     count: Counter,
@@ -125,8 +148,8 @@ struct Flow {
     /// First sequence number per direction (0 `>`, 1 `<`).
     first_seq: [Option<u32>; 2],
     npackets: u64,
-    /// Records not yet written.
-    lines: String,
+    /// Records not yet written (text lines or binary records).
+    data: Vec<u8>,
     nlines: usize,
     /// The file has been created and has its header.
     written: bool,
@@ -139,7 +162,7 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
     let mut a = cx.args();
     let pattern = a.read_mp::<String>("OUTPUT_PATTERN");
-    let _notifier = a.read::<String>("NOTIFIER");
+    let notifier = a.read::<String>("NOTIFIER");
     let absolute_time = a.read::<bool>("ABSOLUTE_TIME").unwrap_or(false);
     let absolute_seq = a.read::<bool>("ABSOLUTE_SEQ").unwrap_or(false);
     let binary = a.read::<bool>("BINARY").unwrap_or(false);
@@ -151,11 +174,12 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
     let mincount = a.read::<u64>("MINCOUNT").unwrap_or(0);
     let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
-    if binary {
-        return Err("BINARY true is not supported".into());
-    }
-    if gzip {
-        return Err("GZIP true is not supported".into());
+    if let Some(n) = notifier {
+        eprintln!(
+            "{} :: ToIPFlowDumps: warning: NOTIFIER {n} is not supported; \
+             flows are written and freed only at flush and shutdown",
+            cx.name
+        );
     }
     if burst == 0 {
         return Err("BURST must be at least 1".into());
@@ -171,12 +195,33 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
     if all_tcp_opt {
         extra.push(Field::TcpOpt);
     }
+    let mut udp_fields = vec![Field::NTimestamp, Field::Direction];
+    if ip_id {
+        udp_fields.push(Field::IpId);
+    }
+    let mut tcp_fields = udp_fields.clone();
+    tcp_fields.extend([
+        Field::TcpFlags,
+        Field::TcpSeq,
+        Field::PayloadLen,
+        Field::TcpAck,
+    ]);
+    tcp_fields.extend(&extra);
+    udp_fields.push(Field::PayloadLen);
+    if binary {
+        crate::ipsumdump_binary::check(&tcp_fields).map_err(|e| format!("BINARY: {e}"))?;
+    }
+    let (tcp_fields, udp_fields) = (columns(tcp_fields, binary), columns(udp_fields, binary));
     Ok(ToIPFlowDumps {
         pattern,
         absolute_time,
         absolute_seq,
         ip_id,
         extra,
+        tcp_fields,
+        udp_fields,
+        binary,
+        gzip,
         mincount,
         flows: Mutex::new(HashMap::new()),
         count: Counter::new(cx.nthreads),
@@ -185,6 +230,29 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
         pull_input: cx.input_is_pull(0) && cx.noutputs == 0,
         burst,
     })
+}
+
+/// The columns `text` (in text line order) as written: binary records
+/// have the order real Click 2.x gives them (fixed widths, widest first,
+/// then the options), text lines keep `text`'s order.
+fn columns(text: Vec<Field>, binary: bool) -> Vec<(Field, usize)> {
+    const BINARY_ORDER: [Field; 10] = [
+        Field::NTimestamp,
+        Field::TcpSeq,
+        Field::PayloadLen,
+        Field::TcpAck,
+        Field::IpId,
+        Field::TcpWindow,
+        Field::TcpFlags,
+        Field::Direction,
+        Field::TcpNtopt,
+        Field::TcpOpt,
+    ];
+    let mut v: Vec<(Field, usize)> = text.into_iter().enumerate().map(|(i, f)| (f, i)).collect();
+    if binary {
+        v.sort_by_key(|(f, _)| BINARY_ORDER.iter().position(|b| b == f));
+    }
+    v
 }
 
 /// What ToIPFlowDumps needs of a TCP/UDP first fragment.
@@ -234,21 +302,12 @@ impl ToIPFlowDumps {
         self.flows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn data_fields(&self, proto: u8) -> String {
-        let mut s = String::from("ntimestamp direction");
-        if self.ip_id {
-            s.push_str(" ip_id");
-        }
+    fn fields(&self, proto: u8) -> &[(Field, usize)] {
         if proto == 6 {
-            s.push_str(" tcp_flags tcp_seq payload_len tcp_ack");
-            for f in &self.extra {
-                s.push(' ');
-                s.push_str(f.name());
-            }
+            &self.tcp_fields
         } else {
-            s.push_str(" payload_len");
+            &self.udp_fields
         }
-        s
     }
 
     fn header_text(&self, f: &Flow) -> String {
@@ -264,7 +323,8 @@ impl ToIPFlowDumps {
             if k.proto == 6 { 'T' } else { 'U' }
         );
         let _ = writeln!(h, "!aggregate {}", k.aggregate);
-        let _ = writeln!(h, "!data {}", self.data_fields(k.proto));
+        let names: Vec<&str> = self.fields(k.proto).iter().map(|f| f.0.name()).collect();
+        let _ = writeln!(h, "!data {}", names.join(" "));
         if k.proto == 6 && !self.absolute_seq {
             for (d, c) in [(0, '>'), (1, '<')] {
                 if let Some(s) = f.first_seq[d] {
@@ -274,6 +334,9 @@ impl ToIPFlowDumps {
         }
         if !self.absolute_time {
             let _ = writeln!(h, "!firsttime {:#}", f.first_time);
+        }
+        if self.binary {
+            h.push_str("!binary\n");
         }
         h
     }
@@ -300,14 +363,15 @@ impl ToIPFlowDumps {
                 first_time: Timestamp(p.timestamp().0 - 1),
                 first_seq: [None; 2],
                 npackets: 0,
-                lines: String::new(),
+                data: Vec::new(),
                 nlines: 0,
                 written: false,
             }
         });
         let d = usize::from(!(hd.src == f.key.src && hd.sport == f.key.sport));
         f.npackets += 1;
-        let l = &mut f.lines;
+        let mut line = String::with_capacity(64);
+        let l = &mut line;
         if self.absolute_time {
             let _ = write!(l, "{:#}", p.timestamp());
         } else {
@@ -354,7 +418,15 @@ impl ToIPFlowDumps {
             l.push(' ');
             view.write(l, Field::PayloadLen);
         }
-        l.push('\n');
+        if self.binary {
+            let words: Vec<&str> = line.split(' ').collect();
+            let cols = self.fields(hd.proto).iter();
+            let cols = cols.map(|&(fld, i)| (fld, words.get(i).copied().unwrap_or("-")));
+            crate::ipsumdump_binary::text_record(cols, &mut f.data);
+        } else {
+            f.data.extend_from_slice(line.as_bytes());
+            f.data.push(b'\n');
+        }
         f.nlines += 1;
         if f.nlines >= NPKT && f.npackets >= self.mincount {
             self.output(f);
@@ -377,15 +449,34 @@ impl ToIPFlowDumps {
             if !f.written {
                 file.write_all(self.header_text(f).as_bytes())?;
             }
-            file.write_all(f.lines.as_bytes())
+            file.write_all(&f.data)
         })();
         if let Err(e) = res {
             self.errors
                 .report("ToIPFlowDumps", &format!("{}: {e}", f.filename));
         }
         f.written = true;
-        f.lines.clear();
+        f.data.clear();
         f.nlines = 0;
+    }
+
+    /// GZIP: replaces the completed file `name` by `name.gz`.
+    fn compress(&self, name: &str) {
+        let res = (|| -> std::io::Result<()> {
+            let mut input = std::fs::File::open(name)?;
+            let gz = std::fs::File::create(format!("{name}.gz"))?;
+            let mut enc = flate2::write::GzEncoder::new(
+                std::io::BufWriter::new(gz),
+                flate2::Compression::default(),
+            );
+            std::io::copy(&mut input, &mut enc)?;
+            enc.finish()?.flush()?;
+            std::fs::remove_file(name)
+        })();
+        if let Err(e) = res {
+            self.errors
+                .report("ToIPFlowDumps", &format!("{name}.gz: {e}"));
+        }
     }
 
     /// Writes every flow with at least MINCOUNT packets; forgets all flows.
@@ -396,6 +487,9 @@ impl ToIPFlowDumps {
         for mut f in v {
             if f.npackets >= self.mincount && (f.nlines > 0 || !f.written) {
                 self.output(&mut f);
+            }
+            if self.gzip && f.written {
+                self.compress(&f.filename);
             }
         }
     }
@@ -481,16 +575,182 @@ mod tests {
 ";
 
     fn run_text(dir: &Path, text: &str, args: &str) -> paraclick_runtime::Router {
+        run_text_to(dir, "out", text, args)
+    }
+
+    /// Runs `text` through AggregateIPFlows into ToIPFlowDumps writing
+    /// files under `dir/sub`.
+    fn run_text_to(dir: &Path, sub: &str, text: &str, args: &str) -> paraclick_runtime::Router {
         let a = dir.join("in.txt");
         std::fs::write(&a, text).unwrap();
         let r = build(&format!(
             "FromTcpdump({}, STOP true, CHECKSUM true) -> AggregateIPFlows \
              -> t :: ToIPFlowDumps({}{args}) -> Discard;",
             q(&a),
-            q(&dir.join("out/%s-%S-%p-%n.txt"))
+            q(&dir.join(sub).join("%s-%S-%p-%n.txt"))
         ));
         run(&r);
         r
+    }
+
+    /// The files in `dir`, sorted by name, with their bytes.
+    fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// What FromIPSummaryDump reads from `path`, as ToIPSummaryDump text.
+    fn read_back(path: &Path, out: &Path) -> String {
+        let r = build(&format!(
+            "f :: FromIPSummaryDump({}, STOP true) -> ToIPSummaryDump({}, HEADER false, \
+             CONTENTS ntimestamp ip_src sport ip_dst dport ip_proto direction ip_id \
+             tcp_flags tcp_seq tcp_ack payload_len tcp_window tcp_opt);",
+            q(path),
+            q(out)
+        ));
+        run(&r);
+        assert_eq!(h(&r, "f.errors"), "0", "{}", path.display());
+        drop(r);
+        std::fs::read_to_string(out).unwrap()
+    }
+
+    #[test]
+    fn binary_flow_files_read_back_like_text_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let args = ", IP_ID true, TCP_WINDOW true, TCP_OPT true";
+        drop(run_text_to(d, "text", TEXT, args));
+        drop(run_text_to(d, "bin", TEXT, &format!("{args}, BINARY true")));
+        let (text, bin) = (files(&d.join("text")), files(&d.join("bin")));
+        assert_eq!(text.len(), 2);
+        assert_eq!(
+            text.iter().map(|f| &f.0).collect::<Vec<_>>(),
+            bin.iter().map(|f| &f.0).collect::<Vec<_>>()
+        );
+        for ((name, t), (_, b)) in text.iter().zip(&bin) {
+            let t = String::from_utf8(t.clone()).unwrap();
+            // The same header lines (`!data` in another order), then
+            // `!binary` and records.
+            let at = b.windows(8).position(|w| w == b"!binary\n").unwrap() + 8;
+            let bin_header = String::from_utf8(b[..at].to_vec()).unwrap();
+            let mut th: Vec<&str> = t.lines().filter(|l| l.starts_with('!')).collect();
+            let mut bh: Vec<&str> = bin_header.lines().collect();
+            assert_eq!(bh.pop(), Some("!binary"));
+            let words = |l: &str| {
+                let mut w: Vec<String> = l.split(' ').map(String::from).collect();
+                w.sort();
+                w
+            };
+            assert_eq!(th.len(), bh.len());
+            for (x, y) in th.iter_mut().zip(&bh) {
+                if x.starts_with("!data") {
+                    assert_eq!(words(x), words(y));
+                } else {
+                    assert_eq!(x, y);
+                }
+            }
+            let records = &b[at..];
+            let nrec = t.lines().filter(|l| !l.starts_with('!')).count();
+            // Each record: a length word, then the fixed-width columns
+            // (ntimestamp 8, direction 1, ip_id 2, then TCP: flags 1,
+            // seq 4, payload_len 4, ack 4, window 2, options 1 + n).
+            let mut at = 0;
+            for _ in 0..nrec {
+                let len = u32::from_be_bytes(records[at..at + 4].try_into().unwrap()) as usize;
+                assert!(len >= 4 + 8 + 1 + 2 + 4, "{name}");
+                at += len;
+            }
+            assert_eq!(at, records.len(), "{name}: {nrec} records");
+            let rt = read_back(&d.join("text").join(name), &d.join("rt"));
+            let rb = read_back(&d.join("bin").join(name), &d.join("rb"));
+            assert_eq!(rt.lines().count(), nrec);
+            assert_eq!(rt, rb, "{name}");
+        }
+        // The columns in the order, and the SYN's record in the bytes, that
+        // real Click 2.x's ToIPFlowDumps writes with these keywords.
+        let tcp_bin = &bin[0].1;
+        let hdr = String::from_utf8_lossy(tcp_bin);
+        assert!(hdr.contains(
+            "!data ntimestamp tcp_seq payload_len tcp_ack ip_id tcp_window tcp_flags direction tcp_ntopt\n"
+        ));
+        let at = tcp_bin.windows(8).position(|w| w == b"!binary\n").unwrap() + 8;
+        assert_eq!(
+            tcp_bin[at..at + 35],
+            [
+                0, 0, 0, 35, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0x20, 0, 2, 0, 4, 2, 4, 5, 0xb4
+            ]
+        );
+        let udp_hdr = String::from_utf8_lossy(&bin[1].1);
+        assert!(udp_hdr.contains("!data ntimestamp payload_len ip_id direction\n"));
+        // The TCP flow's SYN keeps its relative numbers and MSS option.
+        let tcp = read_back(&d.join("bin").join(&bin[0].0), &d.join("rb"));
+        let first: Vec<&str> = tcp.lines().next().unwrap().split(' ').collect();
+        assert_eq!(
+            first[1..],
+            [
+                "10.0.0.1", "1234", "10.0.0.2", "80", "T", ">", "0", "S", "0", "0", "0", "8192",
+                "mss1460"
+            ]
+        );
+    }
+
+    #[test]
+    fn gzip_compresses_completed_flow_files() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // TEXT and a 300-packet UDP flow, which is written in pieces.
+        let mut text = TEXT.to_string();
+        for i in 0..300u32 {
+            text += &format!(
+                "{}.000001 IP 10.9.0.1.999 > 10.9.0.2.53: UDP, length {}\n",
+                2_000_000_000 + i,
+                i % 40
+            );
+        }
+        for (sub, extra) in [
+            ("plain", ""),
+            ("gz", ", GZIP true"),
+            ("bgz", ", BINARY true, GZIP true"),
+        ] {
+            let r = run_text_to(d, sub, &text, &format!(", TCP_OPT true{extra}"));
+            if sub == "gz" {
+                // Completed files only: the long flow's first pieces are
+                // written uncompressed, nothing is compressed yet.
+                let now = files(&d.join(sub));
+                assert_eq!(now.len(), 1);
+                assert!(now[0].0.starts_with("10.9.0.1-999-U-") && now[0].0.ends_with(".txt"));
+            }
+            r.write_handler("t.flush", "").unwrap();
+            assert_eq!(h(&r, "t.errors"), "0");
+        }
+        drop(run_text_to(d, "bin", &text, ", TCP_OPT true, BINARY true"));
+        for (sub, plain) in [("gz", "plain"), ("bgz", "bin")] {
+            let gz = files(&d.join(sub));
+            let plain = files(&d.join(plain));
+            assert_eq!(gz.len(), 3);
+            assert_eq!(gz.len(), plain.len());
+            for ((gname, gbytes), (pname, pbytes)) in gz.iter().zip(&plain) {
+                assert_eq!(gname, &format!("{pname}.gz"));
+                assert_eq!(&gbytes[..2], [0x1f, 0x8b], "gzip magic");
+                let mut out = Vec::new();
+                flate2::read::GzDecoder::new(&gbytes[..])
+                    .read_to_end(&mut out)
+                    .unwrap();
+                assert_eq!(&out, pbytes, "{gname}");
+            }
+        }
     }
 
     /// The contents of the one file in `dir/out` whose name starts with
@@ -670,7 +930,12 @@ mod tests {
     #[test]
     fn bad_configurations() {
         assert!(build_err("Idle -> ToIPFlowDumps(x%q) -> Discard").contains("%q"));
-        assert!(build_err("Idle -> ToIPFlowDumps(x%n, BINARY true) -> Discard").contains("BINARY"));
-        assert!(build_err("Idle -> ToIPFlowDumps(x%n, GZIP true) -> Discard").contains("GZIP"));
+        assert!(build_err("Idle -> ToIPFlowDumps(x%n, BINARY 3) -> Discard").contains("BINARY"));
+        assert!(build_err("Idle -> ToIPFlowDumps(x%n, GZIP 3) -> Discard").contains("GZIP"));
+        // NOTIFIER is accepted (with a warning), every other keyword too.
+        build(
+            "Idle -> a :: AggregateIPFlows -> ToIPFlowDumps(x%n, NOTIFIER a, BINARY true, \
+             GZIP true, ALL_TCP_OPT true, TCP_WINDOW true, IP_ID true) -> Discard",
+        );
     }
 }
