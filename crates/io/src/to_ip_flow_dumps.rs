@@ -525,7 +525,10 @@ impl Element for ToIPFlowDumps {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.pull_input {
-            ix.add_task();
+            // The task only pulls: it sleeps while the queues upstream are
+            // empty.
+            let t = ix.add_task();
+            ix.sleep_when_empty(t);
         }
         Ok(())
     }
