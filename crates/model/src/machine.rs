@@ -308,14 +308,61 @@ fn ping_pong(rounds: u64) -> f64 {
     pin(0);
     // Wait for the peer to be running before timing.
     std::thread::sleep(std::time::Duration::from_millis(2));
-    let c0 = clock::cycles();
+    let mut win = Windows::new();
     for i in 0..rounds {
         l.0.store(2 * i + 1, Ordering::Release);
         wait(|| l.0.load(Ordering::Acquire) == 2 * i + 2);
+        win.tick(2);
     }
-    let c1 = clock::cycles();
     let _ = peer.join();
-    c1.wrapping_sub(c0) as f64 / (2 * rounds) as f64
+    win.best()
+}
+
+/// Timing in windows of [`Windows::SIZE`] operations: the cost is the
+/// cheapest window's mean. On a machine shared with other processes a
+/// thread is now and then descheduled for milliseconds; a mean over the
+/// whole run charges that to the hardware (the core-to-core line transfer
+/// came out at 1.9 us under load, ten times its idle value), while a
+/// window in which both threads ran throughout measures the machine.
+struct Windows {
+    start: u64,
+    ops: u64,
+    best: f64,
+}
+
+impl Windows {
+    const SIZE: u64 = 2000;
+
+    fn new() -> Windows {
+        Windows {
+            start: clock::cycles(),
+            ops: 0,
+            best: f64::INFINITY,
+        }
+    }
+
+    /// `n` more operations done.
+    #[inline]
+    fn tick(&mut self, n: u64) {
+        self.ops += n;
+        if self.ops >= Self::SIZE {
+            let now = clock::cycles();
+            let per = now.wrapping_sub(self.start) as f64 / self.ops as f64;
+            self.best = self.best.min(per);
+            self.start = now;
+            self.ops = 0;
+        }
+    }
+
+    /// Cycles per operation of the cheapest whole window (of the partial
+    /// one if no window completed).
+    fn best(&self) -> f64 {
+        if self.best.is_finite() {
+            self.best
+        } else {
+            clock::cycles().wrapping_sub(self.start) as f64 / self.ops.max(1) as f64
+        }
+    }
 }
 
 const RING: usize = 256;
@@ -435,11 +482,14 @@ fn ring_cross(n: u64) -> f64 {
     });
     pin(0);
     std::thread::sleep(std::time::Duration::from_millis(2));
-    let c0 = clock::cycles();
+    // Windows of packets produced: in steady state the producer runs at
+    // the pipeline's rate, so a window's mean is the cost per packet.
+    let mut win = Windows::new();
     let mut i = 0;
     while i < n {
         if rig.produce(i) {
             i += 1;
+            win.tick(1);
         } else {
             wait(|| {
                 rig.back.head.0.load(Ordering::Relaxed) != rig.back.tail.0.load(Ordering::Acquire)
@@ -447,7 +497,7 @@ fn ring_cross(n: u64) -> f64 {
         }
     }
     let _ = consumer.join();
-    clock::cycles().wrapping_sub(c0) as f64 / n as f64
+    win.best()
 }
 
 /// Bytes read plus written per second by a 64 MB copy, GB/s.
