@@ -175,11 +175,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
     let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
     if let Some(n) = notifier {
-        eprintln!(
-            "{} :: ToIPFlowDumps: warning: NOTIFIER {n} is not supported; \
-             flows are written and freed only at flush and shutdown",
-            cx.name
-        );
+        cx.warn(&format!(
+            "NOTIFIER {n} is not supported; flows are written and freed only at flush and shutdown"
+        ));
     }
     if burst == 0 {
         return Err("BURST must be at least 1".into());

@@ -108,7 +108,7 @@ struct RunArgs {
     /// Print the time taken by the run (wall clock, user and system CPU).
     #[arg(short = 't', long = "time")]
     time: bool,
-    /// Do not print warnings (paraclick reports only errors so far).
+    /// Do not print configuration warnings.
     #[arg(short = 'w', long = "no-warnings")]
     no_warnings: bool,
     /// Rewrite the configuration for the -j threads first, as `paraclick
@@ -594,7 +594,7 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
 }
 
 fn run(a: RunArgs) -> ExitCode {
-    let _ = a.no_warnings; // no warnings are emitted yet; accepted as Click's -w
+    paraclick_runtime::registry::set_warnings(!a.no_warnings);
     let started = std::time::Instant::now();
     let (src, defines) = match load(&a.input) {
         Ok(x) => x,

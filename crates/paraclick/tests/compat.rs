@@ -90,6 +90,30 @@ fn click_command_options() {
     assert!(out.status.success());
     assert!(stderr(&out).contains("s wall"), "{}", stderr(&out));
 
+    // -w silences configuration warnings (a Message of TYPE WARNING, an
+    // unsupported keyword), not errors.
+    let w = write(
+        &dir,
+        "w.click",
+        "Message(\"mind the gap\", WARNING);
+         Idle -> a :: AggregateIPFlows -> ToIPFlowDumps(flows/%n, NOTIFIER a);",
+    );
+    let out = paraclick(&["-q", &w]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: mind the gap"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("warning: NOTIFIER"),
+        "{}",
+        stderr(&out)
+    );
+    let out = paraclick(&["-q", "-w", &w]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+
     // -R (hot reconfiguration, tested in hotconfig.rs) is accepted.
     let out = paraclick(&["-q", "-R", &conf]);
     assert!(out.status.success(), "{}", stderr(&out));

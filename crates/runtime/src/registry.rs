@@ -171,6 +171,15 @@ pub struct ConfigCx<'a> {
 }
 
 impl ConfigCx<'_> {
+    /// Prints a configuration warning about this element on standard
+    /// error (`NAME :: CLASS: warning: MESSAGE`), unless warnings are off
+    /// (`-w`, [`set_warnings`]).
+    pub fn warn(&self, message: &str) {
+        if warnings_enabled() {
+            eprintln!("{} :: {}: warning: {message}", self.name, self.class);
+        }
+    }
+
     /// The configuration, split into arguments.
     pub fn args(&self) -> Args<'_> {
         Args::new(self.config, self.env)
@@ -183,4 +192,18 @@ impl ConfigCx<'_> {
     pub fn output_is_push(&self, port: usize) -> bool {
         self.output_kinds.get(port) == Some(&PortKind::Push)
     }
+}
+
+/// Whether [`ConfigCx::warn`] prints (on by default; Click's `-w` turns
+/// warnings off).
+static WARNINGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether configuration warnings are printed.
+pub fn warnings_enabled() -> bool {
+    WARNINGS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Turns configuration warnings on or off for the whole process.
+pub fn set_warnings(on: bool) {
+    WARNINGS.store(on, std::sync::atomic::Ordering::Relaxed);
 }

@@ -64,7 +64,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Message, String> {
     a.complete()?;
     match kind.to_ascii_uppercase().as_str() {
         "MESSAGE" => eprintln!("{}: {text}", cx.name),
-        "WARNING" => eprintln!("{}: warning: {text}", cx.name),
+        "WARNING" if paraclick_runtime::registry::warnings_enabled() => {
+            eprintln!("{}: warning: {text}", cx.name)
+        }
+        "WARNING" => {}
         "ERROR" => return Err(text),
         _ => {
             return Err(format!(
