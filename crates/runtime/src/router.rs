@@ -470,6 +470,12 @@ impl InitCx<'_> {
         &self.core.slots[i].name
     }
 
+    /// The class of element `i` (for errors such as "'x' is a Queue,
+    /// not an ARPTable").
+    pub fn element_class(&self, i: usize) -> &str {
+        &self.core.slots[i].class
+    }
+
     pub fn element_count(&self) -> usize {
         self.core.slots.len()
     }
