@@ -1044,10 +1044,18 @@ impl Element for ArpQuerier {
     /// packets waiting for a reply) and the counts. This element's clock
     /// continues the old one's, so entries expire when they would have. A
     /// table shared through TABLE is the ARPTable's to take.
-    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
-        if self.owns_table() && old.owns_table() {
-            if let (Some(new), Some(o)) = (self.state.get(), old.state.get()) {
+    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
+        if let (Some(new), Some(o)) = (self.state.get(), old.state.get()) {
+            if self.owns_table() && old.owns_table() {
                 new.take_from(o);
+            } else if old.owns_table() {
+                // The old table is not carried into a shared one: its saved
+                // packets are dropped, counted.
+                let t = std::mem::take(&mut *o.lock());
+                let n = (t.pending + t.graveyard.len()) as u64;
+                drop(t);
+                self.drops.add(0, n);
+                sx.count_drops(n);
             }
         }
         self.queries.add(0, old.queries.get());
@@ -1659,6 +1667,40 @@ mod tests {
         });
         r.run();
         t.join().unwrap();
+    }
+
+    #[test]
+    fn hot_swap_moves_a_shared_table_with_its_arptable() {
+        let old = two_queriers("", 1);
+        old.write_handler("t.insert", &format!("{PEER_IP} {PEER_ETH}"))
+            .unwrap();
+        send(&old, "q1", 0, vec![to("10.0.0.9", 1)]);
+        sink(&old, "b1");
+        let new = two_queriers("", 1);
+        new.take_state_from(&old).unwrap();
+        assert_eq!(new.read_handler("t.count").unwrap(), "2");
+        assert_eq!(new.read_handler("q0.count").unwrap(), "2");
+        assert_eq!(new.total_queued(), 1);
+        assert_eq!(old.total_queued(), 0);
+        send(&new, "q0", 1, vec![reply_from("10.0.0.9", PEER_ETH)]);
+        assert_eq!(sink(&new, "a0").len(), 1);
+        assert_eq!(new.total_queued(), 0);
+
+        // A querier's own table does not go into a shared one: its saved
+        // packets are dropped, counted.
+        let own = harness_io(&format!("ARPQuerier({MY_IP}, {MY_ETH})"), 2, 2);
+        own.push(0, vec![to(PEER_IP, 2)]);
+        own.output(1);
+        let shared = harness_io(
+            &format!("ARPQuerier({MY_IP}, {MY_ETH}, TABLE t); t :: ARPTable"),
+            2,
+            2,
+        );
+        shared.router.take_state_from(&own.router).unwrap();
+        assert_eq!(own.router.total_queued(), 0);
+        assert_eq!(shared.router.total_queued(), 0);
+        assert_eq!(shared.router.total_drops(), 1);
+        assert_eq!(shared.read("drops").unwrap(), "1");
     }
 
     #[test]
