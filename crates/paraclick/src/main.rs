@@ -118,7 +118,8 @@ struct RunArgs {
     /// Run in simulated time, as Click's --simtime: the clock starts at
     /// 1000000000 s and jumps to the next timer (or paced source's next
     /// packet) whenever no task has work, so timer-driven configurations
-    /// run as fast as the CPU allows and print the same output every run.
+    /// run as fast as the CPU allows and print the same output every run
+    /// (with -j N, the N threads take turns on one OS thread).
     #[arg(long = "simtime")]
     simtime: bool,
     /// Allow hot reconfiguration, as Click's -R: writing a configuration to

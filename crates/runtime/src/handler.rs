@@ -108,6 +108,17 @@ impl<'r> HandlerCx<'r> {
         self.core.unschedule_timer(self.elem, timer);
     }
 
+    /// Schedules timer `timer` of element `elem` (on that element's home
+    /// thread): a shared table's handler waking the elements that use it.
+    /// Does nothing if there is no element `elem`.
+    pub fn schedule_element_after(&self, elem: usize, timer: usize, d: Duration) {
+        if elem < self.core.slots.len() {
+            let t = self.core.home_thread(elem);
+            self.core
+                .schedule_timer(t, elem, timer, self.core.clock.now() + d);
+        }
+    }
+
     /// Index of a named element.
     pub fn find(&self, name: &str) -> Option<usize> {
         self.core.names.get(name).copied()

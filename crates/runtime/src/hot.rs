@@ -439,7 +439,7 @@ impl Hot {
         };
         let ready_by = Instant::now() + Duration::from_secs(5);
         // The workers, and the runner (it waits before its balancer).
-        while nc.start_gate.waiting() < nc.nthreads + 1 && Instant::now() < ready_by {
+        while nc.start_gate.waiting() < nc.os_workers() + 1 && Instant::now() < ready_by {
             std::thread::sleep(Duration::from_micros(50));
         }
         // Abandons the prepared router: it stops, its threads end.

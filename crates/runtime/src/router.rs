@@ -165,10 +165,6 @@ pub(crate) struct ThreadShared {
     /// Whether this worker is inside its loop (the barrier waits only for
     /// workers that are).
     pub alive: AtomicBool,
-    /// Simulated time: this worker's passes in a row without work, and
-    /// the earliest time (ns) it has something due.
-    pub sim_idle: std::sync::atomic::AtomicU32,
-    pub sim_next: AtomicU64,
     /// The worker is parked or about to park (see [`crate::notifier`]);
     /// whoever gives it work unparks it through `handle`.
     pub parked: AtomicBool,
@@ -193,8 +189,6 @@ impl ThreadShared {
             seen_epoch: AtomicU64::new(0),
             busy_cycles: AtomicU64::new(0),
             alive: AtomicBool::new(false),
-            sim_idle: std::sync::atomic::AtomicU32::new(0),
-            sim_next: AtomicU64::new(u64::MAX),
             parked: AtomicBool::new(false),
             handle: Mutex::new(None),
             parks: AtomicU64::new(0),
@@ -299,6 +293,16 @@ pub(crate) struct Core {
 impl Core {
     pub fn ns_since_epoch(&self, t: Instant) -> u64 {
         self.clock.ns_of(t)
+    }
+
+    /// OS threads that run the workers: one per thread, or one for all
+    /// of them in simulated time (see `sched::sim_driver`).
+    pub fn os_workers(&self) -> usize {
+        if self.clock.is_simulated() {
+            1
+        } else {
+            self.nthreads
+        }
     }
 
     /// The thread an element's timers run on (see [`crate::plan`]).
@@ -471,6 +475,12 @@ impl InitCx<'_> {
 
     pub fn element_name(&self, i: usize) -> &str {
         &self.core.slots[i].name
+    }
+
+    /// The class of element `i` (for errors such as "'x' is a Queue,
+    /// not an ARPTable").
+    pub fn element_class(&self, i: usize) -> &str {
+        &self.core.slots[i].class
     }
 
     pub fn element_count(&self) -> usize {

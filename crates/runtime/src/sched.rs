@@ -212,6 +212,18 @@ pub(crate) fn run_workers(core: &Core) {
         return;
     }
     let c0 = clock::cycles();
+    if core.clock.is_simulated() {
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("paraclick-sim".into())
+                .spawn_scoped(s, move || sim_driver(core))
+                .expect("spawn the simulated-time thread");
+            core.start_gate.wait();
+        });
+        core.run_cycles
+            .fetch_add(clock::cycles().wrapping_sub(c0), Ordering::Relaxed);
+        return;
+    }
     std::thread::scope(|s| {
         for t in 0..core.nthreads {
             std::thread::Builder::new()
@@ -389,76 +401,54 @@ fn pin_to_cpu(t: usize) {
     }
 }
 
-/// Simulated time: a pass of thread `t` found no work (`idle` passes in a
-/// row) and its next event is at `next` (ns; timers and tasks' wake-ups).
-/// When every thread has been idle for at least two passes, thread 0 moves
-/// the clock to the earliest next event of all threads. Nothing sleeps.
-fn simulated_idle(core: &Core, t: usize, idle: u32, next: u64) {
-    let ts = &core.threads[t];
-    ts.sim_next.store(next, Ordering::Release);
-    ts.sim_idle.store(idle, Ordering::Release);
-    if t != 0 || idle < 2 {
-        std::hint::spin_loop();
-        if idle > 64 {
-            std::thread::yield_now();
-        }
-        return;
-    }
-    let mut earliest = u64::MAX;
-    for other in core.threads.iter() {
-        if other.sim_idle.load(Ordering::Acquire) < 2 {
-            std::thread::yield_now();
-            return;
-        }
-        earliest = earliest.min(other.sim_next.load(Ordering::Acquire));
-    }
-    if earliest != u64::MAX && earliest > core.clock.now_ns() {
-        core.clock.advance_to(earliest);
-    } else if idle > 64 {
-        std::thread::yield_now();
-    }
+/// One worker's loop state: its context, its copy of the worklist, and
+/// what a pass needs between passes. The real workers have one each; the
+/// simulated-time driver has one per logical thread.
+struct Pass<'r> {
+    t: usize,
+    cx: Cx<'r>,
+    list: Vec<usize>,
+    version: u64,
+    due: Vec<crate::timer::TimerEntry>,
+    iter: u64,
+    epoch: u64,
 }
 
-fn worker(core: &Core, t: usize) {
-    if core.pin {
-        pin_to_cpu(t);
+impl<'r> Pass<'r> {
+    fn new(core: &'r Core, t: usize) -> Pass<'r> {
+        Pass {
+            t,
+            cx: Cx::new(core, t),
+            list: Vec::new(),
+            version: u64::MAX,
+            due: Vec::new(),
+            iter: 0,
+            epoch: 0,
+        }
     }
-    let ts = &core.threads[t];
-    let _worker = crate::crossing::WorkerMark::new(core, t);
-    let mut cx = Cx::new(core, t);
-    let mut list: Vec<usize> = Vec::new();
-    let mut version = u64::MAX;
-    let mut due = Vec::new();
-    let mut idle: u32 = 0;
-    let mut idle_since = 0u64;
-    let mut naps: u64 = 0;
-    let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
-    let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
-    let mut iter: u64 = 0;
-    let mut claimed = false;
-    // Ready: a router prepared for a hot swap waits here for the hand-over.
-    core.start_gate.wait();
-    let mut epoch = core.sync_epoch.load(Ordering::Acquire);
-    ts.seen_epoch.store(epoch, Ordering::Release);
-    ts.alive.store(true, Ordering::Release);
-    if core.workers_started.fetch_add(1, Ordering::AcqRel) + 1 == core.nthreads {
-        core.started_ns
-            .store(core.ns_since_epoch(Instant::now()) + 1, Ordering::Release);
-    }
-    *ts.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
-    while core.running.load(Ordering::Relaxed) {
+
+    /// One pass over the worklist: acknowledges a plan change, runs each
+    /// runnable task once, and (when no task had work, or every 16
+    /// passes) flushes deferred work and runs the due timers. Returns
+    /// whether anything had work, and the next timer deadline if the
+    /// timers were looked at (`u64::MAX` otherwise).
+    #[inline(always)]
+    fn run(&mut self, core: &'r Core) -> (bool, u64) {
+        let t = self.t;
+        let ts = &core.threads[t];
+        let cx = &mut self.cx;
         let e = core.sync_epoch.load(Ordering::Acquire);
-        if e != epoch {
+        if e != self.epoch {
             // A plan change waits for this: nothing this thread staged
             // under the old plan may be published under the new one.
             cx.flush_deferred();
-            epoch = e;
+            self.epoch = e;
             ts.seen_epoch.store(e, Ordering::Release);
         }
-        ts.refresh_worklist(&mut version, &mut list);
+        ts.refresh_worklist(&mut self.version, &mut self.list);
         cx.wake_ns = u64::MAX;
         let mut work = false;
-        for &id in &list {
+        for &id in &self.list {
             let task = &core.tasks[id];
             if task.asleep.load(Ordering::Relaxed)
                 || (task.blocked.load(Ordering::Relaxed) > 0 && !crate::notifier::gated(core, id))
@@ -472,7 +462,7 @@ fn worker(core: &Core, t: usize) {
                 cx.child = 0;
                 cx.task = Some(id);
                 let c0 = clock::cycles();
-                let did = core.slots[task.elem].element.run_task(&mut cx, task.index);
+                let did = core.slots[task.elem].element.run_task(cx, task.index);
                 let dt = clock::cycles().wrapping_sub(c0);
                 cx.task = None;
                 match &core.profile {
@@ -491,7 +481,7 @@ fn worker(core: &Core, t: usize) {
                 }
                 did
             } else {
-                core.slots[task.elem].element.run_task(&mut cx, task.index)
+                core.slots[task.elem].element.run_task(cx, task.index)
             };
             if did {
                 bump(&task.work, 1);
@@ -500,9 +490,9 @@ fn worker(core: &Core, t: usize) {
                 crate::notifier::after_idle_run(core, id);
             }
         }
-        iter = iter.wrapping_add(1);
+        self.iter = self.iter.wrapping_add(1);
         let mut next = u64::MAX;
-        if !work || iter & 15 == 0 {
+        if !work || self.iter & 15 == 0 {
             if cx.has_deferred() {
                 cx.flush_deferred();
             }
@@ -510,8 +500,8 @@ fn worker(core: &Core, t: usize) {
             if next != u64::MAX {
                 let now = core.clock.now_ns();
                 if now >= next {
-                    ts.timers.take_due(now, &mut due);
-                    for e in due.drain(..) {
+                    ts.timers.take_due(now, &mut self.due);
+                    for e in self.due.drain(..) {
                         let gen = core.slots[e.elem].timer_gens[e.timer].load(Ordering::Acquire);
                         if gen != e.gen {
                             continue; // rescheduled or unscheduled since
@@ -525,7 +515,7 @@ fn worker(core: &Core, t: usize) {
                             continue;
                         }
                         cx.current = e.elem;
-                        core.slots[e.elem].element.run_timer(&mut cx, e.timer);
+                        core.slots[e.elem].element.run_timer(cx, e.timer);
                     }
                     work = true;
                     next = ts.timers.next_deadline();
@@ -533,25 +523,51 @@ fn worker(core: &Core, t: usize) {
             }
         }
         bump(&ts.polls, 1);
+        if !work {
+            bump(&ts.idle_polls, 1);
+        }
+        (work, next)
+    }
+}
+
+fn worker(core: &Core, t: usize) {
+    if core.pin {
+        pin_to_cpu(t);
+    }
+    let ts = &core.threads[t];
+    let _worker = crate::crossing::WorkerMark::new(core, t);
+    let mut p = Pass::new(core, t);
+    let mut idle: u32 = 0;
+    let mut idle_since = 0u64;
+    let mut naps: u64 = 0;
+    let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let mut claimed = false;
+    // Ready: a router prepared for a hot swap waits here for the hand-over.
+    core.start_gate.wait();
+    p.epoch = core.sync_epoch.load(Ordering::Acquire);
+    ts.seen_epoch.store(p.epoch, Ordering::Release);
+    ts.alive.store(true, Ordering::Release);
+    if core.workers_started.fetch_add(1, Ordering::AcqRel) + 1 == core.nthreads {
+        core.started_ns
+            .store(core.ns_since_epoch(Instant::now()) + 1, Ordering::Release);
+    }
+    *ts.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
+    while core.running.load(Ordering::Relaxed) {
+        let (work, next) = p.run(core);
         if work {
-            if idle > 0 && core.clock.is_simulated() {
-                ts.sim_idle.store(0, Ordering::Release);
-            }
             idle = 0;
             naps = 0;
             continue;
         }
-        bump(&ts.idle_polls, 1);
         if idle == 0 {
             idle_since = clock::cycles();
         }
         idle = idle.saturating_add(1);
-        if core.clock.is_simulated() {
-            simulated_idle(core, t, idle, next.min(cx.wake_ns));
-            continue;
-        }
+        let cx = &mut p.cx;
         let all_asleep = || {
-            list.iter()
+            p.list
+                .iter()
                 .all(|&id| core.tasks[id].asleep.load(Ordering::Relaxed))
         };
         if idle < 64 {
@@ -561,7 +577,8 @@ fn worker(core: &Core, t: usize) {
                 std::hint::spin_loop();
             } else {
                 pool::flush_remote();
-                if !crate::hot::quiet_nap(ts, &mut cx, || park(core, t, epoch, version, &list)) {
+                let (epoch, version, list) = (p.epoch, p.version, &p.list);
+                if !crate::hot::quiet_nap(ts, cx, || park(core, t, epoch, version, list)) {
                     claimed = true;
                     break;
                 }
@@ -570,7 +587,7 @@ fn worker(core: &Core, t: usize) {
             if idle == 128 {
                 pool::flush_remote();
             }
-            if !crate::hot::quiet_nap(ts, &mut cx, std::thread::yield_now) {
+            if !crate::hot::quiet_nap(ts, cx, std::thread::yield_now) {
                 claimed = true;
                 break;
             }
@@ -583,14 +600,14 @@ fn worker(core: &Core, t: usize) {
             }
             // Parked, not asleep: a stop unparks it at once.
             if !sleep.is_zero()
-                && !crate::hot::quiet_nap(ts, &mut cx, || std::thread::park_timeout(sleep))
+                && !crate::hot::quiet_nap(ts, cx, || std::thread::park_timeout(sleep))
             {
                 claimed = true;
                 break;
             }
         }
     }
-    cx.flush_deferred();
+    p.cx.flush_deferred();
     ts.alive.store(false, Ordering::Release);
     // A worker claimed while napping was counted by the claimer.
     if !claimed && core.workers_done.fetch_add(1, Ordering::AcqRel) + 1 == core.nthreads {
@@ -601,6 +618,85 @@ fn worker(core: &Core, t: usize) {
     pool::flush_remote();
     pool::publish_stats();
     ts.pool_id.store(pool::local_stats().id, Ordering::Release);
+}
+
+/// Simulated time (`--simtime`, see [`crate::time`]): one OS thread runs
+/// every logical thread's worklist, a pass of thread 0, then of thread 1,
+/// ..., then again, so a run is a fixed sequence of element calls and its
+/// output is the same every time, whatever `-j` says. Each logical thread
+/// keeps its own context, worklist, timers and per-thread state (a task
+/// still sees its own thread index), and publishes what it staged at the
+/// end of each of its passes, so between passes no logical thread holds
+/// packets back (a plan change's barrier called from inside a pass need
+/// not wait for the others, see `crossing::barrier`). When two rounds in a
+/// row found no work on any thread, the clock moves to the earliest event
+/// of all threads (a timer, or a task's [`Cx::wake_at`]). The adaptive
+/// scheduler does not run (it would move tasks at moments measured in
+/// real time).
+fn sim_driver(core: &Core) {
+    if core.pin {
+        pin_to_cpu(0);
+    }
+    let n = core.nthreads;
+    let _worker = crate::crossing::WorkerMark::new(core, 0);
+    let mut passes: Vec<Pass<'_>> = (0..n).map(|t| Pass::new(core, t)).collect();
+    core.start_gate.wait();
+    let epoch = core.sync_epoch.load(Ordering::Acquire);
+    for p in passes.iter_mut() {
+        let ts = &core.threads[p.t];
+        p.epoch = epoch;
+        ts.seen_epoch.store(epoch, Ordering::Release);
+        ts.alive.store(true, Ordering::Release);
+        *ts.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
+    }
+    core.workers_started.fetch_add(n, Ordering::AcqRel);
+    core.started_ns
+        .store(core.ns_since_epoch(Instant::now()) + 1, Ordering::Release);
+    let mut idle_rounds: u32 = 0;
+    'run: while core.running.load(Ordering::Relaxed) {
+        let mut work = false;
+        let mut next = u64::MAX;
+        for p in passes.iter_mut() {
+            if !core.running.load(Ordering::Relaxed) {
+                break 'run;
+            }
+            let (w, nx) = p.run(core);
+            if p.cx.has_deferred() {
+                p.cx.flush_deferred();
+            }
+            work |= w;
+            next = next.min(nx).min(p.cx.wake_ns);
+        }
+        if work {
+            idle_rounds = 0;
+            continue;
+        }
+        idle_rounds = idle_rounds.saturating_add(1);
+        if idle_rounds < 2 {
+            continue;
+        }
+        if next != u64::MAX && next > core.clock.now_ns() {
+            core.clock.advance_to(next);
+            idle_rounds = 0;
+        } else if idle_rounds > 64 {
+            // Nothing is due: only a handler from outside (a control
+            // socket, the stop) can change that.
+            std::thread::yield_now();
+        }
+    }
+    for p in passes.iter_mut() {
+        p.cx.flush_deferred();
+        core.threads[p.t].alive.store(false, Ordering::Release);
+    }
+    if core.workers_done.fetch_add(n, Ordering::AcqRel) + n == core.nthreads {
+        crate::hot::run_handover(core);
+    }
+    pool::flush_remote();
+    pool::publish_stats();
+    let id = pool::local_stats().id;
+    for ts in core.threads.iter() {
+        ts.pool_id.store(id, Ordering::Release);
+    }
 }
 
 /// The longest a worker parks without being woken (a safety net: every

@@ -10,7 +10,26 @@
 //! earliest moment something is due — the next timer, or the next time a
 //! task said it would have work ([`crate::Cx::wake_at`]). A timer-driven
 //! configuration then runs as fast as the CPU allows and prints the same
-//! timestamps on every run (exactly so with one thread).
+//! output on every run, with any number of threads.
+//!
+//! Several threads (`-j N`): with one OS thread per worker the order in
+//! which two threads' packets reach a shared queue at one simulated
+//! instant was a race, so runs differed. Under simulated time the router
+//! therefore runs all N logical threads on one OS thread
+//! (`sched::sim_driver`): a pass over thread 0's worklist and due timers,
+//! then thread 1's, ..., in a fixed order, until two rounds in a row find
+//! no work anywhere; then the clock jumps to the earliest event of all
+//! threads. Each logical thread keeps its own context, worklist, timers and
+//! per-thread element state (a task sees its own thread index; CPUQueue
+//! still fills one queue per thread), and the thread plan, ring modes and
+//! notifiers are those of N threads. Each logical thread publishes what it
+//! staged at the end of its pass, so a plan change's barrier called from a
+//! pass does not wait for the others (`crossing::barrier`). The adaptive
+//! scheduler does not run (it moves tasks at moments of real time). The
+//! run is a fixed sequence of element calls, deterministic by
+//! construction, at the cost of using one core: simulated time is for
+//! repeatable outputs, not speed. Handlers called from outside the router
+//! (control sockets) still land at moments of real time.
 
 use paraclick_packet::Timestamp;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! # ARPQuerier
 //!
-//! ARPQuerier(IP, ETH, keywords CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY, TIMEOUT, POLL_TIMEOUT, BROADCAST, BROADCAST_POLL)
+//! ARPQuerier(IP, ETH, keywords TABLE, CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY, TIMEOUT, POLL_TIMEOUT, BROADCAST, BROADCAST_POLL)
 //! ARPQuerier(NAME, keywords ...)
 //!
 //! Encapsulates IP packets in Ethernet headers found via ARP.
@@ -40,6 +40,15 @@
 //! counts IP packets only).
 //!
 //! Keyword arguments:
+//! - `TABLE` (element name): an ARPTable holding this element's ARP state
+//!   (entries and saved packets), shared with every ARPQuerier naming it:
+//!   a reply heard by one lets all send to that address, and the one that
+//!   hears it sends the packets any of them saved for it. CAPACITY,
+//!   ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY and TIMEOUT are then the
+//!   ARPTable's (these keywords are ignored here), and `table`, `count`,
+//!   `length`, `insert`, `delete` and `clear` act on the shared table. By
+//!   default the element has a table of its own. Naming anything but an
+//!   ARPTable is an error.
 //! - `CAPACITY` (unsigned, default 2048): the most saved packets overall;
 //!   0 means unlimited. When it is reached, the oldest saved packets (half
 //!   of them) are dropped.
@@ -80,7 +89,7 @@
 //!
 //! Hot reconfiguration (`-R`): an ARPQuerier of the same name takes the old
 //! one's table (entries keep their ages, waiting packets keep waiting) and
-//! counts.
+//! counts; a table shared through TABLE moves with its ARPTable.
 //!
 //! Example:
 //!
@@ -90,6 +99,7 @@
 //!     c[1] -> Strip(14) -> CheckIPHeader -> ... -> [0]a;
 //!     a -> Queue -> ToDevice(eth0);
 
+use super::arp_table::ArpTable;
 use super::ether_encap::encap;
 use paraclick_packet::wire::{
     ethertype, ArpOp, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, Ipv4Prefix,
@@ -103,7 +113,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 const SEC: u64 = 1_000_000_000;
@@ -220,18 +230,15 @@ struct Effects {
     dead: Vec<Packet>,
 }
 
-pub struct ArpQuerier {
-    my_ip: AtomicU32,
-    my_eth: EtherAddr,
-    bcast: Option<u32>,
-    query_port: usize,
+/// An ARP table with its saved packets: an ARPQuerier's own, or an
+/// ARPTable's shared by the ARPQueriers that name it with `TABLE`.
+pub(crate) struct ArpShared {
     capacity: usize,
     entry_capacity: usize,
     entry_packet_capacity: usize,
+    /// At CAPACITY, 1/slim_factor of the saved packets are dropped.
+    slim_factor: usize,
     timeout: u64,
-    poll_timeout: u64,
-    broadcast_poll: bool,
-    period: Duration,
     epoch: Instant,
     /// Added to the time since `epoch`: a table taken from another router
     /// (hot reconfiguration) keeps that router's clock.
@@ -241,117 +248,37 @@ pub struct ArpQuerier {
     /// publication; threads compare it with their cached one).
     snap: Mutex<Arc<Snapshot>>,
     gen: AtomicU64,
-    cache: PerThread<Cache>,
-    queries: Counter,
-    responses: Counter,
-    drops: Counter,
+    /// Elements whose timer 0 sends packets a handler released and drops
+    /// what a handler deleted (the queriers using the table).
+    users: Mutex<Vec<usize>>,
 }
 
-pub fn spec() -> ClassSpec {
-    ClassSpec::element("ARPQuerier", "2/1-2", "h", make)
+/// The parameters of a table.
+pub(crate) struct TableParams {
+    pub capacity: usize,
+    pub entry_capacity: usize,
+    pub entry_packet_capacity: usize,
+    pub slim_factor: usize,
+    pub timeout: Duration,
 }
 
-fn dur_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
-    let mut a = cx.args();
-    let first = a.read_mp::<Raw>("IP").0;
-    let eth = a.read_p::<EtherAddr>("ETH");
-    let capacity = a.read::<usize>("CAPACITY").unwrap_or(2048);
-    let entry_capacity = a.read::<usize>("ENTRY_CAPACITY").unwrap_or(0);
-    let entry_packet_capacity = a.read::<usize>("ENTRY_PACKET_CAPACITY").unwrap_or(0);
-    let timeout = a
-        .read::<Duration>("TIMEOUT")
-        .unwrap_or(Duration::from_secs(300));
-    let poll_timeout = a
-        .read::<Duration>("POLL_TIMEOUT")
-        .unwrap_or(Duration::from_secs(60));
-    let bcast = a.read::<Ipv4Addr>("BROADCAST");
-    let broadcast_poll = a.read::<bool>("BROADCAST_POLL").unwrap_or(false);
-    if a.read::<Raw>("TABLE").is_some() {
-        return Err("TABLE: ARPTable elements are not supported; use the built-in table".into());
+impl ArpShared {
+    pub(crate) fn new(p: TableParams) -> ArpShared {
+        ArpShared {
+            capacity: p.capacity,
+            entry_capacity: p.entry_capacity,
+            entry_packet_capacity: p.entry_packet_capacity,
+            slim_factor: p.slim_factor.max(1),
+            timeout: dur_ns(p.timeout),
+            epoch: Instant::now(),
+            base: AtomicU64::new(0),
+            table: Mutex::new(Table::default()),
+            snap: Mutex::new(Arc::new(Snapshot::default())),
+            gen: AtomicU64::new(0),
+            users: Mutex::new(Vec::new()),
+        }
     }
-    a.complete()?;
-    let env: &ArgEnv = cx.env;
-    let prefix = Ipv4Prefix::from_arg(&first, env).map_err(|e| format!("IP: {e}"))?;
-    let my_eth = match eth {
-        Some(e) => e,
-        None => EtherAddr::from_arg(&first, env)
-            .map_err(|_| "missing mandatory ETH argument".to_string())?,
-    };
-    let bcast = bcast
-        .map(u32::from)
-        .or_else(|| (prefix.len < 31).then(|| u32::from(prefix.addr) | !prefix.mask_u32()));
-    let timeout_ns = dur_ns(timeout);
-    let period = if timeout_ns == 0 {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_nanos((timeout_ns / 4).clamp(10_000_000, SEC))
-    };
-    let nthreads = cx.nthreads;
-    let empty = Arc::new(Snapshot::default());
-    Ok(ArpQuerier {
-        my_ip: AtomicU32::new(u32::from(prefix.addr)),
-        my_eth,
-        bcast,
-        query_port: if cx.noutputs >= 2 { 1 } else { 0 },
-        capacity,
-        entry_capacity,
-        entry_packet_capacity,
-        timeout: timeout_ns,
-        poll_timeout: dur_ns(poll_timeout),
-        broadcast_poll,
-        period,
-        epoch: Instant::now(),
-        base: AtomicU64::new(0),
-        table: Mutex::new(Table::default()),
-        snap: Mutex::new(empty.clone()),
-        gen: AtomicU64::new(0),
-        cache: PerThread::new(nthreads, |_| Cache {
-            gen: 0,
-            snap: empty.clone(),
-            polls: [(0, EtherAddr::ZERO, 0); MAX_POLLS_PER_BATCH],
-        }),
-        queries: Counter::new(nthreads),
-        responses: Counter::new(nthreads),
-        drops: Counter::new(nthreads),
-    })
-}
 
-/// The next hop of an IP packet: its destination annotation, or the IP
-/// header's destination when that is 0.0.0.0.
-#[inline]
-fn next_hop(p: &Packet) -> u32 {
-    let a = u32::from(p.anno().dst_ip);
-    if a != 0 {
-        return a;
-    }
-    let h = match p.network_header() {
-        Some(h) => h,
-        None => p.data(),
-    };
-    match h.get(16..20) {
-        Some(d) if h.len() >= 20 => u32::from_be_bytes([d[0], d[1], d[2], d[3]]),
-        _ => 0,
-    }
-}
-
-/// The Ethernet destination of addresses that need no ARP.
-#[inline]
-fn special(dst: u32, bcast: Option<u32>) -> Option<EtherAddr> {
-    if dst == u32::MAX || Some(dst) == bcast {
-        Some(EtherAddr::BROADCAST)
-    } else if dst >> 28 == 0xE {
-        let b = dst.to_be_bytes();
-        Some(EtherAddr([0x01, 0x00, 0x5E, b[1] & 0x7F, b[2], b[3]]))
-    } else {
-        None
-    }
-}
-
-impl ArpQuerier {
     #[inline]
     fn now(&self, t: Instant) -> u64 {
         dur_ns(t.saturating_duration_since(self.epoch)) + self.base.load(Ordering::Relaxed)
@@ -362,8 +289,47 @@ impl ArpQuerier {
         self.timeout != 0 && now > live.saturating_add(self.timeout)
     }
 
+    /// How often a user's timer runs: a quarter of TIMEOUT, between 10 ms
+    /// and 1 s.
+    fn period(&self) -> Duration {
+        if self.timeout == 0 {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_nanos((self.timeout / 4).clamp(10_000_000, SEC))
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add_user(&self, elem: usize) {
+        let mut u = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        if !u.contains(&elem) {
+            u.push(elem);
+        }
+    }
+
+    /// Asks the users' timers to run now (packets to send or drop).
+    fn wake_users(&self, hx: &HandlerCx<'_>) {
+        let users = self.users.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for u in users {
+            hx.schedule_element_after(u, TIMER, Duration::ZERO);
+        }
+    }
+
+    /// Saved packets and packets waiting to be dropped.
+    pub(crate) fn queued(&self) -> usize {
+        let t = self.lock();
+        t.pending + t.graveyard.len()
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.lock().map.len()
+    }
+
+    pub(crate) fn length(&self) -> usize {
+        self.lock().pending
     }
 
     /// Publishes the table's known entries for the packet path, keeping
@@ -416,7 +382,12 @@ impl ArpQuerier {
         let mut evicted_known = false;
         if !t.map.contains_key(&ip) && self.entry_capacity > 0 {
             while t.map.len() >= self.entry_capacity {
-                let Some(oldest) = t.map.iter().min_by_key(|(_, e)| e.live).map(|(&k, _)| k) else {
+                let Some(oldest) = t
+                    .map
+                    .iter()
+                    .min_by_key(|(&ip, e)| (e.live, ip))
+                    .map(|(&k, _)| k)
+                else {
                     break;
                 };
                 if let Some(e) = Self::remove_entry(t, oldest, dead) {
@@ -466,8 +437,8 @@ impl ArpQuerier {
     fn save(&self, t: &mut Table, ip: u32, p: Packet, now: u64, fx: &mut Effects) -> bool {
         let vlan = p.anno().vlan_tci;
         if self.capacity > 0 && t.pending >= self.capacity {
-            // Make room: drop the oldest half of the saved packets.
-            let target = self.capacity - self.capacity.div_ceil(2);
+            // Make room: drop the oldest 1/slim_factor of the saved packets.
+            let target = self.capacity - self.capacity.div_ceil(self.slim_factor);
             Self::slim(t, target, &mut fx.dead);
         }
         let (e, mut republish) = self.ensure(t, ip, now, &mut fx.dead);
@@ -498,11 +469,240 @@ impl ArpQuerier {
         republish
     }
 
+    pub(crate) fn table_text(&self, hx: &HandlerCx<'_>) -> String {
+        let now = self.now(hx.now());
+        let t = self.lock();
+        let mut v: Vec<(&u32, &Entry)> = t.map.iter().collect();
+        v.sort_by_key(|(ip, e)| (e.live, **ip));
+        let mut s = String::new();
+        for (&ip, e) in v {
+            let ok = e.known && !self.expired(e.live, now);
+            let age = Timestamp(now.saturating_sub(e.live) as i64);
+            s.push_str(&format!(
+                "{} {} {} {}\n",
+                Ipv4Addr::from(ip),
+                u8::from(ok),
+                e.eth,
+                age
+            ));
+        }
+        s
+    }
+
+    /// The `insert` handler: `IP ETH`. Packets waiting for IP are sent by
+    /// a user's timer, at once.
+    pub(crate) fn insert(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+        let mut it = v.split_whitespace();
+        let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
+            return Err(format!("expected 'IP ETH', not '{}'", v.trim()));
+        };
+        let ip = u32::from(hx.arg::<Ipv4Addr>(a)?);
+        let eth: EtherAddr = hx.arg(b)?;
+        if ip == 0 || eth.is_multicast() {
+            return Err(format!("bad entry '{}'", v.trim()));
+        }
+        let now = self.now(hx.now());
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        let (e, _) = self.ensure(&mut t, ip, now, &mut dead);
+        e.eth = eth;
+        e.known = true;
+        e.live = now;
+        e.polled = NEVER;
+        e.polls = 0;
+        let wake = !e.pending.is_empty() || !dead.is_empty();
+        t.graveyard.extend(dead);
+        self.publish(&t);
+        drop(t);
+        if wake {
+            self.wake_users(hx);
+        }
+        Ok(())
+    }
+
+    /// The `delete` handler; the entry's packets are dropped by a user's
+    /// timer.
+    pub(crate) fn delete(&self, ip: Ipv4Addr, hx: &HandlerCx<'_>) {
+        let ip = u32::from(ip);
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        if Self::remove_entry(&mut t, ip, &mut dead).is_some() {
+            let wake = !dead.is_empty();
+            t.graveyard.extend(dead);
+            self.publish(&t);
+            drop(t);
+            if wake {
+                self.wake_users(hx);
+            }
+        }
+    }
+
+    pub(crate) fn clear(&self, hx: &HandlerCx<'_>) {
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        let ips: Vec<u32> = t.map.keys().copied().collect();
+        for ip in ips {
+            Self::remove_entry(&mut t, ip, &mut dead);
+        }
+        let wake = !dead.is_empty();
+        t.graveyard.extend(dead);
+        self.publish(&t);
+        drop(t);
+        if wake {
+            self.wake_users(hx);
+        }
+    }
+
+    /// Hot reconfiguration: takes `old`'s entries and saved packets, and
+    /// continues its clock so entries expire when they would have.
+    pub(crate) fn take_from(&self, old: &ArpShared) {
+        let shift = dur_ns(self.epoch.saturating_duration_since(old.epoch));
+        self.base
+            .store(old.base.load(Ordering::Relaxed) + shift, Ordering::Relaxed);
+        let taken = std::mem::take(&mut *old.lock());
+        let mut t = self.lock();
+        *t = taken;
+        self.publish(&t);
+    }
+}
+
+pub struct ArpQuerier {
+    my_ip: AtomicU32,
+    my_eth: EtherAddr,
+    bcast: Option<u32>,
+    query_port: usize,
+    poll_timeout: u64,
+    broadcast_poll: bool,
+    /// `TABLE`: the ARPTable whose state this querier uses.
+    table_name: Option<String>,
+    /// The table: this element's own, or (TABLE) the ARPTable's, bound at
+    /// initialization.
+    state: OnceLock<Arc<ArpShared>>,
+    cache: PerThread<Cache>,
+    queries: Counter,
+    responses: Counter,
+    drops: Counter,
+}
+
+pub fn spec() -> ClassSpec {
+    ClassSpec::element("ARPQuerier", "2/1-2", "h", make)
+}
+
+fn dur_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
+    let mut a = cx.args();
+    let first = a.read_mp::<Raw>("IP").0;
+    let eth = a.read_p::<EtherAddr>("ETH");
+    let capacity = a.read::<usize>("CAPACITY").unwrap_or(2048);
+    let entry_capacity = a.read::<usize>("ENTRY_CAPACITY").unwrap_or(0);
+    let entry_packet_capacity = a.read::<usize>("ENTRY_PACKET_CAPACITY").unwrap_or(0);
+    let timeout = a
+        .read::<Duration>("TIMEOUT")
+        .unwrap_or(Duration::from_secs(300));
+    let poll_timeout = a
+        .read::<Duration>("POLL_TIMEOUT")
+        .unwrap_or(Duration::from_secs(60));
+    let bcast = a.read::<Ipv4Addr>("BROADCAST");
+    let broadcast_poll = a.read::<bool>("BROADCAST_POLL").unwrap_or(false);
+    let table_name = a.read::<Raw>("TABLE").map(|r| r.0);
+    a.complete()?;
+    let env: &ArgEnv = cx.env;
+    let prefix = Ipv4Prefix::from_arg(&first, env).map_err(|e| format!("IP: {e}"))?;
+    let my_eth = match eth {
+        Some(e) => e,
+        None => EtherAddr::from_arg(&first, env)
+            .map_err(|_| "missing mandatory ETH argument".to_string())?,
+    };
+    let bcast = bcast
+        .map(u32::from)
+        .or_else(|| (prefix.len < 31).then(|| u32::from(prefix.addr) | !prefix.mask_u32()));
+    let state = OnceLock::new();
+    if table_name.is_none() {
+        let _ = state.set(Arc::new(ArpShared::new(TableParams {
+            capacity,
+            entry_capacity,
+            entry_packet_capacity,
+            slim_factor: 2,
+            timeout,
+        })));
+    }
+    let nthreads = cx.nthreads;
+    let empty = Arc::new(Snapshot::default());
+    Ok(ArpQuerier {
+        my_ip: AtomicU32::new(u32::from(prefix.addr)),
+        my_eth,
+        bcast,
+        query_port: if cx.noutputs >= 2 { 1 } else { 0 },
+        poll_timeout: dur_ns(poll_timeout),
+        broadcast_poll,
+        table_name,
+        state,
+        cache: PerThread::new(nthreads, |_| Cache {
+            gen: 0,
+            snap: empty.clone(),
+            polls: [(0, EtherAddr::ZERO, 0); MAX_POLLS_PER_BATCH],
+        }),
+        queries: Counter::new(nthreads),
+        responses: Counter::new(nthreads),
+        drops: Counter::new(nthreads),
+    })
+}
+
+/// The next hop of an IP packet: its destination annotation, or the IP
+/// header's destination when that is 0.0.0.0.
+#[inline]
+fn next_hop(p: &Packet) -> u32 {
+    let a = u32::from(p.anno().dst_ip);
+    if a != 0 {
+        return a;
+    }
+    let h = match p.network_header() {
+        Some(h) => h,
+        None => p.data(),
+    };
+    match h.get(16..20) {
+        Some(d) if h.len() >= 20 => u32::from_be_bytes([d[0], d[1], d[2], d[3]]),
+        _ => 0,
+    }
+}
+
+/// The Ethernet destination of addresses that need no ARP.
+#[inline]
+fn special(dst: u32, bcast: Option<u32>) -> Option<EtherAddr> {
+    if dst == u32::MAX || Some(dst) == bcast {
+        Some(EtherAddr::BROADCAST)
+    } else if dst >> 28 == 0xE {
+        let b = dst.to_be_bytes();
+        Some(EtherAddr([0x01, 0x00, 0x5E, b[1] & 0x7F, b[2], b[3]]))
+    } else {
+        None
+    }
+}
+
+impl ArpQuerier {
+    /// The table (bound at configuration, or at initialization for TABLE;
+    /// nothing runs before that).
+    #[inline]
+    fn st(&self) -> &ArpShared {
+        self.state
+            .get()
+            .expect("ARPQuerier's table is bound before the router runs")
+    }
+
+    /// Whether the table is this element's own (not an ARPTable's).
+    fn owns_table(&self) -> bool {
+        self.table_name.is_none()
+    }
+
     /// Handles packets the snapshot could not send.
     fn slow_path(&self, cx: &mut Cx<'_>, slow: Batch, now: u64) {
+        let st = self.st();
         let mut fx = Effects::default();
         {
-            let mut t = self.lock();
+            let mut t = st.lock();
             let mut republish = false;
             for mut p in slow {
                 let ip = next_hop(&p);
@@ -513,7 +713,7 @@ impl ArpQuerier {
                 let known = t
                     .map
                     .get(&ip)
-                    .filter(|e| e.known && !self.expired(e.live, now))
+                    .filter(|e| e.known && !st.expired(e.live, now))
                     .map(|e| e.eth);
                 match known {
                     Some(eth) => {
@@ -523,11 +723,11 @@ impl ArpQuerier {
                             fx.dead.push(p);
                         }
                     }
-                    None => republish |= self.save(&mut t, ip, p, now, &mut fx),
+                    None => republish |= st.save(&mut t, ip, p, now, &mut fx),
                 }
             }
             if republish {
-                self.publish(&t);
+                st.publish(&t);
             }
         }
         self.finish(cx, fx);
@@ -578,8 +778,9 @@ impl ArpQuerier {
 
     /// Input 0: IP packets.
     fn push_ip(&self, cx: &mut Cx<'_>, mut batch: Batch) {
-        let now = self.now(cx.now());
-        let gen = self.gen.load(Ordering::Acquire);
+        let st = self.st();
+        let now = st.now(cx.now());
+        let gen = st.gen.load(Ordering::Acquire);
         let mut out = Batch::new();
         let mut slow = Batch::new();
         let mut dead = Batch::new();
@@ -588,7 +789,7 @@ impl ArpQuerier {
         {
             let cache = self.cache.get(cx);
             if cache.gen != gen {
-                cache.snap = self.snap.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                cache.snap = st.snap.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 cache.gen = gen;
             }
             let snap = &*cache.snap;
@@ -597,7 +798,7 @@ impl ArpQuerier {
                 let eth = match special(ip, self.bcast) {
                     Some(eth) => eth,
                     None => match snap.map.get(&ip) {
-                        Some(e) if ip != 0 && !self.expired(e.live, now) => {
+                        Some(e) if ip != 0 && !st.expired(e.live, now) => {
                             if self.poll_timeout != 0
                                 && now >= e.live.saturating_add(self.poll_timeout)
                                 && npolls < MAX_POLLS_PER_BATCH
@@ -664,7 +865,8 @@ impl ArpQuerier {
 
     /// Input 1: ARP replies.
     fn push_arp(&self, cx: &mut Cx<'_>, mut batch: Batch) {
-        let now = self.now(cx.now());
+        let st = self.st();
+        let now = st.now(cx.now());
         let mut fx = Effects::default();
         // Every packet of input 1 ends here: replies are consumed once
         // recorded (counted by `responses`), the rest are bad. Both count as
@@ -672,7 +874,7 @@ impl ArpQuerier {
         let mut used = Batch::new();
         let mut answered = 0u64;
         {
-            let mut t = self.lock();
+            let mut t = st.lock();
             let mut republish = false;
             for p in batch.drain() {
                 let reply = parse_reply(&p);
@@ -681,7 +883,7 @@ impl ArpQuerier {
                     continue;
                 };
                 answered += 1;
-                let (e, _) = self.ensure(&mut t, ip, now, &mut fx.dead);
+                let (e, _) = st.ensure(&mut t, ip, now, &mut fx.dead);
                 e.eth = eth;
                 e.known = true;
                 e.live = now;
@@ -699,90 +901,12 @@ impl ArpQuerier {
                 republish = true;
             }
             if republish {
-                self.publish(&t);
+                st.publish(&t);
             }
         }
         self.responses.add(cx.thread(), answered);
         cx.drop_batch(used);
         self.finish(cx, fx);
-    }
-
-    fn table_text(&self, hx: &HandlerCx<'_>) -> String {
-        let now = self.now(hx.now());
-        let t = self.lock();
-        let mut v: Vec<(&u32, &Entry)> = t.map.iter().collect();
-        v.sort_by_key(|(ip, e)| (e.live, **ip));
-        let mut s = String::new();
-        for (&ip, e) in v {
-            let ok = e.known && !self.expired(e.live, now);
-            let age = Timestamp(now.saturating_sub(e.live) as i64);
-            s.push_str(&format!(
-                "{} {} {} {}\n",
-                Ipv4Addr::from(ip),
-                u8::from(ok),
-                e.eth,
-                age
-            ));
-        }
-        s
-    }
-
-    fn insert(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
-        let mut it = v.split_whitespace();
-        let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
-            return Err(format!("expected 'IP ETH', not '{}'", v.trim()));
-        };
-        let ip = u32::from(hx.arg::<Ipv4Addr>(a)?);
-        let eth: EtherAddr = hx.arg(b)?;
-        if ip == 0 || eth.is_multicast() {
-            return Err(format!("bad entry '{}'", v.trim()));
-        }
-        let now = self.now(hx.now());
-        let mut t = self.lock();
-        let mut dead = Vec::new();
-        let (e, _) = self.ensure(&mut t, ip, now, &mut dead);
-        e.eth = eth;
-        e.known = true;
-        e.live = now;
-        e.polled = NEVER;
-        e.polls = 0;
-        let wake = !e.pending.is_empty() || !dead.is_empty();
-        t.graveyard.extend(dead);
-        self.publish(&t);
-        drop(t);
-        if wake {
-            hx.schedule_after(TIMER, Duration::ZERO);
-        }
-        Ok(())
-    }
-
-    fn delete(&self, ip: Ipv4Addr, hx: &HandlerCx<'_>) {
-        let ip = u32::from(ip);
-        let mut t = self.lock();
-        let mut dead = Vec::new();
-        if Self::remove_entry(&mut t, ip, &mut dead).is_some() {
-            let wake = !dead.is_empty();
-            t.graveyard.extend(dead);
-            self.publish(&t);
-            if wake {
-                hx.schedule_after(TIMER, Duration::ZERO);
-            }
-        }
-    }
-
-    fn clear(&self, hx: &HandlerCx<'_>) {
-        let mut t = self.lock();
-        let mut dead = Vec::new();
-        let ips: Vec<u32> = t.map.keys().copied().collect();
-        for ip in ips {
-            Self::remove_entry(&mut t, ip, &mut dead);
-        }
-        let wake = !dead.is_empty();
-        t.graveyard.extend(dead);
-        self.publish(&t);
-        if wake {
-            hx.schedule_after(TIMER, Duration::ZERO);
-        }
     }
 }
 
@@ -802,7 +926,7 @@ fn parse_reply(p: &Packet) -> Option<(u32, EtherAddr)> {
 
 impl Element for ArpQuerier {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("table", |e, hx| e.table_text(hx)),
+        Handler::read("table", |e, hx| e.st().table_text(hx)),
         Handler::read("stats", |e, _| {
             format!(
                 "{} packets killed\n{} ARP queries sent\n",
@@ -813,8 +937,8 @@ impl Element for ArpQuerier {
         Handler::read("queries", |e, _| e.queries.get().to_string()),
         Handler::read("responses", |e, _| e.responses.get().to_string()),
         Handler::read("drops", |e, _| e.drops.get().to_string()),
-        Handler::read("count", |e, _| e.lock().map.len().to_string()),
-        Handler::read("length", |e, _| e.lock().pending.to_string()),
+        Handler::read("count", |e, _| e.st().count().to_string()),
+        Handler::read("length", |e, _| e.st().length().to_string()),
         Handler::rw(
             "ipaddr",
             |e, _| Ipv4Addr::from(e.my_ip.load(Ordering::Relaxed)).to_string(),
@@ -827,13 +951,13 @@ impl Element for ArpQuerier {
         Handler::read("broadcast", |e, _| {
             Ipv4Addr::from(e.bcast.unwrap_or(u32::MAX)).to_string()
         }),
-        Handler::write("insert", |e, v, hx| e.insert(v, hx)),
+        Handler::write("insert", |e, v, hx| e.st().insert(v, hx)),
         Handler::write("delete", |e, v, hx| {
-            e.delete(hx.arg(v)?, hx);
+            e.st().delete(hx.arg(v)?, hx);
             Ok(())
         }),
         Handler::write("clear", |e, _, hx| {
-            e.clear(hx);
+            e.st().clear(hx);
             Ok(())
         }),
     ];
@@ -847,21 +971,33 @@ impl Element for ArpQuerier {
     }
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        ix.schedule_after(TIMER, self.period);
+        if let Some(n) = &self.table_name {
+            let i = ix
+                .find(n)
+                .ok_or_else(|| format!("TABLE: no element named '{n}'"))?;
+            let t = ix.element::<ArpTable>(i).ok_or_else(|| {
+                format!("TABLE: '{n}' ({}) is not an ARPTable", ix.element_class(i))
+            })?;
+            let _ = self.state.set(t.shared().clone());
+        }
+        let st = self.st();
+        st.add_user(ix.element_index());
+        ix.schedule_after(TIMER, st.period());
         Ok(())
     }
 
     /// Expires entries, retries queries for waiting packets, sends packets
     /// whose entry a handler inserted, drops what handlers deleted.
     fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
-        let now = self.now(cx.now());
+        let st = self.st();
+        let now = st.now(cx.now());
         let mut fx = Effects::default();
         {
-            let mut t = self.lock();
+            let mut t = st.lock();
             let mut republish = false;
             let mut expired = Vec::new();
             for (&ip, e) in t.map.iter_mut() {
-                if self.expired(e.live, now) {
+                if st.expired(e.live, now) {
                     expired.push(ip);
                 } else if e.known && !e.pending.is_empty() {
                     for mut q in e.pending.drain(..) {
@@ -880,7 +1016,7 @@ impl Element for ArpQuerier {
                 }
             }
             for ip in expired {
-                if let Some(e) = Self::remove_entry(&mut t, ip, &mut fx.dead) {
+                if let Some(e) = ArpShared::remove_entry(&mut t, ip, &mut fx.dead) {
                     republish |= e.known;
                 }
             }
@@ -888,30 +1024,40 @@ impl Element for ArpQuerier {
             let grave = std::mem::take(&mut t.graveyard);
             fx.dead.extend(grave);
             if republish {
-                self.publish(&t);
+                st.publish(&t);
             }
         }
         self.finish(cx, fx);
-        cx.schedule_after(TIMER, self.period);
+        cx.schedule_after(TIMER, st.period());
     }
 
+    /// Packets saved in this element's own table (an ARPTable counts those
+    /// of a shared one, once).
     fn queued(&self) -> usize {
-        let t = self.lock();
-        t.pending + t.graveyard.len()
+        match self.state.get() {
+            Some(st) if self.owns_table() => st.queued(),
+            _ => 0,
+        }
     }
 
     /// Hot reconfiguration: the old table (known entries with their ages,
     /// packets waiting for a reply) and the counts. This element's clock
-    /// continues the old one's, so entries expire when they would have.
-    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
-        let shift = dur_ns(self.epoch.saturating_duration_since(old.epoch));
-        self.base
-            .store(old.base.load(Ordering::Relaxed) + shift, Ordering::Relaxed);
-        let taken = std::mem::take(&mut *old.lock());
-        let mut t = self.lock();
-        *t = taken;
-        self.publish(&t);
-        drop(t);
+    /// continues the old one's, so entries expire when they would have. A
+    /// table shared through TABLE is the ARPTable's to take.
+    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
+        if let (Some(new), Some(o)) = (self.state.get(), old.state.get()) {
+            if self.owns_table() && old.owns_table() {
+                new.take_from(o);
+            } else if old.owns_table() {
+                // The old table is not carried into a shared one: its saved
+                // packets are dropped, counted.
+                let t = std::mem::take(&mut *o.lock());
+                let n = (t.pending + t.graveyard.len()) as u64;
+                drop(t);
+                self.drops.add(0, n);
+                sx.count_drops(n);
+            }
+        }
         self.queries.add(0, old.queries.get());
         self.responses.add(0, old.responses.get());
         self.drops.add(0, old.drops.get());
@@ -1338,6 +1484,279 @@ mod tests {
         ] {
             assert!(try_harness_io(bad, 2, 1).is_err(), "{bad}");
         }
+    }
+
+    const MY_ETH1: &str = "00:00:c0:ae:67:f0";
+
+    /// Two queriers naming one ARPTable `t`: `q0` (MY_IP, MY_ETH) and `q1`
+    /// (10.0.1.1, MY_ETH1), outputs into `a0`/`b0` and `a1`/`b1`.
+    fn two_queriers(table: &str, threads: usize) -> paraclick_runtime::Router {
+        let conf = format!(
+            "t :: ARPTable({table});
+             q0 :: ARPQuerier({MY_IP}, {MY_ETH}, TABLE t);
+             q1 :: ARPQuerier(10.0.1.1, {MY_ETH1}, TABLE t, CAPACITY 1);
+             TestSource -> [0]q0; TestSource -> [1]q0;
+             TestSource -> [0]q1; TestSource -> [1]q1;
+             q0[0] -> a0 :: TestSink; q0[1] -> b0 :: TestSink;
+             q1[0] -> a1 :: TestSink; q1[1] -> b1 :: TestSink;"
+        );
+        paraclick_runtime::Router::from_str(&conf, &reg(), threads)
+            .unwrap_or_else(|d| panic!("{}", d[0].message))
+    }
+
+    fn sink(r: &paraclick_runtime::Router, name: &str) -> Vec<Packet> {
+        r.element::<paraclick_runtime::testing::TestSink>(name)
+            .unwrap()
+            .take()
+    }
+
+    fn send(r: &paraclick_runtime::Router, e: &str, port: usize, ps: Vec<Packet>) {
+        r.push_into(e, port, paraclick_packet::Batch::from(ps))
+            .unwrap();
+    }
+
+    fn encapsulated_from(src_eth: &str, dst_eth: &str, tag: u8) -> Vec<u8> {
+        ether_frame(
+            eth(dst_eth),
+            eth(src_eth),
+            0x0800,
+            &ipv4(ip("10.0.0.100"), ip("192.168.7.7"), 17, &[tag]),
+        )
+    }
+
+    #[test]
+    fn queriers_naming_one_arptable_share_its_entries() {
+        let r = two_queriers("", 1);
+        // q0 learns PEER from a reply...
+        send(&r, "q0", 0, vec![to(PEER_IP, 1)]);
+        assert_eq!(
+            datas(&sink(&r, "b0")),
+            vec![query_for(PEER_IP, EtherAddr::BROADCAST)]
+        );
+        send(&r, "q0", 1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        assert_eq!(
+            datas(&sink(&r, "a0")),
+            vec![encapsulated(PEER_ETH, PEER_IP, 1)]
+        );
+        // ...and q1 sends to PEER without asking, with its own source.
+        send(&r, "q1", 0, vec![to(PEER_IP, 2)]);
+        assert_eq!(
+            datas(&sink(&r, "a1")),
+            vec![encapsulated_from(MY_ETH1, PEER_ETH, 2)]
+        );
+        assert!(sink(&r, "b1").is_empty());
+        assert_eq!(r.read_handler("q1.queries").unwrap(), "0");
+        // Every view of the table shows the learnt entry.
+        for h in ["t.table", "q0.table", "q1.table"] {
+            let t = r.read_handler(h).unwrap();
+            assert!(t.starts_with("10.0.0.2 1 00-11-22-33-44-55 "), "{h}: {t}");
+            assert_eq!(t.lines().count(), 1, "{h}: {t}");
+        }
+        assert_eq!(r.read_handler("t.count").unwrap(), "1");
+        assert_eq!(r.read_handler("q1.count").unwrap(), "1");
+
+        // An entry inserted through the ARPTable serves both queriers.
+        r.write_handler("t.insert", "10.0.0.3 00:11:22:33:44:77")
+            .unwrap();
+        send(&r, "q0", 0, vec![to("10.0.0.3", 3)]);
+        send(&r, "q1", 0, vec![to("10.0.0.3", 4)]);
+        assert_eq!(
+            datas(&sink(&r, "a0")),
+            vec![encapsulated("00:11:22:33:44:77", "10.0.0.3", 3)]
+        );
+        assert_eq!(
+            datas(&sink(&r, "a1")),
+            vec![encapsulated_from(MY_ETH1, "00:11:22:33:44:77", 4)]
+        );
+        // A querier's delete is the table's.
+        r.write_handler("q1.delete", PEER_IP).unwrap();
+        assert!(!r.read_handler("t.table").unwrap().contains("10.0.0.2 "));
+        send(&r, "q0", 0, vec![to(PEER_IP, 5)]);
+        assert!(sink(&r, "a0").is_empty());
+        assert_eq!(sink(&r, "b0").len(), 1);
+        assert_eq!(r.total_queued(), 1, "the saved packet is counted once");
+        r.write_handler("t.clear", "").unwrap();
+        assert_eq!(r.read_handler("q0.count").unwrap(), "0");
+    }
+
+    #[test]
+    fn saved_packets_leave_through_the_querier_that_hears_the_reply() {
+        // TABLE: the querier's own CAPACITY (1 for q1) is ignored, the
+        // ARPTable's counts (ENTRY_PACKET_CAPACITY 2 here).
+        let r = two_queriers("ENTRY_PACKET_CAPACITY 2", 1);
+        send(&r, "q1", 0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
+        send(&r, "q0", 0, vec![to(PEER_IP, 3)]);
+        assert_eq!(r.read_handler("t.length").unwrap(), "2");
+        assert_eq!(r.read_handler("q1.length").unwrap(), "2");
+        assert_eq!(sink(&r, "b1").len(), 1); // one query (rate limit)
+        assert!(sink(&r, "b0").is_empty());
+        assert_eq!(r.total_queued(), 2, "saved packets are counted once");
+        assert_eq!(r.total_drops(), 1); // packet 1 made room for 3
+                                        // q0 hears the reply and sends all of PEER's saved packets.
+        send(&r, "q0", 1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        assert_eq!(
+            datas(&sink(&r, "a0")),
+            vec![
+                encapsulated(PEER_ETH, PEER_IP, 2),
+                encapsulated(PEER_ETH, PEER_IP, 3)
+            ]
+        );
+        assert!(sink(&r, "a1").is_empty());
+        assert_eq!(r.total_queued(), 0);
+        assert_eq!(r.read_handler("t.length").unwrap(), "0");
+    }
+
+    #[test]
+    fn arptable_insert_releases_packets_a_querier_saved() {
+        let r = two_queriers("", 1);
+        send(&r, "q1", 0, vec![to(PEER_IP, 7)]);
+        send(&r, "q0", 0, vec![to("10.0.0.9", 8)]);
+        assert_eq!(sink(&r, "b1").len(), 1);
+        assert_eq!(sink(&r, "b0").len(), 1);
+        assert_eq!(r.total_queued(), 2);
+        // Inserted through the ARPTable: a querier's timer sends packet 7;
+        // deleted through it: a querier's timer drops packet 8.
+        r.write_handler("t.insert", &format!("{PEER_IP} {PEER_ETH}"))
+            .unwrap();
+        r.write_handler("t.delete", "10.0.0.9").unwrap();
+        assert_eq!(r.total_queued(), 2, "until a timer runs");
+        run_router_for(&r, Duration::from_millis(50));
+        let mut out = sink(&r, "a0");
+        out.extend(sink(&r, "a1"));
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0].data()[..6], &eth(PEER_ETH).0[..]);
+        assert_eq!(*out[0].data().last().unwrap(), 7);
+        assert_eq!(r.total_queued(), 0);
+        assert_eq!(r.total_drops(), 1);
+        let killed: u64 = ["q0", "q1"]
+            .iter()
+            .map(|q| {
+                r.read_handler(&format!("{q}.drops"))
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(killed, 1);
+    }
+
+    #[test]
+    fn table_must_name_an_arptable() {
+        let e = try_harness_io(
+            &format!("ARPQuerier({MY_IP}, {MY_ETH}, TABLE c); c :: AddressInfo(x 10.0.0.5)"),
+            2,
+            1,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.contains("TABLE: 'c' (AddressInfo) is not an ARPTable"),
+            "{e}"
+        );
+        let e = try_harness_io(&format!("ARPQuerier({MY_IP}, {MY_ETH}, TABLE nope)"), 2, 1)
+            .err()
+            .unwrap();
+        assert!(e.contains("TABLE: no element named 'nope'"), "{e}");
+    }
+
+    fn run_router_for(r: &paraclick_runtime::Router, d: Duration) {
+        let s = r.stopper();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(d);
+            s.stop();
+        });
+        r.run();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn hot_swap_moves_a_shared_table_with_its_arptable() {
+        let old = two_queriers("", 1);
+        old.write_handler("t.insert", &format!("{PEER_IP} {PEER_ETH}"))
+            .unwrap();
+        send(&old, "q1", 0, vec![to("10.0.0.9", 1)]);
+        sink(&old, "b1");
+        let new = two_queriers("", 1);
+        new.take_state_from(&old).unwrap();
+        assert_eq!(new.read_handler("t.count").unwrap(), "2");
+        assert_eq!(new.read_handler("q0.count").unwrap(), "2");
+        assert_eq!(new.total_queued(), 1);
+        assert_eq!(old.total_queued(), 0);
+        send(&new, "q0", 1, vec![reply_from("10.0.0.9", PEER_ETH)]);
+        assert_eq!(sink(&new, "a0").len(), 1);
+        assert_eq!(new.total_queued(), 0);
+
+        // A querier's own table does not go into a shared one: its saved
+        // packets are dropped, counted.
+        let own = harness_io(&format!("ARPQuerier({MY_IP}, {MY_ETH})"), 2, 2);
+        own.push(0, vec![to(PEER_IP, 2)]);
+        own.output(1);
+        let shared = harness_io(
+            &format!("ARPQuerier({MY_IP}, {MY_ETH}, TABLE t); t :: ARPTable"),
+            2,
+            2,
+        );
+        shared.router.take_state_from(&own.router).unwrap();
+        assert_eq!(own.router.total_queued(), 0);
+        assert_eq!(shared.router.total_queued(), 0);
+        assert_eq!(shared.router.total_drops(), 1);
+        assert_eq!(shared.read("drops").unwrap(), "1");
+    }
+
+    #[test]
+    fn queriers_on_two_threads_share_an_arptable() {
+        use paraclick_runtime::Router;
+        let data = ipv4(ip("10.0.0.100"), ip(PEER_IP), 17, &[1, 2, 3, 4]);
+        let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+        let conf = format!(
+            "t :: ARPTable;
+             s0 :: InfiniteSource(DATA \\<{hex}>, LIMIT 3000, BURST 8);
+             s1 :: InfiniteSource(DATA \\<{hex}>, LIMIT 3000, BURST 8);
+             q0 :: ARPQuerier({MY_IP}, {MY_ETH}, TABLE t);
+             q1 :: ARPQuerier(10.0.1.1, {MY_ETH1}, TABLE t);
+             StaticThreadSched(s0 0, s1 1);
+             s0 -> q0; s1 -> q1; TestSource -> [1]q0; TestSource -> [1]q1;
+             q0 -> o :: TestSink; q1 -> o;"
+        );
+        let r = Router::from_str(&conf, &reg(), 2).unwrap_or_else(|d| panic!("{}", d[0].message));
+        r.write_handler("t.insert", &format!("{PEER_IP} {PEER_ETH}"))
+            .unwrap();
+        let stop = r.stopper();
+        std::thread::scope(|sc| {
+            sc.spawn(|| r.run());
+            // Rewrite the entry (through the table) while both send.
+            let sink = r
+                .element::<paraclick_runtime::testing::TestSink>("o")
+                .unwrap();
+            let t0 = std::time::Instant::now();
+            let mut flip = false;
+            while sink.len() < 6000 && t0.elapsed() < Duration::from_secs(20) {
+                let mac = if flip { "00:11:22:33:44:66" } else { PEER_ETH };
+                r.write_handler("t.insert", &format!("{PEER_IP} {mac}"))
+                    .unwrap();
+                flip = !flip;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            stop.stop();
+        });
+        let out = sink(&r, "o");
+        assert_eq!(out.len(), 6000);
+        let (mut from0, mut from1) = (0, 0);
+        for p in &out {
+            let d = p.data();
+            assert!(d[..6] == eth(PEER_ETH).0 || d[..6] == eth("00:11:22:33:44:66").0);
+            if d[6..12] == eth(MY_ETH).0 {
+                from0 += 1;
+            } else {
+                assert_eq!(&d[6..12], &eth(MY_ETH1).0[..]);
+                from1 += 1;
+            }
+            assert_eq!(&d[14..], &data[..]);
+        }
+        assert_eq!((from0, from1), (3000, 3000));
+        assert_eq!(r.total_drops(), 0);
+        assert_eq!(r.read_handler("q0.queries").unwrap(), "0");
+        assert_eq!(r.read_handler("q1.queries").unwrap(), "0");
     }
 
     #[test]

@@ -1,49 +1,62 @@
 //! # ARPTable
 //!
-//! ARPTable(keywords CAPACITY, ENTRY_CAPACITY, TIMEOUT)
+//! ARPTable(keywords CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY, CAPACITY_SLIM_FACTOR, TIMEOUT)
 //!
 //! Stores IP-to-Ethernet mappings.
 //!
-//! Ports: none. An information element holding an ARP table that handlers
-//! read and change. (ARPQuerier keeps its own table; its `TABLE` keyword
-//! does not yet name an ARPTable.)
+//! Ports: none. An information element holding an ARP table. ARPQuerier
+//! normally keeps a table of its own; ARPQueriers whose `TABLE` keyword
+//! names an ARPTable share this one: an entry learnt from a reply on any of
+//! them lets all of them send without querying, and packets any of them
+//! saved for an address are sent (with that querier's Ethernet source) by
+//! the querier that receives its reply.
 //!
 //! Keyword arguments:
 //! - `CAPACITY` (unsigned, default 2048; 0 unlimited): the most saved IP
-//!   packets the table may hold (accepted for compatibility; this table
-//!   saves no packets, as no querier uses it yet).
+//!   packets the table holds.
 //! - `ENTRY_CAPACITY` (unsigned, default 0 = unlimited): the most entries;
-//!   inserting past it evicts the least recently updated entry.
+//!   a new entry past it evicts the least recently updated one.
+//! - `ENTRY_PACKET_CAPACITY` (unsigned, default 0 = unlimited): the most
+//!   saved packets per entry; the entry's oldest makes room.
+//! - `CAPACITY_SLIM_FACTOR` (unsigned, default 2): at CAPACITY, 1/this of
+//!   the saved packets (the oldest) are dropped.
 //! - `TIMEOUT` (time, default 5 minutes; 0 never): after this long since
-//!   its last update an entry is invalid.
+//!   its last update an entry is invalid, and removed by a querier's timer
+//!   (its saved packets dropped).
 //!
 //! Handlers:
 //! - `table` (read): one entry per line, least recently updated first: IP
-//!   address, 1 if valid (0 if expired), Ethernet address, time since last
-//!   update, as ARPQuerier's `table`.
-//! - `count` (read): entries in the table.
-//! - `insert` (write): `IP ETH` adds or refreshes an entry.
+//!   address, 1 if valid (0 if expired or still unknown), Ethernet address
+//!   (FF-FF-FF-FF-FF-FF while unknown), time since last update, as
+//!   ARPQuerier's `table`.
+//! - `count` (read): entries in the table; `length` (read): saved packets.
+//! - `insert` (write): `IP ETH` adds or refreshes an entry; packets saved
+//!   for IP are sent at once by a querier using the table.
 //! - `delete` (write): deletes the entry for an IP address.
-//! - `clear` (write): deletes every entry.
+//! - `clear` (write): deletes every entry. Saved packets of deleted entries
+//!   are dropped (counted by a querier using the table).
+//!
+//! Threads: the queriers sharing the table use its locking (a mutex for
+//! changes, an immutable snapshot of the known entries for the packet
+//! path), from any thread.
+//!
+//! Hot reconfiguration (`-R`): an ARPTable of the same name takes the old
+//! one's entries and saved packets.
 //!
 //! Example:
 //!
 //!     arpt :: ARPTable(ENTRY_CAPACITY 1000, TIMEOUT 60);
+//!     q0 :: ARPQuerier(10.0.0.1, 00:00:00:00:00:01, TABLE arpt);
+//!     q1 :: ARPQuerier(10.0.1.1, 00:00:00:00:01:01, TABLE arpt);
 
-use paraclick_packet::wire::EtherAddr;
-use paraclick_packet::Timestamp;
-use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, HandlerCx};
-use std::collections::HashMap;
+use super::arp_querier::{ArpShared, TableParams};
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, StateCx};
 use std::net::Ipv4Addr;
-use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub struct ArpTable {
-    #[allow(dead_code)] // no packets are saved until a querier shares the table
-    capacity: usize,
-    entry_capacity: usize,
-    timeout: Duration,
-    map: Mutex<HashMap<Ipv4Addr, (EtherAddr, Instant)>>,
+    shared: Arc<ArpShared>,
 }
 
 pub fn spec() -> ClassSpec {
@@ -54,93 +67,59 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ArpTable, String> {
     let mut a = cx.args();
     let capacity = a.read::<usize>("CAPACITY").unwrap_or(2048);
     let entry_capacity = a.read::<usize>("ENTRY_CAPACITY").unwrap_or(0);
+    let entry_packet_capacity = a.read::<usize>("ENTRY_PACKET_CAPACITY").unwrap_or(0);
+    let slim_factor = a.read::<usize>("CAPACITY_SLIM_FACTOR").unwrap_or(2);
     let timeout = a
         .read::<Duration>("TIMEOUT")
         .unwrap_or(Duration::from_secs(300));
     a.complete()?;
+    if slim_factor == 0 {
+        return Err("CAPACITY_SLIM_FACTOR must be at least 1".into());
+    }
     Ok(ArpTable {
-        capacity,
-        entry_capacity,
-        timeout,
-        map: Mutex::new(HashMap::new()),
+        shared: Arc::new(ArpShared::new(TableParams {
+            capacity,
+            entry_capacity,
+            entry_packet_capacity,
+            slim_factor,
+            timeout,
+        })),
     })
 }
 
 impl ArpTable {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Ipv4Addr, (EtherAddr, Instant)>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The Ethernet address for `ip`, if known and not expired at `now`.
-    pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Option<EtherAddr> {
-        let m = self.lock();
-        let &(eth, live) = m.get(&ip)?;
-        self.valid(live, now).then_some(eth)
-    }
-
-    fn valid(&self, live: Instant, now: Instant) -> bool {
-        self.timeout.is_zero() || now.saturating_duration_since(live) <= self.timeout
-    }
-
-    fn table_text(&self, hx: &HandlerCx<'_>) -> String {
-        let now = hx.now();
-        let m = self.lock();
-        let mut v: Vec<_> = m
-            .iter()
-            .map(|(&ip, &(eth, live))| (live, ip, eth))
-            .collect();
-        v.sort();
-        let mut s = String::new();
-        for (live, ip, eth) in v {
-            let age = now.saturating_duration_since(live);
-            let age = Timestamp(age.as_nanos().min(i64::MAX as u128) as i64);
-            let ok = u8::from(self.valid(live, now));
-            s.push_str(&format!("{ip} {ok} {eth} {age}\n"));
-        }
-        s
-    }
-
-    fn insert(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
-        let mut it = v.split_whitespace();
-        let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
-            return Err(format!("expected 'IP ETH', not '{}'", v.trim()));
-        };
-        let ip: Ipv4Addr = hx.arg(a)?;
-        let eth: EtherAddr = hx.arg(b)?;
-        if ip.is_unspecified() || eth.is_multicast() {
-            return Err(format!("bad entry '{}'", v.trim()));
-        }
-        let now = hx.now();
-        let mut m = self.lock();
-        if self.entry_capacity > 0 && !m.contains_key(&ip) && m.len() >= self.entry_capacity {
-            if let Some(old) = m
-                .iter()
-                .min_by_key(|(ip, e)| (e.1, **ip))
-                .map(|(ip, _)| *ip)
-            {
-                m.remove(&old);
-            }
-        }
-        m.insert(ip, (eth, now));
-        Ok(())
+    /// The table, for the ARPQueriers that name this element.
+    pub(crate) fn shared(&self) -> &Arc<ArpShared> {
+        &self.shared
     }
 }
 
 impl Element for ArpTable {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("table", |e, hx| e.table_text(hx)),
-        Handler::read("count", |e, _| e.lock().len().to_string()),
-        Handler::write("insert", |e, v, hx| e.insert(v, hx)),
+        Handler::read("table", |e, hx| e.shared.table_text(hx)),
+        Handler::read("count", |e, _| e.shared.count().to_string()),
+        Handler::read("length", |e, _| e.shared.length().to_string()),
+        Handler::write("insert", |e, v, hx| e.shared.insert(v, hx)),
         Handler::write("delete", |e, v, hx| {
             let ip: Ipv4Addr = hx.arg(v.trim())?;
-            e.lock().remove(&ip);
+            e.shared.delete(ip, hx);
             Ok(())
         }),
-        Handler::write("clear", |e, _, _| {
-            e.lock().clear();
+        Handler::write("clear", |e, _, hx| {
+            e.shared.clear(hx);
             Ok(())
         }),
     ];
+
+    /// Saved packets of the shared table (counted here, not by the
+    /// queriers that use it).
+    fn queued(&self) -> usize {
+        self.shared.queued()
+    }
+
+    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
+        self.shared.take_from(&old.shared);
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +143,7 @@ mod tests {
         let r = table("");
         r.write_handler("t.insert", "10.0.0.1 00:01:02:03:04:05")
             .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
         r.write_handler("t.insert", "10.0.0.2 00:01:02:03:04:06")
             .unwrap();
         assert_eq!(r.read_handler("t.count").unwrap(), "2");
@@ -197,6 +177,7 @@ mod tests {
         assert!(r.write_handler("t.insert", "x 00:00:00:00:00:01").is_err());
         assert!(r.write_handler("t.delete", "nope").is_err());
         assert!(Router::from_str("t :: ARPTable(BOGUS 1);", &reg(), 1).is_err());
+        assert!(Router::from_str("t :: ARPTable(CAPACITY_SLIM_FACTOR 0);", &reg(), 1).is_err());
     }
 
     #[test]

@@ -16,9 +16,15 @@
 //! packets from different threads interleave.
 //!
 //! The queues' ring modes (single or multi producer and consumer) come from
-//! the thread plan, as a Queue's. CPUQueue has no empty or full notifier:
-//! pull tasks downstream of it never sleep, and sources upstream are not
-//! paused when it fills.
+//! the thread plan, as a Queue's.
+//!
+//! Notification: CPUQueue has an empty notifier, as Click's queues: when a
+//! pull finds every thread's queue empty it goes inactive, so pull tasks
+//! downstream (Unqueue, ...) sleep instead of polling, and the next push
+//! on any thread wakes them (the push fences before reading the signal
+//! when the pusher and the puller may be on different threads; the pull
+//! fences before re-checking the queues). It has no full notifier: sources
+//! upstream are not paused when a thread's queue fills.
 //!
 //! Arguments:
 //! - `CAPACITY` (integer, default 128): each thread's queue's capacity.
@@ -42,8 +48,8 @@
 
 use paraclick_packet::Packet;
 use paraclick_runtime::ring::{ModeSwitch, Ring};
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, StateCx};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Notifier, StateCx};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub struct CPUQueue {
     /// One ring per worker thread.
@@ -52,6 +58,11 @@ pub struct CPUQueue {
     drops: AtomicU64,
     /// The ring the next pull starts from.
     next: AtomicUsize,
+    /// Active while some ring may hold packets.
+    empty: Notifier,
+    /// Whether producers and consumers may be on different threads (from
+    /// the thread plan): pushes then fence before waking.
+    crossing: AtomicBool,
 }
 
 pub fn spec() -> ClassSpec {
@@ -75,6 +86,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CPUQueue, String> {
         capacity,
         drops: AtomicU64::new(0),
         next: AtomicUsize::new(0),
+        empty: Notifier::new(),
+        crossing: AtomicBool::new(multi),
     })
 }
 
@@ -110,8 +123,17 @@ impl Element for CPUQueue {
 
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+        let n = batch.len();
         self.ring_of(cx).push_burst(&cx.producer(), batch.vec_mut());
         let left = batch.len();
+        if left < n {
+            // Packets went in: wake pull tasks asleep on an empty queue.
+            if self.crossing.load(Ordering::Relaxed) {
+                self.empty.wake(cx);
+            } else {
+                self.empty.wake_local(cx);
+            }
+        }
         if left > 0 {
             self.drops.fetch_add(left as u64, Ordering::Relaxed);
             cx.drop_batch(batch);
@@ -134,6 +156,10 @@ impl Element for CPUQueue {
                 return Some(b);
             }
         }
+        // Every ring was empty: pull tasks may sleep unless a push on some
+        // thread came meanwhile (re-checked after the notifier's fence).
+        self.empty
+            .sleep(cx, || self.rings.iter().all(|r| r.len_fresh() == 0));
         None
     }
 
@@ -141,10 +167,9 @@ impl Element for CPUQueue {
         self.len()
     }
 
-    /// It holds packets: pull tasks downstream must not sleep on the
-    /// notifiers beyond it (it has none of its own).
-    fn pull_passes_signal(&self) -> bool {
-        false
+    /// Pull tasks downstream sleep on this (and do not look past it).
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        Some(&self.empty)
     }
 
     fn set_ring_modes(
@@ -152,13 +177,14 @@ impl Element for CPUQueue {
         switch: &ModeSwitch,
         multi_producer: bool,
         multi_consumer: bool,
-        _crossing: bool,
+        crossing: bool,
     ) {
         // Thread T only pushes into ring T, so each ring has at most the
         // plan's producers; the plan's modes are safe for every ring.
         for r in self.rings.iter() {
             r.set_modes(switch, multi_producer, multi_consumer);
         }
+        self.crossing.store(crossing, Ordering::Relaxed);
     }
 
     fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
