@@ -26,7 +26,7 @@ define($DEV0 r0, $ADDR0 10.0.1.1, $PLEN0 24, $NET0 10.0.1.0/24, $BCAST0 10.0.1.2
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 10.0.2.1, $PLEN1 24, $NET1 10.0.2.0/24, $BCAST1 10.0.2.255,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $SNIFFER false);
+       $BURST 32, $SNIFFER false, $RING 16777216);
 
 AddressInfo(if0 $ADDR0/$PLEN0 $MAC0,
             if1 $ADDR1/$PLEN1 $MAC1);
@@ -51,7 +51,7 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // Interface 0.
-in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER);
+in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING);
 out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
@@ -65,7 +65,7 @@ c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER);
+in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING);
 out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,

@@ -8,7 +8,7 @@
 #
 #   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
 #
-# Usage (as root):  scripts/livelock-veth.sh [PATH/TO/paraclick] [SECONDS] [MLFFR]
+# Usage (as root):  [ROUTER_CPU=P] [RING=BYTES] scripts/livelock-veth.sh [PATH/TO/paraclick] [SECONDS] [MLFFR]
 #   SECONDS per trial (default 2); MLFFR in packets/s (default: measured
 #   first, as bench-veth.sh does, to 5%).
 #
@@ -31,7 +31,31 @@ veth_setup livelock-veth pcll 4 "${1:-${CARGO_TARGET_DIR:-target}/release/paracl
 GIVEN_MLFFR=${3:-}
 
 ip -n "$H1" neigh replace "$R0_ADDR" lladdr 02:00:00:00:01:01 dev eth0
-PING_TARGET=$H2_ADDR paraclick_router conf/iprouter-veth.click 1 -u "$TMP/ctl.sock"
+# RING=BYTES: the router's receive rings (FromDevice RING_SIZE; default
+# 16 MiB). Under overload the ring stays full and a ping to the router
+# waits behind it: a smaller ring bounds that delay.
+PING_TARGET=$H2_ADDR paraclick_router conf/iprouter-veth.click 1 -u "$TMP/ctl.sock" ${RING:+RING=$RING}
+
+# ROUTER_CPU=P: the router gets P% of one CPU (a cgroup v1 CFS quota, 10 ms
+# period), i.e. it runs as on a slower core. On a 2-core machine the
+# generator, on the other core, cannot offer twice the MLFFR of a router
+# with a whole core; against a router with, say, 40% of one it can. The
+# MLFFR is measured under the same quota.
+if [[ -n ${ROUTER_CPU:-} ]]; then
+  CG=/sys/fs/cgroup/cpu/paraclick-livelock-$$
+  [[ -d /sys/fs/cgroup/cpu ]] || { echo "ROUTER_CPU needs the cgroup v1 cpu controller at /sys/fs/cgroup/cpu" >&2; exit 2; }
+  mkdir -p "$CG"
+  echo 10000 >"$CG/cpu.cfs_period_us"
+  echo $((ROUTER_CPU * 100)) >"$CG/cpu.cfs_quota_us"
+  for tid in /proc/"$ROUTER_PID"/task/*; do echo "${tid##*/}" >"$CG/tasks"; done
+  cg_cleanup() {
+    local t
+    for t in $(cat "$CG/tasks" 2>/dev/null); do echo "$t" >/sys/fs/cgroup/cpu/tasks 2>/dev/null || true; done
+    rmdir "$CG" 2>/dev/null || true
+  }
+  trap 'cg_cleanup; veth_cleanup' EXIT
+  echo "router limited to ${ROUTER_CPU}% of one CPU (cgroup $CG)"
+fi
 
 # The control path while a trial runs: handler reads over the control
 # socket (ms each, worst of 5) and 5 pings to the router's address.

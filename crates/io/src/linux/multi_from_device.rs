@@ -1,6 +1,6 @@
 //! # MultiFromDevice
 //!
-//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP])
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE])
 //!
 //! Polls several receive queues of Linux network devices in one task,
 //! filling one burst across them.
@@ -51,8 +51,8 @@
 //! - `SNIFFER` (boolean, default true), `PROMISC` (boolean, default
 //!   false), `SNAPLEN` (unsigned, default 2046), `FANOUT` (word, default
 //!   `HASH`), `OUTBOUND` (boolean, default false), `TIMESTAMP` (boolean,
-//!   default true), `FORCE_IP` (boolean, default false): as for
-//!   FromDevice, for every queue.
+//!   default true), `FORCE_IP` (boolean, default false), `RING_SIZE`
+//!   (bytes, default 16 MiB): as for FromDevice, for every queue.
 //!
 //! Handlers:
 //! - `count` (read): packets emitted, all queues together.

@@ -23,6 +23,8 @@ use std::sync::Mutex;
 /// busy CPU) before frames are lost.
 const BLOCK_SIZE: usize = 1 << 17;
 const NBLOCKS: usize = 128;
+/// The largest ring RING_SIZE may ask for (1 GiB).
+const MAX_BLOCKS: usize = 8192;
 /// Longest a partly filled block waits before the kernel hands it over.
 const RETIRE_MS: u32 = 1;
 
@@ -44,11 +46,14 @@ pub struct RxOptions {
     pub outbound: bool,
     pub timestamp: bool,
     pub force_ip: bool,
+    /// Blocks of the kernel's receive ring ([`BLOCK_SIZE`] bytes each).
+    pub ring_blocks: usize,
 }
 
 impl RxOptions {
     /// Reads SNIFFER, PROMISC, BURST, SNAPLEN, N_QUEUES, FANOUT, OUTBOUND,
-    /// TIMESTAMP and FORCE_IP (all keywords, all optional) and checks them.
+    /// TIMESTAMP, FORCE_IP and RING_SIZE (all keywords, all optional) and
+    /// checks them.
     pub fn read(a: &mut Args<'_>) -> Result<RxOptions, String> {
         let o = RxOptions {
             sniffer: a.read::<bool>("SNIFFER").unwrap_or(true),
@@ -65,7 +70,17 @@ impl RxOptions {
             outbound: a.read::<bool>("OUTBOUND").unwrap_or(false),
             timestamp: a.read::<bool>("TIMESTAMP").unwrap_or(true),
             force_ip: a.read::<bool>("FORCE_IP").unwrap_or(false),
+            ring_blocks: match a.read::<u64>("RING_SIZE") {
+                None => NBLOCKS,
+                Some(bytes) => (bytes as usize).div_ceil(BLOCK_SIZE),
+            },
         };
+        if o.ring_blocks == 0 || o.ring_blocks > MAX_BLOCKS {
+            return Err(format!(
+                "RING_SIZE must be between 1 and {} bytes",
+                MAX_BLOCKS * BLOCK_SIZE
+            ));
+        }
         if o.burst == 0 {
             return Err("BURST must be at least 1".into());
         }
@@ -274,7 +289,7 @@ impl RxQueue {
         let (fd, ring) = sys::open_rx(&RxConfig {
             ifindex,
             block_size: BLOCK_SIZE,
-            nblocks: NBLOCKS,
+            nblocks: o.ring_blocks,
             retire_ms: RETIRE_MS,
             vnet_hdr: true,
             ignore_outgoing: !o.outbound,
