@@ -474,6 +474,10 @@ impl Hot {
                 *lock(&current) = new.clone();
                 let t_taken = Instant::now();
                 new.core.start_gate.open();
+                // A new worker just woken may be queued behind this
+                // thread on its CPU; what this thread still does (report,
+                // leave, free its buffers) can wait.
+                std::thread::yield_now();
                 let _ = tx.send((t_quiet, t_taken, rep));
             })
         };

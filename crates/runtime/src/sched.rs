@@ -615,6 +615,10 @@ fn worker(core: &Core, t: usize) {
         // hand-over runs here, without waiting for the threads to exit.
         crate::hot::run_handover(core);
     }
+    // In a hot swap the new router's workers are starting now: this
+    // thread's exit (flushes, its pool's buffers freed) comes after them
+    // on a shared CPU.
+    std::thread::yield_now();
     pool::flush_remote();
     pool::publish_stats();
     ts.pool_id.store(pool::local_stats().id, Ordering::Release);
@@ -691,6 +695,10 @@ fn sim_driver(core: &Core) {
     if core.workers_done.fetch_add(n, Ordering::AcqRel) + n == core.nthreads {
         crate::hot::run_handover(core);
     }
+    // In a hot swap the new router's workers are starting now: this
+    // thread's exit (flushes, its pool's buffers freed) comes after them
+    // on a shared CPU.
+    std::thread::yield_now();
     pool::flush_remote();
     pool::publish_stats();
     let id = pool::local_stats().id;
