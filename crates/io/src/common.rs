@@ -2,7 +2,7 @@
 //! end-of-trace actions, encapsulation names, and small parsers. Not an
 //! element.
 
-use paraclick_packet::Timestamp;
+use paraclick_packet::{Batch, Timestamp};
 use paraclick_runtime::{Cx, InitCx};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -230,6 +230,39 @@ impl EndAction {
             }
             EndAction::Deactivate => active.store(false, Ordering::Relaxed),
         }
+    }
+}
+
+/// What one production attempt of a single-output trace source gave.
+#[derive(Default)]
+pub(crate) struct Produced {
+    pub out: Option<Batch>,
+    /// Anything happened (a record read, a packet emitted).
+    pub progress: bool,
+    /// The file ended just now.
+    pub ended: bool,
+    /// TIMING: when the held packet is due.
+    pub wait: Option<Instant>,
+}
+
+impl Produced {
+    /// After the attempt: runs the end action if the file just ended, and
+    /// asks for a wake-up (under --simtime, a move of the clock) when a
+    /// held packet is due (timer 0, whose run does nothing). Returns the
+    /// packets to emit and whether anything happened.
+    pub(crate) fn finish(
+        self,
+        cx: &mut Cx<'_>,
+        end: &EndAction,
+        active: &AtomicBool,
+    ) -> (Option<Batch>, bool) {
+        if self.ended {
+            end.run(cx, active);
+        }
+        if let Some(due) = self.wait {
+            cx.schedule_at(0, due);
+        }
+        (self.out, self.progress)
     }
 }
 

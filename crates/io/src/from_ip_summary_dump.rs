@@ -119,8 +119,8 @@
 //!     FromIPSummaryDump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> Discard;
 
 use crate::common::{
-    add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler,
-    Timing,
+    add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Produced,
+    Sampler, Timing,
 };
 use crate::ipsumdump::{
     build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
@@ -131,7 +131,6 @@ use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Init
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
 
 /// Lines longer than this are bad (and skipped), keeping memory bounded.
 const MAX_LINE: u64 = 1 << 16;
@@ -483,14 +482,6 @@ impl State {
     }
 }
 
-#[derive(Default)]
-struct Produced {
-    out: Option<Batch>,
-    progress: bool,
-    ended: bool,
-    wait: Option<Instant>,
-}
-
 impl FromIPSummaryDump {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -628,27 +619,23 @@ impl Element for FromIPSummaryDump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        let r = self.produce(cx, self.burst.load(Ordering::Relaxed));
-        if let Some(b) = r.out {
+        let (out, progress) = self.produce(cx, self.burst.load(Ordering::Relaxed)).finish(
+            cx,
+            &self.end,
+            &self.active,
+        );
+        if let Some(b) = out {
             cx.push(0, b);
         }
-        if r.ended {
-            self.end.run(cx, &self.active);
-        }
-        if let Some(due) = r.wait {
-            cx.schedule_at(0, due);
-        }
-        r.progress
+        progress
     }
 
     fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        let r = self.produce(cx, max.max(1));
-        if r.ended {
-            self.end.run(cx, &self.active);
-        }
-        r.out
+        self.produce(cx, max.max(1))
+            .finish(cx, &self.end, &self.active)
+            .0
     }
 
     fn queued(&self) -> usize {

@@ -97,7 +97,8 @@
 //!     FromTcpdump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> ToDump(out.pcap, ENCAP IP);
 
 use crate::common::{
-    add_trace_task, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Sampler, Timing,
+    add_trace_task, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Produced, Sampler,
+    Timing,
 };
 use crate::decompress::open_maybe_compressed;
 use crate::ipsumdump::{build, BuildOpts, Values};
@@ -186,18 +187,6 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromTcpdump, String> {
         filesize,
         timing,
     })
-}
-
-/// What one production attempt gave.
-#[derive(Default)]
-struct Produced {
-    out: Option<Batch>,
-    /// Anything happened (a line read, a packet emitted).
-    progress: bool,
-    /// The file ended just now.
-    ended: bool,
-    /// TIMING: when the held packet is due.
-    wait: Option<std::time::Instant>,
 }
 
 enum Line {
@@ -376,32 +365,21 @@ impl Element for FromTcpdump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        let r = self.produce(cx, self.burst);
-        if let Some(b) = r.out {
+        let (out, progress) = self
+            .produce(cx, self.burst)
+            .finish(cx, &self.end, &self.active);
+        if let Some(b) = out {
             cx.push(0, b);
         }
-        if r.ended {
-            self.end.run(cx, &self.active);
-        }
-        if let Some(due) = r.wait {
-            // Wake the thread (and, under --simtime, move the clock) when
-            // the held packet is due.
-            cx.schedule_at(0, due);
-        }
-        r.progress
+        progress
     }
 
     fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        let r = self.produce(cx, max.max(1));
-        if r.ended {
-            self.end.run(cx, &self.active);
-        }
-        if let Some(due) = r.wait {
-            cx.schedule_at(0, due);
-        }
-        r.out
+        self.produce(cx, max.max(1))
+            .finish(cx, &self.end, &self.active)
+            .0
     }
 
     fn queued(&self) -> usize {
