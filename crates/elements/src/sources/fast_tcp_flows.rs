@@ -27,55 +27,15 @@
 //!     FastTCPFlows(100000, 500000, 60, 0:0:0:0:0:0, 1.0.0.1,
 //!                  1:1:1:1:1:1, 2.0.0.2, 100, 10) -> ToDevice(eth0);
 
-use super::udp_gen::{random_ports, FrameSpec, PortStep, UdpGen, UdpGenConfig};
-use paraclick_packet::wire::EtherAddr;
+use super::udp_gen::UdpGen;
 use paraclick_runtime::{ClassSpec, ConfigCx};
-use std::net::Ipv4Addr;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FastTCPFlows", "0/1", "a", make)
 }
 
-/// Most flows (the per-thread flow tables are allocated up front).
-const MAX_FLOWS: usize = 1 << 20;
-
 fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
-    let mut a = cx.args();
-    let rate = a.read_mp::<f64>("RATE");
-    let limit = a.read_mp::<i64>("LIMIT");
-    let len = a.read_mp::<usize>("LENGTH");
-    let src_eth = a.read_mp::<EtherAddr>("SRCETH");
-    let src_ip = a.read_mp::<Ipv4Addr>("SRCIP");
-    let dst_eth = a.read_mp::<EtherAddr>("DSTETH");
-    let dst_ip = a.read_mp::<Ipv4Addr>("DSTIP");
-    let flows = a.read_mp::<usize>("FLOWS");
-    let flowsize = a.read_mp::<u64>("FLOWSIZE");
-    let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
-    let stop = a.read::<bool>("STOP").unwrap_or(false);
-    a.complete()?;
-    if flows == 0 || flows > MAX_FLOWS {
-        return Err(format!("FLOWS must be between 1 and {MAX_FLOWS}"));
-    }
-    UdpGen::new(UdpGenConfig {
-        frame: FrameSpec {
-            len,
-            src_eth,
-            dst_eth,
-            src_ip,
-            dst_ip,
-            checksum: false,
-        },
-        ports: random_ports(flows),
-        flowsize,
-        step: PortStep::Random,
-        rate,
-        limit,
-        active,
-        stop,
-        push: cx.output_is_push(0),
-        nthreads: cx.nthreads,
-        tcp: true,
-    })
+    super::fast_udp_flows::make_flows(cx, true)
 }
 
 #[cfg(test)]

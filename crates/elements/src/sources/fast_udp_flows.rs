@@ -63,6 +63,12 @@ pub fn spec() -> ClassSpec {
 const MAX_FLOWS: usize = 1 << 20;
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
+    make_flows(cx, false)
+}
+
+/// FastUDPFlows, or FastTCPFlows (`tcp`: the same arguments without
+/// CHECKSUM; TCP segments are always checksummed).
+pub(super) fn make_flows(cx: &mut ConfigCx<'_>, tcp: bool) -> Result<UdpGen, String> {
     let mut a = cx.args();
     let rate = a.read_mp::<f64>("RATE");
     let limit = a.read_mp::<i64>("LIMIT");
@@ -73,7 +79,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
     let dst_ip = a.read_mp::<Ipv4Addr>("DSTIP");
     let flows = a.read_mp::<usize>("FLOWS");
     let flowsize = a.read_mp::<u64>("FLOWSIZE");
-    let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
+    let checksum = !tcp && a.read_p::<bool>("CHECKSUM").unwrap_or(true);
     let active = a.read_p::<bool>("ACTIVE").unwrap_or(true);
     let stop = a.read::<bool>("STOP").unwrap_or(false);
     a.complete()?;
@@ -83,7 +89,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
     if flowsize == 0 {
         return Err("FLOWSIZE must be at least 1".into());
     }
-    let g = UdpGen::new(UdpGenConfig {
+    UdpGen::new(UdpGenConfig {
         frame: FrameSpec {
             len,
             src_eth,
@@ -101,9 +107,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
         stop,
         push: cx.output_is_push(0),
         nthreads: cx.nthreads,
-        tcp: false,
-    })?;
-    Ok(g)
+        tcp,
+    })
 }
 
 #[cfg(test)]
