@@ -1721,24 +1721,8 @@ mod tests {
         let r = Router::from_str(&conf, &reg(), 2).unwrap_or_else(|d| panic!("{}", d[0].message));
         r.write_handler("t.insert", &format!("{PEER_IP} {PEER_ETH}"))
             .unwrap();
-        let stop = r.stopper();
-        std::thread::scope(|sc| {
-            sc.spawn(|| r.run());
-            // Rewrite the entry (through the table) while both send.
-            let sink = r
-                .element::<paraclick_runtime::testing::TestSink>("o")
-                .unwrap();
-            let t0 = std::time::Instant::now();
-            let mut flip = false;
-            while sink.len() < 6000 && t0.elapsed() < Duration::from_secs(20) {
-                let mac = if flip { "00:11:22:33:44:66" } else { PEER_ETH };
-                r.write_handler("t.insert", &format!("{PEER_IP} {mac}"))
-                    .unwrap();
-                flip = !flip;
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            stop.stop();
-        });
+        // Rewrite the entry (through the table) while both send.
+        run_rewriting_peer(&r, "t.insert", 6000);
         let out = sink(&r, "o");
         assert_eq!(out.len(), 6000);
         let (mut from0, mut from1) = (0, 0);
@@ -1759,6 +1743,29 @@ mod tests {
         assert_eq!(r.read_handler("q1.queries").unwrap(), "0");
     }
 
+    /// Runs `r` until its sink `o` holds `n` packets (20 s at most),
+    /// writing PEER_IP's entry through `handler`, alternately PEER_ETH and
+    /// another address, every 200 us meanwhile.
+    fn run_rewriting_peer(r: &paraclick_runtime::Router, handler: &str, n: usize) {
+        let stop = r.stopper();
+        std::thread::scope(|sc| {
+            sc.spawn(|| r.run());
+            let sink = r
+                .element::<paraclick_runtime::testing::TestSink>("o")
+                .unwrap();
+            let t0 = std::time::Instant::now();
+            let mut flip = false;
+            while sink.len() < n && t0.elapsed() < Duration::from_secs(20) {
+                let mac = if flip { "00:11:22:33:44:66" } else { PEER_ETH };
+                r.write_handler(handler, &format!("{PEER_IP} {mac}"))
+                    .unwrap();
+                flip = !flip;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            stop.stop();
+        });
+    }
+
     #[test]
     fn threads_share_the_table() {
         use paraclick_runtime::Router;
@@ -1774,24 +1781,8 @@ mod tests {
         let r = Router::from_str(&conf, &reg(), 2).unwrap_or_else(|d| panic!("{}", d[0].message));
         r.write_handler("e.insert", &format!("{PEER_IP} {PEER_ETH}"))
             .unwrap();
-        let stop = r.stopper();
-        std::thread::scope(|sc| {
-            sc.spawn(|| r.run());
-            // Rewrite the entry while both threads send through it.
-            let sink = r
-                .element::<paraclick_runtime::testing::TestSink>("o")
-                .unwrap();
-            let t0 = std::time::Instant::now();
-            let mut flip = false;
-            while sink.len() < 6000 && t0.elapsed() < Duration::from_secs(20) {
-                let mac = if flip { "00:11:22:33:44:66" } else { PEER_ETH };
-                r.write_handler("e.insert", &format!("{PEER_IP} {mac}"))
-                    .unwrap();
-                flip = !flip;
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            stop.stop();
-        });
+        // Rewrite the entry while both threads send through it.
+        run_rewriting_peer(&r, "e.insert", 6000);
         let out = r
             .element::<paraclick_runtime::testing::TestSink>("o")
             .unwrap()
