@@ -233,6 +233,46 @@ impl EndAction {
     }
 }
 
+/// The task of a sink that pulls (ToDump, the summary and flow dumps): it
+/// only pulls, so it sleeps while the queues upstream are empty.
+pub(crate) fn add_pull_sink_task(ix: &mut InitCx<'_>) {
+    let t = ix.add_task();
+    ix.sleep_when_empty(t);
+}
+
+/// One run of a pull sink's task: pulls up to `burst` packets, hands them
+/// to `record`, and passes them on out of output 0 if it is connected.
+/// Returns whether anything was pulled.
+pub(crate) fn run_pull_sink(
+    cx: &mut Cx<'_>,
+    burst: usize,
+    record: impl FnOnce(&mut Cx<'_>, &Batch),
+) -> bool {
+    match cx.pull(0, burst) {
+        Some(b) => {
+            record(cx, &b);
+            if cx.noutputs() > 0 {
+                cx.push(0, b);
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+/// The task of a socket element (Socket, RawSocket) that sends what it
+/// pulls (`pull_input`) and/or receives into its output (`has_output`).
+/// Sending only, it sleeps while the queues upstream are empty; receiving
+/// polls the socket, so it never sleeps.
+pub(crate) fn add_socket_task(ix: &mut InitCx<'_>, pull_input: bool, has_output: bool) {
+    if has_output || pull_input {
+        let t = ix.add_task();
+        if !has_output {
+            ix.sleep_when_empty(t);
+        }
+    }
+}
+
 /// What one production attempt of a single-output trace source gave.
 #[derive(Default)]
 pub(crate) struct Produced {

@@ -312,10 +312,7 @@ impl Element for ToDump {
             .map_err(|e| format!("{}: {e}", self.filename))?;
         *self.lock() = Some(out);
         if self.pull_sink {
-            // The task only pulls: it sleeps while the queues upstream are
-            // empty.
-            let t = ix.add_task();
-            ix.sleep_when_empty(t);
+            crate::common::add_pull_sink_task(ix);
         }
         Ok(())
     }
@@ -335,13 +332,7 @@ impl Element for ToDump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        match cx.pull(0, self.burst) {
-            Some(b) => {
-                self.write_batch(cx, &b);
-                true
-            }
-            None => false,
-        }
+        crate::common::run_pull_sink(cx, self.burst, |cx, b| self.write_batch(cx, b))
     }
 }
 

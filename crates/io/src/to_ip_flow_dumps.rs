@@ -523,10 +523,7 @@ impl Element for ToIPFlowDumps {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if self.pull_input {
-            // The task only pulls: it sleeps while the queues upstream are
-            // empty.
-            let t = ix.add_task();
-            ix.sleep_when_empty(t);
+            crate::common::add_pull_sink_task(ix);
         }
         Ok(())
     }
@@ -545,16 +542,7 @@ impl Element for ToIPFlowDumps {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        match cx.pull(0, self.burst) {
-            Some(b) => {
-                self.record_batch(cx, &b);
-                if cx.noutputs() > 0 {
-                    cx.push(0, b);
-                }
-                true
-            }
-            None => false,
-        }
+        crate::common::run_pull_sink(cx, self.burst, |cx, b| self.record_batch(cx, b))
     }
 }
 

@@ -387,10 +387,7 @@ impl Element for ToIPSummaryDump {
             rec: Vec::new(),
         });
         if self.pull_input {
-            // The task only pulls: it sleeps while the queues upstream are
-            // empty.
-            let t = ix.add_task();
-            ix.sleep_when_empty(t);
+            crate::common::add_pull_sink_task(ix);
         }
         Ok(())
     }
@@ -403,16 +400,7 @@ impl Element for ToIPSummaryDump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        match cx.pull(0, self.burst) {
-            Some(b) => {
-                self.write_batch(cx, &b);
-                if cx.noutputs() > 0 {
-                    cx.push(0, b);
-                }
-                true
-            }
-            None => false,
-        }
+        crate::common::run_pull_sink(cx, self.burst, |cx, b| self.write_batch(cx, b))
     }
 }
 

@@ -548,14 +548,7 @@ impl Element for Socket {
             return Ok(());
         }
         *self.lock() = self.open()?;
-        if self.has_output || self.pull_input {
-            let t = ix.add_task();
-            if !self.has_output {
-                // Sending only: the task sleeps while the queues upstream
-                // are empty (receiving polls the socket).
-                ix.sleep_when_empty(t);
-            }
-        }
+        crate::common::add_socket_task(ix, self.pull_input, self.has_output);
         Ok(())
     }
 
