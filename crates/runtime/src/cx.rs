@@ -1,6 +1,6 @@
 //! The per-thread context every element call receives.
 
-use crate::element::Verdict;
+use crate::element::Hop;
 use crate::handler::HandlerCx;
 use crate::router::Core;
 use paraclick_packet::{Batch, Packet};
@@ -23,6 +23,9 @@ pub struct Cx<'r> {
     /// The earliest time (ns since the epoch) a task without work said it
     /// will have some ([`Cx::wake_at`]) during the current pass.
     pub(crate) wake_ns: u64,
+    /// Set by the queue a [`Cx::pull_packet`] took its packet from when it
+    /// saw itself empty afterwards ([`Cx::upstream_drained`]).
+    drained: bool,
 }
 
 impl<'r> Cx<'r> {
@@ -35,6 +38,7 @@ impl<'r> Cx<'r> {
             task: None,
             deferred: Vec::new(),
             wake_ns: u64::MAX,
+            drained: false,
         }
     }
 
@@ -210,8 +214,16 @@ impl<'r> Cx<'r> {
             if let Some(f) = peer.fused() {
                 self.current = peer.elem as usize;
                 match f.run_one(self, &mut p) {
-                    Verdict::Out(k) => port = k,
-                    Verdict::Drop => return self.drop_packet(p),
+                    Hop::Out(k) => port = k,
+                    Hop::Drop => return self.drop_packet(p),
+                    Hop::Push => {
+                        // The element wants the packet itself (rare: a
+                        // packet to fragment, say).
+                        return match peer.element() {
+                            Some(to) => to.push_packet(self, peer.port as usize, p),
+                            None => self.drop_packet(p),
+                        };
+                    }
                 }
                 outs = peer.next();
                 continue;
@@ -256,6 +268,7 @@ impl<'r> Cx<'r> {
         let from = peer.element()?;
         let saved = self.current;
         self.current = peer.elem as usize;
+        self.drained = false;
         let p = if core.profile.is_none() {
             from.pull_packet(self, peer.port as usize)
         } else {
@@ -264,6 +277,27 @@ impl<'r> Cx<'r> {
         };
         self.current = saved;
         p
+    }
+
+    /// After a [`Cx::pull_packet`] that returned a packet: whether the
+    /// queue it came from saw itself empty once it was taken (a queue
+    /// says so with [`Cx::note_drained`]). A hint for a puller of bursts,
+    /// so that behind a source of one packet per run it does not pay for a
+    /// second pull that finds nothing. It may be wrong both ways (a
+    /// producer on another thread, a scheduler pulling several inputs), so
+    /// it is never a reason to sleep: a task that stops early on it still
+    /// reports work done and runs again.
+    #[inline]
+    pub fn upstream_drained(&self) -> bool {
+        self.drained
+    }
+
+    /// For queues' [`Element::pull_packet`](crate::Element::pull_packet):
+    /// records whether the queue looks empty after the packet it returns
+    /// (see [`Cx::upstream_drained`]).
+    #[inline]
+    pub fn note_drained(&mut self, drained: bool) {
+        self.drained = drained;
     }
 
     /// [`Cx::pull`] while profiling: packets are known after the call, so

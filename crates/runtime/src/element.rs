@@ -36,6 +36,29 @@ pub enum Verdict {
     Drop,
 }
 
+/// What an element routing single packets ([`Element::route_packet`])
+/// decided for one; also the result of a fused hop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hop {
+    /// Emit on this output port.
+    Out(usize),
+    /// Drop the packet (counted against the element).
+    Drop,
+    /// More than a choice of output (a packet to fragment, say): the
+    /// packet goes to the element's [`Element::push_packet`].
+    Push,
+}
+
+impl From<Verdict> for Hop {
+    #[inline]
+    fn from(v: Verdict) -> Hop {
+        match v {
+            Verdict::Out(k) => Hop::Out(k),
+            Verdict::Drop => Hop::Drop,
+        }
+    }
+}
+
 /// A handler's name and what it allows, as listed by the `handlers`
 /// handler.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,15 +239,17 @@ pub trait Element: Send + Sync + Sized + 'static {
     /// port. The framework then runs a single packet's hop into it like an
     /// [`Action`]'s, in the same loop as the per-packet elements around it
     /// (see [`crate::Cx::push_packet`]), and [`Element::push_packet`] is
-    /// not called: `route_packet` is the one definition of what a single
-    /// packet does. Only for elements with one push input.
+    /// called only for the packets `route_packet` answers [`Hop::Push`]
+    /// for: `route_packet` is the one definition of what a single packet
+    /// does. Only for elements with one push input.
     const ROUTES_SINGLE_PACKETS: bool = false;
 
     /// With [`Element::ROUTES_SINGLE_PACKETS`]: the output packet `p`
-    /// (arrived on input 0) leaves by, or [`Verdict::Drop`] (counted).
+    /// (arrived on input 0) leaves by, [`Hop::Drop`] (counted), or
+    /// [`Hop::Push`] to hand it to [`Element::push_packet`].
     #[inline]
-    fn route_packet(&self, _cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
-        Verdict::Drop
+    fn route_packet(&self, _cx: &mut Cx<'_>, _p: &mut Packet) -> Hop {
+        Hop::Drop
     }
 
     /// Downstream pulls one packet from pull output `port`. The default
@@ -400,7 +425,7 @@ pub trait FusedAction: Send + Sync {
     fn run(&self, cx: &mut Cx<'_>, batch: &mut Batch) -> Option<usize>;
 
     /// The action on one packet (the hop of a batch of one).
-    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict;
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop;
 }
 
 impl<A: Action> FusedAction for ActionNode<A> {
@@ -424,8 +449,8 @@ impl<A: Action> FusedAction for ActionNode<A> {
     }
 
     #[inline]
-    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        self.0.action(cx, p)
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+        self.0.action(cx, p).into()
     }
 }
 
@@ -442,7 +467,7 @@ impl<E: Element> FusedAction for ElementNode<E> {
     }
 
     #[inline]
-    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
         self.0.route_packet(cx, p)
     }
 }
@@ -597,8 +622,9 @@ impl<E: Element> Node for ElementNode<E> {
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, mut p: Packet) {
         if E::ROUTES_SINGLE_PACKETS {
             match self.0.route_packet(cx, &mut p) {
-                Verdict::Out(k) => cx.push_packet(k, p),
-                Verdict::Drop => cx.drop_packet(p),
+                Hop::Out(k) => cx.push_packet(k, p),
+                Hop::Drop => cx.drop_packet(p),
+                Hop::Push => self.0.push_packet(cx, port, p),
             }
         } else {
             self.0.push_packet(cx, port, p)
@@ -965,14 +991,25 @@ mod tests {
         fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
             for mut p in batch {
                 match self.route_packet(cx, &mut p) {
-                    Verdict::Out(k) => cx.push_packet(k, p),
-                    Verdict::Drop => cx.drop_packet(p),
+                    Hop::Out(k) => cx.push_packet(k, p),
+                    Hop::Drop => cx.drop_packet(p),
+                    Hop::Push => self.push_packet(cx, 0, p),
                 }
             }
         }
 
-        fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-            ByteSwitch(self.0).route(p)
+        /// Byte 254: more than a choice of port (adds 100 to byte 1, then
+        /// output 1).
+        fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+            match p.data()[self.0] {
+                254 => Hop::Push,
+                _ => ByteSwitch(self.0).route(p).into(),
+            }
+        }
+
+        fn push_packet(&self, cx: &mut Cx<'_>, _port: usize, mut p: Packet) {
+            p.data_mut()[1] += 100;
+            cx.push_packet(1, p)
         }
     }
 
@@ -1031,6 +1068,7 @@ mod tests {
             pk(255, 5, 0),
             pk(1, 6, 7),
             pk(0, 7, 0),
+            pk(1, 8, 254),
         ];
         r.push_into("e", 0, Batch::from(mixed)).unwrap();
         // A uniform batch goes whole through three hops.
@@ -1038,7 +1076,13 @@ mod tests {
             .unwrap();
         // Single packets: each hop, the routing element's included, runs in
         // the single-packet loop.
-        for p in [pk(1, 20, 1), pk(1, 21, 0), pk(1, 22, 255), pk(0, 23, 0)] {
+        for p in [
+            pk(1, 20, 1),
+            pk(1, 21, 0),
+            pk(1, 22, 255),
+            pk(0, 23, 0),
+            pk(1, 24, 254),
+        ] {
             r.push_into("e", 0, Batch::one(p)).unwrap();
         }
         let outs = (0..3)
@@ -1057,7 +1101,10 @@ mod tests {
     #[test]
     fn fused_chains_route_count_drops_and_match_the_unfused_path() {
         let (outs, drops) = run_chain(false);
-        assert_eq!(outs, vec![vec![3, 9, 25], vec![2, 21], vec![4, 11, 12, 21]]);
+        assert_eq!(
+            outs,
+            vec![vec![3, 9, 25], vec![2, 21], vec![4, 109, 11, 12, 21, 125]]
+        );
         assert_eq!(drops, vec![("e".to_string(), 1), ("b".to_string(), 3)]);
         // Profiling turns fusion off: every hop is a push call.
         assert_eq!(run_chain(true), (outs, drops));

@@ -26,7 +26,7 @@ pub mod timer;
 pub use args::{ArgEnv, Args, FromArg};
 pub use cx::Cx;
 pub use element::{
-    push_verdicts, Action, DynHandler, Element, Handler, HandlerInfo, Node, Verdict,
+    push_verdicts, Action, DynHandler, Element, Handler, HandlerInfo, Hop, Node, Verdict,
 };
 pub use handler::HandlerCx;
 pub use hot::StateCx;

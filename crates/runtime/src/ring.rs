@@ -340,11 +340,28 @@ impl<T> Ring<T> {
 
     /// The exact length, refreshing the producer's cached consumer tail on
     /// the way (so later [`Ring::len_upper_bound`]s are tighter).
+    ///
+    /// A plain store, not a read-modify-write: a queue fed one packet per
+    /// run calls this on every push, and a locked instruction there cost
+    /// more than the rest of the push. Another producer may store an older
+    /// tail over it; an older cached tail only understates the free room,
+    /// which is safe (the push path refreshes it when short of room).
     pub fn len_fresh(&self) -> usize {
         let h = self.cons.tail.load(Ordering::Acquire);
-        self.prod.other_tail.fetch_max(h, Ordering::AcqRel);
+        self.prod.other_tail.store(h, Ordering::Release);
         let t = self.prod.tail.load(Ordering::Acquire);
         t.wrapping_sub(h).min(self.capacity())
+    }
+
+    /// For the consumer: whether the ring looked empty to it at its last
+    /// pop, read from its own cache line only (its head against its cached
+    /// copy of the producer tail, which lags). A hint: items published
+    /// since then are not seen.
+    #[inline]
+    pub fn drained_hint(&self, _: &Consumer<'_>) -> bool {
+        let h = self.cons.head.load(Ordering::Relaxed);
+        let t = self.cons.other_tail.load(Ordering::Relaxed);
+        h == t
     }
 
     /// Whether each side uses compare-and-swap.

@@ -50,7 +50,7 @@
 
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Hop};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Default headroom of later fragments (the pool's).
@@ -250,11 +250,21 @@ impl Element for IPFragmenter {
         Handler::read("drops", |e, _| e.drops.get().to_string()),
     ];
 
+    // A packet that fits is only a choice of output: its hop runs in the
+    // framework's single-packet loop; one to fragment comes to
+    // `push_packet`.
+    const ROUTES_SINGLE_PACKETS: bool = true;
+
     #[inline]
-    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
-        if ip_len(&p) <= self.mtu {
-            return cx.push_packet(0, p);
+    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+        if ip_len(p) <= self.mtu {
+            Hop::Out(0)
+        } else {
+            Hop::Push
         }
+    }
+
+    fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
         self.push(cx, port, Batch::one(p))
     }
 

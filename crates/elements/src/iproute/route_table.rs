@@ -33,8 +33,8 @@ use crossbeam_utils::sync::ShardedLock;
 use paraclick_packet::wire::Ipv4Prefix;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
-    ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, HandlerCx, PerThread,
-    StateCx, Verdict,
+    ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, HandlerCx, Hop, PerThread,
+    StateCx,
 };
 use std::fmt::Write as _;
 use std::marker::PhantomData;
@@ -639,10 +639,10 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
     const ROUTES_SINGLE_PACKETS: bool = true;
 
     #[inline]
-    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
         match self.route_one(p) {
-            NO_PORT => Verdict::Drop,
-            port => Verdict::Out(port as usize),
+            NO_PORT => Hop::Drop,
+            port => Hop::Out(port as usize),
         }
     }
 

@@ -100,12 +100,13 @@ impl Element for Discard {
         }
         // The first packet comes alone, without a batch: behind a source
         // of one packet per run (Click's BURST 1) the queue rarely holds
-        // more, and an empty queue costs no batch either.
+        // more, and an empty queue costs no batch either. If the queue saw
+        // itself empty after it, the batch pull is skipped too.
         if cx.pull_packet(0).is_none() {
             return false;
         }
         self.count.add(cx.thread(), 1);
-        if self.burst == 1 {
+        if self.burst == 1 || cx.upstream_drained() {
             return true;
         }
         if let Some(b) = cx.pull(0, self.burst - 1) {

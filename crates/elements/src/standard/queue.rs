@@ -678,10 +678,13 @@ impl Element for Queue {
         if self.policy.lifo_input {
             return self.pull(cx, port, 1).and_then(|mut b| b.pop());
         }
-        match self.ring.pop(&cx.consumer()) {
+        let c = cx.consumer();
+        match self.ring.pop(&c) {
             Some(p) => {
+                let drained = self.ring.drained_hint(&c);
                 self.not_empty();
                 self.pulled(cx);
+                cx.note_drained(drained);
                 Some(p)
             }
             None => {
