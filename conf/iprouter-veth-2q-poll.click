@@ -13,6 +13,11 @@
 //
 //   paraclick -j 2 conf/iprouter-veth-2q-poll.click DEV0=r0 DEV1=r1 MTU1=1400
 //
+// Control traffic first ($PRIORITY, default true): poll0, reading queue 0
+// of both interfaces, opens each interface's priority ring for ARP, ICMP
+// and ICMPv6, read before the queues (see conf/iprouter-veth.click and
+// `paraclick doc FromDevice`).
+//
 // Interfaces (defaults):
 //   $DEV0 r0  $ADDR0 10.0.1.1/24  $MAC0 02:00:00:00:01:01  $MTU0 1500
 //   $DEV1 r1  $ADDR1 10.0.2.1/24  $MAC1 02:00:00:00:02:01  $MTU1 1500
@@ -21,7 +26,7 @@ define($DEV0 r0, $ADDR0 10.0.1.1, $PLEN0 24, $NET0 10.0.1.0/24, $BCAST0 10.0.1.2
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 10.0.2.1, $PLEN1 24, $NET1 10.0.2.0/24, $BCAST1 10.0.2.255,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $SNIFFER false);
+       $BURST 32, $SNIFFER false, $PRIORITY true);
 
 AddressInfo(if0 $ADDR0/$PLEN0 $MAC0,
             if1 $ADDR1/$PLEN1 $MAC1);
@@ -46,8 +51,8 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // The pollers: queue i of both interfaces, on thread i.
-poll0 :: MultiFromDevice($DEV0 0, $DEV1 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-poll1 :: MultiFromDevice($DEV0 1, $DEV1 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
+poll0 :: MultiFromDevice($DEV0 0, $DEV1 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
+poll1 :: MultiFromDevice($DEV0 1, $DEV1 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
 
 // Interface 0.
 to0 :: ToDevice($DEV0, BURST $BURST);

@@ -15,6 +15,11 @@
 //   paraclick conf/iprouter-veth.click DEV0=r0 DEV1=r1 \
 //       MAC0=02:00:00:00:01:01 MAC1=02:00:00:00:02:01 MTU1=1400
 //
+// Control traffic first ($PRIORITY, default true): ARP, ICMP and ICMPv6
+// reach the router through a small priority ring of each FromDevice, read
+// before the main ring, so a flood does not hold up or drop pings to the
+// router and its ARP (FromDevice's PRIORITY; PRIORITY=false turns it off).
+//
 // conf/iprouter-veth-2q.click is the same router with two receive queues
 // per interface (run it with -j 2).
 //
@@ -26,7 +31,7 @@ define($DEV0 r0, $ADDR0 10.0.1.1, $PLEN0 24, $NET0 10.0.1.0/24, $BCAST0 10.0.1.2
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 10.0.2.1, $PLEN1 24, $NET1 10.0.2.0/24, $BCAST1 10.0.2.255,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $SNIFFER false, $RING 16777216);
+       $BURST 32, $SNIFFER false, $RING 16777216, $PRIORITY true);
 
 AddressInfo(if0 $ADDR0/$PLEN0 $MAC0,
             if1 $ADDR1/$PLEN1 $MAC1);
@@ -51,7 +56,7 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // Interface 0.
-in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING);
+in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY);
 out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
@@ -65,7 +70,7 @@ c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING);
+in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY);
 out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,

@@ -19,6 +19,11 @@ done
 if ! have cargo; then
   need_apt+=(cargo rustc)
 fi
+# libpcap (headers and library): FromDevice's BPF_FILTER and
+# PRIORITY_FILTER compile tcpdump expressions with it (the pcap crate).
+if ! ldconfig -p 2>/dev/null | grep -q 'libpcap\.so ' && ! ls /usr/lib/*/libpcap.so /usr/lib/libpcap.so >/dev/null 2>&1; then
+  need_apt+=(libpcap-dev)
+fi
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "bootstrap: missing ${need_apt[*]}; run as root to install them" >&2

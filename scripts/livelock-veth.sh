@@ -8,9 +8,18 @@
 #
 #   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
 #
-# Usage (as root):  [ROUTER_CPU=P] [RING=BYTES] scripts/livelock-veth.sh [PATH/TO/paraclick] [SECONDS] [MLFFR]
+# Usage (as root):  [ROUTER_CPU=P] [RING=BYTES] [PRIORITY=true|false] [CURVE=0] [PING_SECS=S]
+#                   scripts/livelock-veth.sh [PATH/TO/paraclick] [SECONDS] [MLFFR]
 #   SECONDS per trial (default 2); MLFFR in packets/s (default: measured
-#   first, as bench-veth.sh does, to 5%).
+#   first, as bench-veth.sh does, to 5%). PRIORITY: the router's priority
+#   path for control traffic (FromDevice PRIORITY; the configuration's
+#   default is true) during the curve. CURVE=0 skips the curve.
+#
+# Last, pings to the router under 2x overload, without and with the
+# priority path: for each, the router is restarted with PRIORITY false,
+# then true, offered twice the MLFFR for PING_SECS (default 4) while h1
+# pings the router's address 20 times (every 0.1 s, 1 s timeout); prints
+# loss and RTT (min/avg/max) and the router's forwarding rate for each.
 #
 # The generator (FastUDPSource, 60-byte UDP, one flow per packet) runs on
 # the last CPU, the router's thread on CPU 0; what arrives is h2's receive
@@ -34,8 +43,15 @@ ip -n "$H1" neigh replace "$R0_ADDR" lladdr 02:00:00:00:01:01 dev eth0
 # RING=BYTES: the router's receive rings (FromDevice RING_SIZE; default
 # 16 MiB). Under overload the ring stays full and a ping to the router
 # waits behind it: a smaller ring bounds that delay.
-PING_TARGET=$H2_ADDR paraclick_router conf/iprouter-veth.click 1 -u "$TMP/ctl.sock" ${RING:+RING=$RING}
-
+# start_router PRIORITY: the router (PRIORITY true|false, or the
+# configuration's default if empty), in the CPU quota if ROUTER_CPU is set.
+start_router() {
+  rm -f "$TMP/ctl.sock"
+  PING_TARGET=$H2_ADDR paraclick_router conf/iprouter-veth.click 1 -u "$TMP/ctl.sock" \
+    ${RING:+RING=$RING} ${1:+PRIORITY=$1}
+  limit_router
+}
+limit_router() { :; }
 # ROUTER_CPU=P: the router gets P% of one CPU (a cgroup v1 CFS quota, 10 ms
 # period), i.e. it runs as on a slower core. On a 2-core machine the
 # generator, on the other core, cannot offer twice the MLFFR of a router
@@ -47,7 +63,10 @@ if [[ -n ${ROUTER_CPU:-} ]]; then
   mkdir -p "$CG"
   echo 10000 >"$CG/cpu.cfs_period_us"
   echo $((ROUTER_CPU * 100)) >"$CG/cpu.cfs_quota_us"
-  for tid in /proc/"$ROUTER_PID"/task/*; do echo "${tid##*/}" >"$CG/tasks"; done
+  limit_router() {
+    local tid
+    for tid in /proc/"$ROUTER_PID"/task/*; do echo "${tid##*/}" >"$CG/tasks"; done
+  }
   cg_cleanup() {
     local t
     for t in $(cat "$CG/tasks" 2>/dev/null); do echo "$t" >/sys/fs/cgroup/cpu/tasks 2>/dev/null || true; done
@@ -56,6 +75,7 @@ if [[ -n ${ROUTER_CPU:-} ]]; then
   trap 'cg_cleanup; veth_cleanup' EXIT
   echo "router limited to ${ROUTER_CPU}% of one CPU (cgroup $CG)"
 fi
+start_router "${PRIORITY:-}"
 
 # The control path while a trial runs: handler reads over the control
 # socket (ms each, worst of 5) and 5 pings to the router's address.
@@ -102,8 +122,9 @@ else
 fi
 [[ $MLFFR -gt 0 ]] || { echo "livelock-veth: MLFFR 0 (the router forwards nothing loss-free)" >&2; exit 1; }
 
+if [[ ${CURVE:-1} != 0 ]]; then
 echo
-echo "conf/iprouter-veth.click -j 1, 60-byte UDP over veth, MLFFR $MLFFR pps, ${SECS} s per load:"
+echo "conf/iprouter-veth.click -j 1, 60-byte UDP over veth, MLFFR $MLFFR pps, ${SECS} s per load, PRIORITY ${PRIORITY:-true}:"
 printf '%6s %10s %10s %8s %10s %9s   %-20s %s\n' "load" "offered" "generated" "gen/MLFFR" "forwarded" "fwd/MLFFR" "ctl read (worst ms)" "pings to router (avg ms)"
 # The verdict uses the trials whose generator really offered >= 1.9x.
 AT2=
@@ -141,7 +162,6 @@ done
 echo
 echo "where the packets not forwarded were lost, per load (router's handlers):"
 printf '%s\n' "${LOST[@]}"
-paraclick_router_off
 echo
 if [[ -n ${EFF1:-} && -n ${EFF2:-} ]]; then
   echo "router efficiency at >= 1.9x against 1x: $EFF2 / $EFF1 packets per CPU-second ($(awk -v a="$EFF2" -v b="$EFF1" 'BEGIN { printf "%.2f", a / b }'))"
@@ -153,3 +173,33 @@ elif awk -v f="$AT2" 'BEGIN { exit !(f >= 0.9) }'; then
 else
   echo "RECEIVE LIVELOCK: offered >= 1.9x the MLFFR, the router forwards only ${AT2} of the MLFFR (< 0.90)"
 fi
+fi
+paraclick_router_off
+
+# Pings to the router under 2x overload, without and with the priority
+# path (FromDevice PRIORITY): 20 pings while the generator offers twice
+# the MLFFR for PING_SECS.
+PSECS=${PING_SECS:-4}
+echo
+echo "pings to the router (10.0.1.1) under 2x overload ($((2 * MLFFR)) pps offered for ${PSECS} s), 20 pings 0.1 s apart:"
+printf '%-9s %10s %10s %9s %6s   %-26s %s\n' "PRIORITY" "generated" "forwarded" "fwd/MLFFR" "lost" "RTT min/avg/max ms" "priority_count priority_drops"
+CURVE_SECS=$SECS
+SECS=$PSECS
+for prio in false true; do
+  start_router "$prio"
+  sleep 0.5
+  ( sleep 0.5
+    ip netns exec "$H1" ping -c 20 -i 0.1 -W 1 10.0.1.1 >"$TMP/ping.$prio" 2>&1 || true ) &
+  PP=$!
+  read -r sent recv ach < <(trial $((2 * MLFFR)))
+  wait "$PP" || true
+  pc=$(timeout 5 "$BIN" ctl -u "$TMP/ctl.sock" read in0.priority_count 2>/dev/null | tr -dc '0-9')
+  pd=$(timeout 5 "$BIN" ctl -u "$TMP/ctl.sock" read in0.priority_drops 2>/dev/null | tr -dc '0-9')
+  paraclick_router_off
+  got=$(grep -o '[0-9]* received' "$TMP/ping.$prio" | cut -d' ' -f1 || true)
+  rtt=$(grep -o 'rtt[^=]*= [0-9.]*/[0-9.]*/[0-9.]*' "$TMP/ping.$prio" | awk '{ print $NF }' || true)
+  fwd=$(awk -v s="$sent" -v r="$recv" -v a="$ach" 'BEGIN { if (s > 0) printf "%d", r * a / s; else print 0 }')
+  printf '%-9s %10.0f %10d %9s %3d/20   %-26s %s %s\n' "$prio" "$ach" "$fwd" \
+    "$(awk -v f="$fwd" -v m="$MLFFR" 'BEGIN { printf "%.2f", f / m }')" $((20 - ${got:-0})) "${rtt:--}" "${pc:-?}" "${pd:-?}"
+done
+SECS=$CURVE_SECS

@@ -3,7 +3,8 @@
 # drops, the router keeps running (handlers answer on its control socket)
 # or stops cleanly, and never hangs or panics.
 #
-#   1. a veth pair deleted while FromDevice and ToDevice use it;
+#   1. a veth pair deleted while FromDevice (with its priority ring) and
+#      ToDevice use it;
 #   2. a tap (FromHost/ToHost) deleted while the router reads and writes it;
 #   3. a pcap file cut off in the middle of a record, read by FromDump;
 #   4. a full disk under ToDump (a 64 KB tmpfs mounted in a private mount
@@ -79,7 +80,7 @@ ip -n "$R" link set va up
 ip -n "$R" link set vb up
 start "
   RatedSource(LENGTH 60, RATE 2000) -> q :: Queue(100) -> td :: ToDevice(va);
-  fd :: FromDevice(vb, SNIFFER false) -> c :: Counter -> Discard;" ||
+  fd :: FromDevice(vb, SNIFFER false, PRIORITY true) -> c :: Counter -> Discard;" ||
   { fail "veth: router start"; exit 1; }
 sleep 0.5
 before=$(num c.count)

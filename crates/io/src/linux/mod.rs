@@ -6,6 +6,8 @@
 //! than Linux these classes do not exist.
 
 #[cfg(target_os = "linux")]
+mod bpf;
+#[cfg(target_os = "linux")]
 pub mod from_device;
 #[cfg(target_os = "linux")]
 pub mod from_host;

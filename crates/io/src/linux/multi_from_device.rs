@@ -1,6 +1,6 @@
 //! # MultiFromDevice
 //!
-//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE])
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE])
 //!
 //! Polls several receive queues of Linux network devices in one task,
 //! filling one burst across them.
@@ -40,6 +40,14 @@
 //! devices. The keyword arguments mean what they mean for FromDevice and
 //! apply to every queue.
 //!
+//! Priority path (`PRIORITY true` or a `PRIORITY_FILTER`, see
+//! `paraclick doc FromDevice`): for every device of which this element
+//! reads QUEUE 0, a small priority ring takes the control frames
+//! PRIORITY_FILTER matches (the queues' rings get the others). Each run
+//! reads the priority rings first, up to BURST packets in all, each
+//! device's out of that device's output, then polls the queues as above
+//! for up to BURST more.
+//!
 //! Arguments:
 //! - `DEVNAME [QUEUE]` (one or more, positional): a device name, then
 //!   optionally the queue number (0 <= QUEUE < N_QUEUES, default 0).
@@ -52,7 +60,9 @@
 //!   false), `SNAPLEN` (unsigned, default 2046), `FANOUT` (word, default
 //!   `HASH`), `OUTBOUND` (boolean, default false), `TIMESTAMP` (boolean,
 //!   default true), `FORCE_IP` (boolean, default false), `RING_SIZE`
-//!   (bytes, default 16 MiB): as for FromDevice, for every queue.
+//!   (bytes, default 16 MiB), `BPF_FILTER` (string), `PRIORITY`
+//!   (boolean), `PRIORITY_FILTER` (string), `PRIORITY_RING_SIZE` (bytes,
+//!   default 2 MiB): as for FromDevice, for every queue.
 //!
 //! Handlers:
 //! - `count` (read): packets emitted, all queues together.
@@ -62,6 +72,9 @@
 //! - `kernel_drops` (read): the kernel's ring drops alone.
 //! - `reset_counts` (write): resets the counts and the drop counts.
 //! - `encap` (read): the link encapsulation, `ETHER`.
+//! - `priority_count` (read), `priority_drops` (read): packets emitted
+//!   from the priority rings and their kernel drops (included in `count`,
+//!   `counts` and the drop counts).
 //!
 //! Example: the two-interface, two-queue router of PRESTO 2010 Figure 5,
 //! one poller per thread, each polling its queue of both interfaces:
@@ -83,7 +96,12 @@ use std::sync::{Mutex, OnceLock};
 pub struct MultiFromDevice {
     /// (device, queue) of each output.
     queues: Vec<(String, usize)>,
+    /// The outputs whose device gets a priority ring here: those of
+    /// queue 0 arguments, with a PRIORITY_FILTER.
+    prio_outputs: Vec<usize>,
     opts: RxOptions,
+    /// One ring per queue (output order), then the priority rings (in
+    /// `prio_outputs` order).
     rx: OnceLock<Vec<RxQueue>>,
     state: Mutex<PollState>,
     stats: RxCounters,
@@ -142,13 +160,20 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<MultiFromDevice, String> {
             if cx.noutputs == 1 { "" } else { "s" },
         ));
     }
+    let prio_outputs: Vec<usize> = if opts.filters.has_priority() {
+        (0..queues.len()).filter(|&i| queues[i].1 == 0).collect()
+    } else {
+        Vec::new()
+    };
+    let nrings = queues.len() + prio_outputs.len();
     Ok(MultiFromDevice {
-        stats: RxCounters::new(queues.len(), cx.nthreads),
+        stats: RxCounters::new(nrings, cx.nthreads),
         state: Mutex::new(PollState {
             next: 0,
-            readers: queues.iter().map(|_| RxReader::default()).collect(),
+            readers: (0..nrings).map(|_| RxReader::default()).collect(),
         }),
         queues,
+        prio_outputs,
         opts,
         rx: OnceLock::new(),
     })
@@ -196,6 +221,7 @@ impl MultiFromDevice {
             queue: *q,
             nqueues: self.opts.nqueues,
             fanout: self.opts.fanout,
+            filters: &self.opts.filters,
         })
     }
 
@@ -203,9 +229,31 @@ impl MultiFromDevice {
     fn counts(&self) -> String {
         let mut s = String::new();
         for (i, (dev, q)) in self.queues.iter().enumerate() {
-            let _ = writeln!(s, "{dev} {q} {}", self.stats.count_of(i));
+            let _ = writeln!(s, "{dev} {q} {}", self.output_count(i));
         }
         s
+    }
+
+    /// Packets emitted on output `i`: its queue's, and its priority
+    /// ring's.
+    fn output_count(&self, i: usize) -> u64 {
+        let n = self.queues.len();
+        let prio = self.prio_outputs.iter().position(|&o| o == i);
+        self.stats.count_of(i) + prio.map_or(0, |j| self.stats.count_of(n + j))
+    }
+
+    /// Packets emitted from the priority rings.
+    fn priority_count(&self) -> u64 {
+        let n = self.queues.len();
+        (0..self.prio_outputs.len())
+            .map(|j| self.stats.count_of(n + j))
+            .sum()
+    }
+
+    /// The priority rings' kernel drops.
+    fn priority_drops(&self) -> u64 {
+        let n = self.queues.len();
+        self.rings().iter().skip(n).map(RxQueue::kernel_drops).sum()
     }
 
     /// The open rings (none before initialization).
@@ -227,6 +275,8 @@ impl Element for MultiFromDevice {
             Ok(())
         }),
         Handler::read("encap", |_, _| "ETHER".into()),
+        Handler::read("priority_count", |e, _| e.priority_count().to_string()),
+        Handler::read("priority_drops", |e, _| e.priority_drops().to_string()),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -239,11 +289,17 @@ impl Element for MultiFromDevice {
         if ix.checking() {
             return Ok(());
         }
-        let rx = self
+        // Priority rings first: no control frame is lost in between.
+        let mut prio = Vec::with_capacity(self.prio_outputs.len());
+        for &i in &self.prio_outputs {
+            prio.extend(RxQueue::open_priority(&self.queues[i].0, &self.opts)?);
+        }
+        let mut rx = self
             .queues
             .iter()
             .map(|(dev, _)| RxQueue::open(dev, &self.opts))
             .collect::<Result<Vec<_>, _>>()?;
+        rx.extend(prio);
         if self.rx.set(rx).is_err() {
             return Err("initialized twice".into());
         }
@@ -260,14 +316,35 @@ impl Element for MultiFromDevice {
             return false;
         };
         let st = &mut *guard;
-        let n = rx.len();
+        let n = self.queues.len();
+        let thread = cx.thread();
+        // The priority rings first, up to a burst in all: a control frame
+        // waits for one run at most, never behind the queues' backlogs.
+        let mut prio_got = 0;
+        let mut drops = 0;
+        for (j, &out) in self.prio_outputs.iter().enumerate() {
+            if prio_got >= self.opts.burst {
+                break;
+            }
+            let mut b = Batch::new();
+            drops += rx[n + j].read(
+                &mut st.readers[n + j],
+                &self.opts,
+                self.opts.burst - prio_got,
+                &mut b,
+            );
+            if !b.is_empty() {
+                prio_got += b.len();
+                self.stats.emitted(n + j, thread, b.len());
+                cx.push(out, b);
+            }
+        }
         let start = st.next;
         st.next = if start + 1 == n { 0 } else { start + 1 };
-        let thread = cx.thread();
         let readers = &mut st.readers;
         // Batches are pushed with the lock held, so each queue's packets
         // leave in order.
-        let (got, drops) = poll_round(
+        let (got, queue_drops) = poll_round(
             n,
             start,
             self.opts.burst,
@@ -278,8 +355,9 @@ impl Element for MultiFromDevice {
             },
         );
         drop(guard);
+        let drops = drops + queue_drops;
         self.stats.dropped(cx, drops);
-        got > 0 || drops > 0
+        got + prio_got > 0 || drops > 0
     }
 }
 
@@ -487,5 +565,26 @@ mod tests {
              FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2) -> Discard;",
         );
         assert!(!e.contains("QUEUE") && e.contains("pcnodev"), "{e}");
+    }
+
+    /// With a priority path, each queue-0 argument gets a priority ring
+    /// emitted on its own output; other queues' devices get none here.
+    #[test]
+    fn priority_rings_belong_to_queue_zero_arguments() {
+        let e = element("r0 0, r0 1, r1 1, r2, N_QUEUES 2, PRIORITY true", 4).unwrap();
+        assert_eq!(e.prio_outputs, vec![0, 3]);
+        assert_eq!(e.state.lock().unwrap().readers.len(), 6);
+        let e = element("r0, r1", 2).unwrap();
+        assert!(e.prio_outputs.is_empty());
+        let m = element("r0, BPF_FILTER \"ip and\"", 1).err().unwrap();
+        assert!(m.starts_with("BPF_FILTER: bad filter expression"), "{m}");
+        let e = router_error(
+            "m :: MultiFromDevice(pcnodev0 0, N_QUEUES 2, PRIORITY_FILTER arp) -> Discard;
+             FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2, PRIORITY_FILTER icmp) -> Discard;",
+        );
+        assert!(
+            e.contains("PRIORITY_FILTER 'arp'") && e.contains("PRIORITY_FILTER 'icmp'"),
+            "{e}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! frames into annotated packets, and checking that the elements reading
 //! one device agree on its queues. Not an element.
 
+use super::bpf::{RxFilters, DEFAULT_PRIORITY_FILTER};
 use super::from_device::FromDevice;
 use super::multi_from_device::MultiFromDevice;
 use super::offload::{complete_csum, segment, OffloadError};
@@ -25,6 +26,9 @@ const BLOCK_SIZE: usize = 1 << 17;
 const NBLOCKS: usize = 128;
 /// The largest ring RING_SIZE may ask for (1 GiB).
 const MAX_BLOCKS: usize = 8192;
+/// The priority ring's default size (PRIORITY_RING_SIZE): 16 blocks, so
+/// at low rates it absorbs 16 ms of the reader's absence.
+const PRIORITY_NBLOCKS: usize = 16;
 /// Longest a partly filled block waits before the kernel hands it over.
 const RETIRE_MS: u32 = 1;
 
@@ -48,13 +52,47 @@ pub struct RxOptions {
     pub force_ip: bool,
     /// Blocks of the kernel's receive ring ([`BLOCK_SIZE`] bytes each).
     pub ring_blocks: usize,
+    /// BPF_FILTER and the priority path's PRIORITY_FILTER, compiled.
+    pub filters: RxFilters,
+    /// Blocks of the priority ring (PRIORITY_RING_SIZE).
+    pub priority_blocks: usize,
+}
+
+/// RING_SIZE-style bytes as a number of ring blocks.
+fn ring_blocks(what: &str, bytes: Option<u64>, default: usize) -> Result<usize, String> {
+    let n = match bytes {
+        None => default,
+        Some(b) => usize::try_from(b.div_ceil(BLOCK_SIZE as u64)).unwrap_or(usize::MAX),
+    };
+    if n == 0 || n > MAX_BLOCKS {
+        return Err(format!(
+            "{what} must be between 1 and {} bytes",
+            MAX_BLOCKS * BLOCK_SIZE
+        ));
+    }
+    Ok(n)
 }
 
 impl RxOptions {
     /// Reads SNIFFER, PROMISC, BURST, SNAPLEN, N_QUEUES, FANOUT, OUTBOUND,
-    /// TIMESTAMP, FORCE_IP and RING_SIZE (all keywords, all optional) and
-    /// checks them.
+    /// TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY,
+    /// PRIORITY_FILTER and PRIORITY_RING_SIZE (all keywords, all optional)
+    /// and checks them; the filter expressions are compiled here, so a bad
+    /// one is a configuration error.
     pub fn read(a: &mut Args<'_>) -> Result<RxOptions, String> {
+        let bpf_filter = a.read::<String>("BPF_FILTER");
+        let priority = a.read::<bool>("PRIORITY");
+        let priority_filter = a.read::<String>("PRIORITY_FILTER");
+        // PRIORITY_FILTER alone turns the priority path on; PRIORITY alone
+        // turns it on with the default filter; PRIORITY false turns it off.
+        let priority_filter = match (priority, priority_filter) {
+            (Some(false), _) => None,
+            (_, Some(f)) => Some(f),
+            (Some(true), None) => Some(DEFAULT_PRIORITY_FILTER.to_string()),
+            (None, None) => None,
+        };
+        let ring_size = a.read::<u64>("RING_SIZE");
+        let prio_size = a.read::<u64>("PRIORITY_RING_SIZE");
         let o = RxOptions {
             sniffer: a.read::<bool>("SNIFFER").unwrap_or(true),
             promisc: a.read::<bool>("PROMISC").unwrap_or(false),
@@ -70,17 +108,10 @@ impl RxOptions {
             outbound: a.read::<bool>("OUTBOUND").unwrap_or(false),
             timestamp: a.read::<bool>("TIMESTAMP").unwrap_or(true),
             force_ip: a.read::<bool>("FORCE_IP").unwrap_or(false),
-            ring_blocks: match a.read::<u64>("RING_SIZE") {
-                None => NBLOCKS,
-                Some(bytes) => (bytes as usize).div_ceil(BLOCK_SIZE),
-            },
+            ring_blocks: ring_blocks("RING_SIZE", ring_size, NBLOCKS)?,
+            filters: RxFilters::new(bpf_filter, priority_filter)?,
+            priority_blocks: ring_blocks("PRIORITY_RING_SIZE", prio_size, PRIORITY_NBLOCKS)?,
         };
-        if o.ring_blocks == 0 || o.ring_blocks > MAX_BLOCKS {
-            return Err(format!(
-                "RING_SIZE must be between 1 and {} bytes",
-                MAX_BLOCKS * BLOCK_SIZE
-            ));
-        }
         if o.burst == 0 {
             return Err("BURST must be at least 1".into());
         }
@@ -284,6 +315,8 @@ impl RxQueue {
     /// Opens a receive ring on `devname` with the settings of `o`: joins
     /// the device's fanout group when `o.nqueues > 1`, turns GRO off and,
     /// with SNIFFER false, the kernel's own processing of the device.
+    /// With a priority path, the ring gets the frames PRIORITY_FILTER
+    /// leaves (see [`RxQueue::open_priority`]).
     pub fn open(devname: &str, o: &RxOptions) -> Result<RxQueue, String> {
         let ifindex = sys::ifindex(devname)?;
         let (fd, ring) = sys::open_rx(&RxConfig {
@@ -294,6 +327,7 @@ impl RxQueue {
             vnet_hdr: true,
             ignore_outgoing: !o.outbound,
             promisc: o.promisc,
+            filter: o.filters.main.as_ref().map(|p| p.to_sock_filter()),
         })
         .map_err(|e| format!("{devname}: {e}"))?;
         let fanout = if o.nqueues > 1 {
@@ -317,6 +351,40 @@ impl RxQueue {
         // Drops counted from now on.
         let _ = sys::ring_stats(&q.fd);
         Ok(q)
+    }
+
+    /// Opens the priority ring of `devname` (PRIORITY_RING_SIZE): a socket
+    /// of its own, outside any fanout group, whose filter takes only the
+    /// frames PRIORITY_FILTER (and BPF_FILTER) accepts; the main rings'
+    /// filters take exactly the others. Leaves GRO, promiscuity and the
+    /// kernel's stack to the main ring. None without a PRIORITY_FILTER.
+    pub fn open_priority(devname: &str, o: &RxOptions) -> Result<Option<RxQueue>, String> {
+        let Some(filter) = &o.filters.priority else {
+            return Ok(None);
+        };
+        let ifindex = sys::ifindex(devname)?;
+        let (fd, ring) = sys::open_rx(&RxConfig {
+            ifindex,
+            block_size: BLOCK_SIZE,
+            nblocks: o.priority_blocks,
+            retire_ms: RETIRE_MS,
+            vnet_hdr: true,
+            ignore_outgoing: !o.outbound,
+            promisc: false,
+            filter: Some(filter.to_sock_filter()),
+        })
+        .map_err(|e| format!("{devname} (priority ring): {e}"))?;
+        let q = RxQueue {
+            ring,
+            fd,
+            devname: devname.to_string(),
+            gro_was_on: false,
+            _fanout: None,
+            _kernel_off: None,
+            kernel_drops: Mutex::new(0),
+        };
+        let _ = sys::ring_stats(&q.fd);
+        Ok(Some(q))
     }
 
     /// Reads frames from the ring into `out` (as packets made by `o`)
@@ -438,6 +506,7 @@ pub struct QueueClaim<'a> {
     pub queue: usize,
     pub nqueues: usize,
     pub fanout: u32,
+    pub filters: &'a RxFilters,
 }
 
 /// The queues element `i` reads, if it is a FromDevice or a
@@ -477,6 +546,23 @@ pub fn check_device_queues(ix: &InitCx<'_>, mine: &QueueClaim<'_>) -> Result<(),
                      the queues of a device share one fanout group",
                     fanout_name(c.fanout),
                     fanout_name(mine.fanout)
+                ));
+            }
+            if c.filters.bpf_filter != mine.filters.bpf_filter
+                || c.filters.priority_filter != mine.filters.priority_filter
+            {
+                let show = |f: &RxFilters| {
+                    format!(
+                        "BPF_FILTER '{}', PRIORITY_FILTER '{}'",
+                        f.bpf_filter.as_deref().unwrap_or(""),
+                        f.priority_filter.as_deref().unwrap_or("")
+                    )
+                };
+                return Err(format!(
+                    "{name} reads {dev} with {}, this element with {}: the queues of a \
+                     device share one filter and one priority ring",
+                    show(c.filters),
+                    show(mine.filters)
                 ));
             }
             queues.push((c.queue, name.to_string()));

@@ -213,6 +213,9 @@ pub struct RxConfig {
     pub vnet_hdr: bool,
     pub ignore_outgoing: bool,
     pub promisc: bool,
+    /// A classic BPF socket filter: only the frames it accepts reach the
+    /// ring (attached before the socket is bound, so none slips past).
+    pub filter: Option<Vec<libc::sock_filter>>,
 }
 
 /// Opens an AF_PACKET socket with a TPACKET_V3 receive ring on a device.
@@ -283,6 +286,9 @@ pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
         // Old kernels lack it; FromDevice drops outgoing frames itself too.
         let _ = setsockopt(raw, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one);
     }
+    if let Some(f) = &cfg.filter {
+        attach_filter(&fd, f)?;
+    }
     bind(raw, cfg.ifindex, ETH_P_ALL_BE)?;
     if cfg.promisc {
         let mreq = libc::packet_mreq {
@@ -297,6 +303,23 @@ pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
             .map_err(|e| format!("PROMISC: {e}"))?;
     }
     Ok((fd, ring))
+}
+
+/// Attaches the classic BPF program `insns` to a socket (SO_ATTACH_FILTER).
+pub fn attach_filter(fd: &OwnedFd, insns: &[libc::sock_filter]) -> Result<(), String> {
+    let len = u16::try_from(insns.len()).map_err(|_| "socket filter too long".to_string())?;
+    let prog = libc::sock_fprog {
+        len,
+        // The kernel copies the program and never writes through this.
+        filter: insns.as_ptr() as *mut libc::sock_filter,
+    };
+    setsockopt(
+        fd.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_ATTACH_FILTER,
+        &prog,
+    )
+    .map_err(|e| format!("attaching the socket filter (SO_ATTACH_FILTER): {e}"))
 }
 
 /// Ring statistics since the last call (the kernel resets them on read):
