@@ -401,6 +401,14 @@ fn pin_to_cpu(t: usize) {
     }
 }
 
+/// A task of a worklist with its element, resolved once per worklist
+/// change.
+struct TaskRef<'r> {
+    id: usize,
+    task: &'r Task,
+    node: &'r dyn crate::Node,
+}
+
 /// One worker's loop state: its context, its copy of the worklist, and
 /// what a pass needs between passes. The real workers have one each; the
 /// simulated-time driver has one per logical thread.
@@ -408,6 +416,9 @@ struct Pass<'r> {
     t: usize,
     cx: Cx<'r>,
     list: Vec<usize>,
+    /// The tasks of `list`, resolved (the task and its element), so a run
+    /// costs no index into the router's tables.
+    refs: Vec<TaskRef<'r>>,
     version: u64,
     due: Vec<crate::timer::TimerEntry>,
     iter: u64,
@@ -420,6 +431,7 @@ impl<'r> Pass<'r> {
             t,
             cx: Cx::new(core, t),
             list: Vec::new(),
+            refs: Vec::new(),
             version: u64::MAX,
             due: Vec::new(),
             iter: 0,
@@ -445,11 +457,20 @@ impl<'r> Pass<'r> {
             self.epoch = e;
             ts.seen_epoch.store(e, Ordering::Release);
         }
+        let version = self.version;
         ts.refresh_worklist(&mut self.version, &mut self.list);
+        if self.version != version {
+            self.refs.clear();
+            self.refs.extend(self.list.iter().map(|&id| TaskRef {
+                id,
+                task: &core.tasks[id],
+                node: &*core.slots[core.tasks[id].elem].element,
+            }));
+        }
         cx.wake_ns = u64::MAX;
         let mut work = false;
-        for &id in &self.list {
-            let task = &core.tasks[id];
+        for r in &self.refs {
+            let (id, task) = (r.id, r.task);
             if task.asleep.load(Ordering::Relaxed)
                 || (task.blocked.load(Ordering::Relaxed) > 0 && !crate::notifier::gated(core, id))
             {
@@ -462,7 +483,7 @@ impl<'r> Pass<'r> {
                 cx.child = 0;
                 cx.task = Some(id);
                 let c0 = clock::cycles();
-                let did = core.slots[task.elem].element.run_task(cx, task.index);
+                let did = r.node.run_task(cx, task.index);
                 let dt = clock::cycles().wrapping_sub(c0);
                 cx.task = None;
                 match &core.profile {
@@ -481,7 +502,7 @@ impl<'r> Pass<'r> {
                 }
                 did
             } else {
-                core.slots[task.elem].element.run_task(cx, task.index)
+                r.node.run_task(cx, task.index)
             };
             if did {
                 bump(&task.work, 1);
