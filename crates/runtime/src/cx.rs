@@ -162,7 +162,7 @@ impl<'r> Cx<'r> {
             let Some(peer) = outs.get(port) else {
                 return self.drop_batch(batch);
             };
-            if let Some(f) = peer.fused() {
+            if let Some(f) = peer.fused_batch() {
                 self.current = peer.elem as usize;
                 match f.run(self, &mut batch) {
                     Some(k) => port = k,

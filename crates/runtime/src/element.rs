@@ -426,6 +426,14 @@ pub trait FusedAction: Send + Sync {
 
     /// The action on one packet (the hop of a batch of one).
     fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop;
+
+    /// Whether batch hops run [`FusedAction::run`] too (an Action's loop)
+    /// or go to the element's `push` as unfused hops (an element that
+    /// only routes single packets: its `run` would only pass the batch on
+    /// to `push`, through a batch taken from the pool).
+    fn fuses_batches(&self) -> bool {
+        true
+    }
 }
 
 impl<A: Action> FusedAction for ActionNode<A> {
@@ -469,6 +477,10 @@ impl<E: Element> FusedAction for ElementNode<E> {
     #[inline]
     fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
         self.0.route_packet(cx, p)
+    }
+
+    fn fuses_batches(&self) -> bool {
+        false
     }
 }
 

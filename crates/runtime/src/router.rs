@@ -39,6 +39,10 @@ pub(crate) struct Peer {
     next: NonNull<[Peer]>,
     pub elem: u32,
     pub port: u32,
+    /// Whether `fused` also takes whole batches (an [`crate::Action`]'s
+    /// loop); an element that only routes single packets takes its
+    /// batches through its own `push`, as an unfused hop.
+    batches: bool,
 }
 
 // SAFETY: `to` points at an element owned (through an `Arc`) by the same
@@ -55,19 +59,18 @@ impl Peer {
         next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
         elem: u32::MAX,
         port: 0,
+        batches: false,
     };
 
     fn new(to: &(dyn Node + 'static), elem: usize, port: usize, fuse: bool) -> Peer {
+        // A fused hop ignores the input port: only input 0 fuses (every
+        // Action has one input; an element routing single packets is
+        // fused on its first input only).
+        let fused = if fuse && port == 0 { to.fused() } else { None };
         Peer {
             to: Some(NonNull::from(to)),
-            // A fused hop ignores the input port: only input 0 fuses
-            // (every Action has one input; an element routing single
-            // packets is fused on its first input only).
-            fused: if fuse && port == 0 {
-                to.fused().map(NonNull::from)
-            } else {
-                None
-            },
+            batches: fused.is_some_and(|f| f.fuses_batches()),
+            fused: fused.map(NonNull::from),
             next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
             elem: elem as u32,
             port: port as u32,
@@ -98,6 +101,17 @@ impl Peer {
     pub fn fused(&self) -> Option<&dyn FusedAction> {
         // SAFETY: points into the same boxed element as `to` (see above).
         self.fused.map(|p| unsafe { p.as_ref() })
+    }
+
+    /// The fused loop for a batch hop ([`Peer::fused`] if it takes
+    /// batches).
+    #[inline]
+    pub fn fused_batch(&self) -> Option<&dyn FusedAction> {
+        if self.batches {
+            self.fused()
+        } else {
+            None
+        }
     }
 }
 
