@@ -203,14 +203,14 @@ impl Element for InfiniteSource {
             if !self.active.load(Ordering::Relaxed) {
                 return false;
             }
-            if self.limit.claim(1) == 0 {
+            if !self.limit.claim_one() {
                 self.limit.finish(cx);
                 return false;
             }
             // The router's clock (simulated under --simtime).
             let ts = self.timestamp.then(|| cx.timestamp());
             let Some(mut p) = data_packet(&self.data, ts) else {
-                self.limit.unclaim(1);
+                self.limit.unclaim_one();
                 return false;
             };
             if self.random {
