@@ -472,6 +472,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             name: uname.clone(),
             cycles_per_packet: down,
             entry: false,
+            packets: app.tasks[t].packets * f,
         });
         for q in queues_fed(gr, app, &d) {
             for p in &mut a2.queues[q].producers {
@@ -617,6 +618,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 name: uname.clone(),
                 cycles_per_packet: (total - own) / n as f64,
                 entry: false,
+                packets: app.tasks[t].packets * f / n as f64,
             });
             tn.push(Some(uname));
             a2.queues.push(AppQueue {
@@ -940,6 +942,7 @@ pub fn static_app(
             },
             cycles_per_packet: 0.0,
             entry: false,
+            packets: 0.0,
         })
         .collect();
     let queues = cd
@@ -960,6 +963,7 @@ pub fn static_app(
         packet_bytes: 64.0,
         tsc_ghz: cd.hz / 1e9,
         core_share: 1.0,
+        free_sources: false,
     })
 }
 
