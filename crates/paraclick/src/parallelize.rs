@@ -267,8 +267,10 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
+/// What `paraclick model` predicts for the plan: sources that offer no
+/// rate each run at their own thread's rate, as the harness measures them.
 fn predict(app: &App, m: &Machine, assign: &[usize], n: usize, w: &WhatIf) -> f64 {
-    app.model(m, assign, n, w).evaluate().mlffr
+    app.predict(m, assign, n, w)
 }
 
 /// The best placement of `app`'s tasks the search finds, and its rate.
