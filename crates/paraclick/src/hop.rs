@@ -13,9 +13,10 @@
 //! other processes a thread is now and then off its core for milliseconds;
 //! a rate over a whole run charges that to the hop (the median-of-rounds
 //! figure this replaces swung from 16 to 225 ns per end at BURST 1 within
-//! minutes), so, as the core-to-core and ring timings do, the cheapest
-//! window over all rounds is kept: 1-thread time per packet t1, 2-thread
-//! t2. The slower end's hop cost is then t2 - (its share of t1)
+//! minutes), so each window's packets are divided by the CPU time the
+//! run's busiest thread (the slower end) had in it, not by wall time, and,
+//! as the core-to-core and ring timings do, the cheapest window over all
+//! rounds is kept: 1-thread time per packet t1, 2-thread t2. The slower end's hop cost is then t2 - (its share of t1)
 //! ([`paraclick_model::machine::hop_end_ns`]): the producer's from the
 //! first chain (it pays for the buffers coming back from the other core
 //! and the ring's tail), the consumer's from the second (the packet's
@@ -23,7 +24,9 @@
 
 use crate::model_cmd;
 use paraclick_lang::Source;
-use paraclick_model::machine::{best_window_rate, hop_end_ns, HopPoint};
+use paraclick_model::machine::{
+    best_window_rate, busiest_between, hop_end_ns, threads_cpu_ns, HopPoint,
+};
 use paraclick_runtime::sched::SchedPolicy;
 use paraclick_runtime::Registry;
 use std::fmt::Write as _;
@@ -71,34 +74,40 @@ pub fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Runs `src` on `threads` pinned threads for a warm-up and `secs`,
-/// sampling the packets forwarded (entered less dropped) every
-/// [`WINDOW_MS`]; returns the samples (seconds, packets).
+/// sampling every [`WINDOW_MS`] the packets forwarded (entered less
+/// dropped) and every thread's CPU time; returns the windows (packets,
+/// seconds the busiest thread ran).
 fn sampled_run(
     src: &Source,
     reg: &Registry,
     threads: usize,
     secs: f64,
-) -> Result<Vec<(f64, u64)>, String> {
+) -> Result<Vec<(u64, f64)>, String> {
     let r = model_cmd::build(src, reg, &[], threads, SchedPolicy::Static, false, false)?;
     let r = &r;
     std::thread::scope(|sc| {
-        let sampler = sc.spawn(move || -> Result<Vec<(f64, u64)>, String> {
+        let sampler = sc.spawn(move || -> Result<Vec<(u64, f64)>, String> {
             std::thread::sleep(Duration::from_millis(100));
             let t0 = Instant::now();
-            let mut v = Vec::new();
             let until = Duration::from_secs_f64(secs);
-            loop {
+            let sample = || -> Result<(u64, Vec<(i32, u64)>), String> {
                 let n = r.read_handler("s.count")?;
                 let n: u64 = n
                     .trim()
                     .parse()
                     .map_err(|_| format!("s.count: not a count: {}", n.trim()))?;
-                let at = t0.elapsed();
-                v.push((at.as_secs_f64(), n.saturating_sub(r.total_drops())));
-                if at >= until {
-                    break;
-                }
+                Ok((n.saturating_sub(r.total_drops()), threads_cpu_ns()))
+            };
+            let mut last = sample()?;
+            let mut v = Vec::new();
+            while t0.elapsed() < until {
                 std::thread::sleep(Duration::from_millis(WINDOW_MS));
+                let now = sample()?;
+                v.push((
+                    now.0.saturating_sub(last.0),
+                    busiest_between(&last.1, &now.1),
+                ));
+                last = now;
             }
             r.stop();
             Ok(v)
@@ -145,7 +154,7 @@ pub fn calibrate(
             }
             ends[k] = hop_end_ns(r1, share, r2);
             line.push(format!(
-                "{} heavy: {:.0}% of 1 thread's work at that end, best {} ms window 1 thread {:.0} pps, 2 threads {:.0} pps -> +{:.1} ns",
+                "{} heavy: {:.0}% of 1 thread's work at that end, best {} ms window per second on core: 1 thread {:.0} pps, 2 threads {:.0} pps -> +{:.1} ns",
                 if end == End::Producer { "producer" } else { "consumer" },
                 share * 100.0,
                 WINDOW_MS,
