@@ -5,11 +5,14 @@
 //! ToDevice's pull path) with their cycles per packet from a short
 //! single-thread run, and for every queue the packets each producer task
 //! puts into it and each consumer task takes out (path frequencies).
-//! Mapping: a thread per task. Each thread is one stage of the model: the
-//! packets of every flow pass all threads, so the thread with the most work
-//! per packet sets the rate. A packet crossing from one thread to another
-//! through a queue costs both ends the measured crossing time
-//! ([`crate::machine::Machine::crossing_ns`]).
+//! Mapping: a thread per task. Each thread is one stage of the model. At
+//! the profile's mix of sources, the packets of every flow pass all
+//! threads, so the thread with the most work per packet sets the rate
+//! ([`App::model`]); sources that offer no rate (InfiniteSource-fed, as the
+//! harness measures them) are not held to that mix: each thread's sources
+//! run as fast as that thread allows ([`App::free_running`]). A packet
+//! crossing from one thread to another through a queue costs each end its
+//! measured crossing time ([`crate::machine::Machine::hop_ends_ns`]).
 
 use crate::machine::Machine;
 use crate::{Channel, Model, Stage};
@@ -22,6 +25,10 @@ pub struct AppTask {
     pub cycles_per_packet: f64,
     /// A source of packets (an element without inputs).
     pub entry: bool,
+    /// Packets its runs handle per packet entering the router, in the
+    /// single-thread timing run (for an entry task: its share of the
+    /// entering packets). 0: unknown.
+    pub packets: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,6 +57,26 @@ pub struct App {
     /// Share of a core the timing run's thread got (CPU time over wall
     /// time; 1.0 on an idle machine).
     pub core_share: f64,
+    /// The sources offer no rate (InfiniteSource-fed, as `bench --mlffr`
+    /// measures them at saturation): each runs as fast as its thread lets
+    /// it, so sources on different threads are not held to the profile's
+    /// mix. False: a fixed mix (RatedSources, all offered the same rate).
+    pub free_sources: bool,
+}
+
+/// The rate of a configuration whose sources run freely
+/// ([`App::free_running`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FreeRun {
+    /// Per thread that runs sources: packets per second entering through
+    /// its sources.
+    pub group_rates: Vec<(usize, f64)>,
+    /// Per thread: the share of its core the rates need (1.0: saturated).
+    pub loads: Vec<f64>,
+    /// The sum of the group rates, packets/s.
+    pub mlffr: f64,
+    /// How it was found.
+    pub how: &'static str,
 }
 
 /// What-if questions about the machine.
@@ -95,22 +122,263 @@ impl App {
         (total, per_thread)
     }
 
-    /// Per thread: ns of crossing work per entering packet, each queue's
-    /// crossing packets charged at the measured hop cost for its batch.
-    pub fn crossing_ns(&self, machine: &Machine, assign: &[usize], nthreads: usize) -> Vec<f64> {
-        let mut per_thread = vec![0.0; nthreads.max(1)];
-        for q in &self.queues {
-            let one = App {
-                queues: vec![q.clone()],
-                ..App::default()
-            };
-            let (_, x) = one.crossings(assign, nthreads.max(1));
-            let ns = machine.hop_ns(q.batch);
-            for (t, n) in x.into_iter().enumerate() {
-                per_thread[t] += n * ns;
+    /// Per entry task: its share of the packets entering the router (the
+    /// timing run's mix); equal shares when the profile did not count them.
+    pub fn entry_mix(&self) -> Vec<f64> {
+        let n = self.tasks.len();
+        let mut mix: Vec<f64> = self
+            .tasks
+            .iter()
+            .map(|t| if t.entry { t.packets.max(0.0) } else { 0.0 })
+            .collect();
+        let mut s: f64 = mix.iter().sum();
+        if s <= 0.0 {
+            mix = self
+                .tasks
+                .iter()
+                .map(|t| if t.entry { 1.0 } else { 0.0 })
+                .collect();
+            s = mix.iter().sum();
+        }
+        if s <= 0.0 {
+            // No entry task known: every task its own origin, equally.
+            return vec![1.0 / n.max(1) as f64; n];
+        }
+        mix.iter().map(|x| x / s).collect()
+    }
+
+    /// Per task, per entry task (its origin): the fraction of the task's
+    /// packets that entered the router there, following the queues from
+    /// producers to consumers. Tasks no flow reaches (timers, queues the
+    /// profile saw nothing in) get the entering mix.
+    pub fn origins(&self) -> Vec<Vec<f64>> {
+        let n = self.tasks.len();
+        let mix = self.entry_mix();
+        let mut f = vec![vec![0.0; n]; n];
+        for (k, t) in self.tasks.iter().enumerate() {
+            if t.entry {
+                f[k][k] = 1.0;
             }
         }
-        per_thread
+        // A chain of queues is at most n tasks deep.
+        for _ in 0..n {
+            let mut acc: Vec<Option<(Vec<f64>, f64)>> = vec![None; n];
+            for q in &self.queues {
+                let tot: f64 = q.producers.iter().map(|p| p.1.max(0.0)).sum();
+                if tot <= 0.0 {
+                    continue;
+                }
+                let mut m = vec![0.0; n];
+                for &(p, w) in q.producers.iter().filter(|p| p.0 < n) {
+                    for (o, x) in m.iter_mut().enumerate() {
+                        *x += w.max(0.0) / tot * f[p][o];
+                    }
+                }
+                for &(c, w) in q.consumers.iter().filter(|c| c.0 < n) {
+                    if self.tasks[c].entry {
+                        continue;
+                    }
+                    let w = w.max(0.0) + 1e-12;
+                    let e = acc[c].get_or_insert_with(|| (vec![0.0; n], 0.0));
+                    for (o, x) in e.0.iter_mut().enumerate() {
+                        *x += w * m[o];
+                    }
+                    e.1 += w;
+                }
+            }
+            let mut next = f.clone();
+            for (c, a) in acc.into_iter().enumerate() {
+                if let Some((v, w)) = a {
+                    next[c] = v.iter().map(|x| x / w).collect();
+                }
+            }
+            if next == f {
+                break;
+            }
+            f = next;
+        }
+        for row in &mut f {
+            if row.iter().sum::<f64>() <= 1e-12 {
+                row.clone_from(&mix);
+            }
+        }
+        f
+    }
+
+    /// Per thread, per origin (entry task): ns of that thread's time per
+    /// packet entering the router (at the timing run's mix) spent on
+    /// packets that entered there: task costs split by [`App::origins`],
+    /// plus crossing costs, over the thread's core share. A row's sum is
+    /// the thread's stage latency in [`App::model`].
+    pub fn thread_origin_ns(
+        &self,
+        machine: &Machine,
+        assign: &[usize],
+        nthreads: usize,
+        w: &WhatIf,
+    ) -> Vec<Vec<f64>> {
+        let nthreads = nthreads.max(1);
+        let n = self.tasks.len();
+        let ghz = w.clock_ghz.unwrap_or(self.tsc_ghz);
+        let tick_ns = 1.0 / ghz.max(1e-9);
+        let f = self.origins();
+        let th = |i: usize| assign.get(i).copied().unwrap_or(0) % nthreads;
+        let mut ns = vec![vec![0.0; n]; nthreads];
+        for (k, task) in self.tasks.iter().enumerate() {
+            for o in 0..n {
+                ns[th(k)][o] += task.cycles_per_packet * tick_ns * f[k][o];
+            }
+        }
+        // Crossing: the measured hop is pure time (a core to itself); the
+        // task costs are at the timing run's share, so it is scaled to
+        // that share as they are.
+        let then = if self.core_share > 0.0 {
+            self.core_share.min(1.0)
+        } else {
+            1.0
+        };
+        for q in &self.queues {
+            let out: f64 = q.consumers.iter().map(|c| c.1).sum();
+            if out <= 0.0 {
+                continue;
+            }
+            let (hp, hc) = machine.hop_ends_ns(q.batch);
+            for &(p, np) in q.producers.iter().filter(|p| p.0 < n) {
+                for &(c, mc) in q.consumers.iter().filter(|c| c.0 < n) {
+                    let (tp, tc) = (th(p), th(c));
+                    if tp == tc {
+                        continue;
+                    }
+                    let x = np * mc / out / then;
+                    for o in 0..n {
+                        ns[tp][o] += x * hp * f[p][o];
+                        ns[tc][o] += x * hc * f[p][o];
+                    }
+                }
+            }
+        }
+        for (t, row) in ns.iter_mut().enumerate() {
+            if let Some(&share) = w.core_share.get(t) {
+                if share > 0.0 {
+                    row.iter_mut().for_each(|x| *x /= share);
+                }
+            }
+        }
+        ns
+    }
+
+    /// The forwarding rate when the sources run freely: the sources of a
+    /// thread keep the profile's mix among themselves (the scheduler runs
+    /// each once per round), but sources on different threads do not: a
+    /// thread with sources is busy all the time, so the rate of each
+    /// thread's sources solves, for every such thread t,
+    /// sum over source threads g of rate_g x (t's ns per packet of g) = 1 s.
+    /// If that leaves a thread without sources over-committed (its queues
+    /// overflow), or has no non-negative solution, every rate is scaled
+    /// down to what the busiest thread allows; the memory channel's
+    /// saturation (`mem_ns` per packet, 80%) caps the sum likewise.
+    pub fn free_running(
+        &self,
+        machine: &Machine,
+        assign: &[usize],
+        nthreads: usize,
+        w: &WhatIf,
+    ) -> FreeRun {
+        let nthreads = nthreads.max(1);
+        let n = self.tasks.len();
+        let ns = self.thread_origin_ns(machine, assign, nthreads, w);
+        let mix = self.entry_mix();
+        let th = |i: usize| assign.get(i).copied().unwrap_or(0) % nthreads;
+        // Source threads and their groups' share of the mix.
+        let mut groups: Vec<(usize, f64)> = Vec::new();
+        for o in (0..n).filter(|&o| mix[o] > 0.0) {
+            match groups.iter_mut().find(|g| g.0 == th(o)) {
+                Some(g) => g.1 += mix[o],
+                None => groups.push((th(o), mix[o])),
+            }
+        }
+        groups.sort_by_key(|g| g.0);
+        // a[t][g]: ns of thread t per packet entering through group g.
+        let a: Vec<Vec<f64>> = (0..nthreads)
+            .map(|t| {
+                groups
+                    .iter()
+                    .map(|&(gt, share)| {
+                        (0..n)
+                            .filter(|&o| mix[o] > 0.0 && th(o) == gt)
+                            .map(|o| ns[t][o])
+                            .sum::<f64>()
+                            / share
+                    })
+                    .collect()
+            })
+            .collect();
+        let fixed = |groups: &[(usize, f64)]| -> Vec<f64> {
+            // The profile's mix: X packets/s in all, X x share per group.
+            let worst = (0..nthreads)
+                .map(|t| {
+                    groups
+                        .iter()
+                        .enumerate()
+                        .map(|(g, &(_, s))| s * a[t][g])
+                        .sum::<f64>()
+                })
+                .fold(0.0f64, f64::max);
+            let x = if worst > 0.0 { 1e9 / worst } else { 0.0 };
+            groups.iter().map(|g| g.1 * x).collect()
+        };
+        let square: Vec<Vec<f64>> = groups.iter().map(|&(t, _)| a[t].clone()).collect();
+        let (mut rates, mut how) = match solve(&square, &vec![1e9; groups.len()]) {
+            Some(r) if r.iter().all(|&x| x >= 0.0 && x.is_finite()) => {
+                (r, "sources free: each source thread saturated")
+            }
+            _ => (fixed(&groups), "sources held to the profile's mix"),
+        };
+        let load = |rates: &[f64]| -> Vec<f64> {
+            (0..nthreads)
+                .map(|t| {
+                    rates
+                        .iter()
+                        .enumerate()
+                        .map(|(g, r)| r * a[t][g])
+                        .sum::<f64>()
+                        / 1e9
+                })
+                .collect()
+        };
+        let worst = load(&rates).into_iter().fold(0.0f64, f64::max);
+        if worst > 1.0 + 1e-9 {
+            rates.iter_mut().for_each(|r| *r /= worst);
+            how = "sources free, slowed to the busiest thread";
+        }
+        let bytes = w.packet_bytes.unwrap_or(self.packet_bytes);
+        let mem_ns = 2.0 * bytes / machine.memory_gbs.max(1e-9);
+        let sum: f64 = rates.iter().sum();
+        let mem_util = sum * mem_ns / 1e9;
+        if mem_util > 0.8 {
+            rates.iter_mut().for_each(|r| *r *= 0.8 / mem_util);
+            how = "sources free, memory over-subscribed";
+        }
+        FreeRun {
+            group_rates: groups
+                .iter()
+                .map(|g| g.0)
+                .zip(rates.iter().copied())
+                .collect(),
+            loads: load(&rates),
+            mlffr: rates.iter().sum(),
+            how,
+        }
+    }
+
+    /// The predicted MLFFR: [`App::free_running`] when the sources run
+    /// freely, else the fixed-mix pipeline of [`App::model`].
+    pub fn predict(&self, machine: &Machine, assign: &[usize], nthreads: usize, w: &WhatIf) -> f64 {
+        if self.free_sources {
+            self.free_running(machine, assign, nthreads, w).mlffr
+        } else {
+            self.model(machine, assign, nthreads, w).evaluate().mlffr
+        }
     }
 
     /// The model of this application on `nthreads` threads of `machine`
@@ -118,15 +386,13 @@ impl App {
     pub fn model(&self, machine: &Machine, assign: &[usize], nthreads: usize, w: &WhatIf) -> Model {
         let nthreads = nthreads.max(1);
         let ghz = w.clock_ghz.unwrap_or(self.tsc_ghz);
-        // Cycle counter ticks to ns at the (possibly changed) core clock.
-        let tick_ns = 1.0 / self.tsc_ghz * (self.tsc_ghz / ghz);
         let bytes = w.packet_bytes.unwrap_or(self.packet_bytes);
         let channels = vec![Channel {
             name: "Memory".into(),
             saturation: 0.8,
             cycle_ns: 0.0,
         }];
-        let cross = self.crossing_ns(machine, assign, nthreads);
+        let ns = self.thread_origin_ns(machine, assign, nthreads, w);
         let mut stages: Vec<Stage> = (0..nthreads)
             .map(|t| {
                 let names: Vec<&str> = self
@@ -143,24 +409,12 @@ impl App {
                     } else {
                         names.join(", ")
                     },
-                    0.0,
+                    ns[t].iter().sum(),
                     1.0,
                     1,
                 )
             })
             .collect();
-        for (i, task) in self.tasks.iter().enumerate() {
-            let t = assign.get(i).copied().unwrap_or(0) % nthreads;
-            stages[t].latency_ns += task.cycles_per_packet * tick_ns;
-        }
-        for (t, s) in stages.iter_mut().enumerate() {
-            s.latency_ns += cross[t];
-            if let Some(&share) = w.core_share.get(t) {
-                if share > 0.0 {
-                    s.latency_ns /= share;
-                }
-            }
-        }
         // Memory: each packet written once (made or received) and read
         // once (sent), spread over the threads by their share of the work.
         let total: f64 = stages.iter().map(|s| s.latency_ns).sum::<f64>().max(1e-9);
@@ -185,6 +439,38 @@ impl App {
             stages,
         }
     }
+}
+
+/// Solves `a x = b` (Gaussian elimination with partial pivoting); None
+/// if `a` is singular.
+fn solve(a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
+    let n = b.len();
+    let mut m: Vec<Vec<f64>> = a
+        .iter()
+        .zip(b)
+        .map(|(row, &y)| {
+            let mut r = row.clone();
+            r.push(y);
+            r
+        })
+        .collect();
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| m[i][c].abs().total_cmp(&m[j][c].abs()))?;
+        if m[p][c].abs() < 1e-12 {
+            return None;
+        }
+        m.swap(c, p);
+        let pivot = m[c].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != c {
+                let k = row[c] / pivot[c];
+                for (x, y) in row.iter_mut().zip(&pivot).skip(c) {
+                    *x -= k * y;
+                }
+            }
+        }
+    }
+    Some((0..n).map(|i| m[i][n] / m[i][i]).collect())
 }
 
 #[cfg(test)]
@@ -215,6 +501,7 @@ mod tests {
             name: n.into(),
             cycles_per_packet: c,
             entry: e,
+            packets: 0.5,
         };
         App {
             name: "x".into(),
@@ -241,6 +528,7 @@ mod tests {
             packet_bytes: 64.0,
             tsc_ghz: 2.0,
             core_share: 1.0,
+            free_sources: true,
         }
     }
 
@@ -278,14 +566,8 @@ mod tests {
         // A measured hop curve replaces the ring's figure, by batch size.
         let mut mach = machine();
         mach.queue_hop = vec![
-            crate::machine::HopPoint {
-                batch: 1.0,
-                ns: 80.0,
-            },
-            crate::machine::HopPoint {
-                batch: 32.0,
-                ns: 10.0,
-            },
+            crate::machine::HopPoint::both(1.0, 80.0),
+            crate::machine::HopPoint::both(32.0, 10.0),
         ];
         let m = app.model(&mach, &split, 2, &WhatIf::default());
         assert!((m.stages[0].latency_ns - 480.0).abs() < 1e-9);
@@ -311,5 +593,143 @@ mod tests {
         };
         let m = app.model(&machine(), &[0, 1, 1, 0], 2, &w);
         assert!((m.stages[1].latency_ns - 500.0).abs() < 1e-9);
+    }
+
+    /// vpn-bench's shape: two independent flows, each a source and the
+    /// Unqueue draining its own queue; one flow costs twice the other.
+    fn two_flows() -> App {
+        let t = |n: &str, c: f64, e: bool| AppTask {
+            name: n.into(),
+            cycles_per_packet: c,
+            entry: e,
+            packets: 0.5,
+        };
+        App {
+            name: "vpn".into(),
+            tasks: vec![
+                t("out_src", 200.0, true),
+                t("in_src", 400.0, true),
+                t("u0", 20.0, false),
+                t("u1", 20.0, false),
+            ],
+            queues: vec![
+                AppQueue {
+                    name: "q0".into(),
+                    producers: vec![(0, 0.5)],
+                    consumers: vec![(2, 0.5)],
+                    batch: 1.0,
+                },
+                AppQueue {
+                    name: "q1".into(),
+                    producers: vec![(1, 0.5)],
+                    consumers: vec![(3, 0.5)],
+                    batch: 1.0,
+                },
+            ],
+            packet_bytes: 64.0,
+            tsc_ghz: 2.0,
+            core_share: 1.0,
+            free_sources: true,
+        }
+    }
+
+    #[test]
+    fn origins_follow_the_queues() {
+        let app = crosswise();
+        let f = app.origins();
+        // d0 drains q0, fed by src1 only; d1 drains q1, fed by src0.
+        assert_eq!(f[2], vec![0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(f[3], vec![1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(f[0], vec![1.0, 0.0, 0.0, 0.0]);
+        // A queue with two producers: its consumer's packets by their shares.
+        let mut m = app.clone();
+        m.queues[0].producers = vec![(0, 0.1), (1, 0.3)];
+        let f = m.origins();
+        assert!((f[2][0] - 0.25).abs() < 1e-12 && (f[2][1] - 0.75).abs() < 1e-12);
+        // A task no flow reaches gets the entering mix.
+        m.queues.clear();
+        assert_eq!(m.origins()[2], vec![0.5, 0.5, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn free_sources_on_their_own_threads_each_run_at_their_threads_rate() {
+        let app = two_flows();
+        let w = WhatIf::default();
+        // Each flow on its own thread: thread 0 spends (200 + 20) cycles
+        // per entering packet on out's packets, half of all: 440 cycles =
+        // 220 ns per out packet, 4.545 Mpps; in's: 840 cycles, 2.381 Mpps.
+        let assign = [0, 1, 0, 1];
+        let fr = app.free_running(&machine(), &assign, 2, &w);
+        let expect = 1e9 / 220.0 + 1e9 / 420.0;
+        assert!((fr.mlffr - expect).abs() < 1.0, "{fr:?}");
+        assert!(fr.loads.iter().all(|l| (l - 1.0).abs() < 1e-9), "{fr:?}");
+        // The fixed mix (the pipeline) is held to the slower flow: 2 x 2.381.
+        let ev = app.model(&machine(), &assign, 2, &w).evaluate();
+        assert!((ev.mlffr - 2.0 * 1e9 / 420.0).abs() < 1.0);
+        assert_eq!(app.predict(&machine(), &assign, 2, &w), fr.mlffr);
+        let mut fixed = app.clone();
+        fixed.free_sources = false;
+        assert_eq!(fixed.predict(&machine(), &assign, 2, &w), ev.mlffr);
+        // One thread, or both sources on one thread: the mix holds and the
+        // free-running rate is the pipeline's.
+        for (a, n) in [([0, 0, 0, 0], 1), ([0, 0, 1, 1], 2)] {
+            let fr = app.free_running(&machine(), &a, n, &w);
+            let ev = app.model(&machine(), &a, n, &w).evaluate();
+            assert!(
+                (fr.mlffr - ev.mlffr).abs() < 1.0,
+                "{a:?}: {fr:?} {}",
+                ev.mlffr
+            );
+        }
+    }
+
+    #[test]
+    fn free_sources_sharing_a_thread_solve_together() {
+        // out's drain on in's thread: thread 1 serves both flows, so out's
+        // rate takes from in's. Thread 0: 400 cycles = 200 ns per out packet
+        // (plus 15 ns crossing); thread 1: 840 cycles = 420 ns per in packet
+        // and 40 cycles = 20 ns per out packet (plus 15 ns crossing).
+        let app = two_flows();
+        let mut mach = machine();
+        mach.queue_hop = vec![crate::machine::HopPoint {
+            batch: 1.0,
+            ns: 99.0,
+            producer_ns: Some(15.0),
+            consumer_ns: Some(15.0),
+        }];
+        let fr = app.free_running(&mach, &[0, 1, 1, 1], 2, &WhatIf::default());
+        let r_out = 1e9 / 215.0;
+        let r_in = (1e9 - r_out * 35.0) / 420.0;
+        assert!((fr.mlffr - (r_out + r_in)).abs() < 1.0, "{fr:?}");
+        assert_eq!(fr.group_rates.len(), 2);
+        assert!((fr.group_rates[0].1 - r_out).abs() < 1.0);
+        // A drain thread without sources that cannot keep up slows them.
+        let mut heavy = app.clone();
+        heavy.tasks[2].cycles_per_packet = 2000.0;
+        let fr = heavy.free_running(&machine(), &[0, 0, 1, 1], 2, &WhatIf::default());
+        assert!(fr.loads.iter().all(|&l| l <= 1.0 + 1e-9), "{fr:?}");
+        assert!(fr.loads.iter().any(|&l| (l - 1.0).abs() < 1e-9), "{fr:?}");
+    }
+
+    #[test]
+    fn crossing_ends_are_charged_where_they_are_paid() {
+        let app = crosswise();
+        let mut mach = machine();
+        mach.queue_hop = vec![crate::machine::HopPoint {
+            batch: 1.0,
+            ns: 99.0,
+            producer_ns: Some(40.0),
+            consumer_ns: Some(10.0),
+        }];
+        // Sources on thread 0 (producers), drains on 1 (consumers): every
+        // packet crosses once.
+        let m = app.model(&mach, &[0, 0, 1, 1], 2, &WhatIf::default());
+        assert!((m.stages[0].latency_ns - 440.0).abs() < 1e-9);
+        assert!((m.stages[1].latency_ns - 110.0).abs() < 1e-9);
+        // The hop is pure time; the tasks' costs were taken at half a core.
+        let mut half = app.clone();
+        half.core_share = 0.5;
+        let m = half.model(&mach, &[0, 0, 1, 1], 2, &WhatIf::default());
+        assert!((m.stages[0].latency_ns - 480.0).abs() < 1e-9);
     }
 }

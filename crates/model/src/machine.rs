@@ -58,8 +58,27 @@ pub struct Machine {
 pub struct HopPoint {
     /// Packets the consumer takes per run (Unqueue BURST).
     pub batch: f64,
-    /// ns added to each end per crossing packet.
+    /// ns added to each end per crossing packet (the older, single
+    /// figure: what the slower end pays).
     pub ns: f64,
+    /// What each end pays where it is measured apart: the producer (the
+    /// buffers coming back from the other core, the ring's tail) and the
+    /// consumer (the packet's lines, the ring's head); absent: `ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_ns: Option<f64>,
+}
+
+impl HopPoint {
+    pub fn both(batch: f64, ns: f64) -> HopPoint {
+        HopPoint {
+            batch,
+            ns,
+            producer_ns: None,
+            consumer_ns: None,
+        }
+    }
 }
 
 pub fn cache_path() -> Option<PathBuf> {
@@ -93,13 +112,30 @@ impl Machine {
     /// linearly in log(batch) and held flat beyond its ends; the synthetic
     /// ring's figure when the hop was not measured.
     pub fn hop_ns(&self, batch: f64) -> f64 {
+        self.hop_interp(batch, |p| p.ns).unwrap_or(self.crossing_ns)
+    }
+
+    /// Crossing cost per crossing packet at the producer's end and at the
+    /// consumer's, for a consumer batch of `batch` (as [`Machine::hop_ns`];
+    /// each end its own measured figure where there is one).
+    pub fn hop_ends_ns(&self, batch: f64) -> (f64, f64) {
+        match (
+            self.hop_interp(batch, |p| p.producer_ns.unwrap_or(p.ns)),
+            self.hop_interp(batch, |p| p.consumer_ns.unwrap_or(p.ns)),
+        ) {
+            (Some(a), Some(b)) => (a, b),
+            _ => (self.crossing_ns, self.crossing_ns),
+        }
+    }
+
+    fn hop_interp(&self, batch: f64, val: impl Fn(&HopPoint) -> f64) -> Option<f64> {
         let pts = &self.queue_hop;
         if pts.is_empty() {
-            return self.crossing_ns;
+            return None;
         }
         let b = batch.max(1.0);
         if b <= pts[0].batch {
-            return pts[0].ns;
+            return Some(val(&pts[0]));
         }
         for w in pts.windows(2) {
             if b <= w[1].batch {
@@ -109,10 +145,10 @@ impl Machine {
                 } else {
                     1.0
                 };
-                return w[0].ns + f * (w[1].ns - w[0].ns);
+                return Some(val(&w[0]) + f * (val(&w[1]) - val(&w[0])));
             }
         }
-        pts[pts.len() - 1].ns
+        Some(val(&pts[pts.len() - 1]))
     }
 
     /// Writes this calibration to the cache file.
@@ -202,6 +238,73 @@ impl Machine {
             queue_hop: Vec::new(),
         }
     }
+}
+
+/// Packets per second of the best window of a sampled run: `windows`
+/// are (packets forwarded, seconds the run's busiest thread was on its
+/// core meanwhile). On a shared machine a thread is now and then off its
+/// core; dividing by the time it ran rather than by wall time, and taking
+/// the best window, measures the machine rather than its load (a window in
+/// which the other end was away forwards less per second run and loses).
+/// 0 when no window has time.
+pub fn best_window_rate(windows: &[(u64, f64)]) -> f64 {
+    windows
+        .iter()
+        .filter(|w| w.1 > 0.0)
+        .map(|w| w.0 as f64 / w.1)
+        .fold(0.0, f64::max)
+}
+
+/// CPU time of thread `tid` of this process, ns (None if it is gone).
+pub fn thread_cpu_ns_of(tid: i32) -> Option<u64> {
+    // Linux's per-thread CPU clock id: (~tid << 3) | CPUCLOCK_PERTHREAD
+    // (4) | CPUCLOCK_SCHED (2).
+    let id = ((!tid) << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; an id for a thread that
+    // no longer exists (or a kernel without the encoding) is an error
+    // return, not undefined behaviour.
+    let rc = unsafe { libc::clock_gettime(id as libc::clockid_t, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Per thread of this process (task id): its CPU time so far, ns.
+pub fn threads_cpu_ns() -> Vec<(i32, u64)> {
+    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|tid| Some((tid, thread_cpu_ns_of(tid)?)))
+        .collect()
+}
+
+/// The CPU time the busiest thread had between two [`threads_cpu_ns`]
+/// snapshots, seconds.
+pub fn busiest_between(a: &[(i32, u64)], b: &[(i32, u64)]) -> f64 {
+    b.iter()
+        .filter_map(|&(t, y)| {
+            a.iter()
+                .find(|x| x.0 == t)
+                .map(|&(_, x)| y.saturating_sub(x))
+        })
+        .max()
+        .unwrap_or(0) as f64
+        / 1e9
+}
+
+/// The hop cost at one end of a crossing queue, ns per packet: a chain
+/// forwarding `one_pps` on one thread, where that end's task does
+/// `end_share` of the work, forwards `two_pps` with the queue crossing to
+/// a second thread and that end the slower one; the end's time per packet
+/// grew from its share of 1/one_pps to 1/two_pps.
+pub fn hop_end_ns(one_pps: f64, end_share: f64, two_pps: f64) -> f64 {
+    if one_pps <= 0.0 || two_pps <= 0.0 {
+        return 0.0;
+    }
+    (1e9 / two_pps - end_share.clamp(0.0, 1.0) * 1e9 / one_pps).max(0.0)
 }
 
 /// Spins until `ready`, yielding now and then (on a machine with more
@@ -550,23 +653,77 @@ mod tests {
     }
 
     #[test]
+    fn best_window_is_the_most_packets_per_second_run() {
+        // 100k packets in 10 ms; 20k in 2 ms (the thread was away 8 ms of
+        // the window: per second run, 10 Mpps); 120k in 10 ms.
+        let w = [(100_000, 0.01), (20_000, 0.002), (120_000, 0.01)];
+        assert!((best_window_rate(&w) - 12e6).abs() < 1e-3);
+        assert_eq!(best_window_rate(&[]), 0.0);
+        assert_eq!(best_window_rate(&[(5, 0.0)]), 0.0);
+    }
+
+    #[test]
+    fn busiest_thread_time_between_snapshots() {
+        let a = [(1, 1_000_000), (2, 5_000_000)];
+        let b = [(1, 4_000_000), (2, 6_000_000), (3, 9_000_000)];
+        // Thread 3 is new (no start), thread 1 ran 3 ms.
+        assert!((busiest_between(&a, &b) - 0.003).abs() < 1e-12);
+        // This thread's own clock through its task id.
+        let me = threads_cpu_ns();
+        assert!(!me.is_empty());
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(20) {
+            black_box(0u64);
+        }
+        assert!(busiest_between(&me, &threads_cpu_ns()) > 0.005);
+    }
+
+    #[test]
+    fn hop_end_is_the_slower_ends_growth() {
+        // 1 thread: 20 Mpps, 50 ns per packet, the producer's task 60% of
+        // it (30 ns); 2 threads: 25 Mpps, 40 ns per packet at the producer.
+        assert!((hop_end_ns(20e6, 0.6, 25e6) - 10.0).abs() < 1e-9);
+        // Faster than its share of one thread: no negative cost.
+        assert_eq!(hop_end_ns(20e6, 0.6, 40e6), 0.0);
+        assert_eq!(hop_end_ns(0.0, 0.6, 40e6), 0.0);
+    }
+
+    #[test]
+    fn hop_ends_are_charged_apart_and_default_to_the_single_figure() {
+        let mut m = Machine::calibrate_with(200, 1);
+        m.crossing_ns = 7.0;
+        assert_eq!(m.hop_ends_ns(1.0), (7.0, 7.0));
+        m.queue_hop = vec![
+            HopPoint {
+                batch: 1.0,
+                ns: 50.0,
+                producer_ns: Some(50.0),
+                consumer_ns: Some(20.0),
+            },
+            HopPoint::both(32.0, 10.0),
+        ];
+        assert_eq!(m.hop_ends_ns(1.0), (50.0, 20.0));
+        // Halfway in log(batch) between the two points.
+        let (p, c) = m.hop_ends_ns(32f64.sqrt());
+        assert!(
+            (p - 30.0).abs() < 1e-9 && (c - 15.0).abs() < 1e-9,
+            "{p} {c}"
+        );
+        assert_eq!(m.hop_ns(1.0), 50.0);
+        let text = toml::to_string(&m).unwrap();
+        let back: Machine = toml::from_str(&text).unwrap();
+        assert_eq!(back.queue_hop, m.queue_hop);
+    }
+
+    #[test]
     fn hop_curve_interpolates_in_log_batch_and_falls_back_to_the_ring() {
         let mut m = Machine::calibrate_with(200, 1);
         m.crossing_ns = 7.0;
         assert_eq!(m.hop_ns(4.0), 7.0, "unmeasured: the synthetic ring");
         m.queue_hop = vec![
-            HopPoint {
-                batch: 1.0,
-                ns: 100.0,
-            },
-            HopPoint {
-                batch: 4.0,
-                ns: 40.0,
-            },
-            HopPoint {
-                batch: 32.0,
-                ns: 10.0,
-            },
+            HopPoint::both(1.0, 100.0),
+            HopPoint::both(4.0, 40.0),
+            HopPoint::both(32.0, 10.0),
         ];
         assert_eq!(m.hop_ns(0.5), 100.0);
         assert!((m.hop_ns(2.0) - 70.0).abs() < 1e-9, "{}", m.hop_ns(2.0));

@@ -342,6 +342,7 @@ pub fn profile_app(
             },
             cycles_per_packet: raw[i] * scale,
             entry: entries.contains(&i),
+            packets: t.packets as f64 / entry_b,
         })
         .collect();
     let mut notes = String::new();
@@ -365,6 +366,13 @@ pub fn profile_app(
             packet_bytes: 0.0,
             tsc_ghz: fb.hz / 1e9,
             core_share: share,
+            // As `bench --mlffr` measures: RatedSources get a fixed offered
+            // rate each, any other source runs at saturation.
+            free_sources: !entries.iter().any(|&t| {
+                fa.elements
+                    .iter()
+                    .any(|e| e.name == fa.tasks[t].element && e.class == "RatedSource")
+            }),
         },
         notes,
     ))
@@ -471,7 +479,7 @@ pub fn config_model(
     let ev = model.evaluate();
     let _ = writeln!(
         out,
-        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, ring crossing +{:.0} ns per end, queue hop {}, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
+        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, ring crossing +{:.0} ns per end, queue hop (producer/consumer end) {}, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
         machine.cores,
         machine.tsc_ghz,
         machine.line_transfer_ns,
@@ -482,7 +490,10 @@ pub fn config_model(
             machine
                 .queue_hop
                 .iter()
-                .map(|h| format!("+{:.0} ns at BURST {}", h.ns, h.batch))
+                .map(|h| {
+                    let (p, c) = machine.hop_ends_ns(h.batch);
+                    format!("+{p:.0}/+{c:.0} ns at BURST {}", h.batch)
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         },
@@ -525,10 +536,42 @@ pub fn config_model(
             t.cycles_per_packet * tick_ns
         );
     }
-    out.push_str(&model.render(&ev));
+    let rendered = model.render(&ev);
+    if !app.free_sources {
+        out.push_str(&rendered);
+        return Ok(ConfigModel {
+            text: out,
+            mlffr: ev.mlffr,
+        });
+    }
+    // The table is the pipeline at the profile's mix of sources; sources
+    // that offer no rate each run as fast as their own thread allows.
+    let fr = app.free_running(machine, &assign, nthreads, whatif);
+    let (body, _) = rendered
+        .trim_end()
+        .rsplit_once('\n')
+        .unwrap_or((rendered.trim_end(), ""));
+    out.push_str(body);
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "free-running sources ({}): {}; thread loads {}",
+        fr.how,
+        fr.group_rates
+            .iter()
+            .map(|(t, r)| format!("thread {t} sources {r:.0} pps"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        fr.loads
+            .iter()
+            .map(|l| format!("{l:.2}"))
+            .collect::<Vec<_>>()
+            .join("/")
+    );
+    let _ = writeln!(out, "MLFFR {:.0} pps", fr.mlffr);
     Ok(ConfigModel {
         text: out,
-        mlffr: ev.mlffr,
+        mlffr: fr.mlffr,
     })
 }
 

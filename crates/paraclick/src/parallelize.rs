@@ -267,8 +267,10 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
+/// What `paraclick model` predicts for the plan: sources that offer no
+/// rate each run at their own thread's rate, as the harness measures them.
 fn predict(app: &App, m: &Machine, assign: &[usize], n: usize, w: &WhatIf) -> f64 {
-    app.model(m, assign, n, w).evaluate().mlffr
+    app.predict(m, assign, n, w)
 }
 
 /// The best placement of `app`'s tasks the search finds, and its rate.
@@ -472,6 +474,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             name: uname.clone(),
             cycles_per_packet: down,
             entry: false,
+            packets: app.tasks[t].packets * f,
         });
         for q in queues_fed(gr, app, &d) {
             for p in &mut a2.queues[q].producers {
@@ -617,6 +620,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 name: uname.clone(),
                 cycles_per_packet: (total - own) / n as f64,
                 entry: false,
+                packets: app.tasks[t].packets * f / n as f64,
             });
             tn.push(Some(uname));
             a2.queues.push(AppQueue {
@@ -940,6 +944,7 @@ pub fn static_app(
             },
             cycles_per_packet: 0.0,
             entry: false,
+            packets: 0.0,
         })
         .collect();
     let queues = cd
@@ -960,6 +965,7 @@ pub fn static_app(
         packet_bytes: 64.0,
         tsc_ghz: cd.hz / 1e9,
         core_share: 1.0,
+        free_sources: false,
     })
 }
 
