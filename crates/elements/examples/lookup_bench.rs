@@ -62,7 +62,7 @@ fn main() {
     println!("cycle counter: {:.2} GHz", hz / 1e9);
 
     // Build the table.
-    let mut rng = Rng::new(2001);
+    let mut rng = Rng::with_seed(2001);
     let mut routes = Vec::with_capacity(nprefixes);
     let mut table = Lpm::new();
     let t = Instant::now();
@@ -85,10 +85,10 @@ fn main() {
 
     // Address sets: uniform over the address space, and inside the
     // table's prefixes (the lookups real traffic makes: mostly deep).
-    let uniform: Vec<u32> = (0..LOOKUPS).map(|_| rng.next_u32()).collect();
+    let uniform: Vec<u32> = (0..LOOKUPS).map(|_| rng.u32(..)).collect();
     let inside: Vec<u32> = (0..LOOKUPS)
         .map(|_| {
-            let r = routes[rng.below(routes.len() as u64) as usize];
+            let r = routes[rng.usize(..routes.len())];
             addr_in(&mut rng, &r)
         })
         .collect();

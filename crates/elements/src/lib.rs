@@ -24,8 +24,9 @@ pub mod util;
 
 #[cfg(test)]
 mod robust_tests;
-#[cfg(test)]
-pub(crate) mod test_kit;
+/// The tests' one kit, also for other crates' tests (feature `test-kit`).
+#[cfg(any(test, feature = "test-kit"))]
+pub mod test_kit;
 
 mod docs {
     include!(concat!(env!("OUT_DIR"), "/docs.rs"));

@@ -1,9 +1,11 @@
-//! The element tests' one kit: the registry, the harness that wires an
-//! element between the test and sinks, packet builders on the `wire`
-//! module's emitters, and one seeded random generator.
+//! The tests' one kit: the registry, the harness that wires an element
+//! between the test and sinks, whole routers built, run and read (from
+//! [`paraclick_runtime::testing`]), packet builders on the `wire` module's
+//! emitters, and one seeded random generator (on `fastrand`).
 //!
 //! Each element folder's `test_util` re-exports this and adds only what
-//! is particular to its elements.
+//! is particular to its elements; other crates' tests (paraclick-io) use
+//! it through the `test-kit` feature.
 
 #![allow(dead_code)] // not every test uses every helper
 
@@ -11,16 +13,28 @@ use paraclick_packet::wire::{
     checksum, ethertype, ip_proto, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, EthernetRepr,
     Ipv4Header, Ipv4Repr,
 };
-use paraclick_packet::Packet;
-pub use paraclick_runtime::testing::Harness;
+use paraclick_packet::{Packet, Timestamp};
+pub use paraclick_runtime::testing::{
+    build, build_err, build_simtime, build_with, handler, run, run_until, sink, try_build,
+    with_test_classes, Harness, TestSink, TestSource,
+};
 use paraclick_runtime::Registry;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::Path;
 
-/// Every element class, plus the test source and sinks.
+/// Every element class of this crate, plus the test source and sinks.
 pub fn reg() -> Registry {
-    let mut r = crate::registry();
-    paraclick_runtime::testing::register(&mut r);
-    r
+    with_test_classes(&crate::registry())
+}
+
+/// A path quoted for a configuration argument.
+pub fn q(p: &Path) -> String {
+    format!("\"{}\"", p.display())
+}
+
+/// A timestamp from seconds and nanoseconds.
+pub fn ts(sec: i64, nsec: u32) -> Timestamp {
+    Timestamp::from_parts(sec, nsec)
 }
 
 /// The element under test (`e :: decl`) with `ninputs` inputs fed by the
@@ -356,40 +370,36 @@ pub fn ip_checksum_ok(d: &[u8]) -> bool {
     checksum::verify(&d[..hlen])
 }
 
-/// The tests' one random generator (xorshift64*): seeded, so every run of
-/// a property test sees the same cases.
+/// The tests' one random generator: `fastrand`'s, seeded, so every run
+/// of a property test sees the same cases; with helpers for addresses and
+/// datagrams.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(pub fastrand::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+        Rng(fastrand::Rng::with_seed(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.u64(..)
     }
 
     pub fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
+        self.0.u32(..)
     }
 
     /// Uniform in `0..n` (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        self.0.usize(..n)
     }
 
     pub fn u8(&mut self) -> u8 {
-        self.next_u64() as u8
+        self.0.u8(..)
     }
 
     pub fn u16(&mut self) -> u16 {
-        self.next_u64() as u16
+        self.0.u16(..)
     }
 
     pub fn addr(&mut self) -> Ipv4Addr {
@@ -397,7 +407,7 @@ impl Rng {
     }
 
     pub fn u128(&mut self) -> u128 {
-        (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64())
+        self.0.u128(..)
     }
 
     pub fn addr6(&mut self) -> Ipv6Addr {
@@ -410,7 +420,9 @@ impl Rng {
     }
 
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.u8()).collect()
+        let mut v = vec![0u8; n];
+        self.0.fill(&mut v);
+        v
     }
 
     /// A random valid datagram: random header fields, options (NOP

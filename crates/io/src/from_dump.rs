@@ -687,10 +687,10 @@ mod tests {
                 let path = dir.path().join(format!("t-{big}-{nano}.pcap"));
                 let bytes = pcap_bytes(big, nano, 65535, 1, &records(&f, nano));
                 std::fs::write(&path, &bytes).unwrap();
-                let r = build(&format!(
-                    "f :: FromDump({}, STOP true) -> s :: TestSink;",
-                    q(&path)
-                ));
+                let r = build(
+                    &full_registry(),
+                    &format!("f :: FromDump({}, STOP true) -> s :: TestSink;", q(&path)),
+                );
                 run(&r);
                 let got = sink(&r, "s");
                 assert_eq!(got.len(), 3, "big {big} nano {nano}");
@@ -711,15 +711,15 @@ mod tests {
                     assert_eq!(p.mac_header_offset(), Some(0));
                     assert!(!p.has_network_header());
                 }
-                assert_eq!(h(&r, "f.count"), "3");
-                assert_eq!(h(&r, "f.encap"), "ETHER");
-                assert_eq!(h(&r, "f.filename"), path.display().to_string());
-                assert_eq!(h(&r, "f.filesize"), bytes.len().to_string());
-                assert_eq!(h(&r, "f.filepos"), bytes.len().to_string());
-                assert_eq!(h(&r, "f.errors"), "0");
-                assert_eq!(h(&r, "f.sampling_prob"), "1");
+                assert_eq!(handler(&r, "f.count"), "3");
+                assert_eq!(handler(&r, "f.encap"), "ETHER");
+                assert_eq!(handler(&r, "f.filename"), path.display().to_string());
+                assert_eq!(handler(&r, "f.filesize"), bytes.len().to_string());
+                assert_eq!(handler(&r, "f.filepos"), bytes.len().to_string());
+                assert_eq!(handler(&r, "f.errors"), "0");
+                assert_eq!(handler(&r, "f.sampling_prob"), "1");
                 r.write_handler("f.reset_counts", "").unwrap();
-                assert_eq!(h(&r, "f.count"), "0");
+                assert_eq!(handler(&r, "f.count"), "0");
             }
         }
     }
@@ -732,14 +732,14 @@ mod tests {
         for cut in [bytes.len() - 10, bytes.len() - 60 - 8] {
             let path = dir.path().join(format!("cut{cut}.pcap"));
             std::fs::write(&path, &bytes[..cut]).unwrap();
-            let r = build(&format!(
-                "f :: FromDump({}, STOP true) -> s :: TestSink;",
-                q(&path)
-            ));
+            let r = build(
+                &full_registry(),
+                &format!("f :: FromDump({}, STOP true) -> s :: TestSink;", q(&path)),
+            );
             run(&r);
             assert_eq!(sink(&r, "s").len(), 2);
-            assert_eq!(h(&r, "f.errors"), "1");
-            assert_eq!(h(&r, "f.count"), "2");
+            assert_eq!(handler(&r, "f.errors"), "1");
+            assert_eq!(handler(&r, "f.count"), "2");
         }
         // A record claiming an absurd captured length is corrupt.
         let mut bad = bytes.clone();
@@ -747,23 +747,23 @@ mod tests {
         bad[third + 8..third + 12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
         let path = dir.path().join("corrupt.pcap");
         std::fs::write(&path, &bad).unwrap();
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true) -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("f :: FromDump({}, STOP true) -> s :: TestSink;", q(&path)),
+        );
         run(&r);
         assert_eq!(sink(&r, "s").len(), 2);
-        assert_eq!(h(&r, "f.errors"), "1");
+        assert_eq!(handler(&r, "f.errors"), "1");
         // A header-only file is an empty trace, not an error.
         let path = dir.path().join("empty-trace.pcap");
         std::fs::write(&path, &bytes[..24]).unwrap();
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true) -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("f :: FromDump({}, STOP true) -> s :: TestSink;", q(&path)),
+        );
         run(&r);
         assert_eq!(sink(&r, "s").len(), 0);
-        assert_eq!(h(&r, "f.errors"), "0");
+        assert_eq!(handler(&r, "f.errors"), "0");
     }
 
     #[test]
@@ -786,13 +786,16 @@ mod tests {
         for (name, bytes, msg) in cases {
             let path = dir.path().join(name);
             std::fs::write(&path, bytes).unwrap();
-            let e = build_err(&format!("FromDump({}) -> TestSink;", q(&path)));
+            let e = build_err(
+                &full_registry(),
+                &format!("FromDump({}) -> TestSink;", q(&path)),
+            );
             assert!(e.contains(msg), "{name}: {e}");
         }
-        let e = build_err(&format!(
-            "FromDump({}) -> TestSink;",
-            q(&dir.path().join("none"))
-        ));
+        let e = build_err(
+            &full_registry(),
+            &format!("FromDump({}) -> TestSink;", q(&dir.path().join("none"))),
+        );
         assert!(e.contains("No such file"), "{e}");
         let path = dir.path().join("ok.pcap");
         std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &[])).unwrap();
@@ -802,7 +805,10 @@ mod tests {
             "STOP true, END_CALL x.y",
             "START 1, START_AFTER 1",
         ] {
-            let e = build_err(&format!("FromDump({}, {bad}) -> TestSink;", q(&path)));
+            let e = build_err(
+                &full_registry(),
+                &format!("FromDump({}, {bad}) -> TestSink;", q(&path)),
+            );
             assert!(!e.is_empty());
         }
     }
@@ -840,7 +846,7 @@ mod tests {
         ];
         let path = dir.path().join("mixed.pcap");
         std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
-        let r = build(&format!(
+        let r = build(&full_registry(), &format!(
             "f :: FromDump({}, STOP true, FORCE_IP true); f[0] -> a :: TestSink; f[1] -> b :: TestSink;",
             q(&path)
         ));
@@ -854,12 +860,15 @@ mod tests {
         assert_eq!(b.len(), 1);
         assert_eq!(b[0].data(), &arp[..]);
         assert!(!b[0].has_network_header());
-        assert_eq!(h(&r, "f.count"), "3");
+        assert_eq!(handler(&r, "f.count"), "3");
         // With one output, non-IP packets are skipped.
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true, FORCE_IP true) -> a :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, STOP true, FORCE_IP true) -> a :: TestSink;",
+                q(&path)
+            ),
+        );
         run(&r);
         assert_eq!(sink(&r, "a").len(), 2);
         assert_eq!(r.total_drops(), 0);
@@ -879,17 +888,17 @@ mod tests {
                 data: ip,
             }];
             std::fs::write(&path, pcap_bytes(true, false, 65535, lt, &recs)).unwrap();
-            let r = build(&format!(
-                "f :: FromDump({}, STOP true) -> s :: TestSink;",
-                q(&path)
-            ));
+            let r = build(
+                &full_registry(),
+                &format!("f :: FromDump({}, STOP true) -> s :: TestSink;", q(&path)),
+            );
             run(&r);
             let got = sink(&r, "s");
             assert_eq!(got.len(), 1);
             assert_eq!(got[0].network_header_offset(), Some(0));
             assert_eq!(got[0].network_header_length(), Some(20));
             assert_eq!(got[0].mac_header_offset(), None);
-            assert_eq!(h(&r, "f.encap"), "IP");
+            assert_eq!(handler(&r, "f.encap"), "IP");
         }
         assert_eq!(ip_header_at(1, &[0u8; 10]), None);
         assert_eq!(ip_header_at(113, &[0u8; 10]), None);
@@ -930,10 +939,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = ten_packets(dir.path());
         let secs = |conf: &str| -> Vec<i64> {
-            let r = build(&format!(
-                "f :: FromDump({}, STOP true, {conf}) -> s :: TestSink;",
-                q(&path)
-            ));
+            let r = build(
+                &full_registry(),
+                &format!(
+                    "f :: FromDump({}, STOP true, {conf}) -> s :: TestSink;",
+                    q(&path)
+                ),
+            );
             run(&r);
             sink(&r, "s").iter().map(|p| p.timestamp().sec()).collect()
         };
@@ -943,59 +955,77 @@ mod tests {
         assert_eq!(secs("END 100"), Vec::<i64>::new());
         assert_eq!(secs("SAMPLE 0"), Vec::<i64>::new());
         assert_eq!(secs("SAMPLE 1, BURST 3").len(), 10);
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true, SAMPLE 0.5) -> s :: TestSink;",
-            q(&path)
-        ));
-        assert_eq!(h(&r, "f.sampling_prob"), "0.5");
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, STOP true, SAMPLE 0.5) -> s :: TestSink;",
+                q(&path)
+            ),
+        );
+        assert_eq!(handler(&r, "f.sampling_prob"), "0.5");
     }
 
     #[test]
     fn pull_context_and_end_call() {
         let dir = tempfile::tempdir().unwrap();
         let path = ten_packets(dir.path());
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true) -> u :: Unqueue(BURST 3) -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, STOP true) -> u :: Unqueue(BURST 3) -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         run(&r);
         assert_eq!(sink(&r, "s").len(), 10);
         // Pulled by hand: the default end action sets active to false.
-        let r = build(&format!(
-            "f :: FromDump({}) -> u :: Unqueue -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}) -> u :: Unqueue -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         let b = r.pull_from("f", 0, 4).unwrap().unwrap();
         assert_eq!(b.len(), 4);
-        assert_eq!(h(&r, "f.packet_filepos"), (24 + 3 * (16 + 54)).to_string());
-        assert_eq!(h(&r, "f.filepos"), (24 + 4 * (16 + 54)).to_string());
+        assert_eq!(
+            handler(&r, "f.packet_filepos"),
+            (24 + 3 * (16 + 54)).to_string()
+        );
+        assert_eq!(handler(&r, "f.filepos"), (24 + 4 * (16 + 54)).to_string());
         assert_eq!(r.pull_from("f", 0, 6).unwrap().unwrap().len(), 6);
-        assert_eq!(h(&r, "f.active"), "true");
+        assert_eq!(handler(&r, "f.active"), "true");
         // The end of the file is found at the next pull.
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
-        assert_eq!(h(&r, "f.active"), "false");
+        assert_eq!(handler(&r, "f.active"), "false");
         // Rewind with filepos.
         r.write_handler("f.filepos", "24").unwrap();
         r.write_handler("f.active", "true").unwrap();
         assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 10);
         assert!(r.write_handler("f.filepos", "3").is_err());
         // END_CALL calls a handler instead.
-        let r = build(&format!(
-            "f :: FromDump({}, END_CALL u.active false) -> u :: Unqueue -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, END_CALL u.active false) -> u :: Unqueue -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 10);
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
-        assert_eq!(h(&r, "f.active"), "true");
-        assert_eq!(h(&r, "u.active"), "false");
+        assert_eq!(handler(&r, "f.active"), "true");
+        assert_eq!(handler(&r, "u.active"), "false");
         // extend_interval moves END and reactivates.
-        let r = build(&format!(
-            "f :: FromDump({}, END 103) -> u :: Unqueue -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, END 103) -> u :: Unqueue -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 3);
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
-        assert_eq!(h(&r, "f.active"), "false");
+        assert_eq!(handler(&r, "f.active"), "false");
         r.write_handler("f.extend_interval", "2s").unwrap();
         let b = r.pull_from("f", 0, 100).unwrap().unwrap();
         assert_eq!(
@@ -1003,21 +1033,27 @@ mod tests {
             vec![103, 104]
         );
         // FILEPOS starts at a record.
-        let r = build(&format!(
-            "f :: FromDump({}, FILEPOS {}) -> u :: Unqueue -> s :: TestSink;",
-            q(&path),
-            24 + 8 * 70
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, FILEPOS {}) -> u :: Unqueue -> s :: TestSink;",
+                q(&path),
+                24 + 8 * 70
+            ),
+        );
         let b = r.pull_from("f", 0, 100).unwrap().unwrap();
         assert_eq!(
             b.iter().map(|p| p.timestamp().sec()).collect::<Vec<_>>(),
             vec![108, 109]
         );
         // ACTIVE false emits nothing.
-        let r = build(&format!(
-            "f :: FromDump({}, ACTIVE false) -> u :: Unqueue -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, ACTIVE false) -> u :: Unqueue -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
     }
 
@@ -1038,10 +1074,13 @@ mod tests {
             .collect();
         let path = dir.path().join("slow.pcap");
         std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
-        let r = build_simtime(&format!(
-            "f :: FromDump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build_simtime(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         run(&r);
         let got = sink(&r, "s");
         assert_eq!(got.len(), 3);
@@ -1068,10 +1107,13 @@ mod tests {
             .collect();
         let path = dir.path().join("timed.pcap");
         std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true, TIMING true) -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, STOP true, TIMING true) -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         let t0 = Instant::now();
         run(&r);
         // 75 ms of trace time separate the first and the last packet.
@@ -1110,12 +1152,15 @@ mod garbage_tests {
             }
             let path = dir.path().join(format!("g{i}.pcap"));
             std::fs::write(&path, &bytes).unwrap();
-            let r = build(&format!(
-                "f :: FromDump({}, STOP true, FORCE_IP true) -> s :: TestSink;",
-                q(&path)
-            ));
+            let r = build(
+                &full_registry(),
+                &format!(
+                    "f :: FromDump({}, STOP true, FORCE_IP true) -> s :: TestSink;",
+                    q(&path)
+                ),
+            );
             run(&r);
-            assert!(h(&r, "f.errors").parse::<u64>().unwrap() <= 1);
+            assert!(handler(&r, "f.errors").parse::<u64>().unwrap() <= 1);
         }
     }
 }

@@ -656,10 +656,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("d.txt");
         std::fs::write(&a, "!data timestamp ip_src\n100 1.0.0.1\n140 1.0.0.2\n").unwrap();
-        let r = build_simtime(&format!(
-            "FromIPSummaryDump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build_simtime(
+            &full_registry(),
+            &format!(
+                "FromIPSummaryDump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         run(&r);
         let got = sink(&r, "s");
         assert_eq!(got.len(), 2);
@@ -674,11 +677,14 @@ mod tests {
         let a = dir.path().join("in.txt");
         let b = dir.path().join("out.txt");
         std::fs::write(&a, input).unwrap();
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, STOP true{from}) -> t :: ToIPSummaryDump({}{to});",
-            q(&a),
-            q(&b)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, STOP true{from}) -> t :: ToIPSummaryDump({}{to});",
+                q(&a),
+                q(&b)
+            ),
+        );
         run(&r);
         r.write_handler("t.flush", "").unwrap();
         (std::fs::read_to_string(&b).unwrap(), r)
@@ -709,12 +715,12 @@ mod tests {
                 &format!(", CONTENTS {FIELDS}"),
             );
             assert_eq!(out, dump(), "CHECKSUM {checksum}");
-            assert_eq!(h(&r, "f.count"), "8");
-            assert_eq!(h(&r, "f.errors"), "0");
-            assert_eq!(h(&r, "t.count"), "8");
-            assert_eq!(h(&r, "f.encap"), "IP");
-            assert_eq!(h(&r, "f.filepos"), dump().len().to_string());
-            assert_eq!(h(&r, "f.filesize"), dump().len().to_string());
+            assert_eq!(handler(&r, "f.count"), "8");
+            assert_eq!(handler(&r, "f.errors"), "0");
+            assert_eq!(handler(&r, "t.count"), "8");
+            assert_eq!(handler(&r, "f.encap"), "IP");
+            assert_eq!(handler(&r, "f.filepos"), dump().len().to_string());
+            assert_eq!(handler(&r, "f.filesize"), dump().len().to_string());
         }
     }
 
@@ -723,10 +729,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("in.txt");
         std::fs::write(&a, dump()).unwrap();
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, STOP true, CHECKSUM true) -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, STOP true, CHECKSUM true) -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         run(&r);
         let got = sink(&r, "s");
         assert_eq!(got.len(), 8);
@@ -754,10 +763,13 @@ mod tests {
         assert_eq!(got[1].anno().paint, 1);
         assert_eq!(got[2].data()[9], 17);
         // Without CHECKSUM, packets stop after the transport header.
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, STOP true) -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, STOP true) -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         run(&r);
         let got = sink(&r, "s");
         assert_eq!(got[1].len(), 40);
@@ -789,8 +801,8 @@ mod tests {
             out,
             "1.0.0.1 2.0.0.2 5 T 40\n1.0.0.4 2.0.0.4 100 T 40\n1.0.0.5 0.0.0.0 7 T 40\n1.0.0.6 2.0.0.6 6 T 40\n"
         );
-        assert_eq!(h(&r, "f.count"), "4");
-        assert_eq!(h(&r, "f.errors"), "5");
+        assert_eq!(handler(&r, "f.count"), "4");
+        assert_eq!(handler(&r, "f.errors"), "5");
         // An unknown field in !data is an error for that line; its column
         // is ignored.
         let (out, r) = through(
@@ -799,7 +811,7 @@ mod tests {
             ", CONTENTS src dst, HEADER false",
         );
         assert_eq!(out, "1.1.1.1 2.2.2.2\n");
-        assert_eq!(h(&r, "f.errors"), "1");
+        assert_eq!(handler(&r, "f.errors"), "1");
         // After !binary, three bytes are a truncated record: an error.
         let (out, r) = through(
             "!data ip_src\n1.1.1.1\n!binary\n\0\0\0",
@@ -807,7 +819,7 @@ mod tests {
             ", HEADER false, CONTENTS src",
         );
         assert_eq!(out, "1.1.1.1\n");
-        assert_eq!(h(&r, "f.errors"), "1");
+        assert_eq!(handler(&r, "f.errors"), "1");
     }
 
     #[test]
@@ -856,22 +868,28 @@ mod tests {
             ("MULTIPACKET true", "MULTIPACKET"),
             ("SAMPLE 3", "SAMPLE"),
         ] {
-            let e = build_err(&format!(
-                "FromIPSummaryDump({}, {conf}) -> TestSink;",
-                q(&a)
-            ));
+            let e = build_err(
+                &full_registry(),
+                &format!("FromIPSummaryDump({}, {conf}) -> TestSink;", q(&a)),
+            );
             assert!(e.contains(msg), "{conf}: {e}");
         }
         let missing = dir.path().join("missing.txt");
-        let e = build_err(&format!("FromIPSummaryDump({}) -> TestSink;", q(&missing)));
+        let e = build_err(
+            &full_registry(),
+            &format!("FromIPSummaryDump({}) -> TestSink;", q(&missing)),
+        );
         assert!(e.contains("No such file"), "{e}");
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, ALLOW_NONEXISTENT true, STOP true) -> s :: TestSink;",
-            q(&missing)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, ALLOW_NONEXISTENT true, STOP true) -> s :: TestSink;",
+                q(&missing)
+            ),
+        );
         run(&r);
-        assert_eq!(h(&r, "f.count"), "0");
-        assert_eq!(h(&r, "f.filesize"), "-");
+        assert_eq!(handler(&r, "f.count"), "0");
+        assert_eq!(handler(&r, "f.filesize"), "-");
     }
 
     #[test]
@@ -883,29 +901,38 @@ mod tests {
             text.push_str(&format!("1.0.0.{i}\n"));
         }
         std::fs::write(&a, &text).unwrap();
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}) -> u :: Unqueue -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}) -> u :: Unqueue -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         assert_eq!(r.pull_from("f", 0, 20).unwrap().unwrap().len(), 20);
         assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 30);
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
-        assert_eq!(h(&r, "f.active"), "false");
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, SAMPLE 0) -> u :: Unqueue -> s :: TestSink;",
-            q(&a)
-        ));
+        assert_eq!(handler(&r, "f.active"), "false");
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, SAMPLE 0) -> u :: Unqueue -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
-        assert_eq!(h(&r, "f.sampling_prob"), "0");
+        assert_eq!(handler(&r, "f.sampling_prob"), "0");
         // Writing `stop` stops the router.
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, ACTIVE false) -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, ACTIVE false) -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         r.write_handler("f.stop", "").unwrap();
         run(&r);
-        assert_eq!(h(&r, "f.active"), "false");
-        assert_eq!(h(&r, "f.count"), "0");
+        assert_eq!(handler(&r, "f.active"), "false");
+        assert_eq!(handler(&r, "f.count"), "0");
     }
 }
 
@@ -967,13 +994,16 @@ mod garbage_tests {
         }
         let path = dir.path().join("g.txt");
         std::fs::write(&path, &text).unwrap();
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, STOP true, CHECKSUM true) -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, STOP true, CHECKSUM true) -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         run(&r);
-        let count: u64 = h(&r, "f.count").parse().unwrap();
-        let errors: u64 = h(&r, "f.errors").parse().unwrap();
+        let count: u64 = handler(&r, "f.count").parse().unwrap();
+        let errors: u64 = handler(&r, "f.errors").parse().unwrap();
         // Blank lines and lines starting with '!' (comments) are neither.
         let other = text
             .lines()

@@ -414,10 +414,13 @@ this line is not tcpdump output
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("in.txt");
         std::fs::write(&a, text).unwrap();
-        let r = build(&format!(
-            "f :: FromTcpdump({}, STOP true{extra}) -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromTcpdump({}, STOP true{extra}) -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         run(&r);
         (sink(&r, "s"), r)
     }
@@ -426,11 +429,11 @@ this line is not tcpdump output
     fn builds_packets_and_counts_bad_lines() {
         let (got, r) = read_text(TEXT, ", CHECKSUM true");
         assert_eq!(got.len(), 7);
-        assert_eq!(h(&r, "f.count"), "7");
-        assert_eq!(h(&r, "f.errors"), "2");
-        assert_eq!(h(&r, "f.encap"), "IP");
-        assert_eq!(h(&r, "f.filepos"), TEXT.len().to_string());
-        assert_eq!(h(&r, "f.filesize"), TEXT.len().to_string());
+        assert_eq!(handler(&r, "f.count"), "7");
+        assert_eq!(handler(&r, "f.errors"), "2");
+        assert_eq!(handler(&r, "f.encap"), "IP");
+        assert_eq!(handler(&r, "f.filepos"), TEXT.len().to_string());
+        assert_eq!(handler(&r, "f.filesize"), TEXT.len().to_string());
         let lens: Vec<usize> = got.iter().map(|p| p.len()).collect();
         assert_eq!(lens, [40, 40, 40, 140, 40, 60, 84]);
         let p = &got[3];
@@ -460,10 +463,16 @@ this line is not tcpdump output
     fn sampling_and_inactive() {
         let (got, r) = read_text(TEXT, ", SAMPLE 0");
         assert!(got.is_empty());
-        assert_eq!(h(&r, "f.sampling_prob"), "0");
-        assert_eq!(h(&r, "f.errors"), "2");
-        assert!(build_err("FromTcpdump(/nonexistent/x.txt) -> Discard").contains("nonexistent"));
-        assert!(build_err("FromTcpdump(x, SAMPLE 2) -> Discard").contains("SAMPLE"));
+        assert_eq!(handler(&r, "f.sampling_prob"), "0");
+        assert_eq!(handler(&r, "f.errors"), "2");
+        assert!(build_err(
+            &full_registry(),
+            "FromTcpdump(/nonexistent/x.txt) -> Discard"
+        )
+        .contains("nonexistent"));
+        assert!(
+            build_err(&full_registry(), "FromTcpdump(x, SAMPLE 2) -> Discard").contains("SAMPLE")
+        );
     }
 
     #[test]
@@ -480,14 +489,14 @@ this line is not tcpdump output
                 }
             }
             let z = dir.path().join(format!("in.txt.{ext}"));
-            let r = build(&format!(
-                "f :: FromTcpdump({}, STOP true) -> s :: TestSink;",
-                q(&z)
-            ));
+            let r = build(
+                &full_registry(),
+                &format!("f :: FromTcpdump({}, STOP true) -> s :: TestSink;", q(&z)),
+            );
             run(&r);
             assert_eq!(sink(&r, "s").len(), 7, "{prog}");
-            assert_eq!(h(&r, "f.errors"), "2", "{prog}");
-            assert_eq!(h(&r, "f.filepos"), TEXT.len().to_string(), "{prog}");
+            assert_eq!(handler(&r, "f.errors"), "2", "{prog}");
+            assert_eq!(handler(&r, "f.filepos"), TEXT.len().to_string(), "{prog}");
         }
     }
 
@@ -545,7 +554,7 @@ this line is not tcpdump output
         for verbose in [false, true] {
             let text = tcpdump_text(&pcap, verbose);
             let (got, r) = read_text(&text, ", CHECKSUM true");
-            assert_eq!(h(&r, "f.errors"), "0", "{text}");
+            assert_eq!(handler(&r, "f.errors"), "0", "{text}");
             assert_eq!(got.len(), 3, "{text}");
             for (p, f) in got.iter().zip(&frames) {
                 // IP addresses, ports, seq, ack, flags, window equal the frame's.
@@ -582,10 +591,13 @@ this line is not tcpdump output
         // Under --simtime the router's clock is simulated: SetTimestamp
         // stamps each packet with the time it was emitted. (On the wall
         // clock the run would outlast `run`'s 20 s watchdog.)
-        let r = build_simtime(&format!(
-            "f :: FromTcpdump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build_simtime(
+            &full_registry(),
+            &format!(
+                "f :: FromTcpdump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         run(&r);
         let got = sink(&r, "s");
         assert_eq!(got.len(), 4);
@@ -603,10 +615,13 @@ this line is not tcpdump output
         // In real time too (a short trace): never early.
         let text = "5.000 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 1\n5.040 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 1\n";
         std::fs::write(&a, text).unwrap();
-        let r = build(&format!(
-            "f :: FromTcpdump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromTcpdump({}, STOP true, TIMING true) -> SetTimestamp -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         run(&r);
         let got = sink(&r, "s");
         assert_eq!(got.len(), 2);
@@ -621,26 +636,39 @@ this line is not tcpdump output
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("in.txt");
         std::fs::write(&a, TEXT).unwrap();
-        let r = build(&format!(
-            "f :: FromTcpdump({}, END_CALL u.active false) -> u :: Unqueue -> s :: TestSink;",
-            q(&a)
-        ));
-        assert_eq!(h(&r, "u.active"), "true");
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromTcpdump({}, END_CALL u.active false) -> u :: Unqueue -> s :: TestSink;",
+                q(&a)
+            ),
+        );
+        assert_eq!(handler(&r, "u.active"), "true");
         assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 7);
-        assert_eq!(h(&r, "u.active"), "false");
+        assert_eq!(handler(&r, "u.active"), "false");
         assert!(r.pull_from("f", 0, 100).unwrap().is_none());
-        assert_eq!(h(&r, "f.active"), "true", "END_CALL replaces deactivation");
+        assert_eq!(
+            handler(&r, "f.active"),
+            "true",
+            "END_CALL replaces deactivation"
+        );
         // Pushed: the handler may stop the router.
-        let r = build(&format!(
-            "f :: FromTcpdump({}, END_CALL f.stop) -> s :: TestSink;",
-            q(&a)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromTcpdump({}, END_CALL f.stop) -> s :: TestSink;",
+                q(&a)
+            ),
+        );
         run(&r);
         assert_eq!(sink(&r, "s").len(), 7);
-        assert!(build_err(&format!(
-            "FromTcpdump({}, STOP true, END_CALL f.stop) -> Discard;",
-            q(&a)
-        ))
+        assert!(build_err(
+            &full_registry(),
+            &format!(
+                "FromTcpdump({}, STOP true, END_CALL f.stop) -> Discard;",
+                q(&a)
+            )
+        )
         .contains("mutually exclusive"));
     }
 
@@ -656,7 +684,7 @@ this line is not tcpdump output
 1500000009.250000 IP6 fe80::1 > ff02::1: ICMP6, router solicitation, length 16
 ";
         let (got, r) = read_text(text, ", CHECKSUM true");
-        assert_eq!(h(&r, "f.errors"), "0");
+        assert_eq!(handler(&r, "f.errors"), "0");
         assert_eq!(got.len(), 7);
         for p in &got {
             assert_eq!(p.data()[0] >> 4, 6);
@@ -704,7 +732,7 @@ this line is not tcpdump output
 ";
         let (got, r) = read_text(text, "");
         assert_eq!(got.len(), 1, "only the numeric line");
-        assert_eq!(h(&r, "f.errors"), "4");
+        assert_eq!(handler(&r, "f.errors"), "4");
         let mut t = crate::tcpdump_text::SeqTracker::new(false);
         for line in text.lines().take(4) {
             let e = t.parse_line(line).unwrap_err();
@@ -739,13 +767,13 @@ this line is not tcpdump output
         )
         .unwrap();
         let pcap = dir.path().join("v6.pcap");
-        let r = build(&format!(
+        let r = build(&full_registry(), &format!(
             "f :: FromIPSummaryDump({}, STOP true, CHECKSUM true) -> t :: Tee -> ToDump({}, ENCAP IP); t[1] -> s :: TestSink;",
             q(&dump),
             q(&pcap)
         ));
         run(&r);
-        assert_eq!(h(&r, "f.errors"), "0");
+        assert_eq!(handler(&r, "f.errors"), "0");
         let want = sink(&r, "s");
         drop(r);
         assert_eq!(want.len(), 8);
@@ -753,7 +781,7 @@ this line is not tcpdump output
             let text = tcpdump_text(&pcap, verbose);
             assert!(text.contains("sack 2 {101:201}{301:401}"), "{text}");
             let (got, r) = read_text(&text, ", CHECKSUM true");
-            assert_eq!(h(&r, "f.errors"), "0", "{text}");
+            assert_eq!(handler(&r, "f.errors"), "0", "{text}");
             assert_eq!(got.len(), want.len(), "{text}");
             for (p, w) in got.iter().zip(&want) {
                 let (mut a, mut b) = (p.data().to_vec(), w.data().to_vec());

@@ -423,11 +423,14 @@ mod dump_tests {
     /// Runs FromIPSummaryDump(`from`) -> ToIPSummaryDump(`to`, `conf`)
     /// and returns the router (for handlers).
     fn convert(from: &Path, to: &Path, conf: &str) -> paraclick_runtime::Router {
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, STOP true) -> t :: ToIPSummaryDump({}, {conf});",
-            q(from),
-            q(to)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, STOP true) -> t :: ToIPSummaryDump({}, {conf});",
+                q(from),
+                q(to)
+            ),
+        );
         run(&r);
         r.write_handler("t.flush", "").unwrap();
         r
@@ -453,10 +456,10 @@ mod dump_tests {
         let contents = format!("CONTENTS {FIELDS}");
         convert(&src, &t1, &contents);
         let r = convert(&src, &bin, &format!("{contents}, BINARY true"));
-        assert_eq!(h(&r, "t.count"), "3");
+        assert_eq!(handler(&r, "t.count"), "3");
         let r = convert(&bin, &t2, &contents);
-        assert_eq!(h(&r, "f.count"), "3");
-        assert_eq!(h(&r, "f.errors"), "0");
+        assert_eq!(handler(&r, "f.count"), "3");
+        assert_eq!(handler(&r, "f.errors"), "0");
         let one = data_lines(&std::fs::read_to_string(&t1).unwrap());
         let two = data_lines(&std::fs::read_to_string(&t2).unwrap());
         assert_eq!(one.len(), 3);
@@ -509,7 +512,7 @@ mod dump_tests {
         convert(&src, &t1, contents);
         convert(&src, &bin, &format!("{contents}, BINARY true"));
         let r = convert(&bin, &t2, contents);
-        assert_eq!(h(&r, "f.errors"), "0");
+        assert_eq!(handler(&r, "f.errors"), "0");
         let one = data_lines(&std::fs::read_to_string(&t1).unwrap());
         let two = data_lines(&std::fs::read_to_string(&t2).unwrap());
         assert_eq!(
@@ -540,7 +543,7 @@ mod dump_tests {
         std::fs::write(&a, bytes).unwrap();
         let r = convert(&a, &b, "CONTENTS ip_src ip_dst sport");
         let lines = data_lines(&std::fs::read_to_string(&b).unwrap());
-        (lines, h(&r, "f.count"), h(&r, "f.errors"))
+        (lines, handler(&r, "f.count"), handler(&r, "f.errors"))
     }
 
     #[test]

@@ -110,10 +110,13 @@ fn option_payload_icmp_annotation_and_ipv6_fields_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let f1 = dir.path().join("one.txt");
     let f2 = dir.path().join("two.txt");
-    let r = build(&format!(
-        "Idle -> t :: ToIPSummaryDump({}, CONTENTS {FIELDS});",
-        q(&f1)
-    ));
+    let r = build(
+        &full_registry(),
+        &format!(
+            "Idle -> t :: ToIPSummaryDump({}, CONTENTS {FIELDS});",
+            q(&f1)
+        ),
+    );
     r.push_into("t", 0, Batch::from(originals())).unwrap();
     drop(r);
     let one = std::fs::read_to_string(&f1).unwrap();
@@ -149,13 +152,13 @@ fn option_payload_icmp_annotation_and_ipv6_fields_round_trip() {
         lines[1]
     );
 
-    let r = build(&format!(
+    let r = build(&full_registry(), &format!(
         "FromIPSummaryDump({}, STOP true, CHECKSUM true) -> t :: ToIPSummaryDump({}, CONTENTS {FIELDS}) -> s :: TestSink;",
         q(&f1),
         q(&f2)
     ));
     run(&r);
-    assert_eq!(h(&r, "t.count"), "4");
+    assert_eq!(handler(&r, "t.count"), "4");
     let got = sink(&r, "s");
     drop(r);
     let two = std::fs::read_to_string(&f2).unwrap();
@@ -222,21 +225,24 @@ fn malformed_extended_fields_are_counted_not_fatal() {
          1.0.0.1 \"ok\" . . -\n",
     )
     .unwrap();
-    let r = build(&format!(
-        "FromIPSummaryDump({}, STOP true) -> s :: TestSink;",
-        q(&f)
-    ));
+    let r = build(
+        &full_registry(),
+        &format!("FromIPSummaryDump({}, STOP true) -> s :: TestSink;", q(&f)),
+    );
     run(&r);
-    assert_eq!(h(&r, "FromIPSummaryDump@1.errors"), "5");
+    assert_eq!(handler(&r, "FromIPSummaryDump@1.errors"), "5");
     let got = sink(&r, "s");
     assert_eq!(got.len(), 1);
     assert!(got[0].data().ends_with(b"ok"));
     // Malformed options in a packet print as '?'.
     let f2 = dir.path().join("q.txt");
-    let r = build(&format!(
-        "Idle -> t :: ToIPSummaryDump({}, CONTENTS ip_opt tcp_opt, HEADER false);",
-        q(&f2)
-    ));
+    let r = build(
+        &full_registry(),
+        &format!(
+            "Idle -> t :: ToIPSummaryDump({}, CONTENTS ip_opt tcp_opt, HEADER false);",
+            q(&f2)
+        ),
+    );
     let bad_tcp = tcp_seg(&[2, 9, 0, 0], b"");
     let p = marked(&v4(6, &[7, 40, 4, 0], &bad_tcp), 24, 1.0);
     r.push_into("t", 0, Batch::from(vec![p])).unwrap();
@@ -285,13 +291,13 @@ fn sack_words_round_trip_exactly() {
         text += &format!("1.0.0.1 1 2.0.0.2 2 A {w}\n");
     }
     std::fs::write(&a, &text).unwrap();
-    let r = build(&format!(
+    let r = build(&full_registry(), &format!(
         "f :: FromIPSummaryDump({}, STOP true) -> ToIPSummaryDump({}, CONTENTS ip_src sport ip_dst dport tcp_flags tcp_opt tcp_sack);",
         q(&a),
         q(&b)
     ));
     run(&r);
-    assert_eq!(h(&r, "f.errors"), "0");
+    assert_eq!(handler(&r, "f.errors"), "0");
     drop(r);
     let out = std::fs::read_to_string(&b).unwrap();
     let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with('!')).collect();

@@ -378,14 +378,17 @@ mod tests {
             let a = dir.path().join(format!("a{nano}.pcap"));
             let b = dir.path().join(format!("b{nano}.pcap"));
             std::fs::write(&a, &input).unwrap();
-            let r = build(&format!(
-                "FromDump({}, STOP true) -> t :: ToDump({}, NANO {nano});",
-                q(&a),
-                q(&b)
-            ));
+            let r = build(
+                &full_registry(),
+                &format!(
+                    "FromDump({}, STOP true) -> t :: ToDump({}, NANO {nano});",
+                    q(&a),
+                    q(&b)
+                ),
+            );
             run(&r);
-            assert_eq!(h(&r, "t.count"), "5");
-            assert_eq!(h(&r, "t.filename"), b.display().to_string());
+            assert_eq!(handler(&r, "t.count"), "5");
+            assert_eq!(handler(&r, "t.filename"), b.display().to_string());
             drop(r);
             assert_eq!(std::fs::read(&b).unwrap(), input, "nano {nano}");
         }
@@ -401,7 +404,7 @@ mod tests {
         }
         let e = Router::from_str(
             "InfiniteSource(LIMIT 3, STOP true) -> t :: ToDump(/dev/full)",
-            &registry(),
+            &full_registry(),
             1,
         )
         .err()
@@ -415,10 +418,10 @@ mod tests {
     fn generated(nano: bool, extra: &str) -> Vec<Packet> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("gen.pcap");
-        let r = build(&format!(
-            "Idle -> t :: ToDump({}, NANO {nano}{extra});",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("Idle -> t :: ToDump({}, NANO {nano}{extra});", q(&path)),
+        );
         let mut sent = Vec::new();
         for (i, d) in frames().iter().enumerate() {
             let mut p = Packet::from_slice(d).unwrap();
@@ -430,12 +433,12 @@ mod tests {
         }
         r.push_into("t", 0, paraclick_packet::Batch::from(sent))
             .unwrap();
-        assert_eq!(h(&r, "t.count"), "5");
+        assert_eq!(handler(&r, "t.count"), "5");
         drop(r); // flushes
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true) -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("f :: FromDump({}, STOP true) -> s :: TestSink;", q(&path)),
+        );
         run(&r);
         sink(&r, "s")
     }
@@ -446,7 +449,10 @@ mod tests {
     fn unstamped_packets_get_the_current_time() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("now.pcap");
-        let r = build(&format!("Idle -> t :: ToDump({});", q(&path)));
+        let r = build(
+            &full_registry(),
+            &format!("Idle -> t :: ToDump({});", q(&path)),
+        );
         let f = frames();
         let mut stamped = Packet::from_slice(&f[1]).unwrap();
         stamped.set_timestamp(ts(1_600_000_000, 5_000));
@@ -456,10 +462,10 @@ mod tests {
             .unwrap();
         let after = Timestamp::now();
         drop(r);
-        let r = build(&format!(
-            "f :: FromDump({}, STOP true) -> s :: TestSink;",
-            q(&path)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("f :: FromDump({}, STOP true) -> s :: TestSink;", q(&path)),
+        );
         run(&r);
         let got = sink(&r, "s");
         assert_eq!(got.len(), 2);
@@ -521,7 +527,7 @@ mod tests {
         std::fs::write(&a, pcap_bytes(false, false, 65535, 101, &recs)).unwrap();
         // USE_ENCAP_FROM, with ToDump in pull context (an output).
         let b = dir.path().join("b.pcap");
-        let r = build(&format!(
+        let r = build(&full_registry(), &format!(
             "f :: FromDump({}, STOP true) -> t :: ToDump({}, USE_ENCAP_FROM f) -> Unqueue -> s :: TestSink;",
             q(&a),
             q(&b)
@@ -534,11 +540,14 @@ mod tests {
         assert_eq!(out.len(), 24 + 3 * (16 + 40));
         // ENCAP by name; ToDump as a pull sink owns a task.
         let c = dir.path().join("c.pcap");
-        let r = build(&format!(
-            "FromDump({}) -> Queue(100) -> t :: ToDump({}, ENCAP IP, SNAPLEN 0);",
-            q(&a),
-            q(&c)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "FromDump({}) -> Queue(100) -> t :: ToDump({}, ENCAP IP, SNAPLEN 0);",
+                q(&a),
+                q(&c)
+            ),
+        );
         run_until(&r, |r| r.read_handler("t.count").unwrap() == "3");
         drop(r);
         let out = std::fs::read(&c).unwrap();
@@ -546,22 +555,28 @@ mod tests {
         assert_eq!(u32::from_ne_bytes(out[20..24].try_into().unwrap()), 101);
         assert_eq!(out.len(), 24 + 3 * (16 + 40));
         // Errors.
-        let e = build_err(&format!("Idle -> ToDump({}, ENCAP FROB);", q(&c)));
+        let e = build_err(
+            &full_registry(),
+            &format!("Idle -> ToDump({}, ENCAP FROB);", q(&c)),
+        );
         assert!(e.contains("unknown encapsulation"), "{e}");
-        let e = build_err(&format!(
-            "i :: Idle -> ToDump({}, USE_ENCAP_FROM i);",
-            q(&c)
-        ));
+        let e = build_err(
+            &full_registry(),
+            &format!("i :: Idle -> ToDump({}, USE_ENCAP_FROM i);", q(&c)),
+        );
         assert!(e.contains("no 'encap' handler"), "{e}");
-        let e = build_err(&format!(
-            "Idle -> ToDump({}, ENCAP IP, USE_ENCAP_FROM x);",
-            q(&c)
-        ));
+        let e = build_err(
+            &full_registry(),
+            &format!("Idle -> ToDump({}, ENCAP IP, USE_ENCAP_FROM x);", q(&c)),
+        );
         assert!(e.contains("at most one"), "{e}");
-        let e = build_err(&format!(
-            "Idle -> ToDump({});",
-            q(&dir.path().join("no/such/dir/x.pcap"))
-        ));
+        let e = build_err(
+            &full_registry(),
+            &format!(
+                "Idle -> ToDump({});",
+                q(&dir.path().join("no/such/dir/x.pcap"))
+            ),
+        );
         assert!(e.contains("No such file"), "{e}");
     }
 
@@ -585,7 +600,7 @@ mod tests {
             a = q(&a),
             b = q(&b)
         );
-        let r = paraclick_runtime::Router::from_str(&conf, &registry(), 2).unwrap();
+        let r = paraclick_runtime::Router::from_str(&conf, &full_registry(), 2).unwrap();
         run_until(&r, |r| r.read_handler("t.count").unwrap() == "400");
         drop(r);
         let out = std::fs::read(&b).unwrap();
@@ -604,7 +619,10 @@ mod tests {
     fn flush_handler_completes_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.pcap");
-        let r = build(&format!("Idle -> t :: ToDump({});", q(&path)));
+        let r = build(
+            &full_registry(),
+            &format!("Idle -> t :: ToDump({});", q(&path)),
+        );
         let p = Packet::from_slice(&[1, 2, 3]).unwrap();
         r.push_into("t", 0, paraclick_packet::Batch::one(p))
             .unwrap();
@@ -612,6 +630,6 @@ mod tests {
         r.write_handler("t.flush", "").unwrap();
         assert_eq!(std::fs::read(&path).unwrap().len(), 24 + 16 + 3);
         r.write_handler("t.reset_counts", "").unwrap();
-        assert_eq!(h(&r, "t.count"), "0");
+        assert_eq!(handler(&r, "t.count"), "0");
     }
 }

@@ -572,12 +572,15 @@ mod tests {
     fn run_text_to(dir: &Path, sub: &str, text: &str, args: &str) -> paraclick_runtime::Router {
         let a = dir.join("in.txt");
         std::fs::write(&a, text).unwrap();
-        let r = build(&format!(
-            "FromTcpdump({}, STOP true, CHECKSUM true) -> AggregateIPFlows \
+        let r = build(
+            &full_registry(),
+            &format!(
+                "FromTcpdump({}, STOP true, CHECKSUM true) -> AggregateIPFlows \
              -> t :: ToIPFlowDumps({}{args}) -> Discard;",
-            q(&a),
-            q(&dir.join(sub).join("%s-%S-%p-%n.txt"))
-        ));
+                q(&a),
+                q(&dir.join(sub).join("%s-%S-%p-%n.txt"))
+            ),
+        );
         run(&r);
         r
     }
@@ -600,15 +603,18 @@ mod tests {
 
     /// What FromIPSummaryDump reads from `path`, as ToIPSummaryDump text.
     fn read_back(path: &Path, out: &Path) -> String {
-        let r = build(&format!(
-            "f :: FromIPSummaryDump({}, STOP true) -> ToIPSummaryDump({}, HEADER false, \
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, STOP true) -> ToIPSummaryDump({}, HEADER false, \
              CONTENTS ntimestamp ip_src sport ip_dst dport ip_proto direction ip_id \
              tcp_flags tcp_seq tcp_ack payload_len tcp_window tcp_opt);",
-            q(path),
-            q(out)
-        ));
+                q(path),
+                q(out)
+            ),
+        );
         run(&r);
-        assert_eq!(h(&r, "f.errors"), "0", "{}", path.display());
+        assert_eq!(handler(&r, "f.errors"), "0", "{}", path.display());
         drop(r);
         std::fs::read_to_string(out).unwrap()
     }
@@ -722,7 +728,7 @@ mod tests {
                 assert!(now[0].0.starts_with("10.9.0.1-999-U-") && now[0].0.ends_with(".txt"));
             }
             r.write_handler("t.flush", "").unwrap();
-            assert_eq!(h(&r, "t.errors"), "0");
+            assert_eq!(handler(&r, "t.errors"), "0");
         }
         drop(run_text_to(d, "bin", &text, ", TCP_OPT true, BINARY true"));
         for (sub, plain) in [("gz", "plain"), ("bgz", "bin")] {
@@ -770,16 +776,16 @@ mod tests {
     fn one_file_per_flow_in_clicks_format() {
         let dir = tempfile::tempdir().unwrap();
         let r = run_text(dir.path(), TEXT, "");
-        assert_eq!(h(&r, "t.count"), "6");
-        assert_eq!(h(&r, "t.skipped"), "0"); // AggregateIPFlows drops ICMP
-        assert_eq!(h(&r, "t.nflows"), "2");
+        assert_eq!(handler(&r, "t.count"), "6");
+        assert_eq!(handler(&r, "t.skipped"), "0"); // AggregateIPFlows drops ICMP
+        assert_eq!(handler(&r, "t.nflows"), "2");
         assert!(
             file(dir.path(), "10.0.0.1").is_none(),
             "written before the end"
         );
         r.write_handler("t.flush", "").unwrap();
-        assert_eq!(h(&r, "t.nflows"), "0");
-        assert_eq!(h(&r, "t.errors"), "0");
+        assert_eq!(handler(&r, "t.nflows"), "0");
+        assert_eq!(handler(&r, "t.errors"), "0");
         let (tcp, agg) = file_agg(dir.path(), "10.0.0.1-1234-T-").unwrap();
         assert_eq!(
             tcp,
@@ -867,12 +873,15 @@ mod tests {
             .unwrap()
             .unwrap()
             .path();
-        let back = build(&format!(
-            "f :: FromIPSummaryDump({}, STOP true) -> s :: TestSink;",
-            q(&path)
-        ));
+        let back = build(
+            &full_registry(),
+            &format!(
+                "f :: FromIPSummaryDump({}, STOP true) -> s :: TestSink;",
+                q(&path)
+            ),
+        );
         run(&back);
-        assert_eq!(h(&back, "f.errors"), "0");
+        assert_eq!(handler(&back, "f.errors"), "0");
         let got = sink(&back, "s");
         assert_eq!(got.len(), 300);
         for (i, p) in got.iter().enumerate() {
@@ -887,15 +896,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("in.txt");
         std::fs::write(&a, TEXT).unwrap();
-        let r = build(&format!(
-            "FromTcpdump({}, STOP true) -> t :: ToIPFlowDumps({}) -> c :: Counter -> Discard;",
-            q(&a),
-            q(&dir.path().join("out/%n"))
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "FromTcpdump({}, STOP true) -> t :: ToIPFlowDumps({}) -> c :: Counter -> Discard;",
+                q(&a),
+                q(&dir.path().join("out/%n"))
+            ),
+        );
         run(&r);
-        assert_eq!(h(&r, "t.skipped"), "7");
-        assert_eq!(h(&r, "t.count"), "0");
-        assert_eq!(h(&r, "c.count"), "7", "packets pass through");
+        assert_eq!(handler(&r, "t.skipped"), "7");
+        assert_eq!(handler(&r, "t.count"), "0");
+        assert_eq!(handler(&r, "c.count"), "7", "packets pass through");
         r.write_handler("t.flush", "").unwrap();
         assert!(!dir.path().join("out").exists());
     }
@@ -905,12 +917,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("in.txt");
         std::fs::write(&a, TEXT).unwrap();
-        let r = build(&format!(
-            "f :: FromTcpdump({}) -> AggregateIPFlows -> Queue(100) -> t :: ToIPFlowDumps({});",
-            q(&a),
-            q(&dir.path().join("out/%s-%S-%p-%n.txt"))
-        ));
-        run_until(&r, |r| h(r, "t.count") == "6");
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromTcpdump({}) -> AggregateIPFlows -> Queue(100) -> t :: ToIPFlowDumps({});",
+                q(&a),
+                q(&dir.path().join("out/%s-%S-%p-%n.txt"))
+            ),
+        );
+        run_until(&r, |r| handler(r, "t.count") == "6");
         r.write_handler("t.flush", "").unwrap();
         let t = file(dir.path(), "10.0.0.1-1234-T-").unwrap();
         assert_eq!(t.lines().filter(|l| !l.starts_with('!')).count(), 5);
@@ -918,11 +933,22 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        assert!(build_err("Idle -> ToIPFlowDumps(x%q) -> Discard").contains("%q"));
-        assert!(build_err("Idle -> ToIPFlowDumps(x%n, BINARY 3) -> Discard").contains("BINARY"));
-        assert!(build_err("Idle -> ToIPFlowDumps(x%n, GZIP 3) -> Discard").contains("GZIP"));
+        assert!(
+            build_err(&full_registry(), "Idle -> ToIPFlowDumps(x%q) -> Discard").contains("%q")
+        );
+        assert!(build_err(
+            &full_registry(),
+            "Idle -> ToIPFlowDumps(x%n, BINARY 3) -> Discard"
+        )
+        .contains("BINARY"));
+        assert!(build_err(
+            &full_registry(),
+            "Idle -> ToIPFlowDumps(x%n, GZIP 3) -> Discard"
+        )
+        .contains("GZIP"));
         // NOTIFIER is accepted (with a warning), every other keyword too.
         build(
+            &full_registry(),
             "Idle -> a :: AggregateIPFlows -> ToIPFlowDumps(x%n, NOTIFIER a, BINARY true, \
              GZIP true, ALL_TCP_OPT true, TCP_WINDOW true, IP_ID true) -> Discard",
         );

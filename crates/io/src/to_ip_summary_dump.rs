@@ -457,13 +457,13 @@ mod router_tests {
         let a = dir.path().join("in.pcap");
         let b = dir.path().join("out.txt");
         std::fs::write(&a, pcap_bytes(false, false, 96, 1, &recs)).unwrap();
-        let r = build(&format!(
+        let r = build(&full_registry(), &format!(
             "FromDump({}, STOP true) -> t :: ToIPSummaryDump({}, CONTENTS ts src sport dst dport proto len \"tcp flags\" eth_src eth_dst payload_len ip_capture_len wire_len, BANNER \"test \\\"run\\\"\");",
             q(&a),
             q(&b)
         ));
         run(&r);
-        assert_eq!(h(&r, "t.count"), "3");
+        assert_eq!(handler(&r, "t.count"), "3");
         drop(r);
         assert_eq!(
             std::fs::read_to_string(&b).unwrap(),
@@ -491,7 +491,7 @@ mod router_tests {
     fn bad_packets_and_truncation() {
         let dir = tempfile::tempdir().unwrap();
         let b = dir.path().join("out.txt");
-        let r = build(&format!(
+        let r = build(&full_registry(), &format!(
             "Idle -> t :: ToIPSummaryDump({}, CONTENTS src len sport, BAD_PACKETS true, HEADER false) -> s :: TestSink;",
             q(&b)
         ));
@@ -530,10 +530,13 @@ mod router_tests {
             ("", "- 28\n!bad truncated IP missing 76\n9.9.9.9 100\n"),
             (", CAREFUL_TRUNC false", "- 28\n9.9.9.9 100\n"),
         ] {
-            let r = build(&format!(
-                "Idle -> t :: ToIPSummaryDump({}, CONTENTS src len, HEADER false{opt});",
-                q(&b)
-            ));
+            let r = build(
+                &full_registry(),
+                &format!(
+                    "Idle -> t :: ToIPSummaryDump({}, CONTENTS src len, HEADER false{opt});",
+                    q(&b)
+                ),
+            );
             let pkts = vec![ip_packet(28, 0x65, 28), ip_packet(24, 0x45, 100)];
             r.push_into("t", 0, paraclick_packet::Batch::from(pkts))
                 .unwrap();
@@ -546,10 +549,13 @@ mod router_tests {
     fn headers_multipacket_and_pull_input() {
         let dir = tempfile::tempdir().unwrap();
         let b = dir.path().join("out.txt");
-        let r = build(&format!(
-            "Idle -> t :: ToIPSummaryDump({}, VERBOSE true, MULTIPACKET true);",
-            q(&b)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!(
+                "Idle -> t :: ToIPSummaryDump({}, VERBOSE true, MULTIPACKET true);",
+                q(&b)
+            ),
+        );
         let mut p = ip_packet(28, 0x45, 28);
         p.anno_mut().extra_packets = 2;
         r.push_into("t", 0, paraclick_packet::Batch::one(p))
@@ -575,7 +581,7 @@ mod router_tests {
         // A pull input: ToIPSummaryDump pulls with its own task.
         let a = dir.path().join("in.txt");
         std::fs::write(&a, "!data ip_src\n1.1.1.1\n2.2.2.2\n").unwrap();
-        let r = build(&format!(
+        let r = build(&full_registry(), &format!(
             "FromIPSummaryDump({}) -> Queue -> t :: ToIPSummaryDump({}, HEADER false, CONTENTS src count) -> s :: TestSink;",
             q(&a),
             q(&b)
@@ -595,7 +601,10 @@ mod router_tests {
             ("BINARY true, CONTENTS tcp_urp", "no documented binary form"),
             ("CONTENTS src zz", "unknown field 'zz'"),
         ] {
-            let e = build_err(&format!("Idle -> ToIPSummaryDump({}, {conf});", q(&b)));
+            let e = build_err(
+                &full_registry(),
+                &format!("Idle -> ToIPSummaryDump({}, {conf});", q(&b)),
+            );
             assert!(e.contains(msg), "{e}");
         }
     }

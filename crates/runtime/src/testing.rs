@@ -1,5 +1,7 @@
-//! Helpers for testing elements: a sink that keeps what reaches it, and a
-//! harness that wires one element between the test and such sinks.
+//! Helpers for testing elements: a sink that keeps what reaches it, a
+//! harness that wires one element between the test and such sinks, and
+//! whole routers built, run and read (every crate's tests use these; the
+//! elements crate's `test_kit` adds packet builders and a seeded RNG).
 //!
 //! ```ignore
 //! let h = Harness::new(&reg, "CheckIPHeader", 2)?;   // e :: CheckIPHeader; e[0] -> o0; e[1] -> o1
@@ -9,9 +11,12 @@
 
 use crate::element::Element;
 use crate::registry::{ClassSpec, ConfigCx, Registry};
-use crate::{Cx, Router};
+use crate::{BuildOptions, Cx, Router};
+use paraclick_lang::{Diagnostic, Source};
 use paraclick_packet::{Batch, Packet};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A push sink that keeps every packet it receives, in order.
 pub struct TestSink {
@@ -93,8 +98,7 @@ impl Harness {
         ninputs: usize,
         noutputs: usize,
     ) -> Result<Harness, String> {
-        let mut reg = reg.clone();
-        register(&mut reg);
+        let reg = with_test_classes(reg);
         let (first, rest) = match decl.split_once(';') {
             Some((a, b)) => (a, b),
             None => (decl, ""),
@@ -106,12 +110,7 @@ impl Harness {
         for i in 0..noutputs {
             conf.push_str(&format!("e[{i}] -> o{i} :: TestSink;\n"));
         }
-        let router = Router::from_str(&conf, &reg, 1).map_err(|d| {
-            d.iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-                .join("; ")
-        })?;
+        let router = Router::from_str(&conf, &reg, 1).map_err(|d| messages(&d))?;
         Ok(Harness { router })
     }
 
@@ -141,5 +140,149 @@ impl Harness {
 
     pub fn write(&self, handler: &str, value: &str) -> Result<(), String> {
         self.router.write_handler(&format!("e.{handler}"), value)
+    }
+}
+
+/// `reg` plus `TestSink` and `TestSource`.
+pub fn with_test_classes(reg: &Registry) -> Registry {
+    let mut reg = reg.clone();
+    register(&mut reg);
+    reg
+}
+
+/// Diagnostics' messages, joined with `; `.
+pub fn messages(d: &[Diagnostic]) -> String {
+    d.iter()
+        .map(|d| d.message.clone())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Builds a one-thread router from `conf` with `reg`'s classes (plus
+/// `TestSink` and `TestSource`), panicking with the diagnostics if it
+/// fails.
+pub fn build(reg: &Registry, conf: &str) -> Router {
+    build_with(
+        reg,
+        conf,
+        &BuildOptions {
+            pin: false,
+            ..BuildOptions::default()
+        },
+    )
+}
+
+/// [`build`] with build options (`simtime`, `threads`, ...).
+pub fn build_with(reg: &Registry, conf: &str, opts: &BuildOptions) -> Router {
+    let src = Source {
+        name: "<config>".into(),
+        text: conf.into(),
+    };
+    Router::build(&src, &with_test_classes(reg), opts)
+        .unwrap_or_else(|d| panic!("config failed: {}", messages(&d)))
+}
+
+/// [`build`] in simulated time (`--simtime`).
+pub fn build_simtime(reg: &Registry, conf: &str) -> Router {
+    build_with(
+        reg,
+        conf,
+        &BuildOptions {
+            pin: false,
+            simtime: true,
+            ..BuildOptions::default()
+        },
+    )
+}
+
+/// A one-thread router from `conf`, or the diagnostics' messages.
+pub fn try_build(reg: &Registry, conf: &str) -> Result<Router, String> {
+    Router::from_str(conf, &with_test_classes(reg), 1).map_err(|d| messages(&d))
+}
+
+/// The diagnostics of a configuration that must fail to build, joined
+/// with `; `.
+pub fn build_err(reg: &Registry, conf: &str) -> String {
+    match try_build(reg, conf) {
+        Ok(_) => panic!("config unexpectedly succeeded: {conf}"),
+        Err(e) => e,
+    }
+}
+
+/// How long [`run`] and [`run_until`] wait before failing the test.
+pub const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// Runs `r` until it stops by itself (a source's STOP, a Script's
+/// `stop`); a watchdog stops it after [`WATCHDOG`], failing the test.
+pub fn run(r: &Router) {
+    let stopper = r.stopper();
+    let done = Arc::new(AtomicBool::new(false));
+    let d2 = done.clone();
+    let w = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while !d2.load(Ordering::Acquire) {
+            if t0.elapsed() > WATCHDOG {
+                stopper.stop();
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    });
+    r.run();
+    done.store(true, Ordering::Release);
+    assert!(!w.join().unwrap(), "router did not stop by itself");
+}
+
+/// Runs `r` until `until()` holds, then stops it; fails after
+/// [`WATCHDOG`].
+pub fn run_until(r: &Router, until: impl Fn(&Router) -> bool + Send + Sync) {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let t0 = Instant::now();
+            while !until(r) {
+                if t0.elapsed() > WATCHDOG {
+                    r.stop();
+                    panic!("condition never held");
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            r.stop();
+        });
+        r.run();
+    });
+}
+
+/// The packets that reached `TestSink` `name` so far (taken).
+pub fn sink(r: &Router, name: &str) -> Vec<Packet> {
+    r.element::<TestSink>(name)
+        .unwrap_or_else(|| panic!("no TestSink named {name}"))
+        .take()
+}
+
+/// A read handler's value (`"c.count"`), panicking if it cannot be read.
+pub fn handler(r: &Router, spec: &str) -> String {
+    r.read_handler(spec)
+        .unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routers_build_run_and_fail_with_their_messages() {
+        let reg = Registry::default();
+        let r = build(&reg, "s :: TestSource -> k :: TestSink;");
+        assert!(sink(&r, "k").is_empty());
+        r.push_into("k", 0, Batch::from(vec![Packet::new(3).unwrap()]))
+            .unwrap();
+        assert_eq!(sink(&r, "k").len(), 1);
+        assert!(sink(&r, "k").is_empty(), "sink() takes the packets");
+        let e = build_err(&reg, "s :: TestSource -> k :: NoSuchClass;");
+        assert!(e.contains("NoSuchClass"), "{e}");
+        assert!(try_build(&reg, "x :: NoSuchClass").is_err());
+        assert_eq!(handler(&r, "k.class"), "TestSink");
+        run_until(&r, |r| handler(r, "s.class") == "TestSource");
     }
 }

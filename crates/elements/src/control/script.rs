@@ -1167,63 +1167,38 @@ impl Element for Script {
 #[cfg(test)]
 pub(crate) mod tests {
     use paraclick_runtime::Router;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
+    // The Script and DriverManager tests' routers, from the one kit.
+    use crate::test_kit::{self as kit, reg};
+
     pub(crate) fn build(conf: &str) -> Router {
-        build_threads(conf, 1)
+        kit::build(&reg(), conf)
     }
 
     pub(crate) fn build_threads(conf: &str, threads: usize) -> Router {
-        Router::from_str(conf, &crate::registry(), threads).unwrap_or_else(|d| {
-            panic!(
-                "{}",
-                d.iter()
-                    .map(|d| d.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )
-        })
+        let opts = paraclick_runtime::BuildOptions {
+            threads,
+            pin: false,
+            ..Default::default()
+        };
+        kit::build_with(&reg(), conf, &opts)
     }
 
     pub(crate) fn build_err(conf: &str) -> String {
-        match Router::from_str(conf, &crate::registry(), 1) {
-            Ok(_) => panic!("configuration should fail: {conf}"),
-            Err(d) => d
-                .iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-                .join("; "),
-        }
+        kit::build_err(&reg(), conf)
     }
 
-    /// Runs the router; fails if it has not stopped by itself within 5 s.
+    /// Runs the router until it stops by itself (the kit's watchdog fails
+    /// the test otherwise); how long it ran.
     pub(crate) fn run(r: &Router) -> Duration {
-        let stopper = r.stopper();
-        let done = Arc::new(AtomicBool::new(false));
-        let d2 = done.clone();
-        let watchdog = std::thread::spawn(move || {
-            for _ in 0..500 {
-                if d2.load(Ordering::Acquire) {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            stopper.stop();
-            true
-        });
         let t = Instant::now();
-        r.run();
-        let took = t.elapsed();
-        done.store(true, Ordering::Release);
-        assert!(!watchdog.join().unwrap(), "router did not stop by itself");
-        took
+        kit::run(r);
+        t.elapsed()
     }
 
     pub(crate) fn read(r: &Router, h: &str) -> String {
-        r.read_handler(h)
-            .unwrap_or_else(|e| panic!("reading {h}: {e}"))
+        kit::handler(r, h)
     }
 
     #[test]

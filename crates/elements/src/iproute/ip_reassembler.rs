@@ -508,9 +508,9 @@ impl Element for IPReassembler {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lpm::gen::Rng;
     use super::super::test_util::{harness, header, ip, ip_bytes, ip_packet, try_harness};
     use super::*;
+    use crate::test_kit::Rng;
 
     /// Fragment `dgram` (a datagram's bytes, 20-byte header) for payload
     /// bytes [s, e), MF as given; `fill` replaces the data when Some.
@@ -798,8 +798,8 @@ mod tests {
     fn fragment_then_reassemble_round_trip() {
         let mut rng = Rng::new(1812);
         for round in 0..150 {
-            let mtu = 68 + rng.below(1500) as usize;
-            let n = 1 + rng.below(9000) as usize;
+            let mtu = 68 + rng.below(1500);
+            let n = 1 + rng.below(9000);
             let with_opts = rng.below(3) == 0;
             let opts: &[u8] = if with_opts {
                 &[131, 7, 4, 1, 2, 3, 4, 7, 3, 4, 1, 148, 4, 0, 0, 0]
@@ -818,14 +818,14 @@ mod tests {
             }
             // Shuffle, and duplicate a few.
             for i in (1..frags.len()).rev() {
-                let j = rng.below(i as u64 + 1) as usize;
+                let j = rng.below(i + 1);
                 frags.swap(i, j);
             }
             let ndup = if frags.len() >= 2 { rng.below(3) } else { 0 };
             for _ in 0..ndup {
-                let k = rng.below(frags.len() as u64) as usize;
+                let k = rng.below(frags.len());
                 let c = frags[k].clone_packet().unwrap();
-                frags.insert(rng.below(frags.len() as u64 + 1) as usize, c);
+                frags.insert(rng.below(frags.len() + 1), c);
             }
             let pushed = frags.len();
             let re = harness("IPReassembler(HIMEM 10000000)", 1);

@@ -521,31 +521,9 @@ fn chunk_base(e: u32) -> usize {
 pub mod gen {
     use super::{mask, Route};
 
-    /// A small deterministic PRNG (xorshift64*).
-    pub struct Rng(u64);
-
-    impl Rng {
-        pub fn new(seed: u64) -> Rng {
-            Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-        }
-
-        pub fn next_u64(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            self.0 = x;
-            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        pub fn next_u32(&mut self) -> u32 {
-            (self.next_u64() >> 32) as u32
-        }
-
-        pub fn below(&mut self, n: u64) -> u64 {
-            self.next_u64() % n
-        }
-    }
+    /// The generator: `fastrand`'s, seeded (`Rng::with_seed`) for
+    /// reproducible tables.
+    pub use fastrand::Rng;
 
     /// Relative frequency of each prefix length (index = length) in a
     /// present-day BGP table (about 60% /24, then /22, /23, /21, /20, ...),
@@ -561,7 +539,7 @@ pub mod gen {
     /// A prefix length drawn from [`LENGTH_WEIGHTS`].
     pub fn random_len(rng: &mut Rng) -> u8 {
         let total: u32 = LENGTH_WEIGHTS.iter().sum();
-        let mut x = rng.below(u64::from(total)) as u32;
+        let mut x = rng.u32(..total);
         for (l, &w) in LENGTH_WEIGHTS.iter().enumerate() {
             if x < w {
                 return l as u8;
@@ -575,22 +553,23 @@ pub mod gen {
     /// `nports` ports and one of `ngws` gateways (or none).
     pub fn random_route(rng: &mut Rng, nports: u32, ngws: u32) -> Route {
         let len = random_len(rng);
-        let addr = rng.next_u32() & mask(len);
-        let g = rng.below(u64::from(ngws) + 1) as u32;
+        let addr = rng.u32(..) & mask(len);
+        let g = rng.u32(..=ngws);
         let gw = if g == 0 { 0 } else { 0x0a00_0000 | g };
-        Route::new(addr, len, gw, rng.below(u64::from(nports)) as u32)
+        Route::new(addr, len, gw, rng.u32(..nports))
     }
 
     /// An address inside `r` (random host bits).
     pub fn addr_in(rng: &mut Rng, r: &Route) -> u32 {
-        r.addr | (rng.next_u32() & !mask(r.len))
+        r.addr | (rng.u32(..) & !mask(r.len))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::gen::{addr_in, random_route, Rng};
+    use super::gen::{addr_in, random_route};
     use super::*;
+    use crate::test_kit::Rng;
 
     /// Reference longest-prefix match: probe every length, longest first.
     struct Reference {
@@ -695,7 +674,7 @@ mod tests {
         let routes: Vec<Route> = {
             let mut m = HashMap::new();
             for _ in 0..2000 {
-                let r = random_route(&mut rng, 8, 4);
+                let r = random_route(&mut rng.0, 8, 4);
                 m.insert((r.addr, r.len), r);
             }
             m.into_values().collect()
@@ -708,8 +687,8 @@ mod tests {
             let a = if i % 2 == 0 {
                 rng.next_u32()
             } else {
-                let k = rng.below(routes.len() as u64) as usize;
-                addr_in(&mut rng, &routes[k])
+                let k = rng.below(routes.len());
+                addr_in(&mut rng.0, &routes[k])
             };
             assert_eq!(t.lookup(a), linear(&routes, a), "addr {a:08x}");
         }
@@ -722,7 +701,7 @@ mod tests {
         let mut reference = Reference::new();
         let mut routes = Vec::new();
         for _ in 0..100_000 {
-            let r = random_route(&mut rng, 16, 40);
+            let r = random_route(&mut rng.0, 16, 40);
             t.insert(r);
             reference.insert(r);
             routes.push(r);
@@ -733,8 +712,8 @@ mod tests {
             let a = if i % 2 == 0 {
                 rng.next_u32()
             } else {
-                let k = rng.below(routes.len() as u64) as usize;
-                addr_in(&mut rng, &routes[k])
+                let k = rng.below(routes.len());
+                addr_in(&mut rng.0, &routes[k])
             };
             let want = reference.lookup(a);
             hits += want.is_some() as usize;
@@ -747,8 +726,8 @@ mod tests {
                 if i % 2 == 0 {
                     rng.next_u32()
                 } else {
-                    let k = rng.below(routes.len() as u64) as usize;
-                    addr_in(&mut rng, &routes[k])
+                    let k = rng.below(routes.len());
+                    addr_in(&mut rng.0, &routes[k])
                 }
             })
             .collect();
@@ -774,7 +753,7 @@ mod tests {
             match rng.below(10) {
                 0..=4 => {
                     // Clustered prefixes make overlaps (and chunk folds) common.
-                    let mut r = random_route(&mut rng, 6, 3);
+                    let mut r = random_route(&mut rng.0, 6, 3);
                     if rng.below(2) == 0 {
                         r = Route::new(0x0a00_0000 | (r.addr >> 12), r.len.max(8), r.gw, r.port);
                     }
@@ -785,7 +764,7 @@ mod tests {
                     reference.insert(r);
                 }
                 5..=8 if !live.is_empty() => {
-                    let i = rng.below(live.len() as u64) as usize;
+                    let i = rng.below(live.len());
                     let (a, l) = live.swap_remove(i);
                     assert!(t.remove(a, l).is_some());
                     assert!(reference.remove(a, l));
@@ -805,7 +784,7 @@ mod tests {
                     let a = if rng.below(2) == 0 || live.is_empty() {
                         0x0a00_0000 | (rng.next_u32() >> 8)
                     } else {
-                        let (pa, pl) = live[rng.below(live.len() as u64) as usize];
+                        let (pa, pl) = live[rng.below(live.len())];
                         pa | (rng.next_u32() & !mask(pl))
                     };
                     assert_eq!(t.lookup(a), reference.lookup(a), "step {step} addr {a:08x}");

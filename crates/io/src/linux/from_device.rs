@@ -337,6 +337,7 @@ mod tests {
     use super::super::ring::{Cursor, PACKET_OUTGOING, TP_STATUS_USER, TP_STATUS_VLAN_VALID};
     use super::super::rx::tests::configure;
     use super::*;
+    use crate::test_util::{build_err, full_registry};
     use paraclick_packet::{Packet, PacketType, Timestamp};
 
     fn element(conf: &str) -> Result<FromDevice, String> {
@@ -480,15 +481,7 @@ mod tests {
     /// passing the check fails later, on the missing device).
     #[test]
     fn queues_of_a_device_share_their_filters() {
-        use paraclick_runtime::Router;
-        let err = |conf: &str| match Router::from_str(conf, &crate::full_registry(), 1) {
-            Ok(_) => panic!("accepted: {conf}"),
-            Err(d) => d
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        };
+        let err = |conf: &str| build_err(&full_registry(), conf);
         let e = err(
             "FromDevice(pcnodev0, QUEUE 0, N_QUEUES 2, PRIORITY true) -> Discard;
                      FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2) -> Discard;",

@@ -365,8 +365,8 @@ impl Element for MultiFromDevice {
 mod tests {
     use super::super::rx::tests::configure;
     use super::*;
+    use crate::test_util::{build_err, full_registry};
     use paraclick_packet::Packet;
-    use paraclick_runtime::Router;
 
     fn element(conf: &str, noutputs: usize) -> Result<MultiFromDevice, String> {
         configure("MultiFromDevice", make, conf, noutputs)
@@ -523,43 +523,39 @@ mod tests {
         assert_eq!((got, asked), (6, vec![(0, 4)]));
     }
 
-    fn router_error(conf: &str) -> String {
-        match Router::from_str(conf, &crate::full_registry(), 1) {
-            Ok(_) => panic!("accepted: {conf}"),
-            Err(d) => d
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        }
-    }
-
     /// The queues of a device, split between FromDevice and
     /// MultiFromDevice, are checked together before any device is opened
     /// (the devices here do not exist: a configuration that passes the
     /// check fails later, on the missing device).
     #[test]
     fn queues_shared_with_from_device_are_checked_together() {
-        let e = router_error(
+        let e = build_err(
+            &full_registry(),
             "m :: MultiFromDevice(pcnodev0 0, pcnodev1 0, N_QUEUES 2) -> Discard; m[1] -> Discard;
              FromDevice(pcnodev0, QUEUE 0, N_QUEUES 2) -> Discard;",
         );
         assert!(e.contains("both read QUEUE 0 of pcnodev0"), "{e}");
-        let e = router_error(
+        let e = build_err(
+            &full_registry(),
             "m :: MultiFromDevice(pcnodev0 0, N_QUEUES 2) -> Discard;
              FromDevice(pcnodev0, QUEUE 1, N_QUEUES 3) -> Discard;",
         );
         assert!(e.contains("N_QUEUES 3"), "{e}");
-        let e = router_error(
+        let e = build_err(
+            &full_registry(),
             "m :: MultiFromDevice(pcnodev0 0, N_QUEUES 2) -> Discard;
              FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2, FANOUT LB) -> Discard;",
         );
         assert!(e.contains("FANOUT LB") && e.contains("FANOUT HASH"), "{e}");
-        let e = router_error("m :: MultiFromDevice(pcnodev0 0, N_QUEUES 3) -> Discard;");
+        let e = build_err(
+            &full_registry(),
+            "m :: MultiFromDevice(pcnodev0 0, N_QUEUES 3) -> Discard;",
+        );
         assert!(e.contains("nobody reads QUEUE 1, 2"), "{e}");
         // Complete: queue 0 here, queue 1 in a FromDevice, queue 1 of
         // the second device here too; only the missing device is left.
-        let e = router_error(
+        let e = build_err(
+            &full_registry(),
             "m :: MultiFromDevice(pcnodev0 0, pcnodev1 0, pcnodev1 1, N_QUEUES 2) -> Discard;
              m[1] -> Discard; m[2] -> Discard;
              FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2) -> Discard;",
@@ -578,7 +574,8 @@ mod tests {
         assert!(e.prio_outputs.is_empty());
         let m = element("r0, BPF_FILTER \"ip and\"", 1).err().unwrap();
         assert!(m.starts_with("BPF_FILTER: bad filter expression"), "{m}");
-        let e = router_error(
+        let e = build_err(
+            &full_registry(),
             "m :: MultiFromDevice(pcnodev0 0, N_QUEUES 2, PRIORITY_FILTER arp) -> Discard;
              FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2, PRIORITY_FILTER icmp) -> Discard;",
         );

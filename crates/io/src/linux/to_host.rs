@@ -143,30 +143,14 @@ impl Element for ToHost {
 mod tests {
     use super::super::tap::{mtu, root_or_skip, unshare_netns};
     use super::*;
+    use crate::test_util::{full_registry, try_build, TestSink};
     use paraclick_packet::Packet;
-    use paraclick_runtime::testing::TestSink;
-    use paraclick_runtime::Router;
     use std::time::{Duration, Instant};
-
-    fn registry() -> paraclick_runtime::Registry {
-        let mut r = crate::full_registry();
-        paraclick_runtime::testing::register(&mut r);
-        r
-    }
-
-    fn build(conf: &str) -> Result<Router, String> {
-        Router::from_str(conf, &registry(), 1).map_err(|d| {
-            d.iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
-    }
 
     #[test]
     fn configuration_is_checked() {
         for bad in ["a/b", "averyveryverylongname", "tap0, tap1", "tap0, MODE x"] {
-            let e = build(&format!("TestSource -> ToHost({bad})")).err();
+            let e = try_build(&full_registry(), &format!("TestSource -> ToHost({bad})")).err();
             assert!(e.is_some(), "{bad}");
         }
     }
@@ -174,9 +158,13 @@ mod tests {
     #[test]
     fn tohost_without_its_fromhost_is_a_configuration_error() {
         // No FromHost at all: nothing is opened, so no privilege is needed.
-        let e = build("TestSource -> ToHost(tap9)").err().expect("an error");
+        let e = try_build(&full_registry(), "TestSource -> ToHost(tap9)")
+            .err()
+            .expect("an error");
         assert!(e.contains("no FromHost(tap9, ...)"), "{e}");
-        let e = build("TestSource -> ToHost").err().expect("an error");
+        let e = try_build(&full_registry(), "TestSource -> ToHost")
+            .err()
+            .expect("an error");
         assert!(e.contains("no FromHost in the configuration"), "{e}");
     }
 
@@ -213,7 +201,7 @@ mod tests {
                  c[1] -> Discard;
                  TestSource -> th :: ToHost;"
             );
-            let r = build(&conf).expect("router with a tap");
+            let r = try_build(&full_registry(), &conf).expect("router with a tap");
             assert_eq!(r.read_handler("fh.dev_name").unwrap(), name);
             assert_eq!(mtu(name).unwrap(), 1400);
             // The default route through GATEWAY (this thread's namespace:
@@ -263,16 +251,18 @@ mod tests {
             assert!(mtu(name).is_err(), "{name} still exists");
 
             // A FromHost for another device does not do.
-            let e = build(&format!(
-                "FromHost({name}) -> Discard; TestSource -> ToHost(other0);"
-            ))
+            let e = try_build(
+                &full_registry(),
+                &format!("FromHost({name}) -> Discard; TestSource -> ToHost(other0);"),
+            )
             .err()
             .expect("an error");
             assert!(e.contains("no FromHost(other0, ...)"), "{e}");
             // Nor two FromHost elements for one device.
-            let e = build(&format!(
-                "FromHost({name}) -> Discard; FromHost({name}) -> Discard;"
-            ))
+            let e = try_build(
+                &full_registry(),
+                &format!("FromHost({name}) -> Discard; FromHost({name}) -> Discard;"),
+            )
             .err()
             .expect("an error");
             assert!(e.contains("one FromHost per device"), "{e}");

@@ -341,10 +341,12 @@ mod tests {
             ("Idle -> RawSocket(TCP, PROPER true);", "PROPER"),
             ("Idle -> RawSocket(ICMP, FOO 1);", "FOO"),
         ] {
-            let e = build_err(conf);
+            let e = build_err(&full_registry(), conf);
             assert!(e.contains(msg), "{conf}: {e}");
         }
-        let doc = registry().doc("RawSocket").expect("RawSocket documented");
+        let doc = full_registry()
+            .doc("RawSocket")
+            .expect("RawSocket documented");
         assert!(doc.starts_with("RawSocket(TYPE"), "{doc}");
     }
 
@@ -361,7 +363,10 @@ mod tests {
         std::thread::spawn(|| {
             unshare_netns();
             configure("lo", &TapSetup::default()).expect("loopback up");
-            let r = build("Idle -> rs :: RawSocket(ICMP) -> o :: TestSink;");
+            let r = build(
+                &full_registry(),
+                "Idle -> rs :: RawSocket(ICMP) -> o :: TestSink;",
+            );
             let id = 0x5c2d;
             let req = Packet::from_slice(&echo_request(id, b"paraclick raw")).unwrap();
             let junk = Packet::from_slice(&[0x60, 0, 0, 0, 0, 0]).unwrap();
@@ -373,8 +378,8 @@ mod tests {
             };
             r.push_into("rs", 0, Batch::from(vec![req, junk, short]))
                 .unwrap();
-            assert_eq!(h(&r, "rs.sent"), "1");
-            assert_eq!(h(&r, "rs.drops"), "2");
+            assert_eq!(handler(&r, "rs.sent"), "1");
+            assert_eq!(handler(&r, "rs.drops"), "2");
             let got = std::thread::scope(|s| {
                 s.spawn(|| r.run());
                 let sink = r.element::<TestSink>("o").unwrap();
@@ -400,7 +405,7 @@ mod tests {
             assert_eq!(&d[28..], b"paraclick raw");
             assert_eq!(reply.network_header_offset(), Some(0));
             assert_eq!(reply.anno().dst_ip, std::net::Ipv4Addr::new(127, 0, 0, 1));
-            let received: usize = h(&r, "rs.received").parse().unwrap();
+            let received: usize = handler(&r, "rs.received").parse().unwrap();
             assert!(received >= got.len(), "{received} < {}", got.len());
         })
         .join()

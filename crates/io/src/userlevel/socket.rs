@@ -627,9 +627,10 @@ mod tests {
     #[test]
     fn tcp_server_receives_and_answers() {
         let port = free_port();
-        let r = build(&format!(
-            "s :: Socket(TCP, 127.0.0.1, {port}) -> c :: Counter -> q :: Queue -> s;"
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("s :: Socket(TCP, 127.0.0.1, {port}) -> c :: Counter -> q :: Queue -> s;"),
+        );
         // An echo server: what arrives is sent back on the same connection.
         std::thread::scope(|sc| {
             sc.spawn(|| {
@@ -653,17 +654,18 @@ mod tests {
             });
             r.run();
         });
-        assert!(h(&r, "s.received").parse::<u64>().unwrap() >= 1);
-        assert_eq!(h(&r, "s.drops"), "0");
+        assert!(handler(&r, "s.received").parse::<u64>().unwrap() >= 1);
+        assert_eq!(handler(&r, "s.drops"), "0");
     }
 
     #[test]
     fn tcp_client_sends_pushed_packets() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
-        let r = build(&format!(
-            "Idle -> s :: Socket(TCP, 127.0.0.1, {port}, CLIENT true);"
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("Idle -> s :: Socket(TCP, 127.0.0.1, {port}, CLIENT true);"),
+        );
         let (mut t, _) = l.accept().unwrap();
         let pk = |d: &[u8]| paraclick_packet::Packet::from_slice(d).unwrap();
         r.push_into(
@@ -676,20 +678,22 @@ mod tests {
         t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         t.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"abcd");
-        assert_eq!(h(&r, "s.sent"), "2");
+        assert_eq!(handler(&r, "s.sent"), "2");
         // LOCALIP/LOCALPORTNUMBER: bound before connecting (CLIENT implied).
         let lport = free_port();
-        let r2 = build(&format!(
-            "Idle -> s :: Socket(TCP, 127.0.0.1, {port}, 127.0.0.1, {lport});"
-        ));
+        let r2 = build(
+            &full_registry(),
+            &format!("Idle -> s :: Socket(TCP, 127.0.0.1, {port}, 127.0.0.1, {lport});"),
+        );
         let (_t2, from) = l.accept().unwrap();
         assert_eq!(from.port(), lport);
         drop(r2);
         // Nobody listening: a clear initialization error.
         drop(l);
-        let e = build_err(&format!(
-            "Idle -> Socket(TCP, 127.0.0.1, {port}, CLIENT true);"
-        ));
+        let e = build_err(
+            &full_registry(),
+            &format!("Idle -> Socket(TCP, 127.0.0.1, {port}, CLIENT true);"),
+        );
         assert!(e.contains("refused") || e.contains("127.0.0.1"), "{e}");
     }
 
@@ -700,9 +704,10 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let r = build(&format!(
-            "s :: Socket(UDP, 127.0.0.1, {port}) -> Queue -> s;"
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("s :: Socket(UDP, 127.0.0.1, {port}) -> Queue -> s;"),
+        );
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         peer.set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
@@ -721,9 +726,10 @@ mod tests {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let rport = rx.local_addr().unwrap().port();
-        let r = build(&format!(
-            "Idle -> s :: Socket(UDP, 127.0.0.1, {rport}, CLIENT true);"
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("Idle -> s :: Socket(UDP, 127.0.0.1, {rport}, CLIENT true);"),
+        );
         r.push_into(
             "s",
             0,
@@ -742,10 +748,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sp = dir.path().join("stream.sock");
         let l = UnixListener::bind(&sp).unwrap();
-        let r = build(&format!(
-            "Idle -> s :: Socket(UNIX, {}, CLIENT true);",
-            q(&sp)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("Idle -> s :: Socket(UNIX, {}, CLIENT true);", q(&sp)),
+        );
         let (mut u, _) = l.accept().unwrap();
         r.push_into(
             "s",
@@ -761,10 +767,10 @@ mod tests {
 
         // A datagram server echoing to its last peer.
         let dp = dir.path().join("dgram.sock");
-        let r = build(&format!(
-            "s :: Socket(UNIX_DGRAM, {}) -> Queue -> s;",
-            q(&dp)
-        ));
+        let r = build(
+            &full_registry(),
+            &format!("s :: Socket(UNIX_DGRAM, {}) -> Queue -> s;", q(&dp)),
+        );
         let cp = dir.path().join("client.sock");
         let c = UnixDatagram::bind(&cp).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -783,7 +789,10 @@ mod tests {
 
         // A stream server.
         let sp2 = dir.path().join("server.sock");
-        let r = build(&format!("s :: Socket(UNIX, {}) -> Queue -> s;", q(&sp2)));
+        let r = build(
+            &full_registry(),
+            &format!("s :: Socket(UNIX, {}) -> Queue -> s;", q(&sp2)),
+        );
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 let mut u = UnixStream::connect(&sp2).unwrap();
@@ -806,7 +815,7 @@ mod tests {
             ("Idle -> Socket(TCP, 127.0.0.1, 1, ALLOW r);", "ALLOW"),
             ("Idle -> Socket(UDP, 127.0.0.1, 1, SNAPLEN 0);", "SNAPLEN"),
         ] {
-            let e = build_err(conf);
+            let e = build_err(&full_registry(), conf);
             assert!(e.contains(msg), "{conf}: {e}");
         }
     }

@@ -198,31 +198,29 @@ pub(crate) fn clamped_mut(b: &mut [u8], start: usize, end: usize) -> &mut [u8] {
     &mut b[start..end]
 }
 
-/// A small deterministic PRNG (xorshift64*) for the fuzz-ish tests.
+/// The fuzz-ish tests' generator: `fastrand`'s, seeded (the one every
+/// crate's tests use), so every run sees the same cases.
 #[cfg(test)]
-pub(crate) struct TestRng(u64);
+pub(crate) struct TestRng(fastrand::Rng);
 
 #[cfg(test)]
 impl TestRng {
     pub(crate) fn new(seed: u64) -> Self {
-        TestRng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+        TestRng(fastrand::Rng::with_seed(seed))
     }
 
     pub(crate) fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.u64(..)
     }
 
     pub(crate) fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        self.0.usize(..n)
     }
 
     pub(crate) fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next_u64() as u8).collect()
+        let mut v = vec![0u8; len];
+        self.0.fill(&mut v);
+        v
     }
 }
 
