@@ -494,42 +494,52 @@ mod tests {
         }
     }
 
-    /// Two sources feeding two queues crosswise (like fake-iprouter: eth0's
-    /// packets leave on eth1), each queue drained by its own task.
-    fn crosswise() -> App {
-        let t = |n: &str, c: f64, e: bool| AppTask {
-            name: n.into(),
-            cycles_per_packet: c,
-            entry: e,
-            packets: 0.5,
+    /// Two sources (tasks 0 and 1) and two queue-draining tasks (2 and 3),
+    /// with the given names and cycles per packet: queue 0 is drained by
+    /// task 2 and queue 1 by task 3; `crossed` feeds queue 0 from source 1
+    /// and queue 1 from source 0 (fake-iprouter's eth0 packets leave on
+    /// eth1), otherwise each source feeds its own queue.
+    fn two_sources(name: &str, tasks: [(&str, f64); 4], crossed: bool) -> App {
+        let queue = |q: usize, producer: usize| AppQueue {
+            name: format!("q{q}"),
+            producers: vec![(producer, 0.5)],
+            consumers: vec![(2 + q, 0.5)],
+            batch: 1.0,
         };
         App {
-            name: "x".into(),
-            tasks: vec![
-                t("src0", 400.0, true),
-                t("src1", 400.0, true),
-                t("d0", 100.0, false),
-                t("d1", 100.0, false),
-            ],
-            queues: vec![
-                AppQueue {
-                    name: "q0".into(),
-                    producers: vec![(1, 0.5)],
-                    consumers: vec![(2, 0.5)],
-                    batch: 1.0,
-                },
-                AppQueue {
-                    name: "q1".into(),
-                    producers: vec![(0, 0.5)],
-                    consumers: vec![(3, 0.5)],
-                    batch: 1.0,
-                },
-            ],
+            name: name.into(),
+            tasks: tasks
+                .iter()
+                .enumerate()
+                .map(|(i, &(n, c))| AppTask {
+                    name: n.into(),
+                    cycles_per_packet: c,
+                    entry: i < 2,
+                    packets: 0.5,
+                })
+                .collect(),
+            queues: if crossed {
+                vec![queue(0, 1), queue(1, 0)]
+            } else {
+                vec![queue(0, 0), queue(1, 1)]
+            },
             packet_bytes: 64.0,
             tsc_ghz: 2.0,
             core_share: 1.0,
             free_sources: true,
         }
+    }
+
+    /// Two sources feeding two queues crosswise, each queue drained by its
+    /// own task.
+    fn crosswise() -> App {
+        let t = [
+            ("src0", 400.0),
+            ("src1", 400.0),
+            ("d0", 100.0),
+            ("d1", 100.0),
+        ];
+        two_sources("x", t, true)
     }
 
     #[test]
@@ -598,39 +608,13 @@ mod tests {
     /// vpn-bench's shape: two independent flows, each a source and the
     /// Unqueue draining its own queue; one flow costs twice the other.
     fn two_flows() -> App {
-        let t = |n: &str, c: f64, e: bool| AppTask {
-            name: n.into(),
-            cycles_per_packet: c,
-            entry: e,
-            packets: 0.5,
-        };
-        App {
-            name: "vpn".into(),
-            tasks: vec![
-                t("out_src", 200.0, true),
-                t("in_src", 400.0, true),
-                t("u0", 20.0, false),
-                t("u1", 20.0, false),
-            ],
-            queues: vec![
-                AppQueue {
-                    name: "q0".into(),
-                    producers: vec![(0, 0.5)],
-                    consumers: vec![(2, 0.5)],
-                    batch: 1.0,
-                },
-                AppQueue {
-                    name: "q1".into(),
-                    producers: vec![(1, 0.5)],
-                    consumers: vec![(3, 0.5)],
-                    batch: 1.0,
-                },
-            ],
-            packet_bytes: 64.0,
-            tsc_ghz: 2.0,
-            core_share: 1.0,
-            free_sources: true,
-        }
+        let t = [
+            ("out_src", 200.0),
+            ("in_src", 400.0),
+            ("u0", 20.0),
+            ("u1", 20.0),
+        ];
+        two_sources("vpn", t, false)
     }
 
     #[test]
