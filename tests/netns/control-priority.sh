@@ -52,14 +52,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "control-priority test: interrupted" >&2; exit 130' INT TERM
 
-ip netns add "$H"
-ip netns add "$R"
 # No IPv6: no router solicitations or neighbour discovery on the link, so
 # nothing but what the test sends reaches r0.
-for ns in "$H" "$R"; do
-  ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-  ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
-done
+add_namespaces_without_ipv6 "$H" "$R"
 ip -n "$R" link add r0 type veth peer name eth0 netns "$H"
 ip -n "$R" link set r0 address 02:00:00:00:01:01
 ip -n "$H" link set eth0 address 02:00:00:00:01:02

@@ -28,6 +28,18 @@ delete_namespaces() {
   return 0
 }
 
+# add_namespaces_without_ipv6 NS...: creates each namespace with IPv6
+# off, so no router solicitation or neighbour discovery reaches its links:
+# only what the test sends does.
+add_namespaces_without_ipv6() {
+  local ns
+  for ns in "$@"; do
+    ip netns add "$ns"
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+  done
+}
+
 # two_hosts H1 H2 R: the topology of run.sh and host.sh.
 #
 #   h1 (10.0.1.2/24) eth0 ==veth== r0 [R] r1 ==veth== eth0 h2 (10.0.2.2/24)

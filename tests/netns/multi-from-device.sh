@@ -52,14 +52,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "multi-from-device test: interrupted" >&2; exit 130' INT TERM
 
-ip netns add "$S"
-ip netns add "$M"
 # No IPv6 anywhere: no router solicitations or neighbour discovery on the
 # links (the "other" counters should stay at zero; they are not relied on).
-for ns in "$S" "$M"; do
-  ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-  ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
-done
+add_namespaces_without_ipv6 "$S" "$M"
 ip -n "$S" link add s0 type veth peer name m0 netns "$M"
 ip -n "$S" link add s1 type veth peer name m1 netns "$M"
 ip -n "$S" link set s0 address 02:00:00:00:01:02
