@@ -220,7 +220,7 @@ impl<'r> Cx<'r> {
                         // The element wants the packet itself (rare: a
                         // packet to fragment, say).
                         return match peer.element() {
-                            Some(to) => to.push_packet(self, peer.port as usize, p),
+                            Some(to) => to.push_unrouted(self, peer.port as usize, p),
                             None => self.drop_packet(p),
                         };
                     }

@@ -376,6 +376,11 @@ pub trait Node: Send + Sync + 'static {
     fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch>;
     /// [`Element::push_packet`]: one packet, no batch.
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet);
+    /// A packet the element's fused hop answered [`Hop::Push`] for: to
+    /// its own push, without routing it a second time.
+    fn push_unrouted(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        self.push_packet(cx, port, p)
+    }
     /// [`Element::pull_packet`]: one packet, no batch.
     fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet>;
     fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool;
@@ -641,6 +646,10 @@ impl<E: Element> Node for ElementNode<E> {
         } else {
             self.0.push_packet(cx, port, p)
         }
+    }
+    #[inline]
+    fn push_unrouted(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        self.0.push_packet(cx, port, p)
     }
     #[inline]
     fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
@@ -995,7 +1004,8 @@ mod tests {
 
     /// [`ByteSwitch`] as an element with its own batch path that routes
     /// single packets ([`Element::ROUTES_SINGLE_PACKETS`]).
-    struct RouteByte(usize);
+    /// Counts its route decisions (each packet must be routed once).
+    struct RouteByte(usize, std::sync::atomic::AtomicUsize);
 
     impl Element for RouteByte {
         const ROUTES_SINGLE_PACKETS: bool = true;
@@ -1013,6 +1023,7 @@ mod tests {
         /// Byte 254: more than a choice of port (adds 100 to byte 1, then
         /// output 1).
         fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             match p.data()[self.0] {
                 254 => Hop::Push,
                 _ => ByteSwitch(self.0).route(p).into(),
@@ -1034,7 +1045,7 @@ mod tests {
         }
     }
 
-    fn run_chain(profile: bool) -> (Vec<Vec<u8>>, Vec<(String, u64)>) {
+    fn run_chain(profile: bool) -> (Vec<Vec<u8>>, Vec<(String, u64)>, usize) {
         use crate::router::{BuildOptions, Router};
         let mut reg = Registry::new();
         crate::testing::register(&mut reg);
@@ -1052,7 +1063,7 @@ mod tests {
             let mut a = cx.args();
             let k = a.read_mp::<usize>("OFFSET");
             a.complete()?;
-            Ok(RouteByte(k))
+            Ok(RouteByte(k, Default::default()))
         }));
         let conf = "TestSource -> e :: ByteSwitch(0);
             e[0] -> Inc -> Inc -> o0 :: TestSink;
@@ -1107,18 +1118,26 @@ mod tests {
                     .collect()
             })
             .collect();
-        (outs, r.drops())
+        let routed = r
+            .element::<RouteByte>("b")
+            .unwrap()
+            .1
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (outs, r.drops(), routed)
     }
 
     #[test]
     fn fused_chains_route_count_drops_and_match_the_unfused_path() {
-        let (outs, drops) = run_chain(false);
+        let (outs, drops, routed) = run_chain(false);
         assert_eq!(
             outs,
             vec![vec![3, 9, 25], vec![2, 21], vec![4, 109, 11, 12, 21, 125]]
         );
         assert_eq!(drops, vec![("e".to_string(), 1), ("b".to_string(), 3)]);
         // Profiling turns fusion off: every hop is a push call.
-        assert_eq!(run_chain(true), (outs, drops));
+        // Eleven packets reach b, each routed once (a Hop::Push packet is
+        // not routed again on its way to push_packet).
+        assert_eq!(routed, 11);
+        assert_eq!(run_chain(true), (outs, drops, routed));
     }
 }
