@@ -67,6 +67,10 @@ pub struct Limit {
 /// Packets one claim of [`Limit::claim_one`] takes at a time.
 const CREDIT_CHUNK: u64 = 32;
 
+/// Mask of the credit word's count (low half); the generation it was
+/// granted in is the high half.
+const CREDIT_MASK: u64 = 0xffff_ffff;
+
 impl Limit {
     /// `limit < 0` means no limit.
     pub fn new(limit: i64, stop: bool, end_call: Option<(String, String)>) -> Limit {
@@ -95,17 +99,18 @@ impl Limit {
         if !self.is_limited() {
             return true;
         }
-        let g = self.generation.load(Ordering::Acquire) & 0xffff_ffff;
-        let c = self.credit.load(Ordering::Relaxed);
-        if c >> 32 == g && c & 0xffff_ffff > 0 {
-            self.credit.store(c - 1, Ordering::Relaxed);
-            return true;
+        match self.live_credit() {
+            Some(c) if c & CREDIT_MASK > 0 => {
+                self.credit.store(c - 1, Ordering::Relaxed);
+                true
+            }
+            _ => self.claim_chunk(),
         }
-        self.claim_chunk(g)
     }
 
     #[cold]
-    fn claim_chunk(&self, g: u64) -> bool {
+    fn claim_chunk(&self) -> bool {
+        let g = self.generation.load(Ordering::Acquire) & CREDIT_MASK;
         let n = self.claim(CREDIT_CHUNK as usize) as u64;
         if n == 0 {
             return false;
@@ -118,25 +123,22 @@ impl Limit {
     /// could not make (pool exhausted).
     #[inline]
     pub fn unclaim_one(&self) {
-        if !self.is_limited() {
-            return;
-        }
-        let g = self.generation.load(Ordering::Acquire) & 0xffff_ffff;
-        let c = self.credit.load(Ordering::Relaxed);
-        if c >> 32 == g {
+        if let Some(c) = self.live_credit().filter(|_| self.is_limited()) {
             self.credit.store(c + 1, Ordering::Relaxed);
         }
     }
 
+    /// The credit word, if it was granted in the current generation.
+    #[inline]
+    fn live_credit(&self) -> Option<u64> {
+        let g = self.generation.load(Ordering::Acquire) & CREDIT_MASK;
+        let c = self.credit.load(Ordering::Relaxed);
+        (c >> 32 == g).then_some(c)
+    }
+
     /// Credit granted to the task and not spent (current generation only).
     fn unspent(&self) -> u64 {
-        let g = self.generation.load(Ordering::Acquire) & 0xffff_ffff;
-        let c = self.credit.load(Ordering::Relaxed);
-        if c >> 32 == g {
-            c & 0xffff_ffff
-        } else {
-            0
-        }
+        self.live_credit().map_or(0, |c| c & CREDIT_MASK)
     }
 
     pub fn get(&self) -> i64 {
@@ -180,7 +182,10 @@ impl Limit {
     /// limit, and a limit already reached does not finish again.
     pub fn take_state(&self, old: &Limit) {
         // Credit the old task was granted but never spent was not sent.
-        let sent = old.claimed.load(Ordering::Relaxed) - old.unspent();
+        let sent = old
+            .claimed
+            .load(Ordering::Relaxed)
+            .saturating_sub(old.unspent());
         self.claimed.fetch_add(sent, Ordering::Relaxed);
         if old.done.load(Ordering::Acquire) && self.get() == old.get() {
             self.done.store(true, Ordering::Release);
@@ -199,7 +204,12 @@ impl Limit {
     #[inline]
     pub fn exhausted(&self) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
-        limit >= 0 && self.claimed.load(Ordering::Relaxed) - self.unspent() >= limit as u64
+        limit >= 0
+            && self
+                .claimed
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.unspent())
+                >= limit as u64
     }
 
     /// Called once the limit is reached: calls END_CALL and asks the router
