@@ -34,7 +34,7 @@
 //!
 //!     ... -> Classifier(12/0806) -> CheckARPHeader(14) -> ARPResponder(...);
 
-use crate::ip::CheckStats;
+use crate::ip::{CheckHandlers, CheckStats, Checker};
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 
@@ -88,19 +88,18 @@ impl CheckARPHeader {
     }
 }
 
+impl Checker for CheckARPHeader {
+    fn check_stats(&self) -> &CheckStats {
+        &self.stats
+    }
+}
+
 impl Action for CheckARPHeader {
-    const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.stats.count().to_string()),
-        Handler::read("drops", |e, _| e.stats.drops().to_string()),
-        Handler::try_read("drop_details", |e, _| e.stats.drop_details()),
-    ];
+    const HANDLERS: &'static [Handler<Self>] = CheckHandlers::<Self>::TABLE;
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        match self.check(p) {
-            Ok(()) => self.stats.pass(cx),
-            Err(r) => self.stats.fail(cx, r),
-        }
+        self.stats.verdict(cx, self.check(p))
     }
 }
 

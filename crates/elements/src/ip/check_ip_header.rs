@@ -62,7 +62,7 @@
 //!         -> GetIPAddress(16) -> ...;
 //!     c[1] -> Discard;
 
-use super::{CheckStats, IpList, IP_MIN_HLEN};
+use super::{CheckHandlers, CheckStats, Checker, IpList, IP_MIN_HLEN};
 use paraclick_packet::wire::{Ipv4Header, Ipv4Prefix};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
@@ -233,12 +233,14 @@ impl CheckIPHeader {
     }
 }
 
+impl Checker for CheckIPHeader {
+    fn check_stats(&self) -> &CheckStats {
+        &self.stats
+    }
+}
+
 impl Action for CheckIPHeader {
-    const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.stats.count().to_string()),
-        Handler::read("drops", |e, _| e.stats.drops().to_string()),
-        Handler::try_read("drop_details", |e, _| e.stats.drop_details()),
-    ];
+    const HANDLERS: &'static [Handler<Self>] = CheckHandlers::<Self>::TABLE;
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {

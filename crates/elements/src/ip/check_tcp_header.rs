@@ -36,7 +36,7 @@
 //!
 //!     ... -> CheckIPHeader -> IPClassifier(tcp) -> CheckTCPHeader -> ...;
 
-use super::{checked_ip, CheckStats};
+use super::{checked_ip, CheckHandlers, CheckStats, Checker};
 use paraclick_packet::wire::{ip_proto, TcpHeader};
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
@@ -92,19 +92,18 @@ fn check(p: &Packet) -> Result<(), usize> {
     Ok(())
 }
 
+impl Checker for CheckTCPHeader {
+    fn check_stats(&self) -> &CheckStats {
+        &self.stats
+    }
+}
+
 impl Action for CheckTCPHeader {
-    const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.stats.count().to_string()),
-        Handler::read("drops", |e, _| e.stats.drops().to_string()),
-        Handler::try_read("drop_details", |e, _| e.stats.drop_details()),
-    ];
+    const HANDLERS: &'static [Handler<Self>] = CheckHandlers::<Self>::TABLE;
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        match check(p) {
-            Ok(()) => self.stats.pass(cx),
-            Err(r) => self.stats.fail(cx, r),
-        }
+        self.stats.verdict(cx, check(p))
     }
 }
 

@@ -38,7 +38,7 @@
 //!
 //!     ... -> CheckIPHeader -> IPClassifier(udp) -> CheckUDPHeader -> ...;
 
-use super::{checked_ip, CheckStats};
+use super::{checked_ip, CheckHandlers, CheckStats, Checker};
 use paraclick_packet::wire::{ip_proto, UdpHeader};
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
@@ -107,19 +107,18 @@ impl CheckUDPHeader {
     }
 }
 
+impl Checker for CheckUDPHeader {
+    fn check_stats(&self) -> &CheckStats {
+        &self.stats
+    }
+}
+
 impl Action for CheckUDPHeader {
-    const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.stats.count().to_string()),
-        Handler::read("drops", |e, _| e.stats.drops().to_string()),
-        Handler::try_read("drop_details", |e, _| e.stats.drop_details()),
-    ];
+    const HANDLERS: &'static [Handler<Self>] = CheckHandlers::<Self>::TABLE;
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        match self.check(p) {
-            Ok(()) => self.stats.pass(cx),
-            Err(r) => self.stats.fail(cx, r),
-        }
+        self.stats.verdict(cx, self.check(p))
     }
 }
 

@@ -11,7 +11,8 @@
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{Counter, Cx, Registry, Verdict};
+use paraclick_runtime::{Counter, Cx, Handler, Registry, Verdict};
+use std::marker::PhantomData;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -214,6 +215,16 @@ impl CheckStats {
         Ok(s)
     }
 
+    /// The verdict on a packet a checker found good (`Ok`) or bad for a
+    /// reason (`Err`).
+    #[inline]
+    pub(crate) fn verdict(&self, cx: &Cx<'_>, r: Result<(), usize>) -> Verdict {
+        match r {
+            Ok(()) => self.pass(cx),
+            Err(reason) => self.fail(cx, reason),
+        }
+    }
+
     pub(crate) fn drops(&self) -> u64 {
         self.drops.get()
     }
@@ -221,6 +232,23 @@ impl CheckStats {
     pub(crate) fn count(&self) -> u64 {
         self.count.get()
     }
+}
+
+/// A header checker whose bookkeeping is a [`CheckStats`].
+pub(crate) trait Checker {
+    fn check_stats(&self) -> &CheckStats;
+}
+
+/// The handlers every header checker has, Click's `count`, `drops` and
+/// `drop_details`: `const HANDLERS = CheckHandlers::<Self>::TABLE`.
+pub(crate) struct CheckHandlers<E>(PhantomData<E>);
+
+impl<E: Checker + 'static> CheckHandlers<E> {
+    pub(crate) const TABLE: &'static [Handler<E>] = &[
+        Handler::read("count", |e, _| e.check_stats().count().to_string()),
+        Handler::read("drops", |e, _| e.check_stats().drops().to_string()),
+        Handler::try_read("drop_details", |e, _| e.check_stats().drop_details()),
+    ];
 }
 
 /// Prints a warning once per element (or always, if `always`), on the

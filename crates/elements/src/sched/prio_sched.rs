@@ -79,28 +79,8 @@ impl Element for PrioSched {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{pkt, reg, tags};
+    use super::super::test_util::{fill, pull, reg, sched_router as router};
     use paraclick_runtime::Router;
-
-    fn router(ninputs: usize, class: &str) -> Router {
-        let mut conf = format!("s :: {class}; s -> u :: Unqueue -> o :: TestSink;\n");
-        for i in 0..ninputs {
-            conf.push_str(&format!("Idle -> q{i} :: Queue(100) -> [{i}]s;\n"));
-        }
-        Router::from_str(&conf, &reg(), 1).unwrap_or_else(|d| panic!("{d:?}"))
-    }
-
-    fn fill(r: &Router, q: usize, tag: u8, n: usize) {
-        let b = (0..n).map(|_| pkt(&[tag])).collect::<Vec<_>>();
-        r.push_into(&format!("q{q}"), 0, b.into()).unwrap();
-    }
-
-    fn pull(r: &Router, max: usize) -> Vec<u8> {
-        r.pull_from("s", 0, max)
-            .unwrap()
-            .map(|b| tags(b.as_slice()))
-            .unwrap_or_default()
-    }
 
     #[test]
     fn strict_priority_fills_the_burst() {
