@@ -271,6 +271,67 @@ pub fn thread_cpu_ns_of(tid: i32) -> Option<u64> {
     (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// How long thread `tid` of this process has been runnable but waiting
+/// for a CPU so far (the second field of `/proc/self/task/TID/schedstat`,
+/// the kernel's run delay), ns: the time other threads and processes took
+/// its core. Unlike CPU time over wall time, it does not count a thread
+/// that sleeps for want of work as short of a core.
+pub fn thread_run_delay_ns(tid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    s.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The worker threads of the routers running in this process (the
+/// runtime names them `paraclick-T`): (T, task id).
+pub fn worker_threads() -> Vec<(usize, i32)> {
+    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut v: Vec<(usize, i32)> = rd
+        .filter_map(|e| {
+            let tid = e.ok()?.file_name().to_str()?.parse::<i32>().ok()?;
+            let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+            let t = comm
+                .trim()
+                .strip_prefix("paraclick-")?
+                .parse::<usize>()
+                .ok()?;
+            Some((t, tid))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Each worker's share of a core between two snapshots of
+/// [`worker_run_delays`] taken `wall_ns` apart: 1 less the part of the
+/// time it waited for a CPU, indexed by worker (1.0 for a worker not
+/// seen in both).
+pub fn worker_core_shares(
+    a: &[(usize, i32, u64)],
+    b: &[(usize, i32, u64)],
+    nthreads: usize,
+    wall_ns: f64,
+) -> Vec<f64> {
+    let mut share = vec![1.0; nthreads];
+    for &(t, tid, d1) in b {
+        if let Some(&(_, _, d0)) = a.iter().find(|x| x.0 == t && x.1 == tid) {
+            if t < nthreads && wall_ns > 0.0 {
+                share[t] = (1.0 - d1.saturating_sub(d0) as f64 / wall_ns).clamp(1e-3, 1.0);
+            }
+        }
+    }
+    share
+}
+
+/// The run delay of every worker thread now: (T, task id, ns).
+pub fn worker_run_delays() -> Vec<(usize, i32, u64)> {
+    worker_threads()
+        .into_iter()
+        .filter_map(|(t, tid)| Some((t, tid, thread_run_delay_ns(tid)?)))
+        .collect()
+}
+
 /// Per thread of this process (task id): its CPU time so far, ns.
 pub fn threads_cpu_ns() -> Vec<(i32, u64)> {
     let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
@@ -624,6 +685,38 @@ mod tests {
         let s = core_shares(2, 20);
         assert_eq!(s.len(), 2);
         assert!(s.iter().all(|&x| x > 0.0 && x <= 1.0), "{s:?}");
+    }
+
+    #[test]
+    fn worker_shares_from_run_delays() {
+        // Worker 0 waited 25 ms of a 100 ms window, worker 1 nothing,
+        // worker 2 was not seen twice (a new thread id): 1.0.
+        let a = [(0, 10, 1_000_000), (1, 11, 5), (2, 12, 0)];
+        let b = [(0, 10, 26_000_000), (1, 11, 5), (2, 13, 90_000_000)];
+        let s = worker_core_shares(&a, &b, 3, 100e6);
+        assert!((s[0] - 0.75).abs() < 1e-9, "{s:?}");
+        assert_eq!(&s[1..], &[1.0, 1.0]);
+        // More delay than wall time (a clock step) stays a share.
+        let b = [(0, 10, 500_000_000)];
+        assert!(worker_core_shares(&a, &b, 1, 100e6)[0] > 0.0);
+    }
+
+    #[test]
+    fn finds_named_workers_and_their_run_delay() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::Builder::new()
+            .name("paraclick-7".into())
+            .spawn(move || {
+                let _ = rx.recv();
+            })
+            .unwrap();
+        let found = worker_threads();
+        let me = found.iter().find(|w| w.0 == 7).copied();
+        let delays = worker_run_delays();
+        tx.send(()).unwrap();
+        h.join().unwrap();
+        let (_, tid) = me.expect("the thread named paraclick-7 is listed");
+        assert!(delays.iter().any(|d| d.1 == tid), "{delays:?}");
     }
 
     #[test]

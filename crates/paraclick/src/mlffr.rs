@@ -64,6 +64,11 @@ pub struct Trial {
     pub drops: u64,
     pub sent: u64,
     pub forwarded: u64,
+    /// Each worker thread's share of a core over the window: 1 less the
+    /// part of it the thread spent runnable but waiting for a CPU (other
+    /// processes on the machine). What the model's `core_share` what-if
+    /// takes, for a prediction on the CPU the trial actually had.
+    pub core_share: Vec<f64>,
 }
 
 impl Trial {
@@ -180,11 +185,13 @@ pub fn trial(
             };
             std::thread::sleep(Duration::from_secs_f64(s.warmup));
             let a = sample()?;
+            let delays_a = paraclick_model::machine::worker_run_delays();
             std::thread::sleep(Duration::from_secs_f64(s.trial / 2.0));
             let b = sample()?;
             std::thread::sleep(Duration::from_secs_f64(s.trial / 2.0));
             let still = r.is_running();
             let c = sample()?;
+            let delays_c = paraclick_model::machine::worker_run_delays();
             r.stop();
             if !still {
                 return Err(format!(
@@ -207,6 +214,12 @@ pub fn trial(
                 drops: c.3 - a.3,
                 sent: c.1 - a.1,
                 forwarded: c.2.saturating_sub(a.2),
+                core_share: paraclick_model::machine::worker_core_shares(
+                    &delays_a,
+                    &delays_c,
+                    s.threads,
+                    dt(&a, &c) * 1e9,
+                ),
             })
         });
         r.run();

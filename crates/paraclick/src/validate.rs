@@ -74,6 +74,40 @@ impl Row {
     }
 }
 
+/// One round's prediction and measurement.
+struct Run {
+    predicted: f64,
+    measured: f64,
+    bottleneck: String,
+    note: String,
+    /// Each worker's share of a core during the measurement.
+    shares: Vec<f64>,
+}
+
+/// Each worker's share of a core, averaged over a measurement's trials.
+fn mean_shares(trials: &[mlffr::Trial], threads: usize) -> Vec<f64> {
+    let mut v = vec![0.0; threads];
+    let mut n = 0usize;
+    for t in trials.iter().filter(|t| t.core_share.len() == threads) {
+        for (a, b) in v.iter_mut().zip(&t.core_share) {
+            *a += b;
+        }
+        n += 1;
+    }
+    if n == 0 {
+        return vec![1.0; threads];
+    }
+    v.iter().map(|x| x / n as f64).collect()
+}
+
+/// The lowest worker share of each round, as "0.99/0.97/1.00".
+fn share_text(runs: &[Run]) -> String {
+    runs.iter()
+        .map(|r| format!("{:.2}", r.shares.iter().copied().fold(1.0f64, f64::min)))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: usize) -> ExitCode {
     let configs = if input.args.iter().any(|a| !a.contains('=')) {
         input
@@ -125,28 +159,44 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
         // Rounds alternate the 1- and 2-thread runs (model and
         // measurement each), so both see the same drift of the machine;
         // the medians are kept.
-        let mut got: [Vec<(f64, f64, String, String)>; 2] = [Vec::new(), Vec::new()];
+        let mut got: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
         for _ in 0..rounds {
             for (k, threads) in [1usize, 2].into_iter().enumerate() {
+                let s = Settings {
+                    threads,
+                    trial: 1.0,
+                    ..Settings::default()
+                };
+                let meas = match mlffr::mlffr(&src, reg, &defines, &s, &|_| {}) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        println!("{path:<34} {threads:>3} error: {e}");
+                        continue;
+                    }
+                };
+                // The prediction for the CPU the measurement had: each
+                // worker's share of its core over the trials (other
+                // processes on a shared machine take some), relative to the
+                // timing run's, as `--core-share` would give it.
+                let shares = mean_shares(&meas.trials, threads);
+                let then = app.core_share.clamp(1e-3, 1.0);
+                let had = WhatIf {
+                    core_share: shares.iter().map(|x| x / then).collect(),
+                    ..WhatIf::default()
+                };
                 let m = model_cmd::config_model(
                     &src,
                     reg,
                     &defines,
                     threads,
                     SchedPolicy::Adaptive,
-                    &WhatIf::default(),
+                    &had,
                     machine,
                     secs,
                     Some(&app),
                 );
-                let s = Settings {
-                    threads,
-                    trial: 1.0,
-                    ..Settings::default()
-                };
-                let meas = mlffr::mlffr(&src, reg, &defines, &s, &|_| {});
-                match (m, meas) {
-                    (Ok(m), Ok(o)) => {
+                match m {
+                    Ok(m) => {
                         let bottleneck = m
                             .text
                             .lines()
@@ -157,11 +207,15 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                             .next()
                             .unwrap_or("")
                             .to_string();
-                        got[k].push((m.mlffr, o.mlffr, bottleneck, o.note.unwrap_or_default()));
+                        got[k].push(Run {
+                            predicted: m.mlffr,
+                            measured: meas.mlffr,
+                            bottleneck,
+                            note: meas.note.unwrap_or_default(),
+                            shares,
+                        });
                     }
-                    (Err(e), _) | (_, Err(e)) => {
-                        println!("{path:<34} {threads:>3} error: {e}");
-                    }
+                    Err(e) => println!("{path:<34} {threads:>3} error: {e}"),
                 }
             }
         }
@@ -170,26 +224,27 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
             if runs.is_empty() {
                 continue;
             }
-            let mut p: Vec<f64> = runs.iter().map(|r| r.0).collect();
-            let mut o: Vec<f64> = runs.iter().map(|r| r.1).collect();
-            let lossy = runs.iter().filter(|r| r.3.contains("dropped")).count();
+            let mut p: Vec<f64> = runs.iter().map(|r| r.predicted).collect();
+            let mut o: Vec<f64> = runs.iter().map(|r| r.measured).collect();
+            let lossy = runs.iter().filter(|r| r.note.contains("dropped")).count();
             let row = Row {
                 config: path.clone(),
                 threads,
                 predicted: crate::hop::median(&mut p),
                 measured: crate::hop::median(&mut o),
-                bottleneck: runs[runs.len() / 2].2.clone(),
+                bottleneck: runs[runs.len() / 2].bottleneck.clone(),
                 note: format!(
-                    "median of {}; measured {}{}",
+                    "median of {}; measured {} M; core share {}{}",
                     runs.len(),
                     o.iter()
                         .map(|x| format!("{:.2}", x / 1e6))
                         .collect::<Vec<_>>()
                         .join("/"),
+                    share_text(runs),
                     if lossy > 0 {
-                        format!(" M; {lossy} run(s) with drops")
+                        format!("; {lossy} run(s) with drops")
                     } else {
-                        " M".to_string()
+                        String::new()
                     }
                 ),
             };
