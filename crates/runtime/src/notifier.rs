@@ -42,12 +42,21 @@
 //!   parks; a waker clears `asleep`, fences, and unparks the worker if it
 //!   reads `parked`. An unpark that comes before the park is kept by the
 //!   thread's park token, so the park returns at once.
+//!
+//! No early wake-up of a gate. A consumer that made room decides to wake
+//! a full notifier on a check of the ring it made earlier; meanwhile the
+//! producer may have woken the signal itself (its own re-check saw the
+//! room), filled the ring and put the signal to sleep again. The signal
+//! is a generation count (even: active), and a checked wake is a
+//! compare-and-swap from the generation read before the check, so a wake
+//! on a stale check fails and looks again: a source is never let run into
+//! a ring that is full.
 
 use crate::cx::Cx;
 use crate::handler::HandlerCx;
 use crate::router::Core;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// One notifier signal, shared by the element that owns it and the
@@ -57,7 +66,15 @@ pub struct Notifier {
 }
 
 pub(crate) struct Signal {
-    active: CachePadded<AtomicBool>,
+    /// A generation count: even while the signal is active, odd while it
+    /// is inactive; every transition adds one. A waker that checked the
+    /// condition at generation `g` can make the signal active only if it
+    /// is still `g` (a compare-and-swap): a waker that decided on a room
+    /// check made before the producer woke the signal itself, filled the
+    /// queue again and made it inactive again cannot reopen it on its old
+    /// check (a lost race of that kind let a source push into a full
+    /// queue of capacity 2 about once in 30 runs of the ping-pong test).
+    state: CachePadded<AtomicU32>,
     /// The listening tasks, fixed once the router is built.
     listeners: OnceLock<Box<[usize]>>,
     /// Listeners are gated by this signal (a full notifier): each counts
@@ -76,7 +93,7 @@ impl Notifier {
     pub fn new() -> Notifier {
         Notifier {
             sig: Arc::new(Signal {
-                active: CachePadded::new(AtomicBool::new(true)),
+                state: CachePadded::new(AtomicU32::new(0)),
                 listeners: OnceLock::new(),
                 gates: AtomicBool::new(false),
             }),
@@ -86,7 +103,7 @@ impl Notifier {
     /// Whether the signal is active.
     #[inline]
     pub fn active(&self) -> bool {
-        self.sig.active.load(Ordering::Relaxed)
+        self.sig.active()
     }
 
     /// Whether some task listens to this notifier.
@@ -106,11 +123,12 @@ impl Notifier {
     /// the signal is woken again.
     #[inline]
     pub fn sleep(&self, cx: &Cx<'_>, still: impl FnOnce() -> bool) {
-        if self.sig.active.load(Ordering::Relaxed) {
-            self.sig.deactivate(cx.core);
-            fence(Ordering::SeqCst);
-            if !still() {
-                self.sig.wake(cx.core);
+        if self.sig.active() {
+            if let Some(g) = self.sig.deactivate(cx.core) {
+                fence(Ordering::SeqCst);
+                if !still() {
+                    self.sig.wake_from(cx.core, g);
+                }
             }
         }
     }
@@ -120,7 +138,7 @@ impl Notifier {
     /// signal was inactive. One relaxed load when it is active.
     #[inline]
     pub fn wake_local(&self, cx: &Cx<'_>) {
-        if !self.sig.active.load(Ordering::Relaxed) {
+        if !self.sig.active() {
             self.sig.wake(cx.core);
         }
     }
@@ -131,30 +149,39 @@ impl Notifier {
     #[inline]
     pub fn wake(&self, cx: &Cx<'_>) {
         fence(Ordering::SeqCst);
-        if !self.sig.active.load(Ordering::Relaxed) {
+        if !self.sig.active() {
             self.sig.wake(cx.core);
         }
     }
 
     /// The condition may have ended: wakes listeners if the signal was
-    /// inactive and `ready()` says so (read only then). Fenced first when
-    /// a listener may be on another thread (`crossing`), as
-    /// [`Notifier::wake`].
+    /// inactive and `ready()` says so (read only then), and the signal
+    /// was not woken and made inactive again since `ready()` was read.
+    /// Fenced first when a listener may be on another thread
+    /// (`crossing`), as [`Notifier::wake`].
     #[inline]
-    pub fn wake_if(&self, cx: &Cx<'_>, crossing: bool, ready: impl FnOnce() -> bool) {
+    pub fn wake_if(&self, cx: &Cx<'_>, crossing: bool, ready: impl Fn() -> bool) {
         if crossing {
             fence(Ordering::SeqCst);
         }
-        if !self.sig.active.load(Ordering::Relaxed) && ready() {
-            self.sig.wake(cx.core);
+        if !self.sig.active() {
+            self.sig.wake_checked(cx.core, ready);
         }
     }
 
     /// [`Notifier::wake`] from a handler (any thread).
     pub fn wake_from_handler(&self, hx: &HandlerCx<'_>) {
         fence(Ordering::SeqCst);
-        if !self.sig.active.load(Ordering::Relaxed) {
+        if !self.sig.active() {
             self.sig.wake(hx.core);
+        }
+    }
+
+    /// [`Notifier::wake_if`] from a handler (any thread).
+    pub fn wake_from_handler_if(&self, hx: &HandlerCx<'_>, ready: impl Fn() -> bool) {
+        fence(Ordering::SeqCst);
+        if !self.sig.active() {
+            self.sig.wake_checked(hx.core, ready);
         }
     }
 }
@@ -164,25 +191,96 @@ impl Signal {
         self.listeners.get().map(|l| &l[..]).unwrap_or(&[])
     }
 
-    /// Active to inactive; a gate counts itself in each listener's
-    /// `blocked` (transitions alternate: `swap` lets one caller make each).
+    #[inline]
+    fn active(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & 1 == 0
+    }
+
+    /// Active to inactive. Returns the inactive generation this call
+    /// made, or `None` if the signal was already inactive. A gate counts
+    /// itself in each listener's `blocked` before the transition, so that
+    /// the wake that undoes it (which must see the transition first) never
+    /// takes the count below zero.
     #[cold]
-    fn deactivate(&self, core: &Core) {
-        if self.active.swap(false, Ordering::SeqCst) && self.gates.load(Ordering::Relaxed) {
+    fn deactivate(&self, core: &Core) -> Option<u32> {
+        let gates = self.gates.load(Ordering::Relaxed);
+        if gates {
             for &t in self.listeners() {
                 core.tasks[t].blocked.fetch_add(1, Ordering::SeqCst);
             }
         }
+        let mut g = self.state.load(Ordering::SeqCst);
+        loop {
+            if g & 1 == 1 {
+                // Already inactive (another producer saw the condition).
+                if gates {
+                    self.unblock(core);
+                }
+                return None;
+            }
+            match self.state.compare_exchange(
+                g,
+                g.wrapping_add(1),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return Some(g.wrapping_add(1)),
+                Err(now) => g = now,
+            }
+        }
     }
 
+    /// Inactive to active, whatever the generation.
     #[cold]
     fn wake(&self, core: &Core) {
-        if self.active.swap(true, Ordering::SeqCst) {
-            return;
+        let mut g = self.state.load(Ordering::SeqCst);
+        while g & 1 == 1 {
+            match self.wake_from_inner(core, g) {
+                Ok(()) => return,
+                Err(now) => g = now,
+            }
         }
-        let gates = self.gates.load(Ordering::Relaxed);
+    }
+
+    /// Inactive to active if the signal is still at inactive generation
+    /// `g` (the caller checked the condition after `g` was made).
+    #[cold]
+    fn wake_from(&self, core: &Core, g: u32) {
+        let _ = self.wake_from_inner(core, g);
+    }
+
+    /// Inactive to active if `ready()`, read after the generation it
+    /// wakes from, holds.
+    #[cold]
+    fn wake_checked(&self, core: &Core, ready: impl Fn() -> bool) {
+        let mut g = self.state.load(Ordering::SeqCst);
+        while g & 1 == 1 && ready() {
+            match self.wake_from_inner(core, g) {
+                Ok(()) => return,
+                Err(now) => g = now,
+            }
+        }
+    }
+
+    fn wake_from_inner(&self, core: &Core, g: u32) -> Result<(), u32> {
+        self.state
+            .compare_exchange(g, g.wrapping_add(1), Ordering::SeqCst, Ordering::SeqCst)?;
+        if self.gates.load(Ordering::Relaxed) {
+            self.unblock(core);
+        } else {
+            for &t in self.listeners() {
+                fence(Ordering::SeqCst);
+                wake_task(core, t);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes this gate out of each listener's `blocked` count, waking the
+    /// listeners whose last closed gate it was.
+    fn unblock(&self, core: &Core) {
         for &t in self.listeners() {
-            if gates && core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) != 1 {
+            if core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) != 1 {
                 continue; // another gate of the task is still closed
             }
             fence(Ordering::SeqCst);
@@ -247,7 +345,7 @@ pub(crate) fn gated(core: &Core, t: usize) -> bool {
 #[inline]
 pub(crate) fn after_idle_run(core: &Core, t: usize) {
     let task = &core.tasks[t];
-    let none = |l: &[Arc<Signal>]| !l.iter().any(|s| s.active.load(Ordering::Relaxed));
+    let none = |l: &[Arc<Signal>]| !l.iter().any(|s| s.active());
     if task.listen.empty.is_empty() || !none(&task.listen.empty) {
         return;
     }
@@ -370,4 +468,56 @@ fn downstream_full(core: &Core, elem: usize) -> Vec<usize> {
         stack.extend(next(e));
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Notifier;
+    use crate::registry::Registry;
+    use crate::testing::build;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_wake_decided_on_an_old_check_does_not_reopen_a_signal_that_slept_again() {
+        // The race of a full notifier on a crossing queue, played in one
+        // thread: the consumer sees the signal inactive and the queue with
+        // room; before it wakes the signal, the producer wakes it itself,
+        // fills the queue again and makes it inactive again. The
+        // consumer's wake must then look again (the queue is full) and
+        // leave the signal inactive.
+        let r = build(&Registry::new(), "TestSource -> TestSink;");
+        let core = &*r.core;
+        let n = Notifier::new();
+        let sig = &n.sig;
+        assert!(n.active());
+        let g = sig.deactivate(core).expect("was active");
+        assert!(!n.active());
+        let full = Cell::new(false);
+        let calls = Cell::new(0);
+        sig.wake_checked(core, || {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                // The producer, between the consumer's check and its wake.
+                sig.wake_from(core, g);
+                full.set(true);
+                assert!(sig.deactivate(core).is_some());
+                return true; // what the consumer saw before
+            }
+            !full.get()
+        });
+        assert_eq!(calls.get(), 2, "the wake looked again");
+        assert!(!n.active(), "a full queue's signal stays inactive");
+        // With room, the same wake opens it; a second wake does nothing.
+        full.set(false);
+        sig.wake_checked(core, || !full.get());
+        assert!(n.active());
+        sig.wake_from(core, g);
+        assert!(n.active());
+        // A self-wake from an old generation does not reopen it either.
+        let g2 = sig.deactivate(core).unwrap();
+        sig.wake(core);
+        assert!(sig.deactivate(core).is_some());
+        sig.wake_from(core, g2);
+        assert!(!n.active());
+    }
 }

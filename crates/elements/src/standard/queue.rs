@@ -585,7 +585,7 @@ impl Queue {
         self.lifo_len.store(0, Ordering::Relaxed);
         drop(lifo);
         if self.policy.full_note {
-            self.full.wake_from_handler(hx);
+            self.full.wake_from_handler_if(hx, || self.has_room());
         }
         v
     }
@@ -606,8 +606,8 @@ impl Element for Queue {
                 e.ring.set_capacity(c)?;
                 e.set_full_at();
                 // Room may have appeared: sources waiting for it run again.
-                if e.policy.full_note && e.has_room() {
-                    e.full.wake_from_handler(hx);
+                if e.policy.full_note {
+                    e.full.wake_from_handler_if(hx, || e.has_room());
                 }
                 Ok(())
             },
