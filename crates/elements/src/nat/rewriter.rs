@@ -215,7 +215,7 @@ impl Rewriter {
     }
 
     /// A packet's flow, or why it is dropped (counted).
-    #[inline]
+    #[inline(always)]
     fn classify(&self, cx: &mut Cx<'_>, p: &Packet) -> Option<PacketFlow> {
         let Some(ip) = ip_offset(p) else {
             self.bad.inc(cx.thread());
