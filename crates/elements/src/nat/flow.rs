@@ -1,7 +1,7 @@
 // Flow identifiers, reading them from packets, and rewriting packets to a
 // new identifier with incremental checksum updates (RFC 1624).
 
-use paraclick_packet::wire::checksum::{update_u16, update_u32};
+use paraclick_packet::wire::checksum::{fold, update_u16};
 use paraclick_packet::Packet;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -213,6 +213,7 @@ fn ip_fields(d: &[u8], ip: usize) -> Result<(usize, u8, u32, u32, bool, bool), R
 /// The flow of an IP packet whose header starts at `ip`. `ports` says
 /// whether the flow has ports (TCP, UDP, ICMP echo); `accept` filters
 /// protocols. Address-only flows accept every protocol.
+#[inline(always)]
 pub fn packet_flow(d: &[u8], ip: usize, ports: bool, accept: &[u8]) -> Result<PacketFlow, Reject> {
     let (hlen, proto, sa, da, _is_frag, later_frag) = ip_fields(d, ip)?;
     let th = ip + hlen;
@@ -301,6 +302,29 @@ fn wr32(d: &mut [u8], o: usize, v: u32) {
     d[o..o + 4].copy_from_slice(&v.to_be_bytes());
 }
 
+/// The unfolded one's complement sum that RFC 1624's incremental update
+/// adds for a 32-bit field going from `old` to `new` (`~m + m'`, word by
+/// word).
+#[inline]
+fn delta32(old: u32, new: u32) -> u64 {
+    let o = !old;
+    u64::from(o >> 16) + u64::from(o & 0xffff) + u64::from(new >> 16) + u64::from(new & 0xffff)
+}
+
+/// [`delta32`] for a 16-bit field.
+#[inline]
+fn delta16(old: u16, new: u16) -> u64 {
+    u64::from(!old) + u64::from(new)
+}
+
+/// A checksum after changes whose deltas sum to `delta`: one fold for any
+/// number of fields (one's complement addition is associative, so this is
+/// what updating field by field gives).
+#[inline]
+fn apply(ck: u16, delta: u64) -> u16 {
+    !fold(u64::from(!ck) + delta)
+}
+
 /// Rewrites the packet described by `f` (in `d`) to flow `new`: IP
 /// addresses with the header checksum, and where a transport header is
 /// present (`f.th != 0`), ports with the TCP/UDP checksum (whose
@@ -313,16 +337,19 @@ pub fn rewrite(d: &mut [u8], f: &PacketFlow, new: FlowId) {
         return;
     }
     let ip = f.ip;
-    let mut ipck = rd16(d, ip + 10);
+    let addrs = delta32(old.saddr, new.saddr) + delta32(old.daddr, new.daddr);
+    let mut ip_delta = 0;
     if old.saddr != new.saddr {
-        ipck = update_u32(ipck, old.saddr, new.saddr);
+        ip_delta += delta32(old.saddr, new.saddr);
         wr32(d, ip + 12, new.saddr);
     }
     if old.daddr != new.daddr {
-        ipck = update_u32(ipck, old.daddr, new.daddr);
+        ip_delta += delta32(old.daddr, new.daddr);
         wr32(d, ip + 16, new.daddr);
     }
-    wr16(d, ip + 10, ipck);
+    if ip_delta != 0 {
+        wr16(d, ip + 10, apply(rd16(d, ip + 10), ip_delta));
+    }
     let th = f.th;
     if th == 0 {
         return;
@@ -343,10 +370,10 @@ pub fn rewrite(d: &mut [u8], f: &PacketFlow, new: FlowId) {
             if f.proto == UDP && ck == 0 {
                 return;
             }
-            ck = update_u32(ck, old.saddr, new.saddr);
-            ck = update_u32(ck, old.daddr, new.daddr);
-            ck = update_u16(ck, old.sport, new.sport);
-            ck = update_u16(ck, old.dport, new.dport);
+            ck = apply(
+                ck,
+                addrs + delta16(old.sport, new.sport) + delta16(old.dport, new.dport),
+            );
             if f.proto == UDP && ck == 0 {
                 // A computed 0 is sent as all ones (RFC 768).
                 ck = 0xffff;
@@ -556,6 +583,91 @@ mod tests {
         let out = rewrite_and_check(d, new);
         assert!(transport_ok(&out));
         assert_ne!(&out[26..28], &[0, 0]);
+    }
+
+    /// The one-fold update gives, bit for bit, what updating field by field
+    /// (RFC 1624, as `checksum::update_u32`/`update_u16` do) gives: random
+    /// addresses, ports and checksums (right or wrong, including 0x0000 and
+    /// 0xFFFF), some fields unchanged, TCP and UDP.
+    #[test]
+    fn one_fold_update_equals_field_by_field() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let special = [0u16, 0xffff, 1, 0xfffe];
+        for i in 0..20_000 {
+            let proto = if i % 2 == 0 { TCP } else { UDP };
+            let r = rnd();
+            let (sa, da) = ((r >> 32) as u32, r as u32);
+            let r = rnd();
+            let (sp, dp) = ((r >> 48) as u16, (r >> 32) as u16);
+            let (ipck, l4ck) = if i % 7 == 0 {
+                (
+                    special[(r >> 8) as usize % 4],
+                    special[(r >> 4) as usize % 4],
+                )
+            } else {
+                ((r >> 16) as u16, r as u16)
+            };
+            let seg = if proto == TCP {
+                tcp(sp, dp, 16, b"x")
+            } else {
+                udp(sp, dp, b"x")
+            };
+            let mut d = ipv4(sa.to_be_bytes(), da.to_be_bytes(), proto, &seg);
+            d[10..12].copy_from_slice(&ipck.to_be_bytes());
+            let co = 20 + if proto == TCP { 16 } else { 6 };
+            d[co..co + 2].copy_from_slice(&l4ck.to_be_bytes());
+            let f = packet_flow(&d, 0, true, &[TCP, UDP]).unwrap();
+            let r = rnd();
+            let keep = rnd();
+            let new = FlowId {
+                saddr: if keep & 1 != 0 { sa } else { (r >> 32) as u32 },
+                daddr: if keep & 2 != 0 { da } else { r as u32 },
+                sport: if keep & 4 != 0 { sp } else { (r >> 16) as u16 },
+                dport: if keep & 8 != 0 { dp } else { (r >> 40) as u16 },
+            };
+            let mut got = d.clone();
+            rewrite(&mut got, &f, new);
+            // Field by field.
+            let old = f.id;
+            if old == new {
+                assert_eq!(got, d);
+                continue;
+            }
+            let mut ip = ipck;
+            if old.saddr != new.saddr {
+                ip = checksum::update_u32(ip, old.saddr, new.saddr);
+            }
+            if old.daddr != new.daddr {
+                ip = checksum::update_u32(ip, old.daddr, new.daddr);
+            }
+            let mut l4 = l4ck;
+            if !(proto == UDP && l4ck == 0) {
+                l4 = checksum::update_u32(l4, old.saddr, new.saddr);
+                l4 = checksum::update_u32(l4, old.daddr, new.daddr);
+                l4 = checksum::update_u16(l4, old.sport, new.sport);
+                l4 = checksum::update_u16(l4, old.dport, new.dport);
+                if proto == UDP && l4 == 0 {
+                    l4 = 0xffff;
+                }
+            }
+            assert_eq!(
+                u16::from_be_bytes([got[10], got[11]]),
+                ip,
+                "IP checksum, case {i}"
+            );
+            assert_eq!(
+                u16::from_be_bytes([got[co], got[co + 1]]),
+                l4,
+                "transport checksum, case {i}"
+            );
+            assert_eq!(packet_flow(&got, 0, true, &[TCP, UDP]).unwrap().id, new);
+        }
     }
 
     #[test]

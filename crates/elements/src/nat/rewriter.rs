@@ -2,7 +2,7 @@
 // UDPRewriter, IPAddrRewriter, IPAddrPairRewriter, ICMPPingRewriter): one
 // Rust type, so ICMPRewriter can find any of them by name.
 
-use super::flow::{ip_offset, packet_flow, rewrite, FlowId, ICMP, TCP, UDP};
+use super::flow::{ip_offset, packet_flow, rewrite, FlowId, PacketFlow, ICMP, TCP, UDP};
 use super::ip_rewriter_patterns::IPRewriterPatterns;
 use super::mapper::{Mapper, MapperCore};
 use super::pattern::{parse_spec, Pattern, SpecText};
@@ -70,6 +70,13 @@ pub struct Rewriter {
     rng: Box<[CachePadded<AtomicU64>]>,
     bad: Counter,
 }
+
+/// Verdict of a dropped packet in a batch's verdict list.
+const DROP: u16 = u16::MAX;
+
+/// Packets looked up together before any is handled (the batched
+/// lookup's window: enough misses in flight to cover a DRAM latency).
+const RUN: usize = 32;
 
 fn ms(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
@@ -207,31 +214,46 @@ impl Rewriter {
         self.table.clone()
     }
 
+    /// A packet's flow, or why it is dropped (counted).
+    #[inline(always)]
+    fn classify(&self, cx: &mut Cx<'_>, p: &Packet) -> Option<PacketFlow> {
+        let Some(ip) = ip_offset(p) else {
+            self.bad.inc(cx.thread());
+            return None;
+        };
+        let ports = !matches!(self.class, Class::Addr | Class::Pair);
+        match packet_flow(p.data(), ip, ports, self.class.protos()) {
+            Ok(f) => Some(f),
+            Err(_) => {
+                self.bad.inc(cx.thread());
+                None
+            }
+        }
+    }
+
+    /// The rest of a packet's handling once its flow `pf` is known and
+    /// `pre` is what [`FlowTable::find`] gave for it (checked here:
+    /// expired, or created by an earlier packet of the batch since).
     #[inline]
-    fn handle(
-        &self,
+    #[allow(clippy::too_many_arguments)]
+    fn finish<'g>(
+        &'g self,
         cx: &mut Cx<'_>,
         port: usize,
         p: &mut Packet,
+        pf: &PacketFlow,
+        pre: Option<&'g super::table::FlowRef>,
         now: u64,
-        g: &impl papaya::Guard,
+        g: &'g impl papaya::Guard,
     ) -> Verdict {
-        let Some(ip) = ip_offset(p) else {
-            self.bad.inc(cx.thread());
-            return Verdict::Drop;
-        };
-        let ports = !matches!(self.class, Class::Addr | Class::Pair);
-        let pf = match packet_flow(p.data(), ip, ports, self.class.protos()) {
-            Ok(f) => f,
-            Err(_) => {
-                self.bad.inc(cx.thread());
-                return Verdict::Drop;
-            }
-        };
         let Some(specs) = self.specs.get() else {
             return Verdict::Drop;
         };
-        let r = match self.table.lookup(pf.proto, pf.id, now, g) {
+        let found = match pre {
+            Some(r) if self.table.live(r, now, g) => Some(r),
+            _ => self.table.lookup(pf.proto, pf.id, now, g),
+        };
+        let r = match found {
             Some(r) => r,
             None => {
                 let (pat, f, r) = match specs.get(port) {
@@ -256,11 +278,66 @@ impl Rewriter {
         };
         r.flow.touch(r.dir, now, pf.tcp_flags, pf.has_data);
         let new: FlowId = pf.id.with(r.to(), r.mask());
-        rewrite(p.data_mut(), &pf, new);
+        rewrite(p.data_mut(), pf, new);
         if self.dst_anno {
             p.anno_mut().dst_ip = Ipv4Addr::from(new.daddr);
         }
         Verdict::Out(r.out())
+    }
+
+    /// Verdicts for `pkts` (at most [`RUN`]): every packet's flow is read
+    /// and looked up first, prefetching the flow state each entry points
+    /// to, then each packet is handled in order.
+    #[inline]
+    fn handle_run(
+        &self,
+        cx: &mut Cx<'_>,
+        port: usize,
+        pkts: &mut [Packet],
+        verdicts: &mut [u16],
+        now: u64,
+        g: &impl papaya::Guard,
+    ) {
+        let n = pkts.len();
+        let mut pfs: [Option<PacketFlow>; RUN] = [None; RUN];
+        let mut pre: [Option<&super::table::FlowRef>; RUN] = [None; RUN];
+        for (pf, p) in pfs.iter_mut().zip(pkts.iter()) {
+            *pf = self.classify(cx, p);
+        }
+        for (r, pf) in pre.iter_mut().zip(&pfs[..n]) {
+            if let Some(pf) = pf {
+                *r = self.table.find(pf.proto, pf.id, g);
+                if let Some(r) = r {
+                    r.prefetch();
+                }
+            }
+        }
+        for (i, p) in pkts.iter_mut().enumerate() {
+            let v = match &pfs[i] {
+                Some(pf) => self.finish(cx, port, p, pf, pre[i], now, g),
+                None => Verdict::Drop,
+            };
+            verdicts[i] = match v {
+                Verdict::Out(o) => o as u16,
+                Verdict::Drop => DROP,
+            };
+        }
+    }
+
+    /// One packet on its own (a batch of one).
+    #[inline]
+    fn handle(
+        &self,
+        cx: &mut Cx<'_>,
+        port: usize,
+        p: &mut Packet,
+        now: u64,
+        g: &impl papaya::Guard,
+    ) -> Verdict {
+        match self.classify(cx, p) {
+            Some(pf) => self.finish(cx, port, p, &pf, None, now, g),
+            None => Verdict::Drop,
+        }
     }
 }
 
@@ -356,12 +433,12 @@ impl Element for Rewriter {
         cx.schedule_after(0, self.reap);
     }
 
-    /// One table guard and one clock reading per batch; the batch moves on
-    /// whole while every packet goes the same way, and is split by output
-    /// otherwise.
+    /// One table guard and one clock reading per batch; runs of up to
+    /// [`RUN`] packets are looked up together (see `handle_run`), a lone
+    /// packet directly. The batch moves on whole while every packet goes
+    /// the same way, and is split by output otherwise.
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, port: usize, mut batch: Batch) {
-        const DROP: u16 = u16::MAX;
         let n = batch.len();
         if n == 0 {
             return;
@@ -374,18 +451,25 @@ impl Element for Rewriter {
             big.resize(n, 0);
             &mut big
         };
-        let mut uniform = true;
         {
             let g = self.table.guard();
             let now = now_ms();
-            for (i, p) in batch.as_mut_slice().iter_mut().enumerate() {
-                verdicts[i] = match self.handle(cx, port, p, now, &g) {
+            if n == 1 {
+                verdicts[0] = match self.handle(cx, port, &mut batch.as_mut_slice()[0], now, &g) {
                     Verdict::Out(o) => o as u16,
                     Verdict::Drop => DROP,
                 };
-                uniform &= verdicts[i] == verdicts[0];
+            } else {
+                for (pk, vs) in batch
+                    .as_mut_slice()
+                    .chunks_mut(RUN)
+                    .zip(verdicts.chunks_mut(RUN))
+                {
+                    self.handle_run(cx, port, pk, vs, now, &g);
+                }
             }
         }
+        let uniform = verdicts.iter().all(|&v| v == verdicts[0]);
         if uniform {
             match verdicts[0] {
                 DROP => cx.drop_batch(batch),

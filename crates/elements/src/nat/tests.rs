@@ -413,3 +413,94 @@ fn icmp_errors_about_translated_flows() {
     assert_eq!(h.output(1).len(), 1, "unmatched error to output 1");
     assert_eq!(h.read("rewritten").unwrap(), "1");
 }
+
+/// The batched lookup (runs of packets looked up before any is handled)
+/// gives what handling the packets one at a time gives: a flow's later
+/// packets in the same run find the mapping its first packet made, replies
+/// in the same run find it too, and bad packets are dropped and counted
+/// without disturbing their neighbours. More packets than one run, so a
+/// batch spans several runs.
+#[test]
+fn batched_lookup_matches_one_packet_at_a_time() {
+    const SEQ: &str =
+        "IPRewriter(pattern 1.0.0.1 1024-2047# - - 0 1, pattern 1.0.0.1 1024-2047# - - 0 1)";
+    let mut seq: Vec<(usize, Vec<u8>)> = Vec::new();
+    for i in 0..90u16 {
+        let host = format!("10.0.0.{}", 1 + i % 7);
+        let sp = 4000 + (i % 5);
+        seq.push((0, udp(&host, sp, "2.0.0.2", 53)));
+        if i % 11 == 3 {
+            // Not IP at all: dropped, counted.
+            seq.push((0, vec![0x60; 28]));
+        }
+        if i % 13 == 5 {
+            // A TCP packet of a new flow, then again (same run).
+            seq.push((0, tcp(&host, 7000 + i, "3.0.0.3", 80, 2, b"")));
+            seq.push((0, tcp(&host, 7000 + i, "3.0.0.3", 80, 16, b"data")));
+        }
+    }
+    let out_of = |batched: bool| -> (Vec<Vec<u8>>, Vec<Vec<u8>>, String, String) {
+        let h = two_inputs(SEQ);
+        let pkts: Vec<Packet> = seq
+            .iter()
+            .map(|(_, d)| {
+                if d[0] >> 4 == 4 {
+                    marked(d)
+                } else {
+                    Packet::from_slice(d).unwrap()
+                }
+            })
+            .collect();
+        if batched {
+            h.push(0, pkts);
+        } else {
+            for p in pkts {
+                h.push(0, vec![p]);
+            }
+        }
+        let fwd = data(&h.output(0));
+        // Replies to every translated packet, in one batch on input 1.
+        let replies: Vec<Packet> = fwd
+            .iter()
+            .map(|d| {
+                let (sa, sp, da, dp) = ids(d);
+                let r = if d[9] == 6 {
+                    tcp(&da, dp, &sa, sp, 16, b"r")
+                } else {
+                    udp(&da, dp, &sa, sp)
+                };
+                marked(&r)
+            })
+            .collect();
+        if batched {
+            h.push(1, replies);
+        } else {
+            for p in replies {
+                h.push(1, vec![p]);
+            }
+        }
+        let back = data(&h.output(1));
+        (
+            fwd,
+            back,
+            h.read("table").unwrap(),
+            h.read("bad_packets").unwrap(),
+        )
+    };
+    let one = out_of(false);
+    let many = out_of(true);
+    assert_eq!(one.0.len(), 90 + 2 * 7, "every IP packet translated");
+    assert_eq!(one.1.len(), one.0.len(), "every reply translated back");
+    assert_eq!(one.3, "8");
+    assert_eq!(many.0, one.0, "forward packets");
+    assert_eq!(many.1, one.1, "replies");
+    assert_eq!(many.2, one.2, "mappings");
+    assert_eq!(many.3, one.3, "bad packets");
+    // Each reply goes back to the private flow its request came from.
+    for (f, b) in one.0.iter().zip(&one.1) {
+        let (_, _, fda, fdp) = ids(f);
+        let (bsa, bsp, _, _) = ids(b);
+        assert_eq!((fda, fdp), (bsa, bsp));
+        assert!(ip_checksum_ok(b) && transport_ok(b));
+    }
+}
