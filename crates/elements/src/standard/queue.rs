@@ -345,9 +345,18 @@ impl Queue {
     }
 
     /// Whether a waiting source's burst fits (the full notifier's
-    /// condition).
+    /// condition), for the producer side (refreshes its cached consumer
+    /// tail).
     fn has_room(&self) -> bool {
         self.ring.len_fresh() < self.full_at.load(Ordering::Relaxed)
+    }
+
+    /// [`Queue::has_room`] for the consumer side and handlers: reads both
+    /// tails and writes nothing. (`len_fresh` stores into the producer's
+    /// cache line: called by a consumer on another thread, it took that
+    /// line from the producer, whose next push then missed.)
+    fn has_room_seen_by_consumer(&self) -> bool {
+        self.ring.len() < self.full_at.load(Ordering::Relaxed)
     }
 
     /// Recomputes the full mark after a change of capacity, of modes or
@@ -419,8 +428,10 @@ impl Queue {
     #[cold]
     #[inline(never)]
     fn sleep_empty(&self, cx: &Cx<'_>) {
+        // `len`, not `len_fresh`: the consumer must not write the
+        // producer's cache line (see `has_room_seen_by_consumer`).
         self.empty.sleep(cx, || {
-            self.ring.len_fresh() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
+            self.ring.len() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
         });
     }
 
@@ -433,7 +444,8 @@ impl Queue {
     fn pulled(&self, cx: &Cx<'_>) {
         if self.policy.full_note {
             let crossing = self.crossing.load(Ordering::Relaxed);
-            self.full.wake_if(cx, crossing, || self.has_room());
+            self.full
+                .wake_if(cx, crossing, || self.has_room_seen_by_consumer());
         }
     }
 
@@ -626,7 +638,7 @@ impl Element for Queue {
                 e.ring.set_capacity(c)?;
                 e.set_full_at();
                 // Room may have appeared: sources waiting for it run again.
-                if e.policy.full_note && e.has_room() {
+                if e.policy.full_note && e.has_room_seen_by_consumer() {
                     e.full.wake_from_handler(hx);
                 }
                 Ok(())
