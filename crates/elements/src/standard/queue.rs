@@ -431,7 +431,7 @@ impl Queue {
         // `len`, not `len_fresh`: the consumer must not write the
         // producer's cache line (see `has_room_seen_by_consumer`).
         self.empty.sleep(cx, || {
-            self.ring.len() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
+            self.ring.is_empty() && self.lifo_len.load(Ordering::SeqCst) == 0
         });
     }
 
