@@ -174,6 +174,8 @@ struct Stage {
     pkts: Vec<Packet>,
     /// A flush of this stage is pending with the thread ([`Cx::defer_flush`]).
     deferred: bool,
+    /// The lines the next publication writes were prefetched.
+    prefetched: bool,
 }
 
 pub fn spec() -> ClassSpec {
@@ -428,7 +430,7 @@ impl Queue {
     #[cold]
     #[inline(never)]
     fn sleep_empty(&self, cx: &Cx<'_>) {
-        // `len`, not `len_fresh`: the consumer must not write the
+        // Both tails read, not `len_fresh`: the consumer must not write the
         // producer's cache line (see `has_room_seen_by_consumer`).
         self.empty.sleep(cx, || {
             self.ring.is_empty() && self.lifo_len.load(Ordering::SeqCst) == 0
@@ -519,7 +521,9 @@ impl Queue {
     /// dropped, counted.
     fn publish(&self, cx: &mut Cx<'_>) {
         let t = cx.thread();
-        let mut pkts = std::mem::take(&mut self.stages.get(cx).pkts);
+        let stage = self.stages.get(cx);
+        stage.prefetched = false;
+        let mut pkts = std::mem::take(&mut stage.pkts);
         let n = pkts.len();
         let left = self.enqueue(cx, &mut pkts);
         self.staged.sub(t, n as u64);
@@ -567,9 +571,19 @@ impl Queue {
             room = cap.saturating_sub(self.ring.len_fresh());
         }
         let s = self.stages.get(cx);
-        let full = s.pkts.len() >= STAGE.min(room);
+        let len = s.pkts.len();
+        let full = len >= STAGE.min(room);
         let defer = !full && !s.deferred;
         s.deferred |= defer;
+        if !full && len >= STAGE / 2 && !s.prefetched {
+            // Half way: the consumer has drained the last publication by
+            // now. Take back the lines the publication will write (ring
+            // index, slots, the empty notifier's flag), so that it and the
+            // fence after it do not wait for them.
+            s.prefetched = true;
+            self.ring.prefetch_push(&cx.producer(), STAGE);
+            self.empty.prefetch();
+        }
         if full {
             self.publish(cx);
         } else if defer {
