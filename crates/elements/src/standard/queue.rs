@@ -90,6 +90,10 @@ use std::sync::Mutex;
 /// another thread pulls from.
 pub const STAGE: usize = 16;
 
+/// How many packets before a stage is full the producer prefetches the
+/// lines its publication will write.
+const PREFETCH_LEAD: usize = 4;
+
 /// The capacity a queue can be raised to at least (see `capacity`).
 const MIN_MAX_CAPACITY: usize = 4096;
 
@@ -176,6 +180,12 @@ struct Stage {
     deferred: bool,
     /// The lines the next publication writes were prefetched.
     prefetched: bool,
+    /// Publish when the stage holds this many packets (see
+    /// [`Queue::stage_limit`]; 0 until the first packet).
+    limit: usize,
+    /// Where the next publication will write in the ring (for the
+    /// prefetch; a hint).
+    next: usize,
 }
 
 pub fn spec() -> ClassSpec {
@@ -532,7 +542,12 @@ impl Queue {
             let b: Batch = pkts.drain(..).collect();
             self.dropped(cx, b);
         }
-        self.stages.get(cx).pkts = pkts;
+        let limit = self.stage_limit();
+        let next = self.ring.push_position(&cx.producer());
+        let stage = self.stages.get(cx);
+        stage.pkts = pkts;
+        stage.limit = limit;
+        stage.next = next;
     }
 
     /// Gathers `batch` in this thread's stage, publishing when the stage
@@ -559,29 +574,50 @@ impl Queue {
         self.staged_more(cx);
     }
 
-    /// Packets were added to this thread's stage: publishes it if it is
-    /// full or the ring may be close to full, else makes sure a flush is
-    /// pending.
-    #[inline]
-    fn staged_more(&self, cx: &mut Cx<'_>) {
+    /// How many packets a stage may gather before it is published: at
+    /// most [`STAGE`], less when the ring has less room. Read from the
+    /// ring's producer line, so computed when a publication has just
+    /// written that line, and again only when a stage reaches a limit
+    /// below [`STAGE`]: a stage that looked at the ring on every packet
+    /// missed in cache once per publication, as the consumer on another
+    /// core had read the line since.
+    fn stage_limit(&self) -> usize {
         let cap = self.capacity();
         let mut room = cap.saturating_sub(self.ring.len_upper_bound());
         if room < STAGE {
             // The bound lags the consumer: look at the ring itself.
             room = cap.saturating_sub(self.ring.len_fresh());
         }
+        STAGE.min(room)
+    }
+
+    /// Packets were added to this thread's stage: publishes it if it is
+    /// full or the ring may be close to full, else makes sure a flush is
+    /// pending.
+    #[inline]
+    fn staged_more(&self, cx: &mut Cx<'_>) {
         let s = self.stages.get(cx);
         let len = s.pkts.len();
-        let full = len >= STAGE.min(room);
+        let mut full = len >= s.limit;
+        if full && len < STAGE {
+            // The limit was set when the ring had little room (or not at
+            // all yet): look again.
+            let limit = self.stage_limit();
+            let s = self.stages.get(cx);
+            s.limit = limit;
+            full = len >= limit;
+        }
+        let s = self.stages.get(cx);
         let defer = !full && !s.deferred;
         s.deferred |= defer;
-        if !full && len >= STAGE / 2 && !s.prefetched {
-            // Half way: the consumer has drained the last publication by
-            // now. Take back the lines the publication will write (ring
-            // index, slots, the empty notifier's flag), so that it and the
-            // fence after it do not wait for them.
+        if !full && len + PREFETCH_LEAD >= STAGE && !s.prefetched {
+            // A few packets before the publication (the consumer has
+            // drained the last one by now): take back the lines it will
+            // write (ring index, slots, the empty notifier's flag), so
+            // that it and the fence after it do not wait for them.
             s.prefetched = true;
-            self.ring.prefetch_push(&cx.producer(), STAGE);
+            let from = s.next;
+            self.ring.prefetch_push(&cx.producer(), from, STAGE);
             self.empty.prefetch();
         }
         if full {
