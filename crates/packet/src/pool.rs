@@ -303,9 +303,10 @@ const PREFETCH_AHEAD: usize = 12;
 
 /// Asks for the cache lines of `x` in a state this core may write
 /// (`prefetchw`), without waiting. A hint: no effect on what the program
-/// computes.
+/// computes. (Also used by the runtime's rings for lines another core
+/// read last.)
 #[inline(always)]
-fn prefetch_write<T>(x: &T) {
+pub fn prefetch_write<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         let p = x as *const T as *const u8;

@@ -98,6 +98,25 @@ fn a_busy_producer_publishes_what_it_staged_within_a_few_passes() {
 }
 
 #[test]
+fn a_crossing_queue_smaller_than_a_stage_keeps_the_first_packets_and_counts_the_rest() {
+    // A BURST 1 source on thread 0 stages its packets for a queue of 4
+    // that nobody pulls (the Unqueue is inactive, on thread 1), so the
+    // stage's limit comes from a ring with little or no room: the first 4
+    // packets are queued, the other 6 dropped and counted, none lost.
+    let conf = "src :: InfiniteSource(LIMIT 10, BURST 1, STOP false) -> q :: SimpleQueue(4)
+                  -> uq :: Unqueue(ACTIVE false) -> Discard;
+                StaticThreadSched(src 0, uq 1);
+                DriverManager(wait 200ms, stop);";
+    let r = router(conf, 2);
+    assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+    run_with_timeout(&r, 20);
+    assert_eq!(read_u64(&r, "src.count"), 10);
+    assert_eq!(read_u64(&r, "q.length"), 4);
+    assert_eq!(read_u64(&r, "q.drops"), 6);
+    assert_eq!(r.total_queued() as u64 + r.total_drops(), 10);
+}
+
+#[test]
 fn staged_packets_survive_migrations_with_many_producers_on_8_threads() {
     // Four BURST 1 sources (so every packet is staged) on 8 threads of a
     // 2-core machine push into one queue; the sources move between threads

@@ -159,7 +159,7 @@ impl Element for CPUQueue {
         // Every ring was empty: pull tasks may sleep unless a push on some
         // thread came meanwhile (re-checked after the notifier's fence).
         self.empty
-            .sleep(cx, || self.rings.iter().all(|r| r.len_fresh() == 0));
+            .sleep(cx, || self.rings.iter().all(|r| r.is_empty()));
         None
     }
 

@@ -90,6 +90,10 @@ use std::sync::Mutex;
 /// another thread pulls from.
 pub const STAGE: usize = 16;
 
+/// How many packets before a stage is full the producer prefetches the
+/// lines its publication will write.
+const PREFETCH_LEAD: usize = 4;
+
 /// The capacity a queue can be raised to at least (see `capacity`).
 const MIN_MAX_CAPACITY: usize = 4096;
 
@@ -174,6 +178,14 @@ struct Stage {
     pkts: Vec<Packet>,
     /// A flush of this stage is pending with the thread ([`Cx::defer_flush`]).
     deferred: bool,
+    /// The lines the next publication writes were prefetched.
+    prefetched: bool,
+    /// Publish when the stage holds this many packets (see
+    /// [`Queue::stage_limit`]; 0 until the first packet).
+    limit: usize,
+    /// Where the next publication will write in the ring (for the
+    /// prefetch; a hint).
+    next: usize,
 }
 
 pub fn spec() -> ClassSpec {
@@ -345,9 +357,18 @@ impl Queue {
     }
 
     /// Whether a waiting source's burst fits (the full notifier's
-    /// condition).
+    /// condition), for the producer side (refreshes its cached consumer
+    /// tail).
     fn has_room(&self) -> bool {
         self.ring.len_fresh() < self.full_at.load(Ordering::Relaxed)
+    }
+
+    /// [`Queue::has_room`] for the consumer side and handlers: reads both
+    /// tails and writes nothing. (`len_fresh` stores into the producer's
+    /// cache line: called by a consumer on another thread, it took that
+    /// line from the producer, whose next push then missed.)
+    fn has_room_seen_by_consumer(&self) -> bool {
+        self.ring.len() < self.full_at.load(Ordering::Relaxed)
     }
 
     /// Recomputes the full mark after a change of capacity, of modes or
@@ -419,8 +440,10 @@ impl Queue {
     #[cold]
     #[inline(never)]
     fn sleep_empty(&self, cx: &Cx<'_>) {
+        // Both tails read, not `len_fresh`: the consumer must not write the
+        // producer's cache line (see `has_room_seen_by_consumer`).
         self.empty.sleep(cx, || {
-            self.ring.len_fresh() == 0 && self.lifo_len.load(Ordering::SeqCst) == 0
+            self.ring.is_empty() && self.lifo_len.load(Ordering::SeqCst) == 0
         });
     }
 
@@ -433,7 +456,8 @@ impl Queue {
     fn pulled(&self, cx: &Cx<'_>) {
         if self.policy.full_note {
             let crossing = self.crossing.load(Ordering::Relaxed);
-            self.full.wake_if(cx, crossing, || self.has_room());
+            self.full
+                .wake_if(cx, crossing, || self.has_room_seen_by_consumer());
         }
     }
 
@@ -507,7 +531,9 @@ impl Queue {
     /// dropped, counted.
     fn publish(&self, cx: &mut Cx<'_>) {
         let t = cx.thread();
-        let mut pkts = std::mem::take(&mut self.stages.get(cx).pkts);
+        let stage = self.stages.get(cx);
+        stage.prefetched = false;
+        let mut pkts = std::mem::take(&mut stage.pkts);
         let n = pkts.len();
         let left = self.enqueue(cx, &mut pkts);
         self.staged.sub(t, n as u64);
@@ -516,7 +542,12 @@ impl Queue {
             let b: Batch = pkts.drain(..).collect();
             self.dropped(cx, b);
         }
-        self.stages.get(cx).pkts = pkts;
+        let limit = self.stage_limit();
+        let next = self.ring.push_position(&cx.producer());
+        let stage = self.stages.get(cx);
+        stage.pkts = pkts;
+        stage.limit = limit;
+        stage.next = next;
     }
 
     /// Gathers `batch` in this thread's stage, publishing when the stage
@@ -526,18 +557,69 @@ impl Queue {
     fn stage(&self, cx: &mut Cx<'_>, mut batch: Batch) {
         let t = cx.thread();
         let n = batch.len();
+        let s = self.stages.get(cx);
+        s.pkts.extend(batch.drain());
+        self.staged.add(t, n as u64);
+        self.staged_more(cx);
+    }
+
+    /// [`Queue::stage`] for one packet (Click's BURST 1): no batch is
+    /// made and dropped around it, which cost a BURST 1 producer more
+    /// than the rest of its crossing push.
+    #[inline]
+    fn stage_one(&self, cx: &mut Cx<'_>, p: Packet) {
+        let t = cx.thread();
+        self.stages.get(cx).pkts.push(p);
+        self.staged.add(t, 1);
+        self.staged_more(cx);
+    }
+
+    /// How many packets a stage may gather before it is published: at
+    /// most [`STAGE`], less when the ring has less room. Read from the
+    /// ring's producer line, so computed when a publication has just
+    /// written that line, and again only when a stage reaches a limit
+    /// below [`STAGE`]: a stage that looked at the ring on every packet
+    /// missed in cache once per publication, as the consumer on another
+    /// core had read the line since.
+    fn stage_limit(&self) -> usize {
         let cap = self.capacity();
         let mut room = cap.saturating_sub(self.ring.len_upper_bound());
         if room < STAGE {
             // The bound lags the consumer: look at the ring itself.
             room = cap.saturating_sub(self.ring.len_fresh());
         }
+        STAGE.min(room)
+    }
+
+    /// Packets were added to this thread's stage: publishes it if it is
+    /// full or the ring may be close to full, else makes sure a flush is
+    /// pending.
+    #[inline]
+    fn staged_more(&self, cx: &mut Cx<'_>) {
         let s = self.stages.get(cx);
-        s.pkts.extend(batch.drain());
-        let full = s.pkts.len() >= STAGE.min(room);
+        let len = s.pkts.len();
+        let mut full = len >= s.limit;
+        if full && len < STAGE {
+            // The limit was set when the ring had little room (or not at
+            // all yet): look again.
+            let limit = self.stage_limit();
+            let s = self.stages.get(cx);
+            s.limit = limit;
+            full = len >= limit;
+        }
+        let s = self.stages.get(cx);
         let defer = !full && !s.deferred;
         s.deferred |= defer;
-        self.staged.add(t, n as u64);
+        if !full && len + PREFETCH_LEAD >= STAGE && !s.prefetched {
+            // A few packets before the publication (the consumer has
+            // drained the last one by now): take back the lines it will
+            // write (ring index, slots, the empty notifier's flag), so
+            // that it and the fence after it do not wait for them.
+            s.prefetched = true;
+            let from = s.next;
+            self.ring.prefetch_push(&cx.producer(), from, STAGE);
+            self.empty.prefetch();
+        }
         if full {
             self.publish(cx);
         } else if defer {
@@ -585,7 +667,8 @@ impl Queue {
         self.lifo_len.store(0, Ordering::Relaxed);
         drop(lifo);
         if self.policy.full_note {
-            self.full.wake_from_handler_if(hx, || self.has_room());
+            self.full
+                .wake_from_handler_if(hx, || self.has_room_seen_by_consumer());
         }
         v
     }
@@ -607,7 +690,8 @@ impl Element for Queue {
                 e.set_full_at();
                 // Room may have appeared: sources waiting for it run again.
                 if e.policy.full_note {
-                    e.full.wake_from_handler_if(hx, || e.has_room());
+                    e.full
+                        .wake_from_handler_if(hx, || e.has_room_seen_by_consumer());
                 }
                 Ok(())
             },
@@ -652,12 +736,16 @@ impl Element for Queue {
         }
     }
 
-    /// One packet (Click's BURST 1): no batch on the plain path; staging,
-    /// the LIFO side and front drops go through [`Element::push`].
+    /// One packet (Click's BURST 1): no batch on the plain path nor when
+    /// staging; the LIFO side and front drops go through
+    /// [`Element::push`].
     #[inline]
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
-        if self.special || port != 0 || self.crossing.load(Ordering::Relaxed) {
+        if self.special || port != 0 {
             return self.push(cx, port, Batch::one(p));
+        }
+        if self.crossing.load(Ordering::Relaxed) {
+            return self.stage_one(cx, p);
         }
         let mut item = Some(p);
         self.enqueue_plain(cx, &mut item);
