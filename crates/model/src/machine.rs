@@ -704,12 +704,17 @@ mod tests {
     #[test]
     fn finds_named_workers_and_their_run_delay() {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
         let h = std::thread::Builder::new()
             .name("paraclick-7".into())
             .spawn(move || {
+                // The new thread names itself as it starts: list it only
+                // once it runs.
+                started_tx.send(()).unwrap();
                 let _ = rx.recv();
             })
             .unwrap();
+        started.recv().unwrap();
         let found = worker_threads();
         let me = found.iter().find(|w| w.0 == 7).copied();
         let delays = worker_run_delays();
