@@ -29,6 +29,14 @@ pub struct AppTask {
     /// single-thread timing run (for an entry task: its share of the
     /// entering packets). 0: unknown.
     pub packets: f64,
+    /// For a task that pulls from queues: its cost per packet when those
+    /// queues' producers run on other threads, relative to its cost on
+    /// one thread (0: unknown, taken as 1). Across threads a puller finds
+    /// the packets a producer published together (a stage) and takes them
+    /// in one run, so its per-run costs (the scheduler's, the pull's, each
+    /// hop's) are shared by more packets than on one thread, where it
+    /// runs once per packet a BURST 1 source sends.
+    pub crossing_factor: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -205,6 +213,37 @@ impl App {
         f
     }
 
+    /// Per task: the share of the packets it pulls from queues that come
+    /// from producers on other threads under `assign` (0 for a task that
+    /// pulls from no queue).
+    pub fn crossed_input(&self, assign: &[usize], nthreads: usize) -> Vec<f64> {
+        let nthreads = nthreads.max(1);
+        let th = |i: usize| assign.get(i).copied().unwrap_or(0) % nthreads;
+        let n = self.tasks.len();
+        let (mut crossed, mut all) = (vec![0.0; n], vec![0.0; n]);
+        for q in &self.queues {
+            let made: f64 = q.producers.iter().map(|p| p.1).sum();
+            if made <= 0.0 {
+                continue;
+            }
+            for &(c, mc) in q.consumers.iter().filter(|c| c.0 < n) {
+                let other: f64 = q
+                    .producers
+                    .iter()
+                    .filter(|p| th(p.0) != th(c))
+                    .map(|p| p.1)
+                    .sum();
+                crossed[c] += mc * other / made;
+                all[c] += mc;
+            }
+        }
+        crossed
+            .iter()
+            .zip(&all)
+            .map(|(&x, &a)| if a > 0.0 { (x / a).min(1.0) } else { 0.0 })
+            .collect()
+    }
+
     /// Per thread, per origin (entry task): ns of that thread's time per
     /// packet entering the router (at the timing run's mix) spent on
     /// packets that entered there: task costs split by [`App::origins`],
@@ -224,9 +263,27 @@ impl App {
         let f = self.origins();
         let th = |i: usize| assign.get(i).copied().unwrap_or(0) % nthreads;
         let mut ns = vec![vec![0.0; n]; nthreads];
+        let crossed = self.crossed_input(assign, nthreads);
+        // Threads that run a source: their passes come round once per
+        // burst the source sends, and a puller there runs as often, so
+        // it takes no bigger batches than on one thread.
+        let mut fed = vec![false; nthreads];
         for (k, task) in self.tasks.iter().enumerate() {
+            if task.entry {
+                fed[th(k)] = true;
+            }
+        }
+        for (k, task) in self.tasks.iter().enumerate() {
+            // A puller whose producers are on other threads, alone with
+            // other pullers on its thread, runs when they publish and
+            // takes bigger batches (see `AppTask::crossing_factor`).
+            let factor = if task.crossing_factor > 0.0 && !fed[th(k)] {
+                1.0 - crossed[k] * (1.0 - task.crossing_factor)
+            } else {
+                1.0
+            };
             for o in 0..n {
-                ns[th(k)][o] += task.cycles_per_packet * tick_ns * f[k][o];
+                ns[th(k)][o] += task.cycles_per_packet * factor * tick_ns * f[k][o];
             }
         }
         // Crossing: the measured hop is pure time (a core to itself); the
@@ -516,6 +573,7 @@ mod tests {
                     cycles_per_packet: c,
                     entry: i < 2,
                     packets: 0.5,
+                    crossing_factor: 0.0,
                 })
                 .collect(),
             queues: if crossed {
@@ -715,5 +773,45 @@ mod tests {
         half.core_share = 0.5;
         let m = half.model(&mach, &[0, 0, 1, 1], 2, &WhatIf::default());
         assert!((m.stages[0].latency_ns - 480.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_puller_fed_from_other_threads_alone_on_its_thread_takes_bigger_batches() {
+        let mut app = crosswise();
+        app.tasks[2].crossing_factor = 0.5;
+        app.tasks[3].crossing_factor = 0.5;
+        let mach = machine();
+        let w = WhatIf::default();
+        // Sources on thread 0, drains on 1: every drained packet crossed
+        // and the drains' thread runs no source: they cost half.
+        assert_eq!(
+            app.crossed_input(&[0, 0, 1, 1], 2),
+            vec![0.0, 0.0, 1.0, 1.0]
+        );
+        let m = app.model(&mach, &[0, 0, 1, 1], 2, &w);
+        // Each drain: 100 cycles per entering packet at 2 GHz, 50 ns, half
+        // of it; the consumer's end of the (synthetic) crossing on top.
+        let hop = mach.crossing_ns;
+        assert!((m.stages[1].latency_ns - (100.0 * 0.5 + hop)).abs() < 1e-9);
+        // A drain beside a source runs once per the source's burst, as on
+        // one thread: full cost (src0 and d1 on thread 0, src1 and d0 on
+        // thread 1; crosswise, so every packet still crosses).
+        assert_eq!(
+            app.crossed_input(&[0, 1, 1, 0], 2),
+            vec![0.0, 0.0, 0.0, 0.0]
+        );
+        let m = app.model(&mach, &[0, 1, 0, 1], 2, &w);
+        assert_eq!(
+            app.crossed_input(&[0, 1, 0, 1], 2),
+            vec![0.0, 0.0, 1.0, 1.0]
+        );
+        let plain = crosswise().model(&mach, &[0, 1, 0, 1], 2, &w);
+        for (a, b) in m.stages.iter().zip(&plain.stages) {
+            assert!((a.latency_ns - b.latency_ns).abs() < 1e-9);
+        }
+        // On one thread nothing crosses: no change.
+        let one = app.model(&mach, &[0, 0, 0, 0], 1, &w);
+        let plain = crosswise().model(&mach, &[0, 0, 0, 0], 1, &w);
+        assert!((one.stages[0].latency_ns - plain.stages[0].latency_ns).abs() < 1e-9);
     }
 }

@@ -7,7 +7,7 @@ use paraclick_lang::Source;
 use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
 use paraclick_model::machine::Machine;
 use paraclick_model::pc;
-use paraclick_runtime::sched::{CostData, SchedPolicy, HYSTERESIS};
+use paraclick_runtime::sched::{CostData, SchedPolicy, TaskCost, HYSTERESIS};
 use paraclick_runtime::{BuildOptions, Registry, Router};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -225,6 +225,24 @@ pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
         .collect()
 }
 
+/// A puller's cost per packet with its producers on other threads (run
+/// A: a thread per task) relative to its cost on one thread (run B),
+/// when it took markedly bigger batches there (see
+/// `AppTask::crossing_factor`); 0 (unknown) otherwise. Run A's cost also
+/// holds the packets' move between cores, which the model charges apart
+/// (the hop), so the factor errs towards no gain.
+fn crossing_factor(a: &TaskCost, b: &TaskCost) -> f64 {
+    if a.work == 0 || b.work == 0 || a.packets == 0 || b.packets == 0 {
+        return 0.0;
+    }
+    let batch = |t: &TaskCost| t.packets as f64 / t.work as f64;
+    let per_packet = |t: &TaskCost| t.cycles as f64 / t.packets as f64;
+    if batch(a) < 1.5 * batch(b) || per_packet(b) <= 0.0 {
+        return 0.0;
+    }
+    (per_packet(a) / per_packet(b)).clamp(0.05, 1.0)
+}
+
 /// The application model of a configuration from two short runs:
 /// one thread per task with per-element sampling (which tasks put packets
 /// into which queues), and one thread without it (what each task costs,
@@ -288,6 +306,12 @@ pub fn profile_app(
             batch: if wk > 0 { pk as f64 / wk as f64 } else { 0.0 },
         });
     }
+    let pullers: Vec<usize> = fa
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .flat_map(|e| e.pull_tasks.iter().copied())
+        .collect();
     drop(a);
     // Run B: what each task costs, relative to the others: one pinned
     // thread with every task run timed.
@@ -343,6 +367,11 @@ pub fn profile_app(
             cycles_per_packet: raw[i] * scale,
             entry: entries.contains(&i),
             packets: t.packets as f64 / entry_b,
+            crossing_factor: if pullers.contains(&i) {
+                crossing_factor(&fa.tasks[i], t)
+            } else {
+                0.0
+            },
         })
         .collect();
     let mut notes = String::new();

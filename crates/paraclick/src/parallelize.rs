@@ -475,6 +475,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             cycles_per_packet: down,
             entry: false,
             packets: app.tasks[t].packets * f,
+            crossing_factor: 0.0,
         });
         for q in queues_fed(gr, app, &d) {
             for p in &mut a2.queues[q].producers {
@@ -621,6 +622,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 cycles_per_packet: (total - own) / n as f64,
                 entry: false,
                 packets: app.tasks[t].packets * f / n as f64,
+                crossing_factor: 0.0,
             });
             tn.push(Some(uname));
             a2.queues.push(AppQueue {
@@ -945,6 +947,7 @@ pub fn static_app(
             cycles_per_packet: 0.0,
             entry: false,
             packets: 0.0,
+            crossing_factor: 0.0,
         })
         .collect();
     let queues = cd
