@@ -623,7 +623,10 @@ mod tests {
     #[test]
     fn many_producers_many_consumers_conserve_items() {
         const P: usize = 4;
-        const N: usize = 50_000;
+        // Under Miri (its data-race detector checks every access of the
+        // ring's threads) a smaller run: `cargo +nightly miri test -p
+        // paraclick-runtime --lib ring::tests`.
+        const N: usize = if cfg!(miri) { 300 } else { 50_000 };
         let r = Arc::new(Ring::<usize>::new(256));
         let total = Arc::new(AtomicUsize::new(0));
         let count = Arc::new(AtomicUsize::new(0));
