@@ -176,14 +176,6 @@ impl Notifier {
         }
     }
 
-    /// [`Notifier::wake`] from a handler (any thread).
-    pub fn wake_from_handler(&self, hx: &HandlerCx<'_>) {
-        fence(Ordering::SeqCst);
-        if !self.sig.active() {
-            self.sig.wake(hx.core);
-        }
-    }
-
     /// [`Notifier::wake_if`] from a handler (any thread).
     pub fn wake_from_handler_if(&self, hx: &HandlerCx<'_>, ready: impl Fn() -> bool) {
         fence(Ordering::SeqCst);
@@ -216,23 +208,19 @@ impl Signal {
                 core.tasks[t].blocked.fetch_add(1, Ordering::SeqCst);
             }
         }
-        let mut g = self.state.load(Ordering::SeqCst);
-        loop {
-            if g & 1 == 1 {
+        let made = self
+            .state
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |g| {
+                (g & 1 == 0).then(|| g.wrapping_add(1))
+            });
+        match made {
+            Ok(g) => Some(g.wrapping_add(1)),
+            Err(_) => {
                 // Already inactive (another producer saw the condition).
                 if gates {
                     self.unblock(core);
                 }
-                return None;
-            }
-            match self.state.compare_exchange(
-                g,
-                g.wrapping_add(1),
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => return Some(g.wrapping_add(1)),
-                Err(now) => g = now,
+                None
             }
         }
     }
@@ -240,13 +228,7 @@ impl Signal {
     /// Inactive to active, whatever the generation.
     #[cold]
     fn wake(&self, core: &Core) {
-        let mut g = self.state.load(Ordering::SeqCst);
-        while g & 1 == 1 {
-            match self.wake_from_inner(core, g) {
-                Ok(()) => return,
-                Err(now) => g = now,
-            }
-        }
+        self.wake_checked(core, || true);
     }
 
     /// Inactive to active if the signal is still at inactive generation
