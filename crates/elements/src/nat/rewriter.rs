@@ -74,6 +74,15 @@ pub struct Rewriter {
 /// Verdict of a dropped packet in a batch's verdict list.
 const DROP: u16 = u16::MAX;
 
+/// A packet's verdict as an entry of a batch's verdict list.
+#[inline]
+fn code(v: Verdict) -> u16 {
+    match v {
+        Verdict::Out(o) => o as u16,
+        Verdict::Drop => DROP,
+    }
+}
+
 /// Packets looked up together before any is handled (the batched
 /// lookup's window: enough misses in flight to cover a DRAM latency).
 const RUN: usize = 32;
@@ -317,10 +326,7 @@ impl Rewriter {
                 Some(pf) => self.finish(cx, port, p, pf, pre[i], now, g),
                 None => Verdict::Drop,
             };
-            verdicts[i] = match v {
-                Verdict::Out(o) => o as u16,
-                Verdict::Drop => DROP,
-            };
+            verdicts[i] = code(v);
         }
     }
 
@@ -455,10 +461,7 @@ impl Element for Rewriter {
             let g = self.table.guard();
             let now = now_ms();
             if n == 1 {
-                verdicts[0] = match self.handle(cx, port, &mut batch.as_mut_slice()[0], now, &g) {
-                    Verdict::Out(o) => o as u16,
-                    Verdict::Drop => DROP,
-                };
+                verdicts[0] = code(self.handle(cx, port, &mut batch.as_mut_slice()[0], now, &g));
             } else {
                 for (pk, vs) in batch
                     .as_mut_slice()

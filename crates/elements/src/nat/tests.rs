@@ -424,26 +424,36 @@ fn icmp_errors_about_translated_flows() {
 fn batched_lookup_matches_one_packet_at_a_time() {
     const SEQ: &str =
         "IPRewriter(pattern 1.0.0.1 1024-2047# - - 0 1, pattern 1.0.0.1 1024-2047# - - 0 1)";
-    let mut seq: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut seq: Vec<Vec<u8>> = Vec::new();
     for i in 0..90u16 {
         let host = format!("10.0.0.{}", 1 + i % 7);
         let sp = 4000 + (i % 5);
-        seq.push((0, udp(&host, sp, "2.0.0.2", 53)));
+        seq.push(udp(&host, sp, "2.0.0.2", 53));
         if i % 11 == 3 {
             // Not IP at all: dropped, counted.
-            seq.push((0, vec![0x60; 28]));
+            seq.push(vec![0x60; 28]);
         }
         if i % 13 == 5 {
             // A TCP packet of a new flow, then again (same run).
-            seq.push((0, tcp(&host, 7000 + i, "3.0.0.3", 80, 2, b"")));
-            seq.push((0, tcp(&host, 7000 + i, "3.0.0.3", 80, 16, b"data")));
+            seq.push(tcp(&host, 7000 + i, "3.0.0.3", 80, 2, b""));
+            seq.push(tcp(&host, 7000 + i, "3.0.0.3", 80, 16, b"data"));
         }
     }
     let out_of = |batched: bool| -> (Vec<Vec<u8>>, Vec<Vec<u8>>, String, String) {
         let h = two_inputs(SEQ);
+        // All at once (one batch, several runs) or one packet at a time.
+        let feed = |port: usize, pkts: Vec<Packet>| {
+            if batched {
+                h.push(port, pkts);
+            } else {
+                for p in pkts {
+                    h.push(port, vec![p]);
+                }
+            }
+        };
         let pkts: Vec<Packet> = seq
             .iter()
-            .map(|(_, d)| {
+            .map(|d| {
                 if d[0] >> 4 == 4 {
                     marked(d)
                 } else {
@@ -451,13 +461,7 @@ fn batched_lookup_matches_one_packet_at_a_time() {
                 }
             })
             .collect();
-        if batched {
-            h.push(0, pkts);
-        } else {
-            for p in pkts {
-                h.push(0, vec![p]);
-            }
-        }
+        feed(0, pkts);
         let fwd = data(&h.output(0));
         // Replies to every translated packet, in one batch on input 1.
         let replies: Vec<Packet> = fwd
@@ -472,13 +476,7 @@ fn batched_lookup_matches_one_packet_at_a_time() {
                 marked(&r)
             })
             .collect();
-        if batched {
-            h.push(1, replies);
-        } else {
-            for p in replies {
-                h.push(1, vec![p]);
-            }
-        }
+        feed(1, replies);
         let back = data(&h.output(1));
         (
             fwd,
