@@ -281,15 +281,21 @@ pub fn thread_run_delay_ns(tid: i32) -> Option<u64> {
     s.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The worker threads of the routers running in this process (the
-/// runtime names them `paraclick-T`): (T, task id).
-pub fn worker_threads() -> Vec<(usize, i32)> {
+/// The task ids of this process's threads (none if /proc is unreadable).
+fn task_ids() -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
-    let mut v: Vec<(usize, i32)> = rd
-        .filter_map(|e| {
-            let tid = e.ok()?.file_name().to_str()?.parse::<i32>().ok()?;
+    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
+}
+
+/// The worker threads of the routers running in this process (the
+/// runtime names them `paraclick-T`): (T, task id).
+pub fn worker_threads() -> Vec<(usize, i32)> {
+    let mut v: Vec<(usize, i32)> = task_ids()
+        .into_iter()
+        .filter_map(|tid| {
             let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
             let t = comm
                 .trim()
@@ -334,10 +340,8 @@ pub fn worker_run_delays() -> Vec<(usize, i32, u64)> {
 
 /// Per thread of this process (task id): its CPU time so far, ns.
 pub fn threads_cpu_ns() -> Vec<(i32, u64)> {
-    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
-        return Vec::new();
-    };
-    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    task_ids()
+        .into_iter()
         .filter_map(|tid| Some((tid, thread_cpu_ns_of(tid)?)))
         .collect()
 }
