@@ -55,7 +55,9 @@ fn system_ns() -> i64 {
 struct Anchor {
     cycles: u64,
     wall_ns: i64,
-    ns_per_cycle: f64,
+    /// Nanoseconds per cycle in 32.32 fixed point: an integer multiply
+    /// and shift per timestamp instead of a float conversion chain.
+    ns_per_cycle_q32: u64,
 }
 
 fn anchor() -> Option<&'static Anchor> {
@@ -69,7 +71,7 @@ fn anchor() -> Option<&'static Anchor> {
         Some(Anchor {
             cycles: c,
             wall_ns: w,
-            ns_per_cycle: 1e9 / hz,
+            ns_per_cycle_q32: (1e9 / hz * 4_294_967_296.0) as u64,
         })
     })
     .as_ref()
@@ -86,7 +88,10 @@ pub fn init() {
 #[inline]
 pub fn wall_ns() -> i64 {
     match anchor() {
-        Some(a) => a.wall_ns + (cycles().wrapping_sub(a.cycles) as f64 * a.ns_per_cycle) as i64,
+        Some(a) => {
+            let dc = cycles().wrapping_sub(a.cycles) as u128;
+            a.wall_ns + ((dc * a.ns_per_cycle_q32 as u128) >> 32) as i64
+        }
         None => system_ns(),
     }
 }
@@ -101,6 +106,15 @@ mod tests {
         assert!((a - s).abs() < 50_000_000, "derived {a} vs system {s}");
         let b = super::wall_ns();
         assert!(b >= a);
+        // The fixed-point rate still tracks the system clock over time.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let (c, t) = (super::wall_ns(), super::system_ns());
+        assert!((c - t).abs() < 50_000_000, "derived {c} vs system {t}");
+        assert!(
+            c - b >= 25_000_000,
+            "30 ms slept, derived clock moved {} ns",
+            c - b
+        );
     }
 
     #[test]
