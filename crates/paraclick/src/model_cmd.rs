@@ -446,6 +446,10 @@ pub fn mapping(
 pub struct ConfigModel {
     pub text: String,
     pub mlffr: f64,
+    /// Where the prediction used a line time other than the hop
+    /// calibration's: the prediction at the calibration's (the line
+    /// time's part of the answer is the difference).
+    pub mlffr_calibrated_line: Option<f64>,
 }
 
 /// The whole model of a configuration at `nthreads` threads.
@@ -516,6 +520,13 @@ pub fn config_model(
         line_note = format!(" ({l:.0} ns what-if)");
     }
     let whatif = &whatif;
+    let mlffr_calibrated_line = whatif.line_ns.map(|_| {
+        let base = WhatIf {
+            line_ns: None,
+            ..whatif.clone()
+        };
+        app.predict(machine, &assign, nthreads, &base)
+    });
     let model = app.model(machine, &assign, nthreads, whatif);
     let ev = model.evaluate();
     let _ = writeln!(
@@ -614,6 +625,7 @@ pub fn config_model(
         return Ok(ConfigModel {
             text: out,
             mlffr: ev.mlffr,
+            mlffr_calibrated_line,
         });
     }
     // The table is the pipeline at the profile's mix of sources; sources
@@ -644,6 +656,7 @@ pub fn config_model(
     Ok(ConfigModel {
         text: out,
         mlffr: fr.mlffr,
+        mlffr_calibrated_line,
     })
 }
 

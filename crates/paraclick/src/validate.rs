@@ -85,6 +85,8 @@ struct Run {
     /// The core-to-core line time just before and just after the
     /// measurement (ns; 2-thread rounds only).
     line: (Option<f64>, Option<f64>),
+    /// The prediction at the hop calibration's line time instead.
+    at_calibrated_line: Option<f64>,
 }
 
 /// Each worker's share of a core, averaged over a measurement's trials.
@@ -244,6 +246,7 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                             note: meas.note.unwrap_or_default(),
                             shares,
                             line,
+                            at_calibrated_line: m.mlffr_calibrated_line,
                         });
                     }
                     Err(e) => println!("{path:<34} {threads:>3} error: {e}"),
@@ -277,7 +280,23 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                         .join("/"),
                     share_text(runs),
                     if threads > 1 {
-                        format!("; line {} ns", line_text(runs))
+                        format!(
+                            "; line {} ns{}",
+                            line_text(runs),
+                            if runs.iter().any(|r| r.at_calibrated_line.is_some()) {
+                                format!(
+                                    "; model at the calibration's line {} M",
+                                    runs.iter()
+                                        .map(|r| r
+                                            .at_calibrated_line
+                                            .map_or("-".into(), |x| format!("{:.2}", x / 1e6)))
+                                        .collect::<Vec<_>>()
+                                        .join("/")
+                                )
+                            } else {
+                                String::new()
+                            }
+                        )
                     } else {
                         String::new()
                     },
