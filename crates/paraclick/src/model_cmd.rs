@@ -517,7 +517,7 @@ pub fn config_model(
             line_note = format!(" ({l:.0} ns now)");
         }
     } else if let Some(l) = whatif.line_ns {
-        line_note = format!(" ({l:.0} ns what-if)");
+        line_note = format!(" ({l:.0} ns used: given)");
     }
     let whatif = &whatif;
     let mlffr_calibrated_line = whatif.line_ns.map(|_| {
