@@ -100,6 +100,12 @@ pub struct WhatIf {
     /// the single-thread timing run had (empty: all 1.0). On a machine
     /// shared with other work a thread is that much slower.
     pub core_share: Vec<f64>,
+    /// The core-to-core cache-line time (ns per one-way transfer) the
+    /// run meets, where it differs from the calibration's
+    /// ([`Machine::line_transfer_ns`]): the cross-core part of the
+    /// queue hop scales with it ([`Machine::hop_ends_at`]). None: the
+    /// calibration's.
+    pub line_ns: Option<f64>,
 }
 
 impl App {
@@ -299,7 +305,7 @@ impl App {
             if out <= 0.0 {
                 continue;
             }
-            let (hp, hc) = machine.hop_ends_ns(q.batch);
+            let (hp, hc) = machine.hop_ends_at(q.batch, w.line_ns);
             for &(p, np) in q.producers.iter().filter(|p| p.0 < n) {
                 for &(c, mc) in q.consumers.iter().filter(|c| c.0 < n) {
                     let (tp, tc) = (th(p), th(c));
@@ -738,6 +744,8 @@ mod tests {
             ns: 99.0,
             producer_ns: Some(15.0),
             consumer_ns: Some(15.0),
+            per_line: None,
+            line_ns: None,
         }];
         let fr = app.free_running(&mach, &[0, 1, 1, 1], 2, &WhatIf::default());
         let r_out = 1e9 / 215.0;
@@ -762,6 +770,8 @@ mod tests {
             ns: 99.0,
             producer_ns: Some(40.0),
             consumer_ns: Some(10.0),
+            per_line: None,
+            line_ns: None,
         }];
         // Sources on thread 0 (producers), drains on 1 (consumers): every
         // packet crosses once.
@@ -813,5 +823,55 @@ mod tests {
         let one = app.model(&mach, &[0, 0, 0, 0], 1, &w);
         let plain = crosswise().model(&mach, &[0, 0, 0, 0], 1, &w);
         assert!((one.stages[0].latency_ns - plain.stages[0].latency_ns).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_slower_line_slows_plans_that_cross_cores_only() {
+        let app = crosswise();
+        let mut mach = machine();
+        mach.queue_hop = vec![crate::machine::HopPoint {
+            batch: 1.0,
+            ns: 40.0,
+            producer_ns: Some(40.0),
+            consumer_ns: Some(10.0),
+            per_line: None,
+            line_ns: Some(50.0),
+        }];
+        let at = |l: Option<f64>| WhatIf {
+            line_ns: l,
+            ..WhatIf::default()
+        };
+        let k = crate::machine::LINES_PER_PACKET;
+        // Sources on thread 0, drains on 1: every packet crosses once.
+        let cross = [0, 0, 1, 1];
+        // At the calibration's own line time: as without one.
+        let same = app.model(&mach, &cross, 2, &at(Some(50.0)));
+        let none = app.model(&mach, &cross, 2, &at(None));
+        for (a, b) in same.stages.iter().zip(&none.stages) {
+            assert!((a.latency_ns - b.latency_ns).abs() < 1e-9);
+        }
+        assert!((none.stages[0].latency_ns - 440.0).abs() < 1e-9);
+        // A line of 200 ns instead of 50: each end's hop grows by k per
+        // ns of line time per crossing packet.
+        let slow = app.model(&mach, &cross, 2, &at(Some(200.0)));
+        assert!((slow.stages[0].latency_ns - (440.0 + k * 150.0)).abs() < 1e-9);
+        assert!((slow.stages[1].latency_ns - (110.0 + k * 150.0)).abs() < 1e-9);
+        let (p_fast, p_slow) = (
+            app.predict(&mach, &cross, 2, &at(None)),
+            app.predict(&mach, &cross, 2, &at(Some(200.0))),
+        );
+        assert!(p_slow < p_fast * 0.99, "{p_slow} vs {p_fast}");
+        // A measured growth replaces the default, per end.
+        mach.queue_hop[0].per_line = Some((0.5, 0.0));
+        let slow = app.model(&mach, &cross, 2, &at(Some(200.0)));
+        assert!((slow.stages[0].latency_ns - (440.0 + 75.0)).abs() < 1e-9);
+        assert!((slow.stages[1].latency_ns - 110.0).abs() < 1e-9);
+        // One thread, or two threads where no packet crosses: unchanged.
+        for (assign, n) in [([0, 0, 0, 0], 1), ([0, 1, 1, 0], 2)] {
+            let a = app.predict(&mach, &assign, n, &at(None));
+            let b = app.predict(&mach, &assign, n, &at(Some(200.0)));
+            assert_eq!(a, b, "{assign:?} on {n}");
+            assert!(a > 0.0);
+        }
     }
 }

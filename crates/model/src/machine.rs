@@ -68,7 +68,32 @@ pub struct HopPoint {
     pub producer_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer_ns: Option<f64>,
+    /// How each end's figure grows with the core-to-core line time: ns
+    /// per crossing packet per ns of line time above the line time the
+    /// figures were measured at, (producer, consumer). Measured when the
+    /// calibration met the machine in two states (the slow state's hop
+    /// less the fast one's, over the difference of their line times);
+    /// absent: [`LINES_PER_PACKET`] for both ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_line: Option<(f64, f64)>,
+    /// The core-to-core line time (ns) while the figures were measured:
+    /// the state they belong to. Absent (an older cache): the
+    /// calibration's `line_transfer_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_ns: Option<f64>,
 }
+
+/// The default growth of a hop end with the line time ([`HopPoint::per_line`]
+/// where the calibration saw one state only): ns per crossing packet per
+/// ns of line time, i.e. the line transfers per packet that are not
+/// hidden behind each other. Measured on this 2-core VM (2026-11-24
+/// 22:09 UTC, `paraclick model --recalibrate`): at BURST 32 both ends'
+/// hop grew by 28-30 ns from a 24 ns to a 190 ns line, 0.17-0.18 per
+/// packet: a packet's two or three lines (metadata, data, the buffer
+/// going home) fetched a few at a time, plus the ring's lines per batch.
+/// The whole fast-state hop does not scale (0.4-3.3 lines' worth at 24
+/// ns): most of it is the ring's and the scheduler's instructions.
+pub const LINES_PER_PACKET: f64 = 0.17;
 
 impl HopPoint {
     pub fn both(batch: f64, ns: f64) -> HopPoint {
@@ -77,6 +102,8 @@ impl HopPoint {
             ns,
             producer_ns: None,
             consumer_ns: None,
+            per_line: None,
+            line_ns: None,
         }
     }
 }
@@ -128,6 +155,46 @@ impl Machine {
         }
     }
 
+    /// [`Machine::hop_ends_ns`] for a run that meets a core-to-core line
+    /// time of `line_ns` (None: the calibration's state): each end's
+    /// figure plus its growth per ns of line time ([`HopPoint::per_line`],
+    /// else [`LINES_PER_PACKET`]) times the difference from the line time
+    /// the hop was measured at, never below zero; interpolated in
+    /// log(batch) as the figures are. Only the hop's cross-core part
+    /// moves: the ring's and scheduler's instructions in it do not
+    /// depend on the line time, the lines a packet brings do. The ring's
+    /// fallback (no hop measured) scales likewise.
+    pub fn hop_ends_at(&self, batch: f64, line_ns: Option<f64>) -> (f64, f64) {
+        let Some(l) = line_ns.filter(|l| l.is_finite() && *l > 0.0) else {
+            return self.hop_ends_ns(batch);
+        };
+        // A figure measured at line time `base`, growing by `k` per ns.
+        let at = |v: f64, k: f64, base: f64| (v + k * (l - base)).max(0.0);
+        let base = |p: &HopPoint| p.line_ns.unwrap_or(self.line_transfer_ns);
+        match (
+            self.hop_interp(batch, |p| {
+                at(
+                    p.producer_ns.unwrap_or(p.ns),
+                    p.per_line.map_or(LINES_PER_PACKET, |x| x.0),
+                    base(p),
+                )
+            }),
+            self.hop_interp(batch, |p| {
+                at(
+                    p.consumer_ns.unwrap_or(p.ns),
+                    p.per_line.map_or(LINES_PER_PACKET, |x| x.1),
+                    base(p),
+                )
+            }),
+        ) {
+            (Some(a), Some(b)) => (a, b),
+            _ => {
+                let ring = at(self.crossing_ns, LINES_PER_PACKET, self.line_transfer_ns);
+                (ring, ring)
+            }
+        }
+    }
+
     fn hop_interp(&self, batch: f64, val: impl Fn(&HopPoint) -> f64) -> Option<f64> {
         let pts = &self.queue_hop;
         if pts.is_empty() {
@@ -167,20 +234,21 @@ impl Machine {
         std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
     }
 
+    /// The cached calibration, if there is one for this machine (None for
+    /// another machine's or an older format).
+    pub fn cached() -> Option<Machine> {
+        let text = std::fs::read_to_string(cache_path()?).ok()?;
+        toml::from_str::<Machine>(&text)
+            .ok()
+            .filter(|m| m.cpu == cpu_model() && m.cores == ncpus())
+    }
+
     /// The cached calibration if it describes this machine, else a new
     /// one (written to the cache). `fresh` forces a new calibration.
     pub fn load_or_calibrate(fresh: bool) -> Result<(Machine, &'static str), String> {
-        let path = cache_path();
         if !fresh {
-            if let Some(p) = &path {
-                if let Ok(text) = std::fs::read_to_string(p) {
-                    match toml::from_str::<Machine>(&text) {
-                        Ok(m) if m.cpu == cpu_model() && m.cores == ncpus() => {
-                            return Ok((m, "cached"))
-                        }
-                        _ => {} // another machine or an old format
-                    }
-                }
+            if let Some(m) = Machine::cached() {
+                return Ok((m, "cached"));
             }
         }
         let m = Machine::calibrate();
@@ -238,6 +306,28 @@ impl Machine {
             queue_hop: Vec::new(),
         }
     }
+}
+
+/// The core-to-core cache-line time now, ns per one-way transfer: a
+/// short ping-pong of one line between two threads pinned to cores 0 and
+/// 1 (`rounds` round trips, the cheapest window of
+/// [`Windows::SIZE`] transfers), on threads of its own so that the
+/// caller's affinity is untouched. A few milliseconds (20,000 round trips:
+/// ~1 ms at 25 ns a transfer, ~7 ms at 180 ns). None on one core.
+///
+/// On a VM whose two vCPUs the hypervisor moves between physical cores
+/// this is not a constant of the machine: the same two cores here
+/// exchanged a line in ~24 ns for minutes and in ~180 ns for minutes
+/// after, so a prediction for a run that crosses cores measures it
+/// next to that run rather than trusting the calibration's snapshot.
+pub fn line_ns_now(rounds: u64) -> Option<f64> {
+    if ncpus() < 2 {
+        return None;
+    }
+    let rounds = rounds.max(Windows::SIZE);
+    let cyc = std::thread::spawn(move || ping_pong(rounds)).join().ok()?;
+    let ns = cyc / clock::cycles_per_second() * 1e9;
+    (ns.is_finite() && ns > 0.0).then_some(ns)
 }
 
 /// Packets per second of the best window of a sampled run: `windows`
@@ -801,6 +891,8 @@ mod tests {
                 ns: 50.0,
                 producer_ns: Some(50.0),
                 consumer_ns: Some(20.0),
+                per_line: None,
+                line_ns: None,
             },
             HopPoint::both(32.0, 10.0),
         ];
@@ -834,5 +926,66 @@ mod tests {
         let text = toml::to_string(&m).unwrap();
         let back: Machine = toml::from_str(&text).unwrap();
         assert_eq!(back.queue_hop, m.queue_hop);
+    }
+
+    #[test]
+    fn hop_ends_follow_the_line_time_by_their_growth_per_ns() {
+        let mut m = Machine::calibrate_with(200, 1);
+        m.line_transfer_ns = 25.0;
+        m.crossing_ns = 30.0;
+        let k = LINES_PER_PACKET;
+        // No hop measured: the ring's figure, grown likewise.
+        assert_eq!(m.hop_ends_at(1.0, None), (30.0, 30.0));
+        let (p, _) = m.hop_ends_at(1.0, Some(125.0));
+        assert!((p - (30.0 + 100.0 * k)).abs() < 1e-9, "{p}");
+        m.queue_hop = vec![
+            HopPoint {
+                batch: 1.0,
+                ns: 80.0,
+                producer_ns: Some(2.0),
+                consumer_ns: Some(80.0),
+                per_line: None,
+                line_ns: None,
+            },
+            HopPoint {
+                batch: 32.0,
+                ns: 12.0,
+                producer_ns: Some(12.0),
+                consumer_ns: Some(10.0),
+                per_line: Some((0.2, 0.1)),
+                line_ns: Some(20.0),
+            },
+        ];
+        // None, or the line time each point was measured at: unchanged.
+        assert_eq!(m.hop_ends_at(1.0, None), (2.0, 80.0));
+        assert_eq!(m.hop_ends_at(32.0, Some(20.0)), (12.0, 10.0));
+        // Default growth where unmeasured, from the calibration's line
+        // (the point has none of its own).
+        let (p, c) = m.hop_ends_at(1.0, Some(185.0));
+        assert!((p - (2.0 + 160.0 * k)).abs() < 1e-9, "{p}");
+        assert!((c - (80.0 + 160.0 * k)).abs() < 1e-9, "{c}");
+        // The measured growth, from the point's own line time.
+        let (p, c) = m.hop_ends_at(32.0, Some(180.0));
+        assert!((p - (12.0 + 0.2 * 160.0)).abs() < 1e-9, "{p}");
+        assert!((c - (10.0 + 0.1 * 160.0)).abs() < 1e-9, "{c}");
+        // A faster line than measured lowers a figure, never below zero.
+        let (p, _) = m.hop_ends_at(1.0, Some(1.0));
+        assert_eq!(p, 0.0);
+        // Between the points, in log(batch), as the figures are.
+        let (p, _) = m.hop_ends_at(32f64.sqrt(), Some(180.0));
+        let lo = 2.0 + 155.0 * k;
+        let hi = 12.0 + 0.2 * 160.0;
+        assert!((p - (lo + hi) / 2.0).abs() < 1e-9, "{p}");
+        let text = toml::to_string(&m).unwrap();
+        let back: Machine = toml::from_str(&text).unwrap();
+        assert_eq!(back.queue_hop, m.queue_hop);
+    }
+
+    #[test]
+    fn line_time_now_is_positive_on_two_cores() {
+        match line_ns_now(2000) {
+            Some(l) => assert!(l > 0.0 && l.is_finite(), "{l}"),
+            None => assert!(ncpus() < 2),
+        }
     }
 }

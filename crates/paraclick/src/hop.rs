@@ -119,7 +119,33 @@ fn sampled_run(
     })
 }
 
+/// Round trips of the quick core-to-core line timing taken next to a
+/// measurement ([`paraclick_model::machine::line_ns_now`]).
+pub const LINE_ROUNDS: u64 = 20_000;
+
+/// The mean of the line times measured (None if none was).
+pub fn mean_line(v: &[Option<f64>]) -> Option<f64> {
+    let got: Vec<f64> = v.iter().flatten().copied().collect();
+    (!got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
+}
+
+/// A 2-thread run of a hop chain: the line time around it (NaN: it
+/// changed state under way; None: not timed) and its best window rate.
+type TwoThreadRun = (Option<f64>, f64);
+
 /// The hop curve, with a line per batch size for the report.
+///
+/// On a VM whose cores move between a fast and a slow state of
+/// cross-core communication (a line in ~24 ns or ~180 ns, for seconds to
+/// minutes each), every 2-thread run is bracketed by quick line timings
+/// ([`paraclick_model::machine::line_ns_now`]); a run whose two timings
+/// disagree by more than half changed state under way and is not used
+/// (unless no run is usable). The runs of a batch size are split into
+/// the fast state (line within 1.5x of the fastest seen) and the slow
+/// one; each end's hop is computed per state from that state's best
+/// window (the 1-thread rate, which crosses no cores, from all rounds).
+/// The point keeps the fast state's figures and, where both states were
+/// met, how each end grows per ns of line time ([`HopPoint::per_line`]).
 pub fn calibrate(
     reg: &Registry,
     rounds: usize,
@@ -128,9 +154,10 @@ pub fn calibrate(
     let mut pts = Vec::new();
     let mut notes = String::new();
     for &b in &BATCHES {
-        let mut ends = [0.0f64; 2];
-        let mut line = Vec::new();
-        for (k, end) in [End::Producer, End::Consumer].into_iter().enumerate() {
+        // Per end: its share of the 1-thread work, the best 1-thread rate,
+        // and per 2-thread run (line time, best window rate).
+        let mut runs: Vec<(f64, f64, Vec<TwoThreadRun>)> = Vec::new();
+        for end in [End::Producer, End::Consumer] {
             let (app, _) = model_cmd::profile_app(&config(b, end, 0), reg, &[], secs)?;
             let total: f64 = app.tasks.iter().map(|t| t.cycles_per_packet).sum();
             let name = if end == End::Producer { "s" } else { "u" };
@@ -140,35 +167,104 @@ pub fn calibrate(
                 .find(|t| t.name == name)
                 .map_or(0.0, |t| t.cycles_per_packet);
             let share = if total > 0.0 { own / total } else { 0.5 };
-            let (mut r1, mut r2) = (0.0f64, 0.0f64);
+            let mut r1 = 0.0f64;
+            let mut two = Vec::new();
             for _ in 0..rounds.max(1) {
                 let s1 = sampled_run(&config(b, end, 0), reg, 1, secs)?;
                 r1 = r1.max(best_window_rate(&s1));
+                let before = paraclick_model::machine::line_ns_now(LINE_ROUNDS);
                 let s2 = sampled_run(&config(b, end, 1), reg, 2, secs)?;
-                r2 = r2.max(best_window_rate(&s2));
+                let after = paraclick_model::machine::line_ns_now(LINE_ROUNDS);
+                let line = match (before, after) {
+                    (Some(x), Some(y)) if (x - y).abs() > 0.5 * x.min(y) => Some(f64::NAN),
+                    (x, y) => mean_line(&[x, y]),
+                };
+                two.push((line, best_window_rate(&s2)));
             }
-            if r1 <= 0.0 || r2 <= 0.0 {
+            if r1 <= 0.0 {
                 return Err(format!(
                     "queue hop BURST {b}: nothing forwarded ({end:?} heavy)"
                 ));
             }
-            ends[k] = hop_end_ns(r1, share, r2);
-            line.push(format!(
-                "{} heavy: {:.0}% of 1 thread's work at that end, best {} ms window per second on core: 1 thread {:.0} pps, 2 threads {:.0} pps -> +{:.1} ns",
-                if end == End::Producer { "producer" } else { "consumer" },
-                share * 100.0,
-                WINDOW_MS,
-                r1,
-                r2,
-                ends[k]
-            ));
+            runs.push((share, r1, two));
         }
-        let _ = writeln!(notes, "queue hop BURST {b:>2}: {}", line.join("; "));
+        // Runs that changed state under way are left out, unless that
+        // leaves an end with none.
+        let steady = |v: &[TwoThreadRun]| -> Vec<TwoThreadRun> {
+            let ok: Vec<_> = v
+                .iter()
+                .copied()
+                .filter(|r| !r.0.is_some_and(f64::is_nan))
+                .collect();
+            if ok.is_empty() {
+                v.iter().map(|r| (None, r.1)).collect()
+            } else {
+                ok
+            }
+        };
+        let kept: Vec<Vec<TwoThreadRun>> = runs.iter().map(|r| steady(&r.2)).collect();
+        let fastest = kept
+            .iter()
+            .flatten()
+            .filter_map(|r| r.0)
+            .fold(f64::INFINITY, f64::min);
+        let is_slow = |r: &TwoThreadRun| r.0.is_some_and(|l| l > 1.5 * fastest);
+        // Per state: (each end's hop, the state's mean line time), if
+        // both ends ran in it.
+        let state = |slow: bool| -> Option<([f64; 2], Option<f64>)> {
+            let mut hop = [0.0f64; 2];
+            let mut lines = Vec::new();
+            for (k, (share, r1, _)) in runs.iter().enumerate() {
+                let mine: Vec<_> = kept[k].iter().filter(|r| is_slow(r) == slow).collect();
+                let r2 = mine.iter().map(|r| r.1).fold(0.0f64, f64::max);
+                if r2 <= 0.0 {
+                    return None;
+                }
+                hop[k] = hop_end_ns(*r1, *share, r2);
+                lines.extend(mine.iter().map(|r| r.0));
+            }
+            Some((hop, mean_line(&lines)))
+        };
+        let (fast, slow) = (state(false), state(true));
+        let Some((hop, line)) = fast.or(slow) else {
+            return Err(format!("queue hop BURST {b}: nothing forwarded"));
+        };
+        let per_line = match (fast, slow) {
+            (Some((f, Some(lf))), Some((s, Some(ls)))) if ls > lf => Some((
+                ((s[0] - f[0]) / (ls - lf)).max(0.0),
+                ((s[1] - f[1]) / (ls - lf)).max(0.0),
+            )),
+            _ => None,
+        };
+        let show = |x: Option<([f64; 2], Option<f64>)>| match x {
+            Some((h, l)) => format!(
+                "+{:.1}/+{:.1} ns at a {} ns line",
+                h[0],
+                h[1],
+                l.map_or("?".into(), |l| format!("{l:.0}"))
+            ),
+            None => "not met".into(),
+        };
+        let _ = writeln!(
+            notes,
+            "queue hop BURST {b:>2} (producer/consumer end; 1 thread {:.0}/{:.0} pps, producer/consumer {:.0}%/{:.0}% of the work): fast state {}; slow state {}{}",
+            runs[0].1,
+            runs[1].1,
+            runs[0].0 * 100.0,
+            runs[1].0 * 100.0,
+            show(fast),
+            show(slow),
+            per_line.map_or(String::new(), |(p, c)| format!(
+                "; per ns of line time +{p:.3}/+{c:.3} ns"
+            ))
+        );
         pts.push(HopPoint {
             batch: b as f64,
-            ns: ends[0].max(ends[1]),
-            producer_ns: Some(ends[0]),
-            consumer_ns: Some(ends[1]),
+            ns: hop[0].max(hop[1]),
+            producer_ns: Some(hop[0]),
+            consumer_ns: Some(hop[1]),
+            per_line,
+            line_ns: line,
         });
     }
     Ok((pts, notes))

@@ -243,6 +243,11 @@ enum Cmd {
         /// medians are reported (the shared machine is noisy).
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// What-if core-to-core cache-line time, ns per transfer (default:
+        /// measured now when threads cross): the queue hop's cross-core
+        /// part scales with it.
+        #[arg(long = "line-ns")]
+        line_ns: Option<f64>,
         #[command(flatten)]
         input: Input,
     },
@@ -389,6 +394,7 @@ fn main() -> ExitCode {
             recalibrate,
             validate,
             rounds,
+            line_ns,
             input,
         }) => model(ModelArgs {
             system,
@@ -400,6 +406,7 @@ fn main() -> ExitCode {
             recalibrate,
             validate,
             rounds,
+            line_ns,
             input,
         }),
         Some(Cmd::Parallelize {
@@ -824,6 +831,7 @@ struct ModelArgs {
     recalibrate: bool,
     validate: bool,
     rounds: usize,
+    line_ns: Option<f64>,
     input: Input,
 }
 
@@ -885,6 +893,11 @@ fn model(a: ModelArgs) -> ExitCode {
     if a.threads == Some(0) {
         return fail("-j: need at least one thread");
     }
+    if let Some(l) = a.line_ns {
+        if !(l > 0.0 && l.is_finite()) {
+            return fail("--line-ns: need a positive number of ns");
+        }
+    }
     if !(a.duration > 0.0 && a.duration <= 60.0) {
         return fail("--duration: between 0 and 60 seconds");
     }
@@ -906,6 +919,7 @@ fn model(a: ModelArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
+    let earlier = paraclick_model::machine::Machine::cached();
     let (mut machine, how) =
         match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
             Ok(m) => m,
@@ -920,8 +934,17 @@ fn model(a: ModelArgs) -> ExitCode {
     let reg = registry();
     if machine.queue_hop.is_empty() || a.recalibrate {
         match hop::calibrate(&reg, 3, 0.3) {
-            Ok((pts, notes)) => {
+            Ok((mut pts, notes)) => {
                 eprint!("{notes}");
+                // A batch size met in one state only keeps how its hop grew
+                // with the line time in an earlier calibration that met both.
+                for p in pts.iter_mut().filter(|p| p.per_line.is_none()) {
+                    p.per_line = earlier
+                        .iter()
+                        .flat_map(|m| m.queue_hop.iter())
+                        .find(|o| o.batch == p.batch)
+                        .and_then(|o| o.per_line);
+                }
                 machine.queue_hop = pts;
                 if let Err(e) = machine.save() {
                     eprintln!("paraclick model: not cached: {e}");
@@ -943,6 +966,7 @@ fn model(a: ModelArgs) -> ExitCode {
         clock_ghz: a.clock,
         packet_bytes: traffic.as_ref().map(|t| t.mean()),
         core_share: Vec::new(),
+        line_ns: a.line_ns,
     };
     match model_cmd::config_model(
         &src,

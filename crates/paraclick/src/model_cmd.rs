@@ -446,6 +446,10 @@ pub fn mapping(
 pub struct ConfigModel {
     pub text: String,
     pub mlffr: f64,
+    /// Where the prediction used a line time other than the hop
+    /// calibration's: the prediction at the calibration's (the line
+    /// time's part of the answer is the difference).
+    pub mlffr_calibrated_line: Option<f64>,
 }
 
 /// The whole model of a configuration at `nthreads` threads.
@@ -503,15 +507,35 @@ pub fn config_model(
                 .join("/")
         );
     }
+    let (crossing, _) = app.crossings(&assign, nthreads);
+    let mut line_note = String::new();
+    if whatif.line_ns.is_none() && crossing > 0.0 {
+        // Packets cross cores: the line time they meet now, not the
+        // calibration's (on this VM it moves between ~24 and ~180 ns).
+        whatif.line_ns = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+        if let Some(l) = whatif.line_ns {
+            line_note = format!(" ({l:.0} ns now)");
+        }
+    } else if let Some(l) = whatif.line_ns {
+        line_note = format!(" ({l:.0} ns used: given)");
+    }
     let whatif = &whatif;
+    let mlffr_calibrated_line = whatif.line_ns.map(|_| {
+        let base = WhatIf {
+            line_ns: None,
+            ..whatif.clone()
+        };
+        app.predict(machine, &assign, nthreads, &base)
+    });
     let model = app.model(machine, &assign, nthreads, whatif);
     let ev = model.evaluate();
     let _ = writeln!(
         out,
-        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns, ring crossing +{:.0} ns per end, queue hop (producer/consumer end) {}, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
+        "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns{}, ring crossing +{:.0} ns per end, queue hop (producer/consumer end) {}, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
         machine.cores,
         machine.tsc_ghz,
         machine.line_transfer_ns,
+        line_note,
         machine.crossing_ns,
         if machine.queue_hop.is_empty() {
             "unmeasured".to_string()
@@ -521,7 +545,16 @@ pub fn config_model(
                 .iter()
                 .map(|h| {
                     let (p, c) = machine.hop_ends_ns(h.batch);
-                    format!("+{p:.0}/+{c:.0} ns at BURST {}", h.batch)
+                    let (kp, kc) = h.per_line.unwrap_or((
+                        paraclick_model::machine::LINES_PER_PACKET,
+                        paraclick_model::machine::LINES_PER_PACKET,
+                    ));
+                    format!(
+                        "+{p:.0}/+{c:.0} ns at BURST {} (line {:.0} ns; +{kp:.2}/+{kc:.2} per ns of line{})",
+                        h.batch,
+                        h.line_ns.unwrap_or(machine.line_transfer_ns),
+                        if h.per_line.is_some() { ", measured" } else { ", default" }
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -537,7 +570,6 @@ pub fn config_model(
             .unwrap_or_else(|| "unmeasured".into()),
         share_note
     );
-    let (crossing, _) = app.crossings(&assign, nthreads);
     let _ = writeln!(
         out,
         "mapping: {} thread(s), {} placement; {:.2} queue crossings per packet",
@@ -549,6 +581,28 @@ pub fn config_model(
         },
         crossing
     );
+    if crossing > 0.0 {
+        let _ = writeln!(
+            out,
+            "crossing queues (consumer batch: hop producer/consumer end at the line time used): {}",
+            app.queues
+                .iter()
+                .filter(|q| {
+                    q.producers.iter().any(|p| {
+                        q.consumers.iter().any(|c| {
+                            assign.get(p.0).copied().unwrap_or(0) % nthreads
+                                != assign.get(c.0).copied().unwrap_or(0) % nthreads
+                        })
+                    })
+                })
+                .map(|q| {
+                    let (p, c) = machine.hop_ends_at(q.batch, whatif.line_ns);
+                    format!("{} (batch {:.1}: +{p:.1}/+{c:.1} ns)", q.name, q.batch)
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let tick_ns = 1.0 / whatif.clock_ghz.unwrap_or(app.tsc_ghz);
     let _ = writeln!(
         out,
@@ -571,6 +625,7 @@ pub fn config_model(
         return Ok(ConfigModel {
             text: out,
             mlffr: ev.mlffr,
+            mlffr_calibrated_line,
         });
     }
     // The table is the pipeline at the profile's mix of sources; sources
@@ -601,6 +656,7 @@ pub fn config_model(
     Ok(ConfigModel {
         text: out,
         mlffr: fr.mlffr,
+        mlffr_calibrated_line,
     })
 }
 

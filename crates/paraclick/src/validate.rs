@@ -82,6 +82,11 @@ struct Run {
     note: String,
     /// Each worker's share of a core during the measurement.
     shares: Vec<f64>,
+    /// The core-to-core line time just before and just after the
+    /// measurement (ns; 2-thread rounds only).
+    line: (Option<f64>, Option<f64>),
+    /// The prediction at the hop calibration's line time instead.
+    at_calibrated_line: Option<f64>,
 }
 
 /// Each worker's share of a core, averaged over a measurement's trials.
@@ -98,6 +103,20 @@ fn mean_shares(trials: &[mlffr::Trial], threads: usize) -> Vec<f64> {
         return vec![1.0; threads];
     }
     v.iter().map(|x| x / n as f64).collect()
+}
+
+/// The core-to-core line time each round ran at, as "24/185/24" (ns,
+/// the mean of the timings before and after its measurement; "24>185"
+/// where the two differ by more than half: the state changed during the
+/// round, and the mean was used).
+fn line_text(runs: &[Run]) -> String {
+    runs.iter()
+        .map(|r| match r.line {
+            (Some(a), Some(b)) if (a - b).abs() > 0.5 * a.min(b) => format!("{a:.0}>{b:.0}"),
+            (a, b) => crate::hop::mean_line(&[a, b]).map_or("?".into(), |x| format!("{x:.0}")),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// The lowest worker share of each round, as "0.99/0.97/1.00".
@@ -167,6 +186,17 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                     trial: 1.0,
                     ..Settings::default()
                 };
+                // Packets crossing cores meet the line time of the
+                // moment, which on a VM is not the calibration's: timed
+                // just before and just after the measurement.
+                let timed_line = || {
+                    if threads > 1 {
+                        paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS)
+                    } else {
+                        None
+                    }
+                };
+                let before = timed_line();
                 let meas = match mlffr::mlffr(&src, reg, &defines, &s, &|_| {}) {
                     Ok(o) => o,
                     Err(e) => {
@@ -174,6 +204,7 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                         continue;
                     }
                 };
+                let line = (before, timed_line());
                 // The prediction for the CPU the measurement had: each
                 // worker's share of its core over the trials (other
                 // processes on a shared machine take some), relative to the
@@ -182,6 +213,7 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                 let then = app.core_share.clamp(1e-3, 1.0);
                 let had = WhatIf {
                     core_share: shares.iter().map(|x| x / then).collect(),
+                    line_ns: crate::hop::mean_line(&[line.0, line.1]),
                     ..WhatIf::default()
                 };
                 let m = model_cmd::config_model(
@@ -213,6 +245,8 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                             bottleneck,
                             note: meas.note.unwrap_or_default(),
                             shares,
+                            line,
+                            at_calibrated_line: m.mlffr_calibrated_line,
                         });
                     }
                     Err(e) => println!("{path:<34} {threads:>3} error: {e}"),
@@ -234,13 +268,38 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                 measured: crate::hop::median(&mut o),
                 bottleneck: runs[runs.len() / 2].bottleneck.clone(),
                 note: format!(
-                    "median of {}; measured {} M; core share {}{}",
+                    "median of {}; model {} M; measured {} M; core share {}{}{}",
                     runs.len(),
-                    o.iter()
-                        .map(|x| format!("{:.2}", x / 1e6))
+                    runs.iter()
+                        .map(|r| format!("{:.2}", r.predicted / 1e6))
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                    runs.iter()
+                        .map(|r| format!("{:.2}", r.measured / 1e6))
                         .collect::<Vec<_>>()
                         .join("/"),
                     share_text(runs),
+                    if threads > 1 {
+                        format!(
+                            "; line {} ns{}",
+                            line_text(runs),
+                            if runs.iter().any(|r| r.at_calibrated_line.is_some()) {
+                                format!(
+                                    "; model at the calibration's line {} M",
+                                    runs.iter()
+                                        .map(|r| r
+                                            .at_calibrated_line
+                                            .map_or("-".into(), |x| format!("{:.2}", x / 1e6)))
+                                        .collect::<Vec<_>>()
+                                        .join("/")
+                                )
+                            } else {
+                                String::new()
+                            }
+                        )
+                    } else {
+                        String::new()
+                    },
                     if lossy > 0 {
                         format!("; {lossy} run(s) with drops")
                     } else {
