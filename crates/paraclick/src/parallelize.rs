@@ -1029,8 +1029,17 @@ pub fn parallelize(
     } else {
         1.0
     };
+    // The core-to-core line time now (as `paraclick model` measures it for
+    // a plan that crosses cores): on a VM it changes state for minutes at
+    // a time, and every candidate with a queue between threads pays it.
+    let line_ns = if n > 1 {
+        paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS)
+    } else {
+        None
+    };
     let w = WhatIf {
         core_share: vec![share; n],
+        line_ns,
         ..WhatIf::default()
     };
     let mut plan = search(&gr, &app, machine, n, &w);
@@ -1043,8 +1052,15 @@ pub fn parallelize(
         }
         plan.chosen = k;
     }
+    let line = match line_ns {
+        Some(l) => format!(
+            "; core-to-core line {l:.0} ns now (calibrated at {:.0})",
+            machine.line_transfer_ns
+        ),
+        None => String::new(),
+    };
     let note = format!(
-        "{note}{}each thread's core share now relative to the profile's: {share:.2}",
+        "{note}{}each thread's core share now relative to the profile's: {share:.2}{line}",
         if note.is_empty() { "" } else { "; " }
     );
     let head = table(&plan, n, &note);
