@@ -209,30 +209,13 @@ pub fn now_ms() -> u64 {
 /// The most candidates one allocation tries.
 const MAX_TRIES: u64 = 1 << 17;
 
-/// The most flows a new table is sized for up front (its capacity, if
-/// lower): the map holds two keys per flow, so 2^20 flows are 2^21 keys
-/// in 2^22 slots of 9 bytes (one metadata byte, written at creation, and
-/// one entry pointer, zeroed pages the kernel maps on first use): at most
-/// 4 MiB written and 36 MiB reserved per table. A table sized for its
-/// flows never copies itself while it fills, which growing from a small
-/// size does once per doubling, every thread helping (papaya's
-/// incremental resize: a tenth of the time at a million flows, and the
-/// part of the work two threads contend on). Beyond this bound the
-/// table still grows, up to CAPACITY flows.
-pub const PRESIZE_FLOWS: usize = 1 << 20;
-
-/// How many keys a table for `capacity` flows is created for.
-pub fn presize_keys(capacity: usize) -> usize {
-    capacity.clamp(512, PRESIZE_FLOWS) * 2
-}
-
 impl FlowTable {
     pub fn new(kind: KeyKind, capacity: usize, timeouts: Timeouts) -> FlowTable {
         FlowTable {
             kind,
             map: papaya::HashMap::builder()
                 .hasher(FlowHasher::new())
-                .capacity(presize_keys(capacity))
+                .capacity(1024)
                 .build(),
             nflows: AtomicUsize::new(0),
             capacity: AtomicUsize::new(capacity),
