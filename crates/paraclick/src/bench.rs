@@ -719,6 +719,29 @@ pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn nat_suite_takes_flow_counts() {
+        // Without arguments: 1k, 50k and 1M flows; with them, those counts,
+        // each a one-thread row and a two-thread row, the flows split
+        // between the two generators, at least 10 packets per flow.
+        assert_eq!(super::nat_cases(1000, &[]).len(), 2 + 6);
+        let cases = super::nat_cases(1000, &[4000]);
+        let rows: Vec<_> = cases.iter().filter(|c| c.case.name != "control").collect();
+        assert_eq!(rows.len(), 2);
+        for (c, threads) in rows.iter().zip([1, 2]) {
+            assert_eq!(c.threads, threads);
+            let define = |k: &str| {
+                c.case
+                    .defines
+                    .iter()
+                    .find(|(x, _)| x == k)
+                    .map(|(_, v)| v.as_str())
+            };
+            assert_eq!(define("FLOWS"), Some("2000"));
+            assert_eq!(define("N"), Some("20000"));
+        }
+    }
+
+    #[test]
     fn multicore_rows_follow_their_baseline() {
         // run_multicore runs a baseline and the rows right after it that
         // refer to it round by round; a row anywhere else would be shown
