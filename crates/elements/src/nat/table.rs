@@ -429,11 +429,13 @@ impl FlowTable {
                 super::flow::M_SA | super::flow::M_DA,
             ),
         };
-        let single = [(id, 0u64)];
-        let mut cands: Box<dyn Iterator<Item = (FlowId, u64)>> = match p {
-            Some(p) => Box::new(p.candidates(id, rand, MAX_TRIES)),
-            None => Box::new(single.into_iter()),
-        };
+        // The pattern's candidates, or without one the flow as it is (one
+        // iterator type either way: no allocation per flow).
+        let mut cands = p
+            .map(|p| p.candidates(id, rand, MAX_TRIES))
+            .into_iter()
+            .flatten()
+            .chain(p.is_none().then_some((id, 0u64)));
         let proto_v = if self.kind == KeyKind::Ports {
             proto
         } else {
