@@ -217,6 +217,9 @@ pub struct FlowTable {
     capacity: AtomicUsize,
     failures: AtomicU64,
     pub timeouts: Timeouts,
+    /// The shortest timeout a flow of a TCP, a UDP and any other packet
+    /// can have in this table, whatever its state (see [`FlowTable::live`]).
+    shortest: [u64; 3],
     /// Last emergency reap (ms), so that a full table is swept at most
     /// once a second.
     last_sweep: Mutex<u64>,
@@ -248,6 +251,15 @@ impl FlowTable {
             nflows: AtomicUsize::new(0),
             capacity: AtomicUsize::new(capacity),
             failures: AtomicU64::new(0),
+            shortest: match kind {
+                // Address keys: flows of protocol 0, the `other` timeout.
+                KeyKind::Ports => [
+                    timeouts.tcp.min(timeouts.tcp_done).min(timeouts.tcp_nodata),
+                    timeouts.udp.min(timeouts.udp_streaming),
+                    timeouts.other,
+                ],
+                KeyKind::Addr | KeyKind::Pair => [timeouts.other; 3],
+            },
             timeouts,
             last_sweep: Mutex::new(0),
         }
@@ -320,28 +332,25 @@ impl FlowTable {
     /// protocol `proto`) is live at `now`; an expired flow is removed.
     /// An entry seen more recently than the shortest timeout a flow of
     /// `proto` can have is live without a look at its flow.
-    #[inline]
+    #[inline(always)]
     pub fn live(&self, r: &FlowRef, proto: u8, now: u64, g: &impl papaya::Guard) -> bool {
-        if now.saturating_sub(r.last()) <= self.shortest_timeout(proto) {
-            return true;
-        }
+        let window = match proto {
+            TCP => self.shortest[0],
+            UDP => self.shortest[1],
+            _ => self.shortest[2],
+        };
+        now.saturating_sub(r.last()) <= window || self.live_slow(r, now, g)
+    }
+
+    /// [`FlowTable::live`] when the entry's own time is not enough.
+    #[cold]
+    #[inline(never)]
+    fn live_slow(&self, r: &FlowRef, now: u64, g: &impl papaya::Guard) -> bool {
         if self.flow_expired(&r.flow, now, g) {
             self.remove_flow(&r.flow, g);
             return false;
         }
         true
-    }
-
-    /// The shortest timeout a flow of a packet of protocol `proto` can
-    /// have in this table, whatever its state.
-    #[inline]
-    fn shortest_timeout(&self, proto: u8) -> u64 {
-        let t = &self.timeouts;
-        match (self.kind, proto) {
-            (KeyKind::Ports, TCP) => t.tcp.min(t.tcp_done).min(t.tcp_nodata),
-            (KeyKind::Ports, UDP) => t.udp.min(t.udp_streaming),
-            _ => t.other,
-        }
     }
 
     /// The time of `flow`'s last packet, either direction (ms).
