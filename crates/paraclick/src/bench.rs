@@ -41,7 +41,8 @@ impl Figures {
     /// Cycles of CPU time per packet: the CPU seconds at the cycle
     /// counter's rate. Equal at one and two threads means the second
     /// thread does its share at the first one's cost: the scaling a
-    /// machine with the two cores to itself would show.
+    /// machine with the two cores to itself would show, if no thread
+    /// polls while idle (that time counts as CPU time too).
     pub fn cpu_cycles_per_packet(&self) -> f64 {
         let hz = self.cycles as f64 / self.seconds.max(1e-9);
         self.cpu_seconds * hz / self.packets.max(1) as f64
@@ -630,7 +631,7 @@ pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
         repeat
     );
     println!(
-        "cpu c/p: CPU time per packet in cycles (all threads; time spent waiting for a core left out); cpu ratio: the ratio those imply (threads / cpu c/p, against the baseline's), what the machine would give without other programs"
+        "cpu c/p: CPU time per packet in cycles (all threads; time spent waiting for a core left out, time spent polling while idle counted); cpu ratio: the ratio those imply (threads / cpu c/p, against the baseline's): what the machine would give without other programs when every thread is busy all along, as in the nat suite, less when threads poll idle"
     );
     println!(
         "{:<62} {:>9} {:>7} {:>7} {:>10} {:>8} {:>9}",
