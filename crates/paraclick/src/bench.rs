@@ -9,6 +9,7 @@ use paraclick_runtime::{BuildOptions, Registry, Router};
 use std::time::Instant;
 
 /// One configuration to measure.
+#[derive(Clone)]
 pub struct Case {
     pub name: String,
     pub source: Source,
@@ -22,6 +23,10 @@ pub struct Figures {
     pub drops: u64,
     pub seconds: f64,
     pub cycles: u64,
+    /// CPU time the process used during the run (every thread, user and
+    /// system), seconds: unlike `seconds`, it leaves out the time its
+    /// threads waited for a core that other programs had.
+    pub cpu_seconds: f64,
     pub peak_rss_kb: Option<u64>,
 }
 
@@ -32,6 +37,28 @@ impl Figures {
     pub fn cycles_per_packet(&self, threads: usize) -> f64 {
         self.cycles as f64 * threads as f64 / self.packets.max(1) as f64
     }
+
+    /// Cycles of CPU time per packet: the CPU seconds at the cycle
+    /// counter's rate. Equal at one and two threads means the second
+    /// thread does its share at the first one's cost: the scaling a
+    /// machine with the two cores to itself would show, if no thread
+    /// polls while idle (that time counts as CPU time too).
+    pub fn cpu_cycles_per_packet(&self) -> f64 {
+        let hz = self.cycles as f64 / self.seconds.max(1e-9);
+        self.cpu_seconds * hz / self.packets.max(1) as f64
+    }
+}
+
+/// CPU time (user and system) of every thread of this process so far.
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: rusage is integers and timevals: all zeroes is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 fn proc_status(field: &str) -> Option<u64> {
@@ -65,11 +92,13 @@ pub fn run_case(
             .join("; ")
     })?;
     reset_peak_rss();
+    let cpu0 = process_cpu_seconds();
     let t0 = Instant::now();
     let c0 = clock::cycles();
     router.run();
     let c1 = clock::cycles();
     let seconds = t0.elapsed().as_secs_f64();
+    let cpu_seconds = process_cpu_seconds() - cpu0;
     let mut packets = 0u64;
     for h in &case.count {
         let v = router.read_handler(h)?;
@@ -83,6 +112,7 @@ pub fn run_case(
         drops: router.total_drops(),
         seconds,
         cycles: c1.wrapping_sub(c0),
+        cpu_seconds,
         peak_rss_kb: proc_status("VmHWM:"),
     })
 }
@@ -376,9 +406,10 @@ pub fn multicore_cases(packets: u64) -> Vec<McCase> {
 /// The NAT suite: conf/nat-bench.click (two FastUDPFlows generators
 /// into one IPRewriter) with 1,000, 50,000 and 1,000,000 concurrent flows,
 /// both generators on one thread, then one per thread (ratio: the
-/// scaling). Each generator sends at least 10 packets per flow, so mapping
-/// creation is at most a tenth of the packets.
-pub fn nat_cases(packets: u64) -> Vec<McCase> {
+/// scaling); `flows` chooses other flow counts. Each generator sends at
+/// least 10 packets per flow, so mapping creation is at most a tenth of
+/// the packets.
+pub fn nat_cases(packets: u64, flows: &[u64]) -> Vec<McCase> {
     let src = Source {
         name: "conf/nat-bench.click".into(),
         text: include_str!("../../../conf/nat-bench.click").into(),
@@ -420,7 +451,12 @@ pub fn nat_cases(packets: u64) -> Vec<McCase> {
             baseline: if threads == 1 { None } else { Some(0) },
         });
     }
-    for flows in [1_000u64, 50_000, 1_000_000] {
+    let flows: &[u64] = if flows.is_empty() {
+        &[1_000, 50_000, 1_000_000]
+    } else {
+        flows
+    };
+    for &flows in flows {
         let per_src = flows / 2;
         let n = (packets / 2).max(per_src * 10);
         for threads in [1usize, 2] {
@@ -453,14 +489,153 @@ pub fn nat_cases(packets: u64) -> Vec<McCase> {
     v
 }
 
+/// Figures of one NAT row in one round: the whole run and a run of the
+/// first pass alone (each flow's first packet, which creates its mapping).
+struct NatRound {
+    full: Figures,
+    fill: Figures,
+}
+
+impl NatRound {
+    /// Packets after each flow's first one: lookups at the full number of
+    /// concurrent flows.
+    fn steady_packets(&self) -> f64 {
+        self.full.packets.saturating_sub(self.fill.packets).max(1) as f64
+    }
+    fn steady_mpps(&self) -> f64 {
+        self.steady_packets() / (self.full.seconds - self.fill.seconds).max(1e-9) / 1e6
+    }
+    /// CPU cycles per steady packet (the full run's CPU time minus the
+    /// first pass's, over the packets after the first pass).
+    fn steady_cpu_cpp(&self) -> f64 {
+        let hz = self.full.cycles as f64 / self.full.seconds.max(1e-9);
+        (self.full.cpu_seconds - self.fill.cpu_seconds) * hz / self.steady_packets()
+    }
+    /// CPU cycles per flow created (the first pass alone).
+    fn create_cpu_cycles(&self) -> f64 {
+        self.fill.cpu_cycles_per_packet()
+    }
+}
+
+/// The NAT suite's runner: the generators-only control rows as in the
+/// multicore suite, then, per flow count and thread count, the whole run
+/// and its steady state. The steady state leaves out each flow's first
+/// packet: every round also runs the first pass alone (N = the flows per
+/// generator), and the steady figures are the full run's minus that
+/// run's (time, CPU time, packets), so they are the cost of lookups with
+/// all the flows in the table. Rows pair up: a one-thread row, then its
+/// two-thread row, whose ratios are per-round ratios to it.
+pub fn run_nat(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
+    let (control, nat): (Vec<_>, Vec<_>) = cases.iter().partition(|c| c.case.name == "control");
+    let mut ok = true;
+    if !control.is_empty() {
+        let control: Vec<McCase> = control
+            .into_iter()
+            .map(|c| McCase {
+                label: c.label,
+                case: c.case.clone(),
+                threads: c.threads,
+                policy: c.policy,
+                baseline: c.baseline,
+            })
+            .collect();
+        ok &= run_multicore(&control, reg, repeat);
+    }
+    println!(
+        "IPRewriter: whole run, then steady state (each flow's first packet left out: the full run minus a run of the first pass alone); create c/flow: CPU cycles per flow of that first pass"
+    );
+    println!(
+        "{:<40} {:>7} {:>6} {:>8} {:>6} | {:>7} {:>6} {:>8} {:>6} | {:>9}",
+        "configuration",
+        "Mpps",
+        "ratio",
+        "cpu c/p",
+        "cpu x",
+        "Mpps",
+        "ratio",
+        "cpu c/p",
+        "cpu x",
+        "create c/f"
+    );
+    let mut i = 0;
+    while i < nat.len() {
+        let group: Vec<&McCase> = nat[i..].iter().take(2).copied().collect();
+        i += group.len();
+        let mut runs: Vec<Vec<NatRound>> = group.iter().map(|_| Vec::new()).collect();
+        let mut error = None;
+        'rounds: for _ in 0..repeat.max(1) {
+            for (g, c) in group.iter().enumerate() {
+                let mut fill = c.case.clone();
+                let per_src = fill
+                    .defines
+                    .iter()
+                    .find(|(k, _)| k == "FLOWS")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default();
+                fill.defines.retain(|(k, _)| k != "N");
+                fill.defines.push(("N".into(), per_src));
+                let r = run_case(&fill, reg, c.threads, c.policy).and_then(|fill| {
+                    Ok(NatRound {
+                        full: run_case(&c.case, reg, c.threads, c.policy)?,
+                        fill,
+                    })
+                });
+                match r {
+                    Ok(r) => runs[g].push(r),
+                    Err(e) => {
+                        error = Some(format!("{}: {e}", c.label));
+                        break 'rounds;
+                    }
+                }
+            }
+        }
+        if let Some(e) = error {
+            ok = false;
+            println!("error: {e}");
+            continue;
+        }
+        for (g, c) in group.iter().enumerate() {
+            let m = |f: &dyn Fn(&NatRound) -> f64| median(runs[g].iter().map(f).collect());
+            let threads = c.threads as f64;
+            let base_threads = group[0].threads as f64;
+            let ratio = |f: &dyn Fn(&NatRound, &NatRound) -> f64| {
+                if g == 0 {
+                    "base".to_string()
+                } else {
+                    let v: Vec<f64> = runs[g].iter().zip(&runs[0]).map(|(x, b)| f(x, b)).collect();
+                    format!("{:.2}x", median(v))
+                }
+            };
+            println!(
+                "{:<40} {:>7.2} {:>6} {:>8.1} {:>6} | {:>7.2} {:>6} {:>8.1} {:>6} | {:>9.0}",
+                c.label,
+                m(&|r| r.full.mpps()),
+                ratio(&|x, b| x.full.mpps() / b.full.mpps()),
+                m(&|r| r.full.cpu_cycles_per_packet()),
+                ratio(&|x, b| threads * b.full.cpu_cycles_per_packet()
+                    / (base_threads * x.full.cpu_cycles_per_packet())),
+                m(&|r| r.steady_mpps()),
+                ratio(&|x, b| x.steady_mpps() / b.steady_mpps()),
+                m(&|r| r.steady_cpu_cpp()),
+                ratio(&|x, b| threads * b.steady_cpu_cpp() / (base_threads * x.steady_cpu_cpp())),
+                m(&|r| r.create_cpu_cycles()),
+            );
+        }
+    }
+    ok
+}
+
 pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
     println!(
         "paraclick bench --suite multicore: {} round(s), median shown; ratio = median over rounds of Mpps / Mpps of the baseline row above it in the same round",
         repeat
     );
     println!(
-        "{:<62} {:>9} {:>7} {:>7} {:>10}",
-        "configuration", "Mpps", "ratio", "loss %", "cyc/pkt"
+        "cpu c/p: CPU time per packet in cycles (all threads; time spent waiting for a core left out, time spent polling while idle counted); cpu ratio: the ratio those imply (threads / cpu c/p, against the baseline's): what the machine would give without other programs when every thread is busy all along, as in the nat suite, less when threads poll idle"
+    );
+    println!(
+        "{:<62} {:>9} {:>7} {:>7} {:>10} {:>8} {:>9}",
+        "configuration", "Mpps", "ratio", "loss %", "cyc/pkt", "cpu c/p", "cpu ratio"
     );
     let mut ok = true;
     let mut i = 0;
@@ -510,13 +685,16 @@ pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
                     .map(|f| f.cycles_per_packet(c.threads))
                     .collect(),
             );
-            let ratio = if g == 0 {
-                "base".to_string()
-            } else {
+            let cpu_cpp = median(figs.iter().map(|f| f.cpu_cycles_per_packet()).collect());
+            let base_threads = cases[group[0]].threads as f64;
+            let ratio_of = |per: &dyn Fn(&Figures, &Figures) -> f64| {
+                if g == 0 {
+                    return "base".to_string();
+                }
                 let per_round: Vec<f64> = runs[g]
                     .iter()
                     .zip(&runs[0])
-                    .filter_map(|(x, b)| Some(x.as_ref()?.mpps() / b.as_ref()?.mpps()))
+                    .filter_map(|(x, b)| Some(per(x.as_ref()?, b.as_ref()?)))
                     .collect();
                 if per_round.is_empty() {
                     "-".to_string()
@@ -524,9 +702,14 @@ pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
                     format!("{:.2}x", median(per_round))
                 }
             };
+            let ratio = ratio_of(&|x, b| x.mpps() / b.mpps());
+            let cpu_ratio = ratio_of(&|x, b| {
+                c.threads as f64 * b.cpu_cycles_per_packet()
+                    / (base_threads * x.cpu_cycles_per_packet())
+            });
             println!(
-                "{:<62} {:>9.3} {:>7} {:>7.2} {:>10.1}",
-                c.label, rate, ratio, loss, cpp
+                "{:<62} {:>9.3} {:>7} {:>7.2} {:>10.1} {:>8.1} {:>9}",
+                c.label, rate, ratio, loss, cpp, cpu_cpp, cpu_ratio
             );
         }
         i += group.len();
@@ -536,6 +719,29 @@ pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nat_suite_takes_flow_counts() {
+        // Without arguments: 1k, 50k and 1M flows; with them, those counts,
+        // each a one-thread row and a two-thread row, the flows split
+        // between the two generators, at least 10 packets per flow.
+        assert_eq!(super::nat_cases(1000, &[]).len(), 2 + 6);
+        let cases = super::nat_cases(1000, &[4000]);
+        let rows: Vec<_> = cases.iter().filter(|c| c.case.name != "control").collect();
+        assert_eq!(rows.len(), 2);
+        for (c, threads) in rows.iter().zip([1, 2]) {
+            assert_eq!(c.threads, threads);
+            let define = |k: &str| {
+                c.case
+                    .defines
+                    .iter()
+                    .find(|(x, _)| x == k)
+                    .map(|(_, v)| v.as_str())
+            };
+            assert_eq!(define("FLOWS"), Some("2000"));
+            assert_eq!(define("N"), Some("20000"));
+        }
+    }
+
     #[test]
     fn multicore_rows_follow_their_baseline() {
         // run_multicore runs a baseline and the rows right after it that

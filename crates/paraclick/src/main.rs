@@ -513,8 +513,14 @@ fn main() -> ExitCode {
             }
             "nat" => {
                 let reg = registry();
-                let cases = bench::nat_cases(packets);
-                if bench::run_multicore(&cases, &reg, repeat) {
+                // Arguments, if any, are the flow counts to measure.
+                let flows: Result<Vec<u64>, _> = configs.iter().map(|c| c.parse::<u64>()).collect();
+                let flows = match flows {
+                    Ok(f) if f.iter().all(|&n| n >= 2) => f,
+                    _ => return fail("--suite nat: arguments are flow counts (at least 2)"),
+                };
+                let cases = bench::nat_cases(packets, &flows);
+                if bench::run_nat(&cases, &reg, repeat) {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::from(1)

@@ -259,7 +259,7 @@ impl Rewriter {
             return Verdict::Drop;
         };
         let found = match pre {
-            Some(r) if self.table.live(r, now, g) => Some(r),
+            Some(r) if self.table.live(r, pf.proto, now, g) => Some(r),
             _ => self.table.lookup(pf.proto, pf.id, now, g),
         };
         let r = match found {
@@ -285,7 +285,7 @@ impl Rewriter {
                 }
             }
         };
-        r.flow.touch(r.dir, now, pf.tcp_flags, pf.has_data);
+        r.touch(now, pf.tcp_flags, pf.has_data);
         let new: FlowId = pf.id.with(r.to(), r.mask());
         rewrite(p.data_mut(), pf, new);
         if self.dst_anno {
@@ -295,8 +295,8 @@ impl Rewriter {
     }
 
     /// Verdicts for `pkts` (at most [`RUN`]): every packet's flow is read
-    /// and looked up first, prefetching the flow state each entry points
-    /// to, then each packet is handled in order.
+    /// and looked up first (the entry found holds all a packet reads and
+    /// writes), then each packet is handled in order.
     #[inline]
     fn handle_run(
         &self,
@@ -316,9 +316,6 @@ impl Rewriter {
         for (r, pf) in pre.iter_mut().zip(&pfs[..n]) {
             if let Some(pf) = pf {
                 *r = self.table.find(pf.proto, pf.id, g);
-                if let Some(r) = r {
-                    r.prefetch();
-                }
             }
         }
         for (i, p) in pkts.iter_mut().enumerate() {

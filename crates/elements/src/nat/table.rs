@@ -63,7 +63,9 @@ pub struct Flow {
     pub input: u16,
     /// The pattern that made it (its `users` count includes this flow).
     pattern: Option<Arc<Pattern>>,
-    last: AtomicU64,
+    /// What the flow's packets showed so far (DATA_*, FIN_*, RST bits).
+    /// The times of its last packets are in its two table entries (see
+    /// [`FlowRef`]), so that a packet writes only the entry it looked up.
     state: AtomicU8,
 }
 
@@ -91,29 +93,9 @@ impl Flow {
         }
     }
 
-    pub fn expired(&self, now: u64, t: &Timeouts) -> bool {
-        now.saturating_sub(self.last.load(Ordering::Relaxed)) > self.timeout(t)
-    }
-
-    /// Marks a packet seen in direction `dir` at `now` (ms).
-    #[inline]
-    pub fn touch(&self, dir: u8, now: u64, tcp_flags: u8, has_data: bool) {
-        if self.last.load(Ordering::Relaxed) != now {
-            self.last.store(now, Ordering::Relaxed);
-        }
-        let mut bits = 0;
-        if has_data {
-            bits |= if dir == 0 { DATA_FWD } else { DATA_REV };
-        }
-        if tcp_flags & 1 != 0 {
-            bits |= if dir == 0 { FIN_FWD } else { FIN_REV };
-        }
-        if tcp_flags & 4 != 0 {
-            bits |= RST;
-        }
-        if bits != 0 && self.state.load(Ordering::Relaxed) & bits != bits {
-            self.state.fetch_or(bits, Ordering::Relaxed);
-        }
+    /// Whether the flow, last seen at `last` (ms), has expired at `now`.
+    pub fn expired_since(&self, last: u64, now: u64, t: &Timeouts) -> bool {
+        now.saturating_sub(last) > self.timeout(t)
     }
 
     pub fn done(&self) -> bool {
@@ -122,26 +104,85 @@ impl Flow {
     }
 }
 
+/// Bits of [`FlowRef::seen`] below the time.
+const SEEN_BITS: u32 = 5;
+const SEEN_MASK: u64 = (1 << SEEN_BITS) - 1;
+
 /// A table entry: a flow and the direction this key is, with that
-/// direction's rewrite copied in (so rewriting needs no second load).
-#[derive(Clone)]
+/// direction's rewrite copied in (so rewriting needs no second load), and
+/// the time of this direction's last packet. A packet reads and writes
+/// only its entry: the flow itself (shared by both directions, and by
+/// the threads that handle them) is written when a packet shows a state
+/// bit this direction has not set before, and read when the entry's own
+/// time is older than the flow's shortest timeout could allow.
 pub struct FlowRef {
     pub flow: Arc<Flow>,
+    /// This direction's last packet time (ms) above [`SEEN_BITS`], and
+    /// below it the state bits this direction has already set in the flow.
+    seen: AtomicU64,
     to: FlowId,
     mask: u8,
     pub dir: u8,
     out: u16,
 }
 
+impl Clone for FlowRef {
+    fn clone(&self) -> FlowRef {
+        FlowRef {
+            flow: self.flow.clone(),
+            seen: AtomicU64::new(self.seen.load(Ordering::Relaxed)),
+            to: self.to,
+            mask: self.mask,
+            dir: self.dir,
+            out: self.out,
+        }
+    }
+}
+
 impl FlowRef {
-    fn new(flow: &Arc<Flow>, dir: u8) -> FlowRef {
+    fn new(flow: &Arc<Flow>, dir: u8, now: u64) -> FlowRef {
         let d = dir as usize;
         FlowRef {
             flow: flow.clone(),
+            seen: AtomicU64::new(now << SEEN_BITS),
             to: flow.to[d],
             mask: flow.mask[d],
             dir,
             out: flow.out[d],
+        }
+    }
+
+    /// The time of this direction's last packet (ms).
+    #[inline]
+    pub fn last(&self) -> u64 {
+        self.seen.load(Ordering::Relaxed) >> SEEN_BITS
+    }
+
+    /// Marks a packet seen in this direction at `now` (ms).
+    #[inline]
+    pub fn touch(&self, now: u64, tcp_flags: u8, has_data: bool) {
+        let fwd = self.dir == 0;
+        let mut bits = 0;
+        if has_data {
+            bits |= if fwd { DATA_FWD } else { DATA_REV };
+        }
+        if tcp_flags & 1 != 0 {
+            bits |= if fwd { FIN_FWD } else { FIN_REV };
+        }
+        if tcp_flags & 4 != 0 {
+            bits |= RST;
+        }
+        let v = self.seen.load(Ordering::Relaxed);
+        let have = (v & SEEN_MASK) as u8;
+        if bits & !have != 0 {
+            self.flow.state.fetch_or(bits, Ordering::Relaxed);
+        }
+        // Two threads with packets of this direction may race here: the
+        // time stays one of theirs, and bits lost only cost a later packet
+        // the flow's state write again.
+        let nv = now << SEEN_BITS | u64::from(have | bits);
+        if nv != v {
+            self.seen.store(nv, Ordering::Relaxed);
         }
     }
     #[inline]
@@ -155,25 +196,6 @@ impl FlowRef {
     #[inline]
     pub fn out(&self) -> usize {
         self.out as usize
-    }
-
-    /// Starts loading the flow's shared state (expiry time and TCP state,
-    /// which a packet reads and writes) into this core's cache, without
-    /// waiting: the batched lookup issues this for every packet of a run
-    /// before handling the first, so that the cache misses of a large
-    /// table overlap instead of following one another.
-    #[inline(always)]
-    pub fn prefetch(&self) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let p = std::ptr::addr_of!(self.flow.last).cast::<i8>();
-            // SAFETY: a prefetch only hints the cache: it reads nothing
-            // architecturally and cannot fault whatever the address (here,
-            // a field of a live Arc allocation).
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(p);
-            }
-        }
     }
 }
 
@@ -195,6 +217,9 @@ pub struct FlowTable {
     capacity: AtomicUsize,
     failures: AtomicU64,
     pub timeouts: Timeouts,
+    /// The shortest timeout a flow of a TCP, a UDP and any other packet
+    /// can have in this table, whatever its state (see [`FlowTable::live`]).
+    shortest: [u64; 3],
     /// Last emergency reap (ms), so that a full table is swept at most
     /// once a second.
     last_sweep: Mutex<u64>,
@@ -215,11 +240,26 @@ impl FlowTable {
             kind,
             map: papaya::HashMap::builder()
                 .hasher(FlowHasher::new())
+                // Small, growing with the flows (papaya copies the table
+                // a chunk per write at each doubling). Sized up front for
+                // CAPACITY, a table holding 50,000 flows would spread them
+                // over tens of MiB and miss the caches on every lookup
+                // (measured: -j1 ~150 -> ~270 cycles per packet at 50k
+                // flows, for ~530 -> ~430 at a million).
                 .capacity(1024)
                 .build(),
             nflows: AtomicUsize::new(0),
             capacity: AtomicUsize::new(capacity),
             failures: AtomicU64::new(0),
+            shortest: match kind {
+                // Address keys: flows of protocol 0, the `other` timeout.
+                KeyKind::Ports => [
+                    timeouts.tcp.min(timeouts.tcp_done).min(timeouts.tcp_nodata),
+                    timeouts.udp.min(timeouts.udp_streaming),
+                    timeouts.other,
+                ],
+                KeyKind::Addr | KeyKind::Pair => [timeouts.other; 3],
+            },
             timeouts,
             last_sweep: Mutex::new(0),
         }
@@ -259,11 +299,7 @@ impl FlowTable {
     ) -> Option<&'g FlowRef> {
         let probe = |key: FlowKey| -> Option<&'g FlowRef> {
             let r = self.map.get(&key, g)?;
-            if r.flow.expired(now, &self.timeouts) {
-                self.remove_flow(&r.flow, g);
-                return None;
-            }
-            Some(r)
+            self.live(r, proto, now, g).then_some(r)
         };
         match self.kind {
             KeyKind::Ports => probe(FlowKey { id, proto }),
@@ -292,15 +328,45 @@ impl FlowTable {
         self.map.get(&key, g)
     }
 
-    /// Whether the entry `r` (from [`FlowTable::find`]) is live at `now`;
-    /// an expired flow is removed.
-    #[inline]
-    pub fn live(&self, r: &FlowRef, now: u64, g: &impl papaya::Guard) -> bool {
-        if r.flow.expired(now, &self.timeouts) {
+    /// Whether the entry `r` (from [`FlowTable::find`], for a packet of
+    /// protocol `proto`) is live at `now`; an expired flow is removed.
+    /// An entry seen more recently than the shortest timeout a flow of
+    /// `proto` can have is live without a look at its flow.
+    #[inline(always)]
+    pub fn live(&self, r: &FlowRef, proto: u8, now: u64, g: &impl papaya::Guard) -> bool {
+        let window = match proto {
+            TCP => self.shortest[0],
+            UDP => self.shortest[1],
+            _ => self.shortest[2],
+        };
+        now.saturating_sub(r.last()) <= window || self.live_slow(r, now, g)
+    }
+
+    /// [`FlowTable::live`] when the entry's own time is not enough.
+    #[cold]
+    #[inline(never)]
+    fn live_slow(&self, r: &FlowRef, now: u64, g: &impl papaya::Guard) -> bool {
+        if self.flow_expired(&r.flow, now, g) {
             self.remove_flow(&r.flow, g);
             return false;
         }
         true
+    }
+
+    /// The time of `flow`'s last packet, either direction (ms).
+    pub fn flow_last(&self, flow: &Arc<Flow>, g: &impl papaya::Guard) -> u64 {
+        flow.key
+            .iter()
+            .filter_map(|k| self.map.get(k, g))
+            .filter(|r| Arc::ptr_eq(&r.flow, flow))
+            .map(FlowRef::last)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether `flow` has expired at `now`.
+    pub fn flow_expired(&self, flow: &Arc<Flow>, now: u64, g: &impl papaya::Guard) -> bool {
+        flow.expired_since(self.flow_last(flow, g), now, &self.timeouts)
     }
 
     /// Removes both directions of `flow` (if still there).
@@ -372,11 +438,13 @@ impl FlowTable {
                 super::flow::M_SA | super::flow::M_DA,
             ),
         };
-        let single = [(id, 0u64)];
-        let mut cands: Box<dyn Iterator<Item = (FlowId, u64)>> = match p {
-            Some(p) => Box::new(p.candidates(id, rand, MAX_TRIES)),
-            None => Box::new(single.into_iter()),
-        };
+        // The pattern's candidates, or without one the flow as it is (one
+        // iterator type either way: no allocation per flow).
+        let mut cands = p
+            .map(|p| p.candidates(id, rand, MAX_TRIES))
+            .into_iter()
+            .flatten()
+            .chain(p.is_none().then_some((id, 0u64)));
         let proto_v = if self.kind == KeyKind::Ports {
             proto
         } else {
@@ -407,7 +475,6 @@ impl FlowTable {
                 out: [fout as u16, rout as u16],
                 input: input as u16,
                 pattern: p.cloned(),
-                last: AtomicU64::new(now),
                 state: AtomicU8::new(0),
             });
             // The reverse key first: it is what must be unique (two flows
@@ -415,14 +482,14 @@ impl FlowTable {
             // be told apart on the way back). An expired holder is evicted.
             let mut placed = false;
             for _ in 0..2 {
-                match self.map.try_insert(rev_key, FlowRef::new(&flow, 1), g) {
+                match self.map.try_insert(rev_key, FlowRef::new(&flow, 1, now), g) {
                     Ok(_) => {
                         placed = true;
                         break;
                     }
                     Err(e) => {
                         let old = e.current.flow.clone();
-                        if old.expired(now, &self.timeouts) {
+                        if self.flow_expired(&old, now, g) {
                             self.remove_flow(&old, g);
                             continue;
                         }
@@ -436,7 +503,7 @@ impl FlowTable {
             if let Some(p) = p {
                 p.advance(k);
             }
-            match self.map.try_insert(fwd_key, FlowRef::new(&flow, 0), g) {
+            match self.map.try_insert(fwd_key, FlowRef::new(&flow, 0, now), g) {
                 Ok(r) => {
                     self.nflows.fetch_add(1, Ordering::Relaxed);
                     if let Some(p) = p {
@@ -476,7 +543,7 @@ impl FlowTable {
         let dead: Vec<Arc<Flow>> = self
             .map
             .iter(g)
-            .filter(|(_, v)| v.dir == 0 && v.flow.expired(now, &self.timeouts))
+            .filter(|(_, v)| v.dir == 0 && self.flow_expired(&v.flow, now, g))
             .map(|(_, v)| v.flow.clone())
             .collect();
         for f in &dead {
@@ -494,7 +561,7 @@ impl FlowTable {
         let mut n = 0;
         for (k, v) in old.map.iter(&og) {
             let f = &v.flow;
-            if f.expired(now, &old.timeouts) || f.out.iter().any(|&o| o as usize >= noutputs.max(1))
+            if old.flow_expired(f, now, &og) || f.out.iter().any(|&o| o as usize >= noutputs.max(1))
             {
                 continue;
             }
@@ -527,7 +594,7 @@ impl FlowTable {
         let mut v: Vec<Arc<Flow>> = self
             .map
             .iter(&g)
-            .filter(|(_, v)| v.dir == 0 && !v.flow.expired(now, &self.timeouts))
+            .filter(|(_, v)| v.dir == 0 && !self.flow_expired(&v.flow, now, &g))
             .map(|(_, v)| v.flow.clone())
             .collect();
         v.sort_by_key(|f| {
@@ -549,6 +616,7 @@ impl FlowTable {
     /// `with_proto` begins each line with the protocol.
     pub fn format(&self, now: u64, proto: Option<u8>, with_proto: bool) -> String {
         let mut s = String::new();
+        let g = self.map.guard();
         for f in self.flows(now) {
             if proto.is_some_and(|p| p != f.proto) {
                 continue;
@@ -565,9 +633,10 @@ impl FlowTable {
                         } else {
                             format!("{} *{}", f.out[0], f.out[1])
                         };
+                        let last = self.flow_last(&f, &g);
                         let left = f
                             .timeout(&self.timeouts)
-                            .saturating_sub(now.saturating_sub(f.last.load(Ordering::Relaxed)));
+                            .saturating_sub(now.saturating_sub(last));
                         let prefix = if with_proto {
                             format!("{} ", proto_name(f.proto))
                         } else {
@@ -733,10 +802,7 @@ mod tests {
         t.create(UDP, fid(1), Some(&p), 0, 1, 0, 0, &g).unwrap();
         assert!(t.create(UDP, fid(2), Some(&p), 0, 1, 0, 500, &g).is_err());
         // Touching keeps it alive.
-        t.lookup(UDP, fid(1), 900, &g)
-            .unwrap()
-            .flow
-            .touch(0, 900, 0, true);
+        t.lookup(UDP, fid(1), 900, &g).unwrap().touch(900, 0, true);
         assert!(t.create(UDP, fid(2), Some(&p), 0, 1, 0, 1500, &g).is_err());
         assert!(t.lookup(UDP, fid(1), 1500, &g).is_some());
         // After the timeout the port goes to a new flow.
@@ -766,28 +832,61 @@ mod tests {
         };
         let t = FlowTable::new(KeyKind::Ports, 10, tm);
         let g = t.guard();
-        let f = t
-            .create(TCP, fid(1), None, 0, 0, 0, 0, &g)
+        let fwd = t.create(TCP, fid(1), None, 0, 0, 0, 0, &g).unwrap();
+        let rev = t.find(TCP, fid(1).reverse(), &g).unwrap();
+        assert_eq!((fwd.dir, rev.dir), (0, 1));
+        let f = fwd.flow.clone();
+        let expired = |now| t.flow_expired(&f, now, &g);
+        assert!(!expired(9_000) && expired(11_000));
+        fwd.touch(0, 0, true);
+        rev.touch(0, 0, true);
+        assert!(!expired(50_000));
+        fwd.touch(0, 1, false);
+        assert!(!f.done() && !expired(50_000));
+        rev.touch(0, 1, false);
+        assert!(f.done() && expired(2_000));
+        let f2 = t.create(TCP, fid(2), None, 0, 0, 0, 0, &g).unwrap();
+        t.find(TCP, fid(2).reverse(), &g)
             .unwrap()
-            .flow
-            .clone();
-        assert!(!f.expired(9_000, &tm) && f.expired(11_000, &tm));
-        f.touch(0, 0, 0, true);
-        f.touch(1, 0, 0, true);
-        assert!(!f.expired(50_000, &tm));
-        f.touch(0, 0, 1, false);
-        assert!(!f.done() && !f.expired(50_000, &tm));
-        f.touch(1, 0, 1, false);
-        assert!(f.done() && f.expired(2_000, &tm));
-        let f2 = t
-            .create(TCP, fid(2), None, 0, 0, 0, 0, &g)
-            .unwrap()
-            .flow
-            .clone();
-        f2.touch(1, 0, 4, false);
-        assert!(f2.done());
+            .touch(0, 4, false);
+        assert!(f2.flow.done());
         assert_eq!(t.reap(5_000, &g), 2);
         assert_eq!((t.nflows(), t.entries()), (0, 0));
+    }
+
+    #[test]
+    fn either_direction_keeps_a_flow_alive() {
+        // Each entry holds its own direction's last time: a lookup in the
+        // direction not seen for longer than the timeout must still find
+        // the flow live while the other direction is recent.
+        let tm = Timeouts {
+            udp: 1000,
+            udp_streaming: 5000,
+            ..Timeouts::default()
+        };
+        let t = FlowTable::new(KeyKind::Ports, 10, tm);
+        let g = t.guard();
+        t.create(UDP, fid(1), None, 0, 1, 0, 0, &g).unwrap();
+        let fwd = t.lookup(UDP, fid(1), 900, &g).unwrap();
+        fwd.touch(900, 0, false);
+        assert_eq!(fwd.last(), 900);
+        // The reply direction was last seen at creation (0).
+        let rev = t.lookup(UDP, fid(1).reverse(), 1500, &g).unwrap();
+        assert_eq!((rev.dir, rev.last()), (1, 0));
+        assert_eq!(t.flow_last(&rev.flow, &g), 900);
+        // Past the forward time plus the timeout, it is gone both ways.
+        assert!(t.lookup(UDP, fid(1).reverse(), 1901, &g).is_none());
+        assert!(t.find(UDP, fid(1), &g).is_none());
+        assert_eq!(t.nflows(), 0);
+        // Data both ways makes it streaming: the longer timeout applies,
+        // though a direction's own time is older than the shorter one.
+        t.create(UDP, fid(2), None, 0, 1, 0, 0, &g).unwrap();
+        t.lookup(UDP, fid(2), 0, &g).unwrap().touch(0, 0, true);
+        t.lookup(UDP, fid(2).reverse(), 0, &g)
+            .unwrap()
+            .touch(100, 0, true);
+        assert!(t.lookup(UDP, fid(2), 4000, &g).is_some());
+        assert!(t.lookup(UDP, fid(2), 5101, &g).is_none());
     }
 
     #[test]
