@@ -53,6 +53,17 @@ pub struct AppQueue {
     pub batch: f64,
 }
 
+impl AppQueue {
+    /// Whether some packets of this queue go from a producer on one
+    /// thread to a consumer on another under `assign`.
+    pub fn crosses(&self, assign: &[usize], nthreads: usize) -> bool {
+        let th = |i: usize| assign.get(i).copied().unwrap_or(0) % nthreads.max(1);
+        self.producers
+            .iter()
+            .any(|p| self.consumers.iter().any(|c| th(p.0) != th(c.0)))
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct App {
     pub name: String,
@@ -794,6 +805,8 @@ mod tests {
         let w = WhatIf::default();
         // Sources on thread 0, drains on 1: every drained packet crossed
         // and the drains' thread runs no source: they cost half.
+        assert!(app.queues.iter().all(|q| q.crosses(&[0, 0, 1, 1], 2)));
+        assert!(!app.queues.iter().any(|q| q.crosses(&[0, 0, 1, 1], 1)));
         assert_eq!(
             app.crossed_input(&[0, 0, 1, 1], 2),
             vec![0.0, 0.0, 1.0, 1.0]

@@ -96,6 +96,13 @@ pub struct HopPoint {
 pub const LINES_PER_PACKET: f64 = 0.17;
 
 impl HopPoint {
+    /// How each end (producer, consumer) grows per ns of line time: the
+    /// measured figures, else [`LINES_PER_PACKET`].
+    pub fn growth(&self) -> (f64, f64) {
+        self.per_line
+            .unwrap_or((LINES_PER_PACKET, LINES_PER_PACKET))
+    }
+
     pub fn both(batch: f64, ns: f64) -> HopPoint {
         HopPoint {
             batch,
@@ -173,18 +180,10 @@ impl Machine {
         let base = |p: &HopPoint| p.line_ns.unwrap_or(self.line_transfer_ns);
         match (
             self.hop_interp(batch, |p| {
-                at(
-                    p.producer_ns.unwrap_or(p.ns),
-                    p.per_line.map_or(LINES_PER_PACKET, |x| x.0),
-                    base(p),
-                )
+                at(p.producer_ns.unwrap_or(p.ns), p.growth().0, base(p))
             }),
             self.hop_interp(batch, |p| {
-                at(
-                    p.consumer_ns.unwrap_or(p.ns),
-                    p.per_line.map_or(LINES_PER_PACKET, |x| x.1),
-                    base(p),
-                )
+                at(p.consumer_ns.unwrap_or(p.ns), p.growth().1, base(p))
             }),
         ) {
             (Some(a), Some(b)) => (a, b),

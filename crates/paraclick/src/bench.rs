@@ -44,21 +44,25 @@ impl Figures {
     /// machine with the two cores to itself would show, if no thread
     /// polls while idle (that time counts as CPU time too).
     pub fn cpu_cycles_per_packet(&self) -> f64 {
-        let hz = self.cycles as f64 / self.seconds.max(1e-9);
-        self.cpu_seconds * hz / self.packets.max(1) as f64
+        self.cpu_seconds * self.hz() / self.packets.max(1) as f64
     }
+
+    /// The cycle counter's rate over the run.
+    fn hz(&self) -> f64 {
+        self.cycles as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// The scaling that CPU cycles per packet imply: a row on `threads`
+/// threads at `cpp` against its baseline on `base_threads` at `base_cpp`
+/// (equal cycles per packet on twice the threads is 2x).
+fn cpu_scaling(threads: usize, cpp: f64, base_threads: usize, base_cpp: f64) -> f64 {
+    threads as f64 * base_cpp / (base_threads as f64 * cpp)
 }
 
 /// CPU time (user and system) of every thread of this process so far.
 fn process_cpu_seconds() -> f64 {
-    // SAFETY: rusage is integers and timevals: all zeroes is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    paraclick_model::machine::process_cpu_ns() as f64 / 1e9
 }
 
 fn proc_status(field: &str) -> Option<u64> {
@@ -233,6 +237,7 @@ pub fn run_suite(
 
 /// One multicore measurement: a case run on `threads` threads with an
 /// optional extra configuration line (e.g. a StaticThreadSched).
+#[derive(Clone)]
 pub struct McCase {
     pub label: &'static str,
     pub case: Case,
@@ -508,8 +513,7 @@ impl NatRound {
     /// CPU cycles per steady packet (the full run's CPU time minus the
     /// first pass's, over the packets after the first pass).
     fn steady_cpu_cpp(&self) -> f64 {
-        let hz = self.full.cycles as f64 / self.full.seconds.max(1e-9);
-        (self.full.cpu_seconds - self.fill.cpu_seconds) * hz / self.steady_packets()
+        (self.full.cpu_seconds - self.fill.cpu_seconds) * self.full.hz() / self.steady_packets()
     }
     /// CPU cycles per flow created (the first pass alone).
     fn create_cpu_cycles(&self) -> f64 {
@@ -529,16 +533,7 @@ pub fn run_nat(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
     let (control, nat): (Vec<_>, Vec<_>) = cases.iter().partition(|c| c.case.name == "control");
     let mut ok = true;
     if !control.is_empty() {
-        let control: Vec<McCase> = control
-            .into_iter()
-            .map(|c| McCase {
-                label: c.label,
-                case: c.case.clone(),
-                threads: c.threads,
-                policy: c.policy,
-                baseline: c.baseline,
-            })
-            .collect();
+        let control: Vec<McCase> = control.into_iter().cloned().collect();
         ok &= run_multicore(&control, reg, repeat);
     }
     println!(
@@ -596,8 +591,7 @@ pub fn run_nat(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
         }
         for (g, c) in group.iter().enumerate() {
             let m = |f: &dyn Fn(&NatRound) -> f64| median(runs[g].iter().map(f).collect());
-            let threads = c.threads as f64;
-            let base_threads = group[0].threads as f64;
+            let (threads, base_threads) = (c.threads, group[0].threads);
             let ratio = |f: &dyn Fn(&NatRound, &NatRound) -> f64| {
                 if g == 0 {
                     "base".to_string()
@@ -612,12 +606,21 @@ pub fn run_nat(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
                 m(&|r| r.full.mpps()),
                 ratio(&|x, b| x.full.mpps() / b.full.mpps()),
                 m(&|r| r.full.cpu_cycles_per_packet()),
-                ratio(&|x, b| threads * b.full.cpu_cycles_per_packet()
-                    / (base_threads * x.full.cpu_cycles_per_packet())),
+                ratio(&|x, b| cpu_scaling(
+                    threads,
+                    x.full.cpu_cycles_per_packet(),
+                    base_threads,
+                    b.full.cpu_cycles_per_packet()
+                )),
                 m(&|r| r.steady_mpps()),
                 ratio(&|x, b| x.steady_mpps() / b.steady_mpps()),
                 m(&|r| r.steady_cpu_cpp()),
-                ratio(&|x, b| threads * b.steady_cpu_cpp() / (base_threads * x.steady_cpu_cpp())),
+                ratio(&|x, b| cpu_scaling(
+                    threads,
+                    x.steady_cpu_cpp(),
+                    base_threads,
+                    b.steady_cpu_cpp()
+                )),
                 m(&|r| r.create_cpu_cycles()),
             );
         }
@@ -686,7 +689,7 @@ pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
                     .collect(),
             );
             let cpu_cpp = median(figs.iter().map(|f| f.cpu_cycles_per_packet()).collect());
-            let base_threads = cases[group[0]].threads as f64;
+            let base_threads = cases[group[0]].threads;
             let ratio_of = |per: &dyn Fn(&Figures, &Figures) -> f64| {
                 if g == 0 {
                     return "base".to_string();
@@ -704,8 +707,12 @@ pub fn run_multicore(cases: &[McCase], reg: &Registry, repeat: usize) -> bool {
             };
             let ratio = ratio_of(&|x, b| x.mpps() / b.mpps());
             let cpu_ratio = ratio_of(&|x, b| {
-                c.threads as f64 * b.cpu_cycles_per_packet()
-                    / (base_threads * x.cpu_cycles_per_packet())
+                cpu_scaling(
+                    c.threads,
+                    x.cpu_cycles_per_packet(),
+                    base_threads,
+                    b.cpu_cycles_per_packet(),
+                )
             });
             println!(
                 "{:<62} {:>9.3} {:>7} {:>7.2} {:>10.1} {:>8.1} {:>9}",

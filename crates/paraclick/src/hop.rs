@@ -129,6 +129,12 @@ pub fn mean_line(v: &[Option<f64>]) -> Option<f64> {
     (!got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
 }
 
+/// Whether two line timings taken around one run disagree by more than
+/// half: the machine changed state during the run.
+pub fn changed_state(before: f64, after: f64) -> bool {
+    (before - after).abs() > 0.5 * before.min(after)
+}
+
 /// A 2-thread run of a hop chain: the line time around it (NaN: it
 /// changed state under way; None: not timed) and its best window rate.
 type TwoThreadRun = (Option<f64>, f64);
@@ -176,7 +182,7 @@ pub fn calibrate(
                 let s2 = sampled_run(&config(b, end, 1), reg, 2, secs)?;
                 let after = paraclick_model::machine::line_ns_now(LINE_ROUNDS);
                 let line = match (before, after) {
-                    (Some(x), Some(y)) if (x - y).abs() > 0.5 * x.min(y) => Some(f64::NAN),
+                    (Some(x), Some(y)) if changed_state(x, y) => Some(f64::NAN),
                     (x, y) => mean_line(&[x, y]),
                 };
                 two.push((line, best_window_rate(&s2)));

@@ -545,10 +545,7 @@ pub fn config_model(
                 .iter()
                 .map(|h| {
                     let (p, c) = machine.hop_ends_ns(h.batch);
-                    let (kp, kc) = h.per_line.unwrap_or((
-                        paraclick_model::machine::LINES_PER_PACKET,
-                        paraclick_model::machine::LINES_PER_PACKET,
-                    ));
+                    let (kp, kc) = h.growth();
                     format!(
                         "+{p:.0}/+{c:.0} ns at BURST {} (line {:.0} ns; +{kp:.2}/+{kc:.2} per ns of line{})",
                         h.batch,
@@ -587,14 +584,7 @@ pub fn config_model(
             "crossing queues (consumer batch: hop producer/consumer end at the line time used): {}",
             app.queues
                 .iter()
-                .filter(|q| {
-                    q.producers.iter().any(|p| {
-                        q.consumers.iter().any(|c| {
-                            assign.get(p.0).copied().unwrap_or(0) % nthreads
-                                != assign.get(c.0).copied().unwrap_or(0) % nthreads
-                        })
-                    })
-                })
+                .filter(|q| q.crosses(&assign, nthreads))
                 .map(|q| {
                     let (p, c) = machine.hop_ends_at(q.batch, whatif.line_ns);
                     format!("{} (batch {:.1}: +{p:.1}/+{c:.1} ns)", q.name, q.batch)

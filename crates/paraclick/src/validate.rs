@@ -110,21 +110,42 @@ fn mean_shares(trials: &[mlffr::Trial], threads: usize) -> Vec<f64> {
 /// where the two differ by more than half: the state changed during the
 /// round, and the mean was used).
 fn line_text(runs: &[Run]) -> String {
-    runs.iter()
-        .map(|r| match r.line {
-            (Some(a), Some(b)) if (a - b).abs() > 0.5 * a.min(b) => format!("{a:.0}>{b:.0}"),
-            (a, b) => crate::hop::mean_line(&[a, b]).map_or("?".into(), |x| format!("{x:.0}")),
-        })
-        .collect::<Vec<_>>()
-        .join("/")
+    per_round(runs, |r| match r.line {
+        (Some(a), Some(b)) if crate::hop::changed_state(a, b) => format!("{a:.0}>{b:.0}"),
+        (a, b) => crate::hop::mean_line(&[a, b]).map_or("?".into(), |x| format!("{x:.0}")),
+    })
+}
+
+/// One figure per round, joined with "/" ("0.99/0.97/1.00").
+fn per_round(runs: &[Run], f: impl Fn(&Run) -> String) -> String {
+    runs.iter().map(f).collect::<Vec<_>>().join("/")
+}
+
+/// A rate in Mpps with two decimals.
+fn mpps(x: f64) -> String {
+    format!("{:.2}", x / 1e6)
 }
 
 /// The lowest worker share of each round, as "0.99/0.97/1.00".
 fn share_text(runs: &[Run]) -> String {
-    runs.iter()
-        .map(|r| format!("{:.2}", r.shares.iter().copied().fold(1.0f64, f64::min)))
-        .collect::<Vec<_>>()
-        .join("/")
+    per_round(runs, |r| {
+        format!("{:.2}", r.shares.iter().copied().fold(1.0f64, f64::min))
+    })
+}
+
+/// For 2-thread rows: the line time per round and, where the prediction
+/// used another line time than the hop calibration's, the prediction at
+/// the calibration's.
+fn line_note(runs: &[Run]) -> String {
+    let mut s = format!("; line {} ns", line_text(runs));
+    if runs.iter().any(|r| r.at_calibrated_line.is_some()) {
+        s.push_str("; model at the calibration's line ");
+        s.push_str(&per_round(runs, |r| {
+            r.at_calibrated_line.map_or("-".into(), mpps)
+        }));
+        s.push_str(" M");
+    }
+    s
 }
 
 pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: usize) -> ExitCode {
@@ -270,33 +291,11 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                 note: format!(
                     "median of {}; model {} M; measured {} M; core share {}{}{}",
                     runs.len(),
-                    runs.iter()
-                        .map(|r| format!("{:.2}", r.predicted / 1e6))
-                        .collect::<Vec<_>>()
-                        .join("/"),
-                    runs.iter()
-                        .map(|r| format!("{:.2}", r.measured / 1e6))
-                        .collect::<Vec<_>>()
-                        .join("/"),
+                    per_round(runs, |r| mpps(r.predicted)),
+                    per_round(runs, |r| mpps(r.measured)),
                     share_text(runs),
                     if threads > 1 {
-                        format!(
-                            "; line {} ns{}",
-                            line_text(runs),
-                            if runs.iter().any(|r| r.at_calibrated_line.is_some()) {
-                                format!(
-                                    "; model at the calibration's line {} M",
-                                    runs.iter()
-                                        .map(|r| r
-                                            .at_calibrated_line
-                                            .map_or("-".into(), |x| format!("{:.2}", x / 1e6)))
-                                        .collect::<Vec<_>>()
-                                        .join("/")
-                                )
-                            } else {
-                                String::new()
-                            }
-                        )
+                        line_note(runs)
                     } else {
                         String::new()
                     },

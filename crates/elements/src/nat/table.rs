@@ -301,12 +301,22 @@ impl FlowTable {
             let r = self.map.get(&key, g)?;
             self.live(r, proto, now, g).then_some(r)
         };
+        // The address rewriter also maps by destination address.
+        probe(self.first_key(proto, id)).or_else(|| {
+            (self.kind == KeyKind::Addr)
+                .then(|| probe(addr_key(ADDR_DST, id.daddr)))
+                .flatten()
+        })
+    }
+
+    /// The key a packet of flow `id` is looked up under first (for the
+    /// address rewriter, its source address).
+    #[inline]
+    fn first_key(&self, proto: u8, id: FlowId) -> FlowKey {
         match self.kind {
-            KeyKind::Ports => probe(FlowKey { id, proto }),
-            KeyKind::Addr => {
-                probe(addr_key(ADDR_SRC, id.saddr)).or_else(|| probe(addr_key(ADDR_DST, id.daddr)))
-            }
-            KeyKind::Pair => probe(pair_key(id.saddr, id.daddr)),
+            KeyKind::Ports => FlowKey { id, proto },
+            KeyKind::Addr => addr_key(ADDR_SRC, id.saddr),
+            KeyKind::Pair => pair_key(id.saddr, id.daddr),
         }
     }
 
@@ -320,12 +330,7 @@ impl FlowTable {
         id: FlowId,
         g: &'g impl papaya::Guard,
     ) -> Option<&'g FlowRef> {
-        let key = match self.kind {
-            KeyKind::Ports => FlowKey { id, proto },
-            KeyKind::Addr => addr_key(ADDR_SRC, id.saddr),
-            KeyKind::Pair => pair_key(id.saddr, id.daddr),
-        };
-        self.map.get(&key, g)
+        self.map.get(&self.first_key(proto, id), g)
     }
 
     /// Whether the entry `r` (from [`FlowTable::find`], for a packet of
