@@ -85,7 +85,7 @@ impl Action for DecIPTTL {
             return Verdict::Out(1);
         }
         if self.multicast || !is_multicast(h.dst_addr()) {
-            h.update_ttl(ttl - 1);
+            h.decrement_ttl();
         }
         Verdict::Out(0)
     }
