@@ -61,10 +61,13 @@ pub(crate) fn encap(p: &mut Packet, dst: EtherAddr, src: EtherAddr, ethertype: u
     if p.push(14).is_err() {
         return false;
     }
-    let d = p.data_mut();
-    d[0..6].copy_from_slice(&dst.0);
-    d[6..12].copy_from_slice(&src.0);
-    d[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    // One length check for the whole header (the push made room for it).
+    let Some(h) = p.data_mut().first_chunk_mut::<14>() else {
+        return false;
+    };
+    h[0..6].copy_from_slice(&dst.0);
+    h[6..12].copy_from_slice(&src.0);
+    h[12..14].copy_from_slice(&ethertype.to_be_bytes());
     p.set_mac_header(0);
     true
 }

@@ -208,6 +208,19 @@ impl Action for IPGWOptions {
         if hlen == IP_MIN_HLEN && nh.len() >= IP_MIN_HLEN {
             return Verdict::Out(0);
         }
+        self.with_options(cx, p, hlen)
+    }
+}
+
+impl IPGWOptions {
+    /// A header with options (or a bad length): out of line, so the usual
+    /// packet's check above needs no stack frame.
+    #[cold]
+    #[inline(never)]
+    fn with_options(&self, cx: &mut Cx<'_>, p: &mut Packet, hlen: usize) -> Verdict {
+        let Some(nh) = p.network_header_mut() else {
+            return Verdict::Drop;
+        };
         let Some(hdr) = nh.get_mut(..hlen).filter(|h| h.len() >= IP_MIN_HLEN) else {
             return Verdict::Drop;
         };
