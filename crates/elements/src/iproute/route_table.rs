@@ -28,7 +28,7 @@
 //! it up too, and `lookup` or `last_lookup` read without a parameter give
 //! the last answer.
 
-use super::lpm::{mask, Lpm, Route};
+use super::lpm::{mask, Lpm, NextHop, Route};
 use crossbeam_utils::sync::ShardedLock;
 use paraclick_packet::wire::Ipv4Prefix;
 use paraclick_packet::Packet;
@@ -599,14 +599,26 @@ impl<K: RouteKind> IPRouteLookup<K> {
     #[inline]
     fn route_one(&self, p: &mut Packet) -> u32 {
         let dst = Self::destination(p);
-        let t = self.table.read();
-        match t.lookup(dst) {
+        // A fixed table is read in place: no guard to hold and release.
+        let hop = match &self.table {
+            Table::Fixed(t) => t.lookup(dst),
+            Table::Shared(_) => self.lookup_shared(dst),
+        };
+        match hop {
             Some(hop) => {
                 p.anno_mut().dst_ip = Ipv4Addr::from(if hop.gw != 0 { hop.gw } else { dst });
                 hop.port
             }
             None => NO_PORT,
         }
+    }
+}
+
+impl<K: RouteKind> IPRouteLookup<K> {
+    /// A lookup in a table handlers may change (under its read lock).
+    #[inline(never)]
+    fn lookup_shared(&self, dst: u32) -> Option<NextHop> {
+        self.table.read().lookup(dst)
     }
 }
 
