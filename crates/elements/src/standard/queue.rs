@@ -347,6 +347,21 @@ impl Queue {
         items.len()
     }
 
+    /// [`Queue::enqueue_plain`]'s high-water mark and full check for a
+    /// queue that does not cross threads: its consumer runs on this thread,
+    /// so the exact length costs no other core's cache line, and is
+    /// cheaper than the upper bound and its refresh.
+    #[inline]
+    fn note_length_local(&self, cx: &mut Cx<'_>) {
+        let len = self.ring.len();
+        if len > self.highwater.load(Ordering::Relaxed) {
+            self.highwater.fetch_max(len, Ordering::Relaxed);
+        }
+        if self.policy.full_note && len >= self.full_at.load(Ordering::Relaxed) {
+            self.filled(cx);
+        }
+    }
+
     /// The ring is full (up to the reserve): sources waiting for room
     /// stop (the full notifier goes inactive) unless a pull made room
     /// meanwhile.
@@ -748,7 +763,8 @@ impl Element for Queue {
             return self.stage_one(cx, p);
         }
         let mut item = Some(p);
-        self.enqueue_plain(cx, &mut item);
+        self.ring.push_burst(&cx.producer(), &mut item);
+        self.note_length_local(cx);
         self.pushed(cx, false);
         if let Some(p) = item {
             self.drops.fetch_add(1, Ordering::Relaxed);
