@@ -83,9 +83,15 @@ struct RunArgs {
     /// Packet buffers per thread pool.
     #[arg(long = "pool", value_name = "BUFFERS")]
     pool: Option<usize>,
-    /// Do not pin worker threads to CPUs.
-    #[arg(long = "no-pin")]
+    /// Do not pin worker threads to CPUs. By default, with more than one
+    /// worker, worker N is pinned to the Nth CPU the process may use (see
+    /// taskset); a single worker is left to the kernel, which can move it
+    /// away from a busy CPU.
+    #[arg(long = "no-pin", conflicts_with = "pin")]
     no_pin: bool,
+    /// Pin the worker to a CPU even with one thread (-j 1).
+    #[arg(long = "pin")]
+    pin: bool,
     /// Open a control socket (Click's ControlSocket protocol) on TCP PORT of
     /// 127.0.0.1, or on ADDRESS:PORT (0.0.0.0:PORT: every address); port 0
     /// picks a free port. Where it listens is printed on stderr. Repeatable.
@@ -671,7 +677,7 @@ fn run(a: RunArgs) -> ExitCode {
         threads: a.threads,
         defines,
         policy,
-        pin: !a.no_pin,
+        pin: !a.no_pin && (a.threads > 1 || a.pin),
         profile: a.report.iter().any(|r| r == "costs"),
         simtime: a.simtime,
         clickpath: a.input.clickpath.clone(),

@@ -437,3 +437,88 @@ fn queue_reset_from_another_thread_while_traffic_flows_conserves_every_packet() 
         assert_eq!(r.pool_outstanding(), 0, "{threads} threads: leaked buffers");
     }
 }
+
+/// The CPUs each `paraclick-N` worker of process `pid` may run on.
+fn worker_cpus(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if comm.trim().starts_with("paraclick-") {
+            out.push((comm.trim().to_string(), cpus));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs `taskset -c CPUS paraclick ARGS` on an endless configuration until
+/// its workers exist, and returns their CPU lists.
+fn pinned_workers(cpus: &str, args: &[&str], nworkers: usize) -> Vec<(String, String)> {
+    let conf = "InfiniteSource(LENGTH 60, LIMIT -1) -> Queue -> Unqueue -> Discard;";
+    let mut child = std::process::Command::new("taskset")
+        .args(["-c", cpus, env!("CARGO_BIN_EXE_paraclick")])
+        .args(args)
+        .args(["-e", conf])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("taskset (util-linux) must be installed for this test");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        seen = worker_cpus(child.id());
+        // Workers pin themselves as they start: wait until every one
+        // shows a list that is no longer the process's whole set, or the
+        // run has had time to settle.
+        if seen.len() == nworkers {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            seen = worker_cpus(child.id());
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    seen
+}
+
+#[test]
+fn workers_are_pinned_inside_the_cpus_the_process_may_use() {
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if ncpu < 2 {
+        // One CPU: every list is that CPU; nothing can go outside it.
+        return;
+    }
+    let last = (ncpu - 1).to_string();
+    // Allowed only the last CPU: both workers stay on it (pinning by
+    // index would put worker 0 on CPU 0, outside the allowed set).
+    let w = pinned_workers(&last, &["-j", "2"], 2);
+    assert_eq!(w.len(), 2, "{w:?}");
+    for (name, cpus) in &w {
+        assert_eq!(cpus, &last, "{name} left the allowed CPU: {w:?}");
+    }
+    // Two allowed CPUs, two workers: one each.
+    let both = format!("0,{last}");
+    let w = pinned_workers(&both, &["-j", "2"], 2);
+    assert_eq!(
+        w.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>(),
+        vec!["0", last.as_str()],
+        "{w:?}"
+    );
+    // One worker is left to the kernel unless --pin asks.
+    let w = pinned_workers(&both, &["-j", "1"], 1);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_ne!(w[0].1, "0", "a lone worker was pinned: {w:?}");
+    let w = pinned_workers(&both, &["-j", "1", "--pin"], 1);
+    assert_eq!(w[0].1, "0", "--pin did not pin: {w:?}");
+}

@@ -389,10 +389,11 @@ pub(crate) fn lpt_assign(
 }
 
 fn pin_to_cpu(t: usize) {
-    let ncpu = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let cpu = t % ncpu;
+    let cpus = allowed_cpus();
+    if cpus.is_empty() {
+        return;
+    }
+    let cpu = cpus[t % cpus.len()];
     // SAFETY: `set` is a plain bit set on the stack, initialized by
     // CPU_ZERO before use; sched_setaffinity only reads it. Pid 0 means the
     // calling thread. Failure (e.g. a restricted cpuset) is harmless.
@@ -402,6 +403,29 @@ fn pin_to_cpu(t: usize) {
         libc::CPU_SET(cpu, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
+}
+
+/// The CPUs the process may run on, read once, before any worker pins
+/// itself: worker `t` goes to the `t`-th of them, so `taskset -c 2,3
+/// paraclick -j 2` keeps its workers on CPUs 2 and 3 (pinning by index
+/// would move them to 0 and 1, outside what the user allowed).
+fn allowed_cpus() -> &'static [usize] {
+    static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    CPUS.get_or_init(|| {
+        // SAFETY: as in `pin_to_cpu`: a zeroed bit set on the stack that
+        // sched_getaffinity fills for the calling thread (pid 0).
+        let set = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+                return Vec::new();
+            }
+            set
+        };
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in bits.
+            .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+            .collect()
+    })
 }
 
 /// A task of a worklist with its element, resolved once per worklist
