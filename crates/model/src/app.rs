@@ -14,7 +14,7 @@
 //! crossing from one thread to another through a queue costs each end its
 //! measured crossing time ([`crate::machine::Machine::hop_ends_ns`]).
 
-use crate::machine::Machine;
+use crate::machine::{LineTerm, Machine};
 use crate::{Channel, Model, Stage};
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -51,6 +51,16 @@ pub struct AppQueue {
     /// which sets the cost of a crossing ([`Machine::hop_ns`]); 0: unknown
     /// (taken as 1).
     pub batch: f64,
+    /// How this queue's crossing grows with the core-to-core line time
+    /// at each end, (producer, consumer): ns per crossing packet per ns
+    /// of line time, i.e. the line transfers per packet its ends wait
+    /// for, from what the elements on each side touch of a packet that
+    /// crossed (a consumer that reads the packet's data waits for more
+    /// lines than one that reads only its metadata). Replaces the
+    /// calibration chain's growth ([`crate::machine::HopPoint::growth`])
+    /// for this queue where measured, adds to it where estimated; the
+    /// default: the calibration's.
+    pub line_growth: LineTerm,
 }
 
 impl AppQueue {
@@ -316,7 +326,7 @@ impl App {
             if out <= 0.0 {
                 continue;
             }
-            let (hp, hc) = machine.hop_ends_at(q.batch, w.line_ns);
+            let (hp, hc) = machine.hop_ends_with(q.batch, w.line_ns, &q.line_growth);
             for &(p, np) in q.producers.iter().filter(|p| p.0 < n) {
                 for &(c, mc) in q.consumers.iter().filter(|c| c.0 < n) {
                     let (tp, tc) = (th(p), th(c));
@@ -579,6 +589,7 @@ mod tests {
             producers: vec![(producer, 0.5)],
             consumers: vec![(2 + q, 0.5)],
             batch: 1.0,
+            line_growth: LineTerm::default(),
         };
         App {
             name: name.into(),

@@ -95,6 +95,49 @@ pub struct HopPoint {
 /// ns): most of it is the ring's and the scheduler's instructions.
 pub const LINES_PER_PACKET: f64 = 0.17;
 
+/// Lines of packet data a crossing packet's consumer waits for when an
+/// element after the crossing reads the packet's data (beyond its buffer
+/// header and annotations, which the calibration chain's Counters and
+/// Discard read): [`LineTerm::consumer_data`] where the configuration's
+/// own figure was not measured. From replicated-qos on this VM
+/// (2026-11-25 00:16 UTC, line 187 ns, the profile's crossing run): its
+/// consumer (IPClassifier, WorkPackage over the whole 128-byte packet)
+/// waited 258 ns per crossing packet, 1.38 lines, against the
+/// calibration chain's 0.17: ~1.2 lines more, about two data lines
+/// fetched partly in parallel.
+pub const DATA_LINES_PER_PACKET: f64 = 1.2;
+
+/// A crossing queue's own growth with the line time
+/// ([`crate::app::AppQueue::line_growth`]), from the configuration's
+/// profile: ns per crossing packet per ns of line time at each end.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LineTerm {
+    /// Measured for this configuration (the profile's crossing run in
+    /// the slow state): replaces the calibration chain's growth at the
+    /// producer's end.
+    pub producer: Option<f64>,
+    /// Likewise at the consumer's end.
+    pub consumer: Option<f64>,
+    /// Estimated where not measured: data lines the consumer's elements
+    /// read beyond what the calibration chain's do, added to its growth
+    /// ([`DATA_LINES_PER_PACKET`] when an element after the crossing
+    /// reads packet data, else 0).
+    pub consumer_data: f64,
+}
+
+impl LineTerm {
+    /// The producer end's growth, given the calibration's.
+    pub fn producer_k(&self, calibrated: f64) -> f64 {
+        self.producer.unwrap_or(calibrated)
+    }
+
+    /// The consumer end's growth, given the calibration's.
+    pub fn consumer_k(&self, calibrated: f64) -> f64 {
+        self.consumer
+            .unwrap_or(calibrated + self.consumer_data.max(0.0))
+    }
+}
+
 impl HopPoint {
     /// How each end (producer, consumer) grows per ns of line time: the
     /// measured figures, else [`LINES_PER_PACKET`].
@@ -172,25 +215,41 @@ impl Machine {
     /// depend on the line time, the lines a packet brings do. The ring's
     /// fallback (no hop measured) scales likewise.
     pub fn hop_ends_at(&self, batch: f64, line_ns: Option<f64>) -> (f64, f64) {
+        self.hop_ends_with(batch, line_ns, &LineTerm::default())
+    }
+
+    /// [`Machine::hop_ends_at`] with the growth per ns of line time of a
+    /// particular queue's crossing ([`crate::app::AppQueue::line_growth`]:
+    /// what its producer's and its consumer's elements touch of a packet
+    /// that crossed, measured or estimated per configuration) in place of
+    /// the calibration chain's ([`HopPoint::growth`]) where measured, and
+    /// the data lines its consumer reads added to it where estimated.
+    pub fn hop_ends_with(&self, batch: f64, line_ns: Option<f64>, term: &LineTerm) -> (f64, f64) {
         let Some(l) = line_ns.filter(|l| l.is_finite() && *l > 0.0) else {
             return self.hop_ends_ns(batch);
         };
         // A figure measured at line time `base`, growing by `k` per ns.
         let at = |v: f64, k: f64, base: f64| (v + k * (l - base)).max(0.0);
         let base = |p: &HopPoint| p.line_ns.unwrap_or(self.line_transfer_ns);
+        let kp = |p: &HopPoint| term.producer_k(p.growth().0);
+        let kc = |p: &HopPoint| term.consumer_k(p.growth().1);
         match (
-            self.hop_interp(batch, |p| {
-                at(p.producer_ns.unwrap_or(p.ns), p.growth().0, base(p))
-            }),
-            self.hop_interp(batch, |p| {
-                at(p.consumer_ns.unwrap_or(p.ns), p.growth().1, base(p))
-            }),
+            self.hop_interp(batch, |p| at(p.producer_ns.unwrap_or(p.ns), kp(p), base(p))),
+            self.hop_interp(batch, |p| at(p.consumer_ns.unwrap_or(p.ns), kc(p), base(p))),
         ) {
             (Some(a), Some(b)) => (a, b),
-            _ => {
-                let ring = at(self.crossing_ns, LINES_PER_PACKET, self.line_transfer_ns);
-                (ring, ring)
-            }
+            _ => (
+                at(
+                    self.crossing_ns,
+                    term.producer_k(LINES_PER_PACKET),
+                    self.line_transfer_ns,
+                ),
+                at(
+                    self.crossing_ns,
+                    term.consumer_k(LINES_PER_PACKET),
+                    self.line_transfer_ns,
+                ),
+            ),
         }
     }
 

@@ -5,7 +5,7 @@
 
 use paraclick_lang::Source;
 use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
-use paraclick_model::machine::Machine;
+use paraclick_model::machine::{LineTerm, Machine, DATA_LINES_PER_PACKET};
 use paraclick_model::pc;
 use paraclick_runtime::sched::{CostData, SchedPolicy, TaskCost, HYSTERESIS};
 use paraclick_runtime::{BuildOptions, Registry, Router};
@@ -209,6 +209,318 @@ pub(crate) fn run_for(r: &Router, secs: f64) {
     let _ = t.join();
 }
 
+/// [`run_for`] that also returns each of the router's `n` workers' share
+/// of its core over the run (1 less the part it waited for a CPU, from
+/// the kernel's run delays, the first 20 ms left out while the workers
+/// start): a profiled run's cycles are wall-clock cycles, so another
+/// process taking the core shows in them.
+fn run_for_shares(r: &Router, secs: f64, n: usize) -> Vec<f64> {
+    use paraclick_model::machine::{worker_core_shares, worker_run_delays};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stopper = r.stopper();
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let d2 = done.clone();
+    let t = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs_f64(secs);
+        std::thread::sleep(Duration::from_millis(20).min(Duration::from_secs_f64(secs / 4.0)));
+        let a = worker_run_delays();
+        let t0 = std::time::Instant::now();
+        while !d2.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let b = worker_run_delays();
+        let wall = t0.elapsed().as_secs_f64() * 1e9;
+        stopper.stop();
+        worker_core_shares(&a, &b, n, wall)
+    });
+    r.run();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    t.join().unwrap_or_else(|_| vec![1.0; n])
+}
+
+/// Element classes that touch only a packet's metadata (its buffer
+/// header, length, annotations) or pass it on untouched: a packet that
+/// crossed cores costs them no data lines. Any other class is taken to
+/// read (or write) the packet's data.
+const METADATA_ONLY: &[&str] = &[
+    "Counter",
+    "AverageCounter",
+    "Discard",
+    "DiscardNoFree",
+    "Queue",
+    "SimpleQueue",
+    "NotifierQueue",
+    "FrontDropQueue",
+    "MixedQueue",
+    "ThreadSafeQueue",
+    "CPUQueue",
+    "QuickNoteQueue",
+    "Unqueue",
+    "Unqueue2",
+    "PrioSched",
+    "RoundRobinSched",
+    "StrideSched",
+    "Paint",
+    "PaintSwitch",
+    "CheckPaint",
+    "SetAnnoByte",
+    "SetTimestamp",
+    "Null",
+    "PushNull",
+    "PullNull",
+    "PushPullNull",
+    "Idle",
+    "Switch",
+    "StaticSwitch",
+    "RoundRobinSwitch",
+    "RandomSwitch",
+    "RandomSample",
+    "Tee",
+    "PullTee",
+    "Hub",
+    "Strip",
+    "Unstrip",
+    "StripToNetworkHeader",
+    "ToDevice",
+];
+
+/// What a crossing's ends touch of a packet that crossed, measured:
+/// per queue, (producer, consumer) ns per crossing packet per ns of line
+/// time. Run D (two pinned threads, the static placement, every element
+/// timed) against run B (one thread, every element timed): each element
+/// on a thread that sends or receives crossing packets is charged its
+/// extra cycles per packet in D over B (both corrected for the share of
+/// the core each run had), summed over the elements of each task that
+/// is an end of a crossing queue and divided by that task's crossing
+/// packets and the line time D met. A puller's own element and the
+/// queues are left out: their cycles in D also hold the empty polls of a
+/// consumer waiting for packets, and a puller's per-run costs fall with
+/// its batch (that is `AppTask::crossing_factor`'s part); the elements
+/// behind the puller run per packet, as on one thread.
+/// Returns per queue the figures, or None where D did not cross it.
+pub(crate) fn measured_line_growth(
+    fb: &CostData,
+    share_b: f64,
+    fd: &CostData,
+    shares_d: &[f64],
+    line_ns: f64,
+) -> (Vec<Option<(f64, f64)>>, Vec<String>) {
+    let nt = fd.tasks.len();
+    let ghz = fd.hz / 1e9;
+    let th = |k: usize| fd.tasks[k].thread;
+    let share_d = |t: usize| shares_d.get(t).copied().unwrap_or(1.0).clamp(0.05, 1.0);
+    let share_b = share_b.clamp(0.05, 1.0);
+    let pullers: Vec<usize> = fd
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .flat_map(|e| e.pull_tasks.iter().copied())
+        .collect();
+    // Per task: extra cycles in D over B on its thread.
+    let mut extra = vec![0.0; nt];
+    for (i, e) in fd.elements.iter().enumerate() {
+        let Some(b) = fb.elements.get(i) else {
+            continue;
+        };
+        if e.is_queue {
+            continue;
+        }
+        // The tasks this element runs in (its task's own element: the
+        // task's packets are its packets).
+        let own: Vec<usize> = (0..nt).filter(|&k| fd.tasks[k].element == e.name).collect();
+        if own.iter().any(|k| pullers.contains(k)) {
+            continue;
+        }
+        let mut tasks: Vec<usize> = e.push_tasks.iter().chain(&e.pull_tasks).copied().collect();
+        tasks.extend(own.iter().copied());
+        tasks.sort_unstable();
+        tasks.dedup();
+        let per_b = |cyc: u64, pk: u64| {
+            if pk > 0 {
+                Some(cyc as f64 * share_b / pk as f64)
+            } else {
+                None
+            }
+        };
+        for (t, &(cyc, pk)) in e.per_thread.iter().enumerate() {
+            let (cyc, pk_d, cb) = if !own.is_empty() {
+                // A source: its cycles per packet of its task.
+                let pk_d: u64 = own
+                    .iter()
+                    .filter(|&&k| th(k) == t)
+                    .map(|&k| fd.tasks[k].packets)
+                    .sum();
+                let pk_b: u64 = own
+                    .iter()
+                    .map(|&k| fb.tasks.get(k).map_or(0, |x| x.packets))
+                    .sum();
+                (cyc, pk_d, per_b(b.cycles, pk_b))
+            } else {
+                (cyc, pk, per_b(b.cycles, b.packets))
+            };
+            let Some(cb) = cb else { continue };
+            if pk_d == 0 {
+                continue;
+            }
+            let x = cyc as f64 * share_d(t) - cb * pk_d as f64;
+            let here: Vec<usize> = tasks.iter().copied().filter(|&k| th(k) == t).collect();
+            for &k in &here {
+                extra[k] += x / here.len() as f64;
+            }
+        }
+    }
+    // Per task: crossing packets it sent or received in D.
+    let mut crossing = vec![0.0; nt];
+    let mut crossed_q = Vec::new();
+    for e in fd.elements.iter().filter(|e| e.is_queue) {
+        let mut any = false;
+        for &p in &e.push_tasks {
+            for &c in &e.pull_tasks {
+                if th(p) != th(c) {
+                    any = true;
+                    let sent = e.per_thread.get(th(p)).map_or(0, |x| x.1) as f64;
+                    let got = e.per_thread.get(th(c)).map_or(0, |x| x.1) as f64;
+                    let np = e
+                        .push_tasks
+                        .iter()
+                        .filter(|&&u| th(u) == th(p))
+                        .count()
+                        .max(1) as f64;
+                    let nc = e
+                        .pull_tasks
+                        .iter()
+                        .filter(|&&u| th(u) == th(c))
+                        .count()
+                        .max(1) as f64;
+                    crossing[p] += sent / np;
+                    crossing[c] += got / nc;
+                }
+            }
+        }
+        crossed_q.push(any);
+    }
+    let per = |k: usize| {
+        if crossing[k] > 0.0 && line_ns > 0.0 {
+            (extra[k] / ghz / crossing[k] / line_ns).max(0.0)
+        } else {
+            0.0
+        }
+    };
+    let mut notes = Vec::new();
+    for k in 0..nt {
+        if crossing[k] > 0.0 {
+            notes.push(format!(
+                "{} {:+.1} ns per crossing packet ({:.2} lines)",
+                fd.tasks[k].element,
+                extra[k] / ghz / crossing[k],
+                per(k)
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for (e, &any) in fd.elements.iter().filter(|e| e.is_queue).zip(&crossed_q) {
+        if !any {
+            out.push(None);
+            continue;
+        }
+        let mean = |ts: &[usize]| {
+            let v: Vec<f64> = ts
+                .iter()
+                .filter(|&&k| crossing[k] > 0.0)
+                .map(|&k| per(k))
+                .collect();
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        out.push(Some((mean(&e.push_tasks), mean(&e.pull_tasks))));
+    }
+    (out, notes)
+}
+
+/// Per queue: whether an element on its consumers' side (the queue's
+/// pullers, what they pull through and what they push to) reads the
+/// packet's data: its class is not in [`METADATA_ONLY`].
+pub(crate) fn consumer_reads_data(cd: &CostData) -> Vec<bool> {
+    let task_elem = |k: usize| cd.tasks.get(k).map(|t| t.element.as_str());
+    cd.elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|q| {
+            cd.elements.iter().any(|e| {
+                let on_side = e
+                    .push_tasks
+                    .iter()
+                    .chain(&e.pull_tasks)
+                    .any(|k| q.pull_tasks.contains(k))
+                    || q.pull_tasks
+                        .iter()
+                        .any(|&k| task_elem(k) == Some(e.name.as_str()));
+                on_side && !e.is_queue && !METADATA_ONLY.contains(&e.class.as_str())
+            })
+        })
+        .collect()
+}
+
+/// The line time (ns) the profile's crossing run must meet for its
+/// figures to be used: there a crossing packet's line waits are
+/// 100 ns x lines, against a noise of about +-20 ns per crossing packet
+/// between runs (in the fast state, ~24 ns a line on this VM, the same
+/// noise is a line per packet: the crossing run then reads from -0.7 to
+/// +6 lines for configurations that measure 0.1-0.2 in the slow state).
+pub const MEASURED_LINE_MIN_NS: f64 = 100.0;
+
+/// Measured line terms of the configurations profiled in the slow state,
+/// kept next to the system model so that a profile taken in the fast
+/// state can use them (`line-terms.json`): per configuration (its text
+/// and defines), per queue, (producer, consumer) lines per crossing
+/// packet, and the line time they were measured at.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct LineCache {
+    configs: std::collections::BTreeMap<String, Vec<(String, f64, f64, f64)>>,
+}
+
+fn line_cache_path() -> Option<std::path::PathBuf> {
+    Some(
+        paraclick_model::machine::cache_path()?
+            .parent()?
+            .join("line-terms.json"),
+    )
+}
+
+fn line_cache_key(src: &Source, defines: &[(String, String)]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    src.text.hash(&mut h);
+    let mut d: Vec<&(String, String)> = defines.iter().filter(|d| d.0 != "N").collect();
+    d.sort();
+    d.hash(&mut h);
+    format!("{}:{:016x}", src.name, h.finish())
+}
+
+fn line_cache_load() -> LineCache {
+    line_cache_path()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn line_cache_store(key: &str, terms: Vec<(String, f64, f64, f64)>) {
+    let Some(p) = line_cache_path() else {
+        return;
+    };
+    let mut c = line_cache_load();
+    c.configs.insert(key.to_string(), terms);
+    if let Some(dir) = p.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(t) = serde_json::to_string_pretty(&c) {
+        let _ = std::fs::write(p, t);
+    }
+}
+
 pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
     let by_name: std::collections::HashMap<&str, usize> = cd
         .elements
@@ -304,6 +616,7 @@ pub fn profile_app(
             producers: share(&e.push_tasks),
             consumers: share(&e.pull_tasks),
             batch: if wk > 0 { pk as f64 / wk as f64 } else { 0.0 },
+            line_growth: LineTerm::default(),
         });
     }
     let pullers: Vec<usize> = fa
@@ -316,9 +629,88 @@ pub fn profile_app(
     // Run B: what each task costs, relative to the others: one pinned
     // thread with every task run timed.
     let b = build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
-    run_for(&b, secs);
+    let share_b = run_for_shares(&b, secs, 1)[0];
     let fb = b.cost_data();
     drop(b);
+    // Run D: what crossing cores costs each end in this configuration:
+    // two pinned threads, every element timed, the line time taken
+    // before and after. Used where it met a slow line (else its figures
+    // are noise); a configuration's figures from an earlier profile in
+    // the slow state are kept and used in the fast one; without either,
+    // the estimate from the consumers' element classes.
+    let reads = consumer_reads_data(&fb);
+    for (q, &r) in queues.iter_mut().zip(&reads) {
+        q.line_growth.consumer_data = if r { DATA_LINES_PER_PACKET } else { 0.0 };
+    }
+    let mut line_note = format!(
+        "line term: estimated (consumers reading packet data: {})",
+        queues
+            .iter()
+            .zip(&reads)
+            .filter(|x| *x.1)
+            .map(|x| x.0.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if ntasks >= 2 && !queues.is_empty() && cpus >= 2 {
+        let key = line_cache_key(src, defines);
+        let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+        let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
+        let shares_d = run_for_shares(&d, secs, 2);
+        let fd = d.cost_data();
+        drop(d);
+        let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+        let line = match (l0, l1) {
+            (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => Some((a + b) / 2.0),
+            _ => None,
+        };
+        let cached = line_cache_load().configs.get(&key).cloned();
+        match line {
+            Some(l) if l >= MEASURED_LINE_MIN_NS => {
+                let (g, notes) = measured_line_growth(&fb, share_b, &fd, &shares_d, l);
+                let mut keep = Vec::new();
+                for (q, g) in queues.iter_mut().zip(&g) {
+                    if let Some((p, c)) = *g {
+                        q.line_growth.producer = Some(p);
+                        q.line_growth.consumer = Some(c);
+                        keep.push((q.name.clone(), p, c, l));
+                    }
+                }
+                line_note = format!(
+                    "line term: measured at a {l:.0} ns line (crossing run shares {}, one-thread run {share_b:.2}): {}",
+                    shares_d.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join("/"),
+                    notes.join(", ")
+                );
+                if !keep.is_empty() {
+                    line_cache_store(&key, keep);
+                }
+            }
+            _ => {
+                let why = line.map_or("the line time changed under way".to_string(), |l| {
+                    format!("the line was {l:.0} ns")
+                });
+                if let Some(c) = cached.filter(|c| !c.is_empty()) {
+                    for q in queues.iter_mut() {
+                        if let Some(x) = c.iter().find(|x| x.0 == q.name) {
+                            q.line_growth.producer = Some(x.1);
+                            q.line_growth.consumer = Some(x.2);
+                        }
+                    }
+                    line_note = format!(
+                        "line term: from this configuration's profile at a {:.0} ns line ({why} now): {}",
+                        c[0].3,
+                        c.iter()
+                            .map(|x| format!("{} {:.2}/{:.2}", x.0, x.1, x.2))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                } else {
+                    let _ = write!(line_note, "; not measured: {why}");
+                }
+            }
+        }
+    }
     // Run C: the elapsed cycles per packet, without any sampling cost.
     let c = build(src, reg, defines, 1, SchedPolicy::Static, false, false)?;
     let t0 = std::time::Instant::now();
@@ -387,6 +779,7 @@ pub fn profile_app(
         residual,
         scale
     );
+    let _ = writeln!(notes, "{line_note}");
     Ok((
         App {
             name: src.name.clone(),
@@ -586,8 +979,21 @@ pub fn config_model(
                 .iter()
                 .filter(|q| q.crosses(&assign, nthreads))
                 .map(|q| {
-                    let (p, c) = machine.hop_ends_at(q.batch, whatif.line_ns);
-                    format!("{} (batch {:.1}: +{p:.1}/+{c:.1} ns)", q.name, q.batch)
+                    let (p, c) = machine.hop_ends_with(q.batch, whatif.line_ns, &q.line_growth);
+                    let (kp, kc) = machine.queue_hop.first().map_or(
+                        (
+                            paraclick_model::machine::LINES_PER_PACKET,
+                            paraclick_model::machine::LINES_PER_PACKET,
+                        ),
+                        |h| h.growth(),
+                    );
+                    format!(
+                        "{} (batch {:.1}: +{p:.1}/+{c:.1} ns; +{:.2}/+{:.2} per ns of line)",
+                        q.name,
+                        q.batch,
+                        q.line_growth.producer_k(kp),
+                        q.line_growth.consumer_k(kc)
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
