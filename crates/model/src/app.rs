@@ -898,4 +898,110 @@ mod tests {
             assert!(a > 0.0);
         }
     }
+
+    /// Sources on thread 0, heavy drains on thread 1 (the consumers the
+    /// bottleneck), every packet crossing once, the hop measured at a
+    /// 50 ns line with the default growth.
+    fn heavy_drains() -> (App, Machine) {
+        let t = [
+            ("src0", 100.0),
+            ("src1", 100.0),
+            ("d0", 300.0),
+            ("d1", 300.0),
+        ];
+        let app = two_sources("drains", t, true);
+        let mut mach = machine();
+        mach.queue_hop = vec![crate::machine::HopPoint {
+            batch: 1.0,
+            ns: 20.0,
+            producer_ns: Some(20.0),
+            consumer_ns: Some(20.0),
+            per_line: None,
+            line_ns: Some(50.0),
+        }];
+        (app, mach)
+    }
+
+    #[test]
+    fn a_consumer_that_reads_data_slows_more_with_a_slower_line() {
+        let (meta, mach) = heavy_drains();
+        let mut data = meta.clone();
+        for q in &mut data.queues {
+            q.line_growth.consumer_data = crate::machine::DATA_LINES_PER_PACKET;
+        }
+        let split = [0, 0, 1, 1];
+        let at = |l: f64| WhatIf {
+            line_ns: Some(l),
+            ..WhatIf::default()
+        };
+        let k = crate::machine::LINES_PER_PACKET;
+        let d = crate::machine::DATA_LINES_PER_PACKET;
+        // At the hop's own line time the two are the same.
+        assert_eq!(
+            meta.predict(&mach, &split, 2, &at(50.0)),
+            data.predict(&mach, &split, 2, &at(50.0))
+        );
+        // 150 ns slower: the metadata consumer's end grows by k per ns,
+        // the data reader's by k + d.
+        let m = meta.model(&mach, &split, 2, &at(200.0));
+        let x = data.model(&mach, &split, 2, &at(200.0));
+        assert!((m.stages[1].latency_ns - (300.0 + 20.0 + k * 150.0)).abs() < 1e-9);
+        assert!((x.stages[1].latency_ns - (300.0 + 20.0 + (k + d) * 150.0)).abs() < 1e-9);
+        // Producers are charged the same either way.
+        assert_eq!(m.stages[0].latency_ns, x.stages[0].latency_ns);
+        let (pm, px) = (
+            meta.predict(&mach, &split, 2, &at(200.0)),
+            data.predict(&mach, &split, 2, &at(200.0)),
+        );
+        let pm_fast = meta.predict(&mach, &split, 2, &at(50.0));
+        assert!(px < pm && pm < pm_fast, "{px} {pm} {pm_fast}");
+        // A measured figure replaces the growth: a consumer measured at
+        // 0 lines per packet does not slow at all.
+        let mut measured = data.clone();
+        for q in &mut measured.queues {
+            q.line_growth.consumer = Some(0.0);
+        }
+        let y = measured.model(&mach, &split, 2, &at(200.0));
+        assert!((y.stages[1].latency_ns - 320.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_line_term_changes_nothing_where_nothing_crosses_cores() {
+        let (app, mach) = heavy_drains();
+        let mut data = app.clone();
+        for q in &mut data.queues {
+            q.line_growth = LineTerm {
+                producer: Some(2.0),
+                consumer: None,
+                consumer_data: 3.0,
+            };
+        }
+        let at = |l: Option<f64>| WhatIf {
+            line_ns: l,
+            ..WhatIf::default()
+        };
+        // One thread, or each source with its own packets' drain.
+        for (assign, n) in [([0, 0, 0, 0], 1), ([0, 1, 1, 0], 2)] {
+            for l in [None, Some(50.0), Some(400.0)] {
+                assert_eq!(
+                    data.predict(&mach, &assign, n, &at(l)),
+                    app.predict(&mach, &assign, n, &at(l)),
+                    "{assign:?} at {l:?}"
+                );
+            }
+        }
+        // A zero term (measured 0 at both ends) leaves only the
+        // calibrated figures, whatever the line.
+        let mut zero = app.clone();
+        for q in &mut zero.queues {
+            q.line_growth.producer = Some(0.0);
+            q.line_growth.consumer = Some(0.0);
+        }
+        let split = [0, 0, 1, 1];
+        let a = zero.model(&mach, &split, 2, &at(Some(50.0)));
+        let b = zero.model(&mach, &split, 2, &at(Some(400.0)));
+        for (x, y) in a.stages.iter().zip(&b.stages) {
+            assert_eq!(x.latency_ns, y.latency_ns);
+        }
+    }
 }

@@ -1040,6 +1040,51 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_line_term_replaces_or_adds_to_the_calibrated_growth() {
+        let mut m = Machine::calibrate_with(200, 1);
+        m.line_transfer_ns = 25.0;
+        m.crossing_ns = 30.0;
+        m.queue_hop = vec![HopPoint {
+            batch: 8.0,
+            ns: 20.0,
+            producer_ns: Some(20.0),
+            consumer_ns: Some(10.0),
+            per_line: Some((0.2, 0.1)),
+            line_ns: Some(25.0),
+        }];
+        // The default term is the calibration's.
+        let none = LineTerm::default();
+        for l in [None, Some(25.0), Some(185.0)] {
+            assert_eq!(m.hop_ends_with(8.0, l, &none), m.hop_ends_at(8.0, l));
+        }
+        // Estimated: the consumer's data lines add to its growth.
+        let data = LineTerm {
+            consumer_data: 1.2,
+            ..LineTerm::default()
+        };
+        let (p, c) = m.hop_ends_with(8.0, Some(185.0), &data);
+        assert!((p - (20.0 + 0.2 * 160.0)).abs() < 1e-9, "{p}");
+        assert!((c - (10.0 + 1.3 * 160.0)).abs() < 1e-9, "{c}");
+        // At the calibration's line time nothing moves.
+        assert_eq!(m.hop_ends_with(8.0, Some(25.0), &data), (20.0, 10.0));
+        // Measured: replaces the growth at its end (the estimate is then
+        // not added).
+        let measured = LineTerm {
+            producer: Some(0.05),
+            consumer: Some(0.0),
+            consumer_data: 1.2,
+        };
+        let (p, c) = m.hop_ends_with(8.0, Some(185.0), &measured);
+        assert!((p - (20.0 + 0.05 * 160.0)).abs() < 1e-9, "{p}");
+        assert_eq!(c, 10.0);
+        // The ring's fallback takes the term likewise.
+        m.queue_hop.clear();
+        let (p, c) = m.hop_ends_with(1.0, Some(125.0), &measured);
+        assert!((p - (30.0 + 0.05 * 100.0)).abs() < 1e-9, "{p}");
+        assert_eq!(c, 30.0);
+    }
+
+    #[test]
     fn line_time_now_is_positive_on_two_cores() {
         match line_ns_now(2000) {
             Some(l) => assert!(l > 0.0 && l.is_finite(), "{l}"),

@@ -475,8 +475,11 @@ pub const MEASURED_LINE_MIN_NS: f64 = 100.0;
 /// Measured line terms of the configurations profiled in the slow state,
 /// kept next to the system model so that a profile taken in the fast
 /// state can use them (`line-terms.json`): per configuration (its text
-/// and defines), per queue, (producer, consumer) lines per crossing
-/// packet, and the line time they were measured at.
+/// and defines), the last [`LINE_CACHE_KEEP`] measurements per queue:
+/// (queue, producer, consumer lines per crossing packet, the line time
+/// they were measured at). The model uses their median per end: one
+/// profile's figure under another process's load is off by up to a
+/// factor of two.
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 struct LineCache {
     configs: std::collections::BTreeMap<String, Vec<(String, f64, f64, f64)>>,
@@ -507,18 +510,56 @@ fn line_cache_load() -> LineCache {
         .unwrap_or_default()
 }
 
-fn line_cache_store(key: &str, terms: Vec<(String, f64, f64, f64)>) {
-    let Some(p) = line_cache_path() else {
-        return;
-    };
+/// Measurements kept per queue of a configuration.
+pub const LINE_CACHE_KEEP: usize = 5;
+
+/// Adds this profile's measurements to the configuration's (the oldest
+/// beyond [`LINE_CACHE_KEEP`] per queue dropped) and returns them all.
+fn line_cache_store(
+    key: &str,
+    terms: Vec<(String, f64, f64, f64)>,
+) -> Vec<(String, f64, f64, f64)> {
     let mut c = line_cache_load();
-    c.configs.insert(key.to_string(), terms);
+    let all = c.configs.entry(key.to_string()).or_default();
+    for t in terms {
+        let n = all.iter().filter(|x| x.0 == t.0).count();
+        if n >= LINE_CACHE_KEEP {
+            if let Some(i) = all.iter().position(|x| x.0 == t.0) {
+                all.remove(i);
+            }
+        }
+        all.push(t);
+    }
+    let out = all.clone();
+    let Some(p) = line_cache_path() else {
+        return out;
+    };
     if let Some(dir) = p.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
     if let Ok(t) = serde_json::to_string_pretty(&c) {
         let _ = std::fs::write(p, t);
     }
+    out
+}
+
+/// Per queue of `kept` measurements: the median producer and consumer
+/// figures and how many there are.
+pub(crate) fn line_medians(
+    kept: &[(String, f64, f64, f64)],
+    queue: &str,
+) -> Option<(f64, f64, usize)> {
+    let mine: Vec<&(String, f64, f64, f64)> = kept.iter().filter(|x| x.0 == queue).collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let mut p: Vec<f64> = mine.iter().map(|x| x.1).collect();
+    let mut c: Vec<f64> = mine.iter().map(|x| x.2).collect();
+    Some((
+        crate::hop::median(&mut p),
+        crate::hop::median(&mut c),
+        mine.len(),
+    ))
 }
 
 pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
@@ -665,50 +706,50 @@ pub fn profile_app(
             (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => Some((a + b) / 2.0),
             _ => None,
         };
-        let cached = line_cache_load().configs.get(&key).cloned();
-        match line {
+        let mut kept = line_cache_load()
+            .configs
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
+        let why = match line {
             Some(l) if l >= MEASURED_LINE_MIN_NS => {
                 let (g, notes) = measured_line_growth(&fb, share_b, &fd, &shares_d, l);
-                let mut keep = Vec::new();
-                for (q, g) in queues.iter_mut().zip(&g) {
-                    if let Some((p, c)) = *g {
-                        q.line_growth.producer = Some(p);
-                        q.line_growth.consumer = Some(c);
-                        keep.push((q.name.clone(), p, c, l));
-                    }
+                let now: Vec<(String, f64, f64, f64)> = queues
+                    .iter()
+                    .zip(&g)
+                    .filter_map(|(q, g)| g.map(|(p, c)| (q.name.clone(), p, c, l)))
+                    .collect();
+                if !now.is_empty() {
+                    kept = line_cache_store(&key, now);
                 }
-                line_note = format!(
-                    "line term: measured at a {l:.0} ns line (crossing run shares {}, one-thread run {share_b:.2}): {}",
-                    shares_d.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join("/"),
+                format!(
+                    "measured now at a {l:.0} ns line (crossing run shares {}, one-thread run {share_b:.2}): {}",
+                    shares_d
+                        .iter()
+                        .map(|x| format!("{x:.2}"))
+                        .collect::<Vec<_>>()
+                        .join("/"),
                     notes.join(", ")
-                );
-                if !keep.is_empty() {
-                    line_cache_store(&key, keep);
-                }
+                )
             }
-            _ => {
-                let why = line.map_or("the line time changed under way".to_string(), |l| {
-                    format!("the line was {l:.0} ns")
-                });
-                if let Some(c) = cached.filter(|c| !c.is_empty()) {
-                    for q in queues.iter_mut() {
-                        if let Some(x) = c.iter().find(|x| x.0 == q.name) {
-                            q.line_growth.producer = Some(x.1);
-                            q.line_growth.consumer = Some(x.2);
-                        }
-                    }
-                    line_note = format!(
-                        "line term: from this configuration's profile at a {:.0} ns line ({why} now): {}",
-                        c[0].3,
-                        c.iter()
-                            .map(|x| format!("{} {:.2}/{:.2}", x.0, x.1, x.2))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                } else {
-                    let _ = write!(line_note, "; not measured: {why}");
-                }
+            Some(l) => format!("the line was {l:.0} ns now"),
+            None => "the line time changed under way".to_string(),
+        };
+        let mut used = Vec::new();
+        for q in queues.iter_mut() {
+            if let Some((p, c, n)) = line_medians(&kept, &q.name) {
+                q.line_growth.producer = Some(p);
+                q.line_growth.consumer = Some(c);
+                used.push(format!("{} {p:.2}/{c:.2} (median of {n})", q.name));
             }
+        }
+        if used.is_empty() {
+            let _ = write!(line_note, "; not measured: {why}");
+        } else {
+            line_note = format!(
+                "line term: measured in the slow state, lines per crossing packet (producer/consumer) {}; {why}",
+                used.join(", ")
+            );
         }
     }
     // Run C: the elapsed cycles per packet, without any sampling cost.
@@ -1059,6 +1100,126 @@ pub fn config_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// queue-unqueue's shape with a WorkPackage after the Unqueue: task
+    /// 0 (src) pushes into q, task 1 (uq) pulls it and pushes through c
+    /// and w. One-thread run B and two-thread run D (src on thread 0, uq
+    /// on 1), 1000 packets each, at 2 GHz; in D the source costs
+    /// `src_extra` and w `w_extra` cycles per packet more than in B.
+    fn runs(src_extra: u64, w_extra: u64, d_share: f64) -> (CostData, CostData) {
+        use paraclick_runtime::sched::ElementCost;
+        let el = |name: &str, class: &str, push: Vec<usize>, pull: Vec<usize>| ElementCost {
+            name: name.into(),
+            class: class.into(),
+            is_queue: class == "Queue",
+            push_tasks: push,
+            pull_tasks: pull,
+            ..ElementCost::default()
+        };
+        let task = |name: &str, thread: usize| TaskCost {
+            element: name.into(),
+            thread,
+            work: 1000,
+            packets: 1000,
+            ..TaskCost::default()
+        };
+        let elements = vec![
+            el("src", "InfiniteSource", vec![], vec![]),
+            el("q", "Queue", vec![0], vec![1]),
+            el("uq", "Unqueue", vec![], vec![]),
+            el("c", "Counter", vec![1], vec![]),
+            el("w", "WorkPackage", vec![1], vec![]),
+        ];
+        let mut b = CostData {
+            hz: 2e9,
+            profiled: true,
+            threads: 1,
+            elements: elements.clone(),
+            tasks: vec![task("src", 0), task("uq", 0)],
+            ..CostData::default()
+        };
+        let one = [
+            (50_000, 0),
+            (20_000, 2000),
+            (8_000, 0),
+            (30_000, 1000),
+            (100_000, 1000),
+        ];
+        for (e, &(c, p)) in b.elements.iter_mut().zip(&one) {
+            e.per_thread = vec![(c, p)];
+            e.cycles = c;
+            e.packets = p;
+        }
+        let mut d = CostData {
+            threads: 2,
+            elements,
+            tasks: vec![task("src", 0), task("uq", 1)],
+            ..b.clone()
+        };
+        // Thread 1's cycles are wall-clock cycles at `d_share` of a core.
+        let t1 = |c: u64| (c as f64 / d_share) as u64;
+        let two = [
+            vec![(50_000 + 1000 * src_extra, 0), (0, 0)],
+            vec![(10_000, 1000), (t1(90_000), 1000)],
+            vec![(0, 0), (t1(3_000), 0)],
+            vec![(0, 0), (t1(30_000), 1000)],
+            vec![(0, 0), (t1(100_000 + 1000 * w_extra), 1000)],
+        ];
+        for (e, pt) in d.elements.iter_mut().zip(two) {
+            e.cycles = pt.iter().map(|x| x.0).sum();
+            e.packets = pt.iter().map(|x| x.1).sum();
+            e.per_thread = pt;
+        }
+        (b, d)
+    }
+
+    #[test]
+    fn crossing_run_gives_each_end_its_lines_per_packet() {
+        // At a 100 ns line: the source's +10 cycles (5 ns) are 0.05 lines
+        // at the producer; w's +200 cycles (100 ns) a line at the
+        // consumer; the queue's and the puller's own cycles (empty polls,
+        // batch) are left out.
+        let (b, d) = runs(10, 200, 1.0);
+        let (g, notes) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
+        let (p, c) = g[0].unwrap();
+        assert!((p - 0.05).abs() < 1e-9, "{p} {notes:?}");
+        assert!((c - 1.0).abs() < 1e-9, "{c} {notes:?}");
+        // Thread 1 had half a core: its wall-clock cycles are corrected.
+        let (b, d) = runs(10, 200, 0.5);
+        let (g, _) = measured_line_growth(&b, 1.0, &d, &[1.0, 0.5], 100.0);
+        assert!((g[0].unwrap().1 - 1.0).abs() < 1e-9);
+        // Nothing grew: no lines, and a faster element is not a negative
+        // figure.
+        let (b, d) = runs(0, 0, 1.0);
+        assert_eq!(
+            measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
+            vec![Some((0.0, 0.0))]
+        );
+        // Both tasks on one thread: nothing crossed, nothing measured.
+        let (b, mut d) = runs(10, 200, 1.0);
+        d.tasks[1].thread = 0;
+        assert_eq!(
+            measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
+            vec![None]
+        );
+    }
+
+    #[test]
+    fn consumers_that_read_packet_data_are_told_from_the_classes() {
+        let (mut b, _) = runs(0, 0, 1.0);
+        assert_eq!(consumer_reads_data(&b), vec![true]);
+        // Without the WorkPackage: Unqueue, Counter read metadata only.
+        b.elements.pop();
+        assert_eq!(consumer_reads_data(&b), vec![false]);
+        // A data reader before the queue (the producer's side) does not count.
+        b.elements.push(paraclick_runtime::sched::ElementCost {
+            name: "cl".into(),
+            class: "IPClassifier".into(),
+            push_tasks: vec![0],
+            ..Default::default()
+        });
+        assert_eq!(consumer_reads_data(&b), vec![false]);
+    }
 
     #[test]
     fn traffic_specs() {
