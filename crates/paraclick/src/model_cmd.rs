@@ -719,10 +719,11 @@ pub fn profile_app(
                     .zip(&g)
                     .filter_map(|(q, g)| g.map(|(p, c)| (q.name.clone(), p, c, l)))
                     .collect();
-                if !now.is_empty() {
+                if now.is_empty() {
+                    format!("the crossing run at a {l:.0} ns line crossed no queue")
+                } else {
                     kept = line_cache_store(&key, now);
-                }
-                format!(
+                    format!(
                     "measured now at a {l:.0} ns line (crossing run shares {}, one-thread run {share_b:.2}): {}",
                     shares_d
                         .iter()
@@ -730,7 +731,8 @@ pub fn profile_app(
                         .collect::<Vec<_>>()
                         .join("/"),
                     notes.join(", ")
-                )
+                    )
+                }
             }
             Some(l) => format!("the line was {l:.0} ns now"),
             None => "the line time changed under way".to_string(),
