@@ -510,6 +510,10 @@ fn line_cache_load() -> LineCache {
         .unwrap_or_default()
 }
 
+/// Short crossing runs (half the profile's run time each) per profile
+/// that meets the slow line; their median per queue is one measurement.
+pub const CROSSING_RUNS: usize = 3;
+
 /// Measurements kept per queue of a configuration.
 pub const LINE_CACHE_KEEP: usize = 5;
 
@@ -696,47 +700,70 @@ pub fn profile_app(
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if ntasks >= 2 && !queues.is_empty() && cpus >= 2 {
         let key = line_cache_key(src, defines);
-        let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
-        let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
-        let shares_d = run_for_shares(&d, secs, 2);
-        let fd = d.cost_data();
-        drop(d);
-        let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
-        let line = match (l0, l1) {
-            (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => Some((a + b) / 2.0),
-            _ => None,
-        };
         let mut kept = line_cache_load()
             .configs
             .get(&key)
             .cloned()
             .unwrap_or_default();
-        let why = match line {
-            Some(l) if l >= MEASURED_LINE_MIN_NS => {
-                let (g, notes) = measured_line_growth(&fb, share_b, &fd, &shares_d, l);
-                let now: Vec<(String, f64, f64, f64)> = queues
-                    .iter()
-                    .zip(&g)
-                    .filter_map(|(q, g)| g.map(|(p, c)| (q.name.clone(), p, c, l)))
-                    .collect();
-                if now.is_empty() {
-                    format!("the crossing run at a {l:.0} ns line crossed no queue")
-                } else {
-                    kept = line_cache_store(&key, now);
-                    format!(
-                    "measured now at a {l:.0} ns line (crossing run shares {}, one-thread run {share_b:.2}): {}",
-                    shares_d
+        // Up to CROSSING_RUNS short runs, each kept where the line was
+        // slow throughout; the first one in the fast state ends them.
+        let mut now: Vec<(String, f64, f64, f64)> = Vec::new();
+        let mut said = Vec::new();
+        let mut why = String::new();
+        for _ in 0..CROSSING_RUNS {
+            let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
+            let shares_d = run_for_shares(&d, secs / 2.0, 2);
+            let fd = d.cost_data();
+            drop(d);
+            let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            match (l0, l1) {
+                (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => {
+                    let l = (a + b) / 2.0;
+                    if l < MEASURED_LINE_MIN_NS {
+                        why = format!("the line was {l:.0} ns now");
+                        break;
+                    }
+                    let (g, notes) = measured_line_growth(&fb, share_b, &fd, &shares_d, l);
+                    let got: Vec<(String, f64, f64, f64)> = queues
                         .iter()
-                        .map(|x| format!("{x:.2}"))
-                        .collect::<Vec<_>>()
-                        .join("/"),
-                    notes.join(", ")
-                    )
+                        .zip(&g)
+                        .filter_map(|(q, g)| g.map(|(p, c)| (q.name.clone(), p, c, l)))
+                        .collect();
+                    if got.is_empty() {
+                        why = format!("the crossing run at a {l:.0} ns line crossed no queue");
+                        break;
+                    }
+                    said.push(format!(
+                        "{l:.0} ns, shares {}: {}",
+                        shares_d
+                            .iter()
+                            .map(|x| format!("{x:.2}"))
+                            .collect::<Vec<_>>()
+                            .join("/"),
+                        notes.join(", ")
+                    ));
+                    now.extend(got);
+                }
+                _ => why = "the line time changed under way".to_string(),
+            }
+        }
+        if !now.is_empty() {
+            // This profile's runs as one measurement (their median per
+            // queue), added to the configuration's.
+            let mut one = Vec::new();
+            for q in &queues {
+                if let Some((p, c, _)) = line_medians(&now, &q.name) {
+                    let l = now.iter().find(|x| x.0 == q.name).map_or(0.0, |x| x.3);
+                    one.push((q.name.clone(), p, c, l));
                 }
             }
-            Some(l) => format!("the line was {l:.0} ns now"),
-            None => "the line time changed under way".to_string(),
-        };
+            kept = line_cache_store(&key, one);
+            why = format!(
+                "measured now (one-thread run share {share_b:.2}; {})",
+                said.join("; ")
+            );
+        }
         let mut used = Vec::new();
         for q in queues.iter_mut() {
             if let Some((p, c, n)) = line_medians(&kept, &q.name) {
