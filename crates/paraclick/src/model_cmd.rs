@@ -288,16 +288,24 @@ const METADATA_ONLY: &[&str] = &[
 /// per queue, (producer, consumer) ns per crossing packet per ns of line
 /// time. Run D (two pinned threads, the static placement, every element
 /// timed) against run B (one thread, every element timed): each element
-/// on a thread that sends or receives crossing packets is charged its
-/// extra cycles per packet in D over B (both corrected for the share of
-/// the core each run had), summed over the elements of each task that
-/// is an end of a crossing queue and divided by that task's crossing
-/// packets and the line time D met. A puller's own element and the
-/// queues are left out: their cycles in D also hold the empty polls of a
-/// consumer waiting for packets, and a puller's per-run costs fall with
+/// is charged its extra cycles per packet on its thread in D over B
+/// (both corrected for the share of its core the run had: timed cycles
+/// are wall-clock cycles). The consumer's end is what the elements of
+/// its task after the puller add (they read the lines of packets written
+/// on the other core), over the crossing packets it took; the producer's
+/// end is what a source's own element adds (it takes buffers that come
+/// back from the other core), over the crossing packets its task sent:
+/// the rest of a producer's path touches lines its own core has just
+/// written, and its figures in D are noise (fake-iprouter's ~15 elements
+/// after its sources scattered +-100 cycles each between runs, ~1 line
+/// per packet in all, against its measured slowdown of ~0.15 per end).
+/// Left out: the queues and the pullers' own elements, whose cycles in D
+/// also hold a consumer's empty polls and whose per-run costs fall with
 /// its batch (that is `AppTask::crossing_factor`'s part); the elements
-/// behind the puller run per packet, as on one thread.
-/// Returns per queue the figures, or None where D did not cross it.
+/// after a puller run per packet as on one thread, so the batch barely
+/// moves them. Each figure is divided by D's line time. Returns per
+/// queue the figures (None where D did not cross it; an end without a
+/// figure, e.g. a producer that is not a source: 0) and a note per task.
 pub(crate) fn measured_line_growth(
     fb: &CostData,
     share_b: f64,
@@ -316,8 +324,11 @@ pub(crate) fn measured_line_growth(
         .filter(|e| e.is_queue)
         .flat_map(|e| e.pull_tasks.iter().copied())
         .collect();
-    // Per task: extra cycles in D over B on its thread.
-    let mut extra = vec![0.0; nt];
+    let per_b = |cyc: u64, pk: u64| (pk > 0).then(|| cyc as f64 * share_b / pk as f64);
+    // Per task: extra cycles in D over B of its own (source) element,
+    // and of the elements its pulls push through.
+    let mut own_extra = vec![0.0; nt];
+    let mut path_extra = vec![0.0; nt];
     for (i, e) in fd.elements.iter().enumerate() {
         let Some(b) = fb.elements.get(i) else {
             continue;
@@ -325,52 +336,56 @@ pub(crate) fn measured_line_growth(
         if e.is_queue {
             continue;
         }
-        // The tasks this element runs in (its task's own element: the
-        // task's packets are its packets).
         let own: Vec<usize> = (0..nt).filter(|&k| fd.tasks[k].element == e.name).collect();
-        if own.iter().any(|k| pullers.contains(k)) {
-            continue;
-        }
-        let mut tasks: Vec<usize> = e.push_tasks.iter().chain(&e.pull_tasks).copied().collect();
-        tasks.extend(own.iter().copied());
-        tasks.sort_unstable();
-        tasks.dedup();
-        let per_b = |cyc: u64, pk: u64| {
-            if pk > 0 {
-                Some(cyc as f64 * share_b / pk as f64)
-            } else {
-                None
-            }
-        };
-        for (t, &(cyc, pk)) in e.per_thread.iter().enumerate() {
-            let (cyc, pk_d, cb) = if !own.is_empty() {
-                // A source: its cycles per packet of its task.
-                let pk_d: u64 = own
-                    .iter()
-                    .filter(|&&k| th(k) == t)
-                    .map(|&k| fd.tasks[k].packets)
-                    .sum();
-                let pk_b: u64 = own
-                    .iter()
-                    .map(|&k| fb.tasks.get(k).map_or(0, |x| x.packets))
-                    .sum();
-                (cyc, pk_d, per_b(b.cycles, pk_b))
-            } else {
-                (cyc, pk, per_b(b.cycles, b.packets))
-            };
-            let Some(cb) = cb else { continue };
-            if pk_d == 0 {
+        if !own.is_empty() {
+            if own.iter().any(|k| pullers.contains(k)) {
                 continue;
             }
-            let x = cyc as f64 * share_d(t) - cb * pk_d as f64;
+            // A source: its cycles per packet of its task.
+            let pk_b: u64 = own
+                .iter()
+                .map(|&k| fb.tasks.get(k).map_or(0, |x| x.packets))
+                .sum();
+            let Some(cb) = per_b(b.cycles, pk_b) else {
+                continue;
+            };
+            for (t, &(cyc, _)) in e.per_thread.iter().enumerate() {
+                let here: Vec<usize> = own.iter().copied().filter(|&k| th(k) == t).collect();
+                let pk_d: u64 = here.iter().map(|&k| fd.tasks[k].packets).sum();
+                if pk_d == 0 {
+                    continue;
+                }
+                let x = cyc as f64 * share_d(t) - cb * pk_d as f64;
+                for &k in &here {
+                    own_extra[k] += x / here.len() as f64;
+                }
+            }
+            continue;
+        }
+        let Some(cb) = per_b(b.cycles, b.packets) else {
+            continue;
+        };
+        // The pullers whose paths run through it.
+        let tasks: Vec<usize> = e
+            .push_tasks
+            .iter()
+            .chain(&e.pull_tasks)
+            .copied()
+            .filter(|k| pullers.contains(k))
+            .collect();
+        for (t, &(cyc, pk)) in e.per_thread.iter().enumerate() {
             let here: Vec<usize> = tasks.iter().copied().filter(|&k| th(k) == t).collect();
+            if pk == 0 || here.is_empty() {
+                continue;
+            }
+            let x = cyc as f64 * share_d(t) - cb * pk as f64;
             for &k in &here {
-                extra[k] += x / here.len() as f64;
+                path_extra[k] += x / here.len() as f64;
             }
         }
     }
-    // Per task: crossing packets it sent or received in D.
-    let mut crossing = vec![0.0; nt];
+    // Per task: crossing packets it sent and took in D.
+    let (mut sent, mut took) = (vec![0.0; nt], vec![0.0; nt]);
     let mut crossed_q = Vec::new();
     for e in fd.elements.iter().filter(|e| e.is_queue) {
         let mut any = false;
@@ -378,43 +393,38 @@ pub(crate) fn measured_line_growth(
             for &c in &e.pull_tasks {
                 if th(p) != th(c) {
                     any = true;
-                    let sent = e.per_thread.get(th(p)).map_or(0, |x| x.1) as f64;
+                    let put = e.per_thread.get(th(p)).map_or(0, |x| x.1) as f64;
                     let got = e.per_thread.get(th(c)).map_or(0, |x| x.1) as f64;
-                    let np = e
-                        .push_tasks
-                        .iter()
-                        .filter(|&&u| th(u) == th(p))
-                        .count()
-                        .max(1) as f64;
-                    let nc = e
-                        .pull_tasks
-                        .iter()
-                        .filter(|&&u| th(u) == th(c))
-                        .count()
-                        .max(1) as f64;
-                    crossing[p] += sent / np;
-                    crossing[c] += got / nc;
+                    let np = e.push_tasks.iter().filter(|&&u| th(u) == th(p)).count();
+                    let nc = e.pull_tasks.iter().filter(|&&u| th(u) == th(c)).count();
+                    sent[p] += put / np.max(1) as f64;
+                    took[c] += got / nc.max(1) as f64;
                 }
             }
         }
         crossed_q.push(any);
     }
-    let per = |k: usize| {
-        if crossing[k] > 0.0 && line_ns > 0.0 {
-            (extra[k] / ghz / crossing[k] / line_ns).max(0.0)
+    let lines = |x: f64, n: f64| {
+        if n > 0.0 && line_ns > 0.0 {
+            (x / ghz / n / line_ns).max(0.0)
         } else {
             0.0
         }
     };
     let mut notes = Vec::new();
     for k in 0..nt {
-        if crossing[k] > 0.0 {
-            notes.push(format!(
-                "{} {:+.1} ns per crossing packet ({:.2} lines)",
-                fd.tasks[k].element,
-                extra[k] / ghz / crossing[k],
-                per(k)
-            ));
+        for (what, x, n) in [
+            ("sending", own_extra[k], sent[k]),
+            ("taking", path_extra[k], took[k]),
+        ] {
+            if n > 0.0 {
+                notes.push(format!(
+                    "{} {what} {:+.1} ns per crossing packet ({:.2} lines)",
+                    fd.tasks[k].element,
+                    x / ghz / n,
+                    lines(x, n)
+                ));
+            }
         }
     }
     let mut out = Vec::new();
@@ -423,19 +433,21 @@ pub(crate) fn measured_line_growth(
             out.push(None);
             continue;
         }
-        let mean = |ts: &[usize]| {
-            let v: Vec<f64> = ts
-                .iter()
-                .filter(|&&k| crossing[k] > 0.0)
-                .map(|&k| per(k))
-                .collect();
+        let mean = |ts: &[usize], f: &dyn Fn(usize) -> Option<f64>| {
+            let v: Vec<f64> = ts.iter().filter_map(|&k| f(k)).collect();
             if v.is_empty() {
                 0.0
             } else {
                 v.iter().sum::<f64>() / v.len() as f64
             }
         };
-        out.push(Some((mean(&e.push_tasks), mean(&e.pull_tasks))));
+        let p = mean(&e.push_tasks, &|k| {
+            (sent[k] > 0.0).then(|| lines(own_extra[k], sent[k]))
+        });
+        let c = mean(&e.pull_tasks, &|k| {
+            (took[k] > 0.0).then(|| lines(path_extra[k], took[k]))
+        });
+        out.push(Some((p, c)));
     }
     (out, notes)
 }
@@ -1224,6 +1236,22 @@ mod tests {
             measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
             vec![Some((0.0, 0.0))]
         );
+        // The producer's path after its source touches lines its own
+        // core wrote: what it adds in D is not the crossing's.
+        let (mut b, mut d) = runs(10, 200, 1.0);
+        let hs = |pt: Vec<(u64, u64)>| paraclick_runtime::sched::ElementCost {
+            name: "hs".into(),
+            class: "HashSwitch".into(),
+            push_tasks: vec![0],
+            cycles: pt.iter().map(|x| x.0).sum(),
+            packets: pt.iter().map(|x| x.1).sum(),
+            per_thread: pt,
+            ..Default::default()
+        };
+        b.elements.push(hs(vec![(40_000, 1000)]));
+        d.elements.push(hs(vec![(140_000, 1000), (0, 0)]));
+        let (g, _) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
+        assert!((g[0].unwrap().0 - 0.05).abs() < 1e-9);
         // Both tasks on one thread: nothing crossed, nothing measured.
         let (b, mut d) = runs(10, 200, 1.0);
         d.tasks[1].thread = 0;
