@@ -955,14 +955,20 @@ mod tests {
         );
         let pm_fast = meta.predict(&mach, &split, 2, &at(50.0));
         assert!(px < pm && pm < pm_fast, "{px} {pm} {pm_fast}");
-        // A measured figure replaces the growth: a consumer measured at
-        // 0 lines per packet does not slow at all.
+        // A measured figure replaces the estimate: a consumer measured at
+        // 2 lines per packet grows by 2 per ns; one measured below the
+        // calibration chain's metadata-only consumer grows as that does.
         let mut measured = data.clone();
+        for q in &mut measured.queues {
+            q.line_growth.consumer = Some(2.0);
+        }
+        let y = measured.model(&mach, &split, 2, &at(200.0));
+        assert!((y.stages[1].latency_ns - (320.0 + 2.0 * 150.0)).abs() < 1e-9);
         for q in &mut measured.queues {
             q.line_growth.consumer = Some(0.0);
         }
         let y = measured.model(&mach, &split, 2, &at(200.0));
-        assert!((y.stages[1].latency_ns - 320.0).abs() < 1e-9);
+        assert!((y.stages[1].latency_ns - (320.0 + k * 150.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -990,8 +996,9 @@ mod tests {
                 );
             }
         }
-        // A zero term (measured 0 at both ends) leaves only the
-        // calibrated figures, whatever the line.
+        // A zero producer term (a source measured to pay nothing for
+        // crossing) leaves its thread where it was, whatever the line;
+        // the consumer's thread still grows by the chain's figure.
         let mut zero = app.clone();
         for q in &mut zero.queues {
             q.line_growth.producer = Some(0.0);
@@ -1000,8 +1007,8 @@ mod tests {
         let split = [0, 0, 1, 1];
         let a = zero.model(&mach, &split, 2, &at(Some(50.0)));
         let b = zero.model(&mach, &split, 2, &at(Some(400.0)));
-        for (x, y) in a.stages.iter().zip(&b.stages) {
-            assert_eq!(x.latency_ns, y.latency_ns);
-        }
+        assert_eq!(a.stages[0].latency_ns, b.stages[0].latency_ns);
+        let k = crate::machine::LINES_PER_PACKET;
+        assert!((b.stages[1].latency_ns - a.stages[1].latency_ns - k * 350.0).abs() < 1e-9);
     }
 }

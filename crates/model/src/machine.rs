@@ -114,9 +114,16 @@ pub const DATA_LINES_PER_PACKET: f64 = 1.2;
 pub struct LineTerm {
     /// Measured for this configuration (the profile's crossing run in
     /// the slow state): replaces the calibration chain's growth at the
-    /// producer's end.
+    /// producer's end (what its source pays for buffers that come back
+    /// from the other core).
     pub producer: Option<f64>,
-    /// Likewise at the consumer's end.
+    /// Measured at the consumer's end: what the elements after its
+    /// puller add. The consumer's growth is the larger of this and the
+    /// calibration chain's: every consumer also takes the ring's lines
+    /// and the packet's metadata and frees or passes its buffer, which
+    /// the calibration chain's metadata-only consumer measures and the
+    /// crossing run cannot see (it leaves the queues and the puller's
+    /// own element out).
     pub consumer: Option<f64>,
     /// Estimated where not measured: data lines the consumer's elements
     /// read beyond what the calibration chain's do, added to its growth
@@ -133,8 +140,10 @@ impl LineTerm {
 
     /// The consumer end's growth, given the calibration's.
     pub fn consumer_k(&self, calibrated: f64) -> f64 {
-        self.consumer
-            .unwrap_or(calibrated + self.consumer_data.max(0.0))
+        match self.consumer {
+            Some(m) => m.max(calibrated),
+            None => calibrated + self.consumer_data.max(0.0),
+        }
     }
 }
 
@@ -1076,12 +1085,20 @@ mod tests {
         };
         let (p, c) = m.hop_ends_with(8.0, Some(185.0), &measured);
         assert!((p - (20.0 + 0.05 * 160.0)).abs() < 1e-9, "{p}");
-        assert_eq!(c, 10.0);
+        // A consumer measured below the calibration chain's is held at it
+        // (the ring's and the metadata's lines); above, it is its own.
+        assert!((c - (10.0 + 0.1 * 160.0)).abs() < 1e-9, "{c}");
+        let reader = LineTerm {
+            consumer: Some(1.0),
+            ..measured
+        };
+        let (_, c) = m.hop_ends_with(8.0, Some(185.0), &reader);
+        assert!((c - (10.0 + 1.0 * 160.0)).abs() < 1e-9, "{c}");
         // The ring's fallback takes the term likewise.
         m.queue_hop.clear();
         let (p, c) = m.hop_ends_with(1.0, Some(125.0), &measured);
         assert!((p - (30.0 + 0.05 * 100.0)).abs() < 1e-9, "{p}");
-        assert_eq!(c, 30.0);
+        assert!((c - (30.0 + LINES_PER_PACKET * 100.0)).abs() < 1e-9, "{c}");
     }
 
     #[test]

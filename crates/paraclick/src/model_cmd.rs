@@ -284,6 +284,10 @@ const METADATA_ONLY: &[&str] = &[
     "ToDevice",
 ];
 
+/// One crossing queue's measured lines per crossing packet: the producer
+/// end (None where its producers are not sources) and the consumer end.
+pub(crate) type EndLines = (Option<f64>, f64);
+
 /// What a crossing's ends touch of a packet that crossed, measured:
 /// per queue, (producer, consumer) ns per crossing packet per ns of line
 /// time. Run D (two pinned threads, the static placement, every element
@@ -304,15 +308,15 @@ const METADATA_ONLY: &[&str] = &[
 /// its batch (that is `AppTask::crossing_factor`'s part); the elements
 /// after a puller run per packet as on one thread, so the batch barely
 /// moves them. Each figure is divided by D's line time. Returns per
-/// queue the figures (None where D did not cross it; an end without a
-/// figure, e.g. a producer that is not a source: 0) and a note per task.
+/// queue the figures (None where D did not cross it; no producer figure
+/// where its producers are not sources) and a note per task.
 pub(crate) fn measured_line_growth(
     fb: &CostData,
     share_b: f64,
     fd: &CostData,
     shares_d: &[f64],
     line_ns: f64,
-) -> (Vec<Option<(f64, f64)>>, Vec<String>) {
+) -> (Vec<Option<EndLines>>, Vec<String>) {
     let nt = fd.tasks.len();
     let ghz = fd.hz / 1e9;
     let th = |k: usize| fd.tasks[k].thread;
@@ -328,6 +332,7 @@ pub(crate) fn measured_line_growth(
     // Per task: extra cycles in D over B of its own (source) element,
     // and of the elements its pulls push through.
     let mut own_extra = vec![0.0; nt];
+    let mut source = vec![false; nt];
     let mut path_extra = vec![0.0; nt];
     for (i, e) in fd.elements.iter().enumerate() {
         let Some(b) = fb.elements.get(i) else {
@@ -358,6 +363,7 @@ pub(crate) fn measured_line_growth(
                 let x = cyc as f64 * share_d(t) - cb * pk_d as f64;
                 for &k in &here {
                     own_extra[k] += x / here.len() as f64;
+                    source[k] = true;
                 }
             }
             continue;
@@ -435,19 +441,15 @@ pub(crate) fn measured_line_growth(
         }
         let mean = |ts: &[usize], f: &dyn Fn(usize) -> Option<f64>| {
             let v: Vec<f64> = ts.iter().filter_map(|&k| f(k)).collect();
-            if v.is_empty() {
-                0.0
-            } else {
-                v.iter().sum::<f64>() / v.len() as f64
-            }
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
         let p = mean(&e.push_tasks, &|k| {
-            (sent[k] > 0.0).then(|| lines(own_extra[k], sent[k]))
+            (sent[k] > 0.0 && source[k]).then(|| lines(own_extra[k], sent[k]))
         });
         let c = mean(&e.pull_tasks, &|k| {
             (took[k] > 0.0).then(|| lines(path_extra[k], took[k]))
         });
-        out.push(Some((p, c)));
+        out.push(Some((p, c.unwrap_or(0.0))));
     }
     (out, notes)
 }
@@ -559,20 +561,21 @@ fn line_cache_store(
     out
 }
 
-/// Per queue of `kept` measurements: the median producer and consumer
-/// figures and how many there are.
+/// Per queue of `kept` measurements: the median producer figure (None
+/// where none was measured: producers that are not sources, kept as a
+/// negative figure), the median consumer figure, and how many there are.
 pub(crate) fn line_medians(
     kept: &[(String, f64, f64, f64)],
     queue: &str,
-) -> Option<(f64, f64, usize)> {
+) -> Option<(Option<f64>, f64, usize)> {
     let mine: Vec<&(String, f64, f64, f64)> = kept.iter().filter(|x| x.0 == queue).collect();
     if mine.is_empty() {
         return None;
     }
-    let mut p: Vec<f64> = mine.iter().map(|x| x.1).collect();
+    let mut p: Vec<f64> = mine.iter().map(|x| x.1).filter(|&x| x >= 0.0).collect();
     let mut c: Vec<f64> = mine.iter().map(|x| x.2).collect();
     Some((
-        crate::hop::median(&mut p),
+        (!p.is_empty()).then(|| crate::hop::median(&mut p)),
         crate::hop::median(&mut c),
         mine.len(),
     ))
@@ -740,7 +743,9 @@ pub fn profile_app(
                     let got: Vec<(String, f64, f64, f64)> = queues
                         .iter()
                         .zip(&g)
-                        .filter_map(|(q, g)| g.map(|(p, c)| (q.name.clone(), p, c, l)))
+                        .filter_map(|(q, g)| {
+                            g.map(|(p, c)| (q.name.clone(), p.unwrap_or(-1.0), c, l))
+                        })
                         .collect();
                     if got.is_empty() {
                         why = format!("the crossing run at a {l:.0} ns line crossed no queue");
@@ -767,7 +772,7 @@ pub fn profile_app(
             for q in &queues {
                 if let Some((p, c, _)) = line_medians(&now, &q.name) {
                     let l = now.iter().find(|x| x.0 == q.name).map_or(0.0, |x| x.3);
-                    one.push((q.name.clone(), p, c, l));
+                    one.push((q.name.clone(), p.unwrap_or(-1.0), c, l));
                 }
             }
             kept = line_cache_store(&key, one);
@@ -779,9 +784,13 @@ pub fn profile_app(
         let mut used = Vec::new();
         for q in queues.iter_mut() {
             if let Some((p, c, n)) = line_medians(&kept, &q.name) {
-                q.line_growth.producer = Some(p);
+                q.line_growth.producer = p;
                 q.line_growth.consumer = Some(c);
-                used.push(format!("{} {p:.2}/{c:.2} (median of {n})", q.name));
+                used.push(format!(
+                    "{} {}/{c:.2} (median of {n})",
+                    q.name,
+                    p.map_or("-".to_string(), |p| format!("{p:.2}"))
+                ));
             }
         }
         if used.is_empty() {
@@ -1223,6 +1232,7 @@ mod tests {
         let (b, d) = runs(10, 200, 1.0);
         let (g, notes) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
         let (p, c) = g[0].unwrap();
+        let p = p.unwrap();
         assert!((p - 0.05).abs() < 1e-9, "{p} {notes:?}");
         assert!((c - 1.0).abs() < 1e-9, "{c} {notes:?}");
         // Thread 1 had half a core: its wall-clock cycles are corrected.
@@ -1234,7 +1244,7 @@ mod tests {
         let (b, d) = runs(0, 0, 1.0);
         assert_eq!(
             measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
-            vec![Some((0.0, 0.0))]
+            vec![Some((Some(0.0), 0.0))]
         );
         // The producer's path after its source touches lines its own
         // core wrote: what it adds in D is not the crossing's.
@@ -1251,7 +1261,7 @@ mod tests {
         b.elements.push(hs(vec![(40_000, 1000)]));
         d.elements.push(hs(vec![(140_000, 1000), (0, 0)]));
         let (g, _) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
-        assert!((g[0].unwrap().0 - 0.05).abs() < 1e-9);
+        assert!((g[0].unwrap().0.unwrap() - 0.05).abs() < 1e-9);
         // Both tasks on one thread: nothing crossed, nothing measured.
         let (b, mut d) = runs(10, 200, 1.0);
         d.tasks[1].thread = 0;
