@@ -961,6 +961,7 @@ mod tests {
         let mut measured = data.clone();
         for q in &mut measured.queues {
             q.line_growth.consumer = Some(2.0);
+            q.line_growth.consumer_floor = true;
         }
         let y = measured.model(&mach, &split, 2, &at(200.0));
         assert!((y.stages[1].latency_ns - (320.0 + 2.0 * 150.0)).abs() < 1e-9);
@@ -979,6 +980,7 @@ mod tests {
             q.line_growth = LineTerm {
                 producer: Some(2.0),
                 consumer: None,
+                consumer_floor: true,
                 consumer_data: 3.0,
             };
         }
@@ -1003,6 +1005,7 @@ mod tests {
         for q in &mut zero.queues {
             q.line_growth.producer = Some(0.0);
             q.line_growth.consumer = Some(0.0);
+            q.line_growth.consumer_floor = true;
         }
         let split = [0, 0, 1, 1];
         let a = zero.model(&mach, &split, 2, &at(Some(50.0)));

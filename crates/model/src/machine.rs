@@ -119,13 +119,15 @@ pub struct LineTerm {
     /// from the other core).
     pub producer: Option<f64>,
     /// Measured at the consumer's end: what the elements after its
-    /// puller add. The consumer's growth is the larger of this and the
-    /// calibration chain's: every consumer also takes the ring's lines
-    /// and the packet's metadata and frees or passes its buffer, which
-    /// the calibration chain's metadata-only consumer measures and the
-    /// crossing run cannot see (it leaves the queues and the puller's
-    /// own element out).
+    /// puller add (the crossing run leaves the queues and the puller's
+    /// own element out: see `consumer_floor`).
     pub consumer: Option<f64>,
+    /// Whether the measured consumer figure is held at least at the
+    /// calibration chain's: where the queue's puller does per-packet work
+    /// of its own that the crossing run cannot see (a Discard or a
+    /// ToDevice pulling); not where it only moves packets on to elements
+    /// the run measures (an Unqueue).
+    pub consumer_floor: bool,
     /// Estimated where not measured: data lines the consumer's elements
     /// read beyond what the calibration chain's do, added to its growth
     /// ([`DATA_LINES_PER_PACKET`] when an element after the crossing
@@ -142,7 +144,8 @@ impl LineTerm {
     /// The consumer end's growth, given the calibration's.
     pub fn consumer_k(&self, calibrated: f64) -> f64 {
         match self.consumer {
-            Some(m) => m.max(calibrated),
+            Some(m) if self.consumer_floor => m.max(calibrated),
+            Some(m) => m,
             None => calibrated + self.consumer_data.max(0.0),
         }
     }
@@ -1082,6 +1085,7 @@ mod tests {
         let measured = LineTerm {
             producer: Some(0.05),
             consumer: Some(0.0),
+            consumer_floor: true,
             consumer_data: 1.2,
         };
         let (p, c) = m.hop_ends_with(8.0, Some(185.0), &measured);
@@ -1095,6 +1099,12 @@ mod tests {
         };
         let (_, c) = m.hop_ends_with(8.0, Some(185.0), &reader);
         assert!((c - (10.0 + 1.0 * 160.0)).abs() < 1e-9, "{c}");
+        // Without the floor (an Unqueue pulling) the measured figure alone.
+        let unqueue = LineTerm {
+            consumer_floor: false,
+            ..measured
+        };
+        assert_eq!(m.hop_ends_with(8.0, Some(185.0), &unqueue).1, 10.0);
         // The ring's fallback takes the term likewise.
         m.queue_hop.clear();
         let (p, c) = m.hop_ends_with(1.0, Some(125.0), &measured);

@@ -454,6 +454,15 @@ pub(crate) fn measured_line_growth(
     (out, notes)
 }
 
+/// Puller classes that only move packets on (their pushes run through
+/// elements the crossing run measures).
+const PASS_THROUGH_PULLERS: &[&str] = &[
+    "Unqueue",
+    "Unqueue2",
+    "RatedUnqueue",
+    "BandwidthRatedUnqueue",
+];
+
 /// Per queue: whether an element on its consumers' side (the queue's
 /// pullers, what they pull through and what they push to) reads the
 /// packet's data: its class is not in [`METADATA_ONLY`].
@@ -699,6 +708,25 @@ pub fn profile_app(
     // the slow state are kept and used in the fast one; without either,
     // the estimate from the consumers' element classes.
     let reads = consumer_reads_data(&fb);
+    // Pullers that only move packets on to elements the crossing run
+    // measures; any other puller's own per-packet work it cannot see.
+    let floors: Vec<bool> = fb
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|q| {
+            q.pull_tasks.iter().any(|&k| {
+                let name = fb.tasks.get(k).map_or("", |t| t.element.as_str());
+                fb.elements
+                    .iter()
+                    .find(|e| e.name == name)
+                    .is_none_or(|e| !PASS_THROUGH_PULLERS.contains(&e.class.as_str()))
+            })
+        })
+        .collect();
+    for (q, &f) in queues.iter_mut().zip(&floors) {
+        q.line_growth.consumer_floor = f;
+    }
     for (q, &r) in queues.iter_mut().zip(&reads) {
         q.line_growth.consumer_data = if r { DATA_LINES_PER_PACKET } else { 0.0 };
     }
