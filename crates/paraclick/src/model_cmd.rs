@@ -281,7 +281,6 @@ const METADATA_ONLY: &[&str] = &[
     "Strip",
     "Unstrip",
     "StripToNetworkHeader",
-    "ToDevice",
 ];
 
 /// One crossing queue's measured lines per crossing packet: the producer
