@@ -14,7 +14,7 @@
 //! crossing from one thread to another through a queue costs each end its
 //! measured crossing time ([`crate::machine::Machine::hop_ends_ns`]).
 
-use crate::machine::Machine;
+use crate::machine::{LineTerm, Machine};
 use crate::{Channel, Model, Stage};
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -51,6 +51,16 @@ pub struct AppQueue {
     /// which sets the cost of a crossing ([`Machine::hop_ns`]); 0: unknown
     /// (taken as 1).
     pub batch: f64,
+    /// How this queue's crossing grows with the core-to-core line time
+    /// at each end, (producer, consumer): ns per crossing packet per ns
+    /// of line time, i.e. the line transfers per packet its ends wait
+    /// for, from what the elements on each side touch of a packet that
+    /// crossed (a consumer that reads the packet's data waits for more
+    /// lines than one that reads only its metadata). Replaces the
+    /// calibration chain's growth ([`crate::machine::HopPoint::growth`])
+    /// for this queue where measured, adds to it where estimated; the
+    /// default: the calibration's.
+    pub line_growth: LineTerm,
 }
 
 impl AppQueue {
@@ -316,7 +326,7 @@ impl App {
             if out <= 0.0 {
                 continue;
             }
-            let (hp, hc) = machine.hop_ends_at(q.batch, w.line_ns);
+            let (hp, hc) = machine.hop_ends_with(q.batch, w.line_ns, &q.line_growth);
             for &(p, np) in q.producers.iter().filter(|p| p.0 < n) {
                 for &(c, mc) in q.consumers.iter().filter(|c| c.0 < n) {
                     let (tp, tc) = (th(p), th(c));
@@ -579,6 +589,7 @@ mod tests {
             producers: vec![(producer, 0.5)],
             consumers: vec![(2 + q, 0.5)],
             batch: 1.0,
+            line_growth: LineTerm::default(),
         };
         App {
             name: name.into(),
@@ -886,5 +897,121 @@ mod tests {
             assert_eq!(a, b, "{assign:?} on {n}");
             assert!(a > 0.0);
         }
+    }
+
+    /// Sources on thread 0, heavy drains on thread 1 (the consumers the
+    /// bottleneck), every packet crossing once, the hop measured at a
+    /// 50 ns line with the default growth.
+    fn heavy_drains() -> (App, Machine) {
+        let t = [
+            ("src0", 100.0),
+            ("src1", 100.0),
+            ("d0", 300.0),
+            ("d1", 300.0),
+        ];
+        let app = two_sources("drains", t, true);
+        let mut mach = machine();
+        mach.queue_hop = vec![crate::machine::HopPoint {
+            batch: 1.0,
+            ns: 20.0,
+            producer_ns: Some(20.0),
+            consumer_ns: Some(20.0),
+            per_line: None,
+            line_ns: Some(50.0),
+        }];
+        (app, mach)
+    }
+
+    #[test]
+    fn a_consumer_that_reads_data_slows_more_with_a_slower_line() {
+        let (meta, mach) = heavy_drains();
+        let mut data = meta.clone();
+        for q in &mut data.queues {
+            q.line_growth.consumer_data = crate::machine::DATA_LINES_PER_PACKET;
+        }
+        let split = [0, 0, 1, 1];
+        let at = |l: f64| WhatIf {
+            line_ns: Some(l),
+            ..WhatIf::default()
+        };
+        let k = crate::machine::LINES_PER_PACKET;
+        let d = crate::machine::DATA_LINES_PER_PACKET;
+        // At the hop's own line time the two are the same.
+        assert_eq!(
+            meta.predict(&mach, &split, 2, &at(50.0)),
+            data.predict(&mach, &split, 2, &at(50.0))
+        );
+        // 150 ns slower: the metadata consumer's end grows by k per ns,
+        // the data reader's by k + d.
+        let m = meta.model(&mach, &split, 2, &at(200.0));
+        let x = data.model(&mach, &split, 2, &at(200.0));
+        assert!((m.stages[1].latency_ns - (300.0 + 20.0 + k * 150.0)).abs() < 1e-9);
+        assert!((x.stages[1].latency_ns - (300.0 + 20.0 + (k + d) * 150.0)).abs() < 1e-9);
+        // Producers are charged the same either way.
+        assert_eq!(m.stages[0].latency_ns, x.stages[0].latency_ns);
+        let (pm, px) = (
+            meta.predict(&mach, &split, 2, &at(200.0)),
+            data.predict(&mach, &split, 2, &at(200.0)),
+        );
+        let pm_fast = meta.predict(&mach, &split, 2, &at(50.0));
+        assert!(px < pm && pm < pm_fast, "{px} {pm} {pm_fast}");
+        // A measured figure replaces the estimate: a consumer measured at
+        // 2 lines per packet grows by 2 per ns; one measured below the
+        // calibration chain's metadata-only consumer grows as that does.
+        let mut measured = data.clone();
+        for q in &mut measured.queues {
+            q.line_growth.consumer = Some(2.0);
+            q.line_growth.consumer_floor = true;
+        }
+        let y = measured.model(&mach, &split, 2, &at(200.0));
+        assert!((y.stages[1].latency_ns - (320.0 + 2.0 * 150.0)).abs() < 1e-9);
+        for q in &mut measured.queues {
+            q.line_growth.consumer = Some(0.0);
+        }
+        let y = measured.model(&mach, &split, 2, &at(200.0));
+        assert!((y.stages[1].latency_ns - (320.0 + k * 150.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_line_term_changes_nothing_where_nothing_crosses_cores() {
+        let (app, mach) = heavy_drains();
+        let mut data = app.clone();
+        for q in &mut data.queues {
+            q.line_growth = LineTerm {
+                producer: Some(2.0),
+                consumer: None,
+                consumer_floor: true,
+                consumer_data: 3.0,
+            };
+        }
+        let at = |l: Option<f64>| WhatIf {
+            line_ns: l,
+            ..WhatIf::default()
+        };
+        // One thread, or each source with its own packets' drain.
+        for (assign, n) in [([0, 0, 0, 0], 1), ([0, 1, 1, 0], 2)] {
+            for l in [None, Some(50.0), Some(400.0)] {
+                assert_eq!(
+                    data.predict(&mach, &assign, n, &at(l)),
+                    app.predict(&mach, &assign, n, &at(l)),
+                    "{assign:?} at {l:?}"
+                );
+            }
+        }
+        // A zero producer term (a source measured to pay nothing for
+        // crossing) leaves its thread where it was, whatever the line;
+        // the consumer's thread still grows by the chain's figure.
+        let mut zero = app.clone();
+        for q in &mut zero.queues {
+            q.line_growth.producer = Some(0.0);
+            q.line_growth.consumer = Some(0.0);
+            q.line_growth.consumer_floor = true;
+        }
+        let split = [0, 0, 1, 1];
+        let a = zero.model(&mach, &split, 2, &at(Some(50.0)));
+        let b = zero.model(&mach, &split, 2, &at(Some(400.0)));
+        assert_eq!(a.stages[0].latency_ns, b.stages[0].latency_ns);
+        let k = crate::machine::LINES_PER_PACKET;
+        assert!((b.stages[1].latency_ns - a.stages[1].latency_ns - k * 350.0).abs() < 1e-9);
     }
 }

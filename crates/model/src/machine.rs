@@ -95,6 +95,62 @@ pub struct HopPoint {
 /// ns): most of it is the ring's and the scheduler's instructions.
 pub const LINES_PER_PACKET: f64 = 0.17;
 
+/// Lines of packet data a crossing packet's consumer waits for when an
+/// element after the crossing reads the packet's data (beyond its buffer
+/// header and annotations, which the calibration chain's Counters and
+/// Discard read): [`LineTerm::consumer_data`] where the configuration's
+/// own figure was not measured. From replicated-qos on this VM
+/// (2026-11-25 00:16-00:56 UTC, lines of 167-194 ns, the profile's
+/// crossing runs): its consumer (IPClassifier, WorkPackage over the
+/// whole 128-byte packet) waited 0.8-1.6 lines per crossing packet, the
+/// medians of two series of profiles 1.0 and 1.4, against the
+/// calibration chain's 0.17: about one line more, its two data lines
+/// fetched partly in parallel.
+pub const DATA_LINES_PER_PACKET: f64 = 1.0;
+
+/// A crossing queue's own growth with the line time
+/// ([`crate::app::AppQueue::line_growth`]), from the configuration's
+/// profile: ns per crossing packet per ns of line time at each end.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LineTerm {
+    /// Measured for this configuration (the profile's crossing run in
+    /// the slow state): replaces the calibration chain's growth at the
+    /// producer's end (what its source pays for buffers that come back
+    /// from the other core).
+    pub producer: Option<f64>,
+    /// Measured at the consumer's end: what the elements after its
+    /// puller add (the crossing run leaves the queues and the puller's
+    /// own element out: see `consumer_floor`).
+    pub consumer: Option<f64>,
+    /// Whether the measured consumer figure is held at least at the
+    /// calibration chain's: where the queue's puller does per-packet work
+    /// of its own that the crossing run cannot see (a Discard or a
+    /// ToDevice pulling); not where it only moves packets on to elements
+    /// the run measures (an Unqueue).
+    pub consumer_floor: bool,
+    /// Estimated where not measured: data lines the consumer's elements
+    /// read beyond what the calibration chain's do, added to its growth
+    /// ([`DATA_LINES_PER_PACKET`] when an element after the crossing
+    /// reads packet data, else 0).
+    pub consumer_data: f64,
+}
+
+impl LineTerm {
+    /// The producer end's growth, given the calibration's.
+    pub fn producer_k(&self, calibrated: f64) -> f64 {
+        self.producer.unwrap_or(calibrated)
+    }
+
+    /// The consumer end's growth, given the calibration's.
+    pub fn consumer_k(&self, calibrated: f64) -> f64 {
+        match self.consumer {
+            Some(m) if self.consumer_floor => m.max(calibrated),
+            Some(m) => m,
+            None => calibrated + self.consumer_data.max(0.0),
+        }
+    }
+}
+
 impl HopPoint {
     /// How each end (producer, consumer) grows per ns of line time: the
     /// measured figures, else [`LINES_PER_PACKET`].
@@ -172,25 +228,41 @@ impl Machine {
     /// depend on the line time, the lines a packet brings do. The ring's
     /// fallback (no hop measured) scales likewise.
     pub fn hop_ends_at(&self, batch: f64, line_ns: Option<f64>) -> (f64, f64) {
+        self.hop_ends_with(batch, line_ns, &LineTerm::default())
+    }
+
+    /// [`Machine::hop_ends_at`] with the growth per ns of line time of a
+    /// particular queue's crossing ([`crate::app::AppQueue::line_growth`]:
+    /// what its producer's and its consumer's elements touch of a packet
+    /// that crossed, measured or estimated per configuration) in place of
+    /// the calibration chain's ([`HopPoint::growth`]) where measured, and
+    /// the data lines its consumer reads added to it where estimated.
+    pub fn hop_ends_with(&self, batch: f64, line_ns: Option<f64>, term: &LineTerm) -> (f64, f64) {
         let Some(l) = line_ns.filter(|l| l.is_finite() && *l > 0.0) else {
             return self.hop_ends_ns(batch);
         };
         // A figure measured at line time `base`, growing by `k` per ns.
         let at = |v: f64, k: f64, base: f64| (v + k * (l - base)).max(0.0);
         let base = |p: &HopPoint| p.line_ns.unwrap_or(self.line_transfer_ns);
+        let kp = |p: &HopPoint| term.producer_k(p.growth().0);
+        let kc = |p: &HopPoint| term.consumer_k(p.growth().1);
         match (
-            self.hop_interp(batch, |p| {
-                at(p.producer_ns.unwrap_or(p.ns), p.growth().0, base(p))
-            }),
-            self.hop_interp(batch, |p| {
-                at(p.consumer_ns.unwrap_or(p.ns), p.growth().1, base(p))
-            }),
+            self.hop_interp(batch, |p| at(p.producer_ns.unwrap_or(p.ns), kp(p), base(p))),
+            self.hop_interp(batch, |p| at(p.consumer_ns.unwrap_or(p.ns), kc(p), base(p))),
         ) {
             (Some(a), Some(b)) => (a, b),
-            _ => {
-                let ring = at(self.crossing_ns, LINES_PER_PACKET, self.line_transfer_ns);
-                (ring, ring)
-            }
+            _ => (
+                at(
+                    self.crossing_ns,
+                    term.producer_k(LINES_PER_PACKET),
+                    self.line_transfer_ns,
+                ),
+                at(
+                    self.crossing_ns,
+                    term.consumer_k(LINES_PER_PACKET),
+                    self.line_transfer_ns,
+                ),
+            ),
         }
     }
 
@@ -978,6 +1050,66 @@ mod tests {
         let text = toml::to_string(&m).unwrap();
         let back: Machine = toml::from_str(&text).unwrap();
         assert_eq!(back.queue_hop, m.queue_hop);
+    }
+
+    #[test]
+    fn a_queue_line_term_replaces_or_adds_to_the_calibrated_growth() {
+        let mut m = Machine::calibrate_with(200, 1);
+        m.line_transfer_ns = 25.0;
+        m.crossing_ns = 30.0;
+        m.queue_hop = vec![HopPoint {
+            batch: 8.0,
+            ns: 20.0,
+            producer_ns: Some(20.0),
+            consumer_ns: Some(10.0),
+            per_line: Some((0.2, 0.1)),
+            line_ns: Some(25.0),
+        }];
+        // The default term is the calibration's.
+        let none = LineTerm::default();
+        for l in [None, Some(25.0), Some(185.0)] {
+            assert_eq!(m.hop_ends_with(8.0, l, &none), m.hop_ends_at(8.0, l));
+        }
+        // Estimated: the consumer's data lines add to its growth.
+        let data = LineTerm {
+            consumer_data: 1.2,
+            ..LineTerm::default()
+        };
+        let (p, c) = m.hop_ends_with(8.0, Some(185.0), &data);
+        assert!((p - (20.0 + 0.2 * 160.0)).abs() < 1e-9, "{p}");
+        assert!((c - (10.0 + (0.1 + 1.2) * 160.0)).abs() < 1e-9, "{c}");
+        // At the calibration's line time nothing moves.
+        assert_eq!(m.hop_ends_with(8.0, Some(25.0), &data), (20.0, 10.0));
+        // Measured: replaces the growth at its end (the estimate is then
+        // not added).
+        let measured = LineTerm {
+            producer: Some(0.05),
+            consumer: Some(0.0),
+            consumer_floor: true,
+            consumer_data: 1.2,
+        };
+        let (p, c) = m.hop_ends_with(8.0, Some(185.0), &measured);
+        assert!((p - (20.0 + 0.05 * 160.0)).abs() < 1e-9, "{p}");
+        // A consumer measured below the calibration chain's is held at it
+        // (the ring's and the metadata's lines); above, it is its own.
+        assert!((c - (10.0 + 0.1 * 160.0)).abs() < 1e-9, "{c}");
+        let reader = LineTerm {
+            consumer: Some(1.0),
+            ..measured
+        };
+        let (_, c) = m.hop_ends_with(8.0, Some(185.0), &reader);
+        assert!((c - (10.0 + 1.0 * 160.0)).abs() < 1e-9, "{c}");
+        // Without the floor (an Unqueue pulling) the measured figure alone.
+        let unqueue = LineTerm {
+            consumer_floor: false,
+            ..measured
+        };
+        assert_eq!(m.hop_ends_with(8.0, Some(185.0), &unqueue).1, 10.0);
+        // The ring's fallback takes the term likewise.
+        m.queue_hop.clear();
+        let (p, c) = m.hop_ends_with(1.0, Some(125.0), &measured);
+        assert!((p - (30.0 + 0.05 * 100.0)).abs() < 1e-9, "{p}");
+        assert!((c - (30.0 + LINES_PER_PACKET * 100.0)).abs() < 1e-9, "{c}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use paraclick_lang::Source;
 use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
-use paraclick_model::machine::Machine;
+use paraclick_model::machine::{LineTerm, Machine, DATA_LINES_PER_PACKET};
 use paraclick_model::pc;
 use paraclick_runtime::sched::{CostData, SchedPolicy, TaskCost, HYSTERESIS};
 use paraclick_runtime::{BuildOptions, Registry, Router};
@@ -209,6 +209,386 @@ pub(crate) fn run_for(r: &Router, secs: f64) {
     let _ = t.join();
 }
 
+/// [`run_for`] that also returns each of the router's `n` workers' share
+/// of its core over the run (1 less the part it waited for a CPU, from
+/// the kernel's run delays, the first 20 ms left out while the workers
+/// start): a profiled run's cycles are wall-clock cycles, so another
+/// process taking the core shows in them.
+fn run_for_shares(r: &Router, secs: f64, n: usize) -> Vec<f64> {
+    use paraclick_model::machine::{worker_core_shares, worker_run_delays};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stopper = r.stopper();
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let d2 = done.clone();
+    let t = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs_f64(secs);
+        std::thread::sleep(Duration::from_millis(20).min(Duration::from_secs_f64(secs / 4.0)));
+        let a = worker_run_delays();
+        let t0 = std::time::Instant::now();
+        while !d2.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let b = worker_run_delays();
+        let wall = t0.elapsed().as_secs_f64() * 1e9;
+        stopper.stop();
+        worker_core_shares(&a, &b, n, wall)
+    });
+    r.run();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    t.join().unwrap_or_else(|_| vec![1.0; n])
+}
+
+/// Element classes that touch only a packet's metadata (its buffer
+/// header, length, annotations) or pass it on untouched: a packet that
+/// crossed cores costs them no data lines. Any other class is taken to
+/// read (or write) the packet's data.
+const METADATA_ONLY: &[&str] = &[
+    "Counter",
+    "AverageCounter",
+    "Discard",
+    "DiscardNoFree",
+    "Queue",
+    "SimpleQueue",
+    "NotifierQueue",
+    "FrontDropQueue",
+    "MixedQueue",
+    "ThreadSafeQueue",
+    "CPUQueue",
+    "QuickNoteQueue",
+    "Unqueue",
+    "Unqueue2",
+    "PrioSched",
+    "RoundRobinSched",
+    "StrideSched",
+    "Paint",
+    "PaintSwitch",
+    "CheckPaint",
+    "SetAnnoByte",
+    "SetTimestamp",
+    "Null",
+    "PushNull",
+    "PullNull",
+    "PushPullNull",
+    "Idle",
+    "Switch",
+    "StaticSwitch",
+    "RoundRobinSwitch",
+    "RandomSwitch",
+    "RandomSample",
+    "Tee",
+    "PullTee",
+    "Hub",
+    "Strip",
+    "Unstrip",
+    "StripToNetworkHeader",
+];
+
+/// One crossing queue's measured lines per crossing packet: the producer
+/// end (None where its producers are not sources) and the consumer end.
+pub(crate) type EndLines = (Option<f64>, f64);
+
+/// What a crossing's ends touch of a packet that crossed, measured:
+/// per queue, (producer, consumer) ns per crossing packet per ns of line
+/// time. Run D (two pinned threads, the static placement, every element
+/// timed) against run B (one thread, every element timed): each element
+/// is charged its extra cycles per packet on its thread in D over B
+/// (both corrected for the share of its core the run had: timed cycles
+/// are wall-clock cycles). The consumer's end is what the elements of
+/// its task after the puller add (they read the lines of packets written
+/// on the other core), over the crossing packets it took; the producer's
+/// end is what a source's own element adds (it takes buffers that come
+/// back from the other core), over the crossing packets its task sent:
+/// the rest of a producer's path touches lines its own core has just
+/// written, and its figures in D are noise (fake-iprouter's ~15 elements
+/// after its sources scattered +-100 cycles each between runs, ~1 line
+/// per packet in all, against its measured slowdown of ~0.15 per end).
+/// Left out: the queues and the pullers' own elements, whose cycles in D
+/// also hold a consumer's empty polls and whose per-run costs fall with
+/// its batch (that is `AppTask::crossing_factor`'s part); the elements
+/// after a puller run per packet as on one thread, so the batch barely
+/// moves them. Each figure is divided by D's line time. Returns per
+/// queue the figures (None where D did not cross it; no producer figure
+/// where its producers are not sources) and a note per task.
+pub(crate) fn measured_line_growth(
+    fb: &CostData,
+    share_b: f64,
+    fd: &CostData,
+    shares_d: &[f64],
+    line_ns: f64,
+) -> (Vec<Option<EndLines>>, Vec<String>) {
+    let nt = fd.tasks.len();
+    let ghz = fd.hz / 1e9;
+    let th = |k: usize| fd.tasks[k].thread;
+    let share_d = |t: usize| shares_d.get(t).copied().unwrap_or(1.0).clamp(0.05, 1.0);
+    let share_b = share_b.clamp(0.05, 1.0);
+    let pullers: Vec<usize> = fd
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .flat_map(|e| e.pull_tasks.iter().copied())
+        .collect();
+    let per_b = |cyc: u64, pk: u64| (pk > 0).then(|| cyc as f64 * share_b / pk as f64);
+    // Per task: extra cycles in D over B of its own (source) element,
+    // and of the elements its pulls push through.
+    let mut own_extra = vec![0.0; nt];
+    let mut source = vec![false; nt];
+    let mut path_extra = vec![0.0; nt];
+    for (i, e) in fd.elements.iter().enumerate() {
+        let Some(b) = fb.elements.get(i) else {
+            continue;
+        };
+        if e.is_queue {
+            continue;
+        }
+        let own: Vec<usize> = (0..nt).filter(|&k| fd.tasks[k].element == e.name).collect();
+        if !own.is_empty() {
+            if own.iter().any(|k| pullers.contains(k)) {
+                continue;
+            }
+            // A source: its cycles per packet of its task.
+            let pk_b: u64 = own
+                .iter()
+                .map(|&k| fb.tasks.get(k).map_or(0, |x| x.packets))
+                .sum();
+            let Some(cb) = per_b(b.cycles, pk_b) else {
+                continue;
+            };
+            for (t, &(cyc, _)) in e.per_thread.iter().enumerate() {
+                let here: Vec<usize> = own.iter().copied().filter(|&k| th(k) == t).collect();
+                let pk_d: u64 = here.iter().map(|&k| fd.tasks[k].packets).sum();
+                if pk_d == 0 {
+                    continue;
+                }
+                let x = cyc as f64 * share_d(t) - cb * pk_d as f64;
+                for &k in &here {
+                    own_extra[k] += x / here.len() as f64;
+                    source[k] = true;
+                }
+            }
+            continue;
+        }
+        let Some(cb) = per_b(b.cycles, b.packets) else {
+            continue;
+        };
+        // The pullers whose paths run through it.
+        let tasks: Vec<usize> = e
+            .push_tasks
+            .iter()
+            .chain(&e.pull_tasks)
+            .copied()
+            .filter(|k| pullers.contains(k))
+            .collect();
+        for (t, &(cyc, pk)) in e.per_thread.iter().enumerate() {
+            let here: Vec<usize> = tasks.iter().copied().filter(|&k| th(k) == t).collect();
+            if pk == 0 || here.is_empty() {
+                continue;
+            }
+            let x = cyc as f64 * share_d(t) - cb * pk as f64;
+            for &k in &here {
+                path_extra[k] += x / here.len() as f64;
+            }
+        }
+    }
+    // Per task: crossing packets it sent and took in D.
+    let (mut sent, mut took) = (vec![0.0; nt], vec![0.0; nt]);
+    let mut crossed_q = Vec::new();
+    for e in fd.elements.iter().filter(|e| e.is_queue) {
+        let mut any = false;
+        for &p in &e.push_tasks {
+            for &c in &e.pull_tasks {
+                if th(p) != th(c) {
+                    any = true;
+                    let put = e.per_thread.get(th(p)).map_or(0, |x| x.1) as f64;
+                    let got = e.per_thread.get(th(c)).map_or(0, |x| x.1) as f64;
+                    let np = e.push_tasks.iter().filter(|&&u| th(u) == th(p)).count();
+                    let nc = e.pull_tasks.iter().filter(|&&u| th(u) == th(c)).count();
+                    sent[p] += put / np.max(1) as f64;
+                    took[c] += got / nc.max(1) as f64;
+                }
+            }
+        }
+        crossed_q.push(any);
+    }
+    let lines = |x: f64, n: f64| {
+        if n > 0.0 && line_ns > 0.0 {
+            (x / ghz / n / line_ns).max(0.0)
+        } else {
+            0.0
+        }
+    };
+    let mut notes = Vec::new();
+    for k in 0..nt {
+        for (what, x, n) in [
+            ("sending", own_extra[k], sent[k]),
+            ("taking", path_extra[k], took[k]),
+        ] {
+            if n > 0.0 {
+                notes.push(format!(
+                    "{} {what} {:+.1} ns per crossing packet ({:.2} lines)",
+                    fd.tasks[k].element,
+                    x / ghz / n,
+                    lines(x, n)
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (e, &any) in fd.elements.iter().filter(|e| e.is_queue).zip(&crossed_q) {
+        if !any {
+            out.push(None);
+            continue;
+        }
+        let mean = |ts: &[usize], f: &dyn Fn(usize) -> Option<f64>| {
+            let v: Vec<f64> = ts.iter().filter_map(|&k| f(k)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let p = mean(&e.push_tasks, &|k| {
+            (sent[k] > 0.0 && source[k]).then(|| lines(own_extra[k], sent[k]))
+        });
+        let c = mean(&e.pull_tasks, &|k| {
+            (took[k] > 0.0).then(|| lines(path_extra[k], took[k]))
+        });
+        out.push(Some((p, c.unwrap_or(0.0))));
+    }
+    (out, notes)
+}
+
+/// Puller classes that only move packets on (their pushes run through
+/// elements the crossing run measures).
+const PASS_THROUGH_PULLERS: &[&str] = &[
+    "Unqueue",
+    "Unqueue2",
+    "RatedUnqueue",
+    "BandwidthRatedUnqueue",
+];
+
+/// Per queue: whether an element on its consumers' side (the queue's
+/// pullers, what they pull through and what they push to) reads the
+/// packet's data: its class is not in [`METADATA_ONLY`].
+pub(crate) fn consumer_reads_data(cd: &CostData) -> Vec<bool> {
+    let task_elem = |k: usize| cd.tasks.get(k).map(|t| t.element.as_str());
+    cd.elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|q| {
+            cd.elements.iter().any(|e| {
+                let on_side = e
+                    .push_tasks
+                    .iter()
+                    .chain(&e.pull_tasks)
+                    .any(|k| q.pull_tasks.contains(k))
+                    || q.pull_tasks
+                        .iter()
+                        .any(|&k| task_elem(k) == Some(e.name.as_str()));
+                on_side && !e.is_queue && !METADATA_ONLY.contains(&e.class.as_str())
+            })
+        })
+        .collect()
+}
+
+/// The line time (ns) the profile's crossing run must meet for its
+/// figures to be used: there a crossing packet's line waits are
+/// 100 ns x lines, against a noise of about +-20 ns per crossing packet
+/// between runs (in the fast state, ~24 ns a line on this VM, the same
+/// noise is a line per packet: the crossing run then reads from -0.7 to
+/// +6 lines for configurations that measure 0.1-0.2 in the slow state).
+pub const MEASURED_LINE_MIN_NS: f64 = 100.0;
+
+/// Measured line terms of the configurations profiled in the slow state,
+/// kept next to the system model so that a profile taken in the fast
+/// state can use them (`line-terms.json`): per configuration (its text
+/// and defines), the last [`LINE_CACHE_KEEP`] measurements per queue:
+/// (queue, producer, consumer lines per crossing packet, the line time
+/// they were measured at). The model uses their median per end: one
+/// profile's figure under another process's load is off by up to a
+/// factor of two.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct LineCache {
+    configs: std::collections::BTreeMap<String, Vec<(String, f64, f64, f64)>>,
+}
+
+fn line_cache_path() -> Option<std::path::PathBuf> {
+    Some(
+        paraclick_model::machine::cache_path()?
+            .parent()?
+            .join("line-terms.json"),
+    )
+}
+
+fn line_cache_key(src: &Source, defines: &[(String, String)]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    src.text.hash(&mut h);
+    let mut d: Vec<&(String, String)> = defines.iter().filter(|d| d.0 != "N").collect();
+    d.sort();
+    d.hash(&mut h);
+    format!("{}:{:016x}", src.name, h.finish())
+}
+
+fn line_cache_load() -> LineCache {
+    line_cache_path()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Short crossing runs (half the profile's run time each) per profile
+/// that meets the slow line; their median per queue is one measurement.
+pub const CROSSING_RUNS: usize = 3;
+
+/// Measurements kept per queue of a configuration.
+pub const LINE_CACHE_KEEP: usize = 5;
+
+/// Adds this profile's measurements to the configuration's (the oldest
+/// beyond [`LINE_CACHE_KEEP`] per queue dropped) and returns them all.
+fn line_cache_store(
+    key: &str,
+    terms: Vec<(String, f64, f64, f64)>,
+) -> Vec<(String, f64, f64, f64)> {
+    let mut c = line_cache_load();
+    let all = c.configs.entry(key.to_string()).or_default();
+    for t in terms {
+        let n = all.iter().filter(|x| x.0 == t.0).count();
+        if n >= LINE_CACHE_KEEP {
+            if let Some(i) = all.iter().position(|x| x.0 == t.0) {
+                all.remove(i);
+            }
+        }
+        all.push(t);
+    }
+    let out = all.clone();
+    let Some(p) = line_cache_path() else {
+        return out;
+    };
+    if let Some(dir) = p.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(t) = serde_json::to_string_pretty(&c) {
+        let _ = std::fs::write(p, t);
+    }
+    out
+}
+
+/// Per queue of `kept` measurements: the median producer figure (None
+/// where none was measured: producers that are not sources, kept as a
+/// negative figure), the median consumer figure, and how many there are.
+pub(crate) fn line_medians(
+    kept: &[(String, f64, f64, f64)],
+    queue: &str,
+) -> Option<(Option<f64>, f64, usize)> {
+    let mine: Vec<&(String, f64, f64, f64)> = kept.iter().filter(|x| x.0 == queue).collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let mut p: Vec<f64> = mine.iter().map(|x| x.1).filter(|&x| x >= 0.0).collect();
+    let mut c: Vec<f64> = mine.iter().map(|x| x.2).collect();
+    Some((
+        (!p.is_empty()).then(|| crate::hop::median(&mut p)),
+        crate::hop::median(&mut c),
+        mine.len(),
+    ))
+}
+
 pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
     let by_name: std::collections::HashMap<&str, usize> = cd
         .elements
@@ -304,6 +684,7 @@ pub fn profile_app(
             producers: share(&e.push_tasks),
             consumers: share(&e.pull_tasks),
             batch: if wk > 0 { pk as f64 / wk as f64 } else { 0.0 },
+            line_growth: LineTerm::default(),
         });
     }
     let pullers: Vec<usize> = fa
@@ -316,9 +697,138 @@ pub fn profile_app(
     // Run B: what each task costs, relative to the others: one pinned
     // thread with every task run timed.
     let b = build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
-    run_for(&b, secs);
+    let share_b = run_for_shares(&b, secs, 1)[0];
     let fb = b.cost_data();
     drop(b);
+    // Run D: what crossing cores costs each end in this configuration:
+    // two pinned threads, every element timed, the line time taken
+    // before and after. Used where it met a slow line (else its figures
+    // are noise); a configuration's figures from an earlier profile in
+    // the slow state are kept and used in the fast one; without either,
+    // the estimate from the consumers' element classes.
+    let reads = consumer_reads_data(&fb);
+    // Pullers that only move packets on to elements the crossing run
+    // measures; any other puller's own per-packet work it cannot see.
+    let floors: Vec<bool> = fb
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|q| {
+            q.pull_tasks.iter().any(|&k| {
+                let name = fb.tasks.get(k).map_or("", |t| t.element.as_str());
+                fb.elements
+                    .iter()
+                    .find(|e| e.name == name)
+                    .is_none_or(|e| !PASS_THROUGH_PULLERS.contains(&e.class.as_str()))
+            })
+        })
+        .collect();
+    for (q, &f) in queues.iter_mut().zip(&floors) {
+        q.line_growth.consumer_floor = f;
+    }
+    for (q, &r) in queues.iter_mut().zip(&reads) {
+        q.line_growth.consumer_data = if r { DATA_LINES_PER_PACKET } else { 0.0 };
+    }
+    let mut line_note = format!(
+        "line term: estimated (consumers reading packet data: {})",
+        queues
+            .iter()
+            .zip(&reads)
+            .filter(|x| *x.1)
+            .map(|x| x.0.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if ntasks >= 2 && !queues.is_empty() && cpus >= 2 {
+        let key = line_cache_key(src, defines);
+        let mut kept = line_cache_load()
+            .configs
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
+        // Up to CROSSING_RUNS short runs, each kept where the line was
+        // slow throughout; the first one in the fast state ends them.
+        let mut now: Vec<(String, f64, f64, f64)> = Vec::new();
+        let mut said = Vec::new();
+        let mut why = String::new();
+        for _ in 0..CROSSING_RUNS {
+            let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
+            let shares_d = run_for_shares(&d, secs / 2.0, 2);
+            let fd = d.cost_data();
+            drop(d);
+            let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            match (l0, l1) {
+                (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => {
+                    let l = (a + b) / 2.0;
+                    if l < MEASURED_LINE_MIN_NS {
+                        why = format!("the line was {l:.0} ns now");
+                        break;
+                    }
+                    let (g, notes) = measured_line_growth(&fb, share_b, &fd, &shares_d, l);
+                    let got: Vec<(String, f64, f64, f64)> = queues
+                        .iter()
+                        .zip(&g)
+                        .filter_map(|(q, g)| {
+                            g.map(|(p, c)| (q.name.clone(), p.unwrap_or(-1.0), c, l))
+                        })
+                        .collect();
+                    if got.is_empty() {
+                        why = format!("the crossing run at a {l:.0} ns line crossed no queue");
+                        break;
+                    }
+                    said.push(format!(
+                        "{l:.0} ns, shares {}: {}",
+                        shares_d
+                            .iter()
+                            .map(|x| format!("{x:.2}"))
+                            .collect::<Vec<_>>()
+                            .join("/"),
+                        notes.join(", ")
+                    ));
+                    now.extend(got);
+                }
+                _ => why = "the line time changed under way".to_string(),
+            }
+        }
+        if !now.is_empty() {
+            // This profile's runs as one measurement (their median per
+            // queue), added to the configuration's.
+            let mut one = Vec::new();
+            for q in &queues {
+                if let Some((p, c, _)) = line_medians(&now, &q.name) {
+                    let l = now.iter().find(|x| x.0 == q.name).map_or(0.0, |x| x.3);
+                    one.push((q.name.clone(), p.unwrap_or(-1.0), c, l));
+                }
+            }
+            kept = line_cache_store(&key, one);
+            why = format!(
+                "measured now (one-thread run share {share_b:.2}; {})",
+                said.join("; ")
+            );
+        }
+        let mut used = Vec::new();
+        for q in queues.iter_mut() {
+            if let Some((p, c, n)) = line_medians(&kept, &q.name) {
+                q.line_growth.producer = p;
+                q.line_growth.consumer = Some(c);
+                used.push(format!(
+                    "{} {}/{c:.2} (median of {n})",
+                    q.name,
+                    p.map_or("-".to_string(), |p| format!("{p:.2}"))
+                ));
+            }
+        }
+        if used.is_empty() {
+            let _ = write!(line_note, "; not measured: {why}");
+        } else {
+            line_note = format!(
+                "line term: measured in the slow state, lines per crossing packet (producer/consumer) {}; {why}",
+                used.join(", ")
+            );
+        }
+    }
     // Run C: the elapsed cycles per packet, without any sampling cost.
     let c = build(src, reg, defines, 1, SchedPolicy::Static, false, false)?;
     let t0 = std::time::Instant::now();
@@ -387,6 +897,7 @@ pub fn profile_app(
         residual,
         scale
     );
+    let _ = writeln!(notes, "{line_note}");
     Ok((
         App {
             name: src.name.clone(),
@@ -586,8 +1097,21 @@ pub fn config_model(
                 .iter()
                 .filter(|q| q.crosses(&assign, nthreads))
                 .map(|q| {
-                    let (p, c) = machine.hop_ends_at(q.batch, whatif.line_ns);
-                    format!("{} (batch {:.1}: +{p:.1}/+{c:.1} ns)", q.name, q.batch)
+                    let (p, c) = machine.hop_ends_with(q.batch, whatif.line_ns, &q.line_growth);
+                    let (kp, kc) = machine.queue_hop.first().map_or(
+                        (
+                            paraclick_model::machine::LINES_PER_PACKET,
+                            paraclick_model::machine::LINES_PER_PACKET,
+                        ),
+                        |h| h.growth(),
+                    );
+                    format!(
+                        "{} (batch {:.1}: +{p:.1}/+{c:.1} ns; +{:.2}/+{:.2} per ns of line)",
+                        q.name,
+                        q.batch,
+                        q.line_growth.producer_k(kp),
+                        q.line_growth.consumer_k(kc)
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -653,6 +1177,143 @@ pub fn config_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// queue-unqueue's shape with a WorkPackage after the Unqueue: task
+    /// 0 (src) pushes into q, task 1 (uq) pulls it and pushes through c
+    /// and w. One-thread run B and two-thread run D (src on thread 0, uq
+    /// on 1), 1000 packets each, at 2 GHz; in D the source costs
+    /// `src_extra` and w `w_extra` cycles per packet more than in B.
+    fn runs(src_extra: u64, w_extra: u64, d_share: f64) -> (CostData, CostData) {
+        use paraclick_runtime::sched::ElementCost;
+        let el = |name: &str, class: &str, push: Vec<usize>, pull: Vec<usize>| ElementCost {
+            name: name.into(),
+            class: class.into(),
+            is_queue: class == "Queue",
+            push_tasks: push,
+            pull_tasks: pull,
+            ..ElementCost::default()
+        };
+        let task = |name: &str, thread: usize| TaskCost {
+            element: name.into(),
+            thread,
+            work: 1000,
+            packets: 1000,
+            ..TaskCost::default()
+        };
+        let elements = vec![
+            el("src", "InfiniteSource", vec![], vec![]),
+            el("q", "Queue", vec![0], vec![1]),
+            el("uq", "Unqueue", vec![], vec![]),
+            el("c", "Counter", vec![1], vec![]),
+            el("w", "WorkPackage", vec![1], vec![]),
+        ];
+        let mut b = CostData {
+            hz: 2e9,
+            profiled: true,
+            threads: 1,
+            elements: elements.clone(),
+            tasks: vec![task("src", 0), task("uq", 0)],
+            ..CostData::default()
+        };
+        let one = [
+            (50_000, 0),
+            (20_000, 2000),
+            (8_000, 0),
+            (30_000, 1000),
+            (100_000, 1000),
+        ];
+        for (e, &(c, p)) in b.elements.iter_mut().zip(&one) {
+            e.per_thread = vec![(c, p)];
+            e.cycles = c;
+            e.packets = p;
+        }
+        let mut d = CostData {
+            threads: 2,
+            elements,
+            tasks: vec![task("src", 0), task("uq", 1)],
+            ..b.clone()
+        };
+        // Thread 1's cycles are wall-clock cycles at `d_share` of a core.
+        let t1 = |c: u64| (c as f64 / d_share) as u64;
+        let two = [
+            vec![(50_000 + 1000 * src_extra, 0), (0, 0)],
+            vec![(10_000, 1000), (t1(90_000), 1000)],
+            vec![(0, 0), (t1(3_000), 0)],
+            vec![(0, 0), (t1(30_000), 1000)],
+            vec![(0, 0), (t1(100_000 + 1000 * w_extra), 1000)],
+        ];
+        for (e, pt) in d.elements.iter_mut().zip(two) {
+            e.cycles = pt.iter().map(|x| x.0).sum();
+            e.packets = pt.iter().map(|x| x.1).sum();
+            e.per_thread = pt;
+        }
+        (b, d)
+    }
+
+    #[test]
+    fn crossing_run_gives_each_end_its_lines_per_packet() {
+        // At a 100 ns line: the source's +10 cycles (5 ns) are 0.05 lines
+        // at the producer; w's +200 cycles (100 ns) a line at the
+        // consumer; the queue's and the puller's own cycles (empty polls,
+        // batch) are left out.
+        let (b, d) = runs(10, 200, 1.0);
+        let (g, notes) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
+        let (p, c) = g[0].unwrap();
+        let p = p.unwrap();
+        assert!((p - 0.05).abs() < 1e-9, "{p} {notes:?}");
+        assert!((c - 1.0).abs() < 1e-9, "{c} {notes:?}");
+        // Thread 1 had half a core: its wall-clock cycles are corrected.
+        let (b, d) = runs(10, 200, 0.5);
+        let (g, _) = measured_line_growth(&b, 1.0, &d, &[1.0, 0.5], 100.0);
+        assert!((g[0].unwrap().1 - 1.0).abs() < 1e-9);
+        // Nothing grew: no lines, and a faster element is not a negative
+        // figure.
+        let (b, d) = runs(0, 0, 1.0);
+        assert_eq!(
+            measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
+            vec![Some((Some(0.0), 0.0))]
+        );
+        // The producer's path after its source touches lines its own
+        // core wrote: what it adds in D is not the crossing's.
+        let (mut b, mut d) = runs(10, 200, 1.0);
+        let hs = |pt: Vec<(u64, u64)>| paraclick_runtime::sched::ElementCost {
+            name: "hs".into(),
+            class: "HashSwitch".into(),
+            push_tasks: vec![0],
+            cycles: pt.iter().map(|x| x.0).sum(),
+            packets: pt.iter().map(|x| x.1).sum(),
+            per_thread: pt,
+            ..Default::default()
+        };
+        b.elements.push(hs(vec![(40_000, 1000)]));
+        d.elements.push(hs(vec![(140_000, 1000), (0, 0)]));
+        let (g, _) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
+        assert!((g[0].unwrap().0.unwrap() - 0.05).abs() < 1e-9);
+        // Both tasks on one thread: nothing crossed, nothing measured.
+        let (b, mut d) = runs(10, 200, 1.0);
+        d.tasks[1].thread = 0;
+        assert_eq!(
+            measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
+            vec![None]
+        );
+    }
+
+    #[test]
+    fn consumers_that_read_packet_data_are_told_from_the_classes() {
+        let (mut b, _) = runs(0, 0, 1.0);
+        assert_eq!(consumer_reads_data(&b), vec![true]);
+        // Without the WorkPackage: Unqueue, Counter read metadata only.
+        b.elements.pop();
+        assert_eq!(consumer_reads_data(&b), vec![false]);
+        // A data reader before the queue (the producer's side) does not count.
+        b.elements.push(paraclick_runtime::sched::ElementCost {
+            name: "cl".into(),
+            class: "IPClassifier".into(),
+            push_tasks: vec![0],
+            ..Default::default()
+        });
+        assert_eq!(consumer_reads_data(&b), vec![false]);
+    }
 
     #[test]
     fn traffic_specs() {

@@ -489,6 +489,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             producers: vec![(t, f)],
             consumers: vec![(nt, f)],
             batch: BURST as f64,
+            line_growth: Default::default(),
         });
         // The Unqueue on another thread than the task it splits.
         let (a, r) = place_with(&a2, m, n, w, &[(t, 0), (nt, 1)]);
@@ -630,6 +631,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 producers: vec![(t, f / n as f64)],
                 consumers: vec![(base + r, f / n as f64)],
                 batch: BURST as f64,
+                line_growth: Default::default(),
             });
         }
         for q in a2.queues.iter_mut().take(app.queues.len()) {
@@ -959,6 +961,7 @@ pub fn static_app(
             producers: e.push_tasks.iter().map(|&t| (t, 1.0)).collect(),
             consumers: e.pull_tasks.iter().map(|&t| (t, 1.0)).collect(),
             batch: 1.0,
+            line_growth: Default::default(),
         })
         .collect();
     Ok(App {

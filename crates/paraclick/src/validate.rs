@@ -189,8 +189,12 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
         // Enough packets that no run ends by itself.
         let mut defines = vec![("N".to_string(), "1000000000000".to_string())];
         defines.extend(user_defines.iter().cloned());
-        let app = match model_cmd::profile_app(&src, reg, &defines, secs) {
-            Ok((a, _)) => a,
+        let (app, line_term) = match model_cmd::profile_app(&src, reg, &defines, secs) {
+            Ok((a, notes)) => {
+                // Where the crossing queues' line term came from.
+                let l = notes.lines().find(|l| l.starts_with("line term:"));
+                (a, l.unwrap_or("").to_string())
+            }
             Err(e) => {
                 println!("{path:<34} profile: {e}");
                 continue;
@@ -295,7 +299,7 @@ pub fn run(input: &Input, reg: &Registry, machine: &Machine, secs: f64, rounds: 
                     per_round(runs, |r| mpps(r.measured)),
                     share_text(runs),
                     if threads > 1 {
-                        line_note(runs)
+                        format!("{}; {line_term}", line_note(runs))
                     } else {
                         String::new()
                     },
