@@ -40,20 +40,144 @@
 use super::flow::{FlowHasher, FlowKey};
 use super::table::FlowRef;
 use crossbeam_utils::CachePadded;
-use seize::{reclaim, Collector, Guard as _, LocalGuard};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+pub use sync::Guard;
+use sync::{AtomicPtr, AtomicUsize, Collector, Mutex, MutexGuard};
 
-/// A guard for a run of lookups: entries found stay valid while it lives.
-pub type Guard<'a> = LocalGuard<'a>;
+/// The atomics, locks and reclamation the map uses: std's and `seize`'s
+/// normally; under loom (`RUSTFLAGS="--cfg loom"`, see `loom_tests`)
+/// loom's atomics and mutexes, and a collector that frees retired objects
+/// only when the map is dropped (seize's per-thread state is not loom's).
+mod sync {
+    #[cfg(loom)]
+    pub(super) use loom::sync::atomic::{AtomicPtr, AtomicUsize};
+    #[cfg(loom)]
+    pub(super) use loom::sync::{Mutex, MutexGuard};
+    #[cfg(not(loom))]
+    pub(super) use seize::Collector;
+    #[cfg(not(loom))]
+    pub(super) use std::sync::atomic::{AtomicPtr, AtomicUsize};
+    #[cfg(not(loom))]
+    pub(super) use std::sync::{Mutex, MutexGuard};
 
+    /// A guard for a run of lookups: entries found stay valid while it
+    /// lives.
+    #[cfg(not(loom))]
+    pub type Guard<'a> = seize::LocalGuard<'a>;
+
+    #[cfg(loom)]
+    pub struct Guard<'a>(&'a Collector);
+
+    /// Retired objects, freed when the map drops.
+    #[cfg(loom)]
+    #[derive(Default)]
+    pub struct Collector(std::sync::Mutex<Vec<Retired>>);
+
+    /// A retired object and its reclaimer.
+    #[cfg(loom)]
+    pub struct Retired(*mut (), unsafe fn(*mut (), &Collector));
+
+    // SAFETY: a retired object is only freed, by whichever thread drops
+    // the map; the objects (entries, bucket arrays) are Send.
+    #[cfg(loom)]
+    unsafe impl Send for Retired {}
+
+    #[cfg(loom)]
+    impl Collector {
+        pub(super) fn new() -> Collector {
+            Collector::default()
+        }
+        pub(super) fn enter(&self) -> Guard<'_> {
+            Guard(self)
+        }
+    }
+
+    #[cfg(loom)]
+    impl Drop for Collector {
+        fn drop(&mut self) {
+            let v = std::mem::take(self.0.get_mut().unwrap_or_else(|e| e.into_inner()));
+            for Retired(p, f) in v {
+                // SAFETY: retired by `defer_retire`, whose caller promised
+                // `f` may free `p` once no thread reads it: the map is
+                // being dropped.
+                unsafe { f(p, self) };
+            }
+        }
+    }
+
+    /// Loads a slot or table word for reading what it points to.
+    #[inline(always)]
+    pub(super) fn protect<T>(g: &Guard<'_>, p: &AtomicPtr<T>) -> *mut T {
+        #[cfg(not(loom))]
+        {
+            use seize::Guard as _;
+            g.protect(p, Ordering::Acquire)
+        }
+        #[cfg(loom)]
+        {
+            let _ = g;
+            p.load(Ordering::Acquire)
+        }
+    }
+
+    /// Frees `p` with `f` once no guard that could have read it is active.
+    ///
+    /// # Safety
+    /// `p` is unreachable for threads entering from now on, and `f` may
+    /// free it then.
+    #[inline]
+    pub(super) unsafe fn defer_retire<T>(
+        g: &Guard<'_>,
+        p: *mut T,
+        f: unsafe fn(*mut T, &Collector),
+    ) {
+        #[cfg(not(loom))]
+        {
+            use seize::Guard as _;
+            // SAFETY: the caller's contract is seize's.
+            unsafe { g.defer_retire(p, f) }
+        }
+        #[cfg(loom)]
+        {
+            // SAFETY (of the later call): the same function, its pointer
+            // argument type erased.
+            let f: unsafe fn(*mut (), &Collector) = unsafe { std::mem::transmute(f) };
+            g.0 .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Retired(p.cast(), f));
+        }
+    }
+
+    /// Whether `g` is a guard of collector `c`.
+    pub(super) fn guards(g: &Guard<'_>, c: &Collector) -> bool {
+        #[cfg(not(loom))]
+        {
+            use seize::Guard as _;
+            std::ptr::eq(g.collector(), c)
+        }
+        #[cfg(loom)]
+        std::ptr::eq(g.0, c)
+    }
+
+    use std::sync::atomic::Ordering;
+}
+
+#[cfg(not(loom))]
 const SHARD_BITS: u32 = 6;
+/// Under loom, few and small shards, so that models reach growth and
+/// overflow in few steps.
+#[cfg(loom)]
+const SHARD_BITS: u32 = 1;
 const SHARDS: usize = 1 << SHARD_BITS;
 /// Entry slots per bucket (the eighth word is the overflow count).
 const SLOTS: usize = 7;
 /// Buckets per shard at first.
+#[cfg(not(loom))]
 const MIN_BUCKETS: usize = 4;
+#[cfg(loom)]
+const MIN_BUCKETS: usize = 2;
 /// Buckets per shard from which batched lookups prefetch: shards grow to
 /// 512 buckets past ~43,000 flows (86,000 entries: 5.5 MiB of entries and
 /// 2 MiB of buckets, more than the second-level caches measured on).
@@ -90,7 +214,7 @@ fn new_buckets(n: usize) -> *mut Bucket {
     debug_assert!(n.is_power_of_two());
     let b: Box<[Bucket]> = (0..n)
         .map(|_| Bucket {
-            slots: Default::default(),
+            slots: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             over: AtomicUsize::new(0),
         })
         .collect();
@@ -120,6 +244,15 @@ unsafe fn free_buckets(p: *mut Bucket, _: &Collector) {
     let b = std::ptr::slice_from_raw_parts_mut(p.map_addr(|a| a & !63), n);
     // SAFETY: per the contract; the array was a `Box<[Bucket]>` of `n`.
     drop(unsafe { Box::from_raw(b) });
+}
+
+/// Frees a removed entry (the collector's reclaimer).
+///
+/// # Safety
+/// `e` came from `Box::into_raw`, and nothing reads it any more.
+unsafe fn free_entry(e: *mut Entry, _: &Collector) {
+    // SAFETY: per the contract.
+    drop(unsafe { Box::from_raw(e) });
 }
 
 /// A shard's writers' side.
@@ -172,7 +305,7 @@ fn matches(b: &Bucket, sig: usize, g: &Guard<'_>) -> ([*mut Entry; SLOTS], u32) 
     let want = sig << ADDR_BITS | 1;
     let keep = usize::MAX << ADDR_BITS | 1;
     for (k, slot) in b.slots.iter().enumerate() {
-        let p = g.protect(slot, Ordering::Acquire);
+        let p = sync::protect(g, slot);
         words[k] = p;
         let a = p.addr();
         // Tagged with `sig`, or an untagged (bit 0 clear) entry.
@@ -222,7 +355,10 @@ impl Default for FlowMap {
 impl FlowMap {
     pub fn new() -> FlowMap {
         FlowMap {
+            #[cfg(not(loom))]
             hasher: FlowHasher::new(),
+            #[cfg(loom)]
+            hasher: FlowHasher::with_seed(0x1005),
             tables: (0..SHARDS)
                 .map(|_| AtomicPtr::new(new_buckets(MIN_BUCKETS)))
                 .collect(),
@@ -272,15 +408,12 @@ impl FlowMap {
         // SAFETY: a table word always holds an array from `new_buckets`;
         // one replaced by growth is retired through the collector after
         // it is unlinked, so it lives as long as `g`.
-        unsafe { buckets(g.protect(&self.tables[s], Ordering::Acquire)) }
+        unsafe { buckets(sync::protect(g, &self.tables[s])) }
     }
 
     #[inline(always)]
     fn check(&self, g: &Guard<'_>) {
-        debug_assert!(
-            std::ptr::eq(g.collector(), &self.collector),
-            "guard of another map"
-        );
+        debug_assert!(sync::guards(g, &self.collector), "guard of another map");
         let _ = g;
     }
 
@@ -298,7 +431,7 @@ impl FlowMap {
         loop {
             let b = &t.b[i];
             for slot in &b.slots {
-                let p = g.protect(slot, Ordering::Acquire);
+                let p = sync::protect(g, slot);
                 if let Some(e) = candidate(p, s) {
                     // SAFETY: a slot holds a live entry or null; a removed
                     // entry is retired through the collector after its
@@ -477,7 +610,7 @@ impl FlowMap {
         // SAFETY: `old` is unlinked (no thread that enters from now on can
         // reach it) and came from `new_buckets`; its entries now live in
         // `new` and are not owned by it.
-        unsafe { g.defer_retire(old, free_buckets) };
+        unsafe { sync::defer_retire(g, old, free_buckets) };
         new
     }
 
@@ -523,7 +656,7 @@ impl FlowMap {
                 // SAFETY: unlinked from the current array (older arrays
                 // were unlinked before and are only read by guards older
                 // than this retirement); allocated by `Box::new`.
-                unsafe { g.defer_retire(e, reclaim::boxed::<Entry>) };
+                unsafe { sync::defer_retire(g, e, free_entry) };
                 return true;
             }
             if b.over.load(Ordering::Relaxed) == 0 {
@@ -545,7 +678,7 @@ impl FlowMap {
                 .iter()
                 .flat_map(|b| b.slots.iter())
                 .filter_map(move |slot| {
-                    let p = g.protect(slot, Ordering::Acquire);
+                    let p = sync::protect(g, slot);
                     // SAFETY: as in `probe`.
                     (!p.is_null()).then(|| unsafe { &*untag(p) })
                 })
@@ -586,7 +719,7 @@ unsafe fn place(t: Buckets<'_>, e: *mut Entry, h: u64) {
 impl Drop for FlowMap {
     fn drop(&mut self) {
         for t in self.tables.iter_mut() {
-            let t = *t.get_mut();
+            let t = t.load(Ordering::Relaxed);
             // SAFETY: `&mut self`: no guard of this map is active; the
             // current arrays and the entries in them are owned by the map
             // (retired ones are the collector's, freed when it drops).
@@ -606,7 +739,7 @@ impl Drop for FlowMap {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::nat::flow::FlowId;
@@ -774,5 +907,119 @@ mod tests {
         let g = m.guard();
         assert_eq!(m.len(), STABLE as usize);
         assert_eq!(m.iter(&g).count(), STABLE as usize);
+    }
+}
+
+/// Model checks of the map's protocol under loom: every interleaving of a
+/// writer's steps with a reader's, with loom's weak-memory outcomes for
+/// each atomic access (reclamation is not modelled: under loom retired
+/// objects are freed when the map drops). Run:
+/// `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom
+/// cargo test --release -p paraclick-elements --lib nat::map::loom_tests`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::nat::flow::FlowId;
+    use loom::sync::atomic::AtomicBool;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    fn key(n: u32) -> FlowKey {
+        FlowKey {
+            id: FlowId {
+                saddr: 0x0a00_0001,
+                daddr: 0xc633_6407,
+                sport: n as u16,
+                dport: 53,
+            },
+            proto: 17,
+        }
+    }
+
+    /// `n` keys in shard 0 whose home, in `buckets` buckets, is `home`
+    /// (any home if `None`).
+    fn keys(m: &FlowMap, n: usize, buckets: usize, home: Option<usize>) -> Vec<FlowKey> {
+        (0..)
+            .map(key)
+            .filter(|k| {
+                let h = m.hash(k);
+                FlowMap::shard(h) == 0 && home.is_none_or(|b| h as usize & (buckets - 1) == b)
+            })
+            .take(n)
+            .collect()
+    }
+
+    fn out(r: Option<&FlowRef>) -> Option<usize> {
+        r.map(|r| r.out())
+    }
+
+    /// A key that overflowed into the next bucket stays findable while a
+    /// writer frees a slot in its home bucket, fills it and frees it again.
+    #[test]
+    fn overflowed_key_stays_findable() {
+        loom::model(|| {
+            let m = Arc::new(FlowMap::new());
+            let ks = keys(&m, 9, MIN_BUCKETS, Some(0));
+            {
+                let g = m.guard();
+                for (i, k) in ks[..8].iter().enumerate() {
+                    assert!(m.try_insert(*k, FlowRef::test_new(i as u16), &g).is_ok());
+                }
+            }
+            let (m2, ks2) = (m.clone(), ks.clone());
+            let w = thread::spawn(move || {
+                let g = m2.guard();
+                assert!(m2.remove_if(&ks2[3], |_| true, &g));
+                assert!(m2.try_insert(ks2[8], FlowRef::test_new(8), &g).is_ok());
+                assert!(m2.remove_if(&ks2[8], |_| true, &g));
+            });
+            {
+                let g = m.guard();
+                assert_eq!(out(m.get(&ks[7], &g)), Some(7));
+                let r = m.get(&ks[8], &g);
+                assert!(r.is_none() || out(r) == Some(8));
+                assert_eq!(out(m.get(&ks[0], &g)), Some(0));
+            }
+            w.join().unwrap();
+        });
+    }
+
+    /// Lookups during a shard's growth find every key inserted before,
+    /// and an entry published before a flag the reader sees.
+    #[test]
+    fn growth_keeps_keys_and_publication_is_seen() {
+        loom::model(|| {
+            let m = Arc::new(FlowMap::new());
+            // Growth at the 11th entry of 2 buckets (11 x 4 > 2 x 7 x 3).
+            let ks = keys(&m, 11, MIN_BUCKETS, None);
+            {
+                let g = m.guard();
+                for (i, k) in ks[..10].iter().enumerate() {
+                    assert!(m.try_insert(*k, FlowRef::test_new(i as u16), &g).is_ok());
+                }
+            }
+            let flag = Arc::new(AtomicBool::new(false));
+            let (m2, ks2, flag2) = (m.clone(), ks.clone(), flag.clone());
+            let w = thread::spawn(move || {
+                let g = m2.guard();
+                assert!(m2.try_insert(ks2[10], FlowRef::test_new(10), &g).is_ok());
+                flag2.store(true, Ordering::Release);
+            });
+            {
+                let g = m.guard();
+                let seen = flag.load(Ordering::Acquire);
+                assert_eq!(out(m.get(&ks[9], &g)), Some(9));
+                let r = m.get(&ks[10], &g);
+                if seen {
+                    assert_eq!(out(r), Some(10));
+                } else {
+                    assert!(r.is_none() || out(r) == Some(10));
+                }
+                assert_eq!(out(m.get(&ks[0], &g)), Some(0));
+            }
+            w.join().unwrap();
+            let g = m.guard();
+            assert_eq!(m.table(0, &g).b.len(), 2 * MIN_BUCKETS);
+        });
     }
 }
