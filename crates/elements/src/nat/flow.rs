@@ -124,6 +124,12 @@ impl FlowHasher {
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x5eedu64);
         FlowHasher { seed: seed | 1 }
     }
+
+    /// A hasher with a fixed seed (loom's model runs must repeat).
+    #[cfg(loom)]
+    pub fn with_seed(seed: u64) -> FlowHasher {
+        FlowHasher { seed: seed | 1 }
+    }
 }
 
 impl Default for FlowHasher {

@@ -6,7 +6,8 @@
 //! The logic lives in plain modules: `flow` (flow identifiers, reading and
 //! rewriting packets with incremental checksums), `pattern` (patterns,
 //! input specifications, candidate allocation), `table` (the concurrent
-//! flow table: both directions, timeouts, capacity), `mapper`; `rewriter`
+//! flow table: both directions, timeouts, capacity), `map` (its concurrent
+//! hash map, with batched prefetching lookups), `mapper`; `rewriter`
 //! is the element engine every rewriter class shares.
 
 use paraclick_runtime::Registry;
@@ -18,6 +19,7 @@ pub mod ip_addr_pair_rewriter;
 pub mod ip_addr_rewriter;
 pub mod ip_rewriter;
 pub mod ip_rewriter_patterns;
+pub mod map;
 pub mod mapper;
 pub mod pattern;
 pub mod rewriter;

@@ -6,7 +6,7 @@ use super::flow::{ip_offset, packet_flow, rewrite, FlowId, PacketFlow, ICMP, TCP
 use super::ip_rewriter_patterns::IPRewriterPatterns;
 use super::mapper::{Mapper, MapperCore};
 use super::pattern::{parse_spec, Pattern, SpecText};
-use super::table::{now_ms, FlowTable, KeyKind, Timeouts};
+use super::table::{now_ms, FlowTable, Guard, KeyKind, Timeouts};
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{ConfigCx, Counter, Cx, Element, Handler, InitCx, StateCx, Verdict};
@@ -85,7 +85,7 @@ fn code(v: Verdict) -> u16 {
 
 /// Packets looked up together before any is handled (the batched
 /// lookup's window: enough misses in flight to cover a DRAM latency).
-const RUN: usize = 32;
+const RUN: usize = super::map::RUN;
 
 fn ms(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
@@ -253,7 +253,7 @@ impl Rewriter {
         pf: &PacketFlow,
         pre: Option<&'g super::table::FlowRef>,
         now: u64,
-        g: &'g impl papaya::Guard,
+        g: &'g Guard<'_>,
     ) -> Verdict {
         let Some(specs) = self.specs.get() else {
             return Verdict::Drop;
@@ -305,7 +305,7 @@ impl Rewriter {
         pkts: &mut [Packet],
         verdicts: &mut [u16],
         now: u64,
-        g: &impl papaya::Guard,
+        g: &Guard<'_>,
     ) {
         let n = pkts.len();
         let mut pfs: [Option<PacketFlow>; RUN] = [None; RUN];
@@ -313,11 +313,7 @@ impl Rewriter {
         for (pf, p) in pfs.iter_mut().zip(pkts.iter()) {
             *pf = self.classify(cx, p);
         }
-        for (r, pf) in pre.iter_mut().zip(&pfs[..n]) {
-            if let Some(pf) = pf {
-                *r = self.table.find(pf.proto, pf.id, g);
-            }
-        }
+        self.table.find_run(&pfs[..n], &mut pre[..n], g);
         for (i, p) in pkts.iter_mut().enumerate() {
             let v = match &pfs[i] {
                 Some(pf) => self.finish(cx, port, p, pf, pre[i], now, g),
@@ -335,7 +331,7 @@ impl Rewriter {
         port: usize,
         p: &mut Packet,
         now: u64,
-        g: &impl papaya::Guard,
+        g: &Guard<'_>,
     ) -> Verdict {
         match self.classify(cx, p) {
             Some(pf) => self.finish(cx, port, p, &pf, None, now, g),

@@ -1,8 +1,11 @@
 // The flow table shared by every thread: a concurrent hash map with
-// lock-free reads (papaya), holding both directions of each flow, with
-// timeouts, a capacity bound and allocation of unused rewritten flows.
+// lock-free reads and batched, prefetching lookups (`map`), holding both
+// directions of each flow, with timeouts, a capacity bound and allocation
+// of unused rewritten flows.
 
-use super::flow::{FlowHasher, FlowId, FlowKey, ADDR_DST, ADDR_PAIR, ADDR_SRC, TCP, UDP};
+use super::flow::{FlowId, FlowKey, PacketFlow, ADDR_DST, ADDR_PAIR, ADDR_SRC, TCP, UDP};
+use super::map::FlowMap;
+pub use super::map::Guard;
 use super::pattern::Pattern;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -140,6 +143,25 @@ impl Clone for FlowRef {
 }
 
 impl FlowRef {
+    /// An entry of a flow of its own, output `out` (for the map's tests).
+    #[cfg(test)]
+    pub fn test_new(out: u16) -> FlowRef {
+        let f = Arc::new(Flow {
+            proto: UDP,
+            key: [FlowKey {
+                id: FlowId::default(),
+                proto: UDP,
+            }; 2],
+            to: [FlowId::default(); 2],
+            mask: [0; 2],
+            out: [out; 2],
+            input: 0,
+            pattern: None,
+            state: AtomicU8::new(0),
+        });
+        FlowRef::new(&f, 0, 0)
+    }
+
     fn new(flow: &Arc<Flow>, dir: u8, now: u64) -> FlowRef {
         let d = dir as usize;
         FlowRef {
@@ -208,11 +230,9 @@ pub enum Failure {
     Exhausted,
 }
 
-pub type Map = papaya::HashMap<FlowKey, FlowRef, FlowHasher>;
-
 pub struct FlowTable {
     pub kind: KeyKind,
-    map: Map,
+    map: FlowMap,
     nflows: AtomicUsize,
     capacity: AtomicUsize,
     failures: AtomicU64,
@@ -238,16 +258,11 @@ impl FlowTable {
     pub fn new(kind: KeyKind, capacity: usize, timeouts: Timeouts) -> FlowTable {
         FlowTable {
             kind,
-            map: papaya::HashMap::builder()
-                .hasher(FlowHasher::new())
-                // Small, growing with the flows (papaya copies the table
-                // a chunk per write at each doubling). Sized up front for
-                // CAPACITY, a table holding 50,000 flows would spread them
-                // over tens of MiB and miss the caches on every lookup
-                // (measured: -j1 ~150 -> ~270 cycles per packet at 50k
-                // flows, for ~530 -> ~430 at a million).
-                .capacity(1024)
-                .build(),
+            // Small, growing with the flows (per shard, doubling). Sized
+            // up front for CAPACITY, a table holding 50,000 flows would
+            // spread them over tens of MiB and miss the caches on every
+            // lookup.
+            map: FlowMap::new(),
             nflows: AtomicUsize::new(0),
             capacity: AtomicUsize::new(capacity),
             failures: AtomicU64::new(0),
@@ -267,7 +282,7 @@ impl FlowTable {
 
     /// A guard for a run of lookups (one per batch).
     #[inline]
-    pub fn guard(&self) -> impl papaya::Guard + '_ {
+    pub fn guard(&self) -> Guard<'_> {
         self.map.guard()
     }
 
@@ -295,7 +310,7 @@ impl FlowTable {
         proto: u8,
         id: FlowId,
         now: u64,
-        g: &'g impl papaya::Guard,
+        g: &'g Guard<'_>,
     ) -> Option<&'g FlowRef> {
         let probe = |key: FlowKey| -> Option<&'g FlowRef> {
             let r = self.map.get(&key, g)?;
@@ -324,13 +339,26 @@ impl FlowTable {
     /// first key (for the address rewriter, the source address), expired
     /// or not, removing nothing. [`FlowTable::live`] then decides.
     #[inline]
-    pub fn find<'g>(
-        &'g self,
-        proto: u8,
-        id: FlowId,
-        g: &'g impl papaya::Guard,
-    ) -> Option<&'g FlowRef> {
+    pub fn find<'g>(&'g self, proto: u8, id: FlowId, g: &'g Guard<'_>) -> Option<&'g FlowRef> {
         self.map.get(&self.first_key(proto, id), g)
+    }
+
+    /// [`FlowTable::find`] for a run of packet flows (at most
+    /// [`super::map::RUN`]; `None`: no flow), into `out`: the run's cache
+    /// misses overlap when the table is big.
+    #[inline]
+    pub fn find_run<'g>(
+        &'g self,
+        flows: &[Option<PacketFlow>],
+        out: &mut [Option<&'g FlowRef>],
+        g: &'g Guard<'_>,
+    ) {
+        let n = flows.len().min(out.len());
+        self.map.get_run(
+            |i| flows[i].as_ref().map(|f| self.first_key(f.proto, f.id)),
+            &mut out[..n],
+            g,
+        );
     }
 
     /// Whether the entry `r` (from [`FlowTable::find`], for a packet of
@@ -338,7 +366,7 @@ impl FlowTable {
     /// An entry seen more recently than the shortest timeout a flow of
     /// `proto` can have is live without a look at its flow.
     #[inline(always)]
-    pub fn live(&self, r: &FlowRef, proto: u8, now: u64, g: &impl papaya::Guard) -> bool {
+    pub fn live(&self, r: &FlowRef, proto: u8, now: u64, g: &Guard<'_>) -> bool {
         let window = match proto {
             TCP => self.shortest[0],
             UDP => self.shortest[1],
@@ -350,7 +378,7 @@ impl FlowTable {
     /// [`FlowTable::live`] when the entry's own time is not enough.
     #[cold]
     #[inline(never)]
-    fn live_slow(&self, r: &FlowRef, now: u64, g: &impl papaya::Guard) -> bool {
+    fn live_slow(&self, r: &FlowRef, now: u64, g: &Guard<'_>) -> bool {
         if self.flow_expired(&r.flow, now, g) {
             self.remove_flow(&r.flow, g);
             return false;
@@ -359,7 +387,7 @@ impl FlowTable {
     }
 
     /// The time of `flow`'s last packet, either direction (ms).
-    pub fn flow_last(&self, flow: &Arc<Flow>, g: &impl papaya::Guard) -> u64 {
+    pub fn flow_last(&self, flow: &Arc<Flow>, g: &Guard<'_>) -> u64 {
         flow.key
             .iter()
             .filter_map(|k| self.map.get(k, g))
@@ -370,14 +398,14 @@ impl FlowTable {
     }
 
     /// Whether `flow` has expired at `now`.
-    pub fn flow_expired(&self, flow: &Arc<Flow>, now: u64, g: &impl papaya::Guard) -> bool {
+    pub fn flow_expired(&self, flow: &Arc<Flow>, now: u64, g: &Guard<'_>) -> bool {
         flow.expired_since(self.flow_last(flow, g), now, &self.timeouts)
     }
 
     /// Removes both directions of `flow` (if still there).
-    pub fn remove_flow(&self, flow: &Arc<Flow>, g: &impl papaya::Guard) {
-        let same = |_: &FlowKey, v: &FlowRef| Arc::ptr_eq(&v.flow, flow);
-        if let Ok(Some(_)) = self.map.remove_if(&flow.key[0], same, g) {
+    pub fn remove_flow(&self, flow: &Arc<Flow>, g: &Guard<'_>) {
+        let same = |v: &FlowRef| Arc::ptr_eq(&v.flow, flow);
+        if self.map.remove_if(&flow.key[0], same, g) {
             self.nflows.fetch_sub(1, Ordering::Relaxed);
             if let Some(p) = &flow.pattern {
                 p.users.fetch_sub(1, Ordering::Relaxed);
@@ -400,7 +428,7 @@ impl FlowTable {
         rout: usize,
         rand: u64,
         now: u64,
-        g: &'g impl papaya::Guard,
+        g: &'g Guard<'_>,
     ) -> Result<&'g FlowRef, Failure> {
         self.create_from(0, proto, id, p, fout, rout, rand, now, g)
     }
@@ -417,7 +445,7 @@ impl FlowTable {
         rout: usize,
         rand: u64,
         now: u64,
-        g: &'g impl papaya::Guard,
+        g: &'g Guard<'_>,
     ) -> Result<&'g FlowRef, Failure> {
         if self.nflows() >= self.capacity() {
             self.sweep_if_due(now, g);
@@ -492,8 +520,8 @@ impl FlowTable {
                         placed = true;
                         break;
                     }
-                    Err(e) => {
-                        let old = e.current.flow.clone();
+                    Err(cur) => {
+                        let old = cur.flow.clone();
                         if self.flow_expired(&old, now, g) {
                             self.remove_flow(&old, g);
                             continue;
@@ -516,22 +544,19 @@ impl FlowTable {
                     }
                     return Ok(r);
                 }
-                Err(e) => {
+                Err(cur) => {
                     // Another thread created this flow meanwhile (or, for the
                     // address rewriters, the key is some flow's reverse).
-                    let _ = self.map.remove_if(
-                        &rev_key,
-                        |_, v: &FlowRef| Arc::ptr_eq(&v.flow, &flow),
-                        g,
-                    );
-                    let cur: &'g FlowRef = e.current;
+                    let _ = self
+                        .map
+                        .remove_if(&rev_key, |v| Arc::ptr_eq(&v.flow, &flow), g);
                     return Ok(cur);
                 }
             }
         }
     }
 
-    fn sweep_if_due(&self, now: u64, g: &impl papaya::Guard) {
+    fn sweep_if_due(&self, now: u64, g: &Guard<'_>) {
         let Ok(mut last) = self.last_sweep.try_lock() else {
             return;
         };
@@ -544,7 +569,7 @@ impl FlowTable {
     }
 
     /// Removes every expired flow; returns how many.
-    pub fn reap(&self, now: u64, g: &impl papaya::Guard) -> usize {
+    pub fn reap(&self, now: u64, g: &Guard<'_>) -> usize {
         let dead: Vec<Arc<Flow>> = self
             .map
             .iter(g)
@@ -570,7 +595,7 @@ impl FlowTable {
             {
                 continue;
             }
-            if self.map.insert(*k, v.clone(), &g).is_none() && v.dir == 0 {
+            if self.map.try_insert(*k, v.clone(), &g).is_ok() && v.dir == 0 {
                 n += 1;
             }
         }
@@ -1000,5 +1025,76 @@ mod tests {
                 .err(),
             Some(Failure::Exhausted)
         );
+    }
+
+    /// Two threads create flows while a third checks each reply direction
+    /// (created on another thread) and a fourth reaps; each round runs
+    /// past the timeout of the one before, so its public ports come back.
+    #[test]
+    fn concurrent_create_lookup_expire() {
+        let tm = Timeouts {
+            udp: 1000,
+            udp_streaming: 1000,
+            ..Timeouts::default()
+        };
+        let t = FlowTable::new(KeyKind::Ports, 1 << 20, tm);
+        let p = pat(&["1.0.0.1", "1024-9999", "-", "-"]);
+        for round in 0..4u64 {
+            let now = 1 + round * 2000;
+            let (tx, rx) = std::sync::mpsc::channel();
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                for th in 0..2u64 {
+                    let (tx, t, p) = (tx.clone(), &t, &p);
+                    s.spawn(move || {
+                        let g = t.guard();
+                        let mut x = (round * 2 + th + 1) * 0x9E37_79B9;
+                        let dst = if th == 0 { "2.0.0.2" } else { "3.0.0.3" };
+                        for i in 0..3000u16 {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let id = FlowId::new(a("10.0.0.1"), 1 + i, a(dst), 80);
+                            // As the rewriter does: a lookup (which removes
+                            // the last round's expired flow), then a create.
+                            assert!(t.lookup(UDP, id, now, &g).is_none());
+                            let r = t.create(UDP, id, Some(p), 0, 1, x, now, &g).unwrap();
+                            tx.send((id, r.to())).unwrap();
+                        }
+                    });
+                }
+                drop(tx);
+                let (t2, done2) = (&t, &done);
+                s.spawn(move || {
+                    while !done2.load(Ordering::Relaxed) {
+                        let g = t2.guard();
+                        t2.reap(now, &g);
+                    }
+                });
+                // Stops the reaper however the checks below end.
+                struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+                impl Drop for Done<'_> {
+                    fn drop(&mut self) {
+                        self.0.store(true, Ordering::Relaxed);
+                    }
+                }
+                let _done = Done(&done);
+                let g = t.guard();
+                let mut seen = std::collections::HashSet::new();
+                for (id, to) in rx {
+                    let back = t
+                        .lookup(UDP, to.reverse(), now, &g)
+                        .expect("the reply direction maps on another thread");
+                    assert_eq!((back.dir, back.to()), (1, id.reverse()));
+                    assert!(
+                        seen.insert((to.daddr, to.sport)),
+                        "a public port given to two live flows"
+                    );
+                }
+            });
+            let g = t.guard();
+            t.reap(now, &g);
+            assert_eq!((t.nflows(), t.entries()), (6000, 12000), "round {round}");
+        }
     }
 }
