@@ -38,3 +38,16 @@ if (( models == 0 )); then
   exit 1
 fi
 echo "test.sh: $models ring models passed under loom"
+
+# The NAT flow table's map (crates/elements/src/nat/map.rs): an overflowed
+# key stays findable, and a grown bucket array is seen whole.
+echo "== loom model check of the NAT map"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
+  cargo test --profile ci -p paraclick-elements --lib nat::map::loom_tests -- --nocapture \
+  2>&1 | tee target/loom-nat-output.txt
+nat_models=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/loom-nat-output.txt | awk '{s+=$4} END {print s+0}')
+if (( nat_models == 0 )); then
+  echo "test.sh: the NAT map's loom model check ran no model" >&2
+  exit 1
+fi
+echo "test.sh: $nat_models NAT map models passed under loom"
