@@ -464,7 +464,9 @@ fn worker_cpus(pid: u32) -> Vec<(String, String)> {
 /// Runs `taskset -c CPUS paraclick ARGS` on an endless configuration until
 /// its workers exist, and returns their CPU lists.
 fn pinned_workers(cpus: &str, args: &[&str], nworkers: usize) -> Vec<(String, String)> {
-    let conf = "InfiniteSource(LENGTH 60, LIMIT -1) -> Queue -> Unqueue -> Discard;";
+    // Endless but nearly idle (the workers park between packets), so the
+    // test does not take CPUs from the tests running beside it.
+    let conf = "TimedSource(INTERVAL 0.05) -> Queue -> Unqueue -> Discard;";
     let mut child = std::process::Command::new("taskset")
         .args(["-c", cpus, env!("CARGO_BIN_EXE_paraclick")])
         .args(args)
