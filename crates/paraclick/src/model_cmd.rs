@@ -321,12 +321,7 @@ pub(crate) fn measured_line_growth(
     let th = |k: usize| fd.tasks[k].thread;
     let share_d = |t: usize| shares_d.get(t).copied().unwrap_or(1.0).clamp(0.05, 1.0);
     let share_b = share_b.clamp(0.05, 1.0);
-    let pullers: Vec<usize> = fd
-        .elements
-        .iter()
-        .filter(|e| e.is_queue)
-        .flat_map(|e| e.pull_tasks.iter().copied())
-        .collect();
+    let pullers = queue_pullers(fd);
     let per_b = |cyc: u64, pk: u64| (pk > 0).then(|| cyc as f64 * share_b / pk as f64);
     // Per task: extra cycles in D over B of its own (source) element,
     // and of the elements its pulls push through.
@@ -461,6 +456,16 @@ const PASS_THROUGH_PULLERS: &[&str] = &[
     "RatedUnqueue",
     "BandwidthRatedUnqueue",
 ];
+
+/// The tasks that pull from a queue (a task per puller, repeated if it
+/// pulls from several queues).
+fn queue_pullers(cd: &CostData) -> Vec<usize> {
+    cd.elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .flat_map(|e| e.pull_tasks.iter().copied())
+        .collect()
+}
 
 /// Per queue: whether an element on its consumers' side (the queue's
 /// pullers, what they pull through and what they push to) reads the
@@ -687,12 +692,7 @@ pub fn profile_app(
             line_growth: LineTerm::default(),
         });
     }
-    let pullers: Vec<usize> = fa
-        .elements
-        .iter()
-        .filter(|e| e.is_queue)
-        .flat_map(|e| e.pull_tasks.iter().copied())
-        .collect();
+    let pullers = queue_pullers(&fa);
     drop(a);
     // Run B: what each task costs, relative to the others: one pinned
     // thread with every task run timed.
