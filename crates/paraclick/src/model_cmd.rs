@@ -191,25 +191,10 @@ pub(crate) fn build(
 
 /// Runs `r` until it stops by itself or `secs` have passed.
 pub(crate) fn run_for(r: &Router, secs: f64) {
-    let stopper = r.stopper();
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let d2 = done.clone();
-    let t = std::thread::spawn(move || {
-        let until = std::time::Instant::now() + Duration::from_secs_f64(secs);
-        while !d2.load(std::sync::atomic::Ordering::Relaxed) {
-            if std::time::Instant::now() >= until {
-                stopper.stop();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    });
-    r.run();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = t.join();
+    run_for_shares(r, secs, 0);
 }
 
-/// [`run_for`] that also returns each of the router's `n` workers' share
+/// [`run_for`], returning each of the router's `n` workers' share
 /// of its core over the run (1 less the part it waited for a CPU, from
 /// the kernel's run delays, the first 20 ms left out while the workers
 /// start): a profiled run's cycles are wall-clock cycles, so another
@@ -503,13 +488,25 @@ pub const MEASURED_LINE_MIN_NS: f64 = 100.0;
 /// kept next to the system model so that a profile taken in the fast
 /// state can use them (`line-terms.json`): per configuration (its text
 /// and defines), the last [`LINE_CACHE_KEEP`] measurements per queue:
-/// (queue, producer, consumer lines per crossing packet, the line time
-/// they were measured at). The model uses their median per end: one
+/// ([`LineMeasure`]). The model uses their median per end: one
 /// profile's figure under another process's load is off by up to a
 /// factor of two.
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 struct LineCache {
-    configs: std::collections::BTreeMap<String, Vec<(String, f64, f64, f64)>>,
+    configs: std::collections::BTreeMap<String, Vec<LineMeasure>>,
+}
+
+/// One measurement of a queue's line term.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct LineMeasure {
+    pub queue: String,
+    /// Lines per crossing packet at the producer's end (None where its
+    /// producers are not sources).
+    pub producer: Option<f64>,
+    /// At the consumer's end.
+    pub consumer: f64,
+    /// The line time it was measured at, ns.
+    pub line_ns: f64,
 }
 
 fn line_cache_path() -> Option<std::path::PathBuf> {
@@ -546,16 +543,13 @@ pub const LINE_CACHE_KEEP: usize = 5;
 
 /// Adds this profile's measurements to the configuration's (the oldest
 /// beyond [`LINE_CACHE_KEEP`] per queue dropped) and returns them all.
-fn line_cache_store(
-    key: &str,
-    terms: Vec<(String, f64, f64, f64)>,
-) -> Vec<(String, f64, f64, f64)> {
+fn line_cache_store(key: &str, terms: Vec<LineMeasure>) -> Vec<LineMeasure> {
     let mut c = line_cache_load();
     let all = c.configs.entry(key.to_string()).or_default();
     for t in terms {
-        let n = all.iter().filter(|x| x.0 == t.0).count();
+        let n = all.iter().filter(|x| x.queue == t.queue).count();
         if n >= LINE_CACHE_KEEP {
-            if let Some(i) = all.iter().position(|x| x.0 == t.0) {
+            if let Some(i) = all.iter().position(|x| x.queue == t.queue) {
                 all.remove(i);
             }
         }
@@ -575,18 +569,15 @@ fn line_cache_store(
 }
 
 /// Per queue of `kept` measurements: the median producer figure (None
-/// where none was measured: producers that are not sources, kept as a
-/// negative figure), the median consumer figure, and how many there are.
-pub(crate) fn line_medians(
-    kept: &[(String, f64, f64, f64)],
-    queue: &str,
-) -> Option<(Option<f64>, f64, usize)> {
-    let mine: Vec<&(String, f64, f64, f64)> = kept.iter().filter(|x| x.0 == queue).collect();
+/// where none was measured), the median consumer figure, and how many
+/// there are.
+pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<f64>, f64, usize)> {
+    let mine: Vec<&LineMeasure> = kept.iter().filter(|x| x.queue == queue).collect();
     if mine.is_empty() {
         return None;
     }
-    let mut p: Vec<f64> = mine.iter().map(|x| x.1).filter(|&x| x >= 0.0).collect();
-    let mut c: Vec<f64> = mine.iter().map(|x| x.2).collect();
+    let mut p: Vec<f64> = mine.iter().filter_map(|x| x.producer).collect();
+    let mut c: Vec<f64> = mine.iter().map(|x| x.consumer).collect();
     Some((
         (!p.is_empty()).then(|| crate::hop::median(&mut p)),
         crate::hop::median(&mut c),
@@ -749,7 +740,7 @@ pub fn profile_app(
             .unwrap_or_default();
         // Up to CROSSING_RUNS short runs, each kept where the line was
         // slow throughout; the first one in the fast state ends them.
-        let mut now: Vec<(String, f64, f64, f64)> = Vec::new();
+        let mut now: Vec<LineMeasure> = Vec::new();
         let mut said = Vec::new();
         let mut why = String::new();
         for _ in 0..CROSSING_RUNS {
@@ -767,11 +758,16 @@ pub fn profile_app(
                         break;
                     }
                     let (g, notes) = measured_line_growth(&fb, share_b, &fd, &shares_d, l);
-                    let got: Vec<(String, f64, f64, f64)> = queues
+                    let got: Vec<LineMeasure> = queues
                         .iter()
                         .zip(&g)
                         .filter_map(|(q, g)| {
-                            g.map(|(p, c)| (q.name.clone(), p.unwrap_or(-1.0), c, l))
+                            g.map(|(producer, consumer)| LineMeasure {
+                                queue: q.name.clone(),
+                                producer,
+                                consumer,
+                                line_ns: l,
+                            })
                         })
                         .collect();
                     if got.is_empty() {
@@ -797,9 +793,17 @@ pub fn profile_app(
             // queue), added to the configuration's.
             let mut one = Vec::new();
             for q in &queues {
-                if let Some((p, c, _)) = line_medians(&now, &q.name) {
-                    let l = now.iter().find(|x| x.0 == q.name).map_or(0.0, |x| x.3);
-                    one.push((q.name.clone(), p.unwrap_or(-1.0), c, l));
+                if let Some((producer, consumer, _)) = line_medians(&now, &q.name) {
+                    let line_ns = now
+                        .iter()
+                        .find(|x| x.queue == q.name)
+                        .map_or(0.0, |x| x.line_ns);
+                    one.push(LineMeasure {
+                        queue: q.name.clone(),
+                        producer,
+                        consumer,
+                        line_ns,
+                    });
                 }
             }
             kept = line_cache_store(&key, one);
