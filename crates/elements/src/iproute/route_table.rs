@@ -612,9 +612,7 @@ impl<K: RouteKind> IPRouteLookup<K> {
             None => NO_PORT,
         }
     }
-}
 
-impl<K: RouteKind> IPRouteLookup<K> {
     /// A lookup in a table handlers may change (under its read lock).
     #[inline(never)]
     fn lookup_shared(&self, dst: u32) -> Option<NextHop> {

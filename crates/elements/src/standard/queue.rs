@@ -328,6 +328,10 @@ impl Queue {
     #[inline]
     fn enqueue_plain(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
         self.ring.push_burst(&cx.producer(), items);
+        if !self.crossing.load(Ordering::Relaxed) {
+            self.note_length_local(cx);
+            return items.len();
+        }
         // The high-water mark without reading the consumer's cache line on
         // every push: the producer-side bound can only overstate the
         // length, so the exact length is read only when it might be a new
@@ -347,10 +351,11 @@ impl Queue {
         items.len()
     }
 
-    /// [`Queue::enqueue_plain`]'s high-water mark and full check for a
-    /// queue that does not cross threads: its consumer runs on this thread,
-    /// so the exact length costs no other core's cache line, and is
-    /// cheaper than the upper bound and its refresh.
+    /// The high-water mark and full check after a push into a queue that
+    /// does not cross threads: its consumer runs on this thread, so the
+    /// exact length costs no other core's cache line, and is cheaper than
+    /// the producer-side bound and its refresh (a queue fed one packet per
+    /// run would refresh on every push).
     #[inline]
     fn note_length_local(&self, cx: &mut Cx<'_>) {
         let len = self.ring.len();
@@ -763,8 +768,7 @@ impl Element for Queue {
             return self.stage_one(cx, p);
         }
         let mut item = Some(p);
-        self.ring.push_burst(&cx.producer(), &mut item);
-        self.note_length_local(cx);
+        self.enqueue_plain(cx, &mut item);
         self.pushed(cx, false);
         if let Some(p) = item {
             self.drops.fetch_add(1, Ordering::Relaxed);
