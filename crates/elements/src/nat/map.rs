@@ -414,10 +414,15 @@ impl FlowMap {
         unsafe { buckets(sync::protect(g, &self.tables[s])) }
     }
 
+    /// A guard of another map would not keep this map's entries alive:
+    /// the safe API would then hand out freed memory, so this is checked
+    /// in release builds too (a pointer compare per lookup).
     #[inline(always)]
     fn check(&self, g: &Guard<'_>) {
-        debug_assert!(sync::guards(g, &self.collector), "guard of another map");
-        let _ = g;
+        assert!(
+            sync::guards(g, &self.collector),
+            "a guard of another flow map"
+        );
     }
 
     /// Looks `key` (hash `h`) up from bucket `i` of `t`.
