@@ -4,8 +4,7 @@
 // Layout. The map is split into SHARDS by the key hash's top bits; each
 // shard is an array of 64-byte buckets (a power of two of them), each
 // bucket seven slots and an overflow count. A slot holds a pointer to an
-// entry (48 bytes: key and `FlowRef`, in a line of its own in the shard's
-// slab, see `Slab`) with a 16-bit
+// entry (48 bytes: key and `FlowRef`) with a 16-bit
 // signature of the key's hash in its unused top bits, so a lookup reads
 // one bucket line, compares signatures, and follows only the pointer
 // whose signature matches (a false match costs one more line, 1 in 65,536
@@ -29,8 +28,7 @@
 // bucket array from the entries (pointers: entries do not move), publishes
 // it, and retires the old array; readers still in the old one see a frozen
 // but complete copy. Removed entries and old arrays are freed by `seize`
-// once no guard that could have read them is active (an entry's slab slot
-// is reused only then).
+// once no guard that could have read them is active.
 //
 // Batched lookup (`get_run`): for a table bigger than the caches, stage 1
 // hashes every key and prefetches its bucket, stage 2 reads each bucket,
@@ -43,7 +41,6 @@ use super::flow::{FlowHasher, FlowKey};
 use super::table::FlowRef;
 use crossbeam_utils::CachePadded;
 use std::hash::BuildHasher;
-use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 pub use sync::Guard;
 use sync::{AtomicPtr, AtomicUsize, Collector, Mutex, MutexGuard};
@@ -191,116 +188,12 @@ const PREFETCH_BUCKETS: usize = 64;
 /// The most keys one batched lookup takes.
 pub const RUN: usize = 32;
 
-/// One table entry: a key and what it maps to (48 bytes), in a [`Slot`]
-/// of its shard's [`Slab`].
+/// One table entry: a key and what it maps to (48 bytes, so an ordinary
+/// 64-byte allocation: aligned to a line, the allocator's aligned path
+/// took ~60% more memory at a million flows).
 pub struct Entry {
     pub key: FlowKey,
     pub val: FlowRef,
-}
-
-/// An entry's place in its shard's slab: one cache line, so an entry
-/// never straddles two (as a third of malloc'd 48-byte entries did, see
-/// `Slab`). Slot pointers are entry pointers (the entry is at offset 0).
-#[repr(C, align(64))]
-struct Slot {
-    /// Initialized from the insert that takes the slot until the
-    /// collector's reclaimer drops it.
-    entry: MaybeUninit<Entry>,
-    /// The next slot of a free list (the slot's while it is free).
-    next: *mut Slot,
-    /// The shard's list of slots freed by the collector
-    /// ([`Writer::freed`]), where the reclaimer puts the slot back.
-    home: *const AtomicPtr<Slot>,
-}
-
-const _: () = assert!(std::mem::size_of::<Slot>() == 64 && std::mem::offset_of!(Slot, entry) == 0);
-
-/// Slots per slab block: the first block's, and the most (blocks double
-/// up to it: 32 KiB, at most that much unused per shard).
-const MIN_BLOCK: usize = 8;
-const MAX_BLOCK: usize = 512;
-
-/// A shard's entry memory (under the shard's lock): line-sized slots
-/// carved from blocks, reused once the collector has freed them, so that
-/// the shard's entries are packed one per line instead of malloc'd one by
-/// one. Measured (callgrind, a 1 MiB second-level cache simulated, 10,000
-/// flows): with malloc, besides the line with the entry's key, 0.45 more
-/// lines missed per packet where the entry's time and rewrite lay on the
-/// next line. Memory is the same (malloc gave a 48-byte entry 64 bytes);
-/// the slots never go back to the allocator before the map drops, so the
-/// map holds as many as it ever held entries at once (live, and removed
-/// but not yet reclaimed).
-struct Slab {
-    /// Free slots taken from [`Writer::freed`].
-    free: *mut Slot,
-    /// The unused rest of the newest block.
-    bump: *mut Slot,
-    end: *mut Slot,
-    /// Every block and its slot count (freed when the map drops).
-    blocks: Vec<(*mut Slot, usize)>,
-    /// Slots in all blocks.
-    slots: usize,
-}
-
-// SAFETY: the slab owns its blocks (raw pointers to memory it allocated,
-// freed in its drop); it is only used under its shard's lock.
-unsafe impl Send for Slab {}
-
-impl Slab {
-    fn new() -> Slab {
-        Slab {
-            free: std::ptr::null_mut(),
-            bump: std::ptr::null_mut(),
-            end: std::ptr::null_mut(),
-            blocks: Vec::new(),
-            slots: 0,
-        }
-    }
-
-    /// A free slot (uninitialized): a reclaimed one if any, else a new one.
-    fn alloc(&mut self, freed: &AtomicPtr<Slot>) -> *mut Slot {
-        if self.free.is_null() && !freed.load(Ordering::Relaxed).is_null() {
-            // Acquire: the reclaimers' drops of the old entries and their
-            // `next` writes happen before the slots are reused.
-            self.free = freed.swap(std::ptr::null_mut(), Ordering::Acquire);
-        }
-        if !self.free.is_null() {
-            let s = self.free;
-            // SAFETY: a free list's slots are free slots of this slab, and
-            // their `next` was written before they were pushed.
-            self.free = unsafe { (*s).next };
-            return s;
-        }
-        if self.bump == self.end {
-            let n = self.slots.clamp(MIN_BLOCK, MAX_BLOCK);
-            let layout = std::alloc::Layout::array::<Slot>(n).expect("slab block size");
-            // SAFETY: `layout` has a non-zero size.
-            let b = unsafe { std::alloc::alloc(layout) }.cast::<Slot>();
-            if b.is_null() {
-                std::alloc::handle_alloc_error(layout);
-            }
-            self.blocks.push((b, n));
-            self.slots += n;
-            self.bump = b;
-            // SAFETY: one past the block's end.
-            self.end = unsafe { b.add(n) };
-        }
-        let s = self.bump;
-        // SAFETY: `s` is below `end`, so at most one past the block's end.
-        self.bump = unsafe { s.add(1) };
-        s
-    }
-}
-
-impl Drop for Slab {
-    fn drop(&mut self) {
-        for &(b, n) in &self.blocks {
-            let layout = std::alloc::Layout::array::<Slot>(n).expect("slab block size");
-            // SAFETY: allocated in `alloc` with this layout; the map is
-            // dropping (after its collector), so no entry in it is live.
-            unsafe { std::alloc::dealloc(b.cast(), layout) };
-        }
-    }
 }
 
 #[repr(C, align(64))]
@@ -356,40 +249,20 @@ unsafe fn free_buckets(p: *mut Bucket, _: &Collector) {
     drop(unsafe { Box::from_raw(b) });
 }
 
-/// Drops a removed entry and gives its slot back to its shard (the
-/// collector's reclaimer: it may run on any thread, some shard's lock
-/// held or not, so the slot goes on a lock-free list).
+/// Frees a removed entry (the collector's reclaimer).
 ///
 /// # Safety
-/// `e` is the entry of a slot from [`Slab::alloc`] whose map is alive,
-/// initialized, and nothing reads it any more.
+/// `e` came from `Box::into_raw`, and nothing reads it any more.
 unsafe fn free_entry(e: *mut Entry, _: &Collector) {
-    let s = e.cast::<Slot>();
-    // SAFETY: per the contract; the slot's entry is at its start.
-    unsafe { std::ptr::drop_in_place(e) };
-    // SAFETY: `home` is the shard's list, alive with the map.
-    let home = unsafe { &*(*s).home };
-    let mut head = home.load(Ordering::Relaxed);
-    loop {
-        // SAFETY: the slot is ours until the exchange publishes it.
-        unsafe { (*s).next = head };
-        // Release: the drop and `next` before the slot's reuse. Pushes
-        // only (the shard takes the whole list), so no ABA.
-        match home.compare_exchange_weak(head, s, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => return,
-            Err(h) => head = h,
-        }
-    }
+    // SAFETY: per the contract.
+    drop(unsafe { Box::from_raw(e) });
 }
 
 /// A shard's writers' side.
 struct Writer {
     /// Entries in the shard (written under `lock`).
     len: AtomicUsize,
-    /// Slots whose entries the collector has freed (pushed by
-    /// [`free_entry`], taken whole by [`Slab::alloc`]).
-    freed: AtomicPtr<Slot>,
-    lock: Mutex<Slab>,
+    lock: Mutex<()>,
 }
 
 pub struct FlowMap {
@@ -397,10 +270,8 @@ pub struct FlowMap {
     /// Each shard's table word (see [`new_buckets`]); packed, 8 per line:
     /// written only when a shard grows.
     tables: Box<[AtomicPtr<Bucket>]>,
-    /// Before `writers`: dropping it reclaims the retired entries, whose
-    /// slots are in the writers' slabs.
-    collector: Collector,
     writers: Box<[CachePadded<Writer>]>,
+    collector: Collector,
 }
 
 // Slot words: an entry pointer (8-byte aligned, so bit 0 is free) with,
@@ -494,16 +365,15 @@ impl FlowMap {
             tables: (0..SHARDS)
                 .map(|_| AtomicPtr::new(new_buckets(MIN_BUCKETS)))
                 .collect(),
-            collector: Collector::new(),
             writers: (0..SHARDS)
                 .map(|_| {
                     CachePadded::new(Writer {
                         len: AtomicUsize::new(0),
-                        freed: AtomicPtr::new(std::ptr::null_mut()),
-                        lock: Mutex::new(Slab::new()),
+                        lock: Mutex::new(()),
                     })
                 })
                 .collect(),
+            collector: Collector::new(),
         }
     }
 
@@ -689,7 +559,7 @@ impl FlowMap {
     }
 
     #[inline]
-    fn lock(&self, s: usize) -> MutexGuard<'_, Slab> {
+    fn lock(&self, s: usize) -> MutexGuard<'_, ()> {
         // A panic under the lock leaves the shard consistent (each step
         // is one store), so a poisoned lock is taken as it is.
         self.writers[s]
@@ -708,7 +578,7 @@ impl FlowMap {
     ) -> Result<&'g FlowRef, &'g FlowRef> {
         let h = self.hash(&key);
         let s = Self::shard(h);
-        let mut slab = self.lock(s);
+        let _w = self.lock(s);
         let mut t = self.table(s, g);
         if let Some(e) = self.probe(t, h as usize & t.mask, h, &key, g) {
             return Err(&e.val);
@@ -718,17 +588,7 @@ impl FlowMap {
         if len * 4 > t.b.len() * SLOTS * 3 {
             t = self.grow(s, t, g);
         }
-        let slot = slab.alloc(&w.freed);
-        // SAFETY: a free slot of this shard's slab (its lock held): ours
-        // to write; the entry is dropped by `free_entry` or the map's drop.
-        unsafe {
-            slot.write(Slot {
-                entry: MaybeUninit::new(Entry { key, val }),
-                next: std::ptr::null_mut(),
-                home: &w.freed,
-            })
-        };
-        let e = slot.cast::<Entry>();
+        let e = Box::into_raw(Box::new(Entry { key, val }));
         // SAFETY: `t` is the shard's current array and we hold its lock.
         unsafe { place(t, e, h) };
         w.len.store(len, Ordering::Relaxed);
@@ -803,7 +663,7 @@ impl FlowMap {
                     .store(w.len.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
                 // SAFETY: unlinked from the current array (older arrays
                 // were unlinked before and are only read by guards older
-                // than this retirement); an initialized slot entry.
+                // than this retirement); allocated by `Box::new`.
                 unsafe { sync::defer_retire(g, e, free_entry) };
                 return true;
             }
@@ -876,9 +736,8 @@ impl Drop for FlowMap {
                 for slot in &b.slots {
                     let p = slot.load(Ordering::Relaxed);
                     if !p.is_null() {
-                        // SAFETY: as above; each entry is in one bucket
-                        // slot, and its slab slot is freed with the slab.
-                        unsafe { std::ptr::drop_in_place(untag(p)) };
+                        // SAFETY: as above; each entry is in one slot.
+                        drop(unsafe { Box::from_raw(untag(p)) });
                     }
                 }
             }
@@ -977,95 +836,6 @@ mod tests {
             }
         }
         assert_eq!(m.len(), 0);
-    }
-
-    /// Every entry has a cache line of its own, and removed entries' slots
-    /// come back: rounds of inserting and removing 20,000 keys leave the
-    /// slabs at about one round's worth of slots, not one per insert.
-    #[test]
-    fn slab_slots_are_lines_and_are_reused() {
-        let m = FlowMap::new();
-        let slots = |m: &FlowMap| -> usize { (0..SHARDS).map(|s| m.lock(s).slots).sum() };
-        for round in 0..10u32 {
-            let g = m.guard();
-            let base = round * 20_000;
-            for n in base..base + 20_000 {
-                let r = m.try_insert(key(n), val(n), &g).ok().expect("a new key");
-                let e = (r as *const FlowRef).cast::<u8>();
-                // The entry's value, hence its slot, is in one line.
-                let line = e.addr() & !63;
-                assert_eq!((e.addr() + std::mem::size_of::<FlowRef>() - 1) & !63, line);
-            }
-            for (k, _) in m.iter(&g) {
-                let e = m.get(k, &g).unwrap() as *const FlowRef;
-                assert_eq!(
-                    e.addr() - std::mem::offset_of!(Entry, val),
-                    e.addr() & !63,
-                    "entries start lines"
-                );
-            }
-            for n in base..base + 20_000 {
-                assert!(m.remove_if(&key(n), |_| true, &g));
-            }
-        }
-        // Seize frees retired entries in batches once no guard can see
-        // them; every batch it still holds is one this thread retired.
-        let made = slots(&m);
-        assert!(
-            made < 2 * 20_000 + SHARDS * MAX_BLOCK,
-            "{made} slots for 20,000 entries at a time"
-        );
-        assert_eq!(m.len(), 0);
-    }
-
-    /// A slot is not reused while a guard that found its entry lives: the
-    /// entry stays readable and no insert gets its address; once that
-    /// guard is gone the slot comes back.
-    #[test]
-    fn slot_not_reused_while_a_guard_can_read_it() {
-        let m = FlowMap::new();
-        let held = m.guard();
-        {
-            let g = m.guard();
-            assert!(m.try_insert(key(1), val(1), &g).is_ok());
-        }
-        let r = m.get(&key(1), &held).unwrap();
-        let addr = (r as *const FlowRef).addr();
-        std::thread::scope(|sc| {
-            sc.spawn(|| {
-                let g = m.guard();
-                assert!(m.remove_if(&key(1), |_| true, &g));
-                drop(g);
-                for round in 0..20u32 {
-                    let g = m.guard();
-                    for n in 0..2_000 {
-                        let k = key(10 + round * 2_000 + n);
-                        let e = m.try_insert(k, val(n), &g).ok().expect("a new key");
-                        assert_ne!((e as *const FlowRef).addr(), addr, "reused while read");
-                    }
-                    for n in 0..2_000 {
-                        assert!(m.remove_if(&key(10 + round * 2_000 + n), |_| true, &g));
-                    }
-                }
-            });
-        });
-        // Still the entry it was.
-        assert_eq!(r.out(), 1);
-        drop(held);
-        // Now reclaimable: churn until the slot comes back.
-        let mut back = false;
-        for round in 0..50u32 {
-            let g = m.guard();
-            for n in 0..2_000 {
-                let k = key(100_000 + round * 2_000 + n);
-                let e = m.try_insert(k, val(n), &g).ok().expect("a new key");
-                back |= (e as *const FlowRef).addr() == addr;
-            }
-            for n in 0..2_000 {
-                assert!(m.remove_if(&key(100_000 + round * 2_000 + n), |_| true, &g));
-            }
-        }
-        assert!(back, "the slot was never reused");
     }
 
     /// Writers insert and remove (growing shards) while readers look up
