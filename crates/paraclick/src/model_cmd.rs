@@ -223,51 +223,6 @@ fn run_for_shares(r: &Router, secs: f64, n: usize) -> Vec<f64> {
     t.join().unwrap_or_else(|_| vec![1.0; n])
 }
 
-/// Element classes that touch only a packet's metadata (its buffer
-/// header, length, annotations) or pass it on untouched: a packet that
-/// crossed cores costs them no data lines. Any other class is taken to
-/// read (or write) the packet's data.
-const METADATA_ONLY: &[&str] = &[
-    "Counter",
-    "AverageCounter",
-    "Discard",
-    "DiscardNoFree",
-    "Queue",
-    "SimpleQueue",
-    "NotifierQueue",
-    "FrontDropQueue",
-    "MixedQueue",
-    "ThreadSafeQueue",
-    "CPUQueue",
-    "QuickNoteQueue",
-    "Unqueue",
-    "Unqueue2",
-    "PrioSched",
-    "RoundRobinSched",
-    "StrideSched",
-    "Paint",
-    "PaintSwitch",
-    "CheckPaint",
-    "SetAnnoByte",
-    "SetTimestamp",
-    "Null",
-    "PushNull",
-    "PullNull",
-    "PushPullNull",
-    "Idle",
-    "Switch",
-    "StaticSwitch",
-    "RoundRobinSwitch",
-    "RandomSwitch",
-    "RandomSample",
-    "Tee",
-    "PullTee",
-    "Hub",
-    "Strip",
-    "Unstrip",
-    "StripToNetworkHeader",
-];
-
 /// One crossing queue's measured lines per crossing packet: the producer
 /// end (None where its producers are not sources) and the consumer end.
 pub(crate) type EndLines = (Option<f64>, f64);
@@ -454,8 +409,11 @@ fn queue_pullers(cd: &CostData) -> Vec<usize> {
 
 /// Per queue: whether an element on its consumers' side (the queue's
 /// pullers, what they pull through and what they push to) reads the
-/// packet's data: its class is not in [`METADATA_ONLY`].
-pub(crate) fn consumer_reads_data(cd: &CostData) -> Vec<bool> {
+/// packet's data: its class does not say it touches only metadata
+/// ([`paraclick_runtime::ClassSpec::reads_data`]; a class the registry
+/// does not know is taken to read data).
+pub(crate) fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
+    let reads = |class: &str| reg.get(class).is_none_or(|c| c.reads_data);
     let task_elem = |k: usize| cd.tasks.get(k).map(|t| t.element.as_str());
     cd.elements
         .iter()
@@ -470,7 +428,7 @@ pub(crate) fn consumer_reads_data(cd: &CostData) -> Vec<bool> {
                     || q.pull_tasks
                         .iter()
                         .any(|&k| task_elem(k) == Some(e.name.as_str()));
-                on_side && !e.is_queue && !METADATA_ONLY.contains(&e.class.as_str())
+                on_side && !e.is_queue && reads(&e.class)
             })
         })
         .collect()
@@ -697,7 +655,7 @@ pub fn profile_app(
     // are noise); a configuration's figures from an earlier profile in
     // the slow state are kept and used in the fast one; without either,
     // the estimate from the consumers' element classes.
-    let reads = consumer_reads_data(&fb);
+    let reads = consumer_reads_data(&fb, reg);
     // Pullers that only move packets on to elements the crossing run
     // measures; any other puller's own per-packet work it cannot see.
     let floors: Vec<bool> = fb
@@ -1304,11 +1262,26 @@ mod tests {
 
     #[test]
     fn consumers_that_read_packet_data_are_told_from_the_classes() {
+        let reg = paraclick_io::full_registry();
+        // The classes say it: Counter, Queue and Strip touch metadata
+        // only; a classifier reads data, and a Tee copies it.
+        for (class, reads) in [
+            ("Counter", false),
+            ("Queue", false),
+            ("SimpleQueue", false),
+            ("Strip", false),
+            ("PrioSched", false),
+            ("IPClassifier", true),
+            ("WorkPackage", true),
+            ("Tee", true),
+        ] {
+            assert_eq!(reg.get(class).unwrap().reads_data, reads, "{class}");
+        }
         let (mut b, _) = runs(0, 0, 1.0);
-        assert_eq!(consumer_reads_data(&b), vec![true]);
+        assert_eq!(consumer_reads_data(&b, &reg), vec![true]);
         // Without the WorkPackage: Unqueue, Counter read metadata only.
         b.elements.pop();
-        assert_eq!(consumer_reads_data(&b), vec![false]);
+        assert_eq!(consumer_reads_data(&b, &reg), vec![false]);
         // A data reader before the queue (the producer's side) does not count.
         b.elements.push(paraclick_runtime::sched::ElementCost {
             name: "cl".into(),
@@ -1316,7 +1289,7 @@ mod tests {
             push_tasks: vec![0],
             ..Default::default()
         });
-        assert_eq!(consumer_reads_data(&b), vec![false]);
+        assert_eq!(consumer_reads_data(&b, &reg), vec![false]);
     }
 
     #[test]

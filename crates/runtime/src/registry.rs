@@ -19,6 +19,12 @@ pub struct ClassSpec {
     pub processing: &'static str,
     pub phase: i32,
     pub doc: &'static str,
+    /// Whether the class's elements read (or write) packet data, beyond
+    /// a packet's buffer header, length and annotations. The performance
+    /// model charges a crossing queue's consumer the data lines of the
+    /// packets it takes when an element on its side reads data. True
+    /// unless the class says [`ClassSpec::metadata_only`].
+    pub reads_data: bool,
     pub make: MakeFn,
 }
 
@@ -62,6 +68,7 @@ impl ClassSpec {
             processing,
             phase: 0,
             doc: "",
+            reads_data: true,
             make: Arc::new(make),
         }
     }
@@ -73,6 +80,14 @@ impl ClassSpec {
 
     pub fn doc(mut self, doc: &'static str) -> ClassSpec {
         self.doc = doc;
+        self
+    }
+
+    /// The class's elements touch only packets' metadata (buffer header,
+    /// length, annotations) or pass packets on untouched: a Counter, a
+    /// queue, a scheduler, a Strip.
+    pub fn metadata_only(mut self) -> ClassSpec {
+        self.reads_data = false;
         self
     }
 }

@@ -49,7 +49,7 @@ pub struct AverageCounter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("AverageCounter", "1/1", "a", make)
+    ClassSpec::action("AverageCounter", "1/1", "a", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<AverageCounter, String> {

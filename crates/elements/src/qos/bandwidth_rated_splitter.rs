@@ -33,7 +33,7 @@ use super::rated_splitter::{make, RatedSplitter};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("BandwidthRatedSplitter", "1/2", "h", make_bytes)
+    ClassSpec::action("BandwidthRatedSplitter", "1/2", "h", make_bytes).metadata_only()
 }
 
 fn make_bytes(cx: &mut ConfigCx<'_>) -> Result<RatedSplitter, String> {

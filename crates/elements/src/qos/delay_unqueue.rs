@@ -35,7 +35,7 @@ pub struct DelayUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DelayUnqueue", "1/1", "l/h", make)
+    ClassSpec::element("DelayUnqueue", "1/1", "l/h", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DelayUnqueue, String> {

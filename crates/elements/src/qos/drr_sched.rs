@@ -53,7 +53,7 @@ pub struct DRRSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DRRSched", "-/1", "l", make)
+    ClassSpec::element("DRRSched", "-/1", "l", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DRRSched, String> {

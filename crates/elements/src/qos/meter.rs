@@ -41,7 +41,7 @@ pub struct Meter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Meter", "1/2-", "h", make_packets)
+    ClassSpec::action("Meter", "1/2-", "h", make_packets).metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<Meter, String> {

@@ -54,7 +54,7 @@ pub struct StaticPullSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PullSwitch", "-/1", "l", make)
+    ClassSpec::element("PullSwitch", "-/1", "l", make).metadata_only()
 }
 
 pub fn static_spec() -> ClassSpec {

@@ -39,7 +39,7 @@ pub struct RatedSplitter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RatedSplitter", "1/2", "h", make_packets)
+    ClassSpec::action("RatedSplitter", "1/2", "h", make_packets).metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<RatedSplitter, String> {

@@ -40,7 +40,7 @@ pub struct RatedUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("RatedUnqueue", "1/1", "l/h", make_packets)
+    ClassSpec::element("RatedUnqueue", "1/1", "l/h", make_packets).metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<RatedUnqueue, String> {

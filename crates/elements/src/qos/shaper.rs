@@ -42,7 +42,7 @@ pub struct Shaper {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Shaper", "1/1-2", "l", make_packets)
+    ClassSpec::element("Shaper", "1/1-2", "l", make_packets).metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<Shaper, String> {

@@ -171,7 +171,7 @@ pub struct StrideSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("StrideSched", "1-/1", "l", make)
+    ClassSpec::element("StrideSched", "1-/1", "l", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StrideSched, String> {

@@ -50,7 +50,7 @@ pub struct CoordinatedUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("CoordinatedUnqueue", "1/1", "l/h", make)
+    ClassSpec::element("CoordinatedUnqueue", "1/1", "l/h", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CoordinatedUnqueue, String> {

@@ -37,12 +37,12 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct PrioSched;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PrioSched", "-/1", "l", make)
+    ClassSpec::element("PrioSched", "-/1", "l", make).metadata_only()
 }
 
 /// SimplePrioSched: the same element under Click's other name.
 pub fn simple_spec() -> ClassSpec {
-    ClassSpec::element("SimplePrioSched", "-/1", "l", make)
+    ClassSpec::element("SimplePrioSched", "-/1", "l", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<PrioSched, String> {

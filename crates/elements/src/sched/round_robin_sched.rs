@@ -44,12 +44,12 @@ pub struct RoundRobinSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("RoundRobinSched", "-/1", "l", make)
+    ClassSpec::element("RoundRobinSched", "-/1", "l", make).metadata_only()
 }
 
 /// SimpleRoundRobinSched: the same element under Click's other name.
 pub fn simple_spec() -> ClassSpec {
-    ClassSpec::element("SimpleRoundRobinSched", "-/1", "l", make)
+    ClassSpec::element("SimpleRoundRobinSched", "-/1", "l", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RoundRobinSched, String> {

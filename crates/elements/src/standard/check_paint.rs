@@ -29,7 +29,7 @@ pub struct CheckPaint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckPaint", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckPaint", "1/1-2", "a/ah", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckPaint, String> {

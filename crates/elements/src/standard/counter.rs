@@ -82,6 +82,7 @@ pub fn spec() -> ClassSpec {
         };
         Ok(Box::new(ActionNode(new_counter(cx, calls))) as Box<dyn Node>)
     })
+    .metadata_only()
 }
 
 fn new_counter<C: CallPolicy>(cx: &ConfigCx<'_>, calls: C) -> Counter<C> {

@@ -66,7 +66,7 @@ pub struct CPUQueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("CPUQueue", "1/1-", "h/l", make)
+    ClassSpec::element("CPUQueue", "1/1-", "h/l", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CPUQueue, String> {

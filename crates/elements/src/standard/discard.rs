@@ -35,7 +35,7 @@ pub struct Discard {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Discard", "1/0", "a", make)
+    ClassSpec::element("Discard", "1/0", "a", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Discard, String> {

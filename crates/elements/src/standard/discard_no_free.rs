@@ -28,7 +28,7 @@ pub struct DiscardNoFree {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DiscardNoFree", "1/0", "a", make)
+    ClassSpec::element("DiscardNoFree", "1/0", "a", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DiscardNoFree, String> {

@@ -18,7 +18,7 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct Idle;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Idle", "-/-", "a", make)
+    ClassSpec::element("Idle", "-/-", "a", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Idle, String> {

@@ -15,7 +15,7 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct Null;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Null", "1/1", "a", make)
+    ClassSpec::element("Null", "1/1", "a", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Null, String> {

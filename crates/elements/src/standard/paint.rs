@@ -88,7 +88,7 @@ pub struct Paint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Paint", "1/1", "a", make)
+    ClassSpec::action("Paint", "1/1", "a", make).metadata_only()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<Paint, String> {

@@ -37,12 +37,14 @@ pub fn push_spec() -> ClassSpec {
     ClassSpec::element("PushNull", "1/1", "h", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| PushNull)
     })
+    .metadata_only()
 }
 
 pub fn pull_spec() -> ClassSpec {
     ClassSpec::element("PullNull", "1/1", "l", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| PullNull)
     })
+    .metadata_only()
 }
 
 impl Element for PushNull {

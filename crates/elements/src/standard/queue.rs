@@ -201,6 +201,7 @@ pub fn spec_for(p: Policy) -> ClassSpec {
     ClassSpec::node(p.class, p.port_count, p.processing, move |cx| {
         make(cx, p).map(|q| Box::new(paraclick_runtime::element::ElementNode(q)) as _)
     })
+    .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {

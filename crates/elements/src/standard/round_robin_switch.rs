@@ -26,7 +26,7 @@ pub struct RoundRobinSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RoundRobinSwitch", "1/1-", "h", make)
+    ClassSpec::action("RoundRobinSwitch", "1/1-", "h", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RoundRobinSwitch, String> {

@@ -28,7 +28,7 @@ pub struct SetAnnoByte {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetAnnoByte", "1/1", "a", make)
+    ClassSpec::action("SetAnnoByte", "1/1", "a", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetAnnoByte, String> {

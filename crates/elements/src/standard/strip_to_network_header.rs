@@ -22,7 +22,7 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 pub struct StripToNetworkHeader;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StripToNetworkHeader", "1/1", "a", make)
+    ClassSpec::action("StripToNetworkHeader", "1/1", "a", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StripToNetworkHeader, String> {

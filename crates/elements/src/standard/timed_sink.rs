@@ -32,7 +32,7 @@ pub struct TimedSink {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("TimedSink", "1/0", "l", make)
+    ClassSpec::element("TimedSink", "1/0", "l", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSink, String> {

@@ -36,7 +36,7 @@ pub struct Unqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Unqueue", "1/1", "l/h", make)
+    ClassSpec::element("Unqueue", "1/1", "l/h", make).metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Unqueue, String> {
