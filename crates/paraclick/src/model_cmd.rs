@@ -268,6 +268,12 @@ const METADATA_ONLY: &[&str] = &[
     "StripToNetworkHeader",
 ];
 
+/// Whether an element of `class` reads (or writes) a packet's data, not
+/// only its metadata: its class is not in [`METADATA_ONLY`].
+pub(crate) fn reads_data(class: &str) -> bool {
+    !METADATA_ONLY.contains(&class)
+}
+
 /// One crossing queue's measured lines per crossing packet: the producer
 /// end (None where its producers are not sources) and the consumer end.
 pub(crate) type EndLines = (Option<f64>, f64);
@@ -562,7 +568,7 @@ pub(crate) fn consumer_reads_data(cd: &CostData) -> Vec<bool> {
                     || q.pull_tasks
                         .iter()
                         .any(|&k| task_elem(k) == Some(e.name.as_str()));
-                on_side && !e.is_queue && !METADATA_ONLY.contains(&e.class.as_str())
+                on_side && !e.is_queue && reads_data(&e.class)
             })
         })
         .collect()

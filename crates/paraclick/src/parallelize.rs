@@ -26,7 +26,7 @@
 use crate::model_cmd;
 use paraclick_lang::{FlatConnection, FlatElement, FlatGraph, Source};
 use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
-use paraclick_model::machine::{LineTerm, Machine};
+use paraclick_model::machine::{LineTerm, Machine, DATA_LINES_PER_PACKET};
 use paraclick_runtime::sched::SchedPolicy;
 use paraclick_runtime::Registry;
 use std::collections::{HashMap, HashSet};
@@ -413,6 +413,43 @@ fn queues_fed(gr: &Graph, app: &App, elems: &[usize]) -> Vec<usize> {
     qs
 }
 
+/// The estimated line term of a queue a split adds after task `t`'s
+/// producer part, its consumer side running `after` (until measured:
+/// [`measure_splits`]). The consumer, as for a configuration's own
+/// unmeasured queues (`model_cmd::profile_app`): the calibration
+/// chain's growth plus [`DATA_LINES_PER_PACKET`] when an element after
+/// the crossing reads the packet's data. The producer: where `t` is a
+/// source whose crossings through the configuration's own queues were
+/// measured (to consumers that read packet data as this one's do, or
+/// that do not as it does not), the median of those figures: what it
+/// pays per crossing packet for buffers that come back from the other
+/// core depends on the lines the other core read of them, not on the
+/// queue they crossed. Else the chain's.
+pub fn new_queue_term(gr: &Graph, app: &App, t: usize, after: &[usize]) -> LineTerm {
+    let reads = after
+        .iter()
+        .any(|&e| model_cmd::reads_data(&gr.g.elements[e].class));
+    let mut fed: Vec<f64> = app
+        .queues
+        .iter()
+        .filter(|q| q.producers.iter().any(|p| p.0 == t))
+        .filter(|q| (q.line_growth.consumer_data > 0.0) == reads)
+        .filter_map(|q| q.line_growth.producer)
+        .collect();
+    fed.sort_by(f64::total_cmp);
+    let producer = match fed.len() {
+        0 => None,
+        k if k % 2 == 1 => Some(fed[k / 2]),
+        k => Some((fed[k / 2 - 1] + fed[k / 2]) / 2.0),
+    };
+    LineTerm {
+        producer,
+        consumer: None,
+        consumer_floor: false,
+        consumer_data: if reads { DATA_LINES_PER_PACKET } else { 0.0 },
+    }
+}
+
 /// The candidates for `n` threads and the chosen one.
 pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan {
     let n = n.max(1);
@@ -499,7 +536,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             producers: vec![(t, f)],
             consumers: vec![(nt, f)],
             batch: BURST as f64,
-            line_growth: Default::default(),
+            line_growth: new_queue_term(gr, app, t, &d),
         });
         // The Unqueue on another thread than the task it splits.
         let fixed = vec![(t, 0), (nt, 1)];
@@ -644,7 +681,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 producers: vec![(t, f / n as f64)],
                 consumers: vec![(base + r, f / n as f64)],
                 batch: BURST as f64,
-                line_growth: Default::default(),
+                line_growth: new_queue_term(gr, app, t, &rep),
             });
         }
         for q in a2.queues.iter_mut().take(app.queues.len()) {
@@ -1434,6 +1471,65 @@ mod tests {
             Ok((names, String::new()))
         });
         assert_eq!(p1.chosen, p0.chosen);
+    }
+
+    #[test]
+    fn a_new_queue_is_estimated_from_its_consumers_classes_and_its_sources_measured_crossings() {
+        let src = Source {
+            name: "test".into(),
+            text: "s :: InfiniteSource(LIMIT 10) -> a :: Null -> b :: Null \
+                   -> ck :: CheckIPHeader -> q :: Queue -> Discard;"
+                .into(),
+        };
+        let reg = crate::registry();
+        let mut app = static_app(&src, &reg, &[]).unwrap();
+        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
+        let mut gr = Graph::new(g, &app, &HashMap::new());
+        uniform_costs(&mut gr, &mut app);
+        let el = |name: &str| gr.g.find(name).unwrap();
+        let s = app.tasks.iter().position(|t| t.name == "s").unwrap();
+        // Nothing measured: the consumer's data lines from its classes.
+        let t = new_queue_term(&gr, &app, s, &[el("b"), el("ck")]);
+        assert_eq!(t.consumer_data, DATA_LINES_PER_PACKET);
+        assert_eq!((t.producer, t.consumer), (None, None));
+        let t = new_queue_term(&gr, &app, s, &[el("b")]);
+        assert_eq!(t.consumer_data, 0.0);
+        // The source's crossings through q measured (its consumer reads
+        // data: the configuration's estimate said so): a new queue to a
+        // consumer that reads data takes the source's figure, one to a
+        // consumer that does not keeps the chain's.
+        app.queues[0].line_growth = LineTerm {
+            producer: Some(0.8),
+            consumer: Some(1.1),
+            consumer_floor: true,
+            consumer_data: DATA_LINES_PER_PACKET,
+        };
+        let t = new_queue_term(&gr, &app, s, &[el("ck")]);
+        assert_eq!(t.producer, Some(0.8));
+        assert_eq!(t.consumer, None, "the consumer is the new queue's own");
+        assert_eq!(new_queue_term(&gr, &app, s, &[el("b")]).producer, None);
+        // Another task's queues say nothing of this one's source.
+        let other = 1 - s;
+        assert_eq!(new_queue_term(&gr, &app, other, &[el("ck")]).producer, None);
+        // The search gives the pipeline split's queue this estimate.
+        let w = WhatIf {
+            core_share: vec![1.0; 2],
+            ..WhatIf::default()
+        };
+        let plan = search(&gr, &app, &machine(), 2, &w);
+        let split = plan
+            .candidates
+            .iter()
+            .find(|c| matches!(c.rewrite, Rewrite::Pipeline { .. }))
+            .expect("a pipeline split");
+        let q = split.model.queues.last().unwrap();
+        assert!(q.name.starts_with("par_q"), "{}", q.name);
+        assert_eq!(
+            q.line_growth.consumer_data, DATA_LINES_PER_PACKET,
+            "{}",
+            split.name
+        );
+        assert_eq!(q.line_growth.producer, Some(0.8));
     }
 
     #[test]
