@@ -223,6 +223,14 @@ fn run_for_shares(r: &Router, secs: f64, n: usize) -> Vec<f64> {
     t.join().unwrap_or_else(|_| vec![1.0; n])
 }
 
+/// Whether an element of `class` reads (or writes) a packet's data, not
+/// only its metadata: its class does not say `metadata_only`
+/// ([`paraclick_runtime::ClassSpec::reads_data`]; a class the registry
+/// does not know is taken to read data).
+pub(crate) fn reads_data(reg: &Registry, class: &str) -> bool {
+    reg.get(class).is_none_or(|c| c.reads_data)
+}
+
 /// One crossing queue's measured lines per crossing packet: the producer
 /// end (None where its producers are not sources) and the consumer end.
 pub(crate) type EndLines = (Option<f64>, f64);
@@ -344,6 +352,98 @@ pub(crate) fn measured_line_growth(
         }
         crossed_q.push(any);
     }
+    // A consumer's crossed packets may go on, on its thread, through
+    // queues that do not cross to other tasks there (a pipeline split's
+    // Unqueue fills a replica's queues, which its puller drains): those
+    // tasks handle the crossed packets too, and what they add (a Discard
+    // handing buffers home to the other core) is the crossing's. Per
+    // task: its crossed input (packets from crossing queues) and, per
+    // queue on its thread fed by tasks that handle crossed packets, the
+    // packets it took there; its extra goes back to those tasks in
+    // proportion.
+    let queues: Vec<&paraclick_runtime::sched::ElementCost> =
+        fd.elements.iter().filter(|e| e.is_queue).collect();
+    // Packets task `c` took from queue `e` (a queue's count on a thread
+    // holds its pushes there as well as its pulls).
+    let got_by = |e: &paraclick_runtime::sched::ElementCost, c: usize| -> f64 {
+        let t = th(c);
+        let nc = e.pull_tasks.iter().filter(|&&u| th(u) == t).count().max(1) as f64;
+        let mut pk = e.per_thread.get(t).map_or(0, |x| x.1) as f64;
+        if e.push_tasks.iter().any(|&u| th(u) == t) {
+            pk /= 2.0;
+        }
+        pk / nc
+    };
+    let mut fed: Vec<bool> = took.iter().map(|&x| x > 0.0).collect();
+    for _ in 0..nt {
+        let mut changed = false;
+        for e in &queues {
+            for &c in &e.pull_tasks {
+                if !fed[c]
+                    && e.push_tasks
+                        .iter()
+                        .any(|&p| p != c && th(p) == th(c) && fed[p])
+                    && e.push_tasks.iter().all(|&p| th(p) == th(c))
+                {
+                    fed[c] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Per task: (share of its extra that is its own crossed input's,
+    // [(task it goes back to, share)]).
+    let mut split: Vec<(f64, Vec<(usize, f64)>)> = vec![(1.0, Vec::new()); nt];
+    for (d, sp) in split.iter_mut().enumerate() {
+        let mut cross = 0.0;
+        let mut local: Vec<(f64, Vec<usize>)> = Vec::new();
+        for e in &queues {
+            if !e.pull_tasks.contains(&d) {
+                continue;
+            }
+            if e.push_tasks.iter().any(|&p| th(p) != th(d)) {
+                cross += got_by(e, d);
+            } else {
+                let from: Vec<usize> = e
+                    .push_tasks
+                    .iter()
+                    .copied()
+                    .filter(|&p| p != d && fed[p])
+                    .collect();
+                if !from.is_empty() {
+                    local.push((got_by(e, d), from));
+                }
+            }
+        }
+        let total = cross + local.iter().map(|x| x.0).sum::<f64>();
+        if total <= 0.0 || local.is_empty() {
+            continue;
+        }
+        sp.0 = cross / total;
+        for (pk, from) in local {
+            for p in &from {
+                sp.1.push((*p, pk / total / from.len() as f64));
+            }
+        }
+    }
+    // Each task's extra with what comes back to it from after it.
+    let mut carried = path_extra.clone();
+    for _ in 0..nt {
+        let mut next = path_extra.clone();
+        for (d, sp) in split.iter().enumerate() {
+            for &(p, w) in &sp.1 {
+                next[p] += carried[d] * w;
+            }
+        }
+        if next == carried {
+            break;
+        }
+        carried = next;
+    }
+    let path_extra: Vec<f64> = (0..nt).map(|k| carried[k] * split[k].0).collect();
     let lines = |x: f64, n: f64| {
         if n > 0.0 && line_ns > 0.0 {
             (x / ghz / n / line_ns).max(0.0)
@@ -410,10 +510,8 @@ fn queue_pullers(cd: &CostData) -> Vec<usize> {
 /// Per queue: whether an element on its consumers' side (the queue's
 /// pullers, what they pull through and what they push to) reads the
 /// packet's data: its class does not say it touches only metadata
-/// ([`paraclick_runtime::ClassSpec::reads_data`]; a class the registry
-/// does not know is taken to read data).
+/// ([`reads_data`]).
 pub(crate) fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
-    let reads = |class: &str| reg.get(class).is_none_or(|c| c.reads_data);
     let task_elem = |k: usize| cd.tasks.get(k).map(|t| t.element.as_str());
     cd.elements
         .iter()
@@ -428,7 +526,7 @@ pub(crate) fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
                     || q.pull_tasks
                         .iter()
                         .any(|&k| task_elem(k) == Some(e.name.as_str()));
-                on_side && !e.is_queue && reads(&e.class)
+                on_side && !e.is_queue && reads_data(reg, &e.class)
             })
         })
         .collect()
@@ -649,148 +747,19 @@ pub fn profile_app(
     let share_b = run_for_shares(&b, secs, 1)[0];
     let fb = b.cost_data();
     drop(b);
-    // Run D: what crossing cores costs each end in this configuration:
-    // two pinned threads, every element timed, the line time taken
-    // before and after. Used where it met a slow line (else its figures
-    // are noise); a configuration's figures from an earlier profile in
-    // the slow state are kept and used in the fast one; without either,
-    // the estimate from the consumers' element classes.
-    let reads = consumer_reads_data(&fb, reg);
-    // Pullers that only move packets on to elements the crossing run
-    // measures; any other puller's own per-packet work it cannot see.
-    let floors: Vec<bool> = fb
-        .elements
-        .iter()
-        .filter(|e| e.is_queue)
-        .map(|q| {
-            q.pull_tasks.iter().any(|&k| {
-                let name = fb.tasks.get(k).map_or("", |t| t.element.as_str());
-                fb.elements
-                    .iter()
-                    .find(|e| e.name == name)
-                    .is_none_or(|e| !PASS_THROUGH_PULLERS.contains(&e.class.as_str()))
-            })
-        })
-        .collect();
-    for (q, &f) in queues.iter_mut().zip(&floors) {
-        q.line_growth.consumer_floor = f;
-    }
-    for (q, &r) in queues.iter_mut().zip(&reads) {
-        q.line_growth.consumer_data = if r { DATA_LINES_PER_PACKET } else { 0.0 };
-    }
-    let mut line_note = format!(
-        "line term: estimated (consumers reading packet data: {})",
-        queues
-            .iter()
-            .zip(&reads)
-            .filter(|x| *x.1)
-            .map(|x| x.0.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if ntasks >= 2 && !queues.is_empty() && cpus >= 2 {
-        let key = line_cache_key(src, defines);
-        let mut kept = line_cache_load()
-            .configs
-            .get(&key)
-            .cloned()
-            .unwrap_or_default();
-        // Up to CROSSING_RUNS short runs, each kept where the line was
-        // slow throughout; the first one in the fast state ends them.
-        let mut now: Vec<LineMeasure> = Vec::new();
-        let mut said = Vec::new();
-        let mut why = String::new();
-        for _ in 0..CROSSING_RUNS {
-            let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
-            let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
-            let shares_d = run_for_shares(&d, secs / 2.0, 2);
-            let fd = d.cost_data();
-            drop(d);
-            let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
-            match (l0, l1) {
-                (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => {
-                    let l = (a + b) / 2.0;
-                    if l < MEASURED_LINE_MIN_NS {
-                        why = format!("the line was {l:.0} ns now");
-                        break;
-                    }
-                    let (g, notes) = measured_line_growth(&fb, share_b, &fd, &shares_d, l);
-                    let got: Vec<LineMeasure> = queues
-                        .iter()
-                        .zip(&g)
-                        .filter_map(|(q, g)| {
-                            g.map(|(producer, consumer)| LineMeasure {
-                                queue: q.name.clone(),
-                                producer,
-                                consumer,
-                                line_ns: l,
-                            })
-                        })
-                        .collect();
-                    if got.is_empty() {
-                        why = format!("the crossing run at a {l:.0} ns line crossed no queue");
-                        break;
-                    }
-                    said.push(format!(
-                        "{l:.0} ns, shares {}: {}",
-                        shares_d
-                            .iter()
-                            .map(|x| format!("{x:.2}"))
-                            .collect::<Vec<_>>()
-                            .join("/"),
-                        notes.join(", ")
-                    ));
-                    now.extend(got);
-                }
-                _ => why = "the line time changed under way".to_string(),
-            }
-        }
-        if !now.is_empty() {
-            // This profile's runs as one measurement (their median per
-            // queue), added to the configuration's.
-            let mut one = Vec::new();
-            for q in &queues {
-                if let Some((producer, consumer, _)) = line_medians(&now, &q.name) {
-                    let line_ns = now
-                        .iter()
-                        .find(|x| x.queue == q.name)
-                        .map_or(0.0, |x| x.line_ns);
-                    one.push(LineMeasure {
-                        queue: q.name.clone(),
-                        producer,
-                        consumer,
-                        line_ns,
-                    });
-                }
-            }
-            kept = line_cache_store(&key, one);
-            why = format!(
-                "measured now (one-thread run share {share_b:.2}; {})",
-                said.join("; ")
-            );
-        }
-        let mut used = Vec::new();
-        for q in queues.iter_mut() {
-            if let Some((p, c, n)) = line_medians(&kept, &q.name) {
-                q.line_growth.producer = p;
-                q.line_growth.consumer = Some(c);
-                used.push(format!(
-                    "{} {}/{c:.2} (median of {n})",
-                    q.name,
-                    p.map_or("-".to_string(), |p| format!("{p:.2}"))
-                ));
-            }
-        }
-        if used.is_empty() {
-            let _ = write!(line_note, "; not measured: {why}");
-        } else {
-            line_note = format!(
-                "line term: measured in the slow state, lines per crossing packet (producer/consumer) {}; {why}",
-                used.join(", ")
-            );
-        }
-    }
+    let key = line_cache_key(src, defines);
+    let line_note = line_terms(
+        src,
+        &key,
+        reg,
+        defines,
+        secs,
+        &fb,
+        share_b,
+        ntasks,
+        &mut queues,
+        true,
+    )?;
     // Run C: the elapsed cycles per packet, without any sampling cost.
     let c = build(src, reg, defines, 1, SchedPolicy::Static, false, false)?;
     let t0 = std::time::Instant::now();
@@ -878,6 +847,236 @@ pub fn profile_app(
         },
         notes,
     ))
+}
+
+/// The line terms of a configuration's queues (what `paraclick
+/// parallelize` asks of a candidate that adds queues): with `run`, the
+/// one-thread run B and the crossing runs D (which measure only when
+/// the line is slow), else only the figures of earlier measurements of
+/// this configuration (the line cache). Per queue that has a measured
+/// term: its name and term; and the note.
+pub(crate) fn queue_line_terms(
+    src: &Source,
+    key_text: &str,
+    reg: &Registry,
+    secs: f64,
+    run: bool,
+) -> Result<(Vec<(String, LineTerm)>, String), String> {
+    let defines: &[(String, String)] = &[];
+    let key = line_cache_key(
+        &Source {
+            name: src.name.clone(),
+            text: key_text.to_string(),
+        },
+        defines,
+    );
+    let (fb, share_b) = if run {
+        let b = build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
+        let share = run_for_shares(&b, secs, 1)[0];
+        (b.cost_data(), share)
+    } else {
+        (
+            build(src, reg, defines, 1, SchedPolicy::Static, true, true)?.cost_data(),
+            1.0,
+        )
+    };
+    let mut queues: Vec<AppQueue> = fb
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|e| AppQueue {
+            name: e.name.clone(),
+            ..AppQueue::default()
+        })
+        .collect();
+    let ntasks = fb.tasks.len();
+    let note = line_terms(
+        src,
+        &key,
+        reg,
+        defines,
+        secs,
+        &fb,
+        share_b,
+        ntasks,
+        &mut queues,
+        run,
+    )?;
+    Ok((
+        queues
+            .into_iter()
+            .filter(|q| q.line_growth.consumer.is_some())
+            .map(|q| (q.name, q.line_growth))
+            .collect(),
+        note,
+    ))
+}
+
+/// Each queue's line term ([`LineTerm`]) in `queues` (named as `fb`'s
+/// queue elements, in their order), given the one-thread run B (`fb`,
+/// at `share_b` of a core): the consumers' floors and estimated data
+/// lines from the classes, and the measured figures (run D, when `run`
+/// and the line is slow, kept in the configuration's line cache; else
+/// the cache's earlier ones) where there are any. Returns the note.
+#[allow(clippy::too_many_arguments)]
+fn line_terms(
+    src: &Source,
+    key: &str,
+    reg: &Registry,
+    defines: &[(String, String)],
+    secs: f64,
+    fb: &CostData,
+    share_b: f64,
+    ntasks: usize,
+    queues: &mut [AppQueue],
+    run: bool,
+) -> Result<String, String> {
+    // Run D: what crossing cores costs each end in this configuration:
+    // two pinned threads, every element timed, the line time taken
+    // before and after. Used where it met a slow line (else its figures
+    // are noise); a configuration's figures from an earlier profile in
+    // the slow state are kept and used in the fast one; without either,
+    // the estimate from the consumers' element classes.
+    let reads = consumer_reads_data(fb, reg);
+    // Pullers that only move packets on to elements the crossing run
+    // measures; any other puller's own per-packet work it cannot see.
+    let floors: Vec<bool> = fb
+        .elements
+        .iter()
+        .filter(|e| e.is_queue)
+        .map(|q| {
+            q.pull_tasks.iter().any(|&k| {
+                let name = fb.tasks.get(k).map_or("", |t| t.element.as_str());
+                fb.elements
+                    .iter()
+                    .find(|e| e.name == name)
+                    .is_none_or(|e| !PASS_THROUGH_PULLERS.contains(&e.class.as_str()))
+            })
+        })
+        .collect();
+    for (q, &f) in queues.iter_mut().zip(&floors) {
+        q.line_growth.consumer_floor = f;
+    }
+    for (q, &r) in queues.iter_mut().zip(&reads) {
+        q.line_growth.consumer_data = if r { DATA_LINES_PER_PACKET } else { 0.0 };
+    }
+    let mut line_note = format!(
+        "line term: estimated (consumers reading packet data: {})",
+        queues
+            .iter()
+            .zip(&reads)
+            .filter(|x| *x.1)
+            .map(|x| x.0.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if ntasks >= 2 && !queues.is_empty() && cpus >= 2 {
+        let mut kept = line_cache_load()
+            .configs
+            .get(key)
+            .cloned()
+            .unwrap_or_default();
+        // Up to CROSSING_RUNS short runs, each kept where the line was
+        // slow throughout; the first one in the fast state ends them.
+        let mut now: Vec<LineMeasure> = Vec::new();
+        let mut said = Vec::new();
+        let mut why = if run {
+            String::new()
+        } else {
+            "no crossing run now".to_string()
+        };
+        for _ in 0..if run { CROSSING_RUNS } else { 0 } {
+            let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
+            let shares_d = run_for_shares(&d, secs / 2.0, 2);
+            let fd = d.cost_data();
+            drop(d);
+            let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            match (l0, l1) {
+                (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => {
+                    let l = (a + b) / 2.0;
+                    if l < MEASURED_LINE_MIN_NS {
+                        why = format!("the line was {l:.0} ns now");
+                        break;
+                    }
+                    let (g, notes) = measured_line_growth(fb, share_b, &fd, &shares_d, l);
+                    let got: Vec<LineMeasure> = queues
+                        .iter()
+                        .zip(&g)
+                        .filter_map(|(q, g)| {
+                            g.map(|(producer, consumer)| LineMeasure {
+                                queue: q.name.clone(),
+                                producer,
+                                consumer,
+                                line_ns: l,
+                            })
+                        })
+                        .collect();
+                    if got.is_empty() {
+                        why = format!("the crossing run at a {l:.0} ns line crossed no queue");
+                        break;
+                    }
+                    said.push(format!(
+                        "{l:.0} ns, shares {}: {}",
+                        shares_d
+                            .iter()
+                            .map(|x| format!("{x:.2}"))
+                            .collect::<Vec<_>>()
+                            .join("/"),
+                        notes.join(", ")
+                    ));
+                    now.extend(got);
+                }
+                _ => why = "the line time changed under way".to_string(),
+            }
+        }
+        if !now.is_empty() {
+            // This profile's runs as one measurement (their median per
+            // queue), added to the configuration's.
+            let mut one = Vec::new();
+            for q in queues.iter() {
+                if let Some((producer, consumer, _)) = line_medians(&now, &q.name) {
+                    let line_ns = now
+                        .iter()
+                        .find(|x| x.queue == q.name)
+                        .map_or(0.0, |x| x.line_ns);
+                    one.push(LineMeasure {
+                        queue: q.name.clone(),
+                        producer,
+                        consumer,
+                        line_ns,
+                    });
+                }
+            }
+            kept = line_cache_store(key, one);
+            why = format!(
+                "measured now (one-thread run share {share_b:.2}; {})",
+                said.join("; ")
+            );
+        }
+        let mut used = Vec::new();
+        for q in queues.iter_mut() {
+            if let Some((p, c, n)) = line_medians(&kept, &q.name) {
+                q.line_growth.producer = p;
+                q.line_growth.consumer = Some(c);
+                used.push(format!(
+                    "{} {}/{c:.2} (median of {n})",
+                    q.name,
+                    p.map_or("-".to_string(), |p| format!("{p:.2}"))
+                ));
+            }
+        }
+        if used.is_empty() {
+            let _ = write!(line_note, "; not measured: {why}");
+        } else {
+            line_note = format!(
+                "line term: measured in the slow state, lines per crossing packet (producer/consumer) {}; {why}",
+                used.join(", ")
+            );
+        }
+    }
+    Ok(line_note)
 }
 
 /// Where each task goes on `nthreads` threads under `policy`: pins and
@@ -1258,6 +1457,84 @@ mod tests {
             measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
             vec![None]
         );
+    }
+
+    #[test]
+    fn a_crossing_consumer_includes_the_tasks_after_it_through_local_queues() {
+        // After uq (thread 1) a local queue q2 drained by uq2 on the same
+        // thread, which pushes into a Discard dd: in D dd costs 100
+        // cycles (50 ns) per packet more than in B (it hands buffers home
+        // to the other core). At a 100 ns line that is half a line per
+        // crossing packet on top of w's whole line.
+        use paraclick_runtime::sched::ElementCost;
+        let (mut b, mut d) = runs(10, 200, 1.0);
+        let el =
+            |name: &str, class: &str, push: Vec<usize>, pull: Vec<usize>, pt: Vec<(u64, u64)>| {
+                ElementCost {
+                    name: name.into(),
+                    class: class.into(),
+                    is_queue: class == "Queue",
+                    push_tasks: push,
+                    pull_tasks: pull,
+                    cycles: pt.iter().map(|x| x.0).sum(),
+                    packets: pt.iter().map(|x| x.1).sum(),
+                    per_thread: pt,
+                    ..ElementCost::default()
+                }
+            };
+        let task = |thread: usize| TaskCost {
+            element: "uq2".into(),
+            thread,
+            work: 1000,
+            packets: 1000,
+            ..TaskCost::default()
+        };
+        b.tasks.push(task(0));
+        d.tasks.push(task(1));
+        b.elements
+            .push(el("q2", "Queue", vec![1], vec![2], vec![(4000, 2000)]));
+        b.elements
+            .push(el("uq2", "Unqueue", vec![], vec![], vec![(3000, 0)]));
+        b.elements
+            .push(el("dd", "Discard", vec![2], vec![], vec![(2000, 1000)]));
+        d.elements.push(el(
+            "q2",
+            "Queue",
+            vec![1],
+            vec![2],
+            vec![(0, 0), (4000, 2000)],
+        ));
+        d.elements.push(el(
+            "uq2",
+            "Unqueue",
+            vec![],
+            vec![],
+            vec![(0, 0), (3000, 0)],
+        ));
+        d.elements.push(el(
+            "dd",
+            "Discard",
+            vec![2],
+            vec![],
+            vec![(0, 0), (102_000, 1000)],
+        ));
+        let (g, notes) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
+        assert_eq!(g.len(), 2, "{notes:?}");
+        let c = g[0].unwrap().1;
+        assert!((c - 1.5).abs() < 1e-9, "{c} {notes:?}");
+        // q2 does not cross: no term of its own.
+        assert_eq!(g[1], None);
+        // With uq2 on the other thread, q2 crosses: dd's extra is its own.
+        d.tasks[2].thread = 0;
+        for e in d.elements.iter_mut().filter(|e| e.name == "q2") {
+            e.per_thread = vec![(2000, 1000), (2000, 1000)];
+        }
+        for e in d.elements.iter_mut().filter(|e| e.name == "dd") {
+            e.per_thread = vec![(102_000, 1000), (0, 0)];
+        }
+        let (g, notes) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
+        assert!((g[0].unwrap().1 - 1.0).abs() < 1e-9, "{notes:?}");
+        assert!((g[1].unwrap().1 - 0.5).abs() < 1e-9, "{notes:?}");
     }
 
     #[test]

@@ -26,7 +26,7 @@
 use crate::model_cmd;
 use paraclick_lang::{FlatConnection, FlatElement, FlatGraph, Source};
 use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
-use paraclick_model::machine::Machine;
+use paraclick_model::machine::{LineTerm, Machine, DATA_LINES_PER_PACKET};
 use paraclick_runtime::sched::SchedPolicy;
 use paraclick_runtime::Registry;
 use std::collections::{HashMap, HashSet};
@@ -147,11 +147,23 @@ pub struct Graph {
     pub cost: Vec<f64>,
     /// Per element: packets through it per packet entering the router.
     pub frac: Vec<f64>,
+    /// Per element: its class reads packet data ([`model_cmd::reads_data`]).
+    pub reads: Vec<bool>,
 }
 
 impl Graph {
-    pub fn new(g: FlatGraph, app: &App, prof: &HashMap<String, (f64, f64)>) -> Graph {
+    pub fn new(
+        g: FlatGraph,
+        app: &App,
+        prof: &HashMap<String, (f64, f64)>,
+        reg: &Registry,
+    ) -> Graph {
         let n = g.elements.len();
+        let reads = g
+            .elements
+            .iter()
+            .map(|e| model_cmd::reads_data(reg, &e.class))
+            .collect();
         let mut out = vec![Vec::new(); n];
         let mut inc = vec![Vec::new(); n];
         for (i, c) in g.connections.iter().enumerate() {
@@ -228,6 +240,7 @@ impl Graph {
             task_set,
             cost,
             frac,
+            reads,
         }
     }
 }
@@ -257,6 +270,12 @@ pub struct Candidate {
     /// Element names of `app`'s tasks, for the StaticThreadSched.
     pub task_names: Vec<Option<String>>,
     pub predicted: f64,
+    /// The application model it was predicted with (the profile's, with
+    /// the split's tasks and queues added) and the tasks the placement
+    /// search kept fixed: to predict it again once its new queues'
+    /// line terms are measured ([`measure_splits`]).
+    pub model: App,
+    pub fixed: Vec<(usize, usize)>,
 }
 
 pub struct Plan {
@@ -407,6 +426,41 @@ fn queues_fed(gr: &Graph, app: &App, elems: &[usize]) -> Vec<usize> {
     qs
 }
 
+/// The estimated line term of a queue a split adds after task `t`'s
+/// producer part, its consumer side running `after` (until measured:
+/// [`measure_splits`]). The consumer, as for a configuration's own
+/// unmeasured queues (`model_cmd::profile_app`): the calibration
+/// chain's growth plus [`DATA_LINES_PER_PACKET`] when an element after
+/// the crossing reads the packet's data. The producer: where `t` is a
+/// source whose crossings through the configuration's own queues were
+/// measured (to consumers that read packet data as this one's do, or
+/// that do not as it does not), the median of those figures: what it
+/// pays per crossing packet for buffers that come back from the other
+/// core depends on the lines the other core read of them, not on the
+/// queue they crossed. Else the chain's.
+pub fn new_queue_term(gr: &Graph, app: &App, t: usize, after: &[usize]) -> LineTerm {
+    let reads = after.iter().any(|&e| gr.reads[e]);
+    let mut fed: Vec<f64> = app
+        .queues
+        .iter()
+        .filter(|q| q.producers.iter().any(|p| p.0 == t))
+        .filter(|q| (q.line_growth.consumer_data > 0.0) == reads)
+        .filter_map(|q| q.line_growth.producer)
+        .collect();
+    fed.sort_by(f64::total_cmp);
+    let producer = match fed.len() {
+        0 => None,
+        k if k % 2 == 1 => Some(fed[k / 2]),
+        k => Some((fed[k / 2 - 1] + fed[k / 2]) / 2.0),
+    };
+    LineTerm {
+        producer,
+        consumer: None,
+        consumer_floor: false,
+        consumer_data: if reads { DATA_LINES_PER_PACKET } else { 0.0 },
+    }
+}
+
 /// The candidates for `n` threads and the chosen one.
 pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan {
     let n = n.max(1);
@@ -425,6 +479,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         predicted: predict(app, m, &rr, n, w),
         assign: rr,
         task_names: names.clone(),
+        model: app.clone(),
+        fixed: Vec::new(),
     });
     let (a, r) = best_placement(app, m, n, w);
     cands.push(Candidate {
@@ -433,6 +489,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         assign: a,
         task_names: names.clone(),
         predicted: r,
+        model: app.clone(),
+        fixed: Vec::new(),
     });
     if n == 1 {
         return finish(cands, notes);
@@ -489,10 +547,11 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             producers: vec![(t, f)],
             consumers: vec![(nt, f)],
             batch: BURST as f64,
-            line_growth: Default::default(),
+            line_growth: new_queue_term(gr, app, t, &d),
         });
         // The Unqueue on another thread than the task it splits.
-        let (a, r) = place_with(&a2, m, n, w, &[(t, 0), (nt, 1)]);
+        let fixed = vec![(t, 0), (nt, 1)];
+        let (a, r) = place_with(&a2, m, n, w, &fixed);
         let mut tn = names.clone();
         tn.push(Some(uname));
         let c = &gr.g.connections[conn];
@@ -505,6 +564,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             assign: a,
             task_names: tn,
             predicted: r,
+            model: a2,
+            fixed,
         });
     }
     // Flow splits of sources' paths.
@@ -631,7 +692,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 producers: vec![(t, f / n as f64)],
                 consumers: vec![(base + r, f / n as f64)],
                 batch: BURST as f64,
-                line_growth: Default::default(),
+                line_growth: new_queue_term(gr, app, t, &rep),
             });
         }
         for q in a2.queues.iter_mut().take(app.queues.len()) {
@@ -674,15 +735,40 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             assign: a,
             task_names: tn,
             predicted: r,
+            model: a2,
+            fixed,
         });
     }
     finish(cands, notes)
 }
 
 fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
-    // The best placement (round-robin unless another beats it by 2%), then
-    // the best split if it beats that by the split margin.
+    Plan {
+        chosen: choose(&cands),
+        candidates: cands,
+        notes,
+    }
+}
+
+/// The best placement's rate (round-robin unless another beats it by 2%).
+fn best_place(cands: &[Candidate]) -> f64 {
+    cands[choose_place(cands)].predicted
+}
+
+fn choose_place(cands: &[Candidate]) -> usize {
     let mut chosen = 0;
+    for (i, c) in cands.iter().enumerate() {
+        if matches!(c.rewrite, Rewrite::Place) && c.predicted > cands[chosen].predicted * 1.02 {
+            chosen = i;
+        }
+    }
+    chosen
+}
+
+/// The chosen candidate: the best placement, then the best split if it
+/// beats that by the split margin.
+fn choose(cands: &[Candidate]) -> usize {
+    let mut chosen = choose_place(cands);
     for (i, c) in cands.iter().enumerate() {
         if matches!(c.rewrite, Rewrite::Place) && c.predicted > cands[chosen].predicted * 1.02 {
             chosen = i;
@@ -697,11 +783,95 @@ fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
             chosen = i;
         }
     }
-    Plan {
-        candidates: cands,
-        chosen,
-        notes,
+    chosen
+}
+
+/// Split candidates whose queues [`measure_splits`] measures at most: in
+/// the slow state each costs a one-thread run and three crossing runs
+/// of half a profile run (about 0.8 s at `parallelize`'s default 0.3 s).
+pub const MEASURE_MAX: usize = 3;
+
+/// Line terms per queue (by name) of one candidate's configuration:
+/// `paraclick parallelize` asks [`model_cmd::queue_line_terms`].
+pub type TermSource<'a> =
+    dyn FnMut(&Candidate, usize) -> Result<(Vec<(String, LineTerm)>, String), String> + 'a;
+
+/// The queues a split adds have no measured line term: the model
+/// estimates how much each end's cost grows with the line time from the
+/// consumers' element classes, and in the slow state that estimate
+/// misses what a moved part of a path really touches across cores
+/// (issue 18: replicated-qos's split of one replica was predicted 9.9 M
+/// and measured 5.5 M). So the split candidates that could be chosen
+/// (predicted above the best placement by the split margin), the best
+/// first, get their queues' terms from `terms` (the crossing runs on
+/// the rewritten configuration, or an earlier measurement of it) and
+/// are placed and predicted again with them, until the best such
+/// candidate is measured or [`MEASURE_MAX`] were. Returns a note per
+/// candidate measured.
+pub fn measure_splits(
+    plan: &mut Plan,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    terms: &mut TermSource<'_>,
+) -> Vec<String> {
+    let mut done = HashSet::new();
+    let mut notes = Vec::new();
+    for _ in 0..MEASURE_MAX {
+        let place = best_place(&plan.candidates);
+        let next = plan
+            .candidates
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| {
+                !matches!(c.rewrite, Rewrite::Place)
+                    && !done.contains(i)
+                    && c.predicted > place * (1.0 + SPLIT_MARGIN)
+            })
+            .max_by(|a, b| a.1.predicted.total_cmp(&b.1.predicted))
+            .map(|x| x.0);
+        let Some(k) = next else { break };
+        done.insert(k);
+        let c = &mut plan.candidates[k];
+        match terms(c, k) {
+            Ok((got, note)) => {
+                let mut new = Vec::new();
+                for (name, t) in got {
+                    if let Some(q) = c.model.queues.iter_mut().find(|q| q.name == name) {
+                        if q.line_growth.consumer.is_none() {
+                            new.push(format!(
+                                "{name} {}/{:.2}",
+                                t.producer.map_or("-".into(), |p| format!("{p:.2}")),
+                                t.consumer.unwrap_or(0.0)
+                            ));
+                        }
+                        q.line_growth = LineTerm {
+                            consumer_data: q.line_growth.consumer_data,
+                            ..t
+                        };
+                    }
+                }
+                if new.is_empty() {
+                    notes.push(format!(
+                        "#{k}: its new queues' line terms estimated ({})",
+                        note.trim().trim_start_matches("line term: ")
+                    ));
+                    continue;
+                }
+                let before = c.predicted;
+                let (a, r) = place_with(&c.model, m, n, w, &c.fixed);
+                c.assign = a;
+                c.predicted = r;
+                notes.push(format!(
+                    "#{k}: its new queues' line terms measured on the rewrite (lines per crossing packet, producer/consumer: {}): predicted {before:.0} -> {r:.0} pps",
+                    new.join(", ")
+                ));
+            }
+            Err(e) => notes.push(format!("#{k}: line terms not measured: {e}")),
+        }
     }
+    plan.chosen = choose(&plan.candidates);
+    notes
 }
 
 /// The rewritten configuration of candidate `c`.
@@ -1019,7 +1189,7 @@ pub fn parallelize(
     if app.packet_bytes == 0.0 {
         app.packet_bytes = 64.0;
     }
-    let mut gr = Graph::new(g, &app, &prof.clone().unwrap_or_default());
+    let mut gr = Graph::new(g, &app, &prof.clone().unwrap_or_default(), reg);
     if prof.is_none() {
         uniform_costs(&mut gr, &mut app);
     }
@@ -1046,6 +1216,34 @@ pub fn parallelize(
         ..WhatIf::default()
     };
     let mut plan = search(&gr, &app, machine, n, &w);
+    if prof.is_some() && n > 1 {
+        // The line terms of the splits' new queues: measured on the
+        // rewritten configuration where the line is slow now (run D's
+        // condition), else from an earlier such measurement, if any.
+        let slow = line_ns.is_some_and(|l| l >= model_cmd::MEASURED_LINE_MIN_NS);
+        let mut terms = |c: &Candidate, _k: usize| {
+            let text = crate::flat::to_click(&rewrite(&gr, c, n));
+            // Cached under the rewrite without its placement (which the
+            // search may change from one profile to the next).
+            let unplaced = Candidate {
+                assign: vec![0; c.assign.len()],
+                ..c.clone()
+            };
+            let key = crate::flat::to_click(&rewrite(&gr, &unplaced, n));
+            model_cmd::queue_line_terms(
+                &Source {
+                    name: format!("{}+split", src.name),
+                    text,
+                },
+                &key,
+                reg,
+                secs,
+                slow,
+            )
+        };
+        let notes = measure_splits(&mut plan, machine, n, &w, &mut terms);
+        plan.notes.extend(notes);
+    }
     if let Some(k) = pick {
         if k >= plan.candidates.len() {
             return Err(format!(
@@ -1112,7 +1310,7 @@ mod tests {
         let reg = crate::registry();
         let mut app = static_app(&src, &reg, &[]).unwrap();
         let g = paraclick_lang::parse_config(&src, &[]).unwrap();
-        let mut gr = Graph::new(g, &app, &HashMap::new());
+        let mut gr = Graph::new(g, &app, &HashMap::new(), &reg);
         uniform_costs(&mut gr, &mut app);
         let w = WhatIf {
             core_share: vec![1.0; n],
@@ -1173,6 +1371,176 @@ mod tests {
             );
             assert!(r.is_ok(), "{}: {}", c.name, src.text);
         }
+    }
+
+    #[test]
+    fn a_split_is_predicted_again_with_its_measured_line_terms() {
+        // One heavy path: in the slow state (a 200 ns line against the
+        // calibration's 50) the splits win with their estimated terms.
+        let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
+        for i in 0..8 {
+            text.push_str(&format!(" -> w{i} :: Null"));
+        }
+        text.push_str(" -> c :: Counter -> Discard;\n");
+        let src = Source {
+            name: "test".into(),
+            text,
+        };
+        let reg = crate::registry();
+        let mut app = static_app(&src, &reg, &[]).unwrap();
+        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
+        let mut gr = Graph::new(g, &app, &HashMap::new(), &reg);
+        uniform_costs(&mut gr, &mut app);
+        let w = WhatIf {
+            core_share: vec![1.0; 2],
+            line_ns: Some(200.0),
+            ..WhatIf::default()
+        };
+        let m = machine();
+        let plan0 = search(&gr, &app, &m, 2, &w);
+        let chosen0 = plan0.chosen;
+        assert!(
+            plan0.candidates[chosen0].name.contains("split"),
+            "{}",
+            table(&plan0, 2, "")
+        );
+        // Nothing measured: nothing moves, and only splits that could be
+        // chosen were asked, best first.
+        let mut plan = search(&gr, &app, &m, 2, &w);
+        let mut asked = Vec::new();
+        let notes = measure_splits(&mut plan, &m, 2, &w, &mut |_, k| {
+            asked.push(k);
+            Ok((Vec::new(), "line term: estimated".into()))
+        });
+        assert_eq!(plan.chosen, chosen0);
+        assert_eq!(asked.first(), Some(&chosen0), "{notes:?}");
+        let place = best_place(&plan.candidates);
+        for &k in &asked {
+            assert!(!matches!(plan.candidates[k].rewrite, Rewrite::Place));
+            assert!(plan.candidates[k].predicted > place * (1.0 + SPLIT_MARGIN));
+            assert_eq!(plan.candidates[k].predicted, plan0.candidates[k].predicted);
+        }
+        assert!(asked.len() <= MEASURE_MAX);
+        // Measured: each split's new queues cost both ends four lines per
+        // crossing packet. Every split falls below the placements'
+        // margin and a placement is chosen.
+        let mut plan = search(&gr, &app, &m, 2, &w);
+        let notes = measure_splits(&mut plan, &m, 2, &w, &mut |c, _| {
+            let names = c
+                .model
+                .queues
+                .iter()
+                .filter(|q| q.name.starts_with("par_q"))
+                .map(|q| {
+                    (
+                        q.name.clone(),
+                        LineTerm {
+                            producer: Some(4.0),
+                            consumer: Some(4.0),
+                            ..LineTerm::default()
+                        },
+                    )
+                })
+                .collect();
+            Ok((names, String::new()))
+        });
+        assert!(!notes.is_empty());
+        let t = table(&plan, 2, "");
+        assert!(
+            matches!(plan.candidates[plan.chosen].rewrite, Rewrite::Place),
+            "{t}\n{notes:?}"
+        );
+        for (k, c) in plan.candidates.iter().enumerate() {
+            if notes.iter().any(|x| x.starts_with(&format!("#{k}:"))) {
+                assert!(c.predicted < plan0.candidates[k].predicted, "{t}");
+            }
+        }
+        // In the fast state (the calibration's line) the same terms
+        // move nothing: the term is growth per ns of line time.
+        let fast = WhatIf {
+            line_ns: Some(50.0),
+            ..w.clone()
+        };
+        let p0 = search(&gr, &app, &m, 2, &fast);
+        let mut p1 = search(&gr, &app, &m, 2, &fast);
+        measure_splits(&mut p1, &m, 2, &fast, &mut |c, _| {
+            let names = c
+                .model
+                .queues
+                .iter()
+                .map(|q| {
+                    (
+                        q.name.clone(),
+                        LineTerm {
+                            producer: Some(4.0),
+                            consumer: Some(4.0),
+                            ..LineTerm::default()
+                        },
+                    )
+                })
+                .collect();
+            Ok((names, String::new()))
+        });
+        assert_eq!(p1.chosen, p0.chosen);
+    }
+
+    #[test]
+    fn a_new_queue_is_estimated_from_its_consumers_classes_and_its_sources_measured_crossings() {
+        let src = Source {
+            name: "test".into(),
+            text: "s :: InfiniteSource(LIMIT 10) -> a :: Null -> b :: Null \
+                   -> ck :: CheckIPHeader -> q :: Queue -> Discard;"
+                .into(),
+        };
+        let reg = crate::registry();
+        let mut app = static_app(&src, &reg, &[]).unwrap();
+        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
+        let mut gr = Graph::new(g, &app, &HashMap::new(), &reg);
+        uniform_costs(&mut gr, &mut app);
+        let el = |name: &str| gr.g.find(name).unwrap();
+        let s = app.tasks.iter().position(|t| t.name == "s").unwrap();
+        // Nothing measured: the consumer's data lines from its classes.
+        let t = new_queue_term(&gr, &app, s, &[el("b"), el("ck")]);
+        assert_eq!(t.consumer_data, DATA_LINES_PER_PACKET);
+        assert_eq!((t.producer, t.consumer), (None, None));
+        let t = new_queue_term(&gr, &app, s, &[el("b")]);
+        assert_eq!(t.consumer_data, 0.0);
+        // The source's crossings through q measured (its consumer reads
+        // data: the configuration's estimate said so): a new queue to a
+        // consumer that reads data takes the source's figure, one to a
+        // consumer that does not keeps the chain's.
+        app.queues[0].line_growth = LineTerm {
+            producer: Some(0.8),
+            consumer: Some(1.1),
+            consumer_floor: true,
+            consumer_data: DATA_LINES_PER_PACKET,
+        };
+        let t = new_queue_term(&gr, &app, s, &[el("ck")]);
+        assert_eq!(t.producer, Some(0.8));
+        assert_eq!(t.consumer, None, "the consumer is the new queue's own");
+        assert_eq!(new_queue_term(&gr, &app, s, &[el("b")]).producer, None);
+        // Another task's queues say nothing of this one's source.
+        let other = 1 - s;
+        assert_eq!(new_queue_term(&gr, &app, other, &[el("ck")]).producer, None);
+        // The search gives the pipeline split's queue this estimate.
+        let w = WhatIf {
+            core_share: vec![1.0; 2],
+            ..WhatIf::default()
+        };
+        let plan = search(&gr, &app, &machine(), 2, &w);
+        let split = plan
+            .candidates
+            .iter()
+            .find(|c| matches!(c.rewrite, Rewrite::Pipeline { .. }))
+            .expect("a pipeline split");
+        let q = split.model.queues.last().unwrap();
+        assert!(q.name.starts_with("par_q"), "{}", q.name);
+        assert_eq!(
+            q.line_growth.consumer_data, DATA_LINES_PER_PACKET,
+            "{}",
+            split.name
+        );
+        assert_eq!(q.line_growth.producer, Some(0.8));
     }
 
     #[test]
