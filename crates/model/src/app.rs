@@ -936,17 +936,20 @@ mod tests {
         };
         let k = crate::machine::LINES_PER_PACKET;
         let d = crate::machine::DATA_LINES_PER_PACKET;
-        // At the hop's own line time the two are the same.
-        assert_eq!(
-            meta.predict(&mach, &split, 2, &at(50.0)),
-            data.predict(&mach, &split, 2, &at(50.0))
+        // At the hop's own line time the data reader waits for its data
+        // lines (the calibration chain read none): d lines of 50 ns.
+        let m = meta.model(&mach, &split, 2, &at(50.0));
+        let x = data.model(&mach, &split, 2, &at(50.0));
+        assert!((x.stages[1].latency_ns - m.stages[1].latency_ns - d * 50.0).abs() < 1e-9);
+        assert!(
+            data.predict(&mach, &split, 2, &at(50.0)) < meta.predict(&mach, &split, 2, &at(50.0))
         );
         // 150 ns slower: the metadata consumer's end grows by k per ns,
-        // the data reader's by k + d.
+        // the data reader's by k per ns plus its d lines at 200 ns.
         let m = meta.model(&mach, &split, 2, &at(200.0));
         let x = data.model(&mach, &split, 2, &at(200.0));
         assert!((m.stages[1].latency_ns - (300.0 + 20.0 + k * 150.0)).abs() < 1e-9);
-        assert!((x.stages[1].latency_ns - (300.0 + 20.0 + (k + d) * 150.0)).abs() < 1e-9);
+        assert!((x.stages[1].latency_ns - (300.0 + 20.0 + k * 150.0 + d * 200.0)).abs() < 1e-9);
         // Producers are charged the same either way.
         assert_eq!(m.stages[0].latency_ns, x.stages[0].latency_ns);
         let (pm, px) = (
@@ -956,15 +959,15 @@ mod tests {
         let pm_fast = meta.predict(&mach, &split, 2, &at(50.0));
         assert!(px < pm && pm < pm_fast, "{px} {pm} {pm_fast}");
         // A measured figure replaces the estimate: a consumer measured at
-        // 2 lines per packet grows by 2 per ns; one measured below the
-        // calibration chain's metadata-only consumer grows as that does.
+        // 2 lines per packet waits for 2 lines at 200 ns besides the
+        // chain's growth; one measured at 0 grows as the chain's
+        // metadata-only consumer does.
         let mut measured = data.clone();
         for q in &mut measured.queues {
             q.line_growth.consumer = Some(2.0);
-            q.line_growth.consumer_floor = true;
         }
         let y = measured.model(&mach, &split, 2, &at(200.0));
-        assert!((y.stages[1].latency_ns - (320.0 + 2.0 * 150.0)).abs() < 1e-9);
+        assert!((y.stages[1].latency_ns - (320.0 + k * 150.0 + 2.0 * 200.0)).abs() < 1e-9);
         for q in &mut measured.queues {
             q.line_growth.consumer = Some(0.0);
         }
@@ -980,7 +983,6 @@ mod tests {
             q.line_growth = LineTerm {
                 producer: Some(2.0),
                 consumer: None,
-                consumer_floor: true,
                 consumer_data: 3.0,
             };
         }
@@ -998,20 +1000,27 @@ mod tests {
                 );
             }
         }
-        // A zero producer term (a source measured to pay nothing for
-        // crossing) leaves its thread where it was, whatever the line;
-        // the consumer's thread still grows by the chain's figure.
+        // A zero term (a source measured to pay nothing for crossing, a
+        // consumer whose elements wait for no line) leaves both ends
+        // growing as the chain's do: the ring's lines.
         let mut zero = app.clone();
         for q in &mut zero.queues {
             q.line_growth.producer = Some(0.0);
             q.line_growth.consumer = Some(0.0);
-            q.line_growth.consumer_floor = true;
         }
         let split = [0, 0, 1, 1];
         let a = zero.model(&mach, &split, 2, &at(Some(50.0)));
         let b = zero.model(&mach, &split, 2, &at(Some(400.0)));
-        assert_eq!(a.stages[0].latency_ns, b.stages[0].latency_ns);
         let k = crate::machine::LINES_PER_PACKET;
+        assert!((b.stages[0].latency_ns - a.stages[0].latency_ns - k * 350.0).abs() < 1e-9);
         assert!((b.stages[1].latency_ns - a.stages[1].latency_ns - k * 350.0).abs() < 1e-9);
+        // A source measured at one line per crossing packet pays the
+        // excess over the chain's growth as whole lines at any line time.
+        let mut returning = zero.clone();
+        for q in &mut returning.queues {
+            q.line_growth.producer = Some(1.0);
+        }
+        let r = returning.model(&mach, &split, 2, &at(Some(50.0)));
+        assert!((r.stages[0].latency_ns - a.stages[0].latency_ns - (1.0 - k) * 50.0).abs() < 1e-9);
     }
 }

@@ -114,39 +114,57 @@ pub const DATA_LINES_PER_PACKET: f64 = 1.0;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LineTerm {
     /// Measured for this configuration (the profile's crossing run in
-    /// the slow state): replaces the calibration chain's growth at the
-    /// producer's end (what its source pays for buffers that come back
-    /// from the other core).
+    /// the slow state): lines per crossing packet its source waits for
+    /// (buffers that come back from the other core with lines read
+    /// there); what exceeds the calibration chain's growth is charged as
+    /// whole lines ([`LineTerm::producer_lines`]).
     pub producer: Option<f64>,
-    /// Measured at the consumer's end: what the elements after its
-    /// puller add (the crossing run leaves the queues and the puller's
-    /// own element out: see `consumer_floor`).
+    /// Measured at the consumer's end: lines per crossing packet the
+    /// elements after its puller wait for (the crossing run leaves the
+    /// queues and the puller's own element out: the chain's growth stands
+    /// for those), charged as whole lines ([`LineTerm::consumer_lines`]).
     pub consumer: Option<f64>,
-    /// Whether the measured consumer figure is held at least at the
-    /// calibration chain's: where the queue's puller does per-packet work
-    /// of its own that the crossing run cannot see (a Discard or a
-    /// ToDevice pulling); not where it only moves packets on to elements
-    /// the run measures (an Unqueue).
-    pub consumer_floor: bool,
     /// Estimated where not measured: data lines the consumer's elements
-    /// read beyond what the calibration chain's do, added to its growth
-    /// ([`DATA_LINES_PER_PACKET`] when an element after the crossing
-    /// reads packet data, else 0).
+    /// read beyond what the calibration chain's do, charged as whole
+    /// lines ([`DATA_LINES_PER_PACKET`] when an element after the
+    /// crossing reads packet data, else 0).
     pub consumer_data: f64,
 }
 
 impl LineTerm {
-    /// The producer end's growth, given the calibration's.
+    /// The producer end's growth per ns of line time beyond the line the
+    /// hop was calibrated at: the calibration chain's (the ring's and the
+    /// queue's lines, which the hop holds at its own line).
     pub fn producer_k(&self, calibrated: f64) -> f64 {
-        self.producer.unwrap_or(calibrated)
+        calibrated
     }
 
-    /// The consumer end's growth, given the calibration's.
+    /// The consumer end's growth beyond the calibration's line: the
+    /// chain's, for the ring, the queue and the puller (which the
+    /// crossing run leaves out).
     pub fn consumer_k(&self, calibrated: f64) -> f64 {
+        calibrated
+    }
+
+    /// Lines per crossing packet the producer waits for at any line
+    /// time, beyond what the chain's hop holds: the measured figure's
+    /// excess over the chain's growth (a source's buffers coming back
+    /// with lines the other core read; the chain's consumer reads none).
+    pub fn producer_lines(&self, calibrated: f64) -> f64 {
+        self.producer.map_or(0.0, |p| (p - calibrated).max(0.0))
+    }
+
+    /// Lines per crossing packet the consumer's elements wait for at any
+    /// line time, which the chain's hop (measured with a consumer that
+    /// reads no data) holds none of: measured (what the elements after
+    /// the puller added per crossing packet, per ns of the run's line),
+    /// else the estimated data lines ([`LineTerm::consumer_data`]).
+    /// Whole lines: a line costs its transfer at any line time, the
+    /// calibration's included.
+    pub fn consumer_lines(&self) -> f64 {
         match self.consumer {
-            Some(m) if self.consumer_floor => m.max(calibrated),
-            Some(m) => m,
-            None => calibrated + self.consumer_data.max(0.0),
+            Some(m) => m.max(0.0),
+            None => self.consumer_data.max(0.0),
         }
     }
 }
@@ -239,10 +257,27 @@ impl Machine {
     /// the data lines its consumer reads added to it where estimated.
     pub fn hop_ends_with(&self, batch: f64, line_ns: Option<f64>, term: &LineTerm) -> (f64, f64) {
         let Some(l) = line_ns.filter(|l| l.is_finite() && *l > 0.0) else {
-            return self.hop_ends_ns(batch);
+            // At the calibration's own line: the lines at that time.
+            let (a, b) = self.hop_ends_ns(batch);
+            let base = self
+                .hop_interp(batch, |p| p.line_ns.unwrap_or(self.line_transfer_ns))
+                .unwrap_or(self.line_transfer_ns);
+            let kp = self
+                .hop_interp(batch, |p| p.growth().0)
+                .unwrap_or(LINES_PER_PACKET);
+            return (
+                a + term.producer_lines(kp) * base,
+                b + term.consumer_lines() * base,
+            );
         };
         // A figure measured at line time `base`, growing by `k` per ns.
         let at = |v: f64, k: f64, base: f64| (v + k * (l - base)).max(0.0);
+        // The lines the chain's hop does not hold: whole lines.
+        let data = term.consumer_lines() * l;
+        let returning = term.producer_lines(
+            self.hop_interp(batch, |p| p.growth().0)
+                .unwrap_or(LINES_PER_PACKET),
+        ) * l;
         let base = |p: &HopPoint| p.line_ns.unwrap_or(self.line_transfer_ns);
         let kp = |p: &HopPoint| term.producer_k(p.growth().0);
         let kc = |p: &HopPoint| term.consumer_k(p.growth().1);
@@ -250,18 +285,18 @@ impl Machine {
             self.hop_interp(batch, |p| at(p.producer_ns.unwrap_or(p.ns), kp(p), base(p))),
             self.hop_interp(batch, |p| at(p.consumer_ns.unwrap_or(p.ns), kc(p), base(p))),
         ) {
-            (Some(a), Some(b)) => (a, b),
+            (Some(a), Some(b)) => (a + returning, b + data),
             _ => (
                 at(
                     self.crossing_ns,
                     term.producer_k(LINES_PER_PACKET),
                     self.line_transfer_ns,
-                ),
+                ) + returning,
                 at(
                     self.crossing_ns,
                     term.consumer_k(LINES_PER_PACKET),
                     self.line_transfer_ns,
-                ),
+                ) + data,
             ),
         }
     }
@@ -1053,7 +1088,7 @@ mod tests {
     }
 
     #[test]
-    fn a_queue_line_term_replaces_or_adds_to_the_calibrated_growth() {
+    fn a_queue_line_term_adds_whole_lines_to_the_calibrated_growth() {
         let mut m = Machine::calibrate_with(200, 1);
         m.line_transfer_ns = 25.0;
         m.crossing_ns = 30.0;
@@ -1070,46 +1105,51 @@ mod tests {
         for l in [None, Some(25.0), Some(185.0)] {
             assert_eq!(m.hop_ends_with(8.0, l, &none), m.hop_ends_at(8.0, l));
         }
-        // Estimated: the consumer's data lines add to its growth.
+        // Estimated: the consumer's data lines are whole lines on top of
+        // the chain's growth, at any line time (the chain's hop, measured
+        // at 25 ns, holds none of them).
         let data = LineTerm {
             consumer_data: 1.2,
             ..LineTerm::default()
         };
         let (p, c) = m.hop_ends_with(8.0, Some(185.0), &data);
         assert!((p - (20.0 + 0.2 * 160.0)).abs() < 1e-9, "{p}");
-        assert!((c - (10.0 + (0.1 + 1.2) * 160.0)).abs() < 1e-9, "{c}");
-        // At the calibration's line time nothing moves.
-        assert_eq!(m.hop_ends_with(8.0, Some(25.0), &data), (20.0, 10.0));
-        // Measured: replaces the growth at its end (the estimate is then
-        // not added).
+        assert!((c - (10.0 + 0.1 * 160.0 + 1.2 * 185.0)).abs() < 1e-9, "{c}");
+        let (p, c) = m.hop_ends_with(8.0, Some(25.0), &data);
+        assert!((p - 20.0).abs() < 1e-9 && (c - (10.0 + 1.2 * 25.0)).abs() < 1e-9);
+        assert_eq!(m.hop_ends_with(8.0, None, &data), (20.0, 10.0 + 1.2 * 25.0));
+        // Measured: the consumer's elements' figure replaces the estimate
+        // (whole lines); a producer figure adds only its excess over the
+        // chain's growth (0.05 is below the chain's 0.2: nothing).
         let measured = LineTerm {
             producer: Some(0.05),
             consumer: Some(0.0),
-            consumer_floor: true,
             consumer_data: 1.2,
         };
         let (p, c) = m.hop_ends_with(8.0, Some(185.0), &measured);
-        assert!((p - (20.0 + 0.05 * 160.0)).abs() < 1e-9, "{p}");
-        // A consumer measured below the calibration chain's is held at it
-        // (the ring's and the metadata's lines); above, it is its own.
+        assert!((p - (20.0 + 0.2 * 160.0)).abs() < 1e-9, "{p}");
         assert!((c - (10.0 + 0.1 * 160.0)).abs() < 1e-9, "{c}");
         let reader = LineTerm {
+            producer: Some(0.5),
             consumer: Some(1.0),
             ..measured
         };
-        let (_, c) = m.hop_ends_with(8.0, Some(185.0), &reader);
-        assert!((c - (10.0 + 1.0 * 160.0)).abs() < 1e-9, "{c}");
-        // Without the floor (an Unqueue pulling) the measured figure alone.
-        let unqueue = LineTerm {
-            consumer_floor: false,
-            ..measured
-        };
-        assert_eq!(m.hop_ends_with(8.0, Some(185.0), &unqueue).1, 10.0);
+        let (p, c) = m.hop_ends_with(8.0, Some(185.0), &reader);
+        assert!((p - (20.0 + 0.2 * 160.0 + 0.3 * 185.0)).abs() < 1e-9, "{p}");
+        assert!((c - (10.0 + 0.1 * 160.0 + 1.0 * 185.0)).abs() < 1e-9, "{c}");
+        // In the fast state, at the calibration's own line, the measured
+        // lines still cost their transfer.
+        let (p, c) = m.hop_ends_with(8.0, None, &reader);
+        assert!((p - (20.0 + 0.3 * 25.0)).abs() < 1e-9 && (c - (10.0 + 25.0)).abs() < 1e-9);
         // The ring's fallback takes the term likewise.
         m.queue_hop.clear();
-        let (p, c) = m.hop_ends_with(1.0, Some(125.0), &measured);
-        assert!((p - (30.0 + 0.05 * 100.0)).abs() < 1e-9, "{p}");
-        assert!((c - (30.0 + LINES_PER_PACKET * 100.0)).abs() < 1e-9, "{c}");
+        let (p, c) = m.hop_ends_with(1.0, Some(125.0), &reader);
+        let k = LINES_PER_PACKET;
+        assert!(
+            (p - (30.0 + k * 100.0 + (0.5 - k) * 125.0)).abs() < 1e-9,
+            "{p}"
+        );
+        assert!((c - (30.0 + k * 100.0 + 125.0)).abs() < 1e-9, "{c}");
     }
 
     #[test]

@@ -488,15 +488,6 @@ pub(crate) fn measured_line_growth(
     (out, notes)
 }
 
-/// Puller classes that only move packets on (their pushes run through
-/// elements the crossing run measures).
-const PASS_THROUGH_PULLERS: &[&str] = &[
-    "Unqueue",
-    "Unqueue2",
-    "RatedUnqueue",
-    "BandwidthRatedUnqueue",
-];
-
 /// The tasks that pull from a queue (a task per puller, repeated if it
 /// pulls from several queues).
 fn queue_pullers(cd: &CostData) -> Vec<usize> {
@@ -914,8 +905,8 @@ pub(crate) fn queue_line_terms(
 
 /// Each queue's line term ([`LineTerm`]) in `queues` (named as `fb`'s
 /// queue elements, in their order), given the one-thread run B (`fb`,
-/// at `share_b` of a core): the consumers' floors and estimated data
-/// lines from the classes, and the measured figures (run D, when `run`
+/// at `share_b` of a core): the consumers' estimated data lines from
+/// the classes, and the measured figures (run D, when `run`
 /// and the line is slow, kept in the configuration's line cache; else
 /// the cache's earlier ones) where there are any. Returns the note.
 #[allow(clippy::too_many_arguments)]
@@ -938,25 +929,6 @@ fn line_terms(
     // the slow state are kept and used in the fast one; without either,
     // the estimate from the consumers' element classes.
     let reads = consumer_reads_data(fb, reg);
-    // Pullers that only move packets on to elements the crossing run
-    // measures; any other puller's own per-packet work it cannot see.
-    let floors: Vec<bool> = fb
-        .elements
-        .iter()
-        .filter(|e| e.is_queue)
-        .map(|q| {
-            q.pull_tasks.iter().any(|&k| {
-                let name = fb.tasks.get(k).map_or("", |t| t.element.as_str());
-                fb.elements
-                    .iter()
-                    .find(|e| e.name == name)
-                    .is_none_or(|e| !PASS_THROUGH_PULLERS.contains(&e.class.as_str()))
-            })
-        })
-        .collect();
-    for (q, &f) in queues.iter_mut().zip(&floors) {
-        q.line_growth.consumer_floor = f;
-    }
     for (q, &r) in queues.iter_mut().zip(&reads) {
         q.line_growth.consumer_data = if r { DATA_LINES_PER_PACKET } else { 0.0 };
     }

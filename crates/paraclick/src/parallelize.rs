@@ -456,7 +456,6 @@ pub fn new_queue_term(gr: &Graph, app: &App, t: usize, after: &[usize]) -> LineT
     LineTerm {
         producer,
         consumer: None,
-        consumer_floor: false,
         consumer_data: if reads { DATA_LINES_PER_PACKET } else { 0.0 },
     }
 }
@@ -1512,7 +1511,6 @@ mod tests {
         app.queues[0].line_growth = LineTerm {
             producer: Some(0.8),
             consumer: Some(1.1),
-            consumer_floor: true,
             consumer_data: DATA_LINES_PER_PACKET,
         };
         let t = new_queue_term(&gr, &app, s, &[el("ck")]);
