@@ -14,13 +14,16 @@ use paraclick_runtime::Registry;
 use std::process::ExitCode;
 
 /// The configurations validated by default: the IP router and the other
-/// standard ones, plus any NAT, VPN/IPsec or QoS configuration in conf/.
+/// standard ones, plus any NAT, VPN/IPsec, QoS or firewall configuration
+/// in conf/ (the firewalls were written after the model, to try it on
+/// configurations it was never tuned on).
 pub fn default_configs() -> Vec<String> {
     let mut v: Vec<String> = [
         "conf/fake-iprouter.click",
         "conf/infinite-discard.click",
         "conf/queue-unqueue.click",
         "conf/fake-iprouter-x2.click",
+        "conf/fake-iprouter6.click",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -41,7 +44,7 @@ pub fn default_configs() -> Vec<String> {
                 let words: Vec<&str> = stem.split(['-', '_', '.']).collect();
                 l.ends_with(".click")
                     && words.iter().any(|w| {
-                        ["nat", "vpn", "ipsec", "qos", "esp"]
+                        ["nat", "vpn", "ipsec", "qos", "esp", "firewall"]
                             .iter()
                             .any(|k| w.starts_with(k))
                     })
