@@ -556,7 +556,13 @@ pub(crate) struct LineMeasure {
     pub line_ns: f64,
 }
 
+/// The line-term cache: `PARACLICK_LINE_TERMS` if set (the tests' own
+/// file, so that their profiles stay out of the user's cache), else
+/// `line-terms.json` beside the system model.
 fn line_cache_path() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("PARACLICK_LINE_TERMS") {
+        return Some(p.into());
+    }
     Some(
         paraclick_model::machine::cache_path()?
             .parent()?

@@ -117,8 +117,20 @@ fn by_flow(pkts: &[Vec<u8>], norm: &dyn Fn(&mut Vec<u8>)) -> BTreeMap<u32, Vec<V
     m
 }
 
+/// Runs paraclick with its line-term cache in a file of this test run's
+/// own (the system model stays the user's: calibrating it again would
+/// take half a minute per test).
 fn run_ok(args: &[&str]) -> String {
-    let o = common::paraclick(args);
+    let terms = std::env::temp_dir().join(format!(
+        "paraclick-test-line-terms-{}.json",
+        std::process::id()
+    ));
+    let o = std::process::Command::new(common::bin())
+        .args(args)
+        .env("PARACLICK_LINE_TERMS", &terms)
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_string() + "/../..")
+        .output()
+        .expect("run paraclick");
     assert!(
         o.status.success(),
         "paraclick {args:?} failed:\n{}",
