@@ -131,21 +131,11 @@ pub struct LineTerm {
     pub consumer_data: f64,
 }
 
+/// Beyond the line the hop was calibrated at, both ends grow as the
+/// calibration chain's do ([`HopPoint::growth`]: the ring's, the queue's
+/// and the puller's lines, which the hop holds at its own line); a
+/// queue's term adds the lines the chain's hop holds none of, whole.
 impl LineTerm {
-    /// The producer end's growth per ns of line time beyond the line the
-    /// hop was calibrated at: the calibration chain's (the ring's and the
-    /// queue's lines, which the hop holds at its own line).
-    pub fn producer_k(&self, calibrated: f64) -> f64 {
-        calibrated
-    }
-
-    /// The consumer end's growth beyond the calibration's line: the
-    /// chain's, for the ring, the queue and the puller (which the
-    /// crossing run leaves out).
-    pub fn consumer_k(&self, calibrated: f64) -> f64 {
-        calibrated
-    }
-
     /// Lines per crossing packet the producer waits for at any line
     /// time, beyond what the chain's hop holds: the measured figure's
     /// excess over the chain's growth (a source's buffers coming back
@@ -249,56 +239,48 @@ impl Machine {
         self.hop_ends_with(batch, line_ns, &LineTerm::default())
     }
 
-    /// [`Machine::hop_ends_at`] with the growth per ns of line time of a
-    /// particular queue's crossing ([`crate::app::AppQueue::line_growth`]:
-    /// what its producer's and its consumer's elements touch of a packet
-    /// that crossed, measured or estimated per configuration) in place of
-    /// the calibration chain's ([`HopPoint::growth`]) where measured, and
-    /// the data lines its consumer reads added to it where estimated.
+    /// [`Machine::hop_ends_at`] plus the lines of a particular queue's
+    /// crossing that the calibration chain's hop holds none of
+    /// ([`crate::app::AppQueue::line_growth`]: what its producer's and its
+    /// consumer's elements wait for of a packet that crossed, measured or
+    /// estimated per configuration), whole lines at the line time.
     pub fn hop_ends_with(&self, batch: f64, line_ns: Option<f64>, term: &LineTerm) -> (f64, f64) {
-        let Some(l) = line_ns.filter(|l| l.is_finite() && *l > 0.0) else {
-            // At the calibration's own line: the lines at that time.
-            let (a, b) = self.hop_ends_ns(batch);
-            let base = self
-                .hop_interp(batch, |p| p.line_ns.unwrap_or(self.line_transfer_ns))
-                .unwrap_or(self.line_transfer_ns);
-            let kp = self
-                .hop_interp(batch, |p| p.growth().0)
-                .unwrap_or(LINES_PER_PACKET);
-            return (
-                a + term.producer_lines(kp) * base,
-                b + term.consumer_lines() * base,
-            );
+        // The lines the chain's hop does not hold, whole at line time `l`.
+        let kp = self
+            .hop_interp(batch, |p| p.growth().0)
+            .unwrap_or(LINES_PER_PACKET);
+        let whole = |l: f64| (term.producer_lines(kp) * l, term.consumer_lines() * l);
+        let (a, b, (wp, wc)) = match line_ns.filter(|l| l.is_finite() && *l > 0.0) {
+            // At the calibration's own line.
+            None => {
+                let (a, b) = self.hop_ends_ns(batch);
+                let base = self
+                    .hop_interp(batch, |p| p.line_ns.unwrap_or(self.line_transfer_ns))
+                    .unwrap_or(self.line_transfer_ns);
+                (a, b, whole(base))
+            }
+            Some(l) => {
+                // A figure measured at line time `base`, growing by `k` per ns.
+                let at = |v: f64, k: f64, base: f64| (v + k * (l - base)).max(0.0);
+                let base = |p: &HopPoint| p.line_ns.unwrap_or(self.line_transfer_ns);
+                let (a, b) = match (
+                    self.hop_interp(batch, |p| {
+                        at(p.producer_ns.unwrap_or(p.ns), p.growth().0, base(p))
+                    }),
+                    self.hop_interp(batch, |p| {
+                        at(p.consumer_ns.unwrap_or(p.ns), p.growth().1, base(p))
+                    }),
+                ) {
+                    (Some(a), Some(b)) => (a, b),
+                    _ => {
+                        let ring = at(self.crossing_ns, LINES_PER_PACKET, self.line_transfer_ns);
+                        (ring, ring)
+                    }
+                };
+                (a, b, whole(l))
+            }
         };
-        // A figure measured at line time `base`, growing by `k` per ns.
-        let at = |v: f64, k: f64, base: f64| (v + k * (l - base)).max(0.0);
-        // The lines the chain's hop does not hold: whole lines.
-        let data = term.consumer_lines() * l;
-        let returning = term.producer_lines(
-            self.hop_interp(batch, |p| p.growth().0)
-                .unwrap_or(LINES_PER_PACKET),
-        ) * l;
-        let base = |p: &HopPoint| p.line_ns.unwrap_or(self.line_transfer_ns);
-        let kp = |p: &HopPoint| term.producer_k(p.growth().0);
-        let kc = |p: &HopPoint| term.consumer_k(p.growth().1);
-        match (
-            self.hop_interp(batch, |p| at(p.producer_ns.unwrap_or(p.ns), kp(p), base(p))),
-            self.hop_interp(batch, |p| at(p.consumer_ns.unwrap_or(p.ns), kc(p), base(p))),
-        ) {
-            (Some(a), Some(b)) => (a + returning, b + data),
-            _ => (
-                at(
-                    self.crossing_ns,
-                    term.producer_k(LINES_PER_PACKET),
-                    self.line_transfer_ns,
-                ) + returning,
-                at(
-                    self.crossing_ns,
-                    term.consumer_k(LINES_PER_PACKET),
-                    self.line_transfer_ns,
-                ) + data,
-            ),
-        }
+        (a + wp, b + wc)
     }
 
     fn hop_interp(&self, batch: f64, val: impl Fn(&HopPoint) -> f64) -> Option<f64> {

@@ -1245,11 +1245,11 @@ pub fn config_model(
                         |h| h.growth(),
                     );
                     format!(
-                        "{} (batch {:.1}: +{p:.1}/+{c:.1} ns; +{:.2}/+{:.2} per ns of line)",
+                        "{} (batch {:.1}: +{p:.1}/+{c:.1} ns; +{kp:.2}/+{kc:.2} per ns of line, +{:.2}/+{:.2} whole lines)",
                         q.name,
                         q.batch,
-                        q.line_growth.producer_k(kp),
-                        q.line_growth.consumer_k(kc)
+                        q.line_growth.producer_lines(kp),
+                        q.line_growth.consumer_lines()
                     )
                 })
                 .collect::<Vec<_>>()
