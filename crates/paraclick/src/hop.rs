@@ -139,11 +139,18 @@ pub fn changed_state(before: f64, after: f64) -> bool {
 /// changed state under way; None: not timed) and its best window rate.
 type TwoThreadRun = (Option<f64>, f64);
 
-/// Whether one of `runs` met the fast state: a line within 1.5x of the
-/// fastest seen, timed the same before and after the run.
+/// Whether a line time is the fast state's: within 1.5x of the fastest
+/// seen.
+fn in_fast_state(line: f64, fastest: f64) -> bool {
+    line <= 1.5 * fastest
+}
+
+/// Whether one of `runs` met the fast state, timed the same before and
+/// after the run.
 fn met_fast(runs: &[TwoThreadRun], fastest: f64) -> bool {
-    runs.iter()
-        .any(|r| r.0.is_some_and(|l| !l.is_nan() && l <= 1.5 * fastest))
+    runs.iter().any(|r| {
+        r.0.is_some_and(|l| !l.is_nan() && in_fast_state(l, fastest))
+    })
 }
 
 /// The hop curve, with a line per batch size for the report.
@@ -247,14 +254,14 @@ pub fn calibrate(
             .filter_map(|r| r.0)
             .fold(fastest_seen, f64::min);
         fastest_seen = fastest;
-        let is_slow = |r: &TwoThreadRun| r.0.is_some_and(|l| l > 1.5 * fastest);
-        // Per state: (each end's hop, the state's mean line time), if
-        // both ends ran in it.
-        let state = |slow: bool| -> Option<([f64; 2], Option<f64>)> {
+        let is_slow = |r: &TwoThreadRun| r.0.is_some_and(|l| !in_fast_state(l, fastest));
+        // Each end's hop and the mean line time over the runs `keep`
+        // takes, if both ends have one.
+        let pooled = |keep: &dyn Fn(&TwoThreadRun) -> bool| -> Option<([f64; 2], Option<f64>)> {
             let mut hop = [0.0f64; 2];
             let mut lines = Vec::new();
             for (k, (share, r1, _)) in runs.iter().enumerate() {
-                let mine: Vec<_> = kept[k].iter().filter(|r| is_slow(r) == slow).collect();
+                let mine: Vec<_> = kept[k].iter().filter(|r| keep(r)).collect();
                 let r2 = mine.iter().map(|r| r.1).fold(0.0f64, f64::max);
                 if r2 <= 0.0 {
                     return None;
@@ -264,23 +271,11 @@ pub fn calibrate(
             }
             Some((hop, mean_line(&lines)))
         };
-        let (fast, slow) = (state(false), state(true));
+        let (fast, slow) = (pooled(&|r| !is_slow(r)), pooled(&is_slow));
         // Neither state has runs of both ends (the producer's all fast,
         // the consumer's all slow, say): the runs of both states together,
         // at their mean line, rather than no figure.
-        let mixed = || -> Option<([f64; 2], Option<f64>)> {
-            let mut hop = [0.0f64; 2];
-            let mut lines = Vec::new();
-            for (k, (share, r1, _)) in runs.iter().enumerate() {
-                let r2 = kept[k].iter().map(|r| r.1).fold(0.0f64, f64::max);
-                if r2 <= 0.0 {
-                    return None;
-                }
-                hop[k] = hop_end_ns(*r1, *share, r2);
-                lines.extend(kept[k].iter().map(|r| r.0));
-            }
-            Some((hop, mean_line(&lines)))
-        };
+        let mixed = || pooled(&|_| true);
         let Some((hop, line)) = fast.or(slow).or_else(mixed) else {
             return Err(format!("queue hop BURST {b}: nothing forwarded"));
         };
