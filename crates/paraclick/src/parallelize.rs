@@ -1425,23 +1425,7 @@ mod tests {
         // margin and a placement is chosen.
         let mut plan = search(&gr, &app, &m, 2, &w);
         let notes = measure_splits(&mut plan, &m, 2, &w, &mut |c, _| {
-            let names = c
-                .model
-                .queues
-                .iter()
-                .filter(|q| q.name.starts_with("par_q"))
-                .map(|q| {
-                    (
-                        q.name.clone(),
-                        LineTerm {
-                            producer: Some(4.0),
-                            consumer: Some(4.0),
-                            ..LineTerm::default()
-                        },
-                    )
-                })
-                .collect();
-            Ok((names, String::new()))
+            Ok((four_lines(c, |q| q.starts_with("par_q")), String::new()))
         });
         assert!(!notes.is_empty());
         let t = table(&plan, 2, "");
@@ -1454,8 +1438,8 @@ mod tests {
                 assert!(c.predicted < plan0.candidates[k].predicted, "{t}");
             }
         }
-        // In the fast state (the calibration's line) the same terms
-        // move nothing: the term is growth per ns of line time.
+        // In the fast state the same terms, on every queue, cost their
+        // lines too (whole lines at 50 ns): the choice stands.
         let fast = WhatIf {
             line_ns: Some(50.0),
             ..w.clone()
@@ -1463,24 +1447,27 @@ mod tests {
         let p0 = search(&gr, &app, &m, 2, &fast);
         let mut p1 = search(&gr, &app, &m, 2, &fast);
         measure_splits(&mut p1, &m, 2, &fast, &mut |c, _| {
-            let names = c
-                .model
-                .queues
-                .iter()
-                .map(|q| {
-                    (
-                        q.name.clone(),
-                        LineTerm {
-                            producer: Some(4.0),
-                            consumer: Some(4.0),
-                            ..LineTerm::default()
-                        },
-                    )
-                })
-                .collect();
-            Ok((names, String::new()))
+            Ok((four_lines(c, |_| true), String::new()))
         });
         assert_eq!(p1.chosen, p0.chosen);
+    }
+
+    /// A measurement stand-in: four lines per crossing packet at both
+    /// ends of each of `c`'s queues whose name `keep` takes.
+    fn four_lines(c: &Candidate, keep: impl Fn(&str) -> bool) -> Vec<(String, LineTerm)> {
+        c.model
+            .queues
+            .iter()
+            .filter(|q| keep(&q.name))
+            .map(|q| {
+                let t = LineTerm {
+                    producer: Some(4.0),
+                    consumer: Some(4.0),
+                    ..LineTerm::default()
+                };
+                (q.name.clone(), t)
+            })
+            .collect()
     }
 
     #[test]
