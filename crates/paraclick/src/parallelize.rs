@@ -447,12 +447,7 @@ pub fn new_queue_term(gr: &Graph, app: &App, t: usize, after: &[usize]) -> LineT
         .filter(|q| (q.line_growth.consumer_data > 0.0) == reads)
         .filter_map(|q| q.line_growth.producer)
         .collect();
-    fed.sort_by(f64::total_cmp);
-    let producer = match fed.len() {
-        0 => None,
-        k if k % 2 == 1 => Some(fed[k / 2]),
-        k => Some((fed[k / 2 - 1] + fed[k / 2]) / 2.0),
-    };
+    let producer = (!fed.is_empty()).then(|| crate::hop::median(&mut fed));
     LineTerm {
         producer,
         consumer: None,
