@@ -740,10 +740,7 @@ pub fn profile_app(
     drop(a);
     // Run B: what each task costs, relative to the others: one pinned
     // thread with every task run timed.
-    let b = build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
-    let share_b = run_for_shares(&b, secs, 1)[0];
-    let fb = b.cost_data();
-    drop(b);
+    let (fb, share_b) = run_b(src, reg, defines, secs)?;
     let key = line_cache_key(src, defines);
     let line_note = line_terms(
         src,
@@ -846,6 +843,19 @@ pub fn profile_app(
     ))
 }
 
+/// Run B: one pinned thread with every task run timed; its costs and
+/// the share of a core it had.
+fn run_b(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    secs: f64,
+) -> Result<(CostData, f64), String> {
+    let b = build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
+    let share = run_for_shares(&b, secs, 1)[0];
+    Ok((b.cost_data(), share))
+}
+
 /// The line terms of a configuration's queues (what `paraclick
 /// parallelize` asks of a candidate that adds queues): with `run`, the
 /// one-thread run B and the crossing runs D (which measure only when
@@ -868,9 +878,7 @@ pub(crate) fn queue_line_terms(
         defines,
     );
     let (fb, share_b) = if run {
-        let b = build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
-        let share = run_for_shares(&b, secs, 1)[0];
-        (b.cost_data(), share)
+        run_b(src, reg, defines, secs)?
     } else {
         (
             build(src, reg, defines, 1, SchedPolicy::Static, true, true)?.cost_data(),
