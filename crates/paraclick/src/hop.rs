@@ -190,15 +190,25 @@ pub fn calibrate(
                 if attempt > 0 && runs.get(k).is_some_and(|r| met_fast(&r.2, fastest_seen)) {
                     continue;
                 }
-                let (app, _) = model_cmd::profile_app(&config(b, end, 0), reg, &[], secs)?;
-                let total: f64 = app.tasks.iter().map(|t| t.cycles_per_packet).sum();
-                let name = if end == End::Producer { "s" } else { "u" };
-                let own = app
-                    .tasks
-                    .iter()
-                    .find(|t| t.name == name)
-                    .map_or(0.0, |t| t.cycles_per_packet);
-                let share = if total > 0.0 { own / total } else { 0.5 };
+                // The end's share of the 1-thread work: profiled once.
+                let share = match runs.get(k) {
+                    Some(r) => r.0,
+                    None => {
+                        let (app, _) = model_cmd::profile_app(&config(b, end, 0), reg, &[], secs)?;
+                        let total: f64 = app.tasks.iter().map(|t| t.cycles_per_packet).sum();
+                        let name = if end == End::Producer { "s" } else { "u" };
+                        let own = app
+                            .tasks
+                            .iter()
+                            .find(|t| t.name == name)
+                            .map_or(0.0, |t| t.cycles_per_packet);
+                        if total > 0.0 {
+                            own / total
+                        } else {
+                            0.5
+                        }
+                    }
+                };
                 let mut r1 = 0.0f64;
                 let mut two = Vec::new();
                 for _ in 0..rounds.max(1) {
