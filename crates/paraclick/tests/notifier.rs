@@ -175,6 +175,35 @@ fn a_source_waits_for_a_slow_consumer_instead_of_dropping() {
 }
 
 #[test]
+fn two_sources_waiting_on_one_queue_share_its_room() {
+    // Two unlimited sources on one thread feed one queue that a puller
+    // drains: each time the puller makes room, one source fills it. They
+    // must take turns; the second in the task list used to get a few
+    // dozen runs against the first's hundreds of thousands.
+    for bursts in [(32, 32), (1, 32), (32, 8)] {
+        let r = router(
+            &format!(
+                "a :: InfiniteSource(LENGTH 60, BURST {}) -> q :: Queue(64);
+                 b :: InfiniteSource(LENGTH 60, BURST {}) -> q;
+                 q -> uq :: Unqueue(BURST 32) -> c :: Counter -> Discard;
+                 Script(wait 0.2s, stop);",
+                bursts.0, bursts.1
+            ),
+            1,
+        );
+        run_with_timeout(&r, 30);
+        let (a, b) = (read_u64(&r, "a.count"), read_u64(&r, "b.count"));
+        assert!(a + b > 10_000, "{bursts:?}: {a} + {b} packets");
+        let (ra, rb) = (runs(&r, "a"), runs(&r, "b"));
+        assert!(
+            ra.min(rb) * 3 > ra.max(rb),
+            "{bursts:?}: runs {ra} and {rb} (packets {a} and {b})"
+        );
+        assert_eq!(read_u64(&r, "q.drops"), 0);
+    }
+}
+
+#[test]
 fn bursts_from_two_threads_never_overflow_the_queue_they_wait_on() {
     // Two sources on two threads push 32-packet bursts into one queue
     // drained slowly: each checks for room before its burst, so the queue
