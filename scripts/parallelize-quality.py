@@ -59,10 +59,12 @@ def main():
             continue
         cands = []
         for line in plan.stdout.splitlines():
-            m = re.match(r"^// ([ *])(\d+)\s+(\d+)\s+(.*?)\s{2,}", line)
+            # "// *K  PREDICTED  +1-LINE  NAME  PLACEMENT"
+            m = re.match(r"^// ([ *])(\d+)\s+(\d+)\s+(\d+)\s+(.*?)\s{2,}", line)
             if m:
                 cands.append({"k": int(m.group(2)), "chosen": m.group(1) == "*",
-                              "pred": float(m.group(3)), "name": m.group(4)})
+                              "pred": float(m.group(3)), "floor": float(m.group(4)),
+                              "name": m.group(5)})
         variants = [("unmodified, adaptive", [conf, BIG_N, "--sched", "adaptive"])]
         for c in cands:
             variants.append((f"#{c['k']} {c['name']}",
@@ -78,12 +80,12 @@ def main():
         med = {k: statistics.median(v) if v else 0.0 for k, v in runs.items()}
         print(f"\n{conf} at -j 2 (medians of {a.rounds} alternating runs, "
               f"bench --mlffr --trial {a.trial})")
-        print(f"  {'variant':<62} {'predicted':>10} {'measured':>10} {'error':>7}  rank")
+        print(f"  {'variant':<62} {'predicted':>10} {'+1 line':>10} {'measured':>10} {'error':>7}  rank")
         measured = sorted(((med[f"#{c['k']} {c['name']}"], c['k']) for c in cands),
                           reverse=True)
         rank = {k: i + 1 for i, (_, k) in enumerate(measured)}
         adaptive = med["unmodified, adaptive"]
-        print(f"  {'unmodified, adaptive':<62} {'':>10} {adaptive:>10.0f} {'':>7}"
+        print(f"  {'unmodified, adaptive':<62} {'':>10} {'':>10} {adaptive:>10.0f} {'':>7}"
               + (f"  ({drops['unmodified, adaptive']} runs with drops)"
                  if drops["unmodified, adaptive"] else ""))
         chosen = None
@@ -93,7 +95,7 @@ def main():
             err = (c["pred"] - m) / m * 100 if m else float("nan")
             mark = " <- chosen" if c["chosen"] else ""
             dr = f" ({drops[name]} runs with drops)" if drops[name] else ""
-            print(f"  {name:<62} {c['pred']:>10.0f} {m:>10.0f} {err:>+6.0f}%  "
+            print(f"  {name:<62} {c['pred']:>10.0f} {c['floor']:>10.0f} {m:>10.0f} {err:>+6.0f}%  "
                   f"{rank[c['k']]}{mark}{dr}")
             if c["chosen"]:
                 chosen = c

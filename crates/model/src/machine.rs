@@ -144,6 +144,18 @@ impl LineTerm {
         self.producer.map_or(0.0, |p| (p - calibrated).max(0.0))
     }
 
+    /// This term with `producer` more lines per crossing packet at the
+    /// producer end and `consumer` more at the consumer's (`chain`: the
+    /// chain's producer growth, [`Machine::chain_producer_lines`]): what
+    /// the rate would be if the term were that far wrong.
+    pub fn plus_lines(&self, producer: f64, consumer: f64, chain: f64) -> LineTerm {
+        LineTerm {
+            producer: Some(self.producer.unwrap_or(0.0).max(chain) + producer),
+            consumer: Some(self.consumer_lines() + consumer),
+            consumer_data: self.consumer_data,
+        }
+    }
+
     /// Lines per crossing packet the consumer's elements wait for at any
     /// line time, which the chain's hop (measured with a consumer that
     /// reads no data) holds none of: measured (what the elements after
@@ -246,9 +258,7 @@ impl Machine {
     /// estimated per configuration), whole lines at the line time.
     pub fn hop_ends_with(&self, batch: f64, line_ns: Option<f64>, term: &LineTerm) -> (f64, f64) {
         // The lines the chain's hop does not hold, whole at line time `l`.
-        let kp = self
-            .hop_interp(batch, |p| p.growth().0)
-            .unwrap_or(LINES_PER_PACKET);
+        let kp = self.chain_producer_lines(batch);
         let whole = |l: f64| (term.producer_lines(kp) * l, term.consumer_lines() * l);
         let (a, b, (wp, wc)) = match line_ns.filter(|l| l.is_finite() && *l > 0.0) {
             // At the calibration's own line.
@@ -281,6 +291,14 @@ impl Machine {
             }
         };
         (a + wp, b + wc)
+    }
+
+    /// Lines per crossing packet the calibration chain's producer end
+    /// grows by ([`HopPoint::growth`]) at this batch: what a measured
+    /// producer figure is charged beyond ([`LineTerm::producer_lines`]).
+    pub fn chain_producer_lines(&self, batch: f64) -> f64 {
+        self.hop_interp(batch, |p| p.growth().0)
+            .unwrap_or(LINES_PER_PACKET)
     }
 
     fn hop_interp(&self, batch: f64, val: impl Fn(&HopPoint) -> f64) -> Option<f64> {

@@ -275,6 +275,10 @@ enum Cmd {
         /// (from the same profile: for measuring them all).
         #[arg(long = "emit-all", value_name = "DIR")]
         emit_all: Option<String>,
+        /// Predict at this core-to-core line time (ns) instead of the one
+        /// measured now (a what-if, as for `model --line-ns`).
+        #[arg(long = "line-ns")]
+        line_ns: Option<f64>,
         #[command(flatten)]
         input: Input,
     },
@@ -420,8 +424,18 @@ fn main() -> ExitCode {
             candidate,
             duration,
             emit_all,
+            line_ns,
             input,
-        }) => parallelize_cmd(threads, candidate, duration, emit_all.as_deref(), &input),
+        }) => parallelize_cmd(
+            threads,
+            &parallelize::Options {
+                secs: duration,
+                pick: candidate,
+                emit_all: emit_all.map(std::path::PathBuf::from),
+                line_ns,
+            },
+            &input,
+        ),
         Some(Cmd::Ctl {
             port,
             unix,
@@ -654,7 +668,13 @@ fn run(a: RunArgs) -> ExitCode {
     }
     let reg = std::sync::Arc::new(registry());
     let (src, defines) = if a.auto {
-        match auto_rewrite(&src, &reg, &defines, a.threads, 0.3, None, None) {
+        match auto_rewrite(
+            &src,
+            &reg,
+            &defines,
+            a.threads,
+            &parallelize::Options::default(),
+        ) {
             Ok(text) => {
                 eprintln!("paraclick --auto:");
                 for l in text.lines().take_while(|l| l.starts_with("//")) {
@@ -852,42 +872,30 @@ fn auto_rewrite(
     reg: &Registry,
     defines: &[(String, String)],
     threads: usize,
-    secs: f64,
-    pick: Option<usize>,
-    emit_all: Option<&str>,
+    opts: &parallelize::Options,
 ) -> Result<String, String> {
     let (machine, _) = paraclick_model::machine::Machine::load_or_calibrate(false)?;
-    parallelize::parallelize(
-        src,
-        reg,
-        defines,
-        threads.max(1),
-        &machine,
-        secs,
-        pick,
-        emit_all.map(std::path::Path::new),
-    )
+    parallelize::parallelize(src, reg, defines, threads.max(1), &machine, opts)
 }
 
-fn parallelize_cmd(
-    threads: usize,
-    pick: Option<usize>,
-    secs: f64,
-    emit_all: Option<&str>,
-    input: &Input,
-) -> ExitCode {
+fn parallelize_cmd(threads: usize, opts: &parallelize::Options, input: &Input) -> ExitCode {
     if threads == 0 {
         return fail("-j: need at least one thread");
     }
-    if !(secs > 0.0 && secs <= 60.0) {
+    if !(opts.secs > 0.0 && opts.secs <= 60.0) {
         return fail("--duration: between 0 and 60 seconds");
+    }
+    if let Some(l) = opts.line_ns {
+        if !(l > 0.0 && l.is_finite()) {
+            return fail("--line-ns: need a positive number of ns");
+        }
     }
     let (src, defines) = match load(input) {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
     let reg = registry();
-    match auto_rewrite(&src, &reg, &defines, threads, secs, pick, emit_all) {
+    match auto_rewrite(&src, &reg, &defines, threads, opts) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
