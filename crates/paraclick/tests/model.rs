@@ -89,6 +89,29 @@ fn cost_data_gives_per_task_and_per_queue_figures() {
     assert_eq!(q1.pull_tasks, vec![task("d1")]);
     // Every packet goes in and comes out: counted twice at the queue.
     assert_eq!(q1.packets, 2 * 20000);
+    // A puller's first hop is its pull: each packet it takes counts
+    // once, not again when it pushes it on (an Unqueue's count was
+    // doubled, and with it the consumer batch the model reads).
+    let usrc = paraclick_lang::Source {
+        name: "unqueue".into(),
+        text: "s :: InfiniteSource(LIMIT 3000, BURST 32, STOP true) -> Queue(1000) \
+               -> u :: Unqueue(BURST 32) -> Counter -> Discard;"
+            .into(),
+    };
+    let uopts = BuildOptions {
+        defines: vec![],
+        ..opts.clone()
+    };
+    let u = Router::build(&usrc, &common::registry(), &uopts).unwrap();
+    u.run();
+    let ucd = u.cost_data();
+    let ut = ucd.tasks.iter().find(|t| t.element == "u").unwrap();
+    assert_eq!(ut.packets, 3000);
+    assert!(
+        ut.work > 0 && ut.packets / ut.work <= 32,
+        "batch {}",
+        ut.packets / ut.work
+    );
     let src0 = cd.elements.iter().find(|e| e.name == "src0").unwrap();
     assert_eq!(src0.ninputs, 0);
     // Without profiling: tasks only.

@@ -18,6 +18,12 @@ pub struct Cx<'r> {
     pub(crate) child: u64,
     /// Profiling: the task being run, while its element is the running one.
     pub(crate) task: Option<usize>,
+    /// Profiling: the running task has pulled: its first hop is a pull,
+    /// whose packets are its count, so what it then pushes on is not
+    /// counted again (an Unqueue's packets were counted twice, once
+    /// pulled and once pushed, doubling the consumer batch the model
+    /// reads the queue hop at).
+    pub(crate) pulled: bool,
     /// Elements that asked to be flushed ([`Cx::defer_flush`]).
     deferred: Vec<usize>,
     /// The earliest time (ns since the epoch) a task without work said it
@@ -36,6 +42,7 @@ impl<'r> Cx<'r> {
             current: 0,
             child: 0,
             task: None,
+            pulled: false,
             deferred: Vec::new(),
             wake_ns: u64::MAX,
             drained: false,
@@ -84,7 +91,7 @@ impl<'r> Cx<'r> {
     #[cold]
     fn profiled<T>(&mut self, elem: usize, packets: u64, f: impl FnOnce(&mut Self) -> T) -> T {
         let task = self.task.take();
-        if let Some(t) = task {
+        if let Some(t) = task.filter(|_| !self.pulled) {
             let c = &self.core.tasks[t].packets;
             c.store(
                 c.load(std::sync::atomic::Ordering::Relaxed) + packets,
@@ -321,6 +328,7 @@ impl<'r> Cx<'r> {
         if let Some(t) = task {
             let c = &core.tasks[t].packets;
             c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+            self.pulled = true;
         }
         b
     }

@@ -516,6 +516,7 @@ impl<'r> Pass<'r> {
             let did = if runs.is_multiple_of(SAMPLE_EVERY) || core.profile.is_some() {
                 cx.child = 0;
                 cx.task = Some(id);
+                cx.pulled = false;
                 let c0 = clock::cycles();
                 let did = r.node.run_task(cx, task.index);
                 let dt = clock::cycles().wrapping_sub(c0);
