@@ -332,23 +332,51 @@ pub(crate) fn measured_line_growth(
             }
         }
     }
-    // Per task: crossing packets it sent and took in D.
+    // Packets task `c` took from queue `e` (a queue's count on a thread
+    // holds its pushes there as well as its pulls).
+    let got_by = |e: &paraclick_runtime::sched::ElementCost, c: usize| -> f64 {
+        let t = th(c);
+        let nc = e.pull_tasks.iter().filter(|&&u| th(u) == t).count().max(1) as f64;
+        let mut pk = e.per_thread.get(t).map_or(0, |x| x.1) as f64;
+        if e.push_tasks.iter().any(|&u| th(u) == t) {
+            pk /= 2.0;
+        }
+        pk / nc
+    };
+    // Per task: crossing packets it sent and took in D. A queue's count
+    // on a thread is what that thread's tasks put into it (or took out);
+    // each task is charged its part once, however many tasks are at the
+    // other end (two sources feeding one crossing queue counted the
+    // consumer's packets twice, halving its measured lines), and the
+    // producers of one thread share their thread's count in proportion
+    // to the packets each sent (sources on one thread do not take equal
+    // turns at a full queue).
     let (mut sent, mut took) = (vec![0.0; nt], vec![0.0; nt]);
     let mut crossed_q = Vec::new();
     for e in fd.elements.iter().filter(|e| e.is_queue) {
-        let mut any = false;
-        for &p in &e.push_tasks {
-            for &c in &e.pull_tasks {
-                if th(p) != th(c) {
-                    any = true;
-                    let put = e.per_thread.get(th(p)).map_or(0, |x| x.1) as f64;
-                    let got = e.per_thread.get(th(c)).map_or(0, |x| x.1) as f64;
-                    let np = e.push_tasks.iter().filter(|&&u| th(u) == th(p)).count();
-                    let nc = e.pull_tasks.iter().filter(|&&u| th(u) == th(c)).count();
-                    sent[p] += put / np.max(1) as f64;
-                    took[c] += got / nc.max(1) as f64;
-                }
+        let crosses = |k: usize, others: &[usize]| others.iter().any(|&u| th(u) != th(k));
+        let any = e.push_tasks.iter().any(|&p| crosses(p, &e.pull_tasks));
+        for &p in e.push_tasks.iter().filter(|&&p| crosses(p, &e.pull_tasks)) {
+            let mut put = e.per_thread.get(th(p)).map_or(0, |x| x.1) as f64;
+            if e.pull_tasks.iter().any(|&u| th(u) == th(p)) {
+                put /= 2.0;
             }
+            let mates: Vec<usize> = e
+                .push_tasks
+                .iter()
+                .copied()
+                .filter(|&u| th(u) == th(p))
+                .collect();
+            let all: u64 = mates.iter().map(|&u| fd.tasks[u].packets).sum();
+            let w = if all > 0 {
+                fd.tasks[p].packets as f64 / all as f64
+            } else {
+                1.0 / mates.len().max(1) as f64
+            };
+            sent[p] += put * w;
+        }
+        for &c in e.pull_tasks.iter().filter(|&&c| crosses(c, &e.push_tasks)) {
+            took[c] += got_by(e, c);
         }
         crossed_q.push(any);
     }
@@ -363,17 +391,6 @@ pub(crate) fn measured_line_growth(
     // proportion.
     let queues: Vec<&paraclick_runtime::sched::ElementCost> =
         fd.elements.iter().filter(|e| e.is_queue).collect();
-    // Packets task `c` took from queue `e` (a queue's count on a thread
-    // holds its pushes there as well as its pulls).
-    let got_by = |e: &paraclick_runtime::sched::ElementCost, c: usize| -> f64 {
-        let t = th(c);
-        let nc = e.pull_tasks.iter().filter(|&&u| th(u) == t).count().max(1) as f64;
-        let mut pk = e.per_thread.get(t).map_or(0, |x| x.1) as f64;
-        if e.push_tasks.iter().any(|&u| th(u) == t) {
-            pk /= 2.0;
-        }
-        pk / nc
-    };
     let mut fed: Vec<bool> = took.iter().map(|&x| x > 0.0).collect();
     for _ in 0..nt {
         let mut changed = false;
@@ -1517,6 +1534,47 @@ mod tests {
         assert_eq!(
             measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0).0,
             vec![None]
+        );
+    }
+
+    #[test]
+    fn two_sources_on_one_thread_share_the_crossing_by_what_each_sent() {
+        // src (600 packets) and src2 (400) on thread 0 feed q, whose
+        // puller is on thread 1: the consumer took 1000 crossing packets
+        // (not 1000 per producer) and its w's +200 cycles a packet are a
+        // line at a 100 ns line; each source's +10 cycles per packet it
+        // sent are 0.05 lines, however unequal their turns.
+        let (mut b, mut d) = runs(0, 200, 1.0);
+        let src2 = |pt: Vec<(u64, u64)>| paraclick_runtime::sched::ElementCost {
+            name: "src2".into(),
+            class: "InfiniteSource".into(),
+            cycles: pt.iter().map(|x| x.0).sum(),
+            per_thread: pt,
+            ..Default::default()
+        };
+        let task2 = |packets: u64| TaskCost {
+            element: "src2".into(),
+            thread: 0,
+            work: 100,
+            packets,
+            ..TaskCost::default()
+        };
+        b.elements.push(src2(vec![(20_000, 0)]));
+        b.tasks.push(task2(400));
+        d.elements.push(src2(vec![(400 * 60, 0), (0, 0)]));
+        d.tasks.push(task2(400));
+        d.tasks[0].packets = 600;
+        d.elements[0].per_thread = vec![(600 * 60, 0), (0, 0)];
+        for cd in [&mut b, &mut d] {
+            cd.elements[1].push_tasks = vec![0, 2];
+        }
+        let (g, notes) = measured_line_growth(&b, 1.0, &d, &[1.0, 1.0], 100.0);
+        let (p, c) = g[0].unwrap();
+        assert!((c - 1.0).abs() < 1e-9, "{c} {notes:?}");
+        assert!((p.unwrap() - 0.05).abs() < 1e-9, "{p:?} {notes:?}");
+        assert!(
+            notes.iter().any(|n| n.starts_with("src2 sending +5.0 ns")),
+            "{notes:?}"
         );
     }
 
