@@ -540,21 +540,17 @@ pub(crate) fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
         .collect()
 }
 
-/// The line time (ns) the profile's crossing run must meet for its
-/// figures to be used: there a crossing packet's line waits are
-/// 100 ns x lines, against a noise of about +-20 ns per crossing packet
-/// between runs (in the fast state, ~24 ns a line on this VM, the same
-/// noise is a line per packet: the crossing run then reads from -0.7 to
-/// +6 lines for configurations that measure 0.1-0.2 in the slow state).
-pub const MEASURED_LINE_MIN_NS: f64 = 100.0;
-
-/// Measured line terms of the configurations profiled in the slow state,
-/// kept next to the system model so that a profile taken in the fast
-/// state can use them (`line-terms.json`): per configuration (its text
-/// and defines), the last [`LINE_CACHE_KEEP`] measurements per queue:
-/// ([`LineMeasure`]). The model uses their median per end: one
-/// profile's figure under another process's load is off by up to a
-/// factor of two.
+/// Measured line terms of the configurations profiled, kept next to the
+/// system model so that later profiles use them too (`line-terms.json`):
+/// per configuration (its text and defines), the last
+/// [`LINE_CACHE_KEEP`] measurements per queue ([`LineMeasure`]), in
+/// either line state (a term is in whole lines, which the fast and the
+/// slow state measure alike once each task is charged its own crossing
+/// packets: firewall-pipeline's consumer 1.15-1.58 lines at a 25 ns
+/// line, 0.96-1.38 at 190 ns; replicated-qos's 0.77-1.18 and
+/// 0.91-0.97). The model uses their median per end: one profile's
+/// figure (a fast-state run now and then reads twice the others) or
+/// one under another process's load is off by up to a factor of two.
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 struct LineCache {
     configs: std::collections::BTreeMap<String, Vec<LineMeasure>>,
@@ -604,8 +600,8 @@ fn line_cache_load() -> LineCache {
         .unwrap_or_default()
 }
 
-/// Short crossing runs (half the profile's run time each) per profile
-/// that meets the slow line; their median per queue is one measurement.
+/// Short crossing runs (half the profile's run time each) per profile;
+/// their median per queue is one measurement.
 pub const CROSSING_RUNS: usize = 3;
 
 /// Measurements kept per queue of a configuration.
@@ -875,9 +871,9 @@ fn run_b(
 
 /// The line terms of a configuration's queues (what `paraclick
 /// parallelize` asks of a candidate that adds queues): with `run`, the
-/// one-thread run B and the crossing runs D (which measure only when
-/// the line is slow), else only the figures of earlier measurements of
-/// this configuration (the line cache). Per queue that has a measured
+/// one-thread run B and the crossing runs D, with the figures of earlier
+/// measurements of this configuration (the line cache), else those
+/// alone. Per queue that has a measured
 /// term: its name and term; and the note.
 pub(crate) fn queue_line_terms(
     src: &Source,
@@ -955,10 +951,12 @@ fn line_terms(
 ) -> Result<String, String> {
     // Run D: what crossing cores costs each end in this configuration:
     // two pinned threads, every element timed, the line time taken
-    // before and after. Used where it met a slow line (else its figures
-    // are noise); a configuration's figures from an earlier profile in
-    // the slow state are kept and used in the fast one; without either,
-    // the estimate from the consumers' element classes.
+    // before and after, in whatever line state the machine is in (until
+    // 2026-11-27 only in the slow one, ~180 ns on this VM: a machine
+    // whose line is always fast, as most are, never had its own terms);
+    // a configuration's figures from earlier profiles are kept and their
+    // median used; without any, the estimate from the consumers' element
+    // classes.
     let reads = consumer_reads_data(fb, reg);
     for (q, &r) in queues.iter_mut().zip(&reads) {
         q.line_growth.consumer_data = if r { DATA_LINES_PER_PACKET } else { 0.0 };
@@ -980,8 +978,8 @@ fn line_terms(
             .get(key)
             .cloned()
             .unwrap_or_default();
-        // Up to CROSSING_RUNS short runs, each kept where the line was
-        // slow throughout; the first one in the fast state ends them.
+        // CROSSING_RUNS short runs, each kept where the line stayed in
+        // one state throughout.
         let mut now: Vec<LineMeasure> = Vec::new();
         let mut said = Vec::new();
         let mut why = if run {
@@ -999,10 +997,6 @@ fn line_terms(
             match (l0, l1) {
                 (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => {
                     let l = (a + b) / 2.0;
-                    if l < MEASURED_LINE_MIN_NS {
-                        why = format!("the line was {l:.0} ns now");
-                        break;
-                    }
                     let (g, notes) = measured_line_growth(fb, share_b, &fd, &shares_d, l);
                     let got: Vec<LineMeasure> = queues
                         .iter()
@@ -1081,7 +1075,7 @@ fn line_terms(
             let _ = write!(line_note, "; not measured: {why}");
         } else {
             line_note = format!(
-                "line term: measured in the slow state, lines per crossing packet (producer/consumer) {}; {why}",
+                "line term: measured, lines per crossing packet (producer/consumer) {}; {why}",
                 used.join(", ")
             );
         }

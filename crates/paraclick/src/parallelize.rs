@@ -821,9 +821,9 @@ fn choose(cands: &[Candidate]) -> usize {
     chosen
 }
 
-/// Split candidates whose queues [`measure_splits`] measures at most: in
-/// the slow state each costs a one-thread run and three crossing runs
-/// of half a profile run (about 0.8 s at `parallelize`'s default 0.3 s).
+/// Split candidates whose queues [`measure_splits`] measures at most:
+/// each costs a one-thread run and three crossing runs of half a profile
+/// run (about 0.8 s at `parallelize`'s default 0.3 s).
 pub const MEASURE_MAX: usize = 3;
 
 /// Line terms per queue (by name) of one candidate's configuration:
@@ -1204,8 +1204,9 @@ pub struct Options {
     /// Also write every candidate to DIR/candidate-K.click.
     pub emit_all: Option<std::path::PathBuf>,
     /// Predict at this core-to-core line time (ns) instead of the one
-    /// measured now. The new queues' line terms are still measured only
-    /// when the line is slow now.
+    /// measured now. The new queues' line terms are still measured at the
+    /// line of the moment (they are in whole lines, the same in either
+    /// state).
     pub line_ns: Option<f64>,
 }
 
@@ -1280,9 +1281,9 @@ pub fn parallelize(
     let mut plan = search(&gr, &app, machine, n, &w);
     if prof.is_some() && n > 1 {
         // The line terms of the splits' new queues: measured on the
-        // rewritten configuration where the line is slow now (run D's
-        // condition), else from an earlier such measurement, if any.
-        let slow = now.is_some_and(|l| l >= model_cmd::MEASURED_LINE_MIN_NS);
+        // rewritten configuration (with earlier measurements of it), where
+        // two cores could be timed now.
+        let run = now.is_some();
         let mut terms = |c: &Candidate, _k: usize| {
             let text = crate::flat::to_click(&rewrite(&gr, c, n));
             // Cached under the rewrite without its placement (which the
@@ -1300,7 +1301,7 @@ pub fn parallelize(
                 &key,
                 reg,
                 secs,
-                slow,
+                run,
             )
         };
         let notes = measure_splits(&mut plan, machine, n, &w, &mut terms);
