@@ -37,6 +37,14 @@ pub struct AppTask {
     /// hop's) are shared by more packets than on one thread, where it
     /// runs once per packet a BURST 1 source sends.
     pub crossing_factor: f64,
+    /// Of `cycles_per_packet`: the worker loop's own cycles between task
+    /// runs in the timing run (its pass over the thread's tasks, timers,
+    /// the stop flag), charged per run with work there, where
+    /// `pass_mates` tasks shared each pass. On a thread with fewer tasks
+    /// a pass is shared by fewer runs ([`App::thread_origin_ns`]). 0: none.
+    pub pass_cycles_per_packet: f64,
+    /// Tasks on the timing run's thread (0: unknown, no correction).
+    pub pass_mates: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -300,6 +308,10 @@ impl App {
                 fed[th(k)] = true;
             }
         }
+        let mut mates = vec![0usize; nthreads];
+        for k in 0..n {
+            mates[th(k)] += 1;
+        }
         for (k, task) in self.tasks.iter().enumerate() {
             // A puller whose producers are on other threads, alone with
             // other pullers on its thread, runs when they publish and
@@ -309,8 +321,21 @@ impl App {
             } else {
                 1.0
             };
+            // On a thread a source feeds, the worker loop comes round once
+            // per burst and its pass is shared by the thread's tasks: by
+            // fewer than in the timing run where fewer share the thread
+            // (queue-unqueue's source alone on its thread paid the whole
+            // pass per packet, which it had shared with the Unqueue).
+            // Elsewhere the crossing factor holds a puller's per-run
+            // costs as run alone on its thread.
+            let pass = if fed[th(k)] && task.pass_mates > 0.0 {
+                task.pass_cycles_per_packet * (task.pass_mates / mates[th(k)] as f64 - 1.0)
+            } else {
+                0.0
+            };
+            let cycles = (task.cycles_per_packet * factor + pass).max(0.0);
             for o in 0..n {
-                ns[th(k)][o] += task.cycles_per_packet * factor * tick_ns * f[k][o];
+                ns[th(k)][o] += cycles * tick_ns * f[k][o];
             }
         }
         // Crossing: the measured hop is pure time (a core to itself); the
@@ -602,6 +627,8 @@ mod tests {
                     entry: i < 2,
                     packets: 0.5,
                     crossing_factor: 0.0,
+                    pass_cycles_per_packet: 0.0,
+                    pass_mates: 0.0,
                 })
                 .collect(),
             queues: if crossed {
@@ -671,6 +698,36 @@ mod tests {
         big.queues.iter_mut().for_each(|q| q.batch = 32.0);
         let m = big.model(&mach, &split, 2, &WhatIf::default());
         assert!((m.stages[0].latency_ns - 410.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_pass_shared_by_fewer_tasks_costs_each_more() {
+        // Of each task's 400/100 cycles per entering packet, 40 are the
+        // worker loop's, charged per run in a timing run of 4 tasks on one
+        // thread. On one thread nothing changes; with 2 tasks a thread
+        // (each source with its drain) a pass is shared by 2, so each task
+        // pays 40 x (4/2 - 1) = 40 more: a thread's 500 cycles (250 ns at
+        // 2 GHz) become 580 (290 ns).
+        let mut app = crosswise();
+        for t in &mut app.tasks {
+            t.pass_cycles_per_packet = 40.0;
+            t.pass_mates = 4.0;
+        }
+        let one = app.model(&machine(), &[0, 0, 0, 0], 1, &WhatIf::default());
+        assert!((one.stages[0].latency_ns - 500.0).abs() < 1e-9);
+        let good = [0, 1, 1, 0];
+        let m = app.model(&machine(), &good, 2, &WhatIf::default());
+        assert!(
+            (m.stages[0].latency_ns - 290.0).abs() < 1e-9,
+            "{}",
+            m.stages[0].latency_ns
+        );
+        // Unknown mates: no correction.
+        for t in &mut app.tasks {
+            t.pass_mates = 0.0;
+        }
+        let m = app.model(&machine(), &good, 2, &WhatIf::default());
+        assert!((m.stages[0].latency_ns - 250.0).abs() < 1e-9);
     }
 
     #[test]

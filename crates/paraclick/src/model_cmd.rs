@@ -820,6 +820,8 @@ pub fn profile_app(
             } else {
                 0.0
             },
+            pass_cycles_per_packet: t.work as f64 * residual / entry_b * scale,
+            pass_mates: fb.tasks.len() as f64,
         })
         .collect();
     let mut notes = String::new();

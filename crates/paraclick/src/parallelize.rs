@@ -533,6 +533,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             entry: false,
             packets: app.tasks[t].packets * f,
             crossing_factor: 0.0,
+            pass_cycles_per_packet: 0.0,
+            pass_mates: 0.0,
         });
         for q in queues_fed(gr, app, &d) {
             for p in &mut a2.queues[q].producers {
@@ -687,6 +689,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 entry: false,
                 packets: app.tasks[t].packets * f / n as f64,
                 crossing_factor: 0.0,
+                pass_cycles_per_packet: 0.0,
+                pass_mates: 0.0,
             });
             tn.push(Some(uname));
             a2.queues.push(AppQueue {
@@ -1157,6 +1161,8 @@ pub fn static_app(
             entry: false,
             packets: 0.0,
             crossing_factor: 0.0,
+            pass_cycles_per_packet: 0.0,
+            pass_mates: 0.0,
         })
         .collect();
     let queues = cd
