@@ -1016,15 +1016,16 @@ mod tests {
         let pm_fast = meta.predict(&mach, &split, 2, &at(50.0));
         assert!(px < pm && pm < pm_fast, "{px} {pm} {pm_fast}");
         // A measured figure replaces the estimate: a consumer measured at
-        // 2 lines per packet waits for 2 lines at 200 ns besides the
-        // chain's growth; one measured at 0 grows as the chain's
-        // metadata-only consumer does.
+        // 2 lines per packet waits for what exceeds the chain's own k
+        // (which the chain's Counters and Discard wait for, and its growth
+        // holds) at 200 ns besides the chain's growth; one measured at 0
+        // grows as the chain's metadata-only consumer does.
         let mut measured = data.clone();
         for q in &mut measured.queues {
             q.line_growth.consumer = Some(2.0);
         }
         let y = measured.model(&mach, &split, 2, &at(200.0));
-        assert!((y.stages[1].latency_ns - (320.0 + k * 150.0 + 2.0 * 200.0)).abs() < 1e-9);
+        assert!((y.stages[1].latency_ns - (320.0 + k * 150.0 + (2.0 - k) * 200.0)).abs() < 1e-9);
         for q in &mut measured.queues {
             q.line_growth.consumer = Some(0.0);
         }

@@ -1302,19 +1302,15 @@ pub fn config_model(
                 .filter(|q| q.crosses(&assign, nthreads))
                 .map(|q| {
                     let (p, c) = machine.hop_ends_with(q.batch, whatif.line_ns, &q.line_growth);
-                    let (kp, kc) = machine.queue_hop.first().map_or(
-                        (
-                            paraclick_model::machine::LINES_PER_PACKET,
-                            paraclick_model::machine::LINES_PER_PACKET,
-                        ),
-                        |h| h.growth(),
-                    );
+                    // The chain's growth at this queue's batch (the first
+                    // point's, BURST 1's, was shown for every queue).
+                    let (kp, kc) = machine.chain_lines(q.batch);
                     format!(
                         "{} (batch {:.1}: +{p:.1}/+{c:.1} ns; +{kp:.2}/+{kc:.2} per ns of line, +{:.2}/+{:.2} whole lines)",
                         q.name,
                         q.batch,
                         q.line_growth.producer_lines(kp),
-                        q.line_growth.consumer_lines()
+                        q.line_growth.consumer_lines(kc)
                     )
                 })
                 .collect::<Vec<_>>()

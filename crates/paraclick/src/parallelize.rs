@@ -782,7 +782,7 @@ pub fn floor(model: &App, base: usize, assign: &[usize], m: &Machine, n: usize, 
     let at = |dp: f64, dc: f64| {
         let mut a = model.clone();
         for q in a.queues.iter_mut().skip(base) {
-            let chain = m.chain_producer_lines(q.batch);
+            let chain = m.chain_lines(q.batch);
             q.line_growth = q.line_growth.plus_lines(dp, dc, chain);
         }
         predict(&a, m, assign, n, w)

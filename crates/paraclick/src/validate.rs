@@ -15,8 +15,8 @@ use std::process::ExitCode;
 
 /// The configurations validated by default: the IP router and the other
 /// standard ones, plus any NAT, VPN/IPsec, QoS or firewall configuration
-/// in conf/ (the firewalls were written after the model, to try it on
-/// configurations it was never tuned on).
+/// in conf/ (the firewalls and marking-pipeline were written after the
+/// model, to try it on configurations it was never tuned on).
 pub fn default_configs() -> Vec<String> {
     let mut v: Vec<String> = [
         "conf/fake-iprouter.click",
@@ -24,6 +24,9 @@ pub fn default_configs() -> Vec<String> {
         "conf/queue-unqueue.click",
         "conf/fake-iprouter-x2.click",
         "conf/fake-iprouter6.click",
+        // Written after the model (2026-11-27): three tasks, two queues,
+        // the placement the adaptive scheduler's.
+        "conf/marking-pipeline.click",
     ]
     .iter()
     .map(|s| s.to_string())
