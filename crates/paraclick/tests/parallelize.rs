@@ -510,3 +510,45 @@ fn qos_rewrites_keep_every_flow() {
     }
     let _ = std::fs::remove_dir_all(&w);
 }
+
+#[test]
+fn a_device_configuration_without_its_devices_is_planned_from_its_tasks() {
+    // The issue's own example: conf/vpn-gateway-veth.click names devices
+    // r0 and r1, which this machine lacks (named so that no test host has
+    // them). The profile cannot run, so every element counts 100 cycles;
+    // the plan still has the router's four device tasks, places them
+    // and considers splits, and the configuration it writes checks.
+    let text = run_ok(&[
+        "parallelize",
+        "-j",
+        "4",
+        "--duration",
+        "0.1",
+        "conf/vpn-gateway-veth.click",
+        "DEV0=paraclick-none0",
+        "DEV1=paraclick-none1",
+    ]);
+    let table: Vec<&str> = text.lines().filter(|l| l.starts_with("//")).collect();
+    assert!(
+        table
+            .iter()
+            .any(|l| l.contains("no profile") && l.contains("paraclick-none0")),
+        "{text}"
+    );
+    let chosen = table.iter().find(|l| l.starts_with("// *")).unwrap();
+    for task in ["in0:", "to0:", "in1:", "to1:"] {
+        assert!(chosen.contains(task), "{chosen}");
+    }
+    let pps: f64 = chosen[4..]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(pps > 0.0, "{chosen}");
+    let dir = workdir("devices");
+    let file = dir.join("vpn-4.click");
+    std::fs::write(&file, &text).unwrap();
+    run_ok(&["check", file.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -279,6 +279,10 @@ impl Element for FromDevice {
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         check_device_queues(ix, &self.claim())?;
         if ix.checking() {
+            // The task exists in a checked configuration too (never run
+            // there): the thread plan and `paraclick parallelize`'s
+            // fallback model see the router's real tasks.
+            ix.add_task();
             return Ok(());
         }
         // The priority ring first: no control frame is lost in between

@@ -249,6 +249,8 @@ impl Element for FromHost {
             }
         }
         if ix.checking() {
+            // Its task, never run: see FromDevice.
+            ix.add_task();
             return Ok(());
         }
         let (fd, name) = tap::open_tap(&self.devname)?;

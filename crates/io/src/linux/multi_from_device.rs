@@ -287,6 +287,8 @@ impl Element for MultiFromDevice {
             }
         }
         if ix.checking() {
+            // Its task, never run: see FromDevice.
+            ix.add_task();
             return Ok(());
         }
         // Priority rings first: no control frame is lost in between.

@@ -256,6 +256,11 @@ impl Element for ToDevice {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if ix.checking() {
+            // Its pulling task, never run: see FromDevice.
+            if self.pull {
+                let t = ix.add_task();
+                ix.sleep_when_empty(t);
+            }
             return Ok(());
         }
         let ifindex = sys::ifindex(&self.devname)?;

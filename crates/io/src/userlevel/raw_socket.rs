@@ -239,6 +239,8 @@ impl Element for RawSocket {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if ix.checking() {
+            // Its tasks, never run: see FromDevice.
+            crate::common::add_socket_task(ix, self.pull_input, self.has_output);
             return Ok(());
         }
         let fd = open_raw(self.protocol).map_err(|e| {

@@ -545,6 +545,8 @@ impl Element for Socket {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if ix.checking() {
+            // Its tasks, never run: see FromDevice.
+            crate::common::add_socket_task(ix, self.pull_input, self.has_output);
             return Ok(());
         }
         *self.lock() = self.open()?;
