@@ -76,6 +76,9 @@ pub fn replicable(class: &str) -> Result<(), String> {
         "IPGWOptions",
         "FixIPSrc",
         "DropBroadcasts",
+        // Drops frames not for this host by their Ethernet address; no
+        // state, no counts.
+        "HostEtherFilter",
         "LookupIPRoute",
         "StaticIPLookup",
         "RadixIPLookup",
