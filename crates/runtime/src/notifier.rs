@@ -80,6 +80,9 @@ pub(crate) struct Signal {
     /// Listeners are gated by this signal (a full notifier): each counts
     /// its inactive gates in `Task::blocked`.
     gates: std::sync::atomic::AtomicBool,
+    /// Which listener an opening gate wakes first ([`Signal::unblock`]):
+    /// it moves on by one at every opening.
+    turn: AtomicU32,
 }
 
 impl Default for Notifier {
@@ -96,6 +99,7 @@ impl Notifier {
                 state: CachePadded::new(AtomicU32::new(0)),
                 listeners: OnceLock::new(),
                 gates: AtomicBool::new(false),
+                turn: AtomicU32::new(0),
             }),
         }
     }
@@ -267,13 +271,44 @@ impl Signal {
 
     /// Takes this gate out of each listener's `blocked` count, waking the
     /// listeners whose last closed gate it was.
+    ///
+    /// Every count first, then the wake-ups, starting at a listener that
+    /// moves on by one at each opening. Two sources on one thread feeding
+    /// a queue drained on another were counted down and woken one after
+    /// the other, always the first listener first: it ran, filled the
+    /// room and closed the gate again before the second's count came
+    /// down, and the second made 23 thousand packets in a second against
+    /// the first's 3.3 million (the two take turns on one thread, where
+    /// the pass order alternates them).
     fn unblock(&self, core: &Core) {
-        for &t in self.listeners() {
-            if core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) != 1 {
-                continue; // another gate of the task is still closed
+        let ls = self.listeners();
+        if ls.len() > 64 {
+            for &t in ls {
+                if core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    fence(Ordering::SeqCst);
+                    wake_task(core, t);
+                }
             }
-            fence(Ordering::SeqCst);
-            wake_task(core, t);
+            return;
+        }
+        let mut open = 0u64;
+        for (i, &t) in ls.iter().enumerate() {
+            // Not 1: another gate of the task is still closed.
+            if core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) == 1 {
+                open |= 1 << i;
+            }
+        }
+        if open == 0 {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        let n = ls.len();
+        let first = self.turn.fetch_add(1, Ordering::Relaxed) as usize % n;
+        for k in 0..n {
+            let i = (first + k) % n;
+            if open & (1 << i) != 0 {
+                wake_task(core, ls[i]);
+            }
         }
     }
 }

@@ -505,9 +505,16 @@ impl<'r> Pass<'r> {
         let mut skipped = usize::MAX;
         for r in &self.refs {
             let (id, task) = (r.id, r.task);
-            if task.asleep.load(Ordering::Relaxed)
-                || (task.blocked.load(Ordering::Relaxed) > 0 && !gated_skip(core, id, &mut skipped))
-            {
+            if task.asleep.load(Ordering::Relaxed) {
+                // A source asleep at its closed gate is skipped for its
+                // full queue too (on another thread's wake it may still
+                // be asleep when the source before it takes the room).
+                if task.wait_for_room && skipped == usize::MAX {
+                    skipped = id;
+                }
+                continue;
+            }
+            if task.blocked.load(Ordering::Relaxed) > 0 && !gated_skip(core, id, &mut skipped) {
                 continue;
             }
             cx.current = task.elem;
