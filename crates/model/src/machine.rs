@@ -114,7 +114,7 @@ pub const DATA_LINES_PER_PACKET: f64 = 1.0;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LineTerm {
     /// Measured for this configuration (the profile's crossing run in
-    /// the slow state): lines per crossing packet its source waits for
+    /// either line state): lines per crossing packet its source waits for
     /// (buffers that come back from the other core with lines read
     /// there); what exceeds the calibration chain's growth is charged as
     /// whole lines ([`LineTerm::producer_lines`]).
