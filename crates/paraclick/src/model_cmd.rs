@@ -332,48 +332,44 @@ pub(crate) fn measured_line_growth(
             }
         }
     }
-    // Packets task `c` took from queue `e` (a queue's count on a thread
-    // holds its pushes there as well as its pulls).
-    let got_by = |e: &paraclick_runtime::sched::ElementCost, c: usize| -> f64 {
-        let t = th(c);
-        let nc = e.pull_tasks.iter().filter(|&&u| th(u) == t).count().max(1) as f64;
-        let mut pk = e.per_thread.get(t).map_or(0, |x| x.1) as f64;
-        if e.push_tasks.iter().any(|&u| th(u) == t) {
-            pk /= 2.0;
+    // What queue `e` counted on thread `t` for one side: its pushes there
+    // or its pulls there (a thread with tasks at both ends counts each
+    // packet twice, in and out).
+    let one_side = |e: &paraclick_runtime::sched::ElementCost, t: usize| -> f64 {
+        let pk = e.per_thread.get(t).map_or(0, |x| x.1) as f64;
+        let on = |ts: &[usize]| ts.iter().any(|&u| th(u) == t);
+        if on(&e.push_tasks) && on(&e.pull_tasks) {
+            pk / 2.0
+        } else {
+            pk
         }
-        pk / nc
     };
-    // Per task: crossing packets it sent and took in D. A queue's count
-    // on a thread is what that thread's tasks put into it (or took out);
-    // each task is charged its part once, however many tasks are at the
-    // other end (two sources feeding one crossing queue counted the
-    // consumer's packets twice, halving its measured lines), and the
-    // producers of one thread share their thread's count in proportion
-    // to the packets each sent (sources on one thread do not take equal
-    // turns at a full queue).
+    // Packets task `c` took from queue `e`: its thread's pulls, shared
+    // by the thread's pullers of `e`.
+    let got_by = |e: &paraclick_runtime::sched::ElementCost, c: usize| -> f64 {
+        let nc = e.pull_tasks.iter().filter(|&&u| th(u) == th(c)).count();
+        one_side(e, th(c)) / nc.max(1) as f64
+    };
+    // Per task: crossing packets it sent and took in D. Each task is
+    // charged its part once, however many tasks are at the other end (two
+    // sources feeding one crossing queue counted the consumer's packets
+    // twice, halving its measured lines), and the producers of one thread
+    // share their thread's pushes in proportion to the packets each sent
+    // (they need not have taken equal turns at a full queue).
     let (mut sent, mut took) = (vec![0.0; nt], vec![0.0; nt]);
     let mut crossed_q = Vec::new();
     for e in fd.elements.iter().filter(|e| e.is_queue) {
         let crosses = |k: usize, others: &[usize]| others.iter().any(|&u| th(u) != th(k));
         let any = e.push_tasks.iter().any(|&p| crosses(p, &e.pull_tasks));
         for &p in e.push_tasks.iter().filter(|&&p| crosses(p, &e.pull_tasks)) {
-            let mut put = e.per_thread.get(th(p)).map_or(0, |x| x.1) as f64;
-            if e.pull_tasks.iter().any(|&u| th(u) == th(p)) {
-                put /= 2.0;
-            }
-            let mates: Vec<usize> = e
-                .push_tasks
-                .iter()
-                .copied()
-                .filter(|&u| th(u) == th(p))
-                .collect();
-            let all: u64 = mates.iter().map(|&u| fd.tasks[u].packets).sum();
+            let mates = || e.push_tasks.iter().filter(|&&u| th(u) == th(p));
+            let all: u64 = mates().map(|&u| fd.tasks[u].packets).sum();
             let w = if all > 0 {
                 fd.tasks[p].packets as f64 / all as f64
             } else {
-                1.0 / mates.len().max(1) as f64
+                1.0 / mates().count().max(1) as f64
             };
-            sent[p] += put * w;
+            sent[p] += one_side(e, th(p)) * w;
         }
         for &c in e.pull_tasks.iter().filter(|&&c| crosses(c, &e.push_tasks)) {
             took[c] += got_by(e, c);
