@@ -278,11 +278,11 @@ impl Element for FromDevice {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         check_device_queues(ix, &self.claim())?;
+        // The task exists in a checked configuration too (never run
+        // there): the thread plan and `paraclick parallelize`'s fallback
+        // model see the router's real tasks.
+        ix.add_task();
         if ix.checking() {
-            // The task exists in a checked configuration too (never run
-            // there): the thread plan and `paraclick parallelize`'s
-            // fallback model see the router's real tasks.
-            ix.add_task();
             return Ok(());
         }
         // The priority ring first: no control frame is lost in between
@@ -297,7 +297,6 @@ impl Element for FromDevice {
         if self.rx.set(rx).is_err() {
             return Err("initialized twice".into());
         }
-        ix.add_task();
         Ok(())
     }
 

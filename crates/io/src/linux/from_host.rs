@@ -248,9 +248,9 @@ impl Element for FromHost {
                 }
             }
         }
+        // Its task, declared when checked too: see FromDevice.
+        ix.add_task();
         if ix.checking() {
-            // Its task, never run: see FromDevice.
-            ix.add_task();
             return Ok(());
         }
         let (fd, name) = tap::open_tap(&self.devname)?;
@@ -259,7 +259,6 @@ impl Element for FromHost {
         if self.tap.fd.set(fd).is_err() {
             return Err("initialized twice".into());
         }
-        ix.add_task();
         Ok(())
     }
 

@@ -286,9 +286,9 @@ impl Element for MultiFromDevice {
                 check_device_queues(ix, &c)?;
             }
         }
+        // Its task, declared when checked too: see FromDevice.
+        ix.add_task();
         if ix.checking() {
-            // Its task, never run: see FromDevice.
-            ix.add_task();
             return Ok(());
         }
         // Priority rings first: no control frame is lost in between.
@@ -305,7 +305,6 @@ impl Element for MultiFromDevice {
         if self.rx.set(rx).is_err() {
             return Err("initialized twice".into());
         }
-        ix.add_task();
         Ok(())
     }
 

@@ -255,24 +255,20 @@ impl Element for ToDevice {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        // The task sleeps while the queues upstream are empty; a run that
+        // leaves packets pending (the device's buffer full) counts as
+        // work, so it never sleeps on them. Declared when checked too:
+        // see FromDevice.
+        if self.pull {
+            let t = ix.add_task();
+            ix.sleep_when_empty(t);
+        }
         if ix.checking() {
-            // Its pulling task, never run: see FromDevice.
-            if self.pull {
-                let t = ix.add_task();
-                ix.sleep_when_empty(t);
-            }
             return Ok(());
         }
         let ifindex = sys::ifindex(&self.devname)?;
         let fd = sys::open_tx(ifindex, SNDBUF).map_err(|e| format!("{}: {e}", self.devname))?;
         let _ = self.fd.set(fd);
-        if self.pull {
-            // The task sleeps while the queues upstream are empty; a run
-            // that leaves packets pending (the device's buffer full) counts
-            // as work, so it never sleeps on them.
-            let t = ix.add_task();
-            ix.sleep_when_empty(t);
-        }
         Ok(())
     }
 

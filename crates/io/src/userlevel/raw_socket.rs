@@ -238,9 +238,9 @@ impl Element for RawSocket {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        // Its tasks, declared when checked too: see FromDevice.
+        crate::common::add_socket_task(ix, self.pull_input, self.has_output);
         if ix.checking() {
-            // Its tasks, never run: see FromDevice.
-            crate::common::add_socket_task(ix, self.pull_input, self.has_output);
             return Ok(());
         }
         let fd = open_raw(self.protocol).map_err(|e| {
@@ -252,7 +252,6 @@ impl Element for RawSocket {
             format!("raw socket: {e}{hint}")
         })?;
         let _ = self.fd.set(fd);
-        crate::common::add_socket_task(ix, self.pull_input, self.has_output);
         Ok(())
     }
 

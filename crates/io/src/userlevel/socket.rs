@@ -544,13 +544,12 @@ impl Element for Socket {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        // Its tasks, declared when checked too: see FromDevice.
+        crate::common::add_socket_task(ix, self.pull_input, self.has_output);
         if ix.checking() {
-            // Its tasks, never run: see FromDevice.
-            crate::common::add_socket_task(ix, self.pull_input, self.has_output);
             return Ok(());
         }
         *self.lock() = self.open()?;
-        crate::common::add_socket_task(ix, self.pull_input, self.has_output);
         Ok(())
     }
 
