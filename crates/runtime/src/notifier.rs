@@ -282,27 +282,26 @@ impl Signal {
     /// the pass order alternates them).
     fn unblock(&self, core: &Core) {
         let ls = self.listeners();
-        if ls.len() > 64 {
-            for &t in ls {
-                if core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) == 1 {
-                    fence(Ordering::SeqCst);
-                    wake_task(core, t);
-                }
-            }
-            return;
-        }
+        // The opened listeners among the first 64 (a gate with more wakes
+        // the rest as their counts come down, in list order).
         let mut open = 0u64;
         for (i, &t) in ls.iter().enumerate() {
             // Not 1: another gate of the task is still closed.
-            if core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) == 1 {
+            if core.tasks[t].blocked.fetch_sub(1, Ordering::SeqCst) != 1 {
+                continue;
+            }
+            if i < 64 {
                 open |= 1 << i;
+            } else {
+                fence(Ordering::SeqCst);
+                wake_task(core, t);
             }
         }
         if open == 0 {
             return;
         }
         fence(Ordering::SeqCst);
-        let n = ls.len();
+        let n = ls.len().min(64);
         let first = self.turn.fetch_add(1, Ordering::Relaxed) as usize % n;
         for k in 0..n {
             let i = (first + k) % n;
