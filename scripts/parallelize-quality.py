@@ -76,7 +76,7 @@ def main():
             continue
         cands = []
         for line in plan.stdout.splitlines():
-            # "// *K  PREDICTED  +1-LINE  NAME  PLACEMENT"
+            # "// *K  PREDICTED  FLOOR  NAME  PLACEMENT"
             m = re.match(r"^// ([ *])(\d+)\s+(\d+)\s+(\d+)\s+(.*?)\s{2,}", line)
             if m:
                 cands.append({"k": int(m.group(2)), "chosen": m.group(1) == "*",
@@ -114,7 +114,7 @@ def main():
               f"{'slow' if pred_slow else 'fast'} state; {slow_runs} of {total} runs "
               f"met the slow state; medians of "
               f"{'the runs in the prediction' + chr(39) + 's state' if use_same else 'all runs'})")
-        print(f"  {'variant':<62} {'predicted':>10} {'+1 line':>10} {'measured':>10} {'error':>7}  rank")
+        print(f"  {'variant':<62} {'predicted':>10} {'floor':>10} {'measured':>10} {'error':>7}  rank")
         measured = sorted(((med[f"#{c['k']} {c['name']}"], c['k']) for c in cands),
                           reverse=True)
         rank = {k: i + 1 for i, (_, k) in enumerate(measured)}

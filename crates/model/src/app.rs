@@ -1042,6 +1042,7 @@ mod tests {
                 producer: Some(2.0),
                 consumer: None,
                 consumer_data: 3.0,
+                spread: None,
             };
         }
         let at = |l: Option<f64>| WhatIf {

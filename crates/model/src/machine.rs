@@ -129,6 +129,13 @@ pub struct LineTerm {
     /// lines ([`DATA_LINES_PER_PACKET`] when an element after the
     /// crossing reads packet data, else 0).
     pub consumer_data: f64,
+    /// How far the measured figures disagree, lines per crossing packet:
+    /// their median absolute deviation from their median over the
+    /// crossing runs and profiles they come from, the wider end; None
+    /// where fewer than two were measured (or none). Not used by the
+    /// prediction: `paraclick parallelize` doubts a split's new queue by
+    /// it rather than by a whole line once it is measured.
+    pub spread: Option<f64>,
 }
 
 /// Beyond the line the hop was calibrated at, both ends grow as the
@@ -153,6 +160,7 @@ impl LineTerm {
             producer: Some(self.producer.unwrap_or(0.0).max(chain.0) + producer),
             consumer: Some(self.consumer_lines(chain.1) + chain.1 + consumer),
             consumer_data: self.consumer_data,
+            spread: self.spread,
         }
     }
 
@@ -1137,6 +1145,7 @@ mod tests {
             producer: Some(0.05),
             consumer: Some(0.0),
             consumer_data: 1.2,
+            spread: None,
         };
         let (p, c) = m.hop_ends_with(8.0, Some(185.0), &measured);
         assert!((p - (20.0 + 0.2 * 160.0)).abs() < 1e-9, "{p}");

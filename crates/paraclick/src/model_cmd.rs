@@ -549,8 +549,20 @@ pub(crate) fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
 /// one under another process's load is off by up to a factor of two.
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 struct LineCache {
+    /// [`LINE_CACHE_VERSION`] of the paraclick that measured them; a
+    /// cache of another is dropped.
+    #[serde(default)]
+    version: u32,
     configs: std::collections::BTreeMap<String, Vec<LineMeasure>>,
 }
+
+/// The line cache's version: raised when the crossing run's counting
+/// changes what a figure means. 2: puller tasks' packets counted once
+/// and crossing packets charged per task once (2026-11-27): the earlier
+/// counting read firewall-pipeline's consumer at 0.66 lines instead of
+/// 1.24, and a cache that kept such figures would keep them for
+/// [`LINE_CACHE_KEEP`] more profiles.
+pub const LINE_CACHE_VERSION: u32 = 2;
 
 /// One measurement of a queue's line term.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -592,7 +604,15 @@ fn line_cache_key(src: &Source, defines: &[(String, String)]) -> String {
 fn line_cache_load() -> LineCache {
     line_cache_path()
         .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|t| serde_json::from_str(&t).ok())
+        .map(|t| line_cache_parse(&t))
+        .unwrap_or_default()
+}
+
+/// A line cache's text, empty if unreadable or of another version.
+fn line_cache_parse(text: &str) -> LineCache {
+    serde_json::from_str::<LineCache>(text)
+        .ok()
+        .filter(|c| c.version == LINE_CACHE_VERSION)
         .unwrap_or_default()
 }
 
@@ -607,6 +627,7 @@ pub const LINE_CACHE_KEEP: usize = 5;
 /// beyond [`LINE_CACHE_KEEP`] per queue dropped) and returns them all.
 fn line_cache_store(key: &str, terms: Vec<LineMeasure>) -> Vec<LineMeasure> {
     let mut c = line_cache_load();
+    c.version = LINE_CACHE_VERSION;
     let all = c.configs.entry(key.to_string()).or_default();
     for t in terms {
         let n = all.iter().filter(|x| x.queue == t.queue).count();
@@ -645,6 +666,33 @@ pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<
         crate::hop::median(&mut c),
         mine.len(),
     ))
+}
+
+/// How far `queue`'s measured figures disagree (LineTerm::spread):
+/// their median absolute deviation from their median over `all` (this
+/// profile's crossing runs and the kept measurements), the wider end;
+/// None for fewer than two. Robust to the one run in several that reads
+/// twice the others (replicated-qos's split consumer: 1.27-1.63 lines,
+/// and once 3.00).
+pub(crate) fn line_spread<'a>(
+    all: impl Iterator<Item = &'a LineMeasure>,
+    queue: &str,
+) -> Option<f64> {
+    let mine: Vec<&LineMeasure> = all.filter(|x| x.queue == queue).collect();
+    if mine.len() < 2 {
+        return None;
+    }
+    let mad = |mut v: Vec<f64>| {
+        if v.is_empty() {
+            return 0.0;
+        }
+        let m = crate::hop::median(&mut v);
+        let mut d: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
+        crate::hop::median(&mut d)
+    };
+    let c = mad(mine.iter().map(|x| x.consumer).collect());
+    let p = mad(mine.iter().filter_map(|x| x.producer).collect());
+    Some(c.max(p))
 }
 
 pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
@@ -1055,10 +1103,14 @@ fn line_terms(
             if let Some((p, c, n)) = line_medians(&kept, &q.name) {
                 q.line_growth.producer = p;
                 q.line_growth.consumer = Some(c);
+                q.line_growth.spread = line_spread(kept.iter().chain(&now), &q.name);
                 used.push(format!(
-                    "{} {}/{c:.2} (median of {n})",
+                    "{} {}/{c:.2} (median of {n}{})",
                     q.name,
-                    p.map_or("-".to_string(), |p| format!("{p:.2}"))
+                    p.map_or("-".to_string(), |p| format!("{p:.2}")),
+                    q.line_growth
+                        .spread
+                        .map_or(String::new(), |s| format!(", spread {s:.2}"))
                 ));
             }
         }
@@ -1375,6 +1427,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_terms_spread_is_its_measurements_median_deviation_and_a_cache_of_another_version_is_dropped(
+    ) {
+        let m = |queue: &str, producer: Option<f64>, consumer: f64| LineMeasure {
+            queue: queue.into(),
+            producer,
+            consumer,
+            line_ns: 25.0,
+        };
+        let all = [
+            m("q", Some(0.30), 1.36),
+            m("q", Some(0.34), 1.52),
+            m("q", Some(0.33), 1.44),
+            // One run in several reads twice the others: not the spread.
+            m("q", Some(0.48), 3.00),
+            m("q", Some(0.32), 1.35),
+            m("other", None, 9.0),
+        ];
+        // Consumer: median 1.44, deviations 0.08 0.08 0 1.56 0.09.
+        let s = line_spread(all.iter(), "q").unwrap();
+        assert!((s - 0.08).abs() < 1e-9, "{s}");
+        // The wider end counts: a producer spread over a consumer's.
+        let wide = [
+            m("p", Some(0.1), 1.0),
+            m("p", Some(0.9), 1.0),
+            m("p", Some(0.5), 1.0),
+        ];
+        assert!((line_spread(wide.iter(), "p").unwrap() - 0.4).abs() < 1e-9);
+        // One measurement: no spread.
+        assert_eq!(line_spread(all.iter(), "other"), None);
+        assert_eq!(line_spread(all.iter(), "none"), None);
+
+        // The cache: this version's is read, an older one's (no version:
+        // the counting before 2026-11-27) is dropped whole.
+        let c = LineCache {
+            version: LINE_CACHE_VERSION,
+            configs: [("k".to_string(), all.to_vec())].into(),
+        };
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(line_cache_parse(&text).configs["k"], all.to_vec());
+        let old = text.replace(&format!("\"version\":{LINE_CACHE_VERSION},"), "");
+        assert_ne!(old, text);
+        assert!(line_cache_parse(&old).configs.is_empty());
+        assert!(line_cache_parse("not json").configs.is_empty());
+    }
+
+    #[test]
     fn an_uncrossed_replica_borrows_the_crossed_ones_producer_figure() {
         let q =
             |name: &str, producers: &[usize], reads: bool, measured: Option<(f64, f64)>| AppQueue {
@@ -1386,6 +1484,7 @@ mod tests {
                     producer: measured.map(|m| m.0),
                     consumer: measured.map(|m| m.1),
                     consumer_data: if reads { DATA_LINES_PER_PACKET } else { 0.0 },
+                    spread: None,
                 },
             };
         let mut qs = vec![

@@ -456,6 +456,7 @@ pub fn new_queue_term(gr: &Graph, app: &App, t: usize, after: &[usize]) -> LineT
         producer,
         consumer: None,
         consumer_data: if reads { DATA_LINES_PER_PACKET } else { 0.0 },
+        spread: None,
     }
 }
 
@@ -774,23 +775,47 @@ pub const PLACE_MARGIN: f64 = 0.02;
 /// 1.17 estimated; one rewrite measured three times spread by 0.3.
 pub const LINE_DOUBT: f64 = 1.0;
 
+/// The least doubt of a queue whose term was measured on the rewrite:
+/// one rewrite's profiles, measured three times, spread by 0.3 lines
+/// (docs/PARALLELIZE.md, 2026-11-25).
+pub const MEASURED_DOUBT_MIN: f64 = 0.3;
+
+/// Lines per crossing packet by which queue term `t` may be wrong at
+/// one end: [`LINE_DOUBT`] where estimated or measured once; where
+/// measured more often, twice its figures' median absolute deviation
+/// ([`LineTerm::spread`]), within [`MEASURED_DOUBT_MIN`] and
+/// [`LINE_DOUBT`]: a split whose crossing was measured on the rewrite
+/// and measured alike each time is doubted by what its measurements
+/// differ by. (A whole line is the size of the estimate's misses; at
+/// 190 ns it cost replicated-qos's split of one replica's WorkPackage,
+/// predicted 8.3-9.1 M against round-robin's 6.7-6.8 M and measured
+/// 8.2-8.4 M against 6.7 M, its choice.)
+pub fn line_doubt(t: &LineTerm) -> f64 {
+    match (t.consumer, t.spread) {
+        (Some(_), Some(s)) => (2.0 * s).clamp(MEASURED_DOUBT_MIN, LINE_DOUBT),
+        _ => LINE_DOUBT,
+    }
+}
+
 /// The rate of `model` placed by `assign` if each queue after its first
-/// `base` (the ones a rewrite adds) cost [`LINE_DOUBT`] more lines per
-/// crossing packet at one end: the lower of the producer's and the
+/// `base` (the ones a rewrite adds) cost its [`line_doubt`] more lines
+/// per crossing packet at one end: the lower of the producer's and the
 /// consumer's case. A split is chosen on this, not on its predicted rate:
-/// a gain that a line's error in its crossings would undo is not a gain.
-/// A line costs its transfer time, so the doubt is ~30 ns per crossing
+/// a gain that its crossings' doubt would undo is not a gain. A line
+/// costs its transfer time, so a line's doubt is ~30 ns per crossing
 /// packet in the VM's fast line state and ~155 ns in the slow one.
 pub fn floor(model: &App, base: usize, assign: &[usize], m: &Machine, n: usize, w: &WhatIf) -> f64 {
-    let at = |dp: f64, dc: f64| {
+    let at = |producer: bool| {
         let mut a = model.clone();
         for q in a.queues.iter_mut().skip(base) {
             let chain = m.chain_lines(q.batch);
+            let d = line_doubt(&q.line_growth);
+            let (dp, dc) = if producer { (d, 0.0) } else { (0.0, d) };
             q.line_growth = q.line_growth.plus_lines(dp, dc, chain);
         }
         predict(&a, m, assign, n, w)
     };
-    at(LINE_DOUBT, 0.0).min(at(0.0, LINE_DOUBT))
+    at(true).min(at(false))
 }
 
 /// The best placement's rate (round-robin unless another beats it by
@@ -882,9 +907,11 @@ pub fn measure_splits(
                     if let Some(q) = c.model.queues.iter_mut().find(|q| q.name == name) {
                         if q.line_growth.consumer.is_none() {
                             new.push(format!(
-                                "{name} {}/{:.2}",
+                                "{name} {}/{:.2}{}",
                                 t.producer.map_or("-".into(), |p| format!("{p:.2}")),
-                                t.consumer.unwrap_or(0.0)
+                                t.consumer.unwrap_or(0.0),
+                                t.spread
+                                    .map_or(String::new(), |s| format!(" (spread {s:.2})"))
                             ));
                         }
                         q.line_growth = LineTerm {
@@ -1077,7 +1104,7 @@ pub fn table(plan: &Plan, n: usize, profile_note: &str) -> String {
     let _ = writeln!(
         s,
         "// {:>2}  {:>12} {:>12}  {:<60} placement",
-        "#", "pps", "+1 line", "candidate"
+        "#", "pps", "floor", "candidate"
     );
     for (i, c) in plan.candidates.iter().enumerate() {
         let place: Vec<String> = c
@@ -1104,7 +1131,7 @@ pub fn table(plan: &Plan, n: usize, profile_note: &str) -> String {
     let base = &plan.candidates[0];
     let _ = writeln!(
         s,
-        "// chosen: #{} {}: the highest predicted rate ({:.0} pps, {:+.0}% over round-robin placement) where a placement must beat round-robin by 2%, and a split the best placement by 2% even if each queue it adds cost a line more per crossing packet at one end (\"+1 line\")",
+        "// chosen: #{} {}: the highest predicted rate ({:.0} pps, {:+.0}% over round-robin placement) where a placement must beat round-robin by 2%, and a split the best placement by 2% even if each queue it adds cost its doubt more lines per crossing packet at one end (\"floor\": a line, or twice its measurements' median deviation once measured on the rewrite more than once, at least 0.3)",
         plan.chosen,
         best.name,
         best.predicted,
@@ -1588,6 +1615,62 @@ mod tests {
         assert_eq!(choose(&cands), k);
     }
 
+    #[test]
+    fn a_split_measured_alike_each_time_is_doubted_by_its_spread_not_a_whole_line() {
+        let t = |consumer: Option<f64>, spread: Option<f64>| LineTerm {
+            producer: Some(0.3),
+            consumer,
+            consumer_data: DATA_LINES_PER_PACKET,
+            spread,
+        };
+        // Estimated, or measured once: a whole line.
+        assert_eq!(line_doubt(&t(None, None)), LINE_DOUBT);
+        assert_eq!(line_doubt(&t(None, Some(0.01))), LINE_DOUBT);
+        assert_eq!(line_doubt(&t(Some(1.4), None)), LINE_DOUBT);
+        // Measured alike: twice the deviation, at least the least doubt;
+        // measured far apart: no more than a line.
+        assert_eq!(line_doubt(&t(Some(1.4), Some(0.01))), MEASURED_DOUBT_MIN);
+        assert!((line_doubt(&t(Some(1.4), Some(0.2))) - 0.4).abs() < 1e-12);
+        assert_eq!(line_doubt(&t(Some(1.4), Some(0.9))), LINE_DOUBT);
+
+        // A split's floor rises with its new queues' measured agreement:
+        // between its prediction and its floor at a whole line.
+        let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
+        for i in 0..8 {
+            text.push_str(&format!(" -> w{i} :: Null"));
+        }
+        text.push_str(" -> c :: Counter -> Discard;\n");
+        let (_, plan) = plan_for(&text, 2);
+        let m = machine();
+        let w = WhatIf {
+            core_share: vec![1.0; 2],
+            line_ns: Some(150.0),
+            ..WhatIf::default()
+        };
+        let c = plan
+            .candidates
+            .iter()
+            .find(|c| !matches!(c.rewrite, Rewrite::Place))
+            .expect("a split");
+        let with = |spread: Option<f64>| {
+            let mut model = c.model.clone();
+            for q in model.queues.iter_mut().skip(c.base_queues) {
+                q.line_growth.consumer = Some(1.2);
+                q.line_growth.spread = spread;
+            }
+            (
+                predict(&model, &m, &c.assign, 2, &w),
+                floor(&model, c.base_queues, &c.assign, &m, 2, &w),
+            )
+        };
+        let (p, once) = with(None);
+        let (p2, alike) = with(Some(0.05));
+        let (p3, apart) = with(Some(2.0));
+        assert_eq!((p, p), (p2, p3), "the spread leaves the prediction alone");
+        assert!(once < alike && alike < p, "{once} {alike} {p}");
+        assert_eq!(apart, once);
+    }
+
     /// A measurement stand-in: four lines per crossing packet at both
     /// ends of each of `c`'s queues whose name `keep` takes.
     fn four_lines(c: &Candidate, keep: impl Fn(&str) -> bool) -> Vec<(String, LineTerm)> {
@@ -1635,6 +1718,7 @@ mod tests {
             producer: Some(0.8),
             consumer: Some(1.1),
             consumer_data: DATA_LINES_PER_PACKET,
+            spread: None,
         };
         let t = new_queue_term(&gr, &app, s, &[el("ck")]);
         assert_eq!(t.producer, Some(0.8));
