@@ -256,6 +256,17 @@ pub enum Rewrite {
         offset: usize,
         len: usize,
     },
+    /// A scheduler replicated per flow group (SMP Click's replicated
+    /// QoS): a HashSwitch in front of each of `queues`, `n` replicas of
+    /// `set` (the queues, the scheduler and the rest of the puller's pull
+    /// path, the puller and the replicable elements it pushes into),
+    /// each queue's capacity shared among its replicas.
+    Sched {
+        set: Vec<usize>,
+        queues: Vec<usize>,
+        offset: usize,
+        len: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -752,7 +763,381 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             fixed,
         });
     }
+    // Schedulers replicated per flow group.
+    for t in 0..gr.task_elem.len() {
+        match sched_split(gr, app, t) {
+            Ok(None) => {}
+            Err(why) => notes.push(why),
+            Ok(Some(sp)) => {
+                notes.push(format!(
+                    "{}: scheduler replication copies {} element(s); kept whole where the replicas merge: {}",
+                    sp.sched,
+                    sp.set.len(),
+                    if sp.merge.is_empty() {
+                        "none".to_string()
+                    } else {
+                        sp.merge.join("; ")
+                    }
+                ));
+                cands.push(sched_candidate(gr, app, m, n, w, t, sp, &names));
+            }
+        }
+    }
     finish(cands, notes)
+}
+
+/// What a scheduler replication of puller task `t` replicates.
+pub struct SchedSplit {
+    /// The elements replicated: the queues, the pull path between them
+    /// and the puller, the puller, the replicable elements after it.
+    pub set: Vec<usize>,
+    /// The queues (each gets a HashSwitch in front).
+    pub queues: Vec<usize>,
+    /// The HashSwitch's offset and length: the IP addresses and ports
+    /// of the packets as they enter the queues.
+    pub offset: usize,
+    pub len: usize,
+    /// The scheduler's name, and where the replicas merge.
+    pub sched: String,
+    pub merge: Vec<String>,
+}
+
+/// Classes of a pull path a scheduler replication may copy: schedulers
+/// that keep no rate (each replica schedules its own flow groups; a
+/// shaper's or a rated scheduler's rate would have to be shared out).
+fn replicable_sched(class: &str) -> bool {
+    matches!(
+        class,
+        "PrioSched"
+            | "RoundRobinSched"
+            | "DRRSched"
+            | "StrideSched"
+            | "SimplePrioSched"
+            | "SimpleRoundRobinSched"
+    )
+}
+
+/// Where the IP header starts in the packets entering element `x`:
+/// its source's frame (Ethernet unless `FORCE_IP true`) less the Strips
+/// on the way (Unstrip and EtherEncap add back); None where the paths to
+/// it disagree or pass an element that could move it otherwise.
+fn ip_offset(gr: &Graph, x: usize) -> Option<usize> {
+    let mut memo: HashMap<usize, Option<i64>> = HashMap::new();
+    fn at(
+        gr: &Graph,
+        x: usize,
+        memo: &mut HashMap<usize, Option<i64>>,
+        depth: usize,
+    ) -> Option<i64> {
+        if let Some(v) = memo.get(&x) {
+            return *v;
+        }
+        if depth > gr.g.elements.len() {
+            return None;
+        }
+        memo.insert(x, None);
+        let mut got: Option<i64> = None;
+        for &c in &gr.inc[x] {
+            let f = gr.g.connections[c].from;
+            let e = &gr.g.elements[f];
+            let arg = || e.config.trim().parse::<i64>().ok();
+            let out = if gr.inc[f].is_empty() {
+                Some(if e.config.contains("FORCE_IP true") {
+                    0
+                } else {
+                    14
+                })
+            } else {
+                let before = at(gr, f, memo, depth + 1)?;
+                match e.class.as_str() {
+                    "Strip" => arg().map(|n| before - n),
+                    "Unstrip" => arg().map(|n| before + n),
+                    "EtherEncap" => Some(before + 14),
+                    c if c.contains("Encap") || c.contains("Unencap") || c.contains("Tunnel") => {
+                        None
+                    }
+                    _ => Some(before),
+                }
+            };
+            let out = out?;
+            if got.is_some_and(|g| g != out) {
+                memo.insert(x, None);
+                return None;
+            }
+            got = Some(out);
+        }
+        memo.insert(x, got);
+        got
+    }
+    at(gr, x, &mut memo, 0).and_then(|v| usize::try_from(v).ok())
+}
+
+/// Whether puller task `t` heads a scheduler that may be replicated per
+/// flow group: an Unqueue whose pull path is schedulers fed only by
+/// queues that only it drains. Ok(None) where `t` is no such puller at
+/// all (nothing to say), Err with the reason where it is one that may
+/// not be replicated.
+pub fn sched_split(gr: &Graph, app: &App, t: usize) -> Result<Option<SchedSplit>, String> {
+    let Some(u) = gr.task_elem[t] else {
+        return Ok(None);
+    };
+    let ue = &gr.g.elements[u];
+    // The pull path: from the puller back to its queues.
+    let mut pull = Vec::new();
+    let mut queues = Vec::new();
+    let mut stack: Vec<usize> = gr.inc[u]
+        .iter()
+        .map(|&c| gr.g.connections[c].from)
+        .collect();
+    let mut seen = HashSet::new();
+    let mut other = None;
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        let cls = &gr.g.elements[x].class;
+        if is_queue(cls) {
+            queues.push(x);
+        } else {
+            if replicable_sched(cls) {
+                pull.push(x);
+            } else if other.is_none() {
+                other = Some(x);
+            }
+            stack.extend(gr.inc[x].iter().map(|&c| gr.g.connections[c].from));
+        }
+    }
+    if pull.is_empty() {
+        return Ok(None);
+    }
+    let sched = gr.g.elements[pull[0]].name.clone();
+    let no = |why: String| Err(format!("{sched}: no scheduler replication: {why}"));
+    if let Some(x) = other {
+        let e = &gr.g.elements[x];
+        return no(format!(
+            "its pull path has {} ({}): {}",
+            e.name,
+            e.class,
+            replicable(&e.class)
+                .err()
+                .unwrap_or_else(|| "not a scheduler".into())
+        ));
+    }
+    if ue.class != "Unqueue" {
+        return no(format!(
+            "its puller {} ({}) is not an Unqueue (a rate would have to be shared out)",
+            ue.name, ue.class
+        ));
+    }
+    let inpull: HashSet<usize> = pull.iter().chain(&queues).copied().chain([u]).collect();
+    // Each queue and scheduler feeds only this pull path.
+    for &x in pull.iter().chain(&queues) {
+        for &c in &gr.out[x] {
+            let to = gr.g.connections[c].to;
+            if !inpull.contains(&to) {
+                return no(format!(
+                    "{} also feeds {}",
+                    gr.g.elements[x].name, gr.g.elements[to].name
+                ));
+            }
+        }
+    }
+    // The queues' producers are hashed: the packets must be IP at a
+    // known offset.
+    let mut off = None;
+    for &q in &queues {
+        match ip_offset(gr, q) {
+            Some(o) if off.is_none_or(|x| x == o) => off = Some(o),
+            _ => {
+                return no(format!(
+                    "where the IP header starts in {}'s packets is not known",
+                    gr.g.elements[q].name
+                ))
+            }
+        }
+    }
+    let Some(ip) = off else { return Ok(None) };
+    if !queues
+        .iter()
+        .all(|&q| app.queues.iter().any(|aq| aq.name == gr.g.elements[q].name))
+    {
+        return Ok(None);
+    }
+    // After the puller: the largest single-entry set of replicable
+    // elements of its push path, as a flow split's.
+    let mut down: HashSet<usize> = gr.task_set[t]
+        .iter()
+        .copied()
+        .filter(|&x| x != u && replicable(&gr.g.elements[x].class).is_ok())
+        .collect();
+    loop {
+        let bad: Vec<usize> = down
+            .iter()
+            .copied()
+            .filter(|&x| {
+                gr.inc[x].iter().any(|&c| {
+                    let f = gr.g.connections[c].from;
+                    f != u && !down.contains(&f)
+                })
+            })
+            .collect();
+        if bad.is_empty() {
+            break;
+        }
+        for b in bad {
+            down.remove(&b);
+        }
+    }
+    let mut set: Vec<usize> = inpull.into_iter().chain(down.iter().copied()).collect();
+    set.sort();
+    let inset: HashSet<usize> = set.iter().copied().collect();
+    let mut merge = Vec::new();
+    for &x in &set {
+        for &c in &gr.out[x] {
+            let to = gr.g.connections[c].to;
+            if !inset.contains(&to) {
+                let e = &gr.g.elements[to];
+                let why = replicable(&e.class)
+                    .err()
+                    .unwrap_or_else(|| "also reached from elsewhere".into());
+                let line = format!("{} ({}): {}", e.name, e.class, why);
+                if !merge.contains(&line) {
+                    merge.push(line);
+                }
+            }
+        }
+    }
+    if let Some(bad) = merge
+        .iter()
+        .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
+    {
+        return no(format!(
+            "the replicas would merge into {bad}; packets could be numbered or checked out of sequence beyond a replay window"
+        ));
+    }
+    queues.sort();
+    Ok(Some(SchedSplit {
+        set,
+        queues,
+        offset: ip + 12,
+        len: 12,
+        sched,
+        merge,
+    }))
+}
+
+/// The candidate of scheduler replication `sp` of puller task `t` into
+/// `n` replicas, replica r's puller on thread r. Model: each producer
+/// into the queues pays the hash; the puller's task (its pull path and
+/// what it pushes through) runs 1/n of its packets in each replica; each
+/// queue is n queues, their line terms the original's.
+#[allow(clippy::too_many_arguments)]
+fn sched_candidate(
+    gr: &Graph,
+    app: &App,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    t: usize,
+    sp: SchedSplit,
+    names: &[Option<String>],
+) -> Candidate {
+    let u = gr.task_elem[t].unwrap_or(0);
+    let uname = gr.g.elements[u].name.clone();
+    let mut a2 = app.clone();
+    let qidx: Vec<usize> = sp
+        .queues
+        .iter()
+        .filter_map(|&q| {
+            app.queues
+                .iter()
+                .position(|aq| aq.name == gr.g.elements[q].name)
+        })
+        .collect();
+    for &qi in &qidx {
+        for &(p, x) in &app.queues[qi].producers {
+            if let Some(tp) = a2.tasks.get_mut(p) {
+                tp.cycles_per_packet += HASH_CYCLES * x;
+            }
+        }
+    }
+    let total = app.tasks[t].cycles_per_packet;
+    a2.tasks[t].cycles_per_packet = total / n as f64;
+    a2.tasks[t].packets = app.tasks[t].packets / n as f64;
+    let base = a2.tasks.len();
+    let mut tn = names.to_vec();
+    for r in 1..n {
+        let mut rt = a2.tasks[t].clone();
+        rt.name = format!("{uname}_r{r}");
+        a2.tasks.push(rt);
+        tn.push(Some(format!("{uname}_r{r}")));
+    }
+    let rep = |r: usize| if r == 0 { t } else { base + r - 1 };
+    for &qi in &qidx {
+        let q = app.queues[qi].clone();
+        let share = |v: &[(usize, f64)], r: usize, cons: bool| -> Vec<(usize, f64)> {
+            v.iter()
+                .map(|&(x, y)| (if cons && x == t { rep(r) } else { x }, y / n as f64))
+                .collect()
+        };
+        a2.queues[qi].producers = share(&q.producers, 0, false);
+        a2.queues[qi].consumers = share(&q.consumers, 0, true);
+        for r in 1..n {
+            a2.queues.push(AppQueue {
+                name: format!("{}_r{r}", q.name),
+                producers: share(&q.producers, r, false),
+                consumers: share(&q.consumers, r, true),
+                ..q.clone()
+            });
+        }
+    }
+    // Queues the puller's push path feeds: each replica feeds its share.
+    for (i, q) in a2.queues.iter_mut().enumerate().take(app.queues.len()) {
+        if qidx.contains(&i) {
+            continue;
+        }
+        let mut np = Vec::new();
+        for &(p, x) in &q.producers {
+            if p == t {
+                for r in 0..n {
+                    np.push((rep(r), x / n as f64));
+                }
+            } else {
+                np.push((p, x));
+            }
+        }
+        q.producers = np;
+    }
+    let fixed: Vec<(usize, usize)> = (0..n).map(|r| (rep(r), r)).collect();
+    let (a, r) = place_with(&a2, m, n, w, &fixed);
+    let lo = floor(&a2, app.queues.len(), &a, m, n, w);
+    let qnames: Vec<&str> = sp
+        .queues
+        .iter()
+        .map(|&q| gr.g.elements[q].name.as_str())
+        .collect();
+    Candidate {
+        name: format!(
+            "scheduler {} replicated into {n} (HashSwitch({}, {}) before {})",
+            sp.sched,
+            sp.offset,
+            sp.len,
+            qnames.join(", ")
+        ),
+        rewrite: Rewrite::Sched {
+            set: sp.set,
+            queues: sp.queues,
+            offset: sp.offset,
+            len: sp.len,
+        },
+        assign: a,
+        task_names: tn,
+        floor: lo,
+        predicted: r,
+        base_queues: app.queues.len(),
+        model: a2,
+        fixed,
+    }
 }
 
 fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
@@ -1044,6 +1429,63 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
                 }
             }
         }
+        Rewrite::Sched {
+            set,
+            queues,
+            offset,
+            len,
+        } => {
+            let inset: HashSet<usize> = set.iter().copied().collect();
+            let mut rep_of: Vec<HashMap<usize, usize>> = vec![HashMap::new(); n];
+            for &q in queues {
+                g.elements[q].config = share_capacity(&gr.g.elements[q].config, n);
+            }
+            for (r, map) in rep_of.iter_mut().enumerate() {
+                for &x in set {
+                    if r == 0 {
+                        map.insert(x, x);
+                    } else {
+                        let e = g.elements[x].clone();
+                        let id = add(&mut g, format!("{}_r{r}", e.name), &e.class, e.config);
+                        map.insert(x, id);
+                    }
+                }
+            }
+            // A HashSwitch in front of each queue: what entered it from
+            // outside now enters the HashSwitch, output r to replica r.
+            for &q in queues {
+                let hs = add(
+                    &mut g,
+                    format!("par_hs_{}", gr.g.elements[q].name.replace('/', "_")),
+                    "HashSwitch",
+                    format!("{offset}, {len}"),
+                );
+                for &ci in &gr.inc[q] {
+                    if !inset.contains(&gr.g.connections[ci].from) {
+                        let old = g.connections[ci].clone();
+                        g.connections[ci] = conn(old.from, old.from_port, 0, hs);
+                    }
+                }
+                for (r, map) in rep_of.iter().enumerate().take(n) {
+                    g.connections.push(conn(hs, r, 0, map[&q]));
+                }
+            }
+            // Connections out of the set, per replica r >= 1.
+            for cc in &gr.g.connections {
+                if !inset.contains(&cc.from) {
+                    continue;
+                }
+                for map in rep_of.iter().skip(1) {
+                    let to = if inset.contains(&cc.to) {
+                        map[&cc.to]
+                    } else {
+                        cc.to
+                    };
+                    g.connections
+                        .push(conn(map[&cc.from], cc.from_port, cc.to_port, to));
+                }
+            }
+        }
     }
     // Placement: drop the configuration's own StaticThreadScheds, pin
     // every task by name.
@@ -1085,6 +1527,38 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
     g
 }
 
+/// A queue's configuration with its capacity shared among `n` replicas
+/// (rounded up): the replicas together hold what it held. Click's Queue
+/// takes the capacity first or as CAPACITY; 1000 when not given.
+pub fn share_capacity(config: &str, n: usize) -> String {
+    let n = n.max(1);
+    let share = |c: usize| c.div_ceil(n).max(1);
+    let args: Vec<String> = paraclick_lang::args::split_args(config);
+    let mut out = Vec::new();
+    let mut done = false;
+    for (i, a) in args.iter().enumerate() {
+        let t = a.trim();
+        let kw = t.strip_prefix("CAPACITY").map(str::trim);
+        if let Some(Ok(c)) = kw.map(str::parse::<usize>) {
+            out.push(format!("CAPACITY {}", share(c)));
+            done = true;
+        } else if i == 0 && t.parse::<usize>().is_ok() {
+            out.push(share(t.parse().unwrap_or(QUEUE_DEFAULT)).to_string());
+            done = true;
+        } else {
+            out.push(t.to_string());
+        }
+    }
+    if !done {
+        out.insert(0, share(QUEUE_DEFAULT).to_string());
+    }
+    out.retain(|a| !a.is_empty());
+    out.join(", ")
+}
+
+/// Click's Queue capacity when none is given.
+const QUEUE_DEFAULT: usize = 1000;
+
 impl Graph {
     fn task_names_len(&self) -> usize {
         self.task_elem.len()
@@ -1101,9 +1575,18 @@ pub fn table(plan: &Plan, n: usize, profile_note: &str) -> String {
     if !profile_note.is_empty() {
         let _ = writeln!(s, "// {}", profile_note.trim());
     }
+    // The candidate column as wide as its longest name, and two spaces
+    // before the placement at least (scripts split the row there).
+    let wide = plan
+        .candidates
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(60);
     let _ = writeln!(
         s,
-        "// {:>2}  {:>12} {:>12}  {:<60} placement",
+        "// {:>2}  {:>12} {:>12}  {:<wide$}  placement",
         "#", "pps", "floor", "candidate"
     );
     for (i, c) in plan.candidates.iter().enumerate() {
@@ -1115,7 +1598,7 @@ pub fn table(plan: &Plan, n: usize, profile_note: &str) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "// {}{:>1}  {:>12.0} {:>12.0}  {:<60} {}",
+            "// {}{:>1}  {:>12.0} {:>12.0}  {:<wide$}  {}",
             if i == plan.chosen { "*" } else { " " },
             i,
             c.predicted,
@@ -1434,6 +1917,125 @@ mod tests {
         assert!(replicable("SomethingNew")
             .unwrap_err()
             .contains("not known"));
+    }
+
+    const QOS: &str = "src :: InfiniteSource(LIMIT 10) -> Strip(14) -> CheckIPHeader \
+        -> cl :: IPClassifier(ip dscp 46, -);
+        cl[0] -> ef_in :: Counter -> ef :: Queue(10000);
+        cl[1] -> be :: Queue;
+        ps :: PrioSched;
+        ef -> [0]ps;
+        be -> [1]ps;
+        ps -> uq :: Unqueue -> Unstrip(14) -> SetIPDSCP(0) -> out :: Counter -> Discard;";
+
+    #[test]
+    fn a_priority_scheduler_is_replicated_per_flow_group_behind_a_hash_of_its_queues_packets() {
+        for n in [2, 4] {
+            let (gr, plan) = plan_for(QOS, n);
+            let (k, c) = plan
+                .candidates
+                .iter()
+                .enumerate()
+                .find(|(_, c)| matches!(c.rewrite, Rewrite::Sched { .. }))
+                .unwrap_or_else(|| panic!("{}", table(&plan, n, "")));
+            // The packets reach the queues stripped: the hash is over the
+            // IP header's addresses and ports.
+            assert!(
+                c.name.contains("ps replicated into") && c.name.contains("HashSwitch(12, 12)"),
+                "{}",
+                c.name
+            );
+            // Each replica's puller on its own thread.
+            for r in 0..n {
+                let name = if r == 0 {
+                    "uq".to_string()
+                } else {
+                    format!("uq_r{r}")
+                };
+                let i = c
+                    .task_names
+                    .iter()
+                    .position(|x| x.as_deref() == Some(&name))
+                    .unwrap();
+                assert_eq!(c.assign[i], r, "{name}");
+            }
+            assert!(
+                plan.notes
+                    .iter()
+                    .any(|x| x.starts_with("ps: scheduler replication")
+                        && x.contains("out (Counter)"))
+            );
+            let text = crate::flat::to_click(&rewrite(&gr, &plan.candidates[k], n));
+            // The queues' capacity shared out (Queue's default 1000 for
+            // be); the Counters kept whole: ef_in before the hash, out
+            // where the replicas merge.
+            let cap = 10000usize.div_ceil(n);
+            assert!(text.contains(&format!("ef :: Queue({cap});")), "{text}");
+            assert!(
+                text.contains(&format!("ef_r{} :: Queue({cap});", n - 1)),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("be :: Queue({});", 1000usize.div_ceil(n))),
+                "{text}"
+            );
+            assert!(
+                !text.contains("ef_in_r1") && !text.contains("out_r1"),
+                "{text}"
+            );
+            assert!(text.contains("ef_in [0] -> [0] par_hs_ef;"), "{text}");
+            assert!(
+                text.contains(&format!("par_hs_ef [{}] -> [0] ef_r{};", n - 1, n - 1)),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("ps_r{} [0] -> [0] uq_r{};", n - 1, n - 1)),
+                "{text}"
+            );
+            // It parses, and every element checks.
+            let src = Source {
+                name: "rewritten".into(),
+                text,
+            };
+            let reg = crate::registry();
+            static_app(&src, &reg, &[]).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_scheduler_with_a_rate_or_a_puller_with_one_is_kept_whole_and_the_plan_says_why() {
+        let shaped = QOS.replace("ps -> uq", "ps -> BandwidthShaper(1Mbps) -> uq");
+        let rated = QOS.replace("uq :: Unqueue", "uq :: RatedUnqueue(1000)");
+        for (text, why) in [
+            (shaped.as_str(), "its pull path has BandwidthShaper"),
+            (rated.as_str(), "is not an Unqueue"),
+        ] {
+            let (_, plan) = plan_for(text, 2);
+            assert!(
+                !plan
+                    .candidates
+                    .iter()
+                    .any(|c| matches!(c.rewrite, Rewrite::Sched { .. })),
+                "{}",
+                table(&plan, 2, "")
+            );
+            assert!(
+                plan.notes
+                    .iter()
+                    .any(|x| x.contains("no scheduler replication") && x.contains(why)),
+                "{:?}",
+                plan.notes
+            );
+        }
+    }
+
+    #[test]
+    fn a_queue_capacity_is_shared_among_its_replicas() {
+        assert_eq!(share_capacity("10000", 2), "5000");
+        assert_eq!(share_capacity("1001", 2), "501");
+        assert_eq!(share_capacity("", 4), "250");
+        assert_eq!(share_capacity("CAPACITY 300", 4), "CAPACITY 75");
+        assert_eq!(share_capacity("3", 4), "1");
     }
 
     #[test]

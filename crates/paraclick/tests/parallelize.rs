@@ -169,7 +169,7 @@ fn check(
     post: &dyn Fn(&Path, &str) -> Vec<Vec<u8>>,
     norm: &dyn Fn(&mut Vec<u8>),
     per_flow_port: bool,
-) {
+) -> Vec<String> {
     let conf = root().join(case.conf).display().to_string();
     let orig = work.join("orig");
     std::fs::create_dir_all(&orig).unwrap();
@@ -285,6 +285,7 @@ fn check(
         "{}: no split candidate: {kinds:?}\n{table}",
         case.conf
     );
+    kinds
 }
 
 fn workdir(name: &str) -> PathBuf {
@@ -506,7 +507,15 @@ fn qos_rewrites_keep_every_flow() {
         defines: defines_for(&w, &[("IN", &w.join("in.pcap"))], &[]),
     };
     for j in [2, 4] {
-        check(&case, &w, j, &plain, &|_| {}, false);
+        let kinds = check(&case, &w, j, &plain, &|_| {}, false);
+        // The priority scheduler replicated per flow group (SMP Click's
+        // replicated QoS) was among the candidates checked.
+        assert!(
+            kinds
+                .iter()
+                .any(|k| k.contains(&format!("scheduler ps replicated into {j}"))),
+            "-j {j}: {kinds:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&w);
 }
