@@ -16,7 +16,7 @@ model's example line_now): each configuration's table also gives the
 runs in the prediction's state, ranked on those alone where every
 variant has at least two.
 
-    scripts/parallelize-quality.py [--rounds 3] [--trial 0.5] [CONF ...]
+    scripts/parallelize-quality.py [--rounds 3] [--trial 0.5] [--offered [--loss F]] [CONF ...]
 """
 import argparse
 import os
@@ -41,10 +41,13 @@ def line_ns():
     return float(m.group(1)) if m else 0.0
 
 
+EXTRA = []  # --offered / --loss, passed to every bench run
+
+
 def mlffr(args, trial):
     out = subprocess.run(
         [BIN, "bench", "--mlffr", "-j", "2", "--trial", str(trial),
-         "--warmup", "0.2"] + args,
+         "--warmup", "0.2"] + EXTRA + args,
         cwd=ROOT, capture_output=True, text=True)
     m = re.search(r"^MLFFR (\d+) pps", out.stdout, re.M)
     lossy = "dropped" in out.stdout
@@ -58,8 +61,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--trial", type=float, default=0.5)
+    ap.add_argument("--offered", action="store_true",
+                    help="offer rates through FastUDPFlows too (bench --offered): the "
+                         "loss-free rate of configurations that drop by design when "
+                         "saturated, as QoS schedulers do")
+    ap.add_argument("--loss", type=float, default=0.0,
+                    help="loss fraction a passing trial may have (bench --loss)")
     ap.add_argument("confs", nargs="*")
     a = ap.parse_args()
+    if a.offered:
+        EXTRA.append("--offered")
+    if a.loss:
+        EXTRA.extend(["--loss", str(a.loss)])
     confs = a.confs or [c for c in DEFAULT if os.path.exists(os.path.join(ROOT, c))]
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "paraclick"],
                    cwd=ROOT, check=True)
@@ -124,7 +137,7 @@ def main():
         for name, of in twin.items():
             med[name] = med[of]
         total = a.rounds * len(variants)
-        print(f"\n{conf} at -j 2 (bench --mlffr --trial {a.trial}, {a.rounds} alternating "
+        print(f"\n{conf} at -j 2 (bench --mlffr --trial {a.trial} {' '.join(EXTRA)}, {a.rounds} alternating "
               f"rounds; predicted at a {pred_line:.0f} ns line, "
               f"{'slow' if pred_slow else 'fast'} state; {slow_runs} of {total} runs "
               f"met the slow state; medians of "

@@ -188,6 +188,11 @@ enum Cmd {
         /// Upper bound of the rate search, pps (default: from saturation).
         #[arg(long = "max-rate", default_value_t = 0.0)]
         max_rate: f64,
+        /// With --mlffr: offer rates (RFC 2544 search) through every
+        /// FastUDPFlows too, not only RatedSources: the loss-free rate of
+        /// a configuration that drops by design when saturated.
+        #[arg(long)]
+        offered: bool,
         /// Sweep: threads (1..=-j), sizes (define LENGTH 64..1500), or
         /// rates (forwarding rate against offered rate); writes
         /// OUT.csv, OUT.json and OUT.svg with the model beside.
@@ -475,6 +480,7 @@ fn main() -> ExitCode {
             loss,
             steady,
             max_rate,
+            offered,
             sweep,
             out,
             design,
@@ -492,6 +498,7 @@ fn main() -> ExitCode {
                 count,
                 resolution: 0.01,
                 max_rate,
+                offer_all: offered,
             };
             if !(warmup >= 0.0 && trial > 0.0 && (0.0..1.0).contains(&loss) && steady > 0.0) {
                 return fail("--warmup >= 0, --trial > 0, 0 <= --loss < 1, --steady > 0");

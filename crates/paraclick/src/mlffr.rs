@@ -34,6 +34,19 @@ pub struct Settings {
     pub resolution: f64,
     /// Upper bound of the search, pps (0: from a saturation run).
     pub max_rate: f64,
+    /// Offer rates through every source with a `rate` handler
+    /// ([`offers_rate`]), also those configured to run freely: the
+    /// loss-free rate of a configuration that drops by design when
+    /// saturated (a QoS scheduler's low-priority queue), where the
+    /// saturation rate counts what was forwarded with drops.
+    pub offer_all: bool,
+}
+
+/// Whether a source of `class` is given offered rates: a RatedSource
+/// always; with `all`, a FastUDPFlows too (its RATE, written through its
+/// `rate` handler).
+pub fn offers_rate(class: &str, all: bool) -> bool {
+    class == "RatedSource" || all && class == "FastUDPFlows"
 }
 
 impl Default for Settings {
@@ -48,6 +61,7 @@ impl Default for Settings {
             count: Vec::new(),
             resolution: 0.01,
             max_rate: 0.0,
+            offer_all: false,
         }
     }
 }
@@ -152,7 +166,7 @@ pub fn trial(
     if let Some(rate) = offered {
         let rated: Vec<&String> = entry
             .iter()
-            .filter(|(_, c)| c == "RatedSource")
+            .filter(|(_, c)| offers_rate(c, s.offer_all))
             .map(|(n, _)| n)
             .collect();
         for n in &rated {
@@ -249,7 +263,7 @@ pub fn mlffr(
     if entry.is_empty() {
         return Err("no sources or input devices: nothing offers packets".into());
     }
-    let rated = entry.iter().any(|(_, c)| c == "RatedSource");
+    let rated = entry.iter().any(|(_, c)| offers_rate(c, s.offer_all));
     if !rated {
         let t = trial(src, reg, defines, s, &entry, None)?;
         progress(&t);
