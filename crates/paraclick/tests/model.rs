@@ -185,6 +185,42 @@ fn rfc2544_search_finds_the_offered_ceiling() {
 }
 
 #[test]
+fn offered_rates_reach_a_fastudpflows_too_when_asked() {
+    // qos-bench drops by design when saturated (a priority scheduler's
+    // low queue): its saturation rate is not loss-free. With --offered
+    // its FastUDPFlows gets the search's rates, as a RatedSource would.
+    let args = |offered: bool| {
+        let mut a = vec![
+            "bench",
+            "--mlffr",
+            "conf/qos-bench.click",
+            "N=1000000000000",
+            "--max-rate",
+            "20000",
+            "--trial",
+            "0.3",
+            "--warmup",
+            "0.05",
+            "--steady",
+            "0.5",
+        ];
+        if offered {
+            a.push("--offered");
+        }
+        paraclick(&a)
+    };
+    let out = args(true);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("RFC 2544"), "{text}");
+    let m = last_mlffr(&out);
+    assert!((10000.0..=20000.0).contains(&m), "{text}");
+    let out = args(false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("saturation"), "{text}");
+    assert!(last_mlffr(&out) > 20000.0, "{text}");
+}
+
+#[test]
 fn saturation_mlffr_and_a_2k_design() {
     let out = paraclick(&[
         "bench",
