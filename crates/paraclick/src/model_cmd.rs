@@ -770,13 +770,21 @@ pub fn profile_app(
         .collect();
     let mut queues = Vec::new();
     for e in fa.elements.iter().filter(|e| e.is_queue) {
+        // A thread with tasks at both ends of the queue (a configuration
+        // whose StaticThreadSched puts them together: run A keeps it)
+        // counts each packet twice, in and out: ret-c's second queue, its
+        // Unqueues on one thread, read 2 packets per entering packet.
+        let on = |ts: &[usize], th: usize| ts.iter().any(|&u| fa.tasks[u].thread == th);
         let share = |tasks: &[usize]| -> Vec<(usize, f64)> {
             tasks
                 .iter()
                 .map(|&t| {
                     let th = fa.tasks[t].thread;
                     let same = tasks.iter().filter(|&&u| fa.tasks[u].thread == th).count();
-                    let p = e.per_thread.get(th).map_or(0, |x| x.1) as f64;
+                    let mut p = e.per_thread.get(th).map_or(0, |x| x.1) as f64;
+                    if on(&e.push_tasks, th) && on(&e.pull_tasks, th) {
+                        p /= 2.0;
+                    }
                     (t, p / same.max(1) as f64 / entry_a)
                 })
                 .collect()
@@ -1425,6 +1433,34 @@ pub fn config_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_whose_ends_the_configuration_pins_to_one_thread_is_counted_once() {
+        // Run A keeps the configuration's StaticThreadSched: q2's pusher
+        // and puller share thread 1 there, whose count holds each packet
+        // in and out (read as 2 packets per entering packet until
+        // 2026-11-27: a search that moved them apart charged its crossing
+        // twice).
+        let src = Source {
+            name: "pinned".into(),
+            text: "s :: InfiniteSource(LENGTH 64, BURST 32) -> q1 :: Queue(1000); \
+                   q1 -> u1 :: Unqueue(BURST 32) -> q2 :: Queue(1000); \
+                   q2 -> u2 :: Unqueue(BURST 32) -> Discard; \
+                   StaticThreadSched(s 0, u1 1, u2 1);"
+                .into(),
+        };
+        let (app, _) = profile_app(&src, &crate::registry(), &[], 0.1).unwrap();
+        for q in &app.queues {
+            let p: f64 = q.producers.iter().map(|x| x.1).sum();
+            let c: f64 = q.consumers.iter().map(|x| x.1).sum();
+            assert!(
+                (0.9..1.1).contains(&p) && (0.9..1.1).contains(&c),
+                "{}: {p} {c}",
+                q.name
+            );
+        }
+        assert_eq!(app.queues.len(), 2);
+    }
 
     #[test]
     fn a_terms_spread_is_its_measurements_median_deviation_and_a_cache_of_another_version_is_dropped(
