@@ -293,6 +293,38 @@ pub struct Candidate {
     pub fixed: Vec<(usize, usize)>,
 }
 
+impl Candidate {
+    /// A split's candidate: its model `a2` (the profile's, with the
+    /// queues after `base_queues` added) placed with `fixed` tasks kept
+    /// where they are, predicted, and its [`floor`].
+    #[allow(clippy::too_many_arguments)]
+    fn split(
+        name: String,
+        rewrite: Rewrite,
+        task_names: Vec<Option<String>>,
+        a2: App,
+        base_queues: usize,
+        fixed: Vec<(usize, usize)>,
+        m: &Machine,
+        n: usize,
+        w: &WhatIf,
+    ) -> Candidate {
+        let (assign, predicted) = place_with(&a2, m, n, w, &fixed);
+        let floor = floor(&a2, base_queues, &assign, m, n, w);
+        Candidate {
+            name,
+            rewrite,
+            assign,
+            task_names,
+            predicted,
+            floor,
+            base_queues,
+            model: a2,
+            fixed,
+        }
+    }
+}
+
 pub struct Plan {
     pub candidates: Vec<Candidate>,
     /// Index of the chosen candidate.
@@ -567,25 +599,25 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         });
         // The Unqueue on another thread than the task it splits.
         let fixed = vec![(t, 0), (nt, 1)];
-        let (a, r) = place_with(&a2, m, n, w, &fixed);
-        let lo = floor(&a2, app.queues.len(), &a, m, n, w);
         let mut tn = names.clone();
         tn.push(Some(uname));
         let c = &gr.g.connections[conn];
-        cands.push(Candidate {
-            name: format!(
-                "pipeline split {}[{}] -> [{}]{}",
-                gr.g.elements[c.from].name, c.from_port, c.to_port, gr.g.elements[c.to].name
-            ),
-            rewrite: Rewrite::Pipeline { conn },
-            assign: a,
-            task_names: tn,
-            floor: lo,
-            predicted: r,
-            base_queues: app.queues.len(),
-            model: a2,
+        let name = format!(
+            "pipeline split {}[{}] -> [{}]{}",
+            gr.g.elements[c.from].name, c.from_port, c.to_port, gr.g.elements[c.to].name
+        );
+        let base_queues = app.queues.len();
+        cands.push(Candidate::split(
+            name,
+            Rewrite::Pipeline { conn },
+            tn,
+            a2,
+            base_queues,
             fixed,
-        });
+            m,
+            n,
+            w,
+        ));
     }
     // Flow splits of sources' paths.
     for (t, te) in gr.task_elem.iter().enumerate() {
@@ -603,32 +635,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         }
         let set: HashSet<usize> = gr.task_set[t].iter().copied().collect();
         // The largest single-entry set of replicable elements after s.
-        let mut rep: HashSet<usize> = gr.task_set[t]
-            .iter()
-            .copied()
-            .filter(|&x| x != s && replicable(&gr.g.elements[x].class).is_ok())
-            .collect();
-        loop {
-            let bad: Vec<usize> = rep
-                .iter()
-                .copied()
-                .filter(|&x| {
-                    gr.inc[x].iter().any(|&c| {
-                        let f = gr.g.connections[c].from;
-                        f != s && !rep.contains(&f)
-                    }) || !gr.inc[x].iter().any(|&c| {
-                        let f = gr.g.connections[c].from;
-                        f == s || rep.contains(&f)
-                    })
-                })
-                .collect();
-            if bad.is_empty() {
-                break;
-            }
-            for b in bad {
-                rep.remove(&b);
-            }
-        }
+        let rep = replicable_after(gr, t, s);
         let first = gr.g.connections[gr.out[s][0]].to;
         if !rep.contains(&first) {
             let why = replicable(&gr.g.elements[first].class)
@@ -641,33 +648,10 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             continue;
         }
         // Elements where the replicas merge, kept whole, and why.
-        let mut merge: Vec<String> = Vec::new();
-        for &x in &rep {
-            for &c in &gr.out[x] {
-                let to = gr.g.connections[c].to;
-                if !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class) {
-                    let e = &gr.g.elements[to];
-                    let why = replicable(&e.class)
-                        .err()
-                        .unwrap_or_else(|| "also reached from elsewhere".into());
-                    let line = format!("{} ({}): {}", e.name, e.class, why);
-                    if !merge.contains(&line) {
-                        merge.push(line);
-                    }
-                }
-            }
-        }
-        // An element that numbers the packets of all flows in the order
-        // they leave (ESP's sequence numbers, checked by the peer's replay
-        // window) may not be fed by several threads: their interleaving
-        // could move a number further than the window and the peer would
-        // drop it (the semantics test found this).
-        // Likewise a replay window fed by several threads could see a
-        // number arrive after the window moved past it.
-        if let Some(bad) = merge
-            .iter()
-            .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
-        {
+        let merge = merge_points(gr, &rep, |to| {
+            !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class)
+        });
+        if let Some(bad) = sequenced(&merge) {
             notes.push(format!(
                 "{}: no flow split: the replicas would merge into {}; packets could be numbered or checked out of sequence beyond a replay window",
                 el.name, bad
@@ -731,8 +715,6 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         }
         // Replica r on thread r.
         let fixed: Vec<(usize, usize)> = (0..n).map(|r| (base + r, r)).collect();
-        let (a, r) = place_with(&a2, m, n, w, &fixed);
-        let lo = floor(&a2, app.queues.len(), &a, m, n, w);
         notes.push(format!(
             "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
             el.name,
@@ -743,25 +725,28 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 merge.join("; ")
             }
         ));
-        cands.push(Candidate {
-            name: format!(
-                "flow split after {} into {n} (HashSwitch({offset}, {len}))",
-                el.name
-            ),
-            rewrite: Rewrite::Flow {
-                task: t,
-                set: rep,
-                offset,
-                len,
-            },
-            assign: a,
-            task_names: tn,
-            floor: lo,
-            predicted: r,
-            base_queues: app.queues.len(),
-            model: a2,
+        let name = format!(
+            "flow split after {} into {n} (HashSwitch({offset}, {len}))",
+            el.name
+        );
+        let rewrite = Rewrite::Flow {
+            task: t,
+            set: rep,
+            offset,
+            len,
+        };
+        let base_queues = app.queues.len();
+        cands.push(Candidate::split(
+            name,
+            rewrite,
+            tn,
+            a2,
+            base_queues,
             fixed,
-        });
+            m,
+            n,
+            w,
+        ));
     }
     // Schedulers replicated per flow group.
     for t in 0..gr.task_elem.len() {
@@ -965,52 +950,12 @@ pub fn sched_split(gr: &Graph, app: &App, t: usize) -> Result<Option<SchedSplit>
     }
     // After the puller: the largest single-entry set of replicable
     // elements of its push path, as a flow split's.
-    let mut down: HashSet<usize> = gr.task_set[t]
-        .iter()
-        .copied()
-        .filter(|&x| x != u && replicable(&gr.g.elements[x].class).is_ok())
-        .collect();
-    loop {
-        let bad: Vec<usize> = down
-            .iter()
-            .copied()
-            .filter(|&x| {
-                gr.inc[x].iter().any(|&c| {
-                    let f = gr.g.connections[c].from;
-                    f != u && !down.contains(&f)
-                })
-            })
-            .collect();
-        if bad.is_empty() {
-            break;
-        }
-        for b in bad {
-            down.remove(&b);
-        }
-    }
+    let down = replicable_after(gr, t, u);
     let mut set: Vec<usize> = inpull.into_iter().chain(down.iter().copied()).collect();
     set.sort();
     let inset: HashSet<usize> = set.iter().copied().collect();
-    let mut merge = Vec::new();
-    for &x in &set {
-        for &c in &gr.out[x] {
-            let to = gr.g.connections[c].to;
-            if !inset.contains(&to) {
-                let e = &gr.g.elements[to];
-                let why = replicable(&e.class)
-                    .err()
-                    .unwrap_or_else(|| "also reached from elsewhere".into());
-                let line = format!("{} ({}): {}", e.name, e.class, why);
-                if !merge.contains(&line) {
-                    merge.push(line);
-                }
-            }
-        }
-    }
-    if let Some(bad) = merge
-        .iter()
-        .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
-    {
+    let merge = merge_points(gr, &inset, |to| !inset.contains(&to));
+    if let Some(bad) = sequenced(&merge) {
         return no(format!(
             "the replicas would merge into {bad}; packets could be numbered or checked out of sequence beyond a replay window"
         ));
@@ -1109,35 +1054,93 @@ fn sched_candidate(
         q.producers = np;
     }
     let fixed: Vec<(usize, usize)> = (0..n).map(|r| (rep(r), r)).collect();
-    let (a, r) = place_with(&a2, m, n, w, &fixed);
-    let lo = floor(&a2, app.queues.len(), &a, m, n, w);
     let qnames: Vec<&str> = sp
         .queues
         .iter()
         .map(|&q| gr.g.elements[q].name.as_str())
         .collect();
-    Candidate {
-        name: format!(
-            "scheduler {} replicated into {n} (HashSwitch({}, {}) before {})",
-            sp.sched,
-            sp.offset,
-            sp.len,
-            qnames.join(", ")
-        ),
-        rewrite: Rewrite::Sched {
-            set: sp.set,
-            queues: sp.queues,
-            offset: sp.offset,
-            len: sp.len,
-        },
-        assign: a,
-        task_names: tn,
-        floor: lo,
-        predicted: r,
-        base_queues: app.queues.len(),
-        model: a2,
-        fixed,
+    let name = format!(
+        "scheduler {} replicated into {n} (HashSwitch({}, {}) before {})",
+        sp.sched,
+        sp.offset,
+        sp.len,
+        qnames.join(", ")
+    );
+    let rewrite = Rewrite::Sched {
+        set: sp.set,
+        queues: sp.queues,
+        offset: sp.offset,
+        len: sp.len,
+    };
+    Candidate::split(name, rewrite, tn, a2, app.queues.len(), fixed, m, n, w)
+}
+
+/// The largest single-entry set of replicable elements of task `t`'s
+/// path after element `from` (a flow split's source, a scheduler
+/// replication's puller): each is reached only from `from` or the set.
+fn replicable_after(gr: &Graph, t: usize, from: usize) -> HashSet<usize> {
+    let mut rep: HashSet<usize> = gr.task_set[t]
+        .iter()
+        .copied()
+        .filter(|&x| x != from && replicable(&gr.g.elements[x].class).is_ok())
+        .collect();
+    loop {
+        let bad: Vec<usize> = rep
+            .iter()
+            .copied()
+            .filter(|&x| {
+                gr.inc[x].iter().any(|&c| {
+                    let f = gr.g.connections[c].from;
+                    f != from && !rep.contains(&f)
+                }) || !gr.inc[x].iter().any(|&c| {
+                    let f = gr.g.connections[c].from;
+                    f == from || rep.contains(&f)
+                })
+            })
+            .collect();
+        if bad.is_empty() {
+            return rep;
+        }
+        for b in bad {
+            rep.remove(&b);
+        }
     }
+}
+
+/// Where the replicas of `set` merge (the elements `merges` takes among
+/// those the set pushes into), kept whole: "name (class): why".
+fn merge_points(gr: &Graph, set: &HashSet<usize>, merges: impl Fn(usize) -> bool) -> Vec<String> {
+    let mut merge: Vec<String> = Vec::new();
+    let mut xs: Vec<usize> = set.iter().copied().collect();
+    xs.sort();
+    for x in xs {
+        for &c in &gr.out[x] {
+            let to = gr.g.connections[c].to;
+            if merges(to) {
+                let e = &gr.g.elements[to];
+                let why = replicable(&e.class)
+                    .err()
+                    .unwrap_or_else(|| "also reached from elsewhere".into());
+                let line = format!("{} ({}): {}", e.name, e.class, why);
+                if !merge.contains(&line) {
+                    merge.push(line);
+                }
+            }
+        }
+    }
+    merge
+}
+
+/// A merge point that numbers the packets of all flows in the order they
+/// leave (ESP's sequence numbers, checked by the peer's replay window)
+/// may not be fed by several threads: their interleaving could move a
+/// number further than the window and the peer would drop it (the
+/// semantics test found this). Likewise a replay window fed by several
+/// threads could see a number arrive after the window moved past it.
+fn sequenced(merge: &[String]) -> Option<&String> {
+    merge
+        .iter()
+        .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
 }
 
 fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
@@ -1390,20 +1393,7 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
             let first_conn = gr.out[s][0];
             let old = g.connections[first_conn].clone();
             g.connections[first_conn] = conn(s, old.from_port, 0, hs);
-            let inset: HashSet<usize> = set.iter().copied().collect();
-            // Replica r of element x: x itself for r = 0.
-            let mut rep_of: Vec<HashMap<usize, usize>> = vec![HashMap::new(); n];
-            for (r, map) in rep_of.iter_mut().enumerate() {
-                for &x in set {
-                    if r == 0 {
-                        map.insert(x, x);
-                    } else {
-                        let e = gr.g.elements[x].clone();
-                        let id = add(&mut g, format!("{}_r{r}", e.name), &e.class, e.config);
-                        map.insert(x, id);
-                    }
-                }
-            }
+            let rep_of = replicate(&mut g, gr, set, n);
             for (r, u) in units.iter().enumerate().take(n) {
                 let qn = u.replacen("par_u", "par_q", 1);
                 let q = add(&mut g, qn, "Queue", QUEUE_CAP.to_string());
@@ -1413,21 +1403,6 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
                 g.connections
                     .push(conn(ue, 0, old.to_port, rep_of[r][&old.to]));
             }
-            // Connections out of the set, per replica r >= 1.
-            for (ci, cc) in gr.g.connections.iter().enumerate() {
-                if ci == first_conn || !inset.contains(&cc.from) {
-                    continue;
-                }
-                for map in rep_of.iter().skip(1) {
-                    let to = if inset.contains(&cc.to) {
-                        map[&cc.to]
-                    } else {
-                        cc.to
-                    };
-                    g.connections
-                        .push(conn(map[&cc.from], cc.from_port, cc.to_port, to));
-                }
-            }
         }
         Rewrite::Sched {
             set,
@@ -1436,21 +1411,10 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
             len,
         } => {
             let inset: HashSet<usize> = set.iter().copied().collect();
-            let mut rep_of: Vec<HashMap<usize, usize>> = vec![HashMap::new(); n];
             for &q in queues {
                 g.elements[q].config = share_capacity(&gr.g.elements[q].config, n);
             }
-            for (r, map) in rep_of.iter_mut().enumerate() {
-                for &x in set {
-                    if r == 0 {
-                        map.insert(x, x);
-                    } else {
-                        let e = g.elements[x].clone();
-                        let id = add(&mut g, format!("{}_r{r}", e.name), &e.class, e.config);
-                        map.insert(x, id);
-                    }
-                }
-            }
+            let rep_of = replicate(&mut g, gr, set, n);
             // A HashSwitch in front of each queue: what entered it from
             // outside now enters the HashSwitch, output r to replica r.
             for &q in queues {
@@ -1468,21 +1432,6 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
                 }
                 for (r, map) in rep_of.iter().enumerate().take(n) {
                     g.connections.push(conn(hs, r, 0, map[&q]));
-                }
-            }
-            // Connections out of the set, per replica r >= 1.
-            for cc in &gr.g.connections {
-                if !inset.contains(&cc.from) {
-                    continue;
-                }
-                for map in rep_of.iter().skip(1) {
-                    let to = if inset.contains(&cc.to) {
-                        map[&cc.to]
-                    } else {
-                        cc.to
-                    };
-                    g.connections
-                        .push(conn(map[&cc.from], cc.from_port, cc.to_port, to));
                 }
             }
         }
@@ -1525,6 +1474,51 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
         );
     }
     g
+}
+
+/// Replicas 1..n of the elements of `set` in `g` (named `NAME_rR`, as
+/// configured in `g`), with the connections out of each element of the
+/// set copied for each replica (to the replica where they stay in the
+/// set, else to the same element: where the replicas merge). Per replica
+/// r, the element standing for each of `set`'s: itself for r = 0.
+fn replicate(g: &mut FlatGraph, gr: &Graph, set: &[usize], n: usize) -> Vec<HashMap<usize, usize>> {
+    let span = gr.g.elements[0].span.clone();
+    let inset: HashSet<usize> = set.iter().copied().collect();
+    let mut rep_of: Vec<HashMap<usize, usize>> = vec![HashMap::new(); n];
+    for (r, map) in rep_of.iter_mut().enumerate() {
+        for &x in set {
+            if r == 0 {
+                map.insert(x, x);
+            } else {
+                let e = g.elements[x].clone();
+                g.elements.push(FlatElement {
+                    name: format!("{}_r{r}", e.name),
+                    class: e.class,
+                    config: e.config,
+                    span: span.clone(),
+                    anonymous: false,
+                });
+                map.insert(x, g.elements.len() - 1);
+            }
+        }
+    }
+    for cc in gr.g.connections.iter().filter(|c| inset.contains(&c.from)) {
+        for map in rep_of.iter().skip(1) {
+            let to = if inset.contains(&cc.to) {
+                map[&cc.to]
+            } else {
+                cc.to
+            };
+            g.connections.push(FlatConnection {
+                from: map[&cc.from],
+                from_port: cc.from_port,
+                to,
+                to_port: cc.to_port,
+                span: span.clone(),
+            });
+        }
+    }
+    rep_of
 }
 
 /// A queue's configuration with its capacity shared among `n` replicas
@@ -2158,14 +2152,19 @@ mod tests {
         assert_eq!(p1.chosen, p0.chosen);
     }
 
-    #[test]
-    fn a_split_is_chosen_only_if_a_line_more_per_crossing_packet_would_not_undo_its_gain() {
+    /// One source, eight Nulls and a Counter: one path to split.
+    fn one_path() -> String {
         let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
         for i in 0..8 {
             text.push_str(&format!(" -> w{i} :: Null"));
         }
         text.push_str(" -> c :: Counter -> Discard;\n");
-        let (_, plan) = plan_for(&text, 2);
+        text
+    }
+
+    #[test]
+    fn a_split_is_chosen_only_if_a_line_more_per_crossing_packet_would_not_undo_its_gain() {
+        let (_, plan) = plan_for(&one_path(), 2);
         let m = machine();
         // The floor: below the prediction for every split, by more at a
         // slower line; a placement's is its prediction.
@@ -2237,12 +2236,7 @@ mod tests {
 
         // A split's floor rises with its new queues' measured agreement:
         // between its prediction and its floor at a whole line.
-        let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
-        for i in 0..8 {
-            text.push_str(&format!(" -> w{i} :: Null"));
-        }
-        text.push_str(" -> c :: Counter -> Discard;\n");
-        let (_, plan) = plan_for(&text, 2);
+        let (_, plan) = plan_for(&one_path(), 2);
         let m = machine();
         let w = WhatIf {
             core_share: vec![1.0; 2],

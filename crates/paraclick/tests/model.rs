@@ -156,23 +156,25 @@ fn model_of_a_configuration_ends_with_its_mlffr() {
     assert!(cache.path().join("paraclick/system.toml").exists());
 }
 
+/// A short RFC 2544 search under 20 kpps, which any source keeps up with.
+const QUICK_SEARCH: [&str; 8] = [
+    "--max-rate",
+    "20000",
+    "--trial",
+    "0.3",
+    "--warmup",
+    "0.05",
+    "--steady",
+    "0.5",
+];
+
 #[test]
 fn rfc2544_search_finds_the_offered_ceiling() {
     // The source keeps up with 20 kpps easily: every trial passes and the
     // search closes in on the upper bound.
-    let out = paraclick(&[
-        "bench",
-        "--mlffr",
-        "conf/rated-queue.click",
-        "--max-rate",
-        "20000",
-        "--trial",
-        "0.3",
-        "--warmup",
-        "0.05",
-        "--steady",
-        "0.5",
-    ]);
+    let mut args = vec!["bench", "--mlffr", "conf/rated-queue.click"];
+    args.extend(QUICK_SEARCH);
+    let out = paraclick(&args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("RFC 2544"), "{text}");
     // A trial on a busy shared machine can still fail (a stall longer than
@@ -195,15 +197,8 @@ fn offered_rates_reach_a_fastudpflows_too_when_asked() {
             "--mlffr",
             "conf/qos-bench.click",
             "N=1000000000000",
-            "--max-rate",
-            "20000",
-            "--trial",
-            "0.3",
-            "--warmup",
-            "0.05",
-            "--steady",
-            "0.5",
         ];
+        a.extend(QUICK_SEARCH);
         if offered {
             a.push("--offered");
         }
