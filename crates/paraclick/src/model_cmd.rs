@@ -231,6 +231,23 @@ pub(crate) fn reads_data(reg: &Registry, class: &str) -> bool {
     reg.get(class).is_none_or(|c| c.reads_data)
 }
 
+/// What queue `e` counted on thread `t` for one side, its pushes there or
+/// its pulls there (`thread_of`: each task's thread): a thread with tasks
+/// at both ends counts each packet twice, in and out.
+fn one_side(
+    e: &paraclick_runtime::sched::ElementCost,
+    t: usize,
+    thread_of: &dyn Fn(usize) -> usize,
+) -> f64 {
+    let pk = e.per_thread.get(t).map_or(0, |x| x.1) as f64;
+    let on = |ts: &[usize]| ts.iter().any(|&u| thread_of(u) == t);
+    if on(&e.push_tasks) && on(&e.pull_tasks) {
+        pk / 2.0
+    } else {
+        pk
+    }
+}
+
 /// One crossing queue's measured lines per crossing packet: the producer
 /// end (None where its producers are not sources) and the consumer end.
 pub(crate) type EndLines = (Option<f64>, f64);
@@ -332,23 +349,11 @@ pub(crate) fn measured_line_growth(
             }
         }
     }
-    // What queue `e` counted on thread `t` for one side: its pushes there
-    // or its pulls there (a thread with tasks at both ends counts each
-    // packet twice, in and out).
-    let one_side = |e: &paraclick_runtime::sched::ElementCost, t: usize| -> f64 {
-        let pk = e.per_thread.get(t).map_or(0, |x| x.1) as f64;
-        let on = |ts: &[usize]| ts.iter().any(|&u| th(u) == t);
-        if on(&e.push_tasks) && on(&e.pull_tasks) {
-            pk / 2.0
-        } else {
-            pk
-        }
-    };
     // Packets task `c` took from queue `e`: its thread's pulls, shared
     // by the thread's pullers of `e`.
     let got_by = |e: &paraclick_runtime::sched::ElementCost, c: usize| -> f64 {
         let nc = e.pull_tasks.iter().filter(|&&u| th(u) == th(c)).count();
-        one_side(e, th(c)) / nc.max(1) as f64
+        one_side(e, th(c), &th) / nc.max(1) as f64
     };
     // Per task: crossing packets it sent and took in D. Each task is
     // charged its part once, however many tasks are at the other end (two
@@ -369,7 +374,7 @@ pub(crate) fn measured_line_growth(
             } else {
                 1.0 / mates().count().max(1) as f64
             };
-            sent[p] += one_side(e, th(p)) * w;
+            sent[p] += one_side(e, th(p), &th) * w;
         }
         for &c in e.pull_tasks.iter().filter(|&&c| crosses(c, &e.push_tasks)) {
             took[c] += got_by(e, c);
@@ -682,10 +687,9 @@ pub(crate) fn line_spread<'a>(
     if mine.len() < 2 {
         return None;
     }
+    // The median of no figures is 0: a queue without producer figures
+    // has no producer spread.
     let mad = |mut v: Vec<f64>| {
-        if v.is_empty() {
-            return 0.0;
-        }
         let m = crate::hop::median(&mut v);
         let mut d: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
         crate::hop::median(&mut d)
@@ -772,19 +776,17 @@ pub fn profile_app(
     for e in fa.elements.iter().filter(|e| e.is_queue) {
         // A thread with tasks at both ends of the queue (a configuration
         // whose StaticThreadSched puts them together: run A keeps it)
-        // counts each packet twice, in and out: ret-c's second queue, its
-        // Unqueues on one thread, read 2 packets per entering packet.
-        let on = |ts: &[usize], th: usize| ts.iter().any(|&u| fa.tasks[u].thread == th);
+        // counts each packet in and out ([`one_side`]): ret-c's second
+        // queue, its Unqueues on one thread, read 2 packets per entering
+        // packet.
+        let thread_of = |u: usize| fa.tasks[u].thread;
         let share = |tasks: &[usize]| -> Vec<(usize, f64)> {
             tasks
                 .iter()
                 .map(|&t| {
-                    let th = fa.tasks[t].thread;
-                    let same = tasks.iter().filter(|&&u| fa.tasks[u].thread == th).count();
-                    let mut p = e.per_thread.get(th).map_or(0, |x| x.1) as f64;
-                    if on(&e.push_tasks, th) && on(&e.pull_tasks, th) {
-                        p /= 2.0;
-                    }
+                    let th = thread_of(t);
+                    let same = tasks.iter().filter(|&&u| thread_of(u) == th).count();
+                    let p = one_side(e, th, &thread_of);
                     (t, p / same.max(1) as f64 / entry_a)
                 })
                 .collect()

@@ -24,6 +24,7 @@
 //! counter the user reads, a queue) is kept whole.
 
 use crate::model_cmd;
+use paraclick_elements::standard::queue::DEFAULT_CAPACITY;
 use paraclick_lang::{FlatConnection, FlatElement, FlatGraph, Source};
 use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
 use paraclick_model::machine::{LineTerm, Machine, DATA_LINES_PER_PACKET};
@@ -651,11 +652,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         let merge = merge_points(gr, &rep, |to| {
             !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class)
         });
-        if let Some(bad) = sequenced(&merge) {
-            notes.push(format!(
-                "{}: no flow split: the replicas would merge into {}; packets could be numbered or checked out of sequence beyond a replay window",
-                el.name, bad
-            ));
+        if let Some(why) = sequenced(&merge) {
+            notes.push(format!("{}: no flow split: {why}", el.name));
             continue;
         }
         let mut rep: Vec<usize> = rep.into_iter().collect();
@@ -663,8 +661,9 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         let reasm = rep
             .iter()
             .any(|&x| gr.g.elements[x].class == "IPReassembler");
-        let ether = !el.config.contains("FORCE_IP true");
-        let offset = if ether { 26 } else { 12 };
+        // The addresses (and ports) of the packets as the source makes
+        // them: an Ethernet frame unless FORCE_IP.
+        let offset = ip_offset(gr, first).unwrap_or(14) + 12;
         let len = if reasm { 8 } else { 12 };
         // Model: the source keeps its own cost plus the hash; each
         // replica task runs 1/n of the rest (the replicated elements and
@@ -700,19 +699,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 line_growth: new_queue_term(gr, app, t, &rep),
             });
         }
-        for q in a2.queues.iter_mut().take(app.queues.len()) {
-            let mut np = Vec::new();
-            for &(p, x) in &q.producers {
-                if p == t {
-                    for r in 0..n {
-                        np.push((base + r, x / n as f64));
-                    }
-                } else {
-                    np.push((p, x));
-                }
-            }
-            q.producers = np;
-        }
+        share_producer(&mut a2.queues[..app.queues.len()], t, n, |r| base + r);
         // Replica r on thread r.
         let fixed: Vec<(usize, usize)> = (0..n).map(|r| (base + r, r)).collect();
         notes.push(format!(
@@ -807,18 +794,10 @@ fn replicable_sched(class: &str) -> bool {
 /// on the way (Unstrip and EtherEncap add back); None where the paths to
 /// it disagree or pass an element that could move it otherwise.
 fn ip_offset(gr: &Graph, x: usize) -> Option<usize> {
-    let mut memo: HashMap<usize, Option<i64>> = HashMap::new();
-    fn at(
-        gr: &Graph,
-        x: usize,
-        memo: &mut HashMap<usize, Option<i64>>,
-        depth: usize,
-    ) -> Option<i64> {
+    // Memoised; an element on a cycle reads None while it is worked out.
+    fn at(gr: &Graph, x: usize, memo: &mut HashMap<usize, Option<i64>>) -> Option<i64> {
         if let Some(v) = memo.get(&x) {
             return *v;
-        }
-        if depth > gr.g.elements.len() {
-            return None;
         }
         memo.insert(x, None);
         let mut got: Option<i64> = None;
@@ -833,7 +812,7 @@ fn ip_offset(gr: &Graph, x: usize) -> Option<usize> {
                     14
                 })
             } else {
-                let before = at(gr, f, memo, depth + 1)?;
+                let before = at(gr, f, memo)?;
                 match e.class.as_str() {
                     "Strip" => arg().map(|n| before - n),
                     "Unstrip" => arg().map(|n| before + n),
@@ -843,10 +822,8 @@ fn ip_offset(gr: &Graph, x: usize) -> Option<usize> {
                     }
                     _ => Some(before),
                 }
-            };
-            let out = out?;
+            }?;
             if got.is_some_and(|g| g != out) {
-                memo.insert(x, None);
                 return None;
             }
             got = Some(out);
@@ -854,7 +831,7 @@ fn ip_offset(gr: &Graph, x: usize) -> Option<usize> {
         memo.insert(x, got);
         got
     }
-    at(gr, x, &mut memo, 0).and_then(|v| usize::try_from(v).ok())
+    at(gr, x, &mut HashMap::new()).and_then(|v| usize::try_from(v).ok())
 }
 
 /// Whether puller task `t` heads a scheduler that may be replicated per
@@ -955,10 +932,8 @@ pub fn sched_split(gr: &Graph, app: &App, t: usize) -> Result<Option<SchedSplit>
     set.sort();
     let inset: HashSet<usize> = set.iter().copied().collect();
     let merge = merge_points(gr, &inset, |to| !inset.contains(&to));
-    if let Some(bad) = sequenced(&merge) {
-        return no(format!(
-            "the replicas would merge into {bad}; packets could be numbered or checked out of sequence beyond a replay window"
-        ));
+    if let Some(why) = sequenced(&merge) {
+        return no(why);
     }
     queues.sort();
     Ok(Some(SchedSplit {
@@ -1037,22 +1012,7 @@ fn sched_candidate(
         }
     }
     // Queues the puller's push path feeds: each replica feeds its share.
-    for (i, q) in a2.queues.iter_mut().enumerate().take(app.queues.len()) {
-        if qidx.contains(&i) {
-            continue;
-        }
-        let mut np = Vec::new();
-        for &(p, x) in &q.producers {
-            if p == t {
-                for r in 0..n {
-                    np.push((rep(r), x / n as f64));
-                }
-            } else {
-                np.push((p, x));
-            }
-        }
-        q.producers = np;
-    }
+    share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
     let fixed: Vec<(usize, usize)> = (0..n).map(|r| (rep(r), r)).collect();
     let qnames: Vec<&str> = sp
         .queues
@@ -1073,6 +1033,22 @@ fn sched_candidate(
         len: sp.len,
     };
     Candidate::split(name, rewrite, tn, a2, app.queues.len(), fixed, m, n, w)
+}
+
+/// Task `t`'s part as producer of `queues` shared equally among its `n`
+/// replicas, `rep(r)` each.
+fn share_producer(queues: &mut [AppQueue], t: usize, n: usize, rep: impl Fn(usize) -> usize) {
+    for q in queues {
+        let mut np = Vec::new();
+        for &(p, x) in &q.producers {
+            if p == t {
+                np.extend((0..n).map(|r| (rep(r), x / n as f64)));
+            } else {
+                np.push((p, x));
+            }
+        }
+        q.producers = np;
+    }
 }
 
 /// The largest single-entry set of replicable elements of task `t`'s
@@ -1137,10 +1113,11 @@ fn merge_points(gr: &Graph, set: &HashSet<usize>, merges: impl Fn(usize) -> bool
 /// number further than the window and the peer would drop it (the
 /// semantics test found this). Likewise a replay window fed by several
 /// threads could see a number arrive after the window moved past it.
-fn sequenced(merge: &[String]) -> Option<&String> {
+fn sequenced(merge: &[String]) -> Option<String> {
     merge
         .iter()
         .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
+        .map(|bad| format!("the replicas would merge into {bad}; packets could be numbered or checked out of sequence beyond a replay window"))
 }
 
 fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
@@ -1292,8 +1269,17 @@ pub fn measure_splits(
             Ok((got, note)) => {
                 let mut new = Vec::new();
                 for (name, t) in got {
-                    if let Some(q) = c.model.queues.iter_mut().find(|q| q.name == name) {
-                        if q.line_growth.consumer.is_none() {
+                    if let Some((i, q)) = c
+                        .model
+                        .queues
+                        .iter_mut()
+                        .enumerate()
+                        .find(|(_, q)| q.name == name)
+                    {
+                        // The rewrite's own queues (a scheduler
+                        // replication's copies start with the original's
+                        // term, not with none).
+                        if i >= c.base_queues {
                             new.push(format!(
                                 "{name} {}/{:.2}{}",
                                 t.producer.map_or("-".into(), |p| format!("{p:.2}")),
@@ -1523,7 +1509,8 @@ fn replicate(g: &mut FlatGraph, gr: &Graph, set: &[usize], n: usize) -> Vec<Hash
 
 /// A queue's configuration with its capacity shared among `n` replicas
 /// (rounded up): the replicas together hold what it held. Click's Queue
-/// takes the capacity first or as CAPACITY; 1000 when not given.
+/// takes the capacity first or as CAPACITY; [`DEFAULT_CAPACITY`] when not
+/// given.
 pub fn share_capacity(config: &str, n: usize) -> String {
     let n = n.max(1);
     let share = |c: usize| c.div_ceil(n).max(1);
@@ -1536,22 +1523,19 @@ pub fn share_capacity(config: &str, n: usize) -> String {
         if let Some(Ok(c)) = kw.map(str::parse::<usize>) {
             out.push(format!("CAPACITY {}", share(c)));
             done = true;
-        } else if i == 0 && t.parse::<usize>().is_ok() {
-            out.push(share(t.parse().unwrap_or(QUEUE_DEFAULT)).to_string());
+        } else if let (0, Ok(c)) = (i, t.parse::<usize>()) {
+            out.push(share(c).to_string());
             done = true;
         } else {
             out.push(t.to_string());
         }
     }
     if !done {
-        out.insert(0, share(QUEUE_DEFAULT).to_string());
+        out.insert(0, share(DEFAULT_CAPACITY).to_string());
     }
     out.retain(|a| !a.is_empty());
     out.join(", ")
 }
-
-/// Click's Queue capacity when none is given.
-const QUEUE_DEFAULT: usize = 1000;
 
 impl Graph {
     fn task_names_len(&self) -> usize {

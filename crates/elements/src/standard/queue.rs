@@ -119,6 +119,9 @@ pub struct Policy {
     pub lifo_input: bool,
 }
 
+/// A queue's capacity when its configuration gives none (Click's 1000).
+pub const DEFAULT_CAPACITY: usize = 1000;
+
 impl Policy {
     /// Queue, FullNoteQueue, ThreadSafeQueue, QuickNoteQueue.
     pub const fn full(class: &'static str) -> Policy {
@@ -126,7 +129,7 @@ impl Policy {
             class,
             port_count: "1/1-2",
             processing: "h/lh",
-            default_capacity: 1000,
+            default_capacity: DEFAULT_CAPACITY,
             empty_note: true,
             full_note: true,
             front_drop: false,
