@@ -23,6 +23,12 @@
 #     without DF the same ping goes through, fragmented by the router;
 #   - at -j 2, both receive queues of r0 got packets; with the pollers,
 #     each poller got packets from both interfaces;
+#   - then at -j 2 with the configuration `paraclick parallelize -j 2`
+#     writes from conf/iprouter-veth.click as its device fanout candidate
+#     (each FromDevice one per queue of a fanout group, a replica of its
+#     path per thread): the same checks, and every queue got packets;
+#   - at -j 1 and in the parallelized configuration, 15 UDP flows of
+#     numbered packets from h1 arrive at h2 whole, each flow in order;
 #   - `paraclick check` accepts the three configurations.
 # Prints one line per check; exits 0 if all pass. Namespaces, processes
 # and files are removed on exit, failure or interrupt.
@@ -78,7 +84,8 @@ start_router() { # CONF THREADS
   local -a handlers=()
   for h in $HANDLERS; do handlers+=(-h "$h"); done
   # Started directly (not through a shell function) so $! is paraclick.
-  ip netns exec "$R" "$BIN" -j "$threads" "${handlers[@]}" "$ROOT/$conf" MTU1=1400 \
+  [[ $conf == /* ]] || conf=$ROOT/$conf
+  ip netns exec "$R" "$BIN" -j "$threads" "${handlers[@]}" "$conf" MTU1=1400 \
     >"$TMP/router.out" 2>"$TMP/router.err" &
   ROUTER_PID=$!
   # Ready once the router answers a ping to its own address.
@@ -175,10 +182,70 @@ checks() { # LABEL
   fi
 }
 
+# UDP flows with numbered packets, h1 -> h2 through the router: FLOWS
+# flows (source ports 41000..), PER packets each, sent interleaved in
+# bursts of 50 rounds (an odd number of flows: a fanout that dealt
+# packets in turn would put a flow's successive packets on different
+# queues, whose threads reorder them). h2's
+# receiver writes "SPORT SEQ" per packet as it got them; flow_order then
+# checks that every flow's packets all arrived, each once and in order.
+FLOWS=15
+PER=300
+cat >"$TMP/udp-rx.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind(("10.0.2.2", 9000))
+s.settimeout(3.0)
+with open(sys.argv[1], "w") as f:
+    print("ready", flush=True)
+    try:
+        while True:
+            d, a = s.recvfrom(2048)
+            f.write("%d %s\n" % (a[1], d.split(b" ")[0].decode()))
+    except socket.timeout:
+        pass
+PY
+cat >"$TMP/udp-tx.py" <<'PY'
+import socket, sys, time
+flows, per = int(sys.argv[1]), int(sys.argv[2])
+socks = []
+for i in range(flows):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("10.0.1.2", 41000 + i))
+    socks.append(s)
+for seq in range(per):
+    for s in socks:
+        s.sendto(b"%d " % seq + b"x" * 64, ("10.0.2.2", 9000))
+    if seq % 50 == 49:
+        time.sleep(0.01)
+PY
+flow_order() { # LABEL
+  local label=$1 rx
+  ip netns exec "$H2" python3 "$TMP/udp-rx.py" "$TMP/udp.got" >"$TMP/udp-rx.out" 2>&1 &
+  rx=$!
+  for _ in $(seq 1 50); do grep -q ready "$TMP/udp-rx.out" 2>/dev/null && break; sleep 0.1; done
+  in_h1 python3 "$TMP/udp-tx.py" "$FLOWS" "$PER"
+  wait "$rx" || true
+  local verdict
+  verdict=$(awk -v flows="$FLOWS" -v per="$PER" '
+    { if (!($1 in next_)) next_[$1] = 0
+      if ($2 != next_[$1]) bad++
+      next_[$1] = $2 + 1; got[$1]++ }
+    END { n = 0; short = 0
+          for (f in got) { n++; if (got[f] != per) short++ }
+          printf "%d flows, %d short, %d out of order or repeated", n, short, bad + 0
+          exit !(n == flows && short == 0 && bad == 0) }' "$TMP/udp.got") &&
+    pass "$label: $FLOWS UDP flows x $PER packets arrived whole and each in order ($verdict)" ||
+    fail "$label: UDP flows: $verdict"
+  rm -f "$TMP/udp.got"
+}
+
 # ---- -j 1, one queue per interface ----
 HANDLERS="in0.count in0.drops in1.count in1.drops to0.count to0.drops to1.count to1.drops fr1.fragments fr1.drops"
 start_router conf/iprouter-veth.click 1 || { fail "-j 1: router start"; exit 1; }
 checks "-j 1"
+flow_order "-j 1"
 stop_router
 echo "      -j 1 counts: r0 in $(handler in0.count) (drops $(handler in0.drops)), r1 in $(handler in1.count) (drops $(handler in1.drops)), r0 out $(handler to0.count), r1 out $(handler to1.count), fragments $(handler fr1.fragments)"
 if [[ $(handler fr1.fragments) -gt 0 ]]; then
@@ -213,6 +280,32 @@ if [[ ${p00:-0} -gt 0 && ${p01:-0} -gt 0 && ${p10:-0} -gt 0 && ${p11:-0} -gt 0 ]
   pass "-j 2 poll: both pollers got packets from both interfaces"
 else
   fail "-j 2 poll: a poller's queue got nothing ($p00 $p01 $p10 $p11)"
+fi
+
+# ---- -j 2, as `paraclick parallelize` splits iprouter-veth.click by the
+# devices' own receive queues: each FromDevice becomes one per queue of a
+# fanout group, with a replica of its path, one per thread ----
+PLAN=$TMP/parallelized.click
+K=$(in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" MTU1=1400 2>/dev/null |
+    awk '/device fanout of in0, in1 into 2/ { sub(/^\/\/ *\*?/, ""); print $1; exit }')
+if [[ -n $K ]] && in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" MTU1=1400 --candidate "$K" >"$PLAN" 2>"$TMP/plan.err" &&
+   grep -q "in0_r1 :: FromDevice(r0, .*QUEUE 1, N_QUEUES 2, FANOUT HASH)" "$PLAN"; then
+  pass "parallelize -j 2: candidate $K, the device fanout of in0 and in1, written"
+  HANDLERS="in0.count in0_r1.count in1.count in1_r1.count to0.count to1.count"
+  start_router "$PLAN" 2 || { fail "-j 2 parallelized: router start"; exit 1; }
+  checks "-j 2 parallelized"
+  flow_order "-j 2 parallelized"
+  stop_router
+  q0=$(handler in0.count); q1=$(handler in0_r1.count); r0=$(handler in1.count); r1=$(handler in1_r1.count)
+  echo "      -j 2 parallelized counts: r0 queue 0 $q0, queue 1 $q1; r1 queue 0 $r0, queue 1 $r1; r0 out $(handler to0.count), r1 out $(handler to1.count)"
+  if [[ ${q0:-0} -gt 0 && ${q1:-0} -gt 0 && ${r0:-0} -gt 0 && ${r1:-0} -gt 0 ]]; then
+    pass "-j 2 parallelized: every receive queue of both devices got flows"
+  else
+    fail "-j 2 parallelized: a receive queue got nothing ($q0 $q1 $r0 $r1)"
+  fi
+else
+  fail "parallelize -j 2 conf/iprouter-veth.click: no device fanout of in0 and in1 (candidate '$K')"
+  cat "$TMP/plan.err" 2>/dev/null
 fi
 
 # ---- paraclick check of the real-device configurations (they open the

@@ -268,6 +268,12 @@ pub enum Rewrite {
         offset: usize,
         len: usize,
     },
+    /// A flow split by the device's own receive queues: per part, source
+    /// task `task`'s FromDevice becomes `n` FromDevices of one
+    /// PACKET_FANOUT HASH group (`QUEUE r, N_QUEUES n`), each feeding its
+    /// replica of `set` (the source itself first, then the replicable
+    /// elements after it). Several parts: every device at once.
+    Fanout { parts: Vec<(usize, Vec<usize>)> },
 }
 
 #[derive(Clone, Debug)]
@@ -652,7 +658,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         let merge = merge_points(gr, &rep, |to| {
             !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class)
         });
-        if let Some(why) = sequenced(&merge) {
+        if let Some(why) = sequenced(&merge).or_else(|| sequenced_downstream(gr, t, &rep)) {
             notes.push(format!("{}: no flow split: {why}", el.name));
             continue;
         }
@@ -734,6 +740,38 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             n,
             w,
         ));
+    }
+    // Flow splits by the devices' own receive queues: each device alone,
+    // then every device at once.
+    let mut parts: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (t, te) in gr.task_elem.iter().enumerate() {
+        let Some(s) = *te else { continue };
+        let el = &gr.g.elements[s];
+        match fanout_part(gr, t, s) {
+            Ok(None) => {}
+            Err(why) => notes.push(format!("{}: no device fanout: {why}", el.name)),
+            Ok(Some((set, merge))) => {
+                notes.push(format!(
+                    "{}: device fanout replicates {} element(s) after it; kept whole where the replicas merge: {}; its handlers (count, drops) then count its queue 0 only, {}_r1.. the others",
+                    el.name,
+                    set.len() - 1,
+                    if merge.is_empty() {
+                        "none".to_string()
+                    } else {
+                        merge.join("; ")
+                    },
+                    el.name
+                ));
+                parts.push((t, set));
+            }
+        }
+    }
+    let mut groups: Vec<Vec<(usize, Vec<usize>)>> = parts.iter().map(|p| vec![p.clone()]).collect();
+    if parts.len() > 1 {
+        groups.push(parts);
+    }
+    for group in groups {
+        cands.push(fanout_candidate(gr, app, m, n, w, group, &names));
     }
     // Schedulers replicated per flow group.
     for t in 0..gr.task_elem.len() {
@@ -1033,6 +1071,139 @@ fn sched_candidate(
         len: sp.len,
     };
     Candidate::split(name, rewrite, tn, a2, app.queues.len(), fixed, m, n, w)
+}
+
+/// Whether source task `t` (element `s`) can be split by its device's
+/// receive queues: a FromDevice reading the whole device, whose path has
+/// no element numbering or checking packets in sequence (ESP), which
+/// `n` threads would then feed. Its set (`s` first, then the replicable
+/// elements after it) and where the replicas merge.
+#[allow(clippy::type_complexity)]
+fn fanout_part(
+    gr: &Graph,
+    t: usize,
+    s: usize,
+) -> Result<Option<(Vec<usize>, Vec<String>)>, String> {
+    let el = &gr.g.elements[s];
+    if el.class != "FromDevice" || !gr.inc[s].is_empty() || gr.out[s].is_empty() {
+        return Ok(None);
+    }
+    fanout_config(&el.config, 0, 2)?;
+    let rep = replicable_after(gr, t, s);
+    let mut all = rep.clone();
+    all.insert(s);
+    let merge = merge_points(gr, &all, |to| !all.contains(&to));
+    if let Some(why) = sequenced_downstream(gr, t, &rep) {
+        return Err(why);
+    }
+    let mut set: Vec<usize> = rep.into_iter().collect();
+    set.sort();
+    set.insert(0, s);
+    Ok(Some((set, merge)))
+}
+
+/// A FromDevice's configuration reading queue `r` of `n` of its device's
+/// PACKET_FANOUT HASH group (the kernel deals each flow to one queue):
+/// its QUEUE, N_QUEUES and FANOUT replaced. Refused where it already
+/// reads one of several queues.
+pub fn fanout_config(config: &str, r: usize, n: usize) -> Result<String, String> {
+    let mut out = Vec::new();
+    for a in paraclick_lang::args::split_args(config) {
+        let t = a.trim();
+        let (kw, val) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
+        match kw {
+            "N_QUEUES" if val.trim() != "1" => {
+                return Err(format!(
+                    "it already reads one of N_QUEUES {} queues",
+                    val.trim()
+                ))
+            }
+            "N_QUEUES" | "QUEUE" | "FANOUT" => {}
+            _ if !t.is_empty() => out.push(t.to_string()),
+            _ => {}
+        }
+    }
+    out.push(format!("QUEUE {r}"));
+    out.push(format!("N_QUEUES {n}"));
+    out.push("FANOUT HASH".into());
+    Ok(out.join(", "))
+}
+
+/// Where an element that `n` threads would feed after a split of task
+/// `t`'s path (everything it reaches outside `rep`, kept whole) numbers
+/// or checks packets in sequence: [`sequenced`] of those elements.
+fn sequenced_downstream(gr: &Graph, t: usize, rep: &HashSet<usize>) -> Option<String> {
+    let whole: Vec<String> = gr.task_set[t]
+        .iter()
+        .filter(|x| !rep.contains(x) && Some(**x) != gr.task_elem[t])
+        .filter_map(|&x| {
+            let e = &gr.g.elements[x];
+            replicable(&e.class)
+                .err()
+                .map(|why| format!("{} ({}): {why}", e.name, e.class))
+        })
+        .collect();
+    sequenced(&whole).map(|_| {
+        let bad = whole
+            .iter()
+            .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
+            .cloned()
+            .unwrap_or_default();
+        format!("the replicas' threads would all feed {bad}; packets could be numbered or checked out of sequence beyond a replay window")
+    })
+}
+
+/// The candidate splitting each part's source by its device's queues:
+/// the source task's cost and packets shared equally among it and its
+/// `n - 1` copies (`NAME_rR`), replica r on thread r, and each queue it
+/// fed fed by the replicas in equal shares. No queue is added and the
+/// kernel hashes: the model charges nothing more.
+fn fanout_candidate(
+    gr: &Graph,
+    app: &App,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    parts: Vec<(usize, Vec<usize>)>,
+    names: &[Option<String>],
+) -> Candidate {
+    let mut a2 = app.clone();
+    let mut tn = names.to_vec();
+    let mut fixed = Vec::new();
+    let mut srcs = Vec::new();
+    for (t, _) in &parts {
+        let t = *t;
+        let sname = gr.g.elements[gr.task_elem[t].unwrap_or(0)].name.clone();
+        a2.tasks[t].cycles_per_packet = app.tasks[t].cycles_per_packet / n as f64;
+        a2.tasks[t].packets = app.tasks[t].packets / n as f64;
+        let base = a2.tasks.len();
+        for r in 1..n {
+            let mut rt = a2.tasks[t].clone();
+            rt.name = format!("{sname}_r{r}");
+            a2.tasks.push(rt);
+            tn.push(Some(format!("{sname}_r{r}")));
+        }
+        let rep = |r: usize| if r == 0 { t } else { base + r - 1 };
+        share_producer(&mut a2.queues, t, n, rep);
+        fixed.extend((0..n).map(|r| (rep(r), r)));
+        srcs.push(sname);
+    }
+    let name = format!(
+        "device fanout of {} into {n} (FromDevice QUEUE r of N_QUEUES {n})",
+        srcs.join(", ")
+    );
+    let base_queues = app.queues.len();
+    Candidate::split(
+        name,
+        Rewrite::Fanout { parts },
+        tn,
+        a2,
+        base_queues,
+        fixed,
+        m,
+        n,
+        w,
+    )
 }
 
 /// Task `t`'s part as producer of `queues` shared equally among its `n`
@@ -1418,6 +1589,17 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
                 }
                 for (r, map) in rep_of.iter().enumerate().take(n) {
                     g.connections.push(conn(hs, r, 0, map[&q]));
+                }
+            }
+        }
+        Rewrite::Fanout { parts } => {
+            for (_, set) in parts {
+                let s = set[0];
+                let rep_of = replicate(&mut g, gr, set, n);
+                for (r, map) in rep_of.iter().enumerate() {
+                    if let Ok(cfg) = fanout_config(&gr.g.elements[s].config, r, n) {
+                        g.elements[map[&s]].config = cfg;
+                    }
                 }
             }
         }
@@ -1882,6 +2064,96 @@ mod tests {
         };
         let plan = search(&gr, &app, &machine(), n, &w);
         (gr, plan)
+    }
+
+    #[test]
+    fn a_device_reading_one_queue_of_several_is_not_split_again() {
+        assert_eq!(
+            fanout_config("eth0, BURST 8, FANOUT LB, QUEUE 0", 1, 2).unwrap(),
+            "eth0, BURST 8, QUEUE 1, N_QUEUES 2, FANOUT HASH"
+        );
+        assert_eq!(
+            fanout_config("eth0, N_QUEUES 1", 3, 4).unwrap(),
+            "eth0, QUEUE 3, N_QUEUES 4, FANOUT HASH"
+        );
+        let e = fanout_config("eth0, QUEUE 1, N_QUEUES 2", 0, 2).unwrap_err();
+        assert!(e.contains("N_QUEUES 2"), "{e}");
+        let (_, plan) = plan_for(
+            "a :: FromDevice(eth9, QUEUE 0, N_QUEUES 2) -> Strip(14) -> Discard;
+             b :: FromDevice(eth9, QUEUE 1, N_QUEUES 2) -> Strip(14) -> Discard;",
+            2,
+        );
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.starts_with("a: no device fanout: it already reads one of N_QUEUES 2")),
+            "{:?}",
+            plan.notes
+        );
+        assert!(!plan
+            .candidates
+            .iter()
+            .any(|c| matches!(c.rewrite, Rewrite::Fanout { .. })));
+    }
+
+    #[test]
+    fn a_device_fanout_shares_the_source_task_among_its_replicas() {
+        let (gr, plan) = plan_for(
+            "fd :: FromDevice(eth9) -> CheckIPHeader(14) -> c :: Counter -> q :: Queue -> ToDevice(eth9);",
+            2,
+        );
+        let c = plan
+            .candidates
+            .iter()
+            .find(|c| matches!(c.rewrite, Rewrite::Fanout { .. }))
+            .unwrap();
+        assert_eq!(
+            c.name,
+            "device fanout of fd into 2 (FromDevice QUEUE r of N_QUEUES 2)"
+        );
+        let t = c.model.tasks.iter().position(|t| t.name == "fd").unwrap();
+        let r1 = c
+            .model
+            .tasks
+            .iter()
+            .position(|t| t.name == "fd_r1")
+            .unwrap();
+        let whole = plan.candidates[0].model.tasks[t].cycles_per_packet;
+        assert!((c.model.tasks[t].cycles_per_packet - whole / 2.0).abs() < 1e-9);
+        assert_eq!(
+            c.model.tasks[r1].cycles_per_packet,
+            c.model.tasks[t].cycles_per_packet
+        );
+        assert_ne!(c.assign[t], c.assign[r1]);
+        // Each replica feeds half of what the source fed into q.
+        let q = &c.model.queues[0];
+        assert_eq!(q.producers.len(), 2, "{q:?}");
+        assert!(
+            q.producers.iter().all(|p| (p.1 - 0.5).abs() < 1e-9),
+            "{q:?}"
+        );
+        // No queue is added: its floor is its prediction.
+        assert_eq!(c.model.queues.len(), c.base_queues);
+        assert_eq!(c.floor, c.predicted);
+        // The rewrite: the header check replicated, merging at the Counter.
+        let text = crate::flat::to_click(&rewrite(&gr, c, 2));
+        assert!(
+            text.contains("fd_r1 :: FromDevice(eth9, QUEUE 1, N_QUEUES 2, FANOUT HASH);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fd :: FromDevice(eth9, QUEUE 0, N_QUEUES 2, FANOUT HASH);"),
+            "{text}"
+        );
+        assert!(text.contains("CheckIPHeader@2_r1 [0] -> [0] c;"), "{text}");
+        assert!(
+            plan.notes.iter().any(
+                |n| n.starts_with("fd: device fanout replicates 1 element(s)")
+                    && n.contains("c (Counter)")
+            ),
+            "{:?}",
+            plan.notes
+        );
     }
 
     #[test]

@@ -555,8 +555,82 @@ fn a_device_configuration_without_its_devices_is_planned_from_its_tasks() {
         .parse()
         .unwrap();
     assert!(pps > 0.0, "{chosen}");
+    // Its ESP SA may not be fed by several threads: neither a flow split
+    // nor a device fanout feeds it, and the notes say so.
+    for kind in ["flow split", "device fanout"] {
+        assert!(
+            table
+                .iter()
+                .any(|l| l.contains(&format!("in0: no {kind}")) && l.contains("ESP")),
+            "{kind}: {text}"
+        );
+        assert!(
+            !table.iter().any(|l| l.contains(&format!("{kind} of in0"))
+                || l.contains(&format!("{kind} after in0"))),
+            "{kind}: {text}"
+        );
+    }
     let dir = workdir("devices");
     let file = dir.join("vpn-4.click");
+    std::fs::write(&file, &text).unwrap();
+    run_ok(&["check", file.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_router_on_devices_is_split_by_the_devices_own_receive_queues() {
+    // conf/iprouter-veth.click at -j 4 (devices absent, every element
+    // counted alike): two FromDevice tasks cannot fill four threads; the
+    // plan splits each device into four queues of a PACKET_FANOUT HASH
+    // group, each with a replica of its path, replica r on thread r, as
+    // conf/iprouter-veth-2q.click does by hand. (tests/netns/run.sh runs
+    // the -j 2 plan between real hosts.)
+    let text = run_ok(&[
+        "parallelize",
+        "-j",
+        "4",
+        "--duration",
+        "0.1",
+        "conf/iprouter-veth.click",
+        "DEV0=paraclick-none0",
+        "DEV1=paraclick-none1",
+    ]);
+    let chosen = text.lines().find(|l| l.starts_with("// *")).unwrap();
+    assert!(
+        chosen.contains("device fanout of in0, in1 into 4"),
+        "{text}"
+    );
+    for (dev, name) in [("paraclick-none0", "in0"), ("paraclick-none1", "in1")] {
+        for r in 0..4 {
+            let el = if r == 0 {
+                name.to_string()
+            } else {
+                format!("{name}_r{r}")
+            };
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{el} :: FromDevice(")))
+                .unwrap_or_else(|| panic!("{el}: {text}"));
+            assert!(line.contains(&format!("({dev}, ")), "{line}");
+            assert!(
+                line.ends_with(&format!("QUEUE {r}, N_QUEUES 4, FANOUT HASH);")),
+                "{line}"
+            );
+        }
+    }
+    let sched = text
+        .lines()
+        .find(|l| l.starts_with("par_sched :: StaticThreadSched("))
+        .unwrap();
+    for pin in [
+        "in0 0", "in0_r1 1", "in0_r2 2", "in0_r3 3", "in1 0", "in1_r3 3",
+    ] {
+        assert!(sched.contains(pin), "{pin}: {sched}");
+    }
+    // Each replica has its own copy of the stateless input path.
+    assert!(text.contains("in0_r2 [0] -> [0] hf0_r2;"), "{text}");
+    let dir = workdir("fanout");
+    let file = dir.join("iprouter-4.click");
     std::fs::write(&file, &text).unwrap();
     run_ok(&["check", file.to_str().unwrap()]);
     let _ = std::fs::remove_dir_all(&dir);
