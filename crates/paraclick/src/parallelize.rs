@@ -102,11 +102,16 @@ pub fn replicable(class: &str) -> Result<(), String> {
     if STATELESS.contains(&class) {
         return Ok(());
     }
+    // Each replica counts its flows; the original's handlers report the
+    // sums (Counter's REPLICAS, written by the rewrite): the name the
+    // user reads keeps its meaning. Not with calls ([`replicable_el`]).
+    if class == "Counter" {
+        return Ok(());
+    }
     Err(match class {
         c if c.ends_with("Queue") => "a queue: one FIFO for all flows".into(),
-        "Counter" | "AverageCounter" => {
-            "its counts are read by the user across all flows (summed replicas are not written)"
-                .into()
+        "AverageCounter" => {
+            "its rate is measured over all flows (summed replicas are not written)".into()
         }
         "IPRewriter" | "TCPRewriter" | "UDPRewriter" | "ICMPPingRewriter" | "ICMPRewriter" => {
             "NAT: one port allocator and mapping table for all flows (and both directions)".into()
@@ -126,6 +131,18 @@ pub fn replicable(class: &str) -> Result<(), String> {
         }
         _ => "not known to be free of state shared across flows".into(),
     })
+}
+
+/// [`replicable`] for one element of the configuration: a Counter with
+/// COUNT_CALL or BYTE_COUNT_CALL is kept whole (each replica's count
+/// would reach N on its own).
+pub fn replicable_el(e: &FlatElement) -> Result<(), String> {
+    if e.class == "Counter" && e.config.contains("COUNT_CALL") {
+        return Err(
+            "its COUNT_CALL or BYTE_COUNT_CALL fires when all flows' count reaches N".into(),
+        );
+    }
+    replicable(&e.class)
 }
 
 fn is_queue(class: &str) -> bool {
@@ -645,7 +662,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         let rep = replicable_after(gr, t, s);
         let first = gr.g.connections[gr.out[s][0]].to;
         if !rep.contains(&first) {
-            let why = replicable(&gr.g.elements[first].class)
+            let why = replicable_el(&gr.g.elements[first])
                 .err()
                 .unwrap_or_else(|| "it is also reached from elsewhere".into());
             notes.push(format!(
@@ -918,7 +935,7 @@ pub fn sched_split(gr: &Graph, app: &App, t: usize) -> Result<Option<SchedSplit>
             "its pull path has {} ({}): {}",
             e.name,
             e.class,
-            replicable(&e.class)
+            replicable_el(e)
                 .err()
                 .unwrap_or_else(|| "not a scheduler".into())
         ));
@@ -1138,7 +1155,7 @@ fn sequenced_downstream(gr: &Graph, t: usize, rep: &HashSet<usize>) -> Option<St
         .filter(|x| !rep.contains(x) && Some(**x) != gr.task_elem[t])
         .filter_map(|&x| {
             let e = &gr.g.elements[x];
-            replicable(&e.class)
+            replicable_el(e)
                 .err()
                 .map(|why| format!("{} ({}): {why}", e.name, e.class))
         })
@@ -1229,7 +1246,7 @@ fn replicable_after(gr: &Graph, t: usize, from: usize) -> HashSet<usize> {
     let mut rep: HashSet<usize> = gr.task_set[t]
         .iter()
         .copied()
-        .filter(|&x| x != from && replicable(&gr.g.elements[x].class).is_ok())
+        .filter(|&x| x != from && replicable_el(&gr.g.elements[x]).is_ok())
         .collect();
     loop {
         let bad: Vec<usize> = rep
@@ -1265,7 +1282,7 @@ fn merge_points(gr: &Graph, set: &HashSet<usize>, merges: impl Fn(usize) -> bool
             let to = gr.g.connections[c].to;
             if merges(to) {
                 let e = &gr.g.elements[to];
-                let why = replicable(&e.class)
+                let why = replicable_el(e)
                     .err()
                     .unwrap_or_else(|| "also reached from elsewhere".into());
                 let line = format!("{} ({}): {}", e.name, e.class, why);
@@ -1668,6 +1685,26 @@ fn replicate(g: &mut FlatGraph, gr: &Graph, set: &[usize], n: usize) -> Vec<Hash
                 });
                 map.insert(x, g.elements.len() - 1);
             }
+        }
+    }
+    // A replicated Counter's original reports the sums over its replicas
+    // under its own name.
+    if n > 1 {
+        for &x in set {
+            if gr.g.elements[x].class != "Counter" {
+                continue;
+            }
+            let names: Vec<String> = rep_of[1..]
+                .iter()
+                .map(|m| g.elements[m[&x]].name.clone())
+                .collect();
+            let cfg = g.elements[x].config.trim().to_string();
+            let add = format!("REPLICAS {}", names.join(" "));
+            g.elements[x].config = if cfg.is_empty() {
+                add
+            } else {
+                format!("{cfg}, {add}")
+            };
         }
     }
     for cc in gr.g.connections.iter().filter(|c| inset.contains(&c.from)) {
@@ -2145,11 +2182,16 @@ mod tests {
             text.contains("fd :: FromDevice(eth9, QUEUE 0, N_QUEUES 2, FANOUT HASH);"),
             "{text}"
         );
-        assert!(text.contains("CheckIPHeader@2_r1 [0] -> [0] c;"), "{text}");
+        assert!(
+            text.contains("CheckIPHeader@2_r1 [0] -> [0] c_r1;"),
+            "{text}"
+        );
+        assert!(text.contains("c :: Counter(REPLICAS c_r1);"), "{text}");
+        assert!(text.contains("c_r1 [0] -> [0] q;"), "{text}");
         assert!(
             plan.notes.iter().any(
-                |n| n.starts_with("fd: device fanout replicates 1 element(s)")
-                    && n.contains("c (Counter)")
+                |n| n.starts_with("fd: device fanout replicates 2 element(s)")
+                    && n.contains("q (Queue)")
             ),
             "{:?}",
             plan.notes
@@ -2163,7 +2205,8 @@ mod tests {
             .unwrap_err()
             .contains("port allocator"));
         assert!(replicable("Queue").is_err());
-        assert!(replicable("Counter").is_err());
+        assert!(replicable("Counter").is_ok());
+        assert!(replicable("AverageCounter").is_err());
         assert!(replicable("SomethingNew")
             .unwrap_err()
             .contains("not known"));
@@ -2212,13 +2255,14 @@ mod tests {
             assert!(
                 plan.notes
                     .iter()
-                    .any(|x| x.starts_with("ps: scheduler replication")
-                        && x.contains("out (Counter)"))
+                    .any(|x| x == "ps: scheduler replication copies 8 element(s); kept whole where the replicas merge: none"),
+                "{:?}",
+                plan.notes
             );
             let text = crate::flat::to_click(&rewrite(&gr, &plan.candidates[k], n));
             // The queues' capacity shared out (Queue's default 1000 for
-            // be); the Counters kept whole: ef_in before the hash, out
-            // where the replicas merge.
+            // be); ef_in, before the hash, kept whole; out replicated, its
+            // original reporting the sums under its name.
             let cap = 10000usize.div_ceil(n);
             assert!(text.contains(&format!("ef :: Queue({cap});")), "{text}");
             assert!(
@@ -2229,8 +2273,10 @@ mod tests {
                 text.contains(&format!("be :: Queue({});", 1000usize.div_ceil(n))),
                 "{text}"
             );
+            assert!(!text.contains("ef_in_r1"), "{text}");
+            let reps: Vec<String> = (1..n).map(|r| format!("out_r{r}")).collect();
             assert!(
-                !text.contains("ef_in_r1") && !text.contains("out_r1"),
+                text.contains(&format!("out :: Counter(REPLICAS {});", reps.join(" "))),
                 "{text}"
             );
             assert!(text.contains("ef_in [0] -> [0] par_hs_ef;"), "{text}");
@@ -2305,9 +2351,16 @@ mod tests {
             "{}",
             table(&plan, 2, "")
         );
-        // The counter is kept whole, and the output says why.
-        let t = table(&plan, 2, "");
-        assert!(t.contains("c (Counter): its counts are read"), "{t}");
+        // The counter is replicated, its original summing the replicas'
+        // counts under its name.
+        let flow = plan
+            .candidates
+            .iter()
+            .find(|c| matches!(c.rewrite, Rewrite::Flow { .. }))
+            .unwrap();
+        let t = crate::flat::to_click(&rewrite(&gr, flow, 2));
+        assert!(t.contains("c :: Counter(REPLICAS c_r1);"), "{t}");
+        assert!(t.contains("c_r1 [0] -> [0] Discard"), "{t}");
         // Every candidate's rewrite is a configuration that builds.
         for c in &plan.candidates {
             let g = rewrite(&gr, c, 2);

@@ -144,6 +144,21 @@ struct Case {
     /// (define name, file) of the inputs, written by `inputs`.
     outs: Vec<&'static str>,
     defines: Vec<(String, String)>,
+    /// Handlers the user reads (Counters' counts): every candidate's
+    /// must read as the original's.
+    counts: Vec<&'static str>,
+}
+
+/// The values `-h` printed, in order: `NAME:` then the value.
+fn handler_values(out: &str, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|h| {
+            let mut lines = out.lines();
+            lines.find(|l| *l == format!("{h}:"));
+            lines.next().unwrap_or("").trim().to_string()
+        })
+        .collect()
 }
 
 fn defines_for(dir: &Path, ins: &[(&str, &Path)], outs: &[&str]) -> Vec<(String, String)> {
@@ -181,7 +196,11 @@ fn check(
         args.push(format!("{o}={}", orig.join(format!("{o}.pcap")).display()));
     }
     let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    run_ok(&a);
+    let mut with_h = a.clone();
+    for h in &case.counts {
+        with_h.extend(["-h", h]);
+    }
+    let counts = handler_values(&run_ok(&with_h), &case.counts);
     let want: Vec<_> = case
         .outs
         .iter()
@@ -243,11 +262,26 @@ fn check(
             .find(|l| l.starts_with("// *"))
             .unwrap_or("")
             .to_string();
-        kinds.push(name.clone());
+        // Marked where the rewrite replicated a Counter (its original
+        // summing the replicas' counts).
+        kinds.push(if text.contains("REPLICAS ") {
+            format!("{name} [REPLICAS]")
+        } else {
+            name.clone()
+        });
         let file = dir.join("rewritten.click");
         std::fs::write(&file, &text).unwrap();
         let j = threads.to_string();
-        run_ok(&["-j", &j, file.to_str().unwrap()]);
+        let mut run = vec!["-j", &j, file.to_str().unwrap()];
+        for h in &case.counts {
+            run.extend(["-h", h]);
+        }
+        let got = handler_values(&run_ok(&run), &case.counts);
+        assert_eq!(
+            got, counts,
+            "{} -j {threads} candidate {k} ({name}): {:?}",
+            case.conf, case.counts
+        );
         for (o, w) in case.outs.iter().zip(&want) {
             let got = by_flow(&post(&dir, o), norm);
             assert_eq!(
@@ -328,6 +362,7 @@ fn ip_router_rewrites_keep_every_flow() {
     let case = Case {
         conf: "conf/iprouter-pcap.click",
         outs: vec!["OUT0", "OUT1"],
+        counts: vec!["out0.count", "out1.count"],
         defines: defines_for(
             &w,
             &[("IN0", &w.join("in0.pcap")), ("IN1", &w.join("in1.pcap"))],
@@ -361,6 +396,7 @@ fn nat_rewrites_keep_every_flow_and_its_port() {
     let case = Case {
         conf: "conf/nat-pcap.click",
         outs: vec!["PUB_OUT", "PRIV_OUT"],
+        counts: vec![],
         defines: defines_for(
             &w,
             &[
@@ -446,6 +482,7 @@ fn vpn_rewrites_keep_every_flow() {
     let case = Case {
         conf: "conf/vpn-pcap.click",
         outs: vec!["ESP_OUT", "PLAIN_OUT"],
+        counts: vec![],
         defines: defines_for(
             &w,
             &[
@@ -504,6 +541,15 @@ fn qos_rewrites_keep_every_flow() {
     let case = Case {
         conf: "conf/qos-pcap.click",
         outs: vec!["OUT"],
+        // Replicated by the flow split (the inputs' counters) and by the
+        // scheduler replication (out): summed under their names.
+        counts: vec![
+            "ef_in.count",
+            "af_in.count",
+            "be_in.count",
+            "out.count",
+            "out.byte_count",
+        ],
         defines: defines_for(&w, &[("IN", &w.join("in.pcap"))], &[]),
     };
     for j in [2, 4] {
@@ -514,6 +560,12 @@ fn qos_rewrites_keep_every_flow() {
             kinds
                 .iter()
                 .any(|k| k.contains(&format!("scheduler ps replicated into {j}"))),
+            "-j {j}: {kinds:?}"
+        );
+        // Counters were replicated, and their counts read as the
+        // original's (checked in `check`).
+        assert!(
+            kinds.iter().filter(|k| k.contains("[REPLICAS]")).count() >= 2,
             "-j {j}: {kinds:?}"
         );
     }

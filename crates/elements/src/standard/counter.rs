@@ -1,6 +1,6 @@
 //! # Counter
 //!
-//! Counter([keywords COUNT_CALL, BYTE_COUNT_CALL])
+//! Counter([keywords COUNT_CALL, BYTE_COUNT_CALL, REPLICAS])
 //!
 //! Counts packets and bytes.
 //!
@@ -15,6 +15,17 @@
 //! - `BYTE_COUNT_CALL` (`N HANDLER [VALUE]`): when the byte count reaches
 //!   or exceeds N, call the write handler HANDLER with VALUE before
 //!   emitting the packet.
+//!
+//! - `REPLICAS` (element names, space-separated; a paraclick
+//!   extension): Counters that count the other replicas of this one's
+//!   path. `paraclick parallelize` writes it when it replicates a path
+//!   through a Counter (a flow split, a device fanout, a scheduler
+//!   replication): each replica counts its own flows, and this
+//!   element's `count`, `byte_count`, `rate`, `bit_rate` and
+//!   `byte_rate` report the sums over itself and them, so the name the
+//!   user reads keeps its meaning; `reset` resets them all. Not with
+//!   COUNT_CALL or BYTE_COUNT_CALL (the replicas' counts would each
+//!   reach N on their own).
 //!
 //! HANDLER is `element.handler` (names relative to the Counter's
 //! compound first, as a Script's) or a global write handler (`stop`). Each
@@ -63,6 +74,8 @@ pub struct Counter<C: CallPolicy = NoCalls> {
     rate: RateMeter,
     byte_rate: RateMeter,
     calls: C,
+    /// REPLICAS: the Counters whose counts the handlers add to these.
+    replicas: Vec<String>,
 }
 
 pub fn spec() -> ClassSpec {
@@ -70,9 +83,20 @@ pub fn spec() -> ClassSpec {
         let mut a = cx.args();
         let count_call = a.read::<String>("COUNT_CALL");
         let byte_count_call = a.read::<String>("BYTE_COUNT_CALL");
+        let replicas: Vec<String> = a
+            .read::<String>("REPLICAS")
+            .map(|r| r.split_whitespace().map(String::from).collect())
+            .unwrap_or_default();
         a.complete()?;
         if count_call.is_none() && byte_count_call.is_none() {
-            return Ok(Box::new(ActionNode(new_counter(cx, NoCalls))) as Box<dyn Node>);
+            let mut c = new_counter(cx, NoCalls);
+            c.replicas = replicas;
+            return Ok(Box::new(ActionNode(c)) as Box<dyn Node>);
+        }
+        if !replicas.is_empty() {
+            return Err("REPLICAS cannot go with COUNT_CALL or BYTE_COUNT_CALL: \
+                        each replica's count would reach N on its own"
+                .into());
         }
         let calls = Calls {
             packets: AtomicU64::new(0),
@@ -92,6 +116,7 @@ fn new_counter<C: CallPolicy>(cx: &ConfigCx<'_>, calls: C) -> Counter<C> {
         rate: RateMeter::new(),
         byte_rate: RateMeter::new(),
         calls,
+        replicas: Vec::new(),
     }
 }
 
@@ -250,27 +275,66 @@ impl<C: CallPolicy> Counter<C> {
         self.byte_rate.reset();
         self.calls.reset();
     }
+
+    /// `own` plus handler `h` of every REPLICAS Counter.
+    fn summed(&self, own: f64, h: &str, hx: &HandlerCx<'_>) -> Result<f64, String> {
+        let mut sum = own;
+        for r in &self.replicas {
+            let v = hx.read(&format!("{r}.{h}"))?;
+            sum += v
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| format!("REPLICAS: {r}.{h} read '{v}'"))?;
+        }
+        Ok(sum)
+    }
+
+    fn summed_count(&self, own: u64, h: &str, hx: &HandlerCx<'_>) -> Result<String, String> {
+        if self.replicas.is_empty() {
+            return Ok(own.to_string());
+        }
+        let mut sum = own;
+        for r in &self.replicas {
+            let v = hx.read(&format!("{r}.{h}"))?;
+            sum += v
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("REPLICAS: {r}.{h} read '{v}'"))?;
+        }
+        Ok(sum.to_string())
+    }
+
+    fn reset_all(&self, hx: &HandlerCx<'_>) -> Result<(), String> {
+        self.reset();
+        for r in &self.replicas {
+            hx.write(&format!("{r}.reset"), "")?;
+        }
+        Ok(())
+    }
 }
 
 impl<C: CallPolicy> Action for Counter<C> {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.packets.get().to_string()),
-        Handler::read("byte_count", |e, _| e.bytes.get().to_string()),
-        Handler::read("rate", |e, _| fmt_rate(e.rate.rate(e.packets.get()))),
-        Handler::read("bit_rate", |e, _| {
-            fmt_rate(8.0 * e.byte_rate.rate(e.bytes.get()))
+        Handler::try_read("count", |e, hx| {
+            e.summed_count(e.packets.get(), "count", hx)
         }),
-        Handler::read("byte_rate", |e, _| {
-            fmt_rate(e.byte_rate.rate(e.bytes.get()))
+        Handler::try_read("byte_count", |e, hx| {
+            e.summed_count(e.bytes.get(), "byte_count", hx)
         }),
-        Handler::write("reset", |e, _, _| {
-            e.reset();
-            Ok(())
+        Handler::try_read("rate", |e, hx| {
+            let own = e.rate.rate(e.packets.get());
+            Ok(fmt_rate(e.summed(own, "rate", hx)?))
         }),
-        Handler::write("reset_counts", |e, _, _| {
-            e.reset();
-            Ok(())
+        Handler::try_read("bit_rate", |e, hx| {
+            let own = 8.0 * e.byte_rate.rate(e.bytes.get());
+            Ok(fmt_rate(e.summed(own, "bit_rate", hx)?))
         }),
+        Handler::try_read("byte_rate", |e, hx| {
+            let own = e.byte_rate.rate(e.bytes.get());
+            Ok(fmt_rate(e.summed(own, "byte_rate", hx)?))
+        }),
+        Handler::write("reset", |e, _, hx| e.reset_all(hx)),
+        Handler::write("reset_counts", |e, _, hx| e.reset_all(hx)),
         Handler::write("count_call", |e, v, hx| e.calls.set(false, v, hx)),
         Handler::write("byte_count_call", |e, v, hx| e.calls.set(true, v, hx)),
     ];
@@ -284,6 +348,11 @@ impl<C: CallPolicy> Action for Counter<C> {
     }
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        for r in &self.replicas {
+            if !ix.has_handler(&format!("{r}.count")) || !ix.has_handler(&format!("{r}.reset")) {
+                return Err(format!("REPLICAS: no Counter named '{r}'"));
+            }
+        }
         self.calls.check(ix)
     }
 
@@ -328,6 +397,39 @@ mod tests {
             ),
             1,
         )
+    }
+
+    #[test]
+    fn replicas_counts_are_summed_under_the_original_name_and_reset_with_it() {
+        let h = harness(
+            "Counter(REPLICAS k k2); k :: Counter -> Discard; TestSource -> k; \
+             k2 :: Counter -> Discard; TestSource -> k2",
+            1,
+        );
+        let r = &h.router;
+        r.push_into("k", 0, vec![pkt(&[1; 7]), pkt(&[1; 7])].into())
+            .unwrap();
+        r.push_into("k2", 0, vec![pkt(&[1; 100])].into()).unwrap();
+        n_packets(&h, 3, 10);
+        assert_eq!(h.read("count").unwrap(), "6");
+        assert_eq!(h.read("byte_count").unwrap(), "144");
+        // Each replica still reads its own.
+        assert_eq!(r.read_handler("k.count").unwrap(), "2");
+        let rate: f64 = h.read("rate").unwrap().parse().unwrap();
+        assert!(rate >= 0.0);
+        h.write("reset", "").unwrap();
+        assert_eq!(h.read("count").unwrap(), "0");
+        assert_eq!(r.read_handler("k2.byte_count").unwrap(), "0");
+        // A name that is no Counter, and REPLICAS with calls, are refused.
+        let e = try_harness("Counter(REPLICAS nope)", 1).err().unwrap();
+        assert!(e.contains("REPLICAS: no Counter named 'nope'"), "{e}");
+        let e = try_harness(
+            "Counter(REPLICAS k, COUNT_CALL 5 k.reset); k :: Counter -> Discard; TestSource -> k",
+            1,
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("REPLICAS cannot go with COUNT_CALL"), "{e}");
     }
 
     #[test]
