@@ -1,22 +1,28 @@
 #!/usr/bin/env python3
 """Quality of `paraclick parallelize` (issue 18): for each configuration at
--j 2, every candidate the tool considered (all written from one profile
-with --emit-all) is measured with the bench harness (`bench --mlffr`), in
-the same run, beside the unmodified configuration under the adaptive
-scheduler. Rounds alternate over all variants and the median of each is
-reported (the machine is shared and noisy). Printed per configuration:
-predicted vs measured per candidate, the rank of the chosen plan among the
-measured candidates, and the chosen plan against the unmodified
-configuration (adaptive) and the naive round-robin placement (candidate 0).
+-j 2, every candidate the tool considered is measured with the bench
+harness (`bench --mlffr`), in the same run, beside the unmodified
+configuration under the adaptive scheduler. Rounds alternate over all
+variants and the median of each is reported (the machine is shared and
+noisy). Printed per configuration: predicted vs measured per candidate,
+the rank of the chosen plan among the measured candidates, and the chosen
+plan against the unmodified configuration (adaptive) and the naive
+round-robin placement (candidate 0).
 
-On a VM the core-to-core line time moves between two states (~30 ns and
-~155 ns) for minutes at a time, and the model predicts for the state it
-sees when it profiles. The line is taken before every measured run (the
-model's example line_now): each configuration's table also gives the
-runs in the prediction's state, ranked on those alone where every
-variant has at least two.
+Line states. On a VM the core-to-core line time moves between two states
+(here ~25 ns and ~185 ns) for seconds to minutes at a time, and the model
+predicts, and the tool chooses, for the state it meets when it runs: a
+plan chosen in one state and measured in the other says nothing of the
+choice. So the tool is asked twice, at each state's line time
+(`parallelize --line-ns`, from one profile each: --emit-all writes every
+candidate), every distinct configuration of either list is measured, the
+line is taken before every measured run (the model's example line_now),
+and each state's choice is ranked among its own list on the runs that
+met that state. A state that no run (or too few) met is reported as
+such.
 
-    scripts/parallelize-quality.py [--rounds 3] [--trial 0.5] [--offered [--loss F]] [CONF ...]
+    scripts/parallelize-quality.py [--rounds 5] [--trial 0.5] [--offered [--loss F]]
+                                   [--fast-ns 24] [--slow-ns 185] [CONF ...]
 """
 import argparse
 import os
@@ -32,7 +38,7 @@ DEFAULT = ["conf/fake-iprouter.click", "conf/nat-bench.click",
            "conf/vpn-bench.click", "conf/replicated-qos.click"]
 BIG_N = "N=1000000000000"
 LINE_NOW = os.path.join(ROOT, "target", "release", "examples", "line_now")
-SLOW_NS = 100.0  # between the fast (~25 ns) and the slow (~190 ns) line state of this VM
+SLOW_NS = 100.0  # between the fast (~25 ns) and the slow (~185 ns) line state of this VM
 
 
 def line_ns():
@@ -57,9 +63,33 @@ def mlffr(args, trial):
     return float(m.group(1)), lossy
 
 
+def plan_at(conf, line):
+    """The tool's candidates and choice at a line time of `line` ns: a list
+    of dicts (k, chosen, pred, floor, name, body), or None."""
+    d = tempfile.mkdtemp(prefix="par-quality-")
+    plan = subprocess.run(
+        [BIN, "parallelize", "-j", "2", "--line-ns", str(line), "--emit-all", d, conf, BIG_N],
+        cwd=ROOT, capture_output=True, text=True)
+    if plan.returncode != 0:
+        print(f"{conf}: parallelize failed: {plan.stderr.strip()}")
+        return None
+    cands = []
+    for row in plan.stdout.splitlines():
+        # "// *K  PREDICTED  FLOOR  NAME  PLACEMENT"
+        m = re.match(r"^// ([ *])(\d+)\s+(\d+)\s+(\d+)\s+(.*?)\s{2,}(\S.*)$", row)
+        if m:
+            k = int(m.group(2))
+            with open(os.path.join(d, f"candidate-{k}.click")) as fh:
+                body = "".join(x for x in fh if not x.startswith("//"))
+            cands.append({"k": k, "chosen": m.group(1) == "*",
+                          "pred": float(m.group(3)), "floor": float(m.group(4)),
+                          "name": m.group(5), "placement": m.group(6), "body": body})
+    return cands
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--trial", type=float, default=0.5)
     ap.add_argument("--offered", action="store_true",
                     help="offer rates through FastUDPFlows too (bench --offered): the "
@@ -67,6 +97,10 @@ def main():
                          "saturated, as QoS schedulers do")
     ap.add_argument("--loss", type=float, default=0.0,
                     help="loss fraction a passing trial may have (bench --loss)")
+    ap.add_argument("--fast-ns", type=float, default=24.0,
+                    help="the fast state's line time, ns (this VM: 22-27)")
+    ap.add_argument("--slow-ns", type=float, default=185.0,
+                    help="the slow state's line time, ns (this VM: 170-195)")
     ap.add_argument("confs", nargs="*")
     a = ap.parse_args()
     if a.offered:
@@ -78,116 +112,93 @@ def main():
                    cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "paraclick-model",
                     "--example", "line_now"], cwd=ROOT, check=True)
+    states = [("fast", a.fast_ns), ("slow", a.slow_ns)]
     summary = []
     for conf in confs:
-        d = tempfile.mkdtemp(prefix="par-quality-")
-        plan = subprocess.run(
-            [BIN, "parallelize", "-j", "2", "--emit-all", d, conf, BIG_N],
-            cwd=ROOT, capture_output=True, text=True)
-        if plan.returncode != 0:
-            print(f"{conf}: parallelize failed: {plan.stderr.strip()}")
+        plans = {s: plan_at(conf, ns) for s, ns in states}
+        if any(p is None for p in plans.values()):
             continue
-        cands = []
-        for line in plan.stdout.splitlines():
-            # "// *K  PREDICTED  FLOOR  NAME  PLACEMENT"
-            m = re.match(r"^// ([ *])(\d+)\s+(\d+)\s+(\d+)\s+(.*?)\s{2,}", line)
-            if m:
-                cands.append({"k": int(m.group(2)), "chosen": m.group(1) == "*",
-                              "pred": float(m.group(3)), "floor": float(m.group(4)),
-                              "name": m.group(5)})
+        # Every distinct configuration of either list, measured once: the
+        # best placement is often round-robin's, and a state's plan may be
+        # the other state's (two runs of one plan differ by the noise).
         variants = [("unmodified, adaptive", [conf, BIG_N, "--sched", "adaptive"])]
-        # Candidates whose rewrites are the same configuration (the best
-        # placement is often round-robin's) are measured once, as one:
-        # two runs of one plan differ by the machine's noise, and ranking
-        # a plan against its own twin measures that noise.
-        twin = {}
-        first_of = {}
-        for c in cands:
-            f = os.path.join(d, f"candidate-{c['k']}.click")
-            with open(f) as fh:
-                body = "".join(l for l in fh if not l.startswith("//"))
-            name = f"#{c['k']} {c['name']}"
-            if body in first_of:
-                twin[name] = first_of[body]
-                continue
-            first_of[body] = name
-            variants.append((name, [f]))
-        m = re.search(r"core-to-core line (\d+) ns", plan.stdout)
-        pred_line = float(m.group(1)) if m else 0.0
-        pred_slow = pred_line >= SLOW_NS
-        runs = {v[0]: [] for v in variants}
-        same = {v[0]: [] for v in variants}
-        slow_runs = 0
+        label = {}  # body -> variant name
+        d = tempfile.mkdtemp(prefix="par-quality-v-")
+        for s, _ in states:
+            for c in plans[s]:
+                if c["body"] not in label:
+                    name = f"v{len(label)}"
+                    label[c["body"]] = name
+                    f = os.path.join(d, f"{name}.click")
+                    with open(f, "w") as fh:
+                        fh.write(c["body"])
+                    variants.append((name, [f]))
+        runs = {(v[0], s): [] for v in variants for s, _ in states}
         drops = {v[0]: 0 for v in variants}
+        met = {s: 0 for s, _ in states}
         for _ in range(a.rounds):
             for name, args in variants:
-                slow = line_ns() >= SLOW_NS
-                slow_runs += slow
+                s = "slow" if line_ns() >= SLOW_NS else "fast"
+                met[s] += 1
                 r, lossy = mlffr(args, a.trial)
                 if r is not None:
-                    runs[name].append(r)
-                    if slow == pred_slow:
-                        same[name].append(r)
+                    runs[(name, s)].append(r)
                     drops[name] += lossy
-        # Ranked on the runs in the prediction's line state where every
-        # variant has two of them, else on all runs.
-        use_same = all(len(v) >= 2 for v in same.values())
-        chosen_runs = same if use_same else runs
-        med = {k: statistics.median(v) if v else 0.0 for k, v in chosen_runs.items()}
-        for name, of in twin.items():
-            med[name] = med[of]
         total = a.rounds * len(variants)
-        print(f"\n{conf} at -j 2 (bench --mlffr --trial {a.trial} {' '.join(EXTRA)}, {a.rounds} alternating "
-              f"rounds; predicted at a {pred_line:.0f} ns line, "
-              f"{'slow' if pred_slow else 'fast'} state; {slow_runs} of {total} runs "
-              f"met the slow state; medians of "
-              f"{'the runs in the prediction' + chr(39) + 's state' if use_same else 'all runs'})")
-        print(f"  {'variant':<62} {'predicted':>10} {'floor':>10} {'measured':>10} {'error':>7}  rank")
-        measured = sorted(((med[f"#{c['k']} {c['name']}"], c['k']) for c in cands),
-                          reverse=True)
-        # Twins share a rank: the best of equal rates.
-        rank = {}
-        for i, (r, k) in enumerate(measured):
-            rank[k] = next(j + 1 for j, (r2, _) in enumerate(measured) if r2 == r)
-        adaptive = med["unmodified, adaptive"]
-        print(f"  {'unmodified, adaptive':<62} {'':>10} {'':>10} {adaptive:>10.0f} {'':>7}"
-              + (f"  ({drops['unmodified, adaptive']} runs with drops)"
-                 if drops["unmodified, adaptive"] else ""))
-        chosen = None
-        for c in cands:
-            name = f"#{c['k']} {c['name']}"
-            m = med[name]
-            err = (c["pred"] - m) / m * 100 if m else float("nan")
-            mark = " <- chosen" if c["chosen"] else ""
-            nd = drops[twin.get(name, name)]
-            dr = f" ({nd} runs with drops)" if nd else ""
-            if name in twin:
-                dr += f" (the same configuration as {twin[name].split()[0]}, measured as one)"
-            print(f"  {name:<62} {c['pred']:>10.0f} {c['floor']:>10.0f} {m:>10.0f} {err:>+6.0f}%  "
-                  f"{rank[c['k']]}{mark}{dr}")
-            if c["chosen"]:
-                chosen = c
-        if chosen is None:
-            continue
-        cm = med[f"#{chosen['k']} {chosen['name']}"]
-        best = measured[0][0]
-        rr = med[f"#0 {cands[0]['name']}"]
-        def root(n):
-            return twin.get(n, n)
-        rr_twin = chosen['k'] != 0 and \
-            root(f"#{chosen['k']} {chosen['name']}") == root(f"#0 {cands[0]['name']}")
-        line = (f"  chosen #{chosen['k']}{' (= round-robin)' if rr_twin else ''}: "
-                f"rank {rank[chosen['k']]} of {len(cands)}, "
-                f"{(cm / best - 1) * 100:+.1f}% vs best measured, "
-                f"{(cm / adaptive - 1) * 100 if adaptive else float('nan'):+.1f}% vs unmodified adaptive, "
-                f"{(cm / rr - 1) * 100 if rr else float('nan'):+.1f}% vs round-robin; "
-                f"model {(chosen['pred'] - cm) / cm * 100 if cm else float('nan'):+.0f}% on it")
-        print(line)
-        summary.append((conf, line.strip() + ("" if use_same else
-                                               " [runs in both line states]")))
+        print(f"\n{conf} at -j 2 (bench --mlffr --trial {a.trial} {' '.join(EXTRA)}, "
+              f"{a.rounds} alternating rounds over {len(variants)} distinct configurations; "
+              f"runs in the fast state {met['fast']}, in the slow state {met['slow']}, of {total})")
+        for s, ns in states:
+            cands = plans[s]
+            need = ["unmodified, adaptive"] + [label[c["body"]] for c in cands]
+            if any(len(runs[(v, s)]) < 1 for v in need):
+                short = sum(1 for v in need if not runs[(v, s)])
+                print(f"  {s} state ({ns:.0f} ns): {short} of {len(need)} variants never "
+                      f"measured in this state: not ranked")
+                summary.append((conf, s, None))
+                continue
+            med = {v: statistics.median(runs[(v, s)]) for v in need}
+            few = min(len(runs[(v, s)]) for v in need)
+            print(f"  {s} state: the tool's plans at a {ns:.0f} ns line, medians of the runs "
+                  f"in this state (at least {few} per variant)")
+            print(f"    {'candidate':<62} {'predicted':>10} {'floor':>10} {'measured':>10} "
+                  f"{'error':>7}  rank")
+            adaptive = med["unmodified, adaptive"]
+            print(f"    {'unmodified, adaptive':<62} {'':>10} {'':>10} {adaptive:>10.0f}")
+            rates = sorted({med[label[c['body']]] for c in cands}, reverse=True)
+            chosen = None
+            for c in cands:
+                v = label[c["body"]]
+                m = med[v]
+                err = (c["pred"] - m) / m * 100 if m else float("nan")
+                twins = [f"#{o['k']}" for o in cands if o["body"] == c["body"] and o["k"] != c["k"]]
+                notes = ""
+                if drops[v]:
+                    notes += f" ({drops[v]} runs with drops)"
+                if twins:
+                    notes += f" (the same configuration as {', '.join(twins)})"
+                mark = " <- chosen" if c["chosen"] else ""
+                print(f"    {'#' + str(c['k']) + ' ' + c['name']:<62} {c['pred']:>10.0f} "
+                      f"{c['floor']:>10.0f} {m:>10.0f} {err:>+6.0f}%  "
+                      f"{rates.index(m) + 1}{mark}{notes}")
+                if c["chosen"]:
+                    chosen = c
+            if chosen is None:
+                continue
+            cm = med[label[chosen["body"]]]
+            rr = med[label[cands[0]["body"]]]
+            is_rr = chosen["body"] == cands[0]["body"]
+            line = (f"chosen #{chosen['k']} {chosen['name']}{' (= round-robin)' if is_rr and chosen['k'] else ''}: "
+                    f"rank {rates.index(cm) + 1} of {len(rates)} distinct, "
+                    f"{(cm / rates[0] - 1) * 100:+.1f}% vs best measured, "
+                    f"{(cm / adaptive - 1) * 100 if adaptive else float('nan'):+.1f}% vs unmodified adaptive, "
+                    f"{(cm / rr - 1) * 100 if rr else float('nan'):+.1f}% vs round-robin; "
+                    f"model {(chosen['pred'] - cm) / cm * 100 if cm else float('nan'):+.0f}% on it")
+            print(f"    {line}")
+            summary.append((conf, s, line))
     print("\nsummary:")
-    for conf, line in summary:
-        print(f"  {conf}: {line}")
+    for conf, s, line in summary:
+        print(f"  {conf}, {s} state: {line or 'not met by enough runs'}")
 
 
 if __name__ == "__main__":
