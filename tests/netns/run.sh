@@ -27,7 +27,9 @@
 #     writes from conf/iprouter-veth.click as its device fanout candidate
 #     (each FromDevice one per queue of a fanout group, a replica of its
 #     path per thread): the same checks, and every queue got packets;
-#   - at -j 1 and in the parallelized configuration, 15 UDP flows of
+#   - then at -j 4 with --auto (the plan made at start-up: the device
+#     fanout into 4 queues per interface): the same checks;
+#   - at -j 1 and in the parallelized configurations, 15 UDP flows of
 #     numbered packets from h1 arrive at h2 whole, each flow in order;
 #   - `paraclick check` accepts the three configurations.
 # Prints one line per check; exits 0 if all pass. Namespaces, processes
@@ -79,15 +81,25 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 
-start_router() { # CONF THREADS
+start_router() { # CONF THREADS [OPTION...]
   local conf=$1 threads=$2
+  shift 2
   local -a handlers=()
   for h in $HANDLERS; do handlers+=(-h "$h"); done
   # Started directly (not through a shell function) so $! is paraclick.
   [[ $conf == /* ]] || conf=$ROOT/$conf
-  ip netns exec "$R" "$BIN" -j "$threads" "${handlers[@]}" "$conf" MTU1=1400 \
+  ip netns exec "$R" "$BIN" -j "$threads" "$@" "${handlers[@]}" "$conf" MTU1=1400 \
     >"$TMP/router.out" 2>"$TMP/router.err" &
   ROUTER_PID=$!
+  # With --auto the configuration first runs for its profile (answering
+  # pings too): ready only once the plan is printed.
+  if [[ " $* " == *" --auto "* ]]; then
+    for _ in $(seq 1 200); do
+      grep -q "^// chosen:" "$TMP/router.err" 2>/dev/null && break
+      kill -0 "$ROUTER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+  fi
   # Ready once the router answers a ping to its own address.
   for _ in $(seq 1 50); do
     if ! kill -0 "$ROUTER_PID" 2>/dev/null; then
@@ -306,6 +318,30 @@ if [[ -n $K ]] && in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" 
 else
   fail "parallelize -j 2 conf/iprouter-veth.click: no device fanout of in0 and in1 (candidate '$K')"
   cat "$TMP/plan.err" 2>/dev/null
+fi
+
+# ---- -j 4 --auto: the same configuration planned at start-up; at four
+# threads on two devices the device fanout is the plan ----
+HANDLERS="in0.count in0_r1.count in0_r2.count in0_r3.count to0.count to1.count"
+start_router conf/iprouter-veth.click 4 --auto || { fail "-j 4 --auto: router start"; exit 1; }
+chosen=$(grep -m1 '^// \*' "$TMP/router.err" || true)
+if grep -q "device fanout of in0, in1 into 4" <<<"$chosen"; then
+  pass "-j 4 --auto: the plan printed at start-up is the device fanout of in0 and in1 into 4"
+else
+  fail "-j 4 --auto: chosen plan: '$chosen'"; cat "$TMP/router.err"
+fi
+checks "-j 4 --auto"
+flow_order "-j 4 --auto"
+stop_router
+busy=0
+for h in in0.count in0_r1.count in0_r2.count in0_r3.count; do
+  [[ $(handler "$h") -gt 0 ]] && busy=$((busy + 1))
+done
+echo "      -j 4 --auto counts: r0 queues $(handler in0.count) $(handler in0_r1.count) $(handler in0_r2.count) $(handler in0_r3.count); r0 out $(handler to0.count), r1 out $(handler to1.count)"
+if [[ $busy -ge 2 ]]; then
+  pass "-j 4 --auto: $busy of r0's 4 receive queues got flows"
+else
+  fail "-j 4 --auto: only $busy of r0's receive queues got flows"
 fi
 
 # ---- paraclick check of the real-device configurations (they open the
