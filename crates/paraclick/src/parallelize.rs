@@ -266,25 +266,17 @@ pub enum Rewrite {
     Place,
     /// Queue + Unqueue inserted at connection `conn` of task `task`.
     Pipeline { conn: usize },
-    /// HashSwitch after source task `task`'s element, `n` replicas of
-    /// `set`.
-    Flow {
-        task: usize,
-        set: Vec<usize>,
-        offset: usize,
-        len: usize,
-    },
+    /// Per part: a HashSwitch after source task `task`'s element, `n`
+    /// replicas of `set`, each behind its own Queue and Unqueue. Several
+    /// parts: every source's flow split at once.
+    Flow { parts: Vec<FlowSplit> },
     /// A scheduler replicated per flow group (SMP Click's replicated
     /// QoS): a HashSwitch in front of each of `queues`, `n` replicas of
     /// `set` (the queues, the scheduler and the rest of the puller's pull
     /// path, the puller and the replicable elements it pushes into),
     /// each queue's capacity shared among its replicas.
-    Sched {
-        set: Vec<usize>,
-        queues: Vec<usize>,
-        offset: usize,
-        len: usize,
-    },
+    /// Several parts: every scheduler's replication at once.
+    Sched { parts: Vec<SchedSplit> },
     /// A flow split by the device's own receive queues: per part, source
     /// task `task`'s FromDevice becomes `n` FromDevices of one
     /// PACKET_FANOUT HASH group (`QUEUE r, N_QUEUES n`), each feeding its
@@ -644,6 +636,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         ));
     }
     // Flow splits of sources' paths.
+    let mut flows: Vec<FlowSplit> = Vec::new();
     for (t, te) in gr.task_elem.iter().enumerate() {
         let Some(s) = *te else { continue };
         let el = &gr.g.elements[s];
@@ -688,43 +681,6 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         // them: an Ethernet frame unless FORCE_IP.
         let offset = ip_offset(gr, first).unwrap_or(14) + 12;
         let len = if reasm { 8 } else { 12 };
-        // Model: the source keeps its own cost plus the hash; each
-        // replica task runs 1/n of the rest (the replicated elements and
-        // the whole elements they push into).
-        let total = app.tasks[t].cycles_per_packet;
-        let own = gr.cost[s].min(total);
-        let f = if gr.frac[first] > 0.0 {
-            gr.frac[first]
-        } else {
-            1.0
-        };
-        let mut a2 = app.clone();
-        a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
-        let base = a2.tasks.len();
-        let mut tn = names.clone();
-        for r in 0..n {
-            let uname = format!("par_u{}_{r}", cands.len());
-            a2.tasks.push(AppTask {
-                name: uname.clone(),
-                cycles_per_packet: (total - own) / n as f64,
-                entry: false,
-                packets: app.tasks[t].packets * f / n as f64,
-                crossing_factor: 0.0,
-                pass_cycles_per_packet: 0.0,
-                pass_mates: 0.0,
-            });
-            tn.push(Some(uname));
-            a2.queues.push(AppQueue {
-                name: format!("par_q{}_{r}", cands.len()),
-                producers: vec![(t, f / n as f64)],
-                consumers: vec![(base + r, f / n as f64)],
-                batch: BURST as f64,
-                line_growth: new_queue_term(gr, app, t, &rep),
-            });
-        }
-        share_producer(&mut a2.queues[..app.queues.len()], t, n, |r| base + r);
-        // Replica r on thread r.
-        let fixed: Vec<(usize, usize)> = (0..n).map(|r| (base + r, r)).collect();
         notes.push(format!(
             "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
             el.name,
@@ -735,28 +691,22 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 merge.join("; ")
             }
         ));
-        let name = format!(
-            "flow split after {} into {n} (HashSwitch({offset}, {len}))",
-            el.name
-        );
-        let rewrite = Rewrite::Flow {
+        flows.push(FlowSplit {
             task: t,
             set: rep,
             offset,
             len,
-        };
-        let base_queues = app.queues.len();
-        cands.push(Candidate::split(
-            name,
-            rewrite,
-            tn,
-            a2,
-            base_queues,
-            fixed,
-            m,
-            n,
-            w,
-        ));
+            units: Vec::new(),
+        });
+    }
+    // Each source's flow split alone, then every source's at once.
+    let mut groups: Vec<Vec<FlowSplit>> = flows.iter().map(|f| vec![f.clone()]).collect();
+    if flows.len() > 1 {
+        groups.push(flows);
+    }
+    for group in groups {
+        let k = cands.len();
+        cands.push(flow_candidate(gr, app, m, n, w, group, &names, k));
     }
     // Flow splits by the devices' own receive queues: each device alone,
     // then every device at once.
@@ -791,6 +741,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         cands.push(fanout_candidate(gr, app, m, n, w, group, &names));
     }
     // Schedulers replicated per flow group.
+    let mut scheds: Vec<(usize, SchedSplit)> = Vec::new();
     for t in 0..gr.task_elem.len() {
         match sched_split(gr, app, t) {
             Ok(None) => {}
@@ -806,14 +757,24 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                         sp.merge.join("; ")
                     }
                 ));
-                cands.push(sched_candidate(gr, app, m, n, w, t, sp, &names));
+                scheds.push((t, sp));
             }
         }
+    }
+    // Each scheduler's replication alone, then every one's at once.
+    let mut groups: Vec<Vec<(usize, SchedSplit)>> =
+        scheds.iter().map(|p| vec![p.clone()]).collect();
+    if scheds.len() > 1 {
+        groups.push(scheds);
+    }
+    for group in groups {
+        cands.push(sched_candidate(gr, app, m, n, w, group, &names));
     }
     finish(cands, notes)
 }
 
 /// What a scheduler replication of puller task `t` replicates.
+#[derive(Clone, Debug)]
 pub struct SchedSplit {
     /// The elements replicated: the queues, the pull path between them
     /// and the puller, the puller, the replicable elements after it.
@@ -1013,81 +974,194 @@ fn sched_candidate(
     m: &Machine,
     n: usize,
     w: &WhatIf,
-    t: usize,
-    sp: SchedSplit,
+    parts: Vec<(usize, SchedSplit)>,
     names: &[Option<String>],
 ) -> Candidate {
-    let u = gr.task_elem[t].unwrap_or(0);
-    let uname = gr.g.elements[u].name.clone();
     let mut a2 = app.clone();
-    let qidx: Vec<usize> = sp
-        .queues
-        .iter()
-        .filter_map(|&q| {
-            app.queues
-                .iter()
-                .position(|aq| aq.name == gr.g.elements[q].name)
-        })
-        .collect();
-    for &qi in &qidx {
-        for &(p, x) in &app.queues[qi].producers {
-            if let Some(tp) = a2.tasks.get_mut(p) {
-                tp.cycles_per_packet += HASH_CYCLES * x;
+    let mut tn = names.to_vec();
+    let mut fixed = Vec::new();
+    let mut what = Vec::new();
+    for (t, sp) in &parts {
+        let t = *t;
+        let u = gr.task_elem[t].unwrap_or(0);
+        let uname = gr.g.elements[u].name.clone();
+        let qidx: Vec<usize> = sp
+            .queues
+            .iter()
+            .filter_map(|&q| {
+                app.queues
+                    .iter()
+                    .position(|aq| aq.name == gr.g.elements[q].name)
+            })
+            .collect();
+        for &qi in &qidx {
+            for &(p, x) in &app.queues[qi].producers {
+                if let Some(tp) = a2.tasks.get_mut(p) {
+                    tp.cycles_per_packet += HASH_CYCLES * x;
+                }
             }
         }
-    }
-    let total = app.tasks[t].cycles_per_packet;
-    a2.tasks[t].cycles_per_packet = total / n as f64;
-    a2.tasks[t].packets = app.tasks[t].packets / n as f64;
-    let base = a2.tasks.len();
-    let mut tn = names.to_vec();
-    for r in 1..n {
-        let mut rt = a2.tasks[t].clone();
-        rt.name = format!("{uname}_r{r}");
-        a2.tasks.push(rt);
-        tn.push(Some(format!("{uname}_r{r}")));
-    }
-    let rep = |r: usize| if r == 0 { t } else { base + r - 1 };
-    for &qi in &qidx {
-        let q = app.queues[qi].clone();
-        let share = |v: &[(usize, f64)], r: usize, cons: bool| -> Vec<(usize, f64)> {
-            v.iter()
-                .map(|&(x, y)| (if cons && x == t { rep(r) } else { x }, y / n as f64))
-                .collect()
-        };
-        a2.queues[qi].producers = share(&q.producers, 0, false);
-        a2.queues[qi].consumers = share(&q.consumers, 0, true);
+        let total = app.tasks[t].cycles_per_packet;
+        a2.tasks[t].cycles_per_packet = total / n as f64;
+        a2.tasks[t].packets = app.tasks[t].packets / n as f64;
+        let base = a2.tasks.len();
         for r in 1..n {
-            a2.queues.push(AppQueue {
-                name: format!("{}_r{r}", q.name),
-                producers: share(&q.producers, r, false),
-                consumers: share(&q.consumers, r, true),
-                ..q.clone()
-            });
+            let mut rt = a2.tasks[t].clone();
+            rt.name = format!("{uname}_r{r}");
+            a2.tasks.push(rt);
+            tn.push(Some(format!("{uname}_r{r}")));
         }
+        let rep = |r: usize| if r == 0 { t } else { base + r - 1 };
+        for &qi in &qidx {
+            let q = app.queues[qi].clone();
+            let share = |v: &[(usize, f64)], r: usize, cons: bool| -> Vec<(usize, f64)> {
+                v.iter()
+                    .map(|&(x, y)| (if cons && x == t { rep(r) } else { x }, y / n as f64))
+                    .collect()
+            };
+            a2.queues[qi].producers = share(&q.producers, 0, false);
+            a2.queues[qi].consumers = share(&q.consumers, 0, true);
+            for r in 1..n {
+                a2.queues.push(AppQueue {
+                    name: format!("{}_r{r}", q.name),
+                    producers: share(&q.producers, r, false),
+                    consumers: share(&q.consumers, r, true),
+                    ..q.clone()
+                });
+            }
+        }
+        // Queues the puller's push path feeds: each replica feeds its share.
+        share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
+        fixed.extend((0..n).map(|r| (rep(r), r)));
+        let qnames: Vec<&str> = sp
+            .queues
+            .iter()
+            .map(|&q| gr.g.elements[q].name.as_str())
+            .collect();
+        what.push((sp.sched.clone(), sp.offset, sp.len, qnames.join(", ")));
     }
-    // Queues the puller's push path feeds: each replica feeds its share.
-    share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
-    let fixed: Vec<(usize, usize)> = (0..n).map(|r| (rep(r), r)).collect();
-    let qnames: Vec<&str> = sp
-        .queues
-        .iter()
-        .map(|&q| gr.g.elements[q].name.as_str())
-        .collect();
-    let name = format!(
-        "scheduler {} replicated into {n} (HashSwitch({}, {}) before {})",
-        sp.sched,
-        sp.offset,
-        sp.len,
-        qnames.join(", ")
-    );
+    let name = match what.as_slice() {
+        [(sched, offset, len, qs)] => {
+            format!(
+                "scheduler {sched} replicated into {n} (HashSwitch({offset}, {len}) before {qs})"
+            )
+        }
+        _ => format!(
+            "schedulers {} each replicated into {n} (HashSwitch before their queues)",
+            what.iter()
+                .map(|x| x.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     let rewrite = Rewrite::Sched {
-        set: sp.set,
-        queues: sp.queues,
-        offset: sp.offset,
-        len: sp.len,
+        parts: parts.into_iter().map(|p| p.1).collect(),
     };
     Candidate::split(name, rewrite, tn, a2, app.queues.len(), fixed, m, n, w)
+}
+
+/// One source's flow split.
+#[derive(Clone, Debug)]
+pub struct FlowSplit {
+    /// The source's task.
+    pub task: usize,
+    /// The replicated elements.
+    pub set: Vec<usize>,
+    /// HashSwitch's offset and length.
+    pub offset: usize,
+    pub len: usize,
+    /// The replicas' Unqueues (`par_uK_r`, or `par_uKpP_r` in a
+    /// combination; the HashSwitch and Queues are named after them).
+    pub units: Vec<String>,
+}
+
+/// The candidate of the flow splits `parts` together (one: a source's
+/// alone), candidate number `k`. Model, per part: the source keeps its
+/// own cost plus the hash; each replica task runs 1/n of the rest (the
+/// replicated elements and the whole elements they push into), replica
+/// r on thread r, behind a new queue from the source.
+#[allow(clippy::too_many_arguments)]
+fn flow_candidate(
+    gr: &Graph,
+    app: &App,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    mut parts: Vec<FlowSplit>,
+    names: &[Option<String>],
+    k: usize,
+) -> Candidate {
+    let mut a2 = app.clone();
+    let mut tn = names.to_vec();
+    let mut fixed = Vec::new();
+    let many = parts.len() > 1;
+    let mut srcs = Vec::new();
+    for (i, p) in parts.iter_mut().enumerate() {
+        let t = p.task;
+        let s = gr.task_elem[t].unwrap_or(0);
+        let first = gr.g.connections[gr.out[s][0]].to;
+        let total = app.tasks[t].cycles_per_packet;
+        let own = gr.cost[s].min(total);
+        let f = if gr.frac[first] > 0.0 {
+            gr.frac[first]
+        } else {
+            1.0
+        };
+        a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
+        let base = a2.tasks.len();
+        let tag = if many {
+            format!("{k}p{i}")
+        } else {
+            k.to_string()
+        };
+        p.units.clear();
+        for r in 0..n {
+            let uname = format!("par_u{tag}_{r}");
+            a2.tasks.push(AppTask {
+                name: uname.clone(),
+                cycles_per_packet: (total - own) / n as f64,
+                entry: false,
+                packets: app.tasks[t].packets * f / n as f64,
+                crossing_factor: 0.0,
+                pass_cycles_per_packet: 0.0,
+                pass_mates: 0.0,
+            });
+            tn.push(Some(uname.clone()));
+            p.units.push(uname);
+            a2.queues.push(AppQueue {
+                name: format!("par_q{tag}_{r}"),
+                producers: vec![(t, f / n as f64)],
+                consumers: vec![(base + r, f / n as f64)],
+                batch: BURST as f64,
+                line_growth: new_queue_term(gr, app, t, &p.set),
+            });
+        }
+        share_producer(&mut a2.queues[..app.queues.len()], t, n, |r| base + r);
+        fixed.extend((0..n).map(|r| (base + r, r)));
+        srcs.push(gr.g.elements[s].name.clone());
+    }
+    let name = match parts.as_slice() {
+        [p] => format!(
+            "flow split after {} into {n} (HashSwitch({}, {}))",
+            srcs[0], p.offset, p.len
+        ),
+        _ => format!(
+            "flow split after each of {} into {n} (HashSwitch)",
+            srcs.join(", ")
+        ),
+    };
+    let base_queues = app.queues.len();
+    Candidate::split(
+        name,
+        Rewrite::Flow { parts },
+        tn,
+        a2,
+        base_queues,
+        fixed,
+        m,
+        n,
+        w,
+    )
 }
 
 /// Whether source task `t` (element `s`) can be split by its device's
@@ -1540,72 +1614,69 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
             g.connections.push(conn(q, 0, 0, u));
             g.connections.push(conn(u, 0, old.to_port, old.to));
         }
-        Rewrite::Flow {
-            task,
-            set,
-            offset,
-            len,
-        } => {
-            let s = gr.task_elem[*task].unwrap_or(0);
-            let base = gr.task_names_len();
-            let units: Vec<String> = c.task_names[base..]
-                .iter()
-                .map(|x| x.clone().unwrap_or_default())
-                .collect();
-            let tag = units
-                .first()
-                .and_then(|u| u.strip_prefix("par_u"))
-                .and_then(|u| u.split('_').next())
-                .unwrap_or("0")
-                .to_string();
-            let hs = add(
-                &mut g,
-                format!("par_hs{tag}"),
-                "HashSwitch",
-                format!("{offset}, {len}"),
-            );
-            let first_conn = gr.out[s][0];
-            let old = g.connections[first_conn].clone();
-            g.connections[first_conn] = conn(s, old.from_port, 0, hs);
-            let rep_of = replicate(&mut g, gr, set, n);
-            for (r, u) in units.iter().enumerate().take(n) {
-                let qn = u.replacen("par_u", "par_q", 1);
-                let q = add(&mut g, qn, "Queue", QUEUE_CAP.to_string());
-                let ue = add(&mut g, u.clone(), "Unqueue", format!("BURST {BURST}"));
-                g.connections.push(conn(hs, r, 0, q));
-                g.connections.push(conn(q, 0, 0, ue));
-                g.connections
-                    .push(conn(ue, 0, old.to_port, rep_of[r][&old.to]));
-            }
-        }
-        Rewrite::Sched {
-            set,
-            queues,
-            offset,
-            len,
-        } => {
-            let inset: HashSet<usize> = set.iter().copied().collect();
-            for &q in queues {
-                g.elements[q].config = share_capacity(&gr.g.elements[q].config, n);
-            }
-            let rep_of = replicate(&mut g, gr, set, n);
-            // A HashSwitch in front of each queue: what entered it from
-            // outside now enters the HashSwitch, output r to replica r.
-            for &q in queues {
+        Rewrite::Flow { parts } => {
+            for p in parts {
+                let s = gr.task_elem[p.task].unwrap_or(0);
+                let tag = p
+                    .units
+                    .first()
+                    .and_then(|u| u.strip_prefix("par_u"))
+                    .and_then(|u| u.rsplit_once('_'))
+                    .map_or("0", |u| u.0)
+                    .to_string();
                 let hs = add(
                     &mut g,
-                    format!("par_hs_{}", gr.g.elements[q].name.replace('/', "_")),
+                    format!("par_hs{tag}"),
                     "HashSwitch",
-                    format!("{offset}, {len}"),
+                    format!("{}, {}", p.offset, p.len),
                 );
-                for &ci in &gr.inc[q] {
-                    if !inset.contains(&gr.g.connections[ci].from) {
-                        let old = g.connections[ci].clone();
-                        g.connections[ci] = conn(old.from, old.from_port, 0, hs);
-                    }
+                let first_conn = gr.out[s][0];
+                let old = g.connections[first_conn].clone();
+                g.connections[first_conn] = conn(s, old.from_port, 0, hs);
+                let rep_of = replicate(&mut g, gr, &p.set, n);
+                for (r, u) in p.units.iter().enumerate().take(n) {
+                    let qn = u.replacen("par_u", "par_q", 1);
+                    let q = add(&mut g, qn, "Queue", QUEUE_CAP.to_string());
+                    let ue = add(&mut g, u.clone(), "Unqueue", format!("BURST {BURST}"));
+                    g.connections.push(conn(hs, r, 0, q));
+                    g.connections.push(conn(q, 0, 0, ue));
+                    g.connections
+                        .push(conn(ue, 0, old.to_port, rep_of[r][&old.to]));
                 }
-                for (r, map) in rep_of.iter().enumerate().take(n) {
-                    g.connections.push(conn(hs, r, 0, map[&q]));
+            }
+        }
+        Rewrite::Sched { parts } => {
+            for SchedSplit {
+                set,
+                queues,
+                offset,
+                len,
+                ..
+            } in parts
+            {
+                let inset: HashSet<usize> = set.iter().copied().collect();
+                for &q in queues {
+                    g.elements[q].config = share_capacity(&gr.g.elements[q].config, n);
+                }
+                let rep_of = replicate(&mut g, gr, set, n);
+                // A HashSwitch in front of each queue: what entered it from
+                // outside now enters the HashSwitch, output r to replica r.
+                for &q in queues {
+                    let hs = add(
+                        &mut g,
+                        format!("par_hs_{}", gr.g.elements[q].name.replace('/', "_")),
+                        "HashSwitch",
+                        format!("{offset}, {len}"),
+                    );
+                    for &ci in &gr.inc[q] {
+                        if !inset.contains(&gr.g.connections[ci].from) {
+                            let old = g.connections[ci].clone();
+                            g.connections[ci] = conn(old.from, old.from_port, 0, hs);
+                        }
+                    }
+                    for (r, map) in rep_of.iter().enumerate().take(n) {
+                        g.connections.push(conn(hs, r, 0, map[&q]));
+                    }
                 }
             }
         }
@@ -1754,12 +1825,6 @@ pub fn share_capacity(config: &str, n: usize) -> String {
     }
     out.retain(|a| !a.is_empty());
     out.join(", ")
-}
-
-impl Graph {
-    fn task_names_len(&self) -> usize {
-        self.task_elem.len()
-    }
 }
 
 /// The comment table heading the output.
@@ -2196,6 +2261,74 @@ mod tests {
             "{:?}",
             plan.notes
         );
+    }
+
+    #[test]
+    fn every_scheduler_and_every_source_is_also_split_at_once() {
+        // Two sources, each into its own priority scheduler: each split
+        // alone, and each kind for both at once.
+        let mut text = String::new();
+        for x in ["a", "b"] {
+            text.push_str(&format!(
+                "{x} :: InfiniteSource(LIMIT 10) -> Strip(14) -> CheckIPHeader \
+                 -> {x}cl :: IPClassifier(ip dscp 46, -);
+                 {x}cl[0] -> {x}ef :: Queue; {x}cl[1] -> {x}be :: Queue;
+                 {x}ps :: PrioSched; {x}ef -> [0]{x}ps; {x}be -> [1]{x}ps;
+                 {x}ps -> {x}uq :: Unqueue -> {x}out :: Counter -> Discard;\n"
+            ));
+        }
+        let (gr, plan) = plan_for(&text, 2);
+        let names: Vec<&str> = plan.candidates.iter().map(|c| c.name.as_str()).collect();
+        for want in [
+            "flow split after a into 2",
+            "flow split after b into 2",
+            "flow split after each of a, b into 2 (HashSwitch)",
+            "scheduler aps replicated into 2",
+            "scheduler bps replicated into 2",
+            "schedulers aps, bps each replicated into 2",
+        ] {
+            assert!(
+                names.iter().any(|n| n.starts_with(want)),
+                "{want}: {names:?}"
+            );
+        }
+        for c in plan.candidates.iter().filter(|c| {
+            c.name.starts_with("schedulers") || c.name.starts_with("flow split after each")
+        }) {
+            let t = crate::flat::to_click(&rewrite(&gr, c, 2));
+            if c.name.starts_with("schedulers") {
+                // Both parts rewritten, and each replica of a Counter
+                // summed under the original's name.
+                for x in ["a", "b"] {
+                    assert!(
+                        t.contains(&format!("{x}out :: Counter(REPLICAS {x}out_r1);")),
+                        "{t}"
+                    );
+                }
+                assert!(
+                    t.contains("par_hs_aef :: HashSwitch")
+                        && t.contains("par_hs_bbe :: HashSwitch"),
+                    "{t}"
+                );
+                assert!(
+                    t.contains("auq_r1 :: Unqueue") && t.contains("buq_r1 :: Unqueue"),
+                    "{t}"
+                );
+            } else {
+                assert!(
+                    t.contains("p0 :: HashSwitch(26, 12);")
+                        && t.contains("p1 :: HashSwitch(26, 12);"),
+                    "{t}"
+                );
+            }
+            // Each replica's puller pinned to its own thread.
+            assert_eq!(c.fixed.len(), 4, "{}", c.name);
+            let src = Source {
+                name: "rewritten".into(),
+                text: t.clone(),
+            };
+            static_app(&src, &crate::registry(), &[]).unwrap_or_else(|e| panic!("{e}: {t}"));
+        }
     }
 
     #[test]

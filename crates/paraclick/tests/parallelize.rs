@@ -370,7 +370,15 @@ fn ip_router_rewrites_keep_every_flow() {
         ),
     };
     for j in [2, 4] {
-        check(&case, &w, j, &plain, &|_| {}, false);
+        let kinds = check(&case, &w, j, &plain, &|_| {}, false);
+        // Both interfaces' flow splits at once (a combination) were
+        // among the candidates checked.
+        assert!(
+            kinds
+                .iter()
+                .any(|k| k.contains(&format!("flow split after each of src0, src1 into {j}"))),
+            "-j {j}: {kinds:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&w);
 }
