@@ -322,6 +322,11 @@ fn check(
     kinds
 }
 
+/// A candidate whose name contains `what` was among those `check` ran.
+fn require(kinds: &[String], what: &str) {
+    assert!(kinds.iter().any(|k| k.contains(what)), "{what}: {kinds:?}");
+}
+
 fn workdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("paraclick-par-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -373,11 +378,9 @@ fn ip_router_rewrites_keep_every_flow() {
         let kinds = check(&case, &w, j, &plain, &|_| {}, false);
         // Both interfaces' flow splits at once (a combination) were
         // among the candidates checked.
-        assert!(
-            kinds
-                .iter()
-                .any(|k| k.contains(&format!("flow split after each of src0, src1 into {j}"))),
-            "-j {j}: {kinds:?}"
+        require(
+            &kinds,
+            &format!("flow split after each of src0, src1 into {j}"),
         );
     }
     let _ = std::fs::remove_dir_all(&w);
@@ -564,12 +567,7 @@ fn qos_rewrites_keep_every_flow() {
         let kinds = check(&case, &w, j, &plain, &|_| {}, false);
         // The priority scheduler replicated per flow group (SMP Click's
         // replicated QoS) was among the candidates checked.
-        assert!(
-            kinds
-                .iter()
-                .any(|k| k.contains(&format!("scheduler ps replicated into {j}"))),
-            "-j {j}: {kinds:?}"
-        );
+        require(&kinds, &format!("scheduler ps replicated into {j}"));
         // Counters were replicated, and their counts read as the
         // original's (checked in `check`).
         assert!(
@@ -580,6 +578,21 @@ fn qos_rewrites_keep_every_flow() {
     let _ = std::fs::remove_dir_all(&w);
 }
 
+/// `parallelize -j 4` of a device configuration, its devices named so
+/// that no test host has them (the profile cannot run).
+fn plan_without_devices(conf: &str) -> String {
+    run_ok(&[
+        "parallelize",
+        "-j",
+        "4",
+        "--duration",
+        "0.1",
+        conf,
+        "DEV0=paraclick-none0",
+        "DEV1=paraclick-none1",
+    ])
+}
+
 #[test]
 fn a_device_configuration_without_its_devices_is_planned_from_its_tasks() {
     // The issue's own example: conf/vpn-gateway-veth.click names devices
@@ -587,16 +600,7 @@ fn a_device_configuration_without_its_devices_is_planned_from_its_tasks() {
     // them). The profile cannot run, so every element counts 100 cycles;
     // the plan still has the router's four device tasks, places them
     // and considers splits, and the configuration it writes checks.
-    let text = run_ok(&[
-        "parallelize",
-        "-j",
-        "4",
-        "--duration",
-        "0.1",
-        "conf/vpn-gateway-veth.click",
-        "DEV0=paraclick-none0",
-        "DEV1=paraclick-none1",
-    ]);
+    let text = plan_without_devices("conf/vpn-gateway-veth.click");
     let table: Vec<&str> = text.lines().filter(|l| l.starts_with("//")).collect();
     assert!(
         table
@@ -645,16 +649,7 @@ fn a_router_on_devices_is_split_by_the_devices_own_receive_queues() {
     // group, each with a replica of its path, replica r on thread r, as
     // conf/iprouter-veth-2q.click does by hand. (tests/netns/run.sh runs
     // the -j 2 plan between real hosts.)
-    let text = run_ok(&[
-        "parallelize",
-        "-j",
-        "4",
-        "--duration",
-        "0.1",
-        "conf/iprouter-veth.click",
-        "DEV0=paraclick-none0",
-        "DEV1=paraclick-none1",
-    ]);
+    let text = plan_without_devices("conf/iprouter-veth.click");
     let chosen = text.lines().find(|l| l.starts_with("// *")).unwrap();
     assert!(
         chosen.contains("device fanout of in0, in1 into 4"),

@@ -277,31 +277,19 @@ impl<C: CallPolicy> Counter<C> {
     }
 
     /// `own` plus handler `h` of every REPLICAS Counter.
-    fn summed(&self, own: f64, h: &str, hx: &HandlerCx<'_>) -> Result<f64, String> {
+    fn summed<T>(&self, own: T, h: &str, hx: &HandlerCx<'_>) -> Result<T, String>
+    where
+        T: std::str::FromStr + std::ops::AddAssign,
+    {
         let mut sum = own;
         for r in &self.replicas {
             let v = hx.read(&format!("{r}.{h}"))?;
             sum += v
                 .trim()
-                .parse::<f64>()
+                .parse::<T>()
                 .map_err(|_| format!("REPLICAS: {r}.{h} read '{v}'"))?;
         }
         Ok(sum)
-    }
-
-    fn summed_count(&self, own: u64, h: &str, hx: &HandlerCx<'_>) -> Result<String, String> {
-        if self.replicas.is_empty() {
-            return Ok(own.to_string());
-        }
-        let mut sum = own;
-        for r in &self.replicas {
-            let v = hx.read(&format!("{r}.{h}"))?;
-            sum += v
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("REPLICAS: {r}.{h} read '{v}'"))?;
-        }
-        Ok(sum.to_string())
     }
 
     fn reset_all(&self, hx: &HandlerCx<'_>) -> Result<(), String> {
@@ -316,10 +304,10 @@ impl<C: CallPolicy> Counter<C> {
 impl<C: CallPolicy> Action for Counter<C> {
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::try_read("count", |e, hx| {
-            e.summed_count(e.packets.get(), "count", hx)
+            Ok(e.summed(e.packets.get(), "count", hx)?.to_string())
         }),
         Handler::try_read("byte_count", |e, hx| {
-            e.summed_count(e.bytes.get(), "byte_count", hx)
+            Ok(e.summed(e.bytes.get(), "byte_count", hx)?.to_string())
         }),
         Handler::try_read("rate", |e, hx| {
             let own = e.rate.rate(e.packets.get());
