@@ -1465,19 +1465,38 @@ fn choose_place(cands: &[Candidate]) -> usize {
 
 /// The chosen candidate: the best placement, then the split with the
 /// highest predicted rate among those whose [`floor`] beats that
-/// placement by [`PLACE_MARGIN`].
+/// placement by [`PLACE_MARGIN`]; of splits predicted within
+/// [`PLACE_MARGIN`] of that one, the one with the highest floor (the
+/// model cannot tell them apart, and the one whose added queues risk
+/// less is the safer: iprouter-veth's device fanout at -j 4, which adds
+/// no queue, against a HashSwitch flow split predicted 0.5% over it).
 fn choose(cands: &[Candidate]) -> usize {
-    let mut chosen = choose_place(cands);
-    let place = cands[chosen].predicted;
-    for (i, c) in cands.iter().enumerate() {
-        if !matches!(c.rewrite, Rewrite::Place)
-            && c.floor > place * (1.0 + PLACE_MARGIN)
-            && c.predicted > cands[chosen].predicted
-        {
-            chosen = i;
-        }
-    }
-    chosen
+    let place_k = choose_place(cands);
+    let place = cands[place_k].predicted;
+    let ok: Vec<usize> = (0..cands.len())
+        .filter(|&i| {
+            !matches!(cands[i].rewrite, Rewrite::Place)
+                && cands[i].floor > place * (1.0 + PLACE_MARGIN)
+                && cands[i].predicted > place
+        })
+        .collect();
+    let Some(best) = ok
+        .iter()
+        .map(|&i| cands[i].predicted)
+        .max_by(f64::total_cmp)
+    else {
+        return place_k;
+    };
+    ok.into_iter()
+        .filter(|&i| cands[i].predicted >= best / (1.0 + PLACE_MARGIN))
+        .max_by(|&a, &b| {
+            cands[a]
+                .floor
+                .total_cmp(&cands[b].floor)
+                .then(cands[a].predicted.total_cmp(&cands[b].predicted))
+                .then(b.cmp(&a))
+        })
+        .unwrap_or(place_k)
 }
 
 /// Split candidates whose queues [`measure_splits`] measures at most:
@@ -1876,7 +1895,7 @@ pub fn table(plan: &Plan, n: usize, profile_note: &str) -> String {
     let base = &plan.candidates[0];
     let _ = writeln!(
         s,
-        "// chosen: #{} {}: the highest predicted rate ({:.0} pps, {:+.0}% over round-robin placement) where a placement must beat round-robin by 2%, and a split the best placement by 2% even if each queue it adds cost its doubt more lines per crossing packet at one end (\"floor\": a line, or twice its measurements' median deviation once measured on the rewrite more than once, at least 0.3)",
+        "// chosen: #{} {}: the highest predicted rate ({:.0} pps, {:+.0}% over round-robin placement) where a placement must beat round-robin by 2%, and a split the best placement by 2% even if each queue it adds cost its doubt more lines per crossing packet at one end (\"floor\": a line, or twice its measurements' median deviation once measured on the rewrite more than once, at least 0.3); of splits predicted within 2% of each other, the highest floor",
         plan.chosen,
         best.name,
         best.predicted,
@@ -2655,6 +2674,19 @@ mod tests {
         cands[k].floor = place * 1.01;
         assert!(matches!(cands[choose(&cands)].rewrite, Rewrite::Place));
         cands[k].floor = place * 1.03;
+        assert_eq!(choose(&cands), k);
+        // Of two splits predicted within 2% of each other, the one with
+        // the higher floor; further apart, the higher prediction.
+        let k2 = cands
+            .iter()
+            .rposition(|c| !matches!(c.rewrite, Rewrite::Place))
+            .unwrap();
+        assert_ne!(k, k2);
+        cands[k2].predicted = place * 1.09;
+        cands[k2].floor = place * 1.09;
+        assert_eq!(choose(&cands), k2);
+        cands[k2].predicted = place * 1.07;
+        cands[k2].floor = place * 1.07;
         assert_eq!(choose(&cands), k);
     }
 
