@@ -84,6 +84,16 @@ def plan_at(conf, line):
             cands.append({"k": k, "chosen": m.group(1) == "*",
                           "pred": float(m.group(3)), "floor": float(m.group(4)),
                           "name": m.group(5), "placement": m.group(6), "body": body})
+    # The output itself: the chosen plan, or, where that is round-robin's
+    # placement, the same left unpinned to the adaptive scheduler.
+    with open(os.path.join(d, "output.click")) as fh:
+        out = "".join(x for x in fh if not x.startswith("//"))
+    for c in cands:
+        if c["chosen"] and c["body"] != out:
+            cands.append(dict(c, k=f"{c['k']}u", name=c["name"] + ", unpinned (the output)",
+                              body=out))
+            c["chosen"] = False
+            break
     return cands
 
 

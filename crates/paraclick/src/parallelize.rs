@@ -2131,7 +2131,12 @@ pub fn parallelize(
         "{note}{}each thread's core share now relative to the profile's: {share:.2}{line}",
         if note.is_empty() { "" } else { "; " }
     );
-    let head = table(&plan, n, &note);
+    let mut head = table(&plan, n, &note);
+    let handoff = opts.pick.is_none() && adaptive_handoff(&plan, n);
+    if handoff {
+        head.push_str(HANDOFF_NOTE);
+        head.push('\n');
+    }
     if let Some(dir) = &opts.emit_all {
         // Every candidate from this one profile, for measuring them all.
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -2142,10 +2147,43 @@ pub fn parallelize(
                 .map_err(|e| format!("{}: {e}", f.display()))?;
         }
     }
-    let out = rewrite(&gr, &plan.candidates[plan.chosen], n);
+    let out = output_graph(&gr, &plan, n, handoff);
     let mut text = head;
     text.push_str(&crate::flat::to_click(&out));
+    if let Some(dir) = &opts.emit_all {
+        let f = dir.join("output.click");
+        std::fs::write(&f, &text).map_err(|e| format!("{}: {e}", f.display()))?;
+    }
     Ok(text)
+}
+
+/// The line the output carries when [`adaptive_handoff`] holds.
+pub const HANDOFF_NOTE: &str = "// output: the chosen plan is round-robin's placement, so it is written without StaticThreadSched: the adaptive scheduler (paraclick's default) starts from round-robin and moves tasks by their measured loads (--candidate K writes a plan pinned)";
+
+/// Whether the chosen plan is round-robin's placement: the model found
+/// nothing better than where the adaptive scheduler starts, and that
+/// scheduler then moves tasks by the loads it measures, which no pinned
+/// plan can (in the 2026-11-27 quality runs it beat pinned round-robin
+/// by 5% on vpn-bench twice, and by 2-15% on three configurations of
+/// four). So the output is left unpinned.
+pub fn adaptive_handoff(plan: &Plan, n: usize) -> bool {
+    let c = &plan.candidates[plan.chosen];
+    n > 1 && matches!(c.rewrite, Rewrite::Place) && c.assign == plan.candidates[0].assign
+}
+
+/// The configuration written for the chosen candidate: pinned by its
+/// placement, or with no StaticThreadSched at all on a `handoff` to the
+/// adaptive scheduler (the configuration's own are dropped either way).
+pub fn output_graph(gr: &Graph, plan: &Plan, n: usize, handoff: bool) -> FlatGraph {
+    let c = &plan.candidates[plan.chosen];
+    if handoff {
+        let unpinned = Candidate {
+            task_names: vec![None; c.task_names.len()],
+            ..c.clone()
+        };
+        return rewrite(gr, &unpinned, n);
+    }
+    rewrite(gr, c, n)
 }
 
 #[cfg(test)]
@@ -2347,6 +2385,34 @@ mod tests {
                 text: t.clone(),
             };
             static_app(&src, &crate::registry(), &[]).unwrap_or_else(|e| panic!("{e}: {t}"));
+        }
+    }
+
+    #[test]
+    fn round_robins_placement_is_left_to_the_adaptive_scheduler() {
+        // Two equal sources, each with its own pinned path: round-robin
+        // is as good as any placement, and nothing splits.
+        let text = "a :: InfiniteSource(LIMIT 10) -> ToDump(/dev/null);
+                    b :: InfiniteSource(LIMIT 10) -> ToDump(/dev/null);
+                    StaticThreadSched(a 0, b 0);";
+        let (gr, mut plan) = plan_for(text, 2);
+        plan.chosen = 0;
+        assert!(adaptive_handoff(&plan, 2));
+        assert!(!adaptive_handoff(&plan, 1));
+        let out = crate::flat::to_click(&output_graph(&gr, &plan, 2, true));
+        assert!(!out.contains("StaticThreadSched"), "{out}");
+        let pinned = crate::flat::to_click(&output_graph(&gr, &plan, 2, false));
+        assert!(
+            pinned.contains("par_sched :: StaticThreadSched(a 0, b 1);"),
+            "{pinned}"
+        );
+        // Another placement is written pinned.
+        let k = plan.candidates.iter().position(|c| {
+            matches!(c.rewrite, Rewrite::Place) && c.assign != plan.candidates[0].assign
+        });
+        if let Some(k) = k {
+            plan.chosen = k;
+            assert!(!adaptive_handoff(&plan, 2));
         }
     }
 
