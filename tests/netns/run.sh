@@ -308,8 +308,10 @@ if [[ -n $K ]] && in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" 
   checks "-j 2 parallelized"
   flow_order "-j 2 parallelized"
   stop_router
-  q0=$(handler in0.count); q1=$(handler in0_r1.count); r0=$(handler in1.count); r1=$(handler in1_r1.count)
-  echo "      -j 2 parallelized counts: r0 queue 0 $q0, queue 1 $q1; r1 queue 0 $r0, queue 1 $r1; r0 out $(handler to0.count), r1 out $(handler to1.count)"
+  # in0.count sums both queues (REPLICAS in0_r1); queue 0's own is the rest.
+  all0=$(handler in0.count); q1=$(handler in0_r1.count); all1=$(handler in1.count); r1=$(handler in1_r1.count)
+  q0=$(( ${all0:-0} - ${q1:-0} )); r0=$(( ${all1:-0} - ${r1:-0} ))
+  echo "      -j 2 parallelized counts: r0 in $all0 (queue 0 $q0, queue 1 $q1); r1 in $all1 (queue 0 $r0, queue 1 $r1); r0 out $(handler to0.count), r1 out $(handler to1.count)"
   if [[ ${q0:-0} -gt 0 && ${q1:-0} -gt 0 && ${r0:-0} -gt 0 && ${r1:-0} -gt 0 ]]; then
     pass "-j 2 parallelized: every receive queue of both devices got flows"
   else
@@ -334,10 +336,15 @@ checks "-j 4 --auto"
 flow_order "-j 4 --auto"
 stop_router
 busy=0
-for h in in0.count in0_r1.count in0_r2.count in0_r3.count; do
+others=0
+for h in in0_r1.count in0_r2.count in0_r3.count; do
   [[ $(handler "$h") -gt 0 ]] && busy=$((busy + 1))
+  others=$((others + $(handler "$h")))
 done
-echo "      -j 4 --auto counts: r0 queues $(handler in0.count) $(handler in0_r1.count) $(handler in0_r2.count) $(handler in0_r3.count); r0 out $(handler to0.count), r1 out $(handler to1.count)"
+# in0.count sums the four queues (REPLICAS); queue 0's own is the rest.
+own=$(( $(handler in0.count) - others ))
+[[ $own -gt 0 ]] && busy=$((busy + 1))
+echo "      -j 4 --auto counts: r0 in $(handler in0.count): queues $own $(handler in0_r1.count) $(handler in0_r2.count) $(handler in0_r3.count); r0 out $(handler to0.count), r1 out $(handler to1.count)"
 if [[ $busy -ge 2 ]]; then
   pass "-j 4 --auto: $busy of r0's 4 receive queues got flows"
 else

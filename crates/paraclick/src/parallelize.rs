@@ -719,7 +719,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             Err(why) => notes.push(format!("{}: no device fanout: {why}", el.name)),
             Ok(Some((set, merge))) => {
                 notes.push(format!(
-                    "{}: device fanout replicates {} element(s) after it; kept whole where the replicas merge: {}; its handlers (count, drops) then count its queue 0 only, {}_r1.. the others",
+                    "{}: device fanout replicates {} element(s) after it; kept whole where the replicas merge: {}; its handlers (count, drops, kernel_drops) sum its queues' (REPLICAS {}_r1..)",
                     el.name,
                     set.len() - 1,
                     if merge.is_empty() {
@@ -1209,7 +1209,7 @@ pub fn fanout_config(config: &str, r: usize, n: usize) -> Result<String, String>
                     val.trim()
                 ))
             }
-            "N_QUEUES" | "QUEUE" | "FANOUT" => {}
+            "N_QUEUES" | "QUEUE" | "FANOUT" | "REPLICAS" => {}
             _ if !t.is_empty() => out.push(t.to_string()),
             _ => {}
         }
@@ -1703,8 +1703,16 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
             for (_, set) in parts {
                 let s = set[0];
                 let rep_of = replicate(&mut g, gr, set, n);
+                // The original reports for every queue under its name.
+                let copies: Vec<String> = rep_of[1..]
+                    .iter()
+                    .map(|m| g.elements[m[&s]].name.clone())
+                    .collect();
                 for (r, map) in rep_of.iter().enumerate() {
-                    if let Ok(cfg) = fanout_config(&gr.g.elements[s].config, r, n) {
+                    if let Ok(mut cfg) = fanout_config(&gr.g.elements[s].config, r, n) {
+                        if r == 0 && !copies.is_empty() {
+                            cfg.push_str(&format!(", REPLICAS {}", copies.join(" ")));
+                        }
                         g.elements[map[&s]].config = cfg;
                     }
                 }
@@ -2301,7 +2309,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("fd :: FromDevice(eth9, QUEUE 0, N_QUEUES 2, FANOUT HASH);"),
+            text.contains(
+                "fd :: FromDevice(eth9, QUEUE 0, N_QUEUES 2, FANOUT HASH, REPLICAS fd_r1);"
+            ),
             "{text}"
         );
         assert!(

@@ -667,10 +667,14 @@ fn a_router_on_devices_is_split_by_the_devices_own_receive_queues() {
                 .find(|l| l.starts_with(&format!("{el} :: FromDevice(")))
                 .unwrap_or_else(|| panic!("{el}: {text}"));
             assert!(line.contains(&format!("({dev}, ")), "{line}");
-            assert!(
-                line.ends_with(&format!("QUEUE {r}, N_QUEUES 4, FANOUT HASH);")),
-                "{line}"
-            );
+            let want = if r == 0 {
+                format!(
+                    "QUEUE 0, N_QUEUES 4, FANOUT HASH, REPLICAS {name}_r1 {name}_r2 {name}_r3);"
+                )
+            } else {
+                format!("QUEUE {r}, N_QUEUES 4, FANOUT HASH);")
+            };
+            assert!(line.ends_with(&want), "{line}");
         }
     }
     let sched = text

@@ -52,6 +52,24 @@ impl<'r> HandlerCx<'r> {
         write(self.core, spec, value, Some(self.elem))
     }
 
+    /// `own` plus handler `h` of every element named in `others`, each
+    /// read as a number: the handlers of an element that reports for its
+    /// replicas too (Counter's and FromDevice's REPLICAS).
+    pub fn sum_with<T>(&self, own: T, others: &[String], h: &str) -> Result<T, String>
+    where
+        T: std::str::FromStr + std::ops::AddAssign,
+    {
+        let mut sum = own;
+        for r in others {
+            let v = self.read(&format!("{r}.{h}"))?;
+            sum += v
+                .trim()
+                .parse::<T>()
+                .map_err(|_| format!("REPLICAS: {r}.{h} read '{v}'"))?;
+        }
+        Ok(sum)
+    }
+
     /// Parses a written value with the configuration's argument parser
     /// (the same `bool`, `IPAddress`, AddressInfo names...).
     pub fn arg<T: FromArg>(&self, value: &str) -> Result<T, String> {

@@ -281,15 +281,7 @@ impl<C: CallPolicy> Counter<C> {
     where
         T: std::str::FromStr + std::ops::AddAssign,
     {
-        let mut sum = own;
-        for r in &self.replicas {
-            let v = hx.read(&format!("{r}.{h}"))?;
-            sum += v
-                .trim()
-                .parse::<T>()
-                .map_err(|_| format!("REPLICAS: {r}.{h} read '{v}'"))?;
-        }
-        Ok(sum)
+        hx.sum_with(own, &self.replicas, h)
     }
 
     fn reset_all(&self, hx: &HandlerCx<'_>) -> Result<(), String> {

@@ -1,6 +1,6 @@
 //! # FromDevice
 //!
-//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE])
+//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS])
 //!
 //! Reads packets from a Linux network device (AF_PACKET, TPACKET_V3 ring).
 //!
@@ -119,6 +119,12 @@
 //! - `TIMESTAMP` (boolean, default true): set the timestamp annotation.
 //! - `FORCE_IP` (boolean, default false): emit only IPv4 packets (link
 //!   header kept, network header annotation set); drop the rest.
+//! - `REPLICAS` (element names, space-separated; a paraclick keyword):
+//!   the FromDevices reading the device's other queues, when `paraclick
+//!   parallelize` splits one FromDevice by its device's queues (its device
+//!   fanout): this element's `count`, `drops` and `kernel_drops` then
+//!   report the sums over itself and them, so the name the user reads
+//!   keeps its meaning; `reset_counts` resets them all.
 //! - `RING_SIZE` (bytes, default 16 MiB, rounded up to 128 KiB blocks, at
 //!   most 1 GiB): the kernel's receive ring (paraclick's own keyword). The
 //!   kernel hands a block over when it is full or 1 ms after its first
@@ -191,6 +197,9 @@ pub struct FromDevice {
     reader: Mutex<[RxReader; 2]>,
     /// Packets emitted per ring (MAIN, PRIO) and own drops.
     stats: RxCounters,
+    /// REPLICAS: the FromDevices reading the device's other queues, whose
+    /// counts the handlers add to these.
+    replicas: Vec<String>,
 }
 
 /// Ring indices in `rx`, `reader` and `stats`.
@@ -218,6 +227,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
         }
         opts.snaplen = s;
     }
+    let replicas: Vec<String> = a
+        .read::<String>("REPLICAS")
+        .map(|r| r.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
     if let Some(m) = a.read::<String>("METHOD") {
         if !matches!(m.to_ascii_uppercase().as_str(), "LINUX" | "PCAP" | "NETMAP") {
             a.error(format!("METHOD: expected LINUX, PCAP or NETMAP, not '{m}'"));
@@ -233,6 +246,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
         rx: OnceLock::new(),
         reader: Mutex::new(Default::default()),
         stats: RxCounters::new(2, cx.nthreads),
+        replicas,
     })
 }
 
@@ -262,13 +276,24 @@ impl FromDevice {
 
 impl Element for FromDevice {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.stats.count().to_string()),
-        Handler::read("drops", |e, _| e.stats.drops(e.rings()).to_string()),
-        Handler::read("kernel_drops", |e, _| {
-            e.stats.kernel_drops(e.rings()).to_string()
+        Handler::try_read("count", |e, hx| {
+            Ok(hx
+                .sum_with(e.stats.count(), &e.replicas, "count")?
+                .to_string())
         }),
-        Handler::write("reset_counts", |e, _, _| {
+        Handler::try_read("drops", |e, hx| {
+            let own = e.stats.drops(e.rings());
+            Ok(hx.sum_with(own, &e.replicas, "drops")?.to_string())
+        }),
+        Handler::try_read("kernel_drops", |e, hx| {
+            let own = e.stats.kernel_drops(e.rings());
+            Ok(hx.sum_with(own, &e.replicas, "kernel_drops")?.to_string())
+        }),
+        Handler::write("reset_counts", |e, _, hx| {
             e.stats.reset(e.rings());
+            for r in &e.replicas {
+                hx.write(&format!("{r}.reset_counts"), "")?;
+            }
             Ok(())
         }),
         Handler::read("encap", |_, _| "ETHER".into()),
@@ -277,6 +302,11 @@ impl Element for FromDevice {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        for r in &self.replicas {
+            if !ix.has_handler(&format!("{r}.kernel_drops")) {
+                return Err(format!("REPLICAS: no FromDevice named '{r}'"));
+            }
+        }
         check_device_queues(ix, &self.claim())?;
         // The task exists in a checked configuration too (never run
         // there): the thread plan and `paraclick parallelize`'s fallback
