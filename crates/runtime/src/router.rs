@@ -550,6 +550,30 @@ impl InitCx<'_> {
     pub fn has_handler(&self, spec: &str) -> bool {
         crate::handler::exists(self.core, spec, self.elem)
     }
+
+    /// Checks a REPLICAS list (Counter's, FromDevice's): each name is an
+    /// element of type `T` (`what`, for the error) that names no replicas
+    /// of its own (`theirs`), so that reading the sums
+    /// ([`crate::HandlerCx::sum_with`]) never goes round in a loop.
+    pub fn check_replicas<T: 'static>(
+        &self,
+        names: &[String],
+        what: &str,
+        theirs: impl Fn(&T) -> &[String],
+    ) -> Result<(), String> {
+        for r in names {
+            let e = self
+                .find(r)
+                .and_then(|i| self.element::<T>(i))
+                .ok_or_else(|| format!("REPLICAS: no {what} named '{r}'"))?;
+            if !theirs(e).is_empty() {
+                return Err(format!(
+                    "REPLICAS: {r} names replicas of its own (one element reports for all)"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A configured router, ready to run.

@@ -276,14 +276,6 @@ impl<C: CallPolicy> Counter<C> {
         self.calls.reset();
     }
 
-    /// `own` plus handler `h` of every REPLICAS Counter.
-    fn summed<T>(&self, own: T, h: &str, hx: &HandlerCx<'_>) -> Result<T, String>
-    where
-        T: std::str::FromStr + std::ops::AddAssign,
-    {
-        hx.sum_with(own, &self.replicas, h)
-    }
-
     fn reset_all(&self, hx: &HandlerCx<'_>) -> Result<(), String> {
         self.reset();
         for r in &self.replicas {
@@ -296,22 +288,26 @@ impl<C: CallPolicy> Counter<C> {
 impl<C: CallPolicy> Action for Counter<C> {
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::try_read("count", |e, hx| {
-            Ok(e.summed(e.packets.get(), "count", hx)?.to_string())
+            Ok(hx
+                .sum_with(e.packets.get(), &e.replicas, "count")?
+                .to_string())
         }),
         Handler::try_read("byte_count", |e, hx| {
-            Ok(e.summed(e.bytes.get(), "byte_count", hx)?.to_string())
+            Ok(hx
+                .sum_with(e.bytes.get(), &e.replicas, "byte_count")?
+                .to_string())
         }),
         Handler::try_read("rate", |e, hx| {
             let own = e.rate.rate(e.packets.get());
-            Ok(fmt_rate(e.summed(own, "rate", hx)?))
+            Ok(fmt_rate(hx.sum_with(own, &e.replicas, "rate")?))
         }),
         Handler::try_read("bit_rate", |e, hx| {
             let own = 8.0 * e.byte_rate.rate(e.bytes.get());
-            Ok(fmt_rate(e.summed(own, "bit_rate", hx)?))
+            Ok(fmt_rate(hx.sum_with(own, &e.replicas, "bit_rate")?))
         }),
         Handler::try_read("byte_rate", |e, hx| {
             let own = e.byte_rate.rate(e.bytes.get());
-            Ok(fmt_rate(e.summed(own, "byte_rate", hx)?))
+            Ok(fmt_rate(hx.sum_with(own, &e.replicas, "byte_rate")?))
         }),
         Handler::write("reset", |e, _, hx| e.reset_all(hx)),
         Handler::write("reset_counts", |e, _, hx| e.reset_all(hx)),
@@ -328,11 +324,9 @@ impl<C: CallPolicy> Action for Counter<C> {
     }
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        for r in &self.replicas {
-            if !ix.has_handler(&format!("{r}.count")) || !ix.has_handler(&format!("{r}.reset")) {
-                return Err(format!("REPLICAS: no Counter named '{r}'"));
-            }
-        }
+        ix.check_replicas(&self.replicas, "Counter without calls", |c: &Counter| {
+            &c.replicas
+        })?;
         self.calls.check(ix)
     }
 
@@ -402,7 +396,15 @@ mod tests {
         assert_eq!(r.read_handler("k2.byte_count").unwrap(), "0");
         // A name that is no Counter, and REPLICAS with calls, are refused.
         let e = try_harness("Counter(REPLICAS nope)", 1).err().unwrap();
-        assert!(e.contains("REPLICAS: no Counter named 'nope'"), "{e}");
+        assert!(
+            e.contains("REPLICAS: no Counter without calls named 'nope'"),
+            "{e}"
+        );
+        // Nor may a replica name replicas (reading the sums would loop).
+        let e = try_harness("Counter(REPLICAS k); k :: Counter(REPLICAS k2) -> Discard; TestSource -> k; k2 :: Counter -> Discard; TestSource -> k2", 1)
+            .err()
+            .unwrap();
+        assert!(e.contains("REPLICAS: k names replicas of its own"), "{e}");
         let e = try_harness(
             "Counter(REPLICAS k, COUNT_CALL 5 k.reset); k :: Counter -> Discard; TestSource -> k",
             1,

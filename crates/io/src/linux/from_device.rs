@@ -302,11 +302,7 @@ impl Element for FromDevice {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        for r in &self.replicas {
-            if !ix.has_handler(&format!("{r}.kernel_drops")) {
-                return Err(format!("REPLICAS: no FromDevice named '{r}'"));
-            }
-        }
+        ix.check_replicas(&self.replicas, "FromDevice", |f: &FromDevice| &f.replicas)?;
         check_device_queues(ix, &self.claim())?;
         // The task exists in a checked configuration too (never run
         // there): the thread plan and `paraclick parallelize`'s fallback
