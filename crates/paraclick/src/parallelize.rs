@@ -668,7 +668,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         let merge = merge_points(gr, &rep, |to| {
             !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class)
         });
-        if let Some(why) = sequenced(&merge).or_else(|| sequenced_downstream(gr, t, &rep)) {
+        if let Some(why) = sequenced(gr, t, &rep) {
             notes.push(format!("{}: no flow split: {why}", el.name));
             continue;
         }
@@ -696,7 +696,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             set: rep,
             offset,
             len,
-            units: Vec::new(),
+            tag: String::new(),
         });
     }
     // Each source's flow split alone, then every source's at once.
@@ -948,7 +948,7 @@ pub fn sched_split(gr: &Graph, app: &App, t: usize) -> Result<Option<SchedSplit>
     set.sort();
     let inset: HashSet<usize> = set.iter().copied().collect();
     let merge = merge_points(gr, &inset, |to| !inset.contains(&to));
-    if let Some(why) = sequenced(&merge) {
+    if let Some(why) = sequenced(gr, t, &down) {
         return no(why);
     }
     queues.sort();
@@ -1001,17 +1001,7 @@ fn sched_candidate(
                 }
             }
         }
-        let total = app.tasks[t].cycles_per_packet;
-        a2.tasks[t].cycles_per_packet = total / n as f64;
-        a2.tasks[t].packets = app.tasks[t].packets / n as f64;
-        let base = a2.tasks.len();
-        for r in 1..n {
-            let mut rt = a2.tasks[t].clone();
-            rt.name = format!("{uname}_r{r}");
-            a2.tasks.push(rt);
-            tn.push(Some(format!("{uname}_r{r}")));
-        }
-        let rep = |r: usize| if r == 0 { t } else { base + r - 1 };
+        let rep = copy_task(&mut a2, app, t, n, &uname, &mut tn);
         for &qi in &qidx {
             let q = app.queues[qi].clone();
             let share = |v: &[(usize, f64)], r: usize, cons: bool| -> Vec<(usize, f64)> {
@@ -1070,9 +1060,10 @@ pub struct FlowSplit {
     /// HashSwitch's offset and length.
     pub offset: usize,
     pub len: usize,
-    /// The replicas' Unqueues (`par_uK_r`, or `par_uKpP_r` in a
-    /// combination; the HashSwitch and Queues are named after them).
-    pub units: Vec<String>,
+    /// Names the part's elements: `par_hsTAG`, then `par_qTAG_r` and
+    /// `par_uTAG_r` per replica r (TAG: the candidate's number, with `pP`
+    /// for part P of a combination).
+    pub tag: String,
 }
 
 /// The candidate of the flow splits `parts` together (one: a source's
@@ -1114,7 +1105,7 @@ fn flow_candidate(
         } else {
             k.to_string()
         };
-        p.units.clear();
+        p.tag = tag.clone();
         for r in 0..n {
             let uname = format!("par_u{tag}_{r}");
             a2.tasks.push(AppTask {
@@ -1126,8 +1117,7 @@ fn flow_candidate(
                 pass_cycles_per_packet: 0.0,
                 pass_mates: 0.0,
             });
-            tn.push(Some(uname.clone()));
-            p.units.push(uname);
+            tn.push(Some(uname));
             a2.queues.push(AppQueue {
                 name: format!("par_q{tag}_{r}"),
                 producers: vec![(t, f / n as f64)],
@@ -1184,7 +1174,7 @@ fn fanout_part(
     let mut all = rep.clone();
     all.insert(s);
     let merge = merge_points(gr, &all, |to| !all.contains(&to));
-    if let Some(why) = sequenced_downstream(gr, t, &rep) {
+    if let Some(why) = sequenced(gr, t, &rep) {
         return Err(why);
     }
     let mut set: Vec<usize> = rep.into_iter().collect();
@@ -1221,27 +1211,26 @@ pub fn fanout_config(config: &str, r: usize, n: usize) -> Result<String, String>
 }
 
 /// Where an element that `n` threads would feed after a split of task
-/// `t`'s path (everything it reaches outside `rep`, kept whole) numbers
-/// or checks packets in sequence: [`sequenced`] of those elements.
-fn sequenced_downstream(gr: &Graph, t: usize, rep: &HashSet<usize>) -> Option<String> {
-    let whole: Vec<String> = gr.task_set[t]
+/// `t`'s path (everything it reaches outside `rep`, the replicated
+/// elements, kept whole: the merge points and what they push into)
+/// numbers the packets of all flows in the order they leave (ESP's
+/// sequence numbers, checked by the peer's replay window) or checks
+/// them (a replay window): the threads' interleaving could move a number
+/// further than the window and the peer would drop it (the VPN
+/// semantics test found this at a merge point; vpn-gateway-veth's flow
+/// splits fed `enc` through the shared routing table).
+fn sequenced(gr: &Graph, t: usize, rep: &HashSet<usize>) -> Option<String> {
+    gr.task_set[t]
         .iter()
         .filter(|x| !rep.contains(x) && Some(**x) != gr.task_elem[t])
-        .filter_map(|&x| {
+        .find_map(|&x| {
             let e = &gr.g.elements[x];
             replicable_el(e)
                 .err()
+                .filter(|why| why.contains("sequence numbers") || why.contains("replay window"))
                 .map(|why| format!("{} ({}): {why}", e.name, e.class))
         })
-        .collect();
-    sequenced(&whole).map(|_| {
-        let bad = whole
-            .iter()
-            .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
-            .cloned()
-            .unwrap_or_default();
-        format!("the replicas' threads would all feed {bad}; packets could be numbered or checked out of sequence beyond a replay window")
-    })
+        .map(|bad| format!("the replicas' threads would all feed {bad}; packets could be numbered or checked out of sequence beyond a replay window"))
 }
 
 /// The candidate splitting each part's source by its device's queues:
@@ -1265,16 +1254,7 @@ fn fanout_candidate(
     for (t, _) in &parts {
         let t = *t;
         let sname = gr.g.elements[gr.task_elem[t].unwrap_or(0)].name.clone();
-        a2.tasks[t].cycles_per_packet = app.tasks[t].cycles_per_packet / n as f64;
-        a2.tasks[t].packets = app.tasks[t].packets / n as f64;
-        let base = a2.tasks.len();
-        for r in 1..n {
-            let mut rt = a2.tasks[t].clone();
-            rt.name = format!("{sname}_r{r}");
-            a2.tasks.push(rt);
-            tn.push(Some(format!("{sname}_r{r}")));
-        }
-        let rep = |r: usize| if r == 0 { t } else { base + r - 1 };
+        let rep = copy_task(&mut a2, app, t, n, &sname, &mut tn);
         share_producer(&mut a2.queues, t, n, rep);
         fixed.extend((0..n).map(|r| (rep(r), r)));
         srcs.push(sname);
@@ -1295,6 +1275,29 @@ fn fanout_candidate(
         n,
         w,
     )
+}
+
+/// Task `t` of `app` run as `n` copies in `a2`: itself and `NAME_rR`
+/// (named in `tn` too), each with 1/n of its cycles and packets. Returns
+/// the task index of copy r.
+fn copy_task(
+    a2: &mut App,
+    app: &App,
+    t: usize,
+    n: usize,
+    name: &str,
+    tn: &mut Vec<Option<String>>,
+) -> impl Fn(usize) -> usize + Copy {
+    a2.tasks[t].cycles_per_packet = app.tasks[t].cycles_per_packet / n as f64;
+    a2.tasks[t].packets = app.tasks[t].packets / n as f64;
+    let base = a2.tasks.len();
+    for r in 1..n {
+        let mut rt = a2.tasks[t].clone();
+        rt.name = format!("{name}_r{r}");
+        a2.tasks.push(rt);
+        tn.push(Some(format!("{name}_r{r}")));
+    }
+    move |r: usize| if r == 0 { t } else { base + r - 1 }
 }
 
 /// Task `t`'s part as producer of `queues` shared equally among its `n`
@@ -1367,19 +1370,6 @@ fn merge_points(gr: &Graph, set: &HashSet<usize>, merges: impl Fn(usize) -> bool
         }
     }
     merge
-}
-
-/// A merge point that numbers the packets of all flows in the order they
-/// leave (ESP's sequence numbers, checked by the peer's replay window)
-/// may not be fed by several threads: their interleaving could move a
-/// number further than the window and the peer would drop it (the
-/// semantics test found this). Likewise a replay window fed by several
-/// threads could see a number arrive after the window moved past it.
-fn sequenced(merge: &[String]) -> Option<String> {
-    merge
-        .iter()
-        .find(|l| l.contains("sequence numbers") || l.contains("replay window"))
-        .map(|bad| format!("the replicas would merge into {bad}; packets could be numbered or checked out of sequence beyond a replay window"))
 }
 
 fn finish(cands: Vec<Candidate>, notes: Vec<String>) -> Plan {
@@ -1636,13 +1626,7 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
         Rewrite::Flow { parts } => {
             for p in parts {
                 let s = gr.task_elem[p.task].unwrap_or(0);
-                let tag = p
-                    .units
-                    .first()
-                    .and_then(|u| u.strip_prefix("par_u"))
-                    .and_then(|u| u.rsplit_once('_'))
-                    .map_or("0", |u| u.0)
-                    .to_string();
+                let tag = &p.tag;
                 let hs = add(
                     &mut g,
                     format!("par_hs{tag}"),
@@ -1653,14 +1637,22 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
                 let old = g.connections[first_conn].clone();
                 g.connections[first_conn] = conn(s, old.from_port, 0, hs);
                 let rep_of = replicate(&mut g, gr, &p.set, n);
-                for (r, u) in p.units.iter().enumerate().take(n) {
-                    let qn = u.replacen("par_u", "par_q", 1);
-                    let q = add(&mut g, qn, "Queue", QUEUE_CAP.to_string());
-                    let ue = add(&mut g, u.clone(), "Unqueue", format!("BURST {BURST}"));
+                for (r, map) in rep_of.iter().enumerate() {
+                    let q = add(
+                        &mut g,
+                        format!("par_q{tag}_{r}"),
+                        "Queue",
+                        QUEUE_CAP.to_string(),
+                    );
+                    let ue = add(
+                        &mut g,
+                        format!("par_u{tag}_{r}"),
+                        "Unqueue",
+                        format!("BURST {BURST}"),
+                    );
                     g.connections.push(conn(hs, r, 0, q));
                     g.connections.push(conn(q, 0, 0, ue));
-                    g.connections
-                        .push(conn(ue, 0, old.to_port, rep_of[r][&old.to]));
+                    g.connections.push(conn(ue, 0, old.to_port, map[&old.to]));
                 }
             }
         }
