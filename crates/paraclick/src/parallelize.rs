@@ -264,8 +264,13 @@ impl Graph {
 pub enum Rewrite {
     /// Tasks placed as given.
     Place,
-    /// Queue + Unqueue inserted at connection `conn` of task `task`.
-    Pipeline { conn: usize },
+    /// Queue + Unqueue inserted at connection `conn` of task `task`, the
+    /// Unqueue named `name` (its queue `par_q..` for `par_u..`).
+    Pipeline {
+        task: usize,
+        conn: usize,
+        name: String,
+    },
     /// Per part: a HashSwitch after source task `task`'s element, `n`
     /// replicas of `set`, each behind its own Queue and Unqueue. Several
     /// parts: every source's flow split at once.
@@ -276,13 +281,96 @@ pub enum Rewrite {
     /// path, the puller and the replicable elements it pushes into),
     /// each queue's capacity shared among its replicas.
     /// Several parts: every scheduler's replication at once.
-    Sched { parts: Vec<SchedSplit> },
+    Sched { parts: Vec<(usize, SchedSplit)> },
     /// A flow split by the device's own receive queues: per part, source
     /// task `task`'s FromDevice becomes `n` FromDevices of one
     /// PACKET_FANOUT HASH group (`QUEUE r, N_QUEUES n`), each feeding its
     /// replica of `set` (the source itself first, then the replicable
     /// elements after it). Several parts: every device at once.
     Fanout { parts: Vec<(usize, Vec<usize>)> },
+    /// Parts of different kinds (or several tasks' pipeline splits) at
+    /// once, on disjoint tasks and elements ([`Part::compatible`]).
+    Combo { parts: Vec<Part> },
+}
+
+/// One part of a split: what a single-part candidate of one kind
+/// changes, and a piece of a combination.
+#[derive(Clone, Debug)]
+pub enum Part {
+    /// Task `task`'s push path split at connection `conn`: a Queue and
+    /// an Unqueue named `name` (its queue `par_q..`), which runs `down`.
+    Pipeline {
+        task: usize,
+        conn: usize,
+        down: Vec<usize>,
+        name: String,
+    },
+    Flow(FlowSplit),
+    /// Source task, its set (the FromDevice first).
+    Fanout(usize, Vec<usize>),
+    /// Puller task, its replication.
+    Sched(usize, SchedSplit),
+}
+
+impl Part {
+    fn kind(&self) -> &'static str {
+        match self {
+            Part::Pipeline { .. } => "pipeline",
+            Part::Flow(_) => "flow",
+            Part::Fanout(..) => "fanout",
+            Part::Sched(..) => "sched",
+        }
+    }
+
+    /// The tasks the part splits or copies (no other part may touch
+    /// them), the tasks whose cost it only adds to (a scheduler
+    /// replication's producers pay the hash: no other part may split
+    /// them) and the elements it changes or copies.
+    fn footprint(&self, gr: &Graph, app: &App) -> (Vec<usize>, Vec<usize>, HashSet<usize>) {
+        match self {
+            Part::Pipeline {
+                task, conn, down, ..
+            } => {
+                let c = &gr.g.connections[*conn];
+                let mut el: HashSet<usize> = down.iter().copied().collect();
+                el.insert(c.from);
+                el.insert(c.to);
+                (vec![*task], Vec::new(), el)
+            }
+            Part::Flow(f) => {
+                let mut el: HashSet<usize> = f.set.iter().copied().collect();
+                el.extend(gr.task_elem[f.task]);
+                (vec![f.task], Vec::new(), el)
+            }
+            Part::Fanout(t, set) => (vec![*t], Vec::new(), set.iter().copied().collect()),
+            Part::Sched(t, sp) => {
+                let mut adds = Vec::new();
+                for &q in &sp.queues {
+                    if let Some(aq) = app
+                        .queues
+                        .iter()
+                        .find(|aq| aq.name == gr.g.elements[q].name)
+                    {
+                        adds.extend(aq.producers.iter().map(|p| p.0));
+                    }
+                }
+                let mut el: HashSet<usize> = sp.set.iter().copied().collect();
+                el.extend(sp.queues.iter().copied());
+                (vec![*t], adds, el)
+            }
+        }
+    }
+
+    /// Whether parts `a` and `b` compose: neither touches a task the
+    /// other splits or copies, and they change no element in common (so
+    /// their model changes and their rewrites apply one after the other
+    /// in any order).
+    pub fn compatible(gr: &Graph, app: &App, a: &Part, b: &Part) -> bool {
+        let (ao, aa, ae) = a.footprint(gr, app);
+        let (bo, ba, be) = b.footprint(gr, app);
+        let meets = |x: &[usize], y: &[usize]| x.iter().any(|t| y.contains(t));
+        !meets(&ao, &bo) && !meets(&ao, &ba) && !meets(&aa, &bo) && ae.is_disjoint(&be)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -471,6 +559,62 @@ fn downstream(gr: &Graph, task: usize, from: usize) -> Vec<usize> {
     v
 }
 
+/// "pipeline split FROM[P] -> [Q]TO" for connection `conn`.
+fn pipeline_name(gr: &Graph, conn: usize) -> String {
+    let c = &gr.g.connections[conn];
+    format!(
+        "pipeline split {}[{}] -> [{}]{}",
+        gr.g.elements[c.from].name, c.from_port, c.to_port, gr.g.elements[c.to].name
+    )
+}
+
+/// Task `t`'s pipeline split at connection `conn` in the model `a2` (the
+/// profile's `app` with other parts applied): the elements `d` after it
+/// move to a new task `uname`, fed by a new queue; the task index of the
+/// new task.
+#[allow(clippy::too_many_arguments)]
+fn pipeline_apply(
+    gr: &Graph,
+    app: &App,
+    a2: &mut App,
+    tn: &mut Vec<Option<String>>,
+    t: usize,
+    conn: usize,
+    d: &[usize],
+    uname: &str,
+) -> usize {
+    let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
+    let to = gr.g.connections[conn].to;
+    let f = if gr.frac[to] > 0.0 { gr.frac[to] } else { 1.0 };
+    a2.tasks[t].cycles_per_packet = (a2.tasks[t].cycles_per_packet - down).max(0.0);
+    let nt = a2.tasks.len();
+    a2.tasks.push(AppTask {
+        name: uname.to_string(),
+        cycles_per_packet: down,
+        entry: false,
+        packets: app.tasks[t].packets * f,
+        crossing_factor: 0.0,
+        pass_cycles_per_packet: 0.0,
+        pass_mates: 0.0,
+    });
+    for q in queues_fed(gr, app, d) {
+        for p in &mut a2.queues[q].producers {
+            if p.0 == t {
+                p.0 = nt;
+            }
+        }
+    }
+    a2.queues.push(AppQueue {
+        name: uname.replacen("par_u", "par_q", 1),
+        producers: vec![(t, f)],
+        consumers: vec![(nt, f)],
+        batch: BURST as f64,
+        line_growth: new_queue_term(gr, app, t, d),
+    });
+    tn.push(Some(uname.to_string()));
+    nt
+}
+
 /// Queues fed from inside `elems`.
 fn queues_fed(gr: &Graph, app: &App, elems: &[usize]) -> Vec<usize> {
     let mut qs = Vec::new();
@@ -583,49 +727,20 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             }
         }
         let Some((conn, _, d)) = best else { continue };
-        let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
-        let to = gr.g.connections[conn].to;
-        let f = if gr.frac[to] > 0.0 { gr.frac[to] } else { 1.0 };
         let mut a2 = app.clone();
-        a2.tasks[t].cycles_per_packet = (total - down).max(0.0);
-        let nt = a2.tasks.len();
+        let mut tn = names.clone();
         let uname = format!("par_u{}", cands.len());
-        a2.tasks.push(AppTask {
-            name: uname.clone(),
-            cycles_per_packet: down,
-            entry: false,
-            packets: app.tasks[t].packets * f,
-            crossing_factor: 0.0,
-            pass_cycles_per_packet: 0.0,
-            pass_mates: 0.0,
-        });
-        for q in queues_fed(gr, app, &d) {
-            for p in &mut a2.queues[q].producers {
-                if p.0 == t {
-                    p.0 = nt;
-                }
-            }
-        }
-        a2.queues.push(AppQueue {
-            name: format!("par_q{}", cands.len()),
-            producers: vec![(t, f)],
-            consumers: vec![(nt, f)],
-            batch: BURST as f64,
-            line_growth: new_queue_term(gr, app, t, &d),
-        });
+        let nt = pipeline_apply(gr, app, &mut a2, &mut tn, t, conn, &d, &uname);
         // The Unqueue on another thread than the task it splits.
         let fixed = vec![(t, 0), (nt, 1)];
-        let mut tn = names.clone();
-        tn.push(Some(uname));
-        let c = &gr.g.connections[conn];
-        let name = format!(
-            "pipeline split {}[{}] -> [{}]{}",
-            gr.g.elements[c.from].name, c.from_port, c.to_port, gr.g.elements[c.to].name
-        );
         let base_queues = app.queues.len();
         cands.push(Candidate::split(
-            name,
-            Rewrite::Pipeline { conn },
+            pipeline_name(gr, conn),
+            Rewrite::Pipeline {
+                task: t,
+                conn,
+                name: uname,
+            },
             tn,
             a2,
             base_queues,
@@ -770,7 +885,143 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
     for group in groups {
         cands.push(sched_candidate(gr, app, m, n, w, group, &names));
     }
+    // Single-part splits: what combinations are made of.
+    let singles: Vec<(usize, Part)> = cands
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| match parts_of(gr, &c.rewrite).as_slice() {
+            [p] => Some((k, p.clone())),
+            _ => None,
+        })
+        .collect();
+    if let Some(c) = combination(gr, app, m, n, w, &cands, singles, &names) {
+        cands.push(c);
+    }
     finish(cands, notes)
+}
+
+/// Most single-part splits a [`combination`] is tried with (the best
+/// predicted first): each try is a placement search.
+pub const COMBINE_MAX: usize = 8;
+
+/// A combination of splits of different kinds (or of several tasks'
+/// pipeline splits), made greedily: of the [`COMBINE_MAX`] single-part
+/// splits predicted best, from the best, each next that is compatible
+/// with those taken ([`Part::compatible`]: disjoint tasks and elements)
+/// is added when the model predicts the combination [`PLACE_MARGIN`]
+/// over it without. None when nothing was added, or when the parts are
+/// all of one kind that is already combined (every source's flow split,
+/// every device's fanout, every scheduler's replication at once).
+#[allow(clippy::too_many_arguments)]
+fn combination(
+    gr: &Graph,
+    app: &App,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    cands: &[Candidate],
+    mut singles: Vec<(usize, Part)>,
+    names: &[Option<String>],
+) -> Option<Candidate> {
+    singles.sort_by(|a, b| cands[b.0].predicted.total_cmp(&cands[a.0].predicted));
+    singles.truncate(COMBINE_MAX);
+    let mut taken: Vec<(usize, Part)> = Vec::new();
+    let mut rate = 0.0;
+    let mut best: Option<Candidate> = None;
+    for (k, part) in &singles {
+        if taken.is_empty() {
+            rate = cands[*k].predicted;
+            taken.push((*k, part.clone()));
+            continue;
+        }
+        if !taken
+            .iter()
+            .all(|(_, p)| Part::compatible(gr, app, p, part))
+        {
+            continue;
+        }
+        let mut trial = taken.clone();
+        trial.push((*k, part.clone()));
+        let c = combo_candidate(gr, app, m, n, w, &trial, cands, names);
+        if c.predicted > rate * (1.0 + PLACE_MARGIN) {
+            rate = c.predicted;
+            taken = trial;
+            best = Some(c);
+        }
+    }
+    let kind = taken.first()?.1.kind();
+    if kind != "pipeline" && taken.iter().all(|(_, p)| p.kind() == kind) {
+        return None;
+    }
+    best
+}
+
+/// The candidate of `parts` together (each a single-part candidate's,
+/// numbered in `cands`), as candidate number `cands.len()`: each part
+/// applied to the model in turn, part P's new elements tagged `KpP`. A
+/// pipeline split's Unqueue is not pinned here: the placement search
+/// places it.
+#[allow(clippy::too_many_arguments)]
+fn combo_candidate(
+    gr: &Graph,
+    app: &App,
+    m: &Machine,
+    n: usize,
+    w: &WhatIf,
+    parts: &[(usize, Part)],
+    cands: &[Candidate],
+    names: &[Option<String>],
+) -> Candidate {
+    let k = cands.len();
+    let mut a2 = app.clone();
+    let mut tn = names.to_vec();
+    let mut fixed = Vec::new();
+    let mut done = Vec::new();
+    for (i, (_, part)) in parts.iter().enumerate() {
+        let mut part = part.clone();
+        let tag = format!("{k}p{i}");
+        match &mut part {
+            Part::Pipeline {
+                task,
+                conn,
+                down,
+                name,
+            } => {
+                *name = format!("par_u{tag}");
+                pipeline_apply(gr, app, &mut a2, &mut tn, *task, *conn, down, name);
+            }
+            Part::Flow(f) => {
+                f.tag = tag;
+                flow_apply(gr, app, &mut a2, &mut tn, &mut fixed, f, n);
+            }
+            Part::Fanout(t, _) => {
+                fanout_apply(gr, app, &mut a2, &mut tn, &mut fixed, *t, n);
+            }
+            Part::Sched(t, sp) => {
+                sched_apply(gr, app, &mut a2, &mut tn, &mut fixed, *t, sp, n);
+            }
+        }
+        done.push(part);
+    }
+    let name = format!(
+        "combination: {}",
+        parts
+            .iter()
+            .map(|(k, _)| cands[*k].name.as_str())
+            .collect::<Vec<_>>()
+            .join(" + ")
+    );
+    Candidate::split(
+        name,
+        Rewrite::Combo { parts: done },
+        tn,
+        a2,
+        app.queues.len(),
+        fixed,
+        m,
+        n,
+        w,
+    )
 }
 
 /// What a scheduler replication of puller task `t` replicates.
@@ -982,53 +1233,9 @@ fn sched_candidate(
     let mut fixed = Vec::new();
     let mut what = Vec::new();
     for (t, sp) in &parts {
-        let t = *t;
-        let u = gr.task_elem[t].unwrap_or(0);
-        let uname = gr.g.elements[u].name.clone();
-        let qidx: Vec<usize> = sp
-            .queues
-            .iter()
-            .filter_map(|&q| {
-                app.queues
-                    .iter()
-                    .position(|aq| aq.name == gr.g.elements[q].name)
-            })
-            .collect();
-        for &qi in &qidx {
-            for &(p, x) in &app.queues[qi].producers {
-                if let Some(tp) = a2.tasks.get_mut(p) {
-                    tp.cycles_per_packet += HASH_CYCLES * x;
-                }
-            }
-        }
-        let rep = copy_task(&mut a2, app, t, n, &uname, &mut tn);
-        for &qi in &qidx {
-            let q = app.queues[qi].clone();
-            let share = |v: &[(usize, f64)], r: usize, cons: bool| -> Vec<(usize, f64)> {
-                v.iter()
-                    .map(|&(x, y)| (if cons && x == t { rep(r) } else { x }, y / n as f64))
-                    .collect()
-            };
-            a2.queues[qi].producers = share(&q.producers, 0, false);
-            a2.queues[qi].consumers = share(&q.consumers, 0, true);
-            for r in 1..n {
-                a2.queues.push(AppQueue {
-                    name: format!("{}_r{r}", q.name),
-                    producers: share(&q.producers, r, false),
-                    consumers: share(&q.consumers, r, true),
-                    ..q.clone()
-                });
-            }
-        }
-        // Queues the puller's push path feeds: each replica feeds its share.
-        share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
-        fixed.extend((0..n).map(|r| (rep(r), r)));
-        let qnames: Vec<&str> = sp
-            .queues
-            .iter()
-            .map(|&q| gr.g.elements[q].name.as_str())
-            .collect();
-        what.push((sp.sched.clone(), sp.offset, sp.len, qnames.join(", ")));
+        what.push(sched_apply(
+            gr, app, &mut a2, &mut tn, &mut fixed, *t, sp, n,
+        ));
     }
     let name = match what.as_slice() {
         [(sched, offset, len, qs)] => {
@@ -1044,10 +1251,72 @@ fn sched_candidate(
                 .join(", ")
         ),
     };
-    let rewrite = Rewrite::Sched {
-        parts: parts.into_iter().map(|p| p.1).collect(),
-    };
+    let rewrite = Rewrite::Sched { parts };
     Candidate::split(name, rewrite, tn, a2, app.queues.len(), fixed, m, n, w)
+}
+
+/// Puller task `t`'s scheduler replication `sp` in the model `a2`: the
+/// producers into its queues pay the hash, `n` copies of the puller's
+/// task (copy r pinned to thread r, in `fixed`) each drain their share
+/// of replicas of the queues. What the name shows: the scheduler, the
+/// HashSwitch's offset and length, the queues.
+#[allow(clippy::too_many_arguments)]
+fn sched_apply(
+    gr: &Graph,
+    app: &App,
+    a2: &mut App,
+    tn: &mut Vec<Option<String>>,
+    fixed: &mut Vec<(usize, usize)>,
+    t: usize,
+    sp: &SchedSplit,
+    n: usize,
+) -> (String, usize, usize, String) {
+    let u = gr.task_elem[t].unwrap_or(0);
+    let uname = gr.g.elements[u].name.clone();
+    let qidx: Vec<usize> = sp
+        .queues
+        .iter()
+        .filter_map(|&q| {
+            app.queues
+                .iter()
+                .position(|aq| aq.name == gr.g.elements[q].name)
+        })
+        .collect();
+    for &qi in &qidx {
+        for &(p, x) in &app.queues[qi].producers {
+            if let Some(tp) = a2.tasks.get_mut(p) {
+                tp.cycles_per_packet += HASH_CYCLES * x;
+            }
+        }
+    }
+    let rep = copy_task(a2, app, t, n, &uname, tn);
+    for &qi in &qidx {
+        let q = app.queues[qi].clone();
+        let share = |v: &[(usize, f64)], r: usize, cons: bool| -> Vec<(usize, f64)> {
+            v.iter()
+                .map(|&(x, y)| (if cons && x == t { rep(r) } else { x }, y / n as f64))
+                .collect()
+        };
+        a2.queues[qi].producers = share(&q.producers, 0, false);
+        a2.queues[qi].consumers = share(&q.consumers, 0, true);
+        for r in 1..n {
+            a2.queues.push(AppQueue {
+                name: format!("{}_r{r}", q.name),
+                producers: share(&q.producers, r, false),
+                consumers: share(&q.consumers, r, true),
+                ..q.clone()
+            });
+        }
+    }
+    // Queues the puller's push path feeds: each replica feeds its share.
+    share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
+    fixed.extend((0..n).map(|r| (rep(r), r)));
+    let qnames: Vec<&str> = sp
+        .queues
+        .iter()
+        .map(|&q| gr.g.elements[q].name.as_str())
+        .collect();
+    (sp.sched.clone(), sp.offset, sp.len, qnames.join(", "))
 }
 
 /// One source's flow split.
@@ -1088,47 +1357,12 @@ fn flow_candidate(
     let many = parts.len() > 1;
     let mut srcs = Vec::new();
     for (i, p) in parts.iter_mut().enumerate() {
-        let t = p.task;
-        let s = gr.task_elem[t].unwrap_or(0);
-        let first = gr.g.connections[gr.out[s][0]].to;
-        let total = app.tasks[t].cycles_per_packet;
-        let own = gr.cost[s].min(total);
-        let f = if gr.frac[first] > 0.0 {
-            gr.frac[first]
-        } else {
-            1.0
-        };
-        a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
-        let base = a2.tasks.len();
-        let tag = if many {
+        p.tag = if many {
             format!("{k}p{i}")
         } else {
             k.to_string()
         };
-        p.tag = tag.clone();
-        for r in 0..n {
-            let uname = format!("par_u{tag}_{r}");
-            a2.tasks.push(AppTask {
-                name: uname.clone(),
-                cycles_per_packet: (total - own) / n as f64,
-                entry: false,
-                packets: app.tasks[t].packets * f / n as f64,
-                crossing_factor: 0.0,
-                pass_cycles_per_packet: 0.0,
-                pass_mates: 0.0,
-            });
-            tn.push(Some(uname));
-            a2.queues.push(AppQueue {
-                name: format!("par_q{tag}_{r}"),
-                producers: vec![(t, f / n as f64)],
-                consumers: vec![(base + r, f / n as f64)],
-                batch: BURST as f64,
-                line_growth: new_queue_term(gr, app, t, &p.set),
-            });
-        }
-        share_producer(&mut a2.queues[..app.queues.len()], t, n, |r| base + r);
-        fixed.extend((0..n).map(|r| (base + r, r)));
-        srcs.push(gr.g.elements[s].name.clone());
+        srcs.push(flow_apply(gr, app, &mut a2, &mut tn, &mut fixed, p, n));
     }
     let name = match parts.as_slice() {
         [p] => format!(
@@ -1152,6 +1386,57 @@ fn flow_candidate(
         n,
         w,
     )
+}
+
+/// One source's flow split `p` (its tag set) in the model `a2`: the
+/// source keeps its own cost plus the hash; each replica task runs 1/n
+/// of the rest, replica r pinned to thread r (in `fixed`). The source's
+/// name.
+fn flow_apply(
+    gr: &Graph,
+    app: &App,
+    a2: &mut App,
+    tn: &mut Vec<Option<String>>,
+    fixed: &mut Vec<(usize, usize)>,
+    p: &FlowSplit,
+    n: usize,
+) -> String {
+    let t = p.task;
+    let s = gr.task_elem[t].unwrap_or(0);
+    let first = gr.g.connections[gr.out[s][0]].to;
+    let total = app.tasks[t].cycles_per_packet;
+    let own = gr.cost[s].min(total);
+    let f = if gr.frac[first] > 0.0 {
+        gr.frac[first]
+    } else {
+        1.0
+    };
+    a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
+    let base = a2.tasks.len();
+    let tag = &p.tag;
+    for r in 0..n {
+        let uname = format!("par_u{tag}_{r}");
+        a2.tasks.push(AppTask {
+            name: uname.clone(),
+            cycles_per_packet: (total - own) / n as f64,
+            entry: false,
+            packets: app.tasks[t].packets * f / n as f64,
+            crossing_factor: 0.0,
+            pass_cycles_per_packet: 0.0,
+            pass_mates: 0.0,
+        });
+        tn.push(Some(uname));
+        a2.queues.push(AppQueue {
+            name: format!("par_q{tag}_{r}"),
+            producers: vec![(t, f / n as f64)],
+            consumers: vec![(base + r, f / n as f64)],
+            batch: BURST as f64,
+            line_growth: new_queue_term(gr, app, t, &p.set),
+        });
+    }
+    share_producer(&mut a2.queues[..app.queues.len()], t, n, |r| base + r);
+    fixed.extend((0..n).map(|r| (base + r, r)));
+    gr.g.elements[s].name.clone()
 }
 
 /// Whether source task `t` (element `s`) can be split by its device's
@@ -1252,12 +1537,7 @@ fn fanout_candidate(
     let mut fixed = Vec::new();
     let mut srcs = Vec::new();
     for (t, _) in &parts {
-        let t = *t;
-        let sname = gr.g.elements[gr.task_elem[t].unwrap_or(0)].name.clone();
-        let rep = copy_task(&mut a2, app, t, n, &sname, &mut tn);
-        share_producer(&mut a2.queues, t, n, rep);
-        fixed.extend((0..n).map(|r| (rep(r), r)));
-        srcs.push(sname);
+        srcs.push(fanout_apply(gr, app, &mut a2, &mut tn, &mut fixed, *t, n));
     }
     let name = format!(
         "device fanout of {} into {n} (FromDevice QUEUE r of N_QUEUES {n})",
@@ -1275,6 +1555,24 @@ fn fanout_candidate(
         n,
         w,
     )
+}
+
+/// Source task `t`'s device fanout in the model `a2`: `n` copies of the
+/// task, copy r pinned to thread r (in `fixed`). The source's name.
+fn fanout_apply(
+    gr: &Graph,
+    app: &App,
+    a2: &mut App,
+    tn: &mut Vec<Option<String>>,
+    fixed: &mut Vec<(usize, usize)>,
+    t: usize,
+    n: usize,
+) -> String {
+    let sname = gr.g.elements[gr.task_elem[t].unwrap_or(0)].name.clone();
+    let rep = copy_task(a2, app, t, n, &sname, tn);
+    share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
+    fixed.extend((0..n).map(|r| (rep(r), r)));
+    sname
 }
 
 /// Task `t` of `app` run as `n` copies in `a2`: itself and `NAME_rR`
@@ -1592,17 +1890,9 @@ pub fn measure_splits(
 /// The rewritten configuration of candidate `c`.
 pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
     let mut g = gr.g.clone();
-    let add = |g: &mut FlatGraph, name: String, class: &str, config: String| -> usize {
-        let span = g.elements[0].span.clone();
-        g.elements.push(FlatElement {
-            name,
-            class: class.into(),
-            config,
-            span,
-            anonymous: false,
-        });
-        g.elements.len() - 1
-    };
+    for part in parts_of(gr, &c.rewrite) {
+        rewrite_part(&mut g, gr, &part, n);
+    }
     let span0 = gr.g.elements[0].span.clone();
     let conn = |from: usize, fp: usize, tp: usize, to: usize| FlatConnection {
         from,
@@ -1611,106 +1901,6 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
         to_port: tp,
         span: span0.clone(),
     };
-    match &c.rewrite {
-        Rewrite::Place => {}
-        Rewrite::Pipeline { conn: ci, .. } => {
-            let uname = c.task_names.last().cloned().flatten().unwrap_or_default();
-            let qname = uname.replacen("par_u", "par_q", 1);
-            let old = g.connections[*ci].clone();
-            let q = add(&mut g, qname, "Queue", QUEUE_CAP.to_string());
-            let u = add(&mut g, uname, "Unqueue", format!("BURST {BURST}"));
-            g.connections[*ci] = conn(old.from, old.from_port, 0, q);
-            g.connections.push(conn(q, 0, 0, u));
-            g.connections.push(conn(u, 0, old.to_port, old.to));
-        }
-        Rewrite::Flow { parts } => {
-            for p in parts {
-                let s = gr.task_elem[p.task].unwrap_or(0);
-                let tag = &p.tag;
-                let hs = add(
-                    &mut g,
-                    format!("par_hs{tag}"),
-                    "HashSwitch",
-                    format!("{}, {}", p.offset, p.len),
-                );
-                let first_conn = gr.out[s][0];
-                let old = g.connections[first_conn].clone();
-                g.connections[first_conn] = conn(s, old.from_port, 0, hs);
-                let rep_of = replicate(&mut g, gr, &p.set, n);
-                for (r, map) in rep_of.iter().enumerate() {
-                    let q = add(
-                        &mut g,
-                        format!("par_q{tag}_{r}"),
-                        "Queue",
-                        QUEUE_CAP.to_string(),
-                    );
-                    let ue = add(
-                        &mut g,
-                        format!("par_u{tag}_{r}"),
-                        "Unqueue",
-                        format!("BURST {BURST}"),
-                    );
-                    g.connections.push(conn(hs, r, 0, q));
-                    g.connections.push(conn(q, 0, 0, ue));
-                    g.connections.push(conn(ue, 0, old.to_port, map[&old.to]));
-                }
-            }
-        }
-        Rewrite::Sched { parts } => {
-            for SchedSplit {
-                set,
-                queues,
-                offset,
-                len,
-                ..
-            } in parts
-            {
-                let inset: HashSet<usize> = set.iter().copied().collect();
-                for &q in queues {
-                    g.elements[q].config = share_capacity(&gr.g.elements[q].config, n);
-                }
-                let rep_of = replicate(&mut g, gr, set, n);
-                // A HashSwitch in front of each queue: what entered it from
-                // outside now enters the HashSwitch, output r to replica r.
-                for &q in queues {
-                    let hs = add(
-                        &mut g,
-                        format!("par_hs_{}", gr.g.elements[q].name.replace('/', "_")),
-                        "HashSwitch",
-                        format!("{offset}, {len}"),
-                    );
-                    for &ci in &gr.inc[q] {
-                        if !inset.contains(&gr.g.connections[ci].from) {
-                            let old = g.connections[ci].clone();
-                            g.connections[ci] = conn(old.from, old.from_port, 0, hs);
-                        }
-                    }
-                    for (r, map) in rep_of.iter().enumerate().take(n) {
-                        g.connections.push(conn(hs, r, 0, map[&q]));
-                    }
-                }
-            }
-        }
-        Rewrite::Fanout { parts } => {
-            for (_, set) in parts {
-                let s = set[0];
-                let rep_of = replicate(&mut g, gr, set, n);
-                // The original reports for every queue under its name.
-                let copies: Vec<String> = rep_of[1..]
-                    .iter()
-                    .map(|m| g.elements[m[&s]].name.clone())
-                    .collect();
-                for (r, map) in rep_of.iter().enumerate() {
-                    if let Ok(mut cfg) = fanout_config(&gr.g.elements[s].config, r, n) {
-                        if r == 0 && !copies.is_empty() {
-                            cfg.push_str(&format!(", REPLICAS {}", copies.join(" ")));
-                        }
-                        g.elements[map[&s]].config = cfg;
-                    }
-                }
-            }
-        }
-    }
     // Placement: drop the configuration's own StaticThreadScheds, pin
     // every task by name.
     let pins: Vec<String> = c
@@ -1741,7 +1931,7 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
     g.elements = elements;
     g.connections = connections;
     if !pins.is_empty() {
-        add(
+        add_element(
             &mut g,
             "par_sched".into(),
             "StaticThreadSched",
@@ -1749,6 +1939,152 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
         );
     }
     g
+}
+
+/// The parts a candidate's rewrite is made of.
+fn parts_of(gr: &Graph, rw: &Rewrite) -> Vec<Part> {
+    match rw {
+        Rewrite::Place => Vec::new(),
+        Rewrite::Pipeline { task, conn, name } => vec![Part::Pipeline {
+            task: *task,
+            conn: *conn,
+            down: downstream(gr, *task, gr.g.connections[*conn].to),
+            name: name.clone(),
+        }],
+        Rewrite::Flow { parts } => parts.iter().cloned().map(Part::Flow).collect(),
+        Rewrite::Sched { parts } => parts
+            .iter()
+            .cloned()
+            .map(|(t, sp)| Part::Sched(t, sp))
+            .collect(),
+        Rewrite::Fanout { parts } => parts
+            .iter()
+            .cloned()
+            .map(|(t, set)| Part::Fanout(t, set))
+            .collect(),
+        Rewrite::Combo { parts } => parts.clone(),
+    }
+}
+
+/// Adds an element (configured as `config`) to `g`; its index.
+fn add_element(g: &mut FlatGraph, name: String, class: &str, config: String) -> usize {
+    let span = g.elements[0].span.clone();
+    g.elements.push(FlatElement {
+        name,
+        class: class.into(),
+        config,
+        span,
+        anonymous: false,
+    });
+    g.elements.len() - 1
+}
+
+/// Part `part` of a rewrite applied to `g` (`gr`'s graph with other
+/// parts applied: each part adds elements after the original ones and
+/// changes only its own connections).
+fn rewrite_part(g: &mut FlatGraph, gr: &Graph, part: &Part, n: usize) {
+    let add = add_element;
+    let span0 = gr.g.elements[0].span.clone();
+    let conn = |from: usize, fp: usize, tp: usize, to: usize| FlatConnection {
+        from,
+        from_port: fp,
+        to,
+        to_port: tp,
+        span: span0.clone(),
+    };
+    match part {
+        Part::Pipeline {
+            conn: ci,
+            name: uname,
+            ..
+        } => {
+            let qname = uname.replacen("par_u", "par_q", 1);
+            let old = g.connections[*ci].clone();
+            let q = add(g, qname, "Queue", QUEUE_CAP.to_string());
+            let u = add(g, uname.clone(), "Unqueue", format!("BURST {BURST}"));
+            g.connections[*ci] = conn(old.from, old.from_port, 0, q);
+            g.connections.push(conn(q, 0, 0, u));
+            g.connections.push(conn(u, 0, old.to_port, old.to));
+        }
+        Part::Flow(p) => {
+            let s = gr.task_elem[p.task].unwrap_or(0);
+            let tag = &p.tag;
+            let hs = add(
+                g,
+                format!("par_hs{tag}"),
+                "HashSwitch",
+                format!("{}, {}", p.offset, p.len),
+            );
+            let first_conn = gr.out[s][0];
+            let old = g.connections[first_conn].clone();
+            g.connections[first_conn] = conn(s, old.from_port, 0, hs);
+            let rep_of = replicate(g, gr, &p.set, n);
+            for (r, map) in rep_of.iter().enumerate() {
+                let q = add(g, format!("par_q{tag}_{r}"), "Queue", QUEUE_CAP.to_string());
+                let ue = add(
+                    g,
+                    format!("par_u{tag}_{r}"),
+                    "Unqueue",
+                    format!("BURST {BURST}"),
+                );
+                g.connections.push(conn(hs, r, 0, q));
+                g.connections.push(conn(q, 0, 0, ue));
+                g.connections.push(conn(ue, 0, old.to_port, map[&old.to]));
+            }
+        }
+        Part::Sched(
+            _,
+            SchedSplit {
+                set,
+                queues,
+                offset,
+                len,
+                ..
+            },
+        ) => {
+            let inset: HashSet<usize> = set.iter().copied().collect();
+            for &q in queues {
+                g.elements[q].config = share_capacity(&gr.g.elements[q].config, n);
+            }
+            let rep_of = replicate(g, gr, set, n);
+            // A HashSwitch in front of each queue: what entered it from
+            // outside now enters the HashSwitch, output r to replica r.
+            for &q in queues {
+                let hs = add(
+                    g,
+                    format!("par_hs_{}", gr.g.elements[q].name.replace('/', "_")),
+                    "HashSwitch",
+                    format!("{offset}, {len}"),
+                );
+                for &ci in &gr.inc[q] {
+                    if !inset.contains(&gr.g.connections[ci].from) {
+                        let old = g.connections[ci].clone();
+                        g.connections[ci] = conn(old.from, old.from_port, 0, hs);
+                    }
+                }
+                for (r, map) in rep_of.iter().enumerate().take(n) {
+                    g.connections.push(conn(hs, r, 0, map[&q]));
+                }
+            }
+        }
+        Part::Fanout(_, set) => {
+            let s = set[0];
+            let rep_of = replicate(g, gr, set, n);
+            // The original reports for every queue under its name.
+            let copies: Vec<String> = rep_of[1..]
+                .iter()
+                .map(|m| g.elements[m[&s]].name.clone())
+                .collect();
+            for (r, map) in rep_of.iter().enumerate() {
+                if let Ok(mut cfg) = fanout_config(&gr.g.elements[s].config, r, n) {
+                    if r == 0 && !copies.is_empty() {
+                        cfg.push_str(&format!(", REPLICAS {}", copies.join(" ")));
+                    }
+                    g.elements[map[&s]].config = cfg;
+                }
+            }
+        }
+    }
 }
 
 /// Replicas 1..n of the elements of `set` in `g` (named `NAME_rR`, as
@@ -2208,6 +2544,11 @@ mod tests {
     }
 
     fn plan_for(text: &str, n: usize) -> (Graph, Plan) {
+        let (gr, _, plan) = plan_and_app(text, n);
+        (gr, plan)
+    }
+
+    fn plan_and_app(text: &str, n: usize) -> (Graph, App, Plan) {
         let src = Source {
             name: "test".into(),
             text: text.into(),
@@ -2222,7 +2563,7 @@ mod tests {
             ..WhatIf::default()
         };
         let plan = search(&gr, &app, &machine(), n, &w);
-        (gr, plan)
+        (gr, app, plan)
     }
 
     #[test]
@@ -2927,5 +3268,144 @@ mod tests {
             plan.candidates.len(),
             secs
         );
+    }
+
+    /// Parses a rewritten configuration into its application model.
+    fn parses(t: &str) {
+        let src = Source {
+            name: "rewritten".into(),
+            text: t.into(),
+        };
+        static_app(&src, &crate::registry(), &[]).unwrap_or_else(|e| panic!("{e}: {t}"));
+    }
+
+    #[test]
+    fn several_tasks_pipeline_splits_are_combined() {
+        // Three tasks (two sources and an Unqueue), four threads: each
+        // task's pipeline split alone leaves threads idle.
+        let text = "a :: InfiniteSource(LIMIT 10) -> Strip(14) -> CheckIPHeader -> Paint(1) \
+                    -> Paint(2) -> Paint(3) -> Paint(4) -> Paint(5) -> Paint(6) -> Discard;
+                    b :: InfiniteSource(LIMIT 10) -> Strip(14) -> q :: Queue -> u :: Unqueue \
+                    -> CheckIPHeader -> Paint(1) -> Paint(2) -> Paint(3) -> Paint(4) -> Paint(5) \
+                    -> Paint(6) -> Paint(7) -> Discard;";
+        let (gr, plan) = plan_for(text, 4);
+        let (k, c) = plan
+            .candidates
+            .iter()
+            .enumerate()
+            .find(|(_, c)| matches!(c.rewrite, Rewrite::Combo { .. }))
+            .unwrap_or_else(|| panic!("no combination: {:?}", names(&plan)));
+        let parts = parts_of(&gr, &c.rewrite);
+        assert!(parts.len() >= 2, "{}", c.name);
+        assert!(parts.iter().all(|p| p.kind() == "pipeline"), "{}", c.name);
+        // It beats every split of one task alone, and is chosen.
+        for o in plan
+            .candidates
+            .iter()
+            .filter(|o| o.name.starts_with("pipeline split"))
+        {
+            assert!(
+                c.predicted > o.predicted * (1.0 + PLACE_MARGIN),
+                "{} vs {}",
+                c.name,
+                o.name
+            );
+        }
+        assert_eq!(plan.chosen, k, "{:?}", names(&plan));
+        let t = crate::flat::to_click(&rewrite(&gr, c, 4));
+        for i in 0..parts.len() {
+            assert!(t.contains(&format!("par_q{k}p{i} :: Queue(1000);")), "{t}");
+            assert!(
+                t.contains(&format!("par_u{k}p{i} :: Unqueue(BURST 32);")),
+                "{t}"
+            );
+            assert!(
+                t.contains(&format!("par_u{k}p{i} {}", c.assign[3 + i])),
+                "{t}"
+            );
+        }
+        parses(&t);
+    }
+
+    fn names(plan: &Plan) -> Vec<&str> {
+        plan.candidates.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn splits_of_different_kinds_combine_on_disjoint_tasks() {
+        // a's flow split and b's scheduler replication touch different
+        // tasks; a's flow split and a's scheduler replication do not (the
+        // replication's HashSwitches run in a's task, which the flow
+        // split replaces).
+        let mut text = String::new();
+        for x in ["a", "b"] {
+            text.push_str(&format!(
+                "{x} :: InfiniteSource(LIMIT 10) -> Strip(14) -> CheckIPHeader \
+                 -> {x}cl :: IPClassifier(ip dscp 46, -);
+                 {x}cl[0] -> {x}ef :: Queue; {x}cl[1] -> {x}be :: Queue;
+                 {x}ps :: PrioSched; {x}ef -> [0]{x}ps; {x}be -> [1]{x}ps;
+                 {x}ps -> {x}uq :: Unqueue -> {x}out :: Counter -> Discard;\n"
+            ));
+        }
+        let (gr, app, plan) = plan_and_app(&text, 2);
+        let single = |prefix: &str| -> (usize, Part) {
+            let k = plan
+                .candidates
+                .iter()
+                .position(|c| c.name.starts_with(prefix))
+                .unwrap_or_else(|| panic!("{prefix}: {:?}", names(&plan)));
+            let ps = parts_of(&gr, &plan.candidates[k].rewrite);
+            assert_eq!(ps.len(), 1);
+            (k, ps[0].clone())
+        };
+        let fa = single("flow split after a into 2");
+        let sa = single("scheduler aps replicated");
+        let sb = single("scheduler bps replicated");
+        assert!(Part::compatible(&gr, &app, &fa.1, &sb.1));
+        assert!(!Part::compatible(&gr, &app, &fa.1, &sa.1));
+        assert!(!Part::compatible(&gr, &app, &fa.1, &fa.1));
+        let w = WhatIf {
+            core_share: vec![1.0; 2],
+            ..WhatIf::default()
+        };
+        let c = combo_candidate(
+            &gr,
+            &app,
+            &machine(),
+            2,
+            &w,
+            &[fa, sb],
+            &plan.candidates,
+            &names_of(&gr),
+        );
+        let k = plan.candidates.len();
+        assert!(
+            c.name.starts_with("combination: flow split after a into 2"),
+            "{}",
+            c.name
+        );
+        // Both parts' replicas pinned r to thread r.
+        assert_eq!(c.fixed.len(), 4, "{:?}", c.fixed);
+        let t = crate::flat::to_click(&rewrite(&gr, &c, 2));
+        for want in [
+            format!("par_hs{k}p0 :: HashSwitch(26, 12);"),
+            format!("par_u{k}p0_1 :: Unqueue(BURST 32);"),
+            "par_hs_bef :: HashSwitch".to_string(),
+            "buq_r1 :: Unqueue".to_string(),
+            "bout :: Counter(REPLICAS bout_r1);".to_string(),
+            "bef_r1 :: Queue".to_string(),
+        ] {
+            assert!(t.contains(&want), "{want}: {t}");
+        }
+        // a's scheduler and b's flow path are left alone.
+        assert!(!t.contains("auq_r1") && !t.contains("par_hs_aef"), "{t}");
+        parses(&t);
+    }
+
+    fn names_of(gr: &Graph) -> Vec<Option<String>> {
+        gr.task_elem
+            .iter()
+            .map(|e| e.map(|e| gr.g.elements[e].name.clone()))
+            .collect()
     }
 }

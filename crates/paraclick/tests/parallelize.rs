@@ -214,54 +214,44 @@ fn check(
         "{}: the original wrote nothing",
         case.conf
     );
-    // The candidates.
+    // The candidates, every one from one profile (`--emit-all`): a
+    // second run's profile may differ, and with it which combination
+    // of splits the model finds worth a row.
+    let emit = work.join(format!("j{threads}-emit"));
+    std::fs::create_dir_all(&emit).unwrap();
     let table = {
-        let mut a2 = vec!["parallelize", "-j"];
         let j = threads.to_string();
-        a2.push(&j);
-        a2.push("--duration");
-        a2.push("0.1");
-        a2.extend(a.iter().copied());
-        run_ok(&a2)
+        let mut args: Vec<String> = ["parallelize", "-j", &j, "--duration", "0.1", "--emit-all"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.push(emit.display().to_string());
+        args.push(conf.clone());
+        for (kk, v) in &case.defines {
+            args.push(format!("{kk}={v}"));
+        }
+        for o in &case.outs {
+            args.push(format!("{o}={}", emit.join(format!("{o}.pcap")).display()));
+        }
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        run_ok(&a)
     };
-    let ncand = table
-        .lines()
-        .take_while(|l| l.starts_with("//"))
-        .filter(|l| {
-            l.len() > 4
-                && l.as_bytes()[3] == b' '
-                && l[4..].trim_start().starts_with(char::is_numeric)
-                || l.starts_with("// *")
-        })
+    let ncand = (0..)
+        .take_while(|k| emit.join(format!("candidate-{k}.click")).exists())
         .count();
     assert!(ncand >= 2, "{}: too few candidates:\n{table}", case.conf);
     let mut kinds = Vec::new();
     for k in 0..ncand {
         let dir = work.join(format!("j{threads}-c{k}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut args: Vec<String> = vec![
-            "parallelize".into(),
-            "-j".into(),
-            threads.to_string(),
-            "--duration".into(),
-            "0.1".into(),
-            "--candidate".into(),
-            k.to_string(),
-            conf.clone(),
-        ];
-        for (kk, v) in &case.defines {
-            args.push(format!("{kk}={v}"));
-        }
-        for o in &case.outs {
-            args.push(format!("{o}={}", dir.join(format!("{o}.pcap")).display()));
-        }
-        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        let text = run_ok(&a);
-        let name = text
-            .lines()
-            .find(|l| l.starts_with("// *"))
-            .unwrap_or("")
-            .to_string();
+        // The candidate, writing its outputs to its own directory.
+        let text = std::fs::read_to_string(emit.join(format!("candidate-{k}.click")))
+            .unwrap()
+            .replace(
+                &format!("{}/", emit.display()),
+                &format!("{}/", dir.display()),
+            );
+        let name = text.lines().next().unwrap_or("").to_string();
         // Marked where the rewrite replicated a Counter (its original
         // summing the replicas' counts).
         kinds.push(if text.contains("REPLICAS ") {
