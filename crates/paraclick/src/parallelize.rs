@@ -13,7 +13,15 @@
 //!   addresses and ports right after the source, feeding N replicas (each
 //!   behind its own `Queue` and `Unqueue`, one per thread) of the elements
 //!   that may be replicated; the replicas merge back into the first
-//!   element that may not (kept whole, and the output says why).
+//!   element that may not (kept whole, and the output says why);
+//! - **device fanout**: a FromDevice becomes N FromDevices of one
+//!   PACKET_FANOUT HASH group, each feeding its replica of the path;
+//! - **scheduler replication** (SMP Click's replicated QoS): a HashSwitch
+//!   before each queue of a rate-less scheduler, N replicas of the queues,
+//!   the scheduler and its puller;
+//! - **combinations**: every source's (device's, scheduler's) split at
+//!   once, and one greedy combination of parts ([`Part`]) of different
+//!   kinds on disjoint tasks ([`Part::compatible`]).
 //!
 //! Legality: a flow split sends every packet of a flow to the same replica
 //! (the hash covers the addresses and, unless a reassembler is
@@ -21,7 +29,8 @@
 //! flow keeps its order. Only classes known to keep no state across flows
 //! are replicated ([`replicable`]); an element with cross-flow state (a
 //! NAT's port allocator, an ESP SA's sequence number and replay window, a
-//! counter the user reads, a queue) is kept whole.
+//! queue) is kept whole; a Counter is replicated and its original sums
+//! its replicas' counts (`REPLICAS`).
 
 use crate::model_cmd;
 use paraclick_elements::standard::queue::DEFAULT_CAPACITY;
@@ -559,7 +568,7 @@ fn downstream(gr: &Graph, task: usize, from: usize) -> Vec<usize> {
     v
 }
 
-/// "pipeline split FROM[P] -> [Q]TO" for connection `conn`.
+/// `pipeline split FROM[P] -> [Q]TO` for connection `conn`.
 fn pipeline_name(gr: &Graph, conn: usize) -> String {
     let c = &gr.g.connections[conn];
     format!(
