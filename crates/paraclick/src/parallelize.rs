@@ -710,14 +710,25 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
     if n == 1 {
         return finish(cands, notes);
     }
-    // Pipeline splits: per task, the connection that best balances.
+    // Pipeline splits: per task, the connection that best balances,
+    // among those only this task runs: a queue inserted where the paths
+    // of several tasks have merged (after an IP router's routing table,
+    // say) would take the rest of every one of them, which a split of
+    // one task does not model (and each task's split would be the same
+    // rewrite twice).
+    let mut runs = vec![0usize; gr.g.elements.len()];
+    for set in &gr.task_set {
+        for &x in set {
+            runs[x] += 1;
+        }
+    }
     for (t, set) in gr.task_set.iter().enumerate() {
         if gr.task_elem[t].is_none() {
             continue;
         }
         let total = app.tasks[t].cycles_per_packet;
         let mut best: Option<(usize, f64, Vec<usize>)> = None;
-        for &x in set {
+        for &x in set.iter().filter(|&&x| runs[x] == 1) {
             for &c in &gr.out[x] {
                 let to = gr.g.connections[c].to;
                 if !set.contains(&to) || Some(to) == gr.task_elem[t] {
@@ -3416,5 +3427,31 @@ mod tests {
             .iter()
             .map(|e| e.map(|e| gr.g.elements[e].name.clone()))
             .collect()
+    }
+
+    #[test]
+    fn a_pipeline_split_is_made_where_only_its_task_runs() {
+        // Two sources merge into one path: a queue after the merge would
+        // take the rest of both, which one task's split does not model.
+        let text = "a :: InfiniteSource(LIMIT 10) -> Paint(1) -> Paint(2) -> m :: Paint(3);
+                    b :: InfiniteSource(LIMIT 10) -> Paint(4) -> Paint(5) -> m;
+                    m -> Strip(14) -> CheckIPHeader -> Paint(6) -> Paint(7) -> Discard;";
+        let (gr, plan) = plan_for(text, 2);
+        let mut seen = HashSet::new();
+        let mut pipes = 0;
+        for c in &plan.candidates {
+            assert!(seen.insert(c.name.clone()), "twice: {}", c.name);
+            if let Rewrite::Pipeline { task, conn, .. } = &c.rewrite {
+                pipes += 1;
+                let from = gr.g.connections[*conn].from;
+                let runs = gr.task_set.iter().filter(|s| s.contains(&from)).count();
+                assert_eq!(
+                    runs, 1,
+                    "{} splits after {} (task {task})",
+                    c.name, gr.g.elements[from].name
+                );
+            }
+        }
+        assert_eq!(pipes, 2, "{:?}", names(&plan));
     }
 }
