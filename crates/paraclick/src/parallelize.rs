@@ -407,21 +407,23 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// A split's candidate: its model `a2` (the profile's, with the
-    /// queues after `base_queues` added) placed with `fixed` tasks kept
-    /// where they are, predicted, and its [`floor`].
-    #[allow(clippy::too_many_arguments)]
+    /// A split's candidate: its model (the profile's, with the queues
+    /// after `base_queues` added) placed with the draft's pinned tasks
+    /// kept where they are, predicted, and its [`floor`].
     fn split(
         name: String,
         rewrite: Rewrite,
-        task_names: Vec<Option<String>>,
-        a2: App,
+        d: Draft,
         base_queues: usize,
-        fixed: Vec<(usize, usize)>,
         m: &Machine,
         n: usize,
         w: &WhatIf,
     ) -> Candidate {
+        let Draft {
+            a2,
+            tn: task_names,
+            fixed,
+        } = d;
         let (assign, predicted) = place_with(&a2, m, n, w, &fixed);
         let floor = floor(&a2, base_queues, &assign, m, n, w);
         Candidate {
@@ -568,6 +570,26 @@ fn downstream(gr: &Graph, task: usize, from: usize) -> Vec<usize> {
     v
 }
 
+/// A split's model while its parts are applied: the profile's App with
+/// their tasks and queues added (`a2`), every task's element name for
+/// the StaticThreadSched (`tn`), and the tasks pinned, (task, thread)
+/// (`fixed`: replica r on thread r).
+struct Draft {
+    a2: App,
+    tn: Vec<Option<String>>,
+    fixed: Vec<(usize, usize)>,
+}
+
+impl Draft {
+    fn new(app: &App, names: &[Option<String>]) -> Draft {
+        Draft {
+            a2: app.clone(),
+            tn: names.to_vec(),
+            fixed: Vec::new(),
+        }
+    }
+}
+
 /// `pipeline split FROM[P] -> [Q]TO` for connection `conn`.
 fn pipeline_name(gr: &Graph, conn: usize) -> String {
     let c = &gr.g.connections[conn];
@@ -581,12 +603,10 @@ fn pipeline_name(gr: &Graph, conn: usize) -> String {
 /// profile's `app` with other parts applied): the elements `d` after it
 /// move to a new task `uname`, fed by a new queue; the task index of the
 /// new task.
-#[allow(clippy::too_many_arguments)]
 fn pipeline_apply(
     gr: &Graph,
     app: &App,
-    a2: &mut App,
-    tn: &mut Vec<Option<String>>,
+    dr: &mut Draft,
     t: usize,
     conn: usize,
     d: &[usize],
@@ -595,9 +615,9 @@ fn pipeline_apply(
     let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
     let to = gr.g.connections[conn].to;
     let f = if gr.frac[to] > 0.0 { gr.frac[to] } else { 1.0 };
-    a2.tasks[t].cycles_per_packet = (a2.tasks[t].cycles_per_packet - down).max(0.0);
-    let nt = a2.tasks.len();
-    a2.tasks.push(AppTask {
+    dr.a2.tasks[t].cycles_per_packet = (dr.a2.tasks[t].cycles_per_packet - down).max(0.0);
+    let nt = dr.a2.tasks.len();
+    dr.a2.tasks.push(AppTask {
         name: uname.to_string(),
         cycles_per_packet: down,
         entry: false,
@@ -607,20 +627,20 @@ fn pipeline_apply(
         pass_mates: 0.0,
     });
     for q in queues_fed(gr, app, d) {
-        for p in &mut a2.queues[q].producers {
+        for p in &mut dr.a2.queues[q].producers {
             if p.0 == t {
                 p.0 = nt;
             }
         }
     }
-    a2.queues.push(AppQueue {
+    dr.a2.queues.push(AppQueue {
         name: uname.replacen("par_u", "par_q", 1),
         producers: vec![(t, f)],
         consumers: vec![(nt, f)],
         batch: BURST as f64,
         line_growth: new_queue_term(gr, app, t, d),
     });
-    tn.push(Some(uname.to_string()));
+    dr.tn.push(Some(uname.to_string()));
     nt
 }
 
@@ -672,14 +692,19 @@ pub fn new_queue_term(gr: &Graph, app: &App, t: usize, after: &[usize]) -> LineT
     }
 }
 
+/// Per App task of `gr`, its element's name (None for a second task of
+/// an element): what a StaticThreadSched names.
+fn task_names(gr: &Graph) -> Vec<Option<String>> {
+    gr.task_elem
+        .iter()
+        .map(|e| e.map(|e| gr.g.elements[e].name.clone()))
+        .collect()
+}
+
 /// The candidates for `n` threads and the chosen one.
 pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan {
     let n = n.max(1);
-    let names: Vec<Option<String>> = gr
-        .task_elem
-        .iter()
-        .map(|e| e.map(|e| gr.g.elements[e].name.clone()))
-        .collect();
+    let names = task_names(gr);
     let mut cands = Vec::new();
     let mut notes = Vec::new();
     // Placements.
@@ -747,12 +772,11 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
             }
         }
         let Some((conn, _, d)) = best else { continue };
-        let mut a2 = app.clone();
-        let mut tn = names.clone();
+        let mut dr = Draft::new(app, &names);
         let uname = format!("par_u{}", cands.len());
-        let nt = pipeline_apply(gr, app, &mut a2, &mut tn, t, conn, &d, &uname);
+        let nt = pipeline_apply(gr, app, &mut dr, t, conn, &d, &uname);
         // The Unqueue on another thread than the task it splits.
-        let fixed = vec![(t, 0), (nt, 1)];
+        dr.fixed = vec![(t, 0), (nt, 1)];
         let base_queues = app.queues.len();
         cands.push(Candidate::split(
             pipeline_name(gr, conn),
@@ -761,10 +785,8 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
                 conn,
                 name: uname,
             },
-            tn,
-            a2,
+            dr,
             base_queues,
-            fixed,
             m,
             n,
             w,
@@ -993,9 +1015,7 @@ fn combo_candidate(
     names: &[Option<String>],
 ) -> Candidate {
     let k = cands.len();
-    let mut a2 = app.clone();
-    let mut tn = names.to_vec();
-    let mut fixed = Vec::new();
+    let mut d = Draft::new(app, names);
     let mut done = Vec::new();
     for (i, (_, part)) in parts.iter().enumerate() {
         let mut part = part.clone();
@@ -1008,17 +1028,17 @@ fn combo_candidate(
                 name,
             } => {
                 *name = format!("par_u{tag}");
-                pipeline_apply(gr, app, &mut a2, &mut tn, *task, *conn, down, name);
+                pipeline_apply(gr, app, &mut d, *task, *conn, down, name);
             }
             Part::Flow(f) => {
                 f.tag = tag;
-                flow_apply(gr, app, &mut a2, &mut tn, &mut fixed, f, n);
+                flow_apply(gr, app, &mut d, f, n);
             }
             Part::Fanout(t, _) => {
-                fanout_apply(gr, app, &mut a2, &mut tn, &mut fixed, *t, n);
+                fanout_apply(gr, app, &mut d, *t, n);
             }
             Part::Sched(t, sp) => {
-                sched_apply(gr, app, &mut a2, &mut tn, &mut fixed, *t, sp, n);
+                sched_apply(gr, app, &mut d, *t, sp, n);
             }
         }
         done.push(part);
@@ -1034,10 +1054,8 @@ fn combo_candidate(
     Candidate::split(
         name,
         Rewrite::Combo { parts: done },
-        tn,
-        a2,
+        d,
         app.queues.len(),
-        fixed,
         m,
         n,
         w,
@@ -1248,14 +1266,10 @@ fn sched_candidate(
     parts: Vec<(usize, SchedSplit)>,
     names: &[Option<String>],
 ) -> Candidate {
-    let mut a2 = app.clone();
-    let mut tn = names.to_vec();
-    let mut fixed = Vec::new();
+    let mut d = Draft::new(app, names);
     let mut what = Vec::new();
     for (t, sp) in &parts {
-        what.push(sched_apply(
-            gr, app, &mut a2, &mut tn, &mut fixed, *t, sp, n,
-        ));
+        what.push(sched_apply(gr, app, &mut d, *t, sp, n));
     }
     let name = match what.as_slice() {
         [(sched, offset, len, qs)] => {
@@ -1272,7 +1286,7 @@ fn sched_candidate(
         ),
     };
     let rewrite = Rewrite::Sched { parts };
-    Candidate::split(name, rewrite, tn, a2, app.queues.len(), fixed, m, n, w)
+    Candidate::split(name, rewrite, d, app.queues.len(), m, n, w)
 }
 
 /// Puller task `t`'s scheduler replication `sp` in the model `a2`: the
@@ -1280,13 +1294,10 @@ fn sched_candidate(
 /// task (copy r pinned to thread r, in `fixed`) each drain their share
 /// of replicas of the queues. What the name shows: the scheduler, the
 /// HashSwitch's offset and length, the queues.
-#[allow(clippy::too_many_arguments)]
 fn sched_apply(
     gr: &Graph,
     app: &App,
-    a2: &mut App,
-    tn: &mut Vec<Option<String>>,
-    fixed: &mut Vec<(usize, usize)>,
+    d: &mut Draft,
     t: usize,
     sp: &SchedSplit,
     n: usize,
@@ -1304,12 +1315,12 @@ fn sched_apply(
         .collect();
     for &qi in &qidx {
         for &(p, x) in &app.queues[qi].producers {
-            if let Some(tp) = a2.tasks.get_mut(p) {
+            if let Some(tp) = d.a2.tasks.get_mut(p) {
                 tp.cycles_per_packet += HASH_CYCLES * x;
             }
         }
     }
-    let rep = copy_task(a2, app, t, n, &uname, tn);
+    let rep = copy_task(&mut d.a2, app, t, n, &uname, &mut d.tn);
     for &qi in &qidx {
         let q = app.queues[qi].clone();
         let share = |v: &[(usize, f64)], r: usize, cons: bool| -> Vec<(usize, f64)> {
@@ -1317,10 +1328,10 @@ fn sched_apply(
                 .map(|&(x, y)| (if cons && x == t { rep(r) } else { x }, y / n as f64))
                 .collect()
         };
-        a2.queues[qi].producers = share(&q.producers, 0, false);
-        a2.queues[qi].consumers = share(&q.consumers, 0, true);
+        d.a2.queues[qi].producers = share(&q.producers, 0, false);
+        d.a2.queues[qi].consumers = share(&q.consumers, 0, true);
         for r in 1..n {
-            a2.queues.push(AppQueue {
+            d.a2.queues.push(AppQueue {
                 name: format!("{}_r{r}", q.name),
                 producers: share(&q.producers, r, false),
                 consumers: share(&q.consumers, r, true),
@@ -1329,8 +1340,8 @@ fn sched_apply(
         }
     }
     // Queues the puller's push path feeds: each replica feeds its share.
-    share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
-    fixed.extend((0..n).map(|r| (rep(r), r)));
+    share_producer(&mut d.a2.queues[..app.queues.len()], t, n, rep);
+    d.fixed.extend((0..n).map(|r| (rep(r), r)));
     let qnames: Vec<&str> = sp
         .queues
         .iter()
@@ -1371,9 +1382,7 @@ fn flow_candidate(
     names: &[Option<String>],
     k: usize,
 ) -> Candidate {
-    let mut a2 = app.clone();
-    let mut tn = names.to_vec();
-    let mut fixed = Vec::new();
+    let mut d = Draft::new(app, names);
     let many = parts.len() > 1;
     let mut srcs = Vec::new();
     for (i, p) in parts.iter_mut().enumerate() {
@@ -1382,7 +1391,7 @@ fn flow_candidate(
         } else {
             k.to_string()
         };
-        srcs.push(flow_apply(gr, app, &mut a2, &mut tn, &mut fixed, p, n));
+        srcs.push(flow_apply(gr, app, &mut d, p, n));
     }
     let name = match parts.as_slice() {
         [p] => format!(
@@ -1395,32 +1404,14 @@ fn flow_candidate(
         ),
     };
     let base_queues = app.queues.len();
-    Candidate::split(
-        name,
-        Rewrite::Flow { parts },
-        tn,
-        a2,
-        base_queues,
-        fixed,
-        m,
-        n,
-        w,
-    )
+    Candidate::split(name, Rewrite::Flow { parts }, d, base_queues, m, n, w)
 }
 
 /// One source's flow split `p` (its tag set) in the model `a2`: the
 /// source keeps its own cost plus the hash; each replica task runs 1/n
 /// of the rest, replica r pinned to thread r (in `fixed`). The source's
 /// name.
-fn flow_apply(
-    gr: &Graph,
-    app: &App,
-    a2: &mut App,
-    tn: &mut Vec<Option<String>>,
-    fixed: &mut Vec<(usize, usize)>,
-    p: &FlowSplit,
-    n: usize,
-) -> String {
+fn flow_apply(gr: &Graph, app: &App, d: &mut Draft, p: &FlowSplit, n: usize) -> String {
     let t = p.task;
     let s = gr.task_elem[t].unwrap_or(0);
     let first = gr.g.connections[gr.out[s][0]].to;
@@ -1431,12 +1422,12 @@ fn flow_apply(
     } else {
         1.0
     };
-    a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
-    let base = a2.tasks.len();
+    d.a2.tasks[t].cycles_per_packet = own + HASH_CYCLES * f;
+    let base = d.a2.tasks.len();
     let tag = &p.tag;
     for r in 0..n {
         let uname = format!("par_u{tag}_{r}");
-        a2.tasks.push(AppTask {
+        d.a2.tasks.push(AppTask {
             name: uname.clone(),
             cycles_per_packet: (total - own) / n as f64,
             entry: false,
@@ -1445,8 +1436,8 @@ fn flow_apply(
             pass_cycles_per_packet: 0.0,
             pass_mates: 0.0,
         });
-        tn.push(Some(uname));
-        a2.queues.push(AppQueue {
+        d.tn.push(Some(uname));
+        d.a2.queues.push(AppQueue {
             name: format!("par_q{tag}_{r}"),
             producers: vec![(t, f / n as f64)],
             consumers: vec![(base + r, f / n as f64)],
@@ -1454,8 +1445,8 @@ fn flow_apply(
             line_growth: new_queue_term(gr, app, t, &p.set),
         });
     }
-    share_producer(&mut a2.queues[..app.queues.len()], t, n, |r| base + r);
-    fixed.extend((0..n).map(|r| (base + r, r)));
+    share_producer(&mut d.a2.queues[..app.queues.len()], t, n, |r| base + r);
+    d.fixed.extend((0..n).map(|r| (base + r, r)));
     gr.g.elements[s].name.clone()
 }
 
@@ -1552,46 +1543,26 @@ fn fanout_candidate(
     parts: Vec<(usize, Vec<usize>)>,
     names: &[Option<String>],
 ) -> Candidate {
-    let mut a2 = app.clone();
-    let mut tn = names.to_vec();
-    let mut fixed = Vec::new();
+    let mut d = Draft::new(app, names);
     let mut srcs = Vec::new();
     for (t, _) in &parts {
-        srcs.push(fanout_apply(gr, app, &mut a2, &mut tn, &mut fixed, *t, n));
+        srcs.push(fanout_apply(gr, app, &mut d, *t, n));
     }
     let name = format!(
         "device fanout of {} into {n} (FromDevice QUEUE r of N_QUEUES {n})",
         srcs.join(", ")
     );
     let base_queues = app.queues.len();
-    Candidate::split(
-        name,
-        Rewrite::Fanout { parts },
-        tn,
-        a2,
-        base_queues,
-        fixed,
-        m,
-        n,
-        w,
-    )
+    Candidate::split(name, Rewrite::Fanout { parts }, d, base_queues, m, n, w)
 }
 
 /// Source task `t`'s device fanout in the model `a2`: `n` copies of the
 /// task, copy r pinned to thread r (in `fixed`). The source's name.
-fn fanout_apply(
-    gr: &Graph,
-    app: &App,
-    a2: &mut App,
-    tn: &mut Vec<Option<String>>,
-    fixed: &mut Vec<(usize, usize)>,
-    t: usize,
-    n: usize,
-) -> String {
+fn fanout_apply(gr: &Graph, app: &App, d: &mut Draft, t: usize, n: usize) -> String {
     let sname = gr.g.elements[gr.task_elem[t].unwrap_or(0)].name.clone();
-    let rep = copy_task(a2, app, t, n, &sname, tn);
-    share_producer(&mut a2.queues[..app.queues.len()], t, n, rep);
-    fixed.extend((0..n).map(|r| (rep(r), r)));
+    let rep = copy_task(&mut d.a2, app, t, n, &sname, &mut d.tn);
+    share_producer(&mut d.a2.queues[..app.queues.len()], t, n, rep);
+    d.fixed.extend((0..n).map(|r| (rep(r), r)));
     sname
 }
 
@@ -1913,14 +1884,7 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
     for part in parts_of(gr, &c.rewrite) {
         rewrite_part(&mut g, gr, &part, n);
     }
-    let span0 = gr.g.elements[0].span.clone();
-    let conn = |from: usize, fp: usize, tp: usize, to: usize| FlatConnection {
-        from,
-        from_port: fp,
-        to,
-        to_port: tp,
-        span: span0.clone(),
-    };
+    let conn = |from: usize, fp: usize, tp: usize, to: usize| link(gr, from, fp, tp, to);
     // Placement: drop the configuration's own StaticThreadScheds, pin
     // every task by name.
     let pins: Vec<String> = c
@@ -1986,6 +1950,18 @@ fn parts_of(gr: &Graph, rw: &Rewrite) -> Vec<Part> {
     }
 }
 
+/// A connection `from[fp] -> [tp]to` (placed where `gr`'s first element
+/// is, for error messages).
+fn link(gr: &Graph, from: usize, fp: usize, tp: usize, to: usize) -> FlatConnection {
+    FlatConnection {
+        from,
+        from_port: fp,
+        to,
+        to_port: tp,
+        span: gr.g.elements[0].span.clone(),
+    }
+}
+
 /// Adds an element (configured as `config`) to `g`; its index.
 fn add_element(g: &mut FlatGraph, name: String, class: &str, config: String) -> usize {
     let span = g.elements[0].span.clone();
@@ -2004,14 +1980,7 @@ fn add_element(g: &mut FlatGraph, name: String, class: &str, config: String) -> 
 /// changes only its own connections).
 fn rewrite_part(g: &mut FlatGraph, gr: &Graph, part: &Part, n: usize) {
     let add = add_element;
-    let span0 = gr.g.elements[0].span.clone();
-    let conn = |from: usize, fp: usize, tp: usize, to: usize| FlatConnection {
-        from,
-        from_port: fp,
-        to,
-        to_port: tp,
-        span: span0.clone(),
-    };
+    let conn = |from: usize, fp: usize, tp: usize, to: usize| link(gr, from, fp, tp, to);
     match part {
         Part::Pipeline {
             conn: ci,
@@ -2683,10 +2652,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn every_scheduler_and_every_source_is_also_split_at_once() {
-        // Two sources, each into its own priority scheduler: each split
-        // alone, and each kind for both at once.
+    /// Two sources a and b, each into its own priority scheduler (aps,
+    /// bps) over two queues, its puller (auq, buq) into a Counter.
+    fn two_schedulers() -> String {
         let mut text = String::new();
         for x in ["a", "b"] {
             text.push_str(&format!(
@@ -2697,6 +2665,14 @@ mod tests {
                  {x}ps -> {x}uq :: Unqueue -> {x}out :: Counter -> Discard;\n"
             ));
         }
+        text
+    }
+
+    #[test]
+    fn every_scheduler_and_every_source_is_also_split_at_once() {
+        // Two sources, each into its own priority scheduler: each split
+        // alone, and each kind for both at once.
+        let text = two_schedulers();
         let (gr, plan) = plan_for(&text, 2);
         let names: Vec<&str> = plan.candidates.iter().map(|c| c.name.as_str()).collect();
         for want in [
@@ -2743,11 +2719,7 @@ mod tests {
             }
             // Each replica's puller pinned to its own thread.
             assert_eq!(c.fixed.len(), 4, "{}", c.name);
-            let src = Source {
-                name: "rewritten".into(),
-                text: t.clone(),
-            };
-            static_app(&src, &crate::registry(), &[]).unwrap_or_else(|e| panic!("{e}: {t}"));
+            parses(&t);
         }
     }
 
@@ -3357,16 +3329,7 @@ mod tests {
         // tasks; a's flow split and a's scheduler replication do not (the
         // replication's HashSwitches run in a's task, which the flow
         // split replaces).
-        let mut text = String::new();
-        for x in ["a", "b"] {
-            text.push_str(&format!(
-                "{x} :: InfiniteSource(LIMIT 10) -> Strip(14) -> CheckIPHeader \
-                 -> {x}cl :: IPClassifier(ip dscp 46, -);
-                 {x}cl[0] -> {x}ef :: Queue; {x}cl[1] -> {x}be :: Queue;
-                 {x}ps :: PrioSched; {x}ef -> [0]{x}ps; {x}be -> [1]{x}ps;
-                 {x}ps -> {x}uq :: Unqueue -> {x}out :: Counter -> Discard;\n"
-            ));
-        }
+        let text = two_schedulers();
         let (gr, app, plan) = plan_and_app(&text, 2);
         let single = |prefix: &str| -> (usize, Part) {
             let k = plan
@@ -3396,7 +3359,7 @@ mod tests {
             &w,
             &[fa, sb],
             &plan.candidates,
-            &names_of(&gr),
+            &task_names(&gr),
         );
         let k = plan.candidates.len();
         assert!(
@@ -3420,13 +3383,6 @@ mod tests {
         // a's scheduler and b's flow path are left alone.
         assert!(!t.contains("auq_r1") && !t.contains("par_hs_aef"), "{t}");
         parses(&t);
-    }
-
-    fn names_of(gr: &Graph) -> Vec<Option<String>> {
-        gr.task_elem
-            .iter()
-            .map(|e| e.map(|e| gr.g.elements[e].name.clone()))
-            .collect()
     }
 
     #[test]
