@@ -273,33 +273,37 @@ impl Graph {
 pub enum Rewrite {
     /// Tasks placed as given.
     Place,
-    /// Queue + Unqueue inserted at connection `conn` of task `task`, the
-    /// Unqueue named `name` (its queue `par_q..` for `par_u..`).
-    Pipeline {
-        task: usize,
-        conn: usize,
-        name: String,
-    },
-    /// Per part: a HashSwitch after source task `task`'s element, `n`
-    /// replicas of `set`, each behind its own Queue and Unqueue. Several
-    /// parts: every source's flow split at once.
-    Flow { parts: Vec<FlowSplit> },
-    /// A scheduler replicated per flow group (SMP Click's replicated
-    /// QoS): a HashSwitch in front of each of `queues`, `n` replicas of
-    /// `set` (the queues, the scheduler and the rest of the puller's pull
-    /// path, the puller and the replicable elements it pushes into),
-    /// each queue's capacity shared among its replicas.
-    /// Several parts: every scheduler's replication at once.
-    Sched { parts: Vec<(usize, SchedSplit)> },
-    /// A flow split by the device's own receive queues: per part, source
-    /// task `task`'s FromDevice becomes `n` FromDevices of one
-    /// PACKET_FANOUT HASH group (`QUEUE r, N_QUEUES n`), each feeding its
-    /// replica of `set` (the source itself first, then the replicable
-    /// elements after it). Several parts: every device at once.
-    Fanout { parts: Vec<(usize, Vec<usize>)> },
-    /// Parts of different kinds (or several tasks' pipeline splits) at
-    /// once, on disjoint tasks and elements ([`Part::compatible`]).
-    Combo { parts: Vec<Part> },
+    /// One split ([`Part`]), or several at once: every source's flow
+    /// split, every device's fanout, every scheduler's replication, or a
+    /// combination of parts on disjoint tasks and elements
+    /// ([`Part::compatible`]).
+    Split { parts: Vec<Part> },
+}
+
+impl Rewrite {
+    /// "place", a part's kind when every part is of that kind (but
+    /// several pipeline splits), else "combination".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Rewrite::Place => "place",
+            Rewrite::Split { parts } => {
+                let k = parts.first().map_or("place", Part::kind);
+                if parts.iter().all(|p| p.kind() == k) && (k != "pipeline" || parts.len() == 1) {
+                    k
+                } else {
+                    "combination"
+                }
+            }
+        }
+    }
+
+    /// The parts the rewrite is made of (none for a placement).
+    pub fn parts(&self) -> &[Part] {
+        match self {
+            Rewrite::Place => &[],
+            Rewrite::Split { parts } => parts,
+        }
+    }
 }
 
 /// One part of a split: what a single-part candidate of one kind
@@ -307,7 +311,8 @@ pub enum Rewrite {
 #[derive(Clone, Debug)]
 pub enum Part {
     /// Task `task`'s push path split at connection `conn`: a Queue and
-    /// an Unqueue named `name` (its queue `par_q..`), which runs `down`.
+    /// an Unqueue named `name` (its queue `par_q..` for `par_u..`), which
+    /// runs `down`.
     Pipeline {
         task: usize,
         conn: usize,
@@ -315,14 +320,20 @@ pub enum Part {
         name: String,
     },
     Flow(FlowSplit),
-    /// Source task, its set (the FromDevice first).
+    /// A device fanout: source task `task`'s FromDevice becomes `n`
+    /// FromDevices of one PACKET_FANOUT HASH group (`QUEUE r, N_QUEUES
+    /// n`), each feeding its replica of the set (the FromDevice first,
+    /// then the replicable elements after it).
     Fanout(usize, Vec<usize>),
-    /// Puller task, its replication.
+    /// A scheduler replicated per flow group (SMP Click's replicated
+    /// QoS) by its puller's task: a HashSwitch in front of each of its
+    /// queues, `n` replicas of its set, each queue's capacity shared
+    /// among its replicas.
     Sched(usize, SchedSplit),
 }
 
 impl Part {
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Part::Pipeline { .. } => "pipeline",
             Part::Flow(_) => "flow",
@@ -775,16 +786,18 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         let mut dr = Draft::new(app, &names);
         let uname = format!("par_u{}", cands.len());
         let nt = pipeline_apply(gr, app, &mut dr, t, conn, &d, &uname);
+        let part = Part::Pipeline {
+            task: t,
+            conn,
+            down: d,
+            name: uname,
+        };
         // The Unqueue on another thread than the task it splits.
         dr.fixed = vec![(t, 0), (nt, 1)];
         let base_queues = app.queues.len();
         cands.push(Candidate::split(
             pipeline_name(gr, conn),
-            Rewrite::Pipeline {
-                task: t,
-                conn,
-                name: uname,
-            },
+            Rewrite::Split { parts: vec![part] },
             dr,
             base_queues,
             m,
@@ -931,7 +944,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
     let singles: Vec<(usize, Part)> = cands
         .iter()
         .enumerate()
-        .filter_map(|(k, c)| match parts_of(gr, &c.rewrite).as_slice() {
+        .filter_map(|(k, c)| match c.rewrite.parts() {
             [p] => Some((k, p.clone())),
             _ => None,
         })
@@ -967,15 +980,12 @@ fn combination(
 ) -> Option<Candidate> {
     singles.sort_by(|a, b| cands[b.0].predicted.total_cmp(&cands[a.0].predicted));
     singles.truncate(COMBINE_MAX);
-    let mut taken: Vec<(usize, Part)> = Vec::new();
-    let mut rate = 0.0;
+    let mut rest = singles.iter();
+    let (k0, first) = rest.next()?;
+    let mut taken = vec![(*k0, first.clone())];
+    let mut rate = cands[*k0].predicted;
     let mut best: Option<Candidate> = None;
-    for (k, part) in &singles {
-        if taken.is_empty() {
-            rate = cands[*k].predicted;
-            taken.push((*k, part.clone()));
-            continue;
-        }
+    for (k, part) in rest {
         if !taken
             .iter()
             .all(|(_, p)| Part::compatible(gr, app, p, part))
@@ -991,11 +1001,8 @@ fn combination(
             best = Some(c);
         }
     }
-    let kind = taken.first()?.1.kind();
-    if kind != "pipeline" && taken.iter().all(|(_, p)| p.kind() == kind) {
-        return None;
-    }
-    best
+    // Parts all of one kind (but pipeline splits) are combined above.
+    best.filter(|c| c.rewrite.kind() == "combination")
 }
 
 /// The candidate of `parts` together (each a single-part candidate's,
@@ -1053,7 +1060,7 @@ fn combo_candidate(
     );
     Candidate::split(
         name,
-        Rewrite::Combo { parts: done },
+        Rewrite::Split { parts: done },
         d,
         app.queues.len(),
         m,
@@ -1285,7 +1292,12 @@ fn sched_candidate(
                 .join(", ")
         ),
     };
-    let rewrite = Rewrite::Sched { parts };
+    let rewrite = Rewrite::Split {
+        parts: parts
+            .into_iter()
+            .map(|(t, sp)| Part::Sched(t, sp))
+            .collect(),
+    };
     Candidate::split(name, rewrite, d, app.queues.len(), m, n, w)
 }
 
@@ -1404,7 +1416,10 @@ fn flow_candidate(
         ),
     };
     let base_queues = app.queues.len();
-    Candidate::split(name, Rewrite::Flow { parts }, d, base_queues, m, n, w)
+    let rewrite = Rewrite::Split {
+        parts: parts.into_iter().map(Part::Flow).collect(),
+    };
+    Candidate::split(name, rewrite, d, base_queues, m, n, w)
 }
 
 /// One source's flow split `p` (its tag set) in the model `a2`: the
@@ -1553,7 +1568,13 @@ fn fanout_candidate(
         srcs.join(", ")
     );
     let base_queues = app.queues.len();
-    Candidate::split(name, Rewrite::Fanout { parts }, d, base_queues, m, n, w)
+    let rewrite = Rewrite::Split {
+        parts: parts
+            .into_iter()
+            .map(|(t, set)| Part::Fanout(t, set))
+            .collect(),
+    };
+    Candidate::split(name, rewrite, d, base_queues, m, n, w)
 }
 
 /// Source task `t`'s device fanout in the model `a2`: `n` copies of the
@@ -1881,8 +1902,8 @@ pub fn measure_splits(
 /// The rewritten configuration of candidate `c`.
 pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
     let mut g = gr.g.clone();
-    for part in parts_of(gr, &c.rewrite) {
-        rewrite_part(&mut g, gr, &part, n);
+    for part in c.rewrite.parts() {
+        rewrite_part(&mut g, gr, part, n);
     }
     let conn = |from: usize, fp: usize, tp: usize, to: usize| link(gr, from, fp, tp, to);
     // Placement: drop the configuration's own StaticThreadScheds, pin
@@ -1923,31 +1944,6 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
         );
     }
     g
-}
-
-/// The parts a candidate's rewrite is made of.
-fn parts_of(gr: &Graph, rw: &Rewrite) -> Vec<Part> {
-    match rw {
-        Rewrite::Place => Vec::new(),
-        Rewrite::Pipeline { task, conn, name } => vec![Part::Pipeline {
-            task: *task,
-            conn: *conn,
-            down: downstream(gr, *task, gr.g.connections[*conn].to),
-            name: name.clone(),
-        }],
-        Rewrite::Flow { parts } => parts.iter().cloned().map(Part::Flow).collect(),
-        Rewrite::Sched { parts } => parts
-            .iter()
-            .cloned()
-            .map(|(t, sp)| Part::Sched(t, sp))
-            .collect(),
-        Rewrite::Fanout { parts } => parts
-            .iter()
-            .cloned()
-            .map(|(t, set)| Part::Fanout(t, set))
-            .collect(),
-        Rewrite::Combo { parts } => parts.clone(),
-    }
 }
 
 /// A connection `from[fp] -> [tp]to` (placed where `gr`'s first element
@@ -2579,10 +2575,7 @@ mod tests {
             "{:?}",
             plan.notes
         );
-        assert!(!plan
-            .candidates
-            .iter()
-            .any(|c| matches!(c.rewrite, Rewrite::Fanout { .. })));
+        assert!(!plan.candidates.iter().any(|c| c.rewrite.kind() == "fanout"));
     }
 
     #[test]
@@ -2594,7 +2587,7 @@ mod tests {
         let c = plan
             .candidates
             .iter()
-            .find(|c| matches!(c.rewrite, Rewrite::Fanout { .. }))
+            .find(|c| c.rewrite.kind() == "fanout")
             .unwrap();
         assert_eq!(
             c.name,
@@ -2782,7 +2775,7 @@ mod tests {
                 .candidates
                 .iter()
                 .enumerate()
-                .find(|(_, c)| matches!(c.rewrite, Rewrite::Sched { .. }))
+                .find(|(_, c)| c.rewrite.kind() == "sched")
                 .unwrap_or_else(|| panic!("{}", table(&plan, n, "")));
             // The packets reach the queues stripped: the hash is over the
             // IP header's addresses and ports.
@@ -2861,10 +2854,7 @@ mod tests {
         ] {
             let (_, plan) = plan_for(text, 2);
             assert!(
-                !plan
-                    .candidates
-                    .iter()
-                    .any(|c| matches!(c.rewrite, Rewrite::Sched { .. })),
+                !plan.candidates.iter().any(|c| c.rewrite.kind() == "sched"),
                 "{}",
                 table(&plan, 2, "")
             );
@@ -2909,7 +2899,7 @@ mod tests {
         let flow = plan
             .candidates
             .iter()
-            .find(|c| matches!(c.rewrite, Rewrite::Flow { .. }))
+            .find(|c| c.rewrite.kind() == "flow")
             .unwrap();
         let t = crate::flat::to_click(&rewrite(&gr, flow, 2));
         assert!(t.contains("c :: Counter(REPLICAS c_r1);"), "{t}");
@@ -3207,7 +3197,7 @@ mod tests {
         let split = plan
             .candidates
             .iter()
-            .find(|c| matches!(c.rewrite, Rewrite::Pipeline { .. }))
+            .find(|c| c.rewrite.kind() == "pipeline")
             .expect("a pipeline split");
         let q = split.model.queues.last().unwrap();
         assert!(q.name.starts_with("par_q"), "{}", q.name);
@@ -3285,9 +3275,9 @@ mod tests {
             .candidates
             .iter()
             .enumerate()
-            .find(|(_, c)| matches!(c.rewrite, Rewrite::Combo { .. }))
+            .find(|(_, c)| c.rewrite.kind() == "combination")
             .unwrap_or_else(|| panic!("no combination: {:?}", names(&plan)));
-        let parts = parts_of(&gr, &c.rewrite);
+        let parts = c.rewrite.parts();
         assert!(parts.len() >= 2, "{}", c.name);
         assert!(parts.iter().all(|p| p.kind() == "pipeline"), "{}", c.name);
         // It beats every split of one task alone, and is chosen.
@@ -3337,7 +3327,7 @@ mod tests {
                 .iter()
                 .position(|c| c.name.starts_with(prefix))
                 .unwrap_or_else(|| panic!("{prefix}: {:?}", names(&plan)));
-            let ps = parts_of(&gr, &plan.candidates[k].rewrite);
+            let ps = plan.candidates[k].rewrite.parts();
             assert_eq!(ps.len(), 1);
             (k, ps[0].clone())
         };
@@ -3397,7 +3387,7 @@ mod tests {
         let mut pipes = 0;
         for c in &plan.candidates {
             assert!(seen.insert(c.name.clone()), "twice: {}", c.name);
-            if let Rewrite::Pipeline { task, conn, .. } = &c.rewrite {
+            if let [Part::Pipeline { task, conn, .. }] = c.rewrite.parts() {
                 pipes += 1;
                 let from = gr.g.connections[*conn].from;
                 let runs = gr.task_set.iter().filter(|s| s.contains(&from)).count();

@@ -70,6 +70,15 @@ impl<'r> HandlerCx<'r> {
         Ok(sum)
     }
 
+    /// Writes handler `h` (with an empty value) of every element named in
+    /// `others`: the reset of an element that reports for its replicas.
+    pub fn write_each(&self, others: &[String], h: &str) -> Result<(), String> {
+        for r in others {
+            self.write(&format!("{r}.{h}"), "")?;
+        }
+        Ok(())
+    }
+
     /// Parses a written value with the configuration's argument parser
     /// (the same `bool`, `IPAddress`, AddressInfo names...).
     pub fn arg<T: FromArg>(&self, value: &str) -> Result<T, String> {

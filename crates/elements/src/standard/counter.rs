@@ -278,10 +278,7 @@ impl<C: CallPolicy> Counter<C> {
 
     fn reset_all(&self, hx: &HandlerCx<'_>) -> Result<(), String> {
         self.reset();
-        for r in &self.replicas {
-            hx.write(&format!("{r}.reset"), "")?;
-        }
-        Ok(())
+        hx.write_each(&self.replicas, "reset")
     }
 }
 

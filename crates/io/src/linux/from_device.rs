@@ -291,10 +291,7 @@ impl Element for FromDevice {
         }),
         Handler::write("reset_counts", |e, _, hx| {
             e.stats.reset(e.rings());
-            for r in &e.replicas {
-                hx.write(&format!("{r}.reset_counts"), "")?;
-            }
-            Ok(())
+            hx.write_each(&e.replicas, "reset_counts")
         }),
         Handler::read("encap", |_, _| "ETHER".into()),
         Handler::read("priority_count", |e, _| e.stats.count_of(PRIO).to_string()),
