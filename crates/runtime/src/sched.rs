@@ -468,11 +468,9 @@ impl<'r> Pass<'r> {
 
     /// One pass over the worklist: acknowledges a plan change, runs each
     /// runnable task once, and (when no task had work, or every 16
-    /// passes) flushes deferred work and runs the due timers. Returns
-    /// whether anything had work, and the next timer deadline if the
-    /// timers were looked at (`u64::MAX` otherwise).
+    /// passes) flushes deferred work and runs the due timers.
     #[inline(always)]
-    fn run(&mut self, core: &'r Core) -> (bool, u64) {
+    fn run(&mut self, core: &'r Core) -> Ran {
         let t = self.t;
         let ts = &core.threads[t];
         let cx = &mut self.cx;
@@ -561,6 +559,7 @@ impl<'r> Pass<'r> {
         }
         self.iter = self.iter.wrapping_add(1);
         let mut next = u64::MAX;
+        let mut timers = false;
         if !work || self.iter & 15 == 0 {
             if cx.has_deferred() {
                 cx.flush_deferred();
@@ -586,7 +585,7 @@ impl<'r> Pass<'r> {
                         cx.current = e.elem;
                         core.slots[e.elem].element.run_timer(cx, e.timer);
                     }
-                    work = true;
+                    timers = true;
                     next = ts.timers.next_deadline();
                 }
             }
@@ -595,8 +594,24 @@ impl<'r> Pass<'r> {
         if !work {
             bump(&ts.idle_polls, 1);
         }
-        (work, next)
+        Ran { work, timers, next }
     }
+}
+
+/// What one [`Pass::run`] did.
+struct Ran {
+    /// A task had work.
+    work: bool,
+    /// Timers ran. Not work: a timer is not traffic. A worker whose only
+    /// work is a periodic timer (a Script's `wait 2ms`) would otherwise
+    /// never be idle long enough to nap, and spend its idle time in
+    /// `yield_now` (seconds of system time a minute after a source
+    /// stopped). The worker passes once more without napping, so a task
+    /// the timer woke runs at once.
+    timers: bool,
+    /// The next timer deadline if the timers were looked at
+    /// (`u64::MAX` otherwise).
+    next: u64,
 }
 
 /// [`crate::notifier::gated`], noting the first task of the pass that
@@ -636,10 +651,13 @@ fn worker(core: &Core, t: usize) {
     }
     *ts.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
     while core.running.load(Ordering::Relaxed) {
-        let (work, next) = p.run(core);
+        let Ran { work, timers, next } = p.run(core);
         if work {
             idle = 0;
             naps = 0;
+            continue;
+        }
+        if timers {
             continue;
         }
         if idle == 0 {
@@ -746,12 +764,12 @@ fn sim_driver(core: &Core) {
             if !core.running.load(Ordering::Relaxed) {
                 break 'run;
             }
-            let (w, nx) = p.run(core);
+            let r = p.run(core);
             if p.cx.has_deferred() {
                 p.cx.flush_deferred();
             }
-            work |= w;
-            next = next.min(nx).min(p.cx.wake_ns);
+            work |= r.work || r.timers;
+            next = next.min(r.next).min(p.cx.wake_ns);
         }
         if work {
             idle_rounds = 0;
