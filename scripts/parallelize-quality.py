@@ -21,7 +21,12 @@ and each state's choice is ranked among its own list on the runs that
 met that state. A state that no run (or too few) met is reported as
 such.
 
-    scripts/parallelize-quality.py [--rounds 5] [--trial 0.5] [--offered [--loss F]]
+Measure. By default each variant's loss-free rate (bench --offered
+--loss 0.001, 1 s trials): the issue's MLFFR. --saturation measures the
+rate the harness reaches when it sends as fast as it can, which counts a
+plan's output even while a queue it adds drops (it flatters such plans).
+
+    scripts/parallelize-quality.py [--rounds 5] [--saturation] [--trial S] [--loss F]
                                    [--fast-ns 24] [--slow-ns 185] [CONF ...]
 """
 import argparse
@@ -100,21 +105,30 @@ def plan_at(conf, line):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--trial", type=float, default=0.5)
-    ap.add_argument("--offered", action="store_true",
-                    help="offer rates through FastUDPFlows too (bench --offered): the "
-                         "loss-free rate of configurations that drop by design when "
-                         "saturated, as QoS schedulers do")
-    ap.add_argument("--loss", type=float, default=0.0,
-                    help="loss fraction a passing trial may have (bench --loss)")
+    ap.add_argument("--saturation", action="store_true",
+                    help="measure the saturation rate (bench --mlffr alone, 0.5 s "
+                         "trials) instead of the default loss-free rate. It flatters "
+                         "a plan that drops at a queue it adds: the harness counts "
+                         "the output the other threads still make")
+    ap.add_argument("--trial", type=float, default=None,
+                    help="seconds per trial (default 1.0 loss-free, 0.5 saturation)")
+    ap.add_argument("--loss", type=float, default=None,
+                    help="loss fraction a passing trial may have (bench --loss; "
+                         "default 0.001 loss-free)")
     ap.add_argument("--fast-ns", type=float, default=24.0,
                     help="the fast state's line time, ns (this VM: 22-27)")
     ap.add_argument("--slow-ns", type=float, default=185.0,
                     help="the slow state's line time, ns (this VM: 170-195)")
     ap.add_argument("confs", nargs="*")
     a = ap.parse_args()
-    if a.offered:
+    if a.trial is None:
+        a.trial = 0.5 if a.saturation else 1.0
+    if not a.saturation:
+        # The issue's MLFFR: offered rates (bench --offered, through
+        # FastUDPFlows), a trial passing with at most `loss` dropped.
         EXTRA.append("--offered")
+        if a.loss is None:
+            a.loss = 0.001
     if a.loss:
         EXTRA.extend(["--loss", str(a.loss)])
     confs = a.confs or [c for c in DEFAULT if os.path.exists(os.path.join(ROOT, c))]
