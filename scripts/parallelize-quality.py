@@ -40,7 +40,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "paraclick")
 DEFAULT = ["conf/fake-iprouter.click", "conf/nat-bench.click",
-           "conf/vpn-bench.click", "conf/replicated-qos.click"]
+           "conf/vpn-bench.click", "conf/qos-bench.click",
+           "conf/replicated-qos.click"]
 BIG_N = "N=1000000000000"
 LINE_NOW = os.path.join(ROOT, "target", "release", "examples", "line_now")
 SLOW_NS = 100.0  # between the fast (~25 ns) and the slow (~185 ns) line state of this VM
