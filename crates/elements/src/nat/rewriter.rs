@@ -167,7 +167,7 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
         rng: (0..n)
             .map(|i| {
                 CachePadded::new(AtomicU64::new(
-                    0x9E37_79B9_7F4A_7C15 ^ ((i as u64 + 1) * 0xA24B_AED4_963E_E407),
+                    0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
                 ))
             })
             .collect(),
