@@ -121,7 +121,9 @@ fn by_flow(pkts: &[Vec<u8>], norm: &dyn Fn(&mut Vec<u8>)) -> BTreeMap<u32, Vec<V
 /// own (the system model stays the user's: calibrating it again would
 /// take half a minute per test).
 fn run_ok(args: &[&str]) -> String {
-    let terms = std::env::temp_dir().join(format!(
+    // Under target/tmp (cargo's scratch directory for integration
+    // tests), not the system's /tmp, which kept one file per test run.
+    let terms = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "paraclick-test-line-terms-{}.json",
         std::process::id()
     ));
@@ -318,7 +320,8 @@ fn require(kinds: &[String], what: &str) {
 }
 
 fn workdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("paraclick-par-{name}-{}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("paraclick-par-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -489,7 +489,9 @@ mod tests {
         let dir = tempfile_dir();
         let f = dir.join("out");
         h.write(handler, f.to_str().unwrap()).unwrap();
-        std::fs::read_to_string(&f).unwrap()
+        let t = std::fs::read_to_string(&f).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        t
     }
 
     fn tempfile_dir() -> std::path::PathBuf {
