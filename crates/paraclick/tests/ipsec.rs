@@ -59,7 +59,7 @@ const LOCAL: &str = "192.0.2.1";
 const PEER: &str = "198.51.100.1";
 
 fn key(len: usize, seed: u8) -> String {
-    let mut x = u32::from(seed) * 2654435761 + 1;
+    let mut x = u32::from(seed).wrapping_mul(2654435761).wrapping_add(1);
     let mut s = String::from("0x");
     for _ in 0..len {
         x ^= x << 13;
