@@ -59,7 +59,7 @@ fn bar(n: u64, what: &str) -> ProgressBar {
 }
 
 /// Unless the user set N, every run gets enough packets not to end early.
-fn with_long_run(mut d: Vec<(String, String)>) -> Vec<(String, String)> {
+pub(crate) fn with_long_run(mut d: Vec<(String, String)>) -> Vec<(String, String)> {
     if !d.iter().any(|(k, _)| k == "N") {
         d.push(("N".into(), "1000000000000".into()));
     }

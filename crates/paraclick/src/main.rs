@@ -284,6 +284,11 @@ enum Cmd {
         /// measured now (a what-if, as for `model --line-ns`).
         #[arg(long = "line-ns")]
         line_ns: Option<f64>,
+        /// Keep a chosen split without running its rewrite first (by
+        /// default it is run once, offered the rate it must reach, and
+        /// rejected if it loses packets).
+        #[arg(long = "no-check")]
+        no_check: bool,
         #[command(flatten)]
         input: Input,
     },
@@ -430,6 +435,7 @@ fn main() -> ExitCode {
             duration,
             emit_all,
             line_ns,
+            no_check,
             input,
         }) => parallelize_cmd(
             threads,
@@ -438,6 +444,7 @@ fn main() -> ExitCode {
                 pick: candidate,
                 emit_all: emit_all.map(std::path::PathBuf::from),
                 line_ns,
+                check: !no_check,
             },
             &input,
         ),

@@ -91,6 +91,30 @@ impl Trial {
         let m = (a + b) / 2.0;
         m > 0.0 && (a - b).abs() / m <= tol
     }
+    /// Why this trial, offered `rate`, does not pass under `s` (more loss
+    /// than allowed, unsteady, or the sources fell behind the offered
+    /// rate), or None when it passes.
+    pub fn fails(&self, s: &Settings, rate: f64) -> Option<String> {
+        if self.loss() > s.loss {
+            Some(format!(
+                "lost {:.3}%, more than {:.3}%",
+                self.loss() * 100.0,
+                s.loss * 100.0
+            ))
+        } else if !self.steady(s.steady_tol) {
+            Some(format!(
+                "not steady: halves at {:.0} and {:.0} pps",
+                self.halves.0, self.halves.1
+            ))
+        } else if self.input_pps < 0.95 * rate {
+            Some(format!(
+                "the sources fell behind: {:.0} pps entered of {rate:.0} offered",
+                self.input_pps
+            ))
+        } else {
+            None
+        }
+    }
     pub fn loss(&self) -> f64 {
         if self.sent == 0 {
             return 0.0;
@@ -307,8 +331,7 @@ pub fn mlffr(
         progress(&t);
         // Passing: no more loss than allowed, steady, and the sources kept
         // up with the offered rate.
-        let pass = t.loss() <= s.loss && t.steady(s.steady_tol) && t.input_pps >= 0.95 * rate;
-        if pass {
+        if t.fails(s, rate).is_none() {
             lo = rate;
         } else {
             hi = rate;
