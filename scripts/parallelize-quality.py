@@ -18,8 +18,11 @@ choice. So the tool is asked twice, at each state's line time
 candidate), every distinct configuration of either list is measured, the
 line is taken before every measured run (the model's example line_now),
 and each state's choice is ranked among its own list on the runs that
-met that state. A state that no run (or too few) met is reported as
-such.
+met that state. After the rounds, a state they met whose ranking lacks
+a variant gets that variant run whenever the line is in that state
+(--top-up seconds per configuration, default 300): the state changes
+for minutes at a time, and three rounds often left one variant unmet.
+A state that no run (or too few) met is reported as such.
 
 Measure. By default each variant's loss-free rate (bench --offered
 --loss 0.001, 1 s trials): the issue's MLFFR. --saturation measures the
@@ -27,12 +30,13 @@ rate the harness reaches when it sends as fast as it can, which counts a
 plan's output even while a queue it adds drops (it flatters such plans).
 
     scripts/parallelize-quality.py [--rounds 5] [--saturation] [--trial S] [--loss F]
-                                   [--fast-ns 24] [--slow-ns 185] [CONF ...]
+                                   [--fast-ns 24] [--slow-ns 185] [--top-up 300] [CONF ...]
 """
 import argparse
 import os
 import re
 import statistics
+import time
 import subprocess
 import sys
 import tempfile
@@ -120,6 +124,11 @@ def main():
                     help="the fast state's line time, ns (this VM: 22-27)")
     ap.add_argument("--slow-ns", type=float, default=185.0,
                     help="the slow state's line time, ns (this VM: 170-195)")
+    ap.add_argument("--top-up", type=float, default=300.0,
+                    help="seconds, per configuration, of extra runs after the rounds: "
+                         "a variant that no run of a state the rounds met measured is "
+                         "run again whenever the line is in that state (this VM changes "
+                         "state for minutes at a time; default 300, 0 for none)")
     ap.add_argument("confs", nargs="*")
     a = ap.parse_args()
     if a.trial is None:
@@ -169,13 +178,40 @@ def main():
                 if r is not None:
                     runs[(name, s)].append(r)
                     drops[name] += lossy
-        total = a.rounds * len(variants)
+        # Top-up: a state the rounds met, whose ranking lacks a variant,
+        # gets that variant run while the line is in it.
+        need = {s: ["unmodified, adaptive"] + [label[c["body"]] for c in plans[s]]
+                for s, _ in states}
+        extra = 0
+        tried = set()
+        deadline = time.monotonic() + a.top_up
+        while time.monotonic() < deadline:
+            missing = {s: [v for v in need[s] if not runs[(v, s)] and (v, s) not in tried]
+                       for s, _ in states if met[s] > 0}
+            if not any(missing.values()):
+                break
+            s = "slow" if line_ns() >= SLOW_NS else "fast"
+            if not missing.get(s):
+                time.sleep(5)
+                continue
+            name = missing[s][0]
+            args = dict(variants)[name]
+            met[s] += 1
+            extra += 1
+            r, lossy = mlffr(args, a.trial)
+            if r is not None:
+                runs[(name, s)].append(r)
+                drops[name] += lossy
+            # A run that measured nothing is not retried.
+            tried.add((name, s))
+        total = a.rounds * len(variants) + extra
         print(f"\n{conf} at -j 2 (bench --mlffr --trial {a.trial} {' '.join(EXTRA)}, "
               f"{a.rounds} alternating rounds over {len(variants)} distinct configurations; "
               f"runs in the fast state {met['fast']}, in the slow state {met['slow']}, of {total})")
+        need_all = need
         for s, ns in states:
             cands = plans[s]
-            need = ["unmodified, adaptive"] + [label[c["body"]] for c in cands]
+            need = need_all[s]
             if any(len(runs[(v, s)]) < 1 for v in need):
                 short = sum(1 for v in need if not runs[(v, s)])
                 print(f"  {s} state ({ns:.0f} ns): {short} of {len(need)} variants never "

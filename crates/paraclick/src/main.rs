@@ -284,9 +284,9 @@ enum Cmd {
         /// measured now (a what-if, as for `model --line-ns`).
         #[arg(long = "line-ns")]
         line_ns: Option<f64>,
-        /// Keep a chosen split without running its rewrite first (by
-        /// default it is run once, offered the rate it must reach, and
-        /// rejected if it loses packets).
+        /// Keep the chosen plan without running its rewrite first (by
+        /// default a plan other than round-robin's is run once, offered
+        /// the rate it must reach, and rejected if it loses packets).
         #[arg(long = "no-check")]
         no_check: bool,
         #[command(flatten)]

@@ -416,7 +416,7 @@ pub struct Candidate {
     pub model: App,
     pub fixed: Vec<(usize, usize)>,
     /// Why a short loss-free run of its rewrite rejected it
-    /// ([`check_splits`]): never chosen then.
+    /// ([`check_choice`]): never chosen then.
     pub rejected: Option<String>,
 }
 
@@ -1775,6 +1775,7 @@ fn choose_place(cands: &[Candidate]) -> usize {
     let mut chosen = 0;
     for (i, c) in cands.iter().enumerate() {
         if matches!(c.rewrite, Rewrite::Place)
+            && c.rejected.is_none()
             && c.predicted > cands[chosen].predicted * (1.0 + PLACE_MARGIN)
         {
             chosen = i;
@@ -1920,7 +1921,7 @@ pub fn measure_splits(
     notes
 }
 
-/// What a check run of a split's rewrite found ([`check_splits`]).
+/// What a check run of a plan's rewrite found ([`check_choice`]).
 #[derive(Clone, Debug)]
 pub enum Checked {
     /// It forwarded the rate loss-free: the run's figures.
@@ -1934,8 +1935,8 @@ pub enum Checked {
 /// it could not be run.
 pub type CheckRun<'a> = dyn FnMut(&Candidate, usize, f64) -> Result<Checked, String> + 'a;
 
-/// Splits checked at most, one after another as each is rejected; past
-/// them the best placement is chosen.
+/// Plans checked at most, one after another as each is rejected; past
+/// them round-robin's placement is chosen.
 pub const CHECK_MAX: usize = 3;
 
 /// Seconds of a check run's measured window (after
@@ -1947,30 +1948,47 @@ pub const CHECK_SECS: f64 = 1.0;
 /// loss-free measure allows.
 pub const CHECK_LOSS: f64 = 0.001;
 
-/// The model predicts a split's capacity, and a split's new queue sits
-/// between two threads whose consumer can fall behind steady traffic
-/// for milliseconds (docs/PARALLELIZE.md, 2026-11-27 (late)): a queue
-/// the configuration's sources would wait at drops there when their
-/// traffic arrives at a fixed rate, as a link's does. On the loss-free
-/// measure such splits measured 45-89% below their predictions
-/// (replicated-qos's `hs[1] -> r1/cl`, firewall-pipeline's `fw[0] ->
-/// cl`), below the placements they were chosen over. So a chosen split
-/// is run once, offered the rate it must reach to be chosen (the best
-/// placement's predicted rate and [`PLACE_MARGIN`]), and kept only if it
+/// Whether candidate `k` is round-robin's placement (the first
+/// candidate, or a placement that assigns as it does): the baseline,
+/// never checked.
+fn is_round_robin(plan: &Plan, k: usize) -> bool {
+    let c = &plan.candidates[k];
+    k == 0 || matches!(c.rewrite, Rewrite::Place) && c.assign == plan.candidates[0].assign
+}
+
+/// The model predicts a plan's capacity, and a queue between two
+/// threads whose producer does not wait for room (a source offered a
+/// fixed rate, as a link offers it, or an Unqueue, which never waits)
+/// drops when its consumer falls behind for milliseconds
+/// (docs/PARALLELIZE.md, 2026-11-27 (late)). No model term predicts
+/// that. On the loss-free measure such plans measured 45-97% below
+/// their predictions and below round-robin: replicated-qos's split
+/// `hs[1] -> r1/cl` (4.6 M against 10.3 M), firewall-pipeline's `fw[0]
+/// -> cl`, and marking-pipeline's placement of its first Unqueue with
+/// the source, whose second queue then crosses from an Unqueue (0.7-19 M
+/// against round-robin's 20-25 M). So the chosen plan, unless it is
+/// round-robin's, is run once, offered the rate it must reach to be
+/// chosen (for a placement round-robin's predicted rate, for a split
+/// the best placement's, and [`PLACE_MARGIN`]), and kept only if it
 /// forwards that loss-free; else it is rejected and the choice made
 /// again, at most [`CHECK_MAX`] times. A check that cannot run (no
 /// source takes an offered rate: devices, traces) keeps the choice and
 /// says so. Returns a note per check.
-pub fn check_splits(plan: &mut Plan, check: &mut CheckRun<'_>) -> Vec<String> {
+pub fn check_choice(plan: &mut Plan, check: &mut CheckRun<'_>) -> Vec<String> {
     let mut notes = Vec::new();
     for _ in 0..CHECK_MAX {
         let k = plan.chosen;
-        if matches!(plan.candidates[k].rewrite, Rewrite::Place) {
+        if is_round_robin(plan, k) {
             return notes;
         }
-        let rate = best_place(&plan.candidates) * (1.0 + PLACE_MARGIN);
+        let (rate, over) = if matches!(plan.candidates[k].rewrite, Rewrite::Place) {
+            (plan.candidates[0].predicted, "round-robin's")
+        } else {
+            (best_place(&plan.candidates), "the best placement's")
+        };
+        let rate = rate * (1.0 + PLACE_MARGIN);
         let must = format!(
-            "{rate:.0} pps loss-free (the best placement's predicted rate and {:.0}%)",
+            "{rate:.0} pps loss-free ({over} predicted rate and {:.0}%)",
             PLACE_MARGIN * 100.0
         );
         match check(&plan.candidates[k], k, rate) {
@@ -1993,17 +2011,17 @@ pub fn check_splits(plan: &mut Plan, check: &mut CheckRun<'_>) -> Vec<String> {
             }
         }
     }
-    if !matches!(plan.candidates[plan.chosen].rewrite, Rewrite::Place) {
+    if !is_round_robin(plan, plan.chosen) {
         let k = plan.chosen;
-        plan.chosen = choose_place(&plan.candidates);
+        plan.chosen = 0;
         notes.push(format!(
-            "#{k}: not checked ({CHECK_MAX} splits were rejected before it): the best placement chosen"
+            "#{k}: not checked ({CHECK_MAX} plans were rejected before it): round-robin's placement chosen"
         ));
     }
     notes
 }
 
-/// The check run of [`check_splits`] for candidate `c` of `gr` (built
+/// The check run of [`check_choice`] for candidate `c` of `gr` (built
 /// with enough packets not to end within the run): its rewrite offered
 /// `rate` pps through every source that takes a rate, as `paraclick
 /// bench --mlffr --offered` does.
@@ -2480,8 +2498,9 @@ pub struct Options {
     /// line of the moment (they are in whole lines, the same in either
     /// state).
     pub line_ns: Option<f64>,
-    /// Run a chosen split's rewrite once, offered the rate it must reach,
-    /// and reject it if it loses packets ([`check_splits`]).
+    /// Run the chosen plan's rewrite once (unless it is round-robin's),
+    /// offered the rate it must reach, and reject it if it loses packets
+    /// ([`check_choice`]).
     pub check: bool,
 }
 
@@ -2600,7 +2619,7 @@ pub fn parallelize(
             Some(Graph::new(g, &app, &prof.clone().unwrap_or_default(), reg))
         };
         let on = long_gr.as_ref().unwrap_or(&gr);
-        let notes = check_splits(&mut plan, &mut |c, _k, rate| {
+        let notes = check_choice(&mut plan, &mut |c, _k, rate| {
             check_run(on, c, n, reg, rate, &src.name)
         });
         plan.notes.extend(notes);
@@ -3085,7 +3104,66 @@ mod tests {
     }
 
     #[test]
-    fn a_chosen_split_that_loses_packets_in_its_check_run_is_rejected() {
+    fn a_check_run_measures_the_rewrite_at_the_offered_rate() {
+        // A split of one path fed by a FastUDPFlows (which takes an
+        // offered rate): a rate no machine forwards fails, a slow one
+        // passes, loss-free.
+        let conf = |src: &str| {
+            let mut text = format!("s :: {src};\ns");
+            for i in 0..4 {
+                text.push_str(&format!(" -> w{i} :: Null"));
+            }
+            text.push_str(" -> c :: Counter -> Discard;\n");
+            Source {
+                name: "check".into(),
+                text,
+            }
+        };
+        let reg = crate::registry();
+        let plan_of = |src: &Source| {
+            let mut app = static_app(src, &reg, &[]).unwrap();
+            let g = paraclick_lang::parse_config(src, &[]).unwrap();
+            let mut gr = Graph::new(g, &app, &HashMap::new(), &reg);
+            uniform_costs(&mut gr, &mut app);
+            let w = WhatIf {
+                core_share: vec![1.0; 2],
+                line_ns: Some(200.0),
+                ..WhatIf::default()
+            };
+            let plan = search(&gr, &app, &machine(), 2, &w);
+            let k = plan
+                .candidates
+                .iter()
+                .position(|c| c.rewrite.kind() == "pipeline")
+                .expect("a pipeline split");
+            (gr, plan, k)
+        };
+        let src = conf(
+            "FastUDPFlows(0, -1, 64, 02:00:00:00:00:01, 10.0.0.1, 02:00:00:00:00:02, 10.0.0.2, 4, 1000000000)",
+        );
+        let (gr, plan, k) = plan_of(&src);
+        let c = &plan.candidates[k];
+        match check_run(&gr, c, 2, &reg, 1e9, "check").unwrap() {
+            // Behind the rate, or unsteady at saturation.
+            Checked::Failed(why) => assert!(why.contains("pps entered"), "{why}"),
+            Checked::Passed(how) => panic!("passed at 1e9 pps: {how}"),
+        }
+        match check_run(&gr, c, 2, &reg, 20_000.0, "check").unwrap() {
+            Checked::Passed(how) => assert!(how.contains("0 dropped"), "{how}"),
+            Checked::Failed(why) => panic!("failed at 20,000 pps: {why}"),
+        }
+        // A source that takes no offered rate: not run.
+        let src = conf("InfiniteSource(LIMIT -1)");
+        let (gr, plan, k) = plan_of(&src);
+        let e = check_run(&gr, &plan.candidates[k], 2, &reg, 1000.0, "check").unwrap_err();
+        assert!(
+            e.contains("InfiniteSource") && e.contains("no offered rate"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_chosen_plan_that_loses_packets_in_its_check_run_is_rejected() {
         // One heavy path in the slow state: a split is chosen (as in
         // the test below).
         let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
@@ -3116,7 +3194,7 @@ mod tests {
         // reach, and the note says so.
         let mut plan = search(&gr, &app, &m, 2, &w);
         let mut asked = Vec::new();
-        let notes = check_splits(&mut plan, &mut |_, k, rate| {
+        let notes = check_choice(&mut plan, &mut |_, k, rate| {
             asked.push((k, rate));
             Ok(Checked::Passed("fine".into()))
         });
@@ -3130,15 +3208,11 @@ mod tests {
         // twice, and a placement ends chosen.
         let mut plan = search(&gr, &app, &m, 2, &w);
         let mut asked = Vec::new();
-        let notes = check_splits(&mut plan, &mut |c, k, _| {
-            assert!(!matches!(c.rewrite, Rewrite::Place));
+        let notes = check_choice(&mut plan, &mut |_, k, _| {
             asked.push(k);
             Ok(Checked::Failed("lost 5%".into()))
         });
-        assert!(matches!(
-            plan.candidates[plan.chosen].rewrite,
-            Rewrite::Place
-        ));
+        assert!(is_round_robin(&plan, plan.chosen), "{notes:?}");
         assert_eq!(asked[0], first);
         assert!(asked.len() <= CHECK_MAX);
         let uniq: HashSet<usize> = asked.iter().copied().collect();
@@ -3152,7 +3226,7 @@ mod tests {
         );
         // The first fails, the next passes: the next is chosen.
         let mut plan = search(&gr, &app, &m, 2, &w);
-        let notes = check_splits(&mut plan, &mut |_, k, _| {
+        let notes = check_choice(&mut plan, &mut |_, k, _| {
             Ok(if k == first {
                 Checked::Failed("lost".into())
             } else {
@@ -3165,14 +3239,36 @@ mod tests {
         }
         // Could not run: the choice stands, and the note says why.
         let mut plan = search(&gr, &app, &m, 2, &w);
-        let notes = check_splits(&mut plan, &mut |_, _, _| Err("no source".into()));
+        let notes = check_choice(&mut plan, &mut |_, _, _| Err("no source".into()));
         assert_eq!(plan.chosen, first);
         assert!(notes[0].contains("not checked: no source"), "{notes:?}");
-        // A placement chosen is never run.
+        // Round-robin's placement chosen is never run.
         let mut plan = search(&gr, &app, &m, 2, &w);
         plan.chosen = 0;
-        let notes = check_splits(&mut plan, &mut |_, _, _| panic!("ran a placement"));
+        let notes = check_choice(&mut plan, &mut |_, _, _| panic!("ran round-robin"));
         assert!(notes.is_empty());
+        // Another placement is run at round-robin's predicted rate and
+        // 2%; rejected, round-robin is chosen (no split left to choose).
+        let mut plan = search(&gr, &app, &m, 2, &w);
+        for c in plan.candidates.iter_mut().skip(2) {
+            c.rejected = Some("earlier".into());
+        }
+        plan.candidates[1].assign = plan.candidates[0].assign.iter().map(|&t| 1 - t).collect();
+        plan.candidates[1].predicted = plan.candidates[0].predicted * 1.5;
+        plan.chosen = choose(&plan.candidates);
+        assert_eq!(plan.chosen, 1);
+        let rr = plan.candidates[0].predicted;
+        let mut asked = Vec::new();
+        let notes = check_choice(&mut plan, &mut |_, k, rate| {
+            asked.push((k, rate));
+            Ok(Checked::Failed("lost".into()))
+        });
+        assert_eq!(asked, vec![(1, rr * (1.0 + PLACE_MARGIN))]);
+        assert_eq!(plan.chosen, 0, "{notes:?}");
+        assert!(
+            notes[0].contains("round-robin's predicted rate"),
+            "{notes:?}"
+        );
     }
 
     #[test]
