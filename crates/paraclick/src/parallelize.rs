@@ -1948,6 +1948,14 @@ pub const CHECK_SECS: f64 = 1.0;
 /// loss-free measure allows.
 pub const CHECK_LOSS: f64 = 0.001;
 
+/// Trials a check run may take to pass: one trial near a plan's
+/// capacity fails now and then by noise alone (qos-bench's scheduler
+/// replication, 10.0 M loss-free in `bench`, failed one 1 s trial in
+/// five at 7.4 M: its halves differed by 5.3%), while the plans the
+/// check exists for failed every trial (marking-pipeline's placement
+/// lost 2.6% and 17.8%).
+pub const CHECK_TRIES: usize = 2;
+
 /// Whether candidate `k` is round-robin's placement (the first
 /// candidate, or a placement that assigns as it does): the baseline,
 /// never checked.
@@ -2024,7 +2032,8 @@ pub fn check_choice(plan: &mut Plan, check: &mut CheckRun<'_>) -> Vec<String> {
 /// The check run of [`check_choice`] for candidate `c` of `gr` (built
 /// with enough packets not to end within the run): its rewrite offered
 /// `rate` pps through every source that takes a rate, as `paraclick
-/// bench --mlffr --offered` does.
+/// bench --mlffr --offered` does, in up to [`CHECK_TRIES`] trials; it
+/// passes on the first that passes.
 pub fn check_run(
     gr: &Graph,
     c: &Candidate,
@@ -2054,18 +2063,22 @@ pub fn check_run(
         offer_all: true,
         ..Default::default()
     };
-    let t = crate::mlffr::trial(&src, reg, &[], &s, &entry, Some(rate))?;
-    let how = format!(
-        "{:.0} pps entered, {:.0} left, {} dropped ({:.3}%)",
-        t.input_pps,
-        t.output_pps,
-        t.drops,
-        t.loss() * 100.0
-    );
-    Ok(match t.fails(&s, rate) {
-        None => Checked::Passed(how),
-        Some(why) => Checked::Failed(format!("{how}: {why}")),
-    })
+    let mut failed = Vec::new();
+    for _ in 0..CHECK_TRIES {
+        let t = crate::mlffr::trial(&src, reg, &[], &s, &entry, Some(rate))?;
+        let how = format!(
+            "{:.0} pps entered, {:.0} left, {} dropped ({:.3}%)",
+            t.input_pps,
+            t.output_pps,
+            t.drops,
+            t.loss() * 100.0
+        );
+        match t.fails(&s, rate) {
+            None => return Ok(Checked::Passed(how)),
+            Some(why) => failed.push(format!("{how}: {why}")),
+        }
+    }
+    Ok(Checked::Failed(failed.join("; then ")))
 }
 
 /// The rewritten configuration of candidate `c`.
