@@ -3121,28 +3121,9 @@ mod tests {
         // A split of one path fed by a FastUDPFlows (which takes an
         // offered rate): a rate no machine forwards fails, a slow one
         // passes, loss-free.
-        let conf = |src: &str| {
-            let mut text = format!("s :: {src};\ns");
-            for i in 0..4 {
-                text.push_str(&format!(" -> w{i} :: Null"));
-            }
-            text.push_str(" -> c :: Counter -> Discard;\n");
-            Source {
-                name: "check".into(),
-                text,
-            }
-        };
         let reg = crate::registry();
-        let plan_of = |src: &Source| {
-            let mut app = static_app(src, &reg, &[]).unwrap();
-            let g = paraclick_lang::parse_config(src, &[]).unwrap();
-            let mut gr = Graph::new(g, &app, &HashMap::new(), &reg);
-            uniform_costs(&mut gr, &mut app);
-            let w = WhatIf {
-                core_share: vec![1.0; 2],
-                line_ns: Some(200.0),
-                ..WhatIf::default()
-            };
+        let plan_of = |source: &str| {
+            let (gr, app, w) = path_of(source, 4);
             let plan = search(&gr, &app, &machine(), 2, &w);
             let k = plan
                 .candidates
@@ -3151,10 +3132,9 @@ mod tests {
                 .expect("a pipeline split");
             (gr, plan, k)
         };
-        let src = conf(
+        let (gr, plan, k) = plan_of(
             "FastUDPFlows(0, -1, 64, 02:00:00:00:00:01, 10.0.0.1, 02:00:00:00:00:02, 10.0.0.2, 4, 1000000000)",
         );
-        let (gr, plan, k) = plan_of(&src);
         let c = &plan.candidates[k];
         match check_run(&gr, c, 2, &reg, 1e9, "check").unwrap() {
             // Behind the rate, or unsteady at saturation.
@@ -3166,8 +3146,7 @@ mod tests {
             Checked::Failed(why) => panic!("failed at 20,000 pps: {why}"),
         }
         // A source that takes no offered rate: not run.
-        let src = conf("InfiniteSource(LIMIT -1)");
-        let (gr, plan, k) = plan_of(&src);
+        let (gr, plan, k) = plan_of("InfiniteSource(LIMIT -1)");
         let e = check_run(&gr, &plan.candidates[k], 2, &reg, 1000.0, "check").unwrap_err();
         assert!(
             e.contains("InfiniteSource") && e.contains("no offered rate"),
@@ -3175,12 +3154,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_chosen_plan_that_loses_packets_in_its_check_run_is_rejected() {
-        // One heavy path in the slow state: a split is chosen (as in
-        // the test below).
-        let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
-        for i in 0..8 {
+    /// A path of `nulls` Null elements after `source` and a Counter,
+    /// with uniform costs, predicted in the slow state (a 200 ns line
+    /// against the calibration's 50), where its splits win with their
+    /// estimated terms.
+    fn path_of(source: &str, nulls: usize) -> (Graph, App, WhatIf) {
+        let mut text = format!("s :: {source};\ns");
+        for i in 0..nulls {
             text.push_str(&format!(" -> w{i} :: Null"));
         }
         text.push_str(" -> c :: Counter -> Discard;\n");
@@ -3198,6 +3178,18 @@ mod tests {
             line_ns: Some(200.0),
             ..WhatIf::default()
         };
+        (gr, app, w)
+    }
+
+    /// One heavy path: eight Nulls after an InfiniteSource.
+    fn heavy_path() -> (Graph, App, WhatIf) {
+        path_of("InfiniteSource(LIMIT 10)", 8)
+    }
+
+    #[test]
+    fn a_chosen_plan_that_loses_packets_in_its_check_run_is_rejected() {
+        // One heavy path in the slow state: a split is chosen.
+        let (gr, app, w) = heavy_path();
         let m = machine();
         let plan0 = search(&gr, &app, &m, 2, &w);
         let first = plan0.chosen;
@@ -3286,27 +3278,7 @@ mod tests {
 
     #[test]
     fn a_split_is_predicted_again_with_its_measured_line_terms() {
-        // One heavy path: in the slow state (a 200 ns line against the
-        // calibration's 50) the splits win with their estimated terms.
-        let mut text = String::from("s :: InfiniteSource(LIMIT 10);\ns");
-        for i in 0..8 {
-            text.push_str(&format!(" -> w{i} :: Null"));
-        }
-        text.push_str(" -> c :: Counter -> Discard;\n");
-        let src = Source {
-            name: "test".into(),
-            text,
-        };
-        let reg = crate::registry();
-        let mut app = static_app(&src, &reg, &[]).unwrap();
-        let g = paraclick_lang::parse_config(&src, &[]).unwrap();
-        let mut gr = Graph::new(g, &app, &HashMap::new(), &reg);
-        uniform_costs(&mut gr, &mut app);
-        let w = WhatIf {
-            core_share: vec![1.0; 2],
-            line_ns: Some(200.0),
-            ..WhatIf::default()
-        };
+        let (gr, app, w) = heavy_path();
         let m = machine();
         let plan0 = search(&gr, &app, &m, 2, &w);
         let chosen0 = plan0.chosen;
