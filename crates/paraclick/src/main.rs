@@ -48,7 +48,9 @@ struct Input {
     /// default: the CLICKPATH environment variable.
     #[arg(short = 'C', long = "clickpath", value_name = "PATH")]
     clickpath: Option<String>,
-    /// [FILE] [NAME=VALUE ...]: the configuration file and define() overrides.
+    // Help texts with square brackets are attributes, not doc comments,
+    // where rustdoc would read the brackets as links.
+    #[arg(help = "[FILE] [NAME=VALUE ...]: the configuration file and define() overrides")]
     args: Vec<String>,
 }
 
@@ -212,10 +214,10 @@ enum Cmd {
     /// layout of Click's make-ip-conf.pl (Figure 2 of the SMP Click paper).
     #[command(name = "make-ip-conf")]
     MakeIpConf {
-        /// Interfaces as NAME:ADDR/PREFIX:ETHER[:mtu=N], e.g.
-        /// eth0:10.0.1.1/24:00:11:22:33:44:55; IPv6 in brackets, alone or
-        /// after a comma: eth0:10.0.1.1/24,[2001:db8:1::1]/64:00:11:22:33:44:55
-        #[arg(required = true)]
+        #[arg(
+            required = true,
+            help = "Interfaces as NAME:ADDR/PREFIX:ETHER[:mtu=N], e.g. eth0:10.0.1.1/24:00:11:22:33:44:55; IPv6 in brackets, alone or after a comma: eth0:10.0.1.1/24,[2001:db8:1::1]/64:00:11:22:33:44:55"
+        )]
         interfaces: Vec<String>,
         /// Use Linux devices (FromDevice/ToDevice) instead of pcap files.
         #[arg(long)]
@@ -295,14 +297,20 @@ enum Cmd {
     /// Call a running router's handlers through its control socket (-p or -u
     /// of the router). Prints what a read returns; exits 1 on an error reply.
     Ctl {
-        /// The router's control port ([ADDRESS:]PORT; default 7777 on 127.0.0.1).
-        #[arg(short = 'p', long = "port")]
+        #[arg(
+            short = 'p',
+            long = "port",
+            help = "The router's control port ([ADDRESS:]PORT; default 7777 on 127.0.0.1)"
+        )]
         port: Option<String>,
         /// The router's Unix control socket.
         #[arg(short = 'u', long = "unix-socket")]
         unix: Option<String>,
-        /// read E.H [PARAM] | write E.H [VALUE] | list | handlers E
-        #[arg(trailing_var_arg = true, required = true)]
+        #[arg(
+            trailing_var_arg = true,
+            required = true,
+            help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E"
+        )]
         command: Vec<String>,
         /// Print help.
         #[arg(long = "help", action = ArgAction::Help)]
