@@ -57,6 +57,11 @@ def line_ns():
     return float(m.group(1)) if m else 0.0
 
 
+def state_now():
+    """The line state now: "slow" or "fast"."""
+    return "slow" if line_ns() >= SLOW_NS else "fast"
+
+
 EXTRA = []  # --offered / --loss, passed to every bench run
 
 
@@ -86,11 +91,11 @@ def plan_at(conf, line):
     the plan is asked for while the line is in its state, waiting up to
     PLAN_WAIT seconds; past that, it is asked for with --no-check, and
     the output says so."""
-    want_slow = line >= SLOW_NS
+    want = "slow" if line >= SLOW_NS else "fast"
     deadline = time.monotonic() + PLAN_WAIT
-    while (line_ns() >= SLOW_NS) != want_slow and time.monotonic() < deadline:
+    while state_now() != want and time.monotonic() < deadline:
         time.sleep(5)
-    check = [] if (line_ns() >= SLOW_NS) == want_slow else ["--no-check"]
+    check = [] if state_now() == want else ["--no-check"]
     if check:
         print(f"{conf}: the line never came to the {line:.0f} ns state in {PLAN_WAIT:.0f} s: "
               f"its plan made without the tool's check run")
@@ -191,7 +196,7 @@ def main():
         met = {s: 0 for s, _ in states}
         for _ in range(a.rounds):
             for name, args in variants:
-                s = "slow" if line_ns() >= SLOW_NS else "fast"
+                s = state_now()
                 met[s] += 1
                 r, lossy = mlffr(args, a.trial)
                 if r is not None:
@@ -199,17 +204,17 @@ def main():
                     drops[name] += lossy
         # Top-up: a state the rounds met, whose ranking lacks a variant,
         # gets that variant run while the line is in it.
-        need = {s: ["unmodified, adaptive"] + [label[c["body"]] for c in plans[s]]
+        need_by_state = {s: ["unmodified, adaptive"] + [label[c["body"]] for c in plans[s]]
                 for s, _ in states}
         extra = 0
         tried = set()
         deadline = time.monotonic() + a.top_up
         while time.monotonic() < deadline:
-            missing = {s: [v for v in need[s] if not runs[(v, s)] and (v, s) not in tried]
+            missing = {s: [v for v in need_by_state[s] if not runs[(v, s)] and (v, s) not in tried]
                        for s, _ in states if met[s] > 0}
             if not any(missing.values()):
                 break
-            s = "slow" if line_ns() >= SLOW_NS else "fast"
+            s = state_now()
             if not missing.get(s):
                 time.sleep(5)
                 continue
@@ -227,10 +232,9 @@ def main():
         print(f"\n{conf} at -j 2 (bench --mlffr --trial {a.trial} {' '.join(EXTRA)}, "
               f"{a.rounds} alternating rounds over {len(variants)} distinct configurations; "
               f"runs in the fast state {met['fast']}, in the slow state {met['slow']}, of {total})")
-        need_all = need
         for s, ns in states:
             cands = plans[s]
-            need = need_all[s]
+            need = need_by_state[s]
             if any(len(runs[(v, s)]) < 1 for v in need):
                 short = sum(1 for v in need if not runs[(v, s)])
                 print(f"  {s} state ({ns:.0f} ns): {short} of {len(need)} variants never "

@@ -150,7 +150,8 @@ pub fn entries(
         .collect())
 }
 
-fn join(d: Vec<paraclick_lang::Diagnostic>) -> String {
+/// A configuration's diagnostics as one message.
+pub(crate) fn join(d: Vec<paraclick_lang::Diagnostic>) -> String {
     d.iter()
         .map(|d| d.message.clone())
         .collect::<Vec<_>>()

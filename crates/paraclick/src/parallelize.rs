@@ -415,9 +415,9 @@ pub struct Candidate {
     /// line terms are measured ([`measure_splits`]).
     pub model: App,
     pub fixed: Vec<(usize, usize)>,
-    /// Why a short loss-free run of its rewrite rejected it
-    /// ([`check_choice`]): never chosen then.
-    pub rejected: Option<String>,
+    /// A short loss-free run of its rewrite rejected it
+    /// ([`check_choice`], whose note says why): never chosen then.
+    pub rejected: bool,
 }
 
 impl Candidate {
@@ -450,7 +450,7 @@ impl Candidate {
             base_queues,
             model: a2,
             fixed,
-            rejected: None,
+            rejected: false,
         }
     }
 }
@@ -734,7 +734,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         task_names: names.clone(),
         model: app.clone(),
         fixed: Vec::new(),
-        rejected: None,
+        rejected: false,
     });
     let (a, r) = best_placement(app, m, n, w);
     cands.push(Candidate {
@@ -747,7 +747,7 @@ pub fn search(gr: &Graph, app: &App, m: &Machine, n: usize, w: &WhatIf) -> Plan 
         base_queues: app.queues.len(),
         model: app.clone(),
         fixed: Vec::new(),
-        rejected: None,
+        rejected: false,
     });
     if n == 1 {
         return finish(cands, notes);
@@ -1775,7 +1775,7 @@ fn choose_place(cands: &[Candidate]) -> usize {
     let mut chosen = 0;
     for (i, c) in cands.iter().enumerate() {
         if matches!(c.rewrite, Rewrite::Place)
-            && c.rejected.is_none()
+            && !c.rejected
             && c.predicted > cands[chosen].predicted * (1.0 + PLACE_MARGIN)
         {
             chosen = i;
@@ -1797,7 +1797,7 @@ fn choose(cands: &[Candidate]) -> usize {
     let ok: Vec<usize> = (0..cands.len())
         .filter(|&i| {
             !matches!(cands[i].rewrite, Rewrite::Place)
-                && cands[i].rejected.is_none()
+                && !cands[i].rejected
                 && cands[i].floor > place * (1.0 + PLACE_MARGIN)
                 && cands[i].predicted > place
         })
@@ -2010,7 +2010,7 @@ pub fn check_choice(plan: &mut Plan, check: &mut CheckRun<'_>) -> Vec<String> {
                 notes.push(format!(
                     "#{k}: rejected: its rewrite did not forward {must}: {why}"
                 ));
-                plan.candidates[k].rejected = Some(why);
+                plan.candidates[k].rejected = true;
                 plan.chosen = choose(&plan.candidates);
             }
             Err(e) => {
@@ -2539,12 +2539,7 @@ pub fn parallelize(
     opts: &Options,
 ) -> Result<String, String> {
     let secs = opts.secs;
-    let g = paraclick_lang::parse_config(src, defines).map_err(|d| {
-        d.iter()
-            .map(|d| d.message.clone())
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
+    let g = paraclick_lang::parse_config(src, defines).map_err(crate::mlffr::join)?;
     let (app, prof, note) = match model_cmd::profile_app(src, reg, defines, secs)
         .and_then(|(a, _)| Ok((a, profile_elements(src, reg, defines, secs)?)))
     {
@@ -2623,12 +2618,7 @@ pub fn parallelize(
         let long_gr = if long.len() == defines.len() {
             None
         } else {
-            let g = paraclick_lang::parse_config(src, &long).map_err(|d| {
-                d.iter()
-                    .map(|d| d.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })?;
+            let g = paraclick_lang::parse_config(src, &long).map_err(crate::mlffr::join)?;
             Some(Graph::new(g, &app, &prof.clone().unwrap_or_default(), reg))
         };
         let on = long_gr.as_ref().unwrap_or(&gr);
@@ -3223,7 +3213,7 @@ mod tests {
         let uniq: HashSet<usize> = asked.iter().copied().collect();
         assert_eq!(uniq.len(), asked.len(), "{asked:?}");
         for &k in &asked {
-            assert!(plan.candidates[k].rejected.is_some());
+            assert!(plan.candidates[k].rejected);
         }
         assert!(
             notes[0].contains("rejected") && notes[0].contains("lost 5%"),
@@ -3256,7 +3246,7 @@ mod tests {
         // 2%; rejected, round-robin is chosen (no split left to choose).
         let mut plan = search(&gr, &app, &m, 2, &w);
         for c in plan.candidates.iter_mut().skip(2) {
-            c.rejected = Some("earlier".into());
+            c.rejected = true;
         }
         plan.candidates[1].assign = plan.candidates[0].assign.iter().map(|&t| 1 - t).collect();
         plan.candidates[1].predicted = plan.candidates[0].predicted * 1.5;
