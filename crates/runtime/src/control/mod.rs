@@ -6,7 +6,7 @@
 //! CRLF): `READ h [params]`, `READDATA h N`, `READUNTIL h [term]`,
 //! `WRITE h [value]`, `WRITEDATA h N`, `WRITEUNTIL h [term]`,
 //! `CHECKREAD h`, `CHECKWRITE h`, `LLRPC e#n [N]` (not supported: 501) and
-//! `QUIT`. A handler `h` is `element.handler`, `number.handler` (elements
+//! `QUIT`, and `AUTH token` (paraclick's: see below). A handler `h` is `element.handler`, `number.handler` (elements
 //! numbered from 1, as in `list`) or a global handler. Replies start with
 //! Click's codes: 200 OK, 500 syntax error, 501 unimplemented, 510 no such
 //! element, 511 no such handler, 520 handler error, 521 data too big, 530
@@ -22,7 +22,23 @@
 //! `line_timeout`, and at most `max_clients` (64) connections are served
 //! at once (one more is told 590 and closed). Every connection has its own
 //! small thread; none is a worker thread, so a client can delay only
-//! itself and the handler it calls.
+//! itself and the handler it calls. A `...UNTIL` body, however many lines,
+//! must be complete within `line_timeout` plus a microsecond per byte.
+//!
+//! Other protocols' clients are closed, unanswered, before anything they
+//! send runs (cross-protocol scripting: a web page can make a browser
+//! send an HTTP request, whose body could carry commands, to any loopback
+//! port): a connection whose first byte is a TLS handshake's (0x16), or
+//! any of whose lines is an HTTP request line (`POST / HTTP/1.1`, any HTTP
+//! method as first word) or header (`Host: ...`, a first word `Name:`).
+//! A first command that is not one of the protocol's is answered 501 and
+//! the connection closed. The server logs each on stderr with the peer.
+//!
+//! With a token ([`ControlConfig::token`], `--control-token FILE`), the
+//! first command must be `AUTH token` (200 `Authenticated`); any other
+//! command first is answered 530 and the connection closed, and so is a
+//! wrong token. Without one, `AUTH` is answered 200 (not required), so a
+//! client may always send it.
 
 mod server;
 mod session;
@@ -38,6 +54,90 @@ use std::time::Duration;
 
 /// The protocol version in the greeting.
 pub const GREETING: &str = "Click::ControlSocket/1.3";
+
+/// A shared secret: a control socket's token (`AUTH`), the web view's
+/// write token. Its `Debug` does not show it; [`Secret::matches`]
+/// compares in constant time.
+#[derive(Clone)]
+pub struct Secret(Arc<str>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// The shortest token a token file may hold.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+impl Secret {
+    /// 32 bytes from the operating system's random source, in hex.
+    pub fn random() -> std::io::Result<Secret> {
+        let mut b = [0u8; 32];
+        getrandom::getrandom(&mut b).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        Ok(Secret(hex.into()))
+    }
+
+    /// A token read from `path`: its text without surrounding white space,
+    /// at least [`MIN_TOKEN_LEN`] bytes of printable ASCII. The file must
+    /// not be readable or writable by others than its owner (mode 0600 or
+    /// stricter), as ssh asks of its keys. Errors never quote the file.
+    pub fn from_file(path: &std::path::Path) -> Result<Secret, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let shown = path.display();
+        let m = std::fs::metadata(path).map_err(|e| format!("token file {shown}: {e}"))?;
+        if !m.is_file() {
+            return Err(format!("token file {shown}: not a regular file"));
+        }
+        let mode = m.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "token file {shown}: permissions {mode:04o} let others read it \
+                 (chmod 600 {shown})"
+            ));
+        }
+        if m.len() > 4096 {
+            return Err(format!(
+                "token file {shown}: {} bytes; a token is at most 4096",
+                m.len()
+            ));
+        }
+        let text = std::fs::read(path).map_err(|e| format!("token file {shown}: {e}"))?;
+        let t = text.trim_ascii();
+        if t.len() < MIN_TOKEN_LEN {
+            return Err(format!(
+                "token file {shown}: a token of at least {MIN_TOKEN_LEN} characters is needed"
+            ));
+        }
+        if !t.iter().all(|b| b.is_ascii_graphic()) {
+            return Err(format!(
+                "token file {shown}: the token must be printable ASCII without spaces"
+            ));
+        }
+        let t = std::str::from_utf8(t).map_err(|_| format!("token file {shown}: not text"))?;
+        Ok(Secret(t.into()))
+    }
+
+    /// The secret itself (to print it once, or put it in a page).
+    pub fn reveal(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `given` is the secret, in time that depends on its length
+    /// only, not on where it differs.
+    pub fn matches(&self, given: &[u8]) -> bool {
+        let want = self.0.as_bytes();
+        if given.len() != want.len() {
+            return false;
+        }
+        let diff = want
+            .iter()
+            .zip(given)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
+}
 
 /// Limits and options of a control socket.
 #[derive(Clone, Debug)]
@@ -57,6 +157,10 @@ pub struct ControlConfig {
     pub line_timeout: Duration,
     /// A connection with no command for this long is closed.
     pub idle_timeout: Duration,
+    /// If set, a connection's first command must be `AUTH TOKEN` with
+    /// this token: any other is refused (530) and the connection closed,
+    /// and so is a wrong token.
+    pub token: Option<Secret>,
 }
 
 impl Default for ControlConfig {
@@ -69,6 +173,7 @@ impl Default for ControlConfig {
             max_data: 16 * 1024 * 1024,
             line_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(3600),
+            token: None,
         }
     }
 }
@@ -136,18 +241,26 @@ pub(crate) fn server_keys(core: &Core) -> Vec<String> {
 }
 
 /// After a hot swap: moves the servers `new`'s elements take over from
-/// `old` (open connections included) to `new`, with their new options.
+/// `old` (open connections included) to `new`, with their new options,
+/// and closes the others now (their listening sockets closed when this
+/// returns, whenever the old router itself goes away), so that the next
+/// configuration may bind their addresses again.
 pub(crate) fn hand_over_servers(old: &Core, new: &Core) {
     let taken = std::mem::take(&mut *lock(&new.info.taken));
-    let mut from = lock(&old.info.servers);
-    let mut to = lock(&new.info.servers);
-    for (key, cfg) in taken {
-        if let Some(i) = from.iter().position(|(k, _)| k.as_deref() == Some(&key)) {
-            let (k, server) = from.remove(i);
-            server.set_config(cfg);
-            to.push((k, server));
+    let closing = {
+        let mut from = lock(&old.info.servers);
+        let mut to = lock(&new.info.servers);
+        for (key, cfg) in taken {
+            if let Some(i) = from.iter().position(|(k, _)| k.as_deref() == Some(&key)) {
+                let (k, server) = from.remove(i);
+                server.set_config(cfg);
+                to.push((k, server));
+            }
         }
-    }
+        std::mem::take(&mut *from)
+    };
+    // Dropped outside the locks: each drop waits for its accept thread.
+    drop(closing);
 }
 
 /// Sends the commands of every server `core`'s elements started to

@@ -203,6 +203,11 @@ impl Backend for Current<'_> {
 pub struct Server {
     shared: Arc<Shared>,
     addr: String,
+    /// The accept thread, which owns the listening socket: joined when
+    /// the server is dropped, so the port is free once the drop returns
+    /// (a hot swap that removes a ControlSocket and the next that adds it
+    /// back bind the same port).
+    acceptor: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Server {
@@ -249,6 +254,18 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::Release);
+        let t = self
+            .acceptor
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        // The accept loop looks at the flag every 10 ms (50 while waiting
+        // to retry a bind). Never join from the thread itself.
+        if let Some(t) = t {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
     }
 }
 
@@ -260,10 +277,14 @@ pub fn serve(bind: Bind, backend: Arc<dyn Backend>, cfg: ControlConfig) -> io::R
     };
     let shared = Arc::new(Shared::new(cfg, backend));
     let sh = shared.clone();
-    std::thread::Builder::new()
+    let t = std::thread::Builder::new()
         .name("paraclick-control".into())
         .spawn(move || accept_loop(bind, sh))?;
-    Ok(Server { shared, addr })
+    Ok(Server {
+        shared,
+        addr,
+        acceptor: Mutex::new(Some(t)),
+    })
 }
 
 /// Serves one already-connected stream (`--socket FD`).
@@ -281,6 +302,7 @@ pub fn serve_stream(
     Ok(Server {
         shared,
         addr: "socket".into(),
+        acceptor: Mutex::new(None),
     })
 }
 
@@ -376,7 +398,11 @@ fn connection(mut s: Box<dyn CtlStream>, peer: String, sh: Arc<Shared>) {
     // it closed can count on its place being free.
     sh.active.fetch_sub(1, Ordering::AcqRel);
     drop(s);
-    if cfg.verbose {
+    if why.starts_with("refused") {
+        // Always shown: someone is probing the port, or a web page made a
+        // browser send it a request.
+        eprintln!("paraclick: control socket: closed the connection from {peer}: {why}");
+    } else if cfg.verbose {
         eprintln!("ControlSocket: closed connection from {peer}: {why}");
     }
 }

@@ -52,6 +52,10 @@ pub(crate) struct Session<'a> {
     cfg: &'a ControlConfig,
     backend: &'a dyn Backend,
     shutdown: &'a AtomicBool,
+    /// No command line has been read yet.
+    first: bool,
+    /// AUTH done, or none needed (no token configured).
+    authed: bool,
 }
 
 /// A command's outcome: reply lines (code, text) and optional data.
@@ -117,6 +121,8 @@ impl<'a> Session<'a> {
             cfg,
             backend,
             shutdown,
+            first: true,
+            authed: cfg.token.is_none(),
         }
     }
 
@@ -179,13 +185,24 @@ impl<'a> Session<'a> {
     /// The next line (without its terminator). Waits up to the idle
     /// timeout for it to begin and the line timeout for it to end.
     fn read_line(&mut self, idle: bool) -> Result<Vec<u8>, Stop> {
+        self.read_line_by(idle, None)
+    }
+
+    /// [`Session::read_line`], and all of it by `total` if given (a
+    /// `...UNTIL` body's lines share one deadline).
+    fn read_line_by(&mut self, idle: bool, total: Option<Instant>) -> Result<Vec<u8>, Stop> {
         let begin = Instant::now();
-        let first_deadline = begin
+        let mut first_deadline = begin
             + if idle {
                 self.cfg.idle_timeout
             } else {
                 self.cfg.line_timeout
             };
+        let cap = |d: Instant| match total {
+            Some(t) => d.min(t),
+            None => d,
+        };
+        first_deadline = cap(first_deadline);
         self.settle_lf(first_deadline)?;
         let mut started: Option<Instant> = None;
         loop {
@@ -205,7 +222,7 @@ impl<'a> Session<'a> {
             let deadline = if avail.is_empty() && started.is_none() {
                 first_deadline
             } else {
-                *started.get_or_insert_with(Instant::now) + self.cfg.line_timeout
+                cap(*started.get_or_insert_with(Instant::now) + self.cfg.line_timeout)
             };
             self.fill(deadline)?;
         }
@@ -227,12 +244,17 @@ impl<'a> Session<'a> {
     }
 
     /// Lines up to one equal to `term` (trailing spaces ignored), joined
-    /// with newlines, at most `max_data` bytes.
+    /// with newlines, at most `max_data` bytes. All of it must come within
+    /// the line timeout plus a microsecond per byte (a floor of 1 MB/s, as
+    /// for `...DATA`): a body trickled line by line cannot hold the
+    /// connection longer.
     fn read_until(&mut self, term: &str) -> Result<Result<Vec<u8>, CsError>, Stop> {
         let term = term.trim_end();
+        let start = Instant::now() + self.cfg.line_timeout;
         let mut out = Vec::new();
         loop {
-            let line = self.read_line(false)?;
+            let total = start + Duration::from_micros(out.len() as u64);
+            let line = self.read_line_by(false, Some(total))?;
             let s = String::from_utf8_lossy(&line);
             if s.trim_end() == term {
                 return Ok(Ok(out));
@@ -256,6 +278,21 @@ impl<'a> Session<'a> {
         if !self.send(format!("{GREETING}\r\n").as_bytes()) {
             return "write failed";
         }
+        // A TLS ClientHello starts with a handshake record (0x16), not a
+        // line: refused at its first byte, before any line is complete.
+        if self.pending() == 0 {
+            let deadline = Instant::now() + self.cfg.idle_timeout;
+            match self.fill(deadline) {
+                Ok(()) => {}
+                Err(Stop::Timeout) => return "timed out",
+                Err(Stop::Eof) => return "closed by client",
+                Err(Stop::Io | Stop::TooLong) => return "read error",
+                Err(Stop::Shutdown) => return "router gone",
+            }
+        }
+        if self.buf.get(self.pos) == Some(&0x16) {
+            return REFUSED_TLS;
+        }
         loop {
             let line = match self.read_line(true) {
                 Ok(l) => l,
@@ -272,6 +309,12 @@ impl<'a> Session<'a> {
                 Err(Stop::Io) => return "read error",
                 Err(Stop::Shutdown) => return "router gone",
             };
+            if let Some(why) = not_a_control_client(&line, self.first) {
+                // Nothing more is read from this connection, and nothing
+                // is answered: a browser or TLS client has no use for a
+                // reply, and what it sent later must not run.
+                return why;
+            }
             let reply = match self.command(&line) {
                 Ok(Some(r)) => r,
                 Ok(None) => continue,
@@ -315,6 +358,30 @@ impl<'a> Session<'a> {
         }
         let (cmd, rest) = split_word(line);
         let cmd = cmd.to_ascii_uppercase();
+        let first = std::mem::replace(&mut self.first, false);
+        if cmd == "AUTH" {
+            return Ok(Some(self.auth(rest)));
+        }
+        if !self.authed && cmd != "QUIT" {
+            return Ok(Some(
+                Reply::err(CsError::new(
+                    530,
+                    format!(
+                        "Permission denied: authentication required (send AUTH TOKEN first, not {cmd})"
+                    ),
+                ))
+                .closing(),
+            ));
+        }
+        if first && !COMMANDS.contains(&cmd.as_str()) {
+            return Ok(Some(
+                Reply::err(CsError::new(
+                    501,
+                    format!("Unimplemented command '{cmd}' (not a control client: closing)"),
+                ))
+                .closing(),
+            ));
+        }
         let words: Vec<&str> = rest.split_whitespace().collect();
         let syntax = |c: &str| {
             Ok(Some(Reply::err(CsError::new(
@@ -408,6 +475,22 @@ impl<'a> Session<'a> {
         }))
     }
 
+    /// `AUTH TOKEN`: the connection's first command where the socket has
+    /// a token. A wrong token closes the connection (one guess each).
+    fn auth(&mut self, token: &str) -> Reply {
+        match &self.cfg.token {
+            None => Reply::ok("Authentication not required".into()),
+            Some(_) if self.authed => Reply::ok("Already authenticated".into()),
+            Some(t) if t.matches(token.as_bytes()) => {
+                self.authed = true;
+                Reply::ok("Authenticated".into())
+            }
+            Some(_) => {
+                Reply::err(CsError::new(530, "Permission denied: wrong token")).closing()
+            }
+        }
+    }
+
     /// Parses a data length; one over the limit ends the connection (the
     /// data that would follow cannot be skipped safely).
     fn data_len(&self, n: &str) -> Result<usize, Reply> {
@@ -442,6 +525,62 @@ impl<'a> Session<'a> {
             Err(e) => Reply::err(e),
         }
     }
+}
+
+/// The commands; a connection whose first command is none of them is no
+/// control client and is closed.
+const COMMANDS: &[&str] = &[
+    "READ",
+    "READDATA",
+    "READUNTIL",
+    "WRITE",
+    "WRITEDATA",
+    "WRITEUNTIL",
+    "CHECKREAD",
+    "CHECKWRITE",
+    "LLRPC",
+    "QUIT",
+    "AUTH",
+];
+
+/// Why a session ended when it was refused as another protocol's client
+/// (the server logs these; they start with "refused").
+pub(crate) const REFUSED_TLS: &str = "refused: a TLS handshake, not a control client";
+const REFUSED_HTTP: &str = "refused: an HTTP request, not a control client";
+const REFUSED_HEADER: &str = "refused: an HTTP header line, not a control command";
+
+/// HTTP's methods (RFC 9110 and WebDAV's common ones): no control
+/// command is spelled so.
+const HTTP_METHODS: &[&str] = &[
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PROPFIND",
+    "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "PRI",
+];
+
+/// Whether `line` shows the peer speaks HTTP (a request line, or a header
+/// such as `Host:` anywhere): a browser made to send a request to the
+/// control port (cross-protocol scripting), whose body could otherwise
+/// carry commands. Such a connection is closed at once, unanswered, as
+/// Redis does.
+fn not_a_control_client(line: &[u8], first: bool) -> Option<&'static str> {
+    let text = String::from_utf8_lossy(line);
+    let word = text.split_whitespace().next()?;
+    if HTTP_METHODS.iter().any(|m| word.eq_ignore_ascii_case(m)) {
+        return Some(REFUSED_HTTP);
+    }
+    // `Host:`, `Origin:`, `Content-Type:`...: no command word has a colon.
+    if let Some((name, _)) = word.split_once(':') {
+        if !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Some(REFUSED_HEADER);
+        }
+    }
+    if first && text.contains(" HTTP/") {
+        return Some(REFUSED_HTTP);
+    }
+    None
 }
 
 fn read_only() -> CsError {

@@ -257,3 +257,171 @@ fn a_session_over_bytes_answers_like_a_socket() {
     );
     assert_ne!(why, "write failed");
 }
+
+fn fake() -> Fake {
+    Fake {
+        v: Mutex::new("init".into()),
+    }
+}
+
+const GREETING_LINE: &[u8] = b"Click::ControlSocket/1.3\r\n";
+
+#[test]
+fn an_http_request_is_closed_unanswered_and_its_body_never_runs() {
+    for input in [
+        &b"POST / HTTP/1.1\r\nHost: 127.0.0.1:7777\r\nContent-Type: text/plain\r\n\r\nWRITE x.v evil\r\n"[..],
+        b"get / HTTP/1.0\r\n\r\nWRITE x.v evil\r\n",
+        b"OPTIONS * HTTP/1.1\r\nWRITE x.v evil\r\n",
+        b"\r\nPUT /x HTTP/1.1\nWRITE x.v evil\n",
+        // A header line anywhere, even after commands.
+        b"READ x.v\r\nHost: evil.example\r\nWRITE x.v evil\r\n",
+        b"READ x.v\r\nOrigin:http://evil.example\r\nWRITE x.v evil\r\n",
+    ] {
+        let f = fake();
+        let (out, why) = session_over_bytes(input, &f, &ControlConfig::default());
+        assert!(why.starts_with("refused: an HTTP"), "{why}");
+        assert_eq!(*f.v.lock().unwrap(), "init", "nothing written");
+        let text = String::from_utf8_lossy(&out);
+        assert!(!text.contains("Write handler"), "{text}");
+        assert!(!text.contains("501"), "no reply to HTTP: {text}");
+    }
+}
+
+#[test]
+fn a_tls_hello_is_closed_at_its_first_byte() {
+    let f = fake();
+    // A ClientHello's record header, then bytes that could be lines.
+    let (out, why) = session_over_bytes(
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\nWRITE x.v evil\r\n",
+        &f,
+        &ControlConfig::default(),
+    );
+    assert_eq!(why, super::session::REFUSED_TLS);
+    assert_eq!(out, GREETING_LINE);
+    assert_eq!(*f.v.lock().unwrap(), "init");
+    // Over a socket too: refused without waiting for a line end.
+    let (mut r, t) = start(ControlConfig::default());
+    send(&mut r, "\x16\x03\x01");
+    assert_eq!(t.join().unwrap(), super::session::REFUSED_TLS);
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+}
+
+#[test]
+fn a_first_line_that_is_no_command_closes() {
+    let f = fake();
+    let (out, why) = session_over_bytes(
+        b"SSH-2.0-OpenSSH_9.2\r\nWRITE x.v evil\r\n",
+        &f,
+        &ControlConfig::default(),
+    );
+    assert_eq!(why, "closed");
+    assert!(String::from_utf8_lossy(&out)
+        .ends_with("501 Unimplemented command 'SSH-2.0-OPENSSH_9.2' (not a control client: closing)\r\n"));
+    assert_eq!(*f.v.lock().unwrap(), "init");
+    // Later, an unknown command is only an error (Click's 501).
+    let (out, _) = session_over_bytes(
+        b"READ x.v\r\nFROB\r\nWRITE x.v later\r\n",
+        &f,
+        &ControlConfig::default(),
+    );
+    assert!(String::from_utf8_lossy(&out).contains("501 Unimplemented command 'FROB'\r\n"));
+    assert_eq!(*f.v.lock().unwrap(), "later");
+}
+
+#[test]
+fn a_token_must_come_first_and_be_right() {
+    struct Gone(std::path::PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("pc-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Gone(dir);
+    let path = dir.0.join("token");
+    std::fs::write(&path, "s3cret-token-0123456789\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = Secret::from_file(&path).unwrap_err();
+    assert!(e.contains("chmod 600") && !e.contains("s3cret"), "{e}");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let token = Secret::from_file(&path).unwrap();
+    assert_eq!(format!("{token:?}"), "Secret(..)");
+    std::fs::write(&path, "short").unwrap();
+    let e = Secret::from_file(&path).unwrap_err();
+    assert!(e.contains("at least 16") && !e.contains("short"), "{e}");
+    drop(dir);
+
+    let cfg = ControlConfig {
+        token: Some(token),
+        ..ControlConfig::default()
+    };
+    let f = fake();
+    for input in [
+        &b"WRITE x.v evil\r\nAUTH s3cret-token-0123456789\r\nWRITE x.v evil\r\n"[..],
+        b"READ x.v\r\n",
+        b"AUTH s3cret-token-012345678\r\nWRITE x.v evil\r\n",
+        b"AUTH\r\nWRITE x.v evil\r\n",
+    ] {
+        let (out, why) = session_over_bytes(input, &f, &cfg);
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(why, "closed", "{text}");
+        assert!(text.contains("\r\n530 Permission denied: "), "{text}");
+        assert!(!text.contains("200"), "{text}");
+    }
+    assert_eq!(*f.v.lock().unwrap(), "init");
+    let (out, _) = session_over_bytes(
+        b"AUTH s3cret-token-0123456789\r\nWRITE x.v good\r\nAUTH x\r\n",
+        &f,
+        &cfg,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "Click::ControlSocket/1.3\r\n200 Authenticated\r\n\
+         200 Write handler 'x.v' OK\r\n200 Already authenticated\r\n"
+    );
+    assert_eq!(*f.v.lock().unwrap(), "good");
+    // Without a token, AUTH is harmless.
+    let (out, _) = session_over_bytes(b"AUTH anything\r\n", &f, &ControlConfig::default());
+    assert!(String::from_utf8_lossy(&out).ends_with("200 Authentication not required\r\n"));
+}
+
+#[test]
+fn secrets_compare_whole() {
+    let s = Secret::random().unwrap();
+    assert_eq!(s.reveal().len(), 64);
+    assert_ne!(s.reveal(), Secret::random().unwrap().reveal());
+    assert!(s.matches(s.reveal().as_bytes()));
+    assert!(!s.matches(&s.reveal().as_bytes()[..63]));
+    assert!(!s.matches(b""));
+    let mut other = s.reveal().as_bytes().to_vec();
+    other[63] ^= 1;
+    assert!(!s.matches(&other));
+}
+
+#[test]
+fn a_writeuntil_body_has_a_total_deadline() {
+    let cfg = ControlConfig {
+        line_timeout: Duration::from_millis(300),
+        ..ControlConfig::default()
+    };
+    let (mut r, t) = start(cfg);
+    send(&mut r, "WRITEUNTIL x.v END\r\n");
+    // A line every 100 ms: each is in time, the whole body is not.
+    let t0 = std::time::Instant::now();
+    let mut sent = 0;
+    while !t.is_finished() && t0.elapsed() < Duration::from_secs(4) {
+        if r.get_mut().write_all(b"more\r\n").is_err() {
+            break;
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(t.is_finished(), "still reading after {sent} lines");
+    assert_eq!(t.join().unwrap(), "timed out in data");
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    assert_eq!(line(&mut r), "500 Timed out waiting for data");
+}
