@@ -17,31 +17,61 @@ pub fn tcp_addr(spec: &str) -> Result<SocketAddr, String> {
 }
 
 /// Opens the control sockets `-p`, `-u` and `--socket` ask for, each
-/// announced on stderr with where it listens.
+/// announced on stderr with where it listens. The `-p` sockets ask for
+/// the token in `token_file` if given; one on an address other than
+/// loopback must have one.
 pub fn start_servers(
     backend: &Arc<dyn Backend>,
     ports: &[String],
+    token_file: Option<&str>,
     unix: &[String],
     fds: &[i32],
 ) -> Result<Vec<Server>, String> {
     let mut servers = Vec::new();
     let cfg = ControlConfig::default();
+    let token = match token_file {
+        Some(f) => Some(
+            control::Secret::from_file(std::path::Path::new(f))
+                .map_err(|e| format!("--control-token: {e}"))?,
+        ),
+        None => None,
+    };
+    let tcp_cfg = ControlConfig {
+        token,
+        ..cfg.clone()
+    };
     let mut listeners = Vec::new();
     for p in ports {
         let a = tcp_addr(p)?;
-        listeners.push(control::bind_tcp(a).map_err(|e| format!("-p {p}: {e}"))?);
+        if !a.ip().is_loopback() && tcp_cfg.token.is_none() {
+            return Err(format!(
+                "-p {p}: listening on {} lets other hosts call every handler \
+                 (stop, hotconfig): give --control-token FILE, or a loopback address",
+                a.ip()
+            ));
+        }
+        listeners.push((
+            control::bind_tcp(a).map_err(|e| format!("-p {p}: {e}"))?,
+            &tcp_cfg,
+        ));
     }
     for u in unix {
-        listeners.push(
+        listeners.push((
             control::bind_unix(std::path::Path::new(u), 0o600)
                 .map_err(|e| format!("-u {u}: {e}"))?,
-        );
+            &cfg,
+        ));
     }
-    for l in listeners {
+    for (l, c) in listeners {
         let what = l.describe();
-        let s = control::serve(Bind::Ready(l), backend.clone(), cfg.clone())
+        let s = control::serve(Bind::Ready(l), backend.clone(), c.clone())
             .map_err(|e| format!("control socket {what}: {e}"))?;
-        eprintln!("paraclick: control socket listening on {what}");
+        let auth = if c.token.is_some() {
+            " (AUTH token required)"
+        } else {
+            ""
+        };
+        eprintln!("paraclick: control socket listening on {what}{auth}");
         servers.push(s);
     }
     for &fd in fds {
@@ -165,8 +195,21 @@ pub(crate) fn read_reply(
 /// `paraclick ctl`: one command; prints what a read returns; exit 0 on a
 /// 2xx reply, 1 on an error reply (its text on stderr), 2 if the router
 /// cannot be reached.
-pub fn client(port: Option<&str>, unix: Option<&str>, words: &[String]) -> u8 {
-    let usage = "usage: paraclick ctl [-p PORT | -u PATH] read E.H [PARAM] | write E.H [VALUE] | list | handlers E";
+pub fn client(
+    port: Option<&str>,
+    unix: Option<&str>,
+    token_file: Option<&str>,
+    words: &[String],
+) -> u8 {
+    let usage = "usage: paraclick ctl [-p PORT | -u PATH] [--token-file FILE] read E.H [PARAM] | write E.H [VALUE] | list | handlers E";
+    let token = match token_file.map(|f| control::Secret::from_file(std::path::Path::new(f))) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            eprintln!("paraclick ctl: --token-file: {e}");
+            return 2;
+        }
+    };
     let (verb, rest) = match words.split_first() {
         Some((v, r)) => (v.to_ascii_lowercase(), r),
         None => {
@@ -238,6 +281,26 @@ pub fn client(port: Option<&str>, unix: Option<&str>, words: &[String]) -> u8 {
             greeting.trim_end()
         );
         return 2;
+    }
+    if let Some(t) = &token {
+        let auth = format!("AUTH {}\r\n", t.reveal());
+        if let Err(e) = r.get_mut().write_all(auth.as_bytes()) {
+            eprintln!("paraclick ctl: {e}");
+            return 2;
+        }
+        match read_reply(&mut r, false) {
+            Ok(x) if (200..300).contains(&x.code) => {}
+            Ok(x) => {
+                for t in &x.text {
+                    eprintln!("paraclick ctl: AUTH: {} {t}", x.code);
+                }
+                return 1;
+            }
+            Err(e) => {
+                eprintln!("paraclick ctl: AUTH: {e}");
+                return 2;
+            }
+        }
     }
     if let Err(e) = r.get_mut().write_all(&cmd) {
         eprintln!("paraclick ctl: {e}");

@@ -97,8 +97,15 @@ struct RunArgs {
     /// Open a control socket (Click's ControlSocket protocol) on TCP PORT of
     /// 127.0.0.1, or on ADDRESS:PORT (0.0.0.0:PORT: every address); port 0
     /// picks a free port. Where it listens is printed on stderr. Repeatable.
+    /// An address other than loopback needs --control-token.
     #[arg(short = 'p', long = "port", value_name = "[ADDRESS:]PORT")]
     port: Vec<String>,
+    /// The -p sockets ask for the token in FILE (mode 0600, at least 16
+    /// characters): a client's first command must be `AUTH TOKEN`
+    /// (`paraclick ctl --token-file FILE`). Required for a -p address other
+    /// than loopback.
+    #[arg(long = "control-token", value_name = "FILE")]
+    control_token: Option<String>,
     /// Open a control socket on the Unix socket FILE (permissions 0600). Repeatable.
     #[arg(short = 'u', long = "unix-socket", value_name = "FILE")]
     unix: Vec<String>,
@@ -306,6 +313,10 @@ enum Cmd {
         /// The router's Unix control socket.
         #[arg(short = 'u', long = "unix-socket")]
         unix: Option<String>,
+        /// Authenticate with the token in FILE first (the router's
+        /// --control-token).
+        #[arg(long = "token-file", value_name = "FILE")]
+        token_file: Option<String>,
         #[arg(
             trailing_var_arg = true,
             required = true,
@@ -459,9 +470,15 @@ fn main() -> ExitCode {
         Some(Cmd::Ctl {
             port,
             unix,
+            token_file,
             command,
             ..
-        }) => ExitCode::from(ctl::client(port.as_deref(), unix.as_deref(), &command)),
+        }) => ExitCode::from(ctl::client(
+            port.as_deref(),
+            unix.as_deref(),
+            token_file.as_deref(),
+            &command,
+        )),
         Some(Cmd::MakeIpConf { interfaces, linux }) => {
             let mut v = Vec::new();
             for spec in &interfaces {
@@ -731,7 +748,13 @@ fn run(a: RunArgs) -> ExitCode {
     };
     let hot = Hot::new(router, reg, opts, a.allow_reconfigure);
     if !a.quit {
-        let servers = match ctl::start_servers(&hot.backend(), &a.port, &a.unix, &a.socket) {
+        let servers = match ctl::start_servers(
+            &hot.backend(),
+            &a.port,
+            a.control_token.as_deref(),
+            &a.unix,
+            &a.socket,
+        ) {
             Ok(s) => s,
             Err(e) => return fail(&e),
         };

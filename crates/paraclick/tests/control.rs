@@ -608,3 +608,167 @@ fn retries_wait_for_a_busy_port_then_give_up_or_serve() {
     assert_eq!(p.wait_exit(10), 0);
     assert!(!p.err.lock().unwrap().contains("retrying"));
 }
+
+impl Client {
+    /// `WRITEDATA h N` and `value`: the reply.
+    fn write_data(&mut self, h: &str, value: &str) -> (u16, Vec<String>) {
+        self.send(format!("WRITEDATA {h} {}\r\n{value}", value.len()).as_bytes());
+        self.reply()
+    }
+}
+
+/// A TCP connection that has read the greeting, for bytes of our own.
+fn raw_tcp(port: u16) -> Client {
+    Client::tcp(port)
+}
+
+#[test]
+fn an_http_request_or_tls_hello_to_the_port_is_closed_and_runs_nothing() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p = Proc::start(&["-p", "0", "-e", TRAFFIC]);
+    let port = p.port("control socket listening on ");
+    let mut c = Client::tcp(port);
+    rises(&mut c, "c.count");
+    // What a browser sends for a web page's
+    // fetch('http://127.0.0.1:PORT/', {method: 'POST', body: ...}).
+    let body = "WRITE c.reset\r\nWRITE src.active false\r\n";
+    let mut h = raw_tcp(port);
+    h.send(
+        format!(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n\
+             Content-Type: text/plain;charset=UTF-8\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    assert!(h.closed(), "closed without a reply");
+    // A TLS ClientHello's first bytes.
+    let mut t = raw_tcp(port);
+    t.send(b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03");
+    assert!(t.closed(), "TLS closed");
+    // The body never ran: the count was not reset, the source still runs.
+    let before = c.count("c.count");
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(c.count("c.count") >= before, "c.reset never executed");
+    assert_eq!(c.read("src.active").trim(), "true");
+    rises(&mut c, "c.count");
+    let err = p.err.lock().unwrap().clone();
+    assert!(
+        err.contains("closed the connection from 127.0.0.1:")
+            && err.contains("refused: an HTTP request")
+            && err.contains("refused: a TLS handshake"),
+        "logged with the peer: {err}"
+    );
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+}
+
+/// A token file, mode 0600, in `dir`.
+fn token_file(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let f = dir.join("token");
+    std::fs::write(&f, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    f
+}
+
+#[test]
+fn a_port_beyond_loopback_needs_a_token_and_checks_it() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Refused at start without a token: a clear error, nothing runs.
+    let o = Command::new(BIN)
+        .args(["-p", "0.0.0.0:0", "-e", TRAFFIC])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("-p 0.0.0.0:0") && err.contains("give --control-token FILE"),
+        "{err}"
+    );
+    // A token file others can read is refused too.
+    let dir = tempfile::tempdir().unwrap();
+    let token = "tok-4f9a1c2e8b7d6a5f3e2d1c0b";
+    let f = token_file(dir.path(), token);
+    let fs = f.to_str().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let o = Command::new(BIN)
+            .args(["-p", "0.0.0.0:0", "--control-token", fs, "-e", TRAFFIC])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("chmod 600") && !err.contains(token), "{err}");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    let mut p = Proc::start(&["-p", "0.0.0.0:0", "--control-token", fs, "-e", TRAFFIC]);
+    let at = p.wait_line("control socket listening on ");
+    assert!(at.ends_with(" (AUTH token required)"), "{at}");
+    let port: u16 = at
+        .trim_end_matches(" (AUTH token required)")
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .parse()
+        .unwrap();
+    // A command before AUTH: 530, closed.
+    let mut c = Client::tcp(port);
+    let (code, t) = c.write_data("c.reset", "");
+    assert_eq!(code, 530, "{t:?}");
+    assert!(t[0].contains("authentication required"), "{t:?}");
+    assert!(c.closed());
+    // A wrong token: 530, closed.
+    let mut c = Client::tcp(port);
+    assert_eq!(c.code("AUTH tok-4f9a1c2e8b7d6a5f3e2d1c0c"), 530);
+    assert!(c.closed());
+    // The right one: served.
+    let mut c = Client::tcp(port);
+    assert_eq!(c.code(&format!("AUTH {token}")), 200);
+    rises(&mut c, "c.count");
+    // paraclick ctl sends it from its file; without it, 530.
+    let ctl = |args: &[&str]| {
+        let o = Command::new(BIN).arg("ctl").args(args).output().unwrap();
+        (
+            o.status.code().unwrap(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let ps = port.to_string();
+    let (rc, out, err) = ctl(&["-p", &ps, "--token-file", fs, "read", "c.count"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.trim().parse::<u64>().is_ok(), "{out}");
+    let (rc, _, err) = ctl(&["-p", &ps, "read", "c.count"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("530"), "{err}");
+    let (rc, _, err) = ctl(&["-p", &ps, "--token-file", fs, "write", "stop"]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(p.wait_exit(10), 0);
+}
+
+#[test]
+fn a_control_socket_element_removed_and_added_back_rebinds_every_time() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let with = format!("{TRAFFIC} cs :: ControlSocket(TCP, {port}, LOCALHOST true);");
+    let mut p = Proc::start(&["-R", "-p", "0", "-e", &with]);
+    let ctl_port = p.port("control socket listening on ");
+    let mut c = Client::tcp(ctl_port);
+    for i in 0..20 {
+        let (code, t) = c.write_data("hotconfig", TRAFFIC);
+        assert_eq!(code, 200, "cycle {i}, removing: {t:?}");
+        let (code, t) = c.write_data("hotconfig", &with);
+        assert_eq!(code, 200, "cycle {i}, adding back: {t:?}");
+        let mut e = Client::tcp(port);
+        assert_eq!(e.code("CHECKREAD c.count"), 200, "cycle {i}");
+    }
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+}

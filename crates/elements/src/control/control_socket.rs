@@ -39,7 +39,14 @@
 //! Keywords:
 //! - `READONLY` (boolean, default false): refuse writes (530).
 //! - `LOCALHOST` (boolean, default false): a TCP socket listens on
-//!   127.0.0.1 only (otherwise on every IPv4 address).
+//!   127.0.0.1 only (otherwise on every IPv4 address, which needs
+//!   TOKEN_FILE).
+//! - `TOKEN_FILE` (filename): clients must authenticate: a connection's
+//!   first command must be `AUTH TOKEN` with the token in this file (mode
+//!   0600 or stricter, at least 16 printable characters); any other
+//!   command first, or a wrong token, gets 530 and the connection closes.
+//!   Required for a TCP socket without `LOCALHOST true` (a configuration
+//!   error otherwise); allowed for every socket.
 //! - `VERBOSE` (boolean, default false): print a line when a connection
 //!   opens or closes.
 //! - `RETRIES` (integer, default 0): if the socket cannot be opened, try
@@ -55,9 +62,14 @@
 //! (the Unix socket's permissions in octal, default 0600: only the
 //! router's user can connect). A command line is at most 65536 bytes.
 //!
-//! Access: anyone who can connect can read every handler (configuration
-//! included) and, unless READONLY, write every write handler, `stop`
-//! included. Use LOCALHOST, a firewall, or a Unix socket's permissions.
+//! Access: anyone who can connect (and knows the token, with TOKEN_FILE)
+//! can read every handler (configuration included) and, unless READONLY,
+//! write every write handler, `stop` and `hotconfig` included. Hence a TCP
+//! socket on every address needs TOKEN_FILE; otherwise use LOCALHOST or a
+//! Unix socket's permissions. A client of another protocol (an HTTP
+//! request, which a web page can make a browser send to any port, or a
+//! TLS handshake) is closed before anything it sends runs, and logged;
+//! so is a connection whose first line is no command (501).
 //!
 //! Each connection is served on a thread of its own, never on a worker
 //! thread: a slow or stalled client delays only itself. The `paraclick`
@@ -77,7 +89,9 @@
 //! command every control socket reaches the current router and its
 //! `hotconfig` and `hotswaps` handlers.
 //!
-//! Differences from Click: no PROXY.
+//! Differences from Click: no PROXY; a TCP socket on every address needs
+//! TOKEN_FILE (Click's has no authentication); `AUTH`; other protocols'
+//! clients are closed.
 //!
 //! Example:
 //!
@@ -124,6 +138,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
     let line_timeout: Option<Duration> = a.read("LINE_TIMEOUT");
     let idle_timeout: Option<Duration> = a.read("IDLE_TIMEOUT");
     let mode: Option<String> = a.read("MODE");
+    let token_file: Option<String> = a.read("TOKEN_FILE");
     a.complete()?;
     if proxy.is_some() {
         return Err(
@@ -144,6 +159,12 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
             } else {
                 Ipv4Addr::UNSPECIFIED
             };
+            if !ip.is_loopback() && token_file.is_none() {
+                return Err(format!(
+                    "TCP {port} listens on every address and would let other hosts call \
+                     every handler: give LOCALHOST true, or TOKEN_FILE FILE"
+                ));
+            }
             Where::Tcp(SocketAddr::V4(SocketAddrV4::new(ip, port)))
         }
         "UNIX" => {
@@ -161,8 +182,13 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
         }
         other => return Err(format!("TYPE: expected TCP or UNIX, not '{other}'")),
     };
+    let token = match token_file {
+        None => None,
+        Some(f) => Some(control::Secret::from_file(std::path::Path::new(f.trim()))?),
+    };
     let d = ControlConfig::default();
     let cfg = ControlConfig {
+        token,
         read_only: ro_pos.unwrap_or(false),
         verbose: verbose.unwrap_or(false),
         max_clients: max_clients.unwrap_or(d.max_clients).max(1),
@@ -261,6 +287,11 @@ mod tests {
             ("ControlSocket(UNIX, /tmp/x, MODE 9)", "MODE"),
             ("ControlSocket(TCP, 0, MODE 600)", "MODE"),
             ("ControlSocket(TCP, 0, FOO 1)", "FOO"),
+            ("ControlSocket(TCP, 0)", "give LOCALHOST true, or TOKEN_FILE"),
+            (
+                "ControlSocket(TCP, 0, TOKEN_FILE /nonexistent/token)",
+                "token file /nonexistent/token",
+            ),
         ] {
             let e = match Router::from_str(conf, &reg(), 1) {
                 Ok(_) => panic!("{conf} built"),
