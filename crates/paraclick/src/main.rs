@@ -144,7 +144,9 @@ struct RunArgs {
     allow_reconfigure: bool,
     /// Serve a live view of the router (graph, counters, threads, queues,
     /// handlers) to a browser on PORT of 127.0.0.1, or on ADDRESS:PORT;
-    /// port 0 picks a free port. Where it listens is printed on stderr.
+    /// port 0 picks a free port. Where it listens, and the run's write
+    /// token (which its page carries), are printed on stderr. Whoever
+    /// reaches it can read every handler and write them all.
     #[arg(long = "web", value_name = "[ADDRESS:]PORT")]
     web: Option<String>,
     /// Print help.
@@ -764,7 +766,21 @@ fn run(a: RunArgs) -> ExitCode {
                 Err(e) => return fail(&e),
             };
             match web::start(addr, hot.backend()) {
-                Ok(at) => eprintln!("paraclick: web view on http://{at}/"),
+                Ok(w) => {
+                    eprintln!("paraclick: web view on http://{}/", w.addr);
+                    eprintln!(
+                        "paraclick: web view writes need header {}: {}",
+                        web::TOKEN_HEADER,
+                        w.token.reveal()
+                    );
+                    if !w.addr.ip().is_loopback() {
+                        eprintln!(
+                            "paraclick: warning: the web view on {} serves its page, and \
+                             with it the write token, to every host that reaches it",
+                            w.addr
+                        );
+                    }
+                }
                 Err(e) => return fail(&e),
             }
         }

@@ -4,7 +4,10 @@
 //! running configuration's elements, a counter rising while traffic
 //! flows, and a handler written from its form must take effect (checked
 //! through a raw control-socket client too). A screenshot is kept as
-//! target/web-view.png.
+//! target/web-view.png. Then a page from another origin (a site's name
+//! mapped to loopback, another port) tries to write a handler, read the
+//! configuration and frame the view, and the view is reached under that
+//! name (DNS rebinding): nothing is written, read or shown.
 //!
 //! Chromium and chromedriver come from scripts/bootstrap.sh (`chromium`,
 //! `chromium-driver`). Missing, the test fails when run as root (CI, where
@@ -217,6 +220,167 @@ fn ctl_write(port: u16, h: &str, value: &str) -> u16 {
     }
 }
 
+/// One raw HTTP request to the web view; its status and body.
+fn raw(port: u16, req: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let code = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+/// A `paraclick` run with `-p 0 --web 127.0.0.1:0` and its stderr.
+struct Run {
+    _child: Kill,
+    err: Arc<Mutex<String>>,
+}
+
+impl Run {
+    fn start(args: &[&str], conf: &str) -> Run {
+        let mut router = Command::new(BIN)
+            .args(args)
+            .args(["--no-pin", "-p", "0", "--web", "127.0.0.1:0", "-e", conf])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start paraclick");
+        let err = Arc::new(Mutex::new(String::new()));
+        let mut stderr = router.stderr.take().unwrap();
+        let e2 = err.clone();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut b) {
+                if n == 0 {
+                    break;
+                }
+                e2.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&b[..n]));
+            }
+        });
+        Run {
+            _child: Kill(router),
+            err,
+        }
+    }
+
+    /// The rest of the stderr line after `prefix`, waiting for it.
+    fn after(&self, prefix: &str) -> String {
+        let t0 = Instant::now();
+        loop {
+            {
+                let e = self.err.lock().unwrap();
+                if let Some(i) = e.find(prefix) {
+                    if let Some((v, _)) = e[i + prefix.len()..].split_once('\n') {
+                        return v.trim().to_string();
+                    }
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no '{prefix}': {}",
+                self.err.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The web view's URL and port, and the control port.
+    fn ports(&self) -> (String, u16, u16) {
+        let web = self.after("web view on ");
+        assert!(web.starts_with("http://127.0.0.1:"), "{web}");
+        let web_port = web
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let ctl_port = self
+            .after("control socket listening on 127.0.0.1:")
+            .parse()
+            .unwrap();
+        (web, web_port, ctl_port)
+    }
+}
+
+#[test]
+fn foreign_origins_and_host_names_get_nothing() {
+    let run = Run::start(&[], "src :: RatedSource(RATE 100) -> c :: Counter -> Discard;");
+    let (_, port, ctl_port) = run.ports();
+    let token = run.after("web view writes need header X-Paraclick-Token: ");
+    assert_eq!(token.len(), 64, "{token}");
+    // What a web page elsewhere makes the browser send: no token, a
+    // simple content type, its own Origin.
+    let (code, _) = raw(
+        port,
+        &format!(
+            "POST /api/write?h=src.rate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+             Origin: http://evil.example\r\nContent-Type: text/plain\r\n\
+             Content-Length: 2\r\n\r\n77"
+        ),
+    );
+    assert_eq!(code, 403);
+    assert_eq!(ctl_read(ctl_port, "src.rate").trim(), "100", "not written");
+    // A DNS-rebinding page's requests name its own host: the page (and
+    // its token) and reads are refused.
+    for path in ["/", "/api/read?h=config"] {
+        let (code, body) = raw(
+            port,
+            &format!("GET {path} HTTP/1.1\r\nHost: evil.example:{port}\r\n\r\n"),
+        );
+        assert_eq!(code, 421, "{path}");
+        assert!(!body.contains("Counter") && !body.contains(&token), "{body}");
+    }
+    // The page's own kind of write works.
+    let (code, body) = raw(
+        port,
+        &format!(
+            "POST /api/write?h=src.rate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+             Origin: http://127.0.0.1:{port}\r\nX-Paraclick-Token: {token}\r\n\
+             Content-Type: application/octet-stream\r\nContent-Length: 2\r\n\r\n77"
+        ),
+    );
+    assert_eq!((code, body.as_str()), (200, "{\"ok\":true}"));
+    assert_eq!(ctl_read(ctl_port, "src.rate").trim(), "77");
+}
+
+/// Serves `page` to every request on a port of its own (another origin
+/// than the web view's); returns the port.
+fn serve_foreign_page(page: String) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut b = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&b[..n]),
+                }
+            }
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{page}",
+                    page.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    port
+}
+
 #[test]
 fn web_view_in_headless_chromium() {
     let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]);
@@ -238,70 +402,9 @@ fn web_view_in_headless_chromium() {
     let conf = "elementclass Pipe { input -> c :: Counter -> output }\n\
         src :: RatedSource(LENGTH 64, RATE 5000) -> c :: Counter -> p :: Pipe \
         -> q :: Queue(500) -> uq :: Unqueue -> c2 :: Counter -> Discard;\n";
-    let mut router = Command::new(BIN)
-        .args([
-            "-R",
-            "-j",
-            "2",
-            "--no-pin",
-            "-p",
-            "0",
-            "--web",
-            "127.0.0.1:0",
-            "-e",
-            conf,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start paraclick");
-    let err = Arc::new(Mutex::new(String::new()));
-    let mut stderr = router.stderr.take().unwrap();
-    let e2 = err.clone();
-    std::thread::spawn(move || {
-        let mut b = [0u8; 4096];
-        while let Ok(n) = stderr.read(&mut b) {
-            if n == 0 {
-                break;
-            }
-            e2.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&b[..n]));
-        }
-    });
-    let _router = Kill(router);
-    let after = |prefix: &str| -> String {
-        let t0 = Instant::now();
-        loop {
-            {
-                let e = err.lock().unwrap();
-                if let Some(i) = e.find(prefix) {
-                    if let Some((v, _)) = e[i + prefix.len()..].split_once('\n') {
-                        return v.trim().to_string();
-                    }
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "no '{prefix}': {}",
-                err.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    };
-    let web = after("web view on ");
-    assert!(web.starts_with("http://127.0.0.1:"), "{web}");
-    let ctl_port: u16 = after("control socket listening on 127.0.0.1:")
-        .parse()
-        .unwrap();
+    let run = Run::start(&["-R", "-j", "2"], conf);
+    let (web, web_port, ctl_port) = run.ports();
     // The page is served whole, with nothing fetched from elsewhere.
-    let web_port: u16 = web
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
     let page = http(web_port, "GET", "/", None).unwrap();
     assert!(page.contains("<svg id=\"graph\""));
     assert!(
@@ -332,6 +435,9 @@ fn web_view_in_headless_chromium() {
             "binary": chromium,
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
                      "--disable-dev-shm-usage", "--window-size=1400,900",
+                     // Another site's name, resolving to loopback: a
+                     // foreign origin, and DNS rebinding.
+                     "--host-resolver-rules=MAP evil.example 127.0.0.1",
                      format!("--user-data-dir={}", profile.path().display())]
         }
     }}});
@@ -459,8 +565,80 @@ fn web_view_in_headless_chromium() {
     let png = d.cmd("GET", "/screenshot", None);
     let bytes = b64_decode(png.as_str().unwrap());
     assert!(bytes.starts_with(b"\x89PNG"), "a PNG screenshot");
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/web-view.png");
+    // CARGO_TARGET_TMPDIR is TARGET/tmp: the screenshot goes to TARGET.
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../web-view.png");
     std::fs::write(&out, &bytes).unwrap();
     eprintln!("web view screenshot: {}", out.display());
+
+    // A page from another origin (another site's name, another port)
+    // tries to write a handler (a no-cors POST, and one with the token
+    // header and content type, which needs a preflight), to read the
+    // configuration, and to frame the view.
+    let before = ctl_read(ctl_port, "src.rate");
+    let target = format!("http://127.0.0.1:{web_port}");
+    let evil = serve_foreign_page(format!(
+        r#"<!DOCTYPE html><html><body><iframe id="f" src="{target}/"></iframe><script>
+window.results = {{}};
+const r = window.results;
+fetch("{target}/api/write?h=src.rate", {{method: "POST", mode: "no-cors", body: "77"}})
+  .then(x => r.write = "sent " + x.type).catch(e => r.write = "error " + e);
+fetch("{target}/api/write?h=src.rate", {{method: "POST", body: "78",
+  headers: {{"X-Paraclick-Token": "guess", "Content-Type": "application/octet-stream"}}}})
+  .then(x => r.preflighted = "status " + x.status).catch(e => r.preflighted = "error " + e);
+fetch("{target}/api/read?h=config").then(x => x.text())
+  .then(t => r.read = "text " + t).catch(e => r.read = "error " + e);
+fetch("{target}/api/read?h=config", {{mode: "no-cors"}})
+  .then(x => x.text().then(t => r.opaque = x.type + " " + x.status + " [" + t + "]"))
+  .catch(e => r.opaque = "error " + e);
+</script></body></html>"#
+    ));
+    d.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("http://evil.example:{evil}/")})),
+    );
+    let results = d.wait(
+        "the foreign page's attempts",
+        "const r=window.results||{};return r.write&&r.preflighted&&r.read&&r.opaque?r:null;",
+        10,
+    );
+    eprintln!("foreign page: {results}");
+    // Nothing was written (the requests reached the view: without its
+    // checks, the no-cors POST writes 77).
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(ctl_read(ctl_port, "src.rate"), before, "src.rate unchanged");
+    let field = |k: &str| results[k].as_str().unwrap().to_string();
+    assert!(field("preflighted").starts_with("error"), "{results}");
+    assert!(field("read").starts_with("error"), "{results}");
+    // Opaque and empty, or (Cross-Origin-Resource-Policy) failed.
+    let opaque = field("opaque");
+    assert!(opaque == "opaque 0 []" || opaque.starts_with("error"), "{results}");
+    // The framed view did not load: the frame holds Chromium's error page.
+    let frame = d.element("#f");
+    d.cmd(
+        "POST",
+        "/frame",
+        Some(json!({"id": {"element-6066-11e4-a52e-4f735466cecf": frame}})),
+    );
+    let inside = d.js("return location.href + ' ' + !!document.getElementById('graph');");
+    d.cmd("POST", "/frame", Some(json!({"id": null})));
+    assert!(
+        !inside.as_str().unwrap().starts_with(&target) && inside.as_str().unwrap().ends_with("false"),
+        "the view was framed: {inside}"
+    );
+    // DNS rebinding: the view reached under the other site's name (which
+    // resolves to loopback) serves nothing, page or data.
+    d.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("http://evil.example:{web_port}/")})),
+    );
+    let shown = d.js("return document.body ? document.body.innerText : '';");
+    assert_eq!(shown.as_str().unwrap().trim(), "misdirected request");
+    let read = d.js(
+        "return fetch('/api/read?h=config').then(x => x.status + ' ' + x.headers.get('content-type'));",
+    );
+    assert_eq!(read, json!("421 text/plain"));
+
     let _ = http(dport, "DELETE", &format!("/session/{}", d.session), None);
 }
