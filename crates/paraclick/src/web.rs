@@ -454,7 +454,10 @@ fn refused(req: &Request, host: &str, token: &Secret, write: bool) -> Option<(u1
         _ => false,
     };
     if !ok_type {
-        return Some((415, "a write's Content-Type must be application/octet-stream\n"));
+        return Some((
+            415,
+            "a write's Content-Type must be application/octet-stream\n",
+        ));
     }
     match req.header("x-paraclick-token") {
         Ok(Some(t)) if token.matches(t.as_bytes()) => None,
@@ -526,7 +529,11 @@ fn serve(mut s: TcpStream, site: &Site) {
         },
         // OPTIONS (a CORS preflight) included: never allowed, and no
         // Access-Control-Allow-* header anywhere.
-        (_, "/") | (_, "/index.html") | (_, "/app.js") | (_, "/app.css") | (_, "/api/read")
+        (_, "/")
+        | (_, "/index.html")
+        | (_, "/app.js")
+        | (_, "/app.css")
+        | (_, "/api/read")
         | (_, "/api/write") => respond(&mut s, 405, text, b"method not allowed\n"),
         _ => respond(&mut s, 404, text, b"not found\n"),
     };
@@ -695,11 +702,19 @@ mod tests {
         assert_eq!(status(&r), 403, "wrong token: {r}");
         // Even with the token: not from another origin or site.
         let with = format!("X-Paraclick-Token: {tok}\r\n");
-        let r = write(&format!("{with}Origin: http://evil.example\r\n"), WRITE_TYPE, "evil");
+        let r = write(
+            &format!("{with}Origin: http://evil.example\r\n"),
+            WRITE_TYPE,
+            "evil",
+        );
         assert_eq!(status(&r), 403, "{r}");
         let r = write(&format!("{with}Origin: null\r\n"), WRITE_TYPE, "evil");
         assert_eq!(status(&r), 403, "{r}");
-        let r = write(&format!("{with}Sec-Fetch-Site: cross-site\r\n"), WRITE_TYPE, "evil");
+        let r = write(
+            &format!("{with}Sec-Fetch-Site: cross-site\r\n"),
+            WRITE_TYPE,
+            "evil",
+        );
         assert_eq!(status(&r), 403, "{r}");
         let r = write(&with, "text/plain", "evil");
         assert_eq!(status(&r), 415, "{r}");
@@ -714,7 +729,10 @@ mod tests {
             ),
         );
         assert_eq!(status(&r), 405, "{r}");
-        assert!(!r.to_ascii_lowercase().contains("access-control-allow"), "{r}");
+        assert!(
+            !r.to_ascii_lowercase().contains("access-control-allow"),
+            "{r}"
+        );
         // A read from another site's page.
         let r = raw(
             port,
@@ -764,13 +782,19 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(200));
-        let r = raw(port, &format!("GET / HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"));
+        let r = raw(
+            port,
+            &format!("GET / HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"),
+        );
         assert_eq!(status(&r), 503, "all slots taken at first");
         // Past the deadline, they are gone and a real client is served.
         let t0 = Instant::now();
         let served = loop {
             std::thread::sleep(Duration::from_millis(100));
-            let r = raw(port, &format!("GET / HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"));
+            let r = raw(
+                port,
+                &format!("GET / HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"),
+            );
             if status(&r) == 200 {
                 break true;
             }

@@ -312,7 +312,10 @@ impl Run {
 
 #[test]
 fn foreign_origins_and_host_names_get_nothing() {
-    let run = Run::start(&[], "src :: RatedSource(RATE 100) -> c :: Counter -> Discard;");
+    let run = Run::start(
+        &[],
+        "src :: RatedSource(RATE 100) -> c :: Counter -> Discard;",
+    );
     let (_, port, ctl_port) = run.ports();
     let token = run.after("web view writes need header X-Paraclick-Token: ");
     assert_eq!(token.len(), 64, "{token}");
@@ -336,7 +339,10 @@ fn foreign_origins_and_host_names_get_nothing() {
             &format!("GET {path} HTTP/1.1\r\nHost: evil.example:{port}\r\n\r\n"),
         );
         assert_eq!(code, 421, "{path}");
-        assert!(!body.contains("Counter") && !body.contains(&token), "{body}");
+        assert!(
+            !body.contains("Counter") && !body.contains(&token),
+            "{body}"
+        );
     }
     // The page's own kind of write works.
     let (code, body) = raw(
@@ -612,7 +618,10 @@ fetch("{target}/api/read?h=config", {{mode: "no-cors"}})
     assert!(field("read").starts_with("error"), "{results}");
     // Opaque and empty, or (Cross-Origin-Resource-Policy) failed.
     let opaque = field("opaque");
-    assert!(opaque == "opaque 0 []" || opaque.starts_with("error"), "{results}");
+    assert!(
+        opaque == "opaque 0 []" || opaque.starts_with("error"),
+        "{results}"
+    );
     // The framed view did not load: the frame holds Chromium's error page.
     let frame = d.element("#f");
     d.cmd(
@@ -623,7 +632,8 @@ fetch("{target}/api/read?h=config", {{mode: "no-cors"}})
     let inside = d.js("return location.href + ' ' + !!document.getElementById('graph');");
     d.cmd("POST", "/frame", Some(json!({"id": null})));
     assert!(
-        !inside.as_str().unwrap().starts_with(&target) && inside.as_str().unwrap().ends_with("false"),
+        !inside.as_str().unwrap().starts_with(&target)
+            && inside.as_str().unwrap().ends_with("false"),
         "the view was framed: {inside}"
     );
     // DNS rebinding: the view reached under the other site's name (which

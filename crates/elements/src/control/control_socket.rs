@@ -287,7 +287,10 @@ mod tests {
             ("ControlSocket(UNIX, /tmp/x, MODE 9)", "MODE"),
             ("ControlSocket(TCP, 0, MODE 600)", "MODE"),
             ("ControlSocket(TCP, 0, FOO 1)", "FOO"),
-            ("ControlSocket(TCP, 0)", "give LOCALHOST true, or TOKEN_FILE"),
+            (
+                "ControlSocket(TCP, 0)",
+                "give LOCALHOST true, or TOKEN_FILE",
+            ),
             (
                 "ControlSocket(TCP, 0, TOKEN_FILE /nonexistent/token)",
                 "token file /nonexistent/token",

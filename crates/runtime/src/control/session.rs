@@ -485,9 +485,7 @@ impl<'a> Session<'a> {
                 self.authed = true;
                 Reply::ok("Authenticated".into())
             }
-            Some(_) => {
-                Reply::err(CsError::new(530, "Permission denied: wrong token")).closing()
-            }
+            Some(_) => Reply::err(CsError::new(530, "Permission denied: wrong token")).closing(),
         }
     }
 
@@ -552,8 +550,23 @@ const REFUSED_HEADER: &str = "refused: an HTTP header line, not a control comman
 /// HTTP's methods (RFC 9110 and WebDAV's common ones): no control
 /// command is spelled so.
 const HTTP_METHODS: &[&str] = &[
-    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PROPFIND",
-    "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "PRI",
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "DELETE",
+    "CONNECT",
+    "OPTIONS",
+    "TRACE",
+    "PATCH",
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+    "PRI",
 ];
 
 /// Whether `line` shows the peer speaks HTTP (a request line, or a header

@@ -317,8 +317,9 @@ fn a_first_line_that_is_no_command_closes() {
         &ControlConfig::default(),
     );
     assert_eq!(why, "closed");
-    assert!(String::from_utf8_lossy(&out)
-        .ends_with("501 Unimplemented command 'SSH-2.0-OPENSSH_9.2' (not a control client: closing)\r\n"));
+    assert!(String::from_utf8_lossy(&out).ends_with(
+        "501 Unimplemented command 'SSH-2.0-OPENSSH_9.2' (not a control client: closing)\r\n"
+    ));
     assert_eq!(*f.v.lock().unwrap(), "init");
     // Later, an unknown command is only an error (Click's 501).
     let (out, _) = session_over_bytes(
