@@ -305,6 +305,49 @@ mod tests {
     }
 
     #[test]
+    fn a_token_file_makes_clients_authenticate() {
+        use std::io::{BufRead, BufReader, Write};
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pc-cs-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = dir.join("token");
+        std::fs::write(&token, "0123456789abcdef-token\n").unwrap();
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let path = dir.join("s");
+        let conf = format!(
+            "ControlSocket(UNIX, {}, TOKEN_FILE {})",
+            path.display(),
+            token.display()
+        );
+        let r = Router::from_str(&conf, &reg(), 1).unwrap();
+        let talk = |cmds: &str| -> Vec<String> {
+            let s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+                .unwrap();
+            let mut r = BufReader::new(s);
+            r.get_mut().write_all(cmds.as_bytes()).unwrap();
+            r.lines().map_while(Result::ok).collect()
+        };
+        let l = talk("READ list\r\n");
+        assert!(
+            l[1].starts_with("530 Permission denied: authentication"),
+            "{l:?}"
+        );
+        assert_eq!(l.len(), 2, "closed: {l:?}");
+        let l = talk("AUTH 0123456789abcdef-token\r\nCHECKREAD list\r\nQUIT\r\n");
+        assert_eq!(
+            l[1..],
+            [
+                "200 Authenticated",
+                "200 Read handler 'list' OK",
+                "200 Goodbye!"
+            ]
+        );
+        drop(r);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_unix_socket_is_private_and_removed_with_the_router() {
         use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("pc-cs-{}", std::process::id()));
