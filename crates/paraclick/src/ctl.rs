@@ -75,7 +75,7 @@ pub fn start_servers(
         servers.push(s);
     }
     for &fd in fds {
-        servers.push(socket_fd(backend, fd, &cfg)?);
+        servers.push(socket_fd(backend, fd, &cfg, &tcp_cfg)?);
     }
     Ok(servers)
 }
@@ -98,7 +98,14 @@ fn sockopt(fd: i32, level: i32, name: i32) -> Option<i32> {
 
 /// `--socket FD`: an inherited socket. A listening one is served like
 /// `-p`/`-u`; a connected one as one client (e.g. a socketpair's end).
-fn socket_fd(backend: &Arc<dyn Backend>, fd: i32, cfg: &ControlConfig) -> Result<Server, String> {
+/// A listening TCP socket takes `tcp_cfg` (the `-p` sockets' token) and,
+/// bound beyond loopback, must have a token like `-p`.
+fn socket_fd(
+    backend: &Arc<dyn Backend>,
+    fd: i32,
+    cfg: &ControlConfig,
+    tcp_cfg: &ControlConfig,
+) -> Result<Server, String> {
     use std::os::unix::io::FromRawFd;
     if fd < 0 {
         return Err(format!("--socket {fd}: not a file descriptor"));
@@ -130,7 +137,17 @@ fn socket_fd(backend: &Arc<dyn Backend>, fd: i32, cfg: &ControlConfig) -> Result
         }
         (libc::AF_INET | libc::AF_INET6, true) => {
             let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
-            control::serve(Bind::Ready(Listener::Tcp(l)), backend, cfg.clone())
+            let beyond = l
+                .local_addr()
+                .map(|a| !a.ip().is_loopback())
+                .unwrap_or(true);
+            if beyond && tcp_cfg.token.is_none() {
+                return Err(format!(
+                    "--socket {fd}: listening beyond loopback lets other hosts call every \
+                     handler: give --control-token FILE"
+                ));
+            }
+            control::serve(Bind::Ready(Listener::Tcp(l)), backend, tcp_cfg.clone())
         }
         (libc::AF_UNIX, false) => {
             let s = unsafe { UnixStream::from_raw_fd(fd) };

@@ -100,10 +100,10 @@ struct RunArgs {
     /// An address other than loopback needs --control-token.
     #[arg(short = 'p', long = "port", value_name = "[ADDRESS:]PORT")]
     port: Vec<String>,
-    /// The -p sockets ask for the token in FILE (mode 0600, at least 16
-    /// characters): a client's first command must be `AUTH TOKEN`
-    /// (`paraclick ctl --token-file FILE`). Required for a -p address other
-    /// than loopback.
+    /// The -p sockets (and --socket's listening TCP ones) ask for the
+    /// token in FILE (mode 0600, at least 16 characters): a client's first
+    /// command must be `AUTH TOKEN` (`paraclick ctl --token-file FILE`).
+    /// Required for an address other than loopback.
     #[arg(long = "control-token", value_name = "FILE")]
     control_token: Option<String>,
     /// Open a control socket on the Unix socket FILE (permissions 0600). Repeatable.

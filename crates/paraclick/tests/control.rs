@@ -561,6 +561,14 @@ fn socket_fd_connected_and_listening() {
     assert_eq!(c2.code("WRITE stop"), 200);
     assert_eq!(p.wait_exit(10), 0);
 
+    // A listening socket beyond loopback: refused without a token.
+    let l = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let mut p = start_with_fd(l.as_raw_fd());
+    drop(l);
+    assert_eq!(p.wait_exit(10), 1);
+    let said = p.wait_line("--socket 3: listening beyond loopback");
+    assert!(said.contains("--control-token"), "{said}");
+
     // Not a socket: a clear error, nothing runs.
     let o = Command::new(BIN)
         .args(["--socket", "0", "-e", TRAFFIC])
