@@ -38,14 +38,15 @@
 //!
 //! Keywords:
 //! - `READONLY` (boolean, default false): refuse writes (530).
-//! - `LOCALHOST` (boolean, default false): a TCP socket listens on
-//!   127.0.0.1 only (otherwise on every IPv4 address, which needs
-//!   TOKEN_FILE).
+//! - `LOCALHOST` (boolean, default true): a TCP socket listens on
+//!   127.0.0.1 only; `LOCALHOST false` listens on every IPv4 address, which
+//!   needs TOKEN_FILE. (Click's default is false: a Click configuration's
+//!   `ControlSocket(TCP, 7777)` runs unchanged, reachable from this host.)
 //! - `TOKEN_FILE` (filename): clients must authenticate: a connection's
 //!   first command must be `AUTH TOKEN` with the token in this file (mode
 //!   0600 or stricter, at least 16 printable characters); any other
 //!   command first, or a wrong token, gets 530 and the connection closes.
-//!   Required for a TCP socket without `LOCALHOST true` (a configuration
+//!   Required for a TCP socket with `LOCALHOST false` (a configuration
 //!   error otherwise); allowed for every socket.
 //! - `VERBOSE` (boolean, default false): print a line when a connection
 //!   opens or closes.
@@ -65,8 +66,8 @@
 //! Access: anyone who can connect (and knows the token, with TOKEN_FILE)
 //! can read every handler (configuration included) and, unless READONLY,
 //! write every write handler, `stop` and `hotconfig` included. Hence a TCP
-//! socket on every address needs TOKEN_FILE; otherwise use LOCALHOST or a
-//! Unix socket's permissions. A client of another protocol (an HTTP
+//! socket listens on loopback unless told otherwise, and on every address
+//! needs TOKEN_FILE; a Unix socket is guarded by its permissions. A client of another protocol (an HTTP
 //! request, which a web page can make a browser send to any port, or a
 //! TLS handshake) is closed before anything it sends runs, and logged;
 //! so is a connection whose first line is no command (501).
@@ -89,9 +90,9 @@
 //! command every control socket reaches the current router and its
 //! `hotconfig` and `hotswaps` handlers.
 //!
-//! Differences from Click: no PROXY; a TCP socket on every address needs
-//! TOKEN_FILE (Click's has no authentication); `AUTH`; other protocols'
-//! clients are closed.
+//! Differences from Click: no PROXY; a TCP socket listens on loopback
+//! unless `LOCALHOST false`, and then needs TOKEN_FILE (Click's has no
+//! authentication); `AUTH`; other protocols' clients are closed.
 //!
 //! Example:
 //!
@@ -154,7 +155,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
                 .trim()
                 .parse()
                 .map_err(|_| format!("PORTNUMBER: expected a port number, not '{target}'"))?;
-            let ip = if localhost.unwrap_or(false) {
+            let ip = if localhost.unwrap_or(true) {
                 Ipv4Addr::LOCALHOST
             } else {
                 Ipv4Addr::UNSPECIFIED
@@ -162,7 +163,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
             if !ip.is_loopback() && token_file.is_none() {
                 return Err(format!(
                     "TCP {port} listens on every address and would let other hosts call \
-                     every handler: give LOCALHOST true, or TOKEN_FILE FILE"
+                     every handler: give TOKEN_FILE FILE, or leave LOCALHOST true"
                 ));
             }
             Where::Tcp(SocketAddr::V4(SocketAddrV4::new(ip, port)))
@@ -288,8 +289,8 @@ mod tests {
             ("ControlSocket(TCP, 0, MODE 600)", "MODE"),
             ("ControlSocket(TCP, 0, FOO 1)", "FOO"),
             (
-                "ControlSocket(TCP, 0)",
-                "give LOCALHOST true, or TOKEN_FILE",
+                "ControlSocket(TCP, 0, LOCALHOST false)",
+                "give TOKEN_FILE FILE, or leave LOCALHOST true",
             ),
             (
                 "ControlSocket(TCP, 0, TOKEN_FILE /nonexistent/token)",
@@ -301,6 +302,18 @@ mod tests {
                 Err(d) => format!("{d:?}"),
             };
             assert!(e.contains(want), "{conf}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_tcp_socket_listens_on_loopback_unless_told_otherwise() {
+        use super::{ControlSocket, Where};
+        // Click's `ControlSocket(TCP, PORT)` runs unchanged, on loopback.
+        let r = Router::from_str("cs :: ControlSocket(TCP, 0)", &reg(), 1).unwrap();
+        let cs = r.element::<ControlSocket>("cs").unwrap();
+        match &cs.at {
+            Where::Tcp(a) => assert!(a.ip().is_loopback(), "{a}"),
+            Where::Unix(..) => panic!("TCP parsed as UNIX"),
         }
     }
 
