@@ -12,8 +12,67 @@
 //! conf/r.click:3:13: note: did you mean 'Counter'?
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+
+/// Whether `c` is shown escaped in diagnostics: C0 controls but tab and
+/// newline, DEL, C1 controls, and the bidirectional formatting characters
+/// (which reorder what a terminal shows).
+fn needs_escape(c: char) -> bool {
+    matches!(c, '\0'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+        || matches!(
+            c,
+            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    if needs_escape(c) {
+        if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    } else {
+        out.push(c);
+    }
+}
+
+/// `s` with the characters that would act on a terminal rather than show
+/// (escape sequences, carriage returns, C1 controls, bidi overrides)
+/// written as `\x1b` or `\u{202e}`. Every diagnostic goes through it
+/// when rendered, since messages and excerpts quote configuration text,
+/// which may come from a control socket; tabs and newlines stay.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape`], newlines included (for one line of an excerpt).
+fn escape_line(s: &str) -> Cow<'_, str> {
+    if !s.contains('\n') {
+        return escape(s);
+    }
+    Cow::Owned(escape(s).replace('\n', "\\x0a"))
+}
+
+/// How many columns `c` takes once escaped.
+fn escaped_width(c: char) -> usize {
+    if !needs_escape(c) {
+        1
+    } else if (c as u32) < 0x80 {
+        4
+    } else {
+        format!("{:x}", c as u32).len() + 4
+    }
+}
 
 /// One configuration text and the name it is reported under
 /// (a path such as `conf/router.click`, or `<expr>` for `-e`).
@@ -46,13 +105,13 @@ pub struct Span {
 impl Span {
     /// `file:line:col`, the prefix of every message about this span.
     pub fn location(&self) -> String {
-        format!("{}:{}:{}", self.file, self.line, self.col)
+        format!("{}:{}:{}", escape_line(&self.file), self.line, self.col)
     }
 }
 
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+        write!(f, "{}:{}:{}", escape_line(&self.file), self.line, self.col)
     }
 }
 
@@ -83,8 +142,8 @@ impl fmt::Display for Diagnostic {
     /// One line, without source excerpt: `file:line:col: message`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.span {
-            Some(s) => write!(f, "{}: {}", s, self.message),
-            None => write!(f, "paraclick: {}", self.message),
+            Some(s) => write!(f, "{}: {}", s, escape(&self.message)),
+            None => write!(f, "paraclick: {}", escape(&self.message)),
         }
     }
 }
@@ -128,12 +187,13 @@ pub fn render(diags: &[Diagnostic], sources: &SourceSet) -> String {
     for d in diags {
         match &d.span {
             Some(span) => {
-                out.push_str(&format!("{}: {}\n", span, d.message));
+                out.push_str(&format!("{}: {}\n", span, escape(&d.message)));
                 excerpt(&mut out, span, sources);
             }
-            None => out.push_str(&format!("paraclick: {}\n", d.message)),
+            None => out.push_str(&format!("paraclick: {}\n", escape(&d.message))),
         }
         for (nspan, note) in &d.notes {
+            let note = escape(note);
             match nspan.as_ref().or(d.span.as_ref()) {
                 Some(s) => {
                     out.push_str(&format!("{}: note: {}\n", s, note));
@@ -164,24 +224,30 @@ fn excerpt(out: &mut String, span: &Span, sources: &SourceSet) {
     };
     let line = line.strip_suffix('\r').unwrap_or(line);
     let gutter = span.line.to_string().len().max(4);
-    out.push_str(&format!("{:>w$} | {}\n", span.line, line, w = gutter));
+    out.push_str(&format!(
+        "{:>w$} | {}\n",
+        span.line,
+        escape_line(line),
+        w = gutter
+    ));
     let mut pad = String::new();
     let mut chars = line.chars();
     for _ in 1..span.col {
         match chars.next() {
             Some('\t') => pad.push('\t'),
-            Some(_) => pad.push(' '),
+            Some(c) => pad.push_str(&" ".repeat(escaped_width(c))),
             None => break,
         }
     }
-    // Underline up to the end of the span or the end of this line.
+    // Underline up to the end of the span or the end of this line, in
+    // columns of the escaped line.
     let want = src
         .text
         .get(span.start..span.end.min(src.text.len()))
         .map(|s| s.split('\n').next().unwrap_or("").chars().count())
         .unwrap_or(1);
-    let avail = chars.count();
-    let n = want.min(avail).max(1);
+    let n: usize = chars.take(want.max(1)).map(escaped_width).sum();
+    let n = n.max(1);
     out.push_str(&format!(
         "{:>w$} | {}{}\n",
         "",
@@ -338,6 +404,25 @@ mod tests {
         let d = Diagnostic::error(Some(idx.span(6, 9)), "m");
         let out = render(&[d], &set("t", text));
         assert!(out.ends_with("     | \t     ^^^\n"), "{out:?}");
+    }
+
+    #[test]
+    fn render_escapes_terminal_controls() {
+        let text = "a :: Idle\x1b[2J\u{202e};\na -> X(\x1b]0;t\x07\r\u{9b});\n";
+        let idx = LineIndex::new("t\x1b", text);
+        let at = text.find('[').unwrap();
+        let d = Diagnostic::error(Some(idx.span(at, at + 2)), "bad port '\x1b[2J'")
+            .with_note(Some(idx.span(20, 24)), "in X(\x1b]0;t\x07\r\u{9b})");
+        let out = render(&[d.clone()], &set("t\x1b", text));
+        for bad in ['\x1b', '\x07', '\r', '\u{9b}', '\u{202e}'] {
+            assert!(!out.contains(bad), "{bad:?} in {out:?}");
+            assert!(!d.to_string().contains(bad));
+        }
+        assert!(out.contains("Idle\\x1b[2J\\u{202e};"), "{out}");
+        // the caret stays under the span in the escaped line
+        assert!(out.contains("\n     |              ^^\n"), "{out}");
+        // tabs and plain text are untouched
+        assert_eq!(escape("a\tb c"), "a\tb c");
     }
 
     #[test]
