@@ -17,6 +17,12 @@
 //! - **Errors**: push output to pull input and vice versa, an agnostic
 //!   element that ends up both push and pull, a push output or a pull input
 //!   with more than one connection, unused ports. All are reported at once.
+//! - **Chain length.** A push hands each packet on by calling the next
+//!   element, which calls the next, and a pull calls upstream likewise:
+//!   a chain of elements is a chain of nested calls on a worker's stack.
+//!   A push path or a pull path of more than [`MAX_CHAIN`] elements is an
+//!   error (a cycle counts as all its elements), found on a graph
+//!   otherwise correct: split the chain with a Queue.
 
 use std::collections::HashSet;
 
@@ -45,6 +51,12 @@ pub enum PortKind {
     Push,
     Pull,
 }
+
+/// The most elements a push path, or a pull path, may have: elements call
+/// each other along a path, so its length is a depth of nested calls on a
+/// worker thread's stack (the runtime gives its workers a stack large
+/// enough for this many hops of any element, with a margin).
+pub const MAX_CHAIN: usize = 1000;
 
 /// Resolved kind of every port, per element, in element order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -574,10 +586,150 @@ pub fn check_graph_with_flow(
     }
 
     if errs.is_empty() {
+        let conns = || valid.iter().map(|&ci| &g.connections[ci]);
+        let push: Vec<(usize, usize)> = conns()
+            .filter(|c| checked.outputs[c.from][c.from_port] == PortKind::Push)
+            .map(|c| (c.from, c.to))
+            .collect();
+        // a pull calls upstream: from the puller to what it pulls from
+        let pull: Vec<(usize, usize)> = conns()
+            .filter(|c| checked.inputs[c.to][c.to_port] == PortKind::Pull)
+            .map(|c| (c.to, c.from))
+            .collect();
+        for (kind, edges) in [("push", push), ("pull", pull)] {
+            if let Some(d) = chain_error(g, kind, &edges, MAX_CHAIN) {
+                errs.push(d);
+            }
+        }
+    }
+    if errs.is_empty() {
         Ok(checked)
     } else {
         Err(errs)
     }
+}
+
+/// The error for the longest path along `edges` (element to element, in
+/// call order) if it has more than `max` elements; a strongly connected
+/// part counts as all of its elements. Iterative throughout: the graph
+/// may be a chain of any length.
+fn chain_error(
+    g: &FlatGraph,
+    kind: &str,
+    edges: &[(usize, usize)],
+    max: usize,
+) -> Option<Diagnostic> {
+    let n = g.elements.len();
+    if edges.is_empty() || n <= max {
+        return None;
+    }
+    let adj = |rev: bool| {
+        let mut a: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(f, t) in edges {
+            if rev {
+                a[t].push(f);
+            } else {
+                a[f].push(t);
+            }
+        }
+        a
+    };
+    let fwd = adj(false);
+    let back = adj(true);
+    // Kosaraju: finishing order on the graph, then components on the
+    // reversed graph in reverse finishing order, which finds them in
+    // topological order of the condensation (callers first).
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    for s in 0..n {
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let mut stack = vec![(s, 0usize)];
+        while let Some(top) = stack.last_mut() {
+            let (v, i) = *top;
+            if let Some(&w) = fwd[v].get(i) {
+                top.1 += 1;
+                if !seen[w] {
+                    seen[w] = true;
+                    stack.push((w, 0));
+                }
+            } else {
+                order.push(v);
+                stack.pop();
+            }
+        }
+    }
+    let mut comp = vec![usize::MAX; n];
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for &s in order.iter().rev() {
+        if comp[s] != usize::MAX {
+            continue;
+        }
+        let c = members.len();
+        let mut m = vec![s];
+        comp[s] = c;
+        let mut stack = vec![s];
+        while let Some(v) = stack.pop() {
+            for &w in &back[v] {
+                if comp[w] == usize::MAX {
+                    comp[w] = c;
+                    m.push(w);
+                    stack.push(w);
+                }
+            }
+        }
+        members.push(m);
+    }
+    // Longest path in elements, components in topological order.
+    let nc = members.len();
+    let mut before = vec![0usize; nc]; // elements on the best path before
+    let mut from = vec![usize::MAX; nc]; // the component it comes from
+    for c in 0..nc {
+        let len = before[c] + members[c].len();
+        if len > max {
+            // The first component the limit is crossed in: walk back.
+            let mut first = c;
+            while from[first] != usize::MAX {
+                first = from[first];
+            }
+            let at = members[c][0];
+            let start = members[first][0];
+            let el = &g.elements[at];
+            let cycle = if members[c].len() > 1 {
+                format!(" (through a cycle of {} elements)", members[c].len())
+            } else {
+                String::new()
+            };
+            return Some(
+                Diagnostic::error(
+                    Some(el.span.clone()),
+                    format!(
+                        "{kind} chain too long: '{}' is element {len} of a {kind} path{cycle} (at most {max}); elements call each other along a {kind} path, and so many would overflow a worker's stack",
+                        el.name
+                    ),
+                )
+                .with_note(
+                    Some(g.elements[start].span.clone()),
+                    format!(
+                        "the path starts at '{}'; split it with a Queue",
+                        g.elements[start].name
+                    ),
+                ),
+            );
+        }
+        for &v in &members[c] {
+            for &w in &fwd[v] {
+                let d = comp[w];
+                if d != c && len > before[d] {
+                    before[d] = len;
+                    from[d] = c;
+                }
+            }
+        }
+    }
+    None
 }
 
 /// `'name' (Class, file:line:col)`.

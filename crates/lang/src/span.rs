@@ -413,7 +413,7 @@ mod tests {
         let at = text.find('[').unwrap();
         let d = Diagnostic::error(Some(idx.span(at, at + 2)), "bad port '\x1b[2J'")
             .with_note(Some(idx.span(20, 24)), "in X(\x1b]0;t\x07\r\u{9b})");
-        let out = render(&[d.clone()], &set("t\x1b", text));
+        let out = render(std::slice::from_ref(&d), &set("t\x1b", text));
         for bad in ['\x1b', '\x07', '\r', '\u{9b}', '\u{202e}'] {
             assert!(!out.contains(bad), "{bad:?} in {out:?}");
             assert!(!d.to_string().contains(bad));
