@@ -204,6 +204,14 @@ pub(crate) fn initial_assignment(core: &Core) {
     }
 }
 
+/// The stack of a worker thread (and of the simulated-time thread, which
+/// runs elements too). Elements call each other along push and pull
+/// paths, a few hundred bytes to a few KiB of stack a hop, and `check`
+/// refuses paths of more than [`paraclick_lang::check::MAX_CHAIN`]
+/// elements: 16 KiB a hop at that length. Reserved, not touched, beyond
+/// what is used.
+pub(crate) const WORKER_STACK: usize = 16 << 20;
+
 pub(crate) fn run_workers(core: &Core) {
     core.workers_done.store(0, Ordering::Release);
     for ts in core.threads.iter() {
@@ -219,6 +227,7 @@ pub(crate) fn run_workers(core: &Core) {
         std::thread::scope(|s| {
             std::thread::Builder::new()
                 .name("paraclick-sim".into())
+                .stack_size(WORKER_STACK)
                 .spawn_scoped(s, move || sim_driver(core))
                 .expect("spawn the simulated-time thread");
             core.start_gate.wait();
@@ -231,6 +240,7 @@ pub(crate) fn run_workers(core: &Core) {
         for t in 0..core.nthreads {
             std::thread::Builder::new()
                 .name(format!("paraclick-{t}"))
+                .stack_size(WORKER_STACK)
                 .spawn_scoped(s, move || worker(core, t))
                 .expect("spawn worker thread");
         }
