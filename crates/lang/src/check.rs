@@ -24,7 +24,7 @@
 //!   error (a cycle counts as all its elements), found on a graph
 //!   otherwise correct: split the chain with a Queue.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::span::{Diagnostic, Span};
 use crate::FlatGraph;
@@ -479,37 +479,61 @@ pub fn check_graph_with_flow(
             }
         }
     }
+    // In passes over the hookups, in order, a change visible at once, as
+    // Click does; but a pass visits only the hookups an end of which has
+    // changed since they were last looked at (the others would do
+    // nothing again), so a long chain costs its length, not its square.
     let mut dead = vec![false; hookups.len()];
+    let mut out_hooks: Vec<Vec<Vec<usize>>> =
+        outs.iter().map(|v| vec![Vec::new(); v.len()]).collect();
+    let mut in_hooks: Vec<Vec<Vec<usize>>> =
+        ins.iter().map(|v| vec![Vec::new(); v.len()]).collect();
+    for (h, &(f, fp, t, tp, _)) in hookups.iter().enumerate() {
+        out_hooks[f][fp].push(h);
+        in_hooks[t][tp].push(h);
+    }
+    let mut this_pass: BTreeSet<usize> = (0..hookups.len()).collect();
+    let mut next_pass: BTreeSet<usize> = BTreeSet::new();
     loop {
-        let mut changed = false;
-        for (h, &(f, fp, t, tp, conn)) in hookups.iter().enumerate() {
-            if dead[h] {
+        let Some(h) = this_pass.pop_first() else {
+            if next_pass.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut this_pass, &mut next_pass);
+            continue;
+        };
+        if dead[h] {
+            continue;
+        }
+        let (f, fp, t, tp, conn) = hookups[h];
+        let pf = outs[f][fp];
+        let pt = ins[t][tp];
+        let touched = match (pf, pt) {
+            (Processing::Agnostic, Processing::Agnostic) => continue,
+            (_, Processing::Agnostic) => {
+                ins[t][tp] = pf;
+                &in_hooks[t][tp]
+            }
+            (Processing::Agnostic, _) => {
+                outs[f][fp] = pt;
+                &out_hooks[f][fp]
+            }
+            _ if pf == pt => continue,
+            _ => {
+                dead[h] = true;
+                errs.push(match conn {
+                    Some(ci) => mismatch_error(g, ci, pf),
+                    None => mixed_error(g, f, tp, fp, pf),
+                });
                 continue;
             }
-            let pf = outs[f][fp];
-            let pt = ins[t][tp];
-            match (pf, pt) {
-                (Processing::Agnostic, Processing::Agnostic) => {}
-                (_, Processing::Agnostic) => {
-                    ins[t][tp] = pf;
-                    changed = true;
-                }
-                (Processing::Agnostic, _) => {
-                    outs[f][fp] = pt;
-                    changed = true;
-                }
-                _ if pf == pt => {}
-                _ => {
-                    dead[h] = true;
-                    errs.push(match conn {
-                        Some(ci) => mismatch_error(g, ci, pf),
-                        None => mixed_error(g, f, tp, fp, pf),
-                    });
-                }
+        };
+        for &o in touched {
+            if o > h {
+                this_pass.insert(o);
+            } else if o < h {
+                next_pass.insert(o);
             }
-        }
-        if !changed {
-            break;
         }
     }
     let kind = |p: Processing| {

@@ -271,6 +271,17 @@ struct Segment {
     file: Arc<str>,
     text: Arc<str>,
     line_starts: Vec<usize>,
+    /// Characters before each block of [`BLOCK`] bytes, so that a column
+    /// costs at most a block's count even on a line of megabytes (a
+    /// configuration on one line made every span cost the line so far).
+    chars_before: Vec<usize>,
+}
+
+const BLOCK: usize = 256;
+
+/// Whether byte `b` begins a character (is not a UTF-8 continuation).
+fn starts_char(b: &u8) -> bool {
+    b & 0xc0 != 0x80
 }
 
 impl Segment {
@@ -281,12 +292,31 @@ impl Segment {
                 line_starts.push(i + 1);
             }
         }
+        let mut chars_before = Vec::with_capacity(text.len() / BLOCK + 1);
+        let mut n = 0;
+        for block in text.as_bytes().chunks(BLOCK) {
+            chars_before.push(n);
+            n += block.iter().filter(|b| starts_char(b)).count();
+        }
         Segment {
             base,
             file: Arc::from(file),
             text: Arc::from(text),
             line_starts,
+            chars_before,
         }
+    }
+
+    /// Characters in `text[..at]`.
+    fn chars_to(&self, at: usize) -> usize {
+        let k = at / BLOCK;
+        let before = self.chars_before.get(k).copied().unwrap_or(0);
+        let start = (k * BLOCK).min(at);
+        before
+            + self.text.as_bytes()[start..at]
+                .iter()
+                .filter(|b| starts_char(b))
+                .count()
     }
 }
 
@@ -318,11 +348,7 @@ impl LineIndex {
         let end = end.clamp(start, seg.text.len());
         let line = seg.line_starts.partition_point(|&s| s <= start);
         let ls = seg.line_starts[line - 1];
-        let col = seg
-            .text
-            .get(ls..start)
-            .map_or(start - ls, |s| s.chars().count())
-            + 1;
+        let col = seg.chars_to(start) - seg.chars_to(ls) + 1;
         Span {
             file: seg.file.clone(),
             line: line as u32,
@@ -355,6 +381,21 @@ mod tests {
         assert_eq!((s.line, s.col), (3, 1));
         let s = idx.span(7, 8);
         assert_eq!((s.line, s.col), (2, 4));
+    }
+
+    #[test]
+    fn columns_on_a_long_line_count_characters() {
+        let text = format!("{}é{}x", "a".repeat(1000), "ü".repeat(300));
+        let idx = LineIndex::new("f", &text);
+        let at = text.find('x').unwrap();
+        let s = idx.span(at, at + 1);
+        assert_eq!((s.line, s.col), (1, 1302));
+        let s = idx.span(1000, 1002);
+        assert_eq!((s.line, s.col), (1, 1001));
+        let text2 = format!("{}\n{}y", "ä".repeat(700), "b".repeat(600));
+        let idx = LineIndex::new("g", &text2);
+        let at = text2.find('y').unwrap();
+        assert_eq!(idx.span(at, at + 1).col, 601);
     }
 
     #[test]

@@ -351,3 +351,26 @@ fn a_confined_configuration_reads_libraries_only_under_allowed_directories() {
     );
     assert!(parse_config_with(&Source::new("c.click", text.as_str()), &[], &any).is_ok());
 }
+
+#[test]
+fn kinds_spread_along_a_long_chain_in_one_sweep() {
+    // Pull spreads backward from ToDevice one element per pass over the
+    // connections; each pass used to visit all of them (100,000 elements:
+    // minutes, on a control connection's thread for a hotconfig).
+    let n = 100_000;
+    let e = check(&chain(n, "InfiniteSource -> Queue", " -> ToDevice;")).unwrap_err();
+    assert_eq!(e.matches("chain too long").count(), 1, "{e}");
+    assert!(e.contains("pull chain too long"), "{e}");
+    let e = check(&chain(n, "InfiniteSource", " -> Queue -> ToDevice;")).unwrap_err();
+    assert!(e.contains("push chain too long"), "{e}");
+    // a conflict far down a chain is still found, once
+    let text = chain(
+        n,
+        "InfiniteSource -> Queue",
+        " -> t :: Tee -> Discard; t[1] -> Discard;",
+    );
+    let e = check(&text).unwrap_err();
+    let errors: Vec<&str> = e.lines().filter(|l| !l.starts_with("note:")).collect();
+    assert_eq!(errors.len(), 1, "{e}");
+    assert!(errors[0].contains("pull output 0 of"), "{e}");
+}
