@@ -478,7 +478,13 @@ impl InitCx<'_> {
     /// other work of their own.
     pub fn sleep_when_empty(&mut self, task: usize) {
         let e = self.elem;
-        if let Some(t) = self.new_tasks.iter_mut().find(|t| t.0 == e && t.1 == task) {
+        // this element's tasks are the last ones added
+        if let Some(t) = self
+            .new_tasks
+            .iter_mut()
+            .rev()
+            .find(|t| t.0 == e && t.1 == task)
+        {
             t.2 = true;
         }
     }
@@ -488,7 +494,12 @@ impl InitCx<'_> {
     /// notifier). For sources that can pause.
     pub fn wait_for_room(&mut self, task: usize) {
         let e = self.elem;
-        if let Some(t) = self.new_tasks.iter_mut().find(|t| t.0 == e && t.1 == task) {
+        if let Some(t) = self
+            .new_tasks
+            .iter_mut()
+            .rev()
+            .find(|t| t.0 == e && t.1 == task)
+        {
             t.3 = true;
         }
     }
@@ -1174,7 +1185,8 @@ impl Router {
         let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
         let mut l = loads.to_vec();
         l.resize(core.tasks.len(), 0);
-        sched::lpt_assign(&l, &pinned, core.nthreads, &|a, b| core.plan.affine(a, b))
+        let pairs = core.plan.affine_pairs(&|t| pinned[t].is_none());
+        sched::lpt_assign_pairs(&l, &pinned, core.nthreads, &pairs)
     }
 
     /// Ring modes of each queue: (name, multi-producer, multi-consumer).
