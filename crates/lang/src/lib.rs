@@ -125,7 +125,7 @@ pub fn parse_config_with(
     if let Ok(p) = std::path::Path::new(&src.name).canonicalize() {
         seen.insert(p);
     }
-    let stmts = library::include(stmts, dir, &mut idx, opts, &mut seen, &mut errs);
+    let stmts = library::include(stmts, dir, &mut idx, opts, &mut seen, &mut errs, 0);
 
     let cmdline: HashMap<String, String> = defines
         .iter()

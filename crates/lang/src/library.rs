@@ -73,6 +73,9 @@ fn find(file: &str, dir: Option<&Path>, opts: &ParseOptions) -> Option<PathBuf> 
         .find(|c| c.is_file())
 }
 
+/// How deeply libraries may require libraries (a chain of files).
+const MAX_LIBRARY_DEPTH: usize = 100;
+
 /// Whether diagnostics may quote the text of library `path`: a file named
 /// as configurations are (`*.click`).
 fn quotable(path: &Path) -> bool {
@@ -112,6 +115,7 @@ pub(crate) fn include(
     opts: &ParseOptions,
     seen: &mut HashSet<PathBuf>,
     errs: &mut Vec<Diagnostic>,
+    depth: usize,
 ) -> Vec<Stmt> {
     let mut wanted = Vec::new();
     for s in &stmts {
@@ -133,6 +137,16 @@ pub(crate) fn include(
     }
     let mut out = Vec::new();
     for (file, span) in wanted {
+        if depth >= MAX_LIBRARY_DEPTH {
+            // Inclusion recurses once per level.
+            errs.push(Diagnostic::error(
+                Some(span),
+                format!(
+                    "libraries require each other too deeply (at most {MAX_LIBRARY_DEPTH} levels)"
+                ),
+            ));
+            continue;
+        }
         let found = find(&file, dir, opts)
             .map(|p| opts.files.allowed(&p))
             .unwrap_or_else(|| Err(String::new()));
@@ -197,7 +211,15 @@ pub(crate) fn include(
             continue;
         }
         errs.append(&mut lib_errs);
-        out.extend(include(lib, path.parent(), idx, opts, seen, errs));
+        out.extend(include(
+            lib,
+            path.parent(),
+            idx,
+            opts,
+            seen,
+            errs,
+            depth + 1,
+        ));
     }
     out.extend(stmts);
     out

@@ -374,3 +374,31 @@ fn kinds_spread_along_a_long_chain_in_one_sweep() {
     assert_eq!(errors.len(), 1, "{e}");
     assert!(errors[0].contains("pull output 0 of"), "{e}");
 }
+
+#[test]
+fn libraries_requiring_libraries_are_bounded_in_depth() {
+    let t = TmpDir::new("libchain");
+    let n = 150;
+    for k in 0..n {
+        let next = if k + 1 < n {
+            format!("require(library l{}.click);\n", k + 1)
+        } else {
+            String::new()
+        };
+        std::fs::write(
+            t.0.join(format!("l{k}.click")),
+            format!("{next}elementclass L{k} {{ input -> output }}\n"),
+        )
+        .unwrap();
+    }
+    let text = format!(
+        "require(library {});\nIdle -> L0 -> Discard;\n",
+        t.0.join("l0.click").display()
+    );
+    let e = errors(parse_config(&Source::new("c.click", text.as_str()), &[]));
+    assert!(
+        e.contains("libraries require each other too deeply (at most 100 levels)"),
+        "{e}"
+    );
+    assert_eq!(e.matches("too deeply").count(), 1, "{e}");
+}
