@@ -170,6 +170,19 @@ fn escape_sequences_in_a_configuration_do_not_reach_the_terminal() {
 }
 
 #[test]
+fn configuration_warnings_carry_no_terminal_controls() {
+    // a warning quoting an argument (ToIPFlowDumps' NOTIFIER)
+    let o = check(&[
+        "-e",
+        "Idle -> ToIPFlowDumps(OUTPUT_PATTERN x%s, NOTIFIER a\x1b[2Jb);",
+    ]);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("warning: NOTIFIER a\\x1b[2Jb"), "{e}");
+    assert!(!o.stderr.contains(&b'\x1b'), "{e:?}");
+}
+
+#[test]
 fn a_library_that_is_not_a_configuration_is_not_quoted() {
     let d = tmpdir();
     let secret = d.path().join("shadow");

@@ -191,7 +191,14 @@ impl ConfigCx<'_> {
     /// (`-w`, [`set_warnings`]).
     pub fn warn(&self, message: &str) {
         if warnings_enabled() {
-            eprintln!("{} :: {}: warning: {message}", self.name, self.class);
+            // Warnings quote configuration text: no terminal controls.
+            let esc = paraclick_lang::span::escape;
+            eprintln!(
+                "{} :: {}: warning: {}",
+                esc(self.name),
+                esc(self.class),
+                esc(message)
+            );
         }
     }
 
