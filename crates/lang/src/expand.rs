@@ -81,9 +81,13 @@ struct Ends {
 /// is bounded by the parser: expansion recurses once per level.
 pub const MAX_EXPANSION_DEPTH: usize = 100;
 
-/// The default bound on the elements (compound instances included) and on
-/// the connections of a flattened configuration (`--max-elements`).
+/// The default bound on the elements (compound instances included) of a
+/// flattened configuration (`--max-elements`); connections may be
+/// [`CONNECTIONS_PER_ELEMENT`] times as many.
 pub const DEFAULT_MAX_ELEMENTS: usize = 2_000_000;
+
+/// Connections allowed per element of `--max-elements`.
+pub const CONNECTIONS_PER_ELEMENT: usize = 4;
 
 /// The bound on the bytes of configuration strings and parameter values
 /// made by `$parameter` substitution, in all and for one string.
@@ -210,6 +214,12 @@ impl<'a> Expander<'a> {
             uses: Vec::new(),
             stopped: false,
         }
+    }
+
+    /// The bound on connections: four per element (inside compounds, the
+    /// connections through their inputs and outputs count too).
+    fn max_connections(&self) -> usize {
+        self.max_elements.saturating_mul(CONNECTIONS_PER_ELEMENT)
     }
 
     pub(crate) fn with_max_elements(mut self, n: usize) -> Self {
@@ -401,8 +411,8 @@ impl<'a> Expander<'a> {
                     ok = false;
                 }
             }
-            if ok && self.edges.len() >= self.max_elements {
-                let max = self.max_elements;
+            if ok && self.edges.len() >= self.max_connections() {
+                let max = self.max_connections();
                 self.stop(
                     Some(&c.span),
                     format!(
@@ -691,8 +701,8 @@ impl<'a> Expander<'a> {
                 }
             }
             for (to, to_port) in reached {
-                if out.len() >= self.max_elements {
-                    let max = self.max_elements;
+                if out.len() >= self.max_connections() {
+                    let max = self.max_connections();
                     self.errs.push(Diagnostic::error(
                         Some(e.span.clone()),
                         format!(

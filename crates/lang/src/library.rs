@@ -30,8 +30,8 @@ pub struct ParseOptions {
     /// Colon-separated directories (Click's CLICKPATH); `None`: the
     /// `CLICKPATH` environment variable.
     pub clickpath: Option<String>,
-    /// The most elements (compound instances included), and the most
-    /// connections, compound expansion may make (`--max-elements`).
+    /// The most elements (compound instances included) compound expansion
+    /// may make, and a quarter of the most connections (`--max-elements`).
     pub max_elements: usize,
     /// Which libraries may be read.
     pub files: FilePolicy,

@@ -51,7 +51,7 @@ struct Input {
     #[arg(short = 'C', long = "clickpath", value_name = "PATH")]
     clickpath: Option<String>,
     /// Refuse a configuration that expands to more than N elements
-    /// (compound instances included) or N connections, with an error
+    /// (compound instances included) or 4N connections, with an error
     /// located at the compound use that goes beyond. A hotconfig gets
     /// the same bound.
     #[arg(long = "max-elements", value_name = "N", default_value_t = paraclick_lang::DEFAULT_MAX_ELEMENTS)]
