@@ -352,7 +352,13 @@ fn hotconfigs_that_crashed_the_router_are_refused_and_it_runs_on() {
         assert!(msg.contains(want), "{want}: {msg}");
         r.assert_alive();
     }
-    // and a good one still swaps in
+    // and good ones still swap in: compounds nested by use to the bound
+    // (built on the hotconfig's own thread, not the connection's small
+    // stack), and a plain one
+    let deepest = nested_by_use(paraclick_lang::MAX_EXPANSION_DEPTH, 1);
+    let (code, msg) = r.client().hotconfig(&format!("{deepest}{RUNNING}"));
+    assert_eq!(code, 200, "{msg}");
+    r.assert_alive();
     let (code, msg) = r
         .client()
         .hotconfig("Idle -> c :: Counter -> Null -> Discard;\n");
