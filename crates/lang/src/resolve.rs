@@ -203,15 +203,28 @@ impl ScopeBuilder {
     /// already uses, by counting N up (Click does the same).
     fn deanonymize(&mut self) {
         let mut used: HashSet<String> = self.names.keys().cloned().collect();
+        // Per class name, a number below which every `Class@N` from the
+        // last search on is known to be used (names are only ever added):
+        // a search starts there, so declared names in the way cost once,
+        // not once per anonymous element (which was quadratic).
+        let mut known_used: HashMap<String, usize> = HashMap::new();
         for e in self.elements.iter_mut().filter(|e| e.anonymous) {
             if used.contains(&e.name) {
                 let at = e.name.rfind('@').unwrap_or(0);
                 let base = e.name[..at].to_string();
                 let mut n: usize = e.name[at + 1..].parse().unwrap_or(0);
+                match known_used.get(&base) {
+                    Some(&k) if k > n => {
+                        n = k;
+                        e.name = format!("{base}@{n}");
+                    }
+                    _ => {}
+                }
                 while used.contains(&e.name) {
                     n += 1;
                     e.name = format!("{base}@{n}");
                 }
+                known_used.insert(base, n);
             }
             used.insert(e.name.clone());
         }

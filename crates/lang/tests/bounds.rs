@@ -402,3 +402,24 @@ fn libraries_requiring_libraries_are_bounded_in_depth() {
     );
     assert_eq!(e.matches("too deeply").count(), 1, "{e}");
 }
+
+#[test]
+fn anonymous_names_skip_declared_ones_in_linear_time() {
+    // Declared names take every `Null@N` the anonymous Nulls would get:
+    // each anonymous one searched past all of them (20,000: 36 s).
+    let n = 20_000;
+    let mut text: String = (n + 2..2 * n + 2)
+        .map(|i| format!("Null@{i} :: Idle;\n"))
+        .collect();
+    text.push_str(&chain(n, "Idle", " -> Discard;"));
+    let g = parse_config(&Source::new("a.click", text.as_str()), &[]).unwrap();
+    let anon: Vec<&str> = g
+        .elements
+        .iter()
+        .filter(|e| e.anonymous && e.class == "Null")
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(anon.len(), n);
+    assert_eq!(anon[0], format!("Null@{}", 2 * n + 2));
+    assert_eq!(anon[n - 1], format!("Null@{}", 3 * n + 1));
+}
