@@ -133,6 +133,9 @@ pub fn parse_config_with(
         .collect();
     let names: HashSet<String> = cmdline.keys().cloned().collect();
     let mut r = resolve::Resolver::new(&idx, names);
+    r.max_conns = opts
+        .max_elements
+        .saturating_mul(expand::CONNECTIONS_PER_ELEMENT);
     let top = r.resolve_top(&stmts);
     errs.append(&mut r.errs);
     let requirements = std::mem::take(&mut r.requirements);

@@ -168,6 +168,10 @@ pub(crate) struct Resolver<'a> {
     cmdline: HashSet<String>,
     /// Unknown-parameter errors of the compound bodies being resolved.
     param_errs: Vec<Diagnostic>,
+    /// Connections made so far, and the most there may be: `a, b, c ->
+    /// x, y, z` makes every pair, so a short text can ask for billions.
+    nconns: usize,
+    pub max_conns: usize,
 }
 
 /// Elements of the scope being built.
@@ -250,6 +254,8 @@ impl<'a> Resolver<'a> {
             params: Vec::new(),
             cmdline,
             param_errs: Vec::new(),
+            nconns: 0,
+            max_conns: usize::MAX,
         }
     }
 
@@ -825,6 +831,30 @@ impl<'a> Resolver<'a> {
         for (k, (kind, arrow)) in c.arrows.iter().enumerate() {
             let left = &sources[k];
             let right = &targets[k + 1];
+            // Counted before the pairs are made.
+            let ports = |side: &[End]| -> usize {
+                side.iter()
+                    .map(|e| e.ports.as_ref().map_or(1, Vec::len))
+                    .sum()
+            };
+            let n = match kind {
+                ArrowKind::Single => ports(left).saturating_mul(ports(right)),
+                ArrowKind::Multi => ports(left).max(ports(right)),
+            };
+            if self.nconns.saturating_add(n) > self.max_conns {
+                if self.nconns <= self.max_conns {
+                    let max = self.max_conns;
+                    self.error(
+                        *arrow,
+                        format!(
+                            "configuration too large: this connection makes {n} connections, more than {max} in all (see --max-elements)"
+                        ),
+                    );
+                }
+                self.nconns = usize::MAX;
+                return;
+            }
+            self.nconns += n;
             let pairs = match kind {
                 ArrowKind::Single => {
                     let mut v = Vec::new();

@@ -423,3 +423,36 @@ fn anonymous_names_skip_declared_ones_in_linear_time() {
     assert_eq!(anon[0], format!("Null@{}", 2 * n + 2));
     assert_eq!(anon[n - 1], format!("Null@{}", 3 * n + 1));
 }
+
+#[test]
+fn connection_groups_are_counted_before_their_pairs_are_made() {
+    // `a0, a1, ... -> b0, b1, ...` connects every pair: 5,000 a side is
+    // 25 million connections from 160 KB of text (2.5 GB; 10,000 a side
+    // aborted on allocation).
+    let n = 5000;
+    let side = |p: &str, class: &str| -> String {
+        (0..n)
+            .map(|i| format!("{p}{i} :: {class}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = format!("{} -> {};\n", side("a", "Idle"), side("b", "Discard"));
+    let e = errors(parse_config(&Source::new("x.click", text.as_str()), &[]));
+    assert!(
+        e.contains("this connection makes 25000000 connections"),
+        "{e}"
+    );
+    assert_eq!(e.matches("too large").count(), 1, "{e}");
+    // within the bound, every pair is made
+    let opts = ParseOptions {
+        max_elements: 100,
+        ..ParseOptions::default()
+    };
+    let g = parse_config_with(
+        &Source::new("x.click", "a, b -> t :: Tee, u :: Tee; t[1] -> Discard;"),
+        &[],
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("{}", lines(&e)));
+    assert_eq!(g.connections.len(), 5);
+}
