@@ -341,7 +341,10 @@ pub fn check_graph_with_flow(
     let mut errs = Vec::new();
     let mut bad_specs = HashSet::new();
 
-    // Classes.
+    // Classes. Suggestions for unknown ones cost a string distance to
+    // every known class: made once per class name, for the first
+    // MAX_SUGGESTED names (a flood of unknown classes got one each).
+    let mut suggested: std::collections::HashMap<&str, Option<&str>> = Default::default();
     let mut info: Vec<Info> = Vec::with_capacity(n);
     for e in &g.elements {
         let mut inf = Info {
@@ -353,7 +356,17 @@ pub fn check_graph_with_flow(
             flow: None,
         };
         match lookup(&e.class) {
-            None => errs.push(unknown_class(e, known_classes)),
+            None => {
+                let n_suggested = suggested.len();
+                let s = *suggested.entry(e.class.as_str()).or_insert_with(|| {
+                    if n_suggested < MAX_SUGGESTED {
+                        suggest(&e.class, known_classes)
+                    } else {
+                        None
+                    }
+                });
+                errs.push(unknown_class(e, s));
+            }
             Some(spec) => {
                 let pc = PortCount::parse(&spec.port_count);
                 let proc = ProcessingSpec::parse(&spec.processing);
@@ -907,7 +920,10 @@ fn bad_spec(e: &crate::FlatElement, what: &str, s: &str) -> Diagnostic {
     )
 }
 
-fn unknown_class(e: &crate::FlatElement, known: &[&str]) -> Diagnostic {
+/// How many distinct unknown class names get a suggestion.
+const MAX_SUGGESTED: usize = 100;
+
+fn unknown_class(e: &crate::FlatElement, suggestion: Option<&str>) -> Diagnostic {
     // point at the class name at the start of the element's span
     let mut span = e.span.clone();
     span.end = span.end.min(span.start + e.class.len());
@@ -915,7 +931,7 @@ fn unknown_class(e: &crate::FlatElement, known: &[&str]) -> Diagnostic {
         Some(span.clone()),
         format!("unknown element class '{}'", e.class),
     );
-    match suggest(&e.class, known) {
+    match suggestion {
         Some(s) => d.with_note(Some(span), format!("did you mean '{s}'?")),
         None => d,
     }
@@ -923,6 +939,11 @@ fn unknown_class(e: &crate::FlatElement, known: &[&str]) -> Diagnostic {
 
 /// The known class closest to `name`, if it is close enough to be a typo.
 pub fn suggest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
+    // The distance costs the product of the lengths: no class name is
+    // this long, so nothing is close enough to suggest.
+    if name.len() > 64 {
+        return None;
+    }
     let lower = name.to_lowercase();
     if let Some(k) = known.iter().find(|k| k.to_lowercase() == lower) {
         return Some(k);

@@ -154,6 +154,10 @@ impl std::error::Error for Diagnostic {}
 #[derive(Clone, Debug, Default)]
 pub struct SourceSet {
     sources: Vec<Source>,
+    /// Per source, where its lines start: an excerpt finds its line
+    /// without reading the file from the start (an error per line of a
+    /// large file made rendering quadratic).
+    line_starts: Vec<Vec<usize>>,
 }
 
 impl SourceSet {
@@ -163,11 +167,26 @@ impl SourceSet {
 
     /// Adds a source; a later source with the same name replaces the earlier.
     pub fn add(&mut self, src: Source) {
-        if let Some(old) = self.sources.iter_mut().find(|s| s.name == src.name) {
-            *old = src;
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(src.text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        if let Some(i) = self.sources.iter().position(|s| s.name == src.name) {
+            self.sources[i] = src;
+            self.line_starts[i] = starts;
         } else {
             self.sources.push(src);
+            self.line_starts.push(starts);
         }
+    }
+
+    /// Line `line` (1-based) of source `name`, without its newline.
+    fn line(&self, name: &str, line: u32) -> Option<(&Source, &str)> {
+        let i = self.sources.iter().position(|s| s.name == name)?;
+        let (src, starts) = (&self.sources[i], &self.line_starts[i]);
+        let k = (line as usize).checked_sub(1)?;
+        let start = *starts.get(k)?;
+        let end = starts.get(k + 1).map_or(src.text.len(), |e| e - 1);
+        Some((src, src.text.get(start..end)?))
     }
 
     pub fn get(&self, name: &str) -> Option<&Source> {
@@ -212,14 +231,7 @@ pub fn render(diags: &[Diagnostic], sources: &SourceSet) -> String {
 
 /// Appends the quoted source line and the caret line for `span`.
 fn excerpt(out: &mut String, span: &Span, sources: &SourceSet) {
-    let Some(src) = sources.get(&span.file) else {
-        return;
-    };
-    let Some(line) = src
-        .text
-        .split('\n')
-        .nth(span.line.saturating_sub(1) as usize)
-    else {
+    let Some((src, line)) = sources.line(&span.file, span.line) else {
         return;
     };
     let line = line.strip_suffix('\r').unwrap_or(line);

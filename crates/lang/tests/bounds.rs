@@ -456,3 +456,42 @@ fn connection_groups_are_counted_before_their_pairs_are_made() {
     .unwrap_or_else(|e| panic!("{}", lines(&e)));
     assert_eq!(g.connections.len(), 5);
 }
+
+#[test]
+fn an_error_per_line_of_a_large_file_renders_in_linear_time() {
+    // Each excerpt read the file from its start to find its line, and
+    // each unknown class had its suggestion computed again.
+    let n = 100_000;
+    let text: String = (0..n).map(|i| format!("Counter{i};\n")).collect();
+    let src = Source::new("u.click", text.as_str());
+    let g = parse_config(&src, &[]).unwrap();
+    let known = |c: &str| (c == "Counter").then(|| ClassSpec::new("1/1", "a"));
+    let e = check_graph(&g, &known, &["Counter"]).unwrap_err();
+    assert_eq!(e.len(), n);
+    let mut set = SourceSet::new();
+    set.add(src);
+    let out = render(&e, &set);
+    assert!(out.ends_with(&format!(
+        "u.click:{n}:1: unknown element class 'Counter{}'\n{n} | Counter{};\n       | ^^^^^^^^^^^^\n",
+        n - 1,
+        n - 1
+    )), "{}", &out[out.len() - 300..]);
+    // suggestions for the first hundred names only
+    let said = |i: usize| {
+        e[i].notes
+            .iter()
+            .any(|(_, m)| m == "did you mean 'Counter'?")
+    };
+    assert!(said(0) && said(99));
+    assert!(!said(100) && !said(n - 1));
+}
+
+#[test]
+fn no_suggestion_is_computed_for_a_huge_class_name() {
+    let long = "Counte".repeat(20_000);
+    assert_eq!(paraclick_lang::check::suggest(&long, &["Counter"]), None);
+    assert_eq!(
+        paraclick_lang::check::suggest("Countr", &["Counter"]),
+        Some("Counter")
+    );
+}

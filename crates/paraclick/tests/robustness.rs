@@ -468,3 +468,24 @@ fn a_hotconfig_reads_files_only_under_allowed_directories() {
     assert_eq!(code, 200, "{msg}");
     r.assert_alive();
 }
+
+#[test]
+fn a_hotconfig_with_many_errors_gets_a_bounded_reply() {
+    let d = tmpdir();
+    let mut r = Router::start(&running(d.path()), &[]);
+    let text: String = (0..20_000).map(|i| format!("Nope{i};\n")).collect();
+    let (code, msg) = r.client().hotconfig(&format!("{text}{RUNNING}"));
+    assert_eq!(code, 520);
+    assert_eq!(
+        msg.matches("unknown element class").count(),
+        100,
+        "{}",
+        &msg[..500]
+    );
+    assert!(
+        msg.contains("19900 more errors not shown"),
+        "{}",
+        &msg[msg.len() - 300..]
+    );
+    r.assert_alive();
+}

@@ -340,6 +340,10 @@ pub struct Hot {
 /// they need (reserved, not touched, beyond what is used).
 const BUILD_STACK: usize = 8 << 20;
 
+/// The most errors a `hotconfig` reply lists (a configuration of a
+/// million unknown classes has a million).
+const MAX_REPLY_ERRORS: usize = 100;
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -453,7 +457,16 @@ impl Hot {
                 ))
             }
         };
-        let new = new.map_err(|d| {
+        let new = new.map_err(|mut d| {
+            // The reply goes to a client: the first errors, and a count.
+            if d.len() > MAX_REPLY_ERRORS {
+                let more = d.len() - MAX_REPLY_ERRORS;
+                d.truncate(MAX_REPLY_ERRORS);
+                d.push(paraclick_lang::Diagnostic::error(
+                    None,
+                    format!("{more} more errors not shown"),
+                ));
+            }
             let mut set = SourceSet::default();
             set.add(src.clone());
             CsError::new(520, render(&d, &set).trim_end().to_string())
