@@ -268,6 +268,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDump, String> {
     }
     let sample = sample_fixed(sample)?;
     let end = EndAction::from_args(stop, end_call)?;
+    cx.allowed_file(&filename)?;
     let o = open_pcap(&filename, filepos)?;
     let ctl = Ctl {
         linktype: o.linktype,

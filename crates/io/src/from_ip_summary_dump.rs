@@ -217,6 +217,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
             })?),
             None => None,
         };
+    cx.allowed_file(&filename)?;
     let (reader, filesize) = match open_input(&filename) {
         Ok((r, size)) => (Some(BufReader::with_capacity(1 << 16, r)), size),
         Err(_) if allow_nonexistent && !std::path::Path::new(&filename).exists() => (None, None),

@@ -162,6 +162,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromTcpdump, String> {
         return Err("BURST must be at least 1".into());
     }
     let sample = sample_fixed(sample)?;
+    cx.allowed_file(&filename)?;
     let (reader, filesize) = open_maybe_compressed(&filename)?;
     Ok(FromTcpdump {
         state: Mutex::new(State {

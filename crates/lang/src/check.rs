@@ -17,8 +17,14 @@
 //! - **Errors**: push output to pull input and vice versa, an agnostic
 //!   element that ends up both push and pull, a push output or a pull input
 //!   with more than one connection, unused ports. All are reported at once.
+//! - **Chain length.** A push hands each packet on by calling the next
+//!   element, which calls the next, and a pull calls upstream likewise:
+//!   a chain of elements is a chain of nested calls on a worker's stack.
+//!   A push path or a pull path of more than [`MAX_CHAIN`] elements is an
+//!   error (a cycle counts as all its elements), found on a graph
+//!   otherwise correct: split the chain with a Queue.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::span::{Diagnostic, Span};
 use crate::FlatGraph;
@@ -45,6 +51,12 @@ pub enum PortKind {
     Push,
     Pull,
 }
+
+/// The most elements a push path, or a pull path, may have: elements call
+/// each other along a path, so its length is a depth of nested calls on a
+/// worker thread's stack (the runtime gives its workers a stack large
+/// enough for this many hops of any element, with a margin).
+pub const MAX_CHAIN: usize = 1000;
 
 /// Resolved kind of every port, per element, in element order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -329,7 +341,10 @@ pub fn check_graph_with_flow(
     let mut errs = Vec::new();
     let mut bad_specs = HashSet::new();
 
-    // Classes.
+    // Classes. Suggestions for unknown ones cost a string distance to
+    // every known class: made once per class name, for the first
+    // MAX_SUGGESTED names (a flood of unknown classes got one each).
+    let mut suggested: std::collections::HashMap<&str, Option<&str>> = Default::default();
     let mut info: Vec<Info> = Vec::with_capacity(n);
     for e in &g.elements {
         let mut inf = Info {
@@ -341,7 +356,17 @@ pub fn check_graph_with_flow(
             flow: None,
         };
         match lookup(&e.class) {
-            None => errs.push(unknown_class(e, known_classes)),
+            None => {
+                let n_suggested = suggested.len();
+                let s = *suggested.entry(e.class.as_str()).or_insert_with(|| {
+                    if n_suggested < MAX_SUGGESTED {
+                        suggest(&e.class, known_classes)
+                    } else {
+                        None
+                    }
+                });
+                errs.push(unknown_class(e, s));
+            }
             Some(spec) => {
                 let pc = PortCount::parse(&spec.port_count);
                 let proc = ProcessingSpec::parse(&spec.processing);
@@ -467,37 +492,61 @@ pub fn check_graph_with_flow(
             }
         }
     }
+    // In passes over the hookups, in order, a change visible at once, as
+    // Click does; but a pass visits only the hookups an end of which has
+    // changed since they were last looked at (the others would do
+    // nothing again), so a long chain costs its length, not its square.
     let mut dead = vec![false; hookups.len()];
+    let mut out_hooks: Vec<Vec<Vec<usize>>> =
+        outs.iter().map(|v| vec![Vec::new(); v.len()]).collect();
+    let mut in_hooks: Vec<Vec<Vec<usize>>> =
+        ins.iter().map(|v| vec![Vec::new(); v.len()]).collect();
+    for (h, &(f, fp, t, tp, _)) in hookups.iter().enumerate() {
+        out_hooks[f][fp].push(h);
+        in_hooks[t][tp].push(h);
+    }
+    let mut this_pass: BTreeSet<usize> = (0..hookups.len()).collect();
+    let mut next_pass: BTreeSet<usize> = BTreeSet::new();
     loop {
-        let mut changed = false;
-        for (h, &(f, fp, t, tp, conn)) in hookups.iter().enumerate() {
-            if dead[h] {
+        let Some(h) = this_pass.pop_first() else {
+            if next_pass.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut this_pass, &mut next_pass);
+            continue;
+        };
+        if dead[h] {
+            continue;
+        }
+        let (f, fp, t, tp, conn) = hookups[h];
+        let pf = outs[f][fp];
+        let pt = ins[t][tp];
+        let touched = match (pf, pt) {
+            (Processing::Agnostic, Processing::Agnostic) => continue,
+            (_, Processing::Agnostic) => {
+                ins[t][tp] = pf;
+                &in_hooks[t][tp]
+            }
+            (Processing::Agnostic, _) => {
+                outs[f][fp] = pt;
+                &out_hooks[f][fp]
+            }
+            _ if pf == pt => continue,
+            _ => {
+                dead[h] = true;
+                errs.push(match conn {
+                    Some(ci) => mismatch_error(g, ci, pf),
+                    None => mixed_error(g, f, tp, fp, pf),
+                });
                 continue;
             }
-            let pf = outs[f][fp];
-            let pt = ins[t][tp];
-            match (pf, pt) {
-                (Processing::Agnostic, Processing::Agnostic) => {}
-                (_, Processing::Agnostic) => {
-                    ins[t][tp] = pf;
-                    changed = true;
-                }
-                (Processing::Agnostic, _) => {
-                    outs[f][fp] = pt;
-                    changed = true;
-                }
-                _ if pf == pt => {}
-                _ => {
-                    dead[h] = true;
-                    errs.push(match conn {
-                        Some(ci) => mismatch_error(g, ci, pf),
-                        None => mixed_error(g, f, tp, fp, pf),
-                    });
-                }
+        };
+        for &o in touched {
+            if o > h {
+                this_pass.insert(o);
+            } else if o < h {
+                next_pass.insert(o);
             }
-        }
-        if !changed {
-            break;
         }
     }
     let kind = |p: Processing| {
@@ -574,10 +623,150 @@ pub fn check_graph_with_flow(
     }
 
     if errs.is_empty() {
+        let conns = || valid.iter().map(|&ci| &g.connections[ci]);
+        let push: Vec<(usize, usize)> = conns()
+            .filter(|c| checked.outputs[c.from][c.from_port] == PortKind::Push)
+            .map(|c| (c.from, c.to))
+            .collect();
+        // a pull calls upstream: from the puller to what it pulls from
+        let pull: Vec<(usize, usize)> = conns()
+            .filter(|c| checked.inputs[c.to][c.to_port] == PortKind::Pull)
+            .map(|c| (c.to, c.from))
+            .collect();
+        for (kind, edges) in [("push", push), ("pull", pull)] {
+            if let Some(d) = chain_error(g, kind, &edges, MAX_CHAIN) {
+                errs.push(d);
+            }
+        }
+    }
+    if errs.is_empty() {
         Ok(checked)
     } else {
         Err(errs)
     }
+}
+
+/// The error for the longest path along `edges` (element to element, in
+/// call order) if it has more than `max` elements; a strongly connected
+/// part counts as all of its elements. Iterative throughout: the graph
+/// may be a chain of any length.
+fn chain_error(
+    g: &FlatGraph,
+    kind: &str,
+    edges: &[(usize, usize)],
+    max: usize,
+) -> Option<Diagnostic> {
+    let n = g.elements.len();
+    if edges.is_empty() || n <= max {
+        return None;
+    }
+    let adj = |rev: bool| {
+        let mut a: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(f, t) in edges {
+            if rev {
+                a[t].push(f);
+            } else {
+                a[f].push(t);
+            }
+        }
+        a
+    };
+    let fwd = adj(false);
+    let back = adj(true);
+    // Kosaraju: finishing order on the graph, then components on the
+    // reversed graph in reverse finishing order, which finds them in
+    // topological order of the condensation (callers first).
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    for s in 0..n {
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let mut stack = vec![(s, 0usize)];
+        while let Some(top) = stack.last_mut() {
+            let (v, i) = *top;
+            if let Some(&w) = fwd[v].get(i) {
+                top.1 += 1;
+                if !seen[w] {
+                    seen[w] = true;
+                    stack.push((w, 0));
+                }
+            } else {
+                order.push(v);
+                stack.pop();
+            }
+        }
+    }
+    let mut comp = vec![usize::MAX; n];
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for &s in order.iter().rev() {
+        if comp[s] != usize::MAX {
+            continue;
+        }
+        let c = members.len();
+        let mut m = vec![s];
+        comp[s] = c;
+        let mut stack = vec![s];
+        while let Some(v) = stack.pop() {
+            for &w in &back[v] {
+                if comp[w] == usize::MAX {
+                    comp[w] = c;
+                    m.push(w);
+                    stack.push(w);
+                }
+            }
+        }
+        members.push(m);
+    }
+    // Longest path in elements, components in topological order.
+    let nc = members.len();
+    let mut before = vec![0usize; nc]; // elements on the best path before
+    let mut from = vec![usize::MAX; nc]; // the component it comes from
+    for c in 0..nc {
+        let len = before[c] + members[c].len();
+        if len > max {
+            // The first component the limit is crossed in: walk back.
+            let mut first = c;
+            while from[first] != usize::MAX {
+                first = from[first];
+            }
+            let at = members[c][0];
+            let start = members[first][0];
+            let el = &g.elements[at];
+            let cycle = if members[c].len() > 1 {
+                format!(" (through a cycle of {} elements)", members[c].len())
+            } else {
+                String::new()
+            };
+            return Some(
+                Diagnostic::error(
+                    Some(el.span.clone()),
+                    format!(
+                        "{kind} chain too long: '{}' is element {len} of a {kind} path{cycle} (at most {max}); elements call each other along a {kind} path, and so many would overflow a worker's stack",
+                        el.name
+                    ),
+                )
+                .with_note(
+                    Some(g.elements[start].span.clone()),
+                    format!(
+                        "the path starts at '{}'; split it with a Queue",
+                        g.elements[start].name
+                    ),
+                ),
+            );
+        }
+        for &v in &members[c] {
+            for &w in &fwd[v] {
+                let d = comp[w];
+                if d != c && len > before[d] {
+                    before[d] = len;
+                    from[d] = c;
+                }
+            }
+        }
+    }
+    None
 }
 
 /// `'name' (Class, file:line:col)`.
@@ -731,7 +920,10 @@ fn bad_spec(e: &crate::FlatElement, what: &str, s: &str) -> Diagnostic {
     )
 }
 
-fn unknown_class(e: &crate::FlatElement, known: &[&str]) -> Diagnostic {
+/// How many distinct unknown class names get a suggestion.
+const MAX_SUGGESTED: usize = 100;
+
+fn unknown_class(e: &crate::FlatElement, suggestion: Option<&str>) -> Diagnostic {
     // point at the class name at the start of the element's span
     let mut span = e.span.clone();
     span.end = span.end.min(span.start + e.class.len());
@@ -739,7 +931,7 @@ fn unknown_class(e: &crate::FlatElement, known: &[&str]) -> Diagnostic {
         Some(span.clone()),
         format!("unknown element class '{}'", e.class),
     );
-    match suggest(&e.class, known) {
+    match suggestion {
         Some(s) => d.with_note(Some(span), format!("did you mean '{s}'?")),
         None => d,
     }
@@ -747,6 +939,11 @@ fn unknown_class(e: &crate::FlatElement, known: &[&str]) -> Diagnostic {
 
 /// The known class closest to `name`, if it is close enough to be a typo.
 pub fn suggest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
+    // The distance costs the product of the lengths: no class name is
+    // this long, so nothing is close enough to suggest.
+    if name.len() > 64 {
+        return None;
+    }
     let lower = name.to_lowercase();
     if let Some(k) = known.iter().find(|k| k.to_lowercase() == lower) {
         return Some(k);

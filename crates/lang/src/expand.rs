@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::args::{split_args, split_keyword};
-use crate::params::substitute;
+use crate::params::substitute_capped;
 use crate::resolve::{Alt, AltBody, ClassBinding, CompoundClass, IrElem, IrKind, ScopeIr};
 use crate::span::{Diagnostic, Span};
 use crate::{FlatConnection, FlatElement};
@@ -76,6 +76,24 @@ struct Ends {
     limits: Option<(String, usize, usize)>,
 }
 
+/// How deeply compound classes may nest by use (an instance of a class
+/// whose body uses another compound class, and so on), as lexical nesting
+/// is bounded by the parser: expansion recurses once per level.
+pub const MAX_EXPANSION_DEPTH: usize = 100;
+
+/// The default bound on the elements (compound instances included) of a
+/// flattened configuration (`--max-elements`); connections may be
+/// [`CONNECTIONS_PER_ELEMENT`] times as many.
+pub const DEFAULT_MAX_ELEMENTS: usize = 2_000_000;
+
+/// Connections allowed per element of `--max-elements`.
+pub const CONNECTIONS_PER_ELEMENT: usize = 4;
+
+/// The bound on the bytes of configuration strings and parameter values
+/// made by `$parameter` substitution, in all and for one string.
+const MAX_SUBSTITUTED_BYTES: usize = 256 << 20;
+const MAX_STRING_BYTES: usize = 16 << 20;
+
 pub(crate) struct Expander<'a> {
     pub errs: Vec<Diagnostic>,
     pub elements: Vec<FlatElement>,
@@ -84,6 +102,17 @@ pub(crate) struct Expander<'a> {
     cmdline: &'a HashMap<String, String>,
     /// Compound classes whose deferred parameter errors were reported.
     reported: HashSet<*const CompoundClass>,
+    /// Bound on elements plus compound instances, and on connections.
+    max_elements: usize,
+    /// Elements and compound instances made so far.
+    made: usize,
+    /// Bytes made by parameter substitution so far.
+    substituted: usize,
+    /// The compound uses being expanded, outermost first: the instance's
+    /// span and its description.
+    uses: Vec<(Span, String)>,
+    /// A bound was hit: expansion stops (its error is reported).
+    stopped: bool,
 }
 
 enum BindError {
@@ -150,6 +179,18 @@ fn bind(alt: &AltBody, args: &[String]) -> Result<HashMap<String, String>, BindE
     Ok(vars)
 }
 
+/// An element's full name for a message: its last three components
+/// after `.../` when there are more (names grow with every level of
+/// compound use).
+fn short(name: &str) -> String {
+    let parts: Vec<&str> = name.rsplitn(4, '/').collect();
+    if parts.len() == 4 {
+        format!(".../{}/{}/{}", parts[2], parts[1], parts[0])
+    } else {
+        name.to_string()
+    }
+}
+
 fn count(n: usize, what: &str) -> String {
     match n {
         0 => format!("no {what}s"),
@@ -167,6 +208,89 @@ impl<'a> Expander<'a> {
             edges: Vec::new(),
             cmdline,
             reported: HashSet::new(),
+            max_elements: DEFAULT_MAX_ELEMENTS,
+            made: 0,
+            substituted: 0,
+            uses: Vec::new(),
+            stopped: false,
+        }
+    }
+
+    /// The bound on connections: four per element (inside compounds, the
+    /// connections through their inputs and outputs count too).
+    fn max_connections(&self) -> usize {
+        self.max_elements.saturating_mul(CONNECTIONS_PER_ELEMENT)
+    }
+
+    pub(crate) fn with_max_elements(mut self, n: usize) -> Self {
+        self.max_elements = n.max(1);
+        self
+    }
+
+    /// Counts one more element or compound instance `what` at `span`;
+    /// false (the error reported, expansion stopped) beyond the bound.
+    fn count_made(&mut self, span: &Span, what: &str) -> bool {
+        if self.stopped {
+            return false;
+        }
+        self.made += 1;
+        if self.made <= self.max_elements {
+            return true;
+        }
+        let max = self.max_elements;
+        self.stop(
+            Some(span),
+            format!(
+                "configuration too large: {what} would be element {} after compound expansion (at most {max}; compound instances count; see --max-elements)",
+                max + 1
+            ),
+        );
+        false
+    }
+
+    /// Reports a bound hit at `span` and stops expansion. The note names
+    /// the outermost compound use being expanded, the one written at the
+    /// top level.
+    fn stop(&mut self, span: Option<&Span>, msg: String) {
+        self.stopped = true;
+        let mut d = Diagnostic::error(span.cloned(), msg);
+        if let Some((top, desc)) = self.uses.first() {
+            d = d.with_note(Some(top.clone()), format!("while expanding {desc}"));
+        }
+        self.errs.push(d);
+    }
+
+    /// Substitutes parameters into `text` within the bounds on
+    /// substituted bytes; `None` (the error reported) beyond them.
+    fn substitute(
+        &mut self,
+        text: &str,
+        span: Option<&Span>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<String> {
+        if self.stopped {
+            return None;
+        }
+        let left = MAX_SUBSTITUTED_BYTES.saturating_sub(self.substituted);
+        match substitute_capped(text, lookup, left.min(MAX_STRING_BYTES)) {
+            Ok(v) => {
+                self.substituted += v.len();
+                Some(v)
+            }
+            Err(n) => {
+                let msg = if n > MAX_STRING_BYTES {
+                    format!(
+                        "parameter substitution makes a string of more than {} bytes (at most {MAX_STRING_BYTES})",
+                        n
+                    )
+                } else {
+                    format!(
+                        "parameter substitution makes more than {MAX_SUBSTITUTED_BYTES} bytes of configuration strings in all"
+                    )
+                };
+                self.stop(span, msg);
+                None
+            }
         }
     }
 
@@ -182,15 +306,19 @@ impl<'a> Expander<'a> {
             if self.cmdline.contains_key(name) {
                 continue;
             }
-            let v = substitute(value, &|n| {
-                self.cmdline.get(n).cloned().or_else(|| frame.lookup(n))
+            let cmdline = self.cmdline;
+            let v = self.substitute(value, None, &|n| {
+                cmdline.get(n).cloned().or_else(|| frame.lookup(n))
             });
-            frame.vars.insert(name.clone(), v);
+            frame.vars.insert(name.clone(), v.unwrap_or_default());
         }
         for (k, v) in self.cmdline {
             frame.vars.insert(k.clone(), v.clone());
         }
         self.expand_scope(top, "", &Rc::new(frame), None, None);
+        if self.stopped {
+            return Vec::new();
+        }
         self.check_unique_names();
         self.flatten()
     }
@@ -212,6 +340,9 @@ impl<'a> Expander<'a> {
         }
         let mut ends = Vec::with_capacity(n);
         for (i, e) in scope.elements.iter().enumerate() {
+            if self.stopped {
+                return;
+            }
             let end = match &e.kind {
                 IrKind::Input => Ends {
                     src: tin.map(Node::Tunnel),
@@ -224,7 +355,15 @@ impl<'a> Expander<'a> {
                     limits: None,
                 },
                 IrKind::Class(ClassBinding::Primitive(class)) => {
-                    let config = self.config(e, frame);
+                    if !self.count_made(
+                        &e.span,
+                        &format!("'{}'", short(&format!("{prefix}{}", e.name))),
+                    ) {
+                        return;
+                    }
+                    let Some(config) = self.config(e, frame) else {
+                        return;
+                    };
                     let r = self.add_real(prefix, e, class, config);
                     Ends {
                         src: Some(r),
@@ -239,6 +378,9 @@ impl<'a> Expander<'a> {
             ends.push(end);
         }
         for c in &scope.conns {
+            if self.stopped {
+                return;
+            }
             let (Some(src), Some(dst)) = (ends[c.from].src, ends[c.to].dst) else {
                 continue;
             };
@@ -268,6 +410,16 @@ impl<'a> Expander<'a> {
                     );
                     ok = false;
                 }
+            }
+            if ok && self.edges.len() >= self.max_connections() {
+                let max = self.max_connections();
+                self.stop(
+                    Some(&c.span),
+                    format!(
+                        "configuration too large: more than {max} connections after compound expansion (see --max-elements)"
+                    ),
+                );
+                return;
             }
             if ok {
                 self.edges.push(Edge {
@@ -305,10 +457,10 @@ impl<'a> Expander<'a> {
         );
     }
 
-    fn config(&self, e: &IrElem, frame: &Rc<Frame>) -> String {
+    fn config(&mut self, e: &IrElem, frame: &Rc<Frame>) -> Option<String> {
         match &e.config {
-            Some(c) => substitute(&c.text, &|n| frame.lookup(n)),
-            None => String::new(),
+            Some(c) => self.substitute(&c.text, Some(&e.span), &|n| frame.lookup(n)),
+            None => Some(String::new()),
         }
     }
 
@@ -347,7 +499,23 @@ impl<'a> Expander<'a> {
         }
         let full = format!("{prefix}{}", e.name);
         let desc = cls.describe_elem(&full);
-        let args_text = self.config(e, frame);
+        if self.uses.len() >= MAX_EXPANSION_DEPTH {
+            self.stop(
+                Some(&e.span),
+                format!(
+                    "compound classes nested too deeply by use: {} would be compound level {} (at most {MAX_EXPANSION_DEPTH})",
+                    cls.describe_elem(&short(&full)),
+                    self.uses.len() + 1
+                ),
+            );
+            return none;
+        }
+        if !self.count_made(&e.span, &cls.describe_elem(&short(&full))) {
+            return none;
+        }
+        let Some(args_text) = self.config(e, frame) else {
+            return none;
+        };
         let args = split_args(&args_text);
 
         // Choose the definition: exact port counts first, then any that fits.
@@ -447,11 +615,14 @@ impl<'a> Expander<'a> {
             if f.vars.contains_key(name) {
                 continue;
             }
-            let v = substitute(value, &|n| f.lookup(n));
+            let Some(v) = self.substitute(value, Some(&e.span), &|n| f.lookup(n)) else {
+                return none;
+            };
             f.vars.insert(name.clone(), v);
         }
         let tin = self.new_tunnel();
         let tout = self.new_tunnel();
+        self.uses.push((e.span.clone(), desc.clone()));
         self.expand_scope(
             &body.scope,
             &format!("{full}/"),
@@ -459,6 +630,7 @@ impl<'a> Expander<'a> {
             Some(tin),
             Some(tout),
         );
+        self.uses.pop();
         Ends {
             src: Some(Node::Tunnel(tout)),
             dst: Some(Node::Tunnel(tin)),
@@ -499,12 +671,21 @@ impl<'a> Expander<'a> {
         }
         let mut seen = HashSet::new();
         let mut out = Vec::new();
+        // Following tunnels may take many steps per connection (a long
+        // chain of compounds that only pass packets on): bounded too.
+        let mut steps_left = self.max_elements.saturating_mul(64);
         for e in &self.edges {
             let Node::Real(from) = e.from else { continue };
             let mut visited = HashSet::new();
             let mut stack = vec![(e.to, e.to_port)];
             let mut reached = Vec::new();
             while let Some((node, port)) = stack.pop() {
+                steps_left = steps_left.saturating_sub(1);
+                if steps_left == 0 {
+                    let msg = "configuration too large: following connections through compounds takes too long (see --max-elements)";
+                    self.errs.push(Diagnostic::error(Some(e.span.clone()), msg));
+                    return out;
+                }
                 match node {
                     Node::Real(r) => reached.push((r, port)),
                     Node::Tunnel(t) => {
@@ -520,6 +701,16 @@ impl<'a> Expander<'a> {
                 }
             }
             for (to, to_port) in reached {
+                if out.len() >= self.max_connections() {
+                    let max = self.max_connections();
+                    self.errs.push(Diagnostic::error(
+                        Some(e.span.clone()),
+                        format!(
+                            "configuration too large: more than {max} connections after compound expansion (see --max-elements)"
+                        ),
+                    ));
+                    return out;
+                }
                 if seen.insert((from, e.from_port, to, to_port)) {
                     out.push(FlatConnection {
                         from,

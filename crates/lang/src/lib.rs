@@ -26,6 +26,7 @@ pub mod args;
 pub mod check;
 pub mod dot;
 mod expand;
+pub mod files;
 mod lexer;
 mod library;
 mod params;
@@ -37,6 +38,8 @@ pub mod span;
 use std::collections::{HashMap, HashSet};
 
 pub use check::{check_graph, CheckedGraph, ClassSpec, PortKind};
+pub use expand::{DEFAULT_MAX_ELEMENTS, MAX_EXPANSION_DEPTH};
+pub use files::FilePolicy;
 pub use library::ParseOptions;
 pub use print::{print_flat, same_graph};
 pub use span::{render, Diagnostic, Source, SourceSet, Span};
@@ -103,7 +106,11 @@ pub fn parse_config(
 
 /// [`parse_config`] with options: where `require(library FILE)` looks
 /// (the configuration's own directory, when `src.name` is a file, comes
-/// first).
+/// first), which files it may read, and the bound on the elements and
+/// connections compound expansion may make. Expansion stops with a
+/// located error at a compound used [`MAX_EXPANSION_DEPTH`] levels deep,
+/// and at the element or compound instance beyond `opts.max_elements`,
+/// before anything more is allocated.
 pub fn parse_config_with(
     src: &Source,
     defines: &[(String, String)],
@@ -118,7 +125,7 @@ pub fn parse_config_with(
     if let Ok(p) = std::path::Path::new(&src.name).canonicalize() {
         seen.insert(p);
     }
-    let stmts = library::include(stmts, dir, &mut idx, opts, &mut seen, &mut errs);
+    let stmts = library::include(stmts, dir, &mut idx, opts, &mut seen, &mut errs, 0);
 
     let cmdline: HashMap<String, String> = defines
         .iter()
@@ -126,11 +133,14 @@ pub fn parse_config_with(
         .collect();
     let names: HashSet<String> = cmdline.keys().cloned().collect();
     let mut r = resolve::Resolver::new(&idx, names);
+    r.max_conns = opts
+        .max_elements
+        .saturating_mul(expand::CONNECTIONS_PER_ELEMENT);
     let top = r.resolve_top(&stmts);
     errs.append(&mut r.errs);
     let requirements = std::mem::take(&mut r.requirements);
 
-    let mut x = expand::Expander::new(&cmdline);
+    let mut x = expand::Expander::new(&cmdline).with_max_elements(opts.max_elements);
     let connections = x.expand_top(&top);
     errs.append(&mut x.errs);
 

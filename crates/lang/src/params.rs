@@ -125,23 +125,48 @@ fn var_at(text: &str, i: usize) -> Option<VarRef> {
 
 /// Replaces parameter references with their values; a reference without
 /// value uses its default, or stays as written.
+#[cfg(test)]
 pub(crate) fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    substitute_capped(text, lookup, usize::MAX).unwrap_or_default()
+}
+
+/// [`substitute`], giving up (with the length it would have passed)
+/// before the result grows beyond `cap` bytes: parameters that repeat
+/// each other (`$b` is `$a$a`, `$c` is `$b$b`, ...) double at every
+/// level, and the result is refused before it is allocated.
+pub(crate) fn substitute_capped(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    cap: usize,
+) -> Result<String, usize> {
     let vars = scan_vars(text);
     if vars.is_empty() {
-        return text.to_string();
+        return if text.len() > cap {
+            Err(text.len())
+        } else {
+            Ok(text.to_string())
+        };
     }
-    let mut out = String::with_capacity(text.len());
+    let mut out = String::with_capacity(text.len().min(cap));
     let mut last = 0;
+    let push = |out: &mut String, s: &str| {
+        let n = out.len().saturating_add(s.len());
+        if n > cap {
+            return Err(n);
+        }
+        out.push_str(s);
+        Ok(())
+    };
     for v in vars {
-        out.push_str(&text[last..v.start]);
+        push(&mut out, &text[last..v.start])?;
         match lookup(&v.name).or(v.default) {
-            Some(val) => out.push_str(&val),
-            None => out.push_str(&text[v.start..v.end]),
+            Some(val) => push(&mut out, &val)?,
+            None => push(&mut out, &text[v.start..v.end])?,
         }
         last = v.end;
     }
-    out.push_str(&text[last..]);
-    out
+    push(&mut out, &text[last..])?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -178,5 +203,13 @@ mod tests {
         assert_eq!(substitute("${zz-9} ${a-9}", &look), "9 1");
         assert_eq!(substitute("'$a' \"$a\"", &look), "'$a' \"1\"");
         assert_eq!(substitute("no vars", &look), "no vars");
+    }
+
+    #[test]
+    fn substituting_stops_at_the_cap() {
+        let look = |_: &str| Some("x".repeat(10));
+        assert_eq!(substitute_capped("$a$a", &look, 20).unwrap().len(), 20);
+        assert_eq!(substitute_capped("$a$a$a", &look, 20), Err(30));
+        assert_eq!(substitute_capped("abc", &look, 2), Err(3));
     }
 }

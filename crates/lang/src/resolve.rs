@@ -168,6 +168,10 @@ pub(crate) struct Resolver<'a> {
     cmdline: HashSet<String>,
     /// Unknown-parameter errors of the compound bodies being resolved.
     param_errs: Vec<Diagnostic>,
+    /// Connections made so far, and the most there may be: `a, b, c ->
+    /// x, y, z` makes every pair, so a short text can ask for billions.
+    nconns: usize,
+    pub max_conns: usize,
 }
 
 /// Elements of the scope being built.
@@ -203,15 +207,28 @@ impl ScopeBuilder {
     /// already uses, by counting N up (Click does the same).
     fn deanonymize(&mut self) {
         let mut used: HashSet<String> = self.names.keys().cloned().collect();
+        // Per class name, a number below which every `Class@N` from the
+        // last search on is known to be used (names are only ever added):
+        // a search starts there, so declared names in the way cost once,
+        // not once per anonymous element (which was quadratic).
+        let mut known_used: HashMap<String, usize> = HashMap::new();
         for e in self.elements.iter_mut().filter(|e| e.anonymous) {
             if used.contains(&e.name) {
                 let at = e.name.rfind('@').unwrap_or(0);
                 let base = e.name[..at].to_string();
                 let mut n: usize = e.name[at + 1..].parse().unwrap_or(0);
+                match known_used.get(&base) {
+                    Some(&k) if k > n => {
+                        n = k;
+                        e.name = format!("{base}@{n}");
+                    }
+                    _ => {}
+                }
                 while used.contains(&e.name) {
                     n += 1;
                     e.name = format!("{base}@{n}");
                 }
+                known_used.insert(base, n);
             }
             used.insert(e.name.clone());
         }
@@ -237,6 +254,8 @@ impl<'a> Resolver<'a> {
             params: Vec::new(),
             cmdline,
             param_errs: Vec::new(),
+            nconns: 0,
+            max_conns: usize::MAX,
         }
     }
 
@@ -812,6 +831,30 @@ impl<'a> Resolver<'a> {
         for (k, (kind, arrow)) in c.arrows.iter().enumerate() {
             let left = &sources[k];
             let right = &targets[k + 1];
+            // Counted before the pairs are made.
+            let ports = |side: &[End]| -> usize {
+                side.iter()
+                    .map(|e| e.ports.as_ref().map_or(1, Vec::len))
+                    .sum()
+            };
+            let n = match kind {
+                ArrowKind::Single => ports(left).saturating_mul(ports(right)),
+                ArrowKind::Multi => ports(left).max(ports(right)),
+            };
+            if self.nconns.saturating_add(n) > self.max_conns {
+                if self.nconns <= self.max_conns {
+                    let max = self.max_conns;
+                    self.error(
+                        *arrow,
+                        format!(
+                            "configuration too large: this connection makes {n} connections, more than {max} in all (see --max-elements)"
+                        ),
+                    );
+                }
+                self.nconns = usize::MAX;
+                return;
+            }
+            self.nconns += n;
             let pairs = match kind {
                 ArrowKind::Single => {
                     let mut v = Vec::new();

@@ -12,8 +12,67 @@
 //! conf/r.click:3:13: note: did you mean 'Counter'?
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+
+/// Whether `c` is shown escaped in diagnostics: C0 controls but tab and
+/// newline, DEL, C1 controls, and the bidirectional formatting characters
+/// (which reorder what a terminal shows).
+fn needs_escape(c: char) -> bool {
+    matches!(c, '\0'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+        || matches!(
+            c,
+            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    if needs_escape(c) {
+        if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    } else {
+        out.push(c);
+    }
+}
+
+/// `s` with the characters that would act on a terminal rather than show
+/// (escape sequences, carriage returns, C1 controls, bidi overrides)
+/// written as `\x1b` or `\u{202e}`. Every diagnostic goes through it
+/// when rendered, since messages and excerpts quote configuration text,
+/// which may come from a control socket; tabs and newlines stay.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape`], newlines included (for one line of an excerpt).
+fn escape_line(s: &str) -> Cow<'_, str> {
+    if !s.contains('\n') {
+        return escape(s);
+    }
+    Cow::Owned(escape(s).replace('\n', "\\x0a"))
+}
+
+/// How many columns `c` takes once escaped.
+fn escaped_width(c: char) -> usize {
+    if !needs_escape(c) {
+        1
+    } else if (c as u32) < 0x80 {
+        4
+    } else {
+        format!("{:x}", c as u32).len() + 4
+    }
+}
 
 /// One configuration text and the name it is reported under
 /// (a path such as `conf/router.click`, or `<expr>` for `-e`).
@@ -46,13 +105,13 @@ pub struct Span {
 impl Span {
     /// `file:line:col`, the prefix of every message about this span.
     pub fn location(&self) -> String {
-        format!("{}:{}:{}", self.file, self.line, self.col)
+        format!("{}:{}:{}", escape_line(&self.file), self.line, self.col)
     }
 }
 
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+        write!(f, "{}:{}:{}", escape_line(&self.file), self.line, self.col)
     }
 }
 
@@ -83,8 +142,8 @@ impl fmt::Display for Diagnostic {
     /// One line, without source excerpt: `file:line:col: message`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.span {
-            Some(s) => write!(f, "{}: {}", s, self.message),
-            None => write!(f, "paraclick: {}", self.message),
+            Some(s) => write!(f, "{}: {}", s, escape(&self.message)),
+            None => write!(f, "paraclick: {}", escape(&self.message)),
         }
     }
 }
@@ -95,6 +154,10 @@ impl std::error::Error for Diagnostic {}
 #[derive(Clone, Debug, Default)]
 pub struct SourceSet {
     sources: Vec<Source>,
+    /// Per source, where its lines start: an excerpt finds its line
+    /// without reading the file from the start (an error per line of a
+    /// large file made rendering quadratic).
+    line_starts: Vec<Vec<usize>>,
 }
 
 impl SourceSet {
@@ -104,11 +167,26 @@ impl SourceSet {
 
     /// Adds a source; a later source with the same name replaces the earlier.
     pub fn add(&mut self, src: Source) {
-        if let Some(old) = self.sources.iter_mut().find(|s| s.name == src.name) {
-            *old = src;
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(src.text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        if let Some(i) = self.sources.iter().position(|s| s.name == src.name) {
+            self.sources[i] = src;
+            self.line_starts[i] = starts;
         } else {
             self.sources.push(src);
+            self.line_starts.push(starts);
         }
+    }
+
+    /// Line `line` (1-based) of source `name`, without its newline.
+    fn line(&self, name: &str, line: u32) -> Option<(&Source, &str)> {
+        let i = self.sources.iter().position(|s| s.name == name)?;
+        let (src, starts) = (&self.sources[i], &self.line_starts[i]);
+        let k = (line as usize).checked_sub(1)?;
+        let start = *starts.get(k)?;
+        let end = starts.get(k + 1).map_or(src.text.len(), |e| e - 1);
+        Some((src, src.text.get(start..end)?))
     }
 
     pub fn get(&self, name: &str) -> Option<&Source> {
@@ -128,12 +206,13 @@ pub fn render(diags: &[Diagnostic], sources: &SourceSet) -> String {
     for d in diags {
         match &d.span {
             Some(span) => {
-                out.push_str(&format!("{}: {}\n", span, d.message));
+                out.push_str(&format!("{}: {}\n", span, escape(&d.message)));
                 excerpt(&mut out, span, sources);
             }
-            None => out.push_str(&format!("paraclick: {}\n", d.message)),
+            None => out.push_str(&format!("paraclick: {}\n", escape(&d.message))),
         }
         for (nspan, note) in &d.notes {
+            let note = escape(note);
             match nspan.as_ref().or(d.span.as_ref()) {
                 Some(s) => {
                     out.push_str(&format!("{}: note: {}\n", s, note));
@@ -152,36 +231,35 @@ pub fn render(diags: &[Diagnostic], sources: &SourceSet) -> String {
 
 /// Appends the quoted source line and the caret line for `span`.
 fn excerpt(out: &mut String, span: &Span, sources: &SourceSet) {
-    let Some(src) = sources.get(&span.file) else {
-        return;
-    };
-    let Some(line) = src
-        .text
-        .split('\n')
-        .nth(span.line.saturating_sub(1) as usize)
-    else {
+    let Some((src, line)) = sources.line(&span.file, span.line) else {
         return;
     };
     let line = line.strip_suffix('\r').unwrap_or(line);
     let gutter = span.line.to_string().len().max(4);
-    out.push_str(&format!("{:>w$} | {}\n", span.line, line, w = gutter));
+    out.push_str(&format!(
+        "{:>w$} | {}\n",
+        span.line,
+        escape_line(line),
+        w = gutter
+    ));
     let mut pad = String::new();
     let mut chars = line.chars();
     for _ in 1..span.col {
         match chars.next() {
             Some('\t') => pad.push('\t'),
-            Some(_) => pad.push(' '),
+            Some(c) => pad.push_str(&" ".repeat(escaped_width(c))),
             None => break,
         }
     }
-    // Underline up to the end of the span or the end of this line.
+    // Underline up to the end of the span or the end of this line, in
+    // columns of the escaped line.
     let want = src
         .text
         .get(span.start..span.end.min(src.text.len()))
         .map(|s| s.split('\n').next().unwrap_or("").chars().count())
         .unwrap_or(1);
-    let avail = chars.count();
-    let n = want.min(avail).max(1);
+    let n: usize = chars.take(want.max(1)).map(escaped_width).sum();
+    let n = n.max(1);
     out.push_str(&format!(
         "{:>w$} | {}{}\n",
         "",
@@ -205,6 +283,17 @@ struct Segment {
     file: Arc<str>,
     text: Arc<str>,
     line_starts: Vec<usize>,
+    /// Characters before each block of [`BLOCK`] bytes, so that a column
+    /// costs at most a block's count even on a line of megabytes (a
+    /// configuration on one line made every span cost the line so far).
+    chars_before: Vec<usize>,
+}
+
+const BLOCK: usize = 256;
+
+/// Whether byte `b` begins a character (is not a UTF-8 continuation).
+fn starts_char(b: &u8) -> bool {
+    b & 0xc0 != 0x80
 }
 
 impl Segment {
@@ -215,12 +304,31 @@ impl Segment {
                 line_starts.push(i + 1);
             }
         }
+        let mut chars_before = Vec::with_capacity(text.len() / BLOCK + 1);
+        let mut n = 0;
+        for block in text.as_bytes().chunks(BLOCK) {
+            chars_before.push(n);
+            n += block.iter().filter(|b| starts_char(b)).count();
+        }
         Segment {
             base,
             file: Arc::from(file),
             text: Arc::from(text),
             line_starts,
+            chars_before,
         }
+    }
+
+    /// Characters in `text[..at]`.
+    fn chars_to(&self, at: usize) -> usize {
+        let k = at / BLOCK;
+        let before = self.chars_before.get(k).copied().unwrap_or(0);
+        let start = (k * BLOCK).min(at);
+        before
+            + self.text.as_bytes()[start..at]
+                .iter()
+                .filter(|b| starts_char(b))
+                .count()
     }
 }
 
@@ -252,11 +360,7 @@ impl LineIndex {
         let end = end.clamp(start, seg.text.len());
         let line = seg.line_starts.partition_point(|&s| s <= start);
         let ls = seg.line_starts[line - 1];
-        let col = seg
-            .text
-            .get(ls..start)
-            .map_or(start - ls, |s| s.chars().count())
-            + 1;
+        let col = seg.chars_to(start) - seg.chars_to(ls) + 1;
         Span {
             file: seg.file.clone(),
             line: line as u32,
@@ -289,6 +393,21 @@ mod tests {
         assert_eq!((s.line, s.col), (3, 1));
         let s = idx.span(7, 8);
         assert_eq!((s.line, s.col), (2, 4));
+    }
+
+    #[test]
+    fn columns_on_a_long_line_count_characters() {
+        let text = format!("{}é{}x", "a".repeat(1000), "ü".repeat(300));
+        let idx = LineIndex::new("f", &text);
+        let at = text.find('x').unwrap();
+        let s = idx.span(at, at + 1);
+        assert_eq!((s.line, s.col), (1, 1302));
+        let s = idx.span(1000, 1002);
+        assert_eq!((s.line, s.col), (1, 1001));
+        let text2 = format!("{}\n{}y", "ä".repeat(700), "b".repeat(600));
+        let idx = LineIndex::new("g", &text2);
+        let at = text2.find('y').unwrap();
+        assert_eq!(idx.span(at, at + 1).col, 601);
     }
 
     #[test]
@@ -338,6 +457,25 @@ mod tests {
         let d = Diagnostic::error(Some(idx.span(6, 9)), "m");
         let out = render(&[d], &set("t", text));
         assert!(out.ends_with("     | \t     ^^^\n"), "{out:?}");
+    }
+
+    #[test]
+    fn render_escapes_terminal_controls() {
+        let text = "a :: Idle\x1b[2J\u{202e};\na -> X(\x1b]0;t\x07\r\u{9b});\n";
+        let idx = LineIndex::new("t\x1b", text);
+        let at = text.find('[').unwrap();
+        let d = Diagnostic::error(Some(idx.span(at, at + 2)), "bad port '\x1b[2J'")
+            .with_note(Some(idx.span(20, 24)), "in X(\x1b]0;t\x07\r\u{9b})");
+        let out = render(std::slice::from_ref(&d), &set("t\x1b", text));
+        for bad in ['\x1b', '\x07', '\r', '\u{9b}', '\u{202e}'] {
+            assert!(!out.contains(bad), "{bad:?} in {out:?}");
+            assert!(!d.to_string().contains(bad));
+        }
+        assert!(out.contains("Idle\\x1b[2J\\u{202e};"), "{out}");
+        // the caret stays under the span in the escaped line
+        assert!(out.contains("\n     |              ^^\n"), "{out}");
+        // tabs and plain text are untouched
+        assert_eq!(escape("a\tb c"), "a\tb c");
     }
 
     #[test]

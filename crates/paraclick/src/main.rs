@@ -13,7 +13,9 @@ mod validate;
 mod web;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
-use paraclick_lang::{parse_config_with, render, Diagnostic, ParseOptions, Source, SourceSet};
+use paraclick_lang::{
+    parse_config_with, render, Diagnostic, FilePolicy, ParseOptions, Source, SourceSet,
+};
 use paraclick_runtime::hot::Hot;
 use paraclick_runtime::sched::SchedPolicy;
 use paraclick_runtime::{BuildOptions, Registry, Router};
@@ -48,6 +50,12 @@ struct Input {
     /// default: the CLICKPATH environment variable.
     #[arg(short = 'C', long = "clickpath", value_name = "PATH")]
     clickpath: Option<String>,
+    /// Refuse a configuration that expands to more than N elements
+    /// (compound instances included) or 4N connections, with an error
+    /// located at the compound use that goes beyond. A hotconfig gets
+    /// the same bound.
+    #[arg(long = "max-elements", value_name = "N", default_value_t = paraclick_lang::DEFAULT_MAX_ELEMENTS)]
+    max_elements: usize,
     // Help texts with square brackets are attributes, not doc comments,
     // where rustdoc would read the brackets as links.
     #[arg(help = "[FILE] [NAME=VALUE ...]: the configuration file and define() overrides")]
@@ -58,6 +66,8 @@ impl Input {
     fn parse_options(&self) -> ParseOptions {
         ParseOptions {
             clickpath: self.clickpath.clone(),
+            max_elements: self.max_elements,
+            ..ParseOptions::default()
         }
     }
 }
@@ -142,6 +152,16 @@ struct RunArgs {
     /// running one; elements of the same name and class keep their state.
     #[arg(short = 'R', long = "allow-reconfigure")]
     allow_reconfigure: bool,
+    /// Which files a configuration written to hotconfig may read
+    /// (require(library FILE), FromDump's and other readers' FILENAME):
+    /// "confined", only files under the -C (CLICKPATH) directories and
+    /// the running configuration's own directory; or "any".
+    #[arg(
+        long = "hotconfig-files",
+        value_name = "confined|any",
+        default_value = "confined"
+    )]
+    hotconfig_files: String,
     /// Serve a live view of the router (graph, counters, threads, queues,
     /// handlers) to a browser on PORT of 127.0.0.1, or on ADDRESS:PORT;
     /// port 0 picks a free port. Where it listens, and the run's write
@@ -387,6 +407,32 @@ fn load(input: &Input) -> Result<(Source, Vec<(String, String)>), String> {
     Ok((src, defines))
 }
 
+/// What a hotconfig may read when confined: files under the CLICKPATH
+/// (`-C`, else the environment's) and the running configuration's own
+/// directory.
+fn hotconfig_files(src: &Source, clickpath: Option<&str>) -> FilePolicy {
+    let cp = match clickpath {
+        Some(c) => c.to_string(),
+        None => std::env::var("CLICKPATH").unwrap_or_default(),
+    };
+    let mut dirs: Vec<std::path::PathBuf> = cp
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .collect();
+    let file = std::path::Path::new(&src.name);
+    if file.is_file() {
+        if let Some(dir) = file.parent() {
+            dirs.push(if dir.as_os_str().is_empty() {
+                ".".into()
+            } else {
+                dir.to_path_buf()
+            });
+        }
+    }
+    FilePolicy::under(dirs)
+}
+
 fn report_errors(src: &Source, diags: &[Diagnostic]) -> ExitCode {
     let mut set = SourceSet::default();
     set.add(Source {
@@ -607,6 +653,7 @@ fn check(input: &Input) -> ExitCode {
         pin: false,
         check_only: true,
         clickpath: input.clickpath.clone(),
+        max_elements: input.max_elements,
         ..BuildOptions::default()
     };
     match Router::build(&src, &reg, &opts) {
@@ -694,6 +741,15 @@ fn run(a: RunArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
+    let hot_files = match a.hotconfig_files.as_str() {
+        "any" => FilePolicy::Any,
+        "confined" => hotconfig_files(&src, a.input.clickpath.as_deref()),
+        other => {
+            return fail(&format!(
+                "--hotconfig-files: '{other}' is neither 'confined' nor 'any'"
+            ))
+        }
+    };
     if a.threads == 0 {
         return fail("-j: need at least one thread");
     }
@@ -742,13 +798,19 @@ fn run(a: RunArgs) -> ExitCode {
         profile: a.report.iter().any(|r| r == "costs"),
         simtime: a.simtime,
         clickpath: a.input.clickpath.clone(),
+        max_elements: a.input.max_elements,
         ..BuildOptions::default()
     };
     let router = match Router::build(&src, &reg, &opts) {
         Ok(r) => r,
         Err(d) => return report_errors(&src, &d),
     };
-    let hot = Hot::new(router, reg, opts, a.allow_reconfigure);
+    // A hotconfig comes from whoever can write to a control socket.
+    let hot_opts = BuildOptions {
+        files: hot_files,
+        ..opts
+    };
+    let hot = Hot::new(router, reg, hot_opts, a.allow_reconfigure);
     if !a.quit {
         let servers = match ctl::start_servers(
             &hot.backend(),

@@ -50,6 +50,8 @@ pub struct ArgEnv {
     /// 02:00:00:00:00:01) that is never used. A real run looks the
     /// interface up and, when it is missing, says so.
     pub checking: bool,
+    /// Which files the configuration may read ([`crate::ConfigCx::allowed_file`]).
+    pub files: paraclick_lang::FilePolicy,
 }
 
 /// Whether `s` can be a Linux network interface's name and nothing else

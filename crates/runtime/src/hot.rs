@@ -333,6 +333,17 @@ pub struct Hot {
     me: Weak<Hot>,
 }
 
+/// The stack of the thread a `hotconfig` is parsed and built on: the
+/// front end recurses once per level of compound use (at most
+/// [`paraclick_lang::MAX_EXPANSION_DEPTH`], a few KiB each) and element
+/// configuration parsers to bounded depths; this is several times what
+/// they need (reserved, not touched, beyond what is used).
+const BUILD_STACK: usize = 8 << 20;
+
+/// The most errors a `hotconfig` reply lists (a configuration of a
+/// million unknown classes has a million).
+const MAX_REPLY_ERRORS: usize = 100;
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -419,7 +430,43 @@ impl Hot {
         let old = self.current();
         // Its control sockets of the same type and address as the old
         // router's take them over (open connections included) below.
-        let new = Router::build_replacing(&src, &self.reg, &self.opts, &old).map_err(|d| {
+        // Built on a thread of its own: the caller may be a control
+        // connection's thread, whose stack is small, and a configuration's
+        // parse and build recurse (to bounded depths) on the stack.
+        let built = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("paraclick-build".into())
+                .stack_size(BUILD_STACK)
+                .spawn_scoped(s, || {
+                    Router::build_replacing(&src, &self.reg, &self.opts, &old)
+                })
+                .map(|h| h.join())
+        });
+        let new = match built {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => {
+                return Err(CsError::new(
+                    520,
+                    "hotconfig: building the configuration panicked (a bug: please report it); the router runs on",
+                ))
+            }
+            Err(e) => {
+                return Err(CsError::new(
+                    520,
+                    format!("hotconfig: cannot start a thread: {e}"),
+                ))
+            }
+        };
+        let new = new.map_err(|mut d| {
+            // The reply goes to a client: the first errors, and a count.
+            if d.len() > MAX_REPLY_ERRORS {
+                let more = d.len() - MAX_REPLY_ERRORS;
+                d.truncate(MAX_REPLY_ERRORS);
+                d.push(paraclick_lang::Diagnostic::error(
+                    None,
+                    format!("{more} more errors not shown"),
+                ));
+            }
             let mut set = SourceSet::default();
             set.add(src.clone());
             CsError::new(520, render(&d, &set).trim_end().to_string())

@@ -437,15 +437,17 @@ pub(crate) fn connect(core: &mut Core) {
 /// The elements with empty notifiers upstream of `elem`'s pull inputs, or
 /// `None` if some pull path reaches an element that makes packets itself.
 fn upstream_empty(core: &Core, elem: usize) -> Option<Vec<usize>> {
-    let mut seen = vec![false; core.slots.len()];
+    // A set, not a flag per element: one walk per task, and a walk costs
+    // what it visits (a configuration of many pipelines made it quadratic).
+    let mut seen = std::collections::HashSet::new();
     let mut stack: Vec<usize> = inputs(core, elem);
     let mut found = Vec::new();
-    seen[elem] = true;
+    seen.insert(elem);
     if stack.is_empty() {
         return None;
     }
     while let Some(e) = stack.pop() {
-        if std::mem::replace(&mut seen[e], true) {
+        if !seen.insert(e) {
             continue;
         }
         let el = &core.slots[e].element;
@@ -473,7 +475,7 @@ fn inputs(core: &Core, e: usize) -> Vec<usize> {
 
 /// The elements with full notifiers downstream of `elem`'s push outputs.
 fn downstream_full(core: &Core, elem: usize) -> Vec<usize> {
-    let mut seen = vec![false; core.slots.len()];
+    let mut seen = std::collections::HashSet::new();
     let next = |e: usize| -> Vec<usize> {
         core.ports[e]
             .outputs
@@ -484,9 +486,9 @@ fn downstream_full(core: &Core, elem: usize) -> Vec<usize> {
     };
     let mut stack = next(elem);
     let mut found = Vec::new();
-    seen[elem] = true;
+    seen.insert(elem);
     while let Some(e) = stack.pop() {
-        if std::mem::replace(&mut seen[e], true) {
+        if !seen.insert(e) {
             continue;
         }
         if core.slots[e].element.full_notifier().is_some() {

@@ -39,24 +39,47 @@ pub(crate) struct Queue {
     pub elem: usize,
     pub up: Vec<usize>,
     pub down: Vec<usize>,
+    /// The tasks whose push path reaches the queue, and those whose pull
+    /// path does (in task order).
+    pub push_tasks: Vec<usize>,
+    pub pull_tasks: Vec<usize>,
 }
 
-fn closure(start: usize, next: &dyn Fn(usize) -> Vec<usize>, n: usize) -> Vec<usize> {
-    let mut seen = vec![false; n];
-    let mut stack = vec![start];
-    let mut out = Vec::new();
-    seen[start] = true;
-    while let Some(e) = stack.pop() {
-        out.push(e);
-        for x in next(e) {
-            if !seen[x] {
-                seen[x] = true;
-                stack.push(x);
-            }
+/// Marks of the elements a walk has seen, reused from walk to walk: a
+/// walk costs what it visits, not the size of the graph (a configuration
+/// of many small pipelines made the plan quadratic in its size).
+struct Marks {
+    mark: Vec<u32>,
+    walk: u32,
+}
+
+impl Marks {
+    fn new(n: usize) -> Marks {
+        Marks {
+            mark: vec![0; n],
+            walk: 0,
         }
     }
-    out.sort_unstable();
-    out
+
+    /// The elements reachable from `start` along `next`, sorted.
+    fn closure(&mut self, start: usize, next: &dyn Fn(usize) -> Vec<usize>) -> Vec<usize> {
+        self.walk += 1;
+        let w = self.walk;
+        let mut stack = vec![start];
+        let mut out = Vec::new();
+        self.mark[start] = w;
+        while let Some(e) = stack.pop() {
+            out.push(e);
+            for x in next(e) {
+                if self.mark[x] != w {
+                    self.mark[x] = w;
+                    stack.push(x);
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
 }
 
 impl Plan {
@@ -94,27 +117,46 @@ impl Plan {
             drivers: vec![Vec::new(); n],
             ..Plan::default()
         };
+        let mut marks = Marks::new(n);
         for (t, task) in core.tasks.iter().enumerate() {
-            let ps = closure(task.elem, &push_next, n);
-            let ls = closure(task.elem, &pull_next, n);
+            let ps = marks.closure(task.elem, &push_next);
+            let ls = marks.closure(task.elem, &pull_next);
             for &e in ps.iter().chain(ls.iter()) {
-                if !plan.drivers[e].contains(&t) {
+                // tasks come in order: t is last if there already
+                if plan.drivers[e].last() != Some(&t) {
                     plan.drivers[e].push(t);
                 }
             }
             plan.push_sets.push(ps);
             plan.pull_sets.push(ls);
         }
-        for e in 0..n {
+        // queue index of each queue element
+        let mut queue_of = vec![usize::MAX; n];
+        for (e, q) in queue_of.iter_mut().enumerate() {
             let s = &core.slots[e];
             let has_push_in = s.input_kinds.contains(&paraclick_lang::PortKind::Push);
             let has_pull_out = s.output_kinds.contains(&paraclick_lang::PortKind::Pull);
             if has_push_in && has_pull_out {
+                *q = plan.queues.len();
                 plan.queues.push(Queue {
                     elem: e,
-                    up: closure(e, &|x| push_prev[x].clone(), n),
-                    down: closure(e, &|x| pull_prev[x].clone(), n),
+                    up: marks.closure(e, &|x| push_prev[x].clone()),
+                    down: marks.closure(e, &|x| pull_prev[x].clone()),
+                    push_tasks: Vec::new(),
+                    pull_tasks: Vec::new(),
                 });
+            }
+        }
+        for t in 0..plan.push_sets.len() {
+            for &e in &plan.push_sets[t] {
+                if let Some(q) = plan.queues.get_mut(queue_of[e]) {
+                    q.push_tasks.push(t);
+                }
+            }
+            for &e in &plan.pull_sets[t] {
+                if let Some(q) = plan.queues.get_mut(queue_of[e]) {
+                    q.pull_tasks.push(t);
+                }
             }
         }
         plan
@@ -139,13 +181,13 @@ impl Plan {
     pub fn queue_threads(&self, core: &Core, q: &Queue) -> (BTreeSet<usize>, BTreeSet<usize>) {
         let mut prod = BTreeSet::new();
         let mut cons = BTreeSet::new();
-        for (t, ps) in self.push_sets.iter().enumerate() {
-            if ps.binary_search(&q.elem).is_ok() && core.tasks[t].elem != q.elem {
+        for &t in &q.push_tasks {
+            if core.tasks[t].elem != q.elem {
                 prod.insert(core.tasks[t].thread.load(Ordering::Relaxed));
             }
         }
-        for (t, ls) in self.pull_sets.iter().enumerate() {
-            if ls.binary_search(&q.elem).is_ok() && core.tasks[t].elem != q.elem {
+        for &t in &q.pull_tasks {
+            if core.tasks[t].elem != q.elem {
                 cons.insert(core.tasks[t].thread.load(Ordering::Relaxed));
             }
         }
@@ -176,9 +218,27 @@ impl Plan {
             .collect()
     }
 
+    /// The groups [`Plan::affine`] makes of the tasks `free` says may
+    /// move, as pairs to join (union-find): through each queue, its free
+    /// producer tasks and free consumer tasks when it has both. The same
+    /// groups as asking `affine` of every pair, in time linear in the
+    /// queues' task lists rather than quadratic in the tasks.
+    pub fn affine_pairs(&self, free: &dyn Fn(usize) -> bool) -> Vec<(usize, usize)> {
+        let mut pairs = Vec::new();
+        for q in &self.queues {
+            let p: Vec<usize> = q.push_tasks.iter().copied().filter(|&t| free(t)).collect();
+            let c: Vec<usize> = q.pull_tasks.iter().copied().filter(|&t| free(t)).collect();
+            if let (Some(&first), false) = (p.first(), c.is_empty()) {
+                pairs.extend(p.iter().chain(&c).map(|&t| (first, t)));
+            }
+        }
+        pairs
+    }
+
     /// Task pairs connected through a queue (one's push path reaches the
     /// queue, the other's pull path does): the affinity the adaptive
     /// scheduler tries to keep on one thread.
+    #[cfg(test)]
     pub fn affine(&self, a: usize, b: usize) -> bool {
         let meets = |x: &[usize], y: &[usize]| {
             self.queues
@@ -187,5 +247,99 @@ impl Plan {
         };
         meets(&self.push_sets[a], &self.pull_sets[b])
             || meets(&self.push_sets[b], &self.pull_sets[a])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::element::Element;
+    use crate::registry::{ClassSpec, Registry};
+    use crate::{BuildOptions, Cx, InitCx, Router};
+    use paraclick_packet::Batch;
+
+    /// A push source with a task (never sends).
+    struct Src;
+    impl Element for Src {
+        fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+            ix.add_task();
+            Ok(())
+        }
+    }
+
+    /// Queue-like: a push input and a pull output.
+    struct Q;
+    impl Element for Q {
+        fn push(&self, _cx: &mut Cx<'_>, _port: usize, _batch: Batch) {}
+        fn pull(&self, _cx: &mut Cx<'_>, _port: usize, _max: usize) -> Option<Batch> {
+            None
+        }
+    }
+
+    /// A puller with a task (Unqueue-like).
+    struct Pull;
+    impl Element for Pull {
+        fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+            ix.add_task();
+            Ok(())
+        }
+    }
+
+    fn groups(n: usize, pairs: &[(usize, usize)]) -> Vec<usize> {
+        let mut p: Vec<usize> = (0..n).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                x = p[x];
+            }
+            x
+        }
+        for &(a, b) in pairs {
+            let (ra, rb) = (find(&mut p, a), find(&mut p, b));
+            p[ra] = rb;
+        }
+        // each task's group as its smallest member
+        let roots: Vec<usize> = (0..n).map(|t| find(&mut p, t)).collect();
+        (0..n)
+            .map(|t| (0..n).find(|&u| roots[u] == roots[t]).unwrap_or(t))
+            .collect()
+    }
+
+    #[test]
+    fn affine_pairs_make_the_groups_pairwise_affinity_makes() {
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        reg.register(ClassSpec::element("Src", "0/1", "h", |_| Ok(Src)));
+        reg.register(ClassSpec::element("Q", "1/1", "h/l", |_| Ok(Q)));
+        reg.register(ClassSpec::element("Pull", "1/1", "l/h", |_| Ok(Pull)));
+        // two sources into one queue, one puller; a lone pipeline; a
+        // queue fed by a source and drained by two pullers through a
+        // second queue; a source whose queue nobody pulls.
+        let conf = "a :: Src -> q1 :: Q; b :: Src -> q1; q1 -> p1 :: Pull -> TestSink;
+            c :: Src -> q2 :: Q -> p2 :: Pull -> TestSink;
+            d :: Src -> q3 :: Q -> p3 :: Pull -> q4 :: Q -> p4 :: Pull -> TestSink;
+            e :: Src -> TestSink;";
+        let src = paraclick_lang::Source::new("<t>", conf);
+        let opts = BuildOptions {
+            pin: false,
+            ..BuildOptions::default()
+        };
+        let r = Router::build(&src, &reg, &opts).unwrap();
+        let plan = &r.core.plan;
+        let n = r.core.tasks.len();
+        assert_eq!(n, 9);
+        for pinned in [vec![false; n], (0..n).map(|t| t % 3 == 0).collect()] {
+            let mut brute = Vec::new();
+            for a in 0..n {
+                for b in a + 1..n {
+                    if !pinned[a] && !pinned[b] && plan.affine(a, b) {
+                        brute.push((a, b));
+                    }
+                }
+            }
+            let fast = plan.affine_pairs(&|t| !pinned[t]);
+            assert_eq!(groups(n, &fast), groups(n, &brute), "pinned {pinned:?}");
+        }
+        // and the groups are not trivial
+        let all = groups(n, &plan.affine_pairs(&|_| true));
+        assert!(all.iter().enumerate().any(|(t, &g)| g != t));
     }
 }

@@ -191,7 +191,14 @@ impl ConfigCx<'_> {
     /// (`-w`, [`set_warnings`]).
     pub fn warn(&self, message: &str) {
         if warnings_enabled() {
-            eprintln!("{} :: {}: warning: {message}", self.name, self.class);
+            // Warnings quote configuration text: no terminal controls.
+            let esc = paraclick_lang::span::escape;
+            eprintln!(
+                "{} :: {}: warning: {}",
+                esc(self.name),
+                esc(self.class),
+                esc(message)
+            );
         }
     }
 
@@ -207,6 +214,31 @@ impl ConfigCx<'_> {
     pub fn output_is_push(&self, port: usize) -> bool {
         self.output_kinds.get(port) == Some(&PortKind::Push)
     }
+
+    /// Whether the configuration may read the file `path` (a trace to
+    /// replay, say): the path to open, or the error to return. An element
+    /// that reads a file named in its configuration calls this before it
+    /// opens it: `cx.allowed_file(&filename)?;`.
+    ///
+    /// The operator's configuration reads any file; one written through a
+    /// control socket (`hotconfig`) only files under the directories the
+    /// operator allows (see [`paraclick_lang::files`]), and not standard
+    /// input (`-`).
+    pub fn allowed_file(&self, path: &str) -> Result<std::path::PathBuf, String> {
+        allowed_file(&self.env.files, path)
+    }
+}
+
+pub(crate) fn allowed_file(
+    policy: &paraclick_lang::FilePolicy,
+    path: &str,
+) -> Result<std::path::PathBuf, String> {
+    if path == "-" && !policy.is_any() {
+        return Err(
+            "-: a configuration from a control socket may not read standard input".to_string(),
+        );
+    }
+    policy.allowed(std::path::Path::new(path))
 }
 
 /// Whether [`ConfigCx::warn`] prints (on by default; Click's `-w` turns

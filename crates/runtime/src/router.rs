@@ -16,7 +16,9 @@ use crate::sched::{self, SchedPolicy, Task};
 use crate::timer::{TimerQueue, MAX_TIMERS};
 use crossbeam_utils::CachePadded;
 use paraclick_lang::check::{check_graph, ClassSpec as LangSpec, PortKind};
-use paraclick_lang::{parse_config_with, Diagnostic, FlatGraph, ParseOptions, Source, Span};
+use paraclick_lang::{
+    parse_config_with, Diagnostic, FilePolicy, FlatGraph, ParseOptions, Source, Span,
+};
 use paraclick_packet::Batch;
 use std::collections::HashMap;
 use std::ptr::NonNull;
@@ -396,6 +398,27 @@ pub struct BuildOptions {
     /// Where `require(library FILE)` looks (Click's CLICKPATH, `-C`);
     /// `None`: the `CLICKPATH` environment variable.
     pub clickpath: Option<String>,
+    /// The most elements (compound instances included) and connections
+    /// a configuration may expand to (`--max-elements`).
+    pub max_elements: usize,
+    /// Which files the configuration may read: libraries, and the traces
+    /// of elements that ask [`ConfigCx::allowed_file`]. Any, for the
+    /// operator's configuration; a `hotconfig`'s are confined (see
+    /// [`paraclick_lang::files`]).
+    ///
+    /// [`ConfigCx::allowed_file`]: crate::ConfigCx::allowed_file
+    pub files: FilePolicy,
+}
+
+impl BuildOptions {
+    /// The options of the language front end.
+    pub fn parse_options(&self) -> ParseOptions {
+        ParseOptions {
+            clickpath: self.clickpath.clone(),
+            max_elements: self.max_elements,
+            files: self.files.clone(),
+        }
+    }
 }
 
 impl Default for BuildOptions {
@@ -409,6 +432,8 @@ impl Default for BuildOptions {
             check_only: false,
             simtime: false,
             clickpath: None,
+            max_elements: paraclick_lang::DEFAULT_MAX_ELEMENTS,
+            files: FilePolicy::Any,
         }
     }
 }
@@ -426,6 +451,11 @@ pub struct InitCx<'a> {
 }
 
 impl InitCx<'_> {
+    /// See [`crate::ConfigCx::allowed_file`].
+    pub fn allowed_file(&self, path: &str) -> Result<std::path::PathBuf, String> {
+        crate::registry::allowed_file(&self.core.arg_env.files, path)
+    }
+
     /// Whether the router is only being checked (`paraclick check`): an
     /// element checks everything it would check, then returns before it
     /// opens devices or sockets, creates or truncates files, creates tap
@@ -448,7 +478,13 @@ impl InitCx<'_> {
     /// other work of their own.
     pub fn sleep_when_empty(&mut self, task: usize) {
         let e = self.elem;
-        if let Some(t) = self.new_tasks.iter_mut().find(|t| t.0 == e && t.1 == task) {
+        // this element's tasks are the last ones added
+        if let Some(t) = self
+            .new_tasks
+            .iter_mut()
+            .rev()
+            .find(|t| t.0 == e && t.1 == task)
+        {
             t.2 = true;
         }
     }
@@ -458,7 +494,12 @@ impl InitCx<'_> {
     /// notifier). For sources that can pause.
     pub fn wait_for_room(&mut self, task: usize) {
         let e = self.elem;
-        if let Some(t) = self.new_tasks.iter_mut().find(|t| t.0 == e && t.1 == task) {
+        if let Some(t) = self
+            .new_tasks
+            .iter_mut()
+            .rev()
+            .find(|t| t.0 == e && t.1 == task)
+        {
             t.3 = true;
         }
     }
@@ -592,9 +633,7 @@ impl Router {
         reg: &Registry,
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
-        let popts = ParseOptions {
-            clickpath: opts.clickpath.clone(),
-        };
+        let popts = opts.parse_options();
         let graph = parse_config_with(src, &opts.defines, &popts)?;
         paraclick_packet::clock::init();
         Self::from_graph(graph, src, reg, opts)
@@ -608,9 +647,7 @@ impl Router {
         opts: &BuildOptions,
         old: &Router,
     ) -> Result<Router, Vec<Diagnostic>> {
-        let popts = ParseOptions {
-            clickpath: opts.clickpath.clone(),
-        };
+        let popts = opts.parse_options();
         let graph = parse_config_with(src, &opts.defines, &popts)?;
         paraclick_packet::clock::init();
         Self::from_graph_offering(
@@ -726,16 +763,14 @@ impl Router {
                 // with unknown classes standing in as agnostic any-port
                 // elements, the known elements can still be configured.
                 if let Some(c) = Self::check_lenient(&graph, reg) {
-                    if let Err(mut e) = Self::configure(&graph, &c, reg, nthreads, opts.check_only)
-                    {
+                    if let Err(mut e) = Self::configure(&graph, &c, reg, nthreads, opts) {
                         errs.append(&mut e);
                     }
                 }
                 return Err(errs);
             }
         };
-        let (made, mut arg_env) =
-            Self::configure(&graph, &checked, reg, nthreads, opts.check_only)?;
+        let (made, mut arg_env) = Self::configure(&graph, &checked, reg, nthreads, opts)?;
         arg_env.checking = false;
         let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
         let n = slots.len();
@@ -791,7 +826,7 @@ impl Router {
         checked: &paraclick_lang::check::CheckedGraph,
         reg: &Registry,
         nthreads: usize,
-        checking: bool,
+        opts: &BuildOptions,
     ) -> Result<(Vec<Box<dyn Node>>, ArgEnv), Vec<Diagnostic>> {
         let n = graph.elements.len();
         let mut order: Vec<usize> = (0..n).collect();
@@ -801,7 +836,8 @@ impl Router {
                 .unwrap_or(0)
         });
         let mut env = ArgEnv {
-            checking,
+            checking: opts.check_only,
+            files: opts.files.clone(),
             ..ArgEnv::default()
         };
         let mut made: Vec<Option<Box<dyn Node>>> = (0..n).map(|_| None).collect();
@@ -1149,7 +1185,8 @@ impl Router {
         let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
         let mut l = loads.to_vec();
         l.resize(core.tasks.len(), 0);
-        sched::lpt_assign(&l, &pinned, core.nthreads, &|a, b| core.plan.affine(a, b))
+        let pairs = core.plan.affine_pairs(&|t| pinned[t].is_none());
+        sched::lpt_assign_pairs(&l, &pinned, core.nthreads, &pairs)
     }
 
     /// Ring modes of each queue: (name, multi-producer, multi-consumer).

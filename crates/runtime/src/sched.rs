@@ -204,6 +204,14 @@ pub(crate) fn initial_assignment(core: &Core) {
     }
 }
 
+/// The stack of a worker thread (and of the simulated-time thread, which
+/// runs elements too). Elements call each other along push and pull
+/// paths, a few hundred bytes to a few KiB of stack a hop, and `check`
+/// refuses paths of more than [`paraclick_lang::check::MAX_CHAIN`]
+/// elements: 16 KiB a hop at that length. Reserved, not touched, beyond
+/// what is used.
+pub(crate) const WORKER_STACK: usize = 16 << 20;
+
 pub(crate) fn run_workers(core: &Core) {
     core.workers_done.store(0, Ordering::Release);
     for ts in core.threads.iter() {
@@ -219,6 +227,7 @@ pub(crate) fn run_workers(core: &Core) {
         std::thread::scope(|s| {
             std::thread::Builder::new()
                 .name("paraclick-sim".into())
+                .stack_size(WORKER_STACK)
                 .spawn_scoped(s, move || sim_driver(core))
                 .expect("spawn the simulated-time thread");
             core.start_gate.wait();
@@ -231,6 +240,7 @@ pub(crate) fn run_workers(core: &Core) {
         for t in 0..core.nthreads {
             std::thread::Builder::new()
                 .name(format!("paraclick-{t}"))
+                .stack_size(WORKER_STACK)
                 .spawn_scoped(s, move || worker(core, t))
                 .expect("spawn worker thread");
         }
@@ -299,9 +309,8 @@ fn balancer(core: &Core) {
             .map(|t| t.thread.load(Ordering::Relaxed))
             .collect();
         let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
-        let plan = lpt_assign(&loads, &pinned, core.nthreads, &|a, b| {
-            core.plan.affine(a, b)
-        });
+        let pairs = core.plan.affine_pairs(&|t| pinned[t].is_none());
+        let plan = lpt_assign_pairs(&loads, &pinned, core.nthreads, &pairs);
         let max_of = |assign: &[usize]| -> u64 {
             let mut per = vec![0u64; core.nthreads];
             for (t, &th) in assign.iter().enumerate() {
@@ -325,13 +334,36 @@ fn balancer(core: &Core) {
 /// placed as a unit.
 pub(crate) const GROUP_SLACK: f64 = 0.25;
 
-/// Longest processing time first, with affinity groups placed as units
-/// when they fit in a fair share. Returns a thread per task.
+/// [`lpt_assign_pairs`] with affinity given as a predicate on task pairs
+/// (asked of every pair of unpinned tasks).
+#[cfg(test)]
 pub(crate) fn lpt_assign(
     loads: &[u64],
     pinned: &[Option<usize>],
     nthreads: usize,
     affine: &dyn Fn(usize, usize) -> bool,
+) -> Vec<usize> {
+    let n = loads.len();
+    let mut pairs = Vec::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            if pinned[a].is_none() && pinned[b].is_none() && affine(a, b) {
+                pairs.push((a, b));
+            }
+        }
+    }
+    lpt_assign_pairs(loads, pinned, nthreads, &pairs)
+}
+
+/// Longest processing time first, with affinity groups placed as units
+/// when they fit in a fair share. Returns a thread per task. The groups
+/// are the connected parts of `pairs` (unpinned tasks that meet at a
+/// queue, [`crate::plan::Plan::affine_pairs`]).
+pub(crate) fn lpt_assign_pairs(
+    loads: &[u64],
+    pinned: &[Option<usize>],
+    nthreads: usize,
+    pairs: &[(usize, usize)],
 ) -> Vec<usize> {
     let n = loads.len();
     let mut assign = vec![0usize; n];
@@ -352,12 +384,10 @@ pub(crate) fn lpt_assign(
         }
         x
     }
-    for a in 0..n {
-        for b in a + 1..n {
-            if pinned[a].is_none() && pinned[b].is_none() && affine(a, b) {
-                let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-                parent[ra] = rb;
-            }
+    for &(a, b) in pairs {
+        if pinned[a].is_none() && pinned[b].is_none() {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            parent[ra] = rb;
         }
     }
     let total: u64 = loads.iter().sum();
