@@ -224,7 +224,9 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     if !secs.is_finite() || secs < 0.0 {
         return None;
     }
-    Some(Duration::from_secs_f64(secs))
+    // Beyond u64::MAX seconds (2^64 s, say) is no Duration: an error, not
+    // from_secs_f64's panic.
+    Duration::try_from_secs_f64(secs).ok()
 }
 
 impl FromArg for Duration {
@@ -694,6 +696,13 @@ mod tests {
         assert_eq!(parse_duration("2 min"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("x"), None);
         assert_eq!(parse_duration("-1"), None);
+        // Too big for a Duration: an error, not a panic.
+        assert_eq!(parse_duration("18446744073709551615"), None);
+        assert_eq!(parse_duration("1e300"), None);
+        assert_eq!(
+            parse_duration("10000000000"),
+            Some(Duration::from_secs(10_000_000_000))
+        );
         let env = ArgEnv::default();
         assert_eq!(Bandwidth::from_arg("8Mbps", &env).unwrap(), Bandwidth(1e6));
         assert_eq!(
