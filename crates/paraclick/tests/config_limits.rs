@@ -97,3 +97,102 @@ fn huge_thread_counts_are_errors() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains('3'));
 }
+
+/// A scratch directory under the target's, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("config-limits-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn check_and_rejected_configurations_leave_output_files_alone() {
+    let dir = Scratch::new("outfiles");
+    let f = dir.0.join("keep.txt");
+    let d = dir.0.join("keep.pcap");
+    let s = dir.0.join("keep.sum");
+    let conf = format!(
+        "src :: InfiniteSource(LIMIT 3, STOP true) -> UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 2) \
+         -> IPPrint(OUTFILE {}) -> IP6Print(OUTFILE {}.6) -> ARPPrint(OUTFILE {}.arp) \
+         -> ToIPSummaryDump({}) -> ToDump({});",
+        f.display(),
+        f.display(),
+        f.display(),
+        s.display(),
+        d.display()
+    );
+    let keep = |p: &std::path::Path| std::fs::write(p, "kept").unwrap();
+    let kept = |p: &std::path::Path| std::fs::read_to_string(p).unwrap() == "kept";
+    for p in [&f, &d, &s] {
+        keep(p);
+    }
+    let o = common::paraclick(&["check", "-e", &conf]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(kept(&f) && kept(&d) && kept(&s), "check truncated a file");
+    assert!(!dir.0.join("keep.txt.6").exists(), "check created a file");
+    // Rejected: an error in another element.
+    let bad = format!("{conf} Idle -> Queue(0) -> Discard;");
+    let o = common::paraclick(&["--simtime", "-e", &bad]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        kept(&f) && kept(&d) && kept(&s),
+        "a rejected configuration truncated a file"
+    );
+    // A run writes them.
+    let o = common::paraclick(&["--simtime", "-e", &conf]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&f).unwrap().lines().count(), 3);
+    assert_eq!(
+        std::fs::read_to_string(&s)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('!'))
+            .count(),
+        3
+    );
+    assert!(std::fs::read(&d).unwrap().len() > 24 + 3 * 16);
+}
+
+#[test]
+fn fifos_as_input_files_are_refused_without_blocking() {
+    let dir = Scratch::new("fifo");
+    let fifo = dir.0.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.map(|s| s.success()).unwrap_or(false) {
+        return; // no mkfifo here
+    }
+    for class in ["FromDump", "FromIPSummaryDump", "FromTcpdump"] {
+        let conf = format!("{class}({}, STOP true) -> Discard", fifo.display());
+        // Opening the FIFO blocked until a writer came (forever here).
+        let mut child = std::process::Command::new(common::bin())
+            .args(["check", "-e", &conf])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > std::time::Duration::from_secs(5) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{class}: check blocked on the FIFO");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let o = child.wait_with_output().unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{class}: {t}");
+        assert!(t.contains("not a regular file"), "{class}: {t}");
+    }
+}
