@@ -196,3 +196,143 @@ fn fifos_as_input_files_are_refused_without_blocking() {
         assert!(t.contains("not a regular file"), "{class}: {t}");
     }
 }
+
+/// A router run with `-R` and a Unix control socket, killed when dropped.
+struct Running {
+    child: std::process::Child,
+    sock: std::path::PathBuf,
+}
+
+impl Running {
+    fn start(sock: std::path::PathBuf, conf: &str) -> Running {
+        let child = std::process::Command::new(common::bin())
+            .args(["-R", "--no-pin", "-u", sock.to_str().unwrap(), "-e", conf])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while !sock.exists() {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "no socket"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Running { child, sock }
+    }
+
+    /// Connects a client (greeting read).
+    fn client(&self) -> std::io::BufReader<std::os::unix::net::UnixStream> {
+        let s = std::os::unix::net::UnixStream::connect(&self.sock).unwrap();
+        // Every answer below comes within a second or two; a block fails
+        // the test instead of hanging it.
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut r = std::io::BufReader::new(s);
+        assert_eq!(line(&mut r), "Click::ControlSocket/1.3");
+        r
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn line(r: &mut impl std::io::BufRead) -> String {
+    let mut l = String::new();
+    r.read_line(&mut l).expect("an answer in time");
+    l.trim_end().to_string()
+}
+
+/// Sends `cmd` (and `data`), returns the reply's code and text.
+fn call(
+    r: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
+    cmd: &str,
+    data: &str,
+) -> (u16, String) {
+    use std::io::Write;
+    let s = r.get_mut();
+    s.write_all(format!("{cmd}\r\n").as_bytes()).unwrap();
+    s.write_all(data.as_bytes()).unwrap();
+    let mut text = String::new();
+    loop {
+        let l = line(r);
+        text.push_str(&l[4..]);
+        text.push('\n');
+        if l.as_bytes()[3] == b' ' {
+            return (l[..3].parse().unwrap(), text);
+        }
+    }
+}
+
+/// `READ h`: the value.
+fn read(r: &mut std::io::BufReader<std::os::unix::net::UnixStream>, h: &str) -> String {
+    use std::io::Read;
+    let (code, t) = call(r, &format!("READ {h}"), "");
+    assert_eq!(code, 200, "{t}");
+    let l = line(r);
+    let n: usize = l.strip_prefix("DATA ").unwrap().parse().unwrap();
+    let mut b = vec![0; n];
+    r.read_exact(&mut b).unwrap();
+    String::from_utf8(b).unwrap()
+}
+
+fn hotconfig(
+    r: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
+    conf: &str,
+) -> (u16, String) {
+    call(r, &format!("WRITEDATA hotconfig {}", conf.len()), conf)
+}
+
+#[test]
+fn rejected_hotconfigs_leave_the_router_and_its_files_alone() {
+    let dir = Scratch::new("hot");
+    let f = dir.0.join("keep.txt");
+    std::fs::write(&f, "kept").unwrap();
+    let fifo = dir.0.join("fifo");
+    let has_fifo = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    let router = Running::start(dir.0.join("sock"), "Idle -> c :: Counter -> Discard;");
+    let mut c = router.client();
+    let print = format!(
+        "InfiniteSource(LIMIT 3) -> UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 2) \
+         -> IPPrint(OUTFILE {}) -> c :: Counter -> Discard;",
+        f.display()
+    );
+    // An error in another element: the file is not truncated.
+    let (code, t) = hotconfig(&mut c, &format!("{print} Idle -> Queue(0) -> Discard;"));
+    assert_eq!(code, 520, "{t}");
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "kept");
+    // A huge queue: an error, not an abort of the running router.
+    let (code, t) = hotconfig(&mut c, "Idle -> Queue(10000000000) -> Discard;");
+    assert_eq!(code, 520, "{t}");
+    assert!(t.contains("more than the maximum"), "{t}");
+    // A FIFO: refused at once (opening it blocked the control plane).
+    if has_fifo {
+        let conf = format!("FromDump({}) -> Discard;", fifo.display());
+        let t0 = std::time::Instant::now();
+        let (code, t) = hotconfig(&mut c, &conf);
+        assert_eq!(code, 520, "{t}");
+        assert!(t.contains("not a regular file"), "{t}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    }
+    // The router still answers, on this connection and a new one.
+    assert_eq!(read(&mut c, "c.count"), "0");
+    assert_eq!(read(&mut router.client(), "c.count"), "0");
+    // Accepted: now the file is written.
+    let (code, t) = hotconfig(&mut c, &print);
+    assert_eq!(code, 200, "{t}");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&f).unwrap().lines().count() < 3 {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!std::fs::read_to_string(&f).unwrap().contains("kept"));
+}
