@@ -68,6 +68,11 @@ fn huge_packet_sizes_are_errors() {
         "TimedSource(HEADROOM 18446744073709551615, LIMIT 3, STOP true) -> Discard",
         "HEADROOM 18446744073709551615 is more than the maximum",
     );
+    // A BURST of 10^10 aborted allocating the first batch.
+    rejected(
+        "InfiniteSource(BURST 10000000000, LIMIT 3, STOP true) -> Discard",
+        "BURST must be between 1 and 65536",
+    );
     // A time too long for a Duration panicked in the argument parser.
     rejected(
         "InfiniteSource(LIMIT 3, STOP true) -> Queue -> DelayUnqueue(18446744073709551615) \

@@ -11,7 +11,7 @@
 //! Arguments:
 //! - `DATA` (string, default 64 bytes of text): packet contents.
 //! - `LIMIT` (integer, default -1): total packets to send; -1 means no limit.
-//! - `BURST` (integer, default 1): packets per task run.
+//! - `BURST` (integer, default 1, at most 65536): packets per task run.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
 //! - `LENGTH` / `DATASIZE` (integer, at most 65549): cut or zero-pad DATA
 //!   to this length.
@@ -73,9 +73,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
     let timestamp = a.read::<bool>("TIMESTAMP").unwrap_or(true);
     let end_call = a.read::<String>("END_CALL");
     a.complete()?;
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(burst)?;
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
@@ -103,9 +101,7 @@ pub(super) struct RandomConfig {
 }
 
 pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<InfiniteSource, String> {
-    if c.burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(c.burst)?;
     if c.stop && c.end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
@@ -266,6 +262,23 @@ mod tests {
         let h = harness("InfiniteSource(LENGTH 65549, LIMIT 1, STOP true)", 1);
         h.router.run();
         assert_eq!(h.output(0)[0].len(), 65549);
+        // BURST 10^10 aborted allocating the batch; 2^64-1 overflowed it.
+        for decl in [
+            "InfiniteSource(BURST 10000000000)",
+            "RandomSource(64, BURST 18446744073709551615)",
+            "InfiniteSource(BURST 65537)",
+        ] {
+            let e = try_harness(decl, 1)
+                .err()
+                .unwrap_or_else(|| panic!("{decl} accepted"));
+            assert!(
+                e.contains("BURST must be between 1 and 65536"),
+                "{decl}: {e}"
+            );
+        }
+        let h = harness("InfiniteSource(LIMIT 0)", 1);
+        assert!(h.write("burst", "10000000000").is_err());
+        assert!(h.write("burst", "65536").is_ok());
         // A handler cannot ask for more either.
         let h = harness("RatedSource(LIMIT 0)", 1);
         assert!(h.write("length", "10000000000").is_err());
