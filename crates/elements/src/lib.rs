@@ -15,6 +15,7 @@ pub mod ipfilter;
 pub mod iproute;
 pub mod ipsec;
 pub mod nat;
+pub mod outfile;
 pub mod qos;
 pub mod robust;
 pub mod sched;

@@ -44,15 +44,24 @@ impl Default for RateMeter {
     }
 }
 
-/// Writes a burst size (a positive integer) given to a handler.
-pub fn write_burst(slot: &AtomicUsize, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
-    match hx.arg::<usize>(v)? {
-        0 => Err("expected positive integer, not '0'".into()),
-        b => {
-            slot.store(b, Ordering::Relaxed);
-            Ok(())
-        }
+/// The largest BURST of a source (packets made per task run, in one
+/// batch allocated up front): a BURST of 10^10 aborted the process
+/// allocating that batch.
+pub const MAX_BURST: usize = 1 << 16;
+
+/// A source's BURST: 1 to [`MAX_BURST`], or an error.
+pub fn check_burst(b: usize) -> Result<usize, String> {
+    if b == 0 || b > MAX_BURST {
+        return Err(format!("BURST must be between 1 and {MAX_BURST}, not {b}"));
     }
+    Ok(b)
+}
+
+/// Writes a burst size (1 to [`MAX_BURST`]) given to a handler.
+pub fn write_burst(slot: &AtomicUsize, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+    let b = check_burst(hx.arg::<usize>(v)?)?;
+    slot.store(b, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Formats a rate the way Click prints doubles (no trailing noise).

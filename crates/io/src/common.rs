@@ -382,9 +382,41 @@ pub(crate) fn open_input(name: &str) -> Result<(Box<dyn Read + Send>, Option<u64
     if name == "-" {
         return Ok((Box::new(std::io::stdin()), None));
     }
-    let f = File::open(name).map_err(|e| format!("{name}: {e}"))?;
-    let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+    let f = open_regular(name)?;
+    let size = f.metadata().ok().map(|m| m.len());
     Ok((Box::new(f), size))
+}
+
+/// Opens `name` for reading if it is a regular file. Anything else (a
+/// FIFO, a device, a socket) is refused with a clear error: opening a
+/// FIFO blocks until a writer opens it, and reading one (or a device)
+/// can block without end, which while a configuration is built (a
+/// `hotconfig` included) would hold the control plane. The open itself
+/// is non-blocking, so a FIFO named here cannot block it either.
+pub(crate) fn open_regular(name: &str) -> Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(name)
+        .map_err(|e| format!("{name}: {e}"))?;
+    let m = f.metadata().map_err(|e| format!("{name}: {e}"))?;
+    if !m.is_file() {
+        return Err(format!(
+            "{name}: not a regular file (FIFOs and devices are not read; use - for the standard input)"
+        ));
+    }
+    // SAFETY: fcntl on a descriptor this function owns; F_GETFL/F_SETFL
+    // read and set its status flags and touch no memory.
+    unsafe {
+        let fd = f.as_raw_fd();
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(f)
 }
 
 /// Opens FILENAME for writing (created or truncated); `-` is the standard
@@ -400,6 +432,33 @@ pub(crate) fn open_output(name: &str) -> Result<Box<dyn Write + Send>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO (or device) named as an input file is refused at once: the
+    /// open blocked until a writer came, and with it a `hotconfig`.
+    #[test]
+    fn fifos_and_devices_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for name in [fifo.to_str().unwrap(), "/dev/null", "/dev/zero"] {
+            let e = open_input(name).err().expect(name);
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        let dir_e = open_input(dir.path().to_str().unwrap()).err().unwrap();
+        assert!(
+            dir_e.contains("not a regular file") || dir_e.contains("directory"),
+            "{dir_e}"
+        );
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"abc").unwrap();
+        let (mut r, size) = open_input(f.to_str().unwrap()).unwrap();
+        assert_eq!(size, Some(3));
+        let mut v = Vec::new();
+        r.read_to_end(&mut v).unwrap();
+        assert_eq!(v, b"abc");
+    }
 
     #[test]
     fn sampling_fixed_point() {

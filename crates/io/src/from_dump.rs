@@ -33,7 +33,9 @@
 //! of packets asked for.
 //!
 //! Arguments:
-//! - `FILENAME` (string): the file to read.
+//! - `FILENAME` (string): the file to read: a regular file (a FIFO or a
+//!   device is refused, since opening or reading it could block while the
+//!   configuration is built), or `-` for the standard input.
 //! - `STOP` (boolean, default false): ask the router to stop when the file
 //!   is done (or the END time is reached).
 //! - `TIMING` (boolean, default false): keep the original spacing between
@@ -231,7 +233,7 @@ fn open_pcap(name: &str, filepos: Option<u64>) -> Result<Opened, String> {
         if name == "-" {
             return Err("FILEPOS needs a file, not the standard input".into());
         }
-        let mut f = std::fs::File::open(name).map_err(|e| format!("{name}: {e}"))?;
+        let mut f = crate::common::open_regular(name)?;
         f.seek(SeekFrom::Start(fp))
             .map_err(|e| format!("{name}: {e}"))?;
         input = Box::new(f);

@@ -78,7 +78,9 @@
 //! owns a task that emits up to BURST packets per run.
 //!
 //! Arguments:
-//! - `FILENAME` (string): the file to read.
+//! - `FILENAME` (string): the file to read: a regular file (a FIFO or a
+//!   device is refused, since opening or reading it could block while the
+//!   configuration is built), or `-` for the standard input.
 //! - `STOP` (boolean, default false): ask the router to stop at the end.
 //! - `TIMING` (boolean, default false): keep the original spacing between
 //!   packets (the first goes at once) on the router's clock (simulated

@@ -60,7 +60,9 @@
 //! owns a task that emits up to BURST packets per run.
 //!
 //! Arguments:
-//! - `FILENAME` (string): the file to read.
+//! - `FILENAME` (string): the file to read: a regular file (a FIFO or a
+//!   device is refused, since opening or reading it could block while the
+//!   configuration is built), or `-` for the standard input.
 //! - `STOP` (boolean, default false): ask the router to stop at the end.
 //! - `ACTIVE` (boolean, default true): whether packets are emitted.
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.

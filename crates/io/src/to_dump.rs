@@ -19,7 +19,11 @@
 //! no output), ToDump owns a task that pulls up to BURST packets per run.
 //!
 //! Arguments:
-//! - `FILENAME` (string): the file to write (created or truncated).
+//! - `FILENAME` (string): the file to write, created or truncated when
+//!   the router starts running (not by `paraclick check`, nor by a
+//!   configuration that fails to build): at its first timer pass, its
+//!   first packet or a `flush`, whichever comes first. Its directory must
+//!   exist.
 //! - `SNAPLEN` (integer, default 2000): write at most this many bytes of
 //!   each packet; 0 means whole packets.
 //! - `ENCAP` (default `ETHER`): the first header packets have: `ETHER`,
@@ -55,13 +59,16 @@
 use crate::common::{encap_name, open_output, parse_encap, ErrorCount};
 use crate::from_dump::FromDump;
 use crate::from_ip_summary_dump::FromIPSummaryDump;
+use paraclick_elements::outfile::{check_path, Deferred, Out};
 use paraclick_packet::{Batch, Timestamp};
 use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use pcap_file::pcap::PcapHeader;
 use pcap_file::{DataLink, Endianness, TsResolution};
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
+
+type Writer = BufWriter<Box<dyn Write + Send>>;
 
 /// Header snaplen written when SNAPLEN is 0 (tcpdump's largest).
 const WHOLE_PACKET_SNAPLEN: u32 = 262_144;
@@ -74,7 +81,7 @@ pub struct ToDump {
     extra_length: bool,
     nano: bool,
     unbuffered: bool,
-    out: Mutex<Option<BufWriter<Box<dyn Write + Send>>>>,
+    out: Deferred<Writer>,
     count: Counter,
     drops: Counter,
     errors: ErrorCount,
@@ -97,6 +104,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDump, String> {
     let unbuffered = a.read::<bool>("UNBUFFERED").unwrap_or(false);
     let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
+    check_path(&filename).map_err(|e| format!("FILENAME: {e}"))?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
@@ -118,7 +126,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDump, String> {
         extra_length,
         nano,
         unbuffered,
-        out: Mutex::new(None),
+        out: Deferred::new(),
         count: Counter::new(cx.nthreads),
         drops: Counter::new(cx.nthreads),
         errors: ErrorCount::default(),
@@ -142,8 +150,53 @@ fn encap_of(ix: &InitCx<'_>, i: usize) -> Option<u32> {
 }
 
 impl ToDump {
-    fn lock(&self) -> MutexGuard<'_, Option<BufWriter<Box<dyn Write + Send>>>> {
-        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    /// Opens the file and writes its header.
+    fn open(&self) -> Result<Writer, String> {
+        let out = open_output(&self.filename)?;
+        let mut out = if self.unbuffered {
+            BufWriter::with_capacity(0, out)
+        } else {
+            BufWriter::with_capacity(1 << 16, out)
+        };
+        let header = PcapHeader {
+            version_major: 2,
+            version_minor: 4,
+            ts_correction: 0,
+            ts_accuracy: 0,
+            snaplen: if self.snaplen == 0 {
+                WHOLE_PACKET_SNAPLEN
+            } else {
+                self.snaplen
+            },
+            datalink: DataLink::from(self.linktype.load(Ordering::Relaxed)),
+            ts_resolution: if self.nano {
+                TsResolution::NanoSecond
+            } else {
+                TsResolution::MicroSecond
+            },
+            endianness: Endianness::native(),
+        };
+        // Into memory first, so that a failing file (a full disk) reports
+        // the system's error rather than the pcap library's.
+        let mut bytes = Vec::with_capacity(24);
+        header
+            .write_to(&mut bytes)
+            .map_err(|e| format!("{}: {e}", self.filename))?;
+        out.write_all(&bytes)
+            .and_then(|_| out.flush())
+            .map_err(|e| format!("{}: {e}", self.filename))?;
+        Ok(out)
+    }
+
+    /// The output, opened first if the router has just started.
+    fn lock_open(&self, cx: &Cx<'_>) -> MutexGuard<'_, Out<Writer>> {
+        self.out.lock_open(
+            || self.open(),
+            |e| {
+                self.errors
+                    .report(&format!("{} :: ToDump", cx.element_name()), e)
+            },
+        )
     }
 
     /// Appends the batch's records to the file.
@@ -151,7 +204,7 @@ impl ToDump {
         if b.is_empty() {
             return;
         }
-        let mut guard = self.lock();
+        let mut guard = self.lock_open(cx);
         let Some(out) = guard.as_mut() else {
             // The file failed earlier (or never opened): counted drops.
             self.drops.add(cx.thread(), b.len() as u64);
@@ -210,14 +263,14 @@ impl ToDump {
                     &format!("{} :: ToDump", cx.element_name()),
                     &format!("{}: {e}; no more packets will be written", self.filename),
                 );
-                *guard = None;
+                guard.close();
             }
         }
     }
 
     /// Flushes buffered records to the file.
     pub fn flush(&self) -> Result<(), String> {
-        match self.lock().as_mut() {
+        match self.out.lock().as_mut() {
             Some(out) => out.flush().map_err(|e| format!("{}: {e}", self.filename)),
             None => Ok(()),
         }
@@ -246,7 +299,19 @@ impl Element for ToDump {
         }),
         Handler::read("drops", |e, _| e.drops.get().to_string()),
         Handler::read("filename", |e, _| e.filename.clone()),
-        Handler::write("flush", |e, _, _| e.flush()),
+        // An operator's flush of a router that ran opens the file if no
+        // packet or timer has yet.
+        Handler::write("flush", |e, _, _| {
+            let mut failed = None;
+            drop(
+                e.out
+                    .lock_open(|| e.open(), |m| failed = Some(m.to_string())),
+            );
+            match failed {
+                Some(m) => Err(m),
+                None => e.flush(),
+            }
+        }),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -277,44 +342,18 @@ impl Element for ToDump {
         if ix.checking() {
             return Ok(()); // a check must not create or truncate the file
         }
-        let out = open_output(&self.filename)?;
-        let mut out = if self.unbuffered {
-            BufWriter::with_capacity(0, out)
-        } else {
-            BufWriter::with_capacity(1 << 16, out)
-        };
-        let header = PcapHeader {
-            version_major: 2,
-            version_minor: 4,
-            ts_correction: 0,
-            ts_accuracy: 0,
-            snaplen: if self.snaplen == 0 {
-                WHOLE_PACKET_SNAPLEN
-            } else {
-                self.snaplen
-            },
-            datalink: DataLink::from(self.linktype.load(Ordering::Relaxed)),
-            ts_resolution: if self.nano {
-                TsResolution::NanoSecond
-            } else {
-                TsResolution::MicroSecond
-            },
-            endianness: Endianness::native(),
-        };
-        // Into memory first, so that a failing file (a full disk) reports
-        // the system's error rather than the pcap library's.
-        let mut bytes = Vec::with_capacity(24);
-        header
-            .write_to(&mut bytes)
-            .map_err(|e| format!("{}: {e}", self.filename))?;
-        out.write_all(&bytes)
-            .and_then(|_| out.flush())
-            .map_err(|e| format!("{}: {e}", self.filename))?;
-        *self.lock() = Some(out);
+        // Opened when the router runs (a timer at zero, or the first
+        // packet): a rejected configuration leaves the file alone.
+        ix.schedule_after(0, std::time::Duration::ZERO);
         if self.pull_sink {
             crate::common::add_pull_sink_task(ix);
         }
         Ok(())
+    }
+
+    /// The router runs: the file is opened and its header written.
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        drop(self.lock_open(cx));
     }
 
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
@@ -395,23 +434,64 @@ mod tests {
     }
 
     /// A full disk (/dev/full: every write fails with ENOSPC) when the file
-    /// header is written: an error naming the file and the system's reason.
-    /// (Full mid-run: tests/netns/faults.sh, on a small tmpfs.)
+    /// header is written, as the router starts: the packets are counted
+    /// drops, none written. (Full mid-run: tests/netns/faults.sh, on a
+    /// small tmpfs.)
     #[test]
-    fn a_full_disk_at_start_is_a_clear_initialization_error() {
+    fn a_full_disk_at_start_drops_the_packets() {
         if !std::path::Path::new("/dev/full").exists() {
             return;
         }
-        let e = Router::from_str(
+        let r = Router::from_str(
             "InfiniteSource(LIMIT 3, STOP true) -> t :: ToDump(/dev/full)",
             &full_registry(),
             1,
         )
+        .unwrap();
+        r.run();
+        assert_eq!(r.read_handler("t.count").unwrap(), "0");
+        assert_eq!(r.read_handler("t.drops").unwrap(), "3");
+    }
+
+    /// The file is created or truncated only when the router runs: not by
+    /// a check, nor by a configuration another element makes fail.
+    #[test]
+    fn the_file_is_untouched_until_the_router_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("keep.pcap");
+        std::fs::write(&a, "kept").unwrap();
+        let conf = format!(
+            "InfiniteSource(LIMIT 3, STOP true) -> t :: ToDump({})",
+            a.display()
+        );
+        let check = paraclick_runtime::BuildOptions {
+            check_only: true,
+            ..Default::default()
+        };
+        let src = paraclick_lang::Source {
+            name: "c".into(),
+            text: conf.clone(),
+        };
+        drop(Router::build(&src, &full_registry(), &check).unwrap());
+        assert_eq!(std::fs::read(&a).unwrap(), b"kept");
+        let bad = format!("{conf}; Idle -> Queue(0) -> Discard");
+        assert!(Router::from_str(&bad, &full_registry(), 1).is_err());
+        assert_eq!(std::fs::read(&a).unwrap(), b"kept");
+        let r = Router::from_str(&conf, &full_registry(), 1).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"kept");
+        r.run();
+        drop(r);
+        let len = paraclick_elements::sources::DEFAULT_DATA.len();
+        assert_eq!(std::fs::read(&a).unwrap().len(), 24 + 3 * (16 + len));
+        // No such directory: an error at once.
+        let e = Router::from_str(
+            "Idle -> ToDump(/nonexistent-dir/x.pcap)",
+            &full_registry(),
+            1,
+        )
         .err()
-        .expect("an error");
-        let msg: Vec<String> = e.iter().map(|d| d.message.clone()).collect();
-        let msg = msg.join("; ");
-        assert!(msg.contains("/dev/full: No space left on device"), "{msg}");
+        .unwrap();
+        assert!(e[0].message.contains("no directory"), "{}", e[0].message);
     }
 
     /// Packets made here, written by ToDump, read back by FromDump.
@@ -577,7 +657,7 @@ mod tests {
                 q(&dir.path().join("no/such/dir/x.pcap"))
             ),
         );
-        assert!(e.contains("No such file"), "{e}");
+        assert!(e.contains("no directory"), "{e}");
     }
 
     #[test]

@@ -69,7 +69,11 @@
 //! input it owns a task that pulls up to BURST packets per run.
 //!
 //! Arguments:
-//! - `FILENAME` (string): the file to write (created or truncated).
+//! - `FILENAME` (string): the file to write, created or truncated when
+//!   the router starts running (not by `paraclick check`, nor by a
+//!   configuration that fails to build): at its first timer pass, its
+//!   first packet or a `flush`, whichever comes first. Its directory must
+//!   exist.
 //! - `CONTENTS` (or `FIELDS`; space-separated field names, default
 //!   `ip_src ip_dst`): the fields of each line.
 //! - `HEADER` (boolean, default true): write the `!` lines at the start.
@@ -113,11 +117,12 @@
 
 use crate::common::{open_output, ErrorCount};
 use crate::ipsumdump::{data_line, parse_fields, Field, View, ViewOpts};
+use paraclick_elements::outfile::{check_path, Deferred, Out};
 use paraclick_packet::{Batch, Timestamp};
 use paraclick_runtime::args::Raw;
 use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
 use std::io::{BufWriter, Write};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 pub struct ToIPSummaryDump {
     filename: String,
@@ -128,7 +133,7 @@ pub struct ToIPSummaryDump {
     multipacket: bool,
     opts: ViewOpts,
     binary: bool,
-    out: Mutex<Option<Writer>>,
+    out: Deferred<Writer>,
     count: Counter,
     errors: ErrorCount,
     pull_input: bool,
@@ -164,6 +169,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPSummaryDump, String> {
     let binary = a.read::<bool>("BINARY").unwrap_or(false);
     let burst = a.read::<usize>("BURST").unwrap_or(32);
     a.complete()?;
+    check_path(&filename).map_err(|e| format!("FILENAME: {e}"))?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
     }
@@ -187,7 +193,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPSummaryDump, String> {
             bad_packets,
         },
         binary,
-        out: Mutex::new(None),
+        out: Deferred::new(),
         count: Counter::new(cx.nthreads),
         errors: ErrorCount::default(),
         pull_input: cx.input_is_pull(0),
@@ -248,8 +254,35 @@ fn hostname() -> String {
 }
 
 impl ToIPSummaryDump {
-    fn lock(&self) -> MutexGuard<'_, Option<Writer>> {
-        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    /// Opens the file and writes its header.
+    fn open(&self) -> Result<Writer, String> {
+        let out = open_output(&self.filename)?;
+        let mut w = BufWriter::with_capacity(1 << 16, out);
+        if self.header {
+            w.write_all(self.header_text().as_bytes())
+                .map_err(|e| format!("{}: {e}", self.filename))?;
+        }
+        if self.binary {
+            w.write_all(b"!binary\n")
+                .map_err(|e| format!("{}: {e}", self.filename))?;
+        }
+        Ok(Writer {
+            w,
+            line: String::with_capacity(256),
+            bad: String::new(),
+            rec: Vec::new(),
+        })
+    }
+
+    /// The output, opened first if the router has just started.
+    fn lock_open(&self, cx: &Cx<'_>) -> MutexGuard<'_, Out<Writer>> {
+        self.out.lock_open(
+            || self.open(),
+            |e| {
+                self.errors
+                    .report(&format!("{} :: ToIPSummaryDump", cx.element_name()), e)
+            },
+        )
     }
 
     /// The `!` lines at the start of the dump.
@@ -291,7 +324,7 @@ impl ToIPSummaryDump {
         if b.is_empty() {
             return;
         }
-        let mut guard = self.lock();
+        let mut guard = self.lock_open(cx);
         let Some(wr) = guard.as_mut() else {
             return;
         };
@@ -337,14 +370,14 @@ impl ToIPSummaryDump {
                     &format!("{} :: ToIPSummaryDump", cx.element_name()),
                     &format!("{}: {e}; no more packets will be written", self.filename),
                 );
-                *guard = None;
+                guard.close();
             }
         }
     }
 
     /// Flushes buffered lines to the file.
     pub fn flush(&self) -> Result<(), String> {
-        match self.lock().as_mut() {
+        match self.out.lock().as_mut() {
             Some(wr) => wr.w.flush().map_err(|e| format!("{}: {e}", self.filename)),
             None => Ok(()),
         }
@@ -361,7 +394,19 @@ impl Drop for ToIPSummaryDump {
 
 impl Element for ToIPSummaryDump {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::write("flush", |e, _, _| e.flush()),
+        // An operator's flush of a router that ran opens the file if no
+        // packet or timer has yet.
+        Handler::write("flush", |e, _, _| {
+            let mut failed = None;
+            drop(
+                e.out
+                    .lock_open(|| e.open(), |m| failed = Some(m.to_string())),
+            );
+            match failed {
+                Some(m) => Err(m),
+                None => e.flush(),
+            }
+        }),
         Handler::read("count", |e, _| e.count.get().to_string()),
         Handler::read("filename", |e, _| e.filename.clone()),
     ];
@@ -370,26 +415,18 @@ impl Element for ToIPSummaryDump {
         if ix.checking() {
             return Ok(()); // a check must not create or truncate the file
         }
-        let out = open_output(&self.filename)?;
-        let mut w = BufWriter::with_capacity(1 << 16, out);
-        if self.header {
-            w.write_all(self.header_text().as_bytes())
-                .map_err(|e| format!("{}: {e}", self.filename))?;
-        }
-        if self.binary {
-            w.write_all(b"!binary\n")
-                .map_err(|e| format!("{}: {e}", self.filename))?;
-        }
-        *self.lock() = Some(Writer {
-            w,
-            line: String::with_capacity(256),
-            bad: String::new(),
-            rec: Vec::new(),
-        });
+        // Opened when the router runs (a timer at zero, or the first
+        // packet): a rejected configuration leaves the file alone.
+        ix.schedule_after(0, std::time::Duration::ZERO);
         if self.pull_input {
             crate::common::add_pull_sink_task(ix);
         }
         Ok(())
+    }
+
+    /// The router runs: the file is opened and its header written.
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        drop(self.lock_open(cx));
     }
 
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {

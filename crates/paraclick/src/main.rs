@@ -83,7 +83,7 @@ struct RunArgs {
     #[arg(short = 'q', long = "quit")]
     quit: bool,
     /// Worker threads.
-    #[arg(short = 'j', long = "threads", default_value_t = 1)]
+    #[arg(short = 'j', long = "threads", default_value_t = 1, value_parser = parse_threads)]
     threads: usize,
     /// Placement of tasks not pinned by StaticThreadSched: adaptive, static, round-robin.
     #[arg(long = "sched", default_value = "adaptive")]
@@ -187,7 +187,7 @@ enum Cmd {
         #[arg(short = 'n', long = "packets", default_value_t = 10_000_000)]
         packets: u64,
         /// Worker threads.
-        #[arg(short = 'j', long = "threads", default_value_t = 1)]
+        #[arg(short = 'j', long = "threads", default_value_t = 1, value_parser = parse_threads)]
         threads: usize,
         /// Runs per configuration (the median is shown).
         #[arg(short = 'r', long = "repeat", default_value_t = 3)]
@@ -263,7 +263,7 @@ enum Cmd {
         #[arg(long, value_name = "GHZ")]
         clock: Option<f64>,
         /// Threads (CPUs for --system).
-        #[arg(short = 'j', long = "threads")]
+        #[arg(short = 'j', long = "threads", value_parser = parse_threads)]
         threads: Option<usize>,
         /// What-if packet sizes: 64, a mix 64:7,576:4,1500:1, or FILE.pcap.
         #[arg(long)]
@@ -299,7 +299,7 @@ enum Cmd {
     /// comment table of the candidates.
     Parallelize {
         /// Threads to plan for.
-        #[arg(short = 'j', long = "threads", default_value_t = 2)]
+        #[arg(short = 'j', long = "threads", default_value_t = 2, value_parser = parse_threads)]
         threads: usize,
         /// Emit candidate K of the table instead of the chosen one.
         #[arg(long)]
@@ -356,6 +356,18 @@ enum Cmd {
         #[arg(long)]
         list: bool,
     },
+}
+
+/// The most worker threads `-j` accepts: per-thread state is allocated for
+/// each (`-j 10000000000` aborted on a failed allocation).
+const MAX_THREADS: usize = 1024;
+
+/// `-j N`: 1 to [`MAX_THREADS`].
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        _ => Err(format!("expected a thread count from 1 to {MAX_THREADS}")),
+    }
 }
 
 fn registry() -> Registry {

@@ -203,15 +203,29 @@ impl FromArg for Raw {
     }
 }
 
+/// The longest time argument: 2^32 seconds (136 years, the range of
+/// Click's 32-bit seconds). Timers add times to a clock counted in
+/// nanoseconds (u64): a time of 10^11 s wrapped it, so a timer set that
+/// far ahead fired at once.
+pub const MAX_DURATION_SECS: u64 = 1 << 32;
+
 /// Parses Click's time intervals: a number with an optional unit (`s`,
 /// `sec`, `ms`, `msec`, `us`, `usec`, `ns`, `nsec`, `m`, `min`, `h`, `hr`).
+/// `None` if it is not one, or is negative or longer than
+/// [`MAX_DURATION_SECS`].
 pub fn parse_duration(s: &str) -> Option<Duration> {
+    parse_duration_checked(s).ok()
+}
+
+/// [`parse_duration`], saying what is wrong.
+pub fn parse_duration_checked(s: &str) -> Result<Duration, String> {
+    let bad = || "expected time in seconds".to_string();
     let s = s.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
+    let v: f64 = num.parse().map_err(|_| bad())?;
     let mult = match unit.trim() {
         "" | "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
         "ms" | "msec" | "msecs" => 1e-3,
@@ -220,19 +234,24 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         "m" | "min" | "mins" => 60.0,
         "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
         "d" | "day" | "days" => 86400.0,
-        _ => return None,
+        _ => return Err(bad()),
     };
     let secs = v * mult;
-    if !secs.is_finite() || secs < 0.0 {
-        return None;
+    if secs.is_nan() || secs < 0.0 {
+        return Err(bad());
     }
-    Some(Duration::from_secs_f64(secs))
+    if secs > MAX_DURATION_SECS as f64 {
+        return Err(format!(
+            "time {s} is more than the maximum, {MAX_DURATION_SECS} seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 impl FromArg for Duration {
     const WHAT: &'static str = "time in seconds";
     fn from_arg(s: &str, _env: &ArgEnv) -> Result<Self, String> {
-        parse_duration(s).ok_or_else(|| format!("expected {}", Self::WHAT))
+        parse_duration_checked(s)
     }
     fn placeholder() -> Self {
         Duration::ZERO
@@ -696,6 +715,25 @@ mod tests {
         assert_eq!(parse_duration("2 min"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("x"), None);
         assert_eq!(parse_duration("-1"), None);
+        // Too big for a Duration (it panicked), or for the timers' clock
+        // (10^11 s wrapped it): an error.
+        assert_eq!(parse_duration("18446744073709551615"), None);
+        assert_eq!(parse_duration("1e300"), None);
+        assert_eq!(parse_duration("inf"), None);
+        assert_eq!(parse_duration("100000000000"), None);
+        let e = Duration::from_arg("4294967297", &ArgEnv::default()).unwrap_err();
+        assert!(
+            e.contains("more than the maximum, 4294967296 seconds"),
+            "{e}"
+        );
+        assert_eq!(
+            parse_duration("4294967296"),
+            Some(Duration::from_secs(1 << 32))
+        );
+        assert_eq!(
+            parse_duration("10000000ms"),
+            Some(Duration::from_secs(10_000))
+        );
         let env = ArgEnv::default();
         assert_eq!(Bandwidth::from_arg("8Mbps", &env).unwrap(), Bandwidth(1e6));
         assert_eq!(

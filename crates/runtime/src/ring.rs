@@ -262,8 +262,16 @@ fn wait_for(tail: &AtomicUsize, value: usize) {
     }
 }
 
+/// The most slots a ring has: 2^24 (16,777,216). A packet queue of that
+/// many packets holds seconds of traffic at line rate; larger requests are
+/// refused by [`Ring::try_with_room`] (and clamped by the infallible
+/// constructors) rather than overflowing the rounding to a power of two or
+/// aborting the process on a failed allocation.
+pub const MAX_CAPACITY: usize = 1 << 24;
+
 impl<T> Ring<T> {
     /// A ring holding at most `capacity` items; both sides multi-threaded.
+    /// A capacity beyond [`MAX_CAPACITY`] is clamped to it.
     pub fn new(capacity: usize) -> Ring<T> {
         Self::with_modes(capacity, true, true)
     }
@@ -274,22 +282,73 @@ impl<T> Ring<T> {
 
     /// A ring holding `capacity` items now and able to hold up to
     /// `max_capacity` (rounded up to a power of two) after
-    /// [`Ring::set_capacity`].
+    /// [`Ring::set_capacity`]. Both are clamped to [`MAX_CAPACITY`]. A
+    /// failed allocation aborts, as a `Vec`'s does: a capacity that comes
+    /// from a configuration goes through [`Ring::try_with_room`] instead.
     pub fn with_room(
         capacity: usize,
         max_capacity: usize,
         multi_producer: bool,
         multi_consumer: bool,
     ) -> Ring<T> {
-        let capacity = capacity.max(1);
-        let size = capacity.max(max_capacity).next_power_of_two();
+        let capacity = capacity.clamp(1, MAX_CAPACITY);
+        let size = capacity
+            .max(max_capacity.min(MAX_CAPACITY))
+            .next_power_of_two();
+        Self::with_slots(
+            capacity,
+            (0..size).map(|_| Slot::new()).collect(),
+            multi_producer,
+            multi_consumer,
+        )
+    }
+
+    fn with_slots(
+        capacity: usize,
+        slots: Box<[Slot<T>]>,
+        multi_producer: bool,
+        multi_consumer: bool,
+    ) -> Ring<T> {
         Ring {
             prod: CachePadded::new(HeadTail::new(multi_producer)),
             cons: CachePadded::new(HeadTail::new(multi_consumer)),
             capacity: std::sync::atomic::AtomicUsize::new(capacity),
-            mask: size - 1,
-            slots: (0..size).map(|_| Slot::new()).collect(),
+            mask: slots.len() - 1,
+            slots,
         }
+    }
+
+    /// [`Ring::with_room`], or an error if either capacity exceeds
+    /// [`MAX_CAPACITY`] or the slots cannot be allocated.
+    pub fn try_with_room(
+        capacity: usize,
+        max_capacity: usize,
+        multi_producer: bool,
+        multi_consumer: bool,
+    ) -> Result<Ring<T>, String> {
+        if capacity > MAX_CAPACITY || max_capacity > MAX_CAPACITY {
+            return Err(format!(
+                "capacity {} is more than the maximum, {MAX_CAPACITY}",
+                capacity.max(max_capacity)
+            ));
+        }
+        let capacity = capacity.max(1);
+        // At most MAX_CAPACITY, a power of two: no overflow.
+        let size = capacity.max(max_capacity).next_power_of_two();
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(size).map_err(|_| {
+            format!(
+                "cannot allocate a ring of {size} slots ({} bytes)",
+                size.saturating_mul(std::mem::size_of::<Slot<T>>())
+            )
+        })?;
+        slots.extend((0..size).map(|_| Slot::new()));
+        Ok(Self::with_slots(
+            capacity,
+            slots.into_boxed_slice(),
+            multi_producer,
+            multi_consumer,
+        ))
     }
 
     #[inline]
@@ -606,6 +665,32 @@ mod tests {
         assert_eq!(out, vec![3, 4, 5, 6, 7]);
         assert!(r.is_empty());
         assert_eq!(r.pop(&Consumer::new()), None);
+    }
+
+    #[test]
+    fn capacities_are_bounded() {
+        // usize::MAX rounded up to a power of two overflowed; 10^10 slots
+        // aborted on the failed allocation.
+        for huge in [usize::MAX, 10_000_000_000, MAX_CAPACITY + 1] {
+            let e = Ring::<u8>::try_with_room(huge, huge, false, false)
+                .err()
+                .unwrap();
+            assert!(e.contains("maximum"), "{e}");
+            let e = Ring::<u8>::try_with_room(1, huge, false, false)
+                .err()
+                .unwrap();
+            assert!(e.contains("maximum"), "{e}");
+        }
+        let r = Ring::<u8>::try_with_room(MAX_CAPACITY, MAX_CAPACITY, false, false).unwrap();
+        assert_eq!(r.max_capacity(), MAX_CAPACITY);
+        // The infallible constructors clamp, and the ring works.
+        let r = Ring::<u8>::with_room(usize::MAX, usize::MAX, false, false);
+        assert_eq!(
+            (r.capacity(), r.max_capacity()),
+            (MAX_CAPACITY, MAX_CAPACITY)
+        );
+        r.push(&Producer::new(), 7).unwrap();
+        assert_eq!(r.pop(&Consumer::new()), Some(7));
     }
 
     #[test]

@@ -288,11 +288,11 @@ impl Element for IPRateMonitor {
             if level > 3 {
                 return Err(format!("LEVEL must be 0 to 3, not {level}"));
             }
-            let secs: f64 = hx.arg(t)?;
-            if !(secs >= 0.0 && secs.is_finite()) {
-                return Err(format!("WHEN must be a number of seconds, not '{t}'"));
-            }
-            let until = hx.now() + Duration::from_secs_f64(secs);
+            // A time argument: 1e300 panicked in Duration::from_secs_f64.
+            let when: Duration = hx
+                .arg(t)
+                .map_err(|e| format!("WHEN must be a number of seconds ({e})"))?;
+            let until = hx.now() + when;
             let mut st = e.state.lock().unwrap_or_else(|e| e.into_inner());
             st.holds.push((u32::from(addr), level, until));
             Ok(())
@@ -398,7 +398,14 @@ mod tests {
         // if a jiffy passed before the read).
         let (f, r) = rates(l18);
         assert!((7000.0..=10000.0).contains(&f) && r == 0.0, "{l18}");
-        for bad in ["x 1 2", "1.2.3.4 4 10", "1.2.3.4 1", "1.2.3.4 1 -3"] {
+        // 1e300 seconds panicked in Duration::from_secs_f64.
+        for bad in [
+            "x 1 2",
+            "1.2.3.4 4 10",
+            "1.2.3.4 1",
+            "1.2.3.4 1 -3",
+            "1.2.3.4 1 1e300",
+        ] {
             assert!(h.write("anno_level", bad).is_err(), "{bad}");
         }
     }

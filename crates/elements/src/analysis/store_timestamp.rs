@@ -11,7 +11,7 @@
 //! byte order. Supply exactly one of OFFSET and TAIL.
 //!
 //! Keywords:
-//! - `OFFSET` (integer): store the timestamp starting OFFSET bytes into
+//! - `OFFSET` (integer, 0 to 65535): store the timestamp starting OFFSET bytes into
 //!   the packet, first lengthening the packet (with zero bytes) to at
 //!   least OFFSET+8 bytes if needed.
 //! - `TAIL` (boolean): if true, append the timestamp to the packet.
@@ -41,7 +41,8 @@ pub fn spec() -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StoreTimestamp, String> {
     let mut a = cx.args();
-    let offset: Option<usize> = a.read("OFFSET");
+    // A packet offset (u16): 10^10 aborted lengthening the packet to it.
+    let offset: Option<usize> = a.read::<u16>("OFFSET").map(usize::from);
     let tail: Option<bool> = a.read("TAIL");
     a.complete()?;
     let offset = match (offset, tail) {
@@ -103,6 +104,8 @@ mod tests {
         // Lengthened with zeros up to OFFSET+8.
         assert_eq!(out[1].data(), &[9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0][..]);
         assert!(try_harness("StoreTimestamp", 1).is_err());
+        // 10^10 aborted lengthening the first packet to it.
+        assert!(try_harness("StoreTimestamp(OFFSET 10000000000)", 1).is_err());
         assert!(try_harness("StoreTimestamp(OFFSET 1, TAIL true)", 1).is_err());
     }
 }

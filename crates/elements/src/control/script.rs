@@ -44,7 +44,9 @@
 //!   Boolean after substitution) is true or absent. `goto exit`, `goto
 //!   end`, `goto stop`, `goto error` and `goto loop` (or `begin`) act like
 //!   those instructions. A script that executes 1000 jumps without
-//!   blocking is stopped with an error.
+//!   blocking is stopped with an error. A `wait` of no time (`wait 0s`)
+//!   lets the rest of the router run before the script goes on, but does
+//!   not count as blocking.
 //! - `loop`: back to the first instruction.
 //! - `end`, `exit`: end the script (an `end` is implied after the last
 //!   instruction). In packet scripts `end` emits the packet on output 0 and
@@ -248,6 +250,12 @@ struct Exec {
     hwrite: bool,
     input: Option<usize>,
     wait_seq: u64,
+    /// Jumps counted before a `wait` of no time: such a wait yields (the
+    /// script resumes at the next timer pass, so the router's tasks and
+    /// handlers run) but does not block, so the jump limit goes on
+    /// counting across it. `label a, wait 0s, goto a` took a whole core
+    /// forever.
+    zero_wait_jumps: u32,
 }
 
 pub struct Script {
@@ -308,6 +316,7 @@ pub fn make_with(cx: &mut ConfigCx<'_>, default: ScriptType) -> Result<Script, S
             hwrite: false,
             input: None,
             wait_seq: 0,
+            zero_wait_jumps: 0,
         }),
         pending_steps: AtomicU64::new(0),
         pending_stops: AtomicU64::new(0),
@@ -692,7 +701,7 @@ impl Script {
     /// Runs instructions from `ex.pos` until the script blocks or ends.
     fn resume(&self, ex: &mut Exec, hx: &HandlerCx<'_>) -> Outcome {
         ex.st = St::Running;
-        let mut jumps = 0u32;
+        let mut jumps = std::mem::take(&mut ex.zero_wait_jumps);
         loop {
             let Some(insn) = self.prog.insns.get(ex.pos) else {
                 return Outcome::End;
@@ -731,6 +740,9 @@ impl Script {
                     let Some(d) = parse_duration(&t) else {
                         return Outcome::Error(format!("wait: bad time '{t}'"));
                     };
+                    if d.is_zero() {
+                        ex.zero_wait_jumps = jumps;
+                    }
                     ex.wait_seq += 1;
                     ex.st = St::Waiting(ex.wait_seq);
                     self.armed.store(ex.wait_seq, SeqCst);
@@ -1341,6 +1353,23 @@ pub(crate) mod tests {
         assert_eq!(read(&r, "s.run"), "-22 0");
         let e = r.write_handler("l.run", "").unwrap_err();
         assert!(e.contains("jumps"), "{e}");
+    }
+
+    /// `wait 0s` yields to the router but does not reset the jump limit:
+    /// such a loop stops after 1000 jumps with an error, and meanwhile a
+    /// source runs to its end and another script's `wait 1s` fires (in
+    /// simulated time the zero wait kept the clock from ever moving).
+    #[test]
+    fn zero_waits_yield_and_count_as_jumps() {
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::registry(),
+            "InfiniteSource(LIMIT 100, STOP false) -> c :: Counter -> Discard;
+             s :: Script(init n 0, export n, label a, set n $(add $n 1), wait 0s, goto a);
+             Script(wait 1s, stop);",
+        );
+        paraclick_runtime::testing::run(&r);
+        assert_eq!(read(&r, "c.count"), "100");
+        assert_eq!(read(&r, "s.n"), "1000", "the jump limit stopped the loop");
     }
 
     #[test]

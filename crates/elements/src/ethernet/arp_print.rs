@@ -20,7 +20,9 @@
 //! - `ETHER` (boolean, default false): print the Ethernet source and
 //!   destination addresses, when the packet has an Ethernet header.
 //! - `ACTIVE` (boolean, default true): whether to print.
-//! - `OUTFILE` (file name): append lines to this file instead.
+//! - `OUTFILE` (file name): append lines to this file instead. The file
+//!   is opened (created if need be) when the router starts running, not
+//!   by `paraclick check`; its directory must exist.
 //!
 //! Handlers:
 //! - `active` (read/write): the ACTIVE setting.
@@ -30,22 +32,20 @@
 //!     c[0] -> ARPPrint(in, TIMESTAMP false) -> ...
 //!     // in: arp who-has 10.0.0.2 tell 10.0.0.1
 
+use crate::outfile::OutFile;
 use paraclick_packet::wire::{ethertype, EtherAddr};
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, Verdict};
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 pub struct ArpPrint {
     label: String,
     timestamp: bool,
     ether: bool,
     active: AtomicBool,
-    outfile: Option<Mutex<File>>,
+    outfile: Option<OutFile>,
 }
 
 pub fn spec() -> ClassSpec {
@@ -60,16 +60,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ArpPrint, String> {
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
     let outfile = a.read::<String>("OUTFILE");
     a.complete()?;
-    let outfile = match outfile {
-        Some(path) => Some(Mutex::new(
-            File::options()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| format!("OUTFILE: {path}: {e}"))?,
-        )),
-        None => None,
-    };
+    // Opened when the router runs: a check or a rejected configuration
+    // leaves the file alone.
+    let outfile = outfile.map(|f| OutFile::new(f, true)).transpose()?;
     Ok(ArpPrint {
         label,
         timestamp,
@@ -164,13 +157,27 @@ impl Action for ArpPrint {
         },
     )];
 
-    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.outfile.is_some() && !ix.checking() {
+            ix.schedule_after(0, std::time::Duration::ZERO);
+        }
+        Ok(())
+    }
+
+    /// The router runs: OUTFILE is opened.
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        if let Some(f) = &self.outfile {
+            f.start(cx.element_name());
+        }
+    }
+
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if self.active.load(Ordering::Relaxed) {
-            let line = self.format(p);
+            let mut line = self.format(p);
             match &self.outfile {
                 Some(f) => {
-                    let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-                    let _ = writeln!(f, "{line}");
+                    line.push('\n');
+                    f.write(cx.element_name(), line.as_bytes());
                 }
                 None => eprintln!("{line}"),
             }

@@ -52,7 +52,7 @@ impl FromArg for EtherAnno {
     const WHAT: &'static str = "Ethernet address annotation";
     fn from_arg(s: &str, env: &ArgEnv) -> Result<Self, String> {
         match usize::from_arg(s, env) {
-            Ok(i) if i + 6 <= USER_ANNO_SIZE => Ok(EtherAnno(i)),
+            Ok(i) if i <= USER_ANNO_SIZE - 6 => Ok(EtherAnno(i)),
             _ => Err(format!(
                 "expected {} (a user annotation offset 0..{}), not '{}'",
                 Self::WHAT,
@@ -133,6 +133,9 @@ mod tests {
         h.push(0, vec![pkt(&[0])]);
         assert_eq!(&h.output(0)[0].anno().user[18..], &[0xff; 6]);
         assert!(try_harness("SetEtherAddress(0:1:2:3:4:5, 19)", 1).is_err());
+        // An offset near usize::MAX overflowed the bound check.
+        let e = try_harness("SetEtherAddress(0:1:2:3:4:5, 18446744073709551615)", 1);
+        assert!(e.err().unwrap().contains("annotation offset"));
         assert!(try_harness("SetEtherAddress(0:1:2:3:4:5)", 1).is_err());
         assert!(try_harness("SetEtherAddress(0:1:2:3:4, 0)", 1).is_err());
     }

@@ -48,6 +48,9 @@
 //!   values are otherwise read in network byte order (Click reads them in
 //!   host order, which on little-endian machines means SWAP true here).
 //! - `OUTFILE` (file name): write the lines to this file instead.
+//!   The file is created (or truncated) when the router starts running,
+//!   not by `paraclick check` nor by a configuration that fails to build;
+//!   its directory must exist.
 //! - `ACTIVE` (boolean, default true): if false, print nothing.
 //!
 //! Handlers:
@@ -58,15 +61,15 @@
 //!     FromDump(trace.pcap) -> Strip(14) -> CheckIPHeader -> IPPrint(in, TTL true) -> Discard;
 //!     // in: 1000000000.000001: ttl 64 10.0.0.1.1234 > 10.0.0.2.80: S 0:1(1,40,40) win 512
 
+use crate::outfile::OutFile;
 use paraclick_packet::wire::{ip_proto, EtherAddr, Ipv4Header};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, Verdict};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 /// How packet data is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -509,7 +512,7 @@ pub fn format_packet(c: &PrintConfig, p: &Packet) -> Option<String> {
 pub struct IPPrint {
     cfg: PrintConfig,
     active: AtomicBool,
-    outfile: Option<Mutex<std::fs::File>>,
+    outfile: Option<OutFile>,
 }
 
 pub fn spec() -> ClassSpec {
@@ -568,12 +571,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPPrint, String> {
         }
         _ => return Err("specify at most one of PAYLOAD and CONTENTS".into()),
     }
-    let outfile = match outfile {
-        Some(name) => Some(Mutex::new(
-            std::fs::File::create(&name).map_err(|e| format!("OUTFILE {name}: {e}"))?,
-        )),
-        None => None,
-    };
+    // Opened when the router runs: a check or a rejected configuration
+    // leaves the file alone.
+    let outfile = outfile.map(|f| OutFile::new(f, false)).transpose()?;
     Ok(IPPrint {
         cfg: c,
         active: AtomicBool::new(active),
@@ -591,17 +591,28 @@ impl Action for IPPrint {
         },
     )];
 
-    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.outfile.is_some() && !ix.checking() {
+            ix.schedule_after(0, std::time::Duration::ZERO);
+        }
+        Ok(())
+    }
+
+    /// The router runs: OUTFILE is opened (created or truncated).
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        if let Some(f) = &self.outfile {
+            f.start(cx.element_name());
+        }
+    }
+
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {
             return Verdict::Out(0);
         }
         if let Some(mut line) = format_packet(&self.cfg, p) {
             line.push('\n');
             match &self.outfile {
-                Some(f) => {
-                    let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-                    let _ = f.write_all(line.as_bytes());
-                }
+                Some(f) => f.write(cx.element_name(), line.as_bytes()),
                 None => {
                     let _ = std::io::stderr().lock().write_all(line.as_bytes());
                 }
@@ -968,6 +979,46 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!(text, "x: ttl 64 1.0.0.1.7 > 2.0.0.2.9: udp 8\n");
+    }
+
+    /// OUTFILE is opened only when the router runs: a check, a build that
+    /// fails elsewhere, or a router built and not run leave it alone.
+    #[test]
+    fn outfile_untouched_until_the_router_runs() {
+        use paraclick_runtime::BuildOptions;
+        let dir = std::env::temp_dir().join(format!("ipprint-lazy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keep.txt");
+        std::fs::write(&path, "kept").unwrap();
+        let conf = format!(
+            "InfiniteSource(LIMIT 2, STOP true) -> UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 2) \
+             -> p :: IPPrint(OUTFILE {}) -> Discard",
+            path.display()
+        );
+        let check = BuildOptions {
+            check_only: true,
+            ..BuildOptions::default()
+        };
+        drop(build_with(&reg(), &conf, &check));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "kept");
+        // Another element's error rejects the configuration.
+        let e = build_err(&reg(), &format!("{conf}; Idle -> Queue(0) -> Discard"));
+        assert!(e.contains("CAPACITY"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "kept");
+        // Built, not run: still untouched. Run: written.
+        let r = build_simtime(&reg(), &conf);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "kept");
+        run(&r);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains("kept"));
+        // A directory that does not exist is an error at once.
+        let e = build_err(
+            &reg(),
+            "Idle -> IPPrint(OUTFILE /nonexistent-dir/x) -> Discard",
+        );
+        assert!(e.contains("OUTFILE") && e.contains("no directory"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -29,7 +29,8 @@ pub fn spec() -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<GetIP6Address, String> {
     let mut a = cx.args();
-    let offset = a.read_mp::<usize>("OFFSET");
+    // A packet offset (u16): 2^64-1 overflowed OFFSET + 16 per packet.
+    let offset = usize::from(a.read_mp::<u16>("OFFSET"));
     a.complete()?;
     Ok(GetIP6Address { offset })
 }
@@ -61,5 +62,7 @@ mod tests {
         assert_eq!(out[0].anno().dst_ip6(), a6("2001:db8::2"));
         assert_eq!(h.drops(), 1);
         assert!(try_harness("GetIP6Address", 1).is_err());
+        // 2^64-1 overflowed OFFSET + 16 on the first packet.
+        assert!(try_harness("GetIP6Address(18446744073709551615)", 1).is_err());
     }
 }

@@ -30,6 +30,9 @@
 //!   separated by a space, 24 bytes to a line.
 //! - `NBYTES` (unsigned, default 1500): how many bytes CONTENTS prints.
 //! - `OUTFILE` (file name): write the lines to this file instead.
+//!   The file is created (or truncated) when the router starts running,
+//!   not by `paraclick check` nor by a configuration that fails to build;
+//!   its directory must exist.
 //! - `ACTIVE` (boolean, default true): if false, print nothing.
 //!
 //! Handlers:
@@ -39,22 +42,22 @@
 //!
 //!     ... -> CheckIP6Header -> IP6Print(in) -> ...
 
+use crate::outfile::OutFile;
 use paraclick_packet::wire::icmpv6::{icmpv6_type, Icmpv6Header};
 use paraclick_packet::wire::ipv6::next_header;
 use paraclick_packet::wire::Ipv6Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, Verdict};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 pub struct IP6Print {
     label: String,
     contents: bool,
     nbytes: usize,
     active: AtomicBool,
-    outfile: Option<Mutex<std::fs::File>>,
+    outfile: Option<OutFile>,
 }
 
 pub fn spec() -> ClassSpec {
@@ -69,12 +72,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Print, String> {
     let outfile = a.read::<String>("OUTFILE");
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
     a.complete()?;
-    let outfile = match outfile {
-        Some(name) => Some(Mutex::new(
-            std::fs::File::create(&name).map_err(|e| format!("OUTFILE {name}: {e}"))?,
-        )),
-        None => None,
-    };
+    // Opened when the router runs: a check or a rejected configuration
+    // leaves the file alone.
+    let outfile = outfile.map(|f| OutFile::new(f, false)).transpose()?;
     Ok(IP6Print {
         label,
         contents,
@@ -176,7 +176,21 @@ impl Action for IP6Print {
         },
     )];
 
-    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        if self.outfile.is_some() && !ix.checking() {
+            ix.schedule_after(0, std::time::Duration::ZERO);
+        }
+        Ok(())
+    }
+
+    /// The router runs: OUTFILE is opened (created or truncated).
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        if let Some(f) = &self.outfile {
+            f.start(cx.element_name());
+        }
+    }
+
+    fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {
             return Verdict::Out(0);
         }
@@ -192,12 +206,7 @@ impl Action for IP6Print {
             line.push('\n');
         }
         match &self.outfile {
-            Some(f) => {
-                let _ = f
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .write_all(line.as_bytes());
-            }
+            Some(f) => f.write(cx.element_name(), line.as_bytes()),
             None => {
                 let _ = std::io::stderr().lock().write_all(line.as_bytes());
             }

@@ -28,7 +28,8 @@ pub fn spec() -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIP6Header, String> {
     let mut a = cx.args();
-    let offset = a.read_p::<usize>("OFFSET").unwrap_or(0);
+    // A packet offset (u16): 2^64-1 overflowed OFFSET + 40 per packet.
+    let offset = usize::from(a.read_p::<u16>("OFFSET").unwrap_or(0));
     a.complete()?;
     Ok(MarkIP6Header { offset })
 }
@@ -59,5 +60,7 @@ mod tests {
         assert_eq!(out[0].network_header().unwrap(), &ip.bytes()[..]);
         assert_eq!(h.drops(), 1);
         assert!(try_harness("MarkIP6Header(x)", 1).is_err());
+        // 2^64-1 overflowed OFFSET + 40 on the first packet.
+        assert!(try_harness("MarkIP6Header(18446744073709551615)", 1).is_err());
     }
 }

@@ -72,8 +72,11 @@ impl Link {
     /// Puts a packet of `bytes` on the link at `now`; its arrival time.
     pub(crate) fn send(&mut self, now: Instant, bytes: f64) -> Instant {
         let start = self.free_at.map_or(now, |t| t.max(now));
+        // At most the longest time argument: a tiny bandwidth made a time
+        // beyond Duration's range (a panic) or Instant's (an overflow).
+        let max = paraclick_runtime::args::MAX_DURATION_SECS as f64;
         let tx = if self.bandwidth > 0.0 {
-            Duration::from_secs_f64(bytes / self.bandwidth)
+            Duration::try_from_secs_f64((bytes / self.bandwidth).min(max)).unwrap_or(Duration::ZERO)
         } else {
             Duration::ZERO
         };
@@ -201,6 +204,12 @@ mod tests {
         // A late start: the link was idle.
         assert_eq!(l.send(ms(t0, 100), 500.0), ms(t0, 115));
         // Bandwidth 0: latency only, and always free.
+        // A tiny bandwidth: a bounded time, not a panic (from_secs_f64)
+        // or an Instant overflow.
+        let mut tiny = Link::new(Duration::ZERO, 1e-300);
+        let t0 = Instant::now();
+        let at = tiny.send(t0, 1500.0);
+        assert_eq!(at - t0, Duration::from_secs(1 << 32));
         let mut l = Link::new(Duration::from_millis(10), 0.0);
         assert_eq!(l.send(t0, 1e9), ms(t0, 10));
         assert!(l.free(t0));

@@ -14,7 +14,7 @@
 //!
 //! Arguments:
 //! - `INTERVAL` (time, > 0).
-//! - `BURST` (integer, >= 1, default 1).
+//! - `BURST` (integer, 1 to 65536, default 1).
 //!
 //! Handlers:
 //! - `interval` (read/write), `burst` (read/write).
@@ -55,9 +55,7 @@ pub(crate) fn make_with_burst(
     if interval.is_zero() {
         return Err("INTERVAL must be positive".into());
     }
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(burst)?;
     Ok(TimedUnqueue {
         interval_ns: AtomicU64::new(interval.as_nanos() as u64),
         burst: AtomicUsize::new(burst),

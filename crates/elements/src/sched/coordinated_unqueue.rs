@@ -17,7 +17,7 @@
 //!
 //! Arguments:
 //! - `BUCKET` (element name): a SharedTokenBucket.
-//! - `BURST` (integer, default 32): the most packets per task run.
+//! - `BURST` (integer, default 32, at most 65536): the most packets per task run.
 //!
 //! Handlers:
 //! - `count` (read): packets pushed.
@@ -58,9 +58,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CoordinatedUnqueue, String> {
     let bucket_name = a.read_mp::<String>("BUCKET");
     let burst = a.read_p::<usize>("BURST").unwrap_or(32);
     a.complete()?;
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(burst)?;
     Ok(CoordinatedUnqueue {
         bucket_name,
         bucket: OnceLock::new(),

@@ -13,7 +13,7 @@
 //! Ports: any number of inputs (pull), 1 output (push). It owns a task.
 //!
 //! Arguments:
-//! - `BURST` (integer, default 32): the most packets per task run, summed
+//! - `BURST` (integer, default 32, at most 65536): the most packets per task run, summed
 //!   over the inputs.
 //!
 //! Handlers:
@@ -47,9 +47,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<MultiQueueUnqueue, String> {
     let mut a = cx.args();
     let burst = a.read_p::<usize>("BURST").unwrap_or(32);
     a.complete()?;
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(burst)?;
     Ok(MultiQueueUnqueue {
         burst: AtomicUsize::new(burst),
         next: AtomicUsize::new(0),

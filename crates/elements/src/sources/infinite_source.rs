@@ -11,9 +11,10 @@
 //! Arguments:
 //! - `DATA` (string, default 64 bytes of text): packet contents.
 //! - `LIMIT` (integer, default -1): total packets to send; -1 means no limit.
-//! - `BURST` (integer, default 1): packets per task run.
+//! - `BURST` (integer, default 1, at most 65536): packets per task run.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
-//! - `LENGTH` / `DATASIZE` (integer): cut or zero-pad DATA to this length.
+//! - `LENGTH` / `DATASIZE` (integer, at most 65549): cut or zero-pad DATA
+//!   to this length.
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //! - `TIMESTAMP` (boolean, default true): set each packet's timestamp.
 //! - `END_CALL` (write handler and value): called after LIMIT packets
@@ -72,14 +73,12 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
     let timestamp = a.read::<bool>("TIMESTAMP").unwrap_or(true);
     let end_call = a.read::<String>("END_CALL");
     a.complete()?;
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(burst)?;
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
     Ok(InfiniteSource {
-        data: source_data(data, length).into_boxed_slice(),
+        data: source_data(data, length)?.into_boxed_slice(),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         burst: AtomicUsize::new(burst),
         active: AtomicBool::new(active),
@@ -102,14 +101,13 @@ pub(super) struct RandomConfig {
 }
 
 pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<InfiniteSource, String> {
-    if c.burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(c.burst)?;
     if c.stop && c.end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
+    let length = super::check_length(c.length as u64)?;
     Ok(InfiniteSource {
-        data: vec![0; c.length].into_boxed_slice(),
+        data: vec![0; length].into_boxed_slice(),
         limit: Limit::new(c.limit, c.stop, c.end_call.map(parse_end_call)),
         burst: AtomicUsize::new(c.burst),
         active: AtomicBool::new(c.active),
@@ -238,6 +236,54 @@ impl Element for InfiniteSource {
 mod tests {
     use super::super::test_util::{harness, reg, try_harness};
     use paraclick_runtime::Router;
+
+    #[test]
+    fn huge_lengths_and_headrooms_are_clear_errors() {
+        // LENGTH 10^10 aborted the process allocating the data; HEADROOM
+        // 2^64-1 overflowed the first packet's size.
+        for (decl, what) in [
+            ("InfiniteSource(LENGTH 10000000000)", "LENGTH 10000000000"),
+            ("InfiniteSource(DATASIZE 65550)", "LENGTH 65550"),
+            ("RatedSource(LENGTH 10000000000)", "LENGTH 10000000000"),
+            ("RandomSource(10000000000)", "LENGTH 10000000000"),
+            (
+                "RandomSource(18446744073709551615)",
+                "LENGTH 18446744073709551615",
+            ),
+            ("TimedSource(HEADROOM 18446744073709551615)", "HEADROOM"),
+            ("RatedSource(HEADROOM 10000000000)", "HEADROOM"),
+        ] {
+            let e = try_harness(decl, 1)
+                .err()
+                .unwrap_or_else(|| panic!("{decl} accepted"));
+            assert!(e.contains(what) && e.contains("maximum"), "{decl}: {e}");
+        }
+        // The largest packet is still accepted.
+        let h = harness("InfiniteSource(LENGTH 65549, LIMIT 1, STOP true)", 1);
+        h.router.run();
+        assert_eq!(h.output(0)[0].len(), 65549);
+        // BURST 10^10 aborted allocating the batch; 2^64-1 overflowed it.
+        for decl in [
+            "InfiniteSource(BURST 10000000000)",
+            "RandomSource(64, BURST 18446744073709551615)",
+            "InfiniteSource(BURST 65537)",
+        ] {
+            let e = try_harness(decl, 1)
+                .err()
+                .unwrap_or_else(|| panic!("{decl} accepted"));
+            assert!(
+                e.contains("BURST must be between 1 and 65536"),
+                "{decl}: {e}"
+            );
+        }
+        let h = harness("InfiniteSource(LIMIT 0)", 1);
+        assert!(h.write("burst", "10000000000").is_err());
+        assert!(h.write("burst", "65536").is_ok());
+        // A handler cannot ask for more either.
+        let h = harness("RatedSource(LIMIT 0)", 1);
+        assert!(h.write("length", "10000000000").is_err());
+        assert_eq!(h.read("length").unwrap(), "-1");
+    }
 
     #[test]
     fn push_limit_stop_with_bursts() {

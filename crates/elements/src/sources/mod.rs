@@ -28,11 +28,41 @@ pub fn register(reg: &mut Registry) {
     reg.register(timed_source::spec());
 }
 
-/// The payload a source sends: DATA, cut or zero-padded to LENGTH if given.
-pub fn source_data(data: Option<Vec<u8>>, length: Option<i64>) -> Vec<u8> {
+/// The longest packet a source makes from DATA and LENGTH: an IPv4
+/// datagram of 65535 bytes behind an Ethernet header. A LENGTH of 10^10
+/// aborted the process allocating the data.
+pub const MAX_DATA_LEN: usize = udp_gen::MAX_LEN;
+
+/// The most headroom a source's HEADROOM may ask for.
+pub const MAX_HEADROOM: usize = 65535;
+
+/// The payload a source sends: DATA, cut or zero-padded to LENGTH if given;
+/// an error if LENGTH is more than [`MAX_DATA_LEN`].
+pub fn source_data(data: Option<Vec<u8>>, length: Option<i64>) -> Result<Vec<u8>, String> {
     let mut d = data.unwrap_or_else(|| DEFAULT_DATA.to_vec());
     if let Some(l) = length.filter(|&l| l >= 0) {
-        d.resize(l as usize, 0);
+        let l = check_length(u64::try_from(l).unwrap_or(u64::MAX))?;
+        d.resize(l, 0);
     }
-    d
+    Ok(d)
+}
+
+/// A packet LENGTH: at most [`MAX_DATA_LEN`], or an error.
+pub fn check_length(l: u64) -> Result<usize, String> {
+    match usize::try_from(l) {
+        Ok(l) if l <= MAX_DATA_LEN => Ok(l),
+        _ => Err(format!(
+            "LENGTH {l} is more than the maximum, {MAX_DATA_LEN}"
+        )),
+    }
+}
+
+/// HEADROOM: at most [`MAX_HEADROOM`], or an error.
+pub fn check_headroom(h: Option<usize>) -> Result<Option<usize>, String> {
+    match h {
+        Some(h) if h > MAX_HEADROOM => Err(format!(
+            "HEADROOM {h} is more than the maximum, {MAX_HEADROOM}"
+        )),
+        h => Ok(h),
+    }
 }

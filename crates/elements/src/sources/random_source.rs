@@ -9,9 +9,9 @@
 //! Ports: no inputs, 1 output. Processing: agnostic.
 //!
 //! Arguments:
-//! - `LENGTH` (integer, default 64): packet length in bytes.
+//! - `LENGTH` (integer, default 64, at most 65549): packet length in bytes.
 //! - `LIMIT` (integer, default -1): total packets to send; -1 means no limit.
-//! - `BURST` (integer, default 1): packets per task run.
+//! - `BURST` (integer, default 1, at most 65536): packets per task run.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //! - `END_CALL` (write handler and value): called after LIMIT packets.

@@ -21,10 +21,12 @@
 //! - `LIMIT` (integer, default -1): total packets to send; negative means
 //!   no limit.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
-//! - `LENGTH` / `DATASIZE` (integer): cut or zero-pad DATA to this length.
+//! - `LENGTH` / `DATASIZE` (integer, at most 65549): cut or zero-pad DATA
+//!   to this length.
 //! - `BANDWIDTH` (bandwidth, e.g. `10Mbps`): sets RATE to this bandwidth
 //!   divided by the packet length (instead of RATE).
-//! - `HEADROOM` (integer, default the pool's): headroom of the packets.
+//! - `HEADROOM` (integer, default the pool's, at most 65535): headroom of
+//!   the packets.
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //! - `END_CALL` (write handler and value): called after LIMIT packets
 //!   (END_CALL and STOP are mutually exclusive).
@@ -68,13 +70,13 @@ struct Contents {
 }
 
 impl Contents {
-    fn new(data: Vec<u8>, length: i64) -> Contents {
-        let packet = source_data(Some(data.clone()), Some(length));
-        Contents {
+    fn new(data: Vec<u8>, length: i64) -> Result<Contents, String> {
+        let packet = source_data(Some(data.clone()), Some(length))?;
+        Ok(Contents {
             data,
             length,
             packet,
-        }
+        })
     }
 }
 
@@ -105,17 +107,18 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {
         None => a.read::<i64>("DATASIZE"),
     };
     let bandwidth = a.read::<Bandwidth>("BANDWIDTH");
-    let headroom = a.read::<usize>("HEADROOM");
+    let headroom = super::check_headroom(a.read::<usize>("HEADROOM"));
     let stop = a.read::<bool>("STOP").unwrap_or(false);
     let end_call = a.read::<String>("END_CALL");
     a.complete()?;
+    let headroom = headroom?;
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
     let contents = Contents::new(
         data.unwrap_or_else(|| super::DEFAULT_DATA.to_vec()),
         length.unwrap_or(-1).max(-1),
-    );
+    )?;
     let rate = match (rate, bandwidth) {
         (Some(_), Some(_)) => return Err("RATE and BANDWIDTH are mutually exclusive".into()),
         (Some(r), None) => r,
@@ -178,15 +181,15 @@ impl RatedSource {
     }
 
     fn write_length(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
-        self.set_contents(None, Some(hx.arg::<i64>(v)?.max(-1)));
-        Ok(())
+        self.set_contents(None, Some(hx.arg::<i64>(v)?.max(-1)))
     }
 
-    fn set_contents(&self, data: Option<Vec<u8>>, length: Option<i64>) {
+    fn set_contents(&self, data: Option<Vec<u8>>, length: Option<i64>) -> Result<(), String> {
         let mut c = self.contents.write().unwrap_or_else(|e| e.into_inner());
-        let data = data.unwrap_or_else(|| std::mem::take(&mut c.data));
+        let data = data.unwrap_or_else(|| c.data.clone());
         let length = length.unwrap_or(c.length);
-        *c = Contents::new(data, length);
+        *c = Contents::new(data, length)?;
+        Ok(())
     }
 }
 
@@ -231,10 +234,7 @@ impl Element for RatedSource {
                 let c = e.contents.read().unwrap_or_else(|e| e.into_inner());
                 String::from_utf8_lossy(&c.data).into_owned()
             },
-            |e, v, hx| {
-                e.set_contents(Some(hx.arg::<Bytes>(v)?.0), None);
-                Ok(())
-            },
+            |e, v, hx| e.set_contents(Some(hx.arg::<Bytes>(v)?.0), None),
         ),
         Handler::rw(
             "length",

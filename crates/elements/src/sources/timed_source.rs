@@ -17,7 +17,8 @@
 //!   negative means no limit.
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
-//! - `HEADROOM` (integer, default the pool's): headroom of the packets.
+//! - `HEADROOM` (integer, default the pool's, at most 65535): headroom of
+//!   the packets.
 //! - `END_CALL` (write handler and value): called after LIMIT packets
 //!   (END_CALL and STOP are mutually exclusive).
 //!
@@ -68,9 +69,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSource, String> {
     let limit = a.read::<i64>("LIMIT").unwrap_or(-1);
     let stop = a.read::<bool>("STOP").unwrap_or(false);
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
-    let headroom = a.read::<usize>("HEADROOM");
+    let headroom = super::check_headroom(a.read::<usize>("HEADROOM"));
     let end_call = a.read::<String>("END_CALL");
     a.complete()?;
+    let headroom = headroom?;
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }

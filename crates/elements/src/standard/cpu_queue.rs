@@ -27,7 +27,8 @@
 //! upstream are not paused when a thread's queue fills.
 //!
 //! Arguments:
-//! - `CAPACITY` (integer, default 128): each thread's queue's capacity.
+//! - `CAPACITY` (integer, default 128, at most 16777216): each thread's
+//!   queue's capacity.
 //!
 //! Handlers:
 //! - `capacity` (read): CAPACITY.
@@ -73,16 +74,14 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CPUQueue, String> {
     let mut a = cx.args();
     let capacity = a.read_p::<usize>("CAPACITY").unwrap_or(128);
     a.complete()?;
-    if capacity == 0 {
-        return Err("CAPACITY must be at least 1".into());
-    }
+    super::queue::check_capacity(capacity)?;
     // Until the thread plan says otherwise (set_ring_modes), assume several
     // producers and consumers when there are several threads.
     let multi = cx.nthreads > 1;
     Ok(CPUQueue {
         rings: (0..cx.nthreads.max(1))
-            .map(|_| Ring::with_modes(capacity, multi, multi))
-            .collect(),
+            .map(|_| Ring::try_with_room(capacity, capacity, multi, multi))
+            .collect::<Result<_, _>>()?,
         capacity,
         drops: AtomicU64::new(0),
         next: AtomicUsize::new(0),

@@ -9,7 +9,8 @@
 //! (push) that receives the packets the queue drops.
 //!
 //! Arguments:
-//! - `CAPACITY` (integer, default 1000): the most packets the queue holds.
+//! - `CAPACITY` (integer, default 1000, at most 16777216, 2^24): the most
+//!   packets the queue holds.
 //!   A packet arriving at a full queue is dropped (tail drop) and counted;
 //!   it leaves on output 1 if that output is connected.
 //!
@@ -78,7 +79,7 @@
 //!     InfiniteSource -> FullNoteQueue(100) -> Unqueue -> Discard;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::ring::{Items, ModeSwitch, Ring};
+use paraclick_runtime::ring::{Items, ModeSwitch, Ring, MAX_CAPACITY};
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
     StateCx,
@@ -213,13 +214,28 @@ fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {
         .read_p::<usize>("CAPACITY")
         .unwrap_or(policy.default_capacity);
     a.complete()?;
+    check_capacity(cap)?;
+    let single = cx.nthreads == 1;
+    let ring = Ring::try_with_room(cap, cap.max(MIN_MAX_CAPACITY), !single, !single)?;
+    let mut q = Queue::with_ring(policy, ring, cx.nthreads);
+    q.drop_output = cx.noutputs > 1;
+    Ok(q)
+}
+
+/// A queue capacity from a configuration: at least 1, at most the ring's
+/// maximum ([`MAX_CAPACITY`], 2^24 packets), or a clear error (a capacity
+/// of 10^10 aborted the process allocating its ring; one of 2^64-1
+/// overflowed the rounding to a power of two).
+pub fn check_capacity(cap: usize) -> Result<(), String> {
     if cap == 0 {
         return Err("CAPACITY must be at least 1".into());
     }
-    let single = cx.nthreads == 1;
-    let mut q = Queue::with_policy(policy, cap, !single, !single, cx.nthreads);
-    q.drop_output = cx.noutputs > 1;
-    Ok(q)
+    if cap > MAX_CAPACITY {
+        return Err(format!(
+            "CAPACITY {cap} is more than the maximum, {MAX_CAPACITY}"
+        ));
+    }
+    Ok(())
 }
 
 /// The length at which a queue of `capacity` counts as full for its full
@@ -257,14 +273,20 @@ impl Queue {
         multi_consumer: bool,
         nthreads: usize,
     ) -> Queue {
+        let ring = Ring::with_room(
+            capacity,
+            capacity.max(MIN_MAX_CAPACITY),
+            multi_producer,
+            multi_consumer,
+        );
+        Self::with_ring(policy, ring, nthreads)
+    }
+
+    fn with_ring(policy: Policy, ring: Ring<Packet>, nthreads: usize) -> Queue {
+        let capacity = ring.capacity();
         Queue {
             policy,
-            ring: Ring::with_room(
-                capacity,
-                capacity.max(MIN_MAX_CAPACITY),
-                multi_producer,
-                multi_consumer,
-            ),
+            ring,
             drops: AtomicU64::new(0),
             highwater: AtomicUsize::new(0),
             crossing: AtomicBool::new(false),

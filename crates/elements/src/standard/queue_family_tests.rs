@@ -195,3 +195,28 @@ fn family_members_have_the_documented_notifiers() {
         assert_eq!(q.full_notifier().is_some(), full, "{class}");
     }
 }
+
+#[test]
+fn huge_capacities_are_clear_errors() {
+    // 10^10 aborted the process allocating the ring; 2^64-1 overflowed
+    // its rounding to a power of two and the first packet panicked.
+    for class in CLASSES.iter().chain(&["CPUQueue"]) {
+        for cap in ["10000000000", "18446744073709551615", "16777217"] {
+            let conf = format!("TestSource -> q :: {class}({cap}) -> Discard; Idle -> [1]q");
+            let conf = if *class == "MixedQueue" {
+                conf
+            } else {
+                conf.replace("; Idle -> [1]q", "")
+            };
+            let e = match Router::from_str(&conf, &reg(), 1) {
+                Ok(_) => panic!("{conf} was accepted"),
+                Err(d) => paraclick_runtime::testing::messages(&d),
+            };
+            assert!(e.contains("more than the maximum, 16777216"), "{conf}: {e}");
+        }
+    }
+    // The maximum itself is accepted (its ring is allocated, 128 MiB).
+    let r = router("TestSource -> q :: Queue(16777216) -> Discard(ACTIVE false)");
+    assert_eq!(r.read_handler("q.capacity").unwrap(), "16777216");
+    assert_eq!(r.read_handler("q.max_capacity").unwrap(), "16777216");
+}

@@ -9,7 +9,7 @@
 //! Ports: 1 input (pull), 1 output (push). It owns a task.
 //!
 //! Arguments:
-//! - `BURST` (integer, default 32): the most packets moved per task run
+//! - `BURST` (integer, default 32, at most 65536): the most packets moved per task run
 //!   (Click's default is 1; batches make 32 cheap, and any value works).
 //! - `ACTIVE` (boolean, default true): whether the task runs.
 //! - `LIMIT` (integer, default no limit): stop after this many packets.
@@ -45,9 +45,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Unqueue, String> {
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
     let limit = a.read::<i64>("LIMIT").unwrap_or(-1);
     a.complete()?;
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
-    }
+    crate::util::check_burst(burst)?;
     Ok(Unqueue {
         count: Counter::new(cx.nthreads),
         active: AtomicBool::new(active),

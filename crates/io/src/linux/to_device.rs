@@ -31,7 +31,8 @@
 //!
 //! Arguments:
 //! - `DEVNAME` (string): the interface name.
-//! - `BURST` (unsigned, default 32): most packets pulled per task run.
+//! - `BURST` (unsigned, default 32, at most 65536): most packets pulled per
+//!   task run.
 //! - `QUEUE` (unsigned, default 0): accepted for compatibility with
 //!   Click's ToDevice. Each ToDevice has its own socket; the kernel picks
 //!   the device transmit queue (by sending CPU where the device has
@@ -80,6 +81,10 @@ pub struct ToDevice {
     errors: ErrorCount,
 }
 
+/// The largest BURST: 4 × BURST packets may wait, and 2^64-1 overflowed
+/// that product.
+const MAX_BURST: usize = 1 << 16;
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToDevice", "1/0-2", "a/h", make)
 }
@@ -95,8 +100,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
         return Err(format!("DEVNAME: bad interface name '{devname}'"));
     }
     let burst = burst_k.or(burst_p).unwrap_or(32);
-    if burst == 0 {
-        return Err("BURST must be at least 1".into());
+    if burst == 0 || burst > MAX_BURST {
+        return Err(format!("BURST must be between 1 and {MAX_BURST}"));
     }
     Ok(ToDevice {
         devname,
@@ -338,7 +343,16 @@ mod tests {
         assert!(make_conf("eth0").is_ok());
         assert!(make_conf("eth0, 16").is_ok());
         assert!(make_conf("eth0, BURST 16, QUEUE 1").is_ok());
-        for bad in ["", "eth0, BURST 0", "eth0, 0", "eth0, MODE fast", "x y"] {
+        // 2^64-1 overflowed 4 × BURST.
+        let huge = "eth0, BURST 18446744073709551615";
+        for bad in [
+            "",
+            "eth0, BURST 0",
+            "eth0, 0",
+            "eth0, MODE fast",
+            "x y",
+            huge,
+        ] {
             assert!(make_conf(bad).is_err(), "{bad}");
         }
     }
