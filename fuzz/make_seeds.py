@@ -38,7 +38,7 @@ x :: A(1, 2); y :: A; Idle -> x -> y -> Discard; Idle -> Script(wait 1, write x/
 put("config", "errors.click", "a :: Nope; a -> b; c :: Queue(-1) -> [9]d :: Discard; e :: Counter(\n")
 
 # --- byte-driven targets: random bytes of a few sizes.
-for t in ("config_structured", "packet_elements"):
+for t in ("config_structured", "packet_elements", "config_run"):
     for i, n in enumerate((16, 64, 256, 512, 1024, 2048, 4096)):
         put(t, f"random-{i}", bytes(rng.randrange(256) for _ in range(n)))
 

@@ -1,6 +1,6 @@
 //! The configuration language end to end.
 
-use paraclick_lang::{parse_config, print_flat, same_graph, Source};
+use paraclick_lang::{parse_config_with, print_flat, same_graph, Source};
 use paraclick_runtime::{BuildOptions, Router};
 
 /// Configuration text as bytes (invalid UTF-8 replaced).
@@ -17,16 +17,20 @@ pub fn config(data: &[u8]) {
 ///   registry never panic, and a graph that `check` rejects does not build.
 pub(crate) fn check_text(text: &str) {
     let src = Source::new("<fuzz>", text);
-    let Ok(graph) = parse_config(&src, &[]) else {
+    let Ok(graph) = parse_config_with(&src, &[], &crate::parse_options()) else {
         // Errors only; the check-only build must say the same.
         assert!(build(&src).is_err(), "does not parse, but builds:\n{text}");
         return;
     };
     let printed = print_flat(&graph);
-    let again =
-        parse_config(&Source::new("<printed>", printed.as_str()), &[]).unwrap_or_else(|e| {
-            panic!("printed graph does not parse: {e:?}\n--- input\n{text}\n--- printed\n{printed}")
-        });
+    let again = parse_config_with(
+        &Source::new("<printed>", printed.as_str()),
+        &[],
+        &crate::parse_options(),
+    )
+    .unwrap_or_else(|e| {
+        panic!("printed graph does not parse: {e:?}\n--- input\n{text}\n--- printed\n{printed}")
+    });
     assert!(
         same_graph(&graph, &again),
         "printed graph parses differently\n--- input\n{text}\n--- printed\n{printed}\n--- first\n{graph:#?}\n--- second\n{again:#?}"
@@ -43,6 +47,7 @@ fn build(src: &Source) -> Result<Router, Vec<paraclick_lang::Diagnostic>> {
     let opts = BuildOptions {
         pin: false,
         check_only: true,
+        max_elements: crate::MAX_ELEMENTS,
         ..BuildOptions::default()
     };
     Router::build(src, crate::registry(), &opts)

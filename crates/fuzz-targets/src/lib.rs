@@ -13,6 +13,7 @@
 //! | `ipsumdump_reader` | an IP summary dump file | FromIPSummaryDump the same |
 //! | `ipfilter` | IPFilter/IPClassifier patterns and packets | print/parse round trip; compiled program agrees with the reference interpreter |
 //! | `script` | Script instructions and expressions | parse and substitution never panic; arithmetic agrees with Rust's |
+//! | `config_run` | grammar-built configurations (also deep, exponential and long shapes, huge numbers) | built, initialized and run for a moment in simulated time: no panic, stops when asked, handlers readable |
 //! | `control` | a control-socket client's bytes, against a small router | no panic or hang; the replies are well-formed, at most one per line sent |
 
 mod config;
@@ -20,6 +21,7 @@ mod control;
 mod ipfilter;
 mod packets;
 mod readers;
+mod run;
 mod script;
 mod structured;
 
@@ -28,8 +30,23 @@ pub use control::control;
 pub use ipfilter::ipfilter;
 pub use packets::packet_elements;
 pub use readers::{ipsumdump_reader, pcap_reader};
+pub use run::config_run;
 pub use script::script;
 pub use structured::config_structured;
+
+/// The bound on the elements a fuzzed configuration may expand to
+/// (`--max-elements`). Smaller than the default (tested at its value in
+/// crates/lang/tests/bounds.rs) so that an exponential compound costs the
+/// fuzzer milliseconds, not seconds, while still stopping at the bound.
+pub(crate) const MAX_ELEMENTS: usize = 20_000;
+
+/// Parse options for fuzzed configurations: [`MAX_ELEMENTS`].
+pub(crate) fn parse_options() -> paraclick_lang::ParseOptions {
+    paraclick_lang::ParseOptions {
+        max_elements: MAX_ELEMENTS,
+        ..Default::default()
+    }
+}
 
 /// A fuzz target: panics when an invariant fails.
 pub type Target = fn(&[u8]);
@@ -45,6 +62,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ipfilter", ipfilter),
     ("script", script),
     ("control", control),
+    ("config_run", config_run),
 ];
 
 /// The registry `paraclick` uses: every element and I/O class.

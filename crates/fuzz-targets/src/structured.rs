@@ -24,6 +24,12 @@ const WORDS: &[&str] = &[
     "65535",
     "4294967296",
     "18446744073709551616",
+    "18446744073709551615",
+    "9223372036854775808",
+    "10000000000",
+    "4294967295",
+    "99999999999999999999999999",
+    "1e19",
     "0x7fffffff",
     "1.5",
     "1e300",
@@ -150,6 +156,9 @@ fn decl(
     match u.int_in_range(0..=9)? {
         0..=5 => {
             let e = u.choose(ex)?.clone();
+            if u.ratio(1, 6)? {
+                return Ok(huge_numbers(&e, u.choose(HUGE)?));
+            }
             if u.ratio(1, 4)? {
                 // Replace the arguments, keep the class.
                 let class = e.split('(').next().unwrap_or("Null");
@@ -210,7 +219,123 @@ fn chain(
     Ok(s)
 }
 
-fn generate(u: &mut Unstructured<'_>) -> Result<String> {
+/// Numbers far past what any argument can mean (element counts,
+/// capacities, rates, lengths, times).
+const HUGE: &[&str] = &[
+    "18446744073709551615",
+    "18446744073709551616",
+    "10000000000",
+    "4294967296",
+    "9223372036854775807",
+    "1e300",
+    "340282366920938463463374607431768211456",
+];
+
+/// `example` with every run of digits replaced by `huge`: every numeric
+/// argument of a real configuration at once.
+fn huge_numbers(example: &str, huge: &str) -> String {
+    let mut out = String::with_capacity(example.len() + 16);
+    let mut in_digits = false;
+    for c in example.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push_str(huge);
+            }
+            in_digits = true;
+        } else {
+            in_digits = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A configuration of one of the shapes that stress the language and the
+/// router's limits, or (most of the time) an ordinary one.
+pub(crate) fn generate(u: &mut Unstructured<'_>) -> Result<String> {
+    match u.int_in_range(0..=15u8)? {
+        0 => deep_compounds(u),
+        1 => exponential_compounds(u),
+        2 => long_chain(u),
+        _ => ordinary(u),
+    }
+}
+
+/// A source of a few packets, so that a run has work.
+fn source(u: &mut Unstructured<'_>) -> Result<String> {
+    Ok(match u.int_in_range(0..=2u8)? {
+        0 => "InfiniteSource(LENGTH 64, LIMIT 100, STOP true)".into(),
+        1 => format!("RatedSource(RATE {}, LIMIT 50)", word(u, 0)?),
+        _ => format!("TimedSource({}, LIMIT 20)", word(u, 0)?),
+    })
+}
+
+/// Compounds nested by use: `Ck` uses `C(k-1)`, up to a few hundred deep
+/// (past the lexical nesting bound, which says nothing of use).
+fn deep_compounds(u: &mut Unstructured<'_>) -> Result<String> {
+    let depth = u.int_in_range(1..=400u32)?;
+    let inner = decl(u, 0, &[], &[])?;
+    let mut out = format!("elementclass C0 {{ $a | input -> {inner} -> output }}\n");
+    for k in 1..=depth {
+        let _ = writeln!(
+            out,
+            "elementclass C{k} {{ $a | input -> C{}($a) -> output }}",
+            k - 1
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} -> C{depth}({}) -> Discard;",
+        source(u)?,
+        word(u, 0)?
+    );
+    Ok(out)
+}
+
+/// Compounds each using the one before twice: 2^levels elements from a
+/// file of a few hundred bytes.
+fn exponential_compounds(u: &mut Unstructured<'_>) -> Result<String> {
+    let levels = u.int_in_range(1..=32u32)?;
+    let inner = decl(u, 0, &[], &[])?;
+    let mut out = format!("elementclass C0 {{ $a | input -> {inner} -> output }}\n");
+    for k in 1..=levels {
+        let p = k - 1;
+        let _ = writeln!(
+            out,
+            "elementclass C{k} {{ $a | input -> C{p}($a) -> C{p}($a) -> output }}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} -> C{levels}({}) -> Discard;",
+        source(u)?,
+        word(u, 0)?
+    );
+    Ok(out)
+}
+
+/// A push (or pull) chain thousands of elements long.
+fn long_chain(u: &mut Unstructured<'_>) -> Result<String> {
+    let hops = u.int_in_range(1..=12_000u32)?;
+    let pull = u.ratio(1, 3)?;
+    let hop = if pull { " -> PullNull" } else { " -> Null" };
+    let mut out = source(u)?;
+    if pull {
+        out.push_str(" -> Queue");
+    }
+    out.reserve(hops as usize * hop.len() + 32);
+    for _ in 0..hops {
+        out.push_str(hop);
+    }
+    out.push_str(if pull {
+        " -> Unqueue -> Discard;\n"
+    } else {
+        " -> Discard;\n"
+    });
+    Ok(out)
+}
+
+fn ordinary(u: &mut Unstructured<'_>) -> Result<String> {
     let mut out = String::new();
     let ndef = u.int_in_range(0..=3)?;
     for i in 0..ndef {
@@ -257,6 +382,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn huge_numbers_replace_every_number() {
+        assert_eq!(
+            huge_numbers("RatedSource(RATE 10, LIMIT 5, LENGTH 60)", "1e300"),
+            "RatedSource(RATE 1e300, LIMIT 1e300, LENGTH 1e300)"
+        );
+        assert_eq!(huge_numbers("Discard", "9"), "Discard");
+    }
+
+    #[test]
+    fn the_stress_shapes_are_generated() {
+        // Over many inputs each shape comes up: the deep, exponential and
+        // long configurations are what the limits exist for.
+        let (mut deep, mut exp, mut long) = (0, 0, 0);
+        for seed in 0..400u32 {
+            let data: Vec<u8> = (0..256u32)
+                .map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed * 7919) >> 11) as u8)
+                .collect();
+            let text = generate(&mut Unstructured::new(&data)).unwrap_or_default();
+            if text.contains("input -> C0($a) -> C0($a)") {
+                exp += 1;
+            } else if text.contains("elementclass C1 { $a | input -> C0($a) -> output }") {
+                deep += 1;
+            } else if text.contains("-> Null -> Null -> Null")
+                || text.contains("-> PullNull -> PullNull")
+            {
+                long += 1;
+            }
+        }
+        assert!(
+            deep > 5 && exp > 5 && long > 5,
+            "deep {deep}, exponential {exp}, long {long}"
+        );
+    }
+
+    #[test]
     fn examples_come_from_the_docs_and_generation_reaches_the_checks() {
         let ex = examples();
         assert!(ex.iter().any(|e| e.starts_with("RatedSource(")), "{ex:?}");
@@ -270,7 +430,7 @@ mod tests {
                 .collect();
             let text = generate(&mut Unstructured::new(&data)).unwrap_or_default();
             let src = paraclick_lang::Source::new("t", text.as_str());
-            if paraclick_lang::parse_config(&src, &[]).is_ok() {
+            if paraclick_lang::parse_config_with(&src, &[], &crate::parse_options()).is_ok() {
                 parsed += 1;
             }
         }
