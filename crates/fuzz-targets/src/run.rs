@@ -42,11 +42,11 @@ const STOP_BOUND: Duration = Duration::from_secs(5);
 /// [`OUTSIDE`], no file written (an `OUTFILE`, a Script's `>FILE`), no
 /// handler that reconfigures the router.
 fn runnable(graph: &paraclick_lang::FlatGraph) -> bool {
-    graph.elements.iter().all(|e| {
-        !OUTSIDE.contains(&e.class.as_str())
-            && !e.config.contains("OUTFILE")
-            && !e.config.contains("hotconfig")
-            && !(e.class == "Script" && e.config.contains('>'))
+    !graph.elements.iter().any(|e| {
+        OUTSIDE.contains(&e.class.as_str())
+            || e.config.contains("OUTFILE")
+            || e.config.contains("hotconfig")
+            || (e.class == "Script" && e.config.contains('>'))
     })
 }
 
