@@ -211,7 +211,10 @@ struct Running {
 impl Running {
     fn start(sock: std::path::PathBuf, conf: &str) -> Running {
         let child = std::process::Command::new(common::bin())
+            // Its hotconfigs read files beside the socket: the directory
+            // the operator allows them (-C).
             .args(["-R", "--no-pin", "-u", sock.to_str().unwrap(), "-e", conf])
+            .args(["-C", sock.parent().unwrap().to_str().unwrap()])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
