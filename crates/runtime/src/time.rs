@@ -91,10 +91,12 @@ impl RouterClock {
         }
     }
 
-    /// Nanoseconds from the epoch to `t` (0 for earlier instants).
+    /// Nanoseconds from the epoch to `t` (0 for earlier instants,
+    /// `u64::MAX` for instants more than 584 years on: a timer that far
+    /// ahead is never due, rather than due at once through a wrap).
     #[inline]
     pub fn ns_of(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// Wall-clock time for packet timestamps: the system's, or
@@ -104,7 +106,10 @@ impl RouterClock {
         match &self.sim {
             None => Timestamp::now(),
             Some(ns) => {
-                Timestamp(SIM_START_SEC * 1_000_000_000 + ns.load(Ordering::Acquire) as i64)
+                // Saturates: timers of 2^32 s taken in turn carry the
+                // simulated clock past what an i64 of nanoseconds holds.
+                let ns = i64::try_from(ns.load(Ordering::Acquire)).unwrap_or(i64::MAX);
+                Timestamp((SIM_START_SEC * 1_000_000_000).saturating_add(ns))
             }
         }
     }
@@ -137,6 +142,15 @@ mod tests {
         c.advance_to(10); // never backwards
         assert_eq!(c.now_ns(), 1_500_000_000);
         assert_eq!(c.now() - a, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn simulated_time_saturates_instead_of_wrapping() {
+        let c = RouterClock::simulated();
+        c.advance_to(3 * (1u64 << 32) * 1_000_000_000);
+        assert_eq!(c.timestamp(), Timestamp(i64::MAX));
+        let far = c.epoch() + Duration::from_secs(600 * 365 * 86_400);
+        assert_eq!(c.ns_of(far), u64::MAX);
     }
 
     #[test]
