@@ -1,5 +1,6 @@
 //! Device and trace elements: pcap files (FromDump, ToDump), Click's IP
-//! summary dumps, and (later) Linux interfaces.
+//! summary dumps and tcpdump text, Linux interfaces (`linux`) and sockets
+//! (`userlevel`).
 
 use paraclick_runtime::Registry;
 

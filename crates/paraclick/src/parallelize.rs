@@ -1724,7 +1724,7 @@ pub const LINE_DOUBT: f64 = 1.0;
 
 /// The least doubt of a queue whose term was measured on the rewrite:
 /// one rewrite's profiles, measured three times, spread by 0.3 lines
-/// (docs/PARALLELIZE.md, 2026-11-25).
+/// (docs/notes/2026-11-parallelize-quality.md, 2026-11-25).
 pub const MEASURED_DOUBT_MIN: f64 = 0.3;
 
 /// Lines per crossing packet by which queue term `t` may be wrong at
@@ -1968,7 +1968,7 @@ fn is_round_robin(plan: &Plan, k: usize) -> bool {
 /// threads whose producer does not wait for room (a source offered a
 /// fixed rate, as a link offers it, or an Unqueue, which never waits)
 /// drops when its consumer falls behind for milliseconds
-/// (docs/PARALLELIZE.md, 2026-11-27 (late)). No model term predicts
+/// (docs/notes/2026-11-parallelize-quality.md, 2026-11-27 (late)). No model term predicts
 /// that. On the loss-free measure such plans measured 45-97% below
 /// their predictions and below round-robin: replicated-qos's split
 /// `hs[1] -> r1/cl` (4.6 M against 10.3 M), firewall-pipeline's `fw[0]
