@@ -12,7 +12,7 @@ mod parallelize;
 mod validate;
 mod web;
 
-use clap::{ArgAction, Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use paraclick_lang::{
     parse_config_with, render, Diagnostic, FilePolicy, ParseOptions, Source, SourceSet,
 };
@@ -345,9 +345,6 @@ enum Cmd {
             help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E"
         )]
         command: Vec<String>,
-        /// Print help.
-        #[arg(long = "help", action = ArgAction::Help)]
-        help: Option<bool>,
     },
     /// Print an element class's documentation (or list the classes).
     Doc {
@@ -477,8 +474,32 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// The command line: every subcommand answers `--help`, and `-h` where it
+/// has no `-h` of its own. The top level turns clap's help flag off, as
+/// its `-h` reads handlers (as Click's does), and clap carries that
+/// setting down to the subcommands; they get their help flag back here.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|sub| {
+        if sub.get_arguments().any(|a| a.get_long() == Some("help")) {
+            return sub;
+        }
+        let own_h = sub.get_arguments().any(|a| a.get_short() == Some('h'));
+        let mut help = Arg::new("help")
+            .long("help")
+            .action(ArgAction::Help)
+            .help("Print help");
+        if !own_h {
+            help = help.short('h');
+        }
+        sub.arg(help)
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     match cli.cmd {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
