@@ -726,7 +726,12 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Some(_) => fail(&format!("{c}: no documentation")),
-            None => fail(&format!("unknown element class '{c}'")),
+            None => match paraclick_lang::check::suggest(c, &reg.names()) {
+                Some(s) => fail(&format!(
+                    "unknown element class '{c}' (did you mean '{s}'?)"
+                )),
+                None => fail(&format!("unknown element class '{c}'")),
+            },
         },
         _ => {
             let mut out = std::io::stdout().lock();

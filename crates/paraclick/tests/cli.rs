@@ -55,3 +55,23 @@ fn top_level_keeps_h_for_handlers_and_answers_help() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "c.count:\n0\n");
 }
+
+#[test]
+fn doc_suggests_the_class_meant() {
+    // Class names are case-sensitive: a case-insensitive match comes first,
+    // then the nearest by edit distance.
+    for (asked, meant) in [("queue", "Queue"), ("Cuonter", "Counter")] {
+        let out = paraclick(&["doc", asked]);
+        assert!(!out.status.success());
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("unknown element class '{asked}'"))
+                && err.contains(&format!("did you mean '{meant}'?")),
+            "paraclick doc {asked}: {err}"
+        );
+    }
+    // Nothing close: no suggestion.
+    let out = paraclick(&["doc", "Zzzzzzzzzzzzzzzz"]);
+    assert!(!out.status.success());
+    assert!(!text(&out.stderr).contains("did you mean"));
+}
