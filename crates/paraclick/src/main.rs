@@ -966,7 +966,11 @@ fn run(a: RunArgs) -> ExitCode {
             }
             "costs" => eprint!("{}", router.cost_report()),
             "drops" => {
-                for (name, d) in router.drops() {
+                let drops = router.drops();
+                if drops.is_empty() {
+                    eprintln!("no drops");
+                }
+                for (name, d) in drops {
                     eprintln!("{name}: {d} dropped");
                 }
             }

@@ -75,3 +75,109 @@ fn doc_suggests_the_class_meant() {
     assert!(!out.status.success());
     assert!(!text(&out.stderr).contains("did you mean"));
 }
+
+#[test]
+fn drops_report_says_when_nothing_dropped() {
+    let out = paraclick(&[
+        "--report",
+        "drops",
+        "-e",
+        "InfiniteSource(LIMIT 10, STOP true) -> Discard",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).lines().any(|l| l == "no drops"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The rows of a cost report's table that starts with `header`: name,
+/// packets, share.
+fn cost_rows(report: &str, header: &str) -> Vec<(String, u64, f64)> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with(header))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with('('))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let n = f.len();
+            let packets = if header == "task" { f[3] } else { f[n - 3] };
+            (
+                f[0].to_string(),
+                packets
+                    .parse()
+                    .unwrap_or_else(|_| panic!("packets in {l:?}")),
+                f[n - 1]
+                    .trim_end_matches('%')
+                    .parse()
+                    .unwrap_or_else(|_| panic!("share in {l:?}")),
+            )
+        })
+        .collect()
+}
+
+fn costs(args: &[&str], conf: &str) -> String {
+    let mut a = vec!["--report", "costs"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["-e", conf]);
+    let out = paraclick(&a);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stderr)
+}
+
+#[test]
+fn cost_report_counts_each_packet_once() {
+    let r = costs(
+        &["-j", "1"],
+        "src :: InfiniteSource(LIMIT 24000, STOP true) -> q0 :: Queue \
+         -> uq :: Unqueue -> d :: Discard",
+    );
+    let el = cost_rows(&r, "element");
+    let packets = |n: &str| {
+        el.iter()
+            .find(|e| e.0 == n)
+            .unwrap_or_else(|| panic!("no {n} in\n{r}"))
+            .1
+    };
+    // Every packet went through once: the source made it, the queue took
+    // it (once, not in and again out), the puller moved it.
+    for n in ["src", "q0", "uq", "d"] {
+        assert_eq!(packets(n), 24000, "{n}:\n{r}");
+    }
+    let share: f64 = el.iter().map(|e| e.2).sum();
+    assert!(share <= 100.05, "element shares sum to {share}%:\n{r}");
+    let tasks = cost_rows(&r, "task");
+    assert_eq!(tasks.len(), 2, "{r}");
+    let share: f64 = tasks.iter().map(|t| t.2).sum();
+    assert!(share <= 100.05, "task shares sum to {share}%:\n{r}");
+}
+
+#[test]
+fn cost_report_shares_stay_within_the_busy_cycles() {
+    // Timer-driven work runs outside task runs: its elements' cycles are
+    // busy cycles too (here they are nearly all of them).
+    let r = costs(
+        &["-j", "1", "--simtime"],
+        "src :: TimedSource(INTERVAL 0.001, LIMIT 300, STOP true) -> c :: Counter \
+         -> q :: Queue -> Unqueue -> Discard",
+    );
+    let el = cost_rows(&r, "element");
+    assert!(el.iter().any(|e| e.0 == "src"), "{r}");
+    let share: f64 = el.iter().map(|e| e.2).sum();
+    assert!(share <= 100.05, "element shares sum to {share}%:\n{r}");
+    // Three sources on two threads: the scheduler may move a task, and a
+    // task's share stays a part of the whole.
+    let r = costs(
+        &["-j", "2", "--no-pin"],
+        "s1 :: InfiniteSource(LIMIT 200000, STOP true) -> Queue -> Unqueue -> Discard; \
+         s2 :: InfiniteSource(LIMIT 200000) -> Queue -> Unqueue -> Discard; \
+         s3 :: InfiniteSource(LIMIT 200000) -> Queue -> Unqueue -> Discard",
+    );
+    for table in ["element", "task"] {
+        let rows = cost_rows(&r, table);
+        let share: f64 = rows.iter().map(|e| e.2).sum();
+        assert!(share <= 100.05, "{table} shares sum to {share}%:\n{r}");
+    }
+}
