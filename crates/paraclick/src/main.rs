@@ -753,6 +753,19 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
     }
 }
 
+/// A warning when `-j threads` asks for more workers than the CPUs this
+/// process may use: they will take turns, and a worker waiting for its
+/// turn holds up the others' packets.
+fn oversubscribed(threads: usize) -> Option<String> {
+    let cpus = std::thread::available_parallelism().ok()?.get();
+    (threads > cpus).then(|| {
+        format!(
+            "-j {threads}: this machine has {cpus} CPU{}; threads will share them",
+            if cpus == 1 { "" } else { "s" }
+        )
+    })
+}
+
 fn run(a: RunArgs) -> ExitCode {
     paraclick_runtime::registry::set_warnings(!a.no_warnings);
     let started = std::time::Instant::now();
@@ -790,6 +803,11 @@ fn run(a: RunArgs) -> ExitCode {
     };
     if a.threads == 0 {
         return fail("-j: need at least one thread");
+    }
+    if !a.simtime {
+        if let Some(w) = oversubscribed(a.threads) {
+            eprintln!("paraclick: warning: {w}");
+        }
     }
     for r in &a.report {
         if !["costs", "threads", "drops"].contains(&r.as_str()) {

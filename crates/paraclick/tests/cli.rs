@@ -181,3 +181,20 @@ fn cost_report_shares_stay_within_the_busy_cycles() {
         assert!(share <= 100.05, "{table} shares sum to {share}%:\n{r}");
     }
 }
+
+#[test]
+fn more_threads_than_cpus_warns_once() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let j = (cpus + 1).to_string();
+    let conf = "InfiniteSource(LIMIT 10, STOP true) -> Discard";
+    let out = paraclick(&["-j", &j, "--no-pin", "-e", conf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let s = if cpus == 1 { "" } else { "s" };
+    let warning = format!("-j {j}: this machine has {cpus} CPU{s}; threads will share them");
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    // As many threads as CPUs: no warning.
+    let out = paraclick(&["-j", &cpus.to_string(), "--no-pin", "-e", conf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("threads will share"));
+}
