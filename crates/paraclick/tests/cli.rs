@@ -198,3 +198,26 @@ fn more_threads_than_cpus_warns_once() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("threads will share"));
 }
+
+#[test]
+fn check_reports_argument_errors_with_structural_ones() {
+    // An unknown class, a port no class has, a push output used twice,
+    // and bad arguments to known elements: all reported in one go.
+    let conf = "InfiniteSource -> Cuonter -> Discard(5);\n\
+                Idle -> [3]Counter -> Discard;\n\
+                t :: Tee(FOO) -> Discard; t -> Discard;\n\
+                s :: InfiniteSource(LIMIT lots); s -> Discard; s -> Discard;";
+    let out = paraclick(&["check", "-e", conf]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    for want in [
+        "unknown element class 'Cuonter'",
+        "Counter has no input 3",
+        "push output",
+        "Discard: too many arguments ('5')",
+        "Tee: N: expected unsigned integer",
+        "InfiniteSource: LIMIT",
+    ] {
+        assert!(err.contains(want), "no {want:?} in:\n{err}");
+    }
+}
