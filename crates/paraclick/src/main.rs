@@ -1122,23 +1122,38 @@ fn model(a: ModelArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
+    // A configuration that cannot be read fails before any measurement.
+    let loaded = if a.validate {
+        None
+    } else {
+        match load(&a.input) {
+            Ok(x) => Some(x),
+            Err(e) => return fail(&e),
+        }
+    };
     let earlier = paraclick_model::machine::Machine::cached();
+    // How this machine was measured comes after the answer: the answer
+    // first. A measurement about to take a while is announced.
+    let mut notes = String::new();
+    if earlier.is_none() || a.recalibrate {
+        eprintln!("paraclick model: measuring this machine first (its figures are cached)");
+    }
     let (mut machine, how) =
         match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
             Ok(m) => m,
             Err(e) => return fail(&e),
         };
-    eprintln!(
-        "paraclick model: system model {how} ({})",
+    notes.push_str(&format!(
+        "paraclick model: system model {how} ({})\n",
         paraclick_model::machine::cache_path()
             .map(|p| p.display().to_string())
             .unwrap_or_default()
-    );
+    ));
     let reg = registry();
     if machine.queue_hop.is_empty() || a.recalibrate {
         match hop::calibrate(&reg, 3, 0.3) {
-            Ok((mut pts, notes)) => {
-                eprint!("{notes}");
+            Ok((mut pts, hop_notes)) => {
+                notes.push_str(&hop_notes);
                 // A batch size met in one state only keeps how its hop grew
                 // with the line time in an earlier calibration that met both.
                 for p in pts.iter_mut().filter(|p| p.per_line.is_none()) {
@@ -1150,20 +1165,20 @@ fn model(a: ModelArgs) -> ExitCode {
                 }
                 machine.queue_hop = pts;
                 if let Err(e) = machine.save() {
-                    eprintln!("paraclick model: not cached: {e}");
+                    notes.push_str(&format!("paraclick model: not cached: {e}\n"));
                 }
             }
-            Err(e) => eprintln!(
-                "paraclick model: queue hop not measured ({e}); using the ring's crossing cost"
-            ),
+            Err(e) => notes.push_str(&format!(
+                "paraclick model: queue hop not measured ({e}); using the ring's crossing cost\n"
+            )),
         }
     }
     if a.validate {
+        eprint!("{notes}");
         return validate::run(&a.input, &reg, &machine, a.duration, a.rounds.max(1));
     }
-    let (src, defines) = match load(&a.input) {
-        Ok(x) => x,
-        Err(e) => return fail(&e),
+    let Some((src, defines)) = loaded else {
+        return fail("no configuration");
     };
     let whatif = paraclick_model::app::WhatIf {
         clock_ghz: a.clock,
@@ -1184,8 +1199,13 @@ fn model(a: ModelArgs) -> ExitCode {
     ) {
         Ok(m) => {
             print!("{}", m.text);
+            let _ = std::io::stdout().flush();
+            eprint!("{notes}");
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&e),
+        Err(e) => {
+            eprint!("{notes}");
+            fail(&e)
+        }
     }
 }
