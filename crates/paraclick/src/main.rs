@@ -177,6 +177,9 @@ struct RunArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Check a configuration: report every error, located; run nothing.
+    /// No device or socket is opened and no file written, but the files
+    /// the configuration reads from (libraries, traces) are read to
+    /// validate them: they must exist.
     Check(Input),
     /// Print the element graph in Graphviz DOT.
     Graph(Input),

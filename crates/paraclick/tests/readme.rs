@@ -169,3 +169,45 @@ fn every_configuration_is_in_the_table() {
         );
     }
 }
+
+/// A pcap file with no packets (Ethernet).
+fn empty_pcap(path: &Path) {
+    let mut h = Vec::new();
+    h.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    h.extend_from_slice(&2u16.to_le_bytes());
+    h.extend_from_slice(&4u16.to_le_bytes());
+    h.extend_from_slice(&[0; 8]);
+    h.extend_from_slice(&65535u32.to_le_bytes());
+    h.extend_from_slice(&1u32.to_le_bytes());
+    std::fs::write(path, h).unwrap();
+}
+
+#[test]
+fn check_reads_inputs_and_writes_nothing_as_the_readme_says() {
+    let text = readme();
+    assert!(
+        text.contains("but it reads the files a configuration reads from"),
+        "README does not say what check reads"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sh = |cmd: &str| run(cmd, dir.path());
+    let (s, e) = sh("paraclick make-ip-conf eth0:10.0.1.1/24:00:11:22:33:44:55 \
+                     eth1:10.0.2.1/24:00:11:22:33:44:66 > ip.click");
+    assert!(s.success(), "{e}");
+    // Its traces do not exist: check says so, naming them.
+    let (s, e) = sh("paraclick check ip.click");
+    assert!(!s.success());
+    assert!(
+        e.contains("eth0-in.pcap") && e.contains("eth1-in.pcap"),
+        "{e}"
+    );
+    // With real traces (as the README shows), it passes, and writes none
+    // of the outputs.
+    empty_pcap(&dir.path().join("a.pcap"));
+    empty_pcap(&dir.path().join("b.pcap"));
+    let (s, e) = sh("paraclick check ip.click IN0=a.pcap IN1=b.pcap");
+    assert!(s.success(), "{e}");
+    for out in ["eth0-out.pcap", "eth1-out.pcap"] {
+        assert!(!dir.path().join(out).exists(), "check wrote {out}");
+    }
+}
