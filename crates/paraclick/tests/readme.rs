@@ -211,3 +211,41 @@ fn check_reads_inputs_and_writes_nothing_as_the_readme_says() {
         assert!(!dir.path().join(out).exists(), "check wrote {out}");
     }
 }
+
+/// The Debian packages `scripts/bootstrap.sh ARGS --list` names.
+fn bootstrap_packages(args: &[&str]) -> Vec<String> {
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/bootstrap.sh"))
+        .args(args)
+        .arg("--list")
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_example_run_installs_no_browser() {
+    // The README's two commands: the example run bootstraps what building
+    // needs; the test suite also its browser and tools.
+    let script = |s: &str| std::fs::read_to_string(repo().join("scripts").join(s)).unwrap();
+    assert!(script("run-example.sh").contains("bash scripts/bootstrap.sh\n"));
+    assert!(script("test.sh").contains("bash scripts/bootstrap.sh --tests\n"));
+    let run = bootstrap_packages(&[]);
+    let tests = bootstrap_packages(&["--tests"]);
+    for p in ["cargo", "rustc", "libpcap-dev"] {
+        assert!(run.iter().any(|x| x == p), "example run lacks {p}: {run:?}");
+        assert!(tests.iter().any(|x| x == p), "tests lack {p}: {tests:?}");
+    }
+    for p in ["chromium", "chromium-driver"] {
+        assert!(!run.iter().any(|x| x == p), "example run installs {p}");
+        assert!(tests.iter().any(|x| x == p), "tests lack {p}: {tests:?}");
+    }
+}
