@@ -193,7 +193,10 @@ fn cost_report_shares_stay_within_the_busy_cycles() {
          -> q :: Queue -> Unqueue -> Discard",
     );
     let el = cost_rows(&r, "element");
-    assert!(el.iter().any(|e| e.0 == "src"), "{r}");
+    let packets = |n: &str| el.iter().find(|e| e.0 == n).map(|e| e.1);
+    // The source is listed, with the packets it sent.
+    assert_eq!(packets("src"), Some(300), "{r}");
+    assert_eq!(packets("c"), Some(300), "{r}");
     let share: f64 = el.iter().map(|e| e.2).sum();
     assert!(
         share <= share_bound(&el),

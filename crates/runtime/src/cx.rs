@@ -24,6 +24,10 @@ pub struct Cx<'r> {
     /// pulled and once pushed, doubling the consumer batch the model
     /// reads the queue hop at).
     pub(crate) pulled: bool,
+    /// Profiling: the source (an element without inputs) whose timer is
+    /// running, while it is the running one: charged the packets of its
+    /// first hop, as a task is.
+    pub(crate) sender: Option<usize>,
     /// Elements that asked to be flushed ([`Cx::defer_flush`]).
     deferred: Vec<usize>,
     /// The earliest time (ns since the epoch) a task without work said it
@@ -43,6 +47,7 @@ impl<'r> Cx<'r> {
             child: 0,
             task: None,
             pulled: false,
+            sender: None,
             deferred: Vec::new(),
             wake_ns: u64::MAX,
             drained: false,
@@ -102,9 +107,12 @@ impl<'r> Cx<'r> {
         };
         let saved_child = self.child;
         self.child = 0;
+        // A source's timer: the packets it sends are its own.
+        self.sender = elem.filter(|&e| self.core.slots[e].input_kinds.is_empty());
         let t0 = crate::clock::cycles();
         let r = f(self);
         let dt = crate::clock::cycles().wrapping_sub(t0);
+        self.sender = None;
         if let Some(e) = elem {
             prof.add(self.thread, e, dt.saturating_sub(self.child), 0);
         }
@@ -131,6 +139,10 @@ impl<'r> Cx<'r> {
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
+        let sender = self.sender.take();
+        if let (Some(e), Some(p)) = (sender, &self.core.profile) {
+            p.add_sent(self.thread, e, packets);
+        }
         let saved_child = self.child;
         self.child = 0;
         let t0 = crate::clock::cycles();
@@ -141,6 +153,7 @@ impl<'r> Cx<'r> {
         }
         self.child = saved_child + dt;
         self.task = task;
+        self.sender = sender;
         r
     }
 

@@ -169,6 +169,13 @@ impl Profile {
         bump(n, 1);
     }
 
+    /// Adds packets a source sent from a timer to element `elem`, without
+    /// a call.
+    #[inline]
+    pub fn add_sent(&self, thread: usize, elem: usize, packets: u64) {
+        bump(&self.cells[thread][elem].1, packets);
+    }
+
     /// Adds packets to element `elem` without a call (pull results).
     #[inline]
     pub fn add_packets(&self, thread: usize, elem: usize, packets: u64) {
