@@ -1,18 +1,47 @@
 #!/usr/bin/env bash
-# Installs what paraclick needs to build and test on a Debian machine (as
-# root): a Rust toolchain (cargo) and the Debian packages the tests use.
-# Safe to run again: it installs only what is missing.
+# Installs what paraclick needs on a Debian machine (as root): to build
+# and run it, a Rust toolchain (cargo) and libpcap; with --tests, also
+# what the test suite uses (scripts/test.sh passes it). Safe to run
+# again: it installs only what is missing.
+#
+# Usage: scripts/bootstrap.sh [--tests] [--list]
+#   --tests  also the test suite's tools: network namespace and packet
+#            tools, Python with scapy, Chromium and its driver, rustfmt
+#            and clippy
+#   --list   print the Debian packages the other options ask for, one a
+#            line, installed or not, and install nothing
 set -euo pipefail
+
+tests=false
+list=false
+for arg in "$@"; do
+  case $arg in
+    --tests) tests=true ;;
+    --list) list=true ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "bootstrap: unknown option '$arg' (--tests, --list)" >&2; exit 2 ;;
+  esac
+done
 
 need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 
 export PATH="$HOME/.cargo/bin:$PATH"
 
-# Debian packages the test suite uses (network namespaces, Linux's own
-# tools, Python for independent packet checks).
-# chromium and chromedriver: the web view's browser test (tests/web.rs).
-for pair in "ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "chromium:chromium" "chromedriver:chromium-driver"; do
+# command:package of the test suite: network namespaces, Linux's own
+# tools, Python for independent packet checks; chromium and chromedriver
+# for the web view's browser test (tests/web.rs).
+pairs=()
+if $tests; then
+  pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "chromium:chromium" "chromedriver:chromium-driver")
+fi
+if $list; then
+  # To build: cargo, rustc and libpcap.
+  printf '%s\n' cargo rustc libpcap-dev
+  for pair in ${pairs[@]+"${pairs[@]}"}; do echo "${pair#*:}"; done
+  exit 0
+fi
+for pair in ${pairs[@]+"${pairs[@]}"}; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   have "$cmd" || need_apt+=("$pkg")
 done
@@ -20,7 +49,8 @@ if ! have cargo; then
   need_apt+=(cargo rustc)
 fi
 # libpcap (headers and library): FromDevice's BPF_FILTER and
-# PRIORITY_FILTER compile tcpdump expressions with it (the pcap crate).
+# PRIORITY_FILTER compile tcpdump expressions with it (the pcap crate):
+# needed to build.
 if ! ldconfig -p 2>/dev/null | grep -q 'libpcap\.so ' && ! ls /usr/lib/*/libpcap.so /usr/lib/libpcap.so >/dev/null 2>&1; then
   need_apt+=(libpcap-dev)
 fi
@@ -46,6 +76,10 @@ if (( major < 1 || (major == 1 && minor < 86) )); then
   echo "bootstrap: rustc $ver is too old; paraclick needs rustc 1.86 or newer" >&2
   exit 1
 fi
+if ! $tests; then
+  exit 0
+fi
+# The test suite's lints and Python packages.
 for comp in rustfmt clippy; do
   if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then
     if have rustup; then rustup component add "$comp" >/dev/null 2>&1 || true; fi

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole paraclick test suite: formatting, lints, unit and
-# end-to-end tests. Installs what it needs first (scripts/bootstrap.sh).
+# end-to-end tests. Installs what it needs first (scripts/bootstrap.sh
+# --tests: the example run does without the tests' browser and tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh --tests
 export PATH="$HOME/.cargo/bin:$PATH"
 
 echo "== cargo fmt --check"

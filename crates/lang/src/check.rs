@@ -337,6 +337,34 @@ pub fn check_graph_with_flow(
     flow_code: &dyn Fn(&str) -> Option<String>,
     known_classes: &[&str],
 ) -> Result<CheckedGraph, Vec<Diagnostic>> {
+    let (checked, errs) = check_partial(g, lookup, flow_code, known_classes);
+    if errs.is_empty() {
+        Ok(checked)
+    } else {
+        Err(errs)
+    }
+}
+
+/// [`check_graph`], giving the port counts and kinds it resolved even
+/// where it found errors, beside them: an element of a known class has
+/// the port counts its class allows and the kinds its class gives (its
+/// agnostic ports what its connections gave them), so that it can still
+/// be configured to report its argument errors with the graph's; an
+/// element of an unknown class has the ports its connections use.
+pub fn check_graph_partial(
+    g: &FlatGraph,
+    lookup: &dyn Fn(&str) -> Option<ClassSpec>,
+    known_classes: &[&str],
+) -> (CheckedGraph, Vec<Diagnostic>) {
+    check_partial(g, lookup, &|_| None, known_classes)
+}
+
+fn check_partial(
+    g: &FlatGraph,
+    lookup: &dyn Fn(&str) -> Option<ClassSpec>,
+    flow_code: &dyn Fn(&str) -> Option<String>,
+    known_classes: &[&str],
+) -> (CheckedGraph, Vec<Diagnostic>) {
     let n = g.elements.len();
     let mut errs = Vec::new();
     let mut bad_specs = HashSet::new();
@@ -639,11 +667,7 @@ pub fn check_graph_with_flow(
             }
         }
     }
-    if errs.is_empty() {
-        Ok(checked)
-    } else {
-        Err(errs)
-    }
+    (checked, errs)
 }
 
 /// The error for the longest path along `edges` (element to element, in

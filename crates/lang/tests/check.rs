@@ -478,3 +478,39 @@ fn compound_graph_checks() {
     assert_eq!(c.outputs[1], vec![L]);
     assert_eq!(c.inputs[2], vec![L]);
 }
+
+#[test]
+fn partial_check_resolves_ports_beside_its_errors() {
+    // A port Counter lacks, an unknown class and a push/pull conflict:
+    // errors, and still every element's ports as its class allows.
+    let g = parse(
+        "Src -> c :: Counter -> q :: Queue -> Discard; Idle -> [3]c; \
+         Src -> Zork -> [1]t :: Two; t[1] -> Discard; t -> Discard; \
+         PullSrc -> Counter -> Queue",
+    );
+    let (c, errs) = paraclick_lang::check::check_graph_partial(&g, &spec, KNOWN);
+    let errs: Vec<String> = errs.iter().map(|d| d.to_string()).collect();
+    assert!(
+        errs.iter().any(|e| e.contains("has no input 3")),
+        "{errs:#?}"
+    );
+    assert!(errs
+        .iter()
+        .any(|e| e.contains("unknown element class 'Zork'")));
+    assert!(
+        errs.iter().any(|e| e.contains("has no input 1")),
+        "{errs:#?}"
+    );
+    assert!(errs.iter().any(|e| e.contains("pull")), "{errs:#?}");
+    let at = |n: &str| g.elements.iter().position(|e| e.name == n).unwrap();
+    // Counter: one input and one output, push from the source.
+    assert_eq!(c.inputs[at("c")], vec![H]);
+    assert_eq!(c.outputs[at("c")], vec![H]);
+    assert_eq!(c.outputs[at("q")], vec![L]);
+    // Two: one input, two push outputs, whatever [1]t asked for.
+    assert_eq!(c.inputs[at("t")].len(), 1);
+    assert_eq!(c.outputs[at("t")], vec![H, H]);
+    // The same graph, checked whole, is refused with the same errors.
+    let whole = check_graph(&g, &spec, KNOWN).map(|_| ()).unwrap_err();
+    assert_eq!(whole.len(), errs.len());
+}

@@ -12,7 +12,7 @@ mod parallelize;
 mod validate;
 mod web;
 
-use clap::{ArgAction, Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use paraclick_lang::{
     parse_config_with, render, Diagnostic, FilePolicy, ParseOptions, Source, SourceSet,
 };
@@ -177,6 +177,9 @@ struct RunArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Check a configuration: report every error, located; run nothing.
+    /// No device or socket is opened and no file written, but the files
+    /// the configuration reads from (libraries, traces) are read to
+    /// validate them: they must exist.
     Check(Input),
     /// Print the element graph in Graphviz DOT.
     Graph(Input),
@@ -345,9 +348,6 @@ enum Cmd {
             help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E"
         )]
         command: Vec<String>,
-        /// Print help.
-        #[arg(long = "help", action = ArgAction::Help)]
-        help: Option<bool>,
     },
     /// Print an element class's documentation (or list the classes).
     Doc {
@@ -477,8 +477,32 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// The command line: every subcommand answers `--help`, and `-h` where it
+/// has no `-h` of its own. The top level turns clap's help flag off, as
+/// its `-h` reads handlers (as Click's does), and clap carries that
+/// setting down to the subcommands; they get their help flag back here.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|sub| {
+        if sub.get_arguments().any(|a| a.get_long() == Some("help")) {
+            return sub;
+        }
+        let own_h = sub.get_arguments().any(|a| a.get_short() == Some('h'));
+        let mut help = Arg::new("help")
+            .long("help")
+            .action(ArgAction::Help)
+            .help("Print help");
+        if !own_h {
+            help = help.short('h');
+        }
+        sub.arg(help)
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     match cli.cmd {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
@@ -705,7 +729,12 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Some(_) => fail(&format!("{c}: no documentation")),
-            None => fail(&format!("unknown element class '{c}'")),
+            None => match paraclick_lang::check::suggest(c, &reg.names()) {
+                Some(s) => fail(&format!(
+                    "unknown element class '{c}' (did you mean '{s}'?)"
+                )),
+                None => fail(&format!("unknown element class '{c}'")),
+            },
         },
         _ => {
             let mut out = std::io::stdout().lock();
@@ -725,6 +754,19 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// A warning when `-j threads` asks for more workers than the CPUs this
+/// process may use: they will take turns, and a worker waiting for its
+/// turn holds up the others' packets.
+fn oversubscribed(threads: usize) -> Option<String> {
+    let cpus = std::thread::available_parallelism().ok()?.get();
+    (threads > cpus).then(|| {
+        format!(
+            "-j {threads}: this machine has {cpus} CPU{}; threads will share them",
+            if cpus == 1 { "" } else { "s" }
+        )
+    })
 }
 
 fn run(a: RunArgs) -> ExitCode {
@@ -764,6 +806,11 @@ fn run(a: RunArgs) -> ExitCode {
     };
     if a.threads == 0 {
         return fail("-j: need at least one thread");
+    }
+    if !a.simtime {
+        if let Some(w) = oversubscribed(a.threads) {
+            eprintln!("paraclick: warning: {w}");
+        }
     }
     for r in &a.report {
         if !["costs", "threads", "drops"].contains(&r.as_str()) {
@@ -940,7 +987,11 @@ fn run(a: RunArgs) -> ExitCode {
             }
             "costs" => eprint!("{}", router.cost_report()),
             "drops" => {
-                for (name, d) in router.drops() {
+                let drops = router.drops();
+                if drops.is_empty() {
+                    eprintln!("no drops");
+                }
+                for (name, d) in drops {
                     eprintln!("{name}: {d} dropped");
                 }
             }
@@ -1074,23 +1125,38 @@ fn model(a: ModelArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
+    // A configuration that cannot be read fails before any measurement.
+    let loaded = if a.validate {
+        None
+    } else {
+        match load(&a.input) {
+            Ok(x) => Some(x),
+            Err(e) => return fail(&e),
+        }
+    };
     let earlier = paraclick_model::machine::Machine::cached();
+    // How this machine was measured comes after the answer: the answer
+    // first. A measurement about to take a while is announced.
+    let mut notes = String::new();
+    if earlier.is_none() || a.recalibrate {
+        eprintln!("paraclick model: measuring this machine first (its figures are cached)");
+    }
     let (mut machine, how) =
         match paraclick_model::machine::Machine::load_or_calibrate(a.recalibrate) {
             Ok(m) => m,
             Err(e) => return fail(&e),
         };
-    eprintln!(
-        "paraclick model: system model {how} ({})",
+    notes.push_str(&format!(
+        "paraclick model: system model {how} ({})\n",
         paraclick_model::machine::cache_path()
             .map(|p| p.display().to_string())
             .unwrap_or_default()
-    );
+    ));
     let reg = registry();
     if machine.queue_hop.is_empty() || a.recalibrate {
         match hop::calibrate(&reg, 3, 0.3) {
-            Ok((mut pts, notes)) => {
-                eprint!("{notes}");
+            Ok((mut pts, hop_notes)) => {
+                notes.push_str(&hop_notes);
                 // A batch size met in one state only keeps how its hop grew
                 // with the line time in an earlier calibration that met both.
                 for p in pts.iter_mut().filter(|p| p.per_line.is_none()) {
@@ -1102,20 +1168,20 @@ fn model(a: ModelArgs) -> ExitCode {
                 }
                 machine.queue_hop = pts;
                 if let Err(e) = machine.save() {
-                    eprintln!("paraclick model: not cached: {e}");
+                    notes.push_str(&format!("paraclick model: not cached: {e}\n"));
                 }
             }
-            Err(e) => eprintln!(
-                "paraclick model: queue hop not measured ({e}); using the ring's crossing cost"
-            ),
+            Err(e) => notes.push_str(&format!(
+                "paraclick model: queue hop not measured ({e}); using the ring's crossing cost\n"
+            )),
         }
     }
     if a.validate {
+        eprint!("{notes}");
         return validate::run(&a.input, &reg, &machine, a.duration, a.rounds.max(1));
     }
-    let (src, defines) = match load(&a.input) {
-        Ok(x) => x,
-        Err(e) => return fail(&e),
+    let Some((src, defines)) = loaded else {
+        return fail("no configuration");
     };
     let whatif = paraclick_model::app::WhatIf {
         clock_ghz: a.clock,
@@ -1136,8 +1202,13 @@ fn model(a: ModelArgs) -> ExitCode {
     ) {
         Ok(m) => {
             print!("{}", m.text);
+            let _ = std::io::stdout().flush();
+            eprint!("{notes}");
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&e),
+        Err(e) => {
+            eprint!("{notes}");
+            fail(&e)
+        }
     }
 }

@@ -1395,7 +1395,7 @@ pub fn config_model(
     if !app.free_sources {
         out.push_str(&rendered);
         return Ok(ConfigModel {
-            text: out,
+            text: answer_first(src, nthreads, ev.mlffr, &out),
             mlffr: ev.mlffr,
             mlffr_calibrated_line,
         });
@@ -1426,10 +1426,29 @@ pub fn config_model(
     );
     let _ = writeln!(out, "MLFFR {:.0} pps", fr.mlffr);
     Ok(ConfigModel {
-        text: out,
+        text: answer_first(src, nthreads, fr.mlffr, &out),
         mlffr: fr.mlffr,
         mlffr_calibrated_line,
     })
+}
+
+/// The model's text headed by its answer: the predicted rate and the
+/// bottleneck (from `details`' bottleneck line) on the first line, then
+/// how they were reached (profile, system figures, mapping, tables).
+/// The `MLFFR <pps> pps` line stays last.
+fn answer_first(src: &Source, nthreads: usize, mlffr: f64, details: &str) -> String {
+    let bottleneck = details
+        .lines()
+        .find_map(|l| l.strip_prefix("bottleneck: "))
+        .map(|b| b.split(';').next().unwrap_or(b).trim())
+        .unwrap_or("not found");
+    format!(
+        "{} on {nthreads} thread{}: predicted MLFFR {:.3} Mpps ({mlffr:.0} pps); bottleneck: {bottleneck}\n\n\
+         How (this machine's figures, the configuration's profile, the model's table):\n{details}",
+        src.name,
+        if nthreads == 1 { "" } else { "s" },
+        mlffr / 1e6,
+    )
 }
 
 #[cfg(test)]

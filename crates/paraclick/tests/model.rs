@@ -148,6 +148,24 @@ fn model_of_a_configuration_ends_with_its_mlffr() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(last_mlffr(&out) > 0.0);
+    // The answer comes first: the rate and the bottleneck; how they were
+    // reached after.
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("conf/queue-unqueue.click on 2 threads: predicted MLFFR ")
+            && first.contains(" pps); bottleneck: thread "),
+        "first line: {first}\n{text}"
+    );
+    let mpps: f64 = first
+        .split("predicted MLFFR ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no rate in {first}"));
+    assert!(
+        (mpps * 1e6 - last_mlffr(&out)).abs() <= 1e3,
+        "{first}\n{text}"
+    );
     // Round-robin puts the source and the puller on two threads: the
     // queue is crossed by every packet.
     assert!(text.contains("1.00 queue crossings per packet"), "{text}");

@@ -24,6 +24,10 @@ pub struct Cx<'r> {
     /// pulled and once pushed, doubling the consumer batch the model
     /// reads the queue hop at).
     pub(crate) pulled: bool,
+    /// Profiling: the source (an element without inputs) whose timer is
+    /// running, while it is the running one: charged the packets of its
+    /// first hop, as a task is.
+    pub(crate) sender: Option<usize>,
     /// Elements that asked to be flushed ([`Cx::defer_flush`]).
     deferred: Vec<usize>,
     /// The earliest time (ns since the epoch) a task without work said it
@@ -43,6 +47,7 @@ impl<'r> Cx<'r> {
             child: 0,
             task: None,
             pulled: false,
+            sender: None,
             deferred: Vec::new(),
             wake_ns: u64::MAX,
             drained: false,
@@ -76,7 +81,7 @@ impl<'r> Cx<'r> {
         let list = std::mem::take(&mut self.deferred);
         for &e in &list {
             self.current = e;
-            self.core.slots[e].element.flush(self);
+            self.outside_task(None, |cx| cx.core.slots[e].element.flush(cx));
         }
         // Keep the allocation; flushes asked for during these go first.
         let mut list = list;
@@ -84,6 +89,42 @@ impl<'r> Cx<'r> {
         list.append(&mut self.deferred);
         self.deferred = list;
         self.current = saved;
+    }
+
+    /// Runs `f`, work outside any task run (a timer of `elem`, a deferred
+    /// flush). While profiling, its cycles count as busy cycles of this
+    /// thread, as those of task runs do, and `elem` is charged its own:
+    /// the elements `f` calls are charged theirs, and without it their
+    /// shares of the busy cycles could pass 100%.
+    #[inline]
+    pub(crate) fn outside_task<T>(
+        &mut self,
+        elem: Option<usize>,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let Some(prof) = &self.core.profile else {
+            return f(self);
+        };
+        let saved_child = self.child;
+        self.child = 0;
+        // A source's timer: the packets it sends are its own.
+        self.sender = elem.filter(|&e| self.core.slots[e].input_kinds.is_empty());
+        let t0 = crate::clock::cycles();
+        let r = f(self);
+        let dt = crate::clock::cycles().wrapping_sub(t0);
+        self.sender = None;
+        if let Some(e) = elem {
+            prof.add(self.thread, e, dt.saturating_sub(self.child), 0);
+        }
+        if let Some(ts) = self.core.threads.get(self.thread) {
+            let b = &ts.busy_cycles;
+            b.store(
+                b.load(std::sync::atomic::Ordering::Relaxed) + dt,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        self.child = saved_child;
+        r
     }
 
     /// Calls `f` as element `elem` (profiling variant of a hop): charges
@@ -98,6 +139,10 @@ impl<'r> Cx<'r> {
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
+        let sender = self.sender.take();
+        if let (Some(e), Some(p)) = (sender, &self.core.profile) {
+            p.add_sent(self.thread, e, packets);
+        }
         let saved_child = self.child;
         self.child = 0;
         let t0 = crate::clock::cycles();
@@ -108,6 +153,7 @@ impl<'r> Cx<'r> {
         }
         self.child = saved_child + dt;
         self.task = task;
+        self.sender = sender;
         r
     }
 

@@ -713,13 +713,11 @@ impl Router {
         }
     }
 
-    /// The port kinds of `graph` with every unknown class read as an
-    /// agnostic element with any number of ports; `None` if the graph has
-    /// errors even so.
-    fn check_lenient(
-        graph: &FlatGraph,
-        reg: &Registry,
-    ) -> Option<paraclick_lang::check::CheckedGraph> {
+    /// The port counts and kinds of `graph` with every unknown class read
+    /// as an agnostic element with any number of ports, as far as the
+    /// graph's other errors let them be resolved (see
+    /// [`paraclick_lang::check::check_graph_partial`]).
+    fn check_lenient(graph: &FlatGraph, reg: &Registry) -> paraclick_lang::check::CheckedGraph {
         let lookup = |name: &str| {
             Some(match reg.get(name) {
                 Some(c) => LangSpec {
@@ -732,7 +730,7 @@ impl Router {
                 },
             })
         };
-        check_graph(graph, &lookup, &reg.names()).ok()
+        paraclick_lang::check::check_graph_partial(graph, &lookup, &reg.names()).0
     }
 
     /// Builds a router from a flat graph, in phases: check, configure,
@@ -759,13 +757,14 @@ impl Router {
         let checked = match Self::check(&graph, reg) {
             Ok(c) => c,
             Err(mut errs) => {
-                // Report argument errors too, as far as the graph allows:
-                // with unknown classes standing in as agnostic any-port
-                // elements, the known elements can still be configured.
-                if let Some(c) = Self::check_lenient(&graph, reg) {
-                    if let Err(mut e) = Self::configure(&graph, &c, reg, nthreads, opts) {
-                        errs.append(&mut e);
-                    }
+                // Report argument errors too: with unknown classes
+                // standing in as agnostic any-port elements, and the
+                // ports of known ones as their classes allow, the known
+                // elements can still be configured (configuration only:
+                // nothing is initialized).
+                let c = Self::check_lenient(&graph, reg);
+                if let Err(mut e) = Self::configure(&graph, &c, reg, nthreads, opts) {
+                    errs.append(&mut e);
                 }
                 return Err(errs);
             }

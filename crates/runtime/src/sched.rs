@@ -114,8 +114,9 @@ impl Task {
 
 /// Per-element cost samples for `--report costs`: per thread, per element,
 /// cycles spent in the element itself (callees excluded) and packets.
-/// Cycles, packets and calls of one element on one thread.
-type Cell = (AtomicU64, AtomicU64, AtomicU64);
+/// Cycles, packets (pushed in and pulled out), calls, and the packets
+/// pulled out alone, of one element on one thread.
+type Cell = (AtomicU64, AtomicU64, AtomicU64, AtomicU64);
 
 pub(crate) struct Profile {
     cells: Box<[Box<[Cell]>]>,
@@ -129,7 +130,14 @@ impl Profile {
             cells: (0..nthreads)
                 .map(|_| {
                     (0..nelems)
-                        .map(|_| (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)))
+                        .map(|_| {
+                            (
+                                AtomicU64::new(0),
+                                AtomicU64::new(0),
+                                AtomicU64::new(0),
+                                AtomicU64::new(0),
+                            )
+                        })
                         .collect()
                 })
                 .collect(),
@@ -155,23 +163,35 @@ impl Profile {
     /// removed here) handling `packets`.
     #[inline]
     pub fn add(&self, thread: usize, elem: usize, cycles: u64, packets: u64) {
-        let (c, p, n) = &self.cells[thread][elem];
+        let (c, p, n, _) = &self.cells[thread][elem];
         bump(c, cycles.saturating_sub(self.overhead));
         bump(p, packets);
         bump(n, 1);
     }
 
-    /// Adds packets to element `elem` without a call (pull results).
+    /// Adds packets a source sent from a timer to element `elem`, without
+    /// a call.
     #[inline]
-    pub fn add_packets(&self, thread: usize, elem: usize, packets: u64) {
+    pub fn add_sent(&self, thread: usize, elem: usize, packets: u64) {
         bump(&self.cells[thread][elem].1, packets);
     }
 
-    fn total(&self, elem: usize) -> (u64, u64) {
-        self.cells.iter().fold((0, 0), |(c, p), t| {
+    /// Adds packets to element `elem` without a call (pull results).
+    #[inline]
+    pub fn add_packets(&self, thread: usize, elem: usize, packets: u64) {
+        let cell = &self.cells[thread][elem];
+        bump(&cell.1, packets);
+        bump(&cell.3, packets);
+    }
+
+    /// Cycles, packets, and the packets pulled out, of `elem` summed over
+    /// threads.
+    fn total(&self, elem: usize) -> (u64, u64, u64) {
+        self.cells.iter().fold((0, 0, 0), |(c, p, o), t| {
             (
                 c + t[elem].0.load(Ordering::Relaxed),
                 p + t[elem].1.load(Ordering::Relaxed),
+                o + t[elem].3.load(Ordering::Relaxed),
             )
         })
     }
@@ -613,7 +633,9 @@ impl<'r> Pass<'r> {
                             continue;
                         }
                         cx.current = e.elem;
-                        core.slots[e.elem].element.run_timer(cx, e.timer);
+                        cx.outside_task(Some(e.elem), |cx| {
+                            core.slots[e.elem].element.run_timer(cx, e.timer)
+                        });
                     }
                     timers = true;
                     next = ts.timers.next_deadline();
@@ -1056,8 +1078,24 @@ pub(crate) fn cost_report(core: &Core) -> String {
         "{:<28} {:<18} {:>12} {:>10} {:>8}\n",
         "element", "class", "packets", "cyc/pkt", "share"
     ));
+    let queues: Vec<usize> = core.plan.queues.iter().map(|q| q.elem).collect();
     for (i, s) in core.slots.iter().enumerate() {
-        let (c, p) = prof.total(i);
+        let (c, p, pulled) = prof.total(i);
+        let p = if queues.contains(&i) {
+            // A queue is charged each packet going in and again coming
+            // out: it counts the packets that went in.
+            p - pulled
+        } else if p == 0 {
+            // A task's own element (a source, a puller) receives nothing
+            // by push: it counts the packets its tasks moved.
+            core.tasks
+                .iter()
+                .filter(|t| t.elem == i)
+                .map(|t| t.packets.load(Ordering::Relaxed))
+                .sum()
+        } else {
+            p
+        };
         if c == 0 && p == 0 {
             continue;
         }
@@ -1077,11 +1115,13 @@ pub(crate) fn cost_report(core: &Core) -> String {
     }
     out.push_str(&format!(
         "\n{:<28} {:>6} {:>12} {:>12} {:>10} {:>8}\n",
-        "task", "thread", "runs", "packets", "cyc/pkt", "of thread"
+        "task", "thread", "runs", "packets", "cyc/pkt", "share"
     ));
+    // A task's share is of every thread's busy cycles, as an element's
+    // is: a task that moved between threads ran on more than the one it
+    // ends on (its cycles over that thread's alone passed 100%).
     for t in core.tasks.iter() {
         let th = t.thread.load(Ordering::Relaxed);
-        let tb = core.threads[th].busy_cycles.load(Ordering::Relaxed).max(1);
         let c = t.cycles.load(Ordering::Relaxed);
         let p = t.packets.load(Ordering::Relaxed);
         out.push_str(&format!(
@@ -1095,7 +1135,7 @@ pub(crate) fn cost_report(core: &Core) -> String {
             } else {
                 "-".into()
             },
-            100.0 * c as f64 / tb as f64
+            100.0 * c as f64 / busy as f64
         ));
     }
     out.push_str(&format!(

@@ -1,0 +1,261 @@
+//! The command line as a newcomer meets it: help, suggestions, reports
+//! and warnings.
+
+mod common;
+
+use common::paraclick;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn every_subcommand_answers_help() {
+    for sub in [
+        "check",
+        "graph",
+        "bench",
+        "make-ip-conf",
+        "model",
+        "parallelize",
+        "ctl",
+        "doc",
+    ] {
+        // None of these has a -h of its own (the top-level run's -h reads
+        // handlers, as Click's does).
+        for flag in ["--help", "-h"] {
+            let out = paraclick(&[sub, flag]);
+            let stdout = text(&out.stdout);
+            assert!(
+                out.status.success(),
+                "paraclick {sub} {flag}: {:?}\n{}",
+                out.status,
+                text(&out.stderr)
+            );
+            assert!(
+                stdout.contains(&format!("Usage: paraclick {sub}")),
+                "paraclick {sub} {flag} printed no usage:\n{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn top_level_keeps_h_for_handlers_and_answers_help() {
+    let out = paraclick(&["--help"]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("Usage: paraclick"));
+    let out = paraclick(&[
+        "-q",
+        "-e",
+        "Idle -> c :: Counter -> Discard",
+        "-h",
+        "c.count",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "c.count:\n0\n");
+}
+
+#[test]
+fn doc_suggests_the_class_meant() {
+    // Class names are case-sensitive: a case-insensitive match comes first,
+    // then the nearest by edit distance.
+    for (asked, meant) in [("queue", "Queue"), ("Cuonter", "Counter")] {
+        let out = paraclick(&["doc", asked]);
+        assert!(!out.status.success());
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("unknown element class '{asked}'"))
+                && err.contains(&format!("did you mean '{meant}'?")),
+            "paraclick doc {asked}: {err}"
+        );
+    }
+    // Nothing close: no suggestion.
+    let out = paraclick(&["doc", "Zzzzzzzzzzzzzzzz"]);
+    assert!(!out.status.success());
+    assert!(!text(&out.stderr).contains("did you mean"));
+}
+
+#[test]
+fn drops_report_says_when_nothing_dropped() {
+    let out = paraclick(&[
+        "--report",
+        "drops",
+        "-e",
+        "InfiniteSource(LIMIT 10, STOP true) -> Discard",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).lines().any(|l| l == "no drops"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The most a table's printed shares may sum to: 100%, and each row's
+/// rounding to a tenth.
+fn share_bound(rows: &[(String, u64, f64)]) -> f64 {
+    100.0 + 0.05 * rows.len() as f64
+}
+
+/// The rows of a cost report's table that starts with `header`: name,
+/// packets, share.
+fn cost_rows(report: &str, header: &str) -> Vec<(String, u64, f64)> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with(header))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with('('))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let n = f.len();
+            let packets = if header == "task" { f[3] } else { f[n - 3] };
+            (
+                f[0].to_string(),
+                packets
+                    .parse()
+                    .unwrap_or_else(|_| panic!("packets in {l:?}")),
+                f[n - 1]
+                    .trim_end_matches('%')
+                    .parse()
+                    .unwrap_or_else(|_| panic!("share in {l:?}")),
+            )
+        })
+        .collect()
+}
+
+/// The cost report (stderr) and the handlers' output (stdout) of a run.
+fn costs_and_handlers(args: &[&str], conf: &str) -> (String, String) {
+    let mut a = vec!["--report", "costs"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["-e", conf]);
+    let out = paraclick(&a);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (text(&out.stderr), text(&out.stdout))
+}
+
+fn costs(args: &[&str], conf: &str) -> String {
+    costs_and_handlers(args, conf).0
+}
+
+#[test]
+fn cost_report_counts_each_packet_once() {
+    let (r, out) = costs_and_handlers(
+        &["-j", "1", "-h", "d.count", "-h", "q0.length"],
+        "src :: InfiniteSource(LIMIT 24000, STOP true) -> q0 :: Queue \
+         -> uq :: Unqueue -> d :: Discard",
+    );
+    let el = cost_rows(&r, "element");
+    let packets = |n: &str| {
+        el.iter()
+            .find(|e| e.0 == n)
+            .unwrap_or_else(|| panic!("no {n} in\n{r}"))
+            .1
+    };
+    // Every packet went through once: the source made it, the queue took
+    // it (once, not in and again out), the puller moved it to the sink
+    // (all but what the queue still holds when the source stops the run).
+    assert_eq!(packets("src"), 24000, "{r}");
+    assert_eq!(packets("q0"), 24000, "{r}");
+    let handler = |h: &str| -> u64 {
+        let v = out
+            .split(&format!("{h}:\n"))
+            .nth(1)
+            .and_then(|v| v.lines().next());
+        v.and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {h} in {out}"))
+    };
+    let (sunk, held) = (handler("d.count"), handler("q0.length"));
+    assert_eq!(sunk + held, 24000, "{out}");
+    assert_eq!(packets("uq"), sunk, "{r}");
+    assert_eq!(packets("d"), sunk, "{r}");
+    let share: f64 = el.iter().map(|e| e.2).sum();
+    assert!(
+        share <= share_bound(&el),
+        "element shares sum to {share}%:\n{r}"
+    );
+    let tasks = cost_rows(&r, "task");
+    assert_eq!(tasks.len(), 2, "{r}");
+    let share: f64 = tasks.iter().map(|t| t.2).sum();
+    assert!(
+        share <= share_bound(&tasks),
+        "task shares sum to {share}%:\n{r}"
+    );
+}
+
+#[test]
+fn cost_report_shares_stay_within_the_busy_cycles() {
+    // Timer-driven work runs outside task runs: its elements' cycles are
+    // busy cycles too (here they are nearly all of them).
+    let r = costs(
+        &["-j", "1", "--simtime"],
+        "src :: TimedSource(INTERVAL 0.001, LIMIT 300, STOP true) -> c :: Counter \
+         -> q :: Queue -> Unqueue -> Discard",
+    );
+    let el = cost_rows(&r, "element");
+    let packets = |n: &str| el.iter().find(|e| e.0 == n).map(|e| e.1);
+    // The source is listed, with the packets it sent.
+    assert_eq!(packets("src"), Some(300), "{r}");
+    assert_eq!(packets("c"), Some(300), "{r}");
+    let share: f64 = el.iter().map(|e| e.2).sum();
+    assert!(
+        share <= share_bound(&el),
+        "element shares sum to {share}%:\n{r}"
+    );
+    // Three sources on two threads: the scheduler may move a task, and a
+    // task's share stays a part of the whole.
+    let r = costs(
+        &["-j", "2", "--no-pin"],
+        "s1 :: InfiniteSource(LIMIT 200000, STOP true) -> Queue -> Unqueue -> Discard; \
+         s2 :: InfiniteSource(LIMIT 200000) -> Queue -> Unqueue -> Discard; \
+         s3 :: InfiniteSource(LIMIT 200000) -> Queue -> Unqueue -> Discard",
+    );
+    for table in ["element", "task"] {
+        let rows = cost_rows(&r, table);
+        let share: f64 = rows.iter().map(|e| e.2).sum();
+        assert!(
+            share <= share_bound(&rows),
+            "{table} shares sum to {share}%:\n{r}"
+        );
+    }
+}
+
+#[test]
+fn more_threads_than_cpus_warns_once() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let j = (cpus + 1).to_string();
+    let conf = "InfiniteSource(LIMIT 10, STOP true) -> Discard";
+    let out = paraclick(&["-j", &j, "--no-pin", "-e", conf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let s = if cpus == 1 { "" } else { "s" };
+    let warning = format!("-j {j}: this machine has {cpus} CPU{s}; threads will share them");
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    // As many threads as CPUs: no warning.
+    let out = paraclick(&["-j", &cpus.to_string(), "--no-pin", "-e", conf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("threads will share"));
+}
+
+#[test]
+fn check_reports_argument_errors_with_structural_ones() {
+    // An unknown class, a port no class has, a push output used twice,
+    // and bad arguments to known elements: all reported in one go.
+    let conf = "InfiniteSource -> Cuonter -> Discard(5);\n\
+                Idle -> [3]Counter -> Discard;\n\
+                t :: Tee(FOO) -> Discard; t -> Discard;\n\
+                s :: InfiniteSource(LIMIT lots); s -> Discard; s -> Discard;";
+    let out = paraclick(&["check", "-e", conf]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    for want in [
+        "unknown element class 'Cuonter'",
+        "Counter has no input 3",
+        "push output",
+        "Discard: too many arguments ('5')",
+        "Tee: N: expected unsigned integer",
+        "InfiniteSource: LIMIT",
+    ] {
+        assert!(err.contains(want), "no {want:?} in:\n{err}");
+    }
+}
