@@ -53,7 +53,7 @@ fn runnable(graph: &paraclick_lang::FlatGraph) -> bool {
 /// Builds the configuration `data` generates (as `config_structured`
 /// does) with one or two threads in simulated time, runs it for a moment,
 /// stops it, and reads every element's read handlers. Checks that
-/// nothing panics, that the router stops within [`STOP_BOUND`] of being
+/// nothing panics, that the router stops within five seconds of being
 /// asked, and that a configuration which builds also passed
 /// `Router::check`.
 pub fn config_run(data: &[u8]) {

@@ -9,25 +9,27 @@
 //! record holds the fields of the `!data` line in order, each in the
 //! fixed width Click documents, numbers in network byte order:
 //!
-//!     timestamp, first_timestamp  8  seconds, microseconds
-//!     ntimestamp                  8  seconds, nanoseconds
-//!     ts_sec, ts_usec             4
-//!     ts_usec1                    8  microseconds
-//!     ip_src, ip_dst              4
-//!     sport, dport, ip_id         2
-//!     ip_len, udp_len,
-//!     payload_len, ip_capture_len,
-//!     count, tcp_seq, tcp_ack     4
-//!     ip_proto, ip_tos, ip_ttl    1
-//!     ip_frag                     1  the character ('F', 'f', '!', '.')
-//!     ip_fragoff                  2  the IP header's flags and offset word
-//!     tcp_flags                   1  the TCP flags byte (N is lost)
-//!     direction                   1  the paint annotation (0 `>`, 1 `<`)
-//!     tcp_window                  2
-//!     payload_md5(_hex)          16  the digest
-//!     eth_src, eth_dst            6
-//!     ip_opt, tcp_opt,
-//!     tcp_ntopt, tcp_sack         ?  a length byte, then the option bytes
+//! ```text
+//! timestamp, first_timestamp  8  seconds, microseconds
+//! ntimestamp                  8  seconds, nanoseconds
+//! ts_sec, ts_usec             4
+//! ts_usec1                    8  microseconds
+//! ip_src, ip_dst              4
+//! sport, dport, ip_id         2
+//! ip_len, udp_len,
+//! payload_len, ip_capture_len,
+//! count, tcp_seq, tcp_ack     4
+//! ip_proto, ip_tos, ip_ttl    1
+//! ip_frag                     1  the character ('F', 'f', '!', '.')
+//! ip_fragoff                  2  the IP header's flags and offset word
+//! tcp_flags                   1  the TCP flags byte (N is lost)
+//! direction                   1  the paint annotation (0 `>`, 1 `<`)
+//! tcp_window                  2
+//! payload_md5(_hex)          16  the digest
+//! eth_src, eth_dst            6
+//! ip_opt, tcp_opt,
+//! tcp_ntopt, tcp_sack         ?  a length byte, then the option bytes
+//! ```
 //!
 //! A metadata record holds a text line (such as `!bad ...`), newline
 //! included. Values that do not apply (`-` in a text dump) are written as

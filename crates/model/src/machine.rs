@@ -436,7 +436,7 @@ impl Machine {
 /// The core-to-core cache-line time now, ns per one-way transfer: a
 /// short ping-pong of one line between two threads pinned to cores 0 and
 /// 1 (`rounds` round trips, the cheapest window of
-/// [`Windows::SIZE`] transfers), on threads of its own so that the
+/// `Windows::SIZE` transfers), on threads of its own so that the
 /// caller's affinity is untouched. A few milliseconds (20,000 round trips:
 /// ~1 ms at 25 ns a transfer, ~7 ms at 180 ns). None on one core.
 ///
