@@ -332,7 +332,6 @@ pub fn parse_iface(spec: &str) -> Result<Iface, String> {
 
 /// Checks a whole interface list: at least one interface, distinct names,
 /// distinct addresses and distinct networks. (Call it before [`generate`].)
-#[allow(dead_code)] // for the CLI; the tests use it
 pub fn validate(ifaces: &[Iface]) -> Result<(), String> {
     if ifaces.is_empty() {
         return Err("make-ip-conf: give at least one interface".into());
@@ -806,7 +805,9 @@ fn write_v6_input(w: &mut String, ifaces: &[Iface], device: Device, has4: bool) 
 /// `n` example interfaces: `conf/iprouter.click` has the first two, the
 /// networks of Click's fake-iprouter (eth0 1.0.0.1/8, eth1 2.0.0.1/8); the
 /// others are eth`i` (i+1).0.0.1/8.
-#[allow(dead_code)] // for the CLI; the tests use it
+// Used by this file's tests and by tests/iprouter.rs (which includes
+// this file), not by the binary.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn example_ifaces(n: usize) -> Vec<Iface> {
     (0..n)
         .map(|i| {

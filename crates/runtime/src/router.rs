@@ -268,7 +268,7 @@ pub(crate) struct Core {
     pub driver: Option<usize>,
     /// The router's clock (real or simulated): the one source of time.
     pub clock: crate::time::RouterClock,
-    #[allow(dead_code)] // read by the adaptive scheduler (issue 4)
+    /// How tasks not pinned by StaticThreadSched are placed (`--sched`).
     pub policy: SchedPolicy,
     pub pin: bool,
     pub exclusive: Mutex<()>,
@@ -382,7 +382,7 @@ pub struct BuildOptions {
     pub threads: usize,
     /// Command-line `NAME=value` overrides of `define($NAME ...)`.
     pub defines: Vec<(String, String)>,
-    #[allow(dead_code)] // read by the adaptive scheduler (issue 4)
+    /// How tasks not pinned by StaticThreadSched are placed (`--sched`).
     pub policy: SchedPolicy,
     /// Pin worker thread `t` to CPU `t % ncpus`.
     pub pin: bool,
