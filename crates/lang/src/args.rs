@@ -163,6 +163,32 @@ pub fn split_words(s: &str) -> Vec<String> {
     words
 }
 
+/// `s` as one Click word that [`unquote`] gives back: unchanged when it is
+/// plain (letters, digits and `_ . - / : @ + = ~ %`), otherwise in double
+/// quotes with `\\`, `\"` and every control character escaped (three
+/// octal digits, so a digit after it stays a digit). Printers use it so
+/// that a word with spaces, quotes, parentheses or NULs prints as one word.
+pub fn quote(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_.-/:@+=~%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\{:03o}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Removes Click quoting from `s` (Click's `cp_unquote`), lossily converting
 /// any non-UTF-8 bytes. See [`unquote_bytes`].
 pub fn unquote(s: &str) -> String {
@@ -451,6 +477,24 @@ mod tests {
             "unquoted backslashes pass through"
         );
         assert_eq!(unquote("\"unterminated"), "unterminated");
+    }
+
+    #[test]
+    fn quote_gives_back_one_word_that_unquote_undoes() {
+        assert_eq!(quote("paraclick"), "paraclick");
+        assert_eq!(quote("a-b/c.d"), "a-b/c.d");
+        for s in [
+            "",
+            "a b",
+            "Click's (x)",
+            "q\"\\",
+            "nul\0\x0c7 end",
+            "\u{7f}é",
+        ] {
+            let q = quote(s);
+            assert_eq!(unquote(&q), s, "{q}");
+            assert!(!q.chars().any(|c| (c as u32) < 0x20), "{q:?}");
+        }
     }
 
     #[test]

@@ -34,7 +34,11 @@ fn protect_vars(config: &str) -> String {
 pub fn print_flat(g: &FlatGraph) -> String {
     let mut out = String::new();
     for r in &g.requirements {
-        let _ = writeln!(out, "require({});", r.words.join(" "));
+        // Words are stored unquoted: quote each again, or a word with a
+        // space, quote, parenthesis or control character would print as
+        // something else (the config fuzzer found a NUL-bearing one).
+        let words: Vec<String> = r.words.iter().map(|w| crate::args::quote(w)).collect();
+        let _ = writeln!(out, "require({});", words.join(" "));
     }
     for e in &g.elements {
         if e.config.is_empty() {
