@@ -133,3 +133,18 @@ scripts = [
 for i, s in enumerate(scripts):
     ab = struct.pack("<qq", rng.randrange(-2**63, 2**63), rng.randrange(-2**63, 2**63))
     put("script", f"script-{i}", ab + b"\n" + s.encode())
+
+# --- control: hotconfig writes of the shapes that crashed routers (deep
+# and exponential compounds, long chains, huge numbers) and one that swaps.
+def hotconfig(conf):
+    b = conf.encode()
+    return b"WRITEDATA hotconfig %d\r\n" % len(b) + b + b"\r\nREAD c.count\r\nQUIT\r\n"
+deep = "elementclass C0 { input -> Null -> output }\n" + "".join(
+    "elementclass C%d { input -> C%d -> output }\n" % (k, k - 1) for k in range(1, 251)) + "Idle -> C250 -> Discard;"
+put("control", "hot-deep", hotconfig(deep))
+expo = "elementclass C0 { input -> Null -> output }\n" + "".join(
+    "elementclass C%d { input -> C%d -> C%d -> output }\n" % (k, k - 1, k - 1) for k in range(1, 25)) + "Idle -> C24 -> Discard;"
+put("control", "hot-exponential", hotconfig(expo))
+put("control", "hot-chain", hotconfig("Idle" + " -> Null" * 7000 + " -> Discard;"))
+put("control", "hot-huge", hotconfig("Idle -> Queue(18446744073709551615) -> Discard; InfiniteSource(LENGTH 10000000000, BURST 4294967296) -> Discard;"))
+put("control", "hot-ok", hotconfig("s :: InfiniteSource(LENGTH 60, LIMIT 5) -> c :: Counter -> Discard;"))

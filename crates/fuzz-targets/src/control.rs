@@ -15,19 +15,36 @@ const CONF: &str = "s :: InfiniteSource(LENGTH 60, LIMIT 5, ACTIVE false)
 /// greeting and a sequence of well-formed replies (`CCC-` continuation
 /// lines, a `CCC ` final line, then at most one `DATA n` line and n
 /// bytes), and that there is at most one reply per line the client sent.
+///
+/// The router runs under `Hot` with `hotconfig` writable (`-R`), so an
+/// input's `WRITEDATA hotconfig N` builds its configuration as a running
+/// router's control socket would (expansion bounded at
+/// [`crate::MAX_ELEMENTS`]); the router is stopped afterwards.
 pub fn control(data: &[u8]) {
     let src = paraclick_lang::Source {
         name: "control-fuzz".into(),
         text: CONF.into(),
     };
-    let router = Router::build(&src, crate::registry(), &BuildOptions::default())
-        .expect("the fuzz router builds");
+    let opts = BuildOptions {
+        pin: false,
+        max_elements: crate::MAX_ELEMENTS,
+        ..BuildOptions::default()
+    };
+    let router = Router::build(&src, crate::registry(), &opts).expect("the fuzz router builds");
+    let reg = std::sync::Arc::new(paraclick_io::full_registry());
+    let hot = paraclick_runtime::hot::Hot::new(router, reg, opts, true);
+    let runner = {
+        let hot = hot.clone();
+        std::thread::spawn(move || hot.run())
+    };
     let cfg = ControlConfig {
         max_line: 4096,
         max_data: 1 << 16,
         ..ControlConfig::default()
     };
-    let (out, _why) = session_over_bytes(data, &router.handle(), &cfg);
+    let (out, _why) = session_over_bytes(data, &*hot.backend(), &cfg);
+    hot.stop();
+    runner.join().expect("the router's thread panicked");
     let replies = check_replies(&out);
     let lines = data.iter().filter(|&&b| b == b'\n' || b == b'\r').count() + 1;
     assert!(
@@ -79,4 +96,53 @@ fn check_replies(out: &[u8]) -> usize {
         }
     }
     replies
+}
+
+#[cfg(test)]
+mod tests {
+    /// The target's router takes hotconfigs: a good one swaps in (200),
+    /// a configuration past the chain bound is refused (520), and the
+    /// session goes on to answer the next command either way.
+    #[test]
+    fn hotconfigs_reach_a_build() {
+        let run = |conf: &str| -> String {
+            let input = format!(
+                "WRITEDATA hotconfig {}\r\n{conf}\r\nREAD c.count\r\nQUIT\r\n",
+                conf.len()
+            );
+            let (out, _) = {
+                let src = paraclick_lang::Source::new("t", super::CONF);
+                let opts = paraclick_runtime::BuildOptions {
+                    pin: false,
+                    ..Default::default()
+                };
+                let router =
+                    paraclick_runtime::Router::build(&src, crate::registry(), &opts).unwrap();
+                let reg = std::sync::Arc::new(paraclick_io::full_registry());
+                let hot = paraclick_runtime::hot::Hot::new(router, reg, opts, true);
+                let runner = {
+                    let hot = hot.clone();
+                    std::thread::spawn(move || hot.run())
+                };
+                let r = super::session_over_bytes(
+                    input.as_bytes(),
+                    &*hot.backend(),
+                    &super::ControlConfig::default(),
+                );
+                hot.stop();
+                runner.join().unwrap();
+                r
+            };
+            String::from_utf8_lossy(&out).into_owned()
+        };
+        let ok = run("s :: InfiniteSource(LIMIT 5) -> c :: Counter -> Discard;");
+        assert!(ok.contains("\r\n200 "), "{ok}");
+        let long = format!("Idle{} -> Discard;", " -> Null".repeat(2000));
+        let refused = run(&long);
+        assert!(
+            refused.contains("520") && refused.contains("push chain too long"),
+            "{refused}"
+        );
+        assert!(refused.contains("Goodbye"), "{refused}");
+    }
 }
