@@ -3,11 +3,15 @@
 //! written here (not paraclick's own client), while traffic flows.
 //! Every socket is on 127.0.0.1 or in a temporary directory.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::ctl::Client;
+use common::proc::Proc;
+use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paraclick");
@@ -18,191 +22,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const TRAFFIC: &str = "src :: InfiniteSource(LENGTH 64) -> c :: Counter \
     -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; \
     rt[1] -> q :: Queue(1000) -> Unqueue -> d :: Counter -> Discard;";
-
-/// A running `paraclick`, its stderr collected.
-struct Proc {
-    child: Child,
-    err: Arc<Mutex<String>>,
-}
-
-impl Proc {
-    fn start(args: &[&str]) -> Proc {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .arg("--no-pin")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start paraclick");
-        let err = Arc::new(Mutex::new(String::new()));
-        let mut stderr = child.stderr.take().unwrap();
-        let e2 = err.clone();
-        std::thread::spawn(move || {
-            let mut b = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut b) {
-                if n == 0 {
-                    break;
-                }
-                e2.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&b[..n]));
-            }
-        });
-        Proc { child, err }
-    }
-
-    /// The rest of the stderr line after `prefix`, waiting for it.
-    fn wait_line(&self, prefix: &str) -> String {
-        let t0 = Instant::now();
-        loop {
-            {
-                let e = self.err.lock().unwrap();
-                if let Some(i) = e.find(prefix) {
-                    if let Some(l) = e[i + prefix.len()..].split_once('\n') {
-                        return l.0.trim().to_string();
-                    }
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "no '{prefix}' on stderr: {}",
-                self.err.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn port(&self, prefix: &str) -> u16 {
-        let a = self.wait_line(prefix);
-        let (ip, port) = a.rsplit_once(':').unwrap();
-        assert_eq!(ip, "127.0.0.1", "listens on loopback only");
-        port.parse().unwrap()
-    }
-
-    /// Waits for the process to exit; its status code.
-    fn wait_exit(&mut self, secs: u64) -> i32 {
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s.code().unwrap_or(-1);
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(secs),
-                "router did not exit"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-trait Stream: Read + Write + Send {}
-impl<T: Read + Write + Send> Stream for T {}
-
-/// A raw protocol client.
-struct Client {
-    r: BufReader<Box<dyn Stream>>,
-}
-
-impl Client {
-    fn over(s: Box<dyn Stream>) -> Client {
-        let mut c = Client {
-            r: BufReader::new(s),
-        };
-        assert_eq!(c.line(), "Click::ControlSocket/1.3");
-        c
-    }
-
-    fn tcp(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Client::over(Box::new(s))
-    }
-
-    fn unix(path: &std::path::Path) -> Client {
-        // The router prints where its TCP socket listens; a second socket
-        // (this one) may still be binding: retry for a while.
-        let t0 = Instant::now();
-        let s = loop {
-            match UnixStream::connect(path) {
-                Ok(s) => break s,
-                Err(e) if t0.elapsed() < Duration::from_secs(10) => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => panic!("connect {}: {e}", path.display()),
-            }
-        };
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Client::over(Box::new(s))
-    }
-
-    fn send(&mut self, b: &[u8]) {
-        self.r.get_mut().write_all(b).unwrap();
-    }
-
-    /// One line, which must end in CRLF, without it.
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.r.read_line(&mut l).unwrap();
-        assert!(l.ends_with("\r\n"), "line ends in CRLF: {l:?}");
-        l.truncate(l.len() - 2);
-        l
-    }
-
-    /// A whole reply: its code and its lines' texts (`CODE-` lines first).
-    fn reply(&mut self) -> (u16, Vec<String>) {
-        let mut texts = Vec::new();
-        loop {
-            let l = self.line();
-            let code: u16 = l[..3].parse().unwrap();
-            texts.push(l[4..].to_string());
-            match l.as_bytes()[3] {
-                b'-' => continue,
-                b' ' => return (code, texts),
-                c => panic!("bad separator {c} in {l:?}"),
-            }
-        }
-    }
-
-    fn code(&mut self, cmd: &str) -> u16 {
-        self.send(format!("{cmd}\r\n").as_bytes());
-        self.reply().0
-    }
-
-    /// `DATA N` and N bytes.
-    fn data(&mut self) -> String {
-        let l = self.line();
-        let n: usize = l.strip_prefix("DATA ").expect("DATA line").parse().unwrap();
-        let mut b = vec![0; n];
-        self.r.read_exact(&mut b).unwrap();
-        String::from_utf8(b).unwrap()
-    }
-
-    fn read(&mut self, h: &str) -> String {
-        self.send(format!("READ {h}\r\n").as_bytes());
-        let (code, t) = self.reply();
-        assert_eq!(code, 200, "READ {h}: {t:?}");
-        assert_eq!(t, [format!("Read handler '{h}' OK")]);
-        self.data()
-    }
-
-    fn count(&mut self, h: &str) -> u64 {
-        self.read(h).trim().parse().unwrap()
-    }
-
-    /// Whether the server closed the connection (within the read timeout).
-    fn closed(&mut self) -> bool {
-        let mut b = [0u8; 64];
-        matches!(self.r.read(&mut b), Ok(0))
-    }
-}
 
 fn rises(c: &mut Client, h: &str) {
     let a = c.count(h);
@@ -422,9 +241,7 @@ fn read_only_element_socket_and_bad_clients() {
     for _ in 0..10 {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut x = Client {
-            r: BufReader::new(Box::new(s)),
-        };
+        let mut x = Client::raw(Box::new(s));
         let (code, _) = x.reply();
         assert_eq!(code, 590);
         assert!(x.closed());
@@ -443,9 +260,7 @@ fn read_only_element_socket_and_bad_clients() {
         let mut l = String::new();
         r.read_line(&mut l).unwrap();
         if l.starts_with("Click::ControlSocket/1.3") {
-            break Client {
-                r: BufReader::new(Box::new(r.into_inner())),
-            };
+            break Client::raw(Box::new(r.into_inner()));
         }
         assert!(t0.elapsed() < Duration::from_secs(5), "still refused: {l}");
         std::thread::sleep(Duration::from_millis(20));
@@ -511,9 +326,7 @@ fn ctl_client_reads_writes_and_fails_with_codes() {
 fn start_with_fd(fd: i32) -> Proc {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(BIN);
-    cmd.args(["--socket", "3", "--no-pin", "-e", TRAFFIC])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    cmd.args(["--socket", "3", "--no-pin", "-e", TRAFFIC]);
     // SAFETY: dup2 is async-signal-safe; it only renumbers a descriptor
     // this process owns, and the copy does not close on exec.
     unsafe {
@@ -524,16 +337,7 @@ fn start_with_fd(fd: i32) -> Proc {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().expect("start paraclick");
-    let err = Arc::new(Mutex::new(String::new()));
-    let mut stderr = child.stderr.take().unwrap();
-    let e2 = err.clone();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        e2.lock().unwrap().push_str(&s);
-    });
-    Proc { child, err }
+    Proc::spawn(cmd)
 }
 
 #[test]
@@ -615,14 +419,6 @@ fn retries_wait_for_a_busy_port_then_give_up_or_serve() {
     assert_eq!(c.code("WRITE stop"), 200);
     assert_eq!(p.wait_exit(10), 0);
     assert!(!p.err.lock().unwrap().contains("retrying"));
-}
-
-impl Client {
-    /// `WRITEDATA h N` and `value`: the reply.
-    fn write_data(&mut self, h: &str, value: &str) -> (u16, Vec<String>) {
-        self.send(format!("WRITEDATA {h} {}\r\n{value}", value.len()).as_bytes());
-        self.reply()
-    }
 }
 
 /// A TCP connection that has read the greeting, for bytes of our own.

@@ -4,204 +4,16 @@
 //! every packet is accounted for at the end; plus the state each element
 //! class carries over, checked on routers built in the test.
 
-use paraclick_runtime::Router;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_paraclick");
+use common::ctl::Client;
+use common::proc::Proc;
+use paraclick_runtime::Router;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// One router process at a time (each keeps a core busy).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-struct Proc {
-    child: Child,
-    err: Arc<Mutex<String>>,
-    out: Arc<Mutex<String>>,
-}
-
-fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let s = Arc::new(Mutex::new(String::new()));
-    let s2 = s.clone();
-    std::thread::spawn(move || {
-        let mut b = [0u8; 4096];
-        while let Ok(n) = r.read(&mut b) {
-            if n == 0 {
-                break;
-            }
-            s2.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&b[..n]));
-        }
-    });
-    s
-}
-
-impl Proc {
-    fn start(args: &[&str]) -> Proc {
-        // PARACLICK_BIN: another build to measure (a baseline's pauses
-        // against this one's, in the same session).
-        let bin = std::env::var("PARACLICK_BIN").unwrap_or_else(|_| BIN.to_string());
-        let mut child = Command::new(bin)
-            .args(args)
-            .arg("--no-pin")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start paraclick");
-        let err = collect(child.stderr.take().unwrap());
-        let out = collect(child.stdout.take().unwrap());
-        Proc { child, err, out }
-    }
-
-    fn port(&self) -> u16 {
-        let t0 = Instant::now();
-        let prefix = "control socket listening on 127.0.0.1:";
-        loop {
-            {
-                let e = self.err.lock().unwrap();
-                if let Some(i) = e.find(prefix) {
-                    if let Some((p, _)) = e[i + prefix.len()..].split_once('\n') {
-                        return p.trim().parse().unwrap();
-                    }
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "no control socket: {}",
-                self.err.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn wait_exit(&mut self) -> i32 {
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                // Let the collector threads take the last output.
-                std::thread::sleep(Duration::from_millis(100));
-                return s.code().unwrap_or(-1);
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "router did not exit"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// The value printed for `-h NAME` after the run.
-    fn printed(&self, name: &str) -> u64 {
-        let out = self.out.lock().unwrap();
-        let key = format!("{name}:\n");
-        let i = out
-            .find(&key)
-            .unwrap_or_else(|| panic!("no {name} in output: {out}"));
-        out[i + key.len()..]
-            .lines()
-            .next()
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-trait Stream: Read + Write + Send {}
-impl<T: Read + Write + Send> Stream for T {}
-
-/// A raw ControlSocket client.
-struct Client {
-    r: BufReader<Box<dyn Stream>>,
-}
-
-impl Client {
-    fn tcp(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        Client::greeted(Box::new(s))
-    }
-
-    fn unix(path: &std::path::Path) -> Client {
-        let s = std::os::unix::net::UnixStream::connect(path).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        Client::greeted(Box::new(s))
-    }
-
-    fn greeted(s: Box<dyn Stream>) -> Client {
-        let mut c = Client {
-            r: BufReader::new(s),
-        };
-        assert_eq!(c.line(), "Click::ControlSocket/1.3");
-        c
-    }
-
-    /// `WRITE h value`: the reply.
-    fn write(&mut self, h: &str, value: &str) -> (u16, Vec<String>) {
-        self.r
-            .get_mut()
-            .write_all(format!("WRITE {h} {value}\r\n").as_bytes())
-            .unwrap();
-        self.reply()
-    }
-
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.r.read_line(&mut l).unwrap();
-        assert!(l.ends_with("\r\n"), "line ends in CRLF: {l:?}");
-        l.truncate(l.len() - 2);
-        l
-    }
-
-    fn reply(&mut self) -> (u16, Vec<String>) {
-        let mut texts = Vec::new();
-        loop {
-            let l = self.line();
-            let code: u16 = l[..3].parse().unwrap();
-            texts.push(l[4..].to_string());
-            if l.as_bytes()[3] == b' ' {
-                return (code, texts);
-            }
-        }
-    }
-
-    fn read(&mut self, h: &str) -> String {
-        self.r
-            .get_mut()
-            .write_all(format!("READ {h}\r\n").as_bytes())
-            .unwrap();
-        let (code, t) = self.reply();
-        assert_eq!(code, 200, "READ {h}: {t:?}");
-        let l = self.line();
-        let n: usize = l.strip_prefix("DATA ").unwrap().parse().unwrap();
-        let mut b = vec![0; n];
-        self.r.read_exact(&mut b).unwrap();
-        String::from_utf8(b).unwrap()
-    }
-
-    fn count(&mut self, h: &str) -> u64 {
-        self.read(h).trim().parse().unwrap()
-    }
-
-    /// `WRITEDATA h N` and the bytes: the reply.
-    fn write_data(&mut self, h: &str, value: &str) -> (u16, Vec<String>) {
-        let s = self.r.get_mut();
-        s.write_all(format!("WRITEDATA {h} {}\r\n", value.len()).as_bytes())
-            .unwrap();
-        s.write_all(value.as_bytes()).unwrap();
-        self.reply()
-    }
-}
 
 /// The traffic configuration: a paced source through a queue crossing to
 /// another task (delivered), and a second source into a queue nobody
@@ -259,7 +71,7 @@ fn swap_under_traffic(threads: &str, swaps: usize) {
         args.push(h);
     }
     let mut p = Proc::start(&args);
-    let mut c = Client::tcp(p.port());
+    let mut c = Client::tcp(p.control_port());
     std::thread::sleep(Duration::from_millis(200));
     let mut last = c.count("c1.count");
     assert!(last > 0, "traffic flows before the swaps");
@@ -326,7 +138,7 @@ fn swap_under_traffic(threads: &str, swaps: usize) {
     let med = median(&mut pauses.clone());
     let (code, t) = c.write_data("stop", "");
     assert_eq!(code, 200, "stop: {t:?}");
-    assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());
+    assert_eq!(p.wait_exit(30), 0, "{}", p.err.lock().unwrap());
     let v = |h: &str| p.printed(h);
     eprintln!(
         "hotconfig -j {threads}: {swaps} swaps under traffic: pause median {med:.0} us, max {max:.0} us; \
@@ -381,7 +193,7 @@ fn swaps_at_one_and_three_threads_lose_nothing() {
 fn a_bad_configuration_leaves_the_old_router_running() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut p = Proc::start(&["-R", "-j", "2", "-p", "0", "-e", &traffic(0)]);
-    let mut c = Client::tcp(p.port());
+    let mut c = Client::tcp(p.control_port());
     let before = c.read("config");
     // A syntax error, then an element whose arguments are wrong.
     let (code, t) = c.write_data("hotconfig", "src :: RatedSource -> ;\n");
@@ -409,19 +221,19 @@ fn a_bad_configuration_leaves_the_old_router_running() {
     assert_eq!(c.read("hotswaps").lines().next(), Some("swaps 0"));
     let (code, _) = c.write_data("stop", "");
     assert_eq!(code, 200);
-    assert_eq!(p.wait_exit(), 0);
+    assert_eq!(p.wait_exit(30), 0);
 }
 
 #[test]
 fn hotconfig_needs_dash_r() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut p = Proc::start(&["-p", "0", "-e", "Idle -> Discard;"]);
-    let mut c = Client::tcp(p.port());
+    let mut c = Client::tcp(p.control_port());
     let (code, t) = c.write_data("hotconfig", "Idle -> Discard;");
     assert_eq!(code, 530, "{t:?}");
     assert!(t[0].contains("-R"), "{t:?}");
     c.write_data("stop", "");
-    assert_eq!(p.wait_exit(), 0);
+    assert_eq!(p.wait_exit(30), 0);
 }
 
 // ---- ControlSocket elements across swaps ----
@@ -507,7 +319,7 @@ fn a_control_socket_element_keeps_its_socket_and_clients_across_swaps() {
     assert_eq!(c.read("hotswaps").lines().next(), Some("swaps 2"));
     let (code, t) = c.write_data("stop", "");
     assert_eq!(code, 200, "{t:?}");
-    assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());
+    assert_eq!(p.wait_exit(30), 0, "{}", p.err.lock().unwrap());
 }
 
 #[test]
@@ -517,7 +329,7 @@ fn a_unix_control_socket_element_is_taken_over_and_dropped_with_its_element() {
     let path = dir.path().join("ctl");
     let sock = format!("ControlSocket(UNIX, {})", path.display());
     let mut p = Proc::start(&["-R", "-j", "2", "-p", "0", "-e", &with_socket(0, &sock, "")]);
-    let tcp_port = p.port();
+    let tcp_port = p.control_port();
     let t0 = Instant::now();
     while !path.exists() {
         assert!(t0.elapsed() < Duration::from_secs(20), "no socket file");
@@ -543,7 +355,7 @@ fn a_unix_control_socket_element_is_taken_over_and_dropped_with_its_element() {
     assert_eq!(other.count("hold.capacity"), 400);
     let (code, _) = other.write_data("stop", "");
     assert_eq!(code, 200);
-    assert_eq!(p.wait_exit(), 0, "{}", p.err.lock().unwrap());
+    assert_eq!(p.wait_exit(30), 0, "{}", p.err.lock().unwrap());
 }
 
 // ---- State carried over, class by class (routers built here) ----

@@ -3,20 +3,12 @@
 //! `hotconfig` over the control socket, after which the router must still
 //! be running and answering.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+mod common;
+
+use common::ctl::Client;
+use common::proc::{bin, Proc};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_paraclick");
-
-/// The binary under test (PARACLICK_BIN: another build, e.g. an older one
-/// to see these tests fail on it).
-fn bin() -> String {
-    std::env::var("PARACLICK_BIN").unwrap_or_else(|_| BIN.to_string())
-}
+use std::process::{Command, Output, Stdio};
 
 fn tmpdir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -197,126 +189,26 @@ fn a_library_that_is_not_a_configuration_is_not_quoted() {
 
 // ---- hotconfig ----------------------------------------------------------
 
-struct Router {
-    child: Child,
-    err: Arc<Mutex<String>>,
-}
+/// A router run with `-R -p 0` on `conf` (and `extra` options).
+struct Router(Proc);
 
 impl Router {
     fn start(conf: &Path, extra: &[&str]) -> Router {
-        let mut child = Command::new(bin())
-            .args(["-R", "-p", "0", "--no-pin"])
-            .args(extra)
-            .arg(conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start paraclick");
-        let err = Arc::new(Mutex::new(String::new()));
-        let (e2, mut r) = (err.clone(), child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            let mut b = [0u8; 4096];
-            while let Ok(n) = r.read(&mut b) {
-                if n == 0 {
-                    break;
-                }
-                e2.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&b[..n]));
-            }
-        });
-        Router { child, err }
+        let mut args = vec!["-R", "-p", "0"];
+        args.extend_from_slice(extra);
+        args.push(conf.to_str().unwrap());
+        Router(Proc::start(&args))
     }
 
     fn client(&self) -> Client {
-        let t0 = Instant::now();
-        let prefix = "control socket listening on 127.0.0.1:";
-        let port: u16 = loop {
-            {
-                let e = self.err.lock().unwrap();
-                if let Some(i) = e.find(prefix) {
-                    if let Some((p, _)) = e[i + prefix.len()..].split_once('\n') {
-                        break p.trim().parse().unwrap();
-                    }
-                }
-            }
-            assert!(t0.elapsed() < Duration::from_secs(10), "no control socket");
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut c = Client {
-            r: BufReader::new(s),
-        };
-        assert_eq!(c.line(), "Click::ControlSocket/1.3");
-        c
+        Client::tcp(self.0.control_port())
     }
 
     /// The router is running and answers: a fresh client reads a handler.
     fn assert_alive(&mut self) {
-        assert!(
-            self.child.try_wait().unwrap().is_none(),
-            "the router exited: {}",
-            self.err.lock().unwrap()
-        );
+        assert!(self.0.running(), "the router exited: {}", self.0.stderr());
         let mut c = self.client();
         assert_eq!(c.read("c.count").trim(), "0");
-    }
-}
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct Client {
-    r: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.r.read_line(&mut l).unwrap();
-        l.trim_end_matches(['\r', '\n']).to_string()
-    }
-
-    fn reply(&mut self) -> (u16, String) {
-        let mut text = String::new();
-        loop {
-            let l = self.line();
-            assert!(l.len() >= 4, "short reply line {l:?}");
-            text.push_str(&l[4..]);
-            text.push('\n');
-            if l.as_bytes()[3] == b' ' {
-                return (l[..3].parse().unwrap(), text);
-            }
-        }
-    }
-
-    fn read(&mut self, h: &str) -> String {
-        self.r
-            .get_mut()
-            .write_all(format!("READ {h}\r\n").as_bytes())
-            .unwrap();
-        let (code, t) = self.reply();
-        assert_eq!(code, 200, "READ {h}: {t}");
-        let l = self.line();
-        let n: usize = l.strip_prefix("DATA ").unwrap().parse().unwrap();
-        let mut b = vec![0; n];
-        self.r.read_exact(&mut b).unwrap();
-        String::from_utf8(b).unwrap()
-    }
-
-    /// `WRITEDATA hotconfig N` and the text: the reply.
-    fn hotconfig(&mut self, text: &str) -> (u16, String) {
-        let s = self.r.get_mut();
-        s.write_all(format!("WRITEDATA hotconfig {}\r\n", text.len()).as_bytes())
-            .unwrap();
-        s.write_all(text.as_bytes()).unwrap();
-        self.reply()
     }
 }
 

@@ -13,6 +13,9 @@
 //! `chromium-driver`). Missing, the test fails when run as root (CI, where
 //! bootstrap installs them) and says so and passes otherwise.
 
+mod common;
+
+use common::ctl::Client;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -182,42 +185,12 @@ fn b64_decode(s: &str) -> Vec<u8> {
 
 /// A raw control-socket READ (not the page, not our client).
 fn ctl_read(port: u16, h: &str) -> String {
-    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut r = BufReader::new(s);
-    let mut l = String::new();
-    r.read_line(&mut l).unwrap();
-    r.get_mut()
-        .write_all(format!("READ {h}\r\n").as_bytes())
-        .unwrap();
-    l.clear();
-    r.read_line(&mut l).unwrap();
-    assert!(l.starts_with("200 "), "READ {h}: {l}");
-    l.clear();
-    r.read_line(&mut l).unwrap();
-    let n: usize = l.trim().strip_prefix("DATA ").unwrap().parse().unwrap();
-    let mut b = vec![0; n];
-    r.read_exact(&mut b).unwrap();
-    String::from_utf8(b).unwrap()
+    Client::tcp(port).read(h)
 }
 
 /// A raw control-socket WRITEDATA; the reply's code.
 fn ctl_write(port: u16, h: &str, value: &str) -> u16 {
-    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut r = BufReader::new(s);
-    let mut l = String::new();
-    r.read_line(&mut l).unwrap();
-    r.get_mut()
-        .write_all(format!("WRITEDATA {h} {}\r\n{value}", value.len()).as_bytes())
-        .unwrap();
-    loop {
-        l.clear();
-        r.read_line(&mut l).unwrap();
-        if l.as_bytes().get(3) != Some(&b'-') {
-            return l[..3].parse().unwrap();
-        }
-    }
+    Client::tcp(port).write_data(h, value).0
 }
 
 /// One raw HTTP request to the web view; its status and body.

@@ -1,6 +1,9 @@
 //! Shared helpers for end-to-end tests.
 #![allow(dead_code)]
 
+pub mod ctl;
+pub mod proc;
+
 use paraclick_runtime::Router;
 use std::path::PathBuf;
 use std::process::Command;
