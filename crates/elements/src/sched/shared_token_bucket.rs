@@ -11,7 +11,8 @@
 //! touched, up to BURST tokens, and starts full. Each packet sent by a
 //! [CoordinatedUnqueue] that names this element costs one token; packets are
 //! sent *after* the lock is released. Other elements refer to the bucket
-//! by this element's name.
+//! by this element's name. The bucket runs on the router's clock, from
+//! the router's start: under `--simtime` it fills in simulated time.
 //!
 //! Ports: none. Processing: none.
 //!
@@ -40,7 +41,7 @@
 //!     q0 -> CoordinatedUnqueue(tb) -> ToDevice(eth0, QUEUE 0);
 //!     q1 -> CoordinatedUnqueue(tb) -> ToDevice(eth0, QUEUE 1);
 
-use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler};
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, InitCx};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Instant;
@@ -134,9 +135,9 @@ impl Bucket {
         }
     }
 
-    /// One lock acquisition: grants up to `want` tokens (at most one with
-    /// the `one` strategy).
-    pub fn acquire(&self, want: usize) -> usize {
+    /// One lock acquisition at time `now` (the router's clock): grants up
+    /// to `want` tokens (at most one with the `one` strategy).
+    pub fn acquire(&self, now: Instant, want: usize) -> usize {
         if want == 0 {
             return 0;
         }
@@ -148,7 +149,7 @@ impl Bucket {
             }
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
         };
-        let n = g.acquire_at(Instant::now(), want, self.strategy);
+        let n = g.acquire_at(now, want, self.strategy);
         drop(g);
         self.acquisitions.fetch_add(1, Ordering::Relaxed);
         if n > 0 {
@@ -157,20 +158,34 @@ impl Bucket {
         n
     }
 
-    /// Tokens for up to `want` packets by the bucket's strategy: `one`
-    /// takes the lock once per packet until a grant fails, `min` takes it
-    /// once.
-    pub fn acquire_for(&self, want: usize) -> usize {
+    /// Tokens for up to `want` packets at time `now` by the bucket's
+    /// strategy: `one` takes the lock once per packet until a grant fails,
+    /// `min` takes it once.
+    pub fn acquire_for(&self, now: Instant, want: usize) -> usize {
         match self.strategy {
-            Strategy::Min => self.acquire(want),
+            Strategy::Min => self.acquire(now, want),
             Strategy::One => {
                 let mut got = 0;
-                while got < want && self.acquire(1) == 1 {
+                while got < want && self.acquire(now, 1) == 1 {
                     got += 1;
                 }
                 got
             }
         }
+    }
+
+    /// When the bucket will next hold a whole token, seen at `now`: a
+    /// waiting sender's wake-up time (simulated time jumps to it).
+    pub fn next_token_at(&self, now: Instant) -> Instant {
+        self.with_state(|s| {
+            s.refill(now);
+            let missing = 1.0 - s.tokens;
+            if missing <= 0.0 {
+                now
+            } else {
+                s.last.max(now) + std::time::Duration::from_secs_f64(missing / s.rate)
+            }
+        })
     }
 
     fn with_state<T>(&self, f: impl FnOnce(&mut BucketState) -> T) -> T {
@@ -237,10 +252,10 @@ impl Element for SharedTokenBucket {
         Handler::read("acquisitions", |e, _| e.bucket.acquisitions().to_string()),
         Handler::read("granted", |e, _| e.bucket.granted().to_string()),
         Handler::read("contended", |e, _| e.bucket.contended().to_string()),
-        Handler::read("tokens", |e, _| {
+        Handler::read("tokens", |e, hx| {
             e.bucket
                 .with_state(|s| {
-                    s.refill(Instant::now());
+                    s.refill(hx.now());
                     s.tokens.floor() as u64
                 })
                 .to_string()
@@ -252,7 +267,7 @@ impl Element for SharedTokenBucket {
                 let r = parse_rate(hx.arg(v)?)?;
                 e.bucket.with_state(|s| {
                     // Tokens earned so far count at the old rate.
-                    s.refill(Instant::now());
+                    s.refill(hx.now());
                     s.rate = r;
                 });
                 Ok(())
@@ -264,6 +279,14 @@ impl Element for SharedTokenBucket {
         Handler::read("strategy", |e, _| e.bucket.strategy.name().to_string()),
         Handler::read("name", |e, _| e.name.clone()),
     ];
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        // The bucket fills from the router's start on its clock (which is
+        // simulated under --simtime), not from when it was configured.
+        let now = ix.now();
+        self.bucket.with_state(|s| s.last = now);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -324,17 +347,23 @@ mod tests {
     #[test]
     fn bucket_counts_acquisitions_and_grants() {
         let b = Bucket::new(1.0, 5, Strategy::One);
-        assert_eq!(b.acquire_for(3), 3);
+        let t = Instant::now();
+        assert_eq!(b.acquire_for(t, 3), 3);
         assert_eq!(b.acquisitions(), 3);
         // Two tokens left: two grants, then one failed acquisition.
-        assert_eq!(b.acquire_for(10), 2);
+        assert_eq!(b.acquire_for(t, 10), 2);
         assert_eq!(b.acquisitions(), 6);
         assert_eq!(b.granted(), 5);
         assert_eq!(b.contended(), 0);
         let m = Bucket::new(1.0, 5, Strategy::Min);
-        assert_eq!(m.acquire_for(3), 3);
-        assert_eq!(m.acquire_for(10), 2);
-        assert_eq!(m.acquire_for(10), 0);
+        let t = Instant::now();
+        assert_eq!(m.acquire_for(t, 3), 3);
+        assert_eq!(m.acquire_for(t, 10), 2);
+        assert_eq!(m.acquire_for(t, 10), 0);
+        // One token a second: the next is due a second after the bucket
+        // was last refilled.
+        let due = m.next_token_at(t);
+        assert!(due > t && due <= t + Duration::from_secs(1), "{due:?}");
         assert_eq!(m.acquisitions(), 3);
         assert_eq!(m.granted(), 5);
     }
