@@ -49,13 +49,24 @@ fn an_idle_puller_is_not_rescheduled() {
 fn idle_pull_sinks_that_write_files_sleep_too() {
     // ToDump, ToIPSummaryDump and ToIPFlowDumps as pull sinks behind an
     // idle queue sleep like Discard, and still write what arrives.
-    let dir = std::env::temp_dir().join(format!("pc-notifier-sinks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for (class, file) in [("ToDump", "idle.pcap"), ("ToIPSummaryDump", "idle.txt")] {
-        let path = dir.join(file);
+    let dir = tempfile::Builder::new()
+        .prefix("notifier-sinks")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    // Two packets 50 ms apart: 8 bytes of data, or (for ToIPFlowDumps,
+    // which writes only TCP and UDP flows) two UDP packets of one flow.
+    let data = "TimedSource(0.05s, \"abcdefgh\", LIMIT 2, STOP false)";
+    let udp = "FastUDPFlows(20, 2, 64, 00:00:c0:11:11:11, 1.0.0.2, 00:00:c0:ae:67:ef, \
+               2.0.0.2, 1, 1000, STOP false) -> SetTimestamp -> AggregateIPFlows";
+    for (class, file, source) in [
+        ("ToDump", "idle.pcap", data),
+        ("ToIPSummaryDump", "idle.txt", data),
+        ("ToIPFlowDumps", "flow%n.txt", udp),
+    ] {
+        let path = dir.path().join(file);
         let conf = format!(
             "Idle -> q :: Queue -> sink :: {class}({});
-             src :: TimedSource(0.05s, \"abcdefgh\", LIMIT 2, STOP false) -> q;
+             src :: {source} -> q;
              Script(wait 0.4s, stop);",
             path.display()
         );
@@ -69,27 +80,27 @@ fn idle_pull_sinks_that_write_files_sleep_too() {
             );
             assert_eq!(read_u64(&r, "q.length"), 0, "{class} took both packets");
             drop(r); // closes the file
-            if class == "ToIPFlowDumps" {
-                // Its files are per flow (by aggregate annotation); the
-                // queue drained above is what this test needs of it.
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
-            let records = if class == "ToDump" {
-                // A 24-byte file header, then per packet a 16-byte record
-                // header and its 8 bytes.
-                assert_eq!((bytes.len() - 24) % 24, 0, "whole records");
-                (bytes.len() - 24) / 24
-            } else {
-                String::from_utf8_lossy(&bytes)
-                    .lines()
-                    .filter(|l| !l.starts_with('!'))
-                    .count()
+            let records = match class {
+                "ToDump" => {
+                    // A 24-byte file header, then per packet a 16-byte
+                    // record header and its 8 bytes.
+                    let bytes = std::fs::read(&path).unwrap();
+                    assert_eq!((bytes.len() - 24) % 24, 0, "whole records");
+                    (bytes.len() - 24) / 24
+                }
+                _ => {
+                    // The one flow's file is flow1.txt (aggregate 1).
+                    let path = dir.path().join(file.replace("%n", "1"));
+                    std::fs::read_to_string(&path)
+                        .unwrap()
+                        .lines()
+                        .filter(|l| !l.starts_with('!'))
+                        .count()
+                }
             };
             assert_eq!(records, 2, "-j{threads}: {class} wrote both packets");
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -16,11 +16,14 @@ fn source_stop_ends_the_run_with_exact_count() {
     assert_eq!(read_u64(&r, "c.byte_count"), 12345 * 64);
 }
 
-/// in = out + queued + counted drops, through a small queue that overflows.
-fn conservation(threads: usize, burst: usize) {
+/// in = out + queued + counted drops, through a small queue: a `Queue`,
+/// whose full notifier makes the source wait (nothing may drop), or a
+/// `NotifierQueue`, which has none, so a source pushing bursts of 32 into
+/// it while the Unqueue takes 8 per run overflows it.
+fn conservation(threads: usize, burst: usize, queue: &str) {
     let conf = format!(
         "src :: InfiniteSource(LENGTH 60, LIMIT 200000, BURST {burst}, STOP true)
-           -> q :: Queue(64) -> Unqueue(BURST 8) -> out :: Counter -> Discard;
+           -> q :: {queue}(64) -> Unqueue(BURST 8) -> out :: Counter -> Discard;
          StaticThreadSched(src 0);"
     );
     let r = router(&conf, threads);
@@ -37,23 +40,31 @@ fn conservation(threads: usize, burst: usize) {
         "conservation: sent {sent} = out {out} + queued {queued} + drops {drops}"
     );
     assert_eq!(r.total_queued() as u64, queued);
+    if queue == "Queue" {
+        assert_eq!(drops, 0, "the source waits for room");
+    } else {
+        assert!(drops > sent / 2, "the queue overflows: {drops} drops");
+    }
 }
 
 #[test]
 fn conservation_one_thread() {
-    conservation(1, 1);
-    conservation(1, 32);
+    conservation(1, 1, "Queue");
+    conservation(1, 32, "Queue");
+    conservation(1, 32, "NotifierQueue");
 }
 
 #[test]
 fn conservation_two_threads() {
-    conservation(2, 1);
-    conservation(2, 32);
+    conservation(2, 1, "Queue");
+    conservation(2, 32, "Queue");
+    conservation(2, 32, "NotifierQueue");
 }
 
 #[test]
 fn conservation_eight_threads() {
-    conservation(8, 4);
+    conservation(8, 4, "Queue");
+    conservation(8, 32, "NotifierQueue");
 }
 
 #[test]
