@@ -149,9 +149,26 @@ mod tests {
 
     #[test]
     fn configuration_is_checked() {
-        for bad in ["a/b", "averyveryverylongname", "tap0, tap1", "tap0, MODE x"] {
-            let e = try_build(&full_registry(), &format!("TestSource -> ToHost({bad})")).err();
-            assert!(e.is_some(), "{bad}");
+        // Beside a FromHost of the same device, so that each error is the
+        // argument's own (without one, every build fails anyway). The
+        // arguments fail when configured, before FromHost opens anything.
+        for (bad, why) in [
+            ("a/b", "DEVNAME: bad interface name 'a/b'"),
+            (
+                "averyveryverylongname",
+                "DEVNAME: bad interface name 'averyveryverylongname'",
+            ),
+            ("tap0, tap1", "too many arguments ('tap1')"),
+            ("tap0, MODE x", "unknown keyword MODE"),
+        ] {
+            let dev = bad.split(',').next().unwrap();
+            let e = try_build(
+                &full_registry(),
+                &format!("FromHost({dev}, 10.9.0.1/24) -> Discard; TestSource -> ToHost({bad})"),
+            )
+            .err()
+            .unwrap_or_else(|| panic!("{bad}: no error"));
+            assert!(e.contains(&format!("ToHost: {why}")), "{bad}: {e}");
         }
     }
 
