@@ -391,6 +391,13 @@ fn queue_and_counter_state_at_every_thread_count() {
                  -> q :: Queue(20) -> Discard(ACTIVE false);";
         let new = swap(a, b, threads, |old| {
             assert_eq!(old.read_handler("q.length").unwrap(), "50");
+            // Number the queued packets 0..49 (first byte), to see which
+            // ones the new queue keeps and in what order.
+            let mut b = old.pull_from("q", 0, 50).unwrap().unwrap();
+            for (i, p) in b.iter_mut().enumerate() {
+                p.data_mut()[0] = i as u8;
+            }
+            old.push_into("q", 0, b).unwrap();
         });
         let h = |x: &str| new.read_handler(x).unwrap();
         assert_eq!(h("c.count"), "50", "-j {threads}");
@@ -410,9 +417,11 @@ fn queue_and_counter_state_at_every_thread_count() {
         });
         assert_eq!(h("s.count"), "50");
         assert_eq!(h("c.count"), "50");
-        // The packets taken are the old router's, in order, and usable.
+        // The packets taken are the old router's first 20, in order, and
+        // usable.
         let b = new.pull_from("q", 0, 100).unwrap().unwrap();
-        assert_eq!(b.len(), 20);
+        let firsts: Vec<u8> = b.iter().map(|p| p.data()[0]).collect();
+        assert_eq!(firsts, (0..20).collect::<Vec<u8>>(), "-j {threads}");
     }
 }
 

@@ -169,17 +169,13 @@ mod tests {
              StaticThreadSched(s0 0, u0 0, s1 1, u1 1);
              Script(wait 0.2s, stop);"
         );
-        let src = paraclick_lang::Source {
-            name: "paced".into(),
-            text,
-        };
         let opts = paraclick_runtime::BuildOptions {
             threads: 2,
             simtime,
             pin: false,
             ..Default::default()
         };
-        let r = Router::build(&src, &reg(), &opts).unwrap_or_else(|d| panic!("{d:?}"));
+        let r = crate::test_kit::build_with(&reg(), &text, &opts);
         r.run();
         let (c0, c1) = (num(&r, "c0.count"), num(&r, "c1.count"));
         assert_eq!(c0 + c1, num(&r, "u0.count") + num(&r, "u1.count"));

@@ -286,7 +286,6 @@ impl Element for RatedSource {
 mod tests {
     use super::super::test_util::{harness, reg, try_harness};
     use paraclick_runtime::Router;
-    use std::time::{Duration, Instant};
 
     #[test]
     fn defaults_and_handlers() {
@@ -398,24 +397,18 @@ mod tests {
         assert_eq!(h.read("count").unwrap(), "100");
     }
 
-    /// Push context at RATE 1000 for a short while: about the right
-    /// number. Loose bounds (the exact accounting is tested on `pace`).
+    /// Push context at RATE 1000 for 0.3 s of simulated time: exactly one
+    /// packet per millisecond, the first at the start, so 301 by the stop
+    /// at 0.3 s (Script's timer and the 301st packet fall due together).
     #[test]
-    fn push_rate_roughly_right() {
-        let h = harness("RatedSource(RATE 1000)", 1);
-        let stop = h.router.stopper();
-        let t0 = Instant::now();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            stop.stop();
-        });
-        h.router.run();
-        let secs = t0.elapsed().as_secs_f64();
-        let n = h.output(0).len() as f64;
-        // Never more than the schedule allows (plus the first packet and
-        // the 20 ms catch-up window); not far fewer unless the machine is
-        // badly overloaded.
-        assert!(n <= secs * 1000.0 + 25.0, "{n} packets in {secs} s");
-        assert!(n >= 100.0, "{n} packets in {secs} s");
+    fn push_rate_exact_in_simulated_time() {
+        let r = crate::test_kit::build_simtime(
+            &reg(),
+            "s :: RatedSource(RATE 1000) -> c :: Counter -> Discard; Script(wait 0.3s, stop);",
+        );
+        crate::test_kit::run(&r);
+        let n: u64 = r.read_handler("c.count").unwrap().parse().unwrap();
+        assert_eq!(n, 301, "packets in 0.3 s");
+        assert_eq!(r.read_handler("s.count").unwrap(), n.to_string());
     }
 }
