@@ -33,7 +33,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # for the web view's browser test (tests/web.rs).
 pairs=()
 if $tests; then
-  pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "chromium:chromium" "chromedriver:chromium-driver")
+  pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "gzip:gzip" "bzip2:bzip2" "chromium:chromium" "chromedriver:chromium-driver")
 fi
 if $list; then
   # To build: cargo, rustc and libpcap.

@@ -12,8 +12,10 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --profile ci -- -D warnings
 echo "== cargo test"
-# The netns tests skip when not run as root; here (CI) that is a failure.
-export PARACLICK_NETNS_REQUIRED=1
+# Tests skip when the machine lacks what they need (root for the netns
+# tests, tcpdump, bzip2, a browser); here (CI), after the bootstrap
+# installed everything, that is a failure.
+export PARACLICK_NO_SKIP=1
 # Profile `ci` (Cargo.toml): optimised, without link-time optimisation.
 # --no-fail-fast: every failing test binary is reported, not just the first.
 cargo test --workspace --profile ci --no-fail-fast 2>&1 | tee target/test-output.txt

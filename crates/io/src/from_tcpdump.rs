@@ -484,13 +484,11 @@ this line is not tcpdump output
             let dir = tempfile::tempdir().unwrap();
             let a = dir.path().join("in.txt");
             std::fs::write(&a, TEXT).unwrap();
-            match std::process::Command::new(prog).arg(&a).status() {
-                Ok(s) if s.success() => {}
-                _ => {
-                    eprintln!("{prog} not available; skipped");
-                    continue;
-                }
+            if !paraclick_runtime::testing::have_tool(prog, "--version", prog) {
+                continue;
             }
+            let s = std::process::Command::new(prog).arg(&a).status().unwrap();
+            assert!(s.success(), "{prog} {}", a.display());
             let z = dir.path().join(format!("in.txt.{ext}"));
             let r = build(
                 &full_registry(),
@@ -504,14 +502,7 @@ this line is not tcpdump output
     }
 
     fn tcpdump_installed() -> bool {
-        let ok = std::process::Command::new("tcpdump")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !ok {
-            eprintln!("tcpdump not installed; skipped");
-        }
-        ok
+        paraclick_runtime::testing::have_tool("tcpdump", "--version", "tcpdump")
     }
 
     /// What `tcpdump -n -tt [-v] -r pcap` prints.

@@ -12,7 +12,7 @@
 //! They need root (namespaces, veth pairs, packet sockets, taps). Run as
 //! anyone else each test is skipped with a loud message on stderr (it
 //! passes without checking anything), so a contributor's `cargo test`
-//! works; with `PARACLICK_NETNS_REQUIRED=1` in the environment (what
+//! works; with `PARACLICK_NO_SKIP=1` in the environment (what
 //! scripts/test.sh, and so CI, sets) not being root fails instead, so that a
 //! skipped test cannot hide a broken router there. As root they always run,
 //! and a missing tool fails them.
@@ -43,22 +43,7 @@ fn run_script(script: &str, limit: Duration, done: &str) -> String {
             "tests/netns/{script} needs root: it creates network namespaces and veth \
              pairs and opens packet sockets (run `cargo test` as root, as CI does)"
         );
-        let required = std::env::var("PARACLICK_NETNS_REQUIRED").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "{why}; PARACLICK_NETNS_REQUIRED=1 forbids skipping it"
-        );
-        // Straight to the process's stderr: the test harness hides what a
-        // passing test prints with eprintln!, and this must be seen.
-        let bar = "*".repeat(78);
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!(
-                "\n{bar}\nSKIPPED (not root): {why}\nNothing was checked. \
-                 Set PARACLICK_NETNS_REQUIRED=1 to make this a failure.\n{bar}\n"
-            )
-            .as_bytes(),
-        );
+        paraclick_runtime::testing::skip(&why);
         return String::new();
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");

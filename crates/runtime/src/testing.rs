@@ -209,6 +209,45 @@ pub fn build_err(reg: &Registry, conf: &str) -> String {
     }
 }
 
+/// The environment variable under which no test may skip for want of
+/// something on the machine (root, a tool, a second CPU): the full suite
+/// (`scripts/test.sh`, what CI runs) sets it to 1, since its bootstrap
+/// installs everything the tests need.
+pub const NO_SKIP: &str = "PARACLICK_NO_SKIP";
+
+/// Skips a test that cannot run here, saying why on the process's own
+/// standard error (the harness hides a passing test's output, and a skip
+/// must be seen); with [`NO_SKIP`]`=1` the skip is a failure instead.
+pub fn skip(why: &str) {
+    let required = std::env::var(NO_SKIP).is_ok_and(|v| v == "1");
+    assert!(!required, "{why}; {NO_SKIP}=1 forbids skipping this test");
+    let bar = "*".repeat(78);
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "\n{bar}\nSKIPPED: {why}\nNothing was checked. Set {NO_SKIP}=1 to make this a \
+             failure.\n{bar}\n"
+        )
+        .as_bytes(),
+    );
+}
+
+/// Whether `prog` runs (`prog ARG` exits successfully); if not, the test
+/// [`skip`]s, saying which package provides it.
+pub fn have_tool(prog: &str, arg: &str, package: &str) -> bool {
+    let ok = std::process::Command::new(prog)
+        .arg(arg)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skip(&format!(
+            "{prog} is not installed (apt-get install {package}; scripts/bootstrap.sh --tests \
+             installs it)"
+        ));
+    }
+    ok
+}
+
 /// How long [`run`] and [`run_until`] wait before failing the test.
 pub const WATCHDOG: Duration = Duration::from_secs(20);
 

@@ -284,7 +284,7 @@ pub fn is_root() -> bool {
 }
 
 /// For tests that need root: true when root; otherwise, unless
-/// `PARACLICK_NETNS_REQUIRED=1` (scripts/test.sh, CI) makes that a failure,
+/// `PARACLICK_NO_SKIP=1` (scripts/test.sh, CI) makes that a failure,
 /// prints a loud SKIPPED message naming `test` straight to stderr (the
 /// harness hides a passing test's eprintln!) and returns false.
 #[cfg(test)]
@@ -292,21 +292,9 @@ pub fn root_or_skip(test: &str) -> bool {
     if is_root() {
         return true;
     }
-    let required = std::env::var("PARACLICK_NETNS_REQUIRED").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "{test} needs root (it creates devices in a network namespace); \
-         PARACLICK_NETNS_REQUIRED=1 forbids skipping it"
-    );
-    let bar = "*".repeat(78);
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!(
-            "\n{bar}\nSKIPPED (not root): {test} creates devices in a network namespace.\n\
-             Nothing was checked. Set PARACLICK_NETNS_REQUIRED=1 to make this a failure.\n{bar}\n"
-        )
-        .as_bytes(),
-    );
+    paraclick_runtime::testing::skip(&format!(
+        "{test} needs root (it creates devices in a network namespace)"
+    ));
     false
 }
 

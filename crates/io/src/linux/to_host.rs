@@ -201,7 +201,7 @@ mod tests {
     /// reply, read back through FromHost; a runt frame is a counted drop;
     /// the device disappears with the router. Runs in a network namespace
     /// of its own. Needs root: skipped loudly otherwise (a failure with
-    /// PARACLICK_NETNS_REQUIRED=1, as in CI).
+    /// PARACLICK_NO_SKIP=1, as in CI).
     #[test]
     fn linux_answers_through_the_tap_and_the_device_goes_with_the_router() {
         if !root_or_skip("ToHost/FromHost tap test") {

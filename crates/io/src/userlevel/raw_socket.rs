@@ -355,7 +355,7 @@ mod tests {
     /// goes out through RawSocket(ICMP) to 127.0.0.1 and Linux's echo reply
     /// comes back on RawSocket's output; a packet that is not IPv4 is a
     /// counted drop. Needs root: skipped loudly otherwise (a failure with
-    /// PARACLICK_NETNS_REQUIRED=1, as in CI).
+    /// PARACLICK_NO_SKIP=1, as in CI).
     #[test]
     fn icmp_echo_through_a_raw_socket_in_a_netns() {
         if !root_or_skip("RawSocket ICMP echo test") {
