@@ -586,6 +586,7 @@ pub struct ArpQuerier {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ARPQuerier", "2/1-2", "h", make)
+        .shared("ARP: one table / answers for all hosts")
 }
 
 fn dur_ns(d: Duration) -> u64 {

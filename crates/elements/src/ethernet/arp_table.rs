@@ -60,7 +60,7 @@ pub struct ArpTable {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("ARPTable", "0/0", "a", make)
+    ClassSpec::element("ARPTable", "0/0", "a", make).shared("ARP: one table for all hosts")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ArpTable, String> {

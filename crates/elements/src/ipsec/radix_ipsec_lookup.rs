@@ -107,7 +107,9 @@ pub struct RadixIPsecLookup {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RadixIPsecLookup", "1/2-", "a", make)
+    ClassSpec::action("RadixIPsecLookup", "1/2-", "a", make).shared(
+        "IPsec: one security association table (sequence numbers, replay windows) for all flows",
+    )
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {

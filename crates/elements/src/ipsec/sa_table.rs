@@ -236,7 +236,9 @@ impl IPsecSATable {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPsecSATable", "0/0", "a", make)
+    ClassSpec::element("IPsecSATable", "0/0", "a", make).shared(
+        "IPsec: one security association table (sequence numbers, replay windows) for all flows",
+    )
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecSATable, String> {

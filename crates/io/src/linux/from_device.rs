@@ -183,7 +183,7 @@ use super::rx::{
     check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
 };
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::sync::{Mutex, OnceLock};
 
 pub struct FromDevice {
@@ -208,6 +208,8 @@ const PRIO: usize = 1;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromDevice", "0/1", "h", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Device)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {

@@ -89,7 +89,7 @@ use super::rx::{
     check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
 };
 use paraclick_packet::Batch;
-use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, InitCx};
+use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, InitCx, Kind};
 use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 
@@ -115,6 +115,8 @@ struct PollState {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("MultiFromDevice", "0/1-", "h", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Device)
 }
 
 /// Parses one `DEVNAME [QUEUE]` argument.
