@@ -15,6 +15,7 @@ pub mod ifaddr;
 pub mod notifier;
 pub mod perthread;
 mod plan;
+pub mod provide;
 pub mod registry;
 pub mod ring;
 pub mod router;

@@ -180,7 +180,8 @@
 //!     StaticThreadSched(fd0 0, fd1 1);
 
 use super::rx::{
-    check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
+    check_device_queues, check_devname, QueueClaim, RxClaims, RxCounters, RxOptions, RxQueue,
+    RxReader,
 };
 use paraclick_packet::Batch;
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
@@ -276,7 +277,18 @@ impl FromDevice {
     }
 }
 
+impl RxClaims for FromDevice {
+    fn claims(&self) -> Vec<QueueClaim<'_>> {
+        vec![self.claim()]
+    }
+}
+
 impl Element for FromDevice {
+    /// Its queue, to the others reading the device.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, FromDevice, dyn RxClaims => |d| d)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::try_read("count", |e, hx| {
             Ok(hx
