@@ -5,7 +5,7 @@
 //!
 //! The provider says what it offers in its `provide` method
 //! ([`crate::Element::provide`], [`crate::Action::provide`]), most simply
-//! with [`provide!`](crate::provide); the asker calls
+//! with [`provide!`](macro@crate::provide); the asker calls
 //! [`InitCx::cast`](crate::InitCx::cast):
 //!
 //! ```ignore

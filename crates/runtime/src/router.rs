@@ -549,7 +549,7 @@ impl InitCx<'_> {
 
     /// What element `i` provides as `T` (Click's `cast`): a trait object
     /// type (`dyn RxClaims`) or a shared value's type (`Arc<SaTable>`);
-    /// None if it provides none ([`crate::provide`]).
+    /// None if it provides none ([`crate::provide`](mod@crate::provide)).
     pub fn cast<T: ?Sized + 'static>(&self, i: usize) -> Option<&T> {
         crate::provide::cast(&*self.core.slots[i].element)
     }
