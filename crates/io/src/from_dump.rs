@@ -91,7 +91,7 @@ use crate::common::{
     ErrorCount, Sampler, TimeBounds, Timing,
 };
 use paraclick_packet::{Batch, Packet, Timestamp};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
 use pcap_file::pcap::PcapReader;
 use pcap_file::TsResolution;
 use std::io::{Read, Seek, SeekFrom};
@@ -182,6 +182,8 @@ struct Produced {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromDump", "0/1-2", "a/ah", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Source)
 }
 
 struct Opened {

@@ -129,7 +129,7 @@ use crate::ipsumdump::{
 };
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -174,6 +174,8 @@ struct State {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromIPSummaryDump", "0/1", "a", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {

@@ -106,7 +106,7 @@ use crate::decompress::open_maybe_compressed;
 use crate::ipsumdump::{build, BuildOpts, Values};
 use crate::tcpdump_text::SeqTracker;
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -145,6 +145,8 @@ struct State {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromTcpdump", "0/1", "a", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromTcpdump, String> {

@@ -51,6 +51,52 @@ pub fn full_registry() -> Registry {
 
 #[cfg(test)]
 mod tests {
+    use paraclick_runtime::{FlowState, Kind};
+
+    /// Every class says what it keeps across flows: the planner reads it
+    /// from the class, not from a list of names.
+    #[test]
+    fn every_class_declares_its_flow_state() {
+        let r = super::full_registry();
+        let undeclared: Vec<&str> = r
+            .names()
+            .into_iter()
+            .filter(|n| r.get(n).unwrap().flow_state == FlowState::Undeclared)
+            .collect();
+        assert!(
+            undeclared.is_empty(),
+            "classes without a declared flow state (say .stateless(), .per_flow() \
+             or .shared(reason) in their ClassSpec): {undeclared:?}"
+        );
+    }
+
+    #[test]
+    fn known_facts_of_some_classes() {
+        let r = super::full_registry();
+        let spec = |n: &str| r.get(n).unwrap_or_else(|| panic!("{n} not registered"));
+        assert_eq!(spec("Queue").kind, Kind::Queue);
+        assert_eq!(
+            spec("Queue").flow_state,
+            FlowState::Shared("a queue: one FIFO for all flows")
+        );
+        assert_eq!(spec("DecIPTTL").flow_state, FlowState::Stateless);
+        assert_eq!(spec("DecIPTTL").kind, Kind::Plain);
+        assert_eq!(spec("Counter").flow_state, FlowState::PerFlow);
+        let FlowState::Shared(why) = spec("IPRewriter").flow_state else {
+            panic!("IPRewriter: {:?}", spec("IPRewriter").flow_state);
+        };
+        assert!(why.starts_with("NAT:"), "{why}");
+        assert_eq!(spec("InfiniteSource").kind, Kind::Source);
+        assert_eq!(spec("PrioSched").kind, Kind::Scheduler);
+        assert_eq!(spec("FromDump").kind, Kind::Source);
+        assert_eq!(spec("ToDevice").kind, Kind::Device);
+        // An alias has its target's facts.
+        assert_eq!(
+            spec("LookupIPRoute").flow_state,
+            spec("StaticIPLookup").flow_state
+        );
+    }
+
     #[test]
     fn classes_are_registered_with_their_docs() {
         let r = super::full_registry();

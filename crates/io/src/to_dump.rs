@@ -91,6 +91,7 @@ pub struct ToDump {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToDump", "1/0-1", "a", make)
+        .shared("an output: one file or device for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ToDump, String> {

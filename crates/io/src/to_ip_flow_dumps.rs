@@ -157,6 +157,7 @@ struct Flow {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToIPFlowDumps", "1/0-1", "a", make)
+        .shared("an output: one file or device for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {

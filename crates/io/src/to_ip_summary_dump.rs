@@ -150,6 +150,7 @@ struct Writer {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToIPSummaryDump", "1/0-1", "a/h", make)
+        .shared("an output: one file or device for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPSummaryDump, String> {

@@ -1571,7 +1571,9 @@ mod tests {
         let el = |name: &str, class: &str, push: Vec<usize>, pull: Vec<usize>| ElementCost {
             name: name.into(),
             class: class.into(),
-            is_queue: class == "Queue",
+            is_queue: crate::registry()
+                .get(class)
+                .is_some_and(|c| c.kind == paraclick_runtime::Kind::Queue),
             push_tasks: push,
             pull_tasks: pull,
             ..ElementCost::default()
@@ -1736,7 +1738,9 @@ mod tests {
                 ElementCost {
                     name: name.into(),
                     class: class.into(),
-                    is_queue: class == "Queue",
+                    is_queue: crate::registry()
+                        .get(class)
+                        .is_some_and(|c| c.kind == paraclick_runtime::Kind::Queue),
                     push_tasks: push,
                     pull_tasks: pull,
                     cycles: pt.iter().map(|x| x.0).sum(),

@@ -53,93 +53,30 @@ pub const BURST: usize = 32;
 /// element does not exist before the rewrite).
 pub const HASH_CYCLES: f64 = 30.0;
 
+/// The facts `class` declares ([`paraclick_runtime::ClassSpec`]), from
+/// the full registry (built once); None for a class it does not know.
+fn class_spec(class: &str) -> Option<&'static paraclick_runtime::ClassSpec> {
+    static REG: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    REG.get_or_init(paraclick_io::full_registry).get(class)
+}
+
 /// Whether instances of `class` may be replicated in a flow split, and if
-/// not, why.
+/// not, why: the flow state its class declares
+/// ([`paraclick_runtime::FlowState`]). A shared class's reason is its own
+/// ("a queue: one FIFO for all flows").
 pub fn replicable(class: &str) -> Result<(), String> {
-    const STATELESS: &[&str] = &[
-        "Strip",
-        "Unstrip",
-        "CheckIPHeader",
-        "CheckIPHeader2",
-        "MarkIPHeader",
-        "Classifier",
-        "IPClassifier",
-        "IPFilter",
-        "EtherEncap",
-        "EtherRewrite",
-        "DecIPTTL",
-        "SetIPChecksum",
-        "SetUDPChecksum",
-        "SetTCPChecksum",
-        "CheckUDPHeader",
-        "CheckTCPHeader",
-        "CheckICMPHeader",
-        "GetIPAddress",
-        "SetIPAddress",
-        "StoreIPAddress",
-        "Paint",
-        "PaintSwitch",
-        "CheckPaint",
-        "WorkPackage",
-        "Null",
-        "StripIPHeader",
-        "IPGWOptions",
-        "FixIPSrc",
-        "DropBroadcasts",
-        // Drops frames not for this host by their Ethernet address; no
-        // state, no counts.
-        "HostEtherFilter",
-        "LookupIPRoute",
-        "StaticIPLookup",
-        "RadixIPLookup",
-        "DirectIPLookup",
-        "LinearIPLookup",
-        "RangeIPLookup",
-        "SortedIPLookup",
-        "LookupIPRouteMP",
-        "IPInputCombo",
-        "IPOutputCombo",
-        "SetIPDSCP",
-        "EtherMirror",
-        "IPMirror",
-        "Discard",
-        // Fragments of one packet share its addresses, which the hash
-        // covers (the ports are left out when a reassembler is
-        // replicated).
-        "IPReassembler",
-    ];
-    if STATELESS.contains(&class) {
-        return Ok(());
+    use paraclick_runtime::FlowState;
+    match class_spec(class).map(|c| c.flow_state) {
+        // Per flow: each replica keeps its flows' state. Counter: each
+        // replica counts its flows; the original's handlers report the
+        // sums (Counter's REPLICAS, written by the rewrite): the name the
+        // user reads keeps its meaning. Not with calls ([`replicable_el`]).
+        Some(FlowState::Stateless | FlowState::PerFlow) => Ok(()),
+        Some(FlowState::Shared(why)) => Err(why.into()),
+        Some(FlowState::Undeclared) | None => {
+            Err("not known to be free of state shared across flows".into())
+        }
     }
-    // Each replica counts its flows; the original's handlers report the
-    // sums (Counter's REPLICAS, written by the rewrite): the name the
-    // user reads keeps its meaning. Not with calls ([`replicable_el`]).
-    if class == "Counter" {
-        return Ok(());
-    }
-    Err(match class {
-        c if c.ends_with("Queue") => "a queue: one FIFO for all flows".into(),
-        "AverageCounter" => {
-            "its rate is measured over all flows (summed replicas are not written)".into()
-        }
-        "IPRewriter" | "TCPRewriter" | "UDPRewriter" | "ICMPPingRewriter" | "ICMPRewriter" => {
-            "NAT: one port allocator and mapping table for all flows (and both directions)".into()
-        }
-        "IPsecESPTunnelEncap" | "IPsecESPEncap" => {
-            "ESP: one security association's sequence numbers for all flows".into()
-        }
-        "IPsecESPTunnelUnencap" | "IPsecESPUnencap" => {
-            "ESP: one security association's replay window for all flows".into()
-        }
-        "ARPQuerier" | "ARPResponder" => "ARP: one table / answers for all hosts".into(),
-        "ToDump" | "ToIPSummaryDump" | "ToDevice" => {
-            "an output: one file or device for all flows".into()
-        }
-        c if c.contains("Shaper") || c.contains("Meter") || c.contains("Sched") => {
-            "a rate or schedule shared by all flows".into()
-        }
-        _ => "not known to be free of state shared across flows".into(),
-    })
 }
 
 /// [`replicable`] for one element of the configuration: a Counter with
@@ -155,7 +92,7 @@ pub fn replicable_el(e: &FlatElement) -> Result<(), String> {
 }
 
 fn is_queue(class: &str) -> bool {
-    class.ends_with("Queue")
+    class_spec(class).is_some_and(|c| c.kind == paraclick_runtime::Kind::Queue)
 }
 
 /// The graph with its adjacency, tasks and per-element costs.
@@ -2946,6 +2883,17 @@ mod tests {
         assert!(replicable("SomethingNew")
             .unwrap_err()
             .contains("not known"));
+        // Facts the classes declare, not a list of names here.
+        assert_eq!(
+            replicable("ThreadSafeQueue").unwrap_err(),
+            "a queue: one FIFO for all flows"
+        );
+        assert!(replicable("VLANEncap").is_ok());
+        assert!(replicable("IPReassembler").is_ok());
+        assert!(replicable("InfiniteSource")
+            .unwrap_err()
+            .starts_with("a source"));
+        assert!(is_queue("CPUQueue") && !is_queue("Unqueue"));
     }
 
     const QOS: &str = "src :: InfiniteSource(LIMIT 10) -> Strip(14) -> CheckIPHeader \

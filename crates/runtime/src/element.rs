@@ -25,7 +25,7 @@ use crate::notifier::Notifier;
 use crate::ring::ModeSwitch;
 use crate::router::InitCx;
 use paraclick_packet::{Batch, Packet};
-use std::any::Any;
+use std::any::{Any, TypeId};
 
 /// What a per-packet action decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,6 +201,15 @@ pub trait Action: Send + Sync + Sized + 'static {
     /// element is initialized and not yet running. Take what should
     /// survive (counts, tables). The default takes nothing.
     fn take_state(&self, _old: &Self, _sx: &mut StateCx<'_>) {}
+
+    /// What the element provides to others, Click's `cast`: asked with
+    /// the key of an interface type (a trait object type or a shared
+    /// value's), the [`crate::provide::Interface`] for it. Write it with
+    /// [`crate::provide!`]; other elements ask with
+    /// [`InitCx::cast`]. The default provides nothing.
+    fn provide(&self, _want: TypeId) -> Option<&'static dyn Any> {
+        None
+    }
 }
 
 /// An element that is more than a function of one packet: it implements
@@ -358,6 +367,15 @@ pub trait Element: Send + Sync + Sized + 'static {
     /// `old`'s rings, pushes into this element's, and counts the packets
     /// that do not fit as drops. The default takes nothing.
     fn take_state(&self, _old: &Self, _sx: &mut StateCx<'_>) {}
+
+    /// What the element provides to others, Click's `cast`: asked with
+    /// the key of an interface type (a trait object type or a shared
+    /// value's), the [`crate::provide::Interface`] for it. Write it with
+    /// [`crate::provide!`]; other elements ask with
+    /// [`InitCx::cast`]. The default provides nothing.
+    fn provide(&self, _want: TypeId) -> Option<&'static dyn Any> {
+        None
+    }
 }
 
 /// What a handler call through a [`Node`] found.
@@ -416,6 +434,8 @@ pub trait Node: Send + Sync + 'static {
     /// Takes the state of `old` (the element itself, see [`Node::as_any`])
     /// if it is of this element's type; returns whether it was.
     fn take_state(&self, old: &dyn Any, sx: &mut StateCx<'_>) -> bool;
+    /// [`Element::provide`] / [`Action::provide`].
+    fn provide(&self, want: TypeId) -> Option<&'static dyn Any>;
 }
 
 /// The batch loop of an [`Action`], monomorphized per element type so the
@@ -615,6 +635,9 @@ impl<A: Action> Node for ActionNode<A> {
     fn as_any(&self) -> &dyn Any {
         &self.0
     }
+    fn provide(&self, want: TypeId) -> Option<&'static dyn Any> {
+        self.0.provide(want)
+    }
     fn take_state(&self, old: &dyn Any, sx: &mut StateCx<'_>) -> bool {
         match old.downcast_ref::<A>() {
             Some(o) => {
@@ -726,6 +749,9 @@ impl<E: Element> Node for ElementNode<E> {
     }
     fn as_any(&self) -> &dyn Any {
         &self.0
+    }
+    fn provide(&self, want: TypeId) -> Option<&'static dyn Any> {
+        self.0.provide(want)
     }
     fn take_state(&self, old: &dyn Any, sx: &mut StateCx<'_>) -> bool {
         match old.downcast_ref::<E>() {

@@ -15,6 +15,7 @@ pub mod ifaddr;
 pub mod notifier;
 pub mod perthread;
 mod plan;
+pub mod provide;
 pub mod registry;
 pub mod ring;
 pub mod router;
@@ -32,7 +33,7 @@ pub use handler::HandlerCx;
 pub use hot::StateCx;
 pub use notifier::Notifier;
 pub use perthread::{Counter, PerThread};
-pub use registry::{ClassSpec, ConfigCx, Registry};
+pub use registry::{ClassSpec, ConfigCx, FlowState, Kind, Registry};
 pub use router::{BuildOptions, InitCx, Router};
 pub use time::RouterClock;
 

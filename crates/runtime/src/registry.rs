@@ -25,7 +25,58 @@ pub struct ClassSpec {
     /// packets it takes when an element on its side reads data. True
     /// unless the class says [`ClassSpec::metadata_only`].
     pub reads_data: bool,
+    /// What the class's elements keep from one packet to the next, as far
+    /// as flows are concerned: whether a flow split may replicate them.
+    /// [`FlowState::Undeclared`] unless the class says
+    /// [`ClassSpec::stateless`], [`ClassSpec::per_flow`] or
+    /// [`ClassSpec::shared`].
+    pub flow_state: FlowState,
+    /// What part the class's elements play in a router's structure
+    /// ([`ClassSpec::kind`]; [`Kind::Plain`] unless said).
+    pub kind: Kind,
     pub make: MakeFn,
+}
+
+/// What an element class keeps across packets, as a flow split sees it:
+/// may the planner run several copies (replicas), each given a share of
+/// the flows?
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlowState {
+    /// The class has not said (a test of the element library fails on
+    /// such a class; the planner keeps its elements whole).
+    #[default]
+    Undeclared,
+    /// Nothing kept from one packet changes what happens to a later one.
+    /// Statistics read through handlers may exist; a replica counts its
+    /// own share of them.
+    Stateless,
+    /// State kept per flow (or counts), which replicas split: each keeps
+    /// the state of the flows it is given; where the class takes a
+    /// `REPLICAS` keyword (Counter), the original's handlers sum its
+    /// replicas' counts. IPReassembler (its fragments' table is keyed by
+    /// the addresses a flow split hashes), Counter.
+    PerFlow,
+    /// State all flows share (a FIFO, a rate, a table, a file), so one
+    /// element must see every flow; the reason says which, in words the
+    /// planner prints ("a queue: one FIFO for all flows").
+    Shared(&'static str),
+}
+
+/// The part an element class plays in a router's structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Kind {
+    /// An element on a packet's path: none of the below.
+    #[default]
+    Plain,
+    /// A queue: stores packets pushed into it until they are pulled.
+    Queue,
+    /// Makes packets of its own (a generator, a file reader).
+    Source,
+    /// A pull element that picks which input to pull from.
+    Scheduler,
+    /// Talks to a device or the host: a network interface, tun/tap, a
+    /// socket.
+    Device,
 }
 
 impl ClassSpec {
@@ -69,6 +120,8 @@ impl ClassSpec {
             phase: 0,
             doc: "",
             reads_data: true,
+            flow_state: FlowState::Undeclared,
+            kind: Kind::Plain,
             make: Arc::new(make),
         }
     }
@@ -88,6 +141,33 @@ impl ClassSpec {
     /// queue, a scheduler, a Strip.
     pub fn metadata_only(mut self) -> ClassSpec {
         self.reads_data = false;
+        self
+    }
+
+    /// The class's elements keep nothing from one packet that changes
+    /// what happens to a later one ([`FlowState::Stateless`]).
+    pub fn stateless(mut self) -> ClassSpec {
+        self.flow_state = FlowState::Stateless;
+        self
+    }
+
+    /// The class's elements keep state per flow, or counts, which
+    /// replicas may split ([`FlowState::PerFlow`]).
+    pub fn per_flow(mut self) -> ClassSpec {
+        self.flow_state = FlowState::PerFlow;
+        self
+    }
+
+    /// The class's elements keep state all flows share; `reason` says
+    /// which, for the planner to print ([`FlowState::Shared`]).
+    pub fn shared(mut self, reason: &'static str) -> ClassSpec {
+        self.flow_state = FlowState::Shared(reason);
+        self
+    }
+
+    /// The part the class's elements play ([`Kind`]).
+    pub fn kind(mut self, kind: Kind) -> ClassSpec {
+        self.kind = kind;
         self
     }
 }

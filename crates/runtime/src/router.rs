@@ -547,6 +547,13 @@ impl InitCx<'_> {
         self.core.slots[i].element.as_any().downcast_ref()
     }
 
+    /// What element `i` provides as `T` (Click's `cast`): a trait object
+    /// type (`dyn RxClaims`) or a shared value's type (`Arc<SaTable>`);
+    /// None if it provides none ([`crate::provide`](mod@crate::provide)).
+    pub fn cast<T: ?Sized + 'static>(&self, i: usize) -> Option<&T> {
+        crate::provide::cast(&*self.core.slots[i].element)
+    }
+
     /// Asks that element `i`'s tasks run on `thread` (StaticThreadSched).
     pub fn prefer_thread(&mut self, i: usize, thread: usize) {
         self.prefs.push((i, thread));

@@ -70,8 +70,15 @@ fn make_source(cx: &mut ConfigCx<'_>) -> Result<TestSource, String> {
 /// Registers `TestSink` (push input, no outputs) and `TestSource` (no
 /// inputs, push outputs, never sends).
 pub fn register(reg: &mut Registry) {
-    reg.register(ClassSpec::element("TestSink", "1/0", "h", make_sink));
-    reg.register(ClassSpec::element("TestSource", "0/-", "h", make_source));
+    reg.register(
+        ClassSpec::element("TestSink", "1/0", "h", make_sink)
+            .shared("a test sink: one capture for all flows"),
+    );
+    reg.register(
+        ClassSpec::element("TestSource", "0/-", "h", make_source)
+            .stateless()
+            .kind(crate::Kind::Source),
+    );
 }
 
 /// One element under test, its outputs connected to `TestSink`s `o0`,

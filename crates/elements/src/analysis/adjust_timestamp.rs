@@ -35,7 +35,7 @@ pub struct AdjustTimestamp {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("AdjustTimestamp", "1/1", "a", make)
+    ClassSpec::action("AdjustTimestamp", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<AdjustTimestamp, String> {

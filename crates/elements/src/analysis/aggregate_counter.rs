@@ -136,6 +136,7 @@ pub struct AggregateCounter {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("AggregateCounter", "1-2/1-2", "a", make)
+        .shared("one table of counts per aggregate for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<AggregateCounter, String> {

@@ -301,7 +301,7 @@ pub struct AggregateIP {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("AggregateIP", "1/1-2", "a/ah", make)
+    ClassSpec::action("AggregateIP", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<AggregateIP, String> {

@@ -100,6 +100,7 @@ pub struct AggregateIPFlows {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("AggregateIPFlows", "1/1-2", "a/ah", make)
+        .shared("one flow table, numbering aggregates, for all flows")
 }
 
 fn ns(d: Duration) -> i64 {

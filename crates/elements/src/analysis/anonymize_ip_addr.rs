@@ -139,6 +139,7 @@ pub struct AnonymizeIPAddr {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("AnonymizeIPAddr", "1/1", "a", make)
+        .shared("one prefix-preserving address map for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<AnonymizeIPAddr, String> {

@@ -25,7 +25,7 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 pub struct EraseIPPayload;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EraseIPPayload", "1/1", "a", make)
+    ClassSpec::action("EraseIPPayload", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EraseIPPayload, String> {

@@ -138,6 +138,7 @@ pub struct IPRateMonitor {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("IPRateMonitor", "1-2/1-2", "h/h", make)
+        .shared("one rate table for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPRateMonitor, String> {

@@ -49,6 +49,7 @@ pub struct SetTimestampDelta {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("SetTimestampDelta", "1/1", "a", make)
+        .shared("timestamps relative to the first packet of all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetTimestampDelta, String> {

@@ -36,7 +36,7 @@ pub struct StoreTimestamp {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreTimestamp", "1/1", "a", make)
+    ClassSpec::action("StoreTimestamp", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StoreTimestamp, String> {

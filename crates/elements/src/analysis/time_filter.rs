@@ -79,6 +79,7 @@ pub struct TimeFilter {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("TimeFilter", "1/1-2", "a/ah", make)
+        .shared("a time range that may be relative to the first packet of all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimeFilter, String> {

@@ -40,6 +40,7 @@ pub struct TimeRange {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("TimeRange", "1/1", "a", make)
+        .shared("one range of timestamps over all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimeRange, String> {

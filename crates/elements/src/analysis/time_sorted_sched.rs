@@ -37,7 +37,7 @@
 //!     tss -> ToDump(merged.pcap);
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Kind};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -58,6 +58,8 @@ struct State {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("TimeSortedSched", "-/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimeSortedSched, String> {

@@ -108,7 +108,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("ControlSocket", "0/0", "", make)
+    ClassSpec::element("ControlSocket", "0/0", "", make).shared("one for the whole router")
 }
 
 #[derive(Clone)]

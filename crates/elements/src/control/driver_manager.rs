@@ -44,7 +44,7 @@ use super::script::{make_with, Script, ScriptType};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DriverManager", "-/-", "ah/ah", make)
+    ClassSpec::element("DriverManager", "-/-", "ah/ah", make).shared("one for the whole router")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Script, String> {

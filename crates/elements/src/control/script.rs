@@ -279,6 +279,7 @@ pub struct Script {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Script", "-/-", "ah/ah", make)
+        .shared("a script: one program state for the router")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Script, String> {

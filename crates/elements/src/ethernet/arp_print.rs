@@ -50,6 +50,7 @@ pub struct ArpPrint {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ARPPrint", "1/1", "a", make)
+        .shared("a printer: one output, in packet order, for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ArpPrint, String> {

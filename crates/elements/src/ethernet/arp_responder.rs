@@ -65,6 +65,7 @@ pub struct ArpResponder {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ARPResponder", "1/1-2", "a/ah", make)
+        .shared("ARP: one table / answers for all hosts")
 }
 
 /// Parses one `IP/MASK [IP/MASK...] ETH` argument into entries.

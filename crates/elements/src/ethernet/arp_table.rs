@@ -49,18 +49,22 @@
 //!     q0 :: ARPQuerier(10.0.0.1, 00:00:00:00:00:01, TABLE arpt);
 //!     q1 :: ARPQuerier(10.0.1.1, 00:00:00:00:01:01, TABLE arpt);
 
-use super::arp_querier::{ArpShared, TableParams};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, StateCx};
+use paraclick_packet::wire::EtherAddr;
+use paraclick_packet::{Packet, Timestamp};
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, HandlerCx, StateCx};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 pub struct ArpTable {
     shared: Arc<ArpShared>,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("ARPTable", "0/0", "a", make)
+    ClassSpec::element("ARPTable", "0/0", "a", make).shared("ARP: one table for all hosts")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ArpTable, String> {
@@ -119,6 +123,473 @@ impl Element for ArpTable {
 
     fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
         self.shared.take_from(&old.shared);
+    }
+}
+
+pub(super) fn dur_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+// The table's state, shared by the ARPQueriers that use it (each
+// ARPQuerier without TABLE has one of its own): its entries and saved
+// packets under a lock, and the snapshot of known entries the packet
+// path reads.
+
+const SEC: u64 = 1_000_000_000;
+/// Queries for one address: at most one per 100 ms...
+const POLL_INTERVAL: u64 = SEC / 10;
+/// ...and one per 2 s after this many went unanswered.
+const POLL_BACKOFF_AFTER: u32 = 10;
+const POLL_BACKOFF: u64 = 2 * SEC;
+/// The ARPQuerier's timer (the table schedules its users').
+pub(super) const TIMER: usize = 0;
+pub(super) const NEVER: u64 = u64::MAX;
+/// Most polls one batch may trigger (more wait for the next batch).
+pub(super) const MAX_POLLS_PER_BATCH: usize = 8;
+
+/// A hasher for IPv4 addresses: one multiplication, folded.
+#[derive(Default)]
+pub(super) struct IpHasher(u64);
+
+impl Hasher for IpHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (self.0 ^ u64::from(v)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IpMap<V> = HashMap<u32, V, BuildHasherDefault<IpHasher>>;
+
+#[inline]
+pub(super) fn poll_allowed(polled: u64, polls: u32, now: u64) -> bool {
+    if polled == NEVER {
+        return true;
+    }
+    let wait = if polls >= POLL_BACKOFF_AFTER {
+        POLL_BACKOFF
+    } else {
+        POLL_INTERVAL
+    };
+    now >= polled.saturating_add(wait)
+}
+
+/// A known entry as the packet path sees it.
+pub(super) struct SnapEntry {
+    pub(super) eth: EtherAddr,
+    pub(super) live: u64,
+    /// When this entry was last polled (`NEVER`), and polls since its
+    /// last reply: shared by the threads, written at most 10 times a
+    /// second.
+    pub(super) polled: AtomicU64,
+    pub(super) polls: AtomicU32,
+}
+
+/// The known entries, immutable once published.
+#[derive(Default)]
+pub(super) struct Snapshot {
+    pub(super) map: IpMap<SnapEntry>,
+}
+
+/// A thread's view: the snapshot it last took and its generation.
+pub(super) struct Cache {
+    pub(super) gen: u64,
+    pub(super) snap: Arc<Snapshot>,
+    pub(super) polls: [(u32, EtherAddr, u16); MAX_POLLS_PER_BATCH],
+}
+
+pub(super) struct Entry {
+    /// FF-FF-FF-FF-FF-FF while unknown.
+    pub(super) eth: EtherAddr,
+    pub(super) known: bool,
+    /// Last reply (known) or creation (unknown), in ns since `epoch`.
+    pub(super) live: u64,
+    pub(super) polled: u64,
+    pub(super) polls: u32,
+    pub(super) pending: VecDeque<Packet>,
+}
+
+impl Entry {
+    pub(super) fn new(now: u64) -> Entry {
+        Entry {
+            eth: EtherAddr::BROADCAST,
+            known: false,
+            live: now,
+            polled: NEVER,
+            polls: 0,
+            pending: VecDeque::new(),
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Table {
+    pub(super) map: IpMap<Entry>,
+    pub(super) pending: usize,
+    /// Packets taken out of the table by handlers, to be dropped (counted)
+    /// by the timer.
+    pub(super) graveyard: Vec<Packet>,
+}
+
+/// What a locked section decided, acted on after the lock is released.
+#[derive(Default)]
+pub(super) struct Effects {
+    pub(super) out: Vec<Packet>,
+    pub(super) queries: Vec<(u32, EtherAddr, u16)>,
+    pub(super) dead: Vec<Packet>,
+}
+
+/// An ARP table with its saved packets: an ARPQuerier's own, or an
+/// ARPTable's shared by the ARPQueriers that name it with `TABLE`.
+pub(crate) struct ArpShared {
+    pub(super) capacity: usize,
+    pub(super) entry_capacity: usize,
+    pub(super) entry_packet_capacity: usize,
+    /// At CAPACITY, 1/slim_factor of the saved packets are dropped.
+    pub(super) slim_factor: usize,
+    pub(super) timeout: u64,
+    pub(super) epoch: Instant,
+    /// Added to the time since `epoch`: a table taken from another router
+    /// (hot reconfiguration) keeps that router's clock.
+    pub(super) base: AtomicU64,
+    pub(super) table: Mutex<Table>,
+    /// The published snapshot and its generation (bumped after each
+    /// publication; threads compare it with their cached one).
+    pub(super) snap: Mutex<Arc<Snapshot>>,
+    pub(super) gen: AtomicU64,
+    /// Elements whose timer 0 sends packets a handler released and drops
+    /// what a handler deleted (the queriers using the table).
+    pub(super) users: Mutex<Vec<usize>>,
+}
+
+/// The parameters of a table.
+pub(crate) struct TableParams {
+    pub capacity: usize,
+    pub entry_capacity: usize,
+    pub entry_packet_capacity: usize,
+    pub slim_factor: usize,
+    pub timeout: Duration,
+}
+
+impl ArpShared {
+    pub(crate) fn new(p: TableParams) -> ArpShared {
+        ArpShared {
+            capacity: p.capacity,
+            entry_capacity: p.entry_capacity,
+            entry_packet_capacity: p.entry_packet_capacity,
+            slim_factor: p.slim_factor.max(1),
+            timeout: dur_ns(p.timeout),
+            epoch: Instant::now(),
+            base: AtomicU64::new(0),
+            table: Mutex::new(Table::default()),
+            snap: Mutex::new(Arc::new(Snapshot::default())),
+            gen: AtomicU64::new(0),
+            users: Mutex::new(Vec::new()),
+        }
+    }
+
+    #[inline]
+    pub(super) fn now(&self, t: Instant) -> u64 {
+        dur_ns(t.saturating_duration_since(self.epoch)) + self.base.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(super) fn expired(&self, live: u64, now: u64) -> bool {
+        self.timeout != 0 && now > live.saturating_add(self.timeout)
+    }
+
+    /// How often a user's timer runs: a quarter of TIMEOUT, between 10 ms
+    /// and 1 s.
+    pub(super) fn period(&self) -> Duration {
+        if self.timeout == 0 {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_nanos((self.timeout / 4).clamp(10_000_000, SEC))
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn add_user(&self, elem: usize) {
+        let mut u = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        if !u.contains(&elem) {
+            u.push(elem);
+        }
+    }
+
+    /// Asks the users' timers to run now (packets to send or drop).
+    pub(super) fn wake_users(&self, hx: &HandlerCx<'_>) {
+        let users = self.users.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for u in users {
+            hx.schedule_element_after(u, TIMER, Duration::ZERO);
+        }
+    }
+
+    /// Saved packets and packets waiting to be dropped.
+    pub(crate) fn queued(&self) -> usize {
+        let t = self.lock();
+        t.pending + t.graveyard.len()
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.lock().map.len()
+    }
+
+    pub(crate) fn length(&self) -> usize {
+        self.lock().pending
+    }
+
+    /// Publishes the table's known entries for the packet path, keeping
+    /// the poll state of entries that did not change.
+    pub(super) fn publish(&self, t: &Table) {
+        let mut snap = self.snap.lock().unwrap_or_else(|e| e.into_inner());
+        let old = snap.clone();
+        let mut map = IpMap::default();
+        map.reserve(t.map.len());
+        for (&ip, e) in t.map.iter().filter(|(_, e)| e.known) {
+            let (polled, polls) = match old.map.get(&ip) {
+                Some(o) if o.live == e.live && o.eth == e.eth => (
+                    o.polled.load(Ordering::Relaxed),
+                    o.polls.load(Ordering::Relaxed),
+                ),
+                _ => (e.polled, e.polls),
+            };
+            map.insert(
+                ip,
+                SnapEntry {
+                    eth: e.eth,
+                    live: e.live,
+                    polled: AtomicU64::new(polled),
+                    polls: AtomicU32::new(polls),
+                },
+            );
+        }
+        *snap = Arc::new(Snapshot { map });
+        self.gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// Removes the entry for `ip`, its packets to `dead`.
+    pub(super) fn remove_entry(t: &mut Table, ip: u32, dead: &mut Vec<Packet>) -> Option<Entry> {
+        let mut e = t.map.remove(&ip)?;
+        t.pending -= e.pending.len();
+        dead.extend(e.pending.drain(..));
+        Some(e)
+    }
+
+    /// The entry for `ip`, created if needed (evicting the least recently
+    /// updated one at ENTRY_CAPACITY). Returns whether a known entry was
+    /// evicted (the snapshot must then be republished).
+    pub(super) fn ensure<'t>(
+        &self,
+        t: &'t mut Table,
+        ip: u32,
+        now: u64,
+        dead: &mut Vec<Packet>,
+    ) -> (&'t mut Entry, bool) {
+        let mut evicted_known = false;
+        if !t.map.contains_key(&ip) && self.entry_capacity > 0 {
+            while t.map.len() >= self.entry_capacity {
+                let Some(oldest) = t
+                    .map
+                    .iter()
+                    .min_by_key(|(&ip, e)| (e.live, ip))
+                    .map(|(&k, _)| k)
+                else {
+                    break;
+                };
+                if let Some(e) = Self::remove_entry(t, oldest, dead) {
+                    evicted_known |= e.known;
+                }
+            }
+        }
+        (
+            t.map.entry(ip).or_insert_with(|| Entry::new(now)),
+            evicted_known,
+        )
+    }
+
+    /// Drops the oldest saved packets until at most `target` remain.
+    pub(super) fn slim(t: &mut Table, target: usize, dead: &mut Vec<Packet>) {
+        if t.pending <= target {
+            return;
+        }
+        let mut order: Vec<(u64, u32)> = t
+            .map
+            .iter()
+            .filter(|(_, e)| !e.pending.is_empty())
+            .map(|(&ip, e)| (e.live, ip))
+            .collect();
+        order.sort_unstable();
+        for (_, ip) in order {
+            let Some(e) = t.map.get_mut(&ip) else {
+                continue;
+            };
+            while t.pending > target {
+                match e.pending.pop_front() {
+                    Some(p) => {
+                        dead.push(p);
+                        t.pending -= 1;
+                    }
+                    None => break,
+                }
+            }
+            if t.pending <= target {
+                break;
+            }
+        }
+    }
+
+    /// Saves a packet for an unknown (or expired) address; queues a query
+    /// when one is allowed.
+    pub(super) fn save(
+        &self,
+        t: &mut Table,
+        ip: u32,
+        p: Packet,
+        now: u64,
+        fx: &mut Effects,
+    ) -> bool {
+        let vlan = p.anno().vlan_tci;
+        if self.capacity > 0 && t.pending >= self.capacity {
+            // Make room: drop the oldest 1/slim_factor of the saved packets.
+            let target = self.capacity - self.capacity.div_ceil(self.slim_factor);
+            Self::slim(t, target, &mut fx.dead);
+        }
+        let (e, mut republish) = self.ensure(t, ip, now, &mut fx.dead);
+        if e.known {
+            // Expired: ask again, and give the packets a full TIMEOUT.
+            e.known = false;
+            e.eth = EtherAddr::BROADCAST;
+            e.live = now;
+            e.polled = NEVER;
+            e.polls = 0;
+            republish = true;
+        }
+        let mut dropped = 0;
+        if self.entry_packet_capacity > 0 && e.pending.len() >= self.entry_packet_capacity {
+            if let Some(old) = e.pending.pop_front() {
+                fx.dead.push(old);
+                dropped += 1;
+            }
+        }
+        e.pending.push_back(p);
+        let ask = poll_allowed(e.polled, e.polls, now);
+        if ask {
+            e.polled = now;
+            e.polls = e.polls.saturating_add(1);
+            fx.queries.push((ip, EtherAddr::BROADCAST, vlan));
+        }
+        t.pending = t.pending + 1 - dropped;
+        republish
+    }
+
+    pub(crate) fn table_text(&self, hx: &HandlerCx<'_>) -> String {
+        let now = self.now(hx.now());
+        let t = self.lock();
+        let mut v: Vec<(&u32, &Entry)> = t.map.iter().collect();
+        v.sort_by_key(|(ip, e)| (e.live, **ip));
+        let mut s = String::new();
+        for (&ip, e) in v {
+            let ok = e.known && !self.expired(e.live, now);
+            let age = Timestamp(now.saturating_sub(e.live) as i64);
+            s.push_str(&format!(
+                "{} {} {} {}\n",
+                Ipv4Addr::from(ip),
+                u8::from(ok),
+                e.eth,
+                age
+            ));
+        }
+        s
+    }
+
+    /// The `insert` handler: `IP ETH`. Packets waiting for IP are sent by
+    /// a user's timer, at once.
+    pub(crate) fn insert(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+        let mut it = v.split_whitespace();
+        let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
+            return Err(format!("expected 'IP ETH', not '{}'", v.trim()));
+        };
+        let ip = u32::from(hx.arg::<Ipv4Addr>(a)?);
+        let eth: EtherAddr = hx.arg(b)?;
+        if ip == 0 || eth.is_multicast() {
+            return Err(format!("bad entry '{}'", v.trim()));
+        }
+        let now = self.now(hx.now());
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        let (e, _) = self.ensure(&mut t, ip, now, &mut dead);
+        e.eth = eth;
+        e.known = true;
+        e.live = now;
+        e.polled = NEVER;
+        e.polls = 0;
+        let wake = !e.pending.is_empty() || !dead.is_empty();
+        t.graveyard.extend(dead);
+        self.publish(&t);
+        drop(t);
+        if wake {
+            self.wake_users(hx);
+        }
+        Ok(())
+    }
+
+    /// The `delete` handler; the entry's packets are dropped by a user's
+    /// timer.
+    pub(crate) fn delete(&self, ip: Ipv4Addr, hx: &HandlerCx<'_>) {
+        let ip = u32::from(ip);
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        if Self::remove_entry(&mut t, ip, &mut dead).is_some() {
+            let wake = !dead.is_empty();
+            t.graveyard.extend(dead);
+            self.publish(&t);
+            drop(t);
+            if wake {
+                self.wake_users(hx);
+            }
+        }
+    }
+
+    pub(crate) fn clear(&self, hx: &HandlerCx<'_>) {
+        let mut t = self.lock();
+        let mut dead = Vec::new();
+        let ips: Vec<u32> = t.map.keys().copied().collect();
+        for ip in ips {
+            Self::remove_entry(&mut t, ip, &mut dead);
+        }
+        let wake = !dead.is_empty();
+        t.graveyard.extend(dead);
+        self.publish(&t);
+        drop(t);
+        if wake {
+            self.wake_users(hx);
+        }
+    }
+
+    /// Hot reconfiguration: takes `old`'s entries and saved packets, and
+    /// continues its clock so entries expire when they would have.
+    pub(crate) fn take_from(&self, old: &ArpShared) {
+        let shift = dur_ns(self.epoch.saturating_duration_since(old.epoch));
+        self.base
+            .store(old.base.load(Ordering::Relaxed) + shift, Ordering::Relaxed);
+        let taken = std::mem::take(&mut *old.lock());
+        let mut t = self.lock();
+        *t = taken;
+        self.publish(&t);
     }
 }
 

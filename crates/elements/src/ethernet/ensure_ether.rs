@@ -43,7 +43,7 @@ pub struct EnsureEther {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EnsureEther", "1/1", "a", make)
+    ClassSpec::action("EnsureEther", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EnsureEther, String> {

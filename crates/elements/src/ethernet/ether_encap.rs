@@ -39,7 +39,7 @@ pub struct EtherEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherEncap", "1/1", "a", make)
+    ClassSpec::action("EtherEncap", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EtherEncap, String> {

@@ -20,7 +20,7 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 pub struct EtherMirror;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherMirror", "1/1", "a", make)
+    ClassSpec::action("EtherMirror", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EtherMirror, String> {

@@ -34,7 +34,7 @@ pub struct EtherRewrite {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherRewrite", "1/1", "a", make)
+    ClassSpec::action("EtherRewrite", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EtherRewrite, String> {

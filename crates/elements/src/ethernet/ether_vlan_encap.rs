@@ -55,7 +55,7 @@ pub struct EtherVLANEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherVLANEncap", "1/1", "a", make)
+    ClassSpec::action("EtherVLANEncap", "1/1", "a", make).stateless()
 }
 
 fn num_or_anno(s: &str, max: u32, what: &str) -> Result<Option<u16>, String> {

@@ -33,7 +33,7 @@ pub struct GetEtherAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("GetEtherAddress", "1/1-2", "a", make)
+    ClassSpec::action("GetEtherAddress", "1/1-2", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<GetEtherAddress, String> {

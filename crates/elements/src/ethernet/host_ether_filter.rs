@@ -42,7 +42,7 @@ pub struct HostEtherFilter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("HostEtherFilter", "1/1-2", "a/ah", make)
+    ClassSpec::action("HostEtherFilter", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<HostEtherFilter, String> {

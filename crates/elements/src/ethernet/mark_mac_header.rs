@@ -28,7 +28,7 @@ pub struct MarkMACHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("MarkMACHeader", "1/1", "a", make)
+    ClassSpec::action("MarkMACHeader", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkMACHeader, String> {

@@ -72,7 +72,7 @@ pub struct SetEtherAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetEtherAddress", "1/1", "a", make)
+    ClassSpec::action("SetEtherAddress", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetEtherAddress, String> {

@@ -33,7 +33,7 @@ pub struct StoreEtherAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreEtherAddress", "1/1-2", "a", make)
+    ClassSpec::action("StoreEtherAddress", "1/1-2", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StoreEtherAddress, String> {

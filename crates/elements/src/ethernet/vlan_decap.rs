@@ -28,7 +28,7 @@ pub struct VLANDecap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("VLANDecap", "1/1", "a", make)
+    ClassSpec::action("VLANDecap", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<VLANDecap, String> {

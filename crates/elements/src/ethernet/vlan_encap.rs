@@ -42,7 +42,7 @@ pub struct VLANEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("VLANEncap", "1/1", "a", make)
+    ClassSpec::action("VLANEncap", "1/1", "a", make).stateless()
 }
 
 fn num_or_anno(s: &str, max: u32, what: &str) -> Result<Option<u16>, String> {

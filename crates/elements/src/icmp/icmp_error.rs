@@ -86,7 +86,7 @@ pub struct IcmpError {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("ICMPError", "1/1", "a", make)
+    ClassSpec::action("ICMPError", "1/1", "a", make).shared("one IP ID sequence for all packets")
 }
 
 const TYPES: &[(&str, u8)] = &[

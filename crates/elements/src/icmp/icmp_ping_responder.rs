@@ -36,7 +36,7 @@ pub struct IcmpPingResponder {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("ICMPPingResponder", "1/1-2", "a/ah", make)
+    ClassSpec::action("ICMPPingResponder", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IcmpPingResponder, String> {

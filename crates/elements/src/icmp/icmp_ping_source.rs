@@ -54,7 +54,7 @@ use super::fmt_usec;
 use paraclick_packet::wire::{checksum, icmp_type, ip_proto};
 use paraclick_packet::{Batch, Packet, Timestamp};
 use paraclick_runtime::args::Bytes;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx, Kind};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -107,6 +107,8 @@ pub struct IcmpPingSource {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ICMPPingSource", "0-1/1", "h/a", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IcmpPingSource, String> {

@@ -124,7 +124,7 @@ impl AddrSet {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckIPHeader", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckIPHeader", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {

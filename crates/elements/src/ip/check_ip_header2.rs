@@ -21,7 +21,7 @@ use super::check_ip_header::{make_checker, CheckIPHeader};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckIPHeader2", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckIPHeader2", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {

@@ -43,7 +43,7 @@ pub struct DecIPTTL {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("DecIPTTL", "1/1-2", "a/ah", make)
+    ClassSpec::action("DecIPTTL", "1/1-2", "a/ah", make).stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DecIPTTL, String> {

@@ -29,7 +29,7 @@ pub struct DropBroadcasts {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("DropBroadcasts", "1/1-2", "a/ah", make)
+    ClassSpec::action("DropBroadcasts", "1/1-2", "a/ah", make).stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DropBroadcasts, String> {

@@ -32,7 +32,7 @@ pub struct FixIPSrc {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("FixIPSrc", "1/1", "a", make)
+    ClassSpec::action("FixIPSrc", "1/1", "a", make).stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<FixIPSrc, String> {

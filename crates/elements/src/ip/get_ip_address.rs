@@ -64,7 +64,7 @@ pub struct GetIPAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("GetIPAddress", "1/1", "a", make)
+    ClassSpec::action("GetIPAddress", "1/1", "a", make).stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<GetIPAddress, String> {

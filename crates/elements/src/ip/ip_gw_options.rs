@@ -67,7 +67,7 @@ pub struct IPGWOptions {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPGWOptions", "1/1-2", "a/ah", make)
+    ClassSpec::action("IPGWOptions", "1/1-2", "a/ah", make).stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<IPGWOptions, String> {

@@ -62,7 +62,7 @@ pub struct IPInputCombo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPInputCombo", "1/1", "a", make)
+    ClassSpec::action("IPInputCombo", "1/1", "a", make).stateless()
 }
 
 /// Configures one part of a combo element (an element of class `part`

@@ -31,7 +31,7 @@ pub struct IPMirror {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPMirror", "1/1", "a", make)
+    ClassSpec::action("IPMirror", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPMirror, String> {

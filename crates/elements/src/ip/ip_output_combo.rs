@@ -76,7 +76,7 @@ pub struct IPOutputCombo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPOutputCombo", "1/5", "h/h", make)
+    ClassSpec::action("IPOutputCombo", "1/5", "h/h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPOutputCombo, String> {

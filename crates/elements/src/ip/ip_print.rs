@@ -517,6 +517,7 @@ pub struct IPPrint {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPPrint", "1/1", "a", make)
+        .shared("a printer: one output, in packet order, for all flows")
 }
 
 /// CONTENTS: `NONE`, `HEX`, `ASCII` (any case) or a boolean.

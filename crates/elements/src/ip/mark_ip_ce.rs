@@ -34,7 +34,7 @@ pub struct MarkIPCE {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("MarkIPCE", "1/1", "a", make)
+    ClassSpec::action("MarkIPCE", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIPCE, String> {

@@ -31,7 +31,7 @@ pub struct MarkIPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("MarkIPHeader", "1/1", "a", make)
+    ClassSpec::action("MarkIPHeader", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIPHeader, String> {

@@ -28,7 +28,7 @@ pub struct SetIPAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIPAddress", "1/1", "a", make)
+    ClassSpec::action("SetIPAddress", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPAddress, String> {

@@ -35,7 +35,7 @@ pub struct SetIPChecksum {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIPChecksum", "1/1", "a", make)
+    ClassSpec::action("SetIPChecksum", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPChecksum, String> {

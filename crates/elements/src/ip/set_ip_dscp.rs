@@ -32,7 +32,7 @@ pub struct SetIPDSCP {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIPDSCP", "1/1", "a", make)
+    ClassSpec::action("SetIPDSCP", "1/1", "a", make).stateless()
 }
 
 fn check_dscp(d: u8) -> Result<u8, String> {

@@ -32,7 +32,7 @@ pub struct SetIPECN {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIPECN", "1/1", "a", make)
+    ClassSpec::action("SetIPECN", "1/1", "a", make).stateless()
 }
 
 fn parse_ecn(s: &str) -> Result<u8, String> {

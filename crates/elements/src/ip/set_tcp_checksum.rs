@@ -36,7 +36,7 @@ pub struct SetTCPChecksum {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetTCPChecksum", "1/1", "a", make)
+    ClassSpec::action("SetTCPChecksum", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetTCPChecksum, String> {

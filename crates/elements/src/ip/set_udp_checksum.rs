@@ -35,7 +35,7 @@ pub struct SetUDPChecksum {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetUDPChecksum", "1/1-2", "a/ah", make)
+    ClassSpec::action("SetUDPChecksum", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetUDPChecksum, String> {

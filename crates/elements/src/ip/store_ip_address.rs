@@ -54,7 +54,7 @@ pub struct StoreIPAddress {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreIPAddress", "1/1-2", "a/ah", make)
+    ClassSpec::action("StoreIPAddress", "1/1-2", "a/ah", make).stateless()
 }
 
 fn parse_where(s: &str, env: &paraclick_runtime::ArgEnv) -> Result<Where, String> {

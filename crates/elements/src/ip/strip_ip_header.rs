@@ -45,12 +45,14 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("StripIPHeader", "1/1", "a", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| StripIPHeader)
     })
+    .stateless()
 }
 
 pub fn unstrip_spec() -> ClassSpec {
     ClassSpec::action("UnstripIPHeader", "1/1", "a", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| UnstripIPHeader)
     })
+    .stateless()
 }
 
 impl Action for StripIPHeader {

@@ -40,7 +40,7 @@ pub struct TruncateIPPayload {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("TruncateIPPayload", "1/1", "a", make)
+    ClassSpec::action("TruncateIPPayload", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TruncateIPPayload, String> {

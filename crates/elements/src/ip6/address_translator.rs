@@ -102,6 +102,7 @@ pub struct AddressTranslator {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("AddressTranslator", "2/2", "h", make)
+        .shared("NAT: one mapping table for all flows (and both directions)")
 }
 
 fn arg<T: FromArg>(args: &[String], i: usize, what: &str, env: &ArgEnv) -> Result<T, String> {

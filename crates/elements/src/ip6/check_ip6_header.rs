@@ -47,7 +47,7 @@ pub struct CheckIP6Header {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckIP6Header", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckIP6Header", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIP6Header, String> {

@@ -41,7 +41,7 @@ pub struct DecIP6HLIM {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("DecIP6HLIM", "1/1-2", "a/ah", make)
+    ClassSpec::action("DecIP6HLIM", "1/1-2", "a/ah", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DecIP6HLIM, String> {

@@ -40,7 +40,7 @@
 use paraclick_packet::wire::ipv6::upper_layer_checksum;
 use paraclick_packet::wire::{EtherAddr, Ipv6Header, Ipv6Repr};
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -71,6 +71,8 @@ pub struct FastUDPSourceIP6 {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FastUDPSourceIP6", "0/1", "h", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FastUDPSourceIP6, String> {

@@ -24,7 +24,7 @@ pub struct GetIP6Address {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("GetIP6Address", "1/1", "a", make)
+    ClassSpec::action("GetIP6Address", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<GetIP6Address, String> {

@@ -68,7 +68,7 @@ pub struct ICMP6Error {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("ICMP6Error", "1/1", "a", make)
+    ClassSpec::action("ICMP6Error", "1/1", "a", make).stateless()
 }
 
 const TYPES: &[(&str, u8)] = &[

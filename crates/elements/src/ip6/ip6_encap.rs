@@ -37,7 +37,7 @@ pub struct IP6Encap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IP6Encap", "1/1", "a", make)
+    ClassSpec::action("IP6Encap", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Encap, String> {

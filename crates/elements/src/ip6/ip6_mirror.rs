@@ -25,7 +25,7 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 pub struct IP6Mirror;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IP6Mirror", "1/1", "a", make)
+    ClassSpec::action("IP6Mirror", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Mirror, String> {

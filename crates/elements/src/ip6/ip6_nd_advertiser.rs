@@ -53,7 +53,7 @@ pub struct IP6NDAdvertiser {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IP6NDAdvertiser", "1/1", "a", make)
+    ClassSpec::action("IP6NDAdvertiser", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDAdvertiser, String> {

@@ -97,6 +97,7 @@ pub struct IP6NDSolicitor {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("IP6NDSolicitor", "2/1-2", "h", make)
+        .shared("ND: one neighbour table for all hosts")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDSolicitor, String> {

@@ -62,6 +62,7 @@ pub struct IP6Print {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IP6Print", "1/1", "a", make)
+        .shared("a printer: one output, in packet order, for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Print, String> {

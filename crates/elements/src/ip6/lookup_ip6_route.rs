@@ -63,7 +63,7 @@ pub struct LookupIP6Route {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("LookupIP6Route", "1/-", "h", make)
+    ClassSpec::element("LookupIP6Route", "1/-", "h", make).stateless()
 }
 
 /// A parsed route; `port` is `None` when left out (only `remove`).

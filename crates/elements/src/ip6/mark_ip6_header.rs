@@ -23,7 +23,7 @@ pub struct MarkIP6Header {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("MarkIP6Header", "1/1", "a", make)
+    ClassSpec::action("MarkIP6Header", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIP6Header, String> {

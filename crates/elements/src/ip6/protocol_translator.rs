@@ -78,6 +78,7 @@ pub fn spec64() -> ClassSpec {
         "a",
         |cx: &mut ConfigCx<'_>| make(cx, true),
     )
+    .stateless()
 }
 
 pub fn spec46() -> ClassSpec {
@@ -87,6 +88,7 @@ pub fn spec46() -> ClassSpec {
         "a",
         |cx: &mut ConfigCx<'_>| make(cx, false),
     )
+    .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>, to_v4: bool) -> Result<ProtocolTranslator, String> {

@@ -27,7 +27,7 @@ pub struct SetIP6Address {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIP6Address", "1/1", "a", make)
+    ClassSpec::action("SetIP6Address", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetIP6Address, String> {

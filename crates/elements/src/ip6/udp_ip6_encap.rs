@@ -33,7 +33,7 @@ pub struct UDPIP6Encap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("UDPIP6Encap", "1/1", "a", make)
+    ClassSpec::action("UDPIP6Encap", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIP6Encap, String> {

@@ -113,7 +113,7 @@ pub struct IPClassifier {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPClassifier", "1/-", "h", make)
+    ClassSpec::action("IPClassifier", "1/-", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPClassifier, String> {

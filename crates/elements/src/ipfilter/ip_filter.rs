@@ -46,7 +46,7 @@ pub struct IPFilter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPFilter", "1/-", "h", make)
+    ClassSpec::action("IPFilter", "1/-", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFilter, String> {

@@ -23,6 +23,7 @@ use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("DynamicUDPIPEncap", "1/1", "a", make)
+        .shared("one IP ID sequence for all packets")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {

@@ -59,7 +59,7 @@ pub struct IPEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPEncap", "1/1", "a", make)
+    ClassSpec::action("IPEncap", "1/1", "a", make).shared("one IP ID sequence for all packets")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPEncap, String> {

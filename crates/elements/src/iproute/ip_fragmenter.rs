@@ -67,7 +67,7 @@ pub struct IPFragmenter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPFragmenter", "1/1-2", "h", make)
+    ClassSpec::element("IPFragmenter", "1/1-2", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {

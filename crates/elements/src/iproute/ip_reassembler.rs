@@ -112,7 +112,7 @@ pub struct IPReassembler {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPReassembler", "1/1-2", "a/ah", make)
+    ClassSpec::element("IPReassembler", "1/1-2", "a/ah", make).per_flow()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPReassembler, String> {

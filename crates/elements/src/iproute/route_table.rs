@@ -88,9 +88,10 @@ impl RouteKind for Direct {
     const KIND: Kind = Kind::Direct;
 }
 
-/// The class `name`, a route lookup element of kind `K`.
+/// The class `name`, a route lookup element of kind `K`. Stateless: the
+/// routes change only through handlers, never with the packets.
 pub fn class_spec<K: RouteKind>(name: &'static str) -> ClassSpec {
-    ClassSpec::element(name, "1/-", "h", make::<K>)
+    ClassSpec::element(name, "1/-", "h", make::<K>).stateless()
 }
 
 /// Parses an IP address the way Click's configuration does: dotted quad,

@@ -50,7 +50,7 @@ pub struct UDPIPEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("UDPIPEncap", "1/1", "a", make)
+    ClassSpec::action("UDPIPEncap", "1/1", "a", make).shared("one IP ID sequence for all packets")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {

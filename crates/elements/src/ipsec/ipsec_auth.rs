@@ -60,6 +60,7 @@ pub fn sha1_spec() -> ClassSpec {
     ClassSpec::action("IPsecAuthHMACSHA1", "1/1", "a", |cx: &mut ConfigCx<'_>| {
         make(cx, Integ::Sha1)
     })
+    .stateless()
 }
 
 pub fn sha256_spec() -> ClassSpec {
@@ -69,6 +70,7 @@ pub fn sha256_spec() -> ClassSpec {
         "a",
         |cx: &mut ConfigCx<'_>| make(cx, Integ::Sha256),
     )
+    .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>, integ: Integ) -> Result<IPsecAuthHMAC, String> {

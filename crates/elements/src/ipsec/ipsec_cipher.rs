@@ -73,12 +73,14 @@ pub fn aes_spec() -> ClassSpec {
     ClassSpec::action("IPsecAES", "1/1", "a", |cx: &mut ConfigCx<'_>| {
         make(cx, CipherKind::Aes)
     })
+    .stateless()
 }
 
 pub fn des_spec() -> ClassSpec {
     ClassSpec::action("IPsecDES", "1/1", "a", |cx: &mut ConfigCx<'_>| {
         make(cx, CipherKind::Des3)
     })
+    .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>, kind: CipherKind) -> Result<IPsecCipher, String> {

@@ -52,7 +52,7 @@ pub struct IPsecEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPsecEncap", "1/1", "a", make)
+    ClassSpec::action("IPsecEncap", "1/1", "a", make).shared("one IP ID sequence for all packets")
 }
 
 fn proto(s: &str) -> Result<u8, String> {

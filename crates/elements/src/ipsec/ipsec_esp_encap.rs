@@ -51,6 +51,7 @@ pub struct IPsecESPEncap {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPEncap", "1/1", "a", make)
+        .shared("ESP: one security association's sequence numbers for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPEncap, String> {

@@ -63,6 +63,7 @@ pub struct IPsecESPTunnelEncap {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPTunnelEncap", "1/1", "a", make)
+        .shared("ESP: one security association's sequence numbers for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelEncap, String> {

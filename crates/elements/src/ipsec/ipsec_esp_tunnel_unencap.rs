@@ -64,6 +64,7 @@ pub struct IPsecESPTunnelUnencap {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPTunnelUnencap", "1/1", "a", make)
+        .shared("ESP: one security association's replay window for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelUnencap, String> {

@@ -43,6 +43,7 @@ pub struct IPsecESPUnencap {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPUnencap", "1/1", "a", make)
+        .shared("ESP: one security association's replay window for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPUnencap, String> {

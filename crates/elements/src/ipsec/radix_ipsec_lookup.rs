@@ -107,7 +107,9 @@ pub struct RadixIPsecLookup {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RadixIPsecLookup", "1/2-", "a", make)
+    ClassSpec::action("RadixIPsecLookup", "1/2-", "a", make).shared(
+        "IPsec: one security association table (sequence numbers, replay windows) for all flows",
+    )
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {
@@ -285,11 +287,6 @@ fn inline_sa(w: &[&str], nthreads: usize) -> Result<SecurityAssociation, String>
 }
 
 impl RadixIPsecLookup {
-    /// The SAs given inline (Click's syntax), if any.
-    pub fn inline_table(&self) -> Option<&Arc<SaTable>> {
-        self.inline.as_ref()
-    }
-
     fn route_of(&self, addr: Ipv4Addr) -> Option<(usize, &IpsecRoute)> {
         let h = self.lpm.lookup(u32::from(addr))?;
         let i = h.port as usize;
@@ -365,6 +362,12 @@ impl RadixIPsecLookup {
 }
 
 impl Action for RadixIPsecLookup {
+    /// Its inline SAs' table, if it has one, to the elements that use it
+    /// as an IPsecSATable.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, RadixIPsecLookup, Arc<SaTable> => |r| r.inline.as_ref()?)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("table", |e, _| e.dump()),
         Handler::read_param("lookup", |e, v, hx| e.lookup_text(v, hx)),

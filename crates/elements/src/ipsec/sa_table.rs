@@ -236,7 +236,9 @@ impl IPsecSATable {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPsecSATable", "0/0", "a", make)
+    ClassSpec::element("IPsecSATable", "0/0", "a", make).shared(
+        "IPsec: one security association table (sequence numbers, replay windows) for all flows",
+    )
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecSATable, String> {
@@ -276,6 +278,11 @@ fn per_sa(e: &IPsecSATable, name: &str, param: Option<&str>) -> Result<String, S
 }
 
 impl Element for IPsecSATable {
+    /// Its table, to the elements that use it ([`TableRef`]).
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, IPsecSATable, Arc<SaTable> => |t| &t.table)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("table", |e, _| e.table.dump()),
         Handler::read("unknown_spi", |e, _| e.table.unknown_spi.get().to_string()),
@@ -335,13 +342,10 @@ impl TableRef {
         if self.table.get().is_some() {
             return Ok(());
         }
-        // An IPsecSATable, or a RadixIPsecLookup holding Click-style inline SAs.
+        // Whatever provides a table: an IPsecSATable, or a
+        // RadixIPsecLookup holding Click-style inline SAs.
         let table_of = |ix: &InitCx<'_>, i: usize| -> Option<Arc<SaTable>> {
-            if let Some(t) = ix.element::<IPsecSATable>(i) {
-                return Some(t.table.clone());
-            }
-            ix.element::<super::radix_ipsec_lookup::RadixIPsecLookup>(i)
-                .and_then(|r| r.inline_table().cloned())
+            ix.cast::<Arc<SaTable>>(i).cloned()
         };
         let t = match &self.name {
             Some(n) => {

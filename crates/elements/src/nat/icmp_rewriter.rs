@@ -50,6 +50,7 @@ pub struct ICMPRewriter {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ICMPRewriter", "1/1-2", "h/h", make)
+        .shared("NAT: one port allocator and mapping table for all flows (and both directions)")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ICMPRewriter, String> {

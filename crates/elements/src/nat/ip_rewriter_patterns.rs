@@ -38,7 +38,7 @@ impl IPRewriterPatterns {
 impl Element for IPRewriterPatterns {}
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPRewriterPatterns", "0/0", "a", make)
+    ClassSpec::element("IPRewriterPatterns", "0/0", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPRewriterPatterns, String> {

@@ -1,10 +1,11 @@
-// The NAT flow table's concurrent map: flow key -> table entry, with
+// The NAT flow table's concurrent map: flow key -> value (the table's
+// entry; the map is generic over it, so it knows nothing of the table), with
 // lock-free reads, and a batched lookup whose cache misses overlap.
 //
 // Layout. The map is split into SHARDS by the key hash's top bits; each
 // shard is an array of 64-byte buckets (a power of two of them), each
 // bucket seven slots and an overflow count. A slot holds a pointer to an
-// entry (48 bytes: key and `FlowRef`) with a 16-bit
+// entry (key and value: 48 bytes with the NAT table's `V`) with a 16-bit
 // signature of the key's hash in its unused top bits, so a lookup reads
 // one bucket line, compares signatures, and follows only the pointer
 // whose signature matches (a false match costs one more line, 1 in 65,536
@@ -38,7 +39,6 @@
 // dependent misses per packet. A small table skips the stages.
 
 use super::flow::{FlowHasher, FlowKey};
-use super::table::FlowRef;
 use crossbeam_utils::CachePadded;
 use std::hash::BuildHasher;
 use std::sync::atomic::Ordering;
@@ -199,37 +199,44 @@ pub const RUN: usize = 32;
 /// alternated runs, c/p: 10,000 flows 152 -> 156), and at a million flows
 /// cost 151 -> 188 (a run's entries no longer lie in creation order, as
 /// the benchmark visits them, but spread over 64 shards' blocks).
-pub struct Entry {
+pub struct Entry<V> {
     pub key: FlowKey,
-    pub val: FlowRef,
+    pub val: V,
 }
 
 #[repr(C, align(64))]
-struct Bucket {
-    slots: [AtomicPtr<Entry>; SLOTS],
+struct Bucket<V> {
+    slots: [AtomicPtr<Entry<V>>; SLOTS],
     /// Entries whose home is this bucket or one before it that lie past it.
     over: AtomicUsize,
 }
 
 /// A shard's bucket array as readers see it.
-#[derive(Clone, Copy)]
-struct Buckets<'g> {
+struct Buckets<'g, V> {
     mask: usize,
-    b: &'g [Bucket],
+    b: &'g [Bucket<V>],
 }
+
+// Copied whatever `V` is (a derive would ask `V: Copy`).
+impl<V> Clone for Buckets<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for Buckets<'_, V> {}
 
 /// A new array of `n` (a power of two) empty buckets, as a shard's table
 /// word: the array's address (64-byte aligned) with log2(n) in its low
 /// six bits, so a lookup finds array and size in one load.
-fn new_buckets(n: usize) -> *mut Bucket {
+fn new_buckets<V>(n: usize) -> *mut Bucket<V> {
     debug_assert!(n.is_power_of_two());
-    let b: Box<[Bucket]> = (0..n)
+    let b: Box<[Bucket<V>]> = (0..n)
         .map(|_| Bucket {
             slots: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             over: AtomicUsize::new(0),
         })
         .collect();
-    (Box::into_raw(b) as *mut Bucket).map_addr(|a| a | n.trailing_zeros() as usize)
+    (Box::into_raw(b) as *mut Bucket<V>).map_addr(|a| a | n.trailing_zeros() as usize)
 }
 
 /// The array of a table word.
@@ -237,7 +244,7 @@ fn new_buckets(n: usize) -> *mut Bucket {
 /// # Safety
 /// `p` came from [`new_buckets`] and its array is alive for `'g`.
 #[inline(always)]
-unsafe fn buckets<'g>(p: *mut Bucket) -> Buckets<'g> {
+unsafe fn buckets<'g, V>(p: *mut Bucket<V>) -> Buckets<'g, V> {
     let n = 1usize << (p.addr() & 63);
     Buckets {
         mask: n - 1,
@@ -250,10 +257,10 @@ unsafe fn buckets<'g>(p: *mut Bucket) -> Buckets<'g> {
 ///
 /// # Safety
 /// `p` came from [`new_buckets`], and nothing reads its array any more.
-unsafe fn free_buckets(p: *mut Bucket, _: &Collector) {
+unsafe fn free_buckets<V>(p: *mut Bucket<V>, _: &Collector) {
     let n = 1usize << (p.addr() & 63);
     let b = std::ptr::slice_from_raw_parts_mut(p.map_addr(|a| a & !63), n);
-    // SAFETY: per the contract; the array was a `Box<[Bucket]>` of `n`.
+    // SAFETY: per the contract; the array was a `Box<[Bucket<V>]>` of `n`.
     drop(unsafe { Box::from_raw(b) });
 }
 
@@ -261,7 +268,7 @@ unsafe fn free_buckets(p: *mut Bucket, _: &Collector) {
 ///
 /// # Safety
 /// `e` came from `Box::into_raw`, and nothing reads it any more.
-unsafe fn free_entry(e: *mut Entry, _: &Collector) {
+unsafe fn free_entry<V>(e: *mut Entry<V>, _: &Collector) {
     // SAFETY: per the contract.
     drop(unsafe { Box::from_raw(e) });
 }
@@ -273,11 +280,11 @@ struct Writer {
     lock: Mutex<()>,
 }
 
-pub struct FlowMap {
+pub struct FlowMap<V: Send + Sync> {
     hasher: FlowHasher,
     /// Each shard's table word (see [`new_buckets`]); packed, 8 per line:
     /// written only when a shard grows.
-    tables: Box<[AtomicPtr<Bucket>]>,
+    tables: Box<[AtomicPtr<Bucket<V>>]>,
     writers: Box<[CachePadded<Writer>]>,
     collector: Collector,
 }
@@ -296,7 +303,7 @@ fn sig(h: u64) -> usize {
 }
 
 #[inline(always)]
-fn tagged(e: *mut Entry, sig: usize) -> *mut Entry {
+fn tagged<V>(e: *mut Entry<V>, sig: usize) -> *mut Entry<V> {
     if e.addr() >> ADDR_BITS == 0 {
         return e.map_addr(|a| a | sig << ADDR_BITS | 1);
     }
@@ -310,7 +317,7 @@ fn tagged(e: *mut Entry, sig: usize) -> *mut Entry {
 /// 25-40 cycles per packet from 1,000 to 30,000 flows (the predicted
 /// branch lets the entry load start before all seven slots are compared).
 #[inline(always)]
-fn matches(b: &Bucket, sig: usize, g: &Guard<'_>) -> ([*mut Entry; SLOTS], u32) {
+fn matches<V>(b: &Bucket<V>, sig: usize, g: &Guard<'_>) -> ([*mut Entry<V>; SLOTS], u32) {
     let mut words = [std::ptr::null_mut(); SLOTS];
     let mut m = 0u32;
     let want = sig << ADDR_BITS | 1;
@@ -328,7 +335,7 @@ fn matches(b: &Bucket, sig: usize, g: &Guard<'_>) -> ([*mut Entry; SLOTS], u32) 
 
 /// The entry of slot word `p` if its signature may be `sig`.
 #[inline(always)]
-fn candidate(p: *mut Entry, sig: usize) -> Option<*mut Entry> {
+fn candidate<V>(p: *mut Entry<V>, sig: usize) -> Option<*mut Entry<V>> {
     let a = p.addr();
     if a & 1 == 0 {
         return (!p.is_null()).then_some(p);
@@ -338,7 +345,7 @@ fn candidate(p: *mut Entry, sig: usize) -> Option<*mut Entry> {
 
 /// The entry of a non-empty slot word.
 #[inline(always)]
-fn untag(p: *mut Entry) -> *mut Entry {
+fn untag<V>(p: *mut Entry<V>) -> *mut Entry<V> {
     if p.addr() & 1 != 0 {
         return p.map_addr(|a| a & ((1 << ADDR_BITS) - 2));
     }
@@ -357,14 +364,14 @@ fn prefetch_read<T>(p: *const T) {
     let _ = p;
 }
 
-impl Default for FlowMap {
+impl<V: Send + Sync> Default for FlowMap<V> {
     fn default() -> Self {
         FlowMap::new()
     }
 }
 
-impl FlowMap {
-    pub fn new() -> FlowMap {
+impl<V: Send + Sync> FlowMap<V> {
+    pub fn new() -> FlowMap<V> {
         FlowMap {
             #[cfg(not(loom))]
             hasher: FlowHasher::new(),
@@ -414,7 +421,7 @@ impl FlowMap {
 
     /// Shard `s`'s current bucket array.
     #[inline(always)]
-    fn table<'g>(&'g self, s: usize, g: &'g Guard<'_>) -> Buckets<'g> {
+    fn table<'g>(&'g self, s: usize, g: &'g Guard<'_>) -> Buckets<'g, V> {
         self.check(g);
         // SAFETY: a table word always holds an array from `new_buckets`;
         // one replaced by growth is retired through the collector after
@@ -437,12 +444,12 @@ impl FlowMap {
     #[inline(always)]
     fn probe<'g>(
         &'g self,
-        t: Buckets<'g>,
+        t: Buckets<'g, V>,
         mut i: usize,
         h: u64,
         key: &FlowKey,
         g: &'g Guard<'_>,
-    ) -> Option<&'g Entry> {
+    ) -> Option<&'g Entry<V>> {
         let s = sig(h);
         loop {
             let b = &t.b[i];
@@ -467,7 +474,7 @@ impl FlowMap {
 
     /// The entry under `key`.
     #[inline]
-    pub fn get<'g>(&'g self, key: &FlowKey, g: &'g Guard<'_>) -> Option<&'g FlowRef> {
+    pub fn get<'g>(&'g self, key: &FlowKey, g: &'g Guard<'_>) -> Option<&'g V> {
         let h = self.hash(key);
         let t = self.table(Self::shard(h), g);
         self.probe(t, h as usize & t.mask, h, key, g)
@@ -490,7 +497,7 @@ impl FlowMap {
     pub fn get_run<'g>(
         &'g self,
         key: impl Fn(usize) -> Option<FlowKey>,
-        out: &mut [Option<&'g FlowRef>],
+        out: &mut [Option<&'g V>],
         g: &'g Guard<'_>,
     ) {
         self.get_run_staged(key, out, self.big(g), g)
@@ -501,7 +508,7 @@ impl FlowMap {
     fn get_run_staged<'g>(
         &'g self,
         key: impl Fn(usize) -> Option<FlowKey>,
-        out: &mut [Option<&'g FlowRef>],
+        out: &mut [Option<&'g V>],
         staged: bool,
         g: &'g Guard<'_>,
     ) {
@@ -514,7 +521,7 @@ impl FlowMap {
         }
         // Stage 1: hash, find the home bucket, prefetch it.
         let mut hs = [0u64; RUN];
-        let mut ts: [Option<Buckets<'g>>; RUN] = [None; RUN];
+        let mut ts: [Option<Buckets<'g, V>>; RUN] = [None; RUN];
         for i in 0..n {
             if let Some(k) = key(i) {
                 let h = self.hash(&k);
@@ -527,7 +534,7 @@ impl FlowMap {
         // Stage 2: the first slot whose signature matches; prefetch its
         // entry. `None` in `ts` after this: settled (no candidate, no
         // overflow: absent).
-        let mut cand: [*mut Entry; RUN] = [std::ptr::null_mut(); RUN];
+        let mut cand: [*mut Entry<V>; RUN] = [std::ptr::null_mut(); RUN];
         for i in 0..n {
             let Some(t) = ts[i] else { continue };
             let h = hs[i];
@@ -581,9 +588,9 @@ impl FlowMap {
     pub fn try_insert<'g>(
         &'g self,
         key: FlowKey,
-        val: FlowRef,
+        val: V,
         g: &'g Guard<'_>,
-    ) -> Result<&'g FlowRef, &'g FlowRef> {
+    ) -> Result<&'g V, &'g V> {
         let h = self.hash(&key);
         let s = Self::shard(h);
         let _w = self.lock(s);
@@ -606,7 +613,7 @@ impl FlowMap {
     }
 
     /// Doubles shard `s`'s array `t` (its lock held); returns the new one.
-    fn grow<'g>(&'g self, s: usize, t: Buckets<'g>, g: &'g Guard<'_>) -> Buckets<'g> {
+    fn grow<'g>(&'g self, s: usize, t: Buckets<'g, V>, g: &'g Guard<'_>) -> Buckets<'g, V> {
         let newp = new_buckets(t.b.len() * 2);
         // SAFETY: just made; retired only after a later growth unlinks it,
         // so it lives as long as `g`.
@@ -631,12 +638,7 @@ impl FlowMap {
     }
 
     /// Removes the entry under `key` if `pred` holds for it; whether it did.
-    pub fn remove_if(
-        &self,
-        key: &FlowKey,
-        pred: impl FnOnce(&FlowRef) -> bool,
-        g: &Guard<'_>,
-    ) -> bool {
+    pub fn remove_if(&self, key: &FlowKey, pred: impl FnOnce(&V) -> bool, g: &Guard<'_>) -> bool {
         let h = self.hash(key);
         let s = Self::shard(h);
         let _w = self.lock(s);
@@ -684,10 +686,7 @@ impl FlowMap {
 
     /// Every entry (a weakly consistent view: entries inserted or removed
     /// meanwhile may or may not be seen).
-    pub fn iter<'g>(
-        &'g self,
-        g: &'g Guard<'_>,
-    ) -> impl Iterator<Item = (&'g FlowKey, &'g FlowRef)> {
+    pub fn iter<'g>(&'g self, g: &'g Guard<'_>) -> impl Iterator<Item = (&'g FlowKey, &'g V)> {
         (0..SHARDS).flat_map(move |s| {
             self.table(s, g)
                 .b
@@ -709,7 +708,7 @@ impl FlowMap {
 /// # Safety
 /// The caller holds the lock of `t`'s shard, or `t` is not shared yet; `e`
 /// is a live entry not in `t`.
-unsafe fn place(t: Buckets<'_>, e: *mut Entry, h: u64) {
+unsafe fn place<V>(t: Buckets<'_, V>, e: *mut Entry<V>, h: u64) {
     let home = h as usize & t.mask;
     let mut i = home;
     loop {
@@ -732,7 +731,7 @@ unsafe fn place(t: Buckets<'_>, e: *mut Entry, h: u64) {
     }
 }
 
-impl Drop for FlowMap {
+impl<V: Send + Sync> Drop for FlowMap<V> {
     fn drop(&mut self) {
         for t in self.tables.iter_mut() {
             let t = t.load(Ordering::Relaxed);
@@ -762,6 +761,14 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
+    /// A value that tells which key it was made for (mod 2^16).
+    struct Val(u16);
+    impl Val {
+        fn out(&self) -> usize {
+            usize::from(self.0)
+        }
+    }
+
     fn key(n: u32) -> FlowKey {
         FlowKey {
             id: FlowId {
@@ -775,8 +782,8 @@ mod tests {
     }
 
     /// An entry whose `out` tells which key it was made for (mod 2^16).
-    fn val(n: u32) -> FlowRef {
-        FlowRef::test_new(n as u16)
+    fn val(n: u32) -> Val {
+        Val(n as u16)
     }
 
     #[test]
@@ -940,6 +947,14 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::thread;
 
+    /// A value that tells which key it was made for (mod 2^16).
+    struct Val(u16);
+    impl Val {
+        fn out(&self) -> usize {
+            usize::from(self.0)
+        }
+    }
+
     fn key(n: u32) -> FlowKey {
         FlowKey {
             id: FlowId {
@@ -954,18 +969,19 @@ mod loom_tests {
 
     /// `n` keys in shard 0 whose home, in `buckets` buckets, is `home`
     /// (any home if `None`).
-    fn keys(m: &FlowMap, n: usize, buckets: usize, home: Option<usize>) -> Vec<FlowKey> {
+    fn keys(m: &FlowMap<Val>, n: usize, buckets: usize, home: Option<usize>) -> Vec<FlowKey> {
         (0..)
             .map(key)
             .filter(|k| {
                 let h = m.hash(k);
-                FlowMap::shard(h) == 0 && home.is_none_or(|b| h as usize & (buckets - 1) == b)
+                FlowMap::<Val>::shard(h) == 0
+                    && home.is_none_or(|b| h as usize & (buckets - 1) == b)
             })
             .take(n)
             .collect()
     }
 
-    fn out(r: Option<&FlowRef>) -> Option<usize> {
+    fn out(r: Option<&Val>) -> Option<usize> {
         r.map(|r| r.out())
     }
 
@@ -979,14 +995,14 @@ mod loom_tests {
             {
                 let g = m.guard();
                 for (i, k) in ks[..8].iter().enumerate() {
-                    assert!(m.try_insert(*k, FlowRef::test_new(i as u16), &g).is_ok());
+                    assert!(m.try_insert(*k, Val(i as u16), &g).is_ok());
                 }
             }
             let (m2, ks2) = (m.clone(), ks.clone());
             let w = thread::spawn(move || {
                 let g = m2.guard();
                 assert!(m2.remove_if(&ks2[3], |_| true, &g));
-                assert!(m2.try_insert(ks2[8], FlowRef::test_new(8), &g).is_ok());
+                assert!(m2.try_insert(ks2[8], Val(8), &g).is_ok());
                 assert!(m2.remove_if(&ks2[8], |_| true, &g));
             });
             {
@@ -1011,14 +1027,14 @@ mod loom_tests {
             {
                 let g = m.guard();
                 for (i, k) in ks[..10].iter().enumerate() {
-                    assert!(m.try_insert(*k, FlowRef::test_new(i as u16), &g).is_ok());
+                    assert!(m.try_insert(*k, Val(i as u16), &g).is_ok());
                 }
             }
             let flag = Arc::new(AtomicBool::new(false));
             let (m2, ks2, flag2) = (m.clone(), ks.clone(), flag.clone());
             let w = thread::spawn(move || {
                 let g = m2.guard();
-                assert!(m2.try_insert(ks2[10], FlowRef::test_new(10), &g).is_ok());
+                assert!(m2.try_insert(ks2[10], Val(10), &g).is_ok());
                 flag2.store(true, Ordering::Release);
             });
             {

@@ -22,4 +22,5 @@ use paraclick_runtime::ClassSpec;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("RoundRobinIPMapper", "0/0", "a", make_round_robin)
+        .shared("a round-robin turn shared by all flows")
 }

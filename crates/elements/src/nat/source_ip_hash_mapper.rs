@@ -21,5 +21,5 @@ use super::mapper::make_source_hash;
 use paraclick_runtime::ClassSpec;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("SourceIPHashMapper", "0/0", "a", make_source_hash)
+    ClassSpec::element("SourceIPHashMapper", "0/0", "a", make_source_hash).stateless()
 }

@@ -143,25 +143,6 @@ impl Clone for FlowRef {
 }
 
 impl FlowRef {
-    /// An entry of a flow of its own, output `out` (for the map's tests).
-    #[cfg(test)]
-    pub fn test_new(out: u16) -> FlowRef {
-        let f = Arc::new(Flow {
-            proto: UDP,
-            key: [FlowKey {
-                id: FlowId::default(),
-                proto: UDP,
-            }; 2],
-            to: [FlowId::default(); 2],
-            mask: [0; 2],
-            out: [out; 2],
-            input: 0,
-            pattern: None,
-            state: AtomicU8::new(0),
-        });
-        FlowRef::new(&f, 0, 0)
-    }
-
     fn new(flow: &Arc<Flow>, dir: u8, now: u64) -> FlowRef {
         let d = dir as usize;
         FlowRef {
@@ -232,7 +213,7 @@ pub enum Failure {
 
 pub struct FlowTable {
     pub kind: KeyKind,
-    map: FlowMap,
+    map: FlowMap<FlowRef>,
     nflows: AtomicUsize,
     capacity: AtomicUsize,
     failures: AtomicU64,

@@ -49,7 +49,9 @@ pub struct AverageCounter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("AverageCounter", "1/1", "a", make).metadata_only()
+    ClassSpec::action("AverageCounter", "1/1", "a", make)
+        .shared("its rate is measured over all flows (summed replicas are not written)")
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<AverageCounter, String> {

@@ -31,7 +31,9 @@ use super::rate::Unit;
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("BandwidthMeter", "1/2-", "h", make_bytes).metadata_only()
+    ClassSpec::action("BandwidthMeter", "1/2-", "h", make_bytes)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_bytes(cx: &mut ConfigCx<'_>) -> Result<Meter, String> {

@@ -33,7 +33,9 @@ use super::rated_splitter::{make, RatedSplitter};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("BandwidthRatedSplitter", "1/2", "h", make_bytes).metadata_only()
+    ClassSpec::action("BandwidthRatedSplitter", "1/2", "h", make_bytes)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_bytes(cx: &mut ConfigCx<'_>) -> Result<RatedSplitter, String> {

@@ -34,7 +34,9 @@ use super::rated_unqueue::{make, RatedUnqueue};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("BandwidthRatedUnqueue", "1/1", "l/h", make_bytes).metadata_only()
+    ClassSpec::element("BandwidthRatedUnqueue", "1/1", "l/h", make_bytes)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_bytes(cx: &mut ConfigCx<'_>) -> Result<RatedUnqueue, String> {

@@ -30,7 +30,9 @@ use super::shaper::{make, Shaper};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("BandwidthShaper", "1/1", "l", make_bytes).metadata_only()
+    ClassSpec::element("BandwidthShaper", "1/1", "l", make_bytes)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_bytes(cx: &mut ConfigCx<'_>) -> Result<Shaper, String> {

@@ -49,7 +49,7 @@ pub struct Block {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Block", "1/2", "h", make)
+    ClassSpec::action("Block", "1/2", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Block, String> {

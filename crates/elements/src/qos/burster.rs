@@ -27,6 +27,7 @@ use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Burster", "1/1", "l/h", make)
+        .shared("a rate or schedule shared by all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimedUnqueue, String> {

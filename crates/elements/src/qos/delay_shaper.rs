@@ -38,6 +38,7 @@ pub struct DelayShaper {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("DelayShaper", "1/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DelayShaper, String> {

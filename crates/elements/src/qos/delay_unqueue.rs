@@ -35,7 +35,9 @@ pub struct DelayUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DelayUnqueue", "1/1", "l/h", make).metadata_only()
+    ClassSpec::element("DelayUnqueue", "1/1", "l/h", make)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DelayUnqueue, String> {

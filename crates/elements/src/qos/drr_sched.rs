@@ -32,7 +32,7 @@
 
 use super::rate::Unit;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Kind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -53,7 +53,10 @@ pub struct DRRSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DRRSched", "-/1", "l", make).metadata_only()
+    ClassSpec::element("DRRSched", "-/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DRRSched, String> {

@@ -31,7 +31,7 @@ pub struct InputSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("InputSwitch", "-/1", "h", make)
+    ClassSpec::element("InputSwitch", "-/1", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<InputSwitch, String> {

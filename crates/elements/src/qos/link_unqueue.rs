@@ -96,6 +96,7 @@ pub struct LinkUnqueue {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("LinkUnqueue", "1/1", "l/h", make)
+        .shared("a rate or schedule shared by all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<LinkUnqueue, String> {

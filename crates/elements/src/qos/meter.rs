@@ -41,7 +41,9 @@ pub struct Meter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Meter", "1/2-", "h", make_packets).metadata_only()
+    ClassSpec::action("Meter", "1/2-", "h", make_packets)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<Meter, String> {

@@ -41,7 +41,7 @@
 //! Handlers:
 //! - `switch` (read): the INPUT.
 
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Kind};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub struct PullSwitch {
@@ -54,11 +54,16 @@ pub struct StaticPullSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PullSwitch", "-/1", "l", make).metadata_only()
+    ClassSpec::element("PullSwitch", "-/1", "l", make)
+        .stateless()
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
 pub fn static_spec() -> ClassSpec {
     ClassSpec::element("StaticPullSwitch", "-/1", "l", make_static)
+        .stateless()
+        .kind(Kind::Scheduler)
 }
 
 /// A port number in range, or -1 (nothing); Click clamps a too-large

@@ -39,7 +39,9 @@ pub struct RatedSplitter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RatedSplitter", "1/2", "h", make_packets).metadata_only()
+    ClassSpec::action("RatedSplitter", "1/2", "h", make_packets)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<RatedSplitter, String> {

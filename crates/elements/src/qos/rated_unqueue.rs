@@ -40,7 +40,9 @@ pub struct RatedUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("RatedUnqueue", "1/1", "l/h", make_packets).metadata_only()
+    ClassSpec::element("RatedUnqueue", "1/1", "l/h", make_packets)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<RatedUnqueue, String> {

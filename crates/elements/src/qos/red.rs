@@ -178,10 +178,12 @@ pub struct Red {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("RED", "1/1-2", "a/ah", make_red)
+        .shared("RED: one average queue length for all flows")
 }
 
 pub fn adaptive_spec() -> ClassSpec {
     ClassSpec::action("AdaptiveRED", "1/1-2", "a/ah", make_adaptive)
+        .shared("RED: one average queue length for all flows")
 }
 
 fn make_red(cx: &mut ConfigCx<'_>) -> Result<Red, String> {

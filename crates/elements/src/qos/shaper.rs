@@ -42,7 +42,9 @@ pub struct Shaper {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Shaper", "1/1-2", "l", make_packets).metadata_only()
+    ClassSpec::element("Shaper", "1/1-2", "l", make_packets)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make_packets(cx: &mut ConfigCx<'_>) -> Result<Shaper, String> {

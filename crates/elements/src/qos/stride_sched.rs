@@ -30,7 +30,7 @@
 //!     s -> ToDevice(eth0);
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, DynHandler, Element, HandlerCx};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, DynHandler, Element, HandlerCx, Kind};
 use std::sync::Mutex;
 
 /// The stride of one ticket.
@@ -171,7 +171,10 @@ pub struct StrideSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("StrideSched", "1-/1", "l", make).metadata_only()
+    ClassSpec::element("StrideSched", "1-/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StrideSched, String> {

@@ -35,6 +35,7 @@ pub struct StrideSwitch {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("StrideSwitch", "1/1-", "h", make)
+        .shared("a rate or schedule shared by all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StrideSwitch, String> {

@@ -30,7 +30,7 @@ pub struct Suppressor {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Suppressor", "-/=", "a", make)
+    ClassSpec::element("Suppressor", "-/=", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Suppressor, String> {

@@ -37,6 +37,7 @@ pub struct TimedUnqueue {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("TimedUnqueue", "1/1", "l/h", make)
+        .shared("a rate or schedule shared by all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimedUnqueue, String> {

@@ -52,7 +52,9 @@ pub struct CoordinatedUnqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("CoordinatedUnqueue", "1/1", "l/h", make).metadata_only()
+    ClassSpec::element("CoordinatedUnqueue", "1/1", "l/h", make)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CoordinatedUnqueue, String> {

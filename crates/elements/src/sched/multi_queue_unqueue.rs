@@ -41,6 +41,7 @@ pub struct MultiQueueUnqueue {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("MultiQueueUnqueue", "-/1", "l/h", make)
+        .shared("pulls its queues: one task for all their flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MultiQueueUnqueue, String> {

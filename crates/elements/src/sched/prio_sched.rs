@@ -32,17 +32,23 @@
 //!
 //! Ports: any number of inputs, 1 output. Processing: pull.
 
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Kind};
 
 pub struct PrioSched;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PrioSched", "-/1", "l", make).metadata_only()
+    ClassSpec::element("PrioSched", "-/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
 /// SimplePrioSched: the same element under Click's other name.
 pub fn simple_spec() -> ClassSpec {
-    ClassSpec::element("SimplePrioSched", "-/1", "l", make).metadata_only()
+    ClassSpec::element("SimplePrioSched", "-/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<PrioSched, String> {

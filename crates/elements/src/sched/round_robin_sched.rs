@@ -35,7 +35,7 @@
 //! Ports: any number of inputs, 1 output. Processing: pull.
 
 use super::prio_sched::gather;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Kind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub struct RoundRobinSched {
@@ -44,12 +44,18 @@ pub struct RoundRobinSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("RoundRobinSched", "-/1", "l", make).metadata_only()
+    ClassSpec::element("RoundRobinSched", "-/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
 /// SimpleRoundRobinSched: the same element under Click's other name.
 pub fn simple_spec() -> ClassSpec {
-    ClassSpec::element("SimpleRoundRobinSched", "-/1", "l", make).metadata_only()
+    ClassSpec::element("SimpleRoundRobinSched", "-/1", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RoundRobinSched, String> {

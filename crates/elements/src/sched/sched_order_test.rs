@@ -37,7 +37,7 @@
 //!     s2 :: SchedOrderTest(2, SIZE 100, LIMIT 10);
 //!     DriverManager(wait_stop, print s1.order, stop);
 
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -59,6 +59,8 @@ pub struct SchedOrderTest {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("SchedOrderTest", "0/0", "a", make)
+        .shared("a rate or schedule shared by all flows")
+        .kind(Kind::Scheduler)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SchedOrderTest, String> {

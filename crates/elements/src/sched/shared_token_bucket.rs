@@ -218,6 +218,7 @@ impl SharedTokenBucket {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("SharedTokenBucket", "0/0", "a", make)
+        .shared("a rate or schedule shared by all flows")
 }
 
 fn parse_rate(r: f64) -> Result<f64, String> {

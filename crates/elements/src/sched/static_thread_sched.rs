@@ -37,7 +37,7 @@ pub struct StaticThreadSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("StaticThreadSched", "0/0", "a", make)
+    ClassSpec::element("StaticThreadSched", "0/0", "a", make).stateless()
 }
 
 fn parse_binding(arg: &str) -> Result<(String, usize), String> {

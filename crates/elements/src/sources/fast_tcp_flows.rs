@@ -28,10 +28,12 @@
 //!                  1:1:1:1:1:1, 2.0.0.2, 100, 10) -> ToDevice(eth0);
 
 use super::udp_gen::UdpGen;
-use paraclick_runtime::{ClassSpec, ConfigCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Kind};
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FastTCPFlows", "0/1", "a", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {

@@ -52,11 +52,13 @@
 
 use super::udp_gen::{random_ports, FrameSpec, PortStep, UdpGen, UdpGenConfig};
 use paraclick_packet::wire::EtherAddr;
-use paraclick_runtime::{ClassSpec, ConfigCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Kind};
 use std::net::Ipv4Addr;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FastUDPFlows", "0/1", "a", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 /// Most flows (the per-thread flow tables are allocated up front).

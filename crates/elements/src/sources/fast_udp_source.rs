@@ -44,11 +44,13 @@
 
 use super::udp_gen::{FrameSpec, PortStep, UdpGen, UdpGenConfig};
 use paraclick_packet::wire::EtherAddr;
-use paraclick_runtime::{ClassSpec, ConfigCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Kind};
 use std::net::Ipv4Addr;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FastUDPSource", "0/1", "a", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {

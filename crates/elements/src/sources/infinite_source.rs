@@ -37,7 +37,7 @@ use super::source_data;
 use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, StateCx,
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind, StateCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -57,6 +57,8 @@ pub struct InfiniteSource {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("InfiniteSource", "0/1", "a", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {

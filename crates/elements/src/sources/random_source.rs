@@ -24,10 +24,12 @@
 //!     RandomSource(60, LIMIT 100, STOP true) -> Discard;
 
 use super::infinite_source::{make_random, InfiniteSource, RandomConfig};
-use paraclick_runtime::{ClassSpec, ConfigCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Kind};
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("RandomSource", "0/1", "a", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {

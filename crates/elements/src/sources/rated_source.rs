@@ -56,7 +56,9 @@ use super::gen::{
 use super::source_data;
 use crate::util::fmt_rate;
 use paraclick_runtime::args::{Bandwidth, Bytes};
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, InitCx};
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, InitCx, Kind,
+};
 use paraclick_runtime::{Handler, StateCx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
@@ -94,6 +96,8 @@ pub struct RatedSource {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("RatedSource", "0/1", "a", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {

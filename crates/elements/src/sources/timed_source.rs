@@ -39,7 +39,9 @@
 use super::gen::{data_batch, parse_end_call, Limit};
 use crate::util::fmt_rate;
 use paraclick_runtime::args::Bytes;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, InitCx};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, InitCx, Kind,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
@@ -58,6 +60,8 @@ pub struct TimedSource {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("TimedSource", "0/1", "h", make)
+        .shared("a source: one packet stream, its limit and count, for all flows")
+        .kind(Kind::Source)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSource, String> {

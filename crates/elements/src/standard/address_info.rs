@@ -43,7 +43,9 @@ use std::str::FromStr;
 pub struct AddressInfo;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("AddressInfo", "0/0", "a", make).phase(-100)
+    ClassSpec::element("AddressInfo", "0/0", "a", make)
+        .stateless()
+        .phase(-100)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<AddressInfo, String> {

@@ -32,7 +32,7 @@ pub struct Align {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Align", "1/1", "a", make)
+    ClassSpec::action("Align", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Align, String> {

@@ -27,7 +27,7 @@ pub struct AlignmentInfo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("AlignmentInfo", "0/0", "a", make)
+    ClassSpec::element("AlignmentInfo", "0/0", "a", make).stateless()
 }
 
 fn parse(arg: &str) -> Result<(String, Vec<(u32, u32)>), String> {

@@ -35,7 +35,7 @@ pub struct Bypass {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Bypass", "1-2/1-2", "a", make)
+    ClassSpec::element("Bypass", "1-2/1-2", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Bypass, String> {

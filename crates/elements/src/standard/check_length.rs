@@ -25,7 +25,7 @@ pub struct CheckLength {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckLength", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckLength", "1/1-2", "a/ah", make).stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<CheckLength, String> {

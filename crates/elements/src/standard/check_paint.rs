@@ -29,7 +29,9 @@ pub struct CheckPaint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckPaint", "1/1-2", "a/ah", make).metadata_only()
+    ClassSpec::action("CheckPaint", "1/1-2", "a/ah", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckPaint, String> {

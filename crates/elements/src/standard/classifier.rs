@@ -528,7 +528,7 @@ pub struct Classifier {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Classifier", "1/-", "h", make)
+    ClassSpec::action("Classifier", "1/-", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Classifier, String> {

@@ -26,7 +26,7 @@ pub struct ClickyInfo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("ClickyInfo", "0/0", "a", make)
+    ClassSpec::element("ClickyInfo", "0/0", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ClickyInfo, String> {

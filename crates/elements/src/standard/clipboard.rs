@@ -40,6 +40,7 @@ pub struct Clipboard {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Clipboard", "2/2", "a", make)
+        .shared("copies data from one packet into later ones, across flows")
 }
 
 fn parse_range(s: &str) -> Result<(usize, usize), String> {

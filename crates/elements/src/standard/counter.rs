@@ -106,6 +106,7 @@ pub fn spec() -> ClassSpec {
         };
         Ok(Box::new(ActionNode(new_counter(cx, calls))) as Box<dyn Node>)
     })
+    .per_flow()
     .metadata_only()
 }
 

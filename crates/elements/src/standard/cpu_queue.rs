@@ -49,7 +49,9 @@
 
 use paraclick_packet::Packet;
 use paraclick_runtime::ring::{ModeSwitch, Ring};
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Notifier, StateCx};
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Kind, Notifier, StateCx,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub struct CPUQueue {
@@ -67,7 +69,10 @@ pub struct CPUQueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("CPUQueue", "1/1-", "h/l", make).metadata_only()
+    ClassSpec::element("CPUQueue", "1/1-", "h/l", make)
+        .shared("a queue: one FIFO for all flows")
+        .kind(Kind::Queue)
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CPUQueue, String> {

@@ -35,7 +35,9 @@ pub struct Discard {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Discard", "1/0", "a", make).metadata_only()
+    ClassSpec::element("Discard", "1/0", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Discard, String> {

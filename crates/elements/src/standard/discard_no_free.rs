@@ -28,7 +28,9 @@ pub struct DiscardNoFree {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DiscardNoFree", "1/0", "a", make).metadata_only()
+    ClassSpec::element("DiscardNoFree", "1/0", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DiscardNoFree, String> {

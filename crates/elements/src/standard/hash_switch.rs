@@ -31,7 +31,7 @@ pub struct HashSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("HashSwitch", "1/1-", "h", make)
+    ClassSpec::action("HashSwitch", "1/1-", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<HashSwitch, String> {

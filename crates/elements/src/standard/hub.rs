@@ -33,7 +33,7 @@ pub struct Hub {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Hub", "-/=", "h", make)
+    ClassSpec::element("Hub", "-/=", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Hub, String> {

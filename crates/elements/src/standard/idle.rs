@@ -18,7 +18,9 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct Idle;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Idle", "-/-", "a", make).metadata_only()
+    ClassSpec::element("Idle", "-/-", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Idle, String> {

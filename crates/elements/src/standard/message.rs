@@ -44,7 +44,7 @@ pub struct Message {
 pub struct ErrorElement;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Message", "0/0", "a", make)
+    ClassSpec::element("Message", "0/0", "a", make).stateless()
 }
 
 pub fn error_spec() -> ClassSpec {
@@ -53,6 +53,7 @@ pub fn error_spec() -> ClassSpec {
         a.rest_all();
         a.complete().map(|_| ErrorElement)
     })
+    .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Message, String> {

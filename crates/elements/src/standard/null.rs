@@ -15,7 +15,9 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 pub struct Null;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Null", "1/1", "a", make).metadata_only()
+    ClassSpec::element("Null", "1/1", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Null, String> {

@@ -29,7 +29,7 @@ pub struct Pad {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Pad", "1/1", "a", make)
+    ClassSpec::action("Pad", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Pad, String> {

@@ -88,7 +88,9 @@ pub struct Paint {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Paint", "1/1", "a", make).metadata_only()
+    ClassSpec::action("Paint", "1/1", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<Paint, String> {

@@ -35,7 +35,9 @@ pub struct PaintSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PaintSwitch", "1/-", "h", make).metadata_only()
+    ClassSpec::element("PaintSwitch", "1/-", "h", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<PaintSwitch, String> {

@@ -34,7 +34,7 @@ pub struct PaintTee {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("PaintTee", "1/2", "a/ah", make)
+    ClassSpec::action("PaintTee", "1/2", "a/ah", make).stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<PaintTee, String> {

@@ -31,7 +31,7 @@ pub struct PortInfo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PortInfo", "0/0", "a", make)
+    ClassSpec::element("PortInfo", "0/0", "a", make).stateless()
 }
 
 fn proto(s: &str) -> Option<&'static str> {

@@ -168,6 +168,7 @@ pub struct Print {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("Print", "1/1", "a", make)
+        .shared("a printer: one output, in packet order, for all flows")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Print, String> {

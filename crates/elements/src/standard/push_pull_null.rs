@@ -37,6 +37,7 @@ pub fn push_spec() -> ClassSpec {
     ClassSpec::element("PushNull", "1/1", "h", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| PushNull)
     })
+    .stateless()
     .metadata_only()
 }
 
@@ -44,6 +45,7 @@ pub fn pull_spec() -> ClassSpec {
     ClassSpec::element("PullNull", "1/1", "l", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| PullNull)
     })
+    .stateless()
     .metadata_only()
 }
 

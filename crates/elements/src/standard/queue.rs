@@ -206,6 +206,8 @@ pub fn spec_for(p: Policy) -> ClassSpec {
         make(cx, p).map(|q| Box::new(paraclick_runtime::element::ElementNode(q)) as _)
     })
     .metadata_only()
+    .shared("a queue: one FIFO for all flows")
+    .kind(paraclick_runtime::Kind::Queue)
 }
 
 fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {

@@ -44,7 +44,7 @@ pub struct RandomBitErrors {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RandomBitErrors", "1/1", "a", make)
+    ClassSpec::action("RandomBitErrors", "1/1", "a", make).stateless()
 }
 
 fn prob(v: f64) -> Result<f64, String> {

@@ -39,7 +39,9 @@ pub struct RandomSample {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RandomSample", "1/1-2", "a/ah", make).metadata_only()
+    ClassSpec::action("RandomSample", "1/1-2", "a/ah", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn prob(v: f64) -> Result<f64, String> {

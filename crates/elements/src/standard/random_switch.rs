@@ -23,6 +23,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("RandomSwitch", "1/1-", "h", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| RandomSwitch)
     })
+    .stateless()
     .metadata_only()
 }
 

@@ -31,7 +31,7 @@ pub struct Resize {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Resize", "1/1", "a", make)
+    ClassSpec::action("Resize", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Resize, String> {

@@ -26,7 +26,9 @@ pub struct RoundRobinSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RoundRobinSwitch", "1/1-", "h", make).metadata_only()
+    ClassSpec::action("RoundRobinSwitch", "1/1-", "h", make)
+        .shared("a round-robin turn shared by all flows")
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RoundRobinSwitch, String> {

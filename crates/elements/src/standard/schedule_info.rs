@@ -31,7 +31,7 @@ pub struct ScheduleInfo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("ScheduleInfo", "0/0", "a", make)
+    ClassSpec::element("ScheduleInfo", "0/0", "a", make).stateless()
 }
 
 fn parse(arg: &str) -> Result<(String, f64), String> {

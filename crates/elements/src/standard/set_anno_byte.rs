@@ -28,7 +28,9 @@ pub struct SetAnnoByte {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetAnnoByte", "1/1", "a", make).metadata_only()
+    ClassSpec::action("SetAnnoByte", "1/1", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetAnnoByte, String> {

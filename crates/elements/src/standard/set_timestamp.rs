@@ -58,7 +58,9 @@ pub struct SetTimestamp {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("SetTimestamp", "1/1", "a", make).metadata_only()
+    ClassSpec::element("SetTimestamp", "1/1", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetTimestamp, String> {

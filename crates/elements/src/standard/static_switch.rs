@@ -24,7 +24,9 @@ pub struct StaticSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("StaticSwitch", "1/-", "h", make).metadata_only()
+    ClassSpec::element("StaticSwitch", "1/-", "h", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StaticSwitch, String> {

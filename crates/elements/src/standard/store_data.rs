@@ -35,7 +35,7 @@ pub struct StoreData {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreData", "1/1", "a", make)
+    ClassSpec::action("StoreData", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StoreData, String> {

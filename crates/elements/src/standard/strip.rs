@@ -25,7 +25,9 @@ pub struct Strip {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Strip", "1/1", "a", make).metadata_only()
+    ClassSpec::action("Strip", "1/1", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<Strip, String> {

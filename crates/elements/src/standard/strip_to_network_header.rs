@@ -22,7 +22,9 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 pub struct StripToNetworkHeader;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StripToNetworkHeader", "1/1", "a", make).metadata_only()
+    ClassSpec::action("StripToNetworkHeader", "1/1", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StripToNetworkHeader, String> {

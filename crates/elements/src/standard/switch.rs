@@ -29,7 +29,9 @@ pub struct Switch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Switch", "1/-", "h", make).metadata_only()
+    ClassSpec::element("Switch", "1/-", "h", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Switch, String> {

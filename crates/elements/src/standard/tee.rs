@@ -62,11 +62,11 @@ pub struct PullTee {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Tee", "1/1-", "h", make_tee)
+    ClassSpec::element("Tee", "1/1-", "h", make_tee).stateless()
 }
 
 pub fn pull_spec() -> ClassSpec {
-    ClassSpec::element("PullTee", "1/1-", "l/lh", make_pull_tee)
+    ClassSpec::element("PullTee", "1/1-", "l/lh", make_pull_tee).stateless()
 }
 
 /// Reads the optional N and checks it against the outputs in use.

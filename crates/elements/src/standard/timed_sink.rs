@@ -32,7 +32,9 @@ pub struct TimedSink {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("TimedSink", "1/0", "l", make).metadata_only()
+    ClassSpec::element("TimedSink", "1/0", "l", make)
+        .shared("a rate or schedule shared by all flows")
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSink, String> {

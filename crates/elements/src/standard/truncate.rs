@@ -31,7 +31,7 @@ pub struct Truncate {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Truncate", "1/1", "a", make)
+    ClassSpec::action("Truncate", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Truncate, String> {

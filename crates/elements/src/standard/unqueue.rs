@@ -36,7 +36,9 @@ pub struct Unqueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Unqueue", "1/1", "l/h", make).metadata_only()
+    ClassSpec::element("Unqueue", "1/1", "l/h", make)
+        .shared("pulls one queue: one task for all its flows")
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Unqueue, String> {

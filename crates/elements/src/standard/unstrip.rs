@@ -27,7 +27,9 @@ pub struct Unstrip {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Unstrip", "1/1", "a", make).metadata_only()
+    ClassSpec::action("Unstrip", "1/1", "a", make)
+        .stateless()
+        .metadata_only()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Unstrip, String> {

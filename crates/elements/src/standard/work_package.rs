@@ -31,7 +31,7 @@ pub struct WorkPackage {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("WorkPackage", "1/1", "a", make)
+    ClassSpec::action("WorkPackage", "1/1", "a", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<WorkPackage, String> {

@@ -180,10 +180,11 @@
 //!     StaticThreadSched(fd0 0, fd1 1);
 
 use super::rx::{
-    check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
+    check_device_queues, check_devname, QueueClaim, RxClaims, RxCounters, RxOptions, RxQueue,
+    RxReader,
 };
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::sync::{Mutex, OnceLock};
 
 pub struct FromDevice {
@@ -208,6 +209,8 @@ const PRIO: usize = 1;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromDevice", "0/1", "h", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Device)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
@@ -274,7 +277,18 @@ impl FromDevice {
     }
 }
 
+impl RxClaims for FromDevice {
+    fn claims(&self) -> Vec<QueueClaim<'_>> {
+        vec![self.claim()]
+    }
+}
+
 impl Element for FromDevice {
+    /// Its queue, to the others reading the device.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, FromDevice, dyn RxClaims => |d| d)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::try_read("count", |e, hx| {
             Ok(hx

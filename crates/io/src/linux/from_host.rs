@@ -71,7 +71,7 @@
 use super::tap::{self, TapSetup};
 use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
 use paraclick_packet::{Batch, Packet, PacketType};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -112,6 +112,8 @@ pub struct FromHost {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromHost", "0/1", "h", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Device)
 }
 
 /// Whether `name` can name a Linux network device.

@@ -98,7 +98,7 @@
 use super::tap::{self, TapSetup};
 use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
 use paraclick_packet::{Batch, Packet, PacketType};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
@@ -128,10 +128,14 @@ pub struct KernelTun {
 
 pub fn tun_spec() -> ClassSpec {
     ClassSpec::element("KernelTun", "0-1/1-2", "a/h", make_tun)
+        .shared("a device: one interface for all flows")
+        .kind(Kind::Device)
 }
 
 pub fn tap_spec() -> ClassSpec {
     ClassSpec::element("KernelTap", "0-1/1-2", "a/h", make_tap)
+        .shared("a device: one interface for all flows")
+        .kind(Kind::Device)
 }
 
 fn make_tun(cx: &mut ConfigCx<'_>) -> Result<KernelTun, String> {

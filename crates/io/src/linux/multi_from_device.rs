@@ -86,10 +86,11 @@
 //!     StaticThreadSched(p0 0, p1 1);
 
 use super::rx::{
-    check_device_queues, check_devname, QueueClaim, RxCounters, RxOptions, RxQueue, RxReader,
+    check_device_queues, check_devname, QueueClaim, RxClaims, RxCounters, RxOptions, RxQueue,
+    RxReader,
 };
 use paraclick_packet::Batch;
-use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, InitCx};
+use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, InitCx, Kind};
 use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 
@@ -115,6 +116,8 @@ struct PollState {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("MultiFromDevice", "0/1-", "h", make)
+        .shared("an input: one file or device for all flows")
+        .kind(Kind::Device)
 }
 
 /// Parses one `DEVNAME [QUEUE]` argument.
@@ -262,7 +265,18 @@ impl MultiFromDevice {
     }
 }
 
+impl RxClaims for MultiFromDevice {
+    fn claims(&self) -> Vec<QueueClaim<'_>> {
+        MultiFromDevice::claims(self).collect()
+    }
+}
+
 impl Element for MultiFromDevice {
+    /// Its queues, to the others reading their devices.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, MultiFromDevice, dyn RxClaims => |m| m)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("count", |e, _| e.stats.count().to_string()),
         Handler::read("counts", |e, _| e.counts()),

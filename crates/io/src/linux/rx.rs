@@ -5,8 +5,6 @@
 //! one device agree on its queues. Not an element.
 
 use super::bpf::{RxFilters, DEFAULT_PRIORITY_FILTER};
-use super::from_device::FromDevice;
-use super::multi_from_device::MultiFromDevice;
 use super::offload::{complete_csum, segment, OffloadError};
 use super::ring::{
     Cursor, Frame, RxRing, PACKET_BROADCAST, PACKET_HOST, PACKET_MULTICAST, PACKET_OTHERHOST,
@@ -509,16 +507,18 @@ pub struct QueueClaim<'a> {
     pub filters: &'a RxFilters,
 }
 
-/// The queues element `i` reads, if it is a FromDevice or a
-/// MultiFromDevice.
+/// The device queues a receiving element reads, which it provides to
+/// the others reading the same device ([`check_device_queues`];
+/// FromDevice and MultiFromDevice provide it).
+pub trait RxClaims {
+    fn claims(&self) -> Vec<QueueClaim<'_>>;
+}
+
+/// The queues element `i` reads, if it provides [`RxClaims`].
 fn claims_of<'a>(ix: &'a InitCx<'_>, i: usize) -> Vec<QueueClaim<'a>> {
-    if let Some(fd) = ix.element::<FromDevice>(i) {
-        return vec![fd.claim()];
-    }
-    if let Some(m) = ix.element::<MultiFromDevice>(i) {
-        return m.claims().collect();
-    }
-    Vec::new()
+    ix.cast::<dyn RxClaims>(i)
+        .map(RxClaims::claims)
+        .unwrap_or_default()
 }
 
 /// Checks that the elements reading `devname` (FromDevice and

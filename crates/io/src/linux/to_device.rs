@@ -53,7 +53,7 @@
 use super::sys::{self, SEND_CHUNK};
 use crate::common::ErrorCount;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,6 +87,8 @@ const MAX_BURST: usize = 1 << 16;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToDevice", "1/0-2", "a/h", make)
+        .shared("an output: one file or device for all flows")
+        .kind(Kind::Device)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {

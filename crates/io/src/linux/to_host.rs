@@ -37,7 +37,7 @@
 use super::from_host::{valid_devname, FromHost, HostTap};
 use super::tap;
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::sync::{Arc, OnceLock};
 
 pub struct ToHost {
@@ -48,6 +48,8 @@ pub struct ToHost {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToHost", "1/0", "h", make)
+        .shared("an output: one file or device for all flows")
+        .kind(Kind::Device)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ToHost, String> {

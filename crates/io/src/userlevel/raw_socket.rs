@@ -45,7 +45,7 @@
 //!     src :: Idle -> rs :: RawSocket(ICMP) -> Print(icmp) -> Discard;
 
 use super::socket::received_packet;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
 use std::io::ErrorKind;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -66,6 +66,8 @@ pub struct RawSocket {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("RawSocket", "0-1/0-1", "a/h", make)
+        .shared("a device: one interface for all flows")
+        .kind(Kind::Device)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RawSocket, String> {

@@ -121,6 +121,8 @@ pub struct Socket {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Socket", "0-1/0-1", "a/h", make)
+        .shared("a device: one interface for all flows")
+        .kind(paraclick_runtime::Kind::Device)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Socket, String> {
