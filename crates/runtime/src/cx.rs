@@ -345,7 +345,7 @@ impl<'r> Cx<'r> {
         self.drained
     }
 
-    /// For queues' [`Element::pull_packet`](crate::Element::pull_packet):
+    /// For queues' [`QueueElement::pull_packet`](crate::QueueElement::pull_packet):
     /// records whether the queue looks empty after the packet it returns
     /// (see [`Cx::upstream_drained`]).
     #[inline]

@@ -26,7 +26,8 @@ pub mod timer;
 pub use args::{ArgEnv, Args, FromArg};
 pub use cx::Cx;
 pub use element::{
-    push_verdicts, Action, DynHandler, Element, Handler, HandlerInfo, Hop, Node, Verdict,
+    push_verdicts, Action, DriverElement, DynHandler, Element, Handler, HandlerInfo, Hop, Node,
+    QueueElement, RoutingElement, Verdict,
 };
 pub use handler::HandlerCx;
 pub use hot::StateCx;

@@ -1,7 +1,10 @@
 //! Element classes: what a class name means.
 
 use crate::args::{ArgEnv, Args};
-use crate::element::{Action, ActionNode, Element, ElementNode, Node};
+use crate::element::{
+    Action, ActionNode, AsDriver, AsQueue, AsRouting, DriverElement, Element, ElementNode, Node,
+    Plain, QueueElement, RoutingElement,
+};
 use paraclick_lang::check::PortKind;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,12 +53,52 @@ impl ClassSpec {
         make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
     ) -> ClassSpec {
         Self::node(name, port_count, processing, move |cx| {
-            make(cx).map(|e| Box::new(ElementNode(e)) as Box<dyn Node>)
+            make(cx).map(|e| Box::new(ElementNode(e, Plain)) as Box<dyn Node>)
+        })
+    }
+
+    /// A queue class ([`QueueElement`]): its ring modes follow the thread
+    /// plan, and its notifiers put tasks to sleep and wake them.
+    pub fn queue<E: QueueElement>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e, AsQueue)) as Box<dyn Node>)
+        })
+    }
+
+    /// A driver class ([`DriverElement`]): told of stop requests instead
+    /// of the router stopping at once.
+    pub fn driver<E: DriverElement>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e, AsDriver)) as Box<dyn Node>)
+        })
+    }
+
+    /// A class whose single-packet push is a choice of output
+    /// ([`RoutingElement`]): its single-packet hops run in the fused loop.
+    pub fn routing<E: RoutingElement>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e, AsRouting)) as Box<dyn Node>)
         })
     }
 
     /// A class whose constructor picks the kind itself (wrap the result
-    /// with [`crate::element::ActionNode`] or [`crate::element::ElementNode`]).
+    /// with [`crate::element::ActionNode`] or [`crate::element::ElementNode`]
+    /// and its role).
     pub fn node(
         name: &'static str,
         port_count: &'static str,

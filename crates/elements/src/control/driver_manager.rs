@@ -44,7 +44,7 @@ use super::script::{make_with, Script, ScriptType};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DriverManager", "-/-", "ah/ah", make)
+    ClassSpec::driver("DriverManager", "-/-", "ah/ah", make)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Script, String> {

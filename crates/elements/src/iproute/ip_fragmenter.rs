@@ -50,7 +50,7 @@
 
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Hop};
+use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Hop, RoutingElement};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Default headroom of later fragments (the pool's).
@@ -67,7 +67,7 @@ pub struct IPFragmenter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPFragmenter", "1/1-2", "h", make)
+    ClassSpec::routing("IPFragmenter", "1/1-2", "h", make)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {
@@ -250,20 +250,6 @@ impl Element for IPFragmenter {
         Handler::read("drops", |e, _| e.drops.get().to_string()),
     ];
 
-    // A packet that fits is only a choice of output: its hop runs in the
-    // framework's single-packet loop; one to fragment comes to
-    // `push_packet`.
-    const ROUTES_SINGLE_PACKETS: bool = true;
-
-    #[inline]
-    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
-        if ip_len(p) <= self.mtu {
-            Hop::Out(0)
-        } else {
-            Hop::Push
-        }
-    }
-
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
         self.push(cx, port, Batch::one(p))
     }
@@ -298,6 +284,19 @@ impl Element for IPFragmenter {
         if !df.is_empty() {
             // An unconnected output 1 drops them, counted.
             cx.push(1, df);
+        }
+    }
+}
+
+// A packet that fits is only a choice of output: its hop runs in the
+// framework's single-packet loop; one to fragment comes to `push_packet`.
+impl RoutingElement for IPFragmenter {
+    #[inline]
+    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+        if ip_len(p) <= self.mtu {
+            Hop::Out(0)
+        } else {
+            Hop::Push
         }
     }
 }
