@@ -32,7 +32,7 @@ pub use element::{
 pub use handler::HandlerCx;
 pub use hot::StateCx;
 pub use notifier::Notifier;
-pub use perthread::{Counter, PerThread};
+pub use perthread::{PerThread, PerThreadCount};
 pub use registry::{ClassSpec, ConfigCx, Registry};
 pub use router::{BuildOptions, InitCx, Router};
 pub use time::RouterClock;

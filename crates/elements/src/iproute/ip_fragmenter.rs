@@ -50,7 +50,9 @@
 
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Hop, RoutingElement};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Cx, Element, Handler, Hop, PerThreadCount, RoutingElement,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Default headroom of later fragments (the pool's).
@@ -61,8 +63,8 @@ pub struct IPFragmenter {
     honor_df: bool,
     verbose: bool,
     headroom: usize,
-    fragments: Counter,
-    drops: Counter,
+    fragments: PerThreadCount,
+    drops: PerThreadCount,
     df_messages: AtomicU64,
 }
 
@@ -90,8 +92,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {
         honor_df,
         verbose,
         headroom: headroom.unwrap_or(DEFAULT_HEADROOM),
-        fragments: Counter::new(cx.nthreads),
-        drops: Counter::new(cx.nthreads),
+        fragments: PerThreadCount::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         df_messages: AtomicU64::new(0),
     })
 }

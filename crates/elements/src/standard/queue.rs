@@ -82,8 +82,8 @@ use paraclick_packet::Packet;
 use paraclick_runtime::element::{AsQueue, ElementNode};
 use paraclick_runtime::ring::{Items, ModeSwitch, Ring, MAX_CAPACITY};
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
-    QueueElement, StateCx,
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
+    PerThreadCount, QueueElement, StateCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -154,7 +154,7 @@ pub struct Queue {
     crossing: AtomicBool,
     stages: PerThread<Stage>,
     /// Packets staged, per thread (for `length` and the conservation check).
-    staged: Counter,
+    staged: PerThreadCount,
     empty: Notifier,
     full: Notifier,
     /// The length from which the full notifier goes inactive: the
@@ -292,7 +292,7 @@ impl Queue {
             highwater: AtomicUsize::new(0),
             crossing: AtomicBool::new(false),
             stages: PerThread::new(nthreads, |_| Stage::default()),
-            staged: Counter::new(nthreads),
+            staged: PerThreadCount::new(nthreads),
             empty: Notifier::new(),
             full: Notifier::new(),
             full_at: AtomicUsize::new(capacity),
