@@ -15,6 +15,7 @@ pub mod ifaddr;
 pub mod notifier;
 pub mod perthread;
 mod plan;
+pub mod prelude;
 pub mod registry;
 pub mod ring;
 pub mod router;

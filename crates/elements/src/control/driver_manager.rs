@@ -41,7 +41,7 @@
 //!     DriverManager(pause, pause, stop);
 
 use super::script::{make_with, Script, ScriptType};
-use paraclick_runtime::{ClassSpec, ConfigCx};
+use paraclick_runtime::prelude::*;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::driver("DriverManager", "-/-", "ah/ah", make)

@@ -32,8 +32,7 @@
 //!     dt[1] -> ICMPError(18.26.4.24, timeexceeded) -> ...;
 
 use super::{fixed_ip_header, is_multicast};
-use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
+use paraclick_runtime::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct DecIPTTL {

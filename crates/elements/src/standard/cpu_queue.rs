@@ -47,11 +47,8 @@
 //!     FromDevice(eth0, QUEUE 1) -> q;
 //!     q -> ToDevice(eth1);
 
-use paraclick_packet::Packet;
+use paraclick_runtime::prelude::*;
 use paraclick_runtime::ring::{ModeSwitch, Ring};
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Notifier, QueueElement, StateCx,
-};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub struct CPUQueue {

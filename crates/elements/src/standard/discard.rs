@@ -22,9 +22,7 @@
 //!
 //!     InfiniteSource(LIMIT 1000) -> Queue -> d :: Discard;
 
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Packet, PerThreadCount,
-};
+use paraclick_runtime::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct Discard {

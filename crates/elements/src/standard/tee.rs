@@ -49,7 +49,7 @@
 //!     q :: Queue -> pt :: PullTee -> ToDevice(eth0);
 //!     pt[1] -> Print(sent) -> Discard;
 
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, PerThreadCount};
+use paraclick_runtime::prelude::*;
 
 pub struct Tee {
     noutputs: usize,
