@@ -25,17 +25,15 @@ pub mod time;
 pub mod timer;
 
 pub use args::{ArgEnv, Args, FromArg};
-pub use cx::Cx;
+pub use cx::{ConfigCx, Cx, HandlerCx, InitCx, StateCx};
 pub use element::{
     push_verdicts, Action, DriverElement, DynHandler, Element, Handler, HandlerInfo, Hop, Node,
     QueueElement, RoutingElement, Verdict,
 };
-pub use handler::HandlerCx;
-pub use hot::StateCx;
 pub use notifier::Notifier;
 pub use perthread::{PerThread, PerThreadCount};
-pub use registry::{ClassSpec, ConfigCx, Registry};
-pub use router::{BuildOptions, InitCx, Router};
+pub use registry::{ClassSpec, Registry};
+pub use router::{BuildOptions, Router};
 pub use time::RouterClock;
 
 pub use paraclick_packet::{Batch, Packet};

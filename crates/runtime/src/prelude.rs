@@ -11,15 +11,12 @@
 //! path where it is used.
 
 pub use crate::args::{ArgEnv, Args, FromArg};
-pub use crate::cx::Cx;
+pub use crate::cx::{ConfigCx, Cx, HandlerCx, InitCx, StateCx};
 pub use crate::element::{
     push_verdicts, Action, DriverElement, DynHandler, Element, Handler, Hop, QueueElement,
     RoutingElement, Verdict,
 };
-pub use crate::handler::HandlerCx;
-pub use crate::hot::StateCx;
 pub use crate::notifier::Notifier;
 pub use crate::perthread::{PerThread, PerThreadCount};
-pub use crate::registry::{ClassSpec, ConfigCx};
-pub use crate::router::InitCx;
+pub use crate::registry::ClassSpec;
 pub use paraclick_packet::{Batch, Packet};
