@@ -272,7 +272,9 @@ pub trait Element: Send + Sync + Sized + 'static {
         None
     }
 
-    /// Packets the element is holding (queues), for the conservation check.
+    /// Packets the element is holding, for the conservation check: a
+    /// queue's, and those of any element that holds packets back (an ARP
+    /// querier's waiting packets, a reassembler's fragments, a delay's).
     fn queued(&self) -> usize {
         0
     }
@@ -299,8 +301,8 @@ pub trait QueueElement: Element {
     /// may be pulled on another thread (so a producer may gather them
     /// before publishing, see [`Cx::defer_flush`]). Called at build time
     /// and whenever the scheduler moves a task, at a point where no
-    /// operation that assumed the old modes is still in flight (see
-    /// [`crate::crossing`]).
+    /// operation that assumed the old modes is still in flight (the
+    /// runtime's `crossing` module owns every such change).
     fn set_ring_modes(
         &self,
         switch: &ModeSwitch,

@@ -22,7 +22,7 @@ pub struct ConfigCx<'a> {
 impl ConfigCx<'_> {
     /// Prints a configuration warning about this element on standard
     /// error (`NAME :: CLASS: warning: MESSAGE`), unless warnings are off
-    /// (`-w`, [`set_warnings`]).
+    /// (`-w`, [`crate::registry::set_warnings`]).
     pub fn warn(&self, message: &str) {
         if warnings_enabled() {
             // Warnings quote configuration text: no terminal controls.
