@@ -91,7 +91,7 @@ use crate::common::{
     ErrorCount, Sampler, TimeBounds, Timing,
 };
 use paraclick_packet::{Batch, Packet, Timestamp};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
 use pcap_file::pcap::PcapReader;
 use pcap_file::TsResolution;
 use std::io::{Read, Seek, SeekFrom};
@@ -111,7 +111,7 @@ pub struct FromDump {
     filename: String,
     state: Mutex<State>,
     active: AtomicBool,
-    count: Counter,
+    count: PerThreadCount,
     errors: ErrorCount,
     burst: AtomicUsize,
     end: EndAction,
@@ -296,7 +296,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDump, String> {
             ctl,
         }),
         active: AtomicBool::new(active),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         errors: ErrorCount::default(),
         burst: AtomicUsize::new(burst),
         end,

@@ -129,7 +129,7 @@ use crate::ipsumdump::{
 };
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -141,7 +141,7 @@ pub struct FromIPSummaryDump {
     filename: String,
     state: Mutex<State>,
     active: AtomicBool,
-    count: Counter,
+    count: PerThreadCount,
     errors: ErrorCount,
     burst: AtomicUsize,
     end: EndAction,
@@ -245,7 +245,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
         }),
         filename,
         active: AtomicBool::new(active),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         errors: ErrorCount::default(),
         burst: AtomicUsize::new(burst),
         end,

@@ -106,7 +106,7 @@ use crate::decompress::open_maybe_compressed;
 use crate::ipsumdump::{build, BuildOpts, Values};
 use crate::tcpdump_text::SeqTracker;
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -118,7 +118,7 @@ pub struct FromTcpdump {
     filename: String,
     state: Mutex<State>,
     active: AtomicBool,
-    count: Counter,
+    count: PerThreadCount,
     errors: ErrorCount,
     burst: usize,
     end: EndAction,
@@ -182,7 +182,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromTcpdump, String> {
         }),
         filename,
         active: AtomicBool::new(active),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         errors: ErrorCount::default(),
         burst,
         end: EndAction::from_args(stop, end_call)?,

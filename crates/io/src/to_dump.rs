@@ -61,7 +61,7 @@ use crate::from_dump::FromDump;
 use crate::from_ip_summary_dump::FromIPSummaryDump;
 use paraclick_elements::outfile::{check_path, Deferred, Out};
 use paraclick_packet::{Batch, Timestamp};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use pcap_file::pcap::PcapHeader;
 use pcap_file::{DataLink, Endianness, TsResolution};
 use std::io::{BufWriter, Write};
@@ -82,8 +82,8 @@ pub struct ToDump {
     nano: bool,
     unbuffered: bool,
     out: Deferred<Writer>,
-    count: Counter,
-    drops: Counter,
+    count: PerThreadCount,
+    drops: PerThreadCount,
     errors: ErrorCount,
     pull_sink: bool,
     burst: usize,
@@ -128,8 +128,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDump, String> {
         nano,
         unbuffered,
         out: Deferred::new(),
-        count: Counter::new(cx.nthreads),
-        drops: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         errors: ErrorCount::default(),
         pull_sink: cx.input_is_pull(0) && cx.noutputs == 0,
         burst,

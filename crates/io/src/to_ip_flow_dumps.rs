@@ -109,7 +109,7 @@ use crate::common::ErrorCount;
 use crate::flow_pattern::{FlowKey, Pattern};
 use crate::ipsumdump::{Field, View, ViewOpts};
 use paraclick_packet::{Batch, Packet, Timestamp};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -134,8 +134,8 @@ pub struct ToIPFlowDumps {
     gzip: bool,
     mincount: u64,
     flows: Mutex<HashMap<u32, Flow>>,
-    count: Counter,
-    skipped: Counter,
+    count: PerThreadCount,
+    skipped: PerThreadCount,
     errors: ErrorCount,
     pull_input: bool,
     burst: usize,
@@ -223,8 +223,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPFlowDumps, String> {
         gzip,
         mincount,
         flows: Mutex::new(HashMap::new()),
-        count: Counter::new(cx.nthreads),
-        skipped: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
+        skipped: PerThreadCount::new(cx.nthreads),
         errors: ErrorCount::default(),
         pull_input: cx.input_is_pull(0) && cx.noutputs == 0,
         burst,

@@ -120,7 +120,7 @@ use crate::ipsumdump::{data_line, parse_fields, Field, View, ViewOpts};
 use paraclick_elements::outfile::{check_path, Deferred, Out};
 use paraclick_packet::{Batch, Timestamp};
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::io::{BufWriter, Write};
 use std::sync::MutexGuard;
 
@@ -134,7 +134,7 @@ pub struct ToIPSummaryDump {
     opts: ViewOpts,
     binary: bool,
     out: Deferred<Writer>,
-    count: Counter,
+    count: PerThreadCount,
     errors: ErrorCount,
     pull_input: bool,
     burst: usize,
@@ -195,7 +195,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToIPSummaryDump, String> {
         },
         binary,
         out: Deferred::new(),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         errors: ErrorCount::default(),
         pull_input: cx.input_is_pull(0),
         burst,

@@ -6,7 +6,7 @@ use common::*;
 use paraclick_packet::Packet;
 use paraclick_runtime::testing::TestSink;
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Registry, Router,
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount, Registry, Router,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -234,7 +234,7 @@ struct SeqSource {
     flows: u32,
     limit: u64,
     next: AtomicU64,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 impl Element for SeqSource {
@@ -278,7 +278,7 @@ fn make_seq(cx: &mut ConfigCx<'_>) -> Result<SeqSource, String> {
         flows,
         limit,
         next: AtomicU64::new(0),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -14,6 +14,11 @@
 //! generates the listing, the reads and the writes; writes parse their
 //! value with the configuration's argument parser ([`HandlerCx::arg`]).
 //!
+//! An element that is also a queue, a driver or a single-packet router
+//! implements one more trait ([`QueueElement`], [`DriverElement`],
+//! [`RoutingElement`]) and is registered through the matching
+//! [`crate::ClassSpec`] constructor.
+//!
 //! The registry wraps an element in the framework's [`Node`] adapter
 //! ([`crate::ClassSpec::action`], [`crate::ClassSpec::element`]); the
 //! router only ever sees nodes.
@@ -36,7 +41,7 @@ pub enum Verdict {
     Drop,
 }
 
-/// What an element routing single packets ([`Element::route_packet`])
+/// What an element routing single packets ([`RoutingElement::route_packet`])
 /// decided for one; also the result of a fused hop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hop {
@@ -242,32 +247,6 @@ pub trait Element: Send + Sync + Sized + 'static {
         self.push(cx, port, Batch::one(p))
     }
 
-    /// Whether the element's single-packet push is only a choice of output
-    /// ([`Element::route_packet`]): a route lookup, say, which has its own
-    /// batch path in [`Element::push`] but for one packet only picks a
-    /// port. The framework then runs a single packet's hop into it like an
-    /// [`Action`]'s, in the same loop as the per-packet elements around it
-    /// (see [`crate::Cx::push_packet`]), and [`Element::push_packet`] is
-    /// called only for the packets `route_packet` answers [`Hop::Push`]
-    /// for: `route_packet` is the one definition of what a single packet
-    /// does. Only for elements with one push input.
-    const ROUTES_SINGLE_PACKETS: bool = false;
-
-    /// With [`Element::ROUTES_SINGLE_PACKETS`]: the output packet `p`
-    /// (arrived on input 0) leaves by, [`Hop::Drop`] (counted), or
-    /// [`Hop::Push`] to hand it to [`Element::push_packet`].
-    #[inline]
-    fn route_packet(&self, _cx: &mut Cx<'_>, _p: &mut Packet) -> Hop {
-        Hop::Drop
-    }
-
-    /// Downstream pulls one packet from pull output `port`. The default
-    /// pulls a batch of at most one through [`Element::pull`].
-    #[inline]
-    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
-        self.pull(cx, port, 1).and_then(|mut b| b.pop())
-    }
-
     /// Runs task `task` of this element (see [`InitCx::add_task`]); returns
     /// whether it did useful work (moved packets, made progress).
     fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
@@ -302,63 +281,16 @@ pub trait Element: Send + Sync + Sized + 'static {
         None
     }
 
-    /// Packets the element is holding (queues), for the conservation check.
+    /// Packets the element is holding, for the conservation check: a
+    /// queue's, and those of any element that holds packets back (an ARP
+    /// querier's waiting packets, a reassembler's fragments, a delay's).
     fn queued(&self) -> usize {
         0
-    }
-
-    /// For elements with a push input and a pull output (queues): whether
-    /// several threads may push into it, and several pull from it, under
-    /// the current thread plan, and whether packets pushed may be pulled
-    /// on another thread (so a producer may gather them before publishing,
-    /// see [`Cx::defer_flush`]). Called at build time and whenever the
-    /// scheduler moves a task, at a point where no operation that assumed
-    /// the old modes is still in flight (see [`crate::crossing`]).
-    fn set_ring_modes(
-        &self,
-        _switch: &ModeSwitch,
-        _multi_producer: bool,
-        _multi_consumer: bool,
-        _crossing: bool,
-    ) {
     }
 
     /// Work the element deferred with [`Cx::defer_flush`] (a staged batch
     /// to publish, say), on the thread that deferred it.
     fn flush(&self, _cx: &mut Cx<'_>) {}
-
-    /// The element's empty notifier (a queue's: active while it may hold
-    /// packets), which pull tasks downstream listen to (see
-    /// [`crate::notifier`]).
-    fn empty_notifier(&self) -> Option<&Notifier> {
-        None
-    }
-
-    /// The element's full notifier (active while it has room), which
-    /// source tasks upstream listen to.
-    fn full_notifier(&self) -> Option<&Notifier> {
-        None
-    }
-
-    /// Whether a pull from this element's outputs returns nothing only
-    /// when its pull inputs gave nothing (true by default): a pull task
-    /// downstream may then sleep on the notifiers upstream of it. An
-    /// element that holds packets or makes them by itself on a pull
-    /// output returns false, and pull tasks downstream never sleep.
-    fn pull_passes_signal(&self) -> bool {
-        true
-    }
-
-    /// Stop requests from this element are a driver's to interpret: an
-    /// element returning true here (DriverManager, Script TYPE DRIVER) is
-    /// told of each stop request through [`Element::stop_requested`]
-    /// instead of the router stopping at once.
-    fn is_driver(&self) -> bool {
-        false
-    }
-
-    /// A stop request arrived and this element is the driver.
-    fn stop_requested(&self, _hx: &HandlerCx<'_>) {}
 
     /// Hot reconfiguration (Click's `take_state`): `old` is the element of
     /// the same name and class in the router being replaced, stopped; this
@@ -375,6 +307,167 @@ pub trait Element: Send + Sync + Sized + 'static {
     /// [`InitCx::cast`]. The default provides nothing.
     fn provide(&self, _want: TypeId) -> Option<&'static dyn Any> {
         None
+    }
+}
+
+/// A queue: an element with a push input and a pull output that holds
+/// packets between them, on rings whose producer and consumer modes follow
+/// the thread plan. Register it with [`crate::ClassSpec::queue`].
+pub trait QueueElement: Element {
+    /// Whether several threads may push into the queue, and several pull
+    /// from it, under the current thread plan, and whether packets pushed
+    /// may be pulled on another thread (so a producer may gather them
+    /// before publishing, see [`Cx::defer_flush`]). Called at build time
+    /// and whenever the scheduler moves a task, at a point where no
+    /// operation that assumed the old modes is still in flight (the
+    /// runtime's `crossing` module owns every such change).
+    fn set_ring_modes(
+        &self,
+        switch: &ModeSwitch,
+        multi_producer: bool,
+        multi_consumer: bool,
+        crossing: bool,
+    );
+
+    /// Downstream pulls one packet from pull output `port`. The default
+    /// pulls a batch of at most one through [`Element::pull`].
+    #[inline]
+    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        self.pull(cx, port, 1).and_then(|mut b| b.pop())
+    }
+
+    /// The queue's empty notifier (active while it may hold packets),
+    /// which pull tasks downstream listen to (see [`crate::notifier`]).
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+
+    /// The queue's full notifier (active while it has room), which source
+    /// tasks upstream listen to.
+    fn full_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+}
+
+/// A driver: stop requests are its to interpret (DriverManager, Script
+/// TYPE DRIVER). Register it with [`crate::ClassSpec::driver`].
+pub trait DriverElement: Element {
+    /// Whether this element is the driver (true by default): if so it is
+    /// told of each stop request through [`DriverElement::stop_requested`]
+    /// instead of the router stopping at once.
+    fn is_driver(&self) -> bool {
+        true
+    }
+
+    /// A stop request arrived and this element is the driver.
+    fn stop_requested(&self, hx: &HandlerCx<'_>);
+}
+
+/// An element whose single-packet push is only a choice of output: a
+/// route lookup, say, which has its own batch path in [`Element::push`]
+/// but for one packet only picks a port. The framework runs a single
+/// packet's hop into it like an [`Action`]'s, in the same loop as the
+/// per-packet elements around it (see [`crate::Cx::push_packet`]), and
+/// [`Element::push_packet`] is called only for the packets
+/// [`RoutingElement::route_packet`] answers [`Hop::Push`] for:
+/// `route_packet` is the one definition of what a single packet does.
+/// Only for elements with one push input. Register it with
+/// [`crate::ClassSpec::routing`].
+pub trait RoutingElement: Element {
+    /// The output packet `p` (arrived on input 0) leaves by, [`Hop::Drop`]
+    /// (counted), or [`Hop::Push`] to hand it to [`Element::push_packet`].
+    fn route_packet(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop;
+}
+
+/// What a class's registration adds to an [`ElementNode`]: nothing
+/// ([`Plain`]), or the hooks of a [`QueueElement`] ([`AsQueue`]), a
+/// [`DriverElement`] ([`AsDriver`]) or a [`RoutingElement`]
+/// ([`AsRouting`]). Static: the adapter is monomorphized per element type
+/// and role, so a plain element pays nothing for the hooks it lacks.
+pub trait Role<E: Element>: Send + Sync + 'static {
+    /// Whether single packets go through [`Role::route_packet`].
+    const ROUTES: bool = false;
+
+    /// [`RoutingElement::route_packet`] (called only when
+    /// [`Role::ROUTES`]).
+    #[inline]
+    fn route_packet(_e: &E, _cx: &mut Cx<'_>, _p: &mut Packet) -> Hop {
+        Hop::Push
+    }
+
+    /// [`QueueElement::pull_packet`], or a pull of a batch of one.
+    #[inline]
+    fn pull_packet(e: &E, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        e.pull(cx, port, 1).and_then(|mut b| b.pop())
+    }
+
+    /// [`QueueElement::set_ring_modes`].
+    fn set_ring_modes(_e: &E, _switch: &ModeSwitch, _mp: bool, _mc: bool, _crossing: bool) {}
+
+    /// [`QueueElement::empty_notifier`].
+    fn empty_notifier(_e: &E) -> Option<&Notifier> {
+        None
+    }
+
+    /// [`QueueElement::full_notifier`].
+    fn full_notifier(_e: &E) -> Option<&Notifier> {
+        None
+    }
+
+    /// [`DriverElement::is_driver`].
+    fn is_driver(_e: &E) -> bool {
+        false
+    }
+
+    /// [`DriverElement::stop_requested`].
+    fn stop_requested(_e: &E, _hx: &HandlerCx<'_>) {}
+}
+
+/// The role of an element registered with [`crate::ClassSpec::element`].
+pub struct Plain;
+
+/// The role of a [`QueueElement`].
+pub struct AsQueue;
+
+/// The role of a [`DriverElement`].
+pub struct AsDriver;
+
+/// The role of a [`RoutingElement`].
+pub struct AsRouting;
+
+impl<E: Element> Role<E> for Plain {}
+
+impl<E: QueueElement> Role<E> for AsQueue {
+    #[inline]
+    fn pull_packet(e: &E, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        e.pull_packet(cx, port)
+    }
+    fn set_ring_modes(e: &E, switch: &ModeSwitch, mp: bool, mc: bool, crossing: bool) {
+        e.set_ring_modes(switch, mp, mc, crossing)
+    }
+    fn empty_notifier(e: &E) -> Option<&Notifier> {
+        e.empty_notifier()
+    }
+    fn full_notifier(e: &E) -> Option<&Notifier> {
+        e.full_notifier()
+    }
+}
+
+impl<E: DriverElement> Role<E> for AsDriver {
+    fn is_driver(e: &E) -> bool {
+        e.is_driver()
+    }
+    fn stop_requested(e: &E, hx: &HandlerCx<'_>) {
+        e.stop_requested(hx)
+    }
+}
+
+impl<E: RoutingElement> Role<E> for AsRouting {
+    const ROUTES: bool = true;
+
+    #[inline]
+    fn route_packet(e: &E, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+        e.route_packet(cx, p)
     }
 }
 
@@ -399,7 +492,7 @@ pub trait Node: Send + Sync + 'static {
     fn push_unrouted(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
         self.push_packet(cx, port, p)
     }
-    /// [`Element::pull_packet`]: one packet, no batch.
+    /// [`QueueElement::pull_packet`]: one packet, no batch.
     fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet>;
     fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool;
     fn run_timer(&self, cx: &mut Cx<'_>, timer: usize);
@@ -414,19 +507,30 @@ pub trait Node: Send + Sync + 'static {
     ) -> HandlerCall<String>;
     fn write_handler(&self, name: &str, value: &str, hx: &HandlerCx<'_>) -> HandlerCall<()>;
     fn queued(&self) -> usize;
+    /// [`QueueElement::set_ring_modes`] (nothing for other elements).
     fn set_ring_modes(
         &self,
-        switch: &ModeSwitch,
-        multi_producer: bool,
-        multi_consumer: bool,
-        crossing: bool,
-    );
+        _switch: &ModeSwitch,
+        _multi_producer: bool,
+        _multi_consumer: bool,
+        _crossing: bool,
+    ) {
+    }
     fn flush(&self, cx: &mut Cx<'_>);
-    fn empty_notifier(&self) -> Option<&Notifier>;
-    fn full_notifier(&self) -> Option<&Notifier>;
-    fn pull_passes_signal(&self) -> bool;
-    fn is_driver(&self) -> bool;
-    fn stop_requested(&self, hx: &HandlerCx<'_>);
+    /// [`QueueElement::empty_notifier`] (`None` for other elements).
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+    /// [`QueueElement::full_notifier`] (`None` for other elements).
+    fn full_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+    /// [`DriverElement::is_driver`] (false for other elements).
+    fn is_driver(&self) -> bool {
+        false
+    }
+    /// [`DriverElement::stop_requested`].
+    fn stop_requested(&self, _hx: &HandlerCx<'_>) {}
     /// The per-packet action, if this is an [`Action`] (for fused hops).
     fn fused(&self) -> Option<&(dyn FusedAction + 'static)>;
     /// The element itself, for downcasting to its concrete type.
@@ -488,9 +592,9 @@ impl<A: Action> FusedAction for ActionNode<A> {
 }
 
 /// The fused hop of an element that routes single packets
-/// ([`Element::ROUTES_SINGLE_PACKETS`]): a batch goes to its `push`
-/// (which splits it by output itself), one packet to `route_packet`.
-impl<E: Element> FusedAction for ElementNode<E> {
+/// ([`RoutingElement`]): a batch goes to its `push` (which splits it by
+/// output itself), one packet to `route_packet`.
+impl<E: Element, R: Role<E>> FusedAction for ElementNode<E, R> {
     #[inline]
     fn run(&self, cx: &mut Cx<'_>, batch: &mut Batch) -> Option<usize> {
         if !batch.is_empty() {
@@ -501,7 +605,7 @@ impl<E: Element> FusedAction for ElementNode<E> {
 
     #[inline]
     fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
-        self.0.route_packet(cx, p)
+        R::route_packet(&self.0, cx, p)
     }
 
     fn fuses_batches(&self) -> bool {
@@ -548,8 +652,9 @@ fn write_static<E>(
 /// The adapter of an [`Action`].
 pub struct ActionNode<A>(pub A);
 
-/// The adapter of an [`Element`].
-pub struct ElementNode<E>(pub E);
+/// The adapter of an [`Element`], in role `R` (see [`Role`]): what the
+/// class was registered as.
+pub struct ElementNode<E, R = Plain>(pub E, pub R);
 
 impl<A: Action> Node for ActionNode<A> {
     #[inline]
@@ -614,21 +719,7 @@ impl<A: Action> Node for ActionNode<A> {
     fn queued(&self) -> usize {
         0
     }
-    fn set_ring_modes(&self, _: &ModeSwitch, _: bool, _: bool, _: bool) {}
     fn flush(&self, _cx: &mut Cx<'_>) {}
-    fn empty_notifier(&self) -> Option<&Notifier> {
-        None
-    }
-    fn full_notifier(&self) -> Option<&Notifier> {
-        None
-    }
-    fn pull_passes_signal(&self) -> bool {
-        true
-    }
-    fn is_driver(&self) -> bool {
-        false
-    }
-    fn stop_requested(&self, _hx: &HandlerCx<'_>) {}
     fn fused(&self) -> Option<&(dyn FusedAction + 'static)> {
         Some(self)
     }
@@ -649,7 +740,7 @@ impl<A: Action> Node for ActionNode<A> {
     }
 }
 
-impl<E: Element> Node for ElementNode<E> {
+impl<E: Element, R: Role<E>> Node for ElementNode<E, R> {
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
         self.0.push(cx, port, batch)
@@ -660,8 +751,8 @@ impl<E: Element> Node for ElementNode<E> {
     }
     #[inline]
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, mut p: Packet) {
-        if E::ROUTES_SINGLE_PACKETS {
-            match self.0.route_packet(cx, &mut p) {
+        if R::ROUTES {
+            match R::route_packet(&self.0, cx, &mut p) {
                 Hop::Out(k) => cx.push_packet(k, p),
                 Hop::Drop => cx.drop_packet(p),
                 Hop::Push => self.0.push_packet(cx, port, p),
@@ -676,7 +767,7 @@ impl<E: Element> Node for ElementNode<E> {
     }
     #[inline]
     fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
-        self.0.pull_packet(cx, port)
+        R::pull_packet(&self.0, cx, port)
     }
     fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool {
         self.0.run_task(cx, task)
@@ -720,28 +811,25 @@ impl<E: Element> Node for ElementNode<E> {
         self.0.queued()
     }
     fn set_ring_modes(&self, switch: &ModeSwitch, mp: bool, mc: bool, crossing: bool) {
-        self.0.set_ring_modes(switch, mp, mc, crossing)
+        R::set_ring_modes(&self.0, switch, mp, mc, crossing)
     }
     fn flush(&self, cx: &mut Cx<'_>) {
         self.0.flush(cx)
     }
     fn empty_notifier(&self) -> Option<&Notifier> {
-        self.0.empty_notifier()
+        R::empty_notifier(&self.0)
     }
     fn full_notifier(&self) -> Option<&Notifier> {
-        self.0.full_notifier()
-    }
-    fn pull_passes_signal(&self) -> bool {
-        self.0.pull_passes_signal()
+        R::full_notifier(&self.0)
     }
     fn is_driver(&self) -> bool {
-        self.0.is_driver()
+        R::is_driver(&self.0)
     }
     fn stop_requested(&self, hx: &HandlerCx<'_>) {
-        self.0.stop_requested(hx)
+        R::stop_requested(&self.0, hx)
     }
     fn fused(&self) -> Option<&(dyn FusedAction + 'static)> {
-        if E::ROUTES_SINGLE_PACKETS {
+        if R::ROUTES {
             Some(self)
         } else {
             None
@@ -1029,13 +1117,11 @@ mod tests {
     }
 
     /// [`ByteSwitch`] as an element with its own batch path that routes
-    /// single packets ([`Element::ROUTES_SINGLE_PACKETS`]).
+    /// single packets ([`RoutingElement`]).
     /// Counts its route decisions (each packet must be routed once).
     struct RouteByte(usize, std::sync::atomic::AtomicUsize);
 
     impl Element for RouteByte {
-        const ROUTES_SINGLE_PACKETS: bool = true;
-
         fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
             for mut p in batch {
                 match self.route_packet(cx, &mut p) {
@@ -1046,6 +1132,13 @@ mod tests {
             }
         }
 
+        fn push_packet(&self, cx: &mut Cx<'_>, _port: usize, mut p: Packet) {
+            p.data_mut()[1] += 100;
+            cx.push_packet(1, p)
+        }
+    }
+
+    impl RoutingElement for RouteByte {
         /// Byte 254: more than a choice of port (adds 100 to byte 1, then
         /// output 1).
         fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
@@ -1054,11 +1147,6 @@ mod tests {
                 254 => Hop::Push,
                 _ => ByteSwitch(self.0).route(p).into(),
             }
-        }
-
-        fn push_packet(&self, cx: &mut Cx<'_>, _port: usize, mut p: Packet) {
-            p.data_mut()[1] += 100;
-            cx.push_packet(1, p)
         }
     }
 
@@ -1085,7 +1173,7 @@ mod tests {
             cx.args().complete()?;
             Ok(Inc)
         }));
-        reg.register(ClassSpec::element("RouteByte", "1/-", "a/ah", |cx| {
+        reg.register(ClassSpec::routing("RouteByte", "1/-", "a/ah", |cx| {
             let mut a = cx.args();
             let k = a.read_mp::<usize>("OFFSET");
             a.complete()?;

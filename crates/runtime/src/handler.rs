@@ -6,11 +6,10 @@
 //! has ([`BUILTIN`]), the router-wide ones ([`GLOBAL_READ`],
 //! [`GLOBAL_WRITE`]), and calls into an element's own table.
 
-use crate::args::FromArg;
+pub use crate::cx::HandlerCx;
 use crate::element::{HandlerCall, HandlerInfo};
 use crate::router::Core;
 use paraclick_lang::check::PortKind;
-use std::time::{Duration, Instant};
 
 /// Read handlers every element has, after its own.
 pub const BUILTIN: &[&str] = &["name", "class", "config", "ports", "handlers"];
@@ -32,143 +31,6 @@ pub const GLOBAL_READ: &[&str] = &[
 
 /// Router-wide write handlers.
 pub const GLOBAL_WRITE: &[&str] = &["stop"];
-
-/// What a handler call can reach: the router (other handlers, stop) and the
-/// element being called.
-#[derive(Clone, Copy)]
-pub struct HandlerCx<'r> {
-    pub(crate) core: &'r Core,
-    pub(crate) elem: usize,
-}
-
-impl<'r> HandlerCx<'r> {
-    /// Reads `element.handler` (or a global handler).
-    pub fn read(&self, spec: &str) -> Result<String, String> {
-        read(self.core, spec, Some(self.elem))
-    }
-
-    /// Writes `element.handler`.
-    pub fn write(&self, spec: &str, value: &str) -> Result<(), String> {
-        write(self.core, spec, value, Some(self.elem))
-    }
-
-    /// `own` plus handler `h` of every element named in `others`, each
-    /// read as a number: the handlers of an element that reports for its
-    /// replicas too (Counter's and FromDevice's REPLICAS).
-    pub fn sum_with<T>(&self, own: T, others: &[String], h: &str) -> Result<T, String>
-    where
-        T: std::str::FromStr + std::ops::AddAssign,
-    {
-        let mut sum = own;
-        for r in others {
-            let v = self.read(&format!("{r}.{h}"))?;
-            sum += v
-                .trim()
-                .parse::<T>()
-                .map_err(|_| format!("REPLICAS: {r}.{h} read '{v}'"))?;
-        }
-        Ok(sum)
-    }
-
-    /// Writes handler `h` (with an empty value) of every element named in
-    /// `others`: the reset of an element that reports for its replicas.
-    pub fn write_each(&self, others: &[String], h: &str) -> Result<(), String> {
-        for r in others {
-            self.write(&format!("{r}.{h}"), "")?;
-        }
-        Ok(())
-    }
-
-    /// Parses a written value with the configuration's argument parser
-    /// (the same `bool`, `IPAddress`, AddressInfo names...).
-    pub fn arg<T: FromArg>(&self, value: &str) -> Result<T, String> {
-        T::from_arg(value, &self.core.arg_env)
-    }
-
-    /// Asks the router to stop (through the driver if there is one).
-    pub fn request_stop(&self) {
-        self.core.request_stop();
-    }
-
-    /// Stops the router now, bypassing any driver.
-    pub fn stop_now(&self) {
-        self.core.stop_now();
-    }
-
-    /// Stop requests made so far.
-    pub fn stop_requests(&self) -> u64 {
-        self.core
-            .stop_requests
-            .load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    pub fn element_name(&self) -> &'r str {
-        &self.core.slots[self.elem].name
-    }
-
-    pub fn element_index(&self) -> usize {
-        self.elem
-    }
-
-    pub fn nthreads(&self) -> usize {
-        self.core.nthreads
-    }
-
-    /// Monotonic time from the router's clock (see [`crate::Cx::now`]).
-    pub fn now(&self) -> Instant {
-        self.core.clock.now()
-    }
-
-    /// Wall-clock time for timestamps, from the router's clock.
-    pub fn timestamp(&self) -> paraclick_packet::Timestamp {
-        self.core.clock.timestamp()
-    }
-
-    /// Schedules a timer of the called element (on its home thread).
-    pub fn schedule_after(&self, timer: usize, d: Duration) {
-        let t = self.core.home_thread(self.elem);
-        self.core
-            .schedule_timer(t, self.elem, timer, self.core.clock.now() + d);
-    }
-
-    pub fn unschedule(&self, timer: usize) {
-        self.core.unschedule_timer(self.elem, timer);
-    }
-
-    /// Schedules timer `timer` of element `elem` (on that element's home
-    /// thread): a shared table's handler waking the elements that use it.
-    /// Does nothing if there is no element `elem`.
-    pub fn schedule_element_after(&self, elem: usize, timer: usize, d: Duration) {
-        if elem < self.core.slots.len() {
-            let t = self.core.home_thread(elem);
-            self.core
-                .schedule_timer(t, elem, timer, self.core.clock.now() + d);
-        }
-    }
-
-    /// Index of a named element.
-    pub fn find(&self, name: &str) -> Option<usize> {
-        self.core.names.get(name).copied()
-    }
-
-    /// Runs `f` as an extra consumer of the called element's ring (a
-    /// queue's handler that drains it), safely from any thread: see
-    /// [`crate::ring`] and the crossing protocol.
-    pub fn as_extra_consumer<R>(&self, f: impl FnOnce(&crate::ring::Consumer<'_>) -> R) -> R {
-        crate::crossing::as_extra_consumer(self.core, self.elem, f)
-    }
-
-    /// Counts `n` packets as dropped by the called element (packets a
-    /// handler discarded, such as a queue's `reset`).
-    pub fn count_drops(&self, n: u64) {
-        self.core.handler_drops[self.elem].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Element `i` as its concrete type.
-    pub fn element<T: 'static>(&self, i: usize) -> Option<&'r T> {
-        self.core.slots.get(i)?.element.as_any().downcast_ref()
-    }
-}
 
 /// `element.handler` → (element, handler); no dot is a global handler.
 fn split_spec(spec: &str) -> (Option<&str>, &str) {

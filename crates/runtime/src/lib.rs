@@ -15,6 +15,7 @@ pub mod ifaddr;
 pub mod notifier;
 pub mod perthread;
 mod plan;
+pub mod prelude;
 pub mod provide;
 pub mod registry;
 pub mod ring;
@@ -25,16 +26,15 @@ pub mod time;
 pub mod timer;
 
 pub use args::{ArgEnv, Args, FromArg};
-pub use cx::Cx;
+pub use cx::{ConfigCx, Cx, HandlerCx, InitCx, StateCx};
 pub use element::{
-    push_verdicts, Action, DynHandler, Element, Handler, HandlerInfo, Hop, Node, Verdict,
+    push_verdicts, Action, DriverElement, DynHandler, Element, Handler, HandlerInfo, Hop, Node,
+    QueueElement, RoutingElement, Verdict,
 };
-pub use handler::HandlerCx;
-pub use hot::StateCx;
 pub use notifier::Notifier;
-pub use perthread::{Counter, PerThread};
-pub use registry::{ClassSpec, ConfigCx, FlowState, Kind, Registry};
-pub use router::{BuildOptions, InitCx, Router};
+pub use perthread::{PerThread, PerThreadCount};
+pub use registry::{ClassSpec, FlowState, Kind, Registry};
+pub use router::{BuildOptions, Router};
 pub use time::RouterClock;
 
 pub use paraclick_packet::{Batch, Packet};

@@ -12,9 +12,8 @@
 //!   pull connections. After a run that did no work, if every one of
 //!   those signals is inactive, it goes to sleep: its worker skips it
 //!   until a notifier wakes it. If the walk reaches an element that makes
-//!   packets by itself (no pull input and no empty notifier, or an element
-//!   that says its pull output is not a pass-through, see
-//!   [`crate::Element::pull_passes_signal`]), the task never sleeps.
+//!   packets by itself (no pull input and no empty notifier), the task
+//!   never sleeps.
 //! - A source task that asked for it ([`crate::InitCx::wait_for_room`])
 //!   listens to the full notifiers found walking downstream along push
 //!   connections, and runs only while every one of them is active: a
@@ -456,7 +455,7 @@ fn upstream_empty(core: &Core, elem: usize) -> Option<Vec<usize>> {
             continue;
         }
         let next = inputs(core, e);
-        if next.is_empty() || !el.pull_passes_signal() {
+        if next.is_empty() {
             return None;
         }
         stack.extend(next);

@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// A counter with one slot per worker thread. Adding is a plain load and
 /// store on the thread's own cache line (each slot has a single writer, the
 /// thread of that index); reading sums the slots.
-pub struct Counter {
+pub struct PerThreadCount {
     slots: Box<[CachePadded<AtomicU64>]>,
 }
 
-impl Counter {
-    pub fn new(nthreads: usize) -> Counter {
-        Counter {
+impl PerThreadCount {
+    pub fn new(nthreads: usize) -> PerThreadCount {
+        PerThreadCount {
             slots: (0..nthreads.max(1))
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),

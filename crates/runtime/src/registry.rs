@@ -1,8 +1,10 @@
 //! Element classes: what a class name means.
 
-use crate::args::{ArgEnv, Args};
-use crate::element::{Action, ActionNode, Element, ElementNode, Node};
-use paraclick_lang::check::PortKind;
+pub use crate::cx::ConfigCx;
+use crate::element::{
+    Action, ActionNode, AsDriver, AsQueue, AsRouting, DriverElement, Element, ElementNode, Node,
+    Plain, QueueElement, RoutingElement,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -101,12 +103,53 @@ impl ClassSpec {
         make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
     ) -> ClassSpec {
         Self::node(name, port_count, processing, move |cx| {
-            make(cx).map(|e| Box::new(ElementNode(e)) as Box<dyn Node>)
+            make(cx).map(|e| Box::new(ElementNode(e, Plain)) as Box<dyn Node>)
+        })
+    }
+
+    /// A queue class ([`QueueElement`]): its ring modes follow the thread
+    /// plan, and its notifiers put tasks to sleep and wake them.
+    pub fn queue<E: QueueElement>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e, AsQueue)) as Box<dyn Node>)
+        })
+        .kind(Kind::Queue)
+    }
+
+    /// A driver class ([`DriverElement`]): told of stop requests instead
+    /// of the router stopping at once.
+    pub fn driver<E: DriverElement>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e, AsDriver)) as Box<dyn Node>)
+        })
+    }
+
+    /// A class whose single-packet push is a choice of output
+    /// ([`RoutingElement`]): its single-packet hops run in the fused loop.
+    pub fn routing<E: RoutingElement>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e, AsRouting)) as Box<dyn Node>)
         })
     }
 
     /// A class whose constructor picks the kind itself (wrap the result
-    /// with [`crate::element::ActionNode`] or [`crate::element::ElementNode`]).
+    /// with [`crate::element::ActionNode`] or [`crate::element::ElementNode`]
+    /// and its role).
     pub fn node(
         name: &'static str,
         port_count: &'static str,
@@ -247,65 +290,6 @@ impl Registry {
     /// The documentation of a class (its own source file's header).
     pub fn doc(&self, name: &str) -> Option<&'static str> {
         self.get(name).map(|c| c.doc)
-    }
-}
-
-/// What `configure` sees: the element's name, class, configuration string,
-/// its connected port counts and kinds, the thread count, and the named
-/// addresses of AddressInfo elements.
-pub struct ConfigCx<'a> {
-    pub name: &'a str,
-    pub class: &'a str,
-    pub config: &'a str,
-    pub ninputs: usize,
-    pub noutputs: usize,
-    pub input_kinds: &'a [PortKind],
-    pub output_kinds: &'a [PortKind],
-    pub nthreads: usize,
-    pub env: &'a mut ArgEnv,
-}
-
-impl ConfigCx<'_> {
-    /// Prints a configuration warning about this element on standard
-    /// error (`NAME :: CLASS: warning: MESSAGE`), unless warnings are off
-    /// (`-w`, [`set_warnings`]).
-    pub fn warn(&self, message: &str) {
-        if warnings_enabled() {
-            // Warnings quote configuration text: no terminal controls.
-            let esc = paraclick_lang::span::escape;
-            eprintln!(
-                "{} :: {}: warning: {}",
-                esc(self.name),
-                esc(self.class),
-                esc(message)
-            );
-        }
-    }
-
-    /// The configuration, split into arguments.
-    pub fn args(&self) -> Args<'_> {
-        Args::new(self.config, self.env)
-    }
-
-    pub fn input_is_pull(&self, port: usize) -> bool {
-        self.input_kinds.get(port) == Some(&PortKind::Pull)
-    }
-
-    pub fn output_is_push(&self, port: usize) -> bool {
-        self.output_kinds.get(port) == Some(&PortKind::Push)
-    }
-
-    /// Whether the configuration may read the file `path` (a trace to
-    /// replay, say): the path to open, or the error to return. An element
-    /// that reads a file named in its configuration calls this before it
-    /// opens it: `cx.allowed_file(&filename)?;`.
-    ///
-    /// The operator's configuration reads any file; one written through a
-    /// control socket (`hotconfig`) only files under the directories the
-    /// operator allows (see [`paraclick_lang::files`]), and not standard
-    /// input (`-`).
-    pub fn allowed_file(&self, path: &str) -> Result<std::path::PathBuf, String> {
-        allowed_file(&self.env.files, path)
     }
 }
 

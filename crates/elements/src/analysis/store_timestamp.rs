@@ -27,12 +27,12 @@
 //!     ... -> SetTimestamp -> StoreTimestamp(TAIL true) -> ...
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 
 pub struct StoreTimestamp {
     /// `None`: the tail.
     offset: Option<usize>,
-    drops: Counter,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -52,7 +52,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<StoreTimestamp, String> {
     };
     Ok(StoreTimestamp {
         offset,
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

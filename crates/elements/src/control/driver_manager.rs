@@ -41,10 +41,10 @@
 //!     DriverManager(pause, pause, stop);
 
 use super::script::{make_with, Script, ScriptType};
-use paraclick_runtime::{ClassSpec, ConfigCx};
+use paraclick_runtime::prelude::*;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("DriverManager", "-/-", "ah/ah", make).shared("one for the whole router")
+    ClassSpec::driver("DriverManager", "-/-", "ah/ah", make).shared("one for the whole router")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Script, String> {

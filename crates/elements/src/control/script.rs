@@ -118,7 +118,9 @@ use super::script_lang::{
 };
 use paraclick_lang::args::{split_words, unquote};
 use paraclick_runtime::args::parse_duration;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, DynHandler, Element, HandlerCx, InitCx};
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Cx, DriverElement, DynHandler, Element, HandlerCx, InitCx,
+};
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -278,7 +280,7 @@ pub struct Script {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Script", "-/-", "ah/ah", make)
+    ClassSpec::driver("Script", "-/-", "ah/ah", make)
         .shared("a script: one program state for the router")
 }
 
@@ -1164,7 +1166,9 @@ impl Element for Script {
             _ => return None,
         })
     }
+}
 
+impl DriverElement for Script {
     fn is_driver(&self) -> bool {
         self.ty == ScriptType::Driver
     }

@@ -110,7 +110,7 @@ use paraclick_packet::wire::{
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::{ArgEnv, FromArg, Raw};
 use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, PerThread, StateCx,
+    ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThread, PerThreadCount, StateCx,
 };
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -130,9 +130,9 @@ pub struct ArpQuerier {
     /// initialization.
     state: OnceLock<Arc<ArpShared>>,
     cache: PerThread<Cache>,
-    queries: Counter,
-    responses: Counter,
-    drops: Counter,
+    queries: PerThreadCount,
+    responses: PerThreadCount,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -193,9 +193,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
             snap: empty.clone(),
             polls: [(0, EtherAddr::ZERO, 0); MAX_POLLS_PER_BATCH],
         }),
-        queries: Counter::new(nthreads),
-        responses: Counter::new(nthreads),
-        drops: Counter::new(nthreads),
+        queries: PerThreadCount::new(nthreads),
+        responses: PerThreadCount::new(nthreads),
+        drops: PerThreadCount::new(nthreads),
     })
 }
 

@@ -32,14 +32,13 @@
 //!     dt[1] -> ICMPError(18.26.4.24, timeexceeded) -> ...;
 
 use super::{fixed_ip_header, is_multicast};
-use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct DecIPTTL {
     active: AtomicBool,
     multicast: bool,
-    drops: Counter,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -54,7 +53,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DecIPTTL, String> {
     Ok(DecIPTTL {
         active: AtomicBool::new(active),
         multicast,
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

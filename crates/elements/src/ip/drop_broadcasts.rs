@@ -21,10 +21,10 @@
 //!     FromDevice(eth0) -> ... -> Strip(14) -> CheckIPHeader -> DropBroadcasts -> ...;
 
 use paraclick_packet::{Packet, PacketType};
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 
 pub struct DropBroadcasts {
-    drops: Counter,
+    drops: PerThreadCount,
     error_out: Verdict,
 }
 
@@ -35,7 +35,7 @@ pub fn spec() -> ClassSpec {
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DropBroadcasts, String> {
     cx.args().complete()?;
     Ok(DropBroadcasts {
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {

@@ -50,7 +50,7 @@
 use super::{IpList, IP_MIN_HLEN};
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 use std::net::Ipv4Addr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -62,7 +62,7 @@ const OPT_TS: u8 = 68;
 pub struct IPGWOptions {
     my: Ipv4Addr,
     others: Vec<u32>,
-    drops: Counter,
+    drops: PerThreadCount,
     error_out: Verdict,
 }
 
@@ -80,7 +80,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<IPGWOptions, String> {
     Ok(IPGWOptions {
         my,
         others: others.into_iter().map(u32::from).collect(),
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {

@@ -26,11 +26,11 @@
 
 use super::fixed_ip_header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 
 pub struct MarkIPCE {
     force: bool,
-    drops: Counter,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -43,7 +43,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIPCE, String> {
     a.complete()?;
     Ok(MarkIPCE {
         force,
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -11,7 +11,7 @@
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{Counter, Cx, Handler, Registry, Verdict};
+use paraclick_runtime::{Cx, Handler, PerThreadCount, Registry, Verdict};
 use std::marker::PhantomData;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,9 +141,9 @@ impl FromArg for IpList {
 /// (or every error, `VERBOSE`) message, and where bad packets go (output 1
 /// if it is connected, else a counted drop).
 pub(crate) struct CheckStats {
-    count: Counter,
-    drops: Counter,
-    reasons: Option<Box<[Counter]>>,
+    count: PerThreadCount,
+    drops: PerThreadCount,
+    reasons: Option<Box<[PerThreadCount]>>,
     texts: &'static [&'static str],
     what: &'static str,
     verbose: bool,
@@ -163,9 +163,14 @@ impl CheckStats {
         noutputs: usize,
     ) -> CheckStats {
         CheckStats {
-            count: Counter::new(nthreads),
-            drops: Counter::new(nthreads),
-            reasons: details.then(|| texts.iter().map(|_| Counter::new(nthreads)).collect()),
+            count: PerThreadCount::new(nthreads),
+            drops: PerThreadCount::new(nthreads),
+            reasons: details.then(|| {
+                texts
+                    .iter()
+                    .map(|_| PerThreadCount::new(nthreads))
+                    .collect()
+            }),
             texts,
             what,
             verbose,

@@ -26,11 +26,11 @@
 use super::{warn_once, IP_MIN_HLEN};
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 use std::sync::atomic::AtomicBool;
 
 pub struct SetIPChecksum {
-    drops: Counter,
+    drops: PerThreadCount,
     warned: AtomicBool,
 }
 
@@ -41,7 +41,7 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPChecksum, String> {
     cx.args().complete()?;
     Ok(SetIPChecksum {
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         warned: AtomicBool::new(false),
     })
 }

@@ -59,7 +59,9 @@
 
 use paraclick_packet::wire::ipv6::upper_layer_checksum;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Counter, Cx, Element, FromArg, Handler};
+use paraclick_runtime::{
+    ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, PerThreadCount,
+};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
@@ -97,7 +99,7 @@ pub struct AddressTranslator {
     statics: Vec<StaticMap>,
     dynamic: Dynamic,
     state: Mutex<State>,
-    drops: Counter,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -224,7 +226,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<AddressTranslator, String> {
             pool,
             ..State::default()
         }),
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -36,14 +36,14 @@ use paraclick_packet::wire::ipv6::addr;
 use paraclick_packet::wire::Ipv6Header;
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 use std::net::Ipv6Addr;
 
 pub struct CheckIP6Header {
     bad: Vec<Ipv6Addr>,
     offset: usize,
-    count: Counter,
-    drops: Counter,
+    count: PerThreadCount,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -62,8 +62,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIP6Header, String> {
     Ok(CheckIP6Header {
         bad: addrs,
         offset,
-        count: Counter::new(cx.nthreads),
-        drops: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

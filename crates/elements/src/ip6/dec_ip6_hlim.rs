@@ -32,12 +32,12 @@
 
 use super::fixed_ip6_header;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct DecIP6HLIM {
     active: AtomicBool,
-    drops: Counter,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -50,7 +50,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<DecIP6HLIM, String> {
     a.complete()?;
     Ok(DecIP6HLIM {
         active: AtomicBool::new(active),
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -40,7 +40,7 @@
 use paraclick_packet::wire::ipv6::upper_layer_checksum;
 use paraclick_packet::wire::{EtherAddr, Ipv6Header, Ipv6Repr};
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -66,7 +66,7 @@ pub struct FastUDPSourceIP6 {
     stop: bool,
     active: AtomicBool,
     state: Mutex<State>,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -126,7 +126,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FastUDPSourceIP6, String> {
         stop,
         active: AtomicBool::new(active),
         state: Mutex::new(State::default()),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

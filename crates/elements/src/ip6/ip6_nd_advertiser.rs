@@ -42,14 +42,14 @@ use paraclick_packet::wire::icmpv6::{nd_flags, NdRepr};
 use paraclick_packet::wire::{EtherAddr, Ipv6Prefix};
 use paraclick_packet::Packet;
 use paraclick_runtime::args::FromArg;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
 pub struct IP6NDAdvertiser {
     entries: Vec<(Ipv6Prefix, EtherAddr)>,
     router: bool,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -82,7 +82,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDAdvertiser, String> {
     Ok(IP6NDAdvertiser {
         entries,
         router,
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

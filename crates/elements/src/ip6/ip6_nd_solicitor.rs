@@ -64,7 +64,7 @@ use paraclick_packet::wire::ipv6::addr;
 use paraclick_packet::wire::{ethertype, EtherAddr};
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::{FromArg, Raw};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
@@ -89,8 +89,8 @@ pub struct IP6NDSolicitor {
     timeout: Duration,
     retries: u32,
     table: Mutex<HashMap<Ipv6Addr, Entry>>,
-    solicitations: Counter,
-    advertisements: Counter,
+    solicitations: PerThreadCount,
+    advertisements: PerThreadCount,
     /// Entries a handler cleared: their packets, dropped by the timer.
     graveyard: Mutex<Vec<Packet>>,
 }
@@ -122,8 +122,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDSolicitor, String> {
         timeout,
         retries,
         table: Mutex::new(HashMap::new()),
-        solicitations: Counter::new(cx.nthreads),
-        advertisements: Counter::new(cx.nthreads),
+        solicitations: PerThreadCount::new(cx.nthreads),
+        advertisements: PerThreadCount::new(cx.nthreads),
         graveyard: Mutex::new(Vec::new()),
     })
 }

@@ -63,12 +63,12 @@
 use paraclick_packet::wire::checksum;
 use paraclick_packet::wire::ipv6::upper_layer_checksum;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub struct ProtocolTranslator {
     to_v4: bool,
-    drops: Counter,
+    drops: PerThreadCount,
 }
 
 pub fn spec64() -> ClassSpec {
@@ -95,7 +95,7 @@ fn make(cx: &mut ConfigCx<'_>, to_v4: bool) -> Result<ProtocolTranslator, String
     cx.args().complete()?;
     Ok(ProtocolTranslator {
         to_v4,
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -50,7 +50,9 @@
 
 use paraclick_packet::wire::Ipv4Header;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Hop};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Cx, Element, Handler, Hop, PerThreadCount, RoutingElement,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Default headroom of later fragments (the pool's).
@@ -61,13 +63,13 @@ pub struct IPFragmenter {
     honor_df: bool,
     verbose: bool,
     headroom: usize,
-    fragments: Counter,
-    drops: Counter,
+    fragments: PerThreadCount,
+    drops: PerThreadCount,
     df_messages: AtomicU64,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPFragmenter", "1/1-2", "h", make).stateless()
+    ClassSpec::routing("IPFragmenter", "1/1-2", "h", make).stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {
@@ -90,8 +92,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {
         honor_df,
         verbose,
         headroom: headroom.unwrap_or(DEFAULT_HEADROOM),
-        fragments: Counter::new(cx.nthreads),
-        drops: Counter::new(cx.nthreads),
+        fragments: PerThreadCount::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         df_messages: AtomicU64::new(0),
     })
 }
@@ -250,20 +252,6 @@ impl Element for IPFragmenter {
         Handler::read("drops", |e, _| e.drops.get().to_string()),
     ];
 
-    // A packet that fits is only a choice of output: its hop runs in the
-    // framework's single-packet loop; one to fragment comes to
-    // `push_packet`.
-    const ROUTES_SINGLE_PACKETS: bool = true;
-
-    #[inline]
-    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
-        if ip_len(p) <= self.mtu {
-            Hop::Out(0)
-        } else {
-            Hop::Push
-        }
-    }
-
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
         self.push(cx, port, Batch::one(p))
     }
@@ -298,6 +286,19 @@ impl Element for IPFragmenter {
         if !df.is_empty() {
             // An unconnected output 1 drops them, counted.
             cx.push(1, df);
+        }
+    }
+}
+
+// A packet that fits is only a choice of output: its hop runs in the
+// framework's single-packet loop; one to fragment comes to `push_packet`.
+impl RoutingElement for IPFragmenter {
+    #[inline]
+    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+        if ip_len(p) <= self.mtu {
+            Hop::Out(0)
+        } else {
+            Hop::Push
         }
     }
 }

@@ -34,7 +34,7 @@ use paraclick_packet::wire::Ipv4Prefix;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
     ArgEnv, Batch, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, HandlerCx, Hop, PerThread,
-    StateCx,
+    RoutingElement, StateCx,
 };
 use std::fmt::Write as _;
 use std::marker::PhantomData;
@@ -91,7 +91,7 @@ impl RouteKind for Direct {
 /// The class `name`, a route lookup element of kind `K`. Stateless: the
 /// routes change only through handlers, never with the packets.
 pub fn class_spec<K: RouteKind>(name: &'static str) -> ClassSpec {
-    ClassSpec::element(name, "1/-", "h", make::<K>).stateless()
+    ClassSpec::routing(name, "1/-", "h", make::<K>).stateless()
 }
 
 /// Parses an IP address the way Click's configuration does: dotted quad,
@@ -645,18 +645,6 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
         ],
     };
 
-    // One packet (Click's BURST 1 everywhere): a lookup, no scratch
-    // vectors, and the hop is fused with the per-packet elements around.
-    const ROUTES_SINGLE_PACKETS: bool = true;
-
-    #[inline]
-    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
-        match self.route_one(p) {
-            NO_PORT => Hop::Drop,
-            port => Hop::Out(port as usize),
-        }
-    }
-
     /// Hot reconfiguration: when the element's configuration is the same
     /// in the new router, the old table (with the routes handlers added,
     /// changed or removed since) replaces the one just configured; when it
@@ -737,6 +725,18 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
             }
         }
         *self.scratch.get(cx) = s;
+    }
+}
+
+// One packet (Click's BURST 1 everywhere): a lookup, no scratch vectors,
+// and the hop is fused with the per-packet elements around.
+impl<K: RouteKind> RoutingElement for IPRouteLookup<K> {
+    #[inline]
+    fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
+        match self.route_one(p) {
+            NO_PORT => Hop::Drop,
+            port => Hop::Out(port as usize),
+        }
     }
 }
 

@@ -58,15 +58,17 @@
 use super::sa::steps::CipherKind;
 use super::sa_table::{set_state, state, TableRef};
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, InitCx, Verdict};
+use paraclick_runtime::{
+    Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, PerThreadCount, Verdict,
+};
 
 pub struct IPsecCipher {
     kind: CipherKind,
     encrypt: bool,
     table: TableRef,
-    no_sa: Counter,
-    out_of_order: Counter,
-    passed: Counter,
+    no_sa: PerThreadCount,
+    out_of_order: PerThreadCount,
+    passed: PerThreadCount,
 }
 
 pub fn aes_spec() -> ClassSpec {
@@ -97,9 +99,9 @@ fn make(cx: &mut ConfigCx<'_>, kind: CipherKind) -> Result<IPsecCipher, String> 
         kind,
         encrypt: encrypt == 1,
         table: TableRef::new(table),
-        no_sa: Counter::new(cx.nthreads),
-        out_of_order: Counter::new(cx.nthreads),
-        passed: Counter::new(cx.nthreads),
+        no_sa: PerThreadCount::new(cx.nthreads),
+        out_of_order: PerThreadCount::new(cx.nthreads),
+        passed: PerThreadCount::new(cx.nthreads),
     })
 }
 

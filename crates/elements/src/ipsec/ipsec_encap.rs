@@ -34,7 +34,9 @@
 use super::sa_table::{clear_sa_anno, state, TableRef};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, InitCx, Verdict};
+use paraclick_runtime::{
+    Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, PerThreadCount, Verdict,
+};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU16, Ordering};
 
@@ -47,8 +49,8 @@ pub struct IPsecEncap {
     df: bool,
     table: TableRef,
     id: AtomicU16,
-    no_address: Counter,
-    out_of_order: Counter,
+    no_address: PerThreadCount,
+    out_of_order: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -88,8 +90,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecEncap, String> {
         df,
         table: TableRef::new(table),
         id: AtomicU16::new(1),
-        no_address: Counter::new(cx.nthreads),
-        out_of_order: Counter::new(cx.nthreads),
+        no_address: PerThreadCount::new(cx.nthreads),
+        out_of_order: PerThreadCount::new(cx.nthreads),
     })
 }
 

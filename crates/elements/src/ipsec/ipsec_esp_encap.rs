@@ -38,15 +38,17 @@
 use super::sa::parse_spi;
 use super::sa_table::{set_sa_anno, set_state, state, TableRef};
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, InitCx, Verdict};
+use paraclick_runtime::{
+    Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, PerThreadCount, Verdict,
+};
 use std::sync::OnceLock;
 
 pub struct IPsecESPEncap {
     table: TableRef,
     spi: Option<u32>,
     default_sa: OnceLock<Option<u32>>,
-    no_sa: Counter,
-    out_of_order: Counter,
+    no_sa: PerThreadCount,
+    out_of_order: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -64,8 +66,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPEncap, String> {
         table: TableRef::new(table),
         spi,
         default_sa: OnceLock::new(),
-        no_sa: Counter::new(cx.nthreads),
-        out_of_order: Counter::new(cx.nthreads),
+        no_sa: PerThreadCount::new(cx.nthreads),
+        out_of_order: PerThreadCount::new(cx.nthreads),
     })
 }
 

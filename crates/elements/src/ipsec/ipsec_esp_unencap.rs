@@ -32,13 +32,15 @@
 
 use super::sa_table::{clear_sa_anno, state, TableRef};
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, InitCx, Verdict};
+use paraclick_runtime::{
+    Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, PerThreadCount, Verdict,
+};
 use std::net::Ipv4Addr;
 
 pub struct IPsecESPUnencap {
     table: TableRef,
-    no_sa: Counter,
-    out_of_order: Counter,
+    no_sa: PerThreadCount,
+    out_of_order: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -52,8 +54,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPUnencap, String> {
     a.complete()?;
     Ok(IPsecESPUnencap {
         table: TableRef::new(table),
-        no_sa: Counter::new(cx.nthreads),
-        out_of_order: Counter::new(cx.nthreads),
+        no_sa: PerThreadCount::new(cx.nthreads),
+        out_of_order: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -79,7 +79,7 @@ use crate::iproute::lpm::{Lpm, Route};
 use crate::iproute::route_table::parse_route;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
-    Action, ClassSpec, ConfigCx, Counter, Cx, Handler, HandlerCx, InitCx, Verdict,
+    Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, InitCx, PerThreadCount, Verdict,
 };
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
@@ -103,7 +103,7 @@ pub struct RadixIPsecLookup {
     /// The SAs given inline in Click's syntax, if any.
     inline: Option<Arc<SaTable>>,
     noutputs: usize,
-    not_esp: Counter,
+    not_esp: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -218,7 +218,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {
         },
         inline,
         noutputs: cx.noutputs,
-        not_esp: Counter::new(cx.nthreads),
+        not_esp: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -33,7 +33,7 @@ use aes::cipher::{
 use hmac::{Hmac, Mac};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
-use paraclick_runtime::Counter;
+use paraclick_runtime::PerThreadCount;
 use sha1::Sha1;
 use sha2::Sha256;
 use std::fmt;
@@ -211,17 +211,17 @@ impl DropReason {
 
 /// Per-SA counters, one slot per thread.
 pub struct SaStats {
-    pub packets: Counter,
-    pub bytes: Counter,
-    drops: [Counter; 8],
+    pub packets: PerThreadCount,
+    pub bytes: PerThreadCount,
+    drops: [PerThreadCount; 8],
 }
 
 impl SaStats {
     fn new(n: usize) -> SaStats {
         SaStats {
-            packets: Counter::new(n),
-            bytes: Counter::new(n),
-            drops: std::array::from_fn(|_| Counter::new(n)),
+            packets: PerThreadCount::new(n),
+            bytes: PerThreadCount::new(n),
+            drops: std::array::from_fn(|_| PerThreadCount::new(n)),
         }
     }
     pub fn drops(&self, r: DropReason) -> u64 {

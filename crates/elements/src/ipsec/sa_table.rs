@@ -52,7 +52,9 @@
 use super::read_sa_handler;
 use super::sa::{parse_hex_key, parse_spi, Alg, SaConfig, SecurityAssociation};
 use paraclick_packet::Packet;
-use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Counter, Element, FromArg, Handler, InitCx};
+use paraclick_runtime::{
+    ArgEnv, ClassSpec, ConfigCx, Element, FromArg, Handler, InitCx, PerThreadCount,
+};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
@@ -117,7 +119,7 @@ pub struct SaTable {
     sas: Vec<SecurityAssociation>,
     by_spi: HashMap<u32, u32>,
     /// Inbound ESP packets whose SPI matched no SA.
-    pub unknown_spi: Counter,
+    pub unknown_spi: PerThreadCount,
 }
 
 impl SaTable {
@@ -131,7 +133,7 @@ impl SaTable {
         Ok(SaTable {
             sas,
             by_spi,
-            unknown_spi: Counter::new(nthreads),
+            unknown_spi: PerThreadCount::new(nthreads),
         })
     }
 

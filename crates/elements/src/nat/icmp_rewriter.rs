@@ -36,7 +36,9 @@ use super::rewriter::Rewriter;
 use super::table::{now_ms, FlowTable};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, InitCx, Verdict};
+use paraclick_runtime::{
+    Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, PerThreadCount, Verdict,
+};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, OnceLock};
 
@@ -45,7 +47,7 @@ pub struct ICMPRewriter {
     maps: OnceLock<Vec<Arc<FlowTable>>>,
     dst_anno: bool,
     noutputs: usize,
-    rewritten: Counter,
+    rewritten: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -68,7 +70,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ICMPRewriter, String> {
         maps: OnceLock::new(),
         dst_anno,
         noutputs,
-        rewritten: Counter::new(cx.nthreads),
+        rewritten: PerThreadCount::new(cx.nthreads),
     })
 }
 

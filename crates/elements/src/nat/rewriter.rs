@@ -9,7 +9,7 @@ use super::pattern::{parse_spec, Pattern, SpecText};
 use super::table::{now_ms, FlowTable, Guard, KeyKind, Timeouts};
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ConfigCx, Counter, Cx, Element, Handler, InitCx, StateCx, Verdict};
+use paraclick_runtime::{ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount, StateCx, Verdict};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -68,7 +68,7 @@ pub struct Rewriter {
     noutputs: usize,
     /// Per-thread random state for port choice.
     rng: Box<[CachePadded<AtomicU64>]>,
-    bad: Counter,
+    bad: PerThreadCount,
 }
 
 /// Verdict of a dropped packet in a batch's verdict list.
@@ -171,7 +171,7 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
                 ))
             })
             .collect(),
-        bad: Counter::new(n),
+        bad: PerThreadCount::new(n),
     })
 }
 

@@ -29,7 +29,7 @@
 //!     // later: ac.rate, ac.bit_rate
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -44,8 +44,8 @@ pub struct AverageCounter {
     first: AtomicU64,
     /// Of the latest counted packet.
     last: AtomicU64,
-    count: Counter,
-    bytes: Counter,
+    count: PerThreadCount,
+    bytes: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -63,8 +63,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<AverageCounter, String> {
         epoch: Instant::now(),
         first: AtomicU64::new(NONE),
         last: AtomicU64::new(0),
-        count: Counter::new(cx.nthreads),
-        bytes: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
+        bytes: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -28,7 +28,7 @@
 //!     FromDevice(eth0) -> Queue -> RatedUnqueue(1000) -> ToDevice(eth1);
 
 use super::rate::{check_rate, read_burst, TokenBucket, Tokens, Unit};
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 
 /// At most this many packets per task run.
 const MAX_BURST: usize = 32;
@@ -36,7 +36,7 @@ const MAX_BURST: usize = 32;
 /// RatedUnqueue and BandwidthRatedUnqueue.
 pub struct RatedUnqueue {
     bucket: TokenBucket,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -57,7 +57,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>, unit: Unit) -> Result<RatedUnqueue, St
     let rate = check_rate(rate)?;
     Ok(RatedUnqueue {
         bucket: TokenBucket::new(unit, rate, dur, size),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

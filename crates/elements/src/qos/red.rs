@@ -69,7 +69,7 @@
 use crate::standard::queue::Queue;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
-    Action, ClassSpec, ConfigCx, Counter, Cx, Handler, HandlerCx, InitCx, Verdict,
+    Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, InitCx, PerThreadCount, Verdict,
 };
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -173,7 +173,7 @@ pub struct Red {
     queue_names: Vec<String>,
     /// Indexes and names of the Queues, found at initialize.
     queues: OnceLock<Vec<(usize, String)>>,
-    drops: Counter,
+    drops: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -234,7 +234,7 @@ fn make(cx: &mut ConfigCx<'_>, adaptive: bool) -> Result<Red, String> {
             .map(|q| q.split_whitespace().map(str::to_string).collect())
             .unwrap_or_default(),
         queues: OnceLock::new(),
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -25,14 +25,14 @@
 //!     ... -> Queue -> TimedUnqueue(1, 10) -> ...   // 10 packets a second
 
 use super::delay_shaper::show_delay;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 pub struct TimedUnqueue {
     interval_ns: AtomicU64,
     burst: AtomicUsize,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -60,7 +60,7 @@ pub(crate) fn make_with_burst(
     Ok(TimedUnqueue {
         interval_ns: AtomicU64::new(interval.as_nanos() as u64),
         burst: AtomicUsize::new(burst),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

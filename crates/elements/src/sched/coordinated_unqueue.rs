@@ -36,7 +36,7 @@
 use super::shared_token_bucket::{Bucket, SharedTokenBucket};
 use crate::util::write_burst;
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -47,8 +47,8 @@ pub struct CoordinatedUnqueue {
     /// Packets pulled that have no token yet (the element's one task is
     /// the only user, so the lock is uncontended).
     held: Mutex<Batch>,
-    count: Counter,
-    waits: Counter,
+    count: PerThreadCount,
+    waits: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -68,8 +68,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CoordinatedUnqueue, String> {
         bucket: OnceLock::new(),
         burst: AtomicUsize::new(burst),
         held: Mutex::new(Batch::new()),
-        count: Counter::new(cx.nthreads),
-        waits: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
+        waits: PerThreadCount::new(cx.nthreads),
     })
 }
 

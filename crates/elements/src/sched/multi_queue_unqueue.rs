@@ -29,14 +29,14 @@
 
 use crate::util::write_burst;
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub struct MultiQueueUnqueue {
     burst: AtomicUsize,
     /// Input the next run starts at.
     next: AtomicUsize,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -52,7 +52,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<MultiQueueUnqueue, String> {
     Ok(MultiQueueUnqueue {
         burst: AtomicUsize::new(burst),
         next: AtomicUsize::new(0),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

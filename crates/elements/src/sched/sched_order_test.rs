@@ -37,7 +37,7 @@
 //!     s2 :: SchedOrderTest(2, SIZE 100, LIMIT 10);
 //!     DriverManager(wait_stop, print s1.order, stop);
 
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -53,7 +53,7 @@ pub struct SchedOrderTest {
     limit: u64,
     stop: bool,
     runs: AtomicU64,
-    count: Counter,
+    count: PerThreadCount,
     shared: OnceLock<Arc<Shared>>,
 }
 
@@ -76,7 +76,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<SchedOrderTest, String> {
         limit,
         stop,
         runs: AtomicU64::new(0),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         shared: OnceLock::new(),
     })
 }

@@ -37,7 +37,7 @@ use super::source_data;
 use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind, StateCx,
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount, StateCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -50,7 +50,7 @@ pub struct InfiniteSource {
     active: AtomicBool,
     timestamp: bool,
     push: bool,
-    count: Counter,
+    count: PerThreadCount,
     /// RandomSource: every packet's bytes are freshly random.
     random: bool,
 }
@@ -86,7 +86,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
         active: AtomicBool::new(active),
         timestamp,
         push: cx.output_is_push(0),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         random: false,
     })
 }
@@ -115,7 +115,7 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
         active: AtomicBool::new(c.active),
         timestamp: true,
         push: cx.output_is_push(0),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         random: true,
     })
 }

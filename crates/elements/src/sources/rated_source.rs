@@ -57,7 +57,7 @@ use super::source_data;
 use crate::util::fmt_rate;
 use paraclick_runtime::args::{Bandwidth, Bytes};
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, HandlerCx, InitCx, Kind,
+    Batch, ClassSpec, ConfigCx, Cx, Element, HandlerCx, InitCx, Kind, PerThreadCount,
 };
 use paraclick_runtime::{Handler, StateCx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -91,7 +91,7 @@ pub struct RatedSource {
     active: AtomicBool,
     headroom: Option<usize>,
     push: bool,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -145,7 +145,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {
         active: AtomicBool::new(active),
         headroom,
         push: cx.output_is_push(0),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

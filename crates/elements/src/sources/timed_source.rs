@@ -40,7 +40,7 @@ use super::gen::{data_batch, parse_end_call, Limit};
 use crate::util::fmt_rate;
 use paraclick_runtime::args::Bytes;
 use paraclick_runtime::{
-    ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, InitCx, Kind,
+    ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx, Kind, PerThreadCount,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
@@ -55,7 +55,7 @@ pub struct TimedSource {
     limit: Limit,
     active: AtomicBool,
     headroom: Option<usize>,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -86,7 +86,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSource, String> {
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         active: AtomicBool::new(active),
         headroom,
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -11,7 +11,7 @@ use paraclick_packet::wire::{
     UdpRepr,
 };
 use paraclick_packet::Packet;
-use paraclick_runtime::{Batch, Counter, Cx, Element, Handler, InitCx, PerThread};
+use paraclick_runtime::{Batch, Cx, Element, Handler, InitCx, PerThread, PerThreadCount};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -198,7 +198,7 @@ pub struct UdpGen {
     limit: Limit,
     active: AtomicBool,
     push: bool,
-    count: Counter,
+    count: PerThreadCount,
     epoch: Instant,
     /// Nanoseconds since `epoch` (+1; 0: unset) of the first packet and of
     /// the LIMITth, for the measured rate.
@@ -277,7 +277,7 @@ impl UdpGen {
             limit: Limit::new(c.limit, c.stop, None),
             active: AtomicBool::new(c.active),
             push: c.push,
-            count: Counter::new(c.nthreads),
+            count: PerThreadCount::new(c.nthreads),
             epoch: Instant::now(),
             first: AtomicU64::new(0),
             last: AtomicU64::new(0),

@@ -61,7 +61,7 @@ use paraclick_packet::Packet;
 use paraclick_runtime::element::ActionNode;
 use paraclick_runtime::router::InitCx;
 use paraclick_runtime::{
-    Action, ClassSpec, ConfigCx, Counter as Cnt, Cx, Handler, HandlerCx, Node, StateCx, Verdict,
+    Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, Node, PerThreadCount, StateCx, Verdict,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -69,8 +69,8 @@ use std::sync::Mutex;
 /// A Counter; `C` is its call policy: [`NoCalls`] (nothing on the packet
 /// path) or [`Calls`] (COUNT_CALL, BYTE_COUNT_CALL).
 pub struct Counter<C: CallPolicy = NoCalls> {
-    packets: Cnt,
-    bytes: Cnt,
+    packets: PerThreadCount,
+    bytes: PerThreadCount,
     rate: RateMeter,
     byte_rate: RateMeter,
     calls: C,
@@ -112,8 +112,8 @@ pub fn spec() -> ClassSpec {
 
 fn new_counter<C: CallPolicy>(cx: &ConfigCx<'_>, calls: C) -> Counter<C> {
     Counter {
-        packets: Cnt::new(cx.nthreads),
-        bytes: Cnt::new(cx.nthreads),
+        packets: PerThreadCount::new(cx.nthreads),
+        bytes: PerThreadCount::new(cx.nthreads),
         rate: RateMeter::new(),
         byte_rate: RateMeter::new(),
         calls,

@@ -47,11 +47,8 @@
 //!     FromDevice(eth0, QUEUE 1) -> q;
 //!     q -> ToDevice(eth1);
 
-use paraclick_packet::Packet;
+use paraclick_runtime::prelude::*;
 use paraclick_runtime::ring::{ModeSwitch, Ring};
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Kind, Notifier, StateCx,
-};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub struct CPUQueue {
@@ -69,9 +66,8 @@ pub struct CPUQueue {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("CPUQueue", "1/1-", "h/l", make)
+    ClassSpec::queue("CPUQueue", "1/1-", "h/l", make)
         .shared("a queue: one FIFO for all flows")
-        .kind(Kind::Queue)
         .metadata_only()
 }
 
@@ -171,6 +167,25 @@ impl Element for CPUQueue {
         self.len()
     }
 
+    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
+        let mut left = 0;
+        for (i, r) in old.rings.iter().enumerate() {
+            let mut v = Vec::new();
+            while r.pop_burst(&sx.consumer(), &mut v, 256) > 0 {}
+            let mine = &self.rings[i.min(self.rings.len() - 1)];
+            mine.push_burst(&sx.producer(), &mut v);
+            left += v.len();
+        }
+        if left > 0 {
+            self.drops.fetch_add(left as u64, Ordering::Relaxed);
+            sx.count_drops(left as u64);
+        }
+        self.drops
+            .fetch_add(old.drops.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+impl QueueElement for CPUQueue {
     /// Pull tasks downstream sleep on this (and do not look past it).
     fn empty_notifier(&self) -> Option<&Notifier> {
         Some(&self.empty)
@@ -189,23 +204,6 @@ impl Element for CPUQueue {
             r.set_modes(switch, multi_producer, multi_consumer);
         }
         self.crossing.store(crossing, Ordering::Relaxed);
-    }
-
-    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
-        let mut left = 0;
-        for (i, r) in old.rings.iter().enumerate() {
-            let mut v = Vec::new();
-            while r.pop_burst(&sx.consumer(), &mut v, 256) > 0 {}
-            let mine = &self.rings[i.min(self.rings.len() - 1)];
-            mine.push_burst(&sx.producer(), &mut v);
-            left += v.len();
-        }
-        if left > 0 {
-            self.drops.fetch_add(left as u64, Ordering::Relaxed);
-            sx.count_drops(left as u64);
-        }
-        self.drops
-            .fetch_add(old.drops.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 }
 

@@ -22,13 +22,11 @@
 //!
 //!     InfiniteSource(LIMIT 1000) -> Queue -> d :: Discard;
 
-use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Packet,
-};
+use paraclick_runtime::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct Discard {
-    count: Counter,
+    count: PerThreadCount,
     pull: bool,
     active: AtomicBool,
     burst: usize,
@@ -46,7 +44,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Discard, String> {
     let burst = a.read::<usize>("BURST").unwrap_or(32).max(1);
     a.complete()?;
     Ok(Discard {
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         pull: cx.input_is_pull(0),
         active: AtomicBool::new(active),
         burst,

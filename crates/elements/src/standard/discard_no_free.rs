@@ -20,10 +20,10 @@
 //!     ... -> DiscardNoFree;
 
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 
 pub struct DiscardNoFree {
-    count: Counter,
+    count: PerThreadCount,
     pull: bool,
 }
 
@@ -36,7 +36,7 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<DiscardNoFree, String> {
     cx.args().complete()?;
     Ok(DiscardNoFree {
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         pull: cx.input_is_pull(0),
     })
 }

@@ -25,11 +25,11 @@
 //!     FromDevice(c) -> [2]h[2] -> ToDevice(c);
 
 use paraclick_packet::Batch;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, PerThreadCount};
 
 pub struct Hub {
     noutputs: usize,
-    clone_failures: Counter,
+    clone_failures: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -40,7 +40,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Hub, String> {
     cx.args().complete()?;
     Ok(Hub {
         noutputs: cx.noutputs,
-        clone_failures: Counter::new(cx.nthreads),
+        clone_failures: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -25,13 +25,13 @@
 
 use super::paint::AnnoByte;
 use paraclick_runtime::{
-    push_verdicts, Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, Verdict,
+    push_verdicts, Batch, ClassSpec, ConfigCx, Cx, Element, Handler, PerThreadCount, Verdict,
 };
 
 pub struct PaintSwitch {
     anno: AnnoByte,
     noutputs: usize,
-    clone_failures: Counter,
+    clone_failures: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -50,7 +50,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<PaintSwitch, String> {
     Ok(PaintSwitch {
         anno,
         noutputs: cx.noutputs,
-        clone_failures: Counter::new(cx.nthreads),
+        clone_failures: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -25,12 +25,14 @@
 //!     pt[1] -> ICMPError(18.26.4.24, redirect, host) -> [0]rt;
 
 use super::paint::AnnoByte;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Packet, Verdict};
+use paraclick_runtime::{
+    Action, ClassSpec, ConfigCx, Cx, Handler, Packet, PerThreadCount, Verdict,
+};
 
 pub struct PaintTee {
     color: u8,
     anno: AnnoByte,
-    clone_failures: Counter,
+    clone_failures: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -45,7 +47,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<PaintTee, String> {
     Ok(PaintTee {
         color,
         anno,
-        clone_failures: Counter::new(cx.nthreads),
+        clone_failures: PerThreadCount::new(cx.nthreads),
     })
 }
 

@@ -79,10 +79,11 @@
 //!     InfiniteSource -> FullNoteQueue(100) -> Unqueue -> Discard;
 
 use paraclick_packet::Packet;
+use paraclick_runtime::element::{AsQueue, ElementNode};
 use paraclick_runtime::ring::{Items, ModeSwitch, Ring, MAX_CAPACITY};
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
-    StateCx,
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
+    PerThreadCount, QueueElement, StateCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -153,7 +154,7 @@ pub struct Queue {
     crossing: AtomicBool,
     stages: PerThread<Stage>,
     /// Packets staged, per thread (for `length` and the conservation check).
-    staged: Counter,
+    staged: PerThreadCount,
     empty: Notifier,
     full: Notifier,
     /// The length from which the full notifier goes inactive: the
@@ -203,7 +204,7 @@ pub fn full_note_spec() -> ClassSpec {
 /// The class of the family with policy `p`.
 pub fn spec_for(p: Policy) -> ClassSpec {
     ClassSpec::node(p.class, p.port_count, p.processing, move |cx| {
-        make(cx, p).map(|q| Box::new(paraclick_runtime::element::ElementNode(q)) as _)
+        make(cx, p).map(|q| Box::new(ElementNode(q, AsQueue)) as _)
     })
     .metadata_only()
     .shared("a queue: one FIFO for all flows")
@@ -293,7 +294,7 @@ impl Queue {
             highwater: AtomicUsize::new(0),
             crossing: AtomicBool::new(false),
             stages: PerThread::new(nthreads, |_| Stage::default()),
-            staged: Counter::new(nthreads),
+            staged: PerThreadCount::new(nthreads),
             empty: Notifier::new(),
             full: Notifier::new(),
             full_at: AtomicUsize::new(capacity),
@@ -808,30 +809,6 @@ impl Element for Queue {
         }
     }
 
-    /// One packet (a BURST 1 puller): no batch.
-    #[inline]
-    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
-        if self.policy.lifo_input {
-            return self.pull(cx, port, 1).and_then(|mut b| b.pop());
-        }
-        let c = cx.consumer();
-        match self.ring.pop(&c) {
-            Some(p) => {
-                let drained = self.ring.drained_hint(&c);
-                self.not_empty();
-                self.pulled(cx);
-                cx.note_drained(drained);
-                Some(p)
-            }
-            None => {
-                if self.policy.empty_note {
-                    self.emptied(cx);
-                }
-                None
-            }
-        }
-    }
-
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         if self.policy.lifo_input && self.lifo_len.load(Ordering::Relaxed) > 0 {
@@ -858,25 +835,6 @@ impl Element for Queue {
 
     fn queued(&self) -> usize {
         self.ring.len() + self.staged.get() as usize + self.lifo_len.load(Ordering::Relaxed)
-    }
-
-    fn set_ring_modes(
-        &self,
-        switch: &ModeSwitch,
-        multi_producer: bool,
-        multi_consumer: bool,
-        crossing: bool,
-    ) {
-        // FrontDropQueue and MixedQueue pop from the push side too: their
-        // producers are consumers as well.
-        let extra = self.policy.front_drop || self.policy.lifo_input;
-        self.ring.set_modes(
-            switch,
-            multi_producer,
-            multi_consumer || (extra && (crossing || multi_producer)),
-        );
-        self.crossing.store(crossing, Ordering::Relaxed);
-        self.set_full_at();
     }
 
     /// Hot reconfiguration: the old queue's packets, in order (what does
@@ -907,6 +865,51 @@ impl Element for Queue {
         if !self.stages.get(cx).pkts.is_empty() {
             self.publish(cx);
         }
+    }
+}
+
+impl QueueElement for Queue {
+    /// One packet (a BURST 1 puller): no batch.
+    #[inline]
+    fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        if self.policy.lifo_input {
+            return self.pull(cx, port, 1).and_then(|mut b| b.pop());
+        }
+        let c = cx.consumer();
+        match self.ring.pop(&c) {
+            Some(p) => {
+                let drained = self.ring.drained_hint(&c);
+                self.not_empty();
+                self.pulled(cx);
+                cx.note_drained(drained);
+                Some(p)
+            }
+            None => {
+                if self.policy.empty_note {
+                    self.emptied(cx);
+                }
+                None
+            }
+        }
+    }
+
+    fn set_ring_modes(
+        &self,
+        switch: &ModeSwitch,
+        multi_producer: bool,
+        multi_consumer: bool,
+        crossing: bool,
+    ) {
+        // FrontDropQueue and MixedQueue pop from the push side too: their
+        // producers are consumers as well.
+        let extra = self.policy.front_drop || self.policy.lifo_input;
+        self.ring.set_modes(
+            switch,
+            multi_producer,
+            multi_consumer || (extra && (crossing || multi_producer)),
+        );
+        self.crossing.store(crossing, Ordering::Relaxed);
+        self.set_full_at();
     }
 
     fn empty_notifier(&self) -> Option<&Notifier> {

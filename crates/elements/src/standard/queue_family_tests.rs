@@ -190,7 +190,7 @@ fn family_members_have_the_documented_notifiers() {
             "s :: InfiniteSource(LENGTH 20, LIMIT 50, STOP false) -> q :: {class}(10) -> d :: Discard(ACTIVE false)"
         ));
         let q = r.element::<crate::standard::queue::Queue>("q").unwrap();
-        use paraclick_runtime::Element;
+        use paraclick_runtime::QueueElement;
         assert_eq!(q.empty_notifier().is_some(), empty, "{class}");
         assert_eq!(q.full_notifier().is_some(), full, "{class}");
     }

@@ -49,16 +49,16 @@
 //!     q :: Queue -> pt :: PullTee -> ToDevice(eth0);
 //!     pt[1] -> Print(sent) -> Discard;
 
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler};
+use paraclick_runtime::prelude::*;
 
 pub struct Tee {
     noutputs: usize,
-    clone_failures: Counter,
+    clone_failures: PerThreadCount,
 }
 
 pub struct PullTee {
     noutputs: usize,
-    clone_failures: Counter,
+    clone_failures: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -70,7 +70,7 @@ pub fn pull_spec() -> ClassSpec {
 }
 
 /// Reads the optional N and checks it against the outputs in use.
-fn configure(cx: &mut ConfigCx<'_>) -> Result<(usize, Counter), String> {
+fn configure(cx: &mut ConfigCx<'_>) -> Result<(usize, PerThreadCount), String> {
     let mut a = cx.args();
     let n = a.read_p::<u32>("N");
     a.complete()?;
@@ -82,7 +82,7 @@ fn configure(cx: &mut ConfigCx<'_>) -> Result<(usize, Counter), String> {
             ));
         }
     }
-    Ok((cx.noutputs, Counter::new(cx.nthreads)))
+    Ok((cx.noutputs, PerThreadCount::new(cx.nthreads)))
 }
 
 fn make_tee(cx: &mut ConfigCx<'_>) -> Result<Tee, String> {
@@ -103,7 +103,7 @@ fn make_pull_tee(cx: &mut ConfigCx<'_>) -> Result<PullTee, String> {
 
 /// Deep copies of every packet of `b`; failures are counted.
 #[inline]
-fn copies(cx: &Cx<'_>, b: &Batch, failures: &Counter) -> Batch {
+fn copies(cx: &Cx<'_>, b: &Batch, failures: &PerThreadCount) -> Batch {
     let mut out = Batch::new();
     for p in b.iter() {
         match p.clone_packet() {

@@ -22,13 +22,13 @@
 //!     InfiniteSource -> Queue -> TimedSink(0.1);
 
 use crate::util::fmt_rate;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub struct TimedSink {
     interval_ns: AtomicU64,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -45,7 +45,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSink, String> {
     a.complete()?;
     Ok(TimedSink {
         interval_ns: AtomicU64::new(ns(iv)),
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

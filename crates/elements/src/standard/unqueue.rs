@@ -24,11 +24,11 @@
 //!     FromDump(in.pcap) -> Queue -> Unqueue(BURST 8) -> Counter -> Discard;
 
 use crate::util::write_burst;
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub struct Unqueue {
-    count: Counter,
+    count: PerThreadCount,
     active: AtomicBool,
     burst: AtomicUsize,
     limit: Option<u64>,
@@ -49,7 +49,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Unqueue, String> {
     a.complete()?;
     crate::util::check_burst(burst)?;
     Ok(Unqueue {
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
         active: AtomicBool::new(active),
         burst: AtomicUsize::new(burst),
         limit: (limit >= 0).then_some(limit as u64),

@@ -23,11 +23,11 @@
 //!     hs[1] -> Queue -> Unqueue -> WorkPackage(20) -> Discard;
 
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Counter, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, PerThreadCount, Verdict};
 
 pub struct WorkPackage {
     rounds: u32,
-    count: Counter,
+    count: PerThreadCount,
 }
 
 pub fn spec() -> ClassSpec {
@@ -43,7 +43,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<WorkPackage, String> {
     a.complete()?;
     Ok(WorkPackage {
         rounds: w,
-        count: Counter::new(cx.nthreads),
+        count: PerThreadCount::new(cx.nthreads),
     })
 }
 

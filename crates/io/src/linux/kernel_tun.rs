@@ -98,7 +98,7 @@
 use super::tap::{self, TapSetup};
 use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
 use paraclick_packet::{Batch, Packet, PacketType};
-use paraclick_runtime::{ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
 use std::sync::{Mutex, OnceLock};
@@ -123,7 +123,7 @@ pub struct KernelTun {
     /// A packet read into nothing yet; also the reader's lock.
     spare: Mutex<Option<Packet>>,
     counts: super::DevCounts,
-    sent: Counter,
+    sent: PerThreadCount,
 }
 
 pub fn tun_spec() -> ClassSpec {
@@ -212,7 +212,7 @@ fn make(cx: &mut ConfigCx<'_>, tun: bool) -> Result<KernelTun, String> {
         name: OnceLock::new(),
         spare: Mutex::new(None),
         counts: super::DevCounts::new(nthreads),
-        sent: Counter::new(nthreads),
+        sent: PerThreadCount::new(nthreads),
     })
 }
 

@@ -28,16 +28,16 @@ mod sys;
 /// `count`, `drops` and `reset_counts`).
 #[cfg(target_os = "linux")]
 pub(crate) struct DevCounts {
-    pub count: paraclick_runtime::Counter,
-    pub drops: paraclick_runtime::Counter,
+    pub count: paraclick_runtime::PerThreadCount,
+    pub drops: paraclick_runtime::PerThreadCount,
 }
 
 #[cfg(target_os = "linux")]
 impl DevCounts {
     pub fn new(nthreads: usize) -> DevCounts {
         DevCounts {
-            count: paraclick_runtime::Counter::new(nthreads),
-            drops: paraclick_runtime::Counter::new(nthreads),
+            count: paraclick_runtime::PerThreadCount::new(nthreads),
+            drops: paraclick_runtime::PerThreadCount::new(nthreads),
         }
     }
 

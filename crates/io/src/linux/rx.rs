@@ -12,7 +12,7 @@ use super::ring::{
 };
 use super::sys::{self, FanoutMember, KernelOff, RxConfig};
 use paraclick_packet::{Batch, Packet, PacketType, Timestamp};
-use paraclick_runtime::{Args, Counter, Cx, InitCx};
+use paraclick_runtime::{Args, Cx, InitCx, PerThreadCount};
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
@@ -438,15 +438,15 @@ impl RxQueue {
 /// frames it dropped itself; with its rings' kernel drops, they make the
 /// handlers FromDevice and MultiFromDevice share.
 pub struct RxCounters {
-    emitted: Vec<Counter>,
-    own_drops: Counter,
+    emitted: Vec<PerThreadCount>,
+    own_drops: PerThreadCount,
 }
 
 impl RxCounters {
     pub fn new(nrings: usize, nthreads: usize) -> RxCounters {
         RxCounters {
-            emitted: (0..nrings).map(|_| Counter::new(nthreads)).collect(),
-            own_drops: Counter::new(nthreads),
+            emitted: (0..nrings).map(|_| PerThreadCount::new(nthreads)).collect(),
+            own_drops: PerThreadCount::new(nthreads),
         }
     }
 
@@ -471,7 +471,7 @@ impl RxCounters {
 
     /// The `count` handler: packets emitted from every ring.
     pub fn count(&self) -> u64 {
-        self.emitted.iter().map(Counter::get).sum()
+        self.emitted.iter().map(PerThreadCount::get).sum()
     }
 
     /// The `kernel_drops` handler: the rings' kernel drops (no rings

@@ -45,7 +45,9 @@
 //!     src :: Idle -> rs :: RawSocket(ICMP) -> Print(icmp) -> Discard;
 
 use super::socket::received_packet;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx, Kind};
+use paraclick_runtime::{
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount,
+};
 use std::io::ErrorKind;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -59,7 +61,7 @@ pub struct RawSocket {
     pull_input: bool,
     has_output: bool,
     fd: OnceLock<OwnedFd>,
-    drops: Counter,
+    drops: PerThreadCount,
     sent: AtomicU64,
     received: AtomicU64,
 }
@@ -104,7 +106,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RawSocket, String> {
         pull_input: cx.ninputs > 0 && cx.input_is_pull(0),
         has_output: cx.noutputs > 0,
         fd: OnceLock::new(),
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         sent: AtomicU64::new(0),
         received: AtomicU64::new(0),
     })

@@ -66,7 +66,7 @@
 
 use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Counter, Cx, Element, Handler, InitCx};
+use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -114,7 +114,7 @@ pub struct Socket {
     pull_input: bool,
     has_output: bool,
     sock: Mutex<Sock>,
-    drops: Counter,
+    drops: PerThreadCount,
     sent: AtomicU64,
     received: AtomicU64,
 }
@@ -198,7 +198,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Socket, String> {
         pull_input: cx.ninputs > 0 && cx.input_is_pull(0),
         has_output: cx.noutputs > 0,
         sock: Mutex::new(Sock::None),
-        drops: Counter::new(cx.nthreads),
+        drops: PerThreadCount::new(cx.nthreads),
         sent: AtomicU64::new(0),
         received: AtomicU64::new(0),
     })

@@ -1,7 +1,25 @@
-//! The per-thread context every element call receives.
+//! The contexts an element's calls receive, one module each but this
+//! one's:
+//!
+//! - [`ConfigCx`] (`config.rs`): the class's constructor.
+//! - [`InitCx`] (`init.rs`): `initialize`.
+//! - [`Cx`] (here): every data-path call (push, pull, tasks, timers,
+//!   flush), one per worker thread.
+//! - [`HandlerCx`] (`handler.rs`): handler reads and writes, on any
+//!   thread.
+//! - [`StateCx`] (`state.rs`): `take_state` in a hot reconfiguration.
+
+mod config;
+mod handler;
+mod init;
+mod state;
+
+pub use config::ConfigCx;
+pub use handler::HandlerCx;
+pub use init::InitCx;
+pub use state::StateCx;
 
 use crate::element::Hop;
-use crate::handler::HandlerCx;
 use crate::router::Core;
 use paraclick_packet::{Batch, Packet};
 use std::sync::atomic::Ordering;
@@ -345,7 +363,7 @@ impl<'r> Cx<'r> {
         self.drained
     }
 
-    /// For queues' [`Element::pull_packet`](crate::Element::pull_packet):
+    /// For queues' [`QueueElement::pull_packet`](crate::QueueElement::pull_packet):
     /// records whether the queue looks empty after the packet it returns
     /// (see [`Cx::upstream_drained`]).
     #[inline]

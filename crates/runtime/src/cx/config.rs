@@ -1,0 +1,64 @@
+//! [`ConfigCx`]: what a class's constructor (`configure`) receives.
+
+use crate::args::{ArgEnv, Args};
+use crate::registry::{allowed_file, warnings_enabled};
+use paraclick_lang::check::PortKind;
+
+/// What `configure` sees: the element's name, class, configuration string,
+/// its connected port counts and kinds, the thread count, and the named
+/// addresses of AddressInfo elements.
+pub struct ConfigCx<'a> {
+    pub name: &'a str,
+    pub class: &'a str,
+    pub config: &'a str,
+    pub ninputs: usize,
+    pub noutputs: usize,
+    pub input_kinds: &'a [PortKind],
+    pub output_kinds: &'a [PortKind],
+    pub nthreads: usize,
+    pub env: &'a mut ArgEnv,
+}
+
+impl ConfigCx<'_> {
+    /// Prints a configuration warning about this element on standard
+    /// error (`NAME :: CLASS: warning: MESSAGE`), unless warnings are off
+    /// (`-w`, [`crate::registry::set_warnings`]).
+    pub fn warn(&self, message: &str) {
+        if warnings_enabled() {
+            // Warnings quote configuration text: no terminal controls.
+            let esc = paraclick_lang::span::escape;
+            eprintln!(
+                "{} :: {}: warning: {}",
+                esc(self.name),
+                esc(self.class),
+                esc(message)
+            );
+        }
+    }
+
+    /// The configuration, split into arguments.
+    pub fn args(&self) -> Args<'_> {
+        Args::new(self.config, self.env)
+    }
+
+    pub fn input_is_pull(&self, port: usize) -> bool {
+        self.input_kinds.get(port) == Some(&PortKind::Pull)
+    }
+
+    pub fn output_is_push(&self, port: usize) -> bool {
+        self.output_kinds.get(port) == Some(&PortKind::Push)
+    }
+
+    /// Whether the configuration may read the file `path` (a trace to
+    /// replay, say): the path to open, or the error to return. An element
+    /// that reads a file named in its configuration calls this before it
+    /// opens it: `cx.allowed_file(&filename)?;`.
+    ///
+    /// The operator's configuration reads any file; one written through a
+    /// control socket (`hotconfig`) only files under the directories the
+    /// operator allows (see [`paraclick_lang::files`]), and not standard
+    /// input (`-`).
+    pub fn allowed_file(&self, path: &str) -> Result<std::path::PathBuf, String> {
+        allowed_file(&self.env.files, path)
+    }
+}

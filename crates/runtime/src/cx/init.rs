@@ -1,0 +1,191 @@
+//! [`InitCx`]: what `initialize` receives. Its control-plane methods
+//! (`on_start`, `take_over_server`) are in [`crate::control`].
+
+use crate::router::Core;
+use std::time::{Duration, Instant};
+
+/// What `initialize` can do: create tasks, schedule timers, find other
+/// elements, and ask for tasks to run on particular threads.
+pub struct InitCx<'a> {
+    pub(crate) core: &'a Core,
+    pub(crate) elem: usize,
+    pub(crate) new_tasks: &'a mut Vec<(usize, usize, bool, bool)>,
+    pub(crate) prefs: &'a mut Vec<(usize, usize)>,
+    pub(crate) timers: &'a mut Vec<(usize, usize, Duration)>,
+    pub(crate) ntasks_here: usize,
+    pub(crate) checking: bool,
+}
+
+impl InitCx<'_> {
+    /// See [`crate::ConfigCx::allowed_file`].
+    pub fn allowed_file(&self, path: &str) -> Result<std::path::PathBuf, String> {
+        crate::registry::allowed_file(&self.core.arg_env.files, path)
+    }
+
+    /// Whether the router is only being checked (`paraclick check`): an
+    /// element checks everything it would check, then returns before it
+    /// opens devices or sockets, creates or truncates files, creates tap
+    /// devices or changes system settings. Reading an input file is fine.
+    pub fn checking(&self) -> bool {
+        self.checking
+    }
+
+    /// Gives the element a task; returns its index for `run_task`.
+    pub fn add_task(&mut self) -> usize {
+        let idx = self.ntasks_here;
+        self.ntasks_here += 1;
+        self.new_tasks.push((self.elem, idx, false, false));
+        idx
+    }
+
+    /// Lets task `task` of this element sleep while every queue upstream
+    /// of its pull inputs is empty, until a push wakes it (Click's empty
+    /// notifier; see [`crate::notifier`]). For tasks that pull and have no
+    /// other work of their own.
+    pub fn sleep_when_empty(&mut self, task: usize) {
+        let e = self.elem;
+        // this element's tasks are the last ones added
+        if let Some(t) = self
+            .new_tasks
+            .iter_mut()
+            .rev()
+            .find(|t| t.0 == e && t.1 == task)
+        {
+            t.2 = true;
+        }
+    }
+
+    /// Makes task `task` of this element wait while a queue downstream of
+    /// its push outputs is full, until a pull makes room (Click's full
+    /// notifier). For sources that can pause.
+    pub fn wait_for_room(&mut self, task: usize) {
+        let e = self.elem;
+        if let Some(t) = self
+            .new_tasks
+            .iter_mut()
+            .rev()
+            .find(|t| t.0 == e && t.1 == task)
+        {
+            t.3 = true;
+        }
+    }
+
+    /// Schedules a timer of this element to fire `after` the router starts.
+    pub fn schedule_after(&mut self, timer: usize, after: Duration) {
+        self.timers.push((self.elem, timer, after));
+    }
+
+    /// Index of the element named `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.core.names.get(name).copied()
+    }
+
+    /// The elements an element-name argument means, as Click resolves
+    /// them: the element named `name`, or, if `name` is a compound
+    /// element, every element inside it (`name/...`, at any depth).
+    /// Empty if neither exists.
+    pub fn find_elements(&self, name: &str) -> Vec<usize> {
+        if let Some(i) = self.find(name) {
+            return vec![i];
+        }
+        let prefix = format!("{name}/");
+        (0..self.core.slots.len())
+            .filter(|&i| self.core.slots[i].name.starts_with(&prefix))
+            .collect()
+    }
+
+    pub fn element_name(&self, i: usize) -> &str {
+        &self.core.slots[i].name
+    }
+
+    /// The class of element `i` (for errors such as "'x' is a Queue,
+    /// not an ARPTable").
+    pub fn element_class(&self, i: usize) -> &str {
+        &self.core.slots[i].class
+    }
+
+    pub fn element_count(&self) -> usize {
+        self.core.slots.len()
+    }
+
+    /// The element at index `i`, as its concrete type.
+    pub fn element<T: 'static>(&self, i: usize) -> Option<&T> {
+        self.core.slots[i].element.as_any().downcast_ref()
+    }
+
+    /// What element `i` provides as `T` (Click's `cast`): a trait object
+    /// type (`dyn RxClaims`) or a shared value's type (`Arc<SaTable>`);
+    /// None if it provides none ([`crate::provide`](mod@crate::provide)).
+    pub fn cast<T: ?Sized + 'static>(&self, i: usize) -> Option<&T> {
+        crate::provide::cast(&*self.core.slots[i].element)
+    }
+
+    /// Asks that element `i`'s tasks run on `thread` (StaticThreadSched).
+    pub fn prefer_thread(&mut self, i: usize, thread: usize) {
+        self.prefs.push((i, thread));
+    }
+
+    pub fn nthreads(&self) -> usize {
+        self.core.nthreads
+    }
+
+    /// This element's index.
+    pub fn element_index(&self) -> usize {
+        self.elem
+    }
+
+    /// The elements that element `i`'s connected push outputs feed, in
+    /// output order (for elements that look downstream, like RED).
+    pub fn push_peers(&self, i: usize) -> Vec<usize> {
+        self.core.ports[i]
+            .outputs
+            .iter()
+            .filter(|p| p.element().is_some())
+            .map(|p| p.elem as usize)
+            .collect()
+    }
+
+    /// The elements that element `i`'s connected pull inputs pull from.
+    pub fn pull_peers(&self, i: usize) -> Vec<usize> {
+        self.core.ports[i]
+            .inputs
+            .iter()
+            .filter(|p| p.element().is_some())
+            .map(|p| p.elem as usize)
+            .collect()
+    }
+
+    /// Monotonic time from the router's clock (see [`crate::Cx::now`]).
+    pub fn now(&self) -> Instant {
+        self.core.clock.now()
+    }
+
+    /// Whether a handler exists (for elements that will call it later).
+    pub fn has_handler(&self, spec: &str) -> bool {
+        crate::handler::exists(self.core, spec, self.elem)
+    }
+
+    /// Checks a REPLICAS list (Counter's, FromDevice's): each name is an
+    /// element of type `T` (`what`, for the error) that names no replicas
+    /// of its own (`theirs`), so that reading the sums
+    /// ([`crate::HandlerCx::sum_with`]) never goes round in a loop.
+    pub fn check_replicas<T: 'static>(
+        &self,
+        names: &[String],
+        what: &str,
+        theirs: impl Fn(&T) -> &[String],
+    ) -> Result<(), String> {
+        for r in names {
+            let e = self
+                .find(r)
+                .and_then(|i| self.element::<T>(i))
+                .ok_or_else(|| format!("REPLICAS: no {what} named '{r}'"))?;
+            if !theirs(e).is_empty() {
+                return Err(format!(
+                    "REPLICAS: {r} names replicas of its own (one element reports for all)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
