@@ -781,7 +781,7 @@ fn run(a: RunArgs) -> ExitCode {
             Ok(g) => g,
             Err(d) => return report_errors(&src, &d),
         };
-        let text = flat::to_click(&g);
+        let text = paraclick_lang::print_flat(&g);
         let r = if out == "-" {
             std::io::stdout().write_all(text.as_bytes())
         } else {

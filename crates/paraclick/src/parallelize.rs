@@ -2044,7 +2044,7 @@ pub fn check_run(
 ) -> Result<Checked, String> {
     let src = Source {
         name: format!("{name}+check"),
-        text: crate::flat::to_click(&rewrite(gr, c, n)),
+        text: paraclick_lang::print_flat(&rewrite(gr, c, n)),
     };
     let entry = crate::mlffr::entries(&src, reg, &[])?;
     if entry.is_empty() {
@@ -2588,14 +2588,14 @@ pub fn parallelize(
         // two cores could be timed now.
         let run = now.is_some();
         let mut terms = |c: &Candidate, _k: usize| {
-            let text = crate::flat::to_click(&rewrite(&gr, c, n));
+            let text = paraclick_lang::print_flat(&rewrite(&gr, c, n));
             // Cached under the rewrite without its placement (which the
             // search may change from one profile to the next).
             let unplaced = Candidate {
                 assign: vec![0; c.assign.len()],
                 ..c.clone()
             };
-            let key = crate::flat::to_click(&rewrite(&gr, &unplaced, n));
+            let key = paraclick_lang::print_flat(&rewrite(&gr, &unplaced, n));
             model_cmd::queue_line_terms(
                 &Source {
                     name: format!("{}+split", src.name),
@@ -2662,14 +2662,14 @@ pub fn parallelize(
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for (k, c) in plan.candidates.iter().enumerate() {
             let f = dir.join(format!("candidate-{k}.click"));
-            let body = crate::flat::to_click(&rewrite(&gr, c, n));
+            let body = paraclick_lang::print_flat(&rewrite(&gr, c, n));
             std::fs::write(&f, format!("// candidate {k}: {}\n{head}{body}", c.name))
                 .map_err(|e| format!("{}: {e}", f.display()))?;
         }
     }
     let out = output_graph(&gr, &plan, n, handoff);
     let mut text = head;
-    text.push_str(&crate::flat::to_click(&out));
+    text.push_str(&paraclick_lang::print_flat(&out));
     if let Some(dir) = &opts.emit_all {
         let f = dir.join("output.click");
         std::fs::write(&f, &text).map_err(|e| format!("{}: {e}", f.display()))?;
@@ -2813,7 +2813,7 @@ mod tests {
         assert_eq!(c.model.queues.len(), c.base_queues);
         assert_eq!(c.floor, c.predicted);
         // The rewrite: the header check replicated, merging at the Counter.
-        let text = crate::flat::to_click(&rewrite(&gr, c, 2));
+        let text = paraclick_lang::print_flat(&rewrite(&gr, c, 2));
         assert!(
             text.contains("fd_r1 :: FromDevice(eth9, QUEUE 1, N_QUEUES 2, FANOUT HASH);"),
             "{text}"
@@ -2874,7 +2874,7 @@ mod tests {
         for c in plan.candidates.iter().filter(|c| {
             c.name.starts_with("schedulers") || c.name.starts_with("flow split after each")
         }) {
-            let t = crate::flat::to_click(&rewrite(&gr, c, 2));
+            let t = paraclick_lang::print_flat(&rewrite(&gr, c, 2));
             if c.name.starts_with("schedulers") {
                 // Both parts rewritten, and each replica of a Counter
                 // summed under the original's name.
@@ -2917,9 +2917,9 @@ mod tests {
         plan.chosen = 0;
         assert!(adaptive_handoff(&plan, 2));
         assert!(!adaptive_handoff(&plan, 1));
-        let out = crate::flat::to_click(&output_graph(&gr, &plan, 2, true));
+        let out = paraclick_lang::print_flat(&output_graph(&gr, &plan, 2, true));
         assert!(!out.contains("StaticThreadSched"), "{out}");
-        let pinned = crate::flat::to_click(&output_graph(&gr, &plan, 2, false));
+        let pinned = paraclick_lang::print_flat(&output_graph(&gr, &plan, 2, false));
         assert!(
             pinned.contains("par_sched :: StaticThreadSched(a 0, b 1);"),
             "{pinned}"
@@ -2991,7 +2991,7 @@ mod tests {
             assert_note(&plan, |x| {
                 x == "ps: scheduler replication copies 8 element(s); kept whole where the replicas merge: none"
             });
-            let text = crate::flat::to_click(&rewrite(&gr, &plan.candidates[k], n));
+            let text = paraclick_lang::print_flat(&rewrite(&gr, &plan.candidates[k], n));
             // The queues' capacity shared out (Queue's default 1000 for
             // be); ef_in, before the hash, kept whole; out replicated, its
             // original reporting the sums under its name.
@@ -3083,7 +3083,7 @@ mod tests {
             .iter()
             .find(|c| c.rewrite.kind() == "flow")
             .unwrap();
-        let t = crate::flat::to_click(&rewrite(&gr, flow, 2));
+        let t = paraclick_lang::print_flat(&rewrite(&gr, flow, 2));
         assert!(t.contains("c :: Counter(REPLICAS c_r1);"), "{t}");
         assert!(t.contains("c_r1 [0] -> [0] Discard"), "{t}");
         // Every candidate's rewrite is a configuration that builds.
@@ -3091,7 +3091,7 @@ mod tests {
             let g = rewrite(&gr, c, 2);
             let src = Source {
                 name: "rewritten".into(),
-                text: crate::flat::to_click(&g),
+                text: paraclick_lang::print_flat(&g),
             };
             let r = model_cmd::build(
                 &src,
@@ -3616,7 +3616,7 @@ mod tests {
             );
         }
         assert_eq!(plan.chosen, k, "{:?}", names(&plan));
-        let t = crate::flat::to_click(&rewrite(&gr, c, 4));
+        let t = paraclick_lang::print_flat(&rewrite(&gr, c, 4));
         for i in 0..parts.len() {
             assert!(t.contains(&format!("par_q{k}p{i} :: Queue(1000);")), "{t}");
             assert!(
@@ -3686,7 +3686,7 @@ mod tests {
         );
         // Both parts' replicas pinned r to thread r.
         assert_eq!(c.fixed.len(), 4, "{:?}", c.fixed);
-        let t = crate::flat::to_click(&rewrite(&gr, &c, 2));
+        let t = paraclick_lang::print_flat(&rewrite(&gr, &c, 2));
         for want in [
             format!("par_hs{k}p0 :: HashSwitch(26, 12);"),
             format!("par_u{k}p0_1 :: Unqueue(BURST 32);"),
