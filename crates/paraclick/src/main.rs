@@ -4,13 +4,11 @@ mod bench;
 mod ctl;
 mod flat;
 mod harness;
-mod hop;
 mod make_ip_conf;
-mod mlffr;
-mod model_cmd;
-mod parallelize;
 mod validate;
 mod web;
+
+use paraclick_tune::{hop, mlffr, parallelize, profile};
 
 use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use paraclick_lang::{
@@ -1107,13 +1105,13 @@ fn model(a: ModelArgs) -> ExitCode {
     if !(a.duration > 0.0 && a.duration <= 60.0) {
         return fail("--duration: between 0 and 60 seconds");
     }
-    let traffic = match a.traffic.as_deref().map(model_cmd::parse_traffic) {
+    let traffic = match a.traffic.as_deref().map(profile::parse_traffic) {
         None => None,
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => return fail(&e),
     };
     if let Some(path) = &a.system {
-        return match model_cmd::system_report(path, a.clock, a.threads, traffic.as_ref()) {
+        return match profile::system_report(path, a.clock, a.threads, traffic.as_ref()) {
             Ok(t) => {
                 print!("{t}");
                 ExitCode::SUCCESS
@@ -1189,7 +1187,7 @@ fn model(a: ModelArgs) -> ExitCode {
         core_share: Vec::new(),
         line_ns: a.line_ns,
     };
-    match model_cmd::config_model(
+    match profile::config_model(
         &src,
         &reg,
         &defines,

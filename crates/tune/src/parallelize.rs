@@ -32,7 +32,7 @@
 //! queue) is kept whole; a Counter is replicated and its original sums
 //! its replicas' counts (`REPLICAS`).
 
-use crate::model_cmd;
+use crate::profile;
 use paraclick_elements::standard::queue::DEFAULT_CAPACITY;
 use paraclick_lang::{FlatConnection, FlatElement, FlatGraph, Source};
 use paraclick_model::app::{App, AppQueue, AppTask, WhatIf};
@@ -171,7 +171,7 @@ pub struct Graph {
     pub cost: Vec<f64>,
     /// Per element: packets through it per packet entering the router.
     pub frac: Vec<f64>,
-    /// Per element: its class reads packet data ([`model_cmd::reads_data`]).
+    /// Per element: its class reads packet data ([`profile::reads_data`]).
     pub reads: Vec<bool>,
 }
 
@@ -186,7 +186,7 @@ impl Graph {
         let reads = g
             .elements
             .iter()
-            .map(|e| model_cmd::reads_data(reg, &e.class))
+            .map(|e| profile::reads_data(reg, &e.class))
             .collect();
         let mut out = vec![Vec::new(); n];
         let mut inc = vec![Vec::new(); n];
@@ -680,7 +680,7 @@ fn queues_fed(gr: &Graph, app: &App, elems: &[usize]) -> Vec<usize> {
 /// The estimated line term of a queue a split adds after task `t`'s
 /// producer part, its consumer side running `after` (until measured:
 /// [`measure_splits`]). The consumer, as for a configuration's own
-/// unmeasured queues (`model_cmd::profile_app`): the calibration
+/// unmeasured queues (`profile::profile_app`): the calibration
 /// chain's growth plus [`DATA_LINES_PER_PACKET`] when an element after
 /// the crossing reads the packet's data. The producer: where `t` is a
 /// source whose crossings through the configuration's own queues were
@@ -698,7 +698,7 @@ pub fn new_queue_term(gr: &Graph, app: &App, t: usize, after: &[usize]) -> LineT
         .filter(|q| (q.line_growth.consumer_data > 0.0) == reads)
         .filter_map(|q| q.line_growth.producer)
         .collect();
-    let producer = (!fed.is_empty()).then(|| crate::hop::median(&mut fed));
+    let producer = (!fed.is_empty()).then(|| crate::stats::median(&mut fed));
     LineTerm {
         producer,
         consumer: None,
@@ -1827,7 +1827,7 @@ fn choose(cands: &[Candidate]) -> usize {
 pub const MEASURE_MAX: usize = 3;
 
 /// Line terms per queue (by name) of one candidate's configuration:
-/// `paraclick parallelize` asks [`model_cmd::queue_line_terms`].
+/// `paraclick parallelize` asks [`profile::queue_line_terms`].
 pub type TermSource<'a> =
     dyn FnMut(&Candidate, usize) -> Result<(Vec<(String, LineTerm)>, String), String> + 'a;
 
@@ -2415,10 +2415,10 @@ pub fn profile_elements(
     defines: &[(String, String)],
     secs: f64,
 ) -> Result<HashMap<String, (f64, f64)>, String> {
-    let r = model_cmd::build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
-    model_cmd::run_for(&r, secs);
+    let r = profile::build(src, reg, defines, 1, SchedPolicy::Static, true, false)?;
+    profile::run_for(&r, secs);
     let cd = r.cost_data();
-    let entries = model_cmd::entry_tasks(&cd);
+    let entries = profile::entry_tasks(&cd);
     let entry: f64 = entries.iter().map(|&t| cd.tasks[t].packets as f64).sum();
     if entry <= 0.0 {
         return Err("no packets entered during the profile run".into());
@@ -2443,7 +2443,7 @@ pub fn static_app(
     reg: &Registry,
     defines: &[(String, String)],
 ) -> Result<App, String> {
-    let r = model_cmd::build(src, reg, defines, 1, SchedPolicy::Static, true, true)?;
+    let r = profile::build(src, reg, defines, 1, SchedPolicy::Static, true, true)?;
     let cd = r.cost_data();
     let tasks = cd
         .tasks
@@ -2540,7 +2540,7 @@ pub fn parallelize(
 ) -> Result<String, String> {
     let secs = opts.secs;
     let g = paraclick_lang::parse_config(src, defines).map_err(crate::mlffr::join)?;
-    let (app, prof, note) = match model_cmd::profile_app(src, reg, defines, secs)
+    let (app, prof, note) = match profile::profile_app(src, reg, defines, secs)
         .and_then(|(a, _)| Ok((a, profile_elements(src, reg, defines, secs)?)))
     {
         Ok((a, p)) => (a, Some(p), String::new()),
@@ -2571,7 +2571,7 @@ pub fn parallelize(
     // a plan that crosses cores): on a VM it changes state for minutes at
     // a time, and every candidate with a queue between threads pays it.
     let now = if n > 1 {
-        paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS)
+        paraclick_model::machine::line_ns_now(crate::stats::LINE_ROUNDS)
     } else {
         None
     };
@@ -2596,7 +2596,7 @@ pub fn parallelize(
                 ..c.clone()
             };
             let key = paraclick_lang::print_flat(&rewrite(&gr, &unplaced, n));
-            model_cmd::queue_line_terms(
+            profile::queue_line_terms(
                 &Source {
                     name: format!("{}+split", src.name),
                     text,
@@ -2614,7 +2614,7 @@ pub fn parallelize(
         // The check runs the rewrite for seconds: a configuration that
         // ends sooner by its N (as the examples do) is rewritten from
         // one parsed with enough packets.
-        let long = crate::harness::with_long_run(defines.to_vec());
+        let long = crate::mlffr::with_long_run(defines.to_vec());
         let long_gr = if long.len() == defines.len() {
             None
         } else {
@@ -3093,7 +3093,7 @@ mod tests {
                 name: "rewritten".into(),
                 text: paraclick_lang::print_flat(&g),
             };
-            let r = model_cmd::build(
+            let r = profile::build(
                 &src,
                 &crate::registry(),
                 &[],

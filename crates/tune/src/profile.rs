@@ -667,8 +667,8 @@ pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<
     let mut p: Vec<f64> = mine.iter().filter_map(|x| x.producer).collect();
     let mut c: Vec<f64> = mine.iter().map(|x| x.consumer).collect();
     Some((
-        (!p.is_empty()).then(|| crate::hop::median(&mut p)),
-        crate::hop::median(&mut c),
+        (!p.is_empty()).then(|| crate::stats::median(&mut p)),
+        crate::stats::median(&mut c),
         mine.len(),
     ))
 }
@@ -690,9 +690,9 @@ pub(crate) fn line_spread<'a>(
     // The median of no figures is 0: a queue without producer figures
     // has no producer spread.
     let mad = |mut v: Vec<f64>| {
-        let m = crate::hop::median(&mut v);
+        let m = crate::stats::median(&mut v);
         let mut d: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
-        crate::hop::median(&mut d)
+        crate::stats::median(&mut d)
     };
     let c = mad(mine.iter().map(|x| x.consumer).collect());
     let p = mad(mine.iter().filter_map(|x| x.producer).collect());
@@ -1044,14 +1044,14 @@ fn line_terms(
             "no crossing run now".to_string()
         };
         for _ in 0..if run { CROSSING_RUNS } else { 0 } {
-            let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            let l0 = paraclick_model::machine::line_ns_now(crate::stats::LINE_ROUNDS);
             let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
             let shares_d = run_for_shares(&d, secs / 2.0, 2);
             let fd = d.cost_data();
             drop(d);
-            let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            let l1 = paraclick_model::machine::line_ns_now(crate::stats::LINE_ROUNDS);
             match (l0, l1) {
-                (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => {
+                (Some(a), Some(b)) if !crate::stats::changed_state(a, b) => {
                     let l = (a + b) / 2.0;
                     let (g, notes) = measured_line_growth(fb, share_b, &fd, &shares_d, l);
                     let got: Vec<LineMeasure> = queues
@@ -1173,7 +1173,7 @@ pub(crate) fn lend_producer_terms(queues: &mut [AppQueue]) -> Vec<String> {
             .filter_map(|q| q.line_growth.producer)
             .collect();
         if !got.is_empty() && !mine.is_empty() {
-            queues[i].line_growth.producer = Some(crate::hop::median(&mut got));
+            queues[i].line_growth.producer = Some(crate::stats::median(&mut got));
             lent.push(queues[i].name.clone());
         }
     }
@@ -1285,7 +1285,7 @@ pub fn config_model(
     if whatif.line_ns.is_none() && crossing > 0.0 {
         // Packets cross cores: the line time they meet now, not the
         // calibration's (on this VM it moves between ~24 and ~180 ns).
-        whatif.line_ns = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+        whatif.line_ns = paraclick_model::machine::line_ns_now(crate::stats::LINE_ROUNDS);
         if let Some(l) = whatif.line_ns {
             line_note = format!(" ({l:.0} ns now)");
         }
