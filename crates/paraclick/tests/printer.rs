@@ -7,7 +7,6 @@
 
 mod common;
 
-use common::paraclick;
 use std::path::{Path, PathBuf};
 
 /// A define used inside a compound, a compound parameter's default that
@@ -26,10 +25,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let p = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "printer-{name}-{}",
-            std::process::id()
-        ));
+        let p = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("printer-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         Scratch(p)
@@ -43,7 +40,16 @@ impl Drop for Scratch {
 }
 
 fn ok(args: &[&str]) -> (String, String) {
-    let o = paraclick(args);
+    // parallelize's line-term cache under target/tmp, not the user's.
+    let terms = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("printer-line-terms-{}.json", std::process::id()));
+    let o = std::process::Command::new(common::bin())
+        .args(args)
+        .env("PARACLICK_LINE_TERMS", &terms)
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_string() + "/../..")
+        .output()
+        .expect("run paraclick");
+    let _ = std::fs::remove_file(&terms);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "paraclick {args:?}: {out}{err}");
@@ -86,13 +92,20 @@ fn written_configurations_keep_dollar_references_as_text() {
     let (count, prints) = run(&conf, 1);
     assert_eq!(count, "c.count:\n5\n");
     assert_eq!(prints.len(), 10, "{prints:?}");
-    assert!(prints.iter().any(|l| l.starts_with("5 ${r-X}:")), "{prints:?}");
+    assert!(
+        prints.iter().any(|l| l.starts_with("5 ${r-X}:")),
+        "{prints:?}"
+    );
     assert!(prints.iter().any(|l| l.starts_with("$x:")), "{prints:?}");
 
     // -o: the written file parses back to the same graph and runs to the
     // same output.
     let flat = dir.0.join("flat.click");
-    ok(&["-o", &flat.display().to_string(), &conf.display().to_string()]);
+    ok(&[
+        "-o",
+        &flat.display().to_string(),
+        &conf.display().to_string(),
+    ]);
     let text = std::fs::read_to_string(&flat).unwrap();
     assert_eq!(flattened(&flat), text);
     assert_eq!(run(&flat, 1), (count.clone(), prints.clone()), "{text}");
