@@ -829,17 +829,28 @@ fn run(a: RunArgs) -> ExitCode {
             a.threads,
             &parallelize::Options::default(),
         ) {
-            Ok(text) => {
+            Ok(out) => {
                 eprintln!("paraclick --auto:");
-                for l in text.lines().take_while(|l| l.starts_with("//")) {
+                // The table, not the comments of the user's own text.
+                let head = match out.own_text {
+                    true => out
+                        .text
+                        .find(&src.text)
+                        .map_or(&out.text[..], |k| &out.text[..k]),
+                    false => &out.text[..],
+                };
+                for l in head.lines().take_while(|l| l.starts_with("//")) {
                     eprintln!("{l}");
                 }
+                // A placement is the user's own text: it still needs the
+                // defines; a flattened rewrite has them substituted.
+                let defines = if out.own_text { defines } else { Vec::new() };
                 (
                     Source {
                         name: format!("{} (--auto -j {})", src.name, a.threads),
-                        text,
+                        text: out.text,
                     },
-                    Vec::new(),
+                    defines,
                 )
             }
             Err(e) => return fail(&format!("--auto: {e}")),
@@ -1057,9 +1068,9 @@ fn auto_rewrite(
     defines: &[(String, String)],
     threads: usize,
     opts: &parallelize::Options,
-) -> Result<String, String> {
+) -> Result<parallelize::Output, String> {
     let (machine, _) = paraclick_model::machine::Machine::load_or_calibrate(false)?;
-    parallelize::parallelize(src, reg, defines, threads.max(1), &machine, opts)
+    parallelize::parallelize_output(src, reg, defines, threads.max(1), &machine, opts)
 }
 
 fn parallelize_cmd(threads: usize, opts: &parallelize::Options, input: &Input) -> ExitCode {
@@ -1080,8 +1091,8 @@ fn parallelize_cmd(threads: usize, opts: &parallelize::Options, input: &Input) -
     };
     let reg = registry();
     match auto_rewrite(&src, &reg, &defines, threads, opts) {
-        Ok(text) => {
-            print!("{text}");
+        Ok(out) => {
+            print!("{}", out.text);
             ExitCode::SUCCESS
         }
         Err(e) => fail(&e),

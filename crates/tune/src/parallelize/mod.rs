@@ -179,7 +179,18 @@ impl Default for Options {
     }
 }
 
-/// Profile (or not), search, rewrite: the whole command.
+/// What `parallelize` writes.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// The table of candidates as comments, then the configuration.
+    pub text: String,
+    /// The configuration is the user's own text (a placement): read it
+    /// with the same defines. Otherwise it is flattened, the defines
+    /// already substituted.
+    pub own_text: bool,
+}
+
+/// Profile (or not), search, rewrite: the whole command, its text.
 pub fn parallelize(
     src: &Source,
     reg: &Registry,
@@ -188,6 +199,18 @@ pub fn parallelize(
     machine: &Machine,
     opts: &Options,
 ) -> Result<String, String> {
+    parallelize_output(src, reg, defines, n, machine, opts).map(|o| o.text)
+}
+
+/// [`parallelize`], saying whether the text is the user's own.
+pub fn parallelize_output(
+    src: &Source,
+    reg: &Registry,
+    defines: &[(String, String)],
+    n: usize,
+    machine: &Machine,
+    opts: &Options,
+) -> Result<Output, String> {
     let secs = opts.secs;
     let g = paraclick_lang::parse_config(src, defines).map_err(crate::mlffr::join)?;
     let (app, prof, note) = match profile::profile_app(src, reg, defines, secs)
@@ -317,14 +340,42 @@ pub fn parallelize(
                 .map_err(|e| format!("{}: {e}", f.display()))?;
         }
     }
-    let out = output_graph(&gr, &plan, n, handoff);
-    let mut text = head;
-    text.push_str(&paraclick_lang::print_flat(&out));
+    // A placement is the user's text and one line; any other rewrite is
+    // written flattened, and says so first.
+    let c = &plan.candidates[plan.chosen];
+    let own = placement_text(&src.text, &gr, c, n, handoff);
+    let mut text = String::new();
+    if own.is_none() {
+        let _ = writeln!(
+            text,
+            "// {} rewritten for -j {n}: {}; written flattened (defines substituted, \
+             compounds expanded, comments left out)",
+            src.name, c.name
+        );
+    }
+    text.push_str(&head);
+    let own_text = own.is_some();
+    match own {
+        Some(t) => {
+            if !defines.is_empty() {
+                let given: Vec<String> = defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let _ = writeln!(
+                    text,
+                    "// output: the configuration as written, with the placement's line at its end; read it with the defines given here: {}",
+                    given.join(" ")
+                );
+            }
+            text.push_str(&t);
+        }
+        None => text.push_str(&paraclick_lang::print_flat(&output_graph(
+            &gr, &plan, n, handoff,
+        ))),
+    }
     if let Some(dir) = &opts.emit_all {
         let f = dir.join("output.click");
         std::fs::write(&f, &text).map_err(|e| format!("{}: {e}", f.display()))?;
     }
-    Ok(text)
+    Ok(Output { text, own_text })
 }
 
 /// The line the output carries when [`adaptive_handoff`] holds.

@@ -11,12 +11,7 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
     let conn = |from: usize, fp: usize, tp: usize, to: usize| link(gr, from, fp, tp, to);
     // Placement: drop the configuration's own StaticThreadScheds, pin
     // every task by name.
-    let pins: Vec<String> = c
-        .task_names
-        .iter()
-        .zip(&c.assign)
-        .filter_map(|(nm, &th)| nm.as_ref().map(|nm| format!("{nm} {}", th % n.max(1))))
-        .collect();
+    let pins = pins(c, n);
     let keep: Vec<bool> = g
         .elements
         .iter()
@@ -47,6 +42,57 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
         );
     }
     g
+}
+
+/// The StaticThreadSched arguments that pin candidate `c`'s tasks
+/// (`NAME THREAD`, each task by its element's name).
+pub(crate) fn pins(c: &Candidate, n: usize) -> Vec<String> {
+    c.task_names
+        .iter()
+        .zip(&c.assign)
+        .filter_map(|(nm, &th)| nm.as_ref().map(|nm| format!("{nm} {}", th % n.max(1))))
+        .collect()
+}
+
+/// Placement candidate `c` written as the user's own text: `text` as it
+/// is (defines, compounds and comments kept) and, unless `handoff`, one
+/// StaticThreadSched line pinning the tasks by the names they have when
+/// `text` is read again. None where the text cannot carry the placement:
+/// `c` changes the graph, the configuration has StaticThreadScheds of its
+/// own (which the placement replaces) or an element named `par_sched`,
+/// or it requires files (a library found relative to where it is read).
+pub fn placement_text(
+    text: &str,
+    gr: &Graph,
+    c: &Candidate,
+    n: usize,
+    handoff: bool,
+) -> Option<String> {
+    if !matches!(c.rewrite, Rewrite::Place)
+        || gr
+            .g
+            .elements
+            .iter()
+            .any(|e| e.class == "StaticThreadSched" || e.name == "par_sched")
+        || !gr.g.requirements.is_empty()
+        || text.contains("require(")
+    {
+        return None;
+    }
+    let mut out = text.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let pins = pins(c, n);
+    if !handoff && !pins.is_empty() {
+        let _ = write!(
+            out,
+            "\n// paraclick parallelize -j {n}: {}\npar_sched :: StaticThreadSched({});\n",
+            c.name,
+            pins.join(", ")
+        );
+    }
+    Some(out)
 }
 
 /// A connection `from[fp] -> [tp]to` (placed where `gr`'s first element
