@@ -6,7 +6,7 @@
 //! list):
 //!
 //! - [`stats`]: medians and the reading of line timings.
-//! - [`bench`]: one configuration run to its end, with its figures.
+//! - [`mod@bench`]: one configuration run to its end, with its figures.
 //! - [`mlffr`]: the loss-free rate search (trials at offered rates).
 //! - [`profile`]: a configuration's application profile on the runtime,
 //!   the crossing queues' measured line terms (and their cache), and the

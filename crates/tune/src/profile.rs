@@ -161,7 +161,7 @@ pub fn system_report(
     Ok(format!("{body}\n{out}{last}\n"))
 }
 
-pub(crate) fn build(
+pub fn build(
     src: &Source,
     reg: &Registry,
     defines: &[(String, String)],
@@ -190,7 +190,7 @@ pub(crate) fn build(
 }
 
 /// Runs `r` until it stops by itself or `secs` have passed.
-pub(crate) fn run_for(r: &Router, secs: f64) {
+pub fn run_for(r: &Router, secs: f64) {
     run_for_shares(r, secs, 0);
 }
 
@@ -227,7 +227,7 @@ fn run_for_shares(r: &Router, secs: f64, n: usize) -> Vec<f64> {
 /// only its metadata: its class does not say `metadata_only`
 /// ([`paraclick_runtime::ClassSpec::reads_data`]; a class the registry
 /// does not know is taken to read data).
-pub(crate) fn reads_data(reg: &Registry, class: &str) -> bool {
+pub fn reads_data(reg: &Registry, class: &str) -> bool {
     reg.get(class).is_none_or(|c| c.reads_data)
 }
 
@@ -250,7 +250,7 @@ fn one_side(
 
 /// One crossing queue's measured lines per crossing packet: the producer
 /// end (None where its producers are not sources) and the consumer end.
-pub(crate) type EndLines = (Option<f64>, f64);
+pub type EndLines = (Option<f64>, f64);
 
 /// What a crossing's ends touch of a packet that crossed, measured:
 /// per queue, (producer, consumer) ns per crossing packet per ns of line
@@ -274,7 +274,7 @@ pub(crate) type EndLines = (Option<f64>, f64);
 /// moves them. Each figure is divided by D's line time. Returns per
 /// queue the figures (None where D did not cross it; no producer figure
 /// where its producers are not sources) and a note per task.
-pub(crate) fn measured_line_growth(
+pub fn measured_line_growth(
     fb: &CostData,
     share_b: f64,
     fd: &CostData,
@@ -520,7 +520,7 @@ fn queue_pullers(cd: &CostData) -> Vec<usize> {
 /// pullers, what they pull through and what they push to) reads the
 /// packet's data: its class does not say it touches only metadata
 /// ([`reads_data`]).
-pub(crate) fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
+pub fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
     let task_elem = |k: usize| cd.tasks.get(k).map(|t| t.element.as_str());
     cd.elements
         .iter()
@@ -571,7 +571,7 @@ pub const LINE_CACHE_VERSION: u32 = 2;
 
 /// One measurement of a queue's line term.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct LineMeasure {
+pub struct LineMeasure {
     pub queue: String,
     /// Lines per crossing packet at the producer's end (None where its
     /// producers are not sources).
@@ -659,7 +659,7 @@ fn line_cache_store(key: &str, terms: Vec<LineMeasure>) -> Vec<LineMeasure> {
 /// Per queue of `kept` measurements: the median producer figure (None
 /// where none was measured), the median consumer figure, and how many
 /// there are.
-pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<f64>, f64, usize)> {
+pub fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<f64>, f64, usize)> {
     let mine: Vec<&LineMeasure> = kept.iter().filter(|x| x.queue == queue).collect();
     if mine.is_empty() {
         return None;
@@ -679,7 +679,7 @@ pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<
 /// None for fewer than two. Robust to the one run in several that reads
 /// twice the others (replicated-qos's split consumer: 1.27-1.63 lines,
 /// and once 3.00).
-pub(crate) fn line_spread<'a>(
+pub fn line_spread<'a>(
     all: impl Iterator<Item = &'a LineMeasure>,
     queue: &str,
 ) -> Option<f64> {
@@ -699,7 +699,7 @@ pub(crate) fn line_spread<'a>(
     Some(c.max(p))
 }
 
-pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
+pub fn entry_tasks(cd: &CostData) -> Vec<usize> {
     let by_name: std::collections::HashMap<&str, usize> = cd
         .elements
         .iter()
@@ -931,7 +931,7 @@ fn run_b(
 /// measurements of this configuration (the line cache), else those
 /// alone. Per queue that has a measured
 /// term: its name and term; and the note.
-pub(crate) fn queue_line_terms(
+pub fn queue_line_terms(
     src: &Source,
     key_text: &str,
     reg: &Registry,
@@ -1153,7 +1153,7 @@ fn line_terms(
 /// unmeasured replica's crossing was the cheaper one by the measured
 /// replica's 0.58 lines, and the search put the unmeasured one across:
 /// predicted 5% better, measured 16% worse. Returns the queues lent to.
-pub(crate) fn lend_producer_terms(queues: &mut [AppQueue]) -> Vec<String> {
+pub fn lend_producer_terms(queues: &mut [AppQueue]) -> Vec<String> {
     let tasks = |q: &AppQueue| {
         let mut t: Vec<usize> = q.producers.iter().map(|p| p.0).collect();
         t.sort_unstable();

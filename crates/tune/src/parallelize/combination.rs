@@ -35,7 +35,7 @@ pub const COMBINE_MAX: usize = 8;
 /// all of one kind that is already combined (every source's flow split,
 /// every device's fanout, every scheduler's replication at once).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn combination(
+pub fn combination(
     gr: &Graph,
     app: &App,
     m: &Machine,
