@@ -736,11 +736,16 @@ fn a_placement_is_written_as_the_users_own_file_and_one_line() {
     // A rewrite that changes the graph is written flattened, and says
     // first what changed.
     let table = run_ok(&[&args[..], &[conf]].concat());
+    // Its row in the table: "// [ *]K  PPS  FLOOR  NAME  PLACEMENT".
     let sched = table
         .lines()
-        .find(|l| l.contains("scheduler ps replicated into 2"))
+        .filter_map(|l| l.strip_prefix("// ")?.get(1..))
+        .find(|l| {
+            l.starts_with(|c: char| c.is_ascii_digit())
+                && l.contains("scheduler ps replicated into 2")
+        })
         .unwrap_or_else(|| panic!("{table}"));
-    let k = sched[4..].split_whitespace().next().unwrap();
+    let k = sched.split_whitespace().next().unwrap();
     let split = run_ok(&[&args[..], &["--candidate", k, conf]].concat());
     let first = split.lines().next().unwrap();
     assert!(
