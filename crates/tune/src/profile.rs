@@ -679,10 +679,7 @@ pub fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<f64>, f
 /// None for fewer than two. Robust to the one run in several that reads
 /// twice the others (replicated-qos's split consumer: 1.27-1.63 lines,
 /// and once 3.00).
-pub fn line_spread<'a>(
-    all: impl Iterator<Item = &'a LineMeasure>,
-    queue: &str,
-) -> Option<f64> {
+pub fn line_spread<'a>(all: impl Iterator<Item = &'a LineMeasure>, queue: &str) -> Option<f64> {
     let mine: Vec<&LineMeasure> = all.filter(|x| x.queue == queue).collect();
     if mine.len() < 2 {
         return None;

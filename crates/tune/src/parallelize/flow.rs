@@ -12,65 +12,14 @@ impl Search<'_> {
         let mut flows: Vec<FlowSplit> = Vec::new();
         for (t, te) in gr.task_elem.iter().enumerate() {
             let Some(s) = *te else { continue };
-            let el = &gr.g.elements[s];
-            if !gr.inc[s].is_empty() || gr.out[s].is_empty() {
-                continue;
-            }
-            if gr.out[s].len() != 1 {
-                notes.push(format!(
-                    "{}: no flow split (more than one output connection)",
-                    el.name
-                ));
-                continue;
-            }
-            let set: HashSet<usize> = gr.task_set[t].iter().copied().collect();
-            // The largest single-entry set of replicable elements after s.
-            let rep = replicable_after(gr, t, s);
-            let first = gr.g.connections[gr.out[s][0]].to;
-            if !rep.contains(&first) {
-                let why = replicable_el(&gr.g.elements[first])
-                    .err()
-                    .unwrap_or_else(|| "it is also reached from elsewhere".into());
-                notes.push(format!(
-                    "{}: no flow split: the first element, {} ({}), is kept whole: {}",
-                    el.name, gr.g.elements[first].name, gr.g.elements[first].class, why
-                ));
-                continue;
-            }
-            // Elements where the replicas merge, kept whole, and why.
-            let merge = merge_points(gr, &rep, |to| {
-                !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class)
-            });
-            if let Some(why) = sequenced(gr, t, &rep) {
-                notes.push(format!("{}: no flow split: {why}", el.name));
-                continue;
-            }
-            let mut rep: Vec<usize> = rep.into_iter().collect();
-            rep.sort();
-            let reasm = rep
-                .iter()
-                .any(|&x| gr.g.elements[x].class == "IPReassembler");
-            // The addresses (and ports) of the packets as the source makes
-            // them: an Ethernet frame unless FORCE_IP.
-            let offset = ip_offset(gr, first).unwrap_or(14) + 12;
-            let len = if reasm { 8 } else { 12 };
-            notes.push(format!(
-                "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
-                el.name,
-                rep.len(),
-                if merge.is_empty() {
-                    "none".to_string()
-                } else {
-                    merge.join("; ")
+            match flow_split_of(gr, t, s) {
+                Ok(None) => {}
+                Err(why) => notes.push(why),
+                Ok(Some((split, note))) => {
+                    notes.push(note);
+                    flows.push(split);
                 }
-            ));
-            flows.push(FlowSplit {
-                task: t,
-                set: rep,
-                offset,
-                len,
-                tag: String::new(),
-            });
+            }
         }
         // Each source's flow split alone, then every source's at once.
         let mut groups: Vec<Vec<FlowSplit>> = flows.iter().map(|f| vec![f.clone()]).collect();
@@ -82,6 +31,73 @@ impl Search<'_> {
             cands.push(flow_candidate(gr, app, m, n, w, group, names, k));
         }
     }
+}
+
+/// The flow split of source task `t` (element `s`) with the note that
+/// says what it replicates; Err with the note that says why there is
+/// none; None for a task that is not a source's.
+pub(crate) fn flow_split_of(
+    gr: &Graph,
+    t: usize,
+    s: usize,
+) -> Result<Option<(FlowSplit, String)>, String> {
+    let el = &gr.g.elements[s];
+    if !gr.inc[s].is_empty() || gr.out[s].is_empty() {
+        return Ok(None);
+    }
+    if gr.out[s].len() != 1 {
+        return Err(format!(
+            "{}: no flow split (more than one output connection)",
+            el.name
+        ));
+    }
+    let set: HashSet<usize> = gr.task_set[t].iter().copied().collect();
+    // The largest single-entry set of replicable elements after s.
+    let rep = replicable_after(gr, t, s);
+    let first = gr.g.connections[gr.out[s][0]].to;
+    if !rep.contains(&first) {
+        let why = replicable_el(&gr.g.elements[first])
+            .err()
+            .unwrap_or_else(|| "it is also reached from elsewhere".into());
+        return Err(format!(
+            "{}: no flow split: the first element, {} ({}), is kept whole: {}",
+            el.name, gr.g.elements[first].name, gr.g.elements[first].class, why
+        ));
+    }
+    // Elements where the replicas merge, kept whole, and why.
+    let merge = merge_points(gr, &rep, |to| {
+        !rep.contains(&to) && set.contains(&to) || is_queue(&gr.g.elements[to].class)
+    });
+    if let Some(why) = sequenced(gr, t, &rep) {
+        return Err(format!("{}: no flow split: {why}", el.name));
+    }
+    let mut rep: Vec<usize> = rep.into_iter().collect();
+    rep.sort();
+    let reasm = rep
+        .iter()
+        .any(|&x| gr.g.elements[x].class == "IPReassembler");
+    // The addresses (and ports) of the packets as the source makes
+    // them: an Ethernet frame unless FORCE_IP.
+    let offset = ip_offset(gr, first).unwrap_or(14) + 12;
+    let len = if reasm { 8 } else { 12 };
+    let note = format!(
+        "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
+        el.name,
+        rep.len(),
+        if merge.is_empty() {
+            "none".to_string()
+        } else {
+            merge.join("; ")
+        }
+    );
+    let split = FlowSplit {
+        task: t,
+        set: rep,
+        offset,
+        len,
+        tag: String::new(),
+    };
+    Ok(Some((split, note)))
 }
 
 /// Where the IP header starts in the packets entering element `x`:

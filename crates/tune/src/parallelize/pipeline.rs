@@ -43,23 +43,9 @@ impl Search<'_> {
                 ));
                 continue;
             }
-            let total = app.tasks[t].cycles_per_packet;
-            let mut best: Option<(usize, f64, Vec<usize>)> = None;
-            for &x in set.iter().filter(|&&x| runs[x] == 1) {
-                for &c in &gr.out[x] {
-                    let to = gr.g.connections[c].to;
-                    if !set.contains(&to) || Some(to) == gr.task_elem[t] {
-                        continue;
-                    }
-                    let d = downstream(gr, t, to);
-                    let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
-                    let imbalance = (total - 2.0 * down).abs();
-                    if best.as_ref().is_none_or(|b| imbalance < b.1) {
-                        best = Some((c, imbalance, d));
-                    }
-                }
-            }
-            let Some((conn, _, d)) = best else { continue };
+            let Some((conn, d)) = best_cut(gr, app, t, set, &runs) else {
+                continue;
+            };
             let mut dr = Draft::new(app, names);
             let uname = format!("par_u{}", cands.len());
             let nt = pipeline_apply(gr, app, &mut dr, t, conn, &d, &uname);
@@ -83,6 +69,35 @@ impl Search<'_> {
             ));
         }
     }
+}
+
+/// Task `t`'s connection (among those inside its path `set` from an
+/// element only it runs, `runs` per element) whose downstream part best
+/// halves the task's cost: the connection and that part.
+pub(crate) fn best_cut(
+    gr: &Graph,
+    app: &App,
+    t: usize,
+    set: &[usize],
+    runs: &[usize],
+) -> Option<(usize, Vec<usize>)> {
+    let total = app.tasks[t].cycles_per_packet;
+    let mut best: Option<(usize, f64, Vec<usize>)> = None;
+    for &x in set.iter().filter(|&&x| runs[x] == 1) {
+        for &c in &gr.out[x] {
+            let to = gr.g.connections[c].to;
+            if !set.contains(&to) || Some(to) == gr.task_elem[t] {
+                continue;
+            }
+            let d = downstream(gr, t, to);
+            let down: f64 = d.iter().map(|&e| gr.cost[e]).sum();
+            let imbalance = (total - 2.0 * down).abs();
+            if best.as_ref().is_none_or(|b| imbalance < b.1) {
+                best = Some((c, imbalance, d));
+            }
+        }
+    }
+    best.map(|(c, _, d)| (c, d))
 }
 
 pub(crate) fn downstream(gr: &Graph, task: usize, from: usize) -> Vec<usize> {
