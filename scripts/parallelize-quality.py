@@ -119,11 +119,16 @@ def plan_at(conf, line):
                           "pred": float(m.group(3)), "floor": float(m.group(4)),
                           "name": m.group(5), "placement": m.group(6), "body": body})
     # The output itself: the chosen plan, or, where that is round-robin's
-    # placement, the same left unpinned to the adaptive scheduler.
+    # placement (the output's hand-off note), the same left unpinned to the
+    # adaptive scheduler. (A placement's output is the user's own text,
+    # which needs the defines: its flattened candidate is measured.)
     with open(os.path.join(d, "output.click")) as fh:
-        out = "".join(x for x in fh if not x.startswith("//"))
+        handoff = any(x.startswith("// output: the chosen plan is round-robin's placement")
+                      for x in fh)
     for c in cands:
-        if c["chosen"] and c["body"] != out:
+        if c["chosen"] and handoff:
+            out = "".join(x for x in c["body"].splitlines(keepends=True)
+                          if not x.startswith("par_sched :: StaticThreadSched("))
             cands.append(dict(c, k=f"{c['k']}u", name=c["name"] + ", unpinned (the output)",
                               body=out))
             c["chosen"] = False

@@ -1,35 +1,8 @@
-//! Click command-line helpers: the flattened configuration (`-o`), the
-//! exit status from a handler (`-x`) and the time report (`-t`).
+//! Click command-line helpers: the exit status from a handler (`-x`) and
+//! the time report (`-t`). The flattened configuration (`-o`) is
+//! `paraclick_lang::print_flat`.
 
-use paraclick_lang::FlatGraph;
-use std::fmt::Write;
 use std::time::Duration;
-
-/// The flattened configuration in the Click language: requirements, one
-/// declaration per element, then one connection per line. Compound
-/// elements are already expanded, so their elements appear under their
-/// full names (`c/inner`).
-pub fn to_click(g: &FlatGraph) -> String {
-    let mut s = String::new();
-    for r in &g.requirements {
-        let _ = writeln!(s, "require({});", r.words.join(" "));
-    }
-    for e in &g.elements {
-        if e.config.is_empty() {
-            let _ = writeln!(s, "{} :: {};", e.name, e.class);
-        } else {
-            let _ = writeln!(s, "{} :: {}({});", e.name, e.class, e.config);
-        }
-    }
-    for c in &g.connections {
-        let _ = writeln!(
-            s,
-            "{} [{}] -> [{}] {};",
-            g.elements[c.from].name, c.from_port, c.to_port, g.elements[c.to].name
-        );
-    }
-    s
-}
 
 /// Click's `-x` rule: an integer handler value is the exit status (0 to
 /// 255); a boolean gives 0 for true and 1 for false.

@@ -2,14 +2,14 @@
 //! `--design 2k`: measured MLFFRs, curves with the model's prediction
 //! beside them (CSV, JSON, SVG), and 2^k factorial designs.
 
-use crate::mlffr::{self, Settings, Trial};
-use crate::model_cmd;
 use indicatif::{ProgressBar, ProgressStyle};
 use paraclick_lang::Source;
 use paraclick_model::app::WhatIf;
 use paraclick_model::design;
 use paraclick_model::machine::Machine;
 use paraclick_runtime::Registry;
+use paraclick_tune::mlffr::{self, with_long_run, Settings, Trial};
+use paraclick_tune::profile;
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 
@@ -56,14 +56,6 @@ fn bar(n: u64, what: &str) -> ProgressBar {
     }
     b.set_message(what.to_string());
     b
-}
-
-/// Unless the user set N, every run gets enough packets not to end early.
-pub(crate) fn with_long_run(mut d: Vec<(String, String)>) -> Vec<(String, String)> {
-    if !d.iter().any(|(k, _)| k == "N") {
-        d.push(("N".into(), "1000000000000".into()));
-    }
-    d
 }
 
 pub fn main(req: Request) -> ExitCode {
@@ -259,7 +251,7 @@ fn sweep_threads(
     } else {
         m.cores.max(1)
     };
-    let (app, _) = model_cmd::profile_app(src, reg, defines, 0.5)?;
+    let (app, _) = profile::profile_app(src, reg, defines, 0.5)?;
     let b = bar(max as u64, "threads");
     let mut pts = Vec::new();
     let mut rows = Vec::new();
@@ -269,7 +261,7 @@ fn sweep_threads(
             ..req.settings.clone()
         };
         let o = mlffr::mlffr(src, reg, defines, &s, &|_| {})?;
-        let pm = model_cmd::config_model(
+        let pm = profile::config_model(
             src,
             reg,
             defines,
@@ -338,7 +330,7 @@ fn sweep_sizes(
         d.push(("LENGTH".into(), size.to_string()));
         let o = mlffr::mlffr(src, reg, &d, &req.settings, &|_| {})?;
         // The application is profiled at each size, as the paper says.
-        let pm = model_cmd::config_model(
+        let pm = profile::config_model(
             src,
             reg,
             &d,
@@ -393,7 +385,7 @@ fn sweep_rates(
         );
     }
     let m = machine()?;
-    let pm = model_cmd::config_model(
+    let pm = profile::config_model(
         src,
         reg,
         defines,

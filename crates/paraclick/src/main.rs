@@ -4,13 +4,11 @@ mod bench;
 mod ctl;
 mod flat;
 mod harness;
-mod hop;
 mod make_ip_conf;
-mod mlffr;
-mod model_cmd;
-mod parallelize;
 mod validate;
 mod web;
+
+use paraclick_tune::{hop, mlffr, parallelize, profile};
 
 use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use paraclick_lang::{
@@ -781,7 +779,7 @@ fn run(a: RunArgs) -> ExitCode {
             Ok(g) => g,
             Err(d) => return report_errors(&src, &d),
         };
-        let text = flat::to_click(&g);
+        let text = paraclick_lang::print_flat(&g);
         let r = if out == "-" {
             std::io::stdout().write_all(text.as_bytes())
         } else {
@@ -831,17 +829,28 @@ fn run(a: RunArgs) -> ExitCode {
             a.threads,
             &parallelize::Options::default(),
         ) {
-            Ok(text) => {
+            Ok(out) => {
                 eprintln!("paraclick --auto:");
-                for l in text.lines().take_while(|l| l.starts_with("//")) {
+                // The table, not the comments of the user's own text.
+                let head = match out.own_text {
+                    true => out
+                        .text
+                        .find(&src.text)
+                        .map_or(&out.text[..], |k| &out.text[..k]),
+                    false => &out.text[..],
+                };
+                for l in head.lines().take_while(|l| l.starts_with("//")) {
                     eprintln!("{l}");
                 }
+                // A placement is the user's own text: it still needs the
+                // defines; a flattened rewrite has them substituted.
+                let defines = if out.own_text { defines } else { Vec::new() };
                 (
                     Source {
                         name: format!("{} (--auto -j {})", src.name, a.threads),
-                        text,
+                        text: out.text,
                     },
-                    Vec::new(),
+                    defines,
                 )
             }
             Err(e) => return fail(&format!("--auto: {e}")),
@@ -1059,9 +1068,9 @@ fn auto_rewrite(
     defines: &[(String, String)],
     threads: usize,
     opts: &parallelize::Options,
-) -> Result<String, String> {
+) -> Result<parallelize::Output, String> {
     let (machine, _) = paraclick_model::machine::Machine::load_or_calibrate(false)?;
-    parallelize::parallelize(src, reg, defines, threads.max(1), &machine, opts)
+    parallelize::parallelize_output(src, reg, defines, threads.max(1), &machine, opts)
 }
 
 fn parallelize_cmd(threads: usize, opts: &parallelize::Options, input: &Input) -> ExitCode {
@@ -1082,8 +1091,8 @@ fn parallelize_cmd(threads: usize, opts: &parallelize::Options, input: &Input) -
     };
     let reg = registry();
     match auto_rewrite(&src, &reg, &defines, threads, opts) {
-        Ok(text) => {
-            print!("{text}");
+        Ok(out) => {
+            print!("{}", out.text);
             ExitCode::SUCCESS
         }
         Err(e) => fail(&e),
@@ -1107,13 +1116,13 @@ fn model(a: ModelArgs) -> ExitCode {
     if !(a.duration > 0.0 && a.duration <= 60.0) {
         return fail("--duration: between 0 and 60 seconds");
     }
-    let traffic = match a.traffic.as_deref().map(model_cmd::parse_traffic) {
+    let traffic = match a.traffic.as_deref().map(profile::parse_traffic) {
         None => None,
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => return fail(&e),
     };
     if let Some(path) = &a.system {
-        return match model_cmd::system_report(path, a.clock, a.threads, traffic.as_ref()) {
+        return match profile::system_report(path, a.clock, a.threads, traffic.as_ref()) {
             Ok(t) => {
                 print!("{t}");
                 ExitCode::SUCCESS
@@ -1189,7 +1198,7 @@ fn model(a: ModelArgs) -> ExitCode {
         core_share: Vec::new(),
         line_ns: a.line_ns,
     };
-    match model_cmd::config_model(
+    match profile::config_model(
         &src,
         &reg,
         &defines,

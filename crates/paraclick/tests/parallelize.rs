@@ -687,3 +687,74 @@ fn a_router_on_devices_is_split_by_the_devices_own_receive_queues() {
     run_ok(&["check", file.to_str().unwrap()]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_placement_is_written_as_the_users_own_file_and_one_line() {
+    // conf/qos-bench.click at -j 2, its placement candidate (#1) picked:
+    // the output is the table (comments), the file exactly as written
+    // (its define($N ...), comments and names kept), and one
+    // StaticThreadSched line, so `bench --mlffr ... N=...` can run it.
+    let conf = "conf/qos-bench.click";
+    let orig = std::fs::read_to_string(root().join(conf)).unwrap();
+    let args = ["parallelize", "-j", "2", "--duration", "0.1", "--no-check"];
+    let text = run_ok(&[&args[..], &["--candidate", "1", conf]].concat());
+    let k = text.find(&orig).unwrap_or_else(|| panic!("{text}"));
+    assert!(text[..k].lines().all(|l| l.starts_with("// ")), "{text}");
+    assert!(text[..k].contains("// *1 "), "{text}");
+    let tail: Vec<&str> = text[k + orig.len()..].lines().collect();
+    assert_eq!(tail.len(), 3, "{tail:?}");
+    assert_eq!(tail[0], "");
+    assert_eq!(tail[1], "// paraclick parallelize -j 2: placement");
+    assert!(
+        tail[2].starts_with("par_sched :: StaticThreadSched(")
+            && tail[2].contains("src ")
+            && tail[2].contains("uq "),
+        "{tail:?}"
+    );
+    let dir = workdir("own-text");
+    let file = dir.join("qos-2.click");
+    std::fs::write(&file, &text).unwrap();
+    let file = file.to_str().unwrap();
+    // Its define still works: the Script stops at N, not at the file's
+    // 200000.
+    let out = run_ok(&["-j", "2", file, "N=3000", "-h", "out.count"]);
+    let count: u64 = out.lines().nth(1).unwrap().trim().parse().unwrap();
+    assert!((3000..200_000).contains(&count), "{out}");
+    let out = run_ok(&[
+        "bench",
+        "--mlffr",
+        "-j",
+        "2",
+        "--warmup",
+        "0.05",
+        "--trial",
+        "0.2",
+        file,
+        "N=1000000000000",
+    ]);
+    assert!(out.contains("MLFFR"), "{out}");
+    // A rewrite that changes the graph is written flattened, and says
+    // first what changed.
+    let table = run_ok(&[&args[..], &[conf]].concat());
+    // Its row in the table: "// [ *]K  PPS  FLOOR  NAME  PLACEMENT".
+    let sched = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("// ")?.get(1..))
+        .find(|l| {
+            l.starts_with(|c: char| c.is_ascii_digit())
+                && l.contains("scheduler ps replicated into 2")
+        })
+        .unwrap_or_else(|| panic!("{table}"));
+    let k = sched.split_whitespace().next().unwrap();
+    let split = run_ok(&[&args[..], &["--candidate", k, conf]].concat());
+    let first = split.lines().next().unwrap();
+    assert!(
+        first.starts_with("// conf/qos-bench.click rewritten for -j 2: scheduler ps replicated")
+            && first.ends_with(
+                "written flattened (defines substituted, compounds expanded, comments left out)"
+            ),
+        "{first}"
+    );
+    assert!(!split.contains("define("), "{split}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,7 +22,8 @@
 //! and the ring's tail), the consumer's from the second (the packet's
 //! lines, the ring's head).
 
-use crate::model_cmd;
+use crate::profile;
+use crate::stats::{changed_state, mean_line, LINE_ROUNDS};
 use paraclick_lang::Source;
 use paraclick_model::machine::{
     best_window_rate, busiest_between, hop_end_ns, threads_cpu_ns, HopPoint,
@@ -76,19 +77,6 @@ fn config(batch: u32, end: End, thread: usize) -> Source {
     }
 }
 
-pub fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Runs `src` on `threads` pinned threads for a warm-up and `secs`,
 /// sampling every [`WINDOW_MS`] the packets forwarded (entered less
 /// dropped) and every thread's CPU time; returns the windows (packets,
@@ -99,7 +87,7 @@ fn sampled_run(
     threads: usize,
     secs: f64,
 ) -> Result<Vec<(u64, f64)>, String> {
-    let r = model_cmd::build(src, reg, &[], threads, SchedPolicy::Static, false, false)?;
+    let r = profile::build(src, reg, &[], threads, SchedPolicy::Static, false, false)?;
     let r = &r;
     std::thread::scope(|sc| {
         let sampler = sc.spawn(move || -> Result<Vec<(u64, f64)>, String> {
@@ -133,22 +121,6 @@ fn sampled_run(
             .join()
             .unwrap_or_else(|_| Err("sampler failed".into()))
     })
-}
-
-/// Round trips of the quick core-to-core line timing taken next to a
-/// measurement ([`paraclick_model::machine::line_ns_now`]).
-pub const LINE_ROUNDS: u64 = 20_000;
-
-/// The mean of the line times measured (None if none was).
-pub fn mean_line(v: &[Option<f64>]) -> Option<f64> {
-    let got: Vec<f64> = v.iter().flatten().copied().collect();
-    (!got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
-}
-
-/// Whether two line timings taken around one run disagree by more than
-/// half: the machine changed state during the run.
-pub fn changed_state(before: f64, after: f64) -> bool {
-    (before - after).abs() > 0.5 * before.min(after)
 }
 
 /// A 2-thread run of a hop chain: the line time around it (NaN: it
@@ -210,7 +182,7 @@ pub fn calibrate(
                 let share = match runs.get(k) {
                     Some(r) => r.0,
                     None => {
-                        let (app, _) = model_cmd::profile_app(&config(b, end, 0), reg, &[], secs)?;
+                        let (app, _) = profile::profile_app(&config(b, end, 0), reg, &[], secs)?;
                         let total: f64 = app.tasks.iter().map(|t| t.cycles_per_packet).sum();
                         let name = if end == End::Producer { "s" } else { "u" };
                         let own = app

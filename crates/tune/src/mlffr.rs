@@ -150,8 +150,16 @@ pub fn entries(
         .collect())
 }
 
+/// Unless the user set N, every run gets enough packets not to end early.
+pub fn with_long_run(mut d: Vec<(String, String)>) -> Vec<(String, String)> {
+    if !d.iter().any(|(k, _)| k == "N") {
+        d.push(("N".into(), "1000000000000".into()));
+    }
+    d
+}
+
 /// A configuration's diagnostics as one message.
-pub(crate) fn join(d: Vec<paraclick_lang::Diagnostic>) -> String {
+pub fn join(d: Vec<paraclick_lang::Diagnostic>) -> String {
     d.iter()
         .map(|d| d.message.clone())
         .collect::<Vec<_>>()

@@ -161,7 +161,7 @@ pub fn system_report(
     Ok(format!("{body}\n{out}{last}\n"))
 }
 
-pub(crate) fn build(
+pub fn build(
     src: &Source,
     reg: &Registry,
     defines: &[(String, String)],
@@ -190,7 +190,7 @@ pub(crate) fn build(
 }
 
 /// Runs `r` until it stops by itself or `secs` have passed.
-pub(crate) fn run_for(r: &Router, secs: f64) {
+pub fn run_for(r: &Router, secs: f64) {
     run_for_shares(r, secs, 0);
 }
 
@@ -227,7 +227,7 @@ fn run_for_shares(r: &Router, secs: f64, n: usize) -> Vec<f64> {
 /// only its metadata: its class does not say `metadata_only`
 /// ([`paraclick_runtime::ClassSpec::reads_data`]; a class the registry
 /// does not know is taken to read data).
-pub(crate) fn reads_data(reg: &Registry, class: &str) -> bool {
+pub fn reads_data(reg: &Registry, class: &str) -> bool {
     reg.get(class).is_none_or(|c| c.reads_data)
 }
 
@@ -250,7 +250,7 @@ fn one_side(
 
 /// One crossing queue's measured lines per crossing packet: the producer
 /// end (None where its producers are not sources) and the consumer end.
-pub(crate) type EndLines = (Option<f64>, f64);
+pub type EndLines = (Option<f64>, f64);
 
 /// What a crossing's ends touch of a packet that crossed, measured:
 /// per queue, (producer, consumer) ns per crossing packet per ns of line
@@ -274,7 +274,7 @@ pub(crate) type EndLines = (Option<f64>, f64);
 /// moves them. Each figure is divided by D's line time. Returns per
 /// queue the figures (None where D did not cross it; no producer figure
 /// where its producers are not sources) and a note per task.
-pub(crate) fn measured_line_growth(
+pub fn measured_line_growth(
     fb: &CostData,
     share_b: f64,
     fd: &CostData,
@@ -520,7 +520,7 @@ fn queue_pullers(cd: &CostData) -> Vec<usize> {
 /// pullers, what they pull through and what they push to) reads the
 /// packet's data: its class does not say it touches only metadata
 /// ([`reads_data`]).
-pub(crate) fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
+pub fn consumer_reads_data(cd: &CostData, reg: &Registry) -> Vec<bool> {
     let task_elem = |k: usize| cd.tasks.get(k).map(|t| t.element.as_str());
     cd.elements
         .iter()
@@ -571,7 +571,7 @@ pub const LINE_CACHE_VERSION: u32 = 2;
 
 /// One measurement of a queue's line term.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct LineMeasure {
+pub struct LineMeasure {
     pub queue: String,
     /// Lines per crossing packet at the producer's end (None where its
     /// producers are not sources).
@@ -659,7 +659,7 @@ fn line_cache_store(key: &str, terms: Vec<LineMeasure>) -> Vec<LineMeasure> {
 /// Per queue of `kept` measurements: the median producer figure (None
 /// where none was measured), the median consumer figure, and how many
 /// there are.
-pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<f64>, f64, usize)> {
+pub fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<f64>, f64, usize)> {
     let mine: Vec<&LineMeasure> = kept.iter().filter(|x| x.queue == queue).collect();
     if mine.is_empty() {
         return None;
@@ -667,8 +667,8 @@ pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<
     let mut p: Vec<f64> = mine.iter().filter_map(|x| x.producer).collect();
     let mut c: Vec<f64> = mine.iter().map(|x| x.consumer).collect();
     Some((
-        (!p.is_empty()).then(|| crate::hop::median(&mut p)),
-        crate::hop::median(&mut c),
+        (!p.is_empty()).then(|| crate::stats::median(&mut p)),
+        crate::stats::median(&mut c),
         mine.len(),
     ))
 }
@@ -679,10 +679,7 @@ pub(crate) fn line_medians(kept: &[LineMeasure], queue: &str) -> Option<(Option<
 /// None for fewer than two. Robust to the one run in several that reads
 /// twice the others (replicated-qos's split consumer: 1.27-1.63 lines,
 /// and once 3.00).
-pub(crate) fn line_spread<'a>(
-    all: impl Iterator<Item = &'a LineMeasure>,
-    queue: &str,
-) -> Option<f64> {
+pub fn line_spread<'a>(all: impl Iterator<Item = &'a LineMeasure>, queue: &str) -> Option<f64> {
     let mine: Vec<&LineMeasure> = all.filter(|x| x.queue == queue).collect();
     if mine.len() < 2 {
         return None;
@@ -690,16 +687,16 @@ pub(crate) fn line_spread<'a>(
     // The median of no figures is 0: a queue without producer figures
     // has no producer spread.
     let mad = |mut v: Vec<f64>| {
-        let m = crate::hop::median(&mut v);
+        let m = crate::stats::median(&mut v);
         let mut d: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
-        crate::hop::median(&mut d)
+        crate::stats::median(&mut d)
     };
     let c = mad(mine.iter().map(|x| x.consumer).collect());
     let p = mad(mine.iter().filter_map(|x| x.producer).collect());
     Some(c.max(p))
 }
 
-pub(crate) fn entry_tasks(cd: &CostData) -> Vec<usize> {
+pub fn entry_tasks(cd: &CostData) -> Vec<usize> {
     let by_name: std::collections::HashMap<&str, usize> = cd
         .elements
         .iter()
@@ -931,7 +928,7 @@ fn run_b(
 /// measurements of this configuration (the line cache), else those
 /// alone. Per queue that has a measured
 /// term: its name and term; and the note.
-pub(crate) fn queue_line_terms(
+pub fn queue_line_terms(
     src: &Source,
     key_text: &str,
     reg: &Registry,
@@ -1044,14 +1041,14 @@ fn line_terms(
             "no crossing run now".to_string()
         };
         for _ in 0..if run { CROSSING_RUNS } else { 0 } {
-            let l0 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            let l0 = paraclick_model::machine::line_ns_now(crate::stats::LINE_ROUNDS);
             let d = build(src, reg, defines, 2, SchedPolicy::Static, true, false)?;
             let shares_d = run_for_shares(&d, secs / 2.0, 2);
             let fd = d.cost_data();
             drop(d);
-            let l1 = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+            let l1 = paraclick_model::machine::line_ns_now(crate::stats::LINE_ROUNDS);
             match (l0, l1) {
-                (Some(a), Some(b)) if !crate::hop::changed_state(a, b) => {
+                (Some(a), Some(b)) if !crate::stats::changed_state(a, b) => {
                     let l = (a + b) / 2.0;
                     let (g, notes) = measured_line_growth(fb, share_b, &fd, &shares_d, l);
                     let got: Vec<LineMeasure> = queues
@@ -1153,7 +1150,7 @@ fn line_terms(
 /// unmeasured replica's crossing was the cheaper one by the measured
 /// replica's 0.58 lines, and the search put the unmeasured one across:
 /// predicted 5% better, measured 16% worse. Returns the queues lent to.
-pub(crate) fn lend_producer_terms(queues: &mut [AppQueue]) -> Vec<String> {
+pub fn lend_producer_terms(queues: &mut [AppQueue]) -> Vec<String> {
     let tasks = |q: &AppQueue| {
         let mut t: Vec<usize> = q.producers.iter().map(|p| p.0).collect();
         t.sort_unstable();
@@ -1173,7 +1170,7 @@ pub(crate) fn lend_producer_terms(queues: &mut [AppQueue]) -> Vec<String> {
             .filter_map(|q| q.line_growth.producer)
             .collect();
         if !got.is_empty() && !mine.is_empty() {
-            queues[i].line_growth.producer = Some(crate::hop::median(&mut got));
+            queues[i].line_growth.producer = Some(crate::stats::median(&mut got));
             lent.push(queues[i].name.clone());
         }
     }
@@ -1285,7 +1282,7 @@ pub fn config_model(
     if whatif.line_ns.is_none() && crossing > 0.0 {
         // Packets cross cores: the line time they meet now, not the
         // calibration's (on this VM it moves between ~24 and ~180 ns).
-        whatif.line_ns = paraclick_model::machine::line_ns_now(crate::hop::LINE_ROUNDS);
+        whatif.line_ns = paraclick_model::machine::line_ns_now(crate::stats::LINE_ROUNDS);
         if let Some(l) = whatif.line_ns {
             line_note = format!(" ({l:.0} ns now)");
         }
