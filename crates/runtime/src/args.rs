@@ -26,16 +26,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Addresses an AddressInfo element defined under a name.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AddrEntry {
-    pub ip: Option<Ipv4Addr>,
-    pub prefix_len: Option<u8>,
-    pub ether: Option<EtherAddr>,
-    /// An IPv6 address, and its prefix length if given as a prefix.
-    pub ip6: Option<Ipv6Addr>,
-    pub prefix6_len: Option<u8>,
-}
+pub use crate::ifaddr::AddrEntry;
 
 /// What argument parsing can consult: the named addresses so far.
 #[derive(Clone, Debug, Default)]

@@ -23,12 +23,9 @@
 //! ([`crate::ClassSpec::action`], [`crate::ClassSpec::element`]); the
 //! router only ever sees nodes.
 
-use crate::cx::Cx;
-use crate::handler::HandlerCx;
-use crate::hot::StateCx;
+use crate::cx::{Cx, HandlerCx, InitCx, StateCx};
 use crate::notifier::Notifier;
 use crate::ring::ModeSwitch;
-use crate::router::InitCx;
 use paraclick_packet::{Batch, Packet};
 use std::any::{Any, TypeId};
 

@@ -6,11 +6,22 @@
 //! Interfaces are read once per process, at the first lookup of a name
 //! that no AddressInfo defines.
 
-use crate::args::AddrEntry;
 use paraclick_packet::wire::EtherAddr;
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
+
+/// Addresses an AddressInfo element defined under a name (or a host
+/// interface has: its IPv4 address and prefix, its Ethernet address).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AddrEntry {
+    pub ip: Option<Ipv4Addr>,
+    pub prefix_len: Option<u8>,
+    pub ether: Option<EtherAddr>,
+    /// An IPv6 address, and its prefix length if given as a prefix.
+    pub ip6: Option<Ipv6Addr>,
+    pub prefix6_len: Option<u8>,
+}
 
 static IFACES: OnceLock<HashMap<String, AddrEntry>> = OnceLock::new();
 
