@@ -304,7 +304,7 @@ pub trait Element: Send + Sync + Sized + 'static {
     /// on another thread (so a producer may gather them before publishing,
     /// see [`Cx::defer_flush`]). Called at build time and whenever the
     /// scheduler moves a task, at a point where no operation that assumed
-    /// the old modes is still in flight (see [`crate::crossing`]).
+    /// the old modes is still in flight (see `crate::crossing`).
     fn set_ring_modes(
         &self,
         _switch: &ModeSwitch,
