@@ -4,11 +4,23 @@
 //! ethtool GRO), and the per-device sysctls that keep the kernel's own
 //! stack away from a device. Not an element.
 
+// System calls go through rustix where it has them (sockets, interface
+// index, mmap). libc stays for what rustix has no call for: the
+// AF_PACKET socket options (PACKET_VERSION, PACKET_RX_RING,
+// PACKET_VNET_HDR, PACKET_FANOUT, PACKET_STATISTICS,
+// PACKET_ADD_MEMBERSHIP, PACKET_IGNORE_OUTGOING), SO_ATTACH_FILTER and
+// SO_SNDBUFFORCE, binding to a sockaddr_ll, and the SIOCGIFADDR and
+// SIOCETHTOOL ioctls. sendmmsg stays too, though rustix has it: moving
+// ToDevice's send path waits for a measurement of that path.
+
 use super::ring::RxRing;
-use std::ffi::CString;
+use rustix::io::Errno;
+use rustix::mm::{self, MapFlags, ProtFlags};
+use rustix::net::{self, netdevice, AddressFamily, Protocol, SocketFlags, SocketType};
 use std::io;
 use std::mem::size_of;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::num::NonZeroU32;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 
 const TPACKET_V3: libc::c_int = 2;
@@ -62,25 +74,21 @@ fn getsockopt<T: Copy>(fd: RawFd, level: libc::c_int, name: libc::c_int, init: T
 }
 
 fn packet_socket(protocol: u16) -> Result<OwnedFd, String> {
-    // SAFETY: plain system call; the descriptor it returns is owned below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            protocol as libc::c_int,
-        )
-    };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
-        return Err(if e.raw_os_error() == Some(libc::EPERM) {
+    let protocol = NonZeroU32::new(u32::from(protocol)).map(Protocol::from_raw);
+    net::socket_with(
+        AddressFamily::PACKET,
+        SocketType::RAW,
+        SocketFlags::CLOEXEC,
+        protocol,
+    )
+    .map_err(|e| {
+        if e == Errno::PERM {
             "cannot open a packet socket: permission denied (run as root or with CAP_NET_RAW)"
                 .to_string()
         } else {
-            format!("cannot open a packet socket: {e}")
-        });
-    }
-    // SAFETY: `fd` is a fresh descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            format!("cannot open a packet socket: {}", io::Error::from(e))
+        }
+    })
 }
 
 fn bind(fd: RawFd, ifindex: i32, protocol: u16) -> Result<(), String> {
@@ -106,13 +114,20 @@ fn bind(fd: RawFd, ifindex: i32, protocol: u16) -> Result<(), String> {
 
 /// The interface index of `name`.
 pub fn ifindex(name: &str) -> Result<i32, String> {
-    let c = CString::new(name).map_err(|_| format!("bad device name '{name}'"))?;
-    // SAFETY: `c` is a NUL-terminated string that outlives the call.
-    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if i == 0 {
-        Err(format!("no device named '{name}'"))
-    } else {
-        Ok(i as i32)
+    if name.contains('\0') {
+        return Err(format!("bad device name '{name}'"));
+    }
+    // Any socket will do for the SIOCGIFINDEX ioctl.
+    let s = net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("{name}: cannot open a socket: {}", io::Error::from(e)))?;
+    match netdevice::name_to_index(&s, name) {
+        Ok(i) if i > 0 => Ok(i as i32),
+        _ => Err(format!("no device named '{name}'")),
     }
 }
 
@@ -147,14 +162,11 @@ pub fn has_ipv4_address(name: &str) -> Result<bool, String> {
     // SIOCGIFADDR needs an AF_INET family in the request.
     r.ifr_ifru.ifru_addr.sa_family = libc::AF_INET as libc::sa_family_t;
     // SIOCGIFADDR is an AF_INET ioctl: use an AF_INET socket.
-    // SAFETY: plain system call; the descriptor is owned below.
-    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if s < 0 {
+    let flags = SocketFlags::CLOEXEC;
+    let Ok(s) = net::socket_with(AddressFamily::INET, SocketType::DGRAM, flags, None) else {
         // No IPv4 in this kernel or namespace: no IPv4 address either.
         return Ok(false);
-    }
-    // SAFETY: `s` is a fresh descriptor nothing else owns.
-    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    };
     match ioctl_ifreq(s.as_raw_fd(), libc::SIOCGIFADDR, &mut r) {
         Ok(()) => Ok(true),
         Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => Ok(false),
@@ -245,38 +257,26 @@ pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
     setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)
         .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
     let len = cfg.block_size * cfg.nblocks;
-    // SAFETY: maps the ring the kernel just allocated for this socket;
-    // the result is checked, then owned by the RxRing.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
-            raw,
-            0,
-        )
-    };
-    let base = if base == libc::MAP_FAILED {
-        // MAP_LOCKED can fail under a small RLIMIT_MEMLOCK: map unlocked.
-        // SAFETY: as above.
-        let b = unsafe {
-            libc::mmap(
+    let map = |flags: MapFlags| {
+        // SAFETY: maps the ring the kernel just allocated for this socket
+        // (a fresh mapping at an address the kernel picks, touching no
+        // existing memory); the result is checked, then owned by the
+        // RxRing.
+        unsafe {
+            mm::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                raw,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::POPULATE | flags,
+                &fd,
                 0,
             )
-        };
-        if b == libc::MAP_FAILED {
-            return Err(os_err("mmap of the receive ring"));
         }
-        b
-    } else {
-        base
     };
+    // MAP_LOCKED can fail under a small RLIMIT_MEMLOCK: map unlocked.
+    let base = map(MapFlags::LOCKED)
+        .or_else(|_| map(MapFlags::empty()))
+        .map_err(|e| format!("mmap of the receive ring: {}", io::Error::from(e)))?;
     // SAFETY: `base` is a fresh MAP_SHARED mapping of exactly `len` bytes
     // of this socket's ring (nblocks blocks of block_size bytes); the
     // RxRing unmaps it on drop and nothing else does.
