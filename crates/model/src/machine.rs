@@ -662,15 +662,11 @@ fn best_of(n: usize, f: impl Fn() -> f64) -> f64 {
 
 fn pin(cpu: usize) {
     let cpu = cpu % ncpus();
-    // SAFETY: `set` is a plain bit set on the stack, zeroed by CPU_ZERO
-    // before use; sched_setaffinity only reads it; pid 0 is this thread.
-    // Failure (a restricted cpuset) only makes the figure less exact.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    // This thread (no pid). Failure (a restricted cpuset) only makes the
+    // figure less exact.
+    let _ = rustix::thread::sched_setaffinity(None, &set);
 }
 
 #[repr(align(64))]
