@@ -5,6 +5,7 @@
 //! `~/.cache/paraclick/system.toml`.
 
 use paraclick_packet::clock;
+use rustix::time::{clock_gettime, ClockId};
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -632,27 +633,12 @@ pub fn core_shares(n: usize, ms: u64) -> Vec<f64> {
 
 /// CPU time of the whole process so far, ns (user + system).
 pub fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: as in thread_cpu_ns.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts);
-    }
+    let ts = clock_gettime(ClockId::ProcessCPUTime);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a
-    // constant the kernel knows; on failure `ts` stays zero.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-    }
+    let ts = clock_gettime(ClockId::ThreadCPUTime);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
