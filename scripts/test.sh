@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the whole paraclick test suite: formatting, lints, unit and
+# Runs the whole paraclick test suite: formatting, lints, docs, unit and
 # end-to-end tests. Installs what it needs first (scripts/bootstrap.sh
 # --tests: the example run does without the tests' browser and tools).
 set -euo pipefail
@@ -11,6 +11,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --profile ci -- -D warnings
+echo "== cargo doc"
+# Documentation builds without a warning (broken or private intra-doc
+# links). Profile `ci`: it reuses the dependencies clippy just checked.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --profile ci
 echo "== cargo test"
 # Tests skip when the machine lacks what they need (root for the netns
 # tests, tcpdump, bzip2, a browser); here (CI), after the bootstrap

@@ -1,6 +1,10 @@
 // Collects each element's documentation from the `//!` header of its own
 // source file (sections start with `//! # ClassName`), so `paraclick doc`
-// prints exactly what the source file begins with.
+// prints exactly what the source file begins with. One change: a `\[`
+// becomes `[`. The header is also rustdoc Markdown, where a synopsis such
+// as `Queue([CAPACITY])` would read as a link to an item `CAPACITY`; the
+// source escapes such brackets for rustdoc, and the terminal shows them
+// plain.
 
 use std::fs;
 use std::path::Path;
@@ -20,7 +24,8 @@ fn visit(dir: &Path, out: &mut Vec<(String, String)>) {
                 let Some(rest) = line.strip_prefix("//!") else {
                     break;
                 };
-                let rest = rest.strip_prefix(' ').unwrap_or(rest);
+                let rest = rest.strip_prefix(' ').unwrap_or(rest).replace("\\[", "[");
+                let rest = rest.as_str();
                 if let Some(name) = rest.strip_prefix("# ") {
                     if let Some(c) = cur.take() {
                         out.push(c);

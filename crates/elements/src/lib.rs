@@ -3,6 +3,10 @@
 //! (synopsis, ports, processing, arguments, handlers, example), which
 //! `paraclick doc CLASS` prints.
 
+// The headers' indented examples are Click configurations, which rustdoc
+// would otherwise try to parse as Rust (the crate has no doctests).
+#![allow(rustdoc::invalid_rust_codeblocks)]
+
 use paraclick_runtime::Registry;
 
 pub mod analysis;
@@ -69,4 +73,21 @@ pub fn registry() -> Registry {
     let mut r = Registry::new();
     register_all(&mut r);
     r
+}
+
+#[cfg(test)]
+mod doc_tests {
+    /// A header escapes a synopsis's brackets for rustdoc (`\[CAPACITY]`);
+    /// `paraclick doc` shows them as written in Click (`[CAPACITY]`).
+    #[test]
+    fn printed_docs_show_brackets_unescaped() {
+        let r = super::registry();
+        let queue = r.doc("Queue").expect("Queue has docs");
+        assert!(queue.starts_with("Queue([CAPACITY])\n"), "{queue}");
+        let tee = r.doc("PullTee").expect("PullTee has docs");
+        assert!(tee.starts_with("PullTee([N])\n"), "{tee}");
+        for (class, doc) in super::docs() {
+            assert!(!doc.contains("\\["), "{class}: a `\\[` reached the doc");
+        }
+    }
 }

@@ -19,7 +19,7 @@ const CONF: &str = "s :: InfiniteSource(LENGTH 60, LIMIT 5, ACTIVE false)
 /// The router runs under `Hot` with `hotconfig` writable (`-R`), so an
 /// input's `WRITEDATA hotconfig N` builds its configuration as a running
 /// router's control socket would (expansion bounded at
-/// [`crate::MAX_ELEMENTS`]); the router is stopped afterwards.
+/// `MAX_ELEMENTS`); the router is stopped afterwards.
 pub fn control(data: &[u8]) {
     let src = paraclick_lang::Source {
         name: "control-fuzz".into(),

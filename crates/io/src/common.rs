@@ -394,11 +394,11 @@ pub(crate) fn open_input(name: &str) -> Result<(Box<dyn Read + Send>, Option<u64
 /// `hotconfig` included) would hold the control plane. The open itself
 /// is non-blocking, so a FIFO named here cannot block it either.
 pub(crate) fn open_regular(name: &str) -> Result<File, String> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
         .open(name)
         .map_err(|e| format!("{name}: {e}"))?;
     let m = f.metadata().map_err(|e| format!("{name}: {e}"))?;
@@ -407,14 +407,8 @@ pub(crate) fn open_regular(name: &str) -> Result<File, String> {
             "{name}: not a regular file (FIFOs and devices are not read; use - for the standard input)"
         ));
     }
-    // SAFETY: fcntl on a descriptor this function owns; F_GETFL/F_SETFL
-    // read and set its status flags and touch no memory.
-    unsafe {
-        let fd = f.as_raw_fd();
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
+    if let Ok(flags) = rustix::fs::fcntl_getfl(&f) {
+        let _ = rustix::fs::fcntl_setfl(&f, flags - OFlags::NONBLOCK);
     }
     Ok(f)
 }
@@ -439,9 +433,7 @@ mod tests {
     fn fifos_and_devices_are_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from(0o600)).unwrap();
         for name in [fifo.to_str().unwrap(), "/dev/null", "/dev/zero"] {
             let e = open_input(name).err().expect(name);
             assert!(e.contains("not a regular file"), "{e}");

@@ -83,7 +83,7 @@ pub const MAX_EXPANSION_DEPTH: usize = 100;
 
 /// The default bound on the elements (compound instances included) of a
 /// flattened configuration (`--max-elements`); connections may be
-/// [`CONNECTIONS_PER_ELEMENT`] times as many.
+/// `CONNECTIONS_PER_ELEMENT` times as many.
 pub const DEFAULT_MAX_ELEMENTS: usize = 2_000_000;
 
 /// Connections allowed per element of `--max-elements`.

@@ -5,6 +5,7 @@
 //! `~/.cache/paraclick/system.toml`.
 
 use paraclick_packet::clock;
+use rustix::time::{clock_gettime, ClockId};
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -632,27 +633,12 @@ pub fn core_shares(n: usize, ms: u64) -> Vec<f64> {
 
 /// CPU time of the whole process so far, ns (user + system).
 pub fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: as in thread_cpu_ns.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts);
-    }
+    let ts = clock_gettime(ClockId::ProcessCPUTime);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a
-    // constant the kernel knows; on failure `ts` stays zero.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-    }
+    let ts = clock_gettime(ClockId::ThreadCPUTime);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -662,15 +648,11 @@ fn best_of(n: usize, f: impl Fn() -> f64) -> f64 {
 
 fn pin(cpu: usize) {
     let cpu = cpu % ncpus();
-    // SAFETY: `set` is a plain bit set on the stack, zeroed by CPU_ZERO
-    // before use; sched_setaffinity only reads it; pid 0 is this thread.
-    // Failure (a restricted cpuset) only makes the figure less exact.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    // This thread (no pid). Failure (a restricted cpuset) only makes the
+    // figure less exact.
+    let _ = rustix::thread::sched_setaffinity(None, &set);
 }
 
 #[repr(align(64))]

@@ -132,10 +132,12 @@ fn socket_fd(
         // domain matched (checked above) that the process hands to us; we
         // take ownership of it.
         (libc::AF_UNIX, true) => {
+            // SAFETY: see the four arms' comment above.
             let l = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
             control::serve(Bind::Ready(Listener::Unix(l, None)), backend, cfg.clone())
         }
         (libc::AF_INET | libc::AF_INET6, true) => {
+            // SAFETY: see the four arms' comment above.
             let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
             let beyond = l
                 .local_addr()
@@ -150,10 +152,12 @@ fn socket_fd(
             control::serve(Bind::Ready(Listener::Tcp(l)), backend, tcp_cfg.clone())
         }
         (libc::AF_UNIX, false) => {
+            // SAFETY: see the four arms' comment above.
             let s = unsafe { UnixStream::from_raw_fd(fd) };
             control::serve_stream(s, backend, cfg.clone())
         }
         (libc::AF_INET | libc::AF_INET6, false) => {
+            // SAFETY: see the four arms' comment above.
             let s = unsafe { TcpStream::from_raw_fd(fd) };
             control::serve_stream(s, backend, cfg.clone())
         }

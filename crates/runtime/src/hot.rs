@@ -13,7 +13,7 @@
 //!    elements). A worker napping (yielding, parked, asleep between idle
 //!    passes) is at such a point already, having published before it
 //!    napped: the swap claims it without waiting for it to wake
-//!    ([`claim_napping`]); it leaves, touching nothing, when it wakes;
+//!    (`claim_napping`); it leaves, touching nothing, when it wakes;
 //! 2. the last of them to get there (or the swapping thread, if it
 //!    claimed the last), on its own thread (no thread has to be woken
 //!    for it), makes every element of the new router whose name

@@ -13,6 +13,7 @@ use crate::clock;
 use crate::cx::Cx;
 use crate::router::Core;
 use paraclick_packet::pool;
+use rustix::thread::CpuSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -444,15 +445,11 @@ fn pin_to_cpu(t: usize) {
         return;
     }
     let cpu = cpus[t % cpus.len()];
-    // SAFETY: `set` is a plain bit set on the stack, initialized by
-    // CPU_ZERO before use; sched_setaffinity only reads it. Pid 0 means the
-    // calling thread. Failure (e.g. a restricted cpuset) is harmless.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    // The calling thread (no pid). Failure (e.g. a restricted cpuset) is
+    // harmless.
+    let _ = rustix::thread::sched_setaffinity(None, &set);
 }
 
 /// The CPUs the process may run on, read once, before any worker pins
@@ -462,18 +459,11 @@ fn pin_to_cpu(t: usize) {
 fn allowed_cpus() -> &'static [usize] {
     static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
     CPUS.get_or_init(|| {
-        // SAFETY: as in `pin_to_cpu`: a zeroed bit set on the stack that
-        // sched_getaffinity fills for the calling thread (pid 0).
-        let set = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-                return Vec::new();
-            }
-            set
+        let Ok(set) = rustix::thread::sched_getaffinity(None) else {
+            return Vec::new();
         };
-        (0..libc::CPU_SETSIZE as usize)
-            // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in bits.
-            .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        (0..CpuSet::MAX_CPU)
+            .filter(|&cpu| set.is_set(cpu))
             .collect()
     })
 }

@@ -53,7 +53,6 @@ use paraclick_packet::wire::EtherAddr;
 use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, HandlerCx, StateCx};
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -147,30 +146,9 @@ pub(super) const NEVER: u64 = u64::MAX;
 /// Most polls one batch may trigger (more wait for the next batch).
 pub(super) const MAX_POLLS_PER_BATCH: usize = 8;
 
-/// A hasher for IPv4 addresses: one multiplication, folded.
-#[derive(Default)]
-pub(super) struct IpHasher(u64);
-
-impl Hasher for IpHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 29)
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    #[inline]
-    fn write_u32(&mut self, v: u32) {
-        self.0 = (self.0 ^ u64::from(v)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type IpMap<V> = HashMap<u32, V, BuildHasherDefault<IpHasher>>;
+/// Next hops come from packets' destinations, which remote senders choose:
+/// foldhash with a random seed per table keeps them from colliding.
+type IpMap<V> = HashMap<u32, V, foldhash::fast::RandomState>;
 
 #[inline]
 pub(super) fn poll_allowed(polled: u64, polls: u32, now: u64) -> bool {

@@ -1,6 +1,6 @@
 //! # VLANDecap
 //!
-//! VLANDecap([ANNO])
+//! VLANDecap(\[ANNO])
 //!
 //! Strips an 802.1Q header from Ethernet packets.
 //!

@@ -1,6 +1,6 @@
 //! # IPMirror
 //!
-//! IPMirror([DST_ANNO])
+//! IPMirror(\[DST_ANNO])
 //!
 //! Swaps IP source and destination.
 //!

@@ -1,6 +1,6 @@
 //! # MarkIPCE
 //!
-//! MarkIPCE([FORCE])
+//! MarkIPCE(\[FORCE])
 //!
 //! Sets IP packets' ECN field to Congestion Experienced.
 //!

@@ -1,6 +1,6 @@
 //! # MarkIPHeader
 //!
-//! MarkIPHeader([OFFSET])
+//! MarkIPHeader(\[OFFSET])
 //!
 //! Sets the IP header annotation.
 //!

@@ -1,6 +1,6 @@
 //! # SetTCPChecksum
 //!
-//! SetTCPChecksum([FIXOFF])
+//! SetTCPChecksum(\[FIXOFF])
 //!
 //! Sets TCP packets' checksums.
 //!

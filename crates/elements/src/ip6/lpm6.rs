@@ -42,7 +42,6 @@
 
 use paraclick_packet::wire::ipv6::mask128;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// A route: network (host bits clear), length, gateway (0 for none),
 /// output port.
@@ -67,31 +66,9 @@ impl Route6 {
     }
 }
 
-/// A multiplicative hasher for the 128-bit keys (addresses are not
-/// attacker-chosen table keys here: routes come from the configuration).
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u128(&mut self, v: u128) {
-        let x = (v as u64) ^ ((v >> 64) as u64).rotate_left(29);
-        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 ^= self.0 >> 29;
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.0 = (self.0 ^ u64::from(v)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    }
-}
-
-type Fast = BuildHasherDefault<KeyHasher>;
+/// The tables' hasher: foldhash with a fixed seed (keys are not chosen by
+/// a remote peer: routes come from the configuration).
+type Fast = foldhash::fast::FixedState;
 
 /// An entry of a length's table: a prefix, a marker, or both.
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,6 +1,6 @@
 //! # MarkIP6Header
 //!
-//! MarkIP6Header([OFFSET])
+//! MarkIP6Header(\[OFFSET])
 //!
 //! Sets the IPv6 header annotation.
 //!

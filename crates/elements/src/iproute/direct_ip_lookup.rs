@@ -1,6 +1,6 @@
 //! # DirectIPLookup
 //!
-//! DirectIPLookup(ADDR1/MASK1 [GW1] OUT1, ADDR2/MASK2 [GW2] OUT2, ...)
+//! DirectIPLookup(ADDR1/MASK1 \[GW1] OUT1, ADDR2/MASK2 \[GW2] OUT2, ...)
 //!
 //! IP routing lookup using direct-indexed tables.
 //!

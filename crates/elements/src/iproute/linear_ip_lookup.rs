@@ -1,6 +1,6 @@
 //! # LinearIPLookup
 //!
-//! LinearIPLookup(ADDR1/MASK1 [GW1] OUT1, ADDR2/MASK2 [GW2] OUT2, ...)
+//! LinearIPLookup(ADDR1/MASK1 \[GW1] OUT1, ADDR2/MASK2 \[GW2] OUT2, ...)
 //!
 //! Simple IP routing table.
 //!

@@ -1,6 +1,6 @@
 //! # LookupIPRouteMP
 //!
-//! LookupIPRouteMP(DST1/MASK1 [GW1] OUT1, DST2/MASK2 [GW2] OUT2, ...)
+//! LookupIPRouteMP(DST1/MASK1 \[GW1] OUT1, DST2/MASK2 \[GW2] OUT2, ...)
 //!
 //! Simple static IP routing table, for multiprocessors.
 //!

@@ -1,6 +1,6 @@
 //! # RadixIPLookup
 //!
-//! RadixIPLookup(ADDR1/MASK1 [GW1] OUT1, ADDR2/MASK2 [GW2] OUT2, ...)
+//! RadixIPLookup(ADDR1/MASK1 \[GW1] OUT1, ADDR2/MASK2 \[GW2] OUT2, ...)
 //!
 //! IP lookup using a multibit trie, for large routing tables.
 //!

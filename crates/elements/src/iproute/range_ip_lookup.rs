@@ -1,6 +1,6 @@
 //! # RangeIPLookup
 //!
-//! RangeIPLookup(ADDR1/MASK1 [GW1] OUT1, ADDR2/MASK2 [GW2] OUT2, ...)
+//! RangeIPLookup(ADDR1/MASK1 \[GW1] OUT1, ADDR2/MASK2 \[GW2] OUT2, ...)
 //!
 //! IP routing lookup in a compact table.
 //!

@@ -1,6 +1,6 @@
 //! # SortedIPLookup
 //!
-//! SortedIPLookup(ADDR1/MASK1 [GW1] OUT1, ADDR2/MASK2 [GW2] OUT2, ...)
+//! SortedIPLookup(ADDR1/MASK1 \[GW1] OUT1, ADDR2/MASK2 \[GW2] OUT2, ...)
 //!
 //! Simple IP routing table (deprecated: use LinearIPLookup or
 //! RadixIPLookup).

@@ -1,6 +1,6 @@
 //! # StaticIPLookup
 //!
-//! StaticIPLookup(ADDR1/MASK1 [GW1] OUT1, ADDR2/MASK2 [GW2] OUT2, ...)
+//! StaticIPLookup(ADDR1/MASK1 \[GW1] OUT1, ADDR2/MASK2 \[GW2] OUT2, ...)
 //!
 //! Simple static IP routing table (also known as LookupIPRoute).
 //!

@@ -1,8 +1,8 @@
 //! # RadixIPsecLookup
 //!
-//! RadixIPsecLookup(ADDR1/MASK1 [GW1] OUT1 [SPI1], ADDR2/MASK2 [GW2] OUT2 [SPI2], ... [, keywords SATABLE])
+//! RadixIPsecLookup(ADDR1/MASK1 \[GW1] OUT1 \[SPI1], ADDR2/MASK2 \[GW2] OUT2 \[SPI2], ... \[, keywords SATABLE])
 //!
-//! RadixIPsecLookup(ADDR/MASK [GW] OUT [SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE], ...)
+//! RadixIPsecLookup(ADDR/MASK \[GW] OUT \[SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE], ...)
 //!
 //! IP route lookup that also chooses security associations: the entry
 //! point of Click's split IPsec chains.

@@ -111,24 +111,27 @@ impl Hash for FlowKey {
     }
 }
 
-/// A fast keyed hasher for [`FlowKey`]s (two 64-bit words): multiply-mix
-/// with a per-table random seed.
+/// The flow table's hasher: foldhash with a random seed per table. Flow
+/// keys are chosen by remote peers (addresses and ports), so the seed
+/// keeps them from choosing keys that collide. Its `quality` variant: the
+/// map takes a shard, a bucket and a signature from different bits of one
+/// hash, and the `fast` variant maps keys that differ in one field (a port)
+/// almost linearly onto the low bits.
 #[derive(Clone)]
-pub struct FlowHasher {
-    seed: u64,
-}
+pub struct FlowHasher(foldhash::quality::SeedableRandomState);
 
 impl FlowHasher {
     pub fn new() -> FlowHasher {
-        // Per-table seed from the standard library's random keys.
-        let seed = std::collections::hash_map::RandomState::new().hash_one(0x5eedu64);
-        FlowHasher { seed: seed | 1 }
+        FlowHasher(foldhash::quality::SeedableRandomState::random())
     }
 
     /// A hasher with a fixed seed (loom's model runs must repeat).
     #[cfg(loom)]
     pub fn with_seed(seed: u64) -> FlowHasher {
-        FlowHasher { seed: seed | 1 }
+        FlowHasher(foldhash::quality::SeedableRandomState::with_seed(
+            seed,
+            foldhash::SharedSeed::global_fixed(),
+        ))
     }
 }
 
@@ -138,34 +141,11 @@ impl Default for FlowHasher {
     }
 }
 
-pub struct FlowHashState {
-    h: u64,
-}
-
-impl Hasher for FlowHashState {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        let m = u128::from(self.h ^ x) * 0x9E37_79B9_7F4A_7C15u128;
-        self.h = (m as u64) ^ ((m >> 64) as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        let m = u128::from(self.h) * 0xD6E8_FEB8_6659_FD93u128;
-        (m as u64) ^ ((m >> 64) as u64)
-    }
-}
-
 impl BuildHasher for FlowHasher {
-    type Hasher = FlowHashState;
+    type Hasher = foldhash::quality::FoldHasher<'static>;
     #[inline]
-    fn build_hasher(&self) -> FlowHashState {
-        FlowHashState { h: self.seed }
+    fn build_hasher(&self) -> Self::Hasher {
+        self.0.build_hasher()
     }
 }
 
@@ -479,6 +459,15 @@ mod tests {
             (to.saddr, 5, f.daddr, 80)
         );
         assert_eq!(f.to_string(), "(10.0.0.1, 1000, 2.0.0.2, 80)");
+    }
+
+    /// Peers choose flow keys: each table hashes with its own random seed,
+    /// so a set of keys that collides in one table does not in another.
+    #[test]
+    fn each_table_has_its_own_seed() {
+        let f = FlowId::new(Ipv4Addr::new(10, 0, 0, 1), 1, Ipv4Addr::new(2, 0, 0, 2), 2);
+        let k = FlowKey { id: f, proto: TCP };
+        assert_ne!(FlowHasher::new().hash_one(k), FlowHasher::new().hash_one(k));
     }
 
     #[test]

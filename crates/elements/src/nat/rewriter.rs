@@ -433,7 +433,7 @@ impl Element for Rewriter {
     }
 
     /// One table guard and one clock reading per batch; runs of up to
-    /// [`RUN`] packets are looked up together (see `handle_run`), a lone
+    /// `RUN` packets are looked up together (see `handle_run`), a lone
     /// packet directly. The batch moves on whole while every packet goes
     /// the same way, and is split by output otherwise.
     #[inline]

@@ -1,6 +1,6 @@
 //! # AverageCounter
 //!
-//! AverageCounter([IGNORE])
+//! AverageCounter(\[IGNORE])
 //!
 //! Measures historical packet count and rate.
 //!

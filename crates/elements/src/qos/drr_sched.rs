@@ -1,6 +1,6 @@
 //! # DRRSched
 //!
-//! DRRSched([QUANTUM])
+//! DRRSched(\[QUANTUM])
 //!
 //! Pulls from inputs with deficit round robin scheduling.
 //!

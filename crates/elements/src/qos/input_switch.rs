@@ -1,6 +1,6 @@
 //! # InputSwitch
 //!
-//! InputSwitch([INPUT])
+//! InputSwitch(\[INPUT])
 //!
 //! Accepts a packet stream from a settable input.
 //!

@@ -1,6 +1,6 @@
 //! # PullSwitch
 //!
-//! PullSwitch([INPUT])
+//! PullSwitch(\[INPUT])
 //!
 //! Forwards pull requests to a settable input.
 //!

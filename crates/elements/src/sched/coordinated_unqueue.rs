@@ -1,6 +1,6 @@
 //! # CoordinatedUnqueue
 //!
-//! CoordinatedUnqueue(BUCKET, [BURST])
+//! CoordinatedUnqueue(BUCKET, \[BURST])
 //!
 //! An Unqueue whose sends are paced by a [SharedTokenBucket] shared with
 //! other output tasks (coordinated output processing, PRESTO 2010 section

@@ -1,6 +1,6 @@
 //! # MultiQueueUnqueue
 //!
-//! MultiQueueUnqueue([BURST])
+//! MultiQueueUnqueue(\[BURST])
 //!
 //! One task that polls all of its pull inputs in turn and pushes what it
 //! gets to its single output: one poller for several queues (PRESTO 2010

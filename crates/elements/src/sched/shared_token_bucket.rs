@@ -9,7 +9,7 @@
 //! The bucket is a small structure behind a lock (the paper's lock). It
 //! fills at RATE tokens per second, from the time elapsed since it was last
 //! touched, up to BURST tokens, and starts full. Each packet sent by a
-//! [CoordinatedUnqueue] that names this element costs one token; packets are
+//! \[CoordinatedUnqueue] that names this element costs one token; packets are
 //! sent *after* the lock is released. Other elements refer to the bucket
 //! by this element's name. The bucket runs on the router's clock, from
 //! the router's start: under `--simtime` it fills in simulated time.

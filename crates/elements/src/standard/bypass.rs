@@ -1,6 +1,6 @@
 //! # Bypass
 //!
-//! Bypass([ACTIVE])
+//! Bypass(\[ACTIVE])
 //!
 //! Sends packets through an optional side path.
 //!

@@ -1,6 +1,6 @@
 //! # CPUQueue
 //!
-//! CPUQueue([CAPACITY])
+//! CPUQueue(\[CAPACITY])
 //!
 //! Stores packets in first-in-first-out queues, one per thread.
 //!

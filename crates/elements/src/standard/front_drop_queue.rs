@@ -1,6 +1,6 @@
 //! # FrontDropQueue
 //!
-//! FrontDropQueue([CAPACITY])
+//! FrontDropQueue(\[CAPACITY])
 //!
 //! A first-in-first-out queue that, when full, drops the packet at its
 //! head (the oldest) to make room for the incoming one, so it always

@@ -1,6 +1,6 @@
 //! # MixedQueue
 //!
-//! MixedQueue([CAPACITY])
+//! MixedQueue(\[CAPACITY])
 //!
 //! A queue whose input 0 is first-in-first-out and input 1
 //! last-in-first-out: a packet pushed on input 1 goes to the head of the

@@ -1,6 +1,6 @@
 //! # NotifierQueue
 //!
-//! NotifierQueue([CAPACITY])
+//! NotifierQueue(\[CAPACITY])
 //!
 //! A first-in-first-out queue with an empty notifier only: pull tasks
 //! downstream sleep while it is empty and wake at the next packet, but

@@ -1,6 +1,6 @@
 //! # PaintSwitch
 //!
-//! PaintSwitch([ANNO])
+//! PaintSwitch(\[ANNO])
 //!
 //! Sends each packet to the output its paint annotation names.
 //!

@@ -1,6 +1,6 @@
 //! # Queue
 //!
-//! Queue([CAPACITY])
+//! Queue(\[CAPACITY])
 //!
 //! Stores packets in a first-in-first-out queue: push input, pull output.
 //! You may also use Click's old name `FullNoteQueue`.
@@ -68,7 +68,7 @@
 //!
 //! # FullNoteQueue
 //!
-//! FullNoteQueue([CAPACITY])
+//! FullNoteQueue(\[CAPACITY])
 //!
 //! Click's old name for `Queue`: a first-in-first-out queue with empty and
 //! full notifiers. Everything `Queue` says holds (see `paraclick doc

@@ -1,6 +1,6 @@
 //! # QuickNoteQueue
 //!
-//! QuickNoteQueue([CAPACITY])
+//! QuickNoteQueue(\[CAPACITY])
 //!
 //! A first-in-first-out queue with empty and full notifiers whose empty
 //! notification takes place as soon as a pull finds it empty. paraclick's

@@ -1,6 +1,6 @@
 //! # SimpleQueue
 //!
-//! SimpleQueue([CAPACITY])
+//! SimpleQueue(\[CAPACITY])
 //!
 //! Stores packets in a first-in-first-out queue and drops incoming packets
 //! when it already holds CAPACITY packets (default 1000), without

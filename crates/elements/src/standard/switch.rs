@@ -1,6 +1,6 @@
 //! # Switch
 //!
-//! Switch([OUTPUT])
+//! Switch(\[OUTPUT])
 //!
 //! Sends the packet stream to a settable output.
 //!

@@ -1,6 +1,6 @@
 //! # Tee
 //!
-//! Tee([N])
+//! Tee(\[N])
 //!
 //! Duplicates packets.
 //!
@@ -27,7 +27,7 @@
 //!
 //! # PullTee
 //!
-//! PullTee([N])
+//! PullTee(\[N])
 //!
 //! Duplicates packets in pull context.
 //!

@@ -1,6 +1,6 @@
 //! # ThreadSafeQueue
 //!
-//! ThreadSafeQueue([CAPACITY])
+//! ThreadSafeQueue(\[CAPACITY])
 //!
 //! A first-in-first-out queue that any number of threads may push into
 //! and pull from at once, with empty and full notifiers, like `Queue`. In

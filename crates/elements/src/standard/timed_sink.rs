@@ -1,6 +1,6 @@
 //! # TimedSink
 //!
-//! TimedSink([INTERVAL])
+//! TimedSink(\[INTERVAL])
 //!
 //! Periodically pulls and drops a packet.
 //!

@@ -9,6 +9,9 @@
 //! The two filters are complementary by construction, so no frame is
 //! delivered twice and none that BPF_FILTER accepts is lost between them.
 
+// libc for `sock_filter`, the instruction SO_ATTACH_FILTER takes: rustix
+// has no type for it.
+
 /// One classic BPF instruction (the kernel's `struct sock_filter`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Insn {

@@ -68,6 +68,8 @@
 //!
 //!     FromHost(fake0, 192.0.0.1/8) -> ...;
 
+// libc only for IFNAMSIZ (rustix does not export it).
+
 use super::tap::{self, TapSetup};
 use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
 use paraclick_packet::{Batch, Packet, PacketType};

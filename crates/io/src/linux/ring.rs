@@ -299,12 +299,7 @@ impl Drop for RxRing {
         // SAFETY: `base` and the length are those of the mapping handed to
         // `from_raw`, which nothing else unmaps; no `UserBlock` can outlive
         // `self` (it borrows it).
-        unsafe {
-            libc::munmap(
-                self.base as *mut libc::c_void,
-                self.block_size * self.nblocks,
-            );
-        }
+        let _ = unsafe { rustix::mm::munmap(self.base.cast(), self.block_size * self.nblocks) };
     }
 }
 

@@ -7,10 +7,17 @@
 //! A tap opened here is not persistent: the kernel removes the device when
 //! the last descriptor for it closes (when the router ends).
 
+// System calls go through rustix; libc only for the interface ioctls
+// (TUNSETIFF, SIOCSIF*, SIOCGIF*, SIOCADDRT) and their ifreq, sockaddr
+// and rtentry structures, for which rustix has no call.
+
 use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use rustix::net::{self, AddressFamily, SocketFlags, SocketType};
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// How FromHost sets up its device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -64,16 +71,18 @@ fn ioctl_ifreq(fd: RawFd, req: libc::c_ulong, r: &mut libc::ifreq) -> io::Result
 
 /// A socket for interface ioctls (in this process's network namespace).
 fn ctl_socket() -> Result<OwnedFd, String> {
-    // SAFETY: plain system call; the descriptor it returns is owned below.
-    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if s < 0 {
-        return Err(format!(
+    net::socket_with(
+        AddressFamily::INET,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| {
+        format!(
             "cannot open a socket for interface settings: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: `s` is a fresh descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(s) })
+            io::Error::from(e)
+        )
+    })
 }
 
 fn sockaddr_in(a: Ipv4Addr) -> libc::sockaddr {
@@ -112,28 +121,15 @@ pub fn open_tap(name: &str) -> Result<(OwnedFd, String), String> {
 /// frames, again without packet information.
 pub fn open_dev(name: &str, tun: bool) -> Result<(OwnedFd, String), String> {
     let kind = if tun { "tun" } else { "tap" };
-    let path = c"/dev/net/tun";
-    // SAFETY: `path` is a NUL-terminated string that outlives the call;
-    // the descriptor it returns is owned below.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
-        return Err(format!(
-            "open /dev/net/tun: {e}{}",
-            if e.raw_os_error() == Some(libc::ENOENT) {
-                " (is the kernel built with CONFIG_TUN, the tun module loaded?)"
-            } else {
-                permission_hint(&e)
-            }
-        ));
-    }
-    // SAFETY: `fd` is a fresh descriptor nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let flags = OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open("/dev/net/tun", flags, Mode::empty()).map_err(|e| {
+        let hint = if e == Errno::NOENT {
+            " (is the kernel built with CONFIG_TUN, the tun module loaded?)"
+        } else {
+            permission_hint(&io::Error::from(e))
+        };
+        format!("open /dev/net/tun: {}{hint}", io::Error::from(e))
+    })?;
     let mut r = ifreq(name)?;
     let mode = if tun { libc::IFF_TUN } else { libc::IFF_TAP };
     r.ifr_ifru.ifru_flags = (mode | libc::IFF_NO_PI) as libc::c_short;
@@ -231,21 +227,10 @@ fn add_default_route(sock: RawFd, name: &str, gw: Ipv4Addr) -> Result<(), String
 /// `Err(WouldBlock)` when the device has nothing for now.
 pub fn read_frame(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
-        // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes
-        // for the duration of the call.
-        let n = unsafe {
-            libc::read(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            )
-        };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        match rustix::io::read(fd, &mut *buf) {
+            Ok(n) => return Ok(n),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -253,25 +238,11 @@ pub fn read_frame(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
 /// Writes one frame; the kernel receives it as arriving on the device.
 pub fn write_frame(fd: &OwnedFd, frame: &[u8]) -> io::Result<()> {
     loop {
-        // SAFETY: `frame` is a live buffer of `frame.len()` bytes for the
-        // duration of the call; the kernel only reads it.
-        let n = unsafe {
-            libc::write(
-                fd.as_raw_fd(),
-                frame.as_ptr() as *const libc::c_void,
-                frame.len(),
-            )
-        };
-        if n >= 0 {
-            return if n as usize == frame.len() {
-                Ok(())
-            } else {
-                Err(io::Error::new(io::ErrorKind::WriteZero, "short write"))
-            };
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        match rustix::io::write(fd, frame) {
+            Ok(n) if n == frame.len() => return Ok(()),
+            Ok(_) => return Err(io::Error::new(io::ErrorKind::WriteZero, "short write")),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -279,8 +250,7 @@ pub fn write_frame(fd: &OwnedFd, frame: &[u8]) -> io::Result<()> {
 /// Whether the effective user is root (tests that create devices).
 #[cfg(test)]
 pub fn is_root() -> bool {
-    // SAFETY: plain system call without arguments.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// For tests that need root: true when root; otherwise, unless
@@ -303,15 +273,14 @@ pub fn root_or_skip(test: &str) -> bool {
 /// it starts afterwards are in the new namespace too.
 #[cfg(test)]
 pub fn unshare_netns() {
-    // SAFETY: plain system call; it changes only the calling thread's
-    // network namespace.
-    let r = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-    assert_eq!(
-        r,
-        0,
-        "unshare(CLONE_NEWNET): {}",
-        io::Error::last_os_error()
-    );
+    use rustix::thread::{unshare_unsafe, UnshareFlags};
+    // SAFETY: only the network namespace is unshared, not the file
+    // descriptor table (the flag that makes unshare unsafe): descriptors
+    // stay valid in every thread.
+    let r = unsafe { unshare_unsafe(UnshareFlags::NEWNET) };
+    if let Err(e) = r {
+        panic!("unshare(CLONE_NEWNET): {}", io::Error::from(e));
+    }
 }
 
 /// Device `name`'s MTU (tests).

@@ -44,18 +44,24 @@
 //!     // Ping 127.0.0.1 with packets built upstream; print what comes back.
 //!     src :: Idle -> rs :: RawSocket(ICMP) -> Print(icmp) -> Discard;
 
+// System calls go through rustix; libc only for IP_HDRINCL, for which
+// rustix has no socket option call.
+
 use super::socket::received_packet;
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount,
 };
-use std::io::ErrorKind;
-use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use rustix::io::Errno;
+use rustix::net::{
+    self, ipproto, AddressFamily, Protocol, RecvFlags, SendFlags, SocketFlags, SocketType,
+};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 pub struct RawSocket {
-    protocol: libc::c_int,
+    protocol: Protocol,
     snaplen: usize,
     headroom: usize,
     pull_input: bool,
@@ -76,13 +82,13 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RawSocket, String> {
     let mut a = cx.args();
     let kind: String = a.read_mp("TYPE");
     let protocol = match kind.to_ascii_uppercase().as_str() {
-        "TCP" => libc::IPPROTO_TCP,
-        "UDP" => libc::IPPROTO_UDP,
-        "GRE" => libc::IPPROTO_GRE,
-        "ICMP" => libc::IPPROTO_ICMP,
+        "TCP" => ipproto::TCP,
+        "UDP" => ipproto::UDP,
+        "GRE" => ipproto::GRE,
+        "ICMP" => ipproto::ICMP,
         k => {
             a.error(format!("TYPE: expected TCP, UDP, GRE or ICMP, not '{k}'"));
-            0
+            ipproto::TCP // unused: complete() reports the error
         }
     };
     let _port: Option<u16> = a.read_p("PORT");
@@ -113,20 +119,13 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RawSocket, String> {
 }
 
 /// Opens a non-blocking raw IPv4 socket for `protocol` with IP_HDRINCL.
-fn open_raw(protocol: libc::c_int) -> std::io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call; the descriptor is owned right below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            protocol,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+fn open_raw(protocol: Protocol) -> std::io::Result<OwnedFd> {
+    let fd = net::socket_with(
+        AddressFamily::INET,
+        SocketType::RAW,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        Some(protocol),
+    )?;
     let one: libc::c_int = 1;
     // SAFETY: setsockopt on our socket with a pointer to a live c_int and
     // its exact size.
@@ -166,32 +165,12 @@ impl RawSocket {
         // The kernel sends the header's total length; extra bytes (link
         // padding) are not sent.
         let total = usize::from(u16::from_be_bytes([d[2], d[3]]));
-        let to = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: 0,
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(dst).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
+        let to = SocketAddrV4::new(dst, 0);
         loop {
-            // SAFETY: sendto on our socket with a live buffer of `total`
-            // bytes (checked <= d.len()) and a sockaddr_in of the size given.
-            let r = unsafe {
-                libc::sendto(
-                    fd.as_raw_fd(),
-                    d.as_ptr().cast(),
-                    total,
-                    0,
-                    (&to as *const libc::sockaddr_in).cast(),
-                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                )
-            };
-            if r >= 0 {
-                return r as usize == total;
-            }
-            if std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-                return false;
+            match net::sendto(fd, &d[..total], SendFlags::empty(), &to) {
+                Ok(n) => return n == total,
+                Err(Errno::INTR) => continue,
+                Err(_) => return false,
             }
         }
     }
@@ -200,22 +179,12 @@ impl RawSocket {
         let mut out = Vec::new();
         let mut buf = vec![0u8; self.snaplen];
         while out.len() < max {
-            // SAFETY: recv into a live buffer of exactly buf.len() bytes.
-            let r = unsafe {
-                libc::recv(
-                    fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
+            let r = match net::recv(fd, &mut buf[..], RecvFlags::DONTWAIT) {
+                Ok((_, n)) => n.min(buf.len()),
+                Err(Errno::INTR) => continue,
+                Err(_) => break,
             };
-            if r < 0 {
-                if std::io::Error::last_os_error().kind() == ErrorKind::Interrupted {
-                    continue;
-                }
-                break;
-            }
-            let d = &buf[..r as usize];
+            let d = &buf[..r];
             let Some(mut p) = received_packet(self.headroom, d, true) else {
                 continue;
             };
@@ -248,7 +217,7 @@ impl Element for RawSocket {
             return Ok(());
         }
         let fd = open_raw(self.protocol).map_err(|e| {
-            let hint = if e.raw_os_error() == Some(libc::EPERM) {
+            let hint = if e.raw_os_error() == Some(Errno::PERM.raw_os_error()) {
                 " (run as root or with CAP_NET_RAW)"
             } else {
                 ""

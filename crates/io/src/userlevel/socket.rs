@@ -67,9 +67,10 @@
 use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::args::Raw;
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
+use rustix::net::{self, sockopt, AddressFamily, SocketFlags, SocketType};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -204,24 +205,15 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Socket, String> {
     })
 }
 
-fn set_buf(fd: &impl AsRawFd, opt: libc::c_int, v: Option<usize>) -> Result<(), String> {
+/// Sets a socket buffer size: `set` is rustix's SO_SNDBUF or SO_RCVBUF call.
+fn set_buf(
+    fd: BorrowedFd<'_>,
+    set: fn(BorrowedFd<'_>, usize) -> rustix::io::Result<()>,
+    v: Option<usize>,
+) -> Result<(), String> {
     let Some(v) = v else { return Ok(()) };
-    let val = libc::c_int::try_from(v).map_err(|_| "buffer size too large".to_string())?;
-    // SAFETY: setsockopt on a socket descriptor we own, with a pointer to
-    // a live c_int and its exact size.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        return Err(format!("setsockopt: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
+    i32::try_from(v).map_err(|_| "buffer size too large".to_string())?;
+    set(fd, v).map_err(|e| format!("setsockopt: {}", std::io::Error::from(e)))
 }
 
 fn inet(r: &Remote) -> SocketAddrV4 {
@@ -313,22 +305,24 @@ impl Socket {
             }
         };
         let fd = match &s {
-            Sock::TcpListen(l, _) => l.as_raw_fd(),
-            Sock::Tcp(t) => t.as_raw_fd(),
-            Sock::UnixListen(l, _) => l.as_raw_fd(),
-            Sock::Unix(u) => u.as_raw_fd(),
-            Sock::Udp(u, _) => u.as_raw_fd(),
-            Sock::UnixDgram(d, _) => d.as_raw_fd(),
-            Sock::None => -1,
+            Sock::TcpListen(l, _) => l.as_fd(),
+            Sock::Tcp(t) => t.as_fd(),
+            Sock::UnixListen(l, _) => l.as_fd(),
+            Sock::Unix(u) => u.as_fd(),
+            Sock::Udp(u, _) => u.as_fd(),
+            Sock::UnixDgram(d, _) => d.as_fd(),
+            Sock::None => return Ok(s),
         };
-        struct Fd(i32);
-        impl AsRawFd for Fd {
-            fn as_raw_fd(&self) -> i32 {
-                self.0
-            }
-        }
-        set_buf(&Fd(fd), libc::SO_SNDBUF, self.sndbuf)?;
-        set_buf(&Fd(fd), libc::SO_RCVBUF, self.rcvbuf)?;
+        set_buf(
+            fd,
+            |f, v| sockopt::set_socket_send_buffer_size(f, v),
+            self.sndbuf,
+        )?;
+        set_buf(
+            fd,
+            |f, v| sockopt::set_socket_recv_buffer_size(f, v),
+            self.rcvbuf,
+        )?;
         Ok(s)
     }
 
@@ -482,46 +476,16 @@ pub(crate) fn received_packet(headroom: usize, d: &[u8], timestamp: bool) -> Opt
 
 /// A TCP stream bound to `local` then connected to `remote`.
 fn socket2_connect(local: SocketAddrV4, remote: SocketAddrV4) -> std::io::Result<TcpStream> {
-    use std::os::fd::FromRawFd;
-    fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
-        libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: a.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*a.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        }
-    }
-    // SAFETY: plain socket(2) call; the descriptor is owned by the
-    // TcpStream built below (or closed on error).
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh socket we own; TcpStream closes it on drop.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
-    let one: libc::c_int = 1;
-    let (l, r) = (sockaddr(local), sockaddr(remote));
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: setsockopt/bind/connect on our socket with pointers to live
-    // values of the sizes given.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_REUSEADDR,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        if libc::bind(fd, (&l as *const libc::sockaddr_in).cast(), len) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::connect(fd, (&r as *const libc::sockaddr_in).cast(), len) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(stream)
+    let fd = net::socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    let _ = sockopt::set_socket_reuseaddr(&fd, true);
+    net::bind(&fd, &local)?;
+    net::connect(&fd, &remote)?;
+    Ok(TcpStream::from(fd))
 }
 
 impl Element for Socket {

@@ -80,9 +80,9 @@ pub fn bind_tcp(addr: SocketAddr) -> io::Result<Listener> {
 /// the socket listens, so no one else can connect in between. An existing
 /// socket file at `path` is replaced; any other file is an error.
 pub fn bind_unix(path: &Path, mode: u32) -> io::Result<Listener> {
+    use rustix::net::{self, AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-    use std::os::unix::io::FromRawFd;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)?,
         Ok(_) => {
@@ -94,42 +94,25 @@ pub fn bind_unix(path: &Path, mode: u32) -> io::Result<Listener> {
         Err(_) => {}
     }
     let bytes = path.as_os_str().as_bytes();
-    // SAFETY: sockaddr_un is plain data; all-zero is a valid value.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+    // sockaddr_un's sun_path: 108 bytes with the terminating NUL.
+    if bytes.len() >= 108 || bytes.contains(&0) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "socket path too long",
         ));
     }
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    // SAFETY: plain socket(2) call; the result is checked.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a socket we just created and own; wrapping it now
-    // makes sure it is closed on every error path below.
-    let listener = unsafe { UnixListener::from_raw_fd(fd) };
-    // SAFETY: `addr` is a valid sockaddr_un and its size is passed.
-    let r = unsafe {
-        libc::bind(
-            fd,
-            &addr as *const libc::sockaddr_un as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let l = Listener::Unix(listener, Some(path.to_path_buf()));
+    let addr = SocketAddrUnix::new(path)?;
+    let fd = net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    net::bind(&fd, &addr)?;
+    let l = Listener::Unix(UnixListener::from(fd), Some(path.to_path_buf()));
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-    // SAFETY: `fd` is the bound socket owned by `l`.
-    if unsafe { libc::listen(fd, 128) } < 0 {
-        return Err(io::Error::last_os_error());
+    if let Listener::Unix(u, _) = &l {
+        net::listen(u, 128)?;
     }
     Ok(l)
 }

@@ -426,3 +426,37 @@ fn a_writeuntil_body_has_a_total_deadline() {
     assert!(t0.elapsed() < Duration::from_secs(2));
     assert_eq!(line(&mut r), "500 Timed out waiting for data");
 }
+
+/// A Unix control socket is created with its mode and accepts
+/// connections; a path too long for a socket address, or a file that is
+/// not a socket, is refused with a clear error.
+#[test]
+fn unix_sockets_bind_with_their_mode_and_bad_paths_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    struct Gone(std::path::PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("pc-bind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Gone(dir);
+    let path = dir.0.join("ctl");
+    let l = bind_unix(&path, 0o600).unwrap();
+    let m = std::fs::metadata(&path).unwrap();
+    assert_eq!(m.permissions().mode() & 0o777, 0o600);
+    UnixStream::connect(&path).expect("the socket listens");
+    drop(l);
+
+    let long = dir.0.join("x".repeat(120));
+    let e = bind_unix(&long, 0o600).err().expect("too long");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert_eq!(e.to_string(), "socket path too long");
+
+    let file = dir.0.join("file");
+    std::fs::write(&file, "").unwrap();
+    let e = bind_unix(&file, 0o600).err().expect("not a socket");
+    assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+    assert!(file.exists(), "a file that is not a socket is left alone");
+}
