@@ -13,7 +13,14 @@ use paraclick_lang::check::PortKind;
 use std::time::{Duration, Instant};
 
 /// Read handlers every element has, after its own.
-pub const BUILTIN: &[&str] = &["name", "class", "config", "ports", "handlers"];
+pub const BUILTIN: &[&str] = &[
+    "name",
+    "class",
+    "config",
+    "ports",
+    "handlers",
+    "drop_reasons",
+];
 
 /// Router-wide read handlers (`-h list`, a Script's `read version`).
 /// Click's, and `nthreads` (paraclick's); see also [`crate::control`].
@@ -238,6 +245,7 @@ pub(crate) fn read(core: &Core, spec: &str, from: Option<usize>) -> Result<Strin
         "config" => Ok(s.config.clone()),
         "ports" => Ok(ports_text(core, i)),
         "handlers" => Ok(handlers_text(core, i)),
+        "drop_reasons" => Ok(crate::drops::handler_text(core, i)),
         _ => Err(format!("no read handler '{}.{}'", s.name, h)),
     }
 }

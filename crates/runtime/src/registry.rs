@@ -25,6 +25,10 @@ pub struct ClassSpec {
     /// packets it takes when an element on its side reads data. True
     /// unless the class says [`ClassSpec::metadata_only`].
     pub reads_data: bool,
+    /// Why the class's elements drop packets: a drop names a reason by its
+    /// index here ([`crate::Verdict::DropFor`]). Empty unless the class
+    /// says [`ClassSpec::drop_reasons`].
+    pub drop_reasons: &'static [&'static str],
     pub make: MakeFn,
 }
 
@@ -69,6 +73,7 @@ impl ClassSpec {
             phase: 0,
             doc: "",
             reads_data: true,
+            drop_reasons: &[],
             make: Arc::new(make),
         }
     }
@@ -88,6 +93,19 @@ impl ClassSpec {
     /// queue, a scheduler, a Strip.
     pub fn metadata_only(mut self) -> ClassSpec {
         self.reads_data = false;
+        self
+    }
+}
+
+impl ClassSpec {
+    /// The reasons the class's elements drop packets for, at most
+    /// [`crate::drops::MAX_REASONS`] (VPP's per-node error strings): a
+    /// drop names one by its index, `Verdict::DropFor(i)` (or
+    /// [`crate::Cx::drop_packet_for`]), and each has its own count,
+    /// printed by the `drop_reasons` handler. Short lowercase phrases:
+    /// `&["bad IP version", "bad IP checksum"]`.
+    pub fn drop_reasons(mut self, reasons: &'static [&'static str]) -> ClassSpec {
+        self.drop_reasons = reasons;
         self
     }
 }

@@ -101,7 +101,7 @@ use super::rewriter::{make, Class, Rewriter};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPRewriter", "1-/1-256", "h/h", mk)
+    ClassSpec::element("IPRewriter", "1-/1-256", "h/h", mk).drop_reasons(super::rewriter::REASONS)
 }
 
 fn mk(cx: &mut ConfigCx<'_>) -> Result<Rewriter, String> {

@@ -24,7 +24,7 @@ use super::rewriter::{make, Class, Rewriter};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("TCPRewriter", "1-/1-256", "h/h", mk)
+    ClassSpec::element("TCPRewriter", "1-/1-256", "h/h", mk).drop_reasons(super::rewriter::REASONS)
 }
 
 fn mk(cx: &mut ConfigCx<'_>) -> Result<Rewriter, String> {
