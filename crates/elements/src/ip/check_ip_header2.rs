@@ -22,6 +22,7 @@ use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
     ClassSpec::action("CheckIPHeader2", "1/1-2", "a/ah", make)
+        .drop_reasons(super::check_ip_header::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {

@@ -54,7 +54,7 @@ pub struct CheckUDPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckUDPHeader", "1/1-2", "a/ah", make)
+    ClassSpec::action("CheckUDPHeader", "1/1-2", "a/ah", make).drop_reasons(REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckUDPHeader, String> {

@@ -62,7 +62,7 @@ pub struct IPsecESPTunnelEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPsecESPTunnelEncap", "1/1", "a", make)
+    ClassSpec::action("IPsecESPTunnelEncap", "1/1", "a", make).drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelEncap, String> {
@@ -125,7 +125,7 @@ impl Action for IPsecESPTunnelEncap {
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.sa.encapsulate(cx.thread(), p) {
             Ok(()) => Verdict::Out(0),
-            Err(_) => Verdict::Drop,
+            Err(r) => r.verdict(),
         }
     }
 }

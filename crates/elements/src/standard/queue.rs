@@ -206,7 +206,13 @@ pub fn spec_for(p: Policy) -> ClassSpec {
         make(cx, p).map(|q| Box::new(paraclick_runtime::element::ElementNode(q)) as _)
     })
     .metadata_only()
+    .drop_reasons(REASONS)
 }
+
+/// Why a queue drops a packet (its `drop_reasons`): it had no room (a
+/// FrontDropQueue drops its oldest packets for that reason).
+pub(crate) const REASONS: &[&str] = &["full"];
+pub(crate) const FULL: u8 = 0;
 
 fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {
     let mut a = cx.args();
@@ -556,7 +562,7 @@ impl Queue {
         if self.drop_output {
             cx.push(1, b);
         } else {
-            cx.drop_batch(b);
+            cx.drop_batch_for(FULL, b);
         }
     }
 
@@ -801,7 +807,7 @@ impl Element for Queue {
             if self.drop_output {
                 cx.push_packet(1, p);
             } else {
-                cx.drop_packet(p);
+                cx.drop_packet_for(FULL, p);
             }
         }
     }
