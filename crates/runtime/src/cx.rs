@@ -417,8 +417,8 @@ impl<'r> Cx<'r> {
     }
 
     /// Drops a packet for reason `reason`: an index into the running
-    /// element's class's drop reasons ([`crate::ClassSpec::drop_reasons`];
-    /// one it does not declare counts as unspecified).
+    /// element's class's [drop reasons](method@crate::ClassSpec::drop_reasons)
+    /// (one it does not declare counts as unspecified).
     #[inline]
     pub fn drop_packet_for(&mut self, reason: u8, p: Packet) {
         self.count_drops_for(reason, 1);

@@ -2,9 +2,9 @@
 //!
 //! Every packet an element drops is counted against it, per thread (the
 //! router's `--report drops`, [`crate::Router::drops`]). A class may also
-//! declare why its elements drop, as a small table of reasons
-//! ([`crate::ClassSpec::drop_reasons`], VPP's per-node error strings): a
-//! drop then names a reason by its index in the table
+//! declare why its elements drop, as a small table of
+//! [reasons](method@crate::ClassSpec::drop_reasons) (VPP's per-node
+//! error strings): a drop then names a reason by its index in the table
 //! ([`crate::Verdict::DropFor`], [`crate::Hop::DropFor`],
 //! [`crate::Cx::drop_packet_for`]), and each reason has its own per-thread
 //! count, read through the `drop_reasons` handler every element has. A

@@ -36,8 +36,8 @@ pub enum Verdict {
     /// unspecified).
     Drop,
     /// Drop the packet for a reason: an index into the class's
-    /// [`crate::ClassSpec::drop_reasons`] (counted against the element
-    /// and that reason; see [`crate::drops`]).
+    /// [drop reasons](method@crate::ClassSpec::drop_reasons) (counted
+    /// against the element and that reason; see [`crate::drops`]).
     DropFor(u8),
 }
 

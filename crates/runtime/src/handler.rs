@@ -12,7 +12,11 @@ use crate::router::Core;
 use paraclick_lang::check::PortKind;
 use std::time::{Duration, Instant};
 
-/// Read handlers every element has, after its own.
+/// Read handlers every element has, after its own: Click's `name`,
+/// `class`, `config`, `ports` and `handlers`, and `drop_reasons`, the
+/// packets the element dropped per reason, one `REASON COUNT` line per
+/// reason with drops (its class's reasons in their order, then
+/// `unspecified`; empty if nothing dropped; see [`crate::drops`]).
 pub const BUILTIN: &[&str] = &[
     "name",
     "class",

@@ -27,7 +27,7 @@ pub struct ClassSpec {
     pub reads_data: bool,
     /// Why the class's elements drop packets: a drop names a reason by its
     /// index here ([`crate::Verdict::DropFor`]). Empty unless the class
-    /// says [`ClassSpec::drop_reasons`].
+    /// says [`ClassSpec::drop_reasons`](method@ClassSpec::drop_reasons).
     pub drop_reasons: &'static [&'static str],
     pub make: MakeFn,
 }
