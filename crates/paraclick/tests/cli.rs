@@ -106,7 +106,7 @@ fn drops_report_and_handler_give_the_reasons() {
         err.lines().skip_while(|l| *l != "c: 3 dropped").nth(1) == Some("  bad IP checksum: 3"),
         "{err}"
     );
-    assert_eq!(text(&out.stdout), "c.drop_reasons:\nbad IP checksum 3\n\n");
+    assert_eq!(text(&out.stdout), "c.drop_reasons:\nbad IP checksum 3\n");
     // The class's documentation lists them.
     let doc = text(&paraclick(&["doc", "CheckIPHeader"]).stdout);
     assert!(
