@@ -723,7 +723,17 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
     match class {
         Some(c) if !list => match reg.get(c) {
             Some(spec) if !spec.doc.is_empty() => {
-                let _ = writeln!(std::io::stdout(), "{}", spec.doc);
+                let mut text = spec.doc.to_string();
+                if !spec.drop_reasons.is_empty() {
+                    // From the class itself, so it cannot go stale.
+                    let rs: Vec<String> =
+                        spec.drop_reasons.iter().map(|r| format!("`{r}`")).collect();
+                    text.push_str(&format!(
+                        "\n\nDrop reasons (the `drop_reasons` handler): {}.",
+                        rs.join(", ")
+                    ));
+                }
+                let _ = writeln!(std::io::stdout(), "{text}");
                 ExitCode::SUCCESS
             }
             Some(_) => fail(&format!("{c}: no documentation")),
@@ -1002,6 +1012,16 @@ fn run(a: RunArgs) -> ExitCode {
                 }
                 for (name, d) in drops {
                     eprintln!("{name}: {d} dropped");
+                    // Why, where the element's class names reasons.
+                    let reasons = router.drop_reasons(&name).unwrap_or_default();
+                    if reasons
+                        .iter()
+                        .any(|r| r.0 != paraclick_runtime::drops::UNSPECIFIED)
+                    {
+                        for (reason, n) in reasons {
+                            eprintln!("  {reason}: {n}");
+                        }
+                    }
                 }
             }
             _ => {}

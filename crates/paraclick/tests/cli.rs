@@ -92,6 +92,29 @@ fn drops_report_says_when_nothing_dropped() {
     );
 }
 
+#[test]
+fn drops_report_and_handler_give_the_reasons() {
+    // A UDP packet whose IP header checksum is off by one.
+    let bad = "4500001c00000000401166ce0a0000010a00000204d2003500080000";
+    let conf = format!(
+        "InfiniteSource(DATA \\<{bad}>, LIMIT 3, STOP true) -> c :: CheckIPHeader -> Discard"
+    );
+    let out = paraclick(&["--report", "drops", "-h", "c.drop_reasons", "-e", &conf]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines().skip_while(|l| *l != "c: 3 dropped").nth(1) == Some("  bad IP checksum: 3"),
+        "{err}"
+    );
+    assert_eq!(text(&out.stdout), "c.drop_reasons:\nbad IP checksum 3\n");
+    // The class's documentation lists them.
+    let doc = text(&paraclick(&["doc", "CheckIPHeader"]).stdout);
+    assert!(
+        doc.contains("Drop reasons (the `drop_reasons` handler): `tiny packet`, `bad IP version`,"),
+        "{doc}"
+    );
+}
+
 /// The most a table's printed shares may sum to: 100%, and each row's
 /// rounding to a tenth.
 fn share_bound(rows: &[(String, u64, f64)]) -> f64 {

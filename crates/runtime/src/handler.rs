@@ -11,8 +11,19 @@ use crate::element::{HandlerCall, HandlerInfo};
 use crate::router::Core;
 use paraclick_lang::check::PortKind;
 
-/// Read handlers every element has, after its own.
-pub const BUILTIN: &[&str] = &["name", "class", "config", "ports", "handlers"];
+/// Read handlers every element has, after its own: Click's `name`,
+/// `class`, `config`, `ports` and `handlers`, and `drop_reasons`, the
+/// packets the element dropped per reason, one `REASON COUNT` line per
+/// reason with drops (its class's reasons in their order, then
+/// `unspecified`; empty if nothing dropped; see [`crate::drops`]).
+pub const BUILTIN: &[&str] = &[
+    "name",
+    "class",
+    "config",
+    "ports",
+    "handlers",
+    "drop_reasons",
+];
 
 /// Router-wide read handlers (`-h list`, a Script's `read version`).
 /// Click's, and `nthreads` (paraclick's); see also [`crate::control`].
@@ -100,6 +111,7 @@ pub(crate) fn read(core: &Core, spec: &str, from: Option<usize>) -> Result<Strin
         "config" => Ok(s.config.clone()),
         "ports" => Ok(ports_text(core, i)),
         "handlers" => Ok(handlers_text(core, i)),
+        "drop_reasons" => Ok(crate::drops::handler_text(core, i)),
         _ => Err(format!("no read handler '{}.{}'", s.name, h)),
     }
 }

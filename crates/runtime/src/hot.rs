@@ -104,13 +104,9 @@ fn take_state(nc: &Core, oc: &Core) -> TakeReport {
             }
             matched[j] = true;
             rep.taken += 1;
-            let d: u64 = oc
-                .threads
-                .iter()
-                .map(|t| t.drops[j].load(Ordering::Relaxed))
-                .sum::<u64>()
-                + oc.handler_drops[j].load(Ordering::Relaxed);
+            let d = crate::drops::total(oc, j);
             nc.handler_drops[i].fetch_add(d, Ordering::Relaxed);
+            crate::drops::carry(nc, i, oc, j);
         }
         for (j, s) in oc.slots.iter().enumerate() {
             if !matched[j] {

@@ -8,6 +8,7 @@ pub mod control;
 pub use paraclick_packet::clock;
 pub(crate) mod crossing;
 pub mod cx;
+pub mod drops;
 pub mod element;
 pub mod handler;
 pub mod hot;

@@ -36,6 +36,10 @@ pub struct ClassSpec {
     /// What part the class's elements play in a router's structure
     /// ([`ClassSpec::kind`]; [`Kind::Plain`] unless said).
     pub kind: Kind,
+    /// Why the class's elements drop packets: a drop names a reason by its
+    /// index here ([`crate::Verdict::DropFor`]). Empty unless the class
+    /// says [`ClassSpec::drop_reasons`](method@ClassSpec::drop_reasons).
+    pub drop_reasons: &'static [&'static str],
     pub make: MakeFn,
 }
 
@@ -165,6 +169,7 @@ impl ClassSpec {
             reads_data: true,
             flow_state: FlowState::Undeclared,
             kind: Kind::Plain,
+            drop_reasons: &[],
             make: Arc::new(make),
         }
     }
@@ -211,6 +216,19 @@ impl ClassSpec {
     /// The part the class's elements play ([`Kind`]).
     pub fn kind(mut self, kind: Kind) -> ClassSpec {
         self.kind = kind;
+        self
+    }
+}
+
+impl ClassSpec {
+    /// The reasons the class's elements drop packets for, at most
+    /// [`crate::drops::MAX_REASONS`] (VPP's per-node error strings): a
+    /// drop names one by its index, `Verdict::DropFor(i)` (or
+    /// [`crate::Cx::drop_packet_for`]), and each has its own count,
+    /// printed by the `drop_reasons` handler. Short lowercase phrases:
+    /// `&["bad IP version", "bad IP checksum"]`.
+    pub fn drop_reasons(mut self, reasons: &'static [&'static str]) -> ClassSpec {
+        self.drop_reasons = reasons;
         self
     }
 }

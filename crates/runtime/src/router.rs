@@ -164,7 +164,11 @@ impl Slot {
 /// Per-thread shared state: timers, drop counters, the worklist.
 pub(crate) struct ThreadShared {
     pub timers: TimerQueue,
-    pub drops: Box<[AtomicU64]>,
+    /// Per element: packets this thread dropped.
+    pub drops: crate::drops::Counts,
+    /// Per declared drop reason (see [`crate::drops::Reasons`]): packets
+    /// this thread dropped for it.
+    pub reason_drops: crate::drops::Counts,
     /// The tasks this thread runs; change it only through
     /// [`ThreadShared::set_worklist`], [`ThreadShared::add_task`] and
     /// [`ThreadShared::remove_task`], which tell the worker (its version).
@@ -194,10 +198,11 @@ pub(crate) struct ThreadShared {
 }
 
 impl ThreadShared {
-    fn new(nelements: usize) -> ThreadShared {
+    fn new(nelements: usize, nreasons: usize) -> ThreadShared {
         ThreadShared {
             timers: TimerQueue::new(),
-            drops: (0..nelements).map(|_| AtomicU64::new(0)).collect(),
+            drops: crate::drops::Counts::new(nelements),
+            reason_drops: crate::drops::Counts::new(nreasons),
             worklist: Mutex::new(Vec::new()),
             worklist_version: AtomicU64::new(0),
             polls: AtomicU64::new(0),
@@ -292,6 +297,8 @@ pub(crate) struct Core {
     pub arg_env: ArgEnv,
     /// Per element: packets dropped by its handlers (off the data path).
     pub handler_drops: Box<[AtomicU64]>,
+    /// The elements' drop reasons, from their classes.
+    pub reasons: crate::drops::Reasons,
     /// What the global handlers report, and control sockets' servers.
     pub info: crate::control::RouterInfo,
     /// Workers that have entered their loop in this run, and when the last
@@ -595,6 +602,12 @@ impl Router {
         arg_env.checking = false;
         let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
         let n = slots.len();
+        let reasons = crate::drops::Reasons::new(
+            graph
+                .elements
+                .iter()
+                .map(|fe| reg.get(&fe.class).map_or(&[][..], |c| c.drop_reasons)),
+        );
         let mut core = Core {
             slots,
             ports,
@@ -602,7 +615,7 @@ impl Router {
             nthreads,
             tasks: Box::new([]),
             threads: (0..nthreads)
-                .map(|_| CachePadded::new(ThreadShared::new(n)))
+                .map(|_| CachePadded::new(ThreadShared::new(n, reasons.len())))
                 .collect(),
             running: AtomicBool::new(true),
             stop_requests: AtomicU64::new(0),
@@ -626,6 +639,7 @@ impl Router {
                 .then(|| crate::sched::Profile::new(nthreads, n)),
             arg_env,
             handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            reasons,
             info: crate::control::RouterInfo::new(&graph, reg),
             workers_started: std::sync::atomic::AtomicUsize::new(0),
             started_ns: AtomicU64::new(0),
@@ -884,18 +898,20 @@ impl Router {
     pub fn drops(&self) -> Vec<(String, u64)> {
         let mut v = Vec::new();
         for (i, s) in self.core.slots.iter().enumerate() {
-            let d: u64 = self
-                .core
-                .threads
-                .iter()
-                .map(|t| t.drops[i].load(Ordering::Relaxed))
-                .sum::<u64>()
-                + self.core.handler_drops[i].load(Ordering::Relaxed);
+            let d = crate::drops::total(&self.core, i);
             if d > 0 {
                 v.push((s.name.clone(), d));
             }
         }
         v
+    }
+
+    /// Element `name`'s drops per reason, nonzero only (what its
+    /// `drop_reasons` handler prints): the reasons its class declares, in
+    /// their order, then [`crate::drops::UNSPECIFIED`].
+    pub fn drop_reasons(&self, name: &str) -> Option<Vec<(&'static str, u64)>> {
+        let i = *self.core.names.get(name)?;
+        Some(crate::drops::per_reason(&self.core, i))
     }
 
     pub fn total_drops(&self) -> u64 {

@@ -173,7 +173,7 @@ static BASE_HANDLERS: &[(&str, bool, bool)] = &[
 
 /// Handlers the router gives every element (a PROXY script leaves them
 /// alone).
-const ROUTER_HANDLERS: &[&str] = &["name", "class", "config", "ports", "handlers"];
+const ROUTER_HANDLERS: &[&str] = paraclick_runtime::handler::BUILTIN;
 
 /// What starts a script.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

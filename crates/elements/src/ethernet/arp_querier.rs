@@ -138,7 +138,26 @@ pub struct ArpQuerier {
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ARPQuerier", "2/1-2", "h", make)
         .shared("ARP: one table / answers for all hosts")
+        .drop_reasons(REASONS)
 }
+
+/// Why ARPQuerier drops a packet (its `drop_reasons`): no room to save
+/// it (CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY), its address
+/// never answered (the entry expired), no headroom for the Ethernet
+/// header; and on input 1, a reply it has recorded, or a packet that is
+/// not a reply.
+const REASONS: &[&str] = &[
+    "queue full",
+    "no ARP answer",
+    "no room for Ethernet header",
+    "ARP reply consumed",
+    "not an ARP reply",
+];
+const QUEUE_FULL: u8 = 0;
+const NO_ANSWER: u8 = 1;
+const NO_HEADROOM: u8 = 2;
+const REPLY_CONSUMED: u8 = 3;
+const NOT_A_REPLY: u8 = 4;
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
     let mut a = cx.args();
@@ -297,9 +316,19 @@ impl ArpQuerier {
             self.queries.add(th, b.len() as u64);
             cx.push(self.query_port, b);
         }
-        if !fx.dead.is_empty() {
-            self.drops.add(th, fx.dead.len() as u64);
-            cx.drop_batch(Batch::from(fx.dead));
+        for (dead, reason) in [
+            (fx.dead, None),
+            (fx.full, Some(QUEUE_FULL)),
+            (fx.unanswered, Some(NO_ANSWER)),
+        ] {
+            if dead.is_empty() {
+                continue;
+            }
+            self.drops.add(th, dead.len() as u64);
+            match reason {
+                Some(r) => cx.drop_batch_for(r, Batch::from(dead)),
+                None => cx.drop_batch(Batch::from(dead)),
+            }
         }
     }
 
@@ -404,7 +433,7 @@ impl ArpQuerier {
         }
         if !dead.is_empty() {
             self.drops.add(cx.thread(), dead.len() as u64);
-            cx.drop_batch(dead);
+            cx.drop_batch_for(NO_HEADROOM, dead);
         }
         if !slow.is_empty() {
             self.slow_path(cx, slow, now);
@@ -420,18 +449,19 @@ impl ArpQuerier {
         // recorded (counted by `responses`), the rest are bad. Both count as
         // the router's drops of this element.
         let mut used = Batch::new();
+        let mut bad = Batch::new();
         let mut answered = 0u64;
         {
             let mut t = st.lock();
             let mut republish = false;
             for p in batch.drain() {
-                let reply = parse_reply(&p);
-                used.push(p);
-                let Some((ip, eth)) = reply else {
+                let Some((ip, eth)) = parse_reply(&p) else {
+                    bad.push(p);
                     continue;
                 };
+                used.push(p);
                 answered += 1;
-                let (e, _) = st.ensure(&mut t, ip, now, &mut fx.dead);
+                let (e, _) = st.ensure(&mut t, ip, now, &mut fx.full);
                 e.eth = eth;
                 e.known = true;
                 e.live = now;
@@ -453,7 +483,8 @@ impl ArpQuerier {
             }
         }
         self.responses.add(cx.thread(), answered);
-        cx.drop_batch(used);
+        cx.drop_batch_for(REPLY_CONSUMED, used);
+        cx.drop_batch_for(NOT_A_REPLY, bad);
         self.finish(cx, fx);
     }
 }
@@ -564,7 +595,7 @@ impl Element for ArpQuerier {
                 }
             }
             for ip in expired {
-                if let Some(e) = ArpShared::remove_entry(&mut t, ip, &mut fx.dead) {
+                if let Some(e) = ArpShared::remove_entry(&mut t, ip, &mut fx.unanswered) {
                     republish |= e.known;
                 }
             }
@@ -718,6 +749,7 @@ mod tests {
             "0 packets killed\n1 ARP queries sent\n"
         );
         assert_eq!(h.drops(), 1); // the consumed reply
+        assert_eq!(h.read("drop_reasons").unwrap(), "ARP reply consumed 1\n");
         assert_eq!(h.router.total_queued(), 0);
     }
 
@@ -772,6 +804,7 @@ mod tests {
         assert_eq!(h.read("length").unwrap(), "4");
         assert_eq!(h.read("drops").unwrap(), "2");
         assert_eq!(h.drops(), 2);
+        assert_eq!(h.read("drop_reasons").unwrap(), "queue full 2\n");
         h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
         let tags: Vec<u8> = h
             .output(0)
@@ -897,6 +930,7 @@ mod tests {
         assert_eq!(h.read("length").unwrap(), "0");
         assert_eq!(h.read("drops").unwrap(), "2");
         assert_eq!(h.drops(), 2);
+        assert_eq!(h.read("drop_reasons").unwrap(), "no ARP answer 2\n");
         assert!(h.output(0).is_empty());
     }
 

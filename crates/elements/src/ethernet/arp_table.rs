@@ -226,6 +226,10 @@ pub(super) struct Effects {
     pub(super) out: Vec<Packet>,
     pub(super) queries: Vec<(u32, EtherAddr, u16)>,
     pub(super) dead: Vec<Packet>,
+    /// Saved packets dropped for room (ARPQuerier's "queue full").
+    pub(super) full: Vec<Packet>,
+    /// Saved packets whose entry expired unanswered ("no ARP answer").
+    pub(super) unanswered: Vec<Packet>,
 }
 
 /// An ARP table with its saved packets: an ARPQuerier's own, or an
@@ -444,9 +448,9 @@ impl ArpShared {
         if self.capacity > 0 && t.pending >= self.capacity {
             // Make room: drop the oldest 1/slim_factor of the saved packets.
             let target = self.capacity - self.capacity.div_ceil(self.slim_factor);
-            Self::slim(t, target, &mut fx.dead);
+            Self::slim(t, target, &mut fx.full);
         }
-        let (e, mut republish) = self.ensure(t, ip, now, &mut fx.dead);
+        let (e, mut republish) = self.ensure(t, ip, now, &mut fx.full);
         if e.known {
             // Expired: ask again, and give the packets a full TIMEOUT.
             e.known = false;
@@ -459,7 +463,7 @@ impl ArpShared {
         let mut dropped = 0;
         if self.entry_packet_capacity > 0 && e.pending.len() >= self.entry_packet_capacity {
             if let Some(old) = e.pending.pop_front() {
-                fx.dead.push(old);
+                fx.full.push(old);
                 dropped += 1;
             }
         }

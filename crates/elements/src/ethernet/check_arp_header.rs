@@ -51,7 +51,9 @@ pub struct CheckARPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckARPHeader", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckARPHeader", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckARPHeader, String> {

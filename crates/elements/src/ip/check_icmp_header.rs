@@ -51,7 +51,9 @@ pub struct CheckICMPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckICMPHeader", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckICMPHeader", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckICMPHeader, String> {

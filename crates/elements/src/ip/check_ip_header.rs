@@ -124,7 +124,9 @@ impl AddrSet {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckIPHeader", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckIPHeader", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {
@@ -444,6 +446,37 @@ mod tests {
     }
 
     #[test]
+    fn drops_count_their_reasons_without_output_1() {
+        let h = harness("CheckIPHeader", 1);
+        let good = udp();
+        let mut cksum = good.clone();
+        cksum[11] ^= 1;
+        let mut v6 = good.clone();
+        v6[0] = 0x65;
+        // A bad checksum alone (the one-packet path), then a mixed batch.
+        h.push(0, vec![pkt(&cksum)]);
+        assert_eq!(h.drops(), 1);
+        assert_eq!(h.read("drop_reasons").unwrap(), "bad IP checksum 1\n");
+        h.push(
+            0,
+            vec![
+                pkt(&good),
+                pkt(&cksum),
+                pkt(&good[..10]),
+                pkt(&v6),
+                pkt(&good),
+            ],
+        );
+        assert_eq!(h.output(0).len(), 2);
+        assert_eq!(h.drops(), 4);
+        assert_eq!(h.read("drops").unwrap(), "4");
+        assert_eq!(
+            h.read("drop_reasons").unwrap(),
+            "tiny packet 1\nbad IP version 1\nbad IP checksum 2\n"
+        );
+    }
+
+    #[test]
     fn bad_packets_to_output_1_unchanged() {
         let h = harness("CheckIPHeader", 2);
         let mut d = udp();
@@ -457,6 +490,7 @@ mod tests {
         assert!(!bad[0].has_network_header());
         assert_eq!(h.drops(), 0);
         assert_eq!(h.read("drops").unwrap(), "1");
+        assert_eq!(h.read("drop_reasons").unwrap(), "", "sent on, not dropped");
     }
 
     #[test]

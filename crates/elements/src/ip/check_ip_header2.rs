@@ -21,7 +21,9 @@ use super::check_ip_header::{make_checker, CheckIPHeader};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckIPHeader2", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckIPHeader2", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(super::check_ip_header::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {

@@ -51,7 +51,9 @@ pub struct CheckTCPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckTCPHeader", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckTCPHeader", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckTCPHeader, String> {

@@ -54,7 +54,9 @@ pub struct CheckUDPHeader {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckUDPHeader", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckUDPHeader", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckUDPHeader, String> {

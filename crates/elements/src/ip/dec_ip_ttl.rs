@@ -39,11 +39,20 @@ pub struct DecIPTTL {
     active: AtomicBool,
     multicast: bool,
     drops: PerThreadCount,
+    /// Whether output 1 (expired packets) is connected.
+    expired_output: bool,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("DecIPTTL", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("DecIPTTL", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
+
+/// Why DecIPTTL drops a packet (its `drop_reasons`).
+pub(crate) const REASONS: &[&str] = &["no IP header", "expired"];
+pub(crate) const NO_HEADER: u8 = 0;
+pub(crate) const EXPIRED: u8 = 1;
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DecIPTTL, String> {
     let mut a = cx.args();
@@ -54,6 +63,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DecIPTTL, String> {
         active: AtomicBool::new(active),
         multicast,
         drops: PerThreadCount::new(cx.nthreads),
+        expired_output: cx.noutputs > 1,
     })
 }
 
@@ -76,12 +86,16 @@ impl Action for DecIPTTL {
             return Verdict::Out(0);
         }
         let Some(mut h) = fixed_ip_header(p) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(NO_HEADER);
         };
         let ttl = h.ttl();
         if ttl <= 1 {
             self.drops.inc(cx.thread());
-            return Verdict::Out(1);
+            return if self.expired_output {
+                Verdict::Out(1)
+            } else {
+                Verdict::DropFor(EXPIRED)
+            };
         }
         if self.multicast || !is_multicast(h.dst_addr()) {
             h.decrement_ttl();
@@ -145,6 +159,7 @@ mod tests {
         assert!(h.output(0).is_empty());
         assert_eq!(h.drops(), 1);
         assert_eq!(h.read("drops").unwrap(), "1");
+        assert_eq!(h.read("drop_reasons").unwrap(), "expired 1\n");
     }
 
     #[test]
@@ -157,6 +172,7 @@ mod tests {
         assert!(h.output(0).is_empty());
         assert!(h.output(1).is_empty());
         assert_eq!(h.drops(), 2);
+        assert_eq!(h.read("drop_reasons").unwrap(), "no IP header 2\n");
     }
 
     #[test]

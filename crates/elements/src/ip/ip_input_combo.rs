@@ -62,7 +62,9 @@ pub struct IPInputCombo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPInputCombo", "1/1", "a", make).stateless()
+    ClassSpec::action("IPInputCombo", "1/1", "a", make)
+        .stateless()
+        .drop_reasons(super::check_ip_header::REASONS)
 }
 
 /// Configures one part of a combo element (an element of class `part`
@@ -138,6 +140,8 @@ impl Action for IPInputCombo {
         self.strip.action(cx, p);
         match self.check.action(cx, p) {
             Verdict::Out(0) => self.get.action(cx, p),
+            // CheckIPHeader's reasons are this class's too.
+            v @ Verdict::DropFor(_) => v,
             _ => Verdict::Drop,
         }
     }

@@ -139,7 +139,8 @@ impl FromArg for IpList {
 /// CheckTCPHeader, CheckUDPHeader, CheckICMPHeader): counts of good and
 /// bad packets, optional per-reason counts (`DETAILS`), the first-error
 /// (or every error, `VERBOSE`) message, and where bad packets go (output 1
-/// if it is connected, else a counted drop).
+/// if it is connected, else a counted drop for its reason: a class using
+/// it declares the same texts as its `ClassSpec::drop_reasons`).
 pub(crate) struct CheckStats {
     count: PerThreadCount,
     drops: PerThreadCount,
@@ -202,7 +203,8 @@ impl CheckStats {
         if self.has_error_output {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            // The texts are the class's drop reasons (at most a few).
+            Verdict::DropFor(reason as u8)
         }
     }
 

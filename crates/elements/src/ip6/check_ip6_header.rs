@@ -44,11 +44,29 @@ pub struct CheckIP6Header {
     offset: usize,
     count: PerThreadCount,
     drops: PerThreadCount,
+    /// Whether output 1 (bad packets) is connected.
+    error_output: bool,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckIP6Header", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckIP6Header", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
+
+/// Why CheckIP6Header drops a packet (its `drop_reasons`).
+const REASONS: &[&str] = &[
+    "tiny packet",
+    "bad IPv6 version",
+    "bad IPv6 length",
+    "bad source address",
+    "bad extension headers",
+];
+const TINY: u8 = 0;
+const BAD_VERSION: u8 = 1;
+const BAD_LENGTH: u8 = 2;
+const BAD_SADDR: u8 = 3;
+const BAD_EXTENSIONS: u8 = 4;
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIP6Header, String> {
     let mut a = cx.args();
@@ -64,29 +82,36 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIP6Header, String> {
         offset,
         count: PerThreadCount::new(cx.nthreads),
         drops: PerThreadCount::new(cx.nthreads),
+        error_output: cx.noutputs > 1,
     })
 }
 
 impl CheckIP6Header {
-    /// The IPv6 length (header and payload) if the packet passes.
-    fn check(&self, d: &[u8]) -> Option<usize> {
-        let h = Ipv6Header::new_checked(d.get(self.offset..)?).ok()?;
-        if h.version() != 6 {
-            return None;
+    /// The IPv6 length (header and payload) if the packet passes, else
+    /// why not.
+    fn check(&self, d: &[u8]) -> Result<usize, u8> {
+        let d = d.get(self.offset..).ok_or(TINY)?;
+        if d.len() < Ipv6Header::<&[u8]>::LEN {
+            return Err(TINY);
         }
+        let h = Ipv6Header::new_unchecked(d);
+        if h.version() != 6 {
+            return Err(BAD_VERSION);
+        }
+        h.check_len().map_err(|_| BAD_LENGTH)?;
         let src = h.src_addr();
         if addr::is_multicast(&src) || self.bad.contains(&src) {
-            return None;
+            return Err(BAD_SADDR);
         }
         if src.is_unspecified() {
             let dst = h.dst_addr();
             let ll_mc = dst.octets()[0] == 0xff && dst.octets()[1] & 0x0f == 2;
             if !addr::is_link_local(&dst) && !ll_mc {
-                return None;
+                return Err(BAD_SADDR);
             }
         }
-        h.upper_layer().ok()?;
-        Some(40 + usize::from(h.payload_len()))
+        h.upper_layer().map_err(|_| BAD_EXTENSIONS)?;
+        Ok(40 + usize::from(h.payload_len()))
     }
 }
 
@@ -99,7 +124,7 @@ impl Action for CheckIP6Header {
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.check(p.data()) {
-            Some(len) => {
+            Ok(len) => {
                 let want = self.offset + len;
                 if p.len() > want {
                     p.take(p.len() - want);
@@ -108,9 +133,13 @@ impl Action for CheckIP6Header {
                 self.count.inc(cx.thread());
                 Verdict::Out(0)
             }
-            None => {
+            Err(reason) => {
                 self.drops.inc(cx.thread());
-                Verdict::Out(1)
+                if self.error_output {
+                    Verdict::Out(1)
+                } else {
+                    Verdict::DropFor(reason)
+                }
             }
         }
     }
@@ -136,9 +165,8 @@ mod tests {
         assert_eq!(h.read("count").unwrap(), "2");
     }
 
-    #[test]
-    fn bad_packets_go_to_output_1() {
-        let h = harness("CheckIP6Header(BADADDRS 2001:db8::bad)", 2);
+    /// A good packet last, after one bad packet of each kind.
+    fn bad_and_good() -> Vec<paraclick_packet::Packet> {
         let good = Ip6::new("2001:db8::1", "2001:db8::2", 59).bytes();
         let mut v4 = good.clone();
         v4[0] = 0x45;
@@ -152,22 +180,39 @@ mod tests {
         let chain = Ip6::new("2001:db8::1", "2001:db8::2", 60)
             .payload(&[59, 4, 0, 0, 0, 0, 0, 0])
             .bytes();
-        h.push(
-            0,
-            vec![
-                pkt(&good[..39]),
-                pkt(&v4),
-                pkt(&long),
-                pkt(&mc),
-                pkt(&unspec),
-                pkt(&bad),
-                pkt(&chain),
-                pkt(&unspec_ll),
-            ],
-        );
+        vec![
+            pkt(&good[..39]),
+            pkt(&v4),
+            pkt(&long),
+            pkt(&mc),
+            pkt(&unspec),
+            pkt(&bad),
+            pkt(&chain),
+            pkt(&unspec_ll),
+        ]
+    }
+
+    #[test]
+    fn bad_packets_go_to_output_1() {
+        let h = harness("CheckIP6Header(BADADDRS 2001:db8::bad)", 2);
+        h.push(0, bad_and_good());
         assert_eq!(h.output(1).len(), 7);
+        assert_eq!(h.drops(), 0);
         assert_eq!(h.output(0).len(), 1);
         assert_eq!(h.read("drops").unwrap(), "7");
+    }
+
+    #[test]
+    fn bad_packets_are_dropped_for_their_reasons_without_output_1() {
+        let h = harness("CheckIP6Header(BADADDRS 2001:db8::bad)", 1);
+        h.push(0, bad_and_good());
+        assert_eq!(h.output(0).len(), 1);
+        assert_eq!(h.drops(), 7);
+        assert_eq!(
+            h.read("drop_reasons").unwrap(),
+            "tiny packet 1\nbad IPv6 version 1\nbad IPv6 length 1\n\
+             bad source address 3\nbad extension headers 1\n"
+        );
     }
 
     #[test]

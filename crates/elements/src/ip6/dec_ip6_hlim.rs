@@ -38,11 +38,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct DecIP6HLIM {
     active: AtomicBool,
     drops: PerThreadCount,
+    /// Whether output 1 (expired packets) is connected.
+    expired_output: bool,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("DecIP6HLIM", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("DecIP6HLIM", "1/1-2", "a/ah", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
+
+/// Why DecIP6HLIM drops a packet (its `drop_reasons`).
+const REASONS: &[&str] = &["no IPv6 header", "expired"];
+const NO_HEADER: u8 = 0;
+const EXPIRED: u8 = 1;
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<DecIP6HLIM, String> {
     let mut a = cx.args();
@@ -51,6 +60,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<DecIP6HLIM, String> {
     Ok(DecIP6HLIM {
         active: AtomicBool::new(active),
         drops: PerThreadCount::new(cx.nthreads),
+        expired_output: cx.noutputs > 1,
     })
 }
 
@@ -73,12 +83,16 @@ impl Action for DecIP6HLIM {
             return Verdict::Out(0);
         }
         let Some(mut h) = fixed_ip6_header(p) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(NO_HEADER);
         };
         let hl = h.hop_limit();
         if hl <= 1 {
             self.drops.inc(cx.thread());
-            return Verdict::Out(1);
+            return if self.expired_output {
+                Verdict::Out(1)
+            } else {
+                Verdict::DropFor(EXPIRED)
+            };
         }
         h.set_hop_limit(hl - 1);
         Verdict::Out(0)

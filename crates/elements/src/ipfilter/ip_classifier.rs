@@ -113,7 +113,9 @@ pub struct IPClassifier {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPClassifier", "1/-", "h", make).stateless()
+    ClassSpec::action("IPClassifier", "1/-", "h", make)
+        .stateless()
+        .drop_reasons(&["no match"])
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPClassifier, String> {
@@ -151,7 +153,10 @@ impl paraclick_runtime::Action for IPClassifier {
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        self.prog.classify(p)
+        match self.prog.classify(p) {
+            Verdict::Drop => Verdict::DropFor(0),
+            v => v,
+        }
     }
 }
 
@@ -226,6 +231,7 @@ mod tests {
         assert_eq!(ids(&h.output(1)), vec![2]);
         assert_eq!(ids(&h.output(2)), vec![3]);
         assert_eq!(h.drops(), 2);
+        assert_eq!(h.read("drop_reasons").unwrap(), "no match 2\n");
     }
 
     #[test]

@@ -46,7 +46,9 @@ pub struct IPFilter {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPFilter", "1/-", "h", make).stateless()
+    ClassSpec::action("IPFilter", "1/-", "h", make)
+        .stateless()
+        .drop_reasons(&["denied"])
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFilter, String> {
@@ -117,7 +119,10 @@ impl paraclick_runtime::Action for IPFilter {
 
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        self.prog.classify(p)
+        match self.prog.classify(p) {
+            Verdict::Drop => Verdict::DropFor(0),
+            v => v,
+        }
     }
 }
 
@@ -170,6 +175,7 @@ mod tests {
         assert_eq!(ids(&h.output(0)), vec![1, 4]);
         assert_eq!(ids(&h.output(1)), vec![3]);
         assert_eq!(h.drops(), 3, "deny, drop, and no match");
+        assert_eq!(h.read("drop_reasons").unwrap(), "denied 3\n");
     }
 
     #[test]

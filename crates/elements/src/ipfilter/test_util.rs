@@ -50,7 +50,7 @@ pub fn compile(pats: &[&str]) -> Program {
 pub fn class(pats: &[&str], ip: &[u8]) -> Option<usize> {
     match compile(pats).run(ip) {
         Verdict::Out(k) => Some(k),
-        Verdict::Drop => None,
+        Verdict::Drop | Verdict::DropFor(_) => None,
     }
 }
 

@@ -66,11 +66,27 @@ pub struct IPFragmenter {
     fragments: PerThreadCount,
     drops: PerThreadCount,
     df_messages: AtomicU64,
+    /// Whether output 1 (packets with DF set) is connected.
+    df_output: bool,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::routing("IPFragmenter", "1/1-2", "h", make).stateless()
+    ClassSpec::routing("IPFragmenter", "1/1-2", "h", make)
+        .stateless()
+        .drop_reasons(REASONS)
 }
+
+/// Why IPFragmenter drops a packet (its `drop_reasons`).
+const REASONS: &[&str] = &[
+    "DF set",
+    "bad IP header",
+    "MTU too small",
+    "out of packet buffers",
+];
+const DF_SET: u8 = 0;
+const BAD_HEADER: u8 = 1;
+const MTU_TOO_SMALL: u8 = 2;
+const NO_BUFFERS: u8 = 3;
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {
     let mut a = cx.args();
@@ -95,6 +111,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPFragmenter, String> {
         fragments: PerThreadCount::new(cx.nthreads),
         drops: PerThreadCount::new(cx.nthreads),
         df_messages: AtomicU64::new(0),
+        df_output: cx.noutputs > 1,
     })
 }
 
@@ -140,8 +157,8 @@ enum Outcome {
     Done,
     /// DF set: to output 1.
     DontFragment(Packet),
-    /// Cannot be fragmented: drop.
-    Bad(Packet),
+    /// Cannot be fragmented: drop, for this reason.
+    Bad(Packet, u8),
 }
 
 impl IPFragmenter {
@@ -149,10 +166,10 @@ impl IPFragmenter {
     fn fragment(&self, cx: &mut Cx<'_>, mut p: Packet, out: &mut Batch) -> Outcome {
         let (hlen, total, flags_df, more, off_units) = {
             let Some(nh) = p.network_header() else {
-                return Outcome::Bad(p);
+                return Outcome::Bad(p, BAD_HEADER);
             };
             let Ok(h) = Ipv4Header::new_checked(nh) else {
-                return Outcome::Bad(p);
+                return Outcome::Bad(p, BAD_HEADER);
             };
             (
                 h.header_len(),
@@ -173,7 +190,7 @@ impl IPFragmenter {
             return Outcome::DontFragment(p);
         }
         if self.mtu < hlen + 8 {
-            return Outcome::Bad(p);
+            return Outcome::Bad(p, MTU_TOO_SMALL);
         }
         let first_len = (self.mtu - hlen) & !7;
         let payload_len = total - hlen;
@@ -191,8 +208,8 @@ impl IPFragmenter {
             let last = pos + len == payload_len;
             let Some(mut q) = Packet::make(self.headroom, later_hlen + len, 0) else {
                 // Pool exhausted: the datagram is lost.
-                cx.drop_batch(rest);
-                return Outcome::Bad(p);
+                cx.drop_batch_for(NO_BUFFERS, rest);
+                return Outcome::Bad(p, NO_BUFFERS);
             };
             {
                 let nh = p.network_header().unwrap_or(&[]);
@@ -277,15 +294,18 @@ impl Element for IPFragmenter {
                     self.df_message(cx, &p);
                     df.push(p);
                 }
-                Outcome::Bad(p) => cx.drop_packet(p),
+                Outcome::Bad(p, reason) => cx.drop_packet_for(reason, p),
             }
         }
         if !out.is_empty() {
             cx.push(0, out);
         }
         if !df.is_empty() {
-            // An unconnected output 1 drops them, counted.
-            cx.push(1, df);
+            if self.df_output {
+                cx.push(1, df);
+            } else {
+                cx.drop_batch_for(DF_SET, df);
+            }
         }
     }
 }
@@ -453,6 +473,7 @@ mod tests {
         assert_eq!(h.output(0).len(), 0);
         assert_eq!(h.drops(), 1);
         assert_eq!(h.read("drops").unwrap(), "1");
+        assert_eq!(h.read("drop_reasons").unwrap(), "DF set 1\n");
     }
 
     #[test]
@@ -563,6 +584,10 @@ mod tests {
         bad[2] = 0x10;
         h.push(0, vec![ip_packet(&[], &bad)]);
         assert_eq!(h.drops(), 2);
+        assert_eq!(
+            h.read("drop_reasons").unwrap(),
+            "bad IP header 1\nMTU too small 1\n"
+        );
         // A plain 60-byte packet works: 8-byte pieces.
         let ok = ip_bytes(
             ip("1.0.0.1"),

@@ -91,8 +91,15 @@ impl RouteKind for Direct {
 /// The class `name`, a route lookup element of kind `K`. Stateless: the
 /// routes change only through handlers, never with the packets.
 pub fn class_spec<K: RouteKind>(name: &'static str) -> ClassSpec {
-    ClassSpec::routing(name, "1/-", "h", make::<K>).stateless()
+    ClassSpec::routing(name, "1/-", "h", make::<K>)
+        .stateless()
+        .drop_reasons(REASONS)
 }
+
+/// Why a route lookup drops a packet (its `drop_reasons`): no route
+/// matches its destination.
+const REASONS: &[&str] = &["no route"];
+const NO_ROUTE: u8 = 0;
 
 /// Parses an IP address the way Click's configuration does: dotted quad,
 /// or a name an AddressInfo defined.
@@ -675,7 +682,7 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
             if let Some(p) = batch.pop() {
                 let mut p = p;
                 return match self.route_one(&mut p) {
-                    NO_PORT => cx.drop_packet(p),
+                    NO_PORT => cx.drop_packet_for(NO_ROUTE, p),
                     port => cx.push_packet(port as usize, p),
                 };
             }
@@ -702,7 +709,7 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
         let first = s.ports[0];
         if s.ports.iter().all(|&x| x == first) {
             if first == NO_PORT {
-                cx.drop_batch(batch);
+                cx.drop_batch_for(NO_ROUTE, batch);
             } else {
                 cx.push(first as usize, batch);
             }
@@ -712,7 +719,7 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
             }
             for (p, &port) in batch.drain().zip(s.ports.iter()) {
                 if port == NO_PORT {
-                    cx.drop_packet(p);
+                    cx.drop_packet_for(NO_ROUTE, p);
                 } else {
                     s.outs[port as usize].push(p);
                 }
@@ -734,7 +741,7 @@ impl<K: RouteKind> RoutingElement for IPRouteLookup<K> {
     #[inline]
     fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
         match self.route_one(p) {
-            NO_PORT => Hop::Drop,
+            NO_PORT => Hop::DropFor(NO_ROUTE),
             port => Hop::Out(port as usize),
         }
     }
@@ -875,6 +882,7 @@ mod element_tests {
         // A packet with neither annotation nor network header looks up 0.0.0.0.
         h.push(0, vec![paraclick_packet::Packet::zeroed(10).unwrap()]);
         assert_eq!(h.drops(), 5);
+        assert_eq!(h.read("drop_reasons").unwrap(), "no route 5\n");
     }
 
     #[test]

@@ -42,6 +42,7 @@
 //!
 //! Handlers: `no_sa`, `out_of_order`, `passed` (read).
 
+use super::sa;
 use super::sa::Integ;
 use super::sa_table::{set_state, state, TableRef};
 use paraclick_packet::Packet;
@@ -63,6 +64,7 @@ pub fn sha1_spec() -> ClassSpec {
         make(cx, Integ::Sha1)
     })
     .stateless()
+    .drop_reasons(super::sa::REASONS)
 }
 
 pub fn sha256_spec() -> ClassSpec {
@@ -73,6 +75,7 @@ pub fn sha256_spec() -> ClassSpec {
         |cx: &mut ConfigCx<'_>| make(cx, Integ::Sha256),
     )
     .stateless()
+    .drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>, integ: Integ) -> Result<IPsecAuthHMAC, String> {
@@ -111,7 +114,7 @@ impl Action for IPsecAuthHMAC {
         let t = cx.thread();
         let Some((_, sa, st)) = self.table.sa_of(p) else {
             self.no_sa.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::NO_SA);
         };
         if sa.integ() != Some(self.integ) {
             self.passed.inc(t);
@@ -124,7 +127,7 @@ impl Action for IPsecAuthHMAC {
         };
         if !ok {
             self.out_of_order.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::OUT_OF_ORDER);
         }
         let r = if self.verify {
             sa.esp_auth_verify(t, p)
@@ -136,7 +139,7 @@ impl Action for IPsecAuthHMAC {
                 set_state(p, st | done);
                 Verdict::Out(0)
             }
-            Err(_) => Verdict::Drop,
+            Err(r) => r.verdict(),
         }
     }
 }

@@ -55,6 +55,7 @@
 //!
 //! Handlers: `no_sa`, `out_of_order`, `passed` (read).
 
+use super::sa;
 use super::sa::steps::CipherKind;
 use super::sa_table::{set_state, state, TableRef};
 use paraclick_packet::Packet;
@@ -76,6 +77,7 @@ pub fn aes_spec() -> ClassSpec {
         make(cx, CipherKind::Aes)
     })
     .stateless()
+    .drop_reasons(super::sa::REASONS)
 }
 
 pub fn des_spec() -> ClassSpec {
@@ -83,6 +85,7 @@ pub fn des_spec() -> ClassSpec {
         make(cx, CipherKind::Des3)
     })
     .stateless()
+    .drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>, kind: CipherKind) -> Result<IPsecCipher, String> {
@@ -121,7 +124,7 @@ impl Action for IPsecCipher {
         let t = cx.thread();
         let Some((_, sa, st)) = self.table.sa_of(p) else {
             self.no_sa.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::NO_SA);
         };
         if sa.cipher_kind() != self.kind {
             self.passed.inc(t);
@@ -142,7 +145,7 @@ impl Action for IPsecCipher {
         };
         if !ok {
             self.out_of_order.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::OUT_OF_ORDER);
         }
         let r = if self.encrypt {
             sa.esp_encrypt(t, p)
@@ -154,7 +157,7 @@ impl Action for IPsecCipher {
                 set_state(p, st | done);
                 Verdict::Out(0)
             }
-            Err(_) => Verdict::Drop,
+            Err(r) => r.verdict(),
         }
     }
 }

@@ -31,6 +31,7 @@
 //!
 //!     ... -> IPsecAuthHMACSHA1(0) -> IPsecEncap(esp, 192.0.2.1) -> [0]rt;
 
+use super::sa;
 use super::sa_table::{clear_sa_anno, state, TableRef};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
@@ -54,7 +55,9 @@ pub struct IPsecEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPsecEncap", "1/1", "a", make).shared("one IP ID sequence for all packets")
+    ClassSpec::action("IPsecEncap", "1/1", "a", make)
+        .shared("one IP ID sequence for all packets")
+        .drop_reasons(super::sa::REASONS)
 }
 
 fn proto(s: &str) -> Result<u8, String> {
@@ -118,7 +121,7 @@ impl Action for IPsecEncap {
             Some((_, sa, st)) => {
                 if st != state::ENCAP | state::ENCRYPTED | state::AUTHED {
                     self.out_of_order.inc(t);
-                    return Verdict::Drop;
+                    return Verdict::DropFor(sa::OUT_OF_ORDER);
                 }
                 Some(sa)
             }
@@ -132,12 +135,12 @@ impl Action for IPsecEncap {
             .or_else(|| unset(p.anno().dst_ip));
         let (Some(src), Some(dst)) = (src, dst) else {
             self.no_address.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::NO_ADDRESS);
         };
         let total = p.len() + 20;
         if total > 65535 || p.push(20).is_err() {
             self.no_address.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::NO_ADDRESS);
         }
         let id = match (sa, p.data().get(26..28)) {
             (Some(_), Some(s)) => u16::from_be_bytes([s[0], s[1]]),

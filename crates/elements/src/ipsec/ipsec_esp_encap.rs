@@ -35,6 +35,7 @@
 //!     rt[1] -> IPsecESPEncap -> IPsecAES(1) -> IPsecAuthHMACSHA1(0)
 //!           -> IPsecEncap(50, 192.0.2.1) -> ...
 
+use super::sa;
 use super::sa::parse_spi;
 use super::sa_table::{set_sa_anno, set_state, state, TableRef};
 use paraclick_packet::Packet;
@@ -54,6 +55,7 @@ pub struct IPsecESPEncap {
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPEncap", "1/1", "a", make)
         .shared("ESP: one security association's sequence numbers for all flows")
+        .drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPEncap, String> {
@@ -100,24 +102,24 @@ impl Action for IPsecESPEncap {
                 Some(i) => set_sa_anno(p, i, 0),
                 None => {
                     self.no_sa.inc(t);
-                    return Verdict::Drop;
+                    return Verdict::DropFor(sa::NO_SA);
                 }
             }
         }
         let Some((_, sa, st)) = self.table.sa_of(p) else {
             self.no_sa.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::NO_SA);
         };
         if st != 0 {
             self.out_of_order.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::OUT_OF_ORDER);
         }
         match sa.esp_encap(t, p) {
             Ok(()) => {
                 set_state(p, state::ENCAP);
                 Verdict::Out(0)
             }
-            Err(_) => Verdict::Drop,
+            Err(r) => r.verdict(),
         }
     }
 }

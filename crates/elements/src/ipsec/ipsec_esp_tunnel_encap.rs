@@ -64,6 +64,7 @@ pub struct IPsecESPTunnelEncap {
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPTunnelEncap", "1/1", "a", make)
         .shared("ESP: one security association's sequence numbers for all flows")
+        .drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelEncap, String> {
@@ -126,7 +127,7 @@ impl Action for IPsecESPTunnelEncap {
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.sa.encapsulate(cx.thread(), p) {
             Ok(()) => Verdict::Out(0),
-            Err(_) => Verdict::Drop,
+            Err(r) => r.verdict(),
         }
     }
 }

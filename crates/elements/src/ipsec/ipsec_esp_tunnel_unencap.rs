@@ -65,6 +65,7 @@ pub struct IPsecESPTunnelUnencap {
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPTunnelUnencap", "1/1", "a", make)
         .shared("ESP: one security association's replay window for all flows")
+        .drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelUnencap, String> {
@@ -133,16 +134,16 @@ impl Action for IPsecESPTunnelUnencap {
             Ok(spi) if spi == self.sa.spi => {}
             Ok(_) => {
                 self.sa.stats.count_drop(t, DropReason::UnknownSpi);
-                return Verdict::Drop;
+                return DropReason::UnknownSpi.verdict();
             }
             Err(e) => {
                 self.sa.stats.count_drop(t, e);
-                return Verdict::Drop;
+                return e.verdict();
             }
         }
         match self.sa.decapsulate(t, p) {
             Ok(()) => Verdict::Out(0),
-            Err(_) => Verdict::Drop,
+            Err(r) => r.verdict(),
         }
     }
 }
@@ -232,8 +233,14 @@ mod tests {
             assert_eq!(dec.read("truncated").unwrap(), "1");
             assert_eq!(dec.read("seq").unwrap(), "5");
             assert_eq!(dec.drops(), 3);
+            assert_eq!(
+                dec.read("drop_reasons").unwrap(),
+                "replay 1\nauth failed 1\ntruncated 1\n",
+                "{alg}"
+            );
             other.push(0, vec![Packet::from_slice(&esp[0]).unwrap()]);
             assert_eq!(other.read("unknown_spi").unwrap(), "1");
+            assert_eq!(other.read("drop_reasons").unwrap(), "unknown SPI 1\n");
             assert!(other.output(0).is_empty());
         }
     }

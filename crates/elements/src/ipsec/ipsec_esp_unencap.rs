@@ -30,6 +30,7 @@
 //!     rt[0] -> StripIPHeader -> IPsecAuthHMACSHA1(1) -> IPsecAES(0)
 //!           -> IPsecESPUnencap -> CheckIPHeader -> [0]rt;
 
+use super::sa;
 use super::sa_table::{clear_sa_anno, state, TableRef};
 use paraclick_packet::Packet;
 use paraclick_runtime::{
@@ -46,6 +47,7 @@ pub struct IPsecESPUnencap {
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPUnencap", "1/1", "a", make)
         .shared("ESP: one security association's replay window for all flows")
+        .drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPUnencap, String> {
@@ -74,12 +76,12 @@ impl Action for IPsecESPUnencap {
         let t = cx.thread();
         let Some((_, sa, st)) = self.table.sa_of(p) else {
             self.no_sa.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::NO_SA);
         };
         let need = state::INBOUND | state::VERIFIED | state::DECRYPTED;
         if st & need != need {
             self.out_of_order.inc(t);
-            return Verdict::Drop;
+            return Verdict::DropFor(sa::OUT_OF_ORDER);
         }
         match sa.esp_unencap(t, p) {
             Ok(()) => {
@@ -88,7 +90,7 @@ impl Action for IPsecESPUnencap {
                 p.anno_mut().dst_ip = Ipv4Addr::new(d[16], d[17], d[18], d[19]);
                 Verdict::Out(0)
             }
-            Err(_) => Verdict::Drop,
+            Err(r) => r.verdict(),
         }
     }
 }

@@ -73,7 +73,7 @@
 //!                            198.51.100.1/32 3);         // the peer
 
 use super::sa::SecurityAssociation;
-use super::sa::{esp_bounds, esp_spi, parse_hex_key, parse_spi, Alg, Integ, SaConfig};
+use super::sa::{esp_bounds, esp_spi, parse_hex_key, parse_spi, Alg, DropReason, Integ, SaConfig};
 use super::sa_table::{set_sa_anno, state, SaTable, TableRef};
 use crate::iproute::lpm::{Lpm, Route};
 use crate::iproute::route_table::parse_route;
@@ -110,6 +110,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("RadixIPsecLookup", "1/2-", "a", make).shared(
         "IPsec: one security association table (sequence numbers, replay windows) for all flows",
     )
+        .drop_reasons(super::sa::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RadixIPsecLookup, String> {
@@ -341,7 +342,7 @@ impl RadixIPsecLookup {
                 return Verdict::Out(2);
             }
             self.not_esp.inc(t);
-            return Verdict::Drop;
+            return DropReason::NotEsp.verdict();
         };
         let Some(table) = self.table.get() else {
             return Verdict::Drop;
@@ -355,7 +356,7 @@ impl RadixIPsecLookup {
             }
             None => {
                 table.unknown_spi.inc(t);
-                Verdict::Drop
+                DropReason::UnknownSpi.verdict()
             }
         }
     }
@@ -402,7 +403,7 @@ impl Action for RadixIPsecLookup {
             }
         }
         let Some((i, r)) = self.route_of(dst) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(super::sa::NO_ROUTE);
         };
         p.anno_mut().dst_ip = if r.gw != 0 { Ipv4Addr::from(r.gw) } else { dst };
         if r.port == 0 {

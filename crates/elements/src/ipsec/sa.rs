@@ -179,7 +179,39 @@ pub enum DropReason {
     NoRoom,
 }
 
+/// The drop reasons of the IPsec elements (their `drop_reasons`): those
+/// of [`DropReason::ALL`], in its order, then the elements' own:
+/// [`NO_SA`], [`OUT_OF_ORDER`], [`NO_ADDRESS`], [`NO_ROUTE`].
+pub const REASONS: &[&str] = &[
+    "unknown SPI",
+    "replay",
+    "auth failed",
+    "bad padding",
+    "truncated",
+    "not ESP",
+    "sequence number overflow",
+    "no room",
+    "no SA",
+    "steps out of order",
+    "no tunnel address",
+    "no route",
+];
+/// No SA annotation (or no default SA).
+pub const NO_SA: u8 = 8;
+/// An IPsec step that comes before another already done on the packet.
+pub const OUT_OF_ORDER: u8 = 9;
+/// IPsecEncap: no tunnel source or destination, or no room for it.
+pub const NO_ADDRESS: u8 = 10;
+/// RadixIPsecLookup: no route for the destination.
+pub const NO_ROUTE: u8 = 11;
+
 impl DropReason {
+    /// The drop of a packet for this reason (see [`REASONS`]).
+    #[inline]
+    pub fn verdict(self) -> paraclick_runtime::Verdict {
+        paraclick_runtime::Verdict::DropFor(self as u8)
+    }
+
     pub const ALL: [DropReason; 8] = [
         DropReason::UnknownSpi,
         DropReason::Replay,

@@ -29,6 +29,7 @@ use paraclick_runtime::{ClassSpec, ConfigCx};
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ICMPPingRewriter", "1-/1-256", "h/h", mk)
         .shared("NAT: one port allocator and mapping table for all flows (and both directions)")
+        .drop_reasons(super::rewriter::REASONS)
 }
 
 fn mk(cx: &mut ConfigCx<'_>) -> Result<Rewriter, String> {

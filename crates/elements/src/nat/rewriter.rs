@@ -6,7 +6,7 @@ use super::flow::{ip_offset, packet_flow, rewrite, FlowId, PacketFlow, ICMP, TCP
 use super::ip_rewriter_patterns::IPRewriterPatterns;
 use super::mapper::{Mapper, MapperCore};
 use super::pattern::{parse_spec, Pattern, SpecText};
-use super::table::{now_ms, FlowTable, Guard, KeyKind, Timeouts};
+use super::table::{now_ms, Failure, FlowTable, Guard, KeyKind, Timeouts};
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount, StateCx, Verdict};
@@ -71,8 +71,19 @@ pub struct Rewriter {
     bad: PerThreadCount,
 }
 
-/// Verdict of a dropped packet in a batch's verdict list.
-const DROP: u16 = u16::MAX;
+/// Why a rewriter drops a packet (the `drop_reasons` of every rewriter
+/// class): not a packet of its protocols, an input whose specification
+/// drops packets without a mapping, a full table (CAPACITY), no free
+/// rewritten flow.
+pub(crate) const REASONS: &[&str] = &["bad packet", "no mapping", "table full", "ports exhausted"];
+const BAD_PACKET: u8 = 0;
+const NO_MAPPING: u8 = 1;
+const TABLE_FULL: u8 = 2;
+const PORTS_EXHAUSTED: u8 = 3;
+
+/// Verdict of a dropped packet in a batch's verdict list (no reason);
+/// `DROP + 1 + r` for reason `r`. Outputs are below 256.
+const DROP: u16 = 0xfe00;
 
 /// A packet's verdict as an entry of a batch's verdict list.
 #[inline]
@@ -80,6 +91,16 @@ fn code(v: Verdict) -> u16 {
     match v {
         Verdict::Out(o) => o as u16,
         Verdict::Drop => DROP,
+        Verdict::DropFor(r) => DROP + 1 + u16::from(r),
+    }
+}
+
+/// Drops `p`, whose verdict list entry is `v`, for its reason.
+#[inline]
+fn drop_coded(cx: &mut Cx<'_>, v: u16, p: Packet) {
+    match v.checked_sub(DROP + 1) {
+        Some(r) => cx.drop_packet_for(r as u8, p),
+        None => cx.drop_packet(p),
     }
 }
 
@@ -266,7 +287,7 @@ impl Rewriter {
             Some(r) => r,
             None => {
                 let (pat, f, r) = match specs.get(port) {
-                    None | Some(Spec::Drop) => return Verdict::Drop,
+                    None | Some(Spec::Drop) => return Verdict::DropFor(NO_MAPPING),
                     Some(Spec::Pass(o)) => return Verdict::Out(*o),
                     Some(Spec::Keep(f, r)) => (None, *f, *r),
                     Some(Spec::Pattern(p, f, r)) => (Some(p), *f, *r),
@@ -281,7 +302,8 @@ impl Rewriter {
                     .create_from(port, pf.proto, pf.id, pat, f, r, rand, now, g)
                 {
                     Ok(r) => r,
-                    Err(_) => return Verdict::Drop,
+                    Err(Failure::Capacity) => return Verdict::DropFor(TABLE_FULL),
+                    Err(Failure::Exhausted) => return Verdict::DropFor(PORTS_EXHAUSTED),
                 }
             }
         };
@@ -317,7 +339,7 @@ impl Rewriter {
         for (i, p) in pkts.iter_mut().enumerate() {
             let v = match &pfs[i] {
                 Some(pf) => self.finish(cx, port, p, pf, pre[i], now, g),
-                None => Verdict::Drop,
+                None => Verdict::DropFor(BAD_PACKET),
             };
             verdicts[i] = code(v);
         }
@@ -335,7 +357,7 @@ impl Rewriter {
     ) -> Verdict {
         match self.classify(cx, p) {
             Some(pf) => self.finish(cx, port, p, &pf, None, now, g),
-            None => Verdict::Drop,
+            None => Verdict::DropFor(BAD_PACKET),
         }
     }
 }
@@ -469,6 +491,7 @@ impl Element for Rewriter {
         if uniform {
             match verdicts[0] {
                 DROP => cx.drop_batch(batch),
+                v if v > DROP => cx.drop_batch_for((v - DROP - 1) as u8, batch),
                 o => cx.push(usize::from(o), batch),
             }
             return;
@@ -476,8 +499,8 @@ impl Element for Rewriter {
         let mut outs: Vec<Batch> = (0..self.noutputs.max(1)).map(|_| Batch::new()).collect();
         for (p, &v) in batch.drain().zip(verdicts.iter()) {
             match outs.get_mut(usize::from(v)) {
-                Some(b) if v != DROP => b.push(p),
-                _ => cx.drop_packet(p),
+                Some(b) if v < DROP => b.push(p),
+                _ => drop_coded(cx, v, p),
             }
         }
         for (o, b) in outs.into_iter().enumerate() {

@@ -80,6 +80,7 @@ fn pattern_translates_both_directions_with_valid_checksums() {
     h.push(1, vec![marked(&udp("2.0.0.2", 53, "1.0.0.1", 1025))]);
     assert!(h.output(1).is_empty());
     assert_eq!(h.drops(), 1);
+    assert_eq!(h.read("drop_reasons").unwrap(), "no mapping 1\n");
     // The same flow again reuses its mapping; a second flow gets 1025.
     h.push(
         0,
@@ -150,6 +151,18 @@ fn exhausted_port_range_is_a_counted_failure() {
     assert_ne!(out[0][20..22], out[1][20..22], "two flows, two ports");
     assert_eq!(h.read("mapping_failures").unwrap(), "3");
     assert_eq!(h.drops(), 3);
+    assert_eq!(h.read("drop_reasons").unwrap(), "ports exhausted 3\n");
+    // A batch whose packets go different ways keeps each drop's reason.
+    h.push(
+        0,
+        vec![
+            marked(&udp("10.0.0.5", 6005, "2.0.0.2", 53)),
+            marked(&udp("10.0.0.5", 6000, "2.0.0.2", 53)),
+            marked(&udp("10.0.0.5", 6006, "2.0.0.2", 53)),
+        ],
+    );
+    assert_eq!(h.output(0).len(), 1);
+    assert_eq!(h.read("drop_reasons").unwrap(), "ports exhausted 5\n");
 }
 
 #[test]

@@ -528,7 +528,9 @@ pub struct Classifier {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Classifier", "1/-", "h", make).stateless()
+    ClassSpec::action("Classifier", "1/-", "h", make)
+        .stateless()
+        .drop_reasons(&["no match"])
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Classifier, String> {
@@ -560,7 +562,7 @@ impl Action for Classifier {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.prog.classify(p.data()) {
             Some(i) => Verdict::Out(i),
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 }
@@ -622,6 +624,7 @@ mod tests {
         );
         assert_eq!(tags(&h.output(0)), vec![1]);
         assert_eq!(h.drops(), 1);
+        assert_eq!(h.read("drop_reasons").unwrap(), "no match 1\n");
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::queue("CPUQueue", "1/1-", "h/l", make)
         .shared("a queue: one FIFO for all flows")
         .metadata_only()
+        .drop_reasons(super::queue::REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CPUQueue, String> {
@@ -136,7 +137,7 @@ impl Element for CPUQueue {
         }
         if left > 0 {
             self.drops.fetch_add(left as u64, Ordering::Relaxed);
-            cx.drop_batch(batch);
+            cx.drop_batch_for(super::queue::FULL, batch);
         }
     }
 

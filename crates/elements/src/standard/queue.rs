@@ -209,7 +209,13 @@ pub fn spec_for(p: Policy) -> ClassSpec {
     .metadata_only()
     .shared("a queue: one FIFO for all flows")
     .kind(paraclick_runtime::Kind::Queue)
+    .drop_reasons(REASONS)
 }
+
+/// Why a queue drops a packet (its `drop_reasons`): it had no room (a
+/// FrontDropQueue drops its oldest packets for that reason).
+pub(crate) const REASONS: &[&str] = &["full"];
+pub(crate) const FULL: u8 = 0;
 
 fn make(cx: &mut ConfigCx<'_>, policy: Policy) -> Result<Queue, String> {
     let mut a = cx.args();
@@ -559,7 +565,7 @@ impl Queue {
         if self.drop_output {
             cx.push(1, b);
         } else {
-            cx.drop_batch(b);
+            cx.drop_batch_for(FULL, b);
         }
     }
 
@@ -804,7 +810,7 @@ impl Element for Queue {
             if self.drop_output {
                 cx.push_packet(1, p);
             } else {
-                cx.drop_packet(p);
+                cx.drop_packet_for(FULL, p);
             }
         }
     }

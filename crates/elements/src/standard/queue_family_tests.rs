@@ -98,6 +98,13 @@ fn tail_drop_goes_to_output_1_when_connected() {
     let r = router("TestSource -> q :: Queue(2) -> Discard(ACTIVE false)");
     r.push_into("q", 0, tagged(&[1, 2, 3])).unwrap();
     assert_eq!(r.total_drops(), 1);
+    // One packet at a time (the single-packet push), and why.
+    r.push_into("q", 0, tagged(&[4])).unwrap();
+    assert_eq!(r.read_handler("q.drop_reasons").unwrap(), "full 2\n");
+    // A FrontDropQueue drops its oldest for the same reason.
+    let r = router("TestSource -> q :: FrontDropQueue(2) -> Discard(ACTIVE false)");
+    r.push_into("q", 0, tagged(&[1, 2, 3])).unwrap();
+    assert_eq!(r.read_handler("q.drop_reasons").unwrap(), "full 1\n");
 }
 
 #[test]

@@ -287,6 +287,7 @@ impl<'r> Cx<'r> {
                 match f.run_one(self, &mut p) {
                     Hop::Out(k) => port = k,
                     Hop::Drop => return self.drop_packet(p),
+                    Hop::DropFor(r) => return self.drop_packet_for(r, p),
                     Hop::Push => {
                         // The element wants the packet itself (rare: a
                         // packet to fragment, say).
@@ -430,8 +431,36 @@ impl<'r> Cx<'r> {
     /// copy that could not be made because the pool was exhausted).
     #[inline]
     pub fn count_drops(&mut self, n: u64) {
-        let c = &self.core.threads[self.thread].drops[self.current];
-        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        self.core.threads[self.thread].drops.add(self.current, n);
+    }
+
+    /// Drops a packet for reason `reason`: an index into the running
+    /// element's class's [drop reasons](method@crate::ClassSpec::drop_reasons)
+    /// (one it does not declare counts as unspecified).
+    #[inline]
+    pub fn drop_packet_for(&mut self, reason: u8, p: Packet) {
+        self.count_drops_for(reason, 1);
+        drop(p);
+    }
+
+    /// Drops a whole batch for reason `reason` (see
+    /// [`Cx::drop_packet_for`]).
+    #[inline]
+    pub fn drop_batch_for(&mut self, reason: u8, b: Batch) {
+        self.count_drops_for(reason, b.len() as u64);
+        drop(b);
+    }
+
+    /// [`Cx::count_drops`] for reason `reason` (see
+    /// [`Cx::drop_packet_for`]).
+    #[inline]
+    pub fn count_drops_for(&mut self, reason: u8, n: u64) {
+        let core = self.core;
+        let t = &core.threads[self.thread];
+        t.drops.add(self.current, n);
+        if let Some(s) = core.reasons.slot(self.current, reason) {
+            t.reason_drops.add(s, n);
+        }
     }
 
     /// Monotonic time from the router's clock (simulated under
