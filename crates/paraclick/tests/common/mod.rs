@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod ctl;
+pub mod pcap;
 pub mod proc;
 
 use paraclick_runtime::Router;
