@@ -246,10 +246,12 @@ fn foundation(out: &str, threads: usize) -> Vec<(String, u64, f64, f64)> {
             assert!(mpps > 0.0 && cpp > 0.0 && num(&f[3]) > 0.0, "{l}");
             // Mpps and cycles per packet come from one run's packets, time
             // and cycles: their product is the cycle counter's rate times
-            // the threads (the counter runs at that rate over the run).
+            // the threads (the counter runs at that rate over the run;
+            // the slack is for the clock and the counter being read one
+            // after the other, around a run of a few milliseconds).
             let implied = mpps * 1e6 * cpp / threads as f64;
             assert!(
-                (implied / hz - 1.0).abs() < 0.05,
+                (implied / hz - 1.0).abs() < 0.1,
                 "{l}: {mpps} Mpps x {cpp} cycles/packet is {implied:.3e} Hz, not the counter's {hz:.3e}\n{out}"
             );
             (label, packets, mpps, cpp)
