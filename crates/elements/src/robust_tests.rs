@@ -4,8 +4,8 @@
 //! makes packets accounts for each one: it leaves by an output or is a
 //! counted drop.
 
-use crate::ip::test_util::Rng;
 use crate::robust::PACKET_ELEMENTS as ELEMENTS;
+use crate::test_kit::Rng;
 use paraclick_packet::Packet;
 use paraclick_runtime::testing::Harness;
 use paraclick_runtime::Registry;

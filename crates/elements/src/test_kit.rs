@@ -3,15 +3,16 @@
 //! [`paraclick_runtime::testing`]), packet builders on the `wire` module's
 //! emitters, and one seeded random generator (on `fastrand`).
 //!
-//! Each element folder's `test_util` re-exports this and adds only what
-//! is particular to its elements; other crates' tests (paraclick-io) use
-//! it through the `test-kit` feature.
+//! Element tests use it directly; a folder with helpers of its own has a
+//! `test_util` that re-exports this and adds only what is particular to
+//! its elements. Other crates' tests (paraclick-io) use it through the
+//! `test-kit` feature.
 
 #![allow(dead_code)] // not every test uses every helper
 
 use paraclick_packet::wire::{
     checksum, ethertype, ip_proto, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, EthernetRepr,
-    Ipv4Header, Ipv4Repr,
+    Ipv4Header,
 };
 use paraclick_packet::{Packet, Timestamp};
 pub use paraclick_runtime::testing::{
@@ -124,24 +125,17 @@ pub fn arp_frame(dst: EtherAddr, src: EtherAddr, r: &ArpRepr) -> Vec<u8> {
     ether_frame(dst, src, ethertype::ARP, &arp_bytes(r))
 }
 
-/// An option-less IPv4 datagram with `payload`.
+/// An option-less IPv4 datagram with `payload` ([`Ip`]'s defaults: TTL
+/// 64, ID 0x1234, no flags).
 pub fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, payload: &[u8]) -> Vec<u8> {
-    let mut v = vec![0u8; 20 + payload.len()];
-    Ipv4Repr {
-        src_addr: src,
-        dst_addr: dst,
-        protocol: proto,
-        payload_len: payload.len(),
-        ttl: 64,
-        tos: 0,
-        ident: 0x1234,
-        dont_frag: false,
-        more_frags: false,
-        frag_offset: 0,
-    }
-    .emit(&mut Ipv4Header::new_unchecked(&mut v[..]));
-    v[20..].copy_from_slice(payload);
-    v
+    Ip::from_addrs(src, dst, proto).payload(payload).bytes()
+}
+
+/// [`ipv4`]'s datagram as a packet, its network header annotation set.
+pub fn ip_pkt(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, payload: &[u8]) -> Packet {
+    let mut p = pkt(&ipv4(src, dst, proto, payload));
+    p.set_network_header(0, 20);
+    p
 }
 
 /// An IPv4 datagram under construction.
@@ -161,9 +155,13 @@ pub struct Ip {
 
 impl Ip {
     pub fn new(src: &str, dst: &str, proto: u8) -> Ip {
+        Ip::from_addrs(ip(src), ip(dst), proto)
+    }
+
+    pub fn from_addrs(src: Ipv4Addr, dst: Ipv4Addr, proto: u8) -> Ip {
         Ip {
-            src: ip(src),
-            dst: ip(dst),
+            src,
+            dst,
             proto,
             ttl: 64,
             tos: 0,

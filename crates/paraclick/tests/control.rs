@@ -11,13 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_paraclick");
-
-/// One router at a time: each keeps a core busy with traffic.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const TRAFFIC: &str = "src :: InfiniteSource(LENGTH 64) -> c :: Counter \
     -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; \
@@ -34,7 +28,7 @@ fn rises(c: &mut Client, h: &str) {
 
 #[test]
 fn tcp_every_command_and_reply_code() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let mut p = Proc::start(&["-p", "0", "-e", TRAFFIC]);
     let port = p.port("control socket listening on ");
     let mut c = Client::tcp(port);
@@ -167,7 +161,7 @@ fn tcp_every_command_and_reply_code() {
 #[test]
 fn unix_socket_is_private_and_served() {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("click.sock");
     let conf = format!("require(userlevel); require(package ip); {TRAFFIC}");
@@ -189,7 +183,7 @@ fn unix_socket_is_private_and_served() {
 
 #[test]
 fn read_only_element_socket_and_bad_clients() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let ro = dir.path().join("ro.sock");
     let conf = format!(
@@ -274,14 +268,18 @@ fn read_only_element_socket_and_bad_clients() {
 
 #[test]
 fn ctl_client_reads_writes_and_fails_with_codes() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let mut p = Proc::start(&["-p", "0", "-u", path.to_str().unwrap(), "-e", TRAFFIC]);
     let port_s = p.wait_line("listening on 127.0.0.1:");
     assert!(port_s.parse::<u16>().is_ok(), "{port_s}");
     let ctl = |args: &[&str]| {
-        let o = Command::new(BIN).arg("ctl").args(args).output().unwrap();
+        let o = Command::new(common::bin())
+            .arg("ctl")
+            .args(args)
+            .output()
+            .unwrap();
         (
             o.status.code().unwrap(),
             String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -325,7 +323,7 @@ fn ctl_client_reads_writes_and_fails_with_codes() {
 /// Starts paraclick with `fd` as its descriptor 3 and `--socket 3`.
 fn start_with_fd(fd: i32) -> Proc {
     use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(common::bin());
     cmd.args(["--socket", "3", "--no-pin", "-e", TRAFFIC]);
     // SAFETY: dup2 is async-signal-safe; it only renumbers a descriptor
     // this process owns, and the copy does not close on exec.
@@ -343,7 +341,7 @@ fn start_with_fd(fd: i32) -> Proc {
 #[test]
 fn socket_fd_connected_and_listening() {
     use std::os::unix::io::AsRawFd;
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     // A connected socket: one client, the other end of a socketpair.
     let (a, b) = UnixStream::pair().unwrap();
     let mut p = start_with_fd(b.as_raw_fd());
@@ -374,7 +372,7 @@ fn socket_fd_connected_and_listening() {
     assert!(said.contains("--control-token"), "{said}");
 
     // Not a socket: a clear error, nothing runs.
-    let o = Command::new(BIN)
+    let o = Command::new(common::bin())
         .args(["--socket", "0", "-e", TRAFFIC])
         .stdin(Stdio::null())
         .output()
@@ -385,7 +383,7 @@ fn socket_fd_connected_and_listening() {
 
 #[test]
 fn retries_wait_for_a_busy_port_then_give_up_or_serve() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     // Busy for good: RETRIES 1 warns, tries once more, stops the router.
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = busy.local_addr().unwrap().port();
@@ -428,7 +426,7 @@ fn raw_tcp(port: u16) -> Client {
 
 #[test]
 fn an_http_request_or_tls_hello_to_the_port_is_closed_and_runs_nothing() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let mut p = Proc::start(&["-p", "0", "-e", TRAFFIC]);
     let port = p.port("control socket listening on ");
     let mut c = Client::tcp(port);
@@ -485,9 +483,9 @@ fn token_file(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
 
 #[test]
 fn a_port_beyond_loopback_needs_a_token_and_checks_it() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     // Refused at start without a token: a clear error, nothing runs.
-    let o = Command::new(BIN)
+    let o = Command::new(common::bin())
         .args(["-p", "0.0.0.0:0", "-e", TRAFFIC])
         .output()
         .unwrap();
@@ -505,7 +503,7 @@ fn a_port_beyond_loopback_needs_a_token_and_checks_it() {
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let o = Command::new(BIN)
+        let o = Command::new(common::bin())
             .args(["-p", "0.0.0.0:0", "--control-token", fs, "-e", TRAFFIC])
             .output()
             .unwrap();
@@ -541,7 +539,11 @@ fn a_port_beyond_loopback_needs_a_token_and_checks_it() {
     rises(&mut c, "c.count");
     // paraclick ctl sends it from its file; without it, 530.
     let ctl = |args: &[&str]| {
-        let o = Command::new(BIN).arg("ctl").args(args).output().unwrap();
+        let o = Command::new(common::bin())
+            .arg("ctl")
+            .args(args)
+            .output()
+            .unwrap();
         (
             o.status.code().unwrap(),
             String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -562,7 +564,7 @@ fn a_port_beyond_loopback_needs_a_token_and_checks_it() {
 
 #[test]
 fn a_control_socket_element_removed_and_added_back_rebinds_every_time() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

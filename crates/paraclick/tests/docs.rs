@@ -8,13 +8,11 @@
 //! cite what has since moved; they are not scanned. Reads text only, runs
 //! nothing.
 
+mod common;
+
+use common::root;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-
-/// The repository's root (this crate lives in `crates/paraclick`).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The documents scanned: README.md and docs/*.md (not docs/notes/).
 fn documents() -> Vec<PathBuf> {

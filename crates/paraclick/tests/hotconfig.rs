@@ -9,11 +9,7 @@ mod common;
 use common::ctl::Client;
 use common::proc::Proc;
 use paraclick_runtime::Router;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// One router process at a time (each keeps a core busy).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The traffic configuration: a paced source through a queue crossing to
 /// another task (delivered), and a second source into a queue nobody
@@ -41,7 +37,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn swap_under_traffic(threads: &str, swaps: usize) {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("t.click");
     std::fs::write(&conf, traffic(0)).unwrap();
@@ -197,7 +193,7 @@ fn swaps_at_one_and_three_threads_lose_nothing() {
 
 #[test]
 fn a_bad_configuration_leaves_the_old_router_running() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let mut p = Proc::start(&["-R", "-j", "2", "-p", "0", "-e", &traffic(0)]);
     let mut c = Client::tcp(p.control_port());
     let before = c.read("config");
@@ -232,7 +228,7 @@ fn a_bad_configuration_leaves_the_old_router_running() {
 
 #[test]
 fn hotconfig_needs_dash_r() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let mut p = Proc::start(&["-p", "0", "-e", "Idle -> Discard;"]);
     let mut c = Client::tcp(p.control_port());
     let (code, t) = c.write_data("hotconfig", "Idle -> Discard;");
@@ -278,7 +274,7 @@ fn with_socket(variant: usize, socket: &str, more: &str) -> String {
 
 #[test]
 fn a_control_socket_element_keeps_its_socket_and_clients_across_swaps() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let sock = "ControlSocket(TCP, 0, LOCALHOST true, VERBOSE true)";
     let mut p = Proc::start(&["-R", "-j", "2", "-e", &with_socket(0, sock, "")]);
     let port = p.element_port(0);
@@ -330,7 +326,7 @@ fn a_control_socket_element_keeps_its_socket_and_clients_across_swaps() {
 
 #[test]
 fn a_unix_control_socket_element_is_taken_over_and_dropped_with_its_element() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ctl");
     let sock = format!("ControlSocket(UNIX, {})", path.display());

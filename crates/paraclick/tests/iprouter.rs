@@ -23,12 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn conf_path() -> PathBuf {
-    root().join("conf/iprouter.click")
+    common::root().join("conf/iprouter.click")
 }
 
 fn script() -> PathBuf {

@@ -12,10 +12,6 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/ipsec/esp.py")
 }
@@ -109,7 +105,7 @@ fn run_conf(conf: &str, alg: &str, threads: usize, handlers: &[&str]) -> Vec<(St
     esp_py("gen", dir.path(), alg, &keys);
     let d = |f: &str| dir.path().join(f).display().to_string();
     let mut cmd = Command::new(common::bin());
-    cmd.arg(root().join(conf))
+    cmd.arg(common::root().join(conf))
         .args(["--no-pin", "-j", &threads.to_string()])
         .arg(format!("PLAIN_IN={}", d("plain-in.pcap")))
         .arg(format!("PLAIN_OUT={}", d("plain-out.pcap")))

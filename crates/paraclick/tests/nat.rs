@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::pcap::read_pcap;
 use paraclick_packet::wire::checksum;
 use paraclick_runtime::{BuildOptions, Router};
 use std::net::Ipv4Addr;
@@ -84,46 +85,14 @@ fn icmp(sa: [u8; 4], da: [u8; 4], ty: u8, code: u8, rest: [u8; 4], data: &[u8]) 
     ipv4(sa, da, 1, 3, 0, &m)
 }
 
-/// Writes a raw-IP pcap; each packet with its time in milliseconds.
+/// Writes a raw-IP pcap; each packet with its time in milliseconds
+/// after 1,700,000,000 s.
 fn write_pcap(path: &Path, pkts: &[(u64, Vec<u8>)]) {
-    let mut f = Vec::new();
-    f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    f.extend_from_slice(&2u16.to_le_bytes());
-    f.extend_from_slice(&4u16.to_le_bytes());
-    f.extend_from_slice(&[0; 8]);
-    f.extend_from_slice(&65535u32.to_le_bytes());
-    f.extend_from_slice(&101u32.to_le_bytes()); // LINKTYPE_RAW
-    for (ms, p) in pkts {
-        let t = 1_700_000_000_000u64 + ms;
-        f.extend_from_slice(&((t / 1000) as u32).to_le_bytes());
-        f.extend_from_slice(&(((t % 1000) * 1000) as u32).to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(p);
-    }
-    std::fs::write(path, f).unwrap();
-}
-
-/// The packets of a pcap (ToDump ENCAP IP: raw IP records).
-fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
-    let d = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let le = d[0..4] == [0xd4, 0xc3, 0xb2, 0xa1] || d[0..4] == [0x4d, 0x3c, 0xb2, 0xa1];
-    let u32at = |o: usize| {
-        let b = [d[o], d[o + 1], d[o + 2], d[o + 3]];
-        if le {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        }
-    };
-    let mut out = Vec::new();
-    let mut o = 24;
-    while o + 16 <= d.len() {
-        let caplen = u32at(o + 8) as usize;
-        out.push(d[o + 16..o + 16 + caplen].to_vec());
-        o += 16 + caplen;
-    }
-    out
+    let at: Vec<(u64, Vec<u8>)> = pkts
+        .iter()
+        .map(|(ms, p)| (1_700_000_000_000 + ms, p.clone()))
+        .collect();
+    common::pcap::write_pcap_timed(path, 101, &at);
 }
 
 struct Pkt<'a>(&'a [u8]);

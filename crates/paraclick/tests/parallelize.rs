@@ -15,12 +15,9 @@
 
 mod common;
 
+use common::pcap::{read_pcap, write_pcap};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn csum(b: &[u8]) -> u16 {
     let mut s = 0u32;
@@ -69,35 +66,6 @@ fn ether(dst: [u8; 6], src: [u8; 6], ip: Vec<u8>) -> Vec<u8> {
     f.extend_from_slice(&[8, 0]);
     f.extend(ip);
     f
-}
-
-fn write_pcap(path: &Path, linktype: u32, pkts: &[Vec<u8>]) {
-    let mut f = Vec::new();
-    f.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
-    f.extend_from_slice(&[2, 0, 4, 0]);
-    f.extend_from_slice(&[0; 8]);
-    f.extend_from_slice(&65535u32.to_le_bytes());
-    f.extend_from_slice(&linktype.to_le_bytes());
-    for (i, p) in pkts.iter().enumerate() {
-        f.extend_from_slice(&(i as u32 / 1000).to_le_bytes());
-        f.extend_from_slice(&((i as u32 % 1000) * 1000).to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        f.extend_from_slice(p);
-    }
-    std::fs::write(path, f).unwrap();
-}
-
-fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
-    let d = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut v = Vec::new();
-    let mut i = 24;
-    while i + 16 <= d.len() {
-        let cap = u32::from_le_bytes(d[i + 8..i + 12].try_into().unwrap()) as usize;
-        v.push(d[i + 16..i + 16 + cap].to_vec());
-        i += 16 + cap;
-    }
-    v
 }
 
 /// Packets per flow (from the payload), in order; packets without a
@@ -187,7 +155,7 @@ fn check(
     norm: &dyn Fn(&mut Vec<u8>),
     per_flow_port: bool,
 ) -> Vec<String> {
-    let conf = root().join(case.conf).display().to_string();
+    let conf = common::root().join(case.conf).display().to_string();
     let orig = work.join("orig");
     std::fs::create_dir_all(&orig).unwrap();
     let mut args: Vec<String> = vec![conf.clone()];
@@ -695,7 +663,7 @@ fn a_placement_is_written_as_the_users_own_file_and_one_line() {
     // (its define($N ...), comments and names kept), and one
     // StaticThreadSched line, so `bench --mlffr ... N=...` can run it.
     let conf = "conf/qos-bench.click";
-    let orig = std::fs::read_to_string(root().join(conf)).unwrap();
+    let orig = std::fs::read_to_string(common::root().join(conf)).unwrap();
     let args = ["parallelize", "-j", "2", "--duration", "0.1", "--no-check"];
     let text = run_ok(&[&args[..], &["--candidate", "1", conf]].concat());
     let k = text.find(&orig).unwrap_or_else(|| panic!("{text}"));

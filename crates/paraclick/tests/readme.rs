@@ -3,13 +3,12 @@
 //! nor runs long is run as written and succeeds; every configuration in
 //! conf/ is in its table.
 
+mod common;
+
+use common::root as repo;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn readme() -> String {
     std::fs::read_to_string(repo().join("README.md")).expect("README.md")

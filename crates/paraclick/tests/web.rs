@@ -24,8 +24,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_paraclick");
-
 struct Kill(Child);
 impl Drop for Kill {
     fn drop(&mut self) {
@@ -217,7 +215,7 @@ struct Run {
 
 impl Run {
     fn start(args: &[&str], conf: &str) -> Run {
-        let mut router = Command::new(BIN)
+        let mut router = Command::new(common::bin())
             .args(args)
             .args(["--no-pin", "-p", "0", "--web", "127.0.0.1:0", "-e", conf])
             .stdout(Stdio::null())

@@ -261,13 +261,18 @@ pub const WATCHDOG: Duration = Duration::from_secs(20);
 /// Runs `r` until it stops by itself (a source's STOP, a Script's
 /// `stop`); a watchdog stops it after [`WATCHDOG`], failing the test.
 pub fn run(r: &Router) {
+    run_within(r, WATCHDOG);
+}
+
+/// [`run`] with a watchdog of `limit` instead of [`WATCHDOG`].
+pub fn run_within(r: &Router, limit: Duration) {
     let stopper = r.stopper();
     let done = Arc::new(AtomicBool::new(false));
     let d2 = done.clone();
     let w = std::thread::spawn(move || {
         let t0 = Instant::now();
         while !d2.load(Ordering::Acquire) {
-            if t0.elapsed() > WATCHDOG {
+            if t0.elapsed() > limit {
                 stopper.stop();
                 return true;
             }
@@ -277,7 +282,10 @@ pub fn run(r: &Router) {
     });
     r.run();
     done.store(true, Ordering::Release);
-    assert!(!w.join().unwrap(), "router did not stop by itself");
+    assert!(
+        !w.join().unwrap(),
+        "router did not stop by itself within {limit:?}"
+    );
 }
 
 /// Runs `r` until `until()` holds, then stops it; fails after

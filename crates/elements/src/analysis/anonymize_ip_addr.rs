@@ -220,7 +220,7 @@ impl Action for AnonymizeIPAddr {
 mod tests {
     use super::super::test_util::*;
     use super::*;
-    use crate::ip::test_util::{ip_checksum_ok, Rng};
+    use crate::test_kit::{ip_checksum_ok, Rng};
     use std::collections::HashSet;
 
     fn anon(class: u32, nets: Vec<u8>) -> Anonymizer {

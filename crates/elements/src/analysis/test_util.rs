@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-pub use crate::ip::test_util::{marked, pkt, Ip};
+pub use crate::test_kit::{marked, pkt, tags, Ip};
 use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::testing::Harness;
 use paraclick_runtime::Registry;
@@ -29,8 +29,4 @@ pub fn at(tag: u8, ts: f64) -> Packet {
     let mut p = pkt(&[tag]);
     p.set_timestamp(Timestamp((ts * 1e9).round() as i64));
     p
-}
-
-pub fn tags(ps: &[Packet]) -> Vec<u8> {
-    ps.iter().map(|p| p.data()[0]).collect()
 }

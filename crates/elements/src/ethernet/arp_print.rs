@@ -189,8 +189,8 @@ impl Action for ArpPrint {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::ArpPrint;
+    use crate::test_kit::*;
     use paraclick_packet::wire::{ArpOp, ArpRepr};
     use paraclick_packet::Timestamp;
 

@@ -645,7 +645,7 @@ impl Element for ArpQuerier {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::{ArpRepr, EtherAddr};
     use paraclick_packet::Packet;
     use paraclick_runtime::testing::Harness;
@@ -667,7 +667,7 @@ mod tests {
 
     /// An IP packet to `dst` (annotation set), tagged by its payload byte.
     fn to(dst: &str, tag: u8) -> Packet {
-        let mut p = ip_packet(ip("10.0.0.100"), ip("192.168.7.7"), &[tag]);
+        let mut p = ip_pkt(ip("10.0.0.100"), ip("192.168.7.7"), 17, &[tag]);
         p.anno_mut().dst_ip = ip(dst);
         p
     }
@@ -844,9 +844,9 @@ mod tests {
     fn special_destinations() {
         let h = harness_io(&format!("ARPQuerier({MY_IP}/24, {MY_ETH})"), 2, 2);
         assert_eq!(h.read("broadcast").unwrap(), "10.0.0.255");
-        let mut hdr_dst = ip_packet(ip("10.0.0.100"), ip("255.255.255.255"), &[4]);
+        let mut hdr_dst = ip_pkt(ip("10.0.0.100"), ip("255.255.255.255"), 17, &[4]);
         hdr_dst.anno_mut().dst_ip = Ipv4Addr::UNSPECIFIED;
-        let mut zero = ip_packet(ip("10.0.0.100"), ip("0.0.0.0"), &[5]);
+        let mut zero = ip_pkt(ip("10.0.0.100"), ip("0.0.0.0"), 17, &[5]);
         zero.anno_mut().dst_ip = Ipv4Addr::UNSPECIFIED;
         h.push(
             0,
@@ -874,7 +874,7 @@ mod tests {
         assert_eq!(h.drops(), 1);
 
         // The header's destination is the next hop when the annotation is 0.
-        let mut p = ip_packet(ip("10.0.0.100"), ip(PEER_IP), &[6]);
+        let mut p = ip_pkt(ip("10.0.0.100"), ip(PEER_IP), 17, &[6]);
         p.anno_mut().dst_ip = Ipv4Addr::UNSPECIFIED;
         h.push(0, vec![p]);
         assert_eq!(

@@ -288,7 +288,7 @@ impl Action for ArpResponder {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ArpRepr;
 
     const ME: &str = "00:00:c0:ae:67:ef";

@@ -107,7 +107,7 @@ impl Action for CheckARPHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ArpRepr;
 
     fn request() -> Vec<u8> {

@@ -91,7 +91,7 @@ impl Action for EnsureEther {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     fn frame() -> Vec<u8> {
         let d = Ip::new("10.0.0.1", "10.0.0.2", 17).payload(b"hi").bytes();

@@ -113,7 +113,7 @@ impl Action for EtherEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn prepends_header() {

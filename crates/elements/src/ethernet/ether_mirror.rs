@@ -42,7 +42,7 @@ impl Action for EtherMirror {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn swaps_addresses() {

@@ -82,7 +82,7 @@ impl Action for EtherRewrite {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn rewrites_addresses_keeps_type() {

@@ -167,7 +167,7 @@ impl Action for EtherVLANEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     const HDR: [u8; 12] = [2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1];
 

@@ -77,7 +77,7 @@ impl Action for GetEtherAddress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     fn frame() -> Vec<u8> {
         ether_frame(eth("0:1:2:3:4:5"), eth("6:7:8:9:a:b"), 0x0800, &[0; 20])

@@ -98,7 +98,7 @@ impl Action for HostEtherFilter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::PacketType;
 
     const ME: &str = "00:0a:95:9d:68:16";

@@ -62,7 +62,7 @@ impl Action for MarkMACHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn marks_at_offset_when_long_enough() {

@@ -24,9 +24,6 @@ pub mod store_ether_address;
 pub mod vlan_decap;
 pub mod vlan_encap;
 
-#[cfg(test)]
-pub(crate) mod test_util;
-
 pub fn register(reg: &mut Registry) {
     reg.register(arp_print::spec());
     reg.register(arp_querier::spec());

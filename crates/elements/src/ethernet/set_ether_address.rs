@@ -105,7 +105,7 @@ impl Action for SetEtherAddress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn sets_the_annotation_only() {

@@ -82,7 +82,7 @@ impl Action for StoreEtherAddress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn writes_at_src_dst_or_offset() {

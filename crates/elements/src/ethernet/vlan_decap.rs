@@ -63,7 +63,7 @@ impl Action for VLANDecap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn strips_the_tag_and_keeps_its_tci() {

@@ -132,7 +132,7 @@ impl Action for VLANEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     fn frame() -> Vec<u8> {
         let mut f = vec![1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0x08, 0x00];

@@ -1,12 +1,10 @@
 //! The ICMP elements' tests use the crate's one kit ([`crate::test_kit`]),
-//! plus these.
+//! plus this.
 
 #![allow(dead_code)] // not every test uses every helper
 
 pub use crate::test_kit::*;
 use paraclick_packet::wire::checksum;
-use paraclick_packet::Packet;
-use std::net::Ipv4Addr;
 
 /// An ICMP message (checksum filled): type, code, the 4 bytes after the
 /// checksum, and a body.
@@ -17,11 +15,4 @@ pub fn icmp(ty: u8, code: u8, rest: [u8; 4], body: &[u8]) -> Vec<u8> {
     let c = checksum::checksum(&v);
     v[2..4].copy_from_slice(&c.to_be_bytes());
     v
-}
-
-/// An IP datagram with its network header annotation set.
-pub fn ip_pkt(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, payload: &[u8]) -> Packet {
-    let mut p = pkt(&ipv4(src, dst, proto, payload));
-    p.set_network_header(0, 20);
-    p
 }

@@ -106,7 +106,7 @@ impl Action for CheckICMPHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
 
     fn echo(data: &[u8]) -> Vec<u8> {

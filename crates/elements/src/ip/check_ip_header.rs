@@ -296,7 +296,7 @@ impl Action for CheckIPHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn address_set_finds_exactly_its_members() {

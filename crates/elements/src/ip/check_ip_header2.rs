@@ -32,7 +32,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn checksum_not_checked_by_default() {

@@ -111,7 +111,7 @@ impl Action for CheckTCPHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
 
     fn tcp(opts: &[u8], data: &[u8]) -> Vec<u8> {

@@ -126,7 +126,7 @@ impl Action for CheckUDPHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
 
     fn udp(data: &[u8]) -> Vec<u8> {

@@ -106,7 +106,7 @@ impl Action for DecIPTTL {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn decrements_and_updates_checksum() {

@@ -62,7 +62,7 @@ impl Action for DropBroadcasts {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::{Packet, PacketType};
 
     fn typed(tag: u8, t: PacketType) -> Packet {
@@ -79,10 +79,6 @@ mod tests {
             typed(3, PacketType::OtherHost),
             typed(4, PacketType::Outgoing),
         ]
-    }
-
-    fn tags(ps: &[Packet]) -> Vec<u8> {
-        ps.iter().map(|p| p.data()[0]).collect()
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl Action for FixIPSrc {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn fixes_only_annotated_packets() {

@@ -105,7 +105,7 @@ impl Action for GetIPAddress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn from_offset() {

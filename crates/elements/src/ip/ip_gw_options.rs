@@ -247,8 +247,8 @@ impl IPGWOptions {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::process_options;
+    use crate::test_kit::*;
     use std::net::Ipv4Addr;
 
     const MY: Ipv4Addr = Ipv4Addr::new(18, 26, 4, 24);

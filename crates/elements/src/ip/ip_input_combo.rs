@@ -167,8 +167,8 @@ pub(crate) fn chain_harness(def: &str, noutputs: usize) -> paraclick_runtime::te
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::chain_harness;
+    use crate::test_kit::*;
     use paraclick_packet::PacketType;
 
     fn frame(d: &[u8]) -> Vec<u8> {

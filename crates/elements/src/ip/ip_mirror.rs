@@ -76,7 +76,7 @@ impl Action for IPMirror {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn swaps_addresses_ports_and_tcp_numbers() {

@@ -129,7 +129,7 @@ impl Action for IPOutputCombo {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::{Packet, PacketType};
 
     fn marked_ip(d: &[u8]) -> Packet {

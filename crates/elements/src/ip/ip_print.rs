@@ -625,8 +625,8 @@ impl Action for IPPrint {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::{format_packet, Dump, PrintConfig};
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
     use paraclick_packet::{Packet, Timestamp};
 

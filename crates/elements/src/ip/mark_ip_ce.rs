@@ -72,7 +72,7 @@ impl Action for MarkIPCE {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     fn with_ecn(ecn: u8) -> Vec<u8> {
         Ip::new("1.0.0.1", "2.0.0.2", 9).tos(0xb8 | ecn).bytes()

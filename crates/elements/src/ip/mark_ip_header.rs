@@ -56,7 +56,7 @@ impl Action for MarkIPHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
 
     #[test]

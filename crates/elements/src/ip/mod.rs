@@ -42,9 +42,6 @@ pub mod store_ip_address;
 pub mod strip_ip_header;
 pub mod truncate_ip_payload;
 
-#[cfg(test)]
-pub(crate) mod test_util;
-
 pub fn register(reg: &mut Registry) {
     reg.register(check_icmp_header::spec());
     reg.register(check_ip_header::spec());

@@ -49,7 +49,7 @@ impl Action for SetIPAddress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn sets_annotation_only() {

@@ -76,7 +76,7 @@ impl Action for SetIPChecksum {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn sets_checksum_with_options() {

@@ -80,7 +80,7 @@ impl Action for SetIPDSCP {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn sets_dscp_keeps_ecn() {

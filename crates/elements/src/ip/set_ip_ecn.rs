@@ -85,7 +85,7 @@ impl Action for SetIPECN {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn sets_ecn_keeps_dscp_and_checksum_right() {

@@ -98,7 +98,7 @@ impl Action for SetTCPChecksum {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
 
     fn tcp(data: &[u8]) -> Vec<u8> {

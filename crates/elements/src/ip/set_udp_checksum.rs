@@ -92,7 +92,7 @@ impl Action for SetUDPChecksum {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
 
     #[test]

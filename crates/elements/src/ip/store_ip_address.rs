@@ -175,7 +175,7 @@ impl Action for StoreIPAddress {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::ip_proto;
     use paraclick_packet::Packet;
 

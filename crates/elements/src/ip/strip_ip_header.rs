@@ -84,7 +84,7 @@ impl Action for UnstripIPHeader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn strips_and_restores_header_with_options() {

@@ -120,7 +120,7 @@ impl Action for TruncateIPPayload {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn keeps_transport_headers() {

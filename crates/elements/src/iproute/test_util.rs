@@ -18,23 +18,12 @@ pub fn ip_bytes(
     options: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
-    let olen = options.len().div_ceil(4) * 4;
-    let hlen = 20 + olen;
-    let mut v = vec![0u8; hlen + payload.len()];
-    v[20..20 + options.len()].copy_from_slice(options);
-    v[hlen..].copy_from_slice(payload);
-    let mut h = Ipv4Header::new_unchecked(&mut v[..]);
-    h.set_version(4);
-    h.set_header_len(hlen);
-    h.set_total_len((hlen + payload.len()) as u16);
-    h.set_ident(ident);
-    h.set_dont_frag(df);
-    h.set_ttl(64);
-    h.set_protocol(proto);
-    h.set_src_addr(src);
-    h.set_dst_addr(dst);
-    h.fill_checksum();
-    v
+    Ip::from_addrs(src, dst, proto)
+        .id(ident)
+        .frag(if df { 0x4000 } else { 0 })
+        .options(options)
+        .payload(payload)
+        .bytes()
 }
 
 /// A packet of `bytes` with `mac` bytes of link header in front and the

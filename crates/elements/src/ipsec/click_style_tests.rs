@@ -364,7 +364,7 @@ fn packets_without_an_sa_and_bad_configurations() {
 #[test]
 fn split_elements_survive_bad_packets_with_any_annotation() {
     use super::sa_table::set_sa_anno;
-    use crate::ip::test_util::Rng;
+    use crate::test_kit::Rng;
     let table = format!(
         "IPsecSATable(0x1001 aes128gcm16 {}, 0x1002 aes128-sha1 {} 1.1.1.1 2.2.2.2, 0x1003 3des-sha256 {})",
         key("aes128gcm16", 1),

@@ -1,7 +1,7 @@
 // Element tests of the rewriter family against Click's documented
 // behaviour: each input specification, each handler, ICMP errors.
 
-use crate::ip::test_util::{ip, ip_checksum_ok, marked, transport_checksum, Ip};
+use crate::test_kit::{ip, ip_checksum_ok, marked, transport_checksum, Ip};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
 use paraclick_runtime::testing::Harness;

@@ -53,13 +53,6 @@ pub fn tagged(tag: u8, len: usize) -> Packet {
     Packet::from_slice(&d).expect("packet")
 }
 
-/// The first byte of each packet.
-pub fn tags(ps: &[Packet]) -> Vec<u8> {
-    ps.iter()
-        .map(|p| p.data().first().copied().unwrap_or(0))
-        .collect()
-}
-
 /// Runs `r` for `ms` milliseconds; returns the seconds it ran.
 pub fn run_for(r: &Router, ms: u64) -> f64 {
     let stop = r.stopper();

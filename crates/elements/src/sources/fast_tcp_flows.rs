@@ -42,7 +42,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, reg, try_harness};
+    use crate::test_kit::{reg, source as harness, try_source as try_harness};
     use paraclick_packet::wire::{Ipv4Header, TcpHeader};
     use paraclick_packet::Packet;
     use paraclick_runtime::Router;

@@ -115,8 +115,8 @@ pub(super) fn make_flows(cx: &mut ConfigCx<'_>, tcp: bool) -> Result<UdpGen, Str
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, reg, try_harness};
     use super::super::udp_gen::tests::check_frame;
+    use crate::test_kit::{reg, source as harness, try_source as try_harness};
     use paraclick_packet::wire::UdpHeader;
     use paraclick_packet::Packet;
     use paraclick_runtime::Router;

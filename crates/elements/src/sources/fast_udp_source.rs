@@ -94,8 +94,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, reg, try_harness};
     use super::super::udp_gen::tests::check_frame;
+    use crate::test_kit::{reg, source as harness, try_source as try_harness};
     use paraclick_packet::wire::UdpHeader;
     use paraclick_runtime::Router;
     use std::net::Ipv4Addr;

@@ -236,7 +236,7 @@ impl Element for InfiniteSource {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, reg, try_harness};
+    use crate::test_kit::{reg, source as harness, try_source as try_harness};
     use paraclick_runtime::Router;
 
     #[test]

@@ -9,8 +9,6 @@ pub mod gen;
 pub mod infinite_source;
 pub mod random_source;
 pub mod rated_source;
-#[cfg(test)]
-mod test_util;
 pub mod timed_source;
 pub mod udp_gen;
 

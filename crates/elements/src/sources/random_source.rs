@@ -56,7 +56,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, try_harness};
+    use crate::test_kit::{source as harness, try_source as try_harness};
 
     #[test]
     fn lengths_limit_and_random_contents() {

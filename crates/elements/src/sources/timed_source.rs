@@ -194,7 +194,7 @@ impl Element for TimedSource {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, try_harness};
+    use crate::test_kit::{source as harness, try_source as try_harness};
     use std::time::{Duration, Instant};
 
     #[test]

@@ -152,7 +152,7 @@ impl Element for AddressInfo {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_util::reg;
+    use crate::test_kit::reg;
     use paraclick_runtime::args::FromArg;
     use paraclick_runtime::{Args, Router};
     use std::sync::Mutex;

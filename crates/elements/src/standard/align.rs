@@ -109,7 +109,7 @@ impl Action for Align {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     fn addr(p: &paraclick_packet::Packet) -> usize {
         p.data().as_ptr() as usize

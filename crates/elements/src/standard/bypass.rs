@@ -76,7 +76,7 @@ impl Element for Bypass {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::Harness;
 
     #[test]

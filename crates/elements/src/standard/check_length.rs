@@ -55,7 +55,7 @@ impl Action for CheckLength {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn splits_by_length() {

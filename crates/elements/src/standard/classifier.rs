@@ -570,7 +570,7 @@ impl Action for Classifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     fn prog(p: &[&str]) -> Program {
         Program::compile(p).unwrap()

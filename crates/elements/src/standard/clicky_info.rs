@@ -41,7 +41,7 @@ impl Element for ClickyInfo {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::reg;
+    use crate::test_kit::reg;
     use paraclick_runtime::Router;
 
     #[test]

@@ -114,7 +114,7 @@ impl Element for Clipboard {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn copies_ranges_between_packets() {

@@ -70,7 +70,7 @@ impl Element for DiscardNoFree {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn counts_without_dropping() {

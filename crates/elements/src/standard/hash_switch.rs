@@ -72,7 +72,7 @@ impl Action for HashSwitch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn hash_function() {

@@ -72,7 +72,7 @@ impl Element for Hub {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::Harness;
 
     #[test]

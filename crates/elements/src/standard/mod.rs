@@ -56,9 +56,6 @@ pub mod unstrip;
 pub mod work_package;
 
 #[cfg(test)]
-mod test_util;
-
-#[cfg(test)]
 mod queue_family_tests;
 
 pub fn register(reg: &mut Registry) {

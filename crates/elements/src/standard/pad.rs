@@ -60,7 +60,7 @@ impl Action for Pad {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn pads_to_length_with_zeros() {

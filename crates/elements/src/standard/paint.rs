@@ -123,7 +123,7 @@ impl Action for Paint {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn paints_and_color_handler() {

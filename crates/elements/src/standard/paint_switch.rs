@@ -94,7 +94,7 @@ impl Element for PaintSwitch {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     fn painted(tag: u8, color: u8) -> paraclick_packet::Packet {
         let mut p = pkt(&[tag]);

@@ -104,7 +104,7 @@ impl Element for PortInfo {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::reg;
+    use crate::test_kit::reg;
     use paraclick_runtime::Router;
 
     #[test]

@@ -223,7 +223,7 @@ impl Action for Print {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::Timestamp;
 
     fn line(o: &PrintOpts, p: &Packet) -> String {

@@ -63,7 +63,7 @@ impl Element for PullNull {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::Router;
 
     #[test]

@@ -157,7 +157,7 @@ impl Action for RandomBitErrors {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     fn ones(ps: &[paraclick_packet::Packet]) -> u32 {
         ps.iter()

@@ -125,7 +125,7 @@ impl Action for RandomSample {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     fn many(n: usize) -> Vec<paraclick_packet::Packet> {
         (0..n).map(|_| pkt(&[1])).collect()

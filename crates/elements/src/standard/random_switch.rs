@@ -36,7 +36,7 @@ impl Action for RandomSwitch {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn spreads_packets_over_every_output() {

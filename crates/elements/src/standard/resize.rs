@@ -75,7 +75,7 @@ impl Action for Resize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn grows_and_shrinks() {

@@ -52,7 +52,7 @@ impl Action for RoundRobinSwitch {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn rotates_across_batches() {

@@ -73,7 +73,7 @@ impl Element for ScheduleInfo {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::reg;
+    use crate::test_kit::reg;
     use paraclick_runtime::Router;
 
     #[test]

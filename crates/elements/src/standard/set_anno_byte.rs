@@ -56,7 +56,7 @@ impl Action for SetAnnoByte {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn sets_one_byte() {

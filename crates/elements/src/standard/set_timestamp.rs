@@ -126,7 +126,7 @@ impl Element for SetTimestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn now() {

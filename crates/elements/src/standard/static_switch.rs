@@ -50,7 +50,7 @@ impl Element for StaticSwitch {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn fixed_output() {

@@ -77,7 +77,7 @@ impl Action for StoreData {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn stores_masks_and_clips() {

@@ -47,7 +47,7 @@ impl Action for Strip {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn strips() {

@@ -53,7 +53,7 @@ impl Action for StripToNetworkHeader {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn strips_forward_and_back() {

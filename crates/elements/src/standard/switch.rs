@@ -64,7 +64,7 @@ impl Element for Switch {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn default_and_handler() {

@@ -150,7 +150,7 @@ impl Element for PullTee {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::{Batch, Packet};
     use paraclick_runtime::testing::TestSink;
     use paraclick_runtime::Router;

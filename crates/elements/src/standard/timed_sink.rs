@@ -87,7 +87,7 @@ impl Element for TimedSink {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::Harness;
     use std::time::{Duration, Instant};
 

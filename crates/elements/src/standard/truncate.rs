@@ -72,7 +72,7 @@ impl Action for Truncate {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn shortens_and_counts_extra_length() {

@@ -54,7 +54,7 @@ impl Action for Unstrip {
 
 #[cfg(test)]
 mod tests {
-    use crate::standard::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::pool::HEADROOM;
 
     #[test]

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod ctl;
+pub mod pcap;
 pub mod proc;
 
 use paraclick_runtime::Router;
@@ -36,6 +37,18 @@ pub fn read_u64(r: &Router, h: &str) -> u64 {
         .unwrap_or_else(|_| panic!("{h} is not a number: {v:?}"))
 }
 
+/// The repository's root (this crate lives in `crates/paraclick`).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One heavy router at a time in this test binary (each keeps a core
+/// busy); a test that panicked holding it does not poison it.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The paraclick binary built for this test run.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_paraclick"))
@@ -49,24 +62,9 @@ pub fn paraclick(args: &[&str]) -> std::process::Output {
         .expect("run paraclick")
 }
 
-/// Runs the router on a helper thread with a watchdog: panics if it does
-/// not stop by itself within `secs` seconds (so a hang fails the test
-/// instead of blocking the suite).
+/// Runs the router with a watchdog: panics if it does not stop by itself
+/// within `secs` seconds (so a hang fails the test instead of blocking
+/// the suite).
 pub fn run_with_timeout(r: &Router, secs: u64) {
-    let stopper = r.stopper();
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if rx
-            .recv_timeout(std::time::Duration::from_secs(secs))
-            .is_err()
-        {
-            stopper.stop();
-            return true;
-        }
-        false
-    });
-    r.run();
-    let _ = tx.send(());
-    let timed_out = watchdog.join().unwrap();
-    assert!(!timed_out, "router did not stop by itself within {secs}s");
+    paraclick_runtime::testing::run_within(r, std::time::Duration::from_secs(secs));
 }
