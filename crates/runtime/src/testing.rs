@@ -342,7 +342,10 @@ pub fn run_until(r: &Router, until: impl Fn(&Router) -> bool + Send + Sync) {
 /// see the new moment. Panics on a router in real time.
 pub fn advance(r: &Router, d: Duration) {
     let clock = &r.core.clock;
-    assert!(clock.is_simulated(), "advance: the router runs in real time");
+    assert!(
+        clock.is_simulated(),
+        "advance: the router runs in real time"
+    );
     let d = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     clock.advance_to(clock.now_ns().saturating_add(d));
 }

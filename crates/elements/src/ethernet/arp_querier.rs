@@ -973,7 +973,7 @@ mod tests {
         h.write("delete", "10.0.0.3").unwrap();
         assert_eq!(h.read("count").unwrap(), "1");
         assert_eq!(h.router.total_queued(), 2); // 2 to send, 3 to drop
-        // (The sink's packet counts as held until taken.)
+                                                // (The sink's packet counts as held until taken.)
         paraclick_runtime::testing::run_until(&h.router, |r| r.total_queued() == 1);
         assert_eq!(
             datas(&h.output(0)),
