@@ -77,6 +77,14 @@ stop() {
   ROUTER_PID=
 }
 
+wait_exit() { # SECONDS: waits for the router to stop by itself, then stops it if not
+  local deadline=$((SECONDS + $1))
+  while kill -0 "$ROUTER_PID" 2>/dev/null && ((SECONDS < deadline)); do
+    sleep 0.05
+  done
+  stop
+}
+
 tun_phase() { # LABEL CONFIG MAXDROPS
   local label=$1 conf=$2 maxdrops=$3 out
   if ! start tunpc0 "$conf" tun.count tun.sent tun.drops tun.dev_name; then
@@ -143,10 +151,10 @@ fi
 # 10.99.0.1 go in through the pull input; Linux's replies come out.
 if start tunpc0 'tun :: KernelTun(10.99.0.1/24, DEV_NAME tunpc0);
   ICMPPingSource(10.99.0.2, 10.99.0.1, INTERVAL 0.05, LIMIT 10) -> Queue -> tun;
-  tun -> CheckIPHeader -> IPClassifier(icmp type echo-reply) -> ok :: Counter -> Discard;' ok.count tun.sent; then
-  # 10 pings 50 ms apart: done in about 0.5 s.
-  sleep 1.5
-  stop
+  tun -> CheckIPHeader -> IPClassifier(icmp type echo-reply) -> ok :: Counter(COUNT_CALL 10 stop) -> Discard;' ok.count tun.sent; then
+  # 10 pings 50 ms apart: the tenth reply stops the router (about 0.5 s;
+  # the deadline only catches lost replies).
+  wait_exit 10
   c=$(handler ok.count); s=$(handler tun.sent)
   if [[ $c == 10 && $s == 10 ]]; then
     pass "KernelTun: 10 echo requests written into the tun, Linux's 10 replies read back"

@@ -970,11 +970,19 @@ mod tests {
         // This thread's own clock through its task id.
         let me = threads_cpu_ns();
         assert!(!me.is_empty());
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < std::time::Duration::from_millis(20) {
-            black_box(0u64);
+        // Spin until this thread's CPU time shows 5 ms (however long a
+        // loaded machine takes to give it that); a clock that does not
+        // move fails at the deadline.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while busiest_between(&me, &threads_cpu_ns()) <= 0.005 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no 5 ms of thread CPU time in 60 s"
+            );
+            for _ in 0..10_000 {
+                black_box(0u64);
+            }
         }
-        assert!(busiest_between(&me, &threads_cpu_ns()) > 0.005);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 use paraclick_elements::standard::queue::IDLE_PULLS_BEFORE_SLEEP;
+use paraclick_runtime::testing::run_until;
 use paraclick_runtime::Router;
 
 /// Runs of a puller that empties its queue before it sleeps: the pull that
@@ -196,15 +197,16 @@ fn two_sources_waiting_on_one_queue_share_its_room() {
             &format!(
                 "a :: InfiniteSource(LENGTH 60, BURST {}) -> q :: Queue(64);
                  b :: InfiniteSource(LENGTH 60, BURST {}) -> q;
-                 q -> uq :: Unqueue(BURST 32) -> c :: Counter -> Discard;
-                 Script(wait 0.2s, stop);",
+                 q -> uq :: Unqueue(BURST 32) -> c :: Counter -> Discard;",
                 bursts.0, bursts.1
             ),
             1,
         );
-        run_with_timeout(&r, 30);
+        // Until 20,000 packets went through, however long that takes
+        // here (the watchdog fails the test after 20 s).
+        run_until(&r, |r| read_u64(r, "c.count") >= 20_000);
         let (a, b) = (read_u64(&r, "a.count"), read_u64(&r, "b.count"));
-        assert!(a + b > 10_000, "{bursts:?}: {a} + {b} packets");
+        assert!(a + b >= 20_000, "{bursts:?}: {a} + {b} packets");
         let (ra, rb) = (runs(&r, "a"), runs(&r, "b"));
         assert!(
             ra.min(rb) * 3 > ra.max(rb),
@@ -227,11 +229,10 @@ fn two_sources_share_the_room_a_puller_on_another_thread_makes() {
             "a :: InfiniteSource(LENGTH 60, BURST 32) -> q :: Queue(256);
              b :: InfiniteSource(LENGTH 60, BURST 32) -> q;
              q -> uq :: Unqueue(BURST 32) -> WorkPackage(4) -> c :: Counter -> Discard;
-             StaticThreadSched(a 0, b 0, uq 1);
-             Script(wait 0.3s, stop);",
+             StaticThreadSched(a 0, b 0, uq 1);",
             2,
         );
-        run_with_timeout(&r, 30);
+        run_until(&r, |r| read_u64(r, "c.count") >= 30_000);
         let (a, b) = (read_u64(&r, "a.count"), read_u64(&r, "b.count"));
         assert!(a.min(b) > 10_000, "round {round}: {a} and {b} packets");
         assert!(

@@ -106,19 +106,39 @@ impl Harness {
         noutputs: usize,
     ) -> Result<Harness, String> {
         let reg = with_test_classes(reg);
-        let (first, rest) = match decl.split_once(';') {
-            Some((a, b)) => (a, b),
-            None => (decl, ""),
-        };
-        let mut conf = format!("e :: {first};\n{rest}\n");
-        for i in 0..ninputs {
-            conf.push_str(&format!("TestSource -> [{i}]e;\n"));
-        }
-        for i in 0..noutputs {
-            conf.push_str(&format!("e[{i}] -> o{i} :: TestSink;\n"));
-        }
+        let conf = harness_conf(decl, ninputs, noutputs);
         let router = Router::from_str(&conf, &reg, 1).map_err(|d| messages(&d))?;
         Ok(Harness { router })
+    }
+
+    /// [`Harness::with_inputs`] in simulated time: the element's clock
+    /// stands still until the test moves it with [`Harness::advance`] (or
+    /// a run jumps it to the next timer), so a test of timeouts and rate
+    /// limits states exact moments instead of sleeping.
+    pub fn simulated(
+        reg: &Registry,
+        decl: &str,
+        ninputs: usize,
+        noutputs: usize,
+    ) -> Result<Harness, String> {
+        let reg = with_test_classes(reg);
+        let conf = harness_conf(decl, ninputs, noutputs);
+        let src = Source {
+            name: "<config>".into(),
+            text: conf,
+        };
+        let opts = BuildOptions {
+            pin: false,
+            simtime: true,
+            ..BuildOptions::default()
+        };
+        let router = Router::build(&src, &reg, &opts).map_err(|d| messages(&d))?;
+        Ok(Harness { router })
+    }
+
+    /// Moves a simulated clock `d` forward (see [`advance`]).
+    pub fn advance(&self, d: Duration) {
+        advance(&self.router, d);
     }
 
     /// Pushes packets into input `port` of the element.
@@ -148,6 +168,23 @@ impl Harness {
     pub fn write(&self, handler: &str, value: &str) -> Result<(), String> {
         self.router.write_handler(&format!("e.{handler}"), value)
     }
+}
+
+/// A [`Harness`]'s configuration: `e :: decl` between test sources and
+/// sinks.
+fn harness_conf(decl: &str, ninputs: usize, noutputs: usize) -> String {
+    let (first, rest) = match decl.split_once(';') {
+        Some((a, b)) => (a, b),
+        None => (decl, ""),
+    };
+    let mut conf = format!("e :: {first};\n{rest}\n");
+    for i in 0..ninputs {
+        conf.push_str(&format!("TestSource -> [{i}]e;\n"));
+    }
+    for i in 0..noutputs {
+        conf.push_str(&format!("e[{i}] -> o{i} :: TestSink;\n"));
+    }
+    conf
 }
 
 /// `reg` plus `TestSink` and `TestSource`.
@@ -305,6 +342,20 @@ pub fn run_until(r: &Router, until: impl Fn(&Router) -> bool + Send + Sync) {
         });
         r.run();
     });
+}
+
+/// Moves the simulated clock of `r` (built with `simtime`) `d` forward,
+/// as if `d` passed with nothing to do: timers that fell due run at the
+/// router's next run, and elements reading the time (pushes, handlers)
+/// see the new moment. Panics on a router in real time.
+pub fn advance(r: &Router, d: Duration) {
+    let clock = &r.core.clock;
+    assert!(
+        clock.is_simulated(),
+        "advance: the router runs in real time"
+    );
+    let d = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    clock.advance_to(clock.now_ns().saturating_add(d));
 }
 
 /// The packets that reached `TestSink` `name` so far (taken).

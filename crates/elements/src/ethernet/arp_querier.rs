@@ -696,15 +696,20 @@ mod tests {
         ps.iter().map(|p| p.data().to_vec()).collect()
     }
 
-    /// Runs the router (timers included) for `d`.
-    fn run_for(h: &Harness, d: Duration) {
-        let s = h.router.stopper();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(d);
-            s.stop();
-        });
-        h.router.run();
-        t.join().unwrap();
+    /// [`querier`] in simulated time (the test moves the clock), with
+    /// `rest` as extra configuration.
+    fn sim_querier(extra: &str, rest: &str) -> Harness {
+        Harness::simulated(
+            &reg(),
+            &format!("ARPQuerier({MY_IP}, {MY_ETH}{extra}); {rest}"),
+            2,
+            2,
+        )
+        .unwrap()
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
     }
 
     #[test]
@@ -770,7 +775,7 @@ mod tests {
 
     #[test]
     fn queries_are_rate_limited_and_packets_kept_in_order() {
-        let h = querier("", 2);
+        let h = sim_querier("", "");
         h.push(0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
         h.push(0, vec![to(PEER_IP, 3), to("10.0.0.3", 4)]);
         let q = datas(&h.output(1));
@@ -782,17 +787,24 @@ mod tests {
             ]
         );
         assert_eq!(h.read("length").unwrap(), "4");
-        // After 100 ms another query for the same address is allowed.
-        std::thread::sleep(Duration::from_millis(110));
+        // Another query for the same address is allowed 100 ms after the
+        // last, not before.
+        h.advance(ms(99));
         h.push(0, vec![to(PEER_IP, 5)]);
-        assert_eq!(h.output(1).len(), 1);
+        assert!(h.output(1).is_empty());
+        h.advance(ms(1));
+        h.push(0, vec![to(PEER_IP, 6)]);
+        assert_eq!(
+            datas(&h.output(1)),
+            vec![query_for(PEER_IP, EtherAddr::BROADCAST)]
+        );
         h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
         let tags: Vec<u8> = h
             .output(0)
             .iter()
             .map(|p| *p.data().last().unwrap())
             .collect();
-        assert_eq!(tags, [1, 2, 3, 5]);
+        assert_eq!(tags, [1, 2, 3, 5, 6]);
         assert_eq!(h.read("length").unwrap(), "1");
     }
 
@@ -828,11 +840,11 @@ mod tests {
         assert_eq!(tags, [4, 5]);
 
         // ENTRY_CAPACITY 2: a third address evicts the oldest entry.
-        let h = querier(", ENTRY_CAPACITY 2", 2);
+        let h = sim_querier(", ENTRY_CAPACITY 2", "");
         h.push(0, vec![to("10.0.0.2", 1)]);
-        std::thread::sleep(Duration::from_millis(2));
+        h.advance(ms(2));
         h.push(0, vec![to("10.0.0.3", 2)]);
-        std::thread::sleep(Duration::from_millis(2));
+        h.advance(ms(2));
         h.push(0, vec![to("10.0.0.4", 3)]);
         assert_eq!(h.read("count").unwrap(), "2");
         assert_eq!(h.read("length").unwrap(), "2");
@@ -885,11 +897,17 @@ mod tests {
 
     #[test]
     fn entries_expire() {
-        let h = querier(", TIMEOUT 50ms", 2);
+        let h = sim_querier(", TIMEOUT 50ms", "");
         h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
         h.push(0, vec![to(PEER_IP, 1)]);
         assert_eq!(h.output(0).len(), 1);
-        std::thread::sleep(Duration::from_millis(70));
+        // Still known at TIMEOUT...
+        h.advance(ms(50));
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert_eq!(h.output(0).len(), 1);
+        assert!(h.output(1).is_empty());
+        // ...expired just after.
+        h.advance(Duration::from_nanos(1));
         assert!(h
             .read("table")
             .unwrap()
@@ -910,17 +928,15 @@ mod tests {
 
     #[test]
     fn timer_retries_queries_then_drops_unanswered_packets() {
-        let h = querier(", TIMEOUT 300ms", 2);
+        // 500 simulated ms: the timer runs every TIMEOUT/4 (75 ms).
+        let h = sim_querier(", TIMEOUT 300ms", "Script(wait 500ms, stop)");
         h.push(0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
         assert_eq!(h.output(1).len(), 1);
-        run_for(&h, Duration::from_millis(500));
-        // Retries (at most one per 100 ms) while the packets waited...
+        paraclick_runtime::testing::run(&h.router);
+        // Retries, one per 100 ms at most, while the packets waited: at
+        // 150 ms and 300 ms (the timer's runs 100 ms after the last)...
         let retries = h.output(1);
-        assert!(
-            (1..=4).contains(&retries.len()),
-            "{} retries",
-            retries.len()
-        );
+        assert_eq!(retries.len(), 2, "{} retries", retries.len());
         assert_eq!(
             retries[0].data(),
             &query_for(PEER_IP, EtherAddr::BROADCAST)[..]
@@ -936,23 +952,27 @@ mod tests {
 
     #[test]
     fn known_entries_are_polled() {
-        let h = querier(", POLL_TIMEOUT 20ms", 2);
+        let h = sim_querier(", POLL_TIMEOUT 20ms", "");
         h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
         h.push(0, vec![to(PEER_IP, 1)]);
         assert!(h.output(1).is_empty());
-        std::thread::sleep(Duration::from_millis(30));
+        h.advance(ms(19));
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert!(h.output(1).is_empty(), "polled before POLL_TIMEOUT");
+        assert_eq!(h.output(0).len(), 2);
+        h.advance(ms(1));
         h.push(0, vec![to(PEER_IP, 2), to(PEER_IP, 3)]);
         h.push(0, vec![to(PEER_IP, 4)]);
-        assert_eq!(h.output(0).len(), 4);
+        assert_eq!(h.output(0).len(), 3);
         assert_eq!(datas(&h.output(1)), vec![query_for(PEER_IP, eth(PEER_ETH))]);
         // A reply renews the entry: no more polls for POLL_TIMEOUT.
         h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
         h.push(0, vec![to(PEER_IP, 5)]);
         assert!(h.output(1).is_empty());
 
-        let h = querier(", POLL_TIMEOUT 20ms, BROADCAST_POLL true", 2);
+        let h = sim_querier(", POLL_TIMEOUT 20ms, BROADCAST_POLL true", "");
         h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
-        std::thread::sleep(Duration::from_millis(30));
+        h.advance(ms(20));
         h.push(0, vec![to(PEER_IP, 1)]);
         assert_eq!(
             datas(&h.output(1)),
@@ -987,7 +1007,8 @@ mod tests {
         h.write("delete", "10.0.0.3").unwrap();
         assert_eq!(h.read("count").unwrap(), "1");
         assert_eq!(h.router.total_queued(), 2); // 2 to send, 3 to drop
-        run_for(&h, Duration::from_millis(50));
+                                                // (The sink's packet counts as held until taken.)
+        paraclick_runtime::testing::run_until(&h.router, |r| r.total_queued() == 1);
         assert_eq!(
             datas(&h.output(0)),
             vec![encapsulated(PEER_ETH, PEER_IP, 2)]

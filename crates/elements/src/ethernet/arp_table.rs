@@ -577,11 +577,17 @@ impl ArpShared {
 
 #[cfg(test)]
 mod tests {
-    use crate::test_kit::reg;
+    use crate::test_kit::{build_simtime, reg};
     use paraclick_runtime::Router;
 
+    /// An ARPTable in simulated time (the test moves the clock with
+    /// `advance`).
     fn table(conf: &str) -> Router {
-        Router::from_str(&format!("t :: ARPTable({conf});"), &reg(), 1).unwrap()
+        build_simtime(&reg(), &format!("t :: ARPTable({conf});"))
+    }
+
+    fn advance_ms(r: &Router, ms: u64) {
+        paraclick_runtime::testing::advance(r, std::time::Duration::from_millis(ms));
     }
 
     fn ips(r: &Router) -> Vec<String> {
@@ -596,7 +602,7 @@ mod tests {
         let r = table("");
         r.write_handler("t.insert", "10.0.0.1 00:01:02:03:04:05")
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        advance_ms(&r, 2);
         r.write_handler("t.insert", "10.0.0.2 00:01:02:03:04:06")
             .unwrap();
         assert_eq!(r.read_handler("t.count").unwrap(), "2");
@@ -618,7 +624,7 @@ mod tests {
         for i in 1..=3 {
             r.write_handler("t.insert", &format!("10.0.0.{i} 00:00:00:00:00:0{i}"))
                 .unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            advance_ms(&r, 2);
         }
         let t = ips(&r);
         assert_eq!(t.len(), 2);
@@ -638,7 +644,9 @@ mod tests {
         let r = table("TIMEOUT 0.001");
         r.write_handler("t.insert", "10.0.0.1 00:01:02:03:04:05")
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        advance_ms(&r, 1);
+        assert!(ips(&r)[0].starts_with("10.0.0.1 1 "), "{:?}", ips(&r));
+        paraclick_runtime::testing::advance(&r, std::time::Duration::from_nanos(1));
         assert!(ips(&r)[0].starts_with("10.0.0.1 0 "), "{:?}", ips(&r));
     }
 }

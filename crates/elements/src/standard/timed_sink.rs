@@ -89,24 +89,23 @@ impl Element for TimedSink {
 mod tests {
     use crate::test_kit::*;
     use paraclick_runtime::testing::Harness;
-    use std::time::{Duration, Instant};
 
     #[test]
     fn pulls_one_packet_per_interval() {
-        let h = Harness::new(&reg(), "TimedSink(20ms); Idle -> q :: Queue(100) -> e", 0).unwrap();
+        // 110 simulated ms: pulls at 20, 40, 60, 80 and 100 ms.
+        let h = Harness::simulated(
+            &reg(),
+            "TimedSink(20ms); Idle -> q :: Queue(100) -> e; Script(wait 110ms, stop)",
+            0,
+            0,
+        )
+        .unwrap();
         let ps: Vec<_> = (0..10u8).map(|i| pkt(&[i])).collect();
         h.router.push_into("q", 0, ps.into()).unwrap();
-        let stop = h.router.stopper();
-        let t0 = Instant::now();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(110));
-            stop.stop();
-        });
-        h.router.run();
+        paraclick_runtime::testing::run(&h.router);
         let n: u64 = h.read("count").unwrap().parse().unwrap();
-        // About 5 intervals of 20 ms fit in the run: one packet each, not
-        // the whole queue.
-        assert!((2..=7).contains(&n), "{n} in {:?}", t0.elapsed());
+        // One packet per interval, not the whole queue.
+        assert_eq!(n, 5);
         assert_eq!(h.router.total_queued(), 10 - n as usize);
         assert_eq!(h.read("interval").unwrap(), "0.02");
         h.write("interval", "1").unwrap();
