@@ -241,3 +241,183 @@ pub(crate) fn list(core: &Core, i: usize) -> Vec<HandlerInfo> {
     }
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{exists, read, write};
+    use crate::element::{Element, Handler};
+    use crate::registry::{ClassSpec, Registry};
+    use crate::{BuildOptions, Router};
+    use std::sync::Mutex;
+
+    /// `v` reads and writes a value, `r` is read-only, `w` write-only and
+    /// fails on "bad", `p` takes a parameter.
+    struct H {
+        v: Mutex<String>,
+    }
+
+    impl Element for H {
+        const HANDLERS: &'static [Handler<Self>] = &[
+            Handler::rw(
+                "v",
+                |e, _| e.v.lock().unwrap().clone(),
+                |e, v, _| {
+                    *e.v.lock().unwrap() = v.to_string();
+                    Ok(())
+                },
+            ),
+            Handler::read("r", |_, _| "ro".to_string()),
+            Handler::write("w", |_, v, _| {
+                if v == "bad" {
+                    Err("bad value".into())
+                } else {
+                    Ok(())
+                }
+            }),
+            Handler::read_param("p", |_, p, _| Ok(format!("p={}", p.unwrap_or("-")))),
+        ];
+    }
+
+    fn router() -> Router {
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        reg.register(ClassSpec::element("H", "1/1", "h", |_| {
+            Ok(H {
+                v: Mutex::new("init".into()),
+            })
+        }));
+        let conf = "elementclass C { input -> y :: H -> z :: H -> output }
+            TestSource -> x :: H -> c :: C -> TestSink;";
+        let src = paraclick_lang::Source::new("<t>", conf);
+        let opts = BuildOptions {
+            threads: 2,
+            pin: false,
+            ..BuildOptions::default()
+        };
+        Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    #[test]
+    fn reads_go_to_the_element_then_the_builtins() {
+        let r = router();
+        let c = &r.core;
+        assert_eq!(read(c, "x.v", None).unwrap(), "init");
+        assert_eq!(read(c, "x.r", None).unwrap(), "ro");
+        assert_eq!(read(c, " x.p ", None).unwrap(), "p=-");
+        // The parameter follows the first space and may hold dots.
+        assert_eq!(read(c, "x.p 10.0.0.1", None).unwrap(), "p=10.0.0.1");
+        assert_eq!(read(c, "c/y.class", None).unwrap(), "H");
+        assert_eq!(read(c, "c/y.name", None).unwrap(), "c/y");
+        assert_eq!(
+            read(c, "x.ports", None).unwrap(),
+            "1 input\npush\n1 output\npush\n"
+        );
+        assert_eq!(
+            read(c, "x.handlers", None).unwrap(),
+            "v\trw\nr\tr\nw\tw\np\tr\nname\tr\nclass\tr\nconfig\tr\nports\tr\nhandlers\tr\n"
+        );
+    }
+
+    #[test]
+    fn bad_reads_say_what_is_wrong() {
+        let r = router();
+        let c = &r.core;
+        assert_eq!(
+            read(c, "nobody.v", None).unwrap_err(),
+            "no element named 'nobody'"
+        );
+        assert_eq!(
+            read(c, "x.nosuch", None).unwrap_err(),
+            "no read handler 'x.nosuch'"
+        );
+        assert_eq!(read(c, "x.w", None).unwrap_err(), "no read handler 'x.w'");
+        assert_eq!(
+            read(c, "x.r extra", None).unwrap_err(),
+            "read handler 'x.r' takes no parameter"
+        );
+        assert_eq!(
+            read(c, "x.class extra", None).unwrap_err(),
+            "read handler 'x.class' takes no parameter"
+        );
+        assert_eq!(
+            read(c, "nthreads 3", None).unwrap_err(),
+            "read handler 'nthreads' takes no parameter"
+        );
+        assert_eq!(
+            read(c, "nosuch", None).unwrap_err(),
+            "no global read handler 'nosuch'"
+        );
+    }
+
+    #[test]
+    fn writes_reach_the_element_and_their_errors_name_it() {
+        let r = router();
+        let c = &r.core;
+        write(c, "x.v", "7", None).unwrap();
+        assert_eq!(read(c, "x.v", None).unwrap(), "7");
+        assert_eq!(
+            read(c, "c/y.v", None).unwrap(),
+            "init",
+            "only x was written"
+        );
+        write(c, "x.w", "fine", None).unwrap();
+        assert_eq!(write(c, "x.w", "bad", None).unwrap_err(), "x.w: bad value");
+        assert_eq!(
+            write(c, "x.r", "1", None).unwrap_err(),
+            "no write handler 'x.r'"
+        );
+        assert_eq!(
+            write(c, "x.class", "1", None).unwrap_err(),
+            "no write handler 'x.class'"
+        );
+        assert_eq!(
+            write(c, "nobody.v", "1", None).unwrap_err(),
+            "no element named 'nobody'"
+        );
+        assert_eq!(
+            write(c, "nosuch", "1", None).unwrap_err(),
+            "no write handler 'nosuch'"
+        );
+        // The global stop: the router is told to stop.
+        c.running.store(true, std::sync::atomic::Ordering::Release);
+        write(c, "stop", "", None).unwrap();
+        assert!(!c.running.load(std::sync::atomic::Ordering::Acquire));
+    }
+
+    #[test]
+    fn globals_answer_for_the_router() {
+        let r = router();
+        let c = &r.core;
+        assert_eq!(read(c, "nthreads", None).unwrap(), "2");
+        assert_eq!(read(c, "version", None).unwrap(), env!("CARGO_PKG_VERSION"));
+        let list = read(c, "list", None).unwrap();
+        let lines: Vec<&str> = list.lines().collect();
+        assert_eq!(lines[0].parse::<usize>().unwrap(), lines.len() - 1);
+        for n in ["x", "c/y", "c/z"] {
+            assert!(lines.contains(&n), "{n} in {list:?}");
+        }
+        assert!(read(c, "config", None).unwrap().contains("elementclass C"));
+    }
+
+    #[test]
+    fn names_resolve_in_the_callers_compound_first() {
+        let r = router();
+        let c = &r.core;
+        let y = c.names["c/y"];
+        let x = c.names["x"];
+        write(c, "c/z.v", "zz", None).unwrap();
+        // From c/y, "z" is its neighbour c/z; from x there is no "z".
+        assert_eq!(read(c, "z.v", Some(y)).unwrap(), "zz");
+        assert_eq!(read(c, "z.v", Some(x)).unwrap_err(), "no element named 'z'");
+        write(c, "z.v", "again", Some(y)).unwrap();
+        assert_eq!(read(c, "c/z.v", None).unwrap(), "again");
+        // A name that exists at the top wins.
+        assert_eq!(read(c, "x.r", Some(y)).unwrap(), "ro");
+        assert!(exists(c, "z.v", y));
+        assert!(exists(c, "z.class", y));
+        assert!(!exists(c, "z.v", x));
+        assert!(!exists(c, "z.nosuch", y));
+        assert!(exists(c, "nthreads", x) && exists(c, "stop", x));
+        assert!(!exists(c, "nosuch", x));
+    }
+}

@@ -342,4 +342,52 @@ mod tests {
         let all = groups(n, &plan.affine_pairs(&|_| true));
         assert!(all.iter().enumerate().any(|(t, &g)| g != t));
     }
+
+    /// Two sources a and b into queue q, pulled by p; every placement of
+    /// the three tasks on two threads: q is multi-producer when a and b
+    /// are on different threads, never multi-consumer (one puller), and
+    /// crossing unless all three share a thread. The same modes reach
+    /// the queue's slot once the move is done.
+    #[test]
+    fn ring_modes_follow_every_placement() {
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        reg.register(ClassSpec::element("Src", "0/1", "h", |_| Ok(Src)));
+        reg.register(ClassSpec::element("Q", "1/1", "h/l", |_| Ok(Q)));
+        reg.register(ClassSpec::element("Pull", "1/1", "l/h", |_| Ok(Pull)));
+        let conf = "a :: Src -> q :: Q -> p :: Pull -> TestSink; b :: Src -> q;
+            c :: Src -> TestSink;";
+        let src = paraclick_lang::Source::new("<t>", conf);
+        let opts = BuildOptions {
+            threads: 2,
+            pin: false,
+            ..BuildOptions::default()
+        };
+        let r = Router::build(&src, &reg, &opts).unwrap();
+        let core = &*r.core;
+        let q = core.names["q"];
+        let queue = core.plan.queues.iter().find(|x| x.elem == q).unwrap();
+        assert_eq!(core.plan.queues.len(), 1, "only q is queue-like");
+        let task = |n: &str| core.slots[core.names[n]].tasks[0];
+        assert_eq!(queue.push_tasks, vec![task("a"), task("b")]);
+        assert_eq!(queue.pull_tasks, vec![task("p")]);
+        for placement in 0..8 {
+            let (ta, tb, tp) = (placement & 1, (placement >> 1) & 1, (placement >> 2) & 1);
+            for (n, t) in [("a", ta), ("b", tb), ("p", tp)] {
+                r.move_task(n, 0, t).unwrap();
+            }
+            let want = (q, ta != tb, false, !(ta == tb && tb == tp));
+            assert_eq!(
+                core.plan.ring_modes(core),
+                vec![want],
+                "a on {ta}, b on {tb}, p on {tp}"
+            );
+            assert_eq!(core.slots[q].ring_modes(), (want.1, want.2));
+            assert_eq!(core.slots[q].crossing(), want.3);
+        }
+        // A lone source's pipeline drives only its own elements.
+        let c = core.names["c"];
+        assert_eq!(core.plan.drivers[c], vec![task("c")]);
+        assert_eq!(core.plan.drivers[q], vec![task("a"), task("p"), task("b")]);
+    }
 }

@@ -1213,4 +1213,118 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(per_thread(&loads, &a, 2), vec![20, 20]);
     }
+
+    mod worker_loop {
+        use crate::element::Element;
+        use crate::registry::{ClassSpec, Registry};
+        use crate::{BuildOptions, Cx, InitCx, Router};
+        use std::sync::atomic::{AtomicU64, Ordering};
+
+        /// A task that always has work.
+        struct Busy;
+        impl Element for Busy {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+            fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
+                true
+            }
+        }
+
+        /// A task with work only when some is pending; otherwise it goes
+        /// to sleep (as a puller of an empty queue does).
+        #[derive(Default)]
+        struct Sleeper {
+            pending: AtomicU64,
+            done: AtomicU64,
+        }
+        impl Element for Sleeper {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+            fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+                if self.pending.load(Ordering::Acquire) > 0 {
+                    self.pending.fetch_sub(1, Ordering::AcqRel);
+                    self.done.fetch_add(1, Ordering::AcqRel);
+                    return true;
+                }
+                let t = cx.core.slots[cx.current].tasks[0];
+                cx.core.tasks[t].asleep.store(true, Ordering::SeqCst);
+                false
+            }
+        }
+
+        fn router(conf: &str) -> Router {
+            let mut reg = Registry::new();
+            crate::testing::register(&mut reg);
+            reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
+            reg.register(ClassSpec::element("Sleeper", "0/0", "h", |_| {
+                Ok(Sleeper::default())
+            }));
+            let src = paraclick_lang::Source::new("<t>", conf);
+            let opts = BuildOptions {
+                threads: 1,
+                pin: false,
+                policy: super::super::SchedPolicy::Static,
+                ..BuildOptions::default()
+            };
+            Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"))
+        }
+
+        #[test]
+        fn busy_tasks_on_one_thread_all_run_and_share_it() {
+            let r = router("a :: Busy; b :: Busy; c :: Busy;");
+            let runs = |r: &Router| ["a", "b", "c"].map(|n| r.task_runs(n).unwrap());
+            crate::testing::run_until(&r, |r| runs(r).iter().sum::<u64>() >= 300_000);
+            let n = runs(&r);
+            let (lo, hi) = (*n.iter().min().unwrap(), *n.iter().max().unwrap());
+            // Round-robin: equal to a run; the bound is generous.
+            assert!(lo > 0 && hi <= 2 * lo, "runs {n:?}");
+        }
+
+        #[test]
+        fn a_worker_parks_while_its_tasks_sleep_and_a_wake_runs_them() {
+            let r = router("s :: Sleeper;");
+            let core = &*r.core;
+            let s = r.element::<Sleeper>("s").unwrap();
+            let t = core.slots[core.names["s"]].tasks[0];
+            std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    // Stops the router however this thread ends.
+                    struct Stop<'a>(&'a Router);
+                    impl Drop for Stop<'_> {
+                        fn drop(&mut self) {
+                            self.0.stop();
+                        }
+                    }
+                    let _stop = Stop(&r);
+                    let wait = |what: &str, f: &dyn Fn() -> bool| {
+                        let t0 = std::time::Instant::now();
+                        while !f() {
+                            if t0.elapsed() > crate::testing::WATCHDOG {
+                                r.stop();
+                                panic!("never: {what}");
+                            }
+                            std::thread::yield_now();
+                        }
+                    };
+                    for round in 1..=3u64 {
+                        let p0 = r.parks();
+                        wait("parked", &|| r.parks() > p0);
+                        // Parked, and asleep: its task does not run.
+                        let runs = r.task_runs("s").unwrap();
+                        wait("parked again", &|| r.parks() > p0 + 1);
+                        assert_eq!(r.task_runs("s").unwrap(), runs, "an asleep task ran");
+                        s.pending.fetch_add(1, Ordering::AcqRel);
+                        crate::notifier::wake_task(core, t);
+                        wait("woken", &|| s.done.load(Ordering::Acquire) == round);
+                    }
+                });
+                r.run();
+            });
+            assert_eq!(s.done.load(Ordering::Acquire), 3);
+        }
+    }
 }

@@ -649,4 +649,16 @@ mod tests {
         paraclick_runtime::testing::advance(&r, std::time::Duration::from_nanos(1));
         assert!(ips(&r)[0].starts_with("10.0.0.1 0 "), "{:?}", ips(&r));
     }
+
+    #[test]
+    fn a_hot_swap_carries_the_entries() {
+        let old = table("");
+        old.write_handler("t.insert", "10.0.0.1 00:01:02:03:04:05")
+            .unwrap();
+        let new = table("");
+        new.take_state_from(&old).unwrap();
+        assert_eq!(new.read_handler("t.count").unwrap(), "1");
+        let t = new.read_handler("t.table").unwrap();
+        assert!(t.starts_with("10.0.0.1 1 00-01-02-03-04-05 "), "{t:?}");
+    }
 }

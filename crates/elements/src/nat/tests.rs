@@ -515,3 +515,29 @@ fn batched_lookup_matches_one_packet_at_a_time() {
         assert!(ip_checksum_ok(b) && transport_ok(b));
     }
 }
+
+#[test]
+fn a_mapping_made_before_a_hot_swap_translates_the_reply_after_it() {
+    let old = two_inputs(NAPT);
+    old.push(0, vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))]);
+    let out = data(&old.output(0));
+    assert_eq!(ids(&out[0]), ("1.0.0.1".into(), 1024, "2.0.0.2".into(), 53));
+    let new = two_inputs(NAPT);
+    let report = new.router.take_state_from(&old.router).unwrap();
+    assert!(report.taken >= 1, "the rewriter took its state");
+    drop(old);
+    // The reply to the flow mapped by the old router.
+    new.push(1, vec![marked(&udp("2.0.0.2", 53, "1.0.0.1", 1024))]);
+    let back = new.output(1);
+    assert_eq!(back.len(), 1, "the reply was translated, not dropped");
+    let b = back[0].data();
+    assert_eq!(ids(b), ("2.0.0.2".into(), 53, "10.0.0.5".into(), 5000));
+    assert!(ip_checksum_ok(b) && transport_ok(b));
+    // The flow keeps its port outbound, and the port is not given to a
+    // new flow.
+    new.push(0, vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))]);
+    new.push(0, vec![marked(&udp("10.0.0.6", 5000, "2.0.0.2", 53))]);
+    let out = data(&new.output(0));
+    assert_eq!(ids(&out[0]).1, 1024);
+    assert_ne!(ids(&out[1]).1, 1024, "a live mapping's port reused");
+}

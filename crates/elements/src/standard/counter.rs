@@ -496,4 +496,15 @@ mod tests {
             assert!(try_harness(bad, 1).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn a_hot_swap_carries_the_counts() {
+        let old = harness("Counter", 1);
+        n_packets(&old, 3, 10);
+        let new = harness("Counter", 1);
+        new.router.take_state_from(&old.router).unwrap();
+        n_packets(&new, 1, 10);
+        assert_eq!(new.read("count").unwrap(), "4");
+        assert_eq!(new.read("byte_count").unwrap(), "40");
+    }
 }

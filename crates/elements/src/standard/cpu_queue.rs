@@ -286,4 +286,20 @@ mod tests {
         assert_eq!(router.read_handler("q.drops").unwrap(), "2");
         assert_eq!(router.total_drops(), 2);
     }
+
+    #[test]
+    fn a_hot_swap_carries_the_packets_and_drops() {
+        let conf = |cap: usize| format!("CPUQueue({cap}) -> u :: Unqueue(ACTIVE false) -> Discard");
+        let old = harness(&conf(5), 0);
+        old.push(0, (0..7u8).map(|i| pkt(&[i])).collect());
+        assert_eq!(old.read("drops").unwrap(), "2");
+        // A smaller queue: what does not fit is dropped, and counted.
+        let new = harness(&conf(3), 0);
+        new.router.take_state_from(&old.router).unwrap();
+        assert_eq!(new.read("length").unwrap(), "3");
+        assert_eq!(new.read("drops").unwrap(), "4");
+        let b = new.router.pull_from("e", 0, 10).unwrap().unwrap();
+        let first: Vec<u8> = b.iter().map(|p| p.data()[0]).collect();
+        assert_eq!(first, vec![0, 1, 2], "oldest first, in order");
+    }
 }

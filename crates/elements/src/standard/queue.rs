@@ -959,3 +959,118 @@ mod highwater_tests {
         assert_eq!(r.read_handler("q.drops").unwrap(), "14");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Queue;
+    use paraclick_packet::{Batch, Packet};
+    use paraclick_runtime::{QueueElement, Router};
+
+    fn router(q: &str) -> Router {
+        let mut reg = crate::registry();
+        paraclick_runtime::testing::register(&mut reg);
+        Router::from_str(
+            &format!("TestSource -> q :: {q} -> Discard(ACTIVE false)"),
+            &reg,
+            1,
+        )
+        .unwrap()
+    }
+
+    /// Packets whose first byte is `from..to`.
+    fn numbered(from: u8, to: u8) -> Batch {
+        (from..to)
+            .map(|i| {
+                let mut p = Packet::new(60).unwrap();
+                p.data_mut()[0] = i;
+                p
+            })
+            .collect()
+    }
+
+    fn pull_all(r: &Router) -> Vec<u8> {
+        let mut v = Vec::new();
+        while let Some(b) = r.pull_from("q", 0, 64).unwrap() {
+            v.extend(b.iter().map(|p| p.data()[0]));
+        }
+        v
+    }
+
+    fn h(r: &Router, name: &str) -> String {
+        r.read_handler(&format!("q.{name}")).unwrap()
+    }
+
+    #[test]
+    fn a_full_queue_drops_at_the_tail_and_counts_it() {
+        let r = router("Queue(3)");
+        r.push_into("q", 0, numbered(0, 5)).unwrap();
+        assert_eq!(h(&r, "length"), "3");
+        assert_eq!(h(&r, "drops"), "2");
+        assert_eq!(r.total_drops(), 2, "counted as the router's drops");
+        assert_eq!(pull_all(&r), vec![0, 1, 2], "the oldest, in order");
+        assert_eq!(h(&r, "length"), "0");
+    }
+
+    #[test]
+    fn a_front_drop_queue_drops_the_oldest() {
+        let r = router("FrontDropQueue(3)");
+        for i in 0..5 {
+            r.push_into("q", 0, numbered(i, i + 1)).unwrap();
+        }
+        assert_eq!(h(&r, "drops"), "2");
+        assert_eq!(r.total_drops(), 2);
+        assert_eq!(pull_all(&r), vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn reset_drops_what_is_queued_and_counts_it() {
+        let r = router("Queue(10)");
+        r.push_into("q", 0, numbered(0, 4)).unwrap();
+        r.write_handler("q.reset", "").unwrap();
+        assert_eq!(h(&r, "length"), "0");
+        assert_eq!(h(&r, "drops"), "4");
+        assert_eq!(r.total_drops(), 4);
+        assert!(pull_all(&r).is_empty());
+        r.write_handler("q.reset_counts", "").unwrap();
+        assert_eq!(h(&r, "drops"), "0");
+    }
+
+    #[test]
+    fn the_capacity_handler_changes_where_drops_begin() {
+        let r = router("Queue(2)");
+        r.write_handler("q.capacity", "4").unwrap();
+        assert_eq!(h(&r, "capacity"), "4");
+        r.push_into("q", 0, numbered(0, 6)).unwrap();
+        assert_eq!(h(&r, "length"), "4");
+        assert_eq!(h(&r, "drops"), "2");
+        let e = r.write_handler("q.capacity", "many").unwrap_err();
+        assert!(e.starts_with("q.capacity: "), "{e}");
+        assert_eq!(h(&r, "capacity"), "4", "a bad value changes nothing");
+    }
+
+    #[test]
+    fn the_notifiers_follow_the_fill() {
+        let r = router("Queue(2)");
+        let q = r.element::<Queue>("q").unwrap();
+        let (empty, full) = (q.empty_notifier().unwrap(), q.full_notifier().unwrap());
+        assert!(full.active(), "room");
+        r.push_into("q", 0, numbered(0, 2)).unwrap();
+        assert!(empty.active(), "holds packets");
+        assert!(!full.active(), "full: no room");
+        assert_eq!(pull_all(&r), vec![0, 1]);
+        assert!(full.active(), "room again");
+    }
+
+    #[test]
+    fn a_hot_swap_carries_the_packets_in_order_and_the_drops() {
+        let old = router("Queue(10)");
+        old.push_into("q", 0, numbered(0, 12)).unwrap();
+        assert_eq!(h(&old, "drops"), "2");
+        let new = router("Queue(4)");
+        new.take_state_from(&old).unwrap();
+        // Four fit; six more are dropped, counted on top of the old two.
+        assert_eq!(h(&new, "length"), "4");
+        assert_eq!(h(&new, "drops"), "8");
+        assert_eq!(pull_all(&new), vec![0, 1, 2, 3]);
+    }
+}
