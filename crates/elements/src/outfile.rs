@@ -179,6 +179,7 @@ impl OutFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn paths_are_checked_without_touching_files() {
@@ -189,8 +190,8 @@ mod tests {
         assert!(check_path(f.to_str().unwrap()).is_ok());
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "kept");
         assert!(check_path("-").is_ok());
-        assert!(check_path("").is_err());
-        assert!(check_path(dir.to_str().unwrap()).is_err());
+        assert_err(check_path(""), "empty file name");
+        assert_err(check_path(dir.to_str().unwrap()), ": is a directory");
         let missing = dir.join("no/such/file");
         let e = check_path(missing.to_str().unwrap()).unwrap_err();
         assert!(e.contains("no directory"), "{e}");

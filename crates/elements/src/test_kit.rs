@@ -16,8 +16,8 @@ use paraclick_packet::wire::{
 };
 use paraclick_packet::{Packet, Timestamp};
 pub use paraclick_runtime::testing::{
-    build, build_err, build_simtime, build_with, handler, run, run_until, sink, try_build,
-    with_test_classes, Harness, TestSink, TestSource,
+    assert_err, build, build_err, build_simtime, build_with, handler, run, run_until, sink,
+    try_build, with_test_classes, Harness, TestSink, TestSource,
 };
 use paraclick_runtime::Registry;
 use std::net::{Ipv4Addr, Ipv6Addr};

@@ -426,6 +426,7 @@ pub(crate) fn open_output(name: &str) -> Result<Box<dyn Write + Send>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     /// A FIFO (or device) named as an input file is refused at once: the
     /// open blocked until a writer came, and with it a `hotconfig`.
@@ -456,8 +457,8 @@ mod tests {
     fn sampling_fixed_point() {
         assert_eq!(sampling_prob_text(sample_fixed(1.0).unwrap()), "1");
         assert_eq!(sampling_prob_text(sample_fixed(0.5).unwrap()), "0.5");
-        assert!(sample_fixed(1.5).is_err());
-        assert!(sample_fixed(-0.1).is_err());
+        assert_err(sample_fixed(1.5), "SAMPLE must be between 0 and 1");
+        assert_err(sample_fixed(-0.1), "SAMPLE must be between 0 and 1");
         let mut s = Sampler::new(sample_fixed(0.25).unwrap(), 7);
         let kept = (0..100_000).filter(|_| s.keep()).count();
         assert!((23_000..27_000).contains(&kept), "kept {kept}");
@@ -521,7 +522,10 @@ mod tests {
     #[test]
     fn end_actions() {
         assert_eq!(EndAction::from_args(true, None), Ok(EndAction::Stop));
-        assert!(EndAction::from_args(true, Some("x.active false".into())).is_err());
+        assert_err(
+            EndAction::from_args(true, Some("x.active false".into())),
+            "END_CALL and STOP are mutually exclusive",
+        );
         assert_eq!(
             EndAction::from_args(false, Some("c.reset".into())),
             Ok(EndAction::Call("c.reset".into(), String::new()))

@@ -160,6 +160,7 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn key() -> FlowKey {
         FlowKey {
@@ -193,8 +194,15 @@ mod tests {
 
     #[test]
     fn bad_patterns_are_errors() {
-        for p in ["f%q", "f%", "f%.6n", "f%.4s", "f%.1S", "f%.n"] {
-            assert!(Pattern::parse(p).is_err(), "{p}");
+        for (p, want) in [
+            ("f%q", "unknown escape '%q' in 'f%q'"),
+            ("f%", "'%' at the end of 'f%'"),
+            ("f%.6n", "'%.Nn': N must be at most 5"),
+            ("f%.4s", "'%.Ns': N must be at most 3"),
+            ("f%.1S", "'%.S' takes no part number"),
+            ("f%.n", "bad '%.' escape in 'f%.n'"),
+        ] {
+            assert_err(Pattern::parse(p), want);
         }
     }
 }

@@ -649,6 +649,7 @@ impl Element for FromDump {
 mod tests {
     use super::*;
     use crate::test_util::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn frames() -> Vec<Vec<u8>> {
         vec![
@@ -1007,7 +1008,10 @@ mod tests {
         r.write_handler("f.filepos", "24").unwrap();
         r.write_handler("f.active", "true").unwrap();
         assert_eq!(r.pull_from("f", 0, 100).unwrap().unwrap().len(), 10);
-        assert!(r.write_handler("f.filepos", "3").is_err());
+        assert_err(
+            r.write_handler("f.filepos", "3"),
+            "f.filepos: FILEPOS 3 is inside the file header",
+        );
         // END_CALL calls a handler instead.
         let r = build(
             &full_registry(),

@@ -779,8 +779,9 @@ mod tests {
         let got = sink(&r, "s");
         assert_eq!(got[1].len(), 40);
         assert_eq!(got[1].anno().extra_length, 100);
-        assert!(
-            Ipv4Header::new_checked(got[1].data()).is_err(),
+        assert_eq!(
+            Ipv4Header::new_checked(got[1].data()).err(),
+            Some(paraclick_packet::wire::WireError::Truncated),
             "short of its IP length"
         );
         assert!(Ipv4Header::new_unchecked(got[1].data()).verify_checksum());

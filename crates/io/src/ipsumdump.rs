@@ -1259,6 +1259,7 @@ fn build6(v: &Values, o: &BuildOpts) -> Option<Packet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn names_and_synonyms() {
@@ -1280,7 +1281,7 @@ mod tests {
                 Field::PayloadLen
             ]
         );
-        assert!(parse_fields("src frob").is_err());
+        assert_err(parse_fields("src frob"), "unknown field 'frob'");
         assert_eq!(
             data_line(&[Field::Timestamp, Field::IpSrc]),
             "!data timestamp ip_src\n"

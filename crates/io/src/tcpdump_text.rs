@@ -771,6 +771,7 @@ fn verbose_header(s: &str, ts: Option<Timestamp>) -> Result<VerboseHeader, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
     use std::net::Ipv4Addr;
 
     fn parse(t: &mut SeqTracker, s: &str) -> Values {
@@ -944,9 +945,10 @@ mod tests {
         let v = parse(&mut t, "3.0 IP6 ::ffff:10.0.0.1.53 > ::1.9: UDP, length 1");
         assert_eq!(v.src6, Some("::ffff:10.0.0.1".parse().unwrap()));
         assert_eq!((v.sport, v.dport), (Some(53), Some(9)));
-        assert!(t
-            .parse_line("4.0 IP6 (hlim 3) ::1.1 > ::1.2: UDP, length 1")
-            .is_err());
+        assert_err(
+            t.parse_line("4.0 IP6 (hlim 3) ::1.1 > ::1.2: UDP, length 1"),
+            "bad IPv6 header '(hlim 3)'",
+        );
         assert!(t
             .parse_line("5.0 IP6 ::1 > ::1: ICMP6, mystery message, length 8")
             .unwrap_err()
@@ -956,30 +958,34 @@ mod tests {
     #[test]
     fn malformed_lines_are_errors_not_panics() {
         let mut t = SeqTracker::default();
-        for bad in [
-            "garbage",
-            "12:00:00.0 IP 10.0.0.1.1 > : UDP, length 3",
-            "12:00:00.0 IP 10.0.0.1.1 > 10.0.0.300.2: UDP, length 3",
-            "12:00:00.0 IP host.example.http > 10.0.0.2.2: UDP, length 3",
-            "12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: Flags [Q], seq 1",
-            "12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: Flags [S], seq x",
-            "12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: something",
-            "12:00:00.0 IP 10.0.0.1 > 10.0.0.2: ICMP mystery",
-            "12:00:00.0 IP6 ::1.http > ::1.2: UDP, length 3",
-            "12:00:00.0 IP6 ::1.1 > 10.0.0.1.2: UDP, length 3",
-            "12:00:00.0 ARP, Request who-has 10.0.0.1 tell 10.0.0.2, length 28",
-            "99:99:99.0 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 3",
-            "2020-1x-01 00:00:00 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 3",
-            "1.5 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 99999999999",
+        for (bad, want) in [
+            ("garbage", "no ': ' after the addresses"),
+            ("12:00:00.0 IP 10.0.0.1.1 > : UDP, length 3", "bad addresses '10.0.0.1.1 > '"),
+            ("12:00:00.0 IP 10.0.0.1.1 > 10.0.0.300.2: UDP, length 3", "bad destination '10.0.0.300.2'"),
+            ("12:00:00.0 IP host.example.http > 10.0.0.2.2: UDP, length 3", "source 'host.example.http' is a host or port name, not a number (give FromTcpdump the output of tcpdump -n)"),
+            ("12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: Flags [Q], seq 1", "neither TCP nor UDP with a length"),
+            ("12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: Flags [S], seq x", "neither TCP nor UDP with a length"),
+            ("12:00:00.0 IP 10.0.0.1.1 > 10.0.0.2.2: something", "neither TCP nor UDP with a length"),
+            ("12:00:00.0 IP 10.0.0.1 > 10.0.0.2: ICMP mystery", "unknown ICMP message 'mystery'"),
+            ("12:00:00.0 IP6 ::1.http > ::1.2: UDP, length 3", "source '::1.http' is a host or port name, not a number (give FromTcpdump the output of tcpdump -n)"),
+            ("12:00:00.0 IP6 ::1.1 > 10.0.0.1.2: UDP, length 3", "mixed IPv4 and IPv6 addresses '::1.1 > 10.0.0.1.2'"),
+            ("12:00:00.0 ARP, Request who-has 10.0.0.1 tell 10.0.0.2, length 28", "not an IP packet"),
+            ("99:99:99.0 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 3", "bad time '99:99:99.0'"),
+            ("2020-1x-01 00:00:00 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 3", "bad date '2020-1x-01'"),
+            ("1.5 IP 10.0.0.1.1 > 10.0.0.2.2: UDP, length 99999999999", "neither TCP nor UDP with a length"),
         ] {
-            assert!(t.parse_line(bad).is_err(), "{bad}");
+            assert_err(t.parse_line(bad), want);
         }
         assert_eq!(t.parse_line("").unwrap(), None);
-        assert!(t.parse_line("1.0 IP (tos 0x0, ttl 64, id 1, proto TCP (6)) 1.1.1.1.1 > 2.2.2.2.2: UDP, length 1").is_err());
-        assert!(t
-            .parse_line("1.0 IP (tos 0xzz, ttl 64, length 40)")
-            .is_err());
-        assert!(t.parse_line("1.0 IP (tos 0x0, ttl 64, length 40").is_err());
+        assert_err(t.parse_line("1.0 IP (tos 0x0, ttl 64, id 1, proto TCP (6)) 1.1.1.1.1 > 2.2.2.2.2: UDP, length 1"), "bad IP header '(tos 0x0, ttl 64, id 1, proto TCP (6))'");
+        assert_err(
+            t.parse_line("1.0 IP (tos 0xzz, ttl 64, length 40)"),
+            "bad IP header '(tos 0xzz, ttl 64, length 40)'",
+        );
+        assert_err(
+            t.parse_line("1.0 IP (tos 0x0, ttl 64, length 40"),
+            "unclosed '(' in the IP header",
+        );
         assert_eq!(t.parse_line("\t0x0000:  4500 0028").unwrap(), None);
     }
 }

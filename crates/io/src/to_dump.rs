@@ -380,6 +380,7 @@ impl Element for ToDump {
 mod tests {
     use crate::test_util::*;
     use paraclick_packet::{Packet, Timestamp};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     fn frames() -> Vec<Vec<u8>> {
@@ -476,7 +477,10 @@ mod tests {
         drop(Router::build(&src, &full_registry(), &check).unwrap());
         assert_eq!(std::fs::read(&a).unwrap(), b"kept");
         let bad = format!("{conf}; Idle -> Queue(0) -> Discard");
-        assert!(Router::from_str(&bad, &full_registry(), 1).is_err());
+        assert_err(
+            Router::from_str(&bad, &full_registry(), 1),
+            "<config>:1:87: Queue@4 :: Queue: CAPACITY must be at least 1",
+        );
         assert_eq!(std::fs::read(&a).unwrap(), b"kept");
         let r = Router::from_str(&conf, &full_registry(), 1).unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), b"kept");

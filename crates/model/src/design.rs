@@ -280,8 +280,14 @@ mod tests {
     #[test]
     fn wrong_shapes_are_errors() {
         let names = vec!["A".to_string()];
-        assert!(analyse(&names, &[vec![1.0]], 0.9).is_err());
-        assert!(analyse(&names, &[vec![1.0], vec![]], 0.9).is_err());
+        assert_eq!(
+            analyse(&names, &[vec![1.0]], 0.9).err().as_deref(),
+            Some("a 2^1 design needs 2 runs, got 1")
+        );
+        assert_eq!(
+            analyse(&names, &[vec![1.0], vec![]], 0.9).err().as_deref(),
+            Some("every run needs the same number (>= 1) of replications")
+        );
         let a = analyse(&names, &[vec![1.0], vec![3.0]], 0.9).unwrap();
         assert_eq!(a.terms[1].ci, None);
         assert_eq!(a.terms[1].effect, 1.0);

@@ -556,7 +556,10 @@ mod tests {
     fn web_addresses() {
         assert_eq!(addr("8080").unwrap().to_string(), "127.0.0.1:8080");
         assert_eq!(addr("[::1]:80").unwrap().to_string(), "[::1]:80");
-        assert!(addr("x").is_err());
+        assert_eq!(
+            addr("x").unwrap_err(),
+            "--web: expected PORT or ADDRESS:PORT, not 'x'"
+        );
     }
 
     /// `x.v`: a handler that keeps what is written.

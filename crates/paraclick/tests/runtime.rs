@@ -4,6 +4,7 @@
 
 mod common;
 use common::*;
+use paraclick_runtime::testing::assert_err;
 
 #[test]
 fn source_stop_ends_the_run_with_exact_count() {
@@ -107,9 +108,12 @@ fn handlers_write_and_read() {
     assert_eq!(r.read_handler("d.active").unwrap(), "false");
     r.write_handler("q.reset", "").unwrap();
     assert_eq!(read_u64(&r, "q.length"), 0);
-    assert!(r.read_handler("q.nonesuch").is_err());
-    assert!(r.read_handler("nobody.count").is_err());
-    assert!(r.write_handler("q.length", "3").is_err());
+    assert_err(r.read_handler("q.nonesuch"), "no read handler 'q.nonesuch'");
+    assert_err(r.read_handler("nobody.count"), "no element named 'nobody'");
+    assert_err(
+        r.write_handler("q.length", "3"),
+        "no write handler 'q.length'",
+    );
     let ports = r.read_handler("q.ports").unwrap();
     assert_eq!(ports, "1 input\npush\n1 output\npull\n");
 }

@@ -653,6 +653,7 @@ impl<'a> Args<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::assert_err;
 
     #[test]
     fn positional_and_keywords() {
@@ -731,9 +732,12 @@ mod tests {
             Bandwidth::from_arg("1000", &env).unwrap(),
             Bandwidth(1000.0)
         );
-        assert!(Bandwidth::from_arg("1 furlong", &env).is_err());
+        assert_err(
+            Bandwidth::from_arg("1 furlong", &env),
+            "expected bandwidth (e.g. 10Mbps)",
+        );
         assert_eq!(u16::from_arg("0x0800", &env).unwrap(), 0x800);
-        assert!(u8::from_arg("256", &env).is_err());
+        assert_err(u8::from_arg("256", &env), "256 out of range");
         assert_eq!(i32::from_arg("-5", &env).unwrap(), -5);
     }
 
@@ -764,7 +768,10 @@ mod tests {
         );
         let p = Ipv4Prefix::from_arg("eth0", &env).unwrap();
         assert_eq!(p.to_string(), "1.0.0.1/8");
-        assert!(Ipv4Addr::from_arg("eth1", &env).is_err());
+        assert_err(
+            Ipv4Addr::from_arg("eth1", &env),
+            "expected IP address, not 'eth1'",
+        );
         let a6: Ipv6Addr = "2001:db8::1".parse().unwrap();
         assert_eq!(Ipv6Addr::from_arg("eth0", &env).unwrap(), a6);
         assert_eq!(Ipv6Addr::from_arg("eth0:ip6", &env).unwrap(), a6);
@@ -782,7 +789,10 @@ mod tests {
             Ipv6Addr::from_arg("10.0.0.1", &env).unwrap_err(),
             "expected IPv6 address, not '10.0.0.1'"
         );
-        assert!(Ipv6Prefix::from_arg("eth1", &env).is_err());
+        assert_err(
+            Ipv6Prefix::from_arg("eth1", &env),
+            "expected IPv6 prefix, not 'eth1'",
+        );
     }
 
     #[test]
@@ -846,7 +856,10 @@ mod tests {
         // Loopback has no default route through it.
         let e = Ipv4Addr::from_arg("lo:gw", &env).unwrap_err();
         assert!(e.contains("gateway"), "{e}");
-        assert!(Ipv4Addr::from_arg("nosuchdev9", &env).is_err());
+        assert_err(
+            Ipv4Addr::from_arg("nosuchdev9", &env),
+            "expected IP address, not 'nosuchdev9'",
+        );
         assert_eq!(Ipv4Prefix::from_arg("0/0", &env).unwrap().len, 0);
         assert_eq!(
             Ipv4Prefix::from_arg("18.26.4/24", &env)
@@ -854,6 +867,9 @@ mod tests {
                 .to_string(),
             "18.26.4.0/24"
         );
-        assert!(Ipv4Prefix::from_arg("1.2.3.4.5/8", &env).is_err());
+        assert_err(
+            Ipv4Prefix::from_arg("1.2.3.4.5/8", &env),
+            "expected IP prefix, not '1.2.3.4.5/8'",
+        );
     }
 }

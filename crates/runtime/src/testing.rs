@@ -253,6 +253,63 @@ pub fn build_err(reg: &Registry, conf: &str) -> String {
     }
 }
 
+/// An error as a test reads it: its message, located (`file:line:col: `)
+/// where the error carries a place.
+pub trait ErrorText {
+    fn error_text(&self) -> String;
+}
+
+impl ErrorText for String {
+    fn error_text(&self) -> String {
+        self.clone()
+    }
+}
+
+impl ErrorText for &str {
+    fn error_text(&self) -> String {
+        (*self).to_string()
+    }
+}
+
+impl ErrorText for std::io::Error {
+    fn error_text(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ErrorText for Diagnostic {
+    fn error_text(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ErrorText for Vec<Diagnostic> {
+    fn error_text(&self) -> String {
+        self.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Asserts that `r` failed, and for the reason the test means: its
+/// error's text contains `want` (a configuration rejected for another
+/// reason would otherwise pass). Returns the text.
+#[track_caller]
+pub fn assert_err<T, E: ErrorText>(r: Result<T, E>, want: &str) -> String {
+    match r {
+        Ok(_) => panic!("succeeded; expected an error containing {want:?}"),
+        Err(e) => {
+            let text = e.error_text();
+            assert!(
+                text.contains(want),
+                "the error {text:?}\n     does not contain {want:?}"
+            );
+            text
+        }
+    }
+}
+
 /// The environment variable under which no test may skip for want of
 /// something on the machine (root, a tool, a second CPU): the full suite
 /// (`scripts/test.sh`, what CI runs) sets it to 1, since its bootstrap
@@ -386,7 +443,10 @@ mod tests {
         assert!(sink(&r, "k").is_empty(), "sink() takes the packets");
         let e = build_err(&reg, "s :: TestSource -> k :: NoSuchClass;");
         assert!(e.contains("NoSuchClass"), "{e}");
-        assert!(try_build(&reg, "x :: NoSuchClass").is_err());
+        assert_err(
+            try_build(&reg, "x :: NoSuchClass"),
+            "unknown element class 'NoSuchClass'",
+        );
         assert_eq!(handler(&r, "k.class"), "TestSink");
         run_until(&r, |r| handler(r, "s.class") == "TestSource");
     }

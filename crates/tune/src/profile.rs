@@ -1451,6 +1451,7 @@ fn answer_first(src: &Source, nthreads: usize, mlffr: f64, details: &str) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn a_queue_whose_ends_the_configuration_pins_to_one_thread_is_counted_once() {
@@ -1844,9 +1845,12 @@ mod tests {
         );
         let t = parse_traffic("64:3,1500:1").unwrap();
         assert_eq!(t.mean(), (64.0 * 3.0 + 1500.0) / 4.0);
-        assert!(parse_traffic("x").is_err());
-        assert!(parse_traffic("64:0").is_err());
-        assert!(parse_traffic("0").is_err());
+        assert_err(
+            parse_traffic("x"),
+            "--traffic: 'x' is not a packet size in bytes",
+        );
+        assert_err(parse_traffic("64:0"), "--traffic: the weights sum to 0");
+        assert_err(parse_traffic("0"), "--traffic: bad size or weight in '0'");
     }
 
     #[test]
@@ -1866,9 +1870,9 @@ mod tests {
         let t = pcap_sizes(&f).unwrap();
         assert_eq!(t.sizes, vec![60, 1514]);
         assert_eq!(t.weights, vec![2.0, 1.0]);
-        assert!(pcap_sizes(&f[..10]).is_err());
+        assert_err(pcap_sizes(&f[..10]), "not a pcap file (too short)");
         let mut bad = f.clone();
         bad[0] = 0;
-        assert!(pcap_sizes(&bad).is_err());
+        assert_err(pcap_sizes(&bad), "not a pcap file (bad magic number)");
     }
 }

@@ -87,6 +87,7 @@ mod tests {
     use super::super::test_util::*;
     use crate::standard::set_timestamp::first_timestamp;
     use paraclick_packet::Timestamp;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn adds_time_but_not_to_zero_timestamps() {
@@ -99,7 +100,7 @@ mod tests {
         h.write("time", "2s").unwrap();
         h.push(0, vec![at(1, 10.0)]);
         assert_eq!(h.output(0)[0].timestamp(), Timestamp(12_000_000_000));
-        assert!(h.write("time", "soon").is_err());
+        assert_err(h.write("time", "soon"), "e.time: expected time");
     }
 
     #[test]
@@ -112,6 +113,9 @@ mod tests {
         let out = h.output(0);
         assert_eq!(out[0].timestamp(), Timestamp(5_000_000_000));
         assert_eq!(first_timestamp(&out[0]), Timestamp(1_000_000));
-        assert!(try_harness("AdjustTimestamp", 1).is_err());
+        assert_err(
+            try_harness("AdjustTimestamp", 1),
+            "e :: AdjustTimestamp: missing mandatory TIME argument",
+        );
     }
 }

@@ -478,6 +478,7 @@ mod tests {
     use super::super::set_aggregate;
     use super::super::test_util::*;
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;
 
     fn agg(a: u32, len: usize) -> Packet {
@@ -544,7 +545,10 @@ mod tests {
         assert_eq!(rec.len(), 16);
         let w = |i: usize| u32::from_ne_bytes(rec[i * 4..i * 4 + 4].try_into().unwrap());
         assert_eq!((w(0), w(1), w(2), w(3)), (3, 2, 9, 1));
-        assert!(h.write("write_file", "/nonexistent-dir/x").is_err());
+        assert_err(
+            h.write("write_file", "/nonexistent-dir/x"),
+            "e.write_file: /nonexistent-dir/x: No such file or directory (os error 2)",
+        );
     }
 
     #[test]
@@ -580,11 +584,11 @@ mod tests {
         let h = harness("AggregateCounter(COUNT_STOP 2)", 1);
         h.push(0, vec![agg(1, 1), agg(1, 1)]);
         assert!(!h.router.is_running());
-        for bad in [
-            "AggregateCounter(AGGREGATE_STOP 1, AGGREGATE_FREEZE 1)",
-            "AggregateCounter(COUNT_CALL x)",
+        for (bad, want) in [
+            ("AggregateCounter(AGGREGATE_STOP 1, AGGREGATE_FREEZE 1)", "e :: AggregateCounter: AGGREGATE_STOP, AGGREGATE_FREEZE and AGGREGATE_CALL are mutually exclusive"),
+            ("AggregateCounter(COUNT_CALL x)", "e :: AggregateCounter: COUNT_CALL: expected 'N HANDLER [VALUE]', not 'x'"),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

@@ -354,6 +354,7 @@ mod tests {
     use super::super::test_util::*;
     use super::super::{aggregate, set_aggregate};
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn agg(decl: &str, d: &[u8]) -> Option<u32> {
         let h = harness(decl, 2);
@@ -422,15 +423,21 @@ mod tests {
         let h = harness("AggregateIP(ip[8:2] & 0x3F0)", 1);
         assert_eq!(h.read("bit_offset").unwrap(), "70");
         assert_eq!(h.read("bit_length").unwrap(), "6");
-        for bad in [
-            "ip wombat",
-            "ip[0:5]",
-            "ip src & 0x0F0F",
-            "ip src/40",
-            "eth[0]",
+        for (bad, want) in [
+            ("ip wombat", "bad field 'ip wombat'"),
+            ("ip[0:5]", "field 'ip[0:5]' is longer than 32 bits"),
+            (
+                "ip src & 0x0F0F",
+                "mask in 'ip src & 0x0F0F' is not one run of 1 bits",
+            ),
+            ("ip src/40", "bad mask length in 'ip src/40'"),
+            ("eth[0]", "bad field 'eth[0]'"),
         ] {
-            assert!(parse_field(bad, false).is_err(), "{bad}");
+            assert_err(parse_field(bad, false), want);
         }
-        assert!(try_harness("AggregateIP", 1).is_err());
+        assert_err(
+            try_harness("AggregateIP", 1),
+            "e :: AggregateIP: missing mandatory FIELD argument",
+        );
     }
 }

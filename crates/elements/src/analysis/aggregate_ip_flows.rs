@@ -321,6 +321,7 @@ mod tests {
     use super::super::aggregate;
     use super::super::test_util::*;
     use paraclick_packet::{Packet, Timestamp};
+    use paraclick_runtime::testing::assert_err;
 
     fn udp(s: &str, sp: u16, d: &str, dp: u16, t: f64) -> Packet {
         let mut p = marked(&Ip::new(s, d, 17).udp(sp, dp, b"x").bytes());
@@ -424,6 +425,9 @@ mod tests {
         let h = harness("AggregateIPFlows(FRAGMENTS false)", 2);
         h.push(0, vec![marked(&first), marked(&later)]);
         assert_eq!(h.output(1).len(), 1);
-        assert!(try_harness("AggregateIPFlows(TRACEINFO x.xml)", 2).is_err());
+        assert_err(
+            try_harness("AggregateIPFlows(TRACEINFO x.xml)", 2),
+            "e :: AggregateIPFlows: TRACEINFO and SOURCE are not supported",
+        );
     }
 }

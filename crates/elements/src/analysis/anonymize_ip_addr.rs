@@ -221,6 +221,7 @@ mod tests {
     use super::super::test_util::*;
     use super::*;
     use crate::test_kit::{ip_checksum_ok, Rng};
+    use paraclick_runtime::testing::assert_err;
     use std::collections::HashSet;
 
     fn anon(class: u32, nets: Vec<u8>) -> Anonymizer {
@@ -300,11 +301,17 @@ mod tests {
         // Same seed, same mapping.
         let h2 = harness("AnonymizeIPAddr(SEED 1)", 1);
         assert_eq!(h2.read("map 10.1.2.3").unwrap(), m);
-        for bad in [
-            "AnonymizeIPAddr(CLASS 33)",
-            "AnonymizeIPAddr(PRESERVE_8 300)",
+        for (bad, want) in [
+            (
+                "AnonymizeIPAddr(CLASS 33)",
+                "e :: AnonymizeIPAddr: CLASS must be between 0 and 32",
+            ),
+            (
+                "AnonymizeIPAddr(PRESERVE_8 300)",
+                "e :: AnonymizeIPAddr: PRESERVE_8: '300' is not an integer 0-255",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

@@ -400,14 +400,14 @@ mod tests {
         let (f, r) = rates(l18);
         assert!((7000.0..=10000.0).contains(&f) && r == 0.0, "{l18}");
         // 1e300 seconds panicked in Duration::from_secs_f64.
-        for bad in [
-            "x 1 2",
-            "1.2.3.4 4 10",
-            "1.2.3.4 1",
-            "1.2.3.4 1 -3",
-            "1.2.3.4 1 1e300",
+        for (bad, want) in [
+            ("x 1 2", "e.anno_level: expected IP address, not 'x'"),
+            ("1.2.3.4 4 10", "e.anno_level: LEVEL must be 0 to 3, not 4"),
+            ("1.2.3.4 1", "e.anno_level: expected 'ADDR LEVEL WHEN'"),
+            ("1.2.3.4 1 -3", "e.anno_level: WHEN must be a number of seconds (expected time in seconds)"),
+            ("1.2.3.4 1 1e300", "e.anno_level: WHEN must be a number of seconds (time 1e300 is more than the maximum, 4294967296 seconds)"),
         ] {
-            assert!(h.write("anno_level", bad).is_err(), "{bad}");
+            assert_err(h.write("anno_level", bad), want);
         }
     }
 
@@ -453,15 +453,15 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "IPRateMonitor",
-            "IPRateMonitor(FRAMES, 1, 10)",
-            "IPRateMonitor(PACKETS, 0, 10)",
-            "IPRateMonitor(PACKETS, 1.5, 10)",
-            "IPRateMonitor(PACKETS, 1, x)",
-            "IPRateMonitor(PACKETS, 1, 10, 100, maybe)",
+        for (bad, want) in [
+            ("IPRateMonitor", "e :: IPRateMonitor: missing mandatory TYPE argument; e :: IPRateMonitor: missing mandatory RATIO argument; e :: IPRateMonitor: missing mandatory THRESH argument"),
+            ("IPRateMonitor(FRAMES, 1, 10)", "e :: IPRateMonitor: TYPE: expected PACKETS or BYTES, not 'FRAMES'"),
+            ("IPRateMonitor(PACKETS, 0, 10)", "e :: IPRateMonitor: RATIO: must be above 0 and at most 1, not 0"),
+            ("IPRateMonitor(PACKETS, 1.5, 10)", "e :: IPRateMonitor: RATIO: must be above 0 and at most 1, not 1.5"),
+            ("IPRateMonitor(PACKETS, 1, x)", "e :: IPRateMonitor: THRESH: expected unsigned integer"),
+            ("IPRateMonitor(PACKETS, 1, 10, 100, maybe)", "e :: IPRateMonitor: ANNO: expected boolean (true or false)"),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

@@ -119,6 +119,7 @@ mod tests {
     use super::super::test_util::*;
     use crate::standard::set_timestamp::set_first_timestamp;
     use paraclick_packet::Timestamp;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn range_deltas_from_first_nonzero() {
@@ -151,6 +152,9 @@ mod tests {
             (3_000_000_000..3_000_000_000 + 60_000_000_000).contains(&d),
             "{d}"
         );
-        assert!(try_harness("SetTimestampDelta(TYPE LATER)", 1).is_err());
+        assert_err(
+            try_harness("SetTimestampDelta(TYPE LATER)", 1),
+            "e :: SetTimestampDelta: TYPE: expected RANGE, NOW or FIRST, not 'LATER'",
+        );
     }
 }

@@ -88,6 +88,7 @@ impl Action for StoreTimestamp {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::*;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn tail_and_offset() {
@@ -103,9 +104,18 @@ mod tests {
         assert_eq!(out[0].data(), &[1, 2, 3, 0, 0, 0, 2, 0, 0, 0, 1, 12][..]);
         // Lengthened with zeros up to OFFSET+8.
         assert_eq!(out[1].data(), &[9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0][..]);
-        assert!(try_harness("StoreTimestamp", 1).is_err());
+        assert_err(
+            try_harness("StoreTimestamp", 1),
+            "e :: StoreTimestamp: supply exactly one of OFFSET and TAIL",
+        );
         // 10^10 aborted lengthening the first packet to it.
-        assert!(try_harness("StoreTimestamp(OFFSET 10000000000)", 1).is_err());
-        assert!(try_harness("StoreTimestamp(OFFSET 1, TAIL true)", 1).is_err());
+        assert_err(
+            try_harness("StoreTimestamp(OFFSET 10000000000)", 1),
+            "e :: StoreTimestamp: OFFSET: 10000000000 out of range",
+        );
+        assert_err(
+            try_harness("StoreTimestamp(OFFSET 1, TAIL true)", 1),
+            "e :: StoreTimestamp: supply exactly one of OFFSET and TAIL",
+        );
     }
 }

@@ -269,6 +269,7 @@ impl Action for TimeFilter {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn run(decl: &str, ts: &[f64]) -> (Vec<u8>, Vec<u8>) {
         let h = harness(decl, 2);
@@ -328,13 +329,25 @@ mod tests {
         h.push(0, vec![at(0, 0.5), at(1, 2.0)]);
         assert_eq!(tags(&h.output(0)), vec![0]);
         assert_eq!(h.drops(), 1);
-        for bad in [
-            "TimeFilter(START 1, START_AFTER 1)",
-            "TimeFilter(END 1, INTERVAL 1)",
-            "TimeFilter(STOP true, END_CALL x.y)",
-            "TimeFilter(START soon)",
+        for (bad, want) in [
+            (
+                "TimeFilter(START 1, START_AFTER 1)",
+                "e :: TimeFilter: supply at most one of START, START_AFTER and START_DELAY",
+            ),
+            (
+                "TimeFilter(END 1, INTERVAL 1)",
+                "e :: TimeFilter: supply at most one of END, END_AFTER, END_DELAY and INTERVAL",
+            ),
+            (
+                "TimeFilter(STOP true, END_CALL x.y)",
+                "e :: TimeFilter: STOP and END_CALL are mutually exclusive",
+            ),
+            (
+                "TimeFilter(START soon)",
+                "e :: TimeFilter: START: expected time",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

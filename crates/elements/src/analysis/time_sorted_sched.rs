@@ -146,6 +146,7 @@ impl Element for TimeSortedSched {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::*;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     fn router(decl: &str, n: usize) -> Router {
@@ -205,6 +206,9 @@ mod tests {
         assert_eq!(pull(&r, 8), vec![2, 1, 3]);
         assert_eq!(r.read_handler("s.well_ordered").unwrap(), "false");
         let bad = "s :: TimeSortedSched(BUFFER 0); s -> u :: Unqueue -> o :: TestSink; Idle -> Queue -> s;";
-        assert!(Router::from_str(bad, &reg(), 1).is_err());
+        assert_err(
+            Router::from_str(bad, &reg(), 1),
+            "<config>:1:6: s :: TimeSortedSched: BUFFER must be at least 1",
+        );
     }
 }

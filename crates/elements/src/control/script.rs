@@ -1183,6 +1183,7 @@ impl DriverElement for Script {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
     use std::time::{Duration, Instant};
 
@@ -1282,7 +1283,7 @@ pub(crate) mod tests {
         assert_eq!(read(&r, "s.last"), "7:2:3 4");
         let err = r.write_handler("e.run", "now").unwrap_err();
         assert!(err.contains("oops now"), "{err}");
-        assert!(r.read_handler("e.run").is_err());
+        assert_err(r.read_handler("e.run"), "run: oops ");
         assert_eq!(read(&r, "other.run"), "42 true false true");
         // Expression handlers read without arguments.
         assert_eq!(read(&r, "sum.add"), "0");
@@ -1305,7 +1306,10 @@ pub(crate) mod tests {
         r.write_handler("s.step", "").unwrap();
         assert_eq!(read(&r, "s.x"), "4", "a step ends a wait");
         r.write_handler("s.step", "5").unwrap();
-        assert!(r.write_handler("s.step", "x").is_err());
+        assert_err(
+            r.write_handler("s.step", "x"),
+            "s.step: expected step count, not 'x'",
+        );
         // Several steps at once.
         r.write_handler("s.run", "").unwrap();
         r.write_handler("s.step", "4").unwrap();
@@ -1319,7 +1323,10 @@ pub(crate) mod tests {
         assert_eq!(read(&r, "s.x"), "b");
         r.write_handler("s.run", "").unwrap();
         assert_eq!(read(&r, "s.x"), "a");
-        assert!(r.write_handler("s.goto", "nowhere").is_err());
+        assert_err(
+            r.write_handler("s.goto", "nowhere"),
+            "s.goto: no label 'nowhere'",
+        );
     }
 
     #[test]
@@ -1336,7 +1343,7 @@ pub(crate) mod tests {
         );
         assert_eq!(read(&r, "s.a"), "you called 'a'");
         assert_eq!(read(&r, "s.b"), "false:");
-        assert!(r.read_handler("s.c").is_err());
+        assert_err(r.read_handler("s.c"), "c: bad handler");
         r.write_handler("s.b", "x").unwrap();
         let e = r.write_handler("s.zz", "x").unwrap_err();
         assert!(e.contains("bad handler"), "{e}");

@@ -980,6 +980,7 @@ pub fn sprintf(words: &[String]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
     use std::collections::HashMap;
 
     struct TestEnv {
@@ -1064,10 +1065,10 @@ mod tests {
         assert!(parse_insn("frobnicate")
             .unwrap_err()
             .contains("unknown instruction"));
-        assert!(parse_insn("stop now").is_err());
-        assert!(parse_insn("set").is_err());
-        assert!(parse_insn("label a b").is_err());
-        assert!(parse_insn("wait_time").is_err());
+        assert_err(parse_insn("stop now"), "'stop' takes no arguments");
+        assert_err(parse_insn("set"), "'set': bad variable name ''");
+        assert_err(parse_insn("label a b"), "'label' takes one label name");
+        assert_err(parse_insn("wait_time"), "'wait_time' needs a time");
         let p = Program::parse(
             &["label a".into(), "goto a".into(), "goto nope".into()],
             false,
@@ -1098,9 +1099,9 @@ mod tests {
         assert_eq!(b("idiv", "10 4").unwrap(), "2");
         assert_eq!(b("mod", "7 3").unwrap(), "1");
         assert_eq!(b("rem", "7.5 2").unwrap(), "1.5");
-        assert!(b("div", "1 0").is_err());
-        assert!(b("mod", "1.5 1").is_err());
-        assert!(b("add", "1 x").is_err());
+        assert_err(b("div", "1 0"), "div: division by zero");
+        assert_err(b("mod", "1.5 1"), "mod: expected integers");
+        assert_err(b("add", "1 x"), "add: expected number, not 'x'");
         assert_eq!(b("neg", "5").unwrap(), "-5");
         assert_eq!(b("abs", "-5").unwrap(), "5");
         // Overflow goes to reals instead of wrapping.
@@ -1113,9 +1114,9 @@ mod tests {
         assert_eq!(b("lt", "abc abd").unwrap(), "true");
         assert_eq!(b("ge", "2.5 2").unwrap(), "true");
         assert_eq!(b("ne", "1 1").unwrap(), "false");
-        assert!(b("lt", "1").is_err());
+        assert_err(b("lt", "1"), "lt: expected two arguments");
         assert_eq!(b("not", "true").unwrap(), "false");
-        assert!(b("not", "maybe").is_err());
+        assert_err(b("not", "maybe"), "not: expected boolean, not 'maybe'");
         assert_eq!(b("and", "true yes 1").unwrap(), "true");
         assert_eq!(b("or", "false no").unwrap(), "false");
         assert_eq!(b("nand", "true true").unwrap(), "false");
@@ -1133,7 +1134,7 @@ mod tests {
             let r: i64 = b("random", "2").unwrap().parse().unwrap();
             assert!((0..2).contains(&r));
         }
-        assert!(b("random", "0").is_err());
+        assert_err(b("random", "0"), "random: bound must be positive");
         assert!(b("now", "").unwrap().contains('.'));
     }
 
@@ -1159,10 +1160,13 @@ mod tests {
         assert_eq!(b("sprintf", "\"%g\" 2.5").unwrap(), "2.5");
         assert_eq!(b("sprintf", "\"%.3s|%5s\" abcdef ab").unwrap(), "abc|   ab");
         assert_eq!(b("sprintf", "\"%c%%\" 65").unwrap(), "A%");
-        assert!(b("sprintf", "\"%d %d\" 1").is_err());
-        assert!(b("sprintf", "\"%d\" x").is_err());
-        assert!(b("sprintf", "\"%y\" 1").is_err());
-        assert!(b("sprintf", "").is_err());
+        assert_err(b("sprintf", "\"%d %d\" 1"), "sprintf: not enough arguments");
+        assert_err(
+            b("sprintf", "\"%d\" x"),
+            "sprintf: expected number, not 'x'",
+        );
+        assert_err(b("sprintf", "\"%y\" 1"), "sprintf: bad conversion '%y'");
+        assert_err(b("sprintf", ""), "sprintf: missing format");
     }
 
     #[test]
@@ -1176,14 +1180,20 @@ mod tests {
         assert_eq!(b("min", "3 1 2").unwrap(), "1");
         assert_eq!(b("max", "3 9 -4").unwrap(), "9");
         assert_eq!(b("max", "1.5 1").unwrap(), "1.5");
-        assert!(b("min", "3 x").is_err());
-        assert!(b("min", "").is_err());
+        assert_err(b("min", "3 x"), "min: expected number, not 'x'");
+        assert_err(b("min", ""), "min: expected numbers");
         assert_eq!(b("htons", "1").unwrap(), "256");
         assert_eq!(b("ntohs", "256").unwrap(), "1");
         assert_eq!(b("htonl", "1").unwrap(), "16777216");
         assert_eq!(b("ntohl", "16777216").unwrap(), "1");
-        assert!(b("htons", "65536").is_err());
-        assert!(b("htonl", "-1").is_err());
+        assert_err(
+            b("htons", "65536"),
+            "htons: '65536' does not fit in 16 bits",
+        );
+        assert_err(
+            b("htonl", "-1"),
+            "htonl: expected nonnegative integer, not '-1'",
+        );
         assert_eq!(b("first", "a b c").unwrap(), "a");
         assert_eq!(b("first", "").unwrap(), "");
     }

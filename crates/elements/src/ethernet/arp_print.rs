@@ -298,6 +298,9 @@ mod tests {
             text,
             "x: arp who-has 10.0.0.2 tell 10.0.0.1\nx: arp reply 10.0.0.2 is-at 00-AA-BB-CC-DD-EE\n"
         );
-        assert!(try_harness("ARPPrint(OUTFILE /nonexistent/dir/file)", 1).is_err());
+        assert_err(
+            try_harness("ARPPrint(OUTFILE /nonexistent/dir/file)", 1),
+            "e :: ARPPrint: OUTFILE: /nonexistent/dir/file: no directory /nonexistent/dir",
+        );
     }
 }

@@ -986,8 +986,14 @@ mod tests {
         assert_eq!(h.read("ipaddr").unwrap(), MY_IP);
         assert_eq!(h.read("broadcast").unwrap(), "255.255.255.255");
         h.write("insert", &format!("{PEER_IP} {PEER_ETH}")).unwrap();
-        assert!(h.write("insert", "10.0.0.9").is_err());
-        assert!(h.write("insert", "10.0.0.9 ff:ff:ff:ff:ff:ff").is_err());
+        assert_err(
+            h.write("insert", "10.0.0.9"),
+            "e.insert: expected 'IP ETH', not '10.0.0.9'",
+        );
+        assert_err(
+            h.write("insert", "10.0.0.9 ff:ff:ff:ff:ff:ff"),
+            "e.insert: bad entry '10.0.0.9 ff:ff:ff:ff:ff:ff'",
+        );
         h.push(0, vec![to(PEER_IP, 1)]);
         assert_eq!(
             datas(&h.output(0)),
@@ -1077,15 +1083,33 @@ mod tests {
             EtherAddr::from_arg("eth0", &env).unwrap(),
             eth("0:1:2:3:4:5")
         );
-        for bad in [
-            "ARPQuerier(10.0.0.1)",
-            "ARPQuerier(10.0.0.300, 0:1:2:3:4:5)",
-            "ARPQuerier(10.0.0.1, 0:1:2:3:4)",
-            "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, TIMEOUT forever)",
-            "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, TABLE t)",
-            "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, FOO 1)",
+        for (bad, want) in [
+            (
+                "ARPQuerier(10.0.0.1)",
+                "e :: ARPQuerier: missing mandatory ETH argument",
+            ),
+            (
+                "ARPQuerier(10.0.0.300, 0:1:2:3:4:5)",
+                "e :: ARPQuerier: IP: expected IP prefix, not '10.0.0.300'",
+            ),
+            (
+                "ARPQuerier(10.0.0.1, 0:1:2:3:4)",
+                "e :: ARPQuerier: ETH: expected Ethernet address, not '0:1:2:3:4'",
+            ),
+            (
+                "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, TIMEOUT forever)",
+                "e :: ARPQuerier: TIMEOUT: expected time in seconds",
+            ),
+            (
+                "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, TABLE t)",
+                "e :: ARPQuerier: TABLE: no element named 't'",
+            ),
+            (
+                "ARPQuerier(10.0.0.1, 0:1:2:3:4:5, FOO 1)",
+                "e :: ARPQuerier: unknown keyword FOO",
+            ),
         ] {
-            assert!(try_harness_io(bad, 2, 1).is_err(), "{bad}");
+            assert_err(try_harness_io(bad, 2, 1), want);
         }
     }
 

@@ -401,9 +401,15 @@ mod tests {
         assert_eq!(out[1].data(), &reply_from("1:1:1:1:1:1", "10.2.2.3")[..]);
 
         h.write("remove", "10.1.0.0/16").unwrap();
-        assert!(h.write("remove", "10.1.0.0/16").is_err());
+        assert_err(
+            h.write("remove", "10.1.0.0/16"),
+            "e.remove: no entry for 10.1.0.0/16",
+        );
         h.write("add", "192.168.1.1 3:3:3:3:3:3").unwrap();
-        assert!(h.write("add", "192.168.1.1").is_err());
+        assert_err(
+            h.write("add", "192.168.1.1"),
+            "e.add: '192.168.1.1': missing Ethernet address",
+        );
         assert_eq!(
             h.read("table").unwrap(),
             "192.168.1.1/32 03-03-03-03-03-03\n10.0.0.0/8 01-01-01-01-01-01\n"
@@ -445,16 +451,37 @@ mod tests {
             (e1[0].net, e1[0].len, e1[0].eth),
             (0x0200_0000, 8, eth("0:a:b:c:d:e"))
         );
-        assert!(super::parse_entry("eth0 1:1:1:1:1:1", &env).is_err());
-        assert!(super::parse_entry("eth0:bogus", &env).is_err());
+        assert_err(
+            super::parse_entry("eth0 1:1:1:1:1:1", &env),
+            "'eth0 1:1:1:1:1:1': more than one Ethernet address",
+        );
+        assert_err(
+            super::parse_entry("eth0:bogus", &env),
+            "'eth0:bogus': unknown address suffix ':bogus'",
+        );
     }
 
     #[test]
     fn bad_configuration() {
-        assert!(try_harness("ARPResponder(18.26.4.24)", 1).is_err());
-        assert!(try_harness("ARPResponder(1:1:1:1:1:1)", 1).is_err());
-        assert!(try_harness("ARPResponder(1.2.3.4 1:1:1:1:1:1 2:2:2:2:2:2)", 1).is_err());
-        assert!(try_harness("ARPResponder(1.2.3.4/33 1:1:1:1:1:1)", 1).is_err());
-        assert!(try_harness("ARPResponder(nosuchname 1:1:1:1:1:1)", 1).is_err());
+        assert_err(
+            try_harness("ARPResponder(18.26.4.24)", 1),
+            "e :: ARPResponder: '18.26.4.24': missing Ethernet address",
+        );
+        assert_err(
+            try_harness("ARPResponder(1:1:1:1:1:1)", 1),
+            "e :: ARPResponder: '1:1:1:1:1:1': missing IP address",
+        );
+        assert_err(
+            try_harness("ARPResponder(1.2.3.4 1:1:1:1:1:1 2:2:2:2:2:2)", 1),
+            "e :: ARPResponder: '1.2.3.4 1:1:1:1:1:1 2:2:2:2:2:2': more than one Ethernet address",
+        );
+        assert_err(
+            try_harness("ARPResponder(1.2.3.4/33 1:1:1:1:1:1)", 1),
+            "e :: ARPResponder: '1.2.3.4/33' is not an IP address, prefix or Ethernet address",
+        );
+        assert_err(
+            try_harness("ARPResponder(nosuchname 1:1:1:1:1:1)", 1),
+            "e :: ARPResponder: 'nosuchname' is not an IP address, prefix or Ethernet address",
+        );
     }
 }

@@ -578,6 +578,7 @@ impl ArpShared {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::{build_simtime, reg};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     /// An ARPTable in simulated time (the test moves the clock with
@@ -629,14 +630,30 @@ mod tests {
         let t = ips(&r);
         assert_eq!(t.len(), 2);
         assert!(t.iter().all(|l| !l.starts_with("10.0.0.1 ")), "{t:?}");
-        assert!(r.write_handler("t.insert", "10.0.0.9").is_err());
-        assert!(r
-            .write_handler("t.insert", "10.0.0.9 ff:ff:ff:ff:ff:ff")
-            .is_err());
-        assert!(r.write_handler("t.insert", "x 00:00:00:00:00:01").is_err());
-        assert!(r.write_handler("t.delete", "nope").is_err());
-        assert!(Router::from_str("t :: ARPTable(BOGUS 1);", &reg(), 1).is_err());
-        assert!(Router::from_str("t :: ARPTable(CAPACITY_SLIM_FACTOR 0);", &reg(), 1).is_err());
+        assert_err(
+            r.write_handler("t.insert", "10.0.0.9"),
+            "t.insert: expected 'IP ETH', not '10.0.0.9'",
+        );
+        assert_err(
+            r.write_handler("t.insert", "10.0.0.9 ff:ff:ff:ff:ff:ff"),
+            "t.insert: bad entry '10.0.0.9 ff:ff:ff:ff:ff:ff'",
+        );
+        assert_err(
+            r.write_handler("t.insert", "x 00:00:00:00:00:01"),
+            "t.insert: expected IP address, not 'x'",
+        );
+        assert_err(
+            r.write_handler("t.delete", "nope"),
+            "t.delete: expected IP address, not 'nope'",
+        );
+        assert_err(
+            Router::from_str("t :: ARPTable(BOGUS 1);", &reg(), 1),
+            "<config>:1:6: t :: ARPTable: unknown keyword BOGUS",
+        );
+        assert_err(
+            Router::from_str("t :: ARPTable(CAPACITY_SLIM_FACTOR 0);", &reg(), 1),
+            "<config>:1:6: t :: ARPTable: CAPACITY_SLIM_FACTOR must be at least 1",
+        );
     }
 
     #[test]

@@ -152,7 +152,7 @@ mod tests {
         h.push(0, vec![pkt(&good), pkt(&good[..10]), pkt(&good[..20])]);
         assert_eq!(h.output(0).len(), 1);
         assert_eq!(h.drops(), 2);
-        assert!(h.read("drop_details").is_err());
+        assert_err(h.read("drop_details"), "drop_details needs DETAILS true");
         // Offset 0: the ARP header without Ethernet.
         let h = harness("CheckARPHeader", 1);
         h.push(0, vec![pkt(&good[14..])]);
@@ -161,7 +161,13 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("CheckARPHeader(x)", 1).is_err());
-        assert!(try_harness("CheckARPHeader(1, 2)", 1).is_err());
+        assert_err(
+            try_harness("CheckARPHeader(x)", 1),
+            "e :: CheckARPHeader: OFFSET: expected unsigned integer",
+        );
+        assert_err(
+            try_harness("CheckARPHeader(1, 2)", 1),
+            "e :: CheckARPHeader: too many arguments ('2')",
+        );
     }
 }

@@ -155,9 +155,18 @@ mod tests {
         let out = h.output(0);
         let want = ether_frame(eth("0:0:0:0:0:0"), eth("0:0:0:0:0:0"), 0x0800, &d);
         assert_eq!(out[0].data(), &want[..]);
-        assert!(try_harness("EnsureEther(0x10000)", 1).is_err());
-        assert!(try_harness("EnsureEther(0x800, nope)", 1).is_err());
-        assert!(try_harness("EnsureEther(1, 1:1:1:1:1:1, 2:2:2:2:2:2, 4)", 1).is_err());
+        assert_err(
+            try_harness("EnsureEther(0x10000)", 1),
+            "e :: EnsureEther: ETHERTYPE: 0x10000 out of range",
+        );
+        assert_err(
+            try_harness("EnsureEther(0x800, nope)", 1),
+            "e :: EnsureEther: SRC: expected Ethernet address, not 'nope'",
+        );
+        assert_err(
+            try_harness("EnsureEther(1, 1:1:1:1:1:1, 2:2:2:2:2:2, 4)", 1),
+            "e :: EnsureEther: too many arguments ('4')",
+        );
     }
 
     use paraclick_packet::Packet;

@@ -138,8 +138,14 @@ mod tests {
         assert_eq!(h.read("ethertype").unwrap(), "2054");
         h.write("dst", "0a:0b:0c:0d:0e:0f").unwrap();
         h.write("ethertype", "0x88b5").unwrap();
-        assert!(h.write("src", "nonsense").is_err());
-        assert!(h.write("ethertype", "70000").is_err());
+        assert_err(
+            h.write("src", "nonsense"),
+            "e.src: expected Ethernet address, not 'nonsense'",
+        );
+        assert_err(
+            h.write("ethertype", "70000"),
+            "e.ethertype: 70000 out of range",
+        );
         h.push(0, vec![pkt(&[9])]);
         let out = h.output(0);
         assert_eq!(
@@ -150,8 +156,17 @@ mod tests {
 
     #[test]
     fn bad_configuration() {
-        assert!(try_harness("EtherEncap(0x0800, 1:1:1:1:1:1)", 1).is_err());
-        assert!(try_harness("EtherEncap(0x10000, 1:1:1:1:1:1, 2:2:2:2:2:2)", 1).is_err());
-        assert!(try_harness("EtherEncap(0x0800, 1:1:1:1:1, 2:2:2:2:2:2)", 1).is_err());
+        assert_err(
+            try_harness("EtherEncap(0x0800, 1:1:1:1:1:1)", 1),
+            "e :: EtherEncap: missing mandatory DST argument",
+        );
+        assert_err(
+            try_harness("EtherEncap(0x10000, 1:1:1:1:1:1, 2:2:2:2:2:2)", 1),
+            "e :: EtherEncap: ETHERTYPE: 0x10000 out of range",
+        );
+        assert_err(
+            try_harness("EtherEncap(0x0800, 1:1:1:1:1, 2:2:2:2:2:2)", 1),
+            "e :: EtherEncap: SRC: expected Ethernet address, not '1:1:1:1:1'",
+        );
     }
 }

@@ -56,6 +56,9 @@ mod tests {
             &[10, 11, 12, 13, 14, 15, 1, 2, 3, 4, 5, 6, 8, 0, 0x45]
         );
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("EtherMirror(1)", 1).is_err());
+        assert_err(
+            try_harness("EtherMirror(1)", 1),
+            "e :: EtherMirror: too many arguments ('1')",
+        );
     }
 }

@@ -210,7 +210,10 @@ mod tests {
         assert_eq!(d.len(), 18);
         assert_eq!(&d[6..12], &[3; 6]);
         assert_eq!(&d[14..18], &[0xEF, 0xFF, 0x86, 0xdd]);
-        assert!(h.write("dst", "x").is_err());
+        assert_err(
+            h.write("dst", "x"),
+            "e.dst: expected Ethernet address, not 'x'",
+        );
     }
 
     #[test]

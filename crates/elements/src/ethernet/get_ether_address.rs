@@ -119,8 +119,14 @@ mod tests {
         h.push(0, vec![pkt(&[0; 11]), pkt(&[])]);
         assert!(h.output(0).is_empty());
         assert_eq!(h.drops(), 2);
-        assert!(try_harness("GetEtherAddress(19, src)", 1).is_err());
-        assert!(try_harness("GetEtherAddress(0, middle)", 1).is_err());
-        assert!(try_harness("GetEtherAddress(0)", 1).is_err());
+        assert_err(try_harness("GetEtherAddress(19, src)", 1), "e :: GetEtherAddress: ANNO: expected Ethernet address annotation (a user annotation offset 0..18), not '19'");
+        assert_err(
+            try_harness("GetEtherAddress(0, middle)", 1),
+            "e :: GetEtherAddress: OFFSET: expected 'src', 'dst' or an offset, not 'middle'",
+        );
+        assert_err(
+            try_harness("GetEtherAddress(0)", 1),
+            "e :: GetEtherAddress: missing mandatory OFFSET argument",
+        );
     }
 }

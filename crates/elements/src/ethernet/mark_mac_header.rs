@@ -79,7 +79,13 @@ mod tests {
         let h = harness("MarkMACHeader", 1);
         h.push(0, vec![pkt(&[0; 14])]);
         assert_eq!(h.output(0)[0].mac_header_offset(), Some(0));
-        assert!(try_harness("MarkMACHeader(x)", 1).is_err());
-        assert!(try_harness("MarkMACHeader(0, 14, 1)", 1).is_err());
+        assert_err(
+            try_harness("MarkMACHeader(x)", 1),
+            "e :: MarkMACHeader: OFFSET: expected unsigned integer",
+        );
+        assert_err(
+            try_harness("MarkMACHeader(0, 14, 1)", 1),
+            "e :: MarkMACHeader: too many arguments ('1')",
+        );
     }
 }

@@ -124,7 +124,10 @@ mod tests {
             &h.output(0)[0].anno().user[4..10],
             &[10, 11, 12, 13, 14, 15]
         );
-        assert!(h.write("addr", "bogus").is_err());
+        assert_err(
+            h.write("addr", "bogus"),
+            "e.addr: expected Ethernet address, not 'bogus'",
+        );
     }
 
     #[test]
@@ -132,11 +135,17 @@ mod tests {
         let h = harness("SetEtherAddress(ff:ff:ff:ff:ff:ff, ANNO 18)", 1);
         h.push(0, vec![pkt(&[0])]);
         assert_eq!(&h.output(0)[0].anno().user[18..], &[0xff; 6]);
-        assert!(try_harness("SetEtherAddress(0:1:2:3:4:5, 19)", 1).is_err());
+        assert_err(try_harness("SetEtherAddress(0:1:2:3:4:5, 19)", 1), "e :: SetEtherAddress: ANNO: expected Ethernet address annotation (a user annotation offset 0..18), not '19'");
         // An offset near usize::MAX overflowed the bound check.
         let e = try_harness("SetEtherAddress(0:1:2:3:4:5, 18446744073709551615)", 1);
         assert!(e.err().unwrap().contains("annotation offset"));
-        assert!(try_harness("SetEtherAddress(0:1:2:3:4:5)", 1).is_err());
-        assert!(try_harness("SetEtherAddress(0:1:2:3:4, 0)", 1).is_err());
+        assert_err(
+            try_harness("SetEtherAddress(0:1:2:3:4:5)", 1),
+            "e :: SetEtherAddress: missing mandatory ANNO argument",
+        );
+        assert_err(
+            try_harness("SetEtherAddress(0:1:2:3:4, 0)", 1),
+            "e :: SetEtherAddress: ADDR: expected Ethernet address, not '0:1:2:3:4'",
+        );
     }
 }

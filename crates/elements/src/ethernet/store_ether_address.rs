@@ -105,8 +105,17 @@ mod tests {
         h.push(0, vec![pkt(&[0xFF; 8])]);
         assert_eq!(h.output(0)[0].data(), &[0xFF, 0xFF, 0, 1, 2, 3, 4, 5]);
 
-        assert!(try_harness("StoreEtherAddress(0:1:2:3:4:5, middle)", 1).is_err());
-        assert!(try_harness("StoreEtherAddress(nonsense, src)", 1).is_err());
-        assert!(try_harness("StoreEtherAddress(0:1:2:3:4:5)", 1).is_err());
+        assert_err(
+            try_harness("StoreEtherAddress(0:1:2:3:4:5, middle)", 1),
+            "e :: StoreEtherAddress: OFFSET: expected 'src', 'dst' or an offset, not 'middle'",
+        );
+        assert_err(
+            try_harness("StoreEtherAddress(nonsense, src)", 1),
+            "e :: StoreEtherAddress: ADDR: expected Ethernet address, not 'nonsense'",
+        );
+        assert_err(
+            try_harness("StoreEtherAddress(0:1:2:3:4:5)", 1),
+            "e :: StoreEtherAddress: missing mandatory OFFSET argument",
+        );
     }
 }

@@ -172,14 +172,26 @@ mod tests {
         h.push(0, vec![pkt(&frame())]);
         assert_eq!(h.output(0)[0].data(), &frame()[..], "native VLAN: untagged");
 
-        for bad in [
-            "VLANEncap",
-            "VLANEncap(VLAN_ID 4096)",
-            "VLANEncap(1, VLAN_ID 2)",
-            "VLANEncap(VLAN_ID 1, VLAN_PCP 8)",
-            "VLANEncap(x)",
+        for (bad, want) in [
+            ("VLANEncap", "e :: VLANEncap: missing VLAN_TCI or VLAN_ID"),
+            (
+                "VLANEncap(VLAN_ID 4096)",
+                "e :: VLANEncap: VLAN_ID: expected integer 0-4095 or ANNO, not '4096'",
+            ),
+            (
+                "VLANEncap(1, VLAN_ID 2)",
+                "e :: VLANEncap: VLAN_TCI and VLAN_ID are mutually exclusive",
+            ),
+            (
+                "VLANEncap(VLAN_ID 1, VLAN_PCP 8)",
+                "e :: VLANEncap: VLAN_PCP: expected 0-7, not 8",
+            ),
+            (
+                "VLANEncap(x)",
+                "e :: VLANEncap: VLAN_TCI: expected integer 0-65535 or ANNO, not 'x'",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

@@ -673,7 +673,10 @@ mod tests {
         assert_eq!(h.read("pmtu").unwrap(), "0");
         h.write("src", "1.2.3.4").unwrap();
         h.write("mtu", "68").unwrap();
-        assert!(h.write("mtu", "20").is_err());
+        assert_err(
+            h.write("mtu", "20"),
+            "e.mtu: MTU must be between 68 and 65535, not 20",
+        );
         h.write("pmtu", "1500").unwrap();
         assert_eq!(h.read("pmtu").unwrap(), "1500");
         h.push(0, vec![packet(&udp(HOST, FAR, 100))]);
@@ -688,18 +691,45 @@ mod tests {
 
     #[test]
     fn bad_configuration() {
-        for bad in [
-            format!("ICMPError({ME})"),
-            format!("ICMPError({ME}, echo)"),
-            format!("ICMPError({ME}, 8)"),
-            format!("ICMPError({ME}, 300)"),
-            format!("ICMPError({ME}, unreachable, transit)"),
-            format!("ICMPError({ME}, unreachable, 256)"),
-            format!("ICMPError({ME}, unreachable, host, 1.2.3)"),
-            format!("ICMPError({ME}, unreachable, MTU 10)"),
-            "ICMPError(1.2.3.4.5, unreachable)".to_string(),
+        for (bad, want) in [
+            (
+                format!("ICMPError({ME})"),
+                "e :: ICMPError: missing mandatory TYPE argument",
+            ),
+            (
+                format!("ICMPError({ME}, echo)"),
+                "e :: ICMPError: TYPE: unknown name 'echo'",
+            ),
+            (
+                format!("ICMPError({ME}, 8)"),
+                "e :: ICMPError: ICMP type 8 is not an error type",
+            ),
+            (
+                format!("ICMPError({ME}, 300)"),
+                "e :: ICMPError: TYPE must be between 0 and 255",
+            ),
+            (
+                format!("ICMPError({ME}, unreachable, transit)"),
+                "e :: ICMPError: CODE: unknown name 'transit'",
+            ),
+            (
+                format!("ICMPError({ME}, unreachable, 256)"),
+                "e :: ICMPError: CODE must be between 0 and 255",
+            ),
+            (
+                format!("ICMPError({ME}, unreachable, host, 1.2.3)"),
+                "e :: ICMPError: BADADDRS: expected IP address, not '1.2.3'",
+            ),
+            (
+                format!("ICMPError({ME}, unreachable, MTU 10)"),
+                "e :: ICMPError: MTU must be between 68 and 65535, not 10",
+            ),
+            (
+                "ICMPError(1.2.3.4.5, unreachable)".to_string(),
+                "e :: ICMPError: SRC: expected IP address, not '1.2.3.4.5'",
+            ),
         ] {
-            assert!(try_harness(&bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(&bad, 1), want);
         }
     }
 }

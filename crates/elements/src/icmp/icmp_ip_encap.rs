@@ -236,7 +236,10 @@ mod tests {
             .icmp(3, 3, [0; 4], b"orig")
             .bytes();
         assert_eq!(h.output(0)[0].data(), &want[..]);
-        assert!(h.write("src", "nope").is_err());
+        assert_err(
+            h.write("src", "nope"),
+            "e.src: expected IP address, not 'nope'",
+        );
 
         let h = harness("ICMPIPEncap(1.1.1.1, 2.2.2.2, 17)", 1);
         h.push(0, vec![pkt(b"")]);
@@ -256,10 +259,25 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].len(), 65535);
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2)", 1).is_err());
-        assert!(try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2, bogus)", 1).is_err());
-        assert!(try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2, 256)", 1).is_err());
-        assert!(try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2, 8, 256)", 1).is_err());
-        assert!(try_harness("ICMPIPEncap(1.1.1.1, x, 8)", 1).is_err());
+        assert_err(
+            try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2)", 1),
+            "e :: ICMPIPEncap: missing mandatory TYPE argument",
+        );
+        assert_err(
+            try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2, bogus)", 1),
+            "e :: ICMPIPEncap: TYPE: expected 0-255 or an ICMP type name, not 'bogus'",
+        );
+        assert_err(
+            try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2, 256)", 1),
+            "e :: ICMPIPEncap: TYPE: expected 0-255 or an ICMP type name, not '256'",
+        );
+        assert_err(
+            try_harness("ICMPIPEncap(1.1.1.1, 2.2.2.2, 8, 256)", 1),
+            "e :: ICMPIPEncap: CODE: 256 out of range",
+        );
+        assert_err(
+            try_harness("ICMPIPEncap(1.1.1.1, x, 8)", 1),
+            "e :: ICMPIPEncap: DST: expected IP address, not 'x'",
+        );
     }
 }

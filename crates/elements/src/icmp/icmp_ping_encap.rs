@@ -112,8 +112,17 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("ICMPPingEncap(10.0.0.1)", 1).is_err());
-        assert!(try_harness("ICMPPingEncap(10.0.0.1, 10.0.0.2, 8)", 1).is_err());
-        assert!(try_harness("ICMPPingEncap(10.0.0.1, 10.0.0.2, IDENTIFIER 70000)", 1).is_err());
+        assert_err(
+            try_harness("ICMPPingEncap(10.0.0.1)", 1),
+            "e :: ICMPPingEncap: missing mandatory DST argument",
+        );
+        assert_err(
+            try_harness("ICMPPingEncap(10.0.0.1, 10.0.0.2, 8)", 1),
+            "e :: ICMPPingEncap: too many arguments ('8')",
+        );
+        assert_err(
+            try_harness("ICMPPingEncap(10.0.0.1, 10.0.0.2, IDENTIFIER 70000)", 1),
+            "e :: ICMPPingEncap: IDENTIFIER: 70000 out of range",
+        );
     }
 }

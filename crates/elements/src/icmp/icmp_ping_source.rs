@@ -566,7 +566,7 @@ mod tests {
         assert_eq!(out[0].network_header_length(), Some(20));
         assert!(!out[0].timestamp().is_zero());
         assert_eq!(h.read("count").unwrap(), "3");
-        assert!(h.read("summary").is_err()); // no input
+        assert_err(h.read("summary"), "no input: replies are not counted"); // no input
     }
 
     #[test]
@@ -640,7 +640,10 @@ mod tests {
         assert_eq!(h.read("src").unwrap(), "1.0.0.1");
         h.write("dst", "3.0.0.3").unwrap();
         assert_eq!(h.read("dst").unwrap(), "3.0.0.3");
-        assert!(h.write("src", "3.0.0").is_err());
+        assert_err(
+            h.write("src", "3.0.0"),
+            "e.src: expected IP address, not '3.0.0'",
+        );
         h.write("interval", "5ms").unwrap();
         h.write("limit", "2").unwrap();
         h.write("active", "true").unwrap();
@@ -660,14 +663,29 @@ mod tests {
 
     #[test]
     fn bad_configuration() {
-        for bad in [
-            "ICMPPingSource(1.0.0.1)",
-            "ICMPPingSource(1.0.0.1, 2.0.0.2, MIRROR true)",
-            "ICMPPingSource(1.0.0.1, 2.0.0.2, IDENTIFIER 70000)",
-            "ICMPPingSource(1.0.0.1, 2.0.0.2, INTERVAL soon)",
-            "ICMPPingSource(1.0.0.1, 2.0.0.2, 3)",
+        for (bad, want) in [
+            (
+                "ICMPPingSource(1.0.0.1)",
+                "e :: ICMPPingSource: missing mandatory DST argument",
+            ),
+            (
+                "ICMPPingSource(1.0.0.1, 2.0.0.2, MIRROR true)",
+                "e :: ICMPPingSource: MIRROR is not supported",
+            ),
+            (
+                "ICMPPingSource(1.0.0.1, 2.0.0.2, IDENTIFIER 70000)",
+                "e :: ICMPPingSource: IDENTIFIER: 70000 out of range",
+            ),
+            (
+                "ICMPPingSource(1.0.0.1, 2.0.0.2, INTERVAL soon)",
+                "e :: ICMPPingSource: INTERVAL: expected time in seconds",
+            ),
+            (
+                "ICMPPingSource(1.0.0.1, 2.0.0.2, 3)",
+                "e :: ICMPPingSource: too many arguments ('3')",
+            ),
         ] {
-            assert!(try_harness_io(bad, 0, 1).is_err(), "{bad}");
+            assert_err(try_harness_io(bad, 0, 1), want);
         }
     }
 }

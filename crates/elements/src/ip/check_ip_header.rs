@@ -342,7 +342,7 @@ mod tests {
         assert!(h.output(1).is_empty());
         assert_eq!(h.read("count").unwrap(), "1");
         assert_eq!(h.read("drops").unwrap(), "0");
-        assert!(h.read("drop_details").is_err());
+        assert_err(h.read("drop_details"), "drop_details needs DETAILS true");
     }
 
     #[test]
@@ -586,15 +586,33 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "CheckIPHeader(INTERFACES 1.2.3.4/33)",
-            "CheckIPHeader(BADSRC 1.2.3)",
-            "CheckIPHeader(CHECKSUM maybe)",
-            "CheckIPHeader(1.2.3.4, 2, 3)",
-            "CheckIPHeader(1.2.3.4, x)",
-            "CheckIPHeader(FOO 1)",
+        for (bad, want) in [
+            (
+                "CheckIPHeader(INTERFACES 1.2.3.4/33)",
+                "e :: CheckIPHeader: INTERFACES: expected IP prefix, not '1.2.3.4/33'",
+            ),
+            (
+                "CheckIPHeader(BADSRC 1.2.3)",
+                "e :: CheckIPHeader: BADSRC: expected IP address, not '1.2.3'",
+            ),
+            (
+                "CheckIPHeader(CHECKSUM maybe)",
+                "e :: CheckIPHeader: CHECKSUM: expected boolean (true or false)",
+            ),
+            (
+                "CheckIPHeader(1.2.3.4, 2, 3)",
+                "e :: CheckIPHeader: too many arguments ('3')",
+            ),
+            (
+                "CheckIPHeader(1.2.3.4, x)",
+                "e :: CheckIPHeader: OFFSET: expected unsigned integer",
+            ),
+            (
+                "CheckIPHeader(FOO 1)",
+                "e :: CheckIPHeader: unknown keyword FOO",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 

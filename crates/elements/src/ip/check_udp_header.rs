@@ -221,7 +221,7 @@ mod tests {
         h.push(0, vec![marked(&d)]);
         assert!(h.output(0).is_empty());
         assert_eq!(h.drops(), 1);
-        assert!(h.read("drop_details").is_err());
+        assert_err(h.read("drop_details"), "drop_details needs DETAILS true");
     }
 
     #[test]

@@ -208,7 +208,10 @@ mod tests {
         h.write("active", "true").unwrap();
         h.push(0, vec![marked(&t1)]);
         assert_eq!(h.output(1).len(), 1);
-        assert!(h.write("active", "maybe").is_err());
+        assert_err(
+            h.write("active", "maybe"),
+            "e.active: expected boolean (true or false)",
+        );
     }
 
     #[test]
@@ -243,7 +246,13 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("DecIPTTL(1)", 1).is_err());
-        assert!(try_harness("DecIPTTL(ACTIVE x)", 1).is_err());
+        assert_err(
+            try_harness("DecIPTTL(1)", 1),
+            "e :: DecIPTTL: too many arguments ('1')",
+        );
+        assert_err(
+            try_harness("DecIPTTL(ACTIVE x)", 1),
+            "e :: DecIPTTL: ACTIVE: expected boolean (true or false)",
+        );
     }
 }

@@ -97,6 +97,9 @@ mod tests {
         h.push(0, all());
         assert_eq!(tags(&h.output(0)), [0, 3, 4]);
         assert_eq!(h.drops(), 2);
-        assert!(try_harness("DropBroadcasts(1)", 1).is_err());
+        assert_err(
+            try_harness("DropBroadcasts(1)", 1),
+            "e :: DropBroadcasts: too many arguments ('1')",
+        );
     }
 }

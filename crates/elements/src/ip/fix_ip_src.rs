@@ -113,7 +113,13 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("FixIPSrc", 1).is_err());
-        assert!(try_harness("FixIPSrc(1.2.3)", 1).is_err());
+        assert_err(
+            try_harness("FixIPSrc", 1),
+            "e :: FixIPSrc: missing mandatory IPADDR argument",
+        );
+        assert_err(
+            try_harness("FixIPSrc(1.2.3)", 1),
+            "e :: FixIPSrc: IPADDR: expected IP address, not '1.2.3'",
+        );
     }
 }

@@ -149,14 +149,29 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        for bad in [
-            "GetIPAddress",
-            "GetIPAddress(x)",
-            "GetIPAddress(16, PAINT)",
-            "GetIPAddress(IP foo)",
-            "GetIPAddress(16, IP src)",
+        for (bad, want) in [
+            (
+                "GetIPAddress",
+                "e :: GetIPAddress: missing mandatory OFFSET argument",
+            ),
+            (
+                "GetIPAddress(x)",
+                "e :: GetIPAddress: OFFSET: expected unsigned integer",
+            ),
+            (
+                "GetIPAddress(16, PAINT)",
+                "e :: GetIPAddress: ANNO: expected IP address annotation (DST_IP), not 'PAINT'",
+            ),
+            (
+                "GetIPAddress(IP foo)",
+                "e :: GetIPAddress: IP: expected 'src' or 'dst', not 'foo'",
+            ),
+            (
+                "GetIPAddress(16, IP src)",
+                "e :: GetIPAddress: give OFFSET or IP, not both",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

@@ -439,12 +439,21 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        for bad in [
-            "IPGWOptions",
-            "IPGWOptions(1.2.3)",
-            "IPGWOptions(1.2.3.4, 5.6)",
+        for (bad, want) in [
+            (
+                "IPGWOptions",
+                "e :: IPGWOptions: missing mandatory MYADDR argument",
+            ),
+            (
+                "IPGWOptions(1.2.3)",
+                "e :: IPGWOptions: MYADDR: expected IP address, not '1.2.3'",
+            ),
+            (
+                "IPGWOptions(1.2.3.4, 5.6)",
+                "e :: IPGWOptions: OTHERADDRS: expected IP address, not '5.6'",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

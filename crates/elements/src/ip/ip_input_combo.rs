@@ -252,15 +252,15 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "IPInputCombo",
-            "IPInputCombo(256)",
-            "IPInputCombo(1, 1.2.3)",
-            "IPInputCombo(1, INTERFACES 1.2.3.4/40)",
-            "IPInputCombo(1, OFFSET 2)",
-            "IPInputCombo(1, 1.2.3.4, 5)",
+        for (bad, want) in [
+            ("IPInputCombo", "e :: IPInputCombo: missing mandatory COLOR argument"),
+            ("IPInputCombo(256)", "e :: IPInputCombo: COLOR: 256 out of range"),
+            ("IPInputCombo(1, 1.2.3)", "e :: IPInputCombo: CheckIPHeader: BADSRC: expected IP address, not '1.2.3'"),
+            ("IPInputCombo(1, INTERFACES 1.2.3.4/40)", "e :: IPInputCombo: CheckIPHeader: INTERFACES: expected IP prefix, not '1.2.3.4/40'"),
+            ("IPInputCombo(1, OFFSET 2)", "e :: IPInputCombo: unknown keyword OFFSET"),
+            ("IPInputCombo(1, 1.2.3.4, 5)", "e :: IPInputCombo: too many arguments ('5')"),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 

@@ -126,6 +126,9 @@ mod tests {
             .bytes();
         assert_eq!(out[0].data(), &want[..]);
         assert_eq!(out[0].anno().dst_ip, std::net::Ipv4Addr::UNSPECIFIED);
-        assert!(try_harness("IPMirror(maybe)", 1).is_err());
+        assert_err(
+            try_harness("IPMirror(maybe)", 1),
+            "e :: IPMirror: DST_ANNO: expected boolean (true or false)",
+        );
     }
 }

@@ -204,15 +204,15 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "IPOutputCombo",
-            "IPOutputCombo(1, 1.2.3.4)",
-            "IPOutputCombo(300, 1.2.3.4, 1500)",
-            "IPOutputCombo(1, 1.2.3, 1500)",
-            "IPOutputCombo(1, 1.2.3.4, -1)",
-            "IPOutputCombo(1, 1.2.3.4, 1500, 2)",
+        for (bad, want) in [
+            ("IPOutputCombo", "e :: IPOutputCombo: missing mandatory COLOR argument; e :: IPOutputCombo: missing mandatory IPADDR argument; e :: IPOutputCombo: missing mandatory MTU argument"),
+            ("IPOutputCombo(1, 1.2.3.4)", "e :: IPOutputCombo: missing mandatory MTU argument"),
+            ("IPOutputCombo(300, 1.2.3.4, 1500)", "e :: IPOutputCombo: COLOR: 300 out of range"),
+            ("IPOutputCombo(1, 1.2.3, 1500)", "e :: IPOutputCombo: IPADDR: expected IP address, not '1.2.3'"),
+            ("IPOutputCombo(1, 1.2.3.4, -1)", "e :: IPOutputCombo: MTU: expected unsigned integer"),
+            ("IPOutputCombo(1, 1.2.3.4, 1500, 2)", "e :: IPOutputCombo: too many arguments ('2')"),
         ] {
-            assert!(try_harness(bad, 5).is_err(), "{bad}");
+            assert_err(try_harness(bad, 5), want);
         }
     }
 

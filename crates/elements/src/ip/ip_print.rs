@@ -1034,14 +1034,23 @@ mod tests {
         ] {
             assert!(try_harness(ok, 1).is_ok(), "{ok}");
         }
-        for bad in [
-            "IPPrint(CONTENTS hex, PAYLOAD hex)",
-            "IPPrint(CONTENTS octal)",
-            "IPPrint(FOO 1)",
-            "IPPrint(a, b)",
-            "IPPrint(OUTFILE /nonexistent/dir/x)",
+        for (bad, want) in [
+            (
+                "IPPrint(CONTENTS hex, PAYLOAD hex)",
+                "e :: IPPrint: specify at most one of PAYLOAD and CONTENTS",
+            ),
+            (
+                "IPPrint(CONTENTS octal)",
+                "e :: IPPrint: CONTENTS: bad value 'OCTAL'; should be 'NONE', 'HEX', or 'ASCII'",
+            ),
+            ("IPPrint(FOO 1)", "e :: IPPrint: unknown keyword FOO"),
+            ("IPPrint(a, b)", "e :: IPPrint: too many arguments ('b')"),
+            (
+                "IPPrint(OUTFILE /nonexistent/dir/x)",
+                "e :: IPPrint: OUTFILE: /nonexistent/dir/x: no directory /nonexistent/dir",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 

@@ -107,7 +107,13 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("MarkIPHeader(x)", 1).is_err());
-        assert!(try_harness("MarkIPHeader(1, 2)", 1).is_err());
+        assert_err(
+            try_harness("MarkIPHeader(x)", 1),
+            "e :: MarkIPHeader: OFFSET: expected unsigned integer",
+        );
+        assert_err(
+            try_harness("MarkIPHeader(1, 2)", 1),
+            "e :: MarkIPHeader: too many arguments ('2')",
+        );
     }
 }

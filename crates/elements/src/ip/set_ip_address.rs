@@ -68,12 +68,21 @@ mod tests {
         let h = harness("SetIPAddress(me); AddressInfo(me 10.0.0.7)", 1);
         h.push(0, vec![pkt(&[1])]);
         assert_eq!(h.output(0)[0].anno().dst_ip, ip("10.0.0.7"));
-        for bad in [
-            "SetIPAddress",
-            "SetIPAddress(1.2.3)",
-            "SetIPAddress(1.2.3.4, FOO)",
+        for (bad, want) in [
+            (
+                "SetIPAddress",
+                "e :: SetIPAddress: missing mandatory IPADDR argument",
+            ),
+            (
+                "SetIPAddress(1.2.3)",
+                "e :: SetIPAddress: IPADDR: expected IP address, not '1.2.3'",
+            ),
+            (
+                "SetIPAddress(1.2.3.4, FOO)",
+                "e :: SetIPAddress: ANNO: expected IP address annotation (DST_IP), not 'FOO'",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

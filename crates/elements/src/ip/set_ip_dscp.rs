@@ -103,7 +103,10 @@ mod tests {
         assert_eq!(h.read("dscp").unwrap(), "10");
         h.write("dscp", "2").unwrap();
         assert_eq!(h.read("dscp").unwrap(), "2");
-        assert!(h.write("dscp", "64").is_err());
+        assert_err(
+            h.write("dscp", "64"),
+            "e.dscp: DSCP: expected integer 0..63, not 64",
+        );
         assert_eq!(h.read("dscp").unwrap(), "2");
         let d = Ip::new("1.0.0.1", "2.0.0.2", 17).tos(0xfd).bytes();
         h.push(0, vec![marked(&d)]);
@@ -139,14 +142,29 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        for bad in [
-            "SetIPDSCP",
-            "SetIPDSCP(64)",
-            "SetIPDSCP(-1)",
-            "SetIPDSCP(x)",
-            "SetIPDSCP(1, 2)",
+        for (bad, want) in [
+            (
+                "SetIPDSCP",
+                "e :: SetIPDSCP: missing mandatory DSCP argument",
+            ),
+            (
+                "SetIPDSCP(64)",
+                "e :: SetIPDSCP: DSCP: expected integer 0..63, not 64",
+            ),
+            (
+                "SetIPDSCP(-1)",
+                "e :: SetIPDSCP: DSCP: expected unsigned integer",
+            ),
+            (
+                "SetIPDSCP(x)",
+                "e :: SetIPDSCP: DSCP: expected unsigned integer",
+            ),
+            (
+                "SetIPDSCP(1, 2)",
+                "e :: SetIPDSCP: too many arguments ('2')",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

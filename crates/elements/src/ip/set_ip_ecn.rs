@@ -110,11 +110,20 @@ mod tests {
         let h = harness("SetIPECN(no)", 1);
         h.write("ecn", "ce").unwrap();
         assert_eq!(h.read("ecn").unwrap(), "3");
-        assert!(h.write("ecn", "4").is_err());
+        assert_err(
+            h.write("ecn", "4"),
+            "e.ecn: ECN: expected 0..3, no, ect1, ect2 or ce, not '4'",
+        );
         h.push(0, vec![pkt(&[0x45; 20])]);
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("SetIPECN(4)", 1).is_err());
-        assert!(try_harness("SetIPECN", 1).is_err());
-        assert!(try_harness("SetIPECN(ecn)", 1).is_err());
+        assert_err(
+            try_harness("SetIPECN(4)", 1),
+            "e :: SetIPECN: ECN: expected 0..3, no, ect1, ect2 or ce, not '4'",
+        );
+        assert_err(try_harness("SetIPECN", 1), "e :: SetIPECN: missing mandatory ECN argument; e :: SetIPECN: ECN: expected 0..3, no, ect1, ect2 or ce, not ''");
+        assert_err(
+            try_harness("SetIPECN(ecn)", 1),
+            "e :: SetIPECN: ECN: expected 0..3, no, ect1, ect2 or ce, not 'ecn'",
+        );
     }
 }

@@ -173,6 +173,9 @@ mod tests {
         assert_eq!(out[0].data()[32], 0x20);
         let c = transport_checksum(ip("10.0.0.1"), ip("10.0.0.2"), 6, &out[0].data()[20..]);
         assert_eq!(&out[0].data()[36..38], &c.to_be_bytes());
-        assert!(try_harness("SetTCPChecksum(maybe)", 1).is_err());
+        assert_err(
+            try_harness("SetTCPChecksum(maybe)", 1),
+            "e :: SetTCPChecksum: FIXOFF: expected boolean (true or false)",
+        );
     }
 }

@@ -354,13 +354,25 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        for bad in [
-            "StoreIPAddress",
-            "StoreIPAddress(foo)",
-            "StoreIPAddress(1.2.3, 4)",
-            "StoreIPAddress(1.2.3.4, 4, 5)",
+        for (bad, want) in [
+            (
+                "StoreIPAddress",
+                "e :: StoreIPAddress: missing mandatory OFFSET argument",
+            ),
+            (
+                "StoreIPAddress(foo)",
+                "e :: StoreIPAddress: OFFSET: expected unsigned integer, 'src' or 'dst', not 'foo'",
+            ),
+            (
+                "StoreIPAddress(1.2.3, 4)",
+                "e :: StoreIPAddress: ADDR: expected IP address, not '1.2.3'",
+            ),
+            (
+                "StoreIPAddress(1.2.3.4, 4, 5)",
+                "e :: StoreIPAddress: too many arguments",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

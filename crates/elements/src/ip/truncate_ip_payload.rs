@@ -201,7 +201,13 @@ mod tests {
         assert_eq!(out[0].data(), &[9; 3]);
         assert_eq!(out[1].data(), &[9; 2]);
         assert_eq!(out[2].len(), 5, "short IP header kept, not grown");
-        assert!(try_harness("TruncateIPPayload(x)", 1).is_err());
-        assert!(try_harness("TruncateIPPayload(1, maybe)", 1).is_err());
+        assert_err(
+            try_harness("TruncateIPPayload(x)", 1),
+            "e :: TruncateIPPayload: LENGTH: expected unsigned integer",
+        );
+        assert_err(
+            try_harness("TruncateIPPayload(1, maybe)", 1),
+            "e :: TruncateIPPayload: TRANSPORT: expected boolean (true or false)",
+        );
     }
 }

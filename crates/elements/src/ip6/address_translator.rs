@@ -559,16 +559,16 @@ mod tests {
         let out = h.output(0);
         assert_eq!(out.len(), 1);
         assert_eq!(fields(out[0].data()).2, 8080);
-        for bad in [
-            "AddressTranslator()",
-            "AddressTranslator(x, 0)",
-            "AddressTranslator(1, 0, 3ffe::1, 0)",
-            "AddressTranslator(0, 1, 0, 0)",
-            "AddressTranslator(0, 1, 1, 0, ::1 7 3)",
-            "AddressTranslator(0, 1, 1, 1, ::1 7 9)",
-            "AddressTranslator(0, 0, ::1)",
+        for (bad, want) in [
+            ("AddressTranslator()", "e :: AddressTranslator: argument 1 (NSTATIC) missing"),
+            ("AddressTranslator(x, 0)", "e :: AddressTranslator: argument 1 (NSTATIC): expected unsigned integer"),
+            ("AddressTranslator(1, 0, 3ffe::1, 0)", "e :: AddressTranslator: argument 3: expected 'IADDR MADDR', not '3ffe::1'"),
+            ("AddressTranslator(0, 1, 0, 0)", "e :: AddressTranslator: dynamic address mapping needs at least one mapped address"),
+            ("AddressTranslator(0, 1, 1, 0, ::1 7 3)", "e :: AddressTranslator: bad port range 7-3"),
+            ("AddressTranslator(0, 1, 1, 1, ::1 7 9)", "e :: AddressTranslator: DIRECTION true (inward packets make mappings) is supported only with DYNAMIC_PORTS false"),
+            ("AddressTranslator(0, 0, ::1)", "e :: AddressTranslator: 1 arguments after DYNAMIC false: expected none"),
         ] {
-            assert!(try_harness_io(bad, 2, 2).is_err(), "{bad}");
+            assert_err(try_harness_io(bad, 2, 2), want);
         }
     }
 }

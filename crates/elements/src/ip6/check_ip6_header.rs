@@ -225,6 +225,9 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].network_header().unwrap(), &ip.bytes()[..]);
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("CheckIP6Header(BADADDRS 1.2.3.4)", 1).is_err());
+        assert_err(
+            try_harness("CheckIP6Header(BADADDRS 1.2.3.4)", 1),
+            "e :: CheckIP6Header: BADADDRS: expected IPv6 address, not '1.2.3.4'",
+        );
     }
 }

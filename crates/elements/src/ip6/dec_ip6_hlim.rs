@@ -133,7 +133,13 @@ mod tests {
         h.write("active", "false").unwrap();
         h.push(0, vec![marked(&e1)]);
         assert_eq!(h.output(0).len(), 1);
-        assert!(h.write("active", "x").is_err());
-        assert!(try_harness("DecIP6HLIM(3)", 1).is_err());
+        assert_err(
+            h.write("active", "x"),
+            "e.active: expected boolean (true or false)",
+        );
+        assert_err(
+            try_harness("DecIP6HLIM(3)", 1),
+            "e :: DecIP6HLIM: too many arguments ('3')",
+        );
     }
 }

@@ -276,15 +276,12 @@ mod tests {
     #[test]
     fn bad_config() {
         let r = reg();
-        for c in [
-            "FastUDPSourceIP6(0, 1, 60, 0:0:0:0:0:0, 1.2.3.4, 1, 0:0:0:0:0:0, ::1, 1)",
-            "FastUDPSourceIP6(-1, 1, 60, 0:0:0:0:0:0, ::1, 1, 0:0:0:0:0:0, ::1, 1)",
-            "FastUDPSourceIP6(0, 1, 60, 0:0:0:0:0:0, ::1, 1)",
+        for (c, want) in [
+            ("FastUDPSourceIP6(0, 1, 60, 0:0:0:0:0:0, 1.2.3.4, 1, 0:0:0:0:0:0, ::1, 1)", "<config>:1:1: FastUDPSourceIP6@1 :: FastUDPSourceIP6: SRCIP6: expected IPv6 address, not '1.2.3.4'"),
+            ("FastUDPSourceIP6(-1, 1, 60, 0:0:0:0:0:0, ::1, 1, 0:0:0:0:0:0, ::1, 1)", "<config>:1:1: FastUDPSourceIP6@1 :: FastUDPSourceIP6: RATE must be a number of packets per second, 0 or more"),
+            ("FastUDPSourceIP6(0, 1, 60, 0:0:0:0:0:0, ::1, 1)", "<config>:1:1: FastUDPSourceIP6@1 :: FastUDPSourceIP6: missing mandatory DSTETH argument; <config>:1:1: FastUDPSourceIP6@1 :: FastUDPSourceIP6: missing mandatory DSTIP6 argument; <config>:1:1: FastUDPSourceIP6@1 :: FastUDPSourceIP6: missing mandatory DPORT argument"),
         ] {
-            assert!(
-                Router::from_str(&format!("{c} -> Discard;"), &r, 1).is_err(),
-                "{c}"
-            );
+            assert_err(Router::from_str(&format!("{c} -> Discard;"), &r, 1), want);
         }
     }
 }

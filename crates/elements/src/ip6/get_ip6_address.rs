@@ -61,8 +61,14 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].anno().dst_ip6(), a6("2001:db8::2"));
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("GetIP6Address", 1).is_err());
+        assert_err(
+            try_harness("GetIP6Address", 1),
+            "e :: GetIP6Address: missing mandatory OFFSET argument",
+        );
         // 2^64-1 overflowed OFFSET + 16 on the first packet.
-        assert!(try_harness("GetIP6Address(18446744073709551615)", 1).is_err());
+        assert_err(
+            try_harness("GetIP6Address(18446744073709551615)", 1),
+            "e :: GetIP6Address: OFFSET: 18446744073709551615 out of range",
+        );
     }
 }

@@ -335,9 +335,21 @@ mod tests {
         p.anno_mut().icmp_param_off = 6;
         h.push(0, vec![p]);
         assert_eq!(h.output(0)[0].data()[47], 6);
-        assert!(try_harness("ICMP6Error(2001:db8::1, 128)", 1).is_err());
-        assert!(try_harness("ICMP6Error(1.2.3.4, 1)", 1).is_err());
-        assert!(try_harness("ICMP6Error(::1, timeexceeded, bogus)", 1).is_err());
-        assert!(try_harness("ICMP6Error(::1, 1, MTU 50)", 1).is_err());
+        assert_err(
+            try_harness("ICMP6Error(2001:db8::1, 128)", 1),
+            "e :: ICMP6Error: ICMPv6 type 128 is not an error type this element makes",
+        );
+        assert_err(
+            try_harness("ICMP6Error(1.2.3.4, 1)", 1),
+            "e :: ICMP6Error: SRC: expected IPv6 address, not '1.2.3.4'",
+        );
+        assert_err(
+            try_harness("ICMP6Error(::1, timeexceeded, bogus)", 1),
+            "e :: ICMP6Error: CODE: unknown name 'bogus'",
+        );
+        assert_err(
+            try_harness("ICMP6Error(::1, 1, MTU 50)", 1),
+            "e :: ICMP6Error: MTU must be between 96 and 65535, not 50",
+        );
     }
 }

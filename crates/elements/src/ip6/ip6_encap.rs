@@ -114,8 +114,17 @@ mod tests {
         p.anno_mut().set_dst_ip6(a6("fe80::5"));
         h.push(0, vec![p]);
         assert_eq!(&h.output(0)[0].data()[24..40], &a6("fe80::5").octets());
-        assert!(try_harness("IP6Encap(300, ::1, ::2)", 1).is_err());
-        assert!(try_harness("IP6Encap(17, ::1)", 1).is_err());
-        assert!(try_harness("IP6Encap(17, ::1, 1.2.3.4)", 1).is_err());
+        assert_err(
+            try_harness("IP6Encap(300, ::1, ::2)", 1),
+            "e :: IP6Encap: PROTO: 300 out of range",
+        );
+        assert_err(
+            try_harness("IP6Encap(17, ::1)", 1),
+            "e :: IP6Encap: missing mandatory DST argument",
+        );
+        assert_err(
+            try_harness("IP6Encap(17, ::1, 1.2.3.4)", 1),
+            "e :: IP6Encap: DST: expected IPv6 address, not '1.2.3.4'",
+        );
     }
 }

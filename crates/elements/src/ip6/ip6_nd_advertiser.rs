@@ -249,8 +249,17 @@ mod tests {
             ],
         );
         assert_eq!(h.output(0).len(), 1, "a name means its address only");
-        assert!(try_harness("IP6NDAdvertiser()", 1).is_err());
-        assert!(try_harness("IP6NDAdvertiser(2001:db8::1)", 1).is_err());
-        assert!(try_harness("IP6NDAdvertiser(2001:db8::1 1:2:3:4:5:6 7)", 1).is_err());
+        assert_err(
+            try_harness("IP6NDAdvertiser()", 1),
+            "e :: IP6NDAdvertiser: expected at least one 'IP6/LEN ETH' entry",
+        );
+        assert_err(
+            try_harness("IP6NDAdvertiser(2001:db8::1)", 1),
+            "e :: IP6NDAdvertiser: expected Ethernet address, not '2001:db8::1'",
+        );
+        assert_err(
+            try_harness("IP6NDAdvertiser(2001:db8::1 1:2:3:4:5:6 7)", 1),
+            "e :: IP6NDAdvertiser: argument 1: expected 'IP6/LEN ETH'",
+        );
     }
 }

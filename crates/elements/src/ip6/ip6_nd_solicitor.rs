@@ -554,8 +554,17 @@ mod tests {
         );
         h.write("clear", "").unwrap();
         assert_eq!(h.read("table").unwrap(), "");
-        assert!(h.write("insert", "2001:db8::5").is_err());
-        assert!(try_harness("IP6NDSolicitor(2001:db8::1); Idle -> [1]e", 1).is_err());
-        assert!(try_harness("IP6NDSolicitor(1.2.3.4, 1:2:3:4:5:6); Idle -> [1]e", 1).is_err());
+        assert_err(
+            h.write("insert", "2001:db8::5"),
+            "e.insert: expected 'IP6 ETH'",
+        );
+        assert_err(
+            try_harness("IP6NDSolicitor(2001:db8::1); Idle -> [1]e", 1),
+            "e :: IP6NDSolicitor: missing mandatory ETH argument",
+        );
+        assert_err(
+            try_harness("IP6NDSolicitor(1.2.3.4, 1:2:3:4:5:6); Idle -> [1]e", 1),
+            "e :: IP6NDSolicitor: IP: expected IPv6 address, not '1.2.3.4'",
+        );
     }
 }

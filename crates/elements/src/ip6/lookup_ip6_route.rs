@@ -407,18 +407,27 @@ mod tests {
         assert_eq!(r.len, 128);
         assert_eq!(parse_route6("::/0 - 4", &env, false).unwrap().port, Some(4));
         assert_eq!(parse_route6("::/0", &env, true).unwrap().port, None);
-        for bad in [
-            "",
-            "::/0",
-            "::/129 1",
-            "x/3 1",
-            "::/0 1 2",
-            "2001:: ffff:0:ffff:: ::0 1",
+        for (bad, want) in [
+            ("", "empty route"),
+            ("::/0", "missing output port"),
+            ("::/129 1", "expected IPv6 prefix, not '::/129'"),
+            ("x/3 1", "expected IPv6 prefix, not 'x/3'"),
+            ("::/0 1 2", "too many words in route '::/0 1 2'"),
+            (
+                "2001:: ffff:0:ffff:: ::0 1",
+                "'ffff:0:ffff::' is not a prefix mask",
+            ),
         ] {
-            assert!(parse_route6(bad, &env, false).is_err(), "{bad}");
+            assert_err(parse_route6(bad, &env, false), want);
         }
-        assert!(try_harness("LookupIP6Route(::/0 3)", 2).is_err());
-        assert!(try_harness("LookupIP6Route(::/0 1.2.3.4 0)", 1).is_err());
+        assert_err(
+            try_harness("LookupIP6Route(::/0 3)", 2),
+            "e :: LookupIP6Route: argument 1: bad output in '::/0 3' (2 outputs)",
+        );
+        assert_err(
+            try_harness("LookupIP6Route(::/0 1.2.3.4 0)", 1),
+            "e :: LookupIP6Route: argument 1: expected IPv6 address, not '1.2.3.4'",
+        );
     }
 
     #[test]

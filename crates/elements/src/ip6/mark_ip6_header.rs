@@ -59,8 +59,14 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].network_header().unwrap(), &ip.bytes()[..]);
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("MarkIP6Header(x)", 1).is_err());
+        assert_err(
+            try_harness("MarkIP6Header(x)", 1),
+            "e :: MarkIP6Header: OFFSET: expected unsigned integer",
+        );
         // 2^64-1 overflowed OFFSET + 40 on the first packet.
-        assert!(try_harness("MarkIP6Header(18446744073709551615)", 1).is_err());
+        assert_err(
+            try_harness("MarkIP6Header(18446744073709551615)", 1),
+            "e :: MarkIP6Header: OFFSET: 18446744073709551615 out of range",
+        );
     }
 }

@@ -517,6 +517,9 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].data(), &v4[..]);
         assert_eq!(h6.read("drops").unwrap(), "2");
-        assert!(try_harness("ProtocolTranslator64(1)", 1).is_err());
+        assert_err(
+            try_harness("ProtocolTranslator64(1)", 1),
+            "e :: ProtocolTranslator64: too many arguments ('1')",
+        );
     }
 }

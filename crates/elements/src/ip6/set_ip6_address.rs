@@ -86,7 +86,13 @@ mod tests {
         assert_eq!(h.read("addr").unwrap(), "fe80::1");
         h.push(0, vec![pkt(&[0; 10])]);
         assert_eq!(h.output(0)[0].anno().dst_ip6(), a6("fe80::1"));
-        assert!(h.write("addr", "1.2.3.4").is_err());
-        assert!(try_harness("SetIP6Address(1.2.3.4)", 1).is_err());
+        assert_err(
+            h.write("addr", "1.2.3.4"),
+            "e.addr: expected IPv6 address, not '1.2.3.4'",
+        );
+        assert_err(
+            try_harness("SetIP6Address(1.2.3.4)", 1),
+            "e :: SetIP6Address: ADDR: expected IPv6 address, not '1.2.3.4'",
+        );
     }
 }

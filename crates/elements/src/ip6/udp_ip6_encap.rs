@@ -106,7 +106,13 @@ mod tests {
         let h = harness("UDPIP6Encap(::1, 1, ::2, 2, false)", 1);
         h.push(0, vec![pkt(b"x")]);
         assert_eq!(&h.output(0)[0].data()[46..48], &[0, 0]);
-        assert!(try_harness("UDPIP6Encap(::1, 1, ::2)", 1).is_err());
-        assert!(try_harness("UDPIP6Encap(::1, 70000, ::2, 1)", 1).is_err());
+        assert_err(
+            try_harness("UDPIP6Encap(::1, 1, ::2)", 1),
+            "e :: UDPIP6Encap: missing mandatory DPORT argument",
+        );
+        assert_err(
+            try_harness("UDPIP6Encap(::1, 70000, ::2, 1)", 1),
+            "e :: UDPIP6Encap: SPORT: 70000 out of range",
+        );
     }
 }

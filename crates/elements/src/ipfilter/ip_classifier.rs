@@ -293,7 +293,10 @@ mod tests {
             e.contains("pattern 0: '99999' out of range for 'port' (0-65535)"),
             "{e}"
         );
-        assert!(try_harness("IPClassifier()", 0).is_err());
+        assert_err(
+            try_harness("IPClassifier()", 0),
+            "e :: IPClassifier: missing patterns: need one pattern per output port",
+        );
     }
 
     #[test]

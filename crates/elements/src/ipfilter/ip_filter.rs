@@ -237,7 +237,10 @@ mod tests {
                 .unwrap_or_else(|| panic!("{conf} accepted"));
             assert!(e.contains(want), "{conf}: {e}");
         }
-        assert!(try_harness("IPFilter()", 1).is_err());
+        assert_err(
+            try_harness("IPFilter()", 1),
+            "e :: IPFilter: missing filters (ACTION PATTERN arguments)",
+        );
     }
 
     #[test]

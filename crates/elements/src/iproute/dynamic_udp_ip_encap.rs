@@ -35,6 +35,7 @@ mod tests {
     use super::super::test_util::{harness, header, ip, try_harness};
     use paraclick_packet::wire::UdpHeader;
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
 
     fn ports(out: &[Packet]) -> Vec<(u16, u16)> {
         out.iter()
@@ -89,8 +90,17 @@ mod tests {
 
     #[test]
     fn bad_arguments() {
-        assert!(try_harness("DynamicUDPIPEncap(1.0.0.1, 1, 2.0.0.2, 1, true, -1)", 1).is_err());
-        assert!(try_harness("DynamicUDPIPEncap(1.0.0.1, 1, 2.0.0.2)", 1).is_err());
-        assert!(try_harness("UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 1, true, 5)", 1).is_err());
+        assert_err(
+            try_harness("DynamicUDPIPEncap(1.0.0.1, 1, 2.0.0.2, 1, true, -1)", 1),
+            "e :: DynamicUDPIPEncap: INTERVAL: expected unsigned integer",
+        );
+        assert_err(
+            try_harness("DynamicUDPIPEncap(1.0.0.1, 1, 2.0.0.2)", 1),
+            "e :: DynamicUDPIPEncap: missing mandatory DPORT argument",
+        );
+        assert_err(
+            try_harness("UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 1, true, 5)", 1),
+            "e :: UDPIPEncap: too many arguments ('5')",
+        );
     }
 }

@@ -201,6 +201,7 @@ pub fn write_ip_header(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn protocols() {
@@ -208,8 +209,8 @@ mod tests {
         assert_eq!(parse_proto("ipip"), Ok(4));
         assert_eq!(parse_proto("UDP"), Ok(17));
         assert_eq!(parse_proto("0x2f"), Ok(47));
-        assert!(parse_proto("256").is_err());
-        assert!(parse_proto("bogus").is_err());
+        assert_err(parse_proto("256"), "expected IP protocol, not '256'");
+        assert_err(parse_proto("bogus"), "expected IP protocol, not 'bogus'");
     }
 
     #[test]

@@ -164,6 +164,7 @@ impl Action for IPEncap {
 mod tests {
     use super::super::test_util::{harness, header, ip, try_harness};
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn prepends_a_valid_header() {
@@ -229,7 +230,10 @@ mod tests {
         assert_eq!(h.read("dst").unwrap(), "2.2.2.2");
         h.write("src", "3.3.3.3").unwrap();
         h.write("dst", "4.4.4.4").unwrap();
-        assert!(h.write("dst", "nonsense").is_err());
+        assert_err(
+            h.write("dst", "nonsense"),
+            "e.dst: expected IP address, not 'nonsense'",
+        );
         h.push(0, vec![Packet::from_slice(&[0; 8]).unwrap()]);
         let out = h.output(0);
         let hd = header(&out[0]);
@@ -255,17 +259,41 @@ mod tests {
 
     #[test]
     fn bad_arguments() {
-        for conf in [
-            "IPEncap(4, 1.1.1.1)",
-            "IPEncap(frob, 1.1.1.1, 2.2.2.2)",
-            "IPEncap(4, 1.1.1.1, 2.2.2.2, TOS 1, DSCP 2)",
-            "IPEncap(4, 1.1.1.1, 2.2.2.2, DSCP 64)",
-            "IPEncap(4, 1.1.1.1, 2.2.2.2, ECT 3)",
-            "IPEncap(4, 1.1.1.1, 2.2.2.2, ECT true, CE true)",
-            "IPEncap(4, 1.1.1.1, 2.2.2.x)",
-            "IPEncap(4, 1.1.1.1, 2.2.2.2, TTL 256)",
+        for (conf, want) in [
+            (
+                "IPEncap(4, 1.1.1.1)",
+                "e :: IPEncap: missing mandatory DST argument",
+            ),
+            (
+                "IPEncap(frob, 1.1.1.1, 2.2.2.2)",
+                "e :: IPEncap: PROTO: expected IP protocol, not 'frob'",
+            ),
+            (
+                "IPEncap(4, 1.1.1.1, 2.2.2.2, TOS 1, DSCP 2)",
+                "e :: IPEncap: TOS cannot be combined with DSCP, ECT or CE",
+            ),
+            (
+                "IPEncap(4, 1.1.1.1, 2.2.2.2, DSCP 64)",
+                "e :: IPEncap: DSCP must be between 0 and 63",
+            ),
+            (
+                "IPEncap(4, 1.1.1.1, 2.2.2.2, ECT 3)",
+                "e :: IPEncap: ECT: expected boolean or 2, not '3'",
+            ),
+            (
+                "IPEncap(4, 1.1.1.1, 2.2.2.2, ECT true, CE true)",
+                "e :: IPEncap: ECT and CE are mutually exclusive",
+            ),
+            (
+                "IPEncap(4, 1.1.1.1, 2.2.2.x)",
+                "e :: IPEncap: DST: expected IP address, not '2.2.2.x'",
+            ),
+            (
+                "IPEncap(4, 1.1.1.1, 2.2.2.2, TTL 256)",
+                "e :: IPEncap: TTL: 256 out of range",
+            ),
         ] {
-            assert!(try_harness(conf, 1).is_err(), "{conf}");
+            assert_err(try_harness(conf, 1), want);
         }
     }
 }

@@ -328,6 +328,7 @@ mod tests {
     use super::super::test_util::{harness, header, ip, ip_bytes, ip_packet, try_harness};
     use super::*;
     use paraclick_packet::wire::checksum;
+    use paraclick_runtime::testing::assert_err;
 
     /// Loose source route (copied), record route (not copied), NOP,
     /// router alert (copied), EOL: 24 bytes of options.
@@ -600,9 +601,18 @@ mod tests {
         );
         h.push(0, vec![ip_packet(&[], &ok)]);
         assert_eq!(h.output(0).len(), 5);
-        assert!(try_harness("IPFragmenter()", 1).is_err());
-        assert!(try_harness("IPFragmenter(4)", 1).is_err());
-        assert!(try_harness("IPFragmenter(1500, FOO 1)", 1).is_err());
+        assert_err(
+            try_harness("IPFragmenter()", 1),
+            "e :: IPFragmenter: missing mandatory MTU argument",
+        );
+        assert_err(
+            try_harness("IPFragmenter(4)", 1),
+            "e :: IPFragmenter: MTU 4 is too small (at least 8, and 28 to fragment anything)",
+        );
+        assert_err(
+            try_harness("IPFragmenter(1500, FOO 1)", 1),
+            "e :: IPFragmenter: unknown keyword FOO",
+        );
     }
 
     #[test]

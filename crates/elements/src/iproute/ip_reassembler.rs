@@ -511,6 +511,7 @@ mod tests {
     use super::super::test_util::{harness, header, ip, ip_bytes, ip_packet, try_harness};
     use super::*;
     use crate::test_kit::Rng;
+    use paraclick_runtime::testing::assert_err;
 
     /// Fragment `dgram` (a datagram's bytes, 20-byte header) for payload
     /// bytes [s, e), MF as given; `fill` replaces the data when Some.
@@ -693,9 +694,18 @@ mod tests {
         h.push(0, vec![t]);
         assert_eq!(h.drops(), 5);
         assert_eq!(h.read("fragments").unwrap(), "1");
-        assert!(try_harness("IPReassembler(MAX_MTU_ANNO 20)", 1).is_err());
-        assert!(try_harness("IPReassembler(TIMEOUT 0)", 1).is_err());
-        assert!(try_harness("IPReassembler(HIMEM x)", 1).is_err());
+        assert_err(
+            try_harness("IPReassembler(MAX_MTU_ANNO 20)", 1),
+            "e :: IPReassembler: MAX_MTU_ANNO is not supported",
+        );
+        assert_err(
+            try_harness("IPReassembler(TIMEOUT 0)", 1),
+            "e :: IPReassembler: TIMEOUT must be positive",
+        );
+        assert_err(
+            try_harness("IPReassembler(HIMEM x)", 1),
+            "e :: IPReassembler: HIMEM: expected unsigned integer",
+        );
     }
 
     #[test]

@@ -60,8 +60,8 @@ mod tests {
             h.read("table").unwrap(),
             "20.0.0.0/8\t\t-\t\t1\n10.0.0.0/8\t\t2.2.2.2\t\t0\n"
         );
-        assert!(h.write("add", "30/8 1").is_err());
-        assert!(h.write("flush", "").is_err());
+        assert_err(h.write("add", "30/8 1"), "no write handler 'e.add'");
+        assert_err(h.write("flush", ""), "no write handler 'e.flush'");
     }
 
     #[test]

@@ -121,7 +121,10 @@ mod tests {
     fn dynamic_handlers_and_flush() {
         let h = harness("RangeIPLookup(10/8 0)", 2);
         h.write("add", "20/8 1.1.1.1 1").unwrap();
-        assert!(h.write("add", "20/8 1").is_err(), "exists");
+        assert_err(
+            h.write("add", "20/8 1"),
+            "e.add: conflict with existing route '20.0.0.0/8 1.1.1.1 1'",
+        );
         assert_eq!(h.read("lookup 20.1.2.3").unwrap(), "1 1.1.1.1");
         h.push(0, vec![packet_to("20.0.0.9"), packet_to("10.0.0.9")]);
         assert_eq!(h.output(1)[0].anno().dst_ip, ip("1.1.1.1"));

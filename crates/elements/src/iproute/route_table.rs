@@ -825,6 +825,7 @@ mod tests {
 mod element_tests {
     use super::super::test_util::{harness, ip, packet_to, reg, try_harness};
     use super::{IPRouteLookup, Radix};
+    use paraclick_runtime::testing::assert_err;
     use std::net::Ipv4Addr;
 
     const CONF: &str = "RadixIPLookup(18.26.4.24/32 0, 18.26.4.255/32 0, 18.26.4/24 1, \
@@ -893,8 +894,8 @@ mod element_tests {
         h.push(0, vec![packet_to("5.5.5.5")]);
         assert_eq!(h.output(0)[0].anno().dst_ip, ip("1.2.3.4"));
         // No dynamic handlers on the static classes.
-        assert!(h.write("add", "10/8 0").is_err());
-        assert!(h.write("remove", "0/0").is_err());
+        assert_err(h.write("add", "10/8 0"), "no write handler 'e.add'");
+        assert_err(h.write("remove", "0/0"), "no write handler 'e.remove'");
     }
 
     #[test]
@@ -957,7 +958,10 @@ mod element_tests {
         let h = harness(CONF, 3);
         assert_eq!(h.read("lookup 18.26.4.9").unwrap(), "1");
         assert_eq!(h.read("lookup  8.8.8.8 ").unwrap(), "2 18.26.4.1");
-        assert!(h.read("lookup not-an-address").is_err());
+        assert_err(
+            h.read("lookup not-an-address"),
+            "expected IP address, not 'not-an-address'",
+        );
         // Reading with a parameter leaves the write-then-read answer alone.
         assert_eq!(h.read("lookup").unwrap(), "");
         let e = h.read("table 1.2.3.4").unwrap_err();
@@ -976,7 +980,10 @@ mod element_tests {
         h.write("remove", "0/0").unwrap();
         h.write("lookup", "8.8.8.8").unwrap();
         assert_eq!(h.read("lookup").unwrap(), "-1");
-        assert!(h.write("lookup", "not-an-address").is_err());
+        assert_err(
+            h.write("lookup", "not-an-address"),
+            "e.lookup: expected IP address, not 'not-an-address'",
+        );
         assert_eq!(h.read("lookup").unwrap(), "-1");
     }
 
@@ -992,15 +999,24 @@ mod element_tests {
         h.write("set", "20.0.0.0/8 2").unwrap();
         h.write("add", "20.1.0.0/16 0").unwrap();
         assert!(h.write("add", "30/8 3").unwrap_err().contains("bad OUTPUT"));
-        assert!(h.write("add", "30/8").is_err());
-        assert!(h.write("add", "garbage").is_err());
+        assert_err(
+            h.write("add", "30/8"),
+            "e.add: expected 'ADDR/MASK [GATEWAY] OUTPUT'",
+        );
+        assert_err(
+            h.write("add", "garbage"),
+            "e.add: expected 'ADDR/MASK [GATEWAY] OUTPUT'",
+        );
         h.push(0, vec![packet_to("20.2.0.1"), packet_to("20.1.0.1")]);
         assert_eq!(h.output(2).len(), 1);
         assert_eq!(h.output(0).len(), 1);
         // Remove with a non-matching port or gateway fails; bare prefix works.
         let e = h.write("remove", "20.0.0.0/8 - 1").unwrap_err();
         assert!(e.contains("route '20.0.0.0/8 - 1' not found"), "{e}");
-        assert!(h.write("remove", "20.0.0.0/8 9.9.9.9 2").is_err());
+        assert_err(
+            h.write("remove", "20.0.0.0/8 9.9.9.9 2"),
+            "e.remove: route '20.0.0.0/8 9.9.9.9 2' not found",
+        );
         h.write("remove", "20.0.0.0/8 - 2").unwrap();
         let e = h.write("remove", "20.0.0.0/8").unwrap_err();
         assert!(e.contains("not found"), "{e}");
@@ -1049,7 +1065,7 @@ mod element_tests {
         assert_eq!(h.drops(), 1);
         // Only DirectIPLookup has flush.
         let h = harness("RadixIPLookup(10/8 0)", 1);
-        assert!(h.write("flush", "").is_err());
+        assert_err(h.write("flush", ""), "no write handler 'e.flush'");
     }
 
     #[test]

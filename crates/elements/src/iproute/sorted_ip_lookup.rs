@@ -65,6 +65,6 @@ mod tests {
         assert_eq!(h.read("lookup 10.0.0.1").unwrap(), "1");
         assert_eq!(h.read("lookup 30.0.0.1").unwrap(), "-1");
         // LinearIPLookup has no flush, nor has SortedIPLookup.
-        assert!(h.write("flush", "").is_err());
+        assert_err(h.write("flush", ""), "no write handler 'e.flush'");
     }
 }

@@ -167,6 +167,7 @@ mod tests {
     use super::super::test_util::{harness, header, ip, try_harness};
     use paraclick_packet::wire::UdpHeader;
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
 
     fn udp(p: &Packet) -> UdpHeader<&[u8]> {
         UdpHeader::new_checked(p.transport_header().unwrap()).unwrap()
@@ -217,7 +218,7 @@ mod tests {
         h.write("dport", "5353").unwrap();
         h.write("dst", "3.0.0.3").unwrap();
         h.write("src", "4.0.0.4").unwrap();
-        assert!(h.write("sport", "70000").is_err());
+        assert_err(h.write("sport", "70000"), "e.sport: 70000 out of range");
         assert_eq!(h.read("sport").unwrap(), "53");
         assert_eq!(h.read("dst").unwrap(), "3.0.0.3");
         h.push(
@@ -237,13 +238,25 @@ mod tests {
 
     #[test]
     fn bad_arguments() {
-        for conf in [
-            "UDPIPEncap(1.0.0.1, 1234, 2.0.0.2)",
-            "UDPIPEncap(1.0.0.1, 70000, 2.0.0.2, 1)",
-            "UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 1, maybe)",
-            "UDPIPEncap(1.0.0.x, 1, 2.0.0.2, 1)",
+        for (conf, want) in [
+            (
+                "UDPIPEncap(1.0.0.1, 1234, 2.0.0.2)",
+                "e :: UDPIPEncap: missing mandatory DPORT argument",
+            ),
+            (
+                "UDPIPEncap(1.0.0.1, 70000, 2.0.0.2, 1)",
+                "e :: UDPIPEncap: SPORT: 70000 out of range",
+            ),
+            (
+                "UDPIPEncap(1.0.0.1, 1, 2.0.0.2, 1, maybe)",
+                "e :: UDPIPEncap: CHECKSUM: expected boolean (true or false)",
+            ),
+            (
+                "UDPIPEncap(1.0.0.x, 1, 2.0.0.2, 1)",
+                "e :: UDPIPEncap: SRC: expected IP address, not '1.0.0.x'",
+            ),
         ] {
-            assert!(try_harness(conf, 1).is_err(), "{conf}");
+            assert_err(try_harness(conf, 1), want);
         }
     }
 }

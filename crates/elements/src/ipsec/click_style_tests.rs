@@ -6,6 +6,7 @@
 use super::test_util::reg;
 use paraclick_packet::wire::checksum;
 use paraclick_packet::{Batch, Packet};
+use paraclick_runtime::testing::assert_err;
 use paraclick_runtime::testing::TestSink;
 use paraclick_runtime::{Registry, Router};
 
@@ -323,24 +324,24 @@ fn packets_without_an_sa_and_bad_configurations() {
     let o = out(&r, "o");
     assert_eq!(o.len(), 1);
     assert_eq!(&o[0][12..20], &[1, 1, 1, 1, 2, 2, 2, 2]);
-    for bad in [
+    for (bad, want) in [
         // No table.
-        "TestSource -> IPsecESPEncap -> Discard;",
+        ("TestSource -> IPsecESPEncap -> Discard;", "<config>:1:15: IPsecESPEncap@2 :: IPsecESPEncap: no IPsecSATable in the configuration"),
         // Two tables, none named.
-        "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
+        ("IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
          IPsecSATable(0x1002 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
-         TestSource -> IPsecESPEncap -> Discard;",
+         TestSource -> IPsecESPEncap -> Discard;", "<config>:3:24: IPsecESPEncap@4 :: IPsecESPEncap: several IPsecSATables: say which with the SATABLE keyword"),
         // SPI in no SA.
-        "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
-         TestSource -> RadixIPsecLookup(10.0.0.0/8 1 0x2002) => Discard, Discard;",
+        ("IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
+         TestSource -> RadixIPsecLookup(10.0.0.0/8 1 0x2002) => Discard, Discard;", "<config>:2:24: RadixIPsecLookup@3 :: RadixIPsecLookup: route to output 1 names SPI 0x00002002, which is in no SA of the table"),
         // An SPI route not to output 1.
-        "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
-         TestSource -> RadixIPsecLookup(10.0.0.0/8 0 0x1001) => Discard, Discard;",
-        "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
-         TestSource -> IPsecAES(2) -> Discard;",
-        "TestSource -> IPsecEncap(bogus) -> Discard;",
+        ("IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
+         TestSource -> RadixIPsecLookup(10.0.0.0/8 0 0x1001) => Discard, Discard;", "<config>:2:24: RadixIPsecLookup@3 :: RadixIPsecLookup: route 1: a route with an SPI must lead to output 1 (the tunnel)"),
+        ("IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213);
+         TestSource -> IPsecAES(2) -> Discard;", "<config>:2:24: IPsecAES@3 :: IPsecAES: ENCRYPT must be 0 (decrypt) or 1 (encrypt), not 2"),
+        ("TestSource -> IPsecEncap(bogus) -> Discard;", "<config>:1:15: IPsecEncap@2 :: IPsecEncap: bad PROTO 'bogus' (a number 0-255, esp, ah or ipip)"),
     ] {
-        assert!(Router::from_str(bad, &registry(), 1).is_err(), "{bad}");
+        assert_err(Router::from_str(bad, &registry(), 1), want);
     }
     // IPsecEncap alone is plain IP-in-IP encapsulation.
     let r = Router::from_str(
@@ -535,17 +536,20 @@ fn click_inline_sa_route_errors() {
         )
     };
     assert!(Router::from_str(&conf(&ok, ""), &reg, 1).is_ok());
-    for bad in [
-        format!("10.2.0.0/16 1.2.3.4 1 0 {HEX_KEYS} 1 32"),
-        format!("10.2.0.0/16 1.2.3.4 1 234 {HEX_KEYS} 1 999"),
-        format!("10.2.0.0/16 1.2.3.4 1 234 {HEX_KEYS} x 32"),
-        "10.2.0.0/16 1.2.3.4 1 234 ABCDEF 112233EE556677888877665544332211 1 32".into(),
-        format!("10.2.0.0/16 1.2.3.4 2 234 {HEX_KEYS} 1 32"),
-        format!("10.2.0.0/16 1.2.3.4 1 234 {HEX_KEYS} 1"),
-        format!("{ok}, 10.3.0.0/16 1 0x1001"),
+    for (bad, want) in [
+        (format!("10.2.0.0/16 1.2.3.4 1 0 {HEX_KEYS} 1 32"), "<config>:1:15: rt :: RadixIPsecLookup: route 1: SPI: expected a nonzero 32-bit number, not '0'"),
+        (format!("10.2.0.0/16 1.2.3.4 1 234 {HEX_KEYS} 1 999"), "<config>:1:15: rt :: RadixIPsecLookup: route 1: replay window 999 is larger than 128"),
+        (format!("10.2.0.0/16 1.2.3.4 1 234 {HEX_KEYS} x 32"), "<config>:1:15: rt :: RadixIPsecLookup: route 1: REPLAY: expected a 32-bit number, not 'x'"),
+        ("10.2.0.0/16 1.2.3.4 1 234 ABCDEF 112233EE556677888877665544332211 1 32".into(), "<config>:1:15: rt :: RadixIPsecLookup: route 1: ENCRYPT_KEY must be 16 bytes: 16 characters or 32 hex digits, not 'ABCDEF'"),
+        (format!("10.2.0.0/16 1.2.3.4 2 234 {HEX_KEYS} 1 32"), "<config>:1:15: rt :: RadixIPsecLookup: route 1: a route with an SPI must lead to output 1 (the tunnel)"),
+        (format!("10.2.0.0/16 1.2.3.4 1 234 {HEX_KEYS} 1"), "<config>:1:15: rt :: RadixIPsecLookup: route 1: expected 'ADDR/MASK [GATEWAY] OUTPUT [SPI]' or 'ADDR/MASK [GATEWAY] OUTPUT SPI ENCRYPT_KEY AUTH_KEY REPLAY OOSIZE', not '10.2.0.0/16 1.2.3.4 1 234 ABCDEFFF001DEFD2354550FE40CD708E 112233EE556677888877665544332211 1'"),
+        (format!("{ok}, 10.3.0.0/16 1 0x1001"), "<config>:1:15: rt :: RadixIPsecLookup: every route with an SPI must give its SA inline when one does"),
     ] {
         let r = Router::from_str(&conf(&bad, ""), &reg, 1);
-        assert!(r.is_err(), "{bad}");
+        assert_err(r, want);
     }
-    assert!(Router::from_str(&conf(&ok, ", SATABLE sat"), &reg, 1).is_err());
+    assert_err(
+        Router::from_str(&conf(&ok, ", SATABLE sat"), &reg, 1),
+        "<config>:1:15: rt :: RadixIPsecLookup: give the SAs inline or in the SATABLE, not both",
+    );
 }

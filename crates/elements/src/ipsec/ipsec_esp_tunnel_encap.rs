@@ -136,6 +136,7 @@ impl Action for IPsecESPTunnelEncap {
 mod tests {
     use super::super::test_util::*;
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
 
     const DECL: &str = "IPsecESPTunnelEncap(0x1001, aes128gcm16, \
         0x000102030405060708090a0b0c0d0e0f10111213, 192.0.2.1, 198.51.100.1)";
@@ -194,14 +195,14 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "IPsecESPTunnelEncap(0x1001, aes128gcm16, 0x00, 192.0.2.1, 198.51.100.1)",
-            "IPsecESPTunnelEncap(0x1001, rot13, 0x000102030405060708090a0b0c0d0e0f10111213, 192.0.2.1, 198.51.100.1)",
-            "IPsecESPTunnelEncap(7, aes128gcm16, 0x000102030405060708090a0b0c0d0e0f10111213, 192.0.2.1, 198.51.100.1)",
-            "IPsecESPTunnelEncap(0x1001, aes128gcm16, 0xzz, 192.0.2.1, 198.51.100.1)",
-            "IPsecESPTunnelEncap(0x1001, aes128gcm16, 0x000102030405060708090a0b0c0d0e0f10111213, 192.0.2.1)",
+        for (bad, want) in [
+            ("IPsecESPTunnelEncap(0x1001, aes128gcm16, 0x00, 192.0.2.1, 198.51.100.1)", "e :: IPsecESPTunnelEncap: aes128gcm16 needs a 20-byte key (16 bytes of cipher key and 4 of salt), not 1 bytes"),
+            ("IPsecESPTunnelEncap(0x1001, rot13, 0x000102030405060708090a0b0c0d0e0f10111213, 192.0.2.1, 198.51.100.1)", "e :: IPsecESPTunnelEncap: unknown ESP algorithm 'rot13' (expected aes128gcm16, aes256gcm16, aes128-sha1, aes256-sha1, aes128-sha256, aes256-sha256, 3des-sha1 or 3des-sha256)"),
+            ("IPsecESPTunnelEncap(7, aes128gcm16, 0x000102030405060708090a0b0c0d0e0f10111213, 192.0.2.1, 198.51.100.1)", "e :: IPsecESPTunnelEncap: SPI 7 is reserved (RFC 4303: 1-255 are reserved, 0 is invalid)"),
+            ("IPsecESPTunnelEncap(0x1001, aes128gcm16, 0xzz, 192.0.2.1, 198.51.100.1)", "e :: IPsecESPTunnelEncap: KEY: bad hex key '0xzz'"),
+            ("IPsecESPTunnelEncap(0x1001, aes128gcm16, 0x000102030405060708090a0b0c0d0e0f10111213, 192.0.2.1)", "e :: IPsecESPTunnelEncap: missing mandatory DST argument"),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

@@ -152,6 +152,7 @@ impl Action for IPsecESPTunnelUnencap {
 mod tests {
     use super::super::test_util::*;
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
 
     fn ip(len: usize, fill: u8) -> Vec<u8> {
         let mut d = vec![fill; len];
@@ -247,11 +248,13 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        assert!(try_harness("IPsecESPTunnelUnencap(0x2002, aes128gcm16)", 1).is_err());
-        assert!(try_harness(
+        assert_err(
+            try_harness("IPsecESPTunnelUnencap(0x2002, aes128gcm16)", 1),
+            "e :: IPsecESPTunnelUnencap: KEY: bad hex key ''",
+        );
+        assert_err(try_harness(
             "IPsecESPTunnelUnencap(0x2002, aes128gcm16, 0x000102030405060708090a0b0c0d0e0f10111213, REPLAY 500)",
             1
-        )
-        .is_err());
+        ), "e :: IPsecESPTunnelUnencap: replay window 500 is larger than 128");
     }
 }

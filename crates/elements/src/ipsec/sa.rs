@@ -818,6 +818,7 @@ impl CbcCipher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn hex(s: &str) -> Vec<u8> {
         parse_hex_key(&s.replace([' ', '\n'], "")).unwrap()
@@ -874,17 +875,20 @@ mod tests {
         for a in ALGS {
             assert_eq!(Alg::parse(a).unwrap().to_string(), a);
         }
-        assert!(Alg::parse("aes192-md5").is_err());
-        assert!(Alg::parse("").is_err());
+        assert_err(Alg::parse("aes192-md5"), "unknown ESP algorithm 'aes192-md5' (expected aes128gcm16, aes256gcm16, aes128-sha1, aes256-sha1, aes128-sha256, aes256-sha256, 3des-sha1 or 3des-sha256)");
+        assert_err(Alg::parse(""), "unknown ESP algorithm '' (expected aes128gcm16, aes256gcm16, aes128-sha1, aes256-sha1, aes128-sha256, aes256-sha256, 3des-sha1 or 3des-sha256)");
         assert_eq!(Alg::parse("AES128GCM16").unwrap().key_lens(), (16, 4));
         assert_eq!(Alg::parse("3des-sha1").unwrap().key_lens(), (24, 20));
         assert_eq!(Alg::parse("aes256-sha256").unwrap().icv_len(), 16);
         assert_eq!(parse_spi("0x1001").unwrap(), 0x1001);
         assert_eq!(parse_spi("4097").unwrap(), 4097);
-        assert!(parse_spi("5").is_err());
-        assert!(parse_spi("0xzz").is_err());
+        assert_err(
+            parse_spi("5"),
+            "SPI 5 is reserved (RFC 4303: 1-255 are reserved, 0 is invalid)",
+        );
+        assert_err(parse_spi("0xzz"), "bad SPI '0xzz'");
         assert_eq!(parse_hex_key("0xAb:01").unwrap(), vec![0xab, 1]);
-        assert!(parse_hex_key("0xabc").is_err());
+        assert_err(parse_hex_key("0xabc"), "bad hex key '0xabc'");
     }
 
     #[test]

@@ -396,6 +396,7 @@ impl TableRef {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::*;
+    use paraclick_runtime::testing::assert_err;
 
     const T: &str = "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213 192.0.2.1 198.51.100.1, \
         0x2002 3des-sha1 0x000102030405060708090a0b0c0d0e0f10111213141516170001020304050607080910111213141516171819 REPLAY 32)";
@@ -414,24 +415,24 @@ mod tests {
         );
         assert!(dump.contains("0x00002002 3des-sha1"), "{dump}");
         assert_eq!(rt.read_handler("sat.packets 0x2002").unwrap(), "0");
-        assert!(rt.read_handler("sat.packets 0x3003").is_err());
+        assert_err(
+            rt.read_handler("sat.packets 0x3003"),
+            "no SA with SPI 0x00003003",
+        );
     }
 
     #[test]
     fn bad_tables() {
-        for bad in [
-            "IPsecSATable(0x1001 aes128gcm16)",
-            "IPsecSATable(0x1001 aes128gcm16 0x00)",
-            "IPsecSATable(0x1001 rot13 0x000102030405060708090a0b0c0d0e0f10111213)",
-            "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213 1.2.3.4)",
-            "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213 REPLAY 999)",
-            "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213, \
-             0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213)",
+        for (bad, want) in [
+            ("IPsecSATable(0x1001 aes128gcm16)", "<config>:1:8: sat :: IPsecSATable: SA 1: expected 'SPI ALG KEY [SRC DST] [REPLAY N]'"),
+            ("IPsecSATable(0x1001 aes128gcm16 0x00)", "<config>:1:8: sat :: IPsecSATable: SA 1: aes128gcm16 needs a 20-byte key (16 bytes of cipher key and 4 of salt), not 1 bytes"),
+            ("IPsecSATable(0x1001 rot13 0x000102030405060708090a0b0c0d0e0f10111213)", "<config>:1:8: sat :: IPsecSATable: SA 1: unknown ESP algorithm 'rot13' (expected aes128gcm16, aes256gcm16, aes128-sha1, aes256-sha1, aes128-sha256, aes256-sha256, 3des-sha1 or 3des-sha256)"),
+            ("IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213 1.2.3.4)", "<config>:1:8: sat :: IPsecSATable: SA 1: expected 'SPI ALG KEY [SRC DST] [REPLAY N]'"),
+            ("IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213 REPLAY 999)", "<config>:1:8: sat :: IPsecSATable: SA 1: replay window 999 is larger than 128"),
+            ("IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213, \
+             0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213)", "<config>:1:8: sat :: IPsecSATable: SPI 0x00001001 appears twice"),
         ] {
-            assert!(
-                paraclick_runtime::Router::from_str(&format!("sat :: {bad}"), &reg(), 1).is_err(),
-                "{bad}"
-            );
+            assert_err(paraclick_runtime::Router::from_str(&format!("sat :: {bad}"), &reg(), 1), want);
         }
     }
 }

@@ -341,6 +341,7 @@ pub fn parse_spec(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn env() -> ArgEnv {
         ArgEnv::default()
@@ -381,14 +382,23 @@ mod tests {
         let p = Pattern::parse(&["1.0.0.1-1.0.0.4?", "-", "-", "-"], &env()).unwrap();
         assert_eq!(p.alloc, Alloc::SameFirst);
         assert_eq!(p.choices(), 4);
-        for bad in [
-            ["1.0.0.9-1.0.0.1", "-", "-", "-"],
-            ["-", "70000", "-", "-"],
-            ["-", "9-3", "-", "-"],
-            ["x", "-", "-", "-"],
-            ["1.0.0.0/40", "-", "-", "-"],
+        for (bad, want) in [
+            (
+                ["1.0.0.9-1.0.0.1", "-", "-", "-"],
+                "bad address range '1.0.0.9-1.0.0.1': low above high",
+            ),
+            (["-", "70000", "-", "-"], "bad port '70000'"),
+            (
+                ["-", "9-3", "-", "-"],
+                "bad port range '9-3': low above high",
+            ),
+            (["x", "-", "-", "-"], "expected IP address, not 'x'"),
+            (
+                ["1.0.0.0/40", "-", "-", "-"],
+                "bad address prefix '1.0.0.0/40'",
+            ),
         ] {
-            assert!(Pattern::parse(&bad, &env()).is_err(), "{bad:?}");
+            assert_err(Pattern::parse(&bad, &env()), want);
         }
     }
 
@@ -468,9 +478,18 @@ mod tests {
         assert!(parse_spec("pass 2", 4, 2, &e)
             .unwrap_err()
             .contains("out of range"));
-        assert!(parse_spec("pattern 1.0.0.1 - - 0 1", 4, 2, &e).is_err());
-        assert!(parse_spec("keep 0", 4, 2, &e).is_err());
-        assert!(parse_spec("", 4, 2, &e).is_err());
-        assert!(parse_spec("a b c d e", 4, 2, &e).is_err());
+        assert_err(
+            parse_spec("pattern 1.0.0.1 - - 0 1", 4, 2, &e),
+            "'pattern 1.0.0.1 - - 0 1': pattern takes 4 fields and two output ports",
+        );
+        assert_err(
+            parse_spec("keep 0", 4, 2, &e),
+            "bad input specification 'keep 0'",
+        );
+        assert_err(parse_spec("", 4, 2, &e), "empty input specification");
+        assert_err(
+            parse_spec("a b c d e", 4, 2, &e),
+            "bad input specification 'a b c d e'",
+        );
     }
 }

@@ -811,10 +811,16 @@ mod tests {
         let p = pat(&["1.0.0.1", "1024-1024", "-", "-"]);
         let g = t.guard();
         t.create(UDP, fid(1), Some(&p), 0, 1, 0, 0, &g).unwrap();
-        assert!(t.create(UDP, fid(2), Some(&p), 0, 1, 0, 500, &g).is_err());
+        assert_eq!(
+            t.create(UDP, fid(2), Some(&p), 0, 1, 0, 500, &g).err(),
+            Some(Failure::Exhausted)
+        );
         // Touching keeps it alive.
         t.lookup(UDP, fid(1), 900, &g).unwrap().touch(900, 0, true);
-        assert!(t.create(UDP, fid(2), Some(&p), 0, 1, 0, 1500, &g).is_err());
+        assert_eq!(
+            t.create(UDP, fid(2), Some(&p), 0, 1, 0, 1500, &g).err(),
+            Some(Failure::Exhausted)
+        );
         assert!(t.lookup(UDP, fid(1), 1500, &g).is_some());
         // After the timeout the port goes to a new flow.
         let r = t.create(UDP, fid(2), Some(&p), 0, 1, 0, 2000, &g).unwrap();
@@ -908,8 +914,8 @@ mod tests {
         // Flow A rewritten to look like B's reply direction.
         let b = FlowId::new(a("9.0.0.9"), 80, a("2.0.0.2"), 80);
         t.create(TCP, b.reverse(), None, 0, 1, 0, 0, &g).unwrap();
-        assert!(t
-            .create(
+        assert_eq!(
+            t.create(
                 TCP,
                 FlowId::new(a("7.0.0.7"), 1, a("9.0.0.9"), 80),
                 Some(&p),
@@ -919,7 +925,9 @@ mod tests {
                 0,
                 &g
             )
-            .is_err());
+            .err(),
+            Some(Failure::Exhausted)
+        );
     }
 
     #[test]
@@ -948,8 +956,8 @@ mod tests {
             )
             .unwrap();
         assert_eq!(Ipv4Addr::from(r2.to().saddr), a("1.0.0.2"));
-        assert!(t
-            .create(
+        assert_eq!(
+            t.create(
                 17,
                 FlowId::new(a("10.0.0.3"), 1, a("2.0.0.2"), 1),
                 Some(&p),
@@ -959,7 +967,9 @@ mod tests {
                 0,
                 &g
             )
-            .is_err());
+            .err(),
+            Some(Failure::Exhausted)
+        );
         assert_eq!(t.format(0, None, false).lines().count(), 4);
     }
 

@@ -4,6 +4,7 @@
 use crate::test_kit::{ip, ip_checksum_ok, marked, transport_checksum, Ip};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
+use paraclick_runtime::testing::assert_err;
 use paraclick_runtime::testing::Harness;
 use paraclick_runtime::Registry;
 
@@ -128,7 +129,10 @@ fn handlers_in_clicks_formats() {
     );
     assert_eq!(h.read("capacity").unwrap(), "2097152");
     h.write("capacity", "2").unwrap();
-    assert!(h.write("capacity", "x").is_err());
+    assert_err(
+        h.write("capacity", "x"),
+        "e.capacity: expected unsigned integer",
+    );
     h.push(0, vec![marked(&udp("10.0.0.9", 1, "2.0.0.2", 53))]);
     assert_eq!(h.read("mapping_failures").unwrap(), "1");
     h.write("clear", "").unwrap();

@@ -86,6 +86,7 @@ impl Action for Block {
 mod tests {
     use super::super::test_util::{reg, tagged, tags};
     use super::*;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;
 
     fn with_rate(tag: u8, r: u32) -> Packet {
@@ -112,7 +113,13 @@ mod tests {
         h.push(0, vec![with_rate(5, 9999)]);
         assert_eq!(tags(&h.output(0)), vec![5]);
         assert_eq!(h.read("thresh").unwrap(), "0");
-        assert!(Harness::new(&reg(), "Block", 2).is_err());
-        assert!(Harness::new(&reg(), "Block(-1)", 2).is_err());
+        assert_err(
+            Harness::new(&reg(), "Block", 2),
+            "e :: Block: missing mandatory THRESH argument",
+        );
+        assert_err(
+            Harness::new(&reg(), "Block(-1)", 2),
+            "e :: Block: THRESH: expected unsigned integer",
+        );
     }
 }

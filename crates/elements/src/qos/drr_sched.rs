@@ -157,6 +157,7 @@ impl Element for DRRSched {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{bad, conf, fill, tagged, tags};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     fn router(n: usize, args: &str) -> Router {
@@ -200,7 +201,10 @@ mod tests {
         }
         assert_eq!(got, vec![0, 2, 0, 0, 2, 2, 0, 2]);
         r.write_handler("s.quantum", "1500").unwrap();
-        assert!(r.write_handler("s.quantum", "0").is_err());
+        assert_err(
+            r.write_handler("s.quantum", "0"),
+            "s.quantum: QUANTUM must be at least 1",
+        );
         assert!(bad("s :: DRRSched(0); Idle -> Queue -> s -> Discard;"));
     }
 }

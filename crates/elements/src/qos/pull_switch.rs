@@ -131,6 +131,7 @@ impl Element for StaticPullSwitch {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{bad, conf, fill, tagged, tags};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     fn router(class: &str) -> Router {
@@ -163,7 +164,10 @@ mod tests {
         // Out of range means none, as in Click.
         r.write_handler("s.switch", "7").unwrap();
         assert_eq!(r.read_handler("s.switch").unwrap(), "-1");
-        assert!(r.write_handler("s.switch", "x").is_err());
+        assert_err(
+            r.write_handler("s.switch", "x"),
+            "s.switch: expected integer",
+        );
     }
 
     #[test]
@@ -173,7 +177,10 @@ mod tests {
         fill(&r, "q1", vec![tagged(1, 60)]);
         assert_eq!(pull(&r), vec![1]);
         assert_eq!(r.read_handler("s.switch").unwrap(), "1");
-        assert!(r.write_handler("s.switch", "0").is_err());
+        assert_err(
+            r.write_handler("s.switch", "0"),
+            "no write handler 's.switch'",
+        );
         assert!(bad("s :: StaticPullSwitch; Idle -> Queue -> s -> Discard;"));
     }
 }

@@ -85,6 +85,7 @@ impl Action for RatedSplitter {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{pkts, reg};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;
 
     #[test]
@@ -102,7 +103,7 @@ mod tests {
         assert_eq!(h.read("rate").unwrap(), "1");
         h.write("rate", "2.5").unwrap();
         assert_eq!(h.read("rate").unwrap(), "2.5");
-        assert!(h.write("rate", "many").is_err());
+        assert_err(h.write("rate", "many"), "e.rate: expected real number");
     }
 
     #[test]
@@ -119,6 +120,9 @@ mod tests {
         assert_eq!(h.output(0).len(), 1);
         assert_eq!(h.output(1).len(), 1);
         assert_eq!(h.read("rate").unwrap(), "1Bps");
-        assert!(Harness::new(&reg(), "BandwidthRatedSplitter(1Mbps, BURST_SIZE 3)", 2).is_err());
+        assert_err(
+            Harness::new(&reg(), "BandwidthRatedSplitter(1Mbps, BURST_SIZE 3)", 2),
+            "e :: BandwidthRatedSplitter: unknown keyword BURST_SIZE",
+        );
     }
 }

@@ -418,6 +418,7 @@ impl Action for Red {
 mod tests {
     use super::super::test_util::{bad, conf, fill, pkts};
     use super::*;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::TestSink;
 
     #[test]
@@ -494,8 +495,14 @@ mod tests {
         assert_eq!(r.element::<TestSink>("o").unwrap().len(), 3);
         r.write_handler("red.max_p", "0.2").unwrap();
         assert_eq!(r.read_handler("red.max_p").unwrap(), "0.2");
-        assert!(r.write_handler("red.max_p", "1.5").is_err());
-        assert!(r.write_handler("red.min_thresh", "10").is_err());
+        assert_err(
+            r.write_handler("red.max_p", "1.5"),
+            "red.max_p: MAX_P must be between 0 and 1, not 1.5",
+        );
+        assert_err(
+            r.write_handler("red.min_thresh", "10"),
+            "red.min_thresh: need 0 <= MIN_THRESH <= MAX_THRESH, not 10 and 6",
+        );
         assert!(bad("Idle -> RED(5, 2, 0.1) -> Queue -> Discard;"));
         assert!(bad("Idle -> RED(1, 2, 0.1) -> Discard;"));
         assert!(bad(

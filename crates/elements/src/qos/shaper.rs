@@ -130,6 +130,7 @@ impl Element for Shaper {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{fill, pkts, router};
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn passes_at_most_the_bucket_now_then_the_rate() {
@@ -145,7 +146,10 @@ mod tests {
         assert_eq!(r.read_handler("s.rate").unwrap(), "1000");
         r.write_handler("s.rate", "5").unwrap();
         assert_eq!(r.read_handler("s.rate").unwrap(), "5");
-        assert!(r.write_handler("s.rate", "-3").is_err());
+        assert_err(
+            r.write_handler("s.rate", "-3"),
+            "s.rate: RATE must be a nonnegative number, not -3",
+        );
     }
 
     #[test]

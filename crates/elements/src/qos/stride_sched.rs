@@ -224,6 +224,7 @@ impl Element for StrideSched {
 mod tests {
     use super::super::test_util::{bad, conf, fill, tagged, tags};
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn schedule_is_proportional_to_tickets() {
@@ -257,8 +258,11 @@ mod tests {
         assert_eq!(r.read_handler("s.tickets1").unwrap(), "5");
         r.write_handler("s.tickets1", "100000").unwrap();
         assert_eq!(r.read_handler("s.tickets1").unwrap(), "32768");
-        assert!(r.write_handler("s.tickets1", "-1").is_err());
-        assert!(r.read_handler("s.tickets2").is_err());
+        assert_err(
+            r.write_handler("s.tickets1", "-1"),
+            "s.tickets1: TICKETS must be a nonnegative integer, not '-1'",
+        );
+        assert_err(r.read_handler("s.tickets2"), "no read handler 's.tickets2'");
         assert!(bad(
             "s :: StrideSched(1); Idle -> Queue -> [0]s; Idle -> Queue -> [1]s; s -> Discard;"
         ));

@@ -85,6 +85,7 @@ impl Element for StrideSwitch {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{pkts, reg};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;
 
     #[test]
@@ -106,6 +107,9 @@ mod tests {
         let h = Harness::new(&reg(), "StrideSwitch(0)", 1).unwrap();
         h.push(0, pkts(3, 60));
         assert_eq!(h.drops(), 3);
-        assert!(Harness::new(&reg(), "StrideSwitch(1)", 2).is_err());
+        assert_err(
+            Harness::new(&reg(), "StrideSwitch(1)", 2),
+            "e :: StrideSwitch: expected 2 TICKETS arguments, one per output, not 1",
+        );
     }
 }

@@ -114,6 +114,7 @@ impl Element for Suppressor {
 mod tests {
     use super::super::test_util::{conf, fill, tagged, tags};
     use paraclick_packet::Batch;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::TestSink;
 
     #[test]
@@ -140,8 +141,11 @@ mod tests {
         assert_eq!(r.total_drops(), 1);
         r.write_handler("s.reset", "").unwrap();
         assert_eq!(r.read_handler("s.active1").unwrap(), "true");
-        assert!(r.write_handler("s.active1", "maybe").is_err());
-        assert!(r.read_handler("s.active2").is_err());
+        assert_err(
+            r.write_handler("s.active1", "maybe"),
+            "s.active1: expected boolean (true or false)",
+        );
+        assert_err(r.read_handler("s.active2"), "no read handler 's.active2'");
         // Pull: a suppressed output returns nothing.
         fill(&r, "q", vec![tagged(5, 60)]);
         r.write_handler("p.active0", "false").unwrap();

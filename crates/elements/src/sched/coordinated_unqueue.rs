@@ -140,6 +140,7 @@ impl Element for CoordinatedUnqueue {
 
 #[cfg(test)]
 mod tests {
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::{Registry, Router};
 
     fn reg() -> Registry {
@@ -257,12 +258,12 @@ mod tests {
 
     #[test]
     fn bad_bucket_names_are_config_errors() {
-        for conf in [
-            "Idle -> Queue -> CoordinatedUnqueue(nope) -> Discard;",
-            "x :: Idle -> Queue -> CoordinatedUnqueue(x) -> Discard;",
-            "tb :: SharedTokenBucket(o, 10, 10); Idle -> Queue -> CoordinatedUnqueue(tb, 0) -> Discard;",
+        for (conf, want) in [
+            ("Idle -> Queue -> CoordinatedUnqueue(nope) -> Discard;", "<config>:1:18: CoordinatedUnqueue@3 :: CoordinatedUnqueue: no element named 'nope'"),
+            ("x :: Idle -> Queue -> CoordinatedUnqueue(x) -> Discard;", "<config>:1:23: CoordinatedUnqueue@3 :: CoordinatedUnqueue: 'x' is not a SharedTokenBucket"),
+            ("tb :: SharedTokenBucket(o, 10, 10); Idle -> Queue -> CoordinatedUnqueue(tb, 0) -> Discard;", "<config>:1:54: CoordinatedUnqueue@4 :: CoordinatedUnqueue: BURST must be between 1 and 65536, not 0"),
         ] {
-            assert!(Router::from_str(conf, &reg(), 1).is_err(), "{conf}");
+            assert_err(Router::from_str(conf, &reg(), 1), want);
         }
     }
 }

@@ -112,6 +112,7 @@ impl Element for MultiQueueUnqueue {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{pkt, reg, tags};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::TestSink;
     use paraclick_runtime::{Registry, Router};
 
@@ -174,8 +175,11 @@ mod tests {
         r.run();
         assert_eq!(num(&r, "mq.count"), 0);
         r.write_handler("mq.burst", "8").unwrap();
-        assert!(r.write_handler("mq.burst", "0").is_err());
+        assert_err(
+            r.write_handler("mq.burst", "0"),
+            "mq.burst: BURST must be between 1 and 65536, not 0",
+        );
         let bad = "Idle -> Queue -> MultiQueueUnqueue(0) -> Discard;";
-        assert!(Router::from_str(bad, &full_reg(), 1).is_err());
+        assert_err(Router::from_str(bad, &full_reg(), 1), "<config>:1:18: MultiQueueUnqueue@3 :: MultiQueueUnqueue: BURST must be between 1 and 65536, not 0");
     }
 }

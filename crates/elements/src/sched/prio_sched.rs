@@ -86,6 +86,7 @@ impl Element for PrioSched {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::{fill, pull, reg, sched_router as router};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -111,6 +112,9 @@ mod tests {
         let r = Router::from_str(conf, &reg(), 1).unwrap();
         assert!(r.pull_from("s", 0, 8).unwrap().is_none());
         let bad = "s :: PrioSched(3); s -> u :: Unqueue -> o :: TestSink;";
-        assert!(Router::from_str(bad, &reg(), 1).is_err());
+        assert_err(
+            Router::from_str(bad, &reg(), 1),
+            "<config>:1:6: s :: PrioSched: too many arguments ('3')",
+        );
     }
 }

@@ -190,14 +190,14 @@ mod tests {
         let o = order(&r, "s");
         assert_eq!(o.len(), 1024);
         assert!(o.iter().all(|&i| i == -4));
-        for bad in [
-            "SchedOrderTest()",
-            "SchedOrderTest(x)",
-            "SchedOrderTest(1, SIZE -1)",
-            "SchedOrderTest(1, STOP maybe)",
-            "SchedOrderTest(1, BOGUS 2)",
+        for (bad, want) in [
+            ("SchedOrderTest()", "<config>:1:1: SchedOrderTest@1 :: SchedOrderTest: missing mandatory ID argument"),
+            ("SchedOrderTest(x)", "<config>:1:1: SchedOrderTest@1 :: SchedOrderTest: ID: expected integer"),
+            ("SchedOrderTest(1, SIZE -1)", "<config>:1:1: SchedOrderTest@1 :: SchedOrderTest: SIZE: expected unsigned integer"),
+            ("SchedOrderTest(1, STOP maybe)", "<config>:1:1: SchedOrderTest@1 :: SchedOrderTest: STOP: expected boolean (true or false)"),
+            ("SchedOrderTest(1, BOGUS 2)", "<config>:1:1: SchedOrderTest@1 :: SchedOrderTest: unknown keyword BOGUS"),
         ] {
-            assert!(Router::from_str(bad, &reg(), 1).is_err(), "{bad}");
+            assert_err(Router::from_str(bad, &reg(), 1), want);
         }
     }
 }

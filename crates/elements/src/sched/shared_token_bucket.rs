@@ -293,6 +293,7 @@ impl Element for SharedTokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::{Registry, Router};
     use std::time::Duration;
 
@@ -387,18 +388,24 @@ mod tests {
         assert_eq!(r.read_handler("tb.acquisitions").unwrap(), "0");
         r.write_handler("tb.rate", "2000").unwrap();
         assert_eq!(r.read_handler("tb.rate").unwrap(), "2000");
-        assert!(r.write_handler("tb.rate", "-1").is_err());
-        assert!(r.write_handler("tb.rate", "x").is_err());
+        assert_err(
+            r.write_handler("tb.rate", "-1"),
+            "tb.rate: RATE must be a positive number, not -1",
+        );
+        assert_err(
+            r.write_handler("tb.rate", "x"),
+            "tb.rate: expected real number",
+        );
         let conf = "tb :: SharedTokenBucket(out, 10, 7);";
         let r = Router::from_str(conf, &reg(), 1).unwrap();
         assert_eq!(r.read_handler("tb.strategy").unwrap(), "min");
-        for bad in [
-            "SharedTokenBucket(out, 0, 7)",
-            "SharedTokenBucket(out, 10, 0)",
-            "SharedTokenBucket(out, 10)",
-            "SharedTokenBucket(out, 10, 5, STRATEGY two)",
+        for (bad, want) in [
+            ("SharedTokenBucket(out, 0, 7)", "<config>:1:1: SharedTokenBucket@1 :: SharedTokenBucket: RATE must be a positive number, not 0"),
+            ("SharedTokenBucket(out, 10, 0)", "<config>:1:1: SharedTokenBucket@1 :: SharedTokenBucket: BURST must be at least 1"),
+            ("SharedTokenBucket(out, 10)", "<config>:1:1: SharedTokenBucket@1 :: SharedTokenBucket: missing mandatory BURST argument"),
+            ("SharedTokenBucket(out, 10, 5, STRATEGY two)", "<config>:1:1: SharedTokenBucket@1 :: SharedTokenBucket: STRATEGY must be 'one' or 'min', not 'two'"),
         ] {
-            assert!(Router::from_str(bad, &reg(), 1).is_err(), "{bad}");
+            assert_err(Router::from_str(bad, &reg(), 1), want);
         }
     }
 }

@@ -86,6 +86,7 @@ impl Element for StaticThreadSched {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::reg;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     const SOURCES: &str = "a :: InfiniteSource -> Discard; b :: InfiniteSource -> Discard; \
@@ -141,7 +142,7 @@ mod tests {
             assert!(e[0].message.contains(why), "{bad}: {e:?}");
         }
         let conf = format!("{SOURCES} StaticThreadSched(a 1) -> Discard;");
-        assert!(Router::from_str(&conf, &reg(), 2).is_err());
+        assert_err(Router::from_str(&conf, &reg(), 2), "<config>:1:97: 'StaticThreadSched@7' :: StaticThreadSched has no output 0 (StaticThreadSched has no outputs)");
     }
 
     #[test]
@@ -164,6 +165,9 @@ mod tests {
         // A name that is neither an element nor a compound is still an error.
         let bad = "elementclass Gen { s1 :: InfiniteSource -> output }
                    g :: Gen -> Discard; StaticThreadSched(gg 1);";
-        assert!(Router::from_str(bad, &reg(), 2).is_err());
+        assert_err(
+            Router::from_str(bad, &reg(), 2),
+            "<config>:2:41: StaticThreadSched@3 :: StaticThreadSched: no element named 'gg'",
+        );
     }
 }

@@ -45,6 +45,7 @@ mod tests {
     use crate::test_kit::{reg, source as harness, try_source as try_harness};
     use paraclick_packet::wire::{Ipv4Header, TcpHeader};
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
     use std::net::Ipv4Addr;
 
@@ -112,13 +113,25 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 0, 3)"),
-            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1, 2)"),
-            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1)"),
-            format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1, 3, true, 3)"),
+        for (bad, want) in [
+            (
+                format!("FastTCPFlows(0, -1, 60, {ADDRS}, 0, 3)"),
+                "e :: FastTCPFlows: FLOWS must be between 1 and 1048576",
+            ),
+            (
+                format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1, 2)"),
+                "e :: FastTCPFlows: FLOWSIZE must be at least 3 (a SYN, data and a FIN)",
+            ),
+            (
+                format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1)"),
+                "e :: FastTCPFlows: missing mandatory FLOWSIZE argument",
+            ),
+            (
+                format!("FastTCPFlows(0, -1, 60, {ADDRS}, 1, 3, true, 3)"),
+                "e :: FastTCPFlows: too many arguments ('3')",
+            ),
         ] {
-            assert!(try_harness(&bad, 1).is_err(), "{bad} accepted");
+            assert_err(try_harness(&bad, 1), want);
         }
     }
 }

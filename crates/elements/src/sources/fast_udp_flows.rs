@@ -119,6 +119,7 @@ mod tests {
     use crate::test_kit::{reg, source as harness, try_source as try_harness};
     use paraclick_packet::wire::UdpHeader;
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
     use std::collections::HashSet;
 
@@ -207,14 +208,29 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            format!("FastUDPFlows(0, -1, 60, {ADDRS}, 0, 1)"),
-            format!("FastUDPFlows(0, -1, 60, {ADDRS}, 1, 0)"),
-            format!("FastUDPFlows(0, -1, 60, {ADDRS}, 1)"),
-            format!("FastUDPFlows(0, -1, 60, {ADDRS}, 1, 1, true, true, 3)"),
-            "FastUDPFlows(0, -1, 60, 0:1:2:3:4:5, 1.0.0, 6:7:8:9:a:b, 2.0.0.2, 1, 1)".into(),
+        for (bad, want) in [
+            (
+                format!("FastUDPFlows(0, -1, 60, {ADDRS}, 0, 1)"),
+                "e :: FastUDPFlows: FLOWS must be between 1 and 1048576",
+            ),
+            (
+                format!("FastUDPFlows(0, -1, 60, {ADDRS}, 1, 0)"),
+                "e :: FastUDPFlows: FLOWSIZE must be at least 1",
+            ),
+            (
+                format!("FastUDPFlows(0, -1, 60, {ADDRS}, 1)"),
+                "e :: FastUDPFlows: missing mandatory FLOWSIZE argument",
+            ),
+            (
+                format!("FastUDPFlows(0, -1, 60, {ADDRS}, 1, 1, true, true, 3)"),
+                "e :: FastUDPFlows: too many arguments ('3')",
+            ),
+            (
+                "FastUDPFlows(0, -1, 60, 0:1:2:3:4:5, 1.0.0, 6:7:8:9:a:b, 2.0.0.2, 1, 1)".into(),
+                "e :: FastUDPFlows: SRCIP: expected IP address, not '1.0.0'",
+            ),
         ] {
-            assert!(try_harness(&bad, 1).is_err(), "{bad} accepted");
+            assert_err(try_harness(&bad, 1), want);
         }
     }
 }

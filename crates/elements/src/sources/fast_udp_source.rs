@@ -97,6 +97,7 @@ mod tests {
     use super::super::udp_gen::tests::check_frame;
     use crate::test_kit::{reg, source as harness, try_source as try_harness};
     use paraclick_packet::wire::UdpHeader;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
     use std::net::Ipv4Addr;
 
@@ -177,7 +178,10 @@ mod tests {
         assert_eq!(r.read_handler("e.rate").unwrap(), "1");
         assert_eq!(r.pull_from("e", 0, 30).unwrap().unwrap().len(), 1);
         assert!(r.pull_from("e", 0, 30).unwrap().is_none());
-        assert!(r.write_handler("e.rate", "-2").is_err());
+        assert_err(
+            r.write_handler("e.rate", "-2"),
+            "e.rate: expected nonnegative rate, not '-2'",
+        );
     }
 
     #[test]
@@ -191,16 +195,16 @@ mod tests {
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "FastUDPSource(0, 10, 60)".to_string(),
-            format!("FastUDPSource(-1, 10, 60, {ARGS})"),
-            format!("FastUDPSource(0, 10, 70000, {ARGS})"),
-            "FastUDPSource(0, 10, 60, 0:1:2:3:4:5, 1.0.0.1, 99999, 6:7:8:9:a:b, 2.0.0.2, 1)"
-                .to_string(),
-            "FastUDPSource(0, 10, 60, nope, 1.0.0.1, 1, 6:7:8:9:a:b, 2.0.0.2, 1)".to_string(),
-            format!("FastUDPSource(0, 10, 60, {ARGS}, FOO 3)"),
+        for (bad, want) in [
+            ("FastUDPSource(0, 10, 60)".to_string(), "e :: FastUDPSource: missing mandatory SRCETH argument; e :: FastUDPSource: missing mandatory SRCIP argument; e :: FastUDPSource: missing mandatory SPORT argument; e :: FastUDPSource: missing mandatory DSTETH argument; e :: FastUDPSource: missing mandatory DSTIP argument; e :: FastUDPSource: missing mandatory DPORT argument"),
+            (format!("FastUDPSource(-1, 10, 60, {ARGS})"), "e :: FastUDPSource: RATE must be a nonnegative number, not -1"),
+            (format!("FastUDPSource(0, 10, 70000, {ARGS})"), "e :: FastUDPSource: LENGTH 70000 too large (max 65549)"),
+            ("FastUDPSource(0, 10, 60, 0:1:2:3:4:5, 1.0.0.1, 99999, 6:7:8:9:a:b, 2.0.0.2, 1)"
+                .to_string(), "e :: FastUDPSource: SPORT: 99999 out of range"),
+            ("FastUDPSource(0, 10, 60, nope, 1.0.0.1, 1, 6:7:8:9:a:b, 2.0.0.2, 1)".to_string(), "e :: FastUDPSource: SRCETH: expected Ethernet address, not 'nope'"),
+            (format!("FastUDPSource(0, 10, 60, {ARGS}, FOO 3)"), "e :: FastUDPSource: unknown keyword FOO"),
         ] {
-            assert!(try_harness(&bad, 1).is_err(), "{bad} accepted");
+            assert_err(try_harness(&bad, 1), want);
         }
     }
 }

@@ -237,6 +237,7 @@ impl Element for InfiniteSource {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::{reg, source as harness, try_source as try_harness};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -279,11 +280,17 @@ mod tests {
             );
         }
         let h = harness("InfiniteSource(LIMIT 0)", 1);
-        assert!(h.write("burst", "10000000000").is_err());
+        assert_err(
+            h.write("burst", "10000000000"),
+            "e.burst: BURST must be between 1 and 65536, not 10000000000",
+        );
         assert!(h.write("burst", "65536").is_ok());
         // A handler cannot ask for more either.
         let h = harness("RatedSource(LIMIT 0)", 1);
-        assert!(h.write("length", "10000000000").is_err());
+        assert_err(
+            h.write("length", "10000000000"),
+            "e.length: LENGTH 10000000000 is more than the maximum, 65549",
+        );
         assert_eq!(h.read("length").unwrap(), "-1");
     }
 
@@ -313,12 +320,21 @@ mod tests {
         r.write_handler("e.active", "false").unwrap();
         r.write_handler("e.limit", "-1").unwrap();
         assert!(r.pull_from("e", 0, 4).unwrap().is_none());
-        assert!(r.write_handler("e.burst", "0").is_err());
+        assert_err(
+            r.write_handler("e.burst", "0"),
+            "e.burst: BURST must be between 1 and 65536, not 0",
+        );
     }
 
     #[test]
     fn bad_configurations() {
-        assert!(try_harness("InfiniteSource(BURST 0)", 1).is_err());
-        assert!(try_harness("InfiniteSource(STOP true, END_CALL x.y)", 1).is_err());
+        assert_err(
+            try_harness("InfiniteSource(BURST 0)", 1),
+            "e :: InfiniteSource: BURST must be between 1 and 65536, not 0",
+        );
+        assert_err(
+            try_harness("InfiniteSource(STOP true, END_CALL x.y)", 1),
+            "e :: InfiniteSource: END_CALL and STOP are mutually exclusive",
+        );
     }
 }

@@ -57,6 +57,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::{source as harness, try_source as try_harness};
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn lengths_limit_and_random_contents() {
@@ -85,8 +86,17 @@ mod tests {
         let out = h.output(0);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].len(), 64);
-        assert!(try_harness("RandomSource(BURST 0)", 1).is_err());
-        assert!(try_harness("RandomSource(-3)", 1).is_err());
-        assert!(try_harness("RandomSource(STOP true, END_CALL x.y)", 1).is_err());
+        assert_err(
+            try_harness("RandomSource(BURST 0)", 1),
+            "e :: RandomSource: BURST must be between 1 and 65536, not 0",
+        );
+        assert_err(
+            try_harness("RandomSource(-3)", 1),
+            "e :: RandomSource: LENGTH: expected unsigned integer",
+        );
+        assert_err(
+            try_harness("RandomSource(STOP true, END_CALL x.y)", 1),
+            "e :: RandomSource: END_CALL and STOP are mutually exclusive",
+        );
     }
 }

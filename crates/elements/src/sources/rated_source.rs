@@ -289,6 +289,7 @@ impl Element for RatedSource {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::{reg, source as harness, try_source as try_harness};
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -303,25 +304,46 @@ mod tests {
         assert_eq!(h.read("rate").unwrap(), "2500");
         h.write("rate", "0.5").unwrap();
         assert_eq!(h.read("rate").unwrap(), "0.5");
-        assert!(h.write("rate", "-1").is_err());
-        assert!(h.write("rate", "fast").is_err());
+        assert_err(
+            h.write("rate", "-1"),
+            "e.rate: expected nonnegative rate, not '-1'",
+        );
+        assert_err(h.write("rate", "fast"), "e.rate: expected real number");
         h.write("active", "false").unwrap();
         assert_eq!(h.read("active").unwrap(), "false");
-        assert!(h.write("active", "maybe").is_err());
+        assert_err(
+            h.write("active", "maybe"),
+            "e.active: expected boolean (true or false)",
+        );
         h.write("limit", "7").unwrap();
         assert_eq!(h.read("limit").unwrap(), "7");
     }
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "RatedSource(RATE -3)",
-            "RatedSource(x, abc)",
-            "RatedSource(RATE 10, BANDWIDTH 1Mbps)",
-            "RatedSource(STOP true, END_CALL x.y)",
-            "RatedSource(FOO 1)",
+        for (bad, want) in [
+            (
+                "RatedSource(RATE -3)",
+                "e :: RatedSource: RATE must be a nonnegative number, not -3",
+            ),
+            (
+                "RatedSource(x, abc)",
+                "e :: RatedSource: RATE: expected real number",
+            ),
+            (
+                "RatedSource(RATE 10, BANDWIDTH 1Mbps)",
+                "e :: RatedSource: RATE and BANDWIDTH are mutually exclusive",
+            ),
+            (
+                "RatedSource(STOP true, END_CALL x.y)",
+                "e :: RatedSource: END_CALL and STOP are mutually exclusive",
+            ),
+            (
+                "RatedSource(FOO 1)",
+                "e :: RatedSource: unknown keyword FOO",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad} accepted");
+            assert_err(try_harness(bad, 1), want);
         }
         let h = harness("RatedSource(LENGTH 100, BANDWIDTH 8kbps)", 1);
         assert_eq!(h.read("rate").unwrap(), "10");

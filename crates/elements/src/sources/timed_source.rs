@@ -195,6 +195,7 @@ impl Element for TimedSource {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::{source as harness, try_source as try_harness};
+    use paraclick_runtime::testing::assert_err;
     use std::time::{Duration, Instant};
 
     #[test]
@@ -205,11 +206,20 @@ mod tests {
         assert_eq!(h.read("count").unwrap(), "0");
         h.write("interval", "10ms").unwrap();
         assert_eq!(h.read("interval").unwrap(), "0.01");
-        assert!(h.write("interval", "soon").is_err());
+        assert_err(
+            h.write("interval", "soon"),
+            "e.interval: expected time in seconds",
+        );
         h.write("data", "hello").unwrap();
         assert_eq!(h.read("data").unwrap(), "hello");
-        assert!(try_harness("TimedSource(never)", 1).is_err());
-        assert!(try_harness("TimedSource(1, x, STOP true, END_CALL a.b)", 1).is_err());
+        assert_err(
+            try_harness("TimedSource(never)", 1),
+            "e :: TimedSource: INTERVAL: expected time in seconds",
+        );
+        assert_err(
+            try_harness("TimedSource(1, x, STOP true, END_CALL a.b)", 1),
+            "e :: TimedSource: END_CALL and STOP are mutually exclusive",
+        );
     }
 
     /// Packets go out a timer interval apart; LIMIT and STOP end the run.

@@ -466,6 +466,7 @@ impl Element for UdpGen {
 pub(crate) mod tests {
     use super::*;
     use paraclick_packet::wire::checksum;
+    use paraclick_runtime::testing::assert_err;
 
     fn spec(len: usize, checksum: bool) -> FrameSpec {
         FrameSpec {
@@ -515,7 +516,10 @@ pub(crate) mod tests {
         }
         let t = build_template(&spec(60, false)).unwrap();
         check_frame(&t, 60, 0, 0, false);
-        assert!(build_template(&spec(MAX_LEN + 1, true)).is_err());
+        assert_err(
+            build_template(&spec(MAX_LEN + 1, true)),
+            "LENGTH 65550 too large (max 65549)",
+        );
     }
 
     /// Incrementally derived headers equal full recomputations, for many

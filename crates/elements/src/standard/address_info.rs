@@ -154,6 +154,7 @@ mod tests {
     use super::*;
     use crate::test_kit::reg;
     use paraclick_runtime::args::FromArg;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::{Args, Router};
     use std::sync::Mutex;
 
@@ -184,9 +185,9 @@ mod tests {
             Some(Ipv4Addr::new(10, 0, 0, 255))
         );
         a.complete().unwrap();
-        assert!(
-            EtherAddr::from_arg("mazu", &env).is_err(),
-            "no Ethernet address"
+        assert_err(
+            EtherAddr::from_arg("mazu", &env),
+            "expected Ethernet address, not 'mazu'",
         );
         let e = env.lookup("mauer").unwrap();
         assert_eq!(e.prefix_len, Some(24));
@@ -231,26 +232,44 @@ mod tests {
             "2001:db8:1::1/64"
         );
         assert_eq!(a.read_p::<Ipv6Addr>("E"), Some("fe80::1".parse().unwrap()));
-        assert!(Ipv4Addr::from_arg("h6", &env).is_err());
+        assert_err(
+            Ipv4Addr::from_arg("h6", &env),
+            "expected IP address, not 'h6'",
+        );
     }
 
     #[test]
     fn bad_arguments() {
-        for bad in [
-            &["x"][..],
-            &["x 1.2.3"],
-            &["x 1.2.3.4/33"],
-            &["x ::1 ::2"],
-            &["x ::1/200"],
-            &["x ::1/64 ::2/64"],
-            &["x ::1", "x ::2"],
-            &["x 1.2.3.4 1.2.3.5"],
-            &["x 1:2:3:4:5:6 1:2:3:4:5:7"],
-            &["1.2.3.4 1.2.3.4"],
-            &["x 1.2.3.4", "x 1.2.3.5"],
-            &["x 1.0.0.0/8 2.0.0.0/8"],
+        for (bad, want) in [
+            (&["x"][..], "x: expected at least one address"),
+            (
+                &["x 1.2.3"],
+                "x: '1.2.3' is not an IP address, IP prefix or Ethernet address",
+            ),
+            (
+                &["x 1.2.3.4/33"],
+                "x: '1.2.3.4/33' is not an IP address, IP prefix or Ethernet address",
+            ),
+            (&["x ::1 ::2"], "x: more than one IPv6 address"),
+            (
+                &["x ::1/200"],
+                "x: '::1/200' is not an IP address, IP prefix or Ethernet address",
+            ),
+            (&["x ::1/64 ::2/64"], "x: more than one IPv6 address"),
+            (&["x ::1", "x ::2"], "'x' is already defined differently"),
+            (&["x 1.2.3.4 1.2.3.5"], "x: more than one IP address"),
+            (
+                &["x 1:2:3:4:5:6 1:2:3:4:5:7"],
+                "x: more than one Ethernet address",
+            ),
+            (&["1.2.3.4 1.2.3.4"], "'1.2.3.4' is not a valid name"),
+            (
+                &["x 1.2.3.4", "x 1.2.3.5"],
+                "'x' is already defined differently",
+            ),
+            (&["x 1.0.0.0/8 2.0.0.0/8"], "x: more than one IP address"),
         ] {
-            assert!(env(bad).is_err(), "{bad:?} should fail");
+            assert_err(env(bad), want);
         }
         assert!(env(&["x 1.2.3.4", "x 1.2.3.4 0:1:2:3:4:5"]).is_ok());
     }
@@ -301,6 +320,6 @@ mod tests {
             .unwrap();
         assert!(err.iter().any(|d| d.message.contains("'bar'")));
         // a bad AddressInfo is reported
-        assert!(Router::from_str("AddressInfo(foo 1.2.3);", &r, 1).is_err());
+        assert_err(Router::from_str("AddressInfo(foo 1.2.3);", &r, 1), "<config>:1:1: AddressInfo@1 :: AddressInfo: foo: '1.2.3' is not an IP address, IP prefix or Ethernet address");
     }
 }

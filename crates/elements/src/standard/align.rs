@@ -146,9 +146,18 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("Align(3, 0)", 1).is_err());
-        assert!(try_harness("Align(4, 4)", 1).is_err());
-        assert!(try_harness("Align(4)", 1).is_err());
+        assert_err(
+            try_harness("Align(3, 0)", 1),
+            "e :: Align: MODULUS must be 2, 4 or 8",
+        );
+        assert_err(
+            try_harness("Align(4, 4)", 1),
+            "e :: Align: OFFSET must be less than MODULUS",
+        );
+        assert_err(
+            try_harness("Align(4)", 1),
+            "e :: Align: missing mandatory OFFSET argument",
+        );
         assert!(try_harness("Align(4, 1)", 1).is_ok());
     }
 }

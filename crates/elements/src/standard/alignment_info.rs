@@ -82,6 +82,7 @@ impl Element for AlignmentInfo {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::reg;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -91,9 +92,14 @@ mod tests {
             r.read_handler("a.alignment").unwrap(),
             "c 4 2\nip 4 0 8 4\nx\n"
         );
-        for bad in ["c 4", "c 3 0", "c 4 4", "c four 0"] {
+        for (bad, want) in [
+            ("c 4", "<config>:1:1: AlignmentInfo@1 :: AlignmentInfo: 'c 4': expected ELEMENT [MODULUS OFFSET]..."),
+            ("c 3 0", "<config>:1:1: AlignmentInfo@1 :: AlignmentInfo: 'c 3 0': MODULUS must be a power of two and OFFSET below it"),
+            ("c 4 4", "<config>:1:1: AlignmentInfo@1 :: AlignmentInfo: 'c 4 4': MODULUS must be a power of two and OFFSET below it"),
+            ("c four 0", "<config>:1:1: AlignmentInfo@1 :: AlignmentInfo: 'c four 0': bad MODULUS"),
+        ] {
             let conf = format!("AlignmentInfo({bad});");
-            assert!(Router::from_str(&conf, &reg(), 1).is_err(), "{bad}");
+            assert_err(Router::from_str(&conf, &reg(), 1), want);
         }
     }
 }

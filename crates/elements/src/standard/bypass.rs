@@ -90,7 +90,10 @@ mod tests {
         h.push(1, vec![pkt(&[3])]);
         assert_eq!(tags(&h.output(1)), [2]);
         assert_eq!(tags(&h.output(0)), [3], "input 1 rejoins output 0");
-        assert!(h.write("active", "maybe").is_err());
+        assert_err(
+            h.write("active", "maybe"),
+            "e.active: expected boolean (true or false)",
+        );
     }
 
     #[test]
@@ -111,6 +114,9 @@ mod tests {
             b.unwrap().is_none(),
             "inactive: output 0 pulls the empty q0"
         );
-        assert!(try_harness("Bypass(maybe)", 1).is_err());
+        assert_err(
+            try_harness("Bypass(maybe)", 1),
+            "e :: Bypass: ACTIVE: expected boolean (true or false)",
+        );
     }
 }

@@ -83,7 +83,13 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("CheckLength", 1).is_err());
-        assert!(try_harness("CheckLength(-5)", 1).is_err());
+        assert_err(
+            try_harness("CheckLength", 1),
+            "e :: CheckLength: missing mandatory MAX argument",
+        );
+        assert_err(
+            try_harness("CheckLength(-5)", 1),
+            "e :: CheckLength: MAX: expected unsigned integer",
+        );
     }
 }

@@ -696,28 +696,61 @@ mod tests {
 
     #[test]
     fn parse_errors() {
-        for bad in [
-            "12/080",
-            "12/08x0",
-            "x/0800",
-            "12",
-            "12/",
-            "/08",
-            "12/0800%ff",
-            "12/0800%ffzz",
-            "12/0800%ff??",
-            "70000/00",
-            "-1/00",
-            "!",
-            "",
+        for (bad, want) in [
+            (
+                "12/080",
+                "pattern 0: bad clause '12/080': VALUE must have an even number of hex digits",
+            ),
+            (
+                "12/08x0",
+                "pattern 0: bad clause '12/08x0': VALUE must be hex digits or '?'",
+            ),
+            (
+                "x/0800",
+                "pattern 0: bad clause 'x/0800': OFFSET must be a decimal number",
+            ),
+            ("12", "pattern 0: bad clause '12': expected OFFSET/VALUE"),
+            (
+                "12/",
+                "pattern 0: bad clause '12/': VALUE must have an even number of hex digits",
+            ),
+            (
+                "/08",
+                "pattern 0: bad clause '/08': OFFSET must be a decimal number",
+            ),
+            (
+                "12/0800%ff",
+                "pattern 0: bad clause '12/0800%ff': MASK must have as many digits as VALUE",
+            ),
+            (
+                "12/0800%ffzz",
+                "pattern 0: bad clause '12/0800%ffzz': MASK must be hex digits",
+            ),
+            (
+                "12/0800%ff??",
+                "pattern 0: bad clause '12/0800%ff??': MASK must be hex digits",
+            ),
+            (
+                "70000/00",
+                "pattern 0: bad clause '70000/00': OFFSET too large",
+            ),
+            (
+                "-1/00",
+                "pattern 0: bad clause '-1/00': OFFSET must be a decimal number",
+            ),
+            ("!", "pattern 0: bad clause '!': expected OFFSET/VALUE"),
+            ("", "pattern 0 is empty"),
         ] {
-            assert!(Program::compile(&[bad]).is_err(), "{bad:?} should fail");
+            assert_err(Program::compile(&[bad]), want);
         }
-        assert!(
-            try_harness("Classifier(12/0800, -)", 3).is_err(),
-            "output count"
+        assert_err(
+            try_harness("Classifier(12/0800, -)", 3),
+            "e :: Classifier: 2 patterns but 3 outputs: need one pattern per output port",
         );
-        assert!(try_harness("Classifier(12/0800, 12/08zz)", 2).is_err());
+        assert_err(
+            try_harness("Classifier(12/0800, 12/08zz)", 2),
+            "e :: Classifier: pattern 1: bad clause '12/08zz': VALUE must be hex digits or '?'",
+        );
     }
 
     /// The IP router's classifier reads the word at offset 12 once.

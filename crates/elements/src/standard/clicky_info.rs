@@ -42,6 +42,7 @@ impl Element for ClickyInfo {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::reg;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -54,6 +55,6 @@ mod tests {
             "STYLE @import \"x.ccss\", CSS 'a { }'"
         );
         // It has no ports.
-        assert!(Router::from_str("Idle -> ClickyInfo -> Discard;", &reg(), 1).is_err());
+        assert_err(Router::from_str("Idle -> ClickyInfo -> Discard;", &reg(), 1), "<config>:1:1: 'ClickyInfo@2' :: ClickyInfo has no input 0 (ClickyInfo has no inputs); <config>:1:9: 'ClickyInfo@2' :: ClickyInfo has no output 0 (ClickyInfo has no outputs)");
     }
 }

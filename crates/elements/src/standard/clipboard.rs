@@ -147,9 +147,21 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness_io("Clipboard", 2, 2).is_err());
-        assert!(try_harness_io("Clipboard(3)", 2, 2).is_err());
-        assert!(try_harness_io("Clipboard(1/0)", 2, 2).is_err());
-        assert!(try_harness_io("Clipboard(a/2)", 2, 2).is_err());
+        assert_err(
+            try_harness_io("Clipboard", 2, 2),
+            "e :: Clipboard: expected at least one RANGE",
+        );
+        assert_err(
+            try_harness_io("Clipboard(3)", 2, 2),
+            "e :: Clipboard: RANGE: expected 'offset/length', not '3'",
+        );
+        assert_err(
+            try_harness_io("Clipboard(1/0)", 2, 2),
+            "e :: Clipboard: RANGE '1/0': length 1-65535 at offset up to 65535",
+        );
+        assert_err(
+            try_harness_io("Clipboard(a/2)", 2, 2),
+            "e :: Clipboard: RANGE: expected 'offset/length', not 'a/2'",
+        );
     }
 }

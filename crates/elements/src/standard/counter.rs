@@ -479,21 +479,43 @@ mod tests {
         h.write("byte_count_call", "10 k.reset").unwrap();
         n_packets(&h, 1, 10); // bytes 13: crossed 10
         assert_eq!(r.read_handler("k.count").unwrap(), "0");
-        for bad in ["", "x k.reset", "5 nodot"] {
-            assert!(h.write("count_call", bad).is_err(), "{bad:?}");
+        for (bad, want) in [
+            ("", "e.count_call: expected 'N HANDLER [VALUE]', not ''"),
+            (
+                "x k.reset",
+                "e.count_call: expected 'N HANDLER [VALUE]', not 'x k.reset'",
+            ),
+            (
+                "5 nodot",
+                "e.count_call: HANDLER: expected 'element.handler', not 'nodot'",
+            ),
+        ] {
+            assert_err(h.write("count_call", bad), want);
         }
     }
 
     #[test]
     fn bad_configurations() {
-        for bad in [
-            "Counter(COUNT_CALL x)",
-            "Counter(COUNT_CALL 5)",
-            "Counter(COUNT_CALL 5 nosuch.handler)",
-            "Counter(BYTE_COUNT_CALL 5 nodot)",
-            "Counter(FOO 1)",
+        for (bad, want) in [
+            (
+                "Counter(COUNT_CALL x)",
+                "e :: Counter: COUNT_CALL: expected 'N HANDLER [VALUE]', not 'x'",
+            ),
+            (
+                "Counter(COUNT_CALL 5)",
+                "e :: Counter: COUNT_CALL: expected 'N HANDLER [VALUE]', not '5'",
+            ),
+            (
+                "Counter(COUNT_CALL 5 nosuch.handler)",
+                "e :: Counter: COUNT_CALL: no handler 'nosuch.handler'",
+            ),
+            (
+                "Counter(BYTE_COUNT_CALL 5 nodot)",
+                "e :: Counter: BYTE_COUNT_CALL: HANDLER: expected 'element.handler', not 'nodot'",
+            ),
+            ("Counter(FOO 1)", "e :: Counter: unknown keyword FOO"),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 

@@ -231,19 +231,24 @@ mod tests {
     fn default_capacity_and_bad_configurations() {
         let h = harness("CPUQueue -> u :: Unqueue(ACTIVE false) -> Discard", 0);
         assert_eq!(h.read("capacity").unwrap(), "128");
-        for bad in [
-            "CPUQueue(0)",
-            "CPUQueue(-1)",
-            "CPUQueue(1, 2)",
-            "CPUQueue(x)",
+        for (bad, want) in [
+            ("CPUQueue(0)", "e :: CPUQueue: CAPACITY must be at least 1"),
+            (
+                "CPUQueue(-1)",
+                "e :: CPUQueue: CAPACITY: expected unsigned integer",
+            ),
+            ("CPUQueue(1, 2)", "e :: CPUQueue: too many arguments ('2')"),
+            (
+                "CPUQueue(x)",
+                "e :: CPUQueue: CAPACITY: expected unsigned integer",
+            ),
         ] {
-            assert!(
+            assert_err(
                 try_harness(
                     &format!("{bad} -> u :: Unqueue(ACTIVE false) -> Discard"),
-                    0
-                )
-                .is_err(),
-                "{bad}"
+                    0,
+                ),
+                want,
             );
         }
     }

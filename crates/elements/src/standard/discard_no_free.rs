@@ -79,6 +79,9 @@ mod tests {
         assert_eq!(h.read("count").unwrap(), "2");
         assert_eq!(h.drops(), 0);
         assert_eq!(h.router.pool_outstanding(), 0, "packets released");
-        assert!(try_harness("DiscardNoFree(1)", 0).is_err());
+        assert_err(
+            try_harness("DiscardNoFree(1)", 0),
+            "e :: DiscardNoFree: too many arguments ('1')",
+        );
     }
 }

@@ -105,8 +105,17 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("HashSwitch(1)", 2).is_err());
-        assert!(try_harness("HashSwitch(1, 0)", 2).is_err());
-        assert!(try_harness("HashSwitch(-1, 2)", 2).is_err());
+        assert_err(
+            try_harness("HashSwitch(1)", 2),
+            "e :: HashSwitch: missing mandatory LENGTH argument",
+        );
+        assert_err(
+            try_harness("HashSwitch(1, 0)", 2),
+            "e :: HashSwitch: LENGTH must be at least 1",
+        );
+        assert_err(
+            try_harness("HashSwitch(-1, 2)", 2),
+            "e :: HashSwitch: OFFSET: expected unsigned integer",
+        );
     }
 }

@@ -95,7 +95,13 @@ mod tests {
         h.push(0, vec![pkt(&[1])]);
         assert!(h.output(0).is_empty());
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("Hub", 2).is_err(), "2 outputs, 1 input");
-        assert!(try_harness("Hub(1)", 1).is_err());
+        assert_err(
+            try_harness("Hub", 2),
+            "'e' :: Hub has no output 1 (Hub has as many outputs as inputs: 1 with 1 input)",
+        );
+        assert_err(
+            try_harness("Hub(1)", 1),
+            "e :: Hub: too many arguments ('1')",
+        );
     }
 }

@@ -92,6 +92,7 @@ impl Element for ErrorElement {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::reg;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -103,8 +104,11 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.iter().any(|d| d.message.contains("do not use")), "{e:?}");
-        assert!(Router::from_str("Message(x, LOUD);", &reg(), 1).is_err());
-        assert!(Router::from_str("Message;", &reg(), 1).is_err());
+        assert_err(Router::from_str("Message(x, LOUD);", &reg(), 1), "<config>:1:1: Message@1 :: Message: TYPE must be MESSAGE, WARNING or ERROR, not 'LOUD'");
+        assert_err(
+            Router::from_str("Message;", &reg(), 1),
+            "<config>:1:1: Message@1 :: Message: missing mandatory MESSAGE argument",
+        );
     }
 
     #[test]

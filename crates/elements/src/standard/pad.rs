@@ -84,7 +84,10 @@ mod tests {
         let out = h.output(0);
         assert_eq!(out[0].data(), &[5, 6, 0, 0]);
         assert_eq!(out[0].anno().extra_length, 0);
-        assert!(try_harness("Pad(ZERO maybe)", 1).is_err());
+        assert_err(
+            try_harness("Pad(ZERO maybe)", 1),
+            "e :: Pad: ZERO: expected boolean (true or false)",
+        );
         assert!(try_harness("Pad(ZERO false)", 1).is_ok());
     }
 }

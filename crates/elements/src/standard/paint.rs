@@ -137,7 +137,7 @@ mod tests {
         h.write("color", "200").unwrap();
         h.push(0, vec![pkt(&[1])]);
         assert_eq!(h.output(0)[0].anno().paint, 200);
-        assert!(h.write("color", "256").is_err());
+        assert_err(h.write("color", "256"), "e.color: 256 out of range");
         assert_eq!(h.read("color").unwrap(), "200");
     }
 
@@ -156,8 +156,11 @@ mod tests {
     #[test]
     fn bad_config() {
         assert!(try_harness("Paint", 1).err().unwrap().contains("COLOR"));
-        assert!(try_harness("Paint(300)", 1).is_err());
-        assert!(try_harness("Paint(1, ANNO 24)", 1).is_err());
-        assert!(try_harness("Paint(1, ANNO FOO)", 1).is_err());
+        assert_err(
+            try_harness("Paint(300)", 1),
+            "e :: Paint: COLOR: 300 out of range",
+        );
+        assert_err(try_harness("Paint(1, ANNO 24)", 1), "e :: Paint: ANNO: expected one-byte annotation (PAINT, ICMP_PARAMPROB or a user byte 0..23), not '24'");
+        assert_err(try_harness("Paint(1, ANNO FOO)", 1), "e :: Paint: ANNO: expected one-byte annotation (PAINT, ICMP_PARAMPROB or a user byte 0..23), not 'FOO'");
     }
 }

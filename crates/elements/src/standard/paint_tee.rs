@@ -103,7 +103,13 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("PaintTee", 2).is_err());
-        assert!(try_harness("PaintTee(1, 2, 3)", 2).is_err());
+        assert_err(
+            try_harness("PaintTee", 2),
+            "e :: PaintTee: missing mandatory COLOR argument",
+        );
+        assert_err(
+            try_harness("PaintTee(1, 2, 3)", 2),
+            "e :: PaintTee: too many arguments ('3')",
+        );
     }
 }

@@ -105,6 +105,7 @@ impl Element for PortInfo {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::reg;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -116,12 +117,33 @@ mod tests {
         assert_eq!(look("ssh/udp").unwrap(), "22");
         assert_eq!(look("www").unwrap(), "80");
         assert_eq!(look("http/tcp").unwrap(), "80");
-        assert!(look("http/udp").is_err());
+        assert_err(look("http/udp"), "no port named 'http/udp'");
         assert_eq!(look("domain").unwrap(), "53");
-        assert!(look("dns").is_err(), "after # is a comment");
-        for bad in ["x", "x 70000", "x 1/sctp", "9 10", "x y"] {
+        assert_err(look("dns"), "no port named 'dns'");
+        for (bad, want) in [
+            (
+                "x",
+                "<config>:1:1: PortInfo@1 :: PortInfo: 'x': expected NAME PORT[/PROTOCOL]",
+            ),
+            (
+                "x 70000",
+                "<config>:1:1: PortInfo@1 :: PortInfo: 'x 70000': expected NAME PORT[/PROTOCOL]",
+            ),
+            (
+                "x 1/sctp",
+                "<config>:1:1: PortInfo@1 :: PortInfo: 'x 1/sctp': expected NAME PORT[/PROTOCOL]",
+            ),
+            (
+                "9 10",
+                "<config>:1:1: PortInfo@1 :: PortInfo: '9 10': bad name '9'",
+            ),
+            (
+                "x y",
+                "<config>:1:1: PortInfo@1 :: PortInfo: 'x y': expected NAME PORT[/PROTOCOL]",
+            ),
+        ] {
             let conf = format!("PortInfo({bad});");
-            assert!(Router::from_str(&conf, &reg(), 1).is_err(), "{bad}");
+            assert_err(Router::from_str(&conf, &reg(), 1), want);
         }
     }
 }

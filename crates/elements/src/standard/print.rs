@@ -358,7 +358,10 @@ mod tests {
         assert_eq!(Contents::parse("NONE"), Ok(Contents::None));
         assert_eq!(Contents::parse("true"), Ok(Contents::Hex));
         assert_eq!(Contents::parse("false"), Ok(Contents::None));
-        assert!(Contents::parse("binary").is_err());
+        assert_err(
+            Contents::parse("binary"),
+            "CONTENTS: expected NONE, HEX or ASCII, not 'binary'",
+        );
     }
 
     #[test]
@@ -371,9 +374,21 @@ mod tests {
         assert_eq!(h.read("active").unwrap(), "true");
         h.push(0, vec![pkt(b"printed by a test")]);
         assert_eq!(h.output(0).len(), 1);
-        assert!(h.write("active", "perhaps").is_err());
-        assert!(try_harness("Print(a, b)", 1).is_err());
-        assert!(try_harness("Print(CONTENTS binary)", 1).is_err());
-        assert!(try_harness("Print(FOO 1)", 1).is_err());
+        assert_err(
+            h.write("active", "perhaps"),
+            "e.active: expected boolean (true or false)",
+        );
+        assert_err(
+            try_harness("Print(a, b)", 1),
+            "e :: Print: MAXLENGTH: expected integer",
+        );
+        assert_err(
+            try_harness("Print(CONTENTS binary)", 1),
+            "e :: Print: CONTENTS: expected NONE, HEX or ASCII, not 'binary'",
+        );
+        assert_err(
+            try_harness("Print(FOO 1)", 1),
+            "e :: Print: unknown keyword FOO",
+        );
     }
 }

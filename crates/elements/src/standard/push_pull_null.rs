@@ -71,7 +71,7 @@ mod tests {
         let h = harness("PushNull", 1);
         h.push(0, vec![pkt(&[4])]);
         assert_eq!(tags(&h.output(0)), [4]);
-        assert!(Router::from_str("Idle -> Queue -> PushNull -> Discard;", &reg(), 1).is_err());
+        assert_err(Router::from_str("Idle -> Queue -> PushNull -> Discard;", &reg(), 1), "<config>:1:9: pull output 0 of 'Queue@2' (Queue, <config>:1:9) connected to push input 0 of 'PushNull@3' (PushNull, <config>:1:18)");
     }
 
     #[test]
@@ -81,9 +81,6 @@ mod tests {
         r.push_into("q", 0, vec![pkt(&[6])].into()).unwrap();
         let b = r.pull_from("n", 0, 4).unwrap().unwrap();
         assert_eq!(tags(b.as_slice()), [6]);
-        assert!(
-            try_harness("PullNull", 1).is_err(),
-            "TestSink input is push"
-        );
+        assert_err(try_harness("PullNull", 1), "push output 0 of 'TestSource@2' (TestSource, <config>:3:1) connected to pull input 0 of 'e' (PullNull, <config>:1:6); pull output 0 of 'e' (PullNull, <config>:1:6) connected to push input 0 of 'o0' (TestSink, <config>:4:15)");
     }
 }

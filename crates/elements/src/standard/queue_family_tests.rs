@@ -2,6 +2,7 @@
 //! implementation, classes that differ in policy.
 
 use paraclick_packet::{Batch, Packet};
+use paraclick_runtime::testing::assert_err;
 use paraclick_runtime::testing::TestSink;
 use paraclick_runtime::Router;
 
@@ -74,12 +75,25 @@ fn every_class_is_a_fifo_with_the_documented_handlers() {
             "TestSource -> q :: {class} -> Discard(ACTIVE false)"
         ));
         assert_eq!(r.read_handler("q.capacity").unwrap(), "1000", "{class}");
-        assert!(Router::from_str(
-            &format!("TestSource -> q :: {class}(0) -> Discard; Idle -> [1]q"),
-            &reg(),
-            1
-        )
-        .is_err());
+        // Capacity 0 is refused, and for that reason alone (only
+        // MixedQueue has a second input to connect).
+        let second = if *class == "MixedQueue" {
+            "; Idle -> [1]q"
+        } else {
+            ""
+        };
+        let e = assert_err(
+            Router::from_str(
+                &format!("TestSource -> q :: {class}(0) -> Discard{second}"),
+                &reg(),
+                1,
+            ),
+            "CAPACITY must be at least 1",
+        );
+        assert_eq!(
+            e,
+            format!("<config>:1:20: q :: {class}: CAPACITY must be at least 1")
+        );
     }
 }
 
@@ -122,13 +136,20 @@ fn capacity_is_writable() {
     assert_eq!(tags_of(r.pull_from("q", 0, 10).unwrap()), vec![1, 2, 4]);
     r.push_into("q", 0, tagged(&[7, 8])).unwrap();
     assert_eq!(tags_of(r.pull_from("q", 0, 10).unwrap()), vec![7]);
-    assert!(r.write_handler("q.capacity", "0").is_err());
-    assert!(r.write_handler("q.capacity", "x").is_err());
+    assert_err(
+        r.write_handler("q.capacity", "0"),
+        "q.capacity: capacity must be between 1 and 4096",
+    );
+    assert_err(
+        r.write_handler("q.capacity", "x"),
+        "q.capacity: expected unsigned integer",
+    );
     let max: usize = r.read_handler("q.max_capacity").unwrap().parse().unwrap();
     assert!(max >= 4096);
-    assert!(r
-        .write_handler("q.capacity", &(max + 1).to_string())
-        .is_err());
+    assert_err(
+        r.write_handler("q.capacity", &(max + 1).to_string()),
+        "q.capacity: capacity must be between 1 and 4096",
+    );
     r.write_handler("q.capacity", &max.to_string()).unwrap();
 }
 

@@ -209,10 +209,25 @@ mod tests {
         h.write("active", "true").unwrap();
         h.push(0, vec![pkt(&[0])]);
         assert_eq!(h.output(0)[0].data(), &[0xff]);
-        assert!(h.write("p_bit_error", "2").is_err());
-        assert!(h.write("error_kind", "toggle").is_err());
-        assert!(try_harness("RandomBitErrors", 1).is_err());
-        assert!(try_harness("RandomBitErrors(-0.1)", 1).is_err());
-        assert!(try_harness("RandomBitErrors(0.1, wiggle)", 1).is_err());
+        assert_err(
+            h.write("p_bit_error", "2"),
+            "e.p_bit_error: P: probability must be between 0 and 1, not 2",
+        );
+        assert_err(
+            h.write("error_kind", "toggle"),
+            "e.error_kind: KIND: expected flip, set or clear, not 'toggle'",
+        );
+        assert_err(
+            try_harness("RandomBitErrors", 1),
+            "e :: RandomBitErrors: missing mandatory P argument",
+        );
+        assert_err(
+            try_harness("RandomBitErrors(-0.1)", 1),
+            "e :: RandomBitErrors: P: probability must be between 0 and 1, not -0.1",
+        );
+        assert_err(
+            try_harness("RandomBitErrors(0.1, wiggle)", 1),
+            "e :: RandomBitErrors: KIND: expected flip, set or clear, not 'wiggle'",
+        );
     }
 }

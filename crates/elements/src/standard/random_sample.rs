@@ -162,13 +162,25 @@ mod tests {
         let h = harness("RandomSample(SAMPLE 1)", 1);
         h.push(0, many(50));
         assert_eq!(h.output(0).len(), 50);
-        assert!(h.write("sampling_prob", "1.5").is_err());
-        for bad in [
-            "RandomSample",
-            "RandomSample(2)",
-            "RandomSample(0.5, DROP 0.5)",
+        assert_err(
+            h.write("sampling_prob", "1.5"),
+            "e.sampling_prob: probability must be between 0 and 1, not 1.5",
+        );
+        for (bad, want) in [
+            (
+                "RandomSample",
+                "e :: RandomSample: give exactly one of P, SAMPLE and DROP",
+            ),
+            (
+                "RandomSample(2)",
+                "e :: RandomSample: probability must be between 0 and 1, not 2",
+            ),
+            (
+                "RandomSample(0.5, DROP 0.5)",
+                "e :: RandomSample: give exactly one of P, SAMPLE and DROP",
+            ),
         ] {
-            assert!(try_harness(bad, 1).is_err(), "{bad}");
+            assert_err(try_harness(bad, 1), want);
         }
     }
 }

@@ -50,6 +50,9 @@ mod tests {
         }
         assert_eq!(n.iter().sum::<usize>(), 9000);
         assert!(n.iter().all(|&k| (2600..3400).contains(&k)), "{n:?}");
-        assert!(try_harness("RandomSwitch(2)", 1).is_err());
+        assert_err(
+            try_harness("RandomSwitch(2)", 1),
+            "e :: RandomSwitch: too many arguments ('2')",
+        );
     }
 }

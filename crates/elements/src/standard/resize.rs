@@ -113,8 +113,17 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("Resize(1)", 1).is_err());
-        assert!(try_harness("Resize(x, 1)", 1).is_err());
-        assert!(try_harness("Resize(1, 70000)", 1).is_err());
+        assert_err(
+            try_harness("Resize(1)", 1),
+            "e :: Resize: missing mandatory TAIL argument",
+        );
+        assert_err(
+            try_harness("Resize(x, 1)", 1),
+            "e :: Resize: HEAD: expected integer",
+        );
+        assert_err(
+            try_harness("Resize(1, 70000)", 1),
+            "e :: Resize: TAIL: at most 65535 bytes may be added, not 70000",
+        );
     }
 }

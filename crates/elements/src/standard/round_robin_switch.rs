@@ -67,6 +67,9 @@ mod tests {
 
     #[test]
     fn no_arguments() {
-        assert!(try_harness("RoundRobinSwitch(1)", 2).is_err());
+        assert_err(
+            try_harness("RoundRobinSwitch(1)", 2),
+            "e :: RoundRobinSwitch: too many arguments ('1')",
+        );
     }
 }

@@ -74,6 +74,7 @@ impl Element for ScheduleInfo {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::reg;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 
     #[test]
@@ -83,9 +84,15 @@ mod tests {
         let r = Router::from_str(conf, &reg(), 1).unwrap();
         assert_eq!(r.read_handler("s.parameters").unwrap(), "c 4\nother 1.25\n");
         assert_eq!(r.read_handler("c/s.parameters").unwrap(), "c/i 0.5\n");
-        for bad in ["x", "x 0", "x -1", "x y", "x 1 2"] {
+        for (bad, want) in [
+            ("x", "<config>:1:1: ScheduleInfo@1 :: ScheduleInfo: 'x': expected ELEMENT PARAM"),
+            ("x 0", "<config>:1:1: ScheduleInfo@1 :: ScheduleInfo: 'x 0': PARAM must be a positive real number"),
+            ("x -1", "<config>:1:1: ScheduleInfo@1 :: ScheduleInfo: 'x -1': PARAM must be a positive real number"),
+            ("x y", "<config>:1:1: ScheduleInfo@1 :: ScheduleInfo: 'x y': PARAM must be a positive real number"),
+            ("x 1 2", "<config>:1:1: ScheduleInfo@1 :: ScheduleInfo: 'x 1 2': expected ELEMENT PARAM"),
+        ] {
             let conf = format!("ScheduleInfo({bad});");
-            assert!(Router::from_str(&conf, &reg(), 1).is_err(), "{bad}");
+            assert_err(Router::from_str(&conf, &reg(), 1), want);
         }
     }
 }

@@ -67,8 +67,17 @@ mod tests {
         want[4] = 0x11;
         assert_eq!(out[0].anno().user, want);
         assert_eq!(out[0].data(), &[1]);
-        assert!(try_harness("SetAnnoByte(24, 1)", 1).is_err());
-        assert!(try_harness("SetAnnoByte(1, 256)", 1).is_err());
-        assert!(try_harness("SetAnnoByte(1)", 1).is_err());
+        assert_err(
+            try_harness("SetAnnoByte(24, 1)", 1),
+            "e :: SetAnnoByte: OFFSET must be below 24",
+        );
+        assert_err(
+            try_harness("SetAnnoByte(1, 256)", 1),
+            "e :: SetAnnoByte: VALUE: 256 out of range",
+        );
+        assert_err(
+            try_harness("SetAnnoByte(1)", 1),
+            "e :: SetAnnoByte: missing mandatory VALUE argument",
+        );
     }
 }

@@ -171,8 +171,17 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("SetTimestamp(yesterday)", 1).is_err());
-        assert!(try_harness("SetTimestamp(1, DELTA true)", 1).is_err());
-        assert!(try_harness("SetTimestamp(FIRST maybe)", 1).is_err());
+        assert_err(
+            try_harness("SetTimestamp(yesterday)", 1),
+            "e :: SetTimestamp: TIMESTAMP: expected timestamp, not 'yesterday'",
+        );
+        assert_err(
+            try_harness("SetTimestamp(1, DELTA true)", 1),
+            "e :: SetTimestamp: DELTA cannot be combined with FIRST or TIMESTAMP",
+        );
+        assert_err(
+            try_harness("SetTimestamp(FIRST maybe)", 1),
+            "e :: SetTimestamp: FIRST: expected boolean (true or false)",
+        );
     }
 }

@@ -74,6 +74,9 @@ mod tests {
         let h = harness("StaticSwitch(5)", 1);
         h.push(0, vec![pkt(&[1])]);
         assert_eq!(h.drops(), 1);
-        assert!(try_harness("StaticSwitch", 1).is_err());
+        assert_err(
+            try_harness("StaticSwitch", 1),
+            "e :: StaticSwitch: missing mandatory OUTPUT argument",
+        );
     }
 }

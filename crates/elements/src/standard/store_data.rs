@@ -93,7 +93,13 @@ mod tests {
         let h = harness("StoreData(3, ab, GROW true)", 1);
         h.push(0, vec![pkt(&[1])]);
         assert_eq!(h.output(0)[0].data(), &[1, 0, 0, b'a', b'b']);
-        assert!(try_harness("StoreData(1)", 1).is_err());
-        assert!(try_harness("StoreData(x, ab)", 1).is_err());
+        assert_err(
+            try_harness("StoreData(1)", 1),
+            "e :: StoreData: missing mandatory DATA argument",
+        );
+        assert_err(
+            try_harness("StoreData(x, ab)", 1),
+            "e :: StoreData: OFFSET: expected unsigned integer",
+        );
     }
 }

@@ -66,8 +66,17 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("Strip", 1).is_err());
-        assert!(try_harness("Strip(-1)", 1).is_err());
-        assert!(try_harness("Strip(x)", 1).is_err());
+        assert_err(
+            try_harness("Strip", 1),
+            "e :: Strip: missing mandatory LENGTH argument",
+        );
+        assert_err(
+            try_harness("Strip(-1)", 1),
+            "e :: Strip: LENGTH: expected unsigned integer",
+        );
+        assert_err(
+            try_harness("Strip(x)", 1),
+            "e :: Strip: LENGTH: expected unsigned integer",
+        );
     }
 }

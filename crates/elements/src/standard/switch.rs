@@ -79,7 +79,7 @@ mod tests {
         assert_eq!(tags(&h.output(0)), vec![1]);
         assert_eq!(tags(&h.output(1)), vec![2]);
         assert_eq!(h.drops(), 1);
-        assert!(h.write("switch", "one").is_err());
+        assert_err(h.write("switch", "one"), "e.switch: expected integer");
         assert_eq!(h.read("switch").unwrap(), "-1");
     }
 
@@ -88,6 +88,9 @@ mod tests {
         let h = harness("Switch(1)", 2);
         h.push(0, vec![pkt(&[1])]);
         assert_eq!(tags(&h.output(1)), vec![1]);
-        assert!(try_harness("Switch(x)", 1).is_err());
+        assert_err(
+            try_harness("Switch(x)", 1),
+            "e :: Switch: OUTPUT: expected integer",
+        );
     }
 }

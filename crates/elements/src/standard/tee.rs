@@ -192,7 +192,10 @@ mod tests {
             .err()
             .unwrap()
             .contains("expected 2 outputs"));
-        assert!(try_harness("Tee(x)", 1).is_err());
+        assert_err(
+            try_harness("Tee(x)", 1),
+            "e :: Tee: N: expected unsigned integer",
+        );
     }
 
     #[test]

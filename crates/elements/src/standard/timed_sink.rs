@@ -110,15 +110,21 @@ mod tests {
         assert_eq!(h.read("interval").unwrap(), "0.02");
         h.write("interval", "1").unwrap();
         assert_eq!(h.read("interval").unwrap(), "1");
-        assert!(h.write("interval", "soon").is_err());
+        assert_err(
+            h.write("interval", "soon"),
+            "e.interval: expected time in seconds",
+        );
     }
 
     #[test]
     fn bad_config() {
         let r = reg();
-        assert!(Harness::new(&r, "TimedSink(never); Idle -> q :: Queue -> e", 0).is_err());
+        assert_err(
+            Harness::new(&r, "TimedSink(never); Idle -> q :: Queue -> e", 0),
+            "e :: TimedSink: INTERVAL: expected time in seconds",
+        );
         assert!(Harness::new(&r, "TimedSink; Idle -> q :: Queue -> e", 0).is_ok());
         // A push input is a processing error.
-        assert!(Harness::new(&r, "TimedSink", 0).is_err());
+        assert_err(Harness::new(&r, "TimedSink", 0), "push output 0 of 'TestSource@2' (TestSource, <config>:3:1) connected to pull input 0 of 'e' (TimedSink, <config>:1:6)");
     }
 }

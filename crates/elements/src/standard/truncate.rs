@@ -97,7 +97,13 @@ mod tests {
         let out = h.output(0);
         assert!(out[0].is_empty());
         assert_eq!(out[0].anno().extra_length, 0);
-        assert!(try_harness("Truncate", 1).is_err());
-        assert!(try_harness("Truncate(-1)", 1).is_err());
+        assert_err(
+            try_harness("Truncate", 1),
+            "e :: Truncate: missing mandatory LENGTH argument",
+        );
+        assert_err(
+            try_harness("Truncate(-1)", 1),
+            "e :: Truncate: LENGTH: expected unsigned integer",
+        );
     }
 }

@@ -84,7 +84,13 @@ mod tests {
 
     #[test]
     fn bad_config() {
-        assert!(try_harness("Unstrip", 1).is_err());
-        assert!(try_harness("Unstrip(10000000)", 1).is_err());
+        assert_err(
+            try_harness("Unstrip", 1),
+            "e :: Unstrip: missing mandatory LENGTH argument",
+        );
+        assert_err(
+            try_harness("Unstrip(10000000)", 1),
+            "e :: Unstrip: LENGTH too large",
+        );
     }
 }

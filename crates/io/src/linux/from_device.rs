@@ -379,6 +379,7 @@ mod tests {
     use super::*;
     use crate::test_util::{build_err, full_registry};
     use paraclick_packet::{Packet, PacketType, Timestamp};
+    use paraclick_runtime::testing::assert_err;
 
     fn element(conf: &str) -> Result<FromDevice, String> {
         configure("FromDevice", make, conf, 1)
@@ -438,23 +439,41 @@ mod tests {
             element("eth0, RING_SIZE 2097152").unwrap().opts.ring_blocks,
             16
         );
-        for bad in [
-            "eth0, RING_SIZE 0",
-            "eth0, RING_SIZE 99999999999",
-            "",
-            "eth0, BURST 0",
-            "eth0, QUEUE 2, N_QUEUES 2",
-            "eth0, N_QUEUES 0",
-            "eth0, FANOUT SIDEWAYS",
-            "eth0, SNAPLEN 4",
-            "eth0, true, 4",
-            "eth0, maybe",
-            "a/b",
-            "averyveryverylongname",
-            "eth0, NOPE 1",
-            "eth0, METHOD CARRIER_PIGEON",
+        for (bad, want) in [
+            (
+                "eth0, RING_SIZE 0",
+                "RING_SIZE must be between 1 and 1073741824 bytes",
+            ),
+            (
+                "eth0, RING_SIZE 99999999999",
+                "RING_SIZE must be between 1 and 1073741824 bytes",
+            ),
+            ("", "missing mandatory DEVNAME argument"),
+            ("eth0, BURST 0", "BURST must be at least 1"),
+            (
+                "eth0, QUEUE 2, N_QUEUES 2",
+                "QUEUE 2 out of range: N_QUEUES is 2",
+            ),
+            ("eth0, N_QUEUES 0", "N_QUEUES must be between 1 and 256"),
+            (
+                "eth0, FANOUT SIDEWAYS",
+                "FANOUT: unknown mode 'SIDEWAYS' (HASH, LB, CPU, RND, QM, ROLLOVER)",
+            ),
+            ("eth0, SNAPLEN 4", "SNAPLEN must be at least 14"),
+            ("eth0, true, 4", "SNAPLEN must be at least 14, not 4"),
+            ("eth0, maybe", "PROMISC: expected boolean (true or false)"),
+            ("a/b", "DEVNAME: bad interface name 'a/b'"),
+            (
+                "averyveryverylongname",
+                "DEVNAME: bad interface name 'averyveryverylongname'",
+            ),
+            ("eth0, NOPE 1", "unknown keyword NOPE"),
+            (
+                "eth0, METHOD CARRIER_PIGEON",
+                "METHOD: expected LINUX, PCAP or NETMAP, not 'CARRIER_PIGEON'",
+            ),
         ] {
-            assert!(element(bad).is_err(), "{bad}");
+            assert_err(element(bad), want);
         }
     }
 

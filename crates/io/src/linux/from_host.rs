@@ -320,6 +320,7 @@ impl Element for FromHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn element(conf: &str) -> Result<FromHost, String> {
         let mut env = paraclick_runtime::ArgEnv::default();
@@ -360,26 +361,26 @@ mod tests {
         let e = element("fake0, DST 192.0.0.1/255.0.0.0").unwrap();
         assert_eq!(e.setup.dst.unwrap().len, 8);
 
-        for bad in [
-            "",
-            "fake0, 10.0.1.1/33",
-            "fake0, not-an-address",
-            "fake0, 10.0.1.0/24",
-            "fake0, 10.0.1.255/24",
-            "fake0, 10.0.1.1/24, GATEWAY 10.0.2.1",
-            "fake0, GATEWAY 0.0.0.0",
-            "fake0, ETHER 01:00:5e:00:00:01",
-            "fake0, ETHER 00:00:00:00:00:00",
-            "fake0, MTU 67",
-            "fake0, MTU 70000",
-            "fake0, BURST 0",
-            "fake0, HEADROOM 100000",
-            "fake0, DST6 fe80::1/64",
-            "a/b",
-            "averyveryverylongname",
-            "fake0, 10.0.1.1/24, extra",
+        for (bad, want) in [
+            ("", "missing mandatory DEVNAME argument"),
+            ("fake0, 10.0.1.1/33", "DST: expected IP prefix, not '10.0.1.1/33'"),
+            ("fake0, not-an-address", "DST: expected IP prefix, not 'not-an-address'"),
+            ("fake0, 10.0.1.0/24", "DST 10.0.1.0/24: give the device's own address in its network (such as 10.0.1.1/24)"),
+            ("fake0, 10.0.1.255/24", "DST 10.0.1.255/24: give the device's own address in its network (such as 10.0.1.1/24)"),
+            ("fake0, 10.0.1.1/24, GATEWAY 10.0.2.1", "GATEWAY 10.0.2.1 is not on DST's network 10.0.1.1/24"),
+            ("fake0, GATEWAY 0.0.0.0", "GATEWAY: 0.0.0.0 is no gateway"),
+            ("fake0, ETHER 01:00:5e:00:00:01", "ETHER: 01-00-5E-00-00-01 is not a unicast address a device can have"),
+            ("fake0, ETHER 00:00:00:00:00:00", "ETHER: 00-00-00-00-00-00 is not a unicast address a device can have"),
+            ("fake0, MTU 67", "MTU must be between 68 and 65521"),
+            ("fake0, MTU 70000", "MTU must be between 68 and 65521"),
+            ("fake0, BURST 0", "BURST must be at least 1"),
+            ("fake0, HEADROOM 100000", "HEADROOM must be at most 4096"),
+            ("fake0, DST6 fe80::1/64", "unknown keyword DST6"),
+            ("a/b", "DEVNAME: bad interface name 'a/b'"),
+            ("averyveryverylongname", "DEVNAME: bad interface name 'averyveryverylongname'"),
+            ("fake0, 10.0.1.1/24, extra", "too many arguments ('extra')"),
         ] {
-            assert!(element(bad).is_err(), "{bad}");
+            assert_err(element(bad), want);
         }
     }
 

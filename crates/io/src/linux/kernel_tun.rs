@@ -388,6 +388,7 @@ impl Element for KernelTun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     fn element(class: &str, conf: &str) -> Result<KernelTun, String> {
         let mut env = paraclick_runtime::ArgEnv::default();
@@ -430,8 +431,14 @@ mod tests {
         // FastClick's spelling DEVNAME; not both.
         let e2 = element("KernelTap", "10.100.0.1/24, DEVNAME vEth1").unwrap();
         assert_eq!(e2.devname, "vEth1");
-        assert!(element("KernelTap", "10.100.0.1/24, DEVNAME a, DEV_NAME b").is_err());
-        assert!(element("KernelTap", "10.100.0.1/24, DEVNAME a/b").is_err());
+        assert_err(
+            element("KernelTap", "10.100.0.1/24, DEVNAME a, DEV_NAME b"),
+            "give DEV_NAME or DEVNAME, not both",
+        );
+        assert_err(
+            element("KernelTap", "10.100.0.1/24, DEVNAME a/b"),
+            "DEV_NAME: bad interface name 'a/b'",
+        );
         assert_eq!(e.frame_cap, 1518);
         assert_eq!(e.setup.ether, Some(EtherAddr([2, 0, 0, 0, 0x98, 1])));
         // GATEWAY 0.0.0.0: none.
@@ -442,23 +449,47 @@ mod tests {
                 .gateway,
             None
         );
-        for bad in [
-            "",
-            "10.99.0.1/33",
-            "nonsense",
-            "10.99.0.1/24, 10.98.0.1",
-            "10.99.0.1/24, 10.99.0.1",
-            "10.99.0.1/24, MTU 67",
-            "10.99.0.1/24, MTU 70000",
-            "10.99.0.1/24, BURST 0",
-            "10.99.0.1/24, HEADROOM 100000",
-            "10.99.0.1/24, DEV_NAME a/b",
-            "10.99.0.1/24, DEV_NAME averyveryverylongname",
-            "10.99.0.1/24, FOO 1",
+        for (bad, want) in [
+            ("", "missing mandatory ADDR argument"),
+            (
+                "10.99.0.1/33",
+                "ADDR: expected IP prefix, not '10.99.0.1/33'",
+            ),
+            ("nonsense", "ADDR: expected IP prefix, not 'nonsense'"),
+            (
+                "10.99.0.1/24, 10.98.0.1",
+                "GATEWAY 10.98.0.1 is not another host on ADDR/MASK's network 10.99.0.1/24",
+            ),
+            (
+                "10.99.0.1/24, 10.99.0.1",
+                "GATEWAY 10.99.0.1 is not another host on ADDR/MASK's network 10.99.0.1/24",
+            ),
+            ("10.99.0.1/24, MTU 67", "MTU must be between 68 and 65521"),
+            (
+                "10.99.0.1/24, MTU 70000",
+                "MTU must be between 68 and 65521",
+            ),
+            ("10.99.0.1/24, BURST 0", "BURST must be at least 1"),
+            (
+                "10.99.0.1/24, HEADROOM 100000",
+                "HEADROOM must be at most 4096",
+            ),
+            (
+                "10.99.0.1/24, DEV_NAME a/b",
+                "DEV_NAME: bad interface name 'a/b'",
+            ),
+            (
+                "10.99.0.1/24, DEV_NAME averyveryverylongname",
+                "DEV_NAME: bad interface name 'averyveryverylongname'",
+            ),
+            ("10.99.0.1/24, FOO 1", "unknown keyword FOO"),
         ] {
-            assert!(element("KernelTun", bad).is_err(), "{bad}");
+            assert_err(element("KernelTun", bad), want);
         }
-        assert!(element("KernelTap", "10.98.0.1/24, ETHER 01:00:5e:00:00:01").is_err());
+        assert_err(
+            element("KernelTap", "10.98.0.1/24, ETHER 01:00:5e:00:00:01"),
+            "ETHER: 01-00-5E-00-00-01 is not a unicast address a device can have",
+        );
     }
 
     #[test]

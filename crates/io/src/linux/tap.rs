@@ -296,6 +296,7 @@ pub fn mtu(name: &str) -> io::Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
 
     #[test]
     fn sockaddr_in_is_network_order() {
@@ -308,8 +309,11 @@ mod tests {
 
     #[test]
     fn names_are_checked() {
-        assert!(ifreq("").is_err());
-        assert!(ifreq("sixteen-chars-xx").is_err());
+        assert_err(ifreq(""), "bad device name ''");
+        assert_err(
+            ifreq("sixteen-chars-xx"),
+            "bad device name 'sixteen-chars-xx'",
+        );
         let r = ifreq("tap%d").unwrap();
         assert_eq!(ifreq_name(&r), "tap%d");
     }

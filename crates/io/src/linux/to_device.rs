@@ -320,6 +320,7 @@ impl Element for ToDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Registry;
 
     fn make_conf(conf: &str) -> Result<(), String> {
@@ -347,15 +348,15 @@ mod tests {
         assert!(make_conf("eth0, BURST 16, QUEUE 1").is_ok());
         // 2^64-1 overflowed 4 × BURST.
         let huge = "eth0, BURST 18446744073709551615";
-        for bad in [
-            "",
-            "eth0, BURST 0",
-            "eth0, 0",
-            "eth0, MODE fast",
-            "x y",
-            huge,
+        for (bad, want) in [
+            ("", "missing mandatory DEVNAME argument"),
+            ("eth0, BURST 0", "BURST must be between 1 and 65536"),
+            ("eth0, 0", "BURST must be between 1 and 65536"),
+            ("eth0, MODE fast", "unknown keyword MODE"),
+            ("x y", "DEVNAME: bad interface name 'x y'"),
+            (huge, "BURST must be between 1 and 65536"),
         ] {
-            assert!(make_conf(bad).is_err(), "{bad}");
+            assert_err(make_conf(bad), want);
         }
     }
 }

@@ -147,6 +147,7 @@ mod tests {
     use super::*;
     use crate::test_util::{full_registry, try_build, TestSink};
     use paraclick_packet::Packet;
+    use paraclick_runtime::testing::assert_err;
     use std::time::{Duration, Instant};
 
     #[test]
@@ -267,7 +268,7 @@ mod tests {
             drop(got);
             drop(r);
             // The tap was not persistent: it went with the router.
-            assert!(mtu(name).is_err(), "{name} still exists");
+            assert_err(mtu(name), "No such device");
 
             // A FromHost for another device does not do.
             let e = try_build(

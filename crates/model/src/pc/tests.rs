@@ -182,5 +182,9 @@ fn bad_files_are_clear_errors() {
     assert!(parse(&bad).unwrap_err().contains("Nope"));
     let bad = good.replace("sizes = [64]", "sizes = []");
     assert!(parse(&bad).unwrap_err().contains("no packet sizes"));
-    assert!(load(&file("does-not-exist.toml")).is_err());
+    let e = load(&file("does-not-exist.toml")).unwrap_err();
+    assert!(
+        e.contains("does-not-exist.toml: No such file or directory"),
+        "{e}"
+    );
 }

@@ -1,4 +1,5 @@
 use super::*;
+use paraclick_runtime::testing::assert_err;
 
 fn machine() -> Machine {
     Machine {
@@ -229,9 +230,12 @@ fn legality_table() {
     assert!(replicable("IPRewriter")
         .unwrap_err()
         .contains("port allocator"));
-    assert!(replicable("Queue").is_err());
+    assert_err(replicable("Queue"), "a queue: one FIFO for all flows");
     assert!(replicable("Counter").is_ok());
-    assert!(replicable("AverageCounter").is_err());
+    assert_err(
+        replicable("AverageCounter"),
+        "its rate is measured over all flows (summed replicas are not written)",
+    );
     assert!(replicable("SomethingNew")
         .unwrap_err()
         .contains("not known"));
