@@ -314,7 +314,7 @@ mod tests {
         );
         assert_eq!(
             read(c, "x.handlers", None).unwrap(),
-            "v\trw\nr\tr\nw\tw\np\tr\nname\tr\nclass\tr\nconfig\tr\nports\tr\nhandlers\tr\n"
+            "v\trw\nr\tr\nw\tw\np\tr\nname\tr\nclass\tr\nconfig\tr\nports\tr\nhandlers\tr\ndrop_reasons\tr\n"
         );
     }
 
