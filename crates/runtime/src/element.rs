@@ -430,15 +430,19 @@ pub trait Role<E: Element>: Send + Sync + 'static {
 }
 
 /// The role of an element registered with [`crate::ClassSpec::element`].
+#[derive(Clone, Copy)]
 pub struct Plain;
 
 /// The role of a [`QueueElement`].
+#[derive(Clone, Copy)]
 pub struct AsQueue;
 
 /// The role of a [`DriverElement`].
+#[derive(Clone, Copy)]
 pub struct AsDriver;
 
 /// The role of a [`RoutingElement`].
+#[derive(Clone, Copy)]
 pub struct AsRouting;
 
 impl<E: Element> Role<E> for Plain {}

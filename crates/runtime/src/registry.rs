@@ -3,7 +3,7 @@
 pub use crate::cx::ConfigCx;
 use crate::element::{
     Action, ActionNode, AsDriver, AsQueue, AsRouting, DriverElement, Element, ElementNode, Node,
-    Plain, QueueElement, RoutingElement,
+    Plain, QueueElement, Role, RoutingElement,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -99,6 +99,19 @@ impl ClassSpec {
         })
     }
 
+    /// An element class whose elements play `role` (see [`Role`]).
+    fn in_role<E: Element, R: Role<E> + Copy>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+        role: R,
+    ) -> ClassSpec {
+        Self::node(name, port_count, processing, move |cx| {
+            make(cx).map(|e| Box::new(ElementNode(e, role)) as Box<dyn Node>)
+        })
+    }
+
     /// An element class with its own push, pull or tasks.
     pub fn element<E: Element>(
         name: &'static str,
@@ -106,9 +119,7 @@ impl ClassSpec {
         processing: &'static str,
         make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
     ) -> ClassSpec {
-        Self::node(name, port_count, processing, move |cx| {
-            make(cx).map(|e| Box::new(ElementNode(e, Plain)) as Box<dyn Node>)
-        })
+        Self::in_role(name, port_count, processing, make, Plain)
     }
 
     /// A queue class ([`QueueElement`]): its ring modes follow the thread
@@ -119,10 +130,7 @@ impl ClassSpec {
         processing: &'static str,
         make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
     ) -> ClassSpec {
-        Self::node(name, port_count, processing, move |cx| {
-            make(cx).map(|e| Box::new(ElementNode(e, AsQueue)) as Box<dyn Node>)
-        })
-        .kind(Kind::Queue)
+        Self::in_role(name, port_count, processing, make, AsQueue).kind(Kind::Queue)
     }
 
     /// A driver class ([`DriverElement`]): told of stop requests instead
@@ -133,9 +141,7 @@ impl ClassSpec {
         processing: &'static str,
         make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
     ) -> ClassSpec {
-        Self::node(name, port_count, processing, move |cx| {
-            make(cx).map(|e| Box::new(ElementNode(e, AsDriver)) as Box<dyn Node>)
-        })
+        Self::in_role(name, port_count, processing, make, AsDriver)
     }
 
     /// A class whose single-packet push is a choice of output
@@ -146,9 +152,7 @@ impl ClassSpec {
         processing: &'static str,
         make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
     ) -> ClassSpec {
-        Self::node(name, port_count, processing, move |cx| {
-            make(cx).map(|e| Box::new(ElementNode(e, AsRouting)) as Box<dyn Node>)
-        })
+        Self::in_role(name, port_count, processing, make, AsRouting)
     }
 
     /// A class whose constructor picks the kind itself (wrap the result

@@ -43,14 +43,7 @@ impl InitCx<'_> {
     /// notifier; see [`crate::notifier`]). For tasks that pull and have no
     /// other work of their own.
     pub fn sleep_when_empty(&mut self, task: usize) {
-        let e = self.elem;
-        // this element's tasks are the last ones added
-        if let Some(t) = self
-            .new_tasks
-            .iter_mut()
-            .rev()
-            .find(|t| t.0 == e && t.1 == task)
-        {
+        if let Some(t) = self.new_task(task) {
             t.2 = true;
         }
     }
@@ -59,15 +52,19 @@ impl InitCx<'_> {
     /// its push outputs is full, until a pull makes room (Click's full
     /// notifier). For sources that can pause.
     pub fn wait_for_room(&mut self, task: usize) {
+        if let Some(t) = self.new_task(task) {
+            t.3 = true;
+        }
+    }
+
+    /// Task `task` of this element, as added (its flags still to set).
+    fn new_task(&mut self, task: usize) -> Option<&mut (usize, usize, bool, bool)> {
         let e = self.elem;
-        if let Some(t) = self
-            .new_tasks
+        // this element's tasks are the last ones added
+        self.new_tasks
             .iter_mut()
             .rev()
             .find(|t| t.0 == e && t.1 == task)
-        {
-            t.3 = true;
-        }
     }
 
     /// Schedules a timer of this element to fire `after` the router starts.
