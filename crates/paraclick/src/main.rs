@@ -145,6 +145,13 @@ struct RunArgs {
     /// (with -j N, the N threads take turns on one OS thread).
     #[arg(long = "simtime")]
     simtime: bool,
+    /// Let a batch that an element splits go down each of its outputs
+    /// whole even where those paths meet again (faster on mixed traffic;
+    /// packets of one path may then overtake another's where they meet).
+    /// By default such a split keeps arrival order, as Click's one packet
+    /// at a time does.
+    #[arg(long = "relaxed-order")]
+    relaxed_order: bool,
     /// Allow hot reconfiguration, as Click's -R: writing a configuration to
     /// the `hotconfig` handler (through a control socket) replaces the
     /// running one; elements of the same name and class keep their state.
@@ -877,6 +884,7 @@ fn run(a: RunArgs) -> ExitCode {
         simtime: a.simtime,
         clickpath: a.input.clickpath.clone(),
         max_elements: a.input.max_elements,
+        relaxed_order: a.relaxed_order,
         ..BuildOptions::default()
     };
     let router = match Router::build(&src, &reg, &opts) {

@@ -940,7 +940,8 @@ fn split_batch<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
     other: Verdict,
 ) {
     let rest = batch.split_off(i);
-    let mut split = Splitter::new(cx, first, batch);
+    let ordered = cx.splits_in_order();
+    let mut split = Splitter::new(cx, first, batch, ordered);
     split.route(cx, rest, other, e);
     split.flush(cx);
 }
@@ -963,7 +964,7 @@ fn pull_actions<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
         Ok(v) => (Batch::new(), v, None),
         Err((i, first, other)) => (batch.split_off(i), first, Some(other)),
     };
-    let mut split = Splitter::new(cx, first, batch);
+    let mut split = Splitter::new(cx, first, batch, false);
     if let Some(other) = other {
         split.route(cx, rest, other, e);
     }
@@ -974,17 +975,25 @@ fn pull_actions<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
 
 /// Side batches per output port, for batches whose packets go different
 /// ways. The first few ports live inline: no allocation.
+///
+/// An element whose outputs meet again downstream (`Ports::ordered`)
+/// keeps one run instead: a packet for another port than the run's first
+/// pushes the run on, so the paths see the batch in arrival order.
 struct Splitter {
     outs: [(usize, Option<Batch>); 4],
     more: Vec<(usize, Batch)>,
+    ordered: bool,
 }
 
 impl Splitter {
-    /// Starts with batch `b`, whose packets all had verdict `v`.
-    fn new(cx: &mut Cx<'_>, v: Verdict, b: Batch) -> Splitter {
+    /// Starts with batch `b`, whose packets all had verdict `v`; `ordered`:
+    /// keep arrival order across ports (push context only: a pull
+    /// element's port 0 returns its packets).
+    fn new(cx: &mut Cx<'_>, v: Verdict, b: Batch, ordered: bool) -> Splitter {
         let mut s = Splitter {
             outs: [(0, None), (0, None), (0, None), (0, None)],
             more: Vec::new(),
+            ordered,
         };
         match v {
             Verdict::Out(p) => s.outs[0] = (p, Some(b)),
@@ -995,7 +1004,10 @@ impl Splitter {
     }
 
     #[inline]
-    fn add(&mut self, port: usize, p: Packet) {
+    fn add(&mut self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        if self.ordered {
+            return self.add_in_order(cx, port, p);
+        }
         for slot in self.outs.iter_mut() {
             match slot {
                 (q, Some(b)) if *q == port => {
@@ -1015,6 +1027,22 @@ impl Splitter {
         }
     }
 
+    /// Ordered mode: one run in `outs[0]`, pushed on when a packet for
+    /// another port arrives.
+    #[inline(never)]
+    fn add_in_order(&mut self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        match &mut self.outs[0] {
+            (q, Some(b)) if *q == port => b.push(p),
+            slot => {
+                if let (q, Some(b)) = std::mem::replace(slot, (port, Some(Batch::one(p)))) {
+                    if !b.is_empty() {
+                        cx.push(q, b);
+                    }
+                }
+            }
+        }
+    }
+
     fn route<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
         &mut self,
         cx: &mut Cx<'_>,
@@ -1029,7 +1057,7 @@ impl Splitter {
                 None => e(cx, &mut p),
             };
             match v {
-                Verdict::Out(k) => self.add(k, p),
+                Verdict::Out(k) => self.add(cx, k, p),
                 Verdict::Drop => cx.drop_packet(p),
                 Verdict::DropFor(r) => cx.drop_packet_for(r, p),
             }
@@ -1090,6 +1118,85 @@ mod tests {
 
     fn tags(v: Vec<Packet>) -> Vec<u8> {
         v.iter().map(|p| p.data()[1]).collect()
+    }
+
+    /// Passes every packet to output 0.
+    struct Pass;
+
+    impl Action for Pass {
+        fn action(&self, _cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
+            Verdict::Out(0)
+        }
+    }
+
+    fn meeting(conf: &str, relaxed: bool) -> crate::Router {
+        let mut reg = Registry::new();
+        reg.register(ClassSpec::action("ByFirstByte", "1/-", "a/ah", |cx| {
+            cx.args().complete()?;
+            Ok(ByFirstByte)
+        }));
+        reg.register(ClassSpec::action("Pass", "1/1", "a/ah", |cx| {
+            cx.args().complete()?;
+            Ok(Pass)
+        }));
+        let reg = crate::testing::with_test_classes(&reg);
+        let opts = crate::BuildOptions {
+            pin: false,
+            relaxed_order: relaxed,
+            ..crate::BuildOptions::default()
+        };
+        let src = paraclick_lang::Source {
+            name: "<test>".into(),
+            text: conf.into(),
+        };
+        crate::Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    /// Click runs one packet at a time, so where two outputs' paths meet
+    /// again the packets arrive in their original order; a batch split
+    /// per output would deliver all of one output's first.
+    #[test]
+    fn a_split_whose_paths_meet_again_keeps_arrival_order() {
+        // Output 1 meets output 0 at `s` after a hop of its own; output 2
+        // goes elsewhere.
+        let conf = "TestSource -> e :: ByFirstByte; e[0] -> s :: TestSink; \
+                    e[1] -> Pass -> s; e[2] -> t :: TestSink;";
+        let batch = || {
+            vec![
+                pk(0, 1),
+                pk(1, 2),
+                pk(2, 3),
+                pk(0, 4),
+                pk(1, 5),
+                pk(1, 6),
+                pk(0, 7),
+            ]
+        };
+        let r = meeting(conf, false);
+        r.push_into("e", 0, Batch::from(batch())).unwrap();
+        assert_eq!(tags(crate::testing::sink(&r, "s")), vec![1, 2, 4, 5, 6, 7]);
+        assert_eq!(tags(crate::testing::sink(&r, "t")), vec![3]);
+        // --relaxed-order: whole batches per output, output 0's first.
+        let r = meeting(conf, true);
+        r.push_into("e", 0, Batch::from(batch())).unwrap();
+        assert_eq!(tags(crate::testing::sink(&r, "s")), vec![1, 4, 7, 2, 5, 6]);
+    }
+
+    #[test]
+    fn only_elements_whose_outputs_meet_again_split_in_order() {
+        let r = meeting(
+            "TestSource -> e :: ByFirstByte; e[0] -> s :: TestSink; e[1] -> Pass -> s; \
+             TestSource -> f :: ByFirstByte; f[0] -> a :: TestSink; f[1] -> Pass -> b :: TestSink;",
+            false,
+        );
+        let ordered = |n: &str| r.core.ports[r.core.names[n]].ordered;
+        assert!(ordered("e"));
+        assert!(!ordered("f"));
+        let r = meeting(
+            "TestSource -> e :: ByFirstByte; e[0] -> s :: TestSink; e[1] -> s;",
+            true,
+        );
+        assert!(!r.core.ports[r.core.names["e"]].ordered);
     }
 
     #[test]

@@ -118,6 +118,60 @@ impl Peer {
     }
 }
 
+/// Per element: whether two of its push outputs reach one element through
+/// push connections (a queue ends a path: what it holds is pulled later).
+/// Batches such an element splits must go on in runs of arrival order:
+/// one packet at a time, as Click runs, the paths meet in arrival order,
+/// and a stateful element there (a rewriter's two directions, a trace
+/// writer, a queue) sees the same sequence. Elements whose outputs never
+/// meet again keep whole per-output batches.
+pub(crate) fn ordered_splits(
+    graph: &FlatGraph,
+    checked: &paraclick_lang::check::CheckedGraph,
+) -> Vec<bool> {
+    let n = graph.elements.len();
+    // Push successors, with the output port each leaves by.
+    let mut next: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+    for c in &graph.connections {
+        if checked.outputs[c.from].get(c.from_port) == Some(&PortKind::Push) {
+            next[c.from].push((c.from_port, c.to));
+        }
+    }
+    let mut seen_from = vec![usize::MAX; n];
+    let mut seen_by = vec![usize::MAX; n];
+    let mut stack = Vec::new();
+    (0..n)
+        .map(|i| {
+            let mut ports: Vec<usize> = next[i].iter().map(|&(p, _)| p).collect();
+            ports.sort_unstable();
+            ports.dedup();
+            if ports.len() < 2 {
+                return false;
+            }
+            // Marks what each output reaches; a mark left by another
+            // output of `i` is a meeting point.
+            for &(port, to) in &next[i] {
+                stack.clear();
+                stack.push(to);
+                while let Some(e) = stack.pop() {
+                    if seen_by[e] == i {
+                        if seen_from[e] != port {
+                            return true;
+                        }
+                        continue;
+                    }
+                    seen_by[e] = i;
+                    seen_from[e] = port;
+                    if e != i {
+                        stack.extend(next[e].iter().map(|&(_, t)| t));
+                    }
+                }
+            }
+            false
+        })
+        .collect()
+}
+
 /// The hot part of an element's wiring, kept apart from the rest of its
 /// slot so the packet path touches one small record per hop.
 pub(crate) struct Ports {
@@ -125,6 +179,11 @@ pub(crate) struct Ports {
     pub outputs: Box<[Peer]>,
     /// Per input port: the output it pulls from (pull inputs only).
     pub inputs: Box<[Peer]>,
+    /// Two of the element's push outputs lead (through push hops) to one
+    /// element: a batch it splits goes on in runs of arrival order, so
+    /// what meets again downstream meets in the order Click's one packet
+    /// at a time gives ([`ordered_splits`]).
+    pub ordered: bool,
 }
 
 pub(crate) struct Slot {
@@ -416,6 +475,11 @@ pub struct BuildOptions {
     ///
     /// [`ConfigCx::allowed_file`]: crate::ConfigCx::allowed_file
     pub files: FilePolicy,
+    /// Let a batch split by an element whose outputs meet again further
+    /// on go down each output whole (`--relaxed-order`): fewer, larger
+    /// batches, but packets of one path may overtake another's where the
+    /// paths meet. By default such splits keep arrival order.
+    pub relaxed_order: bool,
 }
 
 impl BuildOptions {
@@ -442,6 +506,7 @@ impl Default for BuildOptions {
             clickpath: None,
             max_elements: paraclick_lang::DEFAULT_MAX_ELEMENTS,
             files: FilePolicy::Any,
+            relaxed_order: false,
         }
     }
 }
@@ -600,7 +665,12 @@ impl Router {
         };
         let (made, mut arg_env) = Self::configure(&graph, &checked, reg, nthreads, opts)?;
         arg_env.checking = false;
-        let (slots, ports, names) = Self::connect(&graph, &checked, made, opts.profile);
+        let (slots, mut ports, names) = Self::connect(&graph, &checked, made, opts.profile);
+        if !opts.relaxed_order {
+            for (p, o) in ports.iter_mut().zip(ordered_splits(&graph, &checked)) {
+                p.ordered = o;
+            }
+        }
         let n = slots.len();
         let reasons = crate::drops::Reasons::new(
             graph
@@ -753,6 +823,7 @@ impl Router {
             ports.push(Ports {
                 outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
                 inputs: std::mem::take(&mut inputs[i]).into_boxed_slice(),
+                ordered: false,
             });
         }
         // Link each push peer to its element's own outputs. The output

@@ -206,6 +206,14 @@ impl<'r> Cx<'r> {
         self.core.ports[self.current].inputs.len()
     }
 
+    /// Whether the running element's batches must be split in runs of
+    /// arrival order: two of its outputs meet again downstream (see
+    /// [`crate::BuildOptions::relaxed_order`]). An element that splits
+    /// batches by output itself keeps the order when this is true.
+    pub fn splits_in_order(&self) -> bool {
+        self.core.ports[self.current].ordered
+    }
+
     /// Pushes `batch` out of output `port` of the running element. A port
     /// that does not exist (an optional output left unconnected) drops the
     /// batch, counted.
