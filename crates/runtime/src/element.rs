@@ -1129,8 +1129,34 @@ mod tests {
         }
     }
 
+    /// Splits a batch by first byte in its own `push`, port 0's packets
+    /// first (as an element with its own batch loop may).
+    struct Grouping;
+
+    impl Element for Grouping {
+        fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+            let (mut a, mut b) = (Batch::new(), Batch::new());
+            for p in batch.drain() {
+                if p.data()[0] == 0 {
+                    a.push(p)
+                } else {
+                    b.push(p)
+                }
+            }
+            for (port, out) in [(0, a), (1, b)] {
+                if !out.is_empty() {
+                    cx.push(port, out);
+                }
+            }
+        }
+    }
+
     fn meeting(conf: &str, relaxed: bool) -> crate::Router {
         let mut reg = Registry::new();
+        reg.register(ClassSpec::element("Grouping", "1/2", "h", |cx| {
+            cx.args().complete()?;
+            Ok(Grouping)
+        }));
         reg.register(ClassSpec::action("ByFirstByte", "1/-", "a/ah", |cx| {
             cx.args().complete()?;
             Ok(ByFirstByte)
@@ -1180,6 +1206,20 @@ mod tests {
         let r = meeting(conf, true);
         r.push_into("e", 0, Batch::from(batch())).unwrap();
         assert_eq!(tags(crate::testing::sink(&r, "s")), vec![1, 4, 7, 2, 5, 6]);
+    }
+
+    /// An element with its own batch loop whose outputs meet again gets
+    /// its batches one packet at a time.
+    #[test]
+    fn an_element_splitting_batches_itself_gets_one_packet_at_a_time() {
+        let conf = "TestSource -> e :: Grouping; e[0] -> s :: TestSink; e[1] -> Pass -> s;";
+        let batch = || vec![pk(1, 1), pk(0, 2), pk(1, 3), pk(0, 4)];
+        let r = meeting(conf, false);
+        r.push_into("e", 0, Batch::from(batch())).unwrap();
+        assert_eq!(tags(crate::testing::sink(&r, "s")), vec![1, 2, 3, 4]);
+        let r = meeting(conf, true);
+        r.push_into("e", 0, Batch::from(batch())).unwrap();
+        assert_eq!(tags(crate::testing::sink(&r, "s")), vec![2, 4, 1, 3]);
     }
 
     #[test]

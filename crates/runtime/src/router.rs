@@ -184,6 +184,10 @@ pub(crate) struct Ports {
     /// what meets again downstream meets in the order Click's one packet
     /// at a time gives ([`ordered_splits`]).
     pub ordered: bool,
+    /// `ordered`, and the element splits batches in its own `push` (not
+    /// an action's `Splitter`, nor a route table that keeps the order
+    /// itself): batches reach it one packet at a time, as in Click.
+    pub one_by_one: bool,
 }
 
 pub(crate) struct Slot {
@@ -667,8 +671,10 @@ impl Router {
         arg_env.checking = false;
         let (slots, mut ports, names) = Self::connect(&graph, &checked, made, opts.profile);
         if !opts.relaxed_order {
-            for (p, o) in ports.iter_mut().zip(ordered_splits(&graph, &checked)) {
+            let ordered = ordered_splits(&graph, &checked);
+            for ((p, o), slot) in ports.iter_mut().zip(ordered).zip(slots.iter()) {
                 p.ordered = o;
+                p.one_by_one = o && slot.element.fused().is_none();
             }
         }
         let n = slots.len();
@@ -824,6 +830,7 @@ impl Router {
                 outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
                 inputs: std::mem::take(&mut inputs[i]).into_boxed_slice(),
                 ordered: false,
+                one_by_one: false,
             });
         }
         // Link each push peer to its element's own outputs. The output
@@ -1008,7 +1015,16 @@ impl Router {
             .map_err(|_| "router is running".to_string())?;
         let mut cx = Cx::new(core, 0);
         cx.current = i;
-        core.slots[i].element.push(&mut cx, port, batch);
+        if core.ports[i].one_by_one {
+            // As a hop delivers it (see `Ports::one_by_one`).
+            let mut batch = batch;
+            for p in batch.drain() {
+                cx.current = i;
+                core.slots[i].element.push_packet(&mut cx, port, p);
+            }
+        } else {
+            core.slots[i].element.push(&mut cx, port, batch);
+        }
         cx.flush_deferred();
         Ok(())
     }

@@ -255,6 +255,11 @@ impl<'r> Cx<'r> {
             };
             self.current = peer.elem as usize;
             let p = peer.port as usize;
+            if core.ports[self.current].one_by_one {
+                // Its outputs meet again and it splits batches itself:
+                // one packet at a time keeps arrival order where they meet.
+                return self.push_one_by_one(to, p, batch);
+            }
             if core.profile.is_none() {
                 to.push(self, p, batch);
             } else {
@@ -262,6 +267,20 @@ impl<'r> Cx<'r> {
                 self.profiled(self.current, n, |cx| to.push(cx, p, batch));
             }
             return;
+        }
+    }
+
+    /// Hands `batch` to element `to` (the running one) a packet at a time.
+    #[inline(never)]
+    fn push_one_by_one(&mut self, to: &dyn crate::element::Node, port: usize, mut batch: Batch) {
+        let elem = self.current;
+        for p in batch.drain() {
+            self.current = elem;
+            if self.core.profile.is_none() {
+                to.push_packet(self, port, p);
+            } else {
+                self.profiled(elem, 1, |cx| to.push_packet(cx, port, p));
+            }
         }
     }
 
