@@ -370,8 +370,8 @@ impl Element for LookupIP6Route {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::*;
+    use crate::test_kit::*;
 
     const RT: &str = "LookupIP6Route(2001:db8:1::1/128 0, 2001:db8:1::/64 1, \
                       2001:db8:2:: ffff:ffff:ffff:ffff:: ::0 2, ::/0 2001:db8:2::2 2)";

@@ -823,8 +823,8 @@ mod tests {
 
 #[cfg(test)]
 mod element_tests {
-    use super::super::test_util::{harness, ip, packet_to, reg, try_harness};
     use super::{IPRouteLookup, Radix};
+    use crate::test_kit::{harness, ip, packet_to, reg, try_harness};
     use paraclick_runtime::testing::assert_err;
     use std::net::Ipv4Addr;
 
