@@ -3,23 +3,27 @@
 //! [`paraclick_runtime::testing`]), packet builders on the `wire` module's
 //! emitters, and one seeded random generator (on `fastrand`).
 //!
-//! Element tests use it directly; a folder with helpers of its own has a
-//! `test_util` that re-exports this and adds only what is particular to
-//! its elements. Other crates' tests (paraclick-io) use it through the
-//! `test-kit` feature.
+//! Element tests use it directly (`use crate::test_kit::*`). Whatever
+//! more than one folder could use lives here: the IPv4 and IPv6 builders,
+//! ICMP messages, tagged and timestamped packets. A folder keeps a
+//! `test_util` only for rigs its own elements alone need (the
+//! schedulers' queue-fed router, the QoS pull rig, the IP filter
+//! language's compiler); it does not re-export this kit. Other crates'
+//! tests (paraclick-io) use it through the `test-kit` feature.
 
 #![allow(dead_code)] // not every test uses every helper
 
+use paraclick_packet::wire::ipv6::upper_layer_checksum;
 use paraclick_packet::wire::{
     checksum, ethertype, ip_proto, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, EthernetRepr,
     Ipv4Header,
 };
-use paraclick_packet::{Packet, Timestamp};
+use paraclick_packet::{Batch, Packet, Timestamp};
 pub use paraclick_runtime::testing::{
     assert_err, build, build_err, build_simtime, build_with, handler, run, run_until, sink,
     try_build, with_test_classes, Harness, TestSink, TestSource,
 };
-use paraclick_runtime::Registry;
+use paraclick_runtime::{Registry, Router};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
@@ -246,11 +250,7 @@ impl Ip {
 
     /// An ICMP payload: type, code, the 4 bytes after the checksum, data.
     pub fn icmp(self, ty: u8, code: u8, rest: [u8; 4], data: &[u8]) -> Ip {
-        let mut m = vec![ty, code, 0, 0];
-        m.extend_from_slice(&rest);
-        m.extend_from_slice(data);
-        let c = checksum::checksum(&m);
-        m[2..4].copy_from_slice(&c.to_be_bytes());
+        let m = icmp(ty, code, rest, data);
         Ip {
             proto: ip_proto::ICMP,
             ..self
@@ -366,6 +366,181 @@ pub fn ip_header_checksum(h: &[u8]) -> u16 {
 pub fn ip_checksum_ok(d: &[u8]) -> bool {
     let hlen = usize::from(d[0] & 0x0f) * 4;
     checksum::verify(&d[..hlen])
+}
+
+/// An ICMP message (checksum filled): type, code, the 4 bytes after the
+/// checksum, and a body.
+pub fn icmp(ty: u8, code: u8, rest: [u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut v = vec![ty, code, 0, 0];
+    v.extend(rest);
+    v.extend(body);
+    let c = checksum::checksum(&v);
+    v[2..4].copy_from_slice(&c.to_be_bytes());
+    v
+}
+
+/// The bytes of an IPv4 datagram, positionally: header (with `options`,
+/// padded to a multiple of 4 with EOL), then `payload`; valid checksum
+/// ([`Ip`] with these fields).
+pub fn ip_bytes(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    proto: u8,
+    ident: u16,
+    df: bool,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    Ip::from_addrs(src, dst, proto)
+        .id(ident)
+        .frag(if df { 0x4000 } else { 0 })
+        .options(options)
+        .payload(payload)
+        .bytes()
+}
+
+/// A packet of `bytes` (an IPv4 datagram) with `mac` bytes of link header
+/// in front, the link header (if any) and the network header marked.
+pub fn ip_packet(mac: &[u8], bytes: &[u8]) -> Packet {
+    let mut all = mac.to_vec();
+    all.extend_from_slice(bytes);
+    let mut p = pkt(&all);
+    let hlen = usize::from(bytes[0] & 0x0f) * 4;
+    if !mac.is_empty() {
+        p.set_mac_header(0);
+    }
+    p.set_network_header(mac.len(), hlen);
+    p
+}
+
+/// A UDP-ish datagram (12 zero bytes) from 1.0.0.1 to `dst`, marked.
+pub fn packet_to(dst: &str) -> Packet {
+    ip_packet(
+        &[],
+        &ip_bytes(ip("1.0.0.1"), ip(dst), 17, 1, false, &[], &[0u8; 12]),
+    )
+}
+
+/// The network-header view of a packet.
+pub fn header(p: &Packet) -> Ipv4Header<&[u8]> {
+    Ipv4Header::new_checked(p.network_header().expect("network header")).expect("IPv4 header")
+}
+
+/// `n` packets of `len` bytes, the first byte of packet k being k.
+pub fn pkts(n: usize, len: usize) -> Vec<Packet> {
+    (0..n).map(|k| tagged(k as u8, len)).collect()
+}
+
+/// A packet of `len` bytes whose first byte is `tag`.
+pub fn tagged(tag: u8, len: usize) -> Packet {
+    let mut d = vec![0u8; len.max(1)];
+    d[0] = tag;
+    pkt(&d)
+}
+
+/// A one-byte packet `tag` with timestamp `ts` seconds.
+pub fn at(tag: u8, ts: f64) -> Packet {
+    let mut p = pkt(&[tag]);
+    p.set_timestamp(Timestamp((ts * 1e9).round() as i64));
+    p
+}
+
+/// Pushes `ps` into input 0 of element `elem` (not while `r` runs).
+pub fn fill(r: &Router, elem: &str, ps: Vec<Packet>) {
+    r.push_into(elem, 0, Batch::from(ps))
+        .unwrap_or_else(|e| panic!("{elem}: {e}"));
+}
+
+/// An IPv6 datagram under construction.
+#[derive(Clone, Debug)]
+pub struct Ip6 {
+    pub src: Ipv6Addr,
+    pub dst: Ipv6Addr,
+    pub nh: u8,
+    pub hlim: u8,
+    pub class: u8,
+    pub flow: u32,
+    pub payload: Vec<u8>,
+}
+
+impl Ip6 {
+    pub fn new(src: &str, dst: &str, nh: u8) -> Ip6 {
+        Ip6 {
+            src: a6(src),
+            dst: a6(dst),
+            nh,
+            hlim: 64,
+            class: 0,
+            flow: 0,
+            payload: Vec::new(),
+        }
+    }
+
+    pub fn hlim(mut self, h: u8) -> Ip6 {
+        self.hlim = h;
+        self
+    }
+
+    pub fn payload(mut self, d: &[u8]) -> Ip6 {
+        self.payload = d.to_vec();
+        self
+    }
+
+    /// A UDP payload with a correct checksum.
+    pub fn udp(mut self, sport: u16, dport: u16, data: &[u8]) -> Ip6 {
+        let mut seg = Vec::new();
+        seg.extend_from_slice(&sport.to_be_bytes());
+        seg.extend_from_slice(&dport.to_be_bytes());
+        seg.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+        seg.extend_from_slice(&[0, 0]);
+        seg.extend_from_slice(data);
+        let c = upper_layer_checksum(&self.src, &self.dst, 17, &seg);
+        seg[6..8].copy_from_slice(&c.to_be_bytes());
+        self.nh = 17;
+        self.payload = seg;
+        self
+    }
+
+    /// An ICMPv6 payload with a correct checksum.
+    pub fn icmp6(mut self, ty: u8, code: u8, rest: [u8; 4], data: &[u8]) -> Ip6 {
+        let mut m = vec![ty, code, 0, 0];
+        m.extend_from_slice(&rest);
+        m.extend_from_slice(data);
+        let c = upper_layer_checksum(&self.src, &self.dst, 58, &m);
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        self.nh = 58;
+        self.payload = m;
+        self
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(40 + self.payload.len());
+        let w0 = (6u32 << 28) | (u32::from(self.class) << 20) | (self.flow & 0xf_ffff);
+        v.extend_from_slice(&w0.to_be_bytes());
+        v.extend_from_slice(&(self.payload.len() as u16).to_be_bytes());
+        v.push(self.nh);
+        v.push(self.hlim);
+        v.extend_from_slice(&self.src.octets());
+        v.extend_from_slice(&self.dst.octets());
+        v.extend_from_slice(&self.payload);
+        v
+    }
+
+    /// The datagram behind an Ethernet header.
+    pub fn ether(&self, dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+        let mut v = dst.to_vec();
+        v.extend_from_slice(&src);
+        v.extend_from_slice(&[0x86, 0xdd]);
+        v.extend_from_slice(&self.bytes());
+        v
+    }
+}
+
+/// True if the ICMPv6/UDP/TCP checksum of the datagram verifies.
+pub fn upper_checksum_ok(d: &[u8]) -> bool {
+    let src = Ipv6Addr::from(<[u8; 16]>::try_from(&d[8..24]).expect("IPv6 source"));
+    let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&d[24..40]).expect("IPv6 destination"));
+    upper_layer_checksum(&src, &dst, d[6], &d[40..]) == 0
 }
 
 /// The tests' one random generator: `fastrand`'s, seeded, so every run

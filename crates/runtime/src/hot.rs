@@ -621,3 +621,216 @@ impl Backend for HotBackend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! State taken by name and class, drop counts carried, and `Hot`: a
+    //! configuration that fails leaves the old router running; one that
+    //! builds takes over with the state.
+
+    use super::Hot;
+    use crate::registry::{ClassSpec, Registry};
+    use crate::testing::{assert_err, WATCHDOG};
+    use crate::{BuildOptions, Cx, Element, Handler, InitCx, Router, StateCx};
+    use paraclick_packet::{Batch, Packet};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    /// Counts the packets pushed into it and drops them; its count
+    /// survives a swap. Its task counts its runs (and always has work).
+    #[derive(Default)]
+    struct Tally {
+        n: AtomicU64,
+        runs: AtomicU64,
+    }
+
+    impl Element for Tally {
+        const HANDLERS: &'static [Handler<Self>] = &[Handler::read("count", |e, _| {
+            e.n.load(Ordering::Relaxed).to_string()
+        })];
+
+        fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+            ix.add_task();
+            Ok(())
+        }
+
+        fn push(&self, cx: &mut Cx<'_>, _port: usize, b: Batch) {
+            self.n.fetch_add(b.len() as u64, Ordering::Relaxed);
+            cx.drop_batch(b);
+        }
+
+        fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
+            self.runs.fetch_add(1, Ordering::Relaxed);
+            // No work: the worker naps between runs.
+            false
+        }
+
+        fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
+            self.n
+                .fetch_add(old.n.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
+    fn reg() -> Registry {
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        reg.register(ClassSpec::element("Tally", "0-1/0", "h", |_| {
+            Ok(Tally::default())
+        }));
+        // The same element type under another class name: not a
+        // counterpart of a Tally.
+        reg.register(ClassSpec::element("OtherTally", "0-1/0", "h", |_| {
+            Ok(Tally::default())
+        }));
+        reg
+    }
+
+    fn opts() -> BuildOptions {
+        BuildOptions {
+            threads: 1,
+            pin: false,
+            ..BuildOptions::default()
+        }
+    }
+
+    fn build(conf: &str) -> Router {
+        let src = paraclick_lang::Source::new("t.click", conf);
+        Router::build(&src, &reg(), &opts()).unwrap_or_else(|d| panic!("{d:?}"))
+    }
+
+    fn push(r: &Router, name: &str, n: usize) {
+        let b: Vec<Packet> = (0..n).map(|_| Packet::from_slice(&[0]).unwrap()).collect();
+        r.push_into(name, 0, b.into()).unwrap();
+    }
+
+    fn count(r: &Router, name: &str) -> String {
+        r.read_handler(&format!("{name}.count")).unwrap()
+    }
+
+    #[test]
+    fn state_goes_to_the_element_of_the_same_name_and_class() {
+        let old = build("a :: Tally; b :: Tally; gone :: TestSink; TestSource -> gone;");
+        push(&old, "a", 1);
+        push(&old, "b", 2);
+        push(&old, "gone", 3);
+        let new = build("a :: Tally; b :: OtherTally; c :: Tally;");
+        let rep = new.take_state_from(&old).unwrap();
+        assert_eq!(rep.taken, 1, "only a has a counterpart");
+        assert_eq!(rep.discarded, 3, "the packets gone held");
+        assert_eq!(count(&new, "a"), "1");
+        assert_eq!(count(&new, "b"), "0", "another class: nothing taken");
+        assert_eq!(count(&new, "c"), "0");
+        // Drop counts go with the state: a's only.
+        assert_eq!(new.drops(), vec![("a".to_string(), 1)]);
+    }
+
+    #[test]
+    fn state_is_taken_only_between_quiet_routers() {
+        let old = build("a :: Tally;");
+        let new = build("a :: Tally;");
+        // Runs `r` on another thread and tries the take while it runs:
+        // the router stops whatever the take does.
+        let while_running = |r: &Router| {
+            std::thread::scope(|s| {
+                s.spawn(|| r.run());
+                let t0 = std::time::Instant::now();
+                while r.task_runs("a").unwrap() == 0 && t0.elapsed() < WATCHDOG {
+                    std::thread::yield_now();
+                }
+                let taken = new.take_state_from(&old).map(|_| ());
+                r.stop();
+                taken
+            })
+        };
+        assert_err(while_running(&old), "the old router is still running");
+        assert_err(while_running(&new), "the new router is already running");
+        assert!(new.take_state_from(&old).is_ok(), "both stopped");
+    }
+
+    /// A `Hot` running `conf` on a thread of its own, with hotconfig
+    /// allowed or not; `f` is given it once its router runs.
+    fn with_hot(conf: &str, allow: bool, f: impl FnOnce(&Hot) + Send) {
+        let hot = Hot::new(build(conf), Arc::new(reg()), opts(), allow);
+        std::thread::scope(|s| {
+            let h = s.spawn(|| hot.run());
+            struct Stop<'a>(&'a Hot);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.stop();
+                }
+            }
+            let _stop = Stop(&hot);
+            wait_runs(&hot.current(), "a", 1);
+            f(&hot);
+            drop(_stop);
+            while !h.is_finished() {
+                std::thread::yield_now();
+            }
+        });
+    }
+
+    /// Waits until element `name`'s task has run `n` more times.
+    fn wait_runs(r: &Router, name: &str, n: u64) {
+        let r0 = r.task_runs(name).unwrap();
+        let t0 = std::time::Instant::now();
+        while r.task_runs(name).unwrap() < r0 + n {
+            assert!(t0.elapsed() < WATCHDOG, "{name} does not run");
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_configuration_that_fails_leaves_the_old_router_running() {
+        with_hot("a :: Tally;", true, |hot| {
+            let old = hot.current();
+            let e = hot.hotconfig("a :: Tally;\nb :: Nope;").unwrap_err();
+            assert_eq!(e.code, 520);
+            assert!(
+                e.msg.contains("hotconfig:2:") && e.msg.contains("Nope"),
+                "{}",
+                e.msg
+            );
+            assert!(Arc::ptr_eq(&old, &hot.current()), "still the old router");
+            assert!(old.is_running());
+            wait_runs(&old, "a", 2);
+            assert!(hot.timings().is_empty(), "no swap");
+        });
+    }
+
+    #[test]
+    fn a_configuration_that_builds_takes_over_with_the_state() {
+        with_hot("a :: Tally;", true, |hot| {
+            let old = hot.current();
+            // Counted by a handler-less path: the old element's count,
+            // set while it runs (a push from outside would race it).
+            old.element::<Tally>("a")
+                .unwrap()
+                .n
+                .store(5, Ordering::Relaxed);
+            hot.hotconfig("a :: Tally; b :: Tally;").unwrap();
+            let new = hot.current();
+            assert!(!Arc::ptr_eq(&old, &new));
+            assert!(!old.is_running());
+            assert_eq!(count(&new, "a"), "5", "a's count carried over");
+            assert_eq!(count(&new, "b"), "0");
+            wait_runs(&new, "a", 1);
+            assert_eq!(hot.timings().len(), 1);
+            assert!(hot
+                .backend()
+                .read("hotswaps", None)
+                .unwrap()
+                .starts_with("swaps 1\n"));
+        });
+    }
+
+    #[test]
+    fn hotconfig_needs_permission() {
+        with_hot("a :: Tally;", false, |hot| {
+            let old = hot.current();
+            let e = hot.hotconfig("a :: Tally;").unwrap_err();
+            assert_eq!(e.code, 530);
+            assert!(e.msg.contains("not enabled"), "{}", e.msg);
+            assert!(Arc::ptr_eq(&old, &hot.current()));
+        });
+    }
+}

@@ -1181,3 +1181,253 @@ impl Stopper {
         self.core.stop_now();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The build's phases (configure in phase order, connect, initialize
+    //! in declaration order), their errors, and stopping.
+
+    use crate::registry::{ClassSpec, ConfigCx, Registry};
+    use crate::testing::{assert_err, ErrorText, WATCHDOG};
+    use crate::{BuildOptions, Cx, DriverElement, Element, HandlerCx, InitCx, Router};
+    use std::cell::RefCell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    thread_local! {
+        /// What the elements built on this thread did, in order.
+        static LOG: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn log(s: String) {
+        LOG.with(|l| l.borrow_mut().push(s));
+    }
+
+    fn take_log() -> Vec<String> {
+        LOG.with(|l| std::mem::take(&mut *l.borrow_mut()))
+    }
+
+    /// Logs its configuration and initialization; its configuration
+    /// `bad config` fails the first, `bad init` the second. It has a task
+    /// that counts its runs.
+    struct Step {
+        name: String,
+        fail_init: bool,
+        runs: AtomicU64,
+    }
+
+    fn make_step(cx: &mut ConfigCx<'_>) -> Result<Step, String> {
+        log(format!("configure {}", cx.name));
+        if cx.config == "bad config" {
+            return Err(format!("{} refuses its configuration", cx.name));
+        }
+        Ok(Step {
+            name: cx.name.to_string(),
+            fail_init: cx.config == "bad init",
+            runs: AtomicU64::new(0),
+        })
+    }
+
+    impl Element for Step {
+        fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+            log(format!("initialize {}", self.name));
+            if self.fail_init {
+                return Err(format!("{} cannot start", self.name));
+            }
+            ix.add_task();
+            Ok(())
+        }
+
+        fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+            if self.runs.fetch_add(1, Ordering::Relaxed) + 1 == 1000 && self.name == "stopper" {
+                cx.request_stop();
+            }
+            true
+        }
+    }
+
+    /// A driver: counts the stop requests it is told of, and stops the
+    /// router at the second.
+    struct Driver {
+        told: AtomicU64,
+    }
+
+    impl Element for Driver {}
+
+    impl DriverElement for Driver {
+        fn stop_requested(&self, hx: &HandlerCx<'_>) {
+            if self.told.fetch_add(1, Ordering::Relaxed) + 1 == 2 {
+                hx.stop_now();
+            }
+        }
+    }
+
+    fn reg() -> Registry {
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        reg.register(ClassSpec::element("Step", "0/0", "h", make_step));
+        // Configured before the others, wherever it is declared (as
+        // AddressInfo is).
+        reg.register(ClassSpec::element("EarlyStep", "0/0", "h", make_step).phase(-1));
+        reg.register(ClassSpec::driver("Driver", "0/0", "h", |_| {
+            Ok(Driver {
+                told: AtomicU64::new(0),
+            })
+        }));
+        reg
+    }
+
+    fn build(conf: &str) -> Result<Router, String> {
+        take_log();
+        let src = paraclick_lang::Source::new("t.click", conf);
+        Router::build(&src, &reg(), &BuildOptions::default()).map_err(|d| d.error_text())
+    }
+
+    fn build_err(conf: &str) -> String {
+        match build(conf) {
+            Ok(_) => panic!("built: {conf}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn configure_goes_by_phase_then_initialize_by_declaration() {
+        build("a :: Step; b :: Step; e :: EarlyStep; c :: Step;").unwrap();
+        assert_eq!(
+            take_log(),
+            [
+                "configure e",
+                "configure a",
+                "configure b",
+                "configure c",
+                "initialize a",
+                "initialize b",
+                "initialize e",
+                "initialize c",
+            ]
+        );
+    }
+
+    #[test]
+    fn every_configuration_error_is_reported_located_and_nothing_initialized() {
+        let e = build_err("a :: Step(bad config);\nb :: Step;\nc :: Step(bad config);");
+        assert!(
+            e.contains("t.click:1:") && e.contains("a :: Step: a refuses its configuration"),
+            "{e}"
+        );
+        assert!(
+            e.contains("t.click:3:") && e.contains("c :: Step: c refuses its configuration"),
+            "{e}"
+        );
+        assert_eq!(e.matches("refuses").count(), 2, "{e}");
+        assert!(
+            take_log().iter().all(|l| l.starts_with("configure")),
+            "a configuration error stops the build before initialize"
+        );
+    }
+
+    #[test]
+    fn an_unknown_class_does_not_hide_the_known_elements_errors() {
+        let e = build_err("a :: Nope;\nb :: Step(bad config);");
+        assert!(e.contains("Nope"), "{e}");
+        assert!(
+            e.contains("t.click:2:") && e.contains("b refuses its configuration"),
+            "{e}"
+        );
+        assert!(!take_log().iter().any(|l| l.starts_with("initialize")));
+    }
+
+    #[test]
+    fn every_initialize_error_is_reported_located() {
+        let e = build_err("a :: Step(bad init);\nb :: Step;\nc :: Step(bad init);");
+        assert!(
+            e.contains("t.click:1:") && e.contains("a :: Step: a cannot start"),
+            "{e}"
+        );
+        assert!(
+            e.contains("t.click:3:") && e.contains("c :: Step: c cannot start"),
+            "{e}"
+        );
+        // Every element was initialized: one failure does not stop the
+        // others' checks.
+        assert_eq!(
+            take_log()
+                .iter()
+                .filter(|l| l.starts_with("initialize"))
+                .count(),
+            3
+        );
+    }
+
+    #[test]
+    fn one_driver_at_most() {
+        assert_err(
+            build("d1 :: Driver;\nd2 :: Driver;"),
+            "t.click:2:7: d2 :: Driver: only one driver element allowed",
+        );
+        build("d1 :: Driver;").unwrap();
+    }
+
+    /// Runs `r` on another thread, returning when it stops (panics after
+    /// the watchdog).
+    fn run_bounded(r: &Router) {
+        let t0 = std::time::Instant::now();
+        std::thread::scope(|s| {
+            let h = s.spawn(|| r.run());
+            while !h.is_finished() {
+                if t0.elapsed() > WATCHDOG {
+                    r.stop();
+                    panic!("the router did not stop");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+    }
+
+    #[test]
+    fn a_stop_request_without_a_driver_stops_the_router() {
+        let r = build("stopper :: Step;").unwrap();
+        run_bounded(&r);
+        assert!(!r.is_running());
+        let s = r.element::<Step>("stopper").unwrap();
+        assert!(s.runs.load(Ordering::Relaxed) >= 1000);
+        assert_eq!(r.core.stop_requests.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_driver_decides_what_a_stop_request_means() {
+        let r = build("d :: Driver; x :: Step;").unwrap();
+        let d = r.element::<Driver>("d").unwrap();
+        r.core.request_stop();
+        assert!(r.is_running(), "the driver did not stop it yet");
+        assert_eq!(d.told.load(Ordering::Relaxed), 1);
+        r.core.request_stop();
+        assert!(!r.is_running());
+        assert_eq!(d.told.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_router_stopped_before_it_runs_runs_nothing() {
+        let r = build("x :: Step;").unwrap();
+        r.stopper().stop();
+        run_bounded(&r);
+        assert_eq!(r.task_runs("x"), Some(0));
+    }
+
+    #[test]
+    fn stop_from_another_thread_ends_the_run() {
+        let r = build("x :: Step;").unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // Once the task has run, it is running: stop it.
+                let t0 = std::time::Instant::now();
+                while r.task_runs("x").unwrap() == 0 && t0.elapsed() < WATCHDOG {
+                    std::thread::yield_now();
+                }
+                r.stop();
+            });
+            run_bounded(&r);
+        });
+        assert!(r.task_runs("x").unwrap() > 0);
+        assert!(!r.is_running());
+    }
+}

@@ -297,8 +297,7 @@ pub const HYSTERESIS: f64 = 0.15;
 /// allows; groups too heavy for one thread are split into their tasks. Pinned tasks (StaticThreadSched) stay where they are and count
 /// against their thread's load.
 fn balancer(core: &Core) {
-    let n = core.tasks.len();
-    let mut last: Vec<u64> = vec![0; n];
+    let mut b = Balancer::new(core);
     *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
     while core.running.load(Ordering::Acquire) {
         // Wait out the interval, unless the router stops (it unparks us).
@@ -313,10 +312,32 @@ fn balancer(core: &Core) {
         if !core.running.load(Ordering::Acquire) {
             break;
         }
+        b.step(core);
+    }
+    *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// The adaptive scheduler's state between two looks at the loads: each
+/// task's sampled cycles at the last look.
+pub(crate) struct Balancer {
+    last: Vec<u64>,
+}
+
+impl Balancer {
+    pub(crate) fn new(core: &Core) -> Balancer {
+        Balancer {
+            last: vec![0; core.tasks.len()],
+        }
+    }
+
+    /// One look: the cycles each task was sampled at since the last look
+    /// are its load; the moves [`rebalance`] finds for them are made
+    /// (returned, as `(task, thread)`).
+    pub(crate) fn step(&mut self, core: &Core) -> Vec<(usize, usize)> {
         let loads: Vec<u64> = core
             .tasks
             .iter()
-            .zip(last.iter_mut())
+            .zip(self.last.iter_mut())
             .map(|(t, l)| {
                 let c = t.cycles.load(Ordering::Relaxed);
                 let d = c.saturating_sub(*l);
@@ -331,24 +352,45 @@ fn balancer(core: &Core) {
             .collect();
         let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
         let pairs = core.plan.affine_pairs(&|t| pinned[t].is_none());
-        let plan = lpt_assign_pairs(&loads, &pinned, core.nthreads, &pairs);
-        let max_of = |assign: &[usize]| -> u64 {
-            let mut per = vec![0u64; core.nthreads];
-            for (t, &th) in assign.iter().enumerate() {
-                per[th] += loads[t];
-            }
-            per.into_iter().max().unwrap_or(0)
-        };
-        let (cur_max, new_max) = (max_of(&current), max_of(&plan));
-        if (new_max as f64) < cur_max as f64 * (1.0 - HYSTERESIS) {
-            for (t, &th) in plan.iter().enumerate() {
-                if th != current[t] {
-                    crate::crossing::move_task(core, t, th);
-                }
-            }
+        let moves = rebalance(&loads, &current, &pinned, core.nthreads, &pairs);
+        for &(t, th) in &moves {
+            crate::crossing::move_task(core, t, th);
         }
+        moves
     }
-    *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// The adaptive scheduler's decision for one interval's `loads`, the
+/// tasks being on the `current` threads: the tasks to move and where, as
+/// `(task, thread)`. A longest-processing-time-first placement
+/// ([`lpt_place`], each unit preferring the thread it is on among equally
+/// loaded ones, so that tasks that need not move stay) is adopted only if
+/// it lowers the busiest thread's load by more than [`HYSTERESIS`];
+/// otherwise nothing moves.
+pub(crate) fn rebalance(
+    loads: &[u64],
+    current: &[usize],
+    pinned: &[Option<usize>],
+    nthreads: usize,
+    pairs: &[(usize, usize)],
+) -> Vec<(usize, usize)> {
+    let plan = lpt_place(loads, pinned, nthreads, pairs, Some(current));
+    let max_of = |assign: &[usize]| -> u64 {
+        let mut per = vec![0u64; nthreads];
+        for (t, &th) in assign.iter().enumerate() {
+            per[th % nthreads] += loads[t];
+        }
+        per.into_iter().max().unwrap_or(0)
+    };
+    let (cur_max, new_max) = (max_of(current), max_of(&plan));
+    if (new_max as f64) >= cur_max as f64 * (1.0 - HYSTERESIS) {
+        return Vec::new();
+    }
+    plan.iter()
+        .enumerate()
+        .filter(|&(t, &th)| th != current[t])
+        .map(|(t, &th)| (t, th))
+        .collect()
 }
 
 /// A group may exceed a thread's fair share by this fraction and still be
@@ -385,6 +427,19 @@ pub(crate) fn lpt_assign_pairs(
     pinned: &[Option<usize>],
     nthreads: usize,
     pairs: &[(usize, usize)],
+) -> Vec<usize> {
+    lpt_place(loads, pinned, nthreads, pairs, None)
+}
+
+/// [`lpt_assign_pairs`]; given the threads the tasks are on (`current`),
+/// a unit goes to the thread its first task is on when that thread is one
+/// of the least loaded, rather than to the lowest-numbered of them.
+pub(crate) fn lpt_place(
+    loads: &[u64],
+    pinned: &[Option<usize>],
+    nthreads: usize,
+    pairs: &[(usize, usize)],
+    current: Option<&[usize]>,
 ) -> Vec<usize> {
     let n = loads.len();
     let mut assign = vec![0usize; n];
@@ -430,7 +485,10 @@ pub(crate) fn lpt_assign_pairs(
     let unit_load = |u: &Vec<usize>| u.iter().map(|&t| loads[t]).sum::<u64>();
     units.sort_by(|a, b| unit_load(b).cmp(&unit_load(a)).then(a[0].cmp(&b[0])));
     for u in units {
-        let th = (0..nthreads).min_by_key(|&i| (per[i], i)).unwrap_or(0);
+        let here = current.and_then(|c| c.get(u[0]).copied());
+        let th = (0..nthreads)
+            .min_by_key(|&i| (per[i], Some(i) != here, i))
+            .unwrap_or(0);
         per[th] += unit_load(&u);
         for t in u {
             assign[t] = th;
@@ -1212,6 +1270,137 @@ mod tests {
         let b = lpt_assign(&loads, &[None; 4], 2, &|_, _| false);
         assert_eq!(a, b);
         assert_eq!(per_thread(&loads, &a, 2), vec![20, 20]);
+    }
+
+    /// The adaptive scheduler's decision ([`super::rebalance`]) and its
+    /// state between looks ([`super::Balancer`]), without running a
+    /// router: loads are given, not measured.
+    mod balancer {
+        use super::super::{rebalance, Balancer, SchedPolicy, HYSTERESIS};
+        use crate::registry::{ClassSpec, Registry};
+        use crate::{BuildOptions, Element, InitCx, Router};
+        use std::sync::atomic::Ordering;
+
+        fn moves(loads: &[u64], current: &[usize], nthreads: usize) -> Vec<(usize, usize)> {
+            rebalance(loads, current, &vec![None; loads.len()], nthreads, &[])
+        }
+
+        #[test]
+        fn a_balanced_load_moves_nothing() {
+            assert_eq!(moves(&[10, 10, 10, 10], &[0, 1, 0, 1], 2), vec![]);
+            // Unequal but as good as it gets: no reshuffle.
+            assert_eq!(moves(&[12, 10, 10, 10], &[0, 1, 0, 1], 2), vec![]);
+            assert_eq!(moves(&[0, 0, 0], &[0, 0, 0], 2), vec![], "idle");
+        }
+
+        #[test]
+        fn the_excess_moves_off_the_busiest_thread() {
+            // Everything on thread 0: the heaviest task stays, the next
+            // two go to the idle thread (50 and 50).
+            assert_eq!(
+                moves(&[40, 30, 20, 10], &[0, 0, 0, 0], 2),
+                vec![(1, 1), (2, 1)]
+            );
+            // The same tasks all on thread 1: the mirror image, not a
+            // reshuffle onto thread 0's numbering.
+            assert_eq!(
+                moves(&[40, 30, 20, 10], &[1, 1, 1, 1], 2),
+                vec![(1, 0), (2, 0)]
+            );
+        }
+
+        #[test]
+        fn only_the_tasks_that_must_move_do() {
+            // Thread 0 carries three tasks of 10, threads 1 and 2 one each:
+            // moving one task of thread 0 is enough (busiest 30 -> 20);
+            // the others stay where they are.
+            let m = moves(&[10, 10, 10, 10, 10], &[1, 2, 0, 0, 0], 3);
+            assert_eq!(m, vec![(4, 1)], "one move, off thread 0");
+        }
+
+        #[test]
+        fn a_cut_within_the_hysteresis_moves_nothing() {
+            // Moving task 2 would cut the busiest thread from 58 to 50:
+            // 13.8%, under HYSTERESIS.
+            const { assert!(HYSTERESIS > 0.138 && HYSTERESIS < 0.161) };
+            assert_eq!(moves(&[50, 40, 8], &[0, 1, 0], 2), vec![]);
+            // From 62 to 52, 16.1%: it moves.
+            assert_eq!(moves(&[50, 40, 12], &[0, 1, 0], 2), vec![(2, 1)]);
+        }
+
+        #[test]
+        fn pinned_tasks_never_move() {
+            let pinned = [Some(0), None, None];
+            let m = rebalance(&[100, 60, 50], &[0, 0, 0], &pinned, 2, &[]);
+            assert!(m.iter().all(|&(t, _)| t != 0), "{m:?}");
+            assert_eq!(m, vec![(1, 1), (2, 1)]);
+        }
+
+        #[test]
+        fn tasks_meeting_at_a_queue_move_together() {
+            // 0 and 1 are a push path and its pull path: they go to the
+            // idle thread as a pair, not one each.
+            let m = rebalance(&[20, 20, 50, 10], &[0, 0, 0, 0], &[None; 4], 2, &[(0, 1)]);
+            assert_eq!(m, vec![(0, 1), (1, 1), (3, 1)]);
+            // A pair that stays: the others make room, where without the
+            // pair the placement would split it.
+            let m = rebalance(&[30, 25, 25, 10], &[0, 0, 0, 0], &[None; 4], 2, &[(0, 1)]);
+            assert_eq!(m, vec![(2, 1), (3, 1)]);
+            let m = rebalance(&[30, 25, 25, 10], &[0, 0, 0, 0], &[None; 4], 2, &[]);
+            assert_eq!(m, vec![(1, 1), (2, 1)]);
+        }
+
+        /// A task with work always (its load is set by the test).
+        struct Busy;
+        impl Element for Busy {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+        }
+
+        #[test]
+        fn each_look_weighs_the_cycles_since_the_last() {
+            let mut reg = Registry::new();
+            reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
+            let opts = BuildOptions {
+                threads: 2,
+                pin: false,
+                policy: SchedPolicy::Adaptive,
+                ..BuildOptions::default()
+            };
+            let src =
+                paraclick_lang::Source::new("<t>", "a :: Busy; b :: Busy; c :: Busy; d :: Busy;");
+            let r = Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+            let core = &*r.core;
+            let task = |n: &str| core.slots[core.names[n]].tasks[0];
+            let add = |n: &str, c: u64| core.tasks[task(n)].cycles.fetch_add(c, Ordering::Relaxed);
+            let threads = || {
+                r.task_threads()
+                    .into_iter()
+                    .map(|(_, _, t)| t)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(threads(), vec![0, 1, 0, 1], "dealt round-robin");
+            let mut b = Balancer::new(core);
+
+            // a and c (thread 0) worked, b and d did not: c moves.
+            add("a", 300);
+            add("c", 100);
+            assert_eq!(b.step(core), vec![(task("c"), 1)]);
+            assert_eq!(threads(), vec![0, 1, 1, 1]);
+
+            // Nothing ran since: nothing moves.
+            assert_eq!(b.step(core), vec![]);
+
+            // Now only b and c work, both on thread 1: one of them moves
+            // to thread 0, though a's cycles in all are the most (loads are
+            // the last interval's, not the totals).
+            add("b", 100);
+            add("c", 100);
+            assert_eq!(b.step(core), vec![(task("c"), 0)]);
+            assert_eq!(threads(), vec![0, 1, 0, 1]);
+        }
     }
 
     mod worker_loop {

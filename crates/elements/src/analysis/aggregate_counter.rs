@@ -476,7 +476,7 @@ impl Element for AggregateCounter {
 #[cfg(test)]
 mod tests {
     use super::super::set_aggregate;
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::Packet;
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;

@@ -351,9 +351,9 @@ impl Action for AggregateIP {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::super::{aggregate, set_aggregate};
     use super::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::assert_err;
 
     fn agg(decl: &str, d: &[u8]) -> Option<u32> {

@@ -319,7 +319,7 @@ impl Action for AggregateIPFlows {
 #[cfg(test)]
 mod tests {
     use super::super::aggregate;
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::{Packet, Timestamp};
     use paraclick_runtime::testing::assert_err;
 

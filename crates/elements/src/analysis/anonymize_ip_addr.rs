@@ -218,8 +218,8 @@ impl Action for AnonymizeIPAddr {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::*;
+    use crate::test_kit::*;
     use crate::test_kit::{ip_checksum_ok, Rng};
     use paraclick_runtime::testing::assert_err;
     use std::collections::HashSet;

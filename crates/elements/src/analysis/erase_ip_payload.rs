@@ -74,7 +74,7 @@ impl Action for EraseIPPayload {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn zeroes_tcp_and_udp_payloads_only() {

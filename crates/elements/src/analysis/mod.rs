@@ -22,9 +22,6 @@ pub mod time_filter;
 pub mod time_range;
 pub mod time_sorted_sched;
 
-#[cfg(test)]
-mod test_util;
-
 pub fn register(reg: &mut Registry) {
     reg.register(adjust_timestamp::spec());
     reg.register(aggregate_counter::spec());

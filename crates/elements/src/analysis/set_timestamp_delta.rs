@@ -116,8 +116,8 @@ impl Action for SetTimestampDelta {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use crate::standard::set_timestamp::set_first_timestamp;
+    use crate::test_kit::*;
     use paraclick_packet::Timestamp;
     use paraclick_runtime::testing::assert_err;
 

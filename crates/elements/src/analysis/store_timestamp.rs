@@ -87,7 +87,7 @@ impl Action for StoreTimestamp {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::assert_err;
 
     #[test]

@@ -268,7 +268,7 @@ impl Action for TimeFilter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::assert_err;
 
     fn run(decl: &str, ts: &[f64]) -> (Vec<u8>, Vec<u8>) {

@@ -105,7 +105,7 @@ impl Action for TimeRange {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn keeps_the_range() {

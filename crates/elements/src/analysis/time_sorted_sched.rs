@@ -145,7 +145,7 @@ impl Element for TimeSortedSched {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 

@@ -1297,6 +1297,42 @@ mod tests {
     }
 
     #[test]
+    fn a_hot_swap_carries_its_own_table_its_waiting_packets_and_counts() {
+        const OTHER_IP: &str = "10.0.0.3";
+        const OTHER_ETH: &str = "00:11:22:33:44:66";
+        let old = querier("", 2);
+        old.push(0, vec![to(PEER_IP, 1)]);
+        old.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        assert_eq!(old.output(0).len(), 1);
+        old.push(0, vec![to(OTHER_IP, 2)]);
+        assert_eq!(old.output(1).len(), 2, "two queries");
+        assert_eq!(old.router.total_queued(), 1);
+
+        let new = querier("", 2);
+        new.router.take_state_from(&old.router).unwrap();
+        assert_eq!(new.read("queries").unwrap(), "2");
+        assert_eq!(new.read("responses").unwrap(), "1");
+        assert_eq!(new.read("count").unwrap(), "2", "both entries");
+        assert_eq!(new.router.total_queued(), 1, "the waiting packet");
+        assert_eq!(old.router.total_queued(), 0);
+        // The known peer: straight through, no query.
+        new.push(0, vec![to(PEER_IP, 3)]);
+        assert_eq!(
+            datas(&new.output(0)),
+            vec![encapsulated(PEER_ETH, PEER_IP, 3)]
+        );
+        assert!(new.output(1).is_empty());
+        // The reply releases the packet the old router was holding.
+        new.push(1, vec![reply_from(OTHER_IP, OTHER_ETH)]);
+        assert_eq!(
+            datas(&new.output(0)),
+            vec![encapsulated(OTHER_ETH, OTHER_IP, 2)]
+        );
+        assert_eq!(new.router.total_queued(), 0);
+        assert_eq!(new.read("responses").unwrap(), "2");
+    }
+
+    #[test]
     fn hot_swap_moves_a_shared_table_with_its_arptable() {
         let old = two_queriers("", 1);
         old.write_handler("t.insert", &format!("{PEER_IP} {PEER_ETH}"))

@@ -400,7 +400,7 @@ impl Action for IcmpError {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::checksum;
     use paraclick_packet::{Packet, PacketType};
     use std::net::Ipv4Addr;

@@ -198,7 +198,7 @@ impl Action for ICMPIPEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn echo_with_sequence() {

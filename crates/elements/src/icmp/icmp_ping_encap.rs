@@ -87,7 +87,7 @@ impl Action for ICMPPingEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn pings_with_advancing_sequence() {

@@ -106,7 +106,7 @@ impl Action for IcmpPingResponder {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::checksum;
     use paraclick_packet::Packet;
 

@@ -495,7 +495,7 @@ impl Element for IcmpPingSource {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::checksum;
     use paraclick_packet::{Packet, Timestamp};
     use paraclick_runtime::testing::Harness;

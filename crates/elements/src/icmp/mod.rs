@@ -9,9 +9,6 @@ pub mod icmp_ping_encap;
 pub mod icmp_ping_responder;
 pub mod icmp_ping_source;
 
-#[cfg(test)]
-pub(crate) mod test_util;
-
 pub fn register(reg: &mut Registry) {
     reg.register(icmp_error::spec());
     reg.register(icmp_ip_encap::spec());

@@ -432,7 +432,7 @@ impl Element for AddressTranslator {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     /// How an address prints (IPv4-compatible ones print in hex).
     fn s6(x: &str) -> String {

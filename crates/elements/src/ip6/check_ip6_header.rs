@@ -147,7 +147,7 @@ impl Action for CheckIP6Header {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn good_packets_pass_and_are_trimmed() {

@@ -101,7 +101,7 @@ impl Action for DecIP6HLIM {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn decrements_and_expires() {

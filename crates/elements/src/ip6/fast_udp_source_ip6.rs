@@ -238,7 +238,7 @@ impl Element for FastUDPSourceIP6 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::Router;
 
     #[test]

@@ -50,7 +50,7 @@ impl Action for GetIP6Address {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn copies_destination() {

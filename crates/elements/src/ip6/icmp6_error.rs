@@ -236,7 +236,7 @@ impl Action for ICMP6Error {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::PacketType;
 
     #[test]

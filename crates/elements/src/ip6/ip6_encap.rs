@@ -96,7 +96,7 @@ impl Action for IP6Encap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn encapsulates() {

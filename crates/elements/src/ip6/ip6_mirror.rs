@@ -69,7 +69,7 @@ impl Action for IP6Mirror {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn swaps_addresses_and_ports() {

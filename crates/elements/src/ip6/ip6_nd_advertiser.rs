@@ -156,7 +156,7 @@ impl Action for IP6NDAdvertiser {
 #[cfg(test)]
 mod tests {
     use super::super::nd::{build_frame, parse_frame};
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::icmpv6::NdRepr;
     use paraclick_packet::wire::ipv6::addr;
     use paraclick_packet::wire::EtherAddr;

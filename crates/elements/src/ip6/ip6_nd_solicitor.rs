@@ -404,7 +404,7 @@ impl Element for IP6NDSolicitor {
 #[cfg(test)]
 mod tests {
     use super::super::nd::{build_frame, parse_frame};
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::wire::icmpv6::{nd_flags, NdRepr};
     use paraclick_packet::wire::ipv6::addr;
     use paraclick_packet::wire::EtherAddr;

@@ -218,8 +218,8 @@ impl Action for IP6Print {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::{format_ip6, hex_contents};
+    use crate::test_kit::*;
 
     #[test]
     fn formats() {

@@ -39,6 +39,10 @@
 //!   given, must match).
 //! - `count` (read): the number of routes.
 //!
+//! In a hot reconfiguration (`hotconfig`), an element of the same name
+//! and configuration keeps the routes the handlers left (those to outputs
+//! it still has); one whose configuration changed starts from its own.
+//!
 //! Example:
 //!
 //!     rt :: LookupIP6Route(2001:db8:1::1/128 0, 2001:db8:1::/64 1,
@@ -50,7 +54,7 @@ use paraclick_packet::wire::ipv6::mask128;
 use paraclick_packet::wire::Ipv6Prefix;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::{ArgEnv, FromArg};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, StateCx};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 use std::sync::Mutex;
@@ -283,6 +287,25 @@ impl Element for LookupIP6Route {
         Handler::read("count", |e, _| e.read_table().len().to_string()),
     ];
 
+    /// Hot reconfiguration, as the IPv4 route tables: when the element's
+    /// configuration is the same in the new router, the old table (with
+    /// the routes handlers added, changed or removed since) replaces the
+    /// one just configured, less routes to outputs the new router does not
+    /// have; when it differs, the new configuration's routes stand.
+    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
+        if !sx.same_config() {
+            return;
+        }
+        let routes = old.read_table().routes_sorted();
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        t.clear();
+        for r in routes {
+            if (r.port as usize) < self.noutputs {
+                t.insert(r);
+            }
+        }
+    }
+
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         if batch.is_empty() {
             return;
@@ -347,8 +370,8 @@ impl Element for LookupIP6Route {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::*;
+    use crate::test_kit::*;
 
     const RT: &str = "LookupIP6Route(2001:db8:1::1/128 0, 2001:db8:1::/64 1, \
                       2001:db8:2:: ffff:ffff:ffff:ffff:: ::0 2, ::/0 2001:db8:2::2 2)";
@@ -446,5 +469,30 @@ mod tests {
         h.push(0, v);
         assert_eq!(h.output(1).len(), 34);
         assert_eq!(h.output(0).len(), 66);
+    }
+
+    #[test]
+    fn routes_added_by_handler_survive_a_hot_swap() {
+        let conf = "LookupIP6Route(2001:db8:1::/64 0)";
+        let to = |d: &str| marked(&Ip6::new("2001:db8:9::1", d, 59).bytes());
+        let old = harness(conf, 3);
+        old.write("add", "2001:db8:2::/64 1").unwrap();
+        old.write("set", "2001:db8:1::/64 2").unwrap();
+        old.write("add", "2001:db8:3::/64 2").unwrap();
+        let new = harness(conf, 3);
+        new.router.take_state_from(&old.router).unwrap();
+        assert_eq!(new.read("table").unwrap(), old.read("table").unwrap());
+        new.push(0, vec![to("2001:db8:2::5"), to("2001:db8:1::5")]);
+        assert_eq!(new.output(1).len(), 1, "the added route");
+        assert_eq!(new.output(2).len(), 1, "the changed route");
+        // A new router with fewer outputs keeps the routes it can use.
+        let two = harness(conf, 2);
+        two.router.take_state_from(&old.router).unwrap();
+        assert_eq!(two.read("table").unwrap(), "2001:db8:2::/64\t::\t1\n");
+        // Another configuration: its own routes stand.
+        let other = harness("LookupIP6Route(2001:db8:4::/64 0)", 3);
+        other.router.take_state_from(&old.router).unwrap();
+        assert_eq!(other.read("count").unwrap(), "1");
+        assert_eq!(other.read("lookup 2001:db8:4::1").unwrap(), "0 ::");
     }
 }

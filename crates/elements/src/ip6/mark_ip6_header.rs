@@ -47,7 +47,7 @@ impl Action for MarkIP6Header {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn marks_at_offset() {

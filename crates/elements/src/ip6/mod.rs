@@ -29,9 +29,6 @@ pub mod protocol_translator;
 pub mod set_ip6_address;
 pub mod udp_ip6_encap;
 
-#[cfg(test)]
-pub(crate) mod test_util;
-
 pub fn register(reg: &mut Registry) {
     reg.register(check_ip6_header::spec());
     reg.register(dec_ip6_hlim::spec());

@@ -392,8 +392,8 @@ impl Action for ProtocolTranslator {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
     use super::*;
+    use crate::test_kit::*;
 
     fn udp4(payload: &[u8]) -> Vec<u8> {
         let mut d = vec![0u8; 28];

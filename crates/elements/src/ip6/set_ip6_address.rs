@@ -75,7 +75,7 @@ impl Action for SetIP6Address {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn sets_annotation_and_handler() {

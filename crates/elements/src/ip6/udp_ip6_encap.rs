@@ -90,7 +90,7 @@ impl Action for UDPIP6Encap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn encapsulates_with_checksum() {

@@ -163,6 +163,7 @@ impl paraclick_runtime::Action for IPClassifier {
 #[cfg(test)]
 mod tests {
     use crate::ipfilter::test_util::*;
+    use crate::test_kit::*;
 
     const SYN: u8 = 0x02;
     const FIN: u8 = 0x01;

@@ -129,6 +129,7 @@ impl paraclick_runtime::Action for IPFilter {
 #[cfg(test)]
 mod tests {
     use crate::ipfilter::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::Packet;
 
     const ACK: u8 = 0x10;

@@ -1,4 +1,8 @@
-//! Helpers for this folder's tests: a registry, harnesses, packets.
+//! The IP filter language's test helpers, used by this folder alone: an
+//! argument environment with the names the tests use, and patterns
+//! compiled and run on raw datagrams (`compile`, `class`, `matches`, `ids`)
+//! through this folder's private parser and program. The rest comes from
+//! the crate's one kit ([`crate::test_kit`]).
 
 #![allow(dead_code)] // helpers some tests do not use
 
@@ -8,8 +12,6 @@ use paraclick_packet::Packet;
 use paraclick_runtime::args::{AddrEntry, ArgEnv};
 use paraclick_runtime::Verdict;
 use std::net::Ipv4Addr;
-
-pub use crate::test_kit::*;
 
 /// The argument environment of the tests: INTERNALNET 10.0.0.0/8,
 /// BASTION 10.1.0.1, mauer 10.0.0.1/24.

@@ -5,6 +5,7 @@ use super::interp;
 use super::lang::{parse_pattern, Expr, IpField, Op, PortProto, Prim, Rel, Sd};
 use super::program::{Action, Program};
 use super::test_util::*;
+use crate::test_kit::*;
 use paraclick_packet::wire::ip_proto;
 use paraclick_packet::Packet;
 use paraclick_runtime::Verdict;

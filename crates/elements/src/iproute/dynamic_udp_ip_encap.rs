@@ -32,7 +32,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, header, ip, try_harness};
+    use crate::test_kit::{harness, header, ip, try_harness};
     use paraclick_packet::wire::UdpHeader;
     use paraclick_packet::Packet;
     use paraclick_runtime::testing::assert_err;

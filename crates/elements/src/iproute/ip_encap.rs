@@ -162,7 +162,7 @@ impl Action for IPEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, header, ip, try_harness};
+    use crate::test_kit::{harness, header, ip, try_harness};
     use paraclick_packet::Packet;
     use paraclick_runtime::testing::assert_err;
 

@@ -325,8 +325,8 @@ impl RoutingElement for IPFragmenter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, header, ip, ip_bytes, ip_packet, try_harness};
     use super::*;
+    use crate::test_kit::{harness, header, ip, ip_bytes, ip_packet, try_harness};
     use paraclick_packet::wire::checksum;
     use paraclick_runtime::testing::assert_err;
 

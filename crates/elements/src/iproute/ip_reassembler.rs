@@ -508,9 +508,9 @@ impl Element for IPReassembler {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, header, ip, ip_bytes, ip_packet, try_harness};
     use super::*;
     use crate::test_kit::Rng;
+    use crate::test_kit::{harness, header, ip, ip_bytes, ip_packet, try_harness};
     use paraclick_runtime::testing::assert_err;
 
     /// Fragment `dgram` (a datagram's bytes, 20-byte header) for payload
@@ -567,10 +567,7 @@ mod tests {
         let d = datagram(1, 100);
         h.push(
             0,
-            vec![
-                ip_packet(&[], &d),
-                crate::iproute::test_util::packet_to("3.3.3.3"),
-            ],
+            vec![ip_packet(&[], &d), crate::test_kit::packet_to("3.3.3.3")],
         );
         let out = h.output(0);
         assert_eq!(out.len(), 2);

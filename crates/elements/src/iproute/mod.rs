@@ -35,6 +35,3 @@ pub fn register(reg: &mut Registry) {
     reg.register(udp_ip_encap::spec());
     reg.register(dynamic_udp_ip_encap::spec());
 }
-
-#[cfg(test)]
-pub(crate) mod test_util;

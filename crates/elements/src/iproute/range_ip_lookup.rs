@@ -60,7 +60,7 @@ pub fn spec() -> ClassSpec {
 /// does with the same random tables (outputs, gateways, drops).
 #[cfg(test)]
 pub(crate) fn routes_like_static_ip_lookup(class: &str) {
-    use super::test_util::*;
+    use crate::test_kit::*;
     let mut rng = Rng::new(class.len() as u64 * 7919);
     for round in 0..20 {
         let mut routes = Vec::new();
@@ -110,7 +110,7 @@ pub(crate) fn routes_like_static_ip_lookup(class: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn routes_like_static_ip_lookup() {

@@ -832,8 +832,8 @@ mod tests {
 
 #[cfg(test)]
 mod element_tests {
-    use super::super::test_util::{harness, ip, packet_to, reg, try_harness};
     use super::{IPRouteLookup, Radix};
+    use crate::test_kit::{harness, ip, packet_to, reg, try_harness};
     use paraclick_runtime::testing::assert_err;
     use std::net::Ipv4Addr;
 
@@ -1192,5 +1192,45 @@ mod element_tests {
             .map(|p| Ipv4Addr::from(<[u8; 4]>::try_from(&p.data()[16..20]).unwrap()).to_string())
             .collect();
         assert_eq!(got, dsts);
+    }
+
+    #[test]
+    fn routes_added_by_handler_survive_a_hot_swap() {
+        for class in [
+            "RadixIPLookup",
+            "LinearIPLookup",
+            "DirectIPLookup",
+            "RangeIPLookup",
+            "SortedIPLookup",
+        ] {
+            let conf = format!("{class}(10/8 0)");
+            let old = harness(&conf, 3);
+            old.write("add", "20/8 1").unwrap();
+            old.write("set", "10/8 2").unwrap();
+            old.write("add", "30/8 2").unwrap();
+            let new = harness(&conf, 3);
+            new.router.take_state_from(&old.router).unwrap();
+            assert_eq!(new.read("table"), old.read("table"), "{class}");
+            new.push(0, vec![packet_to("20.1.1.1"), packet_to("10.1.1.1")]);
+            assert_eq!(new.output(1).len(), 1, "{class}: the added route");
+            assert_eq!(new.output(2).len(), 1, "{class}: the changed route");
+            // Fewer outputs in the new router: the routes it can use.
+            let two = harness(&conf, 2);
+            two.router.take_state_from(&old.router).unwrap();
+            assert_eq!(two.read("lookup 20.0.0.1").unwrap(), "1", "{class}");
+            assert_eq!(two.read("lookup 30.0.0.1").unwrap(), "-1", "{class}");
+            assert_eq!(two.read("lookup 10.0.0.1").unwrap(), "-1", "{class}");
+            // Another configuration: its own routes stand.
+            let other = harness(&format!("{class}(40/8 0)"), 3);
+            other.router.take_state_from(&old.router).unwrap();
+            assert_eq!(other.read("lookup 20.0.0.1").unwrap(), "-1", "{class}");
+            assert_eq!(other.read("lookup 40.0.0.1").unwrap(), "0", "{class}");
+        }
+        // A static table keeps its configuration's routes.
+        let old = harness("StaticIPLookup(10/8 0, 20/8 1)", 2);
+        let new = harness("StaticIPLookup(10/8 0, 20/8 1)", 2);
+        new.router.take_state_from(&old.router).unwrap();
+        assert_eq!(new.read("table"), old.read("table"));
+        assert_eq!(new.read("lookup 20.0.0.1").unwrap(), "1");
     }
 }

@@ -46,7 +46,7 @@ pub fn spec() -> ClassSpec {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
 
     #[test]
     fn routes_like_static_ip_lookup() {

@@ -164,7 +164,7 @@ impl Action for UDPIPEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{harness, header, ip, try_harness};
+    use crate::test_kit::{harness, header, ip, try_harness};
     use paraclick_packet::wire::UdpHeader;
     use paraclick_packet::Packet;
     use paraclick_runtime::testing::assert_err;

@@ -3,7 +3,7 @@
 //! accept theirs; steps out of order, unknown SPIs and bad packets are
 //! counted drops.
 
-use super::test_util::reg;
+use crate::test_kit::reg;
 use paraclick_packet::wire::checksum;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::testing::assert_err;

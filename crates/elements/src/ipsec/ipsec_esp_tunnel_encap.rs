@@ -134,7 +134,7 @@ impl Action for IPsecESPTunnelEncap {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_packet::Packet;
     use paraclick_runtime::testing::assert_err;
 

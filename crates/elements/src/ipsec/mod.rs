@@ -105,25 +105,3 @@ pub(crate) fn read_sa_handler(
 
 #[cfg(test)]
 mod click_style_tests;
-
-#[cfg(test)]
-pub(crate) mod test_util {
-    use paraclick_runtime::testing::Harness;
-    use paraclick_runtime::Registry;
-
-    pub fn reg() -> Registry {
-        let mut r = Registry::new();
-        super::register(&mut r);
-        crate::standard::register(&mut r);
-        paraclick_runtime::testing::register(&mut r);
-        r
-    }
-
-    pub fn try_harness(decl: &str, noutputs: usize) -> Result<Harness, String> {
-        Harness::new(&reg(), &format!("{decl}; Idle -> e"), noutputs)
-    }
-
-    pub fn harness(decl: &str, noutputs: usize) -> Harness {
-        try_harness(decl, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
-    }
-}

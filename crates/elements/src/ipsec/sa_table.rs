@@ -395,7 +395,7 @@ impl TableRef {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::testing::assert_err;
 
     const T: &str = "IPsecSATable(0x1001 aes128gcm16 0x000102030405060708090a0b0c0d0e0f10111213 192.0.2.1 198.51.100.1, \

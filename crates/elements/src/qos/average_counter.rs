@@ -144,8 +144,9 @@ impl Action for AverageCounter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, pkts};
+    use super::super::test_util::{bad, conf};
     use super::*;
+    use crate::test_kit::{fill, pkts};
 
     #[test]
     fn strict_average_between_first_and_last() {

@@ -84,8 +84,8 @@ impl Action for Block {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{reg, tagged, tags};
     use super::*;
+    use crate::test_kit::{reg, tagged, tags};
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;
 

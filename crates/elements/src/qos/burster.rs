@@ -36,7 +36,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TimedUnqueue, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, pkts, run_for};
+    use super::super::test_util::{bad, conf, run_for};
+    use crate::test_kit::{fill, pkts};
     use paraclick_runtime::testing::TestSink;
 
     #[test]

@@ -101,7 +101,8 @@ impl Element for DelayShaper {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, fill, router, tagged, tags};
+    use super::super::test_util::{bad, router};
+    use crate::test_kit::{fill, tagged, tags};
     use paraclick_packet::anno::Timestamp;
 
     #[test]

@@ -106,7 +106,8 @@ impl Element for DelayUnqueue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, run_for, tagged, tags};
+    use super::super::test_util::{bad, conf, run_for};
+    use crate::test_kit::{fill, tagged, tags};
     use paraclick_packet::anno::Timestamp;
     use paraclick_runtime::testing::TestSink;
 

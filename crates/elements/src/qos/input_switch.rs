@@ -66,7 +66,8 @@ impl Element for InputSwitch {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{conf, tagged, tags};
+    use super::super::test_util::conf;
+    use crate::test_kit::{tagged, tags};
     use paraclick_packet::Batch;
     use paraclick_runtime::testing::TestSink;
 

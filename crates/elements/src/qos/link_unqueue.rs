@@ -183,8 +183,9 @@ impl Element for LinkUnqueue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, pkts, run_for};
+    use super::super::test_util::{bad, conf, run_for};
     use super::*;
+    use crate::test_kit::{fill, pkts};
     use paraclick_runtime::testing::TestSink;
 
     fn ms(t0: Instant, m: u64) -> Instant {

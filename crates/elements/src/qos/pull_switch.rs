@@ -130,7 +130,8 @@ impl Element for StaticPullSwitch {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, tagged, tags};
+    use super::super::test_util::{bad, conf};
+    use crate::test_kit::{fill, tagged, tags};
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 

@@ -84,7 +84,7 @@ impl Action for RatedSplitter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{pkts, reg};
+    use crate::test_kit::{pkts, reg};
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;
 

@@ -416,8 +416,9 @@ impl Action for Red {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, pkts};
+    use super::super::test_util::{bad, conf};
     use super::*;
+    use crate::test_kit::{fill, pkts};
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::TestSink;
 

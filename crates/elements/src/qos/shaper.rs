@@ -129,7 +129,8 @@ impl Element for Shaper {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{fill, pkts, router};
+    use super::super::test_util::router;
+    use crate::test_kit::{fill, pkts};
     use paraclick_runtime::testing::assert_err;
 
     #[test]

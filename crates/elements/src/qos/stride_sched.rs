@@ -222,8 +222,9 @@ impl Element for StrideSched {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, tagged, tags};
+    use super::super::test_util::{bad, conf};
     use super::*;
+    use crate::test_kit::{fill, tagged, tags};
     use paraclick_runtime::testing::assert_err;
 
     #[test]

@@ -112,7 +112,8 @@ impl Element for Suppressor {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{conf, fill, tagged, tags};
+    use super::super::test_util::conf;
+    use crate::test_kit::{fill, tagged, tags};
     use paraclick_packet::Batch;
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::TestSink;

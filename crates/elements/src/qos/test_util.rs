@@ -1,12 +1,13 @@
-//! The QoS tests use the crate's one kit ([`crate::test_kit`]), plus
-//! these pull-side helpers.
+//! The QoS tests' rig, used by this folder alone: a chain whose pull
+//! outputs the test drains by hand ([`router`]), and shorthands the QoS
+//! tests share: a router from text ([`conf`]), whether text is rejected
+//! ([`bad`]), and a run of some milliseconds of real time ([`run_for`]).
+//! The rest comes from the crate's one kit ([`crate::test_kit`]).
 
 #![allow(dead_code)] // not every test uses every helper
 
-use paraclick_packet::{Batch, Packet};
+use crate::test_kit::{build, reg, try_build};
 use paraclick_runtime::Router;
-
-pub use crate::test_kit::*;
 
 /// `Idle -> q :: CHAIN` with the last element named `s`; each of its
 /// `nout` outputs goes to an inactive Unqueue (pull outputs) so the test
@@ -18,39 +19,17 @@ pub fn router(chain: &str, nout: usize) -> Router {
             "s[{i}] -> Unqueue(ACTIVE false) -> o{i} :: TestSink;\n"
         ));
     }
-    Router::from_str(&conf, &reg(), 1).unwrap_or_else(|d| panic!("{conf}: {d:?}"))
+    build(&reg(), &conf)
 }
 
-/// A router from full configuration text.
+/// A router from full configuration text (the kit's [`build`]).
 pub fn conf(text: &str) -> Router {
-    Router::from_str(text, &reg(), 1).unwrap_or_else(|d| panic!("{text}: {d:?}"))
+    build(&reg(), text)
 }
 
 /// Whether a configuration is rejected.
 pub fn bad(text: &str) -> bool {
-    Router::from_str(text, &reg(), 1).is_err()
-}
-
-pub fn fill(r: &Router, elem: &str, ps: Vec<Packet>) {
-    r.push_into(elem, 0, Batch::from(ps)).unwrap();
-}
-
-/// `n` packets of `len` bytes, the first byte of packet k being k.
-pub fn pkts(n: usize, len: usize) -> Vec<Packet> {
-    (0..n)
-        .map(|k| {
-            let mut d = vec![0u8; len.max(1)];
-            d[0] = k as u8;
-            Packet::from_slice(&d).expect("packet")
-        })
-        .collect()
-}
-
-/// A packet of `len` bytes whose first byte is `tag`.
-pub fn tagged(tag: u8, len: usize) -> Packet {
-    let mut d = vec![0u8; len.max(1)];
-    d[0] = tag;
-    Packet::from_slice(&d).expect("packet")
+    try_build(&reg(), text).is_err()
 }
 
 /// Runs `r` for `ms` milliseconds; returns the seconds it ran.

@@ -110,7 +110,8 @@ impl Element for TimedUnqueue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, fill, pkts, run_for};
+    use super::super::test_util::{bad, conf, run_for};
+    use crate::test_kit::{fill, pkts};
     use paraclick_runtime::testing::TestSink;
 
     #[test]

@@ -111,7 +111,7 @@ impl Element for MultiQueueUnqueue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{pkt, reg, tags};
+    use crate::test_kit::{pkt, reg, tags};
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::TestSink;
     use paraclick_runtime::{Registry, Router};

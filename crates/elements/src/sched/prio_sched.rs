@@ -85,7 +85,8 @@ impl Element for PrioSched {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{fill, pull, reg, sched_router as router};
+    use super::super::test_util::{fill, pull, sched_router as router};
+    use crate::test_kit::reg;
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 

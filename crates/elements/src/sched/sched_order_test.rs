@@ -152,7 +152,7 @@ impl Element for SchedOrderTest {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::*;
+    use crate::test_kit::*;
     use paraclick_runtime::Router;
 
     fn order(r: &Router, e: &str) -> Vec<i32> {

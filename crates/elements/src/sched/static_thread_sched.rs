@@ -85,7 +85,7 @@ impl Element for StaticThreadSched {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::reg;
+    use crate::test_kit::reg;
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::Router;
 

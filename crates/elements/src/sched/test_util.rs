@@ -1,9 +1,11 @@
-//! The schedulers' tests use the crate's one kit ([`crate::test_kit`]).
+//! The schedulers' rig, used by this folder's scheduler tests alone: a
+//! scheduler pulling from queues `q0`, `q1`... that the test fills by hand
+//! and drains by hand. The rest comes from the crate's one kit
+//! ([`crate::test_kit`]).
 
 #![allow(dead_code)] // not every test uses every helper
 
-pub use crate::test_kit::*;
-
+use crate::test_kit::{pkt, reg, tags};
 use paraclick_runtime::Router;
 
 /// `s :: CLASS` pulling from `ninputs` queues `q0`, `q1`... (fed by hand

@@ -337,4 +337,31 @@ mod tests {
             "e :: InfiniteSource: END_CALL and STOP are mutually exclusive",
         );
     }
+
+    /// Pulled `n` at most: how many came.
+    fn pull_n(r: &Router, n: usize) -> usize {
+        r.pull_from("e", 0, n).unwrap().map_or(0, |b| b.len())
+    }
+
+    #[test]
+    fn a_hot_swap_carries_the_count_and_what_was_sent_against_the_limit() {
+        let conf = |limit: u32| {
+            format!(
+                "e :: InfiniteSource(LENGTH 3, LIMIT {limit}); e -> u :: Unqueue -> o :: TestSink;"
+            )
+        };
+        let old = Router::from_str(&conf(5), &reg(), 1).unwrap();
+        assert_eq!(pull_n(&old, 3), 3);
+        let new = Router::from_str(&conf(5), &reg(), 1).unwrap();
+        new.take_state_from(&old).unwrap();
+        assert_eq!(new.read_handler("e.count").unwrap(), "3");
+        assert_eq!(pull_n(&new, 8), 2, "the rest of the limit");
+        assert_eq!(pull_n(&new, 8), 0);
+        assert_eq!(new.read_handler("e.count").unwrap(), "5");
+        // A higher limit in the new configuration: what was sent counts.
+        let newer = Router::from_str(&conf(8), &reg(), 1).unwrap();
+        newer.take_state_from(&new).unwrap();
+        assert_eq!(pull_n(&newer, 8), 3);
+        assert_eq!(newer.read_handler("e.count").unwrap(), "8");
+    }
 }

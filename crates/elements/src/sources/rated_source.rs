@@ -437,4 +437,33 @@ mod tests {
         assert_eq!(n, 301, "packets in 0.3 s");
         assert_eq!(r.read_handler("s.count").unwrap(), n.to_string());
     }
+
+    #[test]
+    fn a_hot_swap_carries_the_count_the_limit_and_the_schedule() {
+        let old = pull_router("RatedSource(RATE 1e12, LIMIT 5)");
+        assert_eq!(old.pull_from("e", 0, 3).unwrap().unwrap().len(), 3);
+        let new = pull_router("RatedSource(RATE 1e12, LIMIT 5)");
+        new.take_state_from(&old).unwrap();
+        assert_eq!(new.read_handler("e.count").unwrap(), "3");
+        assert_eq!(new.pull_from("e", 0, 8).unwrap().unwrap().len(), 2);
+        assert!(new.pull_from("e", 0, 8).unwrap().is_none(), "limit");
+        assert_eq!(new.read_handler("e.count").unwrap(), "5");
+
+        // One packet per 100 s: the first goes at once, the next is not
+        // due for 100 s, in the old router or the one that replaces it.
+        let old = pull_router("RatedSource(RATE 0.01)");
+        assert_eq!(old.pull_from("e", 0, 8).unwrap().unwrap().len(), 1);
+        let new = pull_router("RatedSource(RATE 0.01)");
+        new.take_state_from(&old).unwrap();
+        assert!(
+            new.pull_from("e", 0, 8).unwrap().is_none(),
+            "the schedule goes on: nothing due"
+        );
+        // A source that has not sent yet starts at once.
+        let fresh = pull_router("RatedSource(RATE 0.01)");
+        fresh
+            .take_state_from(&pull_router("RatedSource(RATE 0.01)"))
+            .unwrap();
+        assert_eq!(fresh.pull_from("e", 0, 8).unwrap().unwrap().len(), 1);
+    }
 }

@@ -13,6 +13,8 @@ mod config;
 mod handler;
 mod init;
 mod state;
+#[cfg(test)]
+mod tests;
 
 pub use config::ConfigCx;
 pub use handler::HandlerCx;
