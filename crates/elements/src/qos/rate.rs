@@ -176,6 +176,14 @@ impl TokenBucket {
         self.with(|s| s.burst)
     }
 
+    /// A `rate` handler's write: `v` in this bucket's unit, set at the
+    /// router's moment (`hx.now()`, simulated time included).
+    pub fn write_rate(&self, v: &str, hx: &paraclick_runtime::HandlerCx<'_>) -> Result<(), String> {
+        let r = self.unit.parse_rate(v, hx)?;
+        self.set_rate(hx.now(), r);
+        Ok(())
+    }
+
     /// A new rate (tokens earned so far count at the old one); the depth
     /// follows unless it was given as a size.
     pub fn set_rate(&self, now: Instant, rate: f64) {

@@ -101,11 +101,7 @@ impl Element for RatedUnqueue {
         Handler::rw(
             "rate",
             |e, _| e.bucket.unit.show(e.bucket.rate()),
-            |e, v, hx| {
-                let r = e.bucket.unit.parse_rate(v, hx)?;
-                e.bucket.set_rate(std::time::Instant::now(), r);
-                Ok(())
-            },
+            |e, v, hx| e.bucket.write_rate(v, hx),
         ),
         Handler::read("count", |e, _| e.count.get().to_string()),
     ];
@@ -141,6 +137,23 @@ mod tests {
         assert!(n <= secs * 1000.0 + 21.0, "{n} in {secs} s");
         assert!(n >= 150.0, "{n} in {secs} s");
         assert_eq!(r.read_handler("u.count").unwrap(), format!("{n}"));
+    }
+
+    #[test]
+    fn a_new_rate_counts_from_the_routers_moment() {
+        // Simulated time. RatedUnqueue(1000) holds 20 packets (20 ms); a
+        // second later the rate becomes 2000 (40 deep): the second passed
+        // at the old rate, so the first task run finds the old 20 (the
+        // Counter stops the router at them).
+        let r = paraclick_runtime::testing::build_simtime(
+            &super::super::test_util::reg(),
+            "Idle -> q :: Queue(100) -> u :: RatedUnqueue(1000) -> c :: Counter(COUNT_CALL 20 stop) -> TestSink;",
+        );
+        fill(&r, "q", pkts(100, 60));
+        paraclick_runtime::testing::advance(&r, std::time::Duration::from_secs(1));
+        r.write_handler("u.rate", "2000").unwrap();
+        paraclick_runtime::testing::run(&r);
+        assert_eq!(r.read_handler("u.count").unwrap(), "20");
     }
 
     #[test]
