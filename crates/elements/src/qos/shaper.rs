@@ -131,13 +131,21 @@ mod tests {
 
     #[test]
     fn passes_at_most_the_bucket_now_then_the_rate() {
-        // 1000 pkt/s: a 2 ms bucket holds 2 packets.
-        let r = router("Queue(100) -> s :: Shaper(1000)", 1);
+        // Simulated time. 1000 pkt/s: a 2 ms bucket holds 2 packets.
+        let r = build_simtime(
+            &reg(),
+            "Idle -> q :: Queue(100) -> s :: Shaper(1000); s -> Unqueue(ACTIVE false) -> TestSink;",
+        );
         fill(&r, "q", pkts(10, 60));
         let b = r.pull_from("s", 0, 32).unwrap().unwrap();
         assert_eq!(b.len(), 2);
-        // Right away there is (almost surely) nothing; output 1 is absent.
-        std::thread::sleep(std::time::Duration::from_millis(30));
+        // Then one packet per ms: none until 1 ms has passed.
+        assert!(r.pull_from("s", 0, 32).unwrap().is_none());
+        advance(&r, Duration::from_micros(999));
+        assert!(r.pull_from("s", 0, 32).unwrap().is_none());
+        advance(&r, Duration::from_micros(501));
+        assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 1);
+        advance(&r, Duration::from_millis(30));
         let b = r.pull_from("s", 0, 32).unwrap().unwrap();
         assert_eq!(b.len(), 2, "the bucket caps what 30 ms earned");
         assert_eq!(r.read_handler("s.rate").unwrap(), "1000");
