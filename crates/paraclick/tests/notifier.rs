@@ -65,10 +65,12 @@ fn idle_pull_sinks_that_write_files_sleep_too() {
         ("ToIPFlowDumps", "flow%n.txt", udp),
     ] {
         let path = dir.path().join(file);
+        // It runs until both packets were sent and the sink took them.
         let conf = format!(
             "Idle -> q :: Queue -> sink :: {class}({});
              src :: {source} -> q;
-             Script(wait 0.4s, stop);",
+             Script(label l, wait 10ms, goto l $(lt $(src.count) 2),
+                    goto l $(gt $(q.length) 0), stop);",
             path.display()
         );
         for threads in [1, 2] {
@@ -77,7 +79,7 @@ fn idle_pull_sinks_that_write_files_sleep_too() {
             let n = runs(&r, "sink");
             assert!(
                 (1..=3 * (RUNS_TO_SLEEP + 1)).contains(&n),
-                "-j{threads}: {class} ran {n} times for 2 packets in 0.4 s"
+                "-j{threads}: {class} ran {n} times for 2 packets"
             );
             assert_eq!(read_u64(&r, "q.length"), 0, "{class} took both packets");
             drop(r); // closes the file
@@ -110,10 +112,12 @@ fn a_push_wakes_the_sleeping_puller_and_it_sleeps_again() {
     // is on another thread; every packet arrives, and between them the
     // puller sleeps (it runs a few times per packet, not thousands of
     // times).
+    // The tenth packet delivered stops the run (the event, not a window
+    // of wall time; a lost wake-up leaves it to the watchdog).
     let r = router(
-        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: Queue -> uq :: Unqueue -> c :: Counter -> Discard;
-         StaticThreadSched(uq 1);
-         Script(wait 0.4s, stop);",
+        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: Queue -> uq :: Unqueue
+           -> c :: Counter(COUNT_CALL 10 stop) -> Discard;
+         StaticThreadSched(uq 1);",
         2,
     );
     run_with_timeout(&r, 20);
@@ -346,11 +350,13 @@ fn an_idle_puller_behind_a_cpuqueue_sleeps() {
         assert!(r.parks() > 0, "-j{threads}: its worker parked");
     }
     // Packets 10 ms apart from another thread: each wakes the puller,
-    // which sleeps again in between.
+    // which sleeps again in between. The tenth packet delivered stops the
+    // run (the event, not a window of wall time; a lost wake-up leaves it
+    // to the watchdog).
     let r = router(
-        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: CPUQueue -> uq :: Unqueue -> c :: Counter -> Discard;
-         StaticThreadSched(src 0, uq 1);
-         Script(wait 0.4s, stop);",
+        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: CPUQueue -> uq :: Unqueue
+           -> c :: Counter(COUNT_CALL 10 stop) -> Discard;
+         StaticThreadSched(src 0, uq 1);",
         2,
     );
     run_with_timeout(&r, 20);
