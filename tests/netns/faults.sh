@@ -82,20 +82,28 @@ start "
   RatedSource(LENGTH 60, RATE 2000) -> q :: Queue(100) -> td :: ToDevice(va);
   fd :: FromDevice(vb, SNIFFER false, PRIORITY true) -> c :: Counter -> Discard;" ||
   { fail "veth: router start"; exit 1; }
-sleep 0.5
+# Frames cross the pair before it goes.
+wait_for 10 "frames through the veth pair before deleting it" \
+  eval '[[ $(num c.count) -gt 0 ]]' || true
 before=$(num c.count)
 ip -n "$R" link del va
-sleep 0.7
+# The router notices: it stops, or ToDevice reports the error and counts
+# drops (then they keep growing as RatedSource goes on).
+veth_noticed() {
+  ! kill -0 "$ROUTER_PID" 2>/dev/null && return 0
+  grep -q "td :: ToDevice: va: " "$TMP/err" && [[ $(num td.drops) -gt 0 ]]
+}
+wait_for 10 "the router to stop or ToDevice to count drops after the veth went" veth_noticed || true
 if kill -0 "$ROUTER_PID" 2>/dev/null; then
   c1=$(num c.count); s1=$(num td.count); d1=$(num td.drops)
-  sleep 0.5
+  wait_for 10 "ToDevice's drops to grow past $d1" eval '[[ $(num td.drops) -gt $d1 ]]' || true
   d2=$(num td.drops)
   if [[ -n $c1 && -n $s1 && -n $d1 && ${before:-0} -gt 0 ]]; then
     pass "veth deleted: the router runs on, handlers answer (received $c1, sent $s1, ToDevice drops $d1 -> $d2)"
   else
     fail "veth deleted: handlers did not answer ($before $c1 $s1 $d1)"
   fi
-  if [[ ${d2:-0} -gt ${d1:-0} || ${d1:-0} -gt 0 ]] && grep -q "td :: ToDevice: va: " "$TMP/err"; then
+  if [[ ${d1:-0} -gt 0 && ${d2:-0} -gt ${d1:-0} ]] && grep -q "td :: ToDevice: va: " "$TMP/err"; then
     pass "veth deleted: counted ToDevice drops, reported once: '$(grep "td :: ToDevice" "$TMP/err" | head -1)'"
   else
     fail "veth deleted: ToDevice counts no drops ($d1 -> $d2)"
@@ -114,16 +122,21 @@ start "
   RatedSource(DATA \\<ffffffffffff 020000009902 0806 0001 0800 0604 0001
                       020000009902 0a630002 000000000000 0a630001>, RATE 500)
     -> th :: ToHost(pcft0);" || { fail "tap: router start"; exit 1; }
-sleep 0.5
+# The tap works both ways before it goes: ARP requests written, Linux's
+# replies read.
+wait_for 10 "ARP requests through ToHost and Linux's replies through FromHost" \
+  eval '[[ $(num th.count) -gt 0 && $(num c.count) -gt 0 ]]' || true
 before=$(num c.count)
 in_r ip link del pcft0
-sleep 0.7
+# The router notices: it stops, or ToHost counts the writes that fail.
+wait_for 10 "the router to stop or ToHost to count drops after the tap went" \
+  eval '! kill -0 "$ROUTER_PID" 2>/dev/null || [[ $(num th.drops) -gt 0 ]]' || true
 if kill -0 "$ROUTER_PID" 2>/dev/null; then
   c1=$(num c.count); t1=$(num th.count); d1=$(num th.drops)
-  if [[ -n $c1 && -n $t1 && -n $d1 ]]; then
+  if [[ -n $c1 && -n $t1 && ${before:-0} -gt 0 && ${d1:-0} -gt 0 ]]; then
     pass "tap deleted: the router runs on, handlers answer (FromHost $before then $c1, ToHost sent $t1, drops $d1)"
   else
-    fail "tap deleted: handlers did not answer ($c1 $t1 $d1)"
+    fail "tap deleted: handlers did not answer, or nothing crossed before or was dropped after (before $before, FromHost $c1, ToHost $t1, drops $d1)"
   fi
   stop "tap deleted"
 else
@@ -139,7 +152,8 @@ fi
 head -c $((24 + 7 * 116 + 16 + 50)) "$TMP/ten.pcap" >"$TMP/cut.pcap"
 start "fd :: FromDump($TMP/cut.pcap, STOP false) -> c :: Counter -> Discard;" ||
   { fail "pcap: router start"; exit 1; }
-sleep 0.3
+# The cut record is the event: FromDump counts it after the whole ones.
+wait_for 10 "FromDump to count the cut record" eval '[[ $(num fd.errors) -ge 1 ]]' || true
 c=$(num c.count); e=$(num fd.errors)
 if [[ $c == 7 && ${e:-0} -ge 1 ]] && grep -q "truncated packet record at file offset $((24 + 7 * 116))" "$TMP/err"; then
   pass "pcap cut mid-record: 7 whole records forwarded, then '$(grep -o 'truncated packet record.*' "$TMP/err")', fd.errors $e, router still answering"

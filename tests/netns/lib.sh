@@ -85,3 +85,20 @@ handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv
 Server((sys.argv[2], int(sys.argv[3])), handler).serve_forever()
 PY
 }
+
+# wait_for SECONDS WHAT CMD...: polls CMD (every 50 ms) until it succeeds,
+# for an event rather than a guessed duration. Returns 0 at the event;
+# after SECONDS (a generous bound, not the expected time) it fails the
+# check loudly, naming WHAT it waited for, and returns 1.
+wait_for() {
+  local limit=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + limit))
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      fail "waited $limit s for $what"
+      return 1
+    fi
+    sleep 0.05
+  done
+}

@@ -64,26 +64,51 @@ ip -n "$M" link set m1 address 02:00:00:00:02:01
 for l in s0 s1; do ip -n "$S" link set "$l" up; done
 for l in m0 m1; do ip -n "$M" link set "$l" up; done
 
-start_rx() { # THREADS CONFIG HANDLERS... (waits for $SOCKETS sockets)
+ctl() { timeout 5 "$BIN" ctl -u "$TMP/rx.sock" "$@"; }
+num() { ctl read "$1" 2>/dev/null | tr -dc '0-9'; }
+
+# The receiver answers on its control socket: it is built, so every
+# receive socket is open, bound and in its fanout group (FromDevice and
+# MultiFromDevice open them when initialized, before the control server
+# starts), and frames sent from now on wait in their rings.
+rx_answers() {
+  kill -0 "$RX_PID" 2>/dev/null || return 0
+  [[ -S $TMP/rx.sock ]] && ctl list >/dev/null 2>&1
+}
+
+start_rx() { # THREADS CONFIG HANDLERS... (waits until it answers)
   local threads=$1 conf=$2
   shift 2
   local -a hs=()
   for h in "$@"; do hs+=(-h "$h"); done
-  ip netns exec "$M" "$BIN" -j "$threads" "${hs[@]}" -e "$conf" >"$TMP/rx.out" 2>"$TMP/rx.err" &
+  rm -f "$TMP/rx.sock"
+  ip netns exec "$M" "$BIN" -j "$threads" -u "$TMP/rx.sock" "${hs[@]}" -e "$conf" >"$TMP/rx.out" 2>"$TMP/rx.err" &
   RX_PID=$!
-  # Ready once its receive sockets are open (packet sockets of the
-  # namespace, /proc/net/packet, one line each after the header).
-  for _ in $(seq 1 100); do
-    if ! kill -0 "$RX_PID" 2>/dev/null; then
-      echo "receiver exited early:" >&2; cat "$TMP/rx.err" >&2; return 1
-    fi
-    if [[ $(ip netns exec "$M" awk 'NR > 1' /proc/net/packet | wc -l) -ge $SOCKETS ]]; then
-      sleep 0.5
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "receiver did not open its sockets" >&2; cat "$TMP/rx.err" >&2; return 1
+  wait_for 20 "the receiver to answer on its control socket" rx_answers || return 1
+  if ! kill -0 "$RX_PID" 2>/dev/null; then
+    echo "receiver exited early:" >&2; cat "$TMP/rx.err" >&2; return 1
+  fi
+  # As many packet sockets as the configuration opens.
+  local n
+  n=$(ip netns exec "$M" awk 'NR > 1' /proc/net/packet | wc -l)
+  [[ $n -ge $SOCKETS ]] || { echo "receiver opened $n packet sockets, not $SOCKETS" >&2; return 1; }
+}
+
+# received HANDLER...: the sum of the receiver's counters, read now.
+received() {
+  local h sum=0
+  for h in "$@"; do sum=$((sum + $(num "$h"))); done
+  echo "$sum"
+}
+
+# wait_received HANDLER...: until the counters of frames from s0 and s1
+# add up to N0 + N1 (a lost frame fails here after 20 s, loudly, and
+# then in the exact checks below).
+COUNTERS=()
+all_received() { [[ $(received "${COUNTERS[@]}") -ge $((N0 + N1)) ]]; }
+wait_received() {
+  COUNTERS=("$@")
+  wait_for 20 "the receiver to count all $((N0 + N1)) frames (counters: $*)" all_received
 }
 
 stop_rx() {
@@ -116,9 +141,6 @@ send_both() {
       return 1
     fi
   done
-  # Everything the generators sent is in the receive rings by now; give
-  # the receiver time to read it.
-  sleep 1
 }
 
 h() { awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/rx.out"; }
@@ -139,6 +161,7 @@ start_rx 1 "$CONF" m.count m.counts m.drops \
   o0_s0.count o0_s1.count o0_other.count o1_s0.count o1_s1.count o1_other.count ||
   { fail "1: receiver start"; exit 1; }
 send_both || fail "1: sending"
+wait_received o0_s0.count o0_s1.count o1_s0.count o1_s1.count || true
 stop_rx
 a=$(h o0_s0.count); b=$(h o0_s1.count); c=$(h o1_s0.count); d=$(h o1_s1.count)
 echo "      1: output 0: $a from s0, $b from s1, $(h o0_other.count) other; output 1: $c from s0, $d from s1, $(h o1_other.count) other; drops $(h m.drops)"
@@ -166,6 +189,8 @@ start_rx 2 "$CONF" m.counts \
   o0_s0.count o0_s1.count o1_s0.count o1_s1.count p0_s0.count p0_s1.count p1_s0.count p1_s1.count ||
   { fail "2: receiver start"; exit 1; }
 send_both || fail "2: sending"
+wait_received o0_s0.count o0_s1.count o1_s0.count o1_s1.count \
+  p0_s0.count p0_s1.count p1_s0.count p1_s1.count || true
 stop_rx
 q00=$(h o0_s0.count); q01=$(h p0_s0.count); q10=$(h o1_s1.count); q11=$(h p1_s1.count)
 wrong=$(( $(h o0_s1.count) + $(h p0_s1.count) + $(h o1_s0.count) + $(h p1_s0.count) ))

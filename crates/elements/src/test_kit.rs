@@ -42,6 +42,16 @@ pub fn ts(sec: i64, nsec: u32) -> Timestamp {
     Timestamp::from_parts(sec, nsec)
 }
 
+/// One timing-sensitive router at a time in this test binary: a test that
+/// bounds a rate or a time with several threads in real time holds it, so
+/// that two such tests never share the machine's cores (the same lock as
+/// `one_at_a_time` in paraclick's tests/common). A test that panicked
+/// holding it does not poison it.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The element under test (`e :: decl`) with `ninputs` inputs fed by the
 /// test and `noutputs` outputs into `TestSink`s `o0`, `o1`, ...; extra
 /// configuration may follow `decl` after a `;`.

@@ -59,6 +59,7 @@ fn system_files_reproduce_the_papers_estimates() {
 
 #[test]
 fn cost_data_gives_per_task_and_per_queue_figures() {
+    let _g = common::one_at_a_time();
     let text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conf/fake-iprouter.click"),
     )
@@ -124,6 +125,7 @@ fn cost_data_gives_per_task_and_per_queue_figures() {
 
 #[test]
 fn model_of_a_configuration_ends_with_its_mlffr() {
+    let _g = common::one_at_a_time();
     let cache = tempfile::tempdir().unwrap();
     let out = Command::new(common::bin())
         .args([
@@ -291,6 +293,7 @@ const QUICK_SEARCH: [&str; 8] = [
 
 #[test]
 fn rfc2544_search_finds_the_offered_ceiling() {
+    let _g = common::one_at_a_time();
     // The source keeps up with 20 kpps easily: every trial passes and the
     // search closes in on the upper bound.
     let mut args = vec!["bench", "--mlffr", "conf/rated-queue.click"];
@@ -311,6 +314,7 @@ fn rfc2544_search_finds_the_offered_ceiling() {
 
 #[test]
 fn offered_rates_reach_a_fastudpflows_too_when_asked() {
+    let _g = common::one_at_a_time();
     // qos-bench drops by design when saturated (a priority scheduler's
     // low queue): its saturation rate is not loss-free. With --offered
     // its FastUDPFlows gets the search's rates, as a RatedSource would.
@@ -340,6 +344,7 @@ fn offered_rates_reach_a_fastudpflows_too_when_asked() {
 
 #[test]
 fn saturation_mlffr_and_a_2k_design() {
+    let _g = common::one_at_a_time();
     let out = paraclick(&[
         "bench",
         "--mlffr",

@@ -1,5 +1,8 @@
 //! The multicore runtime: ring modes from the thread plan, task migration
 //! while packets flow, adaptive rebalancing, per-flow order on 1-8 threads.
+//!
+//! Every test here runs threads against the clock or a rate: each holds
+//! `one_at_a_time()` so that two never share the machine's cores.
 
 mod common;
 use common::*;
@@ -16,6 +19,7 @@ fn modes(r: &Router) -> Vec<(String, bool, bool)> {
 
 #[test]
 fn rings_are_single_sided_when_one_thread_pushes_and_one_pulls() {
+    let _g = one_at_a_time();
     let conf =
         "src :: InfiniteSource(LIMIT 1000, STOP true) -> q :: Queue -> uq :: Unqueue -> Discard;
                 StaticThreadSched(src 0, uq 1);";
@@ -28,6 +32,7 @@ fn rings_are_single_sided_when_one_thread_pushes_and_one_pulls() {
 
 #[test]
 fn rings_take_cas_on_the_side_several_threads_use() {
+    let _g = one_at_a_time();
     let conf = "DriverManager(pause, pause);
                 a :: InfiniteSource(LIMIT 1000, STOP true) -> q :: Queue;
                 b :: InfiniteSource(LIMIT 1000, STOP true) -> q;
@@ -42,6 +47,7 @@ fn rings_take_cas_on_the_side_several_threads_use() {
 
 #[test]
 fn moving_tasks_rechooses_ring_modes() {
+    let _g = one_at_a_time();
     let conf = "DriverManager(pause, pause);
                 a :: InfiniteSource(LIMIT 1000, STOP true) -> q :: Queue;
                 b :: InfiniteSource(LIMIT 1000, STOP true) -> q;
@@ -75,6 +81,7 @@ fn staged_packets_arrive(conf: &str) {
 
 #[test]
 fn a_producer_publishes_what_it_staged_when_it_goes_idle() {
+    let _g = one_at_a_time();
     // The consumer is on another thread, so the source's thread gathers
     // packets before publishing them; after five packets it has nothing
     // else to do and must publish them then, not at the end of the run.
@@ -87,6 +94,7 @@ fn a_producer_publishes_what_it_staged_when_it_goes_idle() {
 
 #[test]
 fn a_busy_producer_publishes_what_it_staged_within_a_few_passes() {
+    let _g = one_at_a_time();
     // Here the source's thread never runs out of work (another source
     // keeps it busy), so publication must not wait for idleness either.
     staged_packets_arrive(
@@ -99,6 +107,7 @@ fn a_busy_producer_publishes_what_it_staged_within_a_few_passes() {
 
 #[test]
 fn a_crossing_queue_smaller_than_a_stage_keeps_the_first_packets_and_counts_the_rest() {
+    let _g = one_at_a_time();
     // A BURST 1 source on thread 0 stages its packets for a queue of 4
     // that nobody pulls (the Unqueue is inactive, on thread 1), so the
     // stage's limit comes from a ring with little or no room: the first 4
@@ -118,6 +127,7 @@ fn a_crossing_queue_smaller_than_a_stage_keeps_the_first_packets_and_counts_the_
 
 #[test]
 fn staged_packets_survive_migrations_with_many_producers_on_8_threads() {
+    let _g = one_at_a_time();
     // Four BURST 1 sources (so every packet is staged) on 8 threads of a
     // 2-core machine push into one queue; the sources move between threads
     // every millisecond, so queues switch between single- and
@@ -164,6 +174,7 @@ fn staged_packets_survive_migrations_with_many_producers_on_8_threads() {
 
 #[test]
 fn migration_while_packets_flow_conserves_every_packet() {
+    let _g = one_at_a_time();
     // Tasks are moved back and forth between threads every millisecond
     // while packets cross queues; nothing may be lost or duplicated. The
     // queues have room for any backlog (Unqueue does not wait for room
@@ -206,6 +217,7 @@ fn migration_while_packets_flow_conserves_every_packet() {
 
 #[test]
 fn adaptive_scheduler_spreads_a_crowded_thread() {
+    let _g = one_at_a_time();
     // Two busy independent pipelines start crowded on thread 0; the
     // adaptive scheduler must move one of them to thread 1.
     let conf = "s :: Script(wait 0.6s, stop);
@@ -284,6 +296,7 @@ fn make_seq(cx: &mut ConfigCx<'_>) -> Result<SeqSource, String> {
 
 #[test]
 fn same_per_flow_output_in_order_on_1_2_4_8_threads() {
+    let _g = one_at_a_time();
     // A flow split: HashSwitch on the flow id into two queue/Unqueue
     // stages that may run on different threads, merging into one sink.
     // The sink keeps every packet: give the pools room for all of them.
@@ -407,6 +420,7 @@ fn overloaded_qos(sched: &str, threads: usize) -> Vec<[(u64, u64); 3]> {
 
 #[test]
 fn replicated_qos_keeps_priority_in_every_replica() {
+    let _g = one_at_a_time();
     for threads in [1, 2] {
         let reps = overloaded_qos("PrioSched", threads);
         for (k, [hi, med, lo]) in reps.iter().enumerate() {
@@ -430,6 +444,7 @@ fn replicated_qos_keeps_priority_in_every_replica() {
 
 #[test]
 fn queue_reset_from_another_thread_while_traffic_flows_conserves_every_packet() {
+    let _g = one_at_a_time();
     // Issue 11: a Script on one thread writes `q.reset` again and again
     // while the queue's single consumer pulls on another. The reset drains
     // as an extra consumer through the runtime's audited path (the ring
@@ -536,6 +551,7 @@ fn pinned_workers(cpus: &str, args: &[&str], nworkers: usize) -> Vec<(String, St
 
 #[test]
 fn workers_are_pinned_inside_the_cpus_the_process_may_use() {
+    let _g = one_at_a_time();
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if ncpu < 2 {
         // One CPU: every list is that CPU; nothing can go outside it.

@@ -1,6 +1,9 @@
 //! Click's notifiers: pull tasks sleep on empty queues and are woken by the
 //! next push, also across threads; sources wait on full queues; the fake IP
 //! router split across two threads delivers its packets.
+//!
+//! Every test here counts task runs, parks or wake-ups of threads: each
+//! holds `one_at_a_time()` so that two never share the machine's cores.
 
 mod common;
 use common::*;
@@ -19,6 +22,7 @@ fn runs(r: &Router, name: &str) -> u64 {
 
 #[test]
 fn an_idle_puller_is_not_rescheduled() {
+    let _g = one_at_a_time();
     // A queue with the empty notifier: the Unqueue runs, finds it empty a
     // few times in a row and sleeps for the rest of the run. Behind a
     // SimpleQueue (no notifier) the same Unqueue is polled on every pass.
@@ -48,6 +52,7 @@ fn an_idle_puller_is_not_rescheduled() {
 
 #[test]
 fn idle_pull_sinks_that_write_files_sleep_too() {
+    let _g = one_at_a_time();
     // ToDump, ToIPSummaryDump and ToIPFlowDumps as pull sinks behind an
     // idle queue sleep like Discard, and still write what arrives.
     let dir = tempfile::Builder::new()
@@ -65,10 +70,12 @@ fn idle_pull_sinks_that_write_files_sleep_too() {
         ("ToIPFlowDumps", "flow%n.txt", udp),
     ] {
         let path = dir.path().join(file);
+        // It runs until both packets were sent and the sink took them.
         let conf = format!(
             "Idle -> q :: Queue -> sink :: {class}({});
              src :: {source} -> q;
-             Script(wait 0.4s, stop);",
+             Script(label l, wait 10ms, goto l $(lt $(src.count) 2),
+                    goto l $(gt $(q.length) 0), stop);",
             path.display()
         );
         for threads in [1, 2] {
@@ -77,7 +84,7 @@ fn idle_pull_sinks_that_write_files_sleep_too() {
             let n = runs(&r, "sink");
             assert!(
                 (1..=3 * (RUNS_TO_SLEEP + 1)).contains(&n),
-                "-j{threads}: {class} ran {n} times for 2 packets in 0.4 s"
+                "-j{threads}: {class} ran {n} times for 2 packets"
             );
             assert_eq!(read_u64(&r, "q.length"), 0, "{class} took both packets");
             drop(r); // closes the file
@@ -106,14 +113,17 @@ fn idle_pull_sinks_that_write_files_sleep_too() {
 
 #[test]
 fn a_push_wakes_the_sleeping_puller_and_it_sleeps_again() {
+    let _g = one_at_a_time();
     // The source sends 10 packets, 10 ms apart, into a queue whose puller
     // is on another thread; every packet arrives, and between them the
     // puller sleeps (it runs a few times per packet, not thousands of
     // times).
+    // The tenth packet delivered stops the run (the event, not a window
+    // of wall time; a lost wake-up leaves it to the watchdog).
     let r = router(
-        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: Queue -> uq :: Unqueue -> c :: Counter -> Discard;
-         StaticThreadSched(uq 1);
-         Script(wait 0.4s, stop);",
+        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: Queue -> uq :: Unqueue
+           -> c :: Counter(COUNT_CALL 10 stop) -> Discard;
+         StaticThreadSched(uq 1);",
         2,
     );
     run_with_timeout(&r, 20);
@@ -149,6 +159,7 @@ fn ping_pong(n: u64, cap: usize, burst: usize) {
 
 #[test]
 fn cross_thread_wake_ups_are_never_lost() {
+    let _g = one_at_a_time();
     // Capacity 1 and 2 make the queue go empty and full on almost every
     // packet: each transition is a sleep racing with a wake on the other
     // thread.
@@ -159,6 +170,7 @@ fn cross_thread_wake_ups_are_never_lost() {
 
 #[test]
 fn a_source_waits_for_a_slow_consumer_instead_of_dropping() {
+    let _g = one_at_a_time();
     // The consumer does heavy work per packet on another thread; a Queue
     // of 8 would overflow at once without the full notifier.
     let r = router(
@@ -188,6 +200,7 @@ fn a_source_waits_for_a_slow_consumer_instead_of_dropping() {
 
 #[test]
 fn two_sources_waiting_on_one_queue_share_its_room() {
+    let _g = one_at_a_time();
     // Two unlimited sources on one thread feed one queue that a puller
     // drains: each time the puller makes room, one source fills it. They
     // must take turns; the second in the task list used to get a few
@@ -218,6 +231,7 @@ fn two_sources_waiting_on_one_queue_share_its_room() {
 
 #[test]
 fn two_sources_share_the_room_a_puller_on_another_thread_makes() {
+    let _g = one_at_a_time();
     // As above, with the puller on thread 1: the room it makes opens the
     // queue's gate from the other thread. The gate used to count its
     // listeners down and wake them one after the other, the first
@@ -245,6 +259,7 @@ fn two_sources_share_the_room_a_puller_on_another_thread_makes() {
 
 #[test]
 fn bursts_from_two_threads_never_overflow_the_queue_they_wait_on() {
+    let _g = one_at_a_time();
     // Two sources on two threads push 32-packet bursts into one queue
     // drained slowly: each checks for room before its burst, so the queue
     // must count as full while a burst per producing thread still fits.
@@ -273,6 +288,7 @@ fn bursts_from_two_threads_never_overflow_the_queue_they_wait_on() {
 
 #[test]
 fn reset_from_another_thread_wakes_a_waiting_source() {
+    let _g = one_at_a_time();
     // Nobody pulls (ACTIVE false): the source fills the queue and waits.
     // Writing `reset` (from this, non-worker, thread) empties the queue and
     // wakes the source, which fills it again.
@@ -305,6 +321,7 @@ fn reset_from_another_thread_wakes_a_waiting_source() {
 
 #[test]
 fn the_split_fake_ip_router_delivers_its_packets() {
+    let _g = one_at_a_time();
     // Issue 11's target: sources on thread 0, drains on thread 1, -j 2:
     // at least 99.9% delivered (today's Queue drops nothing: the sources
     // wait), with exact conservation from the handlers.
@@ -330,6 +347,7 @@ fn the_split_fake_ip_router_delivers_its_packets() {
 
 #[test]
 fn an_idle_puller_behind_a_cpuqueue_sleeps() {
+    let _g = one_at_a_time();
     // CPUQueue's empty notifier: the Unqueue finds every thread's queue
     // empty and sleeps (before, it was polled on every pass).
     for threads in [1, 2] {
@@ -346,11 +364,13 @@ fn an_idle_puller_behind_a_cpuqueue_sleeps() {
         assert!(r.parks() > 0, "-j{threads}: its worker parked");
     }
     // Packets 10 ms apart from another thread: each wakes the puller,
-    // which sleeps again in between.
+    // which sleeps again in between. The tenth packet delivered stops the
+    // run (the event, not a window of wall time; a lost wake-up leaves it
+    // to the watchdog).
     let r = router(
-        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: CPUQueue -> uq :: Unqueue -> c :: Counter -> Discard;
-         StaticThreadSched(src 0, uq 1);
-         Script(wait 0.4s, stop);",
+        "src :: TimedSource(0.01s, LIMIT 10, STOP false) -> q :: CPUQueue -> uq :: Unqueue
+           -> c :: Counter(COUNT_CALL 10 stop) -> Discard;
+         StaticThreadSched(src 0, uq 1);",
         2,
     );
     run_with_timeout(&r, 20);
@@ -364,6 +384,7 @@ fn an_idle_puller_behind_a_cpuqueue_sleeps() {
 
 #[test]
 fn cpuqueue_wake_ups_from_two_threads_are_never_lost() {
+    let _g = one_at_a_time();
     // Two sources on two threads push one packet at a time into tiny
     // per-thread queues; the puller (on either thread) empties them on
     // almost every packet, so each push races with the puller going to

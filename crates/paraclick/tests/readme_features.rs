@@ -263,6 +263,7 @@ fn foundation(out: &str, threads: usize) -> Vec<(String, u64, f64, f64)> {
 
 #[test]
 fn bench_prints_rates_that_agree_with_its_counts() {
+    let _g = common::one_at_a_time();
     // README: `paraclick bench` (here with fewer packets and one run).
     const N: u64 = 200_000;
     for threads in [1usize, 2] {
@@ -290,6 +291,7 @@ fn bench_prints_rates_that_agree_with_its_counts() {
 
 #[test]
 fn multicore_bench_ratios_follow_their_rates() {
+    let _g = common::one_at_a_time();
     // README: `paraclick bench --suite multicore` (1 vs 2 threads).
     let out = ok(&["bench", "--suite", "multicore", "-n", "100000", "-r", "1"]);
     let rows: Vec<(String, Vec<String>)> = out
@@ -333,6 +335,7 @@ fn multicore_bench_ratios_follow_their_rates() {
 
 #[test]
 fn nat_bench_measures_each_flow_count_on_one_and_two_threads() {
+    let _g = common::one_at_a_time();
     // README: `paraclick bench --suite nat -r 1 1000 ...` (fewer packets).
     let out = ok(&[
         "bench", "--suite", "nat", "-n", "40000", "-r", "1", "100", "1000",
@@ -387,6 +390,7 @@ fn nat_bench_measures_each_flow_count_on_one_and_two_threads() {
 
 #[test]
 fn rate_sweep_writes_its_curve_as_csv_json_and_svg() {
+    let _g = common::one_at_a_time();
     // README: `bench --mlffr ...; --sweep`; conf/rated-queue.click names
     // `paraclick bench --sweep rates conf/rated-queue.click --out rates`.
     let dir = scratch();
@@ -454,6 +458,7 @@ fn rate_sweep_writes_its_curve_as_csv_json_and_svg() {
 
 #[test]
 fn cost_report_of_the_flow_split_accounts_for_every_packet_and_cycle() {
+    let _g = common::one_at_a_time();
     // README: `paraclick -j 2 conf/flow-split.click --report costs`.
     let out = paraclick(&[
         "-j",

@@ -500,7 +500,6 @@ mod tests {
     use paraclick_packet::{Packet, Timestamp};
     use paraclick_runtime::testing::Harness;
     use paraclick_runtime::Router;
-    use std::time::Duration;
 
     /// The n-th ping from 1.0.0.1 to 2.0.0.2.
     fn ping(seq: u16, ident: u16, data: &[u8]) -> Vec<u8> {
@@ -532,24 +531,33 @@ mod tests {
         r
     }
 
-    /// Runs the router until it stops itself (or 5 s pass).
-    fn run(h: &Harness) {
-        let s = h.router.stopper();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs(5));
-            s.stop();
-        });
-        h.router.run();
-        drop(t);
+    /// The element in simulated time: a run moves the clock from timer
+    /// to timer, and pings carry the router's time.
+    fn sim(decl: &str, ninputs: usize) -> Harness {
+        Harness::simulated(&reg(), decl, ninputs, 1).unwrap()
     }
+
+    /// Runs the router until it stops itself (a watchdog fails the test
+    /// after 20 s).
+    fn run(h: &Harness) {
+        paraclick_runtime::testing::run(&h.router);
+    }
+
+    /// Nanoseconds from the start of simulated time to each packet's
+    /// timestamp.
+    fn sent_at(ps: &[Packet]) -> Vec<i64> {
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        ps.iter().map(|p| p.timestamp().0 - start).collect()
+    }
+
+    const MS: i64 = 1_000_000;
 
     #[test]
     fn timer_sends_pings_until_limit() {
-        let h = harness_io(
+        let h = sim(
             "ICMPPingSource(1.0.0.1, 2.0.0.2, INTERVAL 10ms, LIMIT 3, STOP true, \
              IDENTIFIER 0x1234, DATA \"hi!\", VERBOSE false)",
             0,
-            1,
         );
         run(&h);
         let out = h.output(0);
@@ -564,21 +572,21 @@ mod tests {
         );
         assert_eq!(out[0].anno().dst_ip, ip("2.0.0.2"));
         assert_eq!(out[0].network_header_length(), Some(20));
-        assert!(!out[0].timestamp().is_zero());
+        // One INTERVAL after the start, then one per INTERVAL.
+        assert_eq!(sent_at(&out), [10 * MS, 20 * MS, 30 * MS]);
         assert_eq!(h.read("count").unwrap(), "3");
         assert_err(h.read("summary"), "no input: replies are not counted"); // no input
     }
 
     #[test]
     fn replies_make_statistics() {
-        let h = harness_io(
+        let h = sim(
             "ICMPPingSource(1.0.0.1, 2.0.0.2, INTERVAL 5ms, LIMIT 4, STOP true, VERBOSE false)",
-            1,
             1,
         );
         run(&h);
         let out = h.output(0);
-        assert_eq!(out.len(), 4);
+        assert_eq!(sent_at(&out), [5 * MS, 10 * MS, 15 * MS, 20 * MS]);
         assert_eq!(out[3].data(), &ping(4, 0, b"")[..]);
         let mut other_id = reply(&out[0], 100);
         other_id.data_mut()[24] = 9;
@@ -635,7 +643,10 @@ mod tests {
 
     #[test]
     fn handlers() {
-        let h = harness_io("ICMPPingSource(1.0.0.1, 2.0.0.2, ACTIVE false)", 0, 1);
+        let h = sim(
+            "ICMPPingSource(1.0.0.1, 2.0.0.2, ACTIVE false); Script(wait 100ms, stop)",
+            0,
+        );
         assert_eq!(h.read("active").unwrap(), "false");
         assert_eq!(h.read("src").unwrap(), "1.0.0.1");
         h.write("dst", "3.0.0.3").unwrap();
@@ -648,16 +659,11 @@ mod tests {
         h.write("limit", "2").unwrap();
         h.write("active", "true").unwrap();
         h.write("STOP", "x").unwrap_err();
-        // Active again: pings go out at once, then every 5 ms, two in all.
-        let s = h.router.stopper();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(100));
-            s.stop();
-        });
-        h.router.run();
-        t.join().unwrap();
+        // Active again: pings go out at once, then every 5 ms, two in all
+        // (100 simulated ms).
+        run(&h);
         let out = h.output(0);
-        assert_eq!(out.len(), 2);
+        assert_eq!(sent_at(&out), [0, 5 * MS]);
         assert_eq!(&out[1].data()[16..20], &[3, 0, 0, 3]);
     }
 

@@ -44,7 +44,7 @@ use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind,
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Default)]
 struct State {
@@ -196,9 +196,10 @@ impl Element for FastUDPSourceIP6 {
         if !self.active.load(Ordering::Relaxed) {
             return false;
         }
+        // The router's clock: simulated time paces it too.
+        let now = cx.now();
         let (first, n) = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let now = Instant::now();
             let start = *s.start.get_or_insert(now);
             let mut n: u64 = 32;
             if self.limit >= 0 {
@@ -206,7 +207,15 @@ impl Element for FastUDPSourceIP6 {
             }
             if self.rate > 0.0 {
                 let due = (self.rate * now.duration_since(start).as_secs_f64()) as u64 + 1;
-                n = n.min(due.saturating_sub(s.sent));
+                let paced = due.saturating_sub(s.sent);
+                if paced == 0 && n > 0 {
+                    // Say when the next packet is due (packet k at k/RATE
+                    // after the first), so that simulated time moves
+                    // there; never at `now`, so the clock always moves.
+                    let at = Duration::from_secs_f64(s.sent as f64 / self.rate);
+                    cx.wake_at((start + at).max(now + Duration::from_nanos(1)));
+                }
+                n = n.min(paced);
             }
             let first = s.sent;
             s.sent += n;
@@ -240,6 +249,24 @@ impl Element for FastUDPSourceIP6 {
 mod tests {
     use crate::test_kit::*;
     use paraclick_runtime::Router;
+
+    #[test]
+    fn paces_on_the_routers_clock() {
+        // Simulated time: 10 packets at 1000 pkt/s leave at 0, 1, ..., 9
+        // simulated ms (the source says when the next is due), whatever
+        // the wall clock does meanwhile.
+        let conf = "e :: FastUDPSourceIP6(1000, 10, 80, 2:0:0:0:1:2, 2001:db8:1::2, 1000, \
+                    2:0:0:0:1:1, 2001:db8:2::2, 9, STOP true) -> SetTimestamp -> o :: TestSink;";
+        let router = paraclick_runtime::testing::build_simtime(&reg(), conf);
+        paraclick_runtime::testing::run(&router);
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        let at: Vec<i64> = paraclick_runtime::testing::sink(&router, "o")
+            .iter()
+            .map(|p| p.timestamp().0 - start)
+            .collect();
+        assert_eq!(at, (0..10).map(|k| k * 1_000_000).collect::<Vec<i64>>());
+        assert_eq!(router.read_handler("e.rate").unwrap(), "1000");
+    }
 
     #[test]
     fn sends_limit_packets_with_valid_checksums_and_new_flows() {

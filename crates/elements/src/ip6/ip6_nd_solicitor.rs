@@ -183,7 +183,7 @@ impl IP6NDSolicitor {
 
     fn push_ip(&self, cx: &mut Cx<'_>, batch: Batch) {
         let mut out = Out::default();
-        let now = Instant::now();
+        let now = cx.now();
         let mut t = self.lock();
         for mut p in batch {
             let hop = Self::next_hop(&p);
@@ -239,8 +239,8 @@ impl IP6NDSolicitor {
         self.emit(cx, out);
     }
 
-    fn learn(&self, ip: Ipv6Addr, eth: EtherAddr, out: &mut Out, create: bool) {
-        let now = Instant::now();
+    /// Records `ip` at `eth` as confirmed at `now` (the router's clock).
+    fn learn(&self, now: Instant, ip: Ipv6Addr, eth: EtherAddr, out: &mut Out, create: bool) {
         let mut t = self.lock();
         if !create && !t.contains_key(&ip) {
             return;
@@ -265,12 +265,13 @@ impl IP6NDSolicitor {
 
     fn push_nd(&self, cx: &mut Cx<'_>, batch: Batch) {
         let mut out = Out::default();
+        let now = cx.now();
         for p in batch {
             if let Some(m) = parse_frame(p.data()) {
                 match m.repr {
                     NdRepr::NeighborAdvert { target, lladdr, .. } => {
                         self.advertisements.inc(cx.thread());
-                        self.learn(target, lladdr.unwrap_or(m.eth_src), &mut out, true);
+                        self.learn(now, target, lladdr.unwrap_or(m.eth_src), &mut out, true);
                     }
                     NdRepr::NeighborSolicit {
                         lladdr: Some(ll), ..
@@ -278,7 +279,7 @@ impl IP6NDSolicitor {
                         // Learn only for next hops already in the table
                         // (RFC 4861 §7.2.3 allows creating; keeping the
                         // table to addresses we route to bounds it).
-                        self.learn(m.src, ll, &mut out, false);
+                        self.learn(now, m.src, ll, &mut out, false);
                     }
                     NdRepr::NeighborSolicit { .. } => {}
                 }
@@ -316,15 +317,16 @@ impl Element for IP6NDSolicitor {
             let mut w = v.split_whitespace();
             let ip: Ipv6Addr = hx.arg(w.next().ok_or("expected 'IP6 ETH'")?)?;
             let eth: EtherAddr = hx.arg(w.next().ok_or("expected 'IP6 ETH'")?)?;
+            let now = hx.now();
             let mut t = e.lock();
             let en = t.entry(ip).or_insert_with(|| Entry {
                 eth: None,
-                when: Instant::now(),
+                when: now,
                 tries: 0,
                 pending: VecDeque::new(),
             });
             en.eth = Some(eth);
-            en.when = Instant::now();
+            en.when = now;
             Ok(())
         }),
         Handler::write("clear", |e, _, _| {
@@ -351,7 +353,7 @@ impl Element for IP6NDSolicitor {
     }
 
     fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
-        let now = Instant::now();
+        let now = cx.now();
         let mut out = Out::default();
         {
             let mut t = self.lock();
@@ -433,14 +435,16 @@ mod tests {
         pkt(&Ip6::new("2001:db8:9::1", dst, 59).payload(&[tag]).bytes())
     }
 
-    fn run_for(h: &paraclick_runtime::testing::Harness, d: Duration) {
-        let s = h.router.stopper();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(d);
-            s.stop();
-        });
-        h.router.run();
-        t.join().unwrap();
+    /// The element in simulated time (the test moves the clock), input 1
+    /// idle, `nout` outputs.
+    fn sim(decl: &str, nout: usize) -> paraclick_runtime::testing::Harness {
+        paraclick_runtime::testing::Harness::simulated(
+            &reg(),
+            &format!("{decl}; Idle -> [1]e"),
+            1,
+            nout,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -520,8 +524,10 @@ mod tests {
 
     #[test]
     fn gives_up_and_bounds_waiting_packets() {
-        let h = harness(
-            "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01, CAPACITY 2, RETRIES 2); Idle -> [1]e",
+        // 3.3 simulated seconds: the timer runs at 1 s, then every 250 ms.
+        let h = sim(
+            "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01, CAPACITY 2, RETRIES 2); \
+             Script(wait 3300ms, stop)",
             2,
         );
         h.push(
@@ -534,10 +540,67 @@ mod tests {
         );
         assert_eq!(h.drops(), 1, "the oldest made room");
         assert!(h.read("table").unwrap().ends_with(" 2\n"));
-        run_for(&h, Duration::from_millis(3300));
+        paraclick_runtime::testing::run(&h.router);
+        // At 0 s and 1 s (RETRY after the first); at 2 s, after RETRIES
+        // solicitations, it gave up.
         assert_eq!(h.output(1).len(), 2, "solicited twice");
         assert_eq!(h.drops(), 3, "then gave up");
         assert_eq!(h.read("table").unwrap(), "");
+    }
+
+    #[test]
+    fn retries_once_a_second_of_the_routers_clock() {
+        // Simulated time: RETRY (1 s) and the give-up are measured on the
+        // router's clock, so 2.9 simulated seconds (a few real
+        // milliseconds) see the solicitations at 0, 1 and 2 s, and 3.1 s
+        // the give-up after RETRIES 3.
+        let h = sim(
+            "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01); Script(wait 2900ms, stop)",
+            2,
+        );
+        h.push(0, vec![to("2001:db8::2", 1)]);
+        paraclick_runtime::testing::run(&h.router);
+        assert_eq!(h.read("solicitations").unwrap(), "3");
+        assert_eq!(h.output(1).len(), 3);
+        assert_eq!(h.drops(), 0, "still waiting");
+        let h = sim(
+            "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01); Script(wait 3100ms, stop)",
+            2,
+        );
+        h.push(0, vec![to("2001:db8::2", 1)]);
+        paraclick_runtime::testing::run(&h.router);
+        assert_eq!(h.read("solicitations").unwrap(), "3");
+        assert_eq!(h.drops(), 1, "given up at 3 s");
+        assert_eq!(h.read("table").unwrap(), "");
+    }
+
+    #[test]
+    fn known_entries_expire_timeout_after_confirmation_by_the_routers_clock() {
+        // An advertisement and an insert each confirm at the router's
+        // moment: still known 1 ns before TIMEOUT has passed since, and
+        // solicited again at TIMEOUT.
+        for teach in ["advertisement", "insert"] {
+            let h = sim(
+                "IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01, TIMEOUT 10s)",
+                2,
+            );
+            h.advance(Duration::from_secs(5));
+            if teach == "insert" {
+                h.write("insert", "2001:db8::2 02:00:00:00:00:02").unwrap();
+            } else {
+                h.router
+                    .push_into("e", 1, vec![na("2001:db8::2", Some(HOST))].into())
+                    .unwrap();
+            }
+            h.advance(Duration::from_secs(10) - Duration::from_nanos(1));
+            h.push(0, vec![to("2001:db8::2", 1)]);
+            assert_eq!(h.output(0).len(), 1, "{teach}: known until TIMEOUT");
+            assert!(h.output(1).is_empty(), "{teach}");
+            h.advance(Duration::from_nanos(1));
+            h.push(0, vec![to("2001:db8::2", 2)]);
+            assert!(h.output(0).is_empty(), "{teach}: expired at TIMEOUT");
+            assert_eq!(h.output(1).len(), 1, "{teach}: solicited again");
+        }
     }
 
     #[test]

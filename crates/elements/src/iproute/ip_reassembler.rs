@@ -705,17 +705,34 @@ mod tests {
         );
     }
 
+    /// The element in simulated time (the test moves the clock).
+    fn sim(decl: &str, nout: usize) -> paraclick_runtime::testing::Harness {
+        paraclick_runtime::testing::Harness::simulated(&crate::test_kit::reg(), decl, 1, nout)
+            .unwrap()
+    }
+
     #[test]
     fn timeout_sends_the_span_to_output_1() {
-        let h = harness("IPReassembler(TIMEOUT 30ms)", 2);
         let d = datagram(5, 96);
+        let other = datagram(6, 32);
+        // Simulated time. Dormant 1 ns less than TIMEOUT: kept (any
+        // fragment arriving makes the element look for dormant ones).
+        let h = sim("IPReassembler(TIMEOUT 30ms)", 2);
         h.push(
             0,
             vec![frag(&d, 56, 80, true, None), frag(&d, 16, 40, true, None)],
         );
-        std::thread::sleep(Duration::from_millis(60));
-        // Any fragment arriving makes the element look for dormant ones.
-        let other = datagram(6, 32);
+        h.advance(Duration::from_millis(30) - Duration::from_nanos(1));
+        h.push(0, vec![frag(&other, 0, 16, true, None)]);
+        assert!(h.output(1).is_empty(), "given up before TIMEOUT");
+        assert_eq!(h.read("datagrams").unwrap(), "2");
+        // Dormant for TIMEOUT: its span goes to output 1.
+        let h = sim("IPReassembler(TIMEOUT 30ms)", 2);
+        h.push(
+            0,
+            vec![frag(&d, 56, 80, true, None), frag(&d, 16, 40, true, None)],
+        );
+        h.advance(Duration::from_millis(30));
         h.push(0, vec![frag(&other, 0, 16, true, None)]);
         let side = h.output(1);
         assert_eq!(side.len(), 1);
@@ -731,12 +748,12 @@ mod tests {
         assert_eq!(h.read("datagrams").unwrap(), "1");
         conserved(&h, 3, 1);
         // With one output, dormant fragments are dropped.
-        let h = harness("IPReassembler(TIMEOUT 30ms)", 1);
+        let h = sim("IPReassembler(TIMEOUT 30ms)", 1);
         h.push(
             0,
             vec![frag(&d, 0, 16, true, None), frag(&d, 32, 48, true, None)],
         );
-        std::thread::sleep(Duration::from_millis(60));
+        h.advance(Duration::from_millis(30));
         h.push(0, vec![frag(&other, 0, 16, true, None)]);
         assert_eq!(h.drops(), 2);
         assert_eq!(h.read("datagrams").unwrap(), "1");

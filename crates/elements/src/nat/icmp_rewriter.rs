@@ -33,7 +33,7 @@
 
 use super::flow::{ip_offset, rewrite, FlowId, PacketFlow, ICMP, TCP, UDP};
 use super::rewriter::Rewriter;
-use super::table::{now_ms, FlowTable};
+use super::table::{ms_of, FlowTable};
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
@@ -92,7 +92,8 @@ impl ICMPRewriter {
         }
     }
 
-    fn try_rewrite(&self, p: &mut Packet) -> Option<()> {
+    /// Rewrites `p` by the mappings as they stand now (the router's clock).
+    fn try_rewrite(&self, cx: &Cx<'_>, p: &mut Packet) -> Option<()> {
         let maps = self.maps.get()?;
         let ip = ip_offset(p)?;
         let d = p.data();
@@ -138,7 +139,7 @@ impl ICMPRewriter {
             dport,
         };
         let reply = f.reverse();
-        let now = now_ms();
+        let now = ms_of(cx.timestamp());
         let (new_reply, _out) = maps.iter().find_map(|t| {
             let g = t.guard();
             t.lookup(iproto, reply, now, &g)
@@ -228,7 +229,7 @@ impl Action for ICMPRewriter {
     }
 
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        match self.try_rewrite(p) {
+        match self.try_rewrite(cx, p) {
             Some(()) => {
                 self.rewritten.inc(cx.thread());
                 Verdict::Out(0)

@@ -6,7 +6,7 @@ use super::flow::{ip_offset, packet_flow, rewrite, FlowId, PacketFlow, ICMP, TCP
 use super::ip_rewriter_patterns::IPRewriterPatterns;
 use super::mapper::{Mapper, MapperCore};
 use super::pattern::{parse_spec, Pattern, SpecText};
-use super::table::{now_ms, Failure, FlowTable, Guard, KeyKind, Timeouts};
+use super::table::{ms_of, Failure, FlowTable, Guard, KeyKind, Timeouts};
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount, StateCx, Verdict};
@@ -364,16 +364,20 @@ impl Rewriter {
 
 impl Element for Rewriter {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("table", |e, _| e.table.format(now_ms(), None, true)),
-        Handler::read("mappings", |e, _| e.table.format(now_ms(), None, true)),
-        Handler::read("tcp_table", |e, _| {
-            e.table.format(now_ms(), Some(TCP), false)
+        Handler::read("table", |e, hx| {
+            e.table.format(ms_of(hx.timestamp()), None, true)
         }),
-        Handler::read("udp_table", |e, _| {
-            e.table.format(now_ms(), Some(UDP), false)
+        Handler::read("mappings", |e, hx| {
+            e.table.format(ms_of(hx.timestamp()), None, true)
         }),
-        Handler::read("nmappings", |e, _| {
-            e.table.flows(now_ms()).len().to_string()
+        Handler::read("tcp_table", |e, hx| {
+            e.table.format(ms_of(hx.timestamp()), Some(TCP), false)
+        }),
+        Handler::read("udp_table", |e, hx| {
+            e.table.format(ms_of(hx.timestamp()), Some(UDP), false)
+        }),
+        Handler::read("nmappings", |e, hx| {
+            e.table.flows(ms_of(hx.timestamp())).len().to_string()
         }),
         Handler::read("size", |e, _| e.table.nflows().to_string()),
         Handler::read("capacity", |e: &Rewriter, _| e.table.capacity().to_string()).write_with(
@@ -393,8 +397,9 @@ impl Element for Rewriter {
 
     /// Hot reconfiguration: the old element's live mappings (see
     /// [`FlowTable::adopt`]) and its bad-packet count.
-    fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {
-        self.table.adopt(&old.table, self.noutputs, now_ms());
+    fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
+        self.table
+            .adopt(&old.table, self.noutputs, ms_of(sx.timestamp()));
         self.bad.add(0, old.bad.get());
     }
 
@@ -450,7 +455,7 @@ impl Element for Rewriter {
 
     fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
         let g = self.table.guard();
-        self.table.reap(now_ms(), &g);
+        self.table.reap(ms_of(cx.timestamp()), &g);
         cx.schedule_after(0, self.reap);
     }
 
@@ -474,7 +479,7 @@ impl Element for Rewriter {
         };
         {
             let g = self.table.guard();
-            let now = now_ms();
+            let now = ms_of(cx.timestamp());
             if n == 1 {
                 verdicts[0] = code(self.handle(cx, port, &mut batch.as_mut_slice()[0], now, &g));
             } else {

@@ -226,10 +226,11 @@ pub struct FlowTable {
     last_sweep: Mutex<u64>,
 }
 
-/// Milliseconds on the wall clock (cheap: from the cycle counter).
+/// The milliseconds of a moment of the router's clock (`cx.timestamp()`,
+/// the same on the other contexts): flows age in simulated time too.
 #[inline]
-pub fn now_ms() -> u64 {
-    (paraclick_packet::clock::wall_ns() / 1_000_000).max(0) as u64
+pub fn ms_of(t: paraclick_packet::Timestamp) -> u64 {
+    (t.0 / 1_000_000).max(0) as u64
 }
 
 /// The most candidates one allocation tries.

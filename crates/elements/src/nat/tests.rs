@@ -284,14 +284,36 @@ fn configuration_errors() {
     }
 }
 
+/// [`two_inputs`] in simulated time: the test moves the clock.
+fn sim_two_inputs(decl: &str) -> Harness {
+    Harness::simulated(&reg(), &format!("{decl}; TestSource -> [1]e"), 1, 2)
+        .unwrap_or_else(|e| panic!("{decl}: {e}"))
+}
+
+fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
+}
+
 #[test]
 fn timeouts_free_ports_for_new_flows() {
-    let h = two_inputs("IPRewriter(pattern 1.0.0.1 1024-1024 - - 0 1, drop, UDP_TIMEOUT 200ms)");
+    // Simulated time; mappings age in whole milliseconds of the router's
+    // clock: live UDP_TIMEOUT after the last packet, expired 1 ms later.
+    let h =
+        sim_two_inputs("IPRewriter(pattern 1.0.0.1 1024-1024 - - 0 1, drop, UDP_TIMEOUT 200ms)");
     h.push(0, vec![marked(&udp("10.0.0.5", 1, "2.0.0.2", 53))]);
     h.push(0, vec![marked(&udp("10.0.0.6", 1, "2.0.0.2", 53))]);
     assert_eq!(h.output(0).len(), 1);
     assert_eq!(h.read("mapping_failures").unwrap(), "1");
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    h.advance(ms(200));
+    h.push(0, vec![marked(&udp("10.0.0.6", 1, "2.0.0.2", 53))]);
+    assert!(
+        h.output(0).is_empty(),
+        "the port is still held at UDP_TIMEOUT"
+    );
+    assert_eq!(h.read("mapping_failures").unwrap(), "2");
+    assert_eq!(h.read("nmappings").unwrap(), "1");
+    h.advance(ms(1));
+    assert_eq!(h.read("nmappings").unwrap(), "0", "expired 1 ms after");
     h.push(0, vec![marked(&udp("10.0.0.6", 1, "2.0.0.2", 53))]);
     let out = data(&h.output(0));
     assert_eq!(ids(&out[0]).1, 1024, "the expired flow's port is reused");
@@ -302,8 +324,12 @@ fn timeouts_free_ports_for_new_flows() {
 
 #[test]
 fn tcp_teardown_shortens_the_timeout() {
-    let h =
-        two_inputs("IPRewriter(pattern 1.0.0.1 1024-1024 - - 0 1, drop, TCP_DONE_TIMEOUT 200ms)");
+    // Simulated time: an open connection outlives TCP_DONE_TIMEOUT; once
+    // both sides sent FIN it is live TCP_DONE_TIMEOUT after the last one
+    // and gone 1 ms later.
+    let h = sim_two_inputs(
+        "IPRewriter(pattern 1.0.0.1 1024-1024 - - 0 1, drop, TCP_DONE_TIMEOUT 200ms)",
+    );
     h.push(
         0,
         vec![marked(&tcp("10.0.0.5", 1, "2.0.0.2", 80, 0x10, b"a"))],
@@ -312,8 +338,12 @@ fn tcp_teardown_shortens_the_timeout() {
         1,
         vec![marked(&tcp("2.0.0.2", 80, "1.0.0.1", 1024, 0x10, b"b"))],
     );
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(h.read("size").unwrap(), "1", "an open connection stays");
+    h.advance(ms(300));
+    assert_eq!(
+        h.read("nmappings").unwrap(),
+        "1",
+        "an open connection stays"
+    );
     h.push(
         0,
         vec![marked(&tcp("10.0.0.5", 1, "2.0.0.2", 80, 0x11, b""))],
@@ -324,8 +354,16 @@ fn tcp_teardown_shortens_the_timeout() {
     );
     assert_eq!(h.output(0).len(), 2);
     assert_eq!(h.output(1).len(), 2);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    h.advance(ms(200));
+    assert_eq!(
+        h.read("nmappings").unwrap(),
+        "1",
+        "closed, not yet timed out"
+    );
+    assert_ne!(h.read("table").unwrap(), "");
+    h.advance(ms(1));
     assert_eq!(h.read("table").unwrap(), "", "closed and timed out");
+    assert_eq!(h.read("nmappings").unwrap(), "0");
 }
 
 #[test]

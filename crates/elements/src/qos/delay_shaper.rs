@@ -77,7 +77,7 @@ impl Element for DelayShaper {
         let delay = self.delay.load(Ordering::Relaxed);
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let mut out: Vec<Packet> = Vec::new();
-        let now = Timestamp::now();
+        let now = cx.timestamp();
         while out.len() < max.max(1) {
             if held.is_none() {
                 *held = cx.pull(0, 1).and_then(|b| b.into_iter().next());
@@ -104,6 +104,7 @@ mod tests {
     use super::super::test_util::{bad, router};
     use crate::test_kit::{fill, tagged, tags};
     use paraclick_packet::anno::Timestamp;
+    use std::time::Duration;
 
     #[test]
     fn holds_a_packet_until_its_timestamp_plus_delay() {
@@ -132,5 +133,29 @@ mod tests {
         r.write_handler("s.delay", "20ms").unwrap();
         assert_eq!(r.read_handler("s.delay").unwrap(), "0.020000");
         assert!(bad("Idle -> Queue -> DelayShaper -> Discard;"));
+    }
+
+    #[test]
+    fn holds_a_packet_until_due_on_the_routers_clock() {
+        // Simulated time: a packet stamped at the start is held 1 ns less
+        // than DELAY and released at DELAY, stamped with that moment.
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::test_kit::reg(),
+            "Idle -> q :: Queue(100) -> s :: DelayShaper(10ms); s -> Unqueue(ACTIVE false) -> TestSink;",
+        );
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        let mut p = tagged(1, 60);
+        p.set_timestamp(Timestamp(start));
+        fill(&r, "q", vec![p]);
+        assert!(r.pull_from("s", 0, 8).unwrap().is_none());
+        paraclick_runtime::testing::advance(
+            &r,
+            Duration::from_millis(10) - Duration::from_nanos(1),
+        );
+        assert!(r.pull_from("s", 0, 8).unwrap().is_none());
+        paraclick_runtime::testing::advance(&r, Duration::from_nanos(1));
+        let b = r.pull_from("s", 0, 8).unwrap().unwrap();
+        assert_eq!(tags(b.as_slice()), vec![1]);
+        assert_eq!(b.as_slice()[0].timestamp(), Timestamp(start + 10_000_000));
     }
 }

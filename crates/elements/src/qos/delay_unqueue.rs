@@ -51,8 +51,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<DelayUnqueue, String> {
 }
 
 impl DelayUnqueue {
-    /// Packets due at `now` (up to 32), stamped with their due time.
-    fn due_packets(&self, cx: &mut Cx<'_>, now: Timestamp) -> Vec<Packet> {
+    /// Packets due at `now` (up to 32), stamped with their due time; and
+    /// when the packet held back is due, if one is.
+    fn due_packets(&self, cx: &mut Cx<'_>, now: Timestamp) -> (Vec<Packet>, Option<Timestamp>) {
         let delay = self.delay.load(Ordering::Relaxed);
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
@@ -63,14 +64,14 @@ impl DelayUnqueue {
             let Some(p) = held.as_ref() else { break };
             let t = due(p.timestamp(), delay);
             if t > now {
-                break;
+                return (out, Some(t));
             }
             if let Some(mut p) = held.take() {
                 p.set_timestamp(t);
                 out.push(p);
             }
         }
-        out
+        (out, None)
     }
 }
 
@@ -91,8 +92,18 @@ impl Element for DelayUnqueue {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        let out = self.due_packets(cx, Timestamp::now());
+        // The router's clock: under simulated time packets fall due at
+        // simulated moments, and the task says when the next one does.
+        let now = cx.timestamp();
+        let (out, next) = self.due_packets(cx, now);
         if out.is_empty() {
+            if let Some(t) = next {
+                let wait = u64::try_from(t.0.saturating_sub(now.0)).unwrap_or(0).max(1);
+                let at = cx.now().checked_add(Duration::from_nanos(wait));
+                if let Some(at) = at {
+                    cx.wake_at(at);
+                }
+            }
             return false;
         }
         cx.push(0, Batch::from(out));
@@ -130,5 +141,28 @@ mod tests {
         assert_eq!(r.total_queued(), 2);
         assert_eq!(r.read_handler("u.delay").unwrap(), "1.000000");
         assert!(bad("Idle -> Queue -> DelayUnqueue(x) -> Discard;"));
+    }
+
+    #[test]
+    fn packets_leave_when_due_on_the_routers_clock() {
+        // Simulated time: packets stamped 0 and 5 ms after its start leave
+        // (SetTimestamp stamps the moment) exactly DELAY later; the task
+        // says when the held one is due.
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::test_kit::reg(),
+            "Idle -> q :: Queue(100) -> u :: DelayUnqueue(10ms) -> SetTimestamp -> o :: TestSink;
+             Script(wait 100ms, stop);",
+        );
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        let mut a = tagged(1, 60);
+        a.set_timestamp(Timestamp(start));
+        let mut b = tagged(2, 60);
+        b.set_timestamp(Timestamp(start + 5_000_000));
+        fill(&r, "q", vec![a, b]);
+        paraclick_runtime::testing::run(&r);
+        let out = r.element::<TestSink>("o").unwrap().take();
+        assert_eq!(tags(&out), vec![1, 2]);
+        let left: Vec<i64> = out.iter().map(|p| p.timestamp().0 - start).collect();
+        assert_eq!(left, [10_000_000, 15_000_000]);
     }
 }

@@ -106,12 +106,13 @@ impl Meter {
 }
 
 impl Action for Meter {
-    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("rate", |e, _| {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::read("rate", |e, hx| {
+        // The estimate decays on the router's clock, as arrivals count.
         let r = e
             .avg
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .read(Instant::now());
+            .read(hx.now());
         crate::util::fmt_rate((r * 1000.0).round() / 1000.0)
     })];
 
@@ -160,6 +161,24 @@ mod tests {
         assert_eq!(m.output(99.9), 0);
         assert_eq!(m.output(100.0), 1);
         assert_eq!(m.output(1000.0), 2);
+    }
+
+    #[test]
+    fn the_rate_handler_decays_on_the_routers_clock() {
+        // Simulated time: 10 packets at one moment read 10 / 100 ms = 100
+        // pkt/s then, and e^-1 of it one time constant (100 ms) later.
+        let h = paraclick_runtime::testing::Harness::simulated(
+            &crate::test_kit::reg(),
+            "Meter(1000)",
+            1,
+            2,
+        )
+        .unwrap();
+        h.push(0, crate::test_kit::pkts(10, 60));
+        assert_eq!(h.output(0).len(), 10);
+        assert_eq!(h.read("rate").unwrap(), "100");
+        h.advance(Duration::from_millis(100));
+        assert_eq!(h.read("rate").unwrap(), "36.788");
     }
 
     #[test]

@@ -176,6 +176,28 @@ impl TokenBucket {
         self.with(|s| s.burst)
     }
 
+    /// A `rate` handler's write: `v` in this bucket's unit, set at the
+    /// router's moment (`hx.now()`, simulated time included).
+    pub fn write_rate(&self, v: &str, hx: &paraclick_runtime::HandlerCx<'_>) -> Result<(), String> {
+        let r = self.unit.parse_rate(v, hx)?;
+        self.set_rate(hx.now(), r);
+        Ok(())
+    }
+
+    /// When a pull that found the bucket short (fewer than `need` tokens
+    /// at `now`) can next succeed: at least 1 ns on, so that simulated
+    /// time always moves; `None` at rate 0 (never).
+    pub fn next_ready(&self, now: Instant, need: f64) -> Option<Instant> {
+        self.with(|s| {
+            if s.rate <= 0.0 {
+                return None;
+            }
+            let short = (need.min(s.burst) - s.tokens).max(0.0);
+            let wait = Duration::try_from_secs_f64(short / s.rate).unwrap_or(Duration::MAX);
+            now.checked_add(wait.max(Duration::from_nanos(1)))
+        })
+    }
+
     /// A new rate (tokens earned so far count at the old one); the depth
     /// follows unless it was given as a size.
     pub fn set_rate(&self, now: Instant, rate: f64) {

@@ -63,11 +63,7 @@ impl Action for RatedSplitter {
     const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
         "rate",
         |e, _| e.bucket.unit.show(e.bucket.rate()),
-        |e, v, hx| {
-            let r = e.bucket.unit.parse_rate(v, hx)?;
-            e.bucket.set_rate(std::time::Instant::now(), r);
-            Ok(())
-        },
+        |e, v, hx| e.bucket.write_rate(v, hx),
     )];
 
     #[inline]
@@ -87,6 +83,7 @@ mod tests {
     use crate::test_kit::{pkts, reg};
     use paraclick_runtime::testing::assert_err;
     use paraclick_runtime::testing::Harness;
+    use std::time::Duration;
 
     #[test]
     fn the_bucket_goes_to_output_0_and_the_rest_to_1() {
@@ -104,6 +101,24 @@ mod tests {
         h.write("rate", "2.5").unwrap();
         assert_eq!(h.read("rate").unwrap(), "2.5");
         assert_err(h.write("rate", "many"), "e.rate: expected real number");
+    }
+
+    #[test]
+    fn a_new_rate_counts_from_the_routers_moment() {
+        // Simulated time. RatedSplitter(1000) holds 20 packets (20 ms); a
+        // second later the rate becomes 2000 (40 deep): the second passed
+        // at the old rate, so the bucket holds the old 20, and the new
+        // rate adds 20.5 in 10.25 ms.
+        let h = Harness::simulated(&reg(), "RatedSplitter(1000)", 1, 2).unwrap();
+        h.advance(Duration::from_secs(1));
+        h.write("rate", "2000").unwrap();
+        h.push(0, pkts(60, 60));
+        assert_eq!(h.output(0).len(), 20);
+        assert_eq!(h.output(1).len(), 40);
+        h.advance(Duration::from_micros(10_250));
+        h.push(0, pkts(30, 60));
+        assert_eq!(h.output(0).len(), 20);
+        assert_eq!(h.output(1).len(), 10);
     }
 
     #[test]

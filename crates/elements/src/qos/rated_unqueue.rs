@@ -63,13 +63,18 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>, unit: Unit) -> Result<RatedUnqueue, St
 
 /// Pulls what a bucket allows now from input 0 of the running element,
 /// at most `max` packets, charging the bucket (shared with
-/// BandwidthRatedUnqueue's byte counting).
+/// BandwidthRatedUnqueue's byte counting). A bucket found short says when
+/// it will have a token ([`Cx::wake_at`]), so that simulated time moves
+/// there rather than past it.
 pub(crate) fn pull_rated(bucket: &TokenBucket, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
     let now = cx.now();
     match bucket.unit {
         Unit::Packets => {
             let k = bucket.with(|s| s.whole(now)).min(max);
             if k == 0 {
+                if let Some(t) = bucket.next_ready(now, 1.0) {
+                    cx.wake_at(t);
+                }
                 return None;
             }
             let b = cx.pull(0, k)?;
@@ -81,6 +86,9 @@ pub(crate) fn pull_rated(bucket: &TokenBucket, cx: &mut Cx<'_>, max: usize) -> O
             let mut out: Option<Batch> = None;
             for _ in 0..max {
                 if !bucket.with(|s| s.ready(now, f64::MIN_POSITIVE)) {
+                    if let Some(t) = bucket.next_ready(now, f64::MIN_POSITIVE) {
+                        cx.wake_at(t);
+                    }
                     break;
                 }
                 let Some(b) = cx.pull(0, 1) else { break };
@@ -101,11 +109,7 @@ impl Element for RatedUnqueue {
         Handler::rw(
             "rate",
             |e, _| e.bucket.unit.show(e.bucket.rate()),
-            |e, v, hx| {
-                let r = e.bucket.unit.parse_rate(v, hx)?;
-                e.bucket.set_rate(std::time::Instant::now(), r);
-                Ok(())
-            },
+            |e, v, hx| e.bucket.write_rate(v, hx),
         ),
         Handler::read("count", |e, _| e.count.get().to_string()),
     ];
@@ -127,30 +131,57 @@ impl Element for RatedUnqueue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, run_for};
+    use super::super::test_util::bad;
     use crate::test_kit::{fill, pkts};
     use paraclick_runtime::testing::TestSink;
 
+    /// `conf` in simulated time, run until its Script stops it.
+    fn sim_run(conf: &str, fill_q: Vec<paraclick_packet::Packet>) -> paraclick_runtime::Router {
+        let r = paraclick_runtime::testing::build_simtime(&crate::test_kit::reg(), conf);
+        fill(&r, "q", fill_q);
+        paraclick_runtime::testing::run(&r);
+        r
+    }
+
     #[test]
     fn moves_at_the_rate_plus_the_bucket() {
-        let r = conf("Idle -> q :: Queue(10000) -> u :: RatedUnqueue(1000) -> o :: TestSink;");
-        fill(&r, "q", pkts(5000, 60));
-        let secs = run_for(&r, 300);
-        let n = r.element::<TestSink>("o").unwrap().len() as f64;
-        // Never more than the rate allows plus the 20-packet bucket; not
-        // far fewer unless the machine is badly overloaded.
-        assert!(n <= secs * 1000.0 + 21.0, "{n} in {secs} s");
-        assert!(n >= 150.0, "{n} in {secs} s");
-        assert_eq!(r.read_handler("u.count").unwrap(), format!("{n}"));
+        // Simulated time, 300.5 ms: the full 20-packet bucket at once,
+        // then one packet per ms (the element wakes when a token is due).
+        let r = sim_run(
+            "Idle -> q :: Queue(10000) -> u :: RatedUnqueue(1000) -> o :: TestSink;
+             Script(wait 0.3005s, stop);",
+            pkts(5000, 60),
+        );
+        assert_eq!(r.element::<TestSink>("o").unwrap().len(), 320);
+        assert_eq!(r.read_handler("u.count").unwrap(), "320");
+    }
+
+    #[test]
+    fn a_new_rate_counts_from_the_routers_moment() {
+        // Simulated time. RatedUnqueue(1000) holds 20 packets (20 ms); a
+        // second later the rate becomes 2000 (40 deep): the second passed
+        // at the old rate, so the first task run finds the old 20 (the
+        // Counter stops the router at them).
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::test_kit::reg(),
+            "Idle -> q :: Queue(100) -> u :: RatedUnqueue(1000) -> c :: Counter(COUNT_CALL 20 stop) -> TestSink;",
+        );
+        fill(&r, "q", pkts(100, 60));
+        paraclick_runtime::testing::advance(&r, std::time::Duration::from_secs(1));
+        r.write_handler("u.rate", "2000").unwrap();
+        paraclick_runtime::testing::run(&r);
+        assert_eq!(r.read_handler("u.count").unwrap(), "20");
     }
 
     #[test]
     fn burst_size_and_handlers() {
-        let r =
-            conf("Idle -> q :: Queue(100) -> u :: RatedUnqueue(0, BURST_SIZE 7) -> o :: TestSink;");
-        fill(&r, "q", pkts(50, 60));
-        // RATE 0: only the full bucket's 7 packets ever go.
-        run_for(&r, 50);
+        // RATE 0: only the full bucket's 7 packets ever go (50 simulated
+        // ms).
+        let r = sim_run(
+            "Idle -> q :: Queue(100) -> u :: RatedUnqueue(0, BURST_SIZE 7) -> o :: TestSink;
+             Script(wait 50ms, stop);",
+            pkts(50, 60),
+        );
         assert_eq!(r.element::<TestSink>("o").unwrap().len(), 7);
         assert_eq!(r.read_handler("u.rate").unwrap(), "0");
         r.write_handler("u.rate", "250").unwrap();
@@ -164,21 +195,21 @@ mod tests {
 
     #[test]
     fn bandwidth_rated_unqueue_counts_bytes() {
-        // 100 kB/s, 20 ms bucket = 2000 bytes: 1000-byte packets.
-        let r = conf(
-            "Idle -> q :: Queue(10000) -> u :: BandwidthRatedUnqueue(800kbps) -> o :: TestSink;",
+        // 100 kB/s, 20 ms bucket = 2000 bytes: 1000-byte packets. Simulated
+        // time, 300.5 ms: two from the full bucket, a third as soon as the
+        // bucket holds anything (it may go into debt), then one per 10 ms.
+        let r = sim_run(
+            "Idle -> q :: Queue(10000) -> u :: BandwidthRatedUnqueue(800kbps) -> o :: TestSink;
+             Script(wait 0.3005s, stop);",
+            pkts(2000, 1000),
         );
-        fill(&r, "q", pkts(2000, 1000));
-        let secs = run_for(&r, 300);
-        let n = r.element::<TestSink>("o").unwrap().len() as f64;
-        assert!(n <= secs * 100.0 + 3.0, "{n} in {secs} s");
-        assert!(n >= 15.0, "{n} in {secs} s");
+        assert_eq!(r.element::<TestSink>("o").unwrap().len(), 33);
         assert_eq!(r.read_handler("u.rate").unwrap(), "100000Bps");
-        let r = conf(
-            "Idle -> q :: Queue(100) -> u :: BandwidthRatedUnqueue(0, BURST_BYTES 2500) -> o :: TestSink;",
+        let r = sim_run(
+            "Idle -> q :: Queue(100) -> u :: BandwidthRatedUnqueue(0, BURST_BYTES 2500) -> o :: TestSink;
+             Script(wait 50ms, stop);",
+            pkts(10, 1000),
         );
-        fill(&r, "q", pkts(10, 1000));
-        run_for(&r, 50);
         // 2500 bytes: two packets fit, the third goes on the remaining
         // 500 and leaves the bucket in debt.
         assert_eq!(r.element::<TestSink>("o").unwrap().len(), 3);

@@ -102,11 +102,7 @@ impl Element for Shaper {
     const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
         "rate",
         |e, _| e.bucket.unit.show(e.bucket.rate()),
-        |e, v, hx| {
-            let r = e.bucket.unit.parse_rate(v, hx)?;
-            e.bucket.set_rate(std::time::Instant::now(), r);
-            Ok(())
-        },
+        |e, v, hx| e.bucket.write_rate(v, hx),
     )];
 
     fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch> {
@@ -130,18 +126,27 @@ impl Element for Shaper {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::router;
-    use crate::test_kit::{fill, pkts};
-    use paraclick_runtime::testing::assert_err;
+    use crate::test_kit::{fill, pkts, reg};
+    use paraclick_runtime::testing::{advance, assert_err, build_simtime};
+    use std::time::Duration;
 
     #[test]
     fn passes_at_most_the_bucket_now_then_the_rate() {
-        // 1000 pkt/s: a 2 ms bucket holds 2 packets.
-        let r = router("Queue(100) -> s :: Shaper(1000)", 1);
+        // Simulated time. 1000 pkt/s: a 2 ms bucket holds 2 packets.
+        let r = build_simtime(
+            &reg(),
+            "Idle -> q :: Queue(100) -> s :: Shaper(1000); s -> Unqueue(ACTIVE false) -> TestSink;",
+        );
         fill(&r, "q", pkts(10, 60));
         let b = r.pull_from("s", 0, 32).unwrap().unwrap();
         assert_eq!(b.len(), 2);
-        // Right away there is (almost surely) nothing; output 1 is absent.
-        std::thread::sleep(std::time::Duration::from_millis(30));
+        // Then one packet per ms: none until 1 ms has passed.
+        assert!(r.pull_from("s", 0, 32).unwrap().is_none());
+        advance(&r, Duration::from_micros(999));
+        assert!(r.pull_from("s", 0, 32).unwrap().is_none());
+        advance(&r, Duration::from_micros(501));
+        assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 1);
+        advance(&r, Duration::from_millis(30));
         let b = r.pull_from("s", 0, 32).unwrap().unwrap();
         assert_eq!(b.len(), 2, "the bucket caps what 30 ms earned");
         assert_eq!(r.read_handler("s.rate").unwrap(), "1000");
@@ -151,6 +156,26 @@ mod tests {
             r.write_handler("s.rate", "-3"),
             "s.rate: RATE must be a nonnegative number, not -3",
         );
+    }
+
+    #[test]
+    fn a_new_rate_counts_from_the_routers_moment() {
+        // Simulated time. Shaper(1000) holds 2 packets (2 ms); a second
+        // later the rate becomes 2000 (4 deep): the second passed at the
+        // old rate, so the bucket holds the old 2, and the new rate adds
+        // 2.5 in 1.25 ms.
+        let r = build_simtime(
+            &reg(),
+            "Idle -> q :: Queue(100) -> s :: Shaper(1000); s -> Unqueue(ACTIVE false) -> TestSink;",
+        );
+        fill(&r, "q", pkts(20, 60));
+        advance(&r, Duration::from_secs(1));
+        r.write_handler("s.rate", "2000").unwrap();
+        assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 2);
+        assert!(r.pull_from("s", 0, 32).unwrap().is_none());
+        advance(&r, Duration::from_micros(1250));
+        assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 2);
+        assert_eq!(r.read_handler("s.rate").unwrap(), "2000");
     }
 
     #[test]

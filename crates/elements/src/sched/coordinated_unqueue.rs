@@ -211,7 +211,9 @@ mod tests {
         // would take every single token the `one` strategy hands out.
         // Neither output may starve: each gets at least a tenth (about
         // half on an idle machine; a fifth was seen with the machine's
-        // two cores shared by the whole test binary).
+        // two cores shared by the whole test binary). Real time on two
+        // threads: one such test at a time.
+        let _g = crate::test_kit::one_at_a_time();
         for strategy in ["one", "min"] {
             let (c0, c1, _) = paced(strategy, false);
             assert!(c0 + c1 >= 400, "{strategy}: {c0}+{c1}");
@@ -249,6 +251,7 @@ mod tests {
 
     #[test]
     fn min_takes_fewer_acquisitions_than_one() {
+        let _g = crate::test_kit::one_at_a_time();
         let one = drain("one");
         let min = drain("min");
         assert_eq!(one, 600);

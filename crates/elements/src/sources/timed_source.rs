@@ -195,8 +195,7 @@ impl Element for TimedSource {
 #[cfg(test)]
 mod tests {
     use crate::test_kit::{source as harness, try_source as try_harness};
-    use paraclick_runtime::testing::assert_err;
-    use std::time::{Duration, Instant};
+    use paraclick_runtime::testing::{assert_err, run, Harness};
 
     #[test]
     fn handlers_and_defaults() {
@@ -222,49 +221,50 @@ mod tests {
         );
     }
 
+    /// The source in simulated time: the run moves the clock from timer
+    /// to timer, and packets carry the router's time.
+    fn sim(decl: &str) -> Harness {
+        Harness::simulated(&crate::test_kit::reg(), decl, 0, 1).unwrap()
+    }
+
+    /// Nanoseconds from the start of simulated time to each packet's
+    /// timestamp.
+    fn sent_at(ps: &[paraclick_packet::Packet]) -> Vec<i64> {
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        ps.iter().map(|p| p.timestamp().0 - start).collect()
+    }
+
+    const MS: i64 = 1_000_000;
+
     /// Packets go out a timer interval apart; LIMIT and STOP end the run.
     #[test]
     fn limit_and_stop() {
-        let h = harness("TimedSource(0.01, \\<0102>, LIMIT 5, STOP true)", 1);
-        let t0 = Instant::now();
-        h.router.run();
-        let dt = t0.elapsed();
+        let h = sim("TimedSource(0.01, \\<0102>, LIMIT 5, STOP true)");
+        run(&h.router);
         let out = h.output(0);
-        assert_eq!(out.len(), 5);
         assert!(out.iter().all(|p| p.data() == [1, 2]));
-        // Four intervals of 10 ms at least between the first packet and
-        // the fifth (the first may be due as the run starts: the timer
-        // counts from the router's creation).
-        assert!(dt >= Duration::from_millis(40), "{dt:?}");
+        // The first one INTERVAL after the start, then one per INTERVAL,
+        // stamped when made.
+        assert_eq!(sent_at(&out), [10 * MS, 20 * MS, 30 * MS, 40 * MS, 50 * MS]);
         assert_eq!(h.read("count").unwrap(), "5");
-        let ts: Vec<_> = out.iter().map(|p| p.timestamp()).collect();
-        assert!(ts.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
     fn inactive_sends_nothing() {
-        let h = harness("TimedSource(0.001, ACTIVE false)", 1);
-        let stop = h.router.stopper();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            stop.stop();
-        });
-        h.router.run();
+        let h = sim("TimedSource(0.001, ACTIVE false); Script(wait 50ms, stop)");
+        run(&h.router);
         assert!(h.output(0).is_empty());
+        assert_eq!(h.read("count").unwrap(), "0");
     }
 
     /// Activating an inactive source from a handler starts its timer.
     #[test]
     fn activation_starts_the_timer() {
-        let h = harness("TimedSource(0.005, ACTIVE false, LIMIT 2, STOP true)", 1);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(30));
-                assert!(h.output(0).is_empty());
-                h.write("active", "true").unwrap();
-            });
-            h.router.run();
-        });
+        let h = sim("TimedSource(0.005, ACTIVE false, LIMIT 2, STOP true); \
+             Script(wait 30ms, write e.active true)");
+        run(&h.router);
+        // Nothing in the 30 ms it was inactive; then one INTERVAL apart.
+        assert_eq!(sent_at(&h.output(0)), [35 * MS, 40 * MS]);
         assert_eq!(h.read("count").unwrap(), "2");
     }
 }

@@ -42,8 +42,10 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// One heavy router at a time in this test binary (each keeps a core
-/// busy); a test that panicked holding it does not poison it.
+/// One heavy or timing-sensitive router at a time in this test binary
+/// (each keeps a core busy, or bounds a rate, a time or a count of task
+/// runs that a second router on the same cores would disturb); a test that
+/// panicked holding it does not poison it.
 pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())

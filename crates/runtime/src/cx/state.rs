@@ -43,6 +43,12 @@ impl StateCx<'_> {
         self.same_config
     }
 
+    /// The new router's clock, as [`crate::Cx::timestamp`] reads it (for
+    /// state that ages: what expired by now is not taken).
+    pub fn timestamp(&self) -> paraclick_packet::Timestamp {
+        self.new.clock.timestamp()
+    }
+
     /// Worker threads of the new router.
     pub fn nthreads(&self) -> usize {
         self.new.nthreads
