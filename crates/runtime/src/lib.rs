@@ -34,7 +34,7 @@ pub use element::{
 };
 pub use notifier::Notifier;
 pub use perthread::{PerThread, PerThreadCount};
-pub use registry::{ClassSpec, FlowState, Kind, Registry};
+pub use registry::{ClassSpec, FlowKey, FlowState, HeaderChange, Kind, RateHandler, Registry};
 pub use router::{BuildOptions, Router};
 pub use time::RouterClock;
 
