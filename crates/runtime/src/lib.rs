@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod control;
+pub(crate) mod core;
 pub use paraclick_packet::clock;
 pub(crate) mod crossing;
 pub mod cx;
