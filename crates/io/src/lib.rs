@@ -95,6 +95,52 @@ mod tests {
             spec("LookupIPRoute").flow_state,
             spec("StaticIPLookup").flow_state
         );
+        // What the planner and the rate search read, declared by the
+        // classes the decisions were once made by name for.
+        for n in [
+            "PrioSched",
+            "SimplePrioSched",
+            "RoundRobinSched",
+            "SimpleRoundRobinSched",
+            "DRRSched",
+            "StrideSched",
+            "Unqueue",
+        ] {
+            assert!(spec(n).replicable_with_queues, "{n}");
+        }
+        for n in ["RatedUnqueue", "TimeSortedSched", "PullSwitch", "Queue"] {
+            assert!(!spec(n).replicable_with_queues, "{n}");
+        }
+        assert!(spec("Counter").sums_replicas && spec("FromDevice").sums_replicas);
+        assert_eq!(
+            spec("Counter")
+                .shared_when
+                .iter()
+                .map(|k| k.0)
+                .collect::<Vec<_>>(),
+            ["COUNT_CALL", "BYTE_COUNT_CALL"]
+        );
+        assert_eq!(
+            spec("IPReassembler").flow_key,
+            paraclick_runtime::FlowKey::Addresses
+        );
+        assert_eq!(
+            spec("Counter").flow_key,
+            paraclick_runtime::FlowKey::AddressesAndPorts
+        );
+        use paraclick_runtime::HeaderChange;
+        assert_eq!(spec("Strip").header_change, HeaderChange::StripsArg);
+        assert_eq!(spec("Unstrip").header_change, HeaderChange::UnstripsArg);
+        assert_eq!(spec("EtherEncap").header_change, HeaderChange::Prepends(14));
+        assert_eq!(
+            spec("IPsecESPTunnelUnencap").header_change,
+            HeaderChange::Unknown
+        );
+        assert_eq!(spec("CheckIPHeader").header_change, HeaderChange::Keeps);
+        let rate = |n: &str| spec(n).rate.map(|r| (r.handler, r.may_run_freely));
+        assert_eq!(rate("RatedSource"), Some(("rate", false)));
+        assert_eq!(rate("FastUDPFlows"), Some(("rate", true)));
+        assert_eq!(rate("InfiniteSource"), None);
     }
 
     #[test]

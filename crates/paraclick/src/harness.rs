@@ -379,9 +379,15 @@ fn sweep_rates(
     req: &Request,
 ) -> Result<(), String> {
     let entry = mlffr::entries(src, reg, defines)?;
-    if !entry.iter().any(|(_, c)| c == "RatedSource") {
+    // The sources each trial offers rates through (RatedSource's rate).
+    if !entry
+        .iter()
+        .any(|(_, c)| mlffr::offers_rate(reg, c, req.settings.offer_all).is_some())
+    {
         return Err(
-            "a rate curve needs RatedSource sources (InfiniteSource offers no rate)".into(),
+            "a rate curve needs sources with a rate handler, such as RatedSource \
+             (InfiniteSource offers no rate)"
+                .into(),
         );
     }
     let m = machine()?;

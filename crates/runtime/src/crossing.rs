@@ -16,8 +16,8 @@
 //!   staged is published), the task joins its new worklist, and rings left
 //!   with one producer or consumer drop the CAS.
 
+use crate::core::Core;
 use crate::ring::{Consumer, ModeSwitch};
-use crate::router::Core;
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 

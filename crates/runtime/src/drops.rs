@@ -15,7 +15,7 @@
 //! cache lines: the total as before, and for a drop with a reason that
 //! reason's count too. A packet that is not dropped costs nothing here.
 
-use crate::router::Core;
+use crate::core::Core;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};
 

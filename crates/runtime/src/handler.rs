@@ -6,9 +6,9 @@
 //! has ([`BUILTIN`]), the router-wide ones ([`GLOBAL_READ`],
 //! [`GLOBAL_WRITE`]), and calls into an element's own table.
 
+use crate::core::Core;
 pub use crate::cx::HandlerCx;
 use crate::element::{HandlerCall, HandlerInfo};
-use crate::router::Core;
 use paraclick_lang::check::PortKind;
 
 /// Read handlers every element has, after its own: Click's `name`,

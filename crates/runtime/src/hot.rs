@@ -35,12 +35,14 @@
 //! every control socket reaches the current router and `hotconfig`.
 
 use crate::control::{Backend, CsError, RouterHandle};
+pub use crate::core::Gate;
+use crate::core::{run_handover, Core, Handover, CLAIMED, NAPPING};
 pub use crate::cx::StateCx;
-use crate::router::{BuildOptions, Core, Router, ThreadShared};
+use crate::router::{BuildOptions, Router};
 use crate::Registry;
 use paraclick_lang::{render, Source, SourceSet};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -117,80 +119,6 @@ fn take_state(nc: &Core, oc: &Core) -> TakeReport {
     }
 }
 
-/// A router's start gate: its workers, once set up, wait here (parked)
-/// before entering their loops. Open for an ordinary run; closed for a
-/// router prepared to take over in a hot swap, until the hand-over.
-///
-/// (Workers spinning at the gate just before the swap, so that opening it
-/// wakes no thread, made the pause longer on a 2-core machine shared with
-/// other work: median ~110 us against ~55 us parked, the spinners taking
-/// the processor from the threads doing the hand-over.)
-pub struct Gate {
-    open: AtomicBool,
-    waiting: AtomicUsize,
-    waiters: Mutex<Vec<std::thread::Thread>>,
-}
-
-impl Gate {
-    pub(crate) fn new(open: bool) -> Gate {
-        Gate {
-            open: AtomicBool::new(open),
-            waiting: AtomicUsize::new(0),
-            waiters: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn close(&self) {
-        self.open.store(false, Ordering::Release);
-    }
-
-    /// Threads that have come to the gate while it was closed.
-    fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn wait(&self) {
-        if self.open.load(Ordering::Acquire) {
-            return;
-        }
-        lock(&self.waiters).push(std::thread::current());
-        self.waiting.fetch_add(1, Ordering::AcqRel);
-        // `open` stores, then unparks every registered thread: a thread
-        // registered before is unparked, one after sees it open.
-        while !self.open.load(Ordering::Acquire) {
-            std::thread::park_timeout(Duration::from_millis(10));
-        }
-    }
-
-    fn open(&self) {
-        self.open.store(true, Ordering::Release);
-        for t in lock(&self.waiters).drain(..) {
-            t.unpark();
-        }
-    }
-}
-
-const RUNNING: u8 = 0;
-const NAPPING: u8 = 1;
-const CLAIMED: u8 = 2;
-
-/// A worker's nap (`nap`: yield, park, sleep) as a safe point: with
-/// nothing staged and no element being run, the worker says it is napping;
-/// a hot swap that stops the router may claim it ([`claim_napping`]) and
-/// hand over without waiting for it to wake. Returns false if it was
-/// claimed: the worker must then leave without touching any element.
-#[inline]
-pub(crate) fn quiet_nap(ts: &ThreadShared, cx: &mut crate::Cx<'_>, nap: impl FnOnce()) -> bool {
-    if cx.has_deferred() {
-        cx.flush_deferred();
-    }
-    ts.quiet.store(NAPPING, Ordering::SeqCst);
-    nap();
-    ts.quiet
-        .compare_exchange(NAPPING, RUNNING, Ordering::SeqCst, Ordering::SeqCst)
-        .is_ok()
-}
-
 /// After a stop request: counts each napping worker of `core` as done
 /// (it will leave when it wakes, touching nothing); if that makes every
 /// worker done, runs the hand-over on the calling thread.
@@ -204,19 +132,6 @@ fn claim_napping(core: &Core) {
         {
             run_handover(core);
         }
-    }
-}
-
-/// What the last worker of a router to leave its loop runs: a hot swap's
-/// hand-over, given the (quiet) old router's core.
-pub(crate) type Handover = Box<dyn FnOnce(&Core) + Send>;
-
-/// Runs the hand-over set on `core`, if any (the run has ended: every
-/// worker left its loop, or none ran).
-pub(crate) fn run_handover(core: &Core) {
-    let h = lock(&core.handover).take();
-    if let Some(h) = h {
-        h(core);
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod control;
+pub(crate) mod core;
 pub use paraclick_packet::clock;
 pub(crate) mod crossing;
 pub mod cx;
@@ -34,7 +35,7 @@ pub use element::{
 };
 pub use notifier::Notifier;
 pub use perthread::{PerThread, PerThreadCount};
-pub use registry::{ClassSpec, FlowState, Kind, Registry};
+pub use registry::{ClassSpec, FlowKey, FlowState, HeaderChange, Kind, RateHandler, Registry};
 pub use router::{BuildOptions, Router};
 pub use time::RouterClock;
 

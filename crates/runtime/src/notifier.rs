@@ -51,9 +51,9 @@
 //! on a stale check fails and looks again: a source is never let run into
 //! a ring that is full.
 
+use crate::core::Core;
 use crate::cx::Cx;
 use crate::handler::HandlerCx;
-use crate::router::Core;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};

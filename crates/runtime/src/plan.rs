@@ -17,7 +17,7 @@
 //! one thread: the queue is crossing, and its producers stage packets to
 //! publish them in batches (see the Queue element).
 
-use crate::router::Core;
+use crate::core::Core;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 

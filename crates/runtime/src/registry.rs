@@ -40,7 +40,76 @@ pub struct ClassSpec {
     /// index here ([`crate::Verdict::DropFor`]). Empty unless the class
     /// says [`ClassSpec::drop_reasons`](method@ClassSpec::drop_reasons).
     pub drop_reasons: &'static [&'static str],
+    /// Keywords that, when given, make a [`FlowState::PerFlow`] or
+    /// [`FlowState::Stateless`] element keep state all flows share: each
+    /// keyword with the planner's reason ([`ClassSpec::shared_when`]).
+    pub shared_when: &'static [(&'static str, &'static str)],
+    /// The class takes a `REPLICAS` keyword, naming copies of the element
+    /// whose counts its handlers add to its own
+    /// ([`ClassSpec::sums_replicas`](method@ClassSpec::sums_replicas)).
+    pub sums_replicas: bool,
+    /// The header fields the class's per-flow state is keyed by
+    /// ([`ClassSpec::flow_key`](method@ClassSpec::flow_key)).
+    pub flow_key: FlowKey,
+    /// A pull element whose copies, each pulling its own copies of the
+    /// queues behind it, do together what it does
+    /// ([`ClassSpec::replicable_with_queues`](method@ClassSpec::replicable_with_queues)).
+    pub replicable_with_queues: bool,
+    /// How the class's elements move where the IP header starts in a
+    /// packet ([`ClassSpec::header_change`](method@ClassSpec::header_change)).
+    pub header_change: HeaderChange,
+    /// A source whose rate a handler sets
+    /// ([`ClassSpec::rate`](method@ClassSpec::rate)).
+    pub rate: Option<RateHandler>,
     pub make: MakeFn,
+}
+
+/// The header fields an element's per-flow state is keyed by: what a
+/// flow split may hash so that each flow's packets reach one replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlowKey {
+    /// Addresses and ports, or nothing at all (a Counter, a stateless
+    /// element): a flow split may hash both.
+    #[default]
+    AddressesAndPorts,
+    /// The addresses only: packets of one flow may lack the ports (an IP
+    /// fragment after the first), so a flow split hashes the addresses.
+    Addresses,
+}
+
+/// How an element moves where the IP header starts in the packets it
+/// passes on, as the planner follows it from a source (the flow split's
+/// and scheduler replication's hash offset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HeaderChange {
+    /// Leaves it where it is.
+    #[default]
+    Keeps,
+    /// Removes as many bytes from the front as its first argument says
+    /// (Strip).
+    StripsArg,
+    /// Puts back as many bytes as its first argument says (Unstrip).
+    UnstripsArg,
+    /// Puts a header of this many bytes in front (EtherEncap: 14).
+    Prepends(usize),
+    /// Adds or removes headers of a size the planner cannot tell from the
+    /// configuration (an IP or UDP encapsulation, a tunnel, a VLAN tag):
+    /// where the IP header starts after it is not known.
+    Unknown,
+}
+
+/// A source whose rate of packets a handler sets: the loss-free rate
+/// search (`bench --mlffr`) offers rates through it, and the model takes
+/// such sources as a fixed mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateHandler {
+    /// The read/write handler: packets per second.
+    pub handler: &'static str,
+    /// The class may be configured to run as fast as it can (a RATE of
+    /// 0): rates are offered through it only when asked for
+    /// (`bench --mlffr --offered`); a class made to send at a rate
+    /// (RatedSource) always gets them.
+    pub may_run_freely: bool,
 }
 
 /// What an element class keeps across packets, as a flow split sees it:
@@ -174,6 +243,12 @@ impl ClassSpec {
             flow_state: FlowState::Undeclared,
             kind: Kind::Plain,
             drop_reasons: &[],
+            shared_when: &[],
+            sums_replicas: false,
+            flow_key: FlowKey::AddressesAndPorts,
+            replicable_with_queues: false,
+            header_change: HeaderChange::Keeps,
+            rate: None,
             make: Arc::new(make),
         }
     }
@@ -233,6 +308,63 @@ impl ClassSpec {
     /// `&["bad IP version", "bad IP checksum"]`.
     pub fn drop_reasons(mut self, reasons: &'static [&'static str]) -> ClassSpec {
         self.drop_reasons = reasons;
+        self
+    }
+
+    /// Keywords that make an otherwise replicable element keep state all
+    /// flows share, each with the planner's reason: Counter's
+    /// `&[("COUNT_CALL", "its COUNT_CALL ... fires when all flows' count
+    /// reaches N")]` (each replica's count would reach N on its own).
+    pub fn shared_when(mut self, keywords: &'static [(&'static str, &'static str)]) -> ClassSpec {
+        self.shared_when = keywords;
+        self
+    }
+
+    /// The class takes a `REPLICAS` keyword (element names, checked with
+    /// [`crate::InitCx::check_replicas`]): its handlers report the sums of
+    /// its own counts and those of the elements named
+    /// ([`crate::HandlerCx::sum_with`]). A flow split that replicates such
+    /// an element names the copies there, so the original's handlers keep
+    /// their meaning (Counter, FromDevice).
+    pub fn sums_replicas(mut self) -> ClassSpec {
+        self.sums_replicas = true;
+        self
+    }
+
+    /// The header fields the class's per-flow state is keyed by
+    /// ([`FlowKey`]); addresses and ports unless said. IPReassembler:
+    /// `FlowKey::Addresses` (a later fragment has no ports).
+    pub fn flow_key(mut self, key: FlowKey) -> ClassSpec {
+        self.flow_key = key;
+        self
+    }
+
+    /// A pull element (a scheduler, an Unqueue) that keeps no rate: a
+    /// scheduler replication may copy it, each copy pulling its own copies
+    /// of the queues behind it and scheduling its share of the flows by
+    /// the same discipline (priority, round robin, deficit, stride). Not
+    /// a class whose rate or order would have to be shared out (a shaper,
+    /// RatedUnqueue, TimeSortedSched).
+    pub fn replicable_with_queues(mut self) -> ClassSpec {
+        self.replicable_with_queues = true;
+        self
+    }
+
+    /// How the class's elements move where the IP header starts
+    /// ([`HeaderChange`]; [`HeaderChange::Keeps`] unless said).
+    pub fn header_change(mut self, change: HeaderChange) -> ClassSpec {
+        self.header_change = change;
+        self
+    }
+
+    /// The class is a source whose rate `handler` sets, in packets per
+    /// second ([`RateHandler`]); `may_run_freely` if a configuration may
+    /// ask it to send as fast as it can.
+    pub fn rate(mut self, handler: &'static str, may_run_freely: bool) -> ClassSpec {
+        self.rate = Some(RateHandler {
+            handler,
+            may_run_freely,
+        });
         self
     }
 }
@@ -339,4 +471,52 @@ pub fn warnings_enabled() -> bool {
 /// Turns configuration warnings on or off for the whole process.
 pub fn set_warnings(on: bool) {
     WARNINGS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+    impl Element for Nothing {}
+
+    fn plain() -> ClassSpec {
+        ClassSpec::element("Plain", "1/1", "a", |_| Ok(Nothing))
+    }
+
+    #[test]
+    fn a_class_declares_nothing_unless_it_says_so() {
+        let c = plain();
+        assert!(c.shared_when.is_empty() && !c.sums_replicas && !c.replicable_with_queues);
+        assert_eq!(c.flow_key, FlowKey::AddressesAndPorts);
+        assert_eq!(c.header_change, HeaderChange::Keeps);
+        assert_eq!(c.rate, None);
+    }
+
+    #[test]
+    fn each_fact_is_what_its_method_says() {
+        let c = plain()
+            .shared_when(&[("CALL", "a call counts all flows")])
+            .sums_replicas()
+            .flow_key(FlowKey::Addresses)
+            .replicable_with_queues()
+            .header_change(HeaderChange::Prepends(4))
+            .rate("speed", true);
+        assert_eq!(c.shared_when, &[("CALL", "a call counts all flows")]);
+        assert!(c.sums_replicas && c.replicable_with_queues);
+        assert_eq!(c.flow_key, FlowKey::Addresses);
+        assert_eq!(c.header_change, HeaderChange::Prepends(4));
+        assert_eq!(
+            c.rate,
+            Some(RateHandler {
+                handler: "speed",
+                may_run_freely: true
+            })
+        );
+        // An alias has its target's facts.
+        let mut reg = Registry::new();
+        reg.register(c);
+        reg.alias("Other", "Plain");
+        assert_eq!(reg.get("Other").unwrap().rate.unwrap().handler, "speed");
+    }
 }

@@ -10,8 +10,8 @@
 //! between elements.
 
 use crate::clock;
+use crate::core::Core;
 use crate::cx::Cx;
-use crate::router::Core;
 use paraclick_packet::pool;
 use rustix::thread::CpuSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -240,7 +240,7 @@ pub(crate) fn run_workers(core: &Core) {
     }
     if !core.running.load(Ordering::Acquire) {
         core.workers_done.store(core.nthreads, Ordering::Release);
-        crate::hot::run_handover(core);
+        crate::core::run_handover(core);
         return;
     }
     let c0 = clock::cycles();
@@ -778,7 +778,7 @@ fn worker(core: &Core, t: usize) {
             } else {
                 pool::flush_remote();
                 let (epoch, version, list) = (p.epoch, p.version, &p.list);
-                if !crate::hot::quiet_nap(ts, cx, || park(core, t, epoch, version, list)) {
+                if !crate::core::quiet_nap(ts, cx, || park(core, t, epoch, version, list)) {
                     claimed = true;
                     break;
                 }
@@ -787,7 +787,7 @@ fn worker(core: &Core, t: usize) {
             if idle == 128 {
                 pool::flush_remote();
             }
-            if !crate::hot::quiet_nap(ts, cx, std::thread::yield_now) {
+            if !crate::core::quiet_nap(ts, cx, std::thread::yield_now) {
                 claimed = true;
                 break;
             }
@@ -800,7 +800,7 @@ fn worker(core: &Core, t: usize) {
             }
             // Parked, not asleep: a stop unparks it at once.
             if !sleep.is_zero()
-                && !crate::hot::quiet_nap(ts, cx, || std::thread::park_timeout(sleep))
+                && !crate::core::quiet_nap(ts, cx, || std::thread::park_timeout(sleep))
             {
                 claimed = true;
                 break;
@@ -813,7 +813,7 @@ fn worker(core: &Core, t: usize) {
     if !claimed && core.workers_done.fetch_add(1, Ordering::AcqRel) + 1 == core.nthreads {
         // Every worker has published what it staged: a hot swap's
         // hand-over runs here, without waiting for the threads to exit.
-        crate::hot::run_handover(core);
+        crate::core::run_handover(core);
     }
     // In a hot swap the new router's workers are starting now: this
     // thread's exit (flushes, its pool's buffers freed) comes after them
@@ -893,7 +893,7 @@ fn sim_driver(core: &Core) {
         core.threads[p.t].alive.store(false, Ordering::Release);
     }
     if core.workers_done.fetch_add(n, Ordering::AcqRel) + n == core.nthreads {
-        crate::hot::run_handover(core);
+        crate::core::run_handover(core);
     }
     // In a hot swap the new router's workers are starting now: this
     // thread's exit (flushes, its pool's buffers freed) comes after them

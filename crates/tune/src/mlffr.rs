@@ -4,8 +4,10 @@
 //! - Sources that are `InfiniteSource`s offer no rate: the MLFFR is the
 //!   saturation throughput, if the run counts no drops (with drops, the
 //!   rate forwarded at saturation is reported, marked as lossy).
-//! - `RatedSource`s (and devices fed by them) get an RFC 2544-style binary
-//!   search over offered rates: each trial sets every RatedSource's `rate`,
+//! - Sources whose class has a rate handler
+//!   ([`paraclick_runtime::ClassSpec::rate`]: `RatedSource`), and devices
+//!   fed by them, get an RFC 2544-style binary search over offered rates:
+//!   each trial sets every such source's rate through that handler,
 //!   runs a warm-up and then the trial, and passes when the loss is at most
 //!   the threshold and the trial was steady (the rates of its two halves
 //!   agree).
@@ -42,11 +44,12 @@ pub struct Settings {
     pub offer_all: bool,
 }
 
-/// Whether a source of `class` is given offered rates: a RatedSource
-/// always; with `all`, a FastUDPFlows too (its RATE, written through its
-/// `rate` handler).
-pub fn offers_rate(class: &str, all: bool) -> bool {
-    class == "RatedSource" || all && class == "FastUDPFlows"
+/// The handler through which a source of `class` is given offered rates,
+/// if it is: its class's rate handler ([`paraclick_runtime::RateHandler`]),
+/// for a class that may run freely (FastUDPFlows) only with `all`.
+pub fn offers_rate(reg: &Registry, class: &str, all: bool) -> Option<&'static str> {
+    let r = reg.get(class)?.rate?;
+    (all || !r.may_run_freely).then_some(r.handler)
 }
 
 impl Default for Settings {
@@ -197,14 +200,13 @@ pub fn trial(
     let r = Router::build(src, reg, &opts).map_err(join)?;
     let sources: Vec<String> = entry.iter().map(|(n, _)| format!("{n}.count")).collect();
     if let Some(rate) = offered {
-        let rated: Vec<&String> = entry
+        let rated: Vec<(&String, &str)> = entry
             .iter()
-            .filter(|(_, c)| offers_rate(c, s.offer_all))
-            .map(|(n, _)| n)
+            .filter_map(|(n, c)| Some((n, offers_rate(reg, c, s.offer_all)?)))
             .collect();
-        for n in &rated {
+        for (n, h) in &rated {
             r.write_handler(
-                &format!("{n}.rate"),
+                &format!("{n}.{h}"),
                 &format!("{}", rate / rated.len() as f64),
             )?;
         }
@@ -296,7 +298,9 @@ pub fn mlffr(
     if entry.is_empty() {
         return Err("no sources or input devices: nothing offers packets".into());
     }
-    let rated = entry.iter().any(|(_, c)| offers_rate(c, s.offer_all));
+    let rated = entry
+        .iter()
+        .any(|(_, c)| offers_rate(reg, c, s.offer_all).is_some());
     if !rated {
         let t = trial(src, reg, defines, s, &entry, None)?;
         progress(&t);
@@ -358,6 +362,39 @@ pub fn mlffr(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which sources get offered rates, and through which handler, is
+    /// what their classes declare: a class of the test's own that
+    /// declares a rate handler gets them, as RatedSource and FastUDPFlows
+    /// do.
+    #[test]
+    fn sources_are_offered_rates_through_the_handler_their_class_declares() {
+        let mut reg = crate::registry();
+        for (name, like, handler, free) in [
+            ("PacedOfMyOwn", "RatedSource", "speed", false),
+            ("FreeOfMyOwn", "FastUDPFlows", "pps", true),
+            ("PlainOfMyOwn", "InfiniteSource", "", false),
+        ] {
+            let mut c = reg.get(like).unwrap().clone();
+            c.name = name;
+            if !handler.is_empty() {
+                c = c.rate(handler, free);
+            }
+            reg.register(c);
+        }
+        assert_eq!(offers_rate(&reg, "PacedOfMyOwn", false), Some("speed"));
+        assert_eq!(offers_rate(&reg, "PacedOfMyOwn", true), Some("speed"));
+        assert_eq!(offers_rate(&reg, "FreeOfMyOwn", false), None);
+        assert_eq!(offers_rate(&reg, "FreeOfMyOwn", true), Some("pps"));
+        assert_eq!(offers_rate(&reg, "PlainOfMyOwn", true), None);
+        // The library's, as before: a RatedSource always, a FastUDPFlows
+        // when all are asked for, an InfiniteSource never.
+        assert_eq!(offers_rate(&reg, "RatedSource", false), Some("rate"));
+        assert_eq!(offers_rate(&reg, "FastUDPFlows", false), None);
+        assert_eq!(offers_rate(&reg, "FastUDPFlows", true), Some("rate"));
+        assert_eq!(offers_rate(&reg, "InfiniteSource", true), None);
+        assert_eq!(offers_rate(&reg, "NoSuchClass", true), None);
+    }
 
     #[test]
     fn steadiness_and_loss() {

@@ -897,12 +897,14 @@ pub fn profile_app(
             packet_bytes: 0.0,
             tsc_ghz: fb.hz / 1e9,
             core_share: share,
-            // As `bench --mlffr` measures: RatedSources get a fixed offered
-            // rate each, any other source runs at saturation.
+            // As `bench --mlffr` measures: sources offered rates (a
+            // RatedSource's) get a fixed rate each, any other source runs
+            // at saturation.
             free_sources: !entries.iter().any(|&t| {
-                fa.elements
-                    .iter()
-                    .any(|e| e.name == fa.tasks[t].element && e.class == "RatedSource")
+                fa.elements.iter().any(|e| {
+                    e.name == fa.tasks[t].element
+                        && crate::mlffr::offers_rate(reg, &e.class, false).is_some()
+                })
             }),
         },
         notes,

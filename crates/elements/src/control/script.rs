@@ -582,12 +582,15 @@ impl Script {
                 return r;
             }
         } else if let Some(e) = elem {
-            if BUILTINS.contains(&h) || h == "readable" || h == "writable" {
-                let class = hx.read(&format!("{e}.class")).unwrap_or_default();
-                if class == "Script" || class == "DriverManager" {
-                    if let Some(r) = self.local_read(hx, h, args) {
-                        return r;
-                    }
+            // Another element that is a Script, of whatever class
+            // (DriverManager's are): its expression handlers take
+            // arguments, which a handler read does not.
+            let script = hx
+                .find(e)
+                .is_some_and(|i| hx.element::<Script>(i).is_some());
+            if script && (BUILTINS.contains(&h) || h == "readable" || h == "writable") {
+                if let Some(r) = self.local_read(hx, h, args) {
+                    return r;
                 }
             }
         }
@@ -1287,6 +1290,26 @@ pub(crate) mod tests {
         assert_eq!(read(&r, "other.run"), "42 true false true");
         // Expression handlers read without arguments.
         assert_eq!(read(&r, "sum.add"), "0");
+    }
+
+    /// Another Script's expression handlers are found through its type,
+    /// not a list of class names: a class of this program whose elements
+    /// are Scripts (as DriverManager's are) answers them too.
+    #[test]
+    fn expression_handlers_of_any_class_whose_elements_are_scripts() {
+        let mut reg = reg();
+        reg.register(paraclick_runtime::ClassSpec::driver(
+            "ScriptOfMyOwn",
+            "-/-",
+            "ah/ah",
+            |cx| super::make_with(cx, super::ScriptType::Passive),
+        ));
+        let r = kit::build(
+            &reg,
+            "m :: ScriptOfMyOwn(return 1);
+             other :: Script(TYPE PASSIVE, return $(m.mul 6 7) $(m.add 1 2 3));",
+        );
+        assert_eq!(read(&r, "other.run"), "42 6");
     }
 
     #[test]

@@ -39,7 +39,9 @@ pub struct EtherEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherEncap", "1/1", "a", make).stateless()
+    ClassSpec::action("EtherEncap", "1/1", "a", make)
+        .stateless()
+        .header_change(paraclick_runtime::HeaderChange::Prepends(14))
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EtherEncap, String> {

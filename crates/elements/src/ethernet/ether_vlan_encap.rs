@@ -55,7 +55,9 @@ pub struct EtherVLANEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherVLANEncap", "1/1", "a", make).stateless()
+    ClassSpec::action("EtherVLANEncap", "1/1", "a", make)
+        .stateless()
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn num_or_anno(s: &str, max: u32, what: &str) -> Result<Option<u16>, String> {

@@ -42,7 +42,9 @@ pub struct VLANEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("VLANEncap", "1/1", "a", make).stateless()
+    ClassSpec::action("VLANEncap", "1/1", "a", make)
+        .stateless()
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn num_or_anno(s: &str, max: u32, what: &str) -> Result<Option<u16>, String> {

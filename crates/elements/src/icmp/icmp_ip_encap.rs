@@ -57,6 +57,7 @@ pub struct ICMPIPEncap {
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ICMPIPEncap", "1/1", "a", make)
         .shared("one ICMP sequence and IP ID counter for all packets")
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 const TYPES: &[(&str, u8)] = &[

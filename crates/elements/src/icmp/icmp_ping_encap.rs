@@ -38,6 +38,7 @@ pub struct ICMPPingEncap(ICMPIPEncap);
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ICMPPingEncap", "1/1", "a", make)
         .shared("one ICMP sequence and IP ID counter for all packets")
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ICMPPingEncap, String> {

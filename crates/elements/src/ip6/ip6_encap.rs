@@ -37,7 +37,9 @@ pub struct IP6Encap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IP6Encap", "1/1", "a", make).stateless()
+    ClassSpec::action("IP6Encap", "1/1", "a", make)
+        .stateless()
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Encap, String> {

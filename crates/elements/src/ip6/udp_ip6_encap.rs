@@ -33,7 +33,9 @@ pub struct UDPIP6Encap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("UDPIP6Encap", "1/1", "a", make).stateless()
+    ClassSpec::action("UDPIP6Encap", "1/1", "a", make)
+        .stateless()
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIP6Encap, String> {

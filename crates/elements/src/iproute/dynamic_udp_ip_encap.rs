@@ -24,6 +24,7 @@ use paraclick_runtime::{ClassSpec, ConfigCx};
 pub fn spec() -> ClassSpec {
     ClassSpec::action("DynamicUDPIPEncap", "1/1", "a", make)
         .shared("one IP ID sequence for all packets")
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {

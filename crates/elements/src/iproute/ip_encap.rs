@@ -59,7 +59,9 @@ pub struct IPEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPEncap", "1/1", "a", make).shared("one IP ID sequence for all packets")
+    ClassSpec::action("IPEncap", "1/1", "a", make)
+        .shared("one IP ID sequence for all packets")
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPEncap, String> {

@@ -112,7 +112,9 @@ pub struct IPReassembler {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("IPReassembler", "1/1-2", "a/ah", make).per_flow()
+    ClassSpec::element("IPReassembler", "1/1-2", "a/ah", make)
+        .per_flow()
+        .flow_key(paraclick_runtime::FlowKey::Addresses)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPReassembler, String> {

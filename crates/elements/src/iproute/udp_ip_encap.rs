@@ -50,7 +50,9 @@ pub struct UDPIPEncap {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("UDPIPEncap", "1/1", "a", make).shared("one IP ID sequence for all packets")
+    ClassSpec::action("UDPIPEncap", "1/1", "a", make)
+        .shared("one IP ID sequence for all packets")
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {

@@ -58,6 +58,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecEncap", "1/1", "a", make)
         .shared("one IP ID sequence for all packets")
         .drop_reasons(super::sa::REASONS)
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn proto(s: &str) -> Result<u8, String> {

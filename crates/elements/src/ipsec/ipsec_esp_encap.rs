@@ -56,6 +56,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPEncap", "1/1", "a", make)
         .shared("ESP: one security association's sequence numbers for all flows")
         .drop_reasons(super::sa::REASONS)
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPEncap, String> {

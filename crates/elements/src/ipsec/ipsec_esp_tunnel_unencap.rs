@@ -66,6 +66,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPTunnelUnencap", "1/1", "a", make)
         .shared("ESP: one security association's replay window for all flows")
         .drop_reasons(super::sa::REASONS)
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPTunnelUnencap, String> {

@@ -48,6 +48,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("IPsecESPUnencap", "1/1", "a", make)
         .shared("ESP: one security association's replay window for all flows")
         .drop_reasons(super::sa::REASONS)
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecESPUnencap, String> {

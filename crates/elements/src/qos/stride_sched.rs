@@ -175,6 +175,7 @@ pub fn spec() -> ClassSpec {
         .shared("a rate or schedule shared by all flows")
         .kind(Kind::Scheduler)
         .metadata_only()
+        .replicable_with_queues()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StrideSched, String> {

@@ -41,6 +41,7 @@ pub fn spec() -> ClassSpec {
         .shared("a rate or schedule shared by all flows")
         .kind(Kind::Scheduler)
         .metadata_only()
+        .replicable_with_queues()
 }
 
 /// SimplePrioSched: the same element under Click's other name.
@@ -49,6 +50,7 @@ pub fn simple_spec() -> ClassSpec {
         .shared("a rate or schedule shared by all flows")
         .kind(Kind::Scheduler)
         .metadata_only()
+        .replicable_with_queues()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<PrioSched, String> {

@@ -48,6 +48,7 @@ pub fn spec() -> ClassSpec {
         .shared("a rate or schedule shared by all flows")
         .kind(Kind::Scheduler)
         .metadata_only()
+        .replicable_with_queues()
 }
 
 /// SimpleRoundRobinSched: the same element under Click's other name.
@@ -56,6 +57,7 @@ pub fn simple_spec() -> ClassSpec {
         .shared("a rate or schedule shared by all flows")
         .kind(Kind::Scheduler)
         .metadata_only()
+        .replicable_with_queues()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RoundRobinSched, String> {

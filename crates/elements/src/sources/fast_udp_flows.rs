@@ -59,6 +59,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("FastUDPFlows", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .rate("rate", true)
 }
 
 /// Most flows (the per-thread flow tables are allocated up front).

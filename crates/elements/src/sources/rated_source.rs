@@ -98,6 +98,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("RatedSource", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .rate("rate", false)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {

@@ -107,8 +107,17 @@ pub fn spec() -> ClassSpec {
         Ok(Box::new(ActionNode(new_counter(cx, calls))) as Box<dyn Node>)
     })
     .per_flow()
+    .shared_when(&[
+        ("COUNT_CALL", COUNT_CALL_SHARED),
+        ("BYTE_COUNT_CALL", COUNT_CALL_SHARED),
+    ])
+    .sums_replicas()
     .metadata_only()
 }
+
+/// Why a Counter with a call is kept whole by a flow split.
+const COUNT_CALL_SHARED: &str =
+    "its COUNT_CALL or BYTE_COUNT_CALL fires when all flows' count reaches N";
 
 fn new_counter<C: CallPolicy>(cx: &ConfigCx<'_>, calls: C) -> Counter<C> {
     Counter {

@@ -28,6 +28,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("Strip", "1/1", "a", make)
         .stateless()
         .metadata_only()
+        .header_change(paraclick_runtime::HeaderChange::StripsArg)
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<Strip, String> {

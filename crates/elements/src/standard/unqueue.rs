@@ -39,6 +39,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("Unqueue", "1/1", "l/h", make)
         .shared("pulls one queue: one task for all its flows")
         .metadata_only()
+        .replicable_with_queues()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Unqueue, String> {

@@ -30,6 +30,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("Unstrip", "1/1", "a", make)
         .stateless()
         .metadata_only()
+        .header_change(paraclick_runtime::HeaderChange::UnstripsArg)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Unstrip, String> {

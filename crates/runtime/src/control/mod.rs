@@ -46,7 +46,7 @@ mod session;
 pub use server::{bind_tcp, bind_unix, serve, serve_stream, Bind, Listener, Server};
 pub use session::CtlStream;
 
-use crate::router::Core;
+use crate::core::Core;
 use crate::{InitCx, Registry};
 use paraclick_lang::FlatGraph;
 use std::sync::{Arc, Mutex, Weak};

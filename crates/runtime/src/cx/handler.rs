@@ -1,8 +1,8 @@
 //! [`HandlerCx`]: what a handler call receives.
 
 use crate::args::FromArg;
+use crate::core::Core;
 use crate::handler::{read, write};
-use crate::router::Core;
 use std::time::{Duration, Instant};
 
 /// What a handler call can reach: the router (other handlers, stop) and the

@@ -1,7 +1,7 @@
 //! [`InitCx`]: what `initialize` receives. Its control-plane methods
 //! (`on_start`, `take_over_server`) are in [`crate::control`].
 
-use crate::router::Core;
+use crate::core::Core;
 use std::time::{Duration, Instant};
 
 /// What `initialize` can do: create tasks, schedule timers, find other

@@ -21,8 +21,8 @@ pub use handler::HandlerCx;
 pub use init::InitCx;
 pub use state::StateCx;
 
+use crate::core::Core;
 use crate::element::Hop;
-use crate::router::Core;
 use paraclick_packet::{Batch, Packet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -238,7 +238,7 @@ impl<'r> Cx<'r> {
                 return self.forward_packet(port, p);
             }
         }
-        let mut outs: &[crate::router::Peer] = &core.ports[self.current].outputs;
+        let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
                 return self.drop_batch(batch);
@@ -306,7 +306,7 @@ impl<'r> Cx<'r> {
     /// [`Cx::forward`] for one packet.
     fn forward_packet(&mut self, mut port: usize, mut p: Packet) {
         let core = self.core;
-        let mut outs: &[crate::router::Peer] = &core.ports[self.current].outputs;
+        let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
                 return self.drop_packet(p);

@@ -1,7 +1,7 @@
 //! [`StateCx`]: what `take_state` receives in a hot reconfiguration.
 
+use crate::core::Core;
 use crate::ring::{Consumer, Producer};
-use crate::router::Core;
 use std::sync::atomic::Ordering;
 
 /// What [`crate::Element::take_state`] can do: pop the old element's

@@ -134,7 +134,7 @@ pub fn check_run(
     }
     if let Some((e, class)) = entry
         .iter()
-        .find(|(_, cl)| !crate::mlffr::offers_rate(cl, true))
+        .find(|(_, cl)| crate::mlffr::offers_rate(reg, cl, true).is_none())
     {
         return Err(format!("{e} ({class}) takes no offered rate"));
     }

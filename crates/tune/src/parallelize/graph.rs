@@ -27,6 +27,7 @@ impl Graph {
         prof: &HashMap<String, (f64, f64)>,
         reg: &Registry,
     ) -> Graph {
+        facts::learn_classes(reg);
         let n = g.elements.len();
         let reads = g
             .elements

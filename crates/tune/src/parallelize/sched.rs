@@ -90,7 +90,7 @@ pub fn sched_split(gr: &Graph, app: &App, t: usize) -> Result<Option<SchedSplit>
         if is_queue(cls) {
             queues.push(x);
         } else {
-            if replicable_sched(cls) {
+            if replicable_with_queues(cls) {
                 pull.push(x);
             } else if other.is_none() {
                 other = Some(x);
@@ -114,9 +114,9 @@ pub fn sched_split(gr: &Graph, app: &App, t: usize) -> Result<Option<SchedSplit>
                 .unwrap_or_else(|| "not a scheduler".into())
         ));
     }
-    if ue.class != "Unqueue" {
+    if !replicable_with_queues(&ue.class) {
         return no(format!(
-            "its puller {} ({}) is not an Unqueue (a rate would have to be shared out)",
+            "its puller {} ({}) may not be copied with its queues (a rate would have to be shared out)",
             ue.name, ue.class
         ));
     }

@@ -24,11 +24,17 @@ fn plan_for(text: &str, n: usize) -> (Graph, Plan) {
 }
 
 fn plan_and_app(text: &str, n: usize) -> (Graph, App, Plan) {
+    plan_with(&crate::registry(), text, n)
+}
+
+/// [`plan_and_app`] with the classes of `reg` (a test's own besides the
+/// library's).
+fn plan_with(reg: &Registry, text: &str, n: usize) -> (Graph, App, Plan) {
     let src = Source {
         name: "test".into(),
         text: text.into(),
     };
-    let reg = crate::registry();
+    let reg = reg.clone();
     let mut app = static_app(&src, &reg, &[]).unwrap();
     let g = paraclick_lang::parse_config(&src, &[]).unwrap();
     let mut gr = Graph::new(g, &app, &HashMap::new(), &reg);
@@ -252,6 +258,152 @@ fn legality_table() {
     assert!(is_queue("CPUQueue") && !is_queue("Unqueue"));
 }
 
+/// `reg` with `spec` (a library class's) registered again as `name`: a
+/// class of a test's own, declaring what the library's declares.
+fn with_class_as(name: &'static str, spec: &str, edit: impl Fn(&mut ClassSpec)) -> Registry {
+    let mut reg = crate::registry();
+    let mut c = reg.get(spec).unwrap().clone();
+    c.name = name;
+    edit(&mut c);
+    reg.register(c);
+    reg
+}
+
+use paraclick_runtime::ClassSpec;
+
+/// The element `e :: CLASS(CONFIG)`, as the planner reads it.
+fn element_of(class: &str, config: &str) -> FlatElement {
+    let src = Source {
+        name: "one".into(),
+        text: format!("e :: {class}({config});"),
+    };
+    paraclick_lang::parse_config(&src, &[])
+        .unwrap()
+        .elements
+        .remove(0)
+}
+
+#[test]
+fn a_keyword_a_class_declares_keeps_its_element_whole() {
+    // A class of the test's own: counts per flow, but a LIMIT_CALL needs
+    // all flows' count (as Counter's COUNT_CALL does).
+    let mut reg = crate::registry();
+    reg.register(
+        ClassSpec::element("TallyOfMyOwn", "1/1", "a", |_| Ok(Tally))
+            .per_flow()
+            .shared_when(&[("LIMIT_CALL", "its LIMIT_CALL needs all flows' count")]),
+    );
+    learn_classes(&reg);
+    let el = |config: &str| element_of("TallyOfMyOwn", config);
+    assert!(replicable_el(&el("")).is_ok());
+    assert_err(
+        replicable_el(&el("LIMIT_CALL 10 s.stop")),
+        "its LIMIT_CALL needs all flows' count",
+    );
+    // A keyword's name inside another argument's text is not the keyword.
+    assert!(replicable_el(&el("NOTE \"LIMIT_CALL\"")).is_ok());
+    // Counter's, declared by Counter.
+    let counter = |config: &str| FlatElement {
+        class: "Counter".into(),
+        ..el(config)
+    };
+    assert!(replicable_el(&counter("")).is_ok());
+    for kw in ["COUNT_CALL 5 s.stop", "BYTE_COUNT_CALL 5 s.stop"] {
+        assert_err(
+            replicable_el(&counter(kw)),
+            "its COUNT_CALL or BYTE_COUNT_CALL fires when all flows' count reaches N",
+        );
+    }
+}
+
+struct Tally;
+impl paraclick_runtime::Element for Tally {}
+
+#[test]
+fn a_scheduler_or_puller_of_a_new_class_is_replicated_with_its_queues_when_it_says_so() {
+    // PrioSched and Unqueue under names the planner has no list of.
+    for (name, like, old) in [
+        ("PrioOfMyOwn", "PrioSched", "ps :: PrioSched"),
+        ("PullerOfMyOwn", "Unqueue", "uq :: Unqueue"),
+    ] {
+        let new = old.replace(like, name);
+        let text = QOS.replace(old, &new);
+        let reg = with_class_as(name, like, |_| {});
+        let (_, _, plan) = plan_with(&reg, &text, 2);
+        assert!(
+            plan.candidates.iter().any(|c| c.rewrite.kind() == "sched"),
+            "{name}: {}",
+            table(&plan, 2, "")
+        );
+        // The same class without the fact is kept whole.
+        let name2: &'static str = if like == "PrioSched" {
+            "PrioOfMyOwnNoFact"
+        } else {
+            "PullerOfMyOwnNoFact"
+        };
+        let reg = with_class_as(name2, like, |c| c.replicable_with_queues = false);
+        let text = QOS.replace(old, &old.replace(like, name2));
+        let (_, _, plan) = plan_with(&reg, &text, 2);
+        assert!(
+            !plan.candidates.iter().any(|c| c.rewrite.kind() == "sched"),
+            "{name2}: {}",
+            table(&plan, 2, "")
+        );
+    }
+}
+
+#[test]
+fn replica_sums_flow_keys_and_header_changes_are_the_classes_facts() {
+    let mut reg = crate::registry();
+    for (name, like) in [
+        ("CounterOfMyOwn", "Counter"),
+        ("ReassemblerOfMyOwn", "IPReassembler"),
+        ("StripOfMyOwn", "Strip"),
+        ("UnstripOfMyOwn", "Unstrip"),
+        ("EtherEncapOfMyOwn", "EtherEncap"),
+        ("WrapperOfMyOwn", "IPEncap"),
+    ] {
+        let mut c = reg.get(like).unwrap().clone();
+        c.name = name;
+        reg.register(c);
+    }
+    learn_classes(&reg);
+    assert!(sums_replicas("CounterOfMyOwn") && sums_replicas("Counter"));
+    assert!(sums_replicas("FromDevice") && !sums_replicas("Discard"));
+    assert_eq!(flow_hash_len(["Strip", "ReassemblerOfMyOwn"]), 8);
+    assert_eq!(flow_hash_len(["Strip", "IPReassembler"]), 8);
+    assert_eq!(flow_hash_len(["Strip", "CounterOfMyOwn"]), 12);
+    let el = element_of;
+    assert_eq!(ip_offset_after(&el("StripOfMyOwn", "14"), 14), Some(0));
+    assert_eq!(ip_offset_after(&el("UnstripOfMyOwn", "14"), 0), Some(14));
+    assert_eq!(
+        ip_offset_after(
+            &el("EtherEncapOfMyOwn", "0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2"),
+            0
+        ),
+        Some(14)
+    );
+    assert_eq!(
+        ip_offset_after(&el("WrapperOfMyOwn", "4, 1.0.0.1, 2.0.0.2"), 0),
+        None
+    );
+    assert_eq!(ip_offset_after(&el("CheckIPHeader", ""), 14), Some(14));
+    // A Strip whose length is not a number: not known.
+    assert_eq!(ip_offset_after(&el("StripOfMyOwn", "$n"), 14), None);
+    // Every library class whose name says it encapsulates (or unwraps)
+    // declares that the planner cannot follow the header through it.
+    let lib = crate::registry();
+    for n in lib.names() {
+        if (n.contains("Encap") || n.contains("Tunnel")) && n != "EtherEncap" {
+            assert_eq!(
+                lib.get(n).unwrap().header_change,
+                paraclick_runtime::HeaderChange::Unknown,
+                "{n}"
+            );
+        }
+    }
+}
+
 const QOS: &str = "src :: InfiniteSource(LIMIT 10) -> Strip(14) -> CheckIPHeader \
     -> cl :: IPClassifier(ip dscp 46, -);
     cl[0] -> ef_in :: Counter -> ef :: Queue(10000);
@@ -340,7 +492,7 @@ fn a_scheduler_with_a_rate_or_a_puller_with_one_is_kept_whole_and_the_plan_says_
     let rated = QOS.replace("uq :: Unqueue", "uq :: RatedUnqueue(1000)");
     for (text, why) in [
         (shaped.as_str(), "its pull path has BandwidthShaper"),
-        (rated.as_str(), "is not an Unqueue"),
+        (rated.as_str(), "may not be copied with its queues"),
     ] {
         let (_, plan) = plan_for(text, 2);
         assert!(
