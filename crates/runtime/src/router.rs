@@ -78,7 +78,6 @@ pub(crate) fn ordered_splits(
         .collect()
 }
 
-
 /// How to build a router.
 #[derive(Clone, Debug)]
 pub struct BuildOptions {
