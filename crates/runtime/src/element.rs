@@ -277,6 +277,18 @@ pub trait Element: Send + Sync + Sized + 'static {
         None
     }
 
+    /// Reads a dynamic handler with a parameter (`s.run ARGS`, Click's
+    /// "read with parameters"); `None` if no dynamic handler of that name
+    /// takes one.
+    fn read_dynamic_param(
+        &self,
+        _name: &str,
+        _param: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<String, String>> {
+        None
+    }
+
     /// Writes a dynamic handler; `None` if there is none of that name.
     fn write_dynamic(
         &self,
@@ -810,10 +822,25 @@ impl<E: Element, R: Role<E>> Node for ElementNode<E, R> {
         hx: &HandlerCx<'_>,
     ) -> HandlerCall<String> {
         match read_static(&self.0, E::HANDLERS, name, param, hx) {
-            HandlerCall::Missing => match self.0.read_dynamic(name, hx) {
-                Some(_) if param.is_some() => HandlerCall::NoParam,
-                Some(r) => HandlerCall::Done(r),
-                None => HandlerCall::Missing,
+            HandlerCall::Missing => match param {
+                None => match self.0.read_dynamic(name, hx) {
+                    Some(r) => HandlerCall::Done(r),
+                    None => HandlerCall::Missing,
+                },
+                Some(p) => match self.0.read_dynamic_param(name, p, hx) {
+                    Some(r) => HandlerCall::Done(r),
+                    // Known without a parameter: say so, without reading
+                    // it (a read may have effects).
+                    None if self
+                        .0
+                        .dynamic_handlers()
+                        .iter()
+                        .any(|h| h.name == name && h.read) =>
+                    {
+                        HandlerCall::NoParam
+                    }
+                    None => HandlerCall::Missing,
+                },
             },
             r => r,
         }

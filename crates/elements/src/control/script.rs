@@ -29,7 +29,10 @@
 //! - `read HANDLER [ARGS]`, `readq`: prints `HANDLER:` and the value to
 //!   standard error.
 //! - `write HANDLER [ARGS]`, `writeq`: calls a write handler; `$?` is 0
-//!   after success, negative (-22) after an error.
+//!   after success, negative (-22) after an error. A failed write prints
+//!   `While calling 'HANDLER ARGS':` and the handler's message, indented,
+//!   to standard error; the script's own errors are printed as
+//!   `NAME :: CLASS: MESSAGE`.
 //!
 //! Blocking instructions:
 //! - `pause [COUNT]` (also `wait_stop`, `wait_step`): blocks until the
@@ -44,7 +47,7 @@
 //!   Boolean after substitution) is true or absent. `goto exit`, `goto
 //!   end`, `goto stop`, `goto error` and `goto loop` (or `begin`) act like
 //!   those instructions. A script that executes 1000 jumps without
-//!   blocking is stopped with an error. A `wait` of no time (`wait 0s`)
+//!   blocking is stopped with the error `too many jumps, giving up`. A `wait` of no time (`wait 0s`)
 //!   lets the rest of the router run before the script goes on, but does
 //!   not count as blocking.
 //! - `loop`: back to the first instruction.
@@ -79,13 +82,18 @@
 //!   output 0 or N, `exit` drops it.
 //!
 //! Handlers:
-//! - `run` (read/write): runs the script from the start (the written value
-//!   is `$args`); reading returns the value of `return`. A run fails if
+//! - `run` (read/write, read with parameters): runs the script from the
+//!   start (the written value, or the read's parameter, is `$args`);
+//!   reading returns the value of `return` (`$(s.run 1 2)`). A run fails if
 //!   the script ends in `error`.
 //! - `step` (write): advances past the current blocking instruction; a
 //!   number steps past that many.
 //! - `goto` (write): continues the script at the named label.
 //! - each `export`ed variable (read).
+//! - `set` (write): `VAR VALUE` sets variable `$VAR` to VALUE.
+//! - `get` (read with parameters): `$(get VAR)` is `$VAR`'s value.
+//! - `shift` (read with parameters, or write): removes the first word of
+//!   variable VAR and returns it (`$(shift VAR)`).
 //! - expression handlers, used as `$(NAME ARGS...)`: `add`, `sub`, `mul`,
 //!   `div` (real), `idiv` (integer), `mod`, `rem`, `neg`, `abs`; `eq`,
 //!   `ne`, `lt`, `gt`, `le`, `ge` (numeric, else bytewise); `not`, `and`,
@@ -96,9 +104,7 @@
 //!
 //! Differences from Click: ACTIVE and DRIVER scripts start when the router
 //! starts running (a timer at time 0), not during initialization. TYPE
-//! SIGNAL, the `kill` handler, and read handlers with parameters on other
-//! elements are not supported (`$(e.h ARGS)` works only for Script's own
-//! expression handlers). A PACKET script cannot block: a blocking
+//! SIGNAL and the `kill` handler are not supported. A PACKET script cannot block: a blocking
 //! instruction ends it as `end`. In pull context a packet for another
 //! output than the pulled one is pushed there (outputs after the first
 //! are push, `ah`). A `run` read (or PROXY read) that
@@ -169,6 +175,9 @@ static BASE_HANDLERS: &[(&str, bool, bool)] = &[
     ("catq", true, false),
     ("readable", true, false),
     ("writable", true, false),
+    ("get", true, false),
+    ("shift", true, true),
+    ("set", false, true),
 ];
 
 /// Handlers the router gives every element (a PROXY script leaves them
@@ -378,8 +387,37 @@ impl Drop for Held {
     }
 }
 
+/// Prints a script error as Click does, under the element's declaration:
+/// `s :: Script: MESSAGE`.
 fn report(hx: &HandlerCx<'_>, msg: &str) {
-    eprintln!("{}: {}", hx.element_name(), msg);
+    eprintln!("{}: {}", declaration(hx), msg);
+}
+
+/// `NAME :: CLASS` of the element a handler call is for.
+fn declaration(hx: &HandlerCx<'_>) -> String {
+    let name = hx.element_name();
+    match hx.read(&format!("{name}.class")) {
+        Ok(class) => format!("{name} :: {class}"),
+        Err(_) => name.to_string(),
+    }
+}
+
+/// A failed `write` instruction's error as Click prints it: the call as
+/// context, then the handler's message indented (`While calling 'r.add
+/// 10.0.0.0/8 1': ...`).
+fn write_error_text(spec: &str, value: &str, err: &str) -> String {
+    let h = spec.rsplit_once('.').map_or(spec, |(_, h)| h);
+    // The router prefixes the handler's own message with `ELEMENT.HANDLER: `.
+    let msg = err
+        .split_once(": ")
+        .filter(|(pre, _)| pre.ends_with(&format!(".{h}")) && !pre.contains(' '))
+        .map_or(err, |(_, m)| m);
+    let call = if value.is_empty() {
+        spec.to_string()
+    } else {
+        format!("{spec} {value}")
+    };
+    format!("While calling '{call}':\n  {msg}")
 }
 
 impl Script {
@@ -401,6 +439,20 @@ impl Script {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(name.to_string(), v);
+    }
+
+    /// The `shift` handler: removes the first word of variable `name` and
+    /// returns it.
+    fn shift_var(&self, name: &str) -> String {
+        let mut vars = self.vars.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(v) = vars.get_mut(name) else {
+            return String::new();
+        };
+        let t = v.trim_start();
+        let (first, rest) = split_first(t);
+        let first = first.to_string();
+        *v = rest.trim_start().to_string();
+        first
     }
 
     fn try_exec(&self) -> Option<(MutexGuard<'_, Exec>, Held)> {
@@ -525,6 +577,8 @@ impl Script {
             return Some(r);
         }
         match h {
+            "get" => Some(Ok(self.variable(&unquote(args.trim())).unwrap_or_default())),
+            "shift" => Some(Ok(self.shift_var(&unquote(args.trim())))),
             "readable" | "writable" => {
                 let write = h == "writable";
                 let all = split_words(args)
@@ -566,6 +620,12 @@ impl Script {
     /// Scripts, then any read handler.
     fn read_call(&self, hx: &HandlerCx<'_>, text: &str) -> Result<String, String> {
         let (spec, args) = split_first(text);
+        self.read_args(hx, spec, args)
+    }
+
+    /// Reads handler `spec` with parameter `args`, taken as it is (a
+    /// `readq` parameter may start or end with white space).
+    fn read_args(&self, hx: &HandlerCx<'_>, spec: &str, args: &str) -> Result<String, String> {
         if spec.is_empty() {
             return Err("missing handler name".into());
         }
@@ -673,15 +733,16 @@ impl Script {
         } else {
             args.to_string()
         };
-        let call = if args.is_empty() {
-            spec.to_string()
-        } else {
-            format!("{spec} {args}")
-        };
-        match self.read_call(hx, &call) {
+        match self.read_args(hx, spec, &args) {
             Ok(v) => {
                 let nl = if v.ends_with('\n') { "" } else { "\n" };
-                eprint!("{spec}:\n{v}{nl}");
+                // This Script's own handlers are named with the element.
+                let name = if !spec.contains('.') && self.own_handler(spec).is_some() {
+                    format!("{}.{spec}", hx.element_name())
+                } else {
+                    spec.to_string()
+                };
+                eprint!("{name}:\n{v}{nl}");
             }
             Err(e) => report(hx, &e),
         }
@@ -699,7 +760,7 @@ impl Script {
             Ok(()) => ex.status = 0,
             Err(e) => {
                 ex.status = WRITE_ERROR;
-                report(hx, &e);
+                eprintln!("{}", write_error_text(spec, &value, &e));
             }
         }
     }
@@ -789,9 +850,7 @@ impl Script {
                     }
                     jumps += 1;
                     if jumps >= MAX_JUMPS {
-                        return Outcome::Error(format!(
-                            "{MAX_JUMPS} jumps without blocking; script stopped"
-                        ));
+                        return Outcome::Error("too many jumps, giving up".into());
                     }
                 }
                 Op::End => return Outcome::End,
@@ -1029,6 +1088,34 @@ impl Script {
             && self.own_handler(name).is_none()
     }
 
+    /// Reads handler `name` with `args` (empty without a parameter): `run`
+    /// and a PROXY's handlers run the script with `$args` set; expression
+    /// handlers take their operands.
+    fn read_with(
+        &self,
+        name: &str,
+        args: &str,
+        hx: &HandlerCx<'_>,
+    ) -> Option<Result<String, String>> {
+        Some(match name {
+            "run" => self.proxy(hx, "run", args, false).map_err(|e| {
+                report(hx, &format!("run: {e}"));
+                format!("run: {e}")
+            }),
+            _ if args.is_empty() && self.exports.iter().any(|e| e == name) => {
+                self.with_exec(hx, |ex| self.ensure_init(ex, hx));
+                Ok(self.variable(name).unwrap_or_default())
+            }
+            _ if self.proxies(name) => self.proxy(hx, name, args, false).map_err(|e| {
+                report(hx, &format!("{name}: {e}"));
+                format!("{name}: {e}")
+            }),
+            _ => self
+                .local_read(hx, name, args)?
+                .inspect_err(|e| report(hx, e)),
+        })
+    }
+
     fn proxy(
         &self,
         hx: &HandlerCx<'_>,
@@ -1107,7 +1194,8 @@ impl Element for Script {
             name: name.to_string(),
             read,
             write,
-            param: false,
+            // `run` and the expression handlers read with parameters.
+            param: read,
         });
         let exports = self.exports.iter().map(|e| DynHandler {
             name: e.clone(),
@@ -1119,23 +1207,16 @@ impl Element for Script {
     }
 
     fn read_dynamic(&self, name: &str, hx: &HandlerCx<'_>) -> Option<Result<String, String>> {
-        Some(match name {
-            "run" => self.proxy(hx, "run", "", false).map_err(|e| {
-                report(hx, &format!("run: {e}"));
-                format!("run: {e}")
-            }),
-            _ if self.exports.iter().any(|e| e == name) => {
-                self.with_exec(hx, |ex| self.ensure_init(ex, hx));
-                Ok(self.variable(name).unwrap_or_default())
-            }
-            _ if self.proxies(name) => self.proxy(hx, name, "", false).map_err(|e| {
-                report(hx, &format!("{name}: {e}"));
-                format!("{name}: {e}")
-            }),
-            _ => self
-                .local_read(hx, name, "")?
-                .inspect_err(|e| report(hx, e)),
-        })
+        self.read_with(name, "", hx)
+    }
+
+    fn read_dynamic_param(
+        &self,
+        name: &str,
+        param: &str,
+        hx: &HandlerCx<'_>,
+    ) -> Option<Result<String, String>> {
+        self.read_with(name, param, hx)
     }
 
     fn write_dynamic(
@@ -1160,6 +1241,18 @@ impl Element for Script {
                     self.pending_steps.fetch_add(n, SeqCst);
                     self.kick(hx);
                 }
+                Ok(())
+            }
+            "set" => {
+                let (var, v) = split_first(value.trim());
+                if var.is_empty() {
+                    return Some(Err("set: missing variable name".into()));
+                }
+                self.set_var(var, v.trim().to_string());
+                Ok(())
+            }
+            "shift" => {
+                self.shift_var(&unquote(value.trim()));
                 Ok(())
             }
             "goto" => self
@@ -1387,7 +1480,51 @@ pub(crate) mod tests {
         );
         assert_eq!(read(&r, "s.run"), "-22 0");
         let e = r.write_handler("l.run", "").unwrap_err();
-        assert!(e.contains("jumps"), "{e}");
+        assert!(e.ends_with("too many jumps, giving up"), "{e}");
+    }
+
+    /// `run` and the expression handlers are read with parameters, also
+    /// from another Script and from outside.
+    #[test]
+    fn run_reads_with_a_parameter() {
+        let r = build(
+            "s :: Script(TYPE PASSIVE, returnq $1);
+             t :: Script(TYPE PASSIVE, return $(s.run \"a b\" c)/$(s.add 2 3)/$(s.run \"\\<41 42>\"));",
+        );
+        assert_eq!(read(&r, "s.run \"x y\" z"), "x y");
+        assert_eq!(read(&r, "s.add 1 2"), "3");
+        assert_eq!(read(&r, "t.run"), "a b/5/AB");
+        // A handler that takes no parameter still says so.
+        assert_err(r.read_handler("s.step 1"), "no read handler");
+    }
+
+    /// The `set` write handler, and `get` and `shift` reads.
+    #[test]
+    fn set_get_and_shift_handlers() {
+        let r = build(
+            "s :: Script(TYPE PASSIVE, write set v foo bar baz,
+                 return $(shift v)/$(shift v)/$(get v));",
+        );
+        assert_eq!(read(&r, "s.run"), "foo/bar/baz");
+        r.write_handler("s.set", "w 1 2").unwrap();
+        assert_eq!(read(&r, "s.shift w"), "1");
+        assert_eq!(read(&r, "s.get w"), "2");
+        r.write_handler("s.shift", "w").unwrap();
+        assert_eq!(read(&r, "s.get w"), "");
+    }
+
+    /// A failed `write` is reported as Click reports it: the call, then the
+    /// handler's own message indented.
+    #[test]
+    fn write_errors_in_clicks_form() {
+        assert_eq!(
+            super::write_error_text("r.add", "1/8 0", "r.add: conflict with existing route"),
+            "While calling 'r.add 1/8 0':\n  conflict with existing route"
+        );
+        assert_eq!(
+            super::write_error_text("nothere.x", "", "no write handler 'nothere.x'"),
+            "While calling 'nothere.x':\n  no write handler 'nothere.x'"
+        );
     }
 
     /// `wait 0s` yields to the router but does not reset the jump limit:

@@ -703,7 +703,9 @@ pub fn builtin(name: &str, args: &str) -> Option<Result<String, String>> {
         "first" => Ok(words.first().cloned().unwrap_or_default()),
         "sprintf" => sprintf(&words),
         "random" => random(&words),
-        "length" => Ok(unquote(args.trim()).len().to_string()),
+        // Only spaces around the argument are separators: a `readq`
+        // parameter may be control bytes (`"\<0a 09>"` is two bytes).
+        "length" => Ok(unquote(args.trim_matches(' ')).len().to_string()),
         "unquote" => Ok(unquote(args.trim())),
         "now" => Ok(paraclick_packet::Timestamp::now().to_string()),
         "cat" | "catq" => {
@@ -1126,6 +1128,7 @@ mod tests {
         assert_eq!(b("in", "foo bar foo").unwrap(), "true");
         assert_eq!(b("in", "foo bar baz").unwrap(), "false");
         assert_eq!(b("length", "abcdef").unwrap(), "6");
+        assert_eq!(b("length", "\n\t\x01").unwrap(), "3");
         assert_eq!(b("unquote", "\"a b\"").unwrap(), "a b");
         assert!(builtin("nothing", "").is_none());
         for _ in 0..100 {
