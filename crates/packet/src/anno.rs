@@ -67,10 +67,15 @@ impl Timestamp {
 impl fmt::Display for Timestamp {
     /// Click's format: seconds, a dot, and microseconds (six digits).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A negative time is its magnitude with a minus sign (-0.9 s is
+        // `-0.900000`, not one second back plus 0.1).
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let mag = self.0.unsigned_abs();
+        let (sec, nsec) = (mag / 1_000_000_000, mag % 1_000_000_000);
         if f.alternate() {
-            write!(f, "{}.{:09}", self.sec(), self.nsec())
+            write!(f, "{sign}{sec}.{nsec:09}")
         } else {
-            write!(f, "{}.{:06}", self.sec(), self.usec())
+            write!(f, "{sign}{sec}.{:06}", nsec / 1000)
         }
     }
 }
@@ -170,6 +175,15 @@ impl Default for Anno {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negative_timestamps_print_with_a_sign() {
+        let t = Timestamp::from_parts(-1, 100_000_000);
+        assert_eq!(t.to_string(), "-0.900000");
+        assert_eq!(format!("{t:#}"), "-0.900000000");
+        assert_eq!(Timestamp::from_parts(-2, 0).to_string(), "-2.000000");
+        assert_eq!(Timestamp::from_parts(1, 5_000).to_string(), "1.000005");
+    }
 
     #[test]
     fn dst_ip6_annotation() {
