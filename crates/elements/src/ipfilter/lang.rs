@@ -224,6 +224,10 @@ const PORT_NAMES: &[(&str, u32)] = &[
     ("pop3s", 995),
 ];
 
+/// The qualifier `tcpudp` (TCP or UDP) where a protocol number stands
+/// for `tcp`, `udp`, `icmp` in the parser: 0, which no qualifier names.
+const TCPUDP: u8 = 0;
+
 /// IP protocol names.
 const PROTO_NAMES: &[(&str, u32)] = &[
     ("icmp", 1),
@@ -444,13 +448,14 @@ impl Ty {
         )
     }
 
-    /// Whether `tcp`/`udp`/`icmp` (protocol `p`) may qualify this type.
+    /// Whether `tcp`/`udp`/`icmp`/`tcpudp` (protocol `p`) may qualify
+    /// this type.
     fn takes_proto(self, p: u8) -> bool {
         match self {
-            Ty::Port => p == 6 || p == 17,
+            Ty::Port => p == 6 || p == 17 || p == TCPUDP,
             Ty::Opt | Ty::Win => p == 6,
             Ty::IcmpType => p == 1,
-            Ty::TranspBytes(q, _, _) => q.is_none_or(|q| q == p),
+            Ty::TranspBytes(q, _, _) => p != TCPUDP && q.is_none_or(|q| q == p),
             _ => false,
         }
     }
@@ -729,14 +734,18 @@ impl<'a> Parser<'a> {
             return p != 1;
         }
         if let Ok(Some(t)) = type_word(next) {
-            return matches!(t, Ty::Port | Ty::Opt | Ty::Win | Ty::IcmpType);
+            return if p == TCPUDP {
+                t == Ty::Port
+            } else {
+                matches!(t, Ty::Port | Ty::Opt | Ty::Win | Ty::IcmpType)
+            };
         }
         if looks_numeric(next) {
             return true;
         }
         match p {
             6 => lookup(PORT_NAMES, next).is_some() || lookup(TCP_OPTS, next).is_some(),
-            17 => lookup(PORT_NAMES, next).is_some(),
+            17 | TCPUDP => lookup(PORT_NAMES, next).is_some(),
             _ => lookup(ICMP_TYPES, next).is_some(),
         }
     }
@@ -785,13 +794,29 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                "tcp" | "udp" | "icmp" if q.proto.is_none() => {
+                "tcp" | "udp" | "icmp" | "tcpudp" if q.proto.is_none() => {
                     let p = match w {
                         "tcp" => 6,
                         "udp" => 17,
+                        "tcpudp" => TCPUDP,
                         _ => 1,
                     };
                     if !self.proto_qualifies(p) {
+                        if p == TCPUDP && self.pos == start && q.ip.is_none() {
+                            // `tcpudp` alone: TCP or UDP.
+                            self.bump();
+                            self.prev = None;
+                            return Ok(Expr::Or(
+                                [6, 17]
+                                    .map(|p| {
+                                        Expr::Prim(Prim::Ip {
+                                            field: IpField::Proto,
+                                            rel: Rel::eq(p),
+                                        })
+                                    })
+                                    .to_vec(),
+                            ));
+                        }
                         break;
                     }
                     q.proto = Some((p, w));
@@ -894,7 +919,7 @@ impl<'a> Parser<'a> {
         }
         if looks_numeric(v) {
             return match q.proto {
-                Some((6 | 17, _)) => Ok((Ty::Port, None)),
+                Some((6 | 17 | TCPUDP, _)) => Ok((Ty::Port, None)),
                 Some((1, _)) => Ok((Ty::IcmpType, None)),
                 _ => Err(format!("missing type before '{v}' (e.g. 'port {v}')")),
             };

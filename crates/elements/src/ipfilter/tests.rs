@@ -434,6 +434,23 @@ fn click_example_tcp_from_net() {
 }
 
 #[test]
+fn tcpudp_means_tcp_or_udp() {
+    assert_eq!(p("tcpudp"), "(ip proto 6 || ip proto 17)");
+    assert_eq!(p("tcpudp port 53"), p("port 53"));
+    assert_eq!(p("src tcpudp port >= 1024"), p("src port >= 1024"));
+    assert_eq!(p("tcpudp 80"), p("port 80"));
+    let pats = ["tcpudp port >= 1024", "tcpudp"];
+    let c = |d: Ip| class(&pats, &d.bytes());
+    assert_eq!(c(tcp("1.1.1.1", "2.2.2.2", 5, 8000, 0)), Some(0));
+    assert_eq!(c(udp("1.1.1.1", "2.2.2.2", 5, 1024)), Some(0));
+    assert_eq!(c(udp("1.1.1.1", "2.2.2.2", 5, 53)), Some(1));
+    assert_eq!(
+        c(Ip::new("1.1.1.1", "2.2.2.2", 1).icmp(8, 0, [0; 4], b"x")),
+        None
+    );
+}
+
+#[test]
 fn click_example_ports() {
     let pats = ["dst tcp port 8000 or 8080", "dst tcp port > 1023", "tcp"];
     let c = |d: Ip| class(&pats, &d.bytes());
