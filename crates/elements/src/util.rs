@@ -75,3 +75,33 @@ pub fn fmt_rate(r: f64) -> String {
             .to_string()
     }
 }
+
+/// Well-known TCP/UDP service names a port argument accepts when no
+/// PortInfo element names the word: the names Click's IP filters know
+/// (`ssh` 22, `domain` 53, `www` 80, ...), a fixed table rather than the
+/// host's /etc/services, so a configuration means the same everywhere.
+pub fn well_known_port(name: &str) -> Option<u16> {
+    crate::ipfilter::lang::PORT_NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|&(_, p)| u16::try_from(p).ok())
+}
+
+/// A TCP or UDP port argument of the element `element`: a number, a name
+/// a PortInfo in scope defines for `proto` (`tcp` or `udp`), or a
+/// [`well_known_port`] name.
+pub fn port_arg(
+    s: &str,
+    proto: &str,
+    element: &str,
+    env: &paraclick_runtime::ArgEnv,
+) -> Result<u16, String> {
+    use paraclick_runtime::FromArg;
+    let s = s.trim();
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        return u16::from_arg(s, env);
+    }
+    env.port_name(element, s, proto)
+        .or_else(|| well_known_port(s))
+        .ok_or_else(|| format!("expected port number or name, not '{s}'"))
+}

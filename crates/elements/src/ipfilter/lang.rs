@@ -187,7 +187,7 @@ pub enum Expr {
 // ----- names -----
 
 /// Click's IP port names.
-const PORT_NAMES: &[(&str, u32)] = &[
+pub(crate) const PORT_NAMES: &[(&str, u32)] = &[
     ("echo", 7),
     ("discard", 9),
     ("daytime", 13),
