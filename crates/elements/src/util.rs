@@ -105,3 +105,38 @@ pub fn port_arg(
         .or_else(|| well_known_port(s))
         .ok_or_else(|| format!("expected port number or name, not '{s}'"))
 }
+
+/// The seed RandomSeed set, and how many times it was set (0: never).
+static RANDOM_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static RANDOM_SEED_GEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// Each thread's generator, and the seed generation it was made for.
+    static RNG: std::cell::RefCell<(u64, fastrand::Rng)> =
+        std::cell::RefCell::new((0, fastrand::Rng::new()));
+}
+
+/// Seeds the random generator of every thread (RandomSeed): each one
+/// restarts from `seed` at its next draw. Process-wide, as Click's seed.
+pub fn set_random_seed(seed: u64) {
+    use std::sync::atomic::Ordering;
+    RANDOM_SEED.store(seed, Ordering::Relaxed);
+    RANDOM_SEED_GEN.fetch_add(1, Ordering::Release);
+}
+
+/// Runs `f` with this thread's random generator, the one the randomized
+/// elements draw from: unpredictably seeded, until RandomSeed sets a seed.
+/// A draw costs one relaxed atomic load more than fastrand's own.
+#[inline]
+pub fn with_rng<T>(f: impl FnOnce(&mut fastrand::Rng) -> T) -> T {
+    use std::sync::atomic::Ordering;
+    let generation = RANDOM_SEED_GEN.load(Ordering::Acquire);
+    RNG.with(|r| {
+        let mut r = r.borrow_mut();
+        if r.0 != generation {
+            r.1 = fastrand::Rng::with_seed(RANDOM_SEED.load(Ordering::Relaxed));
+            r.0 = generation;
+        }
+        f(&mut r.1)
+    })
+}
