@@ -105,8 +105,19 @@ impl Insn {
     }
 
     #[inline(always)]
-    fn eval(&self, ip: &[u8], bases: &[usize; 3]) -> bool {
-        let s = bases[usize::from(self.region)] + self.off as usize;
+    fn eval<const MAC: bool>(&self, ip: &[u8], bases: &[usize; 3]) -> bool {
+        let base = if MAC {
+            match self.region {
+                0 => bases[0],
+                1 => bases[1],
+                _ => bases[2],
+            }
+        } else if self.region == 1 {
+            bases[1]
+        } else {
+            0
+        };
+        let s = base + self.off as usize;
         let x = match ip.get(s..s + 4) {
             Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
             None => match ip.get(s..s + self.width as usize) {
@@ -192,6 +203,16 @@ fn disjoint(a: &[(u32, u32)], b: &[(u32, u32)]) -> bool {
 /// fragment, or too short): beyond any packet, so transport tests fail
 /// their bounds check, yet far from overflowing when offsets are added.
 const NO_TRANSPORT: usize = usize::MAX / 2;
+
+/// The transport header's offset in `ip` (the bytes from the IP header
+/// on): only first fragments have one; `NO_TRANSPORT` otherwise.
+#[inline(always)]
+fn transport_offset(ip: &[u8]) -> usize {
+    match ip.get(..8) {
+        Some(h) if (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) == 0 => usize::from(h[0] & 0x0f) * 4,
+        _ => NO_TRANSPORT,
+    }
+}
 
 /// Targets at or above this are outcomes.
 const OUTCOME: u32 = 1 << 31;
@@ -672,22 +693,24 @@ impl Program {
     /// header tests fail).
     #[inline]
     pub fn run(&self, ip: &[u8]) -> Verdict {
-        self.run_at(ip, 0, NO_TRANSPORT)
+        self.exec::<false>(ip, [0, transport_offset(ip), NO_TRANSPORT])
     }
 
     /// Runs the program on `data`, whose IP header starts `ip_off` bytes
-    /// in and MAC header `mac_off` bytes in (`NO_TRANSPORT`: none).
+    /// in and MAC header `mac_off` bytes in.
     #[inline]
     fn run_at(&self, data: &[u8], ip_off: usize, mac_off: usize) -> Verdict {
-        let ip = data.get(ip_off..).unwrap_or(&[]);
-        // The transport header: only in first fragments.
-        let th = match ip.get(..8) {
-            Some(h) if (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) == 0 => {
-                ip_off + usize::from(h[0] & 0x0f) * 4
-            }
-            _ => NO_TRANSPORT,
-        };
-        let bases = [ip_off, th, mac_off];
+        let th = data
+            .get(ip_off..)
+            .map_or(NO_TRANSPORT, |ip| ip_off + transport_offset(ip));
+        self.exec::<true>(data, [ip_off, th, mac_off])
+    }
+
+    /// The instruction loop, over `data` with the IP, transport and MAC
+    /// header offsets `bases`; without `MAC` (no MAC test in the program)
+    /// the IP header is at 0, and choosing a base is one compare.
+    #[inline(always)]
+    fn exec<const MAC: bool>(&self, data: &[u8], bases: [usize; 3]) -> Verdict {
         let ip = data;
         let mut pc = self.start;
         // Two arms that each test for an outcome keep the compiler from
@@ -698,7 +721,7 @@ impl Program {
             let Some(i) = self.insns.get(pc as usize) else {
                 return Verdict::Drop;
             };
-            if i.eval(ip, &bases) {
+            if i.eval::<MAC>(ip, &bases) {
                 pc = i.yes;
                 if pc >= OUTCOME {
                     break;
