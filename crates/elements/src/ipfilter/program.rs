@@ -693,7 +693,13 @@ impl Program {
     /// header tests fail).
     #[inline]
     pub fn run(&self, ip: &[u8]) -> Verdict {
-        self.exec::<false>(ip, [0, transport_offset(ip), NO_TRANSPORT])
+        let bases = [0, transport_offset(ip), NO_TRANSPORT];
+        if self.mac {
+            // MAC tests are there, but no MAC header: they must fail.
+            self.exec::<true>(ip, bases)
+        } else {
+            self.exec::<false>(ip, bases)
+        }
     }
 
     /// Runs the program on `data`, whose IP header starts `ip_off` bytes
