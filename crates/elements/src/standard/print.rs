@@ -17,7 +17,8 @@
 //! ` | CONTENTS` shows up to MAXLENGTH bytes of data: in hex, lowercase,
 //! in groups of four bytes separated by spaces (`  54 | 02010101 01000201
 //! ...`), or in ASCII, in groups of eight characters with `.` for
-//! unprintable bytes. Each line is written with one call, so lines from
+//! unprintable bytes; it is left out when there is nothing to show (an
+//! empty packet, MAXLENGTH 0). Each line is written with one call, so lines from
 //! several threads do not interleave.
 //!
 //! Arguments:
@@ -146,8 +147,11 @@ pub fn format_packet(out: &mut String, o: &PrintOpts, p: &Packet) {
         Some(m) if m < data.len() => &data[..m],
         _ => data,
     };
+    // As Click: no ` | ` when there are no bytes to print (an empty
+    // packet, MAXLENGTH 0).
     match o.contents {
         Contents::None => {}
+        _ if data.is_empty() => {}
         Contents::Hex => {
             out.push_str(" | ");
             push_hex(out, data);
@@ -341,8 +345,8 @@ mod tests {
             maxlength: Some(0),
             ..PrintOpts::default()
         };
-        assert_eq!(line(&o, &p), "  26 | \n");
-        assert_eq!(line(&PrintOpts::default(), &pkt(&[])), "   0 | \n");
+        assert_eq!(line(&o, &p), "  26\n", "nothing to print: no bar");
+        assert_eq!(line(&PrintOpts::default(), &pkt(&[])), "   0\n");
         let big = Packet::zeroed(12345).unwrap();
         let o = PrintOpts {
             contents: Contents::None,
