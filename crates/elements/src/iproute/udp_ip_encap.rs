@@ -277,7 +277,7 @@ mod tests {
 
     /// The ports of `e`'s `sport` and `dport` handlers in `conf`.
     fn ports(conf: &str, e: &str) -> (String, String) {
-        let r = paraclick_runtime::testing::build(&super::super::test_util::reg(), conf);
+        let r = paraclick_runtime::testing::build(&crate::test_kit::reg(), conf);
         let h = |x: &str| paraclick_runtime::testing::handler(&r, &format!("{e}.{x}"));
         (h("sport"), h("dport"))
     }
