@@ -83,6 +83,9 @@ pub enum Kind {
     /// Talks to a device or the host: a network interface, tun/tap, a
     /// socket.
     Device,
+    /// Places other elements' tasks on threads (StaticThreadSched): a
+    /// plan's placement replaces it.
+    ThreadSched,
 }
 
 impl ClassSpec {

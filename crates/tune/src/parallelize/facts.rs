@@ -59,3 +59,9 @@ pub(crate) fn replicable_sched(class: &str) -> bool {
             | "SimpleRoundRobinSched"
     )
 }
+
+/// The part `class` plays ([`paraclick_runtime::Kind`]); None for a
+/// class the registry does not know.
+pub(crate) fn class_kind(class: &str) -> Option<paraclick_runtime::Kind> {
+    class_spec(class).map(|c| c.kind)
+}
