@@ -211,6 +211,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("FromDevice", "0/1", "h", make)
         .shared("an input: one file or device for all flows")
         .kind(Kind::Device)
+        .fanout_queues()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {

@@ -65,3 +65,9 @@ pub(crate) fn replicable_sched(class: &str) -> bool {
 pub(crate) fn class_kind(class: &str) -> Option<paraclick_runtime::Kind> {
     class_spec(class).map(|c| c.kind)
 }
+
+/// Whether `class`'s elements can each read one queue of a PACKET_FANOUT
+/// group, copies summed under the original ([`paraclick_runtime::ClassSpec::fanout_queues`]).
+pub(crate) fn fans_out(class: &str) -> bool {
+    class_spec(class).is_some_and(|c| c.fanout_queues)
+}
