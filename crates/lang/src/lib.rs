@@ -7,7 +7,9 @@
 //! [`check::check_graph`] then checks the graph against the element classes'
 //! port counts and processing codes, as Click does. [`args`] holds Click's
 //! configuration-argument utilities, [`span`] the diagnostics and their
-//! rendering, and [`dot`] a Graphviz view of a graph.
+//! rendering, [`dot`] a Graphviz view of a graph, [`mod@print`] a graph written
+//! back as text, and [`landmarks`] where a file's top-level connections
+//! are written (for tools that change a user's file in place).
 //!
 //! This crate knows element *names*, not their behaviour.
 //!
@@ -27,6 +29,7 @@ pub mod check;
 pub mod dot;
 mod expand;
 pub mod files;
+pub mod landmarks;
 mod lexer;
 mod library;
 mod params;

@@ -849,18 +849,13 @@ fn run(a: RunArgs) -> ExitCode {
             Ok(out) => {
                 eprintln!("paraclick --auto:");
                 // The table, not the comments of the user's own text.
-                let head = match out.own_text {
-                    true => out
-                        .text
-                        .find(&src.text)
-                        .map_or(&out.text[..], |k| &out.text[..k]),
-                    false => &out.text[..],
-                };
+                let head = out.text.get(..out.config_at).unwrap_or(&out.text);
                 for l in head.lines().take_while(|l| l.starts_with("//")) {
                     eprintln!("{l}");
                 }
-                // A placement is the user's own text: it still needs the
-                // defines; a flattened rewrite has them substituted.
+                // The user's own text (a placement, or a split written as
+                // a change to it) still needs the defines; a flattened
+                // rewrite has them substituted.
                 let defines = if out.own_text { defines } else { Vec::new() };
                 (
                     Source {

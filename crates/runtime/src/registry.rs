@@ -36,6 +36,12 @@ pub struct ClassSpec {
     /// What part the class's elements play in a router's structure
     /// ([`ClassSpec::kind`]; [`Kind::Plain`] unless said).
     pub kind: Kind,
+    /// The class's elements read one receive queue of their device's
+    /// PACKET_FANOUT group when configured with `QUEUE r, N_QUEUES n,
+    /// FANOUT HASH`, and sum the counts of the copies `REPLICAS` names:
+    /// a device fanout may copy them, one per queue. False unless the
+    /// class says [`ClassSpec::fanout_queues`](method@ClassSpec::fanout_queues).
+    pub fanout_queues: bool,
     /// Why the class's elements drop packets: a drop names a reason by its
     /// index here ([`crate::Verdict::DropFor`]). Empty unless the class
     /// says [`ClassSpec::drop_reasons`](method@ClassSpec::drop_reasons).
@@ -152,6 +158,9 @@ pub enum Kind {
     /// Talks to a device or the host: a network interface, tun/tap, a
     /// socket.
     Device,
+    /// Places other elements' tasks on threads (StaticThreadSched): a
+    /// plan's placement replaces it.
+    ThreadSched,
 }
 
 impl ClassSpec {
@@ -242,6 +251,7 @@ impl ClassSpec {
             reads_data: true,
             flow_state: FlowState::Undeclared,
             kind: Kind::Plain,
+            fanout_queues: false,
             drop_reasons: &[],
             shared_when: &[],
             sums_replicas: false,
@@ -289,6 +299,13 @@ impl ClassSpec {
     /// which, for the planner to print ([`FlowState::Shared`]).
     pub fn shared(mut self, reason: &'static str) -> ClassSpec {
         self.flow_state = FlowState::Shared(reason);
+        self
+    }
+
+    /// The class's elements can read one queue of a PACKET_FANOUT group
+    /// and sum their copies' counts ([`ClassSpec::fanout_queues`](field@ClassSpec::fanout_queues)).
+    pub fn fanout_queues(mut self) -> ClassSpec {
+        self.fanout_queues = true;
         self
     }
 
