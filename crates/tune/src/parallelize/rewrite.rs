@@ -259,7 +259,7 @@ pub(crate) fn replicate(
     // under its own name.
     if n > 1 {
         for &x in set {
-            if gr.g.elements[x].class != "Counter" {
+            if !sums_replicas(&gr.g.elements[x].class) {
                 continue;
             }
             let names: Vec<String> = rep_of[1..]
