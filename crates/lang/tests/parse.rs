@@ -236,13 +236,10 @@ fn error_expected_arrow_or_semicolon() {
         error("a :: A -> b :: B ) c"),
         "r.click:1:18: expected '->' or ';', found ')'"
     );
+    // A second parenthesis starts an element group.
     assert_eq!(
         error("a :: A(1) (2)"),
-        "r.click:1:11: expected '->' or ';', found '('"
-    );
-    assert_eq!(
-        error("a -> (input -> output) -> b"),
-        "r.click:1:6: element groups '( ... )' are not supported"
+        "r.click:1:12: '2' is neither an element nor a class (all-digit component)"
     );
     assert_eq!(
         error("a :: A :: B"),
