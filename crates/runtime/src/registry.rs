@@ -255,6 +255,8 @@ impl Registry {
             "ip",
             "standard",
             "batch",
+            // Click's request for compactly printed configurations: accepted.
+            "compact_config",
         ] {
             r.requirements.push(req);
         }
