@@ -249,13 +249,11 @@ impl ScopeBuilder {
             .map(|e| matches!(e.kind, IrKind::Tunnel))
             .collect();
         for t in (0..self.elements.len()).filter(|&t| is_tunnel[t]) {
-            let (through, rest): (Vec<IrConn>, Vec<IrConn>) =
-                std::mem::take(&mut self.conns)
-                    .into_iter()
-                    .partition(|c| c.from == t || c.to == t);
+            let (through, rest): (Vec<IrConn>, Vec<IrConn>) = std::mem::take(&mut self.conns)
+                .into_iter()
+                .partition(|c| c.from == t || c.to == t);
             self.conns = rest;
-            let (ins, outs): (Vec<&IrConn>, Vec<&IrConn>) =
-                through.iter().partition(|c| c.to == t);
+            let (ins, outs): (Vec<&IrConn>, Vec<&IrConn>) = through.iter().partition(|c| c.to == t);
             let mut ports: Vec<(usize, bool, bool)> = Vec::new();
             for (p, into) in ins
                 .iter()
@@ -752,7 +750,7 @@ impl<'a> Resolver<'a> {
             let note = if matches!(sb.elements[i].kind, IrKind::Input | IrKind::Output) {
                 format!("'{name}' is the compound's {name} pseudoelement")
             } else {
-                format!("'{name}' previously declared here")
+                format!("element '{name}' previously declared here")
             };
             self.errs.push(
                 Diagnostic::error(
@@ -919,12 +917,20 @@ impl<'a> Resolver<'a> {
                     let all = |n: usize| Some((0..n).collect::<Vec<usize>>());
                     src.push(End {
                         elem: gout,
-                        ports: e.out_ports.as_ref().map(|p| p.ports.clone()).or_else(|| all(nout)),
+                        ports: e
+                            .out_ports
+                            .as_ref()
+                            .map(|p| p.ports.clone())
+                            .or_else(|| all(nout)),
                         range: e.range,
                     });
                     dst.push(End {
                         elem: gin,
-                        ports: e.in_ports.as_ref().map(|p| p.ports.clone()).or_else(|| all(nin)),
+                        ports: e
+                            .in_ports
+                            .as_ref()
+                            .map(|p| p.ports.clone())
+                            .or_else(|| all(nin)),
                         range: e.range,
                     });
                     continue;
@@ -1027,14 +1033,18 @@ impl<'a> Resolver<'a> {
                 if inside && r.elem == inp {
                     self.errs.push(Diagnostic::error(
                         Some(span),
-                        format!("cannot connect to 'input': inside {what}, 'input' only has outputs"),
+                        format!(
+                            "cannot connect to 'input': inside {what}, 'input' only has outputs"
+                        ),
                     ));
                     continue;
                 }
                 if inside && l.elem == outp {
                     self.errs.push(Diagnostic::error(
                         Some(span),
-                        format!("cannot connect from 'output': inside {what}, 'output' only has inputs"),
+                        format!(
+                            "cannot connect from 'output': inside {what}, 'output' only has inputs"
+                        ),
                     ));
                     continue;
                 }
@@ -1082,11 +1092,39 @@ impl<'a> Resolver<'a> {
         }
         let inside = &sb.conns[first..];
         let count = |ports: Vec<usize>| ports.iter().max().map_or(0, |m| m + 1);
-        let nin = count(inside.iter().filter(|c| c.from == gin).map(|c| c.from_port).collect());
-        let nout = count(inside.iter().filter(|c| c.to == gout).map(|c| c.to_port).collect());
+        let nin = count(
+            inside
+                .iter()
+                .filter(|c| c.from == gin)
+                .map(|c| c.from_port)
+                .collect(),
+        );
+        let nout = count(
+            inside
+                .iter()
+                .filter(|c| c.to == gout)
+                .map(|c| c.to_port)
+                .collect(),
+        );
         for (n, t, ports) in [
-            (nin, gin, inside.iter().filter(|c| c.from == gin).map(|c| c.from_port).collect::<Vec<_>>()),
-            (nout, gout, inside.iter().filter(|c| c.to == gout).map(|c| c.to_port).collect()),
+            (
+                nin,
+                gin,
+                inside
+                    .iter()
+                    .filter(|c| c.from == gin)
+                    .map(|c| c.from_port)
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                nout,
+                gout,
+                inside
+                    .iter()
+                    .filter(|c| c.to == gout)
+                    .map(|c| c.to_port)
+                    .collect(),
+            ),
         ] {
             if let Some(p) = (0..n).find(|p| !ports.contains(p)) {
                 let side = if t == gin { "input" } else { "output" };

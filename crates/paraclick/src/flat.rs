@@ -92,9 +92,9 @@ pub fn glob_match(p: &[u8], s: &[u8]) -> bool {
                 continue;
             }
             Some(b'?') => Some(pi + 1),
-            Some(b'[') => class_match(&p[pi..], s[si]).map(|(hit, len)| (hit, pi + len)).and_then(
-                |(hit, next)| hit.then_some(next),
-            ),
+            Some(b'[') => class_match(&p[pi..], s[si])
+                .map(|(hit, len)| (hit, pi + len))
+                .and_then(|(hit, next)| hit.then_some(next)),
             Some(&c) if c == s[si] => Some(pi + 1),
             _ => None,
         };
@@ -171,7 +171,10 @@ mod tests {
         assert_eq!(x("stop").unwrap(), (vec!["stop".to_string()], false));
         assert_eq!(
             x("*c*.count").unwrap(),
-            (vec!["c.count".to_string(), "sub/c2.count".to_string()], true)
+            (
+                vec!["c.count".to_string(), "sub/c2.count".to_string()],
+                true
+            )
         );
         assert_eq!(
             x("Counter.count").unwrap().0,

@@ -321,7 +321,11 @@ fn handler_output_follows_clicks_driver() {
     assert_eq!(run(&["q.capacity"]), (true, "7\n".into(), String::new()));
     assert_eq!(
         run(&["a.count", "q.capacity"]),
-        (true, "a.count:\n0\n\nq.capacity:\n7\n\n".into(), String::new())
+        (
+            true,
+            "a.count:\n0\n\nq.capacity:\n7\n\n".into(),
+            String::new()
+        )
     );
     // A glob over element names, and a class name.
     assert_eq!(run(&["[ab].count"]).1, "a.count:\n0\n\nb.count:\n0\n\n");
@@ -347,7 +351,11 @@ fn no_file_reads_the_configuration_from_standard_input() {
     // Its errors name <stdin>.
     let out = with_stdin(&["-q"], "Idle -> Nonesuch;");
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("<stdin>:1"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("<stdin>:1"),
+        "{}",
+        text(&out.stderr)
+    );
     // The subcommands keep their names: a file named like one is run as
     // ./NAME or -f NAME.
     let out = with_stdin(&["check"], "Idle -> Discard;");
@@ -359,4 +367,39 @@ fn no_file_reads_the_configuration_from_standard_input() {
 fn require_compact_config_is_accepted() {
     let out = paraclick(&["-q", "-e", "require(compact_config); Idle -> Discard"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Where standard error is not a terminal (or with --errors click), run
+/// errors take Click's form, which programs compare; --errors rich keeps
+/// paraclick's located form with the source line.
+#[test]
+fn run_errors_take_clicks_form_for_programs() {
+    let conf = "i :: Idle;\nm :: Message(hello);\nrw :: IPAddrRewriter(pattern 1.0.0.x - 0 1);\ni -> rw -> i;";
+    let out = paraclick(&["-q", "-e", conf]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with(
+            "config:2: While configuring 'm :: Message':\n  hello\n\
+             config:3: While configuring 'rw :: IPAddrRewriter':\n  input spec 0: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("\nRouter could not be initialized!\n"),
+        "{err}"
+    );
+    // The language's errors: no trailer; a note elsewhere is kept.
+    let out = paraclick(&["-q", "--errors", "click", "-e", "x :: Idle;\nx :: Idle;"]);
+    assert_eq!(
+        text(&out.stderr),
+        "config:2: redeclaration of element 'x'\nconfig:1: element 'x' previously declared here\n"
+    );
+    let out = paraclick(&["-q", "--errors", "rich", "-e", "Idle -> Cuonter -> Discard"]);
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("<expr>:1:9: unknown element class 'Cuonter'\n   1 | Idle"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean 'Counter'?"), "{err}");
 }

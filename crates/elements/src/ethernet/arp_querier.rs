@@ -401,7 +401,8 @@ impl ArpQuerier {
                                     } else {
                                         e.eth
                                     };
-                                    cache.polls[npolls] = (ip, to, p.anno().vlan_tci, p.timestamp());
+                                    cache.polls[npolls] =
+                                        (ip, to, p.anno().vlan_tci, p.timestamp());
                                     npolls += 1;
                                 }
                             }

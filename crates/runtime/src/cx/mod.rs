@@ -14,6 +14,7 @@ mod handler;
 mod init;
 mod state;
 
+pub(crate) use config::set_landmark;
 pub use config::ConfigCx;
 pub use handler::HandlerCx;
 pub use init::InitCx;
