@@ -404,6 +404,8 @@ impl Registry {
             "ip",
             "standard",
             "batch",
+            // Click's request for compactly printed configurations: accepted.
+            "compact_config",
         ] {
             r.requirements.push(req);
         }
@@ -488,6 +490,22 @@ pub fn warnings_enabled() -> bool {
 /// Turns configuration warnings on or off for the whole process.
 pub fn set_warnings(on: bool) {
     WARNINGS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether configuration messages and warnings take Click's form.
+static CLICK_MESSAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`ConfigCx::message`] and [`ConfigCx::warn`] print in Click's
+/// form (`FILE:LINE: While configuring 'x :: C':` then the message
+/// indented) rather than paraclick's (`x :: C: warning: ...`).
+pub fn click_messages() -> bool {
+    CLICK_MESSAGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Sets the form of configuration messages for the whole process (the
+/// command line's `--errors click`).
+pub fn set_click_messages(on: bool) {
+    CLICK_MESSAGES.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(test)]
