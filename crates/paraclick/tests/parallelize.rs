@@ -121,6 +121,11 @@ struct Case {
 
 /// The values `-h` printed, in order: `NAME:` then the value.
 fn handler_values(out: &str, names: &[&str]) -> Vec<String> {
+    // One handler prints its value alone (Click's driver); several print
+    // `NAME:` before each value.
+    if let [_] = names {
+        return vec![out.trim().to_string()];
+    }
     names
         .iter()
         .map(|h| {
