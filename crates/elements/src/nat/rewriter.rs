@@ -137,6 +137,9 @@ pub struct Rewriter {
     /// REPLY_ANNO: the annotation set on reply packets to the value the
     /// flow's first packet had.
     reply_anno: Option<AnnoByte>,
+    /// Neither TCPRewriter, UDPRewriter nor REPLY_ANNO: nothing beyond the
+    /// common translation per packet.
+    plain: bool,
     /// The router's named patterns and this rewriter's mappers (for
     /// `patternN` writes).
     known: OnceLock<Known>,
@@ -291,6 +294,7 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
             t,
         )),
         capacity_from,
+        plain: reply_anno.is_none() && !matches!(class, Class::Tcp | Class::Udp),
         reply_anno,
         known: OnceLock::new(),
         dst_anno,
@@ -478,27 +482,50 @@ impl Rewriter {
                 Err(v) => return v,
             },
         };
+        if self.plain {
+            r.touch(now, pf.tcp_flags, pf.has_data);
+        } else {
+            self.touch_extra(r, now, pf);
+        }
+        let new: FlowId = pf.id.with(r.to(), r.mask());
+        rewrite(p.data_mut(), pf, new);
+        if self.dst_anno {
+            p.anno_mut().dst_ip = Ipv4Addr::from(new.daddr);
+        }
+        if !self.plain {
+            self.rewrite_extra(r, p, pf, reply);
+        }
+        Verdict::Out(out)
+    }
+
+    /// [`FlowRef::touch`] for UDPRewriter, whose flows are datagram flows
+    /// whatever the protocol: every packet counts, no TCP states.
+    #[inline]
+    fn touch_extra(&self, r: &super::table::FlowRef, now: u64, pf: &PacketFlow) {
         if self.class == Class::Udp {
-            // UDPRewriter's flows are datagram flows whatever the
-            // protocol: every packet counts, no TCP states.
             r.touch(now, 0, true);
         } else {
             r.touch(now, pf.tcp_flags, pf.has_data);
         }
-        let new: FlowId = pf.id.with(r.to(), r.mask());
-        rewrite(p.data_mut(), pf, new);
-        if r.has_seq() {
+    }
+
+    /// TCPRewriter's sequence number changes and REPLY_ANNO.
+    #[inline]
+    fn rewrite_extra(
+        &self,
+        r: &super::table::FlowRef,
+        p: &mut Packet,
+        pf: &PacketFlow,
+        reply: bool,
+    ) {
+        if self.class == Class::Tcp && r.has_seq() {
             super::flow::rewrite_seq(p.data_mut(), pf, &r.flow, r.dir);
-        }
-        if self.dst_anno {
-            p.anno_mut().dst_ip = Ipv4Addr::from(new.daddr);
         }
         if let Some(a) = self.reply_anno {
             if reply {
                 a.set(p, r.flow.reply_anno);
             }
         }
-        Verdict::Out(out)
     }
 
     /// A new flow's mapping, by input `port`'s specification: the entry

@@ -488,6 +488,7 @@ impl FlowTable {
             shared_set: OnceLock::new(),
             failures: AtomicU64::new(0),
             shortest: match kind {
+                KeyKind::Ports if quad => [timeouts.udp.min(timeouts.udp_streaming); 3],
                 // Address keys: flows of protocol 0, the `other` timeout.
                 KeyKind::Ports => [
                     timeouts.tcp.min(timeouts.tcp_done).min(timeouts.tcp_nodata),
@@ -624,7 +625,8 @@ impl FlowTable {
     /// `proto` can have is live without a look at its flow.
     #[inline(always)]
     pub fn live(&self, r: &FlowRef, proto: u8, now: u64, g: &Guard<'_>) -> bool {
-        let window = match self.kp(proto) {
+        // (A table without protocols in its keys has UDP's everywhere.)
+        let window = match proto {
             TCP => self.shortest[0],
             UDP => self.shortest[1],
             _ => self.shortest[2],
