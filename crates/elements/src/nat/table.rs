@@ -473,8 +473,9 @@ impl FlowTable {
         Self::with_keys(kind, false, capacity, timeouts)
     }
 
-    /// A table whose keys leave the protocol out when `quad` (see
-    /// [`FlowTable::quad`]).
+    /// A table whose keys leave the protocol out when `quad`
+    /// (UDPRewriter's quadruples: TCP and UDP packets are flows alike, with
+    /// UDP's timeouts).
     pub fn with_keys(kind: KeyKind, quad: bool, capacity: usize, timeouts: Timeouts) -> FlowTable {
         FlowTable {
             kind,
