@@ -633,10 +633,12 @@ fn a_full_table_evicts_the_flow_expiring_first_past_its_guarantee() {
 #[test]
 fn tcp_guarantee_zero_keeps_established_connections() {
     let h = two_inputs_sim(
-        "IPRewriter(pattern 1.0.0.1 1024-1030# - - 0 1, drop, MAPPING_CAPACITY 2, GUARANTEE 0)",
+        "IPRewriter(pattern 1.0.0.1 1024-1030# - - 0 1, drop, MAPPING_CAPACITY 2, GUARANTEE 0, \
+         TCP_TIMEOUT 100)",
         2,
     );
-    // Flow 1: data both ways (established); flow 2: no data.
+    // Flow 1: data both ways (established, and expiring first: 100 s);
+    // flow 2: no data (300 s).
     h.push(
         0,
         vec![marked(&tcp("10.0.0.1", 1, "2.0.0.2", 80, 0x10, b"a"))],
