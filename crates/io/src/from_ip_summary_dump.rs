@@ -643,15 +643,8 @@ impl Element for FromIPSummaryDump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        let (out, progress) = self.produce(cx, self.burst.load(Ordering::Relaxed)).finish(
-            cx,
-            &self.end,
-            &self.active,
-        );
-        if let Some(b) = out {
-            cx.push(0, b);
-        }
-        progress
+        self.produce(cx, self.burst.load(Ordering::Relaxed))
+            .finish_push(cx, &self.end, &self.active)
     }
 
     fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
@@ -727,6 +720,29 @@ mod tests {
             let e = paraclick_runtime::testing::build_err(&full_registry(), conf);
             assert!(e.contains(want), "{conf}: {e}");
         }
+    }
+
+    #[test]
+    fn stop_comes_after_the_last_packet() {
+        // The DriverManager resets the counter once the file has ended:
+        // every packet, the last too, went through before.
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("d.txt");
+        std::fs::write(
+            &a,
+            "!data timestamp ip_src\n1 1.0.0.1\n2 1.0.0.2\n3 1.0.0.3\n",
+        )
+        .unwrap();
+        let r = build_simtime(
+            &full_registry(),
+            &format!(
+                "FromIPSummaryDump({}, STOP true, TIMING true) -> c :: Counter -> Discard; \
+                 DriverManager(pause, write c.reset, stop)",
+                q(&a)
+            ),
+        );
+        run(&r);
+        assert_eq!(r.read_handler("c.count").unwrap(), "0");
     }
 
     /// Reads `input` with FromIPSummaryDump(`from`) and writes it with
