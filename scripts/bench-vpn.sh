@@ -206,7 +206,8 @@ cpu_cpp() { # FILE THREADS PACKETS-PER-SOURCE -> "cycles/packet packets"
     out=$(/usr/bin/time -f 'TIME %U %S' "$BIN" --no-pin -j "$j" "$f" N="$n" -h c.count 2>&1)
     cpu=$(awk '/^TIME / {print $2 + $3}' <<<"$out")
   fi
-  awk -v g="$GHZ" -v cpu="$cpu" '/^c.count:$/ {getline; printf "%.0f %d\n", cpu * g * 1e9 / $1, $1}' <<<"$out"
+  # One -h prints the value alone (the count: the only all-digit line).
+  awk -v g="$GHZ" -v cpu="$cpu" '/^[0-9]+$/ {printf "%.0f %d\n", cpu * g * 1e9 / $1, $1; exit}' <<<"$out"
 }
 echo
 echo "Whole VPN gateway (Click's split elements), 64-byte packets, half encrypted, half decrypted"

@@ -120,8 +120,8 @@ def plan_at(conf, line):
                           "name": m.group(5), "placement": m.group(6), "body": body})
     # The output itself: the chosen plan, or, where that is round-robin's
     # placement (the output's hand-off note), the same left unpinned to the
-    # adaptive scheduler. (A placement's output is the user's own text,
-    # which needs the defines: its flattened candidate is measured.)
+    # adaptive scheduler. (Candidates are the user's own text, changed:
+    # each is measured with BIG_N given again.)
     with open(os.path.join(d, "output.click")) as fh:
         handoff = any(x.startswith("// output: the chosen plan is round-robin's placement")
                       for x in fh)
@@ -195,7 +195,8 @@ def main():
                     f = os.path.join(d, f"{name}.click")
                     with open(f, "w") as fh:
                         fh.write(c["body"])
-                    variants.append((name, [f]))
+                    # The user's own text, changed: its N given again.
+                    variants.append((name, [f, BIG_N]))
         runs = {(v[0], s): [] for v in variants for s, _ in states}
         drops = {v[0]: 0 for v in variants}
         met = {s: 0 for s, _ in states}

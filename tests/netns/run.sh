@@ -301,7 +301,7 @@ PLAN=$TMP/parallelized.click
 K=$(in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" MTU1=1400 2>/dev/null |
     awk '/device fanout of in0, in1 into 2/ { sub(/^\/\/ *\*?/, ""); print $1; exit }')
 if [[ -n $K ]] && in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" MTU1=1400 --candidate "$K" >"$PLAN" 2>"$TMP/plan.err" &&
-   grep -q "in0_r1 :: FromDevice(r0, .*QUEUE 1, N_QUEUES 2, FANOUT HASH)" "$PLAN"; then
+   grep -Eq 'in0_r1 :: FromDevice\((r0|\$DEV0), .*QUEUE 1, N_QUEUES 2, FANOUT HASH\)' "$PLAN"; then
   pass "parallelize -j 2: candidate $K, the device fanout of in0 and in1, written"
   HANDLERS="in0.count in0_r1.count in1.count in1_r1.count to0.count to1.count"
   start_router "$PLAN" 2 || { fail "-j 2 parallelized: router start"; exit 1; }

@@ -304,6 +304,22 @@ impl Produced {
         }
         (self.out, self.progress)
     }
+
+    /// [`Produced::finish`] for a push source: the packets go to output 0
+    /// before the end action runs, so a STOP (and a DriverManager waiting
+    /// for it) comes after the file's last packet has gone through, as in
+    /// Click. Returns whether anything happened.
+    pub(crate) fn finish_push(
+        mut self,
+        cx: &mut Cx<'_>,
+        end: &EndAction,
+        active: &AtomicBool,
+    ) -> bool {
+        if let Some(b) = self.out.take() {
+            cx.push(0, b);
+        }
+        self.finish(cx, end, active).1
+    }
 }
 
 /// Counts errors and prints only the first one.

@@ -1,6 +1,6 @@
 //! # FromIPSummaryDump
 //!
-//! FromIPSummaryDump(FILENAME [, keywords STOP, TIMING, ACTIVE, ZERO, CHECKSUM, PROTO, SAMPLE, CONTENTS, FLOWID, ALLOW_NONEXISTENT, BURST])
+//! FromIPSummaryDump(FILENAME [, keywords DATA, STOP, TIMING, ACTIVE, ZERO, CHECKSUM, PROTO, SAMPLE, CONTENTS, FLOWID, ALLOW_NONEXISTENT, BURST])
 //!
 //! Reads packets from an IP summary dump file.
 //!
@@ -81,6 +81,10 @@
 //! - `FILENAME` (string): the file to read: a regular file (a FIFO or a
 //!   device is refused, since opening or reading it could block while the
 //!   configuration is built), or `-` for the standard input.
+//! - `DATA` (string): the dump's text itself, instead of a FILENAME
+//!   (`FromIPSummaryDump(DATA "!data ip_dst\n1.0.0.1\n1.0.0.2")`; a
+//!   configuration string may span lines). Give FILENAME or DATA, not
+//!   both. Messages name it `DATA`.
 //! - `STOP` (boolean, default false): ask the router to stop at the end.
 //! - `TIMING` (boolean, default false): keep the original spacing between
 //!   packets (the first goes at once) on the router's clock (simulated
@@ -180,7 +184,8 @@ pub fn spec() -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
     let mut a = cx.args();
-    let filename = a.read_mp::<String>("FILENAME");
+    let filename = a.read_p::<String>("FILENAME");
+    let data = a.read::<paraclick_runtime::args::Bytes>("DATA");
     let stop = a.read::<bool>("STOP").unwrap_or(false);
     let timing = a.read::<bool>("TIMING").unwrap_or(false);
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
@@ -221,11 +226,25 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
             })?),
             None => None,
         };
-    cx.allowed_file(&filename)?;
-    let (reader, filesize) = match open_input(&filename) {
-        Ok((r, size)) => (Some(BufReader::with_capacity(1 << 16, r)), size),
-        Err(_) if allow_nonexistent && !std::path::Path::new(&filename).exists() => (None, None),
-        Err(e) => return Err(e),
+    let (filename, reader, filesize) = match (filename, data) {
+        (Some(_), Some(_)) => return Err("give FILENAME or DATA, not both".into()),
+        (None, None) => return Err("missing mandatory FILENAME (or DATA) argument".into()),
+        (None, Some(d)) => {
+            let size = d.0.len() as u64;
+            let r: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(d.0));
+            ("DATA".to_string(), Some(BufReader::new(r)), Some(size))
+        }
+        (Some(filename), None) => {
+            cx.allowed_file(&filename)?;
+            let (reader, filesize) = match open_input(&filename) {
+                Ok((r, size)) => (Some(BufReader::with_capacity(1 << 16, r)), size),
+                Err(_) if allow_nonexistent && !std::path::Path::new(&filename).exists() => {
+                    (None, None)
+                }
+                Err(e) => return Err(e),
+            };
+            (filename, reader, filesize)
+        }
     };
     Ok(FromIPSummaryDump {
         state: Mutex::new(State {
@@ -624,15 +643,8 @@ impl Element for FromIPSummaryDump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        let (out, progress) = self.produce(cx, self.burst.load(Ordering::Relaxed)).finish(
-            cx,
-            &self.end,
-            &self.active,
-        );
-        if let Some(b) = out {
-            cx.push(0, b);
-        }
-        progress
+        self.produce(cx, self.burst.load(Ordering::Relaxed))
+            .finish_push(cx, &self.end, &self.active)
     }
 
     fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
@@ -673,6 +685,64 @@ mod tests {
         assert_eq!(got.len(), 2);
         let d = got[1].timestamp().0 - got[0].timestamp().0;
         assert!((40_000_000_000..40_001_000_000).contains(&d), "{d} ns");
+    }
+
+    #[test]
+    fn data_instead_of_a_file() {
+        let r = build(
+            &full_registry(),
+            "FromIPSummaryDump(STOP true, DATA \"!data ip_dst timestamp\n1.0.0.1 1\n\
+             # a comment\n1.0.0.3 2\") -> s :: TestSink;",
+        );
+        run(&r);
+        let got = sink(&r, "s");
+        let dsts: Vec<String> = got
+            .iter()
+            .map(|p| {
+                Ipv4Header::new_checked(p.data())
+                    .unwrap()
+                    .dst_addr()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(dsts, ["1.0.0.1", "1.0.0.3"]);
+        assert_eq!(got[1].timestamp().0, 2_000_000_000);
+        for (conf, want) in [
+            (
+                "FromIPSummaryDump(x.txt, DATA \"!data ip_dst\") -> Discard;",
+                "give FILENAME or DATA, not both",
+            ),
+            (
+                "FromIPSummaryDump(STOP true) -> Discard;",
+                "missing mandatory FILENAME (or DATA) argument",
+            ),
+        ] {
+            let e = paraclick_runtime::testing::build_err(&full_registry(), conf);
+            assert!(e.contains(want), "{conf}: {e}");
+        }
+    }
+
+    #[test]
+    fn stop_comes_after_the_last_packet() {
+        // The DriverManager resets the counter once the file has ended:
+        // every packet, the last too, went through before.
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("d.txt");
+        std::fs::write(
+            &a,
+            "!data timestamp ip_src\n1 1.0.0.1\n2 1.0.0.2\n3 1.0.0.3\n",
+        )
+        .unwrap();
+        let r = build_simtime(
+            &full_registry(),
+            &format!(
+                "FromIPSummaryDump({}, STOP true, TIMING true) -> c :: Counter -> Discard; \
+                 DriverManager(pause, write c.reset, stop)",
+                q(&a)
+            ),
+        );
+        run(&r);
+        assert_eq!(r.read_handler("c.count").unwrap(), "0");
     }
 
     /// Reads `input` with FromIPSummaryDump(`from`) and writes it with

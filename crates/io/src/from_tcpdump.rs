@@ -370,13 +370,8 @@ impl Element for FromTcpdump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        let (out, progress) = self
-            .produce(cx, self.burst)
-            .finish(cx, &self.end, &self.active);
-        if let Some(b) = out {
-            cx.push(0, b);
-        }
-        progress
+        self.produce(cx, self.burst)
+            .finish_push(cx, &self.end, &self.active)
     }
 
     fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}

@@ -360,8 +360,9 @@ pub(crate) fn parse_tcp_opts(s: &str) -> Option<Vec<u8>> {
             }
         };
         for w in s.split(';') {
-            if let Some(r) = w.strip_prefix("sack").filter(|r| r.contains('-')) {
-                let (l, r) = r.split_once('-')?;
+            // A SACK block: `sackL-R` (Click also reads `sackL:R`).
+            if let Some(r) = w.strip_prefix("sack").filter(|r| r.contains(['-', ':'])) {
+                let (l, r) = r.split_once(['-', ':'])?;
                 sack.push((l.parse().ok()?, r.parse().ok()?));
                 if sack.len() == 4 {
                     flush(&mut o, &mut sack);
@@ -566,6 +567,15 @@ mod tests {
             "MD5 of nothing"
         );
         assert!(parse_md5_ascii("short").is_none());
+    }
+
+    #[test]
+    fn sack_blocks_read_with_a_dash_or_a_colon() {
+        let a = parse_tcp_opts("sack1-18;sack20-30").unwrap();
+        assert_eq!(parse_tcp_opts("sack1:18;sack20:30"), Some(a.clone()));
+        let mut s = String::new();
+        tcp_opts_text(&a, TcpOptKind::All, &mut s);
+        assert_eq!(s, "sack1-18;sack20-30");
     }
 
     #[test]

@@ -90,6 +90,8 @@ mod tests {
         assert_eq!(spec("PrioSched").kind, Kind::Scheduler);
         assert_eq!(spec("FromDump").kind, Kind::Source);
         assert_eq!(spec("ToDevice").kind, Kind::Device);
+        assert!(spec("FromDevice").fanout_queues && spec("PollDevice").fanout_queues);
+        assert!(!spec("MultiFromDevice").fanout_queues && !spec("ToDevice").fanout_queues);
         // An alias has its target's facts.
         assert_eq!(
             spec("LookupIPRoute").flow_state,

@@ -641,10 +641,16 @@ fn check_partial(
         for (dir, used) in [("input", &used_in[e]), ("output", &used_out[e])] {
             for (p, u) in used.iter().enumerate() {
                 if u.is_none() && !excused.contains(&(e, dir == "output", p)) {
-                    errs.push(Diagnostic::error(
-                        Some(el.span.clone()),
-                        format!("'{}' :: {} {dir} {p} unused", el.name, el.class),
-                    ));
+                    errs.push(
+                        Diagnostic::error(
+                            Some(el.span.clone()),
+                            format!("'{}' :: {} {dir} {p} unused", el.name, el.class),
+                        )
+                        .with_click(
+                            None,
+                            format!("'{} :: {}' {dir} {p} unused", el.name, el.class),
+                        ),
+                    );
                 }
             }
         }
@@ -870,19 +876,22 @@ fn reuse_error(
     port: usize,
     hint: &str,
 ) -> Diagnostic {
+    let msg = format!(
+        "illegal reuse of '{} :: {}' {what} {port}",
+        g.elements[e].name, g.elements[e].class
+    );
     Diagnostic::error(
         Some(g.connections[ci].span.clone()),
         // Click's wording, with both connections located.
-        format!(
-            "illegal reuse of '{} :: {}' {what} {port}",
-            g.elements[e].name, g.elements[e].class
-        ),
+        msg.clone(),
     )
     .with_note(
         Some(g.connections[first].span.clone()),
         "first connection here",
     )
     .with_note(None, hint)
+    // Click locates it at the element.
+    .with_click(Some(g.elements[e].span.clone()), msg)
 }
 
 fn range_error(

@@ -354,6 +354,12 @@ impl<'a> Expander<'a> {
                     dst: tout.map(Node::Tunnel),
                     limits: None,
                 },
+                // Removed with their connections joined when resolved.
+                IrKind::Tunnel => Ends {
+                    src: None,
+                    dst: None,
+                    limits: None,
+                },
                 IrKind::Class(ClassBinding::Primitive(class)) => {
                     if !self.count_made(
                         &e.span,

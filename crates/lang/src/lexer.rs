@@ -84,6 +84,23 @@ pub(crate) fn is_var_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
+/// `s` with its line directives (`# 100 "file"` lines, which the line
+/// index reads) blanked, keeping every offset.
+fn without_directives(s: &str) -> String {
+    if !s.contains("\n#") {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for (k, line) in s.split_inclusive('\n').enumerate() {
+        if k > 0 && crate::span::line_directive(line.trim_end_matches('\n')).is_some() {
+            out.extend(line.chars().map(|c| if c == '\n' { c } else { ' ' }));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// Tokenizes `text`. Errors go to `errs`; the token list always ends in `Eof`.
 pub(crate) fn lex(text: &str, idx: &LineIndex, errs: &mut Vec<Diagnostic>) -> Vec<Token> {
     let b = text.as_bytes();
@@ -191,7 +208,7 @@ pub(crate) fn lex(text: &str, idx: &LineIndex, errs: &mut Vec<Diagnostic>) -> Ve
                 if config_follows {
                     match scan_config(text, i, idx, errs) {
                         Some(close) => {
-                            let content = text[i + 1..close].to_string();
+                            let content = without_directives(&text[i + 1..close]);
                             let t = Tok::Config(content, i + 1);
                             i = close + 1;
                             t

@@ -7,7 +7,9 @@
 //! [`check::check_graph`] then checks the graph against the element classes'
 //! port counts and processing codes, as Click does. [`args`] holds Click's
 //! configuration-argument utilities, [`span`] the diagnostics and their
-//! rendering, and [`dot`] a Graphviz view of a graph.
+//! rendering, [`dot`] a Graphviz view of a graph, [`mod@print`] a graph written
+//! back as text, and [`landmarks`] where a file's top-level connections
+//! are written (for tools that change a user's file in place).
 //!
 //! This crate knows element *names*, not their behaviour.
 //!
@@ -27,6 +29,7 @@ pub mod check;
 pub mod dot;
 mod expand;
 pub mod files;
+pub mod landmarks;
 mod lexer;
 mod library;
 mod params;
@@ -42,7 +45,7 @@ pub use expand::{DEFAULT_MAX_ELEMENTS, MAX_EXPANSION_DEPTH};
 pub use files::FilePolicy;
 pub use library::ParseOptions;
 pub use print::{print_flat, same_graph};
-pub use span::{render, Diagnostic, Source, SourceSet, Span};
+pub use span::{render, render_click, Diagnostic, Source, SourceSet, Span};
 
 /// A router configuration with compounds expanded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -92,6 +92,10 @@ pub(crate) enum ElemRef {
     },
     /// Only ports: the implicit `input`/`output` of a compound.
     Implicit,
+    /// An element group `( statements )`: its statements belong to the
+    /// enclosing scope; inside, `input`, `output` and ports without an
+    /// element at a connection's ends are the group's own ports.
+    Group(Vec<Stmt>),
 }
 
 #[derive(Debug, Clone)]
@@ -306,14 +310,6 @@ impl<'a> Parser<'a> {
                 self.error_at((t.start, t.end), "unmatched '}'".into());
                 Ok(None)
             }
-            Tok::LParen => {
-                let t = self.tok().clone();
-                self.error_at(
-                    (t.start, t.end),
-                    "element groups '( ... )' are not supported".into(),
-                );
-                Err(())
-            }
             _ => {
                 let c = self.parse_connection(in_compound)?;
                 self.end_of_statement(in_compound)?;
@@ -333,6 +329,7 @@ impl<'a> Parser<'a> {
             | Tok::Ident(_)
             | Tok::LBracket
             | Tok::LBrace
+            | Tok::LParen
             | Tok::KwElementclass
             | Tok::KwRequire
             | Tok::KwDefine
@@ -541,14 +538,6 @@ impl<'a> Parser<'a> {
     /// compound, before/after an arrow).
     fn parse_group(&mut self, in_compound: bool) -> PResult<Group> {
         let mut g = Group::default();
-        if *self.peek() == Tok::LParen {
-            let t = self.tok().clone();
-            self.error_at(
-                (t.start, t.end),
-                "element groups '( ... )' are not supported".into(),
-            );
-            return Err(());
-        }
         if !self.starts_element() {
             return Ok(g);
         }
@@ -568,7 +557,58 @@ impl<'a> Parser<'a> {
     }
 
     fn starts_element(&self) -> bool {
-        matches!(self.peek(), Tok::Ident(_) | Tok::LBracket | Tok::LBrace)
+        matches!(
+            self.peek(),
+            Tok::Ident(_) | Tok::LBracket | Tok::LBrace | Tok::LParen
+        )
+    }
+
+    /// `( statement; ... )`: an element group's connections, which may
+    /// begin and end with bare ports (the group's own).
+    fn parse_element_group(&mut self) -> PResult<Vec<Stmt>> {
+        if self.depth >= MAX_NESTING {
+            let t = self.tok().clone();
+            self.error_at(
+                (t.start, t.end),
+                format!("element groups nested too deeply (at most {MAX_NESTING} levels)"),
+            );
+            return Err(());
+        }
+        let open = self.bump(); // '('
+        self.depth += 1;
+        let mut body = Vec::new();
+        let r = loop {
+            match self.peek() {
+                Tok::RParen => {
+                    self.bump();
+                    break Ok(());
+                }
+                Tok::Semi => {
+                    self.bump();
+                }
+                Tok::Eof => {
+                    self.error_at(
+                        (open.start, open.end),
+                        "unterminated element group: missing ')'".into(),
+                    );
+                    break Err(());
+                }
+                _ => match self.parse_connection(true) {
+                    Ok(c) => {
+                        body.push(Stmt::Conn(c));
+                        if !matches!(self.peek(), Tok::Semi | Tok::RParen | Tok::Eof)
+                            && !self.starts_element()
+                        {
+                            self.expected("';' or ')' in an element group");
+                            break Err(());
+                        }
+                    }
+                    Err(()) => break Err(()),
+                },
+            }
+        };
+        self.depth -= 1;
+        r.map(|()| body)
     }
 
     fn parse_elem(&mut self, in_compound: bool) -> PResult<Elem> {
@@ -624,6 +664,7 @@ impl<'a> Parser<'a> {
                     config,
                 }
             }
+            Tok::LParen => ElemRef::Group(self.parse_element_group()?),
             _ if in_ports.is_some() && in_compound => ElemRef::Implicit,
             _ => {
                 self.expected("element name or class");

@@ -10,11 +10,12 @@ use crate::params::scan_vars;
 use crate::FlatGraph;
 use std::fmt::Write;
 
-/// `config` as it must be written so that parsing gives `config` back: a
+/// `config` as it must be written so that parsing gives `config` back
+/// (also for text written into a user's file): a
 /// `$name` reference left in it (substitution is a single pass, so a
 /// parameter's value can hold one) would be substituted or rejected when
 /// parsed again; `${name-REF}` gives back REF itself.
-fn protect_vars(config: &str) -> String {
+pub fn protect_vars(config: &str) -> String {
     let vars = scan_vars(config);
     if vars.is_empty() {
         return config.to_string();

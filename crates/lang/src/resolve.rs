@@ -52,6 +52,10 @@ pub(crate) enum IrKind {
     /// A compound's `output` pseudoelement (element 1 of compound scopes).
     Output,
     Class(ClassBinding),
+    /// One side of an element group: connections into it are joined to
+    /// connections out of it, port by port, and it is removed before the
+    /// scope is expanded.
+    Tunnel,
 }
 
 #[derive(Clone, Debug)]
@@ -182,12 +186,17 @@ struct ScopeBuilder {
     compound: bool,
     /// Anonymous elements made from bare names: `(name, where)`.
     bare: Vec<(String, Span)>,
+    /// The input and output tunnels of the element groups being resolved
+    /// (innermost last).
+    groups: Vec<(usize, usize)>,
+    /// Tunnel elements made so far (not counted in anonymous names).
+    ntunnels: usize,
 }
 
 impl ScopeBuilder {
     fn add_anonymous(&mut self, b: ClassBinding, config: Option<Cfg>, span: Span) -> usize {
         let pseudo = if self.compound { 2 } else { 0 };
-        let n = self.elements.len() - pseudo + 1;
+        let n = self.elements.len() - pseudo - self.ntunnels + 1;
         let base = match &b {
             ClassBinding::Primitive(p) => p.clone(),
             ClassBinding::Compound(c) => c.name.clone(),
@@ -201,6 +210,111 @@ impl ScopeBuilder {
             span,
         });
         self.elements.len() - 1
+    }
+
+    /// The elements a connection's bare ports and `input`/`output` stand
+    /// for: the innermost group's tunnels, else the compound's pseudo
+    /// elements; and whether there are any.
+    fn io(&self) -> (usize, usize, bool) {
+        match self.groups.last() {
+            Some(&(i, o)) => (i, o, true),
+            None => (0, 1, self.compound),
+        }
+    }
+
+    fn add_tunnel(&mut self, side: &str, span: Span) -> usize {
+        self.ntunnels += 1;
+        self.elements.push(IrElem {
+            name: format!("({side} of the element group)"),
+            anonymous: false,
+            kind: IrKind::Tunnel,
+            config: None,
+            decl_span: span.clone(),
+            span,
+        });
+        self.elements.len() - 1
+    }
+
+    /// Joins the connections through each tunnel and removes the
+    /// tunnels, renumbering the other elements. A group port connected on
+    /// one side only (inside or outside) is an error.
+    fn remove_tunnels(&mut self) -> Vec<Diagnostic> {
+        let mut errs = Vec::new();
+        if self.ntunnels == 0 {
+            return errs;
+        }
+        let is_tunnel: Vec<bool> = self
+            .elements
+            .iter()
+            .map(|e| matches!(e.kind, IrKind::Tunnel))
+            .collect();
+        for t in (0..self.elements.len()).filter(|&t| is_tunnel[t]) {
+            let (through, rest): (Vec<IrConn>, Vec<IrConn>) = std::mem::take(&mut self.conns)
+                .into_iter()
+                .partition(|c| c.from == t || c.to == t);
+            self.conns = rest;
+            let (ins, outs): (Vec<&IrConn>, Vec<&IrConn>) = through.iter().partition(|c| c.to == t);
+            let mut ports: Vec<(usize, bool, bool)> = Vec::new();
+            for (p, into) in ins
+                .iter()
+                .map(|c| (c.to_port, true))
+                .chain(outs.iter().map(|c| (c.from_port, false)))
+            {
+                match ports.iter_mut().find(|x| x.0 == p) {
+                    Some(x) if into => x.1 = true,
+                    Some(x) => x.2 = true,
+                    None => ports.push((p, into, !into)),
+                }
+            }
+            ports.sort_unstable();
+            let e = &self.elements[t];
+            let input = e.name.starts_with("(input");
+            for &(p, i, o) in &ports {
+                // Into an input tunnel is outside; into an output, inside.
+                let (outside, inside) = if input { (i, o) } else { (o, i) };
+                if outside != inside {
+                    let side = if input { "input" } else { "output" };
+                    let missing = if outside { "inside" } else { "outside" };
+                    errs.push(Diagnostic::error(
+                        Some(e.span.clone()),
+                        format!("element group {side} {p} is not connected {missing} the group"),
+                    ));
+                }
+            }
+            for a in &ins {
+                for b in outs.iter().filter(|b| b.from_port == a.to_port) {
+                    self.conns.push(IrConn {
+                        from: a.from,
+                        from_port: a.from_port,
+                        to: b.to,
+                        to_port: b.to_port,
+                        span: a.span.clone(),
+                    });
+                }
+            }
+        }
+        let mut new_index = Vec::with_capacity(self.elements.len());
+        let mut k = 0;
+        for &t in &is_tunnel {
+            new_index.push(k);
+            if !t {
+                k += 1;
+            }
+        }
+        let mut i = 0;
+        self.elements.retain(|_| {
+            i += 1;
+            !is_tunnel[i - 1]
+        });
+        for c in &mut self.conns {
+            c.from = new_index[c.from];
+            c.to = new_index[c.to];
+        }
+        for v in self.names.values_mut() {
+            *v = new_index[*v];
+        }
+        self.ntunnels = 0;
+        errs
     }
 
     /// Renames anonymous elements whose `Class@N` name a declared element
@@ -306,6 +420,8 @@ impl<'a> Resolver<'a> {
             names: HashMap::new(),
             compound: compound.is_some(),
             bare: Vec::new(),
+            groups: Vec::new(),
+            ntunnels: 0,
         };
         if let Some((_, _, span)) = &compound {
             for (name, kind) in [("input", IrKind::Input), ("output", IrKind::Output)] {
@@ -381,6 +497,12 @@ impl<'a> Resolver<'a> {
                         ),
                     );
                 }
+            }
+        }
+        // One error per group: a nonsequential port was reported already.
+        for e in sb.remove_tunnels() {
+            if !self.errs.iter().any(|x| x.span == e.span) {
+                self.errs.push(e);
             }
         }
         sb.deanonymize();
@@ -628,7 +750,7 @@ impl<'a> Resolver<'a> {
             let note = if matches!(sb.elements[i].kind, IrKind::Input | IrKind::Output) {
                 format!("'{name}' is the compound's {name} pseudoelement")
             } else {
-                format!("'{name}' previously declared here")
+                format!("element '{name}' previously declared here")
             };
             self.errs.push(
                 Diagnostic::error(
@@ -720,7 +842,8 @@ impl<'a> Resolver<'a> {
                 }
                 Some(sb.add_anonymous(b, config.clone(), span))
             }
-            ElemRef::Implicit => None,
+            // Handled by resolve_conn.
+            ElemRef::Implicit | ElemRef::Group(_) => None,
         }
     }
 
@@ -775,7 +898,8 @@ impl<'a> Resolver<'a> {
                 } else {
                     c.arrows[gi - 1].1
                 };
-                let pseudo = if gi == 0 { 0 } else { 1 };
+                let (inp, outp, _) = sb.io();
+                let pseudo = if gi == 0 { inp } else { outp };
                 src.push(End {
                     elem: pseudo,
                     ports: None,
@@ -788,9 +912,33 @@ impl<'a> Resolver<'a> {
                 });
             }
             for e in &g.elems {
+                if let ElemRef::Group(body) = &e.r {
+                    let (gin, gout, nin, nout) = self.resolve_group(sb, body, e.range);
+                    let all = |n: usize| Some((0..n).collect::<Vec<usize>>());
+                    src.push(End {
+                        elem: gout,
+                        ports: e
+                            .out_ports
+                            .as_ref()
+                            .map(|p| p.ports.clone())
+                            .or_else(|| all(nout)),
+                        range: e.range,
+                    });
+                    dst.push(End {
+                        elem: gin,
+                        ports: e
+                            .in_ports
+                            .as_ref()
+                            .map(|p| p.ports.clone())
+                            .or_else(|| all(nin)),
+                        range: e.range,
+                    });
+                    continue;
+                }
+                let (inp, outp, _) = sb.io();
                 let (elem, sp, dp) = match &e.r {
-                    ElemRef::Implicit if gi == 0 => (0, e.in_ports.clone(), None),
-                    ElemRef::Implicit => (1, None, e.in_ports.clone()),
+                    ElemRef::Implicit if gi == 0 => (inp, e.in_ports.clone(), None),
+                    ElemRef::Implicit => (outp, None, e.in_ports.clone()),
                     r => match self.elem_ref(sb, r) {
                         Some(i) => (i, e.out_ports.clone(), e.in_ports.clone()),
                         None => continue,
@@ -876,17 +1024,27 @@ impl<'a> Resolver<'a> {
             };
             for (l, lp, r, rp) in pairs {
                 let span = self.span((l.range.0.min(arrow.0), r.range.1.max(arrow.1)));
-                if sb.compound && r.elem == 0 {
+                let (inp, outp, inside) = sb.io();
+                let what = if sb.groups.is_empty() {
+                    "a compound"
+                } else {
+                    "an element group"
+                };
+                if inside && r.elem == inp {
                     self.errs.push(Diagnostic::error(
                         Some(span),
-                        "cannot connect to 'input': inside a compound, 'input' only has outputs",
+                        format!(
+                            "cannot connect to 'input': inside {what}, 'input' only has outputs"
+                        ),
                     ));
                     continue;
                 }
-                if sb.compound && l.elem == 1 {
+                if inside && l.elem == outp {
                     self.errs.push(Diagnostic::error(
                         Some(span),
-                        "cannot connect from 'output': inside a compound, 'output' only has inputs",
+                        format!(
+                            "cannot connect from 'output': inside {what}, 'output' only has inputs"
+                        ),
                     ));
                     continue;
                 }
@@ -899,6 +1057,84 @@ impl<'a> Resolver<'a> {
                 });
             }
         }
+    }
+
+    /// Resolves an element group's statements in the enclosing scope:
+    /// returns its input and output tunnels and how many input and output
+    /// ports it has (one more than the highest used inside). A port used
+    /// on one side only is an error, as are ports beyond the used ones.
+    fn resolve_group(
+        &mut self,
+        sb: &mut ScopeBuilder,
+        body: &[Stmt],
+        range: Range,
+    ) -> (usize, usize, usize, usize) {
+        let span = self.span((range.0, range.0 + 1));
+        let gin = sb.add_tunnel("input", span.clone());
+        let gout = sb.add_tunnel("output", span.clone());
+        let saved: Vec<(&str, Option<usize>)> = [("input", gin), ("output", gout)]
+            .into_iter()
+            .map(|(n, t)| (n, sb.names.insert(n.to_string(), t)))
+            .collect();
+        sb.groups.push((gin, gout));
+        let first = sb.conns.len();
+        for st in body {
+            if let Stmt::Conn(c) = st {
+                self.resolve_conn(sb, c);
+            }
+        }
+        sb.groups.pop();
+        for (n, old) in saved {
+            match old {
+                Some(i) => sb.names.insert(n.to_string(), i),
+                None => sb.names.remove(n),
+            };
+        }
+        let inside = &sb.conns[first..];
+        let count = |ports: Vec<usize>| ports.iter().max().map_or(0, |m| m + 1);
+        let nin = count(
+            inside
+                .iter()
+                .filter(|c| c.from == gin)
+                .map(|c| c.from_port)
+                .collect(),
+        );
+        let nout = count(
+            inside
+                .iter()
+                .filter(|c| c.to == gout)
+                .map(|c| c.to_port)
+                .collect(),
+        );
+        for (n, t, ports) in [
+            (
+                nin,
+                gin,
+                inside
+                    .iter()
+                    .filter(|c| c.from == gin)
+                    .map(|c| c.from_port)
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                nout,
+                gout,
+                inside
+                    .iter()
+                    .filter(|c| c.to == gout)
+                    .map(|c| c.to_port)
+                    .collect(),
+            ),
+        ] {
+            if let Some(p) = (0..n).find(|p| !ports.contains(p)) {
+                let side = if t == gin { "input" } else { "output" };
+                self.errs.push(Diagnostic::error(
+                    Some(span.clone()),
+                    format!("element group {side} {p} is not used inside the group (its ports must be sequential)"),
+                ));
+            }
+        }
+        (gin, gout, nin, nout)
     }
 
     /// Pairs the ports of a `=>` connection.

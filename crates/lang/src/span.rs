@@ -121,6 +121,12 @@ pub struct Diagnostic {
     pub span: Option<Span>,
     pub message: String,
     pub notes: Vec<(Option<Span>, String)>,
+    /// For [`render_click`], where Click's wording or landmark differs:
+    /// the location Click reports (an element's declaration rather than a
+    /// connection) and the text, whose notes it does not print. A text of
+    /// several lines is a context line and its indented messages
+    /// (`While configuring 'rw :: IPRewriter':` / `  bad pattern`).
+    pub click: Option<(Option<Span>, String)>,
 }
 
 impl Diagnostic {
@@ -129,7 +135,22 @@ impl Diagnostic {
             span,
             message: msg.into(),
             notes: Vec::new(),
+            click: None,
         }
+    }
+
+    /// Sets how [`render_click`] shows this error: at `span` (the
+    /// diagnostic's own if None), as `text`, without notes.
+    pub fn with_click(mut self, span: Option<Span>, text: impl Into<String>) -> Self {
+        self.click = Some((span, text.into()));
+        self
+    }
+
+    /// An element's error as Click words it: under a `While configuring
+    /// 'NAME :: CLASS':` (or other `stage`) line at the element.
+    pub fn in_element(self, stage: &str, name: &str, class: &str, message: &str) -> Self {
+        let text = format!("While {stage} '{name} :: {class}':\n  {message}");
+        self.with_click(None, text)
     }
 
     pub fn with_note(mut self, span: Option<Span>, msg: impl Into<String>) -> Self {
@@ -229,6 +250,63 @@ pub fn render(diags: &[Diagnostic], sources: &SourceSet) -> String {
     out
 }
 
+/// Renders diagnostics the way Click's tools print errors, for programs
+/// that compare them: `FILE:LINE: message` (no column, no excerpt); an
+/// element's errors under one `FILE:LINE: While configuring 'x :: C':`
+/// line, each indented by two spaces; a note with a location as
+/// `FILE:LINE: note`, a note without one (a suggestion) left out. A
+/// configuration given with `-e` (`<expr>`) is named `config`, as Click
+/// names it.
+pub fn render_click(diags: &[Diagnostic]) -> String {
+    let loc = |s: &Span| {
+        let file: &str = if &*s.file == "<expr>" {
+            "config"
+        } else {
+            &s.file
+        };
+        format!("{}:{}: ", escape_line(file), s.line)
+    };
+    let mut out = String::new();
+    // The context line printed last: the same one is not repeated.
+    let mut last_head = String::new();
+    for d in diags {
+        let (at, text) = match &d.click {
+            Some((at, text)) => (at.as_ref().or(d.span.as_ref()), text.as_str()),
+            None => (d.span.as_ref(), d.message.as_str()),
+        };
+        let at = at.map(loc).unwrap_or_default();
+        let mut lines = text.lines();
+        let first = format!("{at}{}", escape(lines.next().unwrap_or("")));
+        let rest: Vec<&str> = lines.collect();
+        if rest.is_empty() {
+            last_head.clear();
+            out.push_str(&first);
+            out.push('\n');
+        } else {
+            if first != last_head {
+                out.push_str(&first);
+                out.push('\n');
+                last_head = first;
+            }
+            for l in rest {
+                out.push_str(&escape(l));
+                out.push('\n');
+            }
+        }
+        if d.click.is_none() {
+            // Notes that point elsewhere ("previously declared here"); a
+            // suggestion at the error's own place is paraclick's.
+            for (ns, note) in &d.notes {
+                if let Some(ns) = ns.as_ref().filter(|ns| Some(*ns) != d.span.as_ref()) {
+                    out.push_str(&format!("{}{}\n", loc(ns), escape(note)));
+                    last_head.clear();
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Appends the quoted source line and the caret line for `span`.
 fn excerpt(out: &mut String, span: &Span, sources: &SourceSet) {
     let Some((src, line)) = sources.line(&span.file, span.line) else {
@@ -287,6 +365,27 @@ struct Segment {
     /// costs at most a block's count even on a line of megabytes (a
     /// configuration on one line made every span cost the line so far).
     chars_before: Vec<usize>,
+    /// Line directives (`# 100 "file.click"`, as `cpp` writes them): from
+    /// physical line `.0` on, lines are reported as line `.2` of file `.1`.
+    directives: Vec<(usize, Arc<str>, usize)>,
+}
+
+/// A C preprocessor line directive: `# LINE ["FILE" ...]` or
+/// `#line LINE ["FILE"]`; the line number and the file, if named.
+pub(crate) fn line_directive(line: &str) -> Option<(usize, Option<&str>)> {
+    let rest = line.strip_prefix('#')?.trim_start_matches([' ', '\t']);
+    let rest = rest.strip_prefix("line").unwrap_or(rest);
+    let rest = rest.trim_start_matches([' ', '\t']);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let n: usize = rest[..digits].parse().ok()?;
+    let rest = rest[digits..].trim_start_matches([' ', '\t']);
+    let file = rest
+        .strip_prefix('"')
+        .and_then(|r| r.find('"').map(|e| &r[..e]));
+    if file.is_none() && !rest.trim_end().is_empty() {
+        return None;
+    }
+    Some((n, file))
 }
 
 const BLOCK: usize = 256;
@@ -310,12 +409,29 @@ impl Segment {
             chars_before.push(n);
             n += block.iter().filter(|b| starts_char(b)).count();
         }
+        let file: Arc<str> = Arc::from(file);
+        let mut directives = Vec::new();
+        let mut cur = file.clone();
+        for (k, &ls) in line_starts.iter().enumerate() {
+            if text.as_bytes().get(ls) != Some(&b'#') {
+                continue;
+            }
+            let end = line_starts.get(k + 1).map_or(text.len(), |e| e - 1);
+            if let Some((n, f)) = line_directive(&text[ls..end]) {
+                if let Some(f) = f {
+                    cur = Arc::from(f);
+                }
+                // The directive is physical line k + 1; the next is line n.
+                directives.push((k + 2, cur.clone(), n));
+            }
+        }
         Segment {
             base,
-            file: Arc::from(file),
+            file,
             text: Arc::from(text),
             line_starts,
             chars_before,
+            directives,
         }
     }
 
@@ -361,8 +477,15 @@ impl LineIndex {
         let line = seg.line_starts.partition_point(|&s| s <= start);
         let ls = seg.line_starts[line - 1];
         let col = seg.chars_to(start) - seg.chars_to(ls) + 1;
+        let (file, line) = match seg.directives.partition_point(|d| d.0 <= line) {
+            0 => (seg.file.clone(), line),
+            k => {
+                let (from, f, n) = &seg.directives[k - 1];
+                (f.clone(), n + (line - from))
+            }
+        };
         Span {
-            file: seg.file.clone(),
+            file,
             line: line as u32,
             col: col as u32,
             start,

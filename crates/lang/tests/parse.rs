@@ -236,13 +236,10 @@ fn error_expected_arrow_or_semicolon() {
         error("a :: A -> b :: B ) c"),
         "r.click:1:18: expected '->' or ';', found ')'"
     );
+    // A second parenthesis starts an element group.
     assert_eq!(
         error("a :: A(1) (2)"),
-        "r.click:1:11: expected '->' or ';', found '('"
-    );
-    assert_eq!(
-        error("a -> (input -> output) -> b"),
-        "r.click:1:6: element groups '( ... )' are not supported"
+        "r.click:1:12: '2' is neither an element nor a class (all-digit component)"
     );
     assert_eq!(
         error("a :: A :: B"),
@@ -287,7 +284,7 @@ fn error_redeclaration() {
         .unwrap_err();
     assert_eq!(d[0].notes.len(), 1);
     let (span, note) = &d[0].notes[0];
-    assert_eq!(note, "'a' previously declared here");
+    assert_eq!(note, "element 'a' previously declared here");
     assert_eq!(span.as_ref().map(|s| (s.line, s.col)), Some((1, 1)));
     assert_eq!(
         error("a, a :: X"),
@@ -512,4 +509,58 @@ fn recovery_at_next_line_without_semicolons() {
 fn script_variables_are_not_parameters() {
     let g = parse("define($n 3); s :: Script(set x $n, print $x, print $(add $x 1))");
     assert_eq!(g.elements[0].config, "set x 3, print $x, print $(add $x 1)");
+}
+
+/// `cpp`'s line directives move the reported file and line, at the top
+/// level and inside a configuration string (which does not keep them).
+#[test]
+fn line_directives_set_the_reported_place() {
+    let e = error("a :: Idle;\n# 1 \"B\" 1\na :: Idle;\n# 3 \"A\" 2\nb :: Idle;");
+    assert!(e.starts_with("B:1:1: redeclaration of element 'a'"), "{e}");
+    let g = parse("m :: M(\n# 100 \"foo.click\"\n\"x\");\nn :: N;");
+    assert_eq!(g.elements[0].config.trim(), "\"x\"");
+    assert_eq!(&*g.elements[1].span.file, "foo.click");
+    assert_eq!(g.elements[1].span.line, 101);
+    // `#line N` and a bare `# N` keep the file.
+    let g = parse("#line 7\nm :: M;\n# 20\nn :: N;");
+    assert_eq!(
+        (&*g.elements[0].span.file, g.elements[0].span.line),
+        (FILE, 7)
+    );
+    assert_eq!(g.elements[1].span.line, 20);
+}
+
+/// Click's form of errors: FILE:LINE without column or excerpt, notes
+/// pointing elsewhere kept, suggestions dropped, an element's errors
+/// under one context line, `-e` named `config`.
+#[test]
+fn errors_in_clicks_form() {
+    use paraclick_lang::{render_click, Diagnostic, Source};
+    let errs = match paraclick_lang::parse_config(&Source::new("A", "x :: Idle;\nx :: Idle;"), &[])
+    {
+        Err(e) => e,
+        Ok(_) => panic!("redeclaration accepted"),
+    };
+    assert_eq!(
+        render_click(&errs),
+        "A:2: redeclaration of element 'x'\nA:1: element 'x' previously declared here\n"
+    );
+    let at = |line| paraclick_lang::Span {
+        file: "<expr>".into(),
+        line,
+        col: 3,
+        start: 0,
+        end: 1,
+    };
+    let d = |m: &str| Diagnostic::error(Some(at(3)), m);
+    let diags = [
+        d("rw :: R: one").in_element("configuring", "rw", "R", "one"),
+        d("rw :: R: two").in_element("configuring", "rw", "R", "two"),
+        d("unknown element class 'Cuonter'").with_note(Some(at(3)), "did you mean 'Counter'?"),
+    ];
+    assert_eq!(
+        render_click(&diags),
+        "config:3: While configuring 'rw :: R':\n  one\n  two\n\
+         config:3: unknown element class 'Cuonter'\n"
+    );
 }

@@ -174,6 +174,16 @@ struct RunArgs {
     /// reaches it can read every handler and write them all.
     #[arg(long = "web", value_name = "[ADDRESS:]PORT")]
     web: Option<String>,
+    /// How configuration errors are printed: "rich" (file:line:column,
+    /// the source line quoted, suggestions), "click" (Click's
+    /// FILE:LINE: message, for programs that compare them), or "auto":
+    /// rich when standard error is a terminal, Click's otherwise.
+    #[arg(
+        long = "errors",
+        value_name = "auto|rich|click",
+        default_value = "auto"
+    )]
+    errors: String,
     /// Print help.
     #[arg(long = "help", action = ArgAction::Help)]
     help: Option<bool>,
@@ -406,22 +416,34 @@ fn load(input: &Input) -> Result<(Source, Vec<(String, String)>), String> {
             name: "<expr>".into(),
             text: e.clone(),
         },
-        (None, Some(f)) if f == "-" => {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|e| format!("<stdin>: {e}"))?;
-            Source {
-                name: "<stdin>".into(),
-                text,
-            }
-        }
+        (None, Some(f)) if f == "-" => read_stdin()?,
         (None, Some(f)) => Source {
             name: f.clone(),
             text: std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?,
         },
-        (None, None) => return Err("no configuration: give a FILE or -e EXPR (see --help)".into()),
+        // As Click's driver: no file and no -e reads standard input.
+        (None, None) => {
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                eprintln!(
+                    "paraclick: reading the configuration from standard input \
+                     (end it with Ctrl-D; see --help)"
+                );
+            }
+            read_stdin()?
+        }
     };
     Ok((src, defines))
+}
+
+/// The configuration on standard input.
+fn read_stdin() -> Result<Source, String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .map_err(|e| format!("<stdin>: {e}"))?;
+    Ok(Source {
+        name: "<stdin>".into(),
+        text,
+    })
 }
 
 /// What a hotconfig may read when confined: files under the CLICKPATH
@@ -475,6 +497,27 @@ fn report_errors(src: &Source, diags: &[Diagnostic]) -> ExitCode {
     }
     eprint!("{}", render(diags, &set));
     ExitCode::from(1)
+}
+
+/// Click's form of the errors (see [`paraclick_lang::render_click`]);
+/// after errors found while building the router (not while parsing),
+/// Click's driver adds "Router could not be initialized!".
+fn report_click(diags: &[Diagnostic], building: bool) -> ExitCode {
+    eprint!("{}", paraclick_lang::render_click(diags));
+    if building {
+        eprintln!("Router could not be initialized!");
+    }
+    ExitCode::from(1)
+}
+
+/// Whether `--errors STYLE` asks for Click's form.
+fn click_errors(style: &str) -> Result<bool, String> {
+    match style {
+        "rich" => Ok(false),
+        "click" => Ok(true),
+        "auto" => Ok(!std::io::IsTerminal::is_terminal(&std::io::stderr())),
+        other => Err(format!("--errors: '{other}' is not auto, rich or click")),
+    }
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -791,6 +834,17 @@ fn run(a: RunArgs) -> ExitCode {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
+    let click = match click_errors(&a.errors) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    paraclick_runtime::registry::set_click_messages(click);
+    if click {
+        // Click tells the language's errors from the router's.
+        if let Err(d) = parse_config_with(&src, &defines, &a.input.parse_options()) {
+            return report_click(&d, false);
+        }
+    }
     if let Some(out) = &a.output {
         let g = match parse_config_with(&src, &defines, &a.input.parse_options()) {
             Ok(g) => g,
@@ -849,18 +903,13 @@ fn run(a: RunArgs) -> ExitCode {
             Ok(out) => {
                 eprintln!("paraclick --auto:");
                 // The table, not the comments of the user's own text.
-                let head = match out.own_text {
-                    true => out
-                        .text
-                        .find(&src.text)
-                        .map_or(&out.text[..], |k| &out.text[..k]),
-                    false => &out.text[..],
-                };
+                let head = out.text.get(..out.config_at).unwrap_or(&out.text);
                 for l in head.lines().take_while(|l| l.starts_with("//")) {
                     eprintln!("{l}");
                 }
-                // A placement is the user's own text: it still needs the
-                // defines; a flattened rewrite has them substituted.
+                // The user's own text (a placement, or a split written as
+                // a change to it) still needs the defines; a flattened
+                // rewrite has them substituted.
                 let defines = if out.own_text { defines } else { Vec::new() };
                 (
                     Source {
@@ -889,6 +938,7 @@ fn run(a: RunArgs) -> ExitCode {
     };
     let router = match Router::build(&src, &reg, &opts) {
         Ok(r) => r,
+        Err(d) if click => return report_click(&d, true),
         Err(d) => return report_errors(&src, &d),
     };
     // A hotconfig comes from whoever can write to a control socket.
@@ -959,19 +1009,8 @@ fn run(a: RunArgs) -> ExitCode {
     }
     let router = hot.current();
     let mut status = ExitCode::SUCCESS;
-    for (i, h) in a.handlers.iter().enumerate() {
-        match router.read_handler(h) {
-            Ok(v) => {
-                let mut out = std::io::stdout().lock();
-                let sep = if i > 0 { "\n" } else { "" };
-                let nl = if v.ends_with('\n') { "" } else { "\n" };
-                let _ = write!(out, "{sep}{h}:\n{v}{nl}");
-            }
-            Err(e) => {
-                eprintln!("paraclick: {e}");
-                status = ExitCode::from(1);
-            }
-        }
+    if !print_handlers(&router, &a.handlers) {
+        status = ExitCode::from(1);
     }
     if let Some(h) = &a.exit_handler {
         match router.read_handler(h) {
@@ -1036,6 +1075,64 @@ fn run(a: RunArgs) -> ExitCode {
         }
     }
     status
+}
+
+/// Prints the `-h` handlers' values on standard output, as Click's
+/// driver does: a spec's element part is an element name, a glob pattern
+/// over element names (`*`, `?`, `[...]`) or an element class; with one
+/// spec naming one element only the value is printed, otherwise each value
+/// follows a `NAME.HANDLER:` line and is followed by an empty line. Errors
+/// go to standard error; false when there was one.
+fn print_handlers(router: &Router, specs: &[String]) -> bool {
+    let print_names = specs.len() > 1;
+    let mut ok = true;
+    let mut out = std::io::stdout().lock();
+    for spec in specs {
+        let (calls, many) = match flat::expand_handler_spec(
+            spec,
+            &router.element_names(),
+            |e| {
+                router
+                    .read_handler(&format!("{e}.class"))
+                    .unwrap_or_default()
+            },
+            |e, h| {
+                router
+                    .handlers(e)
+                    .is_some_and(|l| l.iter().any(|x| x.name == h && x.read))
+            },
+        ) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("paraclick: -h {spec}: {e}");
+                ok = false;
+                continue;
+            }
+        };
+        for full in calls {
+            match router.read_handler(&full) {
+                Ok(v) => {
+                    // An empty value prints nothing, as Click's does.
+                    let nl = if v.is_empty() || v.ends_with('\n') {
+                        ""
+                    } else {
+                        "\n"
+                    };
+                    let _ = if print_names || many {
+                        write!(out, "{full}:\n{v}{nl}\n")
+                    } else {
+                        write!(out, "{v}{nl}")
+                    };
+                }
+                Err(e) => {
+                    eprintln!("paraclick: {e}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    let _ = out.flush();
+    ok
 }
 
 fn bench_cmd(

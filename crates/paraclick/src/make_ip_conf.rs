@@ -711,7 +711,7 @@ fn write_v4_input(w: &mut String, ifaces: &[Iface], device: Device) {
     );
     let _ = writeln!(
         w,
-        "// drop martian and broadcast sources (5.3.7), look the destination up."
+        "// drop broadcast sources as Click does (STRICT_SRC: every 5.3.7 martian), look the destination up."
     );
     let _ = writeln!(w, "ip :: Strip(14)");
     let _ = writeln!(

@@ -121,6 +121,11 @@ struct Case {
 
 /// The values `-h` printed, in order: `NAME:` then the value.
 fn handler_values(out: &str, names: &[&str]) -> Vec<String> {
+    // One handler prints its value alone (Click's driver); several print
+    // `NAME:` before each value.
+    if let [_] = names {
+        return vec![out.trim().to_string()];
+    }
     names
         .iter()
         .map(|h| {
@@ -222,6 +227,14 @@ fn check(
                 &format!("{}/", dir.display()),
             );
         let name = text.lines().next().unwrap_or("").to_string();
+        // Every rewrite is the user's own text, changed (none of these
+        // configurations has a split inside a compound).
+        assert!(
+            !text.contains("written flattened"),
+            "{} candidate {k}: {}",
+            case.conf,
+            text.lines().nth(1).unwrap_or("")
+        );
         // Marked where the rewrite replicated a Counter (its original
         // summing the replicas' counts).
         kinds.push(if text.contains("REPLICAS ") {
@@ -232,7 +245,18 @@ fn check(
         let file = dir.join("rewritten.click");
         std::fs::write(&file, &text).unwrap();
         let j = threads.to_string();
+        // Read with the defines, as the user's own text (a split's
+        // too) needs them; a flattened one has them substituted.
+        let mut given: Vec<String> = case
+            .defines
+            .iter()
+            .map(|(kk, v)| format!("{kk}={v}"))
+            .collect();
+        for o in &case.outs {
+            given.push(format!("{o}={}", dir.join(format!("{o}.pcap")).display()));
+        }
         let mut run = vec!["-j", &j, file.to_str().unwrap()];
+        run.extend(given.iter().map(String::as_str));
         for h in &case.counts {
             run.extend(["-h", h]);
         }
@@ -616,7 +640,10 @@ fn a_router_on_devices_is_split_by_the_devices_own_receive_queues() {
         chosen.contains("device fanout of in0, in1 into 4"),
         "{text}"
     );
-    for (dev, name) in [("paraclick-none0", "in0"), ("paraclick-none1", "in1")] {
+    // Written as the user's file changed: each FromDevice keeps its
+    // arguments as written (`$DEV0`: the device given on the command
+    // line) and adds its queue; its copies are written so too.
+    for (dev, name) in [("$DEV0", "in0"), ("$DEV1", "in1")] {
         for r in 0..4 {
             let el = if r == 0 {
                 name.to_string()
@@ -627,13 +654,13 @@ fn a_router_on_devices_is_split_by_the_devices_own_receive_queues() {
                 .lines()
                 .find(|l| l.starts_with(&format!("{el} :: FromDevice(")))
                 .unwrap_or_else(|| panic!("{el}: {text}"));
-            assert!(line.contains(&format!("({dev}, ")), "{line}");
+            assert!(line.contains(&format!("({dev}, BURST $BURST, ")), "{line}");
             let want = if r == 0 {
                 format!(
                     "QUEUE 0, N_QUEUES 4, FANOUT HASH, REPLICAS {name}_r1 {name}_r2 {name}_r3);"
                 )
             } else {
-                format!("QUEUE {r}, N_QUEUES 4, FANOUT HASH);")
+                format!("QUEUE {r}, N_QUEUES 4, FANOUT HASH)")
             };
             assert!(line.ends_with(&want), "{line}");
         }
@@ -648,11 +675,19 @@ fn a_router_on_devices_is_split_by_the_devices_own_receive_queues() {
         assert!(sched.contains(pin), "{pin}: {sched}");
     }
     // Each replica has its own copy of the stateless input path.
-    assert!(text.contains("in0_r2 [0] -> [0] hf0_r2;"), "{text}");
+    assert!(
+        text.contains("FANOUT HASH)\n    -> hf0_r2 :: HostEtherFilter(if0, "),
+        "{text}"
+    );
     let dir = workdir("fanout");
     let file = dir.join("iprouter-4.click");
     std::fs::write(&file, &text).unwrap();
-    run_ok(&["check", file.to_str().unwrap()]);
+    run_ok(&[
+        "check",
+        file.to_str().unwrap(),
+        "DEV0=paraclick-none0",
+        "DEV1=paraclick-none1",
+    ]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -686,7 +721,7 @@ fn a_placement_is_written_as_the_users_own_file_and_one_line() {
     // Its define still works: the Script stops at N, not at the file's
     // 200000.
     let out = run_ok(&["-j", "2", file, "N=3000", "-h", "out.count"]);
-    let count: u64 = out.lines().nth(1).unwrap().trim().parse().unwrap();
+    let count: u64 = out.lines().next().unwrap().trim().parse().unwrap();
     assert!((3000..200_000).contains(&count), "{out}");
     let out = run_ok(&[
         "bench",
@@ -701,28 +736,228 @@ fn a_placement_is_written_as_the_users_own_file_and_one_line() {
         "N=1000000000000",
     ]);
     assert!(out.contains("MLFFR"), "{out}");
-    // A rewrite that changes the graph is written flattened, and says
-    // first what changed.
-    let table = run_ok(&[&args[..], &[conf]].concat());
-    // Its row in the table: "// [ *]K  PPS  FLOOR  NAME  PLACEMENT".
-    let sched = table
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The row of `table` (`// [ *]K  PPS  FLOOR  NAME  PLACEMENT`) whose
+/// name starts with `what`: its number.
+fn row(table: &str, what: &str) -> String {
+    table
         .lines()
         .filter_map(|l| l.strip_prefix("// ")?.get(1..))
-        .find(|l| {
-            l.starts_with(|c: char| c.is_ascii_digit())
-                && l.contains("scheduler ps replicated into 2")
-        })
-        .unwrap_or_else(|| panic!("{table}"));
-    let k = sched.split_whitespace().next().unwrap();
-    let split = run_ok(&[&args[..], &["--candidate", k, conf]].concat());
-    let first = split.lines().next().unwrap();
-    assert!(
-        first.starts_with("// conf/qos-bench.click rewritten for -j 2: scheduler ps replicated")
-            && first.ends_with(
-                "written flattened (defines substituted, compounds expanded, comments left out)"
-            ),
-        "{first}"
-    );
-    assert!(!split.contains("define("), "{split}");
+        .find(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(&format!("  {what}")))
+        .unwrap_or_else(|| panic!("no {what}: {table}"))
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// A rewrite written as the user's file: the comment lines above it
+/// (what changed, the table), the lines of `orig` it changed, `(line,
+/// now)`, and the block it added at the end.
+fn own_text_diff(out: &str, orig: &str) -> (String, Vec<(usize, String)>, Vec<String>) {
+    let first = orig.lines().next().unwrap();
+    let k = out
+        .find(&format!("{first}\n"))
+        .unwrap_or_else(|| panic!("not the user's text: {out}"));
+    let head = out[..k].to_string();
+    assert!(head.lines().all(|l| l.starts_with("//")), "{head}");
+    let (o, t): (Vec<&str>, Vec<&str>) = (orig.lines().collect(), out[k..].lines().collect());
+    assert!(t.len() >= o.len(), "{out}");
+    let changed = o
+        .iter()
+        .zip(&t)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (_, b))| (i + 1, b.to_string()))
+        .collect();
+    (
+        head,
+        changed,
+        t[o.len()..].iter().map(|l| l.to_string()).collect(),
+    )
+}
+
+/// The packets `file` (with `defines`) counts at `-j 2`: the values of
+/// `handlers`.
+fn counts(file: &str, defines: &[&str], handlers: &[&str]) -> Vec<String> {
+    let mut args = vec!["-j", "2", file];
+    args.extend(defines);
+    for h in handlers {
+        args.extend(["-h", h]);
+    }
+    handler_values(&run_ok(&args), handlers)
+}
+
+#[test]
+fn a_split_is_written_as_the_users_file_changed_where_it_must() {
+    // conf/qos-bench.click's splits at -j 2, each written as the file
+    // itself (its define, comments, names and layout kept) with the
+    // lines the split changes changed and a block at the end: the diff
+    // is exactly that. Each rewrite checks, and runs with the defines
+    // given on the command line (N=3000: the Script stops there).
+    let conf = "conf/qos-bench.click";
+    let orig = std::fs::read_to_string(common::root().join(conf)).unwrap();
+    let args = ["parallelize", "-j", "2", "--duration", "0.1", "--no-check"];
+    let table = run_ok(&[&args[..], &[conf]].concat());
+    let dir = workdir("own-split");
+    let line = |n: usize| orig.lines().nth(n - 1).unwrap().to_string();
+    for what in ["pipeline split", "flow split", "scheduler ps replicated"] {
+        let k = row(&table, what);
+        let out = run_ok(&[&args[..], &["--candidate", &k, conf]].concat());
+        let (head, changed, tail) = own_text_diff(&out, &orig);
+        let first = head.lines().next().unwrap();
+        assert!(
+            first.starts_with(&format!("// {conf} rewritten for -j 2: {what}")),
+            "{first}"
+        );
+        assert_eq!(
+            head.lines().nth(1),
+            Some("// the file as written, changed only here:")
+        );
+        assert_eq!(tail[0], "", "{tail:?}");
+        assert!(tail[1].starts_with(&format!("// paraclick parallelize -j 2: {what}")));
+        assert!(tail
+            .last()
+            .unwrap()
+            .starts_with("par_sched :: StaticThreadSched("));
+        match what {
+            "pipeline split" => {
+                // One connection of src's path, on its line.
+                assert_eq!(changed.len(), 1, "{changed:?}");
+                let (n, now) = &changed[0];
+                let ins = format!(" par_q{k} :: Queue(1000) -> par_u{k} :: Unqueue(BURST 32) ->");
+                assert_eq!(now.replacen(&ins, "", 1), line(*n), "{now}");
+                assert_eq!(tail.len(), 3, "{tail:?}");
+            }
+            "flow split" => {
+                let want = vec![
+                    (18, format!("  -> par_hs{k} :: HashSwitch(26, 12) -> par_q{k}_0 :: Queue(1000) -> par_u{k}_0 :: Unqueue(BURST 32) -> cl :: IPClassifier(dst port < 20000, dst port < 45000, -);")),
+                    (19, "cl[0] -> hi_in :: Counter(REPLICAS hi_in_r1) -> hi :: Queue(512);".into()),
+                    (20, "cl[1] -> med_in :: Counter(REPLICAS med_in_r1) -> med :: Queue(512);".into()),
+                    (21, "cl[2] -> lo_in :: Counter(REPLICAS lo_in_r1) -> lo :: Queue(512);".into()),
+                ];
+                assert_eq!(changed, want);
+                let want = [
+                    format!("par_hs{k}[1]"),
+                    format!("    -> par_q{k}_1 :: Queue(1000)"),
+                    format!("    -> par_u{k}_1 :: Unqueue(BURST 32)"),
+                    "    -> cl_r1 :: IPClassifier(dst port < 20000, dst port < 45000, -)".into(),
+                    "    -> hi_in_r1 :: Counter".into(),
+                    "    -> hi;".into(),
+                    "cl_r1[1] -> med_in_r1 :: Counter -> med;".into(),
+                    "cl_r1[2] -> lo_in_r1 :: Counter -> lo;".into(),
+                ];
+                assert_eq!(tail[2..tail.len() - 1], want);
+            }
+            _ => {
+                let want: Vec<(usize, String)> = vec![
+                    (19, "cl[0] -> hi_in :: Counter -> par_hs_hi :: HashSwitch(26, 12) -> hi :: Queue(256);".into()),
+                    (20, "cl[1] -> med_in :: Counter -> par_hs_med :: HashSwitch(26, 12) -> med :: Queue(256);".into()),
+                    (21, "cl[2] -> lo_in :: Counter -> par_hs_lo :: HashSwitch(26, 12) -> lo :: Queue(256);".into()),
+                    (28, "vpn[0] -> WorkPackage($W) -> out :: Counter(REPLICAS out_r1) -> Discard;".into()),
+                ];
+                assert_eq!(changed, want);
+                assert!(
+                    tail.contains(&"    -> WorkPackage@12_r1 :: WorkPackage($W)".into()),
+                    "{tail:?}"
+                );
+            }
+        }
+        let file = dir.join(format!("qos-{k}.click"));
+        std::fs::write(&file, &out).unwrap();
+        let file = file.to_str().unwrap();
+        run_ok(&["check", file]);
+        let n: u64 = counts(file, &["N=3000"], &["out.count"])[0]
+            .parse()
+            .unwrap();
+        assert!((3000..200_000).contains(&n), "{what}: {n}");
+        if what.starts_with("scheduler") {
+            let out = run_ok(&[
+                "bench",
+                "--mlffr",
+                "-j",
+                "2",
+                "--warmup",
+                "0.05",
+                "--trial",
+                "0.2",
+                file,
+                "N=1000000000000",
+            ]);
+            assert!(out.contains("MLFFR"), "{out}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A configuration written for the test below: a source's path with
+/// defines, a compound and comments, its packets counted to the last.
+const SPLIT_ME: &str = "\
+// split-me.click -- written for the parallelize tests: a source's path
+// with defines, a compound and comments that a rewrite must keep.
+define($N 20000, $LEN 80);
+
+// Strip the Ethernet header, then check the IP header.
+elementclass CheckIP {
+  input -> Strip(14) -> CheckIPHeader -> output;
+}
+
+src :: FastUDPFlows(0, $N, $LEN, 00:00:c0:11:11:11, 1.0.0.2,
+                    00:00:c0:ae:67:ef, 2.0.0.2, 16, 50)
+  -> all :: Counter                       // every packet
+  -> cl :: IPClassifier(dst port < 32768, -);
+cl[0] -> low :: Counter -> q :: Queue(1000);
+cl[1] -> Paint(7) -> high :: Counter -> q;
+
+q -> uq :: Unqueue -> chk :: CheckIP -> out :: Counter -> Discard;
+
+// Stop once every packet is out (or after about 20 s).
+Script(init i 0, label check, wait 1ms, set i $(add $i 1),
+       goto check $(and $(lt $(out.count) $N) $(lt $i 20000)), stop);
+";
+
+#[test]
+fn split_rewrites_keep_a_compound_and_count_every_packet() {
+    // SPLIT_ME's pipeline and flow splits at -j 2: the compound and the
+    // comments are kept verbatim (only lines of src's statements change),
+    // and each rewrite, read with N=900, counts every packet as the
+    // original does, per counter. (900: fewer than any queue holds, so
+    // none can drop; a source's batch of 32 into a queue with room for
+    // fewer drops the rest, as the original does now and then at 5000.)
+    let dir = workdir("split-me");
+    let conf = dir.join("split-me.click");
+    std::fs::write(&conf, SPLIT_ME).unwrap();
+    let conf = conf.to_str().unwrap();
+    let handlers = ["out.count", "all.count", "low.count", "high.count"];
+    let want = counts(conf, &["N=900"], &handlers);
+    assert_eq!(want[0], "900", "{want:?}");
+    let args = ["parallelize", "-j", "2", "--duration", "0.1", "--no-check"];
+    let table = run_ok(&[&args[..], &[conf, "N=1000000000"]].concat());
+    for what in ["pipeline split", "flow split"] {
+        let k = row(&table, what);
+        let out = run_ok(&[&args[..], &["--candidate", &k, conf, "N=1000000000"]].concat());
+        let (head, changed, tail) = own_text_diff(&out, SPLIT_ME);
+        assert!(
+            head.contains(&format!("rewritten for -j 2: {what}")),
+            "{head}"
+        );
+        assert!(
+            head.contains("// output: the configuration as written, changed as said above; read it with the defines given here: N=1000000000"),
+            "{head}"
+        );
+        // src's statements are lines 10-15: nothing else changes.
+        assert!(!changed.is_empty());
+        assert!(
+            changed.iter().all(|(n, _)| (10..=15).contains(n)),
+            "{what}: {changed:?}"
+        );
+        assert!(tail.len() >= 3, "{tail:?}");
+        let file = dir.join(format!("split-{k}.click"));
+        std::fs::write(&file, &out).unwrap();
+        let file = file.to_str().unwrap();
+        assert_eq!(counts(file, &["N=900"], &handlers), want, "{what}:\n{out}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

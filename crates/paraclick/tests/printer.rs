@@ -90,7 +90,7 @@ fn written_configurations_keep_dollar_references_as_text() {
     let conf = dir.0.join("dollar.click");
     std::fs::write(&conf, CONF).unwrap();
     let (count, prints) = run(&conf, 1);
-    assert_eq!(count, "c.count:\n5\n");
+    assert_eq!(count, "5\n");
     assert_eq!(prints.len(), 10, "{prints:?}");
     assert!(
         prints.iter().any(|l| l.starts_with("5 ${r-X}:")),

@@ -575,10 +575,10 @@ fn f_reads_the_configuration_from_a_file_or_standard_input() {
     let conf = "define($N 5);\nInfiniteSource(LIMIT $N, STOP true) -> c :: Counter -> Discard;\n";
     std::fs::write(&file, conf).unwrap();
     let f = file.to_str().unwrap();
-    assert_eq!(ok(&["-f", f, "-h", "c.count"]), "c.count:\n5\n");
+    assert_eq!(ok(&["-f", f, "-h", "c.count"]), "5\n");
     // With a define overridden, as for a file named without -f.
-    assert_eq!(ok(&["-f", f, "N=7", "-h", "c.count"]), "c.count:\n7\n");
-    assert_eq!(ok(&["--file", f, "N=3", "-h", "c.count"]), "c.count:\n3\n");
+    assert_eq!(ok(&["-f", f, "N=7", "-h", "c.count"]), "7\n");
+    assert_eq!(ok(&["--file", f, "N=3", "-h", "c.count"]), "3\n");
     // "-": standard input.
     let mut child = Command::new(common::bin())
         .args(["-f", "-", "N=9", "-h", "c.count"])
@@ -595,7 +595,7 @@ fn f_reads_the_configuration_from_a_file_or_standard_input() {
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "c.count:\n9\n");
+    assert_eq!(text(&out.stdout), "9\n");
     // The other subcommands take -f too.
     assert_eq!(ok(&["check", "-f", f]), format!("{f}: ok (3 elements)\n"));
     // A file and -e, or two files: an error.
@@ -727,7 +727,7 @@ fn protocol_translators_turn_ipv4_into_ipv6_and_back() {
     ]);
     assert_eq!(
         out,
-        "t46.drops:\n1\n\nc6.count:\n3\n\nt64.drops:\n0\n\nc4.count:\n3\n",
+        "t46.drops:\n1\n\nc6.count:\n3\n\nt64.drops:\n0\n\nc4.count:\n3\n\n",
     );
     let v6 = common::pcap::read_pcap(Path::new(&path("v6.pcap")));
     assert_eq!(v6.len(), 3);
@@ -833,7 +833,7 @@ fn tcp_socket_serves_a_client_both_ways() {
         assert_eq!(text(&got), format!("X{}", &msg[1..]));
     }
     let out = stop(p);
-    assert_eq!(out, "s.received:\n3\n\ns.sent:\n3\n\nc.count:\n3\n");
+    assert_eq!(out, "s.received:\n3\n\ns.sent:\n3\n\nc.count:\n3\n\n");
 }
 
 #[test]
@@ -881,5 +881,5 @@ fn udp_socket_client_sends_and_receives() {
     assert_eq!(c.count("c.count"), 3);
     drop(c);
     let out = stop(p);
-    assert_eq!(out, "u.sent:\n3\n\nu.received:\n3\n\nc.count:\n3\n");
+    assert_eq!(out, "u.sent:\n3\n\nu.received:\n3\n\nc.count:\n3\n\n");
 }

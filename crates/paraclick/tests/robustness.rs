@@ -108,7 +108,7 @@ fn chains_at_the_bound_run_on_the_workers_stack() {
         std::fs::write(&f, chain(max - 3, &head, " -> c :: Counter -> Discard;")).unwrap();
         let o = paraclick(&[f.to_str().unwrap(), "-h", "c.count"]);
         assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(String::from_utf8_lossy(&o.stdout), "c.count:\n200\n");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "200\n");
     }
     // pull: Unqueue pulls through the Nulls from the Queue
     let f = d.path().join("pull.click");
@@ -118,7 +118,8 @@ fn chains_at_the_bound_run_on_the_workers_stack() {
     let o = paraclick(&[f.to_str().unwrap(), "-h", "c.count"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // the source stops the router when done; the queue may still hold some
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with("c.count:\n"));
+    let n: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    assert!(n <= 200, "{n}");
 }
 
 #[test]

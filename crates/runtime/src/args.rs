@@ -43,6 +43,40 @@ pub struct ArgEnv {
     pub checking: bool,
     /// Which files the configuration may read ([`crate::ConfigCx::allowed_file`]).
     pub files: paraclick_lang::FilePolicy,
+    /// Port names PortInfo elements defined, in configuration order.
+    pub ports: Vec<PortName>,
+}
+
+/// A TCP/UDP port name a PortInfo element defined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortName {
+    /// The compound the PortInfo is in (its element name up to and
+    /// including the last `/`; empty at top level): the name holds there.
+    pub scope: String,
+    pub name: String,
+    pub port: u16,
+    /// `tcp` or `udp`; `None` for both.
+    pub proto: Option<&'static str>,
+}
+
+impl ArgEnv {
+    /// The port that `name` stands for in an element named `element`, for
+    /// protocol `proto` (`tcp`/`udp`): the definition of the innermost
+    /// compound enclosing the element that defines it, the last one there.
+    pub fn port_name(&self, element: &str, name: &str, proto: &str) -> Option<u16> {
+        self.ports
+            .iter()
+            .filter(|p| {
+                p.name == name
+                    && p.proto.is_none_or(|x| x == proto)
+                    && element.starts_with(p.scope.as_str())
+            })
+            .fold(None::<&PortName>, |best, p| match best {
+                Some(b) if b.scope.len() > p.scope.len() => Some(b),
+                _ => Some(p),
+            })
+            .map(|p| p.port)
+    }
 }
 
 /// Whether `s` can be a Linux network interface's name and nothing else

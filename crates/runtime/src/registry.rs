@@ -36,6 +36,12 @@ pub struct ClassSpec {
     /// What part the class's elements play in a router's structure
     /// ([`ClassSpec::kind`]; [`Kind::Plain`] unless said).
     pub kind: Kind,
+    /// The class's elements read one receive queue of their device's
+    /// PACKET_FANOUT group when configured with `QUEUE r, N_QUEUES n,
+    /// FANOUT HASH`, and sum the counts of the copies `REPLICAS` names:
+    /// a device fanout may copy them, one per queue. False unless the
+    /// class says [`ClassSpec::fanout_queues`](method@ClassSpec::fanout_queues).
+    pub fanout_queues: bool,
     /// Why the class's elements drop packets: a drop names a reason by its
     /// index here ([`crate::Verdict::DropFor`]). Empty unless the class
     /// says [`ClassSpec::drop_reasons`](method@ClassSpec::drop_reasons).
@@ -152,6 +158,9 @@ pub enum Kind {
     /// Talks to a device or the host: a network interface, tun/tap, a
     /// socket.
     Device,
+    /// Places other elements' tasks on threads (StaticThreadSched): a
+    /// plan's placement replaces it.
+    ThreadSched,
 }
 
 impl ClassSpec {
@@ -242,6 +251,7 @@ impl ClassSpec {
             reads_data: true,
             flow_state: FlowState::Undeclared,
             kind: Kind::Plain,
+            fanout_queues: false,
             drop_reasons: &[],
             shared_when: &[],
             sums_replicas: false,
@@ -289,6 +299,13 @@ impl ClassSpec {
     /// which, for the planner to print ([`FlowState::Shared`]).
     pub fn shared(mut self, reason: &'static str) -> ClassSpec {
         self.flow_state = FlowState::Shared(reason);
+        self
+    }
+
+    /// The class's elements can read one queue of a PACKET_FANOUT group
+    /// and sum their copies' counts ([`ClassSpec::fanout_queues`](field@ClassSpec::fanout_queues)).
+    pub fn fanout_queues(mut self) -> ClassSpec {
+        self.fanout_queues = true;
         self
     }
 
@@ -387,6 +404,8 @@ impl Registry {
             "ip",
             "standard",
             "batch",
+            // Click's request for compactly printed configurations: accepted.
+            "compact_config",
         ] {
             r.requirements.push(req);
         }
@@ -471,6 +490,22 @@ pub fn warnings_enabled() -> bool {
 /// Turns configuration warnings on or off for the whole process.
 pub fn set_warnings(on: bool) {
     WARNINGS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether configuration messages and warnings take Click's form.
+static CLICK_MESSAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`ConfigCx::message`] and [`ConfigCx::warn`] print in Click's
+/// form (`FILE:LINE: While configuring 'x :: C':` then the message
+/// indented) rather than paraclick's (`x :: C: warning: ...`).
+pub fn click_messages() -> bool {
+    CLICK_MESSAGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Sets the form of configuration messages for the whole process (the
+/// command line's `--errors click`).
+pub fn set_click_messages(on: bool) {
+    CLICK_MESSAGES.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(test)]

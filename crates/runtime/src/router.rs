@@ -390,6 +390,12 @@ impl Router {
             let Some(spec) = reg.get(&fe.class) else {
                 continue;
             };
+            let file: &str = if &*fe.span.file == "<expr>" {
+                "config"
+            } else {
+                &fe.span.file
+            };
+            crate::cx::set_landmark(format!("{file}:{}: ", fe.span.line));
             let mut ccx = ConfigCx {
                 name: &fe.name,
                 class: &fe.class,
@@ -404,10 +410,14 @@ impl Router {
             match (spec.make)(&mut ccx) {
                 Ok(e) => made[i] = Some(e),
                 // One diagnostic per error (Args::complete gives one a line).
-                Err(m) => errs.extend(
-                    m.lines()
-                        .map(|l| err_at(&fe.span, format!("{} :: {}: {}", fe.name, fe.class, l))),
-                ),
+                Err(m) => errs.extend(m.lines().map(|l| {
+                    err_at(&fe.span, format!("{} :: {}: {}", fe.name, fe.class, l)).in_element(
+                        "configuring",
+                        &fe.name,
+                        &fe.class,
+                        l,
+                    )
+                })),
             }
         }
         if !errs.is_empty() {
@@ -502,7 +512,14 @@ impl Router {
             };
             if let Err(m) = core.slots[i].element.initialize(&mut ix) {
                 let s = &core.slots[i];
-                errs.push(err_at(&s.span, format!("{} :: {}: {}", s.name, s.class, m)));
+                errs.push(
+                    err_at(&s.span, format!("{} :: {}: {}", s.name, s.class, m)).in_element(
+                        "initializing",
+                        &s.name,
+                        &s.class,
+                        &m,
+                    ),
+                );
             }
         }
         let drivers: Vec<usize> = (0..n)

@@ -74,7 +74,7 @@ rt :: RadixIPLookup($ADDR0/32 0, $BCAST0/32 0,
                     $NET1 2);
 
 // IP input, shared by both interfaces: check the header (RFC 1812 5.2.2),
-// drop martian and broadcast sources (5.3.7), look the destination up.
+// drop broadcast sources as Click does (STRICT_SRC: every 5.3.7 martian), look the destination up.
 ip :: Strip(14)
   -> cip :: CheckIPHeader(INTERFACES $ADDR0/$PLEN0 $ADDR1/$PLEN1)
   -> GetIPAddress(16)

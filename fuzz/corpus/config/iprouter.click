@@ -38,7 +38,7 @@ rt :: RadixIPLookup(1.0.0.1/32 0,
                      2.0.0.0/8 2);
 
 // IP input, shared by every interface: check the header (RFC 1812 5.2.2),
-// drop martian and broadcast sources (5.3.7), look the destination up.
+// drop broadcast sources as Click does (STRICT_SRC: every 5.3.7 martian), look the destination up.
 ip :: Strip(14)
   -> cip :: CheckIPHeader(INTERFACES 1.0.0.1/8 2.0.0.1/8, DETAILS true)
   -> GetIPAddress(16)

@@ -1,6 +1,6 @@
 //! # TimeFilter
 //!
-//! TimeFilter(keywords START, START_AFTER, START_DELAY, END, END_AFTER, END_DELAY, INTERVAL, STOP, END_CALL)
+//! TimeFilter(\[START, END], keywords START, START_AFTER, START_DELAY, END, END_AFTER, END_DELAY, INTERVAL, STOP, END_CALL)
 //!
 //! Filters packets by timestamp.
 //!
@@ -18,7 +18,9 @@
 //!   least this long after the first packet seen.
 //! - `START_DELAY` (relative time): pass packets at least this long after
 //!   initialization time.
-//! - `END` (absolute time): pass packets with timestamps up to END.
+//! - `END` (absolute time): pass packets with timestamps up to END; a
+//!   packet stamped END or later is after the end (the range is START
+//!   included, END excluded, as in Click).
 //! - `END_AFTER` (relative time): up to this long after the first packet.
 //! - `END_DELAY` (relative time): up to this long after initialization.
 //! - `INTERVAL` (relative time): pass packets for this long after the
@@ -28,6 +30,10 @@
 //! - `END_CALL` (write handler and value): call it when the first packet
 //!   after the end is seen; `$t` in the value becomes that packet's
 //!   timestamp. STOP and END_CALL are mutually exclusive.
+//!
+//! START and END may also be given as the first two positional
+//! arguments: `TimeFilter(0, 1)` passes packets stamped from 0 up to (not
+//! including) 1 second after the epoch.
 //!
 //! Supply at most one of START, START_AFTER and START_DELAY, and at most one
 //! of END, END_AFTER, END_DELAY and INTERVAL.
@@ -84,10 +90,10 @@ pub fn spec() -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimeFilter, String> {
     let mut a = cx.args();
-    let start: Option<Time> = a.read("START");
+    let start: Option<Time> = a.read_p("START");
+    let end: Option<Time> = a.read_p("END");
     let start_after: Option<Time> = a.read("START_AFTER");
     let start_delay: Option<Time> = a.read("START_DELAY");
-    let end: Option<Time> = a.read("END");
     let end_after: Option<Time> = a.read("END_AFTER");
     let end_delay: Option<Time> = a.read("END_DELAY");
     let interval: Option<Time> = a.read("INTERVAL");
@@ -238,7 +244,7 @@ impl Action for TimeFilter {
         if t < s.start {
             return Verdict::Out(1);
         }
-        if t <= s.end {
+        if t < s.end {
             return Verdict::Out(0);
         }
         let first_after_end = !s.ended;
@@ -257,7 +263,7 @@ impl Action for TimeFilter {
                 // The handler may call extend_interval: the lock is free.
                 let _ = cx.handler_cx().write(&h, &v);
                 let s = self.lock();
-                if t >= s.start && t <= s.end {
+                if t >= s.start && t < s.end {
                     return Verdict::Out(0);
                 }
             }
@@ -288,8 +294,11 @@ mod tests {
             "TimeFilter(START 10, END 20)",
             &[5.0, 10.0, 15.0, 20.0, 20.5],
         );
-        assert_eq!(pass, vec![1, 2, 3]);
-        assert_eq!(out, vec![0, 4]);
+        assert_eq!(pass, vec![1, 2], "START included, END excluded");
+        assert_eq!(out, vec![0, 3, 4]);
+        // The positional form is START, END.
+        let (pass, out) = run("TimeFilter(10, 20)", &[5.0, 10.0, 15.0, 20.0]);
+        assert_eq!((pass, out), (vec![1, 2], vec![0, 3]));
     }
 
     #[test]
@@ -298,7 +307,7 @@ mod tests {
             "TimeFilter(START_AFTER 1, INTERVAL 2)",
             &[100.0, 100.5, 101.0, 102.5, 103.0, 103.5],
         );
-        assert_eq!(pass, vec![2, 3, 4]);
+        assert_eq!(pass, vec![2, 3]);
         let (pass, _) = run("TimeFilter(END_AFTER 500ms)", &[100.0, 100.25, 100.75]);
         assert_eq!(pass, vec![0, 1]);
     }

@@ -6,6 +6,7 @@ use paraclick_runtime::Registry;
 
 pub mod control_socket;
 pub mod driver_manager;
+pub mod random_seed;
 pub mod script;
 pub mod script_lang;
 
@@ -13,4 +14,5 @@ pub fn register(reg: &mut Registry) {
     reg.register(script::spec());
     reg.register(driver_manager::spec());
     reg.register(control_socket::spec());
+    reg.register(random_seed::spec());
 }

@@ -34,7 +34,8 @@
 //! POLL_TIMEOUT is refreshed: packets still go out, and a poll (an ARP
 //! query sent unicast to the known address, or broadcast with
 //! BROADCAST_POLL) asks for a new reply. Generated queries carry the VLAN
-//! TCI annotation of the packet that caused them. Packets on input 1 are
+//! TCI annotation and the timestamp of the packet that caused them (a
+//! repeated query, of the newest packet waiting), as Click's do. Packets on input 1 are
 //! consumed: valid replies are counted by `responses`; like invalid ones,
 //! they count as the router's drops for this element (the `drops` handler
 //! counts IP packets only).
@@ -107,7 +108,7 @@ use super::ether_encap::encap;
 use paraclick_packet::wire::{
     ethertype, ArpOp, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, Ipv4Prefix,
 };
-use paraclick_packet::{Batch, Packet};
+use paraclick_packet::{Batch, Packet, Timestamp};
 use paraclick_runtime::args::{ArgEnv, FromArg, Raw};
 use paraclick_runtime::{
     ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThread, PerThreadCount, StateCx,
@@ -210,7 +211,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
         cache: PerThread::new(nthreads, |_| Cache {
             gen: 0,
             snap: empty.clone(),
-            polls: [(0, EtherAddr::ZERO, 0); MAX_POLLS_PER_BATCH],
+            polls: [(0, EtherAddr::ZERO, 0, Timestamp::ZERO); MAX_POLLS_PER_BATCH],
         }),
         queries: PerThreadCount::new(nthreads),
         responses: PerThreadCount::new(nthreads),
@@ -308,8 +309,8 @@ impl ArpQuerier {
         }
         if !fx.queries.is_empty() {
             let mut b = Batch::new();
-            for &(ip, dst, vlan) in &fx.queries {
-                if let Some(q) = self.make_query(ip, dst, vlan) {
+            for &(ip, dst, vlan, stamp) in &fx.queries {
+                if let Some(q) = self.make_query(ip, dst, vlan, stamp) {
                     b.push(q);
                 }
             }
@@ -333,8 +334,9 @@ impl ArpQuerier {
     }
 
     /// An ARP request for `ip`, sent to `dst` (broadcast, or the known
-    /// address for a unicast poll).
-    fn make_query(&self, ip: u32, dst: EtherAddr, vlan: u16) -> Option<Packet> {
+    /// address for a unicast poll), with the timestamp of the packet that
+    /// caused it.
+    fn make_query(&self, ip: u32, dst: EtherAddr, vlan: u16, stamp: Timestamp) -> Option<Packet> {
         let mut q = Packet::new(42)?;
         let d = q.data_mut();
         let mut f = EthernetFrame::new_unchecked(&mut d[..]);
@@ -350,6 +352,7 @@ impl ArpQuerier {
         q.set_mac_header(0);
         q.set_network_header(14, 28);
         q.anno_mut().vlan_tci = vlan;
+        q.set_timestamp(stamp);
         Some(q)
     }
 
@@ -398,7 +401,8 @@ impl ArpQuerier {
                                     } else {
                                         e.eth
                                     };
-                                    cache.polls[npolls] = (ip, to, p.anno().vlan_tci);
+                                    cache.polls[npolls] =
+                                        (ip, to, p.anno().vlan_tci, p.timestamp());
                                     npolls += 1;
                                 }
                             }
@@ -423,8 +427,8 @@ impl ArpQuerier {
         }
         if npolls > 0 {
             let mut b = Batch::new();
-            for &(ip, dst, vlan) in &polls[..npolls] {
-                if let Some(q) = self.make_query(ip, dst, vlan) {
+            for &(ip, dst, vlan, stamp) in &polls[..npolls] {
+                if let Some(q) = self.make_query(ip, dst, vlan, stamp) {
                     b.push(q);
                 }
             }
@@ -590,8 +594,11 @@ impl Element for ArpQuerier {
                 {
                     e.polled = now;
                     e.polls = e.polls.saturating_add(1);
-                    let vlan = e.pending.back().map_or(0, |p| p.anno().vlan_tci);
-                    fx.queries.push((ip, EtherAddr::BROADCAST, vlan));
+                    let (vlan, stamp) = e
+                        .pending
+                        .back()
+                        .map_or((0, Timestamp::ZERO), |p| (p.anno().vlan_tci, p.timestamp()));
+                    fx.queries.push((ip, EtherAddr::BROADCAST, vlan, stamp));
                 }
             }
             for ip in expired {
@@ -756,6 +763,23 @@ mod tests {
         assert_eq!(h.drops(), 1); // the consumed reply
         assert_eq!(h.read("drop_reasons").unwrap(), "ARP reply consumed 1\n");
         assert_eq!(h.router.total_queued(), 0);
+    }
+
+    #[test]
+    fn queries_carry_the_timestamp_of_the_packet_that_asked() {
+        use paraclick_packet::Timestamp;
+        let h = sim_querier("", "");
+        let stamped = |dst: &str, n: u8, ts: i64| {
+            let mut p = to(dst, n);
+            p.set_timestamp(Timestamp(ts));
+            p
+        };
+        h.push(0, vec![stamped(PEER_IP, 1, 10_000_000)]);
+        h.push(0, vec![stamped("10.0.0.3", 2, 15_000_000)]);
+        let q = h.output(1);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q[0].timestamp(), Timestamp(10_000_000));
+        assert_eq!(q[1].timestamp(), Timestamp(15_000_000));
     }
 
     #[test]

@@ -184,7 +184,7 @@ pub(super) struct Snapshot {
 pub(super) struct Cache {
     pub(super) gen: u64,
     pub(super) snap: Arc<Snapshot>,
-    pub(super) polls: [(u32, EtherAddr, u16); MAX_POLLS_PER_BATCH],
+    pub(super) polls: [(u32, EtherAddr, u16, Timestamp); MAX_POLLS_PER_BATCH],
 }
 
 pub(super) struct Entry {
@@ -224,7 +224,9 @@ pub(super) struct Table {
 #[derive(Default)]
 pub(super) struct Effects {
     pub(super) out: Vec<Packet>,
-    pub(super) queries: Vec<(u32, EtherAddr, u16)>,
+    /// Queries to send: address, Ethernet destination, VLAN and the
+    /// timestamp of the packet that asked (a query carries it, as Click's).
+    pub(super) queries: Vec<(u32, EtherAddr, u16, Timestamp)>,
     pub(super) dead: Vec<Packet>,
     /// Saved packets dropped for room (ARPQuerier's "queue full").
     pub(super) full: Vec<Packet>,
@@ -445,6 +447,7 @@ impl ArpShared {
         fx: &mut Effects,
     ) -> bool {
         let vlan = p.anno().vlan_tci;
+        let stamp = p.timestamp();
         if self.capacity > 0 && t.pending >= self.capacity {
             // Make room: drop the oldest 1/slim_factor of the saved packets.
             let target = self.capacity - self.capacity.div_ceil(self.slim_factor);
@@ -472,7 +475,7 @@ impl ArpShared {
         if ask {
             e.polled = now;
             e.polls = e.polls.saturating_add(1);
-            fx.queries.push((ip, EtherAddr::BROADCAST, vlan));
+            fx.queries.push((ip, EtherAddr::BROADCAST, vlan, stamp));
         }
         t.pending = t.pending + 1 - dropped;
         republish

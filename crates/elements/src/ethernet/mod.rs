@@ -20,7 +20,9 @@ pub mod get_ether_address;
 pub mod host_ether_filter;
 pub mod mark_mac_header;
 pub mod set_ether_address;
+pub mod set_vlan_anno;
 pub mod store_ether_address;
+pub mod strip_ether_vlan_header;
 pub mod vlan_decap;
 pub mod vlan_encap;
 
@@ -39,7 +41,9 @@ pub fn register(reg: &mut Registry) {
     reg.register(host_ether_filter::spec());
     reg.register(mark_mac_header::spec());
     reg.register(set_ether_address::spec());
+    reg.register(set_vlan_anno::spec());
     reg.register(store_ether_address::spec());
+    reg.register(strip_ether_vlan_header::spec());
     reg.register(vlan_decap::spec());
     reg.register(vlan_encap::spec());
 }

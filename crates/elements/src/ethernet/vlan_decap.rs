@@ -1,12 +1,13 @@
 //! # VLANDecap
 //!
-//! VLANDecap(\[ANNO])
+//! VLANDecap(\[ANNO], keywords ANNO, ETHERTYPE)
 //!
 //! Strips an 802.1Q header from Ethernet packets.
 //!
 //! Ports: 1 input, 1 output. Processing: agnostic.
 //!
-//! If a packet's Ethernet type is 0x8100 or 0x88A8 (a VLAN tag), removes
+//! If a packet's Ethernet type is ETHERTYPE (a VLAN tag: 0x8100 by
+//! default, 802.1Q customer VLANs), removes
 //! the 4-byte tag that follows the addresses, so the packet's own
 //! Ethernet type follows them again. If ANNO is true (the default), the
 //! tag's control information goes to the VLAN TCI annotation; untagged
@@ -15,6 +16,9 @@
 //!
 //! Arguments:
 //! - `ANNO` (boolean, default true).
+//! - `ETHERTYPE` (integer, default 0x8100): the Ethernet type that marks a
+//!   tag; 0x88A8 strips 802.1ad service tags (QinQ), 0x9100 the old
+//!   non-standard ones. Other types pass as untagged.
 //!
 //! Example:
 //!
@@ -25,6 +29,7 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct VLANDecap {
     anno: bool,
+    ethertype: u16,
 }
 
 pub fn spec() -> ClassSpec {
@@ -34,8 +39,9 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<VLANDecap, String> {
     let mut a = cx.args();
     let anno = a.read_p::<bool>("ANNO").unwrap_or(true);
+    let ethertype = a.read::<u16>("ETHERTYPE").unwrap_or(0x8100);
     a.complete()?;
-    Ok(VLANDecap { anno })
+    Ok(VLANDecap { anno, ethertype })
 }
 
 impl Action for VLANDecap {
@@ -45,7 +51,7 @@ impl Action for VLANDecap {
         }
         let d = p.data();
         let tpid = u16::from_be_bytes([d[12], d[13]]);
-        let tci = if (tpid == 0x8100 || tpid == 0x88A8) && d.len() >= 18 {
+        let tci = if tpid == self.ethertype && d.len() >= 18 {
             let tci = u16::from_be_bytes([d[14], d[15]]);
             p.data_mut().copy_within(0..12, 4);
             p.pull(4);
@@ -105,5 +111,27 @@ mod tests {
         let out = h.output(0);
         assert_eq!(out[0].data(), &untagged[..]);
         assert_eq!(out[0].anno().vlan_tci, 7);
+    }
+
+    #[test]
+    fn ethertype_chooses_which_tags_are_stripped() {
+        let inner: Vec<u8> = [[1u8; 6], [2u8; 6]]
+            .concat()
+            .into_iter()
+            .chain([0x08, 0x00, 0xAA])
+            .collect();
+        let mut qinq = inner[..12].to_vec();
+        qinq.extend_from_slice(&[0x88, 0xA8, 0x12, 0x34]);
+        qinq.extend_from_slice(&inner[12..]);
+        let h = harness("VLANDecap", 1);
+        h.push(0, vec![pkt(&qinq)]);
+        let out = h.output(0);
+        assert_eq!(out[0].data(), &qinq[..], "0x88A8 is not 802.1Q");
+        assert_eq!(out[0].anno().vlan_tci, 0);
+        let h = harness("VLANDecap(ETHERTYPE 0x88a8)", 1);
+        h.push(0, vec![pkt(&qinq)]);
+        let out = h.output(0);
+        assert_eq!(out[0].data(), &inner[..]);
+        assert_eq!(out[0].anno().vlan_tci, 0x1234);
     }
 }

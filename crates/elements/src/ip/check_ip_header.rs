@@ -1,6 +1,6 @@
 //! # CheckIPHeader
 //!
-//! CheckIPHeader([OFFSET, keywords OFFSET, INTERFACES, BADSRC, GOODDST, CHECKSUM, VERBOSE, DETAILS])
+//! CheckIPHeader([OFFSET, keywords OFFSET, INTERFACES, BADSRC, GOODDST, STRICT_SRC, CHECKSUM, VERBOSE, DETAILS])
 //!
 //! Checks IP headers (RFC 1812 5.2.2 and 5.3.7).
 //!
@@ -12,11 +12,14 @@
 //! that the header length is at least 20 and the total length covers the
 //! header and fits in the packet, and (unless CHECKSUM is false) that the
 //! header checksum is valid. If source checking is on (any of INTERFACES,
-//! BADSRC and GOODDST given), also checks that the source address is a
-//! legal unicast address: not on the BADSRC list, and not a martian of
-//! RFC 1812 5.3.7 (0.0.0.0/8, 127.0.0.0/8, multicast 224.0.0.0/4, or
-//! class E 240.0.0.0/4, which holds 255.255.255.255), unless the
-//! destination is on the GOODDST list.
+//! BADSRC and GOODDST given), also checks that the source address is not
+//! on the BADSRC list (which INTERFACES extends), unless the destination
+//! is on the GOODDST list. That is Click's rule: only the listed addresses
+//! are bad sources, so a packet from 127.0.0.1 or a multicast address
+//! passes. With STRICT_SRC, the martian sources of RFC 1812 5.3.7 are bad
+//! too (0.0.0.0/8, 127.0.0.0/8, multicast 224.0.0.0/4, class E
+//! 240.0.0.0/4, which holds 255.255.255.255), with the same GOODDST
+//! exemption.
 //!
 //! A valid packet gets its network header annotation (at OFFSET, with the
 //! header's length), is shortened to the IP total length (removing link
@@ -38,6 +41,8 @@
 //!   to those INTERFACES implies).
 //! - `GOODDST` (space-separated IP addresses): destinations exempt from the
 //!   source check.
+//! - `STRICT_SRC` (boolean, default false): also refuse RFC 1812 5.3.7
+//!   martian sources (a paraclick extension; turns source checking on).
 //! - `CHECKSUM` (boolean, default true): check the header checksum.
 //! - `VERBOSE` (boolean, default false): print a message for every invalid
 //!   packet, not just the first.
@@ -89,6 +94,8 @@ pub struct CheckIPHeader {
     offset: usize,
     checksum: bool,
     check_src: bool,
+    /// Martian sources are bad too.
+    strict_src: bool,
     bad_src: AddrSet,
     good_dst: AddrSet,
     stats: CheckStats,
@@ -171,6 +178,8 @@ pub(crate) fn make_checker(
         check_src = true;
         good_dst.extend(l);
     }
+    let strict_src = a.read::<bool>("STRICT_SRC").unwrap_or(false);
+    check_src |= strict_src;
     let mut offset = a.read::<usize>("OFFSET");
     let checksum = a.read::<bool>("CHECKSUM").unwrap_or(checksum_default);
     let verbose = a.read::<bool>("VERBOSE").unwrap_or(false);
@@ -216,6 +225,7 @@ pub(crate) fn make_checker(
         offset: offset.unwrap_or(0),
         checksum,
         check_src,
+        strict_src,
         bad_src: AddrSet::new(bad_src),
         good_dst: AddrSet::new(good_dst),
         stats,
@@ -247,7 +257,7 @@ impl CheckIPHeader {
         let src = u32::from(h.src_addr());
         let dst = h.dst_addr();
         if self.check_src
-            && (is_martian_src(src) || self.bad_src.contains(src))
+            && ((self.strict_src && is_martian_src(src)) || self.bad_src.contains(src))
             && !self.good_dst.contains(u32::from(dst))
         {
             return Err(BAD_SADDR);
@@ -514,25 +524,43 @@ mod tests {
         res
     }
 
+    /// Sources to the outside world, and two to the router itself.
+    const SOURCES: &[(&str, &str)] = &[
+        ("18.26.4.44", "1.1.1.1"),      // ordinary
+        ("18.26.4.255", "1.1.1.1"),     // subnet broadcast
+        ("18.32.9.47", "1.1.1.1"),      // subnet broadcast
+        ("18.32.9.255", "1.1.1.1"),     // not a broadcast of /28
+        ("0.0.0.0", "1.1.1.1"),         // this host
+        ("255.255.255.255", "1.1.1.1"), // limited broadcast
+        ("224.0.0.5", "1.1.1.1"),       // multicast
+        ("239.255.0.1", "1.1.1.1"),     // multicast
+        ("127.0.0.1", "1.1.1.1"),       // loopback
+        ("0.1.2.3", "1.1.1.1"),         // net 0
+        ("240.0.0.1", "1.1.1.1"),       // class E
+        ("18.26.4.255", "18.26.4.9"),   // to the router: exempt
+        ("0.0.0.0", "18.32.9.44"),      // to the router: exempt
+    ];
+
     #[test]
-    fn interfaces_broadcast_multicast_martian_sources() {
+    fn interfaces_refuse_broadcast_sources_as_click() {
+        // Click's rule: the broadcasts INTERFACES implies, 0.0.0.0 and
+        // 255.255.255.255 are bad; loopback, multicast, net 0 and class E
+        // sources pass.
         let v = src_verdicts(
             "CheckIPHeader(INTERFACES 18.26.4.9/24 18.32.9.44/28)",
-            &[
-                ("18.26.4.44", "1.1.1.1"),      // ordinary
-                ("18.26.4.255", "1.1.1.1"),     // subnet broadcast
-                ("18.32.9.47", "1.1.1.1"),      // subnet broadcast
-                ("18.32.9.255", "1.1.1.1"),     // not a broadcast of /28
-                ("0.0.0.0", "1.1.1.1"),         // this host
-                ("255.255.255.255", "1.1.1.1"), // limited broadcast
-                ("224.0.0.5", "1.1.1.1"),       // multicast
-                ("239.255.0.1", "1.1.1.1"),     // multicast
-                ("127.0.0.1", "1.1.1.1"),       // loopback
-                ("0.1.2.3", "1.1.1.1"),         // net 0
-                ("240.0.0.1", "1.1.1.1"),       // class E
-                ("18.26.4.255", "18.26.4.9"),   // to the router: exempt
-                ("0.0.0.0", "18.32.9.44"),      // to the router: exempt
-            ],
+            SOURCES,
+        );
+        assert_eq!(
+            v,
+            [true, false, false, true, false, false, true, true, true, true, true, true, true]
+        );
+    }
+
+    #[test]
+    fn strict_src_refuses_rfc1812_martians() {
+        let v = src_verdicts(
+            "CheckIPHeader(INTERFACES 18.26.4.9/24 18.32.9.44/28, STRICT_SRC true)",
+            SOURCES,
         );
         assert_eq!(
             v,
@@ -541,6 +569,12 @@ mod tests {
                 true
             ]
         );
+        // STRICT_SRC alone turns source checking on.
+        let v = src_verdicts(
+            "CheckIPHeader(STRICT_SRC true)",
+            &[("127.0.0.1", "2.2.2.2"), ("1.2.3.4", "2.2.2.2")],
+        );
+        assert_eq!(v, [false, true]);
     }
 
     #[test]
@@ -555,7 +589,7 @@ mod tests {
                 ("224.1.1.1", "2.2.2.2"),
             ],
         );
-        assert_eq!(v, [false, false, true, true, false]);
+        assert_eq!(v, [false, false, true, true, true]);
         // Without source checking, anything goes.
         let v = src_verdicts(
             "CheckIPHeader",

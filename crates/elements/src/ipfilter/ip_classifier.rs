@@ -40,6 +40,14 @@
 //! - `ip[POS:LEN] VALUE`: LEN (1-4, default 1) bytes of the IP header at
 //!   POS. `transp[POS:LEN]` likewise in the transport header, and
 //!   `tcp[..]`, `udp[..]`, `icmp[..]` for one protocol.
+//! - `[SRCORDST] ether host ETH`: the Ethernet source and/or destination
+//!   address is ETH (`00:01:02:03:04:05`, `0-1-2-3-4-5`, or an AddressInfo
+//!   name with one). It reads the packet's MAC header annotation, which
+//!   must be set (FromDevice, MarkMACHeader, EtherEncap set it) and come
+//!   before the IP header; without one, the test does not hold (nor its
+//!   `!=`). An Ethernet address alone means `ether host` (`src
+//!   0:1:2:3:4:5`, `host 9:A:B:C:D:E`).
+//! - `tcpudp`: TCP or UDP; as a qualifier, `tcpudp port 53` is `port 53`.
 //! - `true`, `false`.
 //!
 //! Connectives: `and` (`&&`), `or` (`||`), `not` (`!`), parentheses, and

@@ -11,7 +11,8 @@
 //! filters in order and handled by the ACTION of the first that matches:
 //! a port number sends the packet out that output; `allow` is `0`; `drop`
 //! (or `deny`) drops it (counted). Packets matching no filter are dropped
-//! (counted). An output number must name a connected output.
+//! (counted). An output number must name a connected output. With no
+//! filters at all (`IPFilter()`), every packet is dropped.
 //!
 //! The IP header is found by the packet's network header annotation
 //! (CheckIPHeader, MarkIPHeader set it); without one, at the start of the
@@ -53,9 +54,6 @@ pub fn spec() -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFilter, String> {
     let filters = cx.args().rest_all();
-    if filters.is_empty() {
-        return Err("missing filters (ACTION PATTERN arguments)".into());
-    }
     let mut rules = Vec::with_capacity(filters.len());
     let mut warned_deny = false;
     for (i, f) in filters.iter().enumerate() {
@@ -238,9 +236,24 @@ mod tests {
                 .unwrap_or_else(|| panic!("{conf} accepted"));
             assert!(e.contains(want), "{conf}: {e}");
         }
-        assert_err(
-            try_harness("IPFilter()", 1),
-            "e :: IPFilter: missing filters (ACTION PATTERN arguments)",
+    }
+
+    #[test]
+    fn no_filters_drop_everything() {
+        let h = harness("IPFilter()", 1);
+        h.push(
+            0,
+            vec![marked(
+                &Ip::new("10.0.0.1", "10.0.0.2", 6)
+                    .tcp(1, 2, 0, 0, 0x02, 0)
+                    .bytes(),
+            )],
+        );
+        assert!(h.output(0).is_empty());
+        assert_eq!(h.drops(), 1);
+        assert_eq!(
+            h.read("program").unwrap(),
+            "all->[X]\nsafe length 0\nalignment offset 0\n"
         );
     }
 

@@ -11,7 +11,7 @@
 //! qualifiers when it fits them (`src port 80 or 81` is
 //! `src port 80 or src port 81`).
 
-use paraclick_packet::wire::Ipv4Prefix;
+use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
 use paraclick_runtime::args::{ArgEnv, FromArg};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -158,6 +158,9 @@ pub enum Prim {
     TcpWin(Rel),
     /// `icmp type TYPE`.
     IcmpType(Rel),
+    /// `[sd] ether host ETH`: the Ethernet source and/or destination
+    /// address in the MAC header; `ne` for `!=`.
+    Ether { sd: Sd, addr: [u8; 6], ne: bool },
     /// `ip[OFF:LEN] VALUE`: LEN (1-4) bytes of the IP header.
     IpBytes { off: u16, len: u8, rel: Rel },
     /// `transp[OFF:LEN] VALUE` (`tcp[..]`, `udp[..]`, `icmp[..]` also
@@ -187,7 +190,7 @@ pub enum Expr {
 // ----- names -----
 
 /// Click's IP port names.
-const PORT_NAMES: &[(&str, u32)] = &[
+pub(crate) const PORT_NAMES: &[(&str, u32)] = &[
     ("echo", 7),
     ("discard", 9),
     ("daytime", 13),
@@ -223,6 +226,10 @@ const PORT_NAMES: &[(&str, u32)] = &[
     ("imaps", 993),
     ("pop3s", 995),
 ];
+
+/// The qualifier `tcpudp` (TCP or UDP) where a protocol number stands
+/// for `tcp`, `udp`, `icmp` in the parser: 0, which no qualifier names.
+const TCPUDP: u8 = 0;
 
 /// IP protocol names.
 const PROTO_NAMES: &[(&str, u32)] = &[
@@ -275,6 +282,17 @@ fn tcp_opt_name(flag: u8) -> &'static str {
         .iter()
         .find(|&&(_, v)| v == u32::from(flag))
         .map_or("?", |(n, _)| n)
+}
+
+/// Whether `w` is written as an Ethernet address: six parts of one or
+/// two hex digits separated by `:` (or all by `-`).
+fn is_ether_literal(w: &str) -> bool {
+    let six = |sep: char| {
+        w.split(sep).count() == 6
+            && w.split(sep)
+                .all(|p| (1..=2).contains(&p.len()) && p.bytes().all(|c| c.is_ascii_hexdigit()))
+    };
+    six(':') || six('-')
 }
 
 /// Parses a decimal or `0x` hexadecimal integer.
@@ -396,6 +414,8 @@ fn lex(s: &str) -> R<Vec<Token<'_>>> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ty {
     Host,
+    /// `ether host`.
+    EtherHost,
     Net,
     Port,
     Field(IpField),
@@ -414,6 +434,7 @@ impl Ty {
     fn name(self) -> String {
         match self {
             Ty::Host => "host".into(),
+            Ty::EtherHost => "ether host".into(),
             Ty::Net => "net".into(),
             Ty::Port => "port".into(),
             Ty::Field(f) => format!("ip {}", f.name()),
@@ -434,23 +455,24 @@ impl Ty {
     }
 
     fn takes_sd(self) -> bool {
-        matches!(self, Ty::Host | Ty::Net | Ty::Port)
+        matches!(self, Ty::Host | Ty::EtherHost | Ty::Net | Ty::Port)
     }
 
     fn takes_ip(self) -> bool {
         !matches!(
             self,
-            Ty::Port | Ty::Opt | Ty::Win | Ty::IcmpType | Ty::TranspBytes(..)
+            Ty::Port | Ty::EtherHost | Ty::Opt | Ty::Win | Ty::IcmpType | Ty::TranspBytes(..)
         )
     }
 
-    /// Whether `tcp`/`udp`/`icmp` (protocol `p`) may qualify this type.
+    /// Whether `tcp`/`udp`/`icmp`/`tcpudp` (protocol `p`) may qualify
+    /// this type.
     fn takes_proto(self, p: u8) -> bool {
         match self {
-            Ty::Port => p == 6 || p == 17,
+            Ty::Port => p == 6 || p == 17 || p == TCPUDP,
             Ty::Opt | Ty::Win => p == 6,
             Ty::IcmpType => p == 1,
-            Ty::TranspBytes(q, _, _) => q.is_none_or(|q| q == p),
+            Ty::TranspBytes(q, _, _) => p != TCPUDP && q.is_none_or(|q| q == p),
             _ => false,
         }
     }
@@ -729,14 +751,18 @@ impl<'a> Parser<'a> {
             return p != 1;
         }
         if let Ok(Some(t)) = type_word(next) {
-            return matches!(t, Ty::Port | Ty::Opt | Ty::Win | Ty::IcmpType);
+            return if p == TCPUDP {
+                t == Ty::Port
+            } else {
+                matches!(t, Ty::Port | Ty::Opt | Ty::Win | Ty::IcmpType)
+            };
         }
         if looks_numeric(next) {
             return true;
         }
         match p {
             6 => lookup(PORT_NAMES, next).is_some() || lookup(TCP_OPTS, next).is_some(),
-            17 => lookup(PORT_NAMES, next).is_some(),
+            17 | TCPUDP => lookup(PORT_NAMES, next).is_some(),
             _ => lookup(ICMP_TYPES, next).is_some(),
         }
     }
@@ -785,13 +811,37 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                "tcp" | "udp" | "icmp" if q.proto.is_none() => {
+                "ether" if q.ip.is_none() && q.proto.is_none() => {
+                    if self.peek_word_at(1) != Some("host") {
+                        return Err("expected 'host' after 'ether'".into());
+                    }
+                    self.pos += 2;
+                    ty = Some((Ty::EtherHost, "ether host"));
+                    break;
+                }
+                "tcp" | "udp" | "icmp" | "tcpudp" if q.proto.is_none() => {
                     let p = match w {
                         "tcp" => 6,
                         "udp" => 17,
+                        "tcpudp" => TCPUDP,
                         _ => 1,
                     };
                     if !self.proto_qualifies(p) {
+                        if p == TCPUDP && self.pos == start && q.ip.is_none() {
+                            // `tcpudp` alone: TCP or UDP.
+                            self.bump();
+                            self.prev = None;
+                            return Ok(Expr::Or(
+                                [6, 17]
+                                    .map(|p| {
+                                        Expr::Prim(Prim::Ip {
+                                            field: IpField::Proto,
+                                            rel: Rel::eq(p),
+                                        })
+                                    })
+                                    .to_vec(),
+                            ));
+                        }
                         break;
                     }
                     q.proto = Some((p, w));
@@ -894,7 +944,7 @@ impl<'a> Parser<'a> {
         }
         if looks_numeric(v) {
             return match q.proto {
-                Some((6 | 17, _)) => Ok((Ty::Port, None)),
+                Some((6 | 17 | TCPUDP, _)) => Ok((Ty::Port, None)),
                 Some((1, _)) => Ok((Ty::IcmpType, None)),
                 _ => Err(format!("missing type before '{v}' (e.g. 'port {v}')")),
             };
@@ -934,6 +984,9 @@ impl<'a> Parser<'a> {
         if Ipv4Prefix::from_arg(v, self.env).is_ok() || Ipv4Addr::from_arg(v, self.env).is_ok() {
             return Ok((Ty::Net, None));
         }
+        if self.ether(v).is_some() {
+            return Ok((Ty::EtherHost, None));
+        }
         if v == "ip6" || v == "ipv6" || v.parse::<std::net::Ipv6Addr>().is_ok() || v.contains("::")
         {
             return Err(format!(
@@ -945,6 +998,16 @@ impl<'a> Parser<'a> {
         Err(format!("unknown word '{v}'"))
     }
 
+    /// The Ethernet address `v` stands for: written out, or an
+    /// AddressInfo name with one.
+    fn ether(&self, v: &str) -> Option<EtherAddr> {
+        if is_ether_literal(v) {
+            EtherAddr::from_arg(v, &ArgEnv::default()).ok()
+        } else {
+            self.env.names.get(v).and_then(|e| e.ether)
+        }
+    }
+
     /// Whether `v` can be a value of type `t`.
     fn fits(&self, t: Ty, v: &str) -> bool {
         match t {
@@ -954,6 +1017,7 @@ impl<'a> Parser<'a> {
                         && (Ipv4Prefix::from_arg(v, self.env).is_ok()
                             || Ipv4Addr::from_arg(v, self.env).is_ok()))
             }
+            Ty::EtherHost => self.ether(v).is_some(),
             Ty::Opt => lookup(TCP_OPTS, v).is_some(),
             _ if !t.takes_value() => false,
             _ => looks_numeric(v) || t.names().is_some_and(|n| lookup(n, v).is_some()),
@@ -1007,7 +1071,29 @@ impl<'a> Parser<'a> {
         let proto = q.proto.map(|(p, _)| p);
         self.prev = Some(Prev { ty: t, sd, proto });
         let sd = sd.unwrap_or(Sd::Or);
+        let ether_value = t == Ty::EtherHost
+            || (t == Ty::Host
+                && value.is_some_and(|v| {
+                    self.ether(v).is_some() && Ipv4Addr::from_arg(v, self.env).is_err()
+                }));
         let prim = match t {
+            _ if ether_value => {
+                if mask.is_some() {
+                    return Err("'&' does not apply to 'ether host'".into());
+                }
+                let ne = match op {
+                    None | Some((RelOp::Eq, _)) => false,
+                    Some((RelOp::Ne, _)) => true,
+                    Some((_, o)) => {
+                        return Err(format!("relation '{o}' does not apply to 'ether host'"))
+                    }
+                };
+                let v = value.unwrap_or("");
+                let a = self
+                    .ether(v)
+                    .ok_or_else(|| format!("bad Ethernet address '{v}'"))?;
+                Prim::Ether { sd, addr: a.0, ne }
+            }
             Ty::Host | Ty::Net => {
                 if mask.is_some() {
                     return Err(format!("'&' does not apply to '{}'", t.name()));
@@ -1255,6 +1341,11 @@ impl fmt::Display for Prim {
                 } else {
                     write!(f, "{sd} net {ne}{a} mask {}", Ipv4Addr::from(mask))
                 }
+            }
+            Prim::Ether { sd, addr, ne } => {
+                let ne = if ne { "!= " } else { "" };
+                let a = addr.map(|b| format!("{b:02x}")).join(":");
+                write!(f, "{sd} ether host {ne}{a}")
             }
             Prim::Ip { field, rel } => write!(f, "ip {}{rel}", field.name()),
             Prim::Frag => f.write_str("ip frag"),

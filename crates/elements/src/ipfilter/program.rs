@@ -1,6 +1,6 @@
 //! Compiles parsed patterns into a flat decision program and runs it.
 //!
-//! Each instruction tests one field of the IP or transport header: it
+//! Each instruction tests one field of the IP, transport or MAC header: it
 //! loads 1-4 bytes at a fixed offset (big-endian), shifts and masks them,
 //! and checks that the result lies in `[lo, hi]` (or outside it, when
 //! negated); then it continues at its `yes` or `no` target. A target is
@@ -25,6 +25,17 @@ use paraclick_runtime::Verdict;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+/// The header a test's offset counts from, as the listings name it.
+fn region_name(t: &Test) -> &'static str {
+    if t.mac {
+        "mac"
+    } else if t.transp {
+        "transp"
+    } else {
+        "ip"
+    }
+}
+
 /// What a rule does with the packets its pattern matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -37,6 +48,8 @@ pub enum Action {
 struct Test {
     /// Relative to the transport header (else the IP header).
     transp: bool,
+    /// Relative to the MAC (Ethernet) header (never with `transp`).
+    mac: bool,
     width: u8,
     shift: u8,
     off: u16,
@@ -55,7 +68,9 @@ struct Test {
 struct Insn {
     off: u16,
     width: u8,
-    transp: bool,
+    /// Which header `off` counts from: an index into the run's bases
+    /// (IP, transport, MAC).
+    region: u8,
     rshift: u8,
     neg: bool,
     mask: u32,
@@ -78,7 +93,7 @@ impl Insn {
         Insn {
             off: t.off,
             width: t.width,
-            transp: t.transp,
+            region: if t.mac { 2 } else { u8::from(t.transp) },
             rshift: 8 * (4 - t.width) + t.shift,
             neg,
             mask: t.mask,
@@ -90,8 +105,19 @@ impl Insn {
     }
 
     #[inline(always)]
-    fn eval(&self, ip: &[u8], th: usize) -> bool {
-        let s = if self.transp { th } else { 0 } + self.off as usize;
+    fn eval<const MAC: bool>(&self, ip: &[u8], bases: &[usize; 3]) -> bool {
+        let base = if MAC {
+            match self.region {
+                0 => bases[0],
+                1 => bases[1],
+                _ => bases[2],
+            }
+        } else if self.region == 1 {
+            bases[1]
+        } else {
+            0
+        };
+        let s = base + self.off as usize;
         let x = match ip.get(s..s + 4) {
             Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
             None => match ip.get(s..s + self.width as usize) {
@@ -112,6 +138,7 @@ impl Insn {
 impl Test {
     fn same_field(&self, o: &Test) -> bool {
         self.transp == o.transp
+            && self.mac == o.mac
             && self.off == o.off
             && self.width == o.width
             && self.shift == o.shift
@@ -177,6 +204,16 @@ fn disjoint(a: &[(u32, u32)], b: &[(u32, u32)]) -> bool {
 /// their bounds check, yet far from overflowing when offsets are added.
 const NO_TRANSPORT: usize = usize::MAX / 2;
 
+/// The transport header's offset in `ip` (the bytes from the IP header
+/// on): only first fragments have one; `NO_TRANSPORT` otherwise.
+#[inline(always)]
+fn transport_offset(ip: &[u8]) -> usize {
+    match ip.get(..8) {
+        Some(h) if (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) == 0 => usize::from(h[0] & 0x0f) * 4,
+        _ => NO_TRANSPORT,
+    }
+}
+
 /// Targets at or above this are outcomes.
 const OUTCOME: u32 = 1 << 31;
 /// The outcome "drop".
@@ -198,6 +235,8 @@ pub struct Program {
     tests: Box<[Test]>,
     start: u32,
     unmatchable: Vec<usize>,
+    /// Some test reads the MAC header.
+    mac: bool,
 }
 
 /// A boolean formula over field tests (a primitive, lowered).
@@ -246,6 +285,7 @@ fn field(transp: bool, off: u16, width: u8, shift: u8, fmask: u32, rel: &Rel) ->
     };
     Test {
         transp,
+        mac: false,
         width,
         shift,
         off,
@@ -396,6 +436,16 @@ fn lower(p: &Prim, known: Proto) -> L {
         ),
         Prim::IcmpType(rel) => and(proto_is(1, known), L::T(field(true, 0, 1, 0, 0xff, &rel))),
         Prim::IpBytes { off, len, rel } => L::T(field(false, off, len, 0, full(len), &rel)),
+        Prim::Ether { sd, addr, ne } => {
+            let s = ether_side(6, &addr, ne);
+            let d = ether_side(0, &addr, ne);
+            match if ne { sd.dual() } else { sd } {
+                Sd::Src => s,
+                Sd::Dst => d,
+                Sd::Or => or(s, d),
+                Sd::And => and(s, d),
+            }
+        }
         Prim::TranspBytes {
             proto,
             off,
@@ -409,6 +459,39 @@ fn lower(p: &Prim, known: Proto) -> L {
             }
         }
     }
+}
+
+/// Where the MAC header's first byte is in Click's listing numbering
+/// (so that the Ethernet addresses' words print as Click's do).
+const MAC_LISTING_BASE: u32 = 2;
+
+/// The test that the Ethernet address at `off` in the MAC header is (or,
+/// with `ne`, is not) `addr`: one test per part of it within one word
+/// of Click's listing.
+fn ether_side(off: u16, addr: &[u8; 6], ne: bool) -> L {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < 6 {
+        let at = MAC_LISTING_BASE + u32::from(off) + i as u32;
+        let n = ((4 - at % 4) as usize).min(6 - i);
+        let v = addr[i..i + n]
+            .iter()
+            .fold(0u32, |x, &b| (x << 8) | u32::from(b));
+        parts.push(L::T(Test {
+            transp: false,
+            mac: true,
+            width: n as u8,
+            shift: 0,
+            off: off + i as u16,
+            mask: full(n as u8),
+            lo: v,
+            hi: v,
+            neg: ne,
+        }));
+        i += n;
+    }
+    let join = if ne { or } else { and };
+    parts.into_iter().reduce(join).unwrap_or(L::K(!ne))
 }
 
 fn nonzero() -> Rel {
@@ -581,9 +664,11 @@ impl Program {
             .iter()
             .map(|&i| Insn::new(&insns[i].test, map(insns[i].yes), map(insns[i].no)))
             .collect();
+        let tests: Box<[Test]> = order.iter().map(|&i| insns[i].test).collect();
         Program {
             insns: hot,
-            tests: order.iter().map(|&i| insns[i].test).collect(),
+            mac: tests.iter().any(|t| t.mac),
+            tests,
             start: map(next),
             unmatchable: (0..rules.len()).filter(|&i| !matched[i]).collect(),
         }
@@ -604,16 +689,35 @@ impl Program {
         self.insns.is_empty()
     }
 
-    /// Runs the program on `ip`, the bytes from the IP header on.
+    /// Runs the program on `ip`, the bytes from the IP header on (MAC
+    /// header tests fail).
     #[inline]
     pub fn run(&self, ip: &[u8]) -> Verdict {
-        // The transport header: only in first fragments.
-        let th = match ip.get(..8) {
-            Some(h) if (u16::from_be_bytes([h[6], h[7]]) & 0x1fff) == 0 => {
-                usize::from(h[0] & 0x0f) * 4
-            }
-            _ => NO_TRANSPORT,
-        };
+        let bases = [0, transport_offset(ip), NO_TRANSPORT];
+        if self.mac {
+            // MAC tests are there, but no MAC header: they must fail.
+            self.exec::<true>(ip, bases)
+        } else {
+            self.exec::<false>(ip, bases)
+        }
+    }
+
+    /// Runs the program on `data`, whose IP header starts `ip_off` bytes
+    /// in and MAC header `mac_off` bytes in.
+    #[inline]
+    fn run_at(&self, data: &[u8], ip_off: usize, mac_off: usize) -> Verdict {
+        let th = data
+            .get(ip_off..)
+            .map_or(NO_TRANSPORT, |ip| ip_off + transport_offset(ip));
+        self.exec::<true>(data, [ip_off, th, mac_off])
+    }
+
+    /// The instruction loop, over `data` with the IP, transport and MAC
+    /// header offsets `bases`; without `MAC` (no MAC test in the program)
+    /// the IP header is at 0, and choosing a base is one compare.
+    #[inline(always)]
+    fn exec<const MAC: bool>(&self, data: &[u8], bases: [usize; 3]) -> Verdict {
+        let ip = data;
         let mut pc = self.start;
         // Two arms that each test for an outcome keep the compiler from
         // turning the choice of the next instruction into a data-dependent
@@ -623,7 +727,7 @@ impl Program {
             let Some(i) = self.insns.get(pc as usize) else {
                 return Verdict::Drop;
             };
-            if i.eval(ip, th) {
+            if i.eval::<MAC>(ip, &bases) {
                 pc = i.yes;
                 if pc >= OUTCOME {
                     break;
@@ -651,6 +755,13 @@ impl Program {
         } else {
             p.data()
         };
+        if self.mac {
+            // Ethernet tests read the MAC header annotation's bytes, when
+            // it is set and comes before the IP header.
+            if let Some(m) = p.mac_header().filter(|m| m.len() >= ip.len()) {
+                return self.run_at(m, m.len() - ip.len(), 0);
+            }
+        }
         self.run(ip)
     }
 
@@ -675,14 +786,21 @@ impl Program {
             .tests
             .iter()
             .map(|t| {
-                let base = if t.transp { 512 } else { 256 };
+                let base = if t.mac {
+                    MAC_LISTING_BASE
+                } else if t.transp {
+                    512
+                } else {
+                    256
+                };
                 let off = u32::from(t.off);
                 let w = u32::from(t.width);
                 safe = safe.max(base + off + w);
                 if t.transp {
                     safe = safe.max(256 + 8);
                 }
-                let b = off & 3;
+                // Words are aligned in the listing's numbering.
+                let b = (base + off) & 3;
                 if b + w > 4 {
                     return Steps {
                         frag: t.transp,
@@ -690,7 +808,7 @@ impl Program {
                     };
                 }
                 let sh = 8 * (4 - b - w) + u32::from(t.shift);
-                let word = base + (off & !3);
+                let word = (base + off) & !3;
                 let mut blocks = Vec::new();
                 if t.lo <= t.hi {
                     let (mut lo, hi, mask) = (u64::from(t.lo), u64::from(t.hi), u64::from(t.mask));
@@ -768,7 +886,7 @@ impl Program {
                     let _ = writeln!(
                         s,
                         "{at:2} {}[{}:{}] in {}-{}  yes->{hold}  no->{fail}",
-                        if t.transp { "transp" } else { "ip" },
+                        region_name(t),
                         t.off,
                         t.width,
                         t.lo,
@@ -815,12 +933,7 @@ impl Program {
         let mut s = String::new();
         let _ = writeln!(s, "start: {}", target(self.start));
         for (k, (i, t)) in self.insns.iter().zip(self.tests.iter()).enumerate() {
-            let _ = write!(
-                s,
-                "{k:3}  {}[{}",
-                if t.transp { "transp" } else { "ip" },
-                t.off
-            );
+            let _ = write!(s, "{k:3}  {}[{}", region_name(t), t.off);
             if t.width > 1 {
                 let _ = write!(s, ":{}", t.width);
             }
@@ -829,7 +942,7 @@ impl Program {
                 let _ = write!(s, " >> {}", t.shift);
             }
             // Addresses print as addresses.
-            let addr = !t.transp && t.width == 4 && (t.off == 12 || t.off == 16);
+            let addr = !t.transp && !t.mac && t.width == 4 && (t.off == 12 || t.off == 16);
             let v = |x: u32| -> String {
                 if addr {
                     std::net::Ipv4Addr::from(x).to_string()

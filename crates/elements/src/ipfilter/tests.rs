@@ -435,6 +435,23 @@ fn click_example_tcp_from_net() {
 }
 
 #[test]
+fn tcpudp_means_tcp_or_udp() {
+    assert_eq!(p("tcpudp"), "(ip proto 6 || ip proto 17)");
+    assert_eq!(p("tcpudp port 53"), p("port 53"));
+    assert_eq!(p("src tcpudp port >= 1024"), p("src port >= 1024"));
+    assert_eq!(p("tcpudp 80"), p("port 80"));
+    let pats = ["tcpudp port >= 1024", "tcpudp"];
+    let c = |d: Ip| class(&pats, &d.bytes());
+    assert_eq!(c(tcp("1.1.1.1", "2.2.2.2", 5, 8000, 0)), Some(0));
+    assert_eq!(c(udp("1.1.1.1", "2.2.2.2", 5, 1024)), Some(0));
+    assert_eq!(c(udp("1.1.1.1", "2.2.2.2", 5, 53)), Some(1));
+    assert_eq!(
+        c(Ip::new("1.1.1.1", "2.2.2.2", 1).icmp(8, 0, [0; 4], b"x")),
+        None
+    );
+}
+
+#[test]
 fn click_example_ports() {
     let pats = ["dst tcp port 8000 or 8080", "dst tcp port > 1023", "tcp"];
     let c = |d: Ip| class(&pats, &d.bytes());
@@ -1076,4 +1093,79 @@ fn randomized_packets_through_elements() {
         assert_eq!(&got, w, "output {i}");
     }
     assert_eq!(h.drops(), 0);
+}
+
+// ----- Ethernet addresses -----
+
+/// An Ethernet frame (dst, src) around `ip`, with its MAC and network
+/// header annotations set.
+fn framed(dst: &str, src: &str, ip: &Ip) -> Packet {
+    let mut p = pkt(&ether_frame(
+        eth(dst),
+        eth(src),
+        0x0800,
+        &ip.clone().bytes(),
+    ));
+    p.set_mac_header(0);
+    p.set_network_header(14, 20);
+    p
+}
+
+#[test]
+fn ether_host_parses() {
+    assert_eq!(
+        p("ether host 0:1:2:3:4:5"),
+        "src or dst ether host 00:01:02:03:04:05"
+    );
+    assert_eq!(p("src 0:1:2:3:4:5"), "src ether host 00:01:02:03:04:05");
+    assert_eq!(
+        p("dst host 9:A:B:C:D:E"),
+        "dst ether host 09:0a:0b:0c:0d:0e"
+    );
+    assert_eq!(
+        p("src ether host != 0-1-2-3-4-5"),
+        "src ether host != 00:01:02:03:04:05"
+    );
+    assert!(err("ether 0:1:2:3:4:5").contains("expected 'host' after 'ether'"));
+    assert!(err("ether host 0:1:2:3:4").contains("bad Ethernet address"));
+}
+
+#[test]
+fn ether_host_matches_the_mac_header() {
+    let ip = Ip::new("10.0.0.1", "10.0.0.2", 17).udp(1, 2, b"x");
+    let a = "00:01:02:03:04:05";
+    let b = "10:20:30:40:50:60";
+    let prog = |pat: &str| compile(&[pat]);
+    let m = |pat: &str, p: &Packet| prog(pat).classify(p) == Verdict::Out(0);
+    let from_a = framed(b, a, &ip);
+    assert!(m("src ether host 00:01:02:03:04:05", &from_a));
+    assert!(!m("dst ether host 00:01:02:03:04:05", &from_a));
+    assert!(m("dst 10:20:30:40:50:60", &from_a));
+    assert!(m("ether host 10:20:30:40:50:60", &from_a));
+    assert!(!m("ether host 02:00:00:00:00:09", &from_a));
+    assert!(m("src ether host != 02:00:00:00:00:09", &from_a));
+    assert!(m("src 0:1:2:3:4:5 and udp", &from_a));
+    // A near miss in either part of the address fails.
+    assert!(!m("src ether host 00:01:02:03:04:06", &from_a));
+    assert!(!m("src ether host 01:01:02:03:04:05", &from_a));
+    // Without a MAC header annotation, Ethernet tests fail (even !=).
+    let mut bare = pkt(&ip.clone().bytes());
+    bare.set_network_header(0, 20);
+    assert!(!m("src ether host 00:01:02:03:04:05", &bare));
+    assert!(!m("src ether host != 02:00:00:00:00:09", &bare));
+}
+
+#[test]
+fn ether_listing_uses_clicks_offsets() {
+    // Click numbers the MAC header from 2: the source address is the
+    // words at 8 and 12, the destination the words at 0 and 4.
+    let l = compile(&["src 0:1:2:3:4:5", "dst 10:20:30:40:50:60"]).click_listing();
+    for want in [
+        "  8/00010203%ffffffff",
+        " 12/04050000%ffff0000",
+        "  0/00001020%0000ffff",
+        "  4/30405060%ffffffff",
+    ] {
+        assert!(l.contains(want), "{want} not in\n{l}");
+    }
 }

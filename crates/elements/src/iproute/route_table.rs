@@ -129,7 +129,9 @@ fn parse_abbrev(s: &str) -> Option<u32> {
 }
 
 /// Parses `ADDR/LEN`, `ADDR/MASK` (contiguous), abbreviated addresses
-/// (`18.26.4/24`, `0/0`), a bare address (`/32`), or an AddressInfo name.
+/// (`18.26.4/24`, `0/0`), a bare address (`/32`), or an AddressInfo name
+/// (`NAME` and `NAME:ip`: its address, /32; `NAME:ipnet`: its network;
+/// `NAME:bcast`: its network's broadcast address, /32).
 /// Returns the network address (host bits cleared) and the length.
 pub fn parse_prefix(s: &str, env: &ArgEnv) -> Option<(u32, u8)> {
     let s = s.trim();
@@ -156,6 +158,20 @@ pub fn parse_prefix(s: &str, env: &ArgEnv) -> Option<(u32, u8)> {
         }
     } else if let Ok(a) = s.parse::<Ipv4Addr>() {
         return Some((u32::from(a), 32));
+    }
+    // An AddressInfo name stands for its address as a host route;
+    // `NAME:ipnet` for its network, `NAME:bcast` for its network's
+    // broadcast address (as Click reads route arguments).
+    let (name, suffix) = s.split_once(':').unwrap_or((s, ""));
+    if let Some(e) = env.lookup(name) {
+        if let Some(ip) = e.ip.map(u32::from) {
+            let m = mask(e.prefix_len.unwrap_or(32).min(32));
+            match suffix {
+                "" | "ip" => return Some((ip, 32)),
+                "bcast" => return Some((ip | !m, 32)),
+                _ => {}
+            }
+        }
     }
     let p = Ipv4Prefix::from_arg(s, env).ok()?;
     let len = p.len.min(32);
@@ -788,6 +804,25 @@ mod tests {
         assert_eq!(parse_prefix("1.2.3.400/8", &e), None);
         assert_eq!(parse_prefix("bogus", &e), None);
         assert_eq!(parse_prefix("1.2.3.4.5/8", &e), None);
+    }
+
+    #[test]
+    fn address_info_names_in_routes() {
+        let mut e = env();
+        e.names.insert(
+            "foo".into(),
+            paraclick_runtime::args::AddrEntry {
+                ip: Some(Ipv4Addr::new(1, 2, 3, 4)),
+                prefix_len: Some(20),
+                ..Default::default()
+            },
+        );
+        assert_eq!(parse_prefix("foo", &e), Some((ip("1.2.3.4"), 32)));
+        assert_eq!(parse_prefix("foo:ip", &e), Some((ip("1.2.3.4"), 32)));
+        assert_eq!(parse_prefix("foo:ipnet", &e), Some((ip("1.2.0.0"), 20)));
+        assert_eq!(parse_prefix("foo:bcast", &e), Some((ip("1.2.15.255"), 32)));
+        assert_eq!(parse_prefix("foo:eth", &e), None);
+        assert_eq!(parse_route("foo:bcast 2", &e, false).unwrap().port, Some(2));
     }
 
     #[test]

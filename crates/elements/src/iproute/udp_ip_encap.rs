@@ -18,6 +18,11 @@
 //! packet without enough is copied into a larger buffer); a packet that
 //! would exceed 65535 bytes is dropped, counted.
 //!
+//! SPORT and DPORT are port numbers or names: a name a PortInfo element
+//! defines for UDP (the innermost compound's definition wins), else a
+//! well-known service name (`domain`, `ssh`, `ntp`, ...: the fixed table
+//! IPClassifier lists).
+//!
 //! Identifications are numbered per thread as for IPEncap.
 //!
 //! Handlers:
@@ -63,9 +68,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<UDPIPEncap, String> {
 pub(super) fn make_encap(cx: &mut ConfigCx<'_>, dynamic: bool) -> Result<UDPIPEncap, String> {
     let mut a = cx.args();
     let src = a.read_mp::<Ipv4Addr>("SRC");
-    let sport = a.read_mp::<u16>("SPORT");
+    let sport = a.read_mp::<String>("SPORT");
     let dst = Dst::new(a.read_mp::<DstArg>("DST"));
-    let dport = a.read_mp::<u16>("DPORT");
+    let dport = a.read_mp::<String>("DPORT");
     let checksum = a.read_p::<bool>("CHECKSUM").unwrap_or(true);
     let interval = if dynamic {
         a.read_p::<u64>("INTERVAL").unwrap_or(0)
@@ -73,6 +78,10 @@ pub(super) fn make_encap(cx: &mut ConfigCx<'_>, dynamic: bool) -> Result<UDPIPEn
         0
     };
     a.complete()?;
+    let port = |what: &str, v: &str| {
+        crate::util::port_arg(v, "udp", cx.name, cx.env).map_err(|e| format!("{what}: {e}"))
+    };
+    let (sport, dport) = (port("SPORT", &sport)?, port("DPORT", &dport)?);
     Ok(UDPIPEncap {
         src: Addr::new(src),
         dst,
@@ -257,8 +266,57 @@ mod tests {
                 "UDPIPEncap(1.0.0.x, 1, 2.0.0.2, 1)",
                 "e :: UDPIPEncap: SRC: expected IP address, not '1.0.0.x'",
             ),
+            (
+                "UDPIPEncap(1.0.0.1, nosuchservice, 2.0.0.2, 1)",
+                "e :: UDPIPEncap: SPORT: expected port number or name, not 'nosuchservice'",
+            ),
         ] {
             assert_err(try_harness(conf, 1), want);
         }
+    }
+
+    /// The ports of `e`'s `sport` and `dport` handlers in `conf`.
+    fn ports(conf: &str, e: &str) -> (String, String) {
+        let r = paraclick_runtime::testing::build(&crate::test_kit::reg(), conf);
+        let h = |x: &str| paraclick_runtime::testing::handler(&r, &format!("{e}.{x}"));
+        (h("sport"), h("dport"))
+    }
+
+    #[test]
+    fn port_names_from_port_info_and_well_known_services() {
+        let p = |a: &str, b: &str| (a.to_string(), b.to_string());
+        // Well-known names, with no PortInfo.
+        assert_eq!(
+            ports(
+                "Idle -> e :: UDPIPEncap(1.0.0.1, domain, 1.0.0.2, ssh) -> Discard",
+                "e"
+            ),
+            p("53", "22")
+        );
+        // PortInfo names (after the element that uses them, in any order;
+        // a UDP name, or one for both protocols), over the well-known ones.
+        assert_eq!(
+            ports(
+                "Idle -> e :: UDPIPEncap(1.0.0.1, foo, 1.0.0.2, ssh) -> Discard; \
+                 PortInfo(foo 79/udp, ssh 2222, bar 5/tcp)",
+                "e"
+            ),
+            p("79", "2222")
+        );
+        // A TCP-only name is not a UDP port.
+        assert_err(
+            try_harness(
+                "UDPIPEncap(1.0.0.1, bar, 1.0.0.2, 1); PortInfo(bar 5/tcp)",
+                1,
+            ),
+            "SPORT: expected port number or name, not 'bar'",
+        );
+        // A compound's PortInfo holds inside it only.
+        let conf = "PortInfo(foo 79); \
+             Idle -> e :: UDPIPEncap(1.0.0.1, foo, 1.0.0.2, 1) -> Discard; \
+             Idle -> c :: { input -> e :: UDPIPEncap(1.0.0.1, foo, 1.0.0.2, 1) -> output; \
+                            PortInfo(foo 80) } -> Discard;";
+        assert_eq!(ports(conf, "e").0, "79");
+        assert_eq!(ports(conf, "c/e").0, "80");
     }
 }

@@ -378,6 +378,71 @@ pub fn rewrite(d: &mut [u8], f: &PacketFlow, new: FlowId) {
     }
 }
 
+/// Applies a TCP flow's sequence number changes (FTPPortMapper's) to the
+/// packet described by `f` (in `d`), which travels in direction `dir` of
+/// `flow`: its sequence number by that direction's changes, its
+/// acknowledgement number and SACK blocks back by the other's; the TCP
+/// checksum follows (RFC 1624).
+pub fn rewrite_seq(d: &mut [u8], f: &PacketFlow, flow: &super::table::Flow, dir: u8) {
+    let th = f.th;
+    if f.proto != TCP || th == 0 || d.len() < th + 20 {
+        return;
+    }
+    let rd32 = |d: &[u8], o: usize| u32::from_be_bytes([d[o], d[o + 1], d[o + 2], d[o + 3]]);
+    let mut deltas = flow.seq_deltas();
+    let (own, other) = if dir == 0 {
+        let (a, b) = deltas.split_at_mut(1);
+        (&mut a[0], &b[0])
+    } else {
+        let (a, b) = deltas.split_at_mut(1);
+        (&mut b[0], &a[0])
+    };
+    let mut sum = 0u64;
+    let mut set = |d: &mut [u8], o: usize, new: u32| {
+        let old = rd32(d, o);
+        if old != new {
+            sum += delta32(old, new);
+            wr32(d, o, new);
+        }
+    };
+    let seq = rd32(d, th + 4);
+    set(d, th + 4, own.map_seq(seq));
+    if !other.is_empty() {
+        let ack = rd32(d, th + 8);
+        set(d, th + 8, other.map_ack(ack));
+        // SACK blocks (option 5) acknowledge the other direction's data.
+        let end = (th + usize::from(d[th + 12] >> 4) * 4).min(d.len());
+        let mut o = th + 20;
+        while o < end {
+            match d[o] {
+                0 => break,
+                1 => o += 1,
+                kind => {
+                    let Some(&len) = d.get(o + 1) else { break };
+                    let len = usize::from(len);
+                    if len < 2 || o + len > end {
+                        break;
+                    }
+                    if kind == 5 {
+                        let mut e = o + 2;
+                        while e + 4 <= o + len {
+                            let v = rd32(d, e);
+                            set(d, e, other.map_ack(v));
+                            e += 4;
+                        }
+                    }
+                    o += len;
+                }
+            }
+        }
+    }
+    drop(deltas);
+    if sum != 0 {
+        let co = th + 16;
+        wr16(d, co, apply(rd16(d, co), sum));
+    }
+}
+
 /// Convenience for elements: the packet's IP header offset (from its
 /// network header annotation).
 #[inline]

@@ -1,6 +1,6 @@
 //! # ICMPPingRewriter
 //!
-//! ICMPPingRewriter(INPUTSPEC1, ..., INPUTSPECn [, keywords TIMEOUT, REAP_INTERVAL, CAPACITY, DST_ANNO])
+//! ICMPPingRewriter(INPUTSPEC1, ..., INPUTSPECn [, keywords TIMEOUT, GUARANTEE, REAP_INTERVAL, CAPACITY, MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO])
 //!
 //! Rewrites ICMP echo requests and replies.
 //!

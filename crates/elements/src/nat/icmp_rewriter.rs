@@ -1,6 +1,6 @@
 //! # ICMPRewriter
 //!
-//! ICMPRewriter(MAPS [, keywords DST_ANNO])
+//! ICMPRewriter(MAPS [, keywords DST_ANNO, REPLY_ANNO])
 //!
 //! Rewrites ICMP error packets about flows other rewriters translate.
 //!
@@ -22,6 +22,10 @@
 //! Keywords:
 //! - `DST_ANNO` (boolean, default true): set the destination address
 //!   annotation of rewritten errors to their new destination.
+//! - `REPLY_ANNO` (one-byte annotation, as Paint's `ANNO`): an error about
+//!   a flow's forward packets travels as the flow's replies do; set this
+//!   annotation to the value the rewriter (given the same REPLY_ANNO)
+//!   keeps for the flow's replies.
 //!
 //! Handlers:
 //! - `rewritten` (read): errors rewritten.
@@ -33,7 +37,7 @@
 
 use super::flow::{ip_offset, rewrite, FlowId, PacketFlow, ICMP, TCP, UDP};
 use super::rewriter::Rewriter;
-use super::table::{ms_of, FlowTable};
+use super::table::FlowTable;
 use paraclick_packet::wire::checksum;
 use paraclick_packet::Packet;
 use paraclick_runtime::{
@@ -46,6 +50,7 @@ pub struct ICMPRewriter {
     names: Vec<String>,
     maps: OnceLock<Vec<Arc<FlowTable>>>,
     dst_anno: bool,
+    reply_anno: Option<crate::standard::paint::AnnoByte>,
     noutputs: usize,
     rewritten: PerThreadCount,
 }
@@ -60,6 +65,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ICMPRewriter, String> {
     let mut a = cx.args();
     let maps: String = a.read_mp("MAPS");
     let dst_anno = a.read::<bool>("DST_ANNO").unwrap_or(true);
+    let reply_anno = a.read("REPLY_ANNO");
     a.complete()?;
     let names: Vec<String> = maps.split_whitespace().map(String::from).collect();
     if names.is_empty() {
@@ -69,6 +75,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ICMPRewriter, String> {
         names,
         maps: OnceLock::new(),
         dst_anno,
+        reply_anno,
         noutputs,
         rewritten: PerThreadCount::new(cx.nthreads),
     })
@@ -92,8 +99,7 @@ impl ICMPRewriter {
         }
     }
 
-    /// Rewrites `p` by the mappings as they stand now (the router's clock).
-    fn try_rewrite(&self, cx: &Cx<'_>, p: &mut Packet) -> Option<()> {
+    fn try_rewrite(&self, p: &mut Packet, now: u64) -> Option<()> {
         let maps = self.maps.get()?;
         let ip = ip_offset(p)?;
         let d = p.data();
@@ -139,11 +145,12 @@ impl ICMPRewriter {
             dport,
         };
         let reply = f.reverse();
-        let now = ms_of(cx.timestamp());
-        let (new_reply, _out) = maps.iter().find_map(|t| {
+        let (new_reply, anno) = maps.iter().find_map(|t| {
             let g = t.guard();
-            t.lookup(iproto, reply, now, &g)
-                .map(|r| (reply.with(r.to(), r.mask()), r.out()))
+            t.lookup(iproto, reply, now, &g).map(|r| {
+                let anno = (r.dir == 1).then_some(r.flow.reply_anno);
+                (reply.with(r.to(), r.mask()), anno)
+            })
         })?;
         let new_inner = new_reply.reverse();
         let outer_src = rd32(d, ip + 12);
@@ -204,6 +211,9 @@ impl ICMPRewriter {
         if self.dst_anno {
             p.anno_mut().dst_ip = Ipv4Addr::from(nf.daddr);
         }
+        if let (Some(a), Some(v)) = (self.reply_anno, anno) {
+            a.set(p, v);
+        }
         Some(())
     }
 }
@@ -229,7 +239,7 @@ impl Action for ICMPRewriter {
     }
 
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
-        match self.try_rewrite(cx, p) {
+        match self.try_rewrite(p, super::rewriter::clock_ms(cx)) {
             Some(()) => {
                 self.rewritten.inc(cx.thread());
                 Verdict::Out(0)

@@ -1,6 +1,6 @@
 //! # IPAddrRewriter
 //!
-//! IPAddrRewriter(INPUTSPEC1, ..., INPUTSPECn [, keywords TIMEOUT, REAP_INTERVAL, CAPACITY, DST_ANNO])
+//! IPAddrRewriter(INPUTSPEC1, ..., INPUTSPECn [, keywords TIMEOUT, GUARANTEE, REAP_INTERVAL, CAPACITY, MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO])
 //!
 //! Rewrites IP packets' addresses (Basic NAT).
 //!

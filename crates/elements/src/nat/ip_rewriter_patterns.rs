@@ -27,6 +27,11 @@ pub struct IPRewriterPatterns {
 }
 
 impl IPRewriterPatterns {
+    /// Every pattern, with its name.
+    pub fn all(&self) -> Vec<(String, Arc<Pattern>)> {
+        self.patterns.clone()
+    }
+
     pub fn get(&self, name: &str) -> Option<Arc<Pattern>> {
         self.patterns
             .iter()
@@ -47,7 +52,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPRewriterPatterns, String> {
     let mut errs = Vec::new();
     for t in &texts {
         let w: Vec<&str> = t.split_whitespace().collect();
-        if w.len() != 5 {
+        if !(3..=5).contains(&w.len()) {
             errs.push(format!("'{t}': expected NAME SADDR SPORT DADDR DPORT"));
             continue;
         }
@@ -61,7 +66,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPRewriterPatterns, String> {
         }
     }
     if !errs.is_empty() {
-        return Err(errs.join("; "));
+        return Err(errs.join("\n"));
     }
     Ok(IPRewriterPatterns { patterns })
 }

@@ -1,7 +1,8 @@
 //! Network address translation: Click's rewriter family (IPRewriter,
 //! TCPRewriter, UDPRewriter, IPAddrRewriter, IPAddrPairRewriter,
 //! ICMPPingRewriter, ICMPRewriter), its mappers (RoundRobinIPMapper,
-//! SourceIPHashMapper) and named patterns (IPRewriterPatterns).
+//! SourceIPHashMapper), named patterns (IPRewriterPatterns) and
+//! FTPPortMapper.
 //!
 //! The logic lives in plain modules: `flow` (flow identifiers, reading and
 //! rewriting packets with incremental checksums), `pattern` (patterns,
@@ -13,6 +14,7 @@
 use paraclick_runtime::Registry;
 
 pub mod flow;
+pub mod ftp_port_mapper;
 pub mod icmp_ping_rewriter;
 pub mod icmp_rewriter;
 pub mod ip_addr_pair_rewriter;
@@ -43,4 +45,5 @@ pub fn register(reg: &mut Registry) {
     reg.register(round_robin_ip_mapper::spec());
     reg.register(source_ip_hash_mapper::spec());
     reg.register(ip_rewriter_patterns::spec());
+    reg.register(ftp_port_mapper::spec());
 }

@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// How a range is searched for a free value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Alloc {
-    /// From a random point (Click's default).
+    /// From a random point (`?`, and address-only ranges by default).
     Random,
     /// From where the previous allocation left off (`#`).
     Sequential,
-    /// The packet's own value first if it is in range, else random (`?`).
+    /// The packet's own source port first if it is in range, then from a
+    /// random point (Click's default for a port range).
     SameFirst,
 }
 
@@ -47,6 +48,9 @@ pub struct Pattern {
     pub daddr: Option<u32>,
     pub dport: Option<u16>,
     pub alloc: Alloc,
+    /// Whether the pattern was written with two fields (`SADDR DADDR`):
+    /// it is printed that way.
+    pub two_fields: bool,
     /// Where sequential allocation continues (shared by every thread:
     /// touched only when a flow is created).
     cursor: AtomicU64,
@@ -58,25 +62,23 @@ fn strip_suffix(s: &str) -> (&str, Option<Alloc>) {
     if let Some(r) = s.strip_suffix('#') {
         (r, Some(Alloc::Sequential))
     } else if let Some(r) = s.strip_suffix('?') {
-        (r, Some(Alloc::SameFirst))
+        (r, Some(Alloc::Random))
     } else {
         (s, None)
     }
 }
 
-fn parse_addr(s: &str, env: &ArgEnv) -> Result<u32, String> {
-    Ipv4Addr::from_arg(s, env).map(u32::from)
+fn parse_addr(s: &str, env: &ArgEnv) -> Option<u32> {
+    Ipv4Addr::from_arg(s, env).map(u32::from).ok()
 }
 
-fn parse_addr_range(s: &str, env: &ArgEnv) -> Result<(Range, Option<Alloc>), String> {
+/// A source address, range `L-H` or prefix `ADDR/LEN`, with an optional
+/// allocation suffix; `None` if it is not one.
+fn parse_addr_range(s: &str, env: &ArgEnv) -> Option<(Range, Option<Alloc>)> {
     let (s, alloc) = strip_suffix(s);
     if let Some((a, p)) = s.split_once('/') {
         let base = parse_addr(a, env)?;
-        let pfx: u32 = p
-            .parse()
-            .ok()
-            .filter(|&p| p <= 32)
-            .ok_or_else(|| format!("bad address prefix '{s}'"))?;
+        let pfx: u32 = p.parse().ok().filter(|&p| p <= 32)?;
         let mask = if pfx == 0 { 0 } else { u32::MAX << (32 - pfx) };
         let net = base & mask;
         let bcast = net | !mask;
@@ -89,78 +91,83 @@ fn parse_addr_range(s: &str, env: &ArgEnv) -> Result<(Range, Option<Alloc>), Str
         } else {
             Range { lo: net, hi: bcast }
         };
-        return Ok((r, alloc));
+        return Some((r, alloc));
     }
     if let Some((a, b)) = s.split_once('-') {
         let (lo, hi) = (parse_addr(a, env)?, parse_addr(b, env)?);
-        if lo > hi {
-            return Err(format!("bad address range '{s}': low above high"));
-        }
-        return Ok((Range { lo, hi }, alloc));
+        return (lo <= hi).then_some((Range { lo, hi }, alloc));
     }
     let a = parse_addr(s, env)?;
-    Ok((Range { lo: a, hi: a }, alloc))
+    Some((Range { lo: a, hi: a }, alloc))
 }
 
-fn parse_port(s: &str) -> Result<u32, String> {
-    s.parse::<u16>()
-        .map(u32::from)
-        .map_err(|_| format!("bad port '{s}'"))
+fn parse_port(s: &str) -> Option<u32> {
+    s.parse::<u16>().ok().map(u32::from)
 }
 
-fn parse_port_range(s: &str) -> Result<(Range, Option<Alloc>), String> {
+/// A source port or range `L-H`, with an optional allocation suffix.
+fn parse_port_range(s: &str) -> Option<(Range, Option<Alloc>)> {
     let (s, alloc) = strip_suffix(s);
     if let Some((a, b)) = s.split_once('-') {
         let (lo, hi) = (parse_port(a)?, parse_port(b)?);
-        if lo > hi {
-            return Err(format!("bad port range '{s}': low above high"));
-        }
-        return Ok((Range { lo, hi }, alloc));
+        return (lo <= hi).then_some((Range { lo, hi }, alloc));
     }
     let p = parse_port(s)?;
-    Ok((Range { lo: p, hi: p }, alloc))
+    Some((Range { lo: p, hi: p }, alloc))
 }
 
 impl Pattern {
-    /// Parses `SADDR SPORT DADDR DPORT` (`fields.len() == 4`) or, for the
-    /// address rewriters, `SADDR DADDR` (`fields.len() == 2`).
+    /// Parses a pattern's fields: `SADDR SPORT DADDR DPORT`, `SADDR
+    /// DADDR`, or `SADDR DADDR SPORT` (an address pair and a source port
+    /// range: ICMPPingRewriter's identifiers). Errors are Click's words:
+    /// `bad source address`, `bad source port`, `bad destination
+    /// address`, `bad destination port`.
     pub fn parse(fields: &[&str], env: &ArgEnv) -> Result<Pattern, String> {
         let (sa, sp, da, dp) = match fields {
             [sa, sp, da, dp] => (*sa, *sp, *da, *dp),
             [sa, da] => (*sa, "-", *da, "-"),
-            _ => return Err(format!("bad pattern '{}'", fields.join(" "))),
+            [sa, da, sp] => (*sa, *sp, *da, "-"),
+            _ => return Err("syntax error".into()),
         };
         let mut alloc = None;
         let saddr = if sa == "-" {
             None
         } else {
-            let (r, a) = parse_addr_range(sa, env)?;
+            let (r, a) = parse_addr_range(sa, env).ok_or("bad source address")?;
             alloc = alloc.or(a);
             Some(r)
         };
         let sport = if sp == "-" {
             None
         } else {
-            let (r, a) = parse_port_range(sp)?;
+            let (r, a) = parse_port_range(sp).ok_or("bad source port")?;
             alloc = alloc.or(a);
             Some(r)
         };
         let daddr = if da == "-" {
             None
         } else {
-            Some(parse_addr(da, env)?)
+            Some(parse_addr(da, env).ok_or("bad destination address")?)
         };
         let dport = if dp == "-" {
             None
         } else {
-            Some(parse_port(dp)? as u16)
+            Some(parse_port(dp).ok_or("bad destination port")? as u16)
         };
+        // Without a suffix a port range prefers the packet's own port; an
+        // address range alone is searched from a random point.
+        let alloc = alloc.unwrap_or(if sport.is_some_and(|r| r.len() > 1) {
+            Alloc::SameFirst
+        } else {
+            Alloc::Random
+        });
         Ok(Pattern {
             saddr,
             sport,
             daddr,
             dport,
-            alloc: alloc.unwrap_or(Alloc::Random),
+            alloc,
+            two_fields: fields.len() == 2,
             cursor: AtomicU64::new(0),
             users: AtomicU64::new(0),
         })
@@ -201,15 +208,15 @@ impl Pattern {
             Alloc::Random => rand % n,
             Alloc::Sequential => self.cursor.fetch_add(1, Ordering::Relaxed) % n,
             Alloc::SameFirst => {
-                let in_a = self.saddr.is_none_or(|r| r.contains(orig.saddr));
-                let in_p = self.sport.is_none_or(|r| r.contains(u32::from(orig.sport)));
-                if in_a && in_p {
-                    let np = self.sport.map_or(1, |r| r.len());
-                    let ai = self.saddr.map_or(0, |r| u64::from(orig.saddr - r.lo));
-                    let pi = self
-                        .sport
-                        .map_or(0, |r| u64::from(orig.sport as u32 - r.lo));
-                    first = Some(ai * np + pi);
+                // The packet's own source port first (with its own address
+                // if that is in range too, else a random one of the range).
+                if let Some(pr) = self.sport.filter(|r| r.contains(u32::from(orig.sport))) {
+                    let na = self.saddr.map_or(1, |r| r.len());
+                    let ai = match self.saddr {
+                        Some(r) if r.contains(orig.saddr) => u64::from(orig.saddr - r.lo),
+                        _ => (rand >> 32) % na,
+                    };
+                    first = Some(ai * pr.len() + u64::from(orig.sport as u32 - pr.lo));
                 }
                 rand % n
             }
@@ -235,19 +242,25 @@ impl Pattern {
 
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // As Click prints patterns: ranges as L-H, no allocation suffix.
+        // As Click prints patterns: ranges as L-H, no allocation suffix, a
+        // source port range covering every port as `-`, and a pattern
+        // written as `SADDR DADDR` in that form.
         let addr = |a: u32| Ipv4Addr::from(a).to_string();
         let sa = match self.saddr {
             None => "-".to_string(),
             Some(r) if r.lo == r.hi => addr(r.lo),
             Some(r) => format!("{}-{}", addr(r.lo), addr(r.hi)),
         };
+        let da = self.daddr.map_or("-".to_string(), addr);
+        if self.two_fields {
+            return write!(f, "{sa} {da}");
+        }
         let sp = match self.sport {
             None => "-".to_string(),
+            Some(r) if r.lo == 0 && r.hi == 65535 => "-".to_string(),
             Some(r) if r.lo == r.hi => r.lo.to_string(),
             Some(r) => format!("{}-{}", r.lo, r.hi),
         };
-        let da = self.daddr.map_or("-".to_string(), addr);
         let dp = self.dport.map_or("-".to_string(), |p| p.to_string());
         write!(f, "{sa} {sp} {da} {dp}")
     }
@@ -287,54 +300,63 @@ pub enum SpecText {
     Pass(usize),
     Keep(usize, usize),
     Pattern(std::sync::Arc<Pattern>, usize, usize),
-    /// `NAME FOUTPUT ROUTPUT`: a pattern of an IPRewriterPatterns.
+    /// `pattern NAME FOUTPUT ROUTPUT` (or `NAME FOUTPUT ROUTPUT`): a
+    /// pattern of an IPRewriterPatterns.
     Named(String, usize, usize),
     /// `ELEMENTNAME`: a mapper element.
     Mapper(String),
 }
 
-fn parse_output(s: &str, noutputs: usize) -> Result<usize, String> {
-    let o: usize = s.parse().map_err(|_| format!("bad output port '{s}'"))?;
+/// An output port of an input specification; `what` names it in the
+/// error (`forward`, `reply`).
+fn parse_output(s: &str, noutputs: usize, what: &str) -> Result<usize, String> {
+    let o: usize = s.parse().map_err(|_| format!("bad {what} port"))?;
     if o >= noutputs {
-        return Err(format!(
-            "output port {o} out of range (element has {noutputs} outputs)"
-        ));
+        return Err("output port out of range".into());
     }
     Ok(o)
 }
 
-/// Parses one input specification. `pattern_fields` is 4 for the port
-/// rewriters, 2 for the address rewriters.
-pub fn parse_spec(
-    s: &str,
-    pattern_fields: usize,
-    noutputs: usize,
-    env: &ArgEnv,
-) -> Result<SpecText, String> {
+fn is_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '@'))
+}
+
+/// Parses one input specification, as Click's rewriters take them:
+/// `drop`/`discard`, `pass [OUTPUT]`/`nochange [OUTPUT]`, `keep FOUTPUT
+/// ROUTPUT`, `pattern FIELDS FOUTPUT ROUTPUT` (FIELDS as
+/// [`Pattern::parse`] takes them, or the NAME of an IPRewriterPatterns
+/// pattern), `NAME FOUTPUT ROUTPUT`, or a mapper's element name. Errors
+/// are Click's words (`bad source port`, `output port out of range`...).
+pub fn parse_spec(s: &str, noutputs: usize, env: &ArgEnv) -> Result<SpecText, String> {
     let w: Vec<&str> = s.split_whitespace().collect();
-    let out = |x: &str| parse_output(x, noutputs);
+    let fwd = |x: &str| parse_output(x, noutputs, "forward");
+    let rev = |x: &str| parse_output(x, noutputs, "reply");
     match w.as_slice() {
         [] => Err("empty input specification".into()),
         ["drop"] | ["discard"] => Ok(SpecText::Drop),
-        ["pass"] => Ok(SpecText::Pass(out("0")?)),
-        ["pass", o] => Ok(SpecText::Pass(out(o)?)),
-        ["keep", f, r] => Ok(SpecText::Keep(out(f)?, out(r)?)),
-        ["pattern", rest @ ..] => {
-            if rest.len() != pattern_fields + 2 {
-                return Err(format!(
-                    "'{s}': pattern takes {pattern_fields} fields and two output ports"
-                ));
-            }
-            let p = Pattern::parse(&rest[..pattern_fields], env)?;
+        ["pass" | "nochange"] => Ok(SpecText::Pass(fwd("0")?)),
+        ["pass" | "nochange", o] => Ok(SpecText::Pass(fwd(o)?)),
+        ["pass" | "nochange", ..] => Err("syntax error, expected 'nochange [OUTPUT]'".into()),
+        ["keep", f, r] => Ok(SpecText::Keep(fwd(f)?, rev(r)?)),
+        ["keep", ..] => Err("syntax error, expected 'keep FOUTPUT ROUTPUT'".into()),
+        ["pattern", name, f, r] if is_name(name) => {
+            Ok(SpecText::Named(name.to_string(), fwd(f)?, rev(r)?))
+        }
+        ["pattern", rest @ ..] if (4..=6).contains(&rest.len()) => {
+            let n = rest.len() - 2;
+            let p = Pattern::parse(&rest[..n], env)?;
             Ok(SpecText::Pattern(
                 std::sync::Arc::new(p),
-                out(rest[pattern_fields])?,
-                out(rest[pattern_fields + 1])?,
+                fwd(rest[n])?,
+                rev(rest[n + 1])?,
             ))
         }
-        [name, f, r] => Ok(SpecText::Named(name.to_string(), out(f)?, out(r)?)),
-        [name] => Ok(SpecText::Mapper(name.to_string())),
-        _ => Err(format!("bad input specification '{s}'")),
+        ["pattern", ..] => Err("syntax error".into()),
+        [name, f, r] if is_name(name) => Ok(SpecText::Named(name.to_string(), fwd(f)?, rev(r)?)),
+        [name] if is_name(name) => Ok(SpecText::Mapper(name.to_string())),
+        _ => Err("unknown specification".into()),
     }
 }
 
@@ -373,33 +395,75 @@ mod tests {
                 hi: 65535
             })
         );
-        assert_eq!(p.alloc, Alloc::Random);
+        // A port range without a suffix prefers the packet's own port.
+        assert_eq!(p.alloc, Alloc::SameFirst);
         assert_eq!(p.choices(), 64512);
         let p = Pattern::parse(&["1.0.0.0/24", "10-19#", "3.0.0.3", "99"], &env()).unwrap();
         assert_eq!(p.saddr.unwrap().len(), 254);
         assert_eq!(p.alloc, Alloc::Sequential);
         assert_eq!((p.daddr, p.dport), (Some(0x0300_0003), Some(99)));
-        let p = Pattern::parse(&["1.0.0.1-1.0.0.4?", "-", "-", "-"], &env()).unwrap();
-        assert_eq!(p.alloc, Alloc::SameFirst);
+        // `?`: random; an address range alone: random.
+        let p = Pattern::parse(&["-", "5-9?", "-", "-"], &env()).unwrap();
+        assert_eq!(p.alloc, Alloc::Random);
+        let p = Pattern::parse(&["1.0.0.1-1.0.0.4", "-", "-", "-"], &env()).unwrap();
+        assert_eq!(p.alloc, Alloc::Random);
         assert_eq!(p.choices(), 4);
+        // Two fields (SADDR DADDR) and three (SADDR DADDR SPORT).
+        let p = Pattern::parse(&["1.0.0.1", "3.0.0.3"], &env()).unwrap();
+        assert_eq!((p.sport, p.daddr), (None, Some(0x0300_0003)));
+        let p = Pattern::parse(&["1.0.0.1", "-", "0-65535#"], &env()).unwrap();
+        assert_eq!((p.sport.unwrap().len(), p.daddr), (65536, None));
+        // Click's words for each bad field.
         for (bad, want) in [
             (
-                ["1.0.0.9-1.0.0.1", "-", "-", "-"],
-                "bad address range '1.0.0.9-1.0.0.1': low above high",
+                &["1.0.0.9-1.0.0.1", "-", "-", "-"][..],
+                "bad source address",
             ),
-            (["-", "70000", "-", "-"], "bad port '70000'"),
-            (
-                ["-", "9-3", "-", "-"],
-                "bad port range '9-3': low above high",
-            ),
-            (["x", "-", "-", "-"], "expected IP address, not 'x'"),
-            (
-                ["1.0.0.0/40", "-", "-", "-"],
-                "bad address prefix '1.0.0.0/40'",
-            ),
+            (&["x", "-", "-", "-"], "bad source address"),
+            (&["1.0.0.0/40", "-", "-", "-"], "bad source address"),
+            (&["-", "70000", "-", "-"], "bad source port"),
+            (&["-", "9-3", "-", "-"], "bad source port"),
+            (&["-", "1x", "-", "-"], "bad source port"),
+            (&["-", "-", "1.2.3", "-"], "bad destination address"),
+            (&["-", "-", "-", "65536"], "bad destination port"),
+            (&["-"], "syntax error"),
         ] {
-            assert_err(Pattern::parse(&bad, &env()), want);
+            assert_err(Pattern::parse(bad, &env()), want);
         }
+    }
+
+    #[test]
+    fn prints_as_click_does() {
+        let show = |f: &[&str]| Pattern::parse(f, &env()).unwrap().to_string();
+        assert_eq!(show(&["1.0.0.1", "1", "-", "-"]), "1.0.0.1 1 - -");
+        assert_eq!(
+            show(&["1.0.0.1", "1-65535#", "-", "-"]),
+            "1.0.0.1 1-65535 - -"
+        );
+        assert_eq!(show(&["1.0.0.1", "0-65535", "-", "-"]), "1.0.0.1 - - -");
+        assert_eq!(show(&["1.0.0.1/24", "-"]), "1.0.0.1-1.0.0.254 -");
+        assert_eq!(show(&["1.0.0.1/8", "-"]), "1.0.0.1-1.255.255.254 -");
+        assert_eq!(
+            show(&["2.0.0.2", "3.0.0.3", "5-6"]),
+            "2.0.0.2 5-6 3.0.0.3 -"
+        );
+    }
+
+    #[test]
+    fn own_port_first_then_random() {
+        let p = Pattern::parse(&["1.0.0.1", "1024-65535", "-", "-"], &env()).unwrap();
+        let mut c = p.candidates(fid(), 99, 3);
+        let (f, _) = c.next().unwrap();
+        assert_eq!(
+            (f.saddr, f.sport),
+            (0x0100_0001, 5555),
+            "own port, new address"
+        );
+        let low = FlowId { sport: 80, ..fid() };
+        let firsts: std::collections::HashSet<u16> = (0..20u64)
+            .map(|r| p.candidates(low, r * 7919, 1).next().unwrap().0.sport)
+            .collect();
+        assert!(firsts.len() > 1, "out of range: random, {firsts:?}");
     }
 
     #[test]
@@ -417,7 +481,7 @@ mod tests {
 
     #[test]
     fn same_first_tries_own_port_then_others() {
-        let p = Pattern::parse(&["-", "5000-6000?", "-", "-"], &env()).unwrap();
+        let p = Pattern::parse(&["-", "5000-6000", "-", "-"], &env()).unwrap();
         let c: Vec<u16> = p.candidates(fid(), 7, 3).map(|(f, _)| f.sport).collect();
         assert_eq!(c[0], 5555);
         assert_eq!(c.len(), 4);
@@ -432,7 +496,7 @@ mod tests {
 
     #[test]
     fn random_candidates_cover_the_range_once() {
-        let p = Pattern::parse(&["1.0.0.1-1.0.0.2", "10-14", "-", "-"], &env()).unwrap();
+        let p = Pattern::parse(&["1.0.0.1-1.0.0.2", "10-14?", "-", "-"], &env()).unwrap();
         let mut seen: Vec<(u32, u16)> = p
             .candidates(fid(), 12345, 100)
             .map(|(f, _)| (f.saddr, f.sport))
@@ -446,50 +510,56 @@ mod tests {
     #[test]
     fn input_specs() {
         let e = env();
-        assert!(matches!(parse_spec("drop", 4, 2, &e), Ok(SpecText::Drop)));
+        assert!(matches!(parse_spec("drop", 2, &e), Ok(SpecText::Drop)));
+        assert!(matches!(parse_spec("discard", 2, &e), Ok(SpecText::Drop)));
+        assert!(matches!(parse_spec("pass 1", 2, &e), Ok(SpecText::Pass(1))));
+        assert!(matches!(parse_spec("pass", 2, &e), Ok(SpecText::Pass(0))));
         assert!(matches!(
-            parse_spec("discard", 4, 2, &e),
-            Ok(SpecText::Drop)
-        ));
-        assert!(matches!(
-            parse_spec("pass 1", 4, 2, &e),
+            parse_spec("nochange 1", 2, &e),
             Ok(SpecText::Pass(1))
         ));
         assert!(matches!(
-            parse_spec("keep 0 1", 4, 2, &e),
+            parse_spec("keep 0 1", 2, &e),
             Ok(SpecText::Keep(0, 1))
         ));
         assert!(matches!(
-            parse_spec("pattern 1.0.0.1 1024-65535 - - 0 1", 4, 2, &e),
+            parse_spec("pattern 1.0.0.1 1024-65535 - - 0 1", 2, &e),
             Ok(SpecText::Pattern(_, 0, 1))
         ));
         assert!(matches!(
-            parse_spec("pattern 1.0.0.1 - 0 1", 2, 2, &e),
+            parse_spec("pattern 1.0.0.1 - 0 1", 2, &e),
             Ok(SpecText::Pattern(..))
         ));
+        // Three fields: ICMPPingRewriter's identifier range.
         assert!(matches!(
-            parse_spec("to_world 0 1", 4, 2, &e),
+            parse_spec("pattern 2.0.0.2 - 0-65535 0 0", 1, &e),
+            Ok(SpecText::Pattern(_, 0, 0))
+        ));
+        // A named pattern, with or without `pattern`; one output is enough
+        // for `0 0`.
+        assert!(matches!(
+            parse_spec("pattern pat 0 0", 1, &e),
+            Ok(SpecText::Named(n, 0, 0)) if n == "pat"
+        ));
+        assert!(matches!(
+            parse_spec("to_world 0 1", 2, &e),
             Ok(SpecText::Named(..))
         ));
-        assert!(matches!(
-            parse_spec("rr", 4, 2, &e),
-            Ok(SpecText::Mapper(..))
-        ));
-        assert!(parse_spec("pass 2", 4, 2, &e)
-            .unwrap_err()
-            .contains("out of range"));
-        assert_err(
-            parse_spec("pattern 1.0.0.1 - - 0 1", 4, 2, &e),
-            "'pattern 1.0.0.1 - - 0 1': pattern takes 4 fields and two output ports",
-        );
-        assert_err(
-            parse_spec("keep 0", 4, 2, &e),
-            "bad input specification 'keep 0'",
-        );
-        assert_err(parse_spec("", 4, 2, &e), "empty input specification");
-        assert_err(
-            parse_spec("a b c d e", 4, 2, &e),
-            "bad input specification 'a b c d e'",
-        );
+        assert!(matches!(parse_spec("rr", 2, &e), Ok(SpecText::Mapper(..))));
+        for (bad, want) in [
+            ("pass 2", "output port out of range"),
+            ("pattern 1.0.0.1 - - - 0 5", "output port out of range"),
+            ("pattern 1.0.0.1 - - - x 1", "bad forward port"),
+            ("keep 0 y", "bad reply port"),
+            ("pattern 1.0.0.1 1x - - 0 1", "bad source port"),
+            ("pattern 1.0.0.x - 0 1", "bad source address"),
+            ("pattern 1.0.0.1 - - - 0 1 2", "syntax error"),
+            ("pass 0 1", "syntax error, expected 'nochange [OUTPUT]'"),
+            ("keep 0", "syntax error, expected 'keep FOUTPUT ROUTPUT'"),
+            ("", "empty input specification"),
+            ("a b c d e", "unknown specification"),
+        ] {
+            assert_err(parse_spec(bad, 2, &e), want);
+        }
     }
 }

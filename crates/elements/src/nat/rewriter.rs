@@ -6,13 +6,16 @@ use super::flow::{ip_offset, packet_flow, rewrite, FlowId, PacketFlow, ICMP, TCP
 use super::ip_rewriter_patterns::IPRewriterPatterns;
 use super::mapper::{Mapper, MapperCore};
 use super::pattern::{parse_spec, Pattern, SpecText};
-use super::table::{ms_of, Failure, FlowTable, Guard, KeyKind, Timeouts};
+use super::table::{ms_of, Failure, FlowSet, FlowTable, Guard, KeyKind, Timeouts};
+use crate::standard::paint::AnnoByte;
 use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
-use paraclick_runtime::{ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount, StateCx, Verdict};
+use paraclick_runtime::{
+    ConfigCx, Cx, DynHandler, Element, Handler, HandlerCx, InitCx, PerThreadCount, StateCx, Verdict,
+};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,19 +40,78 @@ impl Class {
         match self {
             Class::Ip => &[TCP, UDP],
             Class::Tcp => &[TCP],
-            Class::Udp => &[UDP],
+            // UDPRewriter rewrites TCP too (Click's documentation says so).
+            Class::Udp => &[UDP, TCP],
             Class::Ping => &[ICMP],
             Class::Addr | Class::Pair => &[],
         }
     }
-    fn pattern_fields(self) -> usize {
-        match self {
-            Class::Addr | Class::Pair => 2,
-            _ => 4,
+}
+
+/// The router's time in milliseconds (its clock, real or simulated).
+#[inline]
+pub(crate) fn clock_ms(cx: &Cx<'_>) -> u64 {
+    ms_of(cx.timestamp())
+}
+
+/// [`clock_ms`] for handlers.
+pub(crate) fn handler_ms(hx: &HandlerCx<'_>) -> u64 {
+    ms_of(hx.timestamp())
+}
+
+/// A rewriter's specifications and table, for another element (see
+/// [`Rewriter::map_handle`]).
+#[derive(Clone)]
+pub struct MapHandle {
+    specs: Arc<OnceLock<Vec<RwLock<Spec>>>>,
+    pub table: Arc<FlowTable>,
+    pub class: Class,
+    pub ninputs: usize,
+    rng: Arc<AtomicU64>,
+}
+
+impl MapHandle {
+    /// Whether the rewriter has a live mapping for flow `id`.
+    pub fn has_mapping(&self, proto: u8, id: FlowId, now: u64) -> bool {
+        let g = self.table.guard();
+        self.table.lookup(proto, id, now, &g).is_some()
+    }
+
+    /// A mapping for flow `id` (protocol `proto`) as if a packet of it
+    /// had arrived on input `input` (FTPPortMapper's data connections):
+    /// the rewritten flow, or None if no mapping is made. An existing
+    /// mapping is used as it is.
+    pub fn map_as_input(&self, input: usize, proto: u8, id: FlowId, now: u64) -> Option<FlowId> {
+        let g = self.table.guard();
+        if let Some(r) = self.table.lookup(proto, id, now, &g) {
+            return Some(id.with(r.to(), r.mask()));
         }
+        let spec = self.specs.get()?.get(input)?.read().ok()?.clone();
+        let (pat, f, r) = match &spec {
+            Spec::Drop | Spec::Pass(_) => return None,
+            Spec::Keep(f, r) => (None, *f, *r),
+            Spec::Pattern(p, f, r) => (Some(p), *f, *r),
+            Spec::Mapper(m) => {
+                let (p, f, r) = m.choose(id);
+                (Some(p), *f, *r)
+            }
+        };
+        let mut x = self.rng.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.store(x, Ordering::Relaxed);
+        let (e, _) = self
+            .table
+            .create_from(input, 0, proto, id, pat, f, r, x, now, &g)
+            .ok()?;
+        Some(id.with(e.to(), e.mask()))
     }
 }
 
+type Known = (Vec<(String, Arc<Pattern>)>, Vec<(String, Arc<MapperCore>)>);
+
+#[derive(Clone)]
 pub enum Spec {
     Drop,
     Pass(usize),
@@ -61,8 +123,21 @@ pub enum Spec {
 pub struct Rewriter {
     class: Class,
     texts: Vec<(String, SpecText)>,
-    specs: OnceLock<Vec<Spec>>,
+    /// Each input's specification (a `patternN` write replaces one).
+    specs: Arc<OnceLock<Vec<RwLock<Spec>>>>,
     pub(crate) table: Arc<FlowTable>,
+    /// MAPPING_CAPACITY as an element name: share that rewriter's
+    /// capacity (its flow set).
+    capacity_from: Option<String>,
+    /// REPLY_ANNO: the annotation set on reply packets to the value the
+    /// flow's first packet had.
+    reply_anno: Option<AnnoByte>,
+    /// Neither TCPRewriter, UDPRewriter nor REPLY_ANNO: nothing beyond the
+    /// common translation per packet.
+    plain: bool,
+    /// The router's named patterns and this rewriter's mappers (for
+    /// `patternN` writes).
+    known: OnceLock<Known>,
     dst_anno: bool,
     reap: Duration,
     noutputs: usize,
@@ -120,10 +195,16 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
     let mut t = Timeouts::default();
     let dur = |a: &mut paraclick_runtime::args::Args<'_>, k: &str| a.read::<Duration>(k).map(ms);
     if let Some(v) = dur(&mut a, "TIMEOUT") {
-        t.tcp = v;
-        t.tcp_nodata = v;
-        t.udp = v;
-        t.udp_streaming = v;
+        if class == Class::Udp {
+            // UDPRewriter's TIMEOUT is its flows' (TCP's too).
+            t.udp = v;
+            t.udp_streaming = v;
+        } else {
+            t.tcp = v;
+            t.tcp_nodata = v;
+            t.udp = v;
+            t.udp_streaming = v;
+        }
         t.other = v;
     }
     if let Some(v) = dur(&mut a, "TCP_TIMEOUT") {
@@ -142,16 +223,37 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
     if let Some(v) = dur(&mut a, "UDP_STREAMING_TIMEOUT") {
         t.udp_streaming = v;
     }
-    // Accepted for compatibility; mappings are never evicted early.
-    let _ = dur(&mut a, "TCP_GUARANTEE");
-    let _ = dur(&mut a, "UDP_GUARANTEE");
-    let _ = dur(&mut a, "GUARANTEE");
+    if let Some(v) = dur(&mut a, "STREAMING_TIMEOUT") {
+        t.udp_streaming = v;
+    }
+    if let Some(v) = dur(&mut a, "GUARANTEE") {
+        t.guarantee = [v; 3];
+    }
+    if let Some(v) = dur(&mut a, "TCP_GUARANTEE") {
+        t.guarantee[0] = v;
+    }
+    if let Some(v) = dur(&mut a, "UDP_GUARANTEE") {
+        t.guarantee[1] = v;
+    }
     let reap = dur(&mut a, "REAP_INTERVAL").unwrap_or(15 * 60 * 1000);
     let mut cap = a.read::<usize>("CAPACITY");
-    if let Some(c) = a.read::<usize>("MAPPING_CAPACITY") {
-        cap = Some(c);
+    let mut capacity_from = None;
+    if let Some(c) = a.read::<String>("MAPPING_CAPACITY") {
+        match c.trim().parse::<usize>() {
+            Ok(n) => cap = Some(n),
+            Err(_)
+                if !c.trim().is_empty()
+                    && !c.trim().starts_with(|ch: char| ch.is_ascii_digit()) =>
+            {
+                capacity_from = Some(c.trim().to_string())
+            }
+            Err(_) => a.error(format!(
+                "MAPPING_CAPACITY: expected unsigned integer or rewriter name, not '{c}'"
+            )),
+        }
     }
     let dst_anno = a.read::<bool>("DST_ANNO").unwrap_or(true);
+    let reply_anno = a.read::<AnnoByte>("REPLY_ANNO");
     let texts = a.rest_all();
     a.complete()?;
     if texts.is_empty() {
@@ -159,29 +261,37 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
     }
     if texts.len() != ninputs {
         return Err(format!(
-            "{} input specifications for {} inputs (one per input)",
-            texts.len(),
-            ninputs
+            "need {ninputs} arguments, one per input port ({} input specifications given)",
+            texts.len()
         ));
     }
     let mut specs = Vec::new();
     let mut perr = Vec::new();
     for (i, s) in texts.iter().enumerate() {
-        match parse_spec(s, class.pattern_fields(), noutputs.max(1), cx.env) {
+        match parse_spec(s, noutputs.max(1), cx.env) {
             Ok(sp) => specs.push((s.clone(), sp)),
             Err(e) => perr.push(format!("input spec {i}: {e}")),
         }
     }
     if !perr.is_empty() {
-        return Err(perr.join("; "));
+        return Err(perr.join("\n"));
     }
     let capacity = cap.unwrap_or(1 << 21);
     let n = nthreads.max(1);
     Ok(Rewriter {
         class,
         texts: specs,
-        specs: OnceLock::new(),
-        table: Arc::new(FlowTable::new(class.kind(), capacity, t)),
+        specs: Arc::new(OnceLock::new()),
+        table: Arc::new(FlowTable::with_keys(
+            class.kind(),
+            class == Class::Udp,
+            capacity,
+            t,
+        )),
+        capacity_from,
+        plain: reply_anno.is_none() && !matches!(class, Class::Tcp | Class::Udp),
+        reply_anno,
+        known: OnceLock::new(),
         dst_anno,
         reap: Duration::from_millis(reap.max(1)),
         noutputs,
@@ -193,13 +303,6 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
             })
             .collect(),
         bad: PerThreadCount::new(n),
-    })
-}
-
-fn find_named(ix: &InitCx<'_>, name: &str) -> Option<Arc<Pattern>> {
-    (0..ix.element_count()).find_map(|i| {
-        ix.element::<IPRewriterPatterns>(i)
-            .and_then(|p| p.get(name))
     })
 }
 
@@ -219,24 +322,111 @@ impl Rewriter {
         self.class
     }
 
-    /// The `patterns` handler, in Click's form.
+    /// The `patterns` handler, in Click's form: one line per input, a
+    /// pattern as its fields followed by ` [FLOWS]` while it has live
+    /// flows, or `<drop>`, `<nochange>`, `<keep>`, `<mapper>`.
     fn patterns(&self) -> String {
         let mut s = String::new();
-        let specs = self.specs.get();
-        for (i, (t, _)) in self.texts.iter().enumerate() {
-            let line = match specs.and_then(|v| v.get(i)) {
-                Some(Spec::Drop) => "<drop>".to_string(),
-                Some(Spec::Pass(_)) => "<pass>".to_string(),
-                Some(Spec::Keep(..)) => "<keep>".to_string(),
-                Some(Spec::Pattern(p, _, _)) => {
-                    format!("{p} [{}]", p.users.load(Ordering::Relaxed))
-                }
-                Some(Spec::Mapper(_)) | None => format!("<{t}>"),
+        let Some(specs) = self.specs.get() else {
+            return s;
+        };
+        for sp in specs {
+            let line = match &*sp.read().unwrap_or_else(|e| e.into_inner()) {
+                Spec::Drop => "<drop>".to_string(),
+                Spec::Pass(_) => "<nochange>".to_string(),
+                Spec::Keep(..) => "<keep>".to_string(),
+                Spec::Pattern(p, _, _) => match p.users.load(Ordering::Relaxed) {
+                    0 => p.to_string(),
+                    n => format!("{p} [{n}]"),
+                },
+                Spec::Mapper(_) => "<mapper>".to_string(),
             };
             s.push_str(&line);
             s.push('\n');
         }
         s
+    }
+
+    /// An input specification made ready to use: names looked up among
+    /// the router's IPRewriterPatterns and mappers (`named`, `mappers`),
+    /// output ports checked.
+    fn resolve(
+        &self,
+        text: &str,
+        sp: &SpecText,
+        named: &[(String, Arc<Pattern>)],
+        mappers: &[(String, Arc<MapperCore>)],
+    ) -> Result<Spec, String> {
+        let check = |o: usize| {
+            if o >= self.noutputs.max(1) {
+                Err("output port out of range".to_string())
+            } else {
+                Ok(())
+            }
+        };
+        Ok(match sp {
+            SpecText::Drop => Spec::Drop,
+            SpecText::Pass(o) => Spec::Pass(*o),
+            SpecText::Keep(f, r) => Spec::Keep(*f, *r),
+            SpecText::Pattern(p, f, r) => Spec::Pattern(p.clone(), *f, *r),
+            SpecText::Named(n, f, r) => match named.iter().find(|(m, _)| m == n) {
+                Some((_, p)) => Spec::Pattern(p.clone(), *f, *r),
+                None => return Err(format!("no such pattern '{n}'")),
+            },
+            SpecText::Mapper(n) => match mappers.iter().find(|(m, _)| m == n) {
+                Some((_, m)) => {
+                    for (_, f, r) in m.patterns() {
+                        check(*f)?;
+                        check(*r)?;
+                    }
+                    Spec::Mapper(m.clone())
+                }
+                None => {
+                    return Err(format!(
+                        "'{text}': unknown specification, and no mapper element named '{n}'"
+                    ))
+                }
+            },
+        })
+    }
+
+    /// The `tcp_lookup`, `udp_lookup` and `lookup` handlers: the mapping
+    /// of flow `SADDR SPORT DADDR DPORT` of protocol `proto` applied, in
+    /// the same form, or nothing if there is none.
+    fn lookup_text(&self, proto: u8, param: Option<&str>, now: u64) -> Result<String, String> {
+        let w: Vec<&str> = param.unwrap_or("").split_whitespace().collect();
+        let bad = || "expected 'SADDR SPORT DADDR DPORT'".to_string();
+        let [sa, sp, da, dp] = w.as_slice() else {
+            return Err(bad());
+        };
+        let id = FlowId {
+            saddr: u32::from(sa.parse::<Ipv4Addr>().map_err(|_| bad())?),
+            sport: sp.parse().map_err(|_| bad())?,
+            daddr: u32::from(da.parse::<Ipv4Addr>().map_err(|_| bad())?),
+            dport: dp.parse().map_err(|_| bad())?,
+        };
+        let g = self.table.guard();
+        Ok(match self.table.lookup(proto, id, now, &g) {
+            Some(r) => {
+                let n = id.with(r.to(), r.mask());
+                format!(
+                    "{} {} {} {}",
+                    Ipv4Addr::from(n.saddr),
+                    n.sport,
+                    Ipv4Addr::from(n.daddr),
+                    n.dport
+                )
+            }
+            None => String::new(),
+        })
+    }
+
+    /// The `table` handler: the address rewriters' and TCPRewriter's and
+    /// UDPRewriter's mappings as Click prints them (no protocol column);
+    /// IPRewriter's with each line's protocol first.
+    fn table_text(&self, now: u64) -> String {
+        let with_proto = self.class == Class::Ip || self.class == Class::Ping;
+        self.table.format(now, None, with_proto)
     }
 
     /// The table this rewriter's mappings live in (for ICMPRewriter).
@@ -276,44 +466,110 @@ impl Rewriter {
         now: u64,
         g: &'g Guard<'_>,
     ) -> Verdict {
-        let Some(specs) = self.specs.get() else {
-            return Verdict::Drop;
-        };
         let found = match pre {
             Some(r) if self.table.live(r, pf.proto, now, g) => Some(r),
             _ => self.table.lookup(pf.proto, pf.id, now, g),
         };
-        let r = match found {
-            Some(r) => r,
-            None => {
-                let (pat, f, r) = match specs.get(port) {
-                    None | Some(Spec::Drop) => return Verdict::DropFor(NO_MAPPING),
-                    Some(Spec::Pass(o)) => return Verdict::Out(*o),
-                    Some(Spec::Keep(f, r)) => (None, *f, *r),
-                    Some(Spec::Pattern(p, f, r)) => (Some(p), *f, *r),
-                    Some(Spec::Mapper(m)) => {
-                        let (p, f, r) = m.choose(pf.id);
-                        (Some(p), *f, *r)
-                    }
-                };
-                let rand = self.rand(cx.thread());
-                match self
-                    .table
-                    .create_from(port, pf.proto, pf.id, pat, f, r, rand, now, g)
-                {
-                    Ok(r) => r,
-                    Err(Failure::Capacity) => return Verdict::DropFor(TABLE_FULL),
-                    Err(Failure::Exhausted) => return Verdict::DropFor(PORTS_EXHAUSTED),
-                }
-            }
+        let (r, out, reply) = match found {
+            Some(r) => (r, r.out(), r.dir == 1),
+            None => match self.create(cx, port, p, pf, now, g) {
+                Ok((r, out)) => (r, out, false),
+                Err(v) => return v,
+            },
         };
-        r.touch(now, pf.tcp_flags, pf.has_data);
+        if self.plain {
+            r.touch(now, pf.tcp_flags, pf.has_data);
+        } else {
+            self.touch_extra(r, now, pf);
+        }
         let new: FlowId = pf.id.with(r.to(), r.mask());
         rewrite(p.data_mut(), pf, new);
         if self.dst_anno {
             p.anno_mut().dst_ip = Ipv4Addr::from(new.daddr);
         }
-        Verdict::Out(r.out())
+        if !self.plain {
+            self.rewrite_extra(r, p, pf, reply);
+        }
+        Verdict::Out(out)
+    }
+
+    /// [`FlowRef::touch`] for UDPRewriter, whose flows are datagram flows
+    /// whatever the protocol: every packet counts, no TCP states.
+    #[inline]
+    fn touch_extra(&self, r: &super::table::FlowRef, now: u64, pf: &PacketFlow) {
+        if self.class == Class::Udp {
+            r.touch(now, 0, true);
+        } else {
+            r.touch(now, pf.tcp_flags, pf.has_data);
+        }
+    }
+
+    /// TCPRewriter's sequence number changes and REPLY_ANNO.
+    #[inline]
+    fn rewrite_extra(
+        &self,
+        r: &super::table::FlowRef,
+        p: &mut Packet,
+        pf: &PacketFlow,
+        reply: bool,
+    ) {
+        if self.class == Class::Tcp && r.has_seq() {
+            super::flow::rewrite_seq(p.data_mut(), pf, &r.flow, r.dir);
+        }
+        if let Some(a) = self.reply_anno {
+            if reply {
+                a.set(p, r.flow.reply_anno);
+            }
+        }
+    }
+
+    /// A new flow's mapping, by input `port`'s specification: the entry
+    /// and the output for `p`, or the verdict when none is made.
+    #[cold]
+    #[inline(never)]
+    fn create<'g>(
+        &'g self,
+        cx: &mut Cx<'_>,
+        port: usize,
+        p: &Packet,
+        pf: &PacketFlow,
+        now: u64,
+        g: &'g Guard<'_>,
+    ) -> Result<(&'g super::table::FlowRef, usize), Verdict> {
+        let spec = match self.specs.get().and_then(|v| v.get(port)) {
+            Some(s) => s.read().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => return Err(Verdict::DropFor(NO_MAPPING)),
+        };
+        let (pat, f, r) = match &spec {
+            Spec::Drop => return Err(Verdict::DropFor(NO_MAPPING)),
+            Spec::Pass(o) => return Err(Verdict::Out(*o)),
+            Spec::Keep(f, r) => (None, *f, *r),
+            Spec::Pattern(p, f, r) => (Some(p), *f, *r),
+            Spec::Mapper(m) => {
+                let (p, f, r) = m.choose(pf.id);
+                (Some(p), *f, *r)
+            }
+        };
+        let rand = self.rand(cx.thread());
+        let anno = self.reply_anno.map_or(0, |a| a.get(p));
+        self.table
+            .create_from(port, anno, pf.proto, pf.id, pat, f, r, rand, now, g)
+            .map_err(|e| match e {
+                Failure::Capacity => Verdict::DropFor(TABLE_FULL),
+                Failure::Exhausted => Verdict::DropFor(PORTS_EXHAUSTED),
+            })
+    }
+
+    /// What another element (FTPPortMapper) needs to make and read this
+    /// rewriter's mappings.
+    pub fn map_handle(&self) -> MapHandle {
+        MapHandle {
+            specs: self.specs.clone(),
+            table: self.table.clone(),
+            class: self.class,
+            ninputs: self.texts.len(),
+            rng: Arc::new(AtomicU64::new(0x2545_F491_4F6C_DD1D)),
+        }
     }
 
     /// Verdicts for `pkts` (at most [`RUN`]): every packet's flow is read
@@ -364,25 +620,39 @@ impl Rewriter {
 
 impl Element for Rewriter {
     const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("table", |e, hx| {
-            e.table.format(ms_of(hx.timestamp()), None, true)
-        }),
-        Handler::read("mappings", |e, hx| {
-            e.table.format(ms_of(hx.timestamp()), None, true)
-        }),
+        Handler::read("table", |e, hx| e.table_text(handler_ms(hx))),
+        Handler::read("mappings", |e, hx| e.table_text(handler_ms(hx))),
         Handler::read("tcp_table", |e, hx| {
-            e.table.format(ms_of(hx.timestamp()), Some(TCP), false)
+            e.table.format(handler_ms(hx), Some(TCP), false)
         }),
         Handler::read("udp_table", |e, hx| {
-            e.table.format(ms_of(hx.timestamp()), Some(UDP), false)
+            e.table.format(handler_ms(hx), Some(UDP), false)
+        }),
+        Handler::read_param("tcp_lookup", |e, p, hx| {
+            e.lookup_text(TCP, p, handler_ms(hx))
+        }),
+        Handler::read_param("udp_lookup", |e, p, hx| {
+            e.lookup_text(UDP, p, handler_ms(hx))
+        }),
+        Handler::read_param("lookup", |e, p, hx| {
+            let proto = match e.class {
+                Class::Ping => ICMP,
+                Class::Udp => UDP,
+                _ => TCP,
+            };
+            e.lookup_text(proto, p, handler_ms(hx))
         }),
         Handler::read("nmappings", |e, hx| {
-            e.table.flows(ms_of(hx.timestamp())).len().to_string()
+            e.table.flows(handler_ms(hx)).len().to_string()
+        }),
+        Handler::read("table_size", |e, hx| {
+            e.table.flows(handler_ms(hx)).len().to_string()
         }),
         Handler::read("size", |e, _| e.table.nflows().to_string()),
         Handler::read("capacity", |e: &Rewriter, _| e.table.capacity().to_string()).write_with(
             |e, v, hx| {
-                e.table.set_capacity(hx.arg(v)?);
+                let c = v.split_whitespace().next().unwrap_or("");
+                e.table.set_capacity(hx.arg(c)?, handler_ms(hx));
                 Ok(())
             },
         ),
@@ -395,6 +665,39 @@ impl Element for Rewriter {
         }),
     ];
 
+    /// `pattern0`, `pattern1`, ...: write an input's specification.
+    fn dynamic_handlers(&self) -> Vec<DynHandler> {
+        (0..self.texts.len())
+            .map(|i| DynHandler {
+                name: format!("pattern{i}"),
+                read: false,
+                write: true,
+                param: false,
+            })
+            .collect()
+    }
+
+    /// `patternN` (write): replaces input N's specification (any form
+    /// the configuration takes); the flows its old one made are removed.
+    fn write_dynamic(
+        &self,
+        name: &str,
+        value: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        let i: usize = name.strip_prefix("pattern")?.parse().ok()?;
+        let slot = self.specs.get()?.get(i)?;
+        Some((|| {
+            let env = paraclick_runtime::args::ArgEnv::default();
+            let text = parse_spec(value, self.noutputs.max(1), &env)?;
+            let (named, mappers) = self.known.get().cloned().unwrap_or_default();
+            let spec = self.resolve(value, &text, &named, &mappers)?;
+            *slot.write().unwrap_or_else(|e| e.into_inner()) = spec;
+            self.table.remove_input(i);
+            Ok(())
+        })())
+    }
+
     /// Hot reconfiguration: the old element's live mappings (see
     /// [`FlowTable::adopt`]) and its bad-packet count.
     fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
@@ -404,65 +707,77 @@ impl Element for Rewriter {
     }
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        // Every named pattern and mapper of the router, for the
+        // specifications that name one (now and in `patternN` writes).
+        let mut named: Vec<(String, Arc<Pattern>)> = Vec::new();
+        let mut mappers: Vec<(String, Arc<MapperCore>)> = Vec::new();
+        for i in 0..ix.element_count() {
+            if let Some(p) = ix.element::<IPRewriterPatterns>(i) {
+                named.extend(p.all());
+            }
+        }
+        for (_, s) in &self.texts {
+            if let SpecText::Mapper(n) = s {
+                if let Some(m) = ix.find(n).and_then(|i| ix.element::<Mapper>(i)) {
+                    mappers.push((n.clone(), m.core()));
+                }
+            }
+        }
         let mut out = Vec::new();
         let mut errs = Vec::new();
-        let check = |o: usize, errs: &mut Vec<String>| {
-            if o >= self.noutputs.max(1) {
-                errs.push(format!("output port {o} out of range"));
+        for (i, (text, s)) in self.texts.iter().enumerate() {
+            match self.resolve(text, s, &named, &mappers) {
+                Ok(sp) => out.push(RwLock::new(sp)),
+                Err(e) => errs.push(format!("input spec {i}: {e}")),
             }
-        };
-        for (text, s) in &self.texts {
-            out.push(match s {
-                SpecText::Drop => Spec::Drop,
-                SpecText::Pass(o) => Spec::Pass(*o),
-                SpecText::Keep(f, r) => Spec::Keep(*f, *r),
-                SpecText::Pattern(p, f, r) => Spec::Pattern(p.clone(), *f, *r),
-                SpecText::Named(n, f, r) => match find_named(ix, n) {
-                    Some(p) => Spec::Pattern(p, *f, *r),
-                    None => {
-                        errs.push(format!("'{text}': no pattern named '{n}' (IPRewriterPatterns)"));
-                        Spec::Drop
+        }
+        // MAPPING_CAPACITY naming a rewriter: share its flow set (the
+        // set of the first rewriter down the chain with a number).
+        let mut set: Option<Arc<FlowSet>> = None;
+        if let Some(first) = &self.capacity_from {
+            let mut name = first.clone();
+            for _ in 0..ix.element_count() + 1 {
+                let Some(rw) = ix.find(&name).and_then(|i| ix.element::<Rewriter>(i)) else {
+                    errs.push(format!(
+                        "MAPPING_CAPACITY: '{name}' is not a rewriter element"
+                    ));
+                    break;
+                };
+                match &rw.capacity_from {
+                    Some(n) if !std::ptr::eq(rw, self) => name = n.clone(),
+                    Some(_) => {
+                        errs.push("MAPPING_CAPACITY: the rewriters name each other".into());
+                        break;
                     }
-                },
-                SpecText::Mapper(n) => {
-                    let m = ix
-                        .find(n)
-                        .and_then(|i| ix.element::<Mapper>(i))
-                        .map(|m| m.core());
-                    match m {
-                        Some(m) => {
-                            for (_, f, r) in m.patterns() {
-                                check(*f, &mut errs);
-                                check(*r, &mut errs);
-                            }
-                            Spec::Mapper(m)
-                        }
-                        None => {
-                            errs.push(format!("'{text}': not an input specification, and no mapper element named '{n}'"));
-                            Spec::Drop
-                        }
+                    None => {
+                        set = Some(rw.table.own_set().clone());
+                        break;
                     }
                 }
-            });
+            }
         }
         if !errs.is_empty() {
-            return Err(errs.join("; "));
+            return Err(errs.join("\n"));
         }
+        self.table.join(set);
         let _ = self.specs.set(out);
+        let _ = self.known.set((named, mappers));
         ix.schedule_after(0, self.reap);
         Ok(())
     }
 
     fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
         let g = self.table.guard();
-        self.table.reap(ms_of(cx.timestamp()), &g);
+        self.table.reap(clock_ms(cx), &g);
         cx.schedule_after(0, self.reap);
     }
 
     /// One table guard and one clock reading per batch; runs of up to
     /// `RUN` packets are looked up together (see `handle_run`), a lone
     /// packet directly. The batch moves on whole while every packet goes
-    /// the same way, and is split by output otherwise.
+    /// the same way; otherwise it is cut where the output changes and the
+    /// pieces are pushed in arrival order (as Click, one packet at a
+    /// time, would send them), drops counted for their reasons.
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, port: usize, mut batch: Batch) {
         let n = batch.len();
@@ -479,7 +794,7 @@ impl Element for Rewriter {
         };
         {
             let g = self.table.guard();
-            let now = ms_of(cx.timestamp());
+            let now = clock_ms(cx);
             if n == 1 {
                 verdicts[0] = code(self.handle(cx, port, &mut batch.as_mut_slice()[0], now, &g));
             } else {
@@ -501,17 +816,31 @@ impl Element for Rewriter {
             }
             return;
         }
-        let mut outs: Vec<Batch> = (0..self.noutputs.max(1)).map(|_| Batch::new()).collect();
-        for (p, &v) in batch.drain().zip(verdicts.iter()) {
-            match outs.get_mut(usize::from(v)) {
-                Some(b) if v < DROP => b.push(p),
-                _ => drop_coded(cx, v, p),
+        self.push_in_order(cx, batch, verdicts);
+    }
+}
+
+impl Rewriter {
+    /// Pushes a batch whose packets go different ways: consecutive packets
+    /// to one output as one batch, in arrival order.
+    #[cold]
+    #[inline(never)]
+    fn push_in_order(&self, cx: &mut Cx<'_>, batch: Batch, verdicts: &[u16]) {
+        let mut run = Batch::new();
+        let mut run_out = u16::MAX;
+        for (p, &v) in batch.into_iter().zip(verdicts.iter()) {
+            if v >= DROP || usize::from(v) >= self.noutputs.max(1) {
+                drop_coded(cx, v, p);
+                continue;
             }
+            if v != run_out && !run.is_empty() {
+                cx.push(usize::from(run_out), std::mem::take(&mut run));
+            }
+            run_out = v;
+            run.push(p);
         }
-        for (o, b) in outs.into_iter().enumerate() {
-            if !b.is_empty() {
-                cx.push(o, b);
-            }
+        if !run.is_empty() {
+            cx.push(usize::from(run_out), run);
         }
     }
 }

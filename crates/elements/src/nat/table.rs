@@ -9,7 +9,7 @@ pub use super::map::Guard;
 use super::pattern::Pattern;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// What a table's keys look like.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,11 @@ const DATA_REV: u8 = 2;
 const FIN_FWD: u8 = 4;
 const FIN_REV: u8 = 8;
 const RST: u8 = 16;
+/// A count of the flow's first packets (both directions), in two bits:
+/// `MANY` once it reaches three (a UDP flow then streams, if packets went
+/// both ways).
+const CNT1: u8 = 32;
+const MANY: u8 = 96;
 
 /// Timeouts in milliseconds.
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +43,10 @@ pub struct Timeouts {
     pub udp: u64,
     pub udp_streaming: u64,
     pub other: u64,
+    /// How long after its last packet a TCP, a UDP and any other flow is
+    /// kept even when the table is full (Click's TCP_GUARANTEE,
+    /// UDP_GUARANTEE, GUARANTEE).
+    pub guarantee: [u64; 3],
 }
 
 impl Default for Timeouts {
@@ -49,6 +58,17 @@ impl Default for Timeouts {
             udp: 300 * 1000,
             udp_streaming: 300 * 1000,
             other: 300 * 1000,
+            guarantee: [5000; 3],
+        }
+    }
+}
+
+impl Timeouts {
+    fn guarantee_of(&self, proto: u8) -> u64 {
+        match proto {
+            TCP => self.guarantee[0],
+            UDP => self.guarantee[1],
+            _ => self.guarantee[2],
         }
     }
 }
@@ -66,6 +86,11 @@ pub struct Flow {
     pub input: u16,
     /// The pattern that made it (its `users` count includes this flow).
     pattern: Option<Arc<Pattern>>,
+    /// The annotation value reply packets get (REPLY_ANNO): the first
+    /// packet's.
+    pub reply_anno: u8,
+    /// TCP sequence number changes (FTPPortMapper's), per direction.
+    seq: OnceLock<Box<Mutex<[SeqDeltas; 2]>>>,
     /// What the flow's packets showed so far (DATA_*, FIN_*, RST bits).
     /// The times of its last packets are in its two table entries (see
     /// [`FlowRef`]), so that a packet writes only the entry it looked up.
@@ -86,7 +111,7 @@ impl Flow {
                 }
             }
             UDP => {
-                if s & (DATA_FWD | DATA_REV) == DATA_FWD | DATA_REV {
+                if s & (DATA_FWD | DATA_REV) == DATA_FWD | DATA_REV && s & MANY == MANY {
                     t.udp_streaming
                 } else {
                     t.udp
@@ -101,14 +126,118 @@ impl Flow {
         now.saturating_sub(last) > self.timeout(t)
     }
 
+    /// A TCP connection with data seen both ways, not closed.
+    pub fn established(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        self.proto == TCP && s & (DATA_FWD | DATA_REV) == DATA_FWD | DATA_REV && !self.done()
+    }
+
+    /// Whether the flow, last seen at `last`, is guaranteed a place at
+    /// `now`: within its guarantee after its last packet; with a TCP
+    /// guarantee of 0, an established TCP connection always (as Click).
+    pub fn guaranteed(&self, last: u64, now: u64, t: &Timeouts) -> bool {
+        let g = t.guarantee_of(self.proto);
+        now.saturating_sub(last) < g || (g == 0 && self.established())
+    }
+
     pub fn done(&self) -> bool {
         let s = self.state.load(Ordering::Relaxed);
         s & RST != 0 || s & (FIN_FWD | FIN_REV) == FIN_FWD | FIN_REV
     }
+
+    /// Whether the flow's two directions share one key (a flow rewritten
+    /// to its own reverse): only the reply entry is in the table.
+    pub fn self_reverse(&self) -> bool {
+        self.key[0] == self.key[1]
+    }
+
+    /// The direction `dir`'s sequence number changes, locked (made empty
+    /// on first use).
+    pub fn seq_deltas(&self) -> std::sync::MutexGuard<'_, [SeqDeltas; 2]> {
+        self.seq
+            .get_or_init(|| Box::new(Mutex::new(Default::default())))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Sequence number changes of one direction of a TCP flow: from each
+/// point on (a sequence number as the sender sent it), the amount added.
+/// A point a sequence number has passed by more than [`SEQ_HORIZON`]
+/// becomes the base: packets that old no longer arrive.
+#[derive(Default, Debug)]
+pub struct SeqDeltas {
+    base: i32,
+    /// (point, delta from there on), points in sequence order.
+    points: Vec<(u32, i32)>,
+}
+
+/// How far past a change point a sequence number must be for the point
+/// to be forgotten: the largest TCP window (RFC 7323's 2^30).
+pub const SEQ_HORIZON: u32 = 1 << 30;
+
+#[inline]
+fn seq_geq(a: u32, b: u32) -> bool {
+    a.wrapping_sub(b) as i32 >= 0
+}
+
+impl SeqDeltas {
+    /// The delta for sequence number `seq` as sent.
+    pub fn delta(&self, seq: u32) -> i32 {
+        self.points
+            .iter()
+            .rev()
+            .find(|(p, _)| seq_geq(seq, *p))
+            .map_or(self.base, |(_, d)| *d)
+    }
+
+    /// Maps a sequence number as sent; forgets points it is far past.
+    pub fn map_seq(&mut self, seq: u32) -> u32 {
+        if let Some(i) = self
+            .points
+            .iter()
+            .rposition(|(p, _)| seq_geq(seq, p.wrapping_add(SEQ_HORIZON)))
+        {
+            self.base = self.points[i].1;
+            self.points.drain(..=i);
+        }
+        seq.wrapping_add(self.delta(seq) as u32)
+    }
+
+    /// Maps an acknowledgement number (of this direction's data, as the
+    /// receiver saw it, rewritten) back to the sender's numbering.
+    pub fn map_ack(&self, ack: u32) -> u32 {
+        let d = self
+            .points
+            .iter()
+            .rev()
+            .find(|(p, d)| seq_geq(ack, p.wrapping_add(*d as u32)))
+            .map_or(self.base, |(_, d)| *d);
+        ack.wrapping_sub(d as u32)
+    }
+
+    /// From `point` (a sequence number as sent) on, `change` more bytes
+    /// (negative: fewer). A point before the last one is a retransmission
+    /// of a change already made, and changes nothing.
+    pub fn add(&mut self, point: u32, change: i32) {
+        if self
+            .points
+            .last()
+            .is_some_and(|(p, _)| !seq_geq(point, p.wrapping_add(1)))
+        {
+            return;
+        }
+        let d = self.delta(point).wrapping_add(change);
+        self.points.push((point, d));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.base == 0 && self.points.is_empty()
+    }
 }
 
 /// Bits of [`FlowRef::seen`] below the time.
-const SEEN_BITS: u32 = 5;
+const SEEN_BITS: u32 = 7;
 const SEEN_MASK: u64 = (1 << SEEN_BITS) - 1;
 
 /// A table entry: a flow and the direction this key is, with that
@@ -126,8 +255,14 @@ pub struct FlowRef {
     to: FlowId,
     mask: u8,
     pub dir: u8,
-    out: u16,
+    out: u8,
+    /// [`F_SEQ`]: the flow has sequence number changes.
+    flags: AtomicU8,
 }
+
+/// [`FlowRef`] flag: the flow's TCP sequence numbers change
+/// ([`Flow::seq_deltas`]).
+const F_SEQ: u8 = 1;
 
 impl Clone for FlowRef {
     fn clone(&self) -> FlowRef {
@@ -138,6 +273,7 @@ impl Clone for FlowRef {
             mask: self.mask,
             dir: self.dir,
             out: self.out,
+            flags: AtomicU8::new(self.flags.load(Ordering::Relaxed)),
         }
     }
 }
@@ -151,7 +287,8 @@ impl FlowRef {
             to: flow.to[d],
             mask: flow.mask[d],
             dir,
-            out: flow.out[d],
+            out: flow.out[d] as u8,
+            flags: AtomicU8::new(0),
         }
     }
 
@@ -177,7 +314,20 @@ impl FlowRef {
         }
         let v = self.seen.load(Ordering::Relaxed);
         let have = (v & SEEN_MASK) as u8;
-        if bits & !have != 0 {
+        if have & MANY != MANY {
+            // One of the flow's first packets: counted (up to three).
+            let step = |x: u8| if x & MANY == MANY { x } else { x + CNT1 };
+            let old = self
+                .flow
+                .state
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
+                    Some(step(x) | bits)
+                })
+                .unwrap_or_else(|x| x);
+            if step(old) & MANY == MANY {
+                bits |= MANY;
+            }
+        } else if bits & !have != 0 {
             self.flow.state.fetch_or(bits, Ordering::Relaxed);
         }
         // Two threads with packets of this direction may race here: the
@@ -200,6 +350,85 @@ impl FlowRef {
     pub fn out(&self) -> usize {
         self.out as usize
     }
+    /// Whether the flow's TCP sequence numbers change (see
+    /// [`Flow::seq_deltas`]).
+    #[inline]
+    pub fn has_seq(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & F_SEQ != 0
+    }
+}
+
+/// What one or more rewriters' tables share: a count of their flows and
+/// a capacity (MAPPING_CAPACITY naming another rewriter shares its set).
+pub struct FlowSet {
+    nflows: AtomicUsize,
+    capacity: AtomicUsize,
+    /// The tables sharing the set (for eviction).
+    members: Mutex<Vec<Weak<FlowTable>>>,
+}
+
+impl FlowSet {
+    pub fn new(capacity: usize) -> Arc<FlowSet> {
+        Arc::new(FlowSet {
+            nflows: AtomicUsize::new(0),
+            capacity: AtomicUsize::new(capacity),
+            members: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn members(&self) -> Vec<Arc<FlowTable>> {
+        let mut m = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        m.retain(|w| w.strong_count() > 0);
+        m.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// The flow, among the set's tables, that expires first, and its
+    /// table; with `guarded` false, only flows past their guarantee.
+    fn victim(
+        &self,
+        now: u64,
+        guarded: bool,
+        skip: Option<&Arc<Flow>>,
+    ) -> Option<(Arc<FlowTable>, Arc<Flow>)> {
+        let mut best: Option<(u64, Arc<FlowTable>, Arc<Flow>)> = None;
+        for t in self.members() {
+            let g = t.map.guard();
+            for (_, v) in t.map.iter(&g) {
+                if !primary(v) || skip.is_some_and(|s| Arc::ptr_eq(&v.flow, s)) {
+                    continue;
+                }
+                let f = &v.flow;
+                let last = t.flow_last(f, &g);
+                if !guarded && f.guaranteed(last, now, &t.timeouts) {
+                    continue;
+                }
+                let exp = last.saturating_add(f.timeout(&t.timeouts));
+                if best.as_ref().is_none_or(|(e, _, _)| exp < *e) {
+                    best = Some((exp, t.clone(), f.clone()));
+                }
+            }
+        }
+        best.map(|(_, t, f)| (t, f))
+    }
+
+    /// Evicts flows that expire first until the set holds at most
+    /// `capacity` (guarantees aside: the capacity was lowered).
+    fn shrink(&self, now: u64) {
+        while self.nflows.load(Ordering::Relaxed) > self.capacity.load(Ordering::Relaxed) {
+            let Some((t, f)) = self.victim(now, true, None) else {
+                break;
+            };
+            let g = t.map.guard();
+            t.remove_flow(&f, &g);
+        }
+    }
+}
+
+/// Whether `v` is the entry that stands for its flow in scans: the
+/// forward one, or for a flow rewritten to its own reverse the only one.
+#[inline]
+fn primary(v: &FlowRef) -> bool {
+    v.dir == 0 || v.flow.self_reverse()
 }
 
 /// Why no mapping was created.
@@ -213,9 +442,13 @@ pub enum Failure {
 
 pub struct FlowTable {
     pub kind: KeyKind,
+    /// Keys leave out the protocol (UDPRewriter's quadruples): TCP and
+    /// UDP packets are flows alike, with UDP's timeouts.
+    quad: bool,
     map: FlowMap<FlowRef>,
-    nflows: AtomicUsize,
-    capacity: AtomicUsize,
+    /// This table's own flow set, and the one it shares if any.
+    own_set: Arc<FlowSet>,
+    shared_set: OnceLock<Arc<FlowSet>>,
     failures: AtomicU64,
     pub timeouts: Timeouts,
     /// The shortest timeout a flow of a TCP, a UDP and any other packet
@@ -238,17 +471,26 @@ const MAX_TRIES: u64 = 1 << 17;
 
 impl FlowTable {
     pub fn new(kind: KeyKind, capacity: usize, timeouts: Timeouts) -> FlowTable {
+        Self::with_keys(kind, false, capacity, timeouts)
+    }
+
+    /// A table whose keys leave the protocol out when `quad`
+    /// (UDPRewriter's quadruples: TCP and UDP packets are flows alike, with
+    /// UDP's timeouts).
+    pub fn with_keys(kind: KeyKind, quad: bool, capacity: usize, timeouts: Timeouts) -> FlowTable {
         FlowTable {
             kind,
+            quad,
             // Small, growing with the flows (per shard, doubling). Sized
             // up front for CAPACITY, a table holding 50,000 flows would
             // spread them over tens of MiB and miss the caches on every
             // lookup.
             map: FlowMap::new(),
-            nflows: AtomicUsize::new(0),
-            capacity: AtomicUsize::new(capacity),
+            own_set: FlowSet::new(capacity),
+            shared_set: OnceLock::new(),
             failures: AtomicU64::new(0),
             shortest: match kind {
+                KeyKind::Ports if quad => [timeouts.udp.min(timeouts.udp_streaming); 3],
                 // Address keys: flows of protocol 0, the `other` timeout.
                 KeyKind::Ports => [
                     timeouts.tcp.min(timeouts.tcp_done).min(timeouts.tcp_nodata),
@@ -268,14 +510,47 @@ impl FlowTable {
         self.map.guard()
     }
 
+    /// The flow set this table counts its flows in.
+    #[inline]
+    pub fn set(&self) -> &Arc<FlowSet> {
+        self.shared_set.get().unwrap_or(&self.own_set)
+    }
+    /// This table's own flow set (what MAPPING_CAPACITY naming its
+    /// rewriter shares).
+    pub fn own_set(&self) -> &Arc<FlowSet> {
+        &self.own_set
+    }
+    /// Joins flow set `set` (before any flow is made), or its own.
+    pub fn join(self: &Arc<Self>, set: Option<Arc<FlowSet>>) {
+        if let Some(s) = set {
+            if !Arc::ptr_eq(&s, &self.own_set) {
+                let _ = self.shared_set.set(s);
+            }
+        }
+        let mut m = self.set().members.lock().unwrap_or_else(|e| e.into_inner());
+        m.push(Arc::downgrade(self));
+    }
+    /// Flows in the set (this table's and those of the rewriters sharing
+    /// its capacity).
     pub fn nflows(&self) -> usize {
-        self.nflows.load(Ordering::Relaxed)
+        self.set().nflows.load(Ordering::Relaxed)
     }
     pub fn capacity(&self) -> usize {
-        self.capacity.load(Ordering::Relaxed)
+        self.set().capacity.load(Ordering::Relaxed)
     }
-    pub fn set_capacity(&self, c: usize) {
-        self.capacity.store(c, Ordering::Relaxed);
+    /// Sets the capacity; flows beyond it are evicted, those that expire
+    /// first first.
+    pub fn set_capacity(&self, c: usize, now: u64) {
+        self.set().capacity.store(c, Ordering::Relaxed);
+        self.set().shrink(now);
+    }
+    #[inline]
+    fn kp(&self, proto: u8) -> u8 {
+        if self.quad {
+            UDP
+        } else {
+            proto
+        }
     }
     pub fn failures(&self) -> u64 {
         self.failures.load(Ordering::Relaxed)
@@ -311,7 +586,10 @@ impl FlowTable {
     #[inline]
     fn first_key(&self, proto: u8, id: FlowId) -> FlowKey {
         match self.kind {
-            KeyKind::Ports => FlowKey { id, proto },
+            KeyKind::Ports => FlowKey {
+                id,
+                proto: self.kp(proto),
+            },
             KeyKind::Addr => addr_key(ADDR_SRC, id.saddr),
             KeyKind::Pair => pair_key(id.saddr, id.daddr),
         }
@@ -349,6 +627,7 @@ impl FlowTable {
     /// `proto` can have is live without a look at its flow.
     #[inline(always)]
     pub fn live(&self, r: &FlowRef, proto: u8, now: u64, g: &Guard<'_>) -> bool {
+        // (A table without protocols in its keys has UDP's everywhere.)
         let window = match proto {
             TCP => self.shortest[0],
             UDP => self.shortest[1],
@@ -388,7 +667,7 @@ impl FlowTable {
     pub fn remove_flow(&self, flow: &Arc<Flow>, g: &Guard<'_>) {
         let same = |v: &FlowRef| Arc::ptr_eq(&v.flow, flow);
         if self.map.remove_if(&flow.key[0], same, g) {
-            self.nflows.fetch_sub(1, Ordering::Relaxed);
+            self.set().nflows.fetch_sub(1, Ordering::Relaxed);
             if let Some(p) = &flow.pattern {
                 p.users.fetch_sub(1, Ordering::Relaxed);
             }
@@ -412,14 +691,26 @@ impl FlowTable {
         now: u64,
         g: &'g Guard<'_>,
     ) -> Result<&'g FlowRef, Failure> {
-        self.create_from(0, proto, id, p, fout, rout, rand, now, g)
+        self.create_from(0, 0, proto, id, p, fout, rout, rand, now, g)
+            .map(|(r, _)| r)
     }
 
-    /// [`FlowTable::create`] for a packet that arrived on input `input`.
+    /// [`FlowTable::create`] for a packet that arrived on input `input`,
+    /// whose reply packets get annotation value `anno` (REPLY_ANNO).
+    /// Returns the entry and the output for the creating packet (the
+    /// forward output: for a flow rewritten to its own reverse, whose one
+    /// entry is the reply's, not the entry's).
+    ///
+    /// The rewritten flow is chosen first (a sequential pattern moves on
+    /// even if the flow is then refused); then, if the flow set is full,
+    /// its flow that expires first among those past their guarantee is
+    /// evicted, or the new flow refused ([`Failure::Capacity`]) if every
+    /// flow is guaranteed.
     #[allow(clippy::too_many_arguments)]
     pub fn create_from<'g>(
         &'g self,
         input: usize,
+        anno: u8,
         proto: u8,
         id: FlowId,
         p: Option<&Arc<Pattern>>,
@@ -428,14 +719,8 @@ impl FlowTable {
         rand: u64,
         now: u64,
         g: &'g Guard<'_>,
-    ) -> Result<&'g FlowRef, Failure> {
-        if self.nflows() >= self.capacity() {
-            self.sweep_if_due(now, g);
-            if self.nflows() >= self.capacity() {
-                self.count_failure();
-                return Err(Failure::Capacity);
-            }
-        }
+    ) -> Result<(&'g FlowRef, usize), Failure> {
+        let proto = self.kp(proto);
         let (fwd_key, fmask, rmask) = match self.kind {
             KeyKind::Ports => (
                 FlowKey { id, proto },
@@ -490,6 +775,8 @@ impl FlowTable {
                 out: [fout as u16, rout as u16],
                 input: input as u16,
                 pattern: p.cloned(),
+                reply_anno: anno,
+                seq: OnceLock::new(),
                 state: AtomicU8::new(0),
             });
             // The reverse key first: it is what must be unique (two flows
@@ -518,24 +805,98 @@ impl FlowTable {
             if let Some(p) = p {
                 p.advance(k);
             }
+            let unplace = || {
+                let _ = self
+                    .map
+                    .remove_if(&rev_key, |v| Arc::ptr_eq(&v.flow, &flow), g);
+            };
+            if !self.admit(now, &flow, g) {
+                unplace();
+                self.count_failure();
+                return Err(Failure::Capacity);
+            }
+            let counted = || {
+                self.set().nflows.fetch_add(1, Ordering::Relaxed);
+                if let Some(p) = p {
+                    p.users.fetch_add(1, Ordering::Relaxed);
+                }
+            };
+            if flow.self_reverse() {
+                // Its packets are their own replies: the one key is the
+                // reply's; the creating packet still goes forward.
+                counted();
+                let r = self.map.get(&rev_key, g).ok_or(Failure::Exhausted)?;
+                return Ok((r, fout));
+            }
             match self.map.try_insert(fwd_key, FlowRef::new(&flow, 0, now), g) {
                 Ok(r) => {
-                    self.nflows.fetch_add(1, Ordering::Relaxed);
-                    if let Some(p) = p {
-                        p.users.fetch_add(1, Ordering::Relaxed);
-                    }
-                    return Ok(r);
+                    counted();
+                    return Ok((r, r.out()));
                 }
                 Err(cur) => {
                     // Another thread created this flow meanwhile (or, for the
                     // address rewriters, the key is some flow's reverse).
-                    let _ = self
-                        .map
-                        .remove_if(&rev_key, |v| Arc::ptr_eq(&v.flow, &flow), g);
-                    return Ok(cur);
+                    unplace();
+                    return Ok((cur, cur.out()));
                 }
             }
         }
+    }
+
+    /// Whether the flow set has room for one more flow (`new`, being
+    /// made): expired flows are swept (at most once a second), then the
+    /// flow that expires first among those past their guarantee is
+    /// evicted.
+    fn admit(&self, now: u64, new: &Arc<Flow>, g: &Guard<'_>) -> bool {
+        if self.nflows() < self.capacity() {
+            return true;
+        }
+        self.sweep_if_due(now, g);
+        if self.nflows() < self.capacity() {
+            return true;
+        }
+        match self.set().victim(now, false, Some(new)) {
+            Some((t, f)) => {
+                t.remove_flow(&f, &t.map.guard());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the flows that input `input`'s specification made (it was
+    /// replaced).
+    pub fn remove_input(&self, input: usize) {
+        let g = self.map.guard();
+        let mine: Vec<Arc<Flow>> = self
+            .map
+            .iter(&g)
+            .filter(|(_, v)| primary(v) && usize::from(v.flow.input) == input)
+            .map(|(_, v)| v.flow.clone())
+            .collect();
+        for f in &mine {
+            self.remove_flow(f, &g);
+        }
+    }
+
+    /// Adds a sequence number change to the flow whose entry is under
+    /// the packet flow `(proto, id)`: in that entry's direction, from
+    /// `point` on, `change` more bytes. False if there is no such flow.
+    pub fn add_seq_delta(&self, proto: u8, id: FlowId, point: u32, change: i32) -> bool {
+        let g = self.map.guard();
+        let Some(r) = self.map.get(&self.first_key(proto, id), &g) else {
+            return false;
+        };
+        let flow = r.flow.clone();
+        flow.seq_deltas()[usize::from(r.dir)].add(point, change);
+        for k in &flow.key {
+            if let Some(e) = self.map.get(k, &g) {
+                if Arc::ptr_eq(&e.flow, &flow) {
+                    e.flags.fetch_or(F_SEQ, Ordering::Relaxed);
+                }
+            }
+        }
+        true
     }
 
     fn sweep_if_due(&self, now: u64, g: &Guard<'_>) {
@@ -555,7 +916,7 @@ impl FlowTable {
         let dead: Vec<Arc<Flow>> = self
             .map
             .iter(g)
-            .filter(|(_, v)| v.dir == 0 && self.flow_expired(&v.flow, now, g))
+            .filter(|(_, v)| primary(v) && self.flow_expired(&v.flow, now, g))
             .map(|(_, v)| v.flow.clone())
             .collect();
         for f in &dead {
@@ -577,11 +938,11 @@ impl FlowTable {
             {
                 continue;
             }
-            if self.map.try_insert(*k, v.clone(), &g).is_ok() && v.dir == 0 {
+            if self.map.try_insert(*k, v.clone(), &g).is_ok() && primary(v) {
                 n += 1;
             }
         }
-        self.nflows.fetch_add(n, Ordering::Relaxed);
+        self.set().nflows.fetch_add(n, Ordering::Relaxed);
         self.failures.fetch_add(old.failures(), Ordering::Relaxed);
         n
     }
@@ -592,7 +953,7 @@ impl FlowTable {
         let all: Vec<Arc<Flow>> = self
             .map
             .iter(&g)
-            .filter(|(_, v)| v.dir == 0)
+            .filter(|(_, v)| primary(v))
             .map(|(_, v)| v.flow.clone())
             .collect();
         for f in &all {
@@ -606,7 +967,7 @@ impl FlowTable {
         let mut v: Vec<Arc<Flow>> = self
             .map
             .iter(&g)
-            .filter(|(_, v)| v.dir == 0 && !self.flow_expired(&v.flow, now, &g))
+            .filter(|(_, v)| primary(v) && !self.flow_expired(&v.flow, now, &g))
             .map(|(_, v)| v.flow.clone())
             .collect();
         v.sort_by_key(|f| {
@@ -634,6 +995,9 @@ impl FlowTable {
                 continue;
             }
             for dir in 0..2 {
+                if dir == 0 && f.self_reverse() {
+                    continue;
+                }
                 let k = f.key[dir];
                 let star = if dir == 1 { "*" } else { "" };
                 let line = match self.kind {
@@ -900,6 +1264,8 @@ mod tests {
         // though a direction's own time is older than the shorter one.
         t.create(UDP, fid(2), None, 0, 1, 0, 0, &g).unwrap();
         t.lookup(UDP, fid(2), 0, &g).unwrap().touch(0, 0, true);
+        // Streaming takes three packets: two so far.
+        t.lookup(UDP, fid(2), 0, &g).unwrap().touch(0, 0, true);
         t.lookup(UDP, fid(2).reverse(), 0, &g)
             .unwrap()
             .touch(100, 0, true);
@@ -1088,5 +1454,29 @@ mod tests {
             t.reap(now, &g);
             assert_eq!((t.nflows(), t.entries()), (6000, 12000), "round {round}");
         }
+    }
+
+    #[test]
+    fn sequence_number_changes() {
+        let mut d = SeqDeltas::default();
+        // 12 bytes fewer from 30 on, 12 more fewer from 65 on.
+        d.add(30, -12);
+        d.add(65, -12);
+        assert_eq!(
+            [d.map_seq(0), d.map_seq(30), d.map_seq(64), d.map_seq(65)],
+            [0, 18, 52, 41]
+        );
+        // A retransmitted change does nothing.
+        d.add(30, -12);
+        assert_eq!(d.map_seq(70), 46);
+        // Acknowledgements of the rewritten stream map back.
+        assert_eq!(
+            [d.map_ack(10), d.map_ack(18), d.map_ack(40), d.map_ack(45)],
+            [10, 30, 52, 69]
+        );
+        // Far past a change point, earlier numbers take the last delta.
+        assert_eq!(d.map_seq(1_100_000_000), 1_099_999_976);
+        assert_eq!(d.map_seq(0), 0u32.wrapping_sub(24));
+        assert_eq!(d.map_ack(0), 24);
     }
 }

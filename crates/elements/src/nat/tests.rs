@@ -140,7 +140,7 @@ fn handlers_in_clicks_formats() {
     assert_eq!(h.read("table").unwrap(), "");
     assert_eq!(
         h.read("patterns").unwrap(),
-        "1.0.0.1 1024-1030 - - [0]\n<drop>\n"
+        "1.0.0.1 1024-1030 - -\n<drop>\n"
     );
 }
 
@@ -261,13 +261,16 @@ fn configuration_errors() {
             "IPRewriter(pattern 1.0.0.1 - - - 0 5, drop)",
             "out of range",
         ),
-        ("IPRewriter(nosuch 0 1, drop)", "no pattern named"),
+        (
+            "IPRewriter(nosuch 0 1, drop)",
+            "input spec 0: no such pattern 'nosuch'",
+        ),
         ("IPRewriter(nosuch, drop)", "no mapper element"),
         (
             "IPRewriter(pattern 1.0.0.9-1.0.0.1 - - - 0 1, drop)",
-            "low above high",
+            "input spec 0: bad source address",
         ),
-        ("IPRewriter(drop)", "input specifications for 2 inputs"),
+        ("IPRewriter(drop)", "need 2 arguments, one per input port"),
         (
             "IPRewriter(pattern x - - - 0 1, drop, TCP_TIMEOUT never)",
             "TCP_TIMEOUT",
@@ -582,4 +585,395 @@ fn a_mapping_made_before_a_hot_swap_translates_the_reply_after_it() {
     let out = data(&new.output(0));
     assert_eq!(ids(&out[0]).1, 1024);
     assert_ne!(ids(&out[1]).1, 1024, "a live mapping's port reused");
+}
+
+/// A rewriter with two inputs in simulated time (the clock moves only
+/// with `advance`).
+fn two_inputs_sim(decl: &str, noutputs: usize) -> Harness {
+    Harness::simulated(&reg(), decl, 2, noutputs).unwrap_or_else(|e| panic!("{decl}: {e}"))
+}
+
+fn secs(n: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(n)
+}
+
+#[test]
+fn udp_rewriter_rewrites_tcp_too() {
+    let h = two_inputs("UDPRewriter(pattern 1.0.0.1 1024-1026# - - 0 1, drop)");
+    h.push(
+        0,
+        vec![marked(&tcp("10.0.0.5", 1, "2.0.0.2", 2, 0x10, b"x"))],
+    );
+    let out = data(&h.output(0));
+    assert_eq!(ids(&out[0]), ("1.0.0.1".into(), 1024, "2.0.0.2".into(), 2));
+    assert!(transport_ok(&out[0]));
+    h.push(
+        1,
+        vec![marked(&tcp("2.0.0.2", 2, "1.0.0.1", 1024, 0x10, b""))],
+    );
+    assert_eq!(ids(h.output(1)[0].data()).2, "10.0.0.5");
+    // TCPRewriter still takes TCP only.
+    let h = two_inputs("TCPRewriter(pattern 1.0.0.1 - - - 0 1, drop)");
+    h.push(0, vec![marked(&udp("10.0.0.5", 1, "2.0.0.2", 2))]);
+    assert_eq!(h.read("bad_packets").unwrap(), "1");
+}
+
+#[test]
+fn reply_anno_paints_replies_with_the_first_packets_value() {
+    let h = two_inputs("IPRewriter(pattern 1.0.0.1 1024-1030# - - 0 1, drop, REPLY_ANNO PAINT)");
+    let mut p = marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53));
+    p.anno_mut().paint = 7;
+    h.push(0, vec![p]);
+    assert_eq!(
+        h.output(0)[0].anno().paint,
+        7,
+        "forward packets keep theirs"
+    );
+    let mut r = marked(&udp("2.0.0.2", 53, "1.0.0.1", 1024));
+    r.anno_mut().paint = 1;
+    h.push(1, vec![r]);
+    assert_eq!(h.output(1)[0].anno().paint, 7);
+    // Without REPLY_ANNO replies keep their own.
+    let h = two_inputs(NAPT);
+    h.push(0, vec![marked(&udp("10.0.0.5", 5000, "2.0.0.2", 53))]);
+    let mut r = marked(&udp("2.0.0.2", 53, "1.0.0.1", 1024));
+    r.anno_mut().paint = 1;
+    h.push(1, vec![r]);
+    assert_eq!(h.output(1)[0].anno().paint, 1);
+}
+
+#[test]
+fn a_full_table_evicts_the_flow_expiring_first_past_its_guarantee() {
+    let h = two_inputs_sim(
+        "IPRewriter(pattern 1.0.0.1 1024-1030# - - 0 1, drop, MAPPING_CAPACITY 2)",
+        2,
+    );
+    h.push(0, vec![marked(&udp("10.0.0.1", 1, "2.0.0.2", 53))]);
+    h.advance(secs(1));
+    h.push(0, vec![marked(&udp("10.0.0.2", 1, "2.0.0.2", 53))]);
+    h.advance(secs(1));
+    // Both within the 5 s guarantee: the new flow is refused.
+    h.push(0, vec![marked(&udp("10.0.0.3", 1, "2.0.0.2", 53))]);
+    assert_eq!(h.output(0).len(), 2);
+    assert_eq!(h.read("drop_reasons").unwrap(), "table full 1\n");
+    // The refused flow still took port 1026 (chosen, then refused).
+    h.advance(secs(10));
+    // Flow 1 expires first (the oldest of equal timeouts): evicted.
+    h.push(0, vec![marked(&udp("10.0.0.4", 1, "2.0.0.2", 53))]);
+    assert_eq!(ids(h.output(0)[0].data()).1, 1027);
+    h.push(1, vec![marked(&udp("2.0.0.2", 53, "1.0.0.1", 1024))]);
+    assert!(h.output(1).is_empty(), "flow 1 is gone");
+    h.push(1, vec![marked(&udp("2.0.0.2", 53, "1.0.0.1", 1025))]);
+    assert_eq!(h.output(1).len(), 1, "flow 2 stays");
+    assert_eq!(h.read("size").unwrap(), "2");
+}
+
+#[test]
+fn tcp_guarantee_zero_keeps_established_connections() {
+    let h = two_inputs_sim(
+        "IPRewriter(pattern 1.0.0.1 1024-1030# - - 0 1, drop, MAPPING_CAPACITY 2, GUARANTEE 0, \
+         TCP_TIMEOUT 100)",
+        2,
+    );
+    // Flow 1: data both ways (established, and expiring first: 100 s);
+    // flow 2: no data (300 s).
+    h.push(
+        0,
+        vec![marked(&tcp("10.0.0.1", 1, "2.0.0.2", 80, 0x10, b"a"))],
+    );
+    h.push(
+        1,
+        vec![marked(&tcp("2.0.0.2", 80, "1.0.0.1", 1024, 0x10, b"b"))],
+    );
+    h.advance(secs(1));
+    h.push(
+        0,
+        vec![marked(&tcp("10.0.0.2", 1, "2.0.0.2", 80, 0x10, b""))],
+    );
+    h.advance(secs(1));
+    h.push(
+        0,
+        vec![marked(&tcp("10.0.0.3", 1, "2.0.0.2", 80, 0x10, b""))],
+    );
+    h.output(0);
+    h.output(1);
+    // The unestablished flow 2 went, though flow 1 is older.
+    h.push(
+        1,
+        vec![marked(&tcp("2.0.0.2", 80, "1.0.0.1", 1024, 0x10, b""))],
+    );
+    h.push(
+        1,
+        vec![marked(&tcp("2.0.0.2", 80, "1.0.0.1", 1025, 0x10, b""))],
+    );
+    let back: Vec<String> = h.output(1).iter().map(|p| ids(p.data()).2).collect();
+    assert_eq!(back, ["10.0.0.1"]);
+}
+
+#[test]
+fn mapping_capacity_names_a_rewriter_to_share_its_capacity() {
+    let h = try_harness(
+        "IPRewriter(pattern 1.0.0.2 1024-1030# - - 0 1, drop, MAPPING_CAPACITY rw2); \
+         rw2 :: IPRewriter(pattern 1.0.0.3 1024-1030# - - 0 1, drop, MAPPING_CAPACITY 2); \
+         Idle -> [0]rw2; Idle -> [1]rw2; rw2[0] -> Discard; rw2[1] -> Discard; TestSource -> [1]e",
+        2,
+    )
+    .unwrap();
+    h.router
+        .push_into(
+            "rw2",
+            0,
+            vec![marked(&udp("10.0.0.1", 1, "2.0.0.2", 53))].into(),
+        )
+        .unwrap();
+    h.push(0, vec![marked(&udp("10.0.0.2", 1, "2.0.0.2", 53))]);
+    assert_eq!(h.read("size").unwrap(), "2", "flows of both");
+    assert_eq!(h.router.read_handler("rw2.size").unwrap(), "2");
+    assert_eq!(h.read("capacity").unwrap(), "2");
+    h.push(0, vec![marked(&udp("10.0.0.3", 1, "2.0.0.2", 53))]);
+    assert_eq!(h.output(0).len(), 1, "the set is full (both guaranteed)");
+    assert_eq!(h.read("mapping_failures").unwrap(), "1");
+    assert_err(
+        try_harness(
+            "IPRewriter(drop, drop, MAPPING_CAPACITY nosuch); TestSource -> [1]e",
+            2,
+        ),
+        "MAPPING_CAPACITY: 'nosuch' is not a rewriter element",
+    );
+}
+
+#[test]
+fn lowering_the_capacity_evicts_flows_expiring_first() {
+    let h = two_inputs_sim(NAPT, 2);
+    for i in 0..4 {
+        h.push(
+            0,
+            vec![marked(&udp(&format!("10.0.0.{i}"), 1, "2.0.0.2", 53))],
+        );
+        h.advance(secs(1));
+    }
+    h.write("capacity", "2").unwrap();
+    assert_eq!(
+        (h.read("size").unwrap(), h.read("capacity").unwrap()),
+        ("2".into(), "2".into())
+    );
+    let t = h.read("udp_table").unwrap();
+    assert!(t.contains("10.0.0.2") && t.contains("10.0.0.3"), "{t}");
+    assert!(!t.contains("10.0.0.0,") && !t.contains("10.0.0.1,"), "{t}");
+}
+
+#[test]
+fn a_flow_rewritten_to_its_own_reverse() {
+    let h = two_inputs("IPRewriter(pattern 2.0.0.1 1025-1030# - - 0 1, drop)");
+    h.push(0, vec![marked(&udp("2.0.0.1", 1025, "2.0.0.1", 1025))]);
+    assert_eq!(
+        ids(h.output(0)[0].data()),
+        ("2.0.0.1".into(), 1025, "2.0.0.1".into(), 1025)
+    );
+    // Its packets are its own replies from then on.
+    h.push(1, vec![marked(&udp("2.0.0.1", 1025, "2.0.0.1", 1025))]);
+    assert_eq!(h.output(1).len(), 1);
+    assert_eq!(h.read("mapping_failures").unwrap(), "0");
+    assert_eq!(h.read("size").unwrap(), "1");
+    assert_eq!(h.read("udp_table").unwrap().lines().count(), 1);
+    h.write("clear", "").unwrap();
+    assert_eq!(h.read("size").unwrap(), "0");
+}
+
+#[test]
+fn pattern_handlers_write_and_list_specifications() {
+    let h = try_harness(
+        "IPRewriter(pattern 1.0.0.2 1024-1030# - - 0 1, pass 1, keep 0 1, rr, drop, pattern 1.0.0.1 - 0 1); \
+         rr :: RoundRobinIPMapper(1.0.0.9 - - - 0 1, 1.0.0.8 - - - 0 1); \
+         TestSource -> [1]e; Idle -> [2]e; Idle -> [3]e; Idle -> [4]e; Idle -> [5]e",
+        2,
+    )
+    .unwrap();
+    h.push(0, vec![marked(&udp("53.1.1.1", 1, "2.115.2.2", 2))]);
+    assert_eq!(
+        h.read("patterns").unwrap(),
+        "1.0.0.2 1024-65534 - - [1]\n<nochange>\n<keep>\n<mapper>\n<drop>\n1.0.0.1 -\n"
+            .replace("65534", "1030")
+    );
+    assert_eq!(
+        h.router
+            .read_handler("e.tcp_lookup 53.1.1.1 1 2.115.2.2 2")
+            .unwrap(),
+        ""
+    );
+    assert_eq!(
+        h.router
+            .read_handler("e.udp_lookup 53.1.1.1 1 2.115.2.2 2")
+            .unwrap(),
+        "1.0.0.2 1024 2.115.2.2 2"
+    );
+    assert_eq!(
+        h.router
+            .read_handler("e.udp_lookup 2.115.2.2 2 1.0.0.2 1024")
+            .unwrap(),
+        "2.115.2.2 2 53.1.1.1 1"
+    );
+    // A new pattern for input 0: its old flows go.
+    h.write("pattern0", "pattern 1.0.0.4 1024-1030# - - 0 1")
+        .unwrap();
+    assert_eq!(
+        h.read("patterns").unwrap().lines().next(),
+        Some("1.0.0.4 1024-1030 - -")
+    );
+    assert_eq!(h.read("size").unwrap(), "0");
+    h.push(0, vec![marked(&udp("53.1.1.1", 1, "2.115.2.2", 2))]);
+    assert_eq!(ids(h.output(0)[1].data()).0, "1.0.0.4");
+    assert_err(
+        h.write("pattern1", "pattern 1.0.0.x - 0 1"),
+        "bad source address",
+    );
+}
+
+#[test]
+fn batches_leave_in_arrival_order_across_outputs() {
+    let h = try_harness(
+        "IPRewriter(r); r :: RoundRobinIPMapper(- - - - 0 0, - - - - 1 0); \
+         e[0] -> Paint(0) -> s :: TestSink; e[1] -> Paint(1) -> s",
+        0,
+    )
+    .unwrap();
+    let ps: Vec<Packet> = [2, 3, 2, 3, 3]
+        .iter()
+        .map(|&dp| marked(&udp("1.0.0.1", 1, "1.0.0.2", dp)))
+        .collect();
+    h.push(0, ps);
+    let s = h
+        .router
+        .element::<paraclick_runtime::testing::TestSink>("s")
+        .unwrap();
+    let paints: Vec<u8> = s.take().iter().map(|p| p.anno().paint).collect();
+    assert_eq!(paints, [0, 1, 0, 1, 1]);
+}
+
+#[test]
+fn specification_errors_one_a_line_in_clicks_words() {
+    assert_err(
+        try_harness(
+            "IPAddrRewriter(pattern 1.0.0.1 1x - - 0 1, pattern 1.0.0.0 0-255 - - 0 1, \
+             pattern 1.0.0.0 456-19 - - 0 1); TestSource -> [1]e; TestSource -> [2]e",
+            2,
+        ),
+        "input spec 0: bad source port",
+    );
+    let e = try_harness(
+        "IPAddrRewriter(pattern 1.0.0.1 1x - - 0 1, pattern 1.0.0.0 0-255 - - 0 1, \
+         pattern 1.0.0.0 456-19 - - 0 1); TestSource -> [1]e; TestSource -> [2]e",
+        2,
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("input spec 2: bad source port"), "{e}");
+    assert!(!e.contains("input spec 1"), "{e}");
+    // Unknown keywords are not taken for specifications.
+    assert!(try_harness(
+        "UDPRewriter(pattern 1.0.0.2 1024-65534# - - 0 1, drop, GUARANTEE 1, TIMEOUT 4, \
+         STREAMING_TIMEOUT 5, MAPPING_CAPACITY 3); TestSource -> [1]e",
+        2
+    )
+    .is_ok());
+}
+
+/// A TCP segment with sequence and acknowledgement numbers, options and
+/// a payload.
+#[allow(clippy::too_many_arguments)]
+fn tcp_seg(
+    src: &str,
+    sp: u16,
+    dst: &str,
+    dp: u16,
+    seq: u32,
+    ack: u32,
+    opts: &[u8],
+    data: &[u8],
+) -> Vec<u8> {
+    Ip::new(src, dst, 6)
+        .tcp_full(sp, dp, seq, ack, 0x10, 1000, opts, data)
+        .bytes()
+}
+
+fn seq_ack(d: &[u8]) -> (u32, u32) {
+    let r = |o: usize| u32::from_be_bytes([d[o], d[o + 1], d[o + 2], d[o + 3]]);
+    (r(24), r(28))
+}
+
+#[test]
+fn ftp_port_mapper_rewrites_port_commands_and_shifts_sequence_numbers() {
+    let h = try_harness(
+        "FTPPortMapper(rw, rw, 0); IPRewriterPatterns(pat 1.0.0.1 1024-1030# - -); \
+         rw :: TCPRewriter(pattern pat 0 0, drop); e -> [0]rw; rw[0] -> s :: TestSink; Idle -> [1]rw",
+        0,
+    )
+    .unwrap();
+    let c = |seq, data: &[u8]| marked(&tcp_seg("200.0.0.9", 30, "2.0.0.2", 21, seq, 0, &[], data));
+    // The command arrives in the batch whose first packet makes the
+    // control connection's mapping.
+    h.push(
+        0,
+        vec![
+            c(0, b"x"),
+            c(1, b"PORT 200,0,0,9,200,200\r\n"),
+            c(26, b"fubar\n"),
+        ],
+    );
+    let s = h
+        .router
+        .element::<paraclick_runtime::testing::TestSink>("s")
+        .unwrap();
+    let out = data(&s.take());
+    assert_eq!(out.len(), 3);
+    let pay = &out[1][40..];
+    assert_eq!(
+        pay, b"PORT 1,0,0,1,4,1\r\n",
+        "the data port's mapping: 1.0.0.1:1025"
+    );
+    assert!(ip_checksum_ok(&out[1]) && transport_ok(&out[1]));
+    assert_eq!(seq_ack(&out[1]).0, 1);
+    assert_eq!(
+        seq_ack(&out[2]).0,
+        26 - 6,
+        "6 bytes fewer from the command's end"
+    );
+    assert!(transport_ok(&out[2]));
+    assert_eq!(h.read("mapped").unwrap(), "1");
+    // The data connection's mapping: from the announced port to port 20.
+    assert_eq!(
+        h.router
+            .read_handler("rw.lookup 200.0.0.9 51400 2.0.0.2 20")
+            .unwrap(),
+        "1.0.0.1 1025 2.0.0.2 20"
+    );
+    // Replies: acknowledgements and SACK blocks past the change go back.
+    let sack = [
+        1, 1, 5, 18, 0, 0, 0, 1, 0, 0, 0, 20, 0, 0, 0, 10, 0, 0, 0, 25,
+    ];
+    h.router
+        .push_into(
+            "rw",
+            1,
+            vec![marked(&tcp_seg(
+                "2.0.0.2", 21, "1.0.0.1", 1024, 0, 20, &sack, b"",
+            ))]
+            .into(),
+        )
+        .unwrap();
+    let back = data(&s.take());
+    let b = &back[0];
+    assert_eq!(seq_ack(b).1, 26);
+    let blocks: Vec<u32> = (0..4)
+        .map(|i| u32::from_be_bytes(b[44 + 4 * i..48 + 4 * i].try_into().unwrap()))
+        .collect();
+    assert_eq!(blocks, [1, 26, 10, 31]);
+    assert!(transport_ok(b));
+    assert_err(
+        try_harness(
+            "FTPPortMapper(rw, rw, 0); rw :: IPRewriter(drop); e -> rw -> Discard",
+            0,
+        ),
+        "CONTROL_REWRITER: 'rw' must be a TCPRewriter",
+    );
 }

@@ -1,17 +1,24 @@
 //! # UDPRewriter
 //!
-//! UDPRewriter(INPUTSPEC1, ..., INPUTSPECn [, keywords UDP_TIMEOUT, UDP_STREAMING_TIMEOUT, TIMEOUT, REAP_INTERVAL, CAPACITY, MAPPING_CAPACITY, DST_ANNO])
+//! UDPRewriter(INPUTSPEC1, ..., INPUTSPECn [, keywords TIMEOUT, STREAMING_TIMEOUT, GUARANTEE, UDP_TIMEOUT, UDP_STREAMING_TIMEOUT, UDP_GUARANTEE, REAP_INTERVAL, CAPACITY, MAPPING_CAPACITY, DST_ANNO, REPLY_ANNO])
 //!
-//! Rewrites UDP packets' addresses and ports.
+//! Rewrites UDP (and TCP) packets' addresses and ports.
 //!
 //! Ports: 1 or more inputs, 1-256 outputs. Processing: push.
 //!
-//! An IPRewriter for UDP only (see `paraclick doc IPRewriter` for the
-//! INPUTSPECs, timeouts and capacity); other packets are dropped and
-//! counted in `bad_packets`. A UDP checksum of 0 (none) stays 0.
+//! An IPRewriter for datagram flows (see `paraclick doc IPRewriter` for
+//! the INPUTSPECs, guarantees and capacity). As Click's, it rewrites TCP
+//! packets too, as it does UDP: its mappings are keyed by the quadruple
+//! (addresses and ports, no protocol) and every flow, TCP or UDP, has
+//! UDP's timeouts: TIMEOUT (default 5 minutes), or STREAMING_TIMEOUT
+//! (default TIMEOUT) once it streams (three packets or more, both ways);
+//! GUARANTEE (default 5 seconds). Other packets are dropped and counted
+//! in `bad_packets`. A UDP checksum of 0 (none) stays 0.
 //!
-//! Handlers: `table`, `mappings`, `udp_table`, `nmappings`, `size`,
-//! `capacity`, `mapping_failures`, `patterns`, `bad_packets`, `clear`, as
+//! Handlers: `table` (the mappings, as Click prints them, without a
+//! protocol column), `mappings`, `udp_table`, `lookup` (as IPRewriter's
+//! `udp_lookup`), `nmappings`, `table_size`, `size`, `capacity`,
+//! `mapping_failures`, `patterns`, `patternN`, `bad_packets`, `clear`, as
 //! IPRewriter's.
 //!
 //! Example:

@@ -30,6 +30,7 @@ pub mod suppressor;
 #[cfg(test)]
 mod test_util;
 pub mod timed_unqueue;
+pub mod token_bucket_test;
 
 pub fn register(reg: &mut Registry) {
     reg.register(shaper::spec());
@@ -56,4 +57,5 @@ pub fn register(reg: &mut Registry) {
     reg.register(input_switch::spec());
     reg.register(suppressor::spec());
     reg.register(block::spec());
+    reg.register(token_bucket_test::spec());
 }

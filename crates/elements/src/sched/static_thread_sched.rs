@@ -29,7 +29,7 @@
 //!     src0 :: FastUDPFlows(...) -> ...; src1 :: FastUDPFlows(...) -> ...;
 //!     StaticThreadSched(src0 0, src1 1);
 
-use paraclick_runtime::{ClassSpec, ConfigCx, Element, InitCx};
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, InitCx, Kind};
 
 pub struct StaticThreadSched {
     /// (element name, thread) in configuration order.
@@ -37,7 +37,9 @@ pub struct StaticThreadSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("StaticThreadSched", "0/0", "a", make).stateless()
+    ClassSpec::element("StaticThreadSched", "0/0", "a", make)
+        .stateless()
+        .kind(Kind::ThreadSched)
 }
 
 fn parse_binding(arg: &str) -> Result<(String, usize), String> {

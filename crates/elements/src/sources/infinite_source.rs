@@ -126,7 +126,7 @@ impl InfiniteSource {
         let mut b = data_batch(&self.data, n, None, ts);
         if self.random {
             for p in b.iter_mut() {
-                fastrand::fill(p.data_mut());
+                crate::util::with_rng(|r| r.fill(p.data_mut()));
             }
         }
         let sent = b.len();
@@ -214,7 +214,7 @@ impl Element for InfiniteSource {
                 return false;
             };
             if self.random {
-                fastrand::fill(p.data_mut());
+                crate::util::with_rng(|r| r.fill(p.data_mut()));
             }
             self.count.add(cx.thread(), 1);
             cx.push_packet(0, p);

@@ -8,9 +8,12 @@
 //!
 //! Prints MESSAGE (a string) on standard error as the router is
 //! configured, as documentation a configuration can carry. TYPE is
-//! `MESSAGE` (the default: printed as is), `WARNING` (printed with
-//! `warning: `) or `ERROR`, which makes configuration fail with MESSAGE
-//! as the error.
+//! `MESSAGE` (the default: `NAME: MESSAGE`), `WARNING` (a configuration
+//! warning, `NAME :: Message: warning: MESSAGE`; not printed with `-w`) or
+//! `ERROR`, which makes configuration fail with MESSAGE as the error. In
+//! Click's error form (`--errors click`) both print as Click's do:
+//! `FILE:LINE: While configuring 'NAME :: Message':` and the message
+//! indented.
 //!
 //! Handlers:
 //! - `message` (read): MESSAGE.
@@ -64,11 +67,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Message, String> {
         .unwrap_or_else(|| "MESSAGE".into());
     a.complete()?;
     match kind.to_ascii_uppercase().as_str() {
-        "MESSAGE" => eprintln!("{}: {text}", cx.name),
-        "WARNING" if paraclick_runtime::registry::warnings_enabled() => {
-            eprintln!("{}: warning: {text}", cx.name)
-        }
-        "WARNING" => {}
+        "MESSAGE" => cx.message(&text),
+        "WARNING" => cx.warn(&text),
         "ERROR" => return Err(text),
         _ => {
             return Err(format!(

@@ -11,8 +11,12 @@
 //! name is for both). An argument may hold several names, as in
 //! `NAME PORT/PROTOCOL NAME...` (extra names are aliases), and text from
 //! `#` on is a comment, so lines of /etc/services can be used as they
-//! are. paraclick checks the arguments and answers lookups through the
-//! `lookup` handler; other elements' port arguments take numbers.
+//! are. Lookups are answered through the `lookup` handler, and UDPIPEncap's
+//! port arguments take the names. As in Click, a PortInfo inside a
+//! compound element defines its names for that compound only (overriding
+//! outer ones there); PortInfo is configured before the elements that use
+//! its names. Names no PortInfo defines fall back to a fixed table of
+//! well-known services (`ssh`, `domain`, `www`, ...; see IPClassifier).
 //!
 //! Handlers:
 //! - `lookup` (read with a parameter `NAME[/PROTOCOL]`): the port number.
@@ -31,7 +35,9 @@ pub struct PortInfo {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PortInfo", "0/0", "a", make).stateless()
+    ClassSpec::element("PortInfo", "0/0", "a", make)
+        .phase(-100)
+        .stateless()
 }
 
 fn proto(s: &str) -> Option<&'static str> {
@@ -75,6 +81,20 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<PortInfo, String> {
         }
     }
     a.complete()?;
+    // Names hold in the compound the PortInfo is in (and those inside it).
+    let scope = cx
+        .name
+        .rfind('/')
+        .map_or("", |i| &cx.name[..=i])
+        .to_string();
+    for (name, port, proto) in &entries {
+        cx.env.ports.push(paraclick_runtime::args::PortName {
+            scope: scope.clone(),
+            name: name.clone(),
+            port: *port,
+            proto: *proto,
+        });
+    }
     Ok(PortInfo { entries })
 }
 

@@ -16,8 +16,10 @@
 //! ` | ANNO` (PRINTANNO true) is the user annotation bytes in hex.
 //! ` | CONTENTS` shows up to MAXLENGTH bytes of data: in hex, lowercase,
 //! in groups of four bytes separated by spaces (`  54 | 02010101 01000201
-//! ...`), or in ASCII, in groups of eight characters with `.` for
-//! unprintable bytes. Each line is written with one call, so lines from
+//! ...`), or in ASCII, in groups of eight characters, each after a
+//! space (`  13 |  Hello, w orld!`), with `.` for unprintable bytes; with
+//! no bytes to show (an empty packet, MAXLENGTH 0) the part and its bar
+//! are left out (`   0`), as Click's Print. Each line is written with one call, so lines from
 //! several threads do not interleave.
 //!
 //! Arguments:
@@ -110,10 +112,11 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
-/// Appends `bytes` as text, in groups of eight, `.` for unprintables.
+/// Appends `bytes` as text, in groups of eight each after a space (the
+/// first too, as Click's Print), `.` for unprintables.
 fn push_ascii(out: &mut String, bytes: &[u8]) {
     for (i, &b) in bytes.iter().enumerate() {
-        if i > 0 && i % 8 == 0 {
+        if i % 8 == 0 {
             out.push(' ');
         }
         out.push(if (32..127).contains(&b) {
@@ -146,8 +149,13 @@ pub fn format_packet(out: &mut String, o: &PrintOpts, p: &Packet) {
         Some(m) if m < data.len() => &data[..m],
         _ => data,
     };
+    // As Click: no ` | ` when there are no bytes to print (an empty
+    // packet, MAXLENGTH 0).
     match o.contents {
+        // No bytes to show (an empty packet, MAXLENGTH 0): no ` | `.
+        _ if data.is_empty() => {}
         Contents::None => {}
+        _ if data.is_empty() => {}
         Contents::Hex => {
             out.push_str(" | ");
             push_hex(out, data);
@@ -336,13 +344,14 @@ mod tests {
             maxlength: None,
             ..PrintOpts::default()
         };
-        assert_eq!(line(&o, &p), "  26 | Hello, w orld!...  paracli ck\n");
+        assert_eq!(line(&o, &p), "  26 |  Hello, w orld!...  paracli ck\n");
+        // No bytes shown: no bar either, as Click's.
         let o = PrintOpts {
             maxlength: Some(0),
             ..PrintOpts::default()
         };
-        assert_eq!(line(&o, &p), "  26 | \n");
-        assert_eq!(line(&PrintOpts::default(), &pkt(&[])), "   0 | \n");
+        assert_eq!(line(&o, &p), "  26\n");
+        assert_eq!(line(&PrintOpts::default(), &pkt(&[])), "   0\n");
         let big = Packet::zeroed(12345).unwrap();
         let o = PrintOpts {
             contents: Contents::None,

@@ -145,7 +145,7 @@ impl Action for RandomBitErrors {
         }
         // Gaps between chosen bits are geometric: floor(ln U / ln(1 - P)).
         let ln_q = (1.0 - prob).ln();
-        let gap = || ((1.0 - fastrand::f64()).ln() / ln_q) as usize;
+        let gap = || ((1.0 - crate::util::with_rng(|r| r.f64())).ln() / ln_q) as usize;
         let mut bit = gap();
         while bit < nbits {
             change(d, bit, kind);

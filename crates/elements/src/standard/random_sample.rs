@@ -113,7 +113,7 @@ impl Action for RandomSample {
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
-        if !self.active.load(Ordering::Relaxed) || fastrand::f64() < self.p() {
+        if !self.active.load(Ordering::Relaxed) || crate::util::with_rng(|r| r.f64()) < self.p() {
             Verdict::Out(0)
         } else if cx.noutputs() > 1 {
             Verdict::Out(1)

@@ -30,7 +30,7 @@ pub fn spec() -> ClassSpec {
 impl Action for RandomSwitch {
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
-        Verdict::Out(fastrand::usize(..cx.noutputs().max(1)))
+        Verdict::Out(crate::util::with_rng(|r| r.usize(..cx.noutputs().max(1))))
     }
 }
 

@@ -1,6 +1,6 @@
 //! # Resize
 //!
-//! Resize(HEAD, TAIL)
+//! Resize(\[HEAD, TAIL], keywords HEAD, TAIL)
 //!
 //! Adjusts packet length.
 //!
@@ -15,8 +15,12 @@
 //! hold the added bytes is dropped.
 //!
 //! Arguments:
-//! - `HEAD` (integer): bytes to add (or, if negative, remove) at the front.
-//! - `TAIL` (integer): bytes to add (or remove) at the end.
+//! - `HEAD` (integer, default 0): bytes to add (or, if negative, remove)
+//!   at the front.
+//! - `TAIL` (integer, default 0): bytes to add (or remove) at the end.
+//!
+//! Either may be left out (`Resize(HEAD -2)` only strips two bytes);
+//! `Resize()` passes packets unchanged.
 //!
 //! Example:
 //!
@@ -36,8 +40,8 @@ pub fn spec() -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Resize, String> {
     let mut a = cx.args();
-    let head = a.read_mp::<i32>("HEAD");
-    let tail = a.read_mp::<i32>("TAIL");
+    let head = a.read_p::<i32>("HEAD").unwrap_or(0);
+    let tail = a.read_p::<i32>("TAIL").unwrap_or(0);
     a.complete()?;
     // Keep growth bounded: a packet buffer cannot exceed 64 KiB by much.
     for (n, v) in [("HEAD", head), ("TAIL", tail)] {
@@ -112,11 +116,23 @@ mod tests {
     }
 
     #[test]
+    fn either_size_may_be_left_out() {
+        let h = harness("Resize(HEAD -2)", 1);
+        h.push(0, vec![pkt(&[1, 2, 3, 4])]);
+        assert_eq!(h.output(0)[0].data(), &[3, 4]);
+        let h = harness("Resize(TAIL 2)", 1);
+        h.push(0, vec![pkt(&[1, 2])]);
+        assert_eq!(h.output(0)[0].data(), &[1, 2, 0, 0]);
+        let h = harness("Resize(-1)", 1);
+        h.push(0, vec![pkt(&[1, 2])]);
+        assert_eq!(h.output(0)[0].data(), &[2], "a lone positional is HEAD");
+        let h = harness("Resize()", 1);
+        h.push(0, vec![pkt(&[1, 2])]);
+        assert_eq!(h.output(0)[0].data(), &[1, 2]);
+    }
+
+    #[test]
     fn bad_config() {
-        assert_err(
-            try_harness("Resize(1)", 1),
-            "e :: Resize: missing mandatory TAIL argument",
-        );
         assert_err(
             try_harness("Resize(x, 1)", 1),
             "e :: Resize: HEAD: expected integer",

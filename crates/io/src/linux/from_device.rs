@@ -212,6 +212,7 @@ pub fn spec() -> ClassSpec {
         .shared("an input: one file or device for all flows")
         .kind(Kind::Device)
         .sums_replicas()
+        .fanout_queues()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {

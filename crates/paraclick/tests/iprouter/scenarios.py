@@ -381,7 +381,10 @@ def check_bad_headers(p, out0, out1, host):
 
 def martians():
     p = {}
-    for i, src in enumerate(["127.0.0.1", "0.0.0.0", "224.0.0.5", "255.255.255.255", "1.255.255.255", "2.255.255.255", "240.0.0.1"]):
+    # The bad sources of Click's CheckIPHeader(INTERFACES ...): 0.0.0.0,
+    # 255.255.255.255 and the interfaces' broadcast addresses (loopback,
+    # multicast and class E sources pass, as in Click, without STRICT_SRC).
+    for i, src in enumerate(["0.0.0.0", "255.255.255.255", "1.255.255.255", "2.255.255.255"]):
         p["src_%s" % src] = ip_frame(H0, R0, src=src, dst=H1IP, ttl=64, id=900 + i)
     # Forwardable packets that came as link-level broadcast/multicast, and
     # one for another host's Ethernet address.

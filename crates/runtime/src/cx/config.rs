@@ -1,7 +1,19 @@
 //! [`ConfigCx`]: what a class's constructor (`configure`) receives.
 
 use crate::args::{ArgEnv, Args};
-use crate::registry::{allowed_file, warnings_enabled};
+use crate::registry::{allowed_file, click_messages, warnings_enabled};
+use std::cell::RefCell;
+
+thread_local! {
+    /// `FILE:LINE` of the element being configured on this thread, for
+    /// messages in Click's form.
+    static LANDMARK: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Sets the landmark of the element about to be configured.
+pub(crate) fn set_landmark(landmark: String) {
+    LANDMARK.with(|l| *l.borrow_mut() = landmark);
+}
 use paraclick_lang::check::PortKind;
 
 /// What `configure` sees: the element's name, class, configuration string,
@@ -24,7 +36,9 @@ impl ConfigCx<'_> {
     /// error (`NAME :: CLASS: warning: MESSAGE`), unless warnings are off
     /// (`-w`, [`crate::registry::set_warnings`]).
     pub fn warn(&self, message: &str) {
-        if warnings_enabled() {
+        if warnings_enabled() && click_messages() {
+            self.message(&format!("warning: {message}"));
+        } else if warnings_enabled() {
             // Warnings quote configuration text: no terminal controls.
             let esc = paraclick_lang::span::escape;
             eprintln!(
@@ -33,6 +47,26 @@ impl ConfigCx<'_> {
                 esc(self.class),
                 esc(message)
             );
+        }
+    }
+
+    /// Prints MESSAGE about this element on standard error: `NAME:
+    /// MESSAGE`, or in Click's form (see
+    /// [`crate::registry::set_click_messages`]) `FILE:LINE: While
+    /// configuring 'NAME :: CLASS':` and the message indented.
+    pub fn message(&self, message: &str) {
+        let esc = paraclick_lang::span::escape;
+        if click_messages() {
+            let at = LANDMARK.with(|l| l.borrow().clone());
+            eprintln!(
+                "{}While configuring '{} :: {}':\n  {}",
+                esc(&at),
+                esc(self.name),
+                esc(self.class),
+                esc(message)
+            );
+        } else {
+            eprintln!("{}: {}", esc(self.name), esc(message));
         }
     }
 

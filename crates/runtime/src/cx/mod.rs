@@ -16,6 +16,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use config::set_landmark;
 pub use config::ConfigCx;
 pub use handler::HandlerCx;
 pub use init::InitCx;

@@ -141,3 +141,15 @@ pub fn ip_offset_after(e: &FlatElement, before: i64) -> Option<i64> {
         HeaderChange::Unknown => None,
     }
 }
+
+/// The part `class` plays ([`paraclick_runtime::Kind`]); None for a
+/// class the registry does not know.
+pub(crate) fn class_kind(class: &str) -> Option<paraclick_runtime::Kind> {
+    class_spec(class).map(|c| c.kind)
+}
+
+/// Whether `class`'s elements can each read one queue of a PACKET_FANOUT
+/// group, copies summed under the original ([`paraclick_runtime::ClassSpec::fanout_queues`]).
+pub(crate) fn fans_out(class: &str) -> bool {
+    class_spec(class).is_some_and(|c| c.fanout_queues)
+}

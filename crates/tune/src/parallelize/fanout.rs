@@ -45,8 +45,10 @@ impl Search<'_> {
 }
 
 /// Whether source task `t` (element `s`) can be split by its device's
-/// receive queues: a FromDevice reading the whole device, whose path has
-/// no element numbering or checking packets in sequence (ESP), which
+/// receive queues: an element whose class can read one queue of a
+/// fanout group ([`fans_out`]: FromDevice), reading the whole device,
+/// whose path has no element numbering or checking packets in sequence
+/// (ESP), which
 /// `n` threads would then feed. Its set (`s` first, then the replicable
 /// elements after it) and where the replicas merge.
 #[allow(clippy::type_complexity)]
@@ -56,7 +58,7 @@ pub(crate) fn fanout_part(
     s: usize,
 ) -> Result<Option<(Vec<usize>, Vec<String>)>, String> {
     let el = &gr.g.elements[s];
-    if el.class != "FromDevice" || !gr.inc[s].is_empty() || gr.out[s].is_empty() {
+    if !fans_out(&el.class) || !gr.inc[s].is_empty() || gr.out[s].is_empty() {
         return Ok(None);
     }
     fanout_config(&el.config, 0, 2)?;

@@ -73,13 +73,10 @@ pub(crate) fn flow_split_of(
     }
     let mut rep: Vec<usize> = rep.into_iter().collect();
     rep.sort();
-    let reasm = rep
-        .iter()
-        .any(|&x| gr.g.elements[x].class == "IPReassembler");
     // The addresses (and ports) of the packets as the source makes
     // them: an Ethernet frame unless FORCE_IP.
     let offset = ip_offset(gr, first).unwrap_or(14) + 12;
-    let len = if reasm { 8 } else { 12 };
+    let len = flow_hash_len(rep.iter().map(|&x| gr.g.elements[x].class.as_str()));
     let note = format!(
         "{}: flow split replicates {} element(s); kept whole where the replicas merge: {}",
         el.name,
@@ -115,7 +112,6 @@ pub(crate) fn ip_offset(gr: &Graph, x: usize) -> Option<usize> {
         for &c in &gr.inc[x] {
             let f = gr.g.connections[c].from;
             let e = &gr.g.elements[f];
-            let arg = || e.config.trim().parse::<i64>().ok();
             let out = if gr.inc[f].is_empty() {
                 Some(if e.config.contains("FORCE_IP true") {
                     0
@@ -123,16 +119,7 @@ pub(crate) fn ip_offset(gr: &Graph, x: usize) -> Option<usize> {
                     14
                 })
             } else {
-                let before = at(gr, f, memo)?;
-                match e.class.as_str() {
-                    "Strip" => arg().map(|n| before - n),
-                    "Unstrip" => arg().map(|n| before + n),
-                    "EtherEncap" => Some(before + 14),
-                    c if c.contains("Encap") || c.contains("Unencap") || c.contains("Tunnel") => {
-                        None
-                    }
-                    _ => Some(before),
-                }
+                ip_offset_after(e, at(gr, f, memo)?)
             }?;
             if got.is_some_and(|g| g != out) {
                 return None;

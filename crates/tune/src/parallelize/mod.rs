@@ -60,6 +60,7 @@ mod sched;
 mod search;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use candidate::*;
 pub use check::*;
@@ -77,6 +78,7 @@ use replicas::*;
 pub use rewrite::*;
 pub use sched::*;
 pub use search::*;
+pub use text::*;
 
 /// Capacity of inserted queues: Click's default. (65536 was tried: a
 /// fast source then keeps tens of thousands of buffers in flight, every
@@ -184,10 +186,14 @@ impl Default for Options {
 pub struct Output {
     /// The table of candidates as comments, then the configuration.
     pub text: String,
-    /// The configuration is the user's own text (a placement): read it
+    /// The configuration is the user's own text (a placement, or a split
+    /// written as the smallest change to it, [`rewrite_text`]): read it
     /// with the same defines. Otherwise it is flattened, the defines
     /// already substituted.
     pub own_text: bool,
+    /// Where the configuration starts in `text` (after the comments on
+    /// what was changed and the table).
+    pub config_at: usize,
 }
 
 /// Profile (or not), search, rewrite: the whole command, its text.
@@ -335,47 +341,45 @@ pub fn parallelize_output(
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for (k, c) in plan.candidates.iter().enumerate() {
             let f = dir.join(format!("candidate-{k}.click"));
-            let body = paraclick_lang::print_flat(&rewrite(&gr, c, n));
-            std::fs::write(&f, format!("// candidate {k}: {}\n{head}{body}", c.name))
-                .map_err(|e| format!("{}: {e}", f.display()))?;
+            let out = output_text(src, defines, &gr, c, n, false);
+            let (top, body) = (out.top, out.body);
+            std::fs::write(
+                &f,
+                format!("// candidate {k}: {}\n{top}{head}{body}", c.name),
+            )
+            .map_err(|e| format!("{}: {e}", f.display()))?;
         }
     }
-    // A placement is the user's text and one line; any other rewrite is
-    // written flattened, and says so first.
     let c = &plan.candidates[plan.chosen];
-    let own = placement_text(&src.text, &gr, c, n, handoff);
-    let mut text = String::new();
-    if own.is_none() {
+    let out = output_text(src, defines, &gr, c, n, handoff);
+    // What the rewrite changed first, then the table.
+    let mut text = out.top;
+    text.push_str(&head);
+    if out.own_text && !defines.is_empty() {
+        let given: Vec<String> = defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             text,
-            "// {} rewritten for -j {n}: {}; written flattened (defines substituted, \
-             compounds expanded, comments left out)",
-            src.name, c.name
+            "// output: the configuration as written{}; read it with the defines given here: {}",
+            if matches!(c.rewrite, Rewrite::Place) {
+                ", with the placement's line at its end"
+            } else {
+                ", changed as said above"
+            },
+            given.join(" ")
         );
     }
-    text.push_str(&head);
-    let own_text = own.is_some();
-    match own {
-        Some(t) => {
-            if !defines.is_empty() {
-                let given: Vec<String> = defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let _ = writeln!(
-                    text,
-                    "// output: the configuration as written, with the placement's line at its end; read it with the defines given here: {}",
-                    given.join(" ")
-                );
-            }
-            text.push_str(&t);
-        }
-        None => text.push_str(&paraclick_lang::print_flat(&output_graph(
-            &gr, &plan, n, handoff,
-        ))),
-    }
+    let config_at = text.len();
+    text.push_str(&out.body);
+    let own_text = out.own_text;
     if let Some(dir) = &opts.emit_all {
         let f = dir.join("output.click");
         std::fs::write(&f, &text).map_err(|e| format!("{}: {e}", f.display()))?;
     }
-    Ok(Output { text, own_text })
+    Ok(Output {
+        text,
+        own_text,
+        config_at,
+    })
 }
 
 /// The line the output carries when [`adaptive_handoff`] holds.

@@ -12,11 +12,7 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
     // Placement: drop the configuration's own StaticThreadScheds, pin
     // every task by name.
     let pins = pins(c, n);
-    let keep: Vec<bool> = g
-        .elements
-        .iter()
-        .map(|e| e.class != "StaticThreadSched")
-        .collect();
+    let keep: Vec<bool> = g.elements.iter().map(|e| !places_tasks(&e.class)).collect();
     let mut newidx = vec![usize::MAX; g.elements.len()];
     let mut elements = Vec::new();
     for (i, e) in g.elements.iter().enumerate() {
@@ -42,6 +38,13 @@ pub fn rewrite(gr: &Graph, c: &Candidate, n: usize) -> FlatGraph {
         );
     }
     g
+}
+
+/// Whether `class` places other elements' tasks on threads, as
+/// StaticThreadSched does (a plan's placement replaces it): the class
+/// says so ([`paraclick_runtime::Kind::ThreadSched`]).
+pub(crate) fn places_tasks(class: &str) -> bool {
+    class_kind(class) == Some(paraclick_runtime::Kind::ThreadSched)
 }
 
 /// The StaticThreadSched arguments that pin candidate `c`'s tasks
@@ -73,7 +76,7 @@ pub fn placement_text(
             .g
             .elements
             .iter()
-            .any(|e| e.class == "StaticThreadSched" || e.name == "par_sched")
+            .any(|e| places_tasks(&e.class) || e.name == "par_sched")
         || !gr.g.requirements.is_empty()
         || text.contains("require(")
     {
@@ -256,7 +259,7 @@ pub(crate) fn replicate(
     // under its own name.
     if n > 1 {
         for &x in set {
-            if gr.g.elements[x].class != "Counter" {
+            if !sums_replicas(&gr.g.elements[x].class) {
                 continue;
             }
             let names: Vec<String> = rep_of[1..]
