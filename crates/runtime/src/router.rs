@@ -666,11 +666,7 @@ impl Router {
         cx.current = i;
         if core.ports[i].one_by_one {
             // As a hop delivers it (see `Ports::one_by_one`).
-            let mut batch = batch;
-            for p in batch.drain() {
-                cx.current = i;
-                core.slots[i].element.push_packet(&mut cx, port, p);
-            }
+            cx.push_one_by_one(&*core.slots[i].element, port, batch);
         } else {
             core.slots[i].element.push(&mut cx, port, batch);
         }
