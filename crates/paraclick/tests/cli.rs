@@ -284,26 +284,6 @@ fn check_reports_argument_errors_with_structural_ones() {
     }
 }
 
-/// Runs paraclick with `input` on standard input.
-fn with_stdin(args: &[&str], input: &str) -> std::process::Output {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(common::bin())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
 /// Click's driver conventions for -h: one handler prints its value alone;
 /// several, or an element pattern or class, print `NAME:` before and an
 /// empty line after each value.
@@ -342,14 +322,14 @@ fn handler_output_follows_clicks_driver() {
 /// with Click's driver (`click < CONFIG`); NAME=value still applies.
 #[test]
 fn no_file_reads_the_configuration_from_standard_input() {
-    let out = with_stdin(
+    let out = common::with_stdin(
         &["N=4", "-h", "c.count"],
         "InfiniteSource(LIMIT $N, STOP true) -> c :: Counter -> Discard;",
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "4\n");
     // Its errors name <stdin>.
-    let out = with_stdin(&["-q"], "Idle -> Nonesuch;");
+    let out = common::with_stdin(&["-q"], "Idle -> Nonesuch;");
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("<stdin>:1"),
@@ -358,7 +338,7 @@ fn no_file_reads_the_configuration_from_standard_input() {
     );
     // The subcommands keep their names: a file named like one is run as
     // ./NAME or -f NAME.
-    let out = with_stdin(&["check"], "Idle -> Discard;");
+    let out = common::with_stdin(&["check"], "Idle -> Discard;");
     assert_eq!(text(&out.stdout), "<stdin>: ok (2 elements)\n");
 }
 

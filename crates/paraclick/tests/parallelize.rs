@@ -723,6 +723,13 @@ fn a_placement_is_written_as_the_users_own_file_and_one_line() {
     let out = run_ok(&["-j", "2", file, "N=3000", "-h", "out.count"]);
     let count: u64 = out.lines().next().unwrap().trim().parse().unwrap();
     assert!((3000..200_000).contains(&count), "{out}");
+    short_mlffr(file);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A short loss-free rate search of `file` at -j 2 (its Script never
+/// stops it: N is huge), which must report an MLFFR.
+fn short_mlffr(file: &str) {
     let out = run_ok(&[
         "bench",
         "--mlffr",
@@ -736,7 +743,6 @@ fn a_placement_is_written_as_the_users_own_file_and_one_line() {
         "N=1000000000000",
     ]);
     assert!(out.contains("MLFFR"), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The row of `table` (`// [ *]K  PPS  FLOOR  NAME  PLACEMENT`) whose
@@ -874,19 +880,7 @@ fn a_split_is_written_as_the_users_file_changed_where_it_must() {
             .unwrap();
         assert!((3000..200_000).contains(&n), "{what}: {n}");
         if what.starts_with("scheduler") {
-            let out = run_ok(&[
-                "bench",
-                "--mlffr",
-                "-j",
-                "2",
-                "--warmup",
-                "0.05",
-                "--trial",
-                "0.2",
-                file,
-                "N=1000000000000",
-            ]);
-            assert!(out.contains("MLFFR"), "{out}");
+            short_mlffr(file);
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn text(b: &[u8]) -> String {
@@ -580,20 +579,7 @@ fn f_reads_the_configuration_from_a_file_or_standard_input() {
     assert_eq!(ok(&["-f", f, "N=7", "-h", "c.count"]), "7\n");
     assert_eq!(ok(&["--file", f, "N=3", "-h", "c.count"]), "3\n");
     // "-": standard input.
-    let mut child = Command::new(common::bin())
-        .args(["-f", "-", "N=9", "-h", "c.count"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(conf.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::with_stdin(&["-f", "-", "N=9", "-h", "c.count"], conf);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "9\n");
     // The other subcommands take -f too.

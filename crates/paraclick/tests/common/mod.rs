@@ -64,6 +64,26 @@ pub fn paraclick(args: &[&str]) -> std::process::Output {
         .expect("run paraclick")
 }
 
+/// Runs paraclick with `input` on standard input.
+pub fn with_stdin(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run paraclick");
+    child
+        .stdin
+        .take()
+        .expect("a pipe to its standard input")
+        .write_all(input.as_bytes())
+        .expect("write its standard input");
+    child.wait_with_output().expect("its output")
+}
+
 /// Runs the router with a watchdog: panics if it does not stop by itself
 /// within `secs` seconds (so a hang fails the test instead of blocking
 /// the suite).
