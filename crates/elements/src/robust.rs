@@ -45,6 +45,12 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("HostEtherFilter(00:01:02:03:04:05)", 2, true),
     ("SetVLANAnno(2, 1)", 1, true),
     ("StripEtherVLANHeader(-1)", 2, true),
+    (
+        "FTPPortMapper(rw, rw, 0); rw :: TCPRewriter(pattern 1.2.3.4 1024-65535 - - 0 0); \
+         Idle -> rw -> Discard",
+        1,
+        true,
+    ),
     ("VLANDecap(ETHERTYPE 0x88a8)", 1, true),
     ("ARPResponder(10.0.0.1 00:01:02:03:04:05)", 2, false),
     ("MarkIPHeader(14)", 1, true),

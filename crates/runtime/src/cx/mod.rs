@@ -275,7 +275,12 @@ impl<'r> Cx<'r> {
 
     /// Hands `batch` to element `to` (the running one) a packet at a time.
     #[inline(never)]
-    pub(crate) fn push_one_by_one(&mut self, to: &dyn crate::element::Node, port: usize, mut batch: Batch) {
+    pub(crate) fn push_one_by_one(
+        &mut self,
+        to: &dyn crate::element::Node,
+        port: usize,
+        mut batch: Batch,
+    ) {
         let elem = self.current;
         for p in batch.drain() {
             self.current = elem;
