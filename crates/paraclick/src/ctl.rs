@@ -222,7 +222,7 @@ pub fn client(
     token_file: Option<&str>,
     words: &[String],
 ) -> u8 {
-    let usage = "usage: paraclick ctl [-p PORT | -u PATH] [--token-file FILE] read E.H [PARAM] | write E.H [VALUE] | list | handlers E";
+    let usage = "usage: paraclick ctl [-p PORT | -u PATH] [--token-file FILE] read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | trace add N [FILTER] | trace show | trace clear";
     let token = match token_file.map(|f| control::Secret::from_file(std::path::Path::new(f))) {
         None => None,
         Some(Ok(t)) => Some(t),
@@ -259,6 +259,27 @@ pub fn client(
             false,
         ),
         ("list", []) => (b"READ list\r\n".to_vec(), true),
+        // Every element and reason with drops, largest first.
+        ("drops", []) => (b"READ drops\r\n".to_vec(), true),
+        ("trace", [sub, args @ ..]) => match (sub.to_ascii_lowercase().as_str(), args) {
+            ("add", [_, ..]) => {
+                let v = args.join(" ");
+                (
+                    [
+                        format!("WRITEDATA trace_add {}\r\n", v.len()).into_bytes(),
+                        v.into_bytes(),
+                    ]
+                    .concat(),
+                    false,
+                )
+            }
+            ("show", []) => (b"READ trace\r\n".to_vec(), true),
+            ("clear", []) => (b"WRITE trace_clear\r\n".to_vec(), false),
+            _ => {
+                eprintln!("{usage}");
+                return 2;
+            }
+        },
         ("handlers", [e]) => (format!("READ {e}.handlers\r\n").into_bytes(), true),
         _ => {
             eprintln!("{usage}");

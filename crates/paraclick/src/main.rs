@@ -90,6 +90,15 @@ struct RunArgs {
     /// and task; enables sampling on every hop), threads, drops (repeatable).
     #[arg(long = "report", value_name = "KIND")]
     report: Vec<String>,
+    /// Trace the first N packets that enter the router (those matching
+    /// --trace-filter if given) and print their paths after the run (the
+    /// control socket's `trace_add`; see `paraclick ctl trace`).
+    #[arg(long = "trace", value_name = "N")]
+    trace: Option<u32>,
+    /// With --trace: trace only packets matching this IPFilter/tcpdump
+    /// expression where they enter.
+    #[arg(long = "trace-filter", value_name = "EXPR", requires = "trace")]
+    trace_filter: Option<String>,
     /// Packet buffers per thread pool.
     #[arg(long = "pool", value_name = "BUFFERS")]
     pool: Option<usize>,
@@ -360,7 +369,7 @@ enum Cmd {
         #[arg(
             trailing_var_arg = true,
             required = true,
-            help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E"
+            help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | trace add N [FILTER] | trace show | trace clear"
         )]
         command: Vec<String>,
     },
@@ -941,6 +950,15 @@ fn run(a: RunArgs) -> ExitCode {
         Err(d) if click => return report_click(&d, true),
         Err(d) => return report_errors(&src, &d),
     };
+    if let Some(n) = a.trace {
+        let spec = match &a.trace_filter {
+            Some(f) => format!("{n} {f}"),
+            None => n.to_string(),
+        };
+        if let Err(e) = router.write_handler("trace_add", &spec) {
+            return fail(&format!("--trace: {e}"));
+        }
+    }
     // A hotconfig comes from whoever can write to a control socket.
     let hot_opts = BuildOptions {
         files: hot_files,
@@ -1009,6 +1027,12 @@ fn run(a: RunArgs) -> ExitCode {
     }
     let router = hot.current();
     let mut status = ExitCode::SUCCESS;
+    if a.trace.is_some() {
+        match router.read_handler("trace") {
+            Ok(t) => eprint!("{t}"),
+            Err(e) => eprintln!("paraclick: --trace: {e}"),
+        }
+    }
     if !print_handlers(&router, &a.handlers) {
         status = ExitCode::from(1);
     }

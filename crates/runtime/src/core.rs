@@ -169,6 +169,9 @@ pub(crate) struct ThreadShared {
     /// Per declared drop reason (see [`crate::drops::Reasons`]): packets
     /// this thread dropped for it.
     pub reason_drops: crate::drops::Counts,
+    /// Per element: packets this thread dropped because they were sent
+    /// to an unconnected output.
+    pub unconnected: crate::drops::Counts,
     /// The tasks this thread runs; change it only through
     /// [`ThreadShared::set_worklist`], [`ThreadShared::add_task`] and
     /// [`ThreadShared::remove_task`], which tell the worker (its version).
@@ -203,6 +206,7 @@ impl ThreadShared {
             timers: TimerQueue::new(),
             drops: crate::drops::Counts::new(nelements),
             reason_drops: crate::drops::Counts::new(nreasons),
+            unconnected: crate::drops::Counts::new(nelements),
             worklist: Mutex::new(Vec::new()),
             worklist_version: AtomicU64::new(0),
             polls: AtomicU64::new(0),
@@ -299,6 +303,8 @@ pub(crate) struct Core {
     pub handler_drops: Box<[AtomicU64]>,
     /// The elements' drop reasons, from their classes.
     pub reasons: crate::drops::Reasons,
+    /// The packet tracer ([`crate::trace`]).
+    pub tracer: crate::trace::Tracer,
     /// What the global handlers report, and control sockets' servers.
     pub info: crate::control::RouterInfo,
     /// Workers that have entered their loop in this run, and when the last

@@ -22,6 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The reason of a drop that names none.
 pub const UNSPECIFIED: &str = "unspecified";
 
+/// The reason of every element's drops of packets it sent to an output
+/// that is not connected (counted by the framework, not the class).
+pub const UNCONNECTED: &str = "unconnected output";
+
 /// The most reasons a class may declare (a reason is a `u8`).
 pub const MAX_REASONS: usize = 256;
 
@@ -67,7 +71,7 @@ pub(crate) struct Reasons {
     elems: Box<[(usize, &'static [&'static str])]>,
     /// Per counter: drops counted off the data path (carried over from the
     /// router a hot swap replaced).
-    off_path: Box<[AtomicU64]>,
+    pub(crate) off_path: Box<[AtomicU64]>,
 }
 
 impl Reasons {
@@ -135,11 +139,18 @@ fn declared(core: &Core, elem: usize) -> Vec<(&'static str, u64)> {
 }
 
 /// Element `elem`'s drops per reason, nonzero only: its declared reasons
-/// in table order, then [`UNSPECIFIED`] (the total less the others).
+/// in table order, [`UNCONNECTED`], then [`UNSPECIFIED`] (the total less
+/// the others).
 pub(crate) fn per_reason(core: &Core, elem: usize) -> Vec<(&'static str, u64)> {
     // The reasons first: a drop adds to the total before its reason, so
     // the total read after them covers them.
     let mut v = declared(core, elem);
+    let unconnected = core
+        .threads
+        .iter()
+        .map(|t| t.unconnected.get(elem))
+        .sum::<u64>();
+    v.push((UNCONNECTED, unconnected));
     let named: u64 = v.iter().map(|r| r.1).sum();
     v.push((UNSPECIFIED, total(core, elem).saturating_sub(named)));
     v.retain(|r| r.1 > 0);
@@ -152,6 +163,31 @@ pub(crate) fn handler_text(core: &Core, elem: usize) -> String {
     per_reason(core, elem)
         .into_iter()
         .map(|(r, n)| format!("{r} {n}\n"))
+        .collect()
+}
+
+/// The `drops` global handler (VPP's `show errors`): one line per
+/// element and reason with drops, `COUNT ELEMENT REASON`, the largest
+/// count first (ties by element order); `no drops` if none.
+pub(crate) fn router_text(core: &Core) -> String {
+    let mut rows: Vec<(u64, usize, &'static str)> = Vec::new();
+    for e in 0..core.slots.len() {
+        for (r, n) in per_reason(core, e) {
+            rows.push((n, e, r));
+        }
+    }
+    if rows.is_empty() {
+        return "no drops\n".to_string();
+    }
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let w = rows
+        .iter()
+        .map(|r| core.slots[r.1].name.len())
+        .max()
+        .unwrap_or(0);
+    let cw = rows[0].0.to_string().len();
+    rows.iter()
+        .map(|&(n, e, r)| format!("{n:>cw$}  {:<w$}  {r}\n", core.slots[e].name))
         .collect()
 }
 

@@ -26,7 +26,10 @@ pub const BUILTIN: &[&str] = &[
 ];
 
 /// Router-wide read handlers (`-h list`, a Script's `read version`).
-/// Click's, and `nthreads` (paraclick's); see also [`crate::control`].
+/// Click's, and paraclick's `nthreads`, `threads`, `drops` (every element
+/// and reason with drops, largest first: [`crate::drops`]) and `trace`
+/// (the traced packets' paths: [`crate::trace`]); see also
+/// [`crate::control`].
 pub const GLOBAL_READ: &[&str] = &[
     "version",
     "list",
@@ -38,10 +41,13 @@ pub const GLOBAL_READ: &[&str] = &[
     "driver",
     "nthreads",
     "threads",
+    "drops",
+    "trace",
 ];
 
-/// Router-wide write handlers.
-pub const GLOBAL_WRITE: &[&str] = &["stop"];
+/// Router-wide write handlers: `stop`, and the tracer's `trace_add`
+/// (`N [FILTER]`) and `trace_clear`.
+pub const GLOBAL_WRITE: &[&str] = &["stop", "trace_add", "trace_clear"];
 
 /// `element.handler` → (element, handler); no dot is a global handler.
 fn split_spec(spec: &str) -> (Option<&str>, &str) {
@@ -130,6 +136,18 @@ pub(crate) fn write(
                 core.stop_now();
                 Ok(())
             }
+            "trace_add" => {
+                core.tracer.add(core.nthreads, &core.arg_env, value)?;
+                // Every worker reads the tracer's flag at the top of its
+                // loop after this.
+                crate::crossing::barrier(core);
+                Ok(())
+            }
+            "trace_clear" => {
+                core.tracer.clear();
+                crate::crossing::barrier(core);
+                Ok(())
+            }
             _ => Err(format!("no write handler '{h}'")),
         };
     };
@@ -172,6 +190,8 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         }
         "config" => Ok(core.source.to_string()),
         "nthreads" => Ok(core.nthreads.to_string()),
+        "drops" => Ok(crate::drops::router_text(core)),
+        "trace" => Ok(core.tracer.show(core)),
         _ => crate::control::read_global(core, h)
             .ok_or_else(|| format!("no global read handler '{h}'")),
     }

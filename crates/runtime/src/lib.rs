@@ -26,6 +26,7 @@ pub mod sched;
 pub mod testing;
 pub mod time;
 pub mod timer;
+pub mod trace;
 
 pub use args::{ArgEnv, Args, FromArg};
 pub use cx::{ConfigCx, Cx, HandlerCx, InitCx, StateCx};

@@ -392,6 +392,7 @@ pub struct Registry {
     classes: BTreeMap<&'static str, ClassSpec>,
     aliases: BTreeMap<&'static str, &'static str>,
     requirements: Vec<&'static str>,
+    packet_filter: Option<crate::trace::FilterCompiler>,
 }
 
 impl Registry {
@@ -425,6 +426,17 @@ impl Registry {
     /// A package name `require(package NAME)` accepts.
     pub fn provide(&mut self, requirement: &'static str) {
         self.requirements.push(requirement);
+    }
+
+    /// Gives the routers built from this registry a filter language for
+    /// `trace add N FILTER` (the element library gives IPFilter's).
+    pub fn set_packet_filter(&mut self, c: crate::trace::FilterCompiler) {
+        self.packet_filter = Some(c);
+    }
+
+    /// The filter language, if one was given.
+    pub fn packet_filter(&self) -> Option<crate::trace::FilterCompiler> {
+        self.packet_filter
     }
 
     pub fn get(&self, name: &str) -> Option<&ClassSpec> {

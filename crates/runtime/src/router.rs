@@ -348,6 +348,7 @@ impl Router {
             arg_env,
             handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
             reasons,
+            tracer: crate::trace::Tracer::new(nthreads, reg.packet_filter()),
             info: crate::control::RouterInfo::new(&graph, reg),
             workers_started: std::sync::atomic::AtomicUsize::new(0),
             started_ns: AtomicU64::new(0),
@@ -670,6 +671,27 @@ impl Router {
         } else {
             core.slots[i].element.push(&mut cx, port, batch);
         }
+        cx.flush_deferred();
+        Ok(())
+    }
+
+    /// Sends `batch` out of output `port` of element `name` on the calling
+    /// thread, as thread 0, as if the element had sent it (tests and tools;
+    /// not while the router runs). From a source, the packets enter the
+    /// router: the packet tracer marks them as it marks a source's.
+    pub fn send_from(&self, name: &str, port: usize, batch: Batch) -> Result<(), String> {
+        let core = &*self.core;
+        let i = *core
+            .names
+            .get(name)
+            .ok_or_else(|| format!("no element named '{name}'"))?;
+        let _g = core
+            .exclusive
+            .try_lock()
+            .map_err(|_| "router is running".to_string())?;
+        let mut cx = Cx::new(core, 0);
+        cx.current = i;
+        cx.push(port, batch);
         cx.flush_deferred();
         Ok(())
     }

@@ -574,6 +574,9 @@ impl<'r> Pass<'r> {
         let cx = &mut self.cx;
         let e = core.sync_epoch.load(Ordering::Acquire);
         if e != self.epoch {
+            // Turning the tracer on or off moves the epoch (its handlers
+            // wait on the barrier), so the flag is read here only.
+            cx.refresh_tracing();
             // A plan change waits for this: nothing this thread staged
             // under the old plan may be published under the new one.
             cx.flush_deferred();

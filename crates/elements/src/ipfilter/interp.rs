@@ -152,7 +152,7 @@ pub fn classify(rules: &[(Expr, Action)], ip: &[u8]) -> Verdict {
         if eval(e, ip) {
             return match *a {
                 Action::Out(k) => Verdict::Out(k),
-                Action::Drop => Verdict::Drop,
+                Action::Drop => Verdict::DropFor(0),
             };
         }
     }

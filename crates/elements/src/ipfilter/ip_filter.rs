@@ -10,8 +10,8 @@
 //! IPClassifier for the pattern syntax). Packets are tested against the
 //! filters in order and handled by the ACTION of the first that matches:
 //! a port number sends the packet out that output; `allow` is `0`; `drop`
-//! (or `deny`) drops it (counted). Packets matching no filter are dropped
-//! (counted). An output number must name a connected output. With no
+//! (or `deny`) drops it (counted, reason `denied`). Packets matching no
+//! filter are dropped (counted, reason `no match`). An output number must name a connected output. With no
 //! filters at all (`IPFilter()`), every packet is dropped.
 //!
 //! The IP header is found by the packet's network header annotation
@@ -49,7 +49,7 @@ pub struct IPFilter {
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPFilter", "1/-", "h", make)
         .stateless()
-        .drop_reasons(&["denied"])
+        .drop_reasons(&["denied", "no match"])
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPFilter, String> {
@@ -118,7 +118,8 @@ impl paraclick_runtime::Action for IPFilter {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.prog.classify(p) {
-            Verdict::Drop => Verdict::DropFor(0),
+            // No rule matched; a `drop` rule gives DropFor(0), "denied".
+            Verdict::Drop => Verdict::DropFor(1),
             v => v,
         }
     }
@@ -174,7 +175,11 @@ mod tests {
         assert_eq!(ids(&h.output(0)), vec![1, 4]);
         assert_eq!(ids(&h.output(1)), vec![3]);
         assert_eq!(h.drops(), 3, "deny, drop, and no match");
-        assert_eq!(h.read("drop_reasons").unwrap(), "denied 3\n");
+        assert_eq!(
+            h.read("drop_reasons").unwrap(),
+            "denied 2\nno match 1\n",
+            "a deny rule and no rule at all are told apart"
+        );
     }
 
     #[test]

@@ -23,4 +23,22 @@ mod tests;
 pub fn register(reg: &mut Registry) {
     reg.register(ip_classifier::spec());
     reg.register(ip_filter::spec());
+    reg.set_packet_filter(trace_filter);
+}
+
+/// The packet tracer's filter (`trace add N FILTER`): an IPClassifier
+/// pattern, tested on packets where they enter the router (see
+/// `Program::classify_entering`).
+pub fn trace_filter(
+    text: &str,
+    env: &paraclick_runtime::ArgEnv,
+) -> Result<paraclick_runtime::trace::PacketFilter, String> {
+    let e = lang::parse_pattern(text, env)?;
+    let prog = program::Program::compile(&[(e, program::Action::Out(0))]);
+    Ok(std::sync::Arc::new(move |p: &paraclick_packet::Packet| {
+        matches!(
+            prog.classify_entering(p),
+            paraclick_runtime::Verdict::Out(0)
+        )
+    }))
 }

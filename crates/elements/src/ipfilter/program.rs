@@ -218,6 +218,10 @@ fn transport_offset(ip: &[u8]) -> usize {
 const OUTCOME: u32 = 1 << 31;
 /// The outcome "drop".
 const DROP: u32 = u32::MAX;
+/// The outcome of a rule whose action is `drop` (IPFilter's `deny`):
+/// [`Program::run`] says `Verdict::DropFor(0)`, where a packet that
+/// matched no rule gets `Verdict::Drop`.
+const DENY: u32 = u32::MAX - 1;
 
 /// An instruction under construction.
 #[derive(Clone, Copy, Debug)]
@@ -656,7 +660,7 @@ impl Program {
             } else {
                 match rules[(t & !OUTCOME) as usize].1 {
                     Action::Out(port) => OUTCOME | port as u32,
-                    Action::Drop => DROP,
+                    Action::Drop => DENY,
                 }
             }
         };
@@ -741,6 +745,8 @@ impl Program {
         }
         if pc == DROP {
             Verdict::Drop
+        } else if pc == DENY {
+            Verdict::DropFor(0)
         } else {
             Verdict::Out((pc & !OUTCOME) as usize)
         }
@@ -763,6 +769,22 @@ impl Program {
             }
         }
         self.run(ip)
+    }
+
+    /// Classifies a packet as it enters the router (the packet tracer's
+    /// filter): by its network header annotation if set; otherwise an
+    /// Ethernet frame carrying IPv4 by the IP header after the Ethernet
+    /// header (MAC tests read that header), and anything else by the
+    /// start of its data.
+    pub fn classify_entering(&self, p: &Packet) -> Verdict {
+        if p.has_network_header() {
+            return self.classify(p);
+        }
+        let d = p.data();
+        if d.len() >= 34 && d[12..14] == [8, 0] && d[0] >> 4 != 4 {
+            return self.run_at(d, 14, 0);
+        }
+        self.run(d)
     }
 
     /// The `program` handler's text in Click's format: numbered steps
@@ -846,7 +868,7 @@ impl Program {
             n += size(st);
         }
         let target = |t: u32| -> String {
-            if t == DROP {
+            if t == DROP || t == DENY {
                 "[X]".into()
             } else if t >= OUTCOME {
                 format!("[{}]", t & !OUTCOME)
@@ -922,7 +944,7 @@ impl Program {
     /// The `tests` handler's text: one line per instruction.
     pub fn listing(&self) -> String {
         let target = |t: u32| -> String {
-            if t == DROP {
+            if t == DROP || t == DENY {
                 "drop".into()
             } else if t >= OUTCOME {
                 format!("[{}]", t & !OUTCOME)

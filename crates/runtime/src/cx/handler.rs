@@ -136,6 +136,15 @@ impl<'r> HandlerCx<'r> {
         self.core.handler_drops[self.elem].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// [`HandlerCx::count_drops`] for reason `reason` of the element's
+    /// class (one it does not declare counts as unspecified).
+    pub fn count_drops_for(&self, reason: u8, n: u64) {
+        self.count_drops(n);
+        if let Some(s) = self.core.reasons.slot(self.elem, reason) {
+            self.core.reasons.off_path[s].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Element `i` as its concrete type.
     pub fn element<T: 'static>(&self, i: usize) -> Option<&'r T> {
         self.core.slots.get(i)?.element.as_any().downcast_ref()

@@ -57,6 +57,14 @@ pub struct Cx<'r> {
     /// Set by the queue a [`Cx::pull_packet`] took its packet from when it
     /// saw itself empty afterwards ([`Cx::upstream_drained`]).
     drained: bool,
+    /// Tracing is in effect ([`crate::trace`]): a copy of the tracer's
+    /// flag, refreshed at the top of the worker's loop when the sync
+    /// epoch moved (the tracer's handlers move it), so the data path
+    /// tests a field of its own context once per push or pull.
+    pub(crate) tracing: bool,
+    /// The trace filter this thread uses, and the tracer's filter
+    /// generation it was fetched at.
+    trace_filter: (u64, Option<crate::trace::PacketFilter>),
 }
 
 impl<'r> Cx<'r> {
@@ -72,7 +80,15 @@ impl<'r> Cx<'r> {
             deferred: Vec::new(),
             wake_ns: u64::MAX,
             drained: false,
+            tracing: core.tracer.on.load(Ordering::Relaxed),
+            trace_filter: (0, None),
         }
+    }
+
+    /// Copies the tracer's flag into this context.
+    #[inline]
+    pub(crate) fn refresh_tracing(&mut self) {
+        self.tracing = self.core.tracer.on.load(Ordering::Relaxed);
     }
 
     /// Asks for the running element's [`Element::flush`] to be called on
@@ -231,7 +247,197 @@ impl<'r> Cx<'r> {
         self.current = saved;
     }
 
-    fn forward(&mut self, mut port: usize, mut batch: Batch) {
+    #[inline]
+    fn forward(&mut self, port: usize, batch: Batch) {
+        if self.tracing {
+            return self.forward_traced(port, batch);
+        }
+        self.forward_plain(port, batch)
+    }
+
+    /// [`Cx::forward`] while tracing: marks packets entering the router,
+    /// and sends a batch that holds a marked packet on one packet at a
+    /// time, in order, so every hop of a marked one is recorded.
+    #[cold]
+    #[inline(never)]
+    fn forward_traced(&mut self, port: usize, mut batch: Batch) {
+        let cur = self.current;
+        if self.core.slots[cur].input_kinds.is_empty() {
+            for p in batch.iter_mut() {
+                self.trace_mark(p);
+            }
+        }
+        if !batch.iter().any(|p| p.anno().trace != 0) {
+            return self.forward_plain(port, batch);
+        }
+        for p in batch.drain() {
+            self.current = cur;
+            self.forward_packet_traced(port, p);
+        }
+    }
+
+    /// Marks `p`, entering the router at the running element, for tracing
+    /// if marks are left and it passes the filter.
+    fn trace_mark(&mut self, p: &mut Packet) {
+        let tr = &self.core.tracer;
+        if p.anno().trace != 0 || !tr.marking() {
+            return;
+        }
+        let gen = tr.filter_gen.load(Ordering::Acquire);
+        if self.trace_filter.0 != gen {
+            self.trace_filter = (gen, tr.filter());
+        }
+        if let Some(f) = &self.trace_filter.1 {
+            if !f(p) {
+                return;
+            }
+        }
+        if let Some(id) = tr.claim() {
+            p.anno_mut().trace = id;
+            let ev = crate::trace::Event::Entry {
+                elem: self.current as u32,
+            };
+            tr.record(self.thread, id, ev, p);
+        }
+    }
+
+    /// Records an event of a marked packet.
+    #[inline]
+    fn trace_event(&self, ev: crate::trace::Event, p: &Packet) {
+        let id = p.anno().trace;
+        if id != 0 {
+            self.core.tracer.record(self.thread, id, ev, p);
+        }
+    }
+
+    /// [`Cx::forward_packet`] while tracing, recording each hop of a
+    /// marked packet.
+    #[cold]
+    #[inline(never)]
+    fn forward_packet_traced(&mut self, mut port: usize, mut p: Packet) {
+        use crate::trace::Event;
+        if self.core.slots[self.current].input_kinds.is_empty() {
+            self.trace_mark(&mut p);
+        }
+        if p.anno().trace == 0 {
+            return self.forward_packet_plain(port, p);
+        }
+        let core = self.core;
+        let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
+        loop {
+            let peer = match outs.get(port) {
+                Some(peer) if peer.element().is_some() => peer,
+                _ => return self.drop_unconnected_packet(p),
+            };
+            self.trace_event(
+                Event::Hop {
+                    from: self.current as u32,
+                    out: port as u16,
+                    to: peer.elem,
+                    inp: peer.port as u16,
+                    pull: false,
+                },
+                &p,
+            );
+            if let Some(f) = peer.fused() {
+                self.current = peer.elem as usize;
+                match f.run_one(self, &mut p) {
+                    Hop::Out(k) => port = k,
+                    Hop::Drop => return self.drop_packet(p),
+                    Hop::DropFor(r) => return self.drop_packet_for(r, p),
+                    Hop::Push => {
+                        return match peer.element() {
+                            Some(to) => to.push_unrouted(self, peer.port as usize, p),
+                            None => self.drop_packet(p),
+                        };
+                    }
+                }
+                outs = peer.next();
+                continue;
+            }
+            let Some(to) = peer.element() else {
+                return self.drop_unconnected_packet(p);
+            };
+            self.current = peer.elem as usize;
+            let q = peer.port as usize;
+            if core.profile.is_none() {
+                to.push_packet(self, q, p);
+            } else {
+                self.profiled(self.current, 1, |cx| to.push_packet(cx, q, p));
+            }
+            return;
+        }
+    }
+
+    /// Records the pull of `b` from output `out` of `from` into input
+    /// `inp` of the running element (marking packets a source gives).
+    #[cold]
+    #[inline(never)]
+    fn trace_pulled(&mut self, from: usize, out: usize, inp: usize, b: &mut [Packet]) {
+        let saved = self.current;
+        if self.core.slots[from].input_kinds.is_empty() {
+            self.current = from;
+            for p in b.iter_mut() {
+                self.trace_mark(p);
+            }
+            self.current = saved;
+        }
+        for p in b.iter() {
+            self.trace_event(
+                crate::trace::Event::Hop {
+                    from: from as u32,
+                    out: out as u16,
+                    to: saved as u32,
+                    inp: inp as u16,
+                    pull: true,
+                },
+                p,
+            );
+        }
+    }
+
+    /// Drops a packet an unconnected output was given (counted as the
+    /// running element's, reason [`crate::drops::UNCONNECTED`]).
+    #[cold]
+    fn drop_unconnected_packet(&mut self, p: Packet) {
+        self.count_unconnected(1);
+        if self.tracing {
+            self.trace_drop(crate::trace::UNCONNECTED, &p);
+        }
+        drop(p);
+    }
+
+    #[cold]
+    fn drop_unconnected(&mut self, b: Batch) {
+        self.count_unconnected(b.len() as u64);
+        if self.tracing {
+            for p in b.iter() {
+                self.trace_drop(crate::trace::UNCONNECTED, p);
+            }
+        }
+        drop(b);
+    }
+
+    fn count_unconnected(&mut self, n: u64) {
+        let t = &self.core.threads[self.thread];
+        t.drops.add(self.current, n);
+        t.unconnected.add(self.current, n);
+    }
+
+    /// Records the drop of a marked packet by the running element.
+    #[cold]
+    #[inline(never)]
+    fn trace_drop(&self, reason: u16, p: &Packet) {
+        self.trace_event(
+            crate::trace::Event::Drop {
+                elem: self.current as u32,
+                reason,
+            },
+            p,
+        );
+    }
+
+    fn forward_plain(&mut self, mut port: usize, mut batch: Batch) {
         let core = self.core;
         if batch.len() == 1 {
             if let Some(p) = batch.pop() {
@@ -242,7 +448,7 @@ impl<'r> Cx<'r> {
         let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
-                return self.drop_batch(batch);
+                return self.drop_unconnected(batch);
             };
             if let Some(f) = peer.fused_batch() {
                 self.current = peer.elem as usize;
@@ -254,7 +460,7 @@ impl<'r> Cx<'r> {
                 continue;
             }
             let Some(to) = peer.element() else {
-                return self.drop_batch(batch);
+                return self.drop_unconnected(batch);
             };
             self.current = peer.elem as usize;
             let p = peer.port as usize;
@@ -310,12 +516,20 @@ impl<'r> Cx<'r> {
     }
 
     /// [`Cx::forward`] for one packet.
-    fn forward_packet(&mut self, mut port: usize, mut p: Packet) {
+    #[inline]
+    fn forward_packet(&mut self, port: usize, p: Packet) {
+        if self.tracing {
+            return self.forward_packet_traced(port, p);
+        }
+        self.forward_packet_plain(port, p)
+    }
+
+    fn forward_packet_plain(&mut self, mut port: usize, mut p: Packet) {
         let core = self.core;
         let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
-                return self.drop_packet(p);
+                return self.drop_unconnected_packet(p);
             };
             if let Some(f) = peer.fused() {
                 self.current = peer.elem as usize;
@@ -336,7 +550,7 @@ impl<'r> Cx<'r> {
                 continue;
             }
             let Some(to) = peer.element() else {
-                return self.drop_packet(p);
+                return self.drop_unconnected_packet(p);
             };
             self.current = peer.elem as usize;
             let q = peer.port as usize;
@@ -350,8 +564,16 @@ impl<'r> Cx<'r> {
     }
 
     /// Pulls up to `max` packets from input `port` of the running element.
-    #[inline]
+    #[inline(always)]
     pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
+        if self.tracing {
+            return self.pull_traced(port, max);
+        }
+        self.pull_plain(port, max)
+    }
+
+    #[inline(always)]
+    fn pull_plain(&mut self, port: usize, max: usize) -> Option<Batch> {
         let core = self.core;
         let peer = core.ports[self.current].inputs.get(port)?;
         let from = peer.element()?;
@@ -366,10 +588,31 @@ impl<'r> Cx<'r> {
         b
     }
 
+    /// [`Cx::pull`] while tracing: records the pull of marked packets.
+    #[cold]
+    #[inline(never)]
+    fn pull_traced(&mut self, port: usize, max: usize) -> Option<Batch> {
+        let peer = self.core.ports[self.current].inputs.get(port)?;
+        let (from, out) = (peer.elem as usize, peer.port as usize);
+        let mut b = self.pull_plain(port, max);
+        if let Some(b) = &mut b {
+            self.trace_pulled(from, out, port, b.as_mut_slice());
+        }
+        b
+    }
+
     /// Pulls one packet from input `port` of the running element (the
     /// single-packet path: no batch).
-    #[inline]
+    #[inline(always)]
     pub fn pull_packet(&mut self, port: usize) -> Option<Packet> {
+        if self.tracing {
+            return self.pull_packet_traced(port);
+        }
+        self.pull_packet_plain(port)
+    }
+
+    #[inline(always)]
+    fn pull_packet_plain(&mut self, port: usize) -> Option<Packet> {
         let core = self.core;
         let peer = core.ports[self.current].inputs.get(port)?;
         let from = peer.element()?;
@@ -383,6 +626,19 @@ impl<'r> Cx<'r> {
                 .and_then(|mut b| b.pop())
         };
         self.current = saved;
+        p
+    }
+
+    /// [`Cx::pull_packet`] while tracing.
+    #[cold]
+    #[inline(never)]
+    fn pull_packet_traced(&mut self, port: usize) -> Option<Packet> {
+        let peer = self.core.ports[self.current].inputs.get(port)?;
+        let (from, out) = (peer.elem as usize, peer.port as usize);
+        let mut p = self.pull_packet_plain(port);
+        if let Some(p) = &mut p {
+            self.trace_pulled(from, out, port, std::slice::from_mut(p));
+        }
         p
     }
 
@@ -451,6 +707,9 @@ impl<'r> Cx<'r> {
     #[inline]
     pub fn drop_packet(&mut self, p: Packet) {
         self.count_drops(1);
+        if self.tracing {
+            self.trace_drop(crate::trace::NO_REASON, &p);
+        }
         drop(p);
     }
 
@@ -458,6 +717,11 @@ impl<'r> Cx<'r> {
     #[inline]
     pub fn drop_batch(&mut self, b: Batch) {
         self.count_drops(b.len() as u64);
+        if self.tracing {
+            for p in b.iter() {
+                self.trace_drop(crate::trace::NO_REASON, p);
+            }
+        }
         drop(b);
     }
 
@@ -475,6 +739,9 @@ impl<'r> Cx<'r> {
     #[inline]
     pub fn drop_packet_for(&mut self, reason: u8, p: Packet) {
         self.count_drops_for(reason, 1);
+        if self.tracing {
+            self.trace_drop(u16::from(reason), &p);
+        }
         drop(p);
     }
 
@@ -483,6 +750,11 @@ impl<'r> Cx<'r> {
     #[inline]
     pub fn drop_batch_for(&mut self, reason: u8, b: Batch) {
         self.count_drops_for(reason, b.len() as u64);
+        if self.tracing {
+            for p in b.iter() {
+                self.trace_drop(u16::from(reason), p);
+            }
+        }
         drop(b);
     }
 

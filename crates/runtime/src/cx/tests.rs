@@ -2,7 +2,7 @@
 //! output that does not exist, timers (fire, reschedule, cancel) and
 //! deferred flushes.
 
-use crate::drops::UNSPECIFIED;
+use crate::drops::{UNCONNECTED, UNSPECIFIED};
 use crate::registry::{ClassSpec, Registry};
 use crate::testing::{build_with, sink};
 use crate::{BuildOptions, Cx, Element, InitCx, Router};
@@ -181,7 +181,108 @@ fn a_push_out_of_an_output_that_does_not_exist_is_a_counted_drop() {
     r.push_into("f", 0, packets(&[2])).unwrap();
     assert_eq!(tags(&sink(&r, "s")), [0, 0, 0]);
     assert_eq!(r.drops(), vec![("f".to_string(), 6)]);
-    assert_eq!(r.drop_reasons("f").unwrap(), [(UNSPECIFIED, 6)]);
+    assert_eq!(r.drop_reasons("f").unwrap(), [(UNCONNECTED, 6)]);
+    assert_eq!(
+        r.read_handler("f.drop_reasons").unwrap(),
+        "unconnected output 6\n"
+    );
+}
+
+#[test]
+fn the_drops_handler_lists_every_reason_largest_first() {
+    let r = router("TestSource -> f :: Fan; f[0] -> d :: Dropper -> s :: TestSink;");
+    assert_eq!(r.read_handler("drops").unwrap(), "no drops\n");
+    r.push_into("f", 0, packets(&[2, 1])).unwrap();
+    r.push_into("d", 0, packets(&[1, 2, 2, 0, 1, 2])).unwrap();
+    assert_eq!(
+        r.read_handler("drops").unwrap(),
+        "3  d  too long\n\
+         2  f  unconnected output\n\
+         2  d  too short\n\
+         1  d  unspecified\n",
+        "ties in element order"
+    );
+}
+
+/// The lines of the `trace` handler's text, without the cycle counts.
+fn trace_lines(r: &Router) -> Vec<String> {
+    r.read_handler("trace")
+        .unwrap()
+        .lines()
+        .map(|l| match l.split_once(" cycles  ") {
+            Some((_, rest)) => rest.to_string(),
+            None => l.trim().to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_trace_follows_marked_packets_hop_by_hop_and_says_why_they_died() {
+    let r = router(
+        "src :: TestSource -> d :: Dropper -> s :: TestSink;
+         src[1] -> f :: Fan; f[0] -> s2 :: TestSink;",
+    );
+    // Nothing traced: nothing recorded, and no mark.
+    r.send_from("src", 0, packets(&[3])).unwrap();
+    assert_eq!(
+        trace_lines(&r),
+        ["no traces (trace add N [FILTER] starts one)"]
+    );
+    assert_eq!(sink(&r, "s")[0].anno().trace, 0);
+    r.write_handler("trace_add", "4").unwrap();
+    // Packets enter: the first passes d, the second dies there for its
+    // reason; out of src's second output, the third passes f, the fourth
+    // dies at f's missing output.
+    r.send_from("src", 0, packets(&[3, 1])).unwrap();
+    r.send_from("src", 1, packets(&[0, 2, 0])).unwrap();
+    let marks = |n: &str| {
+        sink(&r, n)
+            .iter()
+            .map(|p| p.anno().trace)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(marks("s"), [1], "the mark travels with the packet");
+    assert_eq!(marks("s2"), [3, 0], "only four were marked");
+    let want = [
+        "trace 1:",
+        "thread 0  entered at src :: TestSource",
+        "len 2",
+        "thread 0  src[0] -> [0]d :: Dropper",
+        "thread 0  d[0] -> [0]s :: TestSink",
+        "left through s :: TestSink",
+        "trace 2:",
+        "thread 0  entered at src :: TestSource",
+        "len 2",
+        "thread 0  src[0] -> [0]d :: Dropper",
+        "thread 0  dropped by d :: Dropper: too short",
+        "trace 3:",
+        "thread 0  entered at src :: TestSource",
+        "len 2",
+        "thread 0  src[1] -> [0]f :: Fan",
+        "thread 0  f[0] -> [0]s2 :: TestSink",
+        "left through s2 :: TestSink",
+        "trace 4:",
+        "thread 0  entered at src :: TestSource",
+        "len 2",
+        "thread 0  src[1] -> [0]f :: Fan",
+        "thread 0  dropped by f :: Fan: unconnected output",
+    ];
+    assert_eq!(trace_lines(&r), want);
+    // No more marks: later packets go untraced.
+    r.send_from("src", 0, packets(&[3])).unwrap();
+    assert_eq!(marks("s"), [0]);
+    assert_eq!(trace_lines(&r), want);
+    r.write_handler("trace_clear", "").unwrap();
+    assert_eq!(
+        trace_lines(&r),
+        ["no traces (trace add N [FILTER] starts one)"]
+    );
+    // Bad requests are errors, not panics.
+    assert!(r.write_handler("trace_add", "0").is_err());
+    assert!(r
+        .write_handler("trace_add", "2 tcp")
+        .unwrap_err()
+        .contains("filter"));
 }
 
 #[test]
