@@ -35,8 +35,13 @@ pub struct StoreTimestamp {
     drops: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no tailroom"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreTimestamp", "1/1", "a", make).stateless()
+    ClassSpec::action("StoreTimestamp", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StoreTimestamp, String> {
@@ -75,7 +80,7 @@ impl Action for StoreTimestamp {
             let old = p.len();
             if p.put(need - old).is_err() {
                 self.drops.inc(cx.thread());
-                return Verdict::Drop;
+                return Verdict::DropFor(0);
             }
             p.data_mut()[old..].fill(0);
         }

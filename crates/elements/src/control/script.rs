@@ -288,8 +288,12 @@ pub struct Script {
     armed: AtomicU64,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["dropped by the script"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::driver("Script", "-/-", "ah/ah", make)
+        .drop_reasons(DROP_REASONS)
         .shared("a script: one program state for the router")
 }
 
@@ -1167,7 +1171,7 @@ impl Element for Script {
             cx.push(o, b);
         }
         if !dropped.is_empty() {
-            cx.drop_batch(dropped);
+            cx.drop_batch_for(0, dropped);
         }
     }
 
@@ -1184,7 +1188,7 @@ impl Element for Script {
             }
         }
         if !dropped.is_empty() {
-            cx.drop_batch(dropped);
+            cx.drop_batch_for(0, dropped);
         }
         keep
     }

@@ -63,8 +63,12 @@ pub struct ArpResponder {
     other: Option<usize>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["not a request it answers"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ARPResponder", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
         .shared("ARP: one table / answers for all hosts")
 }
 
@@ -203,7 +207,7 @@ impl ArpResponder {
     fn other(&self) -> Verdict {
         match self.other {
             Some(p) => Verdict::Out(p),
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 

@@ -42,8 +42,13 @@ pub struct EnsureEther {
     dst: EtherAddr,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EnsureEther", "1/1", "a", make).stateless()
+    ClassSpec::action("EnsureEther", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EnsureEther, String> {
@@ -84,7 +89,7 @@ impl Action for EnsureEther {
         if encap(p, self.dst, self.src, self.ethertype) {
             Verdict::Out(0)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 }

@@ -38,8 +38,12 @@ pub struct EtherEncap {
     dst: AtomicEther,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("EtherEncap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .header_change(paraclick_runtime::HeaderChange::Prepends(14))
 }
@@ -108,7 +112,7 @@ impl Action for EtherEncap {
         if encap(p, self.dst.get(), self.src.get(), ty) {
             Verdict::Out(0)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 }

@@ -19,8 +19,13 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct EtherMirror;
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherMirror", "1/1", "a", make).stateless()
+    ClassSpec::action("EtherMirror", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EtherMirror, String> {
@@ -32,7 +37,7 @@ impl Action for EtherMirror {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < 14 {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let (dst, rest) = p.data_mut().split_at_mut(6);
         dst.swap_with_slice(&mut rest[..6]);

@@ -33,8 +33,13 @@ pub struct EtherRewrite {
     dst: AtomicEther,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("EtherRewrite", "1/1", "a", make).stateless()
+    ClassSpec::action("EtherRewrite", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EtherRewrite, String> {
@@ -71,7 +76,7 @@ impl Action for EtherRewrite {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < 14 {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let h = p.data_mut();
         h[0..6].copy_from_slice(&self.dst.get().0);

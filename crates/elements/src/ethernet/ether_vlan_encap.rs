@@ -54,8 +54,12 @@ pub struct EtherVLANEncap {
     native: Option<u16>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("EtherVLANEncap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
@@ -148,7 +152,7 @@ impl Action for EtherVLANEncap {
         let native = self.native == Some(tci & 0x0FFF);
         let hlen = if native { 14 } else { 18 };
         if p.push(hlen).is_err() {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         p.anno_mut().vlan_tci = tci;
         let (dst, src) = (self.dst.get(), self.src.get());

@@ -32,8 +32,13 @@ pub struct GetEtherAddress {
     has_reject: bool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["rejected"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("GetEtherAddress", "1/1-2", "a", make).stateless()
+    ClassSpec::action("GetEtherAddress", "1/1-2", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<GetEtherAddress, String> {
@@ -65,7 +70,7 @@ impl Action for GetEtherAddress {
             return if self.has_reject {
                 Verdict::Out(1)
             } else {
-                Verdict::Drop
+                Verdict::DropFor(0)
             };
         };
         let mut a = [0; 6];

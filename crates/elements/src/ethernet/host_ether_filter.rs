@@ -41,8 +41,13 @@ pub struct HostEtherFilter {
     filtered: Option<usize>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["not for this host", "too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("HostEtherFilter", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("HostEtherFilter", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<HostEtherFilter, String> {
@@ -66,7 +71,7 @@ impl HostEtherFilter {
     fn filter(&self) -> Verdict {
         match self.filtered {
             Some(port) => Verdict::Out(port),
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 }
@@ -75,7 +80,7 @@ impl Action for HostEtherFilter {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(h) = p.data().get(self.offset..self.offset.saturating_add(14)) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         };
         let dst = EtherAddr([h[0], h[1], h[2], h[3], h[4], h[5]]);
         let own_src = h[6..12] == self.addr.0;

@@ -32,8 +32,13 @@ pub struct StoreEtherAddress {
     has_reject: bool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["rejected"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreEtherAddress", "1/1-2", "a", make).stateless()
+    ClassSpec::action("StoreEtherAddress", "1/1-2", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StoreEtherAddress, String> {
@@ -71,7 +76,7 @@ impl Action for StoreEtherAddress {
             return if self.has_reject {
                 Verdict::Out(1)
             } else {
-                Verdict::Drop
+                Verdict::DropFor(0)
             };
         }
         let a = *self.addr.read().unwrap_or_else(|x| x.into_inner());

@@ -32,8 +32,13 @@ pub struct VLANDecap {
     ethertype: u16,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("VLANDecap", "1/1", "a", make).stateless()
+    ClassSpec::action("VLANDecap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<VLANDecap, String> {
@@ -47,7 +52,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<VLANDecap, String> {
 impl Action for VLANDecap {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < 14 {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let d = p.data();
         let tpid = u16::from_be_bytes([d[12], d[13]]);

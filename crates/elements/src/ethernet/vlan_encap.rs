@@ -41,8 +41,12 @@ pub struct VLANEncap {
     native: u16,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short", "no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("VLANEncap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
@@ -113,7 +117,7 @@ impl Action for VLANEncap {
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < 14 {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let tci = self.tci.unwrap_or(p.anno().vlan_tci);
         p.anno_mut().vlan_tci = tci;
@@ -121,7 +125,7 @@ impl Action for VLANEncap {
             return Verdict::Out(0);
         }
         if p.push(4).is_err() {
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         }
         let d = p.data_mut();
         d.copy_within(4..16, 0);

@@ -85,8 +85,13 @@ pub struct IcmpError {
     ident: AtomicU32,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no error sent"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("ICMPError", "1/1", "a", make).shared("one IP ID sequence for all packets")
+    ClassSpec::action("ICMPError", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .shared("one IP ID sequence for all packets")
 }
 
 const TYPES: &[(&str, u8)] = &[
@@ -393,7 +398,7 @@ impl Action for IcmpError {
                 *p = q;
                 Verdict::Out(0)
             }
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 }

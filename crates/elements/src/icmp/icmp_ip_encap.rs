@@ -54,8 +54,12 @@ pub struct ICMPIPEncap {
     ip_id: AtomicU16,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too long", "no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ICMPIPEncap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .shared("one ICMP sequence and IP ID counter for all packets")
         .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
@@ -119,10 +123,10 @@ impl ICMPIPEncap {
     pub(crate) fn encap(&self, p: &mut Packet) -> Verdict {
         let total = p.len() + 28;
         let Ok(total16) = u16::try_from(total) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         if p.push(28).is_err() {
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         }
         let src = self.src.load(Ordering::Relaxed);
         let dst = self.dst.load(Ordering::Relaxed);

@@ -35,8 +35,13 @@ pub struct IcmpPingResponder {
     other: Option<usize>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["not an echo request"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("ICMPPingResponder", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("ICMPPingResponder", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IcmpPingResponder, String> {
@@ -98,7 +103,7 @@ impl Action for IcmpPingResponder {
         } else {
             match self.other {
                 Some(port) => Verdict::Out(port),
-                None => Verdict::Drop,
+                None => Verdict::DropFor(0),
             }
         }
     }

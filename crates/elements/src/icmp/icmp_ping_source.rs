@@ -105,8 +105,12 @@ pub struct IcmpPingSource {
     receiver: Option<Mutex<Receiver>>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["reply received"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ICMPPingSource", "0-1/1", "h/a", make)
+        .drop_reasons(DROP_REASONS)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
 }
@@ -489,7 +493,7 @@ impl Element for IcmpPingSource {
         for p in batch.iter() {
             self.record(cx, p);
         }
-        cx.drop_batch(batch);
+        cx.drop_batch_for(0, batch);
     }
 }
 

@@ -28,8 +28,13 @@ pub struct DropBroadcasts {
     error_out: Verdict,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["link-level broadcast"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("DropBroadcasts", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("DropBroadcasts", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DropBroadcasts, String> {
@@ -39,7 +44,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<DropBroadcasts, String> {
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         },
     })
 }

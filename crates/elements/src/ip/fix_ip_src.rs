@@ -31,8 +31,13 @@ pub struct FixIPSrc {
     addr: Ipv4Addr,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no IP header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("FixIPSrc", "1/1", "a", make).stateless()
+    ClassSpec::action("FixIPSrc", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<FixIPSrc, String> {
@@ -49,7 +54,7 @@ impl Action for FixIPSrc {
             return Verdict::Out(0);
         }
         let Some(mut h) = fixed_ip_header(p) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         h.update_src_addr(self.addr);
         p.anno_mut().fix_ip_src = false;

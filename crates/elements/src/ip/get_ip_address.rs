@@ -63,8 +63,13 @@ pub struct GetIPAddress {
     source: Source,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short", "no IP header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("GetIPAddress", "1/1", "a", make).stateless()
+    ClassSpec::action("GetIPAddress", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<GetIPAddress, String> {
@@ -90,12 +95,12 @@ impl Action for GetIPAddress {
         let addr = match self.source {
             Source::Offset(o) => match p.data().get(o..o.saturating_add(4)) {
                 Some(b) => Ipv4Addr::new(b[0], b[1], b[2], b[3]),
-                None => return Verdict::Drop,
+                None => return Verdict::DropFor(0),
             },
             Source::Src | Source::Dst => match fixed_ip_header_ref(p) {
                 Some(h) if self.source == Source::Src => h.src_addr(),
                 Some(h) => h.dst_addr(),
-                None => return Verdict::Drop,
+                None => return Verdict::DropFor(1),
             },
         };
         p.anno_mut().dst_ip = addr;

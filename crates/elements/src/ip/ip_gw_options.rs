@@ -66,8 +66,13 @@ pub struct IPGWOptions {
     error_out: Verdict,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["bad IP options", "no IP header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPGWOptions", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("IPGWOptions", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<IPGWOptions, String> {
@@ -84,7 +89,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<IPGWOptions, String> {
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         },
     })
 }
@@ -199,10 +204,10 @@ impl Action for IPGWOptions {
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(nh) = p.network_header_mut() else {
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         };
         let Some(&vihl) = nh.first() else {
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         };
         let hlen = usize::from(vihl & 0x0f) * 4;
         if hlen == IP_MIN_HLEN && nh.len() >= IP_MIN_HLEN {
@@ -219,10 +224,10 @@ impl IPGWOptions {
     #[inline(never)]
     fn with_options(&self, cx: &mut Cx<'_>, p: &mut Packet, hlen: usize) -> Verdict {
         let Some(nh) = p.network_header_mut() else {
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         };
         let Some(hdr) = nh.get_mut(..hlen).filter(|h| h.len() >= IP_MIN_HLEN) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         };
         // Work on a copy so that a packet with a bad option leaves
         // unchanged (the options area is at most 40 bytes).

@@ -30,8 +30,13 @@ pub struct IPMirror {
     dst_anno: bool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no IP header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IPMirror", "1/1", "a", make).stateless()
+    ClassSpec::action("IPMirror", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPMirror, String> {
@@ -45,7 +50,7 @@ impl Action for IPMirror {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(mut h) = fixed_ip_header(p) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         let (src, dst) = (h.src_addr(), h.dst_addr());
         h.set_src_addr(dst);

@@ -33,8 +33,13 @@ pub struct MarkIPCE {
     drops: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no IP header", "not ECN-capable"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("MarkIPCE", "1/1", "a", make).stateless()
+    ClassSpec::action("MarkIPCE", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIPCE, String> {
@@ -55,14 +60,14 @@ impl Action for MarkIPCE {
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(mut h) = fixed_ip_header(p) else {
             self.drops.inc(cx.thread());
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         let tos = h.tos();
         match tos & 3 {
             3 => {}
             0 if !self.force => {
                 self.drops.inc(cx.thread());
-                return Verdict::Drop;
+                return Verdict::DropFor(1);
             }
             _ => h.update_tos(tos | 3),
         }

@@ -30,8 +30,13 @@ pub struct MarkIPHeader {
     offset: usize,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("MarkIPHeader", "1/1", "a", make).stateless()
+    ClassSpec::action("MarkIPHeader", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIPHeader, String> {
@@ -47,7 +52,7 @@ impl Action for MarkIPHeader {
         let hlen = match p.data().get(self.offset) {
             Some(&b) => usize::from(b & 0x0f) * 4,
             None if p.len() == self.offset => 0,
-            None => return Verdict::Drop,
+            None => return Verdict::DropFor(0),
         };
         p.set_network_header(self.offset, hlen);
         Verdict::Out(0)

@@ -34,8 +34,13 @@ pub struct SetIPChecksum {
     warned: AtomicBool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["bad IP header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIPChecksum", "1/1", "a", make).stateless()
+    ClassSpec::action("SetIPChecksum", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPChecksum, String> {
@@ -68,7 +73,7 @@ impl Action for SetIPChecksum {
             None => {
                 self.drops.inc(cx.thread());
                 warn_once(&self.warned, cx, "bad input packet");
-                Verdict::Drop
+                Verdict::DropFor(0)
             }
         }
     }

@@ -31,8 +31,13 @@ pub struct SetIPDSCP {
     dscp: AtomicU8,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no IP header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIPDSCP", "1/1", "a", make).stateless()
+    ClassSpec::action("SetIPDSCP", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn check_dscp(d: u8) -> Result<u8, String> {
@@ -68,7 +73,7 @@ impl Action for SetIPDSCP {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(mut h) = fixed_ip_header(p) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         let tos = (self.dscp.load(Ordering::Relaxed) << 2) | h.ecn();
         if tos != h.tos() {

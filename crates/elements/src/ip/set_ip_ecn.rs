@@ -31,8 +31,13 @@ pub struct SetIPECN {
     ecn: AtomicU8,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no IP header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetIPECN", "1/1", "a", make).stateless()
+    ClassSpec::action("SetIPECN", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn parse_ecn(s: &str) -> Result<u8, String> {
@@ -73,7 +78,7 @@ impl Action for SetIPECN {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(mut h) = fixed_ip_header(p) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         let tos = (h.tos() & !3) | self.ecn.load(Ordering::Relaxed);
         if tos != h.tos() {

@@ -35,8 +35,13 @@ pub struct SetTCPChecksum {
     warned: AtomicBool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["bad TCP packet"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetTCPChecksum", "1/1", "a", make).stateless()
+    ClassSpec::action("SetTCPChecksum", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetTCPChecksum, String> {
@@ -91,7 +96,7 @@ impl Action for SetTCPChecksum {
             Verdict::Out(0)
         } else {
             warn_once(&self.warned, cx, "bad input packet");
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 }

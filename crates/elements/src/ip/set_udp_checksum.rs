@@ -34,8 +34,13 @@ pub struct SetUDPChecksum {
     warned: AtomicBool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["bad UDP packet"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("SetUDPChecksum", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("SetUDPChecksum", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetUDPChecksum, String> {
@@ -44,7 +49,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<SetUDPChecksum, String> {
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         },
         warned: AtomicBool::new(false),
     })

@@ -53,8 +53,13 @@ pub struct StoreIPAddress {
     error_out: Verdict,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["bad packet"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreIPAddress", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("StoreIPAddress", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn parse_where(s: &str, env: &paraclick_runtime::ArgEnv) -> Result<Where, String> {
@@ -92,7 +97,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<StoreIPAddress, String> {
         error_out: if cx.noutputs >= 2 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         },
     })
 }

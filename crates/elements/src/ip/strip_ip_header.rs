@@ -41,10 +41,14 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 pub struct StripIPHeader;
 pub struct UnstripIPHeader;
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no network header", "no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("StripIPHeader", "1/1", "a", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| StripIPHeader)
     })
+    .drop_reasons(DROP_REASONS)
     .stateless()
 }
 
@@ -52,6 +56,7 @@ pub fn unstrip_spec() -> ClassSpec {
     ClassSpec::action("UnstripIPHeader", "1/1", "a", |cx: &mut ConfigCx<'_>| {
         cx.args().complete().map(|_| UnstripIPHeader)
     })
+    .drop_reasons(DROP_REASONS)
     .stateless()
 }
 
@@ -63,7 +68,7 @@ impl Action for StripIPHeader {
                 p.pull(t as usize);
                 Verdict::Out(0)
             }
-            _ => Verdict::Drop,
+            _ => Verdict::DropFor(0),
         }
     }
 }
@@ -74,10 +79,10 @@ impl Action for UnstripIPHeader {
         match p.network_header_offset() {
             Some(n) if n < 0 => match p.push((-n) as usize) {
                 Ok(()) => Verdict::Out(0),
-                Err(_) => Verdict::Drop,
+                Err(_) => Verdict::DropFor(1),
             },
             Some(_) => Verdict::Out(0),
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 }

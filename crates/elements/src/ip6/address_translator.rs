@@ -102,8 +102,12 @@ pub struct AddressTranslator {
     drops: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["untranslatable"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("AddressTranslator", "2/2", "h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("NAT: one mapping table for all flows (and both directions)")
 }
 
@@ -422,7 +426,7 @@ impl Element for AddressTranslator {
         let dropped = before - batch.len();
         if dropped > 0 {
             self.drops.add(cx.thread(), dropped as u64);
-            cx.count_drops(dropped as u64);
+            cx.count_drops_for(0, dropped as u64);
         }
         if !batch.is_empty() {
             cx.push(port, batch);

@@ -23,8 +23,13 @@ pub struct GetIP6Address {
     offset: usize,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("GetIP6Address", "1/1", "a", make).stateless()
+    ClassSpec::action("GetIP6Address", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<GetIP6Address, String> {
@@ -39,7 +44,7 @@ impl Action for GetIP6Address {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(b) = p.data().get(self.offset..self.offset + 16) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         let mut a = [0u8; 16];
         a.copy_from_slice(b);

@@ -67,8 +67,13 @@ pub struct ICMP6Error {
     pmtu: AtomicU32,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no error packet made"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("ICMP6Error", "1/1", "a", make).stateless()
+    ClassSpec::action("ICMP6Error", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 const TYPES: &[(&str, u8)] = &[
@@ -229,7 +234,7 @@ impl Action for ICMP6Error {
                 *p = q;
                 Verdict::Out(0)
             }
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 }

@@ -36,8 +36,12 @@ pub struct IP6Encap {
     class: u8,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IP6Encap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
@@ -91,7 +95,7 @@ impl Action for IP6Encap {
         if prepend_ip6(p, r) {
             Verdict::Out(0)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 }

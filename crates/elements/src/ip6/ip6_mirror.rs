@@ -24,8 +24,13 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct IP6Mirror;
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no IPv6 header"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IP6Mirror", "1/1", "a", make).stateless()
+    ClassSpec::action("IP6Mirror", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Mirror, String> {
@@ -36,10 +41,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IP6Mirror, String> {
 impl Action for IP6Mirror {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let Some(nh) = p.network_header_mut() else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         if nh.len() < 40 {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let ports_at = {
             let h = Ipv6Header::new_unchecked(&nh[..]);

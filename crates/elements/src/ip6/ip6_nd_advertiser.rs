@@ -52,8 +52,13 @@ pub struct IP6NDAdvertiser {
     count: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["not answered"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("IP6NDAdvertiser", "1/1", "a", make).stateless()
+    ClassSpec::action("IP6NDAdvertiser", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDAdvertiser, String> {
@@ -148,7 +153,7 @@ impl Action for IP6NDAdvertiser {
                 self.count.inc(cx.thread());
                 Verdict::Out(0)
             }
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 }

@@ -95,8 +95,12 @@ pub struct IP6NDSolicitor {
     graveyard: Mutex<Vec<Packet>>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no neighbor answer"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("IP6NDSolicitor", "2/1-2", "h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("ND: one neighbour table for all hosts")
 }
 
@@ -177,7 +181,7 @@ impl IP6NDSolicitor {
             cx.push(0, Batch::from(out.ready));
         }
         for p in out.dead {
-            cx.drop_packet(p);
+            cx.drop_packet_for(0, p);
         }
     }
 

@@ -66,8 +66,13 @@ pub struct LookupIP6Route {
     last_lookup: Mutex<String>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no route"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("LookupIP6Route", "1/-", "h", make).stateless()
+    ClassSpec::element("LookupIP6Route", "1/-", "h", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 /// A parsed route; `port` is `None` when left out (only `remove`).
@@ -333,7 +338,7 @@ impl Element for LookupIP6Route {
         }
         if uniform {
             match ports[0] {
-                u32::MAX => cx.drop_batch(batch),
+                u32::MAX => cx.drop_batch_for(0, batch),
                 p => cx.push(p as usize, batch),
             }
             return;
@@ -357,7 +362,7 @@ impl Element for LookupIP6Route {
             };
             match outs.get_mut(port as usize) {
                 Some(b) => b.push(p),
-                None => cx.drop_packet(p),
+                None => cx.drop_packet_for(0, p),
             }
         }
         for (port, b) in outs.into_iter().enumerate() {

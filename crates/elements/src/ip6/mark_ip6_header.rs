@@ -22,8 +22,13 @@ pub struct MarkIP6Header {
     offset: usize,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("MarkIP6Header", "1/1", "a", make).stateless()
+    ClassSpec::action("MarkIP6Header", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<MarkIP6Header, String> {
@@ -38,7 +43,7 @@ impl Action for MarkIP6Header {
     #[inline]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         if p.len() < self.offset + 40 {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         p.set_network_header(self.offset, 40);
         Verdict::Out(0)

@@ -71,6 +71,9 @@ pub struct ProtocolTranslator {
     drops: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short", "untranslatable"];
+
 pub fn spec64() -> ClassSpec {
     ClassSpec::action(
         "ProtocolTranslator64",
@@ -79,6 +82,7 @@ pub fn spec64() -> ClassSpec {
         |cx: &mut ConfigCx<'_>| make(cx, true),
     )
     .stateless()
+    .drop_reasons(DROP_REASONS)
 }
 
 pub fn spec46() -> ClassSpec {
@@ -89,6 +93,7 @@ pub fn spec46() -> ClassSpec {
         |cx: &mut ConfigCx<'_>| make(cx, false),
     )
     .stateless()
+    .drop_reasons(DROP_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>, to_v4: bool) -> Result<ProtocolTranslator, String> {
@@ -361,7 +366,7 @@ impl Action for ProtocolTranslator {
             .unwrap_or(0);
         let Some(d) = p.data().get(start..) else {
             self.drops.inc(cx.thread());
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         let out = if self.to_v4 {
             six_to_four(d, false)
@@ -370,7 +375,7 @@ impl Action for ProtocolTranslator {
         };
         let Some(out) = out else {
             self.drops.inc(cx.thread());
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         };
         // Link-layer bytes before the header stay; the datagram is replaced.
         let old = p.len() - start;
@@ -382,7 +387,7 @@ impl Action for ProtocolTranslator {
         };
         if !ok {
             self.drops.inc(cx.thread());
-            return Verdict::Drop;
+            return Verdict::DropFor(1);
         }
         p.data_mut()[start..].copy_from_slice(&out);
         p.set_network_header(start, if self.to_v4 { 20 } else { 40 });

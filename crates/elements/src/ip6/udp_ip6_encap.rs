@@ -32,8 +32,12 @@ pub struct UDPIP6Encap {
     checksum: bool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("UDPIP6Encap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
@@ -59,7 +63,7 @@ impl Action for UDPIP6Encap {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let len = p.len() + 8;
         if len > 65535 || p.push(8).is_err() {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let d = p.data_mut();
         d[0..2].copy_from_slice(&self.sport.to_be_bytes());
@@ -85,7 +89,7 @@ impl Action for UDPIP6Encap {
         if prepend_ip6(p, r) {
             Verdict::Out(0)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 }

@@ -58,8 +58,12 @@ pub struct IPEncap {
     ids: IpIds,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("IPEncap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .shared("one IP ID sequence for all packets")
         .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
@@ -138,12 +142,12 @@ impl Action for IPEncap {
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let total = p.len() + 20;
         if total > 65535 || p.push(20).is_err() {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let id = self.ids.next(cx);
         let dst = self.dst.get(p.anno().dst_ip);
         let Some(h) = p.data_mut().first_chunk_mut::<20>() else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         write_ip_header(
             h,

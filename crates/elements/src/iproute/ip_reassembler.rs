@@ -111,8 +111,21 @@ pub struct IPReassembler {
     two_outputs: bool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &[
+    "no room",
+    "fragment of a failed datagram",
+    "expired",
+    "memory limit",
+    "not a fragment",
+    "inconsistent fragment",
+    "duplicate fragment",
+    "merged into its datagram",
+];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("IPReassembler", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
         .per_flow()
         .flow_key(paraclick_runtime::FlowKey::Addresses)
 }
@@ -270,9 +283,9 @@ impl IPReassembler {
             p.put(want - have).is_ok()
         };
         if !ok {
-            cx.drop_packet(p);
+            cx.drop_packet_for(0, p);
             for f in frags {
-                cx.drop_packet(f.p);
+                cx.drop_packet_for(1, f.p);
             }
             return None;
         }
@@ -307,7 +320,7 @@ impl IPReassembler {
             h.fill_checksum();
         }
         for f in frags {
-            cx.drop_packet(f.p);
+            cx.drop_packet_for(7, f.p);
         }
         Some(p)
     }
@@ -317,7 +330,7 @@ impl IPReassembler {
     fn expire(&self, cx: &mut Cx<'_>, d: Datagram, side: &mut Batch) {
         if !self.two_outputs || d.frags.is_empty() {
             for f in d.frags {
-                cx.drop_packet(f.p);
+                cx.drop_packet_for(2, f.p);
             }
             return;
         }
@@ -357,7 +370,7 @@ impl IPReassembler {
             if let Some(d) = st.map.remove(&k) {
                 st.mem -= d.mem;
                 for f in d.frags {
-                    cx.drop_packet(f.p);
+                    cx.drop_packet_for(3, f.p);
                 }
             }
         }
@@ -366,7 +379,7 @@ impl IPReassembler {
     /// Takes in one fragment; a completed datagram goes to `out`.
     fn fragment(&self, cx: &mut Cx<'_>, p: Packet, out: &mut Batch, side: &mut Batch) {
         let Some(fi) = frag_info(&p) else {
-            cx.drop_packet(p);
+            cx.drop_packet_for(4, p);
             return;
         };
         let now = cx.now();
@@ -395,7 +408,7 @@ impl IPReassembler {
         };
         if bad {
             // (A fresh datagram has nothing to disagree with.)
-            cx.drop_packet(p);
+            cx.drop_packet_for(5, p);
             return;
         }
         d.last = now;
@@ -405,7 +418,7 @@ impl IPReassembler {
         if fi.start == fi.end || covers(&d.covered, fi.start, fi.end) {
             // Nothing new: an empty last fragment (its end is noted) or a
             // duplicate.
-            cx.drop_packet(p);
+            cx.drop_packet_for(6, p);
         } else {
             let m = p.buffer_len() + FRAG_OVERHEAD;
             d.mem += m;

@@ -54,8 +54,12 @@ pub struct UDPIPEncap {
     sent: AtomicU64,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("UDPIPEncap", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .shared("one IP ID sequence for all packets")
         .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
@@ -134,7 +138,7 @@ impl Action for UDPIPEncap {
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let total = p.len() + 28;
         if total > 65535 || p.push(28).is_err() {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let id = self.ids.next(cx);
         let src = self.src.get();
@@ -143,7 +147,7 @@ impl Action for UDPIPEncap {
         let d = p.data_mut();
         let (iph, rest) = d.split_at_mut(20);
         let Ok(iph) = <&mut [u8; 20]>::try_from(iph) else {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         };
         write_ip_header(iph, 0, total as u16, id, false, 250, 17, src, dst);
         let step = match self.interval {

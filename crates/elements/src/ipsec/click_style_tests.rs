@@ -180,9 +180,31 @@ fn split_chain_decrypts_what_the_fused_encrypter_sends() {
         unknown[23] ^= 0x55;
         let extra = [replay, bad, unknown];
         let all: Vec<Packet> = esp.iter().chain(extra.iter()).map(|d| pkt(d)).collect();
-        gw.push_into("rt", 0, Batch::from(all)).unwrap();
+        // Traced from where they enter: each bad packet's trace names why
+        // it died, and the router's drops listing counts each reason.
+        gw.write_handler("trace_add", "100").unwrap();
+        gw.send_from("src", 0, Batch::from(all)).unwrap();
         let got = out(&gw, "plain");
         assert_eq!(got, plain, "{alg}");
+        let drops = gw.read_handler("drops").unwrap();
+        let trace = gw.read_handler("trace").unwrap();
+        for reason in ["replay", "auth failed", "unknown SPI"] {
+            assert_eq!(
+                drops
+                    .lines()
+                    .filter(|l| l.ends_with(&format!("  {reason}")))
+                    .map(|l| l.split_whitespace().next().unwrap())
+                    .collect::<Vec<_>>(),
+                ["1"],
+                "{alg} {reason}: {drops}"
+            );
+            assert_eq!(
+                trace.matches(&format!(": {reason}\n")).count(),
+                1,
+                "{alg} {reason}: {trace}"
+            );
+        }
+        assert_eq!(drops.lines().count(), 3, "{alg}: {drops}");
         assert_eq!(gw.read_handler("sat.packets 0x2002").unwrap(), "5", "{alg}");
         assert_eq!(
             gw.read_handler("sat.replay_drops 0x2002").unwrap(),

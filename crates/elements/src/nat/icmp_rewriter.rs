@@ -55,8 +55,12 @@ pub struct ICMPRewriter {
     rewritten: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no mapping"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("ICMPRewriter", "1/1-2", "h/h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("NAT: one port allocator and mapping table for all flows (and both directions)")
 }
 
@@ -95,7 +99,7 @@ impl ICMPRewriter {
         if self.noutputs > 1 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 

@@ -30,8 +30,13 @@ pub struct InputSwitch {
     ninputs: usize,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["input not selected"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("InputSwitch", "-/1", "h", make).stateless()
+    ClassSpec::element("InputSwitch", "-/1", "h", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<InputSwitch, String> {
@@ -59,7 +64,7 @@ impl Element for InputSwitch {
         if self.input.load(Ordering::Relaxed) == port as i64 {
             cx.push(0, batch);
         } else {
-            cx.drop_batch(batch);
+            cx.drop_batch_for(0, batch);
         }
     }
 }

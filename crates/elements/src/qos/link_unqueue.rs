@@ -97,6 +97,7 @@ pub struct LinkUnqueue {
 pub fn spec() -> ClassSpec {
     ClassSpec::element("LinkUnqueue", "1/1", "l/h", make)
         .shared("a rate or schedule shared by all flows")
+        .drop_reasons(&["flushed by reset"])
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<LinkUnqueue, String> {
@@ -133,7 +134,7 @@ impl Element for LinkUnqueue {
             let mut l = e.link.lock().unwrap_or_else(|e| e.into_inner());
             let n = l.transit.len();
             l.transit.clear();
-            hx.count_drops(n as u64);
+            hx.count_drops_for(0, n as u64);
             Ok(())
         }),
     ];

@@ -176,13 +176,18 @@ pub struct Red {
     drops: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["RED drop"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("RED", "1/1-2", "a/ah", make_red)
+        .drop_reasons(DROP_REASONS)
         .shared("RED: one average queue length for all flows")
 }
 
 pub fn adaptive_spec() -> ClassSpec {
     ClassSpec::action("AdaptiveRED", "1/1-2", "a/ah", make_adaptive)
+        .drop_reasons(DROP_REASONS)
         .shared("RED: one average queue length for all flows")
 }
 
@@ -409,7 +414,7 @@ impl Action for Red {
         if self.two_outputs {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 }

@@ -33,8 +33,12 @@ pub struct StrideSwitch {
     stride: Mutex<Stride>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no output"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("StrideSwitch", "1/1-", "h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("a rate or schedule shared by all flows")
 }
 
@@ -59,7 +63,7 @@ impl Element for StrideSwitch {
             k.set(i + 1);
             match ports.get(i).copied().flatten() {
                 Some(port) => Verdict::Out(port),
-                None => Verdict::Drop,
+                None => Verdict::DropFor(0),
             }
         });
     }

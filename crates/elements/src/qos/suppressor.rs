@@ -29,8 +29,13 @@ pub struct Suppressor {
     active: Vec<AtomicBool>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["suppressed"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Suppressor", "-/=", "a", make).stateless()
+    ClassSpec::element("Suppressor", "-/=", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Suppressor, String> {
@@ -68,7 +73,7 @@ impl Element for Suppressor {
         if self.is_active(port) {
             cx.push(port, batch);
         } else {
-            cx.drop_batch(batch);
+            cx.drop_batch_for(0, batch);
         }
     }
 

@@ -31,8 +31,13 @@ pub struct Align {
     offset: usize,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["cannot align"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Align", "1/1", "a", make).stateless()
+    ClassSpec::action("Align", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Align, String> {
@@ -102,7 +107,7 @@ impl Action for Align {
         };
         match r {
             Ok(()) if misalign(p, m, off) == 0 => Verdict::Out(0),
-            _ => Verdict::Drop,
+            _ => Verdict::DropFor(0),
         }
     }
 }

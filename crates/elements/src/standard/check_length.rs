@@ -24,8 +24,13 @@ pub struct CheckLength {
     reject: Verdict,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too long"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("CheckLength", "1/1-2", "a/ah", make).stateless()
+    ClassSpec::action("CheckLength", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<CheckLength, String> {
@@ -37,7 +42,7 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<CheckLength, String> {
         reject: if cx.noutputs > 1 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         },
     })
 }

@@ -28,8 +28,12 @@ pub struct CheckPaint {
     reject: Verdict,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["wrong paint"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("CheckPaint", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
 }
@@ -45,7 +49,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<CheckPaint, String> {
         reject: if cx.noutputs > 1 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         },
     })
 }

@@ -30,8 +30,13 @@ pub struct HashSwitch {
     noutputs: usize,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["too short"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("HashSwitch", "1/1-", "h", make).stateless()
+    ClassSpec::action("HashSwitch", "1/1-", "h", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<HashSwitch, String> {
@@ -64,7 +69,7 @@ impl Action for HashSwitch {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.data().get(self.offset..self.end) {
             Some(b) => Verdict::Out(hash_output(b, self.noutputs)),
-            None => Verdict::Drop,
+            None => Verdict::DropFor(0),
         }
     }
 }

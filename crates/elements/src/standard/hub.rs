@@ -32,8 +32,13 @@ pub struct Hub {
     clone_failures: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no other port"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Hub", "-/=", "h", make).stateless()
+    ClassSpec::element("Hub", "-/=", "h", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Hub, String> {
@@ -52,7 +57,7 @@ impl Element for Hub {
     fn push(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
         let outs: Vec<usize> = (0..self.noutputs).filter(|&o| o != port).collect();
         let Some((&last, rest)) = outs.split_last() else {
-            return cx.drop_batch(batch);
+            return cx.drop_batch_for(0, batch);
         };
         for &o in rest {
             let mut c = Batch::new();

@@ -17,8 +17,12 @@ use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 
 pub struct Idle;
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["idle"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Idle", "-/-", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
 }
@@ -30,7 +34,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Idle, String> {
 
 impl Element for Idle {
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
-        cx.drop_batch(batch);
+        cx.drop_batch_for(0, batch);
     }
 
     fn pull(&self, _cx: &mut Cx<'_>, _port: usize, _max: usize) -> Option<Batch> {

@@ -28,8 +28,13 @@ pub struct Pad {
     len: Option<usize>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no tailroom"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Pad", "1/1", "a", make).stateless()
+    ClassSpec::action("Pad", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Pad, String> {
@@ -53,7 +58,7 @@ impl Action for Pad {
         p.anno_mut().extra_length = 0;
         match p.set_len(want) {
             Ok(()) => Verdict::Out(0),
-            Err(_) => Verdict::Drop,
+            Err(_) => Verdict::DropFor(0),
         }
     }
 }

@@ -34,8 +34,12 @@ pub struct PaintSwitch {
     clone_failures: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no outputs"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("PaintSwitch", "1/-", "h", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
 }
@@ -64,7 +68,7 @@ impl PaintSwitch {
                 continue;
             }
             if self.noutputs == 0 {
-                cx.drop_packet(p);
+                cx.drop_packet_for(0, p);
                 continue;
             }
             for port in 0..self.noutputs - 1 {

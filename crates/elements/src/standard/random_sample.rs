@@ -38,8 +38,12 @@ pub struct RandomSample {
     active: AtomicBool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["not sampled"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("RandomSample", "1/1-2", "a/ah", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
 }
@@ -118,7 +122,7 @@ impl Action for RandomSample {
         } else if cx.noutputs() > 1 {
             Verdict::Out(1)
         } else {
-            Verdict::Drop
+            Verdict::DropFor(0)
         }
     }
 }

@@ -34,8 +34,13 @@ pub struct Resize {
     tail: i32,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom", "no tailroom"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("Resize", "1/1", "a", make).stateless()
+    ClassSpec::action("Resize", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Resize, String> {
@@ -60,7 +65,7 @@ impl Action for Resize {
         let h = self.head.unsigned_abs() as usize;
         if self.head >= 0 {
             if p.push(h).is_err() {
-                return Verdict::Drop;
+                return Verdict::DropFor(0);
             }
         } else {
             p.pull(h);
@@ -68,7 +73,7 @@ impl Action for Resize {
         let t = self.tail.unsigned_abs() as usize;
         if self.tail >= 0 {
             if p.put(t).is_err() {
-                return Verdict::Drop;
+                return Verdict::DropFor(1);
             }
         } else {
             p.take(t);

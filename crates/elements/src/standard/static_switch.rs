@@ -23,8 +23,12 @@ pub struct StaticSwitch {
     output: Option<usize>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["switched off"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("StaticSwitch", "1/-", "h", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
 }
@@ -43,7 +47,7 @@ impl Element for StaticSwitch {
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         match self.output {
             Some(k) => cx.push(k, batch),
-            None => cx.drop_batch(batch),
+            None => cx.drop_batch_for(0, batch),
         }
     }
 }

@@ -34,8 +34,13 @@ pub struct StoreData {
     grow: bool,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no tailroom"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("StoreData", "1/1", "a", make).stateless()
+    ClassSpec::action("StoreData", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StoreData, String> {
@@ -61,7 +66,7 @@ impl Action for StoreData {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let end = self.offset + self.data.len();
         if self.grow && p.len() < end && p.set_len(end).is_err() {
-            return Verdict::Drop;
+            return Verdict::DropFor(0);
         }
         let d = p.data_mut();
         for (i, &b) in self.data.iter().enumerate() {

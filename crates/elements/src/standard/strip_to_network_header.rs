@@ -21,8 +21,12 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
 
 pub struct StripToNetworkHeader;
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("StripToNetworkHeader", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
 }
@@ -44,7 +48,7 @@ impl Action for StripToNetworkHeader {
             // reallocates, the bytes are in the buffer).
             Some(off) => match p.push(off.unsigned_abs()) {
                 Ok(()) => Verdict::Out(0),
-                Err(_) => Verdict::Drop,
+                Err(_) => Verdict::DropFor(0),
             },
             None => Verdict::Out(0),
         }

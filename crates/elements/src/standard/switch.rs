@@ -28,8 +28,12 @@ pub struct Switch {
     output: AtomicI32,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["switched off"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Switch", "1/-", "h", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
 }
@@ -57,7 +61,7 @@ impl Element for Switch {
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         match usize::try_from(self.output.load(Ordering::Relaxed)) {
             Ok(k) => cx.push(k, batch),
-            Err(_) => cx.drop_batch(batch),
+            Err(_) => cx.drop_batch_for(0, batch),
         }
     }
 }

@@ -26,8 +26,12 @@ pub struct Unstrip {
     len: usize,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["no headroom"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::action("Unstrip", "1/1", "a", make)
+        .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
         .header_change(paraclick_runtime::HeaderChange::UnstripsArg)
@@ -48,7 +52,7 @@ impl Action for Unstrip {
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match p.push(self.len) {
             Ok(()) => Verdict::Out(0),
-            Err(_) => Verdict::Drop,
+            Err(_) => Verdict::DropFor(0),
         }
     }
 }

@@ -209,6 +209,7 @@ const PRIO: usize = 1;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromDevice", "0/1", "h", make)
+        .drop_reasons(super::rx::RX_DROP_REASONS)
         .shared("an input: one file or device for all flows")
         .kind(Kind::Device)
         .sums_replicas()

@@ -112,8 +112,12 @@ pub struct FromHost {
     counts: super::DevCounts,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["receive ring full"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromHost", "0/1", "h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("an input: one file or device for all flows")
         .kind(Kind::Device)
 }
@@ -304,7 +308,7 @@ impl Element for FromHost {
         }
         if drops > 0 {
             self.counts.drops.add(cx.thread(), drops);
-            cx.count_drops(drops);
+            cx.count_drops_for(0, drops);
         }
         if batch.is_empty() {
             return drops > 0;

@@ -126,14 +126,19 @@ pub struct KernelTun {
     sent: PerThreadCount,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["write failed", "bad packet"];
+
 pub fn tun_spec() -> ClassSpec {
     ClassSpec::element("KernelTun", "0-1/1-2", "a/h", make_tun)
+        .drop_reasons(DROP_REASONS)
         .shared("a device: one interface for all flows")
         .kind(Kind::Device)
 }
 
 pub fn tap_spec() -> ClassSpec {
     ClassSpec::element("KernelTap", "0-1/1-2", "a/h", make_tap)
+        .drop_reasons(DROP_REASONS)
         .shared("a device: one interface for all flows")
         .kind(Kind::Device)
 }
@@ -273,7 +278,7 @@ impl KernelTun {
                 drop(p);
             } else {
                 failed += 1;
-                cx.drop_packet(p);
+                cx.drop_packet_for(0, p);
             }
         }
         if sent > 0 {
@@ -331,7 +336,7 @@ impl KernelTun {
                 let n = bad.len() as u64;
                 self.counts.drops.add(cx.thread(), n);
                 for p in bad.drain() {
-                    cx.drop_packet(p);
+                    cx.drop_packet_for(1, p);
                 }
             }
         }

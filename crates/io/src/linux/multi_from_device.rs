@@ -116,6 +116,7 @@ struct PollState {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("MultiFromDevice", "0/1-", "h", make)
+        .drop_reasons(super::rx::RX_DROP_REASONS)
         .shared("an input: one file or device for all flows")
         .kind(Kind::Device)
 }

@@ -442,6 +442,11 @@ pub struct RxCounters {
     own_drops: PerThreadCount,
 }
 
+/// Why a device reader drops frames (its class's `drop_reasons`): a
+/// frame it could not make a packet of (no buffer, cut short, or an
+/// offload it cannot complete).
+pub const RX_DROP_REASONS: &[&str] = &["frame not taken"];
+
 impl RxCounters {
     pub fn new(nrings: usize, nthreads: usize) -> RxCounters {
         RxCounters {
@@ -456,11 +461,12 @@ impl RxCounters {
         self.emitted[i].add(thread, n as u64);
     }
 
-    /// Counts `n` frames dropped (here and in the router's drop total).
+    /// Counts `n` frames dropped (here and in the router's drop total,
+    /// for reason 0 of the reading class, [`RX_DROP_REASONS`]).
     pub fn dropped(&self, cx: &mut Cx<'_>, n: u64) {
         if n > 0 {
             self.own_drops.add(cx.thread(), n);
-            cx.count_drops(n);
+            cx.count_drops_for(0, n);
         }
     }
 

@@ -85,8 +85,12 @@ pub struct ToDevice {
 /// that product.
 const MAX_BURST: usize = 1 << 16;
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["send failed"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToDevice", "1/0-2", "a/h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("an output: one file or device for all flows")
         .kind(Kind::Device)
 }
@@ -189,7 +193,7 @@ impl ToDevice {
         if self.has_out1 {
             cx.push(1, b);
         } else {
-            cx.drop_batch(b);
+            cx.drop_batch_for(0, b);
         }
     }
 

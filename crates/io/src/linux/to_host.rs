@@ -46,8 +46,12 @@ pub struct ToHost {
     counts: super::DevCounts,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["kernel refused"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToHost", "1/0", "h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("an output: one file or device for all flows")
         .kind(Kind::Device)
 }
@@ -129,7 +133,7 @@ impl Element for ToHost {
                 drop(p);
             } else {
                 failed += 1;
-                cx.drop_packet(p);
+                cx.drop_packet_for(0, p);
             }
         }
         if sent > 0 {

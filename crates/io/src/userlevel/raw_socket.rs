@@ -72,8 +72,12 @@ pub struct RawSocket {
     received: AtomicU64,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["send failed"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("RawSocket", "0-1/0-1", "a/h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("a device: one interface for all flows")
         .kind(Kind::Device)
 }
@@ -239,7 +243,7 @@ impl Element for RawSocket {
             }
         }
         for p in bad {
-            cx.drop_packet(p);
+            cx.drop_packet_for(0, p);
         }
     }
 

@@ -120,8 +120,12 @@ pub struct Socket {
     received: AtomicU64,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["send failed"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Socket", "0-1/0-1", "a/h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("a device: one interface for all flows")
         .kind(paraclick_runtime::Kind::Device)
 }
@@ -532,7 +536,7 @@ impl Element for Socket {
         }
         drop(s);
         for p in bad {
-            cx.drop_packet(p);
+            cx.drop_packet_for(0, p);
         }
     }
 
