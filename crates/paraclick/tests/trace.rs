@@ -62,7 +62,7 @@ fn drops(r: &Router) -> BTreeMap<(String, String), u64> {
             let mut w = l.split_whitespace();
             let n = w.next().unwrap().parse().unwrap();
             let e = w.next().unwrap().to_string();
-            (((e, w.collect::<Vec<_>>().join(" "))), n)
+            ((e, w.collect::<Vec<_>>().join(" ")), n)
         })
         .collect()
 }
@@ -265,6 +265,41 @@ fn a_filter_chooses_the_packets_to_trace() {
         let e = r.write_handler("trace_add", bad).unwrap_err();
         assert!(e.contains("trace add: filter"), "{bad}: {e}");
     }
+}
+
+#[test]
+fn clones_and_encapsulated_packets_stay_traced() {
+    let r = test_router(
+        "src :: TestSource -> t :: Tee(2);
+         t[0] -> a :: TestSink;
+         t[1] -> e :: UDPIPEncap(192.0.2.1, 1234, 198.51.100.1, 4321) -> b :: TestSink;",
+    );
+    r.write_handler("trace_add", "1").unwrap();
+    let p = ip([10, 0, 0, 2], [10, 0, 0, 3], 64, 17, &udp(7, 53));
+    r.send_from("src", 0, batch(&[p.clone(), p])).unwrap();
+    let marks = |n: &str| {
+        r.element::<paraclick_runtime::testing::TestSink>(n)
+            .unwrap()
+            .take()
+            .iter()
+            .map(|p| p.anno().trace)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(marks("a"), [1, 0], "the first packet's copy");
+    assert_eq!(marks("b"), [1, 0], "and the encapsulated original");
+    let t = &traces(&r)[&1];
+    let t: Vec<&str> = t.iter().map(|l| l.as_str()).collect();
+    assert_eq!(t[2], "thread 0  src[0] -> [0]t :: Tee", "{t:?}");
+    assert_eq!(t[3], "thread 0  t[0] -> [0]a :: TestSink", "{t:?}");
+    assert_eq!(
+        t[4], "thread 0  t[1] -> [0]e :: UDPIPEncap  (another copy)",
+        "{t:?}"
+    );
+    assert_eq!(t[5], "thread 0  e[0] -> [0]b :: TestSink", "{t:?}");
+    assert!(
+        t[6].contains("ip 192.0.2.1 > 198.51.100.1") && t[6].contains("1234 > 4321"),
+        "the new headers after the encapsulation: {t:?}"
+    );
 }
 
 /// Source files that call a dropping API, and whether they declare
