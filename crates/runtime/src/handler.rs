@@ -170,7 +170,7 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
             }
             Ok(s)
         }
-        "config" => Ok(core.source.to_string()),
+        "config" => Ok(crate::control::config_text(core)),
         "nthreads" => Ok(core.nthreads.to_string()),
         _ => crate::control::read_global(core, h)
             .ok_or_else(|| format!("no global read handler '{h}'")),
