@@ -302,7 +302,10 @@ mod tests {
         assert!(h.read("program").unwrap().starts_with("all->[0]\n"));
         // Outputs that differ keep their test.
         let h = harness("IPClassifier(tcp, -)", 2);
-        assert!(h.read("program").unwrap().starts_with(" 0 264/00060000%00ff0000  yes->[0]  no->[1]\n"));
+        assert!(h
+            .read("program")
+            .unwrap()
+            .starts_with(" 0 264/00060000%00ff0000  yes->[0]  no->[1]\n"));
     }
 
     #[test]
