@@ -117,7 +117,9 @@
 //! - `kill SIGNAL PID...` (read with parameters, from the script's own
 //!   text only, as `$(kill USR1 $$)`; not a handler a control socket
 //!   reaches): sends SIGNAL to the processes; process ids must be
-//!   positive (no process groups).
+//!   positive (no process groups). A signal this process catches and
+//!   sends itself is counted before the call returns, so its SIGNAL
+//!   scripts run before the sender's next `wait` ends.
 //!
 //! Differences from Click: ACTIVE and DRIVER scripts start when the router
 //! starts running (a timer at time 0), not during initialization. A
