@@ -24,6 +24,7 @@ const OUTSIDE: &[&str] = &[
     "KernelTap",
     "KernelTun",
     "RawSocket",
+    "McastSocket",
     "Socket",
     "ToDump",
     "ToIPSummaryDump",

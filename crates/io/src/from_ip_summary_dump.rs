@@ -13,7 +13,9 @@
 //! The format: lines starting with `!` are comments and directives
 //! (`!IPSummaryDump 1.3`; `!data` or `!contents` followed by the field
 //! names of the data lines; `!flowid SRC SPORT DST DPORT [PROTO]` giving
-//! default addresses and ports); lines starting with `#` and blank lines
+//! default addresses and ports; `!proto PROTO` (`T`, `U`, `I` or a
+//! number) giving the protocol of the following lines' packets when they
+//! name none, in place of the PROTO keyword); lines starting with `#` and blank lines
 //! are ignored; every other line describes one packet, its fields separated
 //! by spaces, `-` for a field that is not known. A line may hold fewer
 //! fields than `!data` names. A line that does not parse (a bad value, or
@@ -69,7 +71,7 @@
 //! Built packets are IPv4 with a correct header length and header
 //! checksum (unless `ip_sum` gives one), TTL 100 unless given, the
 //! protocol from `ip_proto`, else FLOWID's, else the one the transport
-//! fields imply, else PROTO. First fragments of TCP, UDP and ICMP packets
+//! fields imply, else the last `!proto` line's, else PROTO. First fragments of TCP, UDP and ICMP packets
 //! get a transport header. The IP length is `ip_len`, else headers plus
 //! `payload_len`. Packets carry the timestamp, the IP header annotation,
 //! and, when shorter than their IP length, the extra length annotation.
@@ -168,6 +170,8 @@ struct State {
     /// After a `!binary` line: records, not lines.
     binary: bool,
     flowid: Option<FlowId>,
+    /// The protocol a `!proto` line set for the lines after it.
+    proto: Option<u8>,
     line: Vec<u8>,
     pending: Option<Packet>,
     pending_values: Option<Values>,
@@ -255,6 +259,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
             minor: 3,
             binary: false,
             flowid,
+            proto: None,
             line: Vec::with_capacity(256),
             pending: None,
             pending_values: None,
@@ -464,6 +469,13 @@ impl State {
                         return Line::Bad(b);
                     }
                 }
+                "proto" => {
+                    let mut v = Values::default();
+                    match parse_value(Field::IpProto, rest, &mut v, self.minor) {
+                        Some(()) if v.proto.is_some() => self.proto = v.proto,
+                        _ => return Line::Bad("bad !proto line".into()),
+                    }
+                }
                 "flowid" => match FlowId::parse(rest) {
                     Some(f) => self.flowid = Some(f),
                     None => return Line::Bad("bad !flowid line".into()),
@@ -570,7 +582,7 @@ impl FromIPSummaryDump {
                     }
                     let opts = BuildOpts {
                         checksum: self.checksum,
-                        default_proto: self.default_proto,
+                        default_proto: st.proto.unwrap_or(self.default_proto),
                         flowid: st.flowid,
                     };
                     match build(&v, &opts) {
@@ -720,6 +732,26 @@ mod tests {
             let e = paraclick_runtime::testing::build_err(&full_registry(), conf);
             assert!(e.contains(want), "{conf}: {e}");
         }
+    }
+
+    #[test]
+    fn proto_lines_set_the_default_protocol() {
+        // `!proto` gives the protocol of later lines that name none (the
+        // PROTO keyword's role); a line's own ip_proto still wins; a bad
+        // `!proto` line is skipped and counted, the previous one stays.
+        let r = build(
+            &full_registry(),
+            "f :: FromIPSummaryDump(STOP true, PROTO 17, DATA \"!data ip_dst ip_proto\n\
+             1.0.0.1\n!proto 9\n1.0.0.2\n1.0.0.3 T\n!proto 300\n1.0.0.4\n\
+             !proto I\n1.0.0.5\") -> s :: TestSink;",
+        );
+        run(&r);
+        let protos: Vec<u8> = sink(&r, "s")
+            .iter()
+            .map(|p| Ipv4Header::new_checked(p.data()).unwrap().protocol())
+            .collect();
+        assert_eq!(protos, [17, 9, 6, 9, 1]);
+        assert_eq!(r.read_handler("f.errors").unwrap(), "1");
     }
 
     #[test]

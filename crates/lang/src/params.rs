@@ -1,7 +1,10 @@
 //! `$parameter` references in configuration strings.
 //!
-//! A reference is `$name` (letters, digits, `_`), `${name}`, or
-//! `${name-default}`. References inside single quotes, comments, or after a
+//! A reference is `$name` (letters, digits, `_`), `${name}`,
+//! `${name-default}`, or `${name[INDEX]}`: word INDEX (from 0) of the
+//! value split at white space (quoted strings are single words), empty
+//! past the last word; INDEX may itself hold references (`${a[$n]}`).
+//! References inside single quotes, comments, or after a
 //! backslash are not substituted; inside double quotes they are.
 
 use crate::lexer::is_var_byte;
@@ -13,6 +16,8 @@ pub(crate) struct VarRef {
     pub end: usize,
     pub name: String,
     pub default: Option<String>,
+    /// `${name[INDEX]}`: INDEX's text, unsubstituted.
+    pub index: Option<String>,
 }
 
 /// Finds the parameter references in a configuration string.
@@ -76,7 +81,33 @@ fn var_at(text: &str, i: usize) -> Option<VarRef> {
                 end: j + 1,
                 name,
                 default: None,
+                index: None,
             }),
+            Some(b'[') => {
+                // The index runs to the `]` outside braces, then `}`.
+                let mut depth = 0;
+                let mut k = j + 1;
+                while k < b.len() {
+                    match b[k] {
+                        b'{' => depth += 1,
+                        b'}' if depth == 0 => return None,
+                        b'}' => depth -= 1,
+                        b']' if depth == 0 => break,
+                        _ => {}
+                    }
+                    k += 1;
+                }
+                if b.get(k + 1) != Some(&b'}') {
+                    return None;
+                }
+                Some(VarRef {
+                    start: i,
+                    end: k + 2,
+                    name,
+                    default: None,
+                    index: Some(text[j + 1..k].to_string()),
+                })
+            }
             Some(b'-') => {
                 // default runs to the matching '}'
                 let mut depth = 1;
@@ -102,6 +133,7 @@ fn var_at(text: &str, i: usize) -> Option<VarRef> {
                     end: k + 1,
                     name,
                     default: Some(text[j + 1..k].to_string()),
+                    index: None,
                 })
             }
             _ => None,
@@ -119,6 +151,7 @@ fn var_at(text: &str, i: usize) -> Option<VarRef> {
             end: j,
             name: text[i + 1..j].to_string(),
             default: None,
+            index: None,
         })
     }
 }
@@ -159,7 +192,22 @@ pub(crate) fn substitute_capped(
     };
     for v in vars {
         push(&mut out, &text[last..v.start])?;
-        match lookup(&v.name).or(v.default) {
+        let value = match &v.index {
+            None => lookup(&v.name).or(v.default),
+            Some(ix) => match lookup(&v.name) {
+                Some(val) => {
+                    let ix = substitute_capped(ix, lookup, cap)?;
+                    let word = ix
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|n| crate::args::split_words(&val).into_iter().nth(n));
+                    Some(word.unwrap_or_default())
+                }
+                None => None,
+            },
+        };
+        match value {
             Some(val) => push(&mut out, &val)?,
             None => push(&mut out, &text[v.start..v.end])?,
         }
@@ -175,6 +223,26 @@ mod tests {
 
     fn names(t: &str) -> Vec<String> {
         scan_vars(t).into_iter().map(|v| v.name).collect()
+    }
+
+    #[test]
+    fn indexed_references_take_one_word() {
+        let look = |n: &str| match n {
+            "a" => Some("A \"B C\" D".to_string()),
+            "n" => Some("2".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            substitute("${a[0]}|${a[1]}|${a[$n]}|${a[3]}|${a[x]}", &look),
+            "A|\"B C\"|D||"
+        );
+        // Unknown variables stay as written; malformed forms are text.
+        assert_eq!(
+            substitute("${z[0]} ${a[0} ${a[0]x", &look),
+            "${z[0]} ${a[0} ${a[0]x"
+        );
+        let v = &scan_vars("x ${a[${n}]} y")[0];
+        assert_eq!((v.start, v.end, v.index.as_deref()), (2, 12, Some("${n}")));
     }
 
     #[test]

@@ -1003,7 +1003,10 @@ fn run(a: RunArgs) -> ExitCode {
         let stopper = hot.clone();
         let stop_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            let _ = signal_hook::flag::register(sig, stop_flag.clone());
+            // A Script(TYPE SIGNAL INT) handles INT itself.
+            if !paraclick_runtime::signals::caught(sig) {
+                let _ = signal_hook::flag::register(sig, stop_flag.clone());
+            }
         }
         let watcher_flag = stop_flag.clone();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -44,7 +44,7 @@ fn tcp_every_command_and_reply_code() {
     assert_eq!(c.read("config"), TRAFFIC);
     let flat = c.read("flatconfig");
     assert!(flat.contains("c :: Counter;\n"), "{flat}");
-    assert!(flat.contains("rt [1] -> q;\n"), "{flat}");
+    assert!(flat.contains("rt [1] -> q\n    -> Unqueue@"), "{flat}");
     assert!(c.read("classes").lines().any(|l| l == "Counter"));
     assert!(c.read("classes").lines().any(|l| l == "ControlSocket"));
     assert_eq!(c.read("requirements"), "");

@@ -188,7 +188,7 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
             }
             Ok(s)
         }
-        "config" => Ok(core.source.to_string()),
+        "config" => Ok(crate::control::config_text(core)),
         "nthreads" => Ok(core.nthreads.to_string()),
         "drops" => Ok(crate::drops::router_text(core)),
         "trace" => Ok(core.tracer.show(core)),

@@ -23,6 +23,7 @@ pub mod registry;
 pub mod ring;
 pub mod router;
 pub mod sched;
+pub mod signals;
 pub mod testing;
 pub mod time;
 pub mod timer;

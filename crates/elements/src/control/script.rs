@@ -5,7 +5,8 @@
 //! Scripts a router configuration: sets variables, calls handlers, waits,
 //! and stops the router.
 //!
-//! Ports: normally none; any number of inputs and outputs with TYPE PACKET.
+//! Ports: normally none; any number of inputs and outputs with TYPE PACKET
+//! (the default TYPE of a Script with ports).
 //! Processing: agnostic inputs, agnostic (push in push context) outputs.
 //!
 //! Each configuration argument is an instruction; Script runs them in
@@ -73,13 +74,25 @@
 //! port), `$$` (the process id).
 //!
 //! Keywords:
-//! - `TYPE`: `ACTIVE` (default): runs when the router starts. `PASSIVE`:
+//! - `TYPE`: `ACTIVE` (default without ports): runs when the router starts. `PASSIVE`:
 //!   runs only through the `run` handler. `DRIVER`: an active script that
 //!   manages the router's stop requests (see DriverManager); at most one
 //!   per router. `PROXY`: runs for any handler of the element other than
-//!   the predefined ones, with `$0` the handler's name. `PACKET`: runs for
+//!   the predefined ones, with `$0` the handler's name. `PACKET` (default
+//!   with ports): runs for
 //!   each packet, `$input` its input port; `end` or `return N` emit it on
-//!   output 0 or N, `exit` drops it.
+//!   output 0 or N, `exit` drops it. `SIGNAL SIGNO...`: runs soon after
+//!   the process receives one of the signals (numbers, or names such as
+//!   `INT`, `HUP`, `USR1`; KILL, STOP and the fault signals SEGV, BUS,
+//!   FPE, ILL, TRAP and SYS are refused). Signals that arrive before the
+//!   script runs are one delivery. The script is the signals' handler from
+//!   initialization on; after a run that ends without blocking it is
+//!   again, but not while a run is blocked (`wait`), and not after `exit`.
+//!   When no script handles a signal any more, it gets back the action it
+//!   had before (by default, INT and TERM stop the router, USR1 and most
+//!   others end the process). Several scripts may handle one signal: each
+//!   runs, in configuration order. A signal carries no data: nothing of
+//!   it but its arrival reaches the script.
 //!
 //! Handlers:
 //! - `run` (read/write, read with parameters): runs the script from the
@@ -101,10 +114,17 @@
 //!   ARGS...` (C's conversions); `random [N | N1 N2]`; `length`,
 //!   `unquote`; `readable`, `writable` (handler names); `now`; `cat FILE`,
 //!   `catq FILE`.
+//! - `kill SIGNAL PID...` (read with parameters, from the script's own
+//!   text only, as `$(kill USR1 $$)`; not a handler a control socket
+//!   reaches): sends SIGNAL to the processes; process ids must be
+//!   positive (no process groups). A signal this process catches and
+//!   sends itself is counted before the call returns, so its SIGNAL
+//!   scripts run before the sender's next `wait` ends.
 //!
 //! Differences from Click: ACTIVE and DRIVER scripts start when the router
-//! starts running (a timer at time 0), not during initialization. TYPE
-//! SIGNAL and the `kill` handler are not supported. A PACKET script cannot block: a blocking
+//! starts running (a timer at time 0), not during initialization. A
+//! SIGNAL script's element has a task that looks for its signals on each
+//! scheduler pass. A PACKET script cannot block: a blocking
 //! instruction ends it as `end`. In pull context a packet for another
 //! output than the pulled one is pushed there (outputs after the first
 //! are push, `ah`). A `run` read (or PROXY read) that
@@ -192,27 +212,40 @@ pub enum ScriptType {
     Driver,
     Proxy,
     Packet,
+    Signal,
 }
 
 impl ScriptType {
-    fn parse(s: &str) -> Result<ScriptType, String> {
+    /// The type and, for SIGNAL, its signals.
+    fn parse(s: &str) -> Result<(ScriptType, Vec<i32>), String> {
         let (t, rest) = split_first(s);
-        Ok(match t {
+        let ty = match t {
             "ACTIVE" => ScriptType::Active,
             "PASSIVE" => ScriptType::Passive,
             "DRIVER" => ScriptType::Driver,
             "PROXY" => ScriptType::Proxy,
             "PACKET" | "PUSH" => ScriptType::Packet,
-            "SIGNAL" => return Err("TYPE SIGNAL is not supported".into()),
-            _ => return Err(format!("TYPE: unknown script type '{t}'")),
-        })
-        .and_then(|ty| {
-            if rest.is_empty() {
-                Ok(ty)
-            } else {
-                Err(format!("TYPE: unexpected '{rest}'"))
+            "SIGNAL" => {
+                let mut sigs = Vec::new();
+                for w in split_words(rest) {
+                    let sig = paraclick_runtime::signals::parse_catchable(&w)
+                        .map_err(|e| format!("TYPE SIGNAL: {e}"))?;
+                    if !sigs.contains(&sig) {
+                        sigs.push(sig);
+                    }
+                }
+                if sigs.is_empty() {
+                    return Err("TYPE SIGNAL: missing signal".into());
+                }
+                return Ok((ScriptType::Signal, sigs));
             }
-        })
+            _ => return Err(format!("TYPE: unknown script type '{t}'")),
+        };
+        if rest.is_empty() {
+            Ok((ty, Vec::new()))
+        } else {
+            Err(format!("TYPE: unexpected '{rest}'"))
+        }
     }
 
     /// Starts by itself when the router starts.
@@ -286,6 +319,13 @@ pub struct Script {
     pending_timer: AtomicU64,
     /// The wait sequence the timer is armed for (0: the start).
     armed: AtomicU64,
+    /// TYPE SIGNAL: the signals, and the generation of each last seen.
+    signals: Vec<i32>,
+    sig_seen: Vec<AtomicU64>,
+    /// TYPE SIGNAL: whether the script is installed as the signals'
+    /// handler (from initialization on; not while a run is blocked, nor
+    /// after `exit`).
+    sig_installed: Mutex<bool>,
 }
 
 /// Why this element drops packets (its `drop_reasons`).
@@ -305,13 +345,16 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<Script, String> {
 /// is a Script of default TYPE DRIVER).
 pub fn make_with(cx: &mut ConfigCx<'_>, default: ScriptType) -> Result<Script, String> {
     let mut a = cx.args();
-    let ty = match a.read::<String>("TYPE") {
+    let has_ports = cx.ninputs > 0 || cx.noutputs > 0;
+    let (ty, signals) = match a.read::<String>("TYPE") {
         Some(t) => ScriptType::parse(&t)?,
-        None => default,
+        // PACKET is the default for a Script with ports.
+        None if has_ports && default == ScriptType::Active => (ScriptType::Packet, Vec::new()),
+        None => (default, Vec::new()),
     };
     let insns = a.rest_all();
     a.complete()?;
-    if ty != ScriptType::Packet && (cx.ninputs > 0 || cx.noutputs > 0) {
+    if ty != ScriptType::Packet && has_ports {
         return Err("only TYPE PACKET scripts have ports".into());
     }
     let prog = Program::parse(&insns, ty == ScriptType::Driver)?;
@@ -338,6 +381,9 @@ pub fn make_with(cx: &mut ConfigCx<'_>, default: ScriptType) -> Result<Script, S
         pending_stops: AtomicU64::new(0),
         pending_timer: AtomicU64::new(0),
         armed: AtomicU64::new(0),
+        sig_seen: signals.iter().map(|_| AtomicU64::new(0)).collect(),
+        signals,
+        sig_installed: Mutex::new(false),
     })
 }
 
@@ -427,6 +473,63 @@ fn write_error_text(spec: &str, value: &str, err: &str) -> String {
 impl Script {
     pub fn script_type(&self) -> ScriptType {
         self.ty
+    }
+
+    /// Installs this SIGNAL script as its signals' handler, or removes it.
+    /// Deliveries before an installation are not this script's.
+    fn install_signals(&self, on: bool) {
+        let mut inst = self.sig_installed.lock().unwrap_or_else(|e| e.into_inner());
+        if *inst == on {
+            return;
+        }
+        for (i, &sig) in self.signals.iter().enumerate() {
+            if on {
+                if let Err(e) = paraclick_runtime::signals::catch(sig) {
+                    eprintln!("Script: {e}");
+                    continue;
+                }
+                self.sig_seen[i].store(paraclick_runtime::signals::generation(sig), SeqCst);
+            } else {
+                paraclick_runtime::signals::release(sig);
+            }
+        }
+        *inst = on;
+    }
+
+    /// Whether one of this SIGNAL script's signals arrived since it last
+    /// looked (marking them seen: deliveries before a run coalesce).
+    fn signal_arrived(&self) -> bool {
+        if !*self.sig_installed.lock().unwrap_or_else(|e| e.into_inner()) {
+            return false;
+        }
+        let mut any = false;
+        for (i, &sig) in self.signals.iter().enumerate() {
+            let g = paraclick_runtime::signals::generation(sig);
+            if self.sig_seen[i].swap(g, SeqCst) != g {
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// `$(kill SIGNAL PID...)`: sends a signal to processes.
+    fn kill_call(args: &str) -> Result<String, String> {
+        let words = split_words(args);
+        let Some((sig, pids)) = words.split_first() else {
+            return Err("kill: expected 'SIGNAL PID...'".into());
+        };
+        let sig =
+            paraclick_runtime::signals::parse(&unquote(sig)).map_err(|e| format!("kill: {e}"))?;
+        if pids.is_empty() {
+            return Err("kill: expected 'SIGNAL PID...'".into());
+        }
+        for p in pids {
+            let pid = unquote(p)
+                .parse::<i64>()
+                .map_err(|_| format!("kill: bad process id '{p}'"))?;
+            paraclick_runtime::signals::kill(sig, pid).map_err(|e| format!("kill: {e}"))?;
+        }
+        Ok(String::new())
     }
 
     /// The value of a script variable.
@@ -581,6 +684,9 @@ impl Script {
             return Some(r);
         }
         match h {
+            // Only from the script's own text: not a handler others (a
+            // control socket) can call.
+            "kill" => Some(Self::kill_call(args)),
             "get" => Some(Ok(self.variable(&unquote(args.trim())).unwrap_or_default())),
             "shift" => Some(Ok(self.shift_var(&unquote(args.trim())))),
             "readable" | "writable" => {
@@ -870,6 +976,11 @@ impl Script {
     /// the caller returns them); `stop` asks the router to stop, and a
     /// driver script's end stops it.
     fn finish(&self, ex: &mut Exec, hx: &HandlerCx<'_>, o: Outcome, report_err: bool) -> Outcome {
+        if self.ty == ScriptType::Signal {
+            // Blocked: not installed until the run completes; `exit`:
+            // not installed again; any other end: installed again.
+            self.install_signals(!matches!(o, Outcome::Blocked | Outcome::Exit));
+        }
         if o == Outcome::Blocked {
             return o;
         }
@@ -1142,7 +1253,38 @@ impl Element for Script {
         if self.ty.autostart() {
             ix.schedule_after(0, Duration::ZERO);
         }
+        if self.ty == ScriptType::Signal {
+            // The task looks for deliveries each scheduler pass (before
+            // the pass's timers), so a signal the router sends itself is
+            // handled before its next timer.
+            ix.add_task();
+            if !ix.checking() {
+                self.install_signals(true);
+            }
+        }
         Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        if !self.signal_arrived() {
+            return false;
+        }
+        let hx = cx.handler_cx();
+        if self
+            .with_exec(&hx, |ex| {
+                self.begin_run(ex, &hx, "", "", false);
+                let o = self.resume(ex, &hx);
+                self.finish(ex, &hx, o, true);
+            })
+            .is_none()
+        {
+            // The interpreter is busy (a handler call of another thread):
+            // look again next pass.
+            for s in &self.sig_seen {
+                s.store(0, SeqCst);
+            }
+        }
+        true
     }
 
     fn run_timer(&self, cx: &mut Cx<'_>, timer: usize) {
@@ -1265,6 +1407,12 @@ impl Element for Script {
             _ if self.proxies(name) => self.proxy(hx, name, value.trim(), true).map(|_| ()),
             _ => return None,
         })
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        self.install_signals(false);
     }
 }
 
@@ -1587,12 +1735,67 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn signal_scripts_run_per_delivery_until_they_block_or_exit() {
+        // A real-time signal: no other test of this binary uses it.
+        let sig = 40;
+        let r = build(&format!(
+            "a :: Script(TYPE SIGNAL {sig}, export n 0, set n $(add $n 1));
+             b :: Script(TYPE SIGNAL {sig}, export m 0, set m $(add $m 1), exit);
+             c :: Script(TYPE SIGNAL {sig}, export k 0, set k $(add $k 1), wait 1h);
+             Script(set y $(kill {sig} $$), set y $(kill {sig} $$), wait 20ms,
+                    set y $(kill {sig} $$), wait 20ms, stop);"
+        ));
+        assert!(paraclick_runtime::signals::caught(sig));
+        run(&r);
+        // The first two deliveries came before any script ran: one run
+        // each. The third: `a` only (`b` exited, `c` is blocked).
+        assert_eq!(read(&r, "a.n"), "2");
+        assert_eq!(read(&r, "b.m"), "1");
+        assert_eq!(read(&r, "c.k"), "1");
+        drop(r);
+        assert!(!paraclick_runtime::signals::caught(sig));
+    }
+
+    #[test]
+    fn kill_refuses_bad_signals_and_process_groups() {
+        let r = build(
+            "s :: Script(export a $(kill FROB $$), export b $(kill USR1 0),
+                    export c $(kill USR1 -1), export d $(kill USR1), stop);",
+        );
+        run(&r);
+        // Each failed call printed its error and substituted nothing; the
+        // process is still here.
+        for v in ["a", "b", "c", "d"] {
+            assert_eq!(read(&r, &format!("s.{v}")), "");
+        }
+    }
+
+    #[test]
+    fn a_script_with_ports_is_a_packet_script_by_default() {
+        // No TYPE, but connected: each packet runs the script, and
+        // falling off its end emits the packet on output 0.
+        let r = build(
+            "InfiniteSource(LIMIT 4, STOP true) -> s :: Script(export n 0, set n $(add $n 1))
+               -> c :: Counter -> Discard;",
+        );
+        run(&r);
+        assert_eq!(read(&r, "c.count"), "4");
+        assert_eq!(read(&r, "s.n"), "4");
+    }
+
+    #[test]
     fn configuration_errors() {
         assert!(build_err("Script(frobnicate)").contains("unknown instruction 'frobnicate'"));
         assert!(build_err("Script(goto nowhere)").contains("no label 'nowhere'"));
-        assert!(build_err("Script(TYPE SIGNAL INT)").contains("SIGNAL"));
+        assert!(build_err("Script(TYPE SIGNAL)").contains("TYPE SIGNAL: missing signal"));
+        assert!(build_err("Script(TYPE SIGNAL KILL)").contains("cannot be caught"));
+        assert!(build_err("Script(TYPE SIGNAL SEGV)").contains("cannot be caught"));
+        assert!(build_err("Script(TYPE SIGNAL FROB)").contains("unknown signal 'FROB'"));
+        assert!(build_err("Script(TYPE SIGNAL 99)").contains("bad signal number"));
         assert!(build_err("Script(TYPE WEIRD)").contains("unknown script type"));
-        assert!(build_err("Idle -> Script(print x) -> Discard").contains("TYPE PACKET"));
+        assert!(
+            build_err("Idle -> Script(TYPE ACTIVE, print x) -> Discard").contains("TYPE PACKET")
+        );
         assert!(build_err("Script(TYPE DRIVER); DriverManager()").contains("only one driver"));
     }
 }

@@ -1,6 +1,6 @@
 //! # VLANEncap
 //!
-//! VLANEncap(VLAN_TCI [, VLAN_PCP], keywords VLAN_ID, VLAN_PCP, ETHERTYPE, NATIVE_VLAN)
+//! VLANEncap([VLAN_TCI, VLAN_PCP], keywords VLAN_ID, VLAN_PCP, ETHERTYPE, NATIVE_VLAN)
 //!
 //! Pushes an 802.1Q header onto Ethernet packets.
 //!
@@ -14,16 +14,18 @@
 //! header annotation to the start of the packet.
 //!
 //! VLAN_TCI (or VLAN_ID) may be `ANNO`: the tag then takes the packet's
-//! VLAN TCI annotation. If NATIVE_VLAN (default 0) is nonzero and the
-//! VLAN ID equals it, the packet leaves untagged, as on a trunk's native
-//! VLAN. Packets shorter than an Ethernet header are dropped.
+//! VLAN TCI annotation. Without VLAN_TCI or VLAN_ID the tag is VLAN 0
+//! (with VLAN_PCP), as in Click. If the VLAN ID equals NATIVE_VLAN
+//! (default 0; -1 for none), the packet leaves untagged, as on a trunk's
+//! native VLAN: so by default packets of VLAN 0 are not tagged. Packets
+//! shorter than an Ethernet header are dropped.
 //!
 //! Arguments:
 //! - `VLAN_TCI` (integer 0-65535, or `ANNO`): the whole tag control field.
 //! - `VLAN_ID` (integer 0-4095, or `ANNO`), `VLAN_PCP` (integer 0-7,
 //!   default 0): the tag as its parts.
 //! - `ETHERTYPE` (integer, default 0x8100).
-//! - `NATIVE_VLAN` (integer 0-4095, default 0: none).
+//! - `NATIVE_VLAN` (integer -1-4095, default 0; -1: none).
 //!
 //! Handlers: `vlan_tci`, `vlan_id`, `vlan_pcp` (read).
 //!
@@ -38,7 +40,8 @@ pub struct VLANEncap {
     /// `None`: from the annotation.
     tci: Option<u16>,
     ethertype: u16,
-    native: u16,
+    /// `None`: no native VLAN.
+    native: Option<u16>,
 }
 
 /// Why this element drops packets (its `drop_reasons`).
@@ -74,15 +77,16 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<VLANEncap, String> {
     let pcp_p = a.read_p::<u8>("VLAN_PCP");
     let id = a.read::<String>("VLAN_ID");
     let ethertype = a.read::<u16>("ETHERTYPE").unwrap_or(0x8100);
-    let native = a.read::<u16>("NATIVE_VLAN").unwrap_or(0);
+    let native = a.read::<i32>("NATIVE_VLAN").unwrap_or(0);
     a.complete()?;
     let pcp = pcp_p.unwrap_or(0);
     if pcp > 7 {
         return Err(format!("VLAN_PCP: expected 0-7, not {pcp}"));
     }
-    if native > 4095 {
-        return Err(format!("NATIVE_VLAN: expected 0-4095, not {native}"));
+    if !(-1..=4095).contains(&native) {
+        return Err(format!("NATIVE_VLAN: expected -1-4095, not {native}"));
     }
+    let native = u16::try_from(native).ok();
     let tci = match (tci, id) {
         (Some(_), Some(_)) => return Err("VLAN_TCI and VLAN_ID are mutually exclusive".into()),
         (Some(t), None) => {
@@ -93,7 +97,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<VLANEncap, String> {
             }
         }
         (None, Some(i)) => num_or_anno(&i, 4095, "VLAN_ID")?.map(|i| i | (u16::from(pcp) << 13)),
-        (None, None) => return Err("missing VLAN_TCI or VLAN_ID".into()),
+        (None, None) => Some(u16::from(pcp) << 13),
     };
     Ok(VLANEncap {
         tci,
@@ -121,7 +125,7 @@ impl Action for VLANEncap {
         }
         let tci = self.tci.unwrap_or(p.anno().vlan_tci);
         p.anno_mut().vlan_tci = tci;
-        if self.native != 0 && tci & 0x0FFF == self.native {
+        if self.native == Some(tci & 0x0FFF) {
             return Verdict::Out(0);
         }
         if p.push(4).is_err() {
@@ -163,6 +167,27 @@ mod tests {
     }
 
     #[test]
+    fn vlan_0_is_native_by_default_and_the_default_tag() {
+        // No VLAN argument: VLAN 0, which is the native VLAN by default,
+        // so the packet leaves untagged whatever its annotation says.
+        let h = harness("VLANEncap", 1);
+        let mut p = pkt(&frame());
+        p.anno_mut().vlan_tci = 9;
+        h.push(0, vec![p]);
+        assert_eq!(h.output(0)[0].data(), &frame()[..]);
+        let h = harness("VLANEncap(VLAN_PCP 3, NATIVE_VLAN -1)", 1);
+        h.push(0, vec![pkt(&frame())]);
+        assert_eq!(&h.output(0)[0].data()[12..16], &[0x81, 0x00, 0x60, 0x00]);
+        let h = harness("VLANEncap(0x2000)", 1);
+        h.push(0, vec![pkt(&frame())]);
+        assert_eq!(
+            h.output(0)[0].data(),
+            &frame()[..],
+            "VLAN 0 with a priority"
+        );
+    }
+
+    #[test]
     fn tci_anno_ethertype_and_native_vlan() {
         let h = harness("VLANEncap(0x2005, ETHERTYPE 0x88a8)", 1);
         h.push(0, vec![pkt(&frame())]);
@@ -179,7 +204,10 @@ mod tests {
         assert_eq!(h.output(0)[0].data(), &frame()[..], "native VLAN: untagged");
 
         for (bad, want) in [
-            ("VLANEncap", "e :: VLANEncap: missing VLAN_TCI or VLAN_ID"),
+            (
+                "VLANEncap(NATIVE_VLAN -2)",
+                "e :: VLANEncap: NATIVE_VLAN: expected -1-4095, not -2",
+            ),
             (
                 "VLANEncap(VLAN_ID 4096)",
                 "e :: VLANEncap: VLAN_ID: expected integer 0-4095 or ANNO, not '4096'",

@@ -293,6 +293,27 @@ mod tests {
     }
 
     #[test]
+    fn rules_with_one_action_share_their_tests() {
+        // Every way leads to output 0: no test is left.
+        let h = harness(
+            "IPFilter(allow tcp && dst 10.0.0.0/32, allow udp && src port 53, allow all)",
+            1,
+        );
+        assert_eq!(
+            h.read("program").unwrap(),
+            "all->[0]\nsafe length 0\nalignment offset 0\n"
+        );
+        let h = harness("IPFilter(allow tcp, allow all)", 1);
+        assert!(h.read("program").unwrap().starts_with("all->[0]\n"));
+        // Outputs that differ keep their test.
+        let h = harness("IPClassifier(tcp, -)", 2);
+        assert!(h
+            .read("program")
+            .unwrap()
+            .starts_with(" 0 264/00060000%00ff0000  yes->[0]  no->[1]\n"));
+    }
+
+    #[test]
     fn program_handler() {
         let h = harness("IPFilter(drop ip frag, allow -)", 1);
         assert_eq!(

@@ -507,6 +507,12 @@ fn nonzero() -> Rel {
     }
 }
 
+/// A built program and the outcomes (as built) some packet reaches.
+struct Built {
+    program: Program,
+    outcomes: Vec<u32>,
+}
+
 /// Code under construction: instructions in creation order (every target
 /// is an earlier instruction or an outcome), shared when identical.
 #[derive(Default)]
@@ -588,12 +594,35 @@ impl Builder {
 
 impl Program {
     /// Compiles rules tried in order; a packet matching none is dropped.
+    ///
+    /// Built twice: once with an outcome per rule, to find the rules no
+    /// packet reaches; then with each rule's action as its outcome, so
+    /// that tests whose every way leads to one action (rules with the
+    /// same output) disappear: `allow tcp, allow all` is `all->[0]`.
     pub fn compile(rules: &[(Expr, Action)]) -> Program {
+        let per_rule = Self::build(rules, &|i| OUTCOME | i as u32);
+        let mut matched = vec![false; rules.len()];
+        for t in per_rule.outcomes {
+            if t != DROP {
+                matched[(t & !OUTCOME) as usize] = true;
+            }
+        }
+        let mut p = Self::build(rules, &|i| match rules[i].1 {
+            Action::Out(port) => OUTCOME | port as u32,
+            Action::Drop => DENY,
+        })
+        .program;
+        p.unmatchable = (0..rules.len()).filter(|&i| !matched[i]).collect();
+        p
+    }
+
+    /// Builds the program for `rules`, rule `i` leading to outcome
+    /// `target(i)`; also the outcomes some packet reaches.
+    fn build(rules: &[(Expr, Action)], target: &dyn Fn(usize) -> u32) -> Built {
         let mut b = Builder::default();
-        // While building, outcome OUTCOME|i means "rule i matched".
         let mut next = DROP;
         for (i, (e, _)) in rules.iter().enumerate().rev() {
-            next = b.expr(e, OUTCOME | i as u32, next, Proto::Unknown);
+            next = b.expr(e, target(i), next, Proto::Unknown);
         }
         let mut insns = b.insns;
         // Jump threading: each instruction's targets skip tests its own
@@ -633,12 +662,12 @@ impl Program {
         // Keep what is reachable, numbered so that jumps go forward:
         // reachable instructions in decreasing creation order.
         let mut reach = vec![false; insns.len()];
-        let mut matched = vec![false; rules.len()];
+        let mut outcomes = Vec::new();
         let mut stack = vec![next];
         while let Some(t) = stack.pop() {
             if t >= OUTCOME {
-                if t != DROP {
-                    matched[(t & !OUTCOME) as usize] = true;
+                if !outcomes.contains(&t) {
+                    outcomes.push(t);
                 }
                 continue;
             }
@@ -655,13 +684,8 @@ impl Program {
         let map = |t: u32| -> u32 {
             if t < OUTCOME {
                 newno[t as usize]
-            } else if t == DROP {
-                DROP
             } else {
-                match rules[(t & !OUTCOME) as usize].1 {
-                    Action::Out(port) => OUTCOME | port as u32,
-                    Action::Drop => DENY,
-                }
+                t
             }
         };
         let hot: Box<[Insn]> = order
@@ -669,12 +693,15 @@ impl Program {
             .map(|&i| Insn::new(&insns[i].test, map(insns[i].yes), map(insns[i].no)))
             .collect();
         let tests: Box<[Test]> = order.iter().map(|&i| insns[i].test).collect();
-        Program {
-            insns: hot,
-            mac: tests.iter().any(|t| t.mac),
-            tests,
-            start: map(next),
-            unmatchable: (0..rules.len()).filter(|&i| !matched[i]).collect(),
+        Built {
+            program: Program {
+                insns: hot,
+                mac: tests.iter().any(|t| t.mac),
+                tests,
+                start: map(next),
+                unmatchable: Vec::new(),
+            },
+            outcomes,
         }
     }
 

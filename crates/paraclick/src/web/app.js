@@ -27,13 +27,22 @@ async function readMany(hs) {
 
 function parseFlat(text) {
   const els = [], es = [];
+  // The last element of the chain being read: a line `-> [P] NAME`
+  // connects its output 0 on.
+  let last = null;
   for (let line of text.split("\n")) {
     line = line.trim().replace(/;$/, "");
     if (!line) continue;
     let m = line.match(/^(\S+) :: ([A-Za-z0-9_@]+)(?:\((.*)\))?$/s);
     if (m) { els.push({name: m[1], cls: m[2], config: m[3] || ""}); continue; }
+    m = line.match(/^-> (?:\[(\d+)\] )?(\S+)$/);
+    if (m && last !== null) {
+      es.push({from: last, fp: 0, to: m[2], tp: +(m[1] || 0)});
+      last = m[2];
+      continue;
+    }
     m = line.match(/^(\S+)(?: \[(\d+)\])? -> (?:\[(\d+)\] )?(\S+)$/);
-    if (m) es.push({from: m[1], fp: +(m[2] || 0), to: m[4], tp: +(m[3] || 0)});
+    if (m) { es.push({from: m[1], fp: +(m[2] || 0), to: m[4], tp: +(m[3] || 0)}); last = m[4]; }
   }
   return [els, es];
 }
