@@ -1,6 +1,6 @@
 //! # AnnotationInfo
 //!
-//! AnnotationInfo(NAME OFFSET [SIZE], ... [, keyword CHECK_OVERLAP ANNO...])
+//! AnnotationInfo(NAME OFFSET \[SIZE], ... [, keyword CHECK_OVERLAP ANNO...])
 //!
 //! Defines names for packet annotations.
 //!
