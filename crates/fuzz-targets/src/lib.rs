@@ -11,6 +11,7 @@
 //! | `packet_elements` | packets (raw, or valid headers mutated) with annotations, through each packet element | out + counted drops = in; no pool buffer leaked |
 //! | `pcap_reader` | a pcap file | FromDump emits as many packets as it counts, leaks nothing |
 //! | `ipsumdump_reader` | an IP summary dump file | FromIPSummaryDump the same |
+//! | `text_trace_reader` | a NetFlow summary or `cap` file | FromNetFlowSummaryDump and FromCapDump the same |
 //! | `ipfilter` | IPFilter/IPClassifier patterns and packets | print/parse round trip; compiled program agrees with the reference interpreter |
 //! | `script` | Script instructions and expressions | parse and substitution never panic; arithmetic agrees with Rust's |
 //! | `config_run` | grammar-built configurations (also deep, exponential and long shapes, huge numbers) | built, initialized and run for a moment in simulated time: no panic, stops when asked, handlers readable |
@@ -29,7 +30,7 @@ pub use config::config;
 pub use control::control;
 pub use ipfilter::ipfilter;
 pub use packets::packet_elements;
-pub use readers::{ipsumdump_reader, pcap_reader};
+pub use readers::{ipsumdump_reader, pcap_reader, text_trace_reader};
 pub use run::config_run;
 pub use script::script;
 pub use structured::config_structured;
@@ -59,6 +60,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("packet_elements", packet_elements),
     ("pcap_reader", pcap_reader),
     ("ipsumdump_reader", ipsumdump_reader),
+    ("text_trace_reader", text_trace_reader),
     ("ipfilter", ipfilter),
     ("script", script),
     ("control", control),

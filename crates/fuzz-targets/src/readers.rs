@@ -1,6 +1,6 @@
 //! The trace readers of crates/io on arbitrary file contents: FromDump
-//! (pcap) and FromIPSummaryDump, driven through their real per-packet path
-//! by pulling from them.
+//! (pcap), FromIPSummaryDump, FromNetFlowSummaryDump and FromCapDump,
+//! driven through their real per-packet path by pulling from them.
 
 use paraclick_packet::pool;
 use paraclick_runtime::{BuildOptions, Router};
@@ -39,6 +39,33 @@ pub fn ipsumdump_reader(data: &[u8]) {
         extra.push_str(", FLOWID \"10.0.0.1 1 10.0.0.2 2 T\"");
     }
     read_all("FromIPSummaryDump", &extra, file, "ipsd");
+}
+
+/// A text trace's bytes: the first byte's low bit picks the reader
+/// (FromNetFlowSummaryDump or FromCapDump), its other bits options.
+pub fn text_trace_reader(data: &[u8]) {
+    let (opts, file) = match data.split_first() {
+        Some((o, f)) => (*o, f),
+        None => (0, data),
+    };
+    let mut extra = String::new();
+    if opts & 2 != 0 {
+        extra.push_str(", CHECKSUM true");
+    }
+    if opts & 1 == 0 {
+        if opts & 4 != 0 {
+            extra.push_str(", MULTIPACKET true");
+        }
+        if opts & 8 != 0 {
+            extra.push_str(", LINK both");
+        }
+        read_all("FromNetFlowSummaryDump", &extra, file, "netflow");
+    } else {
+        if opts & 4 != 0 {
+            extra.push_str(", FLOWID \"10.0.0.1 80 10.0.0.2 1024\", AGGREGATE 7");
+        }
+        read_all("FromCapDump", &extra, file, "cap");
+    }
 }
 
 /// A file of this process for `kind` (in memory where possible).

@@ -136,12 +136,11 @@ use crate::ipsumdump::{
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::Raw;
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// Lines longer than this are bad (and skipped), keeping memory bounded.
-const MAX_LINE: u64 = 1 << 16;
+use crate::text_trace::MAX_LINE;
 
 pub struct FromIPSummaryDump {
     filename: String,
@@ -299,40 +298,11 @@ impl State {
         let Some(r) = self.reader.as_mut() else {
             return Ok(None);
         };
-        self.line.clear();
-        let n = r
-            .by_ref()
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut self.line)
-            .map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Ok(None);
+        let got = crate::text_trace::read_line(r, &mut self.line, &mut self.pos)?;
+        if got.is_some() {
+            self.line_no += 1;
         }
-        self.pos += n as u64;
-        self.line_no += 1;
-        if self.line.last() == Some(&b'\n') {
-            self.line.pop();
-            if self.line.last() == Some(&b'\r') {
-                self.line.pop();
-            }
-            return Ok(Some(true));
-        }
-        if (n as u64) < MAX_LINE {
-            return Ok(Some(true)); // last line, no newline
-        }
-        // Too long: skip to the end of the line.
-        loop {
-            self.line.clear();
-            let n = r
-                .by_ref()
-                .take(MAX_LINE)
-                .read_until(b'\n', &mut self.line)
-                .map_err(|e| e.to_string())?;
-            self.pos += n as u64;
-            if n == 0 || self.line.last() == Some(&b'\n') {
-                return Ok(Some(false));
-            }
-        }
+        Ok(got)
     }
 
     /// Reads and decodes the next binary record (after `!binary`).

@@ -177,7 +177,13 @@ fn fifos_as_input_files_are_refused_without_blocking() {
     if !made.map(|s| s.success()).unwrap_or(false) {
         return; // no mkfifo here
     }
-    for class in ["FromDump", "FromIPSummaryDump", "FromTcpdump"] {
+    for class in [
+        "FromDump",
+        "FromIPSummaryDump",
+        "FromTcpdump",
+        "FromNetFlowSummaryDump",
+        "FromCapDump",
+    ] {
         let conf = format!("{class}({}, STOP true) -> Discard", fifo.display());
         // Opening the FIFO blocked until a writer came (forever here).
         let mut child = std::process::Command::new(common::bin())

@@ -339,6 +339,8 @@ fn a_hotconfig_reads_files_only_under_allowed_directories() {
         ),
         "FromIPSummaryDump(/etc/passwd) -> Discard;\n".to_string(),
         "FromTcpdump(/etc/passwd) -> Discard;\n".to_string(),
+        "FromNetFlowSummaryDump(/etc/passwd) -> Discard;\n".to_string(),
+        "FromCapDump(/etc/passwd) -> Discard;\n".to_string(),
     ];
     for text in refused {
         let (code, msg) = hot(&r, text.clone());

@@ -45,6 +45,18 @@ pub struct ArgEnv {
     pub files: paraclick_lang::FilePolicy,
     /// Port names PortInfo elements defined, in configuration order.
     pub ports: Vec<PortName>,
+    /// Annotation names AnnotationInfo elements defined, in configuration
+    /// order.
+    pub annos: Vec<AnnoName>,
+}
+
+/// An annotation name an AnnotationInfo element defined: `size` bytes of
+/// the packet's user annotation area from byte `offset`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnnoName {
+    pub name: String,
+    pub offset: usize,
+    pub size: usize,
 }
 
 /// A TCP/UDP port name a PortInfo element defined.
@@ -60,6 +72,16 @@ pub struct PortName {
 }
 
 impl ArgEnv {
+    /// The annotation AnnotationInfo named `name`: (offset, size) in the
+    /// user annotation area (the last definition wins).
+    pub fn anno_name(&self, name: &str) -> Option<(usize, usize)> {
+        self.annos
+            .iter()
+            .rev()
+            .find(|a| a.name == name)
+            .map(|a| (a.offset, a.size))
+    }
+
     /// The port that `name` stands for in an element named `element`, for
     /// protocol `proto` (`tcp`/`udp`): the definition of the innermost
     /// compound enclosing the element that defines it, the last one there.

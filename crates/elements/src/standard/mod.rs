@@ -6,6 +6,7 @@ use paraclick_runtime::Registry;
 pub mod address_info;
 pub mod align;
 pub mod alignment_info;
+pub mod annotation_info;
 pub mod bypass;
 pub mod check_length;
 pub mod check_paint;
@@ -83,6 +84,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(paint_switch::spec());
     reg.register(paint_tee::spec());
     reg.register(port_info::spec());
+    reg.register(annotation_info::spec());
     reg.register(print::spec());
     reg.register(push_pull_null::push_spec());
     reg.register(push_pull_null::pull_spec());

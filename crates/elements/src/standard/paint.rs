@@ -12,7 +12,8 @@
 //!   `PAINT` is the paint annotation, `ICMP_PARAMPROB` the ICMP parameter
 //!   problem offset, and an integer 0..23 names a byte of the user
 //!   annotation area (paraclick has no byte-addressed annotation area, so
-//!   Click's numeric offsets mean user bytes here).
+//!   Click's numeric offsets mean user bytes here), as does a one-byte
+//!   name an AnnotationInfo element defined.
 //!
 //! Handlers:
 //! - `color` (read/write): the color to paint.
@@ -67,6 +68,13 @@ impl FromArg for AnnoByte {
         match s.trim() {
             "PAINT" | "PAINT_ANNO" => Ok(AnnoByte::Paint),
             "ICMP_PARAMPROB" | "ICMP_PARAMPROB_ANNO" => Ok(AnnoByte::IcmpParamProb),
+            other if env.anno_name(other).is_some() => match env.anno_name(other) {
+                Some((off, 1)) if off < USER_ANNO_SIZE => Ok(AnnoByte::User(off as u8)),
+                _ => Err(format!(
+                    "expected {}, not '{other}' (an annotation of another size)",
+                    Self::WHAT
+                )),
+            },
             other => match u8::from_arg(other, env) {
                 Ok(i) if (i as usize) < USER_ANNO_SIZE => Ok(AnnoByte::User(i)),
                 _ => Err(format!(
