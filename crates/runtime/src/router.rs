@@ -424,6 +424,11 @@ impl Router {
                 &fe.span.file
             };
             crate::cx::set_landmark(format!("{file}:{}: ", fe.span.line));
+            env.scope = fe
+                .name
+                .rfind('/')
+                .map_or("", |i| &fe.name[..=i])
+                .to_string();
             let mut ccx = ConfigCx {
                 name: &fe.name,
                 class: &fe.class,
@@ -448,6 +453,7 @@ impl Router {
                 })),
             }
         }
+        env.scope.clear();
         if !errs.is_empty() {
             return Err(errs);
         }

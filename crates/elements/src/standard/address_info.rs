@@ -25,8 +25,10 @@
 //! reached through the device (from the kernel's routing table).
 //!
 //! AddressInfo is configured before every other element, wherever it
-//! appears. Unlike Click, paraclick's names are global to the router
-//! (Click makes names defined inside a compound element local to it).
+//! appears. As in Click, names defined inside a compound element are
+//! local to it: an element looks a name up from the innermost compound
+//! enclosing it outwards, so a compound's (or a substrate slice's) `if0`
+//! is its own, and a top-level name holds everywhere it is not redefined.
 //!
 //! Example:
 //!
@@ -118,6 +120,8 @@ pub fn define(env: &mut ArgEnv, arg: &str) -> Result<(), String> {
     if !any {
         return Err(format!("{name}: expected at least one address"));
     }
+    // A name holds in the AddressInfo's own compound (and those inside).
+    let name = &format!("{}{name}", env.scope);
     match env.names.get_mut(name) {
         None => {
             env.names.insert(name.to_string(), e);
