@@ -198,6 +198,25 @@ mod tests {
     }
 
     #[test]
+    fn names_in_a_compound_are_its_own() {
+        let mut env = ArgEnv::default();
+        define(&mut env, "if0 10.0.0.1").unwrap();
+        env.scope = "a/".into();
+        define(&mut env, "if0 10.0.1.1").unwrap();
+        env.scope = "b/".into();
+        define(&mut env, "if0 10.0.2.1").unwrap();
+        let seen = |env: &mut ArgEnv, scope: &str| {
+            env.scope = scope.into();
+            env.lookup("if0").and_then(|e| e.ip)
+        };
+        assert_eq!(seen(&mut env, "a/"), Some(Ipv4Addr::new(10, 0, 1, 1)));
+        assert_eq!(seen(&mut env, "a/x/"), Some(Ipv4Addr::new(10, 0, 1, 1)));
+        assert_eq!(seen(&mut env, "b/"), Some(Ipv4Addr::new(10, 0, 2, 1)));
+        assert_eq!(seen(&mut env, "c/"), Some(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(seen(&mut env, ""), Some(Ipv4Addr::new(10, 0, 0, 1)));
+    }
+
+    #[test]
     fn prefix_forms_and_merging() {
         let env = env(&[
             "n 1.0.0.1/255.0.0.0",
