@@ -373,6 +373,14 @@ enum Cmd {
         )]
         command: Vec<String>,
     },
+    /// Run a substrate: several slices (virtual routers), each an
+    /// ordinary configuration given its own cores and metalinks (VLANs or
+    /// UDP tunnels on the physical interfaces, each held to its rate),
+    /// from one TOML file (docs/SLICES.md). Takes the run options: -p,
+    /// -u, -R (slice.add, slice.remove, NAME.hotconfig through the
+    /// control socket), --simtime, -h s1/c.count, --report slices.
+    #[command(disable_help_flag = true)]
+    Substrate(RunArgs),
     /// Print an element class's documentation (or list the classes).
     Doc {
         class: Option<String>,
@@ -608,6 +616,7 @@ fn main() -> ExitCode {
             },
             &input,
         ),
+        Some(Cmd::Substrate(a)) => substrate_cmd(a),
         Some(Cmd::Ctl {
             port,
             unix,
@@ -823,6 +832,98 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
     }
 }
 
+/// `paraclick substrate FILE`: builds the substrate's router and runs it
+/// as `run` runs a configuration, its control sockets answering the
+/// slices' commands too.
+fn substrate_cmd(a: RunArgs) -> ExitCode {
+    paraclick_runtime::registry::set_warnings(!a.no_warnings);
+    let started = std::time::Instant::now();
+    let file = match (&a.input.file, a.input.args.as_slice()) {
+        (Some(f), []) => f.clone(),
+        (None, [f]) => f.clone(),
+        _ => {
+            return fail("substrate: give one substrate FILE (its slices carry their own defines)")
+        }
+    };
+    if a.input.expr.is_some() || a.auto || a.output.is_some() {
+        return fail("substrate: -e, --auto and -o do not apply to a substrate");
+    }
+    if a.threads != 1 {
+        eprintln!("paraclick: substrate: -j ignored: the file's `cores` sets the threads");
+    }
+    for r in &a.report {
+        if !["costs", "threads", "drops", "slices"].contains(&r.as_str()) {
+            return fail(&format!(
+                "--report: unknown report '{r}' (costs, threads, drops, slices)"
+            ));
+        }
+    }
+    let policy: SchedPolicy = match a.sched.parse() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let too_big = std::fs::metadata(&file)
+        .map(|m| m.len() > paraclick_substrate::spec::MAX_SPEC_BYTES as u64)
+        .unwrap_or(false);
+    if too_big {
+        return fail(&format!("{file}: too large for a substrate file"));
+    }
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("{file}: {e}")),
+    };
+    let src = Source {
+        name: file.clone(),
+        text: text.clone(),
+    };
+    let files = match a.hotconfig_files.as_str() {
+        "any" => FilePolicy::Any,
+        "confined" => hotconfig_files(&src, a.input.clickpath.as_deref()),
+        other => {
+            return fail(&format!(
+                "--hotconfig-files: '{other}' is neither 'confined' nor 'any'"
+            ))
+        }
+    };
+    if let Some(n) = a.pool {
+        paraclick_packet::pool::set_default_capacity(n);
+    }
+    let opts = BuildOptions {
+        policy,
+        pin: !a.no_pin,
+        profile: a.report.iter().any(|r| r == "costs"),
+        simtime: a.simtime,
+        clickpath: a.input.clickpath.clone(),
+        max_elements: a.input.max_elements,
+        relaxed_order: a.relaxed_order,
+        files,
+        ..BuildOptions::default()
+    };
+    let dir = std::path::Path::new(&file)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    let sub = match paraclick_substrate::Substrate::build(
+        &file,
+        &text,
+        &dir,
+        std::sync::Arc::new(registry()),
+        &opts,
+        a.allow_reconfigure,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let backend = sub.backend();
+    let hot = sub.hot().clone();
+    let report = || sub.report();
+    serve_and_report(&a, &hot, backend, started, Some(&report))
+}
+
 /// A warning when `-j threads` asks for more workers than the CPUs this
 /// process may use: they will take turns, and a worker waiting for its
 /// turn holds up the others' packets.
@@ -891,9 +992,9 @@ fn run(a: RunArgs) -> ExitCode {
         }
     }
     for r in &a.report {
-        if !["costs", "threads", "drops"].contains(&r.as_str()) {
+        if !["costs", "threads", "drops", "slices"].contains(&r.as_str()) {
             return fail(&format!(
-                "--report: unknown report '{r}' (costs, threads, drops)"
+                "--report: unknown report '{r}' (costs, threads, drops, slices)"
             ));
         }
     }
@@ -965,9 +1066,23 @@ fn run(a: RunArgs) -> ExitCode {
         ..opts
     };
     let hot = Hot::new(router, reg, hot_opts, a.allow_reconfigure);
+    let backend = hot.backend();
+    serve_and_report(&a, &hot, backend, started, None)
+}
+
+/// Runs `hot` (unless -q) with its control sockets and web view on
+/// `backend`, then prints what the run's options ask for (-h, -x, -t,
+/// --report; `slices`, a substrate's per-slice figures, from `slices`).
+fn serve_and_report(
+    a: &RunArgs,
+    hot: &std::sync::Arc<Hot>,
+    backend: std::sync::Arc<dyn paraclick_runtime::control::Backend>,
+    started: std::time::Instant,
+    slices: Option<&dyn Fn() -> String>,
+) -> ExitCode {
     if !a.quit {
         let servers = match ctl::start_servers(
-            &hot.backend(),
+            &backend,
             &a.port,
             a.control_token.as_deref(),
             &a.unix,
@@ -981,7 +1096,7 @@ fn run(a: RunArgs) -> ExitCode {
                 Ok(x) => x,
                 Err(e) => return fail(&e),
             };
-            match web::start(addr, hot.backend()) {
+            match web::start(addr, backend.clone()) {
                 Ok(w) => {
                     eprintln!("paraclick: web view on http://{}/", w.addr);
                     eprintln!(
@@ -1079,6 +1194,10 @@ fn run(a: RunArgs) -> ExitCode {
                 }
             }
             "costs" => eprint!("{}", router.cost_report()),
+            "slices" => match slices {
+                Some(f) => eprint!("{}", f()),
+                None => eprintln!("--report slices: not a substrate (paraclick substrate FILE)"),
+            },
             "drops" => {
                 let drops = router.drops();
                 if drops.is_empty() {

@@ -48,6 +48,13 @@ pub struct ArgEnv {
     /// Annotation names AnnotationInfo elements defined, in configuration
     /// order.
     pub annos: Vec<AnnoName>,
+    /// The compound of the element being configured (its name up to and
+    /// including the last `/`; empty at top level, and after the
+    /// configuration). AddressInfo defines its names in its own compound
+    /// (`SCOPE` + name), and a name is looked up from the innermost
+    /// compound enclosing the element outwards, as Click does: a slice's
+    /// (or compound's) `if0` is its own.
+    pub scope: String,
 }
 
 /// An annotation name an AnnotationInfo element defined: `size` bytes of
@@ -129,9 +136,23 @@ impl ArgEnv {
     /// The addresses `name` stands for: an AddressInfo name, else a host
     /// network device's addresses (Click reads `eth0` as the device's).
     pub fn lookup(&self, name: &str) -> Option<&AddrEntry> {
-        self.names
-            .get(name)
+        self.lookup_name(name)
             .or_else(|| crate::ifaddr::interface(name))
+    }
+
+    /// The AddressInfo name `name` as seen from [`ArgEnv::scope`]: the
+    /// definition in the innermost enclosing compound that has one.
+    pub fn lookup_name(&self, name: &str) -> Option<&AddrEntry> {
+        let mut scope = self.scope.as_str();
+        while !scope.is_empty() {
+            if let Some(e) = self.names.get(&format!("{scope}{name}")) {
+                return Some(e);
+            }
+            // `a/b/` -> `a/`; `a/` -> ``.
+            let inner = &scope[..scope.len() - 1];
+            scope = inner.rfind('/').map_or("", |i| &inner[..=i]);
+        }
+        self.names.get(name)
     }
 }
 

@@ -318,6 +318,8 @@ pub(crate) struct Core {
     /// `handover`, if set (a hot swap's hand-over).
     pub workers_done: std::sync::atomic::AtomicUsize,
     pub handover: Mutex<Option<Handover>>,
+    /// The fault domains ([`crate::fault`]), if the router has any.
+    pub domains: Option<Box<crate::fault::Domains>>,
 }
 
 impl Core {

@@ -283,11 +283,54 @@ impl Hot {
                 "hotconfig: hot reconfiguration not enabled (run with -R)",
             ));
         }
-        let _one = lock(&self.swapping);
         let src = Source {
             name: "hotconfig".into(),
             text: text.to_string(),
         };
+        let mut set = SourceSet::default();
+        set.add(src.clone());
+        self.swap_in(&set, |reg, opts, old| {
+            Router::build_replacing(&src, reg, opts, old)
+        })
+    }
+
+    /// Replaces the running router with one built from `graph`, a graph
+    /// the caller composed (a substrate's slices), with `opts`, whatever
+    /// `-R` says: the caller decides who may. `src` is what the router's
+    /// `config` handler shows; errors are rendered against `sources` (the
+    /// files the graph's spans point into). As [`Hot::hotconfig`]
+    /// otherwise.
+    pub fn hotconfig_graph(
+        &self,
+        graph: paraclick_lang::FlatGraph,
+        src: &Source,
+        sources: &SourceSet,
+        opts: &BuildOptions,
+    ) -> Result<SwapTiming, CsError> {
+        self.swap_in(sources, |reg, _, old| {
+            Router::from_graph_replacing(graph, src, reg, opts, old)
+        })
+    }
+
+    /// The options every new configuration is built with.
+    pub fn build_options(&self) -> &BuildOptions {
+        &self.opts
+    }
+
+    /// The swap of [`Hot::hotconfig`], the new router built by `build`
+    /// (on a thread with a large stack) from the registry, the options and
+    /// the old router.
+    fn swap_in(
+        &self,
+        sources: &SourceSet,
+        build: impl FnOnce(
+                &Registry,
+                &BuildOptions,
+                &Router,
+            ) -> Result<Router, Vec<paraclick_lang::Diagnostic>>
+            + Send,
+    ) -> Result<SwapTiming, CsError> {
+        let _one = lock(&self.swapping);
         let old = self.current();
         // Its control sockets of the same type and address as the old
         // router's take them over (open connections included) below.
@@ -298,9 +341,7 @@ impl Hot {
             std::thread::Builder::new()
                 .name("paraclick-build".into())
                 .stack_size(BUILD_STACK)
-                .spawn_scoped(s, || {
-                    Router::build_replacing(&src, &self.reg, &self.opts, &old)
-                })
+                .spawn_scoped(s, || build(&self.reg, &self.opts, &old))
                 .map(|h| h.join())
         });
         let new = match built {
@@ -328,9 +369,7 @@ impl Hot {
                     format!("{more} more errors not shown"),
                 ));
             }
-            let mut set = SourceSet::default();
-            set.add(src.clone());
-            CsError::new(520, render(&d, &set).trim_end().to_string())
+            CsError::new(520, render(&d, sources).trim_end().to_string())
         })?;
         let new = Arc::new(new);
         crate::control::set_backends(&new.core, &self.backend());

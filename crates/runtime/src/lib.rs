@@ -11,6 +11,7 @@ pub(crate) mod crossing;
 pub mod cx;
 pub mod drops;
 pub mod element;
+pub mod fault;
 pub mod handler;
 pub mod hot;
 pub mod ifaddr;

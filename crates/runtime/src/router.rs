@@ -116,6 +116,10 @@ pub struct BuildOptions {
     /// batches, but packets of one path may overtake another's where the
     /// paths meet. By default such splits keep arrival order.
     pub relaxed_order: bool,
+    /// Fault domains: element-name prefixes (`s1` for `s1/...`) whose
+    /// elements' panics stop their domain only (see [`crate::fault`]).
+    /// Empty: none, a panic ends the worker.
+    pub fault_domains: Vec<String>,
 }
 
 impl BuildOptions {
@@ -143,6 +147,7 @@ impl Default for BuildOptions {
             max_elements: paraclick_lang::DEFAULT_MAX_ELEMENTS,
             files: FilePolicy::Any,
             relaxed_order: false,
+            fault_domains: Vec::new(),
         }
     }
 }
@@ -167,6 +172,25 @@ impl Router {
         let graph = parse_config_with(src, &opts.defines, &popts)?;
         paraclick_packet::clock::init();
         Self::from_graph(graph, src, reg, opts)
+    }
+
+    /// [`Router::from_graph`] for a hot swap replacing `old` (see
+    /// [`Router::build_replacing`]): a graph composed by the caller.
+    pub fn from_graph_replacing(
+        graph: FlatGraph,
+        src: &Source,
+        reg: &Registry,
+        opts: &BuildOptions,
+        old: &Router,
+    ) -> Result<Router, Vec<Diagnostic>> {
+        paraclick_packet::clock::init();
+        Self::from_graph_offering(
+            graph,
+            src,
+            reg,
+            opts,
+            crate::control::server_keys(&old.core),
+        )
     }
 
     /// [`Router::build`] for a hot swap replacing `old`: its elements may
@@ -355,6 +379,10 @@ impl Router {
             start_gate: crate::core::Gate::new(true),
             workers_done: std::sync::atomic::AtomicUsize::new(0),
             handover: Mutex::new(None),
+            domains: crate::fault::Domains::new(
+                &opts.fault_domains,
+                graph.elements.iter().map(|e| e.name.as_str()),
+            ),
         };
         core.info.offer(offered);
         let core = Arc::new(Self::initialize(core, opts.check_only)?);
@@ -397,6 +425,11 @@ impl Router {
                 &fe.span.file
             };
             crate::cx::set_landmark(format!("{file}:{}: ", fe.span.line));
+            env.scope = fe
+                .name
+                .rfind('/')
+                .map_or("", |i| &fe.name[..=i])
+                .to_string();
             let mut ccx = ConfigCx {
                 name: &fe.name,
                 class: &fe.class,
@@ -421,6 +454,7 @@ impl Router {
                 })),
             }
         }
+        env.scope.clear();
         if !errs.is_empty() {
             return Err(errs);
         }
@@ -570,6 +604,25 @@ impl Router {
         let _g = core.exclusive.lock().unwrap_or_else(|e| e.into_inner());
         // Timers scheduled at build time are relative to the start.
         sched::run_workers(core);
+    }
+
+    /// Nanoseconds since the router was built, on its clock (simulated
+    /// time under `--simtime`).
+    pub fn now_ns(&self) -> u64 {
+        self.core.clock.now_ns()
+    }
+
+    /// The failures of its fault domains so far (see [`crate::fault`]).
+    pub fn faults(&self) -> Vec<crate::fault::Fault> {
+        self.core
+            .domains
+            .as_ref()
+            .map_or_else(Vec::new, |d| d.faults())
+    }
+
+    /// Whether fault domain `name` failed (`None`: no such domain).
+    pub fn domain_failed(&self, name: &str) -> Option<bool> {
+        self.core.domains.as_ref()?.domain_failed(name)
     }
 
     /// A handle that can stop the router from another thread or a signal.

@@ -624,7 +624,7 @@ impl<'r> Pass<'r> {
                 cx.task = Some(id);
                 cx.pulled = false;
                 let c0 = clock::cycles();
-                let did = r.node.run_task(cx, task.index);
+                let did = run_task_of(core, cx, r);
                 let dt = clock::cycles().wrapping_sub(c0);
                 cx.task = None;
                 match &core.profile {
@@ -643,7 +643,7 @@ impl<'r> Pass<'r> {
                 }
                 did
             } else {
-                r.node.run_task(cx, task.index)
+                run_task_of(core, cx, r)
             };
             if did {
                 bump(&task.work, 1);
@@ -684,9 +684,16 @@ impl<'r> Pass<'r> {
                             continue;
                         }
                         cx.current = e.elem;
-                        cx.outside_task(Some(e.elem), |cx| {
-                            core.slots[e.elem].element.run_timer(cx, e.timer)
-                        });
+                        match &core.domains {
+                            None => cx.outside_task(Some(e.elem), |cx| {
+                                core.slots[e.elem].element.run_timer(cx, e.timer)
+                            }),
+                            Some(d) => crate::fault::guarded(core, d, e.elem, (), || {
+                                cx.outside_task(Some(e.elem), |cx| {
+                                    core.slots[e.elem].element.run_timer(cx, e.timer)
+                                })
+                            }),
+                        }
                     }
                     timers = true;
                     next = ts.timers.next_deadline();
@@ -699,6 +706,31 @@ impl<'r> Pass<'r> {
         }
         Ran { work, timers, next }
     }
+}
+
+/// Runs a task: under the router's fault domains if it has any (see
+/// [`crate::fault`]); a router without them pays one test of a field.
+#[inline(always)]
+fn run_task_of(core: &Core, cx: &mut Cx<'_>, r: &TaskRef<'_>) -> bool {
+    match &core.domains {
+        None => r.node.run_task(cx, r.task.index),
+        Some(d) => run_task_guarded(core, d, cx, r),
+    }
+}
+
+#[inline(never)]
+fn run_task_guarded(
+    core: &Core,
+    d: &crate::fault::Domains,
+    cx: &mut Cx<'_>,
+    r: &TaskRef<'_>,
+) -> bool {
+    let did = crate::fault::guarded(core, d, r.task.elem, false, || {
+        r.node.run_task(cx, r.task.index)
+    });
+    // A panic may have left the hop being made half done.
+    cx.sender = None;
+    did
 }
 
 /// What one [`Pass::run`] did.

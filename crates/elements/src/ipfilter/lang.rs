@@ -1004,7 +1004,7 @@ impl<'a> Parser<'a> {
         if is_ether_literal(v) {
             EtherAddr::from_arg(v, &ArgEnv::default()).ok()
         } else {
-            self.env.names.get(v).and_then(|e| e.ether)
+            self.env.lookup_name(v).and_then(|e| e.ether)
         }
     }
 

@@ -25,8 +25,10 @@
 //! reached through the device (from the kernel's routing table).
 //!
 //! AddressInfo is configured before every other element, wherever it
-//! appears. Unlike Click, paraclick's names are global to the router
-//! (Click makes names defined inside a compound element local to it).
+//! appears. As in Click, names defined inside a compound element are
+//! local to it: an element looks a name up from the innermost compound
+//! enclosing it outwards, so a compound's (or a substrate slice's) `if0`
+//! is its own, and a top-level name holds everywhere it is not redefined.
 //!
 //! Example:
 //!
@@ -118,6 +120,8 @@ pub fn define(env: &mut ArgEnv, arg: &str) -> Result<(), String> {
     if !any {
         return Err(format!("{name}: expected at least one address"));
     }
+    // A name holds in the AddressInfo's own compound (and those inside).
+    let name = &format!("{}{name}", env.scope);
     match env.names.get_mut(name) {
         None => {
             env.names.insert(name.to_string(), e);
@@ -191,6 +195,25 @@ mod tests {
         );
         let e = env.lookup("mauer").unwrap();
         assert_eq!(e.prefix_len, Some(24));
+    }
+
+    #[test]
+    fn names_in_a_compound_are_its_own() {
+        let mut env = ArgEnv::default();
+        define(&mut env, "if0 10.0.0.1").unwrap();
+        env.scope = "a/".into();
+        define(&mut env, "if0 10.0.1.1").unwrap();
+        env.scope = "b/".into();
+        define(&mut env, "if0 10.0.2.1").unwrap();
+        let seen = |env: &mut ArgEnv, scope: &str| {
+            env.scope = scope.into();
+            env.lookup("if0").and_then(|e| e.ip)
+        };
+        assert_eq!(seen(&mut env, "a/"), Some(Ipv4Addr::new(10, 0, 1, 1)));
+        assert_eq!(seen(&mut env, "a/x/"), Some(Ipv4Addr::new(10, 0, 1, 1)));
+        assert_eq!(seen(&mut env, "b/"), Some(Ipv4Addr::new(10, 0, 2, 1)));
+        assert_eq!(seen(&mut env, "c/"), Some(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(seen(&mut env, ""), Some(Ipv4Addr::new(10, 0, 0, 1)));
     }
 
     #[test]

@@ -72,8 +72,19 @@ impl InitCx<'_> {
         self.timers.push((self.elem, timer, after));
     }
 
-    /// Index of the element named `name`.
+    /// Index of the element named `name`, as Click finds an element-name
+    /// argument: from the innermost compound enclosing this element
+    /// outwards (`c/d/x` asking for `rw` finds `c/d/rw`, then `c/rw`,
+    /// then `rw`), so a compound's (or a slice's) names are its own.
     pub fn find(&self, name: &str) -> Option<usize> {
+        let me = self.core.slots[self.elem].name.as_str();
+        let mut ctx = me;
+        while let Some((outer, _)) = ctx.rsplit_once('/') {
+            if let Some(&i) = self.core.names.get(&format!("{outer}/{name}")) {
+                return Some(i);
+            }
+            ctx = outer;
+        }
         self.core.names.get(name).copied()
     }
 
