@@ -27,6 +27,7 @@ pub mod mark_ip6_header;
 mod nd;
 pub mod protocol_translator;
 pub mod set_ip6_address;
+pub mod set_ip6_dscp;
 pub mod udp_ip6_encap;
 
 pub fn register(reg: &mut Registry) {
@@ -45,6 +46,7 @@ pub fn register(reg: &mut Registry) {
     reg.alias("DirectIP6Lookup", "LookupIP6Route");
     reg.register(mark_ip6_header::spec());
     reg.register(set_ip6_address::spec());
+    reg.register(set_ip6_dscp::spec());
     reg.register(udp_ip6_encap::spec());
     reg.register(address_translator::spec());
     reg.register(protocol_translator::spec64());
