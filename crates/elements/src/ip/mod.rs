@@ -40,10 +40,12 @@ pub mod set_tcp_checksum;
 pub mod set_udp_checksum;
 pub mod store_ip_address;
 pub mod strip_ip_header;
+pub mod tcp_fragmenter;
 pub mod truncate_ip_payload;
 
 pub fn register(reg: &mut Registry) {
     reg.register(check_icmp_header::spec());
+    reg.register(tcp_fragmenter::spec());
     reg.register(check_ip_header::spec());
     reg.register(check_ip_header2::spec());
     reg.register(check_tcp_header::spec());

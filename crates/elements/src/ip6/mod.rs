@@ -17,6 +17,7 @@ pub mod fast_udp_source_ip6;
 pub mod get_ip6_address;
 pub mod icmp6_error;
 pub mod ip6_encap;
+pub mod ip6_fragmenter;
 pub mod ip6_mirror;
 pub mod ip6_nd_advertiser;
 pub mod ip6_nd_solicitor;
@@ -37,6 +38,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(get_ip6_address::spec());
     reg.register(icmp6_error::spec());
     reg.register(ip6_encap::spec());
+    reg.register(ip6_fragmenter::spec());
     reg.register(ip6_mirror::spec());
     reg.register(ip6_nd_advertiser::spec());
     reg.register(ip6_nd_solicitor::spec());
