@@ -55,6 +55,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(stride_sched::spec());
     reg.register(stride_switch::spec());
     reg.register(pull_switch::spec());
+    reg.register(pull_switch::simple_spec());
     reg.register(pull_switch::static_spec());
     reg.register(input_switch::spec());
     reg.register(suppressor::spec());

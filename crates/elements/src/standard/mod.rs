@@ -14,6 +14,7 @@ pub mod clicky_info;
 pub mod clipboard;
 pub mod counter;
 pub mod cpu_queue;
+pub mod cpu_switch;
 pub mod discard;
 pub mod discard_no_free;
 pub mod front_drop_queue;
@@ -52,6 +53,7 @@ pub mod thread_safe_queue;
 pub mod timed_sink;
 pub mod truncate;
 pub mod unqueue;
+pub mod unqueue2;
 pub mod unstrip;
 pub mod work_package;
 
@@ -70,11 +72,13 @@ pub fn register(reg: &mut Registry) {
     reg.register(classifier::spec());
     reg.register(counter::spec());
     reg.register(cpu_queue::spec());
+    reg.register(cpu_switch::spec());
     reg.register(discard::spec());
     reg.register(discard_no_free::spec());
     reg.register(hash_switch::spec());
     reg.register(hub::spec());
     reg.register(idle::spec());
+    reg.register(idle::simple_spec());
     reg.register(message::spec());
     reg.register(message::error_spec());
     reg.register(null::spec());
@@ -91,6 +95,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(simple_queue::spec());
     reg.register(notifier_queue::spec());
     reg.register(thread_safe_queue::spec());
+    reg.register(thread_safe_queue::ms_spec());
     reg.register(quick_note_queue::spec());
     reg.register(front_drop_queue::spec());
     reg.register(mixed_queue::spec());
@@ -112,6 +117,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(timed_sink::spec());
     reg.register(truncate::spec());
     reg.register(unqueue::spec());
+    reg.register(unqueue2::spec());
     reg.register(work_package::spec());
     reg.register(unstrip::spec());
 }
