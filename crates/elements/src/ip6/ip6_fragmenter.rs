@@ -338,7 +338,11 @@ mod tests {
         assert!(frags.iter().all(|f| f.len() <= 1280));
         // The first fragment (offset 0) is sent last.
         assert_eq!(u16::from_be_bytes([frags[2][42], frags[2][43]]) >> 3, 0);
-        assert_eq!(frags[2].len(), 1280 - (1280 - 48) % 8);
+        assert_eq!(
+            frags[2].len(),
+            1280,
+            "1280 - 48 is a multiple of 8: a full MTU"
+        );
         assert_eq!(reassemble(frags), big);
         assert_eq!(h.read("fragments").unwrap(), "3");
         assert_eq!(h.read("drops").unwrap(), "0");

@@ -11,7 +11,7 @@
 //! pulled from input 0 with the Nth pulled from input 1 and counts the
 //! pairs that differ: in length, data, network header presence, offset or
 //! length, or (with TIMESTAMP) timestamp annotation. Packets of one input
-//! still waiting for their partner count as "more packets in [I]" until
+//! still waiting for their partner count as "more packets in \[I]" until
 //! it comes (at the end of a run, the excess of one stream over the
 //! other).
 //!
