@@ -573,7 +573,22 @@ impl FromDump {
     }
 }
 
+impl paraclick_elements::control::quit_watcher::Finishes for FromDump {
+    fn finished(&self) -> bool {
+        self.lock().ctl.done
+    }
+}
+
 impl Element for FromDump {
+    /// Whether its file has ended, to QuitWatcher.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(
+            want,
+            FromDump,
+            dyn paraclick_elements::control::quit_watcher::Finishes => |e| e
+        )
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("count", |e, _| e.count.get().to_string()),
         Handler::write("reset_counts", |e, _, _| {
@@ -969,6 +984,23 @@ mod tests {
             ),
         );
         assert_eq!(handler(&r, "f.sampling_prob"), "0.5");
+    }
+
+    #[test]
+    fn quit_watcher_stops_when_the_file_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ten_packets(dir.path());
+        let r = build(
+            &full_registry(),
+            &format!(
+                "f :: FromDump({}, STOP false) -> s :: TestSink;
+                 InfiniteSource(LENGTH 60) -> Discard;
+                 QuitWatcher(f);",
+                q(&path)
+            ),
+        );
+        run(&r);
+        assert_eq!(sink(&r, "s").len(), 10);
     }
 
     #[test]

@@ -292,6 +292,10 @@ pub(crate) struct Core {
     /// The adaptive scheduler's thread while it runs, woken when the router
     /// stops (so a run does not last until its next look at the loads).
     pub balancer: Mutex<Option<std::thread::Thread>>,
+    /// How often the adaptive scheduler looks at the loads, in
+    /// nanoseconds; 0 for its default (a BalancedThreadSched's INTERVAL
+    /// sets it: [`crate::InitCx::set_balance_interval`]).
+    pub balance_interval_ns: AtomicU64,
     /// Cycles the workers have run (for the threads report's busy share).
     pub run_cycles: AtomicU64,
     /// Per-element cost sampling for `--report costs`.

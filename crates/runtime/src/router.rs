@@ -365,6 +365,7 @@ impl Router {
             sync_epoch: AtomicU64::new(0),
             migrating: Mutex::new(()),
             balancer: Mutex::new(None),
+            balance_interval_ns: AtomicU64::new(0),
             run_cycles: AtomicU64::new(0),
             profile: opts
                 .profile
@@ -657,6 +658,12 @@ impl Router {
 
     pub fn nthreads(&self) -> usize {
         self.core.nthreads
+    }
+
+    /// How often the adaptive scheduler rebalances tasks across threads:
+    /// its default, or what a BalancedThreadSched asked for.
+    pub fn balance_interval(&self) -> std::time::Duration {
+        crate::sched::balance_interval(&self.core)
     }
 
     pub fn element_names(&self) -> Vec<&str> {

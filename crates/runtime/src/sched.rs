@@ -301,7 +301,7 @@ fn balancer(core: &Core) {
     *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
     while core.running.load(Ordering::Acquire) {
         // Wait out the interval, unless the router stops (it unparks us).
-        let until = Instant::now() + BALANCE_INTERVAL;
+        let until = Instant::now() + balance_interval(core);
         loop {
             let now = Instant::now();
             if now >= until || !core.running.load(Ordering::Acquire) {
@@ -315,6 +315,15 @@ fn balancer(core: &Core) {
         b.step(core);
     }
     *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// How often the adaptive scheduler looks at the loads: what
+/// [`crate::InitCx::set_balance_interval`] set, or [`BALANCE_INTERVAL`].
+pub(crate) fn balance_interval(core: &Core) -> Duration {
+    match core.balance_interval_ns.load(Ordering::Relaxed) {
+        0 => BALANCE_INTERVAL,
+        ns => Duration::from_nanos(ns),
+    }
 }
 
 /// The adaptive scheduler's state between two looks at the loads: each

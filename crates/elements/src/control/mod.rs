@@ -6,6 +6,9 @@ use paraclick_runtime::Registry;
 
 pub mod control_socket;
 pub mod driver_manager;
+pub mod handler_task;
+pub mod progress_bar;
+pub mod quit_watcher;
 pub mod random_seed;
 pub mod script;
 pub mod script_lang;
@@ -15,4 +18,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(driver_manager::spec());
     reg.register(control_socket::spec());
     reg.register(random_seed::spec());
+    reg.register(handler_task::spec());
+    reg.register(progress_bar::spec());
+    reg.register(quit_watcher::spec());
 }

@@ -6,6 +6,7 @@ use paraclick_packet::wire::EtherAddr;
 use paraclick_runtime::Registry;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod arp_faker;
 pub mod arp_print;
 pub mod arp_querier;
 pub mod arp_responder;
@@ -14,6 +15,7 @@ pub mod check_arp_header;
 pub mod ensure_ether;
 pub mod ether_encap;
 pub mod ether_mirror;
+pub mod ether_pause_source;
 pub mod ether_rewrite;
 pub mod ether_vlan_encap;
 pub mod get_ether_address;
@@ -27,6 +29,8 @@ pub mod vlan_decap;
 pub mod vlan_encap;
 
 pub fn register(reg: &mut Registry) {
+    reg.register(arp_faker::spec());
+    reg.register(ether_pause_source::spec());
     reg.register(arp_print::spec());
     reg.register(arp_querier::spec());
     reg.register(arp_responder::spec());

@@ -36,14 +36,18 @@ pub mod set_ip_address;
 pub mod set_ip_checksum;
 pub mod set_ip_dscp;
 pub mod set_ip_ecn;
+pub mod set_rand_ip_address;
 pub mod set_tcp_checksum;
 pub mod set_udp_checksum;
 pub mod store_ip_address;
 pub mod strip_ip_header;
+pub mod tcp_fragmenter;
 pub mod truncate_ip_payload;
 
 pub fn register(reg: &mut Registry) {
     reg.register(check_icmp_header::spec());
+    reg.register(tcp_fragmenter::spec());
+    reg.register(set_rand_ip_address::spec());
     reg.register(check_ip_header::spec());
     reg.register(check_ip_header2::spec());
     reg.register(check_tcp_header::spec());

@@ -17,6 +17,7 @@ pub mod fast_udp_source_ip6;
 pub mod get_ip6_address;
 pub mod icmp6_error;
 pub mod ip6_encap;
+pub mod ip6_fragmenter;
 pub mod ip6_mirror;
 pub mod ip6_nd_advertiser;
 pub mod ip6_nd_solicitor;
@@ -27,6 +28,7 @@ pub mod mark_ip6_header;
 mod nd;
 pub mod protocol_translator;
 pub mod set_ip6_address;
+pub mod set_ip6_dscp;
 pub mod udp_ip6_encap;
 
 pub fn register(reg: &mut Registry) {
@@ -36,6 +38,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(get_ip6_address::spec());
     reg.register(icmp6_error::spec());
     reg.register(ip6_encap::spec());
+    reg.register(ip6_fragmenter::spec());
     reg.register(ip6_mirror::spec());
     reg.register(ip6_nd_advertiser::spec());
     reg.register(ip6_nd_solicitor::spec());
@@ -45,6 +48,7 @@ pub fn register(reg: &mut Registry) {
     reg.alias("DirectIP6Lookup", "LookupIP6Route");
     reg.register(mark_ip6_header::spec());
     reg.register(set_ip6_address::spec());
+    reg.register(set_ip6_dscp::spec());
     reg.register(udp_ip6_encap::spec());
     reg.register(address_translator::spec());
     reg.register(protocol_translator::spec64());

@@ -12,6 +12,7 @@ pub mod bandwidth_rated_unqueue;
 pub mod bandwidth_shaper;
 pub mod block;
 pub mod burster;
+pub mod codel;
 pub mod delay_shaper;
 pub mod delay_unqueue;
 pub mod drr_sched;
@@ -33,6 +34,7 @@ pub mod timed_unqueue;
 pub mod token_bucket_test;
 
 pub fn register(reg: &mut Registry) {
+    reg.register(codel::spec());
     reg.register(shaper::spec());
     reg.register(bandwidth_shaper::spec());
     reg.register(delay_shaper::spec());
@@ -53,6 +55,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(stride_sched::spec());
     reg.register(stride_switch::spec());
     reg.register(pull_switch::spec());
+    reg.register(pull_switch::simple_spec());
     reg.register(pull_switch::static_spec());
     reg.register(input_switch::spec());
     reg.register(suppressor::spec());

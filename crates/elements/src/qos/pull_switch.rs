@@ -22,6 +22,25 @@
 //!     a -> [0]ps :: PullSwitch(0); b -> [1]ps;
 //!     ps -> ToDevice(eth0);   // write ps.switch 1 to send b's packets
 //!
+//! # SimplePullSwitch
+//!
+//! SimplePullSwitch(\[INPUT])
+//!
+//! Forwards pull requests to a settable input, without notification.
+//!
+//! Click's PullSwitch without its empty notifier; paraclick's PullSwitch
+//! has none, so this is PullSwitch under Click's other name: every pull
+//! returns what input INPUT returns (default 0; negative: nothing), and
+//! the `switch` handler changes INPUT. Any number of inputs.
+//!
+//! Ports: any number of inputs, 1 output. Processing: pull.
+//!
+//! Arguments:
+//! - `INPUT` (integer, default 0).
+//!
+//! Handlers:
+//! - `switch` (read/write): the INPUT.
+//!
 //! # StaticPullSwitch
 //!
 //! StaticPullSwitch(INPUT)
@@ -54,7 +73,16 @@ pub struct StaticPullSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("PullSwitch", "-/1", "l", make)
+    switch_named("PullSwitch")
+}
+
+/// SimplePullSwitch: PullSwitch under Click's other name.
+pub fn simple_spec() -> ClassSpec {
+    switch_named("SimplePullSwitch")
+}
+
+fn switch_named(name: &'static str) -> ClassSpec {
+    ClassSpec::element(name, "-/1", "l", make)
         .stateless()
         .kind(Kind::Scheduler)
         .metadata_only()
@@ -151,7 +179,13 @@ mod tests {
 
     #[test]
     fn pulls_from_the_chosen_input() {
-        let r = router("PullSwitch");
+        for class in ["PullSwitch", "SimplePullSwitch"] {
+            chosen_input(class);
+        }
+    }
+
+    fn chosen_input(class: &str) {
+        let r = router(class);
         fill(&r, "q0", vec![tagged(0, 60)]);
         fill(&r, "q1", vec![tagged(1, 60), tagged(1, 60)]);
         assert_eq!(pull(&r), vec![0]);

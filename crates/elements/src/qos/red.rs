@@ -245,7 +245,7 @@ fn make(cx: &mut ConfigCx<'_>, adaptive: bool) -> Result<Red, String> {
 
 /// The nearest Queues from `start`, following push connections
 /// downstream (`down`) or pull connections upstream.
-fn nearest_queues(ix: &InitCx<'_>, start: usize, down: bool) -> Vec<usize> {
+pub(crate) fn nearest_queues(ix: &InitCx<'_>, start: usize, down: bool) -> Vec<usize> {
     let mut seen = vec![start];
     let mut layer = vec![start];
     for _ in 0..32 {

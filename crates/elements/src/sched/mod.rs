@@ -2,6 +2,7 @@
 
 use paraclick_runtime::Registry;
 
+pub mod balanced_thread_sched;
 pub mod coordinated_unqueue;
 pub mod multi_queue_unqueue;
 pub mod prio_sched;
@@ -17,7 +18,10 @@ pub fn register(reg: &mut Registry) {
     reg.register(prio_sched::simple_spec());
     reg.register(round_robin_sched::spec());
     reg.register(round_robin_sched::simple_spec());
+    reg.register(round_robin_sched::named("RRSched"));
+    reg.register(round_robin_sched::named("SimpleRRSched"));
     reg.register(static_thread_sched::spec());
+    reg.register(balanced_thread_sched::spec());
     reg.register(shared_token_bucket::spec());
     reg.register(coordinated_unqueue::spec());
     reg.register(multi_queue_unqueue::spec());

@@ -33,6 +33,25 @@
 //! here, uses no notification either).
 //!
 //! Ports: any number of inputs, 1 output. Processing: pull.
+//!
+//! # RRSched
+//!
+//! RRSched
+//!
+//! RoundRobinSched under the name of Click's source (`rrsched.cc`, whose
+//! class Click calls RoundRobinSched; real Click accepts only that name).
+//! The same element: see RoundRobinSched.
+//!
+//! Ports: any number of inputs, 1 output. Processing: pull.
+//!
+//! # SimpleRRSched
+//!
+//! SimpleRRSched
+//!
+//! SimpleRoundRobinSched under the name of Click's source
+//! (`simplerrsched.cc`); the same element: see RoundRobinSched.
+//!
+//! Ports: any number of inputs, 1 output. Processing: pull.
 
 use super::prio_sched::gather;
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Kind};
@@ -44,16 +63,18 @@ pub struct RoundRobinSched {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("RoundRobinSched", "-/1", "l", make)
-        .shared("a rate or schedule shared by all flows")
-        .kind(Kind::Scheduler)
-        .metadata_only()
-        .replicable_with_queues()
+    named("RoundRobinSched")
 }
 
 /// SimpleRoundRobinSched: the same element under Click's other name.
 pub fn simple_spec() -> ClassSpec {
-    ClassSpec::element("SimpleRoundRobinSched", "-/1", "l", make)
+    named("SimpleRoundRobinSched")
+}
+
+/// The class under `name`: RoundRobinSched, SimpleRoundRobinSched, and
+/// the names of their Click sources, RRSched and SimpleRRSched.
+pub fn named(name: &'static str) -> ClassSpec {
+    ClassSpec::element(name, "-/1", "l", make)
         .shared("a rate or schedule shared by all flows")
         .kind(Kind::Scheduler)
         .metadata_only()
@@ -104,7 +125,12 @@ mod tests {
 
     #[test]
     fn one_packet_pulls_alternate() {
-        for class in ["RoundRobinSched", "SimpleRoundRobinSched"] {
+        for class in [
+            "RoundRobinSched",
+            "SimpleRoundRobinSched",
+            "RRSched",
+            "SimpleRRSched",
+        ] {
             let r = router(3, class);
             fill(&r, 0, 1, 3);
             fill(&r, 1, 2, 1);

@@ -149,7 +149,18 @@ impl InfiniteSource {
     }
 }
 
+impl crate::control::quit_watcher::Finishes for InfiniteSource {
+    fn finished(&self) -> bool {
+        self.limit.finished()
+    }
+}
+
 impl Element for InfiniteSource {
+    /// Whether its LIMIT is reached, to QuitWatcher.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, InfiniteSource, dyn crate::control::quit_watcher::Finishes => |e| e)
+    }
+
     /// Hot reconfiguration: the count and the packets counted against
     /// LIMIT carry over.
     fn take_state(&self, old: &Self, _sx: &mut StateCx<'_>) {

@@ -198,7 +198,18 @@ impl RatedSource {
     }
 }
 
+impl crate::control::quit_watcher::Finishes for RatedSource {
+    fn finished(&self) -> bool {
+        self.limit.finished()
+    }
+}
+
 impl Element for RatedSource {
+    /// Whether its LIMIT is reached, to QuitWatcher.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, RatedSource, dyn crate::control::quit_watcher::Finishes => |e| e)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("count", |e, _| e.count.get().to_string()),
         Handler::rw(

@@ -113,7 +113,18 @@ impl TimedSource {
     }
 }
 
+impl crate::control::quit_watcher::Finishes for TimedSource {
+    fn finished(&self) -> bool {
+        self.limit.finished()
+    }
+}
+
 impl Element for TimedSource {
+    /// Whether its LIMIT is reached, to QuitWatcher.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, TimedSource, dyn crate::control::quit_watcher::Finishes => |e| e)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::rw(
             "data",

@@ -12,6 +12,17 @@
 //!
 //!     Idle -> Discard;
 //!     c :: Classifier(12/0800, -); c[1] -> Idle;
+//!
+//! # SimpleIdle
+//!
+//! SimpleIdle
+//!
+//! Like Idle, but does not provide notification. paraclick's Idle
+//! provides none either (a puller of an Idle finds nothing and its
+//! scheduler backs off), so SimpleIdle is Idle under Click's other name:
+//! pushed packets are dropped (counted), pulls return nothing.
+//!
+//! Ports: any number of inputs and outputs. Processing: agnostic.
 
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 
@@ -21,7 +32,16 @@ pub struct Idle;
 const DROP_REASONS: &[&str] = &["idle"];
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Idle", "-/-", "a", make)
+    named("Idle")
+}
+
+/// SimpleIdle: Idle under Click's other name.
+pub fn simple_spec() -> ClassSpec {
+    named("SimpleIdle")
+}
+
+fn named(name: &'static str) -> ClassSpec {
+    ClassSpec::element(name, "-/-", "a", make)
         .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
@@ -39,5 +59,25 @@ impl Element for Idle {
 
     fn pull(&self, _cx: &mut Cx<'_>, _port: usize, _max: usize) -> Option<Batch> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_kit::*;
+
+    #[test]
+    fn drops_what_is_pushed_and_gives_nothing() {
+        for class in ["Idle", "SimpleIdle"] {
+            let h = harness(class, 1);
+            h.push(0, pkts(3, 60));
+            assert!(h.output(0).is_empty(), "{class}");
+            assert_eq!(h.drops(), 3, "{class}");
+            let r = build(
+                &reg(),
+                &format!("i :: {class}; i -> Unqueue(ACTIVE false) -> TestSink;"),
+            );
+            assert!(r.pull_from("i", 0, 8).unwrap().is_none(), "{class}");
+        }
     }
 }

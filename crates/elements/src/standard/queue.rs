@@ -324,7 +324,7 @@ impl Queue {
         self.len() == 0
     }
 
-    fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.ring.capacity()
     }
 

@@ -149,4 +149,9 @@ impl<'r> HandlerCx<'r> {
     pub fn element<T: 'static>(&self, i: usize) -> Option<&'r T> {
         self.core.slots.get(i)?.element.as_any().downcast_ref()
     }
+
+    /// What element `i` provides as `T` (see [`crate::InitCx::cast`]).
+    pub fn cast<T: ?Sized + 'static>(&self, i: usize) -> Option<&'r T> {
+        crate::provide::cast(&*self.core.slots.get(i)?.element)
+    }
 }

@@ -30,6 +30,26 @@ impl InitCx<'_> {
         self.checking
     }
 
+    /// Sets how often the adaptive scheduler rebalances tasks across
+    /// threads (BalancedThreadSched's INTERVAL; at least a millisecond).
+    /// The last element to ask wins. No effect under `--sched static` or
+    /// with one thread, where nothing is rebalanced.
+    pub fn set_balance_interval(&mut self, d: Duration) {
+        let ns = d
+            .max(Duration::from_millis(1))
+            .as_nanos()
+            .min(u128::from(u64::MAX)) as u64;
+        self.core
+            .balance_interval_ns
+            .store(ns, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the adaptive scheduler runs (`--sched adaptive`, the
+    /// default, with more than one thread).
+    pub fn balancing(&self) -> bool {
+        self.core.policy == crate::sched::SchedPolicy::Adaptive && self.core.nthreads > 1
+    }
+
     /// Gives the element a task; returns its index for `run_task`.
     pub fn add_task(&mut self) -> usize {
         let idx = self.ntasks_here;
