@@ -198,6 +198,14 @@ impl TokenBucket {
         })
     }
 
+    /// Starts the bucket again, full, at `now` (a `reset` handler).
+    pub fn reset(&self, now: Instant) {
+        self.with(|s| {
+            s.tokens = s.burst;
+            s.last = now;
+        })
+    }
+
     /// A new rate (tokens earned so far count at the old one); the depth
     /// follows unless it was given as a size.
     pub fn set_rate(&self, now: Instant, rate: f64) {

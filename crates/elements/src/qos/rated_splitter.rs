@@ -4,14 +4,15 @@
 //!
 //! Splits a flow of packets at a rate in packets per second.
 //!
-//! Has two outputs. Incoming packets up to RATE packets per second go out
-//! output 0; the rest go out output 1. Unlike Meter, RATE packets per
+//! Incoming packets up to RATE packets per second go out output 0; the
+//! rest go out output 1, or are dropped (counted, reason `over rate`)
+//! when output 1 is not connected. Unlike Meter, RATE packets per
 //! second still go out output 0 when the input rate is higher. The rate
 //! is a token bucket (the one SharedTokenBucket uses), starting full and
 //! holding 20 ms worth of tokens unless BURST_DURATION or BURST_SIZE says
 //! otherwise (at least one).
 //!
-//! Ports: 1 input, 2 outputs. Processing: push.
+//! Ports: 1 input, 1 or 2 outputs. Processing: push.
 //!
 //! Arguments:
 //! - `RATE` (real, packets per second, >= 0): token bucket fill rate.
@@ -36,11 +37,17 @@ use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 /// RatedSplitter and BandwidthRatedSplitter.
 pub struct RatedSplitter {
     bucket: TokenBucket,
+    /// What becomes of a packet over the rate: output 1, or a drop.
+    over: Verdict,
 }
 
+/// The splitters' drop reasons (a packet over the rate, output 1 absent).
+pub(crate) const REASONS: &[&str] = &["over rate"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RatedSplitter", "1/2", "h", make_packets)
+    ClassSpec::action("RatedSplitter", "1/1-2", "h", make_packets)
         .shared("a rate or schedule shared by all flows")
+        .drop_reasons(REASONS)
         .metadata_only()
 }
 
@@ -56,6 +63,11 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>, unit: Unit) -> Result<RatedSplitter, S
     let rate = check_rate(rate)?;
     Ok(RatedSplitter {
         bucket: TokenBucket::new(unit, rate, dur, size),
+        over: if cx.noutputs > 1 {
+            Verdict::Out(1)
+        } else {
+            Verdict::DropFor(0)
+        },
     })
 }
 
@@ -73,7 +85,7 @@ impl Action for RatedSplitter {
         if self.bucket.with(|s| s.take(now, cost)) {
             Verdict::Out(0)
         } else {
-            Verdict::Out(1)
+            self.over
         }
     }
 }
@@ -101,6 +113,19 @@ mod tests {
         h.write("rate", "2.5").unwrap();
         assert_eq!(h.read("rate").unwrap(), "2.5");
         assert_err(h.write("rate", "many"), "e.rate: expected real number");
+    }
+
+    #[test]
+    fn without_output_1_the_packets_over_the_rate_are_dropped() {
+        // Click's splitters run with output 1 unconnected: the packets
+        // over the rate are dropped, counted with their reason.
+        for conf in ["RatedSplitter(0.001)", "BandwidthRatedSplitter(8bps)"] {
+            let h = Harness::new(&reg(), conf, 1).unwrap();
+            h.push(0, pkts(10, 1));
+            assert_eq!(h.output(0).len(), 1, "{conf}");
+            assert_eq!(h.drops(), 9, "{conf}");
+            assert_eq!(h.read("drop_reasons").unwrap(), "over rate 9\n", "{conf}");
+        }
     }
 
     #[test]
