@@ -114,6 +114,34 @@ pub fn split_keyword(arg: &str) -> Option<(&str, &str)> {
     }
 }
 
+/// The configuration `config` with one argument set to `value`, as a
+/// write handler that reconfigures an element leaves it (Click's
+/// keyword handlers: `write q.capacity 10` makes `Queue`'s configuration
+/// `CAPACITY 10`, and `Queue(100)`'s `10`). If `position` is given and
+/// the configuration has a positional argument there, that argument is
+/// replaced; otherwise every `KEYWORD ...` argument is removed and
+/// `KEYWORD value` is appended. Arguments are joined with `, `.
+pub fn set_keyword_arg(
+    config: &str,
+    position: Option<usize>,
+    keyword: &str,
+    value: &str,
+) -> String {
+    let mut args = split_args(config);
+    let positional = args
+        .iter()
+        .take_while(|a| split_keyword(a).is_none())
+        .count();
+    match position {
+        Some(k) if k < positional => args[k] = value.trim().to_string(),
+        _ => {
+            args.retain(|a| split_keyword(a).is_none_or(|(kw, _)| kw != keyword));
+            args.push(format!("{keyword} {}", value.trim()));
+        }
+    }
+    args.join(", ")
+}
+
 /// Splits `s` into whitespace-separated words. Quoted strings (`"..."`,
 /// `'...'`) and `\<...>` data blocks do not split and keep their quotes;
 /// comments are dropped.
@@ -376,6 +404,24 @@ fn hex_block(b: &[u8], j: usize, out: &mut Vec<u8>) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn set_keyword_arg_replaces_the_positional_or_the_keywords() {
+        assert_eq!(
+            set_keyword_arg("", Some(0), "CAPACITY", "10"),
+            "CAPACITY 10"
+        );
+        assert_eq!(set_keyword_arg("100", Some(0), "CAPACITY", " 10 "), "10");
+        assert_eq!(
+            set_keyword_arg("CAPACITY 100, CAPACITY 5", Some(0), "CAPACITY", "7"),
+            "CAPACITY 7"
+        );
+        assert_eq!(
+            set_keyword_arg("1, BURST 2, CAPACITY 3", Some(1), "CAPACITY", "9"),
+            "1, BURST 2, CAPACITY 9"
+        );
+        assert_eq!(set_keyword_arg("a, b", None, "X", "1"), "a, b, X 1");
+    }
+
     use super::*;
 
     fn v(x: &[&str]) -> Vec<String> {

@@ -349,6 +349,19 @@ fn require_compact_config_is_accepted() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// A message an element gives while it initializes takes Click's form
+/// `FILE:LINE: While initializing 'NAME :: CLASS':` where a program reads
+/// standard error.
+#[test]
+fn init_messages_take_clicks_form_for_programs() {
+    let out = paraclick(&["-q", "-e", "Idle -> Discard;\nt :: TokenBucketTest"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "config:2: While initializing 't :: TokenBucketTest':\n  All tests pass!\n"
+    );
+}
+
 /// Where standard error is not a terminal (or with --errors click), run
 /// errors take Click's form, which programs compare; --errors rich keeps
 /// paraclick's located form with the source line.

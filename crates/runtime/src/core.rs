@@ -132,6 +132,10 @@ pub(crate) struct Slot {
     pub name: String,
     pub class: String,
     pub config: String,
+    /// The configuration as write handlers that reconfigure the element
+    /// left it (`config` handler; see [`crate::HandlerCx::set_config_arg`]),
+    /// `None` while it is `config`.
+    pub live_config: std::sync::Mutex<Option<String>>,
     pub span: Span,
     pub input_kinds: Vec<PortKind>,
     pub output_kinds: Vec<PortKind>,

@@ -25,6 +25,29 @@ pub const BUILTIN: &[&str] = &[
     "drop_reasons",
 ];
 
+/// The read handler every element with a task has, after its own:
+/// Click's `scheduled`, `true` while one of its tasks is on its thread's
+/// task list, `false` while all are off it (asleep until a notifier wakes
+/// them: an empty queue upstream, a full one downstream).
+pub const TASK_READ: &str = "scheduled";
+
+fn scheduled_text(core: &Core, i: usize) -> String {
+    use std::sync::atomic::Ordering;
+    let on = core.slots[i].tasks.iter().any(|&t| {
+        let t = &core.tasks[t];
+        !t.asleep.load(Ordering::Acquire) && t.blocked.load(Ordering::Acquire) == 0
+    });
+    on.to_string()
+}
+
+/// The built-in read handlers of element `i`.
+fn builtins(core: &Core, i: usize) -> impl Iterator<Item = &'static str> + '_ {
+    BUILTIN
+        .iter()
+        .copied()
+        .chain((!core.slots[i].tasks.is_empty()).then_some(TASK_READ))
+}
+
 /// Router-wide read handlers (`-h list`, a Script's `read version`).
 /// Click's, and paraclick's `nthreads`, `threads`, `drops` (every element
 /// and reason with drops, largest first: [`crate::drops`]) and `trace`
@@ -105,7 +128,8 @@ pub(crate) fn read(core: &Core, spec: &str, from: Option<usize>) -> Result<Strin
         }
         HandlerCall::Missing => {}
     }
-    if param.is_some() && BUILTIN.contains(&h) {
+    let builtin = BUILTIN.contains(&h) || (h == TASK_READ && !s.tasks.is_empty());
+    if param.is_some() && builtin {
         return Err(format!(
             "read handler '{}.{}' takes no parameter",
             s.name, h
@@ -114,10 +138,16 @@ pub(crate) fn read(core: &Core, spec: &str, from: Option<usize>) -> Result<Strin
     match h {
         "name" => Ok(s.name.clone()),
         "class" => Ok(s.class.clone()),
-        "config" => Ok(s.config.clone()),
+        "config" => Ok(s
+            .live_config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| s.config.clone())),
         "ports" => Ok(ports_text(core, i)),
         "handlers" => Ok(handlers_text(core, i)),
         "drop_reasons" => Ok(crate::drops::handler_text(core, i)),
+        TASK_READ if builtin => Ok(scheduled_text(core, i)),
         _ => Err(format!("no read handler '{}.{}'", s.name, h)),
     }
 }
@@ -165,7 +195,7 @@ pub(crate) fn exists(core: &Core, spec: &str, from: usize) -> bool {
     let (e, h) = split_spec(spec);
     match resolve(core, e, Some(from)) {
         Ok(Some(i)) => {
-            BUILTIN.contains(&h)
+            builtins(core, i).any(|b| b == h)
                 || core.slots[i]
                     .element
                     .handler_list()
@@ -238,8 +268,8 @@ fn handlers_text(core: &Core, i: usize) -> String {
         };
         out.push_str(&format!("{}\t{}\n", h.name, mode));
     }
-    for g in BUILTIN {
-        if !own.iter().any(|h| h.name == *g) {
+    for g in builtins(core, i) {
+        if !own.iter().any(|h| h.name == g) {
             out.push_str(&format!("{g}\tr\n"));
         }
     }
@@ -249,8 +279,8 @@ fn handlers_text(core: &Core, i: usize) -> String {
 /// Every handler of element `i`, its own and the built-in ones.
 pub(crate) fn list(core: &Core, i: usize) -> Vec<HandlerInfo> {
     let mut v = core.slots[i].element.handler_list();
-    for g in BUILTIN {
-        if !v.iter().any(|h| h.name == *g) {
+    for g in builtins(core, i) {
+        if !v.iter().any(|h| h.name == g) {
             v.push(HandlerInfo {
                 name: g.to_string(),
                 read: true,

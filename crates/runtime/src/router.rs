@@ -497,6 +497,7 @@ impl Router {
                 name: fe.name.clone(),
                 class: fe.class.clone(),
                 config: fe.config.clone(),
+                live_config: std::sync::Mutex::new(None),
                 span: fe.span.clone(),
                 input_kinds: checked.inputs[i].clone(),
                 output_kinds: checked.outputs[i].clone(),

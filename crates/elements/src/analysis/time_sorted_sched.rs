@@ -21,7 +21,8 @@
 //!
 //! Keywords:
 //! - `STOP` (boolean, default false): stop the driver when no input has a
-//!   packet (every input's pull returned nothing and nothing is held).
+//!   packet (every input's pull returned nothing and nothing is held);
+//!   again each time packets flowed since (a DriverManager `wait` each).
 //! - `BUFFER` (integer, default 1): packets held per input. Larger values
 //!   cope with slight reordering within an input stream.
 //!
@@ -132,6 +133,11 @@ impl Element for TimeSortedSched {
             st.last = t.0;
             out.push(p);
         }
+        if !out.is_empty() {
+            // Packets flow again (an input woke up): the next time every
+            // input is dry is a new end, with its own stop request.
+            st.stopped = false;
+        }
         if out.is_empty() {
             if self.stop && !st.stopped && dry.iter().all(|&d| d) {
                 st.stopped = true;
@@ -192,6 +198,24 @@ mod tests {
         let r = router("TimeSortedSched", 2);
         assert!(pull(&r, 8).is_empty());
         assert!(r.is_running());
+    }
+
+    #[test]
+    fn stop_is_requested_again_after_an_input_wakes_up() {
+        // The driver's second `wait` needs a second stop request: the
+        // inputs ran dry, one was activated, and ran dry again.
+        let r = paraclick_runtime::testing::build_simtime(
+            &reg(),
+            "a :: InfiniteSource(LIMIT 2) -> Queue -> [0]s :: TimeSortedSched(STOP true);
+             b :: InfiniteSource(LIMIT 3, ACTIVE false) -> Queue -> [1]s;
+             s -> o :: Counter -> Discard;
+             DriverManager(wait, write b.active true, wait)",
+        );
+        // (An input is dry when its pull returns nothing, so the second
+        // end may come before b has sent all it could.)
+        paraclick_runtime::testing::run_within(&r, std::time::Duration::from_secs(20));
+        let out: u64 = r.read_handler("o.count").unwrap().parse().unwrap();
+        assert!(out >= 3, "b's packets went through after it woke: {out}");
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //!
 //! Splits a flow of packets at a bandwidth.
 //!
-//! Has two outputs. Incoming packets up to RATE (a bandwidth such as
-//! `384kbps`) go out output 0; the rest go out output 1. Unlike
+//! Incoming packets up to RATE (a bandwidth such as `384kbps`) go out
+//! output 0; the rest go out output 1, or are dropped (counted, reason
+//! `over rate`) when output 1 is not connected. Unlike
 //! BandwidthMeter, RATE still goes out output 0 when the input rate is
 //! higher. The rate is a token bucket of bytes (the one SharedTokenBucket
 //! uses), starting full and holding 20 ms worth unless BURST_DURATION or
@@ -13,7 +14,7 @@
 //! extra-length annotation; a packet conforms when the bucket holds its
 //! size (or is full, for a packet larger than the bucket).
 //!
-//! Ports: 1 input, 2 outputs. Processing: push.
+//! Ports: 1 input, 1 or 2 outputs. Processing: push.
 //!
 //! Arguments:
 //! - `RATE` (bandwidth): token bucket fill rate.
@@ -33,8 +34,9 @@ use super::rated_splitter::{make, RatedSplitter};
 use paraclick_runtime::{ClassSpec, ConfigCx};
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("BandwidthRatedSplitter", "1/2", "h", make_bytes)
+    ClassSpec::action("BandwidthRatedSplitter", "1/1-2", "h", make_bytes)
         .shared("a rate or schedule shared by all flows")
+        .drop_reasons(super::rated_splitter::REASONS)
         .metadata_only()
 }
 

@@ -20,6 +20,7 @@
 //!
 //! Handlers:
 //! - `rate` (read/write): the RATE, in bytes per second (`...Bps`).
+//! - `reset` (write): starts the token bucket again, full.
 //!
 //! Example:
 //!

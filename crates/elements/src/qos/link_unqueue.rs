@@ -146,7 +146,7 @@ impl Element for LinkUnqueue {
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
         let now = cx.now();
-        let wall = Timestamp::now();
+        let wall = cx.timestamp();
         let mut out = Vec::new();
         let mut pulled = false;
         {
@@ -168,6 +168,16 @@ impl Element for LinkUnqueue {
                     p.set_timestamp(stamp(now, wall, at));
                     out.push(p);
                 }
+            }
+            // Simulated time moves on to the next arrival, or to when the
+            // link is free for the next packet, rather than past them.
+            let next = [l.transit.front().map(|(at, _)| *at), l.free_at]
+                .into_iter()
+                .flatten()
+                .filter(|t| *t > now)
+                .min();
+            if let Some(t) = next {
+                cx.wake_at(t);
             }
         }
         if out.is_empty() {
@@ -216,6 +226,30 @@ mod tests {
         let mut l = Link::new(Duration::from_millis(10), 0.0);
         assert_eq!(l.send(t0, 1e9), ms(t0, 10));
         assert!(l.free(t0));
+    }
+
+    #[test]
+    fn simulated_time_stamps_each_packet_when_its_link_time_comes() {
+        // 5 ms latency, 12500 bytes/s: 20 bytes take 1.6 ms to send,
+        // 1600 bytes 128 ms; the stamps follow the router's clock.
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::test_kit::reg(),
+            "Idle -> q :: Queue(100) -> u :: LinkUnqueue(0.005s, 100kb/s) -> o :: TestSink;
+             DriverManager(wait_time 1s, stop)",
+        );
+        let mut v = pkts(2, 20);
+        v.extend(pkts(1, 1600));
+        v.extend(pkts(1, 20));
+        fill(&r, "q", v);
+        paraclick_runtime::testing::run(&r);
+        let got = r.element::<TestSink>("o").unwrap().take();
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        // Microseconds since the simulated start, rounded.
+        let us: Vec<i64> = got
+            .iter()
+            .map(|p| (p.timestamp().0 - start + 500) / 1000)
+            .collect();
+        assert_eq!(us, vec![6600, 8200, 136_200, 137_800]);
     }
 
     #[test]

@@ -198,6 +198,14 @@ impl TokenBucket {
         })
     }
 
+    /// Starts the bucket again, full, at `now` (a `reset` handler).
+    pub fn reset(&self, now: Instant) {
+        self.with(|s| {
+            s.tokens = s.burst;
+            s.last = now;
+        })
+    }
+
     /// A new rate (tokens earned so far count at the old one); the depth
     /// follows unless it was given as a size.
     pub fn set_rate(&self, now: Instant, rate: f64) {
@@ -208,6 +216,199 @@ impl TokenBucket {
             s.burst = d;
             s.tokens = s.tokens.min(d);
         })
+    }
+}
+
+/// Length of a [`TickBucket`]'s tick: Click's jiffy at user level.
+pub const TICK: Duration = Duration::from_millis(1);
+
+/// Ticks in a second.
+const TICKS_PER_SEC: f64 = 1000.0;
+
+/// The most a [`TickBucket`] holds, in fractions of its capacity.
+const FULL: u64 = u32::MAX as u64;
+
+/// Click's token bucket arithmetic for rates in packets per second
+/// (RatedUnqueue, RatedSplitter), which its users' measurements and tests
+/// rely on: the bucket holds a whole number of packets (its capacity, at
+/// least 1) and counts in fractions of that capacity, `2^32 - 1` being
+/// full; it refills once per tick of 1 ms, by the rate's share of a tick
+/// rounded down to a whole fraction. So RATE 2 with a one-packet bucket
+/// passes a packet every 501 ms rather than every 500, and RATE 100 with
+/// BURST_SIZE 1 one every 11 ms, as in Click. A new bucket is full; a
+/// rate change keeps the tokens in it (the capacity follows the rate
+/// unless it was given as a size).
+pub struct TickBucket {
+    state: Mutex<TickState>,
+    burst_dur: Option<Duration>,
+    burst_size: Option<f64>,
+}
+
+struct TickState {
+    /// Time of tick 0.
+    base: Instant,
+    /// The tick the bucket was last refilled at.
+    last: u64,
+    /// Tokens, in fractions of the capacity (`FULL` is full).
+    frac: u64,
+    /// Fractions per token (`FULL / capacity`).
+    scale: u64,
+    /// Fractions added per tick.
+    per_tick: u64,
+    rate: f64,
+    capacity: u64,
+}
+
+impl TickState {
+    fn new(rate: f64, capacity: u64, base: Instant) -> TickState {
+        let scale = FULL / capacity.max(1);
+        TickState {
+            base,
+            last: 0,
+            frac: FULL,
+            scale,
+            per_tick: per_tick(rate, scale),
+            rate,
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn tick_of(&self, now: Instant) -> u64 {
+        (now.saturating_duration_since(self.base).as_nanos() / TICK.as_nanos()) as u64
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let t = self.tick_of(now);
+        if t > self.last {
+            let add = u128::from(t - self.last) * u128::from(self.per_tick);
+            self.frac = (u128::from(self.frac) + add).min(u128::from(FULL)) as u64;
+            self.last = t;
+        }
+    }
+}
+
+/// A rate's share of a tick, in fractions (`scale` a token), rounded down.
+fn per_tick(rate: f64, scale: u64) -> u64 {
+    // Ticks a second: an exact division, where a rate divides evenly.
+    let f = (rate * scale as f64 / TICKS_PER_SEC).floor();
+    if f.is_finite() && f > 0.0 {
+        (f as u64).min(FULL)
+    } else {
+        0
+    }
+}
+
+/// A [`TickBucket`]'s capacity in whole packets: the size, else `dur`
+/// (default 20 ms) worth of the rate, at least 1.
+fn tick_capacity(rate: f64, dur: Option<Duration>, size: Option<f64>) -> u64 {
+    let d = size.unwrap_or_else(|| rate * dur.unwrap_or(DEFAULT_BURST).as_secs_f64());
+    // A hair over, so that 200 * 20 ms is 4 whatever the rounding.
+    let c = (d + 1e-9).floor();
+    if c.is_finite() && c >= 1.0 {
+        c.min(FULL as f64) as u64
+    } else {
+        1
+    }
+}
+
+impl TickBucket {
+    /// A full bucket; its ticks count from `now` until [`TickBucket::start`].
+    pub fn new(rate: f64, dur: Option<Duration>, size: Option<f64>, now: Instant) -> TickBucket {
+        TickBucket {
+            state: Mutex::new(TickState::new(rate, tick_capacity(rate, dur, size), now)),
+            burst_dur: dur,
+            burst_size: size,
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut TickState) -> T) -> T {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut g)
+    }
+
+    /// Full again, its ticks counting from `now` (the router's start, or
+    /// a `reset`).
+    pub fn start(&self, now: Instant) {
+        self.with(|s| {
+            s.base = now;
+            s.last = 0;
+            s.frac = FULL;
+        })
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.with(|s| s.rate)
+    }
+
+    /// The capacity in packets.
+    pub fn capacity(&self) -> u64 {
+        self.with(|s| s.capacity)
+    }
+
+    /// Whole tokens after a refill to `now`.
+    pub fn whole(&self, now: Instant) -> usize {
+        self.with(|s| {
+            s.refill(now);
+            (s.frac / s.scale) as usize
+        })
+    }
+
+    /// Takes `n` tokens (at most those there).
+    pub fn take(&self, n: usize) {
+        self.with(|s| s.frac = s.frac.saturating_sub(s.scale.saturating_mul(n as u64)))
+    }
+
+    /// Refills to `now`, then takes one token if there is one.
+    pub fn take_one(&self, now: Instant) -> bool {
+        self.with(|s| {
+            s.refill(now);
+            let ok = s.frac >= s.scale;
+            if ok {
+                s.frac -= s.scale;
+            }
+            ok
+        })
+    }
+
+    /// The tick at which the bucket next holds a token (now if it does);
+    /// `None` at rate 0.
+    pub fn next_ready(&self, now: Instant) -> Option<Instant> {
+        self.with(|s| {
+            s.refill(now);
+            if s.frac >= s.scale {
+                return Some(now);
+            }
+            if s.per_tick == 0 {
+                return None;
+            }
+            let ticks = (s.scale - s.frac).div_ceil(s.per_tick);
+            let at = u32::try_from(s.last.checked_add(ticks)?).ok()?;
+            s.base.checked_add(TICK * at)
+        })
+    }
+
+    /// A new rate at `now`: ticks passed count at the old one, the tokens
+    /// in the bucket stay (as far as the new capacity holds them), and the
+    /// capacity follows the rate unless it was given as a size.
+    pub fn set_rate(&self, now: Instant, rate: f64) {
+        let cap = tick_capacity(rate, self.burst_dur, self.burst_size);
+        self.with(|s| {
+            s.refill(now);
+            let scale = FULL / cap;
+            let frac = u128::from(s.frac) * u128::from(scale) / u128::from(s.scale);
+            s.frac = frac.min(u128::from(FULL)) as u64;
+            s.scale = scale;
+            s.capacity = cap;
+            s.rate = rate;
+            s.per_tick = per_tick(rate, scale);
+        })
+    }
+
+    /// A `rate` handler's write, at the router's moment.
+    pub fn write_rate(&self, v: &str, hx: &paraclick_runtime::HandlerCx<'_>) -> Result<(), String> {
+        let r = Unit::Packets.parse_rate(v, hx)?;
+        self.set_rate(hx.now(), r);
+        Ok(())
     }
 }
 
@@ -324,6 +525,67 @@ mod tests {
         let tb = TokenBucket::new(Unit::Packets, 1000.0, None, Some(3.0));
         tb.set_rate(Instant::now(), 5000.0);
         assert_eq!(tb.depth(), 3.0);
+    }
+
+    /// When a one-packet-at-a-time puller gets its packets from a
+    /// TickBucket over `ms` milliseconds, waking when it says.
+    fn tick_passes(b: &TickBucket, t0: Instant, ms: u64) -> Vec<u64> {
+        let end = t0 + Duration::from_millis(ms);
+        let mut now = t0;
+        let mut v = Vec::new();
+        while now <= end {
+            if b.take_one(now) {
+                v.push((now - t0).as_millis() as u64);
+                continue;
+            }
+            match b.next_ready(now) {
+                Some(t) => now = t,
+                None => break,
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn tick_bucket_rounds_the_rate_down_per_tick_as_click_does() {
+        let t0 = Instant::now();
+        // RATE 2, 20 ms of it is less than one packet: a one-packet
+        // bucket, refilled by a share of a tick that is a hair under
+        // 1/500 of a packet: 501 ms a packet, 20 packets in 10 s.
+        let b = TickBucket::new(2.0, None, None, t0);
+        assert_eq!(b.capacity(), 1);
+        let v = tick_passes(&b, t0, 10_000);
+        assert_eq!(&v[..3], &[0, 501, 1002]);
+        assert_eq!(v.len(), 20);
+        // RATE 100, BURST_SIZE 1: 11 ms a packet.
+        let b = TickBucket::new(100.0, None, Some(1.0), t0);
+        assert_eq!(tick_passes(&b, t0, 10_000).len(), 910);
+        // RATE 2, BURST_SIZE 50: the full bucket, then the rate.
+        let b = TickBucket::new(2.0, None, Some(50.0), t0);
+        assert_eq!(tick_passes(&b, t0, 10_000).len(), 69);
+        // A rate that divides evenly: exact.
+        let b = TickBucket::new(1000.0, None, None, t0);
+        assert_eq!(b.capacity(), 20);
+        assert_eq!(tick_passes(&b, t0, 100).len(), 120);
+        assert_eq!(TickBucket::new(200.0, None, None, t0).capacity(), 4);
+    }
+
+    #[test]
+    fn tick_bucket_rate_changes_keep_the_tokens_and_rate_0_never_refills() {
+        let t0 = Instant::now();
+        let b = TickBucket::new(1000.0, None, None, t0);
+        b.take(15);
+        assert_eq!(b.whole(t0), 5);
+        b.set_rate(t0, 2000.0);
+        assert_eq!(b.capacity(), 40);
+        assert_eq!(b.whole(t0), 5);
+        // Two tokens a tick now.
+        assert_eq!(b.whole(t0 + Duration::from_micros(3500)), 11);
+        let z = TickBucket::new(0.0, None, Some(3.0), t0);
+        assert_eq!(tick_passes(&z, t0, 1000).len(), 3);
+        assert_eq!(z.next_ready(t0), None);
+        z.start(t0 + Duration::from_secs(5));
+        assert_eq!(z.whole(t0 + Duration::from_secs(5)), 3);
     }
 
     #[test]

@@ -4,14 +4,17 @@
 //!
 //! Splits a flow of packets at a rate in packets per second.
 //!
-//! Has two outputs. Incoming packets up to RATE packets per second go out
-//! output 0; the rest go out output 1. Unlike Meter, RATE packets per
+//! Incoming packets up to RATE packets per second go out output 0; the
+//! rest go out output 1, or are dropped (counted, reason `over rate`)
+//! when output 1 is not connected. Unlike Meter, RATE packets per
 //! second still go out output 0 when the input rate is higher. The rate
-//! is a token bucket (the one SharedTokenBucket uses), starting full and
-//! holding 20 ms worth of tokens unless BURST_DURATION or BURST_SIZE says
-//! otherwise (at least one).
+//! is Click's token bucket, as RatedUnqueue's: starting full, holding 20
+//! ms worth of tokens unless BURST_DURATION or BURST_SIZE says otherwise
+//! (a whole number of packets, at least one), refilled once a
+//! millisecond by the rate's share rounded down (see `paraclick doc
+//! RatedUnqueue`).
 //!
-//! Ports: 1 input, 2 outputs. Processing: push.
+//! Ports: 1 input, 1 or 2 outputs. Processing: push.
 //!
 //! Arguments:
 //! - `RATE` (real, packets per second, >= 0): token bucket fill rate.
@@ -29,18 +32,25 @@
 //!       rs[1] -> [0]output;
 //!     }
 
-use super::rate::{check_rate, read_burst, TokenBucket, Tokens, Unit};
+use super::rate::{check_rate, read_burst, Tokens, Unit};
+use super::rated_unqueue::Rated;
 use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
+use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, Verdict};
 
 /// RatedSplitter and BandwidthRatedSplitter.
 pub struct RatedSplitter {
-    bucket: TokenBucket,
+    bucket: Rated,
+    /// What becomes of a packet over the rate: output 1, or a drop.
+    over: Verdict,
 }
 
+/// The splitters' drop reasons (a packet over the rate, output 1 absent).
+pub(crate) const REASONS: &[&str] = &["over rate"];
+
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("RatedSplitter", "1/2", "h", make_packets)
+    ClassSpec::action("RatedSplitter", "1/1-2", "h", make_packets)
         .shared("a rate or schedule shared by all flows")
+        .drop_reasons(REASONS)
         .metadata_only()
 }
 
@@ -55,25 +65,41 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>, unit: Unit) -> Result<RatedSplitter, S
     a.complete()?;
     let rate = check_rate(rate)?;
     Ok(RatedSplitter {
-        bucket: TokenBucket::new(unit, rate, dur, size),
+        bucket: Rated::new(unit, rate, dur, size),
+        over: if cx.noutputs > 1 {
+            Verdict::Out(1)
+        } else {
+            Verdict::DropFor(0)
+        },
     })
 }
 
 impl Action for RatedSplitter {
     const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
         "rate",
-        |e, _| e.bucket.unit.show(e.bucket.rate()),
+        |e, _| e.bucket.show_rate(),
         |e, v, hx| e.bucket.write_rate(v, hx),
     )];
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        self.bucket.start(ix.now());
+        Ok(())
+    }
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let now = cx.now();
-        let cost = self.bucket.unit.cost(p);
-        if self.bucket.with(|s| s.take(now, cost)) {
+        let ok = match &self.bucket {
+            Rated::Packets(b) => b.take_one(now),
+            Rated::Bytes(b) => {
+                let cost = b.unit.cost(p);
+                b.with(|s| s.take(now, cost))
+            }
+        };
+        if ok {
             Verdict::Out(0)
         } else {
-            Verdict::Out(1)
+            self.over
         }
     }
 }
@@ -101,6 +127,35 @@ mod tests {
         h.write("rate", "2.5").unwrap();
         assert_eq!(h.read("rate").unwrap(), "2.5");
         assert_err(h.write("rate", "many"), "e.rate: expected real number");
+    }
+
+    #[test]
+    fn without_output_1_the_packets_over_the_rate_are_dropped() {
+        // Click's splitters run with output 1 unconnected: the packets
+        // over the rate are dropped, counted with their reason.
+        for conf in ["RatedSplitter(0.001)", "BandwidthRatedSplitter(8bps)"] {
+            let h = Harness::new(&reg(), conf, 1).unwrap();
+            h.push(0, pkts(10, 1));
+            assert_eq!(h.output(0).len(), 1, "{conf}");
+            assert_eq!(h.drops(), 9, "{conf}");
+            assert_eq!(h.read("drop_reasons").unwrap(), "over rate 9\n", "{conf}");
+        }
+    }
+
+    #[test]
+    fn the_bucket_refills_by_whole_ticks_rounded_down() {
+        // Simulated time. RATE 2, a one-packet bucket: its share of a
+        // 1 ms tick is a hair under 1/500 of a packet, so the second
+        // packet passes at 501 ms, not 500 (Click's arithmetic).
+        let h = Harness::simulated(&reg(), "RatedSplitter(2)", 1, 2).unwrap();
+        h.push(0, pkts(2, 60));
+        assert_eq!((h.output(0).len(), h.output(1).len()), (1, 1));
+        h.advance(Duration::from_millis(500));
+        h.push(0, pkts(1, 60));
+        assert_eq!((h.output(0).len(), h.output(1).len()), (0, 1));
+        h.advance(Duration::from_millis(1));
+        h.push(0, pkts(1, 60));
+        assert_eq!((h.output(0).len(), h.output(1).len()), (1, 0));
     }
 
     #[test]

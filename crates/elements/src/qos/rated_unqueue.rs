@@ -5,11 +5,14 @@
 //! Pull-to-push converter at a rate in packets per second.
 //!
 //! Pulls packets at RATE packets per second from its input and pushes them
-//! out its output. It is implemented with a token bucket (the one
-//! SharedTokenBucket uses), which starts full and holds 20 ms worth of
-//! tokens unless BURST_DURATION or BURST_SIZE says otherwise (at least
-//! one). Each task run moves at most the whole tokens available, and at
-//! most 32 packets.
+//! out its output. It is implemented with Click's token bucket: it starts
+//! full and holds 20 ms worth of tokens unless BURST_DURATION or
+//! BURST_SIZE says otherwise (a whole number of packets, at least one),
+//! and refills once a millisecond by the rate's share rounded down to a
+//! 2^32-th of the bucket, so rates that do not divide evenly run a little
+//! slow, as in Click (RATE 2 with the default bucket moves a packet every
+//! 501 ms). Each task run moves at most the whole tokens available, and
+//! at most 32 packets.
 //!
 //! Ports: 1 input (pull), 1 output (push). It owns a task.
 //!
@@ -27,7 +30,7 @@
 //!
 //!     FromDevice(eth0) -> Queue -> RatedUnqueue(1000) -> ToDevice(eth1);
 
-use super::rate::{check_rate, read_burst, TokenBucket, Tokens, Unit};
+use super::rate::{check_rate, read_burst, TickBucket, TokenBucket, Tokens, Unit};
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 
 /// At most this many packets per task run.
@@ -35,8 +38,56 @@ const MAX_BURST: usize = 32;
 
 /// RatedUnqueue and BandwidthRatedUnqueue.
 pub struct RatedUnqueue {
-    bucket: TokenBucket,
+    bucket: Rated,
     count: PerThreadCount,
+}
+
+/// A rate in packets (Click's tick arithmetic) or in bytes.
+pub(crate) enum Rated {
+    Packets(TickBucket),
+    Bytes(TokenBucket),
+}
+
+impl Rated {
+    pub(crate) fn new(
+        unit: Unit,
+        rate: f64,
+        dur: Option<std::time::Duration>,
+        size: Option<f64>,
+    ) -> Rated {
+        match unit {
+            Unit::Packets => {
+                Rated::Packets(TickBucket::new(rate, dur, size, std::time::Instant::now()))
+            }
+            Unit::Bytes => Rated::Bytes(TokenBucket::new(unit, rate, dur, size)),
+        }
+    }
+
+    /// Full, at the router's start.
+    pub(crate) fn start(&self, now: std::time::Instant) {
+        match self {
+            Rated::Packets(b) => b.start(now),
+            Rated::Bytes(b) => b.reset(now),
+        }
+    }
+
+    pub(crate) fn show_rate(&self) -> String {
+        match self {
+            Rated::Packets(b) => Unit::Packets.show(b.rate()),
+            Rated::Bytes(b) => b.unit.show(b.rate()),
+        }
+    }
+
+    pub(crate) fn write_rate(
+        &self,
+        v: &str,
+        hx: &paraclick_runtime::HandlerCx<'_>,
+    ) -> Result<(), String> {
+        match self {
+            Rated::Packets(b) => b.write_rate(v, hx),
+            Rated::Bytes(b) => b.write_rate(v, hx),
+        }
+    }
 }
 
 pub fn spec() -> ClassSpec {
@@ -56,33 +107,31 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>, unit: Unit) -> Result<RatedUnqueue, St
     a.complete()?;
     let rate = check_rate(rate)?;
     Ok(RatedUnqueue {
-        bucket: TokenBucket::new(unit, rate, dur, size),
+        bucket: Rated::new(unit, rate, dur, size),
         count: PerThreadCount::new(cx.nthreads),
     })
 }
 
 /// Pulls what a bucket allows now from input 0 of the running element,
-/// at most `max` packets, charging the bucket (shared with
-/// BandwidthRatedUnqueue's byte counting). A bucket found short says when
-/// it will have a token ([`Cx::wake_at`]), so that simulated time moves
-/// there rather than past it.
-pub(crate) fn pull_rated(bucket: &TokenBucket, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
+/// at most `max` packets, charging the bucket. A bucket found short says
+/// when it will have a token ([`Cx::wake_at`]), so that simulated time
+/// moves there rather than past it.
+pub(crate) fn pull_rated(bucket: &Rated, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
     let now = cx.now();
-    match bucket.unit {
-        Unit::Packets => {
-            let k = bucket.with(|s| s.whole(now)).min(max);
+    match bucket {
+        Rated::Packets(bucket) => {
+            let k = bucket.whole(now).min(max);
             if k == 0 {
-                if let Some(t) = bucket.next_ready(now, 1.0) {
+                if let Some(t) = bucket.next_ready(now) {
                     cx.wake_at(t);
                 }
                 return None;
             }
             let b = cx.pull(0, k)?;
-            let n = b.len() as f64;
-            bucket.with(|s| s.tokens -= n);
+            bucket.take(b.len());
             Some(b).filter(|b| !b.is_empty())
         }
-        Unit::Bytes => {
+        Rated::Bytes(bucket) => {
             let mut out: Option<Batch> = None;
             for _ in 0..max {
                 if !bucket.with(|s| s.ready(now, f64::MIN_POSITIVE)) {
@@ -108,13 +157,14 @@ impl Element for RatedUnqueue {
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::rw(
             "rate",
-            |e, _| e.bucket.unit.show(e.bucket.rate()),
+            |e, _| e.bucket.show_rate(),
             |e, v, hx| e.bucket.write_rate(v, hx),
         ),
         Handler::read("count", |e, _| e.count.get().to_string()),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        self.bucket.start(ix.now());
         ix.add_task();
         Ok(())
     }
@@ -154,6 +204,26 @@ mod tests {
         );
         assert_eq!(r.element::<TestSink>("o").unwrap().len(), 320);
         assert_eq!(r.read_handler("u.count").unwrap(), "320");
+    }
+
+    #[test]
+    fn rates_that_do_not_divide_a_tick_run_slow_as_in_click() {
+        // Click's bucket arithmetic: RATE 2 moves a packet every 501 ms
+        // (20 in 10 s, not 21); RATE 100 with a one-packet bucket every
+        // 11 ms (910 in 10 s, not 1001).
+        for (u, want) in [
+            ("RatedUnqueue(2)", "20"),
+            ("RatedUnqueue(100, BURST_SIZE 1)", "910"),
+        ] {
+            let r = sim_run(
+                &format!(
+                    "InfiniteSource -> q :: Queue(10) -> u :: {u} -> o :: Counter -> Discard;
+                     Script(wait 10s, stop);"
+                ),
+                Vec::new(),
+            );
+            assert_eq!(r.read_handler("o.count").unwrap(), want, "{u}");
+        }
     }
 
     #[test]

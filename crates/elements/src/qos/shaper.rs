@@ -23,6 +23,8 @@
 //!
 //! Handlers:
 //! - `rate` (read/write): the RATE.
+//! - `reset` (write): starts the token bucket again, full, at the
+//!   router's moment (simulated time included).
 //!
 //! Example:
 //!
@@ -99,11 +101,17 @@ impl Shaper {
 }
 
 impl Element for Shaper {
-    const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
-        "rate",
-        |e, _| e.bucket.unit.show(e.bucket.rate()),
-        |e, v, hx| e.bucket.write_rate(v, hx),
-    )];
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::rw(
+            "rate",
+            |e, _| e.bucket.unit.show(e.bucket.rate()),
+            |e, v, hx| e.bucket.write_rate(v, hx),
+        ),
+        Handler::write("reset", |e, _, hx| {
+            e.bucket.reset(hx.now());
+            Ok(())
+        }),
+    ];
 
     fn pull(&self, cx: &mut Cx<'_>, port: usize, max: usize) -> Option<Batch> {
         let max = max.max(1);
@@ -176,6 +184,26 @@ mod tests {
         advance(&r, Duration::from_micros(1250));
         assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 2);
         assert_eq!(r.read_handler("s.rate").unwrap(), "2000");
+    }
+
+    #[test]
+    fn reset_fills_the_bucket_at_the_routers_moment() {
+        // Simulated time. Shaper(1000): 2 packets, then one a ms.
+        let r = build_simtime(
+            &reg(),
+            "Idle -> q :: Queue(100) -> s :: Shaper(1000); s -> Unqueue(ACTIVE false) -> TestSink;",
+        );
+        fill(&r, "q", pkts(20, 60));
+        assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 2);
+        assert!(r.pull_from("s", 0, 32).unwrap().is_none());
+        r.write_handler("s.reset", "").unwrap();
+        assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 2);
+        // Rate 0 after a reset: the full bucket's one packet, then none.
+        r.write_handler("s.rate", "0").unwrap();
+        r.write_handler("s.reset", "").unwrap();
+        advance(&r, Duration::from_secs(1));
+        assert_eq!(r.pull_from("s", 0, 32).unwrap().unwrap().len(), 1);
+        assert!(r.pull_from("s", 0, 32).unwrap().is_none());
     }
 
     #[test]

@@ -15,8 +15,10 @@
 //! runs backwards adds nothing; a cost larger than the depth passes when
 //! the bucket is full and leaves it in debt until the rate has paid it
 //! back; SharedTokenBucket's strategies grant one token or as many as
-//! there are. It then prints `All tests pass!` on standard error, or
-//! fails to initialize, naming each failed check. `paraclick check`
+//! there are. It then prints `All tests pass!` on standard error (in
+//! Click's form, under `FILE:LINE: While initializing 'NAME ::
+//! TokenBucketTest':`, when standard error is not a terminal), or fails
+//! to initialize, naming each failed check. `paraclick check`
 //! configures it without running the tests.
 //!
 //! Example:
@@ -118,8 +120,7 @@ impl Element for TokenBucketTest {
         if !bad.is_empty() {
             return Err(format!("token bucket checks failed: {}", bad.join("; ")));
         }
-        let i = ix.element_index();
-        eprintln!("{} :: TokenBucketTest: All tests pass!", ix.element_name(i));
+        ix.message("All tests pass!");
         Ok(())
     }
 }

@@ -338,6 +338,27 @@ mod tests {
     }
 
     #[test]
+    fn scheduled_says_whether_the_task_waits_for_room() {
+        // Click's `scheduled` handler: a source whose queue is full is
+        // off the task list; an element without a task has no such
+        // handler.
+        let r = paraclick_runtime::testing::build_simtime(
+            &reg(),
+            "i :: InfiniteSource(LIMIT 15) -> q :: Queue(5) -> Idle;
+             DriverManager(wait 0.1s, stop)",
+        );
+        assert_eq!(r.read_handler("i.scheduled").unwrap(), "true");
+        paraclick_runtime::testing::run(&r);
+        assert_eq!(r.read_handler("q.length").unwrap(), "5");
+        assert_eq!(r.read_handler("i.scheduled").unwrap(), "false");
+        assert!(r.read_handler("q.scheduled").is_err());
+        assert!(r
+            .read_handler("i.handlers")
+            .unwrap()
+            .contains("scheduled\tr\n"));
+    }
+
+    #[test]
     fn bad_configurations() {
         assert_err(
             try_harness("InfiniteSource(BURST 0)", 1),

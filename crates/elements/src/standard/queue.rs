@@ -49,8 +49,10 @@
 //! - `capacity` (read/write): the capacity. It can be raised up to
 //!   `max_capacity` (the larger of 4096 and the configured capacity,
 //!   rounded up to a power of two) while the router runs; lowered below
-//!   the length, the queue keeps its packets and accepts none until it is
-//!   below the new capacity.
+//!   the length, the queue drops its oldest packets beyond the new
+//!   capacity (counted in `drops`). As in Click, the `config` handler then
+//!   shows the new capacity (`CAPACITY 10`, or `10` in place of a
+//!   positional capacity).
 //! - `max_capacity` (read).
 //! - `reset_counts` (write): resets `drops` and `highwater_length`.
 //! - `reset` (write): drops every queued packet (counted in `drops`), from
@@ -741,8 +743,27 @@ impl Element for Queue {
             |e, _| e.capacity().to_string(),
             |e, v, hx| {
                 let c: usize = hx.arg(v)?;
+                let before = e.ring.len();
                 e.ring.set_capacity(c)?;
                 e.set_full_at();
+                // Below the length: the oldest packets beyond the new
+                // capacity are dropped (counted).
+                let over = before.saturating_sub(c);
+                if over > 0 {
+                    let v = hx.as_extra_consumer(|cons| {
+                        let mut v = Vec::new();
+                        while v.len() < over {
+                            let want = over - v.len();
+                            if e.ring.pop_burst(cons, &mut v, want) == 0 {
+                                break;
+                            }
+                        }
+                        v
+                    });
+                    e.drops.fetch_add(v.len() as u64, Ordering::Relaxed);
+                    hx.count_drops(v.len() as u64);
+                }
+                hx.set_config_arg(Some(0), "CAPACITY", v);
                 // Room may have appeared: sources waiting for it run again.
                 if e.policy.full_note {
                     e.full
@@ -1046,6 +1067,24 @@ mod tests {
         let e = r.write_handler("q.capacity", "many").unwrap_err();
         assert!(e.starts_with("q.capacity: "), "{e}");
         assert_eq!(h(&r, "capacity"), "4", "a bad value changes nothing");
+        assert_eq!(h(&r, "config"), "4", "the positional capacity");
+    }
+
+    #[test]
+    fn a_lower_capacity_drops_the_excess_and_the_config_shows_it() {
+        // Click's Queue: writing `capacity` reconfigures the queue.
+        let r = router("Queue");
+        r.push_into("q", 0, numbered(0, 6)).unwrap();
+        r.write_handler("q.capacity", "2").unwrap();
+        assert_eq!(h(&r, "length"), "2");
+        assert_eq!(h(&r, "drops"), "4");
+        assert_eq!(r.total_drops(), 4);
+        assert_eq!(h(&r, "config"), "CAPACITY 2");
+        // Room again once it is raised: the queue takes packets.
+        r.write_handler("q.capacity", "10").unwrap();
+        assert_eq!(h(&r, "config"), "CAPACITY 10");
+        r.push_into("q", 0, numbered(6, 9)).unwrap();
+        assert_eq!(pull_all(&r), vec![4, 5, 6, 7, 8]);
     }
 
     #[test]

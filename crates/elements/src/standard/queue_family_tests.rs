@@ -131,10 +131,14 @@ fn capacity_is_writable() {
     r.push_into("q", 0, tagged(&[4, 5])).unwrap();
     assert_eq!(r.read_handler("q.length").unwrap(), "3");
     assert_eq!(r.read_handler("q.drops").unwrap(), "2");
-    // Lowered below the length: packets stay, nothing more gets in.
+    // Lowered below the length: the oldest packets beyond it are
+    // dropped (counted), and the configuration says the new capacity.
     r.write_handler("q.capacity", "1").unwrap();
+    assert_eq!(r.read_handler("q.length").unwrap(), "1");
+    assert_eq!(r.read_handler("q.drops").unwrap(), "4");
+    assert_eq!(r.read_handler("q.config").unwrap(), "1");
     r.push_into("q", 0, tagged(&[6])).unwrap();
-    assert_eq!(tags_of(r.pull_from("q", 0, 10).unwrap()), vec![1, 2, 4]);
+    assert_eq!(tags_of(r.pull_from("q", 0, 10).unwrap()), vec![4]);
     r.push_into("q", 0, tagged(&[7, 8])).unwrap();
     assert_eq!(tags_of(r.pull_from("q", 0, 10).unwrap()), vec![7]);
     assert_err(

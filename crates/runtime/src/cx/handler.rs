@@ -57,6 +57,21 @@ impl<'r> HandlerCx<'r> {
         T::from_arg(value, &self.core.arg_env)
     }
 
+    /// Records in the called element's configuration (its `config`
+    /// handler) that a write handler set one of its arguments, as Click's
+    /// reconfiguring handlers do: the positional argument at `position` if
+    /// the configuration has one, otherwise `KEYWORD value` replacing
+    /// every `KEYWORD` argument (see
+    /// [`paraclick_lang::args::set_keyword_arg`]).
+    pub fn set_config_arg(&self, position: Option<usize>, keyword: &str, value: &str) {
+        let s = &self.core.slots[self.elem];
+        let mut live = s.live_config.lock().unwrap_or_else(|e| e.into_inner());
+        let now = live.as_deref().unwrap_or(&s.config);
+        *live = Some(paraclick_lang::args::set_keyword_arg(
+            now, position, keyword, value,
+        ));
+    }
+
     /// Asks the router to stop (through the driver if there is one).
     pub fn request_stop(&self) {
         self.core.request_stop();

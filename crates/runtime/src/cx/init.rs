@@ -50,6 +50,33 @@ impl InitCx<'_> {
         self.core.policy == crate::sched::SchedPolicy::Adaptive && self.core.nthreads > 1
     }
 
+    /// Prints MESSAGE about this element on standard error while it
+    /// initializes: `NAME :: CLASS: MESSAGE`, or in Click's form (see
+    /// [`crate::registry::set_click_messages`]) `FILE:LINE: While
+    /// initializing 'NAME :: CLASS':` and the message indented (a
+    /// configuration given with `-e` is file `config`).
+    pub fn message(&self, message: &str) {
+        let esc = paraclick_lang::span::escape;
+        let s = &self.core.slots[self.elem];
+        if crate::registry::click_messages() {
+            let file: &str = if &*s.span.file == "<expr>" {
+                "config"
+            } else {
+                &s.span.file
+            };
+            eprintln!(
+                "{}:{}: While initializing '{} :: {}':\n  {}",
+                esc(file),
+                s.span.line,
+                esc(&s.name),
+                esc(&s.class),
+                esc(message)
+            );
+        } else {
+            eprintln!("{} :: {}: {}", esc(&s.name), esc(&s.class), esc(message));
+        }
+    }
+
     /// Gives the element a task; returns its index for `run_task`.
     pub fn add_task(&mut self) -> usize {
         let idx = self.ntasks_here;
