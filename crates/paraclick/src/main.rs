@@ -380,7 +380,7 @@ enum Cmd {
     /// -u, -R (slice.add, slice.remove, NAME.hotconfig through the
     /// control socket), --simtime, -h s1/c.count, --report slices.
     #[command(disable_help_flag = true)]
-    Substrate(RunArgs),
+    Substrate(Box<RunArgs>),
     /// Print an element class's documentation (or list the classes).
     Doc {
         class: Option<String>,
@@ -616,7 +616,7 @@ fn main() -> ExitCode {
             },
             &input,
         ),
-        Some(Cmd::Substrate(a)) => substrate_cmd(a),
+        Some(Cmd::Substrate(a)) => substrate_cmd(*a),
         Some(Cmd::Ctl {
             port,
             unix,
