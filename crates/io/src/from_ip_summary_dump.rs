@@ -109,7 +109,11 @@
 //! - `END_CALL` (write handler and value): called at the end of the file
 //!   instead of setting `active` false (a paraclick addition, as in
 //!   FromDump). Exclusive with STOP.
-//! - `BURST` (integer, default 32): packets per task run.
+//! - `BURST` (integer, default 1; a paraclick addition): packets per task
+//!   run. 1 is Click's one packet per run. A larger BURST is faster, but
+//!   each element then handles a whole batch before the next one, so what
+//!   several elements print interleaves per batch rather than per packet
+//!   (see FromDump's BURST).
 //! - `MULTIPACKET` (boolean): only false is supported.
 //!
 //! Handlers:
@@ -126,7 +130,7 @@
 
 use crate::common::{
     add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Produced,
-    Sampler, Timing,
+    Sampler, Timing, TRACE_BURST,
 };
 use crate::ipsumdump::{
     build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
@@ -201,7 +205,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
     let flowid = a.read::<String>("FLOWID");
     let allow_nonexistent = a.read::<bool>("ALLOW_NONEXISTENT").unwrap_or(false);
     let end_call = a.read::<String>("END_CALL");
-    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    let burst = a.read::<usize>("BURST").unwrap_or(TRACE_BURST);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
