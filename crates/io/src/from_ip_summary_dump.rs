@@ -66,8 +66,9 @@
 //! hop limit from `ip_ttl`, traffic class from `ip_tos`, next header from
 //! `ip_proto`, then a TCP, UDP or ICMPv6 (58) header).
 //!
-//! Built packets are IPv4 with a correct header length and header
-//! checksum (unless `ip_sum` gives one), TTL 100 unless given, the
+//! Built packets are IPv4 with a correct header length, the header
+//! checksum of `ip_sum`, else a correct one with CHECKSUM true, else 0
+//! (Click leaves it unset), TTL 100 unless given, the
 //! protocol from `ip_proto`, else FLOWID's, else the one the transport
 //! fields imply, else PROTO. First fragments of TCP, UDP and ICMP packets
 //! get a transport header. The IP length is `ip_len`, else headers plus
@@ -94,10 +95,10 @@
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.
 //!   paraclick always zeroes it (false is accepted).
 //! - `CHECKSUM` (boolean, default false): if true, packets hold data bytes
-//!   for their whole IP length and have correct TCP, UDP and ICMP
+//!   for their whole IP length and have correct IP, TCP, UDP and ICMP
 //!   checksums; if false, packets stop after the transport header (the
-//!   rest counted in the extra length annotation) and the transport
-//!   checksum is zero.
+//!   rest counted in the extra length annotation) and the checksums are
+//!   zero (Click's are unset: "random garbage").
 //! - `PROTO` (byte, default 6): the IP protocol when nothing gives one.
 //! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
 //!   probability.
@@ -858,7 +859,8 @@ mod tests {
             Some(paraclick_packet::wire::WireError::Truncated),
             "short of its IP length"
         );
-        assert!(Ipv4Header::new_unchecked(got[1].data()).verify_checksum());
+        // ...and their IP checksum is left zero, as Click leaves it unset.
+        assert_eq!(Ipv4Header::new_unchecked(got[1].data()).checksum(), 0);
     }
 
     #[test]

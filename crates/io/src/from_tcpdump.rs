@@ -68,9 +68,9 @@
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.
 //!   paraclick always zeroes it (false is accepted).
 //! - `CHECKSUM` (boolean, default false): if true, packets hold their
-//!   whole IP length of data and have correct TCP, UDP and ICMP checksums;
-//!   if false, they stop after the transport header and the transport
-//!   checksum is zero. The IP header checksum is always set.
+//!   whole IP length of data and have correct IP, TCP, UDP and ICMP
+//!   checksums; if false, they stop after the transport header and the
+//!   checksums are zero (Click's are unset: "random garbage").
 //! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
 //!   probability.
 //! - `ABSOLUTE_SEQ` (boolean, default false; a paraclick addition): the
