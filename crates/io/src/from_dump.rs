@@ -62,7 +62,15 @@
 //! - `FILEPOS` (byte offset): start reading records at this offset of the
 //!   file (which must be the start of a record).
 //! - `ACTIVE` (boolean, default true): whether packets are emitted.
-//! - `BURST` (integer, default 32): packets emitted per task run.
+//! - `BURST` (integer, default 1; a paraclick addition): packets emitted
+//!   per task run. 1 is Click's one packet per run: each packet goes
+//!   through the whole push path before the next is read, and two sources
+//!   alternate packet by packet, so Print output and other side effects
+//!   come out in Click's order. A larger BURST (32 is typical) costs about
+//!   half the instructions per packet, but each element then handles a
+//!   whole batch before the next one: what several elements print
+//!   interleaves per batch, not per packet (packets still meet again in
+//!   arrival order where paths join).
 //! - `MMAP` (boolean): accepted for compatibility and ignored.
 //!
 //! gzip- and bzip2-compressed files and pcapng files are not read (an error
@@ -88,7 +96,7 @@
 
 use crate::common::{
     add_trace_task, encap_name, is_raw_ip, open_input, sample_fixed, sampling_prob_text, EndAction,
-    ErrorCount, Sampler, TimeBounds, Timing,
+    ErrorCount, Sampler, TimeBounds, Timing, TRACE_BURST,
 };
 use paraclick_packet::{Batch, Packet, Timestamp};
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
@@ -264,7 +272,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDump, String> {
     let end_call = a.read::<String>("END_CALL");
     let filepos = a.read::<u64>("FILEPOS");
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
-    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    let burst = a.read::<usize>("BURST").unwrap_or(TRACE_BURST);
     let _mmap = a.read::<bool>("MMAP");
     a.complete()?;
     if burst == 0 {
@@ -1001,6 +1009,33 @@ mod tests {
         );
         run(&r);
         assert_eq!(sink(&r, "s").len(), 10);
+    }
+
+    #[test]
+    fn default_burst_is_one_packet_per_run() {
+        // Two sources into one sink: one packet per task run alternates
+        // them packet by packet, as Click's scheduler runs its FromDumps;
+        // an explicit BURST hands runs of packets on.
+        let dir = tempfile::tempdir().unwrap();
+        let path = ten_packets(dir.path());
+        let paints = |burst: &str| -> Vec<u8> {
+            let r = build(
+                &full_registry(),
+                &format!(
+                    "FromDump({p}, STOP true{burst}) -> Paint(1) -> s :: TestSink; \
+                     FromDump({p}, STOP true{burst}) -> Paint(2) -> s;",
+                    p = q(&path)
+                ),
+            );
+            run(&r);
+            sink(&r, "s").iter().map(|p| p.anno().paint).collect()
+        };
+        let d = paints("");
+        assert_eq!(d.len(), 20);
+        assert!(d[..18].chunks(2).all(|c| c[0] != c[1]), "{d:?}");
+        let b = paints(", BURST 4");
+        assert_eq!(b.len(), 20);
+        assert_eq!(&b[..4], &[b[0]; 4], "{b:?}");
     }
 
     #[test]

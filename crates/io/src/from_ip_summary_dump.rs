@@ -68,8 +68,9 @@
 //! hop limit from `ip_ttl`, traffic class from `ip_tos`, next header from
 //! `ip_proto`, then a TCP, UDP or ICMPv6 (58) header).
 //!
-//! Built packets are IPv4 with a correct header length and header
-//! checksum (unless `ip_sum` gives one), TTL 100 unless given, the
+//! Built packets are IPv4 with a correct header length, the header
+//! checksum of `ip_sum`, else a correct one with CHECKSUM true, else 0
+//! (Click leaves it unset), TTL 100 unless given, the
 //! protocol from `ip_proto`, else FLOWID's, else the one the transport
 //! fields imply, else the last `!proto` line's, else PROTO. First fragments of TCP, UDP and ICMP packets
 //! get a transport header. The IP length is `ip_len`, else headers plus
@@ -96,10 +97,10 @@
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.
 //!   paraclick always zeroes it (false is accepted).
 //! - `CHECKSUM` (boolean, default false): if true, packets hold data bytes
-//!   for their whole IP length and have correct TCP, UDP and ICMP
+//!   for their whole IP length and have correct IP, TCP, UDP and ICMP
 //!   checksums; if false, packets stop after the transport header (the
-//!   rest counted in the extra length annotation) and the transport
-//!   checksum is zero.
+//!   rest counted in the extra length annotation) and the checksums are
+//!   zero (Click's are unset: "random garbage").
 //! - `PROTO` (byte, default 6): the IP protocol when nothing gives one.
 //! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
 //!   probability.
@@ -111,7 +112,11 @@
 //! - `END_CALL` (write handler and value): called at the end of the file
 //!   instead of setting `active` false (a paraclick addition, as in
 //!   FromDump). Exclusive with STOP.
-//! - `BURST` (integer, default 32): packets per task run.
+//! - `BURST` (integer, default 1; a paraclick addition): packets per task
+//!   run. 1 is Click's one packet per run. A larger BURST is faster, but
+//!   each element then handles a whole batch before the next one, so what
+//!   several elements print interleaves per batch rather than per packet
+//!   (see FromDump's BURST).
 //! - `MULTIPACKET` (boolean): only false is supported.
 //!
 //! Handlers:
@@ -128,7 +133,7 @@
 
 use crate::common::{
     add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Produced,
-    Sampler, Timing,
+    Sampler, Timing, TRACE_BURST,
 };
 use crate::ipsumdump::{
     build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
@@ -204,7 +209,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
     let flowid = a.read::<String>("FLOWID");
     let allow_nonexistent = a.read::<bool>("ALLOW_NONEXISTENT").unwrap_or(false);
     let end_call = a.read::<String>("END_CALL");
-    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    let burst = a.read::<usize>("BURST").unwrap_or(TRACE_BURST);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());
@@ -856,7 +861,8 @@ mod tests {
             Some(paraclick_packet::wire::WireError::Truncated),
             "short of its IP length"
         );
-        assert!(Ipv4Header::new_unchecked(got[1].data()).verify_checksum());
+        // ...and their IP checksum is left zero, as Click leaves it unset.
+        assert_eq!(Ipv4Header::new_unchecked(got[1].data()).checksum(), 0);
     }
 
     #[test]

@@ -68,9 +68,9 @@
 //! - `ZERO` (boolean, default true): data not set by the dump is zero.
 //!   paraclick always zeroes it (false is accepted).
 //! - `CHECKSUM` (boolean, default false): if true, packets hold their
-//!   whole IP length of data and have correct TCP, UDP and ICMP checksums;
-//!   if false, they stop after the transport header and the transport
-//!   checksum is zero. The IP header checksum is always set.
+//!   whole IP length of data and have correct IP, TCP, UDP and ICMP
+//!   checksums; if false, they stop after the transport header and the
+//!   checksums are zero (Click's are unset: "random garbage").
 //! - `SAMPLE` (real between 0 and 1, default 1): emit each packet with this
 //!   probability.
 //! - `ABSOLUTE_SEQ` (boolean, default false; a paraclick addition): the
@@ -83,7 +83,11 @@
 //! - `END_CALL` (write handler and value; a paraclick addition, as
 //!   FromDump's): written at the end of the file instead of setting
 //!   `active` to false. Not together with STOP true.
-//! - `BURST` (integer, default 32): packets per task run.
+//! - `BURST` (integer, default 1; a paraclick addition): packets per task
+//!   run. 1 is Click's one packet per run. A larger BURST is faster, but
+//!   each element then handles a whole batch before the next one, so what
+//!   several elements print interleaves per batch rather than per packet
+//!   (see FromDump's BURST).
 //!
 //! Handlers:
 //! - `count` (read): packets emitted. `errors` (read): lines skipped as bad.
@@ -100,7 +104,7 @@
 
 use crate::common::{
     add_trace_task, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Produced, Sampler,
-    Timing,
+    Timing, TRACE_BURST,
 };
 use crate::decompress::open_maybe_compressed;
 use crate::ipsumdump::{build, BuildOpts, Values};
@@ -160,7 +164,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromTcpdump, String> {
     let absolute = a.read::<bool>("ABSOLUTE_SEQ").unwrap_or(false);
     let timing = a.read::<bool>("TIMING").unwrap_or(false);
     let end_call = a.read::<String>("END_CALL");
-    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    let burst = a.read::<usize>("BURST").unwrap_or(TRACE_BURST);
     a.complete()?;
     if burst == 0 {
         return Err("BURST must be at least 1".into());

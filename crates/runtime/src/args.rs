@@ -625,9 +625,19 @@ impl<'a> Args<'a> {
         found
     }
 
+    /// The next positional argument: keyword arguments may come before
+    /// or between positional ones (`ARPQuerier(TIMEOUT 1s, IP, ETH)`, as
+    /// Click reads it); positional ones are taken in order.
     fn take_positional(&mut self) -> Option<String> {
+        while self
+            .items
+            .get(self.next_pos)
+            .is_some_and(|it| it.keyword.is_some())
+        {
+            self.next_pos += 1;
+        }
         let it = self.items.get_mut(self.next_pos)?;
-        if it.keyword.is_some() || it.used {
+        if it.used {
             return None;
         }
         it.used = true;
@@ -740,6 +750,17 @@ mod tests {
         assert_eq!(a.read::<usize>("BURST"), Some(8));
         assert_eq!(a.read::<bool>("STOP"), Some(true));
         assert_eq!(a.read::<bool>("ACTIVE"), None);
+        a.complete().unwrap();
+    }
+
+    #[test]
+    fn keywords_before_and_between_positionals() {
+        let env = ArgEnv::default();
+        let mut a = Args::new("TIMEOUT 2, 1.0.0.1, BURST 8, 9", &env);
+        assert_eq!(a.read_mp::<Ipv4Addr>("IP"), Ipv4Addr::new(1, 0, 0, 1));
+        assert_eq!(a.read_p::<usize>("CAPACITY"), Some(9));
+        assert_eq!(a.read::<usize>("BURST"), Some(8));
+        assert_eq!(a.read::<usize>("TIMEOUT"), Some(2));
         a.complete().unwrap();
     }
 

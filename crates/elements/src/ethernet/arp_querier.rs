@@ -26,16 +26,19 @@
 //! addresses go to 01-00-5E-xx-yy-zz, where xx-yy-zz are the lower 23 bits
 //! of the address (RFC 1112).
 //!
-//! ARPQuerier sends at most 10 queries a second for any address, and one
-//! every 2 seconds after 10 queries went unanswered. While packets wait for
-//! an address, its query is repeated on a timer (at most once a second).
-//! Entries expire TIMEOUT after their last reply; waiting packets are
-//! dropped when their entry expires unanswered. A known entry older than
-//! POLL_TIMEOUT is refreshed: packets still go out, and a poll (an ARP
-//! query sent unicast to the known address, or broadcast with
-//! BROADCAST_POLL) asks for a new reply. Generated queries carry the VLAN
-//! TCI annotation and the timestamp of the packet that caused them (a
-//! repeated query, of the newest packet waiting), as Click's do. Packets on input 1 are
+//! A query is sent only when a packet arrives for an address that is not
+//! known: at most 10 a second for any address, and one every 2 seconds
+//! after 10 went unanswered (packets arriving in between wait without a
+//! query). Entries become invalid TIMEOUT after their last reply (the
+//! `table` handler shows them with 0); packets arriving for an invalid
+//! entry wait and ask again, and keep the entry from being removed. The
+//! element's timer removes invalid entries every TIMEOUT (whole seconds)
+//! plus one second, as Click's ARPTable; the packets still waiting in them
+//! are dropped. A known entry older than POLL_TIMEOUT is refreshed:
+//! packets still go out, each after a poll (an ARP query sent unicast to
+//! the known address, or broadcast with BROADCAST_POLL) when one is
+//! allowed. Generated queries carry the VLAN TCI annotation and the
+//! timestamp of the packet that caused them, as Click's do. Packets on input 1 are
 //! consumed: valid replies are counted by `responses`; like invalid ones,
 //! they count as the router's drops for this element (the `drops` handler
 //! counts IP packets only).
@@ -51,12 +54,14 @@
 //!   default the element has a table of its own. Naming anything but an
 //!   ARPTable is an error.
 //! - `CAPACITY` (unsigned, default 2048): the most saved packets overall;
-//!   0 means unlimited. When it is reached, the oldest saved packets (half
-//!   of them) are dropped.
+//!   0 means unlimited. A packet that would pass it drops the saved
+//!   packets of the oldest entries (least recently answered or created,
+//!   first) until half of CAPACITY remain, itself included.
 //! - `ENTRY_CAPACITY` (unsigned, default 0 = unlimited): the most ARP
 //!   entries; the oldest entry makes room for a new one.
 //! - `ENTRY_PACKET_CAPACITY` (unsigned, default 0 = unlimited): the most
-//!   saved packets per entry; the entry's oldest packet makes room.
+//!   saved packets per entry; a packet for a full entry is dropped (and
+//!   sends no query).
 //! - `TIMEOUT` (time, default 5 minutes): entry lifetime; 0 means forever.
 //! - `POLL_TIMEOUT` (time, default 1 minute): age after which an entry is
 //!   polled; 0 means never poll.
@@ -422,9 +427,7 @@ impl ArpQuerier {
             }
             polls = cache.polls;
         }
-        if !out.is_empty() {
-            cx.push(0, out);
-        }
+        // A poll goes before the packet that caused it, as Click sends it.
         if npolls > 0 {
             let mut b = Batch::new();
             for &(ip, dst, vlan, stamp) in &polls[..npolls] {
@@ -434,6 +437,9 @@ impl ArpQuerier {
             }
             self.queries.add(cx.thread(), b.len() as u64);
             cx.push(self.query_port, b);
+        }
+        if !out.is_empty() {
+            cx.push(0, out);
         }
         if !dead.is_empty() {
             self.drops.add(cx.thread(), dead.len() as u64);
@@ -465,10 +471,12 @@ impl ArpQuerier {
                 };
                 used.push(p);
                 answered += 1;
+                let age = t.newest();
                 let (e, _) = st.ensure(&mut t, ip, now, &mut fx.full);
                 e.eth = eth;
                 e.known = true;
                 e.live = now;
+                e.age = age;
                 e.polled = NEVER;
                 e.polls = 0;
                 let released: Vec<Packet> = e.pending.drain(..).collect();
@@ -569,8 +577,9 @@ impl Element for ArpQuerier {
         Ok(())
     }
 
-    /// Expires entries, retries queries for waiting packets, sends packets
-    /// whose entry a handler inserted, drops what handlers deleted.
+    /// Removes expired entries (their waiting packets dropped), sends
+    /// packets whose entry a handler inserted, drops what handlers
+    /// deleted. Queries are sent only when packets arrive, as Click's.
     fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
         let st = self.st();
         let now = st.now(cx.now());
@@ -590,15 +599,6 @@ impl Element for ArpQuerier {
                             fx.dead.push(q);
                         }
                     }
-                } else if !e.known && !e.pending.is_empty() && poll_allowed(e.polled, e.polls, now)
-                {
-                    e.polled = now;
-                    e.polls = e.polls.saturating_add(1);
-                    let (vlan, stamp) = e
-                        .pending
-                        .back()
-                        .map_or((0, Timestamp::ZERO), |p| (p.anno().vlan_tci, p.timestamp()));
-                    fx.queries.push((ip, EtherAddr::BROADCAST, vlan, stamp));
                 }
             }
             for ip in expired {
@@ -832,36 +832,44 @@ mod tests {
         assert_eq!(h.read("length").unwrap(), "1");
     }
 
+    fn tags(ps: &[Packet]) -> Vec<u8> {
+        ps.iter().map(|p| *p.data().last().unwrap()).collect()
+    }
+
     #[test]
     fn pending_packets_are_bounded() {
-        // CAPACITY 4: at the fifth packet the oldest half goes.
-        let h = querier(", CAPACITY 4", 2);
-        h.push(0, (1..=6).map(|t| to(PEER_IP, t)).collect());
+        // CAPACITY 4: the fifth packet drops saved packets, oldest entries
+        // first, until 4 - 4/2 = 2 remain with it.
+        let h = sim_querier(", CAPACITY 4", "");
+        for (dst, t) in [("10.0.0.2", 1), ("10.0.0.3", 2), ("10.0.0.4", 3)] {
+            h.push(0, vec![to(dst, t)]);
+        }
+        h.push(0, vec![to("10.0.0.2", 4)]);
         assert_eq!(h.read("length").unwrap(), "4");
-        assert_eq!(h.read("drops").unwrap(), "2");
-        assert_eq!(h.drops(), 2);
-        assert_eq!(h.read("drop_reasons").unwrap(), "queue full 2\n");
-        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
-        let tags: Vec<u8> = h
-            .output(0)
-            .iter()
-            .map(|p| *p.data().last().unwrap())
-            .collect();
-        assert_eq!(tags, [3, 4, 5, 6]);
+        h.push(0, vec![to("10.0.0.4", 5)]);
+        assert_eq!(h.read("length").unwrap(), "2");
+        assert_eq!(h.read("drops").unwrap(), "3");
+        assert_eq!(h.drops(), 3);
+        assert_eq!(h.read("drop_reasons").unwrap(), "queue full 3\n");
+        // 10.0.0.2's (1, 4) and 10.0.0.3's (2) went; 10.0.0.4 keeps 3, 5.
+        for a in ["10.0.0.2", "10.0.0.3", "10.0.0.4"] {
+            h.push(1, vec![reply_from(a, PEER_ETH)]);
+        }
+        assert_eq!(tags(&h.output(0)), [3, 5]);
 
-        // ENTRY_PACKET_CAPACITY 2: each address keeps its two newest.
-        let h = querier(", ENTRY_PACKET_CAPACITY 2", 2);
-        h.push(0, (1..=5).map(|t| to(PEER_IP, t)).collect());
+        // ENTRY_PACKET_CAPACITY 2: a full entry drops the new packet, and
+        // sends no query for it.
+        let h = sim_querier(", ENTRY_PACKET_CAPACITY 2", "");
+        h.push(0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
+        assert_eq!(h.output(1).len(), 1);
+        h.advance(ms(200));
+        h.push(0, vec![to(PEER_IP, 3)]);
+        assert!(h.output(1).is_empty(), "no query for a dropped packet");
         h.push(0, vec![to("10.0.0.3", 9)]);
         assert_eq!(h.read("length").unwrap(), "3");
-        assert_eq!(h.read("drops").unwrap(), "3");
+        assert_eq!(h.read("drops").unwrap(), "1");
         h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
-        let tags: Vec<u8> = h
-            .output(0)
-            .iter()
-            .map(|p| *p.data().last().unwrap())
-            .collect();
-        assert_eq!(tags, [4, 5]);
+        assert_eq!(tags(&h.output(0)), [1, 2]);
 
         // ENTRY_CAPACITY 2: a third address evicts the oldest entry.
         let h = sim_querier(", ENTRY_CAPACITY 2", "");
@@ -951,27 +959,108 @@ mod tests {
     }
 
     #[test]
-    fn timer_retries_queries_then_drops_unanswered_packets() {
-        // 500 simulated ms: the timer runs every TIMEOUT/4 (75 ms).
-        let h = sim_querier(", TIMEOUT 300ms", "Script(wait 500ms, stop)");
+    fn queries_only_when_packets_arrive_and_expiry_waits_for_the_timer() {
+        // TIMEOUT 300ms: the timer removes invalid entries every 1 s
+        // (whole seconds of TIMEOUT, plus one).
+        let h = sim_querier(", TIMEOUT 300ms", "Script(wait 950ms, stop)");
         h.push(0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
         assert_eq!(h.output(1).len(), 1);
         paraclick_runtime::testing::run(&h.router);
-        // Retries, one per 100 ms at most, while the packets waited: at
-        // 150 ms and 300 ms (the timer's runs 100 ms after the last)...
-        let retries = h.output(1);
-        assert_eq!(retries.len(), 2, "{} retries", retries.len());
-        assert_eq!(
-            retries[0].data(),
-            &query_for(PEER_IP, EtherAddr::BROADCAST)[..]
-        );
-        // ...then the entry expired and its packets were dropped.
+        // Nothing was sent again while no packet arrived, and the invalid
+        // entry is kept, with its packets, until the timer's next run.
+        assert!(h.output(1).is_empty(), "a query without a packet");
+        assert!(h
+            .read("table")
+            .unwrap()
+            .starts_with("10.0.0.2 0 FF-FF-FF-FF-FF-FF"));
+        assert_eq!(h.read("length").unwrap(), "2");
+        // A packet for it asks again.
+        h.push(0, vec![to(PEER_IP, 3)]);
+        assert_eq!(h.output(1).len(), 1);
+
+        let h = sim_querier(", TIMEOUT 300ms", "Script(wait 1100ms, stop)");
+        h.push(0, vec![to(PEER_IP, 1), to(PEER_IP, 2)]);
+        paraclick_runtime::testing::run(&h.router);
         assert_eq!(h.read("count").unwrap(), "0");
         assert_eq!(h.read("length").unwrap(), "0");
-        assert_eq!(h.read("drops").unwrap(), "2");
         assert_eq!(h.drops(), 2);
         assert_eq!(h.read("drop_reasons").unwrap(), "no ARP answer 2\n");
         assert!(h.output(0).is_empty());
+        assert_eq!(
+            h.read("stats").unwrap(),
+            "2 packets killed\n1 ARP queries sent\n"
+        );
+    }
+
+    #[test]
+    fn ten_queries_a_second_then_one_every_two() {
+        let h = sim_querier("", "");
+        let mut sent = Vec::new();
+        // A packet every 50 ms for 3 s.
+        for i in 0..60u64 {
+            h.push(0, vec![to(PEER_IP, 1)]);
+            if !h.output(1).is_empty() {
+                sent.push(i * 50);
+            }
+            h.advance(ms(50));
+        }
+        assert_eq!(sent, [0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 2900]);
+    }
+
+    #[test]
+    fn table_lists_entries_oldest_first_and_keeps_expired_addresses() {
+        // Invalid entries keep their address; a packet for one moves its
+        // age to TIMEOUT ago, before the entries of that age, and a reply
+        // makes an entry the newest.
+        let h = sim_querier(", TIMEOUT 100ms", "");
+        h.write("insert", "10.0.0.1 02:01:00:00:01:0f").unwrap();
+        h.write("insert", "10.0.0.2 02:01:00:00:02:0f").unwrap();
+        h.push(0, vec![to("10.0.0.3", 3)]);
+        assert_eq!(h.output(1).len(), 1);
+        h.advance(ms(120));
+        h.push(0, vec![to("10.0.0.1", 4)]);
+        h.push(0, vec![to("10.0.0.2", 5)]);
+        h.push(0, vec![to("10.0.0.3", 6)]);
+        assert_eq!(h.output(1).len(), 3);
+        h.advance(ms(30));
+        h.push(1, vec![reply_from("10.0.0.1", "02:01:00:00:01:0d")]);
+        assert_eq!(tags(&h.output(0)), [4]);
+        let t = h.read("table").unwrap();
+        let rows: Vec<String> = t
+            .lines()
+            .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "10.0.0.3 0 FF-FF-FF-FF-FF-FF",
+                "10.0.0.2 0 02-01-00-00-02-0F",
+                "10.0.0.1 1 02-01-00-00-01-0D"
+            ],
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_poll_goes_before_the_packet_that_caused_it() {
+        // One output: queries and packets leave in the order sent.
+        let h = Harness::simulated(
+            &reg(),
+            &format!("ARPQuerier({MY_IP}, {MY_ETH}, POLL_TIMEOUT 20ms)"),
+            2,
+            1,
+        )
+        .unwrap();
+        h.push(1, vec![reply_from(PEER_IP, PEER_ETH)]);
+        h.advance(ms(20));
+        h.push(0, vec![to(PEER_IP, 1)]);
+        assert_eq!(
+            datas(&h.output(0)),
+            vec![
+                query_for(PEER_IP, eth(PEER_ETH)),
+                encapsulated(PEER_ETH, PEER_IP, 1)
+            ]
+        );
     }
 
     #[test]
@@ -1242,14 +1331,15 @@ mod tests {
         assert_eq!(sink(&r, "b1").len(), 1); // one query (rate limit)
         assert!(sink(&r, "b0").is_empty());
         assert_eq!(r.total_queued(), 2, "saved packets are counted once");
-        assert_eq!(r.total_drops(), 1); // packet 1 made room for 3
-                                        // q0 hears the reply and sends all of PEER's saved packets.
+        // The entry is full: packet 3 is dropped.
+        assert_eq!(r.total_drops(), 1);
+        // q0 hears the reply and sends all of PEER's saved packets.
         send(&r, "q0", 1, vec![reply_from(PEER_IP, PEER_ETH)]);
         assert_eq!(
             datas(&sink(&r, "a0")),
             vec![
-                encapsulated(PEER_ETH, PEER_IP, 2),
-                encapsulated(PEER_ETH, PEER_IP, 3)
+                encapsulated(PEER_ETH, PEER_IP, 1),
+                encapsulated(PEER_ETH, PEER_IP, 2)
             ]
         );
         assert!(sink(&r, "a1").is_empty());

@@ -13,16 +13,19 @@
 //!
 //! Keyword arguments:
 //! - `CAPACITY` (unsigned, default 2048; 0 unlimited): the most saved IP
-//!   packets the table holds.
+//!   packets the table holds. A packet that would pass it drops the saved
+//!   packets of the oldest entries first until CAPACITY -
+//!   CAPACITY / CAPACITY_SLIM_FACTOR remain, itself included.
 //! - `ENTRY_CAPACITY` (unsigned, default 0 = unlimited): the most entries;
 //!   a new entry past it evicts the least recently updated one.
 //! - `ENTRY_PACKET_CAPACITY` (unsigned, default 0 = unlimited): the most
-//!   saved packets per entry; the entry's oldest makes room.
-//! - `CAPACITY_SLIM_FACTOR` (unsigned, default 2): at CAPACITY, 1/this of
-//!   the saved packets (the oldest) are dropped.
+//!   saved packets per entry; a packet for a full entry is dropped.
+//! - `CAPACITY_SLIM_FACTOR` (unsigned, default 2): see CAPACITY.
 //! - `TIMEOUT` (time, default 5 minutes; 0 never): after this long since
-//!   its last update an entry is invalid, and removed by a querier's timer
-//!   (its saved packets dropped).
+//!   its last update an entry is invalid (its Ethernet address kept, and
+//!   shown, until it is answered again), and removed, its saved packets
+//!   dropped, by a querier's timer, which runs every TIMEOUT (whole
+//!   seconds) plus one second.
 //!
 //! Handlers:
 //! - `table` (read): one entry per line, least recently updated first: IP
@@ -196,10 +199,14 @@ pub(super) struct Entry {
     pub(super) polled: u64,
     pub(super) polls: u32,
     pub(super) pending: VecDeque<Packet>,
+    /// Place among entries of equal `live` in the table's age order
+    /// (oldest first: `(live, age)`), which the `table` handler lists and
+    /// ENTRY_CAPACITY and CAPACITY evict from.
+    pub(super) age: i64,
 }
 
 impl Entry {
-    pub(super) fn new(now: u64) -> Entry {
+    pub(super) fn new(now: u64, age: i64) -> Entry {
         Entry {
             eth: EtherAddr::BROADCAST,
             known: false,
@@ -207,7 +214,13 @@ impl Entry {
             polled: NEVER,
             polls: 0,
             pending: VecDeque::new(),
+            age,
         }
+    }
+
+    /// The entry's place in the age order, oldest first.
+    pub(super) fn order(&self) -> (u64, i64) {
+        (self.live, self.age)
     }
 }
 
@@ -218,6 +231,26 @@ pub(super) struct Table {
     /// Packets taken out of the table by handlers, to be dropped (counted)
     /// by the timer.
     pub(super) graveyard: Vec<Packet>,
+    /// Age stamps: `last` grows for an entry created or updated now (it
+    /// goes after every entry of the same `live`); `kept` falls for an
+    /// entry whose `live` was moved forward to keep it from expiring (it
+    /// goes before the entries already at that `live`).
+    pub(super) last: i64,
+    pub(super) kept: i64,
+}
+
+impl Table {
+    /// The age stamp of an entry created or updated now.
+    pub(super) fn newest(&mut self) -> i64 {
+        self.last += 1;
+        self.last
+    }
+
+    /// The age stamp of an entry kept from expiring.
+    pub(super) fn kept(&mut self) -> i64 {
+        self.kept -= 1;
+        self.kept
+    }
 }
 
 /// What a locked section decided, acted on after the lock is released.
@@ -293,14 +326,11 @@ impl ArpShared {
         self.timeout != 0 && now > live.saturating_add(self.timeout)
     }
 
-    /// How often a user's timer runs: a quarter of TIMEOUT, between 10 ms
-    /// and 1 s.
+    /// How often a user's timer removes expired entries: TIMEOUT's whole
+    /// seconds plus one, as Click's ARPTable (an expired entry shows in
+    /// `table` as invalid until then, and its waiting packets wait).
     pub(super) fn period(&self) -> Duration {
-        if self.timeout == 0 {
-            Duration::from_secs(1)
-        } else {
-            Duration::from_nanos((self.timeout / 4).clamp(10_000_000, SEC))
-        }
+        Duration::from_secs(self.timeout / SEC + 1)
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Table> {
@@ -386,11 +416,7 @@ impl ArpShared {
         let mut evicted_known = false;
         if !t.map.contains_key(&ip) && self.entry_capacity > 0 {
             while t.map.len() >= self.entry_capacity {
-                let Some(oldest) = t
-                    .map
-                    .iter()
-                    .min_by_key(|(&ip, e)| (e.live, ip))
-                    .map(|(&k, _)| k)
+                let Some(oldest) = t.map.iter().min_by_key(|(_, e)| e.order()).map(|(&k, _)| k)
                 else {
                     break;
                 };
@@ -399,8 +425,13 @@ impl ArpShared {
                 }
             }
         }
+        let age = if t.map.contains_key(&ip) {
+            0
+        } else {
+            t.newest()
+        };
         (
-            t.map.entry(ip).or_insert_with(|| Entry::new(now)),
+            t.map.entry(ip).or_insert_with(|| Entry::new(now, age)),
             evicted_known,
         )
     }
@@ -410,11 +441,11 @@ impl ArpShared {
         if t.pending <= target {
             return;
         }
-        let mut order: Vec<(u64, u32)> = t
+        let mut order: Vec<((u64, i64), u32)> = t
             .map
             .iter()
             .filter(|(_, e)| !e.pending.is_empty())
-            .map(|(&ip, e)| (e.live, ip))
+            .map(|(&ip, e)| (e.order(), ip))
             .collect();
         order.sort_unstable();
         for (_, ip) in order {
@@ -436,8 +467,15 @@ impl ArpShared {
         }
     }
 
-    /// Saves a packet for an unknown (or expired) address; queues a query
-    /// when one is allowed.
+    /// Saves a packet for an unknown (or expired) address, as Click's
+    /// ARPTable does: the entry is created if needed and kept from
+    /// expiring while packets wait (its `live` at least TIMEOUT ago); a
+    /// full entry (ENTRY_PACKET_CAPACITY) drops the new packet, with no
+    /// query; past CAPACITY the oldest entries' packets are dropped until
+    /// CAPACITY - CAPACITY / CAPACITY_SLIM_FACTOR remain, the new one
+    /// included. A query is queued when one is allowed (10 a second, then
+    /// one every 2 s after 10 unanswered). Returns whether the snapshot
+    /// must be republished.
     pub(super) fn save(
         &self,
         t: &mut Table,
@@ -448,36 +486,35 @@ impl ArpShared {
     ) -> bool {
         let vlan = p.anno().vlan_tci;
         let stamp = p.timestamp();
-        if self.capacity > 0 && t.pending >= self.capacity {
-            // Make room: drop the oldest 1/slim_factor of the saved packets.
-            let target = self.capacity - self.capacity.div_ceil(self.slim_factor);
-            Self::slim(t, target, &mut fx.full);
+        let (_, mut republish) = self.ensure(t, ip, now, &mut fx.full);
+        let floor = now.saturating_sub(self.timeout);
+        if self.timeout != 0 && t.map[&ip].live < floor {
+            let age = t.kept();
+            let e = t.map.get_mut(&ip).expect("ensured");
+            e.live = floor;
+            e.age = age;
+            republish |= e.known;
         }
-        let (e, mut republish) = self.ensure(t, ip, now, &mut fx.full);
-        if e.known {
-            // Expired: ask again, and give the packets a full TIMEOUT.
-            e.known = false;
-            e.eth = EtherAddr::BROADCAST;
-            e.live = now;
-            e.polled = NEVER;
-            e.polls = 0;
-            republish = true;
+        let full = {
+            let e = &t.map[&ip];
+            self.entry_packet_capacity > 0 && e.pending.len() >= self.entry_packet_capacity
+        };
+        if full {
+            fx.full.push(p);
+            return republish;
         }
-        let mut dropped = 0;
-        if self.entry_packet_capacity > 0 && e.pending.len() >= self.entry_packet_capacity {
-            if let Some(old) = e.pending.pop_front() {
-                fx.full.push(old);
-                dropped += 1;
-            }
+        if self.capacity > 0 && t.pending + 1 > self.capacity {
+            let keep = (self.capacity - self.capacity / self.slim_factor).max(1);
+            Self::slim(t, keep - 1, &mut fx.full);
         }
+        let e = t.map.get_mut(&ip).expect("ensured");
         e.pending.push_back(p);
-        let ask = poll_allowed(e.polled, e.polls, now);
-        if ask {
+        if poll_allowed(e.polled, e.polls, now) {
             e.polled = now;
             e.polls = e.polls.saturating_add(1);
             fx.queries.push((ip, EtherAddr::BROADCAST, vlan, stamp));
         }
-        t.pending = t.pending + 1 - dropped;
+        t.pending += 1;
         republish
     }
 
@@ -485,7 +522,7 @@ impl ArpShared {
         let now = self.now(hx.now());
         let t = self.lock();
         let mut v: Vec<(&u32, &Entry)> = t.map.iter().collect();
-        v.sort_by_key(|(ip, e)| (e.live, **ip));
+        v.sort_by_key(|(_, e)| e.order());
         let mut s = String::new();
         for (&ip, e) in v {
             let ok = e.known && !self.expired(e.live, now);
@@ -516,10 +553,12 @@ impl ArpShared {
         let now = self.now(hx.now());
         let mut t = self.lock();
         let mut dead = Vec::new();
+        let age = t.newest();
         let (e, _) = self.ensure(&mut t, ip, now, &mut dead);
         e.eth = eth;
         e.known = true;
         e.live = now;
+        e.age = age;
         e.polled = NEVER;
         e.polls = 0;
         let wake = !e.pending.is_empty() || !dead.is_empty();

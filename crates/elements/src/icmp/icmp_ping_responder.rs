@@ -25,7 +25,7 @@
 //!     ... -> ip :: IPClassifier(icmp type echo, -);
 //!     ip[0] -> ICMPPingResponder -> rt;
 
-use paraclick_packet::wire::checksum::update_u16;
+use paraclick_packet::wire::checksum::{fix_zero, update_u16};
 use paraclick_packet::wire::{icmp_type, ip_proto};
 use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
@@ -88,6 +88,12 @@ fn reply(p: &mut Packet) -> bool {
     icmp[1] = 0;
     let c = update_u16(word(icmp, 2), old, word(icmp, 0));
     set_word(icmp, 2, c);
+    // A reply of zeros (identifier and sequence 0, no data) checksums to
+    // 0xFFFF; the incremental update gives 0x0000.
+    if c == 0 {
+        let c = fix_zero(c, icmp);
+        set_word(icmp, 2, c);
+    }
     let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
     let anno = p.anno_mut();
     anno.dst_ip = dst;
@@ -147,6 +153,19 @@ mod tests {
         assert_eq!(out[0].anno().paint, 0);
         assert_eq!(out[0].anno().device, 2);
         assert!(!out[0].timestamp().is_zero());
+    }
+
+    #[test]
+    fn an_all_zero_reply_checksums_to_ffff() {
+        // Identifier 0, sequence 0, no data: the reply is all zeros, whose
+        // checksum is 0xFFFF, not the 0x0000 an incremental update gives.
+        let h = harness("ICMPPingResponder", 1);
+        let m = icmp(8, 0, [0; 4], b"");
+        h.push(0, vec![packet(&ipv4(ip("1.0.0.1"), ip("5.0.0.5"), 1, &m))]);
+        let out = h.output(0);
+        let d = out[0].data();
+        assert_eq!(&d[20..], &[0, 0, 0xFF, 0xFF, 0, 0, 0, 0]);
+        assert!(checksum::verify(&d[20..]));
     }
 
     #[test]

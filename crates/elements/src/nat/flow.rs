@@ -1,7 +1,7 @@
 // Flow identifiers, reading them from packets, and rewriting packets to a
 // new identifier with incremental checksum updates (RFC 1624).
 
-use paraclick_packet::wire::checksum::{fold, update_u16};
+use paraclick_packet::wire::checksum::{fix_zero, fold, update_u16};
 use paraclick_packet::Packet;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -373,6 +373,11 @@ pub fn rewrite(d: &mut [u8], f: &PacketFlow, new: FlowId) {
             let ck = update_u16(rd16(d, th + 2), old.sport, new.sport);
             wr16(d, th + 4, new.sport);
             wr16(d, th + 2, ck);
+            // An all-zero message (a reply with identifier and sequence 0)
+            // checksums to 0xFFFF, where the update gives 0x0000.
+            if ck == 0 {
+                wr16(d, th + 2, fix_zero(ck, &d[th..]));
+            }
         }
         _ => {}
     }

@@ -420,6 +420,27 @@ fn ping_rewriter_maps_identifiers() {
     assert!(checksum::verify(&back[0][20..]));
 }
 
+#[test]
+fn a_reply_translated_to_zeros_checksums_to_ffff() {
+    // The echo reply's identifier goes back to 0: with sequence 0 and no
+    // data the message is all zeros, whose checksum is 0xFFFF (an
+    // incremental update alone leaves 0x0000, which fails verification).
+    let h = two_inputs("ICMPPingRewriter(pattern 1.0.0.1 - 5-5 0 1, drop)");
+    let zero = |src: &str, dst: &str, ty: u8, id: u16| {
+        let idb = id.to_be_bytes();
+        Ip::new(src, dst, 1)
+            .icmp(ty, 0, [idb[0], idb[1], 0, 0], b"")
+            .bytes()
+    };
+    h.push(0, vec![marked(&zero("10.0.0.5", "2.0.0.2", 8, 0))]);
+    let out = data(&h.output(0));
+    assert_eq!(&out[0][24..26], &5u16.to_be_bytes());
+    h.push(1, vec![marked(&zero("2.0.0.2", "1.0.0.1", 0, 5))]);
+    let back = data(&h.output(1));
+    assert_eq!(&back[0][20..], &[0, 0, 0xFF, 0xFF, 0, 0, 0, 0]);
+    assert!(checksum::verify(&back[0][20..]));
+}
+
 /// An ICMP error from `from` to `to` quoting `quoted` (its IP header and
 /// first 8 bytes, as routers send).
 fn icmp_error(from: &str, to: &str, ty: u8, code: u8, quoted: &[u8]) -> Vec<u8> {

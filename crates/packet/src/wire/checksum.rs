@@ -143,6 +143,21 @@ pub const fn update_u16(old_cksum: u16, old: u16, new: u16) -> u16 {
     !fold(!old_cksum as u64 + !old as u64 + new as u64)
 }
 
+/// Corrects the one case where [`update_u16`] and [`update_u32`] differ
+/// from a full recomputation: `data` (the checksummed bytes, the new
+/// checksum `cksum` already stored in them) has become all zeros, whose
+/// checksum is `0xFFFF` (`~+0`), not `0x0000` (`~-0`, which fails
+/// verification). A zero ICMP echo (type 0, identifier 0, sequence 0, no
+/// data) is such a packet. Only looks at `data` when `cksum` is 0.
+#[inline]
+pub fn fix_zero(cksum: u16, data: &[u8]) -> u16 {
+    if cksum == 0 && data.iter().all(|&b| b == 0) {
+        0xFFFF
+    } else {
+        cksum
+    }
+}
+
 /// Incremental update of a checksum after a 32-bit field (at an even offset,
 /// e.g. an IPv4 address) changes from `old` to `new`.
 #[inline]
@@ -166,6 +181,30 @@ pub fn update_addr(old_cksum: u16, old: Ipv4Addr, new: Ipv4Addr) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fix_zero_turns_an_all_zero_update_into_ffff() {
+        // An echo request with identifier and sequence 0 and no data:
+        // its checksum is !0x0800; turned into a reply (type 0) the data
+        // is all zeros, whose checksum is 0xFFFF.
+        let req = [8u8, 0, 0, 0, 0, 0, 0, 0];
+        let ck = checksum(&req);
+        assert_eq!(ck, 0xF7FF);
+        let upd = update_u16(ck, 0x0800, 0);
+        assert_eq!(upd, 0, "the incremental update gives ~-0");
+        let mut rep = [0u8; 8];
+        rep[2..4].copy_from_slice(&upd.to_be_bytes());
+        let fixed = fix_zero(upd, &rep);
+        assert_eq!(fixed, 0xFFFF);
+        rep[2..4].copy_from_slice(&fixed.to_be_bytes());
+        assert!(verify(&rep));
+        assert_eq!(fixed, checksum(&[0u8; 8]));
+        // A zero checksum over data that is not all zeros is right as is.
+        let d = [0xFFu8, 0xFF, 0, 0];
+        assert_eq!(checksum(&d), 0);
+        assert_eq!(fix_zero(0, &d), 0);
+        assert_eq!(fix_zero(0x1234, &[0u8; 4]), 0x1234);
+    }
     use crate::wire::TestRng;
 
     /// Straightforward reference: big-endian 16-bit words, carry folded at
