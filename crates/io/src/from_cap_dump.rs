@@ -55,8 +55,8 @@
 //! - `AGGREGATE` (unsigned, default 1): the aggregate annotation.
 //! - `TIMING` (boolean, default false): keep the original spacing between
 //!   packets on the router's clock (a paraclick addition).
-//! - `BURST` (integer, default 32, as FromIPSummaryDump): packets per task
-//!   run (a paraclick addition).
+//! - `BURST` (integer, default 1, as FromIPSummaryDump): packets per task
+//!   run (a paraclick addition; Click emits one packet per run).
 //!
 //! Handlers:
 //! - `sampling_prob` (read): the sampling probability used.
@@ -95,7 +95,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TextTrace, String> {
     let flowid = a.read::<String>("FLOWID");
     let aggregate = a.read::<u32>("AGGREGATE").unwrap_or(1);
     let timing = a.read::<bool>("TIMING").unwrap_or(false);
-    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    let burst = a.read::<usize>("BURST").unwrap_or(crate::common::TRACE_BURST);
     a.complete()?;
     let flowid = match flowid {
         Some(f) => FlowId::parse(&f)

@@ -64,8 +64,8 @@
 //! - `CHECKSUM` (boolean, default false): packets hold data bytes for
 //!   their whole IP length and correct TCP/UDP checksums (a paraclick
 //!   addition, as in FromIPSummaryDump).
-//! - `BURST` (integer, default 32, as FromIPSummaryDump): packets per task
-//!   run (a paraclick addition).
+//! - `BURST` (integer, default 1, as FromIPSummaryDump): packets per task
+//!   run (a paraclick addition; Click emits one packet per run).
 //!
 //! Handlers:
 //! - `count` (read): packets emitted. `reset_counts` (write): resets it.
@@ -104,7 +104,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TextTrace, String> {
     let link = a.read::<String>("LINK");
     let timing = a.read::<bool>("TIMING").unwrap_or(false);
     let checksum = a.read::<bool>("CHECKSUM").unwrap_or(false);
-    let burst = a.read::<usize>("BURST").unwrap_or(32);
+    let burst = a.read::<usize>("BURST").unwrap_or(crate::common::TRACE_BURST);
     a.complete()?;
     let link = match link.as_deref().map(str::to_ascii_lowercase).as_deref() {
         None | Some("input") => LINK_INPUT,
