@@ -5,6 +5,7 @@ mod ctl;
 mod flat;
 mod harness;
 mod make_ip_conf;
+mod metrics;
 mod validate;
 mod web;
 
@@ -174,6 +175,17 @@ struct RunArgs {
     /// reaches it can read every handler and write them all.
     #[arg(long = "web", value_name = "[ADDRESS:]PORT")]
     web: Option<String>,
+    /// Serve the router's counters to Prometheus at /metrics on PORT of
+    /// 127.0.0.1, or on ADDRESS:PORT (port 0 picks a free port; where it
+    /// listens is printed on stderr): per element its count, bytes and
+    /// drops by reason, per queue its length and drops, per thread its
+    /// polls (the web view serves /metrics too). Read-only (GET only).
+    #[arg(long = "metrics", value_name = "[ADDRESS:]PORT")]
+    metrics: Option<String>,
+    /// Let --metrics listen on an address other than loopback (every
+    /// host that reaches it reads the counters and element names).
+    #[arg(long = "metrics-any-address")]
+    metrics_any_address: bool,
     /// How configuration errors are printed: "rich" (file:line:column,
     /// the source line quoted, suggestions), "click" (Click's
     /// FILE:LINE: message, for programs that compare them), or "auto":
@@ -979,6 +991,16 @@ fn run(a: RunArgs) -> ExitCode {
                         );
                     }
                 }
+                Err(e) => return fail(&e),
+            }
+        }
+        if let Some(m) = &a.metrics {
+            let addr = match metrics::addr(m, a.metrics_any_address) {
+                Ok(x) => x,
+                Err(e) => return fail(&e),
+            };
+            match metrics::start(addr, hot.backend()) {
+                Ok(m) => eprintln!("paraclick: metrics on http://{}/metrics", m.addr),
                 Err(e) => return fail(&e),
             }
         }
