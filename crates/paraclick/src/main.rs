@@ -1,6 +1,7 @@
 //! `paraclick`: run, check, draw and document Click configurations.
 
 mod bench;
+mod capture_pipe;
 mod ctl;
 mod flat;
 mod harness;
@@ -182,6 +183,12 @@ struct RunArgs {
     /// polls (the web view serves /metrics too). Read-only (GET only).
     #[arg(long = "metrics", value_name = "[ADDRESS:]PORT")]
     metrics: Option<String>,
+    /// The directory live captures (`paraclick ctl capture E[PORT] FILE`)
+    /// are written in: FILE is a new name in it, never a path, an existing
+    /// file, a FIFO or a link. Without it, captures go to `-` only
+    /// (streamed to the ctl client)
+    #[arg(long = "capture-dir", value_name = "DIR")]
+    capture_dir: Option<String>,
     /// Let --metrics listen on an address other than loopback (every
     /// host that reaches it reads the counters and element names).
     #[arg(long = "metrics-any-address")]
@@ -372,7 +379,10 @@ enum Cmd {
         #[arg(
             trailing_var_arg = true,
             required = true,
-            help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E"
+            help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E | \
+                    capture E[PORT] FILE|- [N] [ENCAP] (a live capture of a connection to FILE \
+                    in the router's --capture-dir, or with - to standard output: \
+                    `| tcpdump -r -`) | capture stop"
         )]
         command: Vec<String>,
     },
@@ -902,6 +912,12 @@ fn run(a: RunArgs) -> ExitCode {
     }
     if let Some(n) = a.pool {
         paraclick_packet::pool::set_default_capacity(n);
+    }
+    if let Some(d) = &a.capture_dir {
+        match std::fs::canonicalize(d) {
+            Ok(p) if p.is_dir() => paraclick_runtime::capture::set_directory(Some(p)),
+            _ => return fail(&format!("--capture-dir {d}: not a directory")),
+        }
     }
     let reg = std::sync::Arc::new(registry());
     let (src, defines) = if a.auto {

@@ -299,6 +299,8 @@ pub(crate) struct Core {
     pub handler_drops: Box<[AtomicU64]>,
     /// The elements' drop reasons, from their classes.
     pub reasons: crate::drops::Reasons,
+    /// Live capture of a connection (see [`crate::capture`]).
+    pub tap: crate::capture::Tap,
     /// What the global handlers report, and control sockets' servers.
     pub info: crate::control::RouterInfo,
     /// Workers that have entered their loop in this run, and when the last

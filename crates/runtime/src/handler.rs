@@ -38,10 +38,12 @@ pub const GLOBAL_READ: &[&str] = &[
     "driver",
     "nthreads",
     "threads",
+    "capture",
+    "capture_data",
 ];
 
 /// Router-wide write handlers.
-pub const GLOBAL_WRITE: &[&str] = &["stop"];
+pub const GLOBAL_WRITE: &[&str] = &["stop", "capture"];
 
 /// `element.handler` → (element, handler); no dot is a global handler.
 fn split_spec(spec: &str) -> (Option<&str>, &str) {
@@ -130,6 +132,7 @@ pub(crate) fn write(
                 core.stop_now();
                 Ok(())
             }
+            "capture" => crate::capture::write(core, value).map_err(|e| format!("capture: {e}")),
             _ => Err(format!("no write handler '{h}'")),
         };
     };
@@ -172,6 +175,8 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         }
         "config" => Ok(core.source.to_string()),
         "nthreads" => Ok(core.nthreads.to_string()),
+        "capture" => Ok(crate::capture::read(core)),
+        "capture_data" => Ok(crate::capture::data(core)),
         _ => crate::control::read_global(core, h)
             .ok_or_else(|| format!("no global read handler '{h}'")),
     }

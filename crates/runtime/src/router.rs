@@ -347,6 +347,7 @@ impl Router {
                 .then(|| crate::sched::Profile::new(nthreads, n)),
             arg_env,
             handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            tap: crate::capture::Tap::new(),
             reasons,
             info: crate::control::RouterInfo::new(&graph, reg),
             workers_started: std::sync::atomic::AtomicUsize::new(0),
@@ -569,6 +570,8 @@ impl Router {
         let _g = core.exclusive.lock().unwrap_or_else(|e| e.into_inner());
         // Timers scheduled at build time are relative to the start.
         sched::run_workers(core);
+        // A capture ends with the run, its file complete.
+        crate::capture::stop_and_join(core);
     }
 
     /// A handle that can stop the router from another thread or a signal.
