@@ -30,10 +30,11 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 # command:package of the test suite: network namespaces, Linux's own
 # tools, Python for independent packet checks; chromium and chromedriver
-# for the web view's browser test (tests/web.rs).
+# for the web view's browser test (tests/web.rs); prometheus for the
+# metrics test (tests/metrics.rs).
 pairs=()
 if $tests; then
-  pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "gzip:gzip" "bzip2:bzip2" "chromium:chromium" "chromedriver:chromium-driver")
+  pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "gzip:gzip" "bzip2:bzip2" "chromium:chromium" "chromedriver:chromium-driver" "prometheus:prometheus")
 fi
 if $list; then
   # To build: cargo, rustc and libpcap.

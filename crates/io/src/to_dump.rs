@@ -60,10 +60,9 @@ use crate::common::{encap_name, open_output, parse_encap, ErrorCount};
 use crate::from_dump::FromDump;
 use crate::from_ip_summary_dump::FromIPSummaryDump;
 use paraclick_elements::outfile::{check_path, Deferred, Out};
-use paraclick_packet::{Batch, Timestamp};
+use paraclick_packet::Batch;
+use paraclick_runtime::capture::{pcap_header, pcap_record};
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
-use pcap_file::pcap::PcapHeader;
-use pcap_file::{DataLink, Endianness, TsResolution};
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::MutexGuard;
@@ -159,30 +158,13 @@ impl ToDump {
         } else {
             BufWriter::with_capacity(1 << 16, out)
         };
-        let header = PcapHeader {
-            version_major: 2,
-            version_minor: 4,
-            ts_correction: 0,
-            ts_accuracy: 0,
-            snaplen: if self.snaplen == 0 {
-                WHOLE_PACKET_SNAPLEN
-            } else {
-                self.snaplen
-            },
-            datalink: DataLink::from(self.linktype.load(Ordering::Relaxed)),
-            ts_resolution: if self.nano {
-                TsResolution::NanoSecond
-            } else {
-                TsResolution::MicroSecond
-            },
-            endianness: Endianness::native(),
+        let snaplen = if self.snaplen == 0 {
+            WHOLE_PACKET_SNAPLEN
+        } else {
+            self.snaplen
         };
-        // Into memory first, so that a failing file (a full disk) reports
-        // the system's error rather than the pcap library's.
-        let mut bytes = Vec::with_capacity(24);
-        header
-            .write_to(&mut bytes)
-            .map_err(|e| format!("{}: {e}", self.filename))?;
+        // The header a live capture writes too (paraclick_runtime::capture).
+        let bytes = pcap_header(snaplen, self.linktype.load(Ordering::Relaxed), self.nano);
         out.write_all(&bytes)
             .and_then(|_| out.flush())
             .map_err(|e| format!("{}: {e}", self.filename))?;
@@ -211,44 +193,21 @@ impl ToDump {
             self.drops.add(cx.thread(), b.len() as u64);
             return;
         };
-        let little = cfg!(target_endian = "little");
-        let u32b = |v: u32| {
-            if little {
-                v.to_le_bytes()
-            } else {
-                v.to_be_bytes()
-            }
-        };
         let mut res = Ok(());
         // Packets without a timestamp (made inside the router, such as ARP
         // queries) are stamped with the time they are written, as Click's
-        // ToDump does: read the clock at most once per batch.
+        // ToDump does: read the clock at most once per batch. The record
+        // is the one a live capture writes (paraclick_runtime::capture).
         let mut now = None;
         for p in b.iter() {
-            let len = p.len();
-            let cap = if self.snaplen == 0 {
-                len
-            } else {
-                len.min(self.snaplen as usize)
-            };
-            let mut orig = len as u64;
-            if self.extra_length {
-                orig += u64::from(p.anno().extra_length);
-            }
-            let mut ts = p.timestamp();
-            if ts.is_zero() {
-                ts = *now.get_or_insert_with(Timestamp::now);
-            }
-            let sec = ts.sec().clamp(0, i64::from(u32::MAX)) as u32;
-            let frac = if self.nano { ts.nsec() } else { ts.usec() };
-            let mut hdr = [0u8; 16];
-            hdr[0..4].copy_from_slice(&u32b(sec));
-            hdr[4..8].copy_from_slice(&u32b(frac));
-            hdr[8..12].copy_from_slice(&u32b(cap as u32));
-            hdr[12..16].copy_from_slice(&u32b(orig.min(u64::from(u32::MAX)) as u32));
-            res = out
-                .write_all(&hdr)
-                .and_then(|_| out.write_all(&p.data()[..cap]));
+            res = pcap_record(
+                &mut *out,
+                p,
+                self.snaplen,
+                self.nano,
+                self.extra_length,
+                &mut now,
+            );
             if res.is_err() {
                 break;
             }

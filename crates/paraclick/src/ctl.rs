@@ -222,7 +222,7 @@ pub fn client(
     token_file: Option<&str>,
     words: &[String],
 ) -> u8 {
-    let usage = "usage: paraclick ctl [-p PORT | -u PATH] [--token-file FILE] read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | trace add N [FILTER] | trace show | trace clear";
+    let usage = "usage: paraclick ctl [-p PORT | -u PATH] [--token-file FILE] read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | trace add N [FILTER] | trace show | trace clear | capture E[PORT] FILE|- [N] [ENCAP] | capture stop";
     let token = match token_file.map(|f| control::Secret::from_file(std::path::Path::new(f))) {
         None => None,
         Some(Ok(t)) => Some(t),
@@ -280,6 +280,17 @@ pub fn client(
                 return 2;
             }
         },
+        ("capture", [_, ..]) => {
+            let v = rest.join(" ");
+            (
+                [
+                    format!("WRITEDATA capture {}\r\n", v.len()).into_bytes(),
+                    v.into_bytes(),
+                ]
+                .concat(),
+                false,
+            )
+        }
         ("handlers", [e]) => (format!("READ {e}.handlers\r\n").into_bytes(), true),
         _ => {
             eprintln!("{usage}");
@@ -355,13 +366,17 @@ pub fn client(
             return 2;
         }
     };
-    let _ = r.get_mut().write_all(b"QUIT\r\n");
     if !(200..300).contains(&reply.code) {
+        let _ = r.get_mut().write_all(b"QUIT\r\n");
         for t in &reply.text {
             eprintln!("paraclick ctl: {} {t}", reply.code);
         }
         return 1;
     }
+    if verb == "capture" && rest.get(1).is_some_and(|f| f == "-") {
+        return crate::capture_pipe::stream(&mut r);
+    }
+    let _ = r.get_mut().write_all(b"QUIT\r\n");
     if let Some(d) = reply.data {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(&d);

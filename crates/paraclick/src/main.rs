@@ -1,10 +1,12 @@
 //! `paraclick`: run, check, draw and document Click configurations.
 
 mod bench;
+mod capture_pipe;
 mod ctl;
 mod flat;
 mod harness;
 mod make_ip_conf;
+mod metrics;
 mod validate;
 mod web;
 
@@ -183,6 +185,23 @@ struct RunArgs {
     /// reaches it can read every handler and write them all.
     #[arg(long = "web", value_name = "[ADDRESS:]PORT")]
     web: Option<String>,
+    /// Serve the router's counters to Prometheus at /metrics on PORT of
+    /// 127.0.0.1, or on ADDRESS:PORT (port 0 picks a free port; where it
+    /// listens is printed on stderr): per element its count, bytes and
+    /// drops by reason, per queue its length and drops, per thread its
+    /// polls (the web view serves /metrics too). Read-only (GET only).
+    #[arg(long = "metrics", value_name = "[ADDRESS:]PORT")]
+    metrics: Option<String>,
+    /// The directory live captures (`paraclick ctl capture E[PORT] FILE`)
+    /// are written in: FILE is a new name in it, never a path, an existing
+    /// file, a FIFO or a link. Without it, captures go to `-` only
+    /// (streamed to the ctl client)
+    #[arg(long = "capture-dir", value_name = "DIR")]
+    capture_dir: Option<String>,
+    /// Let --metrics listen on an address other than loopback (every
+    /// host that reaches it reads the counters and element names).
+    #[arg(long = "metrics-any-address")]
+    metrics_any_address: bool,
     /// How configuration errors are printed: "rich" (file:line:column,
     /// the source line quoted, suggestions), "click" (Click's
     /// FILE:LINE: message, for programs that compare them), or "auto":
@@ -369,7 +388,11 @@ enum Cmd {
         #[arg(
             trailing_var_arg = true,
             required = true,
-            help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | trace add N [FILTER] | trace show | trace clear"
+            help = "read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | \
+                    trace add N [FILTER] | trace show | trace clear | \
+                    capture E[PORT] FILE|- [N] [ENCAP] (a live capture of a connection to FILE \
+                    in the router's --capture-dir, or with - to standard output: \
+                    `| tcpdump -r -`) | capture stop"
         )]
         command: Vec<String>,
     },
@@ -1001,6 +1024,12 @@ fn run(a: RunArgs) -> ExitCode {
     if let Some(n) = a.pool {
         paraclick_packet::pool::set_default_capacity(n);
     }
+    if let Some(d) = &a.capture_dir {
+        match std::fs::canonicalize(d) {
+            Ok(p) if p.is_dir() => paraclick_runtime::capture::set_directory(Some(p)),
+            _ => return fail(&format!("--capture-dir {d}: not a directory")),
+        }
+    }
     let reg = std::sync::Arc::new(registry());
     let (src, defines) = if a.auto {
         match auto_rewrite(
@@ -1112,6 +1141,16 @@ fn serve_and_report(
                         );
                     }
                 }
+                Err(e) => return fail(&e),
+            }
+        }
+        if let Some(m) = &a.metrics {
+            let addr = match metrics::addr(m, a.metrics_any_address) {
+                Ok(x) => x,
+                Err(e) => return fail(&e),
+            };
+            match metrics::start(addr, hot.backend()) {
+                Ok(m) => eprintln!("paraclick: metrics on http://{}/metrics", m.addr),
                 Err(e) => return fail(&e),
             }
         }

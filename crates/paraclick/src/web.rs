@@ -11,6 +11,8 @@
 //! - `GET /api/read?h=E.H&h=...`: reads each handler; a JSON object from
 //!   handler name to `{"ok": true, "value": "..."}` or `{"ok": false,
 //!   "error": "CODE message"}`.
+//! - `GET /metrics`: the router's counters for Prometheus (see
+//!   [`crate::metrics`]); read-only, any other method gets 405.
 //! - `POST /api/write?h=E.H` with the value as the body: writes it;
 //!   `{"ok": ..., "error": ...}`. Needs the run's token in the header
 //!   `X-Paraclick-Token` and `Content-Type: application/octet-stream`.
@@ -194,6 +196,7 @@ fn start_with(addr: SocketAddr, backend: Arc<dyn Backend>, limits: Limits) -> Re
     let l = TcpListener::bind(addr).map_err(|e| format!("--web {addr}: {e}"))?;
     let local = l.local_addr().map_err(|e| e.to_string())?;
     let site = Arc::new(Site {
+        metrics: backend.clone(),
         ctl: Mutex::new(Ctl {
             backend,
             conn: None,
@@ -235,6 +238,8 @@ fn start_with(addr: SocketAddr, backend: Arc<dyn Backend>, limits: Limits) -> Re
 /// What every connection's thread shares.
 struct Site {
     ctl: Mutex<Ctl>,
+    /// What `/metrics` reads (see [`crate::metrics`]).
+    metrics: Arc<dyn Backend>,
     /// Where the server listens (its port, and its address if bound to
     /// one).
     local: SocketAddr,
@@ -246,30 +251,38 @@ impl Site {
     /// Whether `host` (a `Host` header's value) names this server; see
     /// the module documentation.
     fn host_ok(&self, host: &str) -> bool {
-        let host = host.trim().to_ascii_lowercase();
-        let port = self.local.port();
-        let (name, p) = match host.rsplit_once(':') {
-            Some((n, p)) if !p.contains(']') => (n, Some(p)),
-            _ => (host.as_str(), None),
-        };
-        match p {
-            Some(p) if p.parse::<u16>() != Ok(port) => return false,
-            None if port != 80 => return false,
-            _ => {}
-        }
-        if name == "localhost" {
-            return true;
-        }
-        let ip = match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
-            Some(v6) => v6.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6),
-            None => name.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4),
-        };
-        let Some(ip) = ip else {
-            // A DNS name other than localhost: what a rebinding page uses.
-            return false;
-        };
-        ip.is_loopback() || ip == self.local.ip() || self.local.ip().is_unspecified()
+        host_ok(self.local, host)
     }
+}
+
+/// Whether `host` (a `Host` header's value) names a server listening on
+/// `local`: `localhost` or a loopback address with its port, its own
+/// address, or (bound to every address) any IP address literal; never
+/// another DNS name (a DNS-rebinding page's).
+pub(crate) fn host_ok(local: SocketAddr, host: &str) -> bool {
+    let host = host.trim().to_ascii_lowercase();
+    let port = local.port();
+    let (name, p) = match host.rsplit_once(':') {
+        Some((n, p)) if !p.contains(']') => (n, Some(p)),
+        _ => (host.as_str(), None),
+    };
+    match p {
+        Some(p) if p.parse::<u16>() != Ok(port) => return false,
+        None if port != 80 => return false,
+        _ => {}
+    }
+    if name == "localhost" {
+        return true;
+    }
+    let ip = match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6),
+        None => name.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4),
+    };
+    let Some(ip) = ip else {
+        // A DNS name other than localhost: what a rebinding page uses.
+        return false;
+    };
+    ip.is_loopback() || ip == local.ip() || local.ip().is_unspecified()
 }
 
 /// Writes a whole response, with the security headers every response
@@ -514,6 +527,14 @@ fn serve(mut s: TcpStream, site: &Site) {
                 respond(&mut s, 200, json, body.as_bytes())
             }
         },
+        // Read-only, and refused to another site's page as API reads are.
+        ("GET", "/metrics") => match refused(&req, &host, &site.token, false) {
+            Some((code, why)) => respond(&mut s, code, text, why.as_bytes()),
+            None => {
+                let body = crate::metrics::render(&*site.metrics);
+                respond(&mut s, 200, crate::metrics::CONTENT_TYPE, body.as_bytes())
+            }
+        },
         ("POST", "/api/write") => match refused(&req, &host, &site.token, true) {
             Some((code, why)) => respond(&mut s, code, text, why.as_bytes()),
             None => {
@@ -534,7 +555,8 @@ fn serve(mut s: TcpStream, site: &Site) {
         | (_, "/app.js")
         | (_, "/app.css")
         | (_, "/api/read")
-        | (_, "/api/write") => respond(&mut s, 405, text, b"method not allowed\n"),
+        | (_, "/metrics") => respond(&mut s, 405, text, b"method not allowed\n"),
+        (_, "/api/write") => respond(&mut s, 405, text, b"method not allowed\n"),
         _ => respond(&mut s, 404, text, b"not found\n"),
     };
     let _ = r;
@@ -586,6 +608,7 @@ mod tests {
 
     fn site(local: &str) -> Site {
         Site {
+            metrics: Arc::new(Fake(Mutex::new(String::new()))),
             ctl: Mutex::new(Ctl {
                 backend: Arc::new(Fake(Mutex::new(String::new()))),
                 conn: None,

@@ -53,7 +53,7 @@ fn skip_reason(cmd: &str) -> Option<&'static str> {
     if words.get(1) == Some(&"ctl") {
         return Some("talks to a running router's control socket");
     }
-    if has("-p") || has("-u") || has("--web") || has("--socket") {
+    if has("-p") || has("-u") || has("--web") || has("--metrics") || has("--socket") {
         return Some("opens a socket and runs until stopped");
     }
     match words.get(1) {
@@ -243,7 +243,7 @@ fn the_example_run_installs_no_browser() {
         assert!(run.iter().any(|x| x == p), "example run lacks {p}: {run:?}");
         assert!(tests.iter().any(|x| x == p), "tests lack {p}: {tests:?}");
     }
-    for p in ["chromium", "chromium-driver"] {
+    for p in ["chromium", "chromium-driver", "prometheus"] {
         assert!(!run.iter().any(|x| x == p), "example run installs {p}");
         assert!(tests.iter().any(|x| x == p), "tests lack {p}: {tests:?}");
     }

@@ -359,41 +359,33 @@ fn serve_foreign_page(page: String) -> u16 {
     port
 }
 
-#[test]
-fn web_view_in_headless_chromium() {
-    let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]);
-    let driver = find(&["/usr/bin/chromedriver"]);
-    let (Some(chromium), Some(driver)) = (chromium, driver) else {
-        paraclick_runtime::testing::skip(
-            "the web view test needs chromium and chromedriver \
-             (apt-get install chromium chromium-driver; scripts/bootstrap.sh --tests)",
-        );
-        return;
-    };
-
-    // The router: traffic through a compound (its elements are `p/...`)
-    // and a queue crossing to another task, at two threads.
-    let conf = "elementclass Pipe { input -> c :: Counter -> output }\n\
-        src :: RatedSource(LENGTH 64, RATE 5000) -> c :: Counter -> p :: Pipe \
-        -> q :: Queue(500) -> uq :: Unqueue -> c2 :: Counter -> Discard;\n";
-    let run = Run::start(&["-R", "-j", "2"], conf);
-    let (web, web_port, ctl_port) = run.ports();
-    // The page is served whole, with nothing fetched from elsewhere.
-    let page = http(web_port, "GET", "/", None).unwrap();
-    assert!(page.contains("<svg id=\"graph\""));
-    assert!(
-        !page.contains("http://") && !page.contains("https://"),
-        "no outside resources"
-    );
-
+/// Chromium (headless) under chromedriver, with a session; the session is
+/// deleted and both stopped when the second value is dropped.
+fn browser(chromium: &str, driver: &str) -> (Driver, impl Drop) {
+    struct Browser {
+        _cd: Kill,
+        _profile: tempfile::TempDir,
+        port: u16,
+        session: String,
+    }
+    impl Drop for Browser {
+        fn drop(&mut self) {
+            let _ = http(
+                self.port,
+                "DELETE",
+                &format!("/session/{}", self.session),
+                None,
+            );
+        }
+    }
     let dport = free_port();
-    let cd = Command::new(&driver)
+    let cd = Command::new(driver)
         .arg(format!("--port={dport}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start chromedriver");
-    let _cd = Kill(cd);
+    let cd = Kill(cd);
     let t0 = Instant::now();
     while http(dport, "GET", "/status", None).is_err() {
         assert!(
@@ -402,7 +394,7 @@ fn web_view_in_headless_chromium() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let profile = tempfile::tempdir().unwrap();
+    let profile = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let caps = json!({"capabilities": {"alwaysMatch": {
         "browserName": "chrome",
         "goog:chromeOptions": {
@@ -421,10 +413,56 @@ fn web_view_in_headless_chromium() {
         .as_str()
         .unwrap_or_else(|| panic!("no session: {r}"))
         .to_string();
-    let d = Driver {
+    let b = Browser {
+        _cd: cd,
+        _profile: profile,
         port: dport,
-        session,
+        session: session.clone(),
     };
+    (
+        Driver {
+            port: dport,
+            session,
+        },
+        b,
+    )
+}
+
+/// Chromium and chromedriver, or None after saying the test skipped.
+fn chromium() -> Option<(String, String)> {
+    let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]);
+    let driver = find(&["/usr/bin/chromedriver"]);
+    let (Some(chromium), Some(driver)) = (chromium, driver) else {
+        paraclick_runtime::testing::skip(
+            "the web view test needs chromium and chromedriver \
+             (apt-get install chromium chromium-driver; scripts/bootstrap.sh --tests)",
+        );
+        return None;
+    };
+    Some((chromium, driver))
+}
+
+#[test]
+fn web_view_in_headless_chromium() {
+    let Some((chromium, driver)) = chromium() else {
+        return;
+    };
+    // The router: traffic through a compound (its elements are `p/...`)
+    // and a queue crossing to another task, at two threads.
+    let conf = "elementclass Pipe { input -> c :: Counter -> output }\n\
+        src :: RatedSource(LENGTH 64, RATE 5000) -> c :: Counter -> p :: Pipe \
+        -> q :: Queue(500) -> uq :: Unqueue -> c2 :: Counter -> Discard;\n";
+    let run = Run::start(&["-R", "-j", "2"], conf);
+    let (web, web_port, ctl_port) = run.ports();
+    // The page is served whole, with nothing fetched from elsewhere.
+    let page = http(web_port, "GET", "/", None).unwrap();
+    assert!(page.contains("<svg id=\"graph\""));
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "no outside resources"
+    );
+
+    let (d, _browser) = browser(&chromium, &driver);
     d.cmd("POST", "/url", Some(json!({"url": web})));
 
     // The elements of the running configuration, compound ones included.
@@ -617,6 +655,205 @@ fetch("{target}/api/read?h=config", {{mode: "no-cors"}})
         "return fetch('/api/read?h=config').then(x => x.status + ' ' + x.headers.get('content-type'));",
     );
     assert_eq!(read, json!("421 text/plain"));
+}
 
-    let _ = http(dport, "DELETE", &format!("/session/{}", d.session), None);
+/// The flattened text of a configuration file (with `defines`), made to
+/// run on any host and until killed, for drawing it: each element that
+/// cannot be initialized here (a device this host lacks, a trace file
+/// absent) becomes an Idle of the same name (any ports), nothing stops
+/// the router (`STOP false`; DriverManager and Script, which stop it,
+/// become Idle). The elements and connections are the file's.
+fn runnable_here(file: &std::path::Path, defines: &[&str]) -> String {
+    let out = Command::new(common::bin())
+        .arg(file)
+        .args(defines)
+        .args(["-q", "-w", "-o", "-"])
+        .output()
+        .unwrap();
+    let flat = String::from_utf8(out.stdout).unwrap();
+    assert!(flat.contains(" :: "), "{}: no flat text", file.display());
+    // Statements: a line and the indented lines after it.
+    let mut stmts: Vec<String> = Vec::new();
+    for l in flat.lines() {
+        match stmts.last_mut() {
+            Some(s) if l.starts_with(char::is_whitespace) => {
+                s.push('\n');
+                s.push_str(l);
+            }
+            _ => stmts.push(l.to_string()),
+        }
+    }
+    let idle = |s: &mut String| {
+        let name = s.split(" :: ").next().unwrap().to_string();
+        *s = format!("{name} :: Idle;");
+    };
+    for s in &mut stmts {
+        let class = s.split(" :: ").nth(1).unwrap_or("");
+        if class.starts_with("DriverManager") || class.starts_with("Script") {
+            idle(s);
+        }
+        *s = s.replace("STOP true", "STOP false");
+    }
+    for _ in 0..200 {
+        let text = stmts.join("\n");
+        let out = Command::new(common::bin())
+            .args(["-q", "-w", "--no-pin", "-e", &text])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            return text;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        // "While initializing 'NAME :: CLASS'" (or configuring).
+        let name = err
+            .split_once("While ")
+            .and_then(|(_, r)| r.split_once('\''))
+            .and_then(|(_, r)| r.split_once(" :: "))
+            .map(|(n, _)| n.to_string())
+            .unwrap_or_else(|| panic!("{}: {err}", file.display()));
+        let s = stmts
+            .iter_mut()
+            .find(|s| s.starts_with(&format!("{name} :: ")))
+            .unwrap_or_else(|| panic!("{}: no '{name}' in {flat}", file.display()));
+        assert!(!s.ends_with(":: Idle;"), "{name} fails as Idle: {err}");
+        idle(s);
+    }
+    panic!("{}: does not run", file.display());
+}
+
+/// What the page draws: its nodes (`[data-el]` elements and
+/// `[data-group]` compounds) with their positions, whether two overlap,
+/// and the message under the tools.
+const GRAPH_JS: &str = "const ns=[...document.querySelectorAll('#graph .node')];\
+    const at=ns.map(g=>{const m=g.getAttribute('transform').match(/translate\\(([-\\d.]+),([-\\d.]+)\\)/);\
+      return [+m[1],+m[2]];});\
+    const key=new Set(at.map(p=>p[0]+','+p[1]));\
+    const xs=new Set(at.map(p=>p[0]));\
+    return {els:ns.filter(g=>g.dataset.el).map(g=>g.dataset.el).sort(),\
+      groups:ns.filter(g=>g.dataset.group).map(g=>g.dataset.group).sort(),\
+      overlap:key.size!==ns.length, layers:xs.size,\
+      msg:document.getElementById('graph-msg').textContent,\
+      zoom:document.getElementById('zoom-level').textContent};";
+
+/// Every configuration in conf/ (and a 310-element router from
+/// make-ip-conf) drawn by the page: one node per element (compounds
+/// open), one per top-level compound and element outside them (compounds
+/// collapsed), no two nodes in one place, nothing left undrawn. The
+/// large router starts at a zoom that keeps its text readable, and the
+/// page finds an element in it and zooms.
+#[test]
+fn every_configuration_in_conf_draws_in_headless_chromium() {
+    let Some((chromium, driver)) = chromium() else {
+        return;
+    };
+    let (d, _browser) = browser(&chromium, &driver);
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut files: Vec<(String, std::path::PathBuf)> =
+        std::fs::read_dir(common::root().join("conf"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "click"))
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+            .collect();
+    files.sort();
+    assert!(files.len() >= 30, "{files:?}");
+    let ifs: Vec<String> = (0..16)
+        .map(|i| format!("eth{i}:10.0.{i}.1/24:00:11:22:33:44:{i:02x}"))
+        .collect();
+    let mut args = vec!["make-ip-conf".to_string()];
+    args.extend(ifs);
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let big = common::paraclick(&args);
+    assert!(big.status.success());
+    let big_file = tmp.path().join("ip16.click");
+    std::fs::write(&big_file, &big.stdout).unwrap();
+    files.push(("make-ip-conf with 16 interfaces".into(), big_file));
+
+    for (name, file) in &files {
+        let text = runnable_here(file, &[]);
+        let run = Run::start(&[], &text);
+        let (web, _, ctl_port) = run.ports();
+        // The router's own list of its elements (Click's `list`: the
+        // count, then one name a line).
+        let list = ctl_read(ctl_port, "list");
+        let mut lines = list.lines();
+        let n: usize = lines.next().unwrap().trim().parse().unwrap();
+        let mut names: Vec<String> = lines.map(|l| l.trim().to_string()).collect();
+        names.sort();
+        assert_eq!(n, names.len(), "{name}: {list}");
+        let tops: std::collections::BTreeSet<&str> = names
+            .iter()
+            .filter_map(|x| x.split_once('/').map(|(p, _)| p))
+            .collect();
+        let outside: Vec<&String> = names.iter().filter(|x| !x.contains('/')).collect();
+
+        d.cmd("POST", "/url", Some(json!({"url": web})));
+        d.wait(
+            &format!("{name}'s graph"),
+            "return document.querySelectorAll('#graph .node').length>0||\
+             document.getElementById('graph-msg').textContent||null;",
+            30,
+        );
+        // Every compound open.
+        d.js("for(const c of document.querySelectorAll('[data-c]'))if(c.checked)c.click();return null;");
+        let g = d.js(GRAPH_JS);
+        let drawn: Vec<String> = serde_json::from_value(g["els"].clone()).unwrap();
+        assert_eq!(drawn, names, "{name}: one node per element: {g}");
+        assert_eq!(g["groups"], json!([]), "{name}");
+        assert_eq!(g["overlap"], json!(false), "{name}: nodes on one another");
+        assert_eq!(g["msg"], json!(""), "{name}: {g}");
+        // Every top-level compound collapsed.
+        if !tops.is_empty() {
+            d.js("for(const c of document.querySelectorAll('[data-c]'))\
+                  if(!c.dataset.c.includes('/')&&!c.checked)c.click();return null;");
+            let g = d.js(GRAPH_JS);
+            let els: Vec<String> = serde_json::from_value(g["els"].clone()).unwrap();
+            let groups: Vec<String> = serde_json::from_value(g["groups"].clone()).unwrap();
+            assert_eq!(els.iter().collect::<Vec<_>>(), outside, "{name}");
+            assert_eq!(
+                groups.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                tops.iter().copied().collect::<Vec<_>>(),
+                "{name}"
+            );
+            assert_eq!(g["overlap"], json!(false), "{name}");
+        }
+        eprintln!(
+            "{name}: {n} elements drawn, {} compounds, {} layers",
+            tops.len(),
+            g["layers"]
+        );
+        if n > 300 {
+            // Readable: at least 75% at first, a few tens of layers (not
+            // one per element, as a cycle made them), and found.
+            d.cmd("POST", "/url", Some(json!({"url": web})));
+            let z = d.wait(
+                "the large graph",
+                "return document.querySelectorAll('#graph .node').length>300?\
+                 document.getElementById('zoom-level').textContent:null;",
+                30,
+            );
+            let pct: u32 = z.as_str().unwrap().trim_end_matches('%').parse().unwrap();
+            assert!(pct >= 75, "{name}: first zoom {z}");
+            let layers = g["layers"].as_u64().unwrap();
+            assert!(layers <= 40, "{name}: {layers} layers");
+            let target = names.iter().find(|x| x.starts_with("rt")).unwrap().clone();
+            let last = names.last().unwrap().clone();
+            for want in [target, last] {
+                d.type_into("#find", &format!("{want}\n"));
+                let seen = d.wait(
+                    "the found element",
+                    "const g=document.querySelector('.node.found');if(!g)return null;\
+                     const r=g.getBoundingClientRect(),w=document.getElementById('graph-wrap').getBoundingClientRect();\
+                     return [g.dataset.el, r.left>=w.left&&r.right<=w.right&&r.top>=w.top&&r.bottom<=w.bottom];",
+                    10,
+                );
+                assert_eq!(seen, json!([want, true]), "{name}");
+            }
+            let width = || d.js("return +document.getElementById('graph').getAttribute('width');");
+            let before = width().as_f64().unwrap();
+            d.click("#zoom-in");
+            let after = width().as_f64().unwrap();
+            assert!(after > before * 1.2, "zoom in: {before} then {after}");
+        }
+    }
 }

@@ -313,6 +313,8 @@ pub(crate) struct Core {
     pub reasons: crate::drops::Reasons,
     /// The packet tracer ([`crate::trace`]).
     pub tracer: crate::trace::Tracer,
+    /// Live capture of a connection (see [`crate::capture`]).
+    pub tap: crate::capture::Tap,
     /// What the global handlers report, and control sockets' servers.
     pub info: crate::control::RouterInfo,
     /// Workers that have entered their loop in this run, and when the last

@@ -66,11 +66,13 @@ pub const GLOBAL_READ: &[&str] = &[
     "threads",
     "drops",
     "trace",
+    "capture",
+    "capture_data",
 ];
 
-/// Router-wide write handlers: `stop`, and the tracer's `trace_add`
-/// (`N [FILTER]`) and `trace_clear`.
-pub const GLOBAL_WRITE: &[&str] = &["stop", "trace_add", "trace_clear"];
+/// Router-wide write handlers: `stop`, the tracer's `trace_add`
+/// (`N [FILTER]`) and `trace_clear`, and `capture`.
+pub const GLOBAL_WRITE: &[&str] = &["stop", "trace_add", "trace_clear", "capture"];
 
 /// `element.handler` → (element, handler); no dot is a global handler.
 fn split_spec(spec: &str) -> (Option<&str>, &str) {
@@ -178,6 +180,7 @@ pub(crate) fn write(
                 crate::crossing::barrier(core);
                 Ok(())
             }
+            "capture" => crate::capture::write(core, value).map_err(|e| format!("capture: {e}")),
             _ => Err(format!("no write handler '{h}'")),
         };
     };
@@ -222,6 +225,8 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         "nthreads" => Ok(core.nthreads.to_string()),
         "drops" => Ok(crate::drops::router_text(core)),
         "trace" => Ok(core.tracer.show(core)),
+        "capture" => Ok(crate::capture::read(core)),
+        "capture_data" => Ok(crate::capture::data(core)),
         _ => crate::control::read_global(core, h)
             .ok_or_else(|| format!("no global read handler '{h}'")),
     }

@@ -4,6 +4,7 @@
 //! elements share (per-thread state and counters, argument parsing, rings).
 
 pub mod args;
+pub mod capture;
 pub mod control;
 pub(crate) mod core;
 pub use paraclick_packet::clock;

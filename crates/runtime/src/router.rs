@@ -372,6 +372,7 @@ impl Router {
                 .then(|| crate::sched::Profile::new(nthreads, n)),
             arg_env,
             handler_drops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            tap: crate::capture::Tap::new(),
             reasons,
             tracer: crate::trace::Tracer::new(nthreads, reg.packet_filter()),
             info: crate::control::RouterInfo::new(&graph, reg),
@@ -606,6 +607,8 @@ impl Router {
         let _g = core.exclusive.lock().unwrap_or_else(|e| e.into_inner());
         // Timers scheduled at build time are relative to the start.
         sched::run_workers(core);
+        // A capture ends with the run, its file complete.
+        crate::capture::stop_and_join(core);
     }
 
     /// Nanoseconds since the router was built, on its clock (simulated

@@ -14,6 +14,7 @@ let collapsed = new Set();  // compound prefixes shown as one node
 let last = {};              // handler -> [value, time] for rates
 let lastThreads = null;
 let swaps = null;           // hot swaps seen: the graph is read again after one
+let loaded = false;         // the graph was drawn once
 
 async function api(path, opts) {
   const r = await fetch(path, opts);
@@ -25,26 +26,49 @@ async function readMany(hs) {
   return api("/api/read?" + hs.map(h => "h=" + encodeURIComponent(h)).join("&"));
 }
 
+// The statements of a Click text: split at top-level ';', comments left
+// out, quoted strings, \<hex> data and parentheses kept whole (a
+// declaration's configuration may span lines and hold ';').
+function statements(text) {
+  const out = [];
+  let cur = "", depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i], n = text[i + 1];
+    let j = -1;
+    if (c === "/" && n === "/") { j = text.indexOf("\n", i); if (j < 0) j = text.length; cur += " "; i = j; continue; }
+    if (c === "/" && n === "*") { j = text.indexOf("*/", i + 2); i = j < 0 ? text.length : j + 1; cur += " "; continue; }
+    if (c === '"') { j = i + 1; while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1; }
+    else if (c === "'") { j = text.indexOf("'", i + 1); if (j < 0) j = text.length; }
+    else if (c === "\\" && n === "<") { j = text.indexOf(">", i); if (j < 0) j = text.length; }
+    if (j >= 0) { cur += text.slice(i, j + 1); i = j; continue; }
+    if (c === "(") depth++;
+    else if (c === ")") depth = Math.max(0, depth - 1);
+    if (c === ";" && depth === 0) { if (cur.trim()) out.push(cur.trim()); cur = ""; continue; }
+    cur += c;
+  }
+  if (cur.trim()) out.push(cur.trim());
+  return out;
+}
+
+// The flattened configuration (the flatconfig handler): one declaration
+// per element; connections one to a statement or in chains; other
+// statements (a `require`) are set aside.
 function parseFlat(text) {
-  const els = [], es = [];
-  // The last element of the chain being read: a line `-> [P] NAME`
-  // connects its output 0 on.
-  let last = null;
-  for (let line of text.split("\n")) {
-    line = line.trim().replace(/;$/, "");
-    if (!line) continue;
-    let m = line.match(/^(\S+) :: ([A-Za-z0-9_@]+)(?:\((.*)\))?$/s);
+  const els = [], es = [], bad = [];
+  for (const st of statements(text)) {
+    let m = st.match(/^(\S+)\s*::\s*([A-Za-z0-9_@\/]+)\s*(?:\(([\s\S]*)\))?$/);
     if (m) { els.push({name: m[1], cls: m[2], config: m[3] || ""}); continue; }
-    m = line.match(/^-> (?:\[(\d+)\] )?(\S+)$/);
-    if (m && last !== null) {
-      es.push({from: last, fp: 0, to: m[2], tp: +(m[1] || 0)});
-      last = m[2];
+    // A connection, or a chain of them as flatconfig prints them:
+    // `a [1] -> [0] b` and `a\n    -> b\n    -> [1] c`.
+    const hops = st.split("->").map(h => h.trim().match(/^(?:\[\s*(\d+)\s*\]\s*)?([^\s\[\]]+)\s*(?:\[\s*(\d+)\s*\])?$/));
+    if (hops.length > 1 && hops.every(h => h)) {
+      for (let i = 0; i + 1 < hops.length; i++)
+        es.push({from: hops[i][2], fp: +(hops[i][3] || 0), to: hops[i + 1][2], tp: +(hops[i + 1][1] || 0)});
       continue;
     }
-    m = line.match(/^(\S+)(?: \[(\d+)\])? -> (?:\[(\d+)\] )?(\S+)$/);
-    if (m) { es.push({from: m[1], fp: +(m[2] || 0), to: m[4], tp: +(m[3] || 0)}); last = m[4]; }
+    if (!/^require\s*\(/.test(st)) bad.push(st);
   }
-  return [els, es];
+  return [els, es, bad];
 }
 
 function prefixes(name) {
@@ -61,6 +85,77 @@ function shown(name) {
 function esc(s) { return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c])); }
 function idOf(kind, name) { return kind + "-" + name.replace(/[^A-Za-z0-9_-]/g, "_"); }
 
+// Node size and gaps of the drawing, in SVG units.
+const W = 150, H = 62, GX = 40, GY = 18;
+// Above this many elements, compounds start collapsed.
+const COLLAPSE_ABOVE = 80;
+let zoom = 1, graphSize = [400, 200], zoomSet = false;
+
+// Places the nodes in layers: each node one right of its predecessors,
+// cycles (a route back to a lookup, say) drawn as back edges instead of
+// pushing everything after them further right; within a layer, nodes
+// ordered by their neighbours' rows, so that edges cross less.
+function place(nodes, links) {
+  const out = {}, indeg = {};
+  for (const n of nodes) { out[n.id] = []; indeg[n.id] = 0; }
+  for (const l of links) { out[l.a].push(l); indeg[l.b]++; }
+  // Back edges: those closing a cycle in a depth-first walk from the
+  // sources (nodes without predecessors) first.
+  const state = {}, back = new Set();
+  for (const root of nodes.filter(n => !indeg[n.id]).concat(nodes)) {
+    if (state[root.id]) continue;
+    state[root.id] = 1;
+    const stack = [[root.id, 0]];
+    while (stack.length) {
+      const top = stack[stack.length - 1], ls = out[top[0]];
+      if (top[1] < ls.length) {
+        const l = ls[top[1]++];
+        if (state[l.b] === 1) back.add(l);
+        else if (!state[l.b]) { state[l.b] = 1; stack.push([l.b, 0]); }
+      } else { state[top[0]] = 2; stack.pop(); }
+    }
+  }
+  // Layers: longest path from the sources over the other edges.
+  const layer = {}, left = {}, next = {}, prev = {};
+  for (const n of nodes) { layer[n.id] = 0; left[n.id] = 0; next[n.id] = []; prev[n.id] = []; }
+  for (const l of links) if (!back.has(l)) { next[l.a].push(l.b); prev[l.b].push(l.a); left[l.b]++; }
+  const ready = nodes.filter(n => !left[n.id]).map(n => n.id);
+  for (let i = 0; i < ready.length; i++) {
+    const a = ready[i];
+    for (const b of next[a]) {
+      layer[b] = Math.max(layer[b], layer[a] + 1);
+      if (--left[b] === 0) ready.push(b);
+    }
+  }
+  const cols = [];
+  for (const n of nodes) (cols[layer[n.id]] = cols[layer[n.id]] || []).push(n.id);
+  for (let c = 0; c < cols.length; c++) cols[c] = cols[c] || [];
+  // Order within layers: a few sweeps of the barycentre heuristic.
+  const row = {};
+  const number = () => { for (const col of cols) col.forEach((id, r) => { row[id] = r; }); };
+  number();
+  const sortBy = (col, nb) => {
+    const key = {};
+    for (const id of col) {
+      const ns = nb[id];
+      key[id] = ns.length ? ns.reduce((s, x) => s + row[x], 0) / ns.length : row[id];
+    }
+    col.sort((x, y) => key[x] - key[y] || row[x] - row[y]);
+    col.forEach((id, r) => { row[id] = r; });
+  };
+  for (let sweep = 0; sweep < 4; sweep++) {
+    for (let c = 1; c < cols.length; c++) sortBy(cols[c], prev);
+    for (let c = cols.length - 2; c >= 0; c--) sortBy(cols[c], next);
+  }
+  const pos = {};
+  let maxRow = 0;
+  cols.forEach((col, c) => col.forEach((id, r) => {
+    pos[id] = {x: 10 + c * (W + GX), y: 10 + r * (H + GY)};
+    maxRow = Math.max(maxRow, r);
+  }));
+  return {pos, back, width: 20 + cols.length * (W + GX), height: 20 + (maxRow + 1) * (H + GY)};
+}
+
 function layout() {
   const nodes = [], seen = new Set();
   for (const e of elements) {
@@ -70,35 +165,28 @@ function layout() {
     nodes.push(n === e.name ? {id: n, el: e} : {id: n, group: true,
       size: elements.filter(x => shown(x.name) === n).length});
   }
-  const links = [];
+  const links = [], keys = new Set(), unknown = new Set();
   for (const e of edges) {
     const a = shown(e.from), b = shown(e.to);
-    if (a !== b && !links.some(l => l.a === a && l.b === b)) links.push({a, b});
+    // A connection naming no declared element: said on the page, not
+    // drawn (nothing else is lost).
+    if (!seen.has(a)) { unknown.add(e.from); continue; }
+    if (!seen.has(b)) { unknown.add(e.to); continue; }
+    if (a !== b && !keys.has(a + "\n" + b)) { keys.add(a + "\n" + b); links.push({a, b}); }
   }
-  // Layers: longest path from the sources (bounded, so cycles end).
-  const layer = {};
-  for (const n of nodes) layer[n.id] = 0;
-  for (let it = 0; it < nodes.length; it++) {
-    let changed = false;
-    for (const l of links) if (layer[l.b] < layer[l.a] + 1 && layer[l.a] + 1 < nodes.length) { layer[l.b] = layer[l.a] + 1; changed = true; }
-    if (!changed) break;
-  }
-  const cols = {};
-  for (const n of nodes) (cols[layer[n.id]] = cols[layer[n.id]] || []).push(n);
-  const W = 150, H = 62, GX = 40, GY = 18, pos = {};
-  let maxRow = 0, maxCol = 0;
-  for (const [c, ns] of Object.entries(cols)) {
-    ns.forEach((n, r) => { pos[n.id] = {x: 10 + c * (W + GX), y: 10 + r * (H + GY)}; maxRow = Math.max(maxRow, r); });
-    maxCol = Math.max(maxCol, +c);
-  }
-  const svg = document.getElementById("graph");
-  svg.setAttribute("width", 20 + (maxCol + 1) * (W + GX));
-  svg.setAttribute("height", 20 + (maxRow + 1) * (H + GY));
+  const {pos, back, width, height} = place(nodes, links);
+  graphSize = [width, height];
   let s = '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" fill="#90a4ae"/></marker></defs>';
   for (const l of links) {
     const a = pos[l.a], b = pos[l.b];
     const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
-    s += `<path class="edge" d="M${x1},${y1} C${x1 + 25},${y1} ${x2 - 25},${y2} ${x2},${y2}"/>`;
+    if (back.has(l)) {
+      // Back to an earlier layer: around below the two nodes.
+      const low = Math.max(a.y, b.y) + H + GY / 2;
+      s += `<path class="edge back" d="M${a.x + W / 2},${a.y + H} C${a.x + W / 2},${low} ${b.x + W / 2},${low} ${b.x + W / 2},${b.y + H}"/>`;
+    } else {
+      s += `<path class="edge" d="M${x1},${y1} C${x1 + 25},${y1} ${x2 - 25},${y2} ${x2},${y2}"/>`;
+    }
   }
   for (const n of nodes) {
     const p = pos[n.id];
@@ -108,14 +196,93 @@ function layout() {
     } else {
       const q = /Queue$/.test(n.el.cls) ? " queue" : "";
       s += `<g class="node${q}" data-el="${esc(n.id)}" transform="translate(${p.x},${p.y})"><rect width="${W}" height="${H}" rx="4"/>` +
+        `<title>${esc(n.id)} :: ${esc(n.el.cls)}</title>` +
         `<text class="name" x="6" y="15">${esc(n.id.length > 22 ? "…" + n.id.slice(-21) : n.id)}</text>` +
         `<text class="cls" x="6" y="29">${esc(n.el.cls)}</text>` +
         `<text class="stat" x="6" y="44" id="${idOf("count", n.id)}"></text>` +
         `<text class="stat" x="6" y="57" id="${idOf("rate", n.id)}"></text></g>`;
     }
   }
+  const svg = document.getElementById("graph");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.innerHTML = s;
+  if (!zoomSet) {
+    // First drawing: the whole width if that keeps the text readable.
+    const wrap = document.getElementById("graph-wrap");
+    zoomSet = true;
+    zoom = Math.min(1, Math.max(0.75, (wrap.clientWidth - 4) / width));
+  }
+  setZoom(zoom);
   for (const g of svg.querySelectorAll("[data-group]")) g.onclick = () => { collapsed.delete(g.dataset.group); drawCompounds(); layout(); };
+  graphNote(unknown.size ? "connections to undeclared elements not drawn: " + [...unknown].join(", ") : "");
+}
+
+function graphNote(text) {
+  const m = document.getElementById("graph-msg");
+  m.textContent = text;
+  m.className = text ? "err" : "";
+}
+
+// Zoom: the SVG's size in the page; the drawing (its viewBox) is unchanged.
+function setZoom(z, cx, cy) {
+  const wrap = document.getElementById("graph-wrap"), svg = document.getElementById("graph");
+  const old = zoom;
+  zoom = Math.min(3, Math.max(0.1, z));
+  // Keep the point under (cx, cy) (relative to the wrap) in place.
+  cx = cx === undefined ? wrap.clientWidth / 2 : cx;
+  cy = cy === undefined ? wrap.clientHeight / 2 : cy;
+  const gx = (wrap.scrollLeft + cx) / old, gy = (wrap.scrollTop + cy) / old;
+  svg.setAttribute("width", Math.round(graphSize[0] * zoom));
+  svg.setAttribute("height", Math.round(graphSize[1] * zoom));
+  wrap.scrollLeft = gx * zoom - cx;
+  wrap.scrollTop = gy * zoom - cy;
+  document.getElementById("zoom-level").textContent = Math.round(zoom * 100) + "%";
+}
+
+function graphControls() {
+  const wrap = document.getElementById("graph-wrap");
+  document.getElementById("zoom-in").onclick = () => setZoom(zoom * 1.25);
+  document.getElementById("zoom-out").onclick = () => setZoom(zoom / 1.25);
+  document.getElementById("zoom-fit").onclick = () => setZoom(Math.min(
+    (wrap.clientWidth - 4) / graphSize[0], (wrap.clientHeight - 4) / graphSize[1], 1));
+  document.getElementById("zoom-reset").onclick = () => setZoom(1);
+  // Ctrl + wheel zooms around the pointer; the wheel alone scrolls.
+  wrap.addEventListener("wheel", ev => {
+    if (!ev.ctrlKey) return;
+    ev.preventDefault();
+    const r = wrap.getBoundingClientRect();
+    setZoom(zoom * (ev.deltaY < 0 ? 1.15 : 1 / 1.15), ev.clientX - r.left, ev.clientY - r.top);
+  }, {passive: false});
+  // Dragging the background pans.
+  let drag = null;
+  wrap.addEventListener("mousedown", ev => {
+    if (ev.button !== 0 || ev.target.closest(".node")) return;
+    drag = [ev.clientX, ev.clientY, wrap.scrollLeft, wrap.scrollTop];
+    ev.preventDefault();
+  });
+  window.addEventListener("mousemove", ev => {
+    if (!drag) return;
+    wrap.scrollLeft = drag[2] - (ev.clientX - drag[0]);
+    wrap.scrollTop = drag[3] - (ev.clientY - drag[1]);
+  });
+  window.addEventListener("mouseup", () => { drag = null; });
+  // Find an element: its node (or its collapsed compound's) is marked and
+  // brought into view.
+  document.getElementById("find").addEventListener("change", ev => {
+    const q = ev.target.value.trim();
+    for (const g of document.querySelectorAll(".node.found")) g.classList.remove("found");
+    if (!q) return;
+    const e = elements.find(x => x.name === q) || elements.find(x => x.name.includes(q));
+    if (!e) { graphNote("no element matches '" + q + "'"); return; }
+    graphNote("");
+    const id = shown(e.name);
+    const g = [...document.querySelectorAll("#graph .node")].find(x => (x.dataset.el || x.dataset.group) === id);
+    if (!g) return;
+    g.classList.add("found");
+    const r = g.getBoundingClientRect(), w = wrap.getBoundingClientRect();
+    wrap.scrollLeft += r.left - w.left - wrap.clientWidth / 2 + r.width / 2;
+    wrap.scrollTop += r.top - w.top - wrap.clientHeight / 2 + r.height / 2;
+  });
 }
 
 function drawCompounds() {
@@ -142,7 +309,7 @@ async function poll() {
   const sw = val("hotswaps");
   if (sw !== null) {
     const n = sw.split("\n")[0];
-    if (swaps !== null && n !== swaps) { swaps = n; last = {}; await load(); return; }
+    if (swaps !== null && n !== swaps) { swaps = n; last = {}; await reload(); return; }
     swaps = n;
   }
   for (const e of elements) {
@@ -198,7 +365,14 @@ async function poll() {
 async function load() {
   const r = await readMany(["flatconfig", "version"]);
   if (!r.flatconfig || !r.flatconfig.ok) throw new Error(r.flatconfig ? r.flatconfig.error : "no flatconfig");
-  [elements, edges] = parseFlat(r.flatconfig.value);
+  let bad;
+  [elements, edges, bad] = parseFlat(r.flatconfig.value);
+  if (!loaded && elements.length > COLLAPSE_ABOVE) {
+    // A large router: its compounds start collapsed (the boxes above the
+    // graph open them).
+    for (const e of elements) if (e.name.includes("/")) collapsed.add(e.name.split("/")[0]);
+  }
+  loaded = true;
   const hr = await readMany(elements.map(e => e.name + ".handlers"));
   handlers = {};
   for (const e of elements) {
@@ -207,6 +381,7 @@ async function load() {
   }
   drawCompounds();
   layout();
+  if (bad.length) graphNote("statements not understood: " + bad.join(" | "));
 }
 
 async function handlerCall(write) {
@@ -221,14 +396,21 @@ async function handlerCall(write) {
   } catch (err) { r = {ok: false, error: String(err)}; }
   out.className = r.ok ? "" : "err";
   out.textContent = r.ok ? (write ? "write " + h + ": OK" : r.value) : r.error;
-  if (write && r.ok && h === "hotconfig") { await load(); }
+  if (write && r.ok && h === "hotconfig") { await reload(); }
 }
 document.getElementById("hform").addEventListener("submit", e => e.preventDefault());
 document.getElementById("h-read").onclick = () => handlerCall(false);
 document.getElementById("h-write").onclick = () => handlerCall(true);
 
+// An error drawing the graph stays on the page (the status line is
+// overwritten by every poll).
+async function reload() {
+  try { await load(); } catch (err) { graphNote("error drawing the graph: " + err); }
+}
+
+graphControls();
 (async () => {
-  try { await load(); } catch (err) { document.getElementById("status").textContent = "error: " + err; }
+  await reload();
   poll();
   setInterval(poll, POLL_MS);
 })();

@@ -445,11 +445,16 @@ impl<'r> Cx<'r> {
                 return self.forward_packet(port, p);
             }
         }
+        // A live capture (see crate::capture): one load per call.
+        let tap = core.tap.on.load(Ordering::Relaxed);
         let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
                 return self.drop_unconnected(batch);
             };
+            if tap {
+                crate::capture::hop(self, self.current, port, &batch);
+            }
             if let Some(f) = peer.fused_batch() {
                 self.current = peer.elem as usize;
                 match f.run(self, &mut batch) {
@@ -526,11 +531,15 @@ impl<'r> Cx<'r> {
 
     fn forward_packet_plain(&mut self, mut port: usize, mut p: Packet) {
         let core = self.core;
+        let tap = core.tap.on.load(Ordering::Relaxed);
         let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
                 return self.drop_unconnected_packet(p);
             };
+            if tap {
+                crate::capture::hop_one(self, self.current, port, &p);
+            }
             if let Some(f) = peer.fused() {
                 self.current = peer.elem as usize;
                 match f.run_one(self, &mut p) {
@@ -584,6 +593,11 @@ impl<'r> Cx<'r> {
         } else {
             self.pull_profiled(from, peer.elem as usize, peer.port as usize, max)
         };
+        if core.tap.on.load(Ordering::Relaxed) {
+            if let Some(b) = &b {
+                crate::capture::hop(self, peer.elem as usize, peer.port as usize, b);
+            }
+        }
         self.current = saved;
         b
     }
@@ -625,6 +639,11 @@ impl<'r> Cx<'r> {
             self.pull_profiled(from, peer.elem as usize, peer.port as usize, 1)
                 .and_then(|mut b| b.pop())
         };
+        if core.tap.on.load(Ordering::Relaxed) {
+            if let Some(p) = &p {
+                crate::capture::hop_one(self, peer.elem as usize, peer.port as usize, p);
+            }
+        }
         self.current = saved;
         p
     }
