@@ -95,7 +95,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TextTrace, String> {
     let flowid = a.read::<String>("FLOWID");
     let aggregate = a.read::<u32>("AGGREGATE").unwrap_or(1);
     let timing = a.read::<bool>("TIMING").unwrap_or(false);
-    let burst = a.read::<usize>("BURST").unwrap_or(crate::common::TRACE_BURST);
+    let burst = a
+        .read::<usize>("BURST")
+        .unwrap_or(crate::common::TRACE_BURST);
     a.complete()?;
     let flowid = match flowid {
         Some(f) => FlowId::parse(&f)

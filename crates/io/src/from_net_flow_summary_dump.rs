@@ -104,7 +104,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TextTrace, String> {
     let link = a.read::<String>("LINK");
     let timing = a.read::<bool>("TIMING").unwrap_or(false);
     let checksum = a.read::<bool>("CHECKSUM").unwrap_or(false);
-    let burst = a.read::<usize>("BURST").unwrap_or(crate::common::TRACE_BURST);
+    let burst = a
+        .read::<usize>("BURST")
+        .unwrap_or(crate::common::TRACE_BURST);
     a.complete()?;
     let link = match link.as_deref().map(str::to_ascii_lowercase).as_deref() {
         None | Some("input") => LINK_INPUT,

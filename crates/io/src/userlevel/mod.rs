@@ -3,9 +3,9 @@
 
 use paraclick_runtime::Registry;
 
-pub mod mcast_socket;
 pub mod change_uid;
 pub mod kernel_filter;
+pub mod mcast_socket;
 pub mod raw_socket;
 pub mod socket;
 
