@@ -57,7 +57,10 @@ pub fn stream(r: &mut BufReader<Box<dyn Conn>>) -> u8 {
         // Nothing buffered: done once the writer has finished and what it
         // wrote last was read.
         let state = call(r, "READ capture\r\n").unwrap_or_default();
-        if !state.lines().any(|l| l == "state running") {
+        if !state
+            .lines()
+            .any(|l| l == "state running" || l == "state starting")
+        {
             let last = call(r, "READ capture_data\r\n").unwrap_or_default();
             match unhex(&last) {
                 Some(b) if !b.is_empty() => {

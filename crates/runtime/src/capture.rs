@@ -29,7 +29,7 @@
 //! ctl capture E F - | tcpdump -r -` reads it live.
 //!
 //! `read capture`: the state, one `KEY VALUE` a line: `state` (`idle`,
-//! `running`, `done`), `connection`, `file`, `captured` (copies put in
+//! `starting` until every thread sees the capture, `running`, `done`), `connection`, `file`, `captured` (copies put in
 //! the ring), `written` (records written), `dropped` (copies not made,
 //! or not written) and `error` (a failed write).
 
@@ -133,6 +133,10 @@ struct Shared {
     active: AtomicBool,
     /// The writer has finished.
     done: AtomicBool,
+    /// Every worker has seen [`Tap::on`] since this capture began (the
+    /// data path reads the flag only when the sync epoch moves): until
+    /// then the capture is `starting`.
+    armed: AtomicBool,
 }
 
 /// A router's capture state (one capture at a time).
@@ -171,6 +175,7 @@ impl Tap {
                 pipe: Mutex::new(Vec::new()),
                 active: AtomicBool::new(false),
                 done: AtomicBool::new(true),
+                armed: AtomicBool::new(false),
             }),
             control: Mutex::new(Control::default()),
         }
@@ -369,6 +374,7 @@ pub(crate) fn write(core: &Core, value: &str) -> Result<(), String> {
     sh.elem.store(e as u32, Ordering::Relaxed);
     sh.port.store(port as u32, Ordering::Relaxed);
     sh.done.store(false, Ordering::Release);
+    sh.armed.store(false, Ordering::Relaxed);
     sh.active.store(true, Ordering::Relaxed);
     let shared = sh.clone();
     let w = std::thread::Builder::new()
@@ -486,8 +492,10 @@ pub(crate) fn read(core: &Core) -> String {
     }
     let state = if sh.done.load(Ordering::Acquire) {
         "done"
-    } else {
+    } else if sh.armed.load(Ordering::Acquire) {
         "running"
+    } else {
+        "starting"
     };
     let mut s = format!(
         "state {state}\nconnection {}\nfile {}\ncaptured {}\nwritten {}\ndropped {}\n",
@@ -535,4 +543,10 @@ pub(crate) fn stop_and_join(core: &Core) {
     if let Some(w) = w {
         let _ = w.join();
     }
+}
+
+/// After [`write`] started a capture and every worker crossed the
+/// barrier: the capture is `running`.
+pub(crate) fn armed(core: &Core) {
+    core.tap.shared.armed.store(true, Ordering::Release);
 }

@@ -180,7 +180,15 @@ pub(crate) fn write(
                 crate::crossing::barrier(core);
                 Ok(())
             }
-            "capture" => crate::capture::write(core, value).map_err(|e| format!("capture: {e}")),
+            "capture" => {
+                crate::capture::write(core, value).map_err(|e| format!("capture: {e}"))?;
+                // Workers read the capture's flag when the epoch moves,
+                // as the tracer's; the capture reads `running` once they
+                // all have.
+                crate::crossing::barrier(core);
+                crate::capture::armed(core);
+                Ok(())
+            }
             _ => Err(format!("no write handler '{h}'")),
         };
     };

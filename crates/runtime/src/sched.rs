@@ -583,8 +583,9 @@ impl<'r> Pass<'r> {
         let cx = &mut self.cx;
         let e = core.sync_epoch.load(Ordering::Acquire);
         if e != self.epoch {
-            // Turning the tracer on or off moves the epoch (its handlers
-            // wait on the barrier), so the flag is read here only.
+            // Turning the tracer or a capture on or off moves the epoch
+            // (their handlers wait on the barrier), so the flags are read
+            // here only.
             cx.refresh_tracing();
             // A plan change waits for this: nothing this thread staged
             // under the old plan may be published under the new one.

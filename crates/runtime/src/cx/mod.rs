@@ -62,6 +62,11 @@ pub struct Cx<'r> {
     /// epoch moved (the tracer's handlers move it), so the data path
     /// tests a field of its own context once per push or pull.
     pub(crate) tracing: bool,
+    /// A live capture is on ([`crate::capture`]): copied like `tracing`.
+    tapping: bool,
+    /// `tracing || tapping`: the one flag the data path tests, so that
+    /// nobody looking costs one predictable branch per call.
+    observing: bool,
     /// The trace filter this thread uses, and the tracer's filter
     /// generation it was fetched at.
     trace_filter: (u64, Option<crate::trace::PacketFilter>),
@@ -81,6 +86,9 @@ impl<'r> Cx<'r> {
             wake_ns: u64::MAX,
             drained: false,
             tracing: core.tracer.on.load(Ordering::Relaxed),
+            tapping: core.tap.on.load(Ordering::Relaxed),
+            observing: core.tracer.on.load(Ordering::Relaxed)
+                || core.tap.on.load(Ordering::Relaxed),
             trace_filter: (0, None),
         }
     }
@@ -89,6 +97,8 @@ impl<'r> Cx<'r> {
     #[inline]
     pub(crate) fn refresh_tracing(&mut self) {
         self.tracing = self.core.tracer.on.load(Ordering::Relaxed);
+        self.tapping = self.core.tap.on.load(Ordering::Relaxed);
+        self.observing = self.tracing || self.tapping;
     }
 
     /// Asks for the running element's [`Element::flush`] to be called on
@@ -249,10 +259,31 @@ impl<'r> Cx<'r> {
 
     #[inline]
     fn forward(&mut self, port: usize, batch: Batch) {
-        if self.tracing {
-            return self.forward_traced(port, batch);
+        if self.observing {
+            return self.forward_observed(port, batch);
         }
-        self.forward_plain(port, batch)
+        self.forward_plain::<false>(port, batch)
+    }
+
+    /// [`Cx::forward`] while a trace or a capture is on.
+    #[cold]
+    #[inline(never)]
+    fn forward_observed(&mut self, port: usize, batch: Batch) {
+        if self.tracing {
+            self.forward_traced(port, batch)
+        } else {
+            self.forward_plain::<true>(port, batch)
+        }
+    }
+
+    /// [`Cx::forward`] past the tracer: with the capture's hook when a
+    /// capture is on.
+    fn forward_tapped(&mut self, port: usize, batch: Batch) {
+        if self.tapping {
+            self.forward_plain::<true>(port, batch)
+        } else {
+            self.forward_plain::<false>(port, batch)
+        }
     }
 
     /// [`Cx::forward`] while tracing: marks packets entering the router,
@@ -268,7 +299,7 @@ impl<'r> Cx<'r> {
             }
         }
         if !batch.iter().any(|p| p.anno().trace != 0) {
-            return self.forward_plain(port, batch);
+            return self.forward_tapped(port, batch);
         }
         for p in batch.drain() {
             self.current = cur;
@@ -320,7 +351,7 @@ impl<'r> Cx<'r> {
             self.trace_mark(&mut p);
         }
         if p.anno().trace == 0 {
-            return self.forward_packet_plain(port, p);
+            return self.forward_packet_tapped(port, p);
         }
         let core = self.core;
         let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
@@ -437,7 +468,7 @@ impl<'r> Cx<'r> {
         );
     }
 
-    fn forward_plain(&mut self, mut port: usize, mut batch: Batch) {
+    fn forward_plain<const TAP: bool>(&mut self, mut port: usize, mut batch: Batch) {
         let core = self.core;
         if batch.len() == 1 {
             if let Some(p) = batch.pop() {
@@ -445,8 +476,8 @@ impl<'r> Cx<'r> {
                 return self.forward_packet(port, p);
             }
         }
-        // A live capture (see crate::capture): one load per call.
-        let tap = core.tap.on.load(Ordering::Relaxed);
+        // A live capture (see crate::capture): only on the observed path.
+        let tap = TAP && core.tap.on.load(Ordering::Relaxed);
         let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
@@ -523,15 +554,35 @@ impl<'r> Cx<'r> {
     /// [`Cx::forward`] for one packet.
     #[inline]
     fn forward_packet(&mut self, port: usize, p: Packet) {
-        if self.tracing {
-            return self.forward_packet_traced(port, p);
+        if self.observing {
+            return self.forward_packet_observed(port, p);
         }
-        self.forward_packet_plain(port, p)
+        self.forward_packet_plain::<false>(port, p)
     }
 
-    fn forward_packet_plain(&mut self, mut port: usize, mut p: Packet) {
+    /// [`Cx::forward_packet`] while a trace or a capture is on.
+    #[cold]
+    #[inline(never)]
+    fn forward_packet_observed(&mut self, port: usize, p: Packet) {
+        if self.tracing {
+            self.forward_packet_traced(port, p)
+        } else {
+            self.forward_packet_plain::<true>(port, p)
+        }
+    }
+
+    /// [`Cx::forward_packet`] past the tracer.
+    fn forward_packet_tapped(&mut self, port: usize, p: Packet) {
+        if self.tapping {
+            self.forward_packet_plain::<true>(port, p)
+        } else {
+            self.forward_packet_plain::<false>(port, p)
+        }
+    }
+
+    fn forward_packet_plain<const TAP: bool>(&mut self, mut port: usize, mut p: Packet) {
         let core = self.core;
-        let tap = core.tap.on.load(Ordering::Relaxed);
+        let tap = TAP && core.tap.on.load(Ordering::Relaxed);
         let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
         loop {
             let Some(peer) = outs.get(port) else {
@@ -575,14 +626,25 @@ impl<'r> Cx<'r> {
     /// Pulls up to `max` packets from input `port` of the running element.
     #[inline(always)]
     pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
-        if self.tracing {
-            return self.pull_traced(port, max);
+        if self.observing {
+            return self.pull_observed(port, max);
         }
-        self.pull_plain(port, max)
+        self.pull_plain::<false>(port, max)
+    }
+
+    /// [`Cx::pull`] while a trace or a capture is on.
+    #[cold]
+    #[inline(never)]
+    fn pull_observed(&mut self, port: usize, max: usize) -> Option<Batch> {
+        if self.tracing {
+            self.pull_traced(port, max)
+        } else {
+            self.pull_plain::<true>(port, max)
+        }
     }
 
     #[inline(always)]
-    fn pull_plain(&mut self, port: usize, max: usize) -> Option<Batch> {
+    fn pull_plain<const TAP: bool>(&mut self, port: usize, max: usize) -> Option<Batch> {
         let core = self.core;
         let peer = core.ports[self.current].inputs.get(port)?;
         let from = peer.element()?;
@@ -593,7 +655,7 @@ impl<'r> Cx<'r> {
         } else {
             self.pull_profiled(from, peer.elem as usize, peer.port as usize, max)
         };
-        if core.tap.on.load(Ordering::Relaxed) {
+        if TAP && core.tap.on.load(Ordering::Relaxed) {
             if let Some(b) = &b {
                 crate::capture::hop(self, peer.elem as usize, peer.port as usize, b);
             }
@@ -608,7 +670,11 @@ impl<'r> Cx<'r> {
     fn pull_traced(&mut self, port: usize, max: usize) -> Option<Batch> {
         let peer = self.core.ports[self.current].inputs.get(port)?;
         let (from, out) = (peer.elem as usize, peer.port as usize);
-        let mut b = self.pull_plain(port, max);
+        let mut b = if self.tapping {
+            self.pull_plain::<true>(port, max)
+        } else {
+            self.pull_plain::<false>(port, max)
+        };
         if let Some(b) = &mut b {
             self.trace_pulled(from, out, port, b.as_mut_slice());
         }
@@ -619,14 +685,25 @@ impl<'r> Cx<'r> {
     /// single-packet path: no batch).
     #[inline(always)]
     pub fn pull_packet(&mut self, port: usize) -> Option<Packet> {
-        if self.tracing {
-            return self.pull_packet_traced(port);
+        if self.observing {
+            return self.pull_packet_observed(port);
         }
-        self.pull_packet_plain(port)
+        self.pull_packet_plain::<false>(port)
+    }
+
+    /// [`Cx::pull_packet`] while a trace or a capture is on.
+    #[cold]
+    #[inline(never)]
+    fn pull_packet_observed(&mut self, port: usize) -> Option<Packet> {
+        if self.tracing {
+            self.pull_packet_traced(port)
+        } else {
+            self.pull_packet_plain::<true>(port)
+        }
     }
 
     #[inline(always)]
-    fn pull_packet_plain(&mut self, port: usize) -> Option<Packet> {
+    fn pull_packet_plain<const TAP: bool>(&mut self, port: usize) -> Option<Packet> {
         let core = self.core;
         let peer = core.ports[self.current].inputs.get(port)?;
         let from = peer.element()?;
@@ -639,7 +716,7 @@ impl<'r> Cx<'r> {
             self.pull_profiled(from, peer.elem as usize, peer.port as usize, 1)
                 .and_then(|mut b| b.pop())
         };
-        if core.tap.on.load(Ordering::Relaxed) {
+        if TAP && core.tap.on.load(Ordering::Relaxed) {
             if let Some(p) = &p {
                 crate::capture::hop_one(self, peer.elem as usize, peer.port as usize, p);
             }
@@ -654,7 +731,11 @@ impl<'r> Cx<'r> {
     fn pull_packet_traced(&mut self, port: usize) -> Option<Packet> {
         let peer = self.core.ports[self.current].inputs.get(port)?;
         let (from, out) = (peer.elem as usize, peer.port as usize);
-        let mut p = self.pull_packet_plain(port);
+        let mut p = if self.tapping {
+            self.pull_packet_plain::<true>(port)
+        } else {
+            self.pull_packet_plain::<false>(port)
+        };
         if let Some(p) = &mut p {
             self.trace_pulled(from, out, port, std::slice::from_mut(p));
         }
