@@ -98,8 +98,12 @@ struct Socks {
     own: Option<SocketAddrV4>,
 }
 
+/// Why this element drops packets (its `drop_reasons`).
+const DROP_REASONS: &[&str] = &["send failed"];
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("McastSocket", "0-1/0-1", "a/h", make)
+        .drop_reasons(DROP_REASONS)
         .shared("a device: one socket for all flows")
         .kind(Kind::Device)
 }
@@ -266,7 +270,7 @@ impl Element for McastSocket {
             }
         }
         for p in bad {
-            cx.drop_packet(p);
+            cx.drop_packet_for(0, p);
         }
     }
 
