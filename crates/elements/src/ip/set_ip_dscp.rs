@@ -40,7 +40,8 @@ pub fn spec() -> ClassSpec {
         .stateless()
 }
 
-fn check_dscp(d: u8) -> Result<u8, String> {
+/// A DSCP value: 0..63 (SetIP6DSCP's check too).
+pub(crate) fn check_dscp(d: u8) -> Result<u8, String> {
     if d <= 63 {
         Ok(d)
     } else {
@@ -49,15 +50,20 @@ fn check_dscp(d: u8) -> Result<u8, String> {
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetIPDSCP, String> {
+    Ok(SetIPDSCP {
+        dscp: read_dscp(cx)?,
+    })
+}
+
+/// The one argument, DSCP, of SetIPDSCP and SetIP6DSCP.
+pub(crate) fn read_dscp(cx: &mut ConfigCx<'_>) -> Result<AtomicU8, String> {
     let mut a = cx.args();
     let dscp = a.read_mp::<u8>("DSCP");
     if let Err(e) = check_dscp(dscp) {
         a.error(e);
     }
     a.complete()?;
-    Ok(SetIPDSCP {
-        dscp: AtomicU8::new(dscp),
-    })
+    Ok(AtomicU8::new(dscp))
 }
 
 impl Action for SetIPDSCP {

@@ -26,6 +26,7 @@
 //!     ... -> CheckIP6Header -> SetIP6DSCP(46) -> ...;
 
 use super::fixed_ip6_header;
+use crate::ip::set_ip_dscp::{check_dscp, read_dscp};
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -44,23 +45,9 @@ pub fn spec() -> ClassSpec {
         .drop_reasons(REASONS)
 }
 
-fn check_dscp(d: u8) -> Result<u8, String> {
-    if d <= 63 {
-        Ok(d)
-    } else {
-        Err(format!("DSCP: expected integer 0..63, not {d}"))
-    }
-}
-
 fn make(cx: &mut ConfigCx<'_>) -> Result<SetIP6DSCP, String> {
-    let mut a = cx.args();
-    let dscp = a.read_mp::<u8>("DSCP");
-    if let Err(e) = check_dscp(dscp) {
-        a.error(e);
-    }
-    a.complete()?;
     Ok(SetIP6DSCP {
-        dscp: AtomicU8::new(dscp),
+        dscp: read_dscp(cx)?,
     })
 }
 
