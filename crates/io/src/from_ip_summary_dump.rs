@@ -13,8 +13,8 @@
 //! The format: lines starting with `!` are comments and directives
 //! (`!IPSummaryDump 1.3`; `!data` or `!contents` followed by the field
 //! names of the data lines; `!flowid SRC SPORT DST DPORT [PROTO]` giving
-//! default addresses and ports; `!proto PROTO` (`T`, `U`, `I` or a
-//! number) giving the protocol of the following lines' packets when they
+//! default addresses and ports; `!proto PROTO` (`T`, `U`, `I`, a
+//! number or a name such as `icmp`) giving the protocol of the following lines' packets when they
 //! name none, in place of the PROTO keyword); lines starting with `#` and blank lines
 //! are ignored; every other line describes one packet, its fields separated
 //! by spaces, `-` for a field that is not known. A line may hold fewer
@@ -718,15 +718,16 @@ mod tests {
             &full_registry(),
             "f :: FromIPSummaryDump(STOP true, PROTO 17, DATA \"!data ip_dst ip_proto\n\
              1.0.0.1\n!proto 9\n1.0.0.2\n1.0.0.3 T\n!proto 300\n1.0.0.4\n\
-             !proto I\n1.0.0.5\") -> s :: TestSink;",
+             !proto I\n1.0.0.5\n!proto gre\n1.0.0.6\n!proto nosuch\n1.0.0.7\") -> s :: TestSink;",
         );
         run(&r);
         let protos: Vec<u8> = sink(&r, "s")
             .iter()
             .map(|p| Ipv4Header::new_checked(p.data()).unwrap().protocol())
             .collect();
-        assert_eq!(protos, [17, 9, 6, 9, 1]);
-        assert_eq!(r.read_handler("f.errors").unwrap(), "1");
+        // Names Click knows (`!proto gre`) too; an unknown name is bad.
+        assert_eq!(protos, [17, 9, 6, 9, 1, 47, 47]);
+        assert_eq!(r.read_handler("f.errors").unwrap(), "2");
     }
 
     #[test]

@@ -830,7 +830,8 @@ pub(crate) fn parse_value(f: Field, s: &str, v: &mut Values, minor: u32) -> Opti
                 "T" => 6,
                 "U" => 17,
                 "I" => 1,
-                _ => int(s)?,
+                // A number, or a name Click knows (`!proto icmp`).
+                _ => int(s).or_else(|| paraclick_elements::iproute::encap::parse_proto(s).ok())?,
             })
         }
         Field::IpHl => v.hl = Some(int::<u32>(s).filter(|h| *h <= 60)?),

@@ -136,7 +136,7 @@ fn encode_word(f: Field, s: &str, out: &mut Vec<u8>) -> Option<()> {
                 "T" => 6,
                 "U" => 17,
                 "I" => 1,
-                _ => s.parse::<u8>().ok()?,
+                _ => paraclick_elements::iproute::encap::parse_proto(s).ok()?,
             };
             out.push(v);
         }
