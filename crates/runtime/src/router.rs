@@ -718,25 +718,14 @@ impl Router {
     /// Pushes packets into input `port` of element `name` on the calling
     /// thread, as thread 0 (tests and tools; not while the router runs).
     pub fn push_into(&self, name: &str, port: usize, batch: Batch) -> Result<(), String> {
-        let core = &*self.core;
-        let i = *core
-            .names
-            .get(name)
-            .ok_or_else(|| format!("no element named '{name}'"))?;
-        let _g = core
-            .exclusive
-            .try_lock()
-            .map_err(|_| "router is running".to_string())?;
-        let mut cx = Cx::new(core, 0);
-        cx.current = i;
-        if core.ports[i].one_by_one {
-            // As a hop delivers it (see `Ports::one_by_one`).
-            cx.push_one_by_one(&*core.slots[i].element, port, batch);
-        } else {
-            core.slots[i].element.push(&mut cx, port, batch);
-        }
-        cx.flush_deferred();
-        Ok(())
+        self.as_element(name, |cx, core, i| {
+            if core.ports[i].one_by_one {
+                // As a hop delivers it (see `Ports::one_by_one`).
+                cx.push_one_by_one(&*core.slots[i].element, port, batch);
+            } else {
+                core.slots[i].element.push(cx, port, batch);
+            }
+        })
     }
 
     /// Sends `batch` out of output `port` of element `name` on the calling
@@ -744,25 +733,26 @@ impl Router {
     /// not while the router runs). From a source, the packets enter the
     /// router: the packet tracer marks them as it marks a source's.
     pub fn send_from(&self, name: &str, port: usize, batch: Batch) -> Result<(), String> {
-        let core = &*self.core;
-        let i = *core
-            .names
-            .get(name)
-            .ok_or_else(|| format!("no element named '{name}'"))?;
-        let _g = core
-            .exclusive
-            .try_lock()
-            .map_err(|_| "router is running".to_string())?;
-        let mut cx = Cx::new(core, 0);
-        cx.current = i;
-        cx.push(port, batch);
-        cx.flush_deferred();
-        Ok(())
+        self.as_element(name, |cx, _, _| cx.push(port, batch))
     }
 
     /// Pulls from output `port` of element `name` on the calling thread, as
     /// thread 0 (tests and tools; not while the router runs).
     pub fn pull_from(&self, name: &str, port: usize, max: usize) -> Result<Option<Batch>, String> {
+        self.as_element(name, |cx, core, i| {
+            core.slots[i].element.pull(cx, port, max)
+        })
+    }
+
+    /// Runs `f` on the calling thread as thread 0 with element `name`
+    /// running (its index given), then flushes what it deferred: the one
+    /// way in for [`Router::push_into`], [`Router::send_from`] and
+    /// [`Router::pull_from`]. Refused while the router runs.
+    fn as_element<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Cx<'_>, &Core, usize) -> T,
+    ) -> Result<T, String> {
         let core = &*self.core;
         let i = *core
             .names
@@ -774,9 +764,9 @@ impl Router {
             .map_err(|_| "router is running".to_string())?;
         let mut cx = Cx::new(core, 0);
         cx.current = i;
-        let b = core.slots[i].element.pull(&mut cx, port, max);
+        let out = f(&mut cx, core, i);
         cx.flush_deferred();
-        Ok(b)
+        Ok(out)
     }
 
     /// Buffers of the workers' packet pools still held by packets. Exact
