@@ -260,18 +260,10 @@ impl Element for McastSocket {
     }
 
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
-        let mut bad = Vec::new();
-        for p in batch {
-            if self.socks.get().is_some_and(|s| self.send(s, p.data())) {
-                self.sent.fetch_add(1, Ordering::Relaxed);
-            } else {
-                self.drops.inc(cx.thread());
-                bad.push(p);
-            }
-        }
-        for p in bad {
-            cx.drop_packet_for(0, p);
-        }
+        let to = self.socks.get();
+        super::socket::send_each(cx, batch, &self.sent, &self.drops, |d| {
+            to.is_some_and(|s| self.send(s, d))
+        });
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {

@@ -233,18 +233,10 @@ impl Element for RawSocket {
     }
 
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
-        let mut bad = Vec::new();
-        for p in batch {
-            if self.fd.get().is_some_and(|fd| self.send(fd, p.data())) {
-                self.sent.fetch_add(1, Ordering::Relaxed);
-            } else {
-                self.drops.inc(cx.thread());
-                bad.push(p);
-            }
-        }
-        for p in bad {
-            cx.drop_packet_for(0, p);
-        }
+        let to = self.fd.get();
+        super::socket::send_each(cx, batch, &self.sent, &self.drops, |d| {
+            to.is_some_and(|fd| self.send(fd, d))
+        });
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {

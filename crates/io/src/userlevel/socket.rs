@@ -467,6 +467,30 @@ impl Socket {
     }
 }
 
+/// Sends each packet of `batch` with `send` (true when it went out),
+/// counting it in `sent`, or in `drops` and as the class's drop reason 0
+/// ("send failed"): the datagram sockets' push (RawSocket, McastSocket).
+pub(crate) fn send_each(
+    cx: &mut Cx<'_>,
+    batch: Batch,
+    sent: &AtomicU64,
+    drops: &PerThreadCount,
+    mut send: impl FnMut(&[u8]) -> bool,
+) {
+    let mut bad = Vec::new();
+    for p in batch {
+        if send(p.data()) {
+            sent.fetch_add(1, Ordering::Relaxed);
+        } else {
+            drops.inc(cx.thread());
+            bad.push(p);
+        }
+    }
+    for p in bad {
+        cx.drop_packet_for(0, p);
+    }
+}
+
 /// A packet holding received bytes `d` with `headroom`, stamped with the
 /// current time if `timestamp` (Socket and RawSocket).
 pub(crate) fn received_packet(headroom: usize, d: &[u8], timestamp: bool) -> Option<Packet> {
