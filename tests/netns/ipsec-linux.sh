@@ -185,6 +185,78 @@ guest "/sbin/ip link set eth0 mtu 1600 up && /sbin/ip addr add 172.16.0.2/24 dev
 /sbin/ip addr add 10.0.2.1/32 dev lo && /sbin/ip route add 10.0.1.0/24 via 172.16.0.1 src 10.0.2.1" ||
   { fail "guest network setup"; exit 1; }
 
+# The guest's services, on its inner address: a 2 MB file over HTTP
+# (busybox httpd) and a UDP echo (perl's built-in socket calls).
+GUEST_SHA=$(guest -t 60 "mkdir -p /tmp/www && head -c 2097152 /dev/urandom >/tmp/www/file &&
+httpd -p 10.0.2.1:8000 -h /tmp/www && sha256sum </tmp/www/file") && GUEST_SHA=${GUEST_SHA%% *} ||
+  { fail "guest services: $GUEST_SHA"; exit 1; }
+guest "perl -e 'socket(S, 2, 2, 17) or die; bind(S, pack(\"S n C4 x8\", 2, 9000, 10, 0, 2, 1)) or die;
+while (1) { my \$a = recv(S, my \$d, 65535, 0); send(S, \$d, 0, \$a) if defined \$a }' >/dev/null 2>&1 &" ||
+  { fail "guest UDP echo"; exit 1; }
+# hA's: a 2 MB file over HTTP for the guest's wget.
+mkdir -p "$TMP/www"
+head -c 2097152 /dev/urandom >"$TMP/www/file"
+HOST_SHA=$(sha256sum <"$TMP/www/file"); HOST_SHA=${HOST_SHA%% *}
+write_httpd "$TMP/httpd.py"
+in_a python3 "$TMP/httpd.py" "$TMP/www" 10.0.1.2 8000 >/dev/null 2>&1 &
+PIDS+=($!)
+cat >"$TMP/udp.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+ok = 0
+for i in range(40):
+    n = 1 + (i * 347) % 1400
+    d = bytes((i + j) & 0xff for j in range(n))
+    for _ in range(3):
+        s.sendto(d, (sys.argv[1], 9000))
+        try:
+            r, _ = s.recvfrom(65536)
+        except socket.timeout:
+            continue
+        if r == d:
+            ok += 1
+        break
+print(ok)
+PY
+# esp.py CAPTURE_IF SPI SEND_IF: waits (10 s at most) for an ESP packet
+# of SPI on CAPTURE_IF, then sends it again on SEND_IF (a replay), then a
+# copy with a fresh sequence number (+1000) and one ciphertext byte
+# flipped (tampered: the receiver's window accepts the number, its
+# integrity check must refuse the packet). Prints the captured sequence.
+cat >"$TMP/esp.py" <<'PY'
+import select, socket, struct, sys, time
+cap, spi, out = sys.argv[1], int(sys.argv[2], 16), sys.argv[3]
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((cap, 0))
+print("ready", flush=True)
+deadline = time.time() + 10
+while True:
+    left = deadline - time.time()
+    if left <= 0:
+        print("no ESP packet of SPI %#x seen" % spi)
+        sys.exit(1)
+    if not select.select([s], [], [], left)[0]:
+        continue
+    f = s.recv(65535)
+    if len(f) < 60 or f[12:14] != b"\x08\x00" or f[23] != 50:
+        continue
+    esp = 14 + (f[14] & 15) * 4
+    if struct.unpack("!I", f[esp:esp + 4])[0] == spi:
+        break
+seq = struct.unpack("!I", f[esp + 4:esp + 8])[0]
+time.sleep(0.3)  # the original arrives first
+t = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+t.bind((out, 0))
+t.send(f)
+g = bytearray(f)
+g[esp + 4:esp + 8] = struct.pack("!I", seq + 1000)
+g[esp + 8 + 16 + 4] ^= 0x01
+time.sleep(0.1)
+t.send(bytes(g))
+print("seq %d" % seq)
+PY
+
 hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
 # The algorithms: paraclick's name, key length (bytes), what Linux calls it.
@@ -216,7 +288,8 @@ guest_keys() {
 }
 
 start_gw() { # THREADS ALG KEY_OUT KEY_IN
-  ip netns exec "$R" "$BIN" --no-pin -j "$1" \
+  rm -f "$TMP/gw.sock"
+  ip netns exec "$R" "$BIN" --no-pin -j "$1" -u "$TMP/gw.sock" \
     -h enc.packets -h dec.packets -h dec.auth_failures -h dec.replay_drops -h dec.drops \
     "$ROOT/conf/vpn-gateway-veth.click" ALG="$2" KEY_OUT="$3" KEY_IN="$4" \
     DEV1=r1 PEER=172.16.0.2 REMOTE=10.0.2.0/24 \
@@ -226,15 +299,37 @@ start_gw() { # THREADS ALG KEY_OUT KEY_IN
 handler() { # NAME: the value printed by -h at exit
   awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/gw.out"
 }
+ctl_read() { # HANDLER: read from the running gateway
+  timeout 5 "$BIN" ctl -u "$TMP/gw.sock" read "$1" 2>/dev/null
+}
+# sa_stat FILE SPI FIELD: from `ip -s xfrm state` output, the SA's packet
+# count (FIELD packets) or a stats counter (replay-window, replay, failed).
+sa_stat() {
+  awk -v spi="$(printf '0x%08x' "$2")" -v f="$3" '
+    /^src / { cur = 0 }
+    $1 == "proto" && $2 == "esp" && index($4, spi) == 1 { cur = 1 }
+    cur && f == "packets" && /^[ \t]*[0-9]+\(bytes\), [0-9]+\(packets\)/ {
+      sub(/\(packets\).*/, ""); sub(/.*, /, ""); print; exit
+    }
+    cur && $1 == "replay-window" && $3 == "replay" {
+      for (i = 1; i < NF; i += 2) if ($i == f) { print $(i + 1); exit }
+    }' "$1"
+}
+# xfrm_errors: the guest's nonzero /proc/net/xfrm_stat counters.
+xfrm_errors() {
+  guest "awk '\$2 != 0 { printf \"%s %s \", \$1, \$2 }' /proc/net/xfrm_stat; echo"
+}
 
 run_case() { # ALG THREADS
-  local alg=$1 threads=$2 label="$1 -j $2" kl ko ki out
+  local alg=$1 threads=$2 label="$1 -j $2" kl ko ki out t0=$SECONDS
   kl=$(key_len "$alg")
   ko=0x$(hex "$kl"); ki=0x$(hex "$kl")
   if ! out=$(guest_keys "$alg" "$ko" "$ki" 2>&1); then
     fail "$label: the guest's ip xfrm state/policy: $out"
     return
   fi
+  local err0
+  err0=$(xfrm_errors)
   start_gw "$threads" "$alg" "$ko" "$ki"
   # Up once a ping crosses the tunnel.
   local up=0
@@ -253,6 +348,60 @@ run_case() { # ALG THREADS
     else
       fail "$label: ping guest -> hA"; echo "$out"
     fi
+    rm -f "$TMP/got"
+    if in_a curl -sf --max-time 40 -o "$TMP/got" http://10.0.2.1:8000/file &&
+       out=$(sha256sum <"$TMP/got") && [[ ${out%% *} == "$GUEST_SHA" ]]; then
+      pass "$label: 2 MB TCP (HTTP) transfer guest -> hA, sha256 intact"
+    else
+      fail "$label: TCP transfer guest -> hA"
+    fi
+    rm -f "$TMP/got"
+    out=$(guest -t 60 "timeout 50 wget -q -O /tmp/rx http://10.0.1.2:8000/file && sha256sum </tmp/rx; rm -f /tmp/rx" 2>&1 || true)
+    if [[ ${out%% *} == "$HOST_SHA" ]]; then
+      pass "$label: 2 MB TCP (HTTP) transfer hA -> guest, sha256 intact"
+    else
+      fail "$label: TCP transfer hA -> guest: $out"
+    fi
+    out=$(in_a timeout 60 python3 "$TMP/udp.py" 10.0.2.1 2>&1 || true)
+    if [[ $out == 40 ]]; then
+      pass "$label: UDP exchange, 40 datagrams of 1-1400 bytes echoed intact by the guest"
+    else
+      fail "$label: UDP exchange ($out of 40 intact)"
+    fi
+    # No error so far on either side.
+    guest "/sbin/ip -s xfrm state" >"$TMP/sa0" || true
+    local e
+    e=$(xfrm_errors)
+    if [[ $e == "$err0" && $(sa_stat "$TMP/sa0" 0x1001 replay) == 0 &&
+          $(sa_stat "$TMP/sa0" 0x1001 failed) == 0 && $(sa_stat "$TMP/sa0" 0x1001 replay-window) == 0 &&
+          $(sa_stat "$TMP/sa0" 0x2002 failed) == 0 ]]; then
+      pass "$label: the guest's SAs count no replay, integrity or other error"
+    else
+      fail "$label: errors in the guest: xfrm_stat '$e' (was '$err0')"; cat "$TMP/sa0"
+    fi
+    # A replayed and a tampered packet each way.
+    in_w timeout 15 python3 "$TMP/esp.py" w1 0x1001 tap0 >"$TMP/inj-g" 2>&1 &
+    local pg=$!
+    in_w timeout 15 python3 "$TMP/esp.py" w1 0x2002 w1 >"$TMP/inj-p" 2>&1 &
+    local pp=$!
+    wait_for 10 "the packet injectors" eval 'grep -q ready "$TMP/inj-g" && grep -q ready "$TMP/inj-p"'
+    in_a ping -c 1 -W 3 10.0.2.1 >/dev/null 2>&1 || true
+    wait "$pg" || fail "$label: injecting to the guest: $(cat "$TMP/inj-g")"
+    wait "$pp" || fail "$label: injecting to paraclick: $(cat "$TMP/inj-p")"
+    local deadline=$((SECONDS + 10))
+    while ((SECONDS < deadline)); do
+      guest "/sbin/ip -s xfrm state" >"$TMP/sa1" || break
+      [[ $(sa_stat "$TMP/sa1" 0x1001 replay) == 1 && $(sa_stat "$TMP/sa1" 0x1001 failed) == 1 ]] && break
+      sleep 0.2
+    done
+    e=$(xfrm_errors)
+    if [[ $(sa_stat "$TMP/sa1" 0x1001 replay) == 1 && $(sa_stat "$TMP/sa1" 0x1001 failed) == 1 ]]; then
+      pass "$label: Linux refused the replayed and the tampered packet (replay 1, failed 1; $e)"
+    else
+      fail "$label: Linux did not count the replayed and tampered packets"; cat "$TMP/sa1"
+    fi
+    wait_for 10 "paraclick to count the replayed and tampered packets" \
+      eval '[[ $(ctl_read dec.replay_drops) == 1 && $(ctl_read dec.auth_failures) == 1 ]]' || true
   else
     fail "$label: no ping across the tunnel within 20 s"
     cat "$TMP/gw.err"
@@ -262,6 +411,25 @@ run_case() { # ALG THREADS
   wait "$ROUTER_PID" || rc=$?
   ROUTER_PID=
   ((rc == 0)) || { fail "$label: paraclick exited with status $rc"; cat "$TMP/gw.err"; }
+  ((up)) || return 0
+  local enc dec af rd
+  enc=$(handler enc.packets); dec=$(handler dec.packets)
+  af=$(handler dec.auth_failures); rd=$(handler dec.replay_drops)
+  if [[ $rd == 1 && $af == 1 ]]; then
+    pass "$label: paraclick refused the replayed and the tampered packet (replay_drops 1, auth_failures 1)"
+  else
+    fail "$label: paraclick counted replay drops ${rd:-?}, auth failures ${af:-?} (want 1 and 1)"
+    cat "$TMP/gw.out"
+  fi
+  # Both sides agree on the packets of each SA.
+  local gin gout
+  gin=$(sa_stat "$TMP/sa1" 0x1001 packets); gout=$(sa_stat "$TMP/sa1" 0x2002 packets)
+  if [[ -n $enc && $enc == "$gin" && -n $dec && $dec == "$gout" && $enc -gt 1000 ]]; then
+    pass "$label: paraclick encrypted $enc packets and Linux decrypted $gin; Linux encrypted $gout and paraclick decrypted $dec"
+  else
+    fail "$label: SA counts disagree: paraclick encrypted ${enc:-?}, Linux decrypted ${gin:-?}; Linux encrypted ${gout:-?}, paraclick decrypted ${dec:-?}"
+  fi
+  echo "note  $label took $((SECONDS - t0)) s"
 }
 
 for alg in "${ALGS[@]}"; do
