@@ -7,7 +7,8 @@
 # Usage: scripts/bootstrap.sh [--tests] [--list]
 #   --tests  also the test suite's tools: network namespace and packet
 #            tools, Python with scapy, Chromium and its driver, rustfmt
-#            and clippy
+#            and clippy, qemu (the emulated Linux IPsec peer of
+#            tests/netns/ipsec-linux.sh, without its recommends)
 #   --list   print the Debian packages the other options ask for, one a
 #            line, installed or not, and install nothing
 set -euo pipefail
@@ -36,12 +37,25 @@ pairs=()
 if $tests; then
   pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "gzip:gzip" "bzip2:bzip2" "chromium:chromium" "chromedriver:chromium-driver" "prometheus:prometheus")
 fi
+# qemu-system-x86 is installed without its recommends (no firmware
+# packages, no GUI): tests/netns/ipsec-linux.sh boots a kernel directly.
+# The guest's kernel and busybox-static are not installed: its builder
+# (tests/netns/ipsec-guest/build.sh) fetches them with `apt-get
+# download` at first use and unpacks them under target/.
+norecommends=()
+if $tests; then
+  norecommends+=("qemu-system-x86_64:qemu-system-x86")
+fi
 if $list; then
   # To build: cargo, rustc and libpcap.
   printf '%s\n' cargo rustc libpcap-dev
-  for pair in ${pairs[@]+"${pairs[@]}"}; do echo "${pair#*:}"; done
+  for pair in ${pairs[@]+"${pairs[@]}"} ${norecommends[@]+"${norecommends[@]}"}; do echo "${pair#*:}"; done
   exit 0
 fi
+need_norec=()
+for pair in ${norecommends[@]+"${norecommends[@]}"}; do
+  have "${pair%%:*}" || need_norec+=("${pair#*:}")
+done
 for pair in ${pairs[@]+"${pairs[@]}"}; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   have "$cmd" || need_apt+=("$pkg")
@@ -55,15 +69,20 @@ fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libpcap\.so ' && ! ls /usr/lib/*/libpcap.so /usr/lib/libpcap.so >/dev/null 2>&1; then
   need_apt+=(libpcap-dev)
 fi
-if ((${#need_apt[@]})); then
+if ((${#need_apt[@]} + ${#need_norec[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
-    echo "bootstrap: missing ${need_apt[*]}; run as root to install them" >&2
+    echo "bootstrap: missing ${need_apt[*]} ${need_norec[*]}; run as root to install them" >&2
     exit 1
   fi
-  echo "bootstrap: installing ${need_apt[*]}" >&2
+  echo "bootstrap: installing ${need_apt[*]} ${need_norec[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  if ((${#need_apt[@]})); then
+    apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  fi
+  if ((${#need_norec[@]})); then
+    apt-get install -y -qq --no-install-recommends "${need_norec[@]}" >/dev/null
+  fi
 fi
 
 if ! have cargo; then

@@ -36,8 +36,8 @@
 #     by Linux and counted (`replay 1`, `failed 1` on its inbound SA); the
 #     same done to an ESP packet of the guest, sent to paraclick, is
 #     refused and counted as dec.replay_drops 1 and dec.auth_failures 1.
-# Without qemu-system-x86_64 (or when the guest cannot be built) the test
-# is skipped loudly, unless PARACLICK_NO_SKIP=1 or PARACLICK_NETNS_REQUIRED
+# Without qemu-system-x86_64 ($QEMU) or when the guest cannot be built
+# (no package source) the test is skipped loudly, unless PARACLICK_NO_SKIP=1 or PARACLICK_NETNS_REQUIRED
 # is set (CI): then it fails. Prints one line per check and the run time;
 # exits 0 if all pass. Namespaces, the tap, qemu and files are removed on
 # exit, failure or interrupt.
@@ -64,7 +64,9 @@ skip_or_fail() {
   echo "ipsec-linux test: SKIPPED ($1)"
   exit 0
 }
-command -v qemu-system-x86_64 >/dev/null || skip_or_fail "qemu-system-x86_64 is missing"
+# QEMU names another emulator binary (or a missing one, to see the skip).
+QEMU=${QEMU:-qemu-system-x86_64}
+command -v "$QEMU" >/dev/null || skip_or_fail "$QEMU is missing"
 [[ -c /dev/net/tun ]] || skip_or_fail "/dev/net/tun is missing"
 GUEST=$(bash "$ROOT/tests/netns/ipsec-guest/build.sh") || skip_or_fail "the guest could not be built"
 
@@ -130,7 +132,7 @@ ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=0
 
 # ---- the guest ----
 mkfifo "$TMP/ctl.in" "$TMP/ctl.out"
-in_w qemu-system-x86_64 -accel tcg -cpu max -m 512 -smp 1 -nographic -nodefaults -no-reboot \
+in_w "$QEMU" -accel tcg -cpu max -m 512 -smp 1 -nographic -nodefaults -no-reboot \
   -kernel "$GUEST/vmlinuz" -initrd "$GUEST/initramfs.gz" \
   -append "console=ttyS0 loglevel=4 panic=-1" \
   -serial "file:$TMP/console.log" -serial "pipe:$TMP/ctl" \
@@ -138,7 +140,8 @@ in_w qemu-system-x86_64 -accel tcg -cpu max -m 512 -smp 1 -nographic -nodefaults
   -device virtio-net-pci,netdev=n0,romfile=,mac=02:00:00:00:02:02 \
   >"$TMP/qemu.log" 2>&1 &
 QEMU_PID=$!
-exec 3>"$TMP/ctl.in" 4<"$TMP/ctl.out"
+# Read-write opens: a FIFO opened so never blocks, even if qemu is gone.
+exec 3<>"$TMP/ctl.in" 4<>"$TMP/ctl.out"
 
 # guest_read LIMIT: the guest's output up to its `@@rc=` line (echoed),
 # within LIMIT seconds; returns the command's status, 124 on a timeout.
@@ -172,12 +175,22 @@ guest() {
 
 boot_start=$SECONDS
 ready=
-if IFS= read -r -t 90 ready <&4 && [[ $ready == @@ready* ]]; then
-  GUEST_OK=1
+while ((SECONDS - boot_start < 90)); do
+  if IFS= read -r -t 1 ready <&4; then
+    [[ $ready == @@ready* ]] && { GUEST_OK=1; break; }
+  elif ! kill -0 "$QEMU_PID" 2>/dev/null; then
+    break
+  fi
+done
+if ((GUEST_OK)); then
   pass "guest booted (${ready#@@ready }) in $((SECONDS - boot_start)) s"
 else
-  fail "the guest did not come up within 90 s"
-  tail -20 "$TMP/console.log" "$TMP/qemu.log" 2>/dev/null
+  if kill -0 "$QEMU_PID" 2>/dev/null; then
+    fail "the guest did not come up within 90 s"
+  else
+    fail "qemu exited before the guest came up"
+  fi
+  tail -20 "$TMP/qemu.log" 2>/dev/null
   exit 1
 fi
 
@@ -296,6 +309,18 @@ start_gw() { # THREADS ALG KEY_OUT KEY_IN
     >"$TMP/gw.out" 2>"$TMP/gw.err" &
   ROUTER_PID=$!
 }
+stop_gw() { # LABEL: SIGINT, and at most 10 s for paraclick to exit
+  kill -INT "$ROUTER_PID"
+  local rc=0 deadline=$((SECONDS + 10))
+  while kill -0 "$ROUTER_PID" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.05; done
+  if kill -0 "$ROUTER_PID" 2>/dev/null; then
+    kill -KILL "$ROUTER_PID"
+    fail "$1: paraclick did not stop within 10 s of SIGINT"
+  fi
+  wait "$ROUTER_PID" || rc=$?
+  ROUTER_PID=
+  ((rc == 0)) || { fail "$1: paraclick exited with status $rc"; cat "$TMP/gw.err"; }
+}
 handler() { # NAME: the value printed by -h at exit
   awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/gw.out"
 }
@@ -406,11 +431,7 @@ run_case() { # ALG THREADS
     fail "$label: no ping across the tunnel within 20 s"
     cat "$TMP/gw.err"
   fi
-  kill -INT "$ROUTER_PID"
-  local rc=0
-  wait "$ROUTER_PID" || rc=$?
-  ROUTER_PID=
-  ((rc == 0)) || { fail "$label: paraclick exited with status $rc"; cat "$TMP/gw.err"; }
+  stop_gw "$label"
   ((up)) || return 0
   local enc dec af rd
   enc=$(handler enc.packets); dec=$(handler dec.packets)

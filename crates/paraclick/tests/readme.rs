@@ -243,7 +243,13 @@ fn the_example_run_installs_no_browser() {
         assert!(run.iter().any(|x| x == p), "example run lacks {p}: {run:?}");
         assert!(tests.iter().any(|x| x == p), "tests lack {p}: {tests:?}");
     }
-    for p in ["chromium", "chromium-driver", "prometheus"] {
+    // qemu: the emulated Linux IPsec peer of tests/netns/ipsec-linux.sh.
+    for p in [
+        "chromium",
+        "chromium-driver",
+        "prometheus",
+        "qemu-system-x86",
+    ] {
         assert!(!run.iter().any(|x| x == p), "example run installs {p}");
         assert!(tests.iter().any(|x| x == p), "tests lack {p}: {tests:?}");
     }

@@ -57,10 +57,15 @@ fi
 [[ -n $kpkg ]] || { echo "ipsec-guest: apt offers no linux-image-*-cloud-amd64 package" >&2; exit 1; }
 
 echo "ipsec-guest: fetching $kpkg and busybox-static" >&2
-(cd "$WORK/debs" && apt-get download -qq "$kpkg" busybox-static >/dev/null) || {
+fetch() { (cd "$WORK/debs" && apt-get download -qq "$kpkg" busybox-static) >"$WORK/apt.log" 2>&1; }
+if ! fetch; then
   apt-get update -qq >/dev/null 2>&1 || true
-  (cd "$WORK/debs" && apt-get download -qq "$kpkg" busybox-static >/dev/null)
-} || { echo "ipsec-guest: apt-get download $kpkg busybox-static failed" >&2; exit 1; }
+  fetch || {
+    cat "$WORK/apt.log" >&2
+    echo "ipsec-guest: apt-get download $kpkg busybox-static failed" >&2
+    exit 1
+  }
+fi
 for d in "$WORK"/debs/*.deb; do dpkg -x "$d" "$WORK/x"; done
 
 kver=${kpkg#linux-image-}
