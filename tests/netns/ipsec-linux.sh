@@ -37,9 +37,12 @@
 #     same done to an ESP packet of the guest, sent to paraclick, is
 #     refused and counted as dec.replay_drops 1 and dec.auth_failures 1.
 # Without qemu-system-x86_64 ($QEMU) or when the guest cannot be built
-# (no package source) the test is skipped loudly, unless PARACLICK_NO_SKIP=1 or PARACLICK_NETNS_REQUIRED
-# is set (CI): then it fails. Prints one line per check and the run time;
-# exits 0 if all pass. Namespaces, the tap, qemu and files are removed on
+# (no package source) the test is skipped loudly, unless
+# PARACLICK_NO_SKIP=1 (scripts/test.sh, CI) or PARACLICK_NETNS_REQUIRED
+# is set: then it fails. Every step is bounded (the boot at 90 s, each
+# guest command, transfer and injection by its own timeout), so a stuck
+# guest fails the test rather than hangs it. Prints one line per check,
+# each case's time and the run time; exits 0 if all pass. Namespaces, the tap, qemu and files are removed on
 # exit, failure or interrupt.
 set -euo pipefail
 
