@@ -7,6 +7,7 @@ mod flat;
 mod harness;
 mod make_ip_conf;
 mod metrics;
+mod substrate_bench;
 mod validate;
 mod web;
 
@@ -240,7 +241,9 @@ enum Cmd {
         repeat: usize,
         #[arg(long = "sched", default_value = "adaptive")]
         sched: String,
-        /// Suite of standard configurations: foundation, multicore or nat.
+        /// Suite of standard configurations: foundation, multicore, nat,
+        /// or substrate (each slice's throughput against packet size, and
+        /// the substrate's overhead against the slice alone).
         #[arg(long = "suite", default_value = "foundation")]
         suite: String,
         /// Read handlers whose sum counts the packets of a CONFIG run
@@ -278,7 +281,9 @@ enum Cmd {
         /// Output prefix of --sweep and --design files.
         #[arg(long, default_value = "bench")]
         out: String,
-        /// Factorial design: --design 2k FACTORS.toml.
+        /// Factorial design: --design 2k FACTORS.toml; without the file,
+        /// the substrate's 2^4 design (slices, packet size, queue manager,
+        /// threads).
         #[arg(long, value_name = "KIND")]
         design: Option<String>,
         /// Configuration files to measure instead of the standard set
@@ -672,6 +677,23 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Cmd::Bench {
+            packets,
+            repeat,
+            design: Some(kind),
+            configs,
+            ..
+        }) if configs.is_empty() => {
+            // No factors file: the substrate's design (docs/SLICES.md).
+            if kind != "2k" {
+                return fail(&format!("--design: unknown design '{kind}' (2k)"));
+            }
+            let reg = registry();
+            match substrate_bench::run_design(packets, repeat, &reg) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&e),
+            }
+        }
+        Some(Cmd::Bench {
             packets: _,
             threads,
             repeat: _,
@@ -758,8 +780,15 @@ fn main() -> ExitCode {
                     ExitCode::from(1)
                 }
             }
+            "substrate" => {
+                let reg = registry();
+                match substrate_bench::run_suite(packets, repeat, &reg) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(&e),
+                }
+            }
             other => fail(&format!(
-                "--suite: unknown suite '{other}' (foundation, multicore, nat)"
+                "--suite: unknown suite '{other}' (foundation, multicore, nat, substrate)"
             )),
         },
         None => run(cli.run),

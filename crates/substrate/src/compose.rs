@@ -21,6 +21,11 @@
 //! `s/@m/tx :: Counter -> s/@m/encap (VLANEncap | UDPIPEncap, EtherEncap)
 //! -> s/@m/out :: Queue(64) -> [j]p/@sched`. A slice's excess waits, and
 //! is dropped and counted, in its own queues.
+//!
+//! Without the queue manager (`queue_manager = false`, a measurement
+//! baseline) a ToDevice becomes an `Unqueue` whatever the sharing, and
+//! every metalink's encapsulation pushes into one `p/@fifo ::
+//! NotifierQueue(1000)` that `p/@link` pulls in place of `p/@sched`.
 
 use crate::spec::{split_element, Spec, Tag};
 use paraclick_lang::{
@@ -35,6 +40,8 @@ const WHOLE_ROUTER: &[&str] = &["DriverManager", "ControlSocket"];
 const FROM: &[&str] = &["FromDevice", "PollDevice"];
 /// The egress queue between a metalink and its interface's scheduler.
 const EGRESS_QUEUE: usize = 64;
+/// Without the queue manager: the one queue of an interface's output.
+const SHARED_FIFO: usize = 1000;
 
 /// The composed router: its graph, the sources its spans point into, and
 /// the threads each slice got.
@@ -211,7 +218,7 @@ pub fn compose(
                 }
                 let i = if is_from {
                     b.add(name, "Unqueue", "BURST 32".into(), e.span.clone())
-                } else if s.strict {
+                } else if s.strict && spec.queue_manager {
                     b.add(
                         name,
                         "BandwidthRatedUnqueue",
@@ -335,16 +342,22 @@ pub fn compose(
                         e
                     }
                 };
-                let outq = b.add(
-                    format!("{p}/out"),
-                    "NotifierQueue",
-                    EGRESS_QUEUE.to_string(),
-                    here.clone(),
-                );
-                b.connect(last, 0, outq, 0, &here);
-                pins.extend([(tx, pin_of(mi)), (outq, 0)]);
-                if let Some(ifc) = ifaces.get_mut(&m.interface) {
-                    ifc.sched.push(outq);
+                pins.push((tx, pin_of(mi)));
+                if spec.queue_manager {
+                    let outq = b.add(
+                        format!("{p}/out"),
+                        "NotifierQueue",
+                        EGRESS_QUEUE.to_string(),
+                        here.clone(),
+                    );
+                    b.connect(last, 0, outq, 0, &here);
+                    pins.push((outq, 0));
+                    if let Some(ifc) = ifaces.get_mut(&m.interface) {
+                        ifc.sched.push(outq);
+                    }
+                } else if let Some(ifc) = ifaces.get_mut(&m.interface) {
+                    // No queue manager: straight into the interface's FIFO.
+                    ifc.sched.push(last);
                 }
             }
         }
@@ -386,10 +399,24 @@ pub fn compose(
             pins.extend([(input, 0), (demux, 0), (unknown, 0), (drop, 0)]);
         }
         if !ifc.sched.is_empty() {
-            let sched = b.add(format!("{p}sched"), "DRRSched", String::new(), here.clone());
-            for (k, &q) in ifc.sched.iter().enumerate() {
-                b.connect(q, 0, sched, k, &here);
-            }
+            let sched = if spec.queue_manager {
+                let sched = b.add(format!("{p}sched"), "DRRSched", String::new(), here.clone());
+                for (k, &q) in ifc.sched.iter().enumerate() {
+                    b.connect(q, 0, sched, k, &here);
+                }
+                sched
+            } else {
+                let fifo = b.add(
+                    format!("{p}fifo"),
+                    "NotifierQueue",
+                    SHARED_FIFO.to_string(),
+                    here.clone(),
+                );
+                for &e in &ifc.sched {
+                    b.connect(e, 0, fifo, 0, &here);
+                }
+                fifo
+            };
             let link = b.add(
                 format!("{p}link"),
                 "BandwidthRatedUnqueue",

@@ -29,6 +29,7 @@ pub const MAX_QUEUE: usize = 1 << 20;
 #[serde(deny_unknown_fields)]
 struct RawSubstrate {
     cores: Option<usize>,
+    queue_manager: Option<bool>,
     #[serde(default)]
     interface: BTreeMap<String, RawInterface>,
     #[serde(default)]
@@ -80,6 +81,13 @@ pub struct Spec {
     /// interfaces, and the slices given no cores), the others given to
     /// slices whole.
     pub cores: usize,
+    /// The queue manager (on unless the file says `queue_manager =
+    /// false`): per metalink a token bucket (strict slices) and its own
+    /// egress queue, the interface's deficit round robin over them. Off,
+    /// every metalink of an interface pushes into one shared FIFO in
+    /// front of the link's rate: what a substrate without isolation
+    /// does (a measurement baseline; no rate is then held per metalink).
+    pub queue_manager: bool,
     pub interfaces: Vec<Interface>,
     pub slices: Vec<SliceSpec>,
 }
@@ -287,6 +295,7 @@ pub fn parse(file: &str, text: &str, files: &ConfigFiles) -> Result<Spec, Vec<St
     let spec = Spec {
         file: file.to_string(),
         cores,
+        queue_manager: raw.queue_manager.unwrap_or(true),
         interfaces,
         slices,
     };

@@ -168,6 +168,22 @@ fn a_slice_sending_ten_times_its_rate_gets_its_rate() {
     assert!(report.contains("metalink m on p1 vlan 20"), "{report}");
 }
 
+/// Without the queue manager (a measurement baseline) nothing holds a
+/// metalink to its rate: b's flood leaves at the link's rate, through
+/// the interface's one shared FIFO.
+#[test]
+fn without_the_queue_manager_a_slice_is_not_held_to_its_rate() {
+    let text = format!("queue_manager = false\n{}", two_slices(200, 2, ""));
+    let sub = build(&text, false);
+    run(&sub);
+    let secs = sub.router().now_ns() as f64 / 1e9;
+    let rate = num(&sub, "b/@m/tx.byte_count") as f64 / secs;
+    // Offered 1 MBps against 100 kBps provisioned; the link is 1 MBps.
+    assert!(rate > 5.0 * 100e3, "b's rate {rate} Bps");
+    assert!(sub.router().read_handler("p1/@fifo.length").is_ok());
+    assert!(sub.router().read_handler("p1/@sched.config").is_err());
+}
+
 #[test]
 fn a_slice_whose_element_panics_is_stopped_and_the_others_forward() {
     let sub = build(&two_slices(200, 2, "-> Boom(AFTER 50) "), false);
