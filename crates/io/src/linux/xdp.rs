@@ -625,6 +625,10 @@ fn take_device(devname: &str, ifindex: i32) -> Result<DevGuard, String> {
                 .iter()
                 .map(|(id, n)| format!("'{n}' (id {id})"))
                 .collect();
+            if recorded.is_empty() {
+                // Made just now: leave nothing behind.
+                let _ = fs::remove_file(&path);
+            }
             return Err(format!(
                 "{devname}: an XDP program is already attached by another program: {}; detach \
                  it first (xdp-loader unload {devname} --all, or ip link set dev {devname} xdp \
