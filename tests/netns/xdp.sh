@@ -19,7 +19,9 @@
 #      N UDP datagrams (one new flow each) to port 9 of h2, and h2's kernel
 #      counts exactly N more datagrams to a closed port (Udp NoPorts,
 #      Udp6NoPorts). The readers' mode handler says `XDP native` (veth
-#      has native XDP); at -j 2 both receive queues of r0 read some.
+#      has native XDP); at -j 2 both receive queues of r0 read some. The
+#      same at -j 2 for conf/iprouter-veth-2q-poll.click (MultiFromDevice
+#      pollers, each reading its queue of both interfaces).
 #   2. A router killed with SIGKILL leaves its XDP program on r0; the next
 #      one removes it, saying so, and starts.
 #   3. Errors: another XDP program on r0; N_QUEUES 1 on a two-queue
@@ -197,6 +199,7 @@ forward "IPv6 -j 1" conf/iprouter6-veth.click 1 6 in0 in1
 links 2
 forward "IPv4 -j 2" conf/iprouter-veth-2q.click 2 4 in0q0 in0q1 in1q0 in1q1
 forward "IPv6 -j 2" conf/iprouter6-veth-2q.click 2 6 in0q0 in0q1 in1q0 in1q1
+forward "IPv4 -j 2 MultiFromDevice" conf/iprouter-veth-2q-poll.click 2 4 poll0 poll1
 
 # ---- 2. a program left by a crashed router is removed ----
 ONE="FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 0) -> Discard;
