@@ -53,11 +53,11 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // The pollers: queue i of both interfaces, on thread i.
-poll0 :: MultiFromDevice($DEV0 0, $DEV1 0, N_QUEUES 2, METHOD $METHOD, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
-poll1 :: MultiFromDevice($DEV0 1, $DEV1 1, N_QUEUES 2, METHOD $METHOD, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
+poll0 :: MultiFromDevice($DEV0 0, $DEV1 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+poll1 :: MultiFromDevice($DEV0 1, $DEV1 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
 
 // Interface 0.
-to0 :: ToDevice($DEV0, METHOD $METHOD, BURST $BURST);
+to0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
                  12/0800,          // IP
@@ -71,7 +71,7 @@ c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-to1 :: ToDevice($DEV1, METHOD $METHOD, BURST $BURST);
+to1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,
                  12/0800,

@@ -58,8 +58,8 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // Interface 0.
-in0 :: FromDevice($DEV0, METHOD $METHOD, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY);
-out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, METHOD $METHOD, BURST $BURST);
+in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY, METHOD $METHOD);
+out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
                  12/0800,          // IP
@@ -72,8 +72,8 @@ c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1 :: FromDevice($DEV1, METHOD $METHOD, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY);
-out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, METHOD $METHOD, BURST $BURST);
+in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY, METHOD $METHOD);
+out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,
                  12/0800,

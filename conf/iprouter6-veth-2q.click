@@ -58,9 +58,9 @@ ip6 :: Strip(14)
 rt[0] -> tohost :: Discard;
 
 // Interface 0.
-in0q0 :: FromDevice($DEV0, METHOD $METHOD, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-in0q1 :: FromDevice($DEV0, METHOD $METHOD, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-out0 :: ToDevice($DEV0, METHOD $METHOD, BURST $BURST);
+in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/86dd 20/3aff 54/87,  // neighbour solicitations
                  12/86dd 20/3aff 54/88,  // neighbour advertisements
                  12/86dd,                // IPv6
@@ -76,9 +76,9 @@ c0[2] -> Paint(1) -> ip6;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1q0 :: FromDevice($DEV1, METHOD $METHOD, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-in1q1 :: FromDevice($DEV1, METHOD $METHOD, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-out1 :: ToDevice($DEV1, METHOD $METHOD, BURST $BURST);
+in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/86dd 20/3aff 54/87,
                  12/86dd 20/3aff 54/88,
                  12/86dd,

@@ -46,8 +46,8 @@ ip6 :: Strip(14)
 rt[0] -> tohost :: Discard;
 
 // Interface 0.
-in0 :: FromDevice($DEV0, METHOD $METHOD, BURST $BURST, SNIFFER $SNIFFER);
-out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, METHOD $METHOD, BURST $BURST);
+in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/86dd 20/3aff 54/87,  // neighbour solicitations
                  12/86dd 20/3aff 54/88,  // neighbour advertisements
                  12/86dd,                // IPv6
@@ -62,8 +62,8 @@ c0[2] -> Paint(1) -> ip6;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1 :: FromDevice($DEV1, METHOD $METHOD, BURST $BURST, SNIFFER $SNIFFER);
-out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, METHOD $METHOD, BURST $BURST);
+in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/86dd 20/3aff 54/87,
                  12/86dd 20/3aff 54/88,
                  12/86dd,
