@@ -20,11 +20,13 @@
 //   $DEV0 r0  $ADDR0 10.0.1.1/24  $MAC0 02:00:00:00:01:01  $MTU0 1500
 //   $DEV1 r1  $ADDR1 10.0.2.1/24  $MAC1 02:00:00:00:02:01  $MTU1 1500
 
+// METHOD=XDP reads and writes the interfaces through AF_XDP sockets (with PRIORITY=false)
+// instead of AF_PACKET (docs/AF_XDP.md).
 define($DEV0 r0, $ADDR0 10.0.1.1, $PLEN0 24, $NET0 10.0.1.0/24, $BCAST0 10.0.1.255,
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 10.0.2.1, $PLEN1 24, $NET1 10.0.2.0/24, $BCAST1 10.0.2.255,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $SNIFFER false, $PRIORITY true);
+       $BURST 32, $METHOD LINUX, $SNIFFER false, $PRIORITY true);
 
 AddressInfo(if0 $ADDR0/$PLEN0 $MAC0,
             if1 $ADDR1/$PLEN1 $MAC1);
@@ -49,9 +51,9 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // Interface 0.
-in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
-in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
-to0 :: ToDevice($DEV0, BURST $BURST);
+in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+to0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
                  12/0800,          // IP
@@ -65,9 +67,9 @@ c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
-in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY);
-to1 :: ToDevice($DEV1, BURST $BURST);
+in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+to1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,
                  12/0800,

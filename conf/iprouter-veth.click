@@ -27,11 +27,13 @@
 //   $DEV0 r0  $ADDR0 10.0.1.1/24  $MAC0 02:00:00:00:01:01  $MTU0 1500
 //   $DEV1 r1  $ADDR1 10.0.2.1/24  $MAC1 02:00:00:00:02:01  $MTU1 1500
 
+// METHOD=XDP reads and writes the interfaces through AF_XDP sockets (with PRIORITY=false)
+// instead of AF_PACKET (docs/AF_XDP.md).
 define($DEV0 r0, $ADDR0 10.0.1.1, $PLEN0 24, $NET0 10.0.1.0/24, $BCAST0 10.0.1.255,
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 10.0.2.1, $PLEN1 24, $NET1 10.0.2.0/24, $BCAST1 10.0.2.255,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $SNIFFER false, $RING 16777216, $PRIORITY true);
+       $BURST 32, $METHOD LINUX, $SNIFFER false, $RING 16777216, $PRIORITY true);
 
 AddressInfo(if0 $ADDR0/$PLEN0 $MAC0,
             if1 $ADDR1/$PLEN1 $MAC1);
@@ -56,8 +58,8 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // Interface 0.
-in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY);
-out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST);
+in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY, METHOD $METHOD);
+out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
                  12/0800,          // IP
@@ -70,8 +72,8 @@ c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY);
-out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST);
+in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, RING_SIZE $RING, PRIORITY $PRIORITY, METHOD $METHOD);
+out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,
                  12/0800,

@@ -37,11 +37,13 @@
 //   $DEV0 r0  $ADDR0 2001:db8:1::1/64  $MAC0 02:00:00:00:01:01  $MTU0 1500
 //   $DEV1 r1  $ADDR1 2001:db8:2::1/64  $MAC1 02:00:00:00:02:01  $MTU1 1500
 
+// METHOD=XDP reads and writes the interfaces through AF_XDP sockets
+// instead of AF_PACKET (docs/AF_XDP.md).
 define($DEV0 r0, $ADDR0 2001:db8:1::1, $NET0 2001:db8:1::/64,
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 2001:db8:2::1, $NET1 2001:db8:2::/64,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $SNIFFER false);
+       $BURST 32, $METHOD LINUX, $SNIFFER false);
 
 AddressInfo(if0 $ADDR0 $MAC0, if1 $ADDR1 $MAC1);
 
@@ -56,9 +58,9 @@ ip6 :: Strip(14)
 rt[0] -> tohost :: Discard;
 
 // Interface 0.
-in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-out0 :: ToDevice($DEV0, BURST $BURST);
+in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/86dd 20/3aff 54/87,  // neighbour solicitations
                  12/86dd 20/3aff 54/88,  // neighbour advertisements
                  12/86dd,                // IPv6
@@ -74,9 +76,9 @@ c0[2] -> Paint(1) -> ip6;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER);
-out1 :: ToDevice($DEV1, BURST $BURST);
+in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/86dd 20/3aff 54/87,
                  12/86dd 20/3aff 54/88,
                  12/86dd,

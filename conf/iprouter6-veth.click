@@ -25,11 +25,13 @@
 //   $DEV0 r0  $ADDR0 2001:db8:1::1/64  $MAC0 02:00:00:00:01:01  $MTU0 1500
 //   $DEV1 r1  $ADDR1 2001:db8:2::1/64  $MAC1 02:00:00:00:02:01  $MTU1 1500
 
+// METHOD=XDP reads and writes the interfaces through AF_XDP sockets
+// instead of AF_PACKET (docs/AF_XDP.md).
 define($DEV0 r0, $ADDR0 2001:db8:1::1, $NET0 2001:db8:1::/64,
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 2001:db8:2::1, $NET1 2001:db8:2::/64,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $SNIFFER false);
+       $BURST 32, $METHOD LINUX, $SNIFFER false);
 
 AddressInfo(if0 $ADDR0 $MAC0, if1 $ADDR1 $MAC1);
 
@@ -44,8 +46,8 @@ ip6 :: Strip(14)
 rt[0] -> tohost :: Discard;
 
 // Interface 0.
-in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER);
-out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST);
+in0 :: FromDevice($DEV0, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out0 :: Queue(1000) -> to0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/86dd 20/3aff 54/87,  // neighbour solicitations
                  12/86dd 20/3aff 54/88,  // neighbour advertisements
                  12/86dd,                // IPv6
@@ -60,8 +62,8 @@ c0[2] -> Paint(1) -> ip6;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER);
-out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST);
+in1 :: FromDevice($DEV1, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+out1 :: Queue(1000) -> to1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/86dd 20/3aff 54/87,
                  12/86dd 20/3aff 54/88,
                  12/86dd,

@@ -19,7 +19,11 @@
 #                   queue i of both interfaces on thread i;
 #   paraclick -j 2 poll     conf/iprouter-veth-2q-poll.click: the same
 #                   queues, one MultiFromDevice task per thread polling
-#                   queue i of both interfaces (2 tasks).
+#                   queue i of both interfaces (2 tasks);
+#   paraclick XDP -j 1      conf/iprouter-veth.click with METHOD=XDP: AF_XDP
+#                   sockets (docs/AF_XDP.md) instead of AF_PACKET;
+#   paraclick XDP -j 2      conf/iprouter-veth-2q.click with METHOD=XDP, on
+#                   veth pairs remade with two queues (one socket each).
 # paraclick's routers run on interfaces without addresses. h1 runs a
 # paraclick generator (FastUDPSource at a set rate, one new flow per
 # packet, -> ToDevice) on the last CPU; what arrives is h2's receive
@@ -57,6 +61,11 @@ measure_paraclick p1 conf/iprouter-veth.click 1 "paraclick -j 1"
 measure_kernel 2
 measure_paraclick p2q conf/iprouter-veth-2q.click 2 "paraclick -j 2 queues"
 measure_paraclick p2poll conf/iprouter-veth-2q-poll.click 2 "paraclick -j 2 poll"
+# AF_XDP: the same routers with METHOD=XDP; every receive queue of a
+# device is read, so the veth pairs get two queues for -j 2.
+ROUTER_DEFINES="METHOD=XDP PRIORITY=false" measure_paraclick x1 conf/iprouter-veth.click 1 "paraclick XDP -j 1"
+veth_links 2
+ROUTER_DEFINES="METHOD=XDP PRIORITY=false" measure_paraclick x2q conf/iprouter-veth-2q.click 2 "paraclick XDP -j 2"
 
 echo
 echo "64-byte UDP over veth, max loss-free rate (<= 0.1% loss), $NCPU CPUs, generator on CPU $GEN_CPU:"
@@ -68,4 +77,6 @@ row "paraclick iprouter-veth (FromDevice per interface)" 1 "${RESULT[p1]}" "$k1"
 row "Linux forwarding (RPS to CPUs 0-1)" 2 "$k2" "$k2"
 row "paraclick iprouter-veth-2q (FromDevice per queue)" 2 "${RESULT[p2q]}" "$k2"
 row "paraclick iprouter-veth-2q-poll (MultiFromDevice)" 2 "${RESULT[p2poll]}" "$k2"
+row "paraclick iprouter-veth METHOD=XDP (AF_XDP)" 1 "${RESULT[x1]}" "$k1"
+row "paraclick iprouter-veth-2q METHOD=XDP (AF_XDP, 2 queues)" 2 "${RESULT[x2q]}" "$k2"
 echo "poll / per-queue tasks at -j 2: $(ratio "${RESULT[p2poll]}" "${RESULT[p2q]}")"

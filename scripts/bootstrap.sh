@@ -48,7 +48,7 @@ if $tests; then
 fi
 if $list; then
   # To build: cargo, rustc and libpcap.
-  printf '%s\n' cargo rustc libpcap-dev
+  printf '%s\n' cargo rustc libpcap-dev libxdp-dev libbpf-dev
   for pair in ${pairs[@]+"${pairs[@]}"} ${norecommends[@]+"${norecommends[@]}"}; do echo "${pair#*:}"; done
   exit 0
 fi
@@ -69,6 +69,13 @@ fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libpcap\.so ' && ! ls /usr/lib/*/libpcap.so /usr/lib/libpcap.so >/dev/null 2>&1; then
   need_apt+=(libpcap-dev)
 fi
+# libxdp and libbpf (headers and libraries): FromDevice/ToDevice METHOD
+# XDP open AF_XDP sockets through libxdp (src/linux/xsk_shim.c of
+# crates/io is compiled against them): needed to build. libxdp1 brings
+# its default XDP program (xsk_def_xdp_prog.o), built from source by
+# Debian.
+[[ -e /usr/include/xdp/xsk.h ]] || need_apt+=(libxdp-dev)
+[[ -e /usr/include/bpf/libbpf.h ]] || need_apt+=(libbpf-dev)
 if ((${#need_apt[@]} + ${#need_norec[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "bootstrap: missing ${need_apt[*]} ${need_norec[*]}; run as root to install them" >&2

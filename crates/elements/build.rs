@@ -43,7 +43,7 @@ fn visit(dir: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
-fn main() {
+pub fn main() {
     let mut docs = Vec::new();
     visit(Path::new("src"), &mut docs);
     let mut code = String::from("/// (class name, documentation) from each element's source file.\npub static DOCS: &[(&str, &str)] = &[\n");

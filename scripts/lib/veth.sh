@@ -33,24 +33,32 @@ veth_setup() { # NAME PREFIX FAMILY BIN SECS
   ip netns add "$H1"
   ip netns add "$H2"
   ip netns add "$R"
-  ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
-  ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
-  ip -n "$R" link set r0 address 02:00:00:00:01:01
-  ip -n "$R" link set r1 address 02:00:00:00:02:01
-  ip -n "$H1" link set eth0 address 02:00:00:00:01:02
   for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
   if [[ $FAMILY == 6 ]]; then
     H1_ADDR=2001:db8:1::2 H2_ADDR=2001:db8:2::2 R0_ADDR=2001:db8:1::1 R1_ADDR=2001:db8:2::1
     PING="ping -6"
-    for ns in "$H1" "$H2"; do
-      ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.eth0.accept_dad=0
+    for ns in "$H1" "$H2" "$R"; do
+      ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
     done
-    ip netns exec "$R" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
-      net.ipv6.conf.r0.accept_dad=0 net.ipv6.conf.r1.accept_dad=0
   else
     H1_ADDR=10.0.1.2 H2_ADDR=10.0.2.2 R0_ADDR=10.0.1.1 R1_ADDR=10.0.2.1
     PING=ping
   fi
+  veth_links 1
+}
+
+# veth_links QUEUES: (re)makes both veth pairs with QUEUES queues each way
+# and the hosts' addresses and routes (METHOD XDP reads every receive
+# queue of a device: one per thread).
+veth_links() {
+  local q=$1
+  ip -n "$R" link del r0 2>/dev/null || true
+  ip -n "$R" link del r1 2>/dev/null || true
+  ip -n "$R" link add r0 numtxqueues "$q" numrxqueues "$q" type veth peer name eth0 netns "$H1" numtxqueues "$q" numrxqueues "$q"
+  ip -n "$R" link add r1 numtxqueues "$q" numrxqueues "$q" type veth peer name eth0 netns "$H2" numtxqueues "$q" numrxqueues "$q"
+  ip -n "$R" link set r0 address 02:00:00:00:01:01
+  ip -n "$R" link set r1 address 02:00:00:00:02:01
+  ip -n "$H1" link set eth0 address 02:00:00:00:01:02
   ip -n "$R" link set r0 up
   ip -n "$R" link set r1 up
   ip -n "$H1" link set eth0 up
@@ -117,7 +125,9 @@ kernel_router_off() {
 paraclick_router() { # CONF THREADS [EXTRA ARGS...]
   local conf=$1 threads=$2
   shift 2
-  ip netns exec "$R" "$BIN" -j "$threads" "$@" "$ROOT/$conf" >"$TMP/router.out" 2>"$TMP/router.err" &
+  # ROUTER_DEFINES: NAME=VALUE definitions for the configuration.
+  # shellcheck disable=SC2086
+  ip netns exec "$R" "$BIN" -j "$threads" "$@" "$ROOT/$conf" ${ROUTER_DEFINES:-} >"$TMP/router.out" 2>"$TMP/router.err" &
   ROUTER_PID=$!
   for _ in $(seq 1 50); do
     ip netns exec "$H1" $PING -c 1 -W 0.3 "${PING_TARGET:-$R0_ADDR}" >/dev/null 2>&1 && return 0

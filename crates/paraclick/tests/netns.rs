@@ -133,6 +133,20 @@ fn multi_from_device_frames_arrive_on_their_device_outputs() {
     );
 }
 
+/// FromDevice/ToDevice METHOD XDP (AF_XDP sockets): the example routers
+/// forward exact counts of IPv4 and IPv6 UDP datagrams at -j 1 and -j 2
+/// in native XDP mode, a program a killed router left is removed at the
+/// next start, and another program's, a queue count mismatch, a missing
+/// device and no permission are refused (tests/netns/xdp.sh).
+#[test]
+fn xdp_devices_forward_and_refuse_what_they_cannot_use() {
+    run_script(
+        "xdp.sh",
+        Duration::from_secs(240),
+        "xdp test: all checks passed",
+    );
+}
+
 /// The router's own addresses served by Linux: conf/iprouter-veth-host.click
 /// hands the packets for the router to the Linux stack of its namespace
 /// through FromHost/ToHost taps; HTTP servers bound to the router's

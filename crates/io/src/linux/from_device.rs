@@ -1,6 +1,6 @@
 //! # FromDevice
 //!
-//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS])
+//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS, METHOD, XDP_MODE, ZEROCOPY])
 //!
 //! Reads packets from a Linux network device (AF_PACKET, TPACKET_V3 ring).
 //!
@@ -149,9 +149,35 @@
 //!   blocks): the priority ring. Its 16 blocks absorb 16 ms of the
 //!   reader's absence at low rates; a control flood fills it and is
 //!   dropped there (counted in `priority_drops`), not in the main ring.
-//! - `METHOD` (word): Click's choice of capture method, accepted for
-//!   compatibility: `LINUX`, `PCAP` and `NETMAP` all read through the
-//!   AF_PACKET ring described above; other values are errors.
+//! - `METHOD` (word, default `LINUX`): Click's choice of capture method.
+//!   `LINUX`, `PCAP` and `NETMAP` all read through the AF_PACKET ring
+//!   described above. `XDP` reads through an AF_XDP socket instead (see
+//!   "METHOD XDP" below); other values are errors.
+//! - `XDP_MODE` (word, default `AUTO`; METHOD XDP only): where the XDP
+//!   program runs: `NATIVE` (in the driver), `GENERIC` (SKB mode, any
+//!   device), or `AUTO` (native where the driver has it, else generic).
+//! - `ZEROCOPY` (boolean; METHOD XDP only): true insists on zero-copy,
+//!   false asks for copy mode; by default zero-copy where the driver
+//!   supports it, copy mode elsewhere.
+//!
+//! METHOD XDP. FromDevice opens an AF_XDP socket on receive queue QUEUE
+//! of DEVNAME (with N_QUEUES n, the device must have exactly n receive
+//! queues, one FromDevice or MultiFromDevice argument reading each: the
+//! driver's hashing, not a fanout group, deals the flows), through
+//! libxdp, whose default XDP program redirects each queue's frames to the
+//! socket bound to it (see docs/AF_XDP.md). Each task run takes up to
+//! BURST frames from the receive ring, copies them into packets and gives
+//! the frames back to the fill ring in one batch; when the ring is empty
+//! and the kernel asks for a wake-up (need-wakeup), FromDevice wakes it.
+//! Packets get the link header, device and timestamp (the time read)
+//! annotations and the packet type from the destination address; SNAPLEN
+//! applies. The frames are the router's: the kernel sees none of them,
+//! whatever SNIFFER says; a ToDevice(DEVNAME, METHOD XDP) writing the same
+//! queue shares the socket. RING_SIZE, FANOUT and OUTBOUND apply to the
+//! AF_PACKET ring only; BPF_FILTER, PRIORITY and PRIORITY_FILTER are
+//! errors with METHOD XDP. A program a router that crashed left on the
+//! device is removed, with a message, when the next one starts; one of
+//! another program is an error.
 //!
 //! `PollDevice` is another name for FromDevice (Click's kernel-module
 //! polling device reader).
@@ -168,6 +194,8 @@
 //!   (0 without one); `count` less this is what the main ring gave.
 //! - `priority_drops` (read): the priority ring's kernel drops (also in
 //!   `kernel_drops` and `drops`).
+//! - `mode` (read): how frames are read: `AF_PACKET`, or with METHOD XDP
+//!   `XDP native copy`, `XDP native zerocopy` or `XDP generic copy`.
 //!
 //! Example: a router's input whose pings and ARP overtake a flood:
 //!
@@ -183,9 +211,11 @@ use super::rx::{
     check_device_queues, check_devname, QueueClaim, RxClaims, RxCounters, RxOptions, RxQueue,
     RxReader,
 };
+use super::xdp::{self, XdpClaims, XdpOptions, XskPort};
 use paraclick_packet::Batch;
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub struct FromDevice {
     devname: String,
@@ -201,6 +231,11 @@ pub struct FromDevice {
     /// REPLICAS: the FromDevices reading the device's other queues, whose
     /// counts the handlers add to these.
     replicas: Vec<String>,
+    /// METHOD XDP: the AF_XDP socket's options, and the socket.
+    xdp: Option<XdpOptions>,
+    xsk: OnceLock<Arc<XskPort>>,
+    /// The socket's kernel drops at the last reset_counts.
+    xdp_drops_base: AtomicU64,
 }
 
 /// Ring indices in `rx`, `reader` and `stats`.
@@ -237,11 +272,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
         .read::<String>("REPLICAS")
         .map(|r| r.split_whitespace().map(String::from).collect())
         .unwrap_or_default();
-    if let Some(m) = a.read::<String>("METHOD") {
-        if !matches!(m.to_ascii_uppercase().as_str(), "LINUX" | "PCAP" | "NETMAP") {
-            a.error(format!("METHOD: expected LINUX, PCAP or NETMAP, not '{m}'"));
-        }
-    }
+    let xdp = read_method(&mut a, &opts)?;
     a.complete()?;
     check_devname("DEVNAME", &devname)?;
     opts.check_queue(queue)?;
@@ -253,7 +284,42 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
         reader: Mutex::new(Default::default()),
         stats: RxCounters::new(2, cx.nthreads),
         replicas,
+        xdp,
+        xsk: OnceLock::new(),
+        xdp_drops_base: AtomicU64::new(0),
     })
+}
+
+/// Reads METHOD (Click's LINUX, PCAP and NETMAP all read through the
+/// AF_PACKET ring; XDP through an AF_XDP socket) and, for XDP, XDP_MODE
+/// and ZEROCOPY; refuses the AF_PACKET ring's filters with XDP.
+pub(super) fn read_method(
+    a: &mut paraclick_runtime::Args<'_>,
+    opts: &RxOptions,
+) -> Result<Option<XdpOptions>, String> {
+    let method = a.read::<String>("METHOD").map(|m| m.to_ascii_uppercase());
+    let x = XdpOptions::read(a)?;
+    match method.as_deref() {
+        Some("XDP") => {
+            if opts.filters.bpf_filter.is_some() || opts.filters.has_priority() {
+                return Err(
+                    "BPF_FILTER, PRIORITY and PRIORITY_FILTER are not available with \
+                            METHOD XDP (they filter the AF_PACKET ring)"
+                        .into(),
+                );
+            }
+            Ok(Some(x))
+        }
+        None | Some("LINUX" | "PCAP" | "NETMAP") => {
+            if x != XdpOptions::default() {
+                return Err("XDP_MODE and ZEROCOPY need METHOD XDP".into());
+            }
+            Ok(None)
+        }
+        Some(m) => Err(format!(
+            "METHOD: expected LINUX, PCAP, NETMAP or XDP, not '{m}'"
+        )),
+    }
 }
 
 impl FromDevice {
@@ -274,6 +340,24 @@ impl FromDevice {
         self.rx.get().map(Vec::as_slice).unwrap_or_default()
     }
 
+    /// The AF_XDP socket's kernel drops since the last reset (0 without
+    /// one).
+    fn xdp_drops(&self) -> u64 {
+        self.xsk.get().map_or(0, |x| {
+            x.kernel_drops()
+                .saturating_sub(self.xdp_drops_base.load(Ordering::Relaxed))
+        })
+    }
+
+    /// The `mode` handler.
+    fn mode(&self) -> String {
+        match (&self.xdp, self.xsk.get()) {
+            (None, _) => "AF_PACKET".into(),
+            (Some(_), Some(x)) => format!("XDP {}", x.mode()),
+            (Some(_), None) => "XDP (not open)".into(),
+        }
+    }
+
     /// The priority ring's kernel drops (0 without one).
     fn priority_drops(&self) -> u64 {
         self.rings().get(PRIO).map_or(0, RxQueue::kernel_drops)
@@ -286,10 +370,20 @@ impl RxClaims for FromDevice {
     }
 }
 
+impl XdpClaims for FromDevice {
+    fn xdp_claims(&self) -> Vec<(&str, usize, bool, bool)> {
+        match self.xdp {
+            Some(_) => vec![(self.devname.as_str(), self.queue, true, false)],
+            None => Vec::new(),
+        }
+    }
+}
+
 impl Element for FromDevice {
-    /// Its queue, to the others reading the device.
+    /// Its queue, to the others reading the device; with METHOD XDP, to
+    /// the ToDevice sharing its socket.
     fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
-        paraclick_runtime::provide!(want, FromDevice, dyn RxClaims => |d| d)
+        paraclick_runtime::provide!(want, FromDevice, dyn RxClaims => |d| d, dyn XdpClaims => |d| d)
     }
 
     const HANDLERS: &'static [Handler<Self>] = &[
@@ -299,20 +393,24 @@ impl Element for FromDevice {
                 .to_string())
         }),
         Handler::try_read("drops", |e, hx| {
-            let own = e.stats.drops(e.rings());
+            let own = e.stats.drops(e.rings()) + e.xdp_drops();
             Ok(hx.sum_with(own, &e.replicas, "drops")?.to_string())
         }),
         Handler::try_read("kernel_drops", |e, hx| {
-            let own = e.stats.kernel_drops(e.rings());
+            let own = e.stats.kernel_drops(e.rings()) + e.xdp_drops();
             Ok(hx.sum_with(own, &e.replicas, "kernel_drops")?.to_string())
         }),
         Handler::write("reset_counts", |e, _, hx| {
             e.stats.reset(e.rings());
+            if let Some(x) = e.xsk.get() {
+                e.xdp_drops_base.store(x.kernel_drops(), Ordering::Relaxed);
+            }
             hx.write_each(&e.replicas, "reset_counts")
         }),
         Handler::read("encap", |_, _| "ETHER".into()),
         Handler::read("priority_count", |e, _| e.stats.count_of(PRIO).to_string()),
         Handler::read("priority_drops", |e, _| e.priority_drops().to_string()),
+        Handler::read("mode", |e, _| e.mode()),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -323,6 +421,13 @@ impl Element for FromDevice {
         // model see the router's real tasks.
         ix.add_task();
         if ix.checking() {
+            return Ok(());
+        }
+        if let Some(o) = &self.xdp {
+            xdp::check_rx_queues(&self.devname, self.queue, self.opts.nqueues)?;
+            let (_, tx) = xdp::rings_wanted(ix, &self.devname, self.queue);
+            let x = xdp::port(&self.devname, self.queue as u32, true, tx, o)?;
+            let _ = self.xsk.set(x);
             return Ok(());
         }
         // The priority ring first: no control frame is lost in between
@@ -341,6 +446,22 @@ impl Element for FromDevice {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        if let Some(x) = self.xsk.get() {
+            let mut batch = Batch::new();
+            let drops = x.read(
+                self.opts.burst,
+                self.opts.snaplen,
+                self.opts.timestamp,
+                &mut batch,
+            );
+            let got = !batch.is_empty();
+            if got {
+                self.stats.emitted(MAIN, cx.thread(), batch.len());
+                cx.push(0, batch);
+            }
+            self.stats.dropped(cx, drops);
+            return got || drops > 0;
+        }
         let Some(rx) = self.rx.get() else {
             return false;
         };
@@ -417,8 +538,22 @@ mod tests {
         assert!(element("eth0").is_ok());
         // Click's METHOD values are accepted (all read via AF_PACKET).
         for m in ["LINUX", "PCAP", "netmap"] {
-            assert!(element(&format!("eth0, METHOD {m}")).is_ok(), "{m}");
+            assert!(
+                element(&format!("eth0, METHOD {m}")).unwrap().xdp.is_none(),
+                "{m}"
+            );
         }
+        // METHOD XDP, with its keywords.
+        let e = element("eth0, METHOD XDP, XDP_MODE generic").unwrap();
+        assert_eq!(
+            e.xdp,
+            Some(XdpOptions {
+                mode: super::super::xdp::XdpMode::Generic,
+                zerocopy: None
+            })
+        );
+        assert_eq!(e.mode(), "XDP (not open)");
+        assert_eq!(element("eth0").unwrap().mode(), "AF_PACKET");
         let e = element("eth0, BURST 8, SNAPLEN 100, QUEUE 1, N_QUEUES 2, FANOUT lb").unwrap();
         assert_eq!(
             (
@@ -473,7 +608,23 @@ mod tests {
             ("eth0, NOPE 1", "unknown keyword NOPE"),
             (
                 "eth0, METHOD CARRIER_PIGEON",
-                "METHOD: expected LINUX, PCAP or NETMAP, not 'CARRIER_PIGEON'",
+                "METHOD: expected LINUX, PCAP, NETMAP or XDP, not 'CARRIER_PIGEON'",
+            ),
+            (
+                "eth0, XDP_MODE NATIVE",
+                "XDP_MODE and ZEROCOPY need METHOD XDP",
+            ),
+            (
+                "eth0, METHOD XDP, PRIORITY true",
+                "not available with METHOD XDP",
+            ),
+            (
+                "eth0, METHOD XDP, XDP_MODE SIDEWAYS",
+                "XDP_MODE: expected AUTO, NATIVE or GENERIC, not 'SIDEWAYS'",
+            ),
+            (
+                "eth0, METHOD XDP, XDP_MODE GENERIC, ZEROCOPY true",
+                "ZEROCOPY true needs XDP_MODE NATIVE or AUTO",
             ),
         ] {
             assert_err(element(bad), want);

@@ -23,6 +23,8 @@ mod ring;
 mod rx;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod xdp;
 
 /// The `count` and `drops` statistics of a device element (its handlers
 /// `count`, `drops` and `reset_counts`).

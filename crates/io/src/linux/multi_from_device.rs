@@ -1,6 +1,6 @@
 //! # MultiFromDevice
 //!
-//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE])
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY])
 //!
 //! Polls several receive queues of Linux network devices in one task,
 //! filling one burst across them.
@@ -63,6 +63,11 @@
 //!   (bytes, default 16 MiB), `BPF_FILTER` (string), `PRIORITY`
 //!   (boolean), `PRIORITY_FILTER` (string), `PRIORITY_RING_SIZE` (bytes,
 //!   default 2 MiB): as for FromDevice, for every queue.
+//! - `METHOD` (word, default `LINUX`), `XDP_MODE` (word), `ZEROCOPY`
+//!   (boolean): as for FromDevice. With `METHOD XDP` each queue is read
+//!   through an AF_XDP socket on that receive queue of its device (see
+//!   FromDevice's "METHOD XDP" and docs/AF_XDP.md); N_QUEUES must then be
+//!   the devices' number of receive queues.
 //!
 //! Handlers:
 //! - `count` (read): packets emitted, all queues together.
@@ -72,6 +77,8 @@
 //! - `kernel_drops` (read): the kernel's ring drops alone.
 //! - `reset_counts` (write): resets the counts and the drop counts.
 //! - `encap` (read): the link encapsulation, `ETHER`.
+//! - `mode` (read): `AF_PACKET`, or with METHOD XDP the first socket's
+//!   mode (`XDP native copy`, ...).
 //! - `priority_count` (read), `priority_drops` (read): packets emitted
 //!   from the priority rings and their kernel drops (included in `count`,
 //!   `counts` and the drop counts).
@@ -89,10 +96,11 @@ use super::rx::{
     check_device_queues, check_devname, QueueClaim, RxClaims, RxCounters, RxOptions, RxQueue,
     RxReader,
 };
+use super::xdp::{self, XdpClaims, XdpOptions, XskPort};
 use paraclick_packet::Batch;
 use paraclick_runtime::{ArgEnv, ClassSpec, ConfigCx, Cx, Element, FromArg, Handler, InitCx, Kind};
 use std::fmt::Write as _;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub struct MultiFromDevice {
     /// (device, queue) of each output.
@@ -106,6 +114,10 @@ pub struct MultiFromDevice {
     rx: OnceLock<Vec<RxQueue>>,
     state: Mutex<PollState>,
     stats: RxCounters,
+    /// METHOD XDP: the AF_XDP sockets' options, and one socket per queue
+    /// (output order).
+    xdp: Option<XdpOptions>,
+    xsk: OnceLock<Vec<Arc<XskPort>>>,
 }
 
 /// The poller's place: each ring's reader, and where the next run starts.
@@ -140,6 +152,7 @@ fn parse_queue_arg(s: &str) -> Result<(String, usize), String> {
 fn make(cx: &mut ConfigCx<'_>) -> Result<MultiFromDevice, String> {
     let mut a = cx.args();
     let opts = RxOptions::read(&mut a)?;
+    let xdp = super::from_device::read_method(&mut a, &opts)?;
     let args = a.rest();
     a.complete()?;
     if args.is_empty() {
@@ -180,6 +193,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<MultiFromDevice, String> {
         prio_outputs,
         opts,
         rx: OnceLock::new(),
+        xdp,
+        xsk: OnceLock::new(),
     })
 }
 
@@ -260,6 +275,38 @@ impl MultiFromDevice {
         self.rings().iter().skip(n).map(RxQueue::kernel_drops).sum()
     }
 
+    /// The AF_XDP sockets' kernel drops (0 without them).
+    fn xdp_drops(&self) -> u64 {
+        self.xsk
+            .get()
+            .map_or(0, |v| v.iter().map(|x| x.kernel_drops()).sum())
+    }
+
+    /// A task run with METHOD XDP: the queues' sockets polled in turn,
+    /// as the rings are.
+    fn run_xdp(&self, cx: &mut Cx<'_>, ports: &[Arc<XskPort>]) -> bool {
+        let Ok(mut st) = self.state.try_lock() else {
+            return false;
+        };
+        let n = ports.len();
+        let start = st.next;
+        st.next = if start + 1 == n { 0 } else { start + 1 };
+        let thread = cx.thread();
+        let (got, drops) = poll_round(
+            n,
+            start,
+            self.opts.burst,
+            |i, max, b| ports[i].read(max, self.opts.snaplen, self.opts.timestamp, b),
+            |i, b| {
+                self.stats.emitted(i, thread, b.len());
+                cx.push(i, b);
+            },
+        );
+        drop(st);
+        self.stats.dropped(cx, drops);
+        got > 0 || drops > 0
+    }
+
     /// The open rings (none before initialization).
     fn rings(&self) -> &[RxQueue] {
         self.rx.get().map(Vec::as_slice).unwrap_or_default()
@@ -272,18 +319,41 @@ impl RxClaims for MultiFromDevice {
     }
 }
 
+impl XdpClaims for MultiFromDevice {
+    fn xdp_claims(&self) -> Vec<(&str, usize, bool, bool)> {
+        match self.xdp {
+            Some(_) => self
+                .queues
+                .iter()
+                .map(|(d, q)| (d.as_str(), *q, true, false))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
 impl Element for MultiFromDevice {
-    /// Its queues, to the others reading their devices.
+    /// Its queues, to the others reading their devices; with METHOD XDP,
+    /// to the ToDevice elements sharing their sockets.
     fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
-        paraclick_runtime::provide!(want, MultiFromDevice, dyn RxClaims => |m| m)
+        paraclick_runtime::provide!(want, MultiFromDevice, dyn RxClaims => |m| m, dyn XdpClaims => |m| m)
     }
 
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("count", |e, _| e.stats.count().to_string()),
         Handler::read("counts", |e, _| e.counts()),
-        Handler::read("drops", |e, _| e.stats.drops(e.rings()).to_string()),
+        Handler::read("drops", |e, _| {
+            (e.stats.drops(e.rings()) + e.xdp_drops()).to_string()
+        }),
         Handler::read("kernel_drops", |e, _| {
-            e.stats.kernel_drops(e.rings()).to_string()
+            (e.stats.kernel_drops(e.rings()) + e.xdp_drops()).to_string()
+        }),
+        Handler::read("mode", |e, _| match (&e.xdp, e.xsk.get()) {
+            (None, _) => "AF_PACKET".into(),
+            (Some(_), Some(x)) => x
+                .first()
+                .map_or_else(String::new, |x| format!("XDP {}", x.mode())),
+            (Some(_), None) => "XDP (not open)".into(),
         }),
         Handler::write("reset_counts", |e, _, _| {
             e.stats.reset(e.rings());
@@ -306,6 +376,16 @@ impl Element for MultiFromDevice {
         if ix.checking() {
             return Ok(());
         }
+        if let Some(o) = &self.xdp {
+            let mut ports = Vec::with_capacity(self.queues.len());
+            for (dev, q) in &self.queues {
+                xdp::check_rx_queues(dev, *q, self.opts.nqueues)?;
+                let (_, tx) = xdp::rings_wanted(ix, dev, *q);
+                ports.push(xdp::port(dev, *q as u32, true, tx, o)?);
+            }
+            let _ = self.xsk.set(ports);
+            return Ok(());
+        }
         // Priority rings first: no control frame is lost in between.
         let mut prio = Vec::with_capacity(self.prio_outputs.len());
         for &i in &self.prio_outputs {
@@ -324,6 +404,9 @@ impl Element for MultiFromDevice {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        if let Some(ports) = self.xsk.get() {
+            return self.run_xdp(cx, ports);
+        }
         let Some(rx) = self.rx.get() else {
             return false;
         };

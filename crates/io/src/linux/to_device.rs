@@ -1,6 +1,6 @@
 //! # ToDevice
 //!
-//! ToDevice(DEVNAME [, BURST, keywords BURST, QUEUE])
+//! ToDevice(DEVNAME [, BURST, keywords BURST, QUEUE, METHOD, XDP_MODE, ZEROCOPY])
 //!
 //! Sends packets to a Linux network device (AF_PACKET, `sendmmsg`).
 //!
@@ -33,10 +33,21 @@
 //! - `DEVNAME` (string): the interface name.
 //! - `BURST` (unsigned, default 32, at most 65536): most packets pulled per
 //!   task run.
-//! - `QUEUE` (unsigned, default 0): accepted for compatibility with
-//!   Click's ToDevice. Each ToDevice has its own socket; the kernel picks
-//!   the device transmit queue (by sending CPU where the device has
-//!   several).
+//! - `QUEUE` (unsigned, default 0): with METHOD XDP, the device queue
+//!   the AF_XDP socket is bound to. Otherwise accepted for compatibility
+//!   with Click's ToDevice: each ToDevice has its own socket, and the
+//!   kernel picks the device transmit queue (by sending CPU where the
+//!   device has several).
+//! - `METHOD` (word, default `LINUX`): `LINUX` (also `PCAP`, `NETMAP`)
+//!   sends through AF_PACKET as above; `XDP` through an AF_XDP socket on
+//!   queue QUEUE of DEVNAME (see docs/AF_XDP.md), shared with the
+//!   FromDevice reading that queue with METHOD XDP: each packet is copied
+//!   into a transmit frame of the socket's memory (UMEM) and put on its
+//!   transmit ring, the kernel woken when it asks (need-wakeup), and sent
+//!   frames come back through the completion ring. When no frame or ring
+//!   entry is free the packets wait as described above. Packets longer
+//!   than a frame (2048 bytes) are dropped.
+//! - `XDP_MODE`, `ZEROCOPY`: as for FromDevice (METHOD XDP only).
 //!
 //! Handlers:
 //! - `count` (read): packets sent.
@@ -45,19 +56,22 @@
 //!   deleted or down under the router: `ENXIO`, `ENETDOWN`) is reported on
 //!   standard error, once; the router keeps running.
 //! - `reset_counts` (write): resets both.
+//! - `mode` (read): `AF_PACKET`, or with METHOD XDP the socket's mode
+//!   (`XDP native copy`, `XDP native zerocopy`, `XDP generic copy`).
 //!
 //! Example:
 //!
 //!     ... -> Queue(1000) -> ToDevice(eth0, BURST 32);
 
 use super::sys::{self, SEND_CHUNK};
+use super::xdp::{self, XdpClaims, XdpOptions, XskPort};
 use crate::common::ErrorCount;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// Socket send buffer asked for.
@@ -79,6 +93,11 @@ pub struct ToDevice {
     counts: super::DevCounts,
     /// Sends that failed for good (the first one is reported).
     errors: ErrorCount,
+    /// QUEUE: the transmit queue of METHOD XDP's socket.
+    queue: usize,
+    /// METHOD XDP: the socket's options, and the socket.
+    xdp: Option<XdpOptions>,
+    xsk: OnceLock<Arc<XskPort>>,
 }
 
 /// The largest BURST: 4 × BURST packets may wait, and 2^64-1 overflowed
@@ -100,7 +119,23 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
     let devname = a.read_mp::<String>("DEVNAME");
     let burst_p = a.read_p::<usize>("BURST");
     let burst_k = a.read::<usize>("BURST");
-    let _queue = a.read::<usize>("QUEUE");
+    let queue = a.read::<usize>("QUEUE").unwrap_or(0);
+    let method = a.read::<String>("METHOD").map(|m| m.to_ascii_uppercase());
+    let x = XdpOptions::read(&mut a)?;
+    let xdp = match method.as_deref() {
+        Some("XDP") => Some(x),
+        None | Some("LINUX" | "PCAP" | "NETMAP") => {
+            if x != XdpOptions::default() {
+                return Err("XDP_MODE and ZEROCOPY need METHOD XDP".into());
+            }
+            None
+        }
+        Some(m) => {
+            return Err(format!(
+                "METHOD: expected LINUX, PCAP, NETMAP or XDP, not '{m}'"
+            ))
+        }
+    };
     a.complete()?;
     if devname.is_empty() || devname.len() >= 16 || devname.contains(['/', ' ', '\0']) {
         return Err(format!("DEVNAME: bad interface name '{devname}'"));
@@ -121,6 +156,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
         max_pending: 4 * burst,
         counts: super::DevCounts::new(cx.nthreads),
         errors: ErrorCount::default(),
+        queue,
+        xdp,
+        xsk: OnceLock::new(),
     })
 }
 
@@ -128,6 +166,9 @@ impl ToDevice {
     /// Sends `batch` in order. Returns the packets the kernel could not
     /// take yet (in order); emits or drops the rest.
     fn transmit(&self, cx: &mut Cx<'_>, mut batch: Batch) -> Batch {
+        if let Some(x) = self.xsk.get() {
+            return self.transmit_xdp(cx, x, batch);
+        }
         let Some(fd) = self.fd.get() else {
             self.fail(cx, batch);
             return Batch::new();
@@ -181,6 +222,38 @@ impl ToDevice {
             batch
         } else {
             Batch::new()
+        }
+    }
+
+    /// [`ToDevice::transmit`] through the AF_XDP socket.
+    fn transmit_xdp(&self, cx: &mut Cx<'_>, x: &XskPort, batch: Batch) -> Batch {
+        let r = x.send(batch);
+        if let Some(errno) = r.error {
+            self.errors.report(
+                &format!("{} :: ToDevice", cx.element_name()),
+                &format!(
+                    "{}: {}; packets the device refuses are dropped",
+                    self.devname,
+                    std::io::Error::from_raw_os_error(errno)
+                ),
+            );
+        }
+        if !r.sent.is_empty() {
+            self.counts.count.add(cx.thread(), r.sent.len() as u64);
+            if self.has_out0 {
+                cx.push(0, r.sent);
+            }
+        }
+        self.fail(cx, r.failed);
+        r.left
+    }
+
+    /// The `mode` handler.
+    fn mode(&self) -> String {
+        match (&self.xdp, self.xsk.get()) {
+            (None, _) => "AF_PACKET".into(),
+            (Some(_), Some(x)) => format!("XDP {}", x.mode()),
+            (Some(_), None) => "XDP (not open)".into(),
         }
     }
 
@@ -255,8 +328,23 @@ impl ToDevice {
     }
 }
 
+impl XdpClaims for ToDevice {
+    fn xdp_claims(&self) -> Vec<(&str, usize, bool, bool)> {
+        match self.xdp {
+            Some(_) => vec![(self.devname.as_str(), self.queue, false, true)],
+            None => Vec::new(),
+        }
+    }
+}
+
 impl Element for ToDevice {
+    /// With METHOD XDP, its queue to the FromDevice sharing its socket.
+    fn provide(&self, want: std::any::TypeId) -> Option<&'static dyn std::any::Any> {
+        paraclick_runtime::provide!(want, ToDevice, dyn XdpClaims => |d| d)
+    }
+
     const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("mode", |e, _| e.mode()),
         Handler::read("count", |e, _| e.counts.count.get().to_string()),
         Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
         Handler::write("reset_counts", |e, _, _| {
@@ -275,6 +363,12 @@ impl Element for ToDevice {
             ix.sleep_when_empty(t);
         }
         if ix.checking() {
+            return Ok(());
+        }
+        if let Some(o) = &self.xdp {
+            let (rx, _) = xdp::rings_wanted(ix, &self.devname, self.queue);
+            let x = xdp::port(&self.devname, self.queue as u32, rx, true, o)?;
+            let _ = self.xsk.set(x);
             return Ok(());
         }
         let ifindex = sys::ifindex(&self.devname)?;
@@ -350,6 +444,7 @@ mod tests {
         assert!(make_conf("eth0").is_ok());
         assert!(make_conf("eth0, 16").is_ok());
         assert!(make_conf("eth0, BURST 16, QUEUE 1").is_ok());
+        assert!(make_conf("eth0, METHOD XDP, QUEUE 1, XDP_MODE native").is_ok());
         // 2^64-1 overflowed 4 × BURST.
         let huge = "eth0, BURST 18446744073709551615";
         for (bad, want) in [
@@ -358,6 +453,14 @@ mod tests {
             ("eth0, 0", "BURST must be between 1 and 65536"),
             ("eth0, MODE fast", "unknown keyword MODE"),
             ("x y", "DEVNAME: bad interface name 'x y'"),
+            (
+                "eth0, ZEROCOPY true",
+                "XDP_MODE and ZEROCOPY need METHOD XDP",
+            ),
+            (
+                "eth0, METHOD RAW",
+                "METHOD: expected LINUX, PCAP, NETMAP or XDP, not 'RAW'",
+            ),
             (huge, "BURST must be between 1 and 65536"),
         ] {
             assert_err(make_conf(bad), want);

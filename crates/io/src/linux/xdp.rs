@@ -1,0 +1,880 @@
+//! AF_XDP sockets for `METHOD XDP` of FromDevice, MultiFromDevice and
+//! ToDevice, through libxdp (see docs/AF_XDP.md). Not an element.
+//!
+//! One socket per (device, queue) in the process: the FromDevice reading
+//! a queue and the ToDevice writing it share the socket (its receive and
+//! transmit rings), since the kernel binds one socket to a queue. Each
+//! socket has its own UMEM: half of its frames circulate between the fill
+//! and receive rings, half between the transmit and completion rings.
+//! Received frames are copied into packets, and their UMEM frames go
+//! straight back to the fill ring, in one batch per burst.
+//!
+//! libxdp attaches its default XDP program (Debian's
+//! `xsk_def_xdp_prog.o`, built from xdp-tools' source) when a device's
+//! first socket with a receive ring is made, and removes it when the last
+//! one is closed. A small state file under /run/paraclick records which
+//! program this router attached, so that one a crashed router left on the
+//! device is recognised, and removed with a message, at the next start.
+
+use paraclick_packet::{Batch, Packet, PacketType, Timestamp};
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Mutex, Weak};
+
+/// The UMEM frame size: the smallest libxdp accepts, room for a 1500-byte
+/// MTU frame.
+pub const FRAME_SIZE: usize = 2048;
+/// Entries of each ring (fill, receive, transmit, completion), and frames
+/// of each half of the UMEM.
+const RING: usize = 2048;
+
+#[repr(C)]
+struct PcxXsk {
+    _opaque: [u8; 0],
+}
+
+extern "C" {
+    #[allow(clippy::too_many_arguments)]
+    fn pcx_xsk_open(
+        out: *mut *mut PcxXsk,
+        ifname: *const c_char,
+        queue: c_uint,
+        area: *mut c_void,
+        size: c_ulonglong,
+        frame_size: c_uint,
+        rx_size: c_uint,
+        tx_size: c_uint,
+        ring_size: c_uint,
+        xdp_flags: c_uint,
+        bind_flags: c_uint,
+        fill_addrs: *const c_ulonglong,
+        nfill: c_uint,
+    ) -> c_int;
+    fn pcx_xsk_close(x: *mut PcxXsk);
+    fn pcx_xsk_zerocopy(x: *const PcxXsk) -> c_int;
+    fn pcx_xsk_rx_peek(
+        x: *mut PcxXsk,
+        addrs: *mut c_ulonglong,
+        lens: *mut c_uint,
+        max: c_uint,
+    ) -> c_uint;
+    fn pcx_xsk_rx_done(x: *mut PcxXsk, addrs: *const c_ulonglong, n: c_uint);
+    fn pcx_xsk_tx_reap(x: *mut PcxXsk, addrs: *mut c_ulonglong, max: c_uint) -> c_uint;
+    fn pcx_xsk_tx_submit(
+        x: *mut PcxXsk,
+        addrs: *const c_ulonglong,
+        lens: *const c_uint,
+        n: c_uint,
+        err: *mut c_int,
+    ) -> c_uint;
+    fn pcx_xsk_stats(
+        x: *const PcxXsk,
+        rx_dropped: *mut c_ulonglong,
+        rx_full: *mut c_ulonglong,
+        fill_empty: *mut c_ulonglong,
+        tx_invalid: *mut c_ulonglong,
+    ) -> c_int;
+    fn pcx_xdp_programs(
+        ifindex: c_int,
+        ids: *mut c_uint,
+        names: *mut c_char,
+        max: c_int,
+        mode: *mut c_int,
+    ) -> c_int;
+    fn pcx_xdp_detach_all(ifindex: c_int) -> c_int;
+    fn pcx_xdp_quiet();
+}
+
+// linux/if_link.h and linux/if_xdp.h.
+const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+const XDP_COPY: u32 = 1 << 1;
+const XDP_ZEROCOPY: u32 = 1 << 2;
+const XDP_USE_NEED_WAKEUP: u32 = 1 << 3;
+
+/// The name of libxdp's default AF_XDP program.
+const XSK_PROG: &str = "xsk_def_prog";
+
+/// Where the XDP program runs (`XDP_MODE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdpMode {
+    /// Native where the driver has it, generic otherwise.
+    Auto,
+    /// In the driver (fails where it has no XDP support).
+    Native,
+    /// Generic (SKB) mode: any device, after the socket buffer is made.
+    Generic,
+}
+
+/// The keywords of METHOD XDP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XdpOptions {
+    pub mode: XdpMode,
+    /// ZEROCOPY: `None` for zero-copy where the driver supports it.
+    pub zerocopy: Option<bool>,
+}
+
+impl Default for XdpOptions {
+    fn default() -> XdpOptions {
+        XdpOptions {
+            mode: XdpMode::Auto,
+            zerocopy: None,
+        }
+    }
+}
+
+impl XdpOptions {
+    /// Reads XDP_MODE and ZEROCOPY.
+    pub fn read(a: &mut paraclick_runtime::Args<'_>) -> Result<XdpOptions, String> {
+        let mode = match a.read::<String>("XDP_MODE") {
+            None => XdpMode::Auto,
+            Some(m) => match m.to_ascii_uppercase().as_str() {
+                "AUTO" => XdpMode::Auto,
+                "NATIVE" | "DRV" => XdpMode::Native,
+                "GENERIC" | "SKB" => XdpMode::Generic,
+                _ => {
+                    return Err(format!(
+                        "XDP_MODE: expected AUTO, NATIVE or GENERIC, not '{m}'"
+                    ))
+                }
+            },
+        };
+        let zerocopy = a.read::<bool>("ZEROCOPY");
+        if mode == XdpMode::Generic && zerocopy == Some(true) {
+            return Err("ZEROCOPY true needs XDP_MODE NATIVE or AUTO: generic mode copies".into());
+        }
+        Ok(XdpOptions { mode, zerocopy })
+    }
+
+    /// The (XDP flags, bind flags, name) to try in turn.
+    fn attempts(&self) -> Vec<(u32, u32, &'static str)> {
+        let mut v = Vec::new();
+        let native = matches!(self.mode, XdpMode::Auto | XdpMode::Native);
+        let generic = matches!(self.mode, XdpMode::Auto | XdpMode::Generic);
+        if native && self.zerocopy != Some(false) {
+            v.push((XDP_FLAGS_DRV_MODE, XDP_ZEROCOPY, "native"));
+        }
+        if native && self.zerocopy != Some(true) {
+            v.push((XDP_FLAGS_DRV_MODE, XDP_COPY, "native"));
+        }
+        if generic && self.zerocopy != Some(true) {
+            v.push((XDP_FLAGS_SKB_MODE, XDP_COPY, "generic"));
+        }
+        v
+    }
+}
+
+/// The UMEM: an anonymous mapping, unmapped on drop.
+struct Area {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; who reads or writes which frame
+// is ruled by the rings (a frame belongs to the kernel or to the holder
+// of the side's lock that took it).
+unsafe impl Send for Area {}
+// SAFETY: as above.
+unsafe impl Sync for Area {}
+
+impl Area {
+    fn new(len: usize) -> Result<Area, String> {
+        // SAFETY: a fresh anonymous private mapping; no existing memory
+        // is touched.
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                len,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::PRIVATE,
+            )
+        }
+        .map_err(|e| {
+            format!(
+                "cannot map {len} bytes of UMEM: {}",
+                std::io::Error::from(e)
+            )
+        })?;
+        Ok(Area { ptr: p.cast(), len })
+    }
+
+    /// The frame at UMEM address `addr`, `len` bytes.
+    ///
+    /// # Safety
+    /// The caller owns the frame (took it from the receive or completion
+    /// ring, or holds it free), and `addr + len` lies inside the area.
+    unsafe fn frame(&self, addr: u64, len: usize) -> &[u8] {
+        // SAFETY: as the caller promises.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(addr as usize), len) }
+    }
+
+    /// # Safety
+    /// As [`Area::frame`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn frame_mut(&self, addr: u64, len: usize) -> &mut [u8] {
+        // SAFETY: as the caller promises.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(addr as usize), len) }
+    }
+}
+
+impl Drop for Area {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; the socket using it is
+        // closed before (XskPort drops its socket first).
+        let _ = unsafe { rustix::mm::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+struct RxSide {
+    addrs: Vec<u64>,
+    lens: Vec<u32>,
+}
+
+struct TxSide {
+    /// Transmit frames not on the rings.
+    free: Vec<u64>,
+    addrs: Vec<u64>,
+    lens: Vec<u32>,
+}
+
+/// One AF_XDP socket on one queue of one device, with its UMEM.
+pub struct XskPort {
+    raw: *mut PcxXsk,
+    area: Area,
+    ifindex: i32,
+    has_rx: bool,
+    has_tx: bool,
+    /// "native", "generic", then "zerocopy" or "copy".
+    mode: String,
+    rx: Mutex<RxSide>,
+    tx: Mutex<TxSide>,
+    _dev: Arc<DevGuard>,
+}
+
+// SAFETY: the socket's receive side (receive and fill rings) is used only
+// under the `rx` lock and its transmit side (transmit and completion
+// rings) only under the `tx` lock; libxdp's rings of one side share no
+// state with the other's.
+unsafe impl Send for XskPort {}
+// SAFETY: as above.
+unsafe impl Sync for XskPort {}
+
+impl Drop for XskPort {
+    fn drop(&mut self) {
+        // SAFETY: the socket made by pcx_xsk_open, closed once; `area`
+        // outlives it (fields drop after this body).
+        unsafe { pcx_xsk_close(self.raw) };
+    }
+}
+
+/// Result of sending a batch: packets put on the ring, packets left for
+/// later (ring or frames full), packets too long for a frame.
+pub struct TxResult {
+    pub sent: Batch,
+    pub left: Batch,
+    pub failed: Batch,
+    pub error: Option<i32>,
+}
+
+impl XskPort {
+    /// The mode in use, for the `mode` handler: `native copy`,
+    /// `native zerocopy` or `generic copy`.
+    pub fn mode(&self) -> &str {
+        &self.mode
+    }
+
+    /// Reads up to `max` frames into packets appended to `out`. Returns
+    /// the frames dropped (none here: every frame fits a packet unless
+    /// packets run out).
+    pub fn read(&self, max: usize, snaplen: usize, timestamp: bool, out: &mut Batch) -> u64 {
+        let Ok(mut rx) = self.rx.try_lock() else {
+            return 0;
+        };
+        let rx = &mut *rx;
+        let max = max.min(rx.addrs.len());
+        // SAFETY: the arrays hold `max` entries; the socket is open.
+        let n = unsafe {
+            pcx_xsk_rx_peek(
+                self.raw,
+                rx.addrs.as_mut_ptr(),
+                rx.lens.as_mut_ptr(),
+                max as c_uint,
+            )
+        } as usize;
+        if n == 0 {
+            return 0;
+        }
+        let ts = if timestamp {
+            Timestamp::now()
+        } else {
+            Timestamp::default()
+        };
+        let mut drops = 0;
+        for i in 0..n {
+            let len = (rx.lens[i] as usize).min(FRAME_SIZE);
+            // SAFETY: the frame came from the receive ring (ours until
+            // rx_done) and lies in the area (the kernel checks
+            // descriptors against the UMEM).
+            let data = unsafe { self.area.frame(rx.addrs[i], len) };
+            let keep = len.min(snaplen);
+            let Some(mut p) = Packet::from_slice(&data[..keep]) else {
+                drops += 1;
+                continue;
+            };
+            if keep < len {
+                p.anno_mut().extra_length = (len - keep) as u32;
+            }
+            p.set_mac_header(0);
+            let a = p.anno_mut();
+            a.packet_type = packet_type(data);
+            a.device = self.ifindex as u16;
+            a.timestamp = ts;
+            out.push(p);
+        }
+        // SAFETY: gives back exactly the frames peeked.
+        unsafe { pcx_xsk_rx_done(self.raw, rx.addrs.as_ptr(), n as c_uint) };
+        drops
+    }
+
+    /// Copies the packets of `batch` into transmit frames and puts them
+    /// on the transmit ring, in order.
+    pub fn send(&self, mut batch: Batch) -> TxResult {
+        let mut res = TxResult {
+            sent: Batch::new(),
+            left: Batch::new(),
+            failed: Batch::new(),
+            error: None,
+        };
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = &mut *tx;
+        // Frames the kernel has sent come back first.
+        let room = RING - tx.free.len();
+        if room > 0 {
+            let start = tx.free.len();
+            tx.free.resize(RING, 0);
+            // SAFETY: `room` entries from `start` are writable.
+            let got =
+                unsafe { pcx_xsk_tx_reap(self.raw, tx.free[start..].as_mut_ptr(), room as c_uint) }
+                    as usize;
+            tx.free.truncate(start + got);
+        }
+        tx.addrs.clear();
+        tx.lens.clear();
+        let mut queued = Batch::new();
+        for p in batch.drain() {
+            let len = p.len();
+            if len > FRAME_SIZE || len == 0 {
+                res.failed.push(p);
+                continue;
+            }
+            let Some(addr) = tx.free.pop() else {
+                res.left.push(p);
+                continue;
+            };
+            // SAFETY: a free transmit frame (ours), inside the area.
+            unsafe { self.area.frame_mut(addr, len) }.copy_from_slice(p.data());
+            tx.addrs.push(addr);
+            tx.lens.push(len as u32);
+            queued.push(p);
+        }
+        if tx.addrs.is_empty() {
+            return res;
+        }
+        let mut err = 0;
+        // SAFETY: the arrays hold `n` descriptors of frames we own.
+        let done = unsafe {
+            pcx_xsk_tx_submit(
+                self.raw,
+                tx.addrs.as_ptr(),
+                tx.lens.as_ptr(),
+                tx.addrs.len() as c_uint,
+                &mut err,
+            )
+        } as usize;
+        if err != 0 {
+            res.error = Some(err);
+        }
+        // Frames the ring had no room for go back to the free list; their
+        // packets wait, ahead of the ones that found no frame.
+        let unsent: Vec<u64> = tx.addrs[done..].to_vec();
+        tx.free.extend(unsent);
+        let mut rest = queued.split_off(done);
+        res.sent = queued;
+        rest.append(&mut res.left);
+        res.left = rest;
+        res
+    }
+
+    /// Frames the kernel dropped for this socket: no fill ring entry or a
+    /// full receive ring (XDP_STATISTICS).
+    pub fn kernel_drops(&self) -> u64 {
+        let (mut a, mut b, mut c, mut d) = (0, 0, 0, 0);
+        // SAFETY: an open socket; four counters to write.
+        let r = unsafe { pcx_xsk_stats(self.raw, &mut a, &mut b, &mut c, &mut d) };
+        if r == 0 {
+            a + b
+        } else {
+            0
+        }
+    }
+}
+
+/// HOST, BROADCAST, MULTICAST from the destination address (the kernel
+/// gives AF_XDP no packet type; OTHERHOST needs the device's address,
+/// which HostEtherFilter checks anyway).
+fn packet_type(d: &[u8]) -> PacketType {
+    if d.len() < 6 || d[0] & 1 == 0 {
+        PacketType::Host
+    } else if d[..6] == [0xff; 6] {
+        PacketType::Broadcast
+    } else {
+        PacketType::Multicast
+    }
+}
+
+/// What one process holds on one device: the lock on its state file, and
+/// the program its sockets' receive rings made libxdp attach.
+struct DevGuard {
+    ifindex: i32,
+    path: String,
+    file: File,
+}
+
+impl Drop for DevGuard {
+    fn drop(&mut self) {
+        // The sockets are closed: libxdp removed its program with the
+        // last one. If one is left anyway (ours alone), remove it.
+        if let Ok(progs) = programs(self.ifindex) {
+            if !progs.is_empty() && progs.iter().all(|(_, n)| n == XSK_PROG) {
+                // SAFETY: a plain call on an interface index.
+                let _ = unsafe { pcx_xdp_detach_all(self.ifindex) };
+            }
+        }
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// The open sockets and devices of this process.
+struct Registry {
+    ports: Vec<(String, u32, Weak<XskPort>)>,
+    devs: Vec<(String, Weak<DevGuard>)>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    ports: Vec::new(),
+    devs: Vec::new(),
+});
+
+/// The XDP programs on `ifindex`: (id, name) each.
+fn programs(ifindex: i32) -> Result<Vec<(u32, String)>, i32> {
+    let mut ids = [0u32; 16];
+    let mut names = [0 as c_char; 16 * 64];
+    let mut mode = 0;
+    // SAFETY: arrays for 16 programs, as `max` says.
+    let n =
+        unsafe { pcx_xdp_programs(ifindex, ids.as_mut_ptr(), names.as_mut_ptr(), 16, &mut mode) };
+    if n == -libc::ENOENT {
+        return Ok(Vec::new());
+    }
+    if n < 0 {
+        return Err(-n);
+    }
+    Ok((0..n as usize)
+        .map(|i| {
+            let raw = &names[i * 64..(i + 1) * 64];
+            let bytes: Vec<u8> = raw
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            (ids[i], String::from_utf8_lossy(&bytes).into_owned())
+        })
+        .collect())
+}
+
+/// The device's receive and transmit queue counts (sysfs).
+pub fn queue_counts(devname: &str) -> (usize, usize) {
+    let count = |prefix: &str| {
+        fs::read_dir(format!("/sys/class/net/{devname}/queues"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    (count("rx-"), count("tx-"))
+}
+
+/// Checks N_QUEUES and QUEUE of a METHOD XDP reader against the device:
+/// each QUEUE is a receive queue of the device, and all of them are read.
+pub fn check_rx_queues(devname: &str, queue: usize, nqueues: usize) -> Result<(), String> {
+    let (rx, _) = queue_counts(devname);
+    if rx == 0 {
+        return Ok(());
+    }
+    if nqueues != rx {
+        return Err(format!(
+            "{devname} has {rx} receive queue{}, but N_QUEUES is {nqueues}: with METHOD XDP \
+             each QUEUE is one of the device's receive queues, and every one must be read \
+             (set N_QUEUES {rx}, or change the device's queues: ethtool -L {devname} \
+             combined N; a veth pair's with numrxqueues when it is made)",
+            if rx == 1 { "" } else { "s" }
+        ));
+    }
+    if queue >= rx {
+        return Err(format!(
+            "{devname} has no receive queue {queue} (it has {rx})"
+        ));
+    }
+    Ok(())
+}
+
+/// The errno of a failed socket creation, as a sentence.
+pub fn open_error(devname: &str, queue: u32, errno: i32) -> String {
+    let why = match errno {
+        libc::EPERM | libc::EACCES => format!(
+            "no permission: AF_XDP sockets and XDP programs need CAP_NET_ADMIN, CAP_NET_RAW \
+             and CAP_BPF (run the router as root) ({})",
+            std::io::Error::from_raw_os_error(errno)
+        ),
+        libc::EAFNOSUPPORT => "this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS); use \
+                               METHOD LINUX"
+            .to_string(),
+        libc::ENODEV | libc::ENXIO => format!("no device named '{devname}'"),
+        libc::EBUSY => format!(
+            "queue {queue} is already bound to another AF_XDP socket, or an XDP program of \
+             another mode is attached ({})",
+            std::io::Error::from_raw_os_error(errno)
+        ),
+        libc::EOPNOTSUPP => format!(
+            "the driver does not support this XDP mode ({})",
+            std::io::Error::from_raw_os_error(errno)
+        ),
+        _ => std::io::Error::from_raw_os_error(errno).to_string(),
+    };
+    format!("{devname} queue {queue}: cannot use AF_XDP: {why}")
+}
+
+/// The network namespace this process is in (its inode number).
+fn netns() -> u64 {
+    fs::metadata("/proc/self/ns/net").map_or(0, |m| m.ino())
+}
+
+/// The state directory.
+const STATE_DIR: &str = "/run/paraclick";
+
+/// Takes the device for this process: locks its state file and removes a
+/// program a crashed router left on it; refuses a device whose XDP
+/// program is someone else's.
+fn take_device(devname: &str, ifindex: i32) -> Result<DevGuard, String> {
+    let _ = fs::create_dir_all(STATE_DIR);
+    let path = format!("{STATE_DIR}/xdp-{}-{ifindex}", netns());
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::PermissionDenied => open_error(devname, 0, libc::EACCES),
+            _ => format!("{devname}: cannot open {path}: {e}"),
+        })?;
+    let mut recorded = String::new();
+    let _ = file.read_to_string(&mut recorded);
+    if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        return Err(format!(
+            "{devname}: another router ({}) has AF_XDP sockets on this device",
+            recorded
+                .split_whitespace()
+                .next()
+                .map_or_else(|| "process unknown".to_string(), |p| format!("pid {p}"))
+        ));
+    }
+    let progs = programs(ifindex).map_err(|e| {
+        format!(
+            "{devname}: cannot query its XDP programs: {}",
+            std::io::Error::from_raw_os_error(e)
+        )
+    })?;
+    if !progs.is_empty() {
+        let mut words = recorded.split_whitespace();
+        let pid = words.next().unwrap_or("").to_string();
+        let ours: Vec<u32> = words.filter_map(|w| w.parse().ok()).collect();
+        let stale = progs
+            .iter()
+            .all(|(id, name)| name == XSK_PROG && ours.contains(id));
+        if stale {
+            // SAFETY: a plain call on an interface index.
+            let r = unsafe { pcx_xdp_detach_all(ifindex) };
+            if r < 0 {
+                return Err(format!(
+                    "{devname}: cannot remove the XDP program an earlier router left: {}",
+                    std::io::Error::from_raw_os_error(-r)
+                ));
+            }
+            eprintln!(
+                "{devname}: removed the XDP program (id {}) that an earlier router (pid {pid}) \
+                 left attached when it ended without closing its AF_XDP sockets",
+                progs[0].0
+            );
+        } else {
+            let list: Vec<String> = progs
+                .iter()
+                .map(|(id, n)| format!("'{n}' (id {id})"))
+                .collect();
+            if recorded.is_empty() {
+                // Made just now: leave nothing behind.
+                let _ = fs::remove_file(&path);
+            }
+            return Err(format!(
+                "{devname}: an XDP program is already attached by another program: {}; detach \
+                 it first (xdp-loader unload {devname} --all, or ip link set dev {devname} xdp \
+                 off), or use METHOD LINUX",
+                list.join(", ")
+            ));
+        }
+    }
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = write!(file, "{}", std::process::id());
+    let _ = file.flush();
+    Ok(DevGuard {
+        ifindex,
+        path,
+        file,
+    })
+}
+
+/// Records the program libxdp attached for this process's sockets.
+fn record_programs(g: &DevGuard) {
+    if let Ok(progs) = programs(g.ifindex) {
+        let mut f = &g.file;
+        let _ = f.set_len(0);
+        let _ = f.rewind();
+        let mut s = std::process::id().to_string();
+        for (id, name) in progs {
+            if name == XSK_PROG {
+                s.push_str(&format!(" {id}"));
+            }
+        }
+        let _ = f.write_all(s.as_bytes());
+        let _ = f.flush();
+    }
+}
+
+/// The socket on queue `queue` of `devname`, shared with the other
+/// elements of this process using it, or a new one with a receive ring
+/// if `rx` and a transmit ring if `tx`. An existing socket that lacks a
+/// ring asked for is an error (its elements should have asked at once).
+pub fn port(
+    devname: &str,
+    queue: u32,
+    rx: bool,
+    tx: bool,
+    o: &XdpOptions,
+) -> Result<Arc<XskPort>, String> {
+    let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: sets the libraries' print callbacks to none.
+    unsafe { pcx_xdp_quiet() };
+    reg.ports.retain(|(_, _, w)| w.strong_count() > 0);
+    reg.devs.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(p) = reg
+        .ports
+        .iter()
+        .find(|(d, q, _)| d == devname && *q == queue)
+        .and_then(|(_, _, w)| w.upgrade())
+    {
+        if (rx && !p.has_rx) || (tx && !p.has_tx) {
+            return Err(format!(
+                "{devname} queue {queue}: its AF_XDP socket was opened without a {} ring",
+                if rx && !p.has_rx {
+                    "receive"
+                } else {
+                    "transmit"
+                }
+            ));
+        }
+        return Ok(p);
+    }
+    let ifindex = super::sys::ifindex(devname)?;
+    let (nrx, ntx) = queue_counts(devname);
+    if nrx.max(ntx) > 0 && queue as usize >= nrx.max(ntx) {
+        return Err(format!(
+            "{devname} has no queue {queue} ({nrx} receive, {ntx} transmit queues)"
+        ));
+    }
+    let dev = match reg
+        .devs
+        .iter()
+        .find(|(d, _)| d == devname)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        Some(g) => g,
+        None => {
+            let g = Arc::new(take_device(devname, ifindex)?);
+            reg.devs.push((devname.to_string(), Arc::downgrade(&g)));
+            g
+        }
+    };
+    let area = Area::new(2 * RING * FRAME_SIZE)?;
+    let fill: Vec<u64> = (0..RING as u64).map(|i| i * FRAME_SIZE as u64).collect();
+    let name = CString::new(devname).map_err(|_| format!("bad device name '{devname}'"))?;
+    let mut last = 0;
+    let mut opened = None;
+    for (xdp_flags, bind, what) in o.attempts() {
+        let mut raw: *mut PcxXsk = std::ptr::null_mut();
+        // SAFETY: `area` is a fresh mapping of `size` bytes, outliving
+        // the socket (both in the XskPort, the socket closed first); the
+        // fill addresses are frames of its first half.
+        let r = unsafe {
+            pcx_xsk_open(
+                &mut raw,
+                name.as_ptr(),
+                queue,
+                area.ptr.cast(),
+                area.len as c_ulonglong,
+                FRAME_SIZE as c_uint,
+                if rx { RING as c_uint } else { 0 },
+                if tx { RING as c_uint } else { 0 },
+                RING as c_uint,
+                xdp_flags,
+                bind | XDP_USE_NEED_WAKEUP,
+                fill.as_ptr(),
+                if rx { RING as c_uint } else { 0 },
+            )
+        };
+        if r == 0 {
+            opened = Some((raw, what));
+            break;
+        }
+        last = -r;
+        // No permission or no AF_XDP: another mode will not help.
+        if matches!(last, libc::EPERM | libc::EACCES | libc::EAFNOSUPPORT) {
+            break;
+        }
+    }
+    let Some((raw, what)) = opened else {
+        return Err(open_error(devname, queue, last));
+    };
+    // SAFETY: an open socket.
+    let zc = unsafe { pcx_xsk_zerocopy(raw) } != 0;
+    if rx {
+        record_programs(&dev);
+    }
+    let port = Arc::new(XskPort {
+        raw,
+        area,
+        ifindex,
+        has_rx: rx,
+        has_tx: tx,
+        mode: format!("{what} {}", if zc { "zerocopy" } else { "copy" }),
+        rx: Mutex::new(RxSide {
+            addrs: vec![0; RING],
+            lens: vec![0; RING],
+        }),
+        tx: Mutex::new(TxSide {
+            free: (RING as u64..2 * RING as u64)
+                .map(|i| i * FRAME_SIZE as u64)
+                .collect(),
+            addrs: Vec::with_capacity(RING),
+            lens: Vec::with_capacity(RING),
+        }),
+        _dev: dev,
+    });
+    reg.ports
+        .push((devname.to_string(), queue, Arc::downgrade(&port)));
+    Ok(port)
+}
+
+/// The elements using AF_XDP sockets, so that the first to open a
+/// (device, queue) opens it with every ring the others need.
+pub trait XdpClaims {
+    /// (device, queue, reads, writes) for each queue the element uses.
+    fn xdp_claims(&self) -> Vec<(&str, usize, bool, bool)>;
+}
+
+/// Whether any element of the router reads (writes) queue `queue` of
+/// `devname` through AF_XDP.
+pub fn rings_wanted(
+    ix: &paraclick_runtime::InitCx<'_>,
+    devname: &str,
+    queue: usize,
+) -> (bool, bool) {
+    let (mut rx, mut tx) = (false, false);
+    for i in 0..ix.element_count() {
+        if let Some(c) = ix.cast::<dyn XdpClaims>(i) {
+            for (d, q, r, w) in c.xdp_claims() {
+                if d == devname && q == queue {
+                    rx |= r;
+                    tx |= w;
+                }
+            }
+        }
+    }
+    (rx, tx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_are_tried_in_order() {
+        let o = |mode, zerocopy| XdpOptions { mode, zerocopy };
+        let names = |o: XdpOptions| -> Vec<(u32, u32)> {
+            o.attempts().iter().map(|&(x, b, _)| (x, b)).collect()
+        };
+        assert_eq!(
+            names(o(XdpMode::Auto, None)),
+            vec![
+                (XDP_FLAGS_DRV_MODE, XDP_ZEROCOPY),
+                (XDP_FLAGS_DRV_MODE, XDP_COPY),
+                (XDP_FLAGS_SKB_MODE, XDP_COPY)
+            ]
+        );
+        assert_eq!(
+            names(o(XdpMode::Native, Some(false))),
+            vec![(XDP_FLAGS_DRV_MODE, XDP_COPY)]
+        );
+        assert_eq!(
+            names(o(XdpMode::Generic, None)),
+            vec![(XDP_FLAGS_SKB_MODE, XDP_COPY)]
+        );
+    }
+
+    #[test]
+    fn errors_say_why() {
+        let e = open_error("r0", 1, libc::EPERM);
+        assert!(
+            e.contains("r0 queue 1") && e.contains("no permission"),
+            "{e}"
+        );
+        let e = open_error("r0", 0, libc::EAFNOSUPPORT);
+        assert!(e.contains("no AF_XDP sockets"), "{e}");
+        let e = open_error("r0", 0, libc::EBUSY);
+        assert!(e.contains("already bound"), "{e}");
+    }
+
+    #[test]
+    fn packet_types_come_from_the_destination() {
+        assert_eq!(packet_type(&[0xff; 14]), PacketType::Broadcast);
+        assert_eq!(
+            packet_type(&[0x01, 0, 0x5e, 0, 0, 1]),
+            PacketType::Multicast
+        );
+        assert_eq!(packet_type(&[0x02, 0, 0, 0, 1, 1]), PacketType::Host);
+    }
+
+    #[test]
+    fn a_device_without_it_is_refused() {
+        let o = XdpOptions {
+            mode: XdpMode::Auto,
+            zerocopy: None,
+        };
+        let e = port("pcnoxdp0", 0, true, true, &o).err().unwrap();
+        assert!(e.contains("pcnoxdp0"), "{e}");
+    }
+}

@@ -1,0 +1,258 @@
+// The AF_XDP socket of FromDevice/ToDevice METHOD XDP, over libxdp.
+//
+// libxdp (Debian's libxdp-dev) creates the UMEM and the socket, loads
+// and attaches its default XDP program (the one that redirects a receive
+// queue's frames to the socket bound to it), and provides the ring
+// operations, which its header defines as inline functions. Rust cannot
+// call inline C functions, so this file gathers them into a few batch
+// calls (one per burst, never one per packet) that crates/io/src/linux/
+// xdp.rs declares. No ring or BPF code of its own: only libxdp's.
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+#include <xdp/libxdp.h>
+#include <bpf/libbpf.h>
+
+struct pcx_xsk {
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fill;
+	struct xsk_ring_cons comp;
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod tx;
+	int has_rx;
+	int has_tx;
+	int fd;
+};
+
+// Silences libxdp's and libbpf's own messages (their notes on a missing
+// bpffs or an ELF section they skip): the router reports what failed,
+// with the errno they return.
+void pcx_xdp_quiet(void)
+{
+	libxdp_set_print(NULL);
+	libbpf_set_print(NULL);
+}
+
+// Creates the UMEM over `area` (`size` bytes of `frame_size`-byte
+// frames) and a socket on `ifname` queue `queue` with a receive ring
+// (`rx_size` entries, 0 for none) and a transmit ring (`tx_size`, 0 for
+// none); the fill ring gets the `nfill` frames at `fill_addrs`. libxdp
+// attaches its default program when the socket has a receive ring.
+// Returns 0, or a negative errno with *out unset.
+int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
+		 void *area, unsigned long long size, unsigned frame_size,
+		 unsigned rx_size, unsigned tx_size, unsigned ring_size,
+		 unsigned xdp_flags, unsigned bind_flags,
+		 const unsigned long long *fill_addrs, unsigned nfill)
+{
+	struct pcx_xsk *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	struct xsk_umem_config uc = {
+		.fill_size = ring_size,
+		.comp_size = ring_size,
+		.frame_size = frame_size,
+		.frame_headroom = 0,
+		.flags = 0,
+	};
+	int err = xsk_umem__create(&x->umem, area, size, &x->fill, &x->comp, &uc);
+	if (err) {
+		free(x);
+		return err < 0 ? err : -err;
+	}
+	struct xsk_socket_config sc;
+	memset(&sc, 0, sizeof(sc));
+	sc.rx_size = rx_size ? rx_size : ring_size;
+	sc.tx_size = tx_size ? tx_size : ring_size;
+	sc.libxdp_flags = rx_size ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+	sc.xdp_flags = xdp_flags;
+	sc.bind_flags = bind_flags;
+	err = xsk_socket__create(&x->xsk, ifname, queue, x->umem,
+				 rx_size ? &x->rx : NULL, tx_size ? &x->tx : NULL, &sc);
+	if (err) {
+		xsk_umem__delete(x->umem);
+		free(x);
+		return err < 0 ? err : -err;
+	}
+	x->has_rx = rx_size != 0;
+	x->has_tx = tx_size != 0;
+	x->fd = xsk_socket__fd(x->xsk);
+	if (nfill) {
+		__u32 idx = 0;
+		__u32 n = xsk_ring_prod__reserve(&x->fill, nfill, &idx);
+		for (__u32 i = 0; i < n; i++)
+			*xsk_ring_prod__fill_addr(&x->fill, idx + i) = fill_addrs[i];
+		xsk_ring_prod__submit(&x->fill, n);
+	}
+	*out = x;
+	return 0;
+}
+
+void pcx_xsk_close(struct pcx_xsk *x)
+{
+	if (!x)
+		return;
+	xsk_socket__delete(x->xsk);
+	xsk_umem__delete(x->umem);
+	free(x);
+}
+
+int pcx_xsk_fd(const struct pcx_xsk *x)
+{
+	return x->fd;
+}
+
+// Whether the socket is bound in zero-copy mode (XDP_OPTIONS).
+int pcx_xsk_zerocopy(const struct pcx_xsk *x)
+{
+	struct xdp_options o;
+	socklen_t len = sizeof(o);
+	if (getsockopt(x->fd, SOL_XDP, XDP_OPTIONS, &o, &len))
+		return 0;
+	return (o.flags & XDP_OPTIONS_ZEROCOPY) != 0;
+}
+
+// Takes up to `max` received frames: their UMEM addresses and lengths.
+// They stay the reader's until pcx_xsk_rx_done. With need-wakeup, an
+// empty ring whose fill ring asks for it wakes the kernel up.
+unsigned pcx_xsk_rx_peek(struct pcx_xsk *x, unsigned long long *addrs,
+			 unsigned *lens, unsigned max)
+{
+	__u32 idx = 0;
+	__u32 n = xsk_ring_cons__peek(&x->rx, max, &idx);
+	for (__u32 i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x->rx, idx + i);
+		addrs[i] = d->addr;
+		lens[i] = d->len;
+	}
+	if (n == 0 && xsk_ring_prod__needs_wakeup(&x->fill))
+		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	return n;
+}
+
+// Gives back the `n` frames the last peek took: releases them from the
+// receive ring and puts the frames at `addrs` (the same ones, in one
+// batch) on the fill ring for the kernel to fill again.
+void pcx_xsk_rx_done(struct pcx_xsk *x, const unsigned long long *addrs,
+		     unsigned n)
+{
+	xsk_ring_cons__release(&x->rx, n);
+	__u32 idx = 0;
+	__u32 got = xsk_ring_prod__reserve(&x->fill, n, &idx);
+	for (__u32 i = 0; i < got; i++)
+		*xsk_ring_prod__fill_addr(&x->fill, idx + i) = addrs[i];
+	xsk_ring_prod__submit(&x->fill, got);
+	if (xsk_ring_prod__needs_wakeup(&x->fill))
+		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+}
+
+// Takes up to `max` completed transmit frames' addresses (frames the
+// kernel has sent and given back).
+unsigned pcx_xsk_tx_reap(struct pcx_xsk *x, unsigned long long *addrs,
+			 unsigned max)
+{
+	__u32 idx = 0;
+	__u32 n = xsk_ring_cons__peek(&x->comp, max, &idx);
+	for (__u32 i = 0; i < n; i++)
+		addrs[i] = *xsk_ring_cons__comp_addr(&x->comp, idx + i);
+	xsk_ring_cons__release(&x->comp, n);
+	return n;
+}
+
+// Puts up to `n` frames (UMEM addresses and lengths) on the transmit
+// ring, in order, and wakes the kernel up if it asks for it. Returns how
+// many went on the ring; *err gets the wake-up's errno (0 if none or a
+// passing EAGAIN, EBUSY or ENOBUFS).
+unsigned pcx_xsk_tx_submit(struct pcx_xsk *x, const unsigned long long *addrs,
+			   const unsigned *lens, unsigned n, int *err)
+{
+	__u32 idx = 0;
+	__u32 got = xsk_ring_prod__reserve(&x->tx, n, &idx);
+	for (__u32 i = 0; i < got; i++) {
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + i);
+		d->addr = addrs[i];
+		d->len = lens[i];
+		d->options = 0;
+	}
+	xsk_ring_prod__submit(&x->tx, got);
+	*err = 0;
+	if (got && xsk_ring_prod__needs_wakeup(&x->tx)) {
+		if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS &&
+		    errno != EINTR)
+			*err = errno;
+	}
+	return got;
+}
+
+// The socket's statistics (XDP_STATISTICS): frames dropped for want of
+// a fill ring entry or receive ring room, and bad descriptors.
+int pcx_xsk_stats(const struct pcx_xsk *x, unsigned long long *rx_dropped,
+		  unsigned long long *rx_full, unsigned long long *fill_empty,
+		  unsigned long long *tx_invalid)
+{
+	struct xdp_statistics s;
+	socklen_t len = sizeof(s);
+	memset(&s, 0, sizeof(s));
+	if (getsockopt(x->fd, SOL_XDP, XDP_STATISTICS, &s, &len))
+		return -errno;
+	*rx_dropped = s.rx_dropped + s.rx_invalid_descs;
+	*rx_full = s.rx_ring_full;
+	*fill_empty = s.rx_fill_ring_empty_descs;
+	*tx_invalid = s.tx_invalid_descs;
+	return 0;
+}
+
+// The XDP programs attached to `ifindex`: writes up to `max` program ids
+// and names (`names`: max × 64 bytes) and the attach mode; returns how
+// many, 0 for none, or a negative errno.
+int pcx_xdp_programs(int ifindex, unsigned *ids, char *names, int max,
+		     int *mode)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	long e = libxdp_get_error(mp);
+	if (e)
+		return e < 0 ? (int)e : -(int)e;
+	if (!mp)
+		return 0;
+	*mode = xdp_multiprog__attach_mode(mp);
+	int n = 0;
+	if (xdp_multiprog__is_legacy(mp)) {
+		struct xdp_program *p = xdp_multiprog__main_prog(mp);
+		if (p && n < max) {
+			ids[n] = xdp_program__id(p);
+			strncpy(names + 64 * n, xdp_program__name(p), 63);
+			n++;
+		}
+	} else {
+		for (struct xdp_program *p = xdp_multiprog__next_prog(NULL, mp);
+		     p && n < max; p = xdp_multiprog__next_prog(p, mp)) {
+			ids[n] = xdp_program__id(p);
+			strncpy(names + 64 * n, xdp_program__name(p), 63);
+			n++;
+		}
+	}
+	xdp_multiprog__close(mp);
+	return n;
+}
+
+// Detaches every XDP program from `ifindex` (libxdp's dispatcher and the
+// programs in it, or a program attached alone). Returns 0 or a negative
+// errno.
+int pcx_xdp_detach_all(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	long e = libxdp_get_error(mp);
+	if (e)
+		return e < 0 ? (int)e : -(int)e;
+	if (!mp)
+		return 0;
+	int err = xdp_multiprog__detach(mp);
+	xdp_multiprog__close(mp);
+	return err;
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# FromDevice/ToDevice METHOD XDP (AF_XDP sockets) on veth pairs: the
+# example routers forward IPv4 and IPv6 UDP through them at -j 1 and -j 2,
+# and the errors and the clean-up after a crash are as documented.
+#
+#   h1 (10.0.1.2, 2001:db8:1::2) eth0 ==veth== r0 [R] r1 ==veth== eth0 h2
+#                                         (10.0.2.2, 2001:db8:2::2)
+#
+# The veth pairs have two queues each way. R holds no addresses and does
+# not forward: only paraclick handles r0 and r1.
+#
+# Usage (as root):  tests/netns/xdp.sh PATH/TO/paraclick
+#
+# Checks:
+#   1. For each of conf/iprouter-veth.click (-j 1),
+#      conf/iprouter-veth-2q.click (-j 2), conf/iprouter6-veth.click (-j 1)
+#      and conf/iprouter6-veth-2q.click (-j 2), run with METHOD=XDP: h1
+#      pings h2 through the router, then a paraclick generator on h1 sends
+#      N UDP datagrams (one new flow each) to port 9 of h2, and h2's kernel
+#      counts exactly N more datagrams to a closed port (Udp NoPorts,
+#      Udp6NoPorts). The readers' mode handler says `XDP native` (veth
+#      has native XDP); at -j 2 both receive queues of r0 read some. The
+#      same at -j 2 for conf/iprouter-veth-2q-poll.click (MultiFromDevice
+#      pollers, each reading its queue of both interfaces).
+#   2. A router killed with SIGKILL leaves its XDP program on r0; the next
+#      one removes it, saying so, and starts.
+#   3. Errors: another XDP program on r0; N_QUEUES 1 on a two-queue
+#      device; a device that does not exist; no permission (an
+#      unprivileged user). Each is refused at startup with its message.
+# Prints one line per check; exits 0 if all pass.
+set -euo pipefail
+
+BIN=${1:?usage: $0 PATH/TO/paraclick}
+BIN=$(readlink -f "$BIN")
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+FAILED=0
+source "$ROOT/tests/netns/lib.sh"
+require_root_and_tools "xdp test" ip ping setpriv
+
+SUF=$$
+H1=pc-xdp-h1-$SUF
+H2=pc-xdp-h2-$SUF
+R=pc-xdp-r-$SUF
+TMP=$(mktemp -d /tmp/paraclick-xdp.XXXXXX)
+ROUTER_PID=
+N=5000
+RATE=20000
+
+cleanup() {
+  set +e
+  [[ -n $ROUTER_PID ]] && kill -INT "$ROUTER_PID" 2>/dev/null && sleep 0.3 && kill -KILL "$ROUTER_PID" 2>/dev/null
+  delete_namespaces "$H1" "$H2" "$R"
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "xdp test: interrupted" >&2; exit 130' INT TERM
+
+ip netns add "$H1"
+ip netns add "$H2"
+ip netns add "$R"
+for ns in "$H1" "$H2" "$R"; do
+  ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+  ip -n "$ns" link set lo up
+done
+ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
+
+# links QUEUES: (re)makes both veth pairs with QUEUES queues each way
+# (with METHOD XDP every receive queue of a device must be read).
+links() {
+  local q=$1
+  ip -n "$R" link del r0 2>/dev/null || true
+  ip -n "$R" link del r1 2>/dev/null || true
+  ip -n "$R" link add r0 numtxqueues "$q" numrxqueues "$q" type veth peer name eth0 netns "$H1" numtxqueues "$q" numrxqueues "$q"
+  ip -n "$R" link add r1 numtxqueues "$q" numrxqueues "$q" type veth peer name eth0 netns "$H2" numtxqueues "$q" numrxqueues "$q"
+  ip -n "$R" link set r0 address 02:00:00:00:01:01
+  ip -n "$R" link set r1 address 02:00:00:00:02:01
+  ip -n "$H1" link set eth0 address 02:00:00:00:01:02
+  ip -n "$R" link set r0 up
+  ip -n "$R" link set r1 up
+  ip -n "$H1" link set eth0 up
+  ip -n "$H2" link set eth0 up
+  ip -n "$H1" addr add 10.0.1.2/24 dev eth0
+  ip -n "$H2" addr add 10.0.2.2/24 dev eth0
+  ip -n "$H1" -6 addr add 2001:db8:1::2/64 dev eth0 nodad
+  ip -n "$H2" -6 addr add 2001:db8:2::2/64 dev eth0 nodad
+  ip -n "$H1" route add default via 10.0.1.1
+  ip -n "$H2" route add default via 10.0.2.1
+  ip -n "$H1" -6 route add default via 2001:db8:1::1
+  ip -n "$H2" -6 route add default via 2001:db8:2::1
+}
+
+# h2's count of UDP datagrams to closed ports, by family.
+noports() { # FAMILY
+  if [[ $1 == 6 ]]; then
+    ip netns exec "$H2" awk '$1 == "Udp6NoPorts" { print $2 }' /proc/net/snmp6
+  else
+    ip netns exec "$H2" awk '$1 == "Udp:" && $2 ~ /^[0-9]/ { print $3 }' /proc/net/snmp
+  fi
+}
+
+router_exited() { ! kill -0 "$ROUTER_PID" 2>/dev/null; }
+
+start_router() { # CONF THREADS FAMILY HANDLERS...
+  local conf=$1 threads=$2 family=$3 target=10.0.1.1 ping=ping
+  shift 3
+  local -a hs=() extra=()
+  for h in "$@"; do hs+=(-h "$h"); done
+  # conf/iprouter6-veth.click does not answer pings itself: ping through it.
+  [[ $family == 6 ]] && { target=2001:db8:2::2; ping="ping -6"; }
+  [[ $family == 4 ]] && extra=(PRIORITY=false)
+  ip netns exec "$R" "$BIN" -j "$threads" "${hs[@]}" "$ROOT/$conf" METHOD=XDP "${extra[@]}" \
+    >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  for _ in $(seq 1 60); do
+    ip netns exec "$H1" $ping -c 1 -W 0.3 "$target" >/dev/null 2>&1 && return 0
+    router_exited && break
+  done
+  echo "router ($conf) did not start:" >&2
+  cat "$TMP/router.err" >&2
+  kill -KILL "$ROUTER_PID" 2>/dev/null && wait "$ROUTER_PID" 2>/dev/null
+  ROUTER_PID=
+  return 1
+}
+
+stop_router() {
+  kill -INT "$ROUTER_PID"
+  local rc=0
+  wait "$ROUTER_PID" || rc=$?
+  ROUTER_PID=
+  [[ $rc -eq 0 ]] || { fail "router exited with status $rc"; cat "$TMP/router.err"; }
+}
+
+h() { awk -v h="$1:" '$0 == h { getline; print; exit }' "$TMP/router.out"; }
+
+generator() { # FAMILY
+  if [[ $1 == 6 ]]; then
+    echo "src :: FastUDPSourceIP6($RATE, $N, 62, 02:00:00:00:01:02, 2001:db8:1::2, 1024,
+            02:00:00:00:01:01, 2001:db8:2::2, 9, INTERVAL 1, STOP true) -> ToDevice(eth0);"
+  else
+    echo "src :: FastUDPSource($RATE, $N, 60, 02:00:00:00:01:02, 10.0.1.2, 1024,
+            02:00:00:00:01:01, 10.0.2.2, 9, INTERVAL 1, STOP true) -> ToDevice(eth0);"
+  fi
+}
+
+# ---- 1. forwarding through the example routers with METHOD=XDP ----
+forward() { # LABEL CONF THREADS FAMILY IN-HANDLERS...
+  local label=$1 conf=$2 threads=$3 family=$4 ping=ping dst=10.0.2.2
+  shift 4
+  [[ $family == 6 ]] && { ping="ping -6"; dst=2001:db8:2::2; }
+  local -a counts=()
+  for e in "$@"; do counts+=("$e.count" "$e.mode"); done
+  start_router "$conf" "$threads" "$family" "${counts[@]}" || { fail "$label: router start"; return; }
+  if ip netns exec "$H1" $ping -c 3 -i 0.2 -W 2 "$dst" >/dev/null 2>&1; then
+    pass "$label: h1 pings h2 through the router"
+  else
+    fail "$label: h1 cannot ping h2 through the router"
+  fi
+  local before after sent
+  before=$(noports "$family")
+  sent=$(ip netns exec "$H1" "$BIN" --no-pin -h src.count -e "$(generator "$family")" 2>"$TMP/gen.err" |
+    tr -dc '0-9') || true
+  [[ -n $sent ]] || cat "$TMP/gen.err" >&2
+  local deadline=$((SECONDS + 10))
+  while :; do
+    after=$(noports "$family")
+    [[ $((after - before)) -ge $N || $SECONDS -ge $deadline ]] && break
+    sleep 0.1
+  done
+  stop_router
+  if has_prog; then fail "$label: an XDP program is left on r0 after the router ended"; fi
+  local got=$((after - before)) modes="" per=""
+  for e in "$@"; do modes+="$(h "$e.mode");"; per+=" $e $(h "$e.count")"; done
+  echo "      $label: sent ${sent:-0}, h2 received $got;$per; modes $modes"
+  if [[ ${sent:-0} -eq $N && $got -eq $N ]]; then
+    pass "$label: all $N UDP datagrams forwarded"
+  else
+    fail "$label: h1 sent ${sent:-0} of $N, h2 received $got"
+  fi
+  if [[ $(tr ';' '\n' <<<"$modes" | grep -v '^$' | grep -vc '^XDP native' || true) -eq 0 ]]; then
+    pass "$label: every reader in native XDP mode ($(cut -d';' -f1 <<<"$modes"))"
+  else
+    fail "$label: modes '$modes'"
+  fi
+  if [[ $threads -eq 2 ]]; then
+    local q0 q1
+    q0=$(h "$1.count"); q1=$(h "$2.count")
+    if [[ ${q0:-0} -gt 0 && ${q1:-0} -gt 0 ]]; then
+      pass "$label: both receive queues of r0 read frames ($q0, $q1)"
+    else
+      fail "$label: r0's queues read $q0 and $q1 frames"
+    fi
+  fi
+}
+
+has_prog() { ip -n "$R" link show r0 | grep -q 'prog/xdp'; }
+links 1
+forward "IPv4 -j 1" conf/iprouter-veth.click 1 4 in0 in1
+forward "IPv6 -j 1" conf/iprouter6-veth.click 1 6 in0 in1
+links 2
+forward "IPv4 -j 2" conf/iprouter-veth-2q.click 2 4 in0q0 in0q1 in1q0 in1q1
+forward "IPv6 -j 2" conf/iprouter6-veth-2q.click 2 6 in0q0 in0q1 in1q0 in1q1
+forward "IPv4 -j 2 MultiFromDevice" conf/iprouter-veth-2q-poll.click 2 4 poll0 poll1
+
+# ---- 2. a program left by a crashed router is removed ----
+ONE="FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 0) -> Discard;
+     FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 1) -> Discard;"
+ip netns exec "$R" "$BIN" -e "$ONE" >/dev/null 2>"$TMP/crash.err" &
+ROUTER_PID=$!
+wait_for 10 "the router's XDP program on r0" has_prog || true
+kill -KILL "$ROUTER_PID"; wait "$ROUTER_PID" 2>/dev/null || true
+ROUTER_PID=
+if has_prog; then
+  out=$(ip netns exec "$R" timeout -s INT 2 "$BIN" -e "$ONE" 2>&1 || true)
+  if grep -q "r0: removed the XDP program (id [0-9]*) that an earlier router" <<<"$out"; then
+    pass "2: a program left by a killed router is removed at the next start, with a message"
+  else
+    fail "2: the next router did not say it removed the program: $out"
+  fi
+  if has_prog; then fail "2: a program is still on r0 after the router ended"
+  else pass "2: no program left on r0 after a clean exit"; fi
+else
+  fail "2: the killed router left no program to clean up"
+fi
+
+# ---- 3. errors ----
+refused() { # LABEL EXPECTED CONF [PREFIX...]
+  local label=$1 want=$2 conf=$3 out
+  shift 3
+  if out=$(ip netns exec "$R" timeout -s INT 5 "$@" "$BIN" -e "$conf" 2>&1); then
+    fail "3: $label: accepted"
+  elif grep -q -- "$want" <<<"$out"; then
+    pass "3: $label: $(grep -o -- "$want.*" <<<"$out" | head -1 | cut -c1-90)"
+  else
+    fail "3: $label: refused, but not with '$want': $out"
+  fi
+}
+ip -n "$R" link set dev r0 xdpgeneric obj /usr/lib/x86_64-linux-gnu/bpf/xdpfilt_alw_all.o sec xdp 2>/dev/null ||
+  ip -n "$R" link set dev r0 xdpgeneric obj "$(ls /usr/lib/*/bpf/xdpfilt_alw_all.o | head -1)" sec xdp
+refused "another XDP program" "an XDP program is already attached by another program: 'xdpfilt_alw_all'" "$ONE"
+ip -n "$R" link set dev r0 xdpgeneric off
+refused "queue count mismatch" "r0 has 2 receive queues, but N_QUEUES is 1" \
+  "FromDevice(r0, METHOD XDP) -> Discard;"
+refused "missing device" "no device named 'pcnodev9'" "FromDevice(pcnodev9, METHOD XDP) -> Discard;"
+refused "no permission" "no permission" "$ONE" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all
+if has_prog; then fail "3: a program is left on r0"; fi
+
+if [[ $FAILED -eq 0 ]]; then echo "xdp test: all checks passed"; else echo "xdp test: FAILED"; fi
+exit $FAILED
