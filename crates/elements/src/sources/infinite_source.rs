@@ -27,6 +27,10 @@
 //! - `data` (read/write): DATA; the next packets carry what is written.
 //! - `length` / `datasize` (read/write): LENGTH (-1: DATA's own length).
 //!
+//! In a pull context InfiniteSource has an empty notifier: a puller
+//! downstream sleeps once it is inactive or has sent LIMIT packets, and
+//! wakes when the `active`, `limit` or `reset` handler lets it send again.
+//!
 //! Hot reconfiguration (`-R`): an InfiniteSource of the same name takes the
 //! old one's count and the packets it sent against LIMIT.
 //!
@@ -38,6 +42,9 @@ use super::gen::{data_batch, data_packet, parse_end_call, Limit};
 use super::Contents;
 use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
+use paraclick_runtime::element::QueueElement;
+use paraclick_runtime::notifier::Notifier;
+use paraclick_runtime::ring::ModeSwitch;
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx, Kind, PerThreadCount,
     StateCx,
@@ -57,10 +64,12 @@ pub struct InfiniteSource {
     count: PerThreadCount,
     /// RandomSource: every packet's bytes are freshly random.
     random: bool,
+    /// Pull context: active while packets may come.
+    empty: Notifier,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("InfiniteSource", "0/1", "a", make)
+    ClassSpec::notifying("InfiniteSource", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
 }
@@ -96,6 +105,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
         push: cx.output_is_push(0),
         count: PerThreadCount::new(cx.nthreads),
         random: false,
+        empty: Notifier::new(),
     })
 }
 
@@ -125,6 +135,7 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
         push: cx.output_is_push(0),
         count: PerThreadCount::new(cx.nthreads),
         random: true,
+        empty: Notifier::new(),
     })
 }
 
@@ -161,6 +172,16 @@ impl InfiniteSource {
 }
 
 impl InfiniteSource {
+    /// Whether no packet can come until a handler says otherwise.
+    fn spent(&self) -> bool {
+        !self.active.load(Ordering::Relaxed) || self.limit.exhausted()
+    }
+
+    /// After a handler that may let packets come again.
+    fn maybe_wake(&self, hx: &HandlerCx<'_>) {
+        self.empty.wake_from_handler_if(hx, || !self.spent());
+    }
+
     fn length_text(&self, _hx: &HandlerCx<'_>) -> String {
         let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
         c.length.to_string()
@@ -201,9 +222,10 @@ impl Element for InfiniteSource {
 
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("count", |e, _| e.count.get().to_string()),
-        Handler::write("reset", |e, _, _| {
+        Handler::write("reset", |e, _, hx| {
             e.count.reset();
             e.limit.reset();
+            e.maybe_wake(hx);
             Ok(())
         }),
         Handler::rw(
@@ -211,6 +233,7 @@ impl Element for InfiniteSource {
             |e, _| e.active.load(Ordering::Relaxed).to_string(),
             |e, v, hx| {
                 e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                e.maybe_wake(hx);
                 Ok(())
             },
         ),
@@ -219,6 +242,7 @@ impl Element for InfiniteSource {
             |e, _| e.limit.get().to_string(),
             |e, v, hx| {
                 e.limit.set(hx.arg(v)?);
+                e.maybe_wake(hx);
                 Ok(())
             },
         ),
@@ -294,7 +318,20 @@ impl Element for InfiniteSource {
     }
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        self.produce(cx, max.max(1))
+        let got = self.produce(cx, max.max(1));
+        if got.is_none() && self.spent() {
+            self.empty.sleep(cx, || self.spent());
+        }
+        got
+    }
+}
+
+impl QueueElement for InfiniteSource {
+    fn set_ring_modes(&self, _: &ModeSwitch, _: bool, _: bool, _: bool) {}
+
+    /// Pull context only: a pushing source has a task instead.
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        (!self.push).then_some(&self.empty)
     }
 }
 

@@ -117,6 +117,18 @@ impl<'r> HandlerCx<'r> {
         }
     }
 
+    /// The empty notifiers a pull task at input `port` of the called
+    /// element would listen to, and their states (see [`crate::notifier`]).
+    pub fn upstream_signal(&self, port: usize) -> crate::notifier::SignalView {
+        crate::notifier::upstream_view(self.core, self.elem, port)
+    }
+
+    /// The full notifiers a source at output `port` of the called element
+    /// would wait on, and their states.
+    pub fn downstream_signal(&self, port: usize) -> crate::notifier::SignalView {
+        crate::notifier::downstream_view(self.core, self.elem, port)
+    }
+
     /// Asks the router to stop (through the driver if there is one).
     pub fn request_stop(&self) {
         self.core.request_stop();
