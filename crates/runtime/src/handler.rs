@@ -68,11 +68,16 @@ pub const GLOBAL_READ: &[&str] = &[
     "trace",
     "capture",
     "capture_data",
+    "timewarp",
 ];
 
 /// Router-wide write handlers: `stop`, the tracer's `trace_add`
-/// (`N [FILTER]`) and `trace_clear`, and `capture`.
-pub const GLOBAL_WRITE: &[&str] = &["stop", "trace_add", "trace_clear", "capture"];
+/// (`N [FILTER]`) and `trace_clear`, `capture`, and Click's `timewarp`
+/// (real time only: a speed factor > 0, router time then moving that
+/// many times as fast as real time, or `nowait`, time jumping to the next
+/// timer instead of waiting; read, it is the factor, `nowait`, or
+/// `simulation` under simulated time).
+pub const GLOBAL_WRITE: &[&str] = &["stop", "trace_add", "trace_clear", "capture", "timewarp"];
 
 /// `element.handler` → (element, handler); no dot is a global handler.
 fn split_spec(spec: &str) -> (Option<&str>, &str) {
@@ -189,6 +194,19 @@ pub(crate) fn write(
                 crate::capture::armed(core);
                 Ok(())
             }
+            "timewarp" if !core.clock.is_simulated() => {
+                let w = match value.trim() {
+                    "nowait" => crate::time::TimeWarp::NoWait,
+                    v => crate::time::TimeWarp::Linear(
+                        v.parse::<f64>()
+                            .map_err(|_| "expected double".to_string())?,
+                    ),
+                };
+                core.clock.set_warp(w)?;
+                // Workers napping until a timer wake up to wait anew.
+                crate::notifier::unpark_all(core);
+                Ok(())
+            }
             _ => Err(format!("no write handler '{h}'")),
         };
     };
@@ -235,6 +253,11 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         "trace" => Ok(core.tracer.show(core)),
         "capture" => Ok(crate::capture::read(core)),
         "capture_data" => Ok(crate::capture::data(core)),
+        "timewarp" => Ok(match core.clock.time_warp() {
+            _ if core.clock.is_simulated() => "simulation".to_string(),
+            crate::time::TimeWarp::NoWait => "nowait".to_string(),
+            crate::time::TimeWarp::Linear(s) => s.to_string(),
+        }),
         _ => crate::control::read_global(core, h)
             .ok_or_else(|| format!("no global read handler '{h}'")),
     }
@@ -339,6 +362,36 @@ mod tests {
             }),
             Handler::read_param("p", |_, p, _| Ok(format!("p={}", p.unwrap_or("-")))),
         ];
+    }
+
+    #[test]
+    fn the_global_timewarp_handler() {
+        let r = router();
+        let c = &*r.core;
+        assert_eq!(read(c, "timewarp", None).unwrap(), "1");
+        write(c, "timewarp", "2", None).unwrap();
+        assert_eq!(read(c, "timewarp", None).unwrap(), "2");
+        write(c, "timewarp", "0.5", None).unwrap();
+        assert_eq!(read(c, "timewarp", None).unwrap(), "0.5");
+        assert_eq!(
+            write(c, "timewarp", "0", None).unwrap_err(),
+            "timefactor must be > 0"
+        );
+        assert_eq!(
+            write(c, "timewarp", "fast", None).unwrap_err(),
+            "expected double"
+        );
+        write(c, "timewarp", "nowait", None).unwrap();
+        assert_eq!(read(c, "timewarp", None).unwrap(), "nowait");
+        // Simulated time cannot be warped.
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        let s = crate::testing::build_simtime(&reg, "TestSource -> TestSink;");
+        assert_eq!(read(&s.core, "timewarp", None).unwrap(), "simulation");
+        assert_eq!(
+            write(&s.core, "timewarp", "2", None).unwrap_err(),
+            "no write handler 'timewarp'"
+        );
     }
 
     fn router() -> Router {

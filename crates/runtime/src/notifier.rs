@@ -64,6 +64,10 @@ pub struct Notifier {
     sig: Arc<Signal>,
 }
 
+/// The signals upstream of one input of a relay; `None`: a path reaches
+/// an element that makes packets itself.
+type Upstream = Option<Box<[Arc<Signal>]>>;
+
 pub(crate) struct Signal {
     /// A generation count: even while the signal is active, odd while it
     /// is inactive; every transition adds one. A waker that checked the
@@ -82,6 +86,14 @@ pub(crate) struct Signal {
     /// Which listener an opening gate wakes first ([`Signal::unblock`]):
     /// it moves on by one at every opening.
     turn: AtomicU32,
+    /// A relay ([`Notifier::relay`]) stands for the signals upstream of its
+    /// element's inputs: per input port, the signals found there (`None`:
+    /// a path reaches an element that makes packets itself), fixed once
+    /// the router is built.
+    relay: bool,
+    inputs: OnceLock<Box<[Upstream]>>,
+    /// Relays woken whenever this signal is (those with it upstream).
+    dependents: OnceLock<Box<[Arc<Signal>]>>,
 }
 
 impl Default for Notifier {
@@ -93,13 +105,45 @@ impl Default for Notifier {
 impl Notifier {
     /// A notifier, initially active.
     pub fn new() -> Notifier {
+        Notifier::with(true, false)
+    }
+
+    /// A notifier that is never active unless woken: an element that never
+    /// has packets (Idle) gives one, so that pullers of it sleep.
+    pub fn inactive() -> Notifier {
+        Notifier::with(false, false)
+    }
+
+    /// An empty notifier for an element that passes on what its inputs
+    /// have (PullSwitch): whenever a signal upstream of one of its inputs
+    /// wakes, this one wakes too; the element makes it inactive itself
+    /// ([`Notifier::sleep`]) when the input it uses is dormant
+    /// ([`Notifier::upstream_active`]). Starts active or not as `active`.
+    pub fn relay(active: bool) -> Notifier {
+        Notifier::with(active, true)
+    }
+
+    fn with(active: bool, relay: bool) -> Notifier {
         Notifier {
             sig: Arc::new(Signal {
-                state: CachePadded::new(AtomicU32::new(0)),
+                state: CachePadded::new(AtomicU32::new(u32::from(!active))),
                 listeners: OnceLock::new(),
                 gates: AtomicBool::new(false),
                 turn: AtomicU32::new(0),
+                relay,
+                inputs: OnceLock::new(),
+                dependents: OnceLock::new(),
             }),
+        }
+    }
+
+    /// A relay's view of input `port`: whether a signal upstream of it is
+    /// active (true if a path there reaches an element that makes packets
+    /// itself, and before the router is built).
+    pub fn upstream_active(&self, port: usize) -> bool {
+        match self.sig.inputs.get().and_then(|v| v.get(port)) {
+            Some(Some(sigs)) => sigs.iter().any(|s| s.active()),
+            _ => true,
         }
     }
 
@@ -265,6 +309,16 @@ impl Signal {
                 wake_task(core, t);
             }
         }
+        // Relays downstream: active again, their listeners woken (a relay
+        // already active stops the chain, so a cycle ends).
+        if let Some(ds) = self.dependents.get() {
+            for d in ds.iter() {
+                fence(Ordering::SeqCst);
+                if !d.active() {
+                    d.wake(core);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -414,6 +468,7 @@ pub(crate) fn connect(core: &mut Core) {
             empty: empty.into(),
         };
     }
+    connect_relays(core);
     for e in 0..n {
         if let Some(nf) = core.slots[e].element.full_notifier() {
             nf.sig.gates.store(true, Ordering::Relaxed);
@@ -433,13 +488,56 @@ pub(crate) fn connect(core: &mut Core) {
     }
 }
 
+/// Gives each relay notifier the signals upstream of each of its element's
+/// inputs, and makes it a dependent of them.
+fn connect_relays(core: &Core) {
+    let n = core.slots.len();
+    let mut dependents: Vec<Vec<Arc<Signal>>> = vec![Vec::new(); n];
+    for e in 0..n {
+        let Some(nf) = core.slots[e].element.empty_notifier() else {
+            continue;
+        };
+        if !nf.sig.relay {
+            continue;
+        }
+        let mut per_port = Vec::new();
+        for p in core.ports[e].inputs.iter() {
+            let start: Vec<usize> = p.element().map(|_| p.elem as usize).into_iter().collect();
+            let found = if start.is_empty() {
+                Some(Vec::new())
+            } else {
+                upstream_empty_from(core, e, start)
+            };
+            per_port.push(found.map(|f| {
+                f.into_iter()
+                    .filter_map(|u| {
+                        let s = core.slots[u].element.empty_notifier()?.sig.clone();
+                        dependents[u].push(nf.sig.clone());
+                        Some(s)
+                    })
+                    .collect::<Box<[_]>>()
+            }));
+        }
+        let _ = nf.sig.inputs.set(per_port.into());
+    }
+    for (e, d) in dependents.into_iter().enumerate() {
+        if let Some(nf) = core.slots[e].element.empty_notifier() {
+            let _ = nf.sig.dependents.set(d.into());
+        }
+    }
+}
+
 /// The elements with empty notifiers upstream of `elem`'s pull inputs, or
 /// `None` if some pull path reaches an element that makes packets itself.
 fn upstream_empty(core: &Core, elem: usize) -> Option<Vec<usize>> {
+    upstream_empty_from(core, elem, inputs(core, elem))
+}
+
+/// [`upstream_empty`] from the elements in `stack` (upstream of `elem`).
+fn upstream_empty_from(core: &Core, elem: usize, mut stack: Vec<usize>) -> Option<Vec<usize>> {
     // A set, not a flag per element: one walk per task, and a walk costs
     // what it visits (a configuration of many pipelines made it quadratic).
     let mut seen = std::collections::HashSet::new();
-    let mut stack: Vec<usize> = inputs(core, elem);
     let mut found = Vec::new();
     seen.insert(elem);
     if stack.is_empty() {
@@ -474,6 +572,19 @@ fn inputs(core: &Core, e: usize) -> Vec<usize> {
 
 /// The elements with full notifiers downstream of `elem`'s push outputs.
 fn downstream_full(core: &Core, elem: usize) -> Vec<usize> {
+    let next = |e: usize| -> Vec<usize> {
+        core.ports[e]
+            .outputs
+            .iter()
+            .filter(|p| p.element().is_some())
+            .map(|p| p.elem as usize)
+            .collect()
+    };
+    downstream_full_from(core, elem, next(elem))
+}
+
+/// [`downstream_full`] from the elements in `stack` (downstream of `elem`).
+fn downstream_full_from(core: &Core, elem: usize, mut stack: Vec<usize>) -> Vec<usize> {
     let mut seen = std::collections::HashSet::new();
     let next = |e: usize| -> Vec<usize> {
         core.ports[e]
@@ -483,7 +594,6 @@ fn downstream_full(core: &Core, elem: usize) -> Vec<usize> {
             .map(|p| p.elem as usize)
             .collect()
     };
-    let mut stack = next(elem);
     let mut found = Vec::new();
     seen.insert(elem);
     while let Some(e) = stack.pop() {
@@ -497,6 +607,100 @@ fn downstream_full(core: &Core, elem: usize) -> Vec<usize> {
         stack.extend(next(e));
     }
     found
+}
+
+/// What a listener at one port of an element would hear: Click's
+/// notification signal there, for inspection (NotifierDebug's `signal`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignalView {
+    /// A path reaches an element that makes packets itself: always active.
+    Busy,
+    /// No notifier and no source: never active.
+    Idle,
+    /// The notifiers heard: each as its number (the notifiers of that kind
+    /// numbered in the order their elements are declared) and whether it
+    /// is active.
+    Signals(Vec<(usize, bool)>),
+}
+
+impl SignalView {
+    /// Click's unparsed form: `busy*`, `idle`, or the signals in words of
+    /// 32 by number, `KIND.WORD/MASK:ACTIVE` (hexadecimal bit masks of the
+    /// signals heard and of those active), a `*` after an active word,
+    /// words joined by `+`.
+    pub fn unparse(&self, kind: &str) -> String {
+        let sigs = match self {
+            SignalView::Busy => return "busy*".into(),
+            SignalView::Idle => return "idle".into(),
+            SignalView::Signals(v) => v,
+        };
+        let mut words: std::collections::BTreeMap<usize, (u32, u32)> = Default::default();
+        for &(n, on) in sigs {
+            let w = words.entry(n / 32).or_default();
+            w.0 |= 1 << (n % 32);
+            if on {
+                w.1 |= 1 << (n % 32);
+            }
+        }
+        let parts: Vec<String> = words
+            .iter()
+            .map(|(w, (mask, on))| {
+                let star = if *on != 0 { "*" } else { "" };
+                format!("{kind}.{w}/{mask:x}:{on:x}{star}")
+            })
+            .collect();
+        parts.join("+")
+    }
+}
+
+/// The empty notifiers upstream of input `port` of `elem`.
+pub(crate) fn upstream_view(core: &Core, elem: usize, port: usize) -> SignalView {
+    let Some(p) = core.ports[elem].inputs.get(port) else {
+        return SignalView::Idle;
+    };
+    let start: Vec<usize> = p.element().map(|_| p.elem as usize).into_iter().collect();
+    if start.is_empty() {
+        return SignalView::Idle;
+    }
+    match upstream_empty_from(core, elem, start) {
+        None => SignalView::Busy,
+        Some(found) => {
+            SignalView::Signals(number(found, |e| core.slots[e].element.empty_notifier()))
+        }
+    }
+}
+
+/// The full notifiers downstream of output `port` of `elem`.
+pub(crate) fn downstream_view(core: &Core, elem: usize, port: usize) -> SignalView {
+    let Some(p) = core.ports[elem].outputs.get(port) else {
+        return SignalView::Idle;
+    };
+    let start: Vec<usize> = p.element().map(|_| p.elem as usize).into_iter().collect();
+    let found = downstream_full_from(core, elem, start);
+    if found.is_empty() {
+        // No queue downstream: nothing ever stops the pushes.
+        return SignalView::Busy;
+    }
+    SignalView::Signals(number(found, |e| core.slots[e].element.full_notifier()))
+}
+
+/// Each element's notifier (by `get`) as its number among the elements
+/// with one, and whether it is active; sorted by number.
+fn number<'c>(
+    found: Vec<usize>,
+    get: impl Fn(usize) -> Option<&'c Notifier>,
+) -> Vec<(usize, bool)> {
+    let mut v: Vec<(usize, bool)> = found
+        .into_iter()
+        .filter_map(|e| {
+            let n = get(e)?;
+            let rank = (0..e).filter(|&x| get(x).is_some()).count();
+            Some((rank, n.active()))
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 #[cfg(test)]

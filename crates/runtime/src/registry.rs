@@ -211,6 +211,19 @@ impl ClassSpec {
         Self::in_role(name, port_count, processing, make, AsQueue).kind(Kind::Queue)
     }
 
+    /// A class that is not a queue but has notifiers ([`QueueElement`]'s
+    /// `empty_notifier`, `full_notifier`): a source whose pullers sleep
+    /// once it has nothing more, a switch that relays the signal of the
+    /// input it uses. Its ring-mode hook is never given a ring.
+    pub fn notifying<E: QueueElement>(
+        name: &'static str,
+        port_count: &'static str,
+        processing: &'static str,
+        make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
+    ) -> ClassSpec {
+        Self::in_role(name, port_count, processing, make, AsQueue)
+    }
+
     /// A driver class ([`DriverElement`]): told of stop requests instead
     /// of the router stopping at once.
     pub fn driver<E: DriverElement>(

@@ -841,7 +841,11 @@ fn worker(core: &Core, t: usize) {
             let mut sleep = Duration::from_micros((naps * 20).min(1000));
             if next != u64::MAX {
                 let now = core.clock.now_ns();
-                sleep = sleep.min(Duration::from_nanos(next.saturating_sub(now)));
+                if next > now && core.clock.jump_to(next) {
+                    // Click's `nowait` timewarp: no waiting for timers.
+                    continue;
+                }
+                sleep = sleep.min(core.clock.real_wait(next.saturating_sub(now)));
             }
             // Parked, not asleep: a stop unparks it at once.
             if !sleep.is_zero()
@@ -973,8 +977,12 @@ fn park(core: &Core, t: usize, epoch: u64, version: u64, list: &[usize]) {
         let mut timeout = PARK_MAX;
         let next = ts.timers.next_deadline();
         if next != u64::MAX {
-            let now = core.ns_since_epoch(Instant::now());
-            timeout = timeout.min(Duration::from_nanos(next.saturating_sub(now)));
+            let now = core.clock.now_ns();
+            if next > now && core.clock.jump_to(next) {
+                // Click's `nowait` timewarp: no waiting for timers.
+                timeout = Duration::ZERO;
+            }
+            timeout = timeout.min(core.clock.real_wait(next.saturating_sub(now)));
         }
         if !timeout.is_zero() {
             bump(&ts.parks, 1);

@@ -32,7 +32,8 @@
 //! (control sockets) still land at moments of real time.
 
 use paraclick_packet::Timestamp;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Where simulated time starts, in seconds since the Unix epoch (Click's
@@ -44,23 +45,142 @@ pub struct RouterClock {
     epoch: Instant,
     /// Simulated time: nanoseconds since `epoch`; `None` for real time.
     sim: Option<AtomicU64>,
+    /// Real time only: whether a timewarp was ever set ([`RouterClock::set_warp`]);
+    /// until then the clock is the system's, read with no lock.
+    warped: AtomicBool,
+    warp: Mutex<Warp>,
+    /// The system's wall-clock time at `epoch` (timestamps once warped).
+    wall_epoch: Timestamp,
+}
+
+/// Click's timewarp (the global `timewarp` handler): router time moves
+/// `speed` times as fast as real time, from `click_base` (router
+/// nanoseconds since the epoch) at `real_base` (real ones); with `jump`
+/// (Click's `nowait`) it also skips ahead to the next timer instead of
+/// waiting for it.
+#[derive(Clone, Copy)]
+struct Warp {
+    real_base: u64,
+    click_base: u64,
+    speed: f64,
+    jump: bool,
+}
+
+impl Warp {
+    fn at(&self, real_ns: u64) -> u64 {
+        let d = real_ns.saturating_sub(self.real_base) as f64 * self.speed;
+        self.click_base.saturating_add(d as u64)
+    }
+}
+
+/// A timewarp: how fast router time moves against real time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TimeWarp {
+    /// `speed` times real time (1: real time).
+    Linear(f64),
+    /// Real time's pace, but time jumps to the next timer instead of
+    /// waiting for it (Click's `nowait`).
+    NoWait,
 }
 
 impl RouterClock {
     /// Real time, measured from now.
     pub fn real() -> RouterClock {
-        RouterClock {
-            epoch: Instant::now(),
-            sim: None,
-        }
+        RouterClock::new(None)
     }
 
     /// Simulated time, standing at its start.
     pub fn simulated() -> RouterClock {
+        RouterClock::new(Some(AtomicU64::new(0)))
+    }
+
+    fn new(sim: Option<AtomicU64>) -> RouterClock {
         RouterClock {
             epoch: Instant::now(),
-            sim: Some(AtomicU64::new(0)),
+            sim,
+            warped: AtomicBool::new(false),
+            warp: Mutex::new(Warp {
+                real_base: 0,
+                click_base: 0,
+                speed: 1.0,
+                jump: false,
+            }),
+            wall_epoch: Timestamp::now(),
         }
+    }
+
+    fn warp(&self) -> Warp {
+        *self.warp.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Real time only: router time from now on moves as `w` says (Click's
+    /// `Timestamp::warp_set_class`, the global `timewarp` handler). Time
+    /// never goes back: the new pace starts from the current router time.
+    pub fn set_warp(&self, w: TimeWarp) -> Result<(), String> {
+        if self.sim.is_some() {
+            return Err("simulated time cannot be warped".into());
+        }
+        let (speed, jump) = match w {
+            TimeWarp::Linear(s) if s > 0.0 && s.is_finite() => (s, false),
+            TimeWarp::Linear(_) => return Err("timefactor must be > 0".into()),
+            TimeWarp::NoWait => (1.0, true),
+        };
+        let mut g = self.warp.lock().unwrap_or_else(|e| e.into_inner());
+        let real = self.ns_of(Instant::now());
+        let click = if self.warped.load(Ordering::Relaxed) {
+            g.at(real)
+        } else {
+            real
+        };
+        *g = Warp {
+            real_base: real,
+            click_base: click,
+            speed,
+            jump,
+        };
+        self.warped.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The timewarp in force (`Linear(1.0)` unless one was set).
+    pub fn time_warp(&self) -> TimeWarp {
+        if !self.warped.load(Ordering::Acquire) {
+            return TimeWarp::Linear(1.0);
+        }
+        let w = self.warp();
+        if w.jump {
+            TimeWarp::NoWait
+        } else {
+            TimeWarp::Linear(w.speed)
+        }
+    }
+
+    /// How long to wait in real time for router time to move by `ns`.
+    #[inline]
+    pub fn real_wait(&self, ns: u64) -> Duration {
+        if !self.warped.load(Ordering::Relaxed) {
+            return Duration::from_nanos(ns);
+        }
+        Duration::from_nanos((ns as f64 / self.warp().speed) as u64)
+    }
+
+    /// With Click's `nowait` timewarp, moves router time forward to `ns`
+    /// (the next timer) and returns true; otherwise does nothing and
+    /// returns false (the caller waits).
+    pub fn jump_to(&self, ns: u64) -> bool {
+        if !self.warped.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut g = self.warp.lock().unwrap_or_else(|e| e.into_inner());
+        if !g.jump {
+            return false;
+        }
+        let real = self.ns_of(Instant::now());
+        let now = g.at(real);
+        if ns > now {
+            g.click_base = g.click_base.saturating_add(ns - now);
+        }
+        true
     }
 
     pub fn is_simulated(&self) -> bool {
@@ -77,6 +197,9 @@ impl RouterClock {
     #[inline]
     pub fn now(&self) -> Instant {
         match &self.sim {
+            None if self.warped.load(Ordering::Relaxed) => {
+                self.epoch + Duration::from_nanos(self.now_ns())
+            }
             None => Instant::now(),
             Some(ns) => self.epoch + Duration::from_nanos(ns.load(Ordering::Acquire)),
         }
@@ -86,6 +209,9 @@ impl RouterClock {
     #[inline]
     pub fn now_ns(&self) -> u64 {
         match &self.sim {
+            None if self.warped.load(Ordering::Relaxed) => {
+                self.warp().at(self.ns_of(Instant::now()))
+            }
             None => self.ns_of(Instant::now()),
             Some(ns) => ns.load(Ordering::Acquire),
         }
@@ -104,6 +230,10 @@ impl RouterClock {
     #[inline]
     pub fn timestamp(&self) -> Timestamp {
         match &self.sim {
+            None if self.warped.load(Ordering::Relaxed) => {
+                let ns = i64::try_from(self.now_ns()).unwrap_or(i64::MAX);
+                Timestamp(self.wall_epoch.0.saturating_add(ns))
+            }
             None => Timestamp::now(),
             Some(ns) => {
                 // Saturates: timers of 2^32 s taken in turn carry the
@@ -151,6 +281,35 @@ mod tests {
         assert_eq!(c.timestamp(), Timestamp(i64::MAX));
         let far = c.epoch() + Duration::from_secs(600 * 365 * 86_400);
         assert_eq!(c.ns_of(far), u64::MAX);
+    }
+
+    #[test]
+    fn a_timewarp_scales_router_time_from_the_moment_it_is_set() {
+        let c = RouterClock::real();
+        assert_eq!(c.time_warp(), TimeWarp::Linear(1.0));
+        assert!(c.set_warp(TimeWarp::Linear(0.0)).is_err());
+        assert!(c.set_warp(TimeWarp::Linear(-1.0)).is_err());
+        c.set_warp(TimeWarp::Linear(1000.0)).unwrap();
+        assert_eq!(c.time_warp(), TimeWarp::Linear(1000.0));
+        let (a, ta) = (c.now_ns(), c.timestamp());
+        std::thread::sleep(Duration::from_millis(5));
+        let (b, tb) = (c.now_ns(), c.timestamp());
+        // At least 5 ms real, so at least 5 s of router time.
+        assert!(b - a >= 5_000_000_000, "{}", b - a);
+        assert!(tb.0 - ta.0 >= 5_000_000_000);
+        assert_eq!(c.real_wait(2_000_000_000), Duration::from_millis(2));
+        // Back to real time: no jump back.
+        c.set_warp(TimeWarp::Linear(1.0)).unwrap();
+        assert!(c.now_ns() >= b);
+        assert!(!c.jump_to(u64::MAX / 2));
+        c.set_warp(TimeWarp::NoWait).unwrap();
+        assert_eq!(c.time_warp(), TimeWarp::NoWait);
+        let now = c.now_ns();
+        assert!(c.jump_to(now + 3_600_000_000_000));
+        assert!(c.now_ns() >= now + 3_600_000_000_000);
+        assert!(RouterClock::simulated()
+            .set_warp(TimeWarp::Linear(2.0))
+            .is_err());
     }
 
     #[test]

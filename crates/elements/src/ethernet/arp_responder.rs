@@ -32,6 +32,14 @@
 //!   first.
 //! - `add` (write): adds entries, given as `IP/MASK [IP/MASK...] ETH`.
 //! - `remove` (write): removes the entry for `IP/MASK`.
+//! - `lookup` (read with a parameter): the Ethernet address given for an
+//!   IP address (an error if none).
+//! - `config` (read/write): the configuration; writing a new one replaces
+//!   the whole table (live reconfiguration).
+//!
+//! Two entries for the same network (in the configuration or a `config`
+//! write) draw a warning, `multiple entries for IP/LEN`; the first wins.
+//! An `add` replaces any entry for the same network.
 //!
 //! Example: answer for 18.26.4.24 and do proxy ARP for 18.26.7.0/24:
 //!
@@ -153,18 +161,57 @@ fn parse_entry(arg: &str, env: &ArgEnv) -> Result<Vec<Entry>, String> {
         .collect())
 }
 
-/// Most specific first; among equals, the first given wins.
-fn normalize(v: &mut Vec<Entry>) {
+/// Most specific first; among entries for the same network, the first
+/// given wins. Returns the networks given more than once, each once, as
+/// `IP/LEN` (Click warns about them).
+fn normalize(v: &mut Vec<Entry>) -> Vec<String> {
     v.sort_by_key(|e| std::cmp::Reverse(e.len));
     let mut seen: Vec<(u32, u8)> = Vec::new();
+    let mut dups: Vec<(u32, u8)> = Vec::new();
     v.retain(|e| {
-        if seen.contains(&(e.net, e.len)) {
+        let k = (e.net, e.len);
+        if seen.contains(&k) {
+            if !dups.contains(&k) {
+                dups.push(k);
+            }
             false
         } else {
-            seen.push((e.net, e.len));
+            seen.push(k);
             true
         }
     });
+    dups.into_iter()
+        .map(|(net, len)| format!("{}/{}", Ipv4Addr::from(net), len))
+        .collect()
+}
+
+/// A whole configuration (`IP/MASK [IP/MASK...] ETH, ...`), as the
+/// `config` handler takes it: the normalized table and its duplicates.
+struct Config {
+    table: Vec<Entry>,
+    dups: Vec<String>,
+}
+
+fn parse_config(args: &[String], env: &ArgEnv) -> Result<Config, String> {
+    let mut table = Vec::new();
+    for arg in args {
+        table.extend(parse_entry(arg, env)?);
+    }
+    let dups = normalize(&mut table);
+    Ok(Config { table, dups })
+}
+
+impl FromArg for Config {
+    const WHAT: &'static str = "ARPResponder configuration";
+    fn from_arg(s: &str, env: &ArgEnv) -> Result<Config, String> {
+        parse_config(&paraclick_lang::args::split_args(s), env)
+    }
+    fn placeholder() -> Config {
+        Config {
+            table: Vec::new(),
+            dups: Vec::new(),
+        }
+    }
 }
 
 /// An `add` handler value: one `IP/MASK [IP/MASK...] ETH` argument.
@@ -184,11 +231,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ArpResponder, String> {
     let mut a = cx.args();
     let args = a.rest_all();
     a.complete()?;
-    let mut table = Vec::new();
-    for arg in &args {
-        table.extend(parse_entry(arg, cx.env)?);
+    let Config { table, dups } = parse_config(&args, cx.env)?;
+    for d in dups {
+        cx.warn(&format!("multiple entries for {d}"));
     }
-    normalize(&mut table);
     Ok(ArpResponder {
         table: RwLock::new(table),
         other: (cx.noutputs >= 2).then_some(1),
@@ -217,6 +263,11 @@ impl ArpResponder {
         t.retain(|o| !new.iter().any(|n| n.net == o.net && n.len == o.len));
         t.extend(new);
         normalize(&mut t);
+    }
+
+    /// Replaces the whole table (the `config` handler).
+    fn replace(&self, new: Vec<Entry>) {
+        *self.table.write().unwrap_or_else(|e| e.into_inner()) = new;
     }
 
     fn remove(&self, p: Ipv4Prefix) -> Result<(), String> {
@@ -250,6 +301,26 @@ impl Action for ArpResponder {
             Ok(())
         }),
         Handler::write("remove", |e, v, hx| e.remove(hx.arg(v)?)),
+        Handler::read_param("lookup", |e, p, hx| {
+            let p = p.ok_or("lookup needs an IP address")?;
+            let ip: Ipv4Addr = hx.arg(p)?;
+            e.lookup(ip)
+                .map(|a| a.to_string())
+                .ok_or_else(|| format!("no entry for {ip}"))
+        }),
+        Handler::rw(
+            "config",
+            |_, hx| hx.config(),
+            |e, v, hx| {
+                let c: Config = hx.arg(v)?;
+                e.replace(c.table);
+                hx.set_config(v);
+                for d in c.dups {
+                    hx.warn("config", &format!("multiple entries for {d}"));
+                }
+                Ok(())
+            },
+        ),
     ];
 
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
@@ -294,6 +365,7 @@ impl Action for ArpResponder {
 mod tests {
     use crate::test_kit::*;
     use paraclick_packet::wire::ArpRepr;
+    use paraclick_runtime::args::FromArg;
 
     const ME: &str = "00:00:c0:ae:67:ef";
     const ASKER: &str = "00:11:22:33:44:55";
@@ -425,6 +497,41 @@ mod tests {
         let out = h.output(0);
         assert_eq!(out[0].data(), &reply_from("1:1:1:1:1:1", "10.1.2.3")[..]);
         assert_eq!(out[1].data(), &reply_from("3:3:3:3:3:3", "192.168.1.1")[..]);
+    }
+
+    #[test]
+    fn config_lookup_and_duplicates() {
+        let h = harness("ARPResponder()", 1);
+        assert_eq!(h.read("table").unwrap(), "");
+        assert_err(h.read("lookup 1.0.0.2"), "no entry for 1.0.0.2");
+        // A new configuration replaces the whole table; the most specific
+        // entry answers first whatever the order given.
+        let conf = "1.0.0.0/24 0:1:2:3:4:6, 1.0.0.2 0:1:2:3:4:5";
+        h.write("config", conf).unwrap();
+        assert_eq!(h.read("config").unwrap(), conf);
+        assert_eq!(
+            h.read("table").unwrap(),
+            "1.0.0.2/32 00-01-02-03-04-05\n1.0.0.0/24 00-01-02-03-04-06\n"
+        );
+        assert_eq!(h.read("lookup 1.0.0.1").unwrap(), "00-01-02-03-04-06");
+        assert_eq!(h.read("lookup 1.0.0.2").unwrap(), "00-01-02-03-04-05");
+        // The same network twice: the first given wins (Click warns).
+        h.write("config", "1.0.0.2 0:1:2:3:4:5, 1.0.0.2/32 9:9:9:9:9:9")
+            .unwrap();
+        assert_eq!(h.read("table").unwrap(), "1.0.0.2/32 00-01-02-03-04-05\n");
+        let c: super::Config = super::Config::from_arg(
+            "1.0.0.2 0:1:2:3:4:5, 1.0.0.2 0:1:2:3:4:5 1.0.0.0/24, 1.0.0.2 1:1:1:1:1:1",
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(c.dups, ["1.0.0.2/32"]);
+        assert_eq!(c.table.len(), 2);
+        // A bad configuration leaves the table as it was.
+        assert!(h.write("config", "1.0.0.3").is_err());
+        assert_eq!(h.read("table").unwrap(), "1.0.0.2/32 00-01-02-03-04-05\n");
+        // `add` replaces the entry for the same network.
+        h.write("add", "1.0.0.2 0:0:0:0:0:7").unwrap();
+        assert_eq!(h.read("lookup 1.0.0.2").unwrap(), "00-00-00-00-00-07");
     }
 
     #[test]

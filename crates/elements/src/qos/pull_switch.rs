@@ -8,6 +8,11 @@
 //! 0; a negative INPUT means every pull returns nothing. The `switch`
 //! handler changes INPUT. Any number of inputs.
 //!
+//! PullSwitch has an empty notifier: a puller downstream sleeps while the
+//! input in use is dormant (every queue or source upstream of it is
+//! empty), even if other inputs have packets, and wakes when that input
+//! gets packets or the `switch` handler selects an input that has some.
+//!
 //! Ports: any number of inputs, 1 output. Processing: pull.
 //!
 //! Arguments:
@@ -28,10 +33,10 @@
 //!
 //! Forwards pull requests to a settable input, without notification.
 //!
-//! Click's PullSwitch without its empty notifier; paraclick's PullSwitch
-//! has none, so this is PullSwitch under Click's other name: every pull
-//! returns what input INPUT returns (default 0; negative: nothing), and
-//! the `switch` handler changes INPUT. Any number of inputs.
+//! PullSwitch without its empty notifier: every pull returns what input
+//! INPUT returns (default 0; negative: nothing), and the `switch` handler
+//! changes INPUT. A puller downstream sleeps only when every input is
+//! dormant. Any number of inputs.
 //!
 //! Ports: any number of inputs, 1 output. Processing: pull.
 //!
@@ -60,12 +65,18 @@
 //! Handlers:
 //! - `switch` (read): the INPUT.
 
+use paraclick_runtime::element::QueueElement;
+use paraclick_runtime::notifier::Notifier;
+use paraclick_runtime::ring::ModeSwitch;
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Kind};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub struct PullSwitch {
     input: AtomicI64,
     ninputs: usize,
+    /// PullSwitch's empty notifier, relaying the signal of the input in
+    /// use (SimplePullSwitch registers no notifier).
+    empty: Notifier,
 }
 
 pub struct StaticPullSwitch {
@@ -73,16 +84,15 @@ pub struct StaticPullSwitch {
 }
 
 pub fn spec() -> ClassSpec {
-    switch_named("PullSwitch")
+    ClassSpec::notifying("PullSwitch", "-/1", "l", make)
+        .stateless()
+        .kind(Kind::Scheduler)
+        .metadata_only()
 }
 
-/// SimplePullSwitch: PullSwitch under Click's other name.
+/// SimplePullSwitch: PullSwitch without the notifier.
 pub fn simple_spec() -> ClassSpec {
-    switch_named("SimplePullSwitch")
-}
-
-fn switch_named(name: &'static str) -> ClassSpec {
-    ClassSpec::element(name, "-/1", "l", make)
+    ClassSpec::element("SimplePullSwitch", "-/1", "l", make)
         .stateless()
         .kind(Kind::Scheduler)
         .metadata_only()
@@ -108,9 +118,12 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<PullSwitch, String> {
     let mut a = cx.args();
     let k = a.read_p::<i64>("INPUT").unwrap_or(0);
     a.complete()?;
+    let k = clamp_port(k, cx.ninputs);
     Ok(PullSwitch {
-        input: AtomicI64::new(clamp_port(k, cx.ninputs)),
+        input: AtomicI64::new(k),
         ninputs: cx.ninputs,
+        // No input in use: dormant from the start.
+        empty: Notifier::relay(k >= 0),
     })
 }
 
@@ -131,6 +144,13 @@ fn pull_from(cx: &mut Cx<'_>, k: i64, max: usize) -> Option<Batch> {
     cx.pull(k as usize, max)
 }
 
+impl PullSwitch {
+    /// Whether input `k` (-1: none) can give nothing until woken.
+    fn dormant(&self, k: i64) -> bool {
+        k < 0 || !self.empty.upstream_active(k as usize)
+    }
+}
+
 impl Element for PullSwitch {
     const HANDLERS: &'static [Handler<Self>] = &[Handler::rw(
         "switch",
@@ -138,12 +158,29 @@ impl Element for PullSwitch {
         |e, v, hx| {
             let k = hx.arg::<i64>(v)?;
             e.input.store(clamp_port(k, e.ninputs), Ordering::Relaxed);
+            // Switching to an input with packets wakes the puller.
+            e.empty
+                .wake_from_handler_if(hx, || !e.dormant(e.input.load(Ordering::Relaxed)));
             Ok(())
         },
     )];
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        pull_from(cx, self.input.load(Ordering::Relaxed), max)
+        let k = self.input.load(Ordering::Relaxed);
+        let got = pull_from(cx, k, max);
+        if got.is_none() && self.dormant(k) {
+            self.empty
+                .sleep(cx, || self.dormant(self.input.load(Ordering::Relaxed)));
+        }
+        got
+    }
+}
+
+impl QueueElement for PullSwitch {
+    fn set_ring_modes(&self, _: &ModeSwitch, _: bool, _: bool, _: bool) {}
+
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        Some(&self.empty)
     }
 }
 
@@ -203,6 +240,53 @@ mod tests {
             r.write_handler("s.switch", "x"),
             "s.switch: expected integer",
         );
+    }
+
+    /// A script's record of `d.scheduled` and `c.count` at each step.
+    fn steps(conf: &str) -> String {
+        let r = paraclick_runtime::testing::build_simtime(&crate::test_kit::reg(), conf);
+        paraclick_runtime::testing::run(&r);
+        // Script's `set` keeps the quotes of "$log ...".
+        r.read_handler("s.log").unwrap().replace('"', "")
+    }
+
+    #[test]
+    fn pull_switch_notifies_for_the_input_in_use_only() {
+        // Click's PullSwitch: a puller sleeps while the input in use is
+        // dormant, even if another input has packets; switching to an
+        // input with packets wakes it; a limited source's packets come,
+        // then it sleeps again.
+        let conf = "i1 :: InfiniteSource(\\<11>, LIMIT 4); i2 :: InfiniteSource(\\<22>, LIMIT 4);
+            ps :: PullSwitch(-1); i1 -> [0]ps; i2 -> [1]ps; Idle -> [2]ps;
+            ps -> c :: Counter -> d :: Discard;
+            s :: Script(export log,
+                wait 0.1s, set log \"$log $(d.scheduled)/$(c.count)\",
+                write ps.switch 2, set log \"$log $(d.scheduled)\",
+                wait 0.1s, set log \"$log $(d.scheduled)/$(c.count)\",
+                write ps.switch 0, set log \"$log $(d.scheduled)\",
+                wait 0.1s, set log \"$log $(d.scheduled)/$(c.count)\",
+                write ps.switch 1, set log \"$log $(d.scheduled)\",
+                wait 0.1s, set log \"$log $(d.scheduled)/$(c.count)\",
+                stop)";
+        assert_eq!(
+            steps(conf).trim(),
+            "false/0 false false/0 true false/4 true false/8"
+        );
+        // SimplePullSwitch has no notifier: the puller sleeps only when
+        // every input is dormant, here never (i2 has packets).
+        let conf = conf.replace("PullSwitch(-1)", "SimplePullSwitch(-1)");
+        assert!(steps(&conf).starts_with(" true/0"), "{}", steps(&conf));
+    }
+
+    #[test]
+    fn pullers_of_idle_sleep_and_of_simple_idle_do_not() {
+        for (class, want) in [("Idle", "false"), ("SimpleIdle", "true")] {
+            let conf = format!(
+                "{class} -> u :: Unqueue -> Discard;
+                 s :: Script(export log, wait 0.1s, set log \"$log $(u.scheduled)\", stop)"
+            );
+            assert_eq!(steps(&conf).trim(), want, "{class}");
+        }
     }
 
     #[test]

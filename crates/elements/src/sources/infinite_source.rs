@@ -24,6 +24,12 @@
 //! - `count` (read): packets sent.
 //! - `reset` (write): resets the count, so LIMIT more packets go out.
 //! - `active` (read/write), `limit` (read/write), `burst` (read/write).
+//! - `data` (read/write): DATA; the next packets carry what is written.
+//! - `length` / `datasize` (read/write): LENGTH (-1: DATA's own length).
+//!
+//! In a pull context InfiniteSource has an empty notifier: a puller
+//! downstream sleeps once it is inactive or has sent LIMIT packets, and
+//! wakes when the `active`, `limit` or `reset` handler lets it send again.
 //!
 //! Hot reconfiguration (`-R`): an InfiniteSource of the same name takes the
 //! old one's count and the packets it sent against LIMIT.
@@ -33,18 +39,23 @@
 //!     InfiniteSource(LENGTH 64, LIMIT 1000000, STOP true) -> c :: Counter -> Discard;
 
 use super::gen::{data_batch, data_packet, parse_end_call, Limit};
-use super::source_data;
+use super::Contents;
 use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
+use paraclick_runtime::element::QueueElement;
+use paraclick_runtime::notifier::Notifier;
+use paraclick_runtime::ring::ModeSwitch;
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount, StateCx,
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx, Kind, PerThreadCount,
+    StateCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::RwLock;
 
 pub struct InfiniteSource {
-    /// Packet contents; fixed after configuration (no `data` write
-    /// handler), so reading them takes no lock.
-    data: Box<[u8]>,
+    /// DATA, LENGTH and the packet contents they make; read-locked once
+    /// per batch, written by the `data` and `length` handlers.
+    contents: RwLock<Contents>,
     limit: Limit,
     burst: AtomicUsize,
     active: AtomicBool,
@@ -53,10 +64,12 @@ pub struct InfiniteSource {
     count: PerThreadCount,
     /// RandomSource: every packet's bytes are freshly random.
     random: bool,
+    /// Pull context: active while packets may come.
+    empty: Notifier,
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("InfiniteSource", "0/1", "a", make)
+    ClassSpec::notifying("InfiniteSource", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
 }
@@ -79,8 +92,12 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
+    let contents = Contents::new(
+        data.unwrap_or_else(|| super::DEFAULT_DATA.to_vec()),
+        length.unwrap_or(-1).max(-1),
+    )?;
     Ok(InfiniteSource {
-        data: source_data(data, length)?.into_boxed_slice(),
+        contents: RwLock::new(contents),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         burst: AtomicUsize::new(burst),
         active: AtomicBool::new(active),
@@ -88,6 +105,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
         push: cx.output_is_push(0),
         count: PerThreadCount::new(cx.nthreads),
         random: false,
+        empty: Notifier::new(),
     })
 }
 
@@ -109,7 +127,7 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
     }
     let length = super::check_length(c.length as u64)?;
     Ok(InfiniteSource {
-        data: vec![0; length].into_boxed_slice(),
+        contents: RwLock::new(Contents::new(Vec::new(), length as i64)?),
         limit: Limit::new(c.limit, c.stop, c.end_call.map(parse_end_call)),
         burst: AtomicUsize::new(c.burst),
         active: AtomicBool::new(c.active),
@@ -117,13 +135,17 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
         push: cx.output_is_push(0),
         count: PerThreadCount::new(cx.nthreads),
         random: true,
+        empty: Notifier::new(),
     })
 }
 
 impl InfiniteSource {
     fn make_batch(&self, cx: &mut Cx<'_>, n: usize) -> Batch {
         let ts = self.timestamp.then(|| cx.timestamp());
-        let mut b = data_batch(&self.data, n, None, ts);
+        let mut b = {
+            let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
+            data_batch(&c.packet, n, None, ts)
+        };
         if self.random {
             for p in b.iter_mut() {
                 crate::util::with_rng(|r| r.fill(p.data_mut()));
@@ -149,6 +171,36 @@ impl InfiniteSource {
     }
 }
 
+impl InfiniteSource {
+    /// Whether no packet can come until a handler says otherwise.
+    fn spent(&self) -> bool {
+        !self.active.load(Ordering::Relaxed) || self.limit.exhausted()
+    }
+
+    /// After a handler that may let packets come again.
+    fn maybe_wake(&self, hx: &HandlerCx<'_>) {
+        self.empty.wake_from_handler_if(hx, || !self.spent());
+    }
+
+    fn length_text(&self, _hx: &HandlerCx<'_>) -> String {
+        let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
+        c.length.to_string()
+    }
+
+    fn write_length(&self, v: &str, hx: &HandlerCx<'_>) -> Result<(), String> {
+        self.set_contents(None, Some(hx.arg::<i64>(v)?.max(-1)))
+    }
+
+    /// New DATA and/or LENGTH; the next packets carry them.
+    fn set_contents(&self, data: Option<Vec<u8>>, length: Option<i64>) -> Result<(), String> {
+        let mut c = self.contents.write().unwrap_or_else(|e| e.into_inner());
+        let data = data.unwrap_or_else(|| c.data.clone());
+        let length = length.unwrap_or(c.length);
+        *c = Contents::new(data, length)?;
+        Ok(())
+    }
+}
+
 impl crate::control::quit_watcher::Finishes for InfiniteSource {
     fn finished(&self) -> bool {
         self.limit.finished()
@@ -170,9 +222,10 @@ impl Element for InfiniteSource {
 
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("count", |e, _| e.count.get().to_string()),
-        Handler::write("reset", |e, _, _| {
+        Handler::write("reset", |e, _, hx| {
             e.count.reset();
             e.limit.reset();
+            e.maybe_wake(hx);
             Ok(())
         }),
         Handler::rw(
@@ -180,6 +233,7 @@ impl Element for InfiniteSource {
             |e, _| e.active.load(Ordering::Relaxed).to_string(),
             |e, v, hx| {
                 e.active.store(hx.arg(v)?, Ordering::Relaxed);
+                e.maybe_wake(hx);
                 Ok(())
             },
         ),
@@ -188,6 +242,7 @@ impl Element for InfiniteSource {
             |e, _| e.limit.get().to_string(),
             |e, v, hx| {
                 e.limit.set(hx.arg(v)?);
+                e.maybe_wake(hx);
                 Ok(())
             },
         ),
@@ -195,6 +250,24 @@ impl Element for InfiniteSource {
             "burst",
             |e, _| e.burst.load(Ordering::Relaxed).to_string(),
             |e, v, hx| write_burst(&e.burst, v, hx),
+        ),
+        Handler::rw(
+            "data",
+            |e, _| {
+                let c = e.contents.read().unwrap_or_else(|e| e.into_inner());
+                String::from_utf8_lossy(&c.data).into_owned()
+            },
+            |e, v, hx| e.set_contents(Some(hx.arg::<Bytes>(v)?.0), None),
+        ),
+        Handler::rw(
+            "length",
+            InfiniteSource::length_text,
+            InfiniteSource::write_length,
+        ),
+        Handler::rw(
+            "datasize",
+            InfiniteSource::length_text,
+            InfiniteSource::write_length,
         ),
     ];
 
@@ -220,7 +293,11 @@ impl Element for InfiniteSource {
             }
             // The router's clock (simulated under --simtime).
             let ts = self.timestamp.then(|| cx.timestamp());
-            let Some(mut p) = data_packet(&self.data, ts) else {
+            let p = {
+                let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
+                data_packet(&c.packet, ts)
+            };
+            let Some(mut p) = p else {
                 self.limit.unclaim_one();
                 return false;
             };
@@ -241,7 +318,20 @@ impl Element for InfiniteSource {
     }
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        self.produce(cx, max.max(1))
+        let got = self.produce(cx, max.max(1));
+        if got.is_none() && self.spent() {
+            self.empty.sleep(cx, || self.spent());
+        }
+        got
+    }
+}
+
+impl QueueElement for InfiniteSource {
+    fn set_ring_modes(&self, _: &ModeSwitch, _: bool, _: bool, _: bool) {}
+
+    /// Pull context only: a pushing source has a task instead.
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        (!self.push).then_some(&self.empty)
     }
 }
 
@@ -335,6 +425,30 @@ mod tests {
             r.write_handler("e.burst", "0"),
             "e.burst: BURST must be between 1 and 65536, not 0",
         );
+    }
+
+    #[test]
+    fn data_and_length_handlers_change_the_next_packets() {
+        let conf = "e :: InfiniteSource(\\<0102>); e -> u :: Unqueue -> o :: TestSink;";
+        let r = Router::from_str(conf, &reg(), 1).unwrap();
+        let first = |r: &Router| {
+            r.pull_from("e", 0, 1).unwrap().unwrap().as_slice()[0]
+                .data()
+                .to_vec()
+        };
+        assert_eq!(first(&r), [1, 2]);
+        r.write_handler("e.data", "child1_0").unwrap();
+        assert_eq!(r.read_handler("e.data").unwrap(), "child1_0");
+        assert_eq!(first(&r), b"child1_0");
+        assert_eq!(r.read_handler("e.length").unwrap(), "-1");
+        r.write_handler("e.length", "10").unwrap();
+        assert_eq!(first(&r), b"child1_0\0\0");
+        r.write_handler("e.data", "abc").unwrap();
+        assert_eq!(first(&r), b"abc\0\0\0\0\0\0\0");
+        r.write_handler("e.datasize", "-1").unwrap();
+        assert_eq!(first(&r), b"abc");
+        assert!(r.write_handler("e.length", "70000").is_err());
+        assert_eq!(first(&r), b"abc");
     }
 
     #[test]

@@ -45,6 +45,24 @@ pub fn source_data(data: Option<Vec<u8>>, length: Option<i64>) -> Result<Vec<u8>
     Ok(d)
 }
 
+/// DATA as given, LENGTH, and the packet contents they make.
+pub(crate) struct Contents {
+    pub data: Vec<u8>,
+    pub length: i64,
+    pub packet: Vec<u8>,
+}
+
+impl Contents {
+    pub fn new(data: Vec<u8>, length: i64) -> Result<Contents, String> {
+        let packet = source_data(Some(data.clone()), Some(length))?;
+        Ok(Contents {
+            data,
+            length,
+            packet,
+        })
+    }
+}
+
 /// A packet LENGTH: at most [`MAX_DATA_LEN`], or an error.
 pub fn check_length(l: u64) -> Result<usize, String> {
     match usize::try_from(l) {

@@ -53,7 +53,7 @@
 use super::gen::{
     data_batch, nonnegative_rate, parse_end_call, set_active, Limit, Pacer, MAX_BURST,
 };
-use super::source_data;
+use super::Contents;
 use crate::util::fmt_rate;
 use paraclick_runtime::args::{Bandwidth, Bytes};
 use paraclick_runtime::{
@@ -63,24 +63,6 @@ use paraclick_runtime::{Handler, StateCx};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
-
-/// DATA as given, LENGTH, and the packet contents they make.
-struct Contents {
-    data: Vec<u8>,
-    length: i64,
-    packet: Vec<u8>,
-}
-
-impl Contents {
-    fn new(data: Vec<u8>, length: i64) -> Result<Contents, String> {
-        let packet = source_data(Some(data.clone()), Some(length))?;
-        Ok(Contents {
-            data,
-            length,
-            packet,
-        })
-    }
-}
 
 pub struct RatedSource {
     contents: RwLock<Contents>,

@@ -4,7 +4,9 @@
 //!
 //! Has zero or more agnostic inputs and outputs. Never pushes a packet to
 //! any output or pulls a packet from any input. Packets pushed into it are
-//! dropped (counted). Used to terminate unused ports.
+//! dropped (counted). Used to terminate unused ports. It has an empty
+//! notifier that is never active: a puller whose inputs all lead to Idle
+//! sleeps.
 //!
 //! Ports: any number of inputs and outputs. Processing: agnostic.
 //!
@@ -17,31 +19,35 @@
 //!
 //! SimpleIdle
 //!
-//! Like Idle, but does not provide notification. paraclick's Idle
-//! provides none either (a puller of an Idle finds nothing and its
-//! scheduler backs off), so SimpleIdle is Idle under Click's other name:
-//! pushed packets are dropped (counted), pulls return nothing.
+//! Like Idle, but does not provide notification (a puller of a
+//! SimpleIdle keeps polling it): pushed packets are dropped (counted),
+//! pulls return nothing.
 //!
 //! Ports: any number of inputs and outputs. Processing: agnostic.
 
+use paraclick_runtime::element::QueueElement;
+use paraclick_runtime::notifier::Notifier;
+use paraclick_runtime::ring::ModeSwitch;
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element};
 
-pub struct Idle;
+pub struct Idle {
+    /// Never active.
+    empty: Notifier,
+}
 
 /// Why this element drops packets (its `drop_reasons`).
 const DROP_REASONS: &[&str] = &["idle"];
 
 pub fn spec() -> ClassSpec {
-    named("Idle")
+    ClassSpec::notifying("Idle", "-/-", "a", make)
+        .drop_reasons(DROP_REASONS)
+        .stateless()
+        .metadata_only()
 }
 
-/// SimpleIdle: Idle under Click's other name.
+/// SimpleIdle: Idle without the notifier.
 pub fn simple_spec() -> ClassSpec {
-    named("SimpleIdle")
-}
-
-fn named(name: &'static str) -> ClassSpec {
-    ClassSpec::element(name, "-/-", "a", make)
+    ClassSpec::element("SimpleIdle", "-/-", "a", make)
         .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
@@ -49,7 +55,17 @@ fn named(name: &'static str) -> ClassSpec {
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Idle, String> {
     cx.args().complete()?;
-    Ok(Idle)
+    Ok(Idle {
+        empty: Notifier::inactive(),
+    })
+}
+
+impl QueueElement for Idle {
+    fn set_ring_modes(&self, _: &ModeSwitch, _: bool, _: bool, _: bool) {}
+
+    fn empty_notifier(&self) -> Option<&Notifier> {
+        Some(&self.empty)
+    }
 }
 
 impl Element for Idle {

@@ -26,6 +26,7 @@ pub mod hub;
 pub mod idle;
 pub mod message;
 pub mod mixed_queue;
+pub mod notifier_debug;
 pub mod notifier_queue;
 pub mod null;
 pub mod pad;
@@ -125,6 +126,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(tee::pull_spec());
     reg.register(timed_sink::spec());
     reg.register(truncate::spec());
+    reg.register(notifier_debug::spec());
     reg.register(unqueue::spec());
     reg.register(unqueue2::spec());
     reg.register(work_package::spec());

@@ -174,10 +174,28 @@ pub struct Queue {
     drop_output: bool,
     /// FrontDropQueue or MixedQueue: pushes take the special path.
     special: bool,
-    /// MixedQueue's last-in-first-out side: packets pushed on input 1,
-    /// newest last, pulled before the ring.
-    lifo: Mutex<Vec<Packet>>,
+    /// MixedQueue's packets (it does not use the ring: a packet pushed on
+    /// its LIFO input into a full queue evicts the FIFO side's newest,
+    /// which a ring cannot take back).
+    mixed: Mutex<Mixed>,
+    /// Packets in `mixed`.
     lifo_len: AtomicUsize,
+}
+
+/// MixedQueue's two sides. The queue, head first, is `lifo` newest first,
+/// then `fifo` oldest first.
+#[derive(Default)]
+struct Mixed {
+    /// Packets pushed on input 1, oldest at the front.
+    lifo: std::collections::VecDeque<Packet>,
+    /// Packets pushed on input 0, oldest at the front.
+    fifo: std::collections::VecDeque<Packet>,
+}
+
+impl Mixed {
+    fn len(&self) -> usize {
+        self.lifo.len() + self.fifo.len()
+    }
 }
 
 #[derive(Default)]
@@ -311,7 +329,7 @@ impl Queue {
             nthreads,
             drop_output: false,
             special: policy.front_drop || policy.lifo_input,
-            lifo: Mutex::new(Vec::new()),
+            mixed: Mutex::new(Mixed::default()),
             lifo_len: AtomicUsize::new(0),
         }
     }
@@ -347,17 +365,6 @@ impl Queue {
     fn enqueue_special(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
         if self.policy.front_drop {
             self.make_room(cx, items.len());
-        }
-        if self.policy.lifo_input {
-            // MixedQueue: the LIFO side takes room from the FIFO side.
-            let lifo = self.lifo_len.load(Ordering::Relaxed);
-            let room = self.capacity().saturating_sub(self.ring.len_fresh() + lifo);
-            if items.len() > room {
-                let mut fit = Vec::new();
-                items.take_front(room, |p| fit.push(p));
-                self.ring.push_burst(&cx.producer(), &mut fit);
-                return items.len();
-            }
         }
         self.enqueue_plain(cx, items)
     }
@@ -518,21 +525,22 @@ impl Queue {
         }
     }
 
-    /// MixedQueue's pull: the LIFO side first, newest first.
+    /// MixedQueue's pull: the LIFO side first, newest first, then the
+    /// FIFO side, oldest first.
     #[cold]
     #[inline(never)]
     fn pull_lifo(&self, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
         let mut b = Batch::new();
         {
-            let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
+            let mut m = self.mixed.lock().unwrap_or_else(|e| e.into_inner());
             while b.len() < max {
-                let Some(p) = lifo.pop() else { break };
+                let Some(p) = m.lifo.pop_back().or_else(|| m.fifo.pop_front()) else {
+                    break;
+                };
                 b.push(p);
             }
-            self.lifo_len.store(lifo.len(), Ordering::Relaxed);
+            self.lifo_len.store(m.len(), Ordering::Relaxed);
         }
-        let want = max - b.len();
-        self.ring.pop_burst(&cx.consumer(), b.vec_mut(), want);
         if b.is_empty() {
             self.emptied(cx);
             return None;
@@ -684,24 +692,39 @@ impl Queue {
         }
     }
 
-    /// MixedQueue's input 1: the packets go to the head of the queue; when
-    /// full, the oldest packet (the head of the FIFO part, else the oldest
-    /// of the LIFO part) is dropped to make room.
-    fn push_lifo(&self, cx: &mut Cx<'_>, batch: Batch) {
-        let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
+    /// MixedQueue's pushes. Input 0 appends to the tail; a full queue
+    /// drops the packet. Input 1 puts the packet at the head; a full queue
+    /// first drops the packet at its tail (the FIFO side's newest, else the
+    /// LIFO side's oldest), as Click's MixedQueue does. O(1) per packet.
+    fn push_mixed(&self, cx: &mut Cx<'_>, port: usize, batch: Batch) {
+        let cap = self.capacity();
+        let mut m = self.mixed.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Batch::new();
         for p in batch {
-            if lifo.len() + self.ring.len_fresh() >= self.capacity()
-                && self.ring.pop_burst(&cx.consumer(), out.vec_mut(), 1) == 0
-                && !lifo.is_empty()
-            {
-                out.push(lifo.remove(0));
+            let full = m.len() >= cap;
+            if port == 0 {
+                if full {
+                    out.push(p);
+                } else {
+                    m.fifo.push_back(p);
+                }
+                continue;
             }
-            lifo.push(p);
+            if full {
+                match m.fifo.pop_back().or_else(|| m.lifo.pop_front()) {
+                    Some(tail) => out.push(tail),
+                    None => {
+                        // Capacity 0: nothing to make room with.
+                        out.push(p);
+                        continue;
+                    }
+                }
+            }
+            m.lifo.push_back(p);
         }
-        self.lifo_len.store(lifo.len(), Ordering::Relaxed);
-        let len = lifo.len() + self.ring.len();
-        drop(lifo);
+        let len = m.len();
+        self.lifo_len.store(len, Ordering::Relaxed);
+        drop(m);
         self.highwater.fetch_max(len, Ordering::Relaxed);
         self.dropped(cx, out);
         self.pushed(cx, true);
@@ -719,10 +742,11 @@ impl Queue {
             while self.ring.pop_burst(c, &mut v, 256) > 0 {}
             v
         });
-        let mut lifo = self.lifo.lock().unwrap_or_else(|e| e.into_inner());
-        v.append(&mut lifo);
+        let mut m = self.mixed.lock().unwrap_or_else(|e| e.into_inner());
+        v.extend(m.lifo.drain(..).rev());
+        v.extend(m.fifo.drain(..));
         self.lifo_len.store(0, Ordering::Relaxed);
-        drop(lifo);
+        drop(m);
         if self.policy.full_note {
             self.full
                 .wake_from_handler_if(hx, || self.has_room_seen_by_consumer());
@@ -796,8 +820,8 @@ impl Element for Queue {
         if batch.len() > self.max_burst.load(Ordering::Relaxed) {
             self.learn_burst(batch.len());
         }
-        if port == 1 && self.policy.lifo_input {
-            return self.push_lifo(cx, batch);
+        if self.policy.lifo_input {
+            return self.push_mixed(cx, port, batch);
         }
         // Staging gathers small batches; a batch as large as a stage goes
         // straight in (unless packets staged earlier must go first).
@@ -870,7 +894,34 @@ impl Element for Queue {
     fn take_state(&self, old: &Self, sx: &mut StateCx<'_>) {
         let mut v = Vec::new();
         while old.ring.pop_burst(&sx.consumer(), &mut v, 256) > 0 {}
-        self.ring.push_burst(&sx.producer(), &mut v);
+        if self.policy.lifo_input {
+            // MixedQueue to MixedQueue: both sides carry over, in order;
+            // what does not fit counts as dropped.
+            let mut o = old.mixed.lock().unwrap_or_else(|e| e.into_inner());
+            let o = &mut *o;
+            let mut m = self.mixed.lock().unwrap_or_else(|e| e.into_inner());
+            let cap = self.capacity();
+            let from_ring = std::mem::take(&mut v);
+            for (to_lifo, p) in (o.lifo.drain(..).rev().map(|p| (true, p)))
+                .chain(o.fifo.drain(..).map(|p| (false, p)))
+                .chain(from_ring.into_iter().map(|p| (false, p)))
+            {
+                if m.len() >= cap {
+                    v.push(p);
+                } else if to_lifo {
+                    m.lifo.push_front(p);
+                } else {
+                    m.fifo.push_back(p);
+                }
+            }
+            self.lifo_len.store(m.len(), Ordering::Relaxed);
+        } else {
+            // From a MixedQueue: its packets, head first, after the ring's.
+            let mut o = old.mixed.lock().unwrap_or_else(|e| e.into_inner());
+            let o = &mut *o;
+            v.extend(o.lifo.drain(..).rev().chain(o.fifo.drain(..)));
+            self.ring.push_burst(&sx.producer(), &mut v);
+        }
         let left = v.len();
         if left > 0 {
             self.drops.fetch_add(left as u64, Ordering::Relaxed);
@@ -927,9 +978,9 @@ impl QueueElement for Queue {
         multi_consumer: bool,
         crossing: bool,
     ) {
-        // FrontDropQueue and MixedQueue pop from the push side too: their
-        // producers are consumers as well.
-        let extra = self.policy.front_drop || self.policy.lifo_input;
+        // FrontDropQueue pops from the push side too: its producers are
+        // consumers as well. (MixedQueue keeps its packets off the ring.)
+        let extra = self.policy.front_drop;
         self.ring.set_modes(
             switch,
             multi_producer,

@@ -191,17 +191,38 @@ fn mixed_queue_is_fifo_on_input_0_and_lifo_on_input_1() {
     r.push_into("q", 1, tagged(&[e])).unwrap();
     assert_eq!(r.read_handler("q.length").unwrap(), "5");
     // Full: a FIFO packet is dropped, a LIFO packet takes the place of the
-    // oldest.
+    // packet at the tail (the FIFO side's newest), as in Click.
     r.push_into("q", 0, tagged(b"F")).unwrap();
     assert_eq!(r.read_handler("q.drops").unwrap(), "1");
     r.push_into("q", 1, tagged(b"G")).unwrap();
     assert_eq!(r.read_handler("q.drops").unwrap(), "2");
+    assert_eq!(r.read_handler("q.length").unwrap(), "5");
     assert_eq!(
         tags_of(r.pull_from("q", 0, 10).unwrap()),
-        vec![b'G', e, c, b, d],
-        "A, the oldest, made room for G"
+        vec![b'G', e, c, a, b],
+        "D, at the tail, made room for G"
     );
     assert!(r.pull_from("q", 0, 10).unwrap().is_none());
+    // With only LIFO packets queued, the tail is the oldest of them.
+    for t in [1, 2, 3, 4, 5, 6, 7] {
+        r.push_into("q", 1, tagged(&[t])).unwrap();
+    }
+    assert_eq!(r.read_handler("q.drops").unwrap(), "4");
+    assert_eq!(tags_of(r.pull_from("q", 0, 2).unwrap()), vec![7, 6]);
+    // FIFO packets go behind the rest; a full queue drops them.
+    r.push_into("q", 0, tagged(&[8, 9, 10])).unwrap();
+    assert_eq!(r.read_handler("q.drops").unwrap(), "5");
+    assert_eq!(
+        tags_of(r.pull_from("q", 0, 10).unwrap()),
+        vec![5, 4, 3, 8, 9]
+    );
+    // Capacity 1: a LIFO packet replaces the one there, a FIFO one drops.
+    r.write_handler("q.capacity", "1").unwrap();
+    r.push_into("q", 1, tagged(&[11])).unwrap();
+    r.push_into("q", 1, tagged(&[13])).unwrap();
+    r.push_into("q", 0, tagged(&[12])).unwrap();
+    assert_eq!(tags_of(r.pull_from("q", 0, 10).unwrap()), vec![13]);
+    assert_eq!(r.read_handler("q.drops").unwrap(), "7");
 }
 
 #[test]

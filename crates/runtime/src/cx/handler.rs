@@ -72,6 +72,63 @@ impl<'r> HandlerCx<'r> {
         ));
     }
 
+    /// The called element's configuration as its `config` handler reads
+    /// it: the text it was configured with, or what a write handler last
+    /// recorded ([`HandlerCx::set_config`], [`HandlerCx::set_config_arg`]).
+    pub fn config(&self) -> String {
+        let s = &self.core.slots[self.elem];
+        let live = s.live_config.lock().unwrap_or_else(|e| e.into_inner());
+        live.clone().unwrap_or_else(|| s.config.clone())
+    }
+
+    /// Records `text` as the called element's whole configuration: an
+    /// element reconfigured through its own `config` write handler
+    /// (Click's live reconfiguration) calls this once the new
+    /// configuration has taken effect.
+    pub fn set_config(&self, text: &str) {
+        let s = &self.core.slots[self.elem];
+        *s.live_config.lock().unwrap_or_else(|e| e.into_inner()) = Some(text.to_string());
+    }
+
+    /// Prints a warning about the called element from a write handler on
+    /// standard error, as configuration warnings are (`NAME :: CLASS:
+    /// warning: MESSAGE`, or in Click's form `While writing 'NAME.HANDLER':`
+    /// then `  warning: MESSAGE`), unless warnings are off (`-w`).
+    pub fn warn(&self, handler: &str, message: &str) {
+        if !crate::registry::warnings_enabled() {
+            return;
+        }
+        let esc = paraclick_lang::span::escape;
+        let s = &self.core.slots[self.elem];
+        if crate::registry::click_messages() {
+            eprintln!(
+                "While writing '{}.{}':\n  warning: {}",
+                esc(&s.name),
+                esc(handler),
+                esc(message)
+            );
+        } else {
+            eprintln!(
+                "{} :: {}: warning: {}",
+                esc(&s.name),
+                esc(&s.class),
+                esc(message)
+            );
+        }
+    }
+
+    /// The empty notifiers a pull task at input `port` of the called
+    /// element would listen to, and their states (see [`crate::notifier`]).
+    pub fn upstream_signal(&self, port: usize) -> crate::notifier::SignalView {
+        crate::notifier::upstream_view(self.core, self.elem, port)
+    }
+
+    /// The full notifiers a source at output `port` of the called element
+    /// would wait on, and their states.
+    pub fn downstream_signal(&self, port: usize) -> crate::notifier::SignalView {
+        crate::notifier::downstream_view(self.core, self.elem, port)
+    }
+
     /// Asks the router to stop (through the driver if there is one).
     pub fn request_stop(&self) {
         self.core.request_stop();
