@@ -286,7 +286,7 @@ pub(crate) fn add_socket_task(ix: &mut InitCx<'_>, pull_input: bool, has_output:
 
 /// What one production attempt of a single-output trace source gave.
 #[derive(Default)]
-pub(crate) struct Produced {
+pub struct Produced {
     pub out: Option<Batch>,
     /// Anything happened (a record read, a packet emitted).
     pub progress: bool,

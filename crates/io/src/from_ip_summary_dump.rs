@@ -131,36 +131,28 @@
 //!
 //!     FromIPSummaryDump(trace.txt, STOP true, CHECKSUM true) -> CheckIPHeader -> Discard;
 
-use crate::common::{
-    add_trace_task, open_input, sample_fixed, sampling_prob_text, EndAction, ErrorCount, Produced,
-    Sampler, Timing, TRACE_BURST,
-};
+use crate::common::{open_input, sample_fixed, EndAction, Produced, Sampler, Timing, TRACE_BURST};
 use crate::ipsumdump::{
     build, parse_fields, parse_value, split_words, BuildOpts, Field, FlowId, Values,
 };
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Kind};
 use std::io::{BufReader, Read};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::text_trace::MAX_LINE;
+use crate::text_trace::{Core, TraceArgs, TraceReader, TraceSource, MAX_LINE};
 
-pub struct FromIPSummaryDump {
-    filename: String,
+/// FromIPSummaryDump: a trace source reading summary dump lines (or
+/// binary records).
+pub type FromIPSummaryDump = TraceSource<IpSumReader>;
+
+/// How FromIPSummaryDump reads its file.
+pub struct IpSumReader {
     state: Mutex<State>,
-    active: AtomicBool,
-    count: PerThreadCount,
-    errors: ErrorCount,
-    burst: AtomicUsize,
-    end: EndAction,
-    timing: bool,
-    push: bool,
-    sample: u32,
     checksum: bool,
     default_proto: u8,
-    filesize: Option<u64>,
 }
 
 struct State {
@@ -254,35 +246,37 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromIPSummaryDump, String> {
             (filename, reader, filesize)
         }
     };
-    Ok(FromIPSummaryDump {
-        state: Mutex::new(State {
-            reader,
-            pos: 0,
-            line_no: 0,
-            fields,
-            minor: 3,
-            binary: false,
-            flowid,
-            proto: None,
-            line: Vec::with_capacity(256),
-            pending: None,
-            pending_values: None,
-            timing: Timing::default(),
-            sampler: Sampler::new(sample, filename.len() as u64 ^ 0x1b5d),
-            done: false,
-        }),
+    let args = TraceArgs {
         filename,
-        active: AtomicBool::new(active),
-        count: PerThreadCount::new(cx.nthreads),
-        errors: ErrorCount::default(),
-        burst: AtomicUsize::new(burst),
         end,
+        active,
         timing,
-        push: cx.output_is_push(0),
         sample,
-        checksum,
-        default_proto: proto,
-        filesize,
+        burst,
+    };
+    let seed = args.filename.len() as u64 ^ 0x1b5d;
+    Ok(TraceSource {
+        core: Core::new(cx, &args, filesize),
+        reader: IpSumReader {
+            state: Mutex::new(State {
+                reader,
+                pos: 0,
+                line_no: 0,
+                fields,
+                minor: 3,
+                binary: false,
+                flowid,
+                proto: None,
+                line: Vec::with_capacity(256),
+                pending: None,
+                pending_values: None,
+                timing: Timing::default(),
+                sampler: Sampler::new(sample, seed),
+                done: false,
+            }),
+            checksum,
+            default_proto: proto,
+        },
     })
 }
 
@@ -493,14 +487,16 @@ impl State {
     }
 }
 
-impl FromIPSummaryDump {
+impl IpSumReader {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
-    fn produce(&self, cx: &mut Cx<'_>, max: usize) -> Produced {
+impl TraceReader for IpSumReader {
+    fn produce(&self, core: &Core, cx: &mut Cx<'_>, max: usize) -> Produced {
         let mut r = Produced::default();
-        if !self.active.load(Ordering::Relaxed) {
+        if !core.active.load(Ordering::Relaxed) {
             return r;
         }
         let mut guard = self.lock();
@@ -528,10 +524,7 @@ impl FromIPSummaryDump {
                             continue;
                         }
                         Line::Bad(msg) => {
-                            self.errors.report(
-                                &format!("{} :: FromIPSummaryDump", cx.element_name()),
-                                &format!("{}:{}: {msg}", self.filename, st.line_no),
-                            );
+                            core.report(cx, "FromIPSummaryDump", &st.line_no.to_string(), &msg);
                             r.progress = true;
                             continue;
                         }
@@ -541,10 +534,7 @@ impl FromIPSummaryDump {
                             break;
                         }
                         Line::Fatal(msg) => {
-                            self.errors.report(
-                                &format!("{} :: FromIPSummaryDump", cx.element_name()),
-                                &format!("{}:{}: {msg}", self.filename, st.line_no),
-                            );
+                            core.report(cx, "FromIPSummaryDump", &st.line_no.to_string(), &msg);
                             st.reader = None;
                             st.done = true;
                             r.ended = true;
@@ -570,7 +560,7 @@ impl FromIPSummaryDump {
                     }
                 }
             };
-            if self.timing {
+            if core.timing {
                 if let Some(due) = st.timing.wait_until(p.timestamp(), now) {
                     st.pending = Some(p);
                     r.wait = Some(due);
@@ -583,63 +573,13 @@ impl FromIPSummaryDump {
         drop(guard);
         if emitted > 0 {
             r.progress = true;
-            self.count.add(cx.thread(), emitted as u64);
+            core.count.add(cx.thread(), emitted as u64);
         }
         r
     }
 
-    /// Packets emitted so far.
-    pub fn count(&self) -> u64 {
-        self.count.get()
-    }
-}
-
-impl Element for FromIPSummaryDump {
-    const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.count.get().to_string()),
-        Handler::write("reset_counts", |e, _, _| {
-            e.count.reset();
-            Ok(())
-        }),
-        Handler::read("sampling_prob", |e, _| sampling_prob_text(e.sample)),
-        Handler::rw(
-            "active",
-            |e, _| e.active.load(Ordering::Relaxed).to_string(),
-            |e, v, hx| {
-                e.active.store(hx.arg(v)?, Ordering::Relaxed);
-                Ok(())
-            },
-        ),
-        Handler::read("encap", |_, _| "IP".into()),
-        Handler::read("filename", |e, _| e.filename.clone()),
-        Handler::read("filesize", |e, _| {
-            e.filesize.map_or_else(|| "-".into(), |s| s.to_string())
-        }),
-        Handler::read("filepos", |e, _| e.lock().pos.to_string()),
-        Handler::write("stop", |e, _, hx| {
-            e.active.store(false, Ordering::Relaxed);
-            hx.request_stop();
-            Ok(())
-        }),
-        Handler::read("errors", |e, _| e.errors.get().to_string()),
-    ];
-
-    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        add_trace_task(ix, self.push, self.timing);
-        Ok(())
-    }
-
-    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        self.produce(cx, self.burst.load(Ordering::Relaxed))
-            .finish_push(cx, &self.end, &self.active)
-    }
-
-    fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
-
-    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        self.produce(cx, max.max(1))
-            .finish(cx, &self.end, &self.active)
-            .0
+    fn filepos(&self) -> u64 {
+        self.lock().pos
     }
 
     fn queued(&self) -> usize {

@@ -11,6 +11,7 @@ pub mod from_cap_dump;
 pub mod from_dump;
 pub mod from_ip_summary_dump;
 pub mod from_net_flow_summary_dump;
+pub mod from_nlanr_dump;
 pub mod from_tcpdump;
 mod ipsumdump;
 mod ipsumdump_binary;
@@ -39,6 +40,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(from_ip_summary_dump::spec());
     reg.register(from_net_flow_summary_dump::spec());
     reg.register(from_cap_dump::spec());
+    reg.register(from_nlanr_dump::spec());
     reg.register(to_ip_summary_dump::spec());
     reg.register(from_tcpdump::spec());
     reg.register(to_ip_flow_dumps::spec());

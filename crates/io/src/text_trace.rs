@@ -1,9 +1,11 @@
-//! Line-oriented trace files: the bounded line reader FromIPSummaryDump,
-//! FromNetFlowSummaryDump and FromCapDump share, and the source element the
-//! last two are (`TextTrace`): a file of text lines, each turned into
-//! packet descriptions ([`Values`], built into packets by the IP summary
-//! dump's builder) by the class's line parser. Not an element class of
-//! its own.
+//! Trace sources: the element every single-output trace reader is
+//! ([`TraceSource`]: the handlers, task and pull they share, written once
+//! around the class's [`TraceReader`]), the bounded line reader
+//! FromIPSummaryDump, FromNetFlowSummaryDump and FromCapDump share, and
+//! the reader of the last two ([`TextTrace`]): a file of text lines, each
+//! turned into packet descriptions ([`Values`], built into packets by the
+//! IP summary dump's builder) by the class's line parser. Not an element
+//! class of its own.
 
 use crate::common::{
     add_trace_task, open_input, sampling_prob_text, EndAction, ErrorCount, Produced, Sampler,
@@ -11,7 +13,9 @@ use crate::common::{
 };
 use crate::ipsumdump::{build, BuildOpts, FlowId, Values};
 use paraclick_packet::{Batch, Packet, Timestamp};
-use paraclick_runtime::{ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
+use paraclick_runtime::{
+    ConfigCx, Cx, DynHandler, Element, Handler, HandlerCx, InitCx, PerThreadCount,
+};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -123,25 +127,190 @@ struct State {
     done: bool,
 }
 
-/// A source reading a line-oriented trace file (FromNetFlowSummaryDump,
-/// FromCapDump).
-pub struct TextTrace {
+/// What every single-output trace source keeps besides its reading
+/// state: the arguments and counts its shared handlers read and write.
+pub struct Core {
+    pub(crate) filename: String,
+    pub(crate) active: AtomicBool,
+    pub(crate) count: PerThreadCount,
+    pub(crate) errors: ErrorCount,
+    pub(crate) burst: AtomicUsize,
+    pub(crate) end: EndAction,
+    pub(crate) timing: bool,
+    pub(crate) push: bool,
+    pub(crate) sample: u32,
+    pub(crate) filesize: Option<u64>,
+}
+
+impl Core {
+    /// The shared part of a source configured with these arguments.
+    pub(crate) fn new(cx: &ConfigCx<'_>, a: &TraceArgs, filesize: Option<u64>) -> Core {
+        Core {
+            filename: a.filename.clone(),
+            active: AtomicBool::new(a.active),
+            count: PerThreadCount::new(cx.nthreads),
+            errors: ErrorCount::default(),
+            burst: AtomicUsize::new(a.burst),
+            end: a.end.clone(),
+            timing: a.timing,
+            push: cx.output_is_push(0),
+            sample: a.sample,
+            filesize,
+        }
+    }
+
+    /// Counts a bad record or line and prints the first (`CLASS: FILE:WHERE: msg`).
+    pub(crate) fn report(&self, cx: &Cx<'_>, class: &str, at: &str, msg: &str) {
+        self.errors.report(
+            &format!("{} :: {class}", cx.element_name()),
+            &format!("{}:{at}: {msg}", self.filename),
+        );
+    }
+}
+
+/// The arguments every single-output trace source reads.
+pub(crate) struct TraceArgs {
+    pub filename: String,
+    pub end: EndAction,
+    pub active: bool,
+    pub timing: bool,
+    pub sample: u32,
+    pub burst: usize,
+}
+
+/// How a trace source reads its file: the part that differs between
+/// classes.
+pub trait TraceReader: Send + Sync + Sized + 'static {
+    /// Reads up to `max` packets (fewer when a packet waits for its time,
+    /// the pool is empty, or the file ends).
+    fn produce(&self, core: &Core, cx: &mut Cx<'_>, max: usize) -> Produced;
+    /// The `filepos` handler: bytes of the (uncompressed) file consumed.
+    fn filepos(&self) -> u64;
+    /// Packets held back (for the conservation check).
+    fn queued(&self) -> usize;
+    /// Handlers of the class's own, beyond those every trace source has.
+    fn extra_handlers(&self) -> Vec<DynHandler> {
+        Vec::new()
+    }
+    /// Reads one of [`TraceReader::extra_handlers`].
+    fn read_extra(&self, _core: &Core, _name: &str) -> Option<Result<String, String>> {
+        None
+    }
+    /// Writes one of [`TraceReader::extra_handlers`].
+    fn write_extra(
+        &self,
+        _core: &Core,
+        _name: &str,
+        _value: &str,
+        _hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+}
+
+/// A single-output trace source (FromIPSummaryDump,
+/// FromNetFlowSummaryDump, FromCapDump, FromNLANRDump): the handlers, the
+/// task and the pull every one has, written once, around the class's
+/// [`TraceReader`].
+pub struct TraceSource<R> {
+    pub(crate) core: Core,
+    pub(crate) reader: R,
+}
+
+impl<R: TraceReader> TraceSource<R> {
+    /// Packets emitted so far.
+    pub fn count(&self) -> u64 {
+        self.core.count.get()
+    }
+}
+
+impl<R: TraceReader> Element for TraceSource<R> {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::read("count", |e, _| e.core.count.get().to_string()),
+        Handler::write("reset_counts", |e, _, _| {
+            e.core.count.reset();
+            Ok(())
+        }),
+        Handler::read("sampling_prob", |e, _| sampling_prob_text(e.core.sample)),
+        Handler::rw(
+            "active",
+            |e, _| e.core.active.load(Ordering::Relaxed).to_string(),
+            |e, v, hx| {
+                e.core.active.store(hx.arg(v)?, Ordering::Relaxed);
+                Ok(())
+            },
+        ),
+        Handler::read("encap", |_, _| "IP".into()),
+        Handler::read("filename", |e, _| e.core.filename.clone()),
+        Handler::read("filesize", |e, _| {
+            e.core
+                .filesize
+                .map_or_else(|| "-".into(), |s| s.to_string())
+        }),
+        Handler::read("filepos", |e, _| e.reader.filepos().to_string()),
+        Handler::write("stop", |e, _, hx| {
+            e.core.active.store(false, Ordering::Relaxed);
+            hx.request_stop();
+            Ok(())
+        }),
+        Handler::read("errors", |e, _| e.core.errors.get().to_string()),
+    ];
+
+    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+        add_trace_task(ix, self.core.push, self.core.timing);
+        Ok(())
+    }
+
+    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        let c = &self.core;
+        self.reader
+            .produce(c, cx, c.burst.load(Ordering::Relaxed))
+            .finish_push(cx, &c.end, &c.active)
+    }
+
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let c = &self.core;
+        self.reader
+            .produce(c, cx, max.max(1))
+            .finish(cx, &c.end, &c.active)
+            .0
+    }
+
+    fn queued(&self) -> usize {
+        self.reader.queued()
+    }
+
+    fn dynamic_handlers(&self) -> Vec<DynHandler> {
+        self.reader.extra_handlers()
+    }
+
+    fn read_dynamic(&self, name: &str, _hx: &HandlerCx<'_>) -> Option<Result<String, String>> {
+        self.reader.read_extra(&self.core, name)
+    }
+
+    fn write_dynamic(
+        &self,
+        name: &str,
+        value: &str,
+        hx: &HandlerCx<'_>,
+    ) -> Option<Result<(), String>> {
+        self.reader.write_extra(&self.core, name, value, hx)
+    }
+}
+
+/// The reader of a line-oriented trace file (FromNetFlowSummaryDump,
+/// FromCapDump): each line through the class's [`LineParser`].
+pub struct LineReader {
     class: &'static str,
     parse: LineParser,
     opts: TextOpts,
-    filename: String,
-    state: Mutex<State>,
-    active: AtomicBool,
-    count: PerThreadCount,
-    errors: ErrorCount,
-    burst: AtomicUsize,
-    end: EndAction,
-    timing: bool,
-    push: bool,
-    sample: u32,
     checksum: bool,
-    filesize: Option<u64>,
+    state: Mutex<State>,
 }
+
+/// A source reading a line-oriented trace file (FromNetFlowSummaryDump,
+/// FromCapDump).
+pub type TextTrace = TraceSource<LineReader>;
 
 /// What the classes' constructors read before [`TextTrace::new`].
 pub(crate) struct TextArgs {
@@ -165,39 +334,41 @@ impl TextTrace {
         paraclick_elements::util::check_burst(a.burst)?;
         cx.allowed_file(&a.filename)?;
         let (r, filesize) = open_input(&a.filename)?;
-        Ok(TextTrace {
-            class,
-            parse,
-            opts,
-            state: Mutex::new(State {
-                reader: Some(BufReader::with_capacity(1 << 16, r)),
-                pos: 0,
-                line_no: 0,
-                line: Vec::with_capacity(256),
-                pending: None,
-                held: None,
-                timing: Timing::default(),
-                sampler: Sampler::new(a.sample, a.filename.len() as u64 ^ 0x7e11),
-                done: false,
-            }),
-            filename: a.filename,
-            active: AtomicBool::new(a.active),
-            count: PerThreadCount::new(cx.nthreads),
-            errors: ErrorCount::default(),
-            burst: AtomicUsize::new(a.burst),
+        let args = TraceArgs {
             end: EndAction::from_args(a.stop, None)?,
+            filename: a.filename,
+            active: a.active,
             timing: a.timing,
-            push: cx.output_is_push(0),
             sample: a.sample,
-            checksum: a.checksum,
-            filesize,
+            burst: a.burst,
+        };
+        Ok(TraceSource {
+            core: Core::new(cx, &args, filesize),
+            reader: LineReader {
+                class,
+                parse,
+                opts,
+                checksum: a.checksum,
+                state: Mutex::new(State {
+                    reader: Some(BufReader::with_capacity(1 << 16, r)),
+                    pos: 0,
+                    line_no: 0,
+                    line: Vec::with_capacity(256),
+                    pending: None,
+                    held: None,
+                    timing: Timing::default(),
+                    sampler: Sampler::new(a.sample, args.filename.len() as u64 ^ 0x7e11),
+                    done: false,
+                }),
+            },
         })
     }
+}
 
+impl LineReader {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-
     /// The next packet of the pending record, `None` when it is used up
     /// (or the packet pool is empty: then it stays pending).
     fn next_of(&self, pend: &mut Pending) -> Option<Packet> {
@@ -237,10 +408,12 @@ impl TextTrace {
         pend.next += 1;
         Some(p)
     }
+}
 
-    fn produce(&self, cx: &mut Cx<'_>, max: usize) -> Produced {
+impl TraceReader for LineReader {
+    fn produce(&self, core: &Core, cx: &mut Cx<'_>, max: usize) -> Produced {
         let mut r = Produced::default();
-        if !self.active.load(Ordering::Relaxed) {
+        if !core.active.load(Ordering::Relaxed) {
             return r;
         }
         let mut guard = self.lock();
@@ -285,7 +458,7 @@ impl TextTrace {
                         ok
                     }
                     Err(e) => {
-                        self.report(cx, st.line_no, &e);
+                        core.report(cx, self.class, &st.line_no.to_string(), &e);
                         st.reader = None;
                         st.done = true;
                         r.ended = true;
@@ -303,12 +476,12 @@ impl TextTrace {
                 };
                 match parsed {
                     Parsed::Nothing => {}
-                    Parsed::Bad(msg) => self.report(cx, st.line_no, &msg),
+                    Parsed::Bad(msg) => core.report(cx, self.class, &st.line_no.to_string(), &msg),
                     Parsed::Record(rec) => st.pending = Some(Pending { rec, next: 0 }),
                 }
                 continue;
             };
-            if self.timing {
+            if core.timing {
                 if let Some(due) = st.timing.wait_until(p.timestamp(), now) {
                     st.held = Some(p);
                     r.wait = Some(due);
@@ -321,63 +494,13 @@ impl TextTrace {
         drop(guard);
         if emitted > 0 {
             r.progress = true;
-            self.count.add(cx.thread(), emitted as u64);
+            core.count.add(cx.thread(), emitted as u64);
         }
         r
     }
 
-    fn report(&self, cx: &Cx<'_>, line: u64, msg: &str) {
-        self.errors.report(
-            &format!("{} :: {}", cx.element_name(), self.class),
-            &format!("{}:{line}: {msg}", self.filename),
-        );
-    }
-}
-
-impl Element for TextTrace {
-    const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::read("count", |e, _| e.count.get().to_string()),
-        Handler::write("reset_counts", |e, _, _| {
-            e.count.reset();
-            Ok(())
-        }),
-        Handler::read("sampling_prob", |e, _| sampling_prob_text(e.sample)),
-        Handler::rw(
-            "active",
-            |e, _| e.active.load(Ordering::Relaxed).to_string(),
-            |e, v, hx| {
-                e.active.store(hx.arg(v)?, Ordering::Relaxed);
-                Ok(())
-            },
-        ),
-        Handler::read("encap", |_, _| "IP".into()),
-        Handler::read("filename", |e, _| e.filename.clone()),
-        Handler::read("filesize", |e, _| {
-            e.filesize.map_or_else(|| "-".into(), |s| s.to_string())
-        }),
-        Handler::read("filepos", |e, _| e.lock().pos.to_string()),
-        Handler::write("stop", |e, _, hx| {
-            e.active.store(false, Ordering::Relaxed);
-            hx.request_stop();
-            Ok(())
-        }),
-        Handler::read("errors", |e, _| e.errors.get().to_string()),
-    ];
-
-    fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        add_trace_task(ix, self.push, self.timing);
-        Ok(())
-    }
-
-    fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        self.produce(cx, self.burst.load(Ordering::Relaxed))
-            .finish_push(cx, &self.end, &self.active)
-    }
-
-    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        self.produce(cx, max.max(1))
-            .finish(cx, &self.end, &self.active)
-            .0
+    fn filepos(&self) -> u64 {
+        self.lock().pos
     }
 
     fn queued(&self) -> usize {

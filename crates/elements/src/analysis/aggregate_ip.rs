@@ -87,54 +87,56 @@ const TCP: u8 = 6;
 const UDP: u8 = 17;
 const ICMP: u8 = 1;
 
+/// The named fields: name, header, protocol, bit offset, bit length.
+pub(crate) const FIELD_NAMES: &[(&str, Header, Proto, u32, u32)] = &[
+    ("ip vers", Header::Ip, Proto::Any, 0, 4),
+    ("ip hl", Header::Ip, Proto::Any, 4, 4),
+    ("ip tos", Header::Ip, Proto::Any, 8, 8),
+    ("ip dscp", Header::Ip, Proto::Any, 8, 6),
+    ("ip ecn", Header::Ip, Proto::Any, 14, 2),
+    ("ip len", Header::Ip, Proto::Any, 16, 16),
+    ("ip id", Header::Ip, Proto::Any, 32, 16),
+    ("ip off", Header::Ip, Proto::Any, 48, 16),
+    ("ip rf", Header::Ip, Proto::Any, 48, 1),
+    ("ip df", Header::Ip, Proto::Any, 49, 1),
+    ("ip mf", Header::Ip, Proto::Any, 50, 1),
+    ("ip fragoff", Header::Ip, Proto::Any, 51, 13),
+    ("ip ttl", Header::Ip, Proto::Any, 64, 8),
+    ("ip proto", Header::Ip, Proto::Any, 72, 8),
+    ("ip sum", Header::Ip, Proto::Any, 80, 16),
+    ("ip src", Header::Ip, Proto::Any, 96, 32),
+    ("ip dst", Header::Ip, Proto::Any, 128, 32),
+    ("udp sport", Header::Transp, Proto::One(UDP), 0, 16),
+    ("udp dport", Header::Transp, Proto::One(UDP), 16, 16),
+    ("udp len", Header::Transp, Proto::One(UDP), 32, 16),
+    ("udp sum", Header::Transp, Proto::One(UDP), 48, 16),
+    ("tcp sport", Header::Transp, Proto::One(TCP), 0, 16),
+    ("tcp dport", Header::Transp, Proto::One(TCP), 16, 16),
+    ("tcp seq", Header::Transp, Proto::One(TCP), 32, 32),
+    ("tcp ack", Header::Transp, Proto::One(TCP), 64, 32),
+    ("tcp hl", Header::Transp, Proto::One(TCP), 96, 4),
+    ("tcp flags", Header::Transp, Proto::One(TCP), 104, 8),
+    ("tcp urg", Header::Transp, Proto::One(TCP), 106, 1),
+    ("tcp ackf", Header::Transp, Proto::One(TCP), 107, 1),
+    ("tcp psh", Header::Transp, Proto::One(TCP), 108, 1),
+    ("tcp rst", Header::Transp, Proto::One(TCP), 109, 1),
+    ("tcp syn", Header::Transp, Proto::One(TCP), 110, 1),
+    ("tcp fin", Header::Transp, Proto::One(TCP), 111, 1),
+    ("tcp win", Header::Transp, Proto::One(TCP), 112, 16),
+    ("tcp sum", Header::Transp, Proto::One(TCP), 128, 16),
+    ("tcp urp", Header::Transp, Proto::One(TCP), 144, 16),
+    ("icmp type", Header::Transp, Proto::One(ICMP), 0, 8),
+    ("icmp code", Header::Transp, Proto::One(ICMP), 8, 8),
+    ("icmp sum", Header::Transp, Proto::One(ICMP), 16, 16),
+    ("sport", Header::Transp, Proto::TcpOrUdp, 0, 16),
+    ("dport", Header::Transp, Proto::TcpOrUdp, 16, 16),
+];
+
 fn named(name: &str) -> Option<(Header, Proto, u32, u32)> {
-    use Header::*;
-    let ip = |o, l| Some((Ip, Proto::Any, o, l));
-    let tr = |p: u8, o, l| Some((Transp, Proto::One(p), o, l));
-    match name {
-        "ip vers" => ip(0, 4),
-        "ip hl" => ip(4, 4),
-        "ip tos" => ip(8, 8),
-        "ip dscp" => ip(8, 6),
-        "ip ecn" => ip(14, 2),
-        "ip len" => ip(16, 16),
-        "ip id" => ip(32, 16),
-        "ip off" => ip(48, 16),
-        "ip rf" => ip(48, 1),
-        "ip df" => ip(49, 1),
-        "ip mf" => ip(50, 1),
-        "ip fragoff" => ip(51, 13),
-        "ip ttl" => ip(64, 8),
-        "ip proto" => ip(72, 8),
-        "ip sum" => ip(80, 16),
-        "ip src" => ip(96, 32),
-        "ip dst" => ip(128, 32),
-        "udp sport" => tr(UDP, 0, 16),
-        "udp dport" => tr(UDP, 16, 16),
-        "udp len" => tr(UDP, 32, 16),
-        "udp sum" => tr(UDP, 48, 16),
-        "tcp sport" => tr(TCP, 0, 16),
-        "tcp dport" => tr(TCP, 16, 16),
-        "tcp seq" => tr(TCP, 32, 32),
-        "tcp ack" => tr(TCP, 64, 32),
-        "tcp hl" => tr(TCP, 96, 4),
-        "tcp flags" => tr(TCP, 104, 8),
-        "tcp urg" => tr(TCP, 106, 1),
-        "tcp ackf" => tr(TCP, 107, 1),
-        "tcp psh" => tr(TCP, 108, 1),
-        "tcp rst" => tr(TCP, 109, 1),
-        "tcp syn" => tr(TCP, 110, 1),
-        "tcp fin" => tr(TCP, 111, 1),
-        "tcp win" => tr(TCP, 112, 16),
-        "tcp sum" => tr(TCP, 128, 16),
-        "tcp urp" => tr(TCP, 144, 16),
-        "icmp type" => tr(ICMP, 0, 8),
-        "icmp code" => tr(ICMP, 8, 8),
-        "icmp sum" => tr(ICMP, 16, 16),
-        "sport" => Some((Transp, Proto::TcpOrUdp, 0, 16)),
-        "dport" => Some((Transp, Proto::TcpOrUdp, 16, 16)),
-        _ => None,
-    }
+    FIELD_NAMES
+        .iter()
+        .find(|f| f.0 == name)
+        .map(|&(_, h, p, o, l)| (h, p, o, l))
 }
 
 fn parse_num(s: &str) -> Option<u64> {

@@ -102,7 +102,7 @@ const TYPES: &[(&str, u8)] = &[
     ("parameterproblem", icmp_type::PARAM_PROBLEM),
 ];
 
-fn codes(ty: u8) -> &'static [(&'static str, u8)] {
+pub(crate) fn codes(ty: u8) -> &'static [(&'static str, u8)] {
     match ty {
         icmp_type::DEST_UNREACH => &[
             ("net", 0),

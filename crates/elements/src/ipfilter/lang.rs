@@ -255,7 +255,7 @@ const TCP_OPTS: &[(&str, u32)] = &[
 ];
 
 /// Click's ICMP type names.
-const ICMP_TYPES: &[(&str, u32)] = &[
+pub(crate) const ICMP_TYPES: &[(&str, u32)] = &[
     ("echo-reply", 0),
     ("unreachable", 3),
     ("sourcequench", 4),
