@@ -9,7 +9,7 @@
 //! p/@in :: INPUT -> p/@demux :: Classifier(one pattern per metalink, -)
 //!   [i] -> s/@m/decap (VLANDecap | Strip(42)) -> s/@m/rx :: Counter -> s/@m/in :: Queue
 //!   [last] -> p/@unknown :: Counter -> Discard
-//! [j]p/@sched :: DRRSched -> p/@link :: BandwidthRatedUnqueue(link rate) -> p/@out :: OUTPUT
+//! [j]p/@sched :: DRRSched(WEIGHTS ...) -> p/@link :: BandwidthRatedUnqueue(link rate) -> p/@out :: OUTPUT
 //! ```
 //!
 //! Per metalink `m` of slice `s` (elements `s/...`, on the slice's
@@ -119,7 +119,8 @@ pub fn compose(
     // Per interface: its demux patterns and targets, its scheduler inputs.
     struct Iface {
         demux: Vec<(String, usize)>,
-        sched: Vec<usize>,
+        /// The scheduler's inputs: egress queue and weight.
+        sched: Vec<(usize, f64)>,
     }
     let mut ifaces: BTreeMap<String, Iface> = spec
         .interfaces
@@ -344,7 +345,8 @@ pub fn compose(
                 b.connect(last, 0, outq, 0, &here);
                 pins.extend([(tx, pin_of(mi)), (outq, 0)]);
                 if let Some(ifc) = ifaces.get_mut(&m.interface) {
-                    ifc.sched.push(outq);
+                    ifc.sched
+                        .push((outq, if s.strict { 1.0 } else { s.weight }));
                 }
             }
         }
@@ -386,8 +388,14 @@ pub fn compose(
             pins.extend([(input, 0), (demux, 0), (unknown, 0), (drop, 0)]);
         }
         if !ifc.sched.is_empty() {
-            let sched = b.add(format!("{p}sched"), "DRRSched", String::new(), here.clone());
-            for (k, &q) in ifc.sched.iter().enumerate() {
+            let weights: Vec<String> = ifc.sched.iter().map(|&(_, w)| w.to_string()).collect();
+            let cfg = if ifc.sched.iter().all(|&(_, w)| w == 1.0) {
+                String::new()
+            } else {
+                format!("WEIGHTS \"{}\"", weights.join(" "))
+            };
+            let sched = b.add(format!("{p}sched"), "DRRSched", cfg, here.clone());
+            for (k, &(q, _)) in ifc.sched.iter().enumerate() {
                 b.connect(q, 0, sched, k, &here);
             }
             let link = b.add(
