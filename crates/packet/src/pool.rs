@@ -88,6 +88,8 @@ struct Staged {
 }
 
 struct Local {
+    /// Count the packets freed while unwinding ([`count_unwound`]).
+    count_unwound: bool,
     /// Recycled batch storage (see [`crate::Batch`]): kept with the pool so
     /// dropping a batch frees its packets and its storage in one visit.
     vecs: Vec<crate::batch::BatchVec>,
@@ -122,6 +124,7 @@ impl Local {
             cap: 0,
             staged: Vec::new(),
             failures: 0,
+            count_unwound: false,
         }
     }
 
@@ -333,6 +336,34 @@ pub fn prefetch_write<T>(x: &T) {
 
 thread_local! {
     static LOCAL: RefCell<Local> = const { RefCell::new(Local::new()) };
+    /// Packets this thread freed while unwinding from a panic, not yet
+    /// taken ([`take_unwound`]).
+    static UNWOUND: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `n` packets freed while the thread unwinds from a panic.
+#[cold]
+#[inline(never)]
+fn note_unwound(n: usize) {
+    let _ = UNWOUND.try_with(|u| u.set(u.get() + n as u64));
+}
+
+/// Whether this thread counts the packets it frees while unwinding from a
+/// panic ([`take_unwound`]): set by a thread that runs fault domains
+/// (the test costs the others nothing more than a flag).
+pub fn count_unwound(on: bool) {
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            l.count_unwound = on;
+        }
+    });
+}
+
+/// The packets this thread freed while unwinding from a panic since the
+/// last call (a fault domain counts those its failing element held as
+/// dropped), and starts counting again from 0.
+pub fn take_unwound() -> u64 {
+    UNWOUND.try_with(|u| u.replace(0)).unwrap_or(0)
 }
 
 #[inline]
@@ -358,6 +389,9 @@ pub(crate) fn free(b: Box<Inner>) {
     let mut b = Some(b);
     let _ = LOCAL.try_with(|l| {
         if let (Some(b), Ok(mut l)) = (b.take(), l.try_borrow_mut()) {
+            if l.count_unwound && std::thread::panicking() {
+                note_unwound(1);
+            }
             l.free(b);
         }
     });
@@ -414,6 +448,9 @@ pub(crate) fn release_batch(
             let Ok(mut l) = l.try_borrow_mut() else {
                 return Some(v);
             };
+            if l.count_unwound && !v.is_empty() && std::thread::panicking() {
+                note_unwound(v.len());
+            }
             while let Some(p) = v.pop() {
                 l.free(p.into_inner());
             }

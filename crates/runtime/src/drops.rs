@@ -117,6 +117,13 @@ impl Reasons {
 pub(crate) fn total(core: &Core, elem: usize) -> u64 {
     core.threads.iter().map(|t| t.drops.get(elem)).sum::<u64>()
         + core.handler_drops[elem].load(Ordering::Relaxed)
+        + stopped(core, elem)
+}
+
+/// Packets freed when a task of element `elem` panicked in a fault domain
+/// ([`crate::fault::STOPPED`]).
+fn stopped(core: &Core, elem: usize) -> u64 {
+    core.domains.as_ref().map_or(0, |d| d.stopped(elem))
 }
 
 /// Element `elem`'s drops of each declared reason, in table order.
@@ -139,7 +146,8 @@ fn declared(core: &Core, elem: usize) -> Vec<(&'static str, u64)> {
 }
 
 /// Element `elem`'s drops per reason, nonzero only: its declared reasons
-/// in table order, [`UNCONNECTED`], then [`UNSPECIFIED`] (the total less
+/// in table order, [`UNCONNECTED`], [`crate::fault::STOPPED`], then
+/// [`UNSPECIFIED`] (the total less
 /// the others).
 pub(crate) fn per_reason(core: &Core, elem: usize) -> Vec<(&'static str, u64)> {
     // The reasons first: a drop adds to the total before its reason, so
@@ -151,6 +159,7 @@ pub(crate) fn per_reason(core: &Core, elem: usize) -> Vec<(&'static str, u64)> {
         .map(|t| t.unconnected.get(elem))
         .sum::<u64>();
     v.push((UNCONNECTED, unconnected));
+    v.push((crate::fault::STOPPED, stopped(core, elem)));
     let named: u64 = v.iter().map(|r| r.1).sum();
     v.push((UNSPECIFIED, total(core, elem).saturating_sub(named)));
     v.retain(|r| r.1 > 0);

@@ -9,8 +9,10 @@
 //! reported on stderr; the other domains and the elements outside any
 //! domain keep running. Packets sent to a failed domain wait in the
 //! queues at its edge and are dropped there, counted, once those fill.
-//! The packets in the failing element's hands when it panicked are freed
-//! with the unwinding, not counted (the count of them is not known).
+//! The packets in the hands of the failing task's elements when it
+//! panicked are freed with the unwinding and counted as dropped by the
+//! element whose task it was, for the reason [`STOPPED`] (its
+//! `drop_reasons`, the router's `drops`): nothing is lost unaccounted.
 //!
 //! A panic outside every domain (or in a router without domains) ends
 //! the worker as before.
@@ -19,8 +21,11 @@
 //! [`Router::faults`]: crate::Router::faults
 
 use crate::core::Core;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// The drop reason of the packets freed when a domain's element panicked.
+pub const STOPPED: &str = "slice stopped";
 
 /// A domain's failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,19 +45,30 @@ pub(crate) struct Domains {
     names: Vec<String>,
     failed: Box<[AtomicBool]>,
     faults: Mutex<Vec<Fault>>,
+    /// Per domain: its CPU share on the threads it shares (0: none, it is
+    /// not share-scheduled; see [`crate::share`]).
+    pub(crate) share: Box<[f64]>,
+    /// Per domain: the cycles the share scheduler charged it (every run
+    /// of its tasks and timers on a share-scheduled thread).
+    pub(crate) charged: Box<[AtomicU64]>,
+    /// Per element slot: packets freed when a task of it panicked
+    /// (counted as its drops, reason [`STOPPED`]).
+    pub(crate) stopped: Box<[AtomicU64]>,
 }
 
 impl Domains {
     /// `None` if there are no domains. An element is in domain `d` if its
     /// name is `d/...`.
+    /// `shares`: a CPU share per domain name (those not named have none).
     pub(crate) fn new<'a>(
         domains: &[String],
+        shares: &[(String, f64)],
         names: impl Iterator<Item = &'a str>,
     ) -> Option<Box<Domains>> {
         if domains.is_empty() {
             return None;
         }
-        let of = names
+        let of: Box<[u32]> = names
             .map(|n| {
                 domains
                     .iter()
@@ -65,14 +81,54 @@ impl Domains {
             })
             .collect();
         Some(Box::new(Domains {
-            of,
             names: domains.to_vec(),
             failed: domains.iter().map(|_| AtomicBool::new(false)).collect(),
             faults: Mutex::new(Vec::new()),
+            share: domains
+                .iter()
+                .map(|d| {
+                    shares.iter().find(|(n, _)| n == d).map_or(0.0, |&(_, s)| {
+                        if s.is_finite() && s > 0.0 {
+                            s
+                        } else {
+                            0.0
+                        }
+                    })
+                })
+                .collect(),
+            charged: domains.iter().map(|_| AtomicU64::new(0)).collect(),
+            stopped: (0..of.len()).map(|_| AtomicU64::new(0)).collect(),
+            of,
         }))
     }
 
-    fn domain(&self, elem: usize) -> Option<usize> {
+    /// Packets element `elem` dropped as [`STOPPED`].
+    pub(crate) fn stopped(&self, elem: usize) -> u64 {
+        self.stopped
+            .get(elem)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Whether any domain has a CPU share (its threads share-schedule).
+    pub(crate) fn has_shares(&self) -> bool {
+        self.share.iter().any(|&s| s > 0.0)
+    }
+
+    /// The number of domains.
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Per domain: its name and the cycles the share scheduler charged it.
+    pub(crate) fn charged(&self) -> Vec<(String, u64)> {
+        self.names
+            .iter()
+            .zip(self.charged.iter())
+            .map(|(n, c)| (n.clone(), c.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    pub(crate) fn domain(&self, elem: usize) -> Option<usize> {
         let d = self.of[elem];
         (d != u32::MAX).then_some(d as usize)
     }
@@ -128,6 +184,11 @@ pub(crate) fn guarded<R>(
         Err(p) => match doms.domain(elem) {
             None => std::panic::resume_unwind(p),
             Some(d) => {
+                // The packets the unwinding freed: dropped, counted.
+                let lost = paraclick_packet::pool::take_unwound();
+                if lost > 0 {
+                    doms.stopped[elem].fetch_add(lost, Ordering::Relaxed);
+                }
                 fail(core, doms, d, elem, message(&*p));
                 default
             }

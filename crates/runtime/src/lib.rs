@@ -25,6 +25,7 @@ pub mod registry;
 pub mod ring;
 pub mod router;
 pub mod sched;
+pub mod share;
 pub mod signals;
 pub mod testing;
 pub mod time;

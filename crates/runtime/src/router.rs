@@ -120,6 +120,11 @@ pub struct BuildOptions {
     /// elements' panics stop their domain only (see [`crate::fault`]).
     /// Empty: none, a panic ends the worker.
     pub fault_domains: Vec<String>,
+    /// CPU shares of fault domains (`(domain, share)`, share in (0, 1]):
+    /// the threads running tasks of such domains schedule them so that,
+    /// under contention, each gets its share of the thread's cycles (see
+    /// [`crate::share`]). Empty: plain round robin.
+    pub cpu_shares: Vec<(String, f64)>,
 }
 
 impl BuildOptions {
@@ -148,6 +153,7 @@ impl Default for BuildOptions {
             files: FilePolicy::Any,
             relaxed_order: false,
             fault_domains: Vec::new(),
+            cpu_shares: Vec::new(),
         }
     }
 }
@@ -383,6 +389,7 @@ impl Router {
             handover: Mutex::new(None),
             domains: crate::fault::Domains::new(
                 &opts.fault_domains,
+                &opts.cpu_shares,
                 graph.elements.iter().map(|e| e.name.as_str()),
             ),
         };
@@ -623,6 +630,16 @@ impl Router {
             .domains
             .as_ref()
             .map_or_else(Vec::new, |d| d.faults())
+    }
+
+    /// Per fault domain: the cycles the share scheduler charged it so far
+    /// (every run of its tasks and timers on a thread that schedules by
+    /// CPU shares; 0 for a domain without a share). See [`crate::share`].
+    pub fn domain_cycles(&self) -> Vec<(String, u64)> {
+        self.core
+            .domains
+            .as_ref()
+            .map_or_else(Vec::new, |d| d.charged())
     }
 
     /// Whether fault domain `name` failed (`None`: no such domain).

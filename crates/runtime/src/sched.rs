@@ -557,6 +557,9 @@ struct Pass<'r> {
     due: Vec<crate::timer::TimerEntry>,
     iter: u64,
     epoch: u64,
+    /// The share scheduler, if the router's domains have CPU shares
+    /// ([`crate::share`]).
+    shares: Option<crate::share::Shares>,
 }
 
 impl<'r> Pass<'r> {
@@ -570,14 +573,35 @@ impl<'r> Pass<'r> {
             due: Vec::new(),
             iter: 0,
             epoch: 0,
+            shares: crate::share::Shares::new(core.domains.as_deref()),
         }
+    }
+
+    /// One pass over the worklist (see [`Pass::run_in`]): by the share
+    /// scheduler if the router has CPU shares, else plain round robin.
+    /// (The real workers choose once, for their whole loop: the round
+    /// robin pays nothing for it.)
+    #[inline(always)]
+    fn run(&mut self, core: &'r Core) -> Ran {
+        if self.shares.is_some() {
+            self.run_shared(core)
+        } else {
+            self.run_in::<false>(core)
+        }
+    }
+
+    #[inline(never)]
+    fn run_shared(&mut self, core: &'r Core) -> Ran {
+        self.run_in::<true>(core)
     }
 
     /// One pass over the worklist: acknowledges a plan change, runs each
     /// runnable task once, and (when no task had work, or every 16
-    /// passes) flushes deferred work and runs the due timers.
+    /// passes) flushes deferred work and runs the due timers. `SHARED`:
+    /// the tasks and timers of domains with CPU shares run as
+    /// [`crate::share`] says, each run timed and charged.
     #[inline(always)]
-    fn run(&mut self, core: &'r Core) -> Ran {
+    fn run_in<const SHARED: bool>(&mut self, core: &'r Core) -> Ran {
         let t = self.t;
         let ts = &core.threads[t];
         let cx = &mut self.cx;
@@ -603,6 +627,11 @@ impl<'r> Pass<'r> {
                 node: &*core.slots[core.tasks[id].elem].element,
             }));
         }
+        if SHARED {
+            if let Some(sh) = self.shares.as_mut() {
+                sh.begin_pass();
+            }
+        }
         cx.wake_ns = u64::MAX;
         let mut work = false;
         // Fairness among sources that wait for room: a source skipped
@@ -623,13 +652,21 @@ impl<'r> Pass<'r> {
                 }
                 continue;
             }
+            if SHARED {
+                if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
+                    if !sh.may_run(d.domain(task.elem)) {
+                        continue;
+                    }
+                }
+            }
             if task.blocked.load(Ordering::Relaxed) > 0 && !gated_skip(core, id, &mut skipped) {
                 continue;
             }
             cx.current = task.elem;
             let runs = task.runs.load(Ordering::Relaxed);
             task.runs.store(runs + 1, Ordering::Relaxed);
-            let did = if runs.is_multiple_of(SAMPLE_EVERY) || core.profile.is_some() {
+            // Share-scheduled, every run is timed (and charged).
+            let did = if SHARED || runs.is_multiple_of(SAMPLE_EVERY) || core.profile.is_some() {
                 cx.child = 0;
                 cx.task = Some(id);
                 cx.pulled = false;
@@ -646,10 +683,16 @@ impl<'r> Pass<'r> {
                     // A task's load is its runs that did work; polling an
                     // empty queue is what an idle thread does.
                     None if did => {
-                        bump(&task.cycles, dt * SAMPLE_EVERY);
-                        bump(&ts.busy_cycles, dt * SAMPLE_EVERY);
+                        let k = if SHARED { 1 } else { SAMPLE_EVERY };
+                        bump(&task.cycles, dt * k);
+                        bump(&ts.busy_cycles, dt * k);
                     }
                     None => {}
+                }
+                if SHARED {
+                    if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
+                        sh.charge(d, d.domain(task.elem), dt, did);
+                    }
                 }
                 did
             } else {
@@ -693,6 +736,18 @@ impl<'r> Pass<'r> {
                                 .schedule(e.when_ns, e.elem, e.timer, e.gen);
                             continue;
                         }
+                        let mut c0 = 0;
+                        if SHARED {
+                            if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
+                                if !sh.may_run(d.domain(e.elem)) {
+                                    // Its domain is ahead of its share: the
+                                    // timer waits, still due.
+                                    ts.timers.schedule(e.when_ns, e.elem, e.timer, e.gen);
+                                    continue;
+                                }
+                            }
+                            c0 = clock::cycles();
+                        }
                         cx.current = e.elem;
                         match &core.domains {
                             None => cx.outside_task(Some(e.elem), |cx| {
@@ -704,10 +759,21 @@ impl<'r> Pass<'r> {
                                 })
                             }),
                         }
+                        if SHARED {
+                            if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
+                                let dt = clock::cycles().wrapping_sub(c0);
+                                sh.charge(d, d.domain(e.elem), dt, true);
+                            }
+                        }
                     }
                     timers = true;
                     next = ts.timers.next_deadline();
                 }
+            }
+        }
+        if SHARED {
+            if let Some(sh) = self.shares.as_mut() {
+                sh.end_pass();
             }
         }
         bump(&ts.polls, 1);
@@ -773,8 +839,22 @@ fn gated_skip(core: &Core, id: usize, skipped: &mut usize) -> bool {
 }
 
 fn worker(core: &Core, t: usize) {
+    if core.domains.as_ref().is_some_and(|d| d.has_shares()) {
+        worker_in::<true>(core, t)
+    } else {
+        worker_in::<false>(core, t)
+    }
+}
+
+/// A worker's loop; `SHARED`: its passes schedule by CPU shares
+/// ([`crate::share`]).
+fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     if core.pin {
         pin_to_cpu(t);
+    }
+    if core.domains.is_some() {
+        // What a failing domain's task held is counted (crate::fault).
+        pool::count_unwound(true);
     }
     let ts = &core.threads[t];
     let _worker = crate::crossing::WorkerMark::new(core, t);
@@ -796,7 +876,7 @@ fn worker(core: &Core, t: usize) {
     }
     *ts.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
     while core.running.load(Ordering::Relaxed) {
-        let Ran { work, timers, next } = p.run(core);
+        let Ran { work, timers, next } = p.run_in::<SHARED>(core);
         if work {
             idle = 0;
             naps = 0;
@@ -889,6 +969,9 @@ fn worker(core: &Core, t: usize) {
 fn sim_driver(core: &Core) {
     if core.pin {
         pin_to_cpu(0);
+    }
+    if core.domains.is_some() {
+        pool::count_unwound(true);
     }
     let n = core.nthreads;
     let _worker = crate::crossing::WorkerMark::new(core, 0);

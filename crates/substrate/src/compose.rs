@@ -9,7 +9,7 @@
 //! p/@in :: INPUT -> p/@demux :: Classifier(one pattern per metalink, -)
 //!   [i] -> s/@m/decap (VLANDecap | Strip(42)) -> s/@m/rx :: Counter -> s/@m/in :: Queue
 //!   [last] -> p/@unknown :: Counter -> Discard
-//! [j]p/@sched :: DRRSched -> p/@link :: BandwidthRatedUnqueue(link rate) -> p/@out :: OUTPUT
+//! [j]p/@sched :: DRRSched(WEIGHTS ...) -> p/@link :: BandwidthRatedUnqueue(link rate) -> p/@out :: OUTPUT
 //! ```
 //!
 //! Per metalink `m` of slice `s` (elements `s/...`, on the slice's
@@ -126,7 +126,8 @@ pub fn compose(
     // Per interface: its demux patterns and targets, its scheduler inputs.
     struct Iface {
         demux: Vec<(String, usize)>,
-        sched: Vec<usize>,
+        /// The scheduler's inputs: egress queue and weight.
+        sched: Vec<(usize, f64)>,
     }
     let mut ifaces: BTreeMap<String, Iface> = spec
         .interfaces
@@ -353,11 +354,12 @@ pub fn compose(
                     b.connect(last, 0, outq, 0, &here);
                     pins.push((outq, 0));
                     if let Some(ifc) = ifaces.get_mut(&m.interface) {
-                        ifc.sched.push(outq);
+                        ifc.sched
+                            .push((outq, if s.strict { 1.0 } else { s.weight }));
                     }
                 } else if let Some(ifc) = ifaces.get_mut(&m.interface) {
                     // No queue manager: straight into the interface's FIFO.
-                    ifc.sched.push(last);
+                    ifc.sched.push((last, 1.0));
                 }
             }
         }
@@ -400,8 +402,14 @@ pub fn compose(
         }
         if !ifc.sched.is_empty() {
             let sched = if spec.queue_manager {
-                let sched = b.add(format!("{p}sched"), "DRRSched", String::new(), here.clone());
-                for (k, &q) in ifc.sched.iter().enumerate() {
+                let weights: Vec<String> = ifc.sched.iter().map(|&(_, w)| w.to_string()).collect();
+                let cfg = if ifc.sched.iter().all(|&(_, w)| w == 1.0) {
+                    String::new()
+                } else {
+                    format!("WEIGHTS \"{}\"", weights.join(" "))
+                };
+                let sched = b.add(format!("{p}sched"), "DRRSched", cfg, here.clone());
+                for (k, &(q, _)) in ifc.sched.iter().enumerate() {
                     b.connect(q, 0, sched, k, &here);
                 }
                 sched
@@ -412,7 +420,7 @@ pub fn compose(
                     SHARED_FIFO.to_string(),
                     here.clone(),
                 );
-                for &e in &ifc.sched {
+                for &(e, _) in &ifc.sched {
                     b.connect(e, 0, fifo, 0, &here);
                 }
                 fifo

@@ -118,6 +118,7 @@ fn substrate_options(base: &BuildOptions, spec: &Spec) -> BuildOptions {
     BuildOptions {
         threads: spec.cores,
         fault_domains: spec.slices.iter().map(|s| s.name.clone()).collect(),
+        cpu_shares: spec::cpu_shares(spec),
         ..base.clone()
     }
 }
@@ -314,6 +315,8 @@ impl Substrate {
         let costs = r.cost_data();
         let drops = r.drops();
         let faults = r.faults();
+        let charged = r.domain_cycles();
+        let shares = spec::cpu_shares(&st.spec);
         let mut out = String::new();
         for s in &st.spec.slices {
             let prefix = format!("{}/", s.name);
@@ -365,12 +368,35 @@ impl Substrate {
                         .join(",")
                 })
                 .unwrap_or_else(|| "0 (shared)".into());
+            let share = match shares.iter().find(|(n, _)| *n == s.name) {
+                Some((_, sh)) => format!(
+                    " cpu_share {sh:.3} cpu_cycles {}",
+                    charged
+                        .iter()
+                        .find(|(n, _)| *n == s.name)
+                        .map_or(0, |(_, c)| *c)
+                ),
+                None => String::new(),
+            };
             out.push_str(&format!(
-                "slice {} state {state}\n  cores {} threads {threads} cpu_used {cpu:.3} sharing {}\n  rx_packets {rxp} rx_bytes {rxb} tx_packets {txp} tx_bytes {txb} drops {d}\n",
+                "slice {} state {state}\n  cores {} threads {threads} cpu_used {cpu:.3} sharing {}{share}\n  rx_packets {rxp} rx_bytes {rxb} tx_packets {txp} tx_bytes {txb} drops {d}\n",
                 s.name,
                 s.cores,
                 if s.strict { "strict" } else { "work-conserving" },
             ));
+            // Its drops by reason, over all its elements (largest first).
+            let mut reasons: BTreeMap<&str, u64> = BTreeMap::new();
+            for (n, _) in drops.iter().filter(|(n, _)| n.starts_with(&prefix)) {
+                for (reason, k) in r.drop_reasons(n).unwrap_or_default() {
+                    *reasons.entry(reason).or_default() += k;
+                }
+            }
+            if !reasons.is_empty() {
+                let mut v: Vec<(&str, u64)> = reasons.into_iter().collect();
+                v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                let v: Vec<String> = v.iter().map(|(r, k)| format!("{r} {k}")).collect();
+                out.push_str(&format!("  drops_by_reason: {}\n", v.join("; ")));
+            }
             for m in &s.metalinks {
                 let p = format!("{}/@{}", s.name, m.name);
                 let base = st

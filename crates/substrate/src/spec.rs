@@ -53,7 +53,9 @@ struct RawSlice {
     defines: BTreeMap<String, String>,
     #[serde(default)]
     cores: usize,
+    cpu_share: Option<f64>,
     sharing: Option<String>,
+    weight: Option<f64>,
     #[serde(default)]
     metalink: BTreeMap<String, RawMetalink>,
 }
@@ -148,10 +150,18 @@ pub struct SliceSpec {
     pub defines: Vec<(String, String)>,
     /// Dedicated cores (worker threads); 0: it shares the substrate's.
     pub cores: usize,
+    /// Its share of the substrate's thread (`cpu_share`, in (0, 1]), for
+    /// a slice without cores; `None`: an equal part of what the others
+    /// leave (see [`cpu_shares`]).
+    pub cpu_share: Option<f64>,
     /// Strict: each metalink's output held to its rate (token bucket);
     /// otherwise work-conserving: no bucket, the interface shared by
     /// deficit round robin with the other slices.
     pub strict: bool,
+    /// A work-conserving slice's weight in its interfaces' deficit round
+    /// robin (`weight`, default 1): busy metalinks share the link's
+    /// bandwidth in proportion to their weights.
+    pub weight: f64,
     pub metalinks: Vec<Metalink>,
     pub line: u32,
 }
@@ -393,6 +403,18 @@ fn slice(
             "{at}: a name is a letter then letters, digits or _, at most {MAX_NAME}"
         ));
     }
+    if let Some(c) = rs.cpu_share {
+        if !(c > 0.0 && c <= 1.0) {
+            errs.push(format!(
+                "{at}: cpu_share = {c}: a fraction of the substrate's thread, above 0 and at most 1"
+            ));
+        } else if rs.cores > 0 {
+            errs.push(format!(
+                "{at}: cpu_share = {c} with cores = {}: a slice with cores of its own shares none (give one or the other)",
+                rs.cores
+            ));
+        }
+    }
     let strict = match rs.sharing.as_deref() {
         None | Some("strict") => true,
         Some("work-conserving") => false,
@@ -403,6 +425,17 @@ fn slice(
             true
         }
     };
+    if let Some(w) = rs.weight {
+        if !(w > 0.0 && w <= 1e6) {
+            errs.push(format!(
+                "{at}: weight = {w}: a positive number, at most 1000000"
+            ));
+        } else if strict {
+            errs.push(format!(
+                "{at}: weight = {w} with sharing strict: a weight shares the spare bandwidth, which only a work-conserving slice takes (sharing = \"work-conserving\")"
+            ));
+        }
+    }
     let source = match (&rs.config, &rs.text, files) {
         (Some(_), Some(_), _) => {
             errs.push(format!("{at}: give config (a file) or text, not both"));
@@ -554,7 +587,9 @@ fn slice(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         cores: rs.cores,
+        cpu_share: rs.cpu_share,
         strict,
+        weight: rs.weight.unwrap_or(1.0),
         metalinks,
         line,
     })
@@ -630,6 +665,24 @@ pub fn provisioning(spec: &Spec) -> Vec<String> {
             ));
         }
     }
+    let shared: Vec<&SliceSpec> = spec.slices.iter().filter(|s| s.cores == 0).collect();
+    let stated: f64 = shared.iter().filter_map(|s| s.cpu_share).sum();
+    let unstated = shared.iter().filter(|s| s.cpu_share.is_none()).count();
+    if stated > 1.0 + 1e-9 {
+        errs.push(format!(
+            "{file}: the slices sharing the substrate's thread ask for cpu_share {stated:.3} in all; at most 1"
+        ));
+    } else if unstated > 0 && 1.0 - stated < MIN_SHARE {
+        errs.push(format!(
+            "{file}: the slices sharing the substrate's thread state cpu_share {stated:.3} in all, leaving nothing for {} without one (give it a cpu_share, or lower the others')",
+            shared
+                .iter()
+                .filter(|s| s.cpu_share.is_none())
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let asked: usize = spec.slices.iter().map(|s| s.cores).sum();
     if asked > spec.cores.saturating_sub(1) {
         errs.push(format!(
@@ -640,6 +693,27 @@ pub fn provisioning(spec: &Spec) -> Vec<String> {
         ));
     }
     errs
+}
+
+/// The least CPU share a slice is given.
+pub const MIN_SHARE: f64 = 0.001;
+
+/// The CPU share of each slice that shares the substrate's thread (no
+/// cores of its own): its `cpu_share`, or an equal part of what the
+/// stated ones leave. Empty when fewer than two slices share it (there
+/// is nothing to divide).
+pub fn cpu_shares(spec: &Spec) -> Vec<(String, f64)> {
+    let shared: Vec<&SliceSpec> = spec.slices.iter().filter(|s| s.cores == 0).collect();
+    if shared.len() < 2 {
+        return Vec::new();
+    }
+    let stated: f64 = shared.iter().filter_map(|s| s.cpu_share).sum();
+    let unstated = shared.iter().filter(|s| s.cpu_share.is_none()).count();
+    let rest = ((1.0 - stated) / unstated.max(1) as f64).max(MIN_SHARE);
+    shared
+        .iter()
+        .map(|s| (s.name.clone(), s.cpu_share.unwrap_or(rest)))
+        .collect()
 }
 
 /// `vlan 10`, `udp port 4001`.

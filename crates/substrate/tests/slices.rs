@@ -199,6 +199,28 @@ fn a_slice_whose_element_panics_is_stopped_and_the_others_forward() {
     // dropped at, its ingress queue, counted.
     assert!(num(&sub, "b/c.count") <= 64, "{}", num(&sub, "b/c.count"));
     assert!(num(&sub, "b/@m/in.drops") > 15000);
+    // The packets Boom held when it panicked are dropped, counted
+    // against the task's element: every packet b's counter saw is sent,
+    // queued, dropped by the queue, or one of those.
+    let stopped = r
+        .drop_reasons("b/FromDevice@1")
+        .unwrap()
+        .iter()
+        .find(|(reason, _)| *reason == "slice stopped")
+        .map_or(0, |x| x.1);
+    assert!(stopped > 0, "{:?}", r.drop_reasons("b/FromDevice@1"));
+    // Per slice, by reason, in `slices` (--report slices, the web view).
+    let report = sub.report();
+    assert!(
+        report.contains(&format!("slice stopped {stopped}"))
+            && report.contains("drops_by_reason: "),
+        "{report}"
+    );
+    assert_eq!(
+        num(&sub, "b/c.count"),
+        num(&sub, "b/@m/tx.count") + num(&sub, "b/q.length") + num(&sub, "b/q.drops") + stopped,
+        "b's packets not all accounted for ({stopped} stopped)"
+    );
     // a forwarded all the while: 200 a second for 2 s.
     let a = num(&sub, "a/@m/tx.count");
     assert!(a >= 390, "a forwarded {a}");
@@ -347,4 +369,237 @@ fn a_device_that_is_no_metalink_is_a_located_error() {
         e.contains("slice a:1:") && e.contains("eth9") && e.contains("not one of its metalinks"),
         "{e}"
     );
+}
+
+/// Slices sharing the substrate's one thread, each always busy (its own
+/// `InfiniteSource` into a `WorkPackage` of its cost, W rounds a packet),
+/// with the given CPU shares (`None`: unstated); `limit` bounds a
+/// slice's source (then it goes idle).
+fn busy_slices(slices: &[(&str, Option<f64>, u32, Option<u64>)]) -> String {
+    let mut t = String::from(
+        "cores = 1\n[interface.p0]\nrate = \"1MBps\"\ninput = \"InfiniteSource(LIMIT 0)\"\noutput = \"Discard\"\n",
+    );
+    for (name, share, w, limit) in slices {
+        t.push_str(&format!("\n[slice.{name}]\n"));
+        if let Some(s) = share {
+            t.push_str(&format!("cpu_share = {s}\n"));
+        }
+        let lim = limit.map_or(String::new(), |l| format!(", LIMIT {l}"));
+        t.push_str(&format!(
+            "text = \"InfiniteSource(LENGTH 64, BURST 8{lim}) -> WorkPackage({w}) -> c :: Counter -> Discard;\"\n"
+        ));
+    }
+    t
+}
+
+/// Runs `text` on one real worker thread for about two seconds of wall
+/// time, and returns each slice's share of the cycles the share
+/// scheduler charged the slices, the median of 20 looks (every 75 ms from
+/// 0.5 s on; each over the cycles charged since the start), and the
+/// substrate. The median: the worker is a thread of a shared machine, and
+/// a preemption in the middle of a slice's run is charged to that slice
+/// (which then waits until the others caught up): a look right after a
+/// long one sees it before it is made up for.
+fn cpu_split(text: &str) -> (Vec<(String, f64)>, Arc<Substrate>) {
+    let opts = BuildOptions {
+        pin: false,
+        ..BuildOptions::default()
+    };
+    let sub = Substrate::build(
+        "t.toml",
+        text,
+        std::path::Path::new("."),
+        registry(),
+        &opts,
+        false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let h = sub.hot().clone();
+    let t = std::thread::spawn(move || h.run());
+    std::thread::sleep(Duration::from_millis(500));
+    let mut looks: Vec<Vec<(String, f64)>> = Vec::new();
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(75));
+        let c = sub.router().domain_cycles();
+        let total: u64 = c.iter().map(|(_, x)| x).sum();
+        assert!(total > 0, "nothing charged: {c:?}");
+        looks.push(
+            c.iter()
+                .map(|(n, x)| (n.clone(), *x as f64 / total as f64))
+                .collect(),
+        );
+    }
+    sub.router().stop();
+    t.join().unwrap();
+    let split = looks[0]
+        .iter()
+        .enumerate()
+        .map(|(k, (n, _))| {
+            let mut v: Vec<f64> = looks.iter().map(|l| l[k].1).collect();
+            v.sort_by(f64::total_cmp);
+            (n.clone(), v[v.len() / 2])
+        })
+        .collect();
+    (split, sub)
+}
+
+fn within_5pct(split: &[(String, f64)], want: &[(&str, f64)], what: &str) {
+    for (n, w) in want {
+        let got = split.iter().find(|(x, _)| x == n).map_or(0.0, |s| s.1);
+        assert!(
+            (got - w).abs() <= 0.05 * w,
+            "{what}: slice {n} got {got:.4} of the thread's slice cycles, its share is {w:.4} (all: {split:?})"
+        );
+    }
+}
+
+#[test]
+fn slices_sharing_a_core_get_their_cpu_shares_whatever_their_cost() {
+    // Per packet, c's work costs about 3000 times a's.
+    let text = busy_slices(&[
+        ("a", Some(0.5), 1, None),
+        ("b", Some(0.3), 100, None),
+        ("c", Some(0.2), 3000, None),
+    ]);
+    let (split, sub) = cpu_split(&text);
+    eprintln!("shares 0.5/0.3/0.2 got {split:?}");
+    within_5pct(&split, &[("a", 0.5), ("b", 0.3), ("c", 0.2)], "all busy");
+    // Each slice ran.
+    for s in ["a", "b", "c"] {
+        assert!(num(&sub, &format!("{s}/c.count")) > 0, "{s} never ran");
+    }
+    let report = sub.report();
+    assert!(report.contains("cpu_share 0.200 cpu_cycles"), "{report}");
+}
+
+#[test]
+fn a_slice_idle_leaves_its_cpu_share_to_the_busy_ones_by_their_shares() {
+    // c, the cheapest, sends 100 packets and is idle after: a and b share
+    // its part in proportion to their own (0.5 : 0.3). Shares unstated
+    // are equal parts of the rest: here b's is 1 - 0.5 - 0.2.
+    let text = busy_slices(&[
+        ("a", Some(0.5), 2000, None),
+        ("b", None, 1, None),
+        ("c", Some(0.2), 1, Some(100)),
+    ]);
+    let (split, sub) = cpu_split(&text);
+    eprintln!("a 0.5, b 0.3, c 0.2 idle: got {split:?}");
+    // Idle, c costs only the polls of its source that find nothing.
+    let c = split.iter().find(|(n, _)| n == "c").map_or(1.0, |s| s.1);
+    assert!(c < 0.1, "idle c was charged {c}");
+    let busy: Vec<(String, f64)> = split
+        .iter()
+        .filter(|(n, _)| n != "c")
+        .map(|(n, x)| (n.clone(), x / (1.0 - c)))
+        .collect();
+    within_5pct(&busy, &[("a", 0.625), ("b", 0.375)], "c idle");
+    assert_eq!(num(&sub, "c/c.count"), 100);
+}
+
+#[test]
+fn cpu_shares_beyond_the_thread_are_refused() {
+    let text = busy_slices(&[("a", Some(0.7), 1, None), ("b", Some(0.4), 1, None)]);
+    let e = Substrate::build(
+        "t.toml",
+        &text,
+        std::path::Path::new("."),
+        registry(),
+        &simopts(),
+        false,
+    )
+    .err()
+    .expect("refused");
+    assert!(e.contains("cpu_share 1.100 in all; at most 1"), "{e}");
+    let text = busy_slices(&[("a", Some(1.0), 1, None), ("b", None, 1, None)]);
+    let e = Substrate::build(
+        "t.toml",
+        &text,
+        std::path::Path::new("."),
+        registry(),
+        &simopts(),
+        false,
+    )
+    .err()
+    .expect("refused");
+    assert!(e.contains("leaving nothing for b"), "{e}");
+}
+
+/// Two work-conserving slices on one 1 MBps link, each sending 100-byte
+/// frames at 2 MBps from its own source (both oversubscribed): the link
+/// is shared by deficit round robin weighted 1 : 3 (`weight`), within 2%.
+#[test]
+fn work_conserving_slices_share_the_spare_bandwidth_by_weight() {
+    let src = |limit: &str| {
+        format!(
+            "RatedSource(DATA \"{}\", RATE 20000{limit}) -> q :: Queue(200) -> ToDevice(m);",
+            frame(0)
+        )
+    };
+    let text = format!(
+        r#"
+cores = 1
+[interface.p0]
+rate = "1MBps"
+input = "InfiniteSource(LIMIT 0)"
+output = "Discard"
+
+[slice.a]
+sharing = "work-conserving"
+text = '{ta}'
+[slice.a.metalink.m]
+interface = "p0"
+vlan = 10
+rate = "100kBps"
+
+[slice.b]
+sharing = "work-conserving"
+weight = 3
+text = '{tb}'
+[slice.b.metalink.m]
+interface = "p0"
+vlan = 20
+rate = "100kBps"
+"#,
+        ta = src(""),
+        tb = src(", LIMIT 40000, STOP true"),
+    );
+    let sub = build(&text, false);
+    run(&sub);
+    // What each sent on the link: what left the slice, less what its
+    // egress queue (in front of the link's scheduler) dropped or holds;
+    // 100-byte frames.
+    let sent = |s: &str| {
+        (num(&sub, &format!("{s}/@m/tx.count"))
+            - num(&sub, &format!("{s}/@m/out.drops"))
+            - num(&sub, &format!("{s}/@m/out.length"))) as f64
+            * 100.0
+    };
+    let (a, b) = (sent("a"), sent("b"));
+    let secs = sub.router().now_ns() as f64 / 1e9;
+    // The link carries its rate (the frames with their 4-byte tags).
+    let link = (a + b) * 104.0 / 100.0 / secs;
+    assert!((link - 1e6).abs() <= 0.02 * 1e6, "link {link} Bps");
+    let share_b = b / (a + b);
+    assert!(
+        (share_b - 0.75).abs() <= 0.02 * 0.75,
+        "b (weight 3) got {share_b:.4} of the link, a (weight 1) the rest"
+    );
+    // Their excess is dropped in their own (egress) queues.
+    assert!(num(&sub, "a/@m/out.drops") > 0 && num(&sub, "b/@m/out.drops") > 0);
+}
+
+#[test]
+fn a_weight_on_a_strict_slice_is_refused() {
+    let text = two_slices(200, 1, "").replace("[slice.b]\n", "[slice.b]\nweight = 2\n");
+    let e = Substrate::build(
+        "t.toml",
+        &text,
+        std::path::Path::new("."),
+        registry(),
+        &simopts(),
+        false,
+    )
+    .err()
+    .expect("refused");
+    assert!(e.contains("slice b: weight = 2 with sharing strict"), "{e}");
 }

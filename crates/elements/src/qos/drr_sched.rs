@@ -1,6 +1,6 @@
 //! # DRRSched
 //!
-//! DRRSched(\[QUANTUM])
+//! DRRSched(\[QUANTUM, keywords WEIGHTS])
 //!
 //! Pulls from inputs with deficit round robin scheduling.
 //!
@@ -20,6 +20,11 @@
 //!
 //! Arguments:
 //! - `QUANTUM` (integer bytes, >= 1, default 500): credit added per round.
+//! - `WEIGHTS` (string, a paraclick extension): one positive number per
+//!   input, separated by spaces (`"1 3"`); input i gets QUANTUM × its
+//!   weight of credit per round, so busy inputs share the bytes in
+//!   proportion to their weights (weighted DRR). Inputs not given one
+//!   weigh 1.
 //!
 //! Handlers:
 //! - `quantum` (read/write).
@@ -37,6 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 struct DrrState {
+    /// Weight per input (quantum multiplier).
+    weight: Vec<f64>,
     /// Credit per input, bytes.
     deficit: Vec<f64>,
     /// Head packet pulled but not yet sent, per input.
@@ -63,14 +70,34 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<DRRSched, String> {
     let mut a = cx.args();
     let quantum = a.read_p::<u64>("QUANTUM").unwrap_or(500);
+    let weights = a.read::<String>("WEIGHTS");
     a.complete()?;
     if quantum == 0 {
         return Err("QUANTUM must be at least 1".into());
     }
     let n = cx.ninputs;
+    let mut weight = vec![1.0; n];
+    if let Some(w) = weights {
+        let ws: Vec<&str> = w.split_whitespace().collect();
+        if ws.len() > n {
+            return Err(format!("WEIGHTS: {} weights for {n} inputs", ws.len()));
+        }
+        for (k, x) in ws.iter().enumerate() {
+            match x.parse::<f64>() {
+                Ok(v) if v.is_finite() && v > 0.0 && v <= 1e6 => weight[k] = v,
+                _ => {
+                    return Err(format!(
+                        "WEIGHTS: weight {} '{x}': a positive number, at most 1000000",
+                        k + 1
+                    ))
+                }
+            }
+        }
+    }
     Ok(DRRSched {
         quantum: AtomicU64::new(quantum),
         state: Mutex::new(DrrState {
+            weight,
             deficit: vec![0.0; n],
             head: (0..n).map(|_| None).collect(),
             cur: 0,
@@ -109,7 +136,7 @@ impl Element for DRRSched {
         while out.len() < max && idle_visits < n && visits < 64 * n {
             let i = st.cur % n;
             if !st.credited {
-                st.deficit[i] += quantum;
+                st.deficit[i] += quantum * st.weight[i];
                 st.credited = true;
                 visits += 1;
             }
@@ -187,6 +214,33 @@ mod tests {
         let diff = bytes[0] as i64 - bytes[1] as i64;
         assert!(diff.abs() <= 1000, "{bytes:?}");
         assert!(bytes[0] + bytes[1] > 20_000, "{bytes:?}");
+    }
+
+    #[test]
+    fn weights_share_the_bytes_in_proportion() {
+        let r = router(2, "QUANTUM 300, WEIGHTS \"1 3\"");
+        // Same sizes on both; both always busy.
+        fill(&r, "q0", (0..600).map(|_| tagged(0, 100)).collect());
+        fill(&r, "q1", (0..600).map(|_| tagged(1, 100)).collect());
+        let mut bytes = [0usize; 2];
+        for _ in 0..50 {
+            let b = r.pull_from("s", 0, 8).unwrap().unwrap();
+            for p in b.as_slice() {
+                bytes[p.data()[0] as usize] += p.len();
+            }
+        }
+        // 400 packets pulled: 3 of input 1's bytes for each of input 0's,
+        // within a round's credit.
+        assert!(
+            (bytes[1] as i64 - 3 * bytes[0] as i64).abs() <= 1200,
+            "{bytes:?}"
+        );
+        assert!(bad(
+            "s :: DRRSched(WEIGHTS \"1 0\"); Idle -> [0]s; Idle -> [1]s; s -> Discard;"
+        ));
+        assert!(bad(
+            "s :: DRRSched(WEIGHTS \"1 2 3\"); Idle -> [0]s; Idle -> [1]s; s -> Discard;"
+        ));
     }
 
     #[test]

@@ -300,7 +300,7 @@ function drawCompounds() {
 function fmtRate(x) { return x >= 1e6 ? (x / 1e6).toFixed(2) + " Mp/s" : x >= 1e3 ? (x / 1e3).toFixed(1) + " kp/s" : x.toFixed(0) + " p/s"; }
 
 async function poll() {
-  const want = ["threads", "hotswaps"];
+  const want = ["threads", "hotswaps", "slices"];
   for (const e of elements) for (const h of STATS) if (handlers[e.name] && handlers[e.name].has(h)) want.push(e.name + "." + h);
   let r;
   try { r = await readMany(want); } catch (err) { document.getElementById("status").textContent = "disconnected: " + err; return; }
@@ -324,6 +324,14 @@ async function poll() {
       t1.textContent = "len " + ln + " / " + (val(e.name + ".capacity") || "?");
       if (t2) t2.textContent = "drops " + (val(e.name + ".drops") || 0);
     }
+  }
+  // Slices: a substrate's per-slice figures (other routers have no
+  // `slices`: the panel stays hidden).
+  const sl = val("slices");
+  const sp = document.getElementById("slices");
+  if (sp) {
+    sp.hidden = sl === null;
+    if (sl !== null) document.getElementById("slices-text").textContent = sl;
   }
   // Queues.
   const qb = document.querySelector("#queues tbody");
