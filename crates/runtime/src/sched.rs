@@ -806,6 +806,7 @@ fn worker(core: &Core, t: usize) {
     let mut naps: u64 = 0;
     let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
     let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let early = HINT_NAP_EARLY.as_nanos() as u64;
     let mut claimed = false;
     // Ready: a router prepared for a hot swap waits here for the hand-over.
     core.start_gate.wait();
@@ -845,15 +846,16 @@ fn worker(core: &Core, t: usize) {
         };
         if idle < 64 {
             std::hint::spin_loop();
-        } else if hinted && !busy_poll() {
+        } else if hinted
+            && !busy_poll()
+            && cx.wake_ns.min(next) > core.clock.now_ns().saturating_add(early)
+        {
             // A paced source (RatedSource...) said when its next packet is
             // due: sleep until then instead of polling, so CPU follows the
             // load. Parked: a notifier, a task added, a plan change or the
-            // stop unparks it.
+            // stop unparks it. Nearer than `early`, it polls on as below.
             let due = cx.wake_ns.min(next);
-            if idle == 64 {
-                pool::flush_remote();
-            }
+            pool::flush_remote();
             let (epoch, version, list) = (p.epoch, p.version, &p.list);
             let nap = || nap_until(core, t, epoch, version, list, asleep, due);
             if !crate::core::quiet_nap(ts, cx, nap) {
@@ -1041,7 +1043,6 @@ fn nap_until(
     let now = core.clock.now_ns();
     let early = HINT_NAP_EARLY.as_nanos() as u64;
     if due_ns <= now.saturating_add(early) {
-        std::hint::spin_loop();
         return;
     }
     let ts = &core.threads[t];
