@@ -157,6 +157,12 @@ struct RunArgs {
     /// (with -j N, the N threads take turns on one OS thread).
     #[arg(long = "simtime")]
     simtime: bool,
+    /// Keep every worker polling when its tasks are idle, for the lowest
+    /// latency at a whole core per worker. By default a worker whose tasks
+    /// all said when they will next have work (a RatedSource between two
+    /// packets) sleeps until then, so CPU follows the load.
+    #[arg(long = "busy-poll")]
+    busy_poll: bool,
     /// Let a batch that an element splits go down each of its outputs
     /// whole even where those paths meet again (faster on mixed traffic;
     /// packets of one path may then overtake another's where they meet).
@@ -940,6 +946,7 @@ fn substrate_cmd(a: RunArgs) -> ExitCode {
     if let Some(n) = a.pool {
         paraclick_packet::pool::set_default_capacity(n);
     }
+    paraclick_runtime::sched::set_busy_poll(a.busy_poll);
     let opts = BuildOptions {
         policy,
         pin: !a.no_pin,
@@ -1053,6 +1060,7 @@ fn run(a: RunArgs) -> ExitCode {
     if let Some(n) = a.pool {
         paraclick_packet::pool::set_default_capacity(n);
     }
+    paraclick_runtime::sched::set_busy_poll(a.busy_poll);
     if let Some(d) = &a.capture_dir {
         match std::fs::canonicalize(d) {
             Ok(p) if p.is_dir() => paraclick_runtime::capture::set_directory(Some(p)),

@@ -633,7 +633,12 @@ impl<'r> Pass<'r> {
             }
         }
         cx.wake_ns = u64::MAX;
+        cx.wake_hints = 0;
+        cx.wake_hint_elem = usize::MAX;
         let mut work = false;
+        // Tasks skipped asleep (each waits on a notifier that unparks
+        // this worker): counted only where a task is skipped.
+        let mut asleep = 0usize;
         // Fairness among sources that wait for room: a source skipped
         // because its queue is full changes places with the nearest such
         // source before it in the list, which took the room first.
@@ -650,6 +655,7 @@ impl<'r> Pass<'r> {
                 if task.wait_for_room && skipped == usize::MAX {
                     skipped = id;
                 }
+                asleep += 1;
                 continue;
             }
             if SHARED {
@@ -777,10 +783,20 @@ impl<'r> Pass<'r> {
             }
         }
         bump(&ts.polls, 1);
+        let mut hinted = false;
         if !work {
             bump(&ts.idle_polls, 1);
+            // Every task that ran said when it will have work (a blocked
+            // task skipped at its closed gate did not: no sleep then).
+            hinted = cx.wake_hints > 0 && cx.wake_hints + asleep >= self.refs.len();
         }
-        Ran { work, timers, next }
+        Ran {
+            work,
+            timers,
+            next,
+            hinted,
+            asleep,
+        }
     }
 }
 
@@ -823,6 +839,12 @@ struct Ran {
     /// The next timer deadline if the timers were looked at
     /// (`u64::MAX` otherwise).
     next: u64,
+    /// No task had work, and each one that ran said when it will
+    /// ([`Cx::wake_at`], the earliest in `cx.wake_ns`); the others were
+    /// asleep.
+    hinted: bool,
+    /// How many tasks were skipped asleep.
+    asleep: usize,
 }
 
 /// [`crate::notifier::gated`], noting the first task of the pass that
@@ -864,6 +886,7 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     let mut naps: u64 = 0;
     let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
     let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let early = HINT_NAP_EARLY.as_nanos() as u64;
     let mut claimed = false;
     // Ready: a router prepared for a hot swap waits here for the hand-over.
     core.start_gate.wait();
@@ -876,7 +899,13 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     }
     *ts.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
     while core.running.load(Ordering::Relaxed) {
-        let Ran { work, timers, next } = p.run_in::<SHARED>(core);
+        let Ran {
+            work,
+            timers,
+            next,
+            hinted,
+            asleep,
+        } = p.run_in::<SHARED>(core);
         if work {
             idle = 0;
             naps = 0;
@@ -897,6 +926,22 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
         };
         if idle < 64 {
             std::hint::spin_loop();
+        } else if hinted
+            && !busy_poll()
+            && cx.wake_ns.min(next) > core.clock.now_ns().saturating_add(early)
+        {
+            // A paced source (RatedSource...) said when its next packet is
+            // due: sleep until then instead of polling, so CPU follows the
+            // load. Parked: a notifier, a task added, a plan change or the
+            // stop unparks it. Nearer than `early`, it polls on as below.
+            let due = cx.wake_ns.min(next);
+            pool::flush_remote();
+            let (epoch, version, list) = (p.epoch, p.version, &p.list);
+            let nap = || nap_until(core, t, epoch, version, list, asleep, due);
+            if !crate::core::quiet_nap(ts, cx, nap) {
+                claimed = true;
+                break;
+            }
         } else if all_asleep() {
             if clock::cycles().wrapping_sub(idle_since) < park_after {
                 std::hint::spin_loop();
@@ -1042,6 +1087,68 @@ fn sim_driver(core: &Core) {
 /// The longest a worker parks without being woken (a safety net: every
 /// event that gives a parked worker work unparks it).
 const PARK_MAX: Duration = Duration::from_millis(100);
+
+/// The longest a worker sleeps on its tasks' [`Cx::wake_at`] at a time (a
+/// handler that changes a paced source's rate takes effect within it).
+pub const HINT_NAP_MAX: Duration = Duration::from_millis(10);
+
+/// How early a worker wakes for a [`Cx::wake_at`] time, then polls up to
+/// it: Linux wakes a sleeping thread up to its timer slack (50 µs by
+/// default) late, and a paced packet should not be.
+pub const HINT_NAP_EARLY: Duration = Duration::from_micros(50);
+
+static BUSY_POLL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Busy-polling mode (`--busy-poll`), for the whole process: a worker
+/// whose tasks all said when they will next have work
+/// ([`Cx::wake_at`], a RatedSource between packets) keeps polling instead
+/// of sleeping until then. The lowest latency, at a whole core per
+/// worker whatever the load.
+pub fn set_busy_poll(on: bool) {
+    BUSY_POLL.store(on, Ordering::Relaxed);
+}
+
+/// Whether busy-polling mode is on (see [`set_busy_poll`]).
+pub fn busy_poll() -> bool {
+    BUSY_POLL.load(Ordering::Relaxed)
+}
+
+/// Sleeps worker `t` until `due_ns` (less [`HINT_NAP_EARLY`], at most
+/// [`HINT_NAP_MAX`]), unless a plan change, a worklist change, the stop or
+/// a notifier's wake (fewer than `asleep` of its tasks asleep) came since
+/// the pass; those unpark it while it sleeps.
+#[cold]
+fn nap_until(
+    core: &Core,
+    t: usize,
+    epoch: u64,
+    version: u64,
+    list: &[usize],
+    asleep: usize,
+    due_ns: u64,
+) {
+    let now = core.clock.now_ns();
+    let early = HINT_NAP_EARLY.as_nanos() as u64;
+    if due_ns <= now.saturating_add(early) {
+        return;
+    }
+    let ts = &core.threads[t];
+    ts.parked.store(true, Ordering::SeqCst);
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let still = core.running.load(Ordering::SeqCst)
+        && core.sync_epoch.load(Ordering::SeqCst) == epoch
+        && ts.worklist_version() == version
+        && list
+            .iter()
+            .filter(|&&id| core.tasks[id].asleep.load(Ordering::SeqCst))
+            .count()
+            >= asleep;
+    if still {
+        bump(&ts.parks, 1);
+        std::thread::park_timeout(Duration::from_nanos(due_ns - now - early).min(HINT_NAP_MAX));
+    }
+    ts.parked.store(false, Ordering::SeqCst);
+}
 
 /// Parks worker `t`, whose tasks are all asleep, until a wake, a task
 /// added, a plan change, a timer or the stop (see [`crate::notifier`]).

@@ -54,6 +54,12 @@ pub struct Cx<'r> {
     /// The earliest time (ns since the epoch) a task without work said it
     /// will have some ([`Cx::wake_at`]) during the current pass.
     pub(crate) wake_ns: u64,
+    /// How many elements gave a [`Cx::wake_at`] during the current pass
+    /// (one in a row counted once), and the last to give one: a worker
+    /// whose every runnable task said when it will have work may sleep
+    /// until then (see `crate::sched`).
+    pub(crate) wake_hints: usize,
+    pub(crate) wake_hint_elem: usize,
     /// Set by the queue a [`Cx::pull_packet`] took its packet from when it
     /// saw itself empty afterwards ([`Cx::upstream_drained`]).
     drained: bool,
@@ -84,6 +90,8 @@ impl<'r> Cx<'r> {
             sender: None,
             deferred: Vec::new(),
             wake_ns: u64::MAX,
+            wake_hints: 0,
+            wake_hint_elem: usize::MAX,
             drained: false,
             tracing: core.tracer.on.load(Ordering::Relaxed),
             tapping: core.tap.on.load(Ordering::Relaxed),
@@ -890,12 +898,18 @@ impl<'r> Cx<'r> {
 
     /// Tells the runtime that the running task, which found no work, will
     /// have some at `when` (a paced source's next packet). Simulated time
-    /// jumps there when nothing else is due sooner; real time ignores it.
+    /// jumps there when nothing else is due sooner; in real time a worker
+    /// whose every runnable task said so sleeps until the earliest such
+    /// time (unless `--busy-poll`), instead of polling.
     #[inline]
     pub fn wake_at(&mut self, when: Instant) {
         let ns = self.core.clock.ns_of(when);
         if ns < self.wake_ns {
             self.wake_ns = ns;
+        }
+        if self.current != self.wake_hint_elem {
+            self.wake_hint_elem = self.current;
+            self.wake_hints += 1;
         }
     }
 
