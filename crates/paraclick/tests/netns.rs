@@ -249,11 +249,13 @@ fn a_full_device_queue_is_a_ring_full_drop() {
         .args(["60", "unshare", "-n", "sh", "-c", &script])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     let value = |h: &str| -> String {
-        let (_, r) = text.split_once(&format!("{h}:\n")).unwrap_or_else(|| panic!("{text}"));
+        let (_, r) = text
+            .split_once(&format!("{h}:\n"))
+            .unwrap_or_else(|| panic!("{text}"));
         r.split("\n\n").next().unwrap().trim().to_string()
     };
     let sent: u64 = value("td.count").parse().unwrap();
@@ -261,6 +263,13 @@ fn a_full_device_queue_is_a_ring_full_drop() {
     // Sent: what the send buffer held; kept: at most 4 × 32; the rest
     // dropped, every one for a full ring.
     assert!(sent > 0 && drops > 0, "{text}");
-    assert!(sent + drops <= 20_000 && sent + drops >= 20_000 - 128, "{text}");
-    assert_eq!(value("td.drop_reasons"), format!("ring full {drops}"), "{text}");
+    assert!(
+        sent + drops <= 20_000 && sent + drops >= 20_000 - 128,
+        "{text}"
+    );
+    assert_eq!(
+        value("td.drop_reasons"),
+        format!("ring full {drops}"),
+        "{text}"
+    );
 }

@@ -361,7 +361,8 @@ fn an_icmp_error_about_a_traced_packet_is_traced_on_its_way() {
     assert_eq!(marks6, [2], "the ICMPv6 error carries the trace mark");
     let t = &traces(&r)[&2];
     assert!(
-        t.iter().any(|l| l.contains("ie6[0] -> [0]errs6 :: TestSink")),
+        t.iter()
+            .any(|l| l.contains("ie6[0] -> [0]errs6 :: TestSink")),
         "{t:?}"
     );
 }

@@ -925,7 +925,9 @@ fn a_traced_packets_path_is_highlighted_in_headless_chromium() {
         30,
     );
     // Every compound open: one node per element.
-    d.js("for(const c of document.querySelectorAll('[data-c]'))if(c.checked)c.click();return null;");
+    d.js(
+        "for(const c of document.querySelectorAll('[data-c]'))if(c.checked)c.click();return null;",
+    );
     d.click("#trace-load");
     let got = d.wait(
         "the traced path",
@@ -951,12 +953,17 @@ fn a_traced_packets_path_is_highlighted_in_headless_chromium() {
     let edges = d.js(
         "return [...document.querySelectorAll('#graph .edge.traced')].map(e=>e.dataset.a+' '+e.dataset.b).sort();",
     );
-    let mut hops: Vec<String> = path.windows(2).map(|w| format!("{} {}", w[0], w[1])).collect();
+    let mut hops: Vec<String> = path
+        .windows(2)
+        .map(|w| format!("{} {}", w[0], w[1]))
+        .collect();
     hops.sort();
     hops.dedup();
     assert_eq!(edges, json!(hops), "{trace}");
     // Collapsing a compound the packet crossed marks the compound instead.
-    let crossed = want.iter().find_map(|e| e.split_once('/').map(|(p, _)| p.to_string()));
+    let crossed = want
+        .iter()
+        .find_map(|e| e.split_once('/').map(|(p, _)| p.to_string()));
     if let Some(p) = crossed {
         d.js(&format!(
             "const c=document.querySelector('[data-c=\"{p}\"]');if(!c.checked)c.click();return null;"
