@@ -22,10 +22,10 @@
 //! `push`/`pull` call (not per packet).
 //!
 //! The writer sleeps while the ring is nearly empty: a thread that leaves
-//! [`WAKE`] copies or more in the ring and finds the writer's `sleeping`
+//! `WAKE` (64) copies or more in the ring and finds the writer's `sleeping`
 //! flag set wakes it (one load of that flag per copied batch; the wake
-//! itself, an unpark, once per [`WAKE`] copies at most). A trickle waits
-//! at most [`BACKSTOP`]. Awake, the writer takes up to [`BURST`] copies
+//! itself, an unpark, once per `WAKE` copies at most). A trickle waits
+//! at most `BACKSTOP` (5 ms). Awake, the writer takes up to `BURST` (256) copies
 //! at a time into a 1 MiB buffer, which it writes out when full and when
 //! the ring runs dry. At 1 Mpps the ring holds 64 ms of packets, so a
 //! writer the scheduler keeps off the CPU for a while loses nothing.
