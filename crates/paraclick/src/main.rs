@@ -1186,7 +1186,7 @@ fn serve_and_report(
                 Ok(x) => x,
                 Err(e) => return fail(&e),
             };
-            match metrics::start(addr, hot.backend()) {
+            match metrics::start(addr, backend.clone()) {
                 Ok(m) => eprintln!("paraclick: metrics on http://{}/metrics", m.addr),
                 Err(e) => return fail(&e),
             }

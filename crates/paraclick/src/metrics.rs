@@ -21,6 +21,12 @@
 //!   a thread's load is `1 - rate(idle_polls) / rate(polls)`.
 //! - `paraclick_elements`: how many elements the running configuration
 //!   has (it follows a hot swap).
+//! - In a substrate (`paraclick substrate FILE --metrics PORT`), every
+//!   element series of an element of slice S (named `S/...`) also has the
+//!   label `slice="S"`, and each slice has its totals, from the `slices`
+//!   handler: `paraclick_slice_rx_packets_total{slice}`,
+//!   `paraclick_slice_tx_packets_total`, `paraclick_slice_rx_bytes_total`,
+//!   `paraclick_slice_tx_bytes_total` and `paraclick_slice_drops_total`.
 //!
 //! Nothing here is written: the server answers `GET /metrics` and refuses
 //! every other method (405) and path (404), reads no request body (a
@@ -49,17 +55,14 @@ const MAX_HEAD: usize = 8 * 1024;
 const MAX_CONNS: usize = 8;
 const DEADLINE: Duration = Duration::from_secs(5);
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ElementLabels {
-    element: String,
-    class: String,
-}
+/// An element series' labels: `slice` (in a substrate), `element`,
+/// `class`, and for drops `reason`, in that order.
+type ElementLabels = Vec<(&'static str, String)>;
+type ReasonLabels = ElementLabels;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabels {
-    element: String,
-    class: String,
-    reason: String,
+struct SliceLabels {
+    slice: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -92,6 +95,14 @@ pub fn render(b: &dyn Backend) -> String {
         .map(|l| l.lines().skip(1).map(|x| x.trim().to_string()).collect())
         .unwrap_or_default();
     elements.set(names.len() as i64);
+    // A substrate's slices (`slice NAME state ...` lines, then its
+    // totals); none for a plain router.
+    let report = read("slices").unwrap_or_default();
+    let slice_names: Vec<&str> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix("slice "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     for name in &names {
         let class = read(&format!("{name}.class"))
             .map(|c| c.trim().to_string())
@@ -112,10 +123,16 @@ pub fn render(b: &dyn Backend) -> String {
                 None
             }
         };
-        let labels = ElementLabels {
-            element: name.clone(),
-            class: class.clone(),
-        };
+        let mut labels: ElementLabels = Vec::with_capacity(4);
+        if let Some(s) = name
+            .split_once('/')
+            .map(|(s, _)| s)
+            .filter(|s| slice_names.contains(s))
+        {
+            labels.push(("slice", s.to_string()));
+        }
+        labels.push(("element", name.clone()));
+        labels.push(("class", class.clone()));
         if let Some(n) = value("count") {
             packets.get_or_create(&labels).inc_by(n);
         }
@@ -129,13 +146,9 @@ pub fn render(b: &dyn Backend) -> String {
         {
             if let Some((reason, n)) = l.trim().rsplit_once(' ') {
                 if let Ok(n) = n.parse::<u64>() {
-                    drops
-                        .get_or_create(&ReasonLabels {
-                            element: name.clone(),
-                            class: class.clone(),
-                            reason: reason.trim().to_string(),
-                        })
-                        .inc_by(n);
+                    let mut l: ReasonLabels = labels.clone();
+                    l.push(("reason", reason.trim().to_string()));
+                    drops.get_or_create(&l).inc_by(n);
                 }
             }
         }
@@ -145,6 +158,38 @@ pub fn render(b: &dyn Backend) -> String {
             qdrops
                 .get_or_create(&labels)
                 .inc_by(value("drops").unwrap_or(0));
+        }
+    }
+    // Per slice: `rx_packets N rx_bytes N tx_packets N tx_bytes N drops N`
+    // on the lines after its `slice NAME` line.
+    let slice_totals: Vec<Family<SliceLabels, Counter>> =
+        (0..5).map(|_| Family::default()).collect();
+    let mut cur: Option<String> = None;
+    for l in report.lines() {
+        if let Some(r) = l.strip_prefix("slice ") {
+            cur = r.split_whitespace().next().map(str::to_string);
+            continue;
+        }
+        let (Some(s), w) = (&cur, l.split_whitespace().collect::<Vec<_>>()) else {
+            continue;
+        };
+        if w.first() != Some(&"rx_packets") {
+            continue;
+        }
+        for (k, key) in ["rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "drops"]
+            .iter()
+            .enumerate()
+        {
+            let v = w
+                .iter()
+                .position(|x| x == key)
+                .and_then(|i| w.get(i + 1))
+                .and_then(|v| v.parse::<u64>().ok());
+            if let Some(v) = v {
+                slice_totals[k]
+                    .get_or_create(&SliceLabels { slice: s.clone() })
+                    .inc_by(v);
+            }
         }
     }
     // `thread T POLLS IDLE_POLLS BUSY_CYCLES` lines.
@@ -194,6 +239,23 @@ pub fn render(b: &dyn Backend) -> String {
         "Elements of the running configuration",
         elements,
     );
+    if !slice_names.is_empty() {
+        let mut t = slice_totals.into_iter();
+        for (name, help) in [
+            (
+                "slice_rx_packets",
+                "Packets a slice received on its metalinks",
+            ),
+            ("slice_rx_bytes", "Bytes a slice received on its metalinks"),
+            ("slice_tx_packets", "Packets a slice sent on its metalinks"),
+            ("slice_tx_bytes", "Bytes a slice sent on its metalinks"),
+            ("slice_drops", "Packets the elements of a slice dropped"),
+        ] {
+            if let Some(f) = t.next() {
+                reg.register(name, help, f);
+            }
+        }
+    }
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
@@ -438,6 +500,53 @@ mod tests {
         // Not a queue, no count: no such series for it.
         assert!(!t.contains("queue_length{element=\"c\""), "{t}");
         assert!(!t.contains("packets_total{element=\"q\""), "{t}");
+    }
+
+    #[test]
+    fn a_substrates_series_are_labelled_with_their_slice() {
+        let mut f = fake();
+        let mut set = |k: &str, v: &str| {
+            f.0.insert(k.to_string(), v.to_string());
+        };
+        set("list", "3\nc\ns1/q\ns2/chk\n");
+        for (k, v) in [("q", "s1/q"), ("chk", "s2/chk")] {
+            for h in [
+                "class",
+                "handlers",
+                "length",
+                "capacity",
+                "drops",
+                "drop_reasons",
+            ] {
+                if let Some(x) = fake().0.get(&format!("{k}.{h}")) {
+                    set(&format!("{v}.{h}"), x);
+                }
+            }
+        }
+        set(
+            "slices",
+            "slice s1 state running\n  cores 1 threads 0 cpu_used 0.100 sharing strict\n  \
+             rx_packets 40 rx_bytes 2400 tx_packets 35 tx_bytes 2100 drops 5\n  metalink m\n\
+             slice s2 state running\n  cores 1 threads 1 cpu_used 0.000 sharing strict\n  \
+             rx_packets 3 rx_bytes 180 tx_packets 0 tx_bytes 0 drops 3\n",
+        );
+        let t = render(&f);
+        for want in [
+            "paraclick_element_packets_total{element=\"c\",class=\"Counter\"} 17",
+            "paraclick_queue_length{slice=\"s1\",element=\"s1/q\",class=\"Queue\"} 3",
+            "paraclick_element_drops_total{slice=\"s1\",element=\"s1/q\",class=\"Queue\",reason=\"overflow\"} 5",
+            "paraclick_element_drops_total{slice=\"s2\",element=\"s2/chk\",class=\"CheckIPHeader\",reason=\"bad checksum\"} 2",
+            "paraclick_slice_rx_packets_total{slice=\"s1\"} 40",
+            "paraclick_slice_tx_bytes_total{slice=\"s1\"} 2100",
+            "paraclick_slice_drops_total{slice=\"s1\"} 5",
+            "paraclick_slice_drops_total{slice=\"s2\"} 3",
+            "paraclick_slice_rx_bytes_total{slice=\"s2\"} 180",
+        ] {
+            assert!(t.lines().any(|l| l == want), "{want}:\n{t}");
+        }
+        // Without slices: no slice label, no slice series.
+        let plain = render(&fake());
+        assert!(!plain.contains("slice"), "{plain}");
     }
 
     #[test]

@@ -361,3 +361,45 @@ fn capture_files_stay_in_the_capture_directory() {
     assert_eq!(code, 200, "{text}");
     let _: PathBuf = cap;
 }
+
+#[test]
+fn a_burst_larger_than_the_routers_pool_is_captured_whole() {
+    // The copies are the capture's own memory, not the router's packet
+    // buffers: with a pool of 64 buffers per thread, a burst of 3000
+    // packets the writer cannot follow as they pass waits in the ring
+    // (which holds them all) and is written whole, none dropped, and the
+    // router loses nothing either.
+    let dir = tmpdir();
+    let cap = dir.path().join("cap");
+    std::fs::create_dir(&cap).unwrap();
+    let limit = 3000u64;
+    let conf = format!(
+        "src :: InfiniteSource(LENGTH 60, LIMIT {limit}, BURST 32, ACTIVE false) \
+         -> c :: Counter -> Discard;"
+    );
+    let run = Run::start(dir.path(), &["--pool", "64", "--capture-dir", "cap"], &conf);
+    let (code, text) = run.capture("c burst.pcap");
+    assert_eq!(code, 200, "{text}");
+    let t0 = Instant::now();
+    while !run.state().contains("state running") {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{}", run.state());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(run.ctl().write_data("src.active", "true").0, 200);
+    let t0 = Instant::now();
+    while run.field("written") + run.field("dropped") < limit {
+        assert!(t0.elapsed() < Duration::from_secs(60), "{}", run.state());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(run.field("dropped"), 0, "{}", run.state());
+    assert_eq!(run.field("written"), limit, "{}", run.state());
+    assert_eq!(run.ctl().count("c.count"), limit);
+    assert_eq!(run.capture("stop").0, 200);
+    let t0 = Instant::now();
+    while !run.state().contains("state done") {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{}", run.state());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let data = std::fs::read(cap.join("burst.pcap")).unwrap();
+    assert_eq!(data.len() as u64, 24 + limit * (16 + 60));
+}

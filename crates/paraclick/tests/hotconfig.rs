@@ -476,3 +476,39 @@ fn nat_mappings_state() {
     let other = swap(a, &b, 2, |_| {});
     assert!(!other.read_handler("rw.table").unwrap().contains("10.0.0.2"));
 }
+
+/// The tracer's records and the trace request in effect go over to the
+/// new router: traces taken before the swap still show, under their
+/// numbers and with the new router's element names; the packets still to
+/// mark are marked by the new router, numbered after the old ones.
+#[test]
+fn traces_survive_a_swap() {
+    let a = "s :: InfiniteSource(LENGTH 60, LIMIT 3, STOP true) -> c :: Counter -> d :: Discard;";
+    let b = "s :: InfiniteSource(LENGTH 60, LIMIT 5, STOP true) -> c :: Counter -> x :: Counter -> d :: Discard;";
+    let new = swap(a, b, 1, |old| {
+        assert!(old.read_handler("trace").unwrap().contains("no traces"));
+    });
+    drop(new);
+    let reg = reg();
+    let old = Router::from_str(a, &reg, 1).unwrap();
+    old.write_handler("trace_add", "5").unwrap();
+    old.run();
+    let before = old.read_handler("trace").unwrap();
+    assert!(
+        before.contains("trace 3:") && !before.contains("trace 4:"),
+        "{before}"
+    );
+    let new = Router::from_str(b, &reg, 1).unwrap();
+    new.take_state_from(&old).unwrap();
+    let t = new.read_handler("trace").unwrap();
+    for id in 1..=3 {
+        assert!(t.contains(&format!("trace {id}:")), "{t}");
+    }
+    assert!(t.contains("s[0] -> [0]c :: Counter"), "{t}");
+    // Two more to mark: the new router's first two packets, traces 4, 5.
+    new.run();
+    let t = new.read_handler("trace").unwrap();
+    assert!(t.contains("trace 4:") && t.contains("trace 5:"), "{t}");
+    assert!(!t.contains("trace 6:"), "{t}");
+    assert!(t.contains("c[0] -> [0]x :: Counter"), "{t}");
+}

@@ -294,3 +294,50 @@ fn slices_keep_their_throughput_and_latency_while_another_floods() {
         "netns slices test: all checks passed",
     );
 }
+
+/// A device whose queue takes no more frames: ToDevice keeps 4 × BURST
+/// packets for it and drops the rest with the reason `ring full`, not
+/// `send failed` (in a network namespace of its own: a veth whose token
+/// bucket sends 8 bits a second, so the socket's send buffer fills and
+/// the kernel answers EAGAIN).
+#[test]
+fn a_full_device_queue_is_a_ring_full_drop() {
+    if !is_root() {
+        paraclick_runtime::testing::skip("needs root (a network namespace, a veth and tc)");
+        return;
+    }
+    let script = format!(
+        "ip link add d0 type veth peer name d1 && ip link set d0 up && ip link set d1 up && \
+         tc qdisc add dev d0 root tbf rate 8bit burst 1600 limit 100000000 && \
+         {} --no-pin -e 'src :: InfiniteSource(LENGTH 1000, LIMIT 20000, STOP true) \
+         -> td :: ToDevice(d0, BURST 32)' -h td.count -h td.drops -h td.drop_reasons",
+        env!("CARGO_BIN_EXE_paraclick")
+    );
+    let out = Command::new("timeout")
+        .args(["60", "unshare", "-n", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let value = |h: &str| -> String {
+        let (_, r) = text
+            .split_once(&format!("{h}:\n"))
+            .unwrap_or_else(|| panic!("{text}"));
+        r.split("\n\n").next().unwrap().trim().to_string()
+    };
+    let sent: u64 = value("td.count").parse().unwrap();
+    let drops: u64 = value("td.drops").parse().unwrap();
+    // Sent: what the send buffer held; kept: at most 4 × 32; the rest
+    // dropped, every one for a full ring.
+    assert!(sent > 0 && drops > 0, "{text}");
+    assert!(
+        sent + drops <= 20_000 && sent + drops >= 20_000 - 128,
+        "{text}"
+    );
+    assert_eq!(
+        value("td.drop_reasons"),
+        format!("ring full {drops}"),
+        "{text}"
+    );
+}

@@ -302,6 +302,71 @@ fn clones_and_encapsulated_packets_stay_traced() {
     );
 }
 
+#[test]
+fn an_icmp_error_about_a_traced_packet_is_traced_on_its_way() {
+    let r = test_router(
+        "src :: TestSource
+           -> dt :: DecIPTTL
+           -> ok :: TestSink;
+         dt[1] -> ie :: ICMPError(192.0.2.1, timeexceeded)
+           -> fix :: FixIPSrc(192.0.2.9)
+           -> errs :: TestSink;
+         ie6 :: ICMP6Error(2001:db8::1, timeexceeded) -> errs6 :: TestSink;
+         src6 :: TestSource -> ie6;",
+    );
+    r.write_handler("trace_add", "1").unwrap();
+    let mut p = Packet::from_slice(&ip([10, 0, 0, 2], [10, 0, 0, 3], 1, 17, &udp(7, 53))).unwrap();
+    p.set_network_header(0, 20);
+    r.send_from("src", 0, Batch::from(vec![p])).unwrap();
+    let marks = r
+        .element::<paraclick_runtime::testing::TestSink>("errs")
+        .unwrap()
+        .take()
+        .iter()
+        .map(|p| p.anno().trace)
+        .collect::<Vec<_>>();
+    assert_eq!(marks, [1], "the error carries the trace mark");
+    let t = &traces(&r)[&1];
+    let t: Vec<&str> = t.iter().map(|l| l.as_str()).collect();
+    let at = |want: &str| {
+        t.iter()
+            .position(|l| l.contains(want))
+            .unwrap_or_else(|| panic!("no '{want}' in {t:?}"))
+    };
+    // The expired packet into ICMPError, then the error's own path on.
+    let a = at("dt[1] -> [0]ie :: ICMPError");
+    let b = at("ie[0] -> [0]fix :: FixIPSrc");
+    let c = at("fix[0] -> [0]errs :: TestSink");
+    assert!(a < b && b < c, "{t:?}");
+    assert!(
+        t[b + 1..].iter().any(|l| l.contains("proto icmp")),
+        "the error's headers: {t:?}"
+    );
+    // ICMP6Error alike.
+    r.write_handler("trace_add", "1").unwrap();
+    let mut h = vec![0x60, 0, 0, 0, 0, 8, 17, 1];
+    h.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    h.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]);
+    h.extend_from_slice(&udp(7, 53)[..8]);
+    let mut p6 = Packet::from_slice(&h).unwrap();
+    p6.set_network_header(0, 40);
+    r.send_from("src6", 0, Batch::from(vec![p6])).unwrap();
+    let marks6 = r
+        .element::<paraclick_runtime::testing::TestSink>("errs6")
+        .unwrap()
+        .take()
+        .iter()
+        .map(|p| p.anno().trace)
+        .collect::<Vec<_>>();
+    assert_eq!(marks6, [2], "the ICMPv6 error carries the trace mark");
+    let t = &traces(&r)[&2];
+    assert!(
+        t.iter()
+            .any(|l| l.contains("ie6[0] -> [0]errs6 :: TestSink")),
+        "{t:?}"
+    );
+}
+
 /// Source files that call a dropping API, and whether they declare
 /// reasons. A class whose file drops must declare at least one reason.
 #[test]

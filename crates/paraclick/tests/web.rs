@@ -857,3 +857,120 @@ fn every_configuration_in_conf_draws_in_headless_chromium() {
         }
     }
 }
+
+/// The elements a traced packet visited, in order (where it entered,
+/// then each hop's destination), from the `trace` handler's text.
+fn trace_path(text: &str, id: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for l in text.lines() {
+        if let Some(n) = l.strip_prefix("trace ").and_then(|r| r.strip_suffix(':')) {
+            inside = n.parse() == Ok(id);
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let name = if let Some((_, r)) = l.split_once("entered at ") {
+            r.split(" :: ").next()
+        } else if let Some((_, r)) = l.split_once("] -> [") {
+            r.split_once(']').and_then(|(_, r)| r.split(" :: ").next())
+        } else {
+            None
+        };
+        if let Some(n) = name {
+            out.push(n.to_string());
+        }
+    }
+    out
+}
+
+/// A packet traced through conf/fake-iprouter.click: the page reads the
+/// tracer's records and marks, on the graph, exactly the elements of the
+/// chosen trace, numbered in the order the packet visited them, and the
+/// edges between them.
+#[test]
+fn a_traced_packets_path_is_highlighted_in_headless_chromium() {
+    let Some((chromium, driver)) = chromium() else {
+        return;
+    };
+    let (d, _browser) = browser(&chromium, &driver);
+    let text = runnable_here(&common::root().join("conf/fake-iprouter.click"), &[]);
+    let run = Run::start(&[], &text);
+    let (web, _, ctl_port) = run.ports();
+    assert_eq!(ctl_write(ctl_port, "trace_add", "1 src host 1.0.0.2"), 200);
+    let t0 = Instant::now();
+    let trace = loop {
+        let t = ctl_read(ctl_port, "trace");
+        if t.contains("left through") {
+            break t;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "{t}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let path = trace_path(&trace, 1);
+    assert!(path.len() > 10, "{trace}");
+    // Each element once, in the order of its first visit.
+    let mut want: Vec<String> = Vec::new();
+    for e in &path {
+        if !want.contains(e) {
+            want.push(e.clone());
+        }
+    }
+
+    d.cmd("POST", "/url", Some(json!({"url": web})));
+    d.wait(
+        "the graph",
+        "return document.querySelectorAll('#graph .node').length>0||null;",
+        30,
+    );
+    // Every compound open: one node per element.
+    d.js(
+        "for(const c of document.querySelectorAll('[data-c]'))if(c.checked)c.click();return null;",
+    );
+    d.click("#trace-load");
+    let got = d.wait(
+        "the traced path",
+        "const ns=[...document.querySelectorAll('#graph .node.traced')];if(!ns.length)return null;\
+         const first=g=>+g.dataset.steps.split(',')[0];\
+         return ns.sort((a,b)=>first(a)-first(b)).map(g=>[g.dataset.el,g.dataset.steps]);",
+        20,
+    );
+    let got: Vec<(String, String)> = serde_json::from_value(got).unwrap();
+    let names: Vec<String> = got.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names, want, "{trace}");
+    // The numbers are the packet's steps: element k of the path is step k.
+    for (name, steps) in &got {
+        let mine: Vec<String> = path
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| *e == name)
+            .map(|(i, _)| (i + 1).to_string())
+            .collect();
+        assert_eq!(steps, &mine.join(","), "{name}");
+    }
+    // The edges it took, and no others.
+    let edges = d.js(
+        "return [...document.querySelectorAll('#graph .edge.traced')].map(e=>e.dataset.a+' '+e.dataset.b).sort();",
+    );
+    let mut hops: Vec<String> = path
+        .windows(2)
+        .map(|w| format!("{} {}", w[0], w[1]))
+        .collect();
+    hops.sort();
+    hops.dedup();
+    assert_eq!(edges, json!(hops), "{trace}");
+    // Collapsing a compound the packet crossed marks the compound instead.
+    let crossed = want
+        .iter()
+        .find_map(|e| e.split_once('/').map(|(p, _)| p.to_string()));
+    if let Some(p) = crossed {
+        d.js(&format!(
+            "const c=document.querySelector('[data-c=\"{p}\"]');if(!c.checked)c.click();return null;"
+        ));
+        let g = d.js(&format!(
+            "const g=document.querySelector('#graph [data-group=\"{p}\"]');return g&&g.classList.contains('traced');"
+        ));
+        assert_eq!(g, json!(true), "{p}");
+    }
+}

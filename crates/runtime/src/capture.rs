@@ -7,16 +7,28 @@
 //! bounded lock-free ring ([`crate::ring::Ring`], multi-producer: every
 //! thread that moves packets over the connection may copy them) that a
 //! writer thread of its own empties into FILE, in the pcap format ToDump
-//! writes ([`pcap_header`], [`pcap_record`]: the same code). It stops after
+//! writes ([`pcap_header`], [`pcap_record`]: the same code). A copy is
+//! the packet's pcap record (its first 2000 bytes), made by the thread that
+//! moves the packet, in memory of its own: never one of the router's
+//! packet buffers, so a capture cannot starve the router's pools. It stops after
 //! N packets, on `write capture stop`, or when the router stops. ENCAP is
 //! the file's link type: `ETHER` (default), `IP` or a number.
 //!
 //! The data path never waits for the capture: a copy that finds the ring
-//! full, or no free buffer in its thread's pool, is not made and is
-//! counted as the capture's drop; the packet itself goes on. The ring holds
-//! at most [`RING`] copies (taken from the capturing threads' pools).
+//! full ([`RING`] copies) or the copies waiting already holding
+//! [`BUDGET`] bytes is not made and is counted as the capture's drop; the
+//! packet itself goes on. The ring is allocated by the first capture.
 //! When no capture runs, a hop pays one relaxed load of a flag per
 //! `push`/`pull` call (not per packet).
+//!
+//! The writer sleeps while the ring is nearly empty: a thread that leaves
+//! `WAKE` (64) copies or more in the ring and finds the writer's `sleeping`
+//! flag set wakes it (one load of that flag per copied batch; the wake
+//! itself, an unpark, once per `WAKE` copies at most). A trickle waits
+//! at most `BACKSTOP` (5 ms). Awake, the writer takes up to `BURST` (256) copies
+//! at a time into a 1 MiB buffer, which it writes out when full and when
+//! the ring runs dry. At 1 Mpps the ring holds 64 ms of packets, so a
+//! writer the scheduler keeps off the CPU for a while loses nothing.
 //!
 //! Files: FILE is one name in the directory given at start-up
 //! ([`set_directory`], `--capture-dir`), never a path: no `/`, not `.` or
@@ -39,12 +51,20 @@ use crate::ring::{Consumer, Ring};
 use paraclick_packet::{Batch, Packet, Timestamp};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// Copies the ring holds.
-pub const RING: usize = 2048;
+pub const RING: usize = 1 << 16;
+/// Bytes the copies waiting in the ring may hold in all.
+pub const BUDGET: usize = 32 << 20;
+/// Copies in the ring at which a copying thread wakes a sleeping writer.
+const WAKE: usize = 64;
+/// The longest a writer sleeps with fewer than [`WAKE`] copies waiting.
+const BACKSTOP: Duration = Duration::from_millis(5);
+/// Copies the writer takes from the ring at a time.
+const BURST: usize = 256;
 /// Bytes a capture to `-` keeps for `capture_data`.
 pub const PIPE_BYTES: usize = 4 << 20;
 /// Bytes `capture_data` returns at most per read.
@@ -125,7 +145,10 @@ struct Shared {
     captured: AtomicU64,
     written: AtomicU64,
     dropped: AtomicU64,
-    ring: Ring<(u32, Packet)>,
+    /// The copies (session, pcap record), allocated by the first capture.
+    ring: OnceLock<Ring<(u32, Box<[u8]>)>>,
+    /// Bytes of the copies in the ring.
+    pending: AtomicUsize,
     /// For a capture to `-`: the bytes not yet read by `capture_data`.
     pipe: Mutex<Vec<u8>>,
     /// The capture runs (the writer's view of [`Tap::on`]: both are set
@@ -137,6 +160,23 @@ struct Shared {
     /// data path reads the flag only when the sync epoch moves): until
     /// then the capture is `starting`.
     armed: AtomicBool,
+    /// The writer is parked (or about to park): a thread that leaves
+    /// [`WAKE`] or more copies in the ring wakes it.
+    sleeping: AtomicBool,
+    /// The running writer's thread, to unpark.
+    writer: Mutex<Option<std::thread::Thread>>,
+}
+
+impl Shared {
+    /// Wakes the writer if it sleeps (it clears `sleeping` itself too).
+    #[cold]
+    fn wake(&self) {
+        if self.sleeping.swap(false, Ordering::AcqRel) {
+            if let Some(t) = &*self.writer.lock().unwrap_or_else(|e| e.into_inner()) {
+                t.unpark();
+            }
+        }
+    }
 }
 
 /// A router's capture state (one capture at a time).
@@ -171,11 +211,14 @@ impl Tap {
                 captured: AtomicU64::new(0),
                 written: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
-                ring: Ring::with_modes(RING, true, false),
+                ring: OnceLock::new(),
+                pending: AtomicUsize::new(0),
                 pipe: Mutex::new(Vec::new()),
                 active: AtomicBool::new(false),
                 done: AtomicBool::new(true),
                 armed: AtomicBool::new(false),
+                sleeping: AtomicBool::new(false),
+                writer: Mutex::new(None),
             }),
             control: Mutex::new(Control::default()),
         }
@@ -217,21 +260,40 @@ fn copy<'a>(cx: &Cx<'_>, sh: &Shared, ps: impl ExactSizeIterator<Item = &'a Pack
         off(&cx.core.tap);
         return;
     }
+    let Some(ring) = sh.ring.get() else {
+        return;
+    };
     let k = n.min(limit - before);
     let session = sh.session.load(Ordering::Relaxed);
     let producer = cx.producer();
-    let (mut made, mut lost) = (0, 0);
+    let (mut made, mut lost, mut bytes) = (0, 0, 0);
+    let mut room = BUDGET.saturating_sub(sh.pending.load(Ordering::Relaxed));
+    let mut now = None;
     for p in ps.take(k as usize) {
-        match p.clone_packet() {
-            Some(c) => match sh.ring.push(&producer, (session, c)) {
-                Ok(()) => made += 1,
-                Err(_) => lost += 1,
-            },
-            None => lost += 1,
+        let size = 16 + p.len().min(SNAPLEN as usize);
+        if size > room {
+            lost += 1;
+            continue;
+        }
+        let mut rec = Vec::with_capacity(size);
+        let _ = pcap_record(&mut rec, p, SNAPLEN, false, true, &mut now);
+        match ring.push(&producer, (session, rec.into_boxed_slice())) {
+            Ok(()) => {
+                made += 1;
+                bytes += size;
+                room -= size;
+            }
+            Err(_) => lost += 1,
         }
     }
     if made > 0 {
+        sh.pending.fetch_add(bytes, Ordering::Relaxed);
         sh.captured.fetch_add(made, Ordering::Relaxed);
+        // The writer sleeps until a batch worth writing waits (or its
+        // backstop): one load of a flag the writer rarely writes.
+        if sh.sleeping.load(Ordering::Relaxed) && ring.len() >= WAKE {
+            sh.wake();
+        }
     }
     if lost > 0 {
         sh.dropped.fetch_add(lost, Ordering::Relaxed);
@@ -245,6 +307,7 @@ fn copy<'a>(cx: &Cx<'_>, sh: &Shared, ps: impl ExactSizeIterator<Item = &'a Pack
 fn off(tap: &Tap) {
     tap.on.store(false, Ordering::Relaxed);
     tap.shared.active.store(false, Ordering::Relaxed);
+    tap.shared.wake();
 }
 
 /// `ELEMENT[PORT]` → (element, port).
@@ -353,7 +416,7 @@ pub(crate) fn write(core: &Core, value: &str) -> Result<(), String> {
         Box::new(PipeOut(sh.clone()))
     } else {
         let (f, _) = create(file)?;
-        Box::new(std::io::BufWriter::with_capacity(1 << 16, f))
+        Box::new(std::io::BufWriter::with_capacity(1 << 20, f))
     };
     let (to, to_port) = peer_of(core, e, port).unwrap_or((e, 0));
     ctl.connection = format!(
@@ -376,12 +439,16 @@ pub(crate) fn write(core: &Core, value: &str) -> Result<(), String> {
     sh.done.store(false, Ordering::Release);
     sh.armed.store(false, Ordering::Relaxed);
     sh.active.store(true, Ordering::Relaxed);
+    let _ = sh.ring.get_or_init(|| Ring::with_modes(RING, true, false));
     let shared = sh.clone();
     let w = std::thread::Builder::new()
         .name("paraclick-capture".into())
         .spawn(move || writer(shared, session, out, linktype, error));
     match w {
-        Ok(w) => ctl.writer = Some(w),
+        Ok(w) => {
+            *sh.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(w.thread().clone());
+            ctl.writer = Some(w)
+        }
         Err(e) => {
             sh.active.store(false, Ordering::Relaxed);
             sh.done.store(true, Ordering::Release);
@@ -428,11 +495,15 @@ fn writer(
         ok = false;
     }
     let consumer = Consumer::new();
-    let mut batch: Vec<(u32, Packet)> = Vec::with_capacity(64);
+    let Some(ring) = sh.ring.get() else {
+        sh.done.store(true, Ordering::Release);
+        return;
+    };
+    let mut batch: Vec<(u32, Box<[u8]>)> = Vec::with_capacity(BURST);
     let mut idle_after_off = 0;
     loop {
         batch.clear();
-        let n = sh.ring.pop_burst(&consumer, &mut batch, 64);
+        let n = ring.pop_burst(&consumer, &mut batch, BURST);
         if n == 0 {
             if !sh.active.load(Ordering::Relaxed) {
                 // Off: a copy in flight (a thread that saw the capture on
@@ -441,21 +512,30 @@ fn writer(
                 if idle_after_off > 20 {
                     break;
                 }
+                std::thread::sleep(Duration::from_micros(100));
+                continue;
             }
+            // Write what the buffer holds, then sleep until a thread
+            // leaves a batch in the ring (or the backstop, for a trickle).
             let _ = out.flush();
-            std::thread::sleep(Duration::from_micros(100));
+            sh.sleeping.store(true, Ordering::SeqCst);
+            if ring.len() < WAKE && sh.active.load(Ordering::SeqCst) {
+                std::thread::park_timeout(BACKSTOP);
+            }
+            sh.sleeping.store(false, Ordering::Relaxed);
             continue;
         }
         idle_after_off = 0;
-        let mut now = None;
         let mut written = 0;
-        for (s, p) in batch.drain(..) {
+        let mut bytes = 0;
+        for (s, rec) in batch.drain(..) {
+            bytes += rec.len();
             if s != session {
                 continue;
             }
             if ok {
-                let mut rec = Vec::with_capacity(16 + p.len().min(SNAPLEN as usize));
-                let _ = pcap_record(&mut rec, &p, SNAPLEN, false, true, &mut now);
+                // One write per record: a capture to `-` takes it whole
+                // or not at all.
                 match out.write_all(&rec) {
                     Ok(()) => written += 1,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -472,6 +552,7 @@ fn writer(
                 sh.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
+        sh.pending.fetch_sub(bytes, Ordering::Relaxed);
         sh.written.fetch_add(written, Ordering::Relaxed);
     }
     if let Err(e) = out.flush() {

@@ -84,6 +84,8 @@ impl Router {
 /// [`Router::take_state_from`] without the locks: both routers must be
 /// quiet (see [`StateCx`]).
 fn take_state(nc: &Core, oc: &Core) -> TakeReport {
+    // Traces go on: the records so far and the request in effect.
+    nc.tracer.carry(&oc.tracer, oc, nc);
     {
         let mut rep = TakeReport::default();
         let mut matched = vec![false; oc.slots.len()];

@@ -256,6 +256,83 @@ impl Tracer {
         Ok(())
     }
 
+    /// A hot swap: `self` (the new router's tracer, `nc`) takes over the
+    /// old router's (`old`, of `oc`): its records, with their elements
+    /// found by name in the new router (a record of an element the new
+    /// router lacks is counted lost), its trace numbers, and the trace
+    /// request in effect (the packets still to mark, the filter).
+    pub(crate) fn carry(&self, old: &Tracer, oc: &Core, nc: &Core) {
+        let mut ost = old.store.lock().unwrap_or_else(|e| e.into_inner());
+        old.drain(&mut ost);
+        let map = |e: u32| -> Option<u32> {
+            let s = oc.slots.get(e as usize)?;
+            nc.names.get(&s.name).map(|&i| i as u32)
+        };
+        let same_class = |e: u32, n: u32| {
+            oc.slots.get(e as usize).map(|s| &s.class) == nc.slots.get(n as usize).map(|s| &s.class)
+        };
+        let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        st.lost += ost.lost
+            + old
+                .lost
+                .iter()
+                .map(|l| l.load(Ordering::Relaxed))
+                .sum::<u64>();
+        for r in ost.records.drain(..) {
+            let ev = match r.ev {
+                Event::Entry { elem } => map(elem).map(|elem| Event::Entry { elem }),
+                Event::Hop {
+                    from,
+                    out,
+                    to,
+                    inp,
+                    pull,
+                } => match (map(from), map(to)) {
+                    (Some(from), Some(to)) => Some(Event::Hop {
+                        from,
+                        out,
+                        to,
+                        inp,
+                        pull,
+                    }),
+                    _ => None,
+                },
+                Event::Drop { elem, reason } => map(elem).map(|n| Event::Drop {
+                    elem: n,
+                    reason: if same_class(elem, n) || reason >= UNCONNECTED {
+                        reason
+                    } else {
+                        NO_REASON
+                    },
+                }),
+            };
+            match ev {
+                Some(ev) if st.records.len() < MAX_STORED => st.records.push(Record { ev, ..r }),
+                _ => st.lost += 1,
+            }
+        }
+        drop(st);
+        self.seq
+            .store(old.seq.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.last_id
+            .store(old.last_id.load(Ordering::Acquire), Ordering::Release);
+        self.floor
+            .store(old.floor.load(Ordering::Acquire), Ordering::Release);
+        if old.rings.get().is_some() {
+            self.rings.get_or_init(|| {
+                (0..nc.nthreads)
+                    .map(|_| Ring::with_modes(RING_RECORDS, true, true))
+                    .collect()
+            });
+        }
+        *self.filter.lock().unwrap_or_else(|e| e.into_inner()) = old.filter();
+        self.filter_gen.fetch_add(1, Ordering::Release);
+        self.remaining
+            .store(old.remaining.load(Ordering::Acquire), Ordering::Release);
+        self.on
+            .store(old.on.load(Ordering::Acquire), Ordering::Release);
+    }
+
     /// `trace clear`: stops tracing and forgets every record.
     pub(crate) fn clear(&self) {
         self.on.store(false, Ordering::Release);

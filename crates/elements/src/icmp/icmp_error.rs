@@ -16,7 +16,8 @@
 //! set, its destination IP annotation set to its destination, its
 //! timestamp set to now, and the FIX_IP_SRC annotation set (so FixIPSrc
 //! can give it the outgoing interface's address) unless SET_FIX_ANNO is
-//! false. Connect the output to the routing machinery, as if the error had
+//! false. An error about a packet the tracer follows carries its trace
+//! mark, so `trace show` follows the error on. Connect the output to the routing machinery, as if the error had
 //! arrived on an interface, preferably through a rate limiter.
 //!
 //! TYPE and CODE are integers (0 to 255) or names. TYPE must be an error
@@ -355,6 +356,8 @@ impl IcmpError {
         a.dst_ip = Ipv4Addr::from(src);
         a.fix_ip_src = self.fix_anno;
         a.timestamp = Timestamp::now();
+        // An error about a traced packet is traced too, under its number.
+        a.trace = p.anno().trace;
         Some(q)
     }
 }

@@ -12,8 +12,8 @@
 //! fits in an MTU-byte packet (1280 by default: the IPv6 minimum MTU, as
 //! RFC 4443 §2.4 (c) asks). The output is a fresh IPv6 packet (hop limit
 //! 255, traffic class 0) with its network header set, its destination
-//! IPv6 annotation set to its destination, and its timestamp set to now.
-//! Connect the output to the routing lookup, as if the error had arrived
+//! IPv6 annotation set to its destination, and its timestamp set to now;
+//! an error about a traced packet carries its trace mark. Connect the output to the routing lookup, as if the error had arrived
 //! on an interface, preferably through a rate limiter (RFC 4443 §2.4 (f)).
 //!
 //! TYPE is an integer or a name: `unreachable` (1), `packettoobig` (2),
@@ -204,6 +204,8 @@ impl ICMP6Error {
         let a = q.anno_mut();
         a.set_dst_ip6(src);
         a.timestamp = Timestamp::now();
+        // An error about a traced packet is traced too, under its number.
+        a.trace = p.anno().trace;
         Some(q)
     }
 }

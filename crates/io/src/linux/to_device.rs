@@ -21,8 +21,11 @@
 //! device's queue is full) the unsent packets are kept, in order, and
 //! sent first the next time (the next task run, or in push context the
 //! next push or a 100 µs timer); at most 4 × BURST packets are kept, and
-//! packets beyond that are dropped. A packet the kernel refuses for good
-//! (longer than the device MTU, device down) is dropped too.
+//! packets beyond that are dropped with reason `ring full` (Click's
+//! ToDevice keeps a refused packet and pulls no more until it goes; in
+//! push context nothing holds the pushes back, so the bound is where
+//! paraclick gives up). A packet the kernel refuses for good (longer than
+//! the device MTU, device down) is dropped too, reason `send failed`.
 //!
 //! As in Click's user-level ToDevice, packets that were sent are emitted
 //! on output 0 if it exists (and otherwise freed), and packets that could
@@ -105,7 +108,12 @@ pub struct ToDevice {
 const MAX_BURST: usize = 1 << 16;
 
 /// Why this element drops packets (its `drop_reasons`).
-const DROP_REASONS: &[&str] = &["send failed"];
+const DROP_REASONS: &[&str] = &["send failed", "ring full"];
+/// [`DROP_REASONS`]: the kernel refused the packet for good.
+const SEND_FAILED: u8 = 0;
+/// [`DROP_REASONS`]: the kernel took no more frames for now and the
+/// packets kept for it were at their bound.
+const RING_FULL: u8 = 1;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToDevice", "1/0-2", "a/h", make)
@@ -259,6 +267,11 @@ impl ToDevice {
 
     /// Packets that will not be sent: output 1, or dropped.
     fn fail(&self, cx: &mut Cx<'_>, b: Batch) {
+        self.fail_for(cx, b, SEND_FAILED);
+    }
+
+    /// [`ToDevice::fail`] for drop reason `reason`.
+    fn fail_for(&self, cx: &mut Cx<'_>, b: Batch, reason: u8) {
         if b.is_empty() {
             return;
         }
@@ -266,7 +279,7 @@ impl ToDevice {
         if self.has_out1 {
             cx.push(1, b);
         } else {
-            cx.drop_batch_for(0, b);
+            cx.drop_batch_for(reason, b);
         }
     }
 
@@ -291,7 +304,7 @@ impl ToDevice {
         }
         self.npending.store(pend.len(), Ordering::Release);
         drop(pend);
-        self.fail(cx, over);
+        self.fail_for(cx, over, RING_FULL);
         progress
     }
 
@@ -309,7 +322,7 @@ impl ToDevice {
         }
         self.npending.store(pend.len(), Ordering::Release);
         drop(pend);
-        self.fail(cx, over);
+        self.fail_for(cx, over, RING_FULL);
     }
 
     /// Sends a batch, keeping what the kernel cannot take yet. Returns

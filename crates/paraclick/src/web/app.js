@@ -15,6 +15,8 @@ let last = {};              // handler -> [value, time] for rates
 let lastThreads = null;
 let swaps = null;           // hot swaps seen: the graph is read again after one
 let loaded = false;         // the graph was drawn once
+let traces = {};            // trace id -> {steps: [element], end: text}
+let traceShown = "";        // the trace drawn on the graph
 
 async function api(path, opts) {
   const r = await fetch(path, opts);
@@ -183,9 +185,9 @@ function layout() {
     if (back.has(l)) {
       // Back to an earlier layer: around below the two nodes.
       const low = Math.max(a.y, b.y) + H + GY / 2;
-      s += `<path class="edge back" d="M${a.x + W / 2},${a.y + H} C${a.x + W / 2},${low} ${b.x + W / 2},${low} ${b.x + W / 2},${b.y + H}"/>`;
+      s += `<path class="edge back" data-a="${esc(l.a)}" data-b="${esc(l.b)}" d="M${a.x + W / 2},${a.y + H} C${a.x + W / 2},${low} ${b.x + W / 2},${low} ${b.x + W / 2},${b.y + H}"/>`;
     } else {
-      s += `<path class="edge" d="M${x1},${y1} C${x1 + 25},${y1} ${x2 - 25},${y2} ${x2},${y2}"/>`;
+      s += `<path class="edge" data-a="${esc(l.a)}" data-b="${esc(l.b)}" d="M${x1},${y1} C${x1 + 25},${y1} ${x2 - 25},${y2} ${x2},${y2}"/>`;
     }
   }
   for (const n of nodes) {
@@ -215,6 +217,76 @@ function layout() {
   setZoom(zoom);
   for (const g of svg.querySelectorAll("[data-group]")) g.onclick = () => { collapsed.delete(g.dataset.group); drawCompounds(); layout(); };
   graphNote(unknown.size ? "connections to undeclared elements not drawn: " + [...unknown].join(", ") : "");
+  showTrace();
+}
+
+// The tracer's records (the `trace` read handler, as `paraclick ctl trace
+// show` prints them): per traced packet, the elements it visited in
+// order (where it entered, then each hop's destination) and how it ended.
+function parseTraces(text) {
+  const out = {};
+  let cur = null;
+  for (const l of text.split("\n")) {
+    let m = l.match(/^trace (\d+):$/);
+    if (m) { cur = out[m[1]] = {steps: [], hops: [], end: ""}; continue; }
+    if (!cur) continue;
+    if ((m = l.match(/thread \d+\s+entered at (\S+) :: /))) { cur.steps.push(m[1]); continue; }
+    if ((m = l.match(/thread \d+\s+(\S+)\[\d+\] -> \[\d+\](\S+) :: /))) {
+      cur.hops.push([m[1], m[2]]);
+      cur.steps.push(m[2]);
+      continue;
+    }
+    if ((m = l.match(/thread \d+\s+(dropped by .*)$/)) || (m = l.match(/^  ((?:left through|still queued in|kept or consumed by) .*)$/))) cur.end = m[1];
+  }
+  return out;
+}
+
+async function loadTraces() {
+  const r = await readMany(["trace"]);
+  const pick = document.getElementById("trace-pick");
+  if (!r.trace || !r.trace.ok) { traceNote("trace: " + (r.trace ? r.trace.error : "no reply")); return; }
+  traces = parseTraces(r.trace.value);
+  const ids = Object.keys(traces).sort((a, b) => a - b);
+  pick.innerHTML = '<option value="">no trace shown</option>' + ids.map(id =>
+    `<option value="${esc(id)}">trace ${esc(id)}: ${traces[id].steps.length} elements</option>`).join("");
+  if (ids.length) { pick.value = ids.includes(traceShown) ? traceShown : ids[0]; }
+  else traceNote(r.trace.value.trim().split("\n").pop());
+  traceShown = pick.value;
+  showTrace();
+}
+
+function traceNote(text) { document.getElementById("trace-msg").textContent = text; }
+
+// Marks the chosen trace's nodes (numbered in the order the packet visited
+// them) and the edges it took.
+function showTrace() {
+  const svg = document.getElementById("graph");
+  for (const x of svg.querySelectorAll(".traced")) x.classList.remove("traced");
+  for (const x of svg.querySelectorAll(".step")) x.remove();
+  const t = traces[traceShown];
+  if (!t) { if (traceShown) traceNote(""); return; }
+  const steps = {}, nodes = {};
+  for (const g of svg.querySelectorAll(".node")) nodes[g.dataset.el || g.dataset.group] = g;
+  t.steps.forEach((name, i) => {
+    const id = shown(name);
+    if (!nodes[id]) return;
+    (steps[id] = steps[id] || []).push(i + 1);
+  });
+  for (const [id, ns] of Object.entries(steps)) {
+    const g = nodes[id];
+    g.classList.add("traced");
+    g.dataset.steps = ns.join(",");
+    const txt = document.createElementNS("http://www.w3.org/2000/svg", "text");
+    txt.setAttribute("class", "step");
+    txt.setAttribute("x", W - 6);
+    txt.setAttribute("y", 15);
+    txt.setAttribute("text-anchor", "end");
+    txt.textContent = "#" + ns.join(",#");
+    g.appendChild(txt);
+  }
+  const taken = new Set(t.hops.map(([a, b]) => shown(a) + "\n" + shown(b)));
+  for (const e of svg.querySelectorAll(".edge")) if (taken.has(e.dataset.a + "\n" + e.dataset.b)) e.classList.add("traced");
+  traceNote("trace " + traceShown + ": " + t.steps.map(shown).join(" → ") + (t.end ? " · " + t.end : ""));
 }
 
 function graphNote(text) {
@@ -415,6 +487,9 @@ document.getElementById("h-write").onclick = () => handlerCall(true);
 async function reload() {
   try { await load(); } catch (err) { graphNote("error drawing the graph: " + err); }
 }
+
+document.getElementById("trace-load").onclick = () => loadTraces().catch(err => traceNote("trace: " + err));
+document.getElementById("trace-pick").onchange = ev => { traceShown = ev.target.value; showTrace(); };
 
 graphControls();
 (async () => {
