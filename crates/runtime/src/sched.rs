@@ -672,49 +672,60 @@ impl<'r> Pass<'r> {
         let mut next = u64::MAX;
         let mut timers = false;
         if !work || self.iter & 15 == 0 {
-            if cx.has_deferred() {
-                cx.flush_deferred();
+            if self.cx.has_deferred() {
+                self.cx.flush_deferred();
             }
-            next = ts.timers.next_deadline();
-            if next != u64::MAX {
-                let now = core.clock.now_ns();
-                if now >= next {
-                    ts.timers.take_due(now, &mut self.due);
-                    for e in self.due.drain(..) {
-                        let gen = core.slots[e.elem].timer_gens[e.timer].load(Ordering::Acquire);
-                        if gen != e.gen {
-                            continue; // rescheduled or unscheduled since
-                        }
-                        let home = core.home_thread(e.elem);
-                        if home != t {
-                            // The element's tasks moved: its timers follow.
-                            core.threads[home]
-                                .timers
-                                .schedule(e.when_ns, e.elem, e.timer, e.gen);
-                            continue;
-                        }
-                        cx.current = e.elem;
-                        match &core.domains {
-                            None => cx.outside_task(Some(e.elem), |cx| {
-                                core.slots[e.elem].element.run_timer(cx, e.timer)
-                            }),
-                            Some(d) => crate::fault::guarded(core, d, e.elem, (), || {
-                                cx.outside_task(Some(e.elem), |cx| {
-                                    core.slots[e.elem].element.run_timer(cx, e.timer)
-                                })
-                            }),
-                        }
-                    }
-                    timers = true;
-                    next = ts.timers.next_deadline();
-                }
-            }
+            (timers, next) = self.run_due_timers(core);
         }
         bump(&ts.polls, 1);
         if !work {
             bump(&ts.idle_polls, 1);
         }
         Ran { work, timers, next }
+    }
+
+    /// Runs this thread's timers that are due; whether any ran, and the
+    /// next deadline (`u64::MAX` if none).
+    fn run_due_timers(&mut self, core: &'r Core) -> (bool, u64) {
+        let t = self.t;
+        let ts = &core.threads[t];
+        let cx = &mut self.cx;
+        let mut timers = false;
+        let mut next = ts.timers.next_deadline();
+        if next != u64::MAX {
+            let now = core.clock.now_ns();
+            if now >= next {
+                ts.timers.take_due(now, &mut self.due);
+                for e in self.due.drain(..) {
+                    let gen = core.slots[e.elem].timer_gens[e.timer].load(Ordering::Acquire);
+                    if gen != e.gen {
+                        continue; // rescheduled or unscheduled since
+                    }
+                    let home = core.home_thread(e.elem);
+                    if home != t {
+                        // The element's tasks moved: its timers follow.
+                        core.threads[home]
+                            .timers
+                            .schedule(e.when_ns, e.elem, e.timer, e.gen);
+                        continue;
+                    }
+                    cx.current = e.elem;
+                    match &core.domains {
+                        None => cx.outside_task(Some(e.elem), |cx| {
+                            core.slots[e.elem].element.run_timer(cx, e.timer)
+                        }),
+                        Some(d) => crate::fault::guarded(core, d, e.elem, (), || {
+                            cx.outside_task(Some(e.elem), |cx| {
+                                core.slots[e.elem].element.run_timer(cx, e.timer)
+                            })
+                        }),
+                    }
+                }
+                timers = true;
+                next = ts.timers.next_deadline();
+            }
+        }
+        (timers, next)
     }
 }
 
@@ -879,7 +890,8 @@ fn worker(core: &Core, t: usize) {
 /// packets back (a plan change's barrier called from inside a pass need
 /// not wait for the others, see `crossing::barrier`). When two rounds in a
 /// row found no work on any thread, the clock moves to the earliest event
-/// of all threads (a timer, or a task's [`Cx::wake_at`]). The adaptive
+/// of all threads (a timer, or a task's [`Cx::wake_at`]), and the timers
+/// due then run, every thread's, before any task. The adaptive
 /// scheduler does not run (it would move tasks at moments measured in
 /// real time).
 fn sim_driver(core: &Core) {
@@ -927,6 +939,19 @@ fn sim_driver(core: &Core) {
         if next != u64::MAX && next > core.clock.now_ns() {
             core.clock.advance_to(next);
             idle_rounds = 0;
+            // At a new moment the timers due run before any task, as in
+            // Click: a timer and a task's wake at the same instant see
+            // the timer's effects first (a Script reading a count at
+            // 10 s reads it before a task woken for 10 s adds to it).
+            for p in passes.iter_mut() {
+                if !core.running.load(Ordering::Relaxed) {
+                    break 'run;
+                }
+                p.run_due_timers(core);
+                if p.cx.has_deferred() {
+                    p.cx.flush_deferred();
+                }
+            }
         } else if idle_rounds > 64 {
             // Nothing is due: only a handler from outside (a control
             // socket, the stop) can change that.
