@@ -38,8 +38,8 @@ elementclass FakeRouter { $n, $burst |
   src1 :: InfiniteSource(DATA \<0000c04f 71ef0000 c0222222 08004500 002e0000 00004011
     77bc0200 00020100 0002162e 04d2001a 99650001 02030405 06070809 0a0b0c0d 0e0f1011>,
     LIMIT $n, BURST $burst, STOP true);
-  q0 :: Queue(200) -> out0 :: Counter -> d0 :: Discard;
-  q1 :: Queue(200) -> out1 :: Counter -> d1 :: Discard;
+  q0 :: Queue(200) -> out0 :: Counter -> d0 :: Discard(BURST 32);
+  q1 :: Queue(200) -> out1 :: Counter -> d1 :: Discard(BURST 32);
   c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
   c1 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
   src0 -> c0;

@@ -34,9 +34,10 @@ src1 :: InfiniteSource(DATA \<0000c04f 71ef0000 c0222222 86dd6000 00000012 11402
   00000000 0002162e 04d20012 75380001 02030405 06070809>,
   LIMIT $N, BURST $BURST, STOP true);
 
-// Output queues, drained by Discards standing in for ToDevice.
-q0 :: Queue(200) -> out0 :: Counter -> d0 :: Discard;
-q1 :: Queue(200) -> out1 :: Counter -> d1 :: Discard;
+// Output queues, drained by Discards standing in for ToDevice (up to 32
+// packets a task run; a pull Discard takes one by default, as Click's).
+q0 :: Queue(200) -> out0 :: Counter -> d0 :: Discard(BURST 32);
+q1 :: Queue(200) -> out1 :: Counter -> d1 :: Discard(BURST 32);
 
 // Classify: neighbour solicitations, advertisements, IPv6, other.
 c0 :: Classifier(12/86dd 20/3aff 54/87, 12/86dd 20/3aff 54/88, 12/86dd, -);

@@ -94,6 +94,34 @@ fn timers_and_script_waits_jump_in_simulated_time() {
 }
 
 #[test]
+fn at_one_instant_the_timers_run_before_the_tasks_woken_for_it() {
+    // A RatedUnqueue moving one packet a millisecond wakes for 10 ms, the
+    // instant the Script's wait ends: as in Click, the timer (the Script
+    // reading the count) runs first, so it sees the packets of 0..9 ms,
+    // and the one of 10 ms follows.
+    let conf = "InfiniteSource -> Queue(10) -> RatedUnqueue(1000, BURST_SIZE 1)
+                  -> c :: Counter -> Discard;
+                Script(wait 10ms, print \"$(c.count)\", wait 5ms, print \"$(c.count)\", stop);";
+    let (a, _) = run_sim(conf);
+    assert_eq!(a, "10\n15\n");
+}
+
+#[test]
+fn a_delay_shaper_releases_its_packet_at_the_moment_it_is_due() {
+    // The held packet's due moment is an event of its own: it leaves at
+    // 50 ms, not at the next timer (the Script's, at 100 ms).
+    let conf = "InfiniteSource(LIMIT 1, STOP false) -> q :: Queue -> DelayShaper(50ms)
+                  -> Print(d, TIMESTAMP true) -> Discard;
+                Script(wait 100ms, stop);";
+    let (a, _) = run_sim(conf);
+    assert_eq!(
+        stamps(&a, "d"),
+        vec![1_000_000_000 * 1_000_000 + 50_000],
+        "{a}"
+    );
+}
+
+#[test]
 fn real_time_is_the_default() {
     let out = paraclick(&[
         "-e",
@@ -188,7 +216,9 @@ fn sim_router(conf: &str, threads: usize) -> paraclick_runtime::Router {
 fn plan_changes_under_simulated_threads() {
     // A queue's reset from a Script (a barrier called inside the one OS
     // thread: it must not wait for the other logical threads, which are
-    // between passes) ...
+    // between passes) ... The reset at 0.2 s runs before the sources'
+    // packets of 0.2 s (timers first at an instant): it drops the 400 of
+    // 0..0.2 s and the 600 later ones are counted.
     let r = sim_router(
         "a :: RatedSource(RATE 1000, LIMIT 500, STOP false) -> q :: Queue(1000);
          b :: RatedSource(RATE 1000, LIMIT 500, STOP false) -> q;
@@ -198,8 +228,8 @@ fn plan_changes_under_simulated_threads() {
         2,
     );
     common::run_with_timeout(&r, 30);
-    assert_eq!(common::read_u64(&r, "c.count"), 598);
-    assert_eq!(r.total_drops(), 402);
+    assert_eq!(common::read_u64(&r, "c.count"), 600);
+    assert_eq!(r.total_drops(), 400);
     assert_eq!(common::read_u64(&r, "q.length"), 0);
 
     // ... and task moves from another OS thread while it runs (a barrier

@@ -721,61 +721,10 @@ impl<'r> Pass<'r> {
         let mut next = u64::MAX;
         let mut timers = false;
         if !work || self.iter & 15 == 0 {
-            if cx.has_deferred() {
-                cx.flush_deferred();
+            if self.cx.has_deferred() {
+                self.cx.flush_deferred();
             }
-            next = ts.timers.next_deadline();
-            if next != u64::MAX {
-                let now = core.clock.now_ns();
-                if now >= next {
-                    ts.timers.take_due(now, &mut self.due);
-                    for e in self.due.drain(..) {
-                        let gen = core.slots[e.elem].timer_gens[e.timer].load(Ordering::Acquire);
-                        if gen != e.gen {
-                            continue; // rescheduled or unscheduled since
-                        }
-                        let home = core.home_thread(e.elem);
-                        if home != t {
-                            // The element's tasks moved: its timers follow.
-                            core.threads[home]
-                                .timers
-                                .schedule(e.when_ns, e.elem, e.timer, e.gen);
-                            continue;
-                        }
-                        let mut c0 = 0;
-                        if SHARED {
-                            if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
-                                if !sh.may_run(d.domain(e.elem)) {
-                                    // Its domain is ahead of its share: the
-                                    // timer waits, still due.
-                                    ts.timers.schedule(e.when_ns, e.elem, e.timer, e.gen);
-                                    continue;
-                                }
-                            }
-                            c0 = clock::cycles();
-                        }
-                        cx.current = e.elem;
-                        match &core.domains {
-                            None => cx.outside_task(Some(e.elem), |cx| {
-                                core.slots[e.elem].element.run_timer(cx, e.timer)
-                            }),
-                            Some(d) => crate::fault::guarded(core, d, e.elem, (), || {
-                                cx.outside_task(Some(e.elem), |cx| {
-                                    core.slots[e.elem].element.run_timer(cx, e.timer)
-                                })
-                            }),
-                        }
-                        if SHARED {
-                            if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
-                                let dt = clock::cycles().wrapping_sub(c0);
-                                sh.charge(d, d.domain(e.elem), dt, true);
-                            }
-                        }
-                    }
-                    timers = true;
-                    next = ts.timers.next_deadline();
-                }
-            }
+            (timers, next) = self.run_due_timers::<SHARED>(core);
         }
         if SHARED {
             if let Some(sh) = self.shares.as_mut() {
@@ -788,7 +737,7 @@ impl<'r> Pass<'r> {
             bump(&ts.idle_polls, 1);
             // Every task that ran said when it will have work (a blocked
             // task skipped at its closed gate did not: no sleep then).
-            hinted = cx.wake_hints > 0 && cx.wake_hints + asleep >= self.refs.len();
+            hinted = self.cx.wake_hints > 0 && self.cx.wake_hints + asleep >= self.refs.len();
         }
         Ran {
             work,
@@ -797,6 +746,69 @@ impl<'r> Pass<'r> {
             hinted,
             asleep,
         }
+    }
+
+    /// Runs this thread's timers that are due; whether any ran, and the
+    /// next deadline (`u64::MAX` if none). `SHARED`: a timer of a domain
+    /// ahead of its CPU share waits, still due, and each run is charged.
+    fn run_due_timers<const SHARED: bool>(&mut self, core: &'r Core) -> (bool, u64) {
+        let t = self.t;
+        let ts = &core.threads[t];
+        let cx = &mut self.cx;
+        let mut timers = false;
+        let mut next = ts.timers.next_deadline();
+        if next != u64::MAX {
+            let now = core.clock.now_ns();
+            if now >= next {
+                ts.timers.take_due(now, &mut self.due);
+                for e in self.due.drain(..) {
+                    let gen = core.slots[e.elem].timer_gens[e.timer].load(Ordering::Acquire);
+                    if gen != e.gen {
+                        continue; // rescheduled or unscheduled since
+                    }
+                    let home = core.home_thread(e.elem);
+                    if home != t {
+                        // The element's tasks moved: its timers follow.
+                        core.threads[home]
+                            .timers
+                            .schedule(e.when_ns, e.elem, e.timer, e.gen);
+                        continue;
+                    }
+                    let mut c0 = 0;
+                    if SHARED {
+                        if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
+                            if !sh.may_run(d.domain(e.elem)) {
+                                // Its domain is ahead of its share: the
+                                // timer waits, still due.
+                                ts.timers.schedule(e.when_ns, e.elem, e.timer, e.gen);
+                                continue;
+                            }
+                        }
+                        c0 = clock::cycles();
+                    }
+                    cx.current = e.elem;
+                    match &core.domains {
+                        None => cx.outside_task(Some(e.elem), |cx| {
+                            core.slots[e.elem].element.run_timer(cx, e.timer)
+                        }),
+                        Some(d) => crate::fault::guarded(core, d, e.elem, (), || {
+                            cx.outside_task(Some(e.elem), |cx| {
+                                core.slots[e.elem].element.run_timer(cx, e.timer)
+                            })
+                        }),
+                    }
+                    if SHARED {
+                        if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
+                            let dt = clock::cycles().wrapping_sub(c0);
+                            sh.charge(d, d.domain(e.elem), dt, true);
+                        }
+                    }
+                }
+                timers = true;
+                next = ts.timers.next_deadline();
+            }
+        }
+        (timers, next)
     }
 }
 
@@ -1008,7 +1020,8 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
 /// packets back (a plan change's barrier called from inside a pass need
 /// not wait for the others, see `crossing::barrier`). When two rounds in a
 /// row found no work on any thread, the clock moves to the earliest event
-/// of all threads (a timer, or a task's [`Cx::wake_at`]). The adaptive
+/// of all threads (a timer, or a task's [`Cx::wake_at`]), and the timers
+/// due then run, every thread's, before any task. The adaptive
 /// scheduler does not run (it would move tasks at moments measured in
 /// real time).
 fn sim_driver(core: &Core) {
@@ -1059,6 +1072,23 @@ fn sim_driver(core: &Core) {
         if next != u64::MAX && next > core.clock.now_ns() {
             core.clock.advance_to(next);
             idle_rounds = 0;
+            // At a new moment the timers due run before any task, as in
+            // Click: a timer and a task's wake at the same instant see
+            // the timer's effects first (a Script reading a count at
+            // 10 s reads it before a task woken for 10 s adds to it).
+            for p in passes.iter_mut() {
+                if !core.running.load(Ordering::Relaxed) {
+                    break 'run;
+                }
+                if p.shares.is_some() {
+                    p.run_due_timers::<true>(core);
+                } else {
+                    p.run_due_timers::<false>(core);
+                }
+                if p.cx.has_deferred() {
+                    p.cx.flush_deferred();
+                }
+            }
         } else if idle_rounds > 64 {
             // Nothing is due: only a handler from outside (a control
             // socket, the stop) can change that.

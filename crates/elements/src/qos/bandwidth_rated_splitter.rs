@@ -8,11 +8,14 @@
 //! output 0; the rest go out output 1, or are dropped (counted, reason
 //! `over rate`) when output 1 is not connected. Unlike
 //! BandwidthMeter, RATE still goes out output 0 when the input rate is
-//! higher. The rate is a token bucket of bytes (the one SharedTokenBucket
-//! uses), starting full and holding 20 ms worth unless BURST_DURATION or
-//! BURST_BYTES says otherwise. A packet's size is its length plus its
-//! extra-length annotation; a packet conforms when the bucket holds its
-//! size (or is full, for a packet larger than the bucket).
+//! higher. The rate is Click's token bucket of bytes, starting full and
+//! holding 20 ms worth unless BURST_DURATION or BURST_BYTES says
+//! otherwise, refilled once a millisecond (see `paraclick doc
+//! BandwidthRatedUnqueue`). A packet's size is its length plus its
+//! extra-length annotation. A packet goes to output 0 whenever the bucket
+//! is not in debt, and then takes its size: a packet larger than what is
+//! left still goes, and the debt it leaves (at most 128 KiB) is repaid
+//! before the next one goes.
 //!
 //! Ports: 1 input, 1 or 2 outputs. Processing: push.
 //!

@@ -5,13 +5,16 @@
 //! Pull-to-push converter at a bandwidth.
 //!
 //! Pulls packets at the given RATE (a bandwidth) from its input and pushes
-//! them out its output. The rate is a token bucket of bytes (the one
-//! SharedTokenBucket uses), which starts full and holds 20 ms worth of
-//! bytes unless BURST_DURATION or BURST_BYTES says otherwise. A packet's
-//! size is its length plus its extra-length annotation. A packet is pulled
-//! while the bucket is not in debt and its size is then taken, so a packet
-//! larger than what is left passes and leaves the bucket in debt: the
-//! long-term rate is exact for any packet size.
+//! them out its output, one packet at a time while its token bucket of
+//! bytes is not in debt, each then taking its size from the bucket; a
+//! packet larger than what is left still goes, and leaves a debt that is
+//! repaid before the next one goes. This is Click's bucket: it starts
+//! full, holds 20 ms worth of bytes unless BURST_DURATION or BURST_BYTES
+//! says otherwise, keeps a reserve of 128 KiB below that burst (the most
+//! debt a packet can leave), and is refilled once a millisecond by the
+//! rate's share rounded down (as RatedUnqueue's, see `paraclick doc
+//! RatedUnqueue`). A packet's size is its length plus its extra-length
+//! annotation.
 //!
 //! Ports: 1 input (pull), 1 output (push). It owns a task.
 //!

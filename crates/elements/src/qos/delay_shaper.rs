@@ -83,7 +83,16 @@ impl Element for DelayShaper {
                 *held = cx.pull(0, 1).and_then(|b| b.into_iter().next());
             }
             let Some(p) = held.as_ref() else { break };
-            if due(p.timestamp(), delay) > now {
+            let at = due(p.timestamp(), delay);
+            if at > now {
+                // The puller is told when to come back: under simulated
+                // time the clock stops there rather than passing it.
+                let wait = u64::try_from(at.0.saturating_sub(now.0))
+                    .unwrap_or(0)
+                    .max(1);
+                if let Some(t) = cx.now().checked_add(Duration::from_nanos(wait)) {
+                    cx.wake_at(t);
+                }
                 break;
             }
             if let Some(mut p) = held.take() {

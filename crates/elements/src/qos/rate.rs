@@ -228,21 +228,41 @@ const TICKS_PER_SEC: f64 = 1000.0;
 /// The most a [`TickBucket`] holds, in fractions of its capacity.
 const FULL: u64 = u32::MAX as u64;
 
-/// Click's token bucket arithmetic for rates in packets per second
-/// (RatedUnqueue, RatedSplitter), which its users' measurements and tests
-/// rely on: the bucket holds a whole number of packets (its capacity, at
-/// least 1) and counts in fractions of that capacity, `2^32 - 1` being
+/// Click's token bucket arithmetic, which its users' measurements and
+/// tests rely on. The bucket holds a whole number of tokens (its
+/// capacity) and counts in fractions of that capacity, `2^32 - 1` being
 /// full; it refills once per tick of 1 ms, by the rate's share of a tick
-/// rounded down to a whole fraction. So RATE 2 with a one-packet bucket
-/// passes a packet every 501 ms rather than every 500, and RATE 100 with
-/// BURST_SIZE 1 one every 11 ms, as in Click. A new bucket is full; a
-/// rate change keeps the tokens in it (the capacity follows the rate
-/// unless it was given as a size).
+/// rounded down to a whole fraction (at least one fraction). The capacity
+/// is at least one tick's worth of the rate.
+///
+/// In packets (RatedUnqueue, RatedSplitter) a token is a packet: the
+/// capacity is the burst (at least 1) and a packet needs one token. So
+/// RATE 2 with a one-packet bucket passes a packet every 501 ms rather
+/// than every 500, and RATE 100 with BURST_SIZE 1 one every 11 ms, as in
+/// Click.
+///
+/// In bytes (BandwidthRatedUnqueue, BandwidthRatedSplitter) a token is a
+/// byte, and the bucket keeps a reserve of [`BYTE_RESERVE`] bytes below
+/// the burst: its capacity is burst + reserve, a packet may go whenever
+/// the bucket holds at least the reserve (the burst part is not in debt),
+/// and it then takes its size, the bucket emptying at most to 0. So a
+/// packet larger than what is left passes and leaves a debt, repaid before
+/// the next may go, of at most the reserve.
+///
+/// A new bucket is full; a rate change keeps the tokens in it (the
+/// capacity follows the rate unless it was given as a size).
 pub struct TickBucket {
     state: Mutex<TickState>,
     burst_dur: Option<Duration>,
     burst_size: Option<f64>,
+    /// The tokens kept below the burst: 0 in packets, [`BYTE_RESERVE`] in
+    /// bytes.
+    reserve: u64,
 }
+
+/// The reserve of a [`TickBucket`] in bytes: how far a packet larger than
+/// the tokens left may take the bucket into debt (128 KiB, as in Click).
+pub const BYTE_RESERVE: u64 = 131_072;
 
 struct TickState {
     /// Time of tick 0.
@@ -257,11 +277,15 @@ struct TickState {
     per_tick: u64,
     rate: f64,
     capacity: u64,
+    /// Tokens a packet needs in the bucket to go: 1 in packets, the
+    /// reserve in bytes.
+    need: u64,
 }
 
 impl TickState {
-    fn new(rate: f64, capacity: u64, base: Instant) -> TickState {
-        let scale = FULL / capacity.max(1);
+    fn new(rate: f64, capacity: u64, need: u64, base: Instant) -> TickState {
+        let capacity = capacity.max(1);
+        let scale = FULL / capacity;
         TickState {
             base,
             last: 0,
@@ -269,8 +293,14 @@ impl TickState {
             scale,
             per_tick: per_tick(rate, scale),
             rate,
-            capacity: capacity.max(1),
+            capacity,
+            need,
         }
+    }
+
+    /// Fractions a packet needs in the bucket to go.
+    fn need_frac(&self) -> u64 {
+        self.need.saturating_mul(self.scale).min(FULL)
     }
 
     fn tick_of(&self, now: Instant) -> u64 {
@@ -293,31 +323,60 @@ fn per_tick(rate: f64, scale: u64) -> u64 {
     let f = (rate * scale as f64 / TICKS_PER_SEC).floor();
     if f.is_finite() && f > 0.0 {
         (f as u64).min(FULL)
+    } else if rate > 0.0 {
+        // A rate too small for one fraction a tick still refills.
+        1
     } else {
         0
     }
 }
 
-/// A [`TickBucket`]'s capacity in whole packets: the size, else `dur`
-/// (default 20 ms) worth of the rate, at least 1.
-fn tick_capacity(rate: f64, dur: Option<Duration>, size: Option<f64>) -> u64 {
+/// A [`TickBucket`]'s capacity in whole tokens: the size, else `dur`
+/// (default 20 ms) worth of the rate, plus `reserve`; at least 1, and at
+/// least one tick's worth of the rate.
+fn tick_capacity(rate: f64, dur: Option<Duration>, size: Option<f64>, reserve: u64) -> u64 {
     let d = size.unwrap_or_else(|| rate * dur.unwrap_or(DEFAULT_BURST).as_secs_f64());
     // A hair over, so that 200 * 20 ms is 4 whatever the rounding.
     let c = (d + 1e-9).floor();
-    if c.is_finite() && c >= 1.0 {
+    let c = if c.is_finite() && c >= 0.0 {
         c.min(FULL as f64) as u64
     } else {
-        1
+        0
+    };
+    let c = c.saturating_add(reserve).clamp(1, FULL);
+    let tick = (rate / TICKS_PER_SEC).ceil();
+    if tick.is_finite() && tick > c as f64 {
+        tick.min(FULL as f64) as u64
+    } else {
+        c
     }
 }
 
 impl TickBucket {
-    /// A full bucket; its ticks count from `now` until [`TickBucket::start`].
+    /// A full bucket of packets; its ticks count from `now` until
+    /// [`TickBucket::start`].
     pub fn new(rate: f64, dur: Option<Duration>, size: Option<f64>, now: Instant) -> TickBucket {
+        TickBucket::with_reserve(rate, dur, size, 0, now)
+    }
+
+    /// A full bucket of bytes, with Click's reserve ([`BYTE_RESERVE`]).
+    pub fn bytes(rate: f64, dur: Option<Duration>, size: Option<f64>, now: Instant) -> TickBucket {
+        TickBucket::with_reserve(rate, dur, size, BYTE_RESERVE, now)
+    }
+
+    fn with_reserve(
+        rate: f64,
+        dur: Option<Duration>,
+        size: Option<f64>,
+        reserve: u64,
+        now: Instant,
+    ) -> TickBucket {
+        let cap = tick_capacity(rate, dur, size, reserve);
         TickBucket {
-            state: Mutex::new(TickState::new(rate, tick_capacity(rate, dur, size), now)),
+            state: Mutex::new(TickState::new(rate, cap, reserve.max(1), now)),
             burst_dur: dur,
             burst_size: size,
+            reserve,
         }
     }
 
@@ -340,7 +399,7 @@ impl TickBucket {
         self.with(|s| s.rate)
     }
 
-    /// The capacity in packets.
+    /// The capacity in tokens (the reserve included).
     pub fn capacity(&self) -> u64 {
         self.with(|s| s.capacity)
     }
@@ -360,28 +419,49 @@ impl TickBucket {
 
     /// Refills to `now`, then takes one token if there is one.
     pub fn take_one(&self, now: Instant) -> bool {
+        self.take_if_ready(now, 1)
+    }
+
+    /// Refills to `now`; whether a packet may go (the bucket holds one
+    /// token, or in bytes the reserve).
+    pub fn ready(&self, now: Instant) -> bool {
         self.with(|s| {
             s.refill(now);
-            let ok = s.frac >= s.scale;
+            s.frac >= s.need_frac()
+        })
+    }
+
+    /// Takes `n` tokens, emptying the bucket at most to 0.
+    pub fn charge(&self, n: u64) {
+        self.with(|s| s.frac = s.frac.saturating_sub(s.scale.saturating_mul(n)))
+    }
+
+    /// Refills to `now`; if a packet may go, takes `n` tokens (at most
+    /// those there) and says so.
+    pub fn take_if_ready(&self, now: Instant, n: u64) -> bool {
+        self.with(|s| {
+            s.refill(now);
+            let ok = s.frac >= s.need_frac();
             if ok {
-                s.frac -= s.scale;
+                s.frac = s.frac.saturating_sub(s.scale.saturating_mul(n));
             }
             ok
         })
     }
 
-    /// The tick at which the bucket next holds a token (now if it does);
-    /// `None` at rate 0.
+    /// The tick at which a packet may next go (now if one may); `None`
+    /// at rate 0.
     pub fn next_ready(&self, now: Instant) -> Option<Instant> {
         self.with(|s| {
             s.refill(now);
-            if s.frac >= s.scale {
+            let need = s.need_frac();
+            if s.frac >= need {
                 return Some(now);
             }
             if s.per_tick == 0 {
                 return None;
             }
-            let ticks = (s.scale - s.frac).div_ceil(s.per_tick);
+            let ticks = (need - s.frac).div_ceil(s.per_tick);
             let at = u32::try_from(s.last.checked_add(ticks)?).ok()?;
             s.base.checked_add(TICK * at)
         })
@@ -391,7 +471,7 @@ impl TickBucket {
     /// in the bucket stay (as far as the new capacity holds them), and the
     /// capacity follows the rate unless it was given as a size.
     pub fn set_rate(&self, now: Instant, rate: f64) {
-        let cap = tick_capacity(rate, self.burst_dur, self.burst_size);
+        let cap = tick_capacity(rate, self.burst_dur, self.burst_size, self.reserve);
         self.with(|s| {
             s.refill(now);
             let scale = FULL / cap;
@@ -404,9 +484,18 @@ impl TickBucket {
         })
     }
 
+    /// The unit this bucket counts.
+    pub fn unit(&self) -> Unit {
+        if self.reserve > 0 {
+            Unit::Bytes
+        } else {
+            Unit::Packets
+        }
+    }
+
     /// A `rate` handler's write, at the router's moment.
     pub fn write_rate(&self, v: &str, hx: &paraclick_runtime::HandlerCx<'_>) -> Result<(), String> {
-        let r = Unit::Packets.parse_rate(v, hx)?;
+        let r = self.unit().parse_rate(v, hx)?;
         self.set_rate(hx.now(), r);
         Ok(())
     }
@@ -568,6 +657,45 @@ mod tests {
         assert_eq!(b.capacity(), 20);
         assert_eq!(tick_passes(&b, t0, 100).len(), 120);
         assert_eq!(TickBucket::new(200.0, None, None, t0).capacity(), 4);
+    }
+
+    #[test]
+    fn byte_bucket_passes_while_not_in_debt_and_bounds_the_debt() {
+        let t0 = Instant::now();
+        // 1000 bytes/s, BURST_BYTES 100: a 60-byte packet goes, a second
+        // goes on the 40 left (and more than that would), the third waits
+        // for the debt to be repaid, at a byte a tick.
+        let b = TickBucket::bytes(1000.0, None, Some(100.0), t0);
+        assert_eq!(b.unit(), Unit::Bytes);
+        assert_eq!(b.capacity(), 100 + BYTE_RESERVE);
+        assert!(b.take_if_ready(t0, 60));
+        assert!(b.take_if_ready(t0, 60));
+        assert!(!b.take_if_ready(t0, 60));
+        assert!(!b.ready(t0 + Duration::from_millis(10)));
+        assert!(b.ready(t0 + Duration::from_millis(20)));
+        // A huge packet empties the bucket: the debt is at most the
+        // reserve, repaid in 131.072 s at this rate.
+        let b = TickBucket::bytes(1000.0, None, Some(100.0), t0);
+        assert!(b.take_if_ready(t0, 10_000_000));
+        assert_eq!(
+            b.next_ready(t0),
+            Some(t0 + Duration::from_millis(BYTE_RESERVE))
+        );
+        // The packet API is unchanged: one token a packet.
+        let p = TickBucket::new(1000.0, None, Some(2.0), t0);
+        assert_eq!(p.unit(), Unit::Packets);
+        assert!(p.take_one(t0) && p.take_one(t0) && !p.take_one(t0));
+    }
+
+    #[test]
+    fn tick_bucket_holds_at_least_a_ticks_worth_of_the_rate() {
+        // RATE 5000 with BURST_SIZE 1 would refill more than the bucket
+        // holds each tick: the capacity grows to 5, so 5 packets a tick
+        // go, as in Click (55 in 10 ms, not 11).
+        let t0 = Instant::now();
+        let b = TickBucket::new(5000.0, None, Some(1.0), t0);
+        assert_eq!(b.capacity(), 5);
+        assert_eq!(tick_passes(&b, t0, 10).len(), 55);
     }
 
     #[test]

@@ -32,7 +32,7 @@
 //!       rs[1] -> [0]output;
 //!     }
 
-use super::rate::{check_rate, read_burst, Tokens, Unit};
+use super::rate::{check_rate, read_burst, Unit};
 use super::rated_unqueue::Rated;
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, InitCx, Verdict};
@@ -91,10 +91,7 @@ impl Action for RatedSplitter {
         let now = cx.now();
         let ok = match &self.bucket {
             Rated::Packets(b) => b.take_one(now),
-            Rated::Bytes(b) => {
-                let cost = b.unit.cost(p);
-                b.with(|s| s.take(now, cost))
-            }
+            Rated::Bytes(b) => b.take_if_ready(now, Unit::Bytes.cost(p) as u64),
         };
         if ok {
             Verdict::Out(0)
@@ -135,7 +132,7 @@ mod tests {
         // over the rate are dropped, counted with their reason.
         for conf in ["RatedSplitter(0.001)", "BandwidthRatedSplitter(8bps)"] {
             let h = Harness::new(&reg(), conf, 1).unwrap();
-            h.push(0, pkts(10, 1));
+            h.push(0, pkts(10, 100));
             assert_eq!(h.output(0).len(), 1, "{conf}");
             assert_eq!(h.drops(), 9, "{conf}");
             assert_eq!(h.read("drop_reasons").unwrap(), "over rate 9\n", "{conf}");
@@ -178,13 +175,14 @@ mod tests {
 
     #[test]
     fn bandwidth_splitter_counts_bytes() {
-        // 1 byte/s (8bps), bucket of 250 bytes: 100-byte packets, two fit
-        // and the 50 bytes left do not hold a third.
+        // 1 byte/s (8bps), bucket of 250 bytes: 100-byte packets. A packet
+        // goes while the bucket is not in debt, so the third goes on the
+        // 50 bytes left, and the bucket is then in debt.
         let h = Harness::new(&reg(), "BandwidthRatedSplitter(8bps, BURST_BYTES 250)", 2).unwrap();
         h.push(0, pkts(6, 100));
-        assert_eq!(h.output(0).len(), 2);
-        assert_eq!(h.output(1).len(), 4);
-        // A packet larger than the bucket passes when the bucket is full.
+        assert_eq!(h.output(0).len(), 3);
+        assert_eq!(h.output(1).len(), 3);
+        // A packet larger than the bucket passes on a full bucket.
         let h = Harness::new(&reg(), "BandwidthRatedSplitter(8bps, BURST_BYTES 50)", 2).unwrap();
         h.push(0, pkts(2, 100));
         assert_eq!(h.output(0).len(), 1);
@@ -194,5 +192,28 @@ mod tests {
             Harness::new(&reg(), "BandwidthRatedSplitter(1Mbps, BURST_SIZE 3)", 2),
             "e :: BandwidthRatedSplitter: unknown keyword BURST_SIZE",
         );
+    }
+
+    #[test]
+    fn a_big_packet_leaves_a_debt_repaid_before_the_next() {
+        // Simulated time. 1000 bytes/s, a 100-byte bucket: a 1000-byte
+        // packet goes on the full bucket and leaves about 900 bytes of
+        // debt, repaid at a byte a millisecond; the next packet goes as
+        // soon as it is (under 900 ms), not when the bucket is full again.
+        let h = Harness::simulated(
+            &reg(),
+            "BandwidthRatedSplitter(1000Bps, BURST_BYTES 100)",
+            1,
+            2,
+        )
+        .unwrap();
+        h.push(0, pkts(1, 1000));
+        assert_eq!((h.output(0).len(), h.output(1).len()), (1, 0));
+        h.advance(Duration::from_millis(880));
+        h.push(0, pkts(1, 60));
+        assert_eq!((h.output(0).len(), h.output(1).len()), (0, 1));
+        h.advance(Duration::from_millis(20));
+        h.push(0, pkts(2, 60));
+        assert_eq!((h.output(0).len(), h.output(1).len()), (1, 1));
     }
 }

@@ -30,7 +30,7 @@
 //!
 //!     FromDevice(eth0) -> Queue -> RatedUnqueue(1000) -> ToDevice(eth1);
 
-use super::rate::{check_rate, read_burst, TickBucket, TokenBucket, Tokens, Unit};
+use super::rate::{check_rate, read_burst, TickBucket, Unit};
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 
 /// At most this many packets per task run.
@@ -42,10 +42,11 @@ pub struct RatedUnqueue {
     count: PerThreadCount,
 }
 
-/// A rate in packets (Click's tick arithmetic) or in bytes.
+/// A rate in packets or in bytes (both Click's tick arithmetic, see
+/// [`TickBucket`]).
 pub(crate) enum Rated {
     Packets(TickBucket),
-    Bytes(TokenBucket),
+    Bytes(TickBucket),
 }
 
 impl Rated {
@@ -59,22 +60,25 @@ impl Rated {
             Unit::Packets => {
                 Rated::Packets(TickBucket::new(rate, dur, size, std::time::Instant::now()))
             }
-            Unit::Bytes => Rated::Bytes(TokenBucket::new(unit, rate, dur, size)),
+            Unit::Bytes => Rated::Bytes(TickBucket::bytes(
+                rate,
+                dur,
+                size,
+                std::time::Instant::now(),
+            )),
         }
     }
 
     /// Full, at the router's start.
     pub(crate) fn start(&self, now: std::time::Instant) {
         match self {
-            Rated::Packets(b) => b.start(now),
-            Rated::Bytes(b) => b.reset(now),
+            Rated::Packets(b) | Rated::Bytes(b) => b.start(now),
         }
     }
 
     pub(crate) fn show_rate(&self) -> String {
         match self {
-            Rated::Packets(b) => Unit::Packets.show(b.rate()),
-            Rated::Bytes(b) => b.unit.show(b.rate()),
+            Rated::Packets(b) | Rated::Bytes(b) => b.unit().show(b.rate()),
         }
     }
 
@@ -84,8 +88,7 @@ impl Rated {
         hx: &paraclick_runtime::HandlerCx<'_>,
     ) -> Result<(), String> {
         match self {
-            Rated::Packets(b) => b.write_rate(v, hx),
-            Rated::Bytes(b) => b.write_rate(v, hx),
+            Rated::Packets(b) | Rated::Bytes(b) => b.write_rate(v, hx),
         }
     }
 }
@@ -134,8 +137,8 @@ pub(crate) fn pull_rated(bucket: &Rated, cx: &mut Cx<'_>, max: usize) -> Option<
         Rated::Bytes(bucket) => {
             let mut out: Option<Batch> = None;
             for _ in 0..max {
-                if !bucket.with(|s| s.ready(now, f64::MIN_POSITIVE)) {
-                    if let Some(t) = bucket.next_ready(now, f64::MIN_POSITIVE) {
+                if !bucket.ready(now) {
+                    if let Some(t) = bucket.next_ready(now) {
                         cx.wake_at(t);
                     }
                     break;
@@ -145,7 +148,7 @@ pub(crate) fn pull_rated(bucket: &Rated, cx: &mut Cx<'_>, max: usize) -> Option<
                     break;
                 }
                 let cost: f64 = b.as_slice().iter().map(|p| Unit::Bytes.cost(p)).sum();
-                bucket.with(|s| s.tokens -= cost);
+                bucket.charge(cost as u64);
                 crate::sched::prio_sched::gather(&mut out, b);
             }
             out

@@ -5,11 +5,17 @@
 //! Drops all packets it receives.
 //!
 //! Ports: 1 input, no outputs. Processing: agnostic. In pull context it
-//! owns a task that pulls up to BURST packets at a time and frees them.
+//! owns a task that pulls up to BURST packets each time it runs and frees
+//! them. The default is Click's one packet per task run, so that what
+//! happens upstream of a pull Discard (a queue's length, a Script or
+//! handler call between two pulls, the order in which it drains several
+//! queues) is what happens under Click; an explicit `BURST N` drains up
+//! to N packets a run, which costs fewer task runs.
 //!
 //! Keywords:
 //! - `ACTIVE` (boolean, default true): in pull context, whether to pull.
-//! - `BURST` (integer, default 32): packets per pull.
+//! - `BURST` (integer, default 1): in pull context, packets per task
+//!   run.
 //!
 //! Discarded packets are the router's output (a sink), not drops.
 //!
@@ -24,6 +30,10 @@
 
 use paraclick_runtime::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A pull Discard's default `BURST`: one packet per task run, as Click's
+/// Discard pulls (the rule of the trace sources' default BURST 1).
+pub const PULL_BURST: usize = 1;
 
 pub struct Discard {
     count: PerThreadCount,
@@ -41,7 +51,7 @@ pub fn spec() -> ClassSpec {
 fn make(cx: &mut ConfigCx<'_>) -> Result<Discard, String> {
     let mut a = cx.args();
     let active = a.read::<bool>("ACTIVE").unwrap_or(true);
-    let burst = a.read::<usize>("BURST").unwrap_or(32).max(1);
+    let burst = a.read::<usize>("BURST").unwrap_or(PULL_BURST).max(1);
     a.complete()?;
     Ok(Discard {
         count: PerThreadCount::new(cx.nthreads),
@@ -113,5 +123,39 @@ impl Element for Discard {
             self.count.add(cx.thread(), b.len() as u64);
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_kit::{fill, pkts, reg};
+    use paraclick_runtime::testing::{build_simtime, run};
+
+    /// A queue of 10 drained by `discard`, which a Counter turns off after
+    /// its first packet: what is left in the queue shows how many packets
+    /// the Discard took in that one task run.
+    fn left_after_one_run(discard: &str) -> (String, String) {
+        let r = build_simtime(
+            &reg(),
+            &format!(
+                "Idle -> q :: Queue -> Counter(COUNT_CALL 1 d.active false) -> d :: {discard};
+                 Script(wait 10ms, stop);"
+            ),
+        );
+        fill(&r, "q", pkts(10, 60));
+        run(&r);
+        (
+            r.read_handler("d.count").unwrap(),
+            r.read_handler("q.length").unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_pull_discard_takes_one_packet_a_run_unless_told_a_burst() {
+        assert_eq!(left_after_one_run("Discard"), ("1".into(), "9".into()));
+        assert_eq!(
+            left_after_one_run("Discard(BURST 4)"),
+            ("4".into(), "6".into())
+        );
     }
 }
