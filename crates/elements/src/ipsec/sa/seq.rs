@@ -58,7 +58,7 @@ impl SeqAlloc {
         let mut v = slot.load(Ordering::Relaxed);
         loop {
             let newest = self.shared.load(Ordering::Relaxed) * BLOCK;
-            if v % BLOCK == 0 || v + SPREAD < newest {
+            if v.is_multiple_of(BLOCK) || v + SPREAD < newest {
                 // No block, used up, or stale: reserve a fresh one.
                 let k = self.shared.fetch_add(1, Ordering::Relaxed);
                 let base = k.saturating_mul(BLOCK).max(1);
@@ -102,7 +102,7 @@ impl SeqAlloc {
             s.store(0, Ordering::Relaxed);
         }
         let n = n.min(END);
-        if n % BLOCK == 0 {
+        if n.is_multiple_of(BLOCK) {
             self.shared.store(n / BLOCK, Ordering::Relaxed);
         } else {
             self.slots[0].store(n, Ordering::Relaxed);
