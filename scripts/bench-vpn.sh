@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The VPN benchmark of the SMP Click paper (Figures 6 and 7) on this
 # machine: IPv4 packets of 64 and 1400 bytes (inner packet, before ESP)
-# through the encrypting half of the gateway (IPsecESPTunnelEncap, one SA
-# shared by every thread: sequence numbers from one atomic counter), for
+# through the encrypting half of the gateway (IPsecESPTunnelEncap), for
 # each algorithm, at -j 1 and -j 2, with `paraclick bench` (packets per
 # second and TSC cycles per packet, all threads counted; median of
-# ROUNDS runs), and the 2-thread/1-thread scaling ratio.
+# ROUNDS runs), and the 2-thread/1-thread scaling ratio, twice:
+#  - sa "shared": one SA used by both threads (each thread reserves its
+#    sequence numbers 16 at a time from the SA's counter);
+#  - sa "per-thread": an SA (element) per source, nothing shared.
 #
 #   two InfiniteSources (BURST 32) -> enc :: IPsecESPTunnelEncap -> c :: Counter -> Discard
 #
 # At -j 2 StaticThreadSched puts one source on each thread; at -j 1 both
-# run on thread 0.
+# run on thread 0. Then `openssl speed -evp aes-128-gcm` at the same
+# sizes: the cipher's own cost on this machine (one thread), the physical
+# limit of the AES-GCM rows.
 #
 # A last section runs the paper's whole VPN workload (Figures 5 and 6 in
 # Click's split elements, conf/vpn-click-style-pcap.click's gateway):
@@ -63,16 +67,20 @@ print((bytes(h) + u + bytes((i & 0xff) for i in range(n - 28))).hex())
 PY
 }
 
-conf() { # ALG KEYLEN LEN THREADS FILE
-  local alg=$1 kl=$2 len=$3 threads=$4 file=$5 data
+conf() { # ALG KEYLEN LEN THREADS FILE MODE(shared|per-thread)
+  local alg=$1 kl=$2 len=$3 threads=$4 file=$5 mode=$6 data
   data=$(packet_hex "$len")
   {
     echo "define(\$N 1000000);"
     echo "DriverManager(pause, pause);"
-    echo "enc :: IPsecESPTunnelEncap(0x1001, $alg, 0x$(key "$kl"), 192.0.2.1, 198.51.100.1)"
-    echo "  -> c :: Counter -> Discard;"
+    echo "c :: Counter -> Discard;"
     for s in 0 1; do
-      echo "s$s :: InfiniteSource(DATA \\<$data>, LIMIT \$N, BURST 32, STOP true, TIMESTAMP false) -> enc;"
+      [[ $mode == per-thread ]] && spi=0x100$((s + 1)) || spi=0x1001
+      if [[ $mode == per-thread || $s -eq 0 ]]; then
+        echo "enc$s :: IPsecESPTunnelEncap($spi, $alg, 0x$(key "$kl"), 192.0.2.1, 198.51.100.1) -> c;"
+      fi
+      tgt=enc$s; [[ $mode == shared ]] && tgt=enc0
+      echo "s$s :: InfiniteSource(DATA \\<$data>, LIMIT \$N, BURST 32, STOP true, TIMESTAMP false) -> $tgt;"
     done
     if [[ $threads -eq 2 ]]; then echo "StaticThreadSched(s0 0, s1 1);"; fi
   } >"$file"
@@ -84,17 +92,18 @@ ghz() { # reads the cycle counter's clock from a bench output once
   return 0
 }
 if [[ -z ${GATEWAY_ONLY:-} ]]; then
-printf '%-14s %6s %4s %10s %10s %10s\n' algorithm bytes -j kpps "cyc/pkt" "scaling"
+printf '%-14s %-10s %6s %4s %10s %10s %10s\n' algorithm sa bytes -j kpps "cyc/pkt" "scaling"
 for spec in ${ALGS:-aes128gcm16:20 aes256gcm16:36 aes128-sha1:36 aes256-sha256:64 3des-sha1:44}; do
   alg=${spec%%:*}; kl=${spec##*:}
   for len in 64 1400; do
     n=$N
     [[ $alg == 3des-sha1 && $len -eq 1400 ]] && n=$((N / 10))
     [[ $len -eq 1400 && $alg != 3des-sha1 ]] && n=$((N / 2))
+    for mode in shared per-thread; do
     declare -A cpps=()
     for j in 1 2; do
-      f=$TMP/vpn-$alg-$len-$j.click
-      conf "$alg" "$kl" "$len" "$j" "$f"
+      f=$TMP/vpn-$alg-$len-$j-$mode.click
+      conf "$alg" "$kl" "$len" "$j" "$f" "$mode"
       # Each source sends n/2, so a run is n packets.
       out=$("$BIN" bench -j "$j" -r "$ROUNDS" -n $((n / 2)) --count c.count "$f")
       [[ -z $GHZ ]] && GHZ=$(sed -n 's/.*cycle counter \([0-9.]*\) GHz.*/\1/p' <<<"$out")
@@ -110,11 +119,22 @@ for spec in ${ALGS:-aes128gcm16:20 aes256gcm16:36 aes128-sha1:36 aes256-sha256:6
       else
         sc=
       fi
-      printf '%-14s %6s %4s %10s %10s %10s\n' "$alg" "$len" "$j" "$kpps" "$cpp" "$sc"
+      printf '%-14s %-10s %6s %4s %10s %10s %10s\n' "$alg" "$mode" "$len" "$j" "$kpps" "$cpp" "$sc"
     done
     unset cpps
+    done
   done
 done
+if command -v openssl >/dev/null; then
+  echo
+  echo "openssl speed -evp aes-128-gcm (one thread, the cipher alone: its physical limit here)"
+  printf '%-14s %6s %10s %10s\n' cipher bytes kpps "cyc/pkt"
+  for len in 64 1400; do
+    kbs=$(openssl speed -evp aes-128-gcm -bytes "$len" -seconds 2 2>/dev/null |
+      awk 'tolower($1) == "aes-128-gcm" {sub(/k$/, "", $2); print $2}')
+    python3 -c "k=$kbs*1e3/$len; print(f'{\"openssl-gcm128\":<14} {$len:>6} {k/1e3:>10.1f} {${GHZ:-0}*1e9/k:>10.0f}')"
+  done
+fi
 fi # GATEWAY_ONLY
 # References for the scaling ratios, 64-byte packets:
 #  - the same harness without encryption (Null): what -j 2 gives on this

@@ -10,8 +10,9 @@
 //! Expects an IPv4 packet at the data start and an SA annotation from
 //! RadixIPsecLookup (see IPsecSATable); without one, the SA whose SPI is
 //! the SPI argument, when given. Prepends the ESP header (the SA's SPI and
-//! its next sequence number, from 1, from an atomic counter shared by
-//! every thread) and the IV (AES-GCM: the 64-bit sequence counter, RFC
+//! its next sequence number, from 1; with several threads each takes
+//! numbers from a block of 16 it reserved, so numbers have gaps and never
+//! repeat, see IPsecESPTunnelEncap) and the IV (AES-GCM: the 64-bit sequence counter, RFC
 //! 4106; CBC: the counter encrypted under a random per-SA key), and
 //! appends the default padding 1, 2, 3, ... up to the SA cipher's block
 //! (Click's element pads to 8 bytes for DES; here to 16 for AES-CBC, 8 for

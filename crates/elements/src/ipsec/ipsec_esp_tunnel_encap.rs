@@ -19,8 +19,14 @@
 //! IV, appends the ICV, and prepends an outer IPv4 header from SRC to DST
 //! (protocol 50, TTL 64, TOS copied from the inner header, header checksum
 //! set); the network header annotation is set on the outer header.
-//! Sequence numbers start at 1 and come from an atomic counter, so several
-//! threads may encrypt with one element. When the 32-bit sequence space is
+//! Sequence numbers start at 1. Several threads may encrypt with one
+//! element: each reserves 16 numbers at a time from the SA's shared
+//! counter (one write of a shared cache line per 16 packets), so with
+//! more than one thread the peer sees gaps (RFC 4303 allows them) but
+//! never a number twice; a thread's block that fell more than 32 below
+//! the newest reserved number (the thread was idle) is dropped for a
+//! fresh one, so a peer's replay window of 32 or more accepts every
+//! thread's packets. When the 32-bit sequence space is
 //! used up, packets are dropped (`seq_overflow`): the SA must be replaced.
 //! A packet that is not IPv4 is dropped (`not_esp`).
 //!
@@ -38,7 +44,8 @@
 //!
 //! Handlers (per SA):
 //! - `packets`, `bytes` (read): packets encrypted and their ESP bytes.
-//! - `seq` (read): the last sequence number sent.
+//! - `seq` (read): the highest sequence number sent (with one thread, the
+//!   number of packets sent; with several, that plus the gaps).
 //! - `replay_drops`, `auth_failures` (read): always 0 outbound.
 //! - `not_esp`, `seq_overflow`, `no_room` (read): drops by reason; `drops`
 //!   (read) lists every reason with its count, one a line.

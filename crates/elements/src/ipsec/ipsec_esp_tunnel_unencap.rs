@@ -28,9 +28,10 @@
 //! fragments). The output is the inner packet, trimmed to its total
 //! length, with the network header annotation set.
 //!
-//! The window (RFC 4303 §3.4.3) holds REPLAY packets; the lock that
-//! guards it is held only to check and record a number, so several
-//! threads may decrypt with one element.
+//! The window (RFC 4303 §3.4.3) holds REPLAY packets. Several threads may
+//! decrypt with one element: the window takes no lock (a number is
+//! recorded by one compare-and-swap on an atomic bitmap word, so of two
+//! threads given the same packet exactly one accepts it).
 //!
 //! Arguments: `SPI`, `ALG`, `KEY` as for IPsecESPTunnelEncap (the peer's
 //! outbound SA). `SRC`, `DST` (optional) document the tunnel. Keyword

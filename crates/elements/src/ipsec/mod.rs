@@ -66,7 +66,7 @@ pub(crate) fn new_sa(cfg: &SaConfig, nthreads: usize) -> Result<SecurityAssociat
     SecurityAssociation::new(cfg, nthreads)
 }
 
-/// Reads a per-SA handler shared by the IPsec elements. `seq` is the last sequence number sent
+/// Reads a per-SA handler shared by the IPsec elements. `seq` is the highest sequence number sent
 /// (`outbound`) or the highest accepted (inbound).
 pub(crate) fn read_sa_handler(
     sa: &SecurityAssociation,

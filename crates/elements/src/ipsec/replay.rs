@@ -1,15 +1,34 @@
-//! The anti-replay window of RFC 4303 §3.4.3 (the bitmap scheme of its
-//! Appendix A2 with 32-bit sequence numbers): the highest sequence number
-//! accepted so far and a bitmap of which of the `size` numbers at and below
-//! it have been seen. Sequence number 0 is never valid (senders start at 1).
+//! The anti-replay window of RFC 4303 §3.4.3 with 32-bit sequence numbers:
+//! the highest sequence number accepted so far and which of the `size`
+//! numbers at and below it have been seen. Sequence number 0 is never
+//! valid (senders start at 1).
+//!
+//! Several threads use one window without a lock. The numbers are kept in
+//! a ring of [`WORDS`] atomic words, each the bitmap of one aligned run of
+//! 32 numbers tagged with the run's index (tag in the high half, bits in
+//! the low half). A number is accepted by one compare-and-swap that sets
+//! its bit in a word carrying its run's tag, or that replaces an older
+//! run's word (whose numbers are all below the window by then) with its
+//! own tag and bit. A word's tag only grows and, while it stays, its bits
+//! are only set, so a number is accepted at most once whatever the threads
+//! do. The highest number is raised afterwards (`fetch_max`, only when
+//! higher); a number below the window is refused against it (RFC 4303's
+//! "reject below the window"). Ring and highest number are one cache line.
 //!
 //! `check` is the cheap test done before the integrity check (to drop
-//! replays without spending a MAC on them); `update` is done only after
-//! the packet authenticated, and checks again (another thread may have
-//! accepted the same number meanwhile).
+//! replays without spending a MAC on them, loads only); `update` is done
+//! only after the packet authenticated, and decides (another thread may
+//! have accepted the same number meanwhile).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Largest supported window (bits of the bitmap).
 pub const MAX_WINDOW: u32 = 128;
+/// Words in the ring: enough that a word is reused only for numbers at
+/// least `MAX_WINDOW` above every number it held (`32 * WORDS - 31 >=
+/// MAX_WINDOW`).
+pub const WORDS: usize = 7;
+const RUN: u32 = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplayVerdict {
@@ -20,12 +39,12 @@ pub enum ReplayVerdict {
     TooOld,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
+#[repr(align(64))]
 pub struct ReplayWindow {
+    words: [AtomicU64; WORDS],
+    top: AtomicU64,
     size: u32,
-    top: u32,
-    /// Bit i: sequence number `top - i` has been received.
-    bits: u128,
 }
 
 impl ReplayWindow {
@@ -33,9 +52,9 @@ impl ReplayWindow {
     /// (every non-zero number is accepted, as with Linux `replay-window 0`).
     pub fn new(size: u32) -> ReplayWindow {
         ReplayWindow {
+            words: std::array::from_fn(|_| AtomicU64::new(0)),
+            top: AtomicU64::new(0),
             size: size.min(MAX_WINDOW),
-            top: 0,
-            bits: 0,
         }
     }
 
@@ -45,47 +64,75 @@ impl ReplayWindow {
 
     /// The highest sequence number accepted so far.
     pub fn top(&self) -> u32 {
-        self.top
+        self.top.load(Ordering::Relaxed) as u32
+    }
+
+    /// The ring word of `seq`, its run's tag and its bit.
+    fn slot(seq: u32) -> (usize, u64, u64) {
+        let run = seq / RUN;
+        (run as usize % WORDS, u64::from(run), 1u64 << (seq % RUN))
+    }
+
+    /// Below the window, or 0.
+    fn too_old(&self, seq: u32) -> bool {
+        seq == 0
+            || (self.size != 0
+                && u64::from(seq) + u64::from(self.size) <= self.top.load(Ordering::Acquire))
+    }
+
+    fn judge(&self, w: u64, tag: u64, bit: u64) -> Option<ReplayVerdict> {
+        let wtag = w >> 32;
+        if wtag > tag {
+            // The word holds a later run: this one is far below the window.
+            Some(ReplayVerdict::TooOld)
+        } else if wtag == tag && w & bit != 0 {
+            Some(ReplayVerdict::Duplicate)
+        } else {
+            None
+        }
     }
 
     pub fn check(&self, seq: u32) -> ReplayVerdict {
-        if seq == 0 {
+        if self.too_old(seq) {
             return ReplayVerdict::TooOld;
         }
-        if self.size == 0 || seq > self.top {
+        if self.size == 0 {
             return ReplayVerdict::Ok;
         }
-        let diff = self.top - seq;
-        if diff >= self.size {
-            ReplayVerdict::TooOld
-        } else if self.bits & (1u128 << diff) != 0 {
-            ReplayVerdict::Duplicate
-        } else {
-            ReplayVerdict::Ok
-        }
+        let (i, tag, bit) = Self::slot(seq);
+        self.judge(self.words[i].load(Ordering::Acquire), tag, bit)
+            .unwrap_or(ReplayVerdict::Ok)
     }
 
-    /// Checks `seq` again and, if acceptable, records it.
-    pub fn update(&mut self, seq: u32) -> ReplayVerdict {
-        let v = self.check(seq);
-        if v != ReplayVerdict::Ok || self.size == 0 {
-            if v == ReplayVerdict::Ok && seq > self.top {
-                self.top = seq;
+    /// Checks `seq` again and, if acceptable, records it: of several
+    /// threads recording the same number, exactly one is told `Ok`.
+    pub fn update(&self, seq: u32) -> ReplayVerdict {
+        if self.too_old(seq) {
+            return ReplayVerdict::TooOld;
+        }
+        if self.size != 0 {
+            let (i, tag, bit) = Self::slot(seq);
+            let word = &self.words[i];
+            let mut w = word.load(Ordering::Acquire);
+            loop {
+                if let Some(v) = self.judge(w, tag, bit) {
+                    return v;
+                }
+                let new = if w >> 32 == tag {
+                    w | bit
+                } else {
+                    tag << 32 | bit
+                };
+                match word.compare_exchange_weak(w, new, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => break,
+                    Err(now) => w = now,
+                }
             }
-            return v;
         }
-        if seq > self.top {
-            let shift = seq - self.top;
-            self.bits = if shift >= 128 { 0 } else { self.bits << shift };
-            self.bits |= 1;
-            self.top = seq;
-        } else {
-            self.bits |= 1u128 << (self.top - seq);
+        if u64::from(seq) > self.top.load(Ordering::Relaxed) {
+            self.top.fetch_max(u64::from(seq), Ordering::AcqRel);
         }
-        if self.size < 128 {
-            self.bits &= (1u128 << self.size) - 1;
-        }
-        v
+        ReplayVerdict::Ok
     }
 }
 
@@ -96,7 +143,7 @@ mod tests {
 
     #[test]
     fn in_order_and_duplicates() {
-        let mut w = ReplayWindow::new(64);
+        let w = ReplayWindow::new(64);
         assert_eq!(w.check(0), TooOld);
         for s in 1..=200 {
             assert_eq!(w.update(s), Ok);
@@ -109,7 +156,7 @@ mod tests {
 
     #[test]
     fn out_of_order_within_window() {
-        let mut w = ReplayWindow::new(64);
+        let w = ReplayWindow::new(64);
         assert_eq!(w.update(100), Ok);
         assert_eq!(w.update(37), Ok, "100 - 37 = 63 < 64");
         assert_eq!(w.update(36), TooOld);
@@ -125,7 +172,7 @@ mod tests {
 
     #[test]
     fn check_does_not_record() {
-        let mut w = ReplayWindow::new(32);
+        let w = ReplayWindow::new(32);
         assert_eq!(w.check(5), Ok);
         assert_eq!(w.check(5), Ok);
         assert_eq!(w.update(5), Ok);
@@ -134,12 +181,12 @@ mod tests {
 
     #[test]
     fn window_128_and_disabled() {
-        let mut w = ReplayWindow::new(500);
+        let w = ReplayWindow::new(500);
         assert_eq!(w.size(), 128);
         w.update(300);
         assert_eq!(w.update(173), Ok);
         assert_eq!(w.update(172), TooOld);
-        let mut off = ReplayWindow::new(0);
+        let off = ReplayWindow::new(0);
         assert_eq!(off.update(5), Ok);
         assert_eq!(off.update(5), Ok);
         assert_eq!(off.update(1), Ok);
@@ -151,7 +198,7 @@ mod tests {
         // Random arrival orders against a plain set of seen numbers.
         let mut x = 0x1234_5678_9abc_def0u64;
         for size in [32u32, 64, 100, 128] {
-            let mut w = ReplayWindow::new(size);
+            let w = ReplayWindow::new(size);
             let mut seen = std::collections::HashSet::new();
             let mut top = 0u32;
             for _ in 0..20000 {
@@ -175,5 +222,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn two_threads_accept_each_number_exactly_once() {
+        // Both threads deliver every number of a run of 64 (one forwards,
+        // one backwards, overlapping), then meet; the window (128) covers
+        // a run, so nothing is too old and each number must be accepted by
+        // exactly one of them.
+        use std::sync::{Arc, Barrier};
+        let w = Arc::new(ReplayWindow::new(128));
+        let runs = 3000u32;
+        let bar = Arc::new(Barrier::new(2));
+        let hs: Vec<_> = (0..2)
+            .map(|t| {
+                let (w, bar) = (w.clone(), bar.clone());
+                std::thread::spawn(move || {
+                    let mut ok = vec![];
+                    for r in 0..runs {
+                        let base = r * 64 + 1;
+                        let mut seqs: Vec<u32> = (base..base + 64).collect();
+                        if t == 1 {
+                            seqs.reverse();
+                            seqs.rotate_left(r as usize % 64);
+                        }
+                        for s in seqs {
+                            match w.update(s) {
+                                Ok => ok.push(s),
+                                Duplicate => {}
+                                TooOld => panic!("{s} too old"),
+                            }
+                        }
+                        bar.wait();
+                    }
+                    ok
+                })
+            })
+            .collect();
+        let mut all: Vec<u32> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (1..=runs * 64).collect::<Vec<_>>());
+        assert_eq!(w.top(), runs * 64);
     }
 }

@@ -3,9 +3,10 @@
 //!
 //! A [`SecurityAssociation`] holds one direction of a tunnel: SPI,
 //! algorithm and keys, tunnel endpoints, the next outbound sequence number
-//! (an atomic counter from 1, so several threads may encrypt with one SA),
-//! the inbound anti-replay window (a small lock, taken only to check and to
-//! record a number), and per-thread counters.
+//! (from 1; several threads encrypt with one SA, each taking numbers from
+//! a block of 16 it reserved, see [`seq`]: the numbers a receiver sees
+//! have gaps and never repeat), the inbound anti-replay window (lock-free,
+//! shared by the threads, see [`super::replay`]), and per-thread counters.
 //!
 //! Algorithms (strongSwan's names):
 //! - `aes128gcm16`, `aes256gcm16`: AES-GCM with a 16-byte ICV (RFC 4106);
@@ -38,9 +39,8 @@ use sha1::Sha1;
 use sha2::Sha256;
 use std::fmt;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
+pub mod seq;
 pub mod steps;
 
 /// IP protocol number of ESP.
@@ -309,9 +309,9 @@ pub struct SecurityAssociation {
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
     crypto: Crypto,
-    /// Next outbound sequence number.
-    next_seq: AtomicU64,
-    replay: Mutex<ReplayWindow>,
+    /// Outbound sequence numbers.
+    seqs: seq::SeqAlloc,
+    replay: ReplayWindow,
     pub stats: SaStats,
 }
 
@@ -430,25 +430,36 @@ impl SecurityAssociation {
             src: cfg.src,
             dst: cfg.dst,
             crypto,
-            next_seq: AtomicU64::new(1),
-            replay: Mutex::new(ReplayWindow::new(cfg.replay_window)),
+            seqs: seq::SeqAlloc::new(nthreads),
+            replay: ReplayWindow::new(cfg.replay_window),
             stats: SaStats::new(nthreads),
         })
     }
 
-    /// The last outbound sequence number used (0 if none).
+    /// The highest outbound sequence number used (0 if none). With one
+    /// thread it is the number of packets sent; with several, whose
+    /// numbers are reserved in blocks, it can exceed that by the gaps
+    /// (numbers reserved but not sent).
     pub fn seq(&self) -> u64 {
-        self.next_seq.load(Ordering::Relaxed).saturating_sub(1)
+        self.seqs.last()
     }
 
-    /// Sets the next outbound sequence number (tests, and resuming an SA).
+    /// Sets the next outbound sequence number (tests, and resuming an SA;
+    /// not while packets are being sent).
     pub fn set_next_seq(&self, n: u64) {
-        self.next_seq.store(n, Ordering::Relaxed)
+        self.seqs.set_next(n)
+    }
+
+    /// A fresh outbound sequence number for `thread`, or `SeqOverflow`
+    /// once 2^32 - 1 has been used (RFC 4303 §3.3.3: no wrap).
+    #[inline]
+    fn next_seq(&self, thread: usize) -> Result<u64, DropReason> {
+        self.seqs.next(thread).ok_or(DropReason::SeqOverflow)
     }
 
     /// The highest inbound sequence number accepted.
     pub fn replay_top(&self) -> u32 {
-        self.replay.lock().unwrap_or_else(|e| e.into_inner()).top()
+        self.replay.top()
     }
 
     /// ESP overhead added to an inner packet of `len` bytes, without the
@@ -464,7 +475,7 @@ impl SecurityAssociation {
     /// network header annotation on the outer header. On error the packet
     /// is unchanged apart from possibly its buffer, and the drop is counted.
     pub fn encapsulate(&self, thread: usize, p: &mut Packet) -> Result<(), DropReason> {
-        let r = self.encapsulate_inner(p);
+        let r = self.encapsulate_inner(thread, p);
         match r {
             Ok(()) => {
                 self.stats.packets.inc(thread);
@@ -475,7 +486,7 @@ impl SecurityAssociation {
         r
     }
 
-    fn encapsulate_inner(&self, p: &mut Packet) -> Result<(), DropReason> {
+    fn encapsulate_inner(&self, thread: usize, p: &mut Packet) -> Result<(), DropReason> {
         let inner = p.data();
         if inner.len() < 20 || inner[0] >> 4 != 4 {
             return Err(DropReason::NotEsp);
@@ -491,13 +502,7 @@ impl SecurityAssociation {
         if total > 65535 {
             return Err(DropReason::NoRoom);
         }
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        if seq > u64::from(u32::MAX) {
-            // Keep the counter from wrapping however long this goes on.
-            self.next_seq
-                .store(u64::from(u32::MAX) + 1, Ordering::Relaxed);
-            return Err(DropReason::SeqOverflow);
-        }
+        let seq = self.next_seq(thread)?;
         let head = 20 + 8 + iv_len;
         p.push(head).map_err(|_| DropReason::NoRoom)?;
         if p.put(pad + 2 + icv_len).is_err() {
@@ -597,7 +602,7 @@ impl SecurityAssociation {
             return Err(DropReason::Truncated);
         }
         let seq = u32::from_be_bytes([d[hlen + 4], d[hlen + 5], d[hlen + 6], d[hlen + 7]]);
-        if self.lock_replay().check(seq) != ReplayVerdict::Ok {
+        if self.replay.check(seq) != ReplayVerdict::Ok {
             return Err(DropReason::Replay);
         }
         match &self.crypto {
@@ -619,7 +624,7 @@ impl SecurityAssociation {
                 c.decrypt(iv, body)?;
             }
         }
-        if self.lock_replay().update(seq) != ReplayVerdict::Ok {
+        if self.replay.update(seq) != ReplayVerdict::Ok {
             return Err(DropReason::Replay);
         }
         let start = hlen + 8 + iv_len;
@@ -652,10 +657,6 @@ impl SecurityAssociation {
         p.pull(start);
         p.set_network_header(0, ihl);
         Ok(())
-    }
-
-    fn lock_replay(&self) -> std::sync::MutexGuard<'_, ReplayWindow> {
-        self.replay.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn reset_stats(&self) {
@@ -1279,7 +1280,8 @@ mod tests {
             .map(|d| u32::from_be_bytes([d[24], d[25], d[26], d[27]]))
             .collect();
         seqs.sort_unstable();
-        assert_eq!(seqs, (1..=4000).collect::<Vec<_>>(), "each number once");
+        seqs.dedup();
+        assert_eq!(seqs.len(), 4000, "each number once");
         // Out of order within the window still decrypts.
         all.sort_by_key(|d| u32::from_be_bytes([d[24], d[25], d[26], d[27]]));
         for ch in all.chunks_mut(32) {
@@ -1291,5 +1293,103 @@ mod tests {
         }
         assert_eq!(tx.stats.packets.get(), 4000);
         assert_eq!(rx.stats.packets.get(), 4000);
+    }
+
+    #[test]
+    fn two_threads_never_repeat_a_number_or_pass_the_limit() {
+        // Two threads encrypt through one SA that has 1000 numbers left:
+        // every number sent is distinct, none is above 2^32 - 1, then
+        // both are refused.
+        for a in ["aes128gcm16", "aes128-sha1"] {
+            let tx = std::sync::Arc::new(sa(a, 0x7007));
+            let first = u64::from(u32::MAX) - 999;
+            tx.set_next_seq(first);
+            let hs: Vec<_> = (0..2)
+                .map(|t| {
+                    let tx = tx.clone();
+                    std::thread::spawn(move || {
+                        let mut got = vec![];
+                        for _ in 0..2000 {
+                            let mut p = Packet::from_slice(&inner(64, t as u8)).unwrap();
+                            match tx.encapsulate(t, &mut p) {
+                                Ok(()) => got.push(p.data().to_vec()),
+                                Err(e) => assert_eq!(e, DropReason::SeqOverflow),
+                            }
+                        }
+                        got
+                    })
+                })
+                .collect();
+            let all: Vec<Vec<u8>> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+            let iv = tx.alg.iv_len();
+            let mut seqs: Vec<u64> = all
+                .iter()
+                .map(|d| u64::from(u32::from_be_bytes([d[24], d[25], d[26], d[27]])))
+                .collect();
+            let mut ivs: Vec<&[u8]> = all.iter().map(|d| &d[28..28 + iv]).collect();
+            let n = seqs.len();
+            assert!(n > 900 && n <= 1000, "{a}: {n} sent");
+            seqs.sort_unstable();
+            seqs.dedup();
+            ivs.sort_unstable();
+            ivs.dedup();
+            assert_eq!(
+                (seqs.len(), ivs.len()),
+                (n, n),
+                "{a}: a number or IV repeated"
+            );
+            assert!(seqs[0] >= first && seqs[n - 1] <= u64::from(u32::MAX));
+            assert_eq!(tx.stats.drops(DropReason::SeqOverflow), 4000 - n as u64);
+            assert!(tx.seq() <= u64::from(u32::MAX) && tx.seq() >= seqs[n - 1]);
+        }
+    }
+
+    #[test]
+    fn two_threads_delivering_the_same_packets_accept_each_once() {
+        use std::sync::{Arc, Barrier};
+        let tx = sa("aes128gcm16", 0x8008);
+        let esp: Vec<Vec<u8>> = (0..2000)
+            .map(|i| {
+                let mut p = Packet::from_slice(&inner(64, i as u8)).unwrap();
+                tx.encapsulate(0, &mut p).unwrap();
+                p.data().to_vec()
+            })
+            .collect();
+        let esp = Arc::new(esp);
+        let rx = Arc::new(sa("aes128gcm16", 0x8008));
+        let bar = Arc::new(Barrier::new(2));
+        let hs: Vec<_> = (0..2)
+            .map(|t| {
+                let (esp, rx, bar) = (esp.clone(), rx.clone(), bar.clone());
+                std::thread::spawn(move || {
+                    let mut ok = 0u64;
+                    // Runs of 32 (within the window of 64); thread 1 also
+                    // re-sends the previous run's second half.
+                    for (r, ch) in esp.chunks(32).enumerate() {
+                        let mut v: Vec<&Vec<u8>> = ch.iter().collect();
+                        if t == 1 {
+                            v.reverse();
+                            if r > 0 {
+                                v.extend(&esp[r * 32 - 16..r * 32]);
+                            }
+                        }
+                        for d in v {
+                            let mut p = Packet::from_slice(d).unwrap();
+                            match rx.decapsulate(t, &mut p) {
+                                Ok(()) => ok += 1,
+                                Err(e) => assert_eq!(e, DropReason::Replay),
+                            }
+                        }
+                        bar.wait();
+                    }
+                    ok
+                })
+            })
+            .collect();
+        let ok: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(ok, 2000);
+        assert_eq!(rx.stats.packets.get(), 2000);
+        assert_eq!(rx.stats.drops(DropReason::Replay), 2000 + 62 * 16);
+        assert_eq!(rx.replay_top(), 2000);
     }
 }

@@ -35,7 +35,7 @@
 //!
 //! Handlers:
 //! - `table` (read): one line per SA: SPI, algorithm, then `packets`,
-//!   `bytes`, `seq` (last sent), `rx_seq` (highest accepted) and every
+//!   `bytes`, `seq` (highest sent), `rx_seq` (highest accepted) and every
 //!   drop reason with its count.
 //! - `packets`, `bytes`, `seq`, `rx_seq`, `replay_drops`,
 //!   `auth_failures`, `bad_padding`, `truncated`, `not_esp`, `drops`

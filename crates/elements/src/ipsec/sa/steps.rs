@@ -25,7 +25,6 @@ use super::{
 use crate::ipsec::replay::ReplayVerdict;
 use aes::cipher::BlockEncrypt;
 use paraclick_packet::Packet;
-use std::sync::atomic::Ordering;
 
 /// Which cipher element handles an SA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,11 +70,11 @@ impl SecurityAssociation {
     /// sequence number), IV, the packet, padding 1, 2, 3, ..., pad length
     /// and next header 4.
     pub fn esp_encap(&self, thread: usize, p: &mut Packet) -> Result<(), DropReason> {
-        let r = self.esp_encap_inner(p);
+        let r = self.esp_encap_inner(thread, p);
         self.counted(thread, r)
     }
 
-    fn esp_encap_inner(&self, p: &mut Packet) -> Result<(), DropReason> {
+    fn esp_encap_inner(&self, thread: usize, p: &mut Packet) -> Result<(), DropReason> {
         let inner = p.data();
         if inner.len() < 20 || inner[0] >> 4 != 4 {
             return Err(DropReason::NotEsp);
@@ -88,12 +87,7 @@ impl SecurityAssociation {
         if 20 + 8 + iv_len + padded + self.alg.icv_len() > 65535 {
             return Err(DropReason::NoRoom);
         }
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        if seq > u64::from(u32::MAX) {
-            self.next_seq
-                .store(u64::from(u32::MAX) + 1, Ordering::Relaxed);
-            return Err(DropReason::SeqOverflow);
-        }
+        let seq = self.next_seq(thread)?;
         let head = 8 + iv_len;
         p.push(head).map_err(|_| DropReason::NoRoom)?;
         if p.put(pad + 2).is_err() {
@@ -190,14 +184,14 @@ impl SecurityAssociation {
 
     fn replay_check(&self, d: &[u8]) -> Result<u32, DropReason> {
         let seq = u32::from_be_bytes([d[4], d[5], d[6], d[7]]);
-        if self.lock_replay().check(seq) != ReplayVerdict::Ok {
+        if self.replay.check(seq) != ReplayVerdict::Ok {
             return Err(DropReason::Replay);
         }
         Ok(seq)
     }
 
     fn replay_update(&self, seq: u32) -> Result<(), DropReason> {
-        if self.lock_replay().update(seq) != ReplayVerdict::Ok {
+        if self.replay.update(seq) != ReplayVerdict::Ok {
             return Err(DropReason::Replay);
         }
         Ok(())
