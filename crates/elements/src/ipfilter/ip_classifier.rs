@@ -59,8 +59,11 @@
 //! Relations: integer primitives accept `==`, `!=`, `<`, `>`, `<=`, `>=`
 //! before the value (`dst port > 1023`), and a mask: `DIRECTIVE & MASK
 //! [[OP] VALUE]` (`src tcp port & 10 == 8`; without a value, the masked
-//! field must not be 0). `host` and `net` accept `==` and `!=`; `tcp opt`
-//! none. For primitives about a protocol's header (`port`, `tcp opt`,
+//! field must not be 0). `host` and `net` accept `==` and `!=`, and an
+//! address mask: `src host & 255.0.0.255 == 10.0.0.1`; `tcp opt` none. A
+//! primitive may start with `&` or a relation to repeat the previous
+//! one's type: `src 10.0.0.0 & 8.0.0.0 = 8.0.0.0` is `src host 10.0.0.0
+//! and src host & 8.0.0.0 = 8.0.0.0`. For primitives about a protocol's header (`port`, `tcp opt`,
 //! `tcp win`, `icmp type`, `tcp[..]`), the relation applies to packets of
 //! that protocol only: `src tcp port != 5` matches TCP packets whose
 //! source port is not 5 (`!(src tcp port 5)` also matches non-TCP

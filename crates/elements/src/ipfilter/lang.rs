@@ -781,6 +781,9 @@ impl<'a> Parser<'a> {
                 return Err(format!("'{w}' must be the whole pattern"));
             }
             Some(_) => {}
+            // `& MASK ...` or `OP VALUE` after a primitive: its type again.
+            None if self.prev.is_some()
+                && matches!(self.peek_tok(), Some(Tok::Amp | Tok::Rel(_))) => {}
             None => return Err(unexpected(self.peek())),
         }
         let start = self.pos;
@@ -1095,9 +1098,22 @@ impl<'a> Parser<'a> {
                 Prim::Ether { sd, addr: a.0, ne }
             }
             Ty::Host | Ty::Net => {
-                if mask.is_some() {
-                    return Err(format!("'&' does not apply to '{}'", t.name()));
-                }
+                // `[sd] host & MASK [OP] ADDR`: the address field ANDed
+                // with MASK is compared with ADDR (masked too).
+                let and_mask = match mask {
+                    Some(m) => {
+                        if value.is_none() {
+                            return Err(format!(
+                                "missing address after '& {m}' for '{}'",
+                                t.name()
+                            ));
+                        }
+                        let m = Ipv4Addr::from_arg(m, self.env)
+                            .map_err(|_| format!("bad mask '{m}' for '{}'", t.name()))?;
+                        u32::from(m)
+                    }
+                    None => u32::MAX,
+                };
                 let ne = match op {
                     None | Some((RelOp::Eq, _)) => false,
                     Some((RelOp::Ne, _)) => true,
@@ -1107,6 +1123,7 @@ impl<'a> Parser<'a> {
                 };
                 let v = value.unwrap_or("");
                 let (addr, m) = self.address(t, v)?;
+                let m = m & and_mask;
                 Prim::Addr {
                     sd,
                     addr: addr & m,

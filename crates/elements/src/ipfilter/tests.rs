@@ -334,7 +334,7 @@ fn parse_errors_name_the_token() {
         ("ip port 80", "'ip' does not apply to 'port'"),
         ("host < 1.2.3.4", "relation '<' does not apply to 'host'"),
         ("net >= 1.2.3.4", "relation '>=' does not apply to 'net'"),
-        ("host & 255 1.2.3.4", "'&' does not apply to 'host'"),
+        ("host & 255 1.2.3.4", "bad mask '255' for 'host'"),
         (
             "tcp opt != syn",
             "relation '!=' does not apply to 'tcp opt'",
@@ -382,7 +382,7 @@ fn parse_errors_name_the_token() {
         ("tcp - udp", "'-' must be the whole pattern"),
         ("tcp or all", "'all' must be the whole pattern"),
         ("== 5", "unexpected '=='"),
-        ("tcp & 5", "unexpected '&'"),
+        ("tcp & 5", "missing value after '5'"),
         (
             "ip[x]",
             "bad field 'ip[x]' (expected e.g. 'ip[9:1]' or 'tcp[13]')",
@@ -506,6 +506,48 @@ fn hosts_nets_and_directions() {
     assert!(!matches("src and dst host != 10.0.0.9", &same));
     assert!(matches("src or dst host != 10.0.0.8", &same));
     assert!(!matches("host != 10.0.0.9", &both));
+}
+
+#[test]
+fn address_masks() {
+    // `[sd] host & MASK [OP] ADDR`, Click's mask form on addresses; a
+    // primitive starting with `&` repeats the previous one's type.
+    assert_eq!(
+        p("src host & 8.0.0.0 == 8.0.0.0"),
+        "src net 8.0.0.0 mask 8.0.0.0"
+    );
+    assert_eq!(p("src host & 255.0.0.0 10.1.2.3"), "src net 10.0.0.0/8");
+    assert_eq!(
+        p("src 10.0.0.0 & 8.0.0.0 = 8.0.0.0"),
+        "(src host 10.0.0.0 && src net 8.0.0.0 mask 8.0.0.0)"
+    );
+    assert_eq!(p("dst net & 255.255.0.0 10.0.0.0/8"), "dst net 10.0.0.0/8");
+    assert_eq!(
+        p("src host & 8.0.0.0 != 8.0.0.0"),
+        "src net != 8.0.0.0 mask 8.0.0.0"
+    );
+    assert_eq!(
+        err("src host & 8.0.0.0"),
+        "missing address after '& 8.0.0.0' for 'host'"
+    );
+    assert_eq!(
+        err("src host & 1.2.3 1.0.0.0"),
+        "bad mask '1.2.3' for 'host'"
+    );
+    let d = tcp("10.0.0.1", "192.168.1.2", 1, 2, 0).bytes();
+    for (s, want) in [
+        ("src host & 8.0.0.0 == 8.0.0.0", true),
+        ("src host & 8.0.0.0 != 8.0.0.0", false),
+        ("dst host & 8.0.0.0 == 8.0.0.0", false),
+        ("src host & 255.0.0.255 10.0.0.1", true),
+        ("src host & 255.0.0.255 10.9.9.1", true),
+        ("src host & 255.0.0.255 10.0.0.2", false),
+        ("src 10.0.0.1 & 8.0.0.0 = 8.0.0.0", true),
+        ("src 2.0.0.1 & 8.0.0.0 = 8.0.0.0", false),
+        ("host & 255.255.0.0 192.168.0.0", true),
+    ] {
+        assert_eq!(matches(s, &d), want, "{s}");
+    }
 }
 
 #[test]
