@@ -68,6 +68,11 @@ pub struct Cx<'r> {
     /// epoch moved (the tracer's handlers move it), so the data path
     /// tests a field of its own context once per push or pull.
     pub(crate) tracing: bool,
+    /// Tracing is on and packets may still be marked: set with `tracing`,
+    /// cleared by this thread when it finds the marks all taken, so that
+    /// afterwards an unmarked packet takes the plain path (see
+    /// [`Cx::forward`]).
+    marking: bool,
     /// A live capture is on ([`crate::capture`]): copied like `tracing`.
     tapping: bool,
     /// `tracing || tapping`: the one flag the data path tests, so that
@@ -94,6 +99,7 @@ impl<'r> Cx<'r> {
             wake_hint_elem: usize::MAX,
             drained: false,
             tracing: core.tracer.on.load(Ordering::Relaxed),
+            marking: core.tracer.on.load(Ordering::Relaxed) && core.tracer.marking(),
             tapping: core.tap.on.load(Ordering::Relaxed),
             observing: core.tracer.on.load(Ordering::Relaxed)
                 || core.tap.on.load(Ordering::Relaxed),
@@ -105,6 +111,7 @@ impl<'r> Cx<'r> {
     #[inline]
     pub(crate) fn refresh_tracing(&mut self) {
         self.tracing = self.core.tracer.on.load(Ordering::Relaxed);
+        self.marking = self.tracing && self.core.tracer.marking();
         self.tapping = self.core.tap.on.load(Ordering::Relaxed);
         self.observing = self.tracing || self.tapping;
     }
@@ -273,14 +280,25 @@ impl<'r> Cx<'r> {
         self.forward_plain::<false>(port, batch)
     }
 
-    /// [`Cx::forward`] while a trace or a capture is on.
+    /// [`Cx::forward`] while a trace or a capture is on. While a trace
+    /// is on, a batch goes the traced way only if it may need marking
+    /// (this thread still marks) or holds a marked packet: once the N
+    /// packets are marked the others pay a test each and the plain path.
+    /// (Out of line so that the data path's code is the same whether or
+    /// not anyone looks.)
     #[cold]
     #[inline(never)]
     fn forward_observed(&mut self, port: usize, batch: Batch) {
-        if self.tracing {
+        if self.tapping {
+            if self.tracing {
+                self.forward_traced(port, batch)
+            } else {
+                self.forward_plain::<true>(port, batch)
+            }
+        } else if self.marking || any_marked(batch.iter()) {
             self.forward_traced(port, batch)
         } else {
-            self.forward_plain::<true>(port, batch)
+            self.forward_plain::<false>(port, batch)
         }
     }
 
@@ -300,8 +318,9 @@ impl<'r> Cx<'r> {
     #[cold]
     #[inline(never)]
     fn forward_traced(&mut self, port: usize, mut batch: Batch) {
+        count_traced();
         let cur = self.current;
-        if self.core.slots[cur].input_kinds.is_empty() {
+        if self.marking && self.core.slots[cur].input_kinds.is_empty() {
             for p in batch.iter_mut() {
                 self.trace_mark(p);
             }
@@ -319,7 +338,11 @@ impl<'r> Cx<'r> {
     /// if marks are left and it passes the filter.
     fn trace_mark(&mut self, p: &mut Packet) {
         let tr = &self.core.tracer;
-        if p.anno().trace != 0 || !tr.marking() {
+        if p.anno().trace != 0 {
+            return;
+        }
+        if !tr.marking() {
+            self.marking = false;
             return;
         }
         let gen = tr.filter_gen.load(Ordering::Acquire);
@@ -331,12 +354,15 @@ impl<'r> Cx<'r> {
                 return;
             }
         }
-        if let Some(id) = tr.claim() {
-            p.anno_mut().trace = id;
-            let ev = crate::trace::Event::Entry {
-                elem: self.current as u32,
-            };
-            tr.record(self.thread, id, ev, p);
+        match tr.claim() {
+            Some(id) => {
+                p.anno_mut().trace = id;
+                let ev = crate::trace::Event::Entry {
+                    elem: self.current as u32,
+                };
+                tr.record(self.thread, id, ev, p);
+            }
+            None => self.marking = false,
         }
     }
 
@@ -355,7 +381,8 @@ impl<'r> Cx<'r> {
     #[inline(never)]
     fn forward_packet_traced(&mut self, mut port: usize, mut p: Packet) {
         use crate::trace::Event;
-        if self.core.slots[self.current].input_kinds.is_empty() {
+        count_traced();
+        if self.marking && self.core.slots[self.current].input_kinds.is_empty() {
             self.trace_mark(&mut p);
         }
         if p.anno().trace == 0 {
@@ -413,8 +440,9 @@ impl<'r> Cx<'r> {
     #[cold]
     #[inline(never)]
     fn trace_pulled(&mut self, from: usize, out: usize, inp: usize, b: &mut [Packet]) {
+        count_traced();
         let saved = self.current;
-        if self.core.slots[from].input_kinds.is_empty() {
+        if self.marking && self.core.slots[from].input_kinds.is_empty() {
             self.current = from;
             for p in b.iter_mut() {
                 self.trace_mark(p);
@@ -568,14 +596,21 @@ impl<'r> Cx<'r> {
         self.forward_packet_plain::<false>(port, p)
     }
 
-    /// [`Cx::forward_packet`] while a trace or a capture is on.
+    /// [`Cx::forward_packet`] while a trace or a capture is on (as
+    /// [`Cx::forward_observed`]).
     #[cold]
     #[inline(never)]
     fn forward_packet_observed(&mut self, port: usize, p: Packet) {
-        if self.tracing {
+        if self.tapping {
+            if self.tracing {
+                self.forward_packet_traced(port, p)
+            } else {
+                self.forward_packet_plain::<true>(port, p)
+            }
+        } else if self.marking || p.anno().trace != 0 {
             self.forward_packet_traced(port, p)
         } else {
-            self.forward_packet_plain::<true>(port, p)
+            self.forward_packet_plain::<false>(port, p)
         }
     }
 
@@ -635,9 +670,37 @@ impl<'r> Cx<'r> {
     #[inline(always)]
     pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
         if self.observing {
-            return self.pull_observed(port, max);
+            return self.pull_observing(port, max);
         }
         self.pull_plain::<false>(port, max)
+    }
+
+    /// [`Cx::pull`] while a trace or a capture is on: the traced way only
+    /// while marking or for a batch that holds a marked packet.
+    #[cold]
+    #[inline(never)]
+    fn pull_observing(&mut self, port: usize, max: usize) -> Option<Batch> {
+        if self.tapping || self.marking {
+            return self.pull_observed(port, max);
+        }
+        let mut b = self.pull_plain::<false>(port, max);
+        if let Some(b) = &mut b {
+            if any_marked(b.iter()) {
+                self.trace_pulled_at(port, b.as_mut_slice());
+            }
+        }
+        b
+    }
+
+    /// Records the pull of `b` (holding a marked packet) into input `port`
+    /// of the running element.
+    #[cold]
+    #[inline(never)]
+    fn trace_pulled_at(&mut self, port: usize, b: &mut [Packet]) {
+        if let Some(peer) = self.core.ports[self.current].inputs.get(port) {
+            let (from, out) = (peer.elem as usize, peer.port as usize);
+            self.trace_pulled(from, out, port, b);
+        }
     }
 
     /// [`Cx::pull`] while a trace or a capture is on.
@@ -694,9 +757,26 @@ impl<'r> Cx<'r> {
     #[inline(always)]
     pub fn pull_packet(&mut self, port: usize) -> Option<Packet> {
         if self.observing {
-            return self.pull_packet_observed(port);
+            return self.pull_packet_observing(port);
         }
         self.pull_packet_plain::<false>(port)
+    }
+
+    /// [`Cx::pull_packet`] while a trace or a capture is on (as
+    /// [`Cx::pull`]).
+    #[cold]
+    #[inline(never)]
+    fn pull_packet_observing(&mut self, port: usize) -> Option<Packet> {
+        if self.tapping || self.marking {
+            return self.pull_packet_observed(port);
+        }
+        let mut p = self.pull_packet_plain::<false>(port);
+        if let Some(p) = &mut p {
+            if p.anno().trace != 0 {
+                self.trace_pulled_at(port, std::slice::from_mut(p));
+            }
+        }
+        p
     }
 
     /// [`Cx::pull_packet`] while a trace or a capture is on.
@@ -950,4 +1030,24 @@ impl<'r> Cx<'r> {
             elem: self.current,
         }
     }
+}
+
+/// Whether any of these packets is marked for tracing: one load and test
+/// a packet.
+#[inline(always)]
+fn any_marked<'a>(mut ps: impl Iterator<Item = &'a Packet>) -> bool {
+    ps.any(|p| p.anno().trace != 0)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many times this thread took the traced path (tests: an
+    /// unmarked packet should not, once the marks are taken).
+    pub(crate) static TRACED_CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+#[inline(always)]
+fn count_traced() {
+    #[cfg(test)]
+    TRACED_CALLS.with(|c| c.set(c.get() + 1));
 }

@@ -286,6 +286,40 @@ fn a_trace_follows_marked_packets_hop_by_hop_and_says_why_they_died() {
 }
 
 #[test]
+fn once_the_marks_are_taken_unmarked_packets_skip_the_traced_path() {
+    let r = router("src :: TestSource -> d :: Dropper -> s :: TestSink;");
+    let traced = || super::TRACED_CALLS.with(|c| c.get());
+    r.write_handler("trace_add", "2").unwrap();
+    // Two marked; the third finds the marks taken.
+    r.send_from("src", 0, packets(&[3, 3, 3])).unwrap();
+    let marked = sink(&r, "s");
+    let marks: Vec<_> = marked.iter().map(|p| p.anno().trace).collect();
+    assert_eq!(marks, [1, 2, 0]);
+    // The trace is still on, but these packets are not marked: the
+    // batch path and the single-packet one (Dropper pushes one by one).
+    let before = traced();
+    r.send_from("src", 0, packets(&[3, 3, 3, 3])).unwrap();
+    r.push_into("d", 0, packets(&[3])).unwrap();
+    assert_eq!(traced(), before, "an unmarked packet took the traced path");
+    assert_eq!(sink(&r, "s").len(), 5);
+    // A marked packet among unmarked ones is still followed hop by hop.
+    let mut b = packets(&[3, 3]);
+    let p1 = marked.into_iter().next().unwrap();
+    b.push(p1);
+    r.push_into("d", 0, b).unwrap();
+    assert!(traced() > before, "a marked packet skipped the traced path");
+    let lines = trace_lines(&r);
+    let hops = lines
+        .iter()
+        .filter(|l| l.starts_with("thread 0  d[0] -> [0]s :: TestSink"))
+        .count();
+    assert_eq!(
+        hops, 3,
+        "trace 1 twice (the second a copy), trace 2 once: {lines:?}"
+    );
+}
+
+#[test]
 fn timers_fire_when_due_are_replaced_and_cancelled() {
     let opts = BuildOptions {
         simtime: true,
