@@ -9,8 +9,8 @@
 
 use crate::args::ArgEnv;
 use crate::core::{Core, Peer, Ports, Slot, ThreadShared};
-use crate::cx::Cx;
 pub use crate::cx::InitCx;
+use crate::cx::{Cx, HandlerCx};
 use crate::element::Node;
 use crate::registry::{ConfigCx, Registry};
 use crate::sched::{self, SchedPolicy, Task};
@@ -689,6 +689,18 @@ impl Router {
 
     pub fn element_names(&self) -> Vec<&str> {
         self.core.slots.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Runs `f` with a handler context for the element named `name` (as
+    /// its handlers get: to call an element's own operations, such as a
+    /// queue's yank, from a test or a tool); None if there is no such
+    /// element.
+    pub fn with_handler_cx<R>(&self, name: &str, f: impl FnOnce(HandlerCx<'_>) -> R) -> Option<R> {
+        let i = *self.core.names.get(name)?;
+        Some(f(HandlerCx {
+            core: &self.core,
+            elem: i,
+        }))
     }
 
     /// The element named `name`, as its concrete type.

@@ -37,6 +37,7 @@ pub mod port_info;
 pub mod print;
 pub mod push_pull_null;
 pub mod queue;
+pub mod queue_yank_test;
 pub mod quick_note_queue;
 pub mod random_bit_errors;
 pub mod random_sample;
@@ -127,6 +128,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(timed_sink::spec());
     reg.register(truncate::spec());
     reg.register(notifier_debug::spec());
+    reg.register(queue_yank_test::spec());
     reg.register(unqueue::spec());
     reg.register(unqueue2::spec());
     reg.register(work_package::spec());

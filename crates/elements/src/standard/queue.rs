@@ -58,6 +58,14 @@
 //! - `reset` (write): drops every queued packet (counted in `drops`), from
 //!   any thread, while the router runs.
 //!
+//! Yank (Click's `SimpleQueue::yank`, for elements such as
+//! QueueYankTest; `Queue::yank` in Rust): removes the packets that match
+//! a predicate, from a handler or timer on any thread; those that stay
+//! keep their order and leave before any pushed later. They wait in a
+//! front buffer outside the ring (the pull path checks it with the load
+//! it already made), and until it empties the ring may take CAPACITY more
+//! packets.
+//!
 //! Hot reconfiguration (`-R`, `hotconfig`): a Queue of the same name in the
 //! new configuration takes the old one's packets in order (those beyond a
 //! smaller capacity are dropped, counted), its `drops` and its
@@ -542,7 +550,33 @@ impl Queue {
             self.lifo_len.store(m.len(), Ordering::Relaxed);
         }
         if b.is_empty() {
+            if !self.policy.lifo_input {
+                // A yank's packets were pulled meanwhile: the ring's next.
+                return self.pull_ring(cx, max);
+            }
             self.emptied(cx);
+            return None;
+        }
+        self.not_empty();
+        self.pulled(cx);
+        Some(b)
+    }
+
+    /// The ring part of a pull.
+    #[inline]
+    fn pull_ring(&self, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
+        // An empty queue (a puller polling) costs two loads, no batch.
+        if self.ring.is_empty() {
+            if self.policy.empty_note {
+                self.emptied(cx);
+            }
+            return None;
+        }
+        let mut b = Batch::new();
+        if self.ring.pop_burst(&cx.consumer(), b.vec_mut(), max) == 0 {
+            if self.policy.empty_note {
+                self.emptied(cx);
+            }
             return None;
         }
         self.not_empty();
@@ -734,6 +768,92 @@ impl Queue {
         &self.ring
     }
 
+    /// Removes from the queue the packets for which `matches` is true, at
+    /// most `limit` of them, starting at the head, and returns them in
+    /// queue order (Click's `SimpleQueue::yank`; with `limit` 1, its
+    /// `yank1`). The packets that stay keep their order and stay ahead of
+    /// those pushed meanwhile. `hx` is a handler context for this queue
+    /// ([`HandlerCx::on`]); safe from any thread while the router runs.
+    ///
+    /// The kept packets move out of the ring into the queue's front
+    /// buffer (MixedQueue's storage), which pulls empty first: the pull
+    /// path's cost is unchanged, one relaxed load that was there already.
+    /// While a yank runs, pulls wait for it on the buffer's lock.
+    pub fn yank(
+        &self,
+        hx: &HandlerCx<'_>,
+        limit: usize,
+        matches: impl FnMut(&Packet) -> bool,
+    ) -> Vec<Packet> {
+        self.with_front(hx, |front| {
+            let mut matches = matches;
+            let mut yanked = Vec::new();
+            let mut kept = std::collections::VecDeque::with_capacity(front.len());
+            for p in front.drain(..) {
+                if yanked.len() < limit && matches(&p) {
+                    yanked.push(p);
+                } else {
+                    kept.push_back(p);
+                }
+            }
+            *front = kept;
+            yanked
+        })
+    }
+
+    /// Appends `packets` at the queue's tail from a handler or timer on
+    /// any thread (`hx` as for [`Queue::yank`]); those beyond the
+    /// capacity are returned, not queued.
+    pub fn enqueue_from_handler(&self, hx: &HandlerCx<'_>, packets: Vec<Packet>) -> Vec<Packet> {
+        let cap = self.capacity();
+        let mut packets = packets.into_iter();
+        let left: Vec<Packet> = self.with_front(hx, |front| {
+            while front.len() < cap {
+                match packets.next() {
+                    Some(p) => front.push_back(p),
+                    None => break,
+                }
+            }
+            packets.collect()
+        });
+        // Pullers asleep on the empty queue run again.
+        if self.policy.empty_note {
+            self.empty.wake_from_handler_if(hx, || !self.is_empty());
+        }
+        left
+    }
+
+    /// Runs `f` on the whole queue, head first, as one deque: the ring's
+    /// packets (taken as an extra consumer) after those already outside
+    /// it. Pulls wait meanwhile (`lifo_len` is non-zero, so they take the
+    /// buffer's lock).
+    fn with_front<R>(
+        &self,
+        hx: &HandlerCx<'_>,
+        f: impl FnOnce(&mut std::collections::VecDeque<Packet>) -> R,
+    ) -> R {
+        let mut m = self.mixed.lock().unwrap_or_else(|e| e.into_inner());
+        self.lifo_len.store(m.len() + 1, Ordering::SeqCst);
+        let m = &mut *m;
+        // One deque, head first: the LIFO side newest first, then the rest.
+        let mut front: std::collections::VecDeque<Packet> = m.lifo.drain(..).rev().collect();
+        front.extend(m.fifo.drain(..));
+        let ring = hx.as_extra_consumer(|c| {
+            let mut v = Vec::new();
+            while self.ring.pop_burst(c, &mut v, 256) > 0 {}
+            v
+        });
+        front.extend(ring);
+        let r = f(&mut front);
+        m.fifo = front;
+        self.lifo_len.store(m.len(), Ordering::SeqCst);
+        if self.policy.full_note {
+            self.full
+                .wake_from_handler_if(hx, || self.has_room_seen_by_consumer());
+        }
+        r
+    }
+
     /// Drains every queued packet (ring and LIFO side) as an extra
     /// consumer, from any thread; wakes sources waiting for room.
     fn drain_all(&self, hx: &HandlerCx<'_>) -> Vec<Packet> {
@@ -862,26 +982,12 @@ impl Element for Queue {
 
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        if self.policy.lifo_input && self.lifo_len.load(Ordering::Relaxed) > 0 {
+        // Packets outside the ring go first: MixedQueue's, or those a yank
+        // kept (see `Queue::yank`). The same one load as before yanks.
+        if self.lifo_len.load(Ordering::Relaxed) > 0 {
             return self.pull_lifo(cx, max);
         }
-        // An empty queue (a puller polling) costs two loads, no batch.
-        if self.ring.is_empty() {
-            if self.policy.empty_note {
-                self.emptied(cx);
-            }
-            return None;
-        }
-        let mut b = Batch::new();
-        if self.ring.pop_burst(&cx.consumer(), b.vec_mut(), max) == 0 {
-            if self.policy.empty_note {
-                self.emptied(cx);
-            }
-            return None;
-        }
-        self.not_empty();
-        self.pulled(cx);
-        Some(b)
+        self.pull_ring(cx, max)
     }
 
     fn queued(&self) -> usize {
@@ -950,7 +1056,7 @@ impl QueueElement for Queue {
     /// One packet (a BURST 1 puller): no batch.
     #[inline]
     fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
-        if self.policy.lifo_input {
+        if self.lifo_len.load(Ordering::Relaxed) > 0 {
             return self.pull(cx, port, 1).and_then(|mut b| b.pop());
         }
         let c = cx.consumer();

@@ -202,6 +202,28 @@ impl<'r> HandlerCx<'r> {
         crate::crossing::as_extra_consumer(self.core, self.elem, f)
     }
 
+    /// A handler context for element `elem` instead (an element that
+    /// operates on another, such as QueueYankTest on its queue); the
+    /// called element's own context if there is no element `elem`.
+    pub fn on(&self, elem: usize) -> HandlerCx<'r> {
+        HandlerCx {
+            core: self.core,
+            elem: if elem < self.core.slots.len() {
+                elem
+            } else {
+                self.elem
+            },
+        }
+    }
+
+    /// Prints `NAME :: CLASS: MESSAGE` about the called element on
+    /// standard error (a test element's report).
+    pub fn message(&self, message: &str) {
+        let esc = paraclick_lang::span::escape;
+        let s = &self.core.slots[self.elem];
+        eprintln!("{} :: {}: {}", esc(&s.name), esc(&s.class), esc(message));
+    }
+
     /// Counts `n` packets as dropped by the called element (packets a
     /// handler discarded, such as a queue's `reset`).
     pub fn count_drops(&self, n: u64) {
