@@ -45,17 +45,24 @@ use paraclick_runtime::args::Bytes;
 use paraclick_runtime::element::QueueElement;
 use paraclick_runtime::notifier::Notifier;
 use paraclick_runtime::ring::ModeSwitch;
+use paraclick_runtime::PerThread;
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx, Kind, PerThreadCount,
     StateCx,
 };
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 
 pub struct InfiniteSource {
-    /// DATA, LENGTH and the packet contents they make; read-locked once
-    /// per batch, written by the `data` and `length` handlers.
-    contents: RwLock<Contents>,
+    /// DATA, LENGTH and the packet contents they make, written by the
+    /// `data` and `length` handlers (which then bump `version`).
+    contents: RwLock<Arc<Contents>>,
+    /// Moves on every write of `contents`.
+    version: AtomicU64,
+    /// Each thread's copy of `contents` and the version it is of: the
+    /// packet path reads `version` (a line nobody writes while packets
+    /// flow) instead of taking the lock, so threads share no written line.
+    cached: PerThread<(u64, Arc<Contents>)>,
     limit: Limit,
     burst: AtomicUsize,
     active: AtomicBool,
@@ -92,12 +99,14 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
     if stop && end_call.is_some() {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
-    let contents = Contents::new(
+    let contents = Arc::new(Contents::new(
         data.unwrap_or_else(|| super::DEFAULT_DATA.to_vec()),
         length.unwrap_or(-1).max(-1),
-    )?;
+    )?);
     Ok(InfiniteSource {
+        cached: PerThread::new(cx.nthreads, |_| (0, contents.clone())),
         contents: RwLock::new(contents),
+        version: AtomicU64::new(0),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
         burst: AtomicUsize::new(burst),
         active: AtomicBool::new(active),
@@ -126,8 +135,11 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
     let length = super::check_length(c.length as u64)?;
+    let contents = Arc::new(Contents::new(Vec::new(), length as i64)?);
     Ok(InfiniteSource {
-        contents: RwLock::new(Contents::new(Vec::new(), length as i64)?),
+        cached: PerThread::new(cx.nthreads, |_| (0, contents.clone())),
+        contents: RwLock::new(contents),
+        version: AtomicU64::new(0),
         limit: Limit::new(c.limit, c.stop, c.end_call.map(parse_end_call)),
         burst: AtomicUsize::new(c.burst),
         active: AtomicBool::new(c.active),
@@ -140,12 +152,22 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
 }
 
 impl InfiniteSource {
+    /// The packet bytes to send, from this thread's copy (refreshed when a
+    /// handler has written new contents).
+    #[inline]
+    fn packet_bytes<'a>(&'a self, cx: &'a mut Cx<'_>) -> &'a [u8] {
+        let v = self.version.load(Ordering::Acquire);
+        let slot = self.cached.get(cx);
+        if slot.0 != v {
+            let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
+            *slot = (v, Arc::clone(&c));
+        }
+        &slot.1.packet
+    }
+
     fn make_batch(&self, cx: &mut Cx<'_>, n: usize) -> Batch {
         let ts = self.timestamp.then(|| cx.timestamp());
-        let mut b = {
-            let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
-            data_batch(&c.packet, n, None, ts)
-        };
+        let mut b = data_batch(self.packet_bytes(cx), n, None, ts);
         if self.random {
             for p in b.iter_mut() {
                 crate::util::with_rng(|r| r.fill(p.data_mut()));
@@ -196,7 +218,9 @@ impl InfiniteSource {
         let mut c = self.contents.write().unwrap_or_else(|e| e.into_inner());
         let data = data.unwrap_or_else(|| c.data.clone());
         let length = length.unwrap_or(c.length);
-        *c = Contents::new(data, length)?;
+        *c = Arc::new(Contents::new(data, length)?);
+        drop(c);
+        self.version.fetch_add(1, Ordering::Release);
         Ok(())
     }
 }
@@ -293,10 +317,7 @@ impl Element for InfiniteSource {
             }
             // The router's clock (simulated under --simtime).
             let ts = self.timestamp.then(|| cx.timestamp());
-            let p = {
-                let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
-                data_packet(&c.packet, ts)
-            };
+            let p = data_packet(self.packet_bytes(cx), ts);
             let Some(mut p) = p else {
                 self.limit.unclaim_one();
                 return false;
