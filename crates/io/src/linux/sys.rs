@@ -563,7 +563,7 @@ mod tests {
     /// One `send_frames` call sends every frame it can and marks the one
     /// the kernel refuses for good (too big for the device), with its
     /// error. Needs root: skipped loudly otherwise (a failure with
-    /// PARACLICK_NETNS_REQUIRED=1, as in CI).
+    /// PARACLICK_NO_SKIP=1, as in CI).
     #[test]
     fn send_frames_marks_a_refused_frame_and_sends_the_rest() {
         if !root_or_skip("send_frames test") {
