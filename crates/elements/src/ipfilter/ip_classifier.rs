@@ -94,11 +94,21 @@
 //!   steps `N OFFSET/VALUE%MASK  yes->T  no->T` testing aligned 32-bit
 //!   words (IP header words numbered from 256, transport header words
 //!   from 512, as Click), T being `step N`, `[OUTPUT]` or `[X]` (drop);
-//!   then `safe length` and `alignment offset 0`. Transport tests are
-//!   preceded by Click's first-fragment test, ranges split into aligned
-//!   blocks. The steps are paraclick's compiled program, which may order
-//!   or merge tests differently from Click's optimiser (a field straddling
-//!   two words prints as `ip[OFF:WIDTH] in LO-HI`).
+//!   then `safe length` and `alignment offset 0`. A transport test
+//!   follows Click's first-fragment test (`260/00000000%00001fff`) on its
+//!   path; a range that is not one masked value splits into aligned
+//!   blocks; a negated test shows `short->yes` (a packet too short for
+//!   the word goes the way a matching word does). The steps are
+//!   paraclick's compiled program, optimized as Click's is: a test that
+//!   earlier tests on every path to it decide is skipped, and the
+//!   branches a path contradicts go where the contradiction leads; a
+//!   range is clamped to its field and written as a masked value where it
+//!   is one (`port >= 1024` is `port & 0xfc00 != 0`); and two tests of one
+//!   word that together are one (`syn and not ack`, `src or dst port >=
+//!   1024`) become one. For the listings of Click's own tests this gives
+//!   Click's listing, step for step; elsewhere the order or the merging
+//!   may differ from Click's optimiser (a field straddling two words
+//!   prints as `ip[OFF:WIDTH] in LO-HI`).
 //! - `tests` (read): the compiled program in paraclick's form, one test
 //!   per line (bytes, shift and mask, condition, and where each outcome
 //!   goes).

@@ -14,10 +14,18 @@
 //! on non-first fragments; the transport header starts at the IP header
 //! length (IHL field) of the packet itself, so IP options are handled.
 //!
-//! After compiling, jumps are threaded across tests on the same field
-//! whose outcome the previous test decides (a failed `ip proto 6` skips a
-//! following `ip proto 6`), unreachable instructions are dropped and the
-//! rest renumbered so that every jump goes forward.
+//! A transport test is preceded by an explicit first-fragment test, as in
+//! Click, so that the optimizer can answer that question once per path.
+//! Ranges are clamped to their field and written as masked values where
+//! they are one ([`normalize`]).
+//!
+//! After compiling, jumps are threaded over path facts ([`thread_jumps`]:
+//! a test that earlier tests on every path to it decide is skipped, on
+//! any field and across masks), tests of one word that together are one
+//! test are merged ([`merge_words`]), unreachable instructions are dropped
+//! and the rest renumbered so that every jump goes forward. None of this
+//! changes a verdict (a randomized test compares the program with and
+//! without it, and with an interpreter of the patterns).
 
 use super::lang::{Expr, IpField, Op, PortProto, Prim, Rel, Sd};
 use paraclick_packet::Packet;
@@ -57,6 +65,11 @@ struct Test {
     lo: u32,
     hi: u32,
     neg: bool,
+    /// 0, or for two merged `& mask != 0` tests (value 0, negated), the
+    /// width of the first part: the test is "first part's bits nonzero
+    /// or second part's bits nonzero", and a part whose bytes are missing
+    /// counts as not holding, as it did before the merge.
+    split: u8,
 }
 
 /// An instruction as the packet path runs it: one big-endian 4-byte load
@@ -73,6 +86,10 @@ struct Insn {
     region: u8,
     rshift: u8,
     neg: bool,
+    /// Nonzero for a merged pair of "field & mask != 0" tests (see
+    /// [`Test::split`]): when the packet ends inside the word, the bytes
+    /// of whole parts present are read and the rest count as zero.
+    split: u8,
     mask: u32,
     lo: u32,
     /// `hi - lo`: the value is in range iff `v - lo <= span` (wrapping).
@@ -96,6 +113,7 @@ impl Insn {
             region: if t.mac { 2 } else { u8::from(t.transp) },
             rshift: 8 * (4 - t.width) + t.shift,
             neg,
+            split: t.split,
             mask: t.mask,
             lo,
             span: hi - lo,
@@ -120,15 +138,27 @@ impl Insn {
         let s = base + self.off as usize;
         let x = match ip.get(s..s + 4) {
             Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-            None => match ip.get(s..s + self.width as usize) {
-                // Near the end of the packet: the field's bytes only.
-                Some(b) => {
-                    let mut w = [0u8; 4];
-                    w[..b.len()].copy_from_slice(b);
-                    u32::from_be_bytes(w)
+            None => {
+                let width = self.width as usize;
+                // Near the end of the packet: the field's bytes only; of a
+                // merged pair, the parts wholly present (the rest is zero,
+                // which such a test reads as "part does not hold").
+                let avail = ip.len().saturating_sub(s);
+                let keep = if avail >= width {
+                    width
+                } else if self.split != 0 && avail >= self.split as usize {
+                    self.split as usize
+                } else if self.split != 0 {
+                    0
+                } else {
+                    return false;
+                };
+                let mut w = [0u8; 4];
+                if keep > 0 {
+                    w[..keep].copy_from_slice(&ip[s..s + keep]);
                 }
-                None => return false,
-            },
+                u32::from_be_bytes(w)
+            }
         };
         let v = (x >> self.rshift) & self.mask;
         (v.wrapping_sub(self.lo) <= self.span) != self.neg
@@ -136,15 +166,6 @@ impl Insn {
 }
 
 impl Test {
-    fn same_field(&self, o: &Test) -> bool {
-        self.transp == o.transp
-            && self.mac == o.mac
-            && self.off == o.off
-            && self.width == o.width
-            && self.shift == o.shift
-            && self.mask == o.mask
-    }
-
     /// The values for which the test holds (given its bytes are present),
     /// as at most two disjoint intervals.
     fn set(&self) -> Vec<(u32, u32)> {
@@ -166,6 +187,69 @@ impl Test {
                 v.push((hi + 1, u32::MAX));
             }
             v
+        }
+    }
+
+    /// The two tests read the same bytes the same way (their masks and
+    /// values may differ).
+    fn same_bytes(&self, o: &Test) -> bool {
+        self.transp == o.transp
+            && self.mac == o.mac
+            && self.off == o.off
+            && self.width == o.width
+            && self.shift == o.shift
+            && self.split == 0
+            && o.split == 0
+    }
+
+    /// What `self`'s `outcome` says about `o`, if they read the same bytes:
+    /// `Some(true)` if `o` must hold, `Some(false)` if it cannot.
+    ///
+    /// A test that held says its bytes are there and its value is in its
+    /// set; one that failed says the bytes are missing or the value is
+    /// not in its set. With equal masks the sets are compared; with other
+    /// masks, an equality that pins some bits decides a test on fewer
+    /// bits (`src == 10.0.0.0` decides `src & 8.0.0.0 == 8.0.0.0`) or
+    /// contradicts one that pins some of them otherwise.
+    fn decide(&self, outcome: bool, o: &Test) -> Option<bool> {
+        if !self.same_bytes(o) {
+            return None;
+        }
+        if self.mask == o.mask {
+            return self.implies(outcome, o);
+        }
+        if self.lo != self.hi {
+            return None;
+        }
+        let present = outcome;
+        // The value under our mask: equal to `val`, or (eq false) not.
+        let eq = outcome != self.neg;
+        let (eq, val) = if !eq && self.mask.is_power_of_two() {
+            (true, self.lo ^ self.mask)
+        } else {
+            (eq, self.lo)
+        };
+        let o_point = o.lo == o.hi;
+        if eq {
+            let m = self.mask;
+            let holds = if o.mask & !m == 0 {
+                let x = val & o.mask;
+                (o.lo <= x && x <= o.hi) != o.neg
+            } else if o_point && (val & m & o.mask) != (o.lo & m & o.mask) {
+                o.neg
+            } else {
+                return None;
+            };
+            if holds {
+                present.then_some(true)
+            } else {
+                Some(false)
+            }
+        } else if o_point && !o.neg && self.mask & !o.mask == 0 && o.lo & self.mask == val {
+            // `o` would pin our bits to the value they do not have.
+            Some(false)
+        } else {
+            None
         }
     }
 
@@ -287,7 +371,7 @@ fn field(transp: bool, off: u16, width: u8, shift: u8, fmask: u32, rel: &Rel) ->
         Op::NotIn => (rel.a, rel.b, true),
         Op::Nonzero => (1, u32::MAX, false),
     };
-    Test {
+    normalize(Test {
         transp,
         mac: false,
         width,
@@ -297,7 +381,54 @@ fn field(transp: bool, off: u16, width: u8, shift: u8, fmask: u32, rel: &Rel) ->
         lo,
         hi,
         neg,
+        split: 0,
+    })
+}
+
+/// The same test in its simplest form, as Click writes it: the range
+/// clamped to the values the masked field can take (`port >= 1024` is
+/// 1024-65535, not 1024-2^32-1), and a range that is one aligned block of
+/// values, or all values but one, written as a masked equality: `port >=
+/// 1024` is `port & 0xfc00 != 0`, `port < 256` is `port & 0xff00 == 0`,
+/// a TCP flag is `flags & 0x02 == 0x02`. A negated single-bit equality
+/// becomes the plain one of the other value (`flags & 0x10 != 0x10` is
+/// `flags & 0x10 == 0`; both need the byte).
+fn normalize(mut t: Test) -> Test {
+    let m = t.mask;
+    if t.lo > t.hi {
+        return t;
     }
+    t.hi = t.hi.min(m);
+    if t.lo > t.hi {
+        // No value of the masked field is in range.
+        (t.lo, t.hi) = (1, 0);
+        return t;
+    }
+    let (lo, hi) = (t.lo, t.hi);
+    let pow2 = |x: u32| x != 0 && x & (x - 1) == 0;
+    if lo != hi {
+        if lo == 0 && hi < m && pow2(hi.wrapping_add(1)) {
+            // [0, 2^k - 1]: no mask bit at or above k.
+            (t.mask, t.lo, t.hi) = (m & !hi, 0, 0);
+        } else if hi == m && pow2(lo) {
+            // [2^k, max]: some mask bit at or above k.
+            (t.mask, t.lo, t.hi) = (m & !(lo - 1), 0, 0);
+            t.neg = !t.neg;
+        } else if m & m.wrapping_add(1) == 0
+            && pow2((hi - lo).wrapping_add(1))
+            && lo & (hi - lo) == 0
+            && hi < m
+        {
+            // An aligned block of a field of low bits.
+            (t.mask, t.hi) = (m & !(hi - lo), lo);
+        }
+    }
+    if t.lo == t.hi && t.neg && pow2(t.mask) && t.lo & !t.mask == 0 {
+        t.lo ^= t.mask;
+        t.hi = t.lo;
+        t.neg = false;
+    }
+    t
 }
 
 /// What the path to a piece of code says about the IP protocol.
@@ -398,6 +529,15 @@ fn ip_layout(f: IpField) -> (u16, u8, u8, u32) {
     }
 }
 
+/// `l`, a test of the transport header, preceded by Click's explicit
+/// first-fragment test (fragment offset zero). The transport test fails
+/// on a later fragment by itself; the explicit test lets the optimizer
+/// skip the fragment question once a path has answered it, and gives a
+/// later fragment its own way out, as Click's programs do.
+fn first_fragment(l: L) -> L {
+    and(L::T(field(false, 6, 2, 0, 0x1fff, &Rel::eq(0))), l)
+}
+
 /// A primitive as field tests, given what is known of the protocol.
 fn lower(p: &Prim, known: Proto) -> L {
     match *p {
@@ -428,17 +568,20 @@ fn lower(p: &Prim, known: Proto) -> L {
             };
             let s = field(true, 0, 2, 0, 0xffff, &rel);
             let d = field(true, 2, 2, 0, 0xffff, &rel);
-            and(p, pair(sd, rel.op.is_negative(), s, d))
+            and(p, first_fragment(pair(sd, rel.op.is_negative(), s, d)))
         }
         Prim::TcpOpt(flag) => and(
             proto_is(6, known),
-            L::T(field(true, 13, 1, 0, u32::from(flag), &nonzero())),
+            first_fragment(L::T(field(true, 13, 1, 0, u32::from(flag), &nonzero()))),
         ),
         Prim::TcpWin(rel) => and(
             proto_is(6, known),
-            L::T(field(true, 14, 2, 0, 0xffff, &rel)),
+            first_fragment(L::T(field(true, 14, 2, 0, 0xffff, &rel))),
         ),
-        Prim::IcmpType(rel) => and(proto_is(1, known), L::T(field(true, 0, 1, 0, 0xff, &rel))),
+        Prim::IcmpType(rel) => and(
+            proto_is(1, known),
+            first_fragment(L::T(field(true, 0, 1, 0, 0xff, &rel))),
+        ),
         Prim::IpBytes { off, len, rel } => L::T(field(false, off, len, 0, full(len), &rel)),
         Prim::Ether { sd, addr, ne } => {
             let s = ether_side(6, &addr, ne);
@@ -456,7 +599,7 @@ fn lower(p: &Prim, known: Proto) -> L {
             len,
             rel,
         } => {
-            let t = L::T(field(true, off, len, 0, full(len), &rel));
+            let t = first_fragment(L::T(field(true, off, len, 0, full(len), &rel)));
             match proto {
                 Some(p) => and(proto_is(p, known), t),
                 None => t,
@@ -491,6 +634,7 @@ fn ether_side(off: u16, addr: &[u8; 6], ne: bool) -> L {
             lo: v,
             hi: v,
             neg: ne,
+            split: 0,
         }));
         i += n;
     }
@@ -592,6 +736,240 @@ impl Builder {
     }
 }
 
+/// What a path to an instruction has learnt: tests and their outcomes.
+type Facts = Vec<(Test, bool)>;
+
+/// Fact sets kept per instruction before they are merged into one (their
+/// common facts); more paths mean less precision, never a wrong answer.
+const MAX_PATHS: usize = 4;
+/// Facts kept per set (the latest); older ones are forgotten.
+const MAX_FACTS: usize = 64;
+/// Tests skipped along one chain at most, to bound compile time.
+const MAX_CHAIN: usize = 256;
+
+/// The outcome of `t` that `facts` force, if any.
+fn decided(facts: &[(Test, bool)], t: &Test) -> Option<bool> {
+    facts.iter().rev().find_map(|(f, o)| f.decide(*o, t))
+}
+
+/// The facts common to every set.
+fn intersect(sets: &[Facts]) -> Facts {
+    let mut out = sets[0].clone();
+    out.retain(|f| sets[1..].iter().all(|s| s.contains(f)));
+    out
+}
+
+/// Where a packet that satisfies `facts` goes from `t`: the chain of
+/// instructions it passes while their outcomes are forced.
+fn follow(insns: &[Node], facts: &[(Test, bool)], mut t: u32) -> Vec<u32> {
+    let mut chain = vec![t];
+    while t < OUTCOME && chain.len() < MAX_CHAIN {
+        let n = &insns[t as usize];
+        t = if n.yes == n.no {
+            n.yes
+        } else {
+            match decided(facts, &n.test) {
+                Some(true) => n.yes,
+                Some(false) => n.no,
+                None => break,
+            }
+        };
+        chain.push(t);
+    }
+    chain
+}
+
+/// Path-sensitive jump threading. Every instruction keeps up to
+/// MAX_PATHS fact sets such that each path reaching it satisfies one of
+/// them. A jump then moves past every test its fact sets force: for each
+/// set, the chain of forced tests from the old target; the new target is
+/// the furthest instruction (or outcome) on all the chains. So a test
+/// that an earlier test on every path implies (`dst port 80` after a
+/// failed `dst port 80` elsewhere; `proto 17` after `proto 6` failed and
+/// `proto 17` held) is skipped, and a branch that contradicts the path
+/// goes straight to where the contradiction leads. A set that
+/// contradicts the test itself is a path that cannot take that branch,
+/// and is dropped. Instructions are visited after all of their
+/// predecessors (jumps go to lower indices).
+fn thread_jumps(insns: &mut [Node], start: u32) {
+    let n = insns.len();
+    let mut paths: Vec<Vec<Facts>> = vec![Vec::new(); n];
+    if start < OUTCOME {
+        paths[start as usize].push(Vec::new());
+    }
+    for i in (0..n).rev() {
+        let mut sets = std::mem::take(&mut paths[i]);
+        if sets.is_empty() {
+            continue;
+        }
+        if sets.len() > MAX_PATHS {
+            sets = vec![intersect(&sets)];
+        }
+        let me = insns[i];
+        let mut dead = [false; 2];
+        for (k, outcome) in [true, false].into_iter().enumerate() {
+            let old = if outcome { me.yes } else { me.no };
+            let mut chains = Vec::new();
+            let mut exts = Vec::new();
+            for set in &sets {
+                if decided(set, &me.test) == Some(!outcome) {
+                    continue;
+                }
+                let mut e = set.clone();
+                if !e.contains(&(me.test, outcome)) {
+                    if e.len() >= MAX_FACTS {
+                        e.remove(0);
+                    }
+                    e.push((me.test, outcome));
+                }
+                chains.push(follow(insns, &e, old));
+                exts.push(e);
+            }
+            if chains.is_empty() {
+                dead[k] = true;
+                continue;
+            }
+            // The furthest point of the first chain that every chain passes.
+            let t = *chains[0]
+                .iter()
+                .rev()
+                .find(|t| chains[1..].iter().all(|c| c.contains(t)))
+                .unwrap_or(&old);
+            if outcome {
+                insns[i].yes = t;
+            } else {
+                insns[i].no = t;
+            }
+            if t < OUTCOME {
+                let to = &mut paths[t as usize];
+                to.extend(exts);
+                if to.len() > 4 * MAX_PATHS {
+                    *to = vec![intersect(to)];
+                }
+            }
+        }
+        // A branch no path takes: the test always goes the other way.
+        if dead[0] && !dead[1] {
+            insns[i].yes = insns[i].no;
+        } else if dead[1] && !dead[0] {
+            insns[i].no = insns[i].yes;
+        }
+    }
+}
+
+/// The listing word (Click's numbering) a test's bytes lie in, if one.
+fn listing_word(t: &Test) -> Option<u32> {
+    let base = if t.mac {
+        MAC_LISTING_BASE
+    } else if t.transp {
+        512
+    } else {
+        256
+    };
+    let at = base + u32::from(t.off);
+    (at % 4 + u32::from(t.width) <= 4).then_some(at & !3)
+}
+
+/// `t` as (first byte, width, mask, value) over bytes, if it is an
+/// equality (or negated equality) on unshifted bytes.
+fn as_point(t: &Test) -> Option<(u16, u8, u32, u32)> {
+    (t.lo == t.hi && t.shift == 0 && t.split == 0 && t.lo & !t.mask == 0)
+        .then_some((t.off, t.width, t.mask, t.lo))
+}
+
+/// Two point tests on one word, as one over the bytes `[off, off+w)`
+/// that cover both: (off, width, mask, value, mask overlap agrees).
+fn widen(a: (u16, u8, u32, u32), b: (u16, u8, u32, u32)) -> (u16, u8, u32, u32, bool) {
+    let off = a.0.min(b.0);
+    let end = (a.0 + u16::from(a.1)).max(b.0 + u16::from(b.1));
+    let w = (end - off) as u8;
+    let place = |(o, wd, m, v): (u16, u8, u32, u32)| {
+        let sh = 8 * u32::from(end - (o + u16::from(wd)));
+        (m << sh, v << sh)
+    };
+    let (ma, va) = place(a);
+    let (mb, vb) = place(b);
+    let both = ma & mb;
+    (off, w, ma | mb, va | vb, va & both == vb & both)
+}
+
+/// Merges a test and the next test on the same word of Click's listing
+/// into one test, as Click's program does (`syn and not ack` is one test
+/// of the flags byte, `flags & 0x12 == 0x02`; `src or dst port >= 1024`
+/// is `ports & 0xfc00fc00 != 0`). Each merge keeps every verdict:
+/// - `a and b` (a's yes is b, both fail to one place) is one equality
+///   over both masks: it needs all the bytes, as the pair did. A single
+///   bit test whose bytes the first test already read may be turned
+///   around first (`flags & 0x10 == 0x10` failing is `== 0` holding).
+/// - `a or b` of two "bits nonzero" tests is one "bits nonzero" test
+///   that reads a part whose bytes are missing as zero
+///   ([`Test::split`]), as the pair did.
+fn merge_words(insns: &mut [Node]) {
+    for i in (0..insns.len()).rev() {
+        for _ in 0..8 {
+            let x = insns[i];
+            let Some(px) = as_point(&x.test) else { break };
+            let Some(word) = listing_word(&x.test) else {
+                break;
+            };
+            let region = |t: &Test| (t.transp, t.mac);
+            if !x.test.neg && x.yes < OUTCOME && x.yes != x.no {
+                let y = insns[x.yes as usize];
+                let Some(py) = as_point(&y.test) else { break };
+                if region(&y.test) != region(&x.test) || listing_word(&y.test) != Some(word) {
+                    break;
+                }
+                // y's bytes were read by x: y's outcome is a value question.
+                let covered = y.test.off >= x.test.off
+                    && y.test.off + u16::from(y.test.width) <= x.test.off + u16::from(x.test.width);
+                let single = py.2.is_power_of_two();
+                let (mut vy, mut yes, mut no) = (py.3, y.yes, y.no);
+                if y.test.neg {
+                    if !(covered && single) {
+                        break;
+                    }
+                    vy ^= py.2;
+                }
+                if yes == x.no && no != x.no && covered && single {
+                    vy ^= py.2;
+                    std::mem::swap(&mut yes, &mut no);
+                }
+                if no != x.no {
+                    break;
+                }
+                let (off, width, mask, value, ok) = widen(px, (py.0, py.1, py.2, vy));
+                if !ok {
+                    break;
+                }
+                let t = &mut insns[i].test;
+                (t.off, t.width, t.mask, t.lo, t.hi) = (off, width, mask, value, value);
+                insns[i].yes = yes;
+                continue;
+            }
+            if x.test.neg && px.3 == 0 && x.no < OUTCOME && x.no != x.yes {
+                let y = insns[x.no as usize];
+                let Some(py) = as_point(&y.test) else { break };
+                if !y.test.neg
+                    || py.3 != 0
+                    || y.yes != x.yes
+                    || region(&y.test) != region(&x.test)
+                    || listing_word(&y.test) != Some(word)
+                    || y.test.off < x.test.off + u16::from(x.test.width)
+                {
+                    break;
+                }
+                let (off, width, mask, _, _) = widen(px, py);
+                let t = &mut insns[i].test;
+                t.split = x.test.width;
+                (t.off, t.width, t.mask) = (off, width, mask);
+                insns[i].no = y.no;
+                continue;
+            }
+            break;
+        }
+    }
+}
+
 impl Program {
     /// Compiles rules tried in order; a packet matching none is dropped.
     ///
@@ -600,17 +978,32 @@ impl Program {
     /// that tests whose every way leads to one action (rules with the
     /// same output) disappear: `allow tcp, allow all` is `all->[0]`.
     pub fn compile(rules: &[(Expr, Action)]) -> Program {
-        let per_rule = Self::build(rules, &|i| OUTCOME | i as u32);
+        Self::compile_with(rules, true)
+    }
+
+    /// The program without the optimizations (jump threading and word
+    /// merging), to check that they change no verdict.
+    #[doc(hidden)]
+    pub fn compile_unoptimized(rules: &[(Expr, Action)]) -> Program {
+        Self::compile_with(rules, false)
+    }
+
+    fn compile_with(rules: &[(Expr, Action)], optimize: bool) -> Program {
+        let per_rule = Self::build(rules, &|i| OUTCOME | i as u32, optimize);
         let mut matched = vec![false; rules.len()];
         for t in per_rule.outcomes {
             if t != DROP {
                 matched[(t & !OUTCOME) as usize] = true;
             }
         }
-        let mut p = Self::build(rules, &|i| match rules[i].1 {
-            Action::Out(port) => OUTCOME | port as u32,
-            Action::Drop => DENY,
-        })
+        let mut p = Self::build(
+            rules,
+            &|i| match rules[i].1 {
+                Action::Out(port) => OUTCOME | port as u32,
+                Action::Drop => DENY,
+            },
+            optimize,
+        )
         .program;
         p.unmatchable = (0..rules.len()).filter(|&i| !matched[i]).collect();
         p
@@ -618,47 +1011,29 @@ impl Program {
 
     /// Builds the program for `rules`, rule `i` leading to outcome
     /// `target(i)`; also the outcomes some packet reaches.
-    fn build(rules: &[(Expr, Action)], target: &dyn Fn(usize) -> u32) -> Built {
+    fn build(rules: &[(Expr, Action)], target: &dyn Fn(usize) -> u32, optimize: bool) -> Built {
         let mut b = Builder::default();
         let mut next = DROP;
         for (i, (e, _)) in rules.iter().enumerate().rev() {
             next = b.expr(e, target(i), next, Proto::Unknown);
         }
         let mut insns = b.insns;
-        // Jump threading: each instruction's targets skip tests its own
-        // outcome decides, and tests whose outcomes lead to the same place.
-        // Targets are earlier instructions (already threaded), so this
-        // ends.
-        for i in 0..insns.len() {
-            let me = insns[i];
-            for outcome in [true, false] {
-                let mut t = if outcome { me.yes } else { me.no };
-                while t < OUTCOME {
-                    let j = insns[t as usize];
-                    if j.yes == j.no {
-                        // A test whose outcome no longer matters.
-                        t = j.yes;
-                        continue;
-                    }
-                    if !me.test.same_field(&j.test) {
-                        break;
-                    }
-                    match me.test.implies(outcome, &j.test) {
-                        Some(true) => t = j.yes,
-                        Some(false) => t = j.no,
-                        None => break,
-                    }
-                }
-                if outcome {
-                    insns[i].yes = t;
-                } else {
-                    insns[i].no = t;
-                }
+        if optimize {
+            thread_jumps(&mut insns, next);
+            merge_words(&mut insns);
+        }
+        // Skip tests whose outcome no longer matters.
+        let skip = |insns: &[Node], mut t: u32| {
+            while t < OUTCOME && insns[t as usize].yes == insns[t as usize].no {
+                t = insns[t as usize].yes;
             }
+            t
+        };
+        for i in 0..insns.len() {
+            insns[i].yes = skip(&insns, insns[i].yes);
+            insns[i].no = skip(&insns, insns[i].no);
         }
-        while next < OUTCOME && insns[next as usize].yes == insns[next as usize].no {
-            next = insns[next as usize].yes;
-        }
+        next = skip(&insns, next);
         // Keep what is reachable, numbered so that jumps go forward:
         // reachable instructions in decreasing creation order.
         let mut reach = vec![false; insns.len()];
@@ -703,6 +1078,15 @@ impl Program {
             },
             outcomes,
         }
+    }
+
+    /// Whether no packet can match `e` (a contradiction the compiler
+    /// sees), whatever rules come before it.
+    pub fn matches_nothing(e: &Expr) -> bool {
+        Self::build(&[(e.clone(), Action::Out(0))], &|_| OUTCOME, true)
+            .outcomes
+            .iter()
+            .all(|&t| t != OUTCOME)
     }
 
     /// Rules no packet can reach (after an earlier catch-all, `false`,
@@ -818,16 +1202,16 @@ impl Program {
     /// `N OFFSET/VALUE%MASK  yes->T  no->T`, each an aligned 32-bit word
     /// test, IP header words at offset 256 on and transport header words
     /// at 512 on (Click's numbering); T is `step N`, `[OUTPUT]` or `[X]`
-    /// (drop). A transport test is preceded by Click's first-fragment
-    /// test (`260/00000000%00001fff`), a range by one step per aligned
-    /// block of it. A field that straddles two words prints in
+    /// (drop). A range prints as one step per aligned block of it; a
+    /// negated test adds `short->yes` (a packet too short for its word
+    /// goes the way a matching word does). A field that straddles two
+    /// words prints in
     /// paraclick's form (`ip[OFF:WIDTH] in LO-HI`). Then `safe length`
     /// and `alignment offset 0`.
     pub fn click_listing(&self) -> String {
         // Each instruction's steps: (base offset, word value, word mask)
         // tests; `None` for a straddling field.
         struct Steps {
-            frag: bool,
             blocks: Option<Vec<(u32, u32, u32)>>,
         }
         let mut safe = 0u32;
@@ -845,16 +1229,10 @@ impl Program {
                 let off = u32::from(t.off);
                 let w = u32::from(t.width);
                 safe = safe.max(base + off + w);
-                if t.transp {
-                    safe = safe.max(256 + 8);
-                }
                 // Words are aligned in the listing's numbering.
                 let b = (base + off) & 3;
                 if b + w > 4 {
-                    return Steps {
-                        frag: t.transp,
-                        blocks: None,
-                    };
+                    return Steps { blocks: None };
                 }
                 let sh = 8 * (4 - b - w) + u32::from(t.shift);
                 let word = (base + off) & !3;
@@ -882,12 +1260,11 @@ impl Program {
                     blocks.push((word, 0, 0));
                 }
                 Steps {
-                    frag: t.transp,
                     blocks: Some(blocks),
                 }
             })
             .collect();
-        let size = |s: &Steps| usize::from(s.frag) + s.blocks.as_ref().map_or(1, |b| b.len());
+        let size = |s: &Steps| s.blocks.as_ref().map_or(1, |b| b.len());
         let mut first = Vec::with_capacity(steps.len());
         let mut n = 0;
         for st in &steps {
@@ -914,16 +1291,8 @@ impl Program {
             .zip(steps.iter())
             .enumerate()
         {
-            let mut at = first[k];
+            let at = first[k];
             let (yes, no) = (target(i.yes), target(i.no));
-            if st.frag {
-                let _ = writeln!(
-                    s,
-                    "{at:2} 260/00000000%00001fff  yes->step {}  no->{no}",
-                    at + 1
-                );
-                at += 1;
-            }
             // The test's outcome when it holds / fails.
             let (hold, fail) = if t.neg {
                 (no.clone(), yes.clone())
@@ -954,9 +1323,12 @@ impl Program {
                         } else {
                             fail.clone()
                         };
+                        // A negated test fails when its bytes are missing:
+                        // such a packet goes the way a matching word does.
+                        let short = if t.neg { "  short->yes" } else { "" };
                         let _ = writeln!(
                             s,
-                            "{:2} {w:3}/{v:08x}%{m:08x}  yes->{hold}  no->{next}",
+                            "{:2} {w:3}/{v:08x}%{m:08x}  yes->{hold}  no->{next}{short}",
                             at + j
                         );
                     }
@@ -1015,7 +1387,8 @@ impl Program {
                 }
             } else if t.lo == t.hi {
                 format!("{} {lo}", if t.neg { "!=" } else { "==" })
-            } else if t.hi == u32::MAX {
+            } else if t.hi >= t.mask {
+                // Up to the largest value the masked field takes.
                 format!("{} {lo}", if t.neg { "<" } else { ">=" })
             } else if t.lo == 0 {
                 format!("{} {hi}", if t.neg { ">" } else { "<=" })

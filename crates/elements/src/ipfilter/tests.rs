@@ -803,7 +803,11 @@ fn compiled_program_shape() {
     assert_eq!(prog.len(), 7, "{l}");
     let first = l.lines().nth(1).unwrap();
     assert_eq!(first, "  0  ip[9] == 6  yes: step 1  no: step 6");
-    assert!(l.contains("transp[0:2] == 80  yes: [0]  no: step 2"), "{l}");
+    assert!(
+        l.contains("ip[6:2] & 0x1fff == 0  yes: step 2  no: drop"),
+        "{l}"
+    );
+    assert!(l.contains("transp[0:2] == 80  yes: [0]  no: step 3"), "{l}");
     assert!(l.contains("ip[9] == 17  yes: [2]  no: drop"), "{l}");
     let prog = compile(&["-", "tcp"]);
     assert_eq!(prog.len(), 0);
@@ -823,13 +827,15 @@ fn compiled_program_shape() {
     ]);
     let l = prog.listing();
     assert_eq!(l.matches("ip[9]").count(), 1, "{l}");
-    assert_eq!(prog.len(), 6, "{l}");
+    assert_eq!(l.matches("ip[6:2]").count(), 1, "{l}");
+    assert_eq!(prog.len(), 7, "{l}");
     let prog = compile(&[
         "udp ? port 53 : icmp type echo",
         "src port 1 and dst port 2",
     ]);
     let l = prog.listing();
-    assert_eq!(l.matches("ip[9] == 17").count(), 2, "{l}");
+    // The second pattern's own `udp` test is decided on every path.
+    assert_eq!(l.matches("ip[9] == 17").count(), 1, "{l}");
     assert_eq!(l.matches("ip[9] == 6").count(), 1, "{l}");
     // Field displays in the listing.
     let l = compile(&["src net 10.0.0.0/8 and dst host != 1.2.3.4"]).listing();
@@ -850,7 +856,7 @@ const ADDRS: [[u8; 4]; 5] = [
     [192, 168, 1, 1],
     [172, 16, 0, 9],
 ];
-const PORTS: [u16; 8] = [80, 53, 1023, 1024, 0, 65535, 443, 22];
+const PORTS: [u16; 12] = [80, 53, 1023, 1024, 0, 65535, 443, 22, 256, 4096, 32768, 511];
 
 fn pick<T: Copy>(r: &mut Rng, v: &[T]) -> T {
     v[r.below(v.len())]
@@ -1088,6 +1094,161 @@ fn randomized_compiled_program_agrees_with_interpreter() {
             }
         }
     }
+}
+
+#[test]
+fn optimizer_keeps_every_verdict() {
+    // The optimized program (jump threading over path facts, clamped and
+    // normalized ranges, merged word tests) against the program as built
+    // and against the interpreter, on random rules and packets, truncated
+    // ones included; the optimized one is never longer.
+    let mut r = Rng::new(0x0b71_3a5e);
+    for round in 0..1500 {
+        let nrules = 1 + r.below(6);
+        let rules: Vec<(Expr, Action)> = (0..nrules)
+            .map(|_| {
+                let a = if r.below(5) == 0 {
+                    Action::Drop
+                } else {
+                    Action::Out(r.below(3))
+                };
+                (rand_expr(&mut r, 3), a)
+            })
+            .collect();
+        let opt = Program::compile(&rules);
+        let plain = Program::compile_unoptimized(&rules);
+        assert!(opt.len() <= plain.len(), "round {round}");
+        for _ in 0..120 {
+            let mut v = rand_packet(&mut r);
+            // Random TCP flags and transport bytes.
+            let th = usize::from(v.first().map_or(5, |b| b & 0x0f)) * 4;
+            if r.below(2) == 0 && v.len() > th + 13 {
+                v[th + 13] = r.u8();
+            }
+            if r.below(4) == 0 && v.len() > th {
+                let k = th + r.below(v.len() - th);
+                v[k] = r.u8();
+            }
+            let (got, base, want) = (opt.run(&v), plain.run(&v), interp::classify(&rules, &v));
+            if got != base || got != want {
+                let pats: Vec<String> = rules.iter().map(|(e, a)| format!("{a:?} {e}")).collect();
+                panic!(
+                    "round {round}: optimized {got:?}, unoptimized {base:?}, interpreted {want:?}\npacket {v:02x?}\nrules {pats:#?}\n{}\n{}",
+                    opt.listing(),
+                    plain.listing()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn optimizer_removes_implied_tests() {
+    // Across masks: the address decides the /8 test.
+    let p = compile(&["src 10.0.0.1 and src net 10.0.0.0/8"]);
+    assert_eq!(p.len(), 1, "{}", p.listing());
+    let p = compile(&["src 10.0.0.1 and not src net 11.0.0.0/8"]);
+    assert_eq!(p.len(), 1, "{}", p.listing());
+    // Across paths: after `dst port 7777` failed on a first fragment,
+    // the protocol and fragment tests of the next pattern are known on
+    // both ways in (TCP, UDP), so it goes straight to its port.
+    let p = compile(&["dst port 7777", "dst port 8888", "icmp"]);
+    let l = p.listing();
+    assert_eq!(l.matches("ip[9] == 6").count(), 1, "{l}");
+    assert_eq!(l.matches("ip[6:2]").count(), 1, "{l}");
+    assert!(
+        l.contains("transp[2:2] == 7777  yes: [0]  no: step 4"),
+        "{l}"
+    );
+    assert!(l.contains("  4  transp[2:2] == 8888"), "{l}");
+    for (ip, want) in [
+        (udp("1.0.0.1", "1.0.0.2", 1, 8888).bytes(), Some(1)),
+        (tcp("1.0.0.1", "1.0.0.2", 1, 7777, 0).bytes(), Some(0)),
+        (
+            Ip::new("1.0.0.1", "1.0.0.2", ip_proto::ICMP).bytes(),
+            Some(2),
+        ),
+    ] {
+        assert_eq!(
+            class(&["dst port 7777", "dst port 8888", "icmp"], &ip),
+            want
+        );
+    }
+}
+
+#[test]
+fn optimizer_prunes_contradicted_branches() {
+    // A TCP packet that is a later fragment fails `dst port 80`; the UDP
+    // pattern cannot hold for it, so that branch goes straight to drop.
+    let p = compile(&["tcp dst port 80", "udp src port 53", "ip ttl 1"]);
+    let l = p.listing();
+    assert!(
+        l.contains("ip[6:2] & 0x1fff == 0  yes: step 2  no: step 6"),
+        "{l}"
+    );
+    assert!(l.contains("  6  ip[8] == 1"), "{l}");
+    assert_eq!(l.matches("ip[9] == 17").count(), 1, "{l}");
+    // A pattern no packet matches alone.
+    assert!(Program::matches_nothing(
+        &parse_pattern("tcp and udp", &env()).unwrap()
+    ));
+    assert!(!Program::matches_nothing(
+        &parse_pattern("tcp or udp", &env()).unwrap()
+    ));
+}
+
+#[test]
+fn port_ranges_are_clamped_and_written_as_masks() {
+    // `>= 1024` is 1024-65535 of a 16-bit port: one masked test, not a
+    // range reaching 2^32 - 1.
+    let p = compile(&["dst port >= 1024"]);
+    let l = p.listing();
+    assert!(l.contains("transp[2:2] & 0xfc00 != 0"), "{l}");
+    let c = p.click_listing();
+    assert!(
+        c.contains(" 3 512/00000000%0000fc00  yes->[X]  no->[0]  short->yes\n"),
+        "{c}"
+    );
+    assert_eq!(c.lines().count(), 6, "{c}");
+    let l = compile(&["src port < 256", "tcp win 4096-8191", "port > 65535"]).listing();
+    assert!(l.contains("transp[0:2] & 0xff00 == 0"), "{l}");
+    assert!(l.contains("transp[14:2] & 0xf000 == 4096"), "{l}");
+    assert!(!l.contains("4294967295"), "{l}");
+    for (port, want) in [(1023, false), (1024, true), (65535, true), (0, false)] {
+        let ip = udp("1.0.0.1", "1.0.0.2", 9, port).bytes();
+        assert_eq!(matches("dst port >= 1024", &ip), want, "{port}");
+    }
+}
+
+#[test]
+fn word_tests_merge_as_clicks_do() {
+    // `syn and not ack`: one test of the flags byte.
+    let c = compile(&["tcp and syn and not ack"]).click_listing();
+    assert!(
+        c.contains("524/00020000%00120000  yes->[0]  no->[X]"),
+        "{c}"
+    );
+    for (flags, want) in [(SYN, true), (SYN | ACK, false), (ACK, false), (0, false)] {
+        let ip = tcp("1.0.0.1", "1.0.0.2", 1, 2, flags).bytes();
+        assert_eq!(matches("tcp and syn and not ack", &ip), want, "{flags:#x}");
+    }
+    // Either port at or above 1024: one test of both ports.
+    let pat = "tcpudp port >= 1024";
+    let c = compile(&[pat]).click_listing();
+    assert!(
+        c.contains("512/00000000%fc00fc00  yes->[X]  no->[0]  short->yes"),
+        "{c}"
+    );
+    // Cut inside the destination port, the source port alone decides, as
+    // it did before the merge.
+    let full = udp("1.0.0.1", "1.0.0.2", 2000, 80).bytes();
+    assert!(matches(pat, &full));
+    assert!(matches(pat, &full[..22]));
+    assert!(matches(pat, &full[..23]));
+    assert!(!matches(pat, &full[..21]));
+    let low = udp("1.0.0.1", "1.0.0.2", 80, 2000).bytes();
+    assert!(matches(pat, &low));
+    assert!(!matches(pat, &low[..23]));
 }
 
 #[test]
