@@ -16,13 +16,16 @@
 //!
 //! A transport test is preceded by an explicit first-fragment test, as in
 //! Click, so that the optimizer can answer that question once per path.
+//! The packet path then skips such a test where the transport test after
+//! it answers it anyway (its failure on a later fragment leads to the
+//! same place); the listings still show it, as Click's do.
 //! Ranges are clamped to their field and written as masked values where
-//! they are one ([`normalize`]).
+//! they are one (`normalize`).
 //!
-//! After compiling, jumps are threaded over path facts ([`thread_jumps`]:
+//! After compiling, jumps are threaded over path facts (`thread_jumps`:
 //! a test that earlier tests on every path to it decide is skipped, on
 //! any field and across masks), tests of one word that together are one
-//! test are merged ([`merge_words`]), unreachable instructions are dropped
+//! test are merged (`merge_words`), unreachable instructions are dropped
 //! and the rest renumbered so that every jump goes forward. None of this
 //! changes a verdict (a randomized test compares the program with and
 //! without it, and with an interpreter of the patterns).
@@ -212,6 +215,11 @@ impl Test {
     /// bits (`src == 10.0.0.0` decides `src & 8.0.0.0 == 8.0.0.0`) or
     /// contradicts one that pins some of them otherwise.
     fn decide(&self, outcome: bool, o: &Test) -> Option<bool> {
+        if o.transp && !outcome && *self == first_fragment_test() {
+            // A later fragment (or a packet too short to say) has no
+            // transport header to test.
+            return Some(false);
+        }
         if !self.same_bytes(o) {
             return None;
         }
@@ -321,7 +329,13 @@ pub struct Program {
     insns: Box<[Insn]>,
     /// The tests as compiled, for the listing.
     tests: Box<[Test]>,
+    /// Their (yes, no) targets as listed (the packet path's may skip a
+    /// folded first-fragment test).
+    targets: Box<[(u32, u32)]>,
+    /// The first instruction as listed ...
     start: u32,
+    /// ... and as run (a first-fragment test folded, see `build`).
+    run_start: u32,
     unmatchable: Vec<usize>,
     /// Some test reads the MAC header.
     mac: bool,
@@ -535,7 +549,12 @@ fn ip_layout(f: IpField) -> (u16, u8, u8, u32) {
 /// skip the fragment question once a path has answered it, and gives a
 /// later fragment its own way out, as Click's programs do.
 fn first_fragment(l: L) -> L {
-    and(L::T(field(false, 6, 2, 0, 0x1fff, &Rel::eq(0))), l)
+    and(L::T(first_fragment_test()), l)
+}
+
+/// The fragment offset is zero.
+fn first_fragment_test() -> Test {
+    field(false, 6, 2, 0, 0x1fff, &Rel::eq(0))
 }
 
 /// A primitive as field tests, given what is known of the protocol.
@@ -1063,17 +1082,45 @@ impl Program {
                 t
             }
         };
+        // The packet path skips a first-fragment test that the transport
+        // test after it answers by itself: that test fails on a later
+        // fragment, and its failure leads where the fragment test's would.
+        let folded = |t: u32| -> u32 {
+            if !optimize || t >= OUTCOME {
+                return t;
+            }
+            let f = &insns[t as usize];
+            if f.test != first_fragment_test() || f.yes >= OUTCOME {
+                return t;
+            }
+            let y = &insns[f.yes as usize];
+            let later = [(f.test, false)];
+            if y.test.transp && follow(&insns, &later, y.no).contains(&f.no) {
+                f.yes
+            } else {
+                t
+            }
+        };
         let hot: Box<[Insn]> = order
             .iter()
-            .map(|&i| Insn::new(&insns[i].test, map(insns[i].yes), map(insns[i].no)))
+            .map(|&i| {
+                let n = &insns[i];
+                Insn::new(&n.test, map(folded(n.yes)), map(folded(n.no)))
+            })
             .collect();
         let tests: Box<[Test]> = order.iter().map(|&i| insns[i].test).collect();
+        let targets: Box<[(u32, u32)]> = order
+            .iter()
+            .map(|&i| (map(insns[i].yes), map(insns[i].no)))
+            .collect();
         Built {
             program: Program {
                 insns: hot,
+                targets,
                 mac: tests.iter().any(|t| t.mac),
                 tests,
                 start: map(next),
+                run_start: map(folded(next)),
                 unmatchable: Vec::new(),
             },
             outcomes,
@@ -1133,7 +1180,7 @@ impl Program {
     #[inline(always)]
     fn exec<const MAC: bool>(&self, data: &[u8], bases: [usize; 3]) -> Verdict {
         let ip = data;
-        let mut pc = self.start;
+        let mut pc = self.run_start;
         // Two arms that each test for an outcome keep the compiler from
         // turning the choice of the next instruction into a data-dependent
         // load (a select): a predicted branch lets the processor run ahead
@@ -1161,6 +1208,22 @@ impl Program {
         } else {
             Verdict::Out((pc & !OUTCOME) as usize)
         }
+    }
+
+    /// How many instructions the packet path runs for `ip` (for tests).
+    #[doc(hidden)]
+    pub fn path_len(&self, ip: &[u8]) -> usize {
+        let bases = [0, transport_offset(ip), NO_TRANSPORT];
+        let (mut pc, mut n) = (self.run_start, 0);
+        while let Some(i) = self.insns.get(pc as usize) {
+            n += 1;
+            pc = if i.eval::<true>(ip, &bases) {
+                i.yes
+            } else {
+                i.no
+            };
+        }
+        n
     }
 
     /// Classifies a packet by its IP header (the network header
@@ -1285,14 +1348,14 @@ impl Program {
             let _ = writeln!(s, "all->{}", target(self.start));
         }
         for (k, ((i, t), st)) in self
-            .insns
+            .targets
             .iter()
             .zip(self.tests.iter())
             .zip(steps.iter())
             .enumerate()
         {
             let at = first[k];
-            let (yes, no) = (target(i.yes), target(i.no));
+            let (yes, no) = (target(i.0), target(i.1));
             // The test's outcome when it holds / fails.
             let (hold, fail) = if t.neg {
                 (no.clone(), yes.clone())
@@ -1353,7 +1416,7 @@ impl Program {
         };
         let mut s = String::new();
         let _ = writeln!(s, "start: {}", target(self.start));
-        for (k, (i, t)) in self.insns.iter().zip(self.tests.iter()).enumerate() {
+        for (k, (i, t)) in self.targets.iter().zip(self.tests.iter()).enumerate() {
             let _ = write!(s, "{k:3}  {}[{}", region_name(t), t.off);
             if t.width > 1 {
                 let _ = write!(s, ":{}", t.width);
@@ -1395,7 +1458,7 @@ impl Program {
             } else {
                 format!("{}in {lo}-{hi}", if t.neg { "not " } else { "" })
             };
-            let _ = writeln!(s, " {cond}  yes: {}  no: {}", target(i.yes), target(i.no));
+            let _ = writeln!(s, " {cond}  yes: {}  no: {}", target(i.0), target(i.1));
         }
         s
     }

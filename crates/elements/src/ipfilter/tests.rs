@@ -1177,6 +1177,23 @@ fn optimizer_removes_implied_tests() {
 }
 
 #[test]
+fn packet_path_folds_the_fragment_test() {
+    // The listing shows Click's first-fragment step; the packet path
+    // leaves it to the port test, which fails on a later fragment itself.
+    let pats = ["udp dst port 53", "ip ttl 1"];
+    let p = compile(&pats);
+    assert!(p.listing().contains("ip[6:2] & 0x1fff == 0"));
+    let dns = udp("1.0.0.1", "1.0.0.2", 9, 53).bytes();
+    assert_eq!(p.path_len(&dns), 2, "{}", p.listing());
+    let mut frag = dns.clone();
+    frag[6] = 0x00;
+    frag[7] = 0xb9;
+    frag[8] = 1;
+    assert_eq!(class(&pats, &dns), Some(0));
+    assert_eq!(class(&pats, &frag), Some(1));
+}
+
+#[test]
 fn optimizer_prunes_contradicted_branches() {
     // A TCP packet that is a later fragment fails `dst port 80`; the UDP
     // pattern cannot hold for it, so that branch goes straight to drop.
