@@ -30,6 +30,13 @@
 # GATEWAY_ONLY=1 runs only that section (and the null reference): the
 # short run for a shared machine.
 #
+# RT=1 (as root) runs the whole benchmark under `chrt -f 50` (SCHED_FIFO):
+# its threads take the cores from the machine's other work (the kernel
+# still leaves that 5% of each second), so the wall-clock rows show the
+# router's own scaling on a machine that other jobs keep busy. Without
+# it, on a loaded machine, -j 2's wall clock counts the time a thread
+# waits for a core (the cpu-cyc/pkt columns of the gateway leave it out).
+#
 # Usage: scripts/bench-vpn.sh [PATH/TO/paraclick] [PACKETS] [ROUNDS]
 #   (defaults: target/release/paraclick, 2000000 packets per run (fewer
 #   for 3DES at 1400 bytes), 3 rounds)
@@ -40,6 +47,10 @@
 # Prints figures only. Compare with VPP's published ~2.1 Mpps per core for
 # 64-byte AES-GCM-128 (its cycles per packet: the CPU's clock / 2.1e6).
 set -euo pipefail
+
+if [[ -n ${RT:-} && -z ${BENCH_VPN_RT:-} ]]; then
+  exec env BENCH_VPN_RT=1 chrt -f 50 bash "$0" "$@"
+fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$(readlink -f "${1:-$ROOT/target/release/paraclick}")
@@ -142,27 +153,35 @@ fi # GATEWAY_ONLY
 #  - aes128gcm16 with one SA per thread (two elements): the cost of
 #    sharing one SA (its sequence counter) between threads;
 #  - decryption (IPsecESPTunnelUnencap, REPLAY 0 so the same packet may
-#    repeat; the window's lock is still taken twice per packet), one SA
-#    shared by both threads. The ESP packets are made by paraclick itself.
+#    repeat), one SA shared by both threads. The ESP packets are made by
+#    paraclick itself.
+#  - decryption with the anti-replay window on (below).
+# One row: NAME at -j THREADS, the configuration's body given, its two
+# sources s0 and s1 sending N/2 packets each (on threads 0 and 1 at -j 2,
+# with the other placements in $PLACE). "lost": the share of the N packets
+# not counted at c (refused as replays, or left in a queue at the stop);
+# cycles per packet are per packet counted.
+PLACE=
 variant() { # NAME THREADS FILE-BODY...
-  local name=$1 j=$2 f=$TMP/$1-$2.click out row m cpp sc; shift 2
+  local name=$1 j=$2 f=$TMP/$1-$2.click out row m cpp sc pk lost; shift 2
   printf '%s\n' "define(\$N 1000000);" "DriverManager(pause, pause);" "$@" >"$f"
-  if [[ $j -eq 2 ]]; then echo "StaticThreadSched(s0 0, s1 1);" >>"$f"; fi
+  if [[ $j -eq 2 ]]; then echo "StaticThreadSched(s0 0, s1 1${PLACE:+, $PLACE});" >>"$f"; fi
   out=$("$BIN" bench -j "$j" -r "$ROUNDS" -n $((N / 2)) --count c.count "$f")
   ghz "$out"
   row=$(tail -1 <<<"$out")
   if grep -q error <<<"$row"; then echo "$out" >&2; exit 1; fi
-  read -r _ _ m cpp _ <<<"$row"
+  read -r _ pk m cpp _ <<<"$row"
   kpps=$(python3 -c "print(f'{$GHZ * 1e6 * $j / $cpp:.1f}')")
   if [[ $j -eq 2 ]]; then sc=$(python3 -c "print(f'{2 * $VC1 / $cpp:.2f}x')"); else VC1=$cpp; sc=; fi
-  printf '%-22s %4s %10s %10s %10s\n' "$name" "$j" "$kpps" "$cpp" "$sc"
+  lost=$(python3 -c "print(f'{100 * (1 - $pk / $N):.2f}%')")
+  printf '%-30s %4s %10s %10s %10s %8s\n' "$name" "$j" "$kpps" "$cpp" "$sc" "$lost"
 }
 D64=$(packet_hex 64)
 SRC="InfiniteSource(DATA \\<$D64>, LIMIT \$N, BURST 32, STOP true, TIMESTAMP false)"
 K=0x$(key 20)
 ENC="IPsecESPTunnelEncap(0x1001, aes128gcm16, $K, 192.0.2.1, 198.51.100.1)"
 echo
-printf '%-22s %4s %10s %10s %10s\n' "64-byte reference" -j kpps "cyc/pkt" scaling
+printf '%-30s %4s %10s %10s %10s %8s\n' "64-byte reference" -j kpps "cyc/pkt" scaling lost
 for j in 1 2; do
   variant null $j "e :: Null -> c :: Counter -> Discard;" "s0 :: $SRC -> e;" "s1 :: $SRC -> e;"
 done
@@ -185,6 +204,65 @@ done
       "s0 :: $ESRC -> d;" "s1 :: $ESRC -> d;"
   done
 done
+# Decryption with the anti-replay window on, as a gateway runs it. The
+# packets need fresh sequence numbers, so each thread encrypts its own
+# packets (one outbound SA shared by the threads) and decrypts them at
+# once with one inbound SA whose window both threads update: REPLAY 32
+# (Linux's default) and 64 (the element's default), against REPLAY 0 for
+# the window's cost. At -j 2 each thread's numbers come in blocks of 16
+# interleaved with the other's, so a thread that falls behind the other by
+# more than the window sees its packets refused as too old ("lost").
+[[ -n ${GATEWAY_ONLY:-} ]] || for spec in aes128gcm16:20 aes128-sha1:36; do
+  alg=${spec%%:*}; kl=${spec##*:}
+  for r in 0 32 64; do
+    for j in 1 2; do
+      variant "enc+dec-$alg-replay$r" $j \
+        "e :: IPsecESPTunnelEncap(0x1001, $alg, 0x$(key "$kl"), 192.0.2.1, 198.51.100.1);" \
+        "d :: IPsecESPTunnelUnencap(0x1001, $alg, 0x$(key "$kl"), REPLAY $r);" \
+        "e -> d -> c :: Counter -> Discard;" "s0 :: $SRC -> e;" "s1 :: $SRC -> e;"
+    done
+  done
+done
+
+# Two SAs: steer each SA to one thread, or let the threads share them.
+# Each source's packets alternate between the two SAs (RoundRobinSwitch),
+# as packets of several tunnels arrive mixed on each receive queue:
+#  - shared: each thread encrypts what it receives, with whichever SA;
+#  - steered: each SA's packets are handed through a Queue to the one
+#    thread that uses that SA (half of each thread's packets cross);
+#  - split-at-input: each source sends one SA's packets (what a NIC whose
+#    receive queues are chosen by SA would give: steering at no cost).
+if [[ -z ${GATEWAY_ONLY:-} ]]; then
+  echo
+  echo "Two SAs (aes128gcm16), each source's packets alternating between them"
+  printf '%-30s %4s %10s %10s %10s %8s\n' "sa mode, bytes" -j kpps "cyc/pkt" scaling lost
+  for len in 64 1400; do
+    LSRC="InfiniteSource(DATA \\<$(packet_hex "$len")>, LIMIT \$N, BURST 32, STOP true, TIMESTAMP false)"
+    A="a :: IPsecESPTunnelEncap(0x1001, aes128gcm16, $K, 192.0.2.1, 198.51.100.1) -> c;"
+    B="b :: IPsecESPTunnelEncap(0x1002, aes128gcm16, $K, 192.0.2.1, 198.51.100.1) -> c;"
+    for mode in shared steered split-at-input; do
+      for j in 1 2; do
+        case $mode in
+        shared)
+          variant "sa-$mode-$len" $j "c :: Counter -> Discard;" "$A" "$B" \
+            "s0 :: $LSRC -> r0 :: RoundRobinSwitch; r0[0] -> a; r0[1] -> b;" \
+            "s1 :: $LSRC -> r1 :: RoundRobinSwitch; r1[0] -> a; r1[1] -> b;" ;;
+        steered)
+          PLACE="ua 0, ub 1"
+          variant "sa-$mode-$len" $j "c :: Counter -> Discard;" "$A" "$B" \
+            "qa :: Queue(256) -> ua :: Unqueue(32) -> a;" \
+            "qb :: Queue(256) -> ub :: Unqueue(32) -> b;" \
+            "s0 :: $LSRC -> r0 :: RoundRobinSwitch; r0[0] -> qa; r0[1] -> qb;" \
+            "s1 :: $LSRC -> r1 :: RoundRobinSwitch; r1[0] -> qa; r1[1] -> qb;"
+          PLACE= ;;
+        split-at-input)
+          variant "sa-$mode-$len" $j "c :: Counter -> Discard;" "$A" "$B" \
+            "s0 :: $LSRC -> a;" "s1 :: $LSRC -> b;" ;;
+        esac
+      done
+    done
+  done
+fi
 
 
 # The whole VPN workload through Click's split elements (see the top).

@@ -58,3 +58,19 @@ if (( nat_models == 0 )); then
   exit 1
 fi
 echo "test.sh: $nat_models NAT map models passed under loom"
+
+# IPsec, one SA shared by the threads (docs/IPSEC.md): the replay window
+# accepts a number at most once (crates/elements/src/ipsec/replay.rs), and
+# the outbound sequence blocks never hand out a number twice
+# (crates/elements/src/ipsec/sa/seq.rs).
+echo "== loom model check of the IPsec replay window and sequence blocks"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
+  cargo test --profile ci -p paraclick-elements --lib -- --nocapture \
+  ipsec::replay::loom_tests ipsec::sa::seq::loom_tests \
+  2>&1 | tee target/loom-ipsec-output.txt
+ipsec_models=$(grep -Eo 'test result: ok\. [0-9]+ passed' target/loom-ipsec-output.txt | awk '{s+=$4} END {print s+0}')
+if (( ipsec_models == 0 )); then
+  echo "test.sh: the IPsec loom model check ran no model" >&2
+  exit 1
+fi
+echo "test.sh: $ipsec_models IPsec models passed under loom"

@@ -73,10 +73,12 @@ command -v "$QEMU" >/dev/null || skip_or_fail "$QEMU is missing"
 [[ -c /dev/net/tun ]] || skip_or_fail "/dev/net/tun is missing"
 GUEST=$(bash "$ROOT/tests/netns/ipsec-guest/build.sh") || skip_or_fail "the guest could not be built"
 
+# Namespace names: NETNS_PREFIX (default pc), their role, this shell's pid.
 SUF=$$
-HA=pc-ia-$SUF
-R=pc-ir-$SUF
-W=pc-iw-$SUF
+P=${NETNS_PREFIX:-pc}
+HA=$P-ia-$SUF
+R=$P-ir-$SUF
+W=$P-iw-$SUF
 TMP=$(mktemp -d /tmp/paraclick-ipsec.XXXXXX)
 ROUTER_PID=
 QEMU_PID=

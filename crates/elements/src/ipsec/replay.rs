@@ -19,8 +19,16 @@
 //! replays without spending a MAC on them, loads only); `update` is done
 //! only after the packet authenticated, and decides (another thread may
 //! have accepted the same number meanwhile).
+//!
+//! The protocol is model-checked under loom (`loom_tests`: every
+//! interleaving of two or three threads recording numbers, run by
+//! `scripts/test.sh`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(loom)]
+use loom::sync::atomic::AtomicU64;
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 
 /// Largest supported window (bits of the bitmap).
 pub const MAX_WINDOW: u32 = 128;
@@ -136,7 +144,7 @@ impl ReplayWindow {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use ReplayVerdict::*;
@@ -263,5 +271,131 @@ mod tests {
         all.sort_unstable();
         assert_eq!(all, (1..=runs * 64).collect::<Vec<_>>());
         assert_eq!(w.top(), runs * 64);
+    }
+}
+
+/// Model checks of the window under loom: every interleaving of threads
+/// recording numbers, with loom's weak-memory outcomes for each atomic
+/// access. Run (as `scripts/test.sh` does):
+/// `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom
+/// cargo test --profile ci -p paraclick-elements --lib ipsec::replay::loom_tests`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+    use ReplayVerdict::*;
+
+    /// Runs `seqs[t]` through `update` on thread `t` (the last list on
+    /// the model's own thread) and returns, per thread, the numbers it
+    /// was told `Ok` for and every verdict.
+    fn run(w: &Arc<ReplayWindow>, seqs: &[&'static [u32]]) -> Vec<Vec<(u32, ReplayVerdict)>> {
+        let (last, others) = seqs.split_last().unwrap();
+        let hs: Vec<_> = others
+            .iter()
+            .map(|s| {
+                let (w, s) = (w.clone(), *s);
+                thread::spawn(move || s.iter().map(|&n| (n, w.update(n))).collect::<Vec<_>>())
+            })
+            .collect();
+        let mine: Vec<_> = last.iter().map(|&n| (n, w.update(n))).collect();
+        let mut all: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        all.push(mine);
+        all
+    }
+
+    /// The numbers told `Ok`, sorted.
+    fn accepted(v: &[Vec<(u32, ReplayVerdict)>]) -> Vec<u32> {
+        let mut ok: Vec<u32> = v
+            .iter()
+            .flatten()
+            .filter(|x| x.1 == Ok)
+            .map(|x| x.0)
+            .collect();
+        ok.sort_unstable();
+        ok
+    }
+
+    /// Two threads deliver the same numbers, partly in other orders, in
+    /// one word (same run): each number is accepted by exactly one of
+    /// them, and once they are done every number is a duplicate.
+    #[test]
+    fn two_threads_same_numbers_each_accepted_once() {
+        loom::model(|| {
+            let w = Arc::new(ReplayWindow::new(32));
+            let v = run(&w, &[&[3, 5], &[5, 3]]);
+            assert_eq!(accepted(&v), [3, 5]);
+            for n in [3, 5] {
+                assert_eq!(w.update(n), Duplicate, "{n} accepted again");
+            }
+            assert_eq!(w.top(), 5);
+        });
+    }
+
+    /// Three threads set different bits of one word and one of them
+    /// replays its own number: no bit is lost (a lost bit would let a
+    /// replay through afterwards), and the replay is refused.
+    #[test]
+    fn three_threads_distinct_numbers_none_lost() {
+        loom::model(|| {
+            let w = Arc::new(ReplayWindow::new(32));
+            let v = run(&w, &[&[1], &[2, 2], &[4]]);
+            assert_eq!(accepted(&v), [1, 2, 4]);
+            assert_eq!(v[1][1], (2, Duplicate));
+            for n in [1, 2, 4] {
+                assert_eq!(w.update(n), Duplicate, "{n} accepted again");
+                assert_eq!(w.check(n), Duplicate);
+            }
+        });
+    }
+
+    /// One thread moves the window far on, reusing the ring word of an
+    /// older run, while another delivers numbers of that older run: an
+    /// old number is accepted at most once (or refused as too old), the
+    /// new one exactly once, and nothing below the window gets in
+    /// afterwards.
+    #[test]
+    fn a_reused_word_never_accepts_a_number_twice() {
+        loom::model(|| {
+            // 3 is in run 0 and 7 * 32 + 3 = 227 in run 7: the same word.
+            let w = Arc::new(ReplayWindow::new(32));
+            let v = run(&w, &[&[3, 227], &[3, 4]]);
+            let ok = accepted(&v);
+            let threes = ok.iter().filter(|&&n| n == 3).count();
+            assert!(threes <= 1, "3 accepted {threes} times: {v:?}");
+            assert!(ok.iter().filter(|&&n| n == 4).count() <= 1);
+            assert_eq!(ok.iter().filter(|&&n| n == 227).count(), 1, "{v:?}");
+            assert_eq!(w.top(), 227);
+            for n in [3, 4] {
+                assert_eq!(w.update(n), TooOld);
+            }
+            assert_eq!(w.update(227), Duplicate);
+        });
+    }
+
+    /// `check` on one thread while another records: `check` never says
+    /// `Duplicate` for a number nobody recorded, and once the recorder's
+    /// flag is seen (release/acquire), says it for the recorded one.
+    #[test]
+    fn check_sees_what_was_recorded_before_a_flag() {
+        loom::model(|| {
+            use loom::sync::atomic::AtomicBool;
+            let w = Arc::new(ReplayWindow::new(32));
+            let flag = Arc::new(AtomicBool::new(false));
+            let (w2, f2) = (w.clone(), flag.clone());
+            let h = thread::spawn(move || {
+                assert_eq!(w2.update(9), Ok);
+                f2.store(true, Ordering::Release);
+            });
+            let seen = flag.load(Ordering::Acquire);
+            let c = w.check(9);
+            if seen {
+                assert_eq!(c, Duplicate);
+            } else {
+                assert!(c == Ok || c == Duplicate);
+            }
+            assert_eq!(w.check(8), Ok);
+            h.join().unwrap();
+        });
     }
 }

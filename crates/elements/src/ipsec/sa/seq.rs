@@ -21,9 +21,17 @@
 //! sequence numbers, RFC 4303 §3.3.3) is ever used: `BLOCK` divides 2^32,
 //! so the last block ends exactly at the limit, and a number beyond it
 //! makes the caller refuse the packet (`SeqOverflow`).
+//!
+//! Model-checked under loom (`loom_tests`: every interleaving of two or
+//! three threads taking numbers across block boundaries, run by
+//! `scripts/test.sh`).
 
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(loom)]
+use loom::sync::atomic::AtomicU64;
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 
 /// Numbers reserved at a time by one thread.
 pub const BLOCK: u64 = 16;
@@ -111,7 +119,7 @@ impl SeqAlloc {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -179,5 +187,97 @@ mod tests {
         all.dedup();
         assert_eq!(all.len(), n, "a number repeated");
         assert!(all[0] >= 1);
+    }
+}
+
+/// Model checks of the allocator under loom: every interleaving of
+/// threads taking numbers, with loom's weak-memory outcomes. Run (as
+/// `scripts/test.sh` does): `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3
+/// CARGO_TARGET_DIR=target/loom cargo test --profile ci -p
+/// paraclick-elements --lib ipsec::sa::seq::loom_tests`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// Threads `ts` (slot indexes; the last on the model's own thread)
+    /// each take `n` numbers from `a`; returns them all, sorted, after
+    /// checking none is 0 or beyond the limit.
+    fn take(a: &Arc<SeqAlloc>, ts: &[usize], n: usize) -> Vec<u64> {
+        let (last, others) = ts.split_last().unwrap();
+        let hs: Vec<_> = others
+            .iter()
+            .map(|&t| {
+                let a = a.clone();
+                thread::spawn(move || (0..n).filter_map(|_| a.next(t)).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut all: Vec<u64> = (0..n).filter_map(|_| a.next(*last)).collect();
+        for h in hs {
+            all.extend(h.join().unwrap());
+        }
+        all.sort_unstable();
+        assert!(all.iter().all(|&s| (1..END).contains(&s)), "{all:?}");
+        all
+    }
+
+    fn assert_distinct(all: &[u64]) {
+        assert!(
+            all.windows(2).all(|w| w[0] < w[1]),
+            "a number repeated: {all:?}"
+        );
+    }
+
+    /// Two threads with their own slots, both crossing into fresh blocks
+    /// (thread 0 ends its block after two numbers, thread 1 starts with
+    /// none): every number is taken once, and the blocks they reserve
+    /// are distinct.
+    #[test]
+    fn two_threads_across_block_boundaries_never_repeat() {
+        loom::model(|| {
+            let a = Arc::new(SeqAlloc::new(2));
+            a.set_next(BLOCK - 2);
+            let all = take(&a, &[0, 1], 3);
+            assert_eq!(all.len(), 6);
+            assert_distinct(&all);
+            assert!(all.contains(&(BLOCK - 2)) && all.contains(&(BLOCK - 1)));
+            // Blocks 1 and 2 went to the two threads, one each.
+            assert!(
+                all.contains(&BLOCK) && all.contains(&(2 * BLOCK)),
+                "{all:?}"
+            );
+            assert_eq!(a.last(), *all.last().unwrap());
+        });
+    }
+
+    /// Three threads, two of them on one slot (more threads than slots):
+    /// the slot's compare-and-swap keeps them apart, also when one of
+    /// them replaces the slot's used-up block.
+    #[test]
+    fn threads_sharing_a_slot_never_repeat() {
+        loom::model(|| {
+            let a = Arc::new(SeqAlloc::new(2));
+            a.set_next(BLOCK - 1);
+            let all = take(&a, &[0, 2, 1], 2);
+            assert_eq!(all.len(), 6);
+            assert_distinct(&all);
+        });
+    }
+
+    /// At the end of the 32-bit space, threads racing for the last
+    /// numbers get each at most once and nothing beyond: the others are
+    /// told `None`.
+    #[test]
+    fn the_last_numbers_are_taken_once_and_then_none() {
+        loom::model(|| {
+            let a = Arc::new(SeqAlloc::new(2));
+            a.set_next(END - 2);
+            let all = take(&a, &[0, 1], 2);
+            assert_distinct(&all);
+            assert_eq!(all, [END - 2, END - 1]);
+            assert_eq!(a.next(0), None);
+            assert_eq!(a.next(1), None);
+        });
     }
 }
