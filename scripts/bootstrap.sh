@@ -63,9 +63,9 @@ done
 if ! have cargo; then
   need_apt+=(cargo rustc)
 fi
-# libpcap (headers and library): FromDevice's BPF_FILTER and
-# PRIORITY_FILTER compile tcpdump expressions with it (the pcap crate):
-# needed to build.
+# libpcap: FromDevice's BPF_FILTER and PRIORITY_FILTER compile tcpdump
+# expressions with it, opened (dlopen) when a filter is first compiled,
+# not linked; the device tests use those filters.
 if ! ldconfig -p 2>/dev/null | grep -q 'libpcap\.so ' && ! ls /usr/lib/*/libpcap.so /usr/lib/libpcap.so >/dev/null 2>&1; then
   need_apt+=(libpcap-dev)
 fi
