@@ -71,7 +71,8 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libpcap\.so ' && ! ls /usr/lib/*/libpcap
 fi
 # libxdp and libbpf (headers and libraries): FromDevice/ToDevice METHOD
 # XDP open AF_XDP sockets through libxdp (src/linux/xsk_shim.c of
-# crates/io is compiled against them): needed to build. libxdp1 brings
+# crates/io is compiled against them, and opens libxdp.so.1 when a
+# router first opens such a socket): needed to build. libxdp1 brings
 # its default XDP program (xsk_def_xdp_prog.o), built from source by
 # Debian.
 [[ -e /usr/include/xdp/xsk.h ]] || need_apt+=(libxdp-dev)

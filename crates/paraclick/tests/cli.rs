@@ -397,11 +397,12 @@ fn run_errors_take_clicks_form_for_programs() {
     assert!(err.contains("did you mean 'Counter'?"), "{err}");
 }
 
-/// A router whose configuration compiles no packet filter maps no libpcap
-/// (nor the libraries it pulls in): the library is opened when a
-/// BPF_FILTER or PRIORITY_FILTER is first compiled.
+/// A router whose configuration compiles no packet filter and opens no
+/// AF_XDP socket maps neither libpcap nor libxdp and libbpf (nor the
+/// libraries they pull in): each is opened when a BPF_FILTER or
+/// PRIORITY_FILTER is first compiled, or a METHOD XDP socket opened.
 #[test]
-fn a_router_without_filters_maps_no_libpcap() {
+fn a_router_without_filters_or_xdp_maps_no_libpcap_or_libxdp() {
     let mut child = std::process::Command::new(bin())
         .args(["-e", "Idle -> Discard;"])
         .stdout(std::process::Stdio::null())
@@ -430,4 +431,6 @@ fn a_router_without_filters_maps_no_libpcap() {
     let _ = child.wait();
     assert!(maps.contains("libc.so"), "no map read:\n{maps}");
     assert!(!maps.contains("libpcap"), "libpcap mapped:\n{maps}");
+    assert!(!maps.contains("libxdp"), "libxdp mapped:\n{maps}");
+    assert!(!maps.contains("libbpf"), "libbpf mapped:\n{maps}");
 }
