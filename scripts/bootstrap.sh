@@ -63,15 +63,16 @@ done
 if ! have cargo; then
   need_apt+=(cargo rustc)
 fi
-# libpcap (headers and library): FromDevice's BPF_FILTER and
-# PRIORITY_FILTER compile tcpdump expressions with it (the pcap crate):
-# needed to build.
+# libpcap: FromDevice's BPF_FILTER and PRIORITY_FILTER compile tcpdump
+# expressions with it, opened (dlopen) when a filter is first compiled,
+# not linked; the device tests use those filters.
 if ! ldconfig -p 2>/dev/null | grep -q 'libpcap\.so ' && ! ls /usr/lib/*/libpcap.so /usr/lib/libpcap.so >/dev/null 2>&1; then
   need_apt+=(libpcap-dev)
 fi
 # libxdp and libbpf (headers and libraries): FromDevice/ToDevice METHOD
 # XDP open AF_XDP sockets through libxdp (src/linux/xsk_shim.c of
-# crates/io is compiled against them): needed to build. libxdp1 brings
+# crates/io is compiled against them, and opens libxdp.so.1 when a
+# router first opens such a socket): needed to build. libxdp1 brings
 # its default XDP program (xsk_def_xdp_prog.o), built from source by
 # Debian.
 [[ -e /usr/include/xdp/xsk.h ]] || need_apt+=(libxdp-dev)

@@ -15,7 +15,7 @@ fn main() {
             .flag_if_supported("-std=gnu11")
             .warnings(true)
             .compile("paraclick_xsk_shim");
-        println!("cargo:rustc-link-lib=xdp");
-        println!("cargo:rustc-link-lib=bpf");
+        // libxdp itself is opened at run time (dlopen), when a router
+        // first opens an AF_XDP socket: not linked.
     }
 }

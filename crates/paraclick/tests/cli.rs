@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::paraclick;
+use common::{bin, paraclick};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -395,4 +395,42 @@ fn run_errors_take_clicks_form_for_programs() {
         "{err}"
     );
     assert!(err.contains("did you mean 'Counter'?"), "{err}");
+}
+
+/// A router whose configuration compiles no packet filter and opens no
+/// AF_XDP socket maps neither libpcap nor libxdp and libbpf (nor the
+/// libraries they pull in): each is opened when a BPF_FILTER or
+/// PRIORITY_FILTER is first compiled, or a METHOD XDP socket opened.
+#[test]
+fn a_router_without_filters_or_xdp_maps_no_libpcap_or_libxdp() {
+    let mut child = std::process::Command::new(bin())
+        .args(["-e", "Idle -> Discard;"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("paraclick starts");
+    let pid = child.id();
+    // The router's worker thread runs once main has: by then the loader
+    // has mapped every library the binary links.
+    let threads = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))
+                    .and_then(|n| n.trim().parse::<u32>().ok())
+            })
+            .unwrap_or(0)
+    };
+    let t0 = std::time::Instant::now();
+    while threads() < 2 && t0.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(maps.contains("libc.so"), "no map read:\n{maps}");
+    assert!(!maps.contains("libpcap"), "libpcap mapped:\n{maps}");
+    assert!(!maps.contains("libxdp"), "libxdp mapped:\n{maps}");
+    assert!(!maps.contains("libbpf"), "libbpf mapped:\n{maps}");
 }

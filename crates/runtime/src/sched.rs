@@ -632,13 +632,18 @@ impl<'r> Pass<'r> {
                 sh.begin_pass();
             }
         }
-        cx.wake_ns = u64::MAX;
-        cx.wake_hints = 0;
-        cx.wake_hint_elem = usize::MAX;
+        if cx.wake_hints != 0 {
+            // Only a pass in which a task said when it will have work
+            // ([`Cx::wake_at`], which alone sets these) leaves them set.
+            cx.wake_ns = u64::MAX;
+            cx.wake_hints = 0;
+            cx.wake_hint_elem = usize::MAX;
+        }
         let mut work = false;
         // Tasks skipped asleep (each waits on a notifier that unparks
-        // this worker): counted only where a task is skipped.
-        let mut asleep = 0usize;
+        // this worker): counted only where a task is skipped, in the
+        // context rather than a register the task loop needs.
+        cx.asleep = 0;
         // Fairness among sources that wait for room: a source skipped
         // because its queue is full changes places with the nearest such
         // source before it in the list, which took the room first.
@@ -655,7 +660,7 @@ impl<'r> Pass<'r> {
                 if task.wait_for_room && skipped == usize::MAX {
                     skipped = id;
                 }
-                asleep += 1;
+                cx.asleep += 1;
                 continue;
             }
             if SHARED {
@@ -737,14 +742,15 @@ impl<'r> Pass<'r> {
             bump(&ts.idle_polls, 1);
             // Every task that ran said when it will have work (a blocked
             // task skipped at its closed gate did not: no sleep then).
-            hinted = self.cx.wake_hints > 0 && self.cx.wake_hints + asleep >= self.refs.len();
+            hinted =
+                self.cx.wake_hints > 0 && self.cx.wake_hints + self.cx.asleep >= self.refs.len();
         }
         Ran {
             work,
             timers,
             next,
             hinted,
-            asleep,
+            asleep: self.cx.asleep,
         }
     }
 

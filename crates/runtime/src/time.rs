@@ -48,6 +48,9 @@ pub struct RouterClock {
     /// Real time only: whether a timewarp was ever set ([`RouterClock::set_warp`]);
     /// until then the clock is the system's, read with no lock.
     warped: AtomicBool,
+    /// Real time never warped: the system's clock as it is (one flag
+    /// for the per-packet [`RouterClock::timestamp`] to test).
+    system: AtomicBool,
     warp: Mutex<Warp>,
     /// The system's wall-clock time at `epoch` (timestamps once warped).
     wall_epoch: Timestamp,
@@ -97,6 +100,7 @@ impl RouterClock {
     fn new(sim: Option<AtomicU64>) -> RouterClock {
         RouterClock {
             epoch: Instant::now(),
+            system: AtomicBool::new(sim.is_none()),
             sim,
             warped: AtomicBool::new(false),
             warp: Mutex::new(Warp {
@@ -139,6 +143,7 @@ impl RouterClock {
             jump,
         };
         self.warped.store(true, Ordering::Release);
+        self.system.store(false, Ordering::Release);
         Ok(())
     }
 
@@ -229,6 +234,17 @@ impl RouterClock {
     /// [`SIM_START_SEC`] plus the simulated offset.
     #[inline]
     pub fn timestamp(&self) -> Timestamp {
+        // Real time, never warped: the system's clock, inline (a source
+        // stamps every packet); the other cases out of line.
+        if self.system.load(Ordering::Relaxed) {
+            return Timestamp::now();
+        }
+        self.timestamp_other()
+    }
+
+    /// [`RouterClock::timestamp`] in simulated or warped time.
+    #[inline(never)]
+    fn timestamp_other(&self) -> Timestamp {
         match &self.sim {
             None if self.warped.load(Ordering::Relaxed) => {
                 let ns = i64::try_from(self.now_ns()).unwrap_or(i64::MAX);

@@ -63,6 +63,10 @@ pub struct InfiniteSource {
     /// packet path reads `version` (a line nobody writes while packets
     /// flow) instead of taking the lock, so threads share no written line.
     cached: PerThread<(u64, Arc<Contents>)>,
+    /// The configured packet contents, which the packet path reads while
+    /// `version` is 0 (no handler has written new ones): no per-thread
+    /// copy to look up.
+    configured: Box<[u8]>,
     limit: Limit,
     burst: AtomicUsize,
     active: AtomicBool,
@@ -105,6 +109,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
     )?);
     Ok(InfiniteSource {
         cached: PerThread::new(cx.nthreads, |_| (0, contents.clone())),
+        configured: contents.packet.clone().into_boxed_slice(),
         contents: RwLock::new(contents),
         version: AtomicU64::new(0),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
@@ -138,6 +143,7 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
     let contents = Arc::new(Contents::new(Vec::new(), length as i64)?);
     Ok(InfiniteSource {
         cached: PerThread::new(cx.nthreads, |_| (0, contents.clone())),
+        configured: contents.packet.clone().into_boxed_slice(),
         contents: RwLock::new(contents),
         version: AtomicU64::new(0),
         limit: Limit::new(c.limit, c.stop, c.end_call.map(parse_end_call)),
@@ -157,6 +163,9 @@ impl InfiniteSource {
     #[inline]
     fn packet_bytes<'a>(&'a self, cx: &'a mut Cx<'_>) -> &'a [u8] {
         let v = self.version.load(Ordering::Acquire);
+        if v == 0 {
+            return &self.configured;
+        }
         let slot = self.cached.get(cx);
         if slot.0 != v {
             let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
@@ -194,6 +203,44 @@ impl InfiniteSource {
 }
 
 impl InfiniteSource {
+    /// A task run at BURST 1: one packet, no batch (kept small, so that
+    /// Click's default costs no more than it must).
+    #[inline(always)]
+    fn run_one(&self, cx: &mut Cx<'_>) -> bool {
+        if !self.active.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !self.limit.claim_one() {
+            self.limit.finish(cx);
+            return false;
+        }
+        // The router's clock (simulated under --simtime).
+        let ts = self.timestamp.then(|| cx.timestamp());
+        let p = data_packet(self.packet_bytes(cx), ts);
+        let Some(mut p) = p else {
+            self.limit.unclaim_one();
+            return false;
+        };
+        if self.random {
+            crate::util::with_rng(|r| r.fill(p.data_mut()));
+        }
+        self.count.add(cx.thread(), 1);
+        cx.push_packet(0, p);
+        true
+    }
+
+    /// A task run at a BURST above 1: one batch.
+    #[inline(never)]
+    fn run_burst(&self, cx: &mut Cx<'_>, want: usize) -> bool {
+        match self.produce(cx, want) {
+            Some(b) => {
+                cx.push(0, b);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether no packet can come until a handler says otherwise.
     fn spent(&self) -> bool {
         !self.active.load(Ordering::Relaxed) || self.limit.exhausted()
@@ -308,34 +355,9 @@ impl Element for InfiniteSource {
         let want = self.burst.load(Ordering::Relaxed);
         if want == 1 {
             // Click's default BURST 1: one packet, no batch.
-            if !self.active.load(Ordering::Relaxed) {
-                return false;
-            }
-            if !self.limit.claim_one() {
-                self.limit.finish(cx);
-                return false;
-            }
-            // The router's clock (simulated under --simtime).
-            let ts = self.timestamp.then(|| cx.timestamp());
-            let p = data_packet(self.packet_bytes(cx), ts);
-            let Some(mut p) = p else {
-                self.limit.unclaim_one();
-                return false;
-            };
-            if self.random {
-                crate::util::with_rng(|r| r.fill(p.data_mut()));
-            }
-            self.count.add(cx.thread(), 1);
-            cx.push_packet(0, p);
-            return true;
+            return self.run_one(cx);
         }
-        match self.produce(cx, want) {
-            Some(b) => {
-                cx.push(0, b);
-                true
-            }
-            None => false,
-        }
+        self.run_burst(cx, want)
     }
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {

@@ -9,8 +9,8 @@
 //! The two filters are complementary by construction, so no frame is
 //! delivered twice and none that BPF_FILTER accepts is lost between them.
 
-// libc for `sock_filter`, the instruction SO_ATTACH_FILTER takes: rustix
-// has no type for it.
+// libc for `sock_filter`, the instruction SO_ATTACH_FILTER takes (rustix
+// has no type for it), and for dlopen (libpcap, below).
 
 /// One classic BPF instruction (the kernel's `struct sock_filter`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,26 +52,15 @@ impl Program {
 /// names it in errors (the keyword).
 pub fn compile(what: &str, expr: &str) -> Result<Program, String> {
     let bad = |e: String| format!("{what}: bad filter expression '{expr}': {e}");
-    let dead = pcap::Capture::dead(pcap::Linktype::ETHERNET)
-        .map_err(|e| format!("{what}: libpcap cannot compile filters here: {e}"))?;
-    let prog = dead.compile(expr, true).map_err(|e| bad(e.to_string()))?;
-    let mut insns = Vec::with_capacity(prog.get_instructions().len());
-    for i in prog.get_instructions() {
-        // The pcap crate shows an instruction as "code jt jf k".
-        let text = i.to_string();
-        let f: Vec<&str> = text.split_whitespace().collect();
-        let parsed = match f.as_slice() {
-            [c, t, e, k] => (|| {
-                Some(Insn {
-                    code: c.parse().ok()?,
-                    jt: t.parse().ok()?,
-                    jf: e.parse().ok()?,
-                    k: k.parse().ok()?,
-                })
-            })(),
-            _ => None,
-        };
-        let mut insn = parsed.ok_or_else(|| bad(format!("unreadable instruction '{text}'")))?;
+    let code = libpcap::Code::compile(expr).map_err(|e| match e {
+        libpcap::Error::Unavailable(e) => {
+            format!("{what}: libpcap cannot compile filters here: {e}")
+        }
+        libpcap::Error::Compile(e) => bad(e),
+    })?;
+    let mut insns = Vec::with_capacity(code.insns().len());
+    for &(code, jt, jf, k) in code.insns() {
+        let mut insn = Insn { code, jt, jf, k };
         // libpcap's dead handle accepts a frame by returning its snapshot
         // length (65535), and a socket filter's return value cuts the
         // frame: accept whole frames (64 KB super-frames included).
@@ -161,6 +150,219 @@ impl RxFilters {
     }
 }
 
+/// libpcap, opened (`dlopen`) the first time a filter is compiled rather
+/// than linked: a router without BPF_FILTER or PRIORITY_FILTER maps
+/// neither it nor the libraries it pulls in (D-Bus, systemd, gcrypt and
+/// four compressors on Debian, about 1 MB of every run's resident
+/// memory and a share of its start-up).
+mod libpcap {
+    use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+    use std::sync::{Mutex, OnceLock};
+
+    /// `struct bpf_insn`.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct BpfInsn {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+
+    /// `struct bpf_program`.
+    #[repr(C)]
+    struct BpfProgram {
+        bf_len: c_uint,
+        bf_insns: *mut BpfInsn,
+    }
+
+    /// `struct pcap_pkthdr`.
+    #[repr(C)]
+    struct PktHdr {
+        ts: libc::timeval,
+        caplen: u32,
+        len: u32,
+    }
+
+    type OpenDead = unsafe extern "C" fn(c_int, c_int) -> *mut c_void;
+    type Compile =
+        unsafe extern "C" fn(*mut c_void, *mut BpfProgram, *const c_char, c_int, u32) -> c_int;
+    type GetErr = unsafe extern "C" fn(*mut c_void) -> *mut c_char;
+    type FreeCode = unsafe extern "C" fn(*mut BpfProgram);
+    type Close = unsafe extern "C" fn(*mut c_void);
+    type OfflineFilter = unsafe extern "C" fn(*const BpfProgram, *const PktHdr, *const u8) -> c_int;
+
+    struct Lib {
+        open_dead: OpenDead,
+        compile: Compile,
+        geterr: GetErr,
+        freecode: FreeCode,
+        close: Close,
+        /// The tests' reference matcher.
+        #[cfg_attr(not(test), allow(dead_code))]
+        offline_filter: OfflineFilter,
+        /// Serialises pcap_compile (not reentrant before libpcap 1.8).
+        lock: Mutex<()>,
+    }
+
+    /// `DLT_EN10MB`: Ethernet.
+    const DLT_EN10MB: c_int = 1;
+    /// `PCAP_NETMASK_UNKNOWN`.
+    const NETMASK_UNKNOWN: u32 = 0xffff_ffff;
+
+    #[derive(Debug)]
+    pub enum Error {
+        /// libpcap could not be loaded.
+        Unavailable(String),
+        /// libpcap's message about the expression.
+        Compile(String),
+    }
+
+    fn dlerror() -> String {
+        // SAFETY: dlerror returns null or a NUL-terminated string valid
+        // until the next dl* call on this thread; it is copied at once.
+        unsafe {
+            let e = libc::dlerror();
+            if e.is_null() {
+                "unknown error".into()
+            } else {
+                CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        }
+    }
+
+    fn load() -> Result<Lib, String> {
+        let mut handle = std::ptr::null_mut();
+        let mut why = String::new();
+        for name in [c"libpcap.so.0.8", c"libpcap.so.1", c"libpcap.so"] {
+            // SAFETY: a NUL-terminated library name; the handle is kept
+            // for the life of the process (never dlclose'd), so the
+            // function pointers taken from it stay valid.
+            handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+            if !handle.is_null() {
+                break;
+            }
+            why = dlerror();
+        }
+        if handle.is_null() {
+            return Err(why);
+        }
+        let sym = |name: &CStr| -> Result<*mut c_void, String> {
+            // SAFETY: a live handle and a NUL-terminated symbol name.
+            let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
+            if p.is_null() {
+                Err(format!("{}: {}", name.to_string_lossy(), dlerror()))
+            } else {
+                Ok(p)
+            }
+        };
+        // SAFETY: each symbol is the libpcap function of that name, whose
+        // C signature (pcap/pcap.h) the type spells.
+        unsafe {
+            Ok(Lib {
+                open_dead: std::mem::transmute::<*mut c_void, OpenDead>(sym(c"pcap_open_dead")?),
+                compile: std::mem::transmute::<*mut c_void, Compile>(sym(c"pcap_compile")?),
+                geterr: std::mem::transmute::<*mut c_void, GetErr>(sym(c"pcap_geterr")?),
+                freecode: std::mem::transmute::<*mut c_void, FreeCode>(sym(c"pcap_freecode")?),
+                close: std::mem::transmute::<*mut c_void, Close>(sym(c"pcap_close")?),
+                offline_filter: std::mem::transmute::<*mut c_void, OfflineFilter>(sym(
+                    c"pcap_offline_filter",
+                )?),
+                lock: Mutex::new(()),
+            })
+        }
+    }
+
+    fn lib() -> Result<&'static Lib, Error> {
+        static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
+        LIB.get_or_init(load)
+            .as_ref()
+            .map_err(|e| Error::Unavailable(e.clone()))
+    }
+
+    /// A compiled program, libpcap's (freed on drop).
+    pub struct Code {
+        lib: &'static Lib,
+        prog: BpfProgram,
+        insns: Vec<(u16, u8, u8, u32)>,
+    }
+
+    impl Code {
+        /// Compiles `expr` for Ethernet frames (snapshot length 65535,
+        /// optimised), as tcpdump would.
+        pub fn compile(expr: &str) -> Result<Code, Error> {
+            let lib = lib()?;
+            let text = CString::new(expr)
+                .map_err(|_| Error::Compile("a NUL byte in the expression".into()))?;
+            let _g = lib.lock.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: libpcap's documented calls on a dead handle of our
+            // own; `prog` is filled by pcap_compile only on success (then
+            // owned by the returned Code, which frees it once), and the
+            // error string is copied before the handle is closed.
+            unsafe {
+                let dead = (lib.open_dead)(DLT_EN10MB, 65535);
+                if dead.is_null() {
+                    return Err(Error::Unavailable("pcap_open_dead failed".into()));
+                }
+                let mut prog = BpfProgram {
+                    bf_len: 0,
+                    bf_insns: std::ptr::null_mut(),
+                };
+                let r = (lib.compile)(dead, &mut prog, text.as_ptr(), 1, NETMASK_UNKNOWN);
+                if r != 0 {
+                    let e = CStr::from_ptr((lib.geterr)(dead))
+                        .to_string_lossy()
+                        .into_owned();
+                    (lib.close)(dead);
+                    return Err(Error::Compile(e));
+                }
+                (lib.close)(dead);
+                let insns = if prog.bf_insns.is_null() {
+                    Vec::new()
+                } else {
+                    std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize)
+                        .iter()
+                        .map(|i| (i.code, i.jt, i.jf, i.k))
+                        .collect()
+                };
+                Ok(Code { lib, prog, insns })
+            }
+        }
+
+        /// The instructions: (code, jt, jf, k).
+        pub fn insns(&self) -> &[(u16, u8, u8, u32)] {
+            &self.insns
+        }
+
+        /// Whether libpcap's own interpreter accepts `frame`.
+        #[cfg(test)]
+        pub fn matches(&self, frame: &[u8]) -> bool {
+            let hdr = PktHdr {
+                ts: libc::timeval {
+                    tv_sec: 0,
+                    tv_usec: 0,
+                },
+                caplen: frame.len() as u32,
+                len: frame.len() as u32,
+            };
+            // SAFETY: a program pcap_compile made, a header whose caplen
+            // is the frame's length, and the frame.
+            unsafe { (self.lib.offline_filter)(&self.prog, &hdr, frame.as_ptr()) != 0 }
+        }
+    }
+
+    impl Drop for Code {
+        fn drop(&mut self) {
+            // SAFETY: the program pcap_compile filled, freed once.
+            unsafe { (self.lib.freecode)(&mut self.prog) }
+        }
+    }
+
+    // SAFETY: a Code owns its program (no libpcap handle); libpcap's
+    // functions are plain code and data.
+    unsafe impl Send for Code {}
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -209,8 +411,7 @@ pub(crate) mod tests {
 
     /// Whether libpcap's own interpreter accepts `frame` with `expr`.
     fn pcap_matches(expr: &str, frame: &[u8]) -> bool {
-        let dead = pcap::Capture::dead(pcap::Linktype::ETHERNET).unwrap();
-        dead.compile(expr, true).unwrap().filter(frame)
+        super::libpcap::Code::compile(expr).unwrap().matches(frame)
     }
 
     /// A small classic-BPF interpreter (the instructions libpcap emits for

@@ -85,6 +85,8 @@ extern "C" {
     ) -> c_int;
     fn pcx_xdp_detach_all(ifindex: c_int) -> c_int;
     fn pcx_xdp_quiet();
+    fn pcx_xdp_load() -> c_int;
+    fn pcx_xdp_load_error() -> *const c_char;
 }
 
 // linux/if_link.h and linux/if_xdp.h.
@@ -676,6 +678,16 @@ pub fn port(
     tx: bool,
     o: &XdpOptions,
 ) -> Result<Arc<XskPort>, String> {
+    // SAFETY: opens libxdp once (dlopen), or says it could not.
+    if unsafe { pcx_xdp_load() } != 0 {
+        // SAFETY: the shim's static NUL-terminated buffer, written once
+        // (under pthread_once) before pcx_xdp_load returned.
+        let why = unsafe { std::ffi::CStr::from_ptr(pcx_xdp_load_error()) };
+        return Err(format!(
+            "{devname}: METHOD XDP needs libxdp, which could not be loaded: {}",
+            why.to_string_lossy()
+        ));
+    }
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: sets the libraries' print callbacks to none.
     unsafe { pcx_xdp_quiet() };

@@ -16,6 +16,74 @@
 #include <xdp/xsk.h>
 #include <xdp/libxdp.h>
 #include <bpf/libbpf.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+// libxdp (and libbpf, its dependency) are opened (dlopen) when a router
+// first opens an AF_XDP socket, not linked: a router without METHOD XDP
+// maps neither them nor libelf and zlib behind them. The functions
+// called through `lib` are these.
+#define PCX_XDP_FUNCS(X)                                                    \
+	X(libxdp_set_print)                                                 \
+	X(libbpf_set_print)                                                 \
+	X(libxdp_get_error)                                                 \
+	X(xsk_umem__create)                                                 \
+	X(xsk_umem__delete)                                                 \
+	X(xsk_socket__create)                                               \
+	X(xsk_socket__delete)                                               \
+	X(xsk_socket__fd)                                                   \
+	X(xdp_multiprog__get_from_ifindex)                                  \
+	X(xdp_multiprog__attach_mode)                                       \
+	X(xdp_multiprog__is_legacy)                                         \
+	X(xdp_multiprog__main_prog)                                         \
+	X(xdp_multiprog__next_prog)                                         \
+	X(xdp_multiprog__close)                                             \
+	X(xdp_multiprog__detach)                                            \
+	X(xdp_program__id)                                                  \
+	X(xdp_program__name)
+
+static struct {
+#define PCX_FIELD(f) __typeof__(f) *f;
+	PCX_XDP_FUNCS(PCX_FIELD)
+#undef PCX_FIELD
+} lib;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static int lib_err;
+static char lib_msg[256];
+
+static void lib_load(void)
+{
+	void *h = dlopen("libxdp.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(lib_msg, sizeof(lib_msg), "%s", dlerror());
+		lib_err = -ELIBACC;
+		return;
+	}
+#define PCX_SYM(f)                                                          \
+	lib.f = (__typeof__(f) *)dlsym(h, #f);                              \
+	if (!lib.f) {                                                       \
+		snprintf(lib_msg, sizeof(lib_msg), "%s: no %s", "libxdp.so.1", \
+			 #f);                                                \
+		lib_err = -ELIBACC;                                         \
+		return;                                                     \
+	}
+	PCX_XDP_FUNCS(PCX_SYM)
+#undef PCX_SYM
+}
+
+// Opens libxdp once: 0, or -ELIBACC (pcx_xdp_load_error says why).
+int pcx_xdp_load(void)
+{
+	pthread_once(&lib_once, lib_load);
+	return lib_err;
+}
+
+// Why pcx_xdp_load failed ("" if it did not).
+const char *pcx_xdp_load_error(void)
+{
+	return lib_msg;
+}
 
 struct pcx_xsk {
 	struct xsk_umem *umem;
@@ -34,8 +102,10 @@ struct pcx_xsk {
 // with the errno they return.
 void pcx_xdp_quiet(void)
 {
-	libxdp_set_print(NULL);
-	libbpf_set_print(NULL);
+	if (pcx_xdp_load())
+		return;
+	lib.libxdp_set_print(NULL);
+	lib.libbpf_set_print(NULL);
 }
 
 // Creates the UMEM over `area` (`size` bytes of `frame_size`-byte
@@ -50,6 +120,9 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		 unsigned xdp_flags, unsigned bind_flags,
 		 const unsigned long long *fill_addrs, unsigned nfill)
 {
+	int le = pcx_xdp_load();
+	if (le)
+		return le;
 	struct pcx_xsk *x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
@@ -60,7 +133,7 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		.frame_headroom = 0,
 		.flags = 0,
 	};
-	int err = xsk_umem__create(&x->umem, area, size, &x->fill, &x->comp, &uc);
+	int err = lib.xsk_umem__create(&x->umem, area, size, &x->fill, &x->comp, &uc);
 	if (err) {
 		free(x);
 		return err < 0 ? err : -err;
@@ -72,16 +145,16 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 	sc.libxdp_flags = rx_size ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
 	sc.xdp_flags = xdp_flags;
 	sc.bind_flags = bind_flags;
-	err = xsk_socket__create(&x->xsk, ifname, queue, x->umem,
+	err = lib.xsk_socket__create(&x->xsk, ifname, queue, x->umem,
 				 rx_size ? &x->rx : NULL, tx_size ? &x->tx : NULL, &sc);
 	if (err) {
-		xsk_umem__delete(x->umem);
+		lib.xsk_umem__delete(x->umem);
 		free(x);
 		return err < 0 ? err : -err;
 	}
 	x->has_rx = rx_size != 0;
 	x->has_tx = tx_size != 0;
-	x->fd = xsk_socket__fd(x->xsk);
+	x->fd = lib.xsk_socket__fd(x->xsk);
 	if (nfill) {
 		__u32 idx = 0;
 		__u32 n = xsk_ring_prod__reserve(&x->fill, nfill, &idx);
@@ -97,8 +170,8 @@ void pcx_xsk_close(struct pcx_xsk *x)
 {
 	if (!x)
 		return;
-	xsk_socket__delete(x->xsk);
-	xsk_umem__delete(x->umem);
+	lib.xsk_socket__delete(x->xsk);
+	lib.xsk_umem__delete(x->umem);
 	free(x);
 }
 
@@ -214,30 +287,33 @@ int pcx_xsk_stats(const struct pcx_xsk *x, unsigned long long *rx_dropped,
 int pcx_xdp_programs(int ifindex, unsigned *ids, char *names, int max,
 		     int *mode)
 {
-	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
-	long e = libxdp_get_error(mp);
+	int le = pcx_xdp_load();
+	if (le)
+		return le;
+	struct xdp_multiprog *mp = lib.xdp_multiprog__get_from_ifindex(ifindex);
+	long e = lib.libxdp_get_error(mp);
 	if (e)
 		return e < 0 ? (int)e : -(int)e;
 	if (!mp)
 		return 0;
-	*mode = xdp_multiprog__attach_mode(mp);
+	*mode = lib.xdp_multiprog__attach_mode(mp);
 	int n = 0;
-	if (xdp_multiprog__is_legacy(mp)) {
-		struct xdp_program *p = xdp_multiprog__main_prog(mp);
+	if (lib.xdp_multiprog__is_legacy(mp)) {
+		struct xdp_program *p = lib.xdp_multiprog__main_prog(mp);
 		if (p && n < max) {
-			ids[n] = xdp_program__id(p);
-			strncpy(names + 64 * n, xdp_program__name(p), 63);
+			ids[n] = lib.xdp_program__id(p);
+			strncpy(names + 64 * n, lib.xdp_program__name(p), 63);
 			n++;
 		}
 	} else {
-		for (struct xdp_program *p = xdp_multiprog__next_prog(NULL, mp);
-		     p && n < max; p = xdp_multiprog__next_prog(p, mp)) {
-			ids[n] = xdp_program__id(p);
-			strncpy(names + 64 * n, xdp_program__name(p), 63);
+		for (struct xdp_program *p = lib.xdp_multiprog__next_prog(NULL, mp);
+		     p && n < max; p = lib.xdp_multiprog__next_prog(p, mp)) {
+			ids[n] = lib.xdp_program__id(p);
+			strncpy(names + 64 * n, lib.xdp_program__name(p), 63);
 			n++;
 		}
 	}
-	xdp_multiprog__close(mp);
+	lib.xdp_multiprog__close(mp);
 	return n;
 }
 
@@ -246,13 +322,16 @@ int pcx_xdp_programs(int ifindex, unsigned *ids, char *names, int max,
 // errno.
 int pcx_xdp_detach_all(int ifindex)
 {
-	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
-	long e = libxdp_get_error(mp);
+	int le = pcx_xdp_load();
+	if (le)
+		return le;
+	struct xdp_multiprog *mp = lib.xdp_multiprog__get_from_ifindex(ifindex);
+	long e = lib.libxdp_get_error(mp);
 	if (e)
 		return e < 0 ? (int)e : -(int)e;
 	if (!mp)
 		return 0;
-	int err = xdp_multiprog__detach(mp);
-	xdp_multiprog__close(mp);
+	int err = lib.xdp_multiprog__detach(mp);
+	lib.xdp_multiprog__close(mp);
 	return err;
 }

@@ -60,6 +60,9 @@ pub struct Cx<'r> {
     /// until then (see `crate::sched`).
     pub(crate) wake_hints: usize,
     pub(crate) wake_hint_elem: usize,
+    /// How many tasks the worker's current pass skipped asleep (see
+    /// `crate::sched`).
+    pub(crate) asleep: usize,
     /// Set by the queue a [`Cx::pull_packet`] took its packet from when it
     /// saw itself empty afterwards ([`Cx::upstream_drained`]).
     drained: bool,
@@ -97,6 +100,7 @@ impl<'r> Cx<'r> {
             wake_ns: u64::MAX,
             wake_hints: 0,
             wake_hint_elem: usize::MAX,
+            asleep: 0,
             drained: false,
             tracing: core.tracer.on.load(Ordering::Relaxed),
             marking: core.tracer.on.load(Ordering::Relaxed) && core.tracer.marking(),
