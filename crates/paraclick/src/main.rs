@@ -160,7 +160,8 @@ struct RunArgs {
     /// Keep every worker polling when its tasks are idle, for the lowest
     /// latency at a whole core per worker. By default a worker whose tasks
     /// all said when they will next have work (a RatedSource between two
-    /// packets) sleeps until then, so CPU follows the load.
+    /// packets) sleeps until then, and one whose devices' rings are empty
+    /// waits in poll(2) on their sockets, so CPU follows the load.
     #[arg(long = "busy-poll")]
     busy_poll: bool,
     /// Let a batch that an element splits go down each of its outputs
