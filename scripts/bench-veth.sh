@@ -7,6 +7,7 @@
 #   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
 #
 # Usage (as root):  scripts/bench-veth.sh [PATH/TO/paraclick] [SECONDS]
+#   (BENCH_PREFIX names the namespaces, default pcb)
 #   (default: ${CARGO_TARGET_DIR:-target}/release/paraclick, 2 s per trial)
 #
 # In one run it measures, in this order:
@@ -38,7 +39,7 @@
 set -euo pipefail
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib/veth.sh"
-veth_setup bench-veth pcb 4 "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}" "${2:-2}"
+veth_setup bench-veth "${BENCH_PREFIX:-pcb}" 4 "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}" "${2:-2}"
 
 declare -A RESULT
 

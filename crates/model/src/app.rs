@@ -137,7 +137,104 @@ pub struct WhatIf {
     pub line_ns: Option<f64>,
 }
 
+/// A device path's measured per-packet costs (issue 42's device terms):
+/// what receiving a packet through FromDevice (reading the ring or the
+/// AF_XDP socket, the copy into a packet, its annotations) and sending one
+/// through ToDevice (the send, with the kernel's delivery on the peer)
+/// cost the thread that does it, ns, beyond what the same chain costs
+/// with InfiniteSource and Discard in the devices' places. Measured as
+/// the queue hop is: a chain run on the runtime itself, its time per
+/// packet less the device-less chain's (scripts/device-terms.sh).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceTerm {
+    /// `AF_PACKET` or `AF_XDP` (shown in the model's table).
+    pub method: String,
+    pub rx_ns: f64,
+    pub tx_ns: f64,
+}
+
+impl std::str::FromStr for DeviceTerm {
+    type Err = String;
+    /// `METHOD:RX_NS:TX_NS`, as `AF_PACKET:850:1200`.
+    fn from_str(s: &str) -> Result<DeviceTerm, String> {
+        let bad = || format!("'{s}': expected METHOD:RX_NS:TX_NS (as AF_PACKET:850:1200)");
+        let mut it = s.split(':');
+        let (Some(m), Some(rx), Some(tx), None) = (it.next(), it.next(), it.next(), it.next())
+        else {
+            return Err(bad());
+        };
+        let ns = |v: &str| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+        };
+        match (ns(rx), ns(tx)) {
+            (Some(rx_ns), Some(tx_ns)) if !m.trim().is_empty() => Ok(DeviceTerm {
+                method: m.trim().to_string(),
+                rx_ns,
+                tx_ns,
+            }),
+            _ => Err(bad()),
+        }
+    }
+}
+
 impl App {
+    /// This application with a device's costs: task `i` of `rx` receives
+    /// `share` packets from a device per packet entering the router, and
+    /// of `tx` sends `share` to one; each is charged the term per such
+    /// packet (in cycles at the profile's clock, so it scales with the
+    /// core share and the clock as the task's own cost does) and named
+    /// with it, so the model's table shows it.
+    pub fn with_devices(&self, term: &DeviceTerm, rx: &[(usize, f64)], tx: &[(usize, f64)]) -> App {
+        let mut a = self.clone();
+        for (list, ns, what) in [(rx, term.rx_ns, "rx"), (tx, term.tx_ns, "tx")] {
+            for &(i, share) in list {
+                if let Some(t) = a.tasks.get_mut(i) {
+                    t.cycles_per_packet += ns * share * self.tsc_ghz;
+                    t.name = format!("{} + {} {what} {ns:.0} ns", t.name, term.method);
+                }
+            }
+        }
+        a
+    }
+
+    /// [`App::with_devices`] for the device-less twin of a device router
+    /// (conf/fake-iprouter.click for conf/iprouter-veth.click): its
+    /// sources stand for the FromDevice tasks and receive, and the tasks
+    /// draining its queues stand for the ToDevice tasks and send, each in
+    /// the share of the packets the profile saw it handle.
+    pub fn with_device_twin(&self, term: &DeviceTerm) -> App {
+        let entries: Vec<usize> = (0..self.tasks.len())
+            .filter(|&i| self.tasks[i].entry)
+            .collect();
+        let rx: Vec<(usize, f64)> = entries
+            .iter()
+            .map(|&i| {
+                let p = self.tasks[i].packets;
+                (
+                    i,
+                    if p > 0.0 {
+                        p
+                    } else {
+                        1.0 / entries.len() as f64
+                    },
+                )
+            })
+            .collect();
+        let mut tx: Vec<(usize, f64)> = Vec::new();
+        for q in &self.queues {
+            for &(i, share) in &q.consumers {
+                match tx.iter_mut().find(|(j, _)| *j == i) {
+                    Some((_, s)) => *s += share,
+                    None => tx.push((i, share)),
+                }
+            }
+        }
+        self.with_devices(term, &rx, &tx)
+    }
+
     /// Packets per entering packet that cross threads through queue `q`
     /// under `assign` (a thread per task), and per thread the crossing
     /// packets it sends or receives.
@@ -708,6 +805,67 @@ mod tests {
             ("d1", 100.0),
         ];
         two_sources("x", t, true)
+    }
+
+    /// A device router's twin on one thread: a source (the FromDevice)
+    /// and the task draining its queue (the ToDevice), 100 cycles each
+    /// at 2 GHz: 100 ns a packet, 10 Mpps. The device terms add their ns
+    /// per packet to the task that pays them, show in the table, and the
+    /// rate follows: 400 ns to receive and 500 to send give 1000 ns, 1
+    /// Mpps; twice the receive cost, 1400 ns.
+    #[test]
+    fn device_terms_are_charged_to_the_tasks_that_pay_them_and_shown() {
+        let app = App {
+            name: "twin".into(),
+            tasks: vec![
+                AppTask {
+                    name: "src".into(),
+                    cycles_per_packet: 100.0,
+                    entry: true,
+                    packets: 1.0,
+                    ..AppTask::default()
+                },
+                AppTask {
+                    name: "d".into(),
+                    cycles_per_packet: 100.0,
+                    packets: 1.0,
+                    ..AppTask::default()
+                },
+            ],
+            queues: vec![AppQueue {
+                name: "q".into(),
+                producers: vec![(0, 1.0)],
+                consumers: vec![(1, 1.0)],
+                batch: 32.0,
+                line_growth: LineTerm::default(),
+            }],
+            packet_bytes: 64.0,
+            tsc_ghz: 2.0,
+            core_share: 1.0,
+            free_sources: false,
+        };
+        let m = machine();
+        let w = WhatIf::default();
+        let rate = |a: &App| a.model(&m, &[0, 0], 1, &w).evaluate().mlffr;
+        let base = rate(&app);
+        assert!((base - 10e6).abs() < 1e3, "{base}");
+        let t: DeviceTerm = "AF_PACKET:400:500".parse().unwrap();
+        let dev = app.with_device_twin(&t);
+        assert!((rate(&dev) - 1e6).abs() < 1e2, "{}", rate(&dev));
+        let model = dev.model(&m, &[0, 0], 1, &w);
+        let text = model.render(&model.evaluate());
+        assert!(text.contains("src + AF_PACKET rx 400 ns"), "{text}");
+        assert!(text.contains("d + AF_PACKET tx 500 ns"), "{text}");
+        let slow = app.with_device_twin(&"AF_PACKET:800:500".parse().unwrap());
+        assert!((rate(&slow) - 1e9 / 1400.0).abs() < 1e2, "{}", rate(&slow));
+        // Two threads, source and drain apart: each thread pays its own
+        // end (the hop's crossing added to both), so the slower end, the
+        // sender, sets the rate.
+        let two = dev.model(&m, &[0, 1], 2, &w).evaluate().mlffr;
+        assert!(two > rate(&dev) && two < 1e9 / 550.0, "{two}");
+        for bad in ["AF_PACKET:1", "x:-1:2", ":1:2", "A:1:2:3", "A:nan:1"] {
+            assert!(bad.parse::<DeviceTerm>().is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -160,7 +160,8 @@ struct RunArgs {
     /// Keep every worker polling when its tasks are idle, for the lowest
     /// latency at a whole core per worker. By default a worker whose tasks
     /// all said when they will next have work (a RatedSource between two
-    /// packets) sleeps until then, so CPU follows the load.
+    /// packets) sleeps until then, and one whose devices' rings are empty
+    /// waits in poll(2) on their sockets, so CPU follows the load.
     #[arg(long = "busy-poll")]
     busy_poll: bool,
     /// Let a batch that an element splits go down each of its outputs
@@ -347,6 +348,13 @@ enum Cmd {
         /// part scales with it.
         #[arg(long = "line-ns")]
         line_ns: Option<f64>,
+        /// A device path's measured costs, METHOD:RX_NS:TX_NS (as printed
+        /// by scripts/device-terms.sh): CONFIG is a device router's twin
+        /// (conf/fake-iprouter.click for conf/iprouter-veth.click); its
+        /// sources are charged RX_NS per packet received and the tasks
+        /// draining its queues TX_NS per packet sent.
+        #[arg(long)]
+        device: Option<paraclick_model::app::DeviceTerm>,
         #[command(flatten)]
         input: Input,
     },
@@ -617,6 +625,7 @@ fn main() -> ExitCode {
             validate,
             rounds,
             line_ns,
+            device,
             input,
         }) => model(ModelArgs {
             system,
@@ -629,6 +638,7 @@ fn main() -> ExitCode {
             validate,
             rounds,
             line_ns,
+            device,
             input,
         }),
         Some(Cmd::Parallelize {
@@ -1406,6 +1416,7 @@ struct ModelArgs {
     validate: bool,
     rounds: usize,
     line_ns: Option<f64>,
+    device: Option<paraclick_model::app::DeviceTerm>,
     input: Input,
 }
 
@@ -1545,6 +1556,21 @@ fn model(a: ModelArgs) -> ExitCode {
         core_share: Vec::new(),
         line_ns: a.line_ns,
     };
+    // A device router's twin: profiled as it is, then charged the
+    // device's measured terms.
+    let twin = match &a.device {
+        None => None,
+        Some(d) => match profile::profile_app(&src, &reg, &defines, a.duration) {
+            Ok((app, pnotes)) => {
+                notes.push_str(&pnotes);
+                Some(app.with_device_twin(d))
+            }
+            Err(e) => {
+                eprint!("{notes}");
+                return fail(&e);
+            }
+        },
+    };
     match profile::config_model(
         &src,
         &reg,
@@ -1554,9 +1580,15 @@ fn model(a: ModelArgs) -> ExitCode {
         &whatif,
         &machine,
         a.duration,
-        None,
+        twin.as_ref(),
     ) {
         Ok(m) => {
+            if let Some(d) = &a.device {
+                println!(
+                    "device terms ({}): {:.0} ns per packet received, {:.0} ns per packet sent",
+                    d.method, d.rx_ns, d.tx_ns
+                );
+            }
             print!("{}", m.text);
             let _ = std::io::stdout().flush();
             eprint!("{notes}");

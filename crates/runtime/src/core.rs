@@ -197,8 +197,21 @@ pub(crate) struct ThreadShared {
     /// whoever gives it work unparks it through `handle`.
     pub parked: AtomicBool,
     pub handle: Mutex<Option<std::thread::Thread>>,
+    /// The worker is parked in `poll(2)` on its devices' descriptors
+    /// (see `sched::wait_readable`), not in `park`: a waker writes
+    /// `wakefd` as well. Set before `parked`, cleared after it.
+    pub polling: AtomicBool,
+    /// An eventfd in the worker's poll set, made by the worker at its
+    /// first wait on descriptors: written by [`ThreadShared::unpark_now`]
+    /// while `polling`.
+    pub wakefd: std::sync::OnceLock<std::os::fd::OwnedFd>,
     /// Times the worker parked (for tests and reports).
     pub parks: AtomicU64,
+    /// Of those, times it waited in `poll(2)` on descriptors its tasks
+    /// gave ([`crate::Cx::wake_when_readable`]), and times such a wait
+    /// ended because one of them became readable.
+    pub fd_waits: AtomicU64,
+    pub fd_wakes: AtomicU64,
     /// Whether the worker is napping with nothing staged (a safe point a
     /// hot swap may claim without waking it), see [`crate::hot`].
     pub quiet: std::sync::atomic::AtomicU8,
@@ -221,7 +234,11 @@ impl ThreadShared {
             alive: AtomicBool::new(false),
             parked: AtomicBool::new(false),
             handle: Mutex::new(None),
+            polling: AtomicBool::new(false),
+            wakefd: std::sync::OnceLock::new(),
             parks: AtomicU64::new(0),
+            fd_waits: AtomicU64::new(0),
+            fd_wakes: AtomicU64::new(0),
             quiet: std::sync::atomic::AtomicU8::new(0),
         }
     }
@@ -240,8 +257,21 @@ impl ThreadShared {
         self.change_worklist(|l| l.push(t));
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.parked.load(Ordering::SeqCst) {
-            if let Some(h) = &*self.handle.lock().unwrap_or_else(|e| e.into_inner()) {
-                h.unpark();
+            self.unpark_now();
+        }
+    }
+
+    /// Unparks the worker, wherever it waits: in `park`, or in `poll(2)`
+    /// on its devices' descriptors (its eventfd is written then).
+    pub fn unpark_now(&self) {
+        if let Some(h) = &*self.handle.lock().unwrap_or_else(|e| e.into_inner()) {
+            h.unpark();
+        }
+        if self.polling.load(Ordering::SeqCst) {
+            if let Some(fd) = self.wakefd.get() {
+                // An eventfd adds what is written to its count; a full
+                // count (EAGAIN) is readable already.
+                let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
             }
         }
     }
@@ -391,9 +421,7 @@ impl Core {
         // Napping workers too (they nap in `park_timeout`): a hot swap's
         // pause starts here.
         for ts in self.threads.iter() {
-            if let Some(h) = &*ts.handle.lock().unwrap_or_else(|e| e.into_inner()) {
-                h.unpark();
-            }
+            ts.unpark_now();
         }
         if let Some(t) = &*self.balancer.lock().unwrap_or_else(|e| e.into_inner()) {
             t.unpark();

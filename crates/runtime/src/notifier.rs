@@ -383,9 +383,7 @@ pub(crate) fn wake_task(core: &Core, t: usize) {
 pub(crate) fn unpark_worker(core: &Core, th: usize) {
     let ts = &core.threads[th % core.nthreads];
     if ts.parked.load(Ordering::SeqCst) {
-        if let Some(h) = &*ts.handle.lock().unwrap_or_else(|e| e.into_inner()) {
-            h.unpark();
-        }
+        ts.unpark_now();
     }
 }
 

@@ -833,6 +833,18 @@ impl Router {
             .sum()
     }
 
+    /// Times the workers waited in `poll(2)` on their devices'
+    /// descriptors ([`crate::Cx::wake_when_readable`]), and times such a
+    /// wait ended because a descriptor became readable.
+    pub fn fd_waits(&self) -> (u64, u64) {
+        self.core.threads.iter().fold((0, 0), |(w, k), t| {
+            (
+                w + t.fd_waits.load(Ordering::Relaxed),
+                k + t.fd_wakes.load(Ordering::Relaxed),
+            )
+        })
+    }
+
     pub fn thread_report(&self) -> String {
         sched::thread_report(&self.core)
     }

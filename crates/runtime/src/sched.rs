@@ -904,8 +904,11 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     let mut naps: u64 = 0;
     let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
     let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let fd_wait_after = (FD_WAIT_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
     let early = HINT_NAP_EARLY.as_nanos() as u64;
     let mut claimed = false;
+    // The poll set of a wait on descriptors, kept between waits.
+    let mut pollfds: Vec<libc::pollfd> = Vec::new();
     // Ready: a router prepared for a hot swap waits here for the hand-over.
     core.start_gate.wait();
     p.epoch = core.sync_epoch.load(Ordering::Acquire);
@@ -944,6 +947,34 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
         };
         if idle < 64 {
             std::hint::spin_loop();
+        } else if hinted && !busy_poll() && !cx.wake_fds.is_empty() {
+            // A device's receive (and perhaps a paced source) said what
+            // will give it work: after FD_WAIT_AFTER without work, wait in
+            // poll(2) on the devices' descriptors until one is readable
+            // (the kernel wakes this thread as a packet arrives), the
+            // earliest time given or a timer; parked meanwhile, so a
+            // notifier, a task added, a plan change or the stop wakes it
+            // too. Before that, or with a time nearer than `early`, spin.
+            let due = cx.wake_ns.min(next);
+            if clock::cycles().wrapping_sub(idle_since) < fd_wait_after
+                || due <= core.clock.now_ns().saturating_add(early)
+            {
+                std::hint::spin_loop();
+                continue;
+            }
+            pool::flush_remote();
+            let timed = cx.wake_ns != u64::MAX;
+            let fds = std::mem::take(&mut cx.wake_fds);
+            let (epoch, version, list) = (p.epoch, p.version, &p.list);
+            let pf = &mut pollfds;
+            let wait =
+                || wait_readable(core, t, epoch, version, list, asleep, due, timed, &fds, pf);
+            let quiet = crate::core::quiet_nap(ts, &mut p.cx, wait);
+            p.cx.wake_fds = fds;
+            if !quiet {
+                claimed = true;
+                break;
+            }
         } else if hinted
             && !busy_poll()
             && cx.wake_ns.min(next) > core.clock.now_ns().saturating_add(early)
@@ -1184,6 +1215,148 @@ fn nap_until(
         std::thread::park_timeout(Duration::from_nanos(due_ns - now - early).min(HINT_NAP_MAX));
     }
     ts.parked.store(false, Ordering::SeqCst);
+}
+
+/// How long a worker whose tasks wait on descriptors
+/// ([`Cx::wake_when_readable`]: a device's receive) must have found no
+/// work before it waits in `poll(2)` on them. Shorter than
+/// [`PARK_AFTER`]: each packet of a trickle is followed by this much
+/// spinning, so at a few thousand packets a second it is the larger part
+/// of the CPU used; a burst's packets come closer together than this.
+pub const FD_WAIT_AFTER: Duration = Duration::from_micros(20);
+
+/// Worker `t` waits in `poll(2)` on `fds` (its tasks' devices) and its
+/// eventfd until one is readable, `due_ns` (less [`HINT_NAP_EARLY`];
+/// `u64::MAX`: none), [`HINT_NAP_MAX`] if `timed` (a task gave a time)
+/// else [`PARK_MAX`], unless a plan change, a worklist change, the stop
+/// or a notifier's wake came since the pass (as [`nap_until`]); those
+/// write the eventfd while it waits ([`crate::core::ThreadShared::unpark_now`]).
+/// `pollfds` is the poll set's storage, kept between waits.
+#[cold]
+#[allow(clippy::too_many_arguments)]
+fn wait_readable(
+    core: &Core,
+    t: usize,
+    epoch: u64,
+    version: u64,
+    list: &[usize],
+    asleep: usize,
+    due_ns: u64,
+    timed: bool,
+    fds: &[std::os::fd::RawFd],
+    pollfds: &mut Vec<libc::pollfd>,
+) {
+    use std::os::fd::AsRawFd;
+    let ts = &core.threads[t];
+    let wakefd = match ts.wakefd.get() {
+        Some(fd) => fd.as_raw_fd(),
+        None => {
+            let flags =
+                rustix::event::EventfdFlags::NONBLOCK | rustix::event::EventfdFlags::CLOEXEC;
+            match rustix::event::eventfd(0, flags) {
+                Ok(fd) => ts.wakefd.get_or_init(|| fd).as_raw_fd(),
+                // No eventfd (out of descriptors): nap as a paced source
+                // does; the devices are polled after it.
+                Err(_) => {
+                    let due = due_ns.min(
+                        core.clock
+                            .now_ns()
+                            .saturating_add(HINT_NAP_MAX.as_nanos() as u64),
+                    );
+                    return nap_until(core, t, epoch, version, list, asleep, due);
+                }
+            }
+        }
+    };
+    let now = core.clock.now_ns();
+    let early = HINT_NAP_EARLY.as_nanos() as u64;
+    let cap = if timed { HINT_NAP_MAX } else { PARK_MAX };
+    let timeout = if due_ns == u64::MAX {
+        cap
+    } else if due_ns <= now.saturating_add(early) {
+        return;
+    } else {
+        Duration::from_nanos(due_ns - now - early).min(cap)
+    };
+    pollfds.clear();
+    let ev = libc::POLLIN | libc::POLLRDNORM;
+    pollfds.extend(fds.iter().map(|&fd| libc::pollfd {
+        fd,
+        events: ev,
+        revents: 0,
+    }));
+    pollfds.push(libc::pollfd {
+        fd: wakefd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    ts.polling.store(true, Ordering::SeqCst);
+    ts.parked.store(true, Ordering::SeqCst);
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let still = core.running.load(Ordering::SeqCst)
+        && core.sync_epoch.load(Ordering::SeqCst) == epoch
+        && ts.worklist_version() == version
+        && list
+            .iter()
+            .filter(|&&id| core.tasks[id].asleep.load(Ordering::SeqCst))
+            .count()
+            >= asleep;
+    if still {
+        bump(&ts.parks, 1);
+        bump(&ts.fd_waits, 1);
+        let ts_ = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: `pollfds` is a live array of `len` pollfd structs the
+        // kernel writes `revents` into; the descriptors in it are the
+        // eventfd this thread's state owns and those the running
+        // elements gave in this pass, open while they live (the router's
+        // elements outlive its workers). A closed one would only be
+        // reported POLLNVAL.
+        let n = unsafe {
+            libc::ppoll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                &ts_,
+                std::ptr::null(),
+            )
+        };
+        if n > 0 {
+            let (devs, wake) = pollfds.split_at(fds.len());
+            if wake[0].revents != 0 {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(ts.wakefd.get().expect("made above"), &mut b);
+            }
+            if devs.iter().any(|p| p.revents & ev != 0) {
+                bump(&ts.fd_wakes, 1);
+            } else if devs.iter().any(|p| p.revents != 0) {
+                // Only errors (a device gone down sets its sockets'
+                // error): read and so clear each socket's pending error,
+                // which would end every wait at once, and pause a little
+                // in case it comes back.
+                for p in devs.iter().filter(|p| p.revents & libc::POLLERR != 0) {
+                    let mut err: libc::c_int = 0;
+                    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                    // SAFETY: reads one int into `err` (of `len` bytes);
+                    // the descriptor is open as above (ENOTSOCK if it is
+                    // not a socket, ignored).
+                    unsafe {
+                        libc::getsockopt(
+                            p.fd,
+                            libc::SOL_SOCKET,
+                            libc::SO_ERROR,
+                            (&mut err as *mut libc::c_int).cast(),
+                            &mut len,
+                        )
+                    };
+                }
+                std::thread::park_timeout(Duration::from_millis(1));
+            }
+        }
+    }
+    ts.parked.store(false, Ordering::SeqCst);
+    ts.polling.store(false, Ordering::SeqCst);
 }
 
 /// Parks worker `t`, whose tasks are all asleep, until a wake, a task
@@ -1724,9 +1897,48 @@ mod tests {
             }
         }
 
+        /// A device's receive in small: a task reading a socket, with work
+        /// when bytes are there; otherwise it says that the socket's
+        /// becoming readable will give it some.
+        struct Reader {
+            rx: std::os::unix::net::UnixStream,
+            tx: std::os::unix::net::UnixStream,
+            got: AtomicU64,
+        }
+        impl Element for Reader {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+            fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+                use std::io::Read;
+                use std::os::fd::AsFd;
+                let mut b = [0u8; 64];
+                match (&self.rx).read(&mut b) {
+                    Ok(n) if n > 0 => {
+                        self.got.fetch_add(n as u64, Ordering::AcqRel);
+                        true
+                    }
+                    _ => {
+                        cx.wake_when_readable(self.rx.as_fd());
+                        false
+                    }
+                }
+            }
+        }
+
         fn router(conf: &str) -> Router {
             let mut reg = Registry::new();
             crate::testing::register(&mut reg);
+            reg.register(ClassSpec::element("Reader", "0/0", "h", |_| {
+                let (rx, tx) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
+                rx.set_nonblocking(true).map_err(|e| e.to_string())?;
+                Ok(Reader {
+                    rx,
+                    tx,
+                    got: AtomicU64::new(0),
+                })
+            }));
             reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
             reg.register(ClassSpec::element("Sleeper", "0/0", "h", |_| {
                 Ok(Sleeper::default())
@@ -1750,6 +1962,55 @@ mod tests {
             let (lo, hi) = (*n.iter().min().unwrap(), *n.iter().max().unwrap());
             // Round-robin: equal to a run; the bound is generous.
             assert!(lo > 0 && hi <= 2 * lo, "runs {n:?}");
+        }
+
+        /// The worker of a task waiting on a descriptor blocks in poll(2)
+        /// on it (not polling the task), and data arriving wakes it: the
+        /// wait ends because the descriptor became readable, not at its
+        /// timeout. (A waiting worker's timeout is 100 ms: a test thread
+        /// held off the CPU that long after seeing the wait start could
+        /// write just as it ends, so two of three rounds must see it.)
+        #[test]
+        fn a_worker_waits_on_its_tasks_descriptors_and_data_wakes_it() {
+            let r = router("x :: Reader;");
+            let x = r.element::<Reader>("x").unwrap();
+            let mut by_readiness = 0;
+            std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    struct Stop<'a>(&'a Router);
+                    impl Drop for Stop<'_> {
+                        fn drop(&mut self) {
+                            self.0.stop();
+                        }
+                    }
+                    let _stop = Stop(&r);
+                    let wait = |what: &str, f: &dyn Fn() -> bool| {
+                        let t0 = std::time::Instant::now();
+                        while !f() {
+                            if t0.elapsed() > crate::testing::WATCHDOG {
+                                panic!("never: {what}");
+                            }
+                            std::thread::yield_now();
+                        }
+                    };
+                    for round in 1..=3u64 {
+                        let (w0, _) = r.fd_waits();
+                        wait("a wait on the socket", &|| r.fd_waits().0 > w0);
+                        let k0 = r.fd_waits().1;
+                        std::io::Write::write_all(&mut &x.tx, &[0]).unwrap();
+                        wait("the byte read", &|| x.got.load(Ordering::Acquire) == round);
+                        if r.fd_waits().1 > k0 {
+                            by_readiness += 1;
+                        }
+                    }
+                });
+                r.run();
+            });
+            assert_eq!(x.got.load(Ordering::Acquire), 3);
+            assert!(
+                by_readiness >= 2,
+                "{by_readiness} of 3 waits ended by the socket's readiness"
+            );
         }
 
         #[test]

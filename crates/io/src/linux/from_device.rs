@@ -12,9 +12,16 @@
 //! output 0, link header included. FromDevice owns a task that polls the
 //! ring without blocking: each run emits one batch of at most BURST
 //! packets (each copied into a pooled packet) and reports no work when no
-//! block is ready, so an idle worker can back off. A block the kernel has
-//! only partly filled is handed over at the latest 1 ms after its first
-//! frame.
+//! block is ready. A block the kernel has only partly filled is handed
+//! over at the latest 1 ms after its first frame.
+//!
+//! CPU follows the load: a run that finds nothing says that the socket's
+//! becoming readable will give it work, and a worker whose tasks are all
+//! so idle (or asleep, or paced sources between packets) waits in
+//! `poll(2)` on the sockets after about 20 µs without work, so an idle
+//! router uses almost no CPU and the kernel wakes the worker when a
+//! block is handed over. `paraclick --busy-poll` keeps the workers
+//! polling instead, for the lowest latency at a core per worker.
 //!
 //! Each packet gets its link (MAC) header annotation, its timestamp (the
 //! kernel's receive time), the packet type annotation (`HOST`,
@@ -169,6 +176,8 @@
 //! BURST frames from the receive ring, copies them into packets and gives
 //! the frames back to the fill ring in one batch; when the ring is empty
 //! and the kernel asks for a wake-up (need-wakeup), FromDevice wakes it.
+//! Idle, its worker waits in `poll(2)` on the AF_XDP socket as above
+//! (readable when the receive ring has frames).
 //! Packets get the link header, device and timestamp (the time read)
 //! annotations and the packet type from the destination address; SNAPLEN
 //! applies. The frames are the router's: the kernel sees none of them,
@@ -460,6 +469,10 @@ impl Element for FromDevice {
                 cx.push(0, batch);
             }
             self.stats.dropped(cx, drops);
+            if !got && drops == 0 {
+                // Idle: the worker may wait until the socket is readable.
+                cx.wake_when_readable(x.fd());
+            }
             return got || drops > 0;
         }
         let Some(rx) = self.rx.get() else {
@@ -490,6 +503,13 @@ impl Element for FromDevice {
         }
         drop(rd);
         self.stats.dropped(cx, drops);
+        if !emitted && drops == 0 {
+            // Idle: the worker may wait until a ring's socket is readable
+            // (the kernel has handed a block over).
+            for ring in rx {
+                cx.wake_when_readable(ring.fd());
+            }
+        }
         emitted || drops > 0
     }
 }

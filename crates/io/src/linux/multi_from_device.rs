@@ -17,7 +17,9 @@
 //! one, and so on. The queue it starts at moves on by one every run, so
 //! no queue starves when the others are busy. The packets of each queue
 //! leave by their own output, in the order they were received, so the
-//! configuration still tells the interfaces apart.
+//! configuration still tells the interfaces apart. A run that finds every
+//! queue empty lets its worker wait in `poll(2)` on all the queues'
+//! sockets, as an idle FromDevice does (`--busy-poll` keeps polling).
 //!
 //! Each argument names a device and, optionally, the queue of it to read
 //! (default 0): `r0 1` is queue 1 of r0. A queue is one member of the
@@ -304,6 +306,12 @@ impl MultiFromDevice {
         );
         drop(st);
         self.stats.dropped(cx, drops);
+        if got == 0 && drops == 0 {
+            // Idle: the worker may wait until a socket is readable.
+            for p in ports {
+                cx.wake_when_readable(p.fd());
+            }
+        }
         got > 0 || drops > 0
     }
 
@@ -456,6 +464,12 @@ impl Element for MultiFromDevice {
         drop(guard);
         let drops = drops + queue_drops;
         self.stats.dropped(cx, drops);
+        if got + prio_got == 0 && drops == 0 {
+            // Idle: the worker may wait until a ring's socket is readable.
+            for ring in rx {
+                cx.wake_when_readable(ring.fd());
+            }
+        }
         got + prio_got > 0 || drops > 0
     }
 }

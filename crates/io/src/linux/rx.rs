@@ -418,6 +418,14 @@ impl RxQueue {
         drops
     }
 
+    /// The ring's socket: readable once the kernel has handed a block
+    /// over. An idle reader's task waits on it
+    /// ([`paraclick_runtime::Cx::wake_when_readable`]).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
+    }
+
     /// The kernel's ring drops since the ring was opened or last reset.
     pub fn kernel_drops(&self) -> u64 {
         let mut total = self.kernel_drops.lock().unwrap_or_else(|e| e.into_inner());

@@ -54,6 +54,7 @@ extern "C" {
     ) -> c_int;
     fn pcx_xsk_close(x: *mut PcxXsk);
     fn pcx_xsk_zerocopy(x: *const PcxXsk) -> c_int;
+    fn pcx_xsk_fd(x: *const PcxXsk) -> c_int;
     fn pcx_xsk_rx_peek(
         x: *mut PcxXsk,
         addrs: *mut c_ulonglong,
@@ -285,6 +286,16 @@ impl XskPort {
     /// `native zerocopy` or `generic copy`.
     pub fn mode(&self) -> &str {
         &self.mode
+    }
+
+    /// The socket's descriptor: readable while its receive ring holds
+    /// frames; `poll(2)` on it also gives the kernel the wake-up that
+    /// need-wakeup asks for. An idle reader's task waits on it
+    /// ([`paraclick_runtime::Cx::wake_when_readable`]).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        // SAFETY: the socket made by pcx_xsk_open stays open until this
+        // port is dropped, and the borrow cannot outlive the port.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(pcx_xsk_fd(self.raw)) }
     }
 
     /// Reads up to `max` frames into packets appended to `out`. Returns

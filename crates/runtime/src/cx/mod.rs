@@ -63,6 +63,11 @@ pub struct Cx<'r> {
     /// How many tasks the worker's current pass skipped asleep (see
     /// `crate::sched`).
     pub(crate) asleep: usize,
+    /// The descriptors tasks without work said they will have some on
+    /// ([`Cx::wake_when_readable`]) during the current pass: valid only
+    /// while `wake_hints > 0` (the pass's first hint empties it, so a
+    /// pass pays nothing for it).
+    pub(crate) wake_fds: Vec<std::os::fd::RawFd>,
     /// Set by the queue a [`Cx::pull_packet`] took its packet from when it
     /// saw itself empty afterwards ([`Cx::upstream_drained`]).
     drained: bool,
@@ -101,6 +106,7 @@ impl<'r> Cx<'r> {
             wake_hints: 0,
             wake_hint_elem: usize::MAX,
             asleep: 0,
+            wake_fds: Vec::new(),
             drained: false,
             tracing: core.tracer.on.load(Ordering::Relaxed),
             marking: core.tracer.on.load(Ordering::Relaxed) && core.tracer.marking(),
@@ -991,7 +997,33 @@ impl<'r> Cx<'r> {
         if ns < self.wake_ns {
             self.wake_ns = ns;
         }
+        self.count_wake_hint();
+    }
+
+    /// Tells the runtime that the running task, which found no work, will
+    /// have some when `fd` becomes readable (a device's receive ring or
+    /// socket). A worker whose every runnable task said when or on what
+    /// it will have work ([`Cx::wake_at`], this), the others asleep, waits
+    /// in `poll(2)` on those descriptors after a short spin
+    /// (`sched::FD_WAIT_AFTER`), until one is readable, the earliest
+    /// time given, a timer, or a notifier's wake (unless `--busy-poll`).
+    /// A task may give several descriptors in one run. The descriptor
+    /// must stay open while the element lives.
+    #[inline]
+    pub fn wake_when_readable(&mut self, fd: std::os::fd::BorrowedFd<'_>) {
+        use std::os::fd::AsRawFd;
+        self.count_wake_hint();
+        self.wake_fds.push(fd.as_raw_fd());
+    }
+
+    /// Counts the running element's hint once per pass (one in a row),
+    /// the pass's first emptying the descriptor list.
+    #[inline]
+    fn count_wake_hint(&mut self) {
         if self.current != self.wake_hint_elem {
+            if self.wake_hints == 0 {
+                self.wake_fds.clear();
+            }
             self.wake_hint_elem = self.current;
             self.wake_hints += 1;
         }
