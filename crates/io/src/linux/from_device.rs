@@ -166,8 +166,14 @@
 //! driver's hashing, not a fanout group, deals the flows), through
 //! libxdp, whose default XDP program redirects each queue's frames to the
 //! socket bound to it (see docs/AF_XDP.md). Each task run takes up to
-//! BURST frames from the receive ring, copies them into packets and gives
-//! the frames back to the fill ring in one batch; when the ring is empty
+//! BURST frames from the receive ring; each frame becomes its packet's
+//! buffer without a copy, and returns to the fill ring (in batches) when
+//! the packet is freed, on whatever thread, or once a ToDevice of the
+//! same socket has sent it without a copy. While packets hold so many
+//! frames that fewer than a quarter (512) would stay with the kernel,
+//! new frames are copied into pooled buffers instead and go straight
+//! back; a frame that finds no buffer either is dropped (`UMEM frame
+//! shortage`), so the fill ring never runs dry. When the ring is empty
 //! and the kernel asks for a wake-up (need-wakeup), FromDevice wakes it.
 //! Packets get the link header, device and timestamp (the time read)
 //! annotations and the packet type from the destination address; SNAPLEN
@@ -196,6 +202,10 @@
 //!   `kernel_drops` and `drops`).
 //! - `mode` (read): how frames are read: `AF_PACKET`, or with METHOD XDP
 //!   `XDP native copy`, `XDP native zerocopy` or `XDP generic copy`.
+//! - `umem_free` (read; METHOD XDP): the socket's receive frames that no
+//!   packet holds (2048 of 2048 when none does; frames packets freed on
+//!   another thread count once that thread has handed them back, in a
+//!   batch or when it goes idle). Empty without METHOD XDP.
 //!
 //! Example: a router's input whose pings and ARP overtake a flood:
 //!
@@ -411,6 +421,12 @@ impl Element for FromDevice {
         Handler::read("priority_count", |e, _| e.stats.count_of(PRIO).to_string()),
         Handler::read("priority_drops", |e, _| e.priority_drops().to_string()),
         Handler::read("mode", |e, _| e.mode()),
+        Handler::read("umem_free", |e, _| {
+            e.xsk
+                .get()
+                .and_then(|x| x.rx_frames_free())
+                .map_or_else(String::new, |n| n.to_string())
+        }),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -459,7 +475,7 @@ impl Element for FromDevice {
                 self.stats.emitted(MAIN, cx.thread(), batch.len());
                 cx.push(0, batch);
             }
-            self.stats.dropped(cx, drops);
+            self.stats.dropped_for(cx, super::rx::UMEM_SHORTAGE, drops);
             return got || drops > 0;
         }
         let Some(rx) = self.rx.get() else {

@@ -79,6 +79,8 @@
 //! - `encap` (read): the link encapsulation, `ETHER`.
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the first socket's
 //!   mode (`XDP native copy`, ...).
+//! - `umem_free` (read; METHOD XDP): for each socket read, in argument
+//!   order, its receive frames no packet holds (as FromDevice's).
 //! - `priority_count` (read), `priority_drops` (read): packets emitted
 //!   from the priority rings and their kernel drops (included in `count`,
 //!   `counts` and the drop counts).
@@ -303,7 +305,7 @@ impl MultiFromDevice {
             },
         );
         drop(st);
-        self.stats.dropped(cx, drops);
+        self.stats.dropped_for(cx, super::rx::UMEM_SHORTAGE, drops);
         got > 0 || drops > 0
     }
 
@@ -354,6 +356,15 @@ impl Element for MultiFromDevice {
                 .first()
                 .map_or_else(String::new, |x| format!("XDP {}", x.mode())),
             (Some(_), None) => "XDP (not open)".into(),
+        }),
+        Handler::read("umem_free", |e, _| {
+            e.xsk.get().map_or_else(String::new, |v| {
+                v.iter()
+                    .filter_map(|x| x.rx_frames_free())
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
         }),
         Handler::write("reset_counts", |e, _, _| {
             e.stats.reset(e.rings());

@@ -135,20 +135,30 @@ unsigned pcx_xsk_rx_peek(struct pcx_xsk *x, unsigned long long *addrs,
 	return n;
 }
 
-// Gives back the `n` frames the last peek took: releases them from the
-// receive ring and puts the frames at `addrs` (the same ones, in one
-// batch) on the fill ring for the kernel to fill again.
-void pcx_xsk_rx_done(struct pcx_xsk *x, const unsigned long long *addrs,
-		     unsigned n)
+// Releases the `n` descriptors the last peek took from the receive ring
+// and puts the `nfill` frames at `addrs` on the fill ring for the kernel
+// to fill, in one batch, waking the kernel if it asks. Returns how many
+// frames went on the fill ring.
+unsigned pcx_xsk_rx_done(struct pcx_xsk *x, unsigned n,
+			 const unsigned long long *addrs, unsigned nfill)
 {
-	xsk_ring_cons__release(&x->rx, n);
+	if (n)
+		xsk_ring_cons__release(&x->rx, n);
 	__u32 idx = 0;
-	__u32 got = xsk_ring_prod__reserve(&x->fill, n, &idx);
+	__u32 got = nfill ? xsk_ring_prod__reserve(&x->fill, nfill, &idx) : 0;
 	for (__u32 i = 0; i < got; i++)
 		*xsk_ring_prod__fill_addr(&x->fill, idx + i) = addrs[i];
-	xsk_ring_prod__submit(&x->fill, got);
-	if (xsk_ring_prod__needs_wakeup(&x->fill))
+	if (got)
+		xsk_ring_prod__submit(&x->fill, got);
+	if ((n || got) && xsk_ring_prod__needs_wakeup(&x->fill))
 		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	return got;
+}
+
+// Free entries of the transmit ring, up to `n`.
+unsigned pcx_xsk_tx_room(struct pcx_xsk *x, unsigned n)
+{
+	return xsk_prod_nb_free(&x->tx, n);
 }
 
 // Takes up to `max` completed transmit frames' addresses (frames the
