@@ -36,6 +36,13 @@
 #      pool: 1536 frames lent, 512 kept for the kernel, the rest copied
 #      while buffers last, then dropped as `UMEM frame shortage`; the
 #      kernel drops none (the fill ring never ran dry).
+#   6. PASS: with r0 holding the kernel address 10.0.1.100, h1 cannot
+#      ping it through a router without PASS (the router takes every
+#      frame), and can with PASS "arp and dst host 10.0.1.100 or dst
+#      host 10.0.1.100" (the kernel answers ARP and ping), while the
+#      router still forwards all N datagrams to h2; no program is left
+#      after the router, one left by a killed router is removed, and a
+#      bad PASS is refused.
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
 
@@ -331,6 +338,63 @@ if run_conf "5" 1 "$HOLD" in.count in.umem_free in.drop_reasons in.kernel_drops 
     cat "$TMP/router.out"
   fi
 fi
+
+# ---- 6. PASS: the host's own traffic goes to the kernel ----
+# r0 holds the kernel address 10.0.1.100. The router forwards every IPv4
+# packet from r0 to h2. Without PASS the kernel sees nothing of r0, so h1
+# cannot even resolve 10.0.1.100; with PASS for that address, the kernel
+# answers h1's ARP and ping itself while the router still takes (and
+# forwards) the rest.
+ip -n "$R" addr add 10.0.1.100/24 dev r0
+pass_run() { # LABEL PASS-KEYWORD
+  local label=$1 conf
+  conf="in :: FromDevice(r0, METHOD XDP$2);
+        in -> c :: Classifier(12/0800, -) -> $REWRITE -> ToDevice(r1, METHOD XDP);
+        c[1] -> Discard;"
+  ip netns exec "$R" "$BIN" -h in.count -h in.umem_free -e "$conf" >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  wait_for 10 "the router's XDP program on r0" has_prog || { fail "$label: router start"; cat "$TMP/router.err"; return 1; }
+  sleep 0.3
+  ip -n "$H1" neigh flush dev eth0
+  PINGED=false
+  ip netns exec "$H1" ping -c 2 -i 0.2 -W 1 10.0.1.100 >/dev/null 2>&1 && PINGED=true
+  local before
+  before=$(noports 4)
+  SENT=$(ip netns exec "$H1" "$BIN" --no-pin -h src.count -e "$(generator 4)" 2>"$TMP/gen.err" |
+    tr -dc '0-9') || true
+  sleep 1
+  GOT=$(( $(noports 4) - before ))
+  stop_router
+}
+if pass_run "6 without PASS" ""; then
+  if $PINGED; then fail "6: without PASS, h1 pinged the kernel's 10.0.1.100 on r0"
+  else pass "6: without PASS the router takes everything: h1 cannot ping r0's kernel address"; fi
+fi
+PASS_F='arp and dst host 10.0.1.100 or dst host 10.0.1.100'
+if pass_run "6 with PASS" ", PASS \"$PASS_F\""; then
+  if $PINGED; then pass "6: PASS \"$PASS_F\": the kernel answers h1's ARP and ping"
+  else fail "6: with PASS, h1 cannot ping 10.0.1.100: $(cat "$TMP/router.err")"; fi
+  if [[ ${SENT:-0} -eq $N && $GOT -eq $N && $(h in.count) -ge $N && $(h in.umem_free) == 2048 ]]; then
+    pass "6: with PASS the router still takes and forwards the rest ($GOT of $N, in.count $(h in.count), umem_free 2048)"
+  else
+    fail "6: with PASS, h1 sent ${SENT:-0}, h2 received $GOT, in.count $(h in.count), umem_free $(h in.umem_free)"
+  fi
+  if has_prog; then fail "6: the PASS program is left on r0"; else pass "6: the PASS program is gone after the router"; fi
+fi
+# A PASS program a killed router left is removed at the next start.
+ip netns exec "$R" "$BIN" -e "FromDevice(r0, METHOD XDP, PASS \"arp\") -> Discard;" >/dev/null 2>"$TMP/crash.err" &
+ROUTER_PID=$!
+wait_for 10 "the router's XDP program on r0" has_prog || true
+kill -KILL "$ROUTER_PID"; wait "$ROUTER_PID" 2>/dev/null || true
+ROUTER_PID=
+out=$(ip netns exec "$R" timeout -s INT 2 "$BIN" -e "FromDevice(r0, METHOD XDP) -> Discard;" 2>&1 || true)
+if grep -q "r0: removed the XDP program (id [0-9]*) that an earlier router" <<<"$out" && ! has_prog; then
+  pass "6: a PASS program left by a killed router is removed at the next start"
+else
+  fail "6: the PASS program a killed router left: $out"
+fi
+refused "6 PASS without METHOD XDP" "PASS needs METHOD XDP" "FromDevice(r0, PASS \"arp\") -> Discard;"
+refused "6 a bad PASS" "PASS: unknown word 'src'" "FromDevice(r0, METHOD XDP, PASS \"src host 10.0.0.1\") -> Discard;"
 
 if [[ $FAILED -eq 0 ]]; then echo "xdp test: all checks passed"; else echo "xdp test: FAILED"; fi
 exit $FAILED

@@ -1,6 +1,6 @@
 //! # MultiFromDevice
 //!
-//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY])
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY, PASS])
 //!
 //! Polls several receive queues of Linux network devices in one task,
 //! filling one burst across them.
@@ -64,7 +64,7 @@
 //!   (boolean), `PRIORITY_FILTER` (string), `PRIORITY_RING_SIZE` (bytes,
 //!   default 2 MiB): as for FromDevice, for every queue.
 //! - `METHOD` (word, default `LINUX`), `XDP_MODE` (word), `ZEROCOPY`
-//!   (boolean): as for FromDevice. With `METHOD XDP` each queue is read
+//!   (boolean), `PASS` (string): as for FromDevice. With `METHOD XDP` each queue is read
 //!   through an AF_XDP socket on that receive queue of its device (see
 //!   FromDevice's "METHOD XDP" and docs/AF_XDP.md); N_QUEUES must then be
 //!   the devices' number of receive queues.
@@ -332,6 +332,10 @@ impl XdpClaims for MultiFromDevice {
             None => Vec::new(),
         }
     }
+
+    fn xdp_pass(&self) -> Option<&super::xdp_pass::PassFilter> {
+        self.xdp.as_ref().and_then(|o| o.pass.as_ref())
+    }
 }
 
 impl Element for MultiFromDevice {
@@ -391,8 +395,8 @@ impl Element for MultiFromDevice {
             let mut ports = Vec::with_capacity(self.queues.len());
             for (dev, q) in &self.queues {
                 xdp::check_rx_queues(dev, *q, self.opts.nqueues)?;
-                let (_, tx) = xdp::rings_wanted(ix, dev, *q);
-                ports.push(xdp::port(dev, *q as u32, true, tx, o)?);
+                let (_, tx, pass) = xdp::rings_wanted(ix, dev, *q)?;
+                ports.push(xdp::port(dev, *q as u32, true, tx, o, pass.as_ref())?);
             }
             let _ = self.xsk.set(ports);
             return Ok(());

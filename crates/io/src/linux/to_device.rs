@@ -386,8 +386,8 @@ impl Element for ToDevice {
             return Ok(());
         }
         if let Some(o) = &self.xdp {
-            let (rx, _) = xdp::rings_wanted(ix, &self.devname, self.queue);
-            let x = xdp::port(&self.devname, self.queue as u32, rx, true, o)?;
+            let (rx, _, pass) = xdp::rings_wanted(ix, &self.devname, self.queue)?;
+            let x = xdp::port(&self.devname, self.queue as u32, rx, true, o, pass.as_ref())?;
             let _ = self.xsk.set(x);
             return Ok(());
         }

@@ -23,6 +23,7 @@
 //! program this router attached, so that one a crashed router left on the
 //! device is recognised, and removed with a message, at the next start.
 
+use super::xdp_pass::PassFilter;
 use paraclick_packet::pool::{same_owner, BufferOwner, ExtBuffer};
 use paraclick_packet::{Batch, Packet, PacketType, Timestamp};
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CString};
@@ -50,6 +51,14 @@ struct PcxXsk {
     _opaque: [u8; 0],
 }
 
+#[repr(C)]
+struct PcxPass {
+    _opaque: [u8; 0],
+}
+
+/// The PASS program (src/linux/xdp_pass.bpf.c), compiled by build.rs.
+static PASS_ELF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdp_pass.bpf.o"));
+
 extern "C" {
     #[allow(clippy::too_many_arguments)]
     fn pcx_xsk_open(
@@ -66,8 +75,22 @@ extern "C" {
         bind_flags: c_uint,
         fill_addrs: *const c_ulonglong,
         nfill: c_uint,
+        xsks_map: c_int,
     ) -> c_int;
     fn pcx_xsk_close(x: *mut PcxXsk);
+    #[allow(clippy::too_many_arguments)]
+    fn pcx_pass_attach(
+        out: *mut *mut PcxPass,
+        elf: *const c_void,
+        len: std::ffi::c_ulong,
+        ifindex: c_int,
+        xdp_flags: c_uint,
+        rules: *const c_void,
+        nrules: c_uint,
+        rule_size: c_uint,
+        xsks_map: *mut c_int,
+    ) -> c_int;
+    fn pcx_pass_close(p: *mut PcxPass);
     fn pcx_xsk_zerocopy(x: *const PcxXsk) -> c_int;
     fn pcx_xsk_rx_peek(
         x: *mut PcxXsk,
@@ -117,6 +140,13 @@ const XDP_USE_NEED_WAKEUP: u32 = 1 << 3;
 
 /// The name of libxdp's default AF_XDP program.
 const XSK_PROG: &str = "xsk_def_prog";
+/// The name of the PASS program (its function in xdp_pass.bpf.c).
+const PASS_PROG: &str = "pcx_xsk_pass";
+
+/// Whether `name` is one of the programs a router attaches.
+fn ours(name: &str) -> bool {
+    name == XSK_PROG || name == PASS_PROG
+}
 
 /// Where the XDP program runs (`XDP_MODE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,11 +160,13 @@ pub enum XdpMode {
 }
 
 /// The keywords of METHOD XDP.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct XdpOptions {
     pub mode: XdpMode,
     /// ZEROCOPY: `None` for zero-copy where the driver supports it.
     pub zerocopy: Option<bool>,
+    /// PASS (readers only): the frames to give to the kernel's stack.
+    pub pass: Option<PassFilter>,
 }
 
 impl Default for XdpOptions {
@@ -142,6 +174,7 @@ impl Default for XdpOptions {
         XdpOptions {
             mode: XdpMode::Auto,
             zerocopy: None,
+            pass: None,
         }
     }
 }
@@ -166,7 +199,11 @@ impl XdpOptions {
         if mode == XdpMode::Generic && zerocopy == Some(true) {
             return Err("ZEROCOPY true needs XDP_MODE NATIVE or AUTO: generic mode copies".into());
         }
-        Ok(XdpOptions { mode, zerocopy })
+        Ok(XdpOptions {
+            mode,
+            zerocopy,
+            pass: None,
+        })
     }
 
     /// The (XDP flags, bind flags, name) to try in turn.
@@ -656,14 +693,75 @@ struct DevGuard {
     ifindex: i32,
     path: String,
     file: File,
+    /// The PASS program, when the readers give PASS (attached with the
+    /// first receive socket, in its mode).
+    pass: Mutex<Option<PassProg>>,
+}
+
+/// The PASS program attached to a device: detached when dropped.
+struct PassProg {
+    raw: *mut PcxPass,
+    /// Its socket map's fd.
+    xsks_map: c_int,
+    /// The filter it holds.
+    text: String,
+    /// Its XDP flags (mode).
+    xdp_flags: u32,
+}
+
+// SAFETY: the handle is used only under DevGuard's `pass` lock (and
+// dropped once); libxdp's program object has no thread affinity.
+unsafe impl Send for PassProg {}
+
+impl Drop for PassProg {
+    fn drop(&mut self) {
+        // SAFETY: the handle made by pcx_pass_attach, closed once.
+        unsafe { pcx_pass_close(self.raw) };
+    }
+}
+
+impl PassProg {
+    /// Attaches the PASS program to `ifindex` in the mode of `xdp_flags`,
+    /// with the rules of `f`; a negative errno on failure.
+    fn attach(ifindex: i32, xdp_flags: u32, f: &PassFilter) -> Result<PassProg, i32> {
+        let rules: Vec<u8> = f.rules.iter().flat_map(|r| r.bytes()).collect();
+        let mut raw = std::ptr::null_mut();
+        let mut xsks_map = -1;
+        // SAFETY: the ELF image and the rules are read during the call
+        // only; the out pointers are valid.
+        let r = unsafe {
+            pcx_pass_attach(
+                &mut raw,
+                PASS_ELF.as_ptr().cast(),
+                PASS_ELF.len() as std::ffi::c_ulong,
+                ifindex,
+                xdp_flags,
+                rules.as_ptr().cast(),
+                f.rules.len() as c_uint,
+                24,
+                &mut xsks_map,
+            )
+        };
+        if r != 0 {
+            return Err(-r);
+        }
+        Ok(PassProg {
+            raw,
+            xsks_map,
+            text: f.text.clone(),
+            xdp_flags,
+        })
+    }
 }
 
 impl Drop for DevGuard {
     fn drop(&mut self) {
-        // The sockets are closed: libxdp removed its program with the
-        // last one. If one is left anyway (ours alone), remove it.
+        // The sockets are closed: the PASS program goes, and libxdp
+        // removed its own with the last socket. If one is left anyway
+        // (ours alone), remove it.
+        drop(self.pass.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Ok(progs) = programs(self.ifindex) {
-            if !progs.is_empty() && progs.iter().all(|(_, n)| n == XSK_PROG) {
+            if !progs.is_empty() && progs.iter().all(|(_, n)| ours(n)) {
                 // SAFETY: a plain call on an interface index.
                 let _ = unsafe { pcx_xdp_detach_all(self.ifindex) };
             }
@@ -821,7 +919,7 @@ fn take_device(devname: &str, ifindex: i32) -> Result<DevGuard, String> {
         let ours: Vec<u32> = words.filter_map(|w| w.parse().ok()).collect();
         let stale = progs
             .iter()
-            .all(|(id, name)| name == XSK_PROG && ours.contains(id));
+            .all(|(id, name)| self::ours(name) && ours.contains(id));
         if stale {
             // SAFETY: a plain call on an interface index.
             let r = unsafe { pcx_xdp_detach_all(ifindex) };
@@ -861,6 +959,7 @@ fn take_device(devname: &str, ifindex: i32) -> Result<DevGuard, String> {
         ifindex,
         path,
         file,
+        pass: Mutex::new(None),
     })
 }
 
@@ -872,7 +971,7 @@ fn record_programs(g: &DevGuard) {
         let _ = f.rewind();
         let mut s = std::process::id().to_string();
         for (id, name) in progs {
-            if name == XSK_PROG {
+            if ours(&name) {
                 s.push_str(&format!(" {id}"));
             }
         }
@@ -891,6 +990,7 @@ pub fn port(
     rx: bool,
     tx: bool,
     o: &XdpOptions,
+    pass: Option<&PassFilter>,
 ) -> Result<Arc<XskPort>, String> {
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: sets the libraries' print callbacks to none.
@@ -948,7 +1048,53 @@ pub fn port(
     let name = CString::new(devname).map_err(|_| format!("bad device name '{devname}'"))?;
     let mut last = 0;
     let mut opened = None;
+    let mut pass_prog = dev.pass.lock().unwrap_or_else(|e| e.into_inner());
+    if let (true, Some(f), Some(p)) = (rx, pass, pass_prog.as_ref()) {
+        if p.text != f.text {
+            return Err(format!(
+                "{devname}: its METHOD XDP readers give different PASS filters ('{}' and '{}')",
+                p.text, f.text
+            ));
+        }
+    }
+    let mut attached = false;
     for (xdp_flags, bind, what) in o.attempts() {
+        // With PASS, the device's program is ours, attached in the mode
+        // of the first receive socket; the sockets enter its map.
+        let mut xsks_map = -1;
+        if let (true, Some(f)) = (rx, pass) {
+            if attached && pass_prog.as_ref().is_some_and(|p| p.xdp_flags != xdp_flags) {
+                // Attached here for a mode that failed: try the next.
+                *pass_prog = None;
+                attached = false;
+            }
+            if pass_prog.is_none() {
+                match PassProg::attach(ifindex, xdp_flags, f) {
+                    Ok(p) => {
+                        *pass_prog = Some(p);
+                        attached = true;
+                        // Recorded at once: a router killed from here on
+                        // leaves a program the next one knows as ours.
+                        record_programs(&dev);
+                    }
+                    Err(e) => {
+                        last = e;
+                        if matches!(last, libc::EPERM | libc::EACCES) {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let p = pass_prog.as_ref().expect("attached above");
+            if p.xdp_flags != xdp_flags {
+                // Another socket of the device attached it in another
+                // mode: a socket must be bound in the program's.
+                last = libc::EBUSY;
+                continue;
+            }
+            xsks_map = p.xsks_map;
+        }
         let mut raw: *mut PcxXsk = std::ptr::null_mut();
         // SAFETY: `area` is a fresh mapping of `size` bytes, outliving
         // the socket (both in the XskPort, the socket closed first); the
@@ -968,6 +1114,7 @@ pub fn port(
                 bind | XDP_USE_NEED_WAKEUP,
                 fill.as_ptr(),
                 if rx { RING as c_uint } else { 0 },
+                xsks_map,
             )
         };
         if r == 0 {
@@ -980,6 +1127,10 @@ pub fn port(
             break;
         }
     }
+    if opened.is_none() && attached {
+        *pass_prog = None;
+    }
+    drop(pass_prog);
     let Some((raw, what)) = opened else {
         return Err(open_error(devname, queue, last));
     };
@@ -1039,27 +1190,53 @@ pub fn port(
 pub trait XdpClaims {
     /// (device, queue, reads, writes) for each queue the element uses.
     fn xdp_claims(&self) -> Vec<(&str, usize, bool, bool)>;
+    /// The PASS filter of a reader (for every device it reads).
+    fn xdp_pass(&self) -> Option<&PassFilter> {
+        None
+    }
 }
 
 /// Whether any element of the router reads (writes) queue `queue` of
-/// `devname` through AF_XDP.
+/// `devname` through AF_XDP, and the PASS filter of the device's
+/// readers (which must all give the same, or none).
 pub fn rings_wanted(
     ix: &paraclick_runtime::InitCx<'_>,
     devname: &str,
     queue: usize,
-) -> (bool, bool) {
+) -> Result<(bool, bool, Option<PassFilter>), String> {
     let (mut rx, mut tx) = (false, false);
+    let mut pass: Option<Option<PassFilter>> = None;
     for i in 0..ix.element_count() {
         if let Some(c) = ix.cast::<dyn XdpClaims>(i) {
+            let mut reads_dev = false;
             for (d, q, r, w) in c.xdp_claims() {
                 if d == devname && q == queue {
                     rx |= r;
                     tx |= w;
                 }
+                reads_dev |= d == devname && r;
+            }
+            if reads_dev {
+                let p = c.xdp_pass().cloned();
+                match &pass {
+                    Some(prev) if *prev != p => {
+                        let show = |p: &Option<PassFilter>| {
+                            p.as_ref()
+                                .map_or_else(|| "none".to_string(), |f| format!("'{}'", f.text))
+                        };
+                        return Err(format!(
+                            "{devname}: every METHOD XDP reader of a device must give the same \
+                             PASS filter (the device has one XDP program), not {} and {}",
+                            show(prev),
+                            show(&p)
+                        ));
+                    }
+                    _ => pass = Some(p),
+                }
             }
         }
     }
-    (rx, tx)
+    Ok((rx, tx, pass.flatten()))
 }
 
 #[cfg(test)]
@@ -1068,7 +1245,11 @@ mod tests {
 
     #[test]
     fn modes_are_tried_in_order() {
-        let o = |mode, zerocopy| XdpOptions { mode, zerocopy };
+        let o = |mode, zerocopy| XdpOptions {
+            mode,
+            zerocopy,
+            pass: None,
+        };
         let names = |o: XdpOptions| -> Vec<(u32, u32)> {
             o.attempts().iter().map(|&(x, b, _)| (x, b)).collect()
         };
@@ -1115,11 +1296,8 @@ mod tests {
 
     #[test]
     fn a_device_without_it_is_refused() {
-        let o = XdpOptions {
-            mode: XdpMode::Auto,
-            zerocopy: None,
-        };
-        let e = port("pcnoxdp0", 0, true, true, &o).err().unwrap();
+        let o = XdpOptions::default();
+        let e = port("pcnoxdp0", 0, true, true, &o, None).err().unwrap();
         assert!(e.contains("pcnoxdp0"), "{e}");
     }
 }

@@ -15,7 +15,9 @@
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 #include <xdp/libxdp.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/if_link.h>
 
 struct pcx_xsk {
 	struct xsk_umem *umem;
@@ -42,13 +44,16 @@ void pcx_xdp_quiet(void)
 // frames) and a socket on `ifname` queue `queue` with a receive ring
 // (`rx_size` entries, 0 for none) and a transmit ring (`tx_size`, 0 for
 // none); the fill ring gets the `nfill` frames at `fill_addrs`. libxdp
-// attaches its default program when the socket has a receive ring.
+// attaches its default program when the socket has a receive ring,
+// unless `xsks_map` is a map's fd (>= 0): then the device's program is
+// the PASS program (pcx_pass_attach), and the socket enters its map.
 // Returns 0, or a negative errno with *out unset.
 int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		 void *area, unsigned long long size, unsigned frame_size,
 		 unsigned rx_size, unsigned tx_size, unsigned ring_size,
 		 unsigned xdp_flags, unsigned bind_flags,
-		 const unsigned long long *fill_addrs, unsigned nfill)
+		 const unsigned long long *fill_addrs, unsigned nfill,
+		 int xsks_map)
 {
 	struct pcx_xsk *x = calloc(1, sizeof(*x));
 	if (!x)
@@ -69,7 +74,7 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 	memset(&sc, 0, sizeof(sc));
 	sc.rx_size = rx_size ? rx_size : ring_size;
 	sc.tx_size = tx_size ? tx_size : ring_size;
-	sc.libxdp_flags = rx_size ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+	sc.libxdp_flags = rx_size && xsks_map < 0 ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
 	sc.xdp_flags = xdp_flags;
 	sc.bind_flags = bind_flags;
 	err = xsk_socket__create(&x->xsk, ifname, queue, x->umem,
@@ -78,6 +83,15 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		xsk_umem__delete(x->umem);
 		free(x);
 		return err < 0 ? err : -err;
+	}
+	if (rx_size && xsks_map >= 0) {
+		err = xsk_socket__update_xskmap(x->xsk, xsks_map);
+		if (err) {
+			xsk_socket__delete(x->xsk);
+			xsk_umem__delete(x->umem);
+			free(x);
+			return err < 0 ? err : -err;
+		}
 	}
 	x->has_rx = rx_size != 0;
 	x->has_tx = tx_size != 0;
@@ -265,4 +279,78 @@ int pcx_xdp_detach_all(int ifindex)
 	int err = xdp_multiprog__detach(mp);
 	xdp_multiprog__close(mp);
 	return err;
+}
+
+// The PASS program (xdp_pass.bpf.c) attached to a device.
+struct pcx_pass {
+	struct bpf_object *obj;
+	struct xdp_program *prog;
+	int ifindex;
+	enum xdp_attach_mode mode;
+};
+
+// Opens the PASS program from its ELF image (`elf`, `len` bytes, built
+// by build.rs), attaches it to `ifindex` in the mode of `xdp_flags`
+// (libxdp's dispatcher where it can, alone otherwise), and writes the
+// `nrules` rules of `rule_size` bytes at `rules` into its rule map.
+// *xsks_map gets the fd of its socket map. Returns 0, or a negative
+// errno with *out unset and nothing attached.
+int pcx_pass_attach(struct pcx_pass **out, const void *elf, unsigned long len,
+		    int ifindex, unsigned xdp_flags, const void *rules,
+		    unsigned nrules, unsigned rule_size, int *xsks_map)
+{
+	struct pcx_pass *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "pcx_xsk_pass");
+	p->obj = bpf_object__open_mem(elf, len, &oo);
+	long e = libbpf_get_error(p->obj);
+	if (e) {
+		free(p);
+		return e < 0 ? (int)e : -(int)e;
+	}
+	p->prog = xdp_program__from_bpf_obj(p->obj, "xdp");
+	e = libxdp_get_error(p->prog);
+	if (e) {
+		bpf_object__close(p->obj);
+		free(p);
+		return e < 0 ? (int)e : -(int)e;
+	}
+	p->ifindex = ifindex;
+	p->mode = (xdp_flags & XDP_FLAGS_SKB_MODE) ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	int err = xdp_program__attach(p->prog, ifindex, p->mode, 0);
+	if (err) {
+		xdp_program__close(p->prog);
+		bpf_object__close(p->obj);
+		free(p);
+		return err < 0 ? err : -err;
+	}
+	struct bpf_object *o = xdp_program__bpf_obj(p->prog);
+	int rfd = bpf_object__find_map_fd_by_name(o, "pass_rules");
+	*xsks_map = bpf_object__find_map_fd_by_name(o, "xsks_map");
+	err = (rfd < 0 || *xsks_map < 0) ? -ENOENT : 0;
+	for (unsigned i = 0; !err && i < nrules; i++) {
+		if (bpf_map_update_elem(rfd, &i, (const char *)rules + i * rule_size, 0))
+			err = -errno;
+	}
+	if (err) {
+		xdp_program__detach(p->prog, ifindex, p->mode, 0);
+		xdp_program__close(p->prog);
+		bpf_object__close(p->obj);
+		free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+// Detaches and closes the PASS program.
+void pcx_pass_close(struct pcx_pass *p)
+{
+	if (!p)
+		return;
+	xdp_program__detach(p->prog, p->ifindex, p->mode, 0);
+	xdp_program__close(p->prog);
+	bpf_object__close(p->obj);
+	free(p);
 }
