@@ -80,13 +80,13 @@ impl Inner {
     }
 }
 
-/// A packet's storage: a heap slice the buffer owns (pooled buffers), or
-/// memory a [`BufferOwner`] lent (an AF_XDP UMEM frame). Dereferences to
-/// the bytes, as the `Box<[u8]>` it replaces did, at the same cost.
+/// A packet's storage: a heap slice (pooled buffers, released by
+/// `Inner`'s drop), or memory a [`BufferOwner`] lent (an AF_XDP UMEM
+/// frame; `Inner::owner` is set). Dereferences to the bytes, as the
+/// `Box<[u8]>` it replaces did, at the same cost and size.
 pub(crate) struct Buf {
     ptr: NonNull<u8>,
     len: usize,
-    owned: bool,
 }
 
 // SAFETY: a `Buf` is the only handle to its bytes (an owned slice, or an
@@ -100,11 +100,7 @@ impl Buf {
     fn owned(b: Box<[u8]>) -> Buf {
         let len = b.len();
         let ptr = NonNull::new(Box::into_raw(b).cast::<u8>()).expect("Box pointers are not null");
-        Buf {
-            ptr,
-            len,
-            owned: true,
-        }
+        Buf { ptr, len }
     }
 }
 
@@ -127,15 +123,16 @@ impl std::ops::DerefMut for Buf {
     }
 }
 
-impl Drop for Buf {
+impl Drop for Inner {
     fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: made by `Box::into_raw` of a slice of `len` bytes in
-            // `owned`, released once, here.
+        if self.owner.is_none() {
+            // SAFETY: without an owner the buffer was made by
+            // `Buf::owned` from a `Box<[u8]>` of `len` bytes (external
+            // ones always have an owner); released once, here.
             drop(unsafe {
                 Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                    self.ptr.as_ptr(),
-                    self.len,
+                    self.buf.ptr.as_ptr(),
+                    self.buf.len,
                 ))
             });
         }
@@ -182,11 +179,7 @@ impl ExtBuffer {
             trans: -1,
             home: EXTERNAL,
             anno: Anno::new(),
-            buf: Buf {
-                ptr,
-                len,
-                owned: false,
-            },
+            buf: Buf { ptr, len },
             owner: Some(owner),
         }))
     }
@@ -963,6 +956,18 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_buffer_handle_is_no_bigger_than_before_external_buffers() {
+        // The storage handle is a pointer and a length, as the Box<[u8]>
+        // it replaced; the owner adds 16 bytes: two cache lines in all.
+        assert_eq!(std::mem::size_of::<Buf>(), std::mem::size_of::<Box<[u8]>>());
+        assert!(
+            std::mem::size_of::<Inner>() <= 128,
+            "{}",
+            std::mem::size_of::<Inner>()
+        );
     }
 
     #[test]
