@@ -48,7 +48,7 @@ if $tests; then
 fi
 if $list; then
   # To build: cargo, rustc and libpcap.
-  printf '%s\n' cargo rustc libpcap-dev libxdp-dev libbpf-dev
+  printf '%s\n' cargo rustc libpcap-dev libxdp-dev libbpf-dev clang
   for pair in ${pairs[@]+"${pairs[@]}"} ${norecommends[@]+"${norecommends[@]}"}; do echo "${pair#*:}"; done
   exit 0
 fi
@@ -77,6 +77,10 @@ fi
 # Debian.
 [[ -e /usr/include/xdp/xsk.h ]] || need_apt+=(libxdp-dev)
 [[ -e /usr/include/bpf/libbpf.h ]] || need_apt+=(libbpf-dev)
+# clang: crates/io/build.rs compiles the XDP program of FromDevice's
+# PASS filter (src/linux/xdp_pass.bpf.c) for the BPF target: needed to
+# build. Any clang with the BPF target will do (Debian's has it).
+have clang || ls /usr/bin/clang-[0-9]* >/dev/null 2>&1 || need_apt+=(clang)
 if ((${#need_apt[@]} + ${#need_norec[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "bootstrap: missing ${need_apt[*]} ${need_norec[*]}; run as root to install them" >&2

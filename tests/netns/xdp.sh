@@ -24,9 +24,25 @@
 #      pollers, each reading its queue of both interfaces).
 #   2. A router killed with SIGKILL leaves its XDP program on r0; the next
 #      one removes it, saying so, and starts.
+#      After each run every socket's 2048 receive frames are back
+#      (umem_free): no frame leaked.
 #   3. Errors: another XDP program on r0; N_QUEUES 1 on a two-queue
 #      device; a device that does not exist; no permission (an
 #      unprivileged user). Each is refused at startup with its message.
+#   4. Frames lent to packets: the packets of r0 queued to a second
+#      thread and sent to h2 from there, and a clone of each (Tee): h2
+#      receives every datagram twice, and every frame comes back.
+#   5. Frame shortage: packets held in a Queue nobody pulls, a 64-buffer
+#      pool: 1536 frames lent, 512 kept for the kernel, the rest copied
+#      while buffers last, then dropped as `UMEM frame shortage`; the
+#      kernel drops none (the fill ring never ran dry).
+#   6. PASS: with r0 holding the kernel address 10.0.1.100, h1 cannot
+#      ping it through a router without PASS (the router takes every
+#      frame), and can with PASS "arp and dst host 10.0.1.100 or dst
+#      host 10.0.1.100" (the kernel answers ARP and ping), while the
+#      router still forwards all N datagrams to h2; no program is left
+#      after the router, one left by a killed router is removed, and a
+#      bad PASS is refused.
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
 
@@ -38,9 +54,12 @@ source "$ROOT/tests/netns/lib.sh"
 require_root_and_tools "xdp test" ip ping setpriv
 
 SUF=$$
-H1=pc-xdp-h1-$SUF
-H2=pc-xdp-h2-$SUF
-R=pc-xdp-r-$SUF
+# PARACLICK_NETNS_PREFIX names the namespaces (default pc), so runs side
+# by side are told apart.
+PFX=${PARACLICK_NETNS_PREFIX:-pc}
+H1=$PFX-xdp-h1-$SUF
+H2=$PFX-xdp-h2-$SUF
+R=$PFX-xdp-r-$SUF
 TMP=$(mktemp -d /tmp/paraclick-xdp.XXXXXX)
 ROUTER_PID=
 N=5000
@@ -75,6 +94,7 @@ links() {
   ip -n "$R" link set r0 address 02:00:00:00:01:01
   ip -n "$R" link set r1 address 02:00:00:00:02:01
   ip -n "$H1" link set eth0 address 02:00:00:00:01:02
+  ip -n "$H2" link set eth0 address 02:00:00:00:02:02
   ip -n "$R" link set r0 up
   ip -n "$R" link set r1 up
   ip -n "$H1" link set eth0 up
@@ -148,7 +168,7 @@ forward() { # LABEL CONF THREADS FAMILY IN-HANDLERS...
   shift 4
   [[ $family == 6 ]] && { ping="ping -6"; dst=2001:db8:2::2; }
   local -a counts=()
-  for e in "$@"; do counts+=("$e.count" "$e.mode"); done
+  for e in "$@"; do counts+=("$e.count" "$e.mode" "$e.umem_free"); done
   start_router "$conf" "$threads" "$family" "${counts[@]}" || { fail "$label: router start"; return; }
   if ip netns exec "$H1" $ping -c 3 -i 0.2 -W 2 "$dst" >/dev/null 2>&1; then
     pass "$label: h1 pings h2 through the router"
@@ -168,13 +188,21 @@ forward() { # LABEL CONF THREADS FAMILY IN-HANDLERS...
   done
   stop_router
   if has_prog; then fail "$label: an XDP program is left on r0 after the router ended"; fi
-  local got=$((after - before)) modes="" per=""
-  for e in "$@"; do modes+="$(h "$e.mode");"; per+=" $e $(h "$e.count")"; done
+  local got=$((after - before)) modes="" per="" frees=""
+  for e in "$@"; do
+    modes+="$(h "$e.mode");"; per+=" $e $(h "$e.count")"; frees+=" $(h "$e.umem_free")"
+  done
   echo "      $label: sent ${sent:-0}, h2 received $got;$per; modes $modes"
   if [[ ${sent:-0} -eq $N && $got -eq $N ]]; then
     pass "$label: all $N UDP datagrams forwarded"
   else
     fail "$label: h1 sent ${sent:-0} of $N, h2 received $got"
+  fi
+  # Every frame came back: each socket's 2048 receive frames are free.
+  if [[ -n ${frees// /} && -z $(tr ' ' '\n' <<<"$frees" | grep -v '^$' | grep -vx 2048) ]]; then
+    pass "$label: every receive frame came back to its socket (umem_free$frees)"
+  else
+    fail "$label: receive frames not back: umem_free$frees"
   fi
   if [[ $(tr ';' '\n' <<<"$modes" | grep -v '^$' | grep -vc '^XDP native' || true) -eq 0 ]]; then
     pass "$label: every reader in native XDP mode ($(cut -d';' -f1 <<<"$modes"))"
@@ -243,6 +271,130 @@ refused "queue count mismatch" "r0 has 2 receive queues, but N_QUEUES is 1" \
 refused "missing device" "no device named 'pcnodev9'" "FromDevice(pcnodev9, METHOD XDP) -> Discard;"
 refused "no permission" "no permission" "$ONE" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all
 if has_prog; then fail "3: a program is left on r0"; fi
+
+# ---- 4. frames lent to packets: across threads, cloned, held ----
+# run_conf LABEL THREADS CONF HANDLERS... [-- ROUTER OPTIONS...]: runs CONF,
+# sends the N datagrams from h1 to r0, stops it; handlers in router.out.
+run_conf() {
+  local label=$1 threads=$2 conf=$3
+  shift 3
+  local -a hs=() opts=()
+  while [[ $# -gt 0 && $1 != -- ]]; do hs+=(-h "$1"); shift; done
+  [[ $# -gt 0 ]] && { shift; opts=("$@"); }
+  ip netns exec "$R" "$BIN" -j "$threads" "${opts[@]}" "${hs[@]}" -e "$conf" \
+    >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  wait_for 10 "the router's XDP program on r0" has_prog || { fail "$label: router start"; cat "$TMP/router.err"; return 1; }
+  sleep 0.3
+  SENT=$(ip netns exec "$H1" "$BIN" --no-pin -h src.count -e "$(generator 4)" 2>"$TMP/gen.err" |
+    tr -dc '0-9') || true
+  sleep 1
+  stop_router
+}
+links 1
+REWRITE="EtherRewrite(02:00:00:00:02:01, 02:00:00:00:02:02)"
+# The frames' packets are queued to thread 1 and sent from there (freed
+# there, their frames come back across threads); Tee's second copy of
+# each is a clone, sent too: h2 gets every datagram twice, intact (the
+# kernel counts a datagram with a bad checksum elsewhere).
+TWO="in :: FromDevice(r0, METHOD XDP);
+     in -> c :: Classifier(12/0800, -) -> t :: Tee(2);
+     c[1] -> Discard;
+     out :: ToDevice(r1, METHOD XDP);
+     t[0] -> Queue(10000) -> u0 :: Unqueue -> $REWRITE -> out;
+     t[1] -> Queue(10000) -> u1 :: Unqueue -> $REWRITE -> out;
+     StaticThreadSched(in 0, u0 1, u1 1);"
+before=$(noports 4)
+if run_conf "4" 2 "$TWO" in.umem_free out.count; then
+  sleep 0.5
+  got=$(( $(noports 4) - before ))
+  echo "      4: sent ${SENT:-0}, h2 received $got, out.count $(h out.count), in.umem_free $(h in.umem_free)"
+  if [[ ${SENT:-0} -eq $N && $got -eq $((2 * N)) ]]; then
+    pass "4: $N datagrams queued to another thread and $N clones all reach h2 intact"
+  else
+    fail "4: h1 sent ${SENT:-0}, h2 received $got of $((2 * N))"
+  fi
+  if [[ $(h in.umem_free) == 2048 ]]; then
+    pass "4: every receive frame came back from the other thread (umem_free 2048)"
+  else
+    fail "4: umem_free $(h in.umem_free) after the run, not 2048"
+  fi
+fi
+
+# ---- 5. frame shortage: packets held in a Queue nobody pulls ----
+# 1536 frames are lent to the held packets, then 512 stay with the
+# kernel; the next frames are copied into the 64 buffers of a small
+# pool, then dropped as a frame shortage. The fill ring never ran dry:
+# the kernel dropped nothing.
+HOLD="in :: FromDevice(r0, METHOD XDP) -> Queue(10000) -> Idle;"
+if run_conf "5" 1 "$HOLD" in.count in.umem_free in.drop_reasons in.kernel_drops -- --pool 64; then
+  short=$(grep -o 'UMEM frame shortage [0-9]*' "$TMP/router.out" | grep -o '[0-9]*$' || true)
+  echo "      5: sent ${SENT:-0}, in.count $(h in.count), shortage drops ${short:-0}, kernel drops $(h in.kernel_drops), umem_free $(h in.umem_free)"
+  if [[ ${short:-0} -gt 0 && $(h in.umem_free) == 512 && $(h in.kernel_drops) == 0 &&
+        $(( $(h in.count) + short )) -ge $N ]]; then
+    pass "5: frames short: counted as 'UMEM frame shortage' (${short}), 512 frames kept for the kernel, none lost there"
+  else
+    fail "5: shortage ${short:-none}, umem_free $(h in.umem_free), kernel_drops $(h in.kernel_drops), count $(h in.count)"
+    cat "$TMP/router.out"
+  fi
+fi
+
+# ---- 6. PASS: the host's own traffic goes to the kernel ----
+# r0 holds the kernel address 10.0.1.100. The router forwards every IPv4
+# packet from r0 to h2. Without PASS the kernel sees nothing of r0, so h1
+# cannot even resolve 10.0.1.100; with PASS for that address, the kernel
+# answers h1's ARP and ping itself while the router still takes (and
+# forwards) the rest.
+ip -n "$R" addr add 10.0.1.100/24 dev r0
+pass_run() { # LABEL PASS-KEYWORD
+  local label=$1 conf
+  conf="in :: FromDevice(r0, METHOD XDP$2);
+        in -> c :: Classifier(12/0800, -) -> $REWRITE -> ToDevice(r1, METHOD XDP);
+        c[1] -> Discard;"
+  ip netns exec "$R" "$BIN" -h in.count -h in.umem_free -e "$conf" >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  wait_for 10 "the router's XDP program on r0" has_prog || { fail "$label: router start"; cat "$TMP/router.err"; return 1; }
+  sleep 0.3
+  ip -n "$H1" neigh flush dev eth0
+  PINGED=false
+  ip netns exec "$H1" ping -c 2 -i 0.2 -W 1 10.0.1.100 >/dev/null 2>&1 && PINGED=true
+  local before
+  before=$(noports 4)
+  SENT=$(ip netns exec "$H1" "$BIN" --no-pin -h src.count -e "$(generator 4)" 2>"$TMP/gen.err" |
+    tr -dc '0-9') || true
+  sleep 1
+  GOT=$(( $(noports 4) - before ))
+  stop_router
+}
+if pass_run "6 without PASS" ""; then
+  if $PINGED; then fail "6: without PASS, h1 pinged the kernel's 10.0.1.100 on r0"
+  else pass "6: without PASS the router takes everything: h1 cannot ping r0's kernel address"; fi
+fi
+PASS_F='arp and dst host 10.0.1.100 or dst host 10.0.1.100'
+if pass_run "6 with PASS" ", PASS \"$PASS_F\""; then
+  if $PINGED; then pass "6: PASS \"$PASS_F\": the kernel answers h1's ARP and ping"
+  else fail "6: with PASS, h1 cannot ping 10.0.1.100: $(cat "$TMP/router.err")"; fi
+  if [[ ${SENT:-0} -eq $N && $GOT -eq $N && $(h in.count) -ge $N && $(h in.umem_free) == 2048 ]]; then
+    pass "6: with PASS the router still takes and forwards the rest ($GOT of $N, in.count $(h in.count), umem_free 2048)"
+  else
+    fail "6: with PASS, h1 sent ${SENT:-0}, h2 received $GOT, in.count $(h in.count), umem_free $(h in.umem_free)"
+  fi
+  if has_prog; then fail "6: the PASS program is left on r0"; else pass "6: the PASS program is gone after the router"; fi
+fi
+# A PASS program a killed router left is removed at the next start.
+ip netns exec "$R" "$BIN" -e "FromDevice(r0, METHOD XDP, PASS \"arp\") -> Discard;" >/dev/null 2>"$TMP/crash.err" &
+ROUTER_PID=$!
+wait_for 10 "the router's XDP program on r0" has_prog || true
+kill -KILL "$ROUTER_PID"; wait "$ROUTER_PID" 2>/dev/null || true
+ROUTER_PID=
+out=$(ip netns exec "$R" timeout -s INT 2 "$BIN" -e "FromDevice(r0, METHOD XDP) -> Discard;" 2>&1 || true)
+if grep -q "r0: removed the XDP program (id [0-9]*) that an earlier router" <<<"$out" && ! has_prog; then
+  pass "6: a PASS program left by a killed router is removed at the next start"
+else
+  fail "6: the PASS program a killed router left: $out"
+fi
+refused "6 PASS without METHOD XDP" "PASS needs METHOD XDP" "FromDevice(r0, PASS \"arp\") -> Discard;"
+refused "6 a bad PASS" "PASS: unknown word 'src'" "FromDevice(r0, METHOD XDP, PASS \"src host 10.0.0.1\") -> Discard;"
 
 if [[ $FAILED -eq 0 ]]; then echo "xdp test: all checks passed"; else echo "xdp test: FAILED"; fi
 exit $FAILED

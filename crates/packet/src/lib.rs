@@ -5,7 +5,9 @@
 //! allocated it. Moving a packet from element to element moves one pointer.
 //! Dropping it returns the buffer to its home pool: directly when dropped on
 //! the home thread, in batches of [`pool::REMOTE_BATCH`] when dropped on
-//! another thread (SMP Click §4.4).
+//! another thread (SMP Click §4.4). A packet may also hold an external
+//! buffer lent by a [`pool::BufferOwner`] (an AF_XDP UMEM frame), which
+//! goes back to its owner, in batches, when the packet is freed.
 
 pub mod anno;
 pub mod batch;

@@ -359,6 +359,26 @@ impl Packet {
         }
     }
 
+    /// The owner of the packet's buffer if it is an external one (an
+    /// AF_XDP UMEM frame, see [`crate::pool::BufferOwner`]); `None` for a
+    /// pooled buffer.
+    #[inline]
+    pub fn buffer_owner(&self) -> Option<&std::sync::Arc<dyn crate::pool::BufferOwner>> {
+        self.inner.owner.as_ref()
+    }
+
+    /// The packet's external buffer, for its owner to take back without a
+    /// copy (an AF_XDP transmit of a frame of the same UMEM): the data
+    /// are at `data().as_ptr()` (read it first), the annotations are
+    /// lost. A packet with a pooled buffer comes back unchanged.
+    pub fn into_external(self) -> Result<crate::pool::ExtBuffer, Packet> {
+        if self.inner.owner.is_some() {
+            Ok(crate::pool::ExtBuffer(self.into_inner()))
+        } else {
+            Err(self)
+        }
+    }
+
     /// The whole buffer and the data range in it (for elements that must
     /// see the headroom, such as Unstrip).
     #[inline]

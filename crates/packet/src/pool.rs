@@ -19,6 +19,7 @@
 
 use crate::anno::Anno;
 use std::cell::RefCell;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -53,8 +54,15 @@ pub(crate) struct Inner {
     pub(crate) trans: i32,
     pub(crate) home: u32,
     pub(crate) anno: Anno,
-    pub(crate) buf: Box<[u8]>,
+    pub(crate) buf: Buf,
+    /// The owner of an external buffer ([`EXTERNAL`] home), to which it
+    /// returns when its packet is freed; `None` for a pooled buffer.
+    pub(crate) owner: Option<Arc<dyn BufferOwner>>,
 }
+
+/// The `home` of a buffer that belongs to no pool but to a
+/// [`BufferOwner`] (no pool has this id).
+pub(crate) const EXTERNAL: u32 = u32::MAX;
 
 impl Inner {
     fn new(home: u32, size: usize) -> Box<Inner> {
@@ -66,9 +74,152 @@ impl Inner {
             trans: -1,
             home,
             anno: Anno::new(),
-            buf: vec![0u8; size].into_boxed_slice(),
+            buf: Buf::owned(vec![0u8; size].into_boxed_slice()),
+            owner: None,
         })
     }
+}
+
+/// A packet's storage: a heap slice (pooled buffers, released by
+/// `Inner`'s drop), or memory a [`BufferOwner`] lent (an AF_XDP UMEM
+/// frame; `Inner::owner` is set). Dereferences to the bytes, as the
+/// `Box<[u8]>` it replaces did, at the same cost and size.
+pub(crate) struct Buf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a `Buf` is the only handle to its bytes (an owned slice, or an
+// external region its owner lends to one buffer at a time), so it may
+// move to and be read from other threads as a `Box<[u8]>` may.
+unsafe impl Send for Buf {}
+// SAFETY: as above; `&Buf` gives only shared access to the bytes.
+unsafe impl Sync for Buf {}
+
+impl Buf {
+    fn owned(b: Box<[u8]>) -> Buf {
+        let len = b.len();
+        let ptr = NonNull::new(Box::into_raw(b).cast::<u8>()).expect("Box pointers are not null");
+        Buf { ptr, len }
+    }
+}
+
+impl std::ops::Deref for Buf {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` points to `len` initialized bytes that live as
+        // long as this `Buf` (an owned slice, or external memory its
+        // owner keeps mapped while any buffer of it exists).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Buf {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.owner.is_none() {
+            // SAFETY: without an owner the buffer was made by
+            // `Buf::owned` from a `Box<[u8]>` of `len` bytes (external
+            // ones always have an owner); released once, here.
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.buf.ptr.as_ptr(),
+                    self.buf.len,
+                ))
+            });
+        }
+    }
+}
+
+/// The owner of external packet buffers: memory that is not the pools'
+/// (the frames of an AF_XDP UMEM), lent to packets one buffer at a time.
+/// A packet made of an [`ExtBuffer`] is used as any other; when it is
+/// freed its buffer comes back to the owner through [`release`], in
+/// batches of up to [`REMOTE_BATCH`] per freeing thread (and whatever a
+/// thread holds when it goes idle, [`flush_remote`]), from any thread.
+///
+/// [`release`]: BufferOwner::release
+pub trait BufferOwner: Send + Sync {
+    /// Takes back the buffers of freed packets: must take every one out
+    /// of `bufs` (those left are dropped, and their memory lost to the
+    /// owner). Called on the thread that freed them, which must not free
+    /// or allocate packets in the call.
+    fn release(&self, bufs: &mut Vec<ExtBuffer>);
+}
+
+/// An external buffer ([`BufferOwner`]) not in a packet: the handle its
+/// owner keeps while the memory is its own (or the kernel's), and turns
+/// into a packet with [`ExtBuffer::into_packet`] without copying. Dropping
+/// it loses the buffer (its memory is not freed: it is the owner's).
+pub struct ExtBuffer(pub(crate) Box<Inner>);
+
+impl ExtBuffer {
+    /// A handle to the `len` bytes at `ptr`, owned by `owner`.
+    ///
+    /// # Safety
+    /// The bytes are valid for reads and writes for as long as `owner`
+    /// lives (every handle and packet of them holds it), and nothing
+    /// reads or writes them while this handle or a packet made of it
+    /// exists, except through it: the owner lends each region to one
+    /// handle and touches it again only once the handle comes back.
+    pub unsafe fn new(ptr: NonNull<u8>, len: usize, owner: Arc<dyn BufferOwner>) -> ExtBuffer {
+        ExtBuffer(Box::new(Inner {
+            start: 0,
+            end: 0,
+            mac: -1,
+            net: -1,
+            trans: -1,
+            home: EXTERNAL,
+            anno: Anno::new(),
+            buf: Buf { ptr, len },
+            owner: Some(owner),
+        }))
+    }
+
+    /// The start of the buffer's memory.
+    #[inline]
+    pub fn as_ptr(&self) -> *const u8 {
+        self.0.buf.ptr.as_ptr()
+    }
+
+    /// The buffer's size.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.0.buf.len
+    }
+
+    /// Its owner.
+    pub fn owner(&self) -> &Arc<dyn BufferOwner> {
+        self.0
+            .owner
+            .as_ref()
+            .expect("external buffers have an owner")
+    }
+
+    /// A packet whose data are bytes `start..start + len` of the buffer
+    /// (the bytes before are its headroom), with fresh annotations. No
+    /// copy. `None` if the range does not fit the buffer.
+    #[inline]
+    pub fn into_packet(self, start: usize, len: usize) -> Result<crate::Packet, ExtBuffer> {
+        if start.checked_add(len).is_none_or(|e| e > self.0.buf.len) {
+            return Err(self);
+        }
+        Ok(crate::Packet::from_inner(self.0, start, len))
+    }
+}
+
+/// Whether `a` and `b` are the same owner.
+#[inline]
+pub fn same_owner(a: &Arc<dyn BufferOwner>, b: &Arc<dyn BufferOwner>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
 /// The part of a pool other threads can reach.
@@ -87,7 +238,16 @@ struct Staged {
     bufs: Vec<Box<Inner>>,
 }
 
+/// External buffers freed on this thread, waiting to go back to their
+/// owner in a batch.
+struct ExtStaged {
+    owner: Arc<dyn BufferOwner>,
+    bufs: Vec<ExtBuffer>,
+}
+
 struct Local {
+    /// External buffers waiting to go back to their owners.
+    ext: Vec<ExtStaged>,
     /// Count the packets freed while unwinding ([`count_unwound`]).
     count_unwound: bool,
     /// Recycled batch storage (see [`crate::Batch`]): kept with the pool so
@@ -115,6 +275,7 @@ fn registry_get(id: u32) -> Option<Arc<Shared>> {
 impl Local {
     const fn new() -> Local {
         Local {
+            ext: Vec::new(),
             vecs: Vec::new(),
             id: 0,
             shared: None,
@@ -216,6 +377,10 @@ impl Local {
 
     #[cold]
     fn free_slow(&mut self, b: Box<Inner>) {
+        if b.home == EXTERNAL {
+            self.free_external(b);
+            return;
+        }
         if b.home == self.id {
             // An oversized buffer: release its memory and its place.
             self.created -= 1;
@@ -243,10 +408,40 @@ impl Local {
         }
     }
 
+    /// Stages an external buffer for its owner; a full batch goes back.
+    fn free_external(&mut self, b: Box<Inner>) {
+        let Some(owner) = b.owner.as_ref() else {
+            return;
+        };
+        let idx = match self.ext.iter().position(|s| same_owner(&s.owner, owner)) {
+            Some(i) => i,
+            None => {
+                self.ext.push(ExtStaged {
+                    owner: owner.clone(),
+                    bufs: Vec::with_capacity(REMOTE_BATCH),
+                });
+                self.ext.len() - 1
+            }
+        };
+        let s = &mut self.ext[idx];
+        s.bufs.push(ExtBuffer(b));
+        if s.bufs.len() >= REMOTE_BATCH {
+            s.owner.release(&mut s.bufs);
+            s.bufs.clear();
+        }
+    }
+
     fn flush_staged(&mut self) {
         for s in &mut self.staged {
             if !s.bufs.is_empty() {
                 send_home(s);
+            }
+        }
+        // External buffers go back, and the owners are let go (an owner
+        // ends when its last buffer has come back).
+        for mut s in self.ext.drain(..) {
+            if !s.bufs.is_empty() {
+                s.owner.release(&mut s.bufs);
             }
         }
     }
@@ -385,16 +580,32 @@ pub(crate) fn alloc_large(size: usize) -> Option<Box<Inner>> {
 #[inline]
 pub(crate) fn free(b: Box<Inner>) {
     // If this thread's pool is already gone (thread exit), `b` is simply
-    // deallocated.
+    // deallocated, or, external, goes straight back to its owner.
     let mut b = Some(b);
     let _ = LOCAL.try_with(|l| {
-        if let (Some(b), Ok(mut l)) = (b.take(), l.try_borrow_mut()) {
-            if l.count_unwound && std::thread::panicking() {
-                note_unwound(1);
+        if let Ok(mut l) = l.try_borrow_mut() {
+            if let Some(b) = b.take() {
+                if l.count_unwound && std::thread::panicking() {
+                    note_unwound(1);
+                }
+                l.free(b);
             }
-            l.free(b);
         }
     });
+    if let Some(b) = b {
+        release_now(b);
+    }
+}
+
+/// An external buffer freed without a pool to stage it in: back to its
+/// owner at once (a pooled one is deallocated).
+#[cold]
+fn release_now(b: Box<Inner>) {
+    if b.home == EXTERNAL {
+        if let Some(owner) = b.owner.clone() {
+            owner.release(&mut vec![ExtBuffer(b)]);
+        }
+    }
 }
 
 /// Up to `n` new packets of `len` bytes after `headroom` bytes (which
@@ -636,6 +847,149 @@ mod tests {
         back_tx.send(()).unwrap();
         let id = home.join().unwrap();
         assert_eq!(outstanding(id), Some(0));
+    }
+
+    /// A test owner of external buffers: `n` regions of 256 bytes, and
+    /// the ones returned.
+    struct TestOwner {
+        mem: Mutex<Vec<u8>>,
+        back: Mutex<Vec<ExtBuffer>>,
+        batches: AtomicUsize,
+    }
+
+    impl BufferOwner for TestOwner {
+        fn release(&self, bufs: &mut Vec<ExtBuffer>) {
+            self.batches.fetch_add(1, Ordering::Relaxed);
+            self.back.lock().unwrap().append(bufs);
+        }
+    }
+
+    fn test_owner(n: usize) -> (Arc<TestOwner>, Vec<ExtBuffer>) {
+        let o = Arc::new(TestOwner {
+            mem: Mutex::new(vec![0u8; n * 256]),
+            back: Mutex::new(Vec::new()),
+            batches: AtomicUsize::new(0),
+        });
+        let base = o.mem.lock().unwrap().as_mut_ptr();
+        let dyn_o: Arc<dyn BufferOwner> = o.clone();
+        let bufs = (0..n)
+            .map(|i| {
+                // SAFETY: region i of the owner's memory, which it keeps
+                // (never reallocated) while the handles hold it; each
+                // region is lent once.
+                unsafe {
+                    ExtBuffer::new(NonNull::new(base.add(i * 256)).unwrap(), 256, dyn_o.clone())
+                }
+            })
+            .collect();
+        (o, bufs)
+    }
+
+    #[test]
+    fn external_buffers_become_packets_and_come_back() {
+        std::thread::spawn(|| {
+            let (o, bufs) = test_owner(100);
+            let base = o.mem.lock().unwrap().as_ptr();
+            let mut ps: Vec<Packet> = bufs
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let mut p = b.into_packet(64, 60).ok().unwrap();
+                    p.data_mut().fill(i as u8);
+                    p
+                })
+                .collect();
+            // No copy: the data are in the owner's memory.
+            assert_eq!(ps[3].data().as_ptr(), base.wrapping_add(3 * 256 + 64));
+            assert_eq!(ps[3].headroom(), 64);
+            assert!(ps[3].buffer_owner().is_some());
+            // A clone is a pooled copy, correct after the original goes.
+            let c = ps[3].clone_packet().unwrap();
+            assert!(c.buffer_owner().is_none());
+            // Pushing beyond the headroom moves the packet to a pooled
+            // buffer and gives the external one back.
+            ps[4].push(100).unwrap();
+            assert!(ps[4].buffer_owner().is_none());
+            assert_eq!(&ps[4].data()[100..], &[4u8; 60]);
+            // 50 freed here, 49 on another thread; one kept.
+            let kept = ps.pop().unwrap();
+            let other: Vec<Packet> = ps.split_off(50);
+            drop(ps);
+            let b = o.back.lock().unwrap().len();
+            // 51 freed here (with the pushed one's): one batch of 32 is
+            // back, 19 wait for the next batch or the thread's flush.
+            assert_eq!(b, 32, "one batch back");
+            std::thread::spawn(move || {
+                let mut batch = crate::Batch::new();
+                for p in other {
+                    batch.push(p);
+                }
+                drop(batch);
+                flush_remote();
+            })
+            .join()
+            .unwrap();
+            assert_eq!(o.back.lock().unwrap().len(), 32 + 49);
+            flush_remote();
+            assert_eq!(o.back.lock().unwrap().len(), 99);
+            assert_eq!(c.data(), &[3u8; 60]);
+            drop(kept);
+            flush_remote();
+            let back = std::mem::take(&mut *o.back.lock().unwrap());
+            assert_eq!(back.len(), 100, "every buffer came back");
+            let mut starts: Vec<usize> = back
+                .iter()
+                .map(|b| b.as_ptr() as usize - base as usize)
+                .collect();
+            starts.sort_unstable();
+            assert_eq!(starts, (0..100).map(|i| i * 256).collect::<Vec<_>>());
+            // Returned handles are packets again.
+            let p = back
+                .into_iter()
+                .next()
+                .unwrap()
+                .into_packet(0, 256)
+                .ok()
+                .unwrap();
+            assert_eq!(p.len(), 256);
+            assert!(p.into_external().is_ok());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_buffer_handle_is_no_bigger_than_before_external_buffers() {
+        // The storage handle is a pointer and a length, as the Box<[u8]>
+        // it replaced; the owner adds 16 bytes: two cache lines in all.
+        assert_eq!(std::mem::size_of::<Buf>(), std::mem::size_of::<Box<[u8]>>());
+        assert!(
+            std::mem::size_of::<Inner>() <= 128,
+            "{}",
+            std::mem::size_of::<Inner>()
+        );
+    }
+
+    #[test]
+    fn external_buffers_outliving_the_pool_go_back() {
+        let (o, bufs) = test_owner(2);
+        let p = std::thread::spawn(move || {
+            let mut v: Vec<Packet> = bufs
+                .into_iter()
+                .map(|b| b.into_packet(0, 10).ok().unwrap())
+                .collect();
+            v.pop().unwrap()
+        })
+        .join()
+        .unwrap();
+        // The other one went back when the thread's pool ended.
+        assert_eq!(o.back.lock().unwrap().len(), 1);
+        // A range beyond the buffer is refused.
+        let b = std::mem::take(&mut *o.back.lock().unwrap()).pop().unwrap();
+        assert!(b.into_packet(200, 57).is_err());
+        drop(p);
+        flush_remote();
+        assert_eq!(o.back.lock().unwrap().len(), 1);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! # FromDevice
 //!
-//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS, METHOD, XDP_MODE, ZEROCOPY])
+//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS, METHOD, XDP_MODE, ZEROCOPY, PASS])
 //!
 //! Reads packets from a Linux network device (AF_PACKET, TPACKET_V3 ring).
 //!
@@ -166,15 +166,35 @@
 //! - `ZEROCOPY` (boolean; METHOD XDP only): true insists on zero-copy,
 //!   false asks for copy mode; by default zero-copy where the driver
 //!   supports it, copy mode elsewhere.
+//! - `PASS` (string; METHOD XDP only): the frames the device's XDP
+//!   program passes to the kernel's stack (XDP_PASS) instead of the
+//!   router: the host's own traffic the router does not handle. A small
+//!   part of tcpdump's language: alternatives joined by `or`, each of
+//!   `arp`, `ip`, `ip6`, `icmp`, `icmp6`, `tcp`, `udp`, `dst host ADDR`
+//!   (with `arp`, the address asked for) and `dst port N` joined by
+//!   `and`, at most 16 alternatives; for example `PASS "arp and dst host
+//!   10.0.1.100 or dst host 10.0.1.100"` gives the kernel everything for
+//!   its address 10.0.1.100 on the device. The program is then the
+//!   router's own (built from `xdp_pass.bpf.c` with the router, the
+//!   filter written into its map) instead of libxdp's. Every METHOD XDP
+//!   reader of the device must give the same PASS (the device has one
+//!   program). See docs/AF_XDP.md.
 //!
 //! METHOD XDP. FromDevice opens an AF_XDP socket on receive queue QUEUE
 //! of DEVNAME (with N_QUEUES n, the device must have exactly n receive
 //! queues, one FromDevice or MultiFromDevice argument reading each: the
 //! driver's hashing, not a fanout group, deals the flows), through
 //! libxdp, whose default XDP program redirects each queue's frames to the
-//! socket bound to it (see docs/AF_XDP.md). Each task run takes up to
-//! BURST frames from the receive ring, copies them into packets and gives
-//! the frames back to the fill ring in one batch; when the ring is empty
+//! socket bound to it (see docs/AF_XDP.md), or with PASS the router's
+//! own program, which does the same for the frames PASS does not match.
+//! Each task run takes up to BURST frames from the receive ring; each frame becomes its packet's
+//! buffer without a copy, and returns to the fill ring (in batches) when
+//! the packet is freed, on whatever thread, or once a ToDevice of the
+//! same socket has sent it without a copy. While packets hold so many
+//! frames that fewer than a quarter (512) would stay with the kernel,
+//! new frames are copied into pooled buffers instead and go straight
+//! back; a frame that finds no buffer either is dropped (`UMEM frame
+//! shortage`), so the fill ring never runs dry. When the ring is empty
 //! and the kernel asks for a wake-up (need-wakeup), FromDevice wakes it.
 //! Idle, its worker waits in `poll(2)` on the AF_XDP socket as above
 //! (readable when the receive ring has frames).
@@ -205,6 +225,10 @@
 //!   `kernel_drops` and `drops`).
 //! - `mode` (read): how frames are read: `AF_PACKET`, or with METHOD XDP
 //!   `XDP native copy`, `XDP native zerocopy` or `XDP generic copy`.
+//! - `umem_free` (read; METHOD XDP): the socket's receive frames that no
+//!   packet holds (2048 of 2048 when none does; frames packets freed on
+//!   another thread count once that thread has handed them back, in a
+//!   batch or when it goes idle). Empty without METHOD XDP.
 //!
 //! Example: a router's input whose pings and ARP overtake a flood:
 //!
@@ -221,6 +245,7 @@ use super::rx::{
     RxReader,
 };
 use super::xdp::{self, XdpClaims, XdpOptions, XskPort};
+use super::xdp_pass::PassFilter;
 use paraclick_packet::Batch;
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -307,9 +332,11 @@ pub(super) fn read_method(
     opts: &RxOptions,
 ) -> Result<Option<XdpOptions>, String> {
     let method = a.read::<String>("METHOD").map(|m| m.to_ascii_uppercase());
-    let x = XdpOptions::read(a)?;
+    let mut x = XdpOptions::read(a)?;
+    let pass = a.read::<String>("PASS");
     match method.as_deref() {
         Some("XDP") => {
+            x.pass = pass.as_deref().map(PassFilter::parse).transpose()?;
             if opts.filters.bpf_filter.is_some() || opts.filters.has_priority() {
                 return Err(
                     "BPF_FILTER, PRIORITY and PRIORITY_FILTER are not available with \
@@ -322,6 +349,9 @@ pub(super) fn read_method(
         None | Some("LINUX" | "PCAP" | "NETMAP") => {
             if x != XdpOptions::default() {
                 return Err("XDP_MODE and ZEROCOPY need METHOD XDP".into());
+            }
+            if pass.is_some() {
+                return Err("PASS needs METHOD XDP (it is a filter of the XDP program)".into());
             }
             Ok(None)
         }
@@ -386,6 +416,9 @@ impl XdpClaims for FromDevice {
             None => Vec::new(),
         }
     }
+    fn xdp_pass(&self) -> Option<&PassFilter> {
+        self.xdp.as_ref().and_then(|o| o.pass.as_ref())
+    }
 }
 
 impl Element for FromDevice {
@@ -420,6 +453,12 @@ impl Element for FromDevice {
         Handler::read("priority_count", |e, _| e.stats.count_of(PRIO).to_string()),
         Handler::read("priority_drops", |e, _| e.priority_drops().to_string()),
         Handler::read("mode", |e, _| e.mode()),
+        Handler::read("umem_free", |e, _| {
+            e.xsk
+                .get()
+                .and_then(|x| x.rx_frames_free())
+                .map_or_else(String::new, |n| n.to_string())
+        }),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -434,8 +473,8 @@ impl Element for FromDevice {
         }
         if let Some(o) = &self.xdp {
             xdp::check_rx_queues(&self.devname, self.queue, self.opts.nqueues)?;
-            let (_, tx) = xdp::rings_wanted(ix, &self.devname, self.queue);
-            let x = xdp::port(&self.devname, self.queue as u32, true, tx, o)?;
+            let (_, tx, pass) = xdp::rings_wanted(ix, &self.devname, self.queue)?;
+            let x = xdp::port(&self.devname, self.queue as u32, true, tx, o, pass.as_ref())?;
             let _ = self.xsk.set(x);
             return Ok(());
         }
@@ -468,7 +507,7 @@ impl Element for FromDevice {
                 self.stats.emitted(MAIN, cx.thread(), batch.len());
                 cx.push(0, batch);
             }
-            self.stats.dropped(cx, drops);
+            self.stats.dropped_for(cx, super::rx::UMEM_SHORTAGE, drops);
             if !got && drops == 0 {
                 // Idle: the worker may wait until the socket is readable.
                 cx.wake_when_readable(x.fd());
@@ -569,10 +608,18 @@ mod tests {
             e.xdp,
             Some(XdpOptions {
                 mode: super::super::xdp::XdpMode::Generic,
-                zerocopy: None
+                zerocopy: None,
+                pass: None,
             })
         );
         assert_eq!(e.mode(), "XDP (not open)");
+        // PASS, parsed into the program's rules.
+        let e = element("eth0, METHOD XDP, PASS \"arp or tcp dst port 22\"").unwrap();
+        let f = e.xdp_pass().unwrap();
+        assert_eq!(f.text, "arp or tcp dst port 22");
+        assert_eq!(f.rules.len(), 2);
+        assert!(f.rules[0].arp);
+        assert_eq!(f.rules[1].port, Some(22));
         assert_eq!(element("eth0").unwrap().mode(), "AF_PACKET");
         let e = element("eth0, BURST 8, SNAPLEN 100, QUEUE 1, N_QUEUES 2, FANOUT lb").unwrap();
         assert_eq!(
@@ -637,6 +684,11 @@ mod tests {
             (
                 "eth0, METHOD XDP, PRIORITY true",
                 "not available with METHOD XDP",
+            ),
+            ("eth0, PASS arp", "PASS needs METHOD XDP"),
+            (
+                "eth0, METHOD XDP, PASS \"arp and icmp\"",
+                "PASS: 'icmp' contradicts what comes before it",
             ),
             (
                 "eth0, METHOD XDP, XDP_MODE SIDEWAYS",

@@ -25,6 +25,8 @@ mod rx;
 mod sys;
 #[cfg(target_os = "linux")]
 mod xdp;
+#[cfg(target_os = "linux")]
+mod xdp_pass;
 
 /// The `count` and `drops` statistics of a device element (its handlers
 /// `count`, `drops` and `reset_counts`).

@@ -1,6 +1,6 @@
 //! # MultiFromDevice
 //!
-//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY])
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY, PASS])
 //!
 //! Polls several receive queues of Linux network devices in one task,
 //! filling one burst across them.
@@ -66,7 +66,7 @@
 //!   (boolean), `PRIORITY_FILTER` (string), `PRIORITY_RING_SIZE` (bytes,
 //!   default 2 MiB): as for FromDevice, for every queue.
 //! - `METHOD` (word, default `LINUX`), `XDP_MODE` (word), `ZEROCOPY`
-//!   (boolean): as for FromDevice. With `METHOD XDP` each queue is read
+//!   (boolean), `PASS` (string): as for FromDevice. With `METHOD XDP` each queue is read
 //!   through an AF_XDP socket on that receive queue of its device (see
 //!   FromDevice's "METHOD XDP" and docs/AF_XDP.md); N_QUEUES must then be
 //!   the devices' number of receive queues.
@@ -81,6 +81,8 @@
 //! - `encap` (read): the link encapsulation, `ETHER`.
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the first socket's
 //!   mode (`XDP native copy`, ...).
+//! - `umem_free` (read; METHOD XDP): for each socket read, in argument
+//!   order, its receive frames no packet holds (as FromDevice's).
 //! - `priority_count` (read), `priority_drops` (read): packets emitted
 //!   from the priority rings and their kernel drops (included in `count`,
 //!   `counts` and the drop counts).
@@ -305,7 +307,7 @@ impl MultiFromDevice {
             },
         );
         drop(st);
-        self.stats.dropped(cx, drops);
+        self.stats.dropped_for(cx, super::rx::UMEM_SHORTAGE, drops);
         if got == 0 && drops == 0 {
             // Idle: the worker may wait until a socket is readable.
             for p in ports {
@@ -338,6 +340,10 @@ impl XdpClaims for MultiFromDevice {
             None => Vec::new(),
         }
     }
+
+    fn xdp_pass(&self) -> Option<&super::xdp_pass::PassFilter> {
+        self.xdp.as_ref().and_then(|o| o.pass.as_ref())
+    }
 }
 
 impl Element for MultiFromDevice {
@@ -362,6 +368,15 @@ impl Element for MultiFromDevice {
                 .first()
                 .map_or_else(String::new, |x| format!("XDP {}", x.mode())),
             (Some(_), None) => "XDP (not open)".into(),
+        }),
+        Handler::read("umem_free", |e, _| {
+            e.xsk.get().map_or_else(String::new, |v| {
+                v.iter()
+                    .filter_map(|x| x.rx_frames_free())
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
         }),
         Handler::write("reset_counts", |e, _, _| {
             e.stats.reset(e.rings());
@@ -388,8 +403,8 @@ impl Element for MultiFromDevice {
             let mut ports = Vec::with_capacity(self.queues.len());
             for (dev, q) in &self.queues {
                 xdp::check_rx_queues(dev, *q, self.opts.nqueues)?;
-                let (_, tx) = xdp::rings_wanted(ix, dev, *q);
-                ports.push(xdp::port(dev, *q as u32, true, tx, o)?);
+                let (_, tx, pass) = xdp::rings_wanted(ix, dev, *q)?;
+                ports.push(xdp::port(dev, *q as u32, true, tx, o, pass.as_ref())?);
             }
             let _ = self.xsk.set(ports);
             return Ok(());

@@ -452,8 +452,13 @@ pub struct RxCounters {
 
 /// Why a device reader drops frames (its class's `drop_reasons`): a
 /// frame it could not make a packet of (no buffer, cut short, or an
-/// offload it cannot complete).
-pub const RX_DROP_REASONS: &[&str] = &["frame not taken"];
+/// offload it cannot complete); with METHOD XDP, a received frame that
+/// could neither be lent to a packet (packets held so many of the
+/// socket's frames that the fill ring would run low) nor copied into a
+/// pooled buffer.
+pub const RX_DROP_REASONS: &[&str] = &["frame not taken", "UMEM frame shortage"];
+/// [`RX_DROP_REASONS`]: no UMEM frame to lend and no buffer to copy to.
+pub const UMEM_SHORTAGE: u8 = 1;
 
 impl RxCounters {
     pub fn new(nrings: usize, nthreads: usize) -> RxCounters {
@@ -475,6 +480,14 @@ impl RxCounters {
         if n > 0 {
             self.own_drops.add(cx.thread(), n);
             cx.count_drops_for(0, n);
+        }
+    }
+
+    /// [`RxCounters::dropped`] for reason `reason` of [`RX_DROP_REASONS`].
+    pub fn dropped_for(&self, cx: &mut Cx<'_>, reason: u8, n: u64) {
+        if n > 0 {
+            self.own_drops.add(cx.thread(), n);
+            cx.count_drops_for(reason, n);
         }
     }
 

@@ -44,10 +44,14 @@
 //! - `METHOD` (word, default `LINUX`): `LINUX` (also `PCAP`, `NETMAP`)
 //!   sends through AF_PACKET as above; `XDP` through an AF_XDP socket on
 //!   queue QUEUE of DEVNAME (see docs/AF_XDP.md), shared with the
-//!   FromDevice reading that queue with METHOD XDP: each packet is copied
-//!   into a transmit frame of the socket's memory (UMEM) and put on its
-//!   transmit ring, the kernel woken when it asks (need-wakeup), and sent
-//!   frames come back through the completion ring. When no frame or ring
+//!   FromDevice reading that queue with METHOD XDP. A packet that a
+//!   FromDevice read from a queue of the same socket is still in its
+//!   receive frame of the socket's memory (UMEM): without output 0 that
+//!   frame goes on the transmit ring as it is, with no copy. Any other
+//!   packet (or every packet, with output 0, which gets the sent ones) is
+//!   copied into a transmit frame. The kernel is woken when it asks
+//!   (need-wakeup), and sent frames come back through the completion
+//!   ring (a receive frame to the fill ring). When no frame or ring
 //!   entry is free the packets wait as described above. Packets longer
 //!   than a frame (2048 bytes) are dropped.
 //! - `XDP_MODE`, `ZEROCOPY`: as for FromDevice (METHOD XDP only).
@@ -235,7 +239,9 @@ impl ToDevice {
 
     /// [`ToDevice::transmit`] through the AF_XDP socket.
     fn transmit_xdp(&self, cx: &mut Cx<'_>, x: &XskPort, batch: Batch) -> Batch {
-        let r = x.send(batch);
+        // Without output 0 no sent packet is kept: a packet in a frame
+        // of this socket's UMEM goes on the ring without a copy.
+        let r = x.send(batch, !self.has_out0);
         if let Some(errno) = r.error {
             self.errors.report(
                 &format!("{} :: ToDevice", cx.element_name()),
@@ -246,11 +252,12 @@ impl ToDevice {
                 ),
             );
         }
-        if !r.sent.is_empty() {
-            self.counts.count.add(cx.thread(), r.sent.len() as u64);
-            if self.has_out0 {
-                cx.push(0, r.sent);
-            }
+        let sent = r.sent.len() + r.zerocopy;
+        if sent > 0 {
+            self.counts.count.add(cx.thread(), sent as u64);
+        }
+        if !r.sent.is_empty() && self.has_out0 {
+            cx.push(0, r.sent);
         }
         self.fail(cx, r.failed);
         r.left
@@ -379,8 +386,8 @@ impl Element for ToDevice {
             return Ok(());
         }
         if let Some(o) = &self.xdp {
-            let (rx, _) = xdp::rings_wanted(ix, &self.devname, self.queue);
-            let x = xdp::port(&self.devname, self.queue as u32, rx, true, o)?;
+            let (rx, _, pass) = xdp::rings_wanted(ix, &self.devname, self.queue)?;
+            let x = xdp::port(&self.devname, self.queue as u32, rx, true, o, pass.as_ref())?;
             let _ = self.xsk.set(x);
             return Ok(());
         }

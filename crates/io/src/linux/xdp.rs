@@ -4,10 +4,17 @@
 //! One socket per (device, queue) in the process: the FromDevice reading
 //! a queue and the ToDevice writing it share the socket (its receive and
 //! transmit rings), since the kernel binds one socket to a queue. Each
-//! socket has its own UMEM: half of its frames circulate between the fill
-//! and receive rings, half between the transmit and completion rings.
-//! Received frames are copied into packets, and their UMEM frames go
-//! straight back to the fill ring, in one batch per burst.
+//! socket has its own UMEM: half of its frames are receive frames, half
+//! transmit frames. A received frame becomes the packet's buffer without
+//! a copy (an external buffer of the packet crate, lent by the UMEM);
+//! when the packet is freed, on any thread, the frame comes back in a
+//! batch and goes on the fill ring again. Sent out of the ToDevice of
+//! the same socket, it goes on the transmit ring as it is, and back to
+//! the fill ring once the kernel has sent it. Other packets are copied
+//! into transmit frames. When packets hold so many receive frames that
+//! the fill ring would run low, frames are copied into pooled buffers
+//! instead, and a frame that finds no buffer either is a counted drop
+//! (`UMEM frame shortage`): the fill ring never runs dry.
 //!
 //! libxdp attaches its default XDP program (Debian's
 //! `xsk_def_xdp_prog.o`, built from xdp-tools' source) when a device's
@@ -16,11 +23,15 @@
 //! program this router attached, so that one a crashed router left on the
 //! device is recognised, and removed with a message, at the next start.
 
+use super::xdp_pass::PassFilter;
+use paraclick_packet::pool::{same_owner, BufferOwner, ExtBuffer};
 use paraclick_packet::{Batch, Packet, PacketType, Timestamp};
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::MetadataExt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 /// The UMEM frame size: the smallest libxdp accepts, room for a 1500-byte
@@ -29,11 +40,24 @@ pub const FRAME_SIZE: usize = 2048;
 /// Entries of each ring (fill, receive, transmit, completion), and frames
 /// of each half of the UMEM.
 const RING: usize = 2048;
+/// Receive frames kept with the kernel (on the fill and receive rings)
+/// at least: below this, received frames are copied into pooled buffers
+/// rather than lent to packets, so the fill ring never runs dry however
+/// many packets a configuration holds (in a Queue, say).
+const MIN_KERNEL_FRAMES: usize = RING / 4;
 
 #[repr(C)]
 struct PcxXsk {
     _opaque: [u8; 0],
 }
+
+#[repr(C)]
+struct PcxPass {
+    _opaque: [u8; 0],
+}
+
+/// The PASS program (src/linux/xdp_pass.bpf.c), compiled by build.rs.
+static PASS_ELF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdp_pass.bpf.o"));
 
 extern "C" {
     #[allow(clippy::too_many_arguments)]
@@ -51,8 +75,22 @@ extern "C" {
         bind_flags: c_uint,
         fill_addrs: *const c_ulonglong,
         nfill: c_uint,
+        xsks_map: c_int,
     ) -> c_int;
     fn pcx_xsk_close(x: *mut PcxXsk);
+    #[allow(clippy::too_many_arguments)]
+    fn pcx_pass_attach(
+        out: *mut *mut PcxPass,
+        elf: *const c_void,
+        len: std::ffi::c_ulong,
+        ifindex: c_int,
+        xdp_flags: c_uint,
+        rules: *const c_void,
+        nrules: c_uint,
+        rule_size: c_uint,
+        xsks_map: *mut c_int,
+    ) -> c_int;
+    fn pcx_pass_close(p: *mut PcxPass);
     fn pcx_xsk_zerocopy(x: *const PcxXsk) -> c_int;
     fn pcx_xsk_fd(x: *const PcxXsk) -> c_int;
     fn pcx_xsk_rx_peek(
@@ -61,7 +99,13 @@ extern "C" {
         lens: *mut c_uint,
         max: c_uint,
     ) -> c_uint;
-    fn pcx_xsk_rx_done(x: *mut PcxXsk, addrs: *const c_ulonglong, n: c_uint);
+    fn pcx_xsk_rx_done(
+        x: *mut PcxXsk,
+        n: c_uint,
+        addrs: *const c_ulonglong,
+        nfill: c_uint,
+    ) -> c_uint;
+    fn pcx_xsk_tx_room(x: *mut PcxXsk, n: c_uint) -> c_uint;
     fn pcx_xsk_tx_reap(x: *mut PcxXsk, addrs: *mut c_ulonglong, max: c_uint) -> c_uint;
     fn pcx_xsk_tx_submit(
         x: *mut PcxXsk,
@@ -99,6 +143,13 @@ const XDP_USE_NEED_WAKEUP: u32 = 1 << 3;
 
 /// The name of libxdp's default AF_XDP program.
 const XSK_PROG: &str = "xsk_def_prog";
+/// The name of the PASS program (its function in xdp_pass.bpf.c).
+const PASS_PROG: &str = "pcx_xsk_pass";
+
+/// Whether `name` is one of the programs a router attaches.
+fn ours(name: &str) -> bool {
+    name == XSK_PROG || name == PASS_PROG
+}
 
 /// Where the XDP program runs (`XDP_MODE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,11 +163,13 @@ pub enum XdpMode {
 }
 
 /// The keywords of METHOD XDP.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct XdpOptions {
     pub mode: XdpMode,
     /// ZEROCOPY: `None` for zero-copy where the driver supports it.
     pub zerocopy: Option<bool>,
+    /// PASS (readers only): the frames to give to the kernel's stack.
+    pub pass: Option<PassFilter>,
 }
 
 impl Default for XdpOptions {
@@ -124,6 +177,7 @@ impl Default for XdpOptions {
         XdpOptions {
             mode: XdpMode::Auto,
             zerocopy: None,
+            pass: None,
         }
     }
 }
@@ -148,7 +202,11 @@ impl XdpOptions {
         if mode == XdpMode::Generic && zerocopy == Some(true) {
             return Err("ZEROCOPY true needs XDP_MODE NATIVE or AUTO: generic mode copies".into());
         }
-        Ok(XdpOptions { mode, zerocopy })
+        Ok(XdpOptions {
+            mode,
+            zerocopy,
+            pass: None,
+        })
     }
 
     /// The (XDP flags, bind flags, name) to try in turn.
@@ -230,9 +288,63 @@ impl Drop for Area {
     }
 }
 
+/// A socket's UMEM: the mapped frames, lent to packets as their buffers,
+/// and the receive frames freed packets gave back. It lives as long as
+/// the socket and any packet holding one of its frames.
+struct Umem {
+    area: Area,
+    back: Mutex<Back>,
+    /// `back` holds frames.
+    pending: AtomicBool,
+}
+
+struct Back {
+    bufs: Vec<ExtBuffer>,
+    /// The socket is closed: frames coming back are let go.
+    closed: bool,
+}
+
+impl BufferOwner for Umem {
+    fn release(&self, bufs: &mut Vec<ExtBuffer>) {
+        let mut b = self.back.lock().unwrap_or_else(|e| e.into_inner());
+        if b.closed {
+            drop(b);
+            bufs.clear();
+            return;
+        }
+        b.bufs.append(bufs);
+        self.pending.store(true, Ordering::Release);
+    }
+}
+
+impl Umem {
+    /// The frame number and the offset in it of UMEM address `addr`.
+    fn split(addr: u64) -> (usize, usize) {
+        (
+            (addr / FRAME_SIZE as u64) as usize,
+            (addr % FRAME_SIZE as u64) as usize,
+        )
+    }
+
+    /// The UMEM address of byte `p` (inside the area).
+    fn addr_of(&self, p: *const u8) -> u64 {
+        (p as usize - self.area.ptr as usize) as u64
+    }
+}
+
 struct RxSide {
     addrs: Vec<u64>,
     lens: Vec<u32>,
+    /// Each receive frame's handle, by frame number, while the frame is
+    /// the kernel's or spare; `None` while a packet (or the transmit
+    /// ring) has it.
+    slots: Vec<Option<ExtBuffer>>,
+    /// Receive frames for the fill ring.
+    spare: Vec<u64>,
+    /// Receive frames on the fill and receive rings.
+    kernel: usize,
+    /// Frames taken from the UMEM's `back`.
+    back: Vec<ExtBuffer>,
 }
 
 struct TxSide {
@@ -240,12 +352,20 @@ struct TxSide {
     free: Vec<u64>,
     addrs: Vec<u64>,
     lens: Vec<u32>,
+    reaped: Vec<u64>,
+    /// The handles of receive frames on the transmit ring (sent without
+    /// a copy), by frame number.
+    inflight: Vec<Option<ExtBuffer>>,
+    /// Those the kernel has sent, going back to the fill ring.
+    done: Vec<ExtBuffer>,
 }
 
 /// One AF_XDP socket on one queue of one device, with its UMEM.
 pub struct XskPort {
     raw: *mut PcxXsk,
-    area: Area,
+    umem: Arc<Umem>,
+    /// `umem`, as the owner of packet buffers.
+    owner: Arc<dyn BufferOwner>,
     ifindex: i32,
     has_rx: bool,
     has_tx: bool,
@@ -266,16 +386,27 @@ unsafe impl Sync for XskPort {}
 
 impl Drop for XskPort {
     fn drop(&mut self) {
-        // SAFETY: the socket made by pcx_xsk_open, closed once; `area`
-        // outlives it (fields drop after this body).
+        // SAFETY: the socket made by pcx_xsk_open, closed once; the UMEM
+        // outlives it (held by `umem` and by the packets holding frames).
         unsafe { pcx_xsk_close(self.raw) };
+        // Frames still held by packets are let go when they come back;
+        // the UMEM is unmapped with the last.
+        let mut b = self.umem.back.lock().unwrap_or_else(|e| e.into_inner());
+        b.closed = true;
+        let bufs = std::mem::take(&mut b.bufs);
+        drop(b);
+        drop(bufs);
     }
 }
 
 /// Result of sending a batch: packets put on the ring, packets left for
 /// later (ring or frames full), packets too long for a frame.
 pub struct TxResult {
+    /// Packets copied into transmit frames and put on the ring.
     pub sent: Batch,
+    /// Packets whose own frame went on the ring, without a copy (they
+    /// are gone).
+    pub zerocopy: usize,
     pub left: Batch,
     pub failed: Batch,
     pub error: Option<i32>,
@@ -298,14 +429,18 @@ impl XskPort {
         unsafe { std::os::fd::BorrowedFd::borrow_raw(pcx_xsk_fd(self.raw)) }
     }
 
-    /// Reads up to `max` frames into packets appended to `out`. Returns
-    /// the frames dropped (none here: every frame fits a packet unless
-    /// packets run out).
+    /// Reads up to `max` frames into packets appended to `out`: each
+    /// frame becomes its packet's buffer, or, when the fill ring would
+    /// run low, is copied into a pooled buffer. Returns the frames
+    /// dropped for want of either (a UMEM frame shortage).
     pub fn read(&self, max: usize, snaplen: usize, timestamp: bool, out: &mut Batch) -> u64 {
         let Ok(mut rx) = self.rx.try_lock() else {
             return 0;
         };
         let rx = &mut *rx;
+        if self.umem.pending.load(Ordering::Acquire) {
+            self.take_back(rx);
+        }
         let max = max.min(rx.addrs.len());
         // SAFETY: the arrays hold `max` entries; the socket is open.
         let n = unsafe {
@@ -316,78 +451,180 @@ impl XskPort {
                 max as c_uint,
             )
         } as usize;
-        if n == 0 {
-            return 0;
-        }
-        let ts = if timestamp {
-            Timestamp::now()
-        } else {
-            Timestamp::default()
-        };
+        rx.kernel -= n;
         let mut drops = 0;
-        for i in 0..n {
-            let len = (rx.lens[i] as usize).min(FRAME_SIZE);
-            // SAFETY: the frame came from the receive ring (ours until
-            // rx_done) and lies in the area (the kernel checks
-            // descriptors against the UMEM).
-            let data = unsafe { self.area.frame(rx.addrs[i], len) };
-            let keep = len.min(snaplen);
-            let Some(mut p) = Packet::from_slice(&data[..keep]) else {
-                drops += 1;
-                continue;
+        if n > 0 {
+            let ts = if timestamp {
+                Timestamp::now()
+            } else {
+                Timestamp::default()
             };
-            if keep < len {
-                p.anno_mut().extra_length = (len - keep) as u32;
+            for i in 0..n {
+                let addr = rx.addrs[i];
+                let (frame, off) = Umem::split(addr);
+                let len = (rx.lens[i] as usize).min(FRAME_SIZE - off);
+                let keep = len.min(snaplen);
+                // Lend the frame while enough stay for the kernel: those
+                // it has, the spare ones, and the rest of this burst.
+                let lend = rx.kernel + rx.spare.len() + (n - i) > MIN_KERNEL_FRAMES;
+                let handle = if lend {
+                    rx.slots.get_mut(frame).and_then(Option::take)
+                } else {
+                    None
+                };
+                let made = match handle.map(|b| b.into_packet(off, keep)) {
+                    Some(Ok(p)) => Some(p),
+                    other => {
+                        if let Some(Err(b)) = other {
+                            rx.slots[frame] = Some(b);
+                        }
+                        // SAFETY: the frame came from the receive ring
+                        // (ours until it goes back on the fill ring) and
+                        // lies in the area (the kernel checks descriptors
+                        // against the UMEM).
+                        let data = unsafe { self.umem.area.frame(addr, keep) };
+                        rx.spare.push((frame * FRAME_SIZE) as u64);
+                        Packet::from_slice(data)
+                    }
+                };
+                let Some(mut p) = made else {
+                    drops += 1;
+                    continue;
+                };
+                if keep < len {
+                    p.anno_mut().extra_length = (len - keep) as u32;
+                }
+                p.set_mac_header(0);
+                let t = packet_type(p.data());
+                let a = p.anno_mut();
+                a.packet_type = t;
+                a.device = self.ifindex as u16;
+                a.timestamp = ts;
+                out.push(p);
             }
-            p.set_mac_header(0);
-            let a = p.anno_mut();
-            a.packet_type = packet_type(data);
-            a.device = self.ifindex as u16;
-            a.timestamp = ts;
-            out.push(p);
         }
-        // SAFETY: gives back exactly the frames peeked.
-        unsafe { pcx_xsk_rx_done(self.raw, rx.addrs.as_ptr(), n as c_uint) };
+        if n > 0 || !rx.spare.is_empty() {
+            // SAFETY: releases exactly the descriptors peeked; the spare
+            // frames are receive frames of ours.
+            let got = unsafe {
+                pcx_xsk_rx_done(
+                    self.raw,
+                    n as c_uint,
+                    rx.spare.as_ptr(),
+                    rx.spare.len() as c_uint,
+                )
+            } as usize;
+            rx.kernel += got;
+            rx.spare.drain(..got);
+        }
         drops
     }
 
-    /// Copies the packets of `batch` into transmit frames and puts them
-    /// on the transmit ring, in order.
-    pub fn send(&self, mut batch: Batch) -> TxResult {
+    /// Takes the receive frames packets gave back: their handles to the
+    /// slots, the frames to the spare list.
+    fn take_back(&self, rx: &mut RxSide) {
+        {
+            let mut b = self.umem.back.lock().unwrap_or_else(|e| e.into_inner());
+            self.umem.pending.store(false, Ordering::Release);
+            std::mem::swap(&mut b.bufs, &mut rx.back);
+        }
+        for buf in rx.back.drain(..) {
+            let (frame, _) = Umem::split(self.umem.addr_of(buf.as_ptr()));
+            if let Some(slot) = rx.slots.get_mut(frame) {
+                rx.spare.push((frame * FRAME_SIZE) as u64);
+                *slot = Some(buf);
+            }
+        }
+    }
+
+    /// Receive frames not held by packets (nor on the transmit ring):
+    /// all of them (2048) when nothing holds one. `None` without a
+    /// receive ring.
+    pub fn rx_frames_free(&self) -> Option<usize> {
+        if !self.has_rx {
+            return None;
+        }
+        let mut rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+        self.take_back(&mut rx);
+        Some(rx.slots.iter().filter(|s| s.is_some()).count())
+    }
+
+    /// Puts the packets of `batch` on the transmit ring, in order: a
+    /// packet whose buffer is a frame of this UMEM as it is when
+    /// `consume` (the caller keeps no sent packet), the others copied
+    /// into transmit frames.
+    pub fn send(&self, mut batch: Batch, consume: bool) -> TxResult {
         let mut res = TxResult {
             sent: Batch::new(),
+            zerocopy: 0,
             left: Batch::new(),
             failed: Batch::new(),
             error: None,
         };
         let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
         let tx = &mut *tx;
-        // Frames the kernel has sent come back first.
-        let room = RING - tx.free.len();
-        if room > 0 {
-            let start = tx.free.len();
-            tx.free.resize(RING, 0);
-            // SAFETY: `room` entries from `start` are writable.
-            let got =
-                unsafe { pcx_xsk_tx_reap(self.raw, tx.free[start..].as_mut_ptr(), room as c_uint) }
-                    as usize;
-            tx.free.truncate(start + got);
+        // Frames the kernel has sent come back first: transmit frames to
+        // the free list, receive frames to the fill ring's side.
+        // SAFETY: `reaped` has RING entries to write.
+        let got =
+            unsafe { pcx_xsk_tx_reap(self.raw, tx.reaped.as_mut_ptr(), RING as c_uint) } as usize;
+        for i in 0..got {
+            let (frame, _) = Umem::split(tx.reaped[i]);
+            if frame < RING {
+                if let Some(b) = tx.inflight[frame].take() {
+                    tx.done.push(b);
+                }
+            } else {
+                tx.free.push((frame * FRAME_SIZE) as u64);
+            }
+        }
+        if !tx.done.is_empty() {
+            self.umem.release(&mut tx.done);
         }
         tx.addrs.clear();
         tx.lens.clear();
+        // SAFETY: an open socket.
+        let room = unsafe { pcx_xsk_tx_room(self.raw, batch.len() as c_uint) } as usize;
         let mut queued = Batch::new();
+        let mut stalled = false;
         for p in batch.drain() {
             let len = p.len();
+            if stalled {
+                res.left.push(p);
+                continue;
+            }
             if len > FRAME_SIZE || len == 0 {
                 res.failed.push(p);
                 continue;
             }
+            if tx.addrs.len() >= room {
+                stalled = true;
+                res.left.push(p);
+                continue;
+            }
+            if consume && p.buffer_owner().is_some_and(|o| same_owner(o, &self.owner)) {
+                let addr = self.umem.addr_of(p.data().as_ptr());
+                match p.into_external() {
+                    Ok(b) => {
+                        tx.inflight[Umem::split(addr).0] = Some(b);
+                        tx.addrs.push(addr);
+                        tx.lens.push(len as u32);
+                        res.zerocopy += 1;
+                        continue;
+                    }
+                    Err(p) => {
+                        res.failed.push(p);
+                        continue;
+                    }
+                }
+            }
             let Some(addr) = tx.free.pop() else {
+                stalled = true;
                 res.left.push(p);
                 continue;
             };
             // SAFETY: a free transmit frame (ours), inside the area.
-            unsafe { self.area.frame_mut(addr, len) }.copy_from_slice(p.data());
+            unsafe { self.umem.area.frame_mut(addr, len) }.copy_from_slice(p.data());
             tx.addrs.push(addr);
             tx.lens.push(len as u32);
             queued.push(p);
@@ -409,14 +646,30 @@ impl XskPort {
         if err != 0 {
             res.error = Some(err);
         }
-        // Frames the ring had no room for go back to the free list; their
-        // packets wait, ahead of the ones that found no frame.
-        let unsent: Vec<u64> = tx.addrs[done..].to_vec();
-        tx.free.extend(unsent);
-        let mut rest = queued.split_off(done);
+        if done < tx.addrs.len() {
+            // Not reached: the ring had room for all (checked above, and
+            // this side is its only producer). Were it, every frame goes
+            // back and the batch waits whole, to be sent again.
+            let mut again = Batch::new();
+            let mut copied = queued.drain();
+            for i in 0..tx.addrs.len() {
+                let (frame, off) = Umem::split(tx.addrs[i]);
+                if frame >= RING {
+                    tx.free.push((frame * FRAME_SIZE) as u64);
+                    again.extend(copied.next());
+                } else if let Some(b) = tx.inflight[frame].take() {
+                    if let Ok(p) = b.into_packet(off, tx.lens[i] as usize) {
+                        again.push(p);
+                    }
+                }
+            }
+            drop(copied);
+            res.zerocopy = 0;
+            again.append(&mut res.left);
+            res.left = again;
+            return res;
+        }
         res.sent = queued;
-        rest.append(&mut res.left);
-        res.left = rest;
         res
     }
 
@@ -453,14 +706,75 @@ struct DevGuard {
     ifindex: i32,
     path: String,
     file: File,
+    /// The PASS program, when the readers give PASS (attached with the
+    /// first receive socket, in its mode).
+    pass: Mutex<Option<PassProg>>,
+}
+
+/// The PASS program attached to a device: detached when dropped.
+struct PassProg {
+    raw: *mut PcxPass,
+    /// Its socket map's fd.
+    xsks_map: c_int,
+    /// The filter it holds.
+    text: String,
+    /// Its XDP flags (mode).
+    xdp_flags: u32,
+}
+
+// SAFETY: the handle is used only under DevGuard's `pass` lock (and
+// dropped once); libxdp's program object has no thread affinity.
+unsafe impl Send for PassProg {}
+
+impl Drop for PassProg {
+    fn drop(&mut self) {
+        // SAFETY: the handle made by pcx_pass_attach, closed once.
+        unsafe { pcx_pass_close(self.raw) };
+    }
+}
+
+impl PassProg {
+    /// Attaches the PASS program to `ifindex` in the mode of `xdp_flags`,
+    /// with the rules of `f`; a negative errno on failure.
+    fn attach(ifindex: i32, xdp_flags: u32, f: &PassFilter) -> Result<PassProg, i32> {
+        let rules: Vec<u8> = f.rules.iter().flat_map(|r| r.bytes()).collect();
+        let mut raw = std::ptr::null_mut();
+        let mut xsks_map = -1;
+        // SAFETY: the ELF image and the rules are read during the call
+        // only; the out pointers are valid.
+        let r = unsafe {
+            pcx_pass_attach(
+                &mut raw,
+                PASS_ELF.as_ptr().cast(),
+                PASS_ELF.len() as std::ffi::c_ulong,
+                ifindex,
+                xdp_flags,
+                rules.as_ptr().cast(),
+                f.rules.len() as c_uint,
+                24,
+                &mut xsks_map,
+            )
+        };
+        if r != 0 {
+            return Err(-r);
+        }
+        Ok(PassProg {
+            raw,
+            xsks_map,
+            text: f.text.clone(),
+            xdp_flags,
+        })
+    }
 }
 
 impl Drop for DevGuard {
     fn drop(&mut self) {
-        // The sockets are closed: libxdp removed its program with the
-        // last one. If one is left anyway (ours alone), remove it.
+        // The sockets are closed: the PASS program goes, and libxdp
+        // removed its own with the last socket. If one is left anyway
+        // (ours alone), remove it.
+        drop(self.pass.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Ok(progs) = programs(self.ifindex) {
-            if !progs.is_empty() && progs.iter().all(|(_, n)| n == XSK_PROG) {
+            if !progs.is_empty() && progs.iter().all(|(_, n)| ours(n)) {
                 // SAFETY: a plain call on an interface index.
                 let _ = unsafe { pcx_xdp_detach_all(self.ifindex) };
             }
@@ -618,7 +932,7 @@ fn take_device(devname: &str, ifindex: i32) -> Result<DevGuard, String> {
         let ours: Vec<u32> = words.filter_map(|w| w.parse().ok()).collect();
         let stale = progs
             .iter()
-            .all(|(id, name)| name == XSK_PROG && ours.contains(id));
+            .all(|(id, name)| self::ours(name) && ours.contains(id));
         if stale {
             // SAFETY: a plain call on an interface index.
             let r = unsafe { pcx_xdp_detach_all(ifindex) };
@@ -658,6 +972,7 @@ fn take_device(devname: &str, ifindex: i32) -> Result<DevGuard, String> {
         ifindex,
         path,
         file,
+        pass: Mutex::new(None),
     })
 }
 
@@ -669,7 +984,7 @@ fn record_programs(g: &DevGuard) {
         let _ = f.rewind();
         let mut s = std::process::id().to_string();
         for (id, name) in progs {
-            if name == XSK_PROG {
+            if ours(&name) {
                 s.push_str(&format!(" {id}"));
             }
         }
@@ -688,6 +1003,7 @@ pub fn port(
     rx: bool,
     tx: bool,
     o: &XdpOptions,
+    pass: Option<&PassFilter>,
 ) -> Result<Arc<XskPort>, String> {
     // SAFETY: opens libxdp once (dlopen), or says it could not.
     if unsafe { pcx_xdp_load() } != 0 {
@@ -742,12 +1058,66 @@ pub fn port(
             g
         }
     };
-    let area = Area::new(2 * RING * FRAME_SIZE)?;
+    let umem = Arc::new(Umem {
+        area: Area::new(2 * RING * FRAME_SIZE)?,
+        back: Mutex::new(Back {
+            bufs: Vec::new(),
+            closed: false,
+        }),
+        pending: AtomicBool::new(false),
+    });
+    let area = &umem.area;
     let fill: Vec<u64> = (0..RING as u64).map(|i| i * FRAME_SIZE as u64).collect();
     let name = CString::new(devname).map_err(|_| format!("bad device name '{devname}'"))?;
     let mut last = 0;
     let mut opened = None;
+    let mut pass_prog = dev.pass.lock().unwrap_or_else(|e| e.into_inner());
+    if let (true, Some(f), Some(p)) = (rx, pass, pass_prog.as_ref()) {
+        if p.text != f.text {
+            return Err(format!(
+                "{devname}: its METHOD XDP readers give different PASS filters ('{}' and '{}')",
+                p.text, f.text
+            ));
+        }
+    }
+    let mut attached = false;
     for (xdp_flags, bind, what) in o.attempts() {
+        // With PASS, the device's program is ours, attached in the mode
+        // of the first receive socket; the sockets enter its map.
+        let mut xsks_map = -1;
+        if let (true, Some(f)) = (rx, pass) {
+            if attached && pass_prog.as_ref().is_some_and(|p| p.xdp_flags != xdp_flags) {
+                // Attached here for a mode that failed: try the next.
+                *pass_prog = None;
+                attached = false;
+            }
+            if pass_prog.is_none() {
+                match PassProg::attach(ifindex, xdp_flags, f) {
+                    Ok(p) => {
+                        *pass_prog = Some(p);
+                        attached = true;
+                        // Recorded at once: a router killed from here on
+                        // leaves a program the next one knows as ours.
+                        record_programs(&dev);
+                    }
+                    Err(e) => {
+                        last = e;
+                        if matches!(last, libc::EPERM | libc::EACCES) {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let p = pass_prog.as_ref().expect("attached above");
+            if p.xdp_flags != xdp_flags {
+                // Another socket of the device attached it in another
+                // mode: a socket must be bound in the program's.
+                last = libc::EBUSY;
+                continue;
+            }
+            xsks_map = p.xsks_map;
+        }
         let mut raw: *mut PcxXsk = std::ptr::null_mut();
         // SAFETY: `area` is a fresh mapping of `size` bytes, outliving
         // the socket (both in the XskPort, the socket closed first); the
@@ -767,6 +1137,7 @@ pub fn port(
                 bind | XDP_USE_NEED_WAKEUP,
                 fill.as_ptr(),
                 if rx { RING as c_uint } else { 0 },
+                xsks_map,
             )
         };
         if r == 0 {
@@ -779,6 +1150,10 @@ pub fn port(
             break;
         }
     }
+    if opened.is_none() && attached {
+        *pass_prog = None;
+    }
+    drop(pass_prog);
     let Some((raw, what)) = opened else {
         return Err(open_error(devname, queue, last));
     };
@@ -787,9 +1162,23 @@ pub fn port(
     if rx {
         record_programs(&dev);
     }
+    let owner: Arc<dyn BufferOwner> = umem.clone();
+    let slots = (0..RING)
+        .map(|i| {
+            // SAFETY: receive frame i of the UMEM, which each handle keeps
+            // mapped (it holds the UMEM); its one handle, and the frame is
+            // touched only through a packet made of it while one exists
+            // (the port reads a frame the kernel filled only while it
+            // holds the handle).
+            let p = unsafe { NonNull::new_unchecked(umem.area.ptr.add(i * FRAME_SIZE)) };
+            // SAFETY: as above.
+            Some(unsafe { ExtBuffer::new(p, FRAME_SIZE, owner.clone()) })
+        })
+        .collect();
     let port = Arc::new(XskPort {
         raw,
-        area,
+        umem,
+        owner,
         ifindex,
         has_rx: rx,
         has_tx: tx,
@@ -797,6 +1186,10 @@ pub fn port(
         rx: Mutex::new(RxSide {
             addrs: vec![0; RING],
             lens: vec![0; RING],
+            slots,
+            spare: Vec::with_capacity(RING),
+            kernel: if rx { RING } else { 0 },
+            back: Vec::new(),
         }),
         tx: Mutex::new(TxSide {
             free: (RING as u64..2 * RING as u64)
@@ -804,6 +1197,9 @@ pub fn port(
                 .collect(),
             addrs: Vec::with_capacity(RING),
             lens: Vec::with_capacity(RING),
+            reaped: vec![0; RING],
+            inflight: (0..RING).map(|_| None).collect(),
+            done: Vec::new(),
         }),
         _dev: dev,
     });
@@ -817,27 +1213,53 @@ pub fn port(
 pub trait XdpClaims {
     /// (device, queue, reads, writes) for each queue the element uses.
     fn xdp_claims(&self) -> Vec<(&str, usize, bool, bool)>;
+    /// The PASS filter of a reader (for every device it reads).
+    fn xdp_pass(&self) -> Option<&PassFilter> {
+        None
+    }
 }
 
 /// Whether any element of the router reads (writes) queue `queue` of
-/// `devname` through AF_XDP.
+/// `devname` through AF_XDP, and the PASS filter of the device's
+/// readers (which must all give the same, or none).
 pub fn rings_wanted(
     ix: &paraclick_runtime::InitCx<'_>,
     devname: &str,
     queue: usize,
-) -> (bool, bool) {
+) -> Result<(bool, bool, Option<PassFilter>), String> {
     let (mut rx, mut tx) = (false, false);
+    let mut pass: Option<Option<PassFilter>> = None;
     for i in 0..ix.element_count() {
         if let Some(c) = ix.cast::<dyn XdpClaims>(i) {
+            let mut reads_dev = false;
             for (d, q, r, w) in c.xdp_claims() {
                 if d == devname && q == queue {
                     rx |= r;
                     tx |= w;
                 }
+                reads_dev |= d == devname && r;
+            }
+            if reads_dev {
+                let p = c.xdp_pass().cloned();
+                match &pass {
+                    Some(prev) if *prev != p => {
+                        let show = |p: &Option<PassFilter>| {
+                            p.as_ref()
+                                .map_or_else(|| "none".to_string(), |f| format!("'{}'", f.text))
+                        };
+                        return Err(format!(
+                            "{devname}: every METHOD XDP reader of a device must give the same \
+                             PASS filter (the device has one XDP program), not {} and {}",
+                            show(prev),
+                            show(&p)
+                        ));
+                    }
+                    _ => pass = Some(p),
+                }
             }
         }
     }
-    (rx, tx)
+    Ok((rx, tx, pass.flatten()))
 }
 
 #[cfg(test)]
@@ -846,7 +1268,11 @@ mod tests {
 
     #[test]
     fn modes_are_tried_in_order() {
-        let o = |mode, zerocopy| XdpOptions { mode, zerocopy };
+        let o = |mode, zerocopy| XdpOptions {
+            mode,
+            zerocopy,
+            pass: None,
+        };
         let names = |o: XdpOptions| -> Vec<(u32, u32)> {
             o.attempts().iter().map(|&(x, b, _)| (x, b)).collect()
         };
@@ -893,11 +1319,8 @@ mod tests {
 
     #[test]
     fn a_device_without_it_is_refused() {
-        let o = XdpOptions {
-            mode: XdpMode::Auto,
-            zerocopy: None,
-        };
-        let e = port("pcnoxdp0", 0, true, true, &o).err().unwrap();
+        let o = XdpOptions::default();
+        let e = port("pcnoxdp0", 0, true, true, &o, None).err().unwrap();
         assert!(e.contains("pcnoxdp0"), "{e}");
     }
 }

@@ -15,6 +15,7 @@
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 #include <xdp/libxdp.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -41,6 +42,17 @@
 	X(xdp_multiprog__close)                                             \
 	X(xdp_multiprog__detach)                                            \
 	X(xdp_program__id)                                                  \
+	X(xsk_socket__update_xskmap)                                       \
+	X(xdp_program__from_bpf_obj)                                       \
+	X(xdp_program__attach)                                             \
+	X(xdp_program__detach)                                             \
+	X(xdp_program__close)                                              \
+	X(xdp_program__bpf_obj)                                            \
+	X(bpf_object__open_mem)                                            \
+	X(libbpf_get_error)                                                \
+	X(bpf_object__close)                                               \
+	X(bpf_object__find_map_fd_by_name)                                 \
+	X(bpf_map_update_elem)                                             \
 	X(xdp_program__name)
 
 static struct {
@@ -84,6 +96,7 @@ const char *pcx_xdp_load_error(void)
 {
 	return lib_msg;
 }
+#include <linux/if_link.h>
 
 struct pcx_xsk {
 	struct xsk_umem *umem;
@@ -112,13 +125,16 @@ void pcx_xdp_quiet(void)
 // frames) and a socket on `ifname` queue `queue` with a receive ring
 // (`rx_size` entries, 0 for none) and a transmit ring (`tx_size`, 0 for
 // none); the fill ring gets the `nfill` frames at `fill_addrs`. libxdp
-// attaches its default program when the socket has a receive ring.
+// attaches its default program when the socket has a receive ring,
+// unless `xsks_map` is a map's fd (>= 0): then the device's program is
+// the PASS program (pcx_pass_attach), and the socket enters its map.
 // Returns 0, or a negative errno with *out unset.
 int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		 void *area, unsigned long long size, unsigned frame_size,
 		 unsigned rx_size, unsigned tx_size, unsigned ring_size,
 		 unsigned xdp_flags, unsigned bind_flags,
-		 const unsigned long long *fill_addrs, unsigned nfill)
+		 const unsigned long long *fill_addrs, unsigned nfill,
+		 int xsks_map)
 {
 	int le = pcx_xdp_load();
 	if (le)
@@ -142,7 +158,7 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 	memset(&sc, 0, sizeof(sc));
 	sc.rx_size = rx_size ? rx_size : ring_size;
 	sc.tx_size = tx_size ? tx_size : ring_size;
-	sc.libxdp_flags = rx_size ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+	sc.libxdp_flags = rx_size && xsks_map < 0 ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
 	sc.xdp_flags = xdp_flags;
 	sc.bind_flags = bind_flags;
 	err = lib.xsk_socket__create(&x->xsk, ifname, queue, x->umem,
@@ -151,6 +167,15 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		lib.xsk_umem__delete(x->umem);
 		free(x);
 		return err < 0 ? err : -err;
+	}
+	if (rx_size && xsks_map >= 0) {
+		err = lib.xsk_socket__update_xskmap(x->xsk, xsks_map);
+		if (err) {
+			lib.xsk_socket__delete(x->xsk);
+			lib.xsk_umem__delete(x->umem);
+			free(x);
+			return err < 0 ? err : -err;
+		}
 	}
 	x->has_rx = rx_size != 0;
 	x->has_tx = tx_size != 0;
@@ -208,20 +233,30 @@ unsigned pcx_xsk_rx_peek(struct pcx_xsk *x, unsigned long long *addrs,
 	return n;
 }
 
-// Gives back the `n` frames the last peek took: releases them from the
-// receive ring and puts the frames at `addrs` (the same ones, in one
-// batch) on the fill ring for the kernel to fill again.
-void pcx_xsk_rx_done(struct pcx_xsk *x, const unsigned long long *addrs,
-		     unsigned n)
+// Releases the `n` descriptors the last peek took from the receive ring
+// and puts the `nfill` frames at `addrs` on the fill ring for the kernel
+// to fill, in one batch, waking the kernel if it asks. Returns how many
+// frames went on the fill ring.
+unsigned pcx_xsk_rx_done(struct pcx_xsk *x, unsigned n,
+			 const unsigned long long *addrs, unsigned nfill)
 {
-	xsk_ring_cons__release(&x->rx, n);
+	if (n)
+		xsk_ring_cons__release(&x->rx, n);
 	__u32 idx = 0;
-	__u32 got = xsk_ring_prod__reserve(&x->fill, n, &idx);
+	__u32 got = nfill ? xsk_ring_prod__reserve(&x->fill, nfill, &idx) : 0;
 	for (__u32 i = 0; i < got; i++)
 		*xsk_ring_prod__fill_addr(&x->fill, idx + i) = addrs[i];
-	xsk_ring_prod__submit(&x->fill, got);
-	if (xsk_ring_prod__needs_wakeup(&x->fill))
+	if (got)
+		xsk_ring_prod__submit(&x->fill, got);
+	if ((n || got) && xsk_ring_prod__needs_wakeup(&x->fill))
 		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	return got;
+}
+
+// Free entries of the transmit ring, up to `n`.
+unsigned pcx_xsk_tx_room(struct pcx_xsk *x, unsigned n)
+{
+	return xsk_prod_nb_free(&x->tx, n);
 }
 
 // Takes up to `max` completed transmit frames' addresses (frames the
@@ -334,4 +369,81 @@ int pcx_xdp_detach_all(int ifindex)
 	int err = lib.xdp_multiprog__detach(mp);
 	lib.xdp_multiprog__close(mp);
 	return err;
+}
+
+// The PASS program (xdp_pass.bpf.c) attached to a device.
+struct pcx_pass {
+	struct bpf_object *obj;
+	struct xdp_program *prog;
+	int ifindex;
+	enum xdp_attach_mode mode;
+};
+
+// Opens the PASS program from its ELF image (`elf`, `len` bytes, built
+// by build.rs), attaches it to `ifindex` in the mode of `xdp_flags`
+// (libxdp's dispatcher where it can, alone otherwise), and writes the
+// `nrules` rules of `rule_size` bytes at `rules` into its rule map.
+// *xsks_map gets the fd of its socket map. Returns 0, or a negative
+// errno with *out unset and nothing attached.
+int pcx_pass_attach(struct pcx_pass **out, const void *elf, unsigned long len,
+		    int ifindex, unsigned xdp_flags, const void *rules,
+		    unsigned nrules, unsigned rule_size, int *xsks_map)
+{
+	int le = pcx_xdp_load();
+	if (le)
+		return le;
+	struct pcx_pass *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "pcx_xsk_pass");
+	p->obj = lib.bpf_object__open_mem(elf, len, &oo);
+	long e = lib.libbpf_get_error(p->obj);
+	if (e) {
+		free(p);
+		return e < 0 ? (int)e : -(int)e;
+	}
+	p->prog = lib.xdp_program__from_bpf_obj(p->obj, "xdp");
+	e = lib.libxdp_get_error(p->prog);
+	if (e) {
+		lib.bpf_object__close(p->obj);
+		free(p);
+		return e < 0 ? (int)e : -(int)e;
+	}
+	p->ifindex = ifindex;
+	p->mode = (xdp_flags & XDP_FLAGS_SKB_MODE) ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	int err = lib.xdp_program__attach(p->prog, ifindex, p->mode, 0);
+	if (err) {
+		lib.xdp_program__close(p->prog);
+		lib.bpf_object__close(p->obj);
+		free(p);
+		return err < 0 ? err : -err;
+	}
+	struct bpf_object *o = lib.xdp_program__bpf_obj(p->prog);
+	int rfd = lib.bpf_object__find_map_fd_by_name(o, "pass_rules");
+	*xsks_map = lib.bpf_object__find_map_fd_by_name(o, "xsks_map");
+	err = (rfd < 0 || *xsks_map < 0) ? -ENOENT : 0;
+	for (unsigned i = 0; !err && i < nrules; i++) {
+		if (lib.bpf_map_update_elem(rfd, &i, (const char *)rules + i * rule_size, 0))
+			err = -errno;
+	}
+	if (err) {
+		lib.xdp_program__detach(p->prog, ifindex, p->mode, 0);
+		lib.xdp_program__close(p->prog);
+		lib.bpf_object__close(p->obj);
+		free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+// Detaches and closes the PASS program.
+void pcx_pass_close(struct pcx_pass *p)
+{
+	if (!p)
+		return;
+	lib.xdp_program__detach(p->prog, p->ifindex, p->mode, 0);
+	lib.xdp_program__close(p->prog);
+	lib.bpf_object__close(p->obj);
+	free(p);
 }
