@@ -896,8 +896,8 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     let mut idle: u32 = 0;
     let mut idle_since = 0u64;
     let mut naps: u64 = 0;
-    let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
-    let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
+    let park_after = (PARK_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
     let early = HINT_NAP_EARLY.as_nanos() as u64;
     let mut claimed = false;
     // Ready: a router prepared for a hot swap waits here for the hand-over.
