@@ -7,6 +7,7 @@ mod flat;
 mod harness;
 mod make_ip_conf;
 mod metrics;
+mod stop_watch;
 mod substrate_bench;
 mod validate;
 mod web;
@@ -1201,29 +1202,18 @@ fn serve_and_report(
                 Err(e) => return fail(&e),
             }
         }
+        // A Script(TYPE SIGNAL INT) handles INT itself.
+        let signals: Vec<i32> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+            .into_iter()
+            .filter(|&sig| !paraclick_runtime::signals::caught(sig))
+            .collect();
         let stopper = hot.clone();
-        let stop_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // A Script(TYPE SIGNAL INT) handles INT itself.
-            if !paraclick_runtime::signals::caught(sig) {
-                let _ = signal_hook::flag::register(sig, stop_flag.clone());
-            }
-        }
-        let watcher_flag = stop_flag.clone();
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let done2 = done.clone();
-        let watcher = std::thread::spawn(move || {
-            while !done2.load(std::sync::atomic::Ordering::Relaxed) {
-                if watcher_flag.load(std::sync::atomic::Ordering::Relaxed) {
-                    stopper.stop();
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        });
+        let watch = match stop_watch::StopWatch::start(&signals, move || stopper.stop()) {
+            Ok(w) => w,
+            Err(e) => return fail(&format!("cannot watch for signals: {e}")),
+        };
         hot.run();
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = watcher.join();
+        watch.finish();
         // Let a client that stopped the router get its reply.
         for s in &servers {
             s.shutdown(std::time::Duration::from_millis(500));

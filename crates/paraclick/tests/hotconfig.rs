@@ -512,3 +512,97 @@ fn traces_survive_a_swap() {
     assert!(!t.contains("trace 6:"), "{t}");
     assert!(t.contains("c[0] -> [0]x :: Counter"), "{t}");
 }
+
+// ---- hotconfig written by the router's own Script or DriverManager ----
+
+/// Runs paraclick with `args` in a directory holding `files` (name,
+/// text); the configuration can `$(cat NAME)` them.
+fn run_in_dir(files: &[(&str, &str)], args: &[&str]) -> (String, String, i32) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let out = std::process::Command::new(common::bin())
+        .args(args)
+        .current_dir(dir.path())
+        .output()
+        .expect("run paraclick");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// The old configuration: five packets counted, then a DriverManager
+/// writes NEW's text to `hotconfig` and goes on to its end (a stop).
+const OLD: &str = "i :: InfiniteSource(LIMIT 5, STOP false) -> c :: Counter -> Discard;
+DriverManager(wait 0.1s, write hotconfig $(cat NEW), print \"after $(c.count)\")";
+
+/// The new one: its counter takes the old one's count; three more
+/// packets, then it stops by itself.
+const NEW: &str = "c :: Counter;
+j :: InfiniteSource(LIMIT 3, STOP true) -> c -> Discard;";
+
+#[test]
+fn a_driver_manager_writes_hotconfig_and_the_new_router_runs() {
+    for time in ["--realtime", "--simtime"] {
+        let args: Vec<&str> = [time, "-R", "-h", "c.count", "-e", OLD]
+            .into_iter()
+            .filter(|a| *a != "--realtime")
+            .collect();
+        let (out, err, code) = run_in_dir(&[("NEW", NEW)], &args);
+        assert_eq!(code, 0, "{time}: {err}");
+        // The write returned at once (the swap waits for the writer to
+        // return): the old router's count, then the new router's end.
+        assert!(out.contains("after 5\n"), "{time}: {out}");
+        assert!(out.ends_with("8\n"), "{time}: count carried over: {out}");
+        // Quiet, as in Click: no report line, no error.
+        assert!(!err.contains("hotconfig"), "{time}: {err}");
+    }
+}
+
+#[test]
+fn simulated_time_goes_on_across_a_swap() {
+    // The new router's clock starts where the old one's stood (1 s on),
+    // so its tables' ages and timeouts go on too.
+    let (out, err, code) = run_in_dir(
+        &[("NEW", "Script(print $(now), stop);")],
+        &[
+            "--simtime",
+            "-R",
+            "-e",
+            "DriverManager(wait 1.5s, write hotconfig $(cat NEW), wait 10s)",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "1000000001.500000\n", "{err}");
+}
+
+#[test]
+fn a_broken_configuration_from_a_script_leaves_the_old_router_running() {
+    let (out, err, code) = run_in_dir(
+        &[("NEW", "c :: Counter;\nx :: NoSuchClass;\n")],
+        &["-R", "-h", "c.count", "-e", OLD],
+    );
+    assert_eq!(code, 0, "{err}");
+    // Located in the text written, as a control socket's write is.
+    assert!(
+        err.contains("hotconfig:2:6: unknown element class 'NoSuchClass'"),
+        "{err}"
+    );
+    // The old router ran on, and ended with the DriverManager.
+    assert!(out.contains("after 5\n"), "{out}");
+    assert!(out.ends_with("5\n"), "{out}");
+}
+
+#[test]
+fn a_script_needs_dash_r_to_write_hotconfig() {
+    let (out, err, code) = run_in_dir(&[("NEW", NEW)], &["-h", "c.count", "-e", OLD]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("hotconfig: hot reconfiguration not enabled (run with -R)"),
+        "{err}"
+    );
+    assert!(out.ends_with("5\n"), "{out}");
+}

@@ -358,6 +358,9 @@ pub(crate) struct Core {
     /// `handover`, if set (a hot swap's hand-over).
     pub workers_done: std::sync::atomic::AtomicUsize,
     pub handover: Mutex<Option<Handover>>,
+    /// The hot-swappable router this one runs as (`-R`), for the global
+    /// `hotconfig` written by the router's own elements.
+    pub(crate) hot: Mutex<std::sync::Weak<crate::hot::Hot>>,
     /// The fault domains ([`crate::fault`]), if the router has any.
     pub domains: Option<Box<crate::fault::Domains>>,
 }

@@ -72,12 +72,20 @@ pub const GLOBAL_READ: &[&str] = &[
 ];
 
 /// Router-wide write handlers: `stop`, the tracer's `trace_add`
-/// (`N [FILTER]`) and `trace_clear`, `capture`, and Click's `timewarp`
+/// (`N [FILTER]`) and `trace_clear`, `capture`, Click's `timewarp`
 /// (real time only: a speed factor > 0, router time then moving that
 /// many times as fast as real time, or `nowait`, time jumping to the next
 /// timer instead of waiting; read, it is the factor, `nowait`, or
-/// `simulation` under simulated time).
-pub const GLOBAL_WRITE: &[&str] = &["stop", "trace_add", "trace_clear", "capture", "timewarp"];
+/// `simulation` under simulated time), and `hotconfig` (with `-R`: a new
+/// configuration replaces the running one, see [`crate::hot`]).
+pub const GLOBAL_WRITE: &[&str] = &[
+    "stop",
+    "trace_add",
+    "trace_clear",
+    "capture",
+    "timewarp",
+    "hotconfig",
+];
 
 /// `element.handler` → (element, handler); no dot is a global handler.
 fn split_spec(spec: &str) -> (Option<&str>, &str) {
@@ -206,6 +214,15 @@ pub(crate) fn write(
                 // Workers napping until a timer wake up to wait anew.
                 crate::notifier::unpark_all(core);
                 Ok(())
+            }
+            // A hot swap (`-R`): built now, swapped once the writer (an
+            // element of this router) has returned.
+            "hotconfig" => {
+                let hot = core.hot.lock().unwrap_or_else(|e| e.into_inner()).upgrade();
+                match hot {
+                    Some(hot) => hot.hotconfig_from_router(value).map_err(|e| e.msg),
+                    None => Err("hotconfig: hot reconfiguration not enabled (run with -R)".into()),
+                }
             }
             _ => Err(format!("no write handler '{h}'")),
         };

@@ -33,6 +33,14 @@
 //! with the same type and address as one of the old configuration takes
 //! over its open socket, connections included (see [`Hot::hotconfig`]);
 //! every control socket reaches the current router and `hotconfig`.
+//!
+//! The router's own elements (a Script's or DriverManager's `write
+//! hotconfig`, through the global handler) swap too, with `-R`
+//! ([`Hot::hotconfig_from_router`]): the writer runs on a worker of the
+//! router being replaced, so the write builds and prepares, asks the old
+//! router to stop and returns; the hand-over happens once the writer's
+//! task has returned, never inside it. Under simulated time the new
+//! router's clock goes on from the old one's.
 
 use crate::control::{Backend, CsError, RouterHandle};
 pub use crate::core::Gate;
@@ -176,6 +184,48 @@ struct State {
     exiting: bool,
 }
 
+/// A swap prepared ([`Hot::prepare`]): the new router waits at its gate,
+/// the hand-over is set on the old one and reports on `rx`.
+struct Prepared {
+    old: Arc<Router>,
+    new: Arc<Router>,
+    rx: mpsc::Receiver<Swapped>,
+}
+
+/// The right to swap (one swap at a time), given back when dropped.
+struct SwapSlot<H: std::ops::Deref<Target = Hot>>(H);
+
+impl<H: std::ops::Deref<Target = Hot>> SwapSlot<H> {
+    /// Waits until no other swap is under way.
+    fn wait(hot: H) -> Self {
+        let mut busy = lock(&hot.swapping);
+        while *busy {
+            busy = hot.swap_free.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy = true;
+        drop(busy);
+        SwapSlot(hot)
+    }
+
+    /// The slot if no other swap is under way.
+    fn try_take(hot: H) -> Option<Self> {
+        let mut busy = lock(&hot.swapping);
+        if *busy {
+            return None;
+        }
+        *busy = true;
+        drop(busy);
+        Some(SwapSlot(hot))
+    }
+}
+
+impl<H: std::ops::Deref<Target = Hot>> Drop for SwapSlot<H> {
+    fn drop(&mut self) {
+        *lock(&self.0.swapping) = false;
+        self.0.swap_free.notify_all();
+    }
+}
+
 /// A router that can be replaced while it runs. [`Hot::run`] runs the
 /// current router, and waits for the next after each swap, until one stops
 /// for good.
@@ -188,8 +238,11 @@ pub struct Hot {
     state: Mutex<State>,
     /// The threads running the routers swapped in, oldest first.
     runners: Mutex<VecDeque<std::thread::JoinHandle<()>>>,
-    /// One hot swap at a time.
-    swapping: Mutex<()>,
+    /// One hot swap at a time: whether one is under way, and its end.
+    swapping: Mutex<bool>,
+    swap_free: std::sync::Condvar,
+    /// The threads finishing swaps a router's own element asked for.
+    finishers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     timings: Mutex<Vec<SwapTiming>>,
     discarded: std::sync::atomic::AtomicU64,
     /// Itself, for the backend of the routers' control sockets.
@@ -225,12 +278,15 @@ impl Hot {
             allow,
             state: Mutex::new(State::default()),
             runners: Mutex::new(VecDeque::new()),
-            swapping: Mutex::new(()),
+            swapping: Mutex::new(false),
+            swap_free: std::sync::Condvar::new(),
+            finishers: Mutex::new(Vec::new()),
             timings: Mutex::new(Vec::new()),
             discarded: Default::default(),
             me: me.clone(),
         });
         crate::control::set_backends(&hot.current().core, &hot.backend());
+        *lock(&hot.current().core.hot) = hot.me.clone();
         hot
     }
 
@@ -261,6 +317,12 @@ impl Hot {
             let next = lock(&self.runners).pop_front();
             let Some(runner) = next else {
                 lock(&self.state).exiting = true;
+                // Swaps asked for from inside a router have handed over
+                // (or given up) by now; their threads end.
+                let finishers = std::mem::take(&mut *lock(&self.finishers));
+                for f in finishers {
+                    let _ = f.join();
+                }
                 return;
             };
             if lock(&self.state).exiting {
@@ -332,7 +394,74 @@ impl Hot {
             ) -> Result<Router, Vec<paraclick_lang::Diagnostic>>
             + Send,
     ) -> Result<SwapTiming, CsError> {
-        let _one = lock(&self.swapping);
+        let _one = SwapSlot::wait(self);
+        let prepared = self.prepare(sources, build)?;
+        self.finish(prepared, true)
+    }
+
+    /// `hotconfig` written by an element of the running router (a
+    /// Script's or DriverManager's `write hotconfig`): the configuration
+    /// is built, the new router prepared and the old one asked to stop
+    /// before this returns (errors come back located, the old router
+    /// running); the hand-over, which waits for the old router's workers
+    /// (the writer's among them) to reach a safe point, happens once the
+    /// writer has returned, and a thread of its own waits for it. The
+    /// rest of the writer's task runs (a script goes on to its next
+    /// instruction, as in Click), then the old router stops. One swap at a
+    /// time: a write while one is under way is refused, not waited for
+    /// (its writer may be what the swap waits for).
+    pub fn hotconfig_from_router(&self, text: &str) -> Result<(), CsError> {
+        if !self.allow {
+            return Err(CsError::new(
+                530,
+                "hotconfig: hot reconfiguration not enabled (run with -R)",
+            ));
+        }
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| CsError::new(540, "hotconfig: the router has stopped"))?;
+        let slot = SwapSlot::try_take(me.clone())
+            .ok_or_else(|| CsError::new(520, "hotconfig: another hot swap is under way"))?;
+        let src = Source {
+            name: "hotconfig".into(),
+            text: text.to_string(),
+        };
+        let mut set = SourceSet::default();
+        set.add(src.clone());
+        let prepared = self.prepare(&set, |reg, opts, old| {
+            Router::build_replacing(&src, reg, opts, old)
+        })?;
+        // Asked now, so that the old router does no more (under simulated
+        // time its clock does not move on) before the swap: the writer's
+        // task returns, and its worker stops.
+        let t0 = Self::stop_old(&prepared);
+        let finisher = std::thread::Builder::new()
+            .name("paraclick-swap".into())
+            .spawn(move || {
+                let _slot = slot;
+                if let Err(e) = me.finish_stopped(prepared, t0, false) {
+                    eprintln!("paraclick: {}", e.msg);
+                }
+            })
+            .map_err(|e| CsError::new(520, format!("hotconfig: cannot start a thread: {e}")))?;
+        lock(&self.finishers).push(finisher);
+        Ok(())
+    }
+
+    /// A swap's first half, while the old router runs: builds the new
+    /// router, starts it behind its closed gate, and sets the hand-over
+    /// on the old router (it runs when the old router's run ends).
+    fn prepare(
+        &self,
+        sources: &SourceSet,
+        build: impl FnOnce(
+                &Registry,
+                &BuildOptions,
+                &Router,
+            ) -> Result<Router, Vec<paraclick_lang::Diagnostic>>
+            + Send,
+    ) -> Result<Prepared, CsError> {
         let old = self.current();
         // Its control sockets of the same type and address as the old
         // router's take them over (open connections included) below.
@@ -375,6 +504,7 @@ impl Hot {
         })?;
         let new = Arc::new(new);
         crate::control::set_backends(&new.core, &self.backend());
+        *lock(&new.core.hot) = self.me.clone();
         // Prepare, while the old router runs: a thread runs the new one,
         // whose workers get set up and wait at its closed gate.
         let nc = &new.core;
@@ -420,6 +550,8 @@ impl Hot {
                     let _m = lock(&oc.migrating);
                     take_state(&new.core, oc)
                 };
+                // Simulated time goes on from where the old router's stood.
+                new.core.clock.advance_to(oc.clock.now_ns());
                 *lock(&current) = new.clone();
                 let t_taken = Instant::now();
                 new.core.start_gate.open();
@@ -430,13 +562,30 @@ impl Hot {
                 let _ = tx.send((t_quiet, t_taken, rep));
             })
         };
-        let t0 = Instant::now();
         if set_handover(&old.core, hand_over).is_err() {
             // The old router's run ended by itself meanwhile.
             lock(&self.state).pending = None;
             abandon(&new);
             return Err(CsError::new(540, "hotconfig: the router has stopped"));
         }
+        Ok(Prepared { old, new, rx })
+    }
+
+    /// A swap's second half: stops the old router (its last worker hands
+    /// over) and waits for the new one to run. `report`: a line on stderr
+    /// with the timing (a swap a router's own element asked for is
+    /// quiet, as in Click; its timing is in `hotswaps` all the same).
+    fn finish(&self, p: Prepared, report: bool) -> Result<SwapTiming, CsError> {
+        let t0 = Self::stop_old(&p);
+        self.finish_stopped(p, t0, report)
+    }
+
+    /// Asks the old router to stop (its last worker to stop hands over);
+    /// returns when it asked. Called from a worker of the old router too,
+    /// which stops once it returns.
+    fn stop_old(p: &Prepared) -> Instant {
+        let old = &p.old;
+        let t0 = Instant::now();
         // Napping old workers are at a safe point: no need to wait for
         // them to wake (if the last is claimed, the hand-over runs here).
         // Claimed before the stop unparks them, which would make them
@@ -444,6 +593,18 @@ impl Hot {
         old.core.running.store(false, Ordering::SeqCst);
         claim_napping(&old.core);
         old.stop();
+        t0
+    }
+
+    /// [`Hot::finish`] once [`Hot::stop_old`] asked the old router to
+    /// stop, at `t0`.
+    fn finish_stopped(
+        &self,
+        p: Prepared,
+        t0: Instant,
+        report: bool,
+    ) -> Result<SwapTiming, CsError> {
+        let Prepared { old, new, rx } = p;
         let swapped = rx.recv_timeout(Duration::from_secs(30));
         lock(&self.state).pending = None;
         let (t_quiet, t_taken, rep) = match swapped {
@@ -467,7 +628,8 @@ impl Hot {
         };
         lock(&self.timings).push(timing);
         self.discarded.fetch_add(rep.discarded, Ordering::Relaxed);
-        eprintln!(
+        if report {
+            eprintln!(
             "paraclick: hotconfig: swapped in {} us (stop {} us, state {} us, start {} us; {} elements took state{})",
             timing.pause.as_micros(),
             timing.stop.as_micros(),
@@ -479,7 +641,8 @@ impl Hot {
             } else {
                 String::new()
             }
-        );
+            );
+        }
         crate::control::hand_over_servers(&old.core, &new.core);
         // The old router goes away here (or with its runner), off the
         // data path, and its control sockets not taken over with it.

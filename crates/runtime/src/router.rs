@@ -196,6 +196,7 @@ impl Router {
             reg,
             opts,
             crate::control::server_keys(&old.core),
+            old.core.clock.now_ns(),
         )
     }
 
@@ -216,6 +217,7 @@ impl Router {
             reg,
             opts,
             crate::control::server_keys(&old.core),
+            old.core.clock.now_ns(),
         )
     }
 
@@ -301,17 +303,20 @@ impl Router {
         reg: &Registry,
         opts: &BuildOptions,
     ) -> Result<Router, Vec<Diagnostic>> {
-        Self::from_graph_offering(graph, src, reg, opts, Vec::new())
+        Self::from_graph_offering(graph, src, reg, opts, Vec::new(), 0)
     }
 
     /// [`Router::from_graph`], offering the elements the servers of a
-    /// router being replaced (their keys).
+    /// router being replaced (their keys); under simulated time the clock
+    /// starts at `sim_start` (the replaced router's time: time goes on
+    /// across a swap, as in Click, so tables' ages and timeouts do).
     fn from_graph_offering(
         graph: FlatGraph,
         src: &Source,
         reg: &Registry,
         opts: &BuildOptions,
         offered: Vec<String>,
+        sim_start: u64,
     ) -> Result<Router, Vec<Diagnostic>> {
         let nthreads = opts.threads.max(1);
         let checked = match Self::check(&graph, reg) {
@@ -359,7 +364,9 @@ impl Router {
             stop_requests: AtomicU64::new(0),
             driver: None,
             clock: if opts.simtime {
-                crate::time::RouterClock::simulated()
+                let c = crate::time::RouterClock::simulated();
+                c.advance_to(sim_start);
+                c
             } else {
                 crate::time::RouterClock::real()
             },
@@ -387,6 +394,7 @@ impl Router {
             start_gate: crate::core::Gate::new(true),
             workers_done: std::sync::atomic::AtomicUsize::new(0),
             handover: Mutex::new(None),
+            hot: Mutex::new(std::sync::Weak::new()),
             domains: crate::fault::Domains::new(
                 &opts.fault_domains,
                 &opts.cpu_shares,

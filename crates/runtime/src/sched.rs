@@ -902,9 +902,9 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     let mut idle: u32 = 0;
     let mut idle_since = 0u64;
     let mut naps: u64 = 0;
-    let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
-    let park_after = (PARK_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
-    let fd_wait_after = (FD_WAIT_AFTER.as_secs_f64() * clock::cycles_per_second()) as u64;
+    let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
+    let park_after = (PARK_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
+    let fd_wait_after = (FD_WAIT_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
     let early = HINT_NAP_EARLY.as_nanos() as u64;
     let mut claimed = false;
     // The poll set of a wait on descriptors, kept between waits.

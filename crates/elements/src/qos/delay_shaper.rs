@@ -6,7 +6,9 @@
 //!
 //! Pulls packets from its input and delays each for at least DELAY: a
 //! packet with timestamp T is emitted no earlier than T + DELAY. On
-//! output, the packet's timestamp is set to the current time. Both input
+//! output, the packet's timestamp is set to the current time. A packet
+//! without a timestamp (as in Click, one whose seconds part is zero) is
+//! stamped with the time it is pulled, so it is held DELAY. Both input
 //! and output are pull (unlike DelayUnqueue): the packet being delayed is
 //! held here, at most one at a time, and pulls return nothing until it is
 //! due. SetTimestamp can stamp packets beforehand.
@@ -51,6 +53,18 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<DelayShaper, String> {
     })
 }
 
+/// Stamps a packet just pulled that has no timestamp with `now`, the time
+/// it was pulled: as in Click, a timestamp whose seconds part is zero
+/// counts as not set.
+pub(crate) fn stamp_if_unset(p: Option<Packet>, now: Timestamp) -> Option<Packet> {
+    p.map(|mut p| {
+        if p.timestamp().sec() == 0 {
+            p.set_timestamp(now);
+        }
+        p
+    })
+}
+
 /// When a packet stamped `ts` is due, `delay_ns` later.
 pub(crate) fn due(ts: Timestamp, delay_ns: u64) -> Timestamp {
     Timestamp(ts.0.saturating_add(delay_ns as i64))
@@ -80,7 +94,8 @@ impl Element for DelayShaper {
         let now = cx.timestamp();
         while out.len() < max.max(1) {
             if held.is_none() {
-                *held = cx.pull(0, 1).and_then(|b| b.into_iter().next());
+                let p = cx.pull(0, 1).and_then(|b| b.into_iter().next());
+                *held = stamp_if_unset(p, now);
             }
             let Some(p) = held.as_ref() else { break };
             let at = due(p.timestamp(), delay);
@@ -155,6 +170,30 @@ mod tests {
         let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
         let mut p = tagged(1, 60);
         p.set_timestamp(Timestamp(start));
+        fill(&r, "q", vec![p]);
+        assert!(r.pull_from("s", 0, 8).unwrap().is_none());
+        paraclick_runtime::testing::advance(
+            &r,
+            Duration::from_millis(10) - Duration::from_nanos(1),
+        );
+        assert!(r.pull_from("s", 0, 8).unwrap().is_none());
+        paraclick_runtime::testing::advance(&r, Duration::from_nanos(1));
+        let b = r.pull_from("s", 0, 8).unwrap().unwrap();
+        assert_eq!(tags(b.as_slice()), vec![1]);
+        assert_eq!(b.as_slice()[0].timestamp(), Timestamp(start + 10_000_000));
+    }
+
+    #[test]
+    fn an_unstamped_packet_is_held_delay_from_its_pull() {
+        // Stamped 0.5 s after the epoch: not set, for Click; without the
+        // rule it would be long due and leave at once.
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::test_kit::reg(),
+            "Idle -> q :: Queue(100) -> s :: DelayShaper(10ms); s -> Unqueue(ACTIVE false) -> TestSink;",
+        );
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        let mut p = tagged(1, 60);
+        p.set_timestamp(Timestamp(500_000_000));
         fill(&r, "q", vec![p]);
         assert!(r.pull_from("s", 0, 8).unwrap().is_none());
         paraclick_runtime::testing::advance(

@@ -6,8 +6,10 @@
 //!
 //! Pulls packets from its input and delays each for at least DELAY: a
 //! packet with timestamp T is pushed out no earlier than T + DELAY, and
-//! leaves with its timestamp set to that delayed time. The packet being
-//! delayed is held here (one at a time, in order).
+//! leaves with its timestamp set to that delayed time. A packet without a
+//! timestamp (as in Click, one whose seconds part is zero) is stamped with
+//! the time it is pulled, so it is held DELAY. The packet being delayed
+//! is held here (one at a time, in order).
 //!
 //! Ports: 1 input (pull), 1 output (push). It owns a task.
 //!
@@ -21,7 +23,7 @@
 //!
 //!     ... -> SetTimestamp -> Queue -> DelayUnqueue(0.1) -> ToDevice(eth0);
 
-use super::delay_shaper::{due, show_delay};
+use super::delay_shaper::{due, show_delay, stamp_if_unset};
 use paraclick_packet::anno::Timestamp;
 use paraclick_packet::Packet;
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx};
@@ -59,7 +61,8 @@ impl DelayUnqueue {
         let mut out = Vec::new();
         while out.len() < 32 {
             if held.is_none() {
-                *held = cx.pull(0, 1).and_then(|b| b.into_iter().next());
+                let p = cx.pull(0, 1).and_then(|b| b.into_iter().next());
+                *held = stamp_if_unset(p, now);
             }
             let Some(p) = held.as_ref() else { break };
             let t = due(p.timestamp(), delay);
@@ -141,6 +144,36 @@ mod tests {
         assert_eq!(r.total_queued(), 2);
         assert_eq!(r.read_handler("u.delay").unwrap(), "1.000000");
         assert!(bad("Idle -> Queue -> DelayUnqueue(x) -> Discard;"));
+    }
+
+    #[test]
+    fn unstamped_packets_are_held_delay_from_their_pull() {
+        // Simulated time, far from the epoch: a packet stamped 0 or within
+        // the epoch's first second has no timestamp (Click's rule) and
+        // leaves DELAY after it is pulled, stamped with that moment; one
+        // stamped long ago (a real stamp) leaves at once, at T + DELAY.
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::test_kit::reg(),
+            "Idle -> q :: Queue(100) -> u :: DelayUnqueue(30ms) -> o :: TestSink;
+             Script(wait 100ms, stop);",
+        );
+        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+        let mut a = tagged(1, 60);
+        a.set_timestamp(Timestamp(0));
+        let mut b = tagged(2, 60);
+        b.set_timestamp(Timestamp(120_000_000));
+        let mut c = tagged(3, 60);
+        c.set_timestamp(Timestamp(5_000_000_000));
+        fill(&r, "q", vec![a, b, c]);
+        paraclick_runtime::testing::run(&r);
+        let out = r.element::<TestSink>("o").unwrap().take();
+        assert_eq!(tags(&out), vec![1, 2, 3]);
+        let left: Vec<i64> = out.iter().map(|p| p.timestamp().0).collect();
+        assert_eq!(
+            left,
+            [start + 30_000_000, start + 60_000_000, 5_030_000_000],
+            "due times: each unstamped one DELAY after its pull"
+        );
     }
 
     #[test]
