@@ -52,6 +52,10 @@ pub(crate) struct Inner {
     pub(crate) net: i32,
     pub(crate) trans: i32,
     pub(crate) home: u32,
+    /// The packet tracer's mark (see [`crate::Packet::trace`]): beside
+    /// `home`, which freeing reads anyway, so that freeing an unmarked
+    /// buffer pays one more test of a line already loaded.
+    pub(crate) trace: u32,
     pub(crate) anno: Anno,
     pub(crate) buf: Box<[u8]>,
 }
@@ -65,6 +69,7 @@ impl Inner {
             net: -1,
             trans: -1,
             home,
+            trace: 0,
             anno: Anno::new(),
             buf: vec![0u8; size].into_boxed_slice(),
         })
@@ -207,7 +212,7 @@ impl Local {
 
     #[inline]
     fn free(&mut self, b: Box<Inner>) {
-        if b.home == self.id && b.buf.len() == BUFFER_SIZE {
+        if b.home == self.id && b.buf.len() == BUFFER_SIZE && b.trace == 0 {
             self.free.push(b);
         } else {
             self.free_slow(b);
@@ -215,7 +220,16 @@ impl Local {
     }
 
     #[cold]
-    fn free_slow(&mut self, b: Box<Inner>) {
+    fn free_slow(&mut self, mut b: Box<Inner>) {
+        if b.trace != 0 {
+            // A marked packet's end: the tracer counts them alive.
+            b.trace = 0;
+            crate::packet::marked_gone();
+            if b.home == self.id && b.buf.len() == BUFFER_SIZE {
+                self.free.push(b);
+                return;
+            }
+        }
         if b.home == self.id {
             // An oversized buffer: release its memory and its place.
             self.created -= 1;
@@ -395,6 +409,18 @@ pub(crate) fn free(b: Box<Inner>) {
             l.free(b);
         }
     });
+    if let Some(b) = b {
+        free_unpooled(b);
+    }
+}
+
+/// Releases a buffer no pool takes (this thread's is gone or busy).
+#[cold]
+#[inline(never)]
+fn free_unpooled(b: Box<Inner>) {
+    if b.trace != 0 {
+        crate::packet::marked_gone();
+    }
 }
 
 /// Up to `n` new packets of `len` bytes after `headroom` bytes (which
