@@ -410,14 +410,15 @@ pub(crate) fn free(b: Box<Inner>) {
         }
     });
     if let Some(b) = b {
-        free_unpooled(b);
+        unpooled(&b);
     }
 }
 
-/// Releases a buffer no pool takes (this thread's is gone or busy).
+/// A buffer no pool takes (this thread's is gone or busy), about to be
+/// released: the end of a marked packet too.
 #[cold]
 #[inline(never)]
-fn free_unpooled(b: Box<Inner>) {
+fn unpooled(b: &Inner) {
     if b.trace != 0 {
         crate::packet::marked_gone();
     }
