@@ -21,7 +21,7 @@
 //! worker's loop when the router's sync epoch moved, which the tracer's
 //! handlers move). While tracing, batches that hold a marked packet go on
 //! one packet at a time (in order), and only marked packets write records.
-//! A trace turns itself off ([`Tracer::settle`]) once its N marks are
+//! A trace turns itself off (`Tracer::settle`) once its N marks are
 //! taken and no marked packet is alive any more (the packet crate counts
 //! them, [`paraclick_packet::packet::marked_packets`]: a mark, a copy of a
 //! marked packet, a marked packet freed), so that afterwards no packet
