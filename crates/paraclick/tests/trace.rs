@@ -593,11 +593,22 @@ fn a_finished_trace_turns_itself_off_but_not_while_a_copy_is_queued() {
                 t[0] -> d0 :: Discard;
                 t[1] -> q :: Queue(100) -> u :: Unqueue(ACTIVE false) -> d1 :: Discard;
                 StaticThreadSched(src 0, u 1);";
-    let mut child = std::process::Command::new(bin())
-        .args(["-j", "2", "-u", s, "-e", conf])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    // Killed if the test fails, so no router outlives it.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Kill(
+        std::process::Command::new(bin())
+            .args(["-j", "2", "-u", s, "-e", conf])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let ctl = |args: &[&str]| {
         let mut a = vec!["ctl", "-u", s];
         a.extend_from_slice(args);
@@ -673,6 +684,6 @@ fn a_finished_trace_turns_itself_off_but_not_while_a_copy_is_queued() {
     }
     assert!(!t.contains("trace 4:"), "{t}");
     ctl(&["write", "stop"]);
-    child.wait().unwrap();
+    child.0.wait().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
