@@ -123,10 +123,6 @@ pub struct Anno {
     pub seq: u64,
     /// Free-form bytes for elements' private annotations.
     pub user: [u8; USER_ANNO_SIZE],
-    /// The packet tracer's mark: the number of the trace that follows
-    /// this packet, 0 if none (paraclick's; copied with the other
-    /// annotations, so clones and encapsulated packets stay traced).
-    pub trace: u32,
 }
 
 impl Anno {
@@ -145,7 +141,6 @@ impl Anno {
             extra_length: 0,
             seq: 0,
             user: [0; USER_ANNO_SIZE],
-            trace: 0,
         }
     }
 }

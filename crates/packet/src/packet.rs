@@ -4,6 +4,7 @@ use crate::anno::{Anno, Timestamp};
 use crate::pool::{self, Inner, BUFFER_SIZE, HEADROOM};
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// A packet: a handle to a pooled buffer holding the data between `start`
 /// and `end`, with headroom in front and tailroom behind, header offsets and
@@ -24,6 +25,26 @@ impl fmt::Display for NoBuffer {
 }
 
 impl std::error::Error for NoBuffer {}
+
+/// Marked packets alive in this process (see [`marked_packets`]).
+static MARKED: AtomicIsize = AtomicIsize::new(0);
+
+/// How many packets carrying a tracer's mark ([`Packet::trace`]) are
+/// alive in this process: a mark set or copied adds one, a marked packet
+/// freed (sent, dropped, consumed) or unmarked takes one away. The tracer
+/// turns itself off once its marks are taken and this is 0, so that no
+/// packet pays for a trace that can no longer record anything.
+#[inline]
+pub fn marked_packets() -> isize {
+    MARKED.load(Ordering::SeqCst)
+}
+
+/// A marked buffer was released or unmarked.
+#[cold]
+#[inline(never)]
+pub(crate) fn marked_gone() {
+    MARKED.fetch_sub(1, Ordering::SeqCst);
+}
 
 impl Drop for Packet {
     #[inline]
@@ -109,6 +130,9 @@ impl Packet {
         o.net = mv(i.net);
         o.trans = mv(i.trans);
         o.anno = i.anno;
+        if i.trace != 0 {
+            p.set_trace(i.trace);
+        }
         Some(p)
     }
 
@@ -151,6 +175,31 @@ impl Packet {
     #[inline]
     pub fn anno_mut(&mut self) -> &mut Anno {
         &mut self.inner.anno
+    }
+
+    /// The packet tracer's mark: the number of the trace that follows
+    /// this packet, 0 if none. A copy ([`Packet::clone_packet`]) and a
+    /// reallocated packet keep it; an element that builds a new packet
+    /// standing for this one (a fragment, an ICMP error about it) copies
+    /// it with [`Packet::set_trace`].
+    #[inline]
+    pub fn trace(&self) -> u32 {
+        self.inner.trace
+    }
+
+    /// Sets the tracer's mark (see [`Packet::trace`]). The process counts
+    /// marked packets alive ([`marked_packets`]), so the mark is not an
+    /// annotation anyone may copy: it changes only here.
+    #[inline]
+    pub fn set_trace(&mut self, id: u32) {
+        let old = std::mem::replace(&mut self.inner.trace, id);
+        match (old != 0, id != 0) {
+            (false, true) => {
+                MARKED.fetch_add(1, Ordering::SeqCst);
+            }
+            (true, false) => marked_gone(),
+            _ => {}
+        }
     }
 
     #[inline]
@@ -233,6 +282,8 @@ impl Packet {
         p.inner.net = mv(self.inner.net);
         p.inner.trans = mv(self.inner.trans);
         p.inner.anno = self.inner.anno;
+        // The mark moves with the packet: the old buffer goes unmarked.
+        p.inner.trace = std::mem::take(&mut self.inner.trace);
         std::mem::swap(self, &mut p);
         Ok(())
     }
@@ -373,7 +424,13 @@ impl Packet {
     /// lost. A packet with a pooled buffer comes back unchanged.
     pub fn into_external(self) -> Result<crate::pool::ExtBuffer, Packet> {
         if self.inner.owner.is_some() {
-            Ok(crate::pool::ExtBuffer(self.into_inner()))
+            let mut inner = self.into_inner();
+            if inner.trace != 0 {
+                // A marked packet's end: the tracer counts them alive.
+                inner.trace = 0;
+                marked_gone();
+            }
+            Ok(crate::pool::ExtBuffer(inner))
         } else {
             Err(self)
         }
@@ -465,6 +522,46 @@ mod tests {
         assert_eq!(q.data(), &[42, 2, 3]);
         assert_eq!(q.anno().paint, 5);
         assert_eq!(q.network_header_offset(), Some(1));
+    }
+
+    /// The only test here that marks packets: the count is the process's.
+    #[test]
+    fn marked_packets_are_counted_from_mark_to_free() {
+        let base = marked_packets();
+        let mut p = Packet::from_slice(&[1; 40]).unwrap();
+        assert_eq!(marked_packets(), base, "a fresh packet is unmarked");
+        p.set_trace(7);
+        p.set_trace(8);
+        assert_eq!(marked_packets(), base + 1, "marking twice counts once");
+        let q = p.clone_packet().unwrap();
+        assert_eq!(q.trace(), 8, "a copy keeps the mark");
+        assert_eq!(marked_packets(), base + 2, "and counts");
+        p.push(HEADROOM + 10).unwrap();
+        assert_eq!(p.trace(), 8, "a reallocated packet keeps it");
+        assert_eq!(marked_packets(), base + 2, "and is still one packet");
+        drop(p);
+        assert_eq!(marked_packets(), base + 1);
+        let mut b = crate::Batch::new();
+        b.push(q);
+        b.push(Packet::from_slice(&[2; 40]).unwrap());
+        drop(b);
+        assert_eq!(marked_packets(), base, "a batch's marked packet freed");
+        let mut r = Packet::from_slice(&[3; 40]).unwrap();
+        r.set_trace(9);
+        r.set_trace(0);
+        assert_eq!(marked_packets(), base, "unmarked");
+        drop(r);
+        assert_eq!(marked_packets(), base);
+        let mut s = Packet::from_slice(&[4; 40]).unwrap();
+        s.set_trace(1);
+        drop(s);
+        let t = Packet::from_slice(&[5; 40]).unwrap();
+        assert_eq!(t.trace(), 0, "a recycled buffer comes unmarked");
+        // Freed on another thread: released there, counted there.
+        let mut u = Packet::from_slice(&[6; 40]).unwrap();
+        u.set_trace(2);
+        std::thread::spawn(move || drop(u)).join().unwrap();
+        assert_eq!(marked_packets(), base);
     }
 
     #[test]

@@ -53,6 +53,10 @@ pub(crate) struct Inner {
     pub(crate) net: i32,
     pub(crate) trans: i32,
     pub(crate) home: u32,
+    /// The packet tracer's mark (see [`crate::Packet::trace`]): beside
+    /// `home`, which freeing reads anyway, so that freeing an unmarked
+    /// buffer pays one more test of a line already loaded.
+    pub(crate) trace: u32,
     pub(crate) anno: Anno,
     pub(crate) buf: Buf,
     /// The owner of an external buffer ([`EXTERNAL`] home), to which it
@@ -73,6 +77,7 @@ impl Inner {
             net: -1,
             trans: -1,
             home,
+            trace: 0,
             anno: Anno::new(),
             buf: Buf::owned(vec![0u8; size].into_boxed_slice()),
             owner: None,
@@ -178,6 +183,7 @@ impl ExtBuffer {
             net: -1,
             trans: -1,
             home: EXTERNAL,
+            trace: 0,
             anno: Anno::new(),
             buf: Buf { ptr, len },
             owner: Some(owner),
@@ -368,7 +374,7 @@ impl Local {
 
     #[inline]
     fn free(&mut self, b: Box<Inner>) {
-        if b.home == self.id && b.buf.len() == BUFFER_SIZE {
+        if b.home == self.id && b.buf.len() == BUFFER_SIZE && b.trace == 0 {
             self.free.push(b);
         } else {
             self.free_slow(b);
@@ -376,7 +382,16 @@ impl Local {
     }
 
     #[cold]
-    fn free_slow(&mut self, b: Box<Inner>) {
+    fn free_slow(&mut self, mut b: Box<Inner>) {
+        if b.trace != 0 {
+            // A marked packet's end: the tracer counts them alive.
+            b.trace = 0;
+            crate::packet::marked_gone();
+            if b.home == self.id && b.buf.len() == BUFFER_SIZE {
+                self.free.push(b);
+                return;
+            }
+        }
         if b.home == EXTERNAL {
             self.free_external(b);
             return;
@@ -592,8 +607,20 @@ pub(crate) fn free(b: Box<Inner>) {
             }
         }
     });
-    if let Some(b) = b {
+    if let Some(mut b) = b {
+        unpooled(&mut b);
         release_now(b);
+    }
+}
+
+/// A buffer no pool takes (this thread's is gone or busy), about to be
+/// released: the end of a marked packet too.
+#[cold]
+#[inline(never)]
+fn unpooled(b: &mut Inner) {
+    if b.trace != 0 {
+        b.trace = 0;
+        crate::packet::marked_gone();
     }
 }
 

@@ -222,7 +222,7 @@ pub fn client(
     token_file: Option<&str>,
     words: &[String],
 ) -> u8 {
-    let usage = "usage: paraclick ctl [-p PORT | -u PATH] [--token-file FILE] read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | trace add N [FILTER] | trace show | trace clear | capture E[PORT] FILE|- [N] [ENCAP] | capture stop";
+    let usage = "usage: paraclick ctl [-p PORT | -u PATH] [--token-file FILE] read E.H [PARAM] | write E.H [VALUE] | list | handlers E | drops | trace add N [FILTER] | trace show | trace status | trace clear | capture E[PORT] FILE|- [N] [ENCAP] | capture stop";
     let token = match token_file.map(|f| control::Secret::from_file(std::path::Path::new(f))) {
         None => None,
         Some(Ok(t)) => Some(t),
@@ -274,6 +274,7 @@ pub fn client(
                 )
             }
             ("show", []) => (b"READ trace\r\n".to_vec(), true),
+            ("status", []) => (b"READ trace_status\r\n".to_vec(), true),
             ("clear", []) => (b"WRITE trace_clear\r\n".to_vec(), false),
             _ => {
                 eprintln!("{usage}");

@@ -252,7 +252,7 @@ fn a_filter_chooses_the_packets_to_trace() {
         .unwrap()
         .take()
         .iter()
-        .map(|p| p.anno().trace)
+        .map(|p| p.trace())
         .collect();
     assert_eq!(marks, [0, 1, 0], "the first match only");
     // Bad filters are errors naming the problem, never panics.
@@ -282,7 +282,7 @@ fn clones_and_encapsulated_packets_stay_traced() {
             .unwrap()
             .take()
             .iter()
-            .map(|p| p.anno().trace)
+            .map(|p| p.trace())
             .collect::<Vec<_>>()
     };
     assert_eq!(marks("a"), [1, 0], "the first packet's copy");
@@ -323,7 +323,7 @@ fn an_icmp_error_about_a_traced_packet_is_traced_on_its_way() {
         .unwrap()
         .take()
         .iter()
-        .map(|p| p.anno().trace)
+        .map(|p| p.trace())
         .collect::<Vec<_>>();
     assert_eq!(marks, [1], "the error carries the trace mark");
     let t = &traces(&r)[&1];
@@ -356,7 +356,7 @@ fn an_icmp_error_about_a_traced_packet_is_traced_on_its_way() {
         .unwrap()
         .take()
         .iter()
-        .map(|p| p.anno().trace)
+        .map(|p| p.trace())
         .collect::<Vec<_>>();
     assert_eq!(marks6, [2], "the ICMPv6 error carries the trace mark");
     let t = &traces(&r)[&2];
@@ -572,5 +572,118 @@ fn ctl_lists_drops_and_runs_a_trace() {
     assert!(t.starts_with("no traces"), "{t}");
     ctl(&["write", "stop"]);
     child.wait().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A trace turns itself off once its marks are taken and no marked packet
+/// is alive, and not before: a copy of a traced packet waiting in a queue
+/// keeps it on (and is traced when pulled on the other thread) after the
+/// original is gone. Read through `trace_status`: the tracer's flag, the
+/// marks left, the marked packets alive, and how many workers' data paths
+/// still look at packets.
+#[test]
+fn a_finished_trace_turns_itself_off_but_not_while_a_copy_is_queued() {
+    let _g = one_at_a_time();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("trace-settle");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("s");
+    let s = sock.to_str().unwrap();
+    let conf = "src :: InfiniteSource(LENGTH 60, LIMIT 6, BURST 1, ACTIVE false) -> t :: Tee(2);
+                t[0] -> d0 :: Discard;
+                t[1] -> q :: Queue(100) -> u :: Unqueue(ACTIVE false) -> d1 :: Discard;
+                StaticThreadSched(src 0, u 1);";
+    // Killed if the test fails, so no router outlives it.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Kill(
+        std::process::Command::new(bin())
+            .args(["-j", "2", "-u", s, "-e", conf])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let ctl = |args: &[&str]| {
+        let mut a = vec!["ctl", "-u", s];
+        a.extend_from_slice(args);
+        let o = paraclick(&a);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    for _ in 0..400 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    // Waits for an event: a handler reaching a value (a generous bound
+    // only against a hang).
+    let wait_for = |h: &str, want: &str| {
+        let mut got = String::new();
+        for _ in 0..2000 {
+            got = ctl(&["read", h]);
+            if got.trim() == want {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("{h} stayed '{}', not '{want}'", got.trim());
+    };
+    let status = || ctl(&["trace", "status"]);
+    assert!(status().starts_with("on false\n"), "{}", status());
+    ctl(&["trace", "add", "3"]);
+    assert_eq!(
+        status(),
+        "on true\nmarks_left 3\nmarked_alive 0\nthreads_tracing 2\n",
+        "both workers trace once `trace add` returns"
+    );
+    ctl(&["write", "src.active", "true"]);
+    wait_for("d0.count", "6");
+    // The three marks are taken and the originals (or the copies) are
+    // gone through d0; the other three wait in q, still marked: the
+    // trace stays on, and the packets after the marked ones went on.
+    assert_eq!(
+        status(),
+        "on true\nmarks_left 0\nmarked_alive 3\nthreads_tracing 2\n",
+        "a queued copy of a traced packet keeps the trace on"
+    );
+    ctl(&["write", "u.active", "true"]);
+    wait_for("d1.count", "6");
+    assert_eq!(
+        status(),
+        "on false\nmarks_left 0\nmarked_alive 0\nthreads_tracing 0\n",
+        "once the last traced packet left, no worker looks at packets"
+    );
+    let t = ctl(&["trace", "show"]);
+    for id in 1..=3 {
+        let block: String = t
+            .split(&format!("trace {id}:\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no trace {id}: {t}"))
+            .split("\ntrace ")
+            .next()
+            .unwrap()
+            .to_string();
+        assert!(
+            block.contains("t[0] -> [0]d0 :: Discard")
+                && block.contains("thread 1  q[0] -> [0]u :: Unqueue  pulled")
+                && block.contains("thread 1  u[0] -> [0]d1 :: Discard")
+                && block.contains("left through d1 :: Discard"),
+            "trace {id}: both copies to their end, the queued one pulled on thread 1:\n{t}"
+        );
+    }
+    assert!(!t.contains("trace 4:"), "{t}");
+    ctl(&["write", "stop"]);
+    child.0.wait().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

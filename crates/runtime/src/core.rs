@@ -188,6 +188,9 @@ pub(crate) struct ThreadShared {
     /// The last synchronization epoch this worker has seen at the top of
     /// its loop (see `Core::barrier`).
     pub seen_epoch: AtomicU64,
+    /// Whether this worker's data path looks at packets for the tracer
+    /// (its context's flag, published when it changes: `trace_status`).
+    pub tracing: AtomicBool,
     /// Cycles spent running tasks (sampled, scaled) and timers.
     pub busy_cycles: AtomicU64,
     /// Whether this worker is inside its loop (the barrier waits only for
@@ -230,6 +233,7 @@ impl ThreadShared {
             idle_polls: AtomicU64::new(0),
             pool_id: std::sync::atomic::AtomicU32::new(0),
             seen_epoch: AtomicU64::new(0),
+            tracing: AtomicBool::new(false),
             busy_cycles: AtomicU64::new(0),
             alive: AtomicBool::new(false),
             parked: AtomicBool::new(false),

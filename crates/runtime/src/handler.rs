@@ -50,8 +50,10 @@ fn builtins(core: &Core, i: usize) -> impl Iterator<Item = &'static str> + '_ {
 
 /// Router-wide read handlers (`-h list`, a Script's `read version`).
 /// Click's, and paraclick's `nthreads`, `threads`, `drops` (every element
-/// and reason with drops, largest first: [`crate::drops`]) and `trace`
-/// (the traced packets' paths: [`crate::trace`]); see also
+/// and reason with drops, largest first: [`crate::drops`]), `trace`
+/// (the traced packets' paths: [`crate::trace`]) and `trace_status`
+/// (whether tracing is on, marks left, marked packets alive, workers
+/// looking at packets; reading it turns a finished trace off); see also
 /// [`crate::control`].
 pub const GLOBAL_READ: &[&str] = &[
     "version",
@@ -66,6 +68,7 @@ pub const GLOBAL_READ: &[&str] = &[
     "threads",
     "drops",
     "trace",
+    "trace_status",
     "capture",
     "capture_data",
     "timewarp",
@@ -182,11 +185,9 @@ pub(crate) fn write(
                 Ok(())
             }
             "trace_add" => {
-                core.tracer.add(core.nthreads, &core.arg_env, value)?;
-                // Every worker reads the tracer's flag at the top of its
-                // loop after this.
-                crate::crossing::barrier(core);
-                Ok(())
+                // Every worker reads the tracer's flags at the top of its
+                // loop: this waits until each has turned tracing on.
+                core.tracer.add_and_wait(core, value)
             }
             "trace_clear" => {
                 core.tracer.clear();
@@ -268,6 +269,7 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         "nthreads" => Ok(core.nthreads.to_string()),
         "drops" => Ok(crate::drops::router_text(core)),
         "trace" => Ok(core.tracer.show(core)),
+        "trace_status" => Ok(core.tracer.status(core)),
         "capture" => Ok(crate::capture::read(core)),
         "capture_data" => Ok(crate::capture::data(core)),
         "timewarp" => Ok(match core.clock.time_warp() {

@@ -5,7 +5,7 @@
 //! (an element without inputs), or the next N of them that match FILTER,
 //! an IPFilter/tcpdump expression evaluated where they enter. A marked
 //! packet carries its trace number in its annotations
-//! ([`paraclick_packet::anno::Anno::trace`]), so the mark goes with it
+//! ([`paraclick_packet::Packet::trace`]), so the mark goes with it
 //! through queues, across threads, into both copies of a clone and
 //! through encapsulation. `trace` (the `trace` global read handler) prints
 //! each traced packet's path: every hop it took (from element and output
@@ -21,6 +21,11 @@
 //! worker's loop when the router's sync epoch moved, which the tracer's
 //! handlers move). While tracing, batches that hold a marked packet go on
 //! one packet at a time (in order), and only marked packets write records.
+//! A trace turns itself off (`Tracer::settle`) once its N marks are
+//! taken and no marked packet is alive any more (the packet crate counts
+//! them, [`paraclick_packet::packet::marked_packets`]: a mark, a copy of a
+//! marked packet, a marked packet freed), so that afterwards no packet
+//! pays for it; its records stay until `trace_clear`.
 //!
 //! Records are written by the thread that handles the packet, without a
 //! lock, into its own bounded ring ([`RING_RECORDS`] records); a full ring
@@ -146,6 +151,12 @@ pub(crate) struct Tracer {
     lost: Box<[AtomicU64]>,
     store: Mutex<Store>,
     compiler: Option<FilterCompiler>,
+    /// Threads between taking a mark and setting it on their packet (so
+    /// that [`Tracer::idle`] cannot miss a packet being marked).
+    claiming: AtomicU32,
+    /// Held by `trace add` while it turns tracing on, so that
+    /// [`Tracer::settle`] cannot turn it off meanwhile.
+    pub(crate) ctl: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -168,7 +179,87 @@ impl Tracer {
             lost: (0..nthreads).map(|_| AtomicU64::new(0)).collect(),
             store: Mutex::new(Store::default()),
             compiler,
+            claiming: AtomicU32::new(0),
+            ctl: Mutex::new(()),
         }
+    }
+
+    /// Whether the trace can record nothing more: no marks left to take,
+    /// none being taken, no marked packet alive in this process (the count
+    /// is the process's: another router's marked packets keep this one on,
+    /// which costs time, never a record).
+    #[inline]
+    pub(crate) fn idle(&self) -> bool {
+        self.remaining.load(Ordering::SeqCst) == 0
+            && self.claiming.load(Ordering::SeqCst) == 0
+            && paraclick_packet::packet::marked_packets() <= 0
+    }
+
+    /// Turns tracing off if it is on and [`Tracer::idle`], moving the sync
+    /// epoch so every worker's data path stops looking at packets when it
+    /// next reaches the top of its loop. Whether it did. Called by a
+    /// worker that finds only unmarked packets while tracing, and by the
+    /// `trace_status` handler.
+    ///
+    /// Safe without waiting for the workers: once idle, no packet is
+    /// marked until a `trace add`, which turns tracing on everywhere
+    /// before it lets a mark be taken (it holds `ctl`, so this cannot
+    /// interleave).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn settle(&self, core: &Core) -> bool {
+        if !self.on.load(Ordering::SeqCst) {
+            return false;
+        }
+        let Ok(_g) = self.ctl.try_lock() else {
+            return false;
+        };
+        if !self.idle() {
+            return false;
+        }
+        self.on.store(false, Ordering::SeqCst);
+        core.sync_epoch.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
+    /// `trace_status`: whether tracing is on, marks left, marked packets
+    /// alive, and how many workers' data paths look at packets.
+    pub(crate) fn status(&self, core: &Core) -> String {
+        // Turned off here, or by a worker while another has not been
+        // round since (it may be parked): wait until every worker has.
+        let settled = self.settle(core);
+        let stale = !self.on.load(Ordering::SeqCst)
+            && core
+                .threads
+                .iter()
+                .any(|t| t.tracing.load(Ordering::Acquire));
+        if settled || stale {
+            crate::crossing::barrier(core);
+        }
+        let threads = core
+            .threads
+            .iter()
+            .filter(|t| t.tracing.load(Ordering::Acquire))
+            .count();
+        format!(
+            "on {}\nmarks_left {}\nmarked_alive {}\nthreads_tracing {threads}\n",
+            self.on.load(Ordering::SeqCst),
+            self.remaining.load(Ordering::SeqCst),
+            paraclick_packet::packet::marked_packets().max(0),
+        )
+    }
+
+    /// Takes a mark like [`Tracer::claim`] and sets it on `p`, seen as
+    /// taking by [`Tracer::idle`] until `p` counts as marked.
+    #[inline]
+    pub(crate) fn claim_for(&self, p: &mut Packet) -> Option<u32> {
+        self.claiming.fetch_add(1, Ordering::SeqCst);
+        let id = self.claim();
+        if let Some(id) = id {
+            p.set_trace(id);
+        }
+        self.claiming.fetch_sub(1, Ordering::SeqCst);
+        id
     }
 
     /// The filter now in effect.
@@ -184,7 +275,7 @@ impl Tracer {
     #[inline]
     pub(crate) fn claim(&self) -> Option<u32> {
         self.remaining
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(1))
             .ok()?;
         Some(self.last_id.fetch_add(1, Ordering::AcqRel) + 1)
     }
@@ -213,8 +304,22 @@ impl Tracer {
         }
     }
 
-    /// `trace add N [FILTER]`.
-    pub(crate) fn add(&self, nthreads: usize, env: &ArgEnv, value: &str) -> Result<(), String> {
+    /// `trace add N [FILTER]`: the handler. Turns tracing on, waits until
+    /// every worker has seen it, then lets the N marks be taken and waits
+    /// again: no packet is marked while a worker still skips the tracer
+    /// (a trace that turned itself off, [`Tracer::settle`], or none yet).
+    pub(crate) fn add_and_wait(&self, core: &Core, value: &str) -> Result<(), String> {
+        let _g = self.ctl.lock().unwrap_or_else(|e| e.into_inner());
+        let n = self.add(core.nthreads, &core.arg_env, value)?;
+        crate::crossing::barrier(core);
+        self.remaining.store(n, Ordering::SeqCst);
+        crate::crossing::barrier(core);
+        Ok(())
+    }
+
+    /// `trace add N [FILTER]` but the marks: tracing on, the filter set;
+    /// the number of marks to allow once every worker traces.
+    fn add(&self, nthreads: usize, env: &ArgEnv, value: &str) -> Result<u32, String> {
         let value = value.trim();
         let (n, filter) = match value.split_once(char::is_whitespace) {
             Some((n, f)) => (n, f.trim()),
@@ -249,11 +354,12 @@ impl Tracer {
                 .map(|_| Ring::with_modes(RING_RECORDS, true, true))
                 .collect()
         });
+        // Marks of an earlier request stop until the new count applies.
+        self.remaining.store(0, Ordering::SeqCst);
         *self.filter.lock().unwrap_or_else(|e| e.into_inner()) = f;
         self.filter_gen.fetch_add(1, Ordering::Release);
-        self.remaining.store(n, Ordering::Release);
-        self.on.store(true, Ordering::Release);
-        Ok(())
+        self.on.store(true, Ordering::SeqCst);
+        Ok(n)
     }
 
     /// A hot swap: `self` (the new router's tracer, `nc`) takes over the
@@ -661,7 +767,9 @@ mod tests {
             .unwrap_err()
             .contains("no filter language"));
         assert!(!t.on.load(Ordering::Relaxed), "nothing was armed");
-        t.add(1, &env, "3").unwrap();
+        let n = t.add(1, &env, "3").unwrap();
+        assert_eq!(t.claim(), None, "no marks before every worker traces");
+        t.remaining.store(n, Ordering::SeqCst);
         assert_eq!(
             (t.claim(), t.claim(), t.claim(), t.claim()),
             (Some(1), Some(2), Some(3), None)
@@ -671,7 +779,8 @@ mod tests {
     #[test]
     fn a_full_ring_counts_what_it_lost() {
         let t = Tracer::new(1, None);
-        t.add(1, &ArgEnv::default(), "1").unwrap();
+        let n = t.add(1, &ArgEnv::default(), "1").unwrap();
+        t.remaining.store(n, Ordering::SeqCst);
         let p = Packet::from_slice(&[0; 20]).unwrap();
         for _ in 0..RING_RECORDS + 5 {
             t.record(0, 1, Event::Entry { elem: 0 }, &p);

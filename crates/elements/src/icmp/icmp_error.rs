@@ -357,7 +357,7 @@ impl IcmpError {
         a.fix_ip_src = self.fix_anno;
         a.timestamp = Timestamp::now();
         // An error about a traced packet is traced too, under its number.
-        a.trace = p.anno().trace;
+        q.set_trace(p.trace());
         Some(q)
     }
 }

@@ -175,6 +175,7 @@ impl TCPFragmenter {
                 t.fill_checksum(src, dst);
             }
             *q.anno_mut() = *p.anno();
+            q.set_trace(p.trace());
             if let Some(m) = p.mac_header_offset().filter(|&m| m >= 0) {
                 q.set_mac_header(m as usize);
             }

@@ -205,7 +205,7 @@ impl ICMP6Error {
         a.set_dst_ip6(src);
         a.timestamp = Timestamp::now();
         // An error about a traced packet is traced too, under its number.
-        a.trace = p.anno().trace;
+        q.set_trace(p.trace());
         Some(q)
     }
 }

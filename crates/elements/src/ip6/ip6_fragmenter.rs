@@ -199,6 +199,7 @@ impl IP6Fragmenter {
                 f[ulen + 8..].copy_from_slice(&body[off..off + len]);
             }
             *q.anno_mut() = *p.anno();
+            q.set_trace(p.trace());
             q.set_network_header(0, 40);
             if off == 0 {
                 first = Some(q);

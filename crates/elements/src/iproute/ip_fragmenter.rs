@@ -225,6 +225,7 @@ impl IPFragmenter {
                 h.fill_checksum();
             }
             *q.anno_mut() = *p.anno();
+            q.set_trace(p.trace());
             q.set_network_header(0, later_hlen);
             rest.push(q);
             pos += len;

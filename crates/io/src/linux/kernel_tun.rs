@@ -31,7 +31,9 @@
 //! Linux receives them as arriving on it; they must be IP packets (data
 //! starting with the IP header). In push context each packet is written
 //! as it arrives; in pull context the task pulls at most BURST packets
-//! per run. A packet Linux refuses is dropped and counted.
+//! per run. A packet Linux refuses is dropped and counted, reason `write
+//! failed`, or `ring full` when the device takes no more for now
+//! (`EAGAIN`, `ENOBUFS`).
 //!
 //! Arguments:
 //! - `ADDR/MASK` (IP prefix): the kernel's address and netmask on the
@@ -127,7 +129,9 @@ pub struct KernelTun {
 }
 
 /// Why this element drops packets (its `drop_reasons`).
-const DROP_REASONS: &[&str] = &["write failed", "bad packet"];
+const DROP_REASONS: &[&str] = &["write failed", "bad packet", "ring full"];
+/// [`DROP_REASONS`]: the device took no more frames for now.
+const RING_FULL: u8 = 2;
 
 pub fn tun_spec() -> ClassSpec {
     ClassSpec::element("KernelTun", "0-1/1-2", "a/h", make_tun)
@@ -273,12 +277,19 @@ impl KernelTun {
         let fd = self.fd.get();
         let (mut sent, mut failed) = (0u64, 0u64);
         for p in batch.drain() {
-            if fd.is_some_and(|fd| tap::write_frame(fd, p.data()).is_ok()) {
-                sent += 1;
-                drop(p);
-            } else {
-                failed += 1;
-                cx.drop_packet_for(0, p);
+            match fd.map(|fd| tap::write_frame(fd, p.data())) {
+                Some(Ok(())) => {
+                    sent += 1;
+                    drop(p);
+                }
+                Some(Err(e)) if tap::queue_full(&e) => {
+                    failed += 1;
+                    cx.drop_packet_for(RING_FULL, p);
+                }
+                _ => {
+                    failed += 1;
+                    cx.drop_packet_for(0, p);
+                }
             }
         }
         if sent > 0 {

@@ -247,6 +247,15 @@ pub fn write_frame(fd: &OwnedFd, frame: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Whether a failed [`write_frame`] means the device takes no more for
+/// now (its queue or the file's buffer is full: `EAGAIN`, `ENOBUFS`)
+/// rather than refusing the frame for good: the writers' drop reason
+/// `ring full`.
+pub fn queue_full(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+        || matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::ENOBUFS))
+}
+
 /// Whether the effective user is root (tests that create devices).
 #[cfg(test)]
 pub fn is_root() -> bool {
@@ -296,6 +305,29 @@ pub fn mtu(name: &str) -> io::Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer whose queue is full is told so (`ring full`), and one
+    /// refused for good is not: a non-blocking pipe stands for the device
+    /// (it fills deterministically, a tun device does not).
+    #[test]
+    fn a_full_queue_is_told_from_a_refusal() {
+        let (r, w) = std::io::pipe().unwrap();
+        let w = OwnedFd::from(w);
+        rustix::fs::fcntl_setfl(&w, OFlags::NONBLOCK).unwrap();
+        let frame = [0u8; 1500];
+        let mut sent = 0;
+        let err = loop {
+            match write_frame(&w, &frame) {
+                Ok(()) => sent += 1,
+                Err(e) => break e,
+            }
+            assert!(sent < 100_000, "the pipe never filled");
+        };
+        assert!(sent > 0 && queue_full(&err), "{sent} frames, then {err}");
+        drop(r);
+        let err = write_frame(&w, &frame).unwrap_err();
+        assert!(!queue_full(&err), "no reader: refused for good, {err}");
+    }
     use paraclick_runtime::testing::assert_err;
 
     #[test]

@@ -21,7 +21,9 @@
 //!
 //! Writing never blocks. A packet Linux refuses (a frame longer than the
 //! device's MTU allows or shorter than an Ethernet header, the device
-//! down, no memory) is dropped and counted.
+//! down, no memory) is dropped and counted, reason `kernel refused`; one
+//! written while the device takes no more for now (`EAGAIN`, `ENOBUFS`)
+//! is dropped for reason `ring full`.
 //!
 //! Handlers:
 //! - `count` (read): packets handed to Linux.
@@ -47,7 +49,9 @@ pub struct ToHost {
 }
 
 /// Why this element drops packets (its `drop_reasons`).
-const DROP_REASONS: &[&str] = &["kernel refused"];
+const DROP_REASONS: &[&str] = &["kernel refused", "ring full"];
+/// [`DROP_REASONS`]: the device took no more frames for now.
+const RING_FULL: u8 = 1;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToHost", "1/0", "h", make)
@@ -123,17 +127,20 @@ impl Element for ToHost {
         let mut sent = 0u64;
         let mut failed = 0u64;
         for p in batch.drain() {
-            let ok = match fd {
-                Some(fd) => tap::write_frame(fd, p.data()).is_ok(),
-                None => false,
-            };
-            if ok {
-                // Linux has its own copy now: free ours.
-                sent += 1;
-                drop(p);
-            } else {
-                failed += 1;
-                cx.drop_packet_for(0, p);
+            match fd.map(|fd| tap::write_frame(fd, p.data())) {
+                Some(Ok(())) => {
+                    // Linux has its own copy now: free ours.
+                    sent += 1;
+                    drop(p);
+                }
+                Some(Err(e)) if tap::queue_full(&e) => {
+                    failed += 1;
+                    cx.drop_packet_for(RING_FULL, p);
+                }
+                _ => {
+                    failed += 1;
+                    cx.drop_packet_for(0, p);
+                }
             }
         }
         if sent > 0 {

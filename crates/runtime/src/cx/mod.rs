@@ -120,10 +120,32 @@ impl<'r> Cx<'r> {
     /// Copies the tracer's flag into this context.
     #[inline]
     pub(crate) fn refresh_tracing(&mut self) {
-        self.tracing = self.core.tracer.on.load(Ordering::Relaxed);
+        self.tracing = self.core.tracer.on.load(Ordering::SeqCst);
         self.marking = self.tracing && self.core.tracer.marking();
         self.tapping = self.core.tap.on.load(Ordering::Relaxed);
         self.observing = self.tracing || self.tapping;
+        if let Some(t) = self.core.threads.get(self.thread) {
+            t.tracing.store(self.tracing, Ordering::Release);
+        }
+    }
+
+    /// While tracing, on the way past the tracer with unmarked packets:
+    /// once the trace can record nothing more (its marks taken, no marked
+    /// packet alive), turns it off, here now and everywhere at the next
+    /// top of a worker's loop, so that from then on nothing pays for it.
+    #[inline(always)]
+    fn settle_tracing(&mut self) {
+        if !self.tapping && self.core.tracer.idle() {
+            self.settle_tracing_now();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_tracing_now(&mut self) {
+        if self.core.tracer.settle(self.core) {
+            self.refresh_tracing();
+        }
     }
 
     /// Asks for the running element's [`Element::flush`] to be called on
@@ -308,6 +330,7 @@ impl<'r> Cx<'r> {
         } else if self.marking || any_marked(batch.iter()) {
             self.forward_traced(port, batch)
         } else {
+            self.settle_tracing();
             self.forward_plain::<false>(port, batch)
         }
     }
@@ -335,7 +358,8 @@ impl<'r> Cx<'r> {
                 self.trace_mark(p);
             }
         }
-        if !batch.iter().any(|p| p.anno().trace != 0) {
+        if !batch.iter().any(|p| p.trace() != 0) {
+            self.settle_tracing();
             return self.forward_tapped(port, batch);
         }
         for p in batch.drain() {
@@ -348,7 +372,7 @@ impl<'r> Cx<'r> {
     /// if marks are left and it passes the filter.
     fn trace_mark(&mut self, p: &mut Packet) {
         let tr = &self.core.tracer;
-        if p.anno().trace != 0 {
+        if p.trace() != 0 {
             return;
         }
         if !tr.marking() {
@@ -364,9 +388,8 @@ impl<'r> Cx<'r> {
                 return;
             }
         }
-        match tr.claim() {
+        match tr.claim_for(p) {
             Some(id) => {
-                p.anno_mut().trace = id;
                 let ev = crate::trace::Event::Entry {
                     elem: self.current as u32,
                 };
@@ -379,7 +402,7 @@ impl<'r> Cx<'r> {
     /// Records an event of a marked packet.
     #[inline]
     fn trace_event(&self, ev: crate::trace::Event, p: &Packet) {
-        let id = p.anno().trace;
+        let id = p.trace();
         if id != 0 {
             self.core.tracer.record(self.thread, id, ev, p);
         }
@@ -395,7 +418,8 @@ impl<'r> Cx<'r> {
         if self.marking && self.core.slots[self.current].input_kinds.is_empty() {
             self.trace_mark(&mut p);
         }
-        if p.anno().trace == 0 {
+        if p.trace() == 0 {
+            self.settle_tracing();
             return self.forward_packet_tapped(port, p);
         }
         let core = self.core;
@@ -617,9 +641,10 @@ impl<'r> Cx<'r> {
             } else {
                 self.forward_packet_plain::<true>(port, p)
             }
-        } else if self.marking || p.anno().trace != 0 {
+        } else if self.marking || p.trace() != 0 {
             self.forward_packet_traced(port, p)
         } else {
+            self.settle_tracing();
             self.forward_packet_plain::<false>(port, p)
         }
     }
@@ -694,10 +719,9 @@ impl<'r> Cx<'r> {
             return self.pull_observed(port, max);
         }
         let mut b = self.pull_plain::<false>(port, max);
-        if let Some(b) = &mut b {
-            if any_marked(b.iter()) {
-                self.trace_pulled_at(port, b.as_mut_slice());
-            }
+        match &mut b {
+            Some(b) if any_marked(b.iter()) => self.trace_pulled_at(port, b.as_mut_slice()),
+            _ => self.settle_tracing(),
         }
         b
     }
@@ -781,10 +805,9 @@ impl<'r> Cx<'r> {
             return self.pull_packet_observed(port);
         }
         let mut p = self.pull_packet_plain::<false>(port);
-        if let Some(p) = &mut p {
-            if p.anno().trace != 0 {
-                self.trace_pulled_at(port, std::slice::from_mut(p));
-            }
+        match &mut p {
+            Some(p) if p.trace() != 0 => self.trace_pulled_at(port, std::slice::from_mut(p)),
+            _ => self.settle_tracing(),
         }
         p
     }
@@ -1072,7 +1095,7 @@ impl<'r> Cx<'r> {
 /// a packet.
 #[inline(always)]
 fn any_marked<'a>(mut ps: impl Iterator<Item = &'a Packet>) -> bool {
-    ps.any(|p| p.anno().trace != 0)
+    ps.any(|p| p.trace() != 0)
 }
 
 #[cfg(test)]

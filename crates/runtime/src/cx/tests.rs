@@ -228,19 +228,14 @@ fn a_trace_follows_marked_packets_hop_by_hop_and_says_why_they_died() {
         trace_lines(&r),
         ["no traces (trace add N [FILTER] starts one)"]
     );
-    assert_eq!(sink(&r, "s")[0].anno().trace, 0);
+    assert_eq!(sink(&r, "s")[0].trace(), 0);
     r.write_handler("trace_add", "4").unwrap();
     // Packets enter: the first passes d, the second dies there for its
     // reason; out of src's second output, the third passes f, the fourth
     // dies at f's missing output.
     r.send_from("src", 0, packets(&[3, 1])).unwrap();
     r.send_from("src", 1, packets(&[0, 2, 0])).unwrap();
-    let marks = |n: &str| {
-        sink(&r, n)
-            .iter()
-            .map(|p| p.anno().trace)
-            .collect::<Vec<_>>()
-    };
+    let marks = |n: &str| sink(&r, n).iter().map(|p| p.trace()).collect::<Vec<_>>();
     assert_eq!(marks("s"), [1], "the mark travels with the packet");
     assert_eq!(marks("s2"), [3, 0], "only four were marked");
     let want = [
@@ -293,7 +288,7 @@ fn once_the_marks_are_taken_unmarked_packets_skip_the_traced_path() {
     // Two marked; the third finds the marks taken.
     r.send_from("src", 0, packets(&[3, 3, 3])).unwrap();
     let marked = sink(&r, "s");
-    let marks: Vec<_> = marked.iter().map(|p| p.anno().trace).collect();
+    let marks: Vec<_> = marked.iter().map(|p| p.trace()).collect();
     assert_eq!(marks, [1, 2, 0]);
     // The trace is still on, but these packets are not marked: the
     // batch path and the single-packet one (Dropper pushes one by one).
