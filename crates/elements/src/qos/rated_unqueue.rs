@@ -30,7 +30,7 @@
 //!
 //!     FromDevice(eth0) -> Queue -> RatedUnqueue(1000) -> ToDevice(eth1);
 
-use super::rate::{check_rate, read_burst, TickBucket, Unit};
+use super::rate::{check_rate, read_burst, TickBucket, Unit, BYTE_RESERVE};
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 
 /// At most this many packets per task run.
@@ -135,21 +135,37 @@ pub(crate) fn pull_rated(bucket: &Rated, cx: &mut Cx<'_>, max: usize) -> Option<
             Some(b).filter(|b| !b.is_empty())
         }
         Rated::Bytes(bucket) => {
+            // Bursts that the bucket surely allows whole (packets of at
+            // most BYTE_RESERVE bytes, the bucket's reserve), one refill
+            // and one charge each: a fast metalink moves up to `max`
+            // packets with one pull, a slow one a packet at a time.
             let mut out: Option<Batch> = None;
-            for _ in 0..max {
-                if !bucket.ready(now) {
+            let mut sent = 0;
+            while sent < max {
+                let k = (bucket.sure(now, BYTE_RESERVE) as usize).min(max - sent);
+                if k == 0 {
                     if let Some(t) = bucket.next_ready(now) {
                         cx.wake_at(t);
                     }
                     break;
                 }
-                let Some(b) = cx.pull(0, 1) else { break };
-                if b.is_empty() {
+                let Some(b) = cx.pull(0, k) else { break };
+                let got = b.len();
+                if got == 0 {
                     break;
                 }
-                let cost: f64 = b.as_slice().iter().map(|p| Unit::Bytes.cost(p)).sum();
-                bucket.charge(cost as u64);
+                let cost: u64 = b
+                    .as_slice()
+                    .iter()
+                    .map(|p| Unit::Bytes.cost(p) as u64)
+                    .sum();
+                bucket.charge(cost);
+                sent += got;
                 crate::sched::prio_sched::gather(&mut out, b);
+                if got < k {
+                    // The input ran dry.
+                    break;
+                }
             }
             out
         }
@@ -264,6 +280,23 @@ mod tests {
         assert!(bad(
             "Idle -> Queue -> RatedUnqueue(10, BURST_SIZE 3, BURST_DURATION 1) -> Discard;"
         ));
+    }
+
+    #[test]
+    fn a_fast_bandwidth_rated_unqueue_pulls_bursts() {
+        // 1 GB/s: the bucket allows every burst whole, so each run pulls
+        // up to 32 packets at once (it pulled one at a time); a slow one
+        // still moves a packet at a time and keeps its rate (above).
+        let r = paraclick_runtime::testing::build_simtime(
+            &super::super::test_util::reg_with_pull_log(),
+            "Idle -> q :: Queue(10000) -> l :: PullLog -> u :: BandwidthRatedUnqueue(1GBps) -> o :: TestSink;
+             Script(wait 10ms, stop);",
+        );
+        fill(&r, "q", pkts(640, 100));
+        paraclick_runtime::testing::run(&r);
+        assert_eq!(r.element::<TestSink>("o").unwrap().len(), 640);
+        let pulls: usize = r.read_handler("l.pulls").unwrap().parse().unwrap();
+        assert!(pulls <= 40, "{pulls} pulls for 640 packets");
     }
 
     #[test]
