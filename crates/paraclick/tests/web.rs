@@ -985,7 +985,7 @@ fn a_traced_packets_path_is_highlighted_in_headless_chromium() {
 
 /// A frame of 64 bytes tagged with VLAN `vlan`, as a Click `\\<hex>`.
 fn vlan_frame(vlan: u16) -> String {
-    let mut h = format!("ffffffffffff020000000102" /* dst, src */);
+    let mut h = String::from("ffffffffffff020000000102"); // dst, src
     h.push_str(&format!("8100{vlan:04x}0800"));
     while h.len() < 128 {
         h.push_str("00");
