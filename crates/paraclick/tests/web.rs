@@ -7,7 +7,8 @@
 //! target/web-view.png. Then a page from another origin (a site's name
 //! mapped to loopback, another port) tries to write a handler, read the
 //! configuration and frame the view, and the view is reached under that
-//! name (DNS rebinding): nothing is written, read or shown.
+//! name (DNS rebinding): nothing is written, read or shown. A substrate's
+//! Slices panel shows each slice's figures, rising with its traffic.
 //!
 //! Chromium and chromedriver come from scripts/bootstrap.sh (`chromium`,
 //! `chromium-driver`). Missing, the test fails under the full suite
@@ -215,9 +216,16 @@ struct Run {
 
 impl Run {
     fn start(args: &[&str], conf: &str) -> Run {
+        let mut all = args.to_vec();
+        all.extend(["-e", conf]);
+        Run::spawn(&all)
+    }
+
+    /// `paraclick ARGS --no-pin -p 0 --web 127.0.0.1:0`.
+    fn spawn(args: &[&str]) -> Run {
         let mut router = Command::new(common::bin())
             .args(args)
-            .args(["--no-pin", "-p", "0", "--web", "127.0.0.1:0", "-e", conf])
+            .args(["--no-pin", "-p", "0", "--web", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -973,4 +981,171 @@ fn a_traced_packets_path_is_highlighted_in_headless_chromium() {
         ));
         assert_eq!(g, json!(true), "{p}");
     }
+}
+
+/// A frame of 64 bytes tagged with VLAN `vlan`, as a Click `\\<hex>`.
+fn vlan_frame(vlan: u16) -> String {
+    let mut h = String::from("ffffffffffff020000000102"); // dst, src
+    h.push_str(&format!("8100{vlan:04x}0800"));
+    while h.len() < 128 {
+        h.push_str("00");
+    }
+    format!("\\<{h}>")
+}
+
+/// One slice's figures as the Slices panel shows them: the value after
+/// each `key` of its lines, its metalink's rate, provisioned rate and
+/// percentage.
+#[derive(Debug, Default)]
+struct SliceShown {
+    fields: std::collections::HashMap<String, String>,
+    rate: String,
+    provisioned: String,
+    pct: f64,
+}
+
+impl SliceShown {
+    fn num(&self, k: &str) -> f64 {
+        self.fields
+            .get(k)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no number after '{k}': {self:?}"))
+    }
+}
+
+/// The panel's text, slice by slice (`slice NAME state ...` starts one).
+fn slices_shown(text: &str) -> std::collections::BTreeMap<String, SliceShown> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut cur: Option<String> = None;
+    for l in text.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.first() == Some(&"slice") && w.len() >= 2 {
+            cur = Some(w[1].to_string());
+            out.insert(w[1].to_string(), SliceShown::default());
+        }
+        let Some(s) = cur.as_ref().and_then(|c| out.get_mut(c)) else {
+            continue;
+        };
+        if w.first() == Some(&"metalink") {
+            let after = |k: &str| w.iter().position(|x| *x == k).map(|i| w[i + 1]);
+            s.rate = after("rate").unwrap_or_default().to_string();
+            s.provisioned = after("provisioned").unwrap_or_default().to_string();
+            let i = w.iter().position(|x| *x == "provisioned").unwrap();
+            s.pct = w[i + 2]
+                .trim_matches(|c| c == '(' || c == ')' || c == '%')
+                .parse()
+                .unwrap_or(-1.0);
+            continue;
+        }
+        for kv in w.windows(2) {
+            s.fields
+                .entry(kv[0].to_string())
+                .or_insert_with(|| kv[1].to_string());
+        }
+    }
+    out
+}
+
+/// A substrate of three slices (one on a core of its own, two sharing
+/// the substrate's thread by their CPU shares), each fed by its own
+/// interface: the page's Slices panel shows every slice's name, packets,
+/// CPU used against what it was given, and rate against its provisioned
+/// rate, and the figures rise as the traffic flows.
+#[test]
+fn the_slices_panel_shows_each_slices_figures_in_headless_chromium() {
+    let Some((chromium, driver)) = chromium() else {
+        return;
+    };
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut t = String::from("cores = 2\n");
+    // name, VLAN, cores, cpu_share, packets/s, provisioned.
+    let slices = [
+        ("alpha", 10, 1, None, 4000, "4Mbps"),
+        ("beta", 11, 0, Some(0.6), 2000, "2Mbps"),
+        ("gamma", 12, 0, None, 1000, "1Mbps"),
+    ];
+    for (i, (name, vlan, cores, share, pps, prov)) in slices.iter().enumerate() {
+        t.push_str(&format!(
+            "[interface.p{i}]\nrate = \"10Mbps\"\n\
+             input = 'RatedSource(DATA \"{}\", RATE {pps})'\noutput = \"Discard\"\n\
+             [slice.{name}]\ntext = \"FromDevice(m) -> c :: Counter -> q :: Queue -> ToDevice(m);\"\n\
+             cores = {cores}\n{}\
+             [slice.{name}.metalink.m]\ninterface = \"p{i}\"\nvlan = {vlan}\nrate = \"{prov}\"\n",
+            vlan_frame(*vlan),
+            share.map(|s| format!("cpu_share = {s}\n")).unwrap_or_default(),
+        ));
+    }
+    let file = tmp.path().join("three.toml");
+    std::fs::write(&file, &t).unwrap();
+    let run = Run::spawn(&["substrate", file.to_str().unwrap()]);
+    let (web, _, _) = run.ports();
+    let (d, _browser) = browser(&chromium, &driver);
+    d.cmd("POST", "/url", Some(json!({"url": web})));
+    // The panel, shown (it is hidden for a router that is not a
+    // substrate), with all three slices.
+    let read = || {
+        let v = d.wait(
+            "the Slices panel",
+            "const s=document.getElementById('slices');\
+             if(!s||s.hidden)return null;const t=document.getElementById('slices-text').innerText;\
+             return /slice gamma/.test(t)?t:null;",
+            30,
+        );
+        let text = v.as_str().unwrap().to_string();
+        (slices_shown(&text), text)
+    };
+    let (first, text) = read();
+    let names: Vec<&str> = first.keys().map(|k| k.as_str()).collect();
+    assert_eq!(names, ["alpha", "beta", "gamma"], "{text}");
+    for (name, _, cores, share, _, prov) in &slices {
+        let s = &first[*name];
+        assert_eq!(s.fields["state"], "running", "{text}");
+        // CPU provisioned: its cores, or its share of the substrate's.
+        assert_eq!(s.num("cores"), f64::from(*cores), "{name}: {text}");
+        s.num("cpu_used");
+        if let Some(sh) = share {
+            assert_eq!(s.num("cpu_share"), *sh, "{name}: {text}");
+        }
+        if *cores == 0 {
+            s.num("cpu_cycles");
+        }
+        // Rate provisioned, as given.
+        assert_eq!(
+            s.provisioned,
+            format!("{}.0000Mbps", &prov[..1]),
+            "{name}: {text}"
+        );
+        s.num("rx_packets");
+    }
+    // The figures follow the traffic: packets rise, the rates come near
+    // what the sources send (4000, 2000, 1000 frames of 64 bytes a
+    // second against 4, 2, 1 Mbit/s: 48%, the frames untagged), CPU is used.
+    let t0 = Instant::now();
+    let last = loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let (now, text) = read();
+        let done = slices.iter().all(|(name, ..)| {
+            let (a, b) = (&first[*name], &now[*name]);
+            b.num("rx_packets") > a.num("rx_packets")
+                && b.num("tx_packets") > a.num("tx_packets")
+                && b.pct > 25.0
+                && b.pct < 80.0
+                && (b.num("cpu_used") > 0.0
+                    || b.fields.contains_key("cpu_cycles")
+                        && b.num("cpu_cycles") > a.num("cpu_cycles"))
+        });
+        if done {
+            break (now, text);
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the figures did not follow the traffic: first {first:?} now {text}"
+        );
+    };
+    let (now, text) = last;
+    assert!(now["alpha"].num("cpu_used") > 0.0, "{text}");
+    for (name, ..) in &slices {
+        assert!(!now[*name].rate.is_empty(), "{name}: {text}");
+    }
+    eprintln!("Slices panel:\n{text}");
 }

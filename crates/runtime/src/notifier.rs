@@ -402,6 +402,10 @@ pub(crate) struct Listen {
     /// (Full notifiers downstream count their closed state in the task's
     /// `blocked` themselves.)
     pub empty: Box<[Arc<Signal>]>,
+    /// The elements between the task and those notifiers (schedulers such
+    /// as DRRSched): one that holds packets (`Node::queued`) keeps the
+    /// task awake, since no notifier says it has them.
+    pub holders: Box<[usize]>,
 }
 
 /// Before a run of a task some of whose gates (full notifiers) are
@@ -428,6 +432,16 @@ pub(crate) fn after_idle_run(core: &Core, t: usize) {
     if task.listen.empty.is_empty() || !none(&task.listen.empty) {
         return;
     }
+    // A puller that did not pull (a rate's bucket short) leaves what a
+    // scheduler holds: asleep, it would strand those packets.
+    if task
+        .listen
+        .holders
+        .iter()
+        .any(|&h| core.slots[h].element.queued() > 0)
+    {
+        return;
+    }
     task.asleep.store(true, Ordering::Relaxed);
     fence(Ordering::SeqCst);
     if !none(&task.listen.empty) {
@@ -447,7 +461,9 @@ pub(crate) fn connect(core: &mut Core) {
             (task.elem, task.sleep_when_empty, task.wait_for_room)
         };
         let mut empty = Vec::new();
+        let mut holders = Vec::new();
         if wants_empty {
+            holders = upstream_holders(core, elem);
             if let Some(found) = upstream_empty(core, elem) {
                 for e in found {
                     listeners[e].push(t);
@@ -464,6 +480,7 @@ pub(crate) fn connect(core: &mut Core) {
         }
         core.tasks[t].listen = Listen {
             empty: empty.into(),
+            holders: holders.into(),
         };
     }
     connect_relays(core);
@@ -557,6 +574,23 @@ fn upstream_empty_from(core: &Core, elem: usize, mut stack: Vec<usize>) -> Optio
         stack.extend(next);
     }
     (!found.is_empty()).then_some(found)
+}
+
+/// The elements without empty notifiers that [`upstream_empty`] walks
+/// through from `elem` (`elem` not included).
+fn upstream_holders(core: &Core, elem: usize) -> Vec<usize> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    seen.insert(elem);
+    let mut stack = inputs(core, elem);
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) || core.slots[e].element.empty_notifier().is_some() {
+            continue;
+        }
+        out.push(e);
+        stack.extend(inputs(core, e));
+    }
+    out
 }
 
 fn inputs(core: &Core, e: usize) -> Vec<usize> {

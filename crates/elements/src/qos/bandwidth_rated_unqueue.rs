@@ -14,7 +14,11 @@
 //! debt a packet can leave), and is refilled once a millisecond by the
 //! rate's share rounded down (as RatedUnqueue's, see `paraclick doc
 //! RatedUnqueue`). A packet's size is its length plus its extra-length
-//! annotation.
+//! annotation. When the bucket holds enough that a whole burst would go
+//! one packet at a time whatever the packets' sizes (up to 128 KiB each),
+//! it pulls the burst at once (up to 32 packets a run), with one refill
+//! and one charge: the packets that go are the same, at a fraction of the
+//! cost per packet on a fast link.
 //!
 //! Ports: 1 input (pull), 1 output (push). It owns a task.
 //!

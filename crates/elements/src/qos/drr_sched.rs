@@ -14,7 +14,12 @@
 //!
 //! The inputs usually come from Queues or other pull schedulers. (Click's
 //! DRRSched uses notification to skip empty inputs; here an empty input
-//! costs one pull that returns nothing.)
+//! costs one pull that returns nothing.) An input is pulled a burst at a
+//! time, as many packets as its credit buys at the size of its last
+//! packet (at least one, at most what was asked for): the packets that
+//! do not fit yet wait here, in order, for the input's next turn, as the
+//! head packet does in Click. So a run of equal sizes costs one pull per
+//! turn, not one per packet.
 //!
 //! Ports: any number of inputs, 1 output. Processing: pull.
 //!
@@ -38,16 +43,25 @@
 use super::rate::Unit;
 use paraclick_packet::Packet;
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, Kind};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// The size assumed for an input's packets before its first one: a
+/// minimum Ethernet frame, so the first pull of a turn is never short.
+const FIRST_COST: f64 = 60.0;
 
 struct DrrState {
     /// Weight per input (quantum multiplier).
     weight: Vec<f64>,
     /// Credit per input, bytes.
     deficit: Vec<f64>,
-    /// Head packet pulled but not yet sent, per input.
-    head: Vec<Option<Packet>>,
+    /// Packets pulled but not yet sent, per input, oldest first (the
+    /// head packet that did not fit, and the rest of its burst).
+    held: Vec<VecDeque<Packet>>,
+    /// The cost of each input's last packet, bytes: how many packets
+    /// its credit buys.
+    last_cost: Vec<f64>,
     /// The input being served.
     cur: usize,
     /// Whether `cur` already got its quantum this round.
@@ -99,7 +113,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<DRRSched, String> {
         state: Mutex::new(DrrState {
             weight,
             deficit: vec![0.0; n],
-            head: (0..n).map(|_| None).collect(),
+            held: (0..n).map(|_| VecDeque::new()).collect(),
+            last_cost: vec![FIRST_COST; n],
             cur: 0,
             credited: false,
         }),
@@ -121,13 +136,14 @@ impl Element for DRRSched {
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         let quantum = self.quantum.load(Ordering::Relaxed) as f64;
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let n = st.head.len().min(cx.ninputs());
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *guard;
+        let n = st.held.len().min(cx.ninputs());
         if n == 0 {
             return None;
         }
         let max = max.max(1);
-        let mut out: Vec<Packet> = Vec::new();
+        let mut out = Batch::new();
         // Visits that found nothing to send, in a row: n of them means
         // every input is empty.
         let mut idle_visits = 0;
@@ -140,10 +156,15 @@ impl Element for DRRSched {
                 st.credited = true;
                 visits += 1;
             }
-            if st.head[i].is_none() {
-                st.head[i] = cx.pull(i, 1).and_then(|b| b.into_iter().next());
+            let held = &mut st.held[i];
+            if held.is_empty() {
+                // As many as the credit buys at the last packet's size.
+                let want = ((st.deficit[i] / st.last_cost[i]) as usize).clamp(1, max - out.len());
+                if let Some(mut b) = cx.pull(i, want) {
+                    held.extend(b.drain());
+                }
             }
-            let fits = match &st.head[i] {
+            let fits = match held.front() {
                 None => {
                     // An empty input keeps no credit.
                     st.deficit[i] = 0.0;
@@ -152,6 +173,7 @@ impl Element for DRRSched {
                 }
                 Some(p) => {
                     let c = Unit::Bytes.cost(p);
+                    st.last_cost[i] = c.max(1.0);
                     if c <= st.deficit[i] {
                         st.deficit[i] -= c;
                         true
@@ -162,7 +184,7 @@ impl Element for DRRSched {
                 }
             };
             if fits {
-                if let Some(p) = st.head[i].take() {
+                if let Some(p) = held.pop_front() {
                     out.push(p);
                 }
                 idle_visits = 0;
@@ -171,13 +193,13 @@ impl Element for DRRSched {
                 st.credited = false;
             }
         }
-        (!out.is_empty()).then(|| Batch::from(out))
+        (!out.is_empty()).then_some(out)
     }
 
     fn queued(&self) -> usize {
         self.state
             .lock()
-            .map(|s| s.head.iter().filter(|h| h.is_some()).count())
+            .map(|s| s.held.iter().map(VecDeque::len).sum())
             .unwrap_or(0)
     }
 }
@@ -241,6 +263,38 @@ mod tests {
         assert!(bad(
             "s :: DRRSched(WEIGHTS \"1 2 3\"); Idle -> [0]s; Idle -> [1]s; s -> Discard;"
         ));
+    }
+
+    #[test]
+    fn an_input_is_pulled_a_burst_per_turn() {
+        // 100-byte packets, quantum 1000: each turn sends 10 of an input,
+        // in one or two pulls (the caller's bursts of 32 cut turns), not
+        // one pull per packet; the order is DRR's, 10 and 10.
+        let mut c =
+            String::from("s :: DRRSched(QUANTUM 1000); s -> Unqueue(ACTIVE false) -> TestSink;\n");
+        for i in 0..2 {
+            c.push_str(&format!(
+                "Idle -> q{i} :: Queue(1000) -> l{i} :: PullLog -> [{i}]s;\n"
+            ));
+        }
+        let r = crate::test_kit::build(&super::super::test_util::reg_with_pull_log(), &c);
+        fill(&r, "q0", (0..200).map(|_| tagged(0, 100)).collect());
+        fill(&r, "q1", (0..200).map(|_| tagged(1, 100)).collect());
+        let mut got = Vec::new();
+        while let Some(b) = r.pull_from("s", 0, 32).unwrap() {
+            got.extend(tags(b.as_slice()));
+        }
+        assert_eq!(got.len(), 400);
+        let want: Vec<u8> = (0..40).flat_map(|t| [t % 2; 10]).collect();
+        assert_eq!(got, want);
+        for l in ["l0", "l1"] {
+            let pulls: usize = r
+                .read_handler(&format!("{l}.pulls"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(pulls <= 60, "{l}: {pulls} pulls for 200 packets");
+        }
     }
 
     #[test]

@@ -431,6 +431,23 @@ impl TickBucket {
         })
     }
 
+    /// Refills to `now`; how many packets surely may go one after the
+    /// other, each costing at most `bound` tokens: the first if one may
+    /// go ([`TickBucket::ready`]), and one more for every `bound` tokens
+    /// beyond what that takes. Charging them one by one would have let
+    /// each of them go, so a burst of that many is pulled at once.
+    pub fn sure(&self, now: Instant, bound: u64) -> u64 {
+        self.with(|s| {
+            s.refill(now);
+            let need = s.need_frac();
+            if s.frac < need {
+                return 0;
+            }
+            let per = s.scale.saturating_mul(bound.max(1));
+            1 + (s.frac - need) / per
+        })
+    }
+
     /// Takes `n` tokens, emptying the bucket at most to 0.
     pub fn charge(&self, n: u64) {
         self.with(|s| s.frac = s.frac.saturating_sub(s.scale.saturating_mul(n)))

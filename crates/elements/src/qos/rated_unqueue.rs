@@ -12,7 +12,8 @@
 //! 2^32-th of the bucket, so rates that do not divide evenly run a little
 //! slow, as in Click (RATE 2 with the default bucket moves a packet every
 //! 501 ms). Each task run moves at most the whole tokens available, and
-//! at most 32 packets.
+//! at most 32 packets. Its task sleeps while the queues upstream are
+//! empty, and a push into one wakes it (and its thread).
 //!
 //! Ports: 1 input (pull), 1 output (push). It owns a task.
 //!
@@ -30,7 +31,7 @@
 //!
 //!     FromDevice(eth0) -> Queue -> RatedUnqueue(1000) -> ToDevice(eth1);
 
-use super::rate::{check_rate, read_burst, TickBucket, Unit};
+use super::rate::{check_rate, read_burst, TickBucket, Unit, BYTE_RESERVE};
 use paraclick_runtime::{Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
 
 /// At most this many packets per task run.
@@ -135,21 +136,37 @@ pub(crate) fn pull_rated(bucket: &Rated, cx: &mut Cx<'_>, max: usize) -> Option<
             Some(b).filter(|b| !b.is_empty())
         }
         Rated::Bytes(bucket) => {
+            // Bursts that the bucket surely allows whole (packets of at
+            // most BYTE_RESERVE bytes, the bucket's reserve), one refill
+            // and one charge each: a fast metalink moves up to `max`
+            // packets with one pull, a slow one a packet at a time.
             let mut out: Option<Batch> = None;
-            for _ in 0..max {
-                if !bucket.ready(now) {
+            let mut sent = 0;
+            while sent < max {
+                let k = (bucket.sure(now, BYTE_RESERVE) as usize).min(max - sent);
+                if k == 0 {
                     if let Some(t) = bucket.next_ready(now) {
                         cx.wake_at(t);
                     }
                     break;
                 }
-                let Some(b) = cx.pull(0, 1) else { break };
-                if b.is_empty() {
+                let Some(b) = cx.pull(0, k) else { break };
+                let got = b.len();
+                if got == 0 {
                     break;
                 }
-                let cost: f64 = b.as_slice().iter().map(|p| Unit::Bytes.cost(p)).sum();
-                bucket.charge(cost as u64);
+                let cost: u64 = b
+                    .as_slice()
+                    .iter()
+                    .map(|p| Unit::Bytes.cost(p) as u64)
+                    .sum();
+                bucket.charge(cost);
+                sent += got;
                 crate::sched::prio_sched::gather(&mut out, b);
+                if got < k {
+                    // The input ran dry.
+                    break;
+                }
             }
             out
         }
@@ -168,7 +185,11 @@ impl Element for RatedUnqueue {
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         self.bucket.start(ix.now());
-        ix.add_task();
+        // Asleep while the queues upstream are empty (a push wakes it and
+        // its worker); short of tokens with packets waiting, it says when
+        // to run again (pull_rated).
+        let t = ix.add_task();
+        ix.sleep_when_empty(t);
         Ok(())
     }
 
@@ -264,6 +285,79 @@ mod tests {
         assert!(bad(
             "Idle -> Queue -> RatedUnqueue(10, BURST_SIZE 3, BURST_DURATION 1) -> Discard;"
         ));
+    }
+
+    #[test]
+    fn a_fast_bandwidth_rated_unqueue_pulls_bursts() {
+        // 1 GB/s: the bucket allows every burst whole, so each run pulls
+        // up to 32 packets at once (it pulled one at a time); a slow one
+        // still moves a packet at a time and keeps its rate (above).
+        let r = paraclick_runtime::testing::build_simtime(
+            &super::super::test_util::reg_with_pull_log(),
+            "Idle -> q :: Queue(10000) -> l :: PullLog -> u :: BandwidthRatedUnqueue(1GBps) -> o :: TestSink;
+             Script(wait 10ms, stop);",
+        );
+        fill(&r, "q", pkts(640, 100));
+        paraclick_runtime::testing::run(&r);
+        assert_eq!(r.element::<TestSink>("o").unwrap().len(), 640);
+        let pulls: usize = r.read_handler("l.pulls").unwrap().parse().unwrap();
+        assert!(pulls <= 40, "{pulls} pulls for 640 packets");
+    }
+
+    #[test]
+    fn an_unqueue_with_nothing_queued_sleeps_until_a_push() {
+        // Real time: a packet every 100 ms, 5 of them. Between them the
+        // queue is empty: the task sleeps on its empty notifier and is
+        // woken by the next push (it polled: a run every few
+        // microseconds, then one every nap, thousands in all).
+        for class in ["RatedUnqueue(1000)", "BandwidthRatedUnqueue(1Mbps)"] {
+            let r = std::sync::Arc::new(crate::test_kit::build(
+                &crate::test_kit::reg(),
+                &format!(
+                    "RatedSource(RATE 10, LIMIT 5, STOP false) -> q :: Queue(100) -> u :: {class} \
+                     -> o :: Counter -> Discard;"
+                ),
+            ));
+            let stop = r.stopper();
+            let r2 = r.clone();
+            let h = std::thread::spawn(move || r2.run());
+            let t0 = std::time::Instant::now();
+            while r.read_handler("o.count").unwrap() != "5" && t0.elapsed().as_secs() < 20 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            stop.stop();
+            let _ = h.join();
+            assert_eq!(r.read_handler("o.count").unwrap(), "5", "{class}");
+            let runs = r.task_runs("u").unwrap();
+            assert!(runs < 100, "{class}: {runs} runs for 5 packets");
+        }
+    }
+
+    #[test]
+    fn what_a_scheduler_holds_is_not_stranded() {
+        // DRR holds q0's 1000-byte packet (it did not fit its first
+        // quantum; q1's 100 bytes went), both queues are empty, and the
+        // bucket is short for 100 ms after q1's packet: the unqueuer must
+        // stay awake for the held packet rather than sleep on the empty
+        // queues.
+        let r = paraclick_runtime::testing::build_simtime(
+            &crate::test_kit::reg(),
+            "Idle -> q0 :: Queue(10) -> [0]s :: DRRSched; Idle -> q1 :: Queue(10) -> [1]s;
+             s -> u :: BandwidthRatedUnqueue(1000, BURST_BYTES 1) -> o :: TestSink;
+             Script(wait 2s, stop);",
+        );
+        fill(&r, "q0", pkts(1, 1000));
+        fill(&r, "q1", pkts(1, 100));
+        paraclick_runtime::testing::run(&r);
+        let lens: Vec<usize> = r
+            .element::<TestSink>("o")
+            .unwrap()
+            .take()
+            .iter()
+            .map(|p| p.len())
+            .collect();
+        assert_eq!(lens, [100, 1000]);
     }
 
     #[test]

@@ -43,3 +43,47 @@ pub fn run_for(r: &Router, ms: u64) -> f64 {
     r.run();
     t0.elapsed().as_secs_f64()
 }
+
+/// `PullLog`, a test element: passes pulls through from its input and
+/// counts them (`pulls`), so a test sees how many pulls a scheduler or
+/// an unqueuer makes for the packets it moves.
+pub struct PullLog {
+    pulls: std::sync::atomic::AtomicU64,
+}
+
+impl paraclick_runtime::Element for PullLog {
+    const HANDLERS: &'static [paraclick_runtime::Handler<Self>] =
+        &[paraclick_runtime::Handler::read("pulls", |e, _| {
+            e.pulls
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .to_string()
+        })];
+
+    fn pull(
+        &self,
+        cx: &mut paraclick_runtime::Cx<'_>,
+        _port: usize,
+        max: usize,
+    ) -> Option<paraclick_runtime::Batch> {
+        self.pulls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        cx.pull(0, max)
+    }
+}
+
+/// The kit's registry with [`PullLog`].
+pub fn reg_with_pull_log() -> paraclick_runtime::Registry {
+    let mut r = reg();
+    r.register(paraclick_runtime::ClassSpec::element(
+        "PullLog",
+        "1/1",
+        "l",
+        |cx: &mut paraclick_runtime::ConfigCx<'_>| {
+            cx.args().complete()?;
+            Ok(PullLog {
+                pulls: std::sync::atomic::AtomicU64::new(0),
+            })
+        },
+    ));
+    r
+}
