@@ -208,6 +208,15 @@ fn raw(port: u16, req: &str) -> (u16, String) {
     (code, body)
 }
 
+/// Where the routers this file starts run: the configurations in conf/
+/// write their ToDump files to the working directory, which must not be
+/// the source tree.
+fn scratch_dir() -> std::path::PathBuf {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-routers");
+    std::fs::create_dir_all(&d).expect("create the routers' working directory");
+    d
+}
+
 /// A `paraclick` run with `-p 0 --web 127.0.0.1:0` and its stderr.
 struct Run {
     _child: Kill,
@@ -226,6 +235,7 @@ impl Run {
         let mut router = Command::new(common::bin())
             .args(args)
             .args(["--no-pin", "-p", "0", "--web", "127.0.0.1:0"])
+            .current_dir(scratch_dir())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -706,6 +716,7 @@ fn runnable_here(file: &std::path::Path, defines: &[&str]) -> String {
         let text = stmts.join("\n");
         let out = Command::new(common::bin())
             .args(["-q", "-w", "--no-pin", "-e", &text])
+            .current_dir(scratch_dir())
             .output()
             .unwrap();
         if out.status.success() {
