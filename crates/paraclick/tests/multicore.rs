@@ -508,7 +508,13 @@ fn worker_cpus(pid: u32) -> Vec<(String, String)> {
             .unwrap_or("")
             .trim()
             .to_string();
-        if comm.trim().starts_with("paraclick-") {
+        // Workers are paraclick-N; other threads (the signal watcher, the
+        // web view ...) are not pinned.
+        let worker = comm
+            .trim()
+            .strip_prefix("paraclick-")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if worker {
             out.push((comm.trim().to_string(), cpus));
         }
     }
