@@ -20,9 +20,19 @@ exec </dev/ttyS1 >/dev/ttyS1 2>/dev/ttyS0
 stty raw -echo 2>/dev/null
 cd /tmp
 echo "@@ready $(uname -r)"
+# Each line is "LENGTH COMMAND": a line whose command is not LENGTH
+# characters long lost or gained characters on the way (a serial port
+# under load) and is not run; status 200 asks the host to send it again.
 while IFS= read -r line; do
-  echo "guest: $line" >/dev/ttyS0
-  sh -c "$line" </dev/null 2>&1
+  n=${line%% *}
+  cmd=${line#* }
+  if [ "${#cmd}" != "$n" ]; then
+    echo "guest: garbled line, not run: $line" >/dev/ttyS0
+    echo "@@rc=200"
+    continue
+  fi
+  echo "guest: $cmd" >/dev/ttyS0
+  sh -c "$cmd" </dev/null 2>&1
   echo "@@rc=$?"
 done
 sync
