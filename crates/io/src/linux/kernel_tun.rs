@@ -274,24 +274,7 @@ impl KernelTun {
 
     /// Writes a batch into the device; whether anything was written.
     fn write(&self, cx: &mut Cx<'_>, mut batch: Batch) -> bool {
-        let fd = self.fd.get();
-        let (mut sent, mut failed) = (0u64, 0u64);
-        for p in batch.drain() {
-            match fd.map(|fd| tap::write_frame(fd, p.data())) {
-                Some(Ok(())) => {
-                    sent += 1;
-                    drop(p);
-                }
-                Some(Err(e)) if tap::queue_full(&e) => {
-                    failed += 1;
-                    cx.drop_packet_for(RING_FULL, p);
-                }
-                _ => {
-                    failed += 1;
-                    cx.drop_packet_for(0, p);
-                }
-            }
-        }
+        let (sent, failed) = tap::write_batch(cx, self.fd.get(), &mut batch, RING_FULL);
         if sent > 0 {
             self.sent.add(cx.thread(), sent);
         }

@@ -256,6 +256,37 @@ pub fn queue_full(e: &io::Error) -> bool {
         || matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::ENOBUFS))
 }
 
+/// Writes each packet of `batch` to the device `fd` as one frame (Linux
+/// keeps its own copy: ours is freed). A packet not written is dropped,
+/// for `ring_full` when the device's queue is full ([`queue_full`]) and
+/// for reason 0 otherwise (no device, a refusal). Returns how many were
+/// written and how many dropped.
+pub fn write_batch(
+    cx: &mut paraclick_runtime::Cx<'_>,
+    fd: Option<&OwnedFd>,
+    batch: &mut paraclick_packet::Batch,
+    ring_full: u8,
+) -> (u64, u64) {
+    let (mut sent, mut failed) = (0u64, 0u64);
+    for p in batch.drain() {
+        match fd.map(|fd| write_frame(fd, p.data())) {
+            Some(Ok(())) => {
+                sent += 1;
+                drop(p);
+            }
+            Some(Err(e)) if queue_full(&e) => {
+                failed += 1;
+                cx.drop_packet_for(ring_full, p);
+            }
+            _ => {
+                failed += 1;
+                cx.drop_packet_for(0, p);
+            }
+        }
+    }
+    (sent, failed)
+}
+
 /// Whether the effective user is root (tests that create devices).
 #[cfg(test)]
 pub fn is_root() -> bool {

@@ -124,25 +124,7 @@ impl Element for ToHost {
 
     fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
         let fd = self.tap.get().and_then(|t| t.fd());
-        let mut sent = 0u64;
-        let mut failed = 0u64;
-        for p in batch.drain() {
-            match fd.map(|fd| tap::write_frame(fd, p.data())) {
-                Some(Ok(())) => {
-                    // Linux has its own copy now: free ours.
-                    sent += 1;
-                    drop(p);
-                }
-                Some(Err(e)) if tap::queue_full(&e) => {
-                    failed += 1;
-                    cx.drop_packet_for(RING_FULL, p);
-                }
-                _ => {
-                    failed += 1;
-                    cx.drop_packet_for(0, p);
-                }
-            }
-        }
+        let (sent, failed) = tap::write_batch(cx, fd, &mut batch, RING_FULL);
         if sent > 0 {
             self.counts.count.add(cx.thread(), sent);
         }
