@@ -38,7 +38,11 @@
 //! first command must be `AUTH token` (200 `Authenticated`); any other
 //! command first is answered 530 and the connection closed, and so is a
 //! wrong token. Without one, `AUTH` is answered 200 (not required), so a
-//! client may always send it.
+//! client may always send it. A wrong token's refusal comes after
+//! [`ControlConfig::auth_failure_delay`] (1 s), and refusals take turns
+//! across every connection and control socket of the process: a peer
+//! guessing at the token gets one guess a second, however many
+//! connections it opens, while a right token is answered at once.
 
 mod server;
 mod session;
@@ -161,6 +165,11 @@ pub struct ControlConfig {
     /// this token: any other is refused (530) and the connection closed,
     /// and so is a wrong token.
     pub token: Option<Secret>,
+    /// How long a wrong token's refusal is held back. Refusals wait in
+    /// turn, process-wide, so guesses at a token are at most one per
+    /// this time however many connections make them; a right token is
+    /// never held.
+    pub auth_failure_delay: Duration,
 }
 
 impl Default for ControlConfig {
@@ -174,6 +183,7 @@ impl Default for ControlConfig {
             line_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(3600),
             token: None,
+            auth_failure_delay: Duration::from_secs(1),
         }
     }
 }

@@ -485,7 +485,26 @@ impl<'a> Session<'a> {
                 self.authed = true;
                 Reply::ok("Authenticated".into())
             }
-            Some(_) => Reply::err(CsError::new(530, "Permission denied: wrong token")).closing(),
+            Some(_) => {
+                self.hold_refusal();
+                Reply::err(CsError::new(530, "Permission denied: wrong token")).closing()
+            }
+        }
+    }
+
+    /// Holds a wrong token's refusal for `auth_failure_delay`, one
+    /// refusal at a time process-wide, so guesses are rate-limited
+    /// whatever the number of connections. Ends early at shutdown.
+    fn hold_refusal(&self) {
+        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let end = Instant::now() + self.cfg.auth_failure_delay;
+        loop {
+            let now = Instant::now();
+            if now >= end || self.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(50)));
         }
     }
 

@@ -402,6 +402,7 @@ fn a_token_must_come_first_and_be_right() {
 
     let cfg = ControlConfig {
         token: Some(token),
+        auth_failure_delay: Duration::from_millis(1),
         ..ControlConfig::default()
     };
     let f = fake();
@@ -432,6 +433,62 @@ fn a_token_must_come_first_and_be_right() {
     // Without a token, AUTH is harmless.
     let (out, _) = session_over_bytes(b"AUTH anything\r\n", &f, &ControlConfig::default());
     assert!(String::from_utf8_lossy(&out).ends_with("200 Authentication not required\r\n"));
+}
+
+/// A token in a file of a test's own, and the guard that removes it.
+fn token_file(name: &str, text: &str) -> Secret {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("pc-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("token");
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let s = Secret::from_file(&path);
+    let _ = std::fs::remove_dir_all(&dir);
+    s.unwrap()
+}
+
+#[test]
+fn wrong_tokens_wait_their_turn_and_a_right_one_does_not() {
+    let delay = Duration::from_secs(1);
+    let cfg = ControlConfig {
+        token: Some(token_file("turns", "the-right-token-0123456789")),
+        auth_failure_delay: delay,
+        ..ControlConfig::default()
+    };
+    // Three guesses on three connections at once: the refusals take
+    // turns, so the last comes no sooner than three delays after the
+    // first guess went out.
+    let began = std::time::Instant::now();
+    let guessers: Vec<_> = (0..3)
+        .map(|i| {
+            let (mut r, t) = start(cfg.clone());
+            send(&mut r, &format!("AUTH guess-number-{i}-0123456789\r\n"));
+            (r, t)
+        })
+        .collect();
+    // Meanwhile the right token is answered before any refusal.
+    let (mut ok, okt) = start(cfg.clone());
+    send(&mut ok, "AUTH the-right-token-0123456789\r\n");
+    assert_eq!(line(&mut ok), "200 Authenticated");
+    // No refusal has been sent yet (the first is a whole delay away).
+    for (r, _) in &guessers {
+        r.get_ref().set_nonblocking(true).unwrap();
+        let mut b = [0u8; 1];
+        assert!(r.buffer().is_empty());
+        let e = r.get_ref().read(&mut b).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+        r.get_ref().set_nonblocking(false).unwrap();
+    }
+    for (mut r, t) in guessers {
+        assert_eq!(line(&mut r), "530 Permission denied: wrong token");
+        assert_eq!(t.join().unwrap(), "closed");
+    }
+    let all = began.elapsed();
+    assert!(all >= delay * 3, "three refusals in {all:?}");
+    send(&mut ok, "QUIT\r\n");
+    assert_eq!(line(&mut ok), "200 Goodbye!");
+    assert_eq!(okt.join().unwrap(), "closed");
 }
 
 #[test]
