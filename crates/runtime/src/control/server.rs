@@ -225,8 +225,8 @@ impl Server {
     /// finished first).
     pub fn shutdown(&self, wait: Duration) {
         let end = Instant::now() + wait;
-        // Let a connection that just called `stop` send its reply.
-        std::thread::sleep(Duration::from_millis(20).min(wait));
+        // A session looks at the flag only when it waits for input, so
+        // a connection that just called `stop` still writes its reply.
         self.shared.shutdown.store(true, Ordering::Release);
         while self.shared.active.load(Ordering::Acquire) > 0 && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(5));
