@@ -49,7 +49,9 @@
 //! Handlers:
 //! - `sent`, `received` (read): datagrams sent and received (own
 //!   datagrams dropped by the loop filter not counted).
-//! - `drops` (read): input packets that could not be sent.
+//! - `drops` (read): input packets that could not be sent: dropped for
+//!   `ring full` when the send buffer is full for now (`EAGAIN`,
+//!   `ENOBUFS`), for `send failed` otherwise.
 //! - `truncated` (read): received datagrams cut to SNAPLEN.
 //!
 //! Example:
@@ -58,7 +60,7 @@
 //!       -> McastSocket(233.252.0.0, 1234, 127.0.0.1)
 //!       -> Print(got, CONTENTS ASCII) -> Discard;
 
-use super::socket::received_packet;
+use super::socket::{received_packet, Sent};
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount,
 };
@@ -99,7 +101,7 @@ struct Socks {
 }
 
 /// Why this element drops packets (its `drop_reasons`).
-const DROP_REASONS: &[&str] = &["send failed"];
+const DROP_REASONS: &[&str] = &["send failed", "ring full"];
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("McastSocket", "0-1/0-1", "a/h", make)
@@ -195,12 +197,13 @@ impl McastSocket {
         Ok(Socks { send, recv, own })
     }
 
-    fn send(&self, s: &Socks, d: &[u8]) -> bool {
+    fn send(&self, s: &Socks, d: &[u8]) -> Sent {
         loop {
-            match net::sendto(&s.send, d, SendFlags::empty(), &self.group) {
-                Ok(n) => return n == d.len(),
-                Err(Errno::INTR) => continue,
-                Err(_) => return false,
+            if let Some(r) = Sent::of_sendto(
+                net::sendto(&s.send, d, SendFlags::empty(), &self.group),
+                d.len(),
+            ) {
+                return r;
             }
         }
     }
@@ -262,7 +265,7 @@ impl Element for McastSocket {
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         let to = self.socks.get();
         super::socket::send_each(cx, batch, &self.sent, &self.drops, |d| {
-            to.is_some_and(|s| self.send(s, d))
+            to.map_or(Sent::Failed, |s| self.send(s, d))
         });
     }
 

@@ -36,7 +36,9 @@
 //! initialization.
 //!
 //! Handlers:
-//! - `drops` (read): input packets that could not be sent.
+//! - `drops` (read): input packets that could not be sent: dropped for
+//!   `ring full` when the send buffer is full for now (`EAGAIN`,
+//!   `ENOBUFS`), for `send failed` otherwise.
 //! - `sent`, `received` (read): packets sent and received.
 //!
 //! Example:
@@ -47,7 +49,7 @@
 // System calls go through rustix; libc only for IP_HDRINCL, for which
 // rustix has no socket option call.
 
-use super::socket::received_packet;
+use super::socket::{received_packet, Sent};
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount,
 };
@@ -73,7 +75,7 @@ pub struct RawSocket {
 }
 
 /// Why this element drops packets (its `drop_reasons`).
-const DROP_REASONS: &[&str] = &["send failed"];
+const DROP_REASONS: &[&str] = &["send failed", "ring full"];
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("RawSocket", "0-1/0-1", "a/h", make)
@@ -162,19 +164,19 @@ fn ipv4_destination(d: &[u8]) -> Option<Ipv4Addr> {
 }
 
 impl RawSocket {
-    fn send(&self, fd: &OwnedFd, d: &[u8]) -> bool {
+    fn send(&self, fd: &OwnedFd, d: &[u8]) -> Sent {
         let Some(dst) = ipv4_destination(d) else {
-            return false;
+            return Sent::Failed;
         };
         // The kernel sends the header's total length; extra bytes (link
         // padding) are not sent.
         let total = usize::from(u16::from_be_bytes([d[2], d[3]]));
         let to = SocketAddrV4::new(dst, 0);
         loop {
-            match net::sendto(fd, &d[..total], SendFlags::empty(), &to) {
-                Ok(n) => return n == total,
-                Err(Errno::INTR) => continue,
-                Err(_) => return false,
+            if let Some(s) =
+                Sent::of_sendto(net::sendto(fd, &d[..total], SendFlags::empty(), &to), total)
+            {
+                return s;
             }
         }
     }
@@ -235,7 +237,7 @@ impl Element for RawSocket {
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
         let to = self.fd.get();
         super::socket::send_each(cx, batch, &self.sent, &self.drops, |d| {
-            to.is_some_and(|fd| self.send(fd, d))
+            to.map_or(Sent::Failed, |fd| self.send(fd, d))
         });
     }
 

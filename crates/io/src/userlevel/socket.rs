@@ -52,7 +52,9 @@
 //! Click's ALLOW, DENY and PROPER keywords are not supported (an error).
 //!
 //! Handlers:
-//! - `drops` (read): input packets that could not be sent.
+//! - `drops` (read): input packets that could not be sent: dropped for
+//!   `ring full` when a datagram socket's send buffer is full for now,
+//!   for `send failed` otherwise.
 //! - `sent`, `received` (read): packets sent and received.
 //! - `connected` (read): `true` while a stream connection is open (always
 //!   `true` for datagram sockets once bound).
@@ -121,7 +123,7 @@ pub struct Socket {
 }
 
 /// Why this element drops packets (its `drop_reasons`).
-const DROP_REASONS: &[&str] = &["send failed"];
+const DROP_REASONS: &[&str] = &["send failed", "ring full"];
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Socket", "0-1/0-1", "a/h", make)
@@ -337,7 +339,7 @@ impl Socket {
     }
 
     /// Sends one packet; false if it could not be.
-    fn send(&self, cx: &Cx<'_>, s: &mut Sock, p: &Packet) -> bool {
+    fn send(&self, cx: &Cx<'_>, s: &mut Sock, p: &Packet) -> Sent {
         fn write_all_blocking(w: &mut impl Write, d: &[u8]) -> std::io::Result<()> {
             let mut off = 0;
             while off < d.len() {
@@ -352,9 +354,14 @@ impl Socket {
             Ok(())
         }
         let d = p.data();
+        let datagram = |r: std::io::Result<usize>| match r {
+            Ok(_) => Sent::Yes,
+            Err(e) if crate::linux::tap::queue_full(&e) => Sent::Full,
+            Err(_) => Sent::Failed,
+        };
         let ok = match s {
-            Sock::Tcp(t) | Sock::TcpListen(_, Some(t)) => write_all_blocking(t, d).is_ok(),
-            Sock::Unix(u) | Sock::UnixListen(_, Some(u)) => write_all_blocking(u, d).is_ok(),
+            Sock::Tcp(t) | Sock::TcpListen(_, Some(t)) => write_all_blocking(t, d).into(),
+            Sock::Unix(u) | Sock::UnixListen(_, Some(u)) => write_all_blocking(u, d).into(),
             Sock::Udp(u, peer) => {
                 let to = match peer {
                     Some(a) => Some(*a),
@@ -366,12 +373,15 @@ impl Socket {
                     }
                     None => None,
                 };
-                to.is_some_and(|to| u.send_to(d, to).is_ok())
+                match to {
+                    Some(to) => datagram(u.send_to(d, to)),
+                    None => Sent::Failed,
+                }
             }
-            Sock::UnixDgram(u, Some(peer)) => u.send_to(d, &*peer).is_ok(),
-            _ => false,
+            Sock::UnixDgram(u, Some(peer)) => datagram(u.send_to(d, &*peer)),
+            _ => Sent::Failed,
         };
-        if !ok {
+        if ok == Sent::Failed {
             // A broken stream: forget the connection (a server accepts
             // the next one).
             match s {
@@ -467,27 +477,70 @@ impl Socket {
     }
 }
 
-/// Sends each packet of `batch` with `send` (true when it went out),
-/// counting it in `sent`, or in `drops` and as the class's drop reason 0
-/// ("send failed"): the datagram sockets' push (RawSocket, McastSocket).
+/// What became of a packet a socket was given to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sent {
+    Yes,
+    /// The send buffer is full for now (`EAGAIN`, `ENOBUFS`): drop
+    /// reason 1, `ring full`.
+    Full,
+    /// Refused, unroutable, no peer: drop reason 0, `send failed`.
+    Failed,
+}
+
+impl Sent {
+    /// The drop reason of a packet not sent (the socket elements' list:
+    /// `send failed`, `ring full`).
+    pub(crate) fn reason(self) -> u8 {
+        u8::from(self == Sent::Full)
+    }
+
+    /// A datagram `sendto`'s outcome, `want` bytes expected to go.
+    pub(crate) fn of_sendto(r: Result<usize, rustix::io::Errno>, want: usize) -> Option<Sent> {
+        match r {
+            Ok(n) if n == want => Some(Sent::Yes),
+            Ok(_) => Some(Sent::Failed),
+            Err(rustix::io::Errno::INTR) => None,
+            Err(e) if crate::linux::tap::queue_full(&e.into()) => Some(Sent::Full),
+            Err(_) => Some(Sent::Failed),
+        }
+    }
+}
+
+impl<E> From<Result<(), E>> for Sent {
+    fn from(r: Result<(), E>) -> Sent {
+        if r.is_ok() {
+            Sent::Yes
+        } else {
+            Sent::Failed
+        }
+    }
+}
+
+/// Sends each packet of `batch` with `send`, counting it in `sent`, or
+/// in `drops` and as [`Sent::reason`]: the datagram sockets' push
+/// (RawSocket, McastSocket).
 pub(crate) fn send_each(
     cx: &mut Cx<'_>,
     batch: Batch,
     sent: &AtomicU64,
     drops: &PerThreadCount,
-    mut send: impl FnMut(&[u8]) -> bool,
+    mut send: impl FnMut(&[u8]) -> Sent,
 ) {
     let mut bad = Vec::new();
     for p in batch {
-        if send(p.data()) {
-            sent.fetch_add(1, Ordering::Relaxed);
-        } else {
-            drops.inc(cx.thread());
-            bad.push(p);
+        match send(p.data()) {
+            Sent::Yes => {
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+            why => {
+                drops.inc(cx.thread());
+                bad.push((why, p));
+            }
         }
     }
-    for p in bad {
-        cx.drop_packet_for(0, p);
+    for (why, p) in bad {
+        cx.drop_packet_for(why.reason(), p);
     }
 }
 
@@ -551,16 +604,19 @@ impl Element for Socket {
         let mut s = self.lock();
         let mut bad = Vec::new();
         for p in batch {
-            if self.send(cx, &mut s, &p) {
-                self.sent.fetch_add(1, Ordering::Relaxed);
-            } else {
-                self.drops.inc(cx.thread());
-                bad.push(p);
+            match self.send(cx, &mut s, &p) {
+                Sent::Yes => {
+                    self.sent.fetch_add(1, Ordering::Relaxed);
+                }
+                why => {
+                    self.drops.inc(cx.thread());
+                    bad.push((why, p));
+                }
             }
         }
         drop(s);
-        for p in bad {
-            cx.drop_packet_for(0, p);
+        for (why, p) in bad {
+            cx.drop_packet_for(why.reason(), p);
         }
     }
 
@@ -736,6 +792,50 @@ mod tests {
         let mut buf = [0u8; 16];
         let (n, _) = rx.recv_from(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"x1");
+    }
+
+    #[test]
+    fn a_full_datagram_peer_is_ring_full_and_a_missing_one_send_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = dir.path().join("slow.sock");
+        // A peer that never reads: its queue fills, and sends then find
+        // the socket's buffer full for now.
+        let slow = UnixDatagram::bind(&peer).unwrap();
+        let r = build(
+            &full_registry(),
+            &format!(
+                "Idle -> s :: Socket(UNIX_DGRAM, {}, CLIENT true);",
+                q(&peer)
+            ),
+        );
+        let pk = || paraclick_packet::Packet::from_slice(&[7u8; 1000]).unwrap();
+        for _ in 0..10 {
+            r.push_into(
+                "s",
+                0,
+                paraclick_packet::Batch::from((0..100).map(|_| pk()).collect::<Vec<_>>()),
+            )
+            .unwrap();
+        }
+        let sent: u64 = handler(&r, "s.sent").parse().unwrap();
+        let drops: u64 = handler(&r, "s.drops").parse().unwrap();
+        assert!(
+            sent > 0 && drops > 0 && sent + drops == 1000,
+            "{sent} sent, {drops} dropped"
+        );
+        assert_eq!(
+            handler(&r, "s.drop_reasons"),
+            format!("ring full {drops}\n")
+        );
+        // Gone for good: a refusal, not a full buffer.
+        drop(slow);
+        std::fs::remove_file(&peer).unwrap();
+        r.push_into("s", 0, paraclick_packet::Batch::from(vec![pk(), pk()]))
+            .unwrap();
+        assert_eq!(
+            handler(&r, "s.drop_reasons"),
+            format!("send failed 2\nring full {drops}\n")
+        );
     }
 
     #[test]
