@@ -28,9 +28,9 @@
 # without a socket buffer, where the paraclick generator's AF_PACKET send
 # cost more than the router's work and was the limit at -j 2 (it reached
 # ~210 kpps). r0 and h2's eth0 run in veth's NAPI mode: h2's with an XDP
-# sink (scripts/lib/xdppass.bpf.c as XDP_DROP: h2 counts the frame, then
-# drops it, at the same small cost in every row; before, h2's IP stack
-# took each packet and looked up its UDP port), r0's with an XDP program (scripts/lib/xdppass.bpf.c, XDP_PASS, for Linux
+# sink (xdpsink in scripts/lib/xdppass.bpf.c: h2 counts the frame, then
+# drops the UDP, at the same small cost in every row; before, h2's IP
+# stack took each packet and looked up its UDP port), r0's with an XDP program (scripts/lib/xdppass.bpf.c, XDP_PASS, for Linux
 # and AF_PACKET, as FromDevice on AF_PACKET turns GRO off; AF_XDP routers
 # attach their own; the XDP row its forwarder). r0's NAPI poll runs in softirq on the
 # sending CPU, at the end of each batch of 64 frames, as the paraclick
@@ -93,7 +93,7 @@ measure() {
   # Frames the generator sends reach r0's stack through an XDP program
   # (veth's NAPI mode): a pass-through one for Linux and AF_PACKET.
   [[ $GEN == xdp && $kind != xdp && $defines != *METHOD=XDP* ]] &&
-    ip -n "$R" link set dev r0 xdpdrv obj "$TMP/xdppass.o" sec xdp
+    ip -n "$R" link set dev r0 xdpdrv obj "$TMP/xdppass.o" program xdppass
   case $kind in
     kernel)
       kernel_router "$threads"

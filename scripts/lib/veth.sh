@@ -21,8 +21,8 @@
 #                        ethtool). Its frames enter r0 through r0's NAPI
 #                        poll, which needs an XDP program on r0 (the caller
 #                        attaches one: scripts/lib/xdppass.bpf.c, or the
-#                        router's own); h2's eth0 gets the same program as
-#                        an XDP_DROP sink (it counts, then drops). The poll runs
+#                        router's own); h2's eth0 gets a sink (xdpsink in
+#                        the same file: counted, then the UDP dropped). The poll runs
 #                        in softirq on the sending CPU, at the end of each
 #                        batch of 64 frames, as the paraclick generator's
 #                        send ran r0's receive backlog there.
@@ -87,10 +87,10 @@ veth_links() {
   ip -n "$H2" link set eth0 up
   if [[ $GEN == xdp ]]; then
     # veth takes XDP-sent frames only in NAPI mode, which an XDP program
-    # or GRO turns on. h2's eth0: the sink (xdppass.bpf.c as XDP_DROP),
+    # or GRO turns on. h2's eth0: the sink (xdppass.bpf.c's xdpsink),
     # which also takes the XDP redirect's frames; r0: the caller attaches
     # a program (FromDevice on AF_PACKET turns GRO off).
-    ip -n "$H2" link set dev eth0 xdpdrv obj "$TMP/xdpdrop.o" sec xdp
+    ip -n "$H2" link set dev eth0 xdpdrv obj "$TMP/xdppass.o" program xdpsink
   fi
   if [[ $FAMILY == 6 ]]; then
     ip -n "$H1" -6 addr add "$H1_ADDR/64" dev eth0 nodad
@@ -129,7 +129,6 @@ build_xdpgen() {
   BPF_CFLAGS=(-O2 -g -target bpf -Wall "-I/usr/include/$arch-linux-gnu")
   "$CLANG" "${BPF_CFLAGS[@]}" -c "$ROOT/scripts/lib/xdpgen.bpf.c" -o "$TMP/xdpgen.bpf.o"
   "$CLANG" "${BPF_CFLAGS[@]}" -c "$ROOT/scripts/lib/xdppass.bpf.c" -o "$TMP/xdppass.o"
-  "$CLANG" "${BPF_CFLAGS[@]}" -DACTION=XDP_DROP -c "$ROOT/scripts/lib/xdppass.bpf.c" -o "$TMP/xdpdrop.o"
   cc -O2 -Wall -o "$TMP/xdpgen" "$ROOT/scripts/lib/xdpgen.c" -lbpf -lpthread
 }
 
