@@ -13,7 +13,8 @@
 #   BENCH_PREFIX names the namespaces (default pcb); FAMILIES="4 6" (the
 #   default) or one of them; GEN=xdp (default) or GEN=paraclick, the
 #   earlier AF_PACKET generator (FastUDPSource -> ToDevice); POLL=1 adds
-#   the -j 2 MultiFromDevice row (conf/iprouter-veth-2q-poll.click).
+#   the -j 2 MultiFromDevice row (conf/iprouter-veth-2q-poll.click);
+#   JOBS="1 2" (the default), or one of them, the thread counts measured.
 #   RT=1 runs the router's worker threads (paraclick-N) and the
 #   generator under SCHED_FIFO (priorities 51 and 50: the router preempts
 #   the generator), so that other processes' load does not take their
@@ -127,7 +128,7 @@ measure() {
 }
 
 table() { # FAMILY
-  local fam=$1 k1=${RESULT[$1,kernel,1]} k2=${RESULT[$1,kernel,2]}
+  local fam=$1
   echo
   if [[ $fam == 4 ]]; then
     echo "IPv4, 60-byte UDP frames over veth, max loss-free rate (<= 0.1% loss), generator GEN=$GEN:"
@@ -146,10 +147,10 @@ table() { # FAMILY
       poll) label="paraclick AF_PACKET (MultiFromDevice)" ;;
       xsk) label="paraclick AF_XDP" ;;
     esac
-    base=${RESULT[$fam,kernel,$j]}
+    base=${RESULT[$fam,kernel,$j]:-0}
     read -r ns share limit <<<"${INFO[$fam,$key]}"
     local kns
-    read -r kns _ <<<"${INFO[$fam,kernel,$j]}"
+    read -r kns _ <<<"${INFO[$fam,kernel,$j]:-0}"
     printf '%-44s %3s %10d %8s %8s %7s %4.0f%% %10s %8s  %s\n' "$label" "$j" "${RESULT[$fam,$key]}" \
       "$(ratio "${RESULT[$fam,$key]}" "$base")" "$ns" \
       "$(awk -v n="$ns" -v m="$MHZ" 'BEGIN { printf "%.0f", n * m / 1000 }')" \
@@ -170,23 +171,27 @@ for fam in ${FAMILIES:-4 6}; do
     veth_setup bench-veth "${BENCH_PREFIX:-pcb}" 4 "$BINARG" "$SECS_ARG"
     c1=conf/iprouter-veth.click c2=conf/iprouter-veth-2q.click
   fi
-  measure "$fam,kernel,1" 1 "v$fam kernel -j 1" kernel
-  measure "$fam,xdp,1" 1 "v$fam XDP -j 1" xdp
-  measure "$fam,pkt,1" 1 "v$fam AF_PACKET -j 1" paraclick "$c1"
-  measure "$fam,xsk,1" 1 "v$fam AF_XDP -j 1" paraclick "$c1" "METHOD=XDP PRIORITY=false"
-  measure "$fam,kernel,2" 2 "v$fam kernel -j 2" kernel
-  measure "$fam,xdp,2" 2 "v$fam XDP -j 2" xdp
-  measure "$fam,pkt,2" 2 "v$fam AF_PACKET -j 2" paraclick "$c2"
-  [[ ${POLL:-0} == 1 && $fam == 4 ]] &&
-    measure "$fam,poll,2" 2 "v$fam AF_PACKET poll -j 2" paraclick conf/iprouter-veth-2q-poll.click
-  measure "$fam,xsk,2" 2 "v$fam AF_XDP -j 2" paraclick "$c2" "METHOD=XDP PRIORITY=false"
+  if [[ " ${JOBS:-1 2} " == *" 1 "* ]]; then
+    measure "$fam,kernel,1" 1 "v$fam kernel -j 1" kernel
+    measure "$fam,xdp,1" 1 "v$fam XDP -j 1" xdp
+    measure "$fam,pkt,1" 1 "v$fam AF_PACKET -j 1" paraclick "$c1"
+    measure "$fam,xsk,1" 1 "v$fam AF_XDP -j 1" paraclick "$c1" "METHOD=XDP PRIORITY=false"
+  fi
+  if [[ " ${JOBS:-1 2} " == *" 2 "* ]]; then
+    measure "$fam,kernel,2" 2 "v$fam kernel -j 2" kernel
+    measure "$fam,xdp,2" 2 "v$fam XDP -j 2" xdp
+    measure "$fam,pkt,2" 2 "v$fam AF_PACKET -j 2" paraclick "$c2"
+    [[ ${POLL:-0} == 1 && $fam == 4 ]] &&
+      measure "$fam,poll,2" 2 "v$fam AF_PACKET poll -j 2" paraclick conf/iprouter-veth-2q-poll.click
+    measure "$fam,xsk,2" 2 "v$fam AF_XDP -j 2" paraclick "$c2" "METHOD=XDP PRIORITY=false"
+  fi
 done
 
 for fam in ${FAMILIES:-4 6}; do table "$fam"; done
 echo
 echo "ns/pkt and cycles: router CPU time per forwarded packet ($MHZ MHz); pps/CPU-s: packets per second of router CPU; vs Linux: Linux's ns/pkt over the row's."
 if [[ " ${FAMILIES:-4 6} " == *" 4 "* && " ${FAMILIES:-4 6} " == *" 6 "* ]]; then
-  for j in 1 2; do
+  for j in ${JOBS:-1 2}; do
     for key in pkt xsk; do
       echo "IPv6 / IPv4, $key -j $j: rate $(ratio "${RESULT[6,$key,$j]}" "${RESULT[4,$key,$j]}")"
     done
