@@ -22,7 +22,7 @@
 #   meanwhile. Without it, on a busy machine the generator waits for a
 #   CPU, falls short and the wall rates mean little: compare the CPU
 #   figures.
-#   About 8 minutes for both families on a quiet 2-CPU machine.
+#   A run of both families took 8 min 16 s (RT=1, loaded 2-CPU machine).
 #
 # The generator (GEN=xdp, scripts/lib/xdpgen.c) makes its frames in the
 # kernel (BPF_PROG_RUN, live frames) and hands them to r0's receive ring
