@@ -26,8 +26,11 @@
 # Prints, per method, the `paraclick model --device` argument, then
 # `paraclick model conf/fake-iprouter.click -j 1` and `-j 2` with it: the
 # predicted maximum loss-free rate of conf/iprouter-veth.click and
-# conf/iprouter-veth-2q.click (compare scripts/bench-veth.sh). BENCH_PREFIX
-# names the namespace (default pcd).
+# conf/iprouter-veth-2q.click with dedicated cores. Compare it with
+# scripts/bench-veth.sh's wall rate on a quiet machine, and anywhere with
+# its "pps/CPU-s" column (packets per second of the router's own CPU
+# time), which other processes' load does not lower (docs/MODEL.md).
+# BENCH_PREFIX names the namespace (default pcd).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$(readlink -f "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}")

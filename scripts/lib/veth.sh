@@ -10,6 +10,25 @@
 # BIN, SECS, ROOT, H1, H2, R, TMP, NCPU, GEN_CPU, and, by family, the
 # hosts' and router's addresses: H1_ADDR, H2_ADDR, R0_ADDR, R1_ADDR, PING
 # (ping with the family's flag).
+#
+# The generator (GEN, set before veth_setup):
+#   paraclick (default)  FastUDPSource -> ToDevice(eth0) on AF_PACKET, on
+#                        GEN_CPU: a socket buffer and a copy per packet.
+#   xdp                  scripts/lib/xdpgen.c: frames made in the kernel by
+#                        BPF_PROG_RUN (live frames), one sending thread per
+#                        CPU of GEN_CPUS (default GEN_CPU), compiled into
+#                        TMP at setup (clang with the BPF target, libbpf-dev;
+#                        ethtool). Its frames enter r0 through r0's NAPI
+#                        poll, which needs an XDP program on r0 (the caller
+#                        attaches one: scripts/lib/xdppass.bpf.c, or the
+#                        router's own); h2's eth0 gets a sink (xdpsink in
+#                        the same file: counted, then the UDP dropped). The poll runs
+#                        in softirq on the sending CPU, at the end of each
+#                        batch of 64 frames, as the paraclick generator's
+#                        send ran r0's receive backlog there.
+# Each trial leaves "ROUTER_NS GEN_CPU_S WALL_S" in $TMP/trial.info: the
+# router's CPU time over the trial (router_cpu_ns, below), the generator's
+# CPU seconds (xdp only, else 0) and the trial's wall seconds.
 
 veth_setup() { # NAME PREFIX FAMILY BIN SECS
   NAME=$1
@@ -27,7 +46,9 @@ veth_setup() { # NAME PREFIX FAMILY BIN SECS
   ROUTER_PID=
   NCPU=$(nproc)
   GEN_CPU=$((NCPU - 1))
+  GEN=${GEN:-paraclick}
   trap veth_cleanup EXIT
+  [[ $GEN == xdp ]] && build_xdpgen
   trap 'exit 130' INT TERM
 
   ip netns add "$H1"
@@ -59,10 +80,18 @@ veth_links() {
   ip -n "$R" link set r0 address 02:00:00:00:01:01
   ip -n "$R" link set r1 address 02:00:00:00:02:01
   ip -n "$H1" link set eth0 address 02:00:00:00:01:02
+  ip -n "$H2" link set eth0 address 02:00:00:00:02:02
   ip -n "$R" link set r0 up
   ip -n "$R" link set r1 up
   ip -n "$H1" link set eth0 up
   ip -n "$H2" link set eth0 up
+  if [[ $GEN == xdp ]]; then
+    # veth takes XDP-sent frames only in NAPI mode, which an XDP program
+    # or GRO turns on. h2's eth0: the sink (xdppass.bpf.c's xdpsink),
+    # which also takes the XDP redirect's frames; r0: the caller attaches
+    # a program (FromDevice on AF_PACKET turns GRO off).
+    ip -n "$H2" link set dev eth0 xdpdrv obj "$TMP/xdppass.o" program xdpsink
+  fi
   if [[ $FAMILY == 6 ]]; then
     ip -n "$H1" -6 addr add "$H1_ADDR/64" dev eth0 nodad
     ip -n "$H2" -6 addr add "$H2_ADDR/64" dev eth0 nodad
@@ -85,6 +114,41 @@ veth_cleanup() {
     ip netns del "$ns" 2>/dev/null
   done
   rm -rf "$TMP"
+}
+
+# Compiles the XDP generator and the pass and drop programs into TMP.
+build_xdpgen() {
+  local clang=${CLANG:-} c arch
+  if [[ -z $clang ]]; then
+    for c in clang clang-{21..11}; do command -v "$c" >/dev/null && { clang=$c; break; }; done
+  fi
+  [[ -n $clang ]] || { echo "$NAME: GEN=xdp needs clang with the BPF target (apt-get install clang)" >&2; exit 2; }
+  command -v ethtool >/dev/null || { echo "$NAME: GEN=xdp needs ethtool" >&2; exit 2; }
+  CLANG=$clang
+  arch=$(uname -m)
+  BPF_CFLAGS=(-O2 -g -target bpf -Wall "-I/usr/include/$arch-linux-gnu")
+  "$CLANG" "${BPF_CFLAGS[@]}" -c "$ROOT/scripts/lib/xdpgen.bpf.c" -o "$TMP/xdpgen.bpf.o"
+  "$CLANG" "${BPF_CFLAGS[@]}" -c "$ROOT/scripts/lib/xdppass.bpf.c" -o "$TMP/xdppass.o"
+  cc -O2 -Wall -o "$TMP/xdpgen" "$ROOT/scripts/lib/xdpgen.c" -lbpf -lpthread
+}
+
+# The router's CPU time so far, in ns: the threads of ROUTER_PID (a
+# paraclick router: schedstat, time on a CPU including the softirqs that
+# ran inside its system calls) plus the softirq time of the CPUs in
+# ROUTER_SOFTIRQ_CPUS (comma-separated; /proc/stat, in ticks: the kernel's
+# own forwarding, which runs in softirq).
+router_cpu_ns() {
+  local t sum=0 v
+  for t in ${ROUTER_PID:+/proc/$ROUTER_PID/task/*}; do
+    v=$(cut -d' ' -f1 "$t/schedstat" 2>/dev/null || echo 0)
+    sum=$((sum + ${v:-0}))
+  done
+  if [[ -n ${ROUTER_SOFTIRQ_CPUS:-} ]]; then
+    v=$(awk -v cpus="$ROUTER_SOFTIRQ_CPUS" -v hz="$(getconf CLK_TCK)" 'BEGIN { n = split(cpus, c, ","); for (i = 1; i <= n; i++) want["cpu" c[i]] = 1 }
+      $1 in want { t += $8 } END { printf "%.0f\n", t * 1e9 / hz }' /proc/stat)
+    sum=$((sum + v))
+  fi
+  echo "$sum"
 }
 
 # Packets received by h2's eth0 so far.
@@ -156,17 +220,30 @@ generator() { # RATE N
   fi
 }
 
-# One trial at RATE packets/s for SECS: prints "sent received achieved_rate".
+# One trial at RATE packets/s for SECS: prints "sent received achieved_rate"
+# (and leaves the CPU figures in $TMP/trial.info).
 trial() { # RATE
-  local rate=$1 n before after out count achieved
+  local rate=$1 n before after out count achieved gcpu=0 c0 c1 w0 w1
   n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN { printf "%d", r * s }')
   before=$(rx_h2)
-  out=$(ip netns exec "$H1" taskset -c "$GEN_CPU" "$BIN" --no-pin -h src.count -h src.rate \
-    -e "$(generator "$rate" "$n")" 2>/dev/null)
+  c0=$(router_cpu_ns)
+  w0=$(date +%s%N)
+  if [[ $GEN == xdp ]]; then
+    # shellcheck disable=SC2086
+    out=$(ip netns exec "$H1" ${GEN_CHRT:-} "$TMP/xdpgen" "$TMP/xdpgen.bpf.o" eth0 02:00:00:00:01:02 02:00:00:00:01:01 \
+      "$H1_ADDR" "$H2_ADDR" "$rate" "$n" "${GEN_CPUS:-$GEN_CPU}" 2>/dev/null || true)
+    read -r _ count _ _ _ achieved _ gcpu <<<"$out"
+  else
+    out=$(ip netns exec "$H1" taskset -c "$GEN_CPU" "$BIN" --no-pin -h src.count -h src.rate \
+      -e "$(generator "$rate" "$n")" 2>/dev/null)
+    count=$(awk '/^src.count:/ { getline; print; exit }' <<<"$out")
+    achieved=$(awk '/^src.rate:/ { getline; print; exit }' <<<"$out")
+  fi
   sleep 0.3
   after=$(rx_h2)
-  count=$(awk '/^src.count:/ { getline; print; exit }' <<<"$out")
-  achieved=$(awk '/^src.rate:/ { getline; print; exit }' <<<"$out")
+  w1=$(date +%s%N)
+  c1=$(router_cpu_ns)
+  echo "$((c1 - c0)) ${gcpu:-0} $(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" >"$TMP/trial.info"
   echo "${count:-0} $((after - before)) ${achieved:-0}"
 }
 
@@ -175,18 +252,45 @@ trial() { # RATE
 # 3%) and at most 0.1% of its packets did not arrive, in one of two trials
 # (a loss can be another process's doing). Rates double from START until
 # a loss (or MAX), then a binary search narrows the maximum.
+# Also leaves in $TMP/search.info "NS SHARE LIMIT": the router's CPU ns per
+# packet received at the highest loss-free rate, its CPU share there (of
+# ROUTER_THREADS CPUs, default 1), and what limited the first lossy rate
+# above it: "router-cpu" (the router used 90% of its CPUs or more), else
+# "generator" (it fell more than 3% short of the rate; its own CPU share
+# follows for GEN=xdp), else "loss@CPU%" (packets lost while the router
+# had CPU to spare: its rings, or CPU that other processes took).
 search() { # LABEL [START] [MAX]
   local label=$1 rate=${2:-50000} max=${3:-8000000} good=0 bad=0 sent recv ach ok
+  local rns gcpu wall share pns gshare good_ns=0 good_share=0 limit=- threads=${ROUTER_THREADS:-1}
+  local ngen
+  ngen=$(awk -F, '{ print NF }' <<<"${GEN_CPUS:-$GEN_CPU}")
   while :; do
     for _ in 1 2; do
       read -r sent recv ach < <(trial "$rate")
+      read -r rns gcpu wall <"$TMP/trial.info"
       ok=$(awk -v s="$sent" -v r="$recv" -v a="$ach" -v t="$rate" \
         'BEGIN { print (s > 0 && a >= 0.97 * t && r >= 0.999 * s) ? 1 : 0 }')
-      printf '  %-16s offered %9d pps  generated %9.0f pps  sent %9d  received %9d  %s\n' \
-        "$label" "$rate" "$ach" "$sent" "$recv" "$([[ $ok -eq 1 ]] && echo loss-free || echo LOSS)" >&2
+      share=$(awk -v n="$rns" -v w="$wall" -v t="$threads" 'BEGIN { printf "%.2f", (w > 0) ? n / 1e9 / w / t : 0 }')
+      pns=$(awk -v n="$rns" -v r="$recv" 'BEGIN { printf "%.0f", (r > 0) ? n / r : 0 }')
+      gshare=$(awk -v c="$gcpu" -v w="$wall" -v g="$ngen" 'BEGIN { printf "%.2f", (w > 0) ? c / w / g : 0 }')
+      printf '  %-16s offered %9d pps  generated %9.0f pps  sent %9d  received %9d  %-9s router CPU %4.0f%% %6d ns/pkt  gen CPU %4.0f%%\n' \
+        "$label" "$rate" "$ach" "$sent" "$recv" "$([[ $ok -eq 1 ]] && echo loss-free || echo LOSS)" \
+        "$(awk -v s="$share" 'BEGIN { print 100 * s }')" "$pns" "$(awk -v s="$gshare" 'BEGIN { print 100 * s }')" >&2
       [[ $ok -eq 1 ]] && break
     done
-    if [[ $ok -eq 1 ]]; then good=$rate; else bad=$rate; fi
+    if [[ $ok -eq 1 ]]; then
+      good=$rate good_ns=$pns good_share=$share
+    else
+      bad=$rate
+      if awk -v s="$share" 'BEGIN { exit !(s >= 0.9) }'; then
+        limit=router-cpu
+      elif awk -v a="$ach" -v t="$rate" 'BEGIN { exit !(a < 0.97 * t) }'; then
+        limit=generator
+        [[ $GEN == xdp ]] && limit="generator@$(awk -v s="$gshare" 'BEGIN { printf "%.0f%%", 100 * s }')"
+      else
+        limit="loss@$(awk -v s="$share" 'BEGIN { printf "%.0f%%", 100 * s }')"
+      fi
+    fi
     if [[ $bad -eq 0 ]]; then
       rate=$((rate * 2))
       [[ $rate -gt $max ]] && break
@@ -195,6 +299,7 @@ search() { # LABEL [START] [MAX]
       rate=$(((good + bad) / 2))
     fi
   done
+  echo "$good_ns $good_share $limit" >"$TMP/search.info"
   echo "$good"
 }
 
