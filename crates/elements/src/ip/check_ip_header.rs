@@ -283,7 +283,9 @@ impl Checker for CheckIPHeader {
 impl Action for CheckIPHeader {
     const HANDLERS: &'static [Handler<Self>] = CheckHandlers::<Self>::TABLE;
 
-    #[inline]
+    // Always inlined into the fused hop that calls it: the call, and
+    // the verdict passed back through memory, cost more than the work.
+    #[inline(always)]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let r = match p.data().get(self.offset..) {
             Some(data) => self.validate(data),

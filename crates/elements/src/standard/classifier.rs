@@ -558,7 +558,9 @@ impl Action for Classifier {
         Handler::read("patterns", |e, _| e.prog.listing()),
     ];
 
-    #[inline]
+    // Always inlined into the fused hop that calls it: the call, and
+    // the verdict passed back through memory, cost more than the work.
+    #[inline(always)]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.prog.classify(p.data()) {
             Some(i) => Verdict::Out(i),
