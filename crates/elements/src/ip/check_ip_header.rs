@@ -124,9 +124,16 @@ impl AddrSet {
         1 << (a.wrapping_mul(0x9E37_79B1) >> 26)
     }
 
-    #[inline]
+    /// The filter test is inlined into the caller; the list, which most
+    /// addresses never reach, is searched out of line.
+    #[inline(always)]
     fn contains(&self, a: u32) -> bool {
-        self.filter & AddrSet::bit(a) != 0 && self.addrs.contains(&a)
+        self.filter & AddrSet::bit(a) != 0 && self.list_contains(a)
+    }
+
+    #[inline(never)]
+    fn list_contains(&self, a: u32) -> bool {
+        self.addrs.contains(&a)
     }
 }
 
@@ -234,8 +241,9 @@ pub(crate) fn make_checker(
 
 impl CheckIPHeader {
     /// Why the IP header at `data` is invalid, or its header and total
-    /// lengths and destination.
-    #[inline]
+    /// lengths and destination. Inlined into `action`, so that the result
+    /// stays in registers.
+    #[inline(always)]
     fn validate(&self, data: &[u8]) -> Result<(usize, usize, Ipv4Addr), usize> {
         if data.len() < IP_MIN_HLEN {
             return Err(TINY);
