@@ -224,6 +224,7 @@ impl Packet {
 
     /// Moves the data start `n` bytes back (Click's `push`): room for a new
     /// header. Reallocates with more headroom when needed.
+    #[inline]
     pub fn push(&mut self, n: usize) -> Result<(), NoBuffer> {
         if n > self.headroom() {
             self.realloc(n + HEADROOM, 0)?;

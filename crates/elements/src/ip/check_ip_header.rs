@@ -124,9 +124,16 @@ impl AddrSet {
         1 << (a.wrapping_mul(0x9E37_79B1) >> 26)
     }
 
-    #[inline]
+    /// The filter test is inlined into the caller; the list, which most
+    /// addresses never reach, is searched out of line.
+    #[inline(always)]
     fn contains(&self, a: u32) -> bool {
-        self.filter & AddrSet::bit(a) != 0 && self.addrs.contains(&a)
+        self.filter & AddrSet::bit(a) != 0 && self.list_contains(a)
+    }
+
+    #[inline(never)]
+    fn list_contains(&self, a: u32) -> bool {
+        self.addrs.contains(&a)
     }
 }
 
@@ -234,8 +241,9 @@ pub(crate) fn make_checker(
 
 impl CheckIPHeader {
     /// Why the IP header at `data` is invalid, or its header and total
-    /// lengths and destination.
-    #[inline]
+    /// lengths and destination. Inlined into `action`, so that the result
+    /// stays in registers.
+    #[inline(always)]
     fn validate(&self, data: &[u8]) -> Result<(usize, usize, Ipv4Addr), usize> {
         if data.len() < IP_MIN_HLEN {
             return Err(TINY);
@@ -283,7 +291,9 @@ impl Checker for CheckIPHeader {
 impl Action for CheckIPHeader {
     const HANDLERS: &'static [Handler<Self>] = CheckHandlers::<Self>::TABLE;
 
-    #[inline]
+    // Always inlined into the fused hop that calls it: the call, and
+    // the verdict passed back through memory, cost more than the work.
+    #[inline(always)]
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let r = match p.data().get(self.offset..) {
             Some(data) => self.validate(data),

@@ -90,11 +90,13 @@ pub(crate) fn make(cx: &mut ConfigCx<'_>) -> Result<GetIPAddress, String> {
 }
 
 impl Action for GetIPAddress {
-    #[inline]
+    // Always inlined into the fused hop that calls it: the call, and
+    // the verdict passed back through memory, cost more than the work.
+    #[inline(always)]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         let addr = match self.source {
-            Source::Offset(o) => match p.data().get(o..o.saturating_add(4)) {
-                Some(b) => Ipv4Addr::new(b[0], b[1], b[2], b[3]),
+            Source::Offset(o) => match p.data().get(o..).and_then(<[u8]>::first_chunk) {
+                Some(&b) => Ipv4Addr::from(b),
                 None => return Verdict::DropFor(0),
             },
             Source::Src | Source::Dst => match fixed_ip_header_ref(p) {
@@ -124,6 +126,14 @@ mod tests {
         }
         assert_eq!(out[0].data(), &d[..], "data unchanged");
         assert_eq!(h.drops(), 1);
+        // An offset beyond the packet, or where offset + 4 overflows, is
+        // a counted drop, not a panic.
+        for decl in ["GetIPAddress(64)", "GetIPAddress(18446744073709551614)"] {
+            let h = harness(decl, 1);
+            h.push(0, vec![pkt(&d), pkt(&[])]);
+            assert!(h.output(0).is_empty(), "{decl}");
+            assert_eq!(h.drops(), 2, "{decl}");
+        }
     }
 
     #[test]

@@ -78,10 +78,9 @@ struct Word {
 impl Word {
     #[inline]
     fn matches(&self, d: &[u8]) -> bool {
-        let off = self.off as usize;
-        match d.get(off..off + 4) {
+        match d.get(self.off as usize..).and_then(<[u8]>::first_chunk) {
             // All four bytes are there, so the `need` ones are.
-            Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & self.mask == self.value,
+            Some(&b) => u32::from_be_bytes(b) & self.mask == self.value,
             None => self.matches_tail(d),
         }
     }
@@ -558,7 +557,9 @@ impl Action for Classifier {
         Handler::read("patterns", |e, _| e.prog.listing()),
     ];
 
-    #[inline]
+    // Always inlined into the fused hop that calls it: the call, and
+    // the verdict passed back through memory, cost more than the work.
+    #[inline(always)]
     fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
         match self.prog.classify(p.data()) {
             Some(i) => Verdict::Out(i),

@@ -56,20 +56,15 @@ pub fn sum(data: &[u8]) -> u16 {
     u16::from_be(fold(acc))
 }
 
-/// [`sum`] of a fixed-size block, unrolled by the compiler: cheaper than
-/// [`sum`] for small headers of known size (an option-less IPv4 header is
-/// `sum_array::<20>`), where the general loop's setup dominates.
+/// The 64-bit accumulator of a fixed-size block: its bytes added as
+/// native 32-bit words (a short final word padded with zeros), unfolded.
+/// Unrolled by the compiler for small headers of known size.
 #[inline]
-pub fn sum_array<const N: usize>(data: &[u8; N]) -> u16 {
+const fn acc_array<const N: usize>(data: &[u8; N]) -> u64 {
     let mut acc: u64 = 0;
     let mut i = 0;
     while i + 4 <= N {
-        acc += u64::from(u32::from_ne_bytes([
-            data[i],
-            data[i + 1],
-            data[i + 2],
-            data[i + 3],
-        ]));
+        acc += u32::from_ne_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]) as u64;
         i += 4;
     }
     let mut tail = [0u8; 4];
@@ -79,8 +74,35 @@ pub fn sum_array<const N: usize>(data: &[u8; N]) -> u16 {
         i += 1;
         j += 1;
     }
-    acc += u64::from(u32::from_ne_bytes(tail));
-    u16::from_be(fold(acc))
+    acc + u32::from_ne_bytes(tail) as u64
+}
+
+/// [`sum`] of a fixed-size block, unrolled by the compiler: cheaper than
+/// [`sum`] for small headers of known size (an option-less IPv4 header is
+/// `sum_array::<20>`), where the general loop's setup dominates.
+#[inline]
+pub fn sum_array<const N: usize>(data: &[u8; N]) -> u16 {
+    u16::from_be(fold(acc_array(data)))
+}
+
+/// Whether an accumulator of native-order words folds to `0xFFFF`, without
+/// folding it. Each 16-bit carry of the fold adds `2^16 - 1` less than it
+/// removes, so the folded sum is congruent to `acc` modulo `0xFFFF`; and a
+/// nonzero accumulator folds into 1..=0xFFFF, of which only `0xFFFF` is a
+/// multiple of `0xFFFF`. Byte order does not matter: a swapped `0xFFFF` is
+/// `0xFFFF`. One remainder by a constant (a multiply and a few shifts)
+/// instead of four folding steps and a swap.
+#[inline]
+const fn acc_is_ffff(acc: u64) -> bool {
+    acc != 0 && acc.is_multiple_of(0xffff)
+}
+
+/// [`verify`] for a fixed-size block (an option-less IPv4 header is
+/// `verify_array::<20>`): `sum_array(data) == 0xFFFF`, computed without
+/// folding.
+#[inline]
+pub fn verify_array<const N: usize>(data: &[u8; N]) -> bool {
+    acc_is_ffff(acc_array(data))
 }
 
 /// The Internet checksum of `data`: the complement of [`sum`].
@@ -295,6 +317,41 @@ mod tests {
         }
         assert_eq!(sum_array(&[]), 0);
         assert_eq!(sum_array(&IPV4_EXAMPLE), 0xffff);
+    }
+
+    #[test]
+    fn verify_array_is_sum_array_equal_ffff() {
+        fn check<const N: usize>(a: &[u8; N]) {
+            assert_eq!(verify_array(a), sum_array(a) == 0xffff, "{a:02x?}");
+        }
+        let mut rng = TestRng::new(9);
+        for _ in 0..2000 {
+            let d = rng.bytes(64);
+            let mut a20: [u8; 20] = d[..20].try_into().unwrap();
+            check(&a20);
+            // With its checksum set it verifies; one bit off, it does not.
+            a20[10..12].fill(0);
+            let c = !sum_array(&a20);
+            a20[10..12].copy_from_slice(&c.to_be_bytes());
+            assert!(verify_array(&a20));
+            check(&a20);
+            a20[usize::from(d[20]) % 20] ^= 1 << (d[21] % 8);
+            assert!(!verify_array(&a20));
+            check(&a20);
+            let a21: [u8; 21] = d[..21].try_into().unwrap();
+            check(&a21);
+            let a60: [u8; 60] = d[..60].try_into().unwrap();
+            check(&a60);
+        }
+        // Sums that are multiples of 0xFFFF other than 0xFFFF itself, and
+        // all zeros (sums to 0, not 0xFFFF), and all ones.
+        check(&[0u8; 20]);
+        check(&[0xffu8; 20]);
+        check(&[0xff, 0xff, 0, 0]);
+        check(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+        check(&[0x80, 0x00, 0x7f, 0xff]);
+        assert!(!verify_array(&[0u8; 20]));
+        assert!(verify_array(&IPV4_EXAMPLE));
     }
 
     #[test]
