@@ -31,7 +31,9 @@
 #      (umem_free): no frame leaked.
 #   3. Errors: another XDP program on r0; N_QUEUES 1 on a two-queue
 #      device; a device that does not exist; no permission (an
-#      unprivileged user). Each is refused at startup with its message.
+#      unprivileged user); ZEROCOPY true (veth has no zero-copy mode) on
+#      a socket that would join a UMEM bound in copy mode. Each is
+#      refused at startup with its message.
 #   4. Frames lent to packets: the packets of r0 queued to a second
 #      thread and sent to h2 from there, and a clone of each (Tee): h2
 #      receives every datagram twice, and every frame comes back. With
@@ -287,6 +289,12 @@ refused "queue count mismatch" "r0 has 2 receive queues, but N_QUEUES is 1" \
   "FromDevice(r0, METHOD XDP) -> Discard;"
 refused "missing device" "no device named 'pcnodev9'" "FromDevice(pcnodev9, METHOD XDP) -> Discard;"
 refused "no permission" "no permission" "$ONE" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all
+# ZEROCOPY true on a socket that would join a UMEM bound in copy mode:
+# it gets its own UMEM, where veth refuses zero-copy.
+refused "ZEROCOPY true (veth has none), joining a shared UMEM" "the driver does not support this XDP mode" \
+  "b :: ToDevice(r1, METHOD XDP);
+   FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 0, ZEROCOPY true) -> b;
+   FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 1) -> Discard;"
 if has_prog; then fail "3: a program is left on r0"; fi
 
 # ---- 4. frames lent to packets: across threads, cloned, held ----

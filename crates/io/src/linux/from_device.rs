@@ -171,7 +171,9 @@
 //!   that a frame read here leaves by any METHOD XDP ToDevice without a
 //!   copy; false gives it a UMEM of its own (every forwarded packet is
 //!   then copied into the output's frame). Give the same to every
-//!   element of the device queue.
+//!   element of the device queue. Sockets that join the UMEM are bound
+//!   in its first socket's mode; one whose ZEROCOPY asks for the other
+//!   gets its own.
 //! - `PASS` (string; METHOD XDP only): the frames the device's XDP
 //!   program passes to the kernel's stack (XDP_PASS) instead of the
 //!   router: the host's own traffic the router does not handle. A small

@@ -316,6 +316,9 @@ struct GroupState {
     /// The slots a socket was opened in: never reused, since packets of
     /// a closed socket may still hold its frames.
     used: Vec<bool>,
+    /// The first socket is bound in zero-copy mode (the others, joining,
+    /// are bound in its mode).
+    zerocopy: bool,
 }
 
 /// A socket handle in [`GroupState::open`].
@@ -335,6 +338,7 @@ impl Group {
             state: Mutex::new(GroupState {
                 open: Vec::new(),
                 used: vec![false; n],
+                zerocopy: false,
             }),
             senders: Mutex::new(Vec::new()),
         }))
@@ -345,6 +349,13 @@ impl Group {
     fn can_join(&self, slot: usize) -> bool {
         let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         !st.used[slot] && (!st.open.is_empty() || !st.used.iter().any(|&u| u))
+    }
+
+    /// The bind mode of the UMEM's sockets (zero-copy or not), while
+    /// one is open.
+    fn bound_zerocopy(&self) -> Option<bool> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        (!st.open.is_empty()).then_some(st.zerocopy)
     }
 
     /// The frames of the UMEM.
@@ -1277,16 +1288,26 @@ pub fn port(
                 g
             }
         };
-        match req.socket(g, slot) {
-            Ok(p) => port = Some(p),
-            Err(e) if matches!(e, libc::EPERM | libc::EACCES | libc::EAFNOSUPPORT) => {
-                return Err(open_error(devname, queue, e))
-            }
-            Err(e) => {
-                unshared = Some(format!(
-                    "sharing failed: {}",
-                    std::io::Error::from_raw_os_error(e)
-                ))
+        // A socket joining a UMEM is bound in the mode of its first
+        // socket: one whose ZEROCOPY asks otherwise gets its own.
+        let bound = g.bound_zerocopy();
+        if let Some(z) = o.zerocopy.filter(|&z| bound.is_some_and(|b| b != z)) {
+            unshared = Some(format!(
+                "ZEROCOPY {z}, but the shared UMEM's sockets are bound in {} mode",
+                if z { "copy" } else { "zero-copy" }
+            ));
+        } else {
+            match req.socket(g, slot) {
+                Ok(p) => port = Some(p),
+                Err(e) if matches!(e, libc::EPERM | libc::EACCES | libc::EAFNOSUPPORT) => {
+                    return Err(open_error(devname, queue, e))
+                }
+                Err(e) => {
+                    unshared = Some(format!(
+                        "sharing failed: {}",
+                        std::io::Error::from_raw_os_error(e)
+                    ))
+                }
             }
         }
     }
@@ -1435,11 +1456,14 @@ impl Open<'_> {
         let Some((raw, what)) = opened else {
             return Err(last);
         };
+        // SAFETY: an open socket.
+        let zc = unsafe { pcx_xsk_zerocopy(raw) } != 0;
+        if gs.open.is_empty() {
+            gs.zerocopy = zc;
+        }
         gs.open.push(SockPtr(raw));
         gs.used[slot] = true;
         drop(gs);
-        // SAFETY: an open socket.
-        let zc = unsafe { pcx_xsk_zerocopy(raw) } != 0;
         if rx {
             record_programs(dev);
         }
