@@ -10,12 +10,14 @@
 # PARACLICK_NETNS_PREFIX (default pc).
 #
 # For conf/iprouter-veth.click over AF_PACKET and with METHOD=XDP
-# (AF_XDP), -j 1:
+# (AF_XDP), -j 1, then for conf/iprouter-veth-2q.click at -j 2 (two
+# queues per interface, queue i of both read by worker i) over both:
 #   1. Idle for 3 s (nothing sent), the router uses under 5% of a core
 #      (user + system time from /proc/PID/stat).
-#   2. While idle, its worker thread is blocked in ppoll(2) (the syscall
-#      /proc/PID/task/TID/syscall shows, sampled 20 times): waiting on the
-#      sockets, not napping on a timer or spinning.
+#   2. While idle, its worker threads are all blocked in ppoll(2) (the
+#      syscall /proc/PID/task/TID/syscall shows, sampled 20 times):
+#      waiting on the sockets, not napping on a timer or spinning. At -j 2
+#      each worker waits on its own queues' sockets.
 #   3. h1 pings h2 through it: 5 of 5 answered.
 #   4. A trickle (1000 UDP packets a second for 3 s, h1 to h2, about 1%
 #      of the loss-free rate on a quiet machine) arrives whole, and the
@@ -59,18 +61,26 @@ trap 'echo "idle test: interrupted" >&2; exit 130' INT TERM
 
 add_namespaces_without_ipv6 "$H1" "$H2" "$R"
 for ns in "$H1" "$H2" "$R"; do ip -n "$ns" link set lo up; done
-ip -n "$R" link add r0 type veth peer name eth0 netns "$H1"
-ip -n "$R" link add r1 type veth peer name eth0 netns "$H2"
-ip -n "$R" link set r0 address 02:00:00:00:01:01
-ip -n "$R" link set r1 address 02:00:00:00:02:01
-ip -n "$H1" link set eth0 address 02:00:00:00:01:02
-for l in r0 r1; do ip -n "$R" link set "$l" up; done
-ip -n "$H1" link set eth0 up
-ip -n "$H2" link set eth0 up
-ip -n "$H1" addr add 10.0.1.2/24 dev eth0
-ip -n "$H2" addr add 10.0.2.2/24 dev eth0
-ip -n "$H1" route add default via 10.0.1.1
-ip -n "$H2" route add default via 10.0.2.1
+# links QUEUES: (re)makes both veth pairs with QUEUES queues each way
+# (with METHOD XDP every receive queue of a device must be read).
+links() {
+  local q=$1
+  ip -n "$R" link del r0 2>/dev/null || true
+  ip -n "$R" link del r1 2>/dev/null || true
+  ip -n "$R" link add r0 numtxqueues "$q" numrxqueues "$q" type veth peer name eth0 netns "$H1" numtxqueues "$q" numrxqueues "$q"
+  ip -n "$R" link add r1 numtxqueues "$q" numrxqueues "$q" type veth peer name eth0 netns "$H2" numtxqueues "$q" numrxqueues "$q"
+  ip -n "$R" link set r0 address 02:00:00:00:01:01
+  ip -n "$R" link set r1 address 02:00:00:00:02:01
+  ip -n "$H1" link set eth0 address 02:00:00:00:01:02
+  for l in r0 r1; do ip -n "$R" link set "$l" up; done
+  ip -n "$H1" link set eth0 up
+  ip -n "$H2" link set eth0 up
+  ip -n "$H1" addr add 10.0.1.2/24 dev eth0
+  ip -n "$H2" addr add 10.0.2.2/24 dev eth0
+  ip -n "$H1" route add default via 10.0.1.1
+  ip -n "$H2" route add default via 10.0.2.1
+}
+links 1
 ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=0
 
 # CPU ticks (user + system) the router has used so far.
@@ -114,10 +124,23 @@ in_ppoll() {
   echo "$n"
 }
 
-check_path() { # LABEL DEFINES...
-  local label=$1
-  shift
-  start_router "$ROOT/conf/iprouter-veth.click" "$@" || { fail "$label: router start"; return; }
+# The descriptors each worker's ppoll(2) waits on (its third argument
+# in /proc/PID/task/TID/syscall), one number per worker; "-" for one not
+# in ppoll.
+ppoll_fds() {
+  local t out=()
+  for t in /proc/"$ROUTER_PID"/task/*; do
+    [[ $(cat "$t/comm" 2>/dev/null) =~ ^paraclick-[0-9]+$ ]] || continue
+    read -r nr _ nfds _ <"$t/syscall" || true
+    if [[ $nr == "$PPOLL" ]]; then out+=($((nfds))); else out+=(-); fi
+  done
+  echo "${out[*]}"
+}
+
+check_path() { # LABEL THREADS CONF DEFINES...
+  local label=$1 threads=$2 conf=$3
+  shift 3
+  start_router -j "$threads" "$ROOT/conf/$conf" "$@" || { fail "$label: router start"; return; }
   # Neighbours resolved both ways before measuring.
   ip netns exec "$H1" ping -c 2 -i 0.2 -W 1 10.0.2.2 >/dev/null 2>&1 || true
   sleep 0.5
@@ -134,9 +157,27 @@ check_path() { # LABEL DEFINES...
   local seen
   seen=$(in_ppoll)
   if [[ $seen -ge 15 ]]; then
-    pass "$label: idle, the worker waits in ppoll(2) on its sockets ($seen of 20 samples)"
+    pass "$label: idle, every worker waits in ppoll(2) on its sockets ($seen of 20 samples)"
   else
-    fail "$label: idle, the worker was in ppoll(2) in $seen of 20 samples"
+    fail "$label: idle, every worker was in ppoll(2) in only $seen of 20 samples"
+  fi
+  if [[ $threads -gt 1 ]]; then
+    # Each worker waits on the sockets of both interfaces' queue it reads
+    # and on its own eventfd: at least 3 descriptors, in every worker.
+    local fds ok=0 k
+    for k in $(seq 1 20); do
+      fds=$(ppoll_fds)
+      if [[ $(wc -w <<<"$fds") -eq $threads && -z $(tr ' ' '\n' <<<"$fds" | awk '$1 == "-" || $1 < 3') ]]; then
+        ok=1
+        break
+      fi
+      sleep 0.05
+    done
+    if [[ $ok -eq 1 ]]; then
+      pass "$label: each of the $threads workers waits on its own queues' sockets (descriptors per ppoll: $fds)"
+    else
+      fail "$label: the workers' ppoll(2) descriptors: $fds"
+    fi
   fi
   local got
   got=$(ip netns exec "$H1" ping -c 5 -i 0.2 -W 2 10.0.2.2 2>/dev/null | awk '/received/ { print $4 }')
@@ -168,8 +209,12 @@ check_path() { # LABEL DEFINES...
   stop_router
 }
 
-check_path "AF_PACKET"
-check_path "AF_XDP" METHOD=XDP PRIORITY=false
+check_path "AF_PACKET" 1 iprouter-veth.click
+check_path "AF_XDP" 1 iprouter-veth.click METHOD=XDP PRIORITY=false
+links 2
+check_path "AF_PACKET -j 2" 2 iprouter-veth-2q.click
+check_path "AF_XDP -j 2" 2 iprouter-veth-2q.click METHOD=XDP PRIORITY=false
+links 1
 
 start_router --busy-poll "$ROOT/conf/iprouter-veth.click" || fail "--busy-poll: router start"
 if [[ -n $ROUTER_PID ]]; then

@@ -21,17 +21,25 @@
 #      Udp6NoPorts). The readers' mode handler says `XDP native` (veth
 #      has native XDP); at -j 2 both receive queues of r0 read some. The
 #      same at -j 2 for conf/iprouter-veth-2q-poll.click (MultiFromDevice
-#      pollers, each reading its queue of both interfaces).
+#      pollers, each reading its queue of both interfaces). The router's
+#      sockets share one UMEM (XDP_SHARED_UMEM): the ToDevice to h2 says
+#      so (umem handler) and sent every datagram without a copy
+#      (sent_direct), frames received on r0 going out of r1 as they are.
 #   2. A router killed with SIGKILL leaves its XDP program on r0; the next
 #      one removes it, saying so, and starts.
 #      After each run every socket's 2048 receive frames are back
 #      (umem_free): no frame leaked.
 #   3. Errors: another XDP program on r0; N_QUEUES 1 on a two-queue
 #      device; a device that does not exist; no permission (an
-#      unprivileged user). Each is refused at startup with its message.
+#      unprivileged user); ZEROCOPY true (veth has no zero-copy mode) on
+#      a socket that would join a UMEM bound in copy mode. Each is
+#      refused at startup with its message.
 #   4. Frames lent to packets: the packets of r0 queued to a second
 #      thread and sent to h2 from there, and a clone of each (Tee): h2
-#      receives every datagram twice, and every frame comes back.
+#      receives every datagram twice, and every frame comes back. With
+#      the UMEM shared, the originals go out of r1 without a copy and
+#      come back to r0's socket from r1's completion ring; with
+#      SHARE_UMEM false every one is copied, as before.
 #   5. Frame shortage: packets held in a Queue nobody pulls, a 64-buffer
 #      pool: 1536 frames lent, 512 kept for the kernel, the rest copied
 #      while buffers last, then dropped as `UMEM frame shortage`; the
@@ -163,12 +171,13 @@ generator() { # FAMILY
 }
 
 # ---- 1. forwarding through the example routers with METHOD=XDP ----
-forward() { # LABEL CONF THREADS FAMILY IN-HANDLERS...
-  local label=$1 conf=$2 threads=$3 family=$4 ping=ping dst=10.0.2.2
-  shift 4
+forward() { # LABEL CONF THREADS FAMILY TX-TO-H2 IN-HANDLERS...
+  local label=$1 conf=$2 threads=$3 family=$4 tx=$5 ping=ping dst=10.0.2.2
+  shift 5
   [[ $family == 6 ]] && { ping="ping -6"; dst=2001:db8:2::2; }
   local -a counts=()
   for e in "$@"; do counts+=("$e.count" "$e.mode" "$e.umem_free"); done
+  counts+=("$tx.umem" "$tx.sent_direct" "$tx.sent_copied")
   start_router "$conf" "$threads" "$family" "${counts[@]}" || { fail "$label: router start"; return; }
   if ip netns exec "$H1" $ping -c 3 -i 0.2 -W 2 "$dst" >/dev/null 2>&1; then
     pass "$label: h1 pings h2 through the router"
@@ -204,6 +213,16 @@ forward() { # LABEL CONF THREADS FAMILY IN-HANDLERS...
   else
     fail "$label: receive frames not back: umem_free$frees"
   fi
+  # One UMEM for all the router's sockets: the datagrams from r0 went
+  # out of r1 in the frames they arrived in.
+  local direct
+  direct=$(h "$tx.sent_direct")
+  echo "      $label: $tx: umem '$(h "$tx.umem")', sent without a copy $direct, copied $(h "$tx.sent_copied")"
+  if [[ $(h "$tx.umem") == "shared with "*r0* && ${direct:-0} -ge $N ]]; then
+    pass "$label: one UMEM shared: $tx sent $direct packets without a copy (>= $N)"
+  else
+    fail "$label: $tx umem '$(h "$tx.umem")', sent_direct ${direct:-none} (want >= $N)"
+  fi
   if [[ $(tr ';' '\n' <<<"$modes" | grep -v '^$' | grep -vc '^XDP native' || true) -eq 0 ]]; then
     pass "$label: every reader in native XDP mode ($(cut -d';' -f1 <<<"$modes"))"
   else
@@ -222,12 +241,12 @@ forward() { # LABEL CONF THREADS FAMILY IN-HANDLERS...
 
 has_prog() { ip -n "$R" link show r0 | grep -q 'prog/xdp'; }
 links 1
-forward "IPv4 -j 1" conf/iprouter-veth.click 1 4 in0 in1
-forward "IPv6 -j 1" conf/iprouter6-veth.click 1 6 in0 in1
+forward "IPv4 -j 1" conf/iprouter-veth.click 1 4 to1 in0 in1
+forward "IPv6 -j 1" conf/iprouter6-veth.click 1 6 to1 in0 in1
 links 2
-forward "IPv4 -j 2" conf/iprouter-veth-2q.click 2 4 in0q0 in0q1 in1q0 in1q1
-forward "IPv6 -j 2" conf/iprouter6-veth-2q.click 2 6 in0q0 in0q1 in1q0 in1q1
-forward "IPv4 -j 2 MultiFromDevice" conf/iprouter-veth-2q-poll.click 2 4 poll0 poll1
+forward "IPv4 -j 2" conf/iprouter-veth-2q.click 2 4 to1 in0q0 in0q1 in1q0 in1q1
+forward "IPv6 -j 2" conf/iprouter6-veth-2q.click 2 6 out1 in0q0 in0q1 in1q0 in1q1
+forward "IPv4 -j 2 MultiFromDevice" conf/iprouter-veth-2q-poll.click 2 4 to1 poll0 poll1
 
 # ---- 2. a program left by a crashed router is removed ----
 ONE="FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 0) -> Discard;
@@ -270,6 +289,12 @@ refused "queue count mismatch" "r0 has 2 receive queues, but N_QUEUES is 1" \
   "FromDevice(r0, METHOD XDP) -> Discard;"
 refused "missing device" "no device named 'pcnodev9'" "FromDevice(pcnodev9, METHOD XDP) -> Discard;"
 refused "no permission" "no permission" "$ONE" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all
+# ZEROCOPY true on a socket that would join a UMEM bound in copy mode:
+# it gets its own UMEM, where veth refuses zero-copy.
+refused "ZEROCOPY true (veth has none), joining a shared UMEM" "the driver does not support this XDP mode" \
+  "b :: ToDevice(r1, METHOD XDP);
+   FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 0, ZEROCOPY true) -> b;
+   FromDevice(r0, METHOD XDP, N_QUEUES 2, QUEUE 1) -> Discard;"
 if has_prog; then fail "3: a program is left on r0"; fi
 
 # ---- 4. frames lent to packets: across threads, cloned, held ----
@@ -297,29 +322,48 @@ REWRITE="EtherRewrite(02:00:00:00:02:01, 02:00:00:00:02:02)"
 # there, their frames come back across threads); Tee's second copy of
 # each is a clone, sent too: h2 gets every datagram twice, intact (the
 # kernel counts a datagram with a bad checksum elsewhere).
-TWO="in :: FromDevice(r0, METHOD XDP);
+two() { # EXTRA-KEYWORDS
+  echo "in :: FromDevice(r0, METHOD XDP$1);
      in -> c :: Classifier(12/0800, -) -> t :: Tee(2);
      c[1] -> Discard;
-     out :: ToDevice(r1, METHOD XDP);
+     out :: ToDevice(r1, METHOD XDP$1);
      t[0] -> Queue(10000) -> u0 :: Unqueue -> $REWRITE -> out;
      t[1] -> Queue(10000) -> u1 :: Unqueue -> $REWRITE -> out;
      StaticThreadSched(in 0, u0 1, u1 1);"
-before=$(noports 4)
-if run_conf "4" 2 "$TWO" in.umem_free out.count; then
-  sleep 0.5
-  got=$(( $(noports 4) - before ))
-  echo "      4: sent ${SENT:-0}, h2 received $got, out.count $(h out.count), in.umem_free $(h in.umem_free)"
-  if [[ ${SENT:-0} -eq $N && $got -eq $((2 * N)) ]]; then
-    pass "4: $N datagrams queued to another thread and $N clones all reach h2 intact"
-  else
-    fail "4: h1 sent ${SENT:-0}, h2 received $got of $((2 * N))"
+}
+for share in true false; do
+  label="4 (SHARE_UMEM $share)"
+  before=$(noports 4)
+  if run_conf "$label" 2 "$(two ", SHARE_UMEM $share")" in.umem_free out.count out.umem out.sent_direct out.sent_copied; then
+    sleep 0.5
+    got=$(( $(noports 4) - before ))
+    echo "      $label: sent ${SENT:-0}, h2 received $got, out.count $(h out.count), in.umem_free $(h in.umem_free), out: umem '$(h out.umem)', without a copy $(h out.sent_direct), copied $(h out.sent_copied)"
+    if [[ ${SENT:-0} -eq $N && $got -eq $((2 * N)) ]]; then
+      pass "$label: $N datagrams queued to another thread and $N clones all reach h2 intact"
+    else
+      fail "$label: h1 sent ${SENT:-0}, h2 received $got of $((2 * N))"
+    fi
+    if [[ $(h in.umem_free) == 2048 ]]; then
+      pass "$label: every receive frame came back from the other thread (umem_free 2048)"
+    else
+      fail "$label: umem_free $(h in.umem_free) after the run, not 2048"
+    fi
+    # Shared: the originals leave in their own frames, the clones (pooled
+    # copies) are copied; not shared: every packet is copied.
+    direct=$(h out.sent_direct)
+    if [[ $share == true ]]; then
+      if [[ $(h out.umem) == "shared with r0 queue 0" && $direct -eq $N && $(h out.sent_copied) -eq $N ]]; then
+        pass "$label: the $N originals left r1 without a copy, the $N clones copied"
+      else
+        fail "$label: umem '$(h out.umem)', sent_direct $direct, sent_copied $(h out.sent_copied)"
+      fi
+    elif [[ $(h out.umem) == own && $direct -eq 0 && $(h out.sent_copied) -eq $((2 * N)) ]]; then
+      pass "$label: its own UMEM: all $((2 * N)) packets copied into r1's frames"
+    else
+      fail "$label: umem '$(h out.umem)', sent_direct $direct, sent_copied $(h out.sent_copied)"
+    fi
   fi
-  if [[ $(h in.umem_free) == 2048 ]]; then
-    pass "4: every receive frame came back from the other thread (umem_free 2048)"
-  else
-    fail "4: umem_free $(h in.umem_free) after the run, not 2048"
-  fi
-fi
+done
 
 # ---- 5. frame shortage: packets held in a Queue nobody pulls ----
 # 1536 frames are lent to the held packets, then 512 stay with the

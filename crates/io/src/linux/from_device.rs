@@ -1,6 +1,6 @@
 //! # FromDevice
 //!
-//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS, METHOD, XDP_MODE, ZEROCOPY, PASS])
+//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS, METHOD, XDP_MODE, ZEROCOPY, PASS, SHARE_UMEM])
 //!
 //! Reads packets from a Linux network device (AF_PACKET, TPACKET_V3 ring).
 //!
@@ -166,6 +166,14 @@
 //! - `ZEROCOPY` (boolean; METHOD XDP only): true insists on zero-copy,
 //!   false asks for copy mode; by default zero-copy where the driver
 //!   supports it, copy mode elsewhere.
+//! - `SHARE_UMEM` (boolean, default true; METHOD XDP only): the queue's
+//!   socket shares one UMEM with the router's other AF_XDP sockets, so
+//!   that a frame read here leaves by any METHOD XDP ToDevice without a
+//!   copy; false gives it a UMEM of its own (every forwarded packet is
+//!   then copied into the output's frame). Give the same to every
+//!   element of the device queue. Sockets that join the UMEM are bound
+//!   in its first socket's mode; one whose ZEROCOPY asks for the other
+//!   gets its own.
 //! - `PASS` (string; METHOD XDP only): the frames the device's XDP
 //!   program passes to the kernel's stack (XDP_PASS) instead of the
 //!   router: the host's own traffic the router does not handle. A small
@@ -202,7 +210,9 @@
 //! annotations and the packet type from the destination address; SNAPLEN
 //! applies. The frames are the router's: the kernel sees none of them,
 //! whatever SNIFFER says; a ToDevice(DEVNAME, METHOD XDP) writing the same
-//! queue shares the socket. RING_SIZE, FANOUT and OUTBOUND apply to the
+//! queue shares the socket, and every AF_XDP socket of the router shares
+//! one UMEM (SHARE_UMEM), each with its own frames, so that a frame read
+//! here is sent out of another device without a copy. RING_SIZE, FANOUT and OUTBOUND apply to the
 //! AF_PACKET ring only; BPF_FILTER, PRIORITY and PRIORITY_FILTER are
 //! errors with METHOD XDP. A program a router that crashed left on the
 //! device is removed, with a message, when the next one starts; one of
@@ -229,6 +239,8 @@
 //!   packet holds (2048 of 2048 when none does; frames packets freed on
 //!   another thread count once that thread has handed them back, in a
 //!   batch or when it goes idle). Empty without METHOD XDP.
+//! - `umem` (read; METHOD XDP): `shared with` the other device queues
+//!   whose sockets share the socket's UMEM, or `own`.
 //!
 //! Example: a router's input whose pings and ARP overtake a flood:
 //!
@@ -348,7 +360,7 @@ pub(super) fn read_method(
         }
         None | Some("LINUX" | "PCAP" | "NETMAP") => {
             if x != XdpOptions::default() {
-                return Err("XDP_MODE and ZEROCOPY need METHOD XDP".into());
+                return Err("XDP_MODE, ZEROCOPY and SHARE_UMEM need METHOD XDP".into());
             }
             if pass.is_some() {
                 return Err("PASS needs METHOD XDP (it is a filter of the XDP program)".into());
@@ -419,6 +431,9 @@ impl XdpClaims for FromDevice {
     fn xdp_pass(&self) -> Option<&PassFilter> {
         self.xdp.as_ref().and_then(|o| o.pass.as_ref())
     }
+    fn xdp_share(&self) -> bool {
+        self.xdp.as_ref().is_none_or(|o| o.share)
+    }
 }
 
 impl Element for FromDevice {
@@ -459,6 +474,9 @@ impl Element for FromDevice {
                 .and_then(|x| x.rx_frames_free())
                 .map_or_else(String::new, |n| n.to_string())
         }),
+        Handler::read("umem", |e, _| {
+            e.xsk.get().map_or_else(String::new, |x| x.umem_info())
+        }),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -474,7 +492,16 @@ impl Element for FromDevice {
         if let Some(o) = &self.xdp {
             xdp::check_rx_queues(&self.devname, self.queue, self.opts.nqueues)?;
             let (_, tx, pass) = xdp::rings_wanted(ix, &self.devname, self.queue)?;
-            let x = xdp::port(&self.devname, self.queue as u32, true, tx, o, pass.as_ref())?;
+            let group = xdp::umem_group(ix);
+            let x = xdp::port(
+                &self.devname,
+                self.queue as u32,
+                true,
+                tx,
+                o,
+                pass.as_ref(),
+                &group,
+            )?;
             let _ = self.xsk.set(x);
             return Ok(());
         }
@@ -610,9 +637,13 @@ mod tests {
                 mode: super::super::xdp::XdpMode::Generic,
                 zerocopy: None,
                 pass: None,
+                share: true,
             })
         );
         assert_eq!(e.mode(), "XDP (not open)");
+        let e = element("eth0, METHOD XDP, SHARE_UMEM false").unwrap();
+        assert!(!e.xdp.as_ref().unwrap().share);
+        assert!(!XdpClaims::xdp_share(&e));
         // PASS, parsed into the program's rules.
         let e = element("eth0, METHOD XDP, PASS \"arp or tcp dst port 22\"").unwrap();
         let f = e.xdp_pass().unwrap();
@@ -679,7 +710,11 @@ mod tests {
             ),
             (
                 "eth0, XDP_MODE NATIVE",
-                "XDP_MODE and ZEROCOPY need METHOD XDP",
+                "XDP_MODE, ZEROCOPY and SHARE_UMEM need METHOD XDP",
+            ),
+            (
+                "eth0, SHARE_UMEM false",
+                "XDP_MODE, ZEROCOPY and SHARE_UMEM need METHOD XDP",
             ),
             (
                 "eth0, METHOD XDP, PRIORITY true",

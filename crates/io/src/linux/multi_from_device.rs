@@ -1,6 +1,6 @@
 //! # MultiFromDevice
 //!
-//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY, PASS])
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY, PASS, SHARE_UMEM])
 //!
 //! Polls several receive queues of Linux network devices in one task,
 //! filling one burst across them.
@@ -66,7 +66,8 @@
 //!   (boolean), `PRIORITY_FILTER` (string), `PRIORITY_RING_SIZE` (bytes,
 //!   default 2 MiB): as for FromDevice, for every queue.
 //! - `METHOD` (word, default `LINUX`), `XDP_MODE` (word), `ZEROCOPY`
-//!   (boolean), `PASS` (string): as for FromDevice. With `METHOD XDP` each queue is read
+//!   (boolean), `PASS` (string), `SHARE_UMEM` (boolean): as for
+//!   FromDevice. With `METHOD XDP` each queue is read
 //!   through an AF_XDP socket on that receive queue of its device (see
 //!   FromDevice's "METHOD XDP" and docs/AF_XDP.md); N_QUEUES must then be
 //!   the devices' number of receive queues.
@@ -344,6 +345,10 @@ impl XdpClaims for MultiFromDevice {
     fn xdp_pass(&self) -> Option<&super::xdp_pass::PassFilter> {
         self.xdp.as_ref().and_then(|o| o.pass.as_ref())
     }
+
+    fn xdp_share(&self) -> bool {
+        self.xdp.as_ref().is_none_or(|o| o.share)
+    }
 }
 
 impl Element for MultiFromDevice {
@@ -404,7 +409,16 @@ impl Element for MultiFromDevice {
             for (dev, q) in &self.queues {
                 xdp::check_rx_queues(dev, *q, self.opts.nqueues)?;
                 let (_, tx, pass) = xdp::rings_wanted(ix, dev, *q)?;
-                ports.push(xdp::port(dev, *q as u32, true, tx, o, pass.as_ref())?);
+                let group = xdp::umem_group(ix);
+                ports.push(xdp::port(
+                    dev,
+                    *q as u32,
+                    true,
+                    tx,
+                    o,
+                    pass.as_ref(),
+                    &group,
+                )?);
             }
             let _ = self.xsk.set(ports);
             return Ok(());

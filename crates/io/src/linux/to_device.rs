@@ -1,6 +1,6 @@
 //! # ToDevice
 //!
-//! ToDevice(DEVNAME [, BURST, keywords BURST, QUEUE, METHOD, XDP_MODE, ZEROCOPY])
+//! ToDevice(DEVNAME [, BURST, keywords BURST, QUEUE, METHOD, XDP_MODE, ZEROCOPY, SHARE_UMEM])
 //!
 //! Sends packets to a Linux network device (AF_PACKET, `sendmmsg`).
 //!
@@ -45,16 +45,18 @@
 //!   sends through AF_PACKET as above; `XDP` through an AF_XDP socket on
 //!   queue QUEUE of DEVNAME (see docs/AF_XDP.md), shared with the
 //!   FromDevice reading that queue with METHOD XDP. A packet that a
-//!   FromDevice read from a queue of the same socket is still in its
-//!   receive frame of the socket's memory (UMEM): without output 0 that
-//!   frame goes on the transmit ring as it is, with no copy. Any other
+//!   METHOD XDP reader of the router read is still in its receive frame
+//!   of the UMEM, the memory the router's AF_XDP sockets share (see
+//!   SHARE_UMEM): without output 0 that frame goes on the transmit ring
+//!   as it is, with no copy, whichever device it came from. Any other
 //!   packet (or every packet, with output 0, which gets the sent ones) is
 //!   copied into a transmit frame. The kernel is woken when it asks
 //!   (need-wakeup), and sent frames come back through the completion
 //!   ring (a receive frame to the fill ring). When no frame or ring
 //!   entry is free the packets wait as described above. Packets longer
 //!   than a frame (2048 bytes) are dropped.
-//! - `XDP_MODE`, `ZEROCOPY`: as for FromDevice (METHOD XDP only).
+//! - `XDP_MODE`, `ZEROCOPY`, `SHARE_UMEM`: as for FromDevice (METHOD XDP
+//!   only).
 //!
 //! Handlers:
 //! - `count` (read): packets sent.
@@ -65,6 +67,9 @@
 //! - `reset_counts` (write): resets both.
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the socket's mode
 //!   (`XDP native copy`, `XDP native zerocopy`, `XDP generic copy`).
+//! - `umem` (read; METHOD XDP): as for FromDevice.
+//! - `sent_direct`, `sent_copied` (read; METHOD XDP): packets sent in the
+//!   frame they arrived in, and packets copied into a transmit frame.
 //!
 //! Example:
 //!
@@ -138,7 +143,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
         Some("XDP") => Some(x),
         None | Some("LINUX" | "PCAP" | "NETMAP") => {
             if x != XdpOptions::default() {
-                return Err("XDP_MODE and ZEROCOPY need METHOD XDP".into());
+                return Err("XDP_MODE, ZEROCOPY and SHARE_UMEM need METHOD XDP".into());
             }
             None
         }
@@ -355,6 +360,9 @@ impl XdpClaims for ToDevice {
             None => Vec::new(),
         }
     }
+    fn xdp_share(&self) -> bool {
+        self.xdp.as_ref().is_none_or(|o| o.share)
+    }
 }
 
 impl Element for ToDevice {
@@ -365,6 +373,19 @@ impl Element for ToDevice {
 
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("mode", |e, _| e.mode()),
+        Handler::read("umem", |e, _| {
+            e.xsk.get().map_or_else(String::new, |x| x.umem_info())
+        }),
+        Handler::read("sent_direct", |e, _| {
+            e.xsk
+                .get()
+                .map_or_else(String::new, |x| x.tx_counts().0.to_string())
+        }),
+        Handler::read("sent_copied", |e, _| {
+            e.xsk
+                .get()
+                .map_or_else(String::new, |x| x.tx_counts().1.to_string())
+        }),
         Handler::read("count", |e, _| e.counts.count.get().to_string()),
         Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
         Handler::write("reset_counts", |e, _, _| {
@@ -387,7 +408,16 @@ impl Element for ToDevice {
         }
         if let Some(o) = &self.xdp {
             let (rx, _, pass) = xdp::rings_wanted(ix, &self.devname, self.queue)?;
-            let x = xdp::port(&self.devname, self.queue as u32, rx, true, o, pass.as_ref())?;
+            let group = xdp::umem_group(ix);
+            let x = xdp::port(
+                &self.devname,
+                self.queue as u32,
+                rx,
+                true,
+                o,
+                pass.as_ref(),
+                &group,
+            )?;
             let _ = self.xsk.set(x);
             return Ok(());
         }
@@ -475,7 +505,7 @@ mod tests {
             ("x y", "DEVNAME: bad interface name 'x y'"),
             (
                 "eth0, ZEROCOPY true",
-                "XDP_MODE and ZEROCOPY need METHOD XDP",
+                "XDP_MODE, ZEROCOPY and SHARE_UMEM need METHOD XDP",
             ),
             (
                 "eth0, METHOD RAW",

@@ -63,6 +63,7 @@ extern "C" {
     #[allow(clippy::too_many_arguments)]
     fn pcx_xsk_open(
         out: *mut *mut PcxXsk,
+        share: *mut PcxXsk,
         ifname: *const c_char,
         queue: c_uint,
         area: *mut c_void,
@@ -170,6 +171,9 @@ pub struct XdpOptions {
     pub zerocopy: Option<bool>,
     /// PASS (readers only): the frames to give to the kernel's stack.
     pub pass: Option<PassFilter>,
+    /// SHARE_UMEM: share one UMEM with the router's other AF_XDP sockets
+    /// (default true).
+    pub share: bool,
 }
 
 impl Default for XdpOptions {
@@ -178,6 +182,7 @@ impl Default for XdpOptions {
             mode: XdpMode::Auto,
             zerocopy: None,
             pass: None,
+            share: true,
         }
     }
 }
@@ -206,6 +211,7 @@ impl XdpOptions {
             mode,
             zerocopy,
             pass: None,
+            share: a.read::<bool>("SHARE_UMEM").unwrap_or(true),
         })
     }
 
@@ -288,11 +294,92 @@ impl Drop for Area {
     }
 }
 
-/// A socket's UMEM: the mapped frames, lent to packets as their buffers,
-/// and the receive frames freed packets gave back. It lives as long as
-/// the socket and any packet holding one of its frames.
-struct Umem {
+/// A UMEM and the sockets sharing it (`XDP_SHARED_UMEM`): one slot of
+/// `2 * RING` frames per member (device, queue), its receive frames
+/// first, then its transmit frames. A frame one member received can go
+/// on another member's transmit ring as it is. It lives as long as any
+/// of its sockets or any packet holding one of its frames.
+struct Group {
     area: Area,
+    /// The (device, queue) of each slot.
+    members: Vec<(String, u32)>,
+    state: Mutex<GroupState>,
+    /// Its sockets with a transmit ring, whose completion rings may hold
+    /// the members' receive frames.
+    senders: Mutex<Vec<Weak<XskPort>>>,
+}
+
+struct GroupState {
+    /// The open sockets (a new member joins the UMEM through one). Opens
+    /// and closes of the group's sockets are made under this lock.
+    open: Vec<SockPtr>,
+    /// The slots a socket was opened in: never reused, since packets of
+    /// a closed socket may still hold its frames.
+    used: Vec<bool>,
+    /// The first socket is bound in zero-copy mode (the others, joining,
+    /// are bound in its mode).
+    zerocopy: bool,
+}
+
+/// A socket handle in [`GroupState::open`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct SockPtr(*mut PcxXsk);
+
+// SAFETY: only an identity and the `share` argument of pcx_xsk_open,
+// used under the group's lock while the socket is open.
+unsafe impl Send for SockPtr {}
+
+impl Group {
+    fn new(members: Vec<(String, u32)>) -> Result<Arc<Group>, String> {
+        let n = members.len();
+        Ok(Arc::new(Group {
+            area: Area::new(n * SLOT_FRAMES * FRAME_SIZE)?,
+            members,
+            state: Mutex::new(GroupState {
+                open: Vec::new(),
+                used: vec![false; n],
+                zerocopy: false,
+            }),
+            senders: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Whether a socket of `slot` can still join: the slot was never
+    /// used, and the UMEM is registered (a socket is open) or not yet.
+    fn can_join(&self, slot: usize) -> bool {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        !st.used[slot] && (!st.open.is_empty() || !st.used.iter().any(|&u| u))
+    }
+
+    /// The bind mode of the UMEM's sockets (zero-copy or not), while
+    /// one is open.
+    fn bound_zerocopy(&self) -> Option<bool> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        (!st.open.is_empty()).then_some(st.zerocopy)
+    }
+
+    /// The frames of the UMEM.
+    fn frames(&self) -> usize {
+        self.members.len() * SLOT_FRAMES
+    }
+
+    /// The frame of the UMEM at address `p` (a byte of its area), if any.
+    fn frame_of(&self, p: *const u8) -> Option<usize> {
+        let off = (p as usize).checked_sub(self.area.ptr as usize)?;
+        (off < self.area.len).then_some(off / FRAME_SIZE)
+    }
+}
+
+/// Frames of a socket's slot in its UMEM: receive, then transmit frames.
+const SLOT_FRAMES: usize = 2 * RING;
+
+/// The receive frames of one socket, lent to packets as their buffers,
+/// and those freed packets gave back. It lives as long as the socket and
+/// any packet holding one of its frames.
+struct Umem {
+    group: Arc<Group>,
+    /// The UMEM address of the socket's first frame.
+    base: u64,
     back: Mutex<Back>,
     /// `back` holds frames.
     pending: AtomicBool,
@@ -328,7 +415,19 @@ impl Umem {
 
     /// The UMEM address of byte `p` (inside the area).
     fn addr_of(&self, p: *const u8) -> u64 {
-        (p as usize - self.area.ptr as usize) as u64
+        (p as usize - self.group.area.ptr as usize) as u64
+    }
+
+    /// The socket's own number for UMEM frame `frame` (receive frames
+    /// 0..RING, transmit frames RING..2 * RING), if it is the socket's.
+    fn local(&self, frame: usize) -> Option<usize> {
+        let l = frame.checked_sub((self.base / FRAME_SIZE as u64) as usize)?;
+        (l < SLOT_FRAMES).then_some(l)
+    }
+
+    /// The UMEM address of the socket's frame `local`.
+    fn addr(&self, local: usize) -> u64 {
+        self.base + (local * FRAME_SIZE) as u64
     }
 }
 
@@ -353,24 +452,30 @@ struct TxSide {
     addrs: Vec<u64>,
     lens: Vec<u32>,
     reaped: Vec<u64>,
-    /// The handles of receive frames on the transmit ring (sent without
-    /// a copy), by frame number.
+    /// The handles of receive frames (this socket's or, with a shared
+    /// UMEM, another's) on the transmit ring, sent without a copy, by
+    /// UMEM frame number.
     inflight: Vec<Option<ExtBuffer>>,
-    /// Those the kernel has sent, going back to the fill ring.
+    /// Those the kernel has sent, going back to their sockets' fill
+    /// rings.
     done: Vec<ExtBuffer>,
+    /// Packets sent without a copy, and copied into transmit frames.
+    direct: u64,
+    copied: u64,
 }
 
 /// One AF_XDP socket on one queue of one device, with its UMEM.
 pub struct XskPort {
     raw: *mut PcxXsk,
     umem: Arc<Umem>,
-    /// `umem`, as the owner of packet buffers.
-    owner: Arc<dyn BufferOwner>,
     ifindex: i32,
     has_rx: bool,
     has_tx: bool,
     /// "native", "generic", then "zerocopy" or "copy".
     mode: String,
+    /// Why the socket has a UMEM of its own where it would have shared
+    /// one, if it would.
+    unshared: Option<String>,
     rx: Mutex<RxSide>,
     tx: Mutex<TxSide>,
     _dev: Arc<DevGuard>,
@@ -386,9 +491,16 @@ unsafe impl Sync for XskPort {}
 
 impl Drop for XskPort {
     fn drop(&mut self) {
-        // SAFETY: the socket made by pcx_xsk_open, closed once; the UMEM
-        // outlives it (held by `umem` and by the packets holding frames).
-        unsafe { pcx_xsk_close(self.raw) };
+        {
+            let g = &self.umem.group;
+            let mut st = g.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.open.retain(|&p| p != SockPtr(self.raw));
+            // SAFETY: the socket made by pcx_xsk_open, closed once, under
+            // the group's lock (libxdp's UMEM is not thread-safe); the
+            // mapping outlives it (held through `umem` by this port and
+            // by the packets holding frames).
+            unsafe { pcx_xsk_close(self.raw) };
+        }
         // Frames still held by packets are let go when they come back;
         // the UMEM is unmapped with the last.
         let mut b = self.umem.back.lock().unwrap_or_else(|e| e.into_inner());
@@ -452,6 +564,11 @@ impl XskPort {
             )
         } as usize;
         rx.kernel -= n;
+        if n == 0 && rx.kernel + rx.spare.len() < RING && self.has_rx {
+            // Idle with frames out: those the kernel has sent come back
+            // now rather than at the sender's next send.
+            self.reap_senders();
+        }
         let mut drops = 0;
         if n > 0 {
             let ts = if timestamp {
@@ -462,13 +579,14 @@ impl XskPort {
             for i in 0..n {
                 let addr = rx.addrs[i];
                 let (frame, off) = Umem::split(addr);
+                let local = self.umem.local(frame).unwrap_or(usize::MAX);
                 let len = (rx.lens[i] as usize).min(FRAME_SIZE - off);
                 let keep = len.min(snaplen);
                 // Lend the frame while enough stay for the kernel: those
                 // it has, the spare ones, and the rest of this burst.
                 let lend = rx.kernel + rx.spare.len() + (n - i) > MIN_KERNEL_FRAMES;
                 let handle = if lend {
-                    rx.slots.get_mut(frame).and_then(Option::take)
+                    rx.slots.get_mut(local).and_then(Option::take)
                 } else {
                     None
                 };
@@ -476,13 +594,13 @@ impl XskPort {
                     Some(Ok(p)) => Some(p),
                     other => {
                         if let Some(Err(b)) = other {
-                            rx.slots[frame] = Some(b);
+                            rx.slots[local] = Some(b);
                         }
                         // SAFETY: the frame came from the receive ring
                         // (ours until it goes back on the fill ring) and
                         // lies in the area (the kernel checks descriptors
                         // against the UMEM).
-                        let data = unsafe { self.umem.area.frame(addr, keep) };
+                        let data = unsafe { self.umem.group.area.frame(addr, keep) };
                         rx.spare.push((frame * FRAME_SIZE) as u64);
                         Packet::from_slice(data)
                     }
@@ -530,7 +648,8 @@ impl XskPort {
         }
         for buf in rx.back.drain(..) {
             let (frame, _) = Umem::split(self.umem.addr_of(buf.as_ptr()));
-            if let Some(slot) = rx.slots.get_mut(frame) {
+            let local = self.umem.local(frame).filter(|&l| l < RING);
+            if let Some(slot) = local.and_then(|l| rx.slots.get_mut(l)) {
                 rx.spare.push((frame * FRAME_SIZE) as u64);
                 *slot = Some(buf);
             }
@@ -544,15 +663,66 @@ impl XskPort {
         if !self.has_rx {
             return None;
         }
+        self.reap_senders();
         let mut rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
         self.take_back(&mut rx);
         Some(rx.slots.iter().filter(|s| s.is_some()).count())
     }
 
+    /// Takes the frames the kernel has sent from the completion ring:
+    /// transmit frames to the free list, receive frames (this socket's
+    /// or another's of the UMEM) back to their sockets' fill ring sides.
+    fn reap(&self, tx: &mut TxSide) {
+        // SAFETY: `reaped` has RING entries to write; an open socket.
+        let got =
+            unsafe { pcx_xsk_tx_reap(self.raw, tx.reaped.as_mut_ptr(), RING as c_uint) } as usize;
+        for i in 0..got {
+            let (frame, _) = Umem::split(tx.reaped[i]);
+            if self.umem.local(frame).is_some_and(|l| l >= RING) {
+                tx.free.push((frame * FRAME_SIZE) as u64);
+            } else if let Some(b) = tx.inflight.get_mut(frame).and_then(Option::take) {
+                tx.done.push(b);
+            }
+        }
+        while let Some(last) = tx.done.last() {
+            // Each frame to the socket that lent it: in runs of one owner
+            // (usually the whole batch).
+            let owner = last.owner().clone();
+            let split = tx
+                .done
+                .iter()
+                .rposition(|b| !same_owner(b.owner(), &owner))
+                .map_or(0, |i| i + 1);
+            let mut run = tx.done.split_off(split);
+            owner.release(&mut run);
+        }
+    }
+
+    /// Reaps the completion rings of the UMEM's sockets (those not busy
+    /// sending), so that receive frames the kernel has sent come back
+    /// without waiting for the next send: when a reader finds its ring
+    /// empty with frames out, and for `umem_free`.
+    fn reap_senders(&self) {
+        // Under the list's lock (no allocation): reaping takes only the
+        // sender's transmit side and the owners' return lists.
+        let s = self
+            .umem
+            .group
+            .senders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for p in s.iter().filter_map(Weak::upgrade) {
+            if let Ok(mut tx) = p.tx.try_lock() {
+                p.reap(&mut tx);
+            }
+        }
+    }
+
     /// Puts the packets of `batch` on the transmit ring, in order: a
-    /// packet whose buffer is a frame of this UMEM as it is when
-    /// `consume` (the caller keeps no sent packet), the others copied
-    /// into transmit frames.
+    /// packet whose buffer is a frame of this socket's UMEM (its own
+    /// receive frame, or with a shared UMEM another socket's) as it is
+    /// when `consume` (the caller keeps no sent packet), the others
+    /// copied into transmit frames.
     pub fn send(&self, mut batch: Batch, consume: bool) -> TxResult {
         let mut res = TxResult {
             sent: Batch::new(),
@@ -563,24 +733,7 @@ impl XskPort {
         };
         let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
         let tx = &mut *tx;
-        // Frames the kernel has sent come back first: transmit frames to
-        // the free list, receive frames to the fill ring's side.
-        // SAFETY: `reaped` has RING entries to write.
-        let got =
-            unsafe { pcx_xsk_tx_reap(self.raw, tx.reaped.as_mut_ptr(), RING as c_uint) } as usize;
-        for i in 0..got {
-            let (frame, _) = Umem::split(tx.reaped[i]);
-            if frame < RING {
-                if let Some(b) = tx.inflight[frame].take() {
-                    tx.done.push(b);
-                }
-            } else {
-                tx.free.push((frame * FRAME_SIZE) as u64);
-            }
-        }
-        if !tx.done.is_empty() {
-            self.umem.release(&mut tx.done);
-        }
+        self.reap(tx);
         tx.addrs.clear();
         tx.lens.clear();
         // SAFETY: an open socket.
@@ -602,11 +755,16 @@ impl XskPort {
                 res.left.push(p);
                 continue;
             }
-            if consume && p.buffer_owner().is_some_and(|o| same_owner(o, &self.owner)) {
+            // An external buffer inside the UMEM's mapping is one of its
+            // frames (nothing else lends memory of it).
+            let frame = p
+                .buffer_owner()
+                .and_then(|_| self.umem.group.frame_of(p.data().as_ptr()));
+            if let (true, Some(frame)) = (consume, frame) {
                 let addr = self.umem.addr_of(p.data().as_ptr());
                 match p.into_external() {
                     Ok(b) => {
-                        tx.inflight[Umem::split(addr).0] = Some(b);
+                        tx.inflight[frame] = Some(b);
                         tx.addrs.push(addr);
                         tx.lens.push(len as u32);
                         res.zerocopy += 1;
@@ -624,7 +782,7 @@ impl XskPort {
                 continue;
             };
             // SAFETY: a free transmit frame (ours), inside the area.
-            unsafe { self.umem.area.frame_mut(addr, len) }.copy_from_slice(p.data());
+            unsafe { self.umem.group.area.frame_mut(addr, len) }.copy_from_slice(p.data());
             tx.addrs.push(addr);
             tx.lens.push(len as u32);
             queued.push(p);
@@ -654,7 +812,7 @@ impl XskPort {
             let mut copied = queued.drain();
             for i in 0..tx.addrs.len() {
                 let (frame, off) = Umem::split(tx.addrs[i]);
-                if frame >= RING {
+                if self.umem.local(frame).is_some_and(|l| l >= RING) {
                     tx.free.push((frame * FRAME_SIZE) as u64);
                     again.extend(copied.next());
                 } else if let Some(b) = tx.inflight[frame].take() {
@@ -669,8 +827,39 @@ impl XskPort {
             res.left = again;
             return res;
         }
+        tx.direct += res.zerocopy as u64;
+        tx.copied += queued.len() as u64;
         res.sent = queued;
         res
+    }
+
+    /// (packets sent without a copy, packets copied into transmit
+    /// frames) so far.
+    pub fn tx_counts(&self) -> (u64, u64) {
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        (tx.direct, tx.copied)
+    }
+
+    /// The socket's UMEM, for the `umem` handler: `own`, or `shared with`
+    /// the other devices' queues, or why it is not shared.
+    pub fn umem_info(&self) -> String {
+        let g = &self.umem.group;
+        if let Some(why) = &self.unshared {
+            return format!("own ({why})");
+        }
+        let me = (self.umem.base / (SLOT_FRAMES * FRAME_SIZE) as u64) as usize;
+        let others: Vec<String> = g
+            .members
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != me)
+            .map(|(_, (d, q))| format!("{d} queue {q}"))
+            .collect();
+        if others.is_empty() {
+            "own".into()
+        } else {
+            format!("shared with {}", others.join(", "))
+        }
     }
 
     /// Frames the kernel dropped for this socket: no fill ring entry or a
@@ -787,11 +976,13 @@ impl Drop for DevGuard {
 struct Registry {
     ports: Vec<(String, u32, Weak<XskPort>)>,
     devs: Vec<(String, Weak<DevGuard>)>,
+    groups: Vec<Weak<Group>>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     ports: Vec::new(),
     devs: Vec::new(),
+    groups: Vec::new(),
 });
 
 /// The XDP programs on `ifindex`: (id, name) each.
@@ -1004,6 +1195,7 @@ pub fn port(
     tx: bool,
     o: &XdpOptions,
     pass: Option<&PassFilter>,
+    members: &[(String, u32)],
 ) -> Result<Arc<XskPort>, String> {
     // SAFETY: opens libxdp once (dlopen), or says it could not.
     if unsafe { pcx_xdp_load() } != 0 {
@@ -1058,154 +1250,266 @@ pub fn port(
             g
         }
     };
-    let umem = Arc::new(Umem {
-        area: Area::new(2 * RING * FRAME_SIZE)?,
-        back: Mutex::new(Back {
-            bufs: Vec::new(),
-            closed: false,
-        }),
-        pending: AtomicBool::new(false),
-    });
-    let area = &umem.area;
-    let fill: Vec<u64> = (0..RING as u64).map(|i| i * FRAME_SIZE as u64).collect();
     let name = CString::new(devname).map_err(|_| format!("bad device name '{devname}'"))?;
-    let mut last = 0;
-    let mut opened = None;
-    let mut pass_prog = dev.pass.lock().unwrap_or_else(|e| e.into_inner());
-    if let (true, Some(f), Some(p)) = (rx, pass, pass_prog.as_ref()) {
-        if p.text != f.text {
+    if let (true, Some(f)) = (rx, pass) {
+        let pass_prog = dev.pass.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pass_prog.as_ref().filter(|p| p.text != f.text) {
             return Err(format!(
                 "{devname}: its METHOD XDP readers give different PASS filters ('{}' and '{}')",
                 p.text, f.text
             ));
         }
     }
-    let mut attached = false;
-    for (xdp_flags, bind, what) in o.attempts() {
-        // With PASS, the device's program is ours, attached in the mode
-        // of the first receive socket; the sockets enter its map.
-        let mut xsks_map = -1;
-        if let (true, Some(f)) = (rx, pass) {
-            if attached && pass_prog.as_ref().is_some_and(|p| p.xdp_flags != xdp_flags) {
-                // Attached here for a mode that failed: try the next.
-                *pass_prog = None;
-                attached = false;
+    let me = (devname.to_string(), queue);
+    let slot = members.iter().position(|m| *m == me);
+    let req = Open {
+        dev: &dev,
+        name: &name,
+        queue,
+        rx,
+        tx,
+        o,
+        pass,
+    };
+    let mut port = None;
+    let mut unshared = None;
+    if let (true, Some(slot), true) = (o.share, slot, members.len() > 1) {
+        reg.groups.retain(|w| w.strong_count() > 0);
+        let found = reg
+            .groups
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|g| g.members == members && g.can_join(slot));
+        let g = match found {
+            Some(g) => g,
+            None => {
+                let g = Group::new(members.to_vec())?;
+                reg.groups.push(Arc::downgrade(&g));
+                g
             }
-            if pass_prog.is_none() {
-                match PassProg::attach(ifindex, xdp_flags, f) {
-                    Ok(p) => {
-                        *pass_prog = Some(p);
-                        attached = true;
-                        // Recorded at once: a router killed from here on
-                        // leaves a program the next one knows as ours.
-                        record_programs(&dev);
-                    }
-                    Err(e) => {
-                        last = e;
-                        if matches!(last, libc::EPERM | libc::EACCES) {
-                            break;
-                        }
-                        continue;
-                    }
+        };
+        // A socket joining a UMEM is bound in the mode of its first
+        // socket: one whose ZEROCOPY asks otherwise gets its own.
+        let bound = g.bound_zerocopy();
+        if let Some(z) = o.zerocopy.filter(|&z| bound.is_some_and(|b| b != z)) {
+            unshared = Some(format!(
+                "ZEROCOPY {z}, but the shared UMEM's sockets are bound in {} mode",
+                if z { "copy" } else { "zero-copy" }
+            ));
+        } else {
+            match req.socket(g, slot) {
+                Ok(p) => port = Some(p),
+                Err(e) if matches!(e, libc::EPERM | libc::EACCES | libc::EAFNOSUPPORT) => {
+                    return Err(open_error(devname, queue, e))
+                }
+                Err(e) => {
+                    unshared = Some(format!(
+                        "sharing failed: {}",
+                        std::io::Error::from_raw_os_error(e)
+                    ))
                 }
             }
-            let p = pass_prog.as_ref().expect("attached above");
-            if p.xdp_flags != xdp_flags {
-                // Another socket of the device attached it in another
-                // mode: a socket must be bound in the program's.
-                last = libc::EBUSY;
-                continue;
-            }
-            xsks_map = p.xsks_map;
-        }
-        let mut raw: *mut PcxXsk = std::ptr::null_mut();
-        // SAFETY: `area` is a fresh mapping of `size` bytes, outliving
-        // the socket (both in the XskPort, the socket closed first); the
-        // fill addresses are frames of its first half.
-        let r = unsafe {
-            pcx_xsk_open(
-                &mut raw,
-                name.as_ptr(),
-                queue,
-                area.ptr.cast(),
-                area.len as c_ulonglong,
-                FRAME_SIZE as c_uint,
-                if rx { RING as c_uint } else { 0 },
-                if tx { RING as c_uint } else { 0 },
-                RING as c_uint,
-                xdp_flags,
-                bind | XDP_USE_NEED_WAKEUP,
-                fill.as_ptr(),
-                if rx { RING as c_uint } else { 0 },
-                xsks_map,
-            )
-        };
-        if r == 0 {
-            opened = Some((raw, what));
-            break;
-        }
-        last = -r;
-        // No permission or no AF_XDP: another mode will not help.
-        if matches!(last, libc::EPERM | libc::EACCES | libc::EAFNOSUPPORT) {
-            break;
         }
     }
-    if opened.is_none() && attached {
-        *pass_prog = None;
-    }
-    drop(pass_prog);
-    let Some((raw, what)) = opened else {
-        return Err(open_error(devname, queue, last));
+    let mut port = match port {
+        Some(p) => p,
+        None => req
+            .socket(Group::new(vec![me])?, 0)
+            .map_err(|e| open_error(devname, queue, e))?,
     };
-    // SAFETY: an open socket.
-    let zc = unsafe { pcx_xsk_zerocopy(raw) } != 0;
-    if rx {
-        record_programs(&dev);
+    port.unshared = unshared;
+    let port = Arc::new(port);
+    if tx {
+        let mut s = port
+            .umem
+            .group
+            .senders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        s.retain(|w| w.strong_count() > 0);
+        s.push(Arc::downgrade(&port));
     }
-    let owner: Arc<dyn BufferOwner> = umem.clone();
-    let slots = (0..RING)
-        .map(|i| {
-            // SAFETY: receive frame i of the UMEM, which each handle keeps
-            // mapped (it holds the UMEM); its one handle, and the frame is
-            // touched only through a packet made of it while one exists
-            // (the port reads a frame the kernel filled only while it
-            // holds the handle).
-            let p = unsafe { NonNull::new_unchecked(umem.area.ptr.add(i * FRAME_SIZE)) };
-            // SAFETY: as above.
-            Some(unsafe { ExtBuffer::new(p, FRAME_SIZE, owner.clone()) })
-        })
-        .collect();
-    let port = Arc::new(XskPort {
-        raw,
-        umem,
-        owner,
-        ifindex,
-        has_rx: rx,
-        has_tx: tx,
-        mode: format!("{what} {}", if zc { "zerocopy" } else { "copy" }),
-        rx: Mutex::new(RxSide {
-            addrs: vec![0; RING],
-            lens: vec![0; RING],
-            slots,
-            spare: Vec::with_capacity(RING),
-            kernel: if rx { RING } else { 0 },
-            back: Vec::new(),
-        }),
-        tx: Mutex::new(TxSide {
-            free: (RING as u64..2 * RING as u64)
-                .map(|i| i * FRAME_SIZE as u64)
-                .collect(),
-            addrs: Vec::with_capacity(RING),
-            lens: Vec::with_capacity(RING),
-            reaped: vec![0; RING],
-            inflight: (0..RING).map(|_| None).collect(),
-            done: Vec::new(),
-        }),
-        _dev: dev,
-    });
     reg.ports
         .push((devname.to_string(), queue, Arc::downgrade(&port)));
     Ok(port)
+}
+
+/// What [`port`] opens a socket for.
+struct Open<'a> {
+    dev: &'a Arc<DevGuard>,
+    name: &'a CString,
+    queue: u32,
+    rx: bool,
+    tx: bool,
+    o: &'a XdpOptions,
+    pass: Option<&'a PassFilter>,
+}
+
+impl Open<'_> {
+    /// The socket in slot `slot` of `group`'s UMEM: a new UMEM if no
+    /// socket of the group is open, else joined to theirs. An errno if
+    /// it cannot be opened in any mode asked for.
+    fn socket(&self, group: Arc<Group>, slot: usize) -> Result<XskPort, i32> {
+        let Open {
+            dev,
+            name,
+            queue,
+            rx,
+            tx,
+            o,
+            pass,
+        } = *self;
+        let ifindex = dev.ifindex;
+        let mut gs = group.state.lock().unwrap_or_else(|e| e.into_inner());
+        let share = gs.open.first().map_or(std::ptr::null_mut(), |p| p.0);
+        let umem = Arc::new(Umem {
+            base: (slot * SLOT_FRAMES * FRAME_SIZE) as u64,
+            group: group.clone(),
+            back: Mutex::new(Back {
+                bufs: Vec::new(),
+                closed: false,
+            }),
+            pending: AtomicBool::new(false),
+        });
+        let area = &group.area;
+        let fill: Vec<u64> = (0..RING).map(|i| umem.addr(i)).collect();
+        let mut last = 0;
+        let mut opened = None;
+        let mut pass_prog = dev.pass.lock().unwrap_or_else(|e| e.into_inner());
+        let mut attached = false;
+        for (xdp_flags, bind, what) in o.attempts() {
+            // With PASS, the device's program is ours, attached in the mode
+            // of the first receive socket; the sockets enter its map.
+            let mut xsks_map = -1;
+            if let (true, Some(f)) = (rx, pass) {
+                if attached && pass_prog.as_ref().is_some_and(|p| p.xdp_flags != xdp_flags) {
+                    // Attached here for a mode that failed: try the next.
+                    *pass_prog = None;
+                    attached = false;
+                }
+                if pass_prog.is_none() {
+                    match PassProg::attach(ifindex, xdp_flags, f) {
+                        Ok(p) => {
+                            *pass_prog = Some(p);
+                            attached = true;
+                            // Recorded at once: a router killed from here on
+                            // leaves a program the next one knows as ours.
+                            record_programs(dev);
+                        }
+                        Err(e) => {
+                            last = e;
+                            if matches!(last, libc::EPERM | libc::EACCES) {
+                                break;
+                            }
+                            continue;
+                        }
+                    }
+                }
+                let p = pass_prog.as_ref().expect("attached above");
+                if p.xdp_flags != xdp_flags {
+                    // Another socket of the device attached it in another
+                    // mode: a socket must be bound in the program's.
+                    last = libc::EBUSY;
+                    continue;
+                }
+                xsks_map = p.xsks_map;
+            }
+            let mut raw: *mut PcxXsk = std::ptr::null_mut();
+            // SAFETY: `area` is the group's mapping of `size` bytes,
+            // outliving the socket (the port holds the group, and closes
+            // the socket first); the fill addresses are the receive frames
+            // of the socket's slot; `share` is null or an open socket of
+            // the group (its lock is held).
+            let r = unsafe {
+                pcx_xsk_open(
+                    &mut raw,
+                    share,
+                    name.as_ptr(),
+                    queue,
+                    area.ptr.cast(),
+                    area.len as c_ulonglong,
+                    FRAME_SIZE as c_uint,
+                    if rx { RING as c_uint } else { 0 },
+                    if tx { RING as c_uint } else { 0 },
+                    RING as c_uint,
+                    xdp_flags,
+                    bind | XDP_USE_NEED_WAKEUP,
+                    fill.as_ptr(),
+                    if rx { RING as c_uint } else { 0 },
+                    xsks_map,
+                )
+            };
+            if r == 0 {
+                opened = Some((raw, what));
+                break;
+            }
+            last = -r;
+            // No permission or no AF_XDP: another mode will not help.
+            if matches!(last, libc::EPERM | libc::EACCES | libc::EAFNOSUPPORT) {
+                break;
+            }
+        }
+        if opened.is_none() && attached {
+            *pass_prog = None;
+        }
+        drop(pass_prog);
+        let Some((raw, what)) = opened else {
+            return Err(last);
+        };
+        // SAFETY: an open socket.
+        let zc = unsafe { pcx_xsk_zerocopy(raw) } != 0;
+        if gs.open.is_empty() {
+            gs.zerocopy = zc;
+        }
+        gs.open.push(SockPtr(raw));
+        gs.used[slot] = true;
+        drop(gs);
+        if rx {
+            record_programs(dev);
+        }
+        let owner: Arc<dyn BufferOwner> = umem.clone();
+        let slots = (0..RING)
+            .map(|i| {
+                // SAFETY: receive frame i of the socket's slot of the
+                // UMEM, which each handle keeps mapped (it holds the
+                // group); its one handle, and the frame is touched only
+                // through a packet made of it while one exists (the port
+                // reads a frame the kernel filled only while it holds the
+                // handle).
+                let p = unsafe { NonNull::new_unchecked(area.ptr.add(umem.addr(i) as usize)) };
+                // SAFETY: as above.
+                Some(unsafe { ExtBuffer::new(p, FRAME_SIZE, owner.clone()) })
+            })
+            .collect();
+        Ok(XskPort {
+            raw,
+            ifindex,
+            has_rx: rx,
+            has_tx: tx,
+            mode: format!("{what} {}", if zc { "zerocopy" } else { "copy" }),
+            unshared: None,
+            rx: Mutex::new(RxSide {
+                addrs: vec![0; RING],
+                lens: vec![0; RING],
+                slots,
+                spare: Vec::with_capacity(RING),
+                kernel: if rx { RING } else { 0 },
+                back: Vec::new(),
+            }),
+            tx: Mutex::new(TxSide {
+                free: (RING..SLOT_FRAMES).map(|i| umem.addr(i)).collect(),
+                addrs: Vec::with_capacity(RING),
+                lens: Vec::with_capacity(RING),
+                reaped: vec![0; RING],
+                inflight: (0..group.frames()).map(|_| None).collect(),
+                done: Vec::new(),
+                direct: 0,
+                copied: 0,
+            }),
+            umem,
+            _dev: (*dev).clone(),
+        })
+    }
 }
 
 /// The elements using AF_XDP sockets, so that the first to open a
@@ -1217,6 +1521,34 @@ pub trait XdpClaims {
     fn xdp_pass(&self) -> Option<&PassFilter> {
         None
     }
+    /// Whether its sockets may share a UMEM (SHARE_UMEM).
+    fn xdp_share(&self) -> bool {
+        true
+    }
+}
+
+/// The (device, queue) pairs whose sockets share one UMEM: every METHOD
+/// XDP device queue of the router, less those an element gives
+/// `SHARE_UMEM false`. Sorted. A frame received on any of them can then
+/// be sent on any other without a copy, whichever thread sends it (queue
+/// i of every interface on thread i, as conf/iprouter-veth-2q.click
+/// places them, with one ToDevice per interface pushed from both).
+pub fn umem_group(ix: &paraclick_runtime::InitCx<'_>) -> Vec<(String, u32)> {
+    let mut on: Vec<(String, u32)> = Vec::new();
+    let mut off: Vec<(String, u32)> = Vec::new();
+    for i in 0..ix.element_count() {
+        if let Some(c) = ix.cast::<dyn XdpClaims>(i) {
+            let share = c.xdp_share();
+            for (d, q, _, _) in c.xdp_claims() {
+                let m = (d.to_string(), q as u32);
+                if share { &mut on } else { &mut off }.push(m);
+            }
+        }
+    }
+    on.retain(|m| !off.contains(m));
+    on.sort();
+    on.dedup();
+    on
 }
 
 /// Whether any element of the router reads (writes) queue `queue` of
@@ -1272,6 +1604,7 @@ mod tests {
             mode,
             zerocopy,
             pass: None,
+            share: true,
         };
         let names = |o: XdpOptions| -> Vec<(u32, u32)> {
             o.attempts().iter().map(|&(x, b, _)| (x, b)).collect()
@@ -1320,7 +1653,9 @@ mod tests {
     #[test]
     fn a_device_without_it_is_refused() {
         let o = XdpOptions::default();
-        let e = port("pcnoxdp0", 0, true, true, &o, None).err().unwrap();
+        let e = port("pcnoxdp0", 0, true, true, &o, None, &[])
+            .err()
+            .unwrap();
         assert!(e.contains("pcnoxdp0"), "{e}");
     }
 }

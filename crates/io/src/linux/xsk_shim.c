@@ -32,6 +32,7 @@
 	X(xsk_umem__create)                                                 \
 	X(xsk_umem__delete)                                                 \
 	X(xsk_socket__create)                                               \
+	X(xsk_socket__create_shared)                                        \
 	X(xsk_socket__delete)                                               \
 	X(xsk_socket__fd)                                                   \
 	X(xdp_multiprog__get_from_ifindex)                                  \
@@ -122,15 +123,18 @@ void pcx_xdp_quiet(void)
 }
 
 // Creates the UMEM over `area` (`size` bytes of `frame_size`-byte
-// frames) and a socket on `ifname` queue `queue` with a receive ring
+// frames), or with `share` (an open socket) joins that socket's UMEM
+// (XDP_SHARED_UMEM: the bind mode, copy or zero-copy, and need-wakeup
+// are the first socket's), and a socket on `ifname` queue `queue`, with
+// its own fill and completion rings, a receive ring
 // (`rx_size` entries, 0 for none) and a transmit ring (`tx_size`, 0 for
 // none); the fill ring gets the `nfill` frames at `fill_addrs`. libxdp
 // attaches its default program when the socket has a receive ring,
 // unless `xsks_map` is a map's fd (>= 0): then the device's program is
 // the PASS program (pcx_pass_attach), and the socket enters its map.
 // Returns 0, or a negative errno with *out unset.
-int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
-		 void *area, unsigned long long size, unsigned frame_size,
+int pcx_xsk_open(struct pcx_xsk **out, struct pcx_xsk *share,
+		 const char *ifname, unsigned queue, void *area, unsigned long long size, unsigned frame_size,
 		 unsigned rx_size, unsigned tx_size, unsigned ring_size,
 		 unsigned xdp_flags, unsigned bind_flags,
 		 const unsigned long long *fill_addrs, unsigned nfill,
@@ -149,10 +153,15 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		.frame_headroom = 0,
 		.flags = 0,
 	};
-	int err = lib.xsk_umem__create(&x->umem, area, size, &x->fill, &x->comp, &uc);
-	if (err) {
-		free(x);
-		return err < 0 ? err : -err;
+	int err = 0;
+	if (share) {
+		x->umem = share->umem;
+	} else {
+		err = lib.xsk_umem__create(&x->umem, area, size, &x->fill, &x->comp, &uc);
+		if (err) {
+			free(x);
+			return err < 0 ? err : -err;
+		}
 	}
 	struct xsk_socket_config sc;
 	memset(&sc, 0, sizeof(sc));
@@ -161,10 +170,20 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 	sc.libxdp_flags = rx_size && xsks_map < 0 ? 0 : XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
 	sc.xdp_flags = xdp_flags;
 	sc.bind_flags = bind_flags;
-	err = lib.xsk_socket__create(&x->xsk, ifname, queue, x->umem,
-				 rx_size ? &x->rx : NULL, tx_size ? &x->tx : NULL, &sc);
+	// A socket joining a UMEM gets fill and completion rings of its own
+	// (one pair per device and queue, as the kernel requires).
+	if (share)
+		err = lib.xsk_socket__create_shared(&x->xsk, ifname, queue, x->umem,
+						rx_size ? &x->rx : NULL,
+						tx_size ? &x->tx : NULL, &x->fill,
+						&x->comp, &sc);
+	else
+		err = lib.xsk_socket__create(&x->xsk, ifname, queue, x->umem,
+					     rx_size ? &x->rx : NULL,
+					     tx_size ? &x->tx : NULL, &sc);
 	if (err) {
-		lib.xsk_umem__delete(x->umem);
+		if (!share)
+			lib.xsk_umem__delete(x->umem);
 		free(x);
 		return err < 0 ? err : -err;
 	}
@@ -172,6 +191,7 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 		err = lib.xsk_socket__update_xskmap(x->xsk, xsks_map);
 		if (err) {
 			lib.xsk_socket__delete(x->xsk);
+			// Frees the UMEM only when no other socket uses it.
 			lib.xsk_umem__delete(x->umem);
 			free(x);
 			return err < 0 ? err : -err;
@@ -191,6 +211,9 @@ int pcx_xsk_open(struct pcx_xsk **out, const char *ifname, unsigned queue,
 	return 0;
 }
 
+// Closes the socket; the UMEM goes with the last socket using it
+// (xsk_umem__delete refuses, EBUSY, while others do). The caller
+// serializes the opens and closes of one UMEM's sockets.
 void pcx_xsk_close(struct pcx_xsk *x)
 {
 	if (!x)
