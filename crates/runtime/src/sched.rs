@@ -970,7 +970,7 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
             asleep,
             writes: cx.wake_written.then_some(writes_before),
         };
-        if idle < 64 && !(timed_only && !busy_poll()) {
+        if idle < 64 && (!timed_only || busy_poll()) {
             std::hint::spin_loop();
         } else if hinted && !busy_poll() && !cx.wake_fds.is_empty() {
             // A device's receive (and perhaps a paced source) said what
