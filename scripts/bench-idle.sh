@@ -3,8 +3,10 @@
 # of its maximum loss-free rate, for the device paths (AF_PACKET and
 # AF_XDP, conf/iprouter-veth.click at -j 1) and a rated source
 # (RatedSource -> Queue -> Unqueue -> Discard, -j 1), by default and with
-# --busy-poll; and the ping RTT through the idle router, by default
-# (workers wait in poll(2) on the sockets) and with --busy-poll.
+# --busy-poll; and the ping RTT through the router (min/avg/max, median
+# and 99th percentile), idle and at 1% of its loss-free rate, by default
+# (workers wait in poll(2) on the sockets) and with --busy-poll: the
+# latency cost of sleeping.
 #
 #   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
 #
@@ -68,13 +70,30 @@ device_window() { # RATE
   echo "${sent:-0} $((after - before)) $(pct "$t0" "$t1" "$(awk -v a="$w0" -v b="$w1" 'BEGIN { print b - a }')")"
 }
 
-# Median and 99th percentile of 200 pings (10 ms apart) h1 -> h2 through
-# the running router, in ms.
+# RTT of 200 pings (10 ms apart) h1 -> h2 through the running router, in
+# ms, from the replies' own times: "min avg max median p99 answered".
 rtt() {
-  ip netns exec "$H1" ping -c 200 -i 0.01 -W 1 "$H2_ADDR" 2>/dev/null |
+  ip netns exec "$H1" $PING -c 200 -i 0.01 -W 1 "$H2_ADDR" 2>/dev/null |
     sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' | sort -n |
-    awk '{ v[NR] = $1 } END { if (NR == 0) { print "- - 0"; exit }
-      m = v[int((NR + 1) / 2)]; p = v[int(NR * 0.99 + 0.999)]; printf "%.3f %.3f %d\n", m, p, NR }'
+    awk '{ v[NR] = $1; s += $1 } END { if (NR == 0) { print "- - - - - 0"; exit }
+      printf "%.3f %.3f %.3f %.3f %.3f %d\n", v[1], s / NR, v[NR],
+        v[int((NR + 1) / 2)], v[int(NR * 0.99 + 0.999)], NR }'
+}
+
+# One PINGS row: the RTT through the running router with no traffic, or
+# with the generator sending RATE packets/s meanwhile (for longer than
+# the pings take).
+ping_row() { # LABEL MODE LOAD RATE
+  local gen= r
+  if [[ $4 -gt 0 ]]; then
+    ip netns exec "$H1" taskset -c "$GEN_CPU" "$BIN" --no-pin \
+      -e "$(generator "$4" $(($4 * 4)))" >/dev/null 2>&1 &
+    gen=$!
+    sleep 0.3
+  fi
+  r=$(rtt)
+  [[ -n $gen ]] && { wait "$gen" || true; }
+  PINGS+=("$(printf '%-10s %-10s %5s %s' "$1" "$2" "$3" "$(awk '{ printf "%8s %8s %8s %8s %8s %5s", $1, $2, $3, $4, $5, $6 }' <<<"$r")")")
 }
 
 device_path() { # LABEL LFR_VAR DEFINES...
@@ -101,9 +120,8 @@ device_path() { # LABEL LFR_VAR DEFINES...
         $((sent > recv ? sent - recv : 0)) "$cpu" "$wait")")
       echo "  $label $mode ${share}%: rate $rate sent $sent received $recv CPU $cpu% wait $wait%" >&2
     done
-    local m p n
-    read -r m p n < <(rtt)
-    PINGS+=("$(printf '%-10s %-10s %10s %10s %6s' "$label" "$mode" "$m" "$p" "$n")")
+    ping_row "$label" "$mode" idle 0
+    ping_row "$label" "$mode" 1% $((lfr / 100))
     paraclick_router_off
   done
 }
@@ -154,7 +172,7 @@ echo "CPU used by the router at shares of its loss-free rate, $NCPU CPUs, ${WIN}
 printf '%-10s %-10s %6s %10s %10s %10s %8s %8s\n' path mode load "rate pps" sent lost "CPU %" "wait %"
 printf '%s\n' "${ROWS[@]}"
 echo
-echo "ping RTT h1 -> h2 through the idle router (200 pings, 10 ms apart), ms:"
-printf '%-10s %-10s %10s %10s %6s\n' path mode median p99 n
+echo "ping RTT h1 -> h2 through the router, idle and at 1% of its loss-free rate (200 pings, 10 ms apart), ms:"
+printf '%-10s %-10s %5s %8s %8s %8s %8s %8s %5s\n' path mode load min avg max median p99 n
 printf '%s\n' "${PINGS[@]}"
-echo "rated source loss-free rate: $(cat "$TMP/rated.lfr") pps"
+[[ -f $TMP/rated.lfr ]] && echo "rated source loss-free rate: $(cat "$TMP/rated.lfr") pps"

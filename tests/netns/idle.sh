@@ -25,6 +25,7 @@
 #      loaded machine; 12-13% with --busy-poll, which polls, yields and
 #      naps on a timer as the workers did before).
 # And with --busy-poll (AF_PACKET): the worker is never seen in ppoll(2).
+# Then rated sources, without devices (checks 5 and 6 below).
 # Checks 2 and 4 fail with --busy-poll (the old behaviour) throughout.
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
@@ -226,6 +227,60 @@ if [[ -n $ROUTER_PID ]]; then
     fail "--busy-poll: the worker was in ppoll(2) in $seen of 20 samples"
   fi
   stop_router
+fi
+
+# Rated sources (no devices): RatedSource -> Queue -> Unqueue -> Discard,
+# -j 1, for 3 s each.
+#   5. Inactive (ACTIVE false), the worker sleeps until a handler write:
+#      under 100 voluntary context switches in 3 s (about one per 100 ms
+#      wait; napping 1 ms at a time, as before, it made thousands) and
+#      under 1% of a core.
+#   6. At RATE 200000 (a packet every 5 us), the worker naps between
+#      bursts: over 1000 voluntary context switches in 3 s (about one per
+#      100 us; polling, it made none) and under 60% of a core (polling
+#      took a whole core on a quiet machine), and the packets go out at
+#      the rate (in its 4 s run at least 80% of 800,000, and never more).
+# CPU and context switches are the worker threads' (paraclick-N), from
+# /proc/PID/task/TID/schedstat (ns on a CPU) and status.
+worker_stats() { # PID: "NS_ON_CPU VOLUNTARY_SWITCHES" of its worker threads
+  local t ns=0 sw=0 a b
+  for t in /proc/"$1"/task/*; do
+    [[ $(cat "$t/comm" 2>/dev/null) =~ ^paraclick-[0-9]+$ ]] || continue
+    read -r a _ <"$t/schedstat" 2>/dev/null || continue
+    b=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status" 2>/dev/null) || continue
+    ns=$((ns + a)) sw=$((sw + b))
+  done
+  echo "$ns $sw"
+}
+
+check_rated() { # LABEL RATE ACTIVE
+  local label=$1 pid s0 s1 sw pct count
+  "$BIN" -e "src :: RatedSource(LENGTH 64, RATE $2, ACTIVE $3) -> q :: Queue(1000) -> Unqueue
+      -> c :: Counter -> Discard; Script(wait 4s, stop)" -h c.count -h q.drops >"$TMP/rated.out" 2>&1 &
+  pid=$!
+  sleep 0.5
+  s0=$(worker_stats "$pid")
+  sleep 3
+  s1=$(worker_stats "$pid")
+  wait "$pid" || true
+  count=$(awk '/^c.count:/ { getline; print; exit }' "$TMP/rated.out")
+  read -r pct sw < <(awk -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    printf "%.1f %d\n", (y[1] - x[1]) / 3e7, y[2] - x[2] }')
+  echo "$pct $sw ${count:-0}"
+}
+
+read -r pct sw count < <(check_rated inactive 1000 false)
+if [[ $sw -lt 100 ]] && awk -v p="$pct" 'BEGIN { exit !(p < 1) }'; then
+  pass "RatedSource ACTIVE false: the worker sleeps ($sw context switches in 3 s, $pct% of a core)"
+else
+  fail "RatedSource ACTIVE false: the worker made $sw context switches in 3 s and used $pct% of a core"
+fi
+read -r pct sw count < <(check_rated fast 200000 true)
+if [[ $sw -ge 1000 && ${count:-0} -ge 640000 && ${count:-0} -le 800100 ]] &&
+  awk -v p="$pct" 'BEGIN { exit !(p < 60) }'; then
+  pass "RatedSource RATE 200000: naps between bursts ($sw in 3 s), $pct% of a core, $count packets in 4 s"
+else
+  fail "RatedSource RATE 200000: $pct% of a core, $count packets in 4 s ($sw context switches)"
 fi
 
 if [[ $FAILED -eq 0 ]]; then

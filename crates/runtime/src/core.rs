@@ -218,6 +218,13 @@ pub(crate) struct ThreadShared {
     /// Whether the worker is napping with nothing staged (a safe point a
     /// hot swap may claim without waking it), see [`crate::hot`].
     pub quiet: std::sync::atomic::AtomicU8,
+    /// The worker is parked (or about to park) with a task that waits
+    /// for a handler write ([`crate::Cx::wake_when_written`]): a write
+    /// to an element's handler unparks it. Set before `parked`, cleared
+    /// after it.
+    pub until_written: AtomicBool,
+    /// Times a handler write unparked the worker so (for tests).
+    pub write_wakes: AtomicU64,
 }
 
 impl ThreadShared {
@@ -244,6 +251,8 @@ impl ThreadShared {
             fd_waits: AtomicU64::new(0),
             fd_wakes: AtomicU64::new(0),
             quiet: std::sync::atomic::AtomicU8::new(0),
+            until_written: AtomicBool::new(false),
+            write_wakes: AtomicU64::new(0),
         }
     }
 
@@ -325,6 +334,10 @@ pub(crate) struct Core {
     /// Synchronization epoch: bumped to make every worker pass the top of
     /// its loop (no task run in progress) before a plan change completes.
     pub sync_epoch: AtomicU64,
+    /// Writes to elements' handlers so far: a worker about to wait for
+    /// one ([`crate::Cx::wake_when_written`]) compares it with the count
+    /// it read before its tasks ran (see [`Core::handler_written`]).
+    pub handler_writes: AtomicU64,
     /// Serializes task migrations.
     pub migrating: Mutex<()>,
     /// The adaptive scheduler's thread while it runs, woken when the router
@@ -403,6 +416,22 @@ impl Core {
         // A parked worker learns of the new deadline.
         std::sync::atomic::fence(Ordering::SeqCst);
         crate::notifier::unpark_worker(self, thread);
+    }
+
+    /// After a write to an element's handler (which may have given a task
+    /// work: an inactive source made active): counts it, and unparks the
+    /// workers waiting for one. The count and the worker's `until_written`
+    /// and `parked` flags are a Dekker pair (see [`crate::notifier`]): a
+    /// worker about to park either sees the count moved or is seen here.
+    pub fn handler_written(&self) {
+        self.handler_writes.fetch_add(1, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        for ts in self.threads.iter() {
+            if ts.until_written.load(Ordering::SeqCst) && ts.parked.load(Ordering::SeqCst) {
+                ts.write_wakes.fetch_add(1, Ordering::Relaxed);
+                ts.unpark_now();
+            }
+        }
     }
 
     pub fn unschedule_timer(&self, elem: usize, timer: usize) {

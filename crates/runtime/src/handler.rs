@@ -231,7 +231,12 @@ pub(crate) fn write(
     let s = &core.slots[i];
     let hx = HandlerCx { core, elem: i };
     match s.element.write_handler(h, value, &hx) {
-        HandlerCall::Done(r) => r.map_err(|e| format!("{}.{}: {}", s.name, h, e)),
+        HandlerCall::Done(r) => {
+            // A task that waits for a write (an inactive source) looks
+            // again, whatever the write did.
+            core.handler_written();
+            r.map_err(|e| format!("{}.{}: {}", s.name, h, e))
+        }
         _ => Err(format!("no write handler '{}.{}'", s.name, h)),
     }
 }

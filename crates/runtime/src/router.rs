@@ -376,6 +376,7 @@ impl Router {
             source: src.text.as_str().into(),
             plan: crate::plan::Plan::default(),
             sync_epoch: AtomicU64::new(0),
+            handler_writes: AtomicU64::new(0),
             migrating: Mutex::new(()),
             balancer: Mutex::new(None),
             balance_interval_ns: AtomicU64::new(0),
@@ -839,6 +840,23 @@ impl Router {
             .iter()
             .map(|t| t.parks.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Whether a worker is parked now waiting for a handler write (a task
+    /// of it said [`crate::Cx::wake_when_written`]), and the times a
+    /// handler write has unparked one so.
+    pub fn write_waits(&self) -> (bool, u64) {
+        let waiting = self
+            .core
+            .threads
+            .iter()
+            .any(|t| t.until_written.load(Ordering::SeqCst) && t.parked.load(Ordering::SeqCst));
+        let wakes = self
+            .core
+            .threads
+            .iter()
+            .map(|t| t.write_wakes.load(Ordering::Relaxed));
+        (waiting, wakes.sum())
     }
 
     /// Times the workers waited in `poll(2)` on their devices'

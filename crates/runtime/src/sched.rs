@@ -907,6 +907,15 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     let fd_wait_after = (FD_WAIT_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
     let early = HINT_NAP_EARLY.as_nanos() as u64;
     let mut claimed = false;
+    // Whether the worker napped for its tasks' times since their last work
+    // (see `nap_target`), and the handler writes counted before the pass
+    // (valid from the second idle pass on: see `Core::handler_written`).
+    let mut napped = false;
+    let mut writes_seen = 0u64;
+    // Sleeps end when asked, not up to the default 50 µs of timer slack
+    // later: the nap for a paced source's next packet, for a timer.
+    let _ =
+        rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(WORKER_TIMER_SLACK_NS));
     // The poll set of a wait on descriptors, kept between waits.
     let mut pollfds: Vec<libc::pollfd> = Vec::new();
     // Ready: a router prepared for a hot swap waits here for the hand-over.
@@ -930,6 +939,7 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
         if work {
             idle = 0;
             naps = 0;
+            napped = false;
             continue;
         }
         if timers {
@@ -939,13 +949,28 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
             idle_since = clock::cycles();
         }
         idle = idle.saturating_add(1);
+        let writes_before = writes_seen;
+        writes_seen = core.handler_writes.load(Ordering::SeqCst);
         let cx = &mut p.cx;
         let all_asleep = || {
             p.list
                 .iter()
                 .all(|&id| core.tasks[id].asleep.load(Ordering::Relaxed))
         };
-        if idle < 64 {
+        // Every task gave a time (a paced source): the time says when, so
+        // no spinning first. (A fast source's next packet is due within
+        // the spin: it would never be left to nap.)
+        let timed_only = hinted && cx.wake_fds.is_empty() && !cx.wake_written;
+        // What a wait must see unchanged since the pass (a write counted
+        // before it only from the second idle pass on).
+        let seen = Seen {
+            epoch: p.epoch,
+            version: p.version,
+            list: &p.list,
+            asleep,
+            writes: cx.wake_written.then_some(writes_before),
+        };
+        if idle < 64 && (!timed_only || busy_poll()) {
             std::hint::spin_loop();
         } else if hinted && !busy_poll() && !cx.wake_fds.is_empty() {
             // A device's receive (and perhaps a paced source) said what
@@ -965,39 +990,45 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
             pool::flush_remote();
             let timed = cx.wake_ns != u64::MAX;
             let fds = std::mem::take(&mut cx.wake_fds);
-            let (epoch, version, list) = (p.epoch, p.version, &p.list);
             let pf = &mut pollfds;
-            let wait =
-                || wait_readable(core, t, epoch, version, list, asleep, due, timed, &fds, pf);
+            let wait = || wait_readable(core, t, &seen, due, timed, &fds, pf);
             let quiet = crate::core::quiet_nap(ts, &mut p.cx, wait);
             p.cx.wake_fds = fds;
             if !quiet {
                 claimed = true;
                 break;
             }
-        } else if hinted
-            && !busy_poll()
-            && cx.wake_ns.min(next) > core.clock.now_ns().saturating_add(early)
-        {
-            // A paced source (RatedSource...) said when its next packet is
-            // due: sleep until then instead of polling, so CPU follows the
-            // load. Parked: a notifier, a task added, a plan change or the
-            // stop unparks it. Nearer than `early`, it polls on as below.
-            let due = cx.wake_ns.min(next);
+        } else if hinted && !busy_poll() {
+            // Each task said when its next packet is due (a paced source:
+            // RatedSource, RatedUnqueue...) or that only a handler write
+            // gives it work (an inactive source): sleep until then instead
+            // of polling, so CPU follows the load. Parked: a notifier, a
+            // task added, a plan change, a handler write or the stop
+            // unparks it. Just short of a time it napped for, it polls.
+            let now = core.clock.now_ns();
+            let until = nap_target(now, cx.wake_ns, napped).map(|u| u.min(next));
+            let Some(until) = until.filter(|&u| u > now) else {
+                std::hint::spin_loop();
+                continue;
+            };
             pool::flush_remote();
-            let (epoch, version, list) = (p.epoch, p.version, &p.list);
-            let nap = || nap_until(core, t, epoch, version, list, asleep, due);
+            let cap = if cx.wake_ns == u64::MAX {
+                PARK_MAX
+            } else {
+                HINT_NAP_MAX
+            };
+            let nap = || nap_until(core, t, &seen, until, cap);
             if !crate::core::quiet_nap(ts, cx, nap) {
                 claimed = true;
                 break;
             }
+            napped = true;
         } else if all_asleep() {
             if clock::cycles().wrapping_sub(idle_since) < park_after {
                 std::hint::spin_loop();
             } else {
                 pool::flush_remote();
-                let (epoch, version, list) = (p.epoch, p.version, &p.list);
-                if !crate::core::quiet_nap(ts, cx, || park(core, t, epoch, version, list)) {
+                if !crate::core::quiet_nap(ts, cx, || park(core, t, &seen)) {
                     claimed = true;
                     break;
                 }
@@ -1160,9 +1191,11 @@ const PARK_MAX: Duration = Duration::from_millis(100);
 pub const HINT_NAP_MAX: Duration = Duration::from_millis(10);
 
 /// How early a worker wakes for a [`Cx::wake_at`] time, then polls up to
-/// it: Linux wakes a sleeping thread up to its timer slack (50 µs by
-/// default) late, and a paced packet should not be.
-pub const HINT_NAP_EARLY: Duration = Duration::from_micros(50);
+/// it: a sleeping thread wakes some microseconds after its time (its
+/// timer slack, [`WORKER_TIMER_SLACK_NS`], and the scheduler's latency),
+/// and a paced packet should not be late. Each packet of a slow paced
+/// source costs this much polling.
+pub const HINT_NAP_EARLY: Duration = Duration::from_micros(10);
 
 static BUSY_POLL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -1180,41 +1213,107 @@ pub fn busy_poll() -> bool {
     BUSY_POLL.load(Ordering::Relaxed)
 }
 
-/// Sleeps worker `t` until `due_ns` (less [`HINT_NAP_EARLY`], at most
-/// [`HINT_NAP_MAX`]), unless a plan change, a worklist change, the stop or
-/// a notifier's wake (fewer than `asleep` of its tasks asleep) came since
-/// the pass; those unpark it while it sleeps.
-#[cold]
-fn nap_until(
-    core: &Core,
-    t: usize,
+/// The timer slack of the workers (`prctl(PR_SET_TIMERSLACK)`, in ns):
+/// Linux ends a sleep up to the thread's slack (50 µs by default) after
+/// the time asked, to group wake-ups; a worker's sleeps end within this.
+pub const WORKER_TIMER_SLACK_NS: u64 = 1_000;
+
+/// The shortest nap for tasks' times after a pass with work
+/// ([`nap_target`]): a paced source whose packets are due closer together
+/// than this (10% of a loss-free rate of millions a second is a packet
+/// every few microseconds) sends what fell due each time its worker
+/// wakes, and keeps its average rate, instead of keeping the worker
+/// polling. A sleep and wake-up costs a few microseconds of CPU.
+pub const PACE_QUANTUM: Duration = Duration::from_micros(100);
+
+/// When a worker whose tasks gave times ([`Cx::wake_at`], the earliest
+/// `due_ns`; `u64::MAX`: only handler writes) wakes from a nap it starts
+/// at `now_ns`; `None`: it polls (spins) instead. (A timer due sooner
+/// ends the nap at its time.)
+/// - With work since its last nap (`napped` false): until [`HINT_NAP_EARLY`]
+///   before `due_ns`, but at least [`PACE_QUANTUM`] from now: a time
+///   nearer than that is met late, with what falls due meanwhile.
+/// - Woken for `due_ns` (`napped`): within [`HINT_NAP_EARLY`] of it, it
+///   polls up to it; earlier (woken for something else), it naps again
+///   until then.
+/// - At or past `due_ns`: it polls (the task has work now).
+pub fn nap_target(now_ns: u64, due_ns: u64, napped: bool) -> Option<u64> {
+    let early = HINT_NAP_EARLY.as_nanos() as u64;
+    let quantum = PACE_QUANTUM.as_nanos() as u64;
+    if due_ns == u64::MAX {
+        return Some(u64::MAX);
+    }
+    let gap = due_ns.saturating_sub(now_ns);
+    if gap == 0 || (napped && gap <= early) {
+        return None;
+    }
+    if napped {
+        return Some(due_ns - early);
+    }
+    Some((due_ns - early.min(gap)).max(now_ns.saturating_add(quantum)))
+}
+
+/// What a worker saw in the pass after which it decided to wait: it waits
+/// only if none of it changed since. Whatever changes it while the worker
+/// waits unparks it.
+#[derive(Clone, Copy)]
+struct Seen<'a> {
+    /// The sync epoch and worklist version of the pass.
     epoch: u64,
     version: u64,
-    list: &[usize],
+    list: &'a [usize],
+    /// How many of its tasks were asleep (a notifier's wake makes fewer).
     asleep: usize,
-    due_ns: u64,
-) {
+    /// A task waits for a handler write: the writes counted before the
+    /// pass ([`Core::handler_written`]).
+    writes: Option<u64>,
+}
+
+impl Seen<'_> {
+    /// Marks worker `ts` parked (and waiting for a handler write, if a
+    /// task does), fences, and says whether nothing changed since the pass
+    /// (see [`crate::notifier`]'s Dekker pairs); [`Seen::unmark`] after.
+    fn mark_still(&self, core: &Core, ts: &crate::core::ThreadShared) -> bool {
+        if self.writes.is_some() {
+            ts.until_written.store(true, Ordering::SeqCst);
+        }
+        ts.parked.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        core.running.load(Ordering::SeqCst)
+            && core.sync_epoch.load(Ordering::SeqCst) == self.epoch
+            && ts.worklist_version() == self.version
+            && self
+                .writes
+                .is_none_or(|w| core.handler_writes.load(Ordering::SeqCst) == w)
+            && self
+                .list
+                .iter()
+                .filter(|&&id| core.tasks[id].asleep.load(Ordering::SeqCst))
+                .count()
+                >= self.asleep
+    }
+
+    fn unmark(ts: &crate::core::ThreadShared) {
+        ts.parked.store(false, Ordering::SeqCst);
+        ts.until_written.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Sleeps worker `t` until `until_ns` (`u64::MAX`: none), at most `cap`,
+/// unless what it saw (`seen`) changed since the pass; whatever changes it
+/// unparks the worker while it sleeps.
+#[cold]
+fn nap_until(core: &Core, t: usize, seen: &Seen<'_>, until_ns: u64, cap: Duration) {
     let now = core.clock.now_ns();
-    let early = HINT_NAP_EARLY.as_nanos() as u64;
-    if due_ns <= now.saturating_add(early) {
+    if until_ns <= now {
         return;
     }
     let ts = &core.threads[t];
-    ts.parked.store(true, Ordering::SeqCst);
-    std::sync::atomic::fence(Ordering::SeqCst);
-    let still = core.running.load(Ordering::SeqCst)
-        && core.sync_epoch.load(Ordering::SeqCst) == epoch
-        && ts.worklist_version() == version
-        && list
-            .iter()
-            .filter(|&&id| core.tasks[id].asleep.load(Ordering::SeqCst))
-            .count()
-            >= asleep;
-    if still {
+    if seen.mark_still(core, ts) {
         bump(&ts.parks, 1);
-        std::thread::park_timeout(Duration::from_nanos(due_ns - now - early).min(HINT_NAP_MAX));
+        std::thread::park_timeout(Duration::from_nanos(until_ns - now).min(cap));
     }
-    ts.parked.store(false, Ordering::SeqCst);
+    Seen::unmark(ts);
 }
 
 /// How long a worker whose tasks wait on descriptors
@@ -1233,14 +1332,10 @@ pub const FD_WAIT_AFTER: Duration = Duration::from_micros(20);
 /// write the eventfd while it waits ([`crate::core::ThreadShared::unpark_now`]).
 /// `pollfds` is the poll set's storage, kept between waits.
 #[cold]
-#[allow(clippy::too_many_arguments)]
 fn wait_readable(
     core: &Core,
     t: usize,
-    epoch: u64,
-    version: u64,
-    list: &[usize],
-    asleep: usize,
+    seen: &Seen<'_>,
     due_ns: u64,
     timed: bool,
     fds: &[std::os::fd::RawFd],
@@ -1258,12 +1353,8 @@ fn wait_readable(
                 // No eventfd (out of descriptors): nap as a paced source
                 // does; the devices are polled after it.
                 Err(_) => {
-                    let due = due_ns.min(
-                        core.clock
-                            .now_ns()
-                            .saturating_add(HINT_NAP_MAX.as_nanos() as u64),
-                    );
-                    return nap_until(core, t, epoch, version, list, asleep, due);
+                    let until = due_ns.saturating_sub(HINT_NAP_EARLY.as_nanos() as u64);
+                    return nap_until(core, t, seen, until, HINT_NAP_MAX);
                 }
             }
         }
@@ -1291,17 +1382,7 @@ fn wait_readable(
         revents: 0,
     });
     ts.polling.store(true, Ordering::SeqCst);
-    ts.parked.store(true, Ordering::SeqCst);
-    std::sync::atomic::fence(Ordering::SeqCst);
-    let still = core.running.load(Ordering::SeqCst)
-        && core.sync_epoch.load(Ordering::SeqCst) == epoch
-        && ts.worklist_version() == version
-        && list
-            .iter()
-            .filter(|&&id| core.tasks[id].asleep.load(Ordering::SeqCst))
-            .count()
-            >= asleep;
-    if still {
+    if seen.mark_still(core, ts) {
         bump(&ts.parks, 1);
         bump(&ts.fd_waits, 1);
         let ts_ = libc::timespec {
@@ -1355,24 +1436,22 @@ fn wait_readable(
             }
         }
     }
-    ts.parked.store(false, Ordering::SeqCst);
+    Seen::unmark(ts);
     ts.polling.store(false, Ordering::SeqCst);
 }
 
 /// Parks worker `t`, whose tasks are all asleep, until a wake, a task
 /// added, a plan change, a timer or the stop (see [`crate::notifier`]).
 #[cold]
-fn park(core: &Core, t: usize, epoch: u64, version: u64, list: &[usize]) {
+fn park(core: &Core, t: usize, seen: &Seen<'_>) {
     let ts = &core.threads[t];
-    ts.parked.store(true, Ordering::SeqCst);
-    std::sync::atomic::fence(Ordering::SeqCst);
-    let still = core.running.load(Ordering::SeqCst)
-        && core.sync_epoch.load(Ordering::SeqCst) == epoch
-        && ts.worklist_version() == version
-        && list
-            .iter()
-            .all(|&id| core.tasks[id].asleep.load(Ordering::SeqCst));
-    if still {
+    // Only while every task is asleep.
+    let all = Seen {
+        asleep: seen.list.len(),
+        writes: None,
+        ..*seen
+    };
+    if all.mark_still(core, ts) {
         let mut timeout = PARK_MAX;
         let next = ts.timers.next_deadline();
         if next != u64::MAX {
@@ -1388,7 +1467,7 @@ fn park(core: &Core, t: usize, epoch: u64, version: u64, list: &[usize]) {
             std::thread::park_timeout(timeout);
         }
     }
-    ts.parked.store(false, Ordering::SeqCst);
+    Seen::unmark(ts);
 }
 
 pub(crate) fn thread_report(core: &Core) -> String {
@@ -1855,8 +1934,46 @@ mod tests {
         }
     }
 
+    /// Where a worker whose tasks gave times naps to.
+    #[test]
+    fn nap_targets() {
+        use super::{nap_target, HINT_NAP_EARLY, PACE_QUANTUM};
+        let early = HINT_NAP_EARLY.as_nanos() as u64;
+        let q = PACE_QUANTUM.as_nanos() as u64;
+        let now = 1_000_000_000u64;
+        // A slow source: until just before its time, and once woken
+        // there it polls up to it.
+        assert_eq!(
+            nap_target(now, now + 1_000_000, false),
+            Some(now + 1_000_000 - early)
+        );
+        assert_eq!(nap_target(now, now + early, true), None);
+        assert_eq!(nap_target(now, now + early / 2, true), None);
+        // Woken early for something else: naps again until then.
+        assert_eq!(
+            nap_target(now, now + 3 * early, true),
+            Some(now + 2 * early)
+        );
+        // A fast source (packets 3 µs apart): after the work of a wake, a
+        // whole quantum, not a nap or a poll per packet.
+        assert_eq!(nap_target(now, now + 3_000, false), Some(now + q));
+        assert_eq!(nap_target(now, now + q / 2, false), Some(now + q));
+        assert_eq!(nap_target(now, now + q + early, false), Some(now + q));
+        assert_eq!(
+            nap_target(now, now + q + 2 * early, false),
+            Some(now + q + early)
+        );
+        // Due now or past: the task has work, no nap.
+        assert_eq!(nap_target(now, now, false), None);
+        assert_eq!(nap_target(now, now - 5, false), None);
+        assert_eq!(nap_target(now, now - 5, true), None);
+        // No time, only handler writes: until woken.
+        assert_eq!(nap_target(now, u64::MAX, false), Some(u64::MAX));
+        assert_eq!(nap_target(now, u64::MAX, true), Some(u64::MAX));
+    }
+
     mod worker_loop {
-        use crate::element::Element;
+        use crate::element::{Element, Handler};
         use crate::registry::{ClassSpec, Registry};
         use crate::{BuildOptions, Cx, InitCx, Router};
         use std::sync::atomic::{AtomicU64, Ordering};
@@ -1927,8 +2044,37 @@ mod tests {
             }
         }
 
+        /// An inactive source in small: work only after its `on` handler
+        /// is written; until then it says that only a write gives it some.
+        #[derive(Default)]
+        struct Dormant {
+            on: std::sync::atomic::AtomicBool,
+            done: AtomicU64,
+        }
+        impl Element for Dormant {
+            const HANDLERS: &'static [Handler<Self>] = &[Handler::write("on", |e, _, _| {
+                e.on.store(true, Ordering::SeqCst);
+                Ok(())
+            })];
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+            fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+                if self.on.swap(false, Ordering::SeqCst) {
+                    self.done.fetch_add(1, Ordering::AcqRel);
+                    return true;
+                }
+                cx.wake_when_written();
+                false
+            }
+        }
+
         fn router(conf: &str) -> Router {
             let mut reg = Registry::new();
+            reg.register(ClassSpec::element("Dormant", "0/0", "h", |_| {
+                Ok(Dormant::default())
+            }));
             crate::testing::register(&mut reg);
             reg.register(ClassSpec::element("Reader", "0/0", "h", |_| {
                 let (rx, tx) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
@@ -2011,6 +2157,58 @@ mod tests {
                 by_readiness >= 2,
                 "{by_readiness} of 3 waits ended by the socket's readiness"
             );
+        }
+
+        /// A worker whose only task waits for a handler write (an inactive
+        /// source) sleeps, not polls, and the write wakes it. Over 100 ms
+        /// of wall time its task runs a few times (the pass after each
+        /// wait, which ends by itself after 100 ms at the latest): polling
+        /// and napping as before ran it hundreds of times. (A write that
+        /// comes as a wait ends by itself finds the worker awake, so two of
+        /// three rounds must see the write wake it.)
+        #[test]
+        fn a_worker_waiting_for_a_handler_write_sleeps_and_the_write_wakes_it() {
+            let r = router("d :: Dormant;");
+            let d = r.element::<Dormant>("d").unwrap();
+            let mut by_write = 0;
+            std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    struct Stop<'a>(&'a Router);
+                    impl Drop for Stop<'_> {
+                        fn drop(&mut self) {
+                            self.0.stop();
+                        }
+                    }
+                    let _stop = Stop(&r);
+                    let wait = |what: &str, f: &dyn Fn() -> bool| {
+                        let t0 = std::time::Instant::now();
+                        while !f() {
+                            if t0.elapsed() > crate::testing::WATCHDOG {
+                                panic!("never: {what}");
+                            }
+                            std::thread::yield_now();
+                        }
+                    };
+                    for round in 1..=3u64 {
+                        wait("a wait for a write", &|| r.write_waits().0);
+                        let runs = r.task_runs("d").unwrap();
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        let ran = r.task_runs("d").unwrap() - runs;
+                        assert!(ran < 30, "the task ran {ran} times in 100 ms");
+                        let k0 = r.write_waits().1;
+                        r.write_handler("d.on", "").unwrap();
+                        wait("the write's work", &|| {
+                            d.done.load(Ordering::Acquire) == round
+                        });
+                        if r.write_waits().1 > k0 {
+                            by_write += 1;
+                        }
+                    }
+                });
+                r.run();
+            });
+            assert_eq!(d.done.load(Ordering::Acquire), 3);
+            assert!(by_write >= 2, "{by_write} of 3 waits ended by the write");
         }
 
         #[test]

@@ -194,6 +194,7 @@ impl Element for FastUDPSourceIP6 {
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
         if !self.active.load(Ordering::Relaxed) {
+            cx.wake_when_written();
             return false;
         }
         // The router's clock: simulated time paces it too.
@@ -225,11 +226,13 @@ impl Element for FastUDPSourceIP6 {
             (first, n)
         };
         if n == 0 {
-            if self.stop && self.limit >= 0 {
-                let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                if s.sent >= self.limit as u64 {
+            let sent = self.state.lock().unwrap_or_else(|e| e.into_inner()).sent;
+            if self.limit >= 0 && sent >= self.limit as u64 {
+                if self.stop {
                     cx.request_stop();
                 }
+                // Only a handler write (`active`) can change anything.
+                cx.wake_when_written();
             }
             return false;
         }

@@ -188,13 +188,17 @@ impl InfiniteSource {
         b
     }
 
+    /// Spent (inactive, LIMIT sent), it says that only a handler write
+    /// gives it packets again, so that its thread sleeps meanwhile.
     fn produce(&self, cx: &mut Cx<'_>, want: usize) -> Option<Batch> {
         if !self.active.load(Ordering::Relaxed) {
+            cx.wake_when_written();
             return None;
         }
         let n = self.limit.claim(want);
         if n == 0 {
             self.limit.finish(cx);
+            cx.wake_when_written();
             return None;
         }
         let b = self.make_batch(cx, n);
@@ -208,10 +212,12 @@ impl InfiniteSource {
     #[inline(always)]
     fn run_one(&self, cx: &mut Cx<'_>) -> bool {
         if !self.active.load(Ordering::Relaxed) {
+            cx.wake_when_written();
             return false;
         }
         if !self.limit.claim_one() {
             self.limit.finish(cx);
+            cx.wake_when_written();
             return false;
         }
         // The router's clock (simulated under --simtime).

@@ -15,6 +15,13 @@
 //! thread can idle; in pull context a pull returns only packets that are
 //! due, up to the number requested.
 //!
+//! CPU follows the rate: between packets its thread sleeps until the next
+//! is due, and while it is inactive, has sent LIMIT packets or has RATE 0
+//! until a handler is written (unless `--busy-poll`). Packets due closer
+//! together than the thread's shortest nap (100 µs) go out in small
+//! bursts at the average rate; `--busy-poll` spaces them exactly, at a
+//! core's CPU.
+//!
 //! Arguments:
 //! - `DATA` (string, default 64 bytes of text): packet contents.
 //! - `RATE` (real, default 10): packets per second; 0 sends nothing.
@@ -134,18 +141,24 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {
 
 impl RatedSource {
     /// Up to `want` packets that are due at `now`.
+    /// With none due, it says when the next is (`Cx::wake_at`), or that
+    /// only a handler can give it one (inactive, LIMIT sent, RATE 0), so
+    /// that its thread sleeps meanwhile.
     fn produce(&self, cx: &mut Cx<'_>, now: Instant, want: usize) -> Option<Batch> {
         if !self.active.load(Ordering::Relaxed) {
+            cx.wake_when_written();
             return None;
         }
         if self.limit.exhausted() {
             self.limit.finish(cx);
+            cx.wake_when_written();
             return None;
         }
         let due = self.pacer.take(now, want);
         if due == 0 {
-            if let Some(t) = self.pacer.next_due() {
-                cx.wake_at(t);
+            match self.pacer.next_due() {
+                Some(t) => cx.wake_at(t),
+                None => cx.wake_when_written(),
             }
             return None;
         }
@@ -431,6 +444,66 @@ mod tests {
         let n: u64 = r.read_handler("c.count").unwrap().parse().unwrap();
         assert_eq!(n, 300, "packets in 0.3 s");
         assert_eq!(r.read_handler("s.count").unwrap(), n.to_string());
+    }
+
+    /// Real time: an inactive source's thread sleeps until a handler is
+    /// written, and the write that activates it wakes it. Over 100 ms its
+    /// task runs a few times (each wait ends by itself after 100 ms at
+    /// the latest); polling and napping, it ran hundreds of times.
+    #[test]
+    fn an_inactive_source_sleeps_until_a_handler_write() {
+        let r = paraclick_runtime::testing::build(
+            &reg(),
+            "s :: RatedSource(RATE 1000, ACTIVE false) -> c :: Counter -> Discard;",
+        );
+        let count = |r: &Router| r.read_handler("c.count").unwrap().parse::<u64>().unwrap();
+        let written = std::sync::atomic::AtomicBool::new(false);
+        paraclick_runtime::testing::run_until(&r, |r| {
+            if !written.load(std::sync::atomic::Ordering::Relaxed) {
+                if !r.write_waits().0 {
+                    return false;
+                }
+                let runs = r.task_runs("s").unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let ran = r.task_runs("s").unwrap() - runs;
+                assert!(ran < 30, "the inactive source ran {ran} times in 100 ms");
+                assert_eq!(count(r), 0);
+                // The write comes while the thread waits (not just as a
+                // wait ends by itself), so that it is the write that wakes it.
+                while !r.write_waits().0 {
+                    std::thread::yield_now();
+                }
+                r.write_handler("s.active", "true").unwrap();
+                written.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            count(r) >= 10
+        });
+        assert!(r.write_waits().1 >= 1, "the write woke the thread");
+    }
+
+    /// Real time: a source faster than its thread's shortest nap (a
+    /// packet every 5 µs) naps between bursts, where it polled, and keeps
+    /// its average rate (never ahead of it; behind only by stalls of its
+    /// thread, generously bounded on a loaded machine).
+    #[test]
+    fn a_fast_source_naps_between_bursts_and_keeps_its_rate() {
+        let r = paraclick_runtime::testing::build(
+            &reg(),
+            "s :: RatedSource(RATE 200000) -> c :: Counter -> Discard;",
+        );
+        let t0 = std::time::Instant::now();
+        paraclick_runtime::testing::run_until(&r, |_| {
+            t0.elapsed() >= std::time::Duration::from_millis(300)
+        });
+        let secs = t0.elapsed().as_secs_f64();
+        let n: f64 = r.read_handler("c.count").unwrap().parse().unwrap();
+        let parks = r.parks();
+        assert!(parks >= 100, "{parks} naps in {secs:.3} s");
+        assert!(
+            n <= 200_000.0 * secs + 1.0,
+            "{n} packets in {secs:.3} s: ahead"
+        );
+        assert!(n >= 0.25 * 200_000.0 * 0.3, "{n} packets in {secs:.3} s");
     }
 
     #[test]

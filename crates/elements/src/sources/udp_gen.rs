@@ -337,10 +337,12 @@ impl UdpGen {
 
     fn produce(&self, cx: &mut Cx<'_>, want: usize) -> Option<Batch> {
         if !self.active.load(Ordering::Relaxed) {
+            cx.wake_when_written();
             return None;
         }
         if self.limit.exhausted() {
             self.limit.finish(cx);
+            cx.wake_when_written();
             return None;
         }
         let now = (!self.pacer.is_unpaced() || self.limit.is_limited()).then(|| cx.now());
@@ -349,8 +351,9 @@ impl UdpGen {
             None => want,
         };
         if due == 0 {
-            if let Some(t) = self.pacer.next_due() {
-                cx.wake_at(t);
+            match self.pacer.next_due() {
+                Some(t) => cx.wake_at(t),
+                None => cx.wake_when_written(),
             }
             return None;
         }

@@ -68,6 +68,10 @@ pub struct Cx<'r> {
     /// while `wake_hints > 0` (the pass's first hint empties it, so a
     /// pass pays nothing for it).
     pub(crate) wake_fds: Vec<std::os::fd::RawFd>,
+    /// A task of the current pass will have no work until a handler is
+    /// written ([`Cx::wake_when_written`]): valid only while
+    /// `wake_hints > 0`, as `wake_fds`.
+    pub(crate) wake_written: bool,
     /// Set by the queue a [`Cx::pull_packet`] took its packet from when it
     /// saw itself empty afterwards ([`Cx::upstream_drained`]).
     drained: bool,
@@ -107,6 +111,7 @@ impl<'r> Cx<'r> {
             wake_hint_elem: usize::MAX,
             asleep: 0,
             wake_fds: Vec::new(),
+            wake_written: false,
             drained: false,
             tracing: core.tracer.on.load(Ordering::Relaxed),
             marking: core.tracer.on.load(Ordering::Relaxed) && core.tracer.marking(),
@@ -1039,13 +1044,29 @@ impl<'r> Cx<'r> {
         self.wake_fds.push(fd.as_raw_fd());
     }
 
+    /// Tells the runtime that the running task, which found no work, will
+    /// have none until one of the router's handlers is written: a source
+    /// that is inactive, has sent its LIMIT, or has RATE 0 (its `active`,
+    /// `reset`, `limit` or `rate` handler gives it work again). A worker
+    /// whose every runnable task said this, or when or on what it will
+    /// have work ([`Cx::wake_at`], [`Cx::wake_when_readable`]), the others
+    /// asleep, sleeps (unless `--busy-poll`): a write to any element's
+    /// handler wakes it, as do a notifier, a task added, a plan change,
+    /// a timer and the stop.
+    #[inline]
+    pub fn wake_when_written(&mut self) {
+        self.count_wake_hint();
+        self.wake_written = true;
+    }
+
     /// Counts the running element's hint once per pass (one in a row),
-    /// the pass's first emptying the descriptor list.
+    /// the pass's first emptying the descriptor list and the write flag.
     #[inline]
     fn count_wake_hint(&mut self) {
         if self.current != self.wake_hint_elem {
             if self.wake_hints == 0 {
                 self.wake_fds.clear();
+                self.wake_written = false;
             }
             self.wake_hint_elem = self.current;
             self.wake_hints += 1;
