@@ -59,6 +59,57 @@ pub enum Hop {
     Push,
 }
 
+/// A fused hop's result in one register ([`FusedAction::run_one`]): an
+/// output port, or one of the codes at the top of the range for the other
+/// [`Hop`]s. A port at or above [`HOP_DROP_FOR`] is out of any element's
+/// range, so the hop loop tests a code against its next output table once:
+/// an in-range code is the next hop, anything else goes to
+/// [`Hop::from_code`] off the fast path.
+pub(crate) type HopCode = usize;
+
+/// [`Hop::Push`]'s code.
+pub(crate) const HOP_PUSH: HopCode = usize::MAX;
+/// [`Hop::Drop`]'s code.
+pub(crate) const HOP_DROP: HopCode = usize::MAX - 1;
+/// [`Hop::DropFor`]`(r)`'s code is `HOP_DROP_FOR + r`.
+pub(crate) const HOP_DROP_FOR: HopCode = usize::MAX - 1 - 256;
+
+impl Hop {
+    /// This hop as a [`HopCode`].
+    #[inline(always)]
+    pub(crate) fn code(self) -> HopCode {
+        match self {
+            Hop::Out(k) => k,
+            Hop::Drop => HOP_DROP,
+            Hop::DropFor(r) => HOP_DROP_FOR + r as usize,
+            Hop::Push => HOP_PUSH,
+        }
+    }
+
+    /// The hop a [`HopCode`] stands for.
+    #[inline]
+    pub(crate) fn from_code(c: HopCode) -> Hop {
+        match c {
+            HOP_PUSH => Hop::Push,
+            HOP_DROP => Hop::Drop,
+            c if c >= HOP_DROP_FOR => Hop::DropFor((c - HOP_DROP_FOR) as u8),
+            k => Hop::Out(k),
+        }
+    }
+}
+
+impl Verdict {
+    /// This verdict as a [`HopCode`].
+    #[inline(always)]
+    pub(crate) fn code(self) -> HopCode {
+        match self {
+            Verdict::Out(k) => k,
+            Verdict::Drop => HOP_DROP,
+            Verdict::DropFor(r) => HOP_DROP_FOR + r as usize,
+        }
+    }
+}
+
 impl From<Verdict> for Hop {
     #[inline]
     fn from(v: Verdict) -> Hop {
@@ -575,8 +626,10 @@ pub trait FusedAction: Send + Sync {
     /// one.)
     fn run(&self, cx: &mut Cx<'_>, batch: &mut Batch) -> Option<usize>;
 
-    /// The action on one packet (the hop of a batch of one).
-    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop;
+    /// The action on one packet (the hop of a batch of one), its
+    /// [`Hop`] coded to come back in a register (a `HopCode`: the output
+    /// port, or a code above any port for a drop or a push).
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> HopCode;
 
     /// Whether batch hops run [`FusedAction::run`] too (an Action's loop)
     /// or go to the element's `push` as unfused hops (an element that
@@ -612,8 +665,8 @@ impl<A: Action> FusedAction for ActionNode<A> {
     }
 
     #[inline]
-    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
-        self.0.action(cx, p).into()
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> HopCode {
+        self.0.action(cx, p).code()
     }
 }
 
@@ -630,8 +683,8 @@ impl<E: Element, R: Role<E>> FusedAction for ElementNode<E, R> {
     }
 
     #[inline]
-    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
-        R::route_packet(&self.0, cx, p)
+    fn run_one(&self, cx: &mut Cx<'_>, p: &mut Packet) -> HopCode {
+        R::route_packet(&self.0, cx, p).code()
     }
 
     fn fuses_batches(&self) -> bool {
@@ -1363,12 +1416,22 @@ mod tests {
         fn route(&self, p: &Packet) -> Verdict {
             match p.data()[self.0] {
                 255 => Verdict::Drop,
+                253 => Verdict::DropFor(0),
                 k => Verdict::Out(k as usize),
             }
         }
     }
 
-    fn run_chain(profile: bool) -> (Vec<Vec<u8>>, Vec<(String, u64)>, usize) {
+    /// What [`run_chain`] saw: each sink's packets, the drops, how many
+    /// packets `b` routed, and `b`'s drops by reason.
+    type Chain = (
+        Vec<Vec<u8>>,
+        Vec<(String, u64)>,
+        usize,
+        Option<Vec<(&'static str, u64)>>,
+    );
+
+    fn run_chain(profile: bool) -> Chain {
         use crate::router::{BuildOptions, Router};
         let mut reg = Registry::new();
         crate::testing::register(&mut reg);
@@ -1382,12 +1445,15 @@ mod tests {
             cx.args().complete()?;
             Ok(Inc)
         }));
-        reg.register(ClassSpec::routing("RouteByte", "1/-", "a/ah", |cx| {
-            let mut a = cx.args();
-            let k = a.read_mp::<usize>("OFFSET");
-            a.complete()?;
-            Ok(RouteByte(k, Default::default()))
-        }));
+        reg.register(
+            ClassSpec::routing("RouteByte", "1/-", "a/ah", |cx| {
+                let mut a = cx.args();
+                let k = a.read_mp::<usize>("OFFSET");
+                a.complete()?;
+                Ok(RouteByte(k, Default::default()))
+            })
+            .drop_reasons(&["byte 253"]),
+        );
         let conf = "TestSource -> e :: ByteSwitch(0);
             e[0] -> Inc -> Inc -> o0 :: TestSink;
             e[1] -> b :: RouteByte(2);
@@ -1428,6 +1494,7 @@ mod tests {
             pk(1, 22, 255),
             pk(0, 23, 0),
             pk(1, 24, 254),
+            pk(1, 25, 253),
         ] {
             r.push_into("e", 0, Batch::one(p)).unwrap();
         }
@@ -1446,21 +1513,51 @@ mod tests {
             .unwrap()
             .1
             .load(std::sync::atomic::Ordering::Relaxed);
-        (outs, r.drops(), routed)
+        (outs, r.drops(), routed, r.drop_reasons("b"))
     }
 
     #[test]
     fn fused_chains_route_count_drops_and_match_the_unfused_path() {
-        let (outs, drops, routed) = run_chain(false);
+        let (outs, drops, routed, reasons) = run_chain(false);
         assert_eq!(
             outs,
             vec![vec![3, 9, 25], vec![2, 21], vec![4, 109, 11, 12, 21, 125]]
         );
-        assert_eq!(drops, vec![("e".to_string(), 1), ("b".to_string(), 3)]);
+        assert_eq!(drops, vec![("e".to_string(), 1), ("b".to_string(), 4)]);
+        // A fused hop's drop for a reason is counted against it.
+        assert_eq!(
+            reasons,
+            Some(vec![
+                ("byte 253", 1),
+                ("unconnected output", 1),
+                (crate::drops::UNSPECIFIED, 2)
+            ])
+        );
         // Profiling turns fusion off: every hop is a push call.
-        // Eleven packets reach b, each routed once (a Hop::Push packet is
+        // Twelve packets reach b, each routed once (a Hop::Push packet is
         // not routed again on its way to push_packet).
-        assert_eq!(routed, 11);
-        assert_eq!(run_chain(true), (outs, drops, routed));
+        assert_eq!(routed, 12);
+        assert_eq!(run_chain(true), (outs, drops, routed, reasons));
+    }
+
+    /// Every hop survives its one-register code, the codes at the top of
+    /// the range included, and no output port a router can have collides
+    /// with them.
+    #[test]
+    fn hop_codes_round_trip() {
+        let mut hops = vec![Hop::Drop, Hop::Push, Hop::Out(0), Hop::Out(1 << 20)];
+        hops.extend((0..=255).map(Hop::DropFor));
+        for h in hops {
+            assert_eq!(Hop::from_code(h.code()), h);
+        }
+        for (v, h) in [
+            (Verdict::Out(3), Hop::Out(3)),
+            (Verdict::Drop, Hop::Drop),
+            (Verdict::DropFor(7), Hop::DropFor(7)),
+            (Verdict::DropFor(255), Hop::DropFor(255)),
+        ] {
+            assert_eq!(v.code(), h.code());
+        }
+        assert!(HOP_DROP_FOR > u32::MAX as usize);
     }
 }

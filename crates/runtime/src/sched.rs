@@ -203,6 +203,13 @@ fn bump(a: &AtomicU64, n: u64) {
     a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
 }
 
+/// [`bump`] by one, for a count of runs (wraps rather than checks: a
+/// 64-bit count of task runs does not reach the end).
+#[inline(always)]
+fn bump_count(a: &AtomicU64) {
+    a.store(a.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+}
+
 /// Pinned tasks go to their thread; the rest are dealt round-robin.
 pub(crate) fn initial_assignment(core: &Core) {
     let n = core.nthreads;
@@ -651,6 +658,10 @@ impl<'r> Pass<'r> {
         // the room in list order every pass, and the second ran 31 times
         // in a second against the first's 426,451.
         let mut skipped = usize::MAX;
+        // Read once a pass rather than once a task run: every run is timed
+        // when profiling or share-scheduled; fault domains guard each run.
+        let timed = SHARED || core.profile.is_some();
+        let guarded = core.domains.is_some();
         for r in &self.refs {
             let (id, task) = (r.id, r.task);
             if task.asleep.load(Ordering::Relaxed) {
@@ -675,14 +686,14 @@ impl<'r> Pass<'r> {
             }
             cx.current = task.elem;
             let runs = task.runs.load(Ordering::Relaxed);
-            task.runs.store(runs + 1, Ordering::Relaxed);
+            task.runs.store(runs.wrapping_add(1), Ordering::Relaxed);
             // Share-scheduled, every run is timed (and charged).
-            let did = if SHARED || runs.is_multiple_of(SAMPLE_EVERY) || core.profile.is_some() {
+            let did = if timed || runs.is_multiple_of(SAMPLE_EVERY) {
                 cx.child = 0;
                 cx.task = Some(id);
                 cx.pulled = false;
                 let c0 = clock::cycles();
-                let did = run_task_of(core, cx, r);
+                let did = run_task_of(core, guarded, cx, r);
                 let dt = clock::cycles().wrapping_sub(c0);
                 cx.task = None;
                 match &core.profile {
@@ -707,10 +718,10 @@ impl<'r> Pass<'r> {
                 }
                 did
             } else {
-                run_task_of(core, cx, r)
+                run_task_of(core, guarded, cx, r)
             };
             if did {
-                bump(&task.work, 1);
+                bump_count(&task.work);
                 work = true;
             } else if !task.listen.empty.is_empty() {
                 crate::notifier::after_idle_run(core, id);
@@ -818,14 +829,17 @@ impl<'r> Pass<'r> {
     }
 }
 
-/// Runs a task: under the router's fault domains if it has any (see
-/// [`crate::fault`]); a router without them pays one test of a field.
+/// Runs a task: under the router's fault domains if it has any
+/// (`guarded`, see [`crate::fault`]); a router without them pays one test
+/// of a flag the pass read once.
 #[inline(always)]
-fn run_task_of(core: &Core, cx: &mut Cx<'_>, r: &TaskRef<'_>) -> bool {
-    match &core.domains {
-        None => r.node.run_task(cx, r.task.index),
-        Some(d) => run_task_guarded(core, d, cx, r),
+fn run_task_of(core: &Core, guarded: bool, cx: &mut Cx<'_>, r: &TaskRef<'_>) -> bool {
+    if guarded {
+        if let Some(d) = &core.domains {
+            return run_task_guarded(core, d, cx, r);
+        }
     }
+    r.node.run_task(cx, r.task.index)
 }
 
 #[inline(never)]

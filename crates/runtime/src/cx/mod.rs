@@ -446,16 +446,9 @@ impl<'r> Cx<'r> {
             );
             if let Some(f) = peer.fused() {
                 self.current = peer.elem as usize;
-                match f.run_one(self, &mut p) {
+                match Hop::from_code(f.run_one(self, &mut p)) {
                     Hop::Out(k) => port = k,
-                    Hop::Drop => return self.drop_packet(p),
-                    Hop::DropFor(r) => return self.drop_packet_for(r, p),
-                    Hop::Push => {
-                        return match peer.element() {
-                            Some(to) => to.push_unrouted(self, peer.port as usize, p),
-                            None => self.drop_packet(p),
-                        };
-                    }
+                    hop => return self.fused_exit(hop, peer, p),
                 }
                 outs = peer.next();
                 continue;
@@ -666,43 +659,53 @@ impl<'r> Cx<'r> {
     fn forward_packet_plain<const TAP: bool>(&mut self, mut port: usize, mut p: Packet) {
         let core = self.core;
         let tap = TAP && core.tap.on.load(Ordering::Relaxed);
-        let mut outs: &[crate::core::Peer] = &core.ports[self.current].outputs;
+        let Some(mut peer) = core.ports[self.current].outputs.get(port) else {
+            return self.drop_unconnected_packet(p);
+        };
         loop {
-            let Some(peer) = outs.get(port) else {
-                return self.drop_unconnected_packet(p);
-            };
             if tap {
                 crate::capture::hop_one(self, self.current, port, &p);
             }
-            if let Some(f) = peer.fused() {
-                self.current = peer.elem as usize;
-                match f.run_one(self, &mut p) {
-                    Hop::Out(k) => port = k,
-                    Hop::Drop => return self.drop_packet(p),
-                    Hop::DropFor(r) => return self.drop_packet_for(r, p),
-                    Hop::Push => {
-                        // The element wants the packet itself (rare: a
-                        // packet to fragment, say).
-                        return match peer.element() {
-                            Some(to) => to.push_unrouted(self, peer.port as usize, p),
-                            None => self.drop_packet(p),
-                        };
-                    }
-                }
-                outs = peer.next();
-                continue;
-            }
-            let Some(to) = peer.element() else {
-                return self.drop_unconnected_packet(p);
-            };
+            let Some(f) = peer.fused() else { break };
             self.current = peer.elem as usize;
-            let q = peer.port as usize;
-            if core.profile.is_none() {
-                to.push_packet(self, q, p);
-            } else {
-                self.profiled(self.current, 1, |cx| to.push_packet(cx, q, p));
+            // One test of the coded result against the next output table:
+            // a port there is the next hop; a drop, a push or a port not
+            // connected leaves the loop.
+            let code = f.run_one(self, &mut p);
+            match peer.next().get(code) {
+                Some(next) => {
+                    peer = next;
+                    port = code;
+                }
+                None => return self.fused_exit(Hop::from_code(code), peer, p),
             }
-            return;
+        }
+        let Some(to) = peer.element() else {
+            return self.drop_unconnected_packet(p);
+        };
+        self.current = peer.elem as usize;
+        let q = peer.port as usize;
+        if core.profile.is_none() {
+            to.push_packet(self, q, p);
+        } else {
+            self.profiled(self.current, 1, |cx| to.push_packet(cx, q, p));
+        }
+    }
+
+    /// The end of a fused hop loop at `peer` (the running element) other
+    /// than the next hop: a drop, a push to the element itself (rare: a
+    /// packet to fragment, say), or an output not connected.
+    #[cold]
+    #[inline(never)]
+    fn fused_exit(&mut self, hop: Hop, peer: &crate::core::Peer, p: Packet) {
+        match hop {
+            Hop::Out(_) => self.drop_unconnected_packet(p),
+            Hop::Drop => self.drop_packet(p),
+            Hop::DropFor(r) => self.drop_packet_for(r, p),
+            Hop::Push => match peer.element() {
+                Some(to) => to.push_unrouted(self, peer.port as usize, p),
+                None => self.drop_packet(p),
+            },
         }
     }
 
