@@ -1,7 +1,7 @@
 //! Small pieces several elements share.
 
 use paraclick_runtime::HandlerCx;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -106,37 +106,269 @@ pub fn port_arg(
         .ok_or_else(|| format!("expected port number or name, not '{s}'"))
 }
 
-/// The seed RandomSeed set, and how many times it was set (0: never).
-static RANDOM_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static RANDOM_SEED_GEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+// ---------------------------------------------------------------------
+// The random generator every randomized element draws from.
+//
+// Unseeded (the default), each thread draws from its own fast generator
+// (fastrand's), unpredictably seeded. Once a seed is set (RandomSeed), every
+// draw comes from one process-wide stream, the one glibc's `random()`
+// gives after `srandom(seed)`, which is what Click's userlevel
+// `click_random()` returns: a configuration that Click runs with
+// `RandomSeed(N)` makes the same choices here. Draws from several threads
+// interleave in whatever order the threads reach the stream, so a seeded
+// run is reproducible when one thread draws (`-j 1`, or every random
+// element on one thread).
 
-thread_local! {
-    /// Each thread's generator, and the seed generation it was made for.
-    static RNG: std::cell::RefCell<(u64, fastrand::Rng)> =
-        std::cell::RefCell::new((0, fastrand::Rng::new()));
+/// The largest value [`random`] returns (Click's `CLICK_RAND_MAX`).
+pub const RAND_MAX: u32 = 0x7FFF_FFFF;
+
+/// glibc's `random()` stream (its default, TYPE_3 additive feedback
+/// generator), written from the published description of the algorithm:
+/// 31 words seeded by the 16807 multiplicative generator modulo 2^31 − 1,
+/// `x[i] = x[i-31] + x[i-3]` (mod 2^32), the first 310 sums discarded,
+/// each output the sum shifted right by one bit.
+#[derive(Clone, Debug)]
+pub struct GlibcRandom {
+    /// The last 31 sums, a ring; `i` is where the oldest (x[i-31]) sits
+    /// and the next sum goes.
+    x: [u32; 31],
+    i: usize,
 }
 
-/// Seeds the random generator of every thread (RandomSeed): each one
-/// restarts from `seed` at its next draw. Process-wide, as Click's seed.
-pub fn set_random_seed(seed: u64) {
-    use std::sync::atomic::Ordering;
-    RANDOM_SEED.store(seed, Ordering::Relaxed);
-    RANDOM_SEED_GEN.fetch_add(1, Ordering::Release);
-}
-
-/// Runs `f` with this thread's random generator, the one the randomized
-/// elements draw from: unpredictably seeded, until RandomSeed sets a seed.
-/// A draw costs one relaxed atomic load more than fastrand's own.
-#[inline]
-pub fn with_rng<T>(f: impl FnOnce(&mut fastrand::Rng) -> T) -> T {
-    use std::sync::atomic::Ordering;
-    let generation = RANDOM_SEED_GEN.load(Ordering::Acquire);
-    RNG.with(|r| {
-        let mut r = r.borrow_mut();
-        if r.0 != generation {
-            r.1 = fastrand::Rng::with_seed(RANDOM_SEED.load(Ordering::Relaxed));
-            r.0 = generation;
+impl GlibcRandom {
+    /// The stream `srandom(seed)` starts (seed 0 is taken as 1, as glibc
+    /// does).
+    pub fn new(seed: u32) -> GlibcRandom {
+        let mut x = [0u32; 31];
+        // The seed as C's signed word: the multiplicative steps use
+        // Schrage's method with truncating division, as the description.
+        let mut w = if seed == 0 { 1 } else { seed as i32 };
+        x[0] = w as u32;
+        for v in x.iter_mut().skip(1) {
+            let (hi, lo) = (w / 127_773, w % 127_773);
+            w = 16_807 * lo - 2_836 * hi;
+            if w < 0 {
+                w += 0x7FFF_FFFF;
+            }
+            *v = w as u32;
         }
-        f(&mut r.1)
-    })
+        // x[31..34] repeat x[0..3], so the ring already holds them: the
+        // first sum is x[34], written over x[3].
+        let mut g = GlibcRandom { x, i: 3 };
+        for _ in 0..310 {
+            g.next_u31();
+        }
+        g
+    }
+
+    /// The next value, 0 to [`RAND_MAX`] (`random()`).
+    #[inline]
+    pub fn next_u31(&mut self) -> u32 {
+        let i = self.i;
+        let back3 = if i >= 3 { i - 3 } else { i + 28 };
+        let v = self.x[i].wrapping_add(self.x[back3]);
+        self.x[i] = v;
+        self.i = if i == 30 { 0 } else { i + 1 };
+        v >> 1
+    }
+}
+
+/// Click's mapping of its generator onto `low..=high`
+/// (`click_random(low, high)`), given the generator `next` (values 0 to
+/// [`RAND_MAX`]): `low` if `low > high`; one bit of a draw for a range of
+/// two; otherwise a draw divided by the range's share of 2^31, drawn again
+/// while the quotient would fall beyond the range; two draws combined for
+/// a range wider than 2^31.
+pub fn click_range(low: u32, high: u32, mut next: impl FnMut() -> u32) -> u32 {
+    if low > high {
+        return low;
+    }
+    let span = high - low;
+    if span > RAND_MAX {
+        loop {
+            let r = (next() << 17) ^ (next() >> 14);
+            if r <= span {
+                return low + r;
+            }
+        }
+    }
+    if span == 1 {
+        return low + ((next() >> 14) & 1);
+    }
+    let n = span + 1;
+    let share = (RAND_MAX + 1) / n;
+    let top = share * n;
+    loop {
+        let r = next();
+        if r < top {
+            return low + r / share;
+        }
+    }
+}
+
+/// Whether a seed is set: draws then come from [`SEEDED_STREAM`].
+static SEEDED: AtomicBool = AtomicBool::new(false);
+/// The process-wide seeded stream (None: unseeded).
+static SEEDED_STREAM: Mutex<Option<GlibcRandom>> = Mutex::new(None);
+
+/// Seeds the random generator (RandomSeed): from now on every draw, on
+/// every thread, comes from the one stream glibc's `random()` gives after
+/// `srandom(seed)`, as Click's. `None` goes back to the fast, unpredictably
+/// seeded per-thread generators.
+pub fn set_random_seed(seed: Option<u32>) {
+    let mut s = SEEDED_STREAM.lock().unwrap_or_else(|e| e.into_inner());
+    *s = seed.map(GlibcRandom::new);
+    SEEDED.store(seed.is_some(), Ordering::Release);
+}
+
+/// Whether a seed is set (RandomSeed): draws then come from the one
+/// process-wide stream, as Click's.
+#[inline]
+pub fn is_seeded() -> bool {
+    SEEDED.load(Ordering::Relaxed)
+}
+
+/// Runs `f` on the seeded stream, or returns None when unseeded.
+#[cold]
+#[inline(never)]
+fn seeded_draw(f: &mut dyn FnMut(&mut GlibcRandom) -> u32) -> Option<u32> {
+    let mut s = SEEDED_STREAM.lock().unwrap_or_else(|e| e.into_inner());
+    s.as_mut().map(f)
+}
+
+/// A random value from 0 to [`RAND_MAX`], as Click's `click_random()`:
+/// the seeded stream's next value, or a fast unpredictable one.
+#[inline]
+pub fn random() -> u32 {
+    if SEEDED.load(Ordering::Relaxed) {
+        if let Some(v) = seeded_draw(&mut |g| g.next_u31()) {
+            return v;
+        }
+    }
+    fastrand::u32(..) >> 1
+}
+
+/// A random value from `low` to `high` inclusive (`low` if `low > high`),
+/// as Click's `click_random(low, high)`: seeded, Click's mapping of the
+/// stream ([`click_range`]); unseeded, uniform.
+#[inline]
+pub fn random_range(low: u32, high: u32) -> u32 {
+    if SEEDED.load(Ordering::Relaxed) {
+        if let Some(v) = seeded_draw(&mut |g| click_range(low, high, || g.next_u31())) {
+            return v;
+        }
+    }
+    if low > high {
+        return low;
+    }
+    fastrand::u32(low..=high)
+}
+
+/// A uniform number in [0, 1): one [`random`] value over 2^31.
+#[inline]
+pub fn random_unit() -> f64 {
+    f64::from(random()) / 2_147_483_648.0
+}
+
+/// Fills `buf` with random bytes. Seeded, as Click's RandomSource: each
+/// 4 bytes (the last chunk possibly shorter) are one [`random`] value in
+/// little-endian order; unseeded, uniform bytes.
+pub fn fill_random(buf: &mut [u8]) {
+    if SEEDED.load(Ordering::Relaxed) {
+        let mut s = SEEDED_STREAM.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(g) = s.as_mut() {
+            for c in buf.chunks_mut(4) {
+                let v = g.next_u31().to_le_bytes();
+                c.copy_from_slice(&v[..c.len()]);
+            }
+            return;
+        }
+    }
+    fastrand::fill(buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The published first values of glibc's `random()` after
+    /// `srandom(1)` (also what it gives without a seed).
+    #[test]
+    fn the_seeded_stream_is_glibcs() {
+        let mut g = GlibcRandom::new(1);
+        let first: Vec<u32> = (0..6).map(|_| g.next_u31()).collect();
+        assert_eq!(
+            first,
+            [1804289383, 846930886, 1681692777, 1714636915, 1957747793, 424238335]
+        );
+        // srandom(0) is srandom(1).
+        let mut z = GlibcRandom::new(0);
+        assert_eq!(z.next_u31(), 1804289383);
+    }
+
+    /// Against the C library itself where it is glibc: seeds across the
+    /// whole 32-bit range (those above 2^31 are negative words to the
+    /// seeding), 1,000 values each.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn the_seeded_stream_matches_the_c_library() {
+        extern "C" {
+            fn srandom(seed: std::ffi::c_uint);
+            fn random() -> std::ffi::c_long;
+        }
+        for seed in [
+            0u32,
+            1,
+            2,
+            42,
+            127_773,
+            0x7FFF_FFFE,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0xDEAD_BEEF,
+            u32::MAX,
+        ] {
+            let mut g = GlibcRandom::new(seed);
+            // SAFETY: srandom and random have no preconditions; only this
+            // test uses the C library's generator.
+            unsafe { srandom(seed) };
+            for k in 0..1000 {
+                // SAFETY: as above.
+                let c = unsafe { random() } as u32;
+                assert_eq!(g.next_u31(), c, "seed {seed}, value {k}");
+            }
+        }
+    }
+
+    /// Click's mapping: the first value of seed 1 over 1024..=65534 is
+    /// 1804289383 / (2^31 / 64511 rounded down) + 1024; a quotient beyond
+    /// the range is drawn again; a range of two takes bit 14; an empty
+    /// range gives its low end without drawing.
+    #[test]
+    fn clicks_range_mapping() {
+        let mut g = GlibcRandom::new(1);
+        assert_eq!(click_range(1024, 65534, || g.next_u31()), 55226);
+        let mut vals = [RAND_MAX, 5 * 33_288 + 7].into_iter();
+        let mut draws = 0;
+        let v = click_range(1024, 65534, || {
+            draws += 1;
+            vals.next().unwrap()
+        });
+        assert_eq!((v, draws), (1029, 2), "the top value is beyond the range");
+        assert_eq!(click_range(7, 8, || 1 << 14), 8);
+        assert_eq!(click_range(7, 8, || (1 << 14) - 1), 7);
+        assert_eq!(click_range(9, 3, || unreachable!()), 9);
+        // One value: a draw, and the low end.
+        let mut n = 0;
+        assert_eq!(
+            click_range(4, 4, || {
+                n += 1;
+                RAND_MAX
+            }),
+            4
+        );
+        assert_eq!(n, 1);
+        // Wider than 2^31: two draws combined.
+        assert_eq!(click_range(0, u32::MAX, || 1), 1 << 17);
+    }
 }

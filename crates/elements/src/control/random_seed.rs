@@ -7,17 +7,27 @@
 //! Ports: none.
 //!
 //! Seeds the random number generator that paraclick's randomized elements
-//! draw from (RandomSwitch, RandomSample, RandomBitErrors, InfiniteSource's
-//! random data) with SEED, an unsigned integer, so that a run repeats the
-//! same choices. The seed is set when RandomSeed is configured, before
-//! packets flow, for every thread (each one's generator restarts from
-//! SEED); without SEED, with an unpredictable one. Like Click's, the seed
-//! is process-wide. The sequence is paraclick's generator's, not the one
-//! Click's `random()` gives for the same seed.
+//! draw from (the rewriters' port and address choices, RandomSwitch,
+//! RandomSample, RandomBitErrors, SetRandIPAddress, RandomSource,
+//! InfiniteSource's random data, RED's drops) with SEED, an unsigned
+//! 32-bit integer, so that a run repeats the same choices. The seed is set
+//! when RandomSeed is configured, before packets flow.
+//!
+//! Seeded, the generator is Click's userlevel one: the stream glibc's
+//! `random()` gives after `srandom(SEED)`, one stream for the whole
+//! process, and each element maps its draws as Click's does, so a
+//! configuration makes the choices Click makes with the same seed (for
+//! example, `RandomSeed(1)` makes a rewriter's first random pick in
+//! 1024-65534 port 55226). The stream is shared by every thread, so a
+//! seeded run repeats exactly when one thread draws from it (`-j 1`, or
+//! every random element on one thread); with several, the draws
+//! interleave as the threads happen to reach it. Without a seed (no
+//! RandomSeed, or RandomSeed without SEED) each thread draws from its own
+//! fast generator, unpredictably seeded.
 //!
 //! Handlers:
-//! - `seed` (write): reseeds, with the value written, or (empty) with a
-//!   fresh unpredictable seed.
+//! - `seed` (write): reseeds with the value written, or (empty) goes back
+//!   to unpredictable draws.
 //!
 //! Example:
 //!
@@ -29,76 +39,32 @@ use paraclick_runtime::prelude::*;
 pub struct RandomSeed;
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("RandomSeed", "0/0", "a", make).shared("the random generator's seed")
+    // Configured before the other elements (as Click's), so draws made
+    // while configuring (SetRandIPAddress's LIMIT) come from the seed.
+    ClassSpec::element("RandomSeed", "0/0", "a", make)
+        .phase(-100)
+        .shared("the random generator's seed")
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RandomSeed, String> {
     let mut a = cx.args();
-    let seed = a.read_p::<u64>("SEED");
+    let seed = a.read_p::<u32>("SEED");
     a.complete()?;
-    crate::util::set_random_seed(seed.unwrap_or_else(fresh_seed));
+    crate::util::set_random_seed(seed);
     Ok(RandomSeed)
-}
-
-/// An unpredictable seed (the standard library's per-process random
-/// hash keys, mixed with the clock).
-fn fresh_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
 }
 
 impl Element for RandomSeed {
     const HANDLERS: &'static [Handler<Self>] = &[Handler::write("seed", |_, v, hx| {
         let seed = if v.trim().is_empty() {
-            fresh_seed()
+            None
         } else {
-            hx.arg::<u64>(v)?
+            Some(hx.arg::<u32>(v)?)
         };
         crate::util::set_random_seed(seed);
         Ok(())
     })];
 }
 
-#[cfg(test)]
-mod tests {
-    use crate::test_kit::*;
-    use paraclick_runtime::testing::{build_simtime, run, sink};
-
-    /// The outputs RandomSwitch picks for 64 packets after RandomSeed.
-    fn picks(seed: &str) -> Vec<u8> {
-        let conf = format!(
-            "RandomSeed({seed}); \
-             InfiniteSource(DATA \\<00>, LIMIT 64, STOP true) -> r :: RandomSwitch; \
-             r[0] -> Paint(0) -> s :: TestSink; r[1] -> Paint(1) -> s; \
-             r[2] -> Paint(2) -> s; r[3] -> Paint(3) -> s;"
-        );
-        let r = build_simtime(&reg(), &conf);
-        run(&r);
-        sink(&r, "s").iter().map(|p| p.anno().paint).collect()
-    }
-
-    /// One test: the seed is process-wide, so tests setting it in
-    /// parallel would disturb each other.
-    #[test]
-    fn a_seed_repeats_the_choices() {
-        let a = picks("7");
-        assert_eq!(a.len(), 64);
-        assert_eq!(picks("7"), a, "the same seed, the same choices");
-        assert_ne!(picks("8"), a, "another seed, other choices");
-
-        let h = harness_io("RandomSeed(1)", 0, 0);
-        h.write("seed", "99").unwrap();
-        h.write("seed", "").unwrap();
-        assert!(h.write("seed", "x").is_err());
-        assert_err(
-            try_harness_io("RandomSeed(-1)", 0, 0),
-            "SEED: expected unsigned integer",
-        );
-    }
-}
+// Tests: crates/elements/tests/seeded.rs (the seeded stream is process-wide,
+// so its tests run in a test binary of their own).

@@ -11,7 +11,9 @@
 //! random). If LIMIT is given, at most LIMIT distinct addresses are
 //! generated: LIMIT addresses are drawn once, at configuration, and each
 //! packet gets one of them at random. The draws come from the generator
-//! RandomSeed seeds.
+//! RandomSeed seeds; seeded, the addresses are Click's for the same seed
+//! (as Click's, a seeded draw then never sets the top bit of the
+//! address's last byte).
 //!
 //! Arguments:
 //! - `PREFIX` (IP prefix, mandatory), such as `10.0.0.0/8`.
@@ -21,7 +23,6 @@
 //!
 //!     ... -> SetRandIPAddress(10.0.0.0/16, 100) -> StoreIPAddress(16) -> ...
 
-use crate::util::with_rng;
 use paraclick_packet::wire::Ipv4Prefix;
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Verdict};
@@ -69,8 +70,17 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<SetRandIPAddress, String> {
 }
 
 impl SetRandIPAddress {
+    /// A random address of the prefix. Seeded, as Click's: one draw's
+    /// bytes, in little-endian order, are the address's host bits (so,
+    /// as in Click, a seeded draw never sets the top bit of the last
+    /// byte); unseeded, uniform host bits.
     fn draw(&self) -> Ipv4Addr {
-        Ipv4Addr::from(self.network | (with_rng(|r| r.u32(..)) & self.host_mask))
+        let r = if crate::util::is_seeded() {
+            crate::util::random().swap_bytes()
+        } else {
+            fastrand::u32(..)
+        };
+        Ipv4Addr::from(self.network | (r & self.host_mask))
     }
 }
 
@@ -80,7 +90,7 @@ impl Action for SetRandIPAddress {
         p.anno_mut().dst_ip = if self.pool.is_empty() {
             self.draw()
         } else {
-            self.pool[with_rng(|r| r.usize(..self.pool.len()))]
+            self.pool[crate::util::random_range(0, self.pool.len() as u32 - 1) as usize]
         };
         Verdict::Out(0)
     }

@@ -199,14 +199,21 @@ impl Pattern {
     }
 
     /// Candidate rewritten flows for `orig`, in the order this pattern's
-    /// allocation tries them, at most `limit` of them. `rand` is a random
-    /// number from the calling thread.
-    pub fn candidates(&self, orig: FlowId, rand: u64, limit: u64) -> Candidates<'_> {
+    /// allocation tries them, at most `limit` of them. `draw(n)` is a
+    /// random choice in 0..n; it is called only when the allocation needs
+    /// it, as Click's rewriters draw: for a random start, once the
+    /// packet's own port (if preferred) is found taken.
+    pub fn candidates<'a>(
+        &'a self,
+        orig: FlowId,
+        draw: &'a mut dyn FnMut(u64) -> u64,
+        limit: u64,
+    ) -> Candidates<'a> {
         let n = self.choices();
         let mut first = None;
         let start = match self.alloc {
-            Alloc::Random => rand % n,
-            Alloc::Sequential => self.cursor.fetch_add(1, Ordering::Relaxed) % n,
+            Alloc::Random => None,
+            Alloc::Sequential => Some(self.cursor.fetch_add(1, Ordering::Relaxed) % n),
             Alloc::SameFirst => {
                 // The packet's own source port first (with its own address
                 // if that is in range too, else a random one of the range).
@@ -214,11 +221,12 @@ impl Pattern {
                     let na = self.saddr.map_or(1, |r| r.len());
                     let ai = match self.saddr {
                         Some(r) if r.contains(orig.saddr) => u64::from(orig.saddr - r.lo),
-                        _ => (rand >> 32) % na,
+                        _ if na > 1 => draw(na),
+                        _ => 0,
                     };
                     first = Some(ai * pr.len() + u64::from(orig.sport as u32 - pr.lo));
                 }
-                rand % n
+                None
             }
         };
         Candidates {
@@ -226,6 +234,7 @@ impl Pattern {
             orig,
             first,
             start,
+            draw,
             k: 0,
             n: n.min(limit),
             total: n,
@@ -272,7 +281,9 @@ pub struct Candidates<'a> {
     p: &'a Pattern,
     orig: FlowId,
     first: Option<u64>,
-    start: u64,
+    /// Where the search of the range starts (drawn when first needed).
+    start: Option<u64>,
+    draw: &'a mut dyn FnMut(u64) -> u64,
     k: u64,
     n: u64,
     total: u64,
@@ -287,7 +298,9 @@ impl Iterator for Candidates<'_> {
         if self.k >= self.n {
             return None;
         }
-        let i = (self.start + self.k) % self.total;
+        let total = self.total;
+        let start = *self.start.get_or_insert_with(|| (self.draw)(total));
+        let i = (start + self.k) % total;
         self.k += 1;
         Some((self.p.choice(self.orig, i), i))
     }
@@ -452,7 +465,8 @@ mod tests {
     #[test]
     fn own_port_first_then_random() {
         let p = Pattern::parse(&["1.0.0.1", "1024-65535", "-", "-"], &env()).unwrap();
-        let mut c = p.candidates(fid(), 99, 3);
+        let mut d = |n| 99 % n;
+        let mut c = p.candidates(fid(), &mut d, 3);
         let (f, _) = c.next().unwrap();
         assert_eq!(
             (f.saddr, f.sport),
@@ -461,20 +475,57 @@ mod tests {
         );
         let low = FlowId { sport: 80, ..fid() };
         let firsts: std::collections::HashSet<u16> = (0..20u64)
-            .map(|r| p.candidates(low, r * 7919, 1).next().unwrap().0.sport)
+            .map(|r| {
+                p.candidates(low, &mut |n| (r * 7919) % n, 1)
+                    .next()
+                    .unwrap()
+                    .0
+                    .sport
+            })
             .collect();
         assert!(firsts.len() > 1, "out of range: random, {firsts:?}");
+    }
+
+    /// Like Click's, a pattern preferring the packet's own port draws only
+    /// once that port is found taken: a choice that finds it free leaves
+    /// the generator as it was (so the draws that follow are Click's).
+    #[test]
+    fn the_own_port_is_tried_before_any_draw() {
+        let p = Pattern::parse(&["1.0.0.1", "1024-65535", "-", "-"], &env()).unwrap();
+        let draws = std::cell::Cell::new(0);
+        let mut draw = |n: u64| {
+            draws.set(draws.get() + 1);
+            n / 2
+        };
+        let first = p.candidates(fid(), &mut draw, 5).next().unwrap().0;
+        assert_eq!(first.sport, 5555);
+        assert_eq!(draws.get(), 0, "the own port needs no draw");
+        let c: Vec<u16> = p
+            .candidates(fid(), &mut draw, 3)
+            .map(|(f, _)| f.sport)
+            .collect();
+        assert_eq!(c, [5555, 1024 + 32256, 1024 + 32257, 1024 + 32258]);
+        assert_eq!(draws.get(), 1, "one draw, once the own port is passed");
+        let mut draw = |_| unreachable!("a sequential pattern does not draw");
+        let q = Pattern::parse(&["1.0.0.1", "100-103#", "-", "-"], &env()).unwrap();
+        assert_eq!(q.candidates(fid(), &mut draw, 4).count(), 4);
     }
 
     #[test]
     fn sequential_candidates_walk_the_range() {
         let p = Pattern::parse(&["1.0.0.1", "100-103#", "-", "-"], &env()).unwrap();
-        let c: Vec<u16> = p.candidates(fid(), 0, 10).map(|(f, _)| f.sport).collect();
+        let c: Vec<u16> = p
+            .candidates(fid(), &mut |_| 0, 10)
+            .map(|(f, _)| f.sport)
+            .collect();
         assert_eq!(c, vec![100, 101, 102, 103]);
         p.advance(1);
-        let c: Vec<u16> = p.candidates(fid(), 0, 10).map(|(f, _)| f.sport).collect();
+        let c: Vec<u16> = p
+            .candidates(fid(), &mut |_| 0, 10)
+            .map(|(f, _)| f.sport)
+            .collect();
         assert_eq!(c, vec![102, 103, 100, 101]);
-        let f = p.candidates(fid(), 0, 1).next().unwrap().0;
+        let f = p.candidates(fid(), &mut |_| 0, 1).next().unwrap().0;
         assert_eq!(f.saddr, 0x0100_0001);
         assert_eq!((f.daddr, f.dport), (fid().daddr, 80));
     }
@@ -482,12 +533,15 @@ mod tests {
     #[test]
     fn same_first_tries_own_port_then_others() {
         let p = Pattern::parse(&["-", "5000-6000", "-", "-"], &env()).unwrap();
-        let c: Vec<u16> = p.candidates(fid(), 7, 3).map(|(f, _)| f.sport).collect();
+        let c: Vec<u16> = p
+            .candidates(fid(), &mut |n| 7 % n, 3)
+            .map(|(f, _)| f.sport)
+            .collect();
         assert_eq!(c[0], 5555);
         assert_eq!(c.len(), 4);
         let out_of_range = FlowId { sport: 80, ..fid() };
         let c: Vec<u16> = p
-            .candidates(out_of_range, 7, 3)
+            .candidates(out_of_range, &mut |n| 7 % n, 3)
             .map(|(f, _)| f.sport)
             .collect();
         assert_eq!(c.len(), 3);
@@ -498,7 +552,7 @@ mod tests {
     fn random_candidates_cover_the_range_once() {
         let p = Pattern::parse(&["1.0.0.1-1.0.0.2", "10-14?", "-", "-"], &env()).unwrap();
         let mut seen: Vec<(u32, u16)> = p
-            .candidates(fid(), 12345, 100)
+            .candidates(fid(), &mut |n| 12345 % n, 100)
             .map(|(f, _)| (f.saddr, f.sport))
             .collect();
         assert_eq!(seen.len(), 10);

@@ -8,13 +8,12 @@ use super::mapper::{Mapper, MapperCore};
 use super::pattern::{parse_spec, Pattern, SpecText};
 use super::table::{ms_of, Failure, FlowSet, FlowTable, Guard, KeyKind, Timeouts};
 use crate::standard::paint::AnnoByte;
-use crossbeam_utils::CachePadded;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{
     ConfigCx, Cx, DynHandler, Element, Handler, HandlerCx, InitCx, PerThreadCount, StateCx, Verdict,
 };
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -67,7 +66,6 @@ pub struct MapHandle {
     pub table: Arc<FlowTable>,
     pub class: Class,
     pub ninputs: usize,
-    rng: Arc<AtomicU64>,
 }
 
 impl MapHandle {
@@ -96,16 +94,24 @@ impl MapHandle {
                 (Some(p), *f, *r)
             }
         };
-        let mut x = self.rng.load(Ordering::Relaxed);
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng.store(x, Ordering::Relaxed);
         let (e, _) = self
             .table
-            .create_from(input, 0, proto, id, pat, f, r, x, now, &g)
+            .create_from(input, 0, proto, id, pat, f, r, &mut draw, now, &g)
             .ok()?;
         Some(id.with(e.to(), e.mask()))
+    }
+}
+
+/// A random choice among `n` for a pattern's allocation, from the shared
+/// generator as Click's rewriters draw it (`click_random(0, n - 1)`).
+fn draw(n: u64) -> u64 {
+    match u32::try_from(n - 1) {
+        Ok(top) => u64::from(crate::util::random_range(0, top)),
+        // Beyond Click's patterns (address and port ranges together).
+        Err(_) => {
+            let hi = u64::from(crate::util::random_range(0, u32::MAX));
+            ((hi << 32) | u64::from(crate::util::random_range(0, u32::MAX))) % n
+        }
     }
 }
 
@@ -141,8 +147,6 @@ pub struct Rewriter {
     dst_anno: bool,
     reap: Duration,
     noutputs: usize,
-    /// Per-thread random state for port choice.
-    rng: Box<[CachePadded<AtomicU64>]>,
     bad: PerThreadCount,
 }
 
@@ -295,29 +299,11 @@ pub fn make(cx: &mut ConfigCx<'_>, class: Class) -> Result<Rewriter, String> {
         dst_anno,
         reap: Duration::from_millis(reap.max(1)),
         noutputs,
-        rng: (0..n)
-            .map(|i| {
-                CachePadded::new(AtomicU64::new(
-                    0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
-                ))
-            })
-            .collect(),
         bad: PerThreadCount::new(n),
     })
 }
 
 impl Rewriter {
-    #[inline]
-    fn rand(&self, thread: usize) -> u64 {
-        let s = &self.rng[thread];
-        let mut x = s.load(Ordering::Relaxed);
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        s.store(x, Ordering::Relaxed);
-        x
-    }
-
     pub fn class(&self) -> Class {
         self.class
     }
@@ -458,7 +444,6 @@ impl Rewriter {
     #[allow(clippy::too_many_arguments)]
     fn finish<'g>(
         &'g self,
-        cx: &mut Cx<'_>,
         port: usize,
         p: &mut Packet,
         pf: &PacketFlow,
@@ -472,7 +457,7 @@ impl Rewriter {
         };
         let (r, out, reply) = match found {
             Some(r) => (r, r.out(), r.dir == 1),
-            None => match self.create(cx, port, p, pf, now, g) {
+            None => match self.create(port, p, pf, now, g) {
                 Ok((r, out)) => (r, out, false),
                 Err(v) => return v,
             },
@@ -529,7 +514,6 @@ impl Rewriter {
     #[inline(never)]
     fn create<'g>(
         &'g self,
-        cx: &mut Cx<'_>,
         port: usize,
         p: &Packet,
         pf: &PacketFlow,
@@ -550,10 +534,9 @@ impl Rewriter {
                 (Some(p), *f, *r)
             }
         };
-        let rand = self.rand(cx.thread());
         let anno = self.reply_anno.map_or(0, |a| a.get(p));
         self.table
-            .create_from(port, anno, pf.proto, pf.id, pat, f, r, rand, now, g)
+            .create_from(port, anno, pf.proto, pf.id, pat, f, r, &mut draw, now, g)
             .map_err(|e| match e {
                 Failure::Capacity => Verdict::DropFor(TABLE_FULL),
                 Failure::Exhausted => Verdict::DropFor(PORTS_EXHAUSTED),
@@ -568,7 +551,6 @@ impl Rewriter {
             table: self.table.clone(),
             class: self.class,
             ninputs: self.texts.len(),
-            rng: Arc::new(AtomicU64::new(0x2545_F491_4F6C_DD1D)),
         }
     }
 
@@ -594,7 +576,7 @@ impl Rewriter {
         self.table.find_run(&pfs[..n], &mut pre[..n], g);
         for (i, p) in pkts.iter_mut().enumerate() {
             let v = match &pfs[i] {
-                Some(pf) => self.finish(cx, port, p, pf, pre[i], now, g),
+                Some(pf) => self.finish(port, p, pf, pre[i], now, g),
                 None => Verdict::DropFor(BAD_PACKET),
             };
             verdicts[i] = code(v);
@@ -612,7 +594,7 @@ impl Rewriter {
         g: &Guard<'_>,
     ) -> Verdict {
         match self.classify(cx, p) {
-            Some(pf) => self.finish(cx, port, p, &pf, None, now, g),
+            Some(pf) => self.finish(port, p, &pf, None, now, g),
             None => Verdict::DropFor(BAD_PACKET),
         }
     }

@@ -687,11 +687,11 @@ impl FlowTable {
         p: Option<&Arc<Pattern>>,
         fout: usize,
         rout: usize,
-        rand: u64,
+        draw: &mut dyn FnMut(u64) -> u64,
         now: u64,
         g: &'g Guard<'_>,
     ) -> Result<&'g FlowRef, Failure> {
-        self.create_from(0, 0, proto, id, p, fout, rout, rand, now, g)
+        self.create_from(0, 0, proto, id, p, fout, rout, draw, now, g)
             .map(|(r, _)| r)
     }
 
@@ -716,7 +716,7 @@ impl FlowTable {
         p: Option<&Arc<Pattern>>,
         fout: usize,
         rout: usize,
-        rand: u64,
+        draw: &mut dyn FnMut(u64) -> u64,
         now: u64,
         g: &'g Guard<'_>,
     ) -> Result<(&'g FlowRef, usize), Failure> {
@@ -741,7 +741,7 @@ impl FlowTable {
         // The pattern's candidates, or without one the flow as it is (one
         // iterator type either way: no allocation per flow).
         let mut cands = p
-            .map(|p| p.candidates(id, rand, MAX_TRIES))
+            .map(|p| p.candidates(id, draw, MAX_TRIES))
             .into_iter()
             .flatten()
             .chain(p.is_none().then_some((id, 0u64)));
@@ -1117,7 +1117,9 @@ mod tests {
         let t = FlowTable::new(KeyKind::Ports, 100, Timeouts::default());
         let p = pat(&["1.0.0.1", "1024-2047#", "-", "-"]);
         let g = t.guard();
-        let r = t.create(TCP, fid(5000), Some(&p), 0, 1, 0, 10, &g).unwrap();
+        let r = t
+            .create(TCP, fid(5000), Some(&p), 0, 1, &mut |_| 0, 10, &g)
+            .unwrap();
         let to = r.to();
         assert_eq!(to, FlowId::new(a("1.0.0.1"), 1024, a("2.0.0.2"), 80));
         assert_eq!(r.out(), 0);
@@ -1148,22 +1150,34 @@ mod tests {
         let mut ports = Vec::new();
         for sp in 0..4 {
             ports.push(
-                t.create(UDP, fid(sp), Some(&p), 0, 1, sp as u64 * 7, 0, &g)
-                    .unwrap()
-                    .to()
-                    .sport,
+                t.create(
+                    UDP,
+                    fid(sp),
+                    Some(&p),
+                    0,
+                    1,
+                    &mut |n| (sp as u64 * 7) % n,
+                    0,
+                    &g,
+                )
+                .unwrap()
+                .to()
+                .sport,
             );
         }
         ports.sort();
         assert_eq!(ports, vec![1024, 1025, 1026, 1027]);
         assert_eq!(
-            t.create(UDP, fid(9), Some(&p), 0, 1, 3, 0, &g).err(),
+            t.create(UDP, fid(9), Some(&p), 0, 1, &mut |n| 3 % n, 0, &g)
+                .err(),
             Some(Failure::Exhausted)
         );
         assert_eq!(t.failures(), 1);
         // Another destination may reuse a public port (replies differ).
         let other = FlowId::new(a("10.0.0.1"), 9, a("3.0.0.3"), 80);
-        assert!(t.create(UDP, other, Some(&p), 0, 1, 0, 0, &g).is_ok());
+        assert!(t
+            .create(UDP, other, Some(&p), 0, 1, &mut |_| 0, 0, &g)
+            .is_ok());
     }
 
     #[test]
@@ -1175,32 +1189,41 @@ mod tests {
         let t = FlowTable::new(KeyKind::Ports, 2, tm);
         let p = pat(&["1.0.0.1", "1024-1024", "-", "-"]);
         let g = t.guard();
-        t.create(UDP, fid(1), Some(&p), 0, 1, 0, 0, &g).unwrap();
+        t.create(UDP, fid(1), Some(&p), 0, 1, &mut |_| 0, 0, &g)
+            .unwrap();
         assert_eq!(
-            t.create(UDP, fid(2), Some(&p), 0, 1, 0, 500, &g).err(),
+            t.create(UDP, fid(2), Some(&p), 0, 1, &mut |_| 0, 500, &g)
+                .err(),
             Some(Failure::Exhausted)
         );
         // Touching keeps it alive.
         t.lookup(UDP, fid(1), 900, &g).unwrap().touch(900, 0, true);
         assert_eq!(
-            t.create(UDP, fid(2), Some(&p), 0, 1, 0, 1500, &g).err(),
+            t.create(UDP, fid(2), Some(&p), 0, 1, &mut |_| 0, 1500, &g)
+                .err(),
             Some(Failure::Exhausted)
         );
         assert!(t.lookup(UDP, fid(1), 1500, &g).is_some());
         // After the timeout the port goes to a new flow.
-        let r = t.create(UDP, fid(2), Some(&p), 0, 1, 0, 2000, &g).unwrap();
+        let r = t
+            .create(UDP, fid(2), Some(&p), 0, 1, &mut |_| 0, 2000, &g)
+            .unwrap();
         assert_eq!(r.to().sport, 1024);
         assert!(t.lookup(UDP, fid(1), 2000, &g).is_none());
         // Capacity: two live flows at most.
         let q = pat(&["1.0.0.2", "1-100", "-", "-"]);
-        t.create(UDP, fid(3), Some(&q), 0, 1, 0, 2000, &g).unwrap();
+        t.create(UDP, fid(3), Some(&q), 0, 1, &mut |_| 0, 2000, &g)
+            .unwrap();
         assert_eq!(
-            t.create(UDP, fid(4), Some(&q), 0, 1, 0, 2000, &g).err(),
+            t.create(UDP, fid(4), Some(&q), 0, 1, &mut |_| 0, 2000, &g)
+                .err(),
             Some(Failure::Capacity)
         );
         assert_eq!(t.nflows(), 2);
         // A full table of expired flows is swept.
-        assert!(t.create(UDP, fid(4), Some(&q), 0, 1, 0, 9000, &g).is_ok());
+        assert!(t
+            .create(UDP, fid(4), Some(&q), 0, 1, &mut |_| 0, 9000, &g)
+            .is_ok());
         assert_eq!(t.nflows(), 1);
     }
 
@@ -1214,7 +1237,9 @@ mod tests {
         };
         let t = FlowTable::new(KeyKind::Ports, 10, tm);
         let g = t.guard();
-        let fwd = t.create(TCP, fid(1), None, 0, 0, 0, 0, &g).unwrap();
+        let fwd = t
+            .create(TCP, fid(1), None, 0, 0, &mut |_| 0, 0, &g)
+            .unwrap();
         let rev = t.find(TCP, fid(1).reverse(), &g).unwrap();
         assert_eq!((fwd.dir, rev.dir), (0, 1));
         let f = fwd.flow.clone();
@@ -1227,7 +1252,9 @@ mod tests {
         assert!(!f.done() && !expired(50_000));
         rev.touch(0, 1, false);
         assert!(f.done() && expired(2_000));
-        let f2 = t.create(TCP, fid(2), None, 0, 0, 0, 0, &g).unwrap();
+        let f2 = t
+            .create(TCP, fid(2), None, 0, 0, &mut |_| 0, 0, &g)
+            .unwrap();
         t.find(TCP, fid(2).reverse(), &g)
             .unwrap()
             .touch(0, 4, false);
@@ -1248,7 +1275,8 @@ mod tests {
         };
         let t = FlowTable::new(KeyKind::Ports, 10, tm);
         let g = t.guard();
-        t.create(UDP, fid(1), None, 0, 1, 0, 0, &g).unwrap();
+        t.create(UDP, fid(1), None, 0, 1, &mut |_| 0, 0, &g)
+            .unwrap();
         let fwd = t.lookup(UDP, fid(1), 900, &g).unwrap();
         fwd.touch(900, 0, false);
         assert_eq!(fwd.last(), 900);
@@ -1262,7 +1290,8 @@ mod tests {
         assert_eq!(t.nflows(), 0);
         // Data both ways makes it streaming: the longer timeout applies,
         // though a direction's own time is older than the shorter one.
-        t.create(UDP, fid(2), None, 0, 1, 0, 0, &g).unwrap();
+        t.create(UDP, fid(2), None, 0, 1, &mut |_| 0, 0, &g)
+            .unwrap();
         t.lookup(UDP, fid(2), 0, &g).unwrap().touch(0, 0, true);
         // Streaming takes three packets: two so far.
         t.lookup(UDP, fid(2), 0, &g).unwrap().touch(0, 0, true);
@@ -1280,7 +1309,8 @@ mod tests {
         let p = pat(&["2.0.0.2", "80", "-", "-"]);
         // Flow A rewritten to look like B's reply direction.
         let b = FlowId::new(a("9.0.0.9"), 80, a("2.0.0.2"), 80);
-        t.create(TCP, b.reverse(), None, 0, 1, 0, 0, &g).unwrap();
+        t.create(TCP, b.reverse(), None, 0, 1, &mut |_| 0, 0, &g)
+            .unwrap();
         assert_eq!(
             t.create(
                 TCP,
@@ -1288,7 +1318,7 @@ mod tests {
                 Some(&p),
                 0,
                 1,
-                0,
+                &mut |_| 0,
                 0,
                 &g
             )
@@ -1302,7 +1332,9 @@ mod tests {
         let t = FlowTable::new(KeyKind::Addr, 10, Timeouts::default());
         let g = t.guard();
         let p = pat(&["1.0.0.1-1.0.0.2#", "-"]);
-        let r = t.create(17, fid(1), Some(&p), 0, 1, 0, 0, &g).unwrap();
+        let r = t
+            .create(17, fid(1), Some(&p), 0, 1, &mut |_| 0, 0, &g)
+            .unwrap();
         assert_eq!(Ipv4Addr::from(r.to().saddr), a("1.0.0.1"));
         // Any protocol, any port, from the same source: same mapping.
         let any = FlowId::new(a("10.0.0.1"), 7, a("5.5.5.5"), 9);
@@ -1317,7 +1349,7 @@ mod tests {
                 Some(&p),
                 0,
                 1,
-                0,
+                &mut |_| 0,
                 0,
                 &g,
             )
@@ -1330,7 +1362,7 @@ mod tests {
                 Some(&p),
                 0,
                 1,
-                0,
+                &mut |_| 0,
                 0,
                 &g
             )
@@ -1359,7 +1391,7 @@ mod tests {
                         let id =
                             FlowId::new(a("10.0.0.1"), i + (th as u16) * 1000, a("2.0.0.2"), 80);
                         got.push(
-                            t.create(UDP, id, Some(&p), 0, 1, x >> 16, 0, &g)
+                            t.create(UDP, id, Some(&p), 0, 1, &mut |n| (x >> 16) % n, 0, &g)
                                 .unwrap()
                                 .to()
                                 .sport,
@@ -1379,7 +1411,7 @@ mod tests {
         assert_eq!(n, 4000);
         assert_eq!(all.len(), 4000, "a public port was handed out twice");
         assert_eq!(
-            t.create(UDP, fid(60000), Some(&p), 0, 1, 0, 0, &t.guard())
+            t.create(UDP, fid(60000), Some(&p), 0, 1, &mut |_| 0, 0, &t.guard())
                 .err(),
             Some(Failure::Exhausted)
         );
@@ -1416,7 +1448,9 @@ mod tests {
                             // As the rewriter does: a lookup (which removes
                             // the last round's expired flow), then a create.
                             assert!(t.lookup(UDP, id, now, &g).is_none());
-                            let r = t.create(UDP, id, Some(p), 0, 1, x, now, &g).unwrap();
+                            let r = t
+                                .create(UDP, id, Some(p), 0, 1, &mut |n| x % n, now, &g)
+                                .unwrap();
                             tx.send((id, r.to())).unwrap();
                         }
                     });

@@ -17,7 +17,9 @@
 //! Floyd and Jacobson's paper). In the Gentle variant (the default) it
 //! then rises from MAX_P to 1 between MAX_THRESH and 2*MAX_THRESH, and
 //! every packet is marked above that; without GENTLE every packet is
-//! marked above MAX_THRESH.
+//! marked above MAX_THRESH. The draws come from the generator RandomSeed
+//! seeds (unpredictable without it), one for each packet whose mark is a
+//! matter of chance.
 //!
 //! Ports: 1 input, 1-2 outputs. Processing: agnostic; output 1 is push.
 //!
@@ -109,8 +111,9 @@ impl RedState {
     }
 
     /// Updates the average with the instantaneous length `q`; whether to
-    /// mark this packet, given a uniform random number `u` in [0, 1).
-    pub fn mark(&mut self, q: f64, now: Instant, u: f64) -> bool {
+    /// mark this packet, given a draw `u` of a uniform random number in
+    /// [0, 1), called only when the mark is a matter of chance.
+    pub fn mark(&mut self, q: f64, now: Instant, u: impl FnOnce() -> f64) -> bool {
         let w = 0.5f64.powi(self.stability.min(60) as i32);
         self.avg += (q - self.avg) * w;
         self.adapt_max_p(now);
@@ -137,7 +140,7 @@ impl RedState {
         } else {
             1.0
         };
-        if u < p {
+        if p >= 1.0 || u() < p {
             self.count = 0;
             true
         } else {
@@ -167,7 +170,7 @@ impl RedState {
 }
 
 pub struct Red {
-    state: Mutex<(RedState, fastrand::Rng)>,
+    state: Mutex<RedState>,
     two_outputs: bool,
     /// QUEUES as given.
     queue_names: Vec<String>,
@@ -233,7 +236,7 @@ fn make(cx: &mut ConfigCx<'_>, adaptive: bool) -> Result<Red, String> {
         st.adapt = Some(None);
     }
     Ok(Red {
-        state: Mutex::new((st, fastrand::Rng::with_seed(0x5eed_f4ed))),
+        state: Mutex::new(st),
         two_outputs: cx.noutputs >= 2,
         queue_names: queues
             .map(|q| q.split_whitespace().map(str::to_string).collect())
@@ -295,7 +298,7 @@ impl Red {
 
     fn with<T>(&self, f: impl FnOnce(&mut RedState) -> T) -> T {
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut g.0)
+        f(&mut g)
     }
 }
 
@@ -404,8 +407,10 @@ impl Action for Red {
         let now = cx.now();
         let marked = {
             let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let u = g.1.f64();
-            g.0.mark(q, now, u)
+            // A draw from the shared generator, at Click's 16-bit grain.
+            g.mark(q, now, || {
+                f64::from((crate::util::random() >> 5) & 0xFFFF) / 65536.0
+            })
         };
         if !marked {
             return Verdict::Out(0);
@@ -433,27 +438,27 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(7);
         let mut s = RedState::new(10.0, 20.0, 0.1, true, 0);
         // At or below MIN_THRESH: never.
-        assert!((0..1000).all(|_| !s.mark(10.0, t, rng.f64())));
+        assert!((0..1000).all(|_| !s.mark(10.0, t, || rng.f64())));
         // Halfway: p_b = 0.05, spread by the count: between one mark in
         // 1 and one in 20 packets, about one in 10.5 on average.
-        let n = (0..20000).filter(|_| s.mark(15.0, t, rng.f64())).count();
+        let n = (0..20000).filter(|_| s.mark(15.0, t, || rng.f64())).count();
         assert!((1500..2500).contains(&n), "{n}");
         // Gentle: halfway from MAX to 2*MAX is 0.55; at 2*MAX, always.
-        let n = (0..20000).filter(|_| s.mark(30.0, t, rng.f64())).count();
+        let n = (0..20000).filter(|_| s.mark(30.0, t, || rng.f64())).count();
         assert!((10000..12000).contains(&n), "{n}");
-        assert!((0..1000).all(|_| s.mark(40.0, t, rng.f64())));
+        assert!((0..1000).all(|_| s.mark(40.0, t, || rng.f64())));
         // Not gentle: from MAX_THRESH on, always.
         let mut s = RedState::new(10.0, 20.0, 0.1, false, 0);
-        assert!((0..1000).all(|_| s.mark(20.0, t, rng.f64())));
+        assert!((0..1000).all(|_| s.mark(20.0, t, || rng.f64())));
     }
 
     #[test]
     fn stability_smooths_the_average() {
         let t = Instant::now();
         let mut s = RedState::new(10.0, 20.0, 0.1, true, 2);
-        s.mark(100.0, t, 0.99);
+        s.mark(100.0, t, || 0.99);
         assert_eq!(s.avg, 25.0);
-        s.mark(100.0, t, 0.99);
+        s.mark(100.0, t, || 0.99);
         assert_eq!(s.avg, 43.75);
     }
 
@@ -463,13 +468,13 @@ mod tests {
         // TARGET 20: MIN 10, MAX 30.
         let mut s = RedState::new(10.0, 30.0, 0.1, true, 0);
         s.adapt = Some(None);
-        s.mark(29.0, t0, 0.99);
-        s.mark(29.0, t0 + ADAPT_INTERVAL, 0.99);
+        s.mark(29.0, t0, || 0.99);
+        s.mark(29.0, t0 + ADAPT_INTERVAL, || 0.99);
         assert!((s.max_p - 0.11).abs() < 1e-9, "{}", s.max_p);
-        s.mark(11.0, t0 + 2 * ADAPT_INTERVAL, 0.99);
+        s.mark(11.0, t0 + 2 * ADAPT_INTERVAL, || 0.99);
         assert!((s.max_p - 0.099).abs() < 1e-9, "{}", s.max_p);
         // Not yet another interval: unchanged.
-        s.mark(11.0, t0 + 2 * ADAPT_INTERVAL + ADAPT_INTERVAL / 2, 0.99);
+        s.mark(11.0, t0 + 2 * ADAPT_INTERVAL + ADAPT_INTERVAL / 2, || 0.99);
         assert!((s.max_p - 0.099).abs() < 1e-9, "{}", s.max_p);
     }
 

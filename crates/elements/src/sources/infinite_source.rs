@@ -179,7 +179,7 @@ impl InfiniteSource {
         let mut b = data_batch(self.packet_bytes(cx), n, None, ts);
         if self.random {
             for p in b.iter_mut() {
-                crate::util::with_rng(|r| r.fill(p.data_mut()));
+                crate::util::fill_random(p.data_mut());
             }
         }
         let sent = b.len();
@@ -228,7 +228,7 @@ impl InfiniteSource {
             return false;
         };
         if self.random {
-            crate::util::with_rng(|r| r.fill(p.data_mut()));
+            crate::util::fill_random(p.data_mut());
         }
         self.count.add(cx.thread(), 1);
         cx.push_packet(0, p);

@@ -5,6 +5,8 @@
 //! Generates packets of random bytes as fast as it is scheduled.
 //!
 //! Like InfiniteSource, but each packet's LENGTH bytes are freshly random.
+//! After RandomSeed the bytes are Click's for the same seed: each 4 bytes
+//! one draw, little-endian.
 //!
 //! Ports: no inputs, 1 output. Processing: agnostic.
 //!

@@ -11,7 +11,10 @@
 //! sets them to zero. (With `set` or `clear` a chosen bit may already hold
 //! that value, so fewer than P of the bits change.) Bits are chosen
 //! independently; the element draws the gaps between chosen bits, so the
-//! cost grows with the number of errors, not the packet length.
+//! cost grows with the number of errors, not the packet length. The
+//! draws come from the generator RandomSeed seeds, so a seeded run
+//! repeats its errors; the errors are not Click's for the same seed (the
+//! way bits are chosen differs).
 //!
 //! RandomBitErrors only changes bits when active. It starts out active
 //! unless ACTIVE is false.
@@ -145,7 +148,7 @@ impl Action for RandomBitErrors {
         }
         // Gaps between chosen bits are geometric: floor(ln U / ln(1 - P)).
         let ln_q = (1.0 - prob).ln();
-        let gap = || ((1.0 - crate::util::with_rng(|r| r.f64())).ln() / ln_q) as usize;
+        let gap = || ((1.0 - crate::util::random_unit()).ln() / ln_q) as usize;
         let mut bit = gap();
         while bit < nbits {
             change(d, bit, kind);

@@ -9,7 +9,9 @@
 //!
 //! Sends each packet to output 0 with probability P. Packets not sampled
 //! go out output 1 if it is connected, and are dropped (counted)
-//! otherwise.
+//! otherwise. As in Click, P is kept in 28-bit fixed point, and a packet
+//! is sampled when a draw's low 28 bits fall below it; after RandomSeed
+//! the packets sampled are those Click samples for the same seed.
 //!
 //! Arguments:
 //! - `P` or `SAMPLE` (real number in [0, 1]): the sampling probability.
@@ -30,12 +32,24 @@
 use crate::util::fmt_rate;
 use paraclick_packet::Packet;
 use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, HandlerCx, Verdict};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 pub struct RandomSample {
     /// The sampling probability as an f64's bits.
     p: AtomicU64,
+    /// The probability in 28-bit fixed point, as Click keeps it: a packet
+    /// is sampled when the low 28 bits of a draw are below it.
+    fixed: AtomicU32,
     active: AtomicBool,
+}
+
+/// Fraction bits of the sampling probability (Click's).
+const SHIFT: u32 = 28;
+const MASK: u32 = (1 << SHIFT) - 1;
+
+/// `p` in [0, 1] as 28-bit fixed point, rounded to nearest.
+fn fixed(p: f64) -> u32 {
+    (p * f64::from(1u32 << SHIFT)).round() as u32
 }
 
 /// Why this element drops packets (its `drop_reasons`).
@@ -76,6 +90,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RandomSample, String> {
     a.complete()?;
     Ok(RandomSample {
         p: AtomicU64::new(v.to_bits()),
+        fixed: AtomicU32::new(fixed(v)),
         active: AtomicBool::new(active),
     })
 }
@@ -89,6 +104,7 @@ impl RandomSample {
         let x = prob(hx.arg::<f64>(v)?)?;
         let p = if drop { 1.0 - x } else { x };
         self.p.store(p.to_bits(), Ordering::Relaxed);
+        self.fixed.store(fixed(p), Ordering::Relaxed);
         Ok(())
     }
 }
@@ -117,7 +133,9 @@ impl Action for RandomSample {
 
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
-        if !self.active.load(Ordering::Relaxed) || crate::util::with_rng(|r| r.f64()) < self.p() {
+        if !self.active.load(Ordering::Relaxed)
+            || (crate::util::random() & MASK) < self.fixed.load(Ordering::Relaxed)
+        {
             Verdict::Out(0)
         } else if cx.noutputs() > 1 {
             Verdict::Out(1)

@@ -7,7 +7,8 @@
 //! Ports: 1 input, 1 or more outputs. Processing: push.
 //!
 //! Sends each packet out one of its outputs, chosen uniformly at random
-//! for each packet.
+//! for each packet. After RandomSeed the choices are Click's for the same
+//! seed.
 //!
 //! Example:
 //!
@@ -30,7 +31,8 @@ pub fn spec() -> ClassSpec {
 impl Action for RandomSwitch {
     #[inline]
     fn action(&self, cx: &mut Cx<'_>, _p: &mut Packet) -> Verdict {
-        Verdict::Out(crate::util::with_rng(|r| r.usize(..cx.noutputs().max(1))))
+        let last = cx.noutputs().max(1) - 1;
+        Verdict::Out(crate::util::random_range(0, last as u32) as usize)
     }
 }
 
