@@ -218,6 +218,9 @@ pub(crate) struct ThreadShared {
     /// Whether the worker is napping with nothing staged (a safe point a
     /// hot swap may claim without waking it), see [`crate::hot`].
     pub quiet: std::sync::atomic::AtomicU8,
+    /// The worker's kernel thread id (0 until it starts), whose schedstat
+    /// the adaptive scheduler reads ([`crate::contention`]).
+    pub tid: std::sync::atomic::AtomicI32,
 }
 
 impl ThreadShared {
@@ -244,6 +247,7 @@ impl ThreadShared {
             fd_waits: AtomicU64::new(0),
             fd_wakes: AtomicU64::new(0),
             quiet: std::sync::atomic::AtomicU8::new(0),
+            tid: std::sync::atomic::AtomicI32::new(0),
         }
     }
 
