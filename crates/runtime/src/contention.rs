@@ -276,6 +276,95 @@ pub fn keep_trial(before: f64, after: f64) -> bool {
     after >= before * (1.0 + KEEP_MARGIN)
 }
 
+/// The splits on trial, look by look: fed the packets pulled out of the
+/// queues so far and the time of each look, it says whether a trial
+/// takes the look ([`Step::Trial`]: settling, kept, or the moves that
+/// undo it) or the balancer may move tasks ([`Step::Free`]: whether a
+/// split may be tried, and the rate through the queues over the last
+/// look, which a trial started now is judged against).
+pub struct Trials {
+    counted: Option<(u64, f64)>,
+    trial: Option<Trial>,
+    backoff: u32,
+    backoff_next: u32,
+}
+
+struct Trial {
+    before: f64,
+    undo: Vec<(usize, usize)>,
+    from: Option<(u64, f64)>,
+}
+
+/// What a look is for (see [`Trials`]).
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// A trial takes the look: these moves (none while it settles or
+    /// when it is kept; the undoing moves when it lost).
+    Trial(Vec<(usize, usize)>),
+    /// No trial: the balancer may move tasks, and split a group if
+    /// `split`; `rate` is the packets per second over the last look.
+    Free { split: bool, rate: f64 },
+}
+
+impl Default for Trials {
+    fn default() -> Trials {
+        Trials {
+            counted: None,
+            trial: None,
+            backoff: 0,
+            backoff_next: BACKOFF_FIRST,
+        }
+    }
+}
+
+impl Trials {
+    /// A look: `packets` pulled out of the queues so far, at `secs`.
+    pub fn look(&mut self, packets: u64, secs: f64) -> Step {
+        let now = (packets, secs);
+        let rate = |from: (u64, f64)| {
+            let dt = now.1 - from.1;
+            if dt > 0.0 {
+                now.0.wrapping_sub(from.0) as f64 / dt
+            } else {
+                0.0
+            }
+        };
+        let last = self.counted.map(rate).unwrap_or(0.0);
+        self.counted = Some(now);
+        if let Some(tr) = &mut self.trial {
+            let Some(from) = tr.from else {
+                // The look the split was made in is not measured.
+                tr.from = Some(now);
+                return Step::Trial(Vec::new());
+            };
+            let after = rate(from);
+            let tr = self.trial.take().expect("a trial");
+            if keep_trial(tr.before, after) {
+                self.backoff_next = BACKOFF_FIRST;
+                return Step::Trial(Vec::new());
+            }
+            self.backoff = self.backoff_next;
+            self.backoff_next = (self.backoff_next * 2).min(BACKOFF_MAX);
+            return Step::Trial(tr.undo);
+        }
+        self.backoff = self.backoff.saturating_sub(1);
+        Step::Free {
+            split: self.backoff == 0,
+            rate: last,
+        }
+    }
+
+    /// A split was made after a [`Step::Free`] look whose rate was
+    /// `before`; `undo` moves the tasks back.
+    pub fn start(&mut self, before: f64, undo: Vec<(usize, usize)>) {
+        self.trial = Some(Trial {
+            before,
+            undo,
+            from: None,
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +487,65 @@ mod tests {
         let qs: [(&[usize], &[usize]); 1] = [(&p, &c)];
         assert_eq!(crossings(&qs, &[0, 0]), 0);
         assert_eq!(crossings(&qs, &[0, 1]), 1);
+    }
+
+    /// qos-bench's case: one thread carries 6.9 Mpps, the split 4.6: the
+    /// split is undone and not tried again for the back-off, which
+    /// doubles; a split that gains is kept and resets it.
+    #[test]
+    fn a_split_that_lost_is_undone_and_backed_off() {
+        let mut tr = Trials::default();
+        let mut pk = 0u64;
+        let mut t = 0.0;
+        let mut look = |tr: &mut Trials, pps: f64| {
+            pk += (pps * 0.05) as u64;
+            t += 0.05;
+            tr.look(pk, t)
+        };
+        assert_eq!(
+            look(&mut tr, 0.0),
+            Step::Free {
+                split: true,
+                rate: 0.0
+            }
+        );
+        let Step::Free { split: true, rate } = look(&mut tr, 6.9e6) else {
+            panic!("free")
+        };
+        assert!((rate - 6.9e6).abs() < 1e3, "{rate}");
+        tr.start(rate, vec![(1, 0)]);
+        assert_eq!(look(&mut tr, 5.0e6), Step::Trial(vec![])); // settling
+        assert_eq!(look(&mut tr, 4.6e6), Step::Trial(vec![(1, 0)])); // undone
+        let mut waited = 0;
+        while matches!(look(&mut tr, 6.9e6), Step::Free { split: false, .. }) {
+            waited += 1;
+        }
+        assert_eq!(waited, BACKOFF_FIRST - 1);
+        // Lost again: twice the wait.
+        tr.start(6.9e6, vec![(1, 0)]);
+        look(&mut tr, 4.6e6);
+        assert_eq!(look(&mut tr, 4.6e6), Step::Trial(vec![(1, 0)]));
+        let mut waited = 0;
+        while matches!(look(&mut tr, 6.9e6), Step::Free { split: false, .. }) {
+            waited += 1;
+        }
+        assert_eq!(waited, 2 * BACKOFF_FIRST - 1);
+        // A split that gains 20% is kept: no moves, the back-off reset.
+        tr.start(6.9e6, vec![(1, 0)]);
+        look(&mut tr, 8.0e6);
+        assert_eq!(look(&mut tr, 8.3e6), Step::Trial(vec![]));
+        assert!(matches!(
+            look(&mut tr, 8.3e6),
+            Step::Free { split: true, .. }
+        ));
+        tr.start(8.3e6, vec![(1, 0)]);
+        look(&mut tr, 1.0e6);
+        look(&mut tr, 1.0e6);
+        let mut waited = 0;
+        while matches!(look(&mut tr, 8.3e6), Step::Free { split: false, .. }) {
+            waited += 1;
+        }
+        assert_eq!(waited, BACKOFF_FIRST - 1);
     }
 
     #[test]

@@ -363,30 +363,19 @@ pub(crate) fn balance_interval(core: &Core) -> Duration {
 pub(crate) struct Balancer {
     last: Vec<u64>,
     starve: crate::contention::Starvation,
-    counted: (u64, Instant),
-    trial: Option<Trial>,
-    backoff: u32,
-    backoff_next: u32,
-}
-
-/// A split on trial: the rate through the queues before it, the moves
-/// that undo it, and the count it is measured from (after a look to
-/// settle).
-struct Trial {
-    before: f64,
-    undo: Vec<(usize, usize)>,
-    from: Option<(u64, Instant)>,
+    trials: crate::contention::Trials,
+    t0: Instant,
 }
 
 impl Balancer {
     pub(crate) fn new(core: &Core) -> Balancer {
+        let mut trials = crate::contention::Trials::default();
+        trials.look(queue_packets(core), 0.0);
         Balancer {
             last: vec![0; core.tasks.len()],
             starve: crate::contention::Starvation::new(core.nthreads),
-            counted: (queue_packets(core), Instant::now()),
-            trial: None,
-            backoff: 0,
-            backoff_next: crate::contention::BACKOFF_FIRST,
+            trials,
+            t0: Instant::now(),
         }
     }
 
@@ -445,35 +434,13 @@ impl Balancer {
             .collect();
         self.starve.update(&samples);
         let caps = self.starve.capacities();
-        let now = (queue_packets(core), Instant::now());
-        let rate = |from: (u64, Instant), to: (u64, Instant)| {
-            let secs = to.1.duration_since(from.1).as_secs_f64();
-            if secs > 0.0 {
-                to.0.saturating_sub(from.0) as f64 / secs
-            } else {
-                0.0
-            }
+        let (split, rate) = match self
+            .trials
+            .look(queue_packets(core), self.t0.elapsed().as_secs_f64())
+        {
+            c::Step::Trial(moves) => return moves,
+            c::Step::Free { split, rate } => (split, rate),
         };
-        let last_rate = rate(self.counted, now);
-        self.counted = now;
-        if let Some(tr) = &mut self.trial {
-            let Some(from) = tr.from else {
-                // The look the split was made in is not measured.
-                tr.from = Some(now);
-                return Vec::new();
-            };
-            let after = rate(from, now);
-            let tr = self.trial.take().expect("a trial");
-            if c::keep_trial(tr.before, after) {
-                self.backoff_next = c::BACKOFF_FIRST;
-                return Vec::new();
-            }
-            self.backoff = self.backoff_next;
-            self.backoff_next = (self.backoff_next * 2).min(c::BACKOFF_MAX);
-            return tr.undo;
-        }
-        self.backoff = self.backoff.saturating_sub(1);
-        let split = self.backoff == 0;
         let moves = c::rebalance_weighted(loads, current, pinned, &caps, pairs, split);
         if moves.is_empty() {
             return moves;
@@ -488,12 +455,9 @@ impl Balancer {
             .iter()
             .map(|q| (q.push_tasks.as_slice(), q.pull_tasks.as_slice()))
             .collect();
-        if c::crossings(&queues, &after) > c::crossings(&queues, current) && last_rate > 0.0 {
-            self.trial = Some(Trial {
-                before: last_rate,
-                undo: moves.iter().map(|&(t, _)| (t, current[t])).collect(),
-                from: None,
-            });
+        if c::crossings(&queues, &after) > c::crossings(&queues, current) && rate > 0.0 {
+            let undo = moves.iter().map(|&(t, _)| (t, current[t])).collect();
+            self.trials.start(rate, undo);
         }
         moves
     }
