@@ -163,7 +163,7 @@ pub fn start_placement(
 /// (a thread's load counts as load / capacity): pinned tasks stay; each
 /// group of tasks that meet at a queue ([`groups`]) is one unit, unless
 /// `split` and it weighs more than a fair share by
-/// [`crate::sched::GROUP_SLACK`], when its tasks are units of their own.
+/// `sched::GROUP_SLACK` (a quarter), when its tasks are units of their own.
 /// A unit goes where its thread's weighted load after it is least,
 /// preferring the thread its first task is on (`current`), then the
 /// lowest.
