@@ -87,7 +87,12 @@ struct RunArgs {
     /// Worker threads.
     #[arg(short = 'j', long = "threads", default_value_t = 1, value_parser = parse_threads)]
     threads: usize,
-    /// Placement of tasks not pinned by StaticThreadSched: adaptive, static, round-robin.
+    /// Placement of tasks not pinned by StaticThreadSched: adaptive (tasks
+    /// meeting at a queue start on one thread; a split that crosses a
+    /// queue is kept only if it measured faster; work leaves a worker not
+    /// getting its core), spread (round-robin start, then balanced by
+    /// load alone: the adaptive scheduler before 2026-11-29), static or
+    /// round-robin (round-robin, never moved).
     #[arg(long = "sched", default_value = "adaptive")]
     sched: String,
     /// Print a report after the run: costs (cycles per packet per element

@@ -225,6 +225,9 @@ pub(crate) struct ThreadShared {
     pub until_written: AtomicBool,
     /// Times a handler write unparked the worker so (for tests).
     pub write_wakes: AtomicU64,
+    /// The worker's kernel thread id (0 until it starts), whose schedstat
+    /// the adaptive scheduler reads ([`crate::contention`]).
+    pub tid: std::sync::atomic::AtomicI32,
 }
 
 impl ThreadShared {
@@ -253,6 +256,7 @@ impl ThreadShared {
             quiet: std::sync::atomic::AtomicU8::new(0),
             until_written: AtomicBool::new(false),
             write_wakes: AtomicU64::new(0),
+            tid: std::sync::atomic::AtomicI32::new(0),
         }
     }
 

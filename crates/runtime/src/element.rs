@@ -416,6 +416,13 @@ pub trait QueueElement: Element {
     fn full_notifier(&self) -> Option<&Notifier> {
         None
     }
+
+    /// Packets pulled out of the queue so far (wrapping), if it counts
+    /// them: the adaptive scheduler judges a move that makes the queue
+    /// cross threads by the rate through the queues.
+    fn dequeued(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A driver: stop requests are its to interpret (DriverManager, Script
@@ -483,6 +490,11 @@ pub trait Role<E: Element>: Send + Sync + 'static {
         None
     }
 
+    /// [`QueueElement::dequeued`].
+    fn dequeued(_e: &E) -> Option<u64> {
+        None
+    }
+
     /// [`DriverElement::is_driver`].
     fn is_driver(_e: &E) -> bool {
         false
@@ -523,6 +535,9 @@ impl<E: QueueElement> Role<E> for AsQueue {
     }
     fn full_notifier(e: &E) -> Option<&Notifier> {
         e.full_notifier()
+    }
+    fn dequeued(e: &E) -> Option<u64> {
+        e.dequeued()
     }
 }
 
@@ -596,6 +611,10 @@ pub trait Node: Send + Sync + 'static {
     }
     /// [`QueueElement::full_notifier`] (`None` for other elements).
     fn full_notifier(&self) -> Option<&Notifier> {
+        None
+    }
+    /// [`QueueElement::dequeued`] (`None` for other elements).
+    fn dequeued(&self) -> Option<u64> {
         None
     }
     /// [`DriverElement::is_driver`] (false for other elements).
@@ -921,6 +940,9 @@ impl<E: Element, R: Role<E>> Node for ElementNode<E, R> {
     }
     fn full_notifier(&self) -> Option<&Notifier> {
         R::full_notifier(&self.0)
+    }
+    fn dequeued(&self) -> Option<u64> {
+        R::dequeued(&self.0)
     }
     fn is_driver(&self) -> bool {
         R::is_driver(&self.0)

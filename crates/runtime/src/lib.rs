@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod capture;
+pub mod contention;
 pub mod control;
 pub(crate) mod core;
 pub use paraclick_packet::clock;

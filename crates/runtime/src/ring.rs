@@ -387,6 +387,11 @@ impl<T> Ring<T> {
         self.len() == 0
     }
 
+    /// Items popped so far (wrapping): the consumer's tail, a snapshot.
+    pub fn popped(&self) -> usize {
+        self.cons.tail.load(Ordering::Relaxed)
+    }
+
     /// For the producer: an upper bound on the length read from its own
     /// cache line only (its tail minus its cached copy of the consumer
     /// tail, which lags). Cheap on the packet path; see [`Ring::len_fresh`].

@@ -607,6 +607,7 @@ impl Router {
         core.tasks = tasks.into_boxed_slice();
         sched::initial_assignment(&core);
         core.plan = crate::plan::Plan::build(&core);
+        sched::start_placement(&core);
         crate::notifier::connect(&mut core);
         crate::crossing::apply_ring_modes(&core, false);
         for (elem, timer, after) in timers {

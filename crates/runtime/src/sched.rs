@@ -20,8 +20,15 @@ use std::time::{Duration, Instant};
 /// How tasks without a `StaticThreadSched` pin are placed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedPolicy {
-    /// Round-robin placement at start, then rebalanced from measured cost.
+    /// Tasks that meet at a queue start on one thread (groups dealt to
+    /// threads), then rebalanced from measured cost: a move that makes a
+    /// queue cross threads is kept only if the packets through the
+    /// queues measured faster after it, and work moves off a worker that
+    /// is not getting its core (see [`crate::contention`]).
     Adaptive,
+    /// The adaptive scheduler as it was before: round-robin placement at
+    /// start, rebalanced from measured cost alone (`--sched spread`).
+    Spread,
     /// Round-robin placement, never moved.
     Static,
 }
@@ -31,9 +38,10 @@ impl std::str::FromStr for SchedPolicy {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "adaptive" => Ok(SchedPolicy::Adaptive),
+            "spread" | "adaptive-spread" => Ok(SchedPolicy::Spread),
             "static" | "round-robin" | "rr" => Ok(SchedPolicy::Static),
             _ => Err(format!(
-                "unknown scheduling policy '{s}' (adaptive, static, round-robin)"
+                "unknown scheduling policy '{s}' (adaptive, spread, static, round-robin)"
             )),
         }
     }
@@ -232,6 +240,28 @@ pub(crate) fn initial_assignment(core: &Core) {
     }
 }
 
+/// The adaptive scheduler's start (once the plan is built): each group
+/// of unpinned tasks that meet at a queue on one thread
+/// ([`crate::contention::start_placement`]), so that no queue crosses
+/// threads unless a measured split wins. Other policies keep
+/// [`initial_assignment`]'s round-robin.
+pub(crate) fn start_placement(core: &Core) {
+    if core.policy != SchedPolicy::Adaptive || core.nthreads < 2 {
+        return;
+    }
+    let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
+    let pairs = core.plan.affine_pairs(&|t| pinned[t].is_none());
+    let assign = crate::contention::start_placement(pinned.len(), &pinned, &pairs, core.nthreads);
+    let mut lists: Vec<Vec<usize>> = vec![Vec::new(); core.nthreads];
+    for (id, (t, &th)) in core.tasks.iter().zip(&assign).enumerate() {
+        t.thread.store(th, Ordering::Relaxed);
+        lists[th].push(id);
+    }
+    for (th, l) in lists.into_iter().enumerate() {
+        core.threads[th].set_worklist(l);
+    }
+}
+
 /// The stack of a worker thread (and of the simulated-time thread, which
 /// runs elements too). Elements call each other along push and pull
 /// paths, a few hundred bytes to a few KiB of stack a hop, and `check`
@@ -273,7 +303,7 @@ pub(crate) fn run_workers(core: &Core) {
                 .expect("spawn worker thread");
         }
         core.start_gate.wait();
-        if core.policy == SchedPolicy::Adaptive
+        if core.policy != SchedPolicy::Static
             && core.nthreads > 1
             && core.tasks.iter().filter(|t| t.pinned.is_none()).count() > 0
         {
@@ -334,21 +364,36 @@ pub(crate) fn balance_interval(core: &Core) -> Duration {
 }
 
 /// The adaptive scheduler's state between two looks at the loads: each
-/// task's sampled cycles at the last look.
+/// task's sampled cycles at the last look; the workers' shares of their
+/// cores; the packets through the queues at the last look; a split on
+/// trial and the back-off after one undone ([`crate::contention`]).
 pub(crate) struct Balancer {
     last: Vec<u64>,
+    starve: crate::contention::Starvation,
+    trials: crate::contention::Trials,
+    t0: Instant,
 }
 
 impl Balancer {
     pub(crate) fn new(core: &Core) -> Balancer {
+        let mut trials = crate::contention::Trials::default();
+        trials.look(queue_packets(core), 0.0);
         Balancer {
             last: vec![0; core.tasks.len()],
+            starve: crate::contention::Starvation::new(core.nthreads),
+            trials,
+            t0: Instant::now(),
         }
     }
 
     /// One look: the cycles each task was sampled at since the last look
-    /// are its load; the moves [`rebalance`] finds for them are made
-    /// (returned, as `(task, thread)`).
+    /// are its load; the moves found for them are made (returned, as
+    /// `(task, thread)`). With the spread policy, [`rebalance`]'s; with
+    /// the adaptive one, [`crate::contention::rebalance_weighted`]'s on
+    /// the workers' measured shares of their cores, where a move that
+    /// makes a queue cross threads is a trial, undone unless the queues
+    /// then carry [`crate::contention::KEEP_MARGIN`] more packets a
+    /// second.
     pub(crate) fn step(&mut self, core: &Core) -> Vec<(usize, usize)> {
         let loads: Vec<u64> = core
             .tasks
@@ -368,12 +413,71 @@ impl Balancer {
             .collect();
         let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
         let pairs = core.plan.affine_pairs(&|t| pinned[t].is_none());
-        let moves = rebalance(&loads, &current, &pinned, core.nthreads, &pairs);
+        let moves = if core.policy == SchedPolicy::Spread {
+            rebalance(&loads, &current, &pinned, core.nthreads, &pairs)
+        } else {
+            self.adaptive_moves(core, &loads, &current, &pinned, &pairs)
+        };
         for &(t, th) in &moves {
             crate::crossing::move_task(core, t, th);
         }
         moves
     }
+
+    /// The adaptive policy's moves for one look (see [`Balancer::step`]).
+    fn adaptive_moves(
+        &mut self,
+        core: &Core,
+        loads: &[u64],
+        current: &[usize],
+        pinned: &[Option<usize>],
+        pairs: &[(usize, usize)],
+    ) -> Vec<(usize, usize)> {
+        use crate::contention as c;
+        let samples: Vec<Option<(u64, u64)>> = core
+            .threads
+            .iter()
+            .map(|ts| c::read_schedstat(ts.tid.load(Ordering::Relaxed)))
+            .collect();
+        self.starve.update(&samples);
+        let caps = self.starve.capacities();
+        let (split, rate) = match self
+            .trials
+            .look(queue_packets(core), self.t0.elapsed().as_secs_f64())
+        {
+            c::Step::Trial(moves) => return moves,
+            c::Step::Free { split, rate } => (split, rate),
+        };
+        let moves = c::rebalance_weighted(loads, current, pinned, &caps, pairs, split);
+        if moves.is_empty() {
+            return moves;
+        }
+        let mut after = current.to_vec();
+        for &(t, th) in &moves {
+            after[t] = th;
+        }
+        let queues: Vec<(&[usize], &[usize])> = core
+            .plan
+            .queues
+            .iter()
+            .map(|q| (q.push_tasks.as_slice(), q.pull_tasks.as_slice()))
+            .collect();
+        if c::crossings(&queues, &after) > c::crossings(&queues, current) && rate > 0.0 {
+            let undo = moves.iter().map(|&(t, _)| (t, current[t])).collect();
+            self.trials.start(rate, undo);
+        }
+        moves
+    }
+}
+
+/// Packets pulled out of every queue so far (the rate through them is
+/// what a split of tasks that meet at them is judged by).
+fn queue_packets(core: &Core) -> u64 {
+    core.plan
+        .queues
+        .iter()
+        .filter_map(|q| core.slots[q.elem].element.dequeued())
+        .sum()
 }
 
 /// The adaptive scheduler's decision for one interval's `loads`, the
@@ -893,6 +997,11 @@ fn gated_skip(core: &Core, id: usize, skipped: &mut usize) -> bool {
 }
 
 fn worker(core: &Core, t: usize) {
+    // For the adaptive scheduler's look at the worker's schedstat.
+    core.threads[t].tid.store(
+        rustix::thread::gettid().as_raw_nonzero().get(),
+        Ordering::Relaxed,
+    );
     if core.domains.as_ref().is_some_and(|d| d.has_shares()) {
         worker_in::<true>(core, t)
     } else {

@@ -1103,6 +1103,10 @@ impl QueueElement for Queue {
     fn full_notifier(&self) -> Option<&Notifier> {
         self.policy.full_note.then_some(&self.full)
     }
+
+    fn dequeued(&self) -> Option<u64> {
+        Some(self.ring.popped() as u64)
+    }
 }
 
 #[cfg(test)]

@@ -383,10 +383,12 @@ pub fn parallelize_output(
 }
 
 /// The line the output carries when [`adaptive_handoff`] holds.
-pub const HANDOFF_NOTE: &str = "// output: the chosen plan is round-robin's placement, so it is written without StaticThreadSched: the adaptive scheduler (paraclick's default) starts from round-robin and moves tasks by their measured loads (--candidate K writes a plan pinned)";
+pub const HANDOFF_NOTE: &str = "// output: the chosen plan is round-robin's placement, so it is written without StaticThreadSched: the adaptive scheduler (paraclick's default) starts with the tasks that meet at a queue on one thread, moves tasks by their measured loads, and keeps a split across a queue only if it measures faster (--candidate K writes a plan pinned; --sched spread starts from round-robin)";
 
 /// Whether the chosen plan is round-robin's placement: the model found
-/// nothing better than where the adaptive scheduler starts, and that
+/// nothing better than round-robin (where `--sched spread` starts; the
+/// default adaptive scheduler starts with queue partners together and
+/// tries the split, kept only if it measures faster), and that
 /// scheduler then moves tasks by the loads it measures, which no pinned
 /// plan can (in the 2026-11-27 quality runs it beat pinned round-robin
 /// by 5% on vpn-bench twice, and by 2-15% on three configurations of
