@@ -53,8 +53,10 @@ fn builtins(core: &Core, i: usize) -> impl Iterator<Item = &'static str> + '_ {
 /// and reason with drops, largest first: [`crate::drops`]), `trace`
 /// (the traced packets' paths: [`crate::trace`]) and `trace_status`
 /// (whether tracing is on, marks left, marked packets alive, workers
-/// looking at packets; reading it turns a finished trace off); see also
-/// [`crate::control`].
+/// looking at packets; reading it turns a finished trace off) and
+/// `memory` (the process's peak and current resident memory, and the
+/// current split into anonymous memory and mapped files, from
+/// `/proc/self/status`: [`memory_text`]); see also [`crate::control`].
 pub const GLOBAL_READ: &[&str] = &[
     "version",
     "list",
@@ -72,6 +74,7 @@ pub const GLOBAL_READ: &[&str] = &[
     "capture",
     "capture_data",
     "timewarp",
+    "memory",
 ];
 
 /// Router-wide write handlers: `stop`, the tracer's `trace_add`
@@ -277,6 +280,7 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         "trace_status" => Ok(core.tracer.status(core)),
         "capture" => Ok(crate::capture::read(core)),
         "capture_data" => Ok(crate::capture::data(core)),
+        "memory" => memory_text(),
         "timewarp" => Ok(match core.clock.time_warp() {
             _ if core.clock.is_simulated() => "simulation".to_string(),
             crate::time::TimeWarp::NoWait => "nowait".to_string(),
@@ -285,6 +289,36 @@ fn read_global(core: &Core, h: &str) -> Result<String, String> {
         _ => crate::control::read_global(core, h)
             .ok_or_else(|| format!("no global read handler '{h}'")),
     }
+}
+
+/// The `memory` handler: `peak`, `resident`, `anon` and `file`, one a
+/// line, in kB, from the kernel's `VmHWM`, `VmRSS`, `RssAnon` and
+/// `RssFile`. `anon` (heap, packet pools, stacks) is what the router
+/// allocates and does not depend on the page cache; `file` is the pages
+/// of the binary and its libraries mapped in (docs/PERFORMANCE.md).
+pub fn memory_text() -> Result<String, String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("memory: /proc/self/status: {e}"))?;
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .ok_or_else(|| format!("memory: no {key} in /proc/self/status"))
+    };
+    Ok(format!(
+        "peak {} kB\nresident {} kB\nanon {} kB\nfile {} kB\n",
+        field("VmHWM:")?,
+        field("VmRSS:")?,
+        field("RssAnon:")?,
+        field("RssFile:")?
+    ))
 }
 
 fn ports_text(core: &Core, i: usize) -> String {
@@ -530,6 +564,9 @@ mod tests {
         let c = &r.core;
         assert_eq!(read(c, "nthreads", None).unwrap(), "2");
         assert_eq!(read(c, "version", None).unwrap(), env!("CARGO_PKG_VERSION"));
+        let mem = read(c, "memory", None).unwrap();
+        let names: Vec<&str> = mem.lines().filter_map(|l| l.split(' ').next()).collect();
+        assert_eq!(names, ["peak", "resident", "anon", "file"], "{mem}");
         let list = read(c, "list", None).unwrap();
         let lines: Vec<&str> = list.lines().collect();
         assert_eq!(lines[0].parse::<usize>().unwrap(), lines.len() - 1);

@@ -1,0 +1,148 @@
+//! Memory (issue 43): the `memory` handler, a router's own memory flat
+//! with the packet count, and the binary's code laid out so that a run
+//! touches few of its pages (docs/PERFORMANCE.md, "Memory").
+
+mod common;
+use common::paraclick;
+
+/// `-h memory` after a run of Click's fake IP router: (peak, anon, file) kB.
+fn fake_iprouter_memory(n: u64) -> (u64, u64, u64) {
+    let out = paraclick(&[
+        "conf/fake-iprouter.click",
+        &format!("N={n}"),
+        "-h",
+        "memory",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = text.lines();
+    let mut field = |name: &str| -> u64 {
+        let line = lines.next().unwrap_or_default();
+        let rest = line.strip_prefix(name).and_then(|r| r.strip_suffix(" kB"));
+        rest.and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} line in {text:?}"))
+    };
+    let (peak, resident, anon, file) = (
+        field("peak"),
+        field("resident"),
+        field("anon"),
+        field("file"),
+    );
+    assert!(
+        anon > 0 && file > 0 && resident >= anon + file && peak >= resident,
+        "{text}"
+    );
+    (peak, anon, file)
+}
+
+#[test]
+fn a_routers_own_memory_does_not_grow_with_the_packet_count() {
+    let _one = common::one_at_a_time();
+    let (_, small, _) = fake_iprouter_memory(10_000);
+    let (_, large, _) = fake_iprouter_memory(400_000);
+    // Anonymous memory (heap, pools, stacks) is the router's own and does
+    // not depend on the page cache. Forty times the packets may not add
+    // more than allocator noise.
+    assert!(
+        large <= small + 256,
+        "anon {small} kB at 10,000 packets, {large} kB at 400,000"
+    );
+}
+
+/// The addresses of the binary's function symbols whose names contain
+/// `needle`, and the bounds of its `.text`, read from its ELF tables.
+struct Elf {
+    data: Vec<u8>,
+}
+
+impl Elf {
+    fn u16(&self, at: usize) -> usize {
+        u16::from_le_bytes(self.data[at..at + 2].try_into().unwrap()) as usize
+    }
+    fn u32(&self, at: usize) -> usize {
+        u32::from_le_bytes(self.data[at..at + 4].try_into().unwrap()) as usize
+    }
+    fn u64(&self, at: usize) -> usize {
+        u64::from_le_bytes(self.data[at..at + 8].try_into().unwrap()) as usize
+    }
+    /// (name offset, type, addr, offset, size, link) of each section.
+    fn sections(&self) -> Vec<(usize, usize, usize, usize, usize, usize)> {
+        let (shoff, shentsize, shnum) = (self.u64(0x28), self.u16(0x3a), self.u16(0x3c));
+        (0..shnum)
+            .map(|i| {
+                let h = shoff + i * shentsize;
+                (
+                    self.u32(h),
+                    self.u32(h + 4),
+                    self.u64(h + 0x10),
+                    self.u64(h + 0x18),
+                    self.u64(h + 0x20),
+                    self.u32(h + 0x28),
+                )
+            })
+            .collect()
+    }
+    fn cstr(&self, at: usize) -> &str {
+        let end = self.data[at..].iter().position(|&b| b == 0).unwrap();
+        std::str::from_utf8(&self.data[at..at + end]).unwrap_or("")
+    }
+    fn text(&self) -> (usize, usize) {
+        let secs = self.sections();
+        let names = secs[self.u16(0x3e)].3;
+        let t = secs
+            .iter()
+            .find(|s| self.cstr(names + s.0) == ".text")
+            .expect(".text");
+        (t.2, t.2 + t.4)
+    }
+    fn functions(&self, needle: &str) -> Vec<usize> {
+        let secs = self.sections();
+        let symtab = secs.iter().find(|s| s.1 == 2).expect("a symbol table");
+        let strings = secs[symtab.5].3;
+        (0..symtab.4 / 24)
+            .map(|i| symtab.3 + i * 24)
+            .filter(|&s| self.data[s + 4] & 0xf == 2)
+            .filter(|&s| self.cstr(strings + self.u32(s)).contains(needle))
+            .map(|s| self.u64(s + 8))
+            .collect()
+    }
+}
+
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+fn the_code_every_run_executes_sits_together_at_the_front_of_the_text() {
+    if option_env!("PARACLICK_TEXT_ORDER") == Some("0") {
+        return;
+    }
+    let elf = Elf {
+        data: std::fs::read(common::bin()).unwrap(),
+    };
+    assert_eq!(&elf.data[..5], b"\x7fELF\x02", "a 64-bit ELF");
+    let (start, end) = elf.text();
+    // Start-up, the language, the router build, the scheduler and
+    // elements the fake IP router uses: all within the first fifth of the
+    // text (crates/paraclick/text-order.ld), where left to the linker's
+    // input order they spread over all of it.
+    let front = start + (end - start) / 5;
+    for f in [
+        "9paraclick4main17h",
+        "14paraclick_lang5check13check_partial17h",
+        "17paraclick_runtime6router6Router19from_graph_offering17h",
+        "17paraclick_runtime5sched6worker17h",
+        "14paraclick_lang5lexer3lex17h",
+        "paraclick_elements..standard..queue..Queue$u20$as$u20$paraclick_runtime..element..Element$GT$4push17h",
+    ] {
+        let at = elf.functions(f);
+        assert!(!at.is_empty(), "no function {f} in the binary");
+        for a in at {
+            assert!(
+                (start..front).contains(&a),
+                "{f} at {a:#x}, text {start:#x}..{end:#x}"
+            );
+        }
+    }
+}
