@@ -18,14 +18,22 @@ fn source_stop_ends_the_run_with_exact_count() {
 }
 
 /// in = out + queued + counted drops, through a small queue: a `Queue`,
-/// whose full notifier makes the source wait (nothing may drop), or a
-/// `NotifierQueue`, which has none, so a source pushing bursts of 32 into
-/// it while the Unqueue takes 8 per run overflows it.
+/// whose full notifier makes the source wait (nothing may drop), the
+/// Unqueue wherever the scheduler starts it (beside the source or on
+/// another thread); or a `NotifierQueue`, which has none, so a source
+/// pushing bursts of 32 into it while the Unqueue takes 8 per run
+/// overflows it. That takes the two on one thread, taking turns: on two,
+/// how much overflows depends on how fast each thread runs.
 fn conservation(threads: usize, burst: usize, queue: &str) {
+    let pins = if queue == "Queue" {
+        "src 0"
+    } else {
+        "src 0, uq 0"
+    };
     let conf = format!(
         "src :: InfiniteSource(LENGTH 60, LIMIT 200000, BURST {burst}, STOP true)
-           -> q :: {queue}(64) -> Unqueue(BURST 8) -> out :: Counter -> Discard;
-         StaticThreadSched(src 0);"
+           -> q :: {queue}(64) -> uq :: Unqueue(BURST 8) -> out :: Counter -> Discard;
+         StaticThreadSched({pins});"
     );
     let r = router(&conf, threads);
     run_with_timeout(&r, 30);
