@@ -570,31 +570,11 @@ pub(crate) fn lpt_place(
             per[th % nthreads] += loads[t];
         }
     }
-    // Groups of unpinned tasks connected by affinity (union-find).
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn find(p: &mut [usize], x: usize) -> usize {
-        let mut x = x;
-        while p[x] != x {
-            p[x] = p[p[x]];
-            x = p[x];
-        }
-        x
-    }
-    for &(a, b) in pairs {
-        if pinned[a].is_none() && pinned[b].is_none() {
-            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-            parent[ra] = rb;
-        }
-    }
     let total: u64 = loads.iter().sum();
     let fair = total / nthreads.max(1) as u64;
     let mut units: Vec<Vec<usize>> = Vec::new();
-    let mut by_root: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-    for t in (0..n).filter(|&t| pinned[t].is_none()) {
-        let r = find(&mut parent, t);
-        by_root.entry(r).or_default().push(t);
-    }
-    for (_, g) in by_root {
+    // Groups of unpinned tasks connected by affinity.
+    for g in crate::contention::groups(n, pinned, pairs) {
         let load: u64 = g.iter().map(|&t| loads[t]).sum();
         if g.len() > 1 && load as f64 > fair as f64 * (1.0 + GROUP_SLACK) {
             units.extend(g.into_iter().map(|t| vec![t]));
