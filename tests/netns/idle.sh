@@ -239,7 +239,9 @@ fi
 #      bursts: over 1000 voluntary context switches in 3 s (about one per
 #      100 us; polling, it made none) and under 60% of a core (polling
 #      took a whole core on a quiet machine), and the packets go out at
-#      the rate (in its 4 s run at least 80% of 800,000, and never more).
+#      the rate (in its 4 s run at least 80% of 800,000, and no more than
+#      the rate gives in 4 s plus 10 ms, the time a Script's stop takes to
+#      end the run: 802,000).
 # CPU and context switches are the worker threads' (paraclick-N), from
 # /proc/PID/task/TID/schedstat (ns on a CPU) and status.
 worker_stats() { # PID: "NS_ON_CPU VOLUNTARY_SWITCHES" of its worker threads
@@ -276,7 +278,7 @@ else
   fail "RatedSource ACTIVE false: the worker made $sw context switches in 3 s and used $pct% of a core"
 fi
 read -r pct sw count < <(check_rated fast 200000 true)
-if [[ $sw -ge 1000 && ${count:-0} -ge 640000 && ${count:-0} -le 800100 ]] &&
+if [[ $sw -ge 1000 && ${count:-0} -ge 640000 && ${count:-0} -le 802000 ]] &&
   awk -v p="$pct" 'BEGIN { exit !(p < 60) }'; then
   pass "RatedSource RATE 200000: naps between bursts ($sw in 3 s), $pct% of a core, $count packets in 4 s"
 else
