@@ -2298,6 +2298,9 @@ mod tests {
                         std::thread::sleep(std::time::Duration::from_millis(100));
                         let ran = r.task_runs("d").unwrap() - runs;
                         assert!(ran < 30, "the task ran {ran} times in 100 ms");
+                        // The 100 ms may have ended as the worker's own
+                        // wait did: write once it waits again.
+                        wait("a wait for a write", &|| r.write_waits().0);
                         let k0 = r.write_waits().1;
                         r.write_handler("d.on", "").unwrap();
                         wait("the write's work", &|| {
