@@ -2213,6 +2213,26 @@ mod tests {
             assert!(lo > 0 && hi <= 2 * lo, "runs {n:?}");
         }
 
+        /// Stops the router when dropped, however the test thread ends.
+        struct StopOnDrop<'a>(&'a Router);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.stop();
+            }
+        }
+
+        /// Yields until `f` holds; panics, naming `what`, after the
+        /// watchdog.
+        fn wait_for(what: &str, f: &dyn Fn() -> bool) {
+            let t0 = std::time::Instant::now();
+            while !f() {
+                if t0.elapsed() > crate::testing::WATCHDOG {
+                    panic!("never: {what}");
+                }
+                std::thread::yield_now();
+            }
+        }
+
         /// The worker of a task waiting on a descriptor blocks in poll(2)
         /// on it (not polling the task), and data arriving wakes it: the
         /// wait ends because the descriptor became readable, not at its
@@ -2226,22 +2246,8 @@ mod tests {
             let mut by_readiness = 0;
             std::thread::scope(|sc| {
                 sc.spawn(|| {
-                    struct Stop<'a>(&'a Router);
-                    impl Drop for Stop<'_> {
-                        fn drop(&mut self) {
-                            self.0.stop();
-                        }
-                    }
-                    let _stop = Stop(&r);
-                    let wait = |what: &str, f: &dyn Fn() -> bool| {
-                        let t0 = std::time::Instant::now();
-                        while !f() {
-                            if t0.elapsed() > crate::testing::WATCHDOG {
-                                panic!("never: {what}");
-                            }
-                            std::thread::yield_now();
-                        }
-                    };
+                    let _stop = StopOnDrop(&r);
+                    let wait = wait_for;
                     for round in 1..=3u64 {
                         let (w0, _) = r.fd_waits();
                         wait("a wait on the socket", &|| r.fd_waits().0 > w0);
@@ -2276,22 +2282,8 @@ mod tests {
             let mut by_write = 0;
             std::thread::scope(|sc| {
                 sc.spawn(|| {
-                    struct Stop<'a>(&'a Router);
-                    impl Drop for Stop<'_> {
-                        fn drop(&mut self) {
-                            self.0.stop();
-                        }
-                    }
-                    let _stop = Stop(&r);
-                    let wait = |what: &str, f: &dyn Fn() -> bool| {
-                        let t0 = std::time::Instant::now();
-                        while !f() {
-                            if t0.elapsed() > crate::testing::WATCHDOG {
-                                panic!("never: {what}");
-                            }
-                            std::thread::yield_now();
-                        }
-                    };
+                    let _stop = StopOnDrop(&r);
+                    let wait = wait_for;
                     for round in 1..=3u64 {
                         wait("a wait for a write", &|| r.write_waits().0);
                         let runs = r.task_runs("d").unwrap();
