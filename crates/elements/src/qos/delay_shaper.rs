@@ -163,37 +163,27 @@ mod tests {
     fn holds_a_packet_until_due_on_the_routers_clock() {
         // Simulated time: a packet stamped at the start is held 1 ns less
         // than DELAY and released at DELAY, stamped with that moment.
-        let r = paraclick_runtime::testing::build_simtime(
-            &crate::test_kit::reg(),
-            "Idle -> q :: Queue(100) -> s :: DelayShaper(10ms); s -> Unqueue(ACTIVE false) -> TestSink;",
-        );
-        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
-        let mut p = tagged(1, 60);
-        p.set_timestamp(Timestamp(start));
-        fill(&r, "q", vec![p]);
-        assert!(r.pull_from("s", 0, 8).unwrap().is_none());
-        paraclick_runtime::testing::advance(
-            &r,
-            Duration::from_millis(10) - Duration::from_nanos(1),
-        );
-        assert!(r.pull_from("s", 0, 8).unwrap().is_none());
-        paraclick_runtime::testing::advance(&r, Duration::from_nanos(1));
-        let b = r.pull_from("s", 0, 8).unwrap().unwrap();
-        assert_eq!(tags(b.as_slice()), vec![1]);
-        assert_eq!(b.as_slice()[0].timestamp(), Timestamp(start + 10_000_000));
+        leaves_10ms_after_sim_start(|start| start);
     }
 
     #[test]
     fn an_unstamped_packet_is_held_delay_from_its_pull() {
         // Stamped 0.5 s after the epoch: not set, for Click; without the
         // rule it would be long due and leave at once.
+        leaves_10ms_after_sim_start(|_| 500_000_000);
+    }
+
+    /// A packet stamped `stamp(start)` (simulated time starts at `start`
+    /// ns) is held by DelayShaper(10ms) until exactly 10 ms after start,
+    /// and leaves stamped then.
+    fn leaves_10ms_after_sim_start(stamp: impl Fn(i64) -> i64) {
         let r = paraclick_runtime::testing::build_simtime(
             &crate::test_kit::reg(),
             "Idle -> q :: Queue(100) -> s :: DelayShaper(10ms); s -> Unqueue(ACTIVE false) -> TestSink;",
         );
         let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
         let mut p = tagged(1, 60);
-        p.set_timestamp(Timestamp(500_000_000));
+        p.set_timestamp(Timestamp(stamp(start)));
         fill(&r, "q", vec![p]);
         assert!(r.pull_from("s", 0, 8).unwrap().is_none());
         paraclick_runtime::testing::advance(
