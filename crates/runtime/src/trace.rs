@@ -721,16 +721,7 @@ fn transport(s: &mut String, proto: u8, t: &[u8]) {
 }
 
 fn proto_name(p: u8) -> String {
-    match p {
-        1 => "icmp".into(),
-        6 => "tcp".into(),
-        17 => "udp".into(),
-        50 => "esp".into(),
-        51 => "ah".into(),
-        58 => "icmp6".into(),
-        4 => "ipip".into(),
-        n => n.to_string(),
-    }
+    paraclick_packet::wire::ip_proto::name(p).map_or_else(|| p.to_string(), str::to_string)
 }
 
 fn be16(d: &[u8], at: usize) -> Option<u16> {

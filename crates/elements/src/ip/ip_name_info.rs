@@ -61,19 +61,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IPNameInfo, String> {
     Ok(IPNameInfo)
 }
 
-/// Click's IP protocol names (the last three its pseudo-protocols).
-const PROTOCOLS: &[(&str, u32)] = &[
-    ("icmp", 1),
-    ("igmp", 2),
-    ("ipip", 4),
-    ("tcp", 6),
-    ("udp", 17),
-    ("dccp", 33),
-    ("sctp", 132),
-    ("tcpudp", 256),
-    ("transp", 258),
-    ("payload", 259),
-];
+/// Click's pseudo-protocols, which the protocol database names after the
+/// real protocols' names.
+const PSEUDO_PROTOCOLS: &[(&str, u32)] = &[("tcpudp", 256), ("transp", 258), ("payload", 259)];
 
 const DATABASES: &[&str] = &[
     "proto",
@@ -94,7 +84,11 @@ fn builtin(db: &str) -> Option<Vec<(&'static str, u32)>> {
             .collect()
     };
     Some(match db {
-        "proto" => PROTOCOLS.to_vec(),
+        "proto" => paraclick_packet::wire::ip_proto::NAMES
+            .iter()
+            .map(|&(n, p)| (n, u32::from(p)))
+            .chain(PSEUDO_PROTOCOLS.iter().copied())
+            .collect(),
         "port" => crate::ipfilter::lang::PORT_NAMES.to_vec(),
         "icmp_type" => crate::ipfilter::lang::ICMP_TYPES.to_vec(),
         "unreachable" => codes(3),

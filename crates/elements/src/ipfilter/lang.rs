@@ -11,7 +11,7 @@
 //! qualifiers when it fits them (`src port 80 or 81` is
 //! `src port 80 or src port 81`).
 
-use paraclick_packet::wire::{EtherAddr, Ipv4Prefix};
+use paraclick_packet::wire::{ip_proto, EtherAddr, Ipv4Prefix};
 use paraclick_runtime::args::{ArgEnv, FromArg};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -230,19 +230,6 @@ pub(crate) const PORT_NAMES: &[(&str, u32)] = &[
 /// The qualifier `tcpudp` (TCP or UDP) where a protocol number stands
 /// for `tcp`, `udp`, `icmp` in the parser: 0, which no qualifier names.
 const TCPUDP: u8 = 0;
-
-/// IP protocol names.
-const PROTO_NAMES: &[(&str, u32)] = &[
-    ("icmp", 1),
-    ("igmp", 2),
-    ("ipip", 4),
-    ("tcp", 6),
-    ("udp", 17),
-    ("gre", 47),
-    ("esp", 50),
-    ("ah", 51),
-    ("sctp", 132),
-];
 
 /// TCP flag names (`tcp opt`).
 const TCP_OPTS: &[(&str, u32)] = &[
@@ -488,14 +475,16 @@ impl Ty {
         }
     }
 
-    fn names(self) -> Option<&'static [(&'static str, u32)]> {
-        match self {
-            Ty::Port => Some(PORT_NAMES),
-            Ty::Field(IpField::Proto) => Some(PROTO_NAMES),
-            Ty::Opt => Some(TCP_OPTS),
-            Ty::IcmpType => Some(ICMP_TYPES),
-            _ => None,
-        }
+    /// The value the name `w` stands for in this type, if it names one.
+    fn named(self, w: &str) -> Option<u32> {
+        let table = match self {
+            Ty::Port => PORT_NAMES,
+            Ty::Field(IpField::Proto) => return ip_proto::by_name(w).map(u32::from),
+            Ty::Opt => TCP_OPTS,
+            Ty::IcmpType => ICMP_TYPES,
+            _ => return None,
+        };
+        lookup(table, w)
     }
 }
 
@@ -957,7 +946,7 @@ impl<'a> Parser<'a> {
         }
         let mut cands: Vec<Ty> = [Ty::Port, Ty::Field(IpField::Proto), Ty::Opt, Ty::IcmpType]
             .into_iter()
-            .filter(|t| t.names().is_some_and(|n| lookup(n, v).is_some()))
+            .filter(|t| t.named(v).is_some())
             .collect();
         if cands.len() > 1 {
             let fitting: Vec<Ty> = cands
@@ -1023,7 +1012,7 @@ impl<'a> Parser<'a> {
             Ty::EtherHost => self.ether(v).is_some(),
             Ty::Opt => lookup(TCP_OPTS, v).is_some(),
             _ if !t.takes_value() => false,
-            _ => looks_numeric(v) || t.names().is_some_and(|n| lookup(n, v).is_some()),
+            _ => looks_numeric(v) || t.named(v).is_some(),
         }
     }
 
@@ -1237,7 +1226,7 @@ impl<'a> Parser<'a> {
         };
         let (a, b) = match parse_int_or_range(v) {
             Some(ab) => ab,
-            None => match t.names().and_then(|n| lookup(n, v)) {
+            None => match t.named(v) {
                 Some(x) => (x, None),
                 None => {
                     let what = match t {

@@ -45,6 +45,27 @@ fn parses_protocols() {
     assert_eq!(p("ip tcp"), "ip proto 6");
 }
 
+/// Every name of the shared protocol table means its number in IPFilter,
+/// in the encapsulating elements' PROTO and in IPsecEncap's.
+#[test]
+fn every_protocol_name_is_understood_alike() {
+    for &(name, num) in ip_proto::NAMES {
+        assert_eq!(
+            p(&format!("ip proto {name}")),
+            format!("ip proto {num}"),
+            "{name}"
+        );
+        assert_eq!(crate::iproute::encap::parse_proto(name), Ok(num), "{name}");
+        let upper = name.to_ascii_uppercase();
+        assert_eq!(
+            crate::iproute::encap::parse_proto(&upper),
+            Ok(num),
+            "{upper}"
+        );
+    }
+    assert!(err("ip proto icmp6").contains("icmp6"));
+}
+
 #[test]
 fn parses_hosts_and_nets() {
     assert_eq!(p("src host 10.0.0.1"), "src host 10.0.0.1");

@@ -41,33 +41,13 @@ impl IpIds {
     }
 }
 
-/// IP protocol names Click accepts for a protocol argument, with numbers.
-const PROTOCOLS: &[(&str, u8)] = &[
-    ("icmp", 1),
-    ("igmp", 2),
-    ("ipip", 4),
-    ("tcp", 6),
-    ("udp", 17),
-    ("ipv6", 41),
-    ("rsvp", 46),
-    ("gre", 47),
-    ("esp", 50),
-    ("ah", 51),
-    ("icmpv6", 58),
-    ("sctp", 132),
-];
-
 /// Parses an IP protocol: a number 0-255 or a name (`ipip`, `udp`, ...).
 pub fn parse_proto(s: &str) -> Result<u8, String> {
     let s = s.trim();
     if let Ok(n) = u8::from_arg(s, &ArgEnv::default()) {
         return Ok(n);
     }
-    let lower = s.to_ascii_lowercase();
-    PROTOCOLS
-        .iter()
-        .find(|(n, _)| *n == lower)
-        .map(|&(_, p)| p)
+    paraclick_packet::wire::ip_proto::by_name(&s.to_ascii_lowercase())
         .ok_or_else(|| format!("expected IP protocol, not '{s}'"))
 }
 

@@ -62,17 +62,14 @@ pub fn spec() -> ClassSpec {
 }
 
 fn proto(s: &str) -> Result<u8, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "esp" => Ok(50),
-        "ah" => Ok(51),
-        "ipip" | "ip-in-ip" | "ipv4" => Ok(4),
-        "udp" => Ok(17),
-        "tcp" => Ok(6),
-        "gre" => Ok(47),
-        t => t
-            .parse::<u8>()
-            .map_err(|_| format!("bad PROTO '{s}' (a number 0-255, esp, ah or ipip)")),
-    }
+    let t = s.trim().to_ascii_lowercase();
+    let t = match t.as_str() {
+        "ip-in-ip" | "ipv4" => "ipip",
+        t => t,
+    };
+    paraclick_packet::wire::ip_proto::by_name(t)
+        .or_else(|| t.parse::<u8>().ok())
+        .ok_or_else(|| format!("bad PROTO '{s}' (a number 0-255, esp, ah or ipip)"))
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<IPsecEncap, String> {

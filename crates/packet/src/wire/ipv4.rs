@@ -32,6 +32,37 @@ pub mod ip_proto {
     pub const ICMPV6: u8 = 58;
     /// SCTP.
     pub const SCTP: u8 = 132;
+
+    /// Protocol names and their numbers: Click's names (its IPNameInfo
+    /// table) and the other names of /etc/protocols that a router's
+    /// configuration uses. The one table every element parses protocol
+    /// names from and prints them with.
+    pub const NAMES: &[(&str, u8)] = &[
+        ("icmp", ICMP),
+        ("igmp", IGMP),
+        ("ipip", IPIP),
+        ("tcp", TCP),
+        ("udp", UDP),
+        ("dccp", 33),
+        ("ipv6", IPV6),
+        ("rsvp", 46),
+        ("gre", GRE),
+        ("esp", ESP),
+        ("ah", AH),
+        ("icmpv6", ICMPV6),
+        ("sctp", SCTP),
+    ];
+
+    /// The number of the protocol called `name` (exactly as spelled in
+    /// [`NAMES`]: lower case).
+    pub fn by_name(name: &str) -> Option<u8> {
+        NAMES.iter().find(|(n, _)| *n == name).map(|&(_, p)| p)
+    }
+
+    /// The name of protocol `p`, if [`NAMES`] has one.
+    pub fn name(p: u8) -> Option<&'static str> {
+        NAMES.iter().find(|&&(_, v)| v == p).map(|&(n, _)| n)
+    }
 }
 
 /// IPv4 option kinds (copied flag, class and number in one byte).
@@ -872,6 +903,18 @@ impl FromStr for Ipv4Prefix {
 mod tests {
     use super::*;
     use crate::wire::TestRng;
+
+    #[test]
+    fn protocol_names_map_both_ways_once() {
+        for &(n, p) in ip_proto::NAMES {
+            assert_eq!(ip_proto::by_name(n), Some(p), "{n}");
+            assert_eq!(ip_proto::name(p), Some(n), "{p}");
+            assert_eq!(n, n.to_ascii_lowercase());
+        }
+        assert_eq!(ip_proto::by_name("TCP"), None);
+        assert_eq!(ip_proto::by_name("icmp6"), None);
+        assert_eq!(ip_proto::name(200), None);
+    }
 
     /// The classic example header (UDP, 192.168.0.1 -> 192.168.0.199,
     /// checksum b861), followed by its 95-byte payload.
