@@ -16,7 +16,7 @@
 #   the -j 2 MultiFromDevice row (conf/iprouter-veth-2q-poll.click);
 #   JOBS="1 2" (the default), or one of them, the thread counts measured.
 #   PARACLICK_ONLY=1 measures paraclick's rows only (the model's check,
-#   scripts/validate-model.sh).
+#   scripts/validate-model-veth.sh).
 #   RT=1 runs the router's worker threads (paraclick-N) and the
 #   generator under SCHED_FIFO (priorities 51 and 50: the router preempts
 #   the generator), so that other processes' load does not take their
@@ -86,7 +86,7 @@ SECS_ARG=${2:-1}
 MHZ=$(awk -F: '/^cpu MHz/ { printf "%.0f", $2; exit }' /proc/cpuinfo)
 declare -A RESULT INFO
 
-# PARACLICK_ONLY=1 (scripts/validate-model.sh): only paraclick's rows.
+# PARACLICK_ONLY=1 (scripts/validate-model-veth.sh): only paraclick's rows.
 skip_row() { [[ ${PARACLICK_ONLY:-0} == 1 && $1 != paraclick ]]; }
 
 # measure KEY THREADS LABEL KIND [CONF [DEFINES]]: one row. KIND: kernel,

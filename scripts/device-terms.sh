@@ -41,7 +41,7 @@
 # -j 1, conf/fake-iprouter-x2.click at -j 2, BURST=32 as the veth routers):
 #   PREDICT METHOD -j J SATURATED_PPS LOSS_FREE_PPS NS_PER_PKT
 # (NS_PER_PKT: the saturated router's CPU ns per packet per thread,
-# 1e9 x threads / saturated). scripts/validate-model.sh compares these
+# 1e9 x threads / saturated). scripts/validate-model-veth.sh compares these
 # with bench-veth.sh's measurement.
 set -euo pipefail
 export GEN=xdp
