@@ -919,8 +919,14 @@ mod tests {
             assert!(bad.parse::<DeviceTerm>().is_err(), "{bad}");
         }
         let t: DeviceTerm = "AF_XDP:400:1300:450000".parse().unwrap();
-        assert_eq!((t.rx_ns, t.tx_ns, t.ring_pps), (400.0, 1300.0, Some(450000.0)));
-        assert_eq!("AF_XDP:400:1300".parse::<DeviceTerm>().unwrap().ring_pps, None);
+        assert_eq!(
+            (t.rx_ns, t.tx_ns, t.ring_pps),
+            (400.0, 1300.0, Some(450000.0))
+        );
+        assert_eq!(
+            "AF_XDP:400:1300".parse::<DeviceTerm>().unwrap().ring_pps,
+            None
+        );
     }
 
     /// Two independent forwarding paths, as conf/iprouter-veth-2q.click's
