@@ -10,9 +10,11 @@
 #            measured one is lowered by other processes' use of the CPUs;
 #            the prediction is for a core per router thread);
 #   ns/pkt   the router's CPU time per forwarded packet, all its threads
-#            (predicted: at saturation, 1e9 x threads / saturated rate;
-#            measured: at its highest loss-free rate, where it may still
-#            sleep between bursts and pay wake-ups);
+#            (predicted: at saturation, 1e9 x threads / saturated rate,
+#            and at the measured rate, that plus the receive path's floor
+#            term (device-terms.sh FLOOR: CPU it spends beyond its packets,
+#            wake-ups or polling) over the rate; measured: at its highest
+#            loss-free rate);
 #   pps/CPU-s  packets per second of router CPU, 1e9 / ns/pkt (compare
 #            these on a loaded machine).
 # The load average before and after is printed.
@@ -39,25 +41,30 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 cat "$OUT/terms"
 echo
-printf '%-10s %3s | %10s %10s %6s | %8s %8s %6s | %10s %10s | %5s %s\n' \
-  path -j "rate pred" "measured" ratio "ns pred" measured ratio "pps/CPU-s" "measured" CPU limit
+printf '%-10s %3s | %10s %10s %6s | %8s %8s %8s %6s | %10s %10s | %5s %s\n' \
+  path -j "rate pred" "measured" ratio "ns sat" "+floor" measured ratio "pps/CPU-s" "measured" CPU limit
 for name in AF_PACKET AF_XDP; do
   label="paraclick $name"
   for j in ${JOBS:-1 2}; do
+    floor=$(awk -v n="$name" -v j="$j" '$1 == "FLOOR" && $2 == n && $4 == j { print $5 }' "$OUT/terms")
     read -r sat lf pns < <(awk -v n="$name" -v j="$j" '$1 == "PREDICT" && $2 == n && $4 == j { print $5, $6, $7 }' "$OUT/terms")
     # bench-veth.sh's row: label (44 columns), then -j, pps, vs Linux,
     # ns/pkt, cycles, CPU, pps/CPU-s, vs Linux, limit.
     read -r mrate mns mcpu mlimit < <(awk -v l="$label" -v j="$j" '
       substr($0, 1, 44) ~ ("^" l " *$") { split(substr($0, 45), f, " "); if (f[1] == j) { print f[2], f[4], f[6], f[9]; exit } }' "$OUT/bench")
-    printf '%-10s %3s | %10s %10s %6s | %8s %8s %6s | %10s %10s | %5s %s\n' "$name" "$j" \
+    # The CPU per packet the model gives at the measured rate: the
+    # saturated figure plus the receive path's floor spread over it.
+    fns=$(awk -v p="${pns:-0}" -v f="${floor:-0}" -v r="${mrate:-0}" 'BEGIN { if (r > 0) printf "%.0f", p + f * 1e9 / r; else print p }')
+    printf '%-10s %3s | %10s %10s %6s | %8s %8s %8s %6s | %10s %10s | %5s %s\n' "$name" "$j" \
       "${lf:--}" "${mrate:--}" "$(awk -v a="${lf:-0}" -v b="${mrate:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
-      "${pns:--}" "${mns:--}" "$(awk -v a="${pns:-0}" -v b="${mns:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
-      "$(awk -v n="${pns:-0}" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
+      "${pns:--}" "$fns" "${mns:--}" "$(awk -v a="${fns:-0}" -v b="${mns:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
+      "$(awk -v n="${fns:-0}" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
       "$(awk -v n="${mns:-0}" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
       "${mcpu:--}" "${mlimit:--}"
   done
 done
 echo
 echo "rate pred: the model's loss-free rate (its saturated rate, capped by the receive rings' term where measured), a core per thread;"
-echo "ns pred: its CPU per packet at saturation; measured: scripts/bench-veth.sh at its highest loss-free rate. Ratios: predicted / measured."
+echo "ns sat: the model's CPU per packet at saturation; +floor: that plus the receive path's floor (FLOOR) over the measured rate, the model's"
+echo "CPU per packet at that rate; measured: scripts/bench-veth.sh's at its highest loss-free rate; pps/CPU-s: 1e9 / ns. Ratios: predicted / measured."
 echo "load average $load0 before, $load1 after; $(($(date +%s) - start)) s; $(nproc) CPUs; RT=${RT:-0}."
