@@ -354,7 +354,7 @@ enum Cmd {
         /// part scales with it.
         #[arg(long = "line-ns")]
         line_ns: Option<f64>,
-        /// A device path's measured costs, METHOD:RX_NS:TX_NS[:RING_PPS]
+        /// A device path's measured costs, `METHOD:RX_NS:TX_NS[:RING_PPS]`
         /// (as printed by scripts/device-terms.sh): CONFIG is a device
         /// router's twin (conf/fake-iprouter.click for
         /// conf/iprouter-veth.click); its sources are charged RX_NS per
