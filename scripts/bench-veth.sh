@@ -15,6 +15,8 @@
 #   earlier AF_PACKET generator (FastUDPSource -> ToDevice); POLL=1 adds
 #   the -j 2 MultiFromDevice row (conf/iprouter-veth-2q-poll.click);
 #   JOBS="1 2" (the default), or one of them, the thread counts measured.
+#   PARACLICK_ONLY=1 measures paraclick's rows only (the model's check,
+#   scripts/validate-model-veth.sh).
 #   RT=1 runs the router's worker threads (paraclick-N) and the
 #   generator under SCHED_FIFO (priorities 51 and 50: the router preempts
 #   the generator), so that other processes' load does not take their
@@ -84,10 +86,14 @@ SECS_ARG=${2:-1}
 MHZ=$(awk -F: '/^cpu MHz/ { printf "%.0f", $2; exit }' /proc/cpuinfo)
 declare -A RESULT INFO
 
+# PARACLICK_ONLY=1 (scripts/validate-model-veth.sh): only paraclick's rows.
+skip_row() { [[ ${PARACLICK_ONLY:-0} == 1 && $1 != paraclick ]]; }
+
 # measure KEY THREADS LABEL KIND [CONF [DEFINES]]: one row. KIND: kernel,
 # xdp (the XDP redirect) or paraclick.
 measure() {
   local key=$1 threads=$2 label=$3 kind=$4 conf=${5:-} defines=${6:-}
+  skip_row "$kind" && return 0
   veth_links "$threads"
   local gen=$GEN_CPU softirq=
   if [[ $threads -eq 2 ]]; then gen=0,1 softirq=0,1; fi

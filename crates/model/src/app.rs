@@ -137,43 +137,75 @@ pub struct WhatIf {
     pub line_ns: Option<f64>,
 }
 
-/// A device path's measured per-packet costs (issue 42's device terms):
-/// what receiving a packet through FromDevice (reading the ring or the
-/// AF_XDP socket, the copy into a packet, its annotations) and sending one
+/// A device path's measured costs (issue 42's device terms): what
+/// receiving a packet through FromDevice (reading the ring or the AF_XDP
+/// socket, the copy into a packet, its annotations) and sending one
 /// through ToDevice (the send, with the kernel's delivery on the peer)
 /// cost the thread that does it, ns, beyond what the same chain costs
-/// with InfiniteSource and Discard in the devices' places. Measured as
-/// the queue hop is: a chain run on the runtime itself, its time per
-/// packet less the device-less chain's (scripts/device-terms.sh).
+/// with InfiniteSource and Discard in the devices' places; and where the
+/// receive rings overflow before the thread saturates. Measured as the
+/// queue hop is: chains run on the runtime itself, their time per packet
+/// less the device-less chain's (scripts/device-terms.sh).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceTerm {
     /// `AF_PACKET` or `AF_XDP` (shown in the model's table).
     pub method: String,
     pub rx_ns: f64,
     pub tx_ns: f64,
+    /// The wake-up term: the highest rate (packets/s entering the
+    /// router) at which the receive path alone, a FromDevice task per
+    /// receive queue feeding Discard, loses nothing, on the threads and
+    /// CPUs the router uses. A thread that sleeps when its rings are
+    /// empty starts reading them a wake-up latency L after a packet
+    /// arrives (longer when the CPU is shared), and a ring of R frames
+    /// overflows once rate x L > R, however little CPU each packet
+    /// needs: this rate is R / L as the receive path meets it. A router
+    /// loses no later than its own receive path, so its loss-free rate
+    /// is the lower of this and its saturated rate
+    /// ([`DeviceTerm::loss_free`]). None: not measured (the saturated
+    /// rate alone).
+    pub ring_pps: Option<f64>,
+}
+
+impl DeviceTerm {
+    /// The loss-free rate of a device router whose saturated rate (the
+    /// model's, with this term's per-packet costs) is `saturated`.
+    pub fn loss_free(&self, saturated: f64) -> f64 {
+        match self.ring_pps {
+            Some(cap) => saturated.min(cap),
+            None => saturated,
+        }
+    }
 }
 
 impl std::str::FromStr for DeviceTerm {
     type Err = String;
-    /// `METHOD:RX_NS:TX_NS`, as `AF_PACKET:850:1200`.
+    /// `METHOD:RX_NS:TX_NS[:RING_PPS]`, as `AF_PACKET:850:1200` or
+    /// `AF_XDP:400:1300:450000`.
     fn from_str(s: &str) -> Result<DeviceTerm, String> {
-        let bad = || format!("'{s}': expected METHOD:RX_NS:TX_NS (as AF_PACKET:850:1200)");
-        let mut it = s.split(':');
-        let (Some(m), Some(rx), Some(tx), None) = (it.next(), it.next(), it.next(), it.next())
-        else {
-            return Err(bad());
+        let bad = || {
+            format!("'{s}': expected METHOD:RX_NS:TX_NS[:RING_PPS] (as AF_PACKET:850:1200 or AF_XDP:400:1300:450000)")
         };
+        let f: Vec<&str> = s.split(':').collect();
+        if f.len() < 3 || f.len() > 4 || f[0].trim().is_empty() {
+            return Err(bad());
+        }
         let ns = |v: &str| {
             v.trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
         };
-        match (ns(rx), ns(tx)) {
-            (Some(rx_ns), Some(tx_ns)) if !m.trim().is_empty() => Ok(DeviceTerm {
-                method: m.trim().to_string(),
+        let ring_pps = match f.get(3) {
+            None => None,
+            Some(v) => Some(ns(v).filter(|x| *x > 0.0).ok_or_else(bad)?),
+        };
+        match (ns(f[1]), ns(f[2])) {
+            (Some(rx_ns), Some(tx_ns)) => Ok(DeviceTerm {
+                method: f[0].trim().to_string(),
                 rx_ns,
                 tx_ns,
+                ring_pps,
             }),
             _ => Err(bad()),
         }
@@ -187,12 +219,23 @@ impl App {
     /// packet (in cycles at the profile's clock, so it scales with the
     /// core share and the clock as the task's own cost does) and named
     /// with it, so the model's table shows it.
+    ///
+    /// The terms are CPU time (a thread's time on a CPU, as the hop's is
+    /// pure time), while the task costs are wall-clock cycles at the
+    /// timing run's share of a core: a term is charged as the cycles it
+    /// would have taken at that share, so that any share scales both
+    /// alike.
     pub fn with_devices(&self, term: &DeviceTerm, rx: &[(usize, f64)], tx: &[(usize, f64)]) -> App {
         let mut a = self.clone();
+        let then = if self.core_share > 0.0 {
+            self.core_share.min(1.0)
+        } else {
+            1.0
+        };
         for (list, ns, what) in [(rx, term.rx_ns, "rx"), (tx, term.tx_ns, "tx")] {
             for &(i, share) in list {
                 if let Some(t) = a.tasks.get_mut(i) {
-                    t.cycles_per_packet += ns * share * self.tsc_ghz;
+                    t.cycles_per_packet += ns * share * self.tsc_ghz / then;
                     t.name = format!("{} + {} {what} {ns:.0} ns", t.name, term.method);
                 }
             }
@@ -863,9 +906,108 @@ mod tests {
         // sender, sets the rate.
         let two = dev.model(&m, &[0, 1], 2, &w).evaluate().mlffr;
         assert!(two > rate(&dev) && two < 1e9 / 550.0, "{two}");
-        for bad in ["AF_PACKET:1", "x:-1:2", ":1:2", "A:1:2:3", "A:nan:1"] {
+        for bad in [
+            "AF_PACKET:1",
+            "x:-1:2",
+            ":1:2",
+            "A:1:2:3:4",
+            "A:nan:1",
+            "A:1:2:0",
+            "A:1:2:x",
+            "A:1:2:inf",
+        ] {
             assert!(bad.parse::<DeviceTerm>().is_err(), "{bad}");
         }
+        let t: DeviceTerm = "AF_XDP:400:1300:450000".parse().unwrap();
+        assert_eq!(
+            (t.rx_ns, t.tx_ns, t.ring_pps),
+            (400.0, 1300.0, Some(450000.0))
+        );
+        assert_eq!(
+            "AF_XDP:400:1300".parse::<DeviceTerm>().unwrap().ring_pps,
+            None
+        );
+    }
+
+    /// Two independent forwarding paths, as conf/iprouter-veth-2q.click's
+    /// (each thread receives from its own queue and sends what it
+    /// received): half the packets enter through each source.
+    fn two_paths() -> App {
+        let task = |name: &str, entry: bool| AppTask {
+            name: name.into(),
+            cycles_per_packet: 100.0,
+            entry,
+            packets: 0.5,
+            ..AppTask::default()
+        };
+        let queue = |name: &str, p: usize, c: usize| AppQueue {
+            name: name.into(),
+            producers: vec![(p, 0.5)],
+            consumers: vec![(c, 0.5)],
+            batch: 32.0,
+            line_growth: LineTerm::default(),
+        };
+        App {
+            name: "two paths".into(),
+            tasks: vec![
+                task("src_a", true),
+                task("d_a", false),
+                task("src_b", true),
+                task("d_b", false),
+            ],
+            queues: vec![queue("q_a", 0, 1), queue("q_b", 2, 3)],
+            packet_bytes: 64.0,
+            tsc_ghz: 2.0,
+            core_share: 1.0,
+            free_sources: false,
+        }
+    }
+
+    #[test]
+    fn device_terms_at_one_and_two_threads_and_the_ring_term() {
+        let m = machine();
+        let w = WhatIf::default();
+        let dev = two_paths().with_device_twin(&"AF_PACKET:400:500".parse().unwrap());
+        let rate = |assign: &[usize], n: usize| dev.model(&m, assign, n, &w).evaluate().mlffr;
+        // -j 1: 4 x 100 cycles at 2 GHz (200 ns) plus, per packet
+        // entering, its receive (400 ns) and its send (500 ns): 1,100 ns.
+        let one = rate(&[0, 0, 0, 0], 1);
+        assert!((one - 1e9 / 1100.0).abs() < 1e-3, "{one}");
+        // -j 2, a path per thread: each thread handles half the packets,
+        // 100 + 200 + 250 ns per packet entering: 550 ns, twice the rate.
+        let two = rate(&[0, 0, 1, 1], 2);
+        assert!((two - 1e9 / 550.0).abs() < 1e-3, "{two}");
+        // The wake-up term: without it, or above the saturated rate, the
+        // prediction is the saturated rate; below it, the receive rings
+        // overflow first and it is the prediction.
+        let ring = |s: &str| s.parse::<DeviceTerm>().unwrap();
+        assert_eq!(ring("AF_PACKET:400:500").loss_free(two), two);
+        assert_eq!(ring("AF_PACKET:400:500:5000000").loss_free(two), two);
+        assert_eq!(ring("AF_PACKET:400:500:5000000").loss_free(one), one);
+        assert_eq!(ring("AF_PACKET:400:500:1000000").loss_free(two), 1e6);
+        assert_eq!(ring("AF_PACKET:400:500:1000000").loss_free(one), one);
+        // A longer wake-up latency (a lower ring rate) lowers it.
+        assert!(
+            ring("AF_PACKET:400:500:800000").loss_free(two)
+                < ring("AF_PACKET:400:500:1000000").loss_free(two)
+        );
+    }
+
+    #[test]
+    fn device_terms_are_cpu_time_whatever_share_the_timing_run_had() {
+        // The timing run had half a core: its 100-cycle tasks take 50
+        // cycles of CPU. On a dedicated core (a share twice the timing
+        // run's) a task costs 25 ns, and the terms, CPU time, their own
+        // 400 and 500 ns: 4 x 25 + 400 + 500 = 1,000 ns per packet.
+        let mut app = two_paths();
+        app.core_share = 0.5;
+        let dev = app.with_device_twin(&"AF_PACKET:400:500".parse().unwrap());
+        let w = WhatIf {
+            core_share: vec![2.0],
+            ..WhatIf::default()
+        };
+        let one = dev.model(&machine(), &[0, 0, 0, 0], 1, &w).evaluate().mlffr;
+        assert!((one - 1e6).abs() < 1e-3, "{one}");
     }
 
     #[test]

@@ -354,13 +354,20 @@ enum Cmd {
         /// part scales with it.
         #[arg(long = "line-ns")]
         line_ns: Option<f64>,
-        /// A device path's measured costs, METHOD:RX_NS:TX_NS (as printed
-        /// by scripts/device-terms.sh): CONFIG is a device router's twin
-        /// (conf/fake-iprouter.click for conf/iprouter-veth.click); its
-        /// sources are charged RX_NS per packet received and the tasks
-        /// draining its queues TX_NS per packet sent.
+        /// A device path's measured costs, `METHOD:RX_NS:TX_NS[:RING_PPS]`
+        /// (as printed by scripts/device-terms.sh): CONFIG is a device
+        /// router's twin (conf/fake-iprouter.click for
+        /// conf/iprouter-veth.click); its sources are charged RX_NS per
+        /// packet received and the tasks draining its queues TX_NS per
+        /// packet sent; RING_PPS, the receive path's own loss-free rate
+        /// (its rings over its wake-up latency), caps the prediction.
         #[arg(long)]
         device: Option<paraclick_model::app::DeviceTerm>,
+        /// With --device: predict for a core of its own per thread (what
+        /// the router forwards per second of each thread's CPU time)
+        /// instead of the share of a core each thread gets now.
+        #[arg(long, requires = "device")]
+        dedicated: bool,
         #[command(flatten)]
         input: Input,
     },
@@ -632,6 +639,7 @@ fn main() -> ExitCode {
             rounds,
             line_ns,
             device,
+            dedicated,
             input,
         }) => model(ModelArgs {
             system,
@@ -645,6 +653,7 @@ fn main() -> ExitCode {
             rounds,
             line_ns,
             device,
+            dedicated,
             input,
         }),
         Some(Cmd::Parallelize {
@@ -1412,6 +1421,7 @@ struct ModelArgs {
     rounds: usize,
     line_ns: Option<f64>,
     device: Option<paraclick_model::app::DeviceTerm>,
+    dedicated: bool,
     input: Input,
 }
 
@@ -1545,7 +1555,7 @@ fn model(a: ModelArgs) -> ExitCode {
     let Some((src, defines)) = loaded else {
         return fail("no configuration");
     };
-    let whatif = paraclick_model::app::WhatIf {
+    let mut whatif = paraclick_model::app::WhatIf {
         clock_ghz: a.clock,
         packet_bytes: traffic.as_ref().map(|t| t.mean()),
         core_share: Vec::new(),
@@ -1558,6 +1568,12 @@ fn model(a: ModelArgs) -> ExitCode {
         Some(d) => match profile::profile_app(&src, &reg, &defines, a.duration) {
             Ok((app, pnotes)) => {
                 notes.push_str(&pnotes);
+                if a.dedicated {
+                    // A whole core per thread, relative to the timing
+                    // run's share.
+                    let then = app.core_share.clamp(1e-3, 1.0);
+                    whatif.core_share = vec![1.0 / then; a.threads.unwrap_or(1).max(1)];
+                }
                 Some(app.with_device_twin(d))
             }
             Err(e) => {
@@ -1584,7 +1600,30 @@ fn model(a: ModelArgs) -> ExitCode {
                     d.method, d.rx_ns, d.tx_ns
                 );
             }
-            print!("{}", m.text);
+            match a.device.as_ref().and_then(|d| d.ring_pps.map(|r| (d, r))) {
+                // The wake-up term: the rings overflow below saturation.
+                Some((d, ring)) => {
+                    let body = m
+                        .text
+                        .trim_end()
+                        .rsplit_once('\n')
+                        .map(|(b, _)| b)
+                        .unwrap_or("");
+                    println!("{body}");
+                    println!(
+                        "saturated {:.0} pps; receive rings ({}) loss-free up to {ring:.0} pps: {}",
+                        m.mlffr,
+                        d.method,
+                        if ring < m.mlffr {
+                            "the rings overflow before the threads saturate"
+                        } else {
+                            "the threads saturate first"
+                        }
+                    );
+                    println!("MLFFR {:.0} pps", d.loss_free(m.mlffr));
+                }
+                None => print!("{}", m.text),
+            }
             let _ = std::io::stdout().flush();
             eprint!("{notes}");
             ExitCode::SUCCESS

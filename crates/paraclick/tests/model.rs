@@ -396,3 +396,49 @@ fn saturation_mlffr_and_a_2k_design() {
     assert_eq!(csv.lines().count(), 1 + 2 * 2, "{csv}");
     assert!(dir.path().join("d.json").exists());
 }
+
+#[test]
+fn model_of_a_device_twin_charges_the_terms_and_the_ring_caps_it() {
+    let _g = common::one_at_a_time();
+    let cache = tempfile::tempdir().unwrap();
+    let run = |device: &str| {
+        let out = Command::new(common::bin())
+            .args([
+                "model",
+                "conf/fake-iprouter.click",
+                "BURST=32",
+                "--duration",
+                "0.2",
+                "--device",
+                device,
+                "--dedicated",
+            ])
+            .env("XDG_CACHE_HOME", cache.path())
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_string() + "/../..")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    // Every packet is received (100 ns) and sent (1,000 ns) besides the
+    // twin's own work: at most 1e9 / 1,100 pps.
+    let free = run("AF_PACKET:100:1000");
+    let saturated = last_mlffr(&free);
+    assert!(
+        saturated > 1000.0 && saturated < 1e9 / 1100.0,
+        "{saturated}"
+    );
+    // A receive ring that overflows at 1,000 pps is the prediction.
+    let capped = run("AF_PACKET:100:1000:1000");
+    assert_eq!(last_mlffr(&capped), 1000.0);
+    let text = String::from_utf8_lossy(&capped.stdout);
+    assert!(
+        text.contains("the rings overflow before the threads saturate"),
+        "{text}"
+    );
+}

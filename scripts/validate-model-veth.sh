@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The model's check on the device routers (issue 42, docs/MODEL.md):
+# measures the device terms (scripts/device-terms.sh), predicts each
+# router from its twin with them (`paraclick model --device ...
+# --dedicated`), then measures the routers with scripts/bench-veth.sh
+# (IPv4, paraclick's rows only: conf/iprouter-veth.click at -j 1,
+# conf/iprouter-veth-2q.click at -j 2, AF_PACKET and AF_XDP), a separate
+# measurement, and prints predicted against measured with their ratio:
+#   rate     the maximum loss-free rate, pps (on a loaded machine the
+#            measured one is lowered by other processes' use of the CPUs;
+#            the prediction is for a core per router thread);
+#   ns/pkt   the router's CPU time per forwarded packet, all its threads
+#            (predicted: at saturation, 1e9 x threads / saturated rate,
+#            and at the measured rate, that plus the receive path's floor
+#            term (device-terms.sh FLOOR: CPU it spends beyond its packets,
+#            wake-ups or polling) over the rate; measured: at its highest
+#            loss-free rate);
+#   pps/CPU-s  packets per second of router CPU, 1e9 / ns/pkt (compare
+#            these on a loaded machine).
+# The load average before and after is printed.
+#
+# Usage (as root):  scripts/validate-model-veth.sh [PATH/TO/paraclick] [SECONDS]
+#   (SECONDS per trial, default 1); RT=1 as in bench-veth.sh; JOBS="1 2".
+#   BENCH_PREFIX names the namespaces (default pcv).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=$(readlink -f "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}")
+SECS=${2:-1}
+[[ $(id -u) -eq 0 ]] || { echo "validate-model-veth: must run as root" >&2; exit 2; }
+PREFIX=${BENCH_PREFIX:-pcv}
+OUT=$(mktemp -d /tmp/paraclick-validate.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+start=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+echo "validate-model-veth: device terms (scripts/device-terms.sh $SECS 2) ..." >&2
+BENCH_PREFIX=$PREFIX-t bash "$ROOT/scripts/device-terms.sh" "$BIN" "$SECS" 2 >"$OUT/terms" 2> >(sed 's/^/  /' >&2)
+echo "validate-model-veth: routers (scripts/bench-veth.sh, paraclick's IPv4 rows) ..." >&2
+BENCH_PREFIX=$PREFIX-b FAMILIES=4 PARACLICK_ONLY=1 bash "$ROOT/scripts/bench-veth.sh" "$BIN" "$SECS" >"$OUT/bench" 2> >(sed 's/^/  /' >&2)
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+cat "$OUT/terms"
+echo
+printf '%-10s %3s | %10s %10s %6s | %8s %8s %8s %6s | %10s %10s | %5s %s\n' \
+  path -j "rate pred" "measured" ratio "ns sat" "+floor" measured ratio "pps/CPU-s" "measured" CPU limit
+for name in AF_PACKET AF_XDP; do
+  label="paraclick $name"
+  for j in ${JOBS:-1 2}; do
+    floor=$(awk -v n="$name" -v j="$j" '$1 == "FLOOR" && $2 == n && $4 == j { print $5 }' "$OUT/terms")
+    read -r sat lf pns < <(awk -v n="$name" -v j="$j" '$1 == "PREDICT" && $2 == n && $4 == j { print $5, $6, $7 }' "$OUT/terms")
+    # bench-veth.sh's row: label (44 columns), then -j, pps, vs Linux,
+    # ns/pkt, cycles, CPU, pps/CPU-s, vs Linux, limit.
+    read -r mrate mns mcpu mlimit < <(awk -v l="$label" -v j="$j" '
+      substr($0, 1, 44) ~ ("^" l " *$") { split(substr($0, 45), f, " "); if (f[1] == j) { print f[2], f[4], f[6], f[9]; exit } }' "$OUT/bench")
+    # The CPU per packet the model gives at the measured rate: the
+    # saturated figure plus the receive path's floor spread over it.
+    fns=$(awk -v p="${pns:-0}" -v f="${floor:-0}" -v r="${mrate:-0}" 'BEGIN { if (r > 0) printf "%.0f", p + f * 1e9 / r; else print p }')
+    printf '%-10s %3s | %10s %10s %6s | %8s %8s %8s %6s | %10s %10s | %5s %s\n' "$name" "$j" \
+      "${lf:--}" "${mrate:--}" "$(awk -v a="${lf:-0}" -v b="${mrate:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
+      "${pns:--}" "$fns" "${mns:--}" "$(awk -v a="${fns:-0}" -v b="${mns:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
+      "$(awk -v n="${fns:-0}" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
+      "$(awk -v n="${mns:-0}" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
+      "${mcpu:--}" "${mlimit:--}"
+  done
+done
+echo
+echo "rate pred: the model's loss-free rate (its saturated rate, capped by the receive rings' term where measured), a core per thread;"
+echo "ns sat: the model's CPU per packet at saturation; +floor: that plus the receive path's floor (FLOOR) over the measured rate, the model's"
+echo "CPU per packet at that rate; measured: scripts/bench-veth.sh's at its highest loss-free rate; pps/CPU-s: 1e9 / ns. Ratios: predicted / measured."
+echo "load average $load0 before, $load1 after; $(($(date +%s) - start)) s; $(nproc) CPUs; RT=${RT:-0}."
