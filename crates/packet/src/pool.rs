@@ -523,25 +523,36 @@ pub fn prefetch_write<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         let p = x as *const T as *const u8;
-        let size = std::mem::size_of::<T>();
-        // Every line the value touches, wherever it starts.
-        for off in (0..size)
-            .step_by(64)
-            .chain(std::iter::once(size.saturating_sub(1)))
-        {
+        let (first, lines) = line_span(p as usize, std::mem::size_of::<T>());
+        // Every line the value touches, once each: a counted walk. (The
+        // chained step iterator this replaces cost about 20 instructions
+        // a line and prefetched the last line twice; a producer taking
+        // back buffers freed on another core pays two of these a packet.)
+        for i in 0..lines {
             // SAFETY: prefetchw only hints the cache; it reads and writes
             // nothing architecturally and cannot fault, whatever the
-            // address (here, inside a live allocation). CPUs without it
-            // (before Broadwell) execute it as a no-op.
+            // address (here, a line holding part of a live value). CPUs
+            // without it (before Broadwell) execute it as a no-op.
             unsafe {
                 std::arch::asm!(
                     "prefetchw [{}]",
-                    in(reg) p.wrapping_add(off),
+                    in(reg) p.wrapping_add(first.wrapping_add(i * 64)),
                     options(nostack, preserves_flags, readonly)
                 );
             }
         }
     }
+}
+
+/// The cache lines (64 bytes) that `size` bytes at address `addr` touch:
+/// the offset from `addr` to the start of the first (0 or negative, as a
+/// wrapping offset) and how many lines. A zero-sized value counts the
+/// line of its address.
+#[inline(always)]
+fn line_span(addr: usize, size: usize) -> (usize, usize) {
+    let start = addr & !63;
+    let end = addr.wrapping_add(size.max(1) - 1) & !63;
+    (start.wrapping_sub(addr), (end.wrapping_sub(start) >> 6) + 1)
 }
 
 thread_local! {
@@ -779,6 +790,23 @@ pub fn publish_stats() {
 mod tests {
     use super::*;
     use crate::Packet;
+
+    #[test]
+    fn a_prefetch_covers_each_line_of_the_value_once() {
+        for offset in 0..128usize {
+            for size in 0..300usize {
+                let addr = 0x1000 + offset;
+                let (first, n) = line_span(addr, size);
+                let lines: Vec<usize> = (0..n)
+                    .map(|i| addr.wrapping_add(first).wrapping_add(i * 64))
+                    .collect();
+                let want: Vec<usize> = (addr >> 6..=(addr + size.max(1) - 1) >> 6)
+                    .map(|l| l << 6)
+                    .collect();
+                assert_eq!(lines, want, "{size} bytes at {addr:#x}");
+            }
+        }
+    }
 
     #[test]
     fn reuse_is_lifo_and_bounded() {
