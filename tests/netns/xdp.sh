@@ -27,7 +27,7 @@
 #      (sent_direct), frames received on r0 going out of r1 as they are.
 #   2. A router killed with SIGKILL leaves its XDP program on r0; the next
 #      one removes it, saying so, and starts.
-#      After each run every socket's 2048 receive frames are back
+#      After each run every socket's 8192 receive frames are back
 #      (umem_free): no frame leaked.
 #   3. Errors: another XDP program on r0; N_QUEUES 1 on a two-queue
 #      device; a device that does not exist; no permission (an
@@ -41,7 +41,7 @@
 #      come back to r0's socket from r1's completion ring; with
 #      SHARE_UMEM false every one is copied, as before.
 #   5. Frame shortage: packets held in a Queue nobody pulls, a 64-buffer
-#      pool: 1536 frames lent, 512 kept for the kernel, the rest copied
+#      pool: 6144 frames lent, 2048 kept for the kernel, the rest copied
 #      while buffers last, then dropped as `UMEM frame shortage`; the
 #      kernel drops none (the fill ring never ran dry).
 #   6. PASS: with r0 holding the kernel address 10.0.1.100, h1 cannot
@@ -51,6 +51,13 @@
 #      router still forwards all N datagrams to h2; no program is left
 #      after the router, one left by a killed router is removed, and a
 #      bad PASS is refused.
+#   7. Transmit wake-ups in batches: ToDevice pulling 8 packets at a time
+#      wakes the kernel (sendto) once per 32 descriptors on the transmit
+#      ring or when its queue runs empty (tx_kicks), and every packet
+#      arrives.
+#   8. Ring depth: N datagrams sent while the router is stopped (SIGSTOP)
+#      wait in the socket's 8192 receive frames and are all read when it
+#      goes on; the kernel drops none (xdp_stats).
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
 
@@ -72,6 +79,10 @@ TMP=$(mktemp -d /tmp/paraclick-xdp.XXXXXX)
 ROUTER_PID=
 N=5000
 RATE=20000
+# Receive frames of each socket (xdp.rs's RING), and those always left
+# with the kernel (a quarter).
+FRAMES=8192
+KEPT=$((FRAMES / 4))
 
 cleanup() {
   set +e
@@ -207,8 +218,8 @@ forward() { # LABEL CONF THREADS FAMILY TX-TO-H2 IN-HANDLERS...
   else
     fail "$label: h1 sent ${sent:-0} of $N, h2 received $got"
   fi
-  # Every frame came back: each socket's 2048 receive frames are free.
-  if [[ -n ${frees// /} && -z $(tr ' ' '\n' <<<"$frees" | grep -v '^$' | grep -vx 2048) ]]; then
+  # Every frame came back: each socket's receive frames are free.
+  if [[ -n ${frees// /} && -z $(tr ' ' '\n' <<<"$frees" | grep -v '^$' | grep -vx $FRAMES) ]]; then
     pass "$label: every receive frame came back to its socket (umem_free$frees)"
   else
     fail "$label: receive frames not back: umem_free$frees"
@@ -343,10 +354,10 @@ for share in true false; do
     else
       fail "$label: h1 sent ${SENT:-0}, h2 received $got of $((2 * N))"
     fi
-    if [[ $(h in.umem_free) == 2048 ]]; then
-      pass "$label: every receive frame came back from the other thread (umem_free 2048)"
+    if [[ $(h in.umem_free) == "$FRAMES" ]]; then
+      pass "$label: every receive frame came back from the other thread (umem_free $FRAMES)"
     else
-      fail "$label: umem_free $(h in.umem_free) after the run, not 2048"
+      fail "$label: umem_free $(h in.umem_free) after the run, not $FRAMES"
     fi
     # Shared: the originals leave in their own frames, the clones (pooled
     # copies) are copied; not shared: every packet is copied.
@@ -366,22 +377,25 @@ for share in true false; do
 done
 
 # ---- 5. frame shortage: packets held in a Queue nobody pulls ----
-# 1536 frames are lent to the held packets, then 512 stay with the
-# kernel; the next frames are copied into the 64 buffers of a small
+# 6144 frames are lent to the held packets, then 2048 stay with the
+# kernel (more than N packets: this run sends 10,000); the next frames are copied into the 64 buffers of a small
 # pool, then dropped as a frame shortage. The fill ring never ran dry:
 # the kernel dropped nothing.
 HOLD="in :: FromDevice(r0, METHOD XDP) -> Queue(10000) -> Idle;"
-if run_conf "5" 1 "$HOLD" in.count in.umem_free in.drop_reasons in.kernel_drops -- --pool 64; then
+N_ALL=$N N=10000
+if run_conf "5" 1 "$HOLD" in.count in.umem_free in.drop_reasons in.kernel_drops in.xdp_stats -- --pool 64; then
   short=$(grep -o 'UMEM frame shortage [0-9]*' "$TMP/router.out" | grep -o '[0-9]*$' || true)
   echo "      5: sent ${SENT:-0}, in.count $(h in.count), shortage drops ${short:-0}, kernel drops $(h in.kernel_drops), umem_free $(h in.umem_free)"
-  if [[ ${short:-0} -gt 0 && $(h in.umem_free) == 512 && $(h in.kernel_drops) == 0 &&
+  if [[ ${short:-0} -gt 0 && $(h in.umem_free) == "$KEPT" && $(h in.kernel_drops) == 0 &&
+        $(h in.xdp_stats) == "rx_dropped 0 rx_ring_full 0 fill_ring_empty 0 tx_invalid 0" &&
         $(( $(h in.count) + short )) -ge $N ]]; then
-    pass "5: frames short: counted as 'UMEM frame shortage' (${short}), 512 frames kept for the kernel, none lost there"
+    pass "5: frames short: counted as 'UMEM frame shortage' (${short}), $KEPT frames kept for the kernel, none lost there (xdp_stats: $(h in.xdp_stats))"
   else
-    fail "5: shortage ${short:-none}, umem_free $(h in.umem_free), kernel_drops $(h in.kernel_drops), count $(h in.count)"
+    fail "5: shortage ${short:-none}, umem_free $(h in.umem_free), kernel_drops $(h in.kernel_drops), xdp_stats '$(h in.xdp_stats)', count $(h in.count)"
     cat "$TMP/router.out"
   fi
 fi
+N=$N_ALL
 
 # ---- 6. PASS: the host's own traffic goes to the kernel ----
 # r0 holds the kernel address 10.0.1.100. The router forwards every IPv4
@@ -418,8 +432,8 @@ PASS_F='arp and dst host 10.0.1.100 or dst host 10.0.1.100'
 if pass_run "6 with PASS" ", PASS \"$PASS_F\""; then
   if $PINGED; then pass "6: PASS \"$PASS_F\": the kernel answers h1's ARP and ping"
   else fail "6: with PASS, h1 cannot ping 10.0.1.100: $(cat "$TMP/router.err")"; fi
-  if [[ ${SENT:-0} -eq $N && $GOT -eq $N && $(h in.count) -ge $N && $(h in.umem_free) == 2048 ]]; then
-    pass "6: with PASS the router still takes and forwards the rest ($GOT of $N, in.count $(h in.count), umem_free 2048)"
+  if [[ ${SENT:-0} -eq $N && $GOT -eq $N && $(h in.count) -ge $N && $(h in.umem_free) == "$FRAMES" ]]; then
+    pass "6: with PASS the router still takes and forwards the rest ($GOT of $N, in.count $(h in.count), umem_free $FRAMES)"
   else
     fail "6: with PASS, h1 sent ${SENT:-0}, h2 received $GOT, in.count $(h in.count), umem_free $(h in.umem_free)"
   fi
@@ -439,6 +453,58 @@ else
 fi
 refused "6 PASS without METHOD XDP" "PASS needs METHOD XDP" "FromDevice(r0, PASS \"arp\") -> Discard;"
 refused "6 a bad PASS" "PASS: unknown word 'src'" "FromDevice(r0, METHOD XDP, PASS \"src host 10.0.0.1\") -> Discard;"
+
+# ---- 7. transmit wake-ups in batches ----
+# A source puts bursts of 64 datagrams in a Queue; ToDevice pulls 8 at a
+# time. It wakes the kernel (sendto) once per 32 descriptors on the
+# transmit ring, or when the queue is empty, not once per pull of 8: at
+# most one wake-up per 16 packets, and every datagram arrives (the last
+# ones, fewer than 32, are sent when the queue runs empty).
+M=1000
+before=$(noports 4)
+ip netns exec "$R" "$BIN" -h out.count -h out.tx_kicks -e "
+  src :: InfiniteSource(LENGTH 18, LIMIT $M, BURST 64, STOP false)
+    -> UDPIPEncap(10.0.1.2, 1024, 10.0.2.2, 9)
+    -> EtherEncap(0x0800, 02:00:00:00:02:01, 02:00:00:00:02:02)
+    -> Queue(10000) -> out :: ToDevice(r1, METHOD XDP, BURST 8);" >"$TMP/router.out" 2>"$TMP/router.err" &
+ROUTER_PID=$!
+got_all() { (( $(noports 4) - before >= M )); }
+wait_for 10 "h2 receiving the router's $M datagrams" got_all || true
+stop_router
+GOT=$(( $(noports 4) - before ))
+kicks=$(h out.tx_kicks)
+echo "      7: sent $(h out.count), h2 received $GOT, transmit wake-ups ${kicks:-none}"
+if [[ $GOT -eq $M && $(h out.count) -eq $M && -n $kicks && $((kicks * 16)) -le $M ]]; then
+  pass "7: $M datagrams sent in pulls of 8 with $kicks wake-ups of the kernel (at most one per 16), all received"
+else
+  fail "7: h2 received $GOT of $M, out.count $(h out.count), tx_kicks ${kicks:-none}: $(cat "$TMP/router.err")"
+fi
+
+# ---- 8. a stalled reader loses nothing while its frames last ----
+# The router is stopped (SIGSTOP) while h1 sends N datagrams: the kernel
+# keeps them on the receive ring, in the socket's 8192 frames (2048 would
+# lose most of them), and the router reads every one when it goes on.
+ip netns exec "$R" "$BIN" -h c.count -h in.xdp_stats -e "
+  in :: FromDevice(r0, METHOD XDP) -> c :: Counter -> Discard;" >"$TMP/router.out" 2>"$TMP/router.err" &
+ROUTER_PID=$!
+if wait_for 10 "the router's XDP program on r0" has_prog; then
+  sleep 0.3
+  kill -STOP "$ROUTER_PID"
+  SENT=$(ip netns exec "$H1" "$BIN" --no-pin -h src.count -e "$(generator 4)" 2>"$TMP/gen.err" |
+    tr -dc '0-9') || true
+  kill -CONT "$ROUTER_PID"
+  sleep 0.5
+  stop_router
+  echo "      8: sent ${SENT:-0} to the stopped router, it counted $(h c.count); $(h in.xdp_stats)"
+  if [[ ${SENT:-0} -eq $N && $(h c.count) -eq $N &&
+        $(h in.xdp_stats) == "rx_dropped 0 rx_ring_full 0 fill_ring_empty 0 tx_invalid 0" ]]; then
+    pass "8: $N datagrams sent while the router was stopped, all read when it went on"
+  else
+    fail "8: sent ${SENT:-0} while stopped, read $(h c.count), xdp_stats '$(h in.xdp_stats)'"
+  fi
+else
+  fail "8: router start: $(cat "$TMP/router.err")"
+fi
 
 if [[ $FAILED -eq 0 ]]; then echo "xdp test: all checks passed"; else echo "xdp test: FAILED"; fi
 exit $FAILED

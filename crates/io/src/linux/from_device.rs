@@ -236,11 +236,17 @@
 //! - `mode` (read): how frames are read: `AF_PACKET`, or with METHOD XDP
 //!   `XDP native copy`, `XDP native zerocopy` or `XDP generic copy`.
 //! - `umem_free` (read; METHOD XDP): the socket's receive frames that no
-//!   packet holds (2048 of 2048 when none does; frames packets freed on
+//!   packet holds (8192 of 8192 when none does; frames packets freed on
 //!   another thread count once that thread has handed them back, in a
 //!   batch or when it goes idle). Empty without METHOD XDP.
 //! - `umem` (read; METHOD XDP): `shared with` the other device queues
 //!   whose sockets share the socket's UMEM, or `own`.
+//! - `xdp_stats` (read; METHOD XDP): the kernel's counters of the socket
+//!   (XDP_STATISTICS): `rx_dropped N rx_ring_full N fill_ring_empty N
+//!   tx_invalid N`. `rx_dropped` (frames lost for want of a fill ring
+//!   entry, and invalid descriptors) and `rx_ring_full` (frames lost to a
+//!   full receive ring) make `kernel_drops`; `fill_ring_empty` counts the
+//!   times the kernel found the fill ring empty.
 //!
 //! Example: a router's input whose pings and ARP overtake a flood:
 //!
@@ -476,6 +482,9 @@ impl Element for FromDevice {
         }),
         Handler::read("umem", |e, _| {
             e.xsk.get().map_or_else(String::new, |x| x.umem_info())
+        }),
+        Handler::read("xdp_stats", |e, _| {
+            e.xsk.get().map_or_else(String::new, |x| x.stats_text())
         }),
     ];
 

@@ -50,8 +50,11 @@
 //!   SHARE_UMEM): without output 0 that frame goes on the transmit ring
 //!   as it is, with no copy, whichever device it came from. Any other
 //!   packet (or every packet, with output 0, which gets the sent ones) is
-//!   copied into a transmit frame. The kernel is woken when it asks
-//!   (need-wakeup), and sent frames come back through the completion
+//!   copied into a transmit frame. The kernel is woken (a `sendto`) when
+//!   it asks (need-wakeup): pulling, once 32 descriptors wait on the
+//!   transmit ring or when the input has no more packets (the run that
+//!   finds it empty), rather than once per BURST; pushed to, after each
+//!   batch. Sent frames come back through the completion
 //!   ring (a receive frame to the fill ring). When no frame or ring
 //!   entry is free the packets wait as described above. Packets longer
 //!   than a frame (2048 bytes) are dropped.
@@ -70,6 +73,9 @@
 //! - `umem` (read; METHOD XDP): as for FromDevice.
 //! - `sent_direct`, `sent_copied` (read; METHOD XDP): packets sent in the
 //!   frame they arrived in, and packets copied into a transmit frame.
+//! - `tx_kicks` (read; METHOD XDP): wake-ups of the kernel to send (one
+//!   `sendto` each where the kernel asks for it, as it always does in
+//!   copy mode).
 //!
 //! Example:
 //!
@@ -245,17 +251,13 @@ impl ToDevice {
     /// [`ToDevice::transmit`] through the AF_XDP socket.
     fn transmit_xdp(&self, cx: &mut Cx<'_>, x: &XskPort, batch: Batch) -> Batch {
         // Without output 0 no sent packet is kept: a packet in a frame
-        // of this socket's UMEM goes on the ring without a copy.
-        let r = x.send(batch, !self.has_out0);
+        // of this socket's UMEM goes on the ring without a copy. Pulling,
+        // the kernel is woken once per KICK_BATCH descriptors, or when
+        // the queue upstream is empty (run_task's flush), rather than
+        // once per burst.
+        let r = x.send(batch, !self.has_out0, self.pull);
         if let Some(errno) = r.error {
-            self.errors.report(
-                &format!("{} :: ToDevice", cx.element_name()),
-                &format!(
-                    "{}: {}; packets the device refuses are dropped",
-                    self.devname,
-                    std::io::Error::from_raw_os_error(errno)
-                ),
-            );
+            self.xdp_error(cx, errno);
         }
         let sent = r.sent.len() + r.zerocopy;
         if sent > 0 {
@@ -266,6 +268,26 @@ impl ToDevice {
         }
         self.fail(cx, r.failed);
         r.left
+    }
+
+    /// Reports a failed wake-up of the AF_XDP socket's kernel side.
+    fn xdp_error(&self, cx: &mut Cx<'_>, errno: i32) {
+        self.errors.report(
+            &format!("{} :: ToDevice", cx.element_name()),
+            &format!(
+                "{}: {}; packets the device refuses are dropped",
+                self.devname,
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        );
+    }
+
+    /// With METHOD XDP, wakes the kernel up for the descriptors deferred
+    /// sends left on the transmit ring.
+    fn flush_xdp(&self, cx: &mut Cx<'_>) {
+        if let Some(errno) = self.xsk.get().and_then(|x| x.flush()) {
+            self.xdp_error(cx, errno);
+        }
     }
 
     /// The `mode` handler.
@@ -386,6 +408,11 @@ impl Element for ToDevice {
                 .get()
                 .map_or_else(String::new, |x| x.tx_counts().1.to_string())
         }),
+        Handler::read("tx_kicks", |e, _| {
+            e.xsk
+                .get()
+                .map_or_else(String::new, |x| x.tx_kicks().to_string())
+        }),
         Handler::read("count", |e, _| e.counts.count.get().to_string()),
         Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
         Handler::write("reset_counts", |e, _, _| {
@@ -451,12 +478,18 @@ impl Element for ToDevice {
                 // Still blocked: pull nothing more this time, and stay
                 // awake to retry (with the queue empty, a sleeping task
                 // would hold these packets until the next push).
+                self.flush_xdp(cx);
                 return true;
             }
         }
         match cx.pull(0, self.burst) {
             Some(b) => self.send(cx, b) || work,
-            None => work,
+            None => {
+                // Nothing more to send for now: the deferred descriptors
+                // go before the task sleeps.
+                self.flush_xdp(cx);
+                work
+            }
         }
     }
 

@@ -39,12 +39,16 @@ use std::sync::{Arc, Mutex, Weak};
 pub const FRAME_SIZE: usize = 2048;
 /// Entries of each ring (fill, receive, transmit, completion), and frames
 /// of each half of the UMEM.
-const RING: usize = 2048;
+const RING: usize = 8192;
 /// Receive frames kept with the kernel (on the fill and receive rings)
 /// at least: below this, received frames are copied into pooled buffers
 /// rather than lent to packets, so the fill ring never runs dry however
 /// many packets a configuration holds (in a Queue, say).
 const MIN_KERNEL_FRAMES: usize = RING / 4;
+/// Descriptors a deferred send leaves on the transmit ring before it
+/// wakes the kernel: the kernel's default budget per `sendto` in copy
+/// mode (a call sends at most 32 frames).
+pub const KICK_BATCH: usize = 32;
 
 #[repr(C)]
 struct PcxXsk {
@@ -108,13 +112,14 @@ extern "C" {
     ) -> c_uint;
     fn pcx_xsk_tx_room(x: *mut PcxXsk, n: c_uint) -> c_uint;
     fn pcx_xsk_tx_reap(x: *mut PcxXsk, addrs: *mut c_ulonglong, max: c_uint) -> c_uint;
-    fn pcx_xsk_tx_submit(
+    fn pcx_xsk_tx_put(
         x: *mut PcxXsk,
         addrs: *const c_ulonglong,
         lens: *const c_uint,
         n: c_uint,
-        err: *mut c_int,
     ) -> c_uint;
+    fn pcx_xsk_tx_kick(x: *mut PcxXsk) -> c_int;
+    fn pcx_xsk_tx_outstanding(x: *mut PcxXsk) -> c_uint;
     fn pcx_xsk_stats(
         x: *const PcxXsk,
         rx_dropped: *mut c_ulonglong,
@@ -462,6 +467,11 @@ struct TxSide {
     /// Packets sent without a copy, and copied into transmit frames.
     direct: u64,
     copied: u64,
+    /// Descriptors put on the transmit ring since the last wake-up
+    /// (`sendto`) of the kernel.
+    unkicked: usize,
+    /// Wake-ups made (`sendto` calls).
+    kicks: u64,
 }
 
 /// One AF_XDP socket on one queue of one device, with its UMEM.
@@ -722,8 +732,11 @@ impl XskPort {
     /// packet whose buffer is a frame of this socket's UMEM (its own
     /// receive frame, or with a shared UMEM another socket's) as it is
     /// when `consume` (the caller keeps no sent packet), the others
-    /// copied into transmit frames.
-    pub fn send(&self, mut batch: Batch, consume: bool) -> TxResult {
+    /// copied into transmit frames. The kernel is woken to send them
+    /// (a `sendto`) at once, or with `defer` only once [`KICK_BATCH`]
+    /// descriptors wait on the ring: the caller then calls
+    /// [`XskPort::flush`] when it has nothing more to send.
+    pub fn send(&self, mut batch: Batch, consume: bool, defer: bool) -> TxResult {
         let mut res = TxResult {
             sent: Batch::new(),
             zerocopy: 0,
@@ -790,19 +803,18 @@ impl XskPort {
         if tx.addrs.is_empty() {
             return res;
         }
-        let mut err = 0;
         // SAFETY: the arrays hold `n` descriptors of frames we own.
         let done = unsafe {
-            pcx_xsk_tx_submit(
+            pcx_xsk_tx_put(
                 self.raw,
                 tx.addrs.as_ptr(),
                 tx.lens.as_ptr(),
                 tx.addrs.len() as c_uint,
-                &mut err,
             )
         } as usize;
-        if err != 0 {
-            res.error = Some(err);
+        tx.unkicked += done;
+        if !defer || tx.unkicked >= KICK_BATCH {
+            res.error = self.kick(tx);
         }
         if done < tx.addrs.len() {
             // Not reached: the ring had room for all (checked above, and
@@ -833,6 +845,49 @@ impl XskPort {
         res
     }
 
+    /// Wakes the kernel up to send the descriptors on the transmit ring:
+    /// again while each call sends some and some are left (a call sends
+    /// up to the kernel's budget, 32 by default). The errno of a failed
+    /// wake-up, if one failed.
+    fn kick(&self, tx: &mut TxSide) -> Option<i32> {
+        // SAFETY: an open socket (here and below).
+        let mut left = unsafe { pcx_xsk_tx_outstanding(self.raw) } as usize;
+        loop {
+            tx.kicks += 1;
+            // SAFETY: as above.
+            let r = unsafe { pcx_xsk_tx_kick(self.raw) };
+            if r != 0 && r != libc::EAGAIN {
+                tx.unkicked = 0;
+                return Some(r);
+            }
+            // SAFETY: as above.
+            let now = unsafe { pcx_xsk_tx_outstanding(self.raw) } as usize;
+            if r == 0 || now == 0 || now >= left {
+                // Sent, or no progress (the completion ring is full, or
+                // the device busy): the next send or flush tries again.
+                tx.unkicked = if r == 0 { 0 } else { now };
+                return None;
+            }
+            left = now;
+        }
+    }
+
+    /// Wakes the kernel up for descriptors a deferred [`XskPort::send`]
+    /// left on the transmit ring, if any. The errno of a failed wake-up,
+    /// if one failed.
+    pub fn flush(&self) -> Option<i32> {
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        if tx.unkicked == 0 {
+            return None;
+        }
+        self.kick(&mut tx)
+    }
+
+    /// Wake-ups of the kernel to send (`sendto` calls) so far.
+    pub fn tx_kicks(&self) -> u64 {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).kicks
+    }
+
     /// (packets sent without a copy, packets copied into transmit
     /// frames) so far.
     pub fn tx_counts(&self) -> (u64, u64) {
@@ -860,6 +915,22 @@ impl XskPort {
         } else {
             format!("shared with {}", others.join(", "))
         }
+    }
+
+    /// The socket's XDP_STATISTICS, for the `xdp_stats` handler:
+    /// `rx_dropped N rx_ring_full N fill_ring_empty N tx_invalid N`
+    /// (`rx_dropped` counts frames lost for want of a fill ring entry and
+    /// invalid descriptors; `fill_ring_empty` the times the kernel found
+    /// the fill ring empty; `rx_ring_full` frames lost to a full receive
+    /// ring), or the errno's text.
+    pub fn stats_text(&self) -> String {
+        let (mut a, mut b, mut c, mut d) = (0, 0, 0, 0);
+        // SAFETY: an open socket; four counters to write.
+        let r = unsafe { pcx_xsk_stats(self.raw, &mut a, &mut b, &mut c, &mut d) };
+        if r != 0 {
+            return std::io::Error::from_raw_os_error(-r).to_string();
+        }
+        format!("rx_dropped {a} rx_ring_full {b} fill_ring_empty {c} tx_invalid {d}")
     }
 
     /// Frames the kernel dropped for this socket: no fill ring entry or a
@@ -1505,6 +1576,8 @@ impl Open<'_> {
                 done: Vec::new(),
                 direct: 0,
                 copied: 0,
+                unkicked: 0,
+                kicks: 0,
             }),
             umem,
             _dev: (*dev).clone(),

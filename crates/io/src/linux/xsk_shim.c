@@ -295,12 +295,33 @@ unsigned pcx_xsk_tx_reap(struct pcx_xsk *x, unsigned long long *addrs,
 	return n;
 }
 
+// Descriptors on the transmit ring the kernel has not taken yet.
+unsigned pcx_xsk_tx_outstanding(struct pcx_xsk *x)
+{
+	return x->tx.size - xsk_prod_nb_free(&x->tx, x->tx.size);
+}
+
+// Wakes the kernel up to send what the transmit ring holds, if it asks
+// for it (need-wakeup; in copy mode it always does): one `sendto`, which
+// sends up to the kernel's per-call budget (32 frames unless raised) and
+// returns EAGAIN when more are left. Returns 0, EAGAIN when frames are
+// left on the ring, or the errno of a failed wake-up.
+int pcx_xsk_tx_kick(struct pcx_xsk *x)
+{
+	if (!xsk_ring_prod__needs_wakeup(&x->tx))
+		return 0;
+	if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
+		return 0;
+	if (errno == EAGAIN || errno == EBUSY || errno == ENOBUFS)
+		return EAGAIN;
+	return errno == EINTR ? 0 : errno;
+}
+
 // Puts up to `n` frames (UMEM addresses and lengths) on the transmit
-// ring, in order, and wakes the kernel up if it asks for it. Returns how
-// many went on the ring; *err gets the wake-up's errno (0 if none or a
-// passing EAGAIN, EBUSY or ENOBUFS).
-unsigned pcx_xsk_tx_submit(struct pcx_xsk *x, const unsigned long long *addrs,
-			   const unsigned *lens, unsigned n, int *err)
+// ring, in order, without waking the kernel up (pcx_xsk_tx_kick does).
+// Returns how many went on the ring.
+unsigned pcx_xsk_tx_put(struct pcx_xsk *x, const unsigned long long *addrs,
+			const unsigned *lens, unsigned n)
 {
 	__u32 idx = 0;
 	__u32 got = xsk_ring_prod__reserve(&x->tx, n, &idx);
@@ -311,13 +332,6 @@ unsigned pcx_xsk_tx_submit(struct pcx_xsk *x, const unsigned long long *addrs,
 		d->options = 0;
 	}
 	xsk_ring_prod__submit(&x->tx, got);
-	*err = 0;
-	if (got && xsk_ring_prod__needs_wakeup(&x->tx)) {
-		if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS &&
-		    errno != EINTR)
-			*err = errno;
-	}
 	return got;
 }
 
