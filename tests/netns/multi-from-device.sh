@@ -23,6 +23,10 @@
 #      and none is on the other device's path.
 #   3. A configuration in which MultiFromDevice and FromDevice both read
 #      queue 0 of m0 is refused at startup, naming both.
+#   4. Two FromDevice queues of m0 while the router sends N0 frames out of
+#      m0 itself: with OUTBOUND false the kernel puts none of them in
+#      the fanout group's rings (kernel_count 0); with OUTBOUND true the
+#      rings get and emit them all. s0 receives them both times.
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
 
@@ -32,8 +36,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [[ $(id -u) -eq 0 ]] || { echo "multi-from-device test: must run as root (namespaces, veth pairs, packet sockets)" >&2; exit 2; }
 
 SUF=$$
-S=pc-mq-s-$SUF
-M=pc-mq-m-$SUF
+# NETNS_PREFIX (default pc-mq) names the namespaces.
+S=${NETNS_PREFIX:-pc-mq}-s-$SUF
+M=${NETNS_PREFIX:-pc-mq}-m-$SUF
 TMP=$(mktemp -d /tmp/paraclick-mq.XXXXXX)
 RX_PID=
 FAILED=0
@@ -213,6 +218,41 @@ elif grep -q "m and f both read QUEUE 0 of m0\|f and m both read QUEUE 0 of m0" 
 else
   fail "3: refused, but not for the shared queue"; echo "$out"
 fi
+
+# ---- 4. the router's own frames stay out of a fanout group's rings ----
+# Two FromDevice queues of m0 (one fanout group) while the router itself
+# sends N0 frames out of m0 and nothing arrives: the kernel gives the
+# group none of them (kernel_count, PACKET_STATISTICS, stays 0), unless
+# OUTBOUND asks for them. Before the group's own ignore-outgoing flag,
+# every frame sent was cloned and copied into a ring, then skipped.
+SOCKETS=2
+for outbound in false true; do
+  CONF="q0 :: FromDevice(m0, QUEUE 0, N_QUEUES 2, SNIFFER false, OUTBOUND $outbound) -> Discard;
+q1 :: FromDevice(m0, QUEUE 1, N_QUEUES 2, SNIFFER false, OUTBOUND $outbound) -> Discard;
+FastUDPSource($RATE, $N0, 60, 02:00:00:00:01:01, 10.0.1.1, 1024, 02:00:00:00:01:02, 10.0.1.2, 9, INTERVAL 1)
+  -> to :: ToDevice(m0);
+StaticThreadSched(q0 0, q1 1);"
+  s0_before=$(ip netns exec "$S" awk '$1 == "s0:" { print $3 }' /proc/net/dev)
+  start_rx 2 "$CONF" q0.kernel_count q1.kernel_count q0.count q1.count to.count ||
+    { fail "4: receiver start (OUTBOUND $outbound)"; exit 1; }
+  sent_all() { [[ $(num to.count) -ge $N0 ]]; }
+  wait_for 20 "the router to send $N0 frames" sent_all || true
+  sleep 0.2
+  stop_rx
+  s0_got=$(( $(ip netns exec "$S" awk '$1 == "s0:" { print $3 }' /proc/net/dev) - s0_before ))
+  kc=$(( $(h q0.kernel_count) + $(h q1.kernel_count) ))
+  em=$(( $(h q0.count) + $(h q1.count) ))
+  echo "      4: OUTBOUND $outbound: sent $(h to.count), s0 received $s0_got; the queues' rings got $kc frames, emitted $em"
+  if [[ $s0_got -lt $N0 ]]; then
+    fail "4: OUTBOUND $outbound: s0 received $s0_got of the $N0 frames sent"
+  elif [[ $outbound == false && $kc -eq 0 && $em -eq 0 ]]; then
+    pass "4: OUTBOUND false: none of the $N0 frames the router sent reached its fanout rings"
+  elif [[ $outbound == true && $kc -ge $N0 && $em -ge $N0 ]]; then
+    pass "4: OUTBOUND true: the fanout rings got ($kc) and emitted ($em) the $N0 frames sent"
+  else
+    fail "4: OUTBOUND $outbound: the fanout rings got $kc frames and emitted $em ($N0 sent)"
+  fi
+done
 
 if [[ $FAILED -eq 0 ]]; then echo "multi-from-device test: all checks passed"; else echo "multi-from-device test: FAILED"; fi
 exit $FAILED

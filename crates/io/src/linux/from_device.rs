@@ -64,7 +64,8 @@
 //! join one PACKET_FANOUT group, and the kernel deals each flow to one of
 //! them (software receive-side scaling). Put each on its own thread with
 //! StaticThreadSched. Together the elements reading DEVNAME must read
-//! each of its n queues exactly once, with the same N_QUEUES and FANOUT:
+//! each of its n queues exactly once, with the same N_QUEUES, FANOUT and
+//! OUTBOUND:
 //! n FromDevice elements with distinct QUEUE numbers, or some of the
 //! queues read by MultiFromDevice elements (which poll several queues,
 //! of one device or several, in one task).
@@ -122,7 +123,10 @@
 //!   (by receiving CPU), `RND` (random), `QM` (by device queue),
 //!   `ROLLOVER` (fill one, then the next).
 //! - `OUTBOUND` (boolean, default false): also emit the frames this host
-//!   sends on DEVNAME (packet type `OUTGOING`).
+//!   sends on DEVNAME (packet type `OUTGOING`). Without it the kernel
+//!   does not copy them into the ring (PACKET_IGNORE_OUTGOING; with
+//!   N_QUEUES, the fanout group's flag), so a router's own ToDevice on
+//!   DEVNAME costs its FromDevice nothing.
 //! - `TIMESTAMP` (boolean, default true): set the timestamp annotation.
 //! - `FORCE_IP` (boolean, default false): emit only IPv4 packets (link
 //!   header kept, network header annotation set); drop the rest.
@@ -227,7 +231,14 @@
 //!   was full (`PACKET_STATISTICS`), plus frames FromDevice dropped itself
 //!   (no packet buffer, a super-frame it could not cut, FORCE_IP).
 //! - `kernel_drops` (read): the kernel's ring drops alone (Click's name).
-//! - `reset_counts` (write): resets `count` and the drop counts.
+//! - `kernel_count` (read): frames the kernel gave the AF_PACKET rings
+//!   or dropped at them (`PACKET_STATISTICS`), whether emitted or not:
+//!   more than `count` plus `drops` when the rings got frames FromDevice
+//!   skips (the host's outgoing frames without OUTBOUND, which the
+//!   kernel keeps out of the rings, fanout groups included, since Linux
+//!   6.9). 0 with METHOD XDP.
+//! - `reset_counts` (write): resets `count`, `kernel_count` and the drop
+//!   counts.
 //! - `encap` (read): the link encapsulation, `ETHER`.
 //! - `priority_count` (read): packets emitted from the priority ring
 //!   (0 without one); `count` less this is what the main ring gave.
@@ -387,6 +398,7 @@ impl FromDevice {
             queue: self.queue,
             nqueues: self.opts.nqueues,
             fanout: self.opts.fanout,
+            outbound: self.opts.outbound,
             filters: &self.opts.filters,
         }
     }
@@ -462,6 +474,10 @@ impl Element for FromDevice {
         Handler::try_read("kernel_drops", |e, hx| {
             let own = e.stats.kernel_drops(e.rings()) + e.xdp_drops();
             Ok(hx.sum_with(own, &e.replicas, "kernel_drops")?.to_string())
+        }),
+        Handler::try_read("kernel_count", |e, hx| {
+            let own = e.stats.kernel_count(e.rings());
+            Ok(hx.sum_with(own, &e.replicas, "kernel_count")?.to_string())
         }),
         Handler::write("reset_counts", |e, _, hx| {
             e.stats.reset(e.rings());
@@ -824,6 +840,26 @@ mod tests {
             !e.contains("share one filter") && e.contains("pcnodev0"),
             "{e}"
         );
+    }
+
+    /// A device's queues share one fanout group, which either takes the
+    /// host's outgoing frames or not: they must agree on OUTBOUND.
+    #[test]
+    fn queues_of_a_device_agree_on_outbound() {
+        let err = |conf: &str| build_err(&full_registry(), conf);
+        let e = err(
+            "FromDevice(pcnodev0, QUEUE 0, N_QUEUES 2, OUTBOUND true) -> Discard;
+                     FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2) -> Discard;",
+        );
+        assert!(
+            e.contains("OUTBOUND true") && e.contains("OUTBOUND false"),
+            "{e}"
+        );
+        let e = err(
+            "FromDevice(pcnodev0, QUEUE 0, N_QUEUES 2, OUTBOUND true) -> Discard;
+                     FromDevice(pcnodev0, QUEUE 1, N_QUEUES 2, OUTBOUND true) -> Discard;",
+        );
+        assert!(!e.contains("OUTBOUND") && e.contains("pcnodev0"), "{e}");
     }
 
     #[test]

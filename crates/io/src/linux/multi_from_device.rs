@@ -78,6 +78,8 @@
 //! - `drops` (read): frames lost on all queues: the kernel's ring drops
 //!   plus the frames this element dropped itself (as FromDevice's).
 //! - `kernel_drops` (read): the kernel's ring drops alone.
+//! - `kernel_count` (read): frames the kernel gave the AF_PACKET rings or
+//!   dropped at them (as FromDevice's).
 //! - `reset_counts` (write): resets the counts and the drop counts.
 //! - `encap` (read): the link encapsulation, `ETHER`.
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the first socket's
@@ -245,6 +247,7 @@ impl MultiFromDevice {
             queue: *q,
             nqueues: self.opts.nqueues,
             fanout: self.opts.fanout,
+            outbound: self.opts.outbound,
             filters: &self.opts.filters,
         })
     }
@@ -363,6 +366,9 @@ impl Element for MultiFromDevice {
         Handler::read("counts", |e, _| e.counts()),
         Handler::read("drops", |e, _| {
             (e.stats.drops(e.rings()) + e.xdp_drops()).to_string()
+        }),
+        Handler::read("kernel_count", |e, _| {
+            e.stats.kernel_count(e.rings()).to_string()
         }),
         Handler::read("kernel_drops", |e, _| {
             (e.stats.kernel_drops(e.rings()) + e.xdp_drops()).to_string()

@@ -289,8 +289,10 @@ pub struct RxQueue {
     gro_was_on: bool,
     _fanout: Option<FanoutMember>,
     _kernel_off: Option<KernelOff>,
-    /// Kernel ring drops read so far (reading resets the kernel's count).
-    kernel_drops: Mutex<u64>,
+    /// The kernel's ring statistics read so far (reading resets the
+    /// kernel's counts): frames it gave the ring or dropped at it, and
+    /// the drops.
+    kernel_stats: Mutex<(u64, u64)>,
 }
 
 /// A reader's place in a ring, kept between task runs. Whoever reads a
@@ -329,7 +331,10 @@ impl RxQueue {
         })
         .map_err(|e| format!("{devname}: {e}"))?;
         let fanout = if o.nqueues > 1 {
-            Some(sys::fanout_join(&fd, ifindex, o.fanout).map_err(|e| format!("{devname}: {e}"))?)
+            Some(
+                sys::fanout_join(&fd, ifindex, o.fanout, !o.outbound)
+                    .map_err(|e| format!("{devname}: {e}"))?,
+            )
         } else {
             None
         };
@@ -341,7 +346,7 @@ impl RxQueue {
             gro_was_on,
             _fanout: fanout,
             _kernel_off: None,
-            kernel_drops: Mutex::new(0),
+            kernel_stats: Mutex::new((0, 0)),
         };
         if !o.sniffer {
             q._kernel_off = Some(sys::kernel_off(devname)?);
@@ -379,7 +384,7 @@ impl RxQueue {
             gro_was_on: false,
             _fanout: None,
             _kernel_off: None,
-            kernel_drops: Mutex::new(0),
+            kernel_stats: Mutex::new((0, 0)),
         };
         let _ = sys::ring_stats(&q.fd);
         Ok(Some(q))
@@ -426,19 +431,34 @@ impl RxQueue {
         self.fd.as_fd()
     }
 
-    /// The kernel's ring drops since the ring was opened or last reset.
-    pub fn kernel_drops(&self) -> u64 {
-        let mut total = self.kernel_drops.lock().unwrap_or_else(|e| e.into_inner());
-        if let Ok((_, d)) = sys::ring_stats(&self.fd) {
-            *total += d as u64;
+    /// The kernel's ring statistics since the ring was opened or last
+    /// reset: frames it delivered to the ring or dropped at it (outgoing
+    /// ones included, if it gave the ring any), and the drops.
+    fn kernel_stats(&self) -> (u64, u64) {
+        let mut total = self.kernel_stats.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok((p, d)) = sys::ring_stats(&self.fd) {
+            // PACKET_STATISTICS counts a dropped frame in both.
+            total.0 += p as u64;
+            total.1 += d as u64;
         }
         *total
     }
 
+    /// The kernel's ring drops since the ring was opened or last reset.
+    pub fn kernel_drops(&self) -> u64 {
+        self.kernel_stats().1
+    }
+
+    /// Frames the kernel gave the ring (or dropped at it) since it was
+    /// opened or last reset.
+    pub fn kernel_count(&self) -> u64 {
+        self.kernel_stats().0
+    }
+
     pub fn reset_kernel_drops(&self) {
-        let mut total = self.kernel_drops.lock().unwrap_or_else(|e| e.into_inner());
+        let mut total = self.kernel_stats.lock().unwrap_or_else(|e| e.into_inner());
         let _ = sys::ring_stats(&self.fd);
-        *total = 0;
+        *total = (0, 0);
     }
 }
 
@@ -507,6 +527,12 @@ impl RxCounters {
         rings.iter().map(RxQueue::kernel_drops).sum()
     }
 
+    /// The `kernel_count` handler: frames the kernel gave the rings or
+    /// dropped at them.
+    pub fn kernel_count(&self, rings: &[RxQueue]) -> u64 {
+        rings.iter().map(RxQueue::kernel_count).sum()
+    }
+
     /// The `drops` handler: kernel drops and frames dropped here.
     pub fn drops(&self, rings: &[RxQueue]) -> u64 {
         self.kernel_drops(rings) + self.own_drops.get()
@@ -524,13 +550,15 @@ impl RxCounters {
     }
 }
 
-/// One receive queue an element claims: device, QUEUE, N_QUEUES, FANOUT.
+/// One receive queue an element claims: device, QUEUE, N_QUEUES, FANOUT,
+/// OUTBOUND.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueClaim<'a> {
     pub devname: &'a str,
     pub queue: usize,
     pub nqueues: usize,
     pub fanout: u32,
+    pub outbound: bool,
     pub filters: &'a RxFilters,
 }
 
@@ -549,8 +577,8 @@ fn claims_of<'a>(ix: &'a InitCx<'_>, i: usize) -> Vec<QueueClaim<'a>> {
 }
 
 /// Checks that the elements reading `devname` (FromDevice and
-/// MultiFromDevice alike: they share one fanout group) agree on N_QUEUES
-/// and FANOUT and together read each queue exactly once. `mine` is the
+/// MultiFromDevice alike: they share one fanout group) agree on N_QUEUES,
+/// FANOUT and OUTBOUND and together read each queue exactly once. `mine` is the
 /// calling element's own claim on the device.
 pub fn check_device_queues(ix: &InitCx<'_>, mine: &QueueClaim<'_>) -> Result<(), String> {
     let dev = mine.devname;
@@ -573,6 +601,13 @@ pub fn check_device_queues(ix: &InitCx<'_>, mine: &QueueClaim<'_>) -> Result<(),
                      the queues of a device share one fanout group",
                     fanout_name(c.fanout),
                     fanout_name(mine.fanout)
+                ));
+            }
+            if c.nqueues > 1 && c.outbound != mine.outbound {
+                return Err(format!(
+                    "{name} reads {dev} with OUTBOUND {}, this element with OUTBOUND {}: \
+                     the queues of a device share one fanout group",
+                    c.outbound, mine.outbound
                 ));
             }
             if c.filters.bpf_filter != mine.filters.bpf_filter

@@ -29,6 +29,11 @@ use std::sync::Mutex;
 const TPACKET_V3: libc::c_int = 2;
 const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
 const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
+/// The fanout group's own PACKET_IGNORE_OUTGOING (Linux 6.9): a member
+/// socket's PACKET_IGNORE_OUTGOING does not apply to the group's hook, so
+/// without it every frame the host sends on the device is cloned and
+/// copied into a member's ring. Older kernels ignore the bit.
+const PACKET_FANOUT_FLAG_IGNORE_OUTGOING: u32 = 0x4000;
 const ETHTOOL_GGRO: u32 = 0x2b;
 const ETHTOOL_SGRO: u32 = 0x2c;
 
@@ -369,19 +374,31 @@ impl Drop for FanoutMember {
 
 /// Joins `fd` (bound to `ifindex`) to this process's fanout group for
 /// that device and mode: the first member creates the group with a
-/// kernel-chosen unique id, later ones join it.
-pub fn fanout_join(fd: &OwnedFd, ifindex: i32, mode: u32) -> Result<FanoutMember, String> {
+/// kernel-chosen unique id, later ones join it. With `ignore_outgoing`
+/// the group takes no frame the host sends on the device (every member
+/// must ask the same: the kernel refuses a member whose flags differ).
+pub fn fanout_join(
+    fd: &OwnedFd,
+    ifindex: i32,
+    mode: u32,
+    ignore_outgoing: bool,
+) -> Result<FanoutMember, String> {
     let raw = fd.as_raw_fd();
+    let flags = if ignore_outgoing {
+        PACKET_FANOUT_FLAG_IGNORE_OUTGOING
+    } else {
+        0
+    };
     let mut g = FANOUT_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
     match g.iter_mut().find(|e| e.0 == ifindex && e.1 == mode) {
         Some(e) => {
-            let arg: u32 = e.2 as u32 | (mode << 16);
+            let arg: u32 = e.2 as u32 | ((mode | flags) << 16);
             setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
                 .map_err(|err| format!("joining fanout group {}: {err}", e.2))?;
             e.3 += 1;
         }
         None => {
-            let arg: u32 = (mode | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+            let arg: u32 = (mode | flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
             setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
                 .map_err(|e| format!("creating a fanout group: {e}"))?;
             let v: u32 = getsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, 0u32)
