@@ -1033,6 +1033,7 @@ fn uniform_pass<F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode>(
     // line); an index loop, as `enumerate().skip(1)` left `nth` out of
     // line. `first` starts as any code: packet 0's result replaces it.
     let mut first = 0;
+    #[allow(clippy::needless_range_loop)] // the loop measured, kept as is
     for i in 0..v.len() {
         let c = e(cx, &mut v[i]);
         if c != first {

@@ -749,6 +749,7 @@ impl<K: RouteKind> IPRouteLookup<K> {
         let v = batch.as_mut_slice();
         // `first` starts as any port: packet 0's replaces it.
         let mut first = NO_PORT;
+        #[allow(clippy::needless_range_loop)] // as the batch action loop
         for i in 0..v.len() {
             let port = self.route_one(&mut v[i]);
             if port != first {
