@@ -665,15 +665,11 @@ impl<A: Action> FusedAction for ActionNode<A> {
         if batch.is_empty() {
             return None;
         }
-        let f = |cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p);
+        let f = |cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p).code();
         match uniform_pass(&f, cx, batch) {
-            Ok(Verdict::Out(k)) => Some(k),
-            Ok(Verdict::Drop) => {
-                cx.drop_batch(std::mem::take(batch));
-                None
-            }
-            Ok(Verdict::DropFor(r)) => {
-                cx.drop_batch_for(r, std::mem::take(batch));
+            Ok(k) if k < HOP_DROP_FOR => Some(k),
+            Ok(code) => {
+                drop_batch_code(cx, code, std::mem::take(batch));
                 None
             }
             Err((i, first, other)) => {
@@ -762,7 +758,7 @@ impl<A: Action> Node for ActionNode<A> {
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         pull_actions(
-            &|cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p),
+            &|cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p).code(),
             cx,
             max,
         )
@@ -989,57 +985,77 @@ pub fn push_verdicts<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
     if batch.is_empty() {
         return;
     }
-    let e = &f;
+    let e = &|cx: &mut Cx<'_>, p: &mut Packet| f(cx, p).code();
     match uniform_pass(e, cx, &mut batch) {
-        Ok(Verdict::Out(port)) => cx.push(port, batch),
-        Ok(Verdict::Drop) => cx.drop_batch(batch),
-        Ok(Verdict::DropFor(r)) => cx.drop_batch_for(r, batch),
+        Ok(port) if port < HOP_DROP_FOR => cx.push(port, batch),
+        Ok(code) => drop_batch_code(cx, code, batch),
         Err((i, first, other)) => split_batch(e, cx, batch, i, first, other),
     }
 }
 
+/// Drops `b` as the non-output [`HopCode`] `code` says (a drop, or a drop
+/// for a reason). Off the fast path: the batch loops only test a code
+/// against [`HOP_DROP_FOR`].
+#[cold]
+#[inline(never)]
+fn drop_batch_code(cx: &mut Cx<'_>, code: HopCode, b: Batch) {
+    match Hop::from_code(code) {
+        Hop::DropFor(r) => cx.drop_batch_for(r, b),
+        _ => cx.drop_batch(b),
+    }
+}
+
+/// [`drop_batch_code`] for one packet.
+#[cold]
+#[inline(never)]
+fn drop_packet_code(cx: &mut Cx<'_>, code: HopCode, p: Packet) {
+    match Hop::from_code(code) {
+        Hop::DropFor(r) => cx.drop_packet_for(r, p),
+        _ => cx.drop_packet(p),
+    }
+}
+
 /// Runs `e`'s action on the packets of a non-empty `batch` while their
-/// verdicts agree: `Ok(verdict)` if all agree, otherwise
+/// verdicts agree: `Ok(code)` if all agree, otherwise
 /// `Err((i, first, other))`: packets `..i` had verdict `first`, packet `i`
-/// had `other`, and the rest have not been looked at.
+/// had `other`, and the rest have not been looked at. Verdicts come as
+/// [`HopCode`]s, one word each, so agreeing is one comparison (the
+/// single-packet hop's result, on the batch path).
 #[inline(always)]
-fn uniform_pass<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+fn uniform_pass<F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode>(
     e: &F,
     cx: &mut Cx<'_>,
     batch: &mut Batch,
-) -> Result<Verdict, (usize, Verdict, Verdict)> {
+) -> Result<HopCode, (usize, HopCode, HopCode)> {
     let v = batch.as_mut_slice();
-    let first = e(cx, &mut v[0]);
-    for (i, p) in v.iter_mut().enumerate().skip(1) {
-        let vd = e(cx, p);
-        if !same_way(first, vd) {
-            return Err((i, first, vd));
+    // One call site for the action, so the compiler inlines it into the
+    // loop (a second call for the first packet kept large actions out of
+    // line); an index loop, as `enumerate().skip(1)` left `nth` out of
+    // line. `first` starts as any code: packet 0's result replaces it.
+    let mut first = 0;
+    #[allow(clippy::needless_range_loop)] // the loop measured, kept as is
+    for i in 0..v.len() {
+        let c = e(cx, &mut v[i]);
+        if c != first {
+            if i != 0 {
+                return Err((i, first, c));
+            }
+            first = c;
         }
     }
     Ok(first)
 }
 
-/// `a == b`, with the common case (both to an output) first: the derived
-/// comparison of three variants cost the batch loop an instruction or two
-/// per packet.
-#[inline(always)]
-fn same_way(a: Verdict, b: Verdict) -> bool {
-    match (a, b) {
-        (Verdict::Out(x), Verdict::Out(y)) => x == y,
-        _ => a == b,
-    }
-}
-
 /// Sorts a batch whose verdicts differ (see [`uniform_pass`]) into side
 /// batches per port and pushes them on.
 #[inline(never)]
-fn split_batch<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+fn split_batch<F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode>(
     e: &F,
     cx: &mut Cx<'_>,
     mut batch: Batch,
     i: usize,
-    first: Verdict,
-    other: Verdict,
+    first: HopCode,
+    other: HopCode,
 ) {
     let rest = batch.split_off(i);
     let ordered = cx.splits_in_order();
@@ -1052,7 +1068,7 @@ fn split_batch<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
 /// each packet, returns output-0 packets, pushes packets for other outputs
 /// (which are push outputs, as Click's `a/ah` codes make them).
 #[inline]
-fn pull_actions<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+fn pull_actions<F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode>(
     e: &F,
     cx: &mut Cx<'_>,
     max: usize,
@@ -1062,7 +1078,7 @@ fn pull_actions<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
         return None;
     }
     let (rest, first, other) = match uniform_pass(e, cx, &mut batch) {
-        Ok(Verdict::Out(0)) => return Some(batch),
+        Ok(0) => return Some(batch),
         Ok(v) => (Batch::new(), v, None),
         Err((i, first, other)) => (batch.split_off(i), first, Some(other)),
     };
@@ -1091,16 +1107,16 @@ impl Splitter {
     /// Starts with batch `b`, whose packets all had verdict `v`; `ordered`:
     /// keep arrival order across ports (push context only: a pull
     /// element's port 0 returns its packets).
-    fn new(cx: &mut Cx<'_>, v: Verdict, b: Batch, ordered: bool) -> Splitter {
+    fn new(cx: &mut Cx<'_>, v: HopCode, b: Batch, ordered: bool) -> Splitter {
         let mut s = Splitter {
             outs: [(0, None), (0, None), (0, None), (0, None)],
             more: Vec::new(),
             ordered,
         };
-        match v {
-            Verdict::Out(p) => s.outs[0] = (p, Some(b)),
-            Verdict::Drop => cx.drop_batch(b),
-            Verdict::DropFor(r) => cx.drop_batch_for(r, b),
+        if v < HOP_DROP_FOR {
+            s.outs[0] = (v, Some(b));
+        } else {
+            drop_batch_code(cx, v, b);
         }
         s
     }
@@ -1145,11 +1161,11 @@ impl Splitter {
         }
     }
 
-    fn route<F: Fn(&mut Cx<'_>, &mut Packet) -> Verdict>(
+    fn route<F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode>(
         &mut self,
         cx: &mut Cx<'_>,
         mut rest: Batch,
-        first: Verdict,
+        first: HopCode,
         e: &F,
     ) {
         let mut verdict = Some(first);
@@ -1158,10 +1174,10 @@ impl Splitter {
                 Some(v) => v,
                 None => e(cx, &mut p),
             };
-            match v {
-                Verdict::Out(k) => self.add(cx, k, p),
-                Verdict::Drop => cx.drop_packet(p),
-                Verdict::DropFor(r) => cx.drop_packet_for(r, p),
+            if v < HOP_DROP_FOR {
+                self.add(cx, v, p);
+            } else {
+                drop_packet_code(cx, v, p);
             }
         }
     }
@@ -1560,6 +1576,72 @@ mod tests {
         // not routed again on its way to push_packet).
         assert_eq!(routed, 12);
         assert_eq!(run_chain(true), (outs, drops, routed, reasons));
+    }
+
+    /// Drops for a reason on the batch path: a whole batch dropped for one
+    /// reason, and a mixed batch whose packets differ only in their
+    /// reason, split per packet and each counted under its own reason.
+    #[test]
+    fn batch_drops_keep_their_reasons() {
+        use crate::router::{BuildOptions, Router};
+        let mut reg = Registry::new();
+        crate::testing::register(&mut reg);
+        reg.register(
+            ClassSpec::action("ByteSwitch", "1/-", "a/ah", |cx| {
+                let mut a = cx.args();
+                let k = a.read_mp::<usize>("OFFSET");
+                a.complete()?;
+                Ok(ByteSwitch(k))
+            })
+            .drop_reasons(&["byte 253"]),
+        );
+        let src = paraclick_lang::Source {
+            name: "<test>".into(),
+            text: "TestSource -> e :: ByteSwitch(0) -> o :: TestSink;".into(),
+        };
+        let opts = BuildOptions {
+            pin: false,
+            ..BuildOptions::default()
+        };
+        let r = Router::build(&src, &reg, &opts).unwrap();
+        let pk = |a: u8, t: u8| Packet::from_slice(&[a, t]).unwrap();
+        // Whole batches: three for the reason, two unspecified.
+        r.push_into(
+            "e",
+            0,
+            Batch::from(vec![pk(253, 1), pk(253, 2), pk(253, 3)]),
+        )
+        .unwrap();
+        r.push_into("e", 0, Batch::from(vec![pk(255, 4), pk(255, 5)]))
+            .unwrap();
+        // Mixed: the verdicts of the first run differ from the next
+        // packet's only in the reason.
+        r.push_into(
+            "e",
+            0,
+            Batch::from(vec![
+                pk(255, 6),
+                pk(253, 7),
+                pk(0, 8),
+                pk(253, 9),
+                pk(255, 10),
+                pk(0, 11),
+            ]),
+        )
+        .unwrap();
+        let seen: Vec<u8> = r
+            .element::<crate::testing::TestSink>("o")
+            .unwrap()
+            .take()
+            .iter()
+            .map(|p| p.data()[1])
+            .collect();
+        assert_eq!(seen, vec![8, 11]);
+        assert_eq!(r.drops(), vec![("e".to_string(), 9)]);
+        assert_eq!(
+            r.drop_reasons("e"),
+            Some(vec![("byte 253", 5), (crate::drops::UNSPECIFIED, 4)])
+        );
     }
 
     /// Every hop survives its one-register code, the codes at the top of

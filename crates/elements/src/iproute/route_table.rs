@@ -703,6 +703,9 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
                 };
             }
         }
+        if let Table::Fixed(_) = &self.table {
+            return self.push_fixed(cx, batch);
+        }
         let mut s = std::mem::take(self.scratch.get(cx));
         s.addrs.clear();
         s.addrs.extend(batch.iter().map(Self::destination));
@@ -730,33 +733,82 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
                 cx.push(first as usize, batch);
             }
         } else {
-            if s.outs.len() < self.noutputs {
-                s.outs.resize_with(self.noutputs, Batch::new);
-            }
-            // Where two routes' paths meet again downstream, each run of
-            // one port goes on before the next begins (arrival order).
-            let ordered = cx.splits_in_order();
-            let mut last = NO_PORT;
-            for (p, &port) in batch.drain().zip(s.ports.iter()) {
-                if port == NO_PORT {
-                    cx.drop_packet_for(NO_ROUTE, p);
-                    continue;
-                }
-                if ordered && port != last && last != NO_PORT {
-                    let b = std::mem::take(&mut s.outs[last as usize]);
-                    cx.push(last as usize, b);
-                }
-                last = port;
-                s.outs[port as usize].push(p);
-            }
-            for port in 0..self.noutputs {
-                if !s.outs[port].is_empty() {
-                    let b = std::mem::take(&mut s.outs[port]);
-                    cx.push(port, b);
-                }
-            }
+            self.push_split(cx, batch, &mut s);
         }
         *self.scratch.get(cx) = s;
+    }
+}
+
+impl<K: RouteKind> IPRouteLookup<K> {
+    /// [`Element::push`] with a fixed table (`StaticIPLookup`): one pass
+    /// that routes each packet as the single-packet hop does, while the
+    /// batch stays whole as long as every packet goes one way (no scratch
+    /// vectors, no second pass to compare ports).
+    #[inline]
+    fn push_fixed(&self, cx: &mut Cx<'_>, mut batch: Batch) {
+        let v = batch.as_mut_slice();
+        // `first` starts as any port: packet 0's replaces it.
+        let mut first = NO_PORT;
+        #[allow(clippy::needless_range_loop)] // as the batch action loop
+        for i in 0..v.len() {
+            let port = self.route_one(&mut v[i]);
+            if port != first {
+                if i != 0 {
+                    return self.push_fixed_mixed(cx, batch, i, first, port);
+                }
+                first = port;
+            }
+        }
+        if first == NO_PORT {
+            cx.drop_batch_for(NO_ROUTE, batch);
+        } else {
+            cx.push(first as usize, batch);
+        }
+    }
+
+    /// [`IPRouteLookup::push_fixed`] once packet `i` went to `port`, not
+    /// to `first` as those before it: routes the rest and splits.
+    #[inline(never)]
+    fn push_fixed_mixed(&self, cx: &mut Cx<'_>, mut batch: Batch, i: usize, first: u32, port: u32) {
+        let mut s = std::mem::take(self.scratch.get(cx));
+        s.ports.clear();
+        s.ports.resize(i, first);
+        s.ports.push(port);
+        for p in &mut batch.as_mut_slice()[i + 1..] {
+            s.ports.push(self.route_one(p));
+        }
+        self.push_split(cx, batch, &mut s);
+        *self.scratch.get(cx) = s;
+    }
+
+    /// Pushes each packet of `batch` to its port in `s.ports` (dropping
+    /// those with none), in runs per port.
+    fn push_split(&self, cx: &mut Cx<'_>, mut batch: Batch, s: &mut Scratch) {
+        if s.outs.len() < self.noutputs {
+            s.outs.resize_with(self.noutputs, Batch::new);
+        }
+        // Where two routes' paths meet again downstream, each run of
+        // one port goes on before the next begins (arrival order).
+        let ordered = cx.splits_in_order();
+        let mut last = NO_PORT;
+        for (p, &port) in batch.drain().zip(s.ports.iter()) {
+            if port == NO_PORT {
+                cx.drop_packet_for(NO_ROUTE, p);
+                continue;
+            }
+            if ordered && port != last && last != NO_PORT {
+                let b = std::mem::take(&mut s.outs[last as usize]);
+                cx.push(last as usize, b);
+            }
+            last = port;
+            s.outs[port as usize].push(p);
+        }
+        for port in 0..self.noutputs {
+            if !s.outs[port].is_empty() {
+                let b = std::mem::take(&mut s.outs[port]);
+                cx.push(port, b);
+            }
+        }
     }
 }
 
@@ -1112,24 +1164,47 @@ mod element_tests {
         assert_err(h.write("flush", ""), "no write handler 'e.flush'");
     }
 
+    /// Mixed batches, through a table handlers may change and through a
+    /// fixed one (whose batch loop routes and compares in one pass): each
+    /// packet to its port in order, the gateway in its annotation, those
+    /// without a route dropped, wherever in the batch they are.
     #[test]
     fn mixed_batch_keeps_order_per_port() {
-        let h = harness("RadixIPLookup(1/8 0, 2/8 1, 3/8 2)", 3);
-        let mut v = Vec::new();
-        for i in 0..100u32 {
-            let mut p = packet_to(&format!("{}.0.0.{}", 1 + i % 4, i));
-            p.anno_mut().seq = u64::from(i);
-            v.push(p);
+        for class in ["RadixIPLookup", "StaticIPLookup"] {
+            let h = harness(&format!("{class}(1/8 9.9.9.9 0, 2/8 1, 3/8 2)"), 3);
+            // Starting with port 0, then one without a route first.
+            for (start, n) in [(0u32, 100u32), (3, 41)] {
+                let mut v = Vec::new();
+                for i in start..start + n {
+                    let mut p = packet_to(&format!("{}.0.0.{}", 1 + i % 4, i));
+                    p.anno_mut().seq = u64::from(i);
+                    v.push(p);
+                }
+                h.push(0, v);
+                for port in 0..3 {
+                    let out = h.output(port);
+                    let seqs: Vec<u64> = out.iter().map(|p| p.anno().seq).collect();
+                    let want: Vec<u64> = (start..start + n)
+                        .filter(|i| i % 4 == port as u32)
+                        .map(u64::from)
+                        .collect();
+                    assert_eq!(seqs, want, "{class} port {port}");
+                    for p in &out {
+                        let gw = match port {
+                            0 => "9.9.9.9".to_string(),
+                            _ => format!("{}.0.0.{}", port + 1, p.anno().seq),
+                        };
+                        assert_eq!(p.anno().dst_ip.to_string(), gw, "{class}");
+                    }
+                }
+            }
+            assert_eq!(h.drops(), 25 + 11, "{class}");
+            // Whole batches: one port, and no route.
+            h.push(0, vec![packet_to("2.0.0.1"), packet_to("2.0.0.2")]);
+            assert_eq!(h.output(1).len(), 2, "{class}");
+            h.push(0, vec![packet_to("7.0.0.1"), packet_to("7.0.0.2")]);
+            assert_eq!(h.drops(), 25 + 11 + 2, "{class}");
         }
-        h.push(0, v);
-        for port in 0..3 {
-            let out = h.output(port);
-            assert_eq!(out.len(), 25);
-            let seqs: Vec<u64> = out.iter().map(|p| p.anno().seq).collect();
-            let want: Vec<u64> = (0..100).filter(|i| i % 4 == port as u64).collect();
-            assert_eq!(seqs, want);
-        }
-        assert_eq!(h.drops(), 25);
     }
 
     /// Readers see every `ctrl` transaction whole while a writer runs them.
