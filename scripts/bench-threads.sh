@@ -39,7 +39,7 @@ CONFS=(
   "nat-bench|N=1000000|c.count"
   "qos-bench|N=1000000|out.count"
   "queue-unqueue|N=3000000|c.count"
-  "replicated-qos|N=1000000|out.count"
+  "replicated-qos|N=1000000|r0/out.count r1/out.count"
   "vpn-bench|N=300000|c0.count c1.count"
 )
 SKIPPED="
