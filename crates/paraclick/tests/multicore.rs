@@ -204,8 +204,13 @@ fn migration_while_packets_flow_conserves_every_packet() {
     let out = read_u64(&r, "out.count");
     let queued = read_u64(&r, "q.length") + read_u64(&r, "q2.length");
     let report = r.thread_report();
-    assert_eq!(r.total_drops(), 0, "{report}");
-    assert_eq!(sent, out + queued);
+    let reasons: Vec<_> = r
+        .drops()
+        .into_iter()
+        .map(|(n, d)| (r.drop_reasons(&n), n, d))
+        .collect();
+    assert_eq!(r.total_drops(), 0, "{reasons:?}\n{report}");
+    assert_eq!(sent, out + queued, "{report}");
     // Every task line says "N migrations"; the mover must have moved.
     let migrations: u64 = report
         .lines()

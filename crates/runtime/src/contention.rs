@@ -19,6 +19,11 @@
 //!   left to settle), and unless the rate after is [`KEEP_MARGIN`] higher
 //!   the move is undone ([`keep_trial`]) and not tried again for a back-off
 //!   that doubles each time ([`BACKOFF_FIRST`] to [`BACKOFF_MAX`] looks).
+//!   A trial's looks are short ([`TRIAL_SETTLE`] and [`TRIAL_MEASURE`] of a
+//!   look), and one starts only while the time spent in trials, this one
+//!   included, stays within [`TRIAL_SHARE`] of the run so far: a split
+//!   that loses costs a short run at most that share of its time at the
+//!   split's rate, so more threads are not slower on a short run either.
 //!
 //! The functions here are pure (samples in, decisions out) so tests feed
 //! them synthetic figures; `sched::Balancer` reads the machine.
@@ -41,6 +46,19 @@ pub const KEEP_MARGIN: f64 = 0.05;
 /// wait doubles with every split undone in a row, up to [`BACKOFF_MAX`].
 pub const BACKOFF_FIRST: u32 = 20;
 pub const BACKOFF_MAX: u32 = 320;
+
+/// The look after a split, left to settle (not measured), as a fraction
+/// of the balancer's interval (5 ms of the default 50).
+pub const TRIAL_SETTLE: f64 = 0.1;
+
+/// The look that measures a split, as a fraction of the interval (15 ms
+/// of the default 50).
+pub const TRIAL_MEASURE: f64 = 0.3;
+
+/// A split is tried only if the time spent in trials so far and in this
+/// one stays within this share of the run so far (at the default
+/// interval, the first trial comes at the look at 100 ms).
+pub const TRIAL_SHARE: f64 = 0.2;
 
 /// Each worker's share of its core, from schedstat samples.
 pub struct Starvation {
@@ -287,12 +305,17 @@ pub struct Trials {
     trial: Option<Trial>,
     backoff: u32,
     backoff_next: u32,
+    /// The balancer's interval (s) and the seconds spent in trials.
+    interval: f64,
+    spent: f64,
 }
 
 struct Trial {
     before: f64,
     undo: Vec<(usize, usize)>,
     from: Option<(u64, f64)>,
+    /// When it began (the look whose rate it is judged against).
+    began: Option<f64>,
 }
 
 /// What a look is for (see [`Trials`]).
@@ -307,17 +330,36 @@ pub enum Step {
 }
 
 impl Default for Trials {
+    /// At the default interval, 50 ms.
     fn default() -> Trials {
+        Trials::new(0.05)
+    }
+}
+
+impl Trials {
+    /// For a balancer that looks every `interval` seconds.
+    pub fn new(interval: f64) -> Trials {
         Trials {
             counted: None,
             trial: None,
             backoff: 0,
             backoff_next: BACKOFF_FIRST,
+            interval,
+            spent: 0.0,
         }
     }
-}
 
-impl Trials {
+    /// Seconds until the next look: short while a split is on trial
+    /// ([`TRIAL_SETTLE`], then [`TRIAL_MEASURE`] of the interval), else
+    /// the interval.
+    pub fn wait(&self) -> f64 {
+        match &self.trial {
+            Some(Trial { from: None, .. }) => self.interval * TRIAL_SETTLE,
+            Some(_) => self.interval * TRIAL_MEASURE,
+            None => self.interval,
+        }
+    }
+
     /// A look: `packets` pulled out of the queues so far, at `secs`.
     pub fn look(&mut self, packets: u64, secs: f64) -> Step {
         let now = (packets, secs);
@@ -339,6 +381,7 @@ impl Trials {
             };
             let after = rate(from);
             let tr = self.trial.take().expect("a trial");
+            self.spent += secs - tr.began.unwrap_or(from.1);
             if keep_trial(tr.before, after) {
                 self.backoff_next = BACKOFF_FIRST;
                 return Step::Trial(Vec::new());
@@ -348,8 +391,9 @@ impl Trials {
             return Step::Trial(tr.undo);
         }
         self.backoff = self.backoff.saturating_sub(1);
+        let trial = self.interval * (TRIAL_SETTLE + TRIAL_MEASURE);
         Step::Free {
-            split: self.backoff == 0,
+            split: self.backoff == 0 && self.spent + trial <= TRIAL_SHARE * secs,
             rate: last,
         }
     }
@@ -361,6 +405,7 @@ impl Trials {
             before,
             undo,
             from: None,
+            began: self.counted.map(|c| c.1),
         });
     }
 }
@@ -496,7 +541,9 @@ mod tests {
     fn a_split_that_lost_is_undone_and_backed_off() {
         let mut tr = Trials::default();
         let mut pk = 0u64;
-        let mut t = 0.0;
+        // A second into the run: the trials' share of it is not what
+        // stops a split here (see the next test).
+        let mut t = 1.0;
         let mut look = |tr: &mut Trials, pps: f64| {
             pk += (pps * 0.05) as u64;
             t += 0.05;
@@ -546,6 +593,43 @@ mod tests {
             waited += 1;
         }
         assert_eq!(waited, BACKOFF_FIRST - 1);
+    }
+
+    /// A trial's looks are short, and splits are tried only while the
+    /// trials' time stays within [`TRIAL_SHARE`] of the run: none at the
+    /// first look (50 ms), the first at 100 ms, and after a 20 ms trial
+    /// the next waits until the run has lasted five times the 40 ms spent
+    /// with it.
+    #[test]
+    fn trials_are_short_and_take_a_bounded_share_of_the_run() {
+        let mut tr = Trials::new(0.05);
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(tr.wait(), 0.05));
+        assert!(matches!(tr.look(0, 0.0), Step::Free { split: false, .. }));
+        assert!(matches!(
+            tr.look(350_000, 0.05),
+            Step::Free { split: false, .. }
+        ));
+        let Step::Free { split: true, rate } = tr.look(700_000, 0.1) else {
+            panic!("no split allowed at 100 ms")
+        };
+        assert!(near(rate, 7.0e6), "{rate}");
+        tr.start(rate, vec![(1, 0)]);
+        assert!(near(tr.wait(), 0.005));
+        assert_eq!(tr.look(720_000, 0.105), Step::Trial(vec![])); // settling
+        assert!(near(tr.wait(), 0.015));
+        // 8 Mpps over the 15 ms measured: kept.
+        assert_eq!(tr.look(840_000, 0.12), Step::Trial(vec![]));
+        assert!(near(tr.wait(), 0.05));
+        // 20 ms spent; another 20 ms trial needs a run of 200 ms.
+        assert!(matches!(
+            tr.look(1_240_000, 0.17),
+            Step::Free { split: false, .. }
+        ));
+        assert!(matches!(
+            tr.look(1_880_000, 0.25),
+            Step::Free { split: true, .. }
+        ));
     }
 
     #[test]

@@ -336,9 +336,11 @@ pub const HYSTERESIS: f64 = 0.15;
 fn balancer(core: &Core) {
     let mut b = Balancer::new(core);
     *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
+    let mut wait = balance_interval(core);
     while core.running.load(Ordering::Acquire) {
-        // Wait out the interval, unless the router stops (it unparks us).
-        let until = Instant::now() + balance_interval(core);
+        // Wait out the interval (shorter while a split is on trial),
+        // unless the router stops (it unparks us).
+        let until = Instant::now() + wait;
         loop {
             let now = Instant::now();
             if now >= until || !core.running.load(Ordering::Acquire) {
@@ -350,6 +352,7 @@ fn balancer(core: &Core) {
             break;
         }
         b.step(core);
+        wait = b.next_look(core);
     }
     *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
@@ -376,7 +379,7 @@ pub(crate) struct Balancer {
 
 impl Balancer {
     pub(crate) fn new(core: &Core) -> Balancer {
-        let mut trials = crate::contention::Trials::default();
+        let mut trials = crate::contention::Trials::new(balance_interval(core).as_secs_f64());
         trials.look(queue_packets(core), 0.0);
         Balancer {
             last: vec![0; core.tasks.len()],
@@ -422,6 +425,15 @@ impl Balancer {
             crate::crossing::move_task(core, t, th);
         }
         moves
+    }
+
+    /// How long to wait before the next look: the interval, or a trial's
+    /// shorter looks ([`crate::contention::Trials::wait`]).
+    pub(crate) fn next_look(&self, core: &Core) -> Duration {
+        if core.policy == SchedPolicy::Spread {
+            return balance_interval(core);
+        }
+        Duration::from_secs_f64(self.trials.wait())
     }
 
     /// The adaptive policy's moves for one look (see [`Balancer::step`]).
