@@ -91,13 +91,21 @@ impl Elf {
         std::str::from_utf8(&self.data[at..at + end]).unwrap_or("")
     }
     fn text(&self) -> (usize, usize) {
+        let (addr, _, size) = self.section(".text").expect(".text");
+        (addr, addr + size)
+    }
+    /// (address, file offset, size) of the section called `name`.
+    fn section(&self, name: &str) -> Option<(usize, usize, usize)> {
         let secs = self.sections();
         let names = secs[self.u16(0x3e)].3;
-        let t = secs
-            .iter()
-            .find(|s| self.cstr(names + s.0) == ".text")
-            .expect(".text");
-        (t.2, t.2 + t.4)
+        secs.iter()
+            .find(|s| self.cstr(names + s.0) == name)
+            .map(|s| (s.2, s.3, s.4))
+    }
+    /// The bytes of the section called `name` (empty if there is none).
+    fn bytes(&self, name: &str) -> &[u8] {
+        self.section(name)
+            .map_or(&[][..], |(_, off, size)| &self.data[off..off + size])
     }
     /// (name, address) of each function symbol.
     fn all_functions(&self) -> Vec<(&str, usize)> {
@@ -233,4 +241,27 @@ fn the_code_every_run_executes_sits_together_at_the_front_of_the_text() {
             );
         }
     }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn element_documentation_is_kept_apart_from_the_constants_runs_read() {
+    // Only `paraclick doc` and the web view read the classes' texts;
+    // among `.rodata` they were mapped by every run (docs/PERFORMANCE.md).
+    let out = paraclick(&["doc", "Queue"]);
+    assert!(out.status.success());
+    let doc = String::from_utf8(out.stdout).unwrap();
+    let probe = &doc.as_bytes()[..doc.len().min(200)];
+    assert!(probe.starts_with(b"Queue([CAPACITY])\n"), "{doc}");
+    let elf = Elf {
+        data: std::fs::read(common::bin()).unwrap(),
+    };
+    let holds = |name: &str| elf.bytes(name).windows(probe.len()).any(|w| w == probe);
+    assert!(
+        holds("paraclick_docs"),
+        "Queue's text not in paraclick_docs"
+    );
+    assert!(!holds(".rodata"), "Queue's text in .rodata");
+    let (_, _, size) = elf.section("paraclick_docs").unwrap();
+    assert!(size > 100_000, "paraclick_docs holds {size} bytes");
 }
