@@ -11,4 +11,4 @@ shift || true
 if [[ $# -eq 0 ]]; then
   set -- -h out0.count -h out1.count
 fi
-exec target/release/paraclick "$conf" "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/paraclick" "$conf" "$@"

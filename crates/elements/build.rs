@@ -43,14 +43,46 @@ fn visit(dir: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
+// The texts (about 300 kB) are only read by `paraclick doc` and the web
+// view, yet as ordinary string constants they sat among the constants
+// every run reads, and the kernel maps a binary's pages 64 KiB around
+// each fault: every run kept most of them resident (docs/PERFORMANCE.md,
+// "Memory"). So each text is a byte array in a section of its own,
+// `paraclick_docs`, which the linker keeps apart from `.rodata`.
 pub fn main() {
     let mut docs = Vec::new();
     visit(Path::new("src"), &mut docs);
-    let mut code = String::from("/// (class name, documentation) from each element's source file.\npub static DOCS: &[(&str, &str)] = &[\n");
-    for (name, body) in docs {
-        code.push_str(&format!("    ({:?}, {:?}),\n", name, body.trim()));
+    let mut code = String::from(
+        "const fn bytes<const N: usize>(s: &str) -> [u8; N] {
+    let b = s.as_bytes();
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = b[i];
+        i += 1;
     }
-    code.push_str("];\n");
+    out
+}
+const fn text(b: &'static [u8]) -> &'static str {
+    match core::str::from_utf8(b) {
+        Ok(s) => s,
+        Err(_) => panic!(\"documentation is UTF-8\"),
+    }
+}
+",
+    );
+    let mut table = String::from("/// (class name, documentation) from each element's source file.\npub static DOCS: &[(&str, &str)] = &[\n");
+    for (i, (name, body)) in docs.iter().enumerate() {
+        let body = body.trim();
+        code.push_str(&format!(
+            "#[cfg_attr(target_os = \"linux\", link_section = \"paraclick_docs\")]\n\
+             static DOC_{i}: [u8; {}] = bytes({body:?});\n",
+            body.len()
+        ));
+        table.push_str(&format!("    ({name:?}, text(&DOC_{i})),\n"));
+    }
+    table.push_str("];\n");
+    code.push_str(&table);
     let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("docs.rs");
     fs::write(out, code).unwrap();
     println!("cargo:rerun-if-changed=src");

@@ -91,25 +91,121 @@ impl Elf {
         std::str::from_utf8(&self.data[at..at + end]).unwrap_or("")
     }
     fn text(&self) -> (usize, usize) {
+        let (addr, _, size) = self.section(".text").expect(".text");
+        (addr, addr + size)
+    }
+    /// (address, file offset, size) of the section called `name`.
+    fn section(&self, name: &str) -> Option<(usize, usize, usize)> {
         let secs = self.sections();
         let names = secs[self.u16(0x3e)].3;
-        let t = secs
-            .iter()
-            .find(|s| self.cstr(names + s.0) == ".text")
-            .expect(".text");
-        (t.2, t.2 + t.4)
+        secs.iter()
+            .find(|s| self.cstr(names + s.0) == name)
+            .map(|s| (s.2, s.3, s.4))
     }
-    fn functions(&self, needle: &str) -> Vec<usize> {
+    /// The bytes of the section called `name` (empty if there is none).
+    fn bytes(&self, name: &str) -> &[u8] {
+        self.section(name)
+            .map_or(&[][..], |(_, off, size)| &self.data[off..off + size])
+    }
+    /// (name, address) of each function symbol.
+    fn all_functions(&self) -> Vec<(&str, usize)> {
         let secs = self.sections();
         let symtab = secs.iter().find(|s| s.1 == 2).expect("a symbol table");
         let strings = secs[symtab.5].3;
         (0..symtab.4 / 24)
             .map(|i| symtab.3 + i * 24)
             .filter(|&s| self.data[s + 4] & 0xf == 2)
-            .filter(|&s| self.cstr(strings + self.u32(s)).contains(needle))
-            .map(|s| self.u64(s + 8))
+            .map(|s| (self.cstr(strings + self.u32(s)), self.u64(s + 8)))
             .collect()
     }
+    fn functions(&self, needle: &str) -> Vec<usize> {
+        self.all_functions()
+            .into_iter()
+            .filter(|(name, _)| name.contains(needle))
+            .map(|(_, at)| at)
+            .collect()
+    }
+}
+
+/// The rules of crates/paraclick/text-order.ld (a function name, or a
+/// prefix and `*`), and how many of them named a function of each build
+/// profile when the script was written (its `matched PROFILE N of M`
+/// lines).
+fn text_order_rules() -> (Vec<String>, Vec<(String, usize)>) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/text-order.ld");
+    let script = std::fs::read_to_string(path).unwrap();
+    let mut rules = Vec::new();
+    let mut matched = Vec::new();
+    for line in script.lines() {
+        if let Some(rest) = line.trim_start().strip_prefix("*(.text.") {
+            let rule = rest.split(' ').next().unwrap();
+            rules.push(rule.to_string());
+        } else if let Some(rest) = line.trim_start().strip_prefix("matched ") {
+            let words: Vec<&str> = rest.split(' ').collect();
+            assert!(words.len() == 4 && words[2] == "of", "{line}");
+            let total: usize = words[3].parse().unwrap();
+            matched.push((words[0].to_string(), words[1].parse().unwrap(), total));
+        }
+    }
+    for (profile, _, total) in &matched {
+        assert_eq!(*total, rules.len(), "the rule count recorded for {profile}");
+    }
+    let matched = matched.into_iter().map(|(p, n, _)| (p, n)).collect();
+    (rules, matched)
+}
+
+/// Whether `rule` names one of the sorted function `names`.
+fn names_a_function(rule: &str, names: &[&str]) -> bool {
+    let prefix = rule.strip_suffix('*');
+    let key = prefix.unwrap_or(rule);
+    let at = names.partition_point(|n| *n < key);
+    names.get(at).is_some_and(|n| match prefix {
+        Some(p) => n.starts_with(p),
+        None => *n == rule,
+    })
+}
+
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+fn the_code_order_script_still_names_this_builds_functions() {
+    if option_env!("PARACLICK_TEXT_ORDER") == Some("0") {
+        return;
+    }
+    let (rules, matched) = text_order_rules();
+    assert!(rules.len() > 100, "{} rules in text-order.ld", rules.len());
+    // A rule is a function's name or a prefix ending in `*` (the linker
+    // would read any other `*`, `?` or `[` as a wildcard too).
+    for rule in &rules {
+        let body = rule.strip_suffix('*').unwrap_or(rule);
+        assert!(
+            !body.contains(['*', '?', '[', ']', '\\', '"']),
+            "rule {rule}"
+        );
+    }
+    // The script holds rules for every build profile it was trained on;
+    // the linker skips those naming nothing in this build. When the code
+    // changes, the names drift (a renamed function, the hashes of a
+    // generic function's instances), and the code a run executes
+    // scatters over the text again, silently. This build's profile (its
+    // directory under the target dir) must still match at least 90% of
+    // what it matched when the script was written; otherwise rerun
+    // scripts/text-layout.sh.
+    let bin = common::bin();
+    let profile = bin.parent().and_then(|d| d.file_name()).unwrap();
+    let Some(&(_, then)) = matched.iter().find(|(p, _)| p.as_str() == profile) else {
+        return; // a profile the script was not trained on
+    };
+    let elf = Elf {
+        data: std::fs::read(&bin).unwrap(),
+    };
+    let mut names: Vec<&str> = elf.all_functions().into_iter().map(|(n, _)| n).collect();
+    names.sort_unstable();
+    let now = rules.iter().filter(|r| names_a_function(r, &names)).count();
+    assert!(
+        now * 10 >= then * 9,
+        "text-order.ld names {now} of this build's functions, {then} when written: \
+         rerun scripts/text-layout.sh (docs/PERFORMANCE.md)"
+    );
 }
 
 #[test]
@@ -145,4 +241,27 @@ fn the_code_every_run_executes_sits_together_at_the_front_of_the_text() {
             );
         }
     }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn element_documentation_is_kept_apart_from_the_constants_runs_read() {
+    // Only `paraclick doc` and the web view read the classes' texts;
+    // among `.rodata` they were mapped by every run (docs/PERFORMANCE.md).
+    let out = paraclick(&["doc", "Queue"]);
+    assert!(out.status.success());
+    let doc = String::from_utf8(out.stdout).unwrap();
+    let probe = &doc.as_bytes()[..doc.len().min(200)];
+    assert!(probe.starts_with(b"Queue([CAPACITY])\n"), "{doc}");
+    let elf = Elf {
+        data: std::fs::read(common::bin()).unwrap(),
+    };
+    let holds = |name: &str| elf.bytes(name).windows(probe.len()).any(|w| w == probe);
+    assert!(
+        holds("paraclick_docs"),
+        "Queue's text not in paraclick_docs"
+    );
+    assert!(!holds(".rodata"), "Queue's text in .rodata");
+    let (_, _, size) = elf.section("paraclick_docs").unwrap();
+    assert!(size > 100_000, "paraclick_docs holds {size} bytes");
 }
