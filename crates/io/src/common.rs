@@ -284,34 +284,61 @@ pub(crate) fn add_socket_task(ix: &mut InitCx<'_>, pull_input: bool, has_output:
     }
 }
 
-/// What one production attempt of a single-output trace source gave.
+/// What one production attempt of a trace source (FromDump,
+/// FromTcpdump, the text traces) gave; its tail, [`Produced::finish`] or
+/// [`Produced::finish_push`], is the one all of them run.
 #[derive(Default)]
 pub struct Produced {
+    /// Packets for output 0.
     pub out: Option<Batch>,
+    /// Packets for output 1 (FromDump's packets outside its bounds),
+    /// always pushed.
+    pub out1: Option<Batch>,
     /// Anything happened (a record read, a packet emitted).
     pub progress: bool,
     /// The file ended just now.
     pub ended: bool,
     /// TIMING: when the held packet is due.
     pub wait: Option<Instant>,
+    /// Nothing was tried: the source is inactive or its file has ended,
+    /// and only a handler write (`active`, `filepos`, `extend_interval`...)
+    /// gives it work again.
+    pub idle: bool,
 }
 
 impl Produced {
-    /// After the attempt: runs the end action if the file just ended, and
-    /// asks for a wake-up (under --simtime, a move of the clock) when a
-    /// held packet is due (timer 0, whose run does nothing). Returns the
-    /// packets to emit and whether anything happened.
+    /// An attempt that found the source inactive or its file done.
+    pub(crate) fn idle() -> Produced {
+        Produced {
+            idle: true,
+            ..Produced::default()
+        }
+    }
+
+    /// After the attempt: pushes output 1's packets, runs the end action
+    /// if the file just ended, and asks for a wake-up (under --simtime, a
+    /// move of the clock) when a held packet is due (timer 0, whose run
+    /// does nothing). An idle source (inactive, or its file done) tells
+    /// the runtime that only a handler write gives it work, so that its
+    /// thread sleeps instead of polling it (or the task pulling it).
+    /// Returns the packets to emit and whether anything happened.
     pub(crate) fn finish(
-        self,
+        mut self,
         cx: &mut Cx<'_>,
         end: &EndAction,
         active: &AtomicBool,
     ) -> (Option<Batch>, bool) {
+        if let Some(b) = self.out1.take() {
+            cx.push(1, b);
+        }
         if self.ended {
             end.run(cx, active);
         }
         if let Some(due) = self.wait {
             cx.schedule_at(0, due);
+        }
+        if self.idle {
+            cx.wake_when_written();
         }
         (self.out, self.progress)
     }

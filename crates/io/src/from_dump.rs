@@ -96,7 +96,7 @@
 
 use crate::common::{
     add_trace_task, encap_name, is_raw_ip, open_input, sample_fixed, sampling_prob_text, EndAction,
-    ErrorCount, Sampler, TimeBounds, Timing, TRACE_BURST,
+    ErrorCount, Produced, Sampler, TimeBounds, Timing, TRACE_BURST,
 };
 use paraclick_packet::{Batch, Packet, Timestamp};
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind, PerThreadCount};
@@ -176,16 +176,6 @@ enum Step {
     Skip,
     End,
     NoBuffer,
-}
-
-/// The result of one production attempt.
-#[derive(Default)]
-struct Produced {
-    out0: Option<Batch>,
-    out1: Option<Batch>,
-    progress: bool,
-    ended: bool,
-    wait: Option<Instant>,
 }
 
 pub fn spec() -> ClassSpec {
@@ -412,12 +402,12 @@ impl FromDump {
     fn produce(&self, cx: &mut Cx<'_>, max: usize) -> Produced {
         let mut r = Produced::default();
         if !self.active.load(Ordering::Relaxed) {
-            return r;
+            return Produced::idle();
         }
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.ctl.done {
-            return r;
+            return Produced::idle();
         }
         let now = cx.now(); // the router's clock: simulated under --simtime
         let budget = max.saturating_mul(8).max(256);
@@ -425,7 +415,7 @@ impl FromDump {
         let mut examined = 0;
         let emit = |r: &mut Produced, ctl: &mut Ctl, p: Packet, port: usize, pos: u64| {
             ctl.packet_pos = pos;
-            let b = if port == 0 { &mut r.out0 } else { &mut r.out1 };
+            let b = if port == 0 { &mut r.out } else { &mut r.out1 };
             b.get_or_insert_with(Batch::new).push(p);
         };
         while emitted < max && examined < budget {
@@ -542,16 +532,6 @@ impl FromDump {
         r
     }
 
-    /// After a production attempt: runs the end action, pushes output 1.
-    fn finish(&self, cx: &mut Cx<'_>, r: &mut Produced) {
-        if let Some(b) = r.out1.take() {
-            cx.push(1, b);
-        }
-        if r.ended {
-            self.end.run(cx, &self.active);
-        }
-    }
-
     /// The link type of the file (for ToDump's USE_ENCAP_FROM).
     pub fn linktype(&self) -> u32 {
         self.linktype
@@ -640,24 +620,16 @@ impl Element for FromDump {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
-        let mut r = self.produce(cx, self.burst.load(Ordering::Relaxed));
-        if let Some(b) = r.out0.take() {
-            cx.push(0, b);
-        }
-        self.finish(cx, &mut r);
-        if let Some(due) = r.wait {
-            // Wake the thread when the held packet is due.
-            cx.schedule_at(0, due);
-        }
-        r.progress
+        self.produce(cx, self.burst.load(Ordering::Relaxed))
+            .finish_push(cx, &self.end, &self.active)
     }
 
     fn run_timer(&self, _cx: &mut Cx<'_>, _timer: usize) {}
 
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
-        let mut r = self.produce(cx, max.max(1));
-        self.finish(cx, &mut r);
-        r.out0
+        self.produce(cx, max.max(1))
+            .finish(cx, &self.end, &self.active)
+            .0
     }
 
     fn queued(&self) -> usize {
@@ -1036,6 +1008,31 @@ mod tests {
         let b = paints(", BURST 4");
         assert_eq!(b.len(), 20);
         assert_eq!(&b[..4], &[b[0]; 4], "{b:?}");
+    }
+
+    #[test]
+    fn inactive_it_costs_no_cpu_until_activated() {
+        // Pushing, and pulled by an Unqueue: either way the worker sleeps
+        // until the write to `active`, then the file goes through.
+        let dir = tempfile::tempdir().unwrap();
+        let path = ten_packets(dir.path());
+        let f = q(&path);
+        sleeps_until_written(
+            &format!("f :: FromDump({f}, ACTIVE false) -> c :: Counter -> Discard;"),
+            "f",
+            "f.active",
+            "c.count",
+            "10",
+        );
+        sleeps_until_written(
+            &format!(
+                "f :: FromDump({f}, ACTIVE false) -> u :: Unqueue -> c :: Counter -> Discard;"
+            ),
+            "u",
+            "f.active",
+            "c.count",
+            "10",
+        );
     }
 
     #[test]

@@ -497,12 +497,12 @@ impl TraceReader for IpSumReader {
     fn produce(&self, core: &Core, cx: &mut Cx<'_>, max: usize) -> Produced {
         let mut r = Produced::default();
         if !core.active.load(Ordering::Relaxed) {
-            return r;
+            return Produced::idle();
         }
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.done {
-            return r;
+            return Produced::idle();
         }
         let now = cx.now(); // the router's clock: simulated under --simtime
         let budget = max.saturating_mul(8).max(256);
@@ -612,6 +612,20 @@ mod tests {
         assert_eq!(got.len(), 2);
         let d = got[1].timestamp().0 - got[0].timestamp().0;
         assert!((40_000_000_000..40_001_000_000).contains(&d), "{d} ns");
+    }
+
+    #[test]
+    fn inactive_it_costs_no_cpu_until_activated() {
+        // The text traces' shared tail: inactive, the worker sleeps until
+        // the write to `active`.
+        sleeps_until_written(
+            "f :: FromIPSummaryDump(ACTIVE false, DATA \"!data ip_dst\n1.0.0.1\n1.0.0.2\n1.0.0.3\") \
+             -> c :: Counter -> Discard;",
+            "f",
+            "f.active",
+            "c.count",
+            "3",
+        );
     }
 
     #[test]

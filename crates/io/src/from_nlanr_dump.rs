@@ -382,12 +382,12 @@ impl TraceReader for NlanrReader {
     fn produce(&self, core: &Core, cx: &mut Cx<'_>, max: usize) -> Produced {
         let mut r = Produced::default();
         if !core.active.load(Ordering::Relaxed) {
-            return r;
+            return Produced::idle();
         }
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.done {
-            return r;
+            return Produced::idle();
         }
         let now = cx.now();
         let cell = self.format.cell();

@@ -257,11 +257,11 @@ impl FromTcpdump {
     /// ended; (TIMING) when the next packet is due.
     fn produce(&self, cx: &mut Cx<'_>, max: usize) -> Produced {
         if !self.active.load(Ordering::Relaxed) {
-            return Produced::default();
+            return Produced::idle();
         }
         let mut st = self.lock();
         if st.done {
-            return Produced::default();
+            return Produced::idle();
         }
         // The router's clock: simulated time under --simtime.
         let now = cx.now();
@@ -335,6 +335,7 @@ impl FromTcpdump {
             progress,
             ended,
             wait,
+            ..Produced::default()
         }
     }
 }

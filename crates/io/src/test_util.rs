@@ -76,6 +76,33 @@ pub fn eth_tcp(
     )
 }
 
+/// Runs `conf` (real time) for a second with nothing to do: `task`'s
+/// element (an inactive trace reader, or the Unqueue pulling one) must
+/// run fewer than 200 times (it polled: about a thousand runs at best),
+/// its worker sleeping until a handler write; then writes `true` to
+/// `write` and waits for handler `count` to read `want`.
+pub fn sleeps_until_written(conf: &str, task: &str, write: &str, count: &str, want: &str) {
+    use std::time::{Duration, Instant};
+    let r = std::sync::Arc::new(build(&full_registry(), conf));
+    let stop = r.stopper();
+    let r2 = r.clone();
+    let h = std::thread::spawn(move || r2.run());
+    std::thread::sleep(Duration::from_secs(1));
+    let runs = r.task_runs(task).unwrap();
+    r.write_handler(write, "true").unwrap();
+    let t0 = Instant::now();
+    while handler(&r, count) != want && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    stop.stop();
+    let _ = h.join();
+    assert!(
+        runs < 200,
+        "{conf}: {runs} runs in a second of nothing to do"
+    );
+    assert_eq!(handler(&r, count), want, "{conf}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -414,12 +414,12 @@ impl TraceReader for LineReader {
     fn produce(&self, core: &Core, cx: &mut Cx<'_>, max: usize) -> Produced {
         let mut r = Produced::default();
         if !core.active.load(Ordering::Relaxed) {
-            return r;
+            return Produced::idle();
         }
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.done {
-            return r;
+            return Produced::idle();
         }
         let now = cx.now();
         let budget = max.saturating_mul(8).max(256);

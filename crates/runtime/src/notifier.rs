@@ -371,12 +371,17 @@ impl Signal {
 /// so the task is most likely asleep: one swap, without a plain load
 /// first. On another core's task that load missed and then the swap
 /// missed again for ownership, two line transfers per wake-up.
+///
+/// A task awake whose worker is parked anyway is napping until a time
+/// its pull path gave ([`Cx::wake_at`]: a Shaper behind a scheduler whose
+/// other input was empty): the packets that just arrived should not wait
+/// for that time, so its worker is unparked too.
 pub(crate) fn wake_task(core: &Core, t: usize) {
     let task = &core.tasks[t];
     if task.asleep.swap(false, Ordering::SeqCst) {
         fence(Ordering::SeqCst);
-        unpark_worker(core, task.thread.load(Ordering::Acquire));
     }
+    unpark_worker(core, task.thread.load(Ordering::Acquire));
 }
 
 /// Unparks worker `th` if it is parked (or about to park).
@@ -741,6 +746,7 @@ mod tests {
     use crate::registry::Registry;
     use crate::testing::build;
     use std::cell::Cell;
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn a_wake_decided_on_an_old_check_does_not_reopen_a_signal_that_slept_again() {
@@ -784,5 +790,44 @@ mod tests {
         assert!(sig.deactivate(core).is_some());
         sig.wake_from(core, g2);
         assert!(!n.active());
+    }
+
+    #[test]
+    fn a_wake_unparks_the_worker_of_an_awake_task_napping_for_a_time() {
+        // A task awake (it pulled through a Shaper that gave a time, and
+        // from an empty queue) whose worker parked until that time: a
+        // push into the empty queue must unpark the worker, not leave the
+        // packet for the nap's end. Played in one thread: the "worker" is
+        // this thread, so the unpark leaves a token and the park returns
+        // at once instead of after 20 s.
+        struct Tasked;
+        impl crate::Element for Tasked {
+            fn initialize(&self, ix: &mut crate::InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+        }
+        let mut reg = Registry::new();
+        reg.register(crate::ClassSpec::element("Tasked", "0/0", "h", |_| {
+            Ok(Tasked)
+        }));
+        let r = build(&reg, "Tasked;");
+        let core = &*r.core;
+        let t = 0;
+        assert!(!core.tasks[t].asleep.load(Ordering::SeqCst));
+        let th = core.tasks[t].thread.load(Ordering::SeqCst) % core.nthreads;
+        let ts = &core.threads[th];
+        *ts.handle.lock().unwrap() = Some(std::thread::current());
+        // Drain a token left over from anything before.
+        std::thread::park_timeout(std::time::Duration::from_millis(1));
+        ts.parked.store(true, Ordering::SeqCst);
+        super::wake_task(core, t);
+        let t0 = std::time::Instant::now();
+        std::thread::park_timeout(std::time::Duration::from_secs(20));
+        ts.parked.store(false, Ordering::SeqCst);
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "the worker stayed parked"
+        );
     }
 }

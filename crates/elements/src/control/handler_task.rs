@@ -97,6 +97,8 @@ impl Element for HandlerTask {
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
         if !self.scheduled.load(Ordering::Relaxed) {
+            // Until a write to `scheduled`.
+            cx.wake_when_written();
             return false;
         }
         if !self.reschedule.load(Ordering::Relaxed) {

@@ -10,7 +10,9 @@
 //! RATE with low burstiness (a token bucket 2 ms deep). A packet's size
 //! is its length plus its extra-length annotation. A packet larger than
 //! the bucket passes when the bucket is full and leaves it in debt, so the
-//! long-term rate holds for any packet size.
+//! long-term rate holds for any packet size. As Shaper, a pull the rate
+//! turns away tells the pulling task when the bucket will next allow a
+//! packet, so that its worker sleeps until then instead of polling.
 //!
 //! Ports: 1 input, 1 output. Processing: pull.
 //!

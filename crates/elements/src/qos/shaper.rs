@@ -11,6 +11,12 @@
 //! often, it emits RATE packets per second with low burstiness (a token
 //! bucket 2 ms deep, at least one packet).
 //!
+//! A pull on output 0 that the rate turns away tells the pulling task
+//! when the next packet will be allowed: an Unqueue (or device) pulling
+//! through a Shaper sleeps until then instead of polling, so CPU follows
+//! the shaped rate (under `--simtime`, the clock moves there). At RATE 0
+//! it sleeps until a handler write.
+//!
 //! Pulls on the optional output 1 return packets that do not meet the
 //! shaping condition at the time of the pull: when the rate allows a
 //! packet, output 1 returns nothing; otherwise it pulls from the input
@@ -71,6 +77,7 @@ impl Shaper {
             Unit::Packets => {
                 let k = self.bucket.with(|s| s.whole(now)).min(max);
                 if k == 0 {
+                    self.hint(cx, now, 1.0);
                     return None;
                 }
                 let b = cx.pull(0, k)?;
@@ -84,6 +91,9 @@ impl Shaper {
                 let mut out: Option<Batch> = None;
                 for _ in 0..max {
                     if !self.bucket.with(|s| s.ready(now, f64::MIN_POSITIVE)) {
+                        if out.is_none() {
+                            self.hint(cx, now, f64::MIN_POSITIVE);
+                        }
                         break;
                     }
                     let Some(b) = cx.pull(0, 1) else { break };
@@ -96,6 +106,19 @@ impl Shaper {
                 }
                 out
             }
+        }
+    }
+}
+
+impl Shaper {
+    /// The bucket is short (fewer than `need` tokens at `now`): tells the
+    /// puller's task when it will next release a packet, so that its
+    /// worker sleeps until then (simulated time moves there) instead of
+    /// polling; at RATE 0, only a handler write (`rate`, `reset`) does.
+    fn hint(&self, cx: &mut Cx<'_>, now: std::time::Instant, need: f64) {
+        match self.bucket.next_ready(now, need) {
+            Some(t) => cx.wake_at(t),
+            None => cx.wake_when_written(),
         }
     }
 }
@@ -232,5 +255,66 @@ mod tests {
             "Queue -> BandwidthShaper(fast) -> Discard"
         ));
         assert!(super::super::test_util::bad("Queue -> Shaper -> Discard"));
+    }
+
+    #[test]
+    fn an_unqueue_behind_a_shaper_wakes_at_its_release_times() {
+        // Simulated time, 300.5 ms. The Shaper says when its bucket next
+        // holds a packet, so the clock moves to each release and the
+        // Unqueue takes each packet then: the full bucket (2) at once,
+        // then one a ms. Without the hint the clock jumps from the start
+        // to the Script's stop: the first bucket only. BandwidthShaper:
+        // 1000 B/s, 100-byte packets: one every 100 ms after the first.
+        for (shaper, want) in [("Shaper(1000)", 302), ("BandwidthShaper(8kbps)", 4)] {
+            let r = build_simtime(
+                &reg(),
+                &format!(
+                    "Idle -> q :: Queue(10000) -> s :: {shaper} -> u :: Unqueue \
+                     -> o :: Counter -> Discard; Script(wait 0.3005s, stop);"
+                ),
+            );
+            fill(&r, "q", pkts(5000, 100));
+            paraclick_runtime::testing::run(&r);
+            let n: u64 = r.read_handler("o.count").unwrap().parse().unwrap();
+            assert_eq!(n, want, "{shaper}");
+            // A few runs a release (simulated time moves after two idle
+            // rounds), not a run a poll.
+            let runs = r.task_runs("u").unwrap();
+            assert!(
+                runs <= 4 * want + 10,
+                "{shaper}: {runs} runs for {n} packets"
+            );
+        }
+    }
+
+    #[test]
+    fn a_worker_behind_a_shaper_sleeps_between_releases() {
+        // Real time: Shaper(200) lets a packet through every 5 ms; over
+        // 300 ms the Unqueue's worker should run its task about once a
+        // release (it polled: a run every few microseconds, tens of
+        // thousands). The bound is generous: 20 runs a packet.
+        for shaper in ["Shaper(200)", "BandwidthShaper(160kbps)"] {
+            let r = std::sync::Arc::new(crate::test_kit::build(
+                &reg(),
+                &format!(
+                    "Idle -> q :: Queue(10000) -> s :: {shaper} -> u :: Unqueue \
+                     -> o :: Counter -> Discard;"
+                ),
+            ));
+            fill(&r, "q", pkts(5000, 100));
+            let stop = r.stopper();
+            let r2 = r.clone();
+            let h = std::thread::spawn(move || r2.run());
+            std::thread::sleep(Duration::from_millis(300));
+            stop.stop();
+            let _ = h.join();
+            let n: u64 = r.read_handler("o.count").unwrap().parse().unwrap();
+            let runs = r.task_runs("u").unwrap();
+            assert!(n >= 2, "{shaper}: {n} packets");
+            assert!(
+                runs <= 20 * n + 100,
+                "{shaper}: {runs} runs for {n} packets"
+            );
+        }
     }
 }

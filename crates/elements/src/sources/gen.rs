@@ -44,6 +44,78 @@ pub fn data_packet(data: &[u8], ts: Option<Timestamp>) -> Option<Packet> {
     Some(p)
 }
 
+/// The drop reasons of a source that makes packets from its thread's
+/// pool: its `no buffer` drops ([`DryPool`]).
+pub const POOL_REASONS: &[&str] = &["no buffer"];
+
+/// How long a source's allocations may keep failing (its thread's packet
+/// pool dry: every buffer held somewhere) before it stops waiting for
+/// buffers and drops what it cannot make, counted as `no buffer`.
+pub const DRY_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Failures further apart than this start a new dry spell.
+const DRY_GAP: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long a source waits between tries while the pool is dry.
+pub const DRY_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// A source's view of its thread's packet pool running dry.
+///
+/// A pool runs dry for a while when packets are held downstream (a
+/// capture writing them, a queue nobody drains): the source then waits,
+/// trying again every [`DRY_RETRY`] (its thread sleeps meanwhile), and
+/// loses nothing. When the pool has been dry for [`DRY_GRACE`] (an element
+/// that leaks its packets, or a pool smaller than what the router holds:
+/// `--pool`), the source stops waiting: what it cannot make is dropped
+/// and counted (reason `no buffer`, as a NIC counts a frame it had no
+/// buffer for), counts against its LIMIT, and a warning says so once. So
+/// a router whose buffers never come back finishes, its losses counted,
+/// instead of hanging. Costs nothing while allocations succeed.
+#[derive(Default)]
+pub struct DryPool {
+    /// The first and the latest failure of the current dry spell.
+    spell: std::sync::Mutex<Option<(Instant, Instant)>>,
+    warned: AtomicBool,
+}
+
+impl DryPool {
+    /// The pool gave `missing` packets fewer than asked. Returns `true` if
+    /// they are lost (counted as drops for reason `reason`, which must
+    /// name `no buffer` in the class's table): the caller counts them
+    /// against its LIMIT. `false`: the caller gives them back to its LIMIT
+    /// and tries again (the runtime has been told when).
+    #[cold]
+    #[inline(never)]
+    pub fn short(&self, cx: &mut Cx<'_>, missing: usize, reason: u8) -> bool {
+        let now = cx.now();
+        let since = {
+            let mut g = self.spell.lock().unwrap_or_else(|e| e.into_inner());
+            let first = match *g {
+                Some((first, last)) if now.saturating_duration_since(last) <= DRY_GAP => first,
+                _ => now,
+            };
+            *g = Some((first, now));
+            first
+        };
+        if now.saturating_duration_since(since) < DRY_GRACE {
+            cx.wake_at(now + DRY_RETRY);
+            return false;
+        }
+        cx.count_drops_for(reason, missing as u64);
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "{}: thread {}'s packet pool has had no free buffer for {} s: \
+                 packets it cannot make are dropped (drop reason 'no buffer'); \
+                 an element is holding or leaking packets, or --pool is too small",
+                cx.element_name(),
+                cx.thread(),
+                DRY_GRACE.as_secs()
+            );
+        }
+        true
+    }
+}
+
 /// A source's LIMIT: how many packets may still go out, and what happens
 /// once they have (STOP, END_CALL). Shared by every thread running the
 /// source; one atomic operation per batch, none when there is no limit.

@@ -20,6 +20,10 @@
 //! - `END_CALL` (write handler and value): called after LIMIT packets
 //!   (END_CALL and STOP are mutually exclusive).
 //!
+//! Drop reasons: `no buffer`: its thread's packet pool stayed empty for
+//! a second (packets held or leaked downstream); until then it waits for
+//! buffers and loses nothing.
+//!
 //! Handlers:
 //! - `count` (read): packets sent.
 //! - `reset` (write): resets the count, so LIMIT more packets go out.
@@ -38,7 +42,7 @@
 //!
 //!     InfiniteSource(LENGTH 64, LIMIT 1000000, STOP true) -> c :: Counter -> Discard;
 
-use super::gen::{data_batch, data_packet, parse_end_call, Limit};
+use super::gen::{data_batch, data_packet, parse_end_call, DryPool, Limit, POOL_REASONS};
 use super::Contents;
 use crate::util::write_burst;
 use paraclick_runtime::args::Bytes;
@@ -77,12 +81,15 @@ pub struct InfiniteSource {
     random: bool,
     /// Pull context: active while packets may come.
     empty: Notifier,
+    /// Its thread's pool dry: wait, then drop as `no buffer`.
+    dry: DryPool,
 }
 
 pub fn spec() -> ClassSpec {
     ClassSpec::notifying("InfiniteSource", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .drop_reasons(POOL_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
@@ -120,6 +127,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
         count: PerThreadCount::new(cx.nthreads),
         random: false,
         empty: Notifier::new(),
+        dry: DryPool::default(),
     })
 }
 
@@ -154,6 +162,7 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
         count: PerThreadCount::new(cx.nthreads),
         random: true,
         empty: Notifier::new(),
+        dry: DryPool::default(),
     })
 }
 
@@ -183,7 +192,9 @@ impl InfiniteSource {
             }
         }
         let sent = b.len();
-        self.limit.unclaim(n - sent);
+        if sent < n && !self.dry.short(cx, n - sent, 0) {
+            self.limit.unclaim(n - sent);
+        }
         self.count.add(cx.thread(), sent as u64);
         b
     }
@@ -224,8 +235,11 @@ impl InfiniteSource {
         let ts = self.timestamp.then(|| cx.timestamp());
         let p = data_packet(self.packet_bytes(cx), ts);
         let Some(mut p) = p else {
-            self.limit.unclaim_one();
-            return false;
+            if !self.dry.short(cx, 1, 0) {
+                self.limit.unclaim_one();
+                return false;
+            }
+            return true;
         };
         if self.random {
             crate::util::fill_random(p.data_mut());
@@ -558,5 +572,63 @@ mod tests {
         newer.take_state_from(&new).unwrap();
         assert_eq!(pull_n(&newer, 8), 3);
         assert_eq!(newer.read_handler("e.count").unwrap(), "8");
+    }
+
+    /// A sink that leaks what it gets: the buffers never go back to the
+    /// pool (an element with a bug).
+    struct Leak;
+
+    impl paraclick_runtime::Element for Leak {
+        fn push(
+            &self,
+            _cx: &mut paraclick_runtime::Cx<'_>,
+            _port: usize,
+            b: paraclick_runtime::Batch,
+        ) {
+            std::mem::forget(b);
+        }
+    }
+
+    fn make_leak(cx: &mut paraclick_runtime::ConfigCx<'_>) -> Result<Leak, String> {
+        cx.args().complete()?;
+        Ok(Leak)
+    }
+
+    #[test]
+    fn a_leak_that_empties_the_pool_ends_in_counted_drops_not_a_hang() {
+        // Simulated time. Every packet leaks, so after the thread's pool
+        // (8192 buffers) the source finds none: it waits a second (buffers
+        // held for a while come back), then drops what it cannot make as
+        // `no buffer`, reaches its LIMIT and stops the router. It waited
+        // for buffers forever (the run's watchdog failed).
+        let mut reg = reg();
+        reg.register(paraclick_runtime::ClassSpec::element(
+            "Leak", "1/0", "h", make_leak,
+        ));
+        let cap = paraclick_packet::pool::default_capacity() as u64;
+        for (conf, limit) in [
+            (
+                "s :: InfiniteSource(LIMIT 10000, STOP true) -> Leak;",
+                10_000,
+            ),
+            (
+                "s :: InfiniteSource(LIMIT 10000, BURST 32, STOP true) -> Leak;",
+                10_000,
+            ),
+            (
+                "s :: RatedSource(RATE 1000000, LIMIT 9000, STOP true) -> Leak;",
+                9_000u64,
+            ),
+        ] {
+            let r = paraclick_runtime::testing::build_simtime(&reg, conf);
+            let t0 = r.now_ns();
+            paraclick_runtime::testing::run(&r);
+            let made: u64 = r.read_handler("s.count").unwrap().parse().unwrap();
+            assert_eq!(made, cap, "{conf}");
+            let lost = r.drop_reasons("s").unwrap();
+            assert_eq!(lost, vec![("no buffer", limit - cap)], "{conf}");
+            let waited = std::time::Duration::from_nanos(r.now_ns() - t0);
+            assert!(waited >= super::super::gen::DRY_GRACE, "{conf}: {waited:?}");
+        }
     }
 }

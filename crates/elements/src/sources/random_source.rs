@@ -32,6 +32,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("RandomSource", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .drop_reasons(super::gen::POOL_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {

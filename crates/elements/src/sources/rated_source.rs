@@ -43,6 +43,10 @@
 //! Hot reconfiguration (`-R`): a RatedSource of the same name takes the old
 //! one's count, the packets it sent against LIMIT, and its schedule.
 //!
+//! Drop reasons: `no buffer`: its thread's packet pool stayed empty for
+//! a second (packets held or leaked downstream); until then it waits for
+//! buffers and loses nothing.
+//!
 //! Handlers:
 //! - `count` (read): packets generated.
 //! - `reset` (write): resets the count, so LIMIT more packets go out.
@@ -72,6 +76,8 @@ use std::sync::RwLock;
 use std::time::Instant;
 
 pub struct RatedSource {
+    /// Its thread's pool dry: wait, then drop as `no buffer`.
+    dry: super::gen::DryPool,
     contents: RwLock<Contents>,
     /// RATE, as f64 bits.
     rate: AtomicU64,
@@ -88,6 +94,7 @@ pub fn spec() -> ClassSpec {
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
         .rate("rate", false)
+        .drop_reasons(super::gen::POOL_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {
@@ -128,6 +135,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {
         return Err(format!("RATE must be a nonnegative number, not {rate}"));
     }
     Ok(RatedSource {
+        dry: super::gen::DryPool::default(),
         contents: RwLock::new(contents),
         rate: AtomicU64::new(rate.to_bits()),
         pacer: Pacer::new(rate),
@@ -170,7 +178,9 @@ impl RatedSource {
             let c = self.contents.read().unwrap_or_else(|e| e.into_inner());
             data_batch(&c.packet, n, self.headroom, Some(cx.timestamp()))
         };
-        self.limit.unclaim(n - b.len());
+        if b.len() < n && !self.dry.short(cx, n - b.len(), 0) {
+            self.limit.unclaim(n - b.len());
+        }
         self.count.add(cx.thread(), b.len() as u64);
         (!b.is_empty()).then_some(b)
     }

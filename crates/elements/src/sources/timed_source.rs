@@ -24,6 +24,10 @@
 //!
 //! Packets' timestamps are set to the time they are made.
 //!
+//! Drop reasons: `no buffer`: its thread's packet pool stayed empty for
+//! a second (packets held or leaked downstream); until then it waits for
+//! buffers and loses nothing.
+//!
 //! Handlers:
 //! - `data` (read/write): the DATA.
 //! - `interval` (read/write): the INTERVAL in seconds; a new interval
@@ -49,6 +53,8 @@ use std::time::Duration;
 const TIMER: usize = 0;
 
 pub struct TimedSource {
+    /// Its thread's pool dry: wait, then drop as `no buffer`.
+    dry: super::gen::DryPool,
     data: RwLock<Vec<u8>>,
     /// INTERVAL in nanoseconds.
     interval_ns: AtomicU64,
@@ -62,6 +68,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("TimedSource", "0/1", "h", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .drop_reasons(super::gen::POOL_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSource, String> {
@@ -81,6 +88,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSource, String> {
         return Err("END_CALL and STOP are mutually exclusive".into());
     }
     Ok(TimedSource {
+        dry: super::gen::DryPool::default(),
         data: RwLock::new(data.unwrap_or_else(|| super::DEFAULT_DATA.to_vec())),
         interval_ns: AtomicU64::new(duration_ns(interval)),
         limit: Limit::new(limit, stop, end_call.map(parse_end_call)),
@@ -189,7 +197,9 @@ impl Element for TimedSource {
                 let data = self.data.read().unwrap_or_else(|e| e.into_inner());
                 data_batch(&data, 1, self.headroom, Some(cx.timestamp()))
             };
-            self.limit.unclaim(1 - b.len());
+            if b.is_empty() && !self.dry.short(cx, 1, 0) {
+                self.limit.unclaim(1);
+            }
             self.count.add(cx.thread(), b.len() as u64);
             if !b.is_empty() {
                 cx.push(0, b);

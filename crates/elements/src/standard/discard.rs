@@ -106,6 +106,8 @@ impl Element for Discard {
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
         if !self.active.load(Ordering::Relaxed) {
+            // Until a write to `active`: no polling of the full queue.
+            cx.wake_when_written();
             return false;
         }
         // The first packet comes alone, without a batch: behind a source

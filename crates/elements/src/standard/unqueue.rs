@@ -14,6 +14,9 @@
 //! - `ACTIVE` (boolean, default true): whether the task runs.
 //! - `LIMIT` (integer, default no limit): stop after this many packets.
 //!
+//! Inactive, or at its LIMIT, it costs no CPU however full its queue: its
+//! thread sleeps until a handler write (`active`, `reset`) wakes it.
+//!
 //! Handlers:
 //! - `count` (read): packets moved.
 //! - `reset` (write): resets the count.
@@ -95,6 +98,9 @@ impl Element for Unqueue {
     #[inline]
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
         if !self.active.load(Ordering::Relaxed) {
+            // Only a write to `active` gives it work: its worker sleeps
+            // until a handler write instead of polling the full queue.
+            cx.wake_when_written();
             return false;
         }
         let mut want = self.burst.load(Ordering::Relaxed);
@@ -102,6 +108,8 @@ impl Element for Unqueue {
             let done = self.moved.load(Ordering::Relaxed);
             want = want.min(limit.saturating_sub(done) as usize);
             if want == 0 {
+                // Until `reset`.
+                cx.wake_when_written();
                 return false;
             }
         }
@@ -115,5 +123,58 @@ impl Element for Unqueue {
         }
         cx.push(0, b);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_kit::{build, fill, handler, pkts, reg};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// Runs `r` in a thread until `f` (given the router) returns; then
+    /// stops it.
+    fn running(r: &Arc<paraclick_runtime::Router>, f: impl FnOnce(&paraclick_runtime::Router)) {
+        let stop = r.stopper();
+        let r2 = r.clone();
+        let h = std::thread::spawn(move || r2.run());
+        f(r);
+        stop.stop();
+        let _ = h.join();
+    }
+
+    fn wait_for(r: &paraclick_runtime::Router, h: &str, want: &str) {
+        let t0 = Instant::now();
+        while handler(r, h) != want && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(handler(r, h), want, "{h}");
+    }
+
+    #[test]
+    fn inactive_or_at_its_limit_it_sleeps_until_a_handler_write() {
+        // Real time, a second each: a full queue, an Unqueue that may not
+        // take from it. Its worker used to poll it (a run every
+        // millisecond at best: about a thousand); now it sleeps until a
+        // handler write (a run each 100 ms safety wake, after a short
+        // spin). The write then wakes it at once.
+        for (u, write, want) in [
+            ("Unqueue(ACTIVE false)", "u.active", "10"),
+            ("Unqueue(LIMIT 3)", "u.reset", "6"),
+        ] {
+            let r = Arc::new(build(
+                &reg(),
+                &format!("Idle -> q :: Queue(100) -> u :: {u} -> o :: Counter -> Discard;"),
+            ));
+            fill(&r, "q", pkts(10, 60));
+            running(&r, |r| {
+                std::thread::sleep(Duration::from_millis(1000));
+                let runs = r.task_runs("u").unwrap();
+                assert!(runs < 200, "{u}: {runs} runs in a second of nothing to do");
+                r.write_handler(write, if write == "u.active" { "true" } else { "" })
+                    .unwrap();
+                wait_for(r, "o.count", want);
+            });
+        }
     }
 }
