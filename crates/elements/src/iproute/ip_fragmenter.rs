@@ -379,8 +379,24 @@ mod tests {
     #[test]
     fn one_long_packet_at_the_end_of_a_batch_is_fragmented() {
         let h = harness("IPFragmenter(576)", 1);
-        let short = ip_bytes(ip("1.0.0.1"), ip("2.0.0.2"), 17, 1, false, &[], &payload(556));
-        let long = ip_bytes(ip("1.0.0.1"), ip("2.0.0.2"), 17, 2, false, &[], &payload(557));
+        let short = ip_bytes(
+            ip("1.0.0.1"),
+            ip("2.0.0.2"),
+            17,
+            1,
+            false,
+            &[],
+            &payload(556),
+        );
+        let long = ip_bytes(
+            ip("1.0.0.1"),
+            ip("2.0.0.2"),
+            17,
+            2,
+            false,
+            &[],
+            &payload(557),
+        );
         let mut v: Vec<Packet> = (0..7).map(|_| ip_packet(&[], &short)).collect();
         v.push(ip_packet(&[], &long));
         h.push(0, v);
