@@ -374,6 +374,14 @@ impl Packet {
             .then(|| &self.inner.buf[n as usize..self.inner.end as usize])
     }
 
+    /// The length of [`Packet::network_header`], without making the slice
+    /// (no bounds check on the buffer).
+    #[inline]
+    pub fn network_len(&self) -> Option<usize> {
+        let n = self.inner.net;
+        (n >= 0 && (n as u32) <= self.inner.end).then(|| (self.inner.end - n as u32) as usize)
+    }
+
     #[inline]
     pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
         let n = self.inner.net;
@@ -459,6 +467,31 @@ impl fmt::Debug for Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `network_len` is the network header slice's length in every case:
+    /// unset, set, with the data start past it, and with the end cut
+    /// before it.
+    #[test]
+    fn network_len_is_the_network_header_length() {
+        let mut p = Packet::from_slice(&[0u8; 60]).unwrap();
+        let same = |p: &Packet| assert_eq!(p.network_len(), p.network_header().map(<[u8]>::len));
+        same(&p);
+        assert_eq!(p.network_len(), None);
+        p.set_network_header(14, 20);
+        same(&p);
+        assert_eq!(p.network_len(), Some(46));
+        p.pull(20);
+        same(&p);
+        assert_eq!(p.network_len(), Some(46));
+        let mut p = Packet::from_slice(&[0u8; 60]).unwrap();
+        p.set_network_header(14, 20);
+        p.take(40);
+        same(&p);
+        assert_eq!(p.network_len(), Some(6));
+        p.take(10);
+        same(&p);
+        assert_eq!(p.network_len(), None);
+    }
 
     #[test]
     fn push_pull_put_take() {

@@ -628,6 +628,23 @@ impl<K: RouteKind> IPRouteLookup<K> {
             Table::Fixed(t) => t.lookup(dst),
             Table::Shared(_) => self.lookup_shared(dst),
         };
+        Self::set_hop(p, dst, hop)
+    }
+
+    /// [`IPRouteLookup::route_one`] in a fixed table `t`. Always inlined:
+    /// its callers are the batch loop of [`IPRouteLookup::push_fixed`]
+    /// and its split tail, where the table's fields then stay in
+    /// registers across the batch.
+    #[inline(always)]
+    fn route_fixed(t: &Lpm, p: &mut Packet) -> u32 {
+        let dst = Self::destination(p);
+        Self::set_hop(p, dst, t.lookup(dst))
+    }
+
+    /// Sets `p`'s destination annotation from `hop` (the gateway, or
+    /// `dst` itself) and returns its port, or [`NO_PORT`] without one.
+    #[inline(always)]
+    fn set_hop(p: &mut Packet, dst: u32, hop: Option<NextHop>) -> u32 {
         match hop {
             Some(hop) => {
                 p.anno_mut().dst_ip = Ipv4Addr::from(if hop.gw != 0 { hop.gw } else { dst });
@@ -703,8 +720,8 @@ impl<K: RouteKind> Element for IPRouteLookup<K> {
                 };
             }
         }
-        if let Table::Fixed(_) = &self.table {
-            return self.push_fixed(cx, batch);
+        if let Table::Fixed(t) = &self.table {
+            return self.push_fixed(t, cx, batch);
         }
         let mut s = std::mem::take(self.scratch.get(cx));
         s.addrs.clear();
@@ -745,16 +762,16 @@ impl<K: RouteKind> IPRouteLookup<K> {
     /// batch stays whole as long as every packet goes one way (no scratch
     /// vectors, no second pass to compare ports).
     #[inline]
-    fn push_fixed(&self, cx: &mut Cx<'_>, mut batch: Batch) {
+    fn push_fixed(&self, t: &Lpm, cx: &mut Cx<'_>, mut batch: Batch) {
         let v = batch.as_mut_slice();
         // `first` starts as any port: packet 0's replaces it.
         let mut first = NO_PORT;
         #[allow(clippy::needless_range_loop)] // as the batch action loop
         for i in 0..v.len() {
-            let port = self.route_one(&mut v[i]);
+            let port = Self::route_fixed(t, &mut v[i]);
             if port != first {
                 if i != 0 {
-                    return self.push_fixed_mixed(cx, batch, i, first, port);
+                    return self.push_fixed_mixed(t, cx, batch, i, first, port);
                 }
                 first = port;
             }
@@ -769,13 +786,21 @@ impl<K: RouteKind> IPRouteLookup<K> {
     /// [`IPRouteLookup::push_fixed`] once packet `i` went to `port`, not
     /// to `first` as those before it: routes the rest and splits.
     #[inline(never)]
-    fn push_fixed_mixed(&self, cx: &mut Cx<'_>, mut batch: Batch, i: usize, first: u32, port: u32) {
+    fn push_fixed_mixed(
+        &self,
+        t: &Lpm,
+        cx: &mut Cx<'_>,
+        mut batch: Batch,
+        i: usize,
+        first: u32,
+        port: u32,
+    ) {
         let mut s = std::mem::take(self.scratch.get(cx));
         s.ports.clear();
         s.ports.resize(i, first);
         s.ports.push(port);
         for p in &mut batch.as_mut_slice()[i + 1..] {
-            s.ports.push(self.route_one(p));
+            s.ports.push(Self::route_fixed(t, p));
         }
         self.push_split(cx, batch, &mut s);
         *self.scratch.get(cx) = s;
