@@ -705,6 +705,81 @@ mod tests {
     }
 
     #[test]
+    fn an_advertisement_heard_on_one_thread_is_used_by_the_others_next_batch() {
+        use paraclick_runtime::testing::TestSink;
+        // Thread 1's source sends 8 packets to 2001:db8::2 each time it is
+        // reset; thread 0's sends one advertisement moving that neighbour
+        // when activated.
+        let hex = |p: Packet| -> String { p.data().iter().map(|b| format!("{b:02x}")).collect() };
+        let conf = format!(
+            "s :: InfiniteSource(DATA \\<{}>, LIMIT 8, BURST 8);
+             a :: InfiniteSource(DATA \\<{}>, LIMIT 1, ACTIVE false);
+             StaticThreadSched(s 1, a 0);
+             s -> e :: IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01) -> o :: TestSink;
+             a -> [1]e;",
+            hex(to("2001:db8::2", 7)),
+            hex(na("2001:db8::2", Some([2, 0, 0, 0, 0, 9]))),
+        );
+        let r = paraclick_runtime::Router::from_str(&conf, &reg(), 2)
+            .unwrap_or_else(|d| panic!("{}", d[0].message));
+        let nd = r.element::<super::IP6NDSolicitor>("e").unwrap();
+        let sink = r.element::<TestSink>("o").unwrap();
+        let wait = |what: &str, until: &dyn Fn() -> bool| {
+            let t0 = std::time::Instant::now();
+            while !until() {
+                assert!(t0.elapsed() < Duration::from_secs(20), "never: {what}");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let eight = || -> Vec<[u8; 6]> {
+            wait("8 packets", &|| sink.len() >= 8);
+            let ps = sink.take();
+            ps.iter()
+                .map(|p| <[u8; 6]>::try_from(&p.data()[..6]).unwrap())
+                .collect()
+        };
+        r.write_handler("e.insert", "2001:db8::2 02:00:00:00:00:02")
+            .unwrap();
+        let stop = r.stopper();
+        std::thread::scope(|sc| {
+            sc.spawn(|| r.run());
+            // Stops the router however this ends (a failed assertion too).
+            struct StopOnDrop<F: FnMut()>(F);
+            impl<F: FnMut()> Drop for StopOnDrop<F> {
+                fn drop(&mut self) {
+                    (self.0)()
+                }
+            }
+            let _stop = StopOnDrop(|| stop.stop());
+            // Thread 1 forwards with its view of the table.
+            assert_eq!(eight(), vec![HOST; 8]);
+            assert_eq!(nd.slow.get(), 0, "known: no batch took the table's lock");
+            // An advertisement heard on thread 0 moves the neighbour.
+            r.write_handler("a.active", "true").unwrap();
+            wait("the advertisement", &|| {
+                r.read_handler("e.advertisements").unwrap() == "1"
+            });
+            r.write_handler("s.reset", "").unwrap();
+            assert_eq!(
+                eight(),
+                vec![[2, 0, 0, 0, 0, 9]; 8],
+                "thread 1's next batch uses the new address"
+            );
+            assert_eq!(nd.slow.get(), 0, "still without the table's lock");
+            // `clear` reaches thread 1's view too: its next batch waits.
+            r.write_handler("e.clear", "").unwrap();
+            r.write_handler("s.reset", "").unwrap();
+            wait("a solicitation", &|| {
+                r.read_handler("e.solicitations").unwrap() != "0"
+            });
+            assert_eq!(nd.slow.get(), 1, "an unknown next hop takes the lock");
+            assert!(r.read_handler("e.table").unwrap().ends_with(" 8\n"));
+            // (One output: the solicitation leaves through it; nothing else.)
+            assert!(sink.take().iter().all(|p| parse_frame(p.data()).is_some()));
+        });
+    }
+
+    #[test]
     fn handlers_insert_clear_and_config() {
         let h = harness(
             "IP6NDSolicitor(r0); AddressInfo(r0 2001:db8::1/64 02:00:00:00:00:01); Idle -> [1]e",
