@@ -1,8 +1,8 @@
 //! Small pieces several elements share.
 
 use paraclick_runtime::HandlerCx;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Click's `rate` handlers without cost on the packet path: the rate is
@@ -285,6 +285,78 @@ pub fn fill_random(buf: &mut [u8]) {
         }
     }
     fastrand::fill(buf);
+}
+
+/// A read-mostly value shared by the threads without a lock on the packet
+/// path: writers (handlers, learned addresses) replace it whole with
+/// [`Published::publish`], which bumps a generation; each thread keeps a
+/// [`View`] (in a `PerThread`) that compares the generation once per batch
+/// and takes the lock only when it moved. An update is seen by every
+/// thread's next batch. ARPQuerier and IP6NDSolicitor keep their known
+/// neighbours this way.
+pub struct Published<T> {
+    current: Mutex<Arc<T>>,
+    gen: AtomicU64,
+}
+
+impl<T> Published<T> {
+    pub fn new(value: T) -> Published<T> {
+        Published {
+            current: Mutex::new(Arc::new(value)),
+            gen: AtomicU64::new(0),
+        }
+    }
+
+    /// Replaces the value with `make(old value)`; threads take the new
+    /// one at their next [`View::get`]. `make` runs under the lock, so
+    /// concurrent publications do not lose each other's carry-over.
+    pub fn publish(&self, make: impl FnOnce(&T) -> T) {
+        let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let next = Arc::new(make(&cur));
+        *cur = next;
+        self.gen.fetch_add(1, Ordering::Release);
+    }
+
+    /// The current value (control path: handlers, the timer).
+    pub fn current(&self) -> Arc<T> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// A thread's view of a [`Published`] value: the value it last took and
+/// that value's generation.
+pub struct View<T> {
+    gen: u64,
+    value: Arc<T>,
+}
+
+impl<T> View<T> {
+    /// A view holding `placeholder` until its first [`View::get`], which
+    /// always takes the published value.
+    pub fn new(placeholder: Arc<T>) -> View<T> {
+        View {
+            gen: u64::MAX,
+            value: placeholder,
+        }
+    }
+
+    /// The published value: one atomic load, and the lock only when a
+    /// publication happened since this view's last call.
+    #[inline]
+    pub fn get(&mut self, p: &Published<T>) -> &T {
+        // The generation is read before the value: a publication between
+        // the two leaves a newer value under an older generation, which
+        // the next call takes again (never an older value kept).
+        let gen = p.gen.load(Ordering::Acquire);
+        if gen != self.gen {
+            self.value = p.current();
+            self.gen = gen;
+        }
+        &self.value
+    }
 }
 
 #[cfg(test)]

@@ -110,6 +110,7 @@ use super::arp_table::{
     MAX_POLLS_PER_BATCH, NEVER, TIMER,
 };
 use super::ether_encap::encap;
+use crate::util::View;
 use paraclick_packet::wire::{
     ethertype, ArpOp, ArpPacket, ArpRepr, EtherAddr, EthernetFrame, Ipv4Prefix,
 };
@@ -214,8 +215,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ArpQuerier, String> {
         table_name,
         state,
         cache: PerThread::new(nthreads, |_| Cache {
-            gen: 0,
-            snap: empty.clone(),
+            view: View::new(empty.clone()),
             polls: [(0, EtherAddr::ZERO, 0, Timestamp::ZERO); MAX_POLLS_PER_BATCH],
         }),
         queries: PerThreadCount::new(nthreads),
@@ -365,7 +365,6 @@ impl ArpQuerier {
     fn push_ip(&self, cx: &mut Cx<'_>, mut batch: Batch) {
         let st = self.st();
         let now = st.now(cx.now());
-        let gen = st.gen.load(Ordering::Acquire);
         let mut out = Batch::new();
         let mut slow = Batch::new();
         let mut dead = Batch::new();
@@ -373,11 +372,7 @@ impl ArpQuerier {
         let polls;
         {
             let cache = self.cache.get(cx);
-            if cache.gen != gen {
-                cache.snap = st.snap.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                cache.gen = gen;
-            }
-            let snap = &*cache.snap;
+            let snap = cache.view.get(&st.snap);
             for mut p in batch.drain() {
                 let ip = next_hop(&p);
                 let eth = match special(ip, self.bcast) {

@@ -52,6 +52,7 @@
 //!     q0 :: ARPQuerier(10.0.0.1, 00:00:00:00:00:01, TABLE arpt);
 //!     q1 :: ARPQuerier(10.0.1.1, 00:00:00:00:01:01, TABLE arpt);
 
+use crate::util::{Published, View};
 use paraclick_packet::wire::EtherAddr;
 use paraclick_packet::{Packet, Timestamp};
 use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, HandlerCx, StateCx};
@@ -185,8 +186,7 @@ pub(super) struct Snapshot {
 
 /// A thread's view: the snapshot it last took and its generation.
 pub(super) struct Cache {
-    pub(super) gen: u64,
-    pub(super) snap: Arc<Snapshot>,
+    pub(super) view: View<Snapshot>,
     pub(super) polls: [(u32, EtherAddr, u16, Timestamp); MAX_POLLS_PER_BATCH],
 }
 
@@ -281,10 +281,9 @@ pub(crate) struct ArpShared {
     /// (hot reconfiguration) keeps that router's clock.
     pub(super) base: AtomicU64,
     pub(super) table: Mutex<Table>,
-    /// The published snapshot and its generation (bumped after each
-    /// publication; threads compare it with their cached one).
-    pub(super) snap: Mutex<Arc<Snapshot>>,
-    pub(super) gen: AtomicU64,
+    /// The published snapshot of the known entries (each thread keeps a
+    /// `View` of it, refreshed when a publication bumped its generation).
+    pub(super) snap: Published<Snapshot>,
     /// Elements whose timer 0 sends packets a handler released and drops
     /// what a handler deleted (the queriers using the table).
     pub(super) users: Mutex<Vec<usize>>,
@@ -310,8 +309,7 @@ impl ArpShared {
             epoch: Instant::now(),
             base: AtomicU64::new(0),
             table: Mutex::new(Table::default()),
-            snap: Mutex::new(Arc::new(Snapshot::default())),
-            gen: AtomicU64::new(0),
+            snap: Published::new(Snapshot::default()),
             users: Mutex::new(Vec::new()),
         }
     }
@@ -369,30 +367,29 @@ impl ArpShared {
     /// Publishes the table's known entries for the packet path, keeping
     /// the poll state of entries that did not change.
     pub(super) fn publish(&self, t: &Table) {
-        let mut snap = self.snap.lock().unwrap_or_else(|e| e.into_inner());
-        let old = snap.clone();
-        let mut map = IpMap::default();
-        map.reserve(t.map.len());
-        for (&ip, e) in t.map.iter().filter(|(_, e)| e.known) {
-            let (polled, polls) = match old.map.get(&ip) {
-                Some(o) if o.live == e.live && o.eth == e.eth => (
-                    o.polled.load(Ordering::Relaxed),
-                    o.polls.load(Ordering::Relaxed),
-                ),
-                _ => (e.polled, e.polls),
-            };
-            map.insert(
-                ip,
-                SnapEntry {
-                    eth: e.eth,
-                    live: e.live,
-                    polled: AtomicU64::new(polled),
-                    polls: AtomicU32::new(polls),
-                },
-            );
-        }
-        *snap = Arc::new(Snapshot { map });
-        self.gen.fetch_add(1, Ordering::Release);
+        self.snap.publish(|old| {
+            let mut map = IpMap::default();
+            map.reserve(t.map.len());
+            for (&ip, e) in t.map.iter().filter(|(_, e)| e.known) {
+                let (polled, polls) = match old.map.get(&ip) {
+                    Some(o) if o.live == e.live && o.eth == e.eth => (
+                        o.polled.load(Ordering::Relaxed),
+                        o.polls.load(Ordering::Relaxed),
+                    ),
+                    _ => (e.polled, e.polls),
+                };
+                map.insert(
+                    ip,
+                    SnapEntry {
+                        eth: e.eth,
+                        live: e.live,
+                        polled: AtomicU64::new(polled),
+                        polls: AtomicU32::new(polls),
+                    },
+                );
+            }
+            Snapshot { map }
+        });
     }
 
     /// Removes the entry for `ip`, its packets to `dead`.

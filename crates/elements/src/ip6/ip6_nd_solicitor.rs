@@ -47,7 +47,11 @@
 //! - `insert` (write): adds a known entry, `IP6 ETH`.
 //! - `clear` (write): forgets every entry (waiting packets are dropped).
 //!
-//! Threads: the table is one mutex, taken once per batch.
+//! Threads: every thread forwards to known next hops from its own view of
+//! the known entries, without a lock; an advertisement, solicitation,
+//! `insert` or `clear` publishes a new view, which each thread takes at its
+//! next batch. The table itself (waiting packets, unknown entries) is one
+//! mutex, taken for packets whose next hop is not known (or expired).
 //!
 //! Example:
 //!
@@ -59,16 +63,19 @@
 
 use super::nd::{build_frame, parse_frame};
 use crate::ethernet::ether_encap::encap;
+use crate::util::{Published, View};
 use paraclick_packet::wire::icmpv6::NdRepr;
 use paraclick_packet::wire::ipv6::addr;
 use paraclick_packet::wire::{ethertype, EtherAddr};
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::args::{FromArg, Raw};
-use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThreadCount};
+use paraclick_runtime::{
+    ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, PerThread, PerThreadCount,
+};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const TIMER: usize = 0;
@@ -82,13 +89,30 @@ struct Entry {
     pending: VecDeque<Packet>,
 }
 
+/// Next hops come from packets' destinations, which remote senders choose:
+/// foldhash with a random seed per table keeps them from colliding.
+type Ip6Map<V> = HashMap<Ipv6Addr, V, foldhash::fast::RandomState>;
+
+/// The known entries as the packet path sees them: Ethernet address and
+/// when it was last confirmed. Immutable once published.
+#[derive(Default)]
+struct Known {
+    map: Ip6Map<(EtherAddr, Instant)>,
+}
+
 pub struct IP6NDSolicitor {
     ip: Ipv6Addr,
     eth: EtherAddr,
     capacity: usize,
     timeout: Duration,
     retries: u32,
-    table: Mutex<HashMap<Ipv6Addr, Entry>>,
+    table: Mutex<Ip6Map<Entry>>,
+    /// The known entries of `table`, republished after each change of
+    /// them; each thread forwards from its own view.
+    known: Published<Known>,
+    views: PerThread<View<Known>>,
+    /// Batches (or parts) that needed the table's lock on input 0.
+    slow: PerThreadCount,
     solicitations: PerThreadCount,
     advertisements: PerThreadCount,
     /// Entries a handler cleared: their packets, dropped by the timer.
@@ -119,13 +143,17 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IP6NDSolicitor, String> {
         .unwrap_or(Duration::from_secs(300));
     let retries = a.read::<u32>("RETRIES").unwrap_or(3).max(1);
     a.complete()?;
+    let empty = Arc::new(Known::default());
     Ok(IP6NDSolicitor {
         ip,
         eth,
         capacity: capacity.max(1),
         timeout,
         retries,
-        table: Mutex::new(HashMap::new()),
+        table: Mutex::new(Ip6Map::default()),
+        known: Published::new(Known::default()),
+        views: PerThread::new(cx.nthreads, |_| View::new(empty.clone())),
+        slow: PerThreadCount::new(cx.nthreads),
         solicitations: PerThreadCount::new(cx.nthreads),
         advertisements: PerThreadCount::new(cx.nthreads),
         graveyard: Mutex::new(Vec::new()),
@@ -151,8 +179,29 @@ impl IP6NDSolicitor {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Ipv6Addr, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ip6Map<Entry>> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether an entry confirmed at `when` is still known at `now`.
+    #[inline]
+    fn live(&self, when: Instant, now: Instant) -> bool {
+        self.timeout.is_zero() || now.saturating_duration_since(when) < self.timeout
+    }
+
+    /// Publishes the table's known entries to the threads (call with the
+    /// table locked, after changing its known entries).
+    fn publish(&self, t: &Ip6Map<Entry>) {
+        self.known.publish(|_| {
+            let mut map = Ip6Map::default();
+            map.reserve(t.len());
+            for (&ip, e) in t {
+                if let Some(eth) = e.eth {
+                    map.insert(ip, (eth, e.when));
+                }
+            }
+            Known { map }
+        });
     }
 
     fn solicitation(&self, target: Ipv6Addr) -> Option<Packet> {
@@ -187,27 +236,47 @@ impl IP6NDSolicitor {
 
     fn push_ip(&self, cx: &mut Cx<'_>, batch: Batch) {
         let mut out = Out::default();
+        let mut slow = Vec::new();
         let now = cx.now();
-        let mut t = self.lock();
-        for mut p in batch {
-            let hop = Self::next_hop(&p);
-            if hop.is_unspecified() || p.len() < 40 {
-                out.dead.push(p);
-                continue;
-            }
-            if addr::is_multicast(&hop) {
-                if encap(
-                    &mut p,
-                    EtherAddr(addr::multicast_ether(&hop)),
-                    self.eth,
-                    ethertype::IPV6,
-                ) {
+        {
+            let known = self.views.get(cx).get(&self.known);
+            for mut p in batch {
+                let hop = Self::next_hop(&p);
+                if hop.is_unspecified() || p.len() < 40 {
+                    out.dead.push(p);
+                    continue;
+                }
+                let eth = if addr::is_multicast(&hop) {
+                    EtherAddr(addr::multicast_ether(&hop))
+                } else {
+                    match known.map.get(&hop) {
+                        Some(&(eth, when)) if self.live(when, now) => eth,
+                        _ => {
+                            slow.push((hop, p));
+                            continue;
+                        }
+                    }
+                };
+                if encap(&mut p, eth, self.eth, ethertype::IPV6) {
                     out.ready.push(p);
                 } else {
                     out.dead.push(p);
                 }
-                continue;
             }
+        }
+        if !slow.is_empty() {
+            self.slow.inc(cx.thread());
+            self.slow_path(now, slow, &mut out);
+        }
+        self.emit(cx, out);
+    }
+
+    /// Packets whose next hop the thread's view does not know (or knows
+    /// expired): decided under the table's lock.
+    fn slow_path(&self, now: Instant, slow: Vec<(Ipv6Addr, Packet)>, out: &mut Out) {
+        let mut t = self.lock();
+        let mut republish = false;
+        for (hop, mut p) in slow {
             let e = t.entry(hop).or_insert_with(|| Entry {
                 eth: None,
                 when: now,
@@ -215,7 +284,8 @@ impl IP6NDSolicitor {
                 pending: VecDeque::new(),
             });
             if let Some(eth) = e.eth {
-                if now.duration_since(e.when) < self.timeout || self.timeout.is_zero() {
+                if self.live(e.when, now) {
+                    // Learned since the view was taken.
                     if encap(&mut p, eth, self.eth, ethertype::IPV6) {
                         out.ready.push(p);
                     } else {
@@ -226,6 +296,7 @@ impl IP6NDSolicitor {
                 // Expired: solicit again.
                 e.eth = None;
                 e.tries = 0;
+                republish = true;
             }
             if e.pending.len() >= self.capacity {
                 if let Some(old) = e.pending.pop_front() {
@@ -239,15 +310,23 @@ impl IP6NDSolicitor {
                 out.queries.push(hop);
             }
         }
-        drop(t);
-        self.emit(cx, out);
+        if republish {
+            self.publish(&t);
+        }
     }
 
-    /// Records `ip` at `eth` as confirmed at `now` (the router's clock).
-    fn learn(&self, now: Instant, ip: Ipv6Addr, eth: EtherAddr, out: &mut Out, create: bool) {
-        let mut t = self.lock();
+    /// Records `ip` at `eth` as confirmed at `now` (the router's clock) in
+    /// the locked table `t`; whether it did (the caller publishes).
+    fn learn(
+        &self,
+        t: &mut Ip6Map<Entry>,
+        now: Instant,
+        (ip, eth): (Ipv6Addr, EtherAddr),
+        out: &mut Out,
+        create: bool,
+    ) -> bool {
         if !create && !t.contains_key(&ip) {
-            return;
+            return false;
         }
         let e = t.entry(ip).or_insert_with(|| Entry {
             eth: None,
@@ -265,17 +344,22 @@ impl IP6NDSolicitor {
                 out.dead.push(p);
             }
         }
+        true
     }
 
     fn push_nd(&self, cx: &mut Cx<'_>, batch: Batch) {
         let mut out = Out::default();
         let now = cx.now();
+        let mut t = None;
+        let mut republish = false;
         for p in batch {
             if let Some(m) = parse_frame(p.data()) {
                 match m.repr {
                     NdRepr::NeighborAdvert { target, lladdr, .. } => {
                         self.advertisements.inc(cx.thread());
-                        self.learn(now, target, lladdr.unwrap_or(m.eth_src), &mut out, true);
+                        let t = t.get_or_insert_with(|| self.lock());
+                        let learned = (target, lladdr.unwrap_or(m.eth_src));
+                        republish |= self.learn(t, now, learned, &mut out, true);
                     }
                     NdRepr::NeighborSolicit {
                         lladdr: Some(ll), ..
@@ -283,13 +367,19 @@ impl IP6NDSolicitor {
                         // Learn only for next hops already in the table
                         // (RFC 4861 §7.2.3 allows creating; keeping the
                         // table to addresses we route to bounds it).
-                        self.learn(now, m.src, ll, &mut out, false);
+                        let t = t.get_or_insert_with(|| self.lock());
+                        republish |= self.learn(t, now, (m.src, ll), &mut out, false);
                     }
                     NdRepr::NeighborSolicit { .. } => {}
                 }
             }
             // Input 1's packets are consumed (counted as this element's).
             out.dead.push(p);
+        }
+        if let Some(t) = t {
+            if republish {
+                self.publish(&t);
+            }
         }
         self.emit(cx, out);
     }
@@ -331,6 +421,7 @@ impl Element for IP6NDSolicitor {
             });
             en.eth = Some(eth);
             en.when = now;
+            e.publish(&t);
             Ok(())
         }),
         Handler::write("clear", |e, _, _| {
@@ -339,6 +430,7 @@ impl Element for IP6NDSolicitor {
             for (_, mut en) in t.drain() {
                 g.extend(en.pending.drain(..));
             }
+            e.publish(&t);
             Ok(())
         }),
     ];
@@ -362,6 +454,7 @@ impl Element for IP6NDSolicitor {
         {
             let mut t = self.lock();
             let mut gone = Vec::new();
+            let mut republish = false;
             for (&ip, e) in t.iter_mut() {
                 match e.eth {
                     Some(eth) => {
@@ -373,8 +466,9 @@ impl Element for IP6NDSolicitor {
                                 out.dead.push(p);
                             }
                         }
-                        if !self.timeout.is_zero() && now.duration_since(e.when) >= self.timeout {
+                        if !self.live(e.when, now) {
                             gone.push(ip);
+                            republish = true;
                         }
                     }
                     None if now.duration_since(e.when) >= RETRY => {
@@ -392,6 +486,9 @@ impl Element for IP6NDSolicitor {
             }
             for ip in gone {
                 t.remove(&ip);
+            }
+            if republish {
+                self.publish(&t);
             }
         }
         out.dead.extend(std::mem::take(
@@ -605,6 +702,81 @@ mod tests {
             assert!(h.output(0).is_empty(), "{teach}: expired at TIMEOUT");
             assert_eq!(h.output(1).len(), 1, "{teach}: solicited again");
         }
+    }
+
+    #[test]
+    fn an_advertisement_heard_on_one_thread_is_used_by_the_others_next_batch() {
+        use paraclick_runtime::testing::TestSink;
+        // Thread 1's source sends 8 packets to 2001:db8::2 each time it is
+        // reset; thread 0's sends one advertisement moving that neighbour
+        // when activated.
+        let hex = |p: Packet| -> String { p.data().iter().map(|b| format!("{b:02x}")).collect() };
+        let conf = format!(
+            "s :: InfiniteSource(DATA \\<{}>, LIMIT 8, BURST 8);
+             a :: InfiniteSource(DATA \\<{}>, LIMIT 1, ACTIVE false);
+             StaticThreadSched(s 1, a 0);
+             s -> e :: IP6NDSolicitor(2001:db8::1, 02:00:00:00:00:01) -> o :: TestSink;
+             a -> [1]e;",
+            hex(to("2001:db8::2", 7)),
+            hex(na("2001:db8::2", Some([2, 0, 0, 0, 0, 9]))),
+        );
+        let r = paraclick_runtime::Router::from_str(&conf, &reg(), 2)
+            .unwrap_or_else(|d| panic!("{}", d[0].message));
+        let nd = r.element::<super::IP6NDSolicitor>("e").unwrap();
+        let sink = r.element::<TestSink>("o").unwrap();
+        let wait = |what: &str, until: &dyn Fn() -> bool| {
+            let t0 = std::time::Instant::now();
+            while !until() {
+                assert!(t0.elapsed() < Duration::from_secs(20), "never: {what}");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let eight = || -> Vec<[u8; 6]> {
+            wait("8 packets", &|| sink.len() >= 8);
+            let ps = sink.take();
+            ps.iter()
+                .map(|p| <[u8; 6]>::try_from(&p.data()[..6]).unwrap())
+                .collect()
+        };
+        r.write_handler("e.insert", "2001:db8::2 02:00:00:00:00:02")
+            .unwrap();
+        let stop = r.stopper();
+        std::thread::scope(|sc| {
+            sc.spawn(|| r.run());
+            // Stops the router however this ends (a failed assertion too).
+            struct StopOnDrop<F: FnMut()>(F);
+            impl<F: FnMut()> Drop for StopOnDrop<F> {
+                fn drop(&mut self) {
+                    (self.0)()
+                }
+            }
+            let _stop = StopOnDrop(|| stop.stop());
+            // Thread 1 forwards with its view of the table.
+            assert_eq!(eight(), vec![HOST; 8]);
+            assert_eq!(nd.slow.get(), 0, "known: no batch took the table's lock");
+            // An advertisement heard on thread 0 moves the neighbour.
+            r.write_handler("a.active", "true").unwrap();
+            wait("the advertisement", &|| {
+                r.read_handler("e.advertisements").unwrap() == "1"
+            });
+            r.write_handler("s.reset", "").unwrap();
+            assert_eq!(
+                eight(),
+                vec![[2, 0, 0, 0, 0, 9]; 8],
+                "thread 1's next batch uses the new address"
+            );
+            assert_eq!(nd.slow.get(), 0, "still without the table's lock");
+            // `clear` reaches thread 1's view too: its next batch waits.
+            r.write_handler("e.clear", "").unwrap();
+            r.write_handler("s.reset", "").unwrap();
+            wait("a solicitation", &|| {
+                r.read_handler("e.solicitations").unwrap() != "0"
+            });
+            assert_eq!(nd.slow.get(), 1, "an unknown next hop takes the lock");
+            assert!(r.read_handler("e.table").unwrap().ends_with(" 8\n"));
+            // (One output: the solicitation leaves through it; nothing else.)
+            assert!(sink.take().iter().all(|p| parse_frame(p.data()).is_some()));
+        });
     }
 
     #[test]
