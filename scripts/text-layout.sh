@@ -8,8 +8,10 @@
 # BINARY defaults to both builds that ship or get tested,
 # $CARGO_TARGET_DIR/release/paraclick (what scripts/run-example.sh builds)
 # and $CARGO_TARGET_DIR/ci/paraclick (the test suite's), and both must be
-# there: build them first (cargo build --release -p paraclick; cargo build
-# --profile ci -p paraclick). The two profiles name and split functions
+# there: build them first (cargo build --release -p paraclick; cargo test
+# --profile ci --workspace --no-run, which builds the ci binary the test
+# suite runs: `cargo build -p paraclick` unifies features differently and
+# names generic functions' instances with other hashes). The two profiles name and split functions
 # differently (thin LTO inlines across crates and renames what it makes
 # local), so the script is trained on each and holds the rules of both; a
 # rule that matches nothing in a build is skipped by the linker.

@@ -154,20 +154,9 @@ fn text_order_rules() -> (Vec<String>, Vec<(String, usize)>) {
     (rules, matched)
 }
 
-/// Whether `rule` names one of the sorted function `names`.
-fn names_a_function(rule: &str, names: &[&str]) -> bool {
-    let prefix = rule.strip_suffix('*');
-    let key = prefix.unwrap_or(rule);
-    let at = names.partition_point(|n| *n < key);
-    names.get(at).is_some_and(|n| match prefix {
-        Some(p) => n.starts_with(p),
-        None => *n == rule,
-    })
-}
-
 #[test]
 #[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
-fn the_code_order_script_still_names_this_builds_functions() {
+fn the_code_order_script_is_well_formed() {
     if option_env!("PARACLICK_TEXT_ORDER") == Some("0") {
         return;
     }
@@ -182,30 +171,22 @@ fn the_code_order_script_still_names_this_builds_functions() {
             "rule {rule}"
         );
     }
-    // The script holds rules for every build profile it was trained on;
-    // the linker skips those naming nothing in this build. When the code
-    // changes, the names drift (a renamed function, the hashes of a
-    // generic function's instances), and the code a run executes
-    // scatters over the text again, silently. This build's profile (its
-    // directory under the target dir) must still match at least 90% of
-    // what it matched when the script was written; otherwise rerun
-    // scripts/text-layout.sh.
-    let bin = common::bin();
-    let profile = bin.parent().and_then(|d| d.file_name()).unwrap();
-    let Some(&(_, then)) = matched.iter().find(|(p, _)| p.as_str() == profile) else {
-        return; // a profile the script was not trained on
-    };
-    let elf = Elf {
-        data: std::fs::read(&bin).unwrap(),
-    };
-    let mut names: Vec<&str> = elf.all_functions().into_iter().map(|(n, _)| n).collect();
-    names.sort_unstable();
-    let now = rules.iter().filter(|r| names_a_function(r, &names)).count();
-    assert!(
-        now * 10 >= then * 9,
-        "text-order.ld names {now} of this build's functions, {then} when written: \
-         rerun scripts/text-layout.sh (docs/PERFORMANCE.md)"
-    );
+    // Trained on both profiles, with a count for each. How many rules a
+    // build still names is not checked here: `cargo test -p paraclick` and
+    // `cargo test --workspace` unify the dependencies' features
+    // differently and so name generic functions' instances with other
+    // hashes. What matters, that the code a run executes sits at the
+    // front, is the next test's; `scripts/text-layout.sh --check` shows
+    // how far an order has drifted.
+    let profiles: Vec<&str> = matched.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(profiles, ["release", "ci"], "the profiles trained on");
+    for (p, n) in &matched {
+        assert!(
+            n * 2 > rules.len() / 2,
+            "{p} named only {n} of {} rules",
+            rules.len()
+        );
+    }
 }
 
 #[test]
