@@ -256,20 +256,24 @@ worker_stats() { # PID: "NS_ON_CPU VOLUNTARY_SWITCHES" of its worker threads
   echo "$ns $sw"
 }
 
-check_rated() { # LABEL RATE ACTIVE
-  local label=$1 pid s0 s1 sw pct count
-  "$BIN" -e "src :: RatedSource(LENGTH 64, RATE $2, ACTIVE $3) -> q :: Queue(1000) -> Unqueue
-      -> c :: Counter -> Discard; Script(wait 4s, stop)" -h c.count -h q.drops >"$TMP/rated.out" 2>&1 &
+check_conf() { # CONF: "PERCENT SWITCHES COUNT" over 3 s of a 4 s run
+  local pid s0 s1 count pct sw
+  "$BIN" -e "$1; Script(wait 4s, stop)" -h c.count >"$TMP/conf.out" 2>"$TMP/conf.err" &
   pid=$!
   sleep 0.5
   s0=$(worker_stats "$pid")
   sleep 3
   s1=$(worker_stats "$pid")
   wait "$pid" || true
-  count=$(awk '/^c.count:/ { getline; print; exit }' "$TMP/rated.out")
+  count=$(tail -n 1 "$TMP/conf.out")
   read -r pct sw < <(awk -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " ");
     printf "%.1f %d\n", (y[1] - x[1]) / 3e7, y[2] - x[2] }')
   echo "$pct $sw ${count:-0}"
+}
+
+check_rated() { # LABEL RATE ACTIVE: as check_conf
+  check_conf "src :: RatedSource(LENGTH 64, RATE $2, ACTIVE $3) -> q :: Queue(1000) -> Unqueue
+      -> c :: Counter -> Discard"
 }
 
 read -r pct sw count < <(check_rated inactive 1000 false)
@@ -299,20 +303,6 @@ fi
 #      on a loaded machine loses what overflows the 2 ms bucket; at most the
 #      rate's 4,000 plus the 2-packet bucket and the stop's 10 ms).
 # The old binary fails both (7: 2,935 context switches in 3 s; 8: none).
-check_conf() { # CONF: "PERCENT SWITCHES COUNT" over 3 s of a 4 s run
-  local pid s0 s1 count pct sw
-  "$BIN" -e "$1; Script(wait 4s, stop)" -h c.count >"$TMP/conf.out" 2>"$TMP/conf.err" &
-  pid=$!
-  sleep 0.5
-  s0=$(worker_stats "$pid")
-  sleep 3
-  s1=$(worker_stats "$pid")
-  wait "$pid" || true
-  count=$(tail -n 1 "$TMP/conf.out")
-  read -r pct sw < <(awk -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    printf "%.1f %d\n", (y[1] - x[1]) / 3e7, y[2] - x[2] }')
-  echo "$pct $sw ${count:-0}"
-}
 
 read -r pct sw count < <(check_conf "InfiniteSource(LIMIT 500, BURST 32) -> q :: Queue(1000)
     -> u :: Unqueue(ACTIVE false) -> c :: Counter -> Discard;
