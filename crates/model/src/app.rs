@@ -178,6 +178,75 @@ impl DeviceTerm {
     }
 }
 
+/// The CPUs a device router shares with other work on its machine (issue
+/// 42: on the veth test bed at -j 2 the packet generator runs on the
+/// router's two CPUs). The router's threads cost `thread_ns` CPU ns each
+/// per packet (the model's stages on a core of their own); the other work
+/// costs `other_ns` CPU ns per packet the router forwards (the generator's
+/// send, and the receive it sets off in softirq on its CPU); a router
+/// thread gets at most `thread_share` of its core while the other work
+/// wants the core too (1: the router runs first, as with real-time
+/// priority; under a fair scheduler next to a spinning generator, the
+/// share the router was measured to get). The loss-free rate is where
+/// the demand of both meets the CPUs ([`SharedCpus::solve`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedCpus {
+    /// CPUs the router's threads and the other work share, in all.
+    pub cpus: f64,
+    /// CPU ns the other work spends per packet the router forwards.
+    pub other_ns: f64,
+    /// The most of a core each router thread gets (0-1].
+    pub thread_share: f64,
+}
+
+/// What [`SharedCpus::solve`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedRate {
+    /// Packets/s: the highest rate both the router and the other work
+    /// keep up with.
+    pub rate: f64,
+    /// CPU-seconds per second the router's threads use at `rate`.
+    pub router_cpus: f64,
+    /// CPU-seconds per second the other work uses at `rate`.
+    pub other_cpus: f64,
+    /// What set the rate: "threads" (each router thread at its share of
+    /// a core) or "cpus" (the router's and the other work's demand fill
+    /// the CPUs).
+    pub limit: &'static str,
+}
+
+impl SharedCpus {
+    /// The rate of a router whose saturated rate on a core per thread is
+    /// `saturated` and whose threads spend `thread_ns` CPU ns each per
+    /// packet: the lower of `saturated` x `thread_share` (each thread
+    /// at the share of a core it gets) and the rate r where
+    /// r x (sum of `thread_ns` + `other_ns`) = `cpus` x 1e9 (the router's
+    /// and the other work's demand fill the CPUs). Both are CPU time, so
+    /// the answer does not depend on how loaded the machine was when the
+    /// terms were measured.
+    pub fn solve(&self, saturated: f64, thread_ns: &[f64]) -> SharedRate {
+        let router_ns: f64 = thread_ns.iter().sum();
+        let by_threads = saturated.max(0.0) * self.thread_share.clamp(0.0, 1.0);
+        let per_packet = router_ns + self.other_ns.max(0.0);
+        let by_cpus = if per_packet > 0.0 {
+            self.cpus.max(0.0) * 1e9 / per_packet
+        } else {
+            f64::INFINITY
+        };
+        let (rate, limit) = if by_cpus < by_threads {
+            (by_cpus, "cpus")
+        } else {
+            (by_threads, "threads")
+        };
+        SharedRate {
+            rate,
+            router_cpus: rate * router_ns / 1e9,
+            other_cpus: rate * self.other_ns.max(0.0) / 1e9,
+            limit,
+        }
+    }
+}
+
 impl std::str::FromStr for DeviceTerm {
     type Err = String;
     /// `METHOD:RX_NS:TX_NS[:RING_PPS]`, as `AF_PACKET:850:1200` or
@@ -1008,6 +1077,131 @@ mod tests {
         };
         let one = dev.model(&machine(), &[0, 0, 0, 0], 1, &w).evaluate().mlffr;
         assert!((one - 1e6).abs() < 1e-3, "{one}");
+    }
+
+    /// A device router's threads on a core each (the timing run had
+    /// `share` of a core): the saturated rate and each thread's CPU ns
+    /// per packet, as `paraclick model --device --dedicated` takes them.
+    fn dedicated_threads(share: f64, term: &str, assign: &[usize], n: usize) -> (f64, Vec<f64>) {
+        let mut app = two_paths();
+        app.core_share = share;
+        let dev = app.with_device_twin(&term.parse().unwrap());
+        let w = WhatIf {
+            core_share: vec![1.0 / share; n],
+            ..WhatIf::default()
+        };
+        let model = dev.model(&machine(), assign, n, &w);
+        let ns = model.stages.iter().map(|s| s.latency_ns).collect();
+        (model.evaluate().mlffr, ns)
+    }
+
+    #[test]
+    fn shared_cpus_the_rate_where_the_router_and_the_generator_fill_them() {
+        // -j 2, a path per thread: each thread 550 ns per packet entering
+        // (100 + 200 + 250), 1,100 ns in all; saturated 1.818 Mpps.
+        let (sat, ns) = dedicated_threads(1.0, "AF_PACKET:400:500", &[0, 0, 1, 1], 2);
+        assert!((sat - 1e9 / 550.0).abs() < 1e-3, "{sat}");
+        assert_eq!(ns.len(), 2);
+        assert!(ns.iter().all(|x| (x - 550.0).abs() < 1e-9), "{ns:?}");
+        // A generator on the same two CPUs spending 900 ns per packet:
+        // r x (1,100 + 900) = 2 s: 1 Mpps, the router using 1.1 CPUs and
+        // the generator 0.9.
+        let gen = SharedCpus {
+            cpus: 2.0,
+            other_ns: 900.0,
+            thread_share: 1.0,
+        };
+        let r = gen.solve(sat, &ns);
+        assert!((r.rate - 1e6).abs() < 1e-3, "{r:?}");
+        assert_eq!(r.limit, "cpus");
+        assert!((r.router_cpus - 1.1).abs() < 1e-9, "{r:?}");
+        assert!((r.other_cpus - 0.9).abs() < 1e-9, "{r:?}");
+        assert!((r.router_cpus + r.other_cpus - gen.cpus).abs() < 1e-9);
+        // A generator with a CPU of its own besides (three in all, as at
+        // -j 1 on the test bed) leaves the threads the limit.
+        let light = SharedCpus {
+            cpus: 3.0,
+            other_ns: 100.0,
+            thread_share: 1.0,
+        };
+        let r = light.solve(sat, &ns);
+        assert_eq!(r.limit, "threads");
+        assert!((r.rate - sat).abs() < 1e-3, "{r:?}");
+        // Under a fair scheduler next to a spinning generator each
+        // thread gets half its core: half the saturated rate, unless the
+        // CPUs run out first.
+        let fair = SharedCpus {
+            thread_share: 0.5,
+            ..light.clone()
+        };
+        let r = fair.solve(sat, &ns);
+        assert!((r.rate - sat / 2.0).abs() < 1e-3, "{r:?}");
+        assert_eq!(r.limit, "threads");
+        // Nothing else on the CPUs, a core per thread: the saturated rate.
+        let alone = SharedCpus {
+            cpus: 2.0,
+            other_ns: 0.0,
+            thread_share: 1.0,
+        };
+        assert!((alone.solve(sat, &ns).rate - sat).abs() < 1e-3);
+    }
+
+    #[test]
+    fn shared_cpus_terms_move_the_prediction_the_right_way() {
+        let gen = |other_ns: f64, cpus: f64| SharedCpus {
+            cpus,
+            other_ns,
+            thread_share: 1.0,
+        };
+        let at = |term: &str, g: &SharedCpus| {
+            let (sat, ns) = dedicated_threads(1.0, term, &[0, 0, 1, 1], 2);
+            g.solve(sat, &ns).rate
+        };
+        let base = at("AF_PACKET:400:500", &gen(900.0, 2.0));
+        // A dearer generator, fewer CPUs, a dearer -j 2 receive or
+        // transmit term: each lowers the rate; more CPUs raise it.
+        assert!(at("AF_PACKET:400:500", &gen(1200.0, 2.0)) < base);
+        assert!(at("AF_PACKET:400:500", &gen(900.0, 1.5)) < base);
+        assert!(at("AF_PACKET:600:500", &gen(900.0, 2.0)) < base);
+        assert!(at("AF_PACKET:400:700", &gen(900.0, 2.0)) < base);
+        assert!(at("AF_PACKET:400:500", &gen(900.0, 3.0)) > base);
+    }
+
+    #[test]
+    fn shared_cpus_are_cpu_time_whatever_share_the_timing_run_had() {
+        // The same router timed with a whole core, half of one and a
+        // fifth: on a core per thread its threads cost the same CPU ns,
+        // so the shared rate is the same.
+        let g = SharedCpus {
+            cpus: 2.0,
+            other_ns: 900.0,
+            thread_share: 1.0,
+        };
+        let rates: Vec<f64> = [1.0, 0.5, 0.2]
+            .iter()
+            .map(|&share| {
+                // The timing run's cycles are wall cycles at its share.
+                let (sat, ns) = {
+                    let mut app = two_paths();
+                    for t in &mut app.tasks {
+                        t.cycles_per_packet /= share;
+                    }
+                    app.core_share = share;
+                    let dev = app.with_device_twin(&"AF_PACKET:400:500".parse().unwrap());
+                    let w = WhatIf {
+                        core_share: vec![1.0 / share; 2],
+                        ..WhatIf::default()
+                    };
+                    let model = dev.model(&machine(), &[0, 0, 1, 1], 2, &w);
+                    let ns: Vec<f64> = model.stages.iter().map(|s| s.latency_ns).collect();
+                    (model.evaluate().mlffr, ns)
+                };
+                g.solve(sat, &ns).rate
+            })
+            .collect();
+        for r in &rates {
+            assert!((r - 1e6).abs() < 1e-3, "{rates:?}");
+        }
     }
 
     #[test]

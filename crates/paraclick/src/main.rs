@@ -368,6 +368,22 @@ enum Cmd {
         /// instead of the share of a core each thread gets now.
         #[arg(long, requires = "device")]
         dedicated: bool,
+        /// With --dedicated: the CPUs the router's threads share with
+        /// other work (a packet generator on the same CPUs), in all; the
+        /// prediction is the rate where the router's CPU per packet plus
+        /// --generator-ns fill them (default: a core per thread).
+        #[arg(long, requires = "dedicated")]
+        cpus: Option<f64>,
+        /// With --cpus: CPU ns the other work spends per packet the router
+        /// forwards (as measured by scripts/device-terms.sh: the
+        /// generator's send and the receive it sets off in softirq).
+        #[arg(long = "generator-ns", requires = "cpus", default_value_t = 0.0)]
+        generator_ns: f64,
+        /// With --cpus: the most of its core each router thread gets while
+        /// the other work wants it too (1: the router runs first; under a
+        /// fair scheduler next to a spinning generator, the share measured).
+        #[arg(long = "thread-share", requires = "cpus", default_value_t = 1.0)]
+        thread_share: f64,
         #[command(flatten)]
         input: Input,
     },
@@ -640,6 +656,9 @@ fn main() -> ExitCode {
             line_ns,
             device,
             dedicated,
+            cpus,
+            generator_ns,
+            thread_share,
             input,
         }) => model(ModelArgs {
             system,
@@ -654,6 +673,11 @@ fn main() -> ExitCode {
             line_ns,
             device,
             dedicated,
+            shared: cpus.map(|cpus| paraclick_model::app::SharedCpus {
+                cpus,
+                other_ns: generator_ns,
+                thread_share,
+            }),
             input,
         }),
         Some(Cmd::Parallelize {
@@ -1422,6 +1446,7 @@ struct ModelArgs {
     line_ns: Option<f64>,
     device: Option<paraclick_model::app::DeviceTerm>,
     dedicated: bool,
+    shared: Option<paraclick_model::app::SharedCpus>,
     input: Input,
 }
 
@@ -1478,6 +1503,17 @@ fn model(a: ModelArgs) -> ExitCode {
     }
     if !(a.duration > 0.0 && a.duration <= 60.0) {
         return fail("--duration: between 0 and 60 seconds");
+    }
+    if let Some(sh) = &a.shared {
+        if !(sh.cpus > 0.0 && sh.cpus.is_finite()) {
+            return fail("--cpus: need a positive number of CPUs");
+        }
+        if !(sh.other_ns >= 0.0 && sh.other_ns.is_finite()) {
+            return fail("--generator-ns: need a number of ns, 0 or more");
+        }
+        if !(sh.thread_share > 0.0 && sh.thread_share <= 1.0) {
+            return fail("--thread-share: need a share of a core, above 0 and at most 1");
+        }
     }
     let traffic = match a.traffic.as_deref().map(profile::parse_traffic) {
         None => None,
@@ -1600,29 +1636,58 @@ fn model(a: ModelArgs) -> ExitCode {
                     d.method, d.rx_ns, d.tx_ns
                 );
             }
-            match a.device.as_ref().and_then(|d| d.ring_pps.map(|r| (d, r))) {
-                // The wake-up term: the rings overflow below saturation.
-                Some((d, ring)) => {
-                    let body = m
-                        .text
-                        .trim_end()
-                        .rsplit_once('\n')
-                        .map(|(b, _)| b)
-                        .unwrap_or("");
-                    println!("{body}");
+            let ring = a.device.as_ref().and_then(|d| d.ring_pps.map(|r| (d, r)));
+            if ring.is_none() && a.shared.is_none() {
+                print!("{}", m.text);
+            } else {
+                let body = m
+                    .text
+                    .trim_end()
+                    .rsplit_once('\n')
+                    .map(|(b, _)| b)
+                    .unwrap_or("");
+                println!("{body}");
+                // The CPUs shared with a generator: the rate where the
+                // router's and the generator's demand fill them.
+                let mut rate = m.mlffr;
+                if let Some(sh) = &a.shared {
+                    let r = sh.solve(m.mlffr, &m.thread_ns);
                     println!(
-                        "saturated {:.0} pps; receive rings ({}) loss-free up to {ring:.0} pps: {}",
-                        m.mlffr,
+                        "shared CPUs: {:.2} in all, generator {:.0} ns per packet, router threads at most {:.2} of a core each; router {} ns per packet ({}): {:.0} pps, router {:.2} CPUs + generator {:.2}; limit: {}",
+                        sh.cpus,
+                        sh.other_ns,
+                        sh.thread_share,
+                        m.thread_ns.iter().sum::<f64>().round(),
+                        m.thread_ns
+                            .iter()
+                            .map(|x| format!("{x:.0}"))
+                            .collect::<Vec<_>>()
+                            .join(" + "),
+                        r.rate,
+                        r.router_cpus,
+                        r.other_cpus,
+                        if r.limit == "cpus" {
+                            "the router and the generator fill the CPUs"
+                        } else {
+                            "each router thread at its share of a core"
+                        }
+                    );
+                    rate = r.rate;
+                }
+                // The wake-up term: the rings overflow below saturation.
+                if let Some((d, ring)) = ring {
+                    println!(
+                        "saturated {rate:.0} pps; receive rings ({}) loss-free up to {ring:.0} pps: {}",
                         d.method,
-                        if ring < m.mlffr {
+                        if ring < rate {
                             "the rings overflow before the threads saturate"
                         } else {
                             "the threads saturate first"
                         }
                     );
-                    println!("MLFFR {:.0} pps", d.loss_free(m.mlffr));
+                    rate = d.loss_free(rate);
                 }
-                None => print!("{}", m.text),
+                println!("MLFFR {rate:.0} pps");
             }
             let _ = std::io::stdout().flush();
             eprint!("{notes}");

@@ -1222,6 +1222,11 @@ pub struct ConfigModel {
     /// calibration's: the prediction at the calibration's (the line
     /// time's part of the answer is the difference).
     pub mlffr_calibrated_line: Option<f64>,
+    /// Each thread's ns per packet entering the router (the model's
+    /// stages at the profile's mix of sources, at the core shares the
+    /// prediction was made for: CPU ns on a core per thread with
+    /// `--dedicated`).
+    pub thread_ns: Vec<f64>,
 }
 
 /// The whole model of a configuration at `nthreads` threads.
@@ -1301,6 +1306,7 @@ pub fn config_model(
     });
     let model = app.model(machine, &assign, nthreads, whatif);
     let ev = model.evaluate();
+    let thread_ns: Vec<f64> = model.stages.iter().map(|s| s.latency_ns).collect();
     let _ = writeln!(
         out,
         "system: {} cores, cycle counter {:.3} GHz, core-to-core line {:.0} ns{}, ring crossing +{:.0} ns per end, queue hop (producer/consumer end) {}, memory {:.1} GB/s; AF_PACKET {}, tap {}{}",
@@ -1397,6 +1403,7 @@ pub fn config_model(
             text: answer_first(src, nthreads, ev.mlffr, &out),
             mlffr: ev.mlffr,
             mlffr_calibrated_line,
+            thread_ns,
         });
     }
     // The table is the pipeline at the profile's mix of sources; sources
@@ -1428,6 +1435,7 @@ pub fn config_model(
         text: answer_first(src, nthreads, fr.mlffr, &out),
         mlffr: fr.mlffr,
         mlffr_calibrated_line,
+        thread_ns,
     })
 }
 
