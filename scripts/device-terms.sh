@@ -34,6 +34,19 @@
 #       not overflow first and the term is left out. Printed, and passed
 #       to the model only with RING_TERM=1: measured so, it does not bound
 #       the router (docs/MODEL.md);
+#   rx, share and gen at -j 2: bench-veth.sh gives the generator both
+#       CPUs at -j 2, the router's. The receive path (a FromDevice per
+#       queue, on the router's threads) with the generator offering more
+#       than it takes there, ROUNDS times, the cheapest kept: the threads'
+#       CPU per packet less the twin's is the -j 2 receive term (it holds
+#       what sharing the CPUs with the generator costs: its cache, the
+#       wake-ups); each thread's CPU over wall time is the share of its
+#       core a router thread gets while the generator wants it too; the
+#       generator's CPU (user + system, which holds r0's receive work it
+#       sets off in softirq) per packet sent is what it needs per packet.
+#       The model solves for the rate where the router's and the
+#       generator's demand fill the CPUs, each router thread at most at
+#       its share (paraclick model --cpus --generator-ns --thread-share);
 #   floor (per thread count) the receive path's CPU beyond its per-packet
 #       cost at a low rate (LOW, default 50,000 pps): its wake-ups, or
 #       its polling, in CPU-seconds per second. A router below saturation
@@ -47,10 +60,13 @@
 #   BENCH_PREFIX names the namespaces (default pcd).
 # Prints one line per method and thread count:
 #   FLOOR METHOD -j J CPU_S_PER_S
+#   SHARED METHOD -j 2 --cpus N --generator-ns NS --thread-share S
 #   TERM METHOD -j J --device METHOD:RX_NS:TX_NS[:RING_PPS]
 # then the model's prediction from the twin (conf/fake-iprouter.click at
 # -j 1, conf/fake-iprouter-x2.click at -j 2, BURST=32 as the veth routers):
 #   PREDICT METHOD -j J SATURATED_PPS LOSS_FREE_PPS NS_PER_PKT
+# (SATURATED_PPS: a core per router thread; LOSS_FREE_PPS: at -j 2 the
+# rate on the CPUs shared with the generator.)
 # (NS_PER_PKT: the saturated router's CPU ns per packet per thread,
 # 1e9 x threads / saturated). scripts/validate-model-veth.sh compares these
 # with bench-veth.sh's measurement.
@@ -136,6 +152,43 @@ per_packet2() {
   awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" 'BEGIN { printf "%.1f", (n > 0) ? c / n : 0 }'
 }
 
+# The router's CPU ns, the packets counted at c and the wall ns over SECS
+# (the argument) once packets flow: one process reads the count and the
+# threads' schedstat together, so a slow start (the generator's, or a
+# loaded machine's) does not shift the window.
+window() { # SECS
+  python3 - "$SOCK" "$ROUTER_PID" "$1" <<'EOF'
+import glob, socket, sys, time
+sock, pid, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+f = s.makefile("rwb")
+f.readline()
+def count():
+    f.write(b"READ c.count\r\n"); f.flush()
+    f.readline()
+    n = int(f.readline().split()[1])
+    return int(f.read(n).decode().strip())
+def cpu():
+    t = 0
+    for p in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            t += int(open(p).read().split()[0])
+        except (OSError, ValueError):
+            pass
+    return t
+n = count()
+deadline = time.monotonic() + 20
+while count() == n and time.monotonic() < deadline:
+    time.sleep(0.02)
+time.sleep(0.2)
+c0, n0, w0 = cpu(), count(), time.monotonic_ns()
+time.sleep(secs)
+c1, n1, w1 = cpu(), count(), time.monotonic_ns()
+print(c1 - c0, n1 - n0, w1 - w0)
+EOF
+}
+
 # The rx chain's offered rate: more than one thread takes; and the low
 # rate its floor is measured at.
 SATURATE=${SATURATE:-4000000}
@@ -163,7 +216,7 @@ for method in LINUX XDP; do
     rx=$(awk -v a="$drx" -v b="$trx" 'BEGIN { x = a - b; printf "%.0f", (x > 0) ? x : 0 }')
     echo "  $name round $r: tx chain $dtx ns/pkt, twin $ttx: tx $tx; rx chain $drx ns/pkt, twin $trx: rx $rx" >&2
     [[ -z $best_tx || $tx -lt $best_tx ]] && best_tx=$tx
-    [[ -z $best_rx || $rx -lt $best_rx ]] && best_rx=$rx && best_drx=$drx
+    [[ -z $best_rx || $rx -lt $best_rx ]] && best_rx=$rx && best_drx=$drx && best_trx=$trx
   done
   for j in ${JOBS:-1 2}; do
     veth_links "$j"
@@ -190,6 +243,54 @@ for method in LINUX XDP; do
       'BEGIN { x = (c - n * p) / w; printf "%.3f", (x > 0) ? x : 0 }')
     echo "FLOOR $name -j $j $floor    (receive path at $LOW pps: $(awk -v c="$((c1 - c0))" -v w="$((w1 - w0))" 'BEGIN { printf "%.3f", c / w }') CPU-s/s, $best_drx ns per packet of it)"
     COUNT_AT_CHAIN=1 GEN_CPUS=$gen ROUTER_THREADS=$j search "$name rx -j $j" 100000 >"$TMP/ring" 2>"$TMP/ring.log" || true
+    rxj=$best_rx shared=
+    if [[ $j -eq 2 ]]; then
+      # At -j 2 the generator runs on the router's CPUs (bench-veth.sh
+      # gives it both): the receive path with the generator offering
+      # more than it takes there, ROUNDS times, the cheapest kept:
+      #   rx    its threads' CPU per packet (schedstat) less the twin's,
+      #         what receiving costs next to the generator (its cache,
+      #         the threads' wake-ups), for the -j 2 prediction;
+      #   share each thread's CPU over wall time: the share of its core
+      #         a router thread gets while the generator wants it too;
+      #   gen   the generator's CPU (its threads' user + system time,
+      #         which holds r0's receive it sets off in softirq) per
+      #         packet it sent: what it needs per packet on these CPUs.
+      best_rx2= best_share= best_gns=
+      for r in $(seq 1 "$ROUNDS"); do
+        sleep 0.3
+        # The router's CPU, packets and wall time in a window of SECS
+        # while packets flow (window, above: it waits for them), inside
+        # the trial (the generator cannot reach SATURATE, so it runs
+        # longer than SECS); the generator's CPU and packets over its
+        # whole run.
+        SECS=$(awk -v s="$SECS" 'BEGIN { print 3 * s + 1 }') COUNT_AT_CHAIN=1 GEN_CPUS=$gen trial "$SATURATE" >"$TMP/sat" &
+        tp=$!
+        read -r cw nw ww < <(window "$SECS" 2>/dev/null || echo "0 0 0")
+        wait "$tp"
+        read -r sent _ _ <"$TMP/sat"
+        read -r _ gcpu _ <"$TMP/trial.info"
+        if [[ ${nw:-0} -lt 1000 ]]; then
+          echo "  $name -j 2 rx round $r: no packets flowed in the window; left out" >&2
+          continue
+        fi
+        read -r drx2 share2 gns < <(awk -v c="$cw" -v n="$nw" -v g="$gcpu" -v s="$sent" -v w="$ww" -v j="$j" \
+          'BEGIN { sh = (w > 0) ? c / w / j : 1; if (sh > 1) sh = 1; if (sh < 0.01) sh = 0.01
+                   printf "%.1f %.3f %.0f\n", (n > 0) ? c / n : 0, sh, (s > 0) ? g * 1e9 / s : 0 }')
+        rx2=$(awk -v a="$drx2" -v b="$best_trx" 'BEGIN { x = a - b; printf "%.0f", (x > 0) ? x : 0 }')
+        echo "  $name -j 2 rx round $r: chain $drx2 ns/pkt ($((n1 - n0)) packets), twin $best_trx: rx $rx2; thread share $share2; generator $gns ns per packet sent ($sent)" >&2
+        if [[ -z $best_rx2 || $rx2 -lt $best_rx2 ]]; then
+          best_rx2=$rx2 best_share=$share2 best_gns=$gns
+        fi
+      done
+      if [[ -n $best_rx2 ]]; then
+        rxj=$best_rx2
+        shared="--cpus $NCPU --generator-ns $best_gns --thread-share $best_share"
+        echo "SHARED $name -j $j $shared    (the generator on the router's $NCPU CPUs)"
+      else
+        echo "  $name -j 2: the shared CPUs not measured (no round had packets flowing); a core per thread" >&2
+      fi
+    fi
     stop
     cat "$TMP/ring.log" >&2
     ring=$(cat "$TMP/ring")
@@ -217,7 +318,7 @@ for method in LINUX XDP; do
       done
       txj=$best_tx2
     fi
-    term="$name:$best_rx:$txj"
+    term="$name:$rxj:$txj"
     # The rings bound the rate only where they overflowed (packets lost
     # with the generator at the rate) before the receive path's own CPU
     # ran out: search's "loss@CPU%". Where the generator fell short
@@ -233,7 +334,8 @@ for method in LINUX XDP; do
     # --dedicated: a core per thread, comparable with the benchmark's
     # packets per router CPU-second on a loaded machine and with its wall
     # rate on a quiet one.
-    out=$("$BIN" model "$ROOT/$twin" BURST=32 -j "$j" --device "$term" --dedicated 2>/dev/null || true)
+    # shellcheck disable=SC2086
+    out=$("$BIN" model "$ROOT/$twin" BURST=32 -j "$j" --device "$term" --dedicated $shared 2>/dev/null || true)
     sat=$(awk '/predicted MLFFR/ { for (i = 1; i <= NF; i++) if ($i == "pps);") { gsub(/\(/, "", $(i - 1)); print $(i - 1); exit } }' <<<"$out")
     lf=$(awk '/^MLFFR/ { v = $2 } END { print v }' <<<"$out")
     echo "PREDICT $name -j $j ${sat:-0} ${lf:-0} $(awk -v s="${sat:-0}" -v j="$j" 'BEGIN { printf "%.0f", (s > 0) ? 1e9 * j / s : 0 }')"

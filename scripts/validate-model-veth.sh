@@ -8,7 +8,9 @@
 # measurement, and prints predicted against measured with their ratio:
 #   rate     the maximum loss-free rate, pps (on a loaded machine the
 #            measured one is lowered by other processes' use of the CPUs;
-#            the prediction is for a core per router thread);
+#            the prediction is for a core per router thread at -j 1, and
+#            at -j 2 for the two CPUs shared with the generator, as
+#            bench-veth.sh runs it: device-terms.sh's SHARED line);
 #   ns/pkt   the router's CPU time per forwarded packet, all its threads
 #            (predicted: at saturation, 1e9 x threads / saturated rate,
 #            and at the measured rate, that plus the receive path's floor
@@ -64,7 +66,8 @@ for name in AF_PACKET AF_XDP; do
   done
 done
 echo
-echo "rate pred: the model's loss-free rate (its saturated rate, capped by the receive rings' term where measured), a core per thread;"
+echo "rate pred: the model's loss-free rate (its saturated rate, capped by the receive rings' term where measured), a core per thread at -j 1,"
+echo "at -j 2 where the router's and the generator's CPU per packet fill the CPUs they share (SHARED), each thread at most at its share;"
 echo "ns sat: the model's CPU per packet at saturation; +floor: that plus the receive path's floor (FLOOR) over the measured rate, the model's"
 echo "CPU per packet at that rate; measured: scripts/bench-veth.sh's at its highest loss-free rate; pps/CPU-s: 1e9 / ns. Ratios: predicted / measured."
 echo "load average $load0 before, $load1 after; $(($(date +%s) - start)) s; $(nproc) CPUs; RT=${RT:-0}."
