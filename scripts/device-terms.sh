@@ -156,8 +156,12 @@ per_packet2() {
 # (the argument) once packets flow: one process reads the count and the
 # threads' schedstat together, so a slow start (the generator's, or a
 # loaded machine's) does not shift the window.
+# With RT=1 it runs above the generator's real-time priority, which
+# would otherwise starve it while it spins on both CPUs.
 window() { # SECS
-  python3 - "$SOCK" "$ROUTER_PID" "$1" <<'EOF'
+  local rt=()
+  [[ ${RT:-0} == 1 ]] && rt=(chrt -f 52)
+  "${rt[@]}" python3 - "$SOCK" "$ROUTER_PID" "$1" <<'EOF'
 import glob, socket, sys, time
 sock, pid, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
 s = socket.socket(socket.AF_UNIX)
