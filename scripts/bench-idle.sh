@@ -5,8 +5,10 @@
 # (RatedSource -> Queue -> Unqueue -> Discard, -j 1), by default and with
 # --busy-poll; and the ping RTT through the router (min/avg/max, median
 # and 99th percentile), idle and at 1% of its loss-free rate, by default
-# (workers wait in poll(2) on the sockets) and with --busy-poll: the
-# latency cost of sleeping.
+# (workers wait in poll(2) on the sockets) and with --busy-poll (r0 and
+# r1 then defer their NAPI schedule to the sockets' busy polls:
+# napi_defer_hard_irqs 2, gro_flush_timeout 200 µs): the latency cost of
+# sleeping.
 #
 #   h1 [paraclick generator] eth0 ==veth== r0 [router] r1 ==veth== eth0 h2
 #
@@ -96,6 +98,14 @@ ping_row() { # LABEL MODE LOAD RATE
   PINGS+=("$(printf '%-10s %-10s %5s %s' "$1" "$2" "$3" "$(awk '{ printf "%8s %8s %8s %8s %8s %5s", $1, $2, $3, $4, $5, $6 }' <<<"$r")")")
 }
 
+# Sets r0's and r1's napi_defer_hard_irqs and gro_flush_timeout (ns).
+napi_defer() { # "IRQS TIMEOUT"
+  local d
+  for d in r0 r1; do
+    ip netns exec "$R" sh -c "echo ${1% *} > /sys/class/net/$d/napi_defer_hard_irqs; echo ${1#* } > /sys/class/net/$d/gro_flush_timeout"
+  done
+}
+
 device_path() { # LABEL LFR_VAR DEFINES...
   local label=$1 var=$2 lfr mode
   shift 2
@@ -109,6 +119,10 @@ device_path() { # LABEL LFR_VAR DEFINES...
   for mode in default busy-poll; do
     local -a extra=()
     [[ $mode == busy-poll ]] && extra=(--busy-poll)
+    # Preferred busy polling (AF_XDP's sockets, with --busy-poll): the
+    # devices defer their NAPI schedule to the sockets' polls
+    # (the kernel's Documentation/networking/napi.rst).
+    napi_defer "$([[ $mode == busy-poll ]] && echo "2 200000" || echo "0 0")"
     ROUTER_DEFINES="$*" paraclick_router conf/iprouter-veth.click 1 "${extra[@]}"
     prime
     sleep 0.5

@@ -58,6 +58,14 @@
 #   8. Ring depth: N datagrams sent while the router is stopped (SIGSTOP)
 #      wait in the socket's 8192 receive frames and are all read when it
 #      goes on; the kernel drops none (xdp_stats).
+#   9. Transmit budget: ToDevice TX_BUDGET 256 (XDP_MAX_TX_SKB_BUDGET)
+#      says 256 in tx_budget, or, on a kernel without the option, 32 and
+#      why; with 256, pulling 8 at a time, it wakes the kernel once per
+#      256 descriptors or when its queue runs empty (at most one wake-up
+#      per 64 packets), and every packet arrives. TX_BUDGET 16 is refused.
+#  10. Busy polling: with --busy-poll the readers say `on` (busy_poll:
+#      SO_PREFER_BUSY_POLL), r0's napi_defer_hard_irqs and
+#      gro_flush_timeout set, and every datagram is forwarded.
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
 
@@ -505,6 +513,57 @@ if wait_for 10 "the router's XDP program on r0" has_prog; then
 else
   fail "8: router start: $(cat "$TMP/router.err")"
 fi
+
+# ---- 9. the transmit budget per wake-up ----
+# As 7, in bursts of 256 with TX_BUDGET 256: one wake-up per 256
+# descriptors (or an empty queue), where 32 would take one per 32.
+before=$(noports 4)
+ip netns exec "$R" "$BIN" -h out.count -h out.tx_kicks -h out.tx_budget -e "
+  src :: InfiniteSource(LENGTH 18, LIMIT $M, BURST 256, STOP false)
+    -> UDPIPEncap(10.0.1.2, 1024, 10.0.2.2, 9)
+    -> EtherEncap(0x0800, 02:00:00:00:02:01, 02:00:00:00:02:02)
+    -> Queue(10000) -> out :: ToDevice(r1, METHOD XDP, BURST 8, TX_BUDGET 256);" >"$TMP/router.out" 2>"$TMP/router.err" &
+ROUTER_PID=$!
+wait_for 10 "h2 receiving the router's $M datagrams" got_all || true
+stop_router
+GOT=$(( $(noports 4) - before ))
+kicks=$(h out.tx_kicks)
+budget=$(h out.tx_budget)
+echo "      9: sent $(h out.count), h2 received $GOT, tx_budget '$budget', transmit wake-ups ${kicks:-none}"
+if [[ $budget == 256 ]]; then
+  if [[ $GOT -eq $M && $(h out.count) -eq $M && -n $kicks && $((kicks * 64)) -le $M ]]; then
+    pass "9: TX_BUDGET 256 applied: $M datagrams with $kicks wake-ups (at most one per 64), all received"
+  else
+    fail "9: TX_BUDGET 256: h2 received $GOT of $M, out.count $(h out.count), tx_kicks ${kicks:-none}"
+  fi
+elif [[ $budget == "32 (the kernel refused TX_BUDGET 256"* ]] && grep -q "r1: the kernel refused TX_BUDGET 256" "$TMP/router.err" &&
+     [[ $GOT -eq $M ]]; then
+  pass "9: this kernel refuses TX_BUDGET: it says so and sends with 32 ($budget)"
+else
+  fail "9: tx_budget '$budget', h2 received $GOT of $M: $(cat "$TMP/router.err")"
+fi
+refused "9 TX_BUDGET below the kernel's" "TX_BUDGET must be between 32 and 8192" \
+  "Idle -> ToDevice(r1, METHOD XDP, TX_BUDGET 16);"
+
+# ---- 10. busy polling ----
+# Preferred busy polling as the kernel's napi.rst describes it: the
+# device defers its interrupts (here veth's NAPI schedule) to the socket
+# polling it.
+ip netns exec "$R" sh -c 'echo 2 > /sys/class/net/r0/napi_defer_hard_irqs; echo 200000 > /sys/class/net/r0/gro_flush_timeout'
+before=$(noports 4)
+if run_conf "10" 1 "in :: FromDevice(r0, METHOD XDP);
+     in -> c :: Classifier(12/0800, -) -> $REWRITE -> ToDevice(r1, METHOD XDP);
+     c[1] -> Discard;" in.busy_poll in.count -- --busy-poll; then
+  sleep 0.5
+  got=$(( $(noports 4) - before ))
+  echo "      10: --busy-poll: busy_poll '$(h in.busy_poll)', sent ${SENT:-0}, h2 received $got"
+  if [[ $(h in.busy_poll) == on && ${SENT:-0} -eq $N && $got -eq $N ]]; then
+    pass "10: --busy-poll: preferred busy polling on, all $N datagrams forwarded"
+  else
+    fail "10: --busy-poll: busy_poll '$(h in.busy_poll)', sent ${SENT:-0}, received $got: $(cat "$TMP/router.err")"
+  fi
+fi
+ip netns exec "$R" sh -c 'echo 0 > /sys/class/net/r0/napi_defer_hard_irqs; echo 0 > /sys/class/net/r0/gro_flush_timeout'
 
 if [[ $FAILED -eq 0 ]]; then echo "xdp test: all checks passed"; else echo "xdp test: FAILED"; fi
 exit $FAILED

@@ -1020,6 +1020,10 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     let sleep_after = (SLEEP_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
     let park_after = (PARK_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
     let fd_wait_after = (FD_WAIT_AFTER.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
+    let fd_spin_min = (FD_SPIN_MIN.as_secs_f64() * clock::rough_cycles_per_second()) as u64;
+    // How long the worker spins before it waits on its tasks' descriptors
+    // (cycles): adapted to the traffic after each wait (`adapt_fd_spin`).
+    let mut fd_spin = fd_wait_after;
     let early = HINT_NAP_EARLY.as_nanos() as u64;
     let mut claimed = false;
     // Whether the worker napped for its tasks' times since their last work
@@ -1085,19 +1089,22 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
             asleep,
             writes: cx.wake_written.then_some(writes_before),
         };
-        if idle < 64 && (!timed_only || busy_poll()) {
+        // A device's receive said what will give it work.
+        let fd_wait = hinted && !busy_poll() && !cx.wake_fds.is_empty();
+        if idle < 64 && !fd_wait && (!timed_only || busy_poll()) {
             std::hint::spin_loop();
-        } else if hinted && !busy_poll() && !cx.wake_fds.is_empty() {
+        } else if fd_wait {
             // A device's receive (and perhaps a paced source) said what
-            // will give it work: after FD_WAIT_AFTER without work, wait in
-            // poll(2) on the devices' descriptors until one is readable
-            // (the kernel wakes this thread as a packet arrives), the
-            // earliest time given or a timer; parked meanwhile, so a
-            // notifier, a task added, a plan change or the stop wakes it
-            // too. Before that, or with a time nearer than `early`, spin.
+            // will give it work: after `fd_spin` (at most FD_WAIT_AFTER)
+            // without work, wait in poll(2) on the devices' descriptors
+            // until one is readable (the kernel wakes this thread as a
+            // packet arrives), the earliest time given or a timer; parked
+            // meanwhile, so a notifier, a task added, a plan change or the
+            // stop wakes it too. Before that, or with a time nearer than
+            // `early`, spin. One clock read a pass (two with a time).
             let due = cx.wake_ns.min(next);
-            if clock::cycles().wrapping_sub(idle_since) < fd_wait_after
-                || due <= core.clock.now_ns().saturating_add(early)
+            if clock::cycles().wrapping_sub(idle_since) < fd_spin
+                || (due != u64::MAX && due <= core.clock.now_ns().saturating_add(early))
             {
                 std::hint::spin_loop();
                 continue;
@@ -1107,7 +1114,10 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
             let fds = std::mem::take(&mut cx.wake_fds);
             let pf = &mut pollfds;
             let wait = || wait_readable(core, t, &seen, due, timed, &fds, pf);
+            let before = clock::cycles();
             let quiet = crate::core::quiet_nap(ts, &mut p.cx, wait);
+            let waited = clock::cycles().wrapping_sub(before);
+            fd_spin = adapt_fd_spin(fd_spin, waited, fd_spin_min, fd_wait_after);
             p.cx.wake_fds = fds;
             if !quiet {
                 claimed = true;
@@ -1438,6 +1448,30 @@ fn nap_until(core: &Core, t: usize, seen: &Seen<'_>, until_ns: u64, cap: Duratio
 /// spinning, so at a few thousand packets a second it is the larger part
 /// of the CPU used; a burst's packets come closer together than this.
 pub const FD_WAIT_AFTER: Duration = Duration::from_micros(20);
+
+/// The shortest spin before a wait on descriptors (see [`adapt_fd_spin`]).
+pub const FD_SPIN_MIN: Duration = Duration::from_micros(2);
+
+/// The spin before a worker's next wait on its tasks' descriptors, after
+/// a wait of `waited` that followed a spin of `spin` (all in the same
+/// unit, clock cycles in the worker), between `min` ([`FD_SPIN_MIN`]) and
+/// `max` ([`FD_WAIT_AFTER`]). Work that came within `max` of the wait
+/// would have been met by the whole spin, which costs less than a sleep
+/// and a wake-up: the spin goes back to `max` (packets microseconds
+/// apart, a busy device). A wait of twice `max` or more (a trickle,
+/// packets a hundred microseconds apart or more) halves it, so that each
+/// packet of a trickle costs a short spin rather than FD_WAIT_AFTER of
+/// it; a wait between the two leaves it as it is, so that the odd gap in
+/// busy traffic does not shorten it.
+pub fn adapt_fd_spin(spin: u64, waited: u64, min: u64, max: u64) -> u64 {
+    if waited < max {
+        max
+    } else if waited >= max.saturating_mul(2) {
+        (spin / 2).clamp(min, max)
+    } else {
+        spin.clamp(min, max)
+    }
+}
 
 /// Worker `t` waits in `poll(2)` on `fds` (its tasks' devices) and its
 /// eventfd until one is readable, `due_ns` (less [`HINT_NAP_EARLY`];
@@ -2047,6 +2081,28 @@ mod tests {
             assert_eq!(b.step(core), vec![(task("c"), 0)]);
             assert_eq!(threads(), vec![0, 1, 0, 1]);
         }
+    }
+
+    /// The spin before a wait on descriptors follows the gaps in traffic.
+    #[test]
+    fn fd_spins_follow_the_gaps() {
+        use super::adapt_fd_spin;
+        let (min, max) = (2_000, 20_000);
+        // A trickle: waits of twice the longest spin or more halve it,
+        // down to the shortest.
+        let mut s = max;
+        for _ in 0..3 {
+            s = adapt_fd_spin(s, 1_000_000, min, max);
+        }
+        assert_eq!(s, 2_500);
+        assert_eq!(adapt_fd_spin(s, 2 * max, min, max), min);
+        assert_eq!(adapt_fd_spin(min, 1_000_000, min, max), min);
+        // Work soon after the wait began: the whole spin again.
+        assert_eq!(adapt_fd_spin(min, 5_000, min, max), max);
+        assert_eq!(adapt_fd_spin(max, 0, min, max), max);
+        // A gap between the two (busy traffic's odd pause) keeps it.
+        assert_eq!(adapt_fd_spin(8_000, max, min, max), 8_000);
+        assert_eq!(adapt_fd_spin(max, 2 * max - 1, min, max), max);
     }
 
     /// Where a worker whose tasks gave times naps to.

@@ -203,13 +203,19 @@
 //! buffer without a copy, and returns to the fill ring (in batches) when
 //! the packet is freed, on whatever thread, or once a ToDevice of the
 //! same socket has sent it without a copy. While packets hold so many
-//! frames that fewer than a quarter (512) would stay with the kernel,
+//! frames that fewer than a quarter (2,048) would stay with the kernel,
 //! new frames are copied into pooled buffers instead and go straight
 //! back; a frame that finds no buffer either is dropped (`UMEM frame
 //! shortage`), so the fill ring never runs dry. When the ring is empty
 //! and the kernel asks for a wake-up (need-wakeup), FromDevice wakes it.
 //! Idle, its worker waits in `poll(2)` on the AF_XDP socket as above
-//! (readable when the receive ring has frames).
+//! (readable when the receive ring has frames). With `--busy-poll` the
+//! socket uses the kernel's preferred busy polling (SO_PREFER_BUSY_POLL,
+//! SO_BUSY_POLL, SO_BUSY_POLL_BUDGET): each read that finds the receive
+//! ring empty makes a `recvfrom`, which runs the queue's NAPI poll in the
+//! router's thread; set the device's `napi_defer_hard_irqs` and
+//! `gro_flush_timeout` (see docs/AF_XDP.md) so that the kernel leaves the
+//! queue to it.
 //! Packets get the link header, device and timestamp (the time read)
 //! annotations and the packet type from the destination address; SNAPLEN
 //! applies. The frames are the router's: the kernel sees none of them,
@@ -258,6 +264,9 @@
 //!   entry, and invalid descriptors) and `rx_ring_full` (frames lost to a
 //!   full receive ring) make `kernel_drops`; `fill_ring_empty` counts the
 //!   times the kernel found the fill ring empty.
+//! - `busy_poll` (read; METHOD XDP): `on` with `--busy-poll` (preferred
+//!   busy polling, see above), else `off`, or `off` and why the kernel
+//!   refused it.
 //!
 //! Example: a router's input whose pings and ARP overtake a flood:
 //!
@@ -299,6 +308,8 @@ pub struct FromDevice {
     xsk: OnceLock<Arc<XskPort>>,
     /// The socket's kernel drops at the last reset_counts.
     xdp_drops_base: AtomicU64,
+    /// The `busy_poll` handler's text (METHOD XDP).
+    busy: OnceLock<String>,
 }
 
 /// Ring indices in `rx`, `reader` and `stats`.
@@ -350,6 +361,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
         xdp,
         xsk: OnceLock::new(),
         xdp_drops_base: AtomicU64::new(0),
+        busy: OnceLock::new(),
     })
 }
 
@@ -502,6 +514,9 @@ impl Element for FromDevice {
         Handler::read("xdp_stats", |e, _| {
             e.xsk.get().map_or_else(String::new, |x| x.stats_text())
         }),
+        Handler::read("busy_poll", |e, _| {
+            e.busy.get().cloned().unwrap_or_default()
+        }),
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -527,6 +542,22 @@ impl Element for FromDevice {
                 pass.as_ref(),
                 &group,
             )?;
+            let busy = if paraclick_runtime::sched::busy_poll() {
+                match x.set_busy_poll(xdp::BUSY_POLL_USECS, xdp::BUSY_POLL_BUDGET) {
+                    Ok(()) => "on".to_string(),
+                    Err(errno) => {
+                        let why = format!(
+                            "off (the kernel refused preferred busy polling: {})",
+                            std::io::Error::from_raw_os_error(errno)
+                        );
+                        eprintln!("{}: --busy-poll: {why}", self.devname);
+                        why
+                    }
+                }
+            } else {
+                "off".to_string()
+            };
+            let _ = self.busy.set(busy);
             let _ = self.xsk.set(x);
             return Ok(());
         }

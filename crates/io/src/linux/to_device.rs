@@ -1,6 +1,6 @@
 //! # ToDevice
 //!
-//! ToDevice(DEVNAME [, BURST, keywords BURST, QUEUE, METHOD, XDP_MODE, ZEROCOPY, SHARE_UMEM])
+//! ToDevice(DEVNAME [, BURST, keywords BURST, QUEUE, METHOD, XDP_MODE, ZEROCOPY, SHARE_UMEM, TX_BUDGET])
 //!
 //! Sends packets to a Linux network device (AF_PACKET, `sendmmsg`).
 //!
@@ -60,6 +60,12 @@
 //!   than a frame (2048 bytes) are dropped.
 //! - `XDP_MODE`, `ZEROCOPY`, `SHARE_UMEM`: as for FromDevice (METHOD XDP
 //!   only).
+//! - `TX_BUDGET` (unsigned, 32 to 8192, default 32; METHOD XDP only): the
+//!   most frames one wake-up of the kernel (`sendto`) sends, the socket's
+//!   XDP_MAX_TX_SKB_BUDGET (Linux 6.17 and later; the kernel's own
+//!   default is 32); pulling, the kernel is then woken once this many
+//!   descriptors wait rather than 32. A kernel that refuses it keeps 32,
+//!   and the router says so on standard error (and in `tx_budget`).
 //!
 //! Handlers:
 //! - `count` (read): packets sent.
@@ -76,6 +82,8 @@
 //! - `tx_kicks` (read; METHOD XDP): wake-ups of the kernel to send (one
 //!   `sendto` each where the kernel asks for it, as it always does in
 //!   copy mode).
+//! - `tx_budget` (read; METHOD XDP): the frames one wake-up sends at most
+//!   (TX_BUDGET), followed by why, if the kernel refused TX_BUDGET.
 //!
 //! Example:
 //!
@@ -116,6 +124,11 @@ pub struct ToDevice {
     /// METHOD XDP: the socket's options, and the socket.
     xdp: Option<XdpOptions>,
     xsk: OnceLock<Arc<XskPort>>,
+    /// TX_BUDGET (METHOD XDP), and whether it was given.
+    tx_budget: usize,
+    tx_budget_given: bool,
+    /// Why the kernel refused TX_BUDGET, if it did.
+    tx_budget_refused: OnceLock<String>,
 }
 
 /// The largest BURST: 4 × BURST packets may wait, and 2^64-1 overflowed
@@ -145,11 +158,12 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
     let queue = a.read::<usize>("QUEUE").unwrap_or(0);
     let method = a.read::<String>("METHOD").map(|m| m.to_ascii_uppercase());
     let x = XdpOptions::read(&mut a)?;
+    let tx_budget = a.read::<usize>("TX_BUDGET");
     let xdp = match method.as_deref() {
         Some("XDP") => Some(x),
         None | Some("LINUX" | "PCAP" | "NETMAP") => {
-            if x != XdpOptions::default() {
-                return Err("XDP_MODE, ZEROCOPY and SHARE_UMEM need METHOD XDP".into());
+            if x != XdpOptions::default() || tx_budget.is_some() {
+                return Err("XDP_MODE, ZEROCOPY, SHARE_UMEM and TX_BUDGET need METHOD XDP".into());
             }
             None
         }
@@ -162,6 +176,13 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
     a.complete()?;
     if devname.is_empty() || devname.len() >= 16 || devname.contains(['/', ' ', '\0']) {
         return Err(format!("DEVNAME: bad interface name '{devname}'"));
+    }
+    if let Some(b) = tx_budget.filter(|b| !(xdp::KICK_BATCH..=xdp::RING).contains(b)) {
+        return Err(format!(
+            "TX_BUDGET must be between {} and {} (the transmit ring), not {b}",
+            xdp::KICK_BATCH,
+            xdp::RING
+        ));
     }
     let burst = burst_k.or(burst_p).unwrap_or(32);
     if burst == 0 || burst > MAX_BURST {
@@ -182,6 +203,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
         queue,
         xdp,
         xsk: OnceLock::new(),
+        tx_budget: tx_budget.unwrap_or(xdp::DEFAULT_TX_BUDGET),
+        tx_budget_given: tx_budget.is_some(),
+        tx_budget_refused: OnceLock::new(),
     })
 }
 
@@ -413,6 +437,15 @@ impl Element for ToDevice {
                 .get()
                 .map_or_else(String::new, |x| x.tx_kicks().to_string())
         }),
+        Handler::read("tx_budget", |e, _| {
+            e.xsk.get().map_or_else(String::new, |x| {
+                let b = x.tx_budget();
+                match e.tx_budget_refused.get() {
+                    Some(why) => format!("{b} ({why})"),
+                    None => b.to_string(),
+                }
+            })
+        }),
         Handler::read("count", |e, _| e.counts.count.get().to_string()),
         Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
         Handler::write("reset_counts", |e, _, _| {
@@ -445,6 +478,19 @@ impl Element for ToDevice {
                 pass.as_ref(),
                 &group,
             )?;
+            if let Err(errno) = x.set_tx_budget(self.tx_budget) {
+                let why = format!(
+                    "the kernel refused TX_BUDGET {} (XDP_MAX_TX_SKB_BUDGET, Linux 6.17): {}; \
+                     each wake-up sends at most {}",
+                    self.tx_budget,
+                    std::io::Error::from_raw_os_error(errno),
+                    x.tx_budget()
+                );
+                if self.tx_budget_given {
+                    eprintln!("{}: {why}", self.devname);
+                }
+                let _ = self.tx_budget_refused.set(why);
+            }
             let _ = self.xsk.set(x);
             return Ok(());
         }

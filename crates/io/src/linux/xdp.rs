@@ -39,16 +39,24 @@ use std::sync::{Arc, Mutex, Weak};
 pub const FRAME_SIZE: usize = 2048;
 /// Entries of each ring (fill, receive, transmit, completion), and frames
 /// of each half of the UMEM.
-const RING: usize = 8192;
+pub const RING: usize = 8192;
 /// Receive frames kept with the kernel (on the fill and receive rings)
 /// at least: below this, received frames are copied into pooled buffers
 /// rather than lent to packets, so the fill ring never runs dry however
 /// many packets a configuration holds (in a Queue, say).
 const MIN_KERNEL_FRAMES: usize = RING / 4;
 /// Descriptors a deferred send leaves on the transmit ring before it
-/// wakes the kernel: the kernel's default budget per `sendto` in copy
-/// mode (a call sends at most 32 frames).
+/// wakes the kernel, unless the socket's budget was raised
+/// ([`XskPort::set_tx_budget`]): the kernel's default budget per `sendto`
+/// in copy mode (a call sends at most 32 frames).
 pub const KICK_BATCH: usize = 32;
+/// With `--busy-poll`: the longest a socket call busy-polls the queue's
+/// NAPI context (SO_BUSY_POLL, microseconds), and the frames one poll
+/// takes at most (SO_BUSY_POLL_BUDGET).
+pub const BUSY_POLL_USECS: u32 = 20;
+pub const BUSY_POLL_BUDGET: u32 = 64;
+/// ToDevice's TX_BUDGET by default.
+pub const DEFAULT_TX_BUDGET: usize = KICK_BATCH;
 
 #[repr(C)]
 struct PcxXsk {
@@ -119,6 +127,8 @@ extern "C" {
         n: c_uint,
     ) -> c_uint;
     fn pcx_xsk_tx_kick(x: *mut PcxXsk) -> c_int;
+    fn pcx_xsk_set_tx_budget(x: *mut PcxXsk, budget: c_uint) -> c_int;
+    fn pcx_xsk_busy_poll(x: *mut PcxXsk, usecs: c_int, budget: c_int) -> c_int;
     fn pcx_xsk_tx_outstanding(x: *mut PcxXsk) -> c_uint;
     fn pcx_xsk_stats(
         x: *const PcxXsk,
@@ -472,6 +482,10 @@ struct TxSide {
     unkicked: usize,
     /// Wake-ups made (`sendto` calls).
     kicks: u64,
+    /// Frames one wake-up sends at most (XDP_MAX_TX_SKB_BUDGET; the
+    /// kernel's default, [`KICK_BATCH`], unless raised): a deferred send
+    /// wakes the kernel once this many wait.
+    budget: usize,
 }
 
 /// One AF_XDP socket on one queue of one device, with its UMEM.
@@ -813,7 +827,7 @@ impl XskPort {
             )
         } as usize;
         tx.unkicked += done;
-        if !defer || tx.unkicked >= KICK_BATCH {
+        if !defer || tx.unkicked >= tx.budget {
             res.error = self.kick(tx);
         }
         if done < tx.addrs.len() {
@@ -881,6 +895,51 @@ impl XskPort {
             return None;
         }
         self.kick(&mut tx)
+    }
+
+    /// Raises the frames one wake-up of the kernel sends at most (its
+    /// XDP_MAX_TX_SKB_BUDGET socket option, Linux 6.17 and later; the
+    /// default is [`KICK_BATCH`]), and a deferred send then waits for
+    /// that many descriptors before it wakes the kernel. `budget` at most
+    /// the transmit ring's size. The errno if the kernel refuses it (an
+    /// older kernel: ENOPROTOOPT); the budget then stays the default.
+    pub fn set_tx_budget(&self, budget: usize) -> Result<(), i32> {
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.has_tx {
+            return Err(libc::EINVAL);
+        }
+        let budget = budget.min(RING);
+        if budget == tx.budget {
+            return Ok(());
+        }
+        // SAFETY: an open socket with a transmit ring.
+        let r = unsafe { pcx_xsk_set_tx_budget(self.raw, budget as c_uint) };
+        if r != 0 {
+            return Err(r);
+        }
+        tx.budget = budget;
+        Ok(())
+    }
+
+    /// Turns preferred busy polling on for the socket (SO_PREFER_BUSY_POLL,
+    /// SO_BUSY_POLL `usecs`, SO_BUSY_POLL_BUDGET `budget`): from then on a
+    /// read that finds the receive ring empty makes a `recvfrom`, which
+    /// runs the queue's NAPI poll in the reader's thread (see
+    /// docs/AF_XDP.md). The errno if the kernel refuses an option.
+    pub fn set_busy_poll(&self, usecs: u32, budget: u32) -> Result<(), i32> {
+        // Under the receive side's lock: `read` looks at the flag.
+        let _rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: an open socket; the flag is read only under `rx`.
+        let r = unsafe { pcx_xsk_busy_poll(self.raw, usecs as c_int, budget as c_int) };
+        if r != 0 {
+            return Err(r);
+        }
+        Ok(())
+    }
+
+    /// The frames one wake-up sends at most (see [`XskPort::set_tx_budget`]).
+    pub fn tx_budget(&self) -> usize {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).budget
     }
 
     /// Wake-ups of the kernel to send (`sendto` calls) so far.
@@ -1578,6 +1637,7 @@ impl Open<'_> {
                 copied: 0,
                 unkicked: 0,
                 kicks: 0,
+                budget: KICK_BATCH,
             }),
             umem,
             _dev: (*dev).clone(),

@@ -109,6 +109,9 @@ struct pcx_xsk {
 	int has_rx;
 	int has_tx;
 	int fd;
+	// Busy polling is on (pcx_xsk_busy_poll): an empty receive ring
+	// makes a `recvfrom`, which polls the queue's NAPI context.
+	int busy;
 };
 
 // Silences libxdp's and libbpf's own messages (their notes on a missing
@@ -251,7 +254,7 @@ unsigned pcx_xsk_rx_peek(struct pcx_xsk *x, unsigned long long *addrs,
 		addrs[i] = d->addr;
 		lens[i] = d->len;
 	}
-	if (n == 0 && xsk_ring_prod__needs_wakeup(&x->fill))
+	if (n == 0 && (x->busy || xsk_ring_prod__needs_wakeup(&x->fill)))
 		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 	return n;
 }
@@ -315,6 +318,46 @@ int pcx_xsk_tx_kick(struct pcx_xsk *x)
 	if (errno == EAGAIN || errno == EBUSY || errno == ENOBUFS)
 		return EAGAIN;
 	return errno == EINTR ? 0 : errno;
+}
+
+// XDP_MAX_TX_SKB_BUDGET, the socket option that sets how many frames
+// one wake-up (`sendto`) sends at most in copy mode (the kernel's default
+// is 32). Linux 6.17 added it; Debian's linux/if_xdp.h does not define it
+// yet: the value is the kernel's (include/uapi/linux/if_xdp.h).
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET 9
+#endif
+
+// Sets the socket's transmit budget per wake-up to `budget` frames (the
+// kernel takes 32 up to the transmit ring's size). Returns 0, or the
+// errno: ENOPROTOOPT from a kernel without the option, EACCES for a
+// budget out of range or a socket without a transmit ring.
+int pcx_xsk_set_tx_budget(struct pcx_xsk *x, unsigned budget)
+{
+	if (setsockopt(x->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget,
+		       sizeof(budget)))
+		return errno;
+	return 0;
+}
+
+// Preferred busy polling (the kernel's Documentation/networking/
+// napi.rst): the socket's `recvfrom` and `sendto` run the receive queue's
+// NAPI poll in the caller, `usecs` at most, up to `budget` frames a poll,
+// and with the device's napi_defer_hard_irqs and gro_flush_timeout set
+// the kernel leaves the queue to them instead of its softirq. From then
+// on an empty receive ring makes a `recvfrom`. Returns 0 or the errno of
+// the option the kernel refused.
+int pcx_xsk_busy_poll(struct pcx_xsk *x, int usecs, int budget)
+{
+	int on = 1;
+	if (setsockopt(x->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &on, sizeof(on)))
+		return errno;
+	if (setsockopt(x->fd, SOL_SOCKET, SO_BUSY_POLL, &usecs, sizeof(usecs)))
+		return errno;
+	if (setsockopt(x->fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof(budget)))
+		return errno;
+	x->busy = 1;
+	return 0;
 }
 
 // Puts up to `n` frames (UMEM addresses and lengths) on the transmit
