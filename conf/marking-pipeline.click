@@ -7,6 +7,18 @@
 //
 //   paraclick model --validate conf/marking-pipeline.click
 //   paraclick -j 2 conf/marking-pipeline.click -h ef.count -h be.count
+//
+// On a loaded machine -j 2 may deliver fewer than $N packets; none is
+// lost. The source waits while q1 is full, but u1 is an Unqueue: as in
+// Click, it pushes into q2 whether q2 has room or not, and a full Queue
+// drops what it cannot hold, counted (q2.drops, reason "full"). When
+// u2's thread gets little CPU, q2 fills and drops; and packets still in
+// q2 when the run stops (10 ms after the source's last) stay there. The
+// counts always add up, src.count = out.count + q2.drops + q2.length
+// (+ the same for q1):
+//
+//   paraclick -j 2 conf/marking-pipeline.click -h src.count -h out.count \
+//       -h q1.drops -h q2.drops -h q1.length -h q2.length --report drops
 
 define($N 1000000, $FLOWS 1024, $LEN 98);
 

@@ -17,15 +17,6 @@ const TRAFFIC: &str = "src :: InfiniteSource(LENGTH 64) -> c :: Counter \
     -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; \
     rt[1] -> q :: Queue(1000) -> Unqueue -> d :: Counter -> Discard;";
 
-fn rises(c: &mut Client, h: &str) {
-    let a = c.count(h);
-    let t0 = Instant::now();
-    while c.count(h) <= a {
-        assert!(t0.elapsed() < Duration::from_secs(10), "{h} stays at {a}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn tcp_every_command_and_reply_code() {
     let _g = common::one_at_a_time();
@@ -34,7 +25,7 @@ fn tcp_every_command_and_reply_code() {
     let mut c = Client::tcp(port);
 
     // READ: a counter that rises while traffic flows.
-    rises(&mut c, "c.count");
+    c.rises("c.count");
 
     // Global handlers in Click's formats.
     let list = c.read("list");
@@ -94,7 +85,7 @@ fn tcp_every_command_and_reply_code() {
         c.reply(),
         (200, vec!["Write handler 'src.active' OK".into()])
     );
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     c.send(b"WRITEUNTIL src.burst\r\n4\r\n\r\n");
     assert_eq!(c.reply().0, 200);
     assert_eq!(c.read("src.burst").trim(), "4");
@@ -127,7 +118,7 @@ fn tcp_every_command_and_reply_code() {
     c.send(b"LLRPC c#0x12345678 3\r\nabc");
     assert_eq!(c.reply().0, 501);
     // The connection is still in step after all of that.
-    rises(&mut c, "c.count");
+    c.rises("c.count");
 
     // Many clients at once while traffic flows.
     let threads: Vec<_> = (0..6)
@@ -148,7 +139,7 @@ fn tcp_every_command_and_reply_code() {
         .collect();
     let lasts: Vec<u64> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     assert!(lasts.iter().all(|&v| v > 0));
-    rises(&mut c, "c.count");
+    c.rises("c.count");
 
     // QUIT, then `stop` from another connection ends the run.
     assert_eq!(c.code("QUIT"), 200);
@@ -171,8 +162,8 @@ fn unix_socket_is_private_and_served() {
     assert!(m.file_type().is_socket());
     assert_eq!(m.permissions().mode() & 0o777, 0o600);
     let mut c = Client::unix(&path);
-    rises(&mut c, "c.count");
-    rises(&mut c, "d.count");
+    c.rises("c.count");
+    c.rises("d.count");
     assert_eq!(c.read("requirements"), "userlevel\nip\n");
     c.send(b"WRITEDATA c.reset 0\r\n");
     assert_eq!(c.reply().0, 200);
@@ -197,13 +188,13 @@ fn read_only_element_socket_and_bad_clients() {
 
     // READONLY: reads work, writes get 530 (data consumed, still in step).
     let mut r = Client::unix(&ro);
-    rises(&mut r, "c.count");
+    r.rises("c.count");
     assert_eq!(r.code("WRITE c.reset"), 530);
     r.send(b"WRITEDATA src.active 5\r\nfalse");
     assert_eq!(r.reply().0, 530);
     assert_eq!(r.code("CHECKWRITE c.reset"), 530);
     assert_eq!(r.code("WRITE stop"), 530);
-    rises(&mut r, "c.count");
+    r.rises("c.count");
 
     // A huge WRITEDATA: 521, then the connection closes.
     let mut c = Client::tcp(port);
@@ -240,8 +231,8 @@ fn read_only_element_socket_and_bad_clients() {
         assert_eq!(code, 590);
         assert!(x.closed());
     }
-    rises(&mut held[3], "c.count");
-    rises(&mut r, "d.count");
+    held[3].rises("c.count");
+    r.rises("d.count");
     for h in held.iter_mut() {
         assert_eq!(h.code("QUIT"), 200);
     }
@@ -259,7 +250,7 @@ fn read_only_element_socket_and_bad_clients() {
         assert!(t0.elapsed() < Duration::from_secs(5), "still refused: {l}");
         std::thread::sleep(Duration::from_millis(20));
     };
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     assert!(p.err.lock().unwrap().contains("too many connections"));
 
     assert_eq!(c.code("WRITE stop"), 200);
@@ -348,7 +339,7 @@ fn socket_fd_connected_and_listening() {
     drop(b);
     a.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut c = Client::over(Box::new(a));
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     assert_eq!(c.code("WRITE stop"), 200);
     assert_eq!(p.wait_exit(10), 0);
 
@@ -358,7 +349,7 @@ fn socket_fd_connected_and_listening() {
     let mut p = start_with_fd(l.as_raw_fd());
     drop(l);
     let mut c = Client::tcp(port);
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     let mut c2 = Client::tcp(port);
     assert_eq!(c2.code("WRITE stop"), 200);
     assert_eq!(p.wait_exit(10), 0);
@@ -413,7 +404,7 @@ fn retries_wait_for_a_busy_port_then_give_up_or_serve() {
     };
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut c = Client::over(Box::new(s));
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     assert_eq!(c.code("WRITE stop"), 200);
     assert_eq!(p.wait_exit(10), 0);
     assert!(!p.err.lock().unwrap().contains("retrying"));
@@ -430,7 +421,7 @@ fn an_http_request_or_tls_hello_to_the_port_is_closed_and_runs_nothing() {
     let mut p = Proc::start(&["-p", "0", "-e", TRAFFIC]);
     let port = p.port("control socket listening on ");
     let mut c = Client::tcp(port);
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     std::thread::sleep(Duration::from_millis(300));
     let before = c.count("c.count");
     // What a browser sends for a web page's
@@ -454,7 +445,7 @@ fn an_http_request_or_tls_hello_to_the_port_is_closed_and_runs_nothing() {
     // did not), and the count was not reset.
     assert_eq!(c.read("src.active").trim(), "true");
     assert!(c.count("c.count") >= before, "c.reset never executed");
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     // The server logs a refusal after closing, so the line may follow
     // the client's view of the close: wait for it (a bound, not a speed).
     let logged = |err: &str| {
@@ -536,7 +527,7 @@ fn a_port_beyond_loopback_needs_a_token_and_checks_it() {
     // The right one: served.
     let mut c = Client::tcp(port);
     assert_eq!(c.code(&format!("AUTH {token}")), 200);
-    rises(&mut c, "c.count");
+    c.rises("c.count");
     // paraclick ctl sends it from its file; without it, 530.
     let ctl = |args: &[&str]| {
         let o = Command::new(common::bin())

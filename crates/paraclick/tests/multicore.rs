@@ -125,6 +125,72 @@ fn a_crossing_queue_smaller_than_a_stage_keeps_the_first_packets_and_counts_the_
     assert_eq!(r.total_queued() as u64 + r.total_drops(), 10);
 }
 
+/// Runs `r` while a mover calls `mv(i)` for i = 0, 1, ... every
+/// millisecond, sending its traffic in `rounds` rounds of `round` packets:
+/// the sources `srcs` (STOP false, each with a LIMIT) send a round, and
+/// the next starts (their `reset`) once `out.count` has every packet of
+/// the rounds so far and a task has moved since the last round began.
+///
+/// So no more than a round's packets are out at once. With a round
+/// smaller than one thread's packet pool (8,192) and than the queues,
+/// however little CPU a consumer gets, no source waits for buffers or
+/// room, and a single drop is a lost packet. (Sent all at once, the
+/// packets were held back by the pools, not the queues, and a consumer
+/// starved for a second on a loaded machine made the sources drop what
+/// they could not make, counted as `no buffer`: 1 failure in 300 runs at
+/// load 32.) Each wait is bounded by a generous 60 s: a lost packet never
+/// arrives.
+fn run_rounds_while_moving(
+    r: &Router,
+    srcs: &[&str],
+    round: u64,
+    rounds: u64,
+    mv: impl Fn(usize) + Sync,
+) {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let moves = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut i = 0usize;
+            while !done.load(Ordering::Relaxed) {
+                mv(i);
+                moves.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        s.spawn(|| {
+            let wait = |what: &str, until: &dyn Fn() -> bool| {
+                let t0 = std::time::Instant::now();
+                while !until() {
+                    if t0.elapsed() > std::time::Duration::from_secs(60) {
+                        done.store(true, Ordering::Relaxed);
+                        r.stop();
+                        panic!("waited 60 s for {what}:\n{}", r.thread_report());
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+            };
+            for k in 1..=rounds {
+                wait(&format!("round {k}'s packets"), &|| {
+                    read_u64(r, "out.count") >= k * round
+                });
+                if k == rounds {
+                    break;
+                }
+                let m = moves.load(Ordering::Relaxed);
+                wait("a move", &|| moves.load(Ordering::Relaxed) > m);
+                for src in srcs {
+                    r.write_handler(&format!("{src}.reset"), "").unwrap();
+                }
+            }
+            done.store(true, Ordering::Relaxed);
+            r.stop();
+        });
+        run_with_timeout(r, 600);
+    });
+}
+
 #[test]
 fn staged_packets_survive_migrations_with_many_producers_on_8_threads() {
     let _g = one_at_a_time();
@@ -133,74 +199,96 @@ fn staged_packets_survive_migrations_with_many_producers_on_8_threads() {
     // every millisecond, so queues switch between single- and
     // multi-producer rings and between staging and not while producers
     // hold staged packets. Every packet must arrive exactly once, and
-    // every buffer come home.
-    let conf = "DriverManager(pause, pause, pause, pause);
-        s0 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q :: Queue(100000);
-        s1 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q;
-        s2 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q;
-        s3 :: InfiniteSource(LIMIT 500000, BURST 1, STOP true) -> q;
+    // every buffer come home. 100 rounds of 8,000 packets (see
+    // `run_rounds_while_moving`).
+    const ROUNDS: u64 = 100;
+    let conf = "s0 :: InfiniteSource(LIMIT 2000, BURST 1, STOP false) -> q :: Queue(100000);
+        s1 :: InfiniteSource(LIMIT 2000, BURST 1, STOP false) -> q;
+        s2 :: InfiniteSource(LIMIT 2000, BURST 1, STOP false) -> q;
+        s3 :: InfiniteSource(LIMIT 2000, BURST 1, STOP false) -> q;
         q -> uq :: Unqueue -> out :: Counter -> Discard;";
     let r = router(conf, 8);
     r.move_task("uq", 0, 7).unwrap();
-    let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut i = 0usize;
-            while !done.load(Ordering::Relaxed) {
-                let name = ["s0", "s1", "s2", "s3"][i % 4];
-                // Sometimes onto the consumer's thread (no longer crossing
-                // for that producer), usually elsewhere.
-                r.move_task(name, 0, (i * 5 + 1) % 8).unwrap();
-                i += 1;
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        });
-        run_with_timeout(&r, 120);
-        done.store(true, Ordering::Relaxed);
+    let srcs = ["s0", "s1", "s2", "s3"];
+    run_rounds_while_moving(&r, &srcs, 8000, ROUNDS, |i| {
+        // Sometimes onto the consumer's thread (no longer crossing for
+        // that producer), usually elsewhere.
+        r.move_task(srcs[i % 4], 0, (i * 5 + 1) % 8).unwrap();
     });
     let out = read_u64(&r, "out.count");
     let queued = read_u64(&r, "q.length");
-    assert_eq!(r.total_drops(), 0);
-    assert_eq!(out + queued, 2_000_000);
+    let report = r.thread_report();
+    let reasons: Vec<_> = r
+        .drops()
+        .into_iter()
+        .map(|(n, d)| (r.drop_reasons(&n), n, d))
+        .collect();
+    assert_eq!(r.total_drops(), 0, "{reasons:?}\n{report}");
+    assert_eq!(out + queued, ROUNDS * 8000, "{report}");
     assert_eq!(
-        r.thread_report().matches(" 0 migrations").count(),
+        report.matches(" 0 migrations").count(),
         0,
-        "every task moved"
+        "every task moved:\n{report}"
     );
     r.write_handler("q.reset", "").unwrap();
     paraclick_packet::pool::flush_remote();
     assert_eq!(r.pool_outstanding(), 0, "leaked buffers");
 }
 
+/// conf/marking-pipeline.click at -j 2 with its last Unqueue inactive, as
+/// if its thread got no CPU: q2 fills and drops, as in Click (an Unqueue
+/// pushes whether there is room or not), and every packet the source made
+/// is delivered, still queued, or a counted drop for a full queue.
+#[test]
+fn marking_pipeline_counts_what_a_starved_stage_does_not_deliver() {
+    let _g = one_at_a_time();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../conf/marking-pipeline.click"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let r = router(&text, 2);
+    r.write_handler("u2.active", "false").unwrap();
+    run_with_timeout(&r, 60);
+    let sent = read_u64(&r, "src.count");
+    assert_eq!(sent, 1_000_000);
+    let q_drops = read_u64(&r, "q1.drops") + read_u64(&r, "q2.drops");
+    let queued = read_u64(&r, "q1.length") + read_u64(&r, "q2.length");
+    let out = read_u64(&r, "out.count");
+    assert_eq!(out, 0, "u2 pulled nothing");
+    assert!(read_u64(&r, "q2.drops") > 0, "q2 filled");
+    assert_eq!(r.total_drops(), q_drops, "only the queues dropped");
+    for (n, _) in r.drops() {
+        let reasons = r.drop_reasons(&n).unwrap();
+        assert!(
+            reasons.iter().all(|&(why, _)| why == "full"),
+            "{n}: {reasons:?}"
+        );
+    }
+    assert_eq!(sent, out + q_drops + queued, "every packet accounted for");
+}
+
 #[test]
 fn migration_while_packets_flow_conserves_every_packet() {
     let _g = one_at_a_time();
     // Tasks are moved back and forth between threads every millisecond
-    // while packets cross queues; nothing may be lost or duplicated. The
-    // queues have room for any backlog (Unqueue does not wait for room
-    // downstream, and a migrating source may overshoot a full queue by a
-    // stage, counted), so a single drop is a lost packet.
-    let conf = "DriverManager(pause, pause);
-        a :: InfiniteSource(LIMIT 300000, BURST 4, STOP true) -> q :: Queue(100000) -> u1 :: Unqueue(BURST 8) -> q2 :: Queue(100000) -> u2 :: Unqueue -> out :: Counter -> Discard;
-        b :: InfiniteSource(LIMIT 300000, BURST 1, STOP true) -> q;";
+    // while packets cross queues; nothing may be lost or duplicated.
+    // 100 rounds of 6,000 packets (see `run_rounds_while_moving`): the
+    // queues and pools have room for any backlog (Unqueue does not wait
+    // for room downstream, and a migrating source may overshoot a full
+    // queue by a stage, counted), so a single drop is a lost packet.
+    const ROUNDS: u64 = 100;
+    let conf = "a :: InfiniteSource(LIMIT 3000, BURST 4, STOP false) -> q :: Queue(100000) -> u1 :: Unqueue(BURST 8) -> q2 :: Queue(100000) -> u2 :: Unqueue -> out :: Counter -> Discard;
+        b :: InfiniteSource(LIMIT 3000, BURST 1, STOP false) -> q;";
     let r = router(conf, 3);
-    let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut i = 0usize;
-            let names = ["a", "b", "u1", "u2"];
-            while !done.load(Ordering::Relaxed) {
-                let name = names[i % names.len()];
-                r.move_task(name, 0, (i / names.len()) % 3).unwrap();
-                i += 1;
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        });
-        run_with_timeout(&r, 60);
-        done.store(true, Ordering::Relaxed);
+    let names = ["a", "b", "u1", "u2"];
+    run_rounds_while_moving(&r, &["a", "b"], 6000, ROUNDS, |i| {
+        r.move_task(names[i % names.len()], 0, (i / names.len()) % 3)
+            .unwrap();
     });
+    // The last round's counts: every round sent all it could.
     let sent = read_u64(&r, "a.count") + read_u64(&r, "b.count");
-    assert_eq!(sent, 600000);
+    assert_eq!(sent, 6000);
     let out = read_u64(&r, "out.count");
     let queued = read_u64(&r, "q.length") + read_u64(&r, "q2.length");
     let report = r.thread_report();
@@ -210,7 +298,7 @@ fn migration_while_packets_flow_conserves_every_packet() {
         .map(|(n, d)| (r.drop_reasons(&n), n, d))
         .collect();
     assert_eq!(r.total_drops(), 0, "{reasons:?}\n{report}");
-    assert_eq!(sent, out + queued, "{report}");
+    assert_eq!(ROUNDS * 6000, out + queued, "{report}");
     // Every task line says "N migrations"; the mover must have moved.
     let migrations: u64 = report
         .lines()

@@ -36,23 +36,32 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TimedUnqueue, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, run_for};
-    use crate::test_kit::{fill, pkts};
-    use paraclick_runtime::testing::TestSink;
+    use super::super::test_util::{bad, conf};
+    use crate::test_kit::{build_simtime, fill, handler, pkts, reg, run, sink};
+    use paraclick_runtime::time::SIM_START_SEC;
 
     #[test]
     fn moves_eight_packets_per_interval_by_default() {
-        let r = conf("Idle -> q :: Queue(1000) -> u :: Burster(0.05) -> o :: TestSink;");
+        // Simulated time: the timer fires at 50, 100 and 150 ms (the
+        // Script stops the run at 175 ms), and each time 8 packets leave,
+        // stamped with that moment.
+        let r = build_simtime(
+            &reg(),
+            "Idle -> q :: Queue(1000) -> u :: Burster(0.05) -> SetTimestamp -> o :: TestSink;
+             Script(wait 175ms, stop);",
+        );
         fill(&r, "q", pkts(500, 60));
-        let secs = run_for(&r, 300);
-        let n = r.element::<TestSink>("o").unwrap().len() as f64;
-        // At most 8 per 50 ms; a loaded machine may fire fewer timers.
-        assert!(n <= (secs / 0.05).floor() * 8.0, "{n} in {secs} s");
-        assert!(n >= 16.0, "{n} in {secs} s");
-        assert_eq!(n as usize % 8, 0);
-        assert_eq!(r.read_handler("u.burst").unwrap(), "8");
-        assert_eq!(r.read_handler("u.interval").unwrap(), "0.050000");
-        assert_eq!(r.read_handler("u.count").unwrap(), (n as usize).to_string());
+        run(&r);
+        let start = SIM_START_SEC * 1_000_000_000;
+        let at_ms: Vec<i64> = sink(&r, "o")
+            .iter()
+            .map(|p| (p.timestamp().0 - start) / 1_000_000)
+            .collect();
+        let want: Vec<i64> = (1..=3).flat_map(|k| [50 * k; 8]).collect();
+        assert_eq!(at_ms, want, "8 packets every 50 ms");
+        assert_eq!(handler(&r, "u.burst"), "8");
+        assert_eq!(handler(&r, "u.interval"), "0.050000");
+        assert_eq!(handler(&r, "u.count"), "24");
     }
 
     #[test]

@@ -136,6 +136,12 @@ mod tests {
         let mut c = tagged(3, 60);
         c.set_timestamp(Timestamp(now.0 - 5_000_000_000));
         fill(&r, "q", vec![a, b, c]);
+        // Until packet 1 is out (a wait for the event, not for a time a
+        // loaded machine may not give the router), and then a while more
+        // in which packet 3 must stay behind packet 2.
+        paraclick_runtime::testing::run_until(&r, |r| {
+            !r.element::<TestSink>("o").unwrap().is_empty()
+        });
         run_for(&r, 30);
         let out = r.element::<TestSink>("o").unwrap().take();
         assert_eq!(tags(&out), vec![1]);

@@ -256,6 +256,11 @@ mod tests {
     fn element_delivers_after_the_latency() {
         let r = conf("Idle -> q :: Queue(100) -> u :: LinkUnqueue(0, 0) -> o :: TestSink;");
         fill(&r, "q", pkts(5, 100));
+        // Waits for the event (a loaded machine may not run the router
+        // within any short time), then a while more: no sixth packet.
+        paraclick_runtime::testing::run_until(&r, |r| {
+            r.element::<TestSink>("o").unwrap().len() >= 5
+        });
         run_for(&r, 30);
         assert_eq!(r.element::<TestSink>("o").unwrap().len(), 5);
         let r = conf("Idle -> q :: Queue(100) -> u :: LinkUnqueue(1h, 1Gbps) -> o :: TestSink;");

@@ -110,22 +110,33 @@ impl Element for TimedUnqueue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{bad, conf, run_for};
-    use crate::test_kit::{fill, pkts};
-    use paraclick_runtime::testing::TestSink;
+    use super::super::test_util::bad;
+    use crate::test_kit::{build_simtime, fill, handler, pkts, reg, run, sink};
+    use paraclick_runtime::time::SIM_START_SEC;
 
     #[test]
     fn moves_burst_packets_per_interval() {
-        let r = conf("Idle -> q :: Queue(1000) -> u :: TimedUnqueue(0.05, 3) -> o :: TestSink;");
+        // Simulated time: the timer fires at 50, 100, ..., 250 ms (the
+        // Script stops the run at 275 ms), and each time exactly BURST
+        // packets leave, stamped with that moment.
+        let r = build_simtime(
+            &reg(),
+            "Idle -> q :: Queue(1000) -> u :: TimedUnqueue(0.05, 3) -> SetTimestamp -> o :: TestSink;
+             Script(wait 275ms, stop);",
+        );
         fill(&r, "q", pkts(500, 60));
-        let secs = run_for(&r, 300);
-        let n = r.element::<TestSink>("o").unwrap().len() as f64;
-        // At most 3 per 50 ms; a loaded machine may fire fewer timers.
-        assert!(n <= (secs / 0.05).floor() * 3.0, "{n} in {secs} s");
-        assert!(n >= 6.0, "{n} in {secs} s");
-        assert_eq!(n as usize % 3, 0);
-        assert_eq!(r.read_handler("u.burst").unwrap(), "3");
-        assert_eq!(r.read_handler("u.interval").unwrap(), "0.050000");
+        run(&r);
+        let start = SIM_START_SEC * 1_000_000_000;
+        let at_ms: Vec<i64> = sink(&r, "o")
+            .iter()
+            .map(|p| (p.timestamp().0 - start) / 1_000_000)
+            .collect();
+        let want: Vec<i64> = (1..=5).flat_map(|k| [50 * k; 3]).collect();
+        assert_eq!(at_ms, want, "3 packets every 50 ms");
+        assert_eq!(handler(&r, "u.count"), "15");
+        assert_eq!(handler(&r, "q.length"), "485");
+        assert_eq!(handler(&r, "u.burst"), "3");
+        assert_eq!(handler(&r, "u.interval"), "0.050000");
         assert!(bad("Idle -> Queue -> TimedUnqueue(0) -> Discard;"));
         assert!(bad("Idle -> Queue -> TimedUnqueue(1, 0) -> Discard;"));
     }

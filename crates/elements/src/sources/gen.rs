@@ -138,19 +138,40 @@ impl DryPool {
 /// source; one atomic operation per batch, none when there is no limit.
 pub struct Limit {
     limit: AtomicI64,
-    /// Packets claimed against the limit (only counted when there is one).
+    /// The generation (bumped by every reset or change of the limit) in
+    /// the high [`GEN_BITS`] bits, and the packets claimed against the
+    /// limit in it (only counted when there is one) in the rest. One word,
+    /// so that a claim is counted in the generation it reads: with two, a
+    /// reset landing inside a claim made it count in the wrong one, or
+    /// (the count was zeroed between a claim's add and its give-back)
+    /// wrapped the count round, and the source never sent again.
     claimed: AtomicU64,
     done: AtomicBool,
     stop: bool,
     end_call: Option<(String, String)>,
     /// The source task's credit ([`Limit::claim_one`]): packets claimed
     /// against the limit in one chunk and not sent yet, in the low 32 bits,
-    /// under the generation of `generation` they were claimed in, in the
-    /// high 32 bits. Written only by the one task.
+    /// under the generation they were claimed in, in the high 32 bits.
+    /// Credit of an older generation is void. Written only by the one task.
     credit: AtomicU64,
-    /// Bumped by every reset or change of the limit: credit of an older
-    /// generation is void.
-    generation: AtomicU64,
+}
+
+/// Bits of [`Limit`]'s claimed word that hold the generation.
+const GEN_BITS: u32 = 16;
+
+/// Mask of the claimed word's count (the low 48 bits).
+const COUNT_MASK: u64 = (1 << (64 - GEN_BITS)) - 1;
+
+/// The generation of a claimed word.
+#[inline]
+fn generation_of(w: u64) -> u64 {
+    w >> (64 - GEN_BITS)
+}
+
+/// The claimed word of the next generation, with nothing claimed.
+#[inline]
+fn next_generation(w: u64) -> u64 {
+    ((generation_of(w) + 1) << (64 - GEN_BITS)) & !COUNT_MASK
 }
 
 /// Packets one claim of [`Limit::claim_one`] takes at a time.
@@ -170,7 +191,6 @@ impl Limit {
             stop,
             end_call,
             credit: AtomicU64::new(0),
-            generation: AtomicU64::new(0),
         }
     }
 
@@ -199,12 +219,12 @@ impl Limit {
 
     #[cold]
     fn claim_chunk(&self) -> bool {
-        let g = self.generation.load(Ordering::Acquire) & CREDIT_MASK;
-        let n = self.claim(CREDIT_CHUNK as usize) as u64;
+        let (n, g) = self.claim_in(CREDIT_CHUNK as usize);
         if n == 0 {
             return false;
         }
-        self.credit.store(g << 32 | (n - 1), Ordering::Relaxed);
+        self.credit
+            .store(g << 32 | (n as u64 - 1), Ordering::Relaxed);
         true
     }
 
@@ -220,7 +240,7 @@ impl Limit {
     /// The credit word, if it was granted in the current generation.
     #[inline]
     fn live_credit(&self) -> Option<u64> {
-        let g = self.generation.load(Ordering::Acquire) & CREDIT_MASK;
+        let g = generation_of(self.claimed.load(Ordering::Acquire));
         let c = self.credit.load(Ordering::Relaxed);
         (c >> 32 == g).then_some(c)
     }
@@ -238,8 +258,11 @@ impl Limit {
     pub fn set(&self, limit: i64) {
         // Unspent credit goes back before the limit changes.
         let unspent = self.unspent();
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        self.claimed.fetch_sub(unspent, Ordering::Relaxed);
+        let _ = self
+            .claimed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                Some(next_generation(w) | (w & COUNT_MASK).saturating_sub(unspent))
+            });
         self.limit.store(limit, Ordering::Relaxed);
         self.done.store(false, Ordering::Release);
     }
@@ -253,29 +276,43 @@ impl Limit {
     /// Claims up to `want` packets; returns how many may go out.
     #[inline]
     pub fn claim(&self, want: usize) -> usize {
+        self.claim_in(want).0
+    }
+
+    /// [`Limit::claim`], with the generation the packets were claimed in.
+    /// Never claims more than it grants (a compare-and-swap, one locked
+    /// instruction as the add was; at the limit none), so there is nothing
+    /// to give back that a reset could come between.
+    #[inline]
+    fn claim_in(&self, want: usize) -> (usize, u64) {
         let limit = self.limit.load(Ordering::Relaxed);
+        let mut w = self.claimed.load(Ordering::Acquire);
         if limit < 0 {
-            return want;
+            return (want, generation_of(w));
         }
-        let before = self.claimed.fetch_add(want as u64, Ordering::Relaxed);
-        let left = (limit as u64).saturating_sub(before);
-        if left < want as u64 {
-            // Give back what we cannot use.
-            self.claimed
-                .fetch_sub(want as u64 - left, Ordering::Relaxed);
+        loop {
+            let left = (limit as u64).saturating_sub(w & COUNT_MASK);
+            let n = left.min(want as u64);
+            if n == 0 {
+                return (0, generation_of(w));
+            }
+            match self
+                .claimed
+                .compare_exchange_weak(w, w + n, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return (n as usize, generation_of(w)),
+                Err(now) => w = now,
+            }
         }
-        left.min(want as u64) as usize
     }
 
     /// Hot reconfiguration: the packets `old` sent count against this
     /// limit, and a limit already reached does not finish again.
     pub fn take_state(&self, old: &Limit) {
         // Credit the old task was granted but never spent was not sent.
-        let sent = old
-            .claimed
-            .load(Ordering::Relaxed)
-            .saturating_sub(old.unspent());
-        self.claimed.fetch_add(sent, Ordering::Relaxed);
+        let sent = (old.claimed.load(Ordering::Relaxed) & COUNT_MASK).saturating_sub(old.unspent());
+        self.claimed
+            .fetch_add(sent.min(COUNT_MASK), Ordering::Relaxed);
         if old.done.load(Ordering::Acquire) && self.get() == old.get() {
             self.done.store(true, Ordering::Release);
         }
@@ -285,7 +322,12 @@ impl Limit {
     #[inline]
     pub fn unclaim(&self, n: usize) {
         if n > 0 && self.is_limited() {
-            self.claimed.fetch_sub(n as u64, Ordering::Relaxed);
+            // Saturating: after a reset there may be less to give back.
+            let _ = self
+                .claimed
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                    Some((w & !COUNT_MASK) | (w & COUNT_MASK).saturating_sub(n as u64))
+                });
         }
     }
 
@@ -294,10 +336,7 @@ impl Limit {
     pub fn exhausted(&self) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
         limit >= 0
-            && self
-                .claimed
-                .load(Ordering::Relaxed)
-                .saturating_sub(self.unspent())
+            && (self.claimed.load(Ordering::Relaxed) & COUNT_MASK).saturating_sub(self.unspent())
                 >= limit as u64
     }
 
@@ -322,8 +361,11 @@ impl Limit {
 
     /// Starts over (a `reset` handler): LIMIT more packets may go out.
     pub fn reset(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        self.claimed.store(0, Ordering::Relaxed);
+        let _ = self
+            .claimed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                Some(next_generation(w))
+            });
         self.done.store(false, Ordering::Release);
     }
 }
@@ -511,6 +553,61 @@ mod tests {
     use super::*;
 
     const MS: u64 = 16_000_000;
+
+    /// A source's task at its limit keeps claiming (a migration or a wake
+    /// runs it) while a handler resets the limit: every round must then
+    /// grant exactly LIMIT. The old claim added and then gave back what it
+    /// could not use; a reset zeroing the count between the two wrapped it
+    /// round, and the source never sent again (a multicore test stalled
+    /// so, 3 times in 250 runs). A claim made across a reset could also
+    /// count in the new round a chunk whose credit was void.
+    #[test]
+    fn a_reset_while_the_task_claims_at_the_limit_lets_a_whole_round_out() {
+        const ROUNDS: u64 = 20_000;
+        const LIMIT: u64 = 100;
+        let l = Limit::new(LIMIT as i64, false, None);
+        let got = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    if l.claim_one() {
+                        got.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+            for round in 1..=ROUNDS {
+                let t0 = Instant::now();
+                while got.load(Ordering::Relaxed) < round * LIMIT {
+                    if t0.elapsed() > std::time::Duration::from_secs(20) {
+                        stop.store(true, Ordering::Relaxed);
+                        panic!(
+                            "round {round}: {} of {} granted",
+                            got.load(Ordering::Relaxed),
+                            round * LIMIT
+                        );
+                    }
+                    std::hint::spin_loop();
+                }
+                if round < ROUNDS {
+                    l.reset();
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(got.load(Ordering::Relaxed), ROUNDS * LIMIT);
+        assert!(l.exhausted());
+        // A claim by count after a reset: the whole limit, then nothing.
+        l.reset();
+        assert_eq!(l.claim(64), 64);
+        assert_eq!(l.claim(64), 36);
+        assert_eq!(l.claim(64), 0);
+        l.unclaim(10);
+        assert_eq!(l.claim(64), 10);
+        l.reset();
+        l.unclaim(10);
+        assert_eq!(l.claim(200), 100, "a give-back after a reset saturates");
+    }
 
     /// Generated packets hold exactly their data at every length around
     /// the inline copy's cases (0 to 70 bytes, and one long packet).

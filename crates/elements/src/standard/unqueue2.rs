@@ -159,6 +159,10 @@ mod tests {
              -> q2 :: Queue(100) -> Discard(ACTIVE false); Idle -> w :: Queue(5) -> Discard(ACTIVE false);",
         );
         fill(&r, "w", pkts(5, 60));
+        // Until the source has queued its 20 (the event: a loaded machine
+        // may not run the router within a fixed time), then 100 ms more in
+        // which Unqueue2 must pull nothing.
+        run_until(&r, |r| handler(r, "q.length") == "20");
         let stop = r.stopper();
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(100));

@@ -124,6 +124,22 @@ impl Client {
         self.read(h).trim().parse().unwrap()
     }
 
+    /// Waits until counter `h` exceeds its value now, and returns the new
+    /// value: the event, not a sleep a loaded machine may not give the
+    /// router. Fails after a generous 30 s.
+    pub fn rises(&mut self, h: &str) -> u64 {
+        let a = self.count(h);
+        let t0 = Instant::now();
+        loop {
+            let b = self.count(h);
+            if b > a {
+                return b;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "{h} stays at {a}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// `WRITE h value`: the reply.
     pub fn write(&mut self, h: &str, value: &str) -> (u16, Vec<String>) {
         self.send(format!("WRITE {h} {value}\r\n").as_bytes());
