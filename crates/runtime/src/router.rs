@@ -915,8 +915,8 @@ impl Router {
     /// pulls from it, and what that pushes to, up to the next queue)
     /// reads packet data ([`crate::ClassSpec::reads_data`]): a consumer
     /// on another thread then prefetches the data of the packets it takes
-    /// (see [`QueueElement::set_consumer_reads_data`]). `None` if `name`
-    /// is not a queue.
+    /// (see [`crate::QueueElement::set_consumer_reads_data`]). `None` if
+    /// `name` is not a queue.
     pub fn consumer_reads_data(&self, name: &str) -> Option<bool> {
         let e = *self.core.names.get(name)?;
         self.core
