@@ -146,6 +146,29 @@ impl Packet {
         self.inner.end == self.inner.start
     }
 
+    /// Starts loading the packet's buffer header (length, header offsets,
+    /// annotations) into this core's cache, without waiting: a hint for a
+    /// consumer that takes packets another core wrote. No effect on what
+    /// the program computes.
+    #[inline(always)]
+    pub fn prefetch_meta(&self) {
+        pool::prefetch_read(&**self.inner);
+    }
+
+    /// Starts loading the cache line holding the first byte of the
+    /// packet's data (its outermost header), without waiting. It reads
+    /// the buffer header: issue [`Packet::prefetch_meta`] for a burst's
+    /// packets first, so that their loads overlap.
+    #[inline(always)]
+    pub fn prefetch_data(&self) {
+        pool::prefetch_read_line(
+            self.inner
+                .buf
+                .as_ptr()
+                .wrapping_add(self.inner.start as usize),
+        );
+    }
+
     #[inline]
     pub fn data(&self) -> &[u8] {
         &self.inner.buf[self.inner.start as usize..self.inner.end as usize]

@@ -544,6 +544,33 @@ pub fn prefetch_write<T>(x: &T) {
     }
 }
 
+/// Asks for the cache lines of `x` for reading (`prefetcht0`), without
+/// waiting. A hint, as [`prefetch_write`]: for lines another core wrote
+/// that this one is about to read and not write (a crossing queue's
+/// consumer taking a burst of packets).
+#[inline(always)]
+pub fn prefetch_read<T>(x: &T) {
+    let p = x as *const T as *const u8;
+    let (first, lines) = line_span(p as usize, std::mem::size_of::<T>());
+    for i in 0..lines {
+        prefetch_read_line(p.wrapping_add(first.wrapping_add(i * 64)));
+    }
+}
+
+/// Asks for the cache line holding address `p` for reading, without
+/// waiting.
+#[inline(always)]
+pub fn prefetch_read_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetcht0 only hints the cache; it reads nothing
+    // architecturally and cannot fault, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// The cache lines (64 bytes) that `size` bytes at address `addr` touch:
 /// the offset from `addr` to the start of the first (0 or negative, as a
 /// wrapping offset) and how many lines. A zero-sized value counts the

@@ -145,6 +145,9 @@ pub(crate) struct Slot {
     /// multi-consumer, bit 2: crossing), for reports and upgrade-only
     /// changes.
     pub modes: std::sync::atomic::AtomicU8,
+    /// The element's class reads packet data
+    /// ([`crate::ClassSpec::reads_data`]).
+    pub reads_data: bool,
 }
 
 impl Slot {

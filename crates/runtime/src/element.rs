@@ -405,6 +405,14 @@ pub trait QueueElement: Element {
         self.pull(cx, port, 1).and_then(|mut b| b.pop())
     }
 
+    /// Whether an element on the queue's consumer side (what pulls from
+    /// it, and what that pushes to, up to the next queue) reads packet
+    /// data ([`crate::ClassSpec::reads_data`]). Called once at build time.
+    /// A queue whose consumer runs on another thread than its producer may
+    /// then prefetch the data of the packets a pull takes, not only their
+    /// buffer headers. The default ignores it.
+    fn set_consumer_reads_data(&self, _reads: bool) {}
+
     /// The queue's empty notifier (active while it may hold packets),
     /// which pull tasks downstream listen to (see [`crate::notifier`]).
     fn empty_notifier(&self) -> Option<&Notifier> {
@@ -480,6 +488,9 @@ pub trait Role<E: Element>: Send + Sync + 'static {
     /// [`QueueElement::set_ring_modes`].
     fn set_ring_modes(_e: &E, _switch: &ModeSwitch, _mp: bool, _mc: bool, _crossing: bool) {}
 
+    /// [`QueueElement::set_consumer_reads_data`].
+    fn set_consumer_reads_data(_e: &E, _reads: bool) {}
+
     /// [`QueueElement::empty_notifier`].
     fn empty_notifier(_e: &E) -> Option<&Notifier> {
         None
@@ -529,6 +540,9 @@ impl<E: QueueElement> Role<E> for AsQueue {
     }
     fn set_ring_modes(e: &E, switch: &ModeSwitch, mp: bool, mc: bool, crossing: bool) {
         e.set_ring_modes(switch, mp, mc, crossing)
+    }
+    fn set_consumer_reads_data(e: &E, reads: bool) {
+        e.set_consumer_reads_data(reads)
     }
     fn empty_notifier(e: &E) -> Option<&Notifier> {
         e.empty_notifier()
@@ -604,6 +618,9 @@ pub trait Node: Send + Sync + 'static {
         _crossing: bool,
     ) {
     }
+    /// [`QueueElement::set_consumer_reads_data`] (nothing for other
+    /// elements).
+    fn set_consumer_reads_data(&self, _reads: bool) {}
     fn flush(&self, cx: &mut Cx<'_>);
     /// [`QueueElement::empty_notifier`] (`None` for other elements).
     fn empty_notifier(&self) -> Option<&Notifier> {
@@ -927,6 +944,9 @@ impl<E: Element, R: Role<E>> Node for ElementNode<E, R> {
     }
     fn set_ring_modes(&self, switch: &ModeSwitch, mp: bool, mc: bool, crossing: bool) {
         R::set_ring_modes(&self.0, switch, mp, mc, crossing)
+    }
+    fn set_consumer_reads_data(&self, reads: bool) {
+        R::set_consumer_reads_data(&self.0, reads)
     }
     fn flush(&self, cx: &mut Cx<'_>) {
         self.0.flush(cx)

@@ -82,6 +82,50 @@ impl Marks {
     }
 }
 
+/// Whether an element on the consumer side of queue-like element `q`
+/// reads packet data: what pulls from it (transitively) and what those
+/// elements push to, up to the next queue-like element.
+pub(crate) fn consumer_reads_data(core: &Core, q: usize) -> bool {
+    let n = core.slots.len();
+    // Who pulls from each element.
+    let mut pullers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for e in 0..n {
+        for p in core.ports[e].inputs.iter() {
+            if p.element().is_some() {
+                pullers[p.elem as usize].push(e);
+            }
+        }
+    }
+    let is_queue = |e: usize| {
+        let s = &core.slots[e];
+        s.input_kinds.contains(&paraclick_lang::PortKind::Push)
+            && s.output_kinds.contains(&paraclick_lang::PortKind::Pull)
+    };
+    let mut seen = vec![false; n];
+    seen[q] = true;
+    let mut stack = pullers[q].clone();
+    while let Some(e) = stack.pop() {
+        if std::mem::replace(&mut seen[e], true) {
+            continue;
+        }
+        if core.slots[e].reads_data {
+            return true;
+        }
+        if is_queue(e) {
+            continue;
+        }
+        stack.extend(pullers[e].iter().copied());
+        stack.extend(
+            core.ports[e]
+                .outputs
+                .iter()
+                .filter(|p| p.element().is_some())
+                .map(|p| p.elem as usize),
+        );
+    }
+    false
+}
+
 impl Plan {
     pub fn build(core: &Core) -> Plan {
         let n = core.slots.len();

@@ -336,7 +336,10 @@ impl Router {
         };
         let (made, mut arg_env) = Self::configure(&graph, &checked, reg, nthreads, opts)?;
         arg_env.checking = false;
-        let (slots, mut ports, names) = Self::connect(&graph, &checked, made, opts.profile);
+        let (mut slots, mut ports, names) = Self::connect(&graph, &checked, made, opts.profile);
+        for (slot, fe) in slots.iter_mut().zip(&graph.elements) {
+            slot.reads_data = reg.get(&fe.class).is_none_or(|c| c.reads_data);
+        }
         if !opts.relaxed_order {
             let ordered = ordered_splits(&graph, &checked);
             for ((p, o), slot) in ports.iter_mut().zip(ordered).zip(slots.iter()) {
@@ -521,6 +524,7 @@ impl Router {
                 timer_gens: Default::default(),
                 tasks: Vec::new(),
                 modes: std::sync::atomic::AtomicU8::new(3),
+                reads_data: true,
             });
             ports.push(Ports {
                 outputs: std::mem::take(&mut outputs[i]).into_boxed_slice(),
@@ -610,6 +614,10 @@ impl Router {
         sched::start_placement(&core);
         crate::notifier::connect(&mut core);
         crate::crossing::apply_ring_modes(&core, false);
+        for q in &core.plan.queues {
+            let reads = crate::plan::consumer_reads_data(&core, q.elem);
+            core.slots[q.elem].element.set_consumer_reads_data(reads);
+        }
         for (elem, timer, after) in timers {
             let t = core.home_thread(elem);
             core.schedule_timer(t, elem, timer, core.clock.now() + after);
@@ -903,6 +911,22 @@ impl Router {
     }
 
     /// Ring modes of each queue: (name, multi-producer, multi-consumer).
+    /// Whether an element on the consumer side of queue `name` (what
+    /// pulls from it, and what that pushes to, up to the next queue)
+    /// reads packet data ([`crate::ClassSpec::reads_data`]): a consumer
+    /// on another thread then prefetches the data of the packets it takes
+    /// (see [`crate::QueueElement::set_consumer_reads_data`]). `None` if
+    /// `name` is not a queue.
+    pub fn consumer_reads_data(&self, name: &str) -> Option<bool> {
+        let e = *self.core.names.get(name)?;
+        self.core
+            .plan
+            .queues
+            .iter()
+            .any(|q| q.elem == e)
+            .then(|| crate::plan::consumer_reads_data(&self.core, e))
+    }
+
     pub fn ring_modes(&self) -> Vec<(String, bool, bool)> {
         self.core
             .plan

@@ -41,6 +41,10 @@
 //! one ring operation (at once when the ring is nearly full), and publishes
 //! what it holds when it runs out of work, within 16 passes over its tasks
 //! otherwise, and when it stops. `length` counts gathered packets too.
+//! The consumer of such a queue asks for the buffer headers of all the
+//! packets a pull takes at once (and for their first data lines when an
+//! element on its side reads packet data), so that their transfers from
+//! the producer's core overlap.
 //!
 //! Handlers:
 //! - `length` (read): packets in the queue.
@@ -162,6 +166,10 @@ pub struct Queue {
     /// once per packet that costs the producer more than the rest of the
     /// queue operation, once per batch it does not.
     crossing: AtomicBool,
+    /// An element on the consumer side reads packet data (from the
+    /// router, see [`QueueElement::set_consumer_reads_data`]): a crossing
+    /// pull then prefetches the packets' first data lines too.
+    consumer_reads_data: AtomicBool,
     stages: PerThread<Stage>,
     /// Packets staged, per thread (for `length` and the conservation check).
     staged: PerThreadCount,
@@ -327,6 +335,7 @@ impl Queue {
             drops: AtomicU64::new(0),
             highwater: AtomicUsize::new(0),
             crossing: AtomicBool::new(false),
+            consumer_reads_data: AtomicBool::new(false),
             stages: PerThread::new(nthreads, |_| Stage::default()),
             staged: PerThreadCount::new(nthreads),
             empty: Notifier::new(),
@@ -581,7 +590,30 @@ impl Queue {
         }
         self.not_empty();
         self.pulled(cx);
+        if self.crossing.load(Ordering::Relaxed) {
+            self.prefetch_taken(&b);
+        }
         Some(b)
+    }
+
+    /// A pull on a crossing queue took `b`: the producer's core wrote
+    /// their buffer headers (and data) last, so each line the consumer
+    /// reads is a transfer from that core. Asking for all of them at once
+    /// overlaps those transfers instead of waiting for each as the
+    /// consumer reaches the packet: the buffer headers first, then, when
+    /// an element on the consumer side reads data, each packet's first
+    /// data line (its address is in the header, which is on its way by
+    /// then).
+    #[inline]
+    fn prefetch_taken(&self, b: &Batch) {
+        for p in b.iter() {
+            p.prefetch_meta();
+        }
+        if self.consumer_reads_data.load(Ordering::Relaxed) {
+            for p in b.iter() {
+                p.prefetch_data();
+            }
+        }
     }
 
     /// FrontDropQueue: drops the oldest packets so that `n` more fit.
@@ -1096,6 +1128,10 @@ impl QueueElement for Queue {
         self.set_full_at();
     }
 
+    fn set_consumer_reads_data(&self, reads: bool) {
+        self.consumer_reads_data.store(reads, Ordering::Relaxed);
+    }
+
     fn empty_notifier(&self) -> Option<&Notifier> {
         self.policy.empty_note.then_some(&self.empty)
     }
@@ -1272,5 +1308,59 @@ mod tests {
         assert_eq!(h(&new, "length"), "4");
         assert_eq!(h(&new, "drops"), "8");
         assert_eq!(pull_all(&new), vec![0, 1, 2, 3]);
+    }
+}
+
+#[cfg(test)]
+mod consumer_side_tests {
+    use paraclick_runtime::Router;
+
+    /// The router tells each queue whether an element on its consumer
+    /// side (what pulls from it, what that pushes to, up to the next
+    /// queue) reads packet data: a crossing consumer then prefetches the
+    /// packets' data lines, not only their buffer headers.
+    #[test]
+    fn the_router_says_whether_a_queues_consumer_side_reads_data() {
+        let reg = crate::registry();
+        let src = "src :: InfiniteSource(LIMIT 1, ACTIVE false)";
+        for (graph, want) in [
+            // IPFilter reads headers, behind a metadata-only Unqueue.
+            (
+                "q :: Queue -> Unqueue -> IPFilter(allow all) -> Discard",
+                vec![("q", true)],
+            ),
+            // Counter and Discard read only buffer headers.
+            ("q :: Queue -> Counter -> Discard", vec![("q", false)]),
+            (
+                "q :: Queue -> Unqueue -> Counter -> Discard",
+                vec![("q", false)],
+            ),
+            // A pull Counter between the queue and its puller, and a
+            // reader on the second of a Tee's outputs.
+            (
+                "q :: Queue -> Counter -> Unqueue -> t :: Tee -> Discard;
+                 t[1] -> IPFilter(allow all) -> Discard",
+                vec![("q", true)],
+            ),
+            // The walk stops at the next queue: the reader behind q2 is
+            // q2's consumer, not q's.
+            (
+                "q :: Queue -> Unqueue -> q2 :: Queue -> Unqueue
+                   -> IPFilter(allow all) -> Discard",
+                vec![("q", false), ("q2", true)],
+            ),
+            // What feeds the queue reads data, its consumer does not.
+            (
+                "IPFilter(allow all) -> q :: Queue -> Unqueue -> Discard",
+                vec![("q", false)],
+            ),
+        ] {
+            let conf = format!("{src} -> {graph};");
+            let r = Router::from_str(&conf, &reg, 2).unwrap();
+            for (q, reads) in want {
+                assert_eq!(r.consumer_reads_data(q), Some(reads), "{q} in {graph}");
+            }
+            assert_eq!(r.consumer_reads_data("src"), None, "not a queue");
+        }
     }
 }
