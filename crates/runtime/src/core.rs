@@ -226,6 +226,14 @@ pub(crate) struct ThreadShared {
     /// to an element's handler unparks it. Set before `parked`, cleared
     /// after it.
     pub until_written: AtomicBool,
+    /// Times a notifier woke one of the worker's tasks
+    /// ([`crate::notifier`]'s `wake_task`), counted before the waker reads
+    /// `parked`. A worker naps only if the count is what it read before
+    /// the pass that found no work: a wake of a task that was not asleep
+    /// (it gave a time, [`crate::Cx::wake_at`]) changes nothing else the
+    /// worker looks at, and a push landing as the worker decided to nap
+    /// would otherwise wait for the nap's end.
+    pub wakes: AtomicU64,
     /// Times a handler write unparked the worker so (for tests).
     pub write_wakes: AtomicU64,
     /// The worker's kernel thread id (0 until it starts), whose schedstat
@@ -258,6 +266,7 @@ impl ThreadShared {
             fd_wakes: AtomicU64::new(0),
             quiet: std::sync::atomic::AtomicU8::new(0),
             until_written: AtomicBool::new(false),
+            wakes: AtomicU64::new(0),
             write_wakes: AtomicU64::new(0),
             tid: std::sync::atomic::AtomicI32::new(0),
         }

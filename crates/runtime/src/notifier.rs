@@ -37,9 +37,11 @@
 //!   crossing threads; otherwise producer and listener run on one thread
 //!   and see each other's stores in program order.
 //! - Task and worker: a worker stores `parked`, fences, looks at its
-//!   tasks' `asleep` flags (and the timers, the epoch, `running`) and
-//!   parks; a waker clears `asleep`, fences, and unparks the worker if it
-//!   reads `parked`. An unpark that comes before the park is kept by the
+//!   tasks' `asleep` flags and its count of wakes (and the timers, the
+//!   epoch, `running`) and parks; a waker clears `asleep`, counts the
+//!   wake, fences, and unparks the worker if it reads `parked`. (The count
+//!   is what a worker napping for a task's time sees change when that
+//!   task, awake, is woken: it was read before the pass.) An unpark that comes before the park is kept by the
 //!   thread's park token, so the park returns at once.
 //!
 //! No early wake-up of a gate. A consumer that made room decides to wake
@@ -376,12 +378,21 @@ impl Signal {
 /// its pull path gave ([`Cx::wake_at`]: a Shaper behind a scheduler whose
 /// other input was empty): the packets that just arrived should not wait
 /// for that time, so its worker is unparked too.
+///
+/// The worker's `wakes` count goes up before `parked` is read: a worker
+/// that looked at its tasks before the wake (the task was awake, so
+/// there is no `asleep` flag to see cleared) and marks itself parked after
+/// it sees the count changed and does not nap (see
+/// [`crate::core::ThreadShared::wakes`]).
 pub(crate) fn wake_task(core: &Core, t: usize) {
     let task = &core.tasks[t];
-    if task.asleep.swap(false, Ordering::SeqCst) {
-        fence(Ordering::SeqCst);
+    task.asleep.swap(false, Ordering::SeqCst);
+    let ts = &core.threads[task.thread.load(Ordering::Acquire) % core.nthreads];
+    ts.wakes.fetch_add(1, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    if ts.parked.load(Ordering::SeqCst) {
+        ts.unpark_now();
     }
-    unpark_worker(core, task.thread.load(Ordering::Acquire));
 }
 
 /// Unparks worker `th` if it is parked (or about to park).
@@ -408,7 +419,8 @@ pub(crate) struct Listen {
     /// `blocked` themselves.)
     pub empty: Box<[Arc<Signal>]>,
     /// The elements between the task and those notifiers (schedulers such
-    /// as DRRSched): one that holds packets (`Node::queued`) keeps the
+    /// as DRRSched), and the task's own element (DelayUnqueue,
+    /// LinkUnqueue): one that holds packets (`Node::queued`) keeps the
     /// task awake, since no notifier says it has them.
     pub holders: Box<[usize]>,
 }
@@ -469,6 +481,9 @@ pub(crate) fn connect(core: &mut Core) {
         let mut holders = Vec::new();
         if wants_empty {
             holders = upstream_holders(core, elem);
+            // The task's own element, if it holds packets back (a delay
+            // line whose head is not due): asleep, it would strand them.
+            holders.push(elem);
             if let Some(found) = upstream_empty(core, elem) {
                 for e in found {
                     listeners[e].push(t);

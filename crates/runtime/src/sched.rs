@@ -1031,6 +1031,9 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
     // (valid from the second idle pass on: see `Core::handler_written`).
     let mut napped = false;
     let mut writes_seen = 0u64;
+    // The worker's count of task wakes read after the last idle pass, and
+    // so before this one (see `ThreadShared::wakes`).
+    let mut wakes_seen = 0u64;
     // Sleeps end when asked, not up to the default 50 µs of timer slack
     // later: the nap for a paced source's next packet, for a timer.
     let _ =
@@ -1070,6 +1073,8 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
         idle = idle.saturating_add(1);
         let writes_before = writes_seen;
         writes_seen = core.handler_writes.load(Ordering::SeqCst);
+        let wakes_before = wakes_seen;
+        wakes_seen = ts.wakes.load(Ordering::SeqCst);
         let cx = &mut p.cx;
         let all_asleep = || {
             p.list
@@ -1088,6 +1093,7 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
             list: &p.list,
             asleep,
             writes: cx.wake_written.then_some(writes_before),
+            wakes: wakes_before,
         };
         // A device's receive said what will give it work.
         let fd_wait = hinted && !busy_poll() && !cx.wake_fds.is_empty();
@@ -1392,6 +1398,10 @@ struct Seen<'a> {
     /// A task waits for a handler write: the writes counted before the
     /// pass ([`Core::handler_written`]).
     writes: Option<u64>,
+    /// The worker's count of task wakes read before the pass
+    /// ([`crate::core::ThreadShared::wakes`]): a wake since (a push for a
+    /// task that gave a time) keeps it from waiting.
+    wakes: u64,
 }
 
 impl Seen<'_> {
@@ -1407,6 +1417,7 @@ impl Seen<'_> {
         core.running.load(Ordering::SeqCst)
             && core.sync_epoch.load(Ordering::SeqCst) == self.epoch
             && ts.worklist_version() == self.version
+            && ts.wakes.load(Ordering::SeqCst) == self.wakes
             && self
                 .writes
                 .is_none_or(|w| core.handler_writes.load(Ordering::SeqCst) == w)
@@ -2279,6 +2290,41 @@ mod tests {
             let (lo, hi) = (*n.iter().min().unwrap(), *n.iter().max().unwrap());
             // Round-robin: equal to a run; the bound is generous.
             assert!(lo > 0 && hi <= 2 * lo, "runs {n:?}");
+        }
+
+        /// A wake for a task that is awake (it gave a time: a puller
+        /// behind a Shaper) landing as its worker decides to nap: the
+        /// worker read its count of wakes before the pass, the wake comes
+        /// before it marks itself parked (so the waker sees no `parked`
+        /// and unparks nothing), and the worker must then not nap, or the
+        /// pushed packet waits up to `HINT_NAP_MAX`. Played in that order
+        /// on one thread.
+        #[test]
+        fn a_wake_between_the_pass_and_the_nap_keeps_the_worker_awake() {
+            let r = router("d :: Dormant;");
+            let core = &*r.core;
+            let t = 0;
+            assert!(!core.tasks[t].asleep.load(Ordering::SeqCst));
+            let th = core.tasks[t].thread.load(Ordering::SeqCst) % core.nthreads;
+            let ts = &core.threads[th];
+            core.running.store(true, Ordering::SeqCst);
+            let seen = |wakes| super::super::Seen {
+                epoch: core.sync_epoch.load(Ordering::SeqCst),
+                version: ts.worklist_version(),
+                list: &[],
+                asleep: 0,
+                writes: None,
+                wakes,
+            };
+            let before = ts.wakes.load(Ordering::SeqCst);
+            // Nothing since the pass: it may nap.
+            assert!(seen(before).mark_still(core, ts));
+            super::super::Seen::unmark(ts);
+            crate::notifier::wake_task(core, t);
+            let still = seen(before).mark_still(core, ts);
+            super::super::Seen::unmark(ts);
+            core.running.store(false, Ordering::SeqCst);
+            assert!(!still, "the worker napped through the wake");
         }
 
         /// Stops the router when dropped, however the test thread ends.

@@ -32,6 +32,12 @@
 //! - `VERBOSE` (boolean, default true): print a line per reply.
 //! - `MIRROR` is not supported.
 //!
+//! Drop reasons: `reply received` (a packet on its input, consumed);
+//! `no buffer`: its thread's packet pool stayed empty for a second
+//! (packets held or leaked downstream), so a ping was not made; until
+//! then it waits for buffers and loses nothing. A ping dropped so counts
+//! toward LIMIT, not in `count`.
+//!
 //! Handlers:
 //! - `active` (read/write), `src` (read/write), `dst` (read/write).
 //! - `count` (read): pings sent.
@@ -101,12 +107,20 @@ pub struct IcmpPingSource {
     stop: bool,
     push: bool,
     count: AtomicU64,
+    /// Pings dropped for want of a buffer (`no buffer`); they count
+    /// toward LIMIT.
+    lost: AtomicU64,
+    /// Its thread's pool dry: wait, then drop as `no buffer`.
+    dry: crate::sources::gen::DryPool,
     scheduled: AtomicBool,
     receiver: Option<Mutex<Receiver>>,
 }
 
 /// Why this element drops packets (its `drop_reasons`).
-const DROP_REASONS: &[&str] = &["reply received"];
+const DROP_REASONS: &[&str] = &["reply received", "no buffer"];
+
+/// Its `no buffer` reason, in [`DROP_REASONS`].
+const NO_BUFFER: u8 = 1;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ICMPPingSource", "0-1/1", "h/a", make)
@@ -148,6 +162,8 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<IcmpPingSource, String> {
         stop,
         push: cx.output_is_push(0),
         count: AtomicU64::new(0),
+        lost: AtomicU64::new(0),
+        dry: crate::sources::gen::DryPool::default(),
         scheduled: AtomicBool::new(false),
         receiver: (cx.ninputs > 0).then(|| Mutex::new(Receiver::new())),
     })
@@ -158,10 +174,23 @@ impl IcmpPingSource {
         Duration::from_nanos(self.interval_ns.load(Ordering::Relaxed))
     }
 
-    /// Whether LIMIT allows another ping after `count`.
+    /// Whether LIMIT allows another ping after `count` (and those lost
+    /// for want of a buffer).
     fn more(&self, count: u64) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
-        limit < 0 || count < limit as u64
+        limit < 0 || count + self.lost.load(Ordering::Relaxed) < limit as u64
+    }
+
+    /// No ping was made though LIMIT allows one: its thread's pool is dry.
+    /// `true`: dry for a while, the ping is dropped (`no buffer`) and
+    /// counts toward LIMIT; `false`: try again soon, losing nothing.
+    #[cold]
+    fn dry_pool(&self, cx: &mut Cx<'_>) -> bool {
+        let lost = self.dry.short(cx, 1, NO_BUFFER);
+        if lost {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+        lost
     }
 
     fn receiver(&self) -> Option<std::sync::MutexGuard<'_, Receiver>> {
@@ -372,6 +401,7 @@ impl IcmpPingSource {
 
     fn reset_counts(&self, hx: &HandlerCx<'_>) {
         self.count.store(0, Ordering::Relaxed);
+        self.lost.store(0, Ordering::Relaxed);
         if let Some(mut r) = self.receiver() {
             *r = Receiver::new();
         }
@@ -463,6 +493,20 @@ impl Element for IcmpPingSource {
             return;
         }
         let Some(q) = self.next_packet(cx.timestamp()) else {
+            if self.more(self.count.load(Ordering::Relaxed)) {
+                // No buffer: try again soon, or drop it and go on.
+                let after = if self.dry_pool(cx) {
+                    self.interval()
+                } else {
+                    crate::sources::gen::DRY_RETRY
+                };
+                if self.more(self.count.load(Ordering::Relaxed)) {
+                    self.scheduled.store(true, Ordering::Relaxed);
+                    cx.schedule_after(TIMER, after);
+                } else if self.stop {
+                    cx.request_stop();
+                }
+            }
             return;
         };
         cx.push_one(0, q);
@@ -481,6 +525,9 @@ impl Element for IcmpPingSource {
         match self.next_packet(cx.timestamp()) {
             Some(q) => Some(Batch::one(q)),
             None => {
+                if self.more(self.count.load(Ordering::Relaxed)) {
+                    self.dry_pool(cx);
+                }
                 if self.stop && !self.more(self.count.load(Ordering::Relaxed)) {
                     cx.request_stop();
                 }

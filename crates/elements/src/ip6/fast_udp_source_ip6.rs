@@ -26,6 +26,10 @@
 //! - `ACTIVE` (boolean, default true).
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //!
+//! Drop reasons: `no buffer`: its thread's packet pool stayed empty for
+//! a second (packets held or leaked downstream); until then it waits for
+//! buffers and loses nothing. What it drops counts toward its LIMIT.
+//!
 //! Handlers:
 //! - `count` (read): packets sent.
 //! - `rate` (read): RATE, or once LIMIT packets went out, the average rate
@@ -54,6 +58,8 @@ struct State {
 }
 
 pub struct FastUDPSourceIP6 {
+    /// Its thread's pool dry: wait, then drop as `no buffer`.
+    dry: crate::sources::gen::DryPool,
     frame: Vec<u8>,
     src: Ipv6Addr,
     dst: Ipv6Addr,
@@ -73,6 +79,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("FastUDPSourceIP6", "0/1", "h", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .drop_reasons(crate::sources::gen::POOL_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FastUDPSourceIP6, String> {
@@ -127,6 +134,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<FastUDPSourceIP6, String> {
         active: AtomicBool::new(active),
         state: Mutex::new(State::default()),
         count: PerThreadCount::new(cx.nthreads),
+        dry: crate::sources::gen::DryPool::default(),
     })
 }
 
@@ -238,9 +246,19 @@ impl Element for FastUDPSourceIP6 {
         }
         let mut b = Batch::new();
         for i in 0..n {
-            if let Some(p) = self.packet(first + i) {
-                b.push(p);
+            match self.packet(first + i) {
+                Some(p) => b.push(p),
+                None => break, // pool dry
             }
+        }
+        let missing = n - b.len() as u64;
+        if missing > 0 && !self.dry.short(cx, missing as usize, 0) {
+            // Not lost: they go out once buffers come back.
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.sent = s.sent.saturating_sub(missing);
+        }
+        if b.is_empty() {
+            return false;
         }
         self.count.add(cx.thread(), b.len() as u64);
         cx.push(0, b);

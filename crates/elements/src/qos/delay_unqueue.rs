@@ -90,7 +90,10 @@ impl Element for DelayUnqueue {
     )];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        ix.add_task();
+        // Asleep while its input is empty and it holds nothing; while
+        // it holds a packet not yet due it says when it will be.
+        let t = ix.add_task();
+        ix.sleep_when_empty(t);
         Ok(())
     }
 
@@ -124,6 +127,40 @@ mod tests {
     use crate::test_kit::{fill, tagged, tags};
     use paraclick_packet::anno::Timestamp;
     use paraclick_runtime::testing::TestSink;
+
+    /// Real time: packets held back still come out when due (the task
+    /// does not sleep while it holds one), and then, its input empty, the
+    /// task sleeps instead of polling: over 100 ms it runs a few times
+    /// (each park ends by itself after 100 ms at the latest); polling, it
+    /// ran hundreds of times.
+    #[test]
+    fn an_empty_delay_line_sleeps_and_a_held_packet_still_comes_out() {
+        let r = paraclick_runtime::testing::build(
+            &crate::test_kit::reg(),
+            "InfiniteSource(LIMIT 3) -> Queue -> u :: DelayUnqueue(0.02) -> c :: Counter -> Discard;",
+        );
+        let count = |r: &paraclick_runtime::Router| {
+            r.read_handler("c.count").unwrap().parse::<u64>().unwrap()
+        };
+        let ran = std::sync::atomic::AtomicU64::new(u64::MAX);
+        paraclick_runtime::testing::run_until(&r, |r| {
+            if count(r) < 3 {
+                return false;
+            }
+            // Let the worker settle, then count the task's runs.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let runs = r.task_runs("u").unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            ran.store(
+                r.task_runs("u").unwrap() - runs,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            true
+        });
+        let ran = ran.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(ran < 30, "the idle DelayUnqueue ran {ran} times in 100 ms");
+        assert_eq!(count(&r), 3);
+    }
 
     #[test]
     fn pushes_packets_when_due_stamped_with_the_due_time() {

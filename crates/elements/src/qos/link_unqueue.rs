@@ -140,7 +140,10 @@ impl Element for LinkUnqueue {
     ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-        ix.add_task();
+        // Asleep while its input is empty and it holds nothing; while
+        // it holds a packet not yet due it says when it will be.
+        let t = ix.add_task();
+        ix.sleep_when_empty(t);
         Ok(())
     }
 

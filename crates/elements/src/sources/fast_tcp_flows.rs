@@ -19,6 +19,10 @@
 //! 3, as Click requires. (Click's segments carry invalid sequence numbers;
 //! these carry consistent ones.) `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //!
+//! Drop reasons: `no buffer`: its thread's packet pool stayed empty for
+//! a second (packets held or leaked downstream); until then it waits for
+//! buffers and loses nothing. What it drops counts toward its LIMIT.
+//!
 //! Handlers: `count` (read), `rate` (read/write), `reset` (write),
 //! `active` and `limit` (read/write), as for FastUDPFlows.
 //!
@@ -34,6 +38,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("FastTCPFlows", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .drop_reasons(super::gen::POOL_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {

@@ -38,6 +38,10 @@
 //! the flows, starting at a different flow and drawing different new
 //! ports.
 //!
+//! Drop reasons: `no buffer`: its thread's packet pool stayed empty for
+//! a second (packets held or leaked downstream); until then it waits for
+//! buffers and loses nothing. What it drops counts toward its LIMIT.
+//!
 //! Handlers:
 //! - `count` (read): packets generated.
 //! - `rate` (read/write): RATE; once LIMIT packets have gone out, reads
@@ -60,6 +64,7 @@ pub fn spec() -> ClassSpec {
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
         .rate("rate", true)
+        .drop_reasons(super::gen::POOL_REASONS)
 }
 
 /// Most flows (the per-thread flow tables are allocated up front).

@@ -30,6 +30,10 @@
 //!
 //! With several threads pulling, each keeps its own INTERVAL count.
 //!
+//! Drop reasons: `no buffer`: its thread's packet pool stayed empty for
+//! a second (packets held or leaked downstream); until then it waits for
+//! buffers and loses nothing. What it drops counts toward its LIMIT.
+//!
 //! Handlers:
 //! - `count` (read): packets generated.
 //! - `rate` (read/write): RATE; once LIMIT packets have gone out, reads
@@ -51,6 +55,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("FastUDPSource", "0/1", "a", make)
         .shared("a source: one packet stream, its limit and count, for all flows")
         .kind(Kind::Source)
+        .drop_reasons(super::gen::POOL_REASONS)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<UdpGen, String> {

@@ -381,6 +381,30 @@ pub const SLACK_TICKS: u64 = 16 * 20_000_000;
 
 const NOT_STARTED: u64 = u64::MAX;
 
+/// The longest a paced packet waits for those after it, to go out with
+/// them in one burst (1 ms, in ticks). A source whose packets are due
+/// closer together than this (more than 1,000 a second) sends them in
+/// bursts, one a millisecond, so that its thread wakes once a millisecond
+/// rather than once a packet: its CPU then goes as the rate times the
+/// per-packet cost plus 1,000 wake-ups a second. The average rate is
+/// kept; a packet leaves up to this much after its evenly spaced time.
+/// `--busy-poll` turns bursts off (packets evenly spaced, at a core's CPU).
+pub const BURST_WINDOW_TICKS: u64 = 16 * 1_000_000;
+
+/// How long the first packet of a burst waits (see [`BURST_WINDOW_TICKS`])
+/// at `interval` ticks between packets: the window less one interval, so
+/// that a burst holds about a window's worth of packets; 0 (evenly
+/// spaced) at intervals of a window or more, when unpaced, or when
+/// `busy` (`--busy-poll`).
+#[inline]
+pub fn burst_hold(interval: u64, busy: bool) -> u64 {
+    if busy || interval == 0 || interval == u64::MAX {
+        0
+    } else {
+        BURST_WINDOW_TICKS.saturating_sub(interval)
+    }
+}
+
 /// The generic cell rate algorithm, as a pure function of the time.
 ///
 /// `tat` is the theoretical arrival time of the next packet, `now` the
@@ -419,6 +443,9 @@ pub struct Pacer {
     interval: AtomicU64,
     /// Next packet's theoretical arrival time (ticks since `epoch`).
     tat: AtomicU64,
+    /// The time (ticks) the current burst was released: packets due by
+    /// then go out without waiting (see [`BURST_WINDOW_TICKS`]).
+    release: AtomicU64,
 }
 
 impl Pacer {
@@ -428,6 +455,7 @@ impl Pacer {
             epoch: Instant::now(),
             interval: AtomicU64::new(rate_interval(rate).unwrap_or(u64::MAX)),
             tat: AtomicU64::new(NOT_STARTED),
+            release: AtomicU64::new(0),
         }
     }
 
@@ -437,6 +465,7 @@ impl Pacer {
             epoch: Instant::now(),
             interval: AtomicU64::new(0),
             tat: AtomicU64::new(NOT_STARTED),
+            release: AtomicU64::new(0),
         }
     }
 
@@ -452,9 +481,17 @@ impl Pacer {
         self.interval.load(Ordering::Relaxed) == 0
     }
 
-    /// Takes up to `want` packets that are due at `now`.
+    /// Takes up to `want` packets that are due at `now`. Packets due
+    /// closer together than [`BURST_WINDOW_TICKS`] are held until the
+    /// first has waited its [`burst_hold`], then go out together (in as
+    /// many takes as `want` needs), unless `--busy-poll`.
     #[inline]
     pub fn take(&self, now: Instant, want: usize) -> usize {
+        self.take_with(now, want, paraclick_runtime::sched::busy_poll())
+    }
+
+    /// [`Pacer::take`], with busy polling (no bursts) given.
+    pub fn take_with(&self, now: Instant, want: usize, busy: bool) -> usize {
         let interval = self.interval.load(Ordering::Relaxed);
         if interval == 0 {
             return want;
@@ -464,6 +501,17 @@ impl Pacer {
         }
         let now = self.ticks(now);
         let mut tat = self.tat.load(Ordering::Relaxed);
+        let hold = burst_hold(interval, busy);
+        if hold > 0 && tat != NOT_STARTED && tat > self.release.load(Ordering::Relaxed) {
+            // A new burst: it goes once its first packet has waited
+            // `hold` (debt beyond the slack is forgiven first, as `pace`
+            // does, so a long stall does not hold the next burst back).
+            let first = tat.max(now.saturating_sub(SLACK_TICKS));
+            if now < first.saturating_add(hold) {
+                return 0;
+            }
+            self.release.store(now, Ordering::Relaxed);
+        }
         loop {
             let from = if tat == NOT_STARTED { now } else { tat };
             let (n, next) = pace(from, now, interval, SLACK_TICKS, want);
@@ -482,13 +530,24 @@ impl Pacer {
 
     /// When the next packet is due, if pacing has started and a rate is
     /// set (for [`Cx::wake_at`] when [`Pacer::take`] gave nothing).
+    /// With bursts (see [`Pacer::take`]), when the next burst goes.
     pub fn next_due(&self) -> Option<Instant> {
+        self.next_due_with(paraclick_runtime::sched::busy_poll())
+    }
+
+    /// [`Pacer::next_due`], with busy polling (no bursts) given.
+    pub fn next_due_with(&self, busy: bool) -> Option<Instant> {
         let interval = self.interval.load(Ordering::Relaxed);
         let tat = self.tat.load(Ordering::Relaxed);
         if interval == 0 || interval == u64::MAX || tat == NOT_STARTED {
             return None;
         }
-        Some(self.epoch + std::time::Duration::from_nanos(tat.div_ceil(16)))
+        let at = if tat > self.release.load(Ordering::Relaxed) {
+            tat.saturating_add(burst_hold(interval, busy))
+        } else {
+            tat
+        };
+        Some(self.epoch + std::time::Duration::from_nanos(at.div_ceil(16)))
     }
 
     /// Changes the rate at `now` (the router's clock). The next packet is
@@ -720,6 +779,48 @@ mod tests {
         assert_eq!(p.take(t0 + std::time::Duration::from_secs(1), 32), 1);
         p.restart();
         assert_eq!(p.take(t0 + std::time::Duration::from_millis(1001), 32), 1);
+    }
+
+    /// A source faster than one packet per burst window (here 100,000 a
+    /// second, 10 µs apart) sends in bursts: nothing until the first
+    /// packet has waited the window less an interval, then all that is
+    /// due, in as many takes as needed; the next burst is a window
+    /// later. Over a second it sends its rate to within one burst, and
+    /// `--busy-poll` spaces every packet.
+    #[test]
+    fn fast_rates_go_in_bursts_and_keep_their_rate() {
+        let us = std::time::Duration::from_micros(1);
+        let p = Pacer::new(100_000.0);
+        let t0 = p.epoch + std::time::Duration::from_secs(1);
+        assert_eq!(p.take_with(t0, 32, false), 1, "the first at once");
+        // The next was due at t0 + 10 µs: held until t0 + 1 ms.
+        assert_eq!(p.take_with(t0 + 20 * us, 32, false), 0);
+        assert_eq!(p.take_with(t0 + 999 * us, 32, false), 0);
+        assert_eq!(p.next_due_with(false), Some(t0 + 1000 * us));
+        // Then the burst: 100 packets due by 1 ms, 32 at a time.
+        let t = t0 + 1000 * us;
+        let burst: usize = (0..5).map(|_| p.take_with(t, 32, false)).sum();
+        assert_eq!(burst, 100);
+        assert_eq!(p.next_due_with(false), Some(t0 + 2000 * us));
+        assert_eq!(p.take_with(t0 + 1500 * us, 32, false), 0);
+        // Busy polling: the next packet is due at its own time.
+        assert_eq!(p.next_due_with(true), Some(t0 + 1010 * us));
+        assert_eq!(p.take_with(t0 + 1010 * us, 32, true), 1);
+
+        // A second, polled every 7 µs: the rate within one burst, and
+        // a burst a millisecond (not a packet every wake-up).
+        let p = Pacer::new(100_000.0);
+        let (mut sent, mut bursts, mut last, mut t) = (0usize, 0usize, 0usize, t0);
+        while t <= t0 + std::time::Duration::from_secs(1) {
+            let n = p.take_with(t, MAX_BURST, false);
+            // A burst: the takes with packets after one without.
+            bursts += usize::from(n > 0 && last == 0);
+            last = n;
+            sent += n;
+            t += 7 * us;
+        }
+        assert!((100_001 - 100..=100_001).contains(&sent), "{sent}");
+        assert!((900..=1_100).contains(&bursts), "{bursts} bursts");
     }
 
     #[test]

@@ -619,6 +619,25 @@ mod tests {
                 "s :: RatedSource(RATE 1000000, LIMIT 9000, STOP true) -> Leak;",
                 9_000u64,
             ),
+            // FastUDPSource, FastUDPFlows and FastTCPFlows share this code;
+            // they waited for buffers forever.
+            (
+                "s :: FastUDPSource(0, 9000, 60, 0:0:0:0:0:1, 1.0.0.1, 1, \
+                 0:0:0:0:0:2, 2.0.0.2, 2, STOP true) -> Leak;",
+                9_000u64,
+            ),
+            // It counted the packets it could not make as sent, silently.
+            (
+                "s :: FastUDPSourceIP6(0, 9000, 80, 2:0:0:0:1:2, 2001:db8:1::2, 1, \
+                 2:0:0:0:1:3, 2001:db8:1::3, 2, STOP true) -> Leak;",
+                9_000u64,
+            ),
+            // A timer's ping: it stopped pinging for good.
+            (
+                "s :: ICMPPingSource(1.0.0.1, 2.0.0.2, INTERVAL 0.0001, LIMIT 9000, \
+                 STOP true) -> Leak;",
+                9_000u64,
+            ),
         ] {
             let r = paraclick_runtime::testing::build_simtime(&reg, conf);
             let t0 = r.now_ns();

@@ -184,6 +184,8 @@ const SEED: u64 = 0x5eed_f10e_5eed_f10e;
 
 /// The shared source engine.
 pub struct UdpGen {
+    /// Its thread's pool dry: wait, then drop as `no buffer`.
+    dry: super::gen::DryPool,
     template: Box<[u8]>,
     dst_ip: Ipv4Addr,
     /// FastTCPFlows: the source address for TCP checksums, when TCP.
@@ -266,6 +268,7 @@ impl UdpGen {
             Pacer::new(c.rate)
         };
         Ok(UdpGen {
+            dry: super::gen::DryPool::default(),
             template: template.into_boxed_slice(),
             dst_ip: c.frame.dst_ip,
             tcp_src: c.tcp.then_some(c.frame.src_ip),
@@ -363,7 +366,9 @@ impl UdpGen {
         }
         let thread = cx.thread();
         let b = self.make(cx, n);
-        self.limit.unclaim(n - b.len());
+        if b.len() < n && !self.dry.short(cx, n - b.len(), 0) {
+            self.limit.unclaim(n - b.len());
+        }
         self.count.add(thread, b.len() as u64);
         if let Some(now) = now.filter(|_| self.limit.is_limited()) {
             let ns = now.saturating_duration_since(self.epoch).as_nanos() as u64 + 1;
