@@ -3,11 +3,18 @@
 //
 // conf/iprouter-veth.click with each interface read by two FromDevice
 // elements (QUEUE 0 and 1 of N_QUEUES 2): they share a PACKET_FANOUT
-// group, so the kernel hashes each flow to one of them (software RSS).
-// Queue i of both interfaces runs on thread i, and the ToDevice elements
-// are used in push context (no Queue before them), so each thread sends
-// the packets it received itself: a packet never changes threads (the
-// parallel forwarding paths of Egi et al., PRESTO 2010). Run it with -j 2.
+// group. With FANOUT CPU (the default here, $FANOUT) the kernel gives a
+// frame to the queue of the CPU that received it: the sockets join in
+// queue order, so CPU i's frames go to QUEUE i, which runs on thread i,
+// pinned to CPU i (FANOUT HASH deals by flow instead, and half the
+// frames then cross to the other CPU). Queue i of both interfaces runs on
+// thread i, and the ToDevice elements are used in push context (no Queue
+// before them), so each thread sends the packets it received itself: a
+// packet never changes threads (the parallel forwarding paths of Egi et
+// al., PRESTO 2010). Run it with -j 2. For the send side to stay on the
+// CPU too, give each interface's transmit queue i to CPU i (XPS:
+// `echo 1 > /sys/class/net/r1/queues/tx-0/xps_cpus`, `echo 2 > .../tx-1/
+// xps_cpus`); without XPS the kernel hashes each flow to a transmit queue.
 //
 //   paraclick -j 2 conf/iprouter-veth-2q.click DEV0=r0 DEV1=r1 MTU1=1400
 //
@@ -26,7 +33,7 @@ define($DEV0 r0, $ADDR0 10.0.1.1, $PLEN0 24, $NET0 10.0.1.0/24, $BCAST0 10.0.1.2
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 10.0.2.1, $PLEN1 24, $NET1 10.0.2.0/24, $BCAST1 10.0.2.255,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $METHOD LINUX, $SNIFFER false, $PRIORITY true);
+       $BURST 32, $METHOD LINUX, $FANOUT CPU, $SNIFFER false, $PRIORITY true);
 
 AddressInfo(if0 $ADDR0/$PLEN0 $MAC0,
             if1 $ADDR1/$PLEN1 $MAC1);
@@ -51,8 +58,8 @@ self[0] -> ICMPPingResponder -> rt;
 self[1] -> tohost :: Discard;
 
 // Interface 0.
-in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
-in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
 to0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/0806 20/0001,  // ARP requests
                  12/0806 20/0002,  // ARP replies
@@ -67,8 +74,8 @@ c0[2] -> Paint(1) -> ip;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
-in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
+in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, PRIORITY $PRIORITY, METHOD $METHOD);
 to1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/0806 20/0001,
                  12/0806 20/0002,

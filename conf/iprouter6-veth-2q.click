@@ -2,10 +2,11 @@
 // receive queues per interface.
 //
 // conf/iprouter6-veth.click with each interface read by two FromDevice
-// elements (QUEUE 0 and 1 of N_QUEUES 2, one PACKET_FANOUT group: the
-// kernel hashes each flow to one of them) and ToDevice in push context, as
-// conf/iprouter-veth-2q.click does for IPv4. Queue i of both interfaces
-// runs on thread i. Run it with -j 2:
+// elements (QUEUE 0 and 1 of N_QUEUES 2, one PACKET_FANOUT group; with
+// FANOUT CPU, the default $FANOUT, CPU i's frames go to QUEUE i) and
+// ToDevice in push context, as conf/iprouter-veth-2q.click does for IPv4
+// (see there for XPS). Queue i of both interfaces runs on thread i. Run it
+// with -j 2:
 //
 //   paraclick -j 2 conf/iprouter6-veth-2q.click DEV0=r0 DEV1=r1 MTU1=1400
 //
@@ -43,7 +44,7 @@ define($DEV0 r0, $ADDR0 2001:db8:1::1, $NET0 2001:db8:1::/64,
        $MAC0 02:00:00:00:01:01, $MTU0 1500,
        $DEV1 r1, $ADDR1 2001:db8:2::1, $NET1 2001:db8:2::/64,
        $MAC1 02:00:00:00:02:01, $MTU1 1500,
-       $BURST 32, $METHOD LINUX, $SNIFFER false);
+       $BURST 32, $METHOD LINUX, $FANOUT CPU, $SNIFFER false);
 
 AddressInfo(if0 $ADDR0 $MAC0, if1 $ADDR1 $MAC1);
 
@@ -58,8 +59,8 @@ ip6 :: Strip(14)
 rt[0] -> tohost :: Discard;
 
 // Interface 0.
-in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
-in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in0q0 :: FromDevice($DEV0, QUEUE 0, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in0q1 :: FromDevice($DEV0, QUEUE 1, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
 out0 :: ToDevice($DEV0, BURST $BURST, METHOD $METHOD);
 c0 :: Classifier(12/86dd 20/3aff 54/87,  // neighbour solicitations
                  12/86dd 20/3aff 54/88,  // neighbour advertisements
@@ -76,8 +77,8 @@ c0[2] -> Paint(1) -> ip6;
 c0[3] -> other0 :: Discard;
 
 // Interface 1.
-in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
-in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in1q0 :: FromDevice($DEV1, QUEUE 0, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
+in1q1 :: FromDevice($DEV1, QUEUE 1, N_QUEUES 2, FANOUT $FANOUT, BURST $BURST, SNIFFER $SNIFFER, METHOD $METHOD);
 out1 :: ToDevice($DEV1, BURST $BURST, METHOD $METHOD);
 c1 :: Classifier(12/86dd 20/3aff 54/87,
                  12/86dd 20/3aff 54/88,

@@ -45,9 +45,12 @@
 #   -j 2   two queues per veth, the generator's two threads on CPUs 0 and 1
 #          (veth hands a frame to the receive queue of the sending CPU:
 #          this is how both queues get traffic, as RSS would), each
-#          sending half the rate; the router on both CPUs. Linux: no RPS,
-#          each CPU forwards what its queue received. The generator spins,
-#          so at -j 2 it shares both CPUs with the router.
+#          sending half the rate; the router on both CPUs; transmit queue
+#          i of r0 and r1 on CPU i (XPS). Linux: no RPS, each CPU forwards
+#          what its queue received. The generator spins, so at -j 2 it
+#          shares both CPUs with the router and leaves it about one CPU
+#          (the "test-bed@R/L" limit below; docs/MODEL.md has the
+#          arithmetic).
 #   Linux forwarding: addresses on r0/r1, forwarding on.
 #   XDP redirect: scripts/lib/xdpfwd.bpf.c on r0 (native), rewriting the
 #   Ethernet addresses and redirecting to r1; it runs in r0's NAPI poll,
@@ -72,8 +75,16 @@
 # router with dedicated cores would forward, if nothing else limits); and
 # "limit": what stopped the first lossy rate above it: "generator@X%"
 # (it fell short; X its CPU share), "router-cpu" (router at >= 90% of its
-# CPUs) or "loss@X%" (loss with the router at X%: a ring overflowed, or
-# other processes took the CPU). Other load on the machine lowers the
+# CPUs), "test-bed@R/L" (the router used R CPUs of the L the spinning
+# generator left it, >= 90% of them, L below its thread count: the test
+# bed's limit) or "loss@X%" (loss with the router at X%: a ring
+# overflowed, or other processes took the CPU); then, at that first
+# lossy rate, router/generator/left CPU (CPU-s a second over all CPUs),
+# the rate the left CPU carries at the row's ns/pkt, and each router
+# thread's CPU share. FIXED_RATE=R measures each row at R pps (and
+# below it only if R loses)
+# (per-packet and per-thread CPU at one offered rate, steadier than the
+# search on a loaded machine). Other load on the machine lowers the
 # wall rates but not the per-packet CPU figures much: on a busy machine
 # compare ns/pkt and pps/CPU-s.
 set -euo pipefail
@@ -84,7 +95,7 @@ SECS_ARG=${2:-1}
 . "$(dirname "${BASH_SOURCE[0]}")/lib/veth.sh"
 
 MHZ=$(awk -F: '/^cpu MHz/ { printf "%.0f", $2; exit }' /proc/cpuinfo)
-declare -A RESULT INFO
+declare -A RESULT INFO MORE
 
 # PARACLICK_ONLY=1 (scripts/validate-model-veth.sh): only paraclick's rows.
 skip_row() { [[ ${PARACLICK_ONLY:-0} == 1 && $1 != paraclick ]]; }
@@ -124,8 +135,9 @@ measure() {
     done
   fi
   [[ $kind == xdp ]] || prime
-  RESULT[$key]=$(GEN_CPUS=$gen ROUTER_THREADS=$threads ROUTER_SOFTIRQ_CPUS=$softirq search "$label" 100000)
+  RESULT[$key]=$(GEN_CPUS=$gen ROUTER_THREADS=$threads ROUTER_SOFTIRQ_CPUS=$softirq search "$label" "${FIXED_RATE:-100000}" "${FIXED_RATE:-8000000}")
   INFO[$key]=$(cat "$TMP/search.info")
+  MORE[$key]=$(cat "$TMP/search.more")
   case $kind in
     kernel) kernel_router_off ;;
     xdp) ip -n "$R" link set dev r0 xdpdrv off ;;
@@ -141,8 +153,8 @@ table() { # FAMILY
   else
     echo "IPv6, 62-byte UDP frames over veth, max loss-free rate (<= 0.1% loss), generator GEN=$GEN:"
   fi
-  printf '%-44s %3s %10s %8s %8s %7s %5s %10s %8s  %s\n' "router" "-j" "pps" "vs Linux" "ns/pkt" "cycles" "CPU" "pps/CPU-s" "vs Linux" "limit"
-  local key j label base ns share limit
+  printf '%-44s %3s %10s %8s %8s %7s %5s %10s %8s  %-20s %s\n' "router" "-j" "pps" "vs Linux" "ns/pkt" "cycles" "CPU" "pps/CPU-s" "vs Linux" "limit" "at the first loss: router/gen/left CPU, cap, threads"
+  local key j label base ns share limit mr mg ml mcap mthr
   for key in kernel,1 xdp,1 pkt,1 xsk,1 kernel,2 xdp,2 pkt,2 poll,2 xsk,2; do
     [[ -n ${RESULT[$fam,$key]:-} ]] || continue
     j=${key#*,}
@@ -157,12 +169,13 @@ table() { # FAMILY
     read -r ns share limit <<<"${INFO[$fam,$key]}"
     local kns
     read -r kns _ <<<"${INFO[$fam,kernel,$j]:-0}"
-    printf '%-44s %3s %10d %8s %8s %7s %4.0f%% %10s %8s  %s\n' "$label" "$j" "${RESULT[$fam,$key]}" \
+    read -r mr mg ml mcap mthr _ <<<"${MORE[$fam,$key]:-- - - - -}"
+    printf '%-44s %3s %10d %8s %8s %7s %4.0f%% %10s %8s  %-20s %s\n' "$label" "$j" "${RESULT[$fam,$key]}" \
       "$(ratio "${RESULT[$fam,$key]}" "$base")" "$ns" \
       "$(awk -v n="$ns" -v m="$MHZ" 'BEGIN { printf "%.0f", n * m / 1000 }')" \
       "$(awk -v s="$share" 'BEGIN { print 100 * s }')" \
       "$(awk -v n="$ns" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
-      "$(ratio "$kns" "$ns")" "$limit"
+      "$(ratio "$kns" "$ns")" "$limit" "$mr/$mg/$ml, $mcap pps, $mthr"
   done
 }
 

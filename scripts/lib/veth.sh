@@ -28,7 +28,9 @@
 #                        send ran r0's receive backlog there.
 # Each trial leaves "ROUTER_NS GEN_CPU_S WALL_S" in $TMP/trial.info: the
 # router's CPU time over the trial (router_cpu_ns, below), the generator's
-# CPU seconds (xdp only, else 0) and the trial's wall seconds.
+# CPU seconds (xdp only, else 0) and the trial's wall seconds; and
+# "SOFTIRQ_NS T0,T1,..." in $TMP/trial.more: the softirq time of all CPUs
+# (/proc/stat) and each router worker thread's CPU ns over the trial.
 
 veth_setup() { # NAME PREFIX FAMILY BIN SECS
   NAME=$1
@@ -83,6 +85,12 @@ veth_links() {
   ip -n "$H2" link set eth0 address 02:00:00:00:02:02
   ip -n "$R" link set r0 up
   ip -n "$R" link set r1 up
+  # Several queues: transmit queue i of r0 and r1 goes with CPU i (XPS),
+  # so a router thread on CPU i sends on queue i, into h2's receive queue
+  # i, as the frames it read came in on receive queue i (FromDevice's
+  # FANOUT CPU, AF_XDP's queue i): no queue is shared by two CPUs.
+  # Without it the kernel hashes each flow to a transmit queue.
+  if [[ $q -gt 1 ]]; then xps "$q"; fi
   ip -n "$H1" link set eth0 up
   ip -n "$H2" link set eth0 up
   if [[ $GEN == xdp ]]; then
@@ -103,6 +111,16 @@ veth_links() {
     ip -n "$H1" route add default via "$R0_ADDR"
     ip -n "$H2" route add default via "$R1_ADDR"
   fi
+}
+
+# xps QUEUES: transmit queue i of r0 and r1 on CPU i (of NCPU).
+xps() {
+  local i dev
+  for dev in r0 r1; do
+    for ((i = 0; i < $1; i++)); do
+      ip netns exec "$R" sh -c "printf '%x' $((1 << (i % NCPU))) > /sys/class/net/$dev/queues/tx-$i/xps_cpus"
+    done
+  done
 }
 
 veth_cleanup() {
@@ -149,6 +167,21 @@ router_cpu_ns() {
     sum=$((sum + v))
   fi
   echo "$sum"
+}
+
+# The router's worker threads' CPU time so far, in ns, one per worker
+# (paraclick-0, paraclick-1, ...), space-separated.
+router_thread_ns() {
+  local t
+  for t in ${ROUTER_PID:+/proc/$ROUTER_PID/task/*}; do
+    [[ $(cat "$t/comm" 2>/dev/null) == paraclick-[0-9]* ]] || continue
+    echo "$(cat "$t/comm") $(cut -d' ' -f1 "$t/schedstat")"
+  done | sort | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 } END { print "" }'
+}
+
+# Softirq time of every CPU so far, in ns (/proc/stat, in ticks).
+softirq_ns() {
+  awk -v hz="$(getconf CLK_TCK)" '$1 ~ /^cpu[0-9]+$/ { t += $8 } END { printf "%.0f\n", t * 1e9 / hz }' /proc/stat
 }
 
 # Packets received by h2's eth0 so far.
@@ -227,6 +260,9 @@ trial() { # RATE
   n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN { printf "%d", r * s }')
   before=$(rx_h2)
   c0=$(router_cpu_ns)
+  local t0 s0 t1 s1
+  t0=$(router_thread_ns)
+  s0=$(softirq_ns)
   w0=$(date +%s%N)
   if [[ $GEN == xdp ]]; then
     # shellcheck disable=SC2086
@@ -243,7 +279,14 @@ trial() { # RATE
   after=$(rx_h2)
   w1=$(date +%s%N)
   c1=$(router_cpu_ns)
+  t1=$(router_thread_ns)
+  s1=$(softirq_ns)
+  # Per worker thread: its CPU ns over the trial, comma-separated.
+  local per
+  per=$(awk -v a="$t0" -v b="$t1" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+    for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? "," : ""), y[i] - x[i]; if (n == 0) printf "-" }')
   echo "$((c1 - c0)) ${gcpu:-0} $(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" >"$TMP/trial.info"
+  echo "$((s1 - s0)) $per" >"$TMP/trial.more"
   echo "${count:-0} $((after - before)) ${achieved:-0}"
 }
 
@@ -259,31 +302,52 @@ trial() { # RATE
 # "generator" (it fell more than 3% short of the rate; its own CPU share
 # follows for GEN=xdp), else "loss@CPU%" (packets lost while the router
 # had CPU to spare: its rings, or CPU that other processes took).
+# When the generator shares the router's CPUs (-j 2 here: it spins on
+# both, so CFS gives each of its threads about half a CPU), the router
+# cannot have all of them: "test-bed@R/L" (the router used R of the L
+# CPUs the generator left it, at least 90% of them, with L below its
+# thread count: the test bed's limit, not the router's). And
+# $TMP/search.more: "R G L CAP T0,T1,.. SIRQ" at that first lossy rate
+# (router, generator and left CPUs in CPU-seconds a second, over all
+# NCPU CPUs; CAP the rate L CPUs carry at the loss-free rate's ns/pkt;
+# each worker thread's CPU share; all CPUs' softirq, CPU-s a second).
 search() { # LABEL [START] [MAX]
   local label=$1 rate=${2:-50000} max=${3:-8000000} good=0 bad=0 sent recv ach ok
   local rns gcpu wall share pns gshare good_ns=0 good_share=0 limit=- threads=${ROUTER_THREADS:-1}
-  local ngen
+  local ngen sirq per
   ngen=$(awk -F, '{ print NF }' <<<"${GEN_CPUS:-$GEN_CPU}")
+  echo "- - - - - -" >"$TMP/search.more"
   while :; do
     for _ in 1 2; do
       read -r sent recv ach < <(trial "$rate")
       read -r rns gcpu wall <"$TMP/trial.info"
+      read -r sirq per <"$TMP/trial.more"
       ok=$(awk -v s="$sent" -v r="$recv" -v a="$ach" -v t="$rate" \
         'BEGIN { print (s > 0 && a >= 0.97 * t && r >= 0.999 * s) ? 1 : 0 }')
       share=$(awk -v n="$rns" -v w="$wall" -v t="$threads" 'BEGIN { printf "%.2f", (w > 0) ? n / 1e9 / w / t : 0 }')
       pns=$(awk -v n="$rns" -v r="$recv" 'BEGIN { printf "%.0f", (r > 0) ? n / r : 0 }')
       gshare=$(awk -v c="$gcpu" -v w="$wall" -v g="$ngen" 'BEGIN { printf "%.2f", (w > 0) ? c / w / g : 0 }')
-      printf '  %-16s offered %9d pps  generated %9.0f pps  sent %9d  received %9d  %-9s router CPU %4.0f%% %6d ns/pkt  gen CPU %4.0f%%\n' \
+      printf '  %-16s offered %9d pps  generated %9.0f pps  sent %9d  received %9d  %-9s router CPU %4.0f%% %6d ns/pkt  gen CPU %4.0f%%  threads %s  softirq %s\n' \
         "$label" "$rate" "$ach" "$sent" "$recv" "$([[ $ok -eq 1 ]] && echo loss-free || echo LOSS)" \
-        "$(awk -v s="$share" 'BEGIN { print 100 * s }')" "$pns" "$(awk -v s="$gshare" 'BEGIN { print 100 * s }')" >&2
+        "$(awk -v s="$share" 'BEGIN { print 100 * s }')" "$pns" "$(awk -v s="$gshare" 'BEGIN { print 100 * s }')" \
+        "$(awk -v p="$per" -v w="$wall" 'BEGIN { n = split(p, x, ","); for (i = 1; i <= n; i++) printf "%s%.0f%%", (i > 1 ? "," : ""), (w > 0) ? 100 * x[i] / 1e9 / w : 0 }')" \
+        "$(awk -v s="$sirq" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0) ? s / 1e9 / w : 0 }')" >&2
       [[ $ok -eq 1 ]] && break
     done
     if [[ $ok -eq 1 ]]; then
       good=$rate good_ns=$pns good_share=$share
     else
       bad=$rate
+      local used gen left
+      used=$(awk -v n="$rns" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0) ? n / 1e9 / w : 0 }')
+      gen=$(awk -v c="$gcpu" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0) ? c / w : 0 }')
+      left=$(awk -v c="$NCPU" -v g="$gen" 'BEGIN { l = c - g; printf "%.2f", (l > 0) ? l : 0 }')
+      echo "$used $gen $left $(awk -v l="$left" -v n="$good_ns" 'BEGIN { printf "%.0f", (n > 0) ? l * 1e9 / n : 0 }') $(awk -v p="$per" -v w="$wall" 'BEGIN {
+          n = split(p, x, ","); for (i = 1; i <= n; i++) printf "%s%.2f", (i > 1 ? "," : ""), (w > 0) ? x[i] / 1e9 / w : 0 }') $(awk -v s="$sirq" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0) ? s / 1e9 / w : 0 }')" >"$TMP/search.more"
       if awk -v s="$share" 'BEGIN { exit !(s >= 0.9) }'; then
         limit=router-cpu
+      elif [[ $GEN == xdp ]] && awk -v u="$used" -v l="$left" -v t="$threads" 'BEGIN { exit !(l < t && u >= 0.9 * l) }'; then
+        limit="test-bed@$used/$left"
       elif awk -v a="$ach" -v t="$rate" 'BEGIN { exit !(a < 0.97 * t) }'; then
         limit=generator
         [[ $GEN == xdp ]] && limit="generator@$(awk -v s="$gshare" 'BEGIN { printf "%.0f%%", 100 * s }')"

@@ -27,6 +27,9 @@
 #      m0 itself: with OUTBOUND false the kernel puts none of them in
 #      the fanout group's rings (kernel_count 0); with OUTBOUND true the
 #      rings get and emit them all. s0 receives them both times.
+#   5. FANOUT CPU, the QUEUE 1 element opened first: frames received on
+#      CPU i reach QUEUE i's element, all of them, IPv4 and IPv6 alike
+#      (needs two CPUs).
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
 
@@ -253,6 +256,55 @@ StaticThreadSched(q0 0, q1 1);"
     fail "4: OUTBOUND $outbound: the fanout rings got $kc frames and emitted $em ($N0 sent)"
   fi
 done
+
+# ---- 5. FANOUT CPU: CPU i's frames to QUEUE i, IPv4 and IPv6 ----
+# Two generators on s0, one pinned to CPU 0 (source 10.0.1.2 or
+# 2001:db8:1::2) and one to CPU 1 (10.0.2.2, 2001:db8:2::2). Without GRO
+# on m0, veth hands each frame to the receive backlog of the sending CPU,
+# so the frame reaches the fanout group on that CPU. The receiver lists
+# QUEUE 1 first: its sockets still join the group in queue order, so
+# queue 0 gets exactly CPU 0's frames and queue 1 exactly CPU 1's (joined
+# in the order opened, queue 1 would get CPU 0's). Both queues carry the
+# IPv6 flows as they do the IPv4 ones.
+if [[ $(nproc) -ge 2 ]]; then
+  SOCKETS=2
+  for fam in 4 6; do
+    if [[ $fam == 4 ]]; then
+      cls="Classifier(26/0a000102, 26/0a000202, -)"
+      srcs=(10.0.1.2 10.0.2.2) dst=10.9.9.9 gen=FastUDPSource len=60
+    else
+      cls="Classifier(12/86dd 26/0001, 12/86dd 26/0002, -)"
+      srcs=(2001:db8:1::2 2001:db8:2::2) dst=2001:db8:9::9 gen=FastUDPSourceIP6 len=62
+    fi
+    CONF="q1 :: FromDevice(m0, QUEUE 1, N_QUEUES 2, FANOUT CPU, SNIFFER false) -> c1 :: $cls;
+q0 :: FromDevice(m0, QUEUE 0, N_QUEUES 2, FANOUT CPU, SNIFFER false) -> c0 :: $cls;
+c0[0] -> q0_c0 :: Counter -> Discard; c0[1] -> q0_c1 :: Counter -> Discard; c0[2] -> Discard;
+c1[0] -> q1_c0 :: Counter -> Discard; c1[1] -> q1_c1 :: Counter -> Discard; c1[2] -> Discard;
+StaticThreadSched(q0 0, q1 1);"
+    start_rx 2 "$CONF" q0_c0.count q0_c1.count q1_c0.count q1_c1.count ||
+      { fail "5: receiver start (IPv$fam)"; exit 1; }
+    for cpu in 0 1; do
+      n=$N0
+      [[ $cpu -eq 1 ]] && n=$N1
+      ip netns exec "$S" taskset -c "$cpu" "$BIN" --no-pin -h to.count -e "
+        $gen($RATE, $n, $len, 02:00:00:00:01:02, ${srcs[$cpu]}, 1024, 02:00:00:00:01:01, $dst, 9, INTERVAL 1, STOP true)
+          -> to :: ToDevice(s0);" >"$TMP/tx$cpu.out" 2>"$TMP/tx$cpu.err" &
+      eval "TX$cpu=\$!"
+    done
+    wait "$TX0" "$TX1"
+    wait_received q0_c0.count q0_c1.count q1_c0.count q1_c1.count || true
+    stop_rx
+    a=$(h q0_c0.count); b=$(h q0_c1.count); c=$(h q1_c0.count); d=$(h q1_c1.count)
+    echo "      5: IPv$fam FANOUT CPU, QUEUE 1 opened first: queue 0 got $a from CPU 0, $b from CPU 1; queue 1 got $c from CPU 0, $d from CPU 1"
+    if [[ $a -eq $N0 && $b -eq 0 && $c -eq 0 && $d -eq $N1 ]]; then
+      pass "5: IPv$fam: CPU 0's $N0 frames all on queue 0, CPU 1's $N1 all on queue 1"
+    else
+      fail "5: IPv$fam: queue 0 got $a + $b, queue 1 got $c + $d (want $N0 + 0, 0 + $N1)"
+    fi
+  done
+else
+  echo "      5: skipped (one CPU)"
+fi
 
 if [[ $FAILED -eq 0 ]]; then echo "multi-from-device test: all checks passed"; else echo "multi-from-device test: FAILED"; fi
 exit $FAILED

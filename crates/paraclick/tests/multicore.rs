@@ -744,3 +744,49 @@ fn the_default_start_keeps_tasks_meeting_at_a_queue_on_one_thread() {
     two.sort();
     assert_eq!(two, pl(&[("a", 0), ("b", 1), ("ua", 0), ("ub", 1)]));
 }
+
+/// The two-queue device routers at -j 2, checked (no device opened), over
+/// AF_PACKET and AF_XDP: queue i of both interfaces is a task of thread
+/// i, so a packet stays on the thread (and, pinned, the CPU) that read
+/// it; and the AF_PACKET queues' fanout group deals by receiving CPU
+/// (FANOUT CPU), so CPU i's frames go to queue i (the sockets join in
+/// queue order). FANOUT HASH, the default, would deal them by flow, half
+/// of them to the other CPU's thread.
+#[test]
+fn two_queue_device_routers_keep_queue_i_on_thread_i() {
+    for file in ["iprouter-veth-2q.click", "iprouter6-veth-2q.click"] {
+        for method in ["LINUX", "XDP"] {
+            let text = std::fs::read_to_string(root().join("conf").join(file)).expect("read conf");
+            let src = paraclick_lang::Source::new(file, text);
+            let opts = paraclick_runtime::BuildOptions {
+                threads: 2,
+                check_only: true,
+                defines: vec![
+                    ("DEV0".into(), "paraclick-none0".into()),
+                    ("DEV1".into(), "paraclick-none1".into()),
+                    ("METHOD".into(), method.into()),
+                    ("PRIORITY".into(), "false".into()),
+                ],
+                ..paraclick_runtime::BuildOptions::default()
+            };
+            let r = Router::build(&src, &registry(), &opts).unwrap_or_else(|d| panic!("{d:?}"));
+            let mut devices: Vec<(String, usize)> = r
+                .task_threads()
+                .into_iter()
+                .filter(|(n, _, _)| n.starts_with("in"))
+                .map(|(n, _, t)| (n, t))
+                .collect();
+            devices.sort();
+            let want: Vec<(String, usize)> =
+                [("in0q0", 0), ("in0q1", 1), ("in1q0", 0), ("in1q1", 1)]
+                    .iter()
+                    .map(|&(n, t)| (n.to_string(), t))
+                    .collect();
+            assert_eq!(devices, want, "{file} METHOD {method}");
+            for q in ["in0q0", "in0q1", "in1q0", "in1q1"] {
+                let config = r.read_handler(&format!("{q}.config")).unwrap();
+                assert!(config.contains("FANOUT CPU"), "{file} {q}: {config}");
+            }
+        }
+    }
+}

@@ -120,8 +120,16 @@
 //!   above.
 //! - `FANOUT` (word, default `HASH`): how the kernel deals frames among
 //!   the N_QUEUES elements: `HASH` (by flow), `LB` (round robin), `CPU`
-//!   (by receiving CPU), `RND` (random), `QM` (by device queue),
-//!   `ROLLOVER` (fill one, then the next).
+//!   (by receiving CPU: CPU c's frames to QUEUE c mod N_QUEUES), `RND`
+//!   (random), `QM` (by device queue: queue q's frames to QUEUE q mod
+//!   N_QUEUES), `ROLLOVER` (fill one, then the next). The kernel numbers
+//!   a group's sockets in the order they join and deals by that number;
+//!   the sockets join in QUEUE order whatever order the elements are
+//!   opened in (a queue opened early takes no frame until the queues
+//!   before it have joined), so the numbers are the QUEUE numbers. With
+//!   `CPU`, QUEUE i on thread i (StaticThreadSched) and the workers
+//!   pinned (thread i on the i-th allowed CPU), a frame is read on the
+//!   CPU that received it: conf/iprouter-veth-2q.click does so.
 //! - `OUTBOUND` (boolean, default false): also emit the frames this host
 //!   sends on DEVNAME (packet type `OUTGOING`). Without it the kernel
 //!   does not copy them into the ring (PACKET_IGNORE_OUTGOING; with
@@ -568,7 +576,7 @@ impl Element for FromDevice {
         } else {
             None
         };
-        let mut rx = vec![RxQueue::open(&self.devname, &self.opts)?];
+        let mut rx = vec![RxQueue::open(&self.devname, self.queue, &self.opts)?];
         rx.extend(prio);
         if self.rx.set(rx).is_err() {
             return Err("initialized twice".into());

@@ -437,7 +437,7 @@ impl Element for MultiFromDevice {
         let mut rx = self
             .queues
             .iter()
-            .map(|(dev, _)| RxQueue::open(dev, &self.opts))
+            .map(|(dev, q)| RxQueue::open(dev, *q, &self.opts))
             .collect::<Result<Vec<_>, _>>()?;
         rx.extend(prio);
         if self.rx.set(rx).is_err() {

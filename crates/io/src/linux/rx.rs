@@ -312,12 +312,14 @@ impl Drop for RxQueue {
 }
 
 impl RxQueue {
-    /// Opens a receive ring on `devname` with the settings of `o`: joins
-    /// the device's fanout group when `o.nqueues > 1`, turns GRO off and,
-    /// with SNIFFER false, the kernel's own processing of the device.
-    /// With a priority path, the ring gets the frames PRIORITY_FILTER
-    /// leaves (see [`RxQueue::open_priority`]).
-    pub fn open(devname: &str, o: &RxOptions) -> Result<RxQueue, String> {
+    /// Opens the receive ring of queue `queue` of `devname` with the
+    /// settings of `o`: joins the device's fanout group when
+    /// `o.nqueues > 1` (in queue order: the socket takes frames once the
+    /// queues before it have joined, see [`sys::JoinOrder`]), turns GRO
+    /// off and, with SNIFFER false, the kernel's own processing of the
+    /// device. With a priority path, the ring gets the frames
+    /// PRIORITY_FILTER leaves (see [`RxQueue::open_priority`]).
+    pub fn open(devname: &str, queue: usize, o: &RxOptions) -> Result<RxQueue, String> {
         let ifindex = sys::ifindex(devname)?;
         let (fd, ring) = sys::open_rx(&RxConfig {
             ifindex,
@@ -328,11 +330,12 @@ impl RxQueue {
             ignore_outgoing: !o.outbound,
             promisc: o.promisc,
             filter: o.filters.main.as_ref().map(|p| p.to_sock_filter()),
+            defer_bind: o.nqueues > 1,
         })
         .map_err(|e| format!("{devname}: {e}"))?;
         let fanout = if o.nqueues > 1 {
             Some(
-                sys::fanout_join(&fd, ifindex, o.fanout, !o.outbound)
+                sys::fanout_join(&fd, ifindex, queue, o.nqueues, o.fanout, !o.outbound)
                     .map_err(|e| format!("{devname}: {e}"))?,
             )
         } else {
@@ -375,6 +378,7 @@ impl RxQueue {
             ignore_outgoing: !o.outbound,
             promisc: false,
             filter: Some(filter.to_sock_filter()),
+            defer_bind: false,
         })
         .map_err(|e| format!("{devname} (priority ring): {e}"))?;
         let q = RxQueue {

@@ -236,6 +236,11 @@ pub struct RxConfig {
     /// A classic BPF socket filter: only the frames it accepts reach the
     /// ring (attached before the socket is bound, so none slips past).
     pub filter: Option<Vec<libc::sock_filter>>,
+    /// Bind to the device without a protocol (the socket gets no frames)
+    /// and leave taking frames to [`fanout_join`], which binds it with
+    /// ETH_P_ALL and joins the group when the sockets of the queues before
+    /// it have joined.
+    pub defer_bind: bool,
 }
 
 /// Opens an AF_PACKET socket with a TPACKET_V3 receive ring on a device.
@@ -297,7 +302,11 @@ pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
     if let Some(f) = &cfg.filter {
         attach_filter(&fd, f)?;
     }
-    bind(raw, cfg.ifindex, ETH_P_ALL_BE)?;
+    bind(
+        raw,
+        cfg.ifindex,
+        if cfg.defer_bind { 0 } else { ETH_P_ALL_BE },
+    )?;
     if cfg.promisc {
         let mreq = libc::packet_mreq {
             mr_ifindex: cfg.ifindex,
@@ -347,9 +356,66 @@ pub fn ring_stats(fd: &OwnedFd) -> Result<(u32, u32), String> {
     Ok((s.tp_packets, s.tp_drops))
 }
 
-/// Fanout groups this process created: the kernel's group id for each
-/// (device, mode), and how many of our sockets are members.
-static FANOUT_GROUPS: Mutex<Vec<(i32, u32, u16, usize)>> = Mutex::new(Vec::new());
+/// Fanout groups this process created, one per (device, mode).
+static FANOUT_GROUPS: Mutex<Vec<FanoutGroup>> = Mutex::new(Vec::new());
+
+struct FanoutGroup {
+    ifindex: i32,
+    mode: u32,
+    /// The kernel's group id, once the first member has made the group.
+    id: Option<u16>,
+    /// Our sockets counted as members (joined or waiting their turn).
+    members: usize,
+    /// Sockets waiting for the queues before theirs to join.
+    order: JoinOrder<OwnedFd>,
+}
+
+/// The order in which the sockets of a device's N_QUEUES queues join
+/// their fanout group: by queue number, whatever order they are opened
+/// in. The kernel numbers a group's members in the order they join and
+/// deals frames by that number (`FANOUT CPU`: the receiving CPU modulo
+/// the member count; `QM`: the device queue modulo it), so that QUEUE i's
+/// element, on thread i, gets the frames CPU i (device queue i) received
+/// only if the sockets join in queue order. A queue opened early waits
+/// (bound without a protocol: it gets no frame meanwhile) until each
+/// queue before it has joined. After the last queue the order starts
+/// again at 0 (a hot reconfiguration's new router opens them all again).
+#[derive(Debug)]
+pub struct JoinOrder<T> {
+    nqueues: usize,
+    /// The next queue to join.
+    next: usize,
+    waiting: Vec<(usize, T)>,
+}
+
+impl<T> JoinOrder<T> {
+    pub fn new(nqueues: usize) -> JoinOrder<T> {
+        JoinOrder {
+            nqueues: nqueues.max(1),
+            next: 0,
+            waiting: Vec::new(),
+        }
+    }
+
+    /// Queue `queue`'s socket is open: returns the sockets that may join
+    /// now, in the order they must join (this one and the waiting ones it
+    /// was holding up), possibly none.
+    pub fn arrive(&mut self, queue: usize, item: T) -> Vec<(usize, T)> {
+        self.waiting.push((queue, item));
+        let mut ready = Vec::new();
+        while let Some(i) = self.waiting.iter().position(|(q, _)| *q == self.next) {
+            ready.push(self.waiting.swap_remove(i));
+            self.next = (self.next + 1) % self.nqueues;
+        }
+        ready
+    }
+
+    /// Sockets still waiting for an earlier queue.
+    #[cfg(test)]
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+}
 
 /// Membership of a socket in the process's fanout group for a device.
 pub struct FanoutMember {
@@ -362,51 +428,82 @@ impl Drop for FanoutMember {
         let mut g = FANOUT_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = g
             .iter()
-            .position(|e| e.0 == self.ifindex && e.1 == self.mode)
+            .position(|e| e.ifindex == self.ifindex && e.mode == self.mode)
         {
-            g[i].3 -= 1;
-            if g[i].3 == 0 {
+            g[i].members -= 1;
+            if g[i].members == 0 {
                 g.swap_remove(i);
             }
         }
     }
 }
 
-/// Joins `fd` (bound to `ifindex`) to this process's fanout group for
-/// that device and mode: the first member creates the group with a
-/// kernel-chosen unique id, later ones join it. With `ignore_outgoing`
-/// the group takes no frame the host sends on the device (every member
-/// must ask the same: the kernel refuses a member whose flags differ).
+/// Makes `fd` (opened with [`RxConfig::defer_bind`] on `ifindex`) the
+/// member for queue `queue` of `nqueues` in this process's fanout group
+/// for that device and mode. Sockets join in queue order
+/// ([`JoinOrder`]): this one now if the queues before it have joined
+/// (then also the later ones that were waiting for it), else when they
+/// have. Joining binds the socket with ETH_P_ALL, then the first member
+/// creates the group with a kernel-chosen unique id and later ones join
+/// it. With `ignore_outgoing` the group gets the kernel's
+/// ignore-outgoing flag. The membership ends when the returned value is
+/// dropped (and the socket closed).
 pub fn fanout_join(
     fd: &OwnedFd,
     ifindex: i32,
+    queue: usize,
+    nqueues: usize,
     mode: u32,
     ignore_outgoing: bool,
 ) -> Result<FanoutMember, String> {
-    let raw = fd.as_raw_fd();
     let flags = if ignore_outgoing {
         PACKET_FANOUT_FLAG_IGNORE_OUTGOING
     } else {
         0
     };
+    let mine = fd
+        .try_clone()
+        .map_err(|e| format!("duplicating a packet socket: {e}"))?;
     let mut g = FANOUT_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
-    match g.iter_mut().find(|e| e.0 == ifindex && e.1 == mode) {
-        Some(e) => {
-            let arg: u32 = e.2 as u32 | ((mode | flags) << 16);
-            setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
-                .map_err(|err| format!("joining fanout group {}: {err}", e.2))?;
-            e.3 += 1;
-        }
+    let i = match g
+        .iter()
+        .position(|e| e.ifindex == ifindex && e.mode == mode)
+    {
+        Some(i) => i,
         None => {
-            let arg: u32 = (mode | flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
-            setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
-                .map_err(|e| format!("creating a fanout group: {e}"))?;
-            let v: u32 = getsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, 0u32)
-                .map_err(|e| format!("reading the fanout group id: {e}"))?;
-            g.push((ifindex, mode, v as u16, 1));
+            g.push(FanoutGroup {
+                ifindex,
+                mode,
+                id: None,
+                members: 0,
+                order: JoinOrder::new(nqueues),
+            });
+            g.len() - 1
+        }
+    };
+    let e = &mut g[i];
+    e.members += 1;
+    let member = FanoutMember { ifindex, mode };
+    for (_, s) in e.order.arrive(queue, mine) {
+        let raw = s.as_raw_fd();
+        bind(raw, ifindex, ETH_P_ALL_BE)?;
+        match e.id {
+            Some(id) => {
+                let arg: u32 = id as u32 | ((mode | flags) << 16);
+                setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
+                    .map_err(|err| format!("joining fanout group {id}: {err}"))?;
+            }
+            None => {
+                let arg: u32 = (mode | flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+                setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
+                    .map_err(|e| format!("creating a fanout group: {e}"))?;
+                let v: u32 = getsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, 0u32)
+                    .map_err(|e| format!("reading the fanout group id: {e}"))?;
+                e.id = Some(v as u16);
+            }
         }
     }
-    Ok(FanoutMember { ifindex, mode })
+    Ok(member)
 }
 
 /// Opens a transmit-only packet socket on a device: bound with protocol 0,
@@ -576,6 +673,42 @@ impl Drop for KernelOff {
 mod tests {
     use super::*;
     use crate::linux::tap::{configure, root_or_skip, unshare_netns, TapSetup};
+
+    /// The queues' sockets join their fanout group in queue order whatever
+    /// order they are opened in, so member i is QUEUE i (FANOUT CPU: CPU
+    /// i's frames go to QUEUE i's element); a second round (a hot
+    /// reconfiguration's new router) starts again at queue 0.
+    #[test]
+    fn fanout_members_join_in_queue_order() {
+        let joined = |arrivals: &[usize], n: usize| {
+            let mut o = JoinOrder::new(n);
+            let mut order = Vec::new();
+            let mut at = Vec::new();
+            for (k, &q) in arrivals.iter().enumerate() {
+                let ready = o.arrive(q, k);
+                at.push(ready.len());
+                order.extend(ready.into_iter().map(|(q, _)| q));
+            }
+            (order, at, o.waiting())
+        };
+        assert_eq!(joined(&[0, 1], 2), (vec![0, 1], vec![1, 1], 0));
+        // QUEUE 1 first: it waits (joins nothing) until queue 0 is open.
+        assert_eq!(joined(&[1, 0], 2), (vec![0, 1], vec![0, 2], 0));
+        assert_eq!(
+            joined(&[2, 3, 0, 1], 4),
+            (vec![0, 1, 2, 3], vec![0, 0, 1, 3], 0)
+        );
+        assert_eq!(
+            joined(&[1, 0, 1, 0], 2),
+            (vec![0, 1, 0, 1], vec![0, 2, 0, 2], 0)
+        );
+        // An incomplete set keeps the later queues waiting.
+        assert_eq!(joined(&[2, 1], 3), (vec![], vec![0, 0], 2));
+        // The item that joins is the socket of its queue.
+        let mut o = JoinOrder::new(2);
+        assert!(o.arrive(1, "q1").is_empty());
+        assert_eq!(o.arrive(0, "q0"), vec![(0, "q0"), (1, "q1")]);
+    }
 
     /// One `send_frames` call sends every frame it can and marks the one
     /// the kernel refuses for good (too big for the device), with its
