@@ -250,6 +250,19 @@ pub trait Action: Send + Sync + Sized + 'static {
     /// The per-packet work: modify `p` in place and say where it goes.
     fn action(&self, cx: &mut Cx<'_>, p: &mut Packet) -> Verdict;
 
+    /// The work of [`Action::action`] for a whole batch at once, for an
+    /// action that treats every packet alike whatever it holds (a
+    /// Counter adds the batch's packets and bytes to its counts once):
+    /// `Some(verdict)` when it has done each packet's work and they all go
+    /// that way; `None`, the default, has the runtime call `action` for
+    /// each packet instead. Only batches come here (one-packet hops call
+    /// `action`), and what it does must be what `action` would have done
+    /// to each packet in turn.
+    #[inline(always)]
+    fn action_batch(&self, _cx: &mut Cx<'_>, _batch: &mut [Packet]) -> Option<Verdict> {
+        None
+    }
+
     /// Called once after every element is configured and connected.
     fn initialize(&self, _ix: &mut InitCx<'_>) -> Result<(), String> {
         Ok(())
@@ -683,7 +696,11 @@ impl<A: Action> FusedAction for ActionNode<A> {
             return None;
         }
         let f = |cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p).code();
-        match uniform_pass(&f, cx, batch) {
+        let pass = match self.0.action_batch(cx, batch.as_mut_slice()) {
+            Some(v) => Ok(v.code()),
+            None => uniform_pass(&f, cx, batch),
+        };
+        match pass {
             Ok(k) if k < HOP_DROP_FOR => Some(k),
             Ok(code) => {
                 drop_batch_code(cx, code, std::mem::take(batch));
@@ -769,13 +786,24 @@ pub struct ElementNode<E, R = Plain>(pub E, pub R);
 
 impl<A: Action> Node for ActionNode<A> {
     #[inline]
-    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+        if !batch.is_empty() {
+            if let Some(v) = self.0.action_batch(cx, batch.as_mut_slice()) {
+                match v {
+                    Verdict::Out(k) => cx.push(k, batch),
+                    Verdict::Drop => cx.drop_batch(batch),
+                    Verdict::DropFor(r) => cx.drop_batch_for(r, batch),
+                }
+                return;
+            }
+        }
         push_verdicts(cx, batch, |cx, p| self.0.action(cx, p))
     }
     #[inline]
     fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
         pull_actions(
             &|cx: &mut Cx<'_>, p: &mut Packet| self.0.action(cx, p).code(),
+            &|cx: &mut Cx<'_>, v: &mut [Packet]| self.0.action_batch(cx, v).map(Verdict::code),
             cx,
             max,
         )
@@ -1085,19 +1113,24 @@ fn split_batch<F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode>(
 }
 
 /// The batch loop in pull context: pulls from input 0, runs the action on
-/// each packet, returns output-0 packets, pushes packets for other outputs
-/// (which are push outputs, as Click's `a/ah` codes make them).
+/// the whole batch (`whole`, [`Action::action_batch`]) or else on each
+/// packet (`e`), returns output-0 packets, pushes packets for other
+/// outputs (which are push outputs, as Click's `a/ah` codes make them).
 #[inline]
-fn pull_actions<F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode>(
-    e: &F,
-    cx: &mut Cx<'_>,
-    max: usize,
-) -> Option<Batch> {
+fn pull_actions<F, W>(e: &F, whole: &W, cx: &mut Cx<'_>, max: usize) -> Option<Batch>
+where
+    F: Fn(&mut Cx<'_>, &mut Packet) -> HopCode,
+    W: Fn(&mut Cx<'_>, &mut [Packet]) -> Option<HopCode>,
+{
     let mut batch = cx.pull(0, max)?;
     if batch.is_empty() {
         return None;
     }
-    let (rest, first, other) = match uniform_pass(e, cx, &mut batch) {
+    let pass = match whole(cx, batch.as_mut_slice()) {
+        Some(c) => Ok(c),
+        None => uniform_pass(e, cx, &mut batch),
+    };
+    let (rest, first, other) = match pass {
         Ok(0) => return Some(batch),
         Ok(v) => (Batch::new(), v, None),
         Err((i, first, other)) => (batch.split_off(i), first, Some(other)),
