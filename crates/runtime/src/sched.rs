@@ -371,6 +371,10 @@ pub(crate) fn balance_interval(core: &Core) -> Duration {
     }
 }
 
+/// A reading of the CPUs' busy time: `/proc/stat`'s (busy, total) per
+/// CPU, each worker's run ns, and when.
+type CpuReading = (Vec<(u64, u64)>, Vec<u64>, Instant);
+
 /// The adaptive scheduler's state between two looks at the loads: each
 /// task's sampled cycles at the last look; the workers' shares of their
 /// cores and the capacities the last placement used; the packets through
@@ -387,7 +391,7 @@ pub(crate) struct Balancer {
     /// `/proc/stat` times, the worker's run ns and the time, at the last
     /// reading; each worker's [`crate::contention::idle_share`].
     cpus: Vec<Option<usize>>,
-    cpu_last: Option<(Vec<(u64, u64)>, Vec<u64>, Instant)>,
+    cpu_last: Option<CpuReading>,
     idle: Vec<Option<f64>>,
     caps_used: Vec<f64>,
     /// `PARACLICK_SCHED_LOG` set: each placement and each change of the
@@ -469,7 +473,7 @@ impl Balancer {
     pub(crate) fn observe(&mut self, samples: &[Option<(u64, u64)>]) {
         let before = self.starve.capacities();
         self.starve.update(samples, &self.idle);
-        if self.log && self.starve.capacities() != before {
+        if self.log && self.starve.changed(&before) {
             eprintln!(
                 "sched {:8.1} ms: shares of the cores {:?}",
                 self.t0.elapsed().as_secs_f64() * 1e3,
