@@ -501,8 +501,9 @@ impl Balancer {
 
     /// A quick look between two looks at the loads: the workers' shares
     /// of their cores are sampled, and if a worker became starved or got
-    /// its core back since the last placement (and no split is on
-    /// trial), the tasks are placed again now ([`Balancer::place`]);
+    /// its core back since the last placement while another has its
+    /// whole core (and no split is on trial), the tasks are placed again
+    /// now ([`Balancer::place`]);
     /// returns the moves then made.
     pub(crate) fn quick(&mut self, core: &Core) -> Option<Vec<(usize, usize)>> {
         if core.policy != SchedPolicy::Adaptive {
@@ -514,7 +515,11 @@ impl Balancer {
 
     /// [`Balancer::quick`] on the shares sampled so far.
     pub(crate) fn quick_decide(&mut self, core: &Core) -> Option<Vec<(usize, usize)>> {
-        if self.trials.on_trial() || !self.starve.changed(&self.caps_used) {
+        // Only where some worker has its whole core is a quick move a
+        // clear gain: when every worker waits (a machine busy all over)
+        // the shares are noisy, and the looks at the loads decide.
+        let whole = self.starve.capacities().contains(&1.0);
+        if self.trials.on_trial() || !whole || !self.starve.changed(&self.caps_used) {
             return None;
         }
         Some(self.place(core))
@@ -2230,6 +2235,8 @@ mod tests {
                 "{start:?}"
             );
             assert_eq!(look(&mut b, [(5, 0), (5, 0)], free), None);
+            // Both workers wait (a machine busy all over): no quick move.
+            assert_eq!(look(&mut b, [(1, 4), (1, 4)], free), None);
             // Worker 0 gets a fifth of its core (another process and more
             // share it).
             let mut samples = 0;
