@@ -27,6 +27,7 @@ CONFS=(
 BUSY=
 cleanup() { [ -n "$BUSY" ] && kill "$BUSY" 2>/dev/null || true; }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 if [ -z "${NOBUSY:-}" ]; then
   cpu=$(taskset -pc $$ | sed 's/.*: //; s/[-,].*//')
   taskset -c "$cpu" sh -c 'while :; do :; done' &
