@@ -60,6 +60,17 @@ pub const TRIAL_MEASURE: f64 = 0.3;
 /// interval, the first trial comes at the look at 100 ms).
 pub const TRIAL_SHARE: f64 = 0.2;
 
+/// How often (ns) the balancer samples the workers' schedstat between its
+/// looks at the loads: a worker that waited for its core over a couple of
+/// these windows is a strong signal, and work moves off it at once rather
+/// than at the next look (a 2 s run loses little to a 10 ms reaction; a
+/// 100 ms one would cost a short run a third of its time at half speed).
+pub const QUICK_LOOK_NS: u64 = 5_000_000;
+
+/// A worker's starved share must differ by this much from the one the
+/// placement last used for a quick look to place again.
+pub const CAP_CHANGE: f64 = 0.1;
+
 /// Each worker's share of its core, from schedstat samples.
 pub struct Starvation {
     last: Vec<Option<(u64, u64)>>,
@@ -75,22 +86,28 @@ impl Starvation {
     }
 
     /// One look's samples, per worker its schedstat's cumulative (run ns,
-    /// wait ns), `None` where unreadable; returns each worker's share of
-    /// its core (1.0: it got all of it whenever it was runnable).
-    pub fn update(&mut self, samples: &[Option<(u64, u64)>]) -> &[f64] {
+    /// wait ns), `None` where unreadable; `idle`, per worker, the share of
+    /// its core it would get if it ran now, from the other load on the CPU
+    /// it is pinned to ([`idle_share`]; `None`: not known). Returns each
+    /// worker's share of its core (1.0: it got all of it whenever it was
+    /// runnable). A worker that was runnable too little to be measured
+    /// takes its `idle` figure, or drifts back towards a whole core where
+    /// that is not known.
+    pub fn update(&mut self, samples: &[Option<(u64, u64)>], idle: &[Option<f64>]) -> &[f64] {
         for (t, s) in samples.iter().enumerate().take(self.share.len()) {
+            let unmeasured = idle.get(t).copied().flatten().unwrap_or(1.0);
             let got = match (self.last[t], *s) {
                 (Some((r0, w0)), Some((r1, w1))) => {
                     let (run, wait) = (r1.saturating_sub(r0), w1.saturating_sub(w0));
                     if run + wait >= MIN_RUNNABLE_NS {
                         run as f64 / (run + wait) as f64
                     } else {
-                        1.0
+                        unmeasured
                     }
                 }
-                _ => 1.0,
+                _ => unmeasured,
             };
-            // Smoothed over about two looks: one slow look (a burst of
+            // Smoothed over about two samples: one slow sample (a burst of
             // another process) moves it halfway.
             self.share[t] = 0.5 * self.share[t] + 0.5 * got;
             self.last[t] = *s;
@@ -106,6 +123,67 @@ impl Starvation {
             .map(|&s| if s >= STARVED_BELOW { 1.0 } else { s.max(0.05) })
             .collect()
     }
+
+    /// Whether the capacities now differ from `used` (those the placement
+    /// last ran with) enough to place again: a worker became starved or
+    /// recovered, or its share moved by [`CAP_CHANGE`].
+    pub fn changed(&self, used: &[f64]) -> bool {
+        self.capacities()
+            .iter()
+            .zip(used)
+            .any(|(&now, &was)| (now == 1.0) != (was == 1.0) || (now - was).abs() >= CAP_CHANGE)
+    }
+}
+
+/// The share of its core an idle worker would get, given the fraction of
+/// its CPU that other processes kept busy over the last window: a process
+/// that keeps the CPU busy leaves it half (the kernel shares a CPU evenly
+/// between runnable threads); a lighter one leaves it more.
+pub fn idle_share(other_busy: f64) -> f64 {
+    1.0 - other_busy.clamp(0.0, 1.0) / 2.0
+}
+
+/// Each CPU's cumulative (busy, total) time from `/proc/stat` (clock
+/// ticks), indexed by CPU number; empty if unreadable.
+pub fn read_cpu_times() -> Vec<(u64, u64)> {
+    std::fs::read_to_string("/proc/stat")
+        .map(|s| parse_cpu_times(&s))
+        .unwrap_or_default()
+}
+
+/// [`read_cpu_times`] of a `/proc/stat` text: per `cpuN` line, busy is
+/// everything but idle and iowait.
+pub fn parse_cpu_times(text: &str) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut w = line.split_ascii_whitespace();
+        let Some(cpu) = w.next().and_then(|n| n.strip_prefix("cpu")) else {
+            continue;
+        };
+        let Ok(cpu) = cpu.parse::<usize>() else {
+            continue;
+        };
+        let f: Vec<u64> = w.filter_map(|x| x.parse().ok()).collect();
+        if f.len() < 4 || cpu > 4096 {
+            continue;
+        }
+        let total: u64 = f.iter().take(8).sum();
+        let idle = f[3] + f.get(4).copied().unwrap_or(0);
+        if out.len() <= cpu {
+            out.resize(cpu + 1, (0, 0));
+        }
+        out[cpu] = (total - idle, total);
+    }
+    out
+}
+
+/// The fraction of a CPU busy between two [`read_cpu_times`] samples, if
+/// the window spans at least `min_ticks` ticks (they are 10 ms: a shorter
+/// window says little).
+pub fn busy_fraction(before: (u64, u64), after: (u64, u64), min_ticks: u64) -> Option<f64> {
+    let busy = after.0.checked_sub(before.0)?;
+    let total = after.1.checked_sub(before.1)?;
+    (total >= min_ticks.max(1)).then(|| (busy as f64 / total as f64).min(1.0))
 }
 
 /// A worker thread's schedstat: nanoseconds run and nanoseconds waited
@@ -349,6 +427,11 @@ impl Trials {
         }
     }
 
+    /// Whether a split is on trial (settling or being measured).
+    pub fn on_trial(&self) -> bool {
+        self.trial.is_some()
+    }
+
     /// Seconds until the next look: short while a split is on trial
     /// ([`TRIAL_SETTLE`], then [`TRIAL_MEASURE`] of the interval), else
     /// the interval.
@@ -424,7 +507,7 @@ mod tests {
             a.1 += w * MS;
         }
         let samples: Vec<_> = acc.iter().map(|&x| Some(x)).collect();
-        s.update(&samples);
+        s.update(&samples, &[]);
         s.capacities()
     }
 
@@ -630,6 +713,42 @@ mod tests {
             tr.look(1_880_000, 0.25),
             Step::Free { split: true, .. }
         ));
+    }
+
+    /// An idle worker's share comes from its CPU's other load: a CPU a
+    /// busy loop holds gives it half and keeps it starved while it runs
+    /// nothing; a free one gives it its whole core back.
+    #[test]
+    fn an_idle_worker_on_a_busy_cpu_stays_starved() {
+        let stat = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 100 5 20 300 7 1 2 0 0 0\n\
+                    cpu1 1 0 1 500 0 0 0 0 0 0\nintr 5\n";
+        let t = parse_cpu_times(stat);
+        assert_eq!(t, vec![(128, 435), (2, 502)]);
+        let later = [(t[0].0 + 10, t[0].1 + 10), (t[1].0, t[1].1 + 10)];
+        assert_eq!(busy_fraction(t[0], later[0], 4), Some(1.0));
+        assert_eq!(busy_fraction(t[1], later[1], 4), Some(0.0));
+        assert_eq!(busy_fraction(t[0], (t[0].0 + 1, t[0].1 + 2), 4), None);
+        assert_eq!(idle_share(1.0), 0.5);
+        assert_eq!(idle_share(0.0), 1.0);
+        let mut s = Starvation::new(2);
+        let mut acc = [(0, 0); 2];
+        let idle = [Some(idle_share(1.0)), Some(1.0)];
+        let mut samples = || {
+            let x: Vec<_> = acc.iter().map(|&x| Some(x)).collect();
+            acc[1].0 += 5 * MS;
+            x
+        };
+        for _ in 0..6 {
+            s.update(&samples(), &idle);
+        }
+        assert!(s.capacities()[0] < 0.6, "{:?}", s.capacities());
+        assert_eq!(s.capacities()[1], 1.0);
+        assert!(s.changed(&[1.0, 1.0]));
+        assert!(!s.changed(&s.capacities()));
+        for _ in 0..4 {
+            s.update(&samples(), &[Some(1.0), Some(1.0)]);
+        }
+        assert_eq!(s.capacities(), vec![1.0, 1.0]);
     }
 
     #[test]

@@ -336,11 +336,12 @@ pub const HYSTERESIS: f64 = 0.15;
 fn balancer(core: &Core) {
     let mut b = Balancer::new(core);
     *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
-    let mut wait = balance_interval(core);
+    let mut look_at = Instant::now() + b.next_look(core);
     while core.running.load(Ordering::Acquire) {
-        // Wait out the interval (shorter while a split is on trial),
-        // unless the router stops (it unparks us).
-        let until = Instant::now() + wait;
+        // Wait out the interval (shorter while a split is on trial), in
+        // quick looks at the workers' cores (adaptive policy), unless the
+        // router stops (it unparks us).
+        let until = look_at.min(Instant::now() + b.quick_wait(core));
         loop {
             let now = Instant::now();
             if now >= until || !core.running.load(Ordering::Acquire) {
@@ -351,8 +352,12 @@ fn balancer(core: &Core) {
         if !core.running.load(Ordering::Acquire) {
             break;
         }
-        b.step(core);
-        wait = b.next_look(core);
+        if Instant::now() >= look_at || b.quick(core).is_some() {
+            if Instant::now() >= look_at {
+                b.step(core);
+            }
+            look_at = Instant::now() + b.next_look(core);
+        }
     }
     *core.balancer.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
@@ -366,38 +371,178 @@ pub(crate) fn balance_interval(core: &Core) -> Duration {
     }
 }
 
+/// A reading of the CPUs' busy time: `/proc/stat`'s (busy, total) per
+/// CPU, each worker's run ns, and when.
+type CpuReading = (Vec<(u64, u64)>, Vec<u64>, Instant);
+
 /// The adaptive scheduler's state between two looks at the loads: each
 /// task's sampled cycles at the last look; the workers' shares of their
-/// cores; the packets through the queues at the last look; a split on
-/// trial and the back-off after one undone ([`crate::contention`]).
+/// cores and the capacities the last placement used; the packets through
+/// the queues at the last look; a split on trial and the back-off after
+/// one undone ([`crate::contention`]).
 pub(crate) struct Balancer {
     last: Vec<u64>,
     starve: crate::contention::Starvation,
     trials: crate::contention::Trials,
     t0: Instant,
+    /// When the workers' schedstat was last read.
+    sampled: Option<Instant>,
+    /// The CPU each worker is pinned to (none unpinned), and its
+    /// `/proc/stat` times, the worker's run ns and the time, at the last
+    /// reading; each worker's [`crate::contention::idle_share`].
+    cpus: Vec<Option<usize>>,
+    cpu_last: Option<CpuReading>,
+    idle: Vec<Option<f64>>,
+    caps_used: Vec<f64>,
+    /// `PARACLICK_SCHED_LOG` set: each placement and each change of the
+    /// workers' shares is written to standard error.
+    log: bool,
 }
 
 impl Balancer {
     pub(crate) fn new(core: &Core) -> Balancer {
         let mut trials = crate::contention::Trials::new(balance_interval(core).as_secs_f64());
         trials.look(queue_packets(core), 0.0);
-        Balancer {
+        let cpus = (0..core.nthreads)
+            .map(|t| {
+                let all = allowed_cpus();
+                (core.pin && !all.is_empty()).then(|| all[t % all.len()])
+            })
+            .collect();
+        let mut b = Balancer {
             last: vec![0; core.tasks.len()],
             starve: crate::contention::Starvation::new(core.nthreads),
             trials,
             t0: Instant::now(),
+            sampled: None,
+            cpus,
+            cpu_last: None,
+            idle: vec![None; core.nthreads],
+            caps_used: vec![1.0; core.nthreads],
+            log: std::env::var_os("PARACLICK_SCHED_LOG").is_some(),
+        };
+        if core.policy == SchedPolicy::Adaptive {
+            b.sample(core);
+        }
+        b
+    }
+
+    /// Reads the workers' schedstat (and, at most every 40 ms, their CPUs'
+    /// busy time) into their shares of their cores, unless read less than
+    /// a millisecond ago.
+    fn sample(&mut self, core: &Core) {
+        use crate::contention as c;
+        let now = Instant::now();
+        if self
+            .sampled
+            .is_some_and(|s| now - s < Duration::from_millis(1))
+        {
+            return;
+        }
+        self.sampled = Some(now);
+        let samples: Vec<Option<(u64, u64)>> = core
+            .threads
+            .iter()
+            .map(|ts| c::read_schedstat(ts.tid.load(Ordering::Relaxed)))
+            .collect();
+        if self.cpus.iter().any(Option::is_some) {
+            let due = self
+                .cpu_last
+                .as_ref()
+                .is_none_or(|(_, _, at)| now - *at >= Duration::from_millis(40));
+            if due {
+                let times = c::read_cpu_times();
+                let runs: Vec<u64> = samples.iter().map(|s| s.map_or(0, |s| s.0)).collect();
+                if let Some((t0, r0, at)) = &self.cpu_last {
+                    let wall = (now - *at).as_nanos().max(1) as f64;
+                    for (w, cpu) in self.cpus.iter().enumerate() {
+                        let busy = cpu
+                            .and_then(|cpu| c::busy_fraction(*t0.get(cpu)?, *times.get(cpu)?, 4));
+                        let own = runs[w].saturating_sub(r0[w]) as f64 / wall;
+                        self.idle[w] = busy.map(|b| c::idle_share(b - own));
+                    }
+                }
+                self.cpu_last = Some((times, runs, now));
+            }
+        }
+        self.observe(&samples);
+    }
+
+    /// One sample of the workers' schedstat (cumulative run and wait ns
+    /// each), with the idle workers' shares as last read.
+    pub(crate) fn observe(&mut self, samples: &[Option<(u64, u64)>]) {
+        let before = self.starve.capacities();
+        self.starve.update(samples, &self.idle);
+        if self.log && self.starve.changed(&before) {
+            eprintln!(
+                "sched {:8.1} ms: shares of the cores {:?}",
+                self.t0.elapsed().as_secs_f64() * 1e3,
+                self.starve.capacities()
+            );
         }
     }
 
-    /// One look: the cycles each task was sampled at since the last look
-    /// are its load; the moves found for them are made (returned, as
+    /// Sets the idle workers' shares (as read from their CPUs' busy
+    /// time), for tests.
+    #[cfg(test)]
+    pub(crate) fn set_idle(&mut self, idle: &[Option<f64>]) {
+        self.idle = idle.to_vec();
+    }
+
+    /// How long until the next quick look: [`crate::contention::QUICK_LOOK_NS`]
+    /// under the adaptive policy, else never before the next look.
+    pub(crate) fn quick_wait(&self, core: &Core) -> Duration {
+        if core.policy == SchedPolicy::Adaptive {
+            Duration::from_nanos(crate::contention::QUICK_LOOK_NS)
+        } else {
+            Duration::from_secs(3600)
+        }
+    }
+
+    /// A quick look between two looks at the loads: the workers' shares
+    /// of their cores are sampled, and if a worker became starved or got
+    /// its core back since the last placement while another has its
+    /// whole core (and no split is on trial), the tasks are placed again
+    /// now ([`Balancer::place`]);
+    /// returns the moves then made.
+    pub(crate) fn quick(&mut self, core: &Core) -> Option<Vec<(usize, usize)>> {
+        if core.policy != SchedPolicy::Adaptive {
+            return None;
+        }
+        self.sample(core);
+        self.quick_decide(core)
+    }
+
+    /// [`Balancer::quick`] on the shares sampled so far.
+    pub(crate) fn quick_decide(&mut self, core: &Core) -> Option<Vec<(usize, usize)>> {
+        // Only where some worker has its whole core is a quick move a
+        // clear gain: when every worker waits (a machine busy all over)
+        // the shares are noisy, and the looks at the loads decide.
+        let whole = self.starve.capacities().contains(&1.0);
+        if self.trials.on_trial() || !whole || !self.starve.changed(&self.caps_used) {
+            return None;
+        }
+        Some(self.place(core))
+    }
+
+    /// One look: the workers' shares of their cores are sampled, and the
+    /// tasks placed ([`Balancer::place`]).
+    pub(crate) fn step(&mut self, core: &Core) -> Vec<(usize, usize)> {
+        if core.policy == SchedPolicy::Adaptive {
+            self.sample(core);
+        }
+        self.place(core)
+    }
+
+    /// The cycles each task was sampled at since the last placement are
+    /// its load; the moves found for them are made (returned, as
     /// `(task, thread)`). With the spread policy, [`rebalance`]'s; with
     /// the adaptive one, [`crate::contention::rebalance_weighted`]'s on
     /// the workers' measured shares of their cores, where a move that
     /// makes a queue cross threads is a trial, undone unless the queues
     /// then carry [`crate::contention::KEEP_MARGIN`] more packets a
     /// second.
-    pub(crate) fn step(&mut self, core: &Core) -> Vec<(usize, usize)> {
+    pub(crate) fn place(&mut self, core: &Core) -> Vec<(usize, usize)> {
         let loads: Vec<u64> = core
             .tasks
             .iter()
@@ -424,6 +569,13 @@ impl Balancer {
         for &(t, th) in &moves {
             crate::crossing::move_task(core, t, th);
         }
+        if self.log && !moves.is_empty() {
+            eprintln!(
+                "sched {:8.1} ms: moved {moves:?} (task, thread) on shares {:?}",
+                self.t0.elapsed().as_secs_f64() * 1e3,
+                self.caps_used
+            );
+        }
         moves
     }
 
@@ -436,7 +588,7 @@ impl Balancer {
         Duration::from_secs_f64(self.trials.wait())
     }
 
-    /// The adaptive policy's moves for one look (see [`Balancer::step`]).
+    /// The adaptive policy's moves for one look (see [`Balancer::place`]).
     fn adaptive_moves(
         &mut self,
         core: &Core,
@@ -446,13 +598,8 @@ impl Balancer {
         pairs: &[(usize, usize)],
     ) -> Vec<(usize, usize)> {
         use crate::contention as c;
-        let samples: Vec<Option<(u64, u64)>> = core
-            .threads
-            .iter()
-            .map(|ts| c::read_schedstat(ts.tid.load(Ordering::Relaxed)))
-            .collect();
-        self.starve.update(&samples);
         let caps = self.starve.capacities();
+        self.caps_used = caps.clone();
         let (split, rate) = match self
             .trials
             .look(queue_packets(core), self.t0.elapsed().as_secs_f64())
@@ -565,7 +712,9 @@ pub(crate) fn lpt_assign_pairs(
 
 /// [`lpt_assign_pairs`]; given the threads the tasks are on (`current`),
 /// a unit goes to the thread its first task is on when that thread is one
-/// of the least loaded, rather than to the lowest-numbered of them.
+/// of the least loaded, rather than to the lowest-numbered of them. The
+/// placement of [`crate::contention::place_units`] on threads of whole
+/// cores, splitting groups heavier than a fair share.
 pub(crate) fn lpt_place(
     loads: &[u64],
     pinned: &[Option<usize>],
@@ -573,40 +722,8 @@ pub(crate) fn lpt_place(
     pairs: &[(usize, usize)],
     current: Option<&[usize]>,
 ) -> Vec<usize> {
-    let n = loads.len();
-    let mut assign = vec![0usize; n];
-    let mut per = vec![0u64; nthreads];
-    for (t, p) in pinned.iter().enumerate() {
-        if let Some(th) = p {
-            assign[t] = th % nthreads;
-            per[th % nthreads] += loads[t];
-        }
-    }
-    let total: u64 = loads.iter().sum();
-    let fair = total / nthreads.max(1) as u64;
-    let mut units: Vec<Vec<usize>> = Vec::new();
-    // Groups of unpinned tasks connected by affinity.
-    for g in crate::contention::groups(n, pinned, pairs) {
-        let load: u64 = g.iter().map(|&t| loads[t]).sum();
-        if g.len() > 1 && load as f64 > fair as f64 * (1.0 + GROUP_SLACK) {
-            units.extend(g.into_iter().map(|t| vec![t]));
-        } else {
-            units.push(g);
-        }
-    }
-    let unit_load = |u: &Vec<usize>| u.iter().map(|&t| loads[t]).sum::<u64>();
-    units.sort_by(|a, b| unit_load(b).cmp(&unit_load(a)).then(a[0].cmp(&b[0])));
-    for u in units {
-        let here = current.and_then(|c| c.get(u[0]).copied());
-        let th = (0..nthreads)
-            .min_by_key(|&i| (per[i], Some(i) != here, i))
-            .unwrap_or(0);
-        per[th] += unit_load(&u);
-        for t in u {
-            assign[t] = th;
-        }
-    }
-    assign
+    let caps = vec![1.0; nthreads.max(1)];
+    crate::contention::place_units(loads, pinned, &caps, pairs, current.unwrap_or(&[]), true)
 }
 
 fn pin_to_cpu(t: usize) {
@@ -2091,6 +2208,109 @@ mod tests {
             add("c", 100);
             assert_eq!(b.step(core), vec![(task("c"), 0)]);
             assert_eq!(threads(), vec![0, 1, 0, 1]);
+        }
+
+        /// A task pinned to thread 0 (StaticThreadSched's way).
+        struct PinnedBusy;
+        impl Element for PinnedBusy {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                let me = ix.element_index();
+                ix.prefer_thread(me, 0);
+                Ok(())
+            }
+        }
+
+        /// Worker 0 is reported waiting for most of its core (injected
+        /// schedstat samples, one per quick look): within three samples its
+        /// unpinned tasks go to worker 1 and its pinned one stays. While
+        /// worker 0 runs little and its CPU is still busy with another
+        /// process, nothing comes back; once its CPU is free, the work is
+        /// shared again.
+        #[test]
+        fn a_starved_worker_hands_its_tasks_over_and_gets_them_back() {
+            let mut reg = Registry::new();
+            reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
+            reg.register(ClassSpec::element("PinnedBusy", "0/0", "h", |_| {
+                Ok(PinnedBusy)
+            }));
+            let opts = BuildOptions {
+                threads: 2,
+                pin: false,
+                policy: SchedPolicy::Adaptive,
+                ..BuildOptions::default()
+            };
+            let src = paraclick_lang::Source::new("<t>", "p :: PinnedBusy; a :: Busy; b :: Busy;");
+            let r = Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+            let core = &*r.core;
+            let task = |n: &str| core.slots[core.names[n]].tasks[0];
+            let threads = |names: &[&str]| {
+                names
+                    .iter()
+                    .map(|n| core.tasks[task(n)].thread.load(Ordering::Relaxed))
+                    .collect::<Vec<_>>()
+            };
+            let mut b = Balancer::new(core);
+            // Each quick look (5 ms): the tasks' cycles, and each worker's
+            // schedstat run and wait ms, cumulative.
+            let ms = 1_000_000u64;
+            let mut acc = [(0u64, 0u64); 2];
+            let mut look = |b: &mut Balancer, per: [(u64, u64); 2], idle: [Option<f64>; 2]| {
+                for n in ["a", "b"] {
+                    core.tasks[task(n)].cycles.fetch_add(100, Ordering::Relaxed);
+                }
+                core.tasks[task("p")]
+                    .cycles
+                    .fetch_add(10, Ordering::Relaxed);
+                for (a, (r, w)) in acc.iter_mut().zip(per) {
+                    *a = (a.0 + r * ms, a.1 + w * ms);
+                }
+                b.set_idle(&idle);
+                b.observe(&acc.map(Some));
+                b.quick_decide(core)
+            };
+            let free = [Some(1.0), Some(1.0)];
+            look(&mut b, [(5, 0), (5, 0)], free);
+            // Both cores whole: the work is spread and stays.
+            b.step(core);
+            let start = threads(&["p", "a", "b"]);
+            assert_eq!(start[0], 0, "pinned");
+            assert!(
+                start[1..].contains(&0) && start[1..].contains(&1),
+                "{start:?}"
+            );
+            assert_eq!(look(&mut b, [(5, 0), (5, 0)], free), None);
+            // Both workers wait (a machine busy all over): no quick move.
+            assert_eq!(look(&mut b, [(1, 4), (1, 4)], free), None);
+            // Worker 0 gets a fifth of its core (another process and more
+            // share it).
+            let mut samples = 0;
+            while threads(&["a", "b"]) != [1, 1] {
+                samples += 1;
+                assert!(
+                    samples <= 3,
+                    "still on the starved worker: {:?}",
+                    threads(&["p", "a", "b"])
+                );
+                look(&mut b, [(1, 4), (5, 0)], free);
+            }
+            assert_eq!(threads(&["p"]), [0], "a pinned task stays");
+            // Worker 0 now runs only the pinned task (too little to be
+            // measured), and its CPU is still busy: nothing comes back.
+            let busy = [Some(crate::contention::idle_share(1.0)), Some(1.0)];
+            for _ in 0..20 {
+                look(&mut b, [(0, 0), (5, 0)], busy);
+                b.step(core);
+                assert_eq!(threads(&["p", "a", "b"]), [0, 1, 1]);
+            }
+            // Its CPU is free again: one of the two comes back.
+            let mut samples = 0;
+            while threads(&["a", "b"]) == [1, 1] {
+                samples += 1;
+                assert!(samples <= 3, "not given back");
+                look(&mut b, [(0, 0), (5, 0)], free);
+            }
+            assert_eq!(threads(&["p"]), [0]);
         }
     }
 
