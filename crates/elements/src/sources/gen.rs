@@ -391,8 +391,15 @@ const NOT_STARTED: u64 = u64::MAX;
 /// `--busy-poll` turns bursts off (packets evenly spaced, at a core's CPU).
 pub const BURST_WINDOW_TICKS: u64 = 16 * 1_000_000;
 
+/// The most packets one burst holds (see [`BURST_WINDOW_TICKS`]): above
+/// 512,000 a second the window shrinks so that a burst stays within half
+/// of a default Queue's capacity (1,000) and of a device's transmit ring,
+/// whatever the rate.
+pub const BURST_MAX_PACKETS: u64 = 512;
+
 /// How long the first packet of a burst waits (see [`BURST_WINDOW_TICKS`])
-/// at `interval` ticks between packets: the window less one interval, so
+/// at `interval` ticks between packets: the window (or
+/// [`BURST_MAX_PACKETS`] intervals, if shorter) less one interval, so
 /// that a burst holds about a window's worth of packets; 0 (evenly
 /// spaced) at intervals of a window or more, when unpaced, or when
 /// `busy` (`--busy-poll`).
@@ -401,7 +408,9 @@ pub fn burst_hold(interval: u64, busy: bool) -> u64 {
     if busy || interval == 0 || interval == u64::MAX {
         0
     } else {
-        BURST_WINDOW_TICKS.saturating_sub(interval)
+        BURST_WINDOW_TICKS
+            .min(interval.saturating_mul(BURST_MAX_PACKETS))
+            .saturating_sub(interval)
     }
 }
 
@@ -787,6 +796,24 @@ mod tests {
     /// due, in as many takes as needed; the next burst is a window
     /// later. Over a second it sends its rate to within one burst, and
     /// `--busy-poll` spaces every packet.
+    /// At 10,000,000 a second a 1 ms burst would be 10,000 packets, ten
+    /// times a default Queue: a burst holds at most BURST_MAX_PACKETS,
+    /// so the window shrinks to 512 intervals (51.2 µs).
+    #[test]
+    fn a_burst_holds_at_most_burst_max_packets() {
+        let us = std::time::Duration::from_micros(1);
+        let p = Pacer::new(10_000_000.0);
+        let t0 = p.epoch + std::time::Duration::from_secs(1);
+        assert_eq!(p.take_with(t0, 32, false), 1, "the first at once");
+        assert_eq!(p.take_with(t0 + 50 * us, 32, false), 0, "held");
+        let t = t0 + std::time::Duration::from_nanos(51_200);
+        let burst: usize = (0..40).map(|_| p.take_with(t, 32, false)).sum();
+        assert!(
+            (500..=BURST_MAX_PACKETS as usize).contains(&burst),
+            "{burst} packets in one burst"
+        );
+    }
+
     #[test]
     fn fast_rates_go_in_bursts_and_keep_their_rate() {
         let us = std::time::Duration::from_micros(1);

@@ -19,10 +19,11 @@
 //! is due, and while it is inactive, has sent LIMIT packets or has RATE 0
 //! until a handler is written (unless `--busy-poll`). Above 1,000 packets
 //! a second, packets go out in bursts, one each millisecond holding the
-//! packets due in it: a packet leaves up to 1 ms after its evenly spaced
+//! packets due in it (at most 512: above 512,000 a second, a burst each
+//! 512 packets): a packet leaves up to 1 ms after its evenly spaced
 //! time (the latency cost), the average rate is kept (after T seconds,
-//! RATE x T packets within one burst), and the thread wakes 1,000 times a
-//! second rather than once a packet. `--busy-poll` spaces packets
+//! RATE x T packets within one burst), and the thread wakes at most 1,000
+//! times a second, or once per 512 packets, rather than once a packet. `--busy-poll` spaces packets
 //! exactly, at a core's CPU.
 //!
 //! Arguments:
