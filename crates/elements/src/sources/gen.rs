@@ -174,6 +174,22 @@ fn next_generation(w: u64) -> u64 {
     ((generation_of(w) + 1) << (64 - GEN_BITS)) & !COUNT_MASK
 }
 
+/// The largest LIMIT a source takes (2^48-1): [`Limit`] counts the
+/// packets claimed against it in the low 48 bits of one word.
+pub const MAX_LIMIT: i64 = COUNT_MASK as i64;
+
+/// Checks a LIMIT (configuration or `limit` handler) against
+/// [`MAX_LIMIT`]; a larger one would wrap the count into the generation
+/// bits. Negative means no limit.
+pub fn check_limit(limit: i64) -> Result<i64, String> {
+    if limit > MAX_LIMIT {
+        return Err(format!(
+            "LIMIT {limit} is too large: the maximum is {MAX_LIMIT} (2^48-1)"
+        ));
+    }
+    Ok(limit)
+}
+
 /// Packets one claim of [`Limit::claim_one`] takes at a time.
 const CREDIT_CHUNK: u64 = 32;
 
@@ -675,6 +691,42 @@ mod tests {
         l.reset();
         l.unclaim(10);
         assert_eq!(l.claim(200), 100, "a give-back after a reset saturates");
+    }
+
+    /// A LIMIT is counted in 48 bits: above 2^48-1 a source's
+    /// configuration, or a write of its `limit` handler, is refused with
+    /// the maximum named, rather than wrapping the count round.
+    #[test]
+    fn a_limit_above_48_bits_is_refused() {
+        use paraclick_runtime::testing::{build_err, try_build};
+        let reg = crate::registry();
+        let max = (1i64 << 48) - 1;
+        assert_eq!(MAX_LIMIT, max);
+        for class in ["InfiniteSource", "RatedSource", "TimedSource"] {
+            let err = build_err(
+                &reg,
+                &format!("{class}(LIMIT {}, ACTIVE false) -> Discard", max + 1),
+            );
+            assert!(err.contains("maximum is 281474976710655"), "{class}: {err}");
+            if let Err(e) = try_build(
+                &reg,
+                &format!("{class}(LIMIT {max}, ACTIVE false) -> Discard"),
+            ) {
+                panic!("{class}: LIMIT 2^48-1 refused: {e}");
+            }
+        }
+        let r = try_build(
+            &reg,
+            "s :: InfiniteSource(LIMIT 5, ACTIVE false) -> Discard",
+        )
+        .unwrap();
+        let err = r
+            .write_handler("s.limit", &(max + 1).to_string())
+            .unwrap_err();
+        assert!(err.contains("maximum is 281474976710655"), "{err}");
+        assert_eq!(r.read_handler("s.limit").unwrap(), "5");
+        r.write_handler("s.limit", &max.to_string()).unwrap();
+        assert_eq!(r.read_handler("s.limit").unwrap(), max.to_string());
     }
 
     /// Generated packets hold exactly their data at every length around
