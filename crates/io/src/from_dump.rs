@@ -178,6 +178,10 @@ enum Step {
     NoBuffer,
 }
 
+/// How long FromDump waits before it tries again to make a packet when
+/// its thread's packet pool is dry.
+const NO_BUFFER_RETRY: Duration = Duration::from_millis(1);
+
 pub fn spec() -> ClassSpec {
     ClassSpec::element("FromDump", "0/1-2", "a/ah", make)
         .shared("an input: one file or device for all flows")
@@ -516,7 +520,15 @@ impl FromDump {
                     break;
                 }
                 Step::Skip => r.progress = true,
-                Step::NoBuffer => break,
+                Step::NoBuffer => {
+                    // Its thread's pool is dry (packets held downstream):
+                    // try again in a while, its thread asleep meanwhile,
+                    // rather than polling until buffers come back.
+                    if let Some(at) = now.checked_add(NO_BUFFER_RETRY) {
+                        cx.wake_at(at);
+                    }
+                    break;
+                }
                 Step::End => {
                     st.ctl.done = true;
                     r.ended = true;
@@ -645,6 +657,52 @@ mod tests {
     use super::*;
     use crate::test_util::*;
     use paraclick_runtime::testing::assert_err;
+
+    /// Real time: with its thread's pool dry (a sink that leaks every
+    /// packet), FromDump waits for buffers with its thread asleep, trying
+    /// again each millisecond (the worker naps on its time: 20 or more
+    /// naps in 100 ms); it polled, never napping on a time.
+    #[test]
+    fn a_dry_pool_puts_it_to_sleep_between_tries() {
+        struct Leak;
+        impl paraclick_runtime::Element for Leak {
+            fn push(&self, _cx: &mut Cx<'_>, _port: usize, b: Batch) {
+                std::mem::forget(b);
+            }
+        }
+        let mut reg = full_registry();
+        reg.register(ClassSpec::element("Leak", "1/0", "h", |cx| {
+            cx.args().complete()?;
+            Ok(Leak)
+        }));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("many.pcap");
+        let f = eth_tcp([10, 0, 0, 1], [10, 0, 0, 2], 1234, 80, 0x10, 0);
+        let cap = paraclick_packet::pool::default_capacity();
+        let recs: Vec<Rec<'_>> = (0..cap as u32 + 100)
+            .map(|i| Rec {
+                sec: 1,
+                frac: i,
+                orig_len: f.len() as u32,
+                data: &f,
+            })
+            .collect();
+        std::fs::write(&path, pcap_bytes(false, false, 65535, 1, &recs)).unwrap();
+        let r = build(&reg, &format!("f :: FromDump({}) -> Leak;", q(&path)));
+        let naps = std::sync::atomic::AtomicU64::new(u64::MAX);
+        run_until(&r, |r| {
+            if handler(r, "f.count") != cap.to_string() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            let p0 = r.parks();
+            std::thread::sleep(Duration::from_millis(100));
+            naps.store(r.parks() - p0, std::sync::atomic::Ordering::Relaxed);
+            true
+        });
+        let naps = naps.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(naps >= 20, "{naps} naps in 100 ms of a dry pool");
+    }
 
     fn frames() -> Vec<Vec<u8>> {
         vec![
