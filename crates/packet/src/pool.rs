@@ -731,11 +731,14 @@ pub(crate) fn release_batch(
             // standard, unmarked one of this thread's pool (a source's
             // batch dropped on its own thread), the free list takes them
             // all in one go; otherwise each goes its own way.
+            // (A short batch is not worth the copy's call: per packet.)
             let id = l.id;
-            if v.iter().all(|p| {
-                let b = p.inner();
-                b.home == id && b.buf.len() == BUFFER_SIZE && b.trace == 0
-            }) {
+            if v.len() >= 8
+                && v.iter().all(|p| {
+                    let b = p.inner();
+                    b.home == id && b.buf.len() == BUFFER_SIZE && b.trace == 0
+                })
+            {
                 let n = v.len();
                 let at = l.free.len();
                 l.free.reserve(n);
