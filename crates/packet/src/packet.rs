@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 /// and `end`, with headroom in front and tailroom behind, header offsets and
 /// annotations. Moving a `Packet` moves one pointer; dropping it returns the
 /// buffer to its home pool.
+// Transparent: a packet has the layout of its `Box<Inner>`, so that a
+// batch dropped whole can move its buffers onto the free list as one copy
+// (`pool::release_batch`).
+#[repr(transparent)]
 pub struct Packet {
     inner: ManuallyDrop<Box<Inner>>,
 }
@@ -64,6 +68,12 @@ impl Packet {
         // SAFETY: `me` is never dropped, so `inner` is taken exactly once
         // and never used again.
         unsafe { ManuallyDrop::take(&mut me.inner) }
+    }
+
+    /// The buffer, to read (the pool's batch release checks homes).
+    #[inline]
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
     }
 
     #[inline]
