@@ -23,7 +23,7 @@
 //! Arguments:
 //! - `RATE` (real): packets per second, evenly spaced; 0 means as fast as
 //!   possible.
-//! - `LIMIT` (integer): total packets to send; negative means no limit.
+//! - `LIMIT` (integer, at most 2^48-1): total packets to send; negative means no limit.
 //! - `LENGTH` (integer): frame length; less than 60 means 60.
 //! - `SRCETH`, `DSTETH` (Ethernet addresses), `SRCIP`, `DSTIP` (IP
 //!   addresses).

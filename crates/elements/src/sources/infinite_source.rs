@@ -10,7 +10,7 @@
 //!
 //! Arguments:
 //! - `DATA` (string, default 64 bytes of text): packet contents.
-//! - `LIMIT` (integer, default -1): total packets to send; -1 means no limit.
+//! - `LIMIT` (integer, at most 2^48-1, default -1): total packets to send; -1 means no limit.
 //! - `BURST` (integer, default 1, at most 65536): packets per task run.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
 //! - `LENGTH` / `DATASIZE` (integer, at most 65549): cut or zero-pad DATA

@@ -12,7 +12,7 @@
 //!
 //! Arguments:
 //! - `LENGTH` (integer, default 64, at most 65549): packet length in bytes.
-//! - `LIMIT` (integer, default -1): total packets to send; -1 means no limit.
+//! - `LIMIT` (integer, at most 2^48-1, default -1): total packets to send; -1 means no limit.
 //! - `BURST` (integer, default 1, at most 65536): packets per task run.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.

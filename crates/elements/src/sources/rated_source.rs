@@ -29,7 +29,7 @@
 //! Arguments:
 //! - `DATA` (string, default 64 bytes of text): packet contents.
 //! - `RATE` (real, default 10): packets per second; 0 sends nothing.
-//! - `LIMIT` (integer, default -1): total packets to send; negative means
+//! - `LIMIT` (integer, at most 2^48-1, default -1): total packets to send; negative means
 //!   no limit.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
 //! - `LENGTH` / `DATASIZE` (integer, at most 65549): cut or zero-pad DATA

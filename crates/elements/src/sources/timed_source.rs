@@ -13,7 +13,7 @@
 //! - `INTERVAL` (time, default 0.5 s): time between packets; the first
 //!   packet goes out one INTERVAL after the router starts.
 //! - `DATA` (string, default 64 bytes of text): packet contents.
-//! - `LIMIT` (integer, default -1): stop sending after LIMIT packets;
+//! - `LIMIT` (integer, at most 2^48-1, default -1): stop sending after LIMIT packets;
 //!   negative means no limit.
 //! - `STOP` (boolean, default false): ask the router to stop after LIMIT.
 //! - `ACTIVE` (boolean, default true): whether the source sends.
