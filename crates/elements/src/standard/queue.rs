@@ -658,6 +658,19 @@ impl Queue {
         }
     }
 
+    /// Before a push that does not stage: packets this thread staged
+    /// while the queue still crossed threads go into the ring first. A
+    /// task move that puts the producer and the consumer on one thread
+    /// turns crossing off while the producer's thread runs; its stage is
+    /// published at its next flush, and a push in between would otherwise
+    /// overtake it (a flow's packets out of order).
+    #[inline]
+    fn publish_left_behind(&self, cx: &mut Cx<'_>) {
+        if !self.stages.get(cx).pkts.is_empty() {
+            self.publish(cx);
+        }
+    }
+
     /// Publishes this thread's staged packets; what does not fit is
     /// dropped, counted.
     fn publish(&self, cx: &mut Cx<'_>) {
@@ -978,8 +991,12 @@ impl Element for Queue {
         // Staging gathers small batches; a batch as large as a stage goes
         // straight in (unless packets staged earlier must go first).
         let crossing = self.crossing.load(Ordering::Relaxed);
-        if crossing && (batch.len() < STAGE || !self.stages.get(cx).pkts.is_empty()) {
-            return self.stage(cx, batch);
+        if crossing {
+            if batch.len() < STAGE || !self.stages.get(cx).pkts.is_empty() {
+                return self.stage(cx, batch);
+            }
+        } else {
+            self.publish_left_behind(cx);
         }
         let left = self.enqueue(cx, batch.vec_mut());
         self.pushed(cx, crossing);
@@ -999,6 +1016,7 @@ impl Element for Queue {
         if self.crossing.load(Ordering::Relaxed) {
             return self.stage_one(cx, p);
         }
+        self.publish_left_behind(cx);
         let mut item = Some(p);
         self.enqueue_plain(cx, &mut item);
         self.pushed(cx, false);
