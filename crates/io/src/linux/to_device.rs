@@ -584,7 +584,11 @@ mod tests {
             ("x y", "DEVNAME: bad interface name 'x y'"),
             (
                 "eth0, ZEROCOPY true",
-                "XDP_MODE, ZEROCOPY and SHARE_UMEM need METHOD XDP",
+                "XDP_MODE, ZEROCOPY, SHARE_UMEM and TX_BUDGET need METHOD XDP",
+            ),
+            (
+                "eth0, TX_BUDGET 256",
+                "XDP_MODE, ZEROCOPY, SHARE_UMEM and TX_BUDGET need METHOD XDP",
             ),
             (
                 "eth0, METHOD RAW",
