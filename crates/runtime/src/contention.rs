@@ -115,6 +115,11 @@ impl Starvation {
         &self.share
     }
 
+    /// Each worker's smoothed share of its core.
+    pub fn shares(&self) -> &[f64] {
+        &self.share
+    }
+
     /// The shares as the placement uses them: 1.0 where a worker is not
     /// starved ([`STARVED_BELOW`]), else its share (at least 0.05).
     pub fn capacities(&self) -> Vec<f64> {
@@ -284,21 +289,39 @@ pub fn place_units(
     }
     let total: u64 = loads.iter().sum();
     let fair = total as f64 / nthreads as f64;
-    let mut units: Vec<Vec<usize>> = Vec::new();
+    // A group's tasks split apart go only to workers with their whole
+    // core, where there are any: a split onto a shared CPU pays a
+    // crossing a packet for a share the other process decides (a worker
+    // estimated at half a core was measured at a quarter once it ran),
+    // and a balanced split onto half a core gains nothing even for free.
+    let whole: Vec<usize> = (0..nthreads).filter(|&i| cap(i) >= 1.0).collect();
+    let mut units: Vec<(Vec<usize>, bool)> = Vec::new();
     for g in groups(n, pinned, pairs) {
         let load: u64 = g.iter().map(|&t| loads[t]).sum();
         if split && g.len() > 1 && load as f64 > fair * (1.0 + crate::sched::GROUP_SLACK) {
-            units.extend(g.into_iter().map(|t| vec![t]));
+            units.extend(g.into_iter().map(|t| (vec![t], true)));
         } else {
-            units.push(g);
+            units.push((g, false));
         }
     }
     let unit_load = |u: &Vec<usize>| u.iter().map(|&t| loads[t]).sum::<u64>();
-    units.sort_by(|a, b| unit_load(b).cmp(&unit_load(a)).then(a[0].cmp(&b[0])));
-    for u in units {
+    units.sort_by(|a, b| {
+        unit_load(&b.0)
+            .cmp(&unit_load(&a.0))
+            .then(a.0[0].cmp(&b.0[0]))
+    });
+    let all: Vec<usize> = (0..nthreads).collect();
+    for (u, from_split) in units {
         let l = unit_load(&u) as f64;
         let here = current.get(u[0]).copied();
-        let th = (0..nthreads)
+        let candidates = if from_split && !whole.is_empty() {
+            &whole
+        } else {
+            &all
+        };
+        let th = candidates
+            .iter()
+            .copied()
             .min_by(|&x, &y| {
                 let (wx, wy) = ((per[x] + l) / cap(x), (per[y] + l) / cap(y));
                 wx.total_cmp(&wy)
@@ -587,6 +610,32 @@ mod tests {
             now[t] = th;
         }
         assert_eq!(now.iter().filter(|&&th| th == 0).count(), 1, "{now:?}");
+    }
+
+    /// A group heavier than a fair share is split only among workers with
+    /// their whole core: with the other worker at 0.6 of its core both
+    /// tasks stay together (a split would put the lighter one there,
+    /// weighted 100/0.6 against 200); with both whole, it splits.
+    #[test]
+    fn a_group_splits_only_onto_whole_cores() {
+        let loads = [10 * MS, 10 * MS];
+        let pinned = [None, None];
+        let pairs = [(0, 1)];
+        let starved = rebalance_weighted(&loads, &[1, 1], &pinned, &[0.6, 1.0], &pairs, true);
+        assert_eq!(starved, Vec::new());
+        let whole = rebalance_weighted(&loads, &[1, 1], &pinned, &[1.0, 1.0], &pairs, true);
+        assert_eq!(whole.len(), 1, "{whole:?}");
+        // Without leave to split, a group goes whole to the least loaded
+        // weighted thread, starved or not.
+        let to_starved = place_units(
+            &[10 * MS, 10 * MS, 30 * MS],
+            &[None, None, Some(1)],
+            &[0.6, 1.0],
+            &pairs,
+            &[1, 1, 1],
+            true,
+        );
+        assert_eq!(&to_starved[..2], &[0, 0], "{to_starved:?}");
     }
 
     #[test]

@@ -459,7 +459,10 @@ impl Balancer {
                         let busy = cpu
                             .and_then(|cpu| c::busy_fraction(*t0.get(cpu)?, *times.get(cpu)?, 4));
                         let own = runs[w].saturating_sub(r0[w]) as f64 / wall;
-                        self.idle[w] = busy.map(|b| c::idle_share(b - own));
+                        // A window too short to say keeps the last estimate.
+                        if let Some(b) = busy {
+                            self.idle[w] = Some(c::idle_share(b - own));
+                        }
                     }
                 }
                 self.cpu_last = Some((times, runs, now));
@@ -472,7 +475,22 @@ impl Balancer {
     /// each), with the idle workers' shares as last read.
     pub(crate) fn observe(&mut self, samples: &[Option<(u64, u64)>]) {
         let before = self.starve.capacities();
-        self.starve.update(samples, &self.idle);
+        // A pinned worker whose CPU has not been read over a whole window
+        // yet keeps its share while idle: drifting back to a whole core
+        // would return work to a CPU another process may still hold
+        // (only an unpinned worker, whose CPU is not known, drifts).
+        let idle: Vec<Option<f64>> = (0..self.idle.len())
+            .map(|w| {
+                self.idle[w].or_else(|| {
+                    self.cpus
+                        .get(w)
+                        .copied()
+                        .flatten()
+                        .map(|_| self.starve.shares()[w])
+                })
+            })
+            .collect();
+        self.starve.update(samples, &idle);
         if self.log && self.starve.changed(&before) {
             eprintln!(
                 "sched {:8.1} ms: shares of the cores {:?}",
@@ -2311,6 +2329,55 @@ mod tests {
                 look(&mut b, [(0, 0), (5, 0)], free);
             }
             assert_eq!(threads(&["p"]), [0]);
+        }
+
+        /// A pinned worker that went idle after being starved keeps its
+        /// share until its CPU has been read over a whole window; an unpinned
+        /// one (its CPU unknown) drifts back to a whole core.
+        #[test]
+        fn an_idle_pinned_worker_keeps_its_share_until_its_cpu_is_read() {
+            let mut reg = Registry::new();
+            reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
+            for pin in [true, false] {
+                let opts = BuildOptions {
+                    threads: 2,
+                    pin,
+                    policy: SchedPolicy::Adaptive,
+                    ..BuildOptions::default()
+                };
+                let src = paraclick_lang::Source::new("<t>", "a :: Busy; b :: Busy;");
+                let r = Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+                let core = &*r.core;
+                let mut b = Balancer::new(core);
+                let ms = 1_000_000u64;
+                let mut acc = [(0u64, 0u64); 2];
+                let mut observe = |b: &mut Balancer, per: [(u64, u64); 2]| {
+                    for (a, (r, w)) in acc.iter_mut().zip(per) {
+                        *a = (a.0 + r * ms, a.1 + w * ms);
+                    }
+                    b.set_idle(&[None, None]);
+                    b.observe(&acc.map(Some));
+                };
+                // Worker 0 gets a fifth of its core.
+                for _ in 0..4 {
+                    observe(&mut b, [(1, 4), (5, 0)]);
+                }
+                assert!(
+                    b.starve.capacities()[0] < 0.5,
+                    "{:?}",
+                    b.starve.capacities()
+                );
+                // Then it runs nothing, and no reading of its CPU is in yet.
+                for _ in 0..10 {
+                    observe(&mut b, [(0, 0), (5, 0)]);
+                }
+                let cap = b.starve.capacities()[0];
+                if pin && core.pin {
+                    assert!(cap < 0.5, "pinned: drifted to {cap}");
+                } else if !pin {
+                    assert_eq!(cap, 1.0, "unpinned: stayed at {cap}");
+                }
+            }
         }
     }
 
