@@ -15,6 +15,11 @@
 #   earlier AF_PACKET generator (FastUDPSource -> ToDevice); POLL=1 adds
 #   the -j 2 MultiFromDevice row (conf/iprouter-veth-2q-poll.click);
 #   JOBS="1 2" (the default), or one of them, the thread counts measured.
+#   CLICK=PATH/TO/click adds a -j 1 row for real Click userlevel (built
+#   by you from kohler/click) on the same configuration, with FromDevice
+#   and ToDevice on METHOD LINUX packet sockets (scripts/lib/veth.sh,
+#   click_router); the row is skipped, with Click's message, if Click
+#   does not start on it.
 #   PARACLICK_ONLY=1 measures paraclick's rows only (the model's check,
 #   scripts/validate-model-veth.sh).
 #   RT=1 runs the router's worker threads (paraclick-N) and the
@@ -127,6 +132,8 @@ measure() {
     paraclick)
       # shellcheck disable=SC2086
       ROUTER_DEFINES="$defines" paraclick_router "$conf" "$threads" ;;
+    click)
+      ROUTER_DEFINES="$defines" click_router "$conf" || return 0 ;;
   esac
   if [[ ${RT:-0} == 1 && -n $ROUTER_PID ]]; then
     local t
@@ -141,7 +148,7 @@ measure() {
   case $kind in
     kernel) kernel_router_off ;;
     xdp) ip -n "$R" link set dev r0 xdpdrv off ;;
-    paraclick) paraclick_router_off ;;
+    paraclick | click) paraclick_router_off ;;
   esac
 }
 
@@ -155,12 +162,13 @@ table() { # FAMILY
   fi
   printf '%-44s %3s %10s %8s %8s %7s %5s %10s %8s  %-20s %s\n' "router" "-j" "pps" "vs Linux" "ns/pkt" "cycles" "CPU" "pps/CPU-s" "vs Linux" "limit" "at the first loss: router/gen/left CPU, cap, threads"
   local key j label base ns share limit mr mg ml mcap mthr
-  for key in kernel,1 xdp,1 pkt,1 xsk,1 kernel,2 xdp,2 pkt,2 poll,2 xsk,2; do
+  for key in kernel,1 xdp,1 click,1 pkt,1 xsk,1 kernel,2 xdp,2 pkt,2 poll,2 xsk,2; do
     [[ -n ${RESULT[$fam,$key]:-} ]] || continue
     j=${key#*,}
     case ${key%,*} in
       kernel) label="Linux forwarding" ;;
       xdp) label="XDP redirect r0 -> r1 (no routing)" ;;
+      click) label="Click userlevel (FromDevice METHOD LINUX)" ;;
       pkt) label="paraclick AF_PACKET" ;;
       poll) label="paraclick AF_PACKET (MultiFromDevice)" ;;
       xsk) label="paraclick AF_XDP" ;;
@@ -193,6 +201,7 @@ for fam in ${FAMILIES:-4 6}; do
   if [[ " ${JOBS:-1 2} " == *" 1 "* ]]; then
     measure "$fam,kernel,1" 1 "v$fam kernel -j 1" kernel
     measure "$fam,xdp,1" 1 "v$fam XDP -j 1" xdp
+    [[ -n ${CLICK:-} ]] && measure "$fam,click,1" 1 "v$fam Click -j 1" click "$c1"
     measure "$fam,pkt,1" 1 "v$fam AF_PACKET -j 1" paraclick "$c1"
     measure "$fam,xsk,1" 1 "v$fam AF_XDP -j 1" paraclick "$c1" "METHOD=XDP PRIORITY=false"
   fi

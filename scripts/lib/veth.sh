@@ -226,13 +226,41 @@ paraclick_router() { # CONF THREADS [EXTRA ARGS...]
   # shellcheck disable=SC2086
   ip netns exec "$R" "$BIN" -j "$threads" "$@" "$ROOT/$conf" ${ROUTER_DEFINES:-} >"$TMP/router.out" 2>"$TMP/router.err" &
   ROUTER_PID=$!
-  for _ in $(seq 1 50); do
-    ip netns exec "$H1" $PING -c 1 -W 0.3 "${PING_TARGET:-$R0_ADDR}" >/dev/null 2>&1 && return 0
-    kill -0 "$ROUTER_PID" 2>/dev/null || break
-  done
+  router_answers && return 0
   echo "$NAME: paraclick router did not start:" >&2
   cat "$TMP/router.err" >&2
   exit 1
+}
+
+# Whether the router just started (ROUTER_PID) answers PING_TARGET (or its
+# own r0 address) within about 15 s.
+router_answers() {
+  for _ in $(seq 1 50); do
+    ip netns exec "$H1" $PING -c 1 -W 0.3 "${PING_TARGET:-$R0_ADDR}" >/dev/null 2>&1 && return 0
+    kill -0 "$ROUTER_PID" 2>/dev/null || return 1
+  done
+  return 1
+}
+
+# Starts real Click userlevel ($CLICK) as the router on paraclick's
+# configuration CONF, made Click's: FromDevice and ToDevice with METHOD
+# LINUX (a packet socket, one recvfrom or send a packet), without
+# paraclick's RING_SIZE and PRIORITY, and SNIFFER true (Click's SNIFFER
+# false installs iptables rules; the router's interfaces have no
+# addresses and its namespace does not forward, so the kernel keeps out
+# either way). Returns 1, with Click's messages, if it does not answer.
+click_router() { # CONF
+  sed -e 's/, RING_SIZE \$RING, PRIORITY \$PRIORITY//' -e 's/METHOD \$METHOD/METHOD LINUX/g' \
+    "$ROOT/$1" >"$TMP/click-router.click"
+  # shellcheck disable=SC2086
+  ip netns exec "$R" "$CLICK" "$TMP/click-router.click" SNIFFER=true ${ROUTER_DEFINES:-} \
+    >"$TMP/router.out" 2>"$TMP/router.err" &
+  ROUTER_PID=$!
+  router_answers && return 0
+  echo "$NAME: Click did not start on $1 (row skipped):" >&2
+  head -5 "$TMP/router.err" >&2
+  paraclick_router_off
+  return 1
 }
 
 paraclick_router_off() {
