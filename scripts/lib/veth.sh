@@ -141,7 +141,7 @@ build_xdpgen() {
     for c in clang clang-{21..11}; do command -v "$c" >/dev/null && { clang=$c; break; }; done
   fi
   [[ -n $clang ]] || { echo "$NAME: GEN=xdp needs clang with the BPF target (apt-get install clang)" >&2; exit 2; }
-  command -v ethtool >/dev/null || { echo "$NAME: GEN=xdp needs ethtool" >&2; exit 2; }
+  command -v ethtool >/dev/null || { echo "$NAME: GEN=xdp needs ethtool (apt-get install ethtool)" >&2; exit 2; }
   CLANG=$clang
   arch=$(uname -m)
   BPF_CFLAGS=(-O2 -g -target bpf -Wall "-I/usr/include/$arch-linux-gnu")
