@@ -295,13 +295,18 @@ mod tests {
         w.finish();
     }
 
-    #[test]
-    fn a_signal_before_arm_is_kept_and_stops_at_arm() {
-        let sig = libc::SIGRTMIN() + 8;
+    /// A watch of `sig` that `sig` reached before `arm`.
+    fn signalled_early(sig: i32) -> StopWatch {
         let (etx, erx) = mpsc::channel();
         let w = StopWatch::start(&[sig], move |s, n| etx.send((s, n)).unwrap()).unwrap();
         raise(sig);
         assert_eq!(erx.recv_timeout(Duration::from_secs(30)), Ok((sig, 1)));
+        w
+    }
+
+    #[test]
+    fn a_signal_before_arm_is_kept_and_stops_at_arm() {
+        let w = signalled_early(libc::SIGRTMIN() + 8);
         let (tx, rx) = mpsc::channel();
         assert!(w.arm(|_| false, move || tx.send(()).unwrap()).is_empty());
         // Called by arm itself, before it returned.
@@ -312,10 +317,7 @@ mod tests {
     #[test]
     fn a_signal_before_arm_that_is_caught_elsewhere_is_handed_back() {
         let sig = libc::SIGRTMIN() + 9;
-        let (etx, erx) = mpsc::channel();
-        let w = StopWatch::start(&[sig], move |s, n| etx.send((s, n)).unwrap()).unwrap();
-        raise(sig);
-        assert_eq!(erx.recv_timeout(Duration::from_secs(30)), Ok((sig, 1)));
+        let w = signalled_early(sig);
         let (tx, rx) = mpsc::channel();
         assert_eq!(
             w.arm(|s| s == sig, move || tx.send(()).unwrap()),

@@ -94,18 +94,21 @@ fn wait_until(p: &mut Proc, waiting_for: &str, what: impl Fn(&Proc) -> bool) {
     }
 }
 
-/// Sends SIGINT to `p` while it waits for its configuration on the FIFO
-/// `conf` (before anything is written to it), then writes `text` there.
-fn interrupt_while_reading(p: &mut Proc, conf: &Path, text: &str) {
+/// Sends SIGINT to `p` while it waits for its configuration on a FIFO
+/// nobody has opened to write, and waits until it has the signal.
+fn interrupt_while_reading(p: &mut Proc) {
     let pid = p.child.id();
     // It catches INT before it opens the configuration.
     wait_until(p, "a SIGINT handler", |_| catches(pid, libc::SIGINT));
     kill(p, libc::SIGINT);
-    // It has the signal: the writer is not open yet, so it is still
-    // waiting to read.
     wait_until(p, "its word on the early SIGINT", |p| {
         p.stderr().contains("SIGINT before the router runs")
     });
+}
+
+/// [`interrupt_while_reading`], then writes `text` to the FIFO `conf`.
+fn interrupt_then_configure(p: &mut Proc, conf: &Path, text: &str) {
+    interrupt_while_reading(p);
     let mut f = std::fs::OpenOptions::new().write(true).open(conf).unwrap();
     f.write_all(text.as_bytes()).unwrap();
 }
@@ -116,7 +119,7 @@ fn a_sigint_while_the_configuration_is_read_stops_the_router_once_built() {
     let conf = fifo(d.path());
     let mut p = start_ignoring_int(&conf, &["-h", "c.count"]);
     // Without the stop, this runs until killed.
-    interrupt_while_reading(&mut p, &conf, "InfiniteSource -> c :: Counter -> Discard;");
+    interrupt_then_configure(&mut p, &conf, "InfiniteSource -> c :: Counter -> Discard;");
     let code = p.wait_exit(BOUND.as_secs());
     assert_eq!(code, 0, "stderr: {}", p.stderr());
     // Stopped before its tasks ran, its handler printed as after any run.
@@ -128,7 +131,7 @@ fn a_sigint_while_the_configuration_is_read_goes_to_its_signal_script() {
     let d = tmpdir();
     let conf = fifo(d.path());
     let mut p = start_ignoring_int(&conf, &["-h", "s.n"]);
-    interrupt_while_reading(
+    interrupt_then_configure(
         &mut p,
         &conf,
         "InfiniteSource -> Discard;
@@ -156,12 +159,7 @@ fn a_second_signal_while_the_configuration_is_read_quits_at_once() {
     let d = tmpdir();
     let conf = fifo(d.path());
     let mut p = start_ignoring_int(&conf, &[]);
-    let pid = p.child.id();
-    wait_until(&mut p, "a SIGINT handler", |_| catches(pid, libc::SIGINT));
-    kill(&p, libc::SIGINT);
-    wait_until(&mut p, "its word on the early SIGINT", |p| {
-        p.stderr().contains("SIGINT before the router runs")
-    });
+    interrupt_while_reading(&mut p);
     // Nobody writes the configuration: a wait the second signal ends.
     kill(&p, libc::SIGTERM);
     let code = p.wait_exit(BOUND.as_secs());
