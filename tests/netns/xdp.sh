@@ -274,10 +274,11 @@ replaced_prog() {
   { grep -qs "removed the XDP program" "$TMP/restart.out" && has_prog && catches_int; } ||
     router_exited
 }
-# catches_int: the router has installed its SIGINT handler. It attaches
-# its program while it builds, before it installs the handler, and a
-# background job of this script starts with SIGINT ignored: a SIGINT in
-# between is lost and the router runs on.
+# catches_int: the router has installed its SIGINT handler. A background
+# job of this script starts with SIGINT ignored: a SIGINT before the
+# handler is in place is lost and the router runs on. (The router
+# installs it first thing; one that comes while it builds stops it once
+# built.)
 catches_int() {
   local m
   m=$(awk '/^SigCgt:/ {print $2}' "/proc/$ROUTER_PID/status" 2>/dev/null) || return 1

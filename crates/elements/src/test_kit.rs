@@ -42,6 +42,25 @@ pub fn ts(sec: i64, nsec: u32) -> Timestamp {
     Timestamp::from_parts(sec, nsec)
 }
 
+/// A millisecond in nanoseconds.
+pub const MS: i64 = 1_000_000;
+
+/// Nanoseconds from the start of simulated time to each packet's
+/// timestamp.
+pub fn sim_ns(ps: &[Packet]) -> Vec<i64> {
+    let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
+    ps.iter().map(|p| p.timestamp().0 - start).collect()
+}
+
+/// The packets that reached TestSink `name` (taken), as whole
+/// milliseconds from the start of simulated time to their timestamps.
+pub fn sink_ms(r: &Router, name: &str) -> Vec<i64> {
+    sim_ns(&sink(r, name))
+        .into_iter()
+        .map(|ns| ns / MS)
+        .collect()
+}
+
 /// One timing-sensitive router at a time in this test binary: a test that
 /// bounds a rate or a time with several threads in real time holds it, so
 /// that two such tests never share the machine's cores (the same lock as

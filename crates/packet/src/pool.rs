@@ -908,118 +908,110 @@ mod tests {
         });
     }
 
-    #[test]
-    fn remote_frees_come_home_in_batches() {
+    /// Makes packets with `make` on a thread of their own (their home
+    /// pool's), frees them with `free` on another thread, which then
+    /// flushes its remote frees, and returns the home pool's statistics
+    /// once they are back, every buffer accounted for.
+    fn freed_elsewhere(
+        make: impl FnOnce() -> Vec<Packet> + Send + 'static,
+        free: impl FnOnce(Vec<Packet>) + Send + 'static,
+    ) -> PoolStats {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<Packet>>();
         let (back_tx, back_rx) = std::sync::mpsc::channel::<()>();
         let home = std::thread::spawn(move || {
-            let ps: Vec<_> = (0..100)
-                .map(|i| Packet::from_slice(&[i as u8]).unwrap())
-                .collect();
-            let id = local_stats().id;
-            assert_eq!(local_stats().in_use(), 100);
-            tx.send(ps).unwrap();
+            tx.send(make()).unwrap();
             back_rx.recv().unwrap();
-            let s = local_stats();
-            assert_eq!(s.in_use(), 0, "all 100 buffers came home");
-            id
+            local_stats()
         });
         let ps = rx.recv().unwrap();
         std::thread::spawn(move || {
-            drop(ps);
+            free(ps);
             flush_remote();
         })
         .join()
         .unwrap();
         back_tx.send(()).unwrap();
-        let id = home.join().unwrap();
-        assert_eq!(outstanding(id), Some(0));
+        let s = home.join().unwrap();
+        assert_eq!(outstanding(s.id), Some(0));
+        s
+    }
+
+    #[test]
+    fn remote_frees_come_home_in_batches() {
+        let s = freed_elsewhere(
+            || {
+                let ps: Vec<_> = (0..100)
+                    .map(|i| Packet::from_slice(&[i as u8]).unwrap())
+                    .collect();
+                assert_eq!(local_stats().in_use(), 100);
+                ps
+            },
+            drop,
+        );
+        assert_eq!(s.in_use(), 0, "all 100 buffers came home");
     }
 
     #[test]
     fn a_dropped_batch_returns_each_buffer_to_its_own_pool_once() {
         use crate::batch::Batch;
-        let (tx, rx) = std::sync::mpsc::channel::<Vec<Packet>>();
-        let (back_tx, back_rx) = std::sync::mpsc::channel::<()>();
-        let home = std::thread::spawn(move || {
-            let ps: Vec<_> = (0..5).map(|_| Packet::new(60).unwrap()).collect();
-            let id = local_stats().id;
-            tx.send(ps).unwrap();
-            back_rx.recv().unwrap();
-            let s = local_stats();
-            assert_eq!((s.created, s.free), (5, 5), "the 5 came home once each");
-            id
-        });
-        let foreign = rx.recv().unwrap();
-        std::thread::spawn(move || {
-            drop(Batch::alloc(32, HEADROOM, 60));
-            let s = local_stats();
-            assert_eq!((s.created, s.free), (32, 32));
-            // Batches of this pool's buffers only: every buffer back on
-            // the free list exactly once, so none is ever created anew.
-            for _ in 0..100 {
-                let b = Batch::alloc(32, HEADROOM, 60);
-                assert_eq!((b.len(), local_stats().free), (32, 0));
-                drop(b);
+        let home = freed_elsewhere(
+            || (0..5).map(|_| Packet::new(60).unwrap()).collect(),
+            |foreign| {
+                drop(Batch::alloc(32, HEADROOM, 60));
                 let s = local_stats();
                 assert_eq!((s.created, s.free), (32, 32));
-            }
-            // A batch mixing this pool's buffers with another's.
-            let mut b = Batch::alloc(10, HEADROOM, 60);
-            let mut mixed = Batch::new();
-            mixed.append(&mut b);
-            for (i, p) in foreign.into_iter().enumerate() {
-                if i % 2 == 0 {
-                    mixed.vec_mut().insert(0, p);
-                } else {
-                    mixed.push(p);
+                // Batches of this pool's buffers only: every buffer back on
+                // the free list exactly once, so none is ever created anew.
+                for _ in 0..100 {
+                    let b = Batch::alloc(32, HEADROOM, 60);
+                    assert_eq!((b.len(), local_stats().free), (32, 0));
+                    drop(b);
+                    let s = local_stats();
+                    assert_eq!((s.created, s.free), (32, 32));
                 }
-            }
-            assert_eq!(mixed.len(), 15);
-            drop(mixed);
-            let s = local_stats();
-            assert_eq!(
-                (s.created, s.free),
-                (32, 32),
-                "only this pool's 10 came back here"
-            );
-            flush_remote();
-        })
-        .join()
-        .unwrap();
-        back_tx.send(()).unwrap();
-        let id = home.join().unwrap();
-        assert_eq!(outstanding(id), Some(0));
+                // A batch mixing this pool's buffers with another's.
+                let mut b = Batch::alloc(10, HEADROOM, 60);
+                let mut mixed = Batch::new();
+                mixed.append(&mut b);
+                for (i, p) in foreign.into_iter().enumerate() {
+                    if i % 2 == 0 {
+                        mixed.vec_mut().insert(0, p);
+                    } else {
+                        mixed.push(p);
+                    }
+                }
+                assert_eq!(mixed.len(), 15);
+                drop(mixed);
+                let s = local_stats();
+                assert_eq!(
+                    (s.created, s.free),
+                    (32, 32),
+                    "only this pool's 10 came back here"
+                );
+            },
+        );
+        assert_eq!(
+            (home.created, home.free),
+            (5, 5),
+            "the 5 came home once each"
+        );
     }
 
     #[test]
     fn oversized_buffers_freed_elsewhere_are_counted_home() {
         // Large buffers go home too (to be released and uncounted there):
         // the pool's accounting closes.
-        let (tx, rx) = std::sync::mpsc::channel::<Vec<Packet>>();
-        let (back_tx, back_rx) = std::sync::mpsc::channel::<()>();
-        let home = std::thread::spawn(move || {
-            let mut ps: Vec<_> = (0..3).map(|_| Packet::new(60).unwrap()).collect();
-            ps.extend((0..2).map(|_| Packet::make(HEADROOM, 4 * BUFFER_SIZE, 0).unwrap()));
-            assert_eq!(local_stats().in_use(), 5);
-            let id = local_stats().id;
-            tx.send(ps).unwrap();
-            back_rx.recv().unwrap();
-            let s = local_stats();
-            assert_eq!(s.in_use(), 0);
-            assert_eq!(s.free, 3, "only the standard buffers are kept");
-            id
-        });
-        let ps = rx.recv().unwrap();
-        std::thread::spawn(move || {
-            drop(ps);
-            flush_remote();
-        })
-        .join()
-        .unwrap();
-        back_tx.send(()).unwrap();
-        let id = home.join().unwrap();
-        assert_eq!(outstanding(id), Some(0));
+        let s = freed_elsewhere(
+            || {
+                let mut ps: Vec<_> = (0..3).map(|_| Packet::new(60).unwrap()).collect();
+                ps.extend((0..2).map(|_| Packet::make(HEADROOM, 4 * BUFFER_SIZE, 0).unwrap()));
+                assert_eq!(local_stats().in_use(), 5);
+                ps
+            },
+            drop,
+        );
+        assert_eq!(s.in_use(), 0);
+        assert_eq!(s.free, 3, "only the standard buffers are kept");
     }
 
     /// A test owner of external buffers: `n` regions of 256 bytes, and

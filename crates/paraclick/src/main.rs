@@ -943,6 +943,10 @@ fn doc(class: Option<&str>, list: bool) -> ExitCode {
 /// as `run` runs a configuration, its control sockets answering the
 /// slices' commands too.
 fn substrate_cmd(a: RunArgs) -> ExitCode {
+    let watch = match watch_stops() {
+        Ok(w) => w,
+        Err(e) => return fail(&e),
+    };
     paraclick_runtime::registry::set_warnings(!a.no_warnings);
     let started = std::time::Instant::now();
     let file = match (&a.input.file, a.input.args.as_slice()) {
@@ -1029,7 +1033,7 @@ fn substrate_cmd(a: RunArgs) -> ExitCode {
     let backend = sub.backend();
     let hot = sub.hot().clone();
     let report = || sub.report();
-    serve_and_report(&a, &hot, backend, started, Some(&report))
+    serve_and_report(&a, &hot, backend, watch, started, Some(&report))
 }
 
 /// A warning when `-j threads` asks for more workers than the CPUs this
@@ -1046,6 +1050,10 @@ fn oversubscribed(threads: usize) -> Option<String> {
 }
 
 fn run(a: RunArgs) -> ExitCode {
+    let watch = match watch_stops() {
+        Ok(w) => w,
+        Err(e) => return fail(&e),
+    };
     paraclick_runtime::registry::set_warnings(!a.no_warnings);
     let started = std::time::Instant::now();
     let (src, defines) = match load(&a.input) {
@@ -1182,16 +1190,42 @@ fn run(a: RunArgs) -> ExitCode {
     };
     let hot = Hot::new(router, reg, hot_opts, a.allow_reconfigure);
     let backend = hot.backend();
-    serve_and_report(&a, &hot, backend, started, None)
+    serve_and_report(&a, &hot, backend, watch, started, None)
+}
+
+/// Catches SIGINT and SIGTERM from the start of a run, before the
+/// configuration is read (a shell's background job starts with SIGINT
+/// ignored: one that came during the build used to be lost, and the
+/// router ran on). The first that comes before the router runs takes
+/// effect once it is built (see `serve_and_report`); a second one quits
+/// at once, so that a build that waits (a configuration from a terminal
+/// or a FIFO) can still be interrupted.
+fn watch_stops() -> Result<stop_watch::StopWatch, String> {
+    let signals = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+    stop_watch::StopWatch::start(&signals, |sig, n| {
+        let name = signal_hook::low_level::signal_name(sig).unwrap_or("signal");
+        if n == 1 {
+            eprintln!(
+                "paraclick: {name} before the router runs: it takes effect once the \
+                 router is built (a second signal quits now)"
+            );
+        } else {
+            eprintln!("paraclick: {name}: a second signal before the router runs: quitting");
+            std::process::exit(128 + sig);
+        }
+    })
+    .map_err(|e| format!("cannot watch for signals: {e}"))
 }
 
 /// Runs `hot` (unless -q) with its control sockets and web view on
-/// `backend`, then prints what the run's options ask for (-h, -x, -t,
-/// --report; `slices`, a substrate's per-slice figures, from `slices`).
+/// `backend`, stopped by the signals `watch` catches, then prints what
+/// the run's options ask for (-h, -x, -t, --report; `slices`, a
+/// substrate's per-slice figures, from `slices`).
 fn serve_and_report(
     a: &RunArgs,
     hot: &std::sync::Arc<Hot>,
     backend: std::sync::Arc<dyn paraclick_runtime::control::Backend>,
+    watch: stop_watch::StopWatch,
     started: std::time::Instant,
     slices: Option<&dyn Fn() -> String>,
 ) -> ExitCode {
@@ -1240,22 +1274,27 @@ fn serve_and_report(
                 Err(e) => return fail(&e),
             }
         }
-        // A Script(TYPE SIGNAL INT) handles INT itself.
-        let signals: Vec<i32> = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
-            .into_iter()
-            .filter(|&sig| !paraclick_runtime::signals::caught(sig))
-            .collect();
+        // INT and TERM stop the router from now on, unless it catches
+        // one itself: a Script(TYPE SIGNAL INT) took INT's disposition
+        // over when it initialized, and gets every INT from then on. One
+        // that came before the router ran is a stop now (the router stops
+        // before its tasks run), or, caught by the router, sent again for
+        // its Script.
         let stopper = hot.clone();
-        let watch = match stop_watch::StopWatch::start(&signals, move || stopper.stop()) {
-            Ok(w) => w,
-            Err(e) => return fail(&format!("cannot watch for signals: {e}")),
-        };
+        let pass_on = watch.arm(paraclick_runtime::signals::caught, move || stopper.stop());
+        for sig in pass_on {
+            if let Err(e) = paraclick_runtime::signals::kill(sig, i64::from(std::process::id())) {
+                eprintln!("paraclick: {e}");
+            }
+        }
         hot.run();
         watch.finish();
         // Let a client that stopped the router get its reply.
         for s in &servers {
             s.shutdown(std::time::Duration::from_millis(500));
         }
+    } else {
+        watch.finish();
     }
     let router = hot.current();
     let mut status = ExitCode::SUCCESS;

@@ -594,15 +594,6 @@ mod tests {
         paraclick_runtime::testing::run(&h.router);
     }
 
-    /// Nanoseconds from the start of simulated time to each packet's
-    /// timestamp.
-    fn sent_at(ps: &[Packet]) -> Vec<i64> {
-        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
-        ps.iter().map(|p| p.timestamp().0 - start).collect()
-    }
-
-    const MS: i64 = 1_000_000;
-
     #[test]
     fn timer_sends_pings_until_limit() {
         let h = sim(
@@ -624,7 +615,7 @@ mod tests {
         assert_eq!(out[0].anno().dst_ip, ip("2.0.0.2"));
         assert_eq!(out[0].network_header_length(), Some(20));
         // One INTERVAL after the start, then one per INTERVAL.
-        assert_eq!(sent_at(&out), [10 * MS, 20 * MS, 30 * MS]);
+        assert_eq!(sim_ns(&out), [10 * MS, 20 * MS, 30 * MS]);
         assert_eq!(h.read("count").unwrap(), "3");
         assert_err(h.read("summary"), "no input: replies are not counted"); // no input
     }
@@ -637,7 +628,7 @@ mod tests {
         );
         run(&h);
         let out = h.output(0);
-        assert_eq!(sent_at(&out), [5 * MS, 10 * MS, 15 * MS, 20 * MS]);
+        assert_eq!(sim_ns(&out), [5 * MS, 10 * MS, 15 * MS, 20 * MS]);
         assert_eq!(out[3].data(), &ping(4, 0, b"")[..]);
         let mut other_id = reply(&out[0], 100);
         other_id.data_mut()[24] = 9;
@@ -714,7 +705,7 @@ mod tests {
         // (100 simulated ms).
         run(&h);
         let out = h.output(0);
-        assert_eq!(sent_at(&out), [0, 5 * MS]);
+        assert_eq!(sim_ns(&out), [0, 5 * MS]);
         assert_eq!(&out[1].data()[16..20], &[3, 0, 0, 3]);
     }
 

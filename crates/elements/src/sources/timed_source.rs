@@ -219,7 +219,7 @@ impl Element for TimedSource {
 
 #[cfg(test)]
 mod tests {
-    use crate::test_kit::{source as harness, try_source as try_harness};
+    use crate::test_kit::{sim_ns, source as harness, try_source as try_harness, MS};
     use paraclick_runtime::testing::{assert_err, run, Harness};
 
     #[test]
@@ -252,15 +252,6 @@ mod tests {
         Harness::simulated(&crate::test_kit::reg(), decl, 0, 1).unwrap()
     }
 
-    /// Nanoseconds from the start of simulated time to each packet's
-    /// timestamp.
-    fn sent_at(ps: &[paraclick_packet::Packet]) -> Vec<i64> {
-        let start = paraclick_runtime::time::SIM_START_SEC * 1_000_000_000;
-        ps.iter().map(|p| p.timestamp().0 - start).collect()
-    }
-
-    const MS: i64 = 1_000_000;
-
     /// Packets go out a timer interval apart; LIMIT and STOP end the run.
     #[test]
     fn limit_and_stop() {
@@ -270,7 +261,7 @@ mod tests {
         assert!(out.iter().all(|p| p.data() == [1, 2]));
         // The first one INTERVAL after the start, then one per INTERVAL,
         // stamped when made.
-        assert_eq!(sent_at(&out), [10 * MS, 20 * MS, 30 * MS, 40 * MS, 50 * MS]);
+        assert_eq!(sim_ns(&out), [10 * MS, 20 * MS, 30 * MS, 40 * MS, 50 * MS]);
         assert_eq!(h.read("count").unwrap(), "5");
     }
 
@@ -289,7 +280,7 @@ mod tests {
              Script(wait 30ms, write e.active true)");
         run(&h.router);
         // Nothing in the 30 ms it was inactive; then one INTERVAL apart.
-        assert_eq!(sent_at(&h.output(0)), [35 * MS, 40 * MS]);
+        assert_eq!(sim_ns(&h.output(0)), [35 * MS, 40 * MS]);
         assert_eq!(h.read("count").unwrap(), "2");
     }
 }

@@ -153,6 +153,24 @@ mod tests {
     }
 
     #[test]
+    fn an_inactive_pull_discard_leaves_its_queue_until_made_active() {
+        // Simulated time: for 10 ms the Discard may not pull; then the
+        // Script's write to `active` gives its task work again, and by
+        // 20 ms it has drained the queue.
+        let r = build_simtime(
+            &reg(),
+            "Idle -> q :: Queue -> d :: Discard(ACTIVE false);
+             s :: Script(export before, wait 10ms, set before $(q.length),
+                         write d.active true, wait 10ms, stop);",
+        );
+        fill(&r, "q", pkts(10, 60));
+        run(&r);
+        assert_eq!(r.read_handler("s.before").unwrap(), "10", "not pulled");
+        assert_eq!(r.read_handler("q.length").unwrap(), "0");
+        assert_eq!(r.read_handler("d.count").unwrap(), "10");
+    }
+
+    #[test]
     fn a_pull_discard_takes_one_packet_a_run_unless_told_a_burst() {
         assert_eq!(left_after_one_run("Discard"), ("1".into(), "9".into()));
         assert_eq!(

@@ -1200,7 +1200,9 @@ mod highwater_tests {
 mod tests {
     use super::Queue;
     use paraclick_packet::{Batch, Packet};
-    use paraclick_runtime::{QueueElement, Router};
+    use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, QueueElement, Router};
+    use std::cell::{Cell, RefCell};
+    use std::sync::Arc;
 
     fn router(q: &str) -> Router {
         let mut reg = crate::registry();
@@ -1313,6 +1315,81 @@ mod tests {
         assert!(!full.active(), "full: no room");
         assert_eq!(pull_all(&r), vec![0, 1]);
         assert!(full.active(), "room again");
+    }
+
+    thread_local! {
+        /// What a `Splice` does between the two parts of a batch.
+        static BETWEEN: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+        /// A `Splice` sends the second part one packet at a time.
+        static ONE_BY_ONE: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Pushes the first three packets of a batch on, runs `BETWEEN`, then
+    /// pushes the rest.
+    struct Splice;
+
+    impl Element for Splice {
+        fn push(&self, cx: &mut Cx<'_>, _port: usize, mut batch: Batch) {
+            let rest = batch.split_off(3);
+            cx.push(0, batch);
+            if let Some(f) = BETWEEN.with(|b| b.borrow_mut().take()) {
+                f();
+            }
+            if ONE_BY_ONE.with(|o| o.get()) {
+                for p in rest {
+                    cx.push_packet(0, p);
+                }
+            } else {
+                cx.push(0, rest);
+            }
+        }
+    }
+
+    fn make_splice(_: &mut ConfigCx<'_>) -> Result<Splice, String> {
+        Ok(Splice)
+    }
+
+    #[test]
+    fn a_push_after_crossing_ends_does_not_overtake_what_was_staged() {
+        // The source's task on thread 0, the puller's on thread 1: the
+        // queue crosses threads, so thread 0 stages what it pushes.
+        let mut reg = crate::registry();
+        reg.register(ClassSpec::element("Splice", "1/1", "h", make_splice));
+        let r = Arc::new(
+            Router::from_str(
+                "src :: InfiniteSource(ACTIVE false) -> sp :: Splice -> q :: Queue(100)
+                   -> uq :: Unqueue(ACTIVE false) -> Discard",
+                &reg,
+                2,
+            )
+            .unwrap(),
+        );
+        r.move_task("src", 0, 0).unwrap();
+        for one_by_one in [false, true] {
+            r.move_task("uq", 0, 1).unwrap();
+            assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+            // Between the parts, with three packets staged on thread 0,
+            // a task move puts producer and consumer on one thread: the
+            // queue no longer crosses, and the second part is pushed
+            // straight into the ring (batch or single-packet path).
+            let mover = r.clone();
+            BETWEEN.with(|b| {
+                *b.borrow_mut() = Some(Box::new(move || {
+                    let q = mover.element::<Queue>("q").unwrap();
+                    assert_eq!((q.ring().len(), q.len()), (0, 3), "three staged");
+                    mover.move_task("uq", 0, 0).unwrap();
+                    assert!(mover.crossing_queues().is_empty());
+                }))
+            });
+            ONE_BY_ONE.with(|o| o.set(one_by_one));
+            r.push_into("sp", 0, numbered(0, 8)).unwrap();
+            assert!(BETWEEN.with(|b| b.borrow().is_none()), "the move ran");
+            assert_eq!(
+                pull_all(&r),
+                (0..8).collect::<Vec<u8>>(),
+                "arrival order (second part one by one: {one_by_one})"
+            );
+        }
     }
 
     #[test]
