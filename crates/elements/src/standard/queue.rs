@@ -382,6 +382,14 @@ impl Queue {
     fn enqueue_special(&self, cx: &mut Cx<'_>, items: &mut impl Items<Packet>) -> usize {
         if self.policy.front_drop {
             self.make_room(cx, items.len());
+            // A batch larger than the queue: its own oldest packets go too,
+            // after those that were queued, so the newest stay.
+            let cap = self.capacity();
+            if items.len() > cap {
+                let mut front = Batch::new();
+                items.take_front(items.len() - cap, |p| front.push(p));
+                self.dropped(cx, front);
+            }
         }
         self.enqueue_plain(cx, items)
     }
@@ -1258,6 +1266,19 @@ mod tests {
         assert_eq!(h(&r, "drops"), "2");
         assert_eq!(r.total_drops(), 2);
         assert_eq!(pull_all(&r), vec![2, 3, 4]);
+    }
+
+    /// A batch larger than the queue keeps its newest packets: the queued
+    /// ones and the batch's oldest are dropped, counted once each.
+    #[test]
+    fn a_front_drop_queue_keeps_the_newest_of_a_batch_larger_than_it() {
+        let r = router("FrontDropQueue(3)");
+        r.push_into("q", 0, numbered(0, 2)).unwrap();
+        r.push_into("q", 0, numbered(2, 7)).unwrap();
+        assert_eq!(h(&r, "drops"), "4");
+        assert_eq!(r.total_drops(), 4);
+        assert_eq!(h(&r, "length"), "3");
+        assert_eq!(pull_all(&r), vec![4, 5, 6]);
     }
 
     #[test]
