@@ -25,6 +25,8 @@
 #      sockets share one UMEM (XDP_SHARED_UMEM): the ToDevice to h2 says
 #      so (umem handler) and sent every datagram without a copy
 #      (sent_direct), frames received on r0 going out of r1 as they are.
+#      At -j 2 the ToDevice to h2, pushed to from both threads, sends on
+#      both queues of r1 (tx_queues: each thread on its own).
 #   2. A router killed with SIGKILL leaves its XDP program on r0; the next
 #      one removes it, saying so, and starts.
 #      After each run every socket's 8192 receive frames are back
@@ -196,7 +198,7 @@ forward() { # LABEL CONF THREADS FAMILY TX-TO-H2 IN-HANDLERS...
   [[ $family == 6 ]] && { ping="ping -6"; dst=2001:db8:2::2; }
   local -a counts=()
   for e in "$@"; do counts+=("$e.count" "$e.mode" "$e.umem_free"); done
-  counts+=("$tx.umem" "$tx.sent_direct" "$tx.sent_copied")
+  counts+=("$tx.umem" "$tx.sent_direct" "$tx.sent_copied" "$tx.tx_queues")
   start_router "$conf" "$threads" "$family" "${counts[@]}" || { fail "$label: router start"; return; }
   if ip netns exec "$H1" $ping -c 3 -i 0.2 -W 2 "$dst" >/dev/null 2>&1; then
     pass "$label: h1 pings h2 through the router"
@@ -254,6 +256,15 @@ forward() { # LABEL CONF THREADS FAMILY TX-TO-H2 IN-HANDLERS...
       pass "$label: both receive queues of r0 read frames ($q0, $q1)"
     else
       fail "$label: r0's queues read $q0 and $q1 frames"
+    fi
+    # Pushed to from both threads, the ToDevice sends each thread's
+    # packets on its own queue of r1: both queues send some.
+    local txq
+    txq=$(h "$tx.tx_queues")
+    if [[ $txq =~ ^0:([0-9]+)\ 1:([0-9]+)$ && ${BASH_REMATCH[1]} -gt 0 && ${BASH_REMATCH[2]} -gt 0 ]]; then
+      pass "$label: $tx sent on both queues of r1, one per thread (tx_queues $txq)"
+    else
+      fail "$label: $tx tx_queues '$txq' (want both queues of r1 sending)"
     fi
   fi
 }

@@ -36,11 +36,17 @@
 //! - `DEVNAME` (string): the interface name.
 //! - `BURST` (unsigned, default 32, at most 65536): most packets pulled per
 //!   task run.
-//! - `QUEUE` (unsigned, default 0): with METHOD XDP, the device queue
-//!   the AF_XDP socket is bound to. Otherwise accepted for compatibility
-//!   with Click's ToDevice: each ToDevice has its own socket, and the
-//!   kernel picks the device transmit queue (by sending CPU where the
-//!   device has several).
+//! - `QUEUE` (unsigned): with METHOD XDP, the device queue the AF_XDP
+//!   socket is bound to. Without it, queue 0; but a ToDevice in push
+//!   context in a router of several threads has a socket on each of
+//!   queues 0 to N-1 (N the threads, or the device's transmit queues if
+//!   fewer), and thread T sends what it pushes on queue T mod N, as the
+//!   kernel's XPS gives CPU i queue i: threads pushing to one ToDevice
+//!   share no socket (before, they took turns on queue 0's, each
+//!   waiting while another's `sendto` ran). Otherwise accepted for
+//!   compatibility with Click's ToDevice: each ToDevice has its own
+//!   socket, and the kernel picks the device transmit queue (by sending
+//!   CPU where the device has several).
 //! - `METHOD` (word, default `LINUX`): `LINUX` (also `PCAP`, `NETMAP`)
 //!   sends through AF_PACKET as above; `XDP` through an AF_XDP socket on
 //!   queue QUEUE of DEVNAME (see docs/AF_XDP.md), shared with the
@@ -76,12 +82,15 @@
 //! - `reset_counts` (write): resets both.
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the socket's mode
 //!   (`XDP native copy`, `XDP native zerocopy`, `XDP generic copy`).
-//! - `umem` (read; METHOD XDP): as for FromDevice.
+//! - `umem` (read; METHOD XDP): as for FromDevice (with several queues,
+//!   queue 0's socket's; `mode` likewise).
 //! - `sent_direct`, `sent_copied` (read; METHOD XDP): packets sent in the
 //!   frame they arrived in, and packets copied into a transmit frame.
 //! - `tx_kicks` (read; METHOD XDP): wake-ups of the kernel to send (one
 //!   `sendto` each where the kernel asks for it, as it always does in
 //!   copy mode).
+//! - `tx_queues` (read; METHOD XDP): the queues it sends on, each with
+//!   the packets sent on it: `0:N 1:M`.
 //! - `tx_budget` (read; METHOD XDP): the frames one wake-up sends at most
 //!   (TX_BUDGET), followed by why, if the kernel refused TX_BUDGET.
 //!
@@ -119,11 +128,15 @@ pub struct ToDevice {
     counts: super::DevCounts,
     /// Sends that failed for good (the first one is reported).
     errors: ErrorCount,
-    /// QUEUE: the transmit queue of METHOD XDP's socket.
-    queue: usize,
-    /// METHOD XDP: the socket's options, and the socket.
+    /// QUEUE: the transmit queue of METHOD XDP's socket, if given.
+    queue: Option<usize>,
+    /// The router's worker threads.
+    nthreads: usize,
+    /// METHOD XDP: the socket's options, and the sockets: one, or in
+    /// push context without QUEUE one per thread (see [`xdp_queues`]),
+    /// by queue.
     xdp: Option<XdpOptions>,
-    xsk: OnceLock<Arc<XskPort>>,
+    xsk: OnceLock<Vec<Arc<XskPort>>>,
     /// TX_BUDGET (METHOD XDP), and whether it was given.
     tx_budget: usize,
     tx_budget_given: bool,
@@ -155,7 +168,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
     let devname = a.read_mp::<String>("DEVNAME");
     let burst_p = a.read_p::<usize>("BURST");
     let burst_k = a.read::<usize>("BURST");
-    let queue = a.read::<usize>("QUEUE").unwrap_or(0);
+    let queue = a.read::<usize>("QUEUE");
     let method = a.read::<String>("METHOD").map(|m| m.to_ascii_uppercase());
     let x = XdpOptions::read(&mut a)?;
     let tx_budget = a.read::<usize>("TX_BUDGET");
@@ -201,6 +214,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
         counts: super::DevCounts::new(cx.nthreads),
         errors: ErrorCount::default(),
         queue,
+        nthreads: cx.nthreads,
         xdp,
         xsk: OnceLock::new(),
         tx_budget: tx_budget.unwrap_or(xdp::DEFAULT_TX_BUDGET),
@@ -213,7 +227,10 @@ impl ToDevice {
     /// Sends `batch` in order. Returns the packets the kernel could not
     /// take yet (in order); emits or drops the rest.
     fn transmit(&self, cx: &mut Cx<'_>, mut batch: Batch) -> Batch {
-        if let Some(x) = self.xsk.get() {
+        if let Some(xs) = self.xsk.get() {
+            // Thread T sends on queue T mod their number (one queue
+            // unless pushed to from several threads without QUEUE).
+            let x = &xs[cx.thread() % xs.len()];
             return self.transmit_xdp(cx, x, batch);
         }
         let Some(fd) = self.fd.get() else {
@@ -309,16 +326,31 @@ impl ToDevice {
     /// With METHOD XDP, wakes the kernel up for the descriptors deferred
     /// sends left on the transmit ring.
     fn flush_xdp(&self, cx: &mut Cx<'_>) {
-        if let Some(errno) = self.xsk.get().and_then(|x| x.flush()) {
-            self.xdp_error(cx, errno);
+        for x in self.xsk.get().into_iter().flatten() {
+            if let Some(errno) = x.flush() {
+                self.xdp_error(cx, errno);
+            }
         }
+    }
+
+    /// The device queues METHOD XDP sends on (see [`xdp_queues`]).
+    fn queues(&self) -> Vec<usize> {
+        let (_, ntx) = xdp::queue_counts(&self.devname);
+        xdp_queues(self.queue, self.pull, self.nthreads, ntx)
+    }
+
+    /// The sum of `f` over the sockets, for the counting handlers.
+    fn xsk_sum(&self, f: impl Fn(&XskPort) -> u64) -> String {
+        self.xsk.get().map_or_else(String::new, |xs| {
+            xs.iter().map(|x| f(x)).sum::<u64>().to_string()
+        })
     }
 
     /// The `mode` handler.
     fn mode(&self) -> String {
         match (&self.xdp, self.xsk.get()) {
             (None, _) => "AF_PACKET".into(),
-            (Some(_), Some(x)) => format!("XDP {}", x.mode()),
+            (Some(_), Some(xs)) => format!("XDP {}", xs[0].mode()),
             (Some(_), None) => "XDP (not open)".into(),
         }
     }
@@ -399,10 +431,29 @@ impl ToDevice {
     }
 }
 
+/// The device queues a METHOD XDP ToDevice sends on: QUEUE if given;
+/// else, pushed to (each thread sends what it pushes) with several
+/// threads, queues 0 to N-1, N the threads or the device's transmit
+/// queues (`ntx`, 0 if unknown) if fewer, thread T sending on queue T mod
+/// N, as the kernel's XPS gives CPU i queue i: the threads then share no
+/// socket, no lock and no kernel transmit path; else (pulled: one task)
+/// queue 0.
+fn xdp_queues(given: Option<usize>, pull: bool, nthreads: usize, ntx: usize) -> Vec<usize> {
+    match given {
+        Some(q) => vec![q],
+        None if pull => vec![0],
+        None => (0..nthreads.min(ntx).max(1)).collect(),
+    }
+}
+
 impl XdpClaims for ToDevice {
     fn xdp_claims(&self) -> Vec<(&str, usize, bool, bool)> {
         match self.xdp {
-            Some(_) => vec![(self.devname.as_str(), self.queue, false, true)],
+            Some(_) => self
+                .queues()
+                .into_iter()
+                .map(|q| (self.devname.as_str(), q, false, true))
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -420,26 +471,23 @@ impl Element for ToDevice {
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("mode", |e, _| e.mode()),
         Handler::read("umem", |e, _| {
-            e.xsk.get().map_or_else(String::new, |x| x.umem_info())
+            e.xsk.get().map_or_else(String::new, |xs| xs[0].umem_info())
         }),
-        Handler::read("sent_direct", |e, _| {
-            e.xsk
-                .get()
-                .map_or_else(String::new, |x| x.tx_counts().0.to_string())
-        }),
-        Handler::read("sent_copied", |e, _| {
-            e.xsk
-                .get()
-                .map_or_else(String::new, |x| x.tx_counts().1.to_string())
-        }),
-        Handler::read("tx_kicks", |e, _| {
-            e.xsk
-                .get()
-                .map_or_else(String::new, |x| x.tx_kicks().to_string())
+        Handler::read("sent_direct", |e, _| e.xsk_sum(|x| x.tx_counts().0)),
+        Handler::read("sent_copied", |e, _| e.xsk_sum(|x| x.tx_counts().1)),
+        Handler::read("tx_kicks", |e, _| e.xsk_sum(XskPort::tx_kicks)),
+        Handler::read("tx_queues", |e, _| {
+            e.xsk.get().map_or_else(String::new, |xs| {
+                let sent = |x: &XskPort| x.tx_counts().0 + x.tx_counts().1;
+                xs.iter()
+                    .map(|x| format!("{}:{}", x.queue(), sent(x)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
         }),
         Handler::read("tx_budget", |e, _| {
-            e.xsk.get().map_or_else(String::new, |x| {
-                let b = x.tx_budget();
+            e.xsk.get().map_or_else(String::new, |xs| {
+                let b = xs[0].tx_budget();
                 match e.tx_budget_refused.get() {
                     Some(why) => format!("{b} ({why})"),
                     None => b.to_string(),
@@ -467,31 +515,35 @@ impl Element for ToDevice {
             return Ok(());
         }
         if let Some(o) = &self.xdp {
-            let (rx, _, pass) = xdp::rings_wanted(ix, &self.devname, self.queue)?;
             let group = xdp::umem_group(ix);
-            let x = xdp::port(
-                &self.devname,
-                self.queue as u32,
-                rx,
-                true,
-                o,
-                pass.as_ref(),
-                &group,
-            )?;
-            if let Err(errno) = x.set_tx_budget(self.tx_budget) {
-                let why = format!(
-                    "the kernel refused TX_BUDGET {} (XDP_MAX_TX_SKB_BUDGET, Linux 6.17): {}; \
-                     each wake-up sends at most {}",
-                    self.tx_budget,
-                    std::io::Error::from_raw_os_error(errno),
-                    x.tx_budget()
-                );
-                if self.tx_budget_given {
-                    eprintln!("{}: {why}", self.devname);
+            let mut socks = Vec::new();
+            for queue in self.queues() {
+                let (rx, _, pass) = xdp::rings_wanted(ix, &self.devname, queue)?;
+                let x = xdp::port(
+                    &self.devname,
+                    queue as u32,
+                    rx,
+                    true,
+                    o,
+                    pass.as_ref(),
+                    &group,
+                )?;
+                if let Err(errno) = x.set_tx_budget(self.tx_budget) {
+                    let why = format!(
+                        "the kernel refused TX_BUDGET {} (XDP_MAX_TX_SKB_BUDGET, Linux 6.17): \
+                         {}; each wake-up sends at most {}",
+                        self.tx_budget,
+                        std::io::Error::from_raw_os_error(errno),
+                        x.tx_budget()
+                    );
+                    if self.tx_budget_given && self.tx_budget_refused.get().is_none() {
+                        eprintln!("{}: {why}", self.devname);
+                    }
+                    let _ = self.tx_budget_refused.set(why);
                 }
-                let _ = self.tx_budget_refused.set(why);
+                socks.push(x);
             }
-            let _ = self.xsk.set(x);
+            let _ = self.xsk.set(socks);
             return Ok(());
         }
         let ifindex = sys::ifindex(&self.devname)?;
@@ -566,6 +618,22 @@ mod tests {
             env: &mut env,
         };
         (reg.get("ToDevice").unwrap().make)(&mut cx).map(|_| ())
+    }
+
+    #[test]
+    fn xdp_threads_send_on_queues_of_their_own() {
+        // QUEUE given: that queue, whatever the threads.
+        assert_eq!(xdp_queues(Some(1), false, 2, 2), vec![1]);
+        // Pulled: one task, queue 0.
+        assert_eq!(xdp_queues(None, true, 2, 2), vec![0]);
+        // Pushed to from two threads, two transmit queues: one each.
+        assert_eq!(xdp_queues(None, false, 2, 2), vec![0, 1]);
+        // As many as the fewer of threads and queues, at least one.
+        assert_eq!(xdp_queues(None, false, 4, 2), vec![0, 1]);
+        assert_eq!(xdp_queues(None, false, 2, 4), vec![0, 1]);
+        assert_eq!(xdp_queues(None, false, 2, 1), vec![0]);
+        assert_eq!(xdp_queues(None, false, 1, 2), vec![0]);
+        assert_eq!(xdp_queues(None, false, 2, 0), vec![0]);
     }
 
     #[test]

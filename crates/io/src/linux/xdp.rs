@@ -493,6 +493,8 @@ pub struct XskPort {
     raw: *mut PcxXsk,
     umem: Arc<Umem>,
     ifindex: i32,
+    /// The device queue it is bound to.
+    queue: u32,
     has_rx: bool,
     has_tx: bool,
     /// "native", "generic", then "zerocopy" or "copy".
@@ -553,6 +555,11 @@ impl XskPort {
     /// `native zerocopy` or `generic copy`.
     pub fn mode(&self) -> &str {
         &self.mode
+    }
+
+    /// The device queue the socket is bound to.
+    pub fn queue(&self) -> u32 {
+        self.queue
     }
 
     /// The socket's descriptor: readable while its receive ring holds
@@ -1614,6 +1621,7 @@ impl Open<'_> {
         Ok(XskPort {
             raw,
             ifindex,
+            queue,
             has_rx: rx,
             has_tx: tx,
             mode: format!("{what} {}", if zc { "zerocopy" } else { "copy" }),
@@ -1665,7 +1673,8 @@ pub trait XdpClaims {
 /// `SHARE_UMEM false`. Sorted. A frame received on any of them can then
 /// be sent on any other without a copy, whichever thread sends it (queue
 /// i of every interface on thread i, as conf/iprouter-veth-2q.click
-/// places them, with one ToDevice per interface pushed from both).
+/// places them, with one ToDevice per interface pushed from both, which
+/// sends each thread's packets on that thread's queue).
 pub fn umem_group(ix: &paraclick_runtime::InitCx<'_>) -> Vec<(String, u32)> {
     let mut on: Vec<(String, u32)> = Vec::new();
     let mut off: Vec<(String, u32)> = Vec::new();
