@@ -580,7 +580,10 @@ impl<E: DriverElement> Role<E> for AsDriver {
 impl<E: RoutingElement> Role<E> for AsRouting {
     const ROUTES: bool = true;
 
-    #[inline]
+    // Always inlined into the fused hop (`run_one`), so that the `Hop`
+    // comes back coded in a register: left out of line (StaticIPLookup's
+    // lookup was), it came back through memory and a jump table.
+    #[inline(always)]
     fn route_packet(e: &E, cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
         e.route_packet(cx, p)
     }

@@ -57,7 +57,8 @@ pub(crate) struct Task {
     pub runs: AtomicU64,
     pub work: AtomicU64,
     /// Cycles spent in the task's runs that did work, estimated from one
-    /// run in [`SAMPLE_EVERY`] (written only by the running thread).
+    /// run in [`SAMPLE_EVERY`] of its thread's (written only by the
+    /// running thread).
     pub cycles: AtomicU64,
     pub migrations: AtomicU64,
     /// Packets the task's element pushed or pulled (profiling only).
@@ -97,7 +98,9 @@ pub const PARK_AFTER: Duration = Duration::from_micros(50);
 /// path; at 61 a task running a million times a second still gives
 /// sixteen thousand samples a second).
 /// Odd, so that the sample does not fall on the same phase of work that
-/// recurs every power-of-two runs (a queue publishing every 16 packets).
+/// recurs every power-of-two runs (a queue publishing every 16 packets);
+/// prime, so that the one count of a thread's runs it is taken from
+/// moves over the tasks of a pass in turn (see `Pass::run_in`).
 pub const SAMPLE_EVERY: u64 = 61;
 
 impl Task {
@@ -795,6 +798,8 @@ struct Pass<'r> {
     due: Vec<crate::timer::TimerEntry>,
     iter: u64,
     epoch: u64,
+    /// Task runs left until the next timed one (see [`SAMPLE_EVERY`]).
+    sample_in: u64,
     /// The share scheduler, if the router's domains have CPU shares
     /// ([`crate::share`]).
     shares: Option<crate::share::Shares>,
@@ -811,6 +816,7 @@ impl<'r> Pass<'r> {
             due: Vec::new(),
             iter: 0,
             epoch: 0,
+            sample_in: SAMPLE_EVERY,
             shares: crate::share::Shares::new(core.domains.as_deref()),
         }
     }
@@ -879,9 +885,9 @@ impl<'r> Pass<'r> {
         }
         let mut work = false;
         // Tasks skipped asleep (each waits on a notifier that unparks
-        // this worker): counted only where a task is skipped, in the
-        // context rather than a register the task loop needs.
-        cx.asleep = 0;
+        // this worker): counted where a task is skipped, kept in the
+        // context after the loop.
+        let mut asleep = 0;
         // Fairness among sources that wait for room: a source skipped
         // because its queue is full changes places with the nearest such
         // source before it in the list, which took the room first.
@@ -891,18 +897,21 @@ impl<'r> Pass<'r> {
         let mut skipped = usize::MAX;
         // Read once a pass rather than once a task run: every run is timed
         // when profiling or share-scheduled; fault domains guard each run.
+        // A plain run is a count and the call; the others go out of line.
         let timed = SHARED || core.profile.is_some();
         let guarded = core.domains.is_some();
+        let special = timed || guarded;
+        let mut sample_in = self.sample_in;
         for r in &self.refs {
             let (id, task) = (r.id, r.task);
             if task.asleep.load(Ordering::Relaxed) {
                 // A source asleep at its closed gate is skipped for its
                 // full queue too (on another thread's wake it may still
                 // be asleep when the source before it takes the room).
-                if task.wait_for_room && skipped == usize::MAX {
-                    skipped = id;
+                if task.wait_for_room {
+                    note_first_skipped(id, &mut skipped);
                 }
-                cx.asleep += 1;
+                asleep += 1;
                 continue;
             }
             if SHARED {
@@ -916,40 +925,27 @@ impl<'r> Pass<'r> {
                 continue;
             }
             cx.current = task.elem;
-            let runs = task.runs.load(Ordering::Relaxed);
-            task.runs.store(runs.wrapping_add(1), Ordering::Relaxed);
-            // Share-scheduled, every run is timed (and charged).
-            let did = if timed || runs.is_multiple_of(SAMPLE_EVERY) {
-                cx.child = 0;
-                cx.task = Some(id);
-                cx.pulled = false;
-                let c0 = clock::cycles();
-                let did = run_task_of(core, guarded, cx, r);
-                let dt = clock::cycles().wrapping_sub(c0);
-                cx.task = None;
-                match &core.profile {
-                    Some(p) => {
-                        p.add(t, task.elem, dt.saturating_sub(cx.child), 0);
-                        bump(&task.cycles, dt);
-                        bump(&ts.busy_cycles, dt);
-                    }
-                    // A task's load is its runs that did work; polling an
-                    // empty queue is what an idle thread does.
-                    None if did => {
-                        let k = if SHARED { 1 } else { SAMPLE_EVERY };
-                        bump(&task.cycles, dt * k);
-                        bump(&ts.busy_cycles, dt * k);
-                    }
-                    None => {}
+            bump_count(&task.runs);
+            // One run in SAMPLE_EVERY of the thread's is timed: a count
+            // down in a register, rather than a remainder of the task's
+            // runs (ten instructions, two of them multiplies, every run).
+            sample_in -= 1;
+            let did = if special || sample_in == 0 {
+                let sampled = sample_in == 0;
+                if sampled {
+                    sample_in = SAMPLE_EVERY;
                 }
-                if SHARED {
-                    if let (Some(sh), Some(d)) = (self.shares.as_mut(), &core.domains) {
-                        sh.charge(d, d.domain(task.elem), dt, did);
-                    }
-                }
-                did
+                run_task_timed::<SHARED>(
+                    core,
+                    t,
+                    cx,
+                    &mut self.shares,
+                    r,
+                    timed || sampled,
+                    guarded,
+                )
             } else {
-                run_task_of(core, guarded, cx, r)
+                r.node.run_task(cx, r.task.index)
             };
             if did {
                 bump_count(&task.work);
@@ -958,6 +954,8 @@ impl<'r> Pass<'r> {
                 crate::notifier::after_idle_run(core, id);
             }
         }
+        self.sample_in = sample_in;
+        cx.asleep = asleep;
         if skipped != usize::MAX {
             let i = self.refs.iter().position(|r| r.id == skipped).unwrap_or(0);
             if let Some(j) = self.refs[..i].iter().rposition(|r| r.task.wait_for_room) {
@@ -1060,6 +1058,57 @@ impl<'r> Pass<'r> {
     }
 }
 
+/// A task run that is not plain: timed (one run in [`SAMPLE_EVERY`] of
+/// the thread's, every run when profiling or share-scheduled; `timed`),
+/// guarded by fault domains (`guarded`), or both. Out of line, so that
+/// the plain run's loop keeps its registers.
+#[inline(never)]
+fn run_task_timed<const SHARED: bool>(
+    core: &Core,
+    t: usize,
+    cx: &mut Cx<'_>,
+    shares: &mut Option<crate::share::Shares>,
+    r: &TaskRef<'_>,
+    timed: bool,
+    guarded: bool,
+) -> bool {
+    if !timed {
+        return run_task_of(core, guarded, cx, r);
+    }
+    let (id, task) = (r.id, r.task);
+    let ts = &core.threads[t];
+    cx.child = 0;
+    cx.task = Some(id);
+    cx.pulled = false;
+    let c0 = clock::cycles();
+    let did = run_task_of(core, guarded, cx, r);
+    let dt = clock::cycles().wrapping_sub(c0);
+    cx.task = None;
+    match &core.profile {
+        Some(p) => {
+            p.add(t, task.elem, dt.saturating_sub(cx.child), 0);
+            bump(&task.cycles, dt);
+            bump(&ts.busy_cycles, dt);
+        }
+        // A task's load is its runs that did work; polling an empty queue
+        // is what an idle thread does. Each sample stands for the
+        // SAMPLE_EVERY runs of the thread's around it, of which this
+        // task's share is, on average, its share of the samples.
+        None if did => {
+            let k = if SHARED { 1 } else { SAMPLE_EVERY };
+            bump(&task.cycles, dt * k);
+            bump(&ts.busy_cycles, dt * k);
+        }
+        None => {}
+    }
+    if SHARED {
+        if let (Some(sh), Some(d)) = (shares.as_mut(), &core.domains) {
+            sh.charge(d, d.domain(task.elem), dt, did);
+        }
+    }
+    did
+}
+
 /// Runs a task: under the router's fault domains if it has any
 /// (`guarded`, see [`crate::fault`]); a router without them pays one test
 /// of a flag the pass read once.
@@ -1108,6 +1157,17 @@ struct Ran {
     hinted: bool,
     /// How many tasks were skipped asleep.
     asleep: usize,
+}
+
+/// Notes `id` as the pass's first task that waits for room and was
+/// skipped (see the fairness rule in [`Pass::run_in`]). Cold: most tasks
+/// skipped asleep are pullers, and the pass loop then pays one test.
+#[cold]
+#[inline(never)]
+fn note_first_skipped(id: usize, skipped: &mut usize) {
+    if *skipped == usize::MAX {
+        *skipped = id;
+    }
 }
 
 /// [`crate::notifier::gated`], noting the first task of the pass that
@@ -2555,6 +2615,7 @@ mod tests {
                 })
             }));
             reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
+            reg.register(ClassSpec::element("Slow", "0/0", "h", |_| Ok(Slow)));
             reg.register(ClassSpec::element("Sleeper", "0/0", "h", |_| {
                 Ok(Sleeper::default())
             }));
@@ -2566,6 +2627,42 @@ mod tests {
                 ..BuildOptions::default()
             };
             Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"))
+        }
+
+        /// A task that always has work and takes a while doing it.
+        struct Slow;
+        impl Element for Slow {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+            fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
+                let mut x = 1u64;
+                for i in 0..200 {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+                }
+                x != 0
+            }
+        }
+
+        /// One run in SAMPLE_EVERY of a thread's is timed, whichever task
+        /// it falls on: two tasks taking turns both get samples (a period
+        /// that divided their turns would time only one of them), and the
+        /// slower one is charged more.
+        #[test]
+        fn both_tasks_taking_turns_are_timed_and_the_slow_one_weighs_more() {
+            let r = router("a :: Busy; s :: Slow;");
+            let runs = |r: &Router| ["a", "s"].map(|n| r.task_runs(n).unwrap());
+            crate::testing::run_until(&r, |r| {
+                runs(r).iter().sum::<u64>() >= 40 * super::super::SAMPLE_EVERY
+            });
+            let cycles = |n: &str| {
+                let e = r.core.names[n];
+                let t = r.core.slots[e].tasks[0];
+                r.core.tasks[t].cycles.load(Ordering::Relaxed)
+            };
+            let (a, s) = (cycles("a"), cycles("s"));
+            assert!(a > 0 && s > a, "cycles: Busy {a}, Slow {s}");
         }
 
         #[test]

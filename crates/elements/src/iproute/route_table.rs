@@ -619,8 +619,8 @@ impl<K: RouteKind> IPRouteLookup<K> {
 
 impl<K: RouteKind> IPRouteLookup<K> {
     /// Looks `p` up and sets its destination annotation: the output port,
-    /// or [`NO_PORT`].
-    #[inline]
+    /// or [`NO_PORT`]. Always inlined: the one-packet hop's whole work.
+    #[inline(always)]
     fn route_one(&self, p: &mut Packet) -> u32 {
         let dst = Self::destination(p);
         // A fixed table is read in place: no guard to hold and release.
@@ -840,7 +840,9 @@ impl<K: RouteKind> IPRouteLookup<K> {
 // One packet (Click's BURST 1 everywhere): a lookup, no scratch vectors,
 // and the hop is fused with the per-packet elements around.
 impl<K: RouteKind> RoutingElement for IPRouteLookup<K> {
-    #[inline]
+    // Always inlined into the fused hop, so that the hop's code comes back
+    // in a register rather than through memory.
+    #[inline(always)]
     fn route_packet(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Hop {
         match self.route_one(p) {
             NO_PORT => Hop::DropFor(NO_ROUTE),
