@@ -43,6 +43,12 @@
 //!   is what a worker napping for a task's time sees change when that
 //!   task, awake, is woken: it was read before the pass.) An unpark that comes before the park is kept by the
 //!   thread's park token, so the park returns at once.
+//! - Asymmetric: a queue crossing threads publishes often and its puller
+//!   goes to sleep seldom (it polls a while first), so the puller makes
+//!   the fence for both ([`Notifier::sleep_heavy`], `membarrier(2)`: a
+//!   fence on every running thread of the process) and the producer's
+//!   publication has none ([`Notifier::wake_unfenced`]). Where the system
+//!   refuses `membarrier`, both sides fence.
 //!
 //! No early wake-up of a gate. A consumer that made room decides to wake
 //! a full notifier on a check of the ring it made earlier; meanwhile the
@@ -189,6 +195,43 @@ impl Notifier {
         }
     }
 
+    /// [`Notifier::sleep`] for a signal whose wakers call
+    /// [`Notifier::wake_unfenced`]: between making the signal inactive
+    /// and re-checking with `still()`, the fence is made on every thread
+    /// of the process at once ([`heavy_fence`]), so that the wakers need
+    /// none of their own.
+    #[inline]
+    pub fn sleep_heavy(&self, cx: &Cx<'_>, still: impl FnOnce() -> bool) {
+        if self.sig.active() {
+            if let Some(g) = self.sig.deactivate(cx.core) {
+                // Without the fence on the wakers' threads, asleep is not
+                // safe: the signal stays active and the listeners poll.
+                if !heavy_fence() || !still() {
+                    self.sig.wake_from(cx.core, g);
+                }
+            }
+        }
+    }
+
+    /// [`Notifier::wake`] for a signal whose sleepers call
+    /// [`Notifier::sleep_heavy`]: no fence of the caller's own where the
+    /// system makes the sleepers' fences reach this thread
+    /// ([`light_wakes`]), a fence otherwise. A producer publishing to a
+    /// queue drained on another core pays for it at every publication: a
+    /// fence waits for the publication's stores, whose lines the polling
+    /// consumer has just read.
+    #[inline]
+    pub fn wake_unfenced(&self, cx: &Cx<'_>) {
+        if light_wakes() {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        if !self.sig.active() {
+            self.sig.wake(cx.core);
+        }
+    }
+
     /// The condition ended on a path where every listener runs on the
     /// calling thread (the queue is not crossing): wakes listeners if the
     /// signal was inactive. One relaxed load when it is active.
@@ -232,6 +275,39 @@ impl Notifier {
             self.sig.wake_checked(hx.core, ready);
         }
     }
+}
+
+/// Whether [`heavy_fence`] makes a fence on every running thread of the
+/// process (`membarrier(2)`, private expedited, registered at the first
+/// call), so that wakers paired with [`Notifier::sleep_heavy`] may skip
+/// theirs. Decided once: false where the system refuses it (an old
+/// kernel, a seccomp filter), and every pair then fences on both sides.
+pub fn light_wakes() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        use rustix::thread::{membarrier, MembarrierCommand};
+        membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+            && membarrier(MembarrierCommand::PrivateExpedited).is_ok()
+    })
+}
+
+/// A sequentially consistent fence on the calling thread and, where
+/// [`light_wakes`], on every other thread of the process that is running
+/// (the kernel interrupts their CPUs; a thread off its CPU passed a full
+/// barrier when it left it): the heavy side of an asymmetric Dekker pair.
+/// A waker that stored, then loads without a fence of its own, either
+/// loaded before this call's fence on its CPU (its store is then visible
+/// to this thread's loads after the call) or after it (and sees this
+/// thread's store before the call). False if the system failed to make
+/// it (registered, the call fails only for want of kernel memory): the
+/// caller must then not rely on the other threads' fences.
+pub fn heavy_fence() -> bool {
+    fence(Ordering::SeqCst);
+    if !light_wakes() {
+        return true;
+    }
+    use rustix::thread::{membarrier, MembarrierCommand};
+    membarrier(MembarrierCommand::PrivateExpedited).is_ok()
 }
 
 impl Signal {

@@ -851,6 +851,16 @@ impl Router {
             .sum()
     }
 
+    /// Times a notifier woke a task of worker `thread` (a push into an
+    /// empty queue its puller slept on, room in a full queue its source
+    /// waited on); 0 for a thread the router does not have.
+    pub fn task_wakes(&self, thread: usize) -> u64 {
+        self.core
+            .threads
+            .get(thread)
+            .map_or(0, |t| t.wakes.load(Ordering::Relaxed))
+    }
+
     /// Whether a worker is parked now waiting for a handler write (a task
     /// of it said [`crate::Cx::wake_when_written`]), and the times a
     /// handler write has unparked one so.

@@ -283,6 +283,9 @@ pub(crate) fn run_workers(core: &Core) {
         crate::core::run_handover(core);
         return;
     }
+    // Registers the process for the notifiers' heavy fence now rather
+    // than in a producer's first publication.
+    let _ = crate::notifier::light_wakes();
     let c0 = clock::cycles();
     if core.clock.is_simulated() {
         std::thread::scope(|s| {

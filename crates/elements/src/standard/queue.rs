@@ -27,7 +27,11 @@
 //! capacity is kept so), so sources on several threads that push whole
 //! bursts never overflow a queue they wait on. Packets are still accepted
 //! up to CAPACITY; with one source pushing one packet at a time, full
-//! means full, as in Click.
+//! means full, as in Click. Across threads (the pullers on another
+//! thread than a source) a wake-up costs both threads cache lines the
+//! other wrote last, so there the pullers poll an empty queue for 20 µs
+//! before they sleep, and the sources are woken once a quarter of the
+//! queue is free again rather than as soon as one burst fits.
 //!
 //! The queue is a bounded ring with separate producer and consumer cache
 //! lines and burst transfers (DPDK rte_ring style). The runtime chooses its
@@ -117,6 +121,12 @@ const MIN_MAX_CAPACITY: usize = 4096;
 /// `Queue::emptied`).
 pub const IDLE_PULLS_BEFORE_SLEEP: u32 = 8;
 
+/// How long a puller of a queue whose producer runs on another thread
+/// finds it empty before it sleeps (see `Queue::emptied`): longer than a
+/// producer takes between two publications, and the odd interrupt; less
+/// than its worker spins before it parks ([`paraclick_runtime::sched::PARK_AFTER`]).
+pub const CROSSING_POLL: std::time::Duration = std::time::Duration::from_micros(20);
+
 /// What distinguishes the classes of the queue family; everything else is
 /// this file's one implementation.
 #[derive(Clone, Copy, Debug)]
@@ -180,6 +190,10 @@ pub struct Queue {
     /// that may run at the same time (at most half the capacity), see
     /// [`full_at`].
     full_at: AtomicUsize,
+    /// The length below which a pull wakes the sources waiting for room:
+    /// `full_at` on a queue whose producers run on the puller's thread;
+    /// lower on a crossing queue (see [`refill_at`]).
+    refill_at: AtomicUsize,
     /// The largest batch pushed so far (a source's burst).
     max_burst: AtomicUsize,
     /// Empty pulls in a row since the last that took packets (consumer
@@ -196,6 +210,8 @@ pub struct Queue {
     mixed: Mutex<Mixed>,
     /// Packets in `mixed`.
     lifo_len: AtomicUsize,
+    /// [`CROSSING_POLL`] in cycles of the clock.
+    poll_cycles: u64,
 }
 
 /// MixedQueue's two sides. The queue, head first, is `lifo` newest first,
@@ -227,6 +243,12 @@ struct Stage {
     /// Where the next publication will write in the ring (for the
     /// prefetch; a hint).
     next: usize,
+    /// Consumer side of a crossing queue: when this thread's pulls began
+    /// to find it empty (cycles; 0: the last pull took packets), see
+    /// [`Queue::emptied`]. Here, on the consumer thread's own line, rather
+    /// than beside `idle_pulls`, which shares a line with what the
+    /// producer reads on every push.
+    empty_since: u64,
 }
 
 pub fn spec() -> ClassSpec {
@@ -295,6 +317,22 @@ fn full_at(policy: Policy, capacity: usize, burst: usize, sources: usize) -> usi
     capacity - (burst * sources.max(1) - 1).min(capacity / 2)
 }
 
+/// The length below which a pull from a queue full at `full_at` (of
+/// `capacity`) wakes the sources waiting for room: on a crossing queue,
+/// once a quarter of the capacity is free again (at most half of
+/// `full_at` down, at least 1), so that a source pushes a run of packets
+/// per wake-up. A wake-up on another thread is a few lines that thread
+/// wrote last, taken back one after the other by each side; woken as soon
+/// as one burst fitted, a source faster than its consumer was woken and
+/// stopped again for every pull. The consumer still has three quarters of
+/// a queue to take meanwhile. Without crossing, `full_at` (Click's).
+fn refill_at(full_at: usize, capacity: usize, crossing: bool) -> usize {
+    if !crossing {
+        return full_at;
+    }
+    full_at.saturating_sub(capacity / 4).max(full_at / 2).max(1)
+}
+
 impl Queue {
     pub fn new(
         capacity: usize,
@@ -341,6 +379,7 @@ impl Queue {
             empty: Notifier::new(),
             full: Notifier::new(),
             full_at: AtomicUsize::new(capacity),
+            refill_at: AtomicUsize::new(capacity),
             max_burst: AtomicUsize::new(1),
             idle_pulls: AtomicU32::new(0),
             nthreads,
@@ -348,6 +387,9 @@ impl Queue {
             special: policy.front_drop || policy.lifo_input,
             mixed: Mutex::new(Mixed::default()),
             lifo_len: AtomicUsize::new(0),
+            poll_cycles: (CROSSING_POLL.as_secs_f64()
+                * paraclick_runtime::clock::rough_cycles_per_second())
+                as u64,
         }
     }
 
@@ -473,6 +515,9 @@ impl Queue {
             sources,
         );
         self.full_at.store(m, Ordering::Relaxed);
+        let crossing = self.crossing.load(Ordering::Relaxed);
+        self.refill_at
+            .store(refill_at(m, self.capacity(), crossing), Ordering::Relaxed);
     }
 
     /// A larger burst than before arrives: the full mark keeps room for
@@ -486,27 +531,37 @@ impl Queue {
         }
     }
 
-    /// A pull found the queue empty. On a queue whose producers run on
-    /// the puller's thread, pull tasks may sleep (the empty notifier goes
-    /// inactive, unless a push came meanwhile) after
-    /// [`IDLE_PULLS_BEFORE_SLEEP`] empty pulls in a row: the delay keeps a
+    /// A pull found the queue empty. Pull tasks may sleep (the empty
+    /// notifier goes inactive, unless a push came meanwhile) after a few
+    /// empty pulls in a row: [`IDLE_PULLS_BEFORE_SLEEP`] on a queue whose
+    /// producers run on the puller's thread, where the delay keeps a
     /// puller that empties the queue on every run (a BURST 1 source
     /// feeding a puller on its own thread) from paying a sleep here and a
-    /// wake-up in the next push, with their fences, once per packet, and an
-    /// idle puller polls only a few more times before it sleeps. On a
-    /// crossing queue the puller sleeps at once (see below): the delay
-    /// cost the 2-thread fake IP router 15% (multicore suite, 3 rounds
-    /// alternating with and without it).
+    /// wake-up in the next push, with their fences, once per packet. On a
+    /// crossing queue, once the pulls have found it empty for
+    /// [`CROSSING_POLL`]: a puller that slept at every empty pull cost
+    /// the producer a wake-up per published stage, lines the puller's
+    /// thread wrote last (the signal, the task's sleep flag, its worker's
+    /// count of wakes) each taken back with a locked instruction, one
+    /// after the other; and a count of pulls (64) ended sooner than a
+    /// BURST 1 producer's next publication where a pass is short.
     #[inline]
-    fn emptied(&self, cx: &Cx<'_>) {
+    fn emptied(&self, cx: &mut Cx<'_>) {
         if !self.empty.active() {
             return;
         }
         if self.crossing.load(Ordering::Relaxed) {
-            // Producer on another thread: a puller that kept polling
-            // would read the ring's lines while the producer writes them;
-            // it sleeps at once, and the producer's publish (one per
-            // staged batch) wakes it.
+            let now = paraclick_runtime::clock::cycles().max(1);
+            let poll = self.poll_cycles;
+            let s = self.stages.get(cx);
+            if s.empty_since == 0 {
+                s.empty_since = now;
+                return;
+            }
+            if now.wrapping_sub(s.empty_since) < poll {
+                return;
+            }
+            s.empty_since = 0;
             return self.sleep_empty(cx);
         }
         let n = self.idle_pulls.load(Ordering::Relaxed) + 1;
@@ -520,9 +575,13 @@ impl Queue {
 
     /// A pull took packets: the count of empty pulls starts again.
     #[inline]
-    fn not_empty(&self) {
+    fn not_empty(&self, cx: &mut Cx<'_>) {
         if self.idle_pulls.load(Ordering::Relaxed) != 0 {
             self.idle_pulls.store(0, Ordering::Relaxed);
+        }
+        let s = self.stages.get(cx);
+        if s.empty_since != 0 {
+            s.empty_since = 0;
         }
     }
 
@@ -531,9 +590,13 @@ impl Queue {
     fn sleep_empty(&self, cx: &Cx<'_>) {
         // Both tails read, not `len_fresh`: the consumer must not write the
         // producer's cache line (see `has_room_seen_by_consumer`).
-        self.empty.sleep(cx, || {
-            self.ring.is_empty() && self.lifo_len.load(Ordering::SeqCst) == 0
-        });
+        let still = || self.ring.is_empty() && self.lifo_len.load(Ordering::SeqCst) == 0;
+        if self.crossing.load(Ordering::Relaxed) {
+            // The producer's publication does not fence (see `pushed`).
+            self.empty.sleep_heavy(cx, still);
+        } else {
+            self.empty.sleep(cx, still);
+        }
     }
 
     /// After packets left the ring: wakes sources that waited for room.
@@ -545,8 +608,9 @@ impl Queue {
     fn pulled(&self, cx: &Cx<'_>) {
         if self.policy.full_note {
             let crossing = self.crossing.load(Ordering::Relaxed);
-            self.full
-                .wake_if(cx, crossing, || self.has_room_seen_by_consumer());
+            self.full.wake_if(cx, crossing, || {
+                self.ring.len() < self.refill_at.load(Ordering::Relaxed)
+            });
         }
     }
 
@@ -574,7 +638,7 @@ impl Queue {
             self.emptied(cx);
             return None;
         }
-        self.not_empty();
+        self.not_empty(cx);
         self.pulled(cx);
         Some(b)
     }
@@ -596,7 +660,7 @@ impl Queue {
             }
             return None;
         }
-        self.not_empty();
+        self.not_empty(cx);
         self.pulled(cx);
         if self.crossing.load(Ordering::Relaxed) {
             self.prefetch_taken(&b);
@@ -659,7 +723,10 @@ impl Queue {
     fn pushed(&self, cx: &mut Cx<'_>, crossing: bool) {
         if self.policy.empty_note {
             if crossing {
-                self.empty.wake(cx);
+                // Paired with the puller's heavy fence as it goes to
+                // sleep (`sleep_empty`), which comes seldom: a crossing
+                // queue's puller polls a while first.
+                self.empty.wake_unfenced(cx);
             } else {
                 self.empty.wake_local(cx);
             }
@@ -814,7 +881,10 @@ impl Queue {
         drop(m);
         self.highwater.fetch_max(len, Ordering::Relaxed);
         self.dropped(cx, out);
-        self.pushed(cx, true);
+        if self.policy.empty_note {
+            // Fenced: the puller, crossing or not, may sleep either way.
+            self.empty.wake(cx);
+        }
     }
 
     pub fn ring(&self) -> &Ring<Packet> {
@@ -1121,7 +1191,7 @@ impl QueueElement for Queue {
         match self.ring.pop(&c) {
             Some(p) => {
                 let drained = self.ring.drained_hint(&c);
-                self.not_empty();
+                self.not_empty(cx);
                 self.pulled(cx);
                 cx.note_drained(drained);
                 Some(p)
