@@ -128,16 +128,23 @@ fn prometheus_scrapes_the_counters_and_computes_a_rate() {
     let (addr, _) = url.split_once('/').unwrap();
     assert!(addr.starts_with("127.0.0.1:"), "{url}");
     let mport: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
-    // Our own scrape first: the series are there.
-    let (code, text) = get(mport, "/metrics").unwrap();
-    assert_eq!(code, 200, "{text}");
-    for want in [
+    // Our own scrape first: the series are there (a drop's series once
+    // the first packet has been dropped, a few milliseconds in).
+    let wants = [
         "paraclick_element_packets_total{element=\"c\",class=\"Counter\"}",
         "paraclick_queue_length{element=\"q\",class=\"Queue\"}",
         "paraclick_element_drops_total{element=\"chk\",class=\"CheckIPHeader\",reason=",
         "paraclick_thread_polls_total{thread=\"0\"}",
-    ] {
-        assert!(text.contains(want), "{want}: {text}");
+    ];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (code, text) = get(mport, "/metrics").unwrap();
+        assert_eq!(code, 200, "{text}");
+        match wants.iter().find(|w| !text.contains(*w)) {
+            None => break,
+            Some(want) if Instant::now() > deadline => panic!("{want}: {text}"),
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
     }
     // The web view serves the same.
     let web = after(&err, "paraclick: web view on http://");
