@@ -76,7 +76,9 @@
 # redirect: softirq time of the generator's CPUs: the redirect, r0's
 # receive of the frame and the send to h2), and "cycles", the same at the cycle
 # counter's rate (lscpu's MHz); "CPU", the router's share of its CPUs
-# there; "pps/CPU-s", packets forwarded per second of router CPU (what a
+# there, over the window in which packets were offered (the generator's
+# sending time, not its start-up or the drain after it: a saturated
+# router reads ~100%); "pps/CPU-s", packets forwarded per second of router CPU (what a
 # router with dedicated cores would forward, if nothing else limits); and
 # "limit": what stopped the first lossy rate above it: "generator@X%"
 # (it fell short; X its CPU share), "router-cpu" (router at >= 90% of its
