@@ -132,9 +132,15 @@ measure() {
       # The redirect runs in r0's NAPI poll, on the sending CPU(s).
       softirq=$gen ;;
     paraclick)
+      # Its CPU is its threads' (schedstat, which holds the softirqs run
+      # inside their system calls): the CPUs' softirq time at -j 2 is
+      # mostly r0's receive, run for the generator, and counted the
+      # router's own a second time.
+      softirq=
       # shellcheck disable=SC2086
       ROUTER_DEFINES="$defines" paraclick_router "$conf" "$threads" ;;
     click)
+      softirq=
       ROUTER_DEFINES="$defines" click_router "$conf" || return 0 ;;
   esac
   if [[ ${RT:-0} == 1 && -n $ROUTER_PID ]]; then
