@@ -289,7 +289,7 @@ generator() { # RATE N
 # One trial at RATE packets/s for SECS: prints "sent received achieved_rate"
 # (and leaves the CPU figures in $TMP/trial.info).
 trial() { # RATE
-  local rate=$1 n before after out count achieved gcpu=0 c0 c1 w0 w1
+  local rate=$1 n before after out count achieved gcpu=0 c0 c1 w0 w1 win=0
   n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN { printf "%d", r * s }')
   before=$(rx_h2)
   c0=$(router_cpu_ns)
