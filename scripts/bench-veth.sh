@@ -76,7 +76,9 @@
 # redirect: softirq time of the generator's CPUs: the redirect, r0's
 # receive of the frame and the send to h2), and "cycles", the same at the cycle
 # counter's rate (lscpu's MHz); "CPU", the router's share of its CPUs
-# there; "pps/CPU-s", packets forwarded per second of router CPU (what a
+# there, over the window in which packets were offered (the generator's
+# sending time, not its start-up or the drain after it: a saturated
+# router reads ~100%); "pps/CPU-s", packets forwarded per second of router CPU (what a
 # router with dedicated cores would forward, if nothing else limits); and
 # "limit": what stopped the first lossy rate above it: "generator@X%"
 # (it fell short; X its CPU share), "router-cpu" (router at >= 90% of its
@@ -130,9 +132,15 @@ measure() {
       # The redirect runs in r0's NAPI poll, on the sending CPU(s).
       softirq=$gen ;;
     paraclick)
+      # Its CPU is its threads' (schedstat, which holds the softirqs run
+      # inside their system calls): the CPUs' softirq time at -j 2 is
+      # mostly r0's receive, run for the generator, and counted the
+      # router's own a second time.
+      softirq=
       # shellcheck disable=SC2086
       ROUTER_DEFINES="$defines" paraclick_router "$conf" "$threads" ;;
     click)
+      softirq=
       ROUTER_DEFINES="$defines" click_router "$conf" || return 0 ;;
   esac
   if [[ ${RT:-0} == 1 && -n $ROUTER_PID ]]; then

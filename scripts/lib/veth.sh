@@ -26,11 +26,16 @@
 #                        in softirq on the sending CPU, at the end of each
 #                        batch of 64 frames, as the paraclick generator's
 #                        send ran r0's receive backlog there.
-# Each trial leaves "ROUTER_NS GEN_CPU_S WALL_S" in $TMP/trial.info: the
-# router's CPU time over the trial (router_cpu_ns, below), the generator's
-# CPU seconds (xdp only, else 0) and the trial's wall seconds; and
+# Each trial leaves "ROUTER_NS GEN_CPU_S WALL_S WINDOW_NS WINDOW_S" in
+# $TMP/trial.info: the router's CPU time over the trial (router_cpu_ns,
+# below), the generator's CPU seconds (xdp only, else 0), the trial's wall
+# seconds (generator start-up and the 0.3 s drain included), the router's
+# CPU time from the trial's start until the generator exits, and the
+# generator's sending time (xdp: its own clock from the first packet;
+# paraclick: count / rate): the window in which packets were offered; and
 # "SOFTIRQ_NS T0,T1,..." in $TMP/trial.more: the softirq time of all CPUs
-# (/proc/stat) and each router worker thread's CPU ns over the trial.
+# (/proc/stat) and each router worker thread's CPU ns, until the generator
+# exits. CPU shares are of the window: a saturated router reads ~100%.
 
 veth_setup() { # NAME PREFIX FAMILY BIN SECS
   NAME=$1
@@ -284,11 +289,11 @@ generator() { # RATE N
 # One trial at RATE packets/s for SECS: prints "sent received achieved_rate"
 # (and leaves the CPU figures in $TMP/trial.info).
 trial() { # RATE
-  local rate=$1 n before after out count achieved gcpu=0 c0 c1 w0 w1
+  local rate=$1 n before after out count achieved gcpu=0 c0 c1 w0 w1 win=0
   n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN { printf "%d", r * s }')
   before=$(rx_h2)
   c0=$(router_cpu_ns)
-  local t0 s0 t1 s1
+  local t0 s0
   t0=$(router_thread_ns)
   s0=$(softirq_ns)
   w0=$(date +%s%N)
@@ -296,25 +301,31 @@ trial() { # RATE
     # shellcheck disable=SC2086
     out=$(ip netns exec "$H1" ${GEN_CHRT:-} "$TMP/xdpgen" "$TMP/xdpgen.bpf.o" eth0 02:00:00:00:01:02 02:00:00:00:01:01 \
       "$H1_ADDR" "$H2_ADDR" "$rate" "$n" "${GEN_CPUS:-$GEN_CPU}" 2>/dev/null || true)
-    read -r _ count _ _ _ achieved _ gcpu <<<"$out"
+    read -r _ count _ win _ achieved _ gcpu <<<"$out"
   else
     out=$(ip netns exec "$H1" taskset -c "$GEN_CPU" "$BIN" --no-pin -h src.count -h src.rate \
       -e "$(generator "$rate" "$n")" 2>/dev/null)
     count=$(awk '/^src.count:/ { getline; print; exit }' <<<"$out")
     achieved=$(awk '/^src.rate:/ { getline; print; exit }' <<<"$out")
+    win=$(awk -v c="${count:-0}" -v a="${achieved:-0}" 'BEGIN { if (a > 0) printf "%.6f", c / a; else print 0 }')
   fi
+  # The offered window ends here: the router's CPU from the trial's start
+  # to now (before the drain below) is its CPU while packets were offered,
+  # plus what it spent idle while the generator started up.
+  local cw tw sw
+  cw=$(router_cpu_ns)
+  tw=$(router_thread_ns)
+  sw=$(softirq_ns)
   sleep 0.3
   after=$(rx_h2)
   w1=$(date +%s%N)
   c1=$(router_cpu_ns)
-  t1=$(router_thread_ns)
-  s1=$(softirq_ns)
   # Per worker thread: its CPU ns over the trial, comma-separated.
   local per
-  per=$(awk -v a="$t0" -v b="$t1" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+  per=$(awk -v a="$t0" -v b="$tw" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
     for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? "," : ""), y[i] - x[i]; if (n == 0) printf "-" }')
-  echo "$((c1 - c0)) ${gcpu:-0} $(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" >"$TMP/trial.info"
-  echo "$((s1 - s0)) $per" >"$TMP/trial.more"
+  echo "$((c1 - c0)) ${gcpu:-0} $(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') $((cw - c0)) ${win:-0}" >"$TMP/trial.info"
+  echo "$((sw - s0)) $per" >"$TMP/trial.more"
   echo "${count:-0} $((after - before)) ${achieved:-0}"
 }
 
@@ -348,11 +359,14 @@ search() { # LABEL [START] [MAX]
   while :; do
     for _ in 1 2; do
       read -r sent recv ach < <(trial "$rate")
-      read -r rns gcpu wall <"$TMP/trial.info"
+      read -r rns gcpu wall wns win <"$TMP/trial.info"
+      # Shares are of the offered window (the generator's sending time):
+      # the whole trial also holds its start-up and the drain.
+      if awk -v w="$win" 'BEGIN { exit !(w > 0) }'; then wall=$win; else wns=$rns; fi
       read -r sirq per <"$TMP/trial.more"
       ok=$(awk -v s="$sent" -v r="$recv" -v a="$ach" -v t="$rate" \
         'BEGIN { print (s > 0 && a >= 0.97 * t && r >= 0.999 * s) ? 1 : 0 }')
-      share=$(awk -v n="$rns" -v w="$wall" -v t="$threads" 'BEGIN { printf "%.2f", (w > 0) ? n / 1e9 / w / t : 0 }')
+      share=$(awk -v n="$wns" -v w="$wall" -v t="$threads" 'BEGIN { printf "%.2f", (w > 0) ? n / 1e9 / w / t : 0 }')
       pns=$(awk -v n="$rns" -v r="$recv" 'BEGIN { printf "%.0f", (r > 0) ? n / r : 0 }')
       gshare=$(awk -v c="$gcpu" -v w="$wall" -v g="$ngen" 'BEGIN { printf "%.2f", (w > 0) ? c / w / g : 0 }')
       printf '  %-16s offered %9d pps  generated %9.0f pps  sent %9d  received %9d  %-9s router CPU %4.0f%% %6d ns/pkt  gen CPU %4.0f%%  threads %s  softirq %s\n' \
@@ -367,7 +381,7 @@ search() { # LABEL [START] [MAX]
     else
       bad=$rate
       local used gen left
-      used=$(awk -v n="$rns" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0) ? n / 1e9 / w : 0 }')
+      used=$(awk -v n="$wns" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0) ? n / 1e9 / w : 0 }')
       gen=$(awk -v c="$gcpu" -v w="$wall" 'BEGIN { printf "%.2f", (w > 0) ? c / w : 0 }')
       left=$(awk -v c="$NCPU" -v g="$gen" 'BEGIN { l = c - g; printf "%.2f", (l > 0) ? l : 0 }')
       echo "$used $gen $left $(awk -v l="$left" -v n="$good_ns" 'BEGIN { printf "%.0f", (n > 0) ? l * 1e9 / n : 0 }') $(awk -v p="$per" -v w="$wall" 'BEGIN {
