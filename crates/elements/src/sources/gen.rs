@@ -181,7 +181,7 @@ pub const MAX_LIMIT: i64 = COUNT_MASK as i64;
 /// Checks a LIMIT (configuration or `limit` handler) against
 /// [`MAX_LIMIT`]; a larger one would wrap the count into the generation
 /// bits. Negative means no limit.
-pub fn check_limit(limit: i64) -> Result<i64, String> {
+fn check_limit(limit: i64) -> Result<i64, String> {
     if limit > MAX_LIMIT {
         return Err(format!(
             "LIMIT {limit} is too large: the maximum is {MAX_LIMIT} (2^48-1)"
@@ -198,16 +198,20 @@ const CREDIT_CHUNK: u64 = 32;
 const CREDIT_MASK: u64 = 0xffff_ffff;
 
 impl Limit {
-    /// `limit < 0` means no limit.
-    pub fn new(limit: i64, stop: bool, end_call: Option<(String, String)>) -> Limit {
-        Limit {
-            limit: AtomicI64::new(limit),
+    /// `limit < 0` means no limit; above [`MAX_LIMIT`], an error.
+    pub fn new(
+        limit: i64,
+        stop: bool,
+        end_call: Option<(String, String)>,
+    ) -> Result<Limit, String> {
+        Ok(Limit {
+            limit: AtomicI64::new(check_limit(limit)?),
             claimed: AtomicU64::new(0),
             done: AtomicBool::new(false),
             stop,
             end_call,
             credit: AtomicU64::new(0),
-        }
+        })
     }
 
     /// Claims one packet for a source's own task, the one caller that runs
@@ -271,7 +275,9 @@ impl Limit {
     }
 
     /// Changes the limit (a `limit` handler); the source may run again.
-    pub fn set(&self, limit: i64) {
+    /// Above [`MAX_LIMIT`], an error and no change.
+    pub fn set(&self, limit: i64) -> Result<(), String> {
+        let limit = check_limit(limit)?;
         // Unspent credit goes back before the limit changes.
         let unspent = self.unspent();
         let _ = self
@@ -281,6 +287,7 @@ impl Limit {
             });
         self.limit.store(limit, Ordering::Relaxed);
         self.done.store(false, Ordering::Release);
+        Ok(())
     }
 
     /// Whether a limit is set.
@@ -649,7 +656,7 @@ mod tests {
     fn a_reset_while_the_task_claims_at_the_limit_lets_a_whole_round_out() {
         const ROUNDS: u64 = 20_000;
         const LIMIT: u64 = 100;
-        let l = Limit::new(LIMIT as i64, false, None);
+        let l = Limit::new(LIMIT as i64, false, None).unwrap();
         let got = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -842,12 +849,6 @@ mod tests {
         assert_eq!(p.take(t0 + std::time::Duration::from_millis(1001), 32), 1);
     }
 
-    /// A source faster than one packet per burst window (here 100,000 a
-    /// second, 10 µs apart) sends in bursts: nothing until the first
-    /// packet has waited the window less an interval, then all that is
-    /// due, in as many takes as needed; the next burst is a window
-    /// later. Over a second it sends its rate to within one burst, and
-    /// `--busy-poll` spaces every packet.
     /// At 10,000,000 a second a 1 ms burst would be 10,000 packets, ten
     /// times a default Queue: a burst holds at most BURST_MAX_PACKETS,
     /// so the window shrinks to 512 intervals (51.2 µs).
@@ -866,6 +867,12 @@ mod tests {
         );
     }
 
+    /// A source faster than one packet per burst window (here 100,000 a
+    /// second, 10 µs apart) sends in bursts: nothing until the first
+    /// packet has waited the window less an interval, then all that is
+    /// due, in as many takes as needed; the next burst is a window
+    /// later. Over a second it sends its rate to within one burst, and
+    /// `--busy-poll` spaces every packet.
     #[test]
     fn fast_rates_go_in_bursts_and_keep_their_rate() {
         let us = std::time::Duration::from_micros(1);
@@ -904,7 +911,7 @@ mod tests {
 
     #[test]
     fn limit_claims() {
-        let l = Limit::new(5, false, None);
+        let l = Limit::new(5, false, None).unwrap();
         assert_eq!(l.claim(3), 3);
         assert!(!l.exhausted());
         assert_eq!(l.claim(3), 2);
@@ -914,7 +921,7 @@ mod tests {
         assert_eq!(l.claim(3), 1);
         l.reset();
         assert_eq!(l.claim(10), 5);
-        let u = Limit::new(-1, false, None);
+        let u = Limit::new(-1, false, None).unwrap();
         assert_eq!(u.claim(1000), 1000);
         assert!(!u.exhausted());
     }
@@ -924,17 +931,17 @@ mod tests {
     #[test]
     fn claim_one_spends_credit_exactly() {
         let sent = |l: &Limit| (0..1000).take_while(|_| l.claim_one()).count();
-        let l = Limit::new(100, false, None);
+        let l = Limit::new(100, false, None).unwrap();
         assert_eq!(sent(&l), 100);
         assert!(l.exhausted());
         // Not exhausted while credit is left over.
-        let l = Limit::new(100, false, None);
+        let l = Limit::new(100, false, None).unwrap();
         assert!(l.claim_one());
         assert!(!l.exhausted());
         l.unclaim_one();
         assert_eq!(sent(&l), 100);
         // A reset voids the credit and grants LIMIT again.
-        let l = Limit::new(70, false, None);
+        let l = Limit::new(70, false, None).unwrap();
         for _ in 0..5 {
             assert!(l.claim_one());
         }
@@ -942,27 +949,27 @@ mod tests {
         assert_eq!(sent(&l), 70);
         // Lowering the limit below what was granted: only the packets
         // already sent count.
-        let l = Limit::new(70, false, None);
+        let l = Limit::new(70, false, None).unwrap();
         for _ in 0..5 {
             assert!(l.claim_one());
         }
-        l.set(8);
+        l.set(8).unwrap();
         assert_eq!(sent(&l), 3);
         // Hot swap: the new source sends what the old one did not.
-        let old = Limit::new(50, false, None);
+        let old = Limit::new(50, false, None).unwrap();
         for _ in 0..10 {
             assert!(old.claim_one());
         }
-        let new = Limit::new(50, false, None);
+        let new = Limit::new(50, false, None).unwrap();
         new.take_state(&old);
         assert_eq!(sent(&new), 40);
         // Claims by pullers and the task share the limit.
-        let l = Limit::new(40, false, None);
+        let l = Limit::new(40, false, None).unwrap();
         assert!(l.claim_one());
         assert_eq!(l.claim(100), 40 - 32);
         assert_eq!(sent(&l), 31);
         // No limit: always.
-        let u = Limit::new(-1, false, None);
+        let u = Limit::new(-1, false, None).unwrap();
         assert_eq!(sent(&u), 1000);
     }
 

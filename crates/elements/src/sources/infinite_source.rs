@@ -119,11 +119,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<InfiniteSource, String> {
         configured: contents.packet.clone().into_boxed_slice(),
         contents: RwLock::new(contents),
         version: AtomicU64::new(0),
-        limit: Limit::new(
-            super::gen::check_limit(limit)?,
-            stop,
-            end_call.map(parse_end_call),
-        ),
+        limit: Limit::new(limit, stop, end_call.map(parse_end_call))?,
         burst: AtomicUsize::new(burst),
         active: AtomicBool::new(active),
         timestamp,
@@ -158,11 +154,7 @@ pub(super) fn make_random(cx: &ConfigCx<'_>, c: RandomConfig) -> Result<Infinite
         configured: contents.packet.clone().into_boxed_slice(),
         contents: RwLock::new(contents),
         version: AtomicU64::new(0),
-        limit: Limit::new(
-            super::gen::check_limit(c.limit)?,
-            c.stop,
-            c.end_call.map(parse_end_call),
-        ),
+        limit: Limit::new(c.limit, c.stop, c.end_call.map(parse_end_call))?,
         burst: AtomicUsize::new(c.burst),
         active: AtomicBool::new(c.active),
         timestamp: true,
@@ -340,7 +332,7 @@ impl Element for InfiniteSource {
             "limit",
             |e, _| e.limit.get().to_string(),
             |e, v, hx| {
-                e.limit.set(super::gen::check_limit(hx.arg(v)?)?);
+                e.limit.set(hx.arg(v)?)?;
                 e.maybe_wake(hx);
                 Ok(())
             },

@@ -143,11 +143,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<RatedSource, String> {
         contents: RwLock::new(contents),
         rate: AtomicU64::new(rate.to_bits()),
         pacer: Pacer::new(rate),
-        limit: Limit::new(
-            super::gen::check_limit(limit)?,
-            stop,
-            end_call.map(parse_end_call),
-        ),
+        limit: Limit::new(limit, stop, end_call.map(parse_end_call))?,
         active: AtomicBool::new(active),
         headroom,
         push: cx.output_is_push(0),
@@ -253,7 +249,7 @@ impl Element for RatedSource {
             "limit",
             |e, _| e.limit.get().to_string(),
             |e, v, hx| {
-                e.limit.set(super::gen::check_limit(hx.arg(v)?)?);
+                e.limit.set(hx.arg(v)?)?;
                 Ok(())
             },
         ),

@@ -91,11 +91,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<TimedSource, String> {
         dry: super::gen::DryPool::default(),
         data: RwLock::new(data.unwrap_or_else(|| super::DEFAULT_DATA.to_vec())),
         interval_ns: AtomicU64::new(duration_ns(interval)),
-        limit: Limit::new(
-            super::gen::check_limit(limit)?,
-            stop,
-            end_call.map(parse_end_call),
-        ),
+        limit: Limit::new(limit, stop, end_call.map(parse_end_call))?,
         active: AtomicBool::new(active),
         headroom,
         count: PerThreadCount::new(cx.nthreads),
@@ -178,7 +174,7 @@ impl Element for TimedSource {
             "limit",
             |e, _| e.limit.get().to_string(),
             |e, v, hx| {
-                e.limit.set(super::gen::check_limit(hx.arg(v)?)?);
+                e.limit.set(hx.arg(v)?)?;
                 e.restart(hx);
                 Ok(())
             },

@@ -277,7 +277,7 @@ impl UdpGen {
             step: c.step,
             rate: AtomicU64::new(c.rate.to_bits()),
             pacer,
-            limit: Limit::new(super::gen::check_limit(c.limit)?, c.stop, None),
+            limit: Limit::new(c.limit, c.stop, None)?,
             active: AtomicBool::new(c.active),
             push: c.push,
             count: PerThreadCount::new(c.nthreads),
@@ -439,7 +439,7 @@ impl Element for UdpGen {
             "limit",
             |e, _| e.limit.get().to_string(),
             |e, v, hx| {
-                e.limit.set(super::gen::check_limit(hx.arg(v)?)?);
+                e.limit.set(hx.arg(v)?)?;
                 Ok(())
             },
         ),
