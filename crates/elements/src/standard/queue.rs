@@ -247,7 +247,9 @@ struct Stage {
     /// to find it empty (cycles; 0: the last pull took packets), see
     /// [`Queue::emptied`]. Here, on the consumer thread's own line, rather
     /// than beside `idle_pulls`, which shares a line with what the
-    /// producer reads on every push.
+    /// producer reads on every push. Kept only while the queue crosses: a
+    /// value left from before a task move ends the first poll after the
+    /// queue crosses again early, once.
     empty_since: u64,
 }
 
@@ -573,15 +575,19 @@ impl Queue {
         self.sleep_empty(cx);
     }
 
-    /// A pull took packets: the count of empty pulls starts again.
+    /// A pull took packets: the count of empty pulls starts again (on a
+    /// crossing queue, the time it has been found empty; a queue that
+    /// does not cross pays no look at this thread's stage).
     #[inline]
     fn not_empty(&self, cx: &mut Cx<'_>) {
         if self.idle_pulls.load(Ordering::Relaxed) != 0 {
             self.idle_pulls.store(0, Ordering::Relaxed);
         }
-        let s = self.stages.get(cx);
-        if s.empty_since != 0 {
-            s.empty_since = 0;
+        if self.crossing.load(Ordering::Relaxed) {
+            let s = self.stages.get(cx);
+            if s.empty_since != 0 {
+                s.empty_since = 0;
+            }
         }
     }
 
