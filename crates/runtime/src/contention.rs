@@ -294,7 +294,7 @@ pub fn place_units(
     // crossing a packet for a share the other process decides (a worker
     // estimated at half a core was measured at a quarter once it ran),
     // and a balanced split onto half a core gains nothing even for free.
-    let whole: Vec<usize> = (0..nthreads).filter(|&i| cap(i) >= 1.0).collect();
+    let any_whole = (0..nthreads).any(|i| cap(i) >= 1.0);
     let mut units: Vec<(Vec<usize>, bool)> = Vec::new();
     for g in groups(n, pinned, pairs) {
         let load: u64 = g.iter().map(|&t| loads[t]).sum();
@@ -310,18 +310,12 @@ pub fn place_units(
             .cmp(&unit_load(&a.0))
             .then(a.0[0].cmp(&b.0[0]))
     });
-    let all: Vec<usize> = (0..nthreads).collect();
     for (u, from_split) in units {
         let l = unit_load(&u) as f64;
         let here = current.get(u[0]).copied();
-        let candidates = if from_split && !whole.is_empty() {
-            &whole
-        } else {
-            &all
-        };
-        let th = candidates
-            .iter()
-            .copied()
+        let only_whole = from_split && any_whole;
+        let th = (0..nthreads)
+            .filter(|&i| !only_whole || cap(i) >= 1.0)
             .min_by(|&x, &y| {
                 let (wx, wy) = ((per[x] + l) / cap(x), (per[y] + l) / cap(y));
                 wx.total_cmp(&wy)
