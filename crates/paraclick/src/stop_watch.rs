@@ -95,9 +95,7 @@ impl StopWatch {
         });
         let mut ids = Vec::new();
         if let Err(e) = register(&shared, &tx, &mut ids) {
-            for id in ids {
-                signal_hook::low_level::unregister(id);
-            }
+            unregister(ids);
             return Err(e);
         }
         let sh = shared.clone();
@@ -141,9 +139,7 @@ impl StopWatch {
         let thread = match thread {
             Ok(t) => t,
             Err(e) => {
-                for id in ids {
-                    signal_hook::low_level::unregister(id);
-                }
+                unregister(ids);
                 return Err(e);
             }
         };
@@ -199,9 +195,14 @@ impl Drop for StopWatch {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        for id in self.ids.drain(..) {
-            signal_hook::low_level::unregister(id);
-        }
+        unregister(std::mem::take(&mut self.ids));
+    }
+}
+
+/// Removes the handlers' actions [`register`] added.
+fn unregister(ids: Vec<SigId>) {
+    for id in ids {
+        signal_hook::low_level::unregister(id);
     }
 }
 
