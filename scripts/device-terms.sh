@@ -43,10 +43,20 @@
 #       wake-ups); each thread's CPU over wall time is the share of its
 #       core a router thread gets while the generator wants it too; the
 #       generator's CPU (user + system, which holds r0's receive work it
-#       sets off in softirq) per packet sent is what it needs per packet.
+#       sets off in softirq) per packet sent is what it needs per packet;
+#       the packets counted per wake-up of the threads (their voluntary
+#       context switches) are WAKE_PACKETS: the generator's batch, as
+#       the woken thread runs before the generator sends more;
+#   wake (-j 2) what a router thread spends per wake-up beyond its
+#       packets (the spin before it waits in poll(2), the wait and the
+#       wake-up): the floor run's CPU beyond its packets over its
+#       wake-ups, WAKE_NS. On the CPUs it shares with the generator a
+#       thread's spin is time the generator does not run, so a router
+#       pays WAKE_NS / WAKE_PACKETS per packet there; the -j 2 receive
+#       term is the chain's CPU per packet less that and the twin's.
 #       The model solves for the rate where the router's and the
-#       generator's demand fill the CPUs, each router thread at most at
-#       its share (paraclick model --cpus --generator-ns --thread-share);
+#       generator's demand fill the CPUs (paraclick model --cpus
+#       --generator-ns --wake-ns --wake-packets);
 #   floor (per thread count) the receive path's CPU beyond its per-packet
 #       cost at a low rate (LOW, default 50,000 pps): its wake-ups, or
 #       its polling, in CPU-seconds per second. A router below saturation
@@ -60,16 +70,18 @@
 #   BENCH_PREFIX names the namespaces (default pcd).
 # Prints one line per method and thread count:
 #   FLOOR METHOD -j J CPU_S_PER_S
-#   SHARED METHOD -j 2 --cpus N --generator-ns NS --thread-share S
+#   SHARED METHOD -j 2 --cpus N --generator-ns NS [--wake-ns NS --wake-packets K]
 #   TERM METHOD -j J --device METHOD:RX_NS:TX_NS[:RING_PPS]
 # then the model's prediction from the twin (conf/fake-iprouter.click at
 # -j 1, conf/fake-iprouter-x2.click at -j 2, BURST=32 as the veth routers):
 #   PREDICT METHOD -j J SATURATED_PPS LOSS_FREE_PPS NS_PER_PKT
 # (SATURATED_PPS: a core per router thread; LOSS_FREE_PPS: at -j 2 the
 # rate on the CPUs shared with the generator.)
-# (NS_PER_PKT: the saturated router's CPU ns per packet per thread,
-# 1e9 x threads / saturated). scripts/validate-model-veth.sh compares these
-# with bench-veth.sh's measurement.
+# (NS_PER_PKT: the router's CPU ns per packet, all its threads: at -j 1
+# the saturated router's, 1e9 x threads / saturated; at -j 2 on the
+# shared CPUs, that plus its threads' wake-ups, WAKE_NS / WAKE_PACKETS).
+# scripts/validate-model-veth.sh compares these with bench-veth.sh's
+# measurement.
 set -euo pipefail
 export GEN=xdp
 [[ ${RT:-0} == 1 ]] && export GEN_CHRT="chrt -f 50"
@@ -121,6 +133,18 @@ start() { # THREADS CONF [HANDLER to wait for]
   return 0
 }
 stop() { kill -INT "$ROUTER_PID"; wait "$ROUTER_PID" || true; ROUTER_PID=; }
+
+# The router's worker threads' voluntary context switches so far: each is
+# a wait in poll(2) on an empty ring (or a nap), so a wake-up.
+router_wakeups() {
+  local t sum=0 v
+  for t in ${ROUTER_PID:+/proc/$ROUTER_PID/task/*}; do
+    [[ $(cat "$t/comm" 2>/dev/null) == paraclick-[0-9]* ]] || continue
+    v=$(awk '$1 == "voluntary_ctxt_switches:" { print $2 }' "$t/status" 2>/dev/null || echo 0)
+    sum=$((sum + ${v:-0}))
+  done
+  echo "$sum"
+}
 
 # ns of the chain's CPU per packet counted at c over SECS, the generator
 # (if RATE > 0) offering RATE meanwhile on GEN_CPU.
@@ -199,12 +223,17 @@ for method in LINUX XDP; do
     # per-packet cost (its threads' wake-ups, or polling), CPU-seconds
     # per second over all its threads.
     sleep 0.3
-    c0=$(router_cpu_ns) n0=$(ctl_read c.count) w0=$(date +%s%N)
+    c0=$(router_cpu_ns) n0=$(ctl_read c.count) w0=$(date +%s%N) v0=$(router_wakeups)
     COUNT_AT_CHAIN=1 GEN_CPUS=$gen trial "$LOW" >/dev/null
-    c1=$(router_cpu_ns) n1=$(ctl_read c.count) w1=$(date +%s%N)
+    c1=$(router_cpu_ns) n1=$(ctl_read c.count) w1=$(date +%s%N) v1=$(router_wakeups)
     floor=$(awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" -v p="$best_drx" -v w="$((w1 - w0))" \
       'BEGIN { x = (c - n * p) / w; printf "%.3f", (x > 0) ? x : 0 }')
-    echo "FLOOR $name -j $j $floor    (receive path at $LOW pps: $(awk -v c="$((c1 - c0))" -v w="$((w1 - w0))" 'BEGIN { printf "%.3f", c / w }') CPU-s/s, $best_drx ns per packet of it)"
+    # The CPU of a wake-up: the floor over the wake-ups (voluntary
+    # context switches of the threads) that made it: the spin before
+    # each wait in poll(2) (FD_WAIT_AFTER), the wait and the wake-up.
+    wake=$(awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" -v p="$best_drx" -v v="$((v1 - v0))" \
+      'BEGIN { x = (v > 0) ? (c - n * p) / v : 0; printf "%.0f", (x > 0) ? x : 0 }')
+    echo "FLOOR $name -j $j $floor    (receive path at $LOW pps: $(awk -v c="$((c1 - c0))" -v w="$((w1 - w0))" 'BEGIN { printf "%.3f", c / w }') CPU-s/s, $best_drx ns per packet of it; $((v1 - v0)) wake-ups, $wake ns each beyond the packets)"
     COUNT_AT_CHAIN=1 GEN_CPUS=$gen ROUTER_THREADS=$j search "$name rx -j $j" 100000 >"$TMP/ring" 2>"$TMP/ring.log" || true
     rxj=$best_rx shared=
     if [[ $j -eq 2 ]]; then
@@ -227,9 +256,9 @@ for method in LINUX XDP; do
         # seconds: the idle start and tail are a small part), over the
         # generator's active seconds (packets sent over its rate); its
         # CPU per packet sent over its whole run.
-        n0=$(ctl_read c.count)
+        n0=$(ctl_read c.count) v0=$(router_wakeups)
         read -r sent _ ach < <(SECS=$(awk -v s="$SECS" 'BEGIN { print 3 * s + 1 }') COUNT_AT_CHAIN=1 GEN_CPUS=$gen trial "$SATURATE")
-        n1=$(ctl_read c.count)
+        n1=$(ctl_read c.count) v1=$(router_wakeups)
         read -r cw gcpu _ <"$TMP/trial.info"
         nw=$((n1 - n0))
         ww=$(awk -v s="$sent" -v a="$ach" 'BEGIN { printf "%.0f", (a > 0) ? s / a * 1e9 : 0 }')
@@ -240,10 +269,17 @@ for method in LINUX XDP; do
         read -r drx2 share2 gns < <(awk -v c="$cw" -v n="$nw" -v g="$gcpu" -v s="$sent" -v w="$ww" -v j="$j" \
           'BEGIN { sh = (w > 0) ? c / w / j : 1; if (sh > 1) sh = 1; if (sh < 0.01) sh = 0.01
                    printf "%.1f %.3f %.0f\n", (n > 0) ? c / n : 0, sh, (s > 0) ? g * 1e9 / s : 0 }')
-        rx2=$(awk -v a="$drx2" -v b="$best_trx" 'BEGIN { x = a - b; printf "%.0f", (x > 0) ? x : 0 }')
-        echo "  $name -j 2 rx round $r: chain $drx2 ns/pkt ($((n1 - n0)) packets), twin $best_trx: rx $rx2; thread share $share2; generator $gns ns per packet sent ($sent)" >&2
+        # Packets a thread takes per wake-up with the CPUs full (the
+        # generator's batch: it hands r0 64 frames a NAPI poll and the
+        # woken thread runs before it sends more); their wake-ups' CPU
+        # (the floor run's per wake-up) is the wake-up term, not part of
+        # the receive term.
+        kw=$(awk -v n="$nw" -v v="$((v1 - v0))" 'BEGIN { printf "%.1f", (v > 0) ? n / v : 0 }')
+        rx2=$(awk -v a="$drx2" -v b="$best_trx" -v w="$wake" -v k="$kw" \
+          'BEGIN { x = a - b - ((k > 0) ? w / k : 0); printf "%.0f", (x > 0) ? x : 0 }')
+        echo "  $name -j 2 rx round $r: chain $drx2 ns/pkt ($((n1 - n0)) packets, $kw a wake-up: $(awk -v w="$wake" -v k="$kw" 'BEGIN { printf "%.0f", (k > 0) ? w / k : 0 }') ns of wake-up), twin $best_trx: rx $rx2; thread share $share2; generator $gns ns per packet sent ($sent)" >&2
         if [[ -z $best_rx2 || $rx2 -lt $best_rx2 ]]; then
-          best_rx2=$rx2 best_share=$share2 best_gns=$gns
+          best_rx2=$rx2 best_share=$share2 best_gns=$gns best_kw=$kw
         fi
       done
       if [[ -n $best_rx2 ]]; then
@@ -253,6 +289,9 @@ for method in LINUX XDP; do
         # so it shows their demand, not the share of a core they could
         # get; the model keeps --thread-share 1 (the router first).
         shared="--cpus $NCPU --generator-ns $best_gns"
+        if awk -v w="$wake" -v k="$best_kw" 'BEGIN { exit !(w > 0 && k >= 1) }'; then
+          shared="$shared --wake-ns $wake --wake-packets $best_kw"
+        fi
         echo "SHARED $name -j $j $shared    (the generator on the router's $NCPU CPUs; receive threads' share $best_share, not passed)"
       else
         echo "  $name -j 2: the shared CPUs not measured (no round had packets flowing); a core per thread" >&2
@@ -305,6 +344,10 @@ for method in LINUX XDP; do
     out=$("$BIN" model "$ROOT/$twin" BURST=32 -j "$j" --device "$term" --dedicated $shared 2>/dev/null || true)
     sat=$(awk '/predicted MLFFR/ { for (i = 1; i <= NF; i++) if ($i == "pps);") { gsub(/\(/, "", $(i - 1)); print $(i - 1); exit } }' <<<"$out")
     lf=$(awk '/^MLFFR/ { v = $2 } END { print v }' <<<"$out")
-    echo "PREDICT $name -j $j ${sat:-0} ${lf:-0} $(awk -v s="${sat:-0}" -v j="$j" 'BEGIN { printf "%.0f", (s > 0) ? 1e9 * j / s : 0 }')"
+    # The router's CPU per packet: on a core per thread at saturation;
+    # on the shared CPUs, the model's figure there (its wake-ups in it).
+    pns=$(awk '/^shared CPUs:/ { for (i = 1; i < NF; i++) if ($i == "router" && $(i + 2) == "ns") { print $(i + 1); exit } }' <<<"$out")
+    [[ -n $pns ]] || pns=$(awk -v s="${sat:-0}" -v j="$j" 'BEGIN { printf "%.0f", (s > 0) ? 1e9 * j / s : 0 }')
+    echo "PREDICT $name -j $j ${sat:-0} ${lf:-0} $pns"
   done
 done

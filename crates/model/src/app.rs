@@ -187,8 +187,14 @@ impl DeviceTerm {
 /// thread gets at most `thread_share` of its core while the other work
 /// wants the core too (1: the router runs first, as with real-time
 /// priority; under a fair scheduler next to a spinning generator, the
-/// share the router was measured to get). The loss-free rate is where
-/// the demand of both meets the CPUs ([`SharedCpus::solve`]).
+/// share the router was measured to get). A router thread that waits in
+/// `poll(2)` when its ring is empty also spends `wake_ns` CPU ns per
+/// wake-up beyond its packets (the spin before it sleeps, the sleep and
+/// the wake-up): on the CPUs it shares with the generator that is spent
+/// once per batch the generator hands it, `wake_packets` packets, so it
+/// adds `wake_ns / wake_packets` to the router's CPU per packet. The
+/// loss-free rate is where the demand of both meets the CPUs
+/// ([`SharedCpus::solve`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SharedCpus {
     /// CPUs the router's threads and the other work share, in all.
@@ -197,6 +203,12 @@ pub struct SharedCpus {
     pub other_ns: f64,
     /// The most of a core each router thread gets (0-1].
     pub thread_share: f64,
+    /// CPU ns a router thread spends per wake-up beyond its packets (0:
+    /// no term).
+    pub wake_ns: f64,
+    /// Packets a router thread takes per wake-up when the CPUs are full
+    /// (0: no term).
+    pub wake_packets: f64,
 }
 
 /// What [`SharedCpus::solve`] found.
@@ -205,8 +217,12 @@ pub struct SharedRate {
     /// Packets/s: the highest rate both the router and the other work
     /// keep up with.
     pub rate: f64,
-    /// CPU-seconds per second the router's threads use at `rate`.
+    /// CPU-seconds per second the router's threads use at `rate`, their
+    /// wake-ups included.
     pub router_cpus: f64,
+    /// CPU ns the router spends per packet on its threads' wake-ups
+    /// ([`SharedCpus::wake_ns`] / [`SharedCpus::wake_packets`]).
+    pub wake_ns_per_packet: f64,
     /// CPU-seconds per second the other work uses at `rate`.
     pub other_cpus: f64,
     /// What set the rate: "threads" (each router thread at its share of
@@ -216,16 +232,28 @@ pub struct SharedRate {
 }
 
 impl SharedCpus {
+    /// The CPU ns a router spends per packet on its threads' wake-ups:
+    /// `wake_ns` over `wake_packets`, 0 if either is 0.
+    pub fn wake_ns_per_packet(&self) -> f64 {
+        if self.wake_ns > 0.0 && self.wake_packets > 0.0 {
+            self.wake_ns / self.wake_packets
+        } else {
+            0.0
+        }
+    }
+
     /// The rate of a router whose saturated rate on a core per thread is
     /// `saturated` and whose threads spend `thread_ns` CPU ns each per
     /// packet: the lower of `saturated` x `thread_share` (each thread
     /// at the share of a core it gets) and the rate r where
-    /// r x (sum of `thread_ns` + `other_ns`) = `cpus` x 1e9 (the router's
-    /// and the other work's demand fill the CPUs). Both are CPU time, so
-    /// the answer does not depend on how loaded the machine was when the
-    /// terms were measured.
+    /// r x (sum of `thread_ns` + the wake-ups' share
+    /// ([`SharedCpus::wake_ns_per_packet`]) + `other_ns`) = `cpus` x 1e9
+    /// (the router's and the other work's demand fill the CPUs). All are
+    /// CPU time, so the answer does not depend on how loaded the machine
+    /// was when the terms were measured.
     pub fn solve(&self, saturated: f64, thread_ns: &[f64]) -> SharedRate {
-        let router_ns: f64 = thread_ns.iter().sum();
+        let wake = self.wake_ns_per_packet();
+        let router_ns: f64 = thread_ns.iter().sum::<f64>() + wake;
         let by_threads = saturated.max(0.0) * self.thread_share.clamp(0.0, 1.0);
         let per_packet = router_ns + self.other_ns.max(0.0);
         let by_cpus = if per_packet > 0.0 {
@@ -241,6 +269,7 @@ impl SharedCpus {
         SharedRate {
             rate,
             router_cpus: rate * router_ns / 1e9,
+            wake_ns_per_packet: wake,
             other_cpus: rate * self.other_ns.max(0.0) / 1e9,
             limit,
         }
@@ -1110,6 +1139,8 @@ mod tests {
             cpus: 2.0,
             other_ns: 900.0,
             thread_share: 1.0,
+            wake_ns: 0.0,
+            wake_packets: 0.0,
         };
         let r = gen.solve(sat, &ns);
         assert!((r.rate - 1e6).abs() < 1e-3, "{r:?}");
@@ -1123,6 +1154,8 @@ mod tests {
             cpus: 3.0,
             other_ns: 100.0,
             thread_share: 1.0,
+            wake_ns: 0.0,
+            wake_packets: 0.0,
         };
         let r = light.solve(sat, &ns);
         assert_eq!(r.limit, "threads");
@@ -1142,6 +1175,8 @@ mod tests {
             cpus: 2.0,
             other_ns: 0.0,
             thread_share: 1.0,
+            wake_ns: 0.0,
+            wake_packets: 0.0,
         };
         assert!((alone.solve(sat, &ns).rate - sat).abs() < 1e-3);
     }
@@ -1152,6 +1187,8 @@ mod tests {
             cpus,
             other_ns,
             thread_share: 1.0,
+            wake_ns: 0.0,
+            wake_packets: 0.0,
         };
         let at = |term: &str, g: &SharedCpus| {
             let (sat, ns) = dedicated_threads(1.0, term, &[0, 0, 1, 1], 2);
@@ -1168,6 +1205,58 @@ mod tests {
     }
 
     #[test]
+    fn shared_cpus_charge_each_wake_up_once_per_batch() {
+        // The two-path router of the tests above (1,100 ns a packet over
+        // both threads) and a generator of 300 ns a packet on its two
+        // CPUs; each thread spends 25,600 ns a wake-up beyond its
+        // packets (a 20 us spin, the sleep and the wake-up) and takes
+        // 64 packets a wake-up: 400 ns a packet more, so
+        // r x (1,100 + 400 + 300) = 2 s: 1,111,111 pps, the router using
+        // 1.667 CPUs (its wake-ups 0.444 of them).
+        let (sat, ns) = dedicated_threads(1.0, "AF_XDP:400:500", &[0, 0, 1, 1], 2);
+        let g = SharedCpus {
+            cpus: 2.0,
+            other_ns: 300.0,
+            thread_share: 1.0,
+            wake_ns: 25_600.0,
+            wake_packets: 64.0,
+        };
+        assert!((g.wake_ns_per_packet() - 400.0).abs() < 1e-9);
+        let r = g.solve(sat, &ns);
+        assert_eq!(r.limit, "cpus");
+        assert!((r.rate - 2e9 / 1_800.0).abs() < 1e-3, "{r:?}");
+        assert!((r.wake_ns_per_packet - 400.0).abs() < 1e-9, "{r:?}");
+        assert!(
+            (r.router_cpus - r.rate * 1_500.0 / 1e9).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert!((r.router_cpus + r.other_cpus - 2.0).abs() < 1e-9, "{r:?}");
+        // Bigger batches spread the wake-up over more packets: twice the
+        // batch, half the share (200 ns), a higher rate.
+        let big = SharedCpus {
+            wake_packets: 128.0,
+            ..g.clone()
+        };
+        let rb = big.solve(sat, &ns);
+        assert!((rb.rate - 2e9 / 1_600.0).abs() < 1e-3, "{rb:?}");
+        // Either input 0: no term, the rate of the per-packet sum alone.
+        for none in [
+            SharedCpus {
+                wake_packets: 0.0,
+                ..g.clone()
+            },
+            SharedCpus {
+                wake_ns: 0.0,
+                ..g.clone()
+            },
+        ] {
+            let r0 = none.solve(sat, &ns);
+            assert!((r0.rate - 2e9 / 1_400.0).abs() < 1e-3, "{r0:?}");
+            assert_eq!(r0.wake_ns_per_packet, 0.0);
+        }
+    }
+
+    #[test]
     fn shared_cpus_are_cpu_time_whatever_share_the_timing_run_had() {
         // The same router timed with a whole core, half of one and a
         // fifth: on a core per thread its threads cost the same CPU ns,
@@ -1176,6 +1265,8 @@ mod tests {
             cpus: 2.0,
             other_ns: 900.0,
             thread_share: 1.0,
+            wake_ns: 0.0,
+            wake_packets: 0.0,
         };
         let rates: Vec<f64> = [1.0, 0.5, 0.2]
             .iter()

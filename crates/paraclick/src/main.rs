@@ -384,6 +384,16 @@ enum Cmd {
         /// fair scheduler next to a spinning generator, the share measured).
         #[arg(long = "thread-share", requires = "cpus", default_value_t = 1.0)]
         thread_share: f64,
+        /// With --cpus: CPU ns a router thread spends per wake-up beyond
+        /// its packets (the spin before it sleeps, the sleep and the
+        /// wake-up; scripts/device-terms.sh measures it), charged once
+        /// per --wake-packets packets.
+        #[arg(long = "wake-ns", requires = "cpus", default_value_t = 0.0)]
+        wake_ns: f64,
+        /// With --wake-ns: packets a router thread takes per wake-up when
+        /// the CPUs are full (the generator's batch).
+        #[arg(long = "wake-packets", requires = "wake_ns", default_value_t = 0.0)]
+        wake_packets: f64,
         #[command(flatten)]
         input: Input,
     },
@@ -659,6 +669,8 @@ fn main() -> ExitCode {
             cpus,
             generator_ns,
             thread_share,
+            wake_ns,
+            wake_packets,
             input,
         }) => model(ModelArgs {
             system,
@@ -677,6 +689,8 @@ fn main() -> ExitCode {
                 cpus,
                 other_ns: generator_ns,
                 thread_share,
+                wake_ns,
+                wake_packets,
             }),
             input,
         }),
@@ -1553,6 +1567,14 @@ fn model(a: ModelArgs) -> ExitCode {
         if !(sh.thread_share > 0.0 && sh.thread_share <= 1.0) {
             return fail("--thread-share: need a share of a core, above 0 and at most 1");
         }
+        if !(sh.wake_ns >= 0.0 && sh.wake_ns.is_finite()) {
+            return fail("--wake-ns: need a number of ns, 0 or more");
+        }
+        if !(sh.wake_packets >= 0.0 && sh.wake_packets.is_finite())
+            || (sh.wake_ns > 0.0 && sh.wake_packets < 1.0)
+        {
+            return fail("--wake-packets: need a number of packets, 1 or more, with --wake-ns");
+        }
     }
     let traffic = match a.traffic.as_deref().map(profile::parse_traffic) {
         None => None,
@@ -1692,16 +1714,24 @@ fn model(a: ModelArgs) -> ExitCode {
                 if let Some(sh) = &a.shared {
                     let r = sh.solve(m.mlffr, &m.thread_ns);
                     println!(
-                        "shared CPUs: {:.2} in all, generator {:.0} ns per packet, router threads at most {:.2} of a core each; router {} ns per packet ({}): {:.0} pps, router {:.2} CPUs + generator {:.2}; limit: {}",
+                        "shared CPUs: {:.2} in all, generator {:.0} ns per packet, router threads at most {:.2} of a core each; router {} ns per packet ({}{}): {:.0} pps, router {:.2} CPUs + generator {:.2}; limit: {}",
                         sh.cpus,
                         sh.other_ns,
                         sh.thread_share,
-                        m.thread_ns.iter().sum::<f64>().round(),
+                        (m.thread_ns.iter().sum::<f64>() + r.wake_ns_per_packet).round(),
                         m.thread_ns
                             .iter()
                             .map(|x| format!("{x:.0}"))
                             .collect::<Vec<_>>()
                             .join(" + "),
+                        if r.wake_ns_per_packet > 0.0 {
+                            format!(
+                                " + wake-ups {:.0} ns / {:.0} packets = {:.0}",
+                                sh.wake_ns, sh.wake_packets, r.wake_ns_per_packet
+                            )
+                        } else {
+                            String::new()
+                        },
                         r.rate,
                         r.router_cpus,
                         r.other_cpus,
