@@ -253,4 +253,19 @@ fn the_example_run_installs_no_browser() {
         assert!(!run.iter().any(|x| x == p), "example run installs {p}");
         assert!(tests.iter().any(|x| x == p), "tests lack {p}: {tests:?}");
     }
+    // ethtool: the netns tests' offload checks; the benchmarks also need
+    // it (their XDP generator), with xdp-bench's xdp-tools and a C
+    // compiler, and none of the test suite's browser.
+    assert!(tests.iter().any(|x| x == "ethtool"), "{tests:?}");
+    let bench = bootstrap_packages(&["--bench"]);
+    for p in ["ethtool", "xdp-tools", "gcc", "valgrind", "cargo"] {
+        assert!(bench.iter().any(|x| x == p), "bench lacks {p}: {bench:?}");
+    }
+    assert!(!bench.iter().any(|x| x == "chromium"), "{bench:?}");
+    // Each package once, whatever the options share.
+    let both = bootstrap_packages(&["--tests", "--bench"]);
+    let mut uniq = both.clone();
+    uniq.sort();
+    uniq.dedup();
+    assert_eq!(uniq.len(), both.len(), "{both:?}");
 }

@@ -1,19 +1,26 @@
 //! # FromDevice
 //!
-//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, REPLICAS, METHOD, XDP_MODE, ZEROCOPY, PASS, SHARE_UMEM])
+//! FromDevice(DEVNAME [, PROMISC, SNAPLEN, keywords SNIFFER, BURST, QUEUE, N_QUEUES, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, TPACKET, REPLICAS, METHOD, XDP_MODE, ZEROCOPY, PASS, SHARE_UMEM])
 //!
-//! Reads packets from a Linux network device (AF_PACKET, TPACKET_V3 ring).
+//! Reads packets from a Linux network device (AF_PACKET, TPACKET_V2 or V3 ring).
 //!
 //! Ports: no inputs, 1 output. Processing: push.
 //!
 //! Receives the frames arriving on the Linux interface DEVNAME through an
-//! AF_PACKET socket with a memory-mapped TPACKET_V3 receive ring (blocks
-//! of frames the kernel fills and hands over), and pushes them out of
-//! output 0, link header included. FromDevice owns a task that polls the
-//! ring without blocking: each run emits one batch of at most BURST
-//! packets (each copied into a pooled packet) and reports no work when no
-//! block is ready. A block the kernel has only partly filled is handed
-//! over at the latest 1 ms after its first frame.
+//! AF_PACKET socket with a memory-mapped receive ring, and pushes them
+//! out of output 0, link header included. FromDevice owns a task that
+//! polls the ring without blocking: each run emits one batch of at most
+//! BURST packets (each copied into a pooled packet) and reports no work
+//! when the ring holds none. By default the ring is a TPACKET_V2 ring of
+//! 2 KiB frame slots, each handed over as soon as the kernel has written
+//! its frame: a lone packet waits for nothing but the reader. A frame
+//! longer than a slot (a 64 KB super-frame) also waits whole on the
+//! socket, where FromDevice reads it. `TPACKET 3` asks for a TPACKET_V3
+//! ring instead, of 128 KiB blocks of variable-sized frames, which the
+//! kernel hands over when a block is full or, at the latest, 1 ms after
+//! the block's timer starts: denser (about 900 small frames a block
+//! against 64), but every packet of a trickle waits up to 1 ms (a ping
+//! through an idle router on veth took 1.1 ms instead of 0.14 ms).
 //!
 //! CPU follows the load: a run that finds nothing says that the socket's
 //! becoming readable will give it work, and a worker whose tasks are all
@@ -26,7 +33,8 @@
 //! Each packet gets its link (MAC) header annotation, its timestamp (the
 //! kernel's receive time), the packet type annotation (`HOST`,
 //! `BROADCAST`, `MULTICAST`, `OTHERHOST`), the device annotation (the
-//! interface index), the flow hash annotation (the kernel's receive hash),
+//! interface index), the flow hash annotation (the kernel's receive hash;
+//! 0 with TPACKET 2),
 //! and, when the frame was longer than SNAPLEN, the extra length
 //! annotation. A VLAN tag the kernel took off is put back in the frame
 //! (and its TCI in the VLAN annotation). Frames the host itself sends on
@@ -84,8 +92,8 @@
 //! between them). Each task run reads the priority ring first, up to
 //! BURST packets, then the main ring, up to BURST packets, and pushes
 //! both out of output 0, priority packets first: a control frame waits
-//! for one task run (and the ring's 1 ms block timeout), not for the
-//! backlog, and a flood matching PRIORITY_FILTER still leaves the main
+//! for one task run (with `TPACKET 3`, and the ring's 1 ms block
+//! timeout), not for the backlog, and a flood matching PRIORITY_FILTER still leaves the main
 //! ring half of each run. The default PRIORITY_FILTER is `arp or icmp or
 //! icmp6`: address resolution, ICMP (pings to the router, errors) and
 //! ICMPv6 (neighbour discovery). It matches ICMP passing through the
@@ -145,16 +153,18 @@
 //!   report the sums over itself and them, so the name the user reads
 //!   keeps its meaning; `reset_counts` resets them all.
 //! - `RING_SIZE` (bytes, default 16 MiB, rounded up to 128 KiB blocks, at
-//!   most 1 GiB): the kernel's receive ring (paraclick's own keyword). The
-//!   kernel hands a block over when it is full or 1 ms after its first
-//!   frame, so at low rates the ring absorbs as many milliseconds of the
-//!   reader's absence (a busy or throttled CPU) as it has blocks: 128 by
-//!   default, 4 at 512 KiB (a router limited to 35% of a CPU then lost a
-//!   fifth of 781 packets/s). Under overload the ring stays full and
-//!   everything read, a ping to the router included, has waited behind
-//!   it: about RING_SIZE / (128 bytes x the forwarding rate) for small
-//!   frames, over a second for 16 MiB at 100 kpps; PRIORITY takes control
-//!   frames past it.
+//!   most 1 GiB): the kernel's receive ring (paraclick's own keyword):
+//!   8192 frame slots by default (64 a block). With `TPACKET 3` the
+//!   kernel hands a block over when it is full or within 1 ms, so at low
+//!   rates the ring absorbs as many milliseconds of the reader's absence
+//!   (a busy or throttled CPU) as it has blocks: 128 by default, 4 at
+//!   512 KiB (a router limited to 35% of a CPU then lost a fifth of 781
+//!   packets/s); the default V2 ring absorbs 8192 frames, whatever their
+//!   rate. Under overload the ring stays full and everything read, a ping
+//!   to the router included, has waited behind it: for small frames about
+//!   8192 / the forwarding rate (V2), or RING_SIZE / (128 bytes x the
+//!   forwarding rate) with `TPACKET 3`, over a second for 16 MiB at
+//!   100 kpps; PRIORITY takes control frames past it.
 //! - `BPF_FILTER` (string, default empty: all frames): a tcpdump filter
 //!   expression; only matching frames are emitted (Click's keyword). The
 //!   kernel drops the others before the ring; they are not counted.
@@ -168,6 +178,13 @@
 //!   blocks): the priority ring. Its 16 blocks absorb 16 ms of the
 //!   reader's absence at low rates; a control flood fills it and is
 //!   dropped there (counted in `priority_drops`), not in the main ring.
+//! - `TPACKET` (2 or 3, default 2; paraclick's own keyword): the version
+//!   of the kernel's receive ring (and of the priority ring), see above:
+//!   2 hands each frame over at once, 3 hands blocks over, a trickle's
+//!   frames up to 1 ms late. At rate both read frames in batches of
+//!   BURST; on veth (`scripts/bench-veth.sh`, -j 1) they forwarded
+//!   alike, see docs/AF_XDP.md. A V2 frame carries no receive hash: with
+//!   `TPACKET 2` the flow hash annotation is 0.
 //! - `METHOD` (word, default `LINUX`): Click's choice of capture method.
 //!   `LINUX`, `PCAP` and `NETMAP` all read through the AF_PACKET ring
 //!   described above. `XDP` reads through an AF_XDP socket instead (see
@@ -732,6 +749,9 @@ mod tests {
         let e = element("eth0, 1, 200").unwrap();
         assert!(e.opts.promisc);
         assert_eq!(e.opts.snaplen, 200);
+        // TPACKET: the ring version, V2 (each frame at once) by default.
+        assert_eq!(element("eth0").unwrap().opts.tpacket, 2);
+        assert_eq!(element("eth0, TPACKET 3").unwrap().opts.tpacket, 3);
         // RING_SIZE in bytes, rounded up to whole 128 KiB blocks.
         assert_eq!(element("eth0").unwrap().opts.ring_blocks, 128);
         assert_eq!(element("eth0, RING_SIZE 1").unwrap().opts.ring_blocks, 1);
@@ -750,6 +770,8 @@ mod tests {
             ),
             ("", "missing mandatory DEVNAME argument"),
             ("eth0, BURST 0", "BURST must be at least 1"),
+            ("eth0, TPACKET 1", "TPACKET must be 2 or 3, not 1"),
+            ("eth0, TPACKET V3", "TPACKET"),
             (
                 "eth0, QUEUE 2, N_QUEUES 2",
                 "QUEUE 2 out of range: N_QUEUES is 2",

@@ -1,5 +1,5 @@
 //! Linux network devices: FromDevice reads an interface through an
-//! AF_PACKET TPACKET_V3 receive ring (with fanout groups for several
+//! AF_PACKET TPACKET_V2 (or V3) receive ring (with fanout groups for several
 //! queues), MultiFromDevice polls several such queues in one task,
 //! ToDevice writes one with `sendmmsg`; FromHost and ToHost exchange
 //! Ethernet frames with the Linux stack through a tap device. Elsewhere

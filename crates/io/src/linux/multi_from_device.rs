@@ -1,6 +1,6 @@
 //! # MultiFromDevice
 //!
-//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, METHOD, XDP_MODE, ZEROCOPY, PASS, SHARE_UMEM])
+//! MultiFromDevice(DEVNAME [QUEUE], ... [, keywords N_QUEUES, BURST, SNIFFER, PROMISC, SNAPLEN, FANOUT, OUTBOUND, TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY, PRIORITY_FILTER, PRIORITY_RING_SIZE, TPACKET, METHOD, XDP_MODE, ZEROCOPY, PASS, SHARE_UMEM])
 //!
 //! Polls several receive queues of Linux network devices in one task,
 //! filling one burst across them.
@@ -34,8 +34,9 @@
 //! as `ETH0 1`) reads as a keyword: give such devices as the only word
 //! of their argument or use lower-case names.
 //!
-//! Each queue is read through its own AF_PACKET socket and TPACKET_V3
-//! ring, with everything FromDevice does for it: the annotations (link
+//! Each queue is read through its own AF_PACKET socket and receive ring
+//! (TPACKET_V2 by default, each frame handed over at once; `TPACKET 3`
+//! for FromDevice's block ring), with everything FromDevice does for it: the annotations (link
 //! header, timestamp, packet type, device, flow hash, VLAN), software
 //! segmentation and checksum completion of offloaded frames, GRO turned
 //! off, and with `SNIFFER false`, the kernel's own stack kept off the

@@ -1,6 +1,6 @@
-//! TPACKET_V3 receive rings: the layout the kernel writes into an AF_PACKET
-//! `PACKET_RX_RING`, parsed with a bounds check on every offset, and the
-//! mmap'd ring itself. Not an element.
+//! TPACKET_V3 and TPACKET_V2 receive rings: the layouts the kernel writes
+//! into an AF_PACKET `PACKET_RX_RING`, parsed with a bounds check on every
+//! offset, and the mmap'd ring itself. Not an element.
 //!
 //! A V3 ring is an array of blocks. The kernel fills the block it owns with
 //! frames one after another, then "retires" it (when it is full or when the
@@ -26,6 +26,23 @@
 //!          PACKET_VNET_HDR is on]
 //!         frame data @tp_mac, tp_snaplen bytes (tp_len on the wire)
 //! ```
+//!
+//! A V2 ring is an array of fixed-size frame slots instead, each handed
+//! over on its own as soon as the kernel has written it (no timeout), with
+//! the same ownership protocol on the slot's `tp_status`:
+//!
+//! ```text
+//! slot:   tpacket2_hdr { tp_status u32 @0, tp_len @4, tp_snaplen @8,
+//!           tp_mac u16 @12, tp_net u16 @14, tp_sec @16, tp_nsec @20,
+//!           tp_vlan_tci u16 @24, tp_vlan_tpid u16 @26, pad }    (32 bytes)
+//!         sockaddr_ll @32 { family, protocol, ifindex @36, hatype,
+//!           pkttype u8 @42, halen, addr[8] }
+//!         [virtio_net_hdr just before the data], data @tp_mac
+//! ```
+//!
+//! A frame longer than its slot is cut to fit; with `PACKET_COPY_THRESH`
+//! the kernel then also queues the whole frame on the socket (read with
+//! `recvmsg`) and marks the slot `TP_STATUS_COPY`.
 
 use super::offload::VnetHdr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -34,6 +51,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const TP_STATUS_KERNEL: u32 = 0;
 pub const TP_STATUS_USER: u32 = 1;
 /// Frame status bits.
+pub const TP_STATUS_COPY: u32 = 1 << 1;
 pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
 
@@ -179,6 +197,67 @@ pub fn parse_frame(block: &[u8], off: usize, vnet: bool) -> Option<(Frame<'_>, u
     ))
 }
 
+/// TPACKET_V2 slot offsets.
+const V2_LEN: usize = 4;
+const V2_SNAPLEN: usize = 8;
+const V2_MAC: usize = 12;
+const V2_SEC: usize = 16;
+const V2_NSEC: usize = 20;
+const V2_VLAN_TCI: usize = 24;
+const V2_VLAN_TPID: usize = 26;
+/// `TPACKET_ALIGN(sizeof(struct tpacket2_hdr))`: where the sockaddr_ll is.
+pub const V2_HDR_LEN: usize = 32;
+const V2_SLL_IFINDEX: usize = V2_HDR_LEN + 4;
+const V2_SLL_PKTTYPE: usize = V2_HDR_LEN + 10;
+
+/// Parses the TPACKET_V2 slot `slot` (user-owned). Returns the frame and
+/// the slot's status (`TP_STATUS_COPY`: the frame in the slot is cut
+/// short, and the whole of it waits on the socket), or `None` if a field
+/// points outside the slot.
+pub fn parse_slot_v2(slot: &[u8], vnet: bool) -> Option<(Frame<'_>, u32)> {
+    if slot.len() < V2_HDR_LEN + SLL_LEN {
+        return None;
+    }
+    let status = u32_at(slot, 0)?;
+    let snaplen = u32_at(slot, V2_SNAPLEN)? as usize;
+    let mac = u16_at(slot, V2_MAC)? as usize;
+    let need_before = V2_HDR_LEN + SLL_LEN + if vnet { VNET_HDR_LEN } else { 0 };
+    if mac < need_before || mac.checked_add(snaplen)? > slot.len() {
+        return None;
+    }
+    let vlan = if status & TP_STATUS_VLAN_VALID != 0 {
+        let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 {
+            u16_at(slot, V2_VLAN_TPID)?
+        } else {
+            0x8100
+        };
+        Some((tpid, u16_at(slot, V2_VLAN_TCI)?))
+    } else {
+        None
+    };
+    let vnet = if vnet {
+        VnetHdr::parse(&slot[mac - VNET_HDR_LEN..mac])
+    } else {
+        None
+    };
+    Some((
+        Frame {
+            data: &slot[mac..mac + snaplen],
+            wire_len: u32_at(slot, V2_LEN)?,
+            sec: u32_at(slot, V2_SEC)?,
+            nsec: u32_at(slot, V2_NSEC)?,
+            pkttype: slot[V2_SLL_PKTTYPE],
+            ifindex: u32_at(slot, V2_SLL_IFINDEX)? as i32,
+            // V2 has no receive hash field (V3 fills its own only on
+            // request, which FromDevice does not make).
+            rxhash: 0,
+            vlan,
+            vnet,
+        },
+        status,
+    ))
+}
+
 /// Where a reader stands in a block: the next frame's offset and how many
 /// frames remain. Kept between task runs, so a block can be read a burst
 /// at a time.
@@ -241,12 +320,16 @@ impl Cursor {
     }
 }
 
-/// An mmap'd TPACKET_V3 receive ring: `nblocks` blocks of `block_size`
-/// bytes. The mapping is released on drop (before the socket closes).
+/// An mmap'd receive ring: `nblocks` units of `block_size` bytes, each
+/// with its status word at `status_off`: the blocks of a TPACKET_V3 ring
+/// (status in the block header, [`BLOCK_STATUS_OFF`]) or the frame slots
+/// of a TPACKET_V2 ring (status first). The mapping is released on drop
+/// (before the socket closes).
 pub struct RxRing {
     base: *mut u8,
     block_size: usize,
     nblocks: usize,
+    status_off: usize,
 }
 
 // SAFETY: the ring is a plain memory mapping owned by this value. Blocks
@@ -263,12 +346,21 @@ impl RxRing {
     /// # Safety
     /// `base` must be the start of a live, readable and writable mapping of
     /// exactly `nblocks * block_size` bytes that stays mapped until this
-    /// value is dropped (which unmaps it), laid out as a TPACKET_V3 ring.
-    pub unsafe fn from_raw(base: *mut u8, block_size: usize, nblocks: usize) -> RxRing {
+    /// value is dropped (which unmaps it), laid out as a TPACKET_V3 ring
+    /// (`status_off` [`BLOCK_STATUS_OFF`]) or, with `block_size` the frame
+    /// size, a TPACKET_V2 ring whose slots are contiguous (`status_off`
+    /// 0); `block_size` a multiple of 4 and `base` page aligned.
+    pub unsafe fn from_raw(
+        base: *mut u8,
+        block_size: usize,
+        nblocks: usize,
+        status_off: usize,
+    ) -> RxRing {
         RxRing {
             base,
             block_size,
             nblocks,
+            status_off,
         }
     }
 
@@ -278,11 +370,12 @@ impl RxRing {
 
     fn status(&self, i: usize) -> &AtomicU32 {
         assert!(i < self.nblocks);
-        // SAFETY: block `i` lies inside the mapping (checked above); its
-        // status word is 4-byte aligned (blocks are page aligned, the field
-        // is at offset 8) and is shared with the kernel, so it is accessed
-        // only atomically.
-        unsafe { &*(self.base.add(i * self.block_size + BLOCK_STATUS_OFF) as *const AtomicU32) }
+        // SAFETY: unit `i` lies inside the mapping (checked above); its
+        // status word is 4-byte aligned (units are multiples of 4 bytes
+        // from a page-aligned base, the field at offset 8 of a block or 0
+        // of a slot) and is shared with the kernel, so it is accessed only
+        // atomically.
+        unsafe { &*(self.base.add(i * self.block_size + self.status_off) as *const AtomicU32) }
     }
 
     /// Block `i`, if user space owns it.
@@ -405,6 +498,77 @@ pub(crate) mod tests {
         put32(&mut b, BLOCK_FIRST_OFF, first as u32);
         put32(&mut b, BLOCK_LEN_OFF, off as u32);
         b
+    }
+
+    /// Builds a TPACKET_V2 slot the way the kernel fills one (data 76
+    /// bytes in with a virtio-net header, 66 without).
+    pub(crate) fn build_slot(size: usize, f: &TestFrame<'_>, vnet: bool) -> Vec<u8> {
+        let mut b = vec![0u8; size];
+        let mac =
+            ((V2_HDR_LEN + SLL_LEN + 16 + 15) & !15) + if vnet { VNET_HDR_LEN } else { 0 } - 14;
+        let snap = f.data.len().min(size - mac);
+        put32(&mut b, 0, f.status);
+        put32(&mut b, V2_LEN, f.wire_len);
+        put32(&mut b, V2_SNAPLEN, snap as u32);
+        put16(&mut b, V2_MAC, mac as u16);
+        put32(&mut b, V2_SEC, 1000);
+        put32(&mut b, V2_NSEC, 500);
+        put16(&mut b, V2_VLAN_TCI, f.vlan_tci as u16);
+        put32(&mut b, V2_SLL_IFINDEX, 7);
+        b[V2_SLL_PKTTYPE] = f.pkttype;
+        if let Some(v) = f.vnet {
+            b[mac - VNET_HDR_LEN..mac].copy_from_slice(&v);
+        }
+        b[mac..mac + snap].copy_from_slice(&f.data[..snap]);
+        b
+    }
+
+    #[test]
+    fn v2_slots_give_their_frame_and_status() {
+        let d: Vec<u8> = (0..200).map(|i| i as u8).collect();
+        let mut f = TestFrame::new(&d);
+        f.pkttype = PACKET_BROADCAST;
+        f.status |= TP_STATUS_VLAN_VALID;
+        f.vlan_tci = 0x3009;
+        let mut v = [0u8; VNET_HDR_LEN];
+        v[0] = 1;
+        v[6..8].copy_from_slice(&34u16.to_ne_bytes());
+        f.vnet = Some(v);
+        let slot = build_slot(2048, &f, true);
+        let (fr, status) = parse_slot_v2(&slot, true).unwrap();
+        assert_eq!(fr.data, &d[..]);
+        assert_eq!(status & TP_STATUS_COPY, 0);
+        assert_eq!(
+            (fr.sec, fr.nsec, fr.pkttype, fr.ifindex, fr.wire_len),
+            (1000, 500, PACKET_BROADCAST, 7, 200)
+        );
+        assert_eq!(fr.vlan, Some((0x8100, 0x3009)));
+        assert_eq!(fr.vnet.unwrap().csum_start, 34);
+        assert!(!fr.truncated());
+        // A frame longer than the slot: cut, its status says the whole
+        // of it waits on the socket.
+        let big = vec![7u8; 3000];
+        let mut f = TestFrame::new(&big);
+        f.status |= TP_STATUS_COPY;
+        let slot = build_slot(2048, &f, true);
+        let (fr, status) = parse_slot_v2(&slot, true).unwrap();
+        assert_ne!(status & TP_STATUS_COPY, 0);
+        assert!(fr.truncated() && fr.data.len() == 2048 - 76);
+        // Fields pointing outside the slot, or into its headers: refused,
+        // never a panic.
+        let good = build_slot(2048, &TestFrame::new(&d), false);
+        assert!(parse_slot_v2(&good, false).is_some());
+        let mut b = good.clone();
+        put32(&mut b, V2_SNAPLEN, 1 << 20);
+        assert!(parse_slot_v2(&b, false).is_none());
+        let mut b = good.clone();
+        put16(&mut b, V2_MAC, 20);
+        assert!(parse_slot_v2(&b, false).is_none());
+        // A vnet socket needs the header's room before the data.
+        assert!(parse_slot_v2(&good, true).is_some());
+        put16(&mut b, V2_MAC, (V2_HDR_LEN + SLL_LEN + 4) as u16);
+        assert!(parse_slot_v2(&b, true).is_none());
+        assert!(parse_slot_v2(&good[..40], false).is_none());
     }
 
     fn read_all(block: &[u8], vnet: bool) -> (Vec<Vec<u8>>, u32) {

@@ -7,8 +7,8 @@
 use super::bpf::{RxFilters, DEFAULT_PRIORITY_FILTER};
 use super::offload::{complete_csum, segment, OffloadError};
 use super::ring::{
-    Cursor, Frame, RxRing, PACKET_BROADCAST, PACKET_HOST, PACKET_MULTICAST, PACKET_OTHERHOST,
-    PACKET_OUTGOING,
+    parse_slot_v2, Cursor, Frame, RxRing, PACKET_BROADCAST, PACKET_HOST, PACKET_MULTICAST,
+    PACKET_OTHERHOST, PACKET_OUTGOING, TP_STATUS_COPY,
 };
 use super::sys::{self, FanoutMember, KernelOff, RxConfig};
 use paraclick_packet::{Batch, Packet, PacketType, Timestamp};
@@ -29,6 +29,16 @@ const MAX_BLOCKS: usize = 8192;
 const PRIORITY_NBLOCKS: usize = 16;
 /// Longest a partly filled block waits before the kernel hands it over.
 const RETIRE_MS: u32 = 1;
+/// A TPACKET_V2 ring's slot: a 1514-byte frame with its headers (the
+/// data starts 76 bytes in) fits; a longer one waits whole on the
+/// socket. 64 slots a block, 8192 in the default 16 MiB ring.
+const V2_FRAME: usize = 2048;
+/// The largest frame read from a V2 ring's socket (a 64 KB super-frame
+/// and its virtio-net header).
+const V2_COPY_MAX: usize = 65536 + super::ring::VNET_HDR_LEN;
+
+/// The ring version FromDevice opens without TPACKET.
+pub const DEFAULT_TPACKET: u8 = 2;
 
 /// Most queues a device may be split into (the kernel's fanout groups
 /// take at most 256 members on old kernels).
@@ -54,6 +64,8 @@ pub struct RxOptions {
     pub filters: RxFilters,
     /// Blocks of the priority ring (PRIORITY_RING_SIZE).
     pub priority_blocks: usize,
+    /// TPACKET: the kernel's ring version, 2 or 3.
+    pub tpacket: u8,
 }
 
 /// RING_SIZE-style bytes as a number of ring blocks.
@@ -74,7 +86,8 @@ fn ring_blocks(what: &str, bytes: Option<u64>, default: usize) -> Result<usize, 
 impl RxOptions {
     /// Reads SNIFFER, PROMISC, BURST, SNAPLEN, N_QUEUES, FANOUT, OUTBOUND,
     /// TIMESTAMP, FORCE_IP, RING_SIZE, BPF_FILTER, PRIORITY,
-    /// PRIORITY_FILTER and PRIORITY_RING_SIZE (all keywords, all optional)
+    /// PRIORITY_FILTER, PRIORITY_RING_SIZE and TPACKET (all keywords, all
+    /// optional)
     /// and checks them; the filter expressions are compiled here, so a bad
     /// one is a configuration error.
     pub fn read(a: &mut Args<'_>) -> Result<RxOptions, String> {
@@ -109,6 +122,11 @@ impl RxOptions {
             ring_blocks: ring_blocks("RING_SIZE", ring_size, NBLOCKS)?,
             filters: RxFilters::new(bpf_filter, priority_filter)?,
             priority_blocks: ring_blocks("PRIORITY_RING_SIZE", prio_size, PRIORITY_NBLOCKS)?,
+            tpacket: match a.read::<u32>("TPACKET") {
+                None => DEFAULT_TPACKET,
+                Some(v @ (2 | 3)) => v as u8,
+                Some(v) => return Err(format!("TPACKET must be 2 or 3, not {v}")),
+            },
         };
         if o.burst == 0 {
             return Err("BURST must be at least 1".into());
@@ -284,6 +302,8 @@ fn packet_type(t: u8) -> PacketType {
 /// drop in order: the ring is unmapped before the socket closes.
 pub struct RxQueue {
     ring: RxRing,
+    /// A TPACKET_V2 ring (of slots), else TPACKET_V3 (of blocks).
+    v2: bool,
     fd: OwnedFd,
     devname: String,
     gro_was_on: bool,
@@ -299,8 +319,12 @@ pub struct RxQueue {
 /// ring keeps its reader under a lock: one reader at a time.
 #[derive(Default)]
 pub struct RxReader {
+    /// The next block (V3) or slot (V2) to read.
     block: usize,
     cursor: Option<Cursor>,
+    /// V2: where a frame longer than its slot is read whole (allocated
+    /// at the first such frame).
+    copy: Vec<u8>,
 }
 
 impl Drop for RxQueue {
@@ -326,6 +350,7 @@ impl RxQueue {
             block_size: BLOCK_SIZE,
             nblocks: o.ring_blocks,
             retire_ms: RETIRE_MS,
+            v2_frame: (o.tpacket == 2).then_some(V2_FRAME),
             vnet_hdr: true,
             ignore_outgoing: !o.outbound,
             promisc: o.promisc,
@@ -344,6 +369,7 @@ impl RxQueue {
         let gro_was_on = sys::disable_gro(&fd, devname)?.unwrap_or(false);
         let mut q = RxQueue {
             ring,
+            v2: o.tpacket == 2,
             fd,
             devname: devname.to_string(),
             gro_was_on,
@@ -374,6 +400,7 @@ impl RxQueue {
             block_size: BLOCK_SIZE,
             nblocks: o.priority_blocks,
             retire_ms: RETIRE_MS,
+            v2_frame: (o.tpacket == 2).then_some(V2_FRAME),
             vnet_hdr: true,
             ignore_outgoing: !o.outbound,
             promisc: false,
@@ -383,6 +410,7 @@ impl RxQueue {
         .map_err(|e| format!("{devname} (priority ring): {e}"))?;
         let q = RxQueue {
             ring,
+            v2: o.tpacket == 2,
             fd,
             devname: devname.to_string(),
             gro_was_on: false,
@@ -398,6 +426,9 @@ impl RxQueue {
     /// until `out` holds `max` packets or no handed-over block is left.
     /// Returns the frames dropped on the way.
     pub fn read(&self, rd: &mut RxReader, o: &RxOptions, max: usize, out: &mut Batch) -> u64 {
+        if self.v2 {
+            return self.read_v2(rd, o, max, out);
+        }
         let nblocks = self.ring.nblocks();
         let mut drops = 0u64;
         while out.len() < max {
@@ -425,6 +456,60 @@ impl RxQueue {
             }
         }
         drops
+    }
+
+    /// [`RxQueue::read`] from a TPACKET_V2 ring: slot by slot, each
+    /// handed back once read.
+    fn read_v2(&self, rd: &mut RxReader, o: &RxOptions, max: usize, out: &mut Batch) -> u64 {
+        let nslots = self.ring.nblocks();
+        let mut drops = 0u64;
+        while out.len() < max {
+            let Some(slot) = self.ring.user_block(rd.block) else {
+                break;
+            };
+            drops += match parse_slot_v2(slot.bytes(), true) {
+                None => 1,
+                Some((f, status)) if status & TP_STATUS_COPY != 0 => {
+                    self.take_queued(&mut rd.copy, &f, o, out)
+                }
+                Some((f, _)) => o.take(&f, out),
+            };
+            slot.release();
+            rd.block = (rd.block + 1) % nslots;
+        }
+        drops
+    }
+
+    /// Takes the whole of the frame that `cut` (its slot) began, which
+    /// the kernel queued on the socket; the slot's frame, cut short, if
+    /// it did not.
+    fn take_queued(
+        &self,
+        buf: &mut Vec<u8>,
+        cut: &Frame<'_>,
+        o: &RxOptions,
+        out: &mut Batch,
+    ) -> u64 {
+        use super::offload::VnetHdr;
+        use super::ring::VNET_HDR_LEN;
+        if buf.is_empty() {
+            buf.resize(V2_COPY_MAX, 0);
+        }
+        let Some(n) = sys::recv_queued(&self.fd, buf) else {
+            return o.take(cut, out);
+        };
+        if n < VNET_HDR_LEN {
+            return 1;
+        }
+        let got = n.min(buf.len());
+        let f = Frame {
+            data: &buf[VNET_HDR_LEN..got],
+            wire_len: (n - VNET_HDR_LEN) as u32,
+            vnet: VnetHdr::parse(&buf[..VNET_HDR_LEN]),
+            vlan: cut.vlan,
+            ..*cut
+        };
+        o.take(&f, out)
     }
 
     /// The ring's socket: readable once the kernel has handed a block

@@ -12,7 +12,7 @@
 // SO_SNDBUFFORCE, binding to a sockaddr_ll, and the SIOCGIFADDR and
 // SIOCETHTOOL ioctls.
 
-use super::ring::RxRing;
+use super::ring::{RxRing, BLOCK_STATUS_OFF};
 use rustix::io::Errno;
 use rustix::mm::{self, MapFlags, ProtFlags};
 use rustix::net::{
@@ -26,7 +26,11 @@ use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 
+const TPACKET_V2: libc::c_int = 1;
 const TPACKET_V3: libc::c_int = 2;
+/// Socket receive buffer a TPACKET_V2 ring's socket asks for: where the
+/// whole of a frame longer than a slot waits (`TP_STATUS_COPY`).
+const V2_RCVBUF: libc::c_int = 4 << 20;
 const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
 const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
 /// The fanout group's own PACKET_IGNORE_OUTGOING (Linux 6.9): a member
@@ -228,8 +232,13 @@ pub struct RxConfig {
     pub ifindex: i32,
     pub block_size: usize,
     pub nblocks: usize,
-    /// Block retire timeout in milliseconds.
+    /// Block retire timeout in milliseconds (TPACKET_V3).
     pub retire_ms: u32,
+    /// A TPACKET_V2 ring of slots of this many bytes (a divisor of
+    /// `block_size`) instead of a TPACKET_V3 ring: each frame handed over
+    /// as soon as it is written, frames longer than a slot also queued
+    /// whole on the socket (`PACKET_COPY_THRESH`).
+    pub v2_frame: Option<usize>,
     pub vnet_hdr: bool,
     pub ignore_outgoing: bool,
     pub promisc: bool,
@@ -243,32 +252,55 @@ pub struct RxConfig {
     pub defer_bind: bool,
 }
 
-/// Opens an AF_PACKET socket with a TPACKET_V3 receive ring on a device.
-/// The socket is created without a protocol (it receives nothing) and
-/// bound to the device with ETH_P_ALL only once the ring is in place, so
-/// no other device's traffic ever reaches it.
+/// Opens an AF_PACKET socket with a TPACKET_V3 (or, with `v2_frame`,
+/// TPACKET_V2) receive ring on a device. The socket is created without a
+/// protocol (it receives nothing) and bound to the device with ETH_P_ALL
+/// only once the ring is in place, so no other device's traffic ever
+/// reaches it.
 pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
     let fd = packet_socket(0)?;
     let raw = fd.as_raw_fd();
-    setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V3)
-        .map_err(|e| format!("TPACKET_V3 rings not supported: {e}"))?;
+    let (version, name) = match cfg.v2_frame {
+        Some(_) => (TPACKET_V2, "TPACKET_V2"),
+        None => (TPACKET_V3, "TPACKET_V3"),
+    };
+    setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
+        .map_err(|e| format!("{name} rings not supported: {e}"))?;
     if cfg.vnet_hdr {
         let one: libc::c_int = 1;
         setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one)
             .map_err(|e| format!("PACKET_VNET_HDR: {e}"))?;
     }
-    let req = libc::tpacket_req3 {
-        tp_block_size: cfg.block_size as u32,
-        tp_block_nr: cfg.nblocks as u32,
-        // Frames are variable-sized in V3; this only bounds the count.
-        tp_frame_size: 2048,
-        tp_frame_nr: (cfg.block_size / 2048 * cfg.nblocks) as u32,
-        tp_retire_blk_tov: cfg.retire_ms,
-        tp_sizeof_priv: 0,
-        tp_feature_req_word: 0,
-    };
-    setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)
-        .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
+    if let Some(frame) = cfg.v2_frame {
+        // A frame longer than a slot (a 64 KB super-frame) is also
+        // queued whole on the socket, while its receive buffer has room.
+        let one: libc::c_int = 1;
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_COPY_THRESH, &one)
+            .map_err(|e| format!("PACKET_COPY_THRESH: {e}"))?;
+        // Capped by net.core.rmem_max; the default still holds a few.
+        let _ = setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &V2_RCVBUF);
+        let req = libc::tpacket_req {
+            tp_block_size: cfg.block_size as u32,
+            tp_block_nr: cfg.nblocks as u32,
+            tp_frame_size: frame as u32,
+            tp_frame_nr: (cfg.block_size / frame * cfg.nblocks) as u32,
+        };
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)
+            .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
+    } else {
+        let req = libc::tpacket_req3 {
+            tp_block_size: cfg.block_size as u32,
+            tp_block_nr: cfg.nblocks as u32,
+            // Frames are variable-sized in V3; this only bounds the count.
+            tp_frame_size: 2048,
+            tp_frame_nr: (cfg.block_size / 2048 * cfg.nblocks) as u32,
+            tp_retire_blk_tov: cfg.retire_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)
+            .map_err(|e| format!("PACKET_RX_RING: {e}"))?;
+    }
     let len = cfg.block_size * cfg.nblocks;
     let map = |flags: MapFlags| {
         // SAFETY: maps the ring the kernel just allocated for this socket
@@ -290,10 +322,22 @@ pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
     let base = map(MapFlags::LOCKED)
         .or_else(|_| map(MapFlags::empty()))
         .map_err(|e| format!("mmap of the receive ring: {}", io::Error::from(e)))?;
-    // SAFETY: `base` is a fresh MAP_SHARED mapping of exactly `len` bytes
-    // of this socket's ring (nblocks blocks of block_size bytes); the
-    // RxRing unmaps it on drop and nothing else does.
-    let ring = unsafe { RxRing::from_raw(base as *mut u8, cfg.block_size, cfg.nblocks) };
+    // SAFETY: `base` is a fresh, page-aligned MAP_SHARED mapping of
+    // exactly `len` bytes of this socket's ring: nblocks blocks of
+    // block_size bytes (V3), or that many bytes of contiguous frame slots
+    // (V2: the slot size divides the block size, so no block has a gap);
+    // the RxRing unmaps it on drop and nothing else does.
+    let ring = unsafe {
+        match cfg.v2_frame {
+            Some(frame) => RxRing::from_raw(base as *mut u8, frame, len / frame, 0),
+            None => RxRing::from_raw(
+                base as *mut u8,
+                cfg.block_size,
+                cfg.nblocks,
+                BLOCK_STATUS_OFF,
+            ),
+        }
+    };
     if cfg.ignore_outgoing {
         let one: libc::c_int = 1;
         // Old kernels lack it; FromDevice drops outgoing frames itself too.
@@ -320,6 +364,24 @@ pub fn open_rx(cfg: &RxConfig) -> Result<(OwnedFd, RxRing), String> {
             .map_err(|e| format!("PROMISC: {e}"))?;
     }
     Ok((fd, ring))
+}
+
+/// Takes the next whole frame the kernel queued on a TPACKET_V2 ring's
+/// socket (a frame longer than its slot, `TP_STATUS_COPY`) into `buf`,
+/// without waiting: its length (more than `buf.len()` if cut short), or
+/// `None` when none waits.
+pub fn recv_queued(fd: &OwnedFd, buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes for
+    // the duration of the call; the kernel writes at most that many.
+    let r = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+        )
+    };
+    usize::try_from(r).ok()
 }
 
 /// Attaches the classic BPF program `insns` to a socket (SO_ATTACH_FILTER).
