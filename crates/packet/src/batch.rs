@@ -32,7 +32,10 @@ impl Batch {
     /// are whatever the reused buffers held: write them before use.
     #[inline]
     pub fn alloc(n: usize, headroom: usize, len: usize) -> Batch {
-        if headroom + len <= crate::pool::BUFFER_SIZE {
+        if headroom
+            .checked_add(len)
+            .is_some_and(|n| n <= crate::pool::BUFFER_SIZE)
+        {
             return Batch {
                 v: crate::pool::alloc_batch(n, headroom, len),
             };

@@ -51,6 +51,11 @@ pub fn default_capacity() -> usize {
 /// three lines, two of them shared with the buffer headers next to it,
 /// so a consumer on another core freeing one packet took a line back
 /// from the producer filling the next.
+///
+/// In a packet, `start <= end <= buf.len()` always holds: whatever sets
+/// `start` or `end` keeps it (sizes are checked where a packet is made,
+/// moves of the data's ends are clamped or checked), and the packet's
+/// data accessors rely on it to skip their bounds checks.
 #[repr(C, align(64))]
 pub(crate) struct Inner {
     pub(crate) start: u32,
@@ -222,7 +227,10 @@ impl ExtBuffer {
     /// copy. `None` if the range does not fit the buffer.
     #[inline]
     pub fn into_packet(self, start: usize, len: usize) -> Result<crate::Packet, ExtBuffer> {
-        if start.checked_add(len).is_none_or(|e| e > self.0.buf.len) {
+        if start
+            .checked_add(len)
+            .is_none_or(|e| e > self.0.buf.len || e > u32::MAX as usize)
+        {
             return Err(self);
         }
         Ok(crate::Packet::from_inner(self.0, start, len))
@@ -685,7 +693,8 @@ fn release_now(b: Box<Inner>) {
 /// to the thread's pool. Fewer if the pool runs out.
 #[inline]
 pub(crate) fn alloc_batch(n: usize, headroom: usize, len: usize) -> crate::batch::BatchVec {
-    debug_assert!(headroom + len <= BUFFER_SIZE);
+    // The packets' data must lie in their buffers (`Inner`'s invariant).
+    assert!(headroom.checked_add(len).is_some_and(|n| n <= BUFFER_SIZE));
     let fresh = || thin_vec::ThinVec::with_capacity(crate::batch::BATCH_CAPACITY.max(n));
     LOCAL
         .try_with(|l| {
