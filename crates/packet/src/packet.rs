@@ -93,6 +93,14 @@ impl Packet {
         }
     }
 
+    /// A buffer whose offsets and annotations its maker has written.
+    #[inline(always)]
+    pub(crate) fn from_filled(b: Box<Inner>) -> Packet {
+        Packet {
+            inner: ManuallyDrop::new(b),
+        }
+    }
+
     /// A packet of `len` bytes with default headroom. The contents are
     /// whatever the reused buffer held (as in Click); write them before use.
     #[inline]
@@ -668,6 +676,7 @@ mod tests {
         assert!(Packet::make(HEADROOM, usize::MAX, 1).is_none());
         assert!(Packet::make(u32::MAX as usize, 1, 0).is_none());
         assert!(crate::Batch::alloc(2, usize::MAX, 2).is_empty());
+        assert!(crate::Batch::alloc_copies(2, usize::MAX, &[1; 4], Default::default()).is_empty());
         let p = Packet::make(HEADROOM, 10, 0).unwrap();
         assert_eq!(p.len(), 10);
     }
