@@ -32,13 +32,40 @@ impl Batch {
     /// are whatever the reused buffers held: write them before use.
     #[inline]
     pub fn alloc(n: usize, headroom: usize, len: usize) -> Batch {
-        if headroom + len <= crate::pool::BUFFER_SIZE {
+        if headroom
+            .checked_add(len)
+            .is_some_and(|n| n <= crate::pool::BUFFER_SIZE)
+        {
             return Batch {
                 v: crate::pool::alloc_batch(n, headroom, len),
             };
         }
         (0..n)
             .map_while(|_| Packet::make(headroom, len, 0))
+            .collect()
+    }
+
+    /// A batch of up to `n` new packets, each a copy of `data` with
+    /// `headroom` bytes in front, timestamped `ts`, its other annotations
+    /// and header offsets fresh: [`Batch::alloc`] and the copies in one
+    /// pass (a source's batch). Fewer packets if the pool runs out.
+    #[inline]
+    pub fn alloc_copies(n: usize, headroom: usize, data: &[u8], ts: crate::Timestamp) -> Batch {
+        if headroom
+            .checked_add(data.len())
+            .is_some_and(|n| n <= crate::pool::BUFFER_SIZE)
+        {
+            return Batch {
+                v: crate::pool::alloc_batch_copies(n, headroom, data, ts),
+            };
+        }
+        (0..n)
+            .map_while(|_| {
+                let mut p = Packet::make(headroom, data.len(), 0)?;
+                p.data_mut().copy_from_slice(data);
+                p.set_timestamp(ts);
+                Some(p)
+            })
             .collect()
     }
 

@@ -76,14 +76,26 @@ impl Packet {
         &self.inner
     }
 
+    /// `b` as a packet of `len` bytes after `headroom`: the caller has
+    /// made sure they fit (`headroom + len <= b.buf.len()`, the invariant
+    /// of `Inner` the accessors rely on).
     #[inline]
     pub(crate) fn from_inner(mut b: Box<Inner>, headroom: usize, len: usize) -> Packet {
+        debug_assert!(headroom + len <= b.buf.len());
         b.start = headroom as u32;
         b.end = (headroom + len) as u32;
         b.mac = -1;
         b.net = -1;
         b.trans = -1;
         b.anno = Anno::new();
+        Packet {
+            inner: ManuallyDrop::new(b),
+        }
+    }
+
+    /// A buffer whose offsets and annotations its maker has written.
+    #[inline(always)]
+    pub(crate) fn from_filled(b: Box<Inner>) -> Packet {
         Packet {
             inner: ManuallyDrop::new(b),
         }
@@ -100,11 +112,15 @@ impl Packet {
     /// `tailroom` bytes behind.
     #[inline]
     pub fn make(headroom: usize, len: usize, tailroom: usize) -> Option<Packet> {
-        let need = headroom + len + tailroom;
+        // Checked: the offsets are `u32` positions in the buffer, and the
+        // data accessors rely on them lying in it (see `pool::Inner`).
+        let need = headroom.checked_add(len)?.checked_add(tailroom)?;
         let b = if need <= BUFFER_SIZE {
             pool::alloc()?
-        } else {
+        } else if need <= u32::MAX as usize {
             pool::alloc_large(need)?
+        } else {
+            return None;
         };
         Some(Self::from_inner(b, headroom, len))
     }
@@ -179,15 +195,40 @@ impl Packet {
         );
     }
 
+    /// The bytes from position `from` of the buffer to the data's end,
+    /// without a bounds check: `from <= end` (the caller's test) and
+    /// `end <= buf.len()` (every packet's, see `pool::Inner`) make the
+    /// range valid. The accessors below run on every packet at every
+    /// element, where the two checks of a slice index cost four or five
+    /// instructions each time.
+    #[inline(always)]
+    fn bytes_from(&self, from: u32) -> &[u8] {
+        let i = &**self.inner;
+        debug_assert!(from <= i.end && i.end as usize <= i.buf.len());
+        // SAFETY: `from <= end` (the caller's test) and `end <= buf.len()`
+        // (the invariant of `Inner`), so the range lies in the buffer.
+        unsafe { i.buf.get_unchecked(from as usize..i.end as usize) }
+    }
+
+    /// [`Packet::bytes_from`], mutable.
+    #[inline(always)]
+    fn bytes_from_mut(&mut self, from: u32) -> &mut [u8] {
+        let i = &mut **self.inner;
+        debug_assert!(from <= i.end && i.end as usize <= i.buf.len());
+        let end = i.end as usize;
+        // SAFETY: as in `bytes_from`; `&mut self` makes the access unique.
+        unsafe { i.buf.get_unchecked_mut(from as usize..end) }
+    }
+
     #[inline]
     pub fn data(&self) -> &[u8] {
-        &self.inner.buf[self.inner.start as usize..self.inner.end as usize]
+        // `start <= end` holds for every packet (see `pool::Inner`).
+        self.bytes_from(self.inner.start)
     }
 
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
-        let (s, e) = (self.inner.start as usize, self.inner.end as usize);
-        &mut self.inner.buf[s..e]
+        self.bytes_from_mut(self.inner.start)
     }
 
     #[inline]
@@ -395,16 +436,14 @@ impl Packet {
     #[inline]
     pub fn mac_header(&self) -> Option<&[u8]> {
         let m = self.inner.mac;
-        (m >= 0 && (m as u32) <= self.inner.end)
-            .then(|| &self.inner.buf[m as usize..self.inner.end as usize])
+        (m >= 0 && (m as u32) <= self.inner.end).then(|| self.bytes_from(m as u32))
     }
 
     /// Bytes from the network header to the end of the data.
     #[inline]
     pub fn network_header(&self) -> Option<&[u8]> {
         let n = self.inner.net;
-        (n >= 0 && (n as u32) <= self.inner.end)
-            .then(|| &self.inner.buf[n as usize..self.inner.end as usize])
+        (n >= 0 && (n as u32) <= self.inner.end).then(|| self.bytes_from(n as u32))
     }
 
     /// The length of [`Packet::network_header`], without making the slice
@@ -418,9 +457,8 @@ impl Packet {
     #[inline]
     pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
         let n = self.inner.net;
-        let e = self.inner.end;
-        if n >= 0 && (n as u32) <= e {
-            Some(&mut self.inner.buf[n as usize..e as usize])
+        if n >= 0 && (n as u32) <= self.inner.end {
+            Some(self.bytes_from_mut(n as u32))
         } else {
             None
         }
@@ -437,16 +475,14 @@ impl Packet {
     #[inline]
     pub fn transport_header(&self) -> Option<&[u8]> {
         let t = self.inner.trans;
-        (t >= 0 && (t as u32) <= self.inner.end)
-            .then(|| &self.inner.buf[t as usize..self.inner.end as usize])
+        (t >= 0 && (t as u32) <= self.inner.end).then(|| self.bytes_from(t as u32))
     }
 
     #[inline]
     pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
         let t = self.inner.trans;
-        let e = self.inner.end;
-        if t >= 0 && (t as u32) <= e {
-            Some(&mut self.inner.buf[t as usize..e as usize])
+        if t >= 0 && (t as u32) <= self.inner.end {
+            Some(self.bytes_from_mut(t as u32))
         } else {
             None
         }
@@ -629,6 +665,20 @@ mod tests {
         u.set_trace(2);
         std::thread::spawn(move || drop(u)).join().unwrap();
         assert_eq!(marked_packets(), base);
+    }
+
+    /// Sizes whose sum overflows, or whose offsets would not fit the
+    /// buffer's `u32` positions, are refused, not wrapped: the data
+    /// accessors rely on the offsets lying in the buffer.
+    #[test]
+    fn sizes_past_the_offsets_range_are_refused() {
+        assert!(Packet::make(usize::MAX, 2, 0).is_none());
+        assert!(Packet::make(HEADROOM, usize::MAX, 1).is_none());
+        assert!(Packet::make(u32::MAX as usize, 1, 0).is_none());
+        assert!(crate::Batch::alloc(2, usize::MAX, 2).is_empty());
+        assert!(crate::Batch::alloc_copies(2, usize::MAX, &[1; 4], Default::default()).is_empty());
+        let p = Packet::make(HEADROOM, 10, 0).unwrap();
+        assert_eq!(p.len(), 10);
     }
 
     #[test]

@@ -26,29 +26,7 @@ pub fn parse_end_call(s: String) -> (String, String) {
 pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, ts: Option<Timestamp>) -> Batch {
     let ts = ts.unwrap_or(Timestamp::ZERO);
     let headroom = headroom.unwrap_or(paraclick_packet::pool::HEADROOM);
-    let mut b = Batch::alloc(n, headroom, data.len());
-    for p in b.iter_mut() {
-        copy_data(p.data_mut(), data);
-        p.set_timestamp(ts);
-    }
-    b
-}
-
-/// `dst.copy_from_slice(src)`, with a short `src` (16 to 64 bytes, as a
-/// generated packet usually is) copied inline as two fixed-size,
-/// possibly overlapping, moves instead of a call to `memcpy`.
-#[inline(always)]
-fn copy_data(dst: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    if dst.len() == n && (32..=64).contains(&n) {
-        dst[..32].copy_from_slice(&src[..32]);
-        dst[n - 32..].copy_from_slice(&src[n - 32..]);
-    } else if dst.len() == n && (16..32).contains(&n) {
-        dst[..16].copy_from_slice(&src[..16]);
-        dst[n - 16..].copy_from_slice(&src[n - 16..]);
-    } else {
-        dst.copy_from_slice(src);
-    }
+    Batch::alloc_copies(n, headroom, data, ts)
 }
 
 /// One packet holding `data`, timestamped `ts` (see [`data_batch`]);
