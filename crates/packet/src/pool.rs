@@ -1106,33 +1106,29 @@ mod tests {
             ] {
                 let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
                 for headroom in [HEADROOM, 40] {
-                    // The free list's top, none of it from another thread.
-                    free_dirty(40);
-                    let want = next_out(32);
-                    let b = crate::Batch::alloc_copies(32, headroom, &data, ts);
-                    check_copies(&b, 32, headroom, &data, ts);
-                    let got: Vec<usize> = b
-                        .iter()
-                        .map(|p| p.inner() as *const Inner as usize)
-                        .collect();
-                    assert_eq!(got, want, "len {len}: the buffers alloc pops, in its order");
-                    drop(b);
-                    // Buffers that came home from another thread: the
+                    // The free list's top, none of it from another thread;
+                    // then buffers that came home from another thread: the
                     // allocator's own path, prefetching them.
-                    free_dirty(40);
-                    let want = next_out(32);
-                    LOCAL.with(|l| {
-                        let mut l = l.borrow_mut();
-                        l.remote = l.free.len();
-                    });
-                    let b = crate::Batch::alloc_copies(32, headroom, &data, ts);
-                    check_copies(&b, 32, headroom, &data, ts);
-                    let got: Vec<usize> = b
-                        .iter()
-                        .map(|p| p.inner() as *const Inner as usize)
-                        .collect();
-                    assert_eq!(got, want, "len {len}: from home-coming buffers too");
-                    drop(b);
+                    for remote in [false, true] {
+                        free_dirty(40);
+                        let want = next_out(32);
+                        if remote {
+                            LOCAL.with(|l| {
+                                let mut l = l.borrow_mut();
+                                l.remote = l.free.len();
+                            });
+                        }
+                        let b = crate::Batch::alloc_copies(32, headroom, &data, ts);
+                        check_copies(&b, 32, headroom, &data, ts);
+                        let got: Vec<usize> = b
+                            .iter()
+                            .map(|p| p.inner() as *const Inner as usize)
+                            .collect();
+                        assert_eq!(
+                            got, want,
+                            "len {len}, remote {remote}: the buffers alloc pops, in its order"
+                        );
+                    }
                 }
             }
             // More than the free list holds: new buffers after it.
