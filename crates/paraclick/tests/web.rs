@@ -1160,3 +1160,92 @@ fn the_slices_panel_shows_each_slices_figures_in_headless_chromium() {
     }
     eprintln!("Slices panel:\n{text}");
 }
+
+/// The page's first reads refused (a router busy starting, a read timed
+/// out): the page keeps trying and draws the graph once a read works. The
+/// page is served by a stand-in here, the real page and script, whose
+/// first `/api/read` answers 503.
+#[test]
+fn the_graph_is_drawn_after_a_first_read_fails() {
+    let Some((chromium, driver)) = chromium() else {
+        return;
+    };
+    let (d, _browser) = browser(&chromium, &driver);
+    let page = include_str!("../src/web/index.html").replace("{{TOKEN}}", "t");
+    let files = [
+        ("/", "text/html", page),
+        (
+            "/app.js",
+            "text/javascript",
+            include_str!("../src/web/app.js").into(),
+        ),
+        (
+            "/app.css",
+            "text/css",
+            include_str!("../src/web/app.css").into(),
+        ),
+    ];
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reads = Arc::new(Mutex::new(0u32));
+    let seen = reads.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            if r.read_line(&mut line).is_err() {
+                continue;
+            }
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).map_or(true, |n| n == 0) || h == "\r\n" {
+                    break;
+                }
+            }
+            let path = line.split(' ').nth(1).unwrap_or("").to_string();
+            let (code, kind, body) = if let Some(q) = path.strip_prefix("/api/read?") {
+                let mut n = seen.lock().unwrap();
+                *n += 1;
+                if *n == 1 {
+                    (503, "text/plain", "busy\n".to_string())
+                } else {
+                    let mut out = serde_json::Map::new();
+                    for h in q.split('&').filter_map(|x| x.strip_prefix("h=")) {
+                        let v = match h {
+                            "flatconfig" => "a :: Idle;\nb :: Discard;\na -> b;\n",
+                            "version" => "test",
+                            _ => "",
+                        };
+                        out.insert(h.to_string(), json!({"ok": true, "value": v}));
+                    }
+                    (200, "application/json", Value::Object(out).to_string())
+                }
+            } else {
+                match files.iter().find(|(p, _, _)| *p == path) {
+                    Some((_, k, b)) => (200, *k, b.clone()),
+                    None => (404, "text/plain", "not found\n".to_string()),
+                }
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 {code} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    d.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("http://127.0.0.1:{port}/")})),
+    );
+    let nodes = d.wait(
+        "the graph after a refused read",
+        "const n=document.querySelectorAll('#graph .node').length;return n>0?n:null;",
+        20,
+    );
+    assert_eq!(nodes, json!(2));
+    assert!(*reads.lock().unwrap() >= 2, "the first read was refused");
+    let note = d.js("return document.getElementById('graph-msg').textContent;");
+    assert_eq!(note, json!(""), "the retry's note is cleared once drawn");
+}

@@ -452,16 +452,16 @@ async function load() {
     // graph open them).
     for (const e of elements) if (e.name.includes("/")) collapsed.add(e.name.split("/")[0]);
   }
-  loaded = true;
   const hr = await readMany(elements.map(e => e.name + ".handlers"));
   handlers = {};
   for (const e of elements) {
     const x = hr[e.name + ".handlers"];
     handlers[e.name] = new Set(x && x.ok ? x.value.split("\n").filter(l => /\tr/.test(l)).map(l => l.split("\t")[0]) : []);
   }
+  loaded = true;
   drawCompounds();
   layout();
-  if (bad.length) graphNote("statements not understood: " + bad.join(" | "));
+  graphNote(bad.length ? "statements not understood: " + bad.join(" | ") : "");
 }
 
 async function handlerCall(write) {
@@ -491,9 +491,19 @@ async function reload() {
 document.getElementById("trace-load").onclick = () => loadTraces().catch(err => traceNote("trace: " + err));
 document.getElementById("trace-pick").onchange = ev => { traceShown = ev.target.value; showTrace(); };
 
+// The first drawing is tried again until it works: a read refused or
+// timed out while the router was busy starting must not leave the page
+// without its graph for good.
+async function firstLoad() {
+  for (let wait = 250; ; wait = Math.min(2 * wait, 4000)) {
+    try { await load(); return; } catch (err) { graphNote("error drawing the graph, trying again: " + err); }
+    await new Promise(done => setTimeout(done, wait));
+  }
+}
+
 graphControls();
 (async () => {
-  await reload();
+  await firstLoad();
   poll();
   setInterval(poll, POLL_MS);
 })();
