@@ -14,10 +14,11 @@
 #   ns/pkt   the router's CPU time per forwarded packet, all its threads
 #            (predicted: at saturation, 1e9 x threads / saturated rate,
 #            at -j 2 on the shared CPUs with the threads' wake-ups, and at
-#            the measured rate at -j 1, that plus the receive path's floor
-#            term (device-terms.sh FLOOR: CPU it spends beyond its packets,
-#            wake-ups or polling) over the rate; measured: at its highest
-#            loss-free rate);
+#            the measured rate at -j 1, that plus its wake-ups at that
+#            rate (device-terms.sh WAKE: W ns each, at most one per K
+#            packets, in the time the packets leave of the core; without
+#            a WAKE line the receive path's floor, FLOOR, over the rate);
+#            measured: at its highest loss-free rate);
 #   pps/CPU-s  packets per second of router CPU, 1e9 / ns/pkt (compare
 #            these on a loaded machine).
 # The load average before and after is printed.
@@ -64,11 +65,24 @@ for name in AF_PACKET AF_XDP; do
     read -r mrate mns mcpu mlimit < <(awk -v l="$label" -v j="$j" '
       substr($0, 1, 44) ~ ("^" l " *$") { split(substr($0, 45), f, " "); if (f[1] == j) { print f[2], f[4], f[6], f[9]; exit } }' "$OUT/bench")
     # The CPU per packet the model gives at the measured rate: at -j 1
-    # the saturated figure plus the receive path's floor spread over it;
-    # at -j 2 (the CPUs shared with the generator) the floor is the
-    # threads' wake-ups, which PREDICT's figure holds already.
+    # the saturated figure plus its wake-ups there (device-terms.sh's
+    # WAKE line: W ns each, at most one per K packets, in the time the
+    # packets leave: paraclick model's IdleWakes), or without a WAKE
+    # line the receive path's floor spread over it; at -j 2 (the CPUs
+    # shared with the generator) the floor is the threads' wake-ups,
+    # which PREDICT's figure holds already.
     [[ $j -eq 1 ]] || floor=0
-    fns=$(awk -v p="${pns:-0}" -v f="${floor:-0}" -v r="${mrate:-0}" 'BEGIN { if (r > 0) printf "%.0f", p + f * 1e9 / r; else print p }')
+    ww= wk=
+    read -r ww wk < <(awk -v n="$name" -v j="$j" '$1 == "WAKE" && $2 == n && $4 == j { print $6, $8 }' "$OUT/terms") || true
+    if [[ $j -eq 1 && -n ${ww:-} ]]; then
+      fns=$(awk -v p="${pns:-0}" -v w="$ww" -v k="$wk" -v r="${mrate:-0}" 'BEGIN {
+        if (r <= 0) { print p; exit }
+        idle = 1e9 - r * p; if (idle < 0) idle = 0
+        v = r / k; if (idle / w < v) v = idle / w
+        printf "%.0f", p + v * w / r }')
+    else
+      fns=$(awk -v p="${pns:-0}" -v f="${floor:-0}" -v r="${mrate:-0}" 'BEGIN { if (r > 0) printf "%.0f", p + f * 1e9 / r; else print p }')
+    fi
     printf '%-10s %3s | %10s %10s %6s | %8s %8s %8s %6s | %10s %10s | %5s %s\n' "$name" "$j" \
       "${lf:--}" "${mrate:--}" "$(awk -v a="${lf:-0}" -v b="${mrate:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
       "${pns:--}" "$fns" "${mns:--}" "$(awk -v a="${fns:-0}" -v b="${mns:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
@@ -80,7 +94,7 @@ done
 echo
 echo "rate pred: the model's loss-free rate (its saturated rate, capped by the receive rings' term where measured), a core per thread at -j 1,"
 echo "at -j 2 where the router's CPU per packet (its threads' wake-ups included) and the generator's fill the CPUs they share (SHARED);"
-echo "ns sat: the model's CPU per packet at saturation (-j 2: on the shared CPUs, wake-ups included); +floor: at -j 1 that plus the receive"
-echo "path's floor (FLOOR) over the measured rate, the model's CPU per packet at that rate; measured: scripts/bench-veth.sh's at its highest"
+echo "ns sat: the model's CPU per packet at saturation (-j 2: on the shared CPUs, wake-ups included); +floor: at -j 1 that plus its wake-ups"
+echo "at the measured rate (WAKE; without it the receive path's floor over the rate), the model's CPU per packet there; measured: scripts/bench-veth.sh's at its highest"
 echo "loss-free rate; pps/CPU-s: 1e9 / ns. Ratios: predicted / measured."
 echo "load average $load0 before, $load1 after; $(($(date +%s) - start)) s; $(nproc) CPUs; RT=${RT:-0}."

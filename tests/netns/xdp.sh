@@ -68,6 +68,9 @@
 #  10. Busy polling: with --busy-poll the readers say `on` (busy_poll:
 #      SO_PREFER_BUSY_POLL), r0's napi_defer_hard_irqs and
 #      gro_flush_timeout set, and every datagram is forwarded.
+#  11. Transmit sockets on first use: a -j 2 router whose ToDevice is
+#      pushed to from one thread opens one AF_XDP socket (tx_queues),
+#      not one per thread, and every packet arrives.
 # Prints one line per check; exits 0 if all pass.
 set -euo pipefail
 
@@ -628,6 +631,30 @@ if run_conf "10" 1 "in :: FromDevice(r0, METHOD XDP);
   fi
 fi
 ip netns exec "$R" sh -c 'echo 0 > /sys/class/net/r0/napi_defer_hard_irqs; echo 0 > /sys/class/net/r0/gro_flush_timeout'
+
+# ---- 11. transmit sockets opened on first use ----
+# A -j 2 router whose ToDevice (pushed to, so a queue per thread) is
+# sent to from thread 0 alone opens one AF_XDP socket, queue 0's, not
+# one per thread: tx_queues lists the sockets opened (eager opening
+# listed queue 1's too, with 0 packets).
+links 2
+before=$(noports 4)
+ip netns exec "$R" "$BIN" -j 2 -h out.count -h out.tx_queues -e "
+  src :: InfiniteSource(LENGTH 18, LIMIT $M, BURST 32, STOP false)
+    -> UDPIPEncap(10.0.1.2, 1024, 10.0.2.2, 9)
+    -> EtherEncap(0x0800, 02:00:00:00:02:01, 02:00:00:00:02:02)
+    -> out :: ToDevice(r1, METHOD XDP);
+  StaticThreadSched(src 0);" >"$TMP/router.out" 2>"$TMP/router.err" &
+ROUTER_PID=$!
+wait_for 60 "h2 receiving the router's $M datagrams" got_all || true
+stop_router
+GOT=$(( $(noports 4) - before ))
+echo "      11: -j 2, one thread sending: tx_queues '$(h out.tx_queues)', h2 received $GOT"
+if [[ $(h out.tx_queues) == "0:$M" && $GOT -eq $M ]]; then
+  pass "11: one sending thread of two opened one transmit socket (tx_queues 0:$M), all received"
+else
+  fail "11: tx_queues '$(h out.tx_queues)' (want 0:$M), received $GOT of $M: $(cat "$TMP/router.err")"
+fi
 
 if [[ $FAILED -eq 0 ]]; then echo "xdp test: all checks passed"; else echo "xdp test: FAILED"; fi
 exit $FAILED

@@ -276,6 +276,61 @@ impl SharedCpus {
     }
 }
 
+/// The wake-ups of a device router's threads on cores of their own (issue
+/// 42, -j 1: the packet generator on another CPU). A thread that finds
+/// its ring empty spins a while, then waits in `poll(2)`; each wait
+/// costs it `wake_ns` CPU ns beyond its packets (the spin, the wait and
+/// the wake-up). It waits only when it is idle: at a low rate about once
+/// per `wake_packets` packets (a TPACKET_V2 ring hands over each frame
+/// as it comes, so the bare receive path at 50,000 pps woke every 3-4
+/// packets), and not at all once its packets fill the core, where each
+/// read returns a full batch. So the wake-ups take only the time the
+/// packets leave ([`IdleWakes::wakeups_at`]): they raise the CPU a
+/// router spends per packet below saturation, not its saturated rate
+/// ([`IdleWakes::saturated`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdleWakes {
+    /// CPU ns a thread spends per wake-up beyond its packets.
+    pub wake_ns: f64,
+    /// Packets per wake-up at a low rate: at most one wake-up per this
+    /// many packets.
+    pub wake_packets: f64,
+}
+
+impl IdleWakes {
+    /// Wake-ups a second of a thread spending `per_packet_ns` CPU ns on
+    /// each of `rate` packets a second: one per `wake_packets` packets,
+    /// but no more than the time its packets leave of its core holds
+    /// (each takes `wake_ns`), so none when the packets fill it.
+    pub fn wakeups_at(&self, rate: f64, per_packet_ns: f64) -> f64 {
+        if !(self.wake_ns > 0.0 && self.wake_packets > 0.0 && rate > 0.0) {
+            return 0.0;
+        }
+        let idle_ns = (1e9 - rate * per_packet_ns.max(0.0)).max(0.0);
+        (rate / self.wake_packets).min(idle_ns / self.wake_ns)
+    }
+
+    /// CPU ns per packet at `rate`: its own, and its wake-ups' share.
+    pub fn ns_per_packet_at(&self, rate: f64, per_packet_ns: f64) -> f64 {
+        if rate > 0.0 {
+            per_packet_ns + self.wakeups_at(rate, per_packet_ns) * self.wake_ns / rate
+        } else {
+            per_packet_ns
+        }
+    }
+
+    /// The rate at which the thread saturates: where its packets alone
+    /// fill the core (1e9 / `per_packet_ns`), the wake-ups having then
+    /// no time left.
+    pub fn saturated(&self, per_packet_ns: f64) -> f64 {
+        if per_packet_ns > 0.0 {
+            1e9 / per_packet_ns
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
 impl std::str::FromStr for DeviceTerm {
     type Err = String;
     /// `METHOD:RX_NS:TX_NS[:RING_PPS]`, as `AF_PACKET:850:1200` or
@@ -1122,6 +1177,51 @@ mod tests {
         let model = dev.model(&machine(), assign, n, &w);
         let ns = model.stages.iter().map(|s| s.latency_ns).collect();
         (model.evaluate().mlffr, ns)
+    }
+
+    #[test]
+    fn idle_wake_ups_take_only_the_time_the_packets_leave() {
+        // -j 1: both paths on one core, 1,100 ns a packet entering (the
+        // per-packet receive term in it): saturated 909,091 pps.
+        let (sat, ns) = dedicated_threads(1.0, "AF_PACKET:400:500", &[0, 0, 0, 0], 1);
+        assert_eq!(ns.len(), 1);
+        assert!((ns[0] - 1_100.0).abs() < 1e-9, "{ns:?}");
+        // A V2 ring's thread: 20 us a wake-up beyond its packets, one
+        // wake-up per 4 packets at a low rate (5,000 ns a packet then).
+        let w = IdleWakes {
+            wake_ns: 20_000.0,
+            wake_packets: 4.0,
+        };
+        // At saturation the packets fill the core: no wake-ups, the
+        // rate the per-packet terms give. Charged per packet they would
+        // make it 1e9 / 6,100 = 164 kpps.
+        assert!((w.saturated(ns[0]) - sat).abs() < 1e-6, "{sat}");
+        assert_eq!(w.wakeups_at(sat, ns[0]), 0.0);
+        assert!((w.ns_per_packet_at(sat, ns[0]) - 1_100.0).abs() < 1e-9);
+        // At 50,000 pps the traffic sets them: 12,500 a second, 0.25 of
+        // the core, 6,100 ns a packet in all.
+        assert!((w.wakeups_at(50_000.0, ns[0]) - 12_500.0).abs() < 1e-9);
+        assert!((w.ns_per_packet_at(50_000.0, ns[0]) - 6_100.0).abs() < 1e-9);
+        // At 800,000 pps the packets take 0.88 of the core: the 0.12 s
+        // left hold 6,000 wake-ups (not 200,000): 1,250 ns a packet.
+        assert!((w.wakeups_at(800_000.0, ns[0]) - 6_000.0).abs() < 1e-6);
+        assert!((w.ns_per_packet_at(800_000.0, ns[0]) - 1_250.0).abs() < 1e-6);
+        // Never more than the core: packets and wake-ups at most 1 s a
+        // second, at any rate; fewer wake-ups as the rate nears
+        // saturation.
+        let mut last = f64::INFINITY;
+        for r in [600_000.0, 700_000.0, 800_000.0, 900_000.0, sat] {
+            let v = w.wakeups_at(r, ns[0]);
+            assert!(r * ns[0] + v * w.wake_ns <= 1e9 + 1e-3, "{r}");
+            assert!(v < last, "{r}: {v} >= {last}");
+            last = v;
+        }
+        // No term: the per-packet cost alone.
+        let none = IdleWakes {
+            wake_ns: 0.0,
+            wake_packets: 4.0,
+        };
+        assert_eq!(none.ns_per_packet_at(50_000.0, ns[0]), ns[0]);
     }
 
     #[test]

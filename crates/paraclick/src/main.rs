@@ -384,14 +384,19 @@ enum Cmd {
         /// fair scheduler next to a spinning generator, the share measured).
         #[arg(long = "thread-share", requires = "cpus", default_value_t = 1.0)]
         thread_share: f64,
-        /// With --cpus: CPU ns a router thread spends per wake-up beyond
-        /// its packets (the spin before it sleeps, the sleep and the
-        /// wake-up; scripts/device-terms.sh measures it), charged once
-        /// per --wake-packets packets.
-        #[arg(long = "wake-ns", requires = "cpus", default_value_t = 0.0)]
+        /// With --dedicated: CPU ns a router thread spends per wake-up
+        /// beyond its packets (the spin before it sleeps, the sleep and
+        /// the wake-up; scripts/device-terms.sh measures it). With --cpus
+        /// charged once per --wake-packets packets (on CPUs shared with
+        /// the generator each wake-up's spin is time the generator does
+        /// not run); on a core of its own, at most once per --wake-packets
+        /// packets and only in the time its packets leave of the core, so
+        /// not at saturation.
+        #[arg(long = "wake-ns", requires = "dedicated", default_value_t = 0.0)]
         wake_ns: f64,
-        /// With --wake-ns: packets a router thread takes per wake-up when
-        /// the CPUs are full (the generator's batch).
+        /// With --wake-ns: packets a router thread takes per wake-up (with
+        /// --cpus when the CPUs are full: the generator's batch; on a core
+        /// of its own at a low rate: the most wake-ups the traffic makes).
         #[arg(long = "wake-packets", requires = "wake_ns", default_value_t = 0.0)]
         wake_packets: f64,
         #[command(flatten)]
@@ -692,6 +697,12 @@ fn main() -> ExitCode {
                 wake_ns,
                 wake_packets,
             }),
+            idle_wakes: (cpus.is_none() && wake_ns > 0.0).then_some(
+                paraclick_model::app::IdleWakes {
+                    wake_ns,
+                    wake_packets,
+                },
+            ),
             input,
         }),
         Some(Cmd::Parallelize {
@@ -1500,6 +1511,9 @@ struct ModelArgs {
     device: Option<paraclick_model::app::DeviceTerm>,
     dedicated: bool,
     shared: Option<paraclick_model::app::SharedCpus>,
+    /// --wake-ns without --cpus: the threads' wake-ups on cores of their
+    /// own.
+    idle_wakes: Option<paraclick_model::app::IdleWakes>,
     input: Input,
 }
 
@@ -1567,11 +1581,18 @@ fn model(a: ModelArgs) -> ExitCode {
         if !(sh.thread_share > 0.0 && sh.thread_share <= 1.0) {
             return fail("--thread-share: need a share of a core, above 0 and at most 1");
         }
-        if !(sh.wake_ns >= 0.0 && sh.wake_ns.is_finite()) {
+    }
+    let wakes = a
+        .shared
+        .as_ref()
+        .map(|sh| (sh.wake_ns, sh.wake_packets))
+        .or(a.idle_wakes.as_ref().map(|w| (w.wake_ns, w.wake_packets)));
+    if let Some((wake_ns, wake_packets)) = wakes {
+        if !(wake_ns >= 0.0 && wake_ns.is_finite()) {
             return fail("--wake-ns: need a number of ns, 0 or more");
         }
-        if !(sh.wake_packets >= 0.0 && sh.wake_packets.is_finite())
-            || (sh.wake_ns > 0.0 && sh.wake_packets < 1.0)
+        if !(wake_packets >= 0.0 && wake_packets.is_finite())
+            || (wake_ns > 0.0 && wake_packets < 1.0)
         {
             return fail("--wake-packets: need a number of packets, 1 or more, with --wake-ns");
         }
@@ -1698,7 +1719,7 @@ fn model(a: ModelArgs) -> ExitCode {
                 );
             }
             let ring = a.device.as_ref().and_then(|d| d.ring_pps.map(|r| (d, r)));
-            if ring.is_none() && a.shared.is_none() {
+            if ring.is_none() && a.shared.is_none() && a.idle_wakes.is_none() {
                 print!("{}", m.text);
             } else {
                 let body = m
@@ -1742,6 +1763,26 @@ fn model(a: ModelArgs) -> ExitCode {
                         }
                     );
                     rate = r.rate;
+                }
+                // Wake-ups on cores of their own: only in the time the
+                // packets leave, so the saturated rate stands; shown with
+                // the CPU per packet they add at lower rates.
+                if let Some(w) = &a.idle_wakes {
+                    let at = |r: f64| {
+                        m.thread_ns
+                            .iter()
+                            .map(|&t| w.ns_per_packet_at(r, t))
+                            .sum::<f64>()
+                    };
+                    println!(
+                        "idle wake-ups: {:.0} ns each, at most one per {:.1} packets, in the time the packets leave: \
+                         router {:.0} ns per packet at the saturated {:.0} pps, {:.0} at half that rate",
+                        w.wake_ns,
+                        w.wake_packets,
+                        at(rate),
+                        rate,
+                        at(rate / 2.0)
+                    );
                 }
                 // The wake-up term: the rings overflow below saturation.
                 if let Some((d, ring)) = ring {

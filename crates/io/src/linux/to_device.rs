@@ -38,12 +38,17 @@
 //!   task run.
 //! - `QUEUE` (unsigned): with METHOD XDP, the device queue the AF_XDP
 //!   socket is bound to. Without it, queue 0; but a ToDevice in push
-//!   context in a router of several threads has a socket on each of
-//!   queues 0 to N-1 (N the threads, or the device's transmit queues if
-//!   fewer), and thread T sends what it pushes on queue T mod N, as the
-//!   kernel's XPS gives CPU i queue i: threads pushing to one ToDevice
-//!   share no socket (before, they took turns on queue 0's, each
-//!   waiting while another's `sendto` ran). Otherwise accepted for
+//!   context in a router of several threads sends on queues 0 to N-1
+//!   (N the threads, or the device's transmit queues if fewer), and
+//!   thread T sends what it pushes on queue T mod N, as the kernel's XPS
+//!   gives CPU i queue i: threads pushing to one ToDevice share no socket
+//!   (before, they took turns on queue 0's, each waiting while another's
+//!   `sendto` ran). Each queue's socket is opened when a thread first
+//!   sends on it, so a router whose one thread sends opens one; the
+//!   device, its queue and libxdp are checked at start-up, and a socket
+//!   that cannot be opened then (no permission, say) is reported once,
+//!   with the message start-up would have given, and the packets for it
+//!   are dropped, counted in `drops`. Otherwise accepted for
 //!   compatibility with Click's ToDevice: each ToDevice has its own
 //!   socket, and the kernel picks the device transmit queue (by sending
 //!   CPU where the device has several).
@@ -81,16 +86,18 @@
 //!   standard error, once; the router keeps running.
 //! - `reset_counts` (write): resets both.
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the socket's mode
-//!   (`XDP native copy`, `XDP native zerocopy`, `XDP generic copy`).
+//!   (`XDP native copy`, `XDP native zerocopy`, `XDP generic copy`;
+//!   `XDP (not open)` before any thread has sent).
 //! - `umem` (read; METHOD XDP): as for FromDevice (with several queues,
-//!   queue 0's socket's; `mode` likewise).
+//!   the first opened socket's; `mode` likewise).
 //! - `sent_direct`, `sent_copied` (read; METHOD XDP): packets sent in the
 //!   frame they arrived in, and packets copied into a transmit frame.
 //! - `tx_kicks` (read; METHOD XDP): wake-ups of the kernel to send (one
 //!   `sendto` each where the kernel asks for it, as it always does in
 //!   copy mode).
-//! - `tx_queues` (read; METHOD XDP): the queues it sends on, each with
-//!   the packets sent on it: `0:N 1:M`.
+//! - `tx_queues` (read; METHOD XDP): the queues it has opened a socket
+//!   on (a thread sent there), each with the packets sent on it: `0:N
+//!   1:M`.
 //! - `tx_budget` (read; METHOD XDP): the frames one wake-up sends at most
 //!   (TX_BUDGET), followed by why, if the kernel refused TX_BUDGET.
 //!
@@ -100,6 +107,7 @@
 
 use super::sys::{self, SEND_CHUNK};
 use super::xdp::{self, XdpClaims, XdpOptions, XskPort};
+use super::xdp_pass::PassFilter;
 use crate::common::ErrorCount;
 use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
@@ -134,14 +142,46 @@ pub struct ToDevice {
     nthreads: usize,
     /// METHOD XDP: the socket's options, and the sockets: one, or in
     /// push context without QUEUE one per thread (see [`xdp_queues`]),
-    /// by queue.
+    /// by queue, each opened when a thread first sends on it.
     xdp: Option<XdpOptions>,
-    xsk: OnceLock<Vec<Arc<XskPort>>>,
+    xsk: OnceLock<XdpPorts>,
     /// TX_BUDGET (METHOD XDP), and whether it was given.
     tx_budget: usize,
     tx_budget_given: bool,
     /// Why the kernel refused TX_BUDGET, if it did.
     tx_budget_refused: OnceLock<String>,
+}
+
+/// METHOD XDP's transmit sockets, set up at initialization and each
+/// opened by the first thread that sends on it: a router of N threads of
+/// which one sends opens one socket (and one UMEM slot's frames), not N.
+struct XdpPorts {
+    /// The (device, queue) pairs whose sockets share one UMEM
+    /// ([`xdp::umem_group`]).
+    group: Vec<(String, u32)>,
+    /// One per queue sent on, in [`xdp_queues`] order.
+    socks: Vec<LazyXsk>,
+}
+
+/// A transmit socket on `queue`, opened on first use ([`ToDevice::port`]).
+struct LazyXsk {
+    queue: usize,
+    /// A METHOD XDP reader reads the queue too (its socket then has both
+    /// rings, and is already open), and the device's PASS filter.
+    rx: bool,
+    pass: Option<PassFilter>,
+    /// The socket, or why it could not be opened (said once; the packets
+    /// for it are dropped, counted).
+    port: OnceLock<Result<Arc<XskPort>, String>>,
+}
+
+impl XdpPorts {
+    /// The sockets opened so far, in queue order.
+    fn open(&self) -> impl Iterator<Item = &Arc<XskPort>> {
+        self.socks
+            .iter()
+            .filter_map(|l| l.port.get().and_then(|r| r.as_ref().ok()))
+    }
 }
 
 /// The largest BURST: 4 × BURST packets may wait, and 2^64-1 overflowed
@@ -227,11 +267,21 @@ impl ToDevice {
     /// Sends `batch` in order. Returns the packets the kernel could not
     /// take yet (in order); emits or drops the rest.
     fn transmit(&self, cx: &mut Cx<'_>, mut batch: Batch) -> Batch {
-        if let Some(xs) = self.xsk.get() {
+        if let Some(xp) = self.xsk.get() {
             // Thread T sends on queue T mod their number (one queue
             // unless pushed to from several threads without QUEUE).
-            let x = &xs[cx.thread() % xs.len()];
-            return self.transmit_xdp(cx, x, batch);
+            let l = &xp.socks[cx.thread() % xp.socks.len()];
+            return match self.port(l, &xp.group) {
+                Ok(x) => self.transmit_xdp(cx, x, batch),
+                Err(e) => {
+                    self.errors.report(
+                        &format!("{} :: ToDevice", cx.element_name()),
+                        &format!("{e}; the packets for it are dropped (counted in drops)"),
+                    );
+                    self.fail(cx, batch);
+                    Batch::new()
+                }
+            };
         }
         let Some(fd) = self.fd.get() else {
             self.fail(cx, batch);
@@ -289,6 +339,39 @@ impl ToDevice {
         }
     }
 
+    /// The socket of `l`, opened now if no thread has sent on it yet
+    /// (with the errors an open at start-up gave), or why it could not
+    /// be opened.
+    fn port<'a>(&self, l: &'a LazyXsk, group: &[(String, u32)]) -> Result<&'a XskPort, &'a str> {
+        let r = l.port.get_or_init(|| {
+            let o = self.xdp.as_ref().expect("METHOD XDP");
+            let x = xdp::port(
+                &self.devname,
+                l.queue as u32,
+                l.rx,
+                true,
+                o,
+                l.pass.as_ref(),
+                group,
+            )?;
+            if let Err(errno) = x.set_tx_budget(self.tx_budget) {
+                let why = format!(
+                    "the kernel refused TX_BUDGET {} (XDP_MAX_TX_SKB_BUDGET, Linux 6.17): \
+                     {}; each wake-up sends at most {}",
+                    self.tx_budget,
+                    std::io::Error::from_raw_os_error(errno),
+                    x.tx_budget()
+                );
+                // Said once, though each socket asks.
+                if self.tx_budget_refused.set(why.clone()).is_ok() && self.tx_budget_given {
+                    eprintln!("{}: {why}", self.devname);
+                }
+            }
+            Ok(x)
+        });
+        r.as_deref().map_err(String::as_str)
+    }
+
     /// [`ToDevice::transmit`] through the AF_XDP socket.
     fn transmit_xdp(&self, cx: &mut Cx<'_>, x: &XskPort, batch: Batch) -> Batch {
         // Without output 0 no sent packet is kept: a packet in a frame
@@ -326,7 +409,7 @@ impl ToDevice {
     /// With METHOD XDP, wakes the kernel up for the descriptors deferred
     /// sends left on the transmit ring.
     fn flush_xdp(&self, cx: &mut Cx<'_>) {
-        for x in self.xsk.get().into_iter().flatten() {
+        for x in self.xsk.get().into_iter().flat_map(XdpPorts::open) {
             if let Some(errno) = x.flush() {
                 self.xdp_error(cx, errno);
             }
@@ -341,16 +424,21 @@ impl ToDevice {
 
     /// The sum of `f` over the sockets, for the counting handlers.
     fn xsk_sum(&self, f: impl Fn(&XskPort) -> u64) -> String {
-        self.xsk.get().map_or_else(String::new, |xs| {
-            xs.iter().map(|x| f(x)).sum::<u64>().to_string()
+        self.xsk.get().map_or_else(String::new, |xp| {
+            xp.open().map(|x| f(x)).sum::<u64>().to_string()
         })
+    }
+
+    /// The first socket opened, if any.
+    fn first_open(&self) -> Option<&Arc<XskPort>> {
+        self.xsk.get().and_then(|xp| xp.open().next())
     }
 
     /// The `mode` handler.
     fn mode(&self) -> String {
-        match (&self.xdp, self.xsk.get()) {
+        match (&self.xdp, self.first_open()) {
             (None, _) => "AF_PACKET".into(),
-            (Some(_), Some(xs)) => format!("XDP {}", xs[0].mode()),
+            (Some(_), Some(x)) => format!("XDP {}", x.mode()),
             (Some(_), None) => "XDP (not open)".into(),
         }
     }
@@ -471,23 +559,23 @@ impl Element for ToDevice {
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("mode", |e, _| e.mode()),
         Handler::read("umem", |e, _| {
-            e.xsk.get().map_or_else(String::new, |xs| xs[0].umem_info())
+            e.first_open().map_or_else(String::new, |x| x.umem_info())
         }),
         Handler::read("sent_direct", |e, _| e.xsk_sum(|x| x.tx_counts().0)),
         Handler::read("sent_copied", |e, _| e.xsk_sum(|x| x.tx_counts().1)),
         Handler::read("tx_kicks", |e, _| e.xsk_sum(XskPort::tx_kicks)),
         Handler::read("tx_queues", |e, _| {
-            e.xsk.get().map_or_else(String::new, |xs| {
+            e.xsk.get().map_or_else(String::new, |xp| {
                 let sent = |x: &XskPort| x.tx_counts().0 + x.tx_counts().1;
-                xs.iter()
+                xp.open()
                     .map(|x| format!("{}:{}", x.queue(), sent(x)))
                     .collect::<Vec<_>>()
                     .join(" ")
             })
         }),
         Handler::read("tx_budget", |e, _| {
-            e.xsk.get().map_or_else(String::new, |xs| {
-                let b = xs[0].tx_budget();
+            e.first_open().map_or_else(String::new, |x| {
+                let b = x.tx_budget();
                 match e.tx_budget_refused.get() {
                     Some(why) => format!("{b} ({why})"),
                     None => b.to_string(),
@@ -514,36 +602,24 @@ impl Element for ToDevice {
         if ix.checking() {
             return Ok(());
         }
-        if let Some(o) = &self.xdp {
+        if self.xdp.is_some() {
+            // Each socket is opened by the first thread that sends on it
+            // (`port`): what can fail before that (libxdp, the device,
+            // its queue, the PASS filters) fails here, with the errors
+            // an open here would give.
             let group = xdp::umem_group(ix);
             let mut socks = Vec::new();
             for queue in self.queues() {
                 let (rx, _, pass) = xdp::rings_wanted(ix, &self.devname, queue)?;
-                let x = xdp::port(
-                    &self.devname,
-                    queue as u32,
+                xdp::check_port(&self.devname, queue as u32)?;
+                socks.push(LazyXsk {
+                    queue,
                     rx,
-                    true,
-                    o,
-                    pass.as_ref(),
-                    &group,
-                )?;
-                if let Err(errno) = x.set_tx_budget(self.tx_budget) {
-                    let why = format!(
-                        "the kernel refused TX_BUDGET {} (XDP_MAX_TX_SKB_BUDGET, Linux 6.17): \
-                         {}; each wake-up sends at most {}",
-                        self.tx_budget,
-                        std::io::Error::from_raw_os_error(errno),
-                        x.tx_budget()
-                    );
-                    if self.tx_budget_given && self.tx_budget_refused.get().is_none() {
-                        eprintln!("{}: {why}", self.devname);
-                    }
-                    let _ = self.tx_budget_refused.set(why);
-                }
-                socks.push(x);
+                    pass,
+                    port: OnceLock::new(),
+                });
             }
-            let _ = self.xsk.set(socks);
+            let _ = self.xsk.set(XdpPorts { group, socks });
             return Ok(());
         }
         let ifindex = sys::ifindex(&self.devname)?;

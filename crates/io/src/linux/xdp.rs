@@ -1321,6 +1321,42 @@ fn record_programs(g: &DevGuard) {
     }
 }
 
+/// Loads libxdp (once), or says why it could not be.
+fn load_libxdp(devname: &str) -> Result<(), String> {
+    // SAFETY: opens libxdp once (dlopen), or says it could not.
+    if unsafe { pcx_xdp_load() } != 0 {
+        // SAFETY: the shim's static NUL-terminated buffer, written once
+        // (under pthread_once) before pcx_xdp_load returned.
+        let why = unsafe { std::ffi::CStr::from_ptr(pcx_xdp_load_error()) };
+        return Err(format!(
+            "{devname}: METHOD XDP needs libxdp, which could not be loaded: {}",
+            why.to_string_lossy()
+        ));
+    }
+    Ok(())
+}
+
+/// The interface index of `devname`, if it has queue `queue`.
+fn device_queue(devname: &str, queue: u32) -> Result<i32, String> {
+    let ifindex = super::sys::ifindex(devname)?;
+    let (nrx, ntx) = queue_counts(devname);
+    if nrx.max(ntx) > 0 && queue as usize >= nrx.max(ntx) {
+        return Err(format!(
+            "{devname} has no queue {queue} ({nrx} receive, {ntx} transmit queues)"
+        ));
+    }
+    Ok(ifindex)
+}
+
+/// What [`port`] checks before it opens a socket on queue `queue` of
+/// `devname`, with the same errors: libxdp loads, the device exists and
+/// has the queue. For a socket opened later, on first use: what can be
+/// said at start-up is said then.
+pub fn check_port(devname: &str, queue: u32) -> Result<(), String> {
+    load_libxdp(devname)?;
+    device_queue(devname, queue).map(|_| ())
+}
+
 /// The socket on queue `queue` of `devname`, shared with the other
 /// elements of this process using it, or a new one with a receive ring
 /// if `rx` and a transmit ring if `tx`. An existing socket that lacks a
@@ -1334,16 +1370,7 @@ pub fn port(
     pass: Option<&PassFilter>,
     members: &[(String, u32)],
 ) -> Result<Arc<XskPort>, String> {
-    // SAFETY: opens libxdp once (dlopen), or says it could not.
-    if unsafe { pcx_xdp_load() } != 0 {
-        // SAFETY: the shim's static NUL-terminated buffer, written once
-        // (under pthread_once) before pcx_xdp_load returned.
-        let why = unsafe { std::ffi::CStr::from_ptr(pcx_xdp_load_error()) };
-        return Err(format!(
-            "{devname}: METHOD XDP needs libxdp, which could not be loaded: {}",
-            why.to_string_lossy()
-        ));
-    }
+    load_libxdp(devname)?;
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: sets the libraries' print callbacks to none.
     unsafe { pcx_xdp_quiet() };
@@ -1367,13 +1394,7 @@ pub fn port(
         }
         return Ok(p);
     }
-    let ifindex = super::sys::ifindex(devname)?;
-    let (nrx, ntx) = queue_counts(devname);
-    if nrx.max(ntx) > 0 && queue as usize >= nrx.max(ntx) {
-        return Err(format!(
-            "{devname} has no queue {queue} ({nrx} receive, {ntx} transmit queues)"
-        ));
-    }
+    let ifindex = device_queue(devname, queue)?;
     let dev = match reg
         .devs
         .iter()
