@@ -245,7 +245,7 @@ pub fn same_owner(a: &Arc<dyn BufferOwner>, b: &Arc<dyn BufferOwner>) -> bool {
 
 /// The part of a pool other threads can reach.
 struct Shared {
-    returns: Mutex<Vec<Box<Inner>>>,
+    returns: Mutex<Returns>,
     pending: AtomicBool,
     alive: AtomicBool,
     /// Published statistics (updated by [`publish_stats`] and at thread exit).
@@ -253,10 +253,24 @@ struct Shared {
     free: AtomicUsize,
 }
 
+/// What other threads have handed back to a pool, waiting for its thread.
+#[derive(Default)]
+struct Returns {
+    /// Standard buffers, ready for the free list as they are.
+    bufs: Vec<Box<Inner>>,
+    /// Oversized buffers released by the threads that freed them: the
+    /// pool no longer counts them once it takes this.
+    gone: usize,
+}
+
 struct Staged {
     home: u32,
     shared: Arc<Shared>,
+    /// Standard buffers only, so that the home thread takes them without
+    /// looking at each (see [`Local::drain_returns`]).
     bufs: Vec<Box<Inner>>,
+    /// Oversized buffers of this home released here, not yet reported.
+    gone: usize,
 }
 
 /// External buffers freed on this thread, waiting to go back to their
@@ -315,7 +329,7 @@ impl Local {
             return;
         }
         let shared = Arc::new(Shared {
-            returns: Mutex::new(Vec::new()),
+            returns: Mutex::new(Returns::default()),
             pending: AtomicBool::new(false),
             alive: AtomicBool::new(true),
             created: AtomicUsize::new(0),
@@ -329,7 +343,12 @@ impl Local {
         self.free.reserve(self.cap.min(4096));
     }
 
-    /// Takes back the buffers other threads returned.
+    /// Takes back the buffers other threads returned. They are all
+    /// standard buffers (the freeing threads released oversized ones and
+    /// counted them): on an empty free list, where allocation calls this,
+    /// the returned vector becomes the free list as it is, without a
+    /// visit to each buffer (a load of a line the other core had, per
+    /// buffer, before the allocation's prefetch could ask for it).
     fn drain_returns(&mut self) {
         let Some(shared) = &self.shared else { return };
         if !shared.pending.load(Ordering::Acquire) {
@@ -337,13 +356,13 @@ impl Local {
         }
         let mut r = shared.returns.lock().unwrap_or_else(|e| e.into_inner());
         shared.pending.store(false, Ordering::Release);
-        for b in r.drain(..) {
-            if b.buf.len() == BUFFER_SIZE {
-                self.free.push(b);
-            } else {
-                self.created -= 1;
-            }
+        self.created -= std::mem::take(&mut r.gone);
+        if self.free.is_empty() {
+            std::mem::swap(&mut self.free, &mut r.bufs);
+        } else {
+            self.free.append(&mut r.bufs);
         }
+        drop(r);
         self.remote = self.free.len();
     }
 
@@ -446,26 +465,40 @@ impl Local {
             self.created -= 1;
             return;
         }
-        let home = b.home;
+        // Unknown home: just deallocate.
+        let Some(s) = self.staged_for(b.home) else {
+            return;
+        };
+        if b.buf.len() == BUFFER_SIZE {
+            s.bufs.push(b);
+            if s.bufs.len() >= REMOTE_BATCH {
+                send_home(s);
+            }
+        } else {
+            // An oversized buffer: released here, reported home with the
+            // next batch.
+            s.gone += 1;
+        }
+    }
+
+    /// The staging of buffers for pool `home` (another thread's), made on
+    /// first use; `None` if there is no such pool.
+    #[inline]
+    fn staged_for(&mut self, home: u32) -> Option<&mut Staged> {
         let idx = match self.staged.iter().position(|s| s.home == home) {
             Some(i) => i,
-            None => match registry_get(home) {
-                Some(shared) => {
-                    self.staged.push(Staged {
-                        home,
-                        shared,
-                        bufs: Vec::with_capacity(REMOTE_BATCH),
-                    });
-                    self.staged.len() - 1
-                }
-                None => return, // unknown home: just deallocate
-            },
+            None => {
+                let shared = registry_get(home)?;
+                self.staged.push(Staged {
+                    home,
+                    shared,
+                    bufs: Vec::with_capacity(REMOTE_BATCH),
+                    gone: 0,
+                });
+                self.staged.len() - 1
+            }
         };
-        let s = &mut self.staged[idx];
-        s.bufs.push(b);
-        if s.bufs.len() >= REMOTE_BATCH {
-            send_home(s);
-        }
+        Some(&mut self.staged[idx])
     }
 
     /// Stages an external buffer for its owner; a full batch goes back.
@@ -493,7 +526,7 @@ impl Local {
 
     fn flush_staged(&mut self) {
         for s in &mut self.staged {
-            if !s.bufs.is_empty() {
+            if !s.bufs.is_empty() || s.gone > 0 {
                 send_home(s);
             }
         }
@@ -519,12 +552,16 @@ fn send_home(s: &mut Staged) {
     // Local`): either the buffers arrive before it drains its returns, or
     // it is gone and they are released here and uncounted.
     let mut r = s.shared.returns.lock().unwrap_or_else(|e| e.into_inner());
+    let gone = std::mem::take(&mut s.gone);
     if !s.shared.alive.load(Ordering::Acquire) {
-        s.shared.created.fetch_sub(s.bufs.len(), Ordering::Relaxed);
+        s.shared
+            .created
+            .fetch_sub(s.bufs.len() + gone, Ordering::Relaxed);
         s.bufs.clear();
         return;
     }
-    r.append(&mut s.bufs);
+    r.bufs.append(&mut s.bufs);
+    r.gone += gone;
     s.shared.pending.store(true, Ordering::Release);
 }
 
@@ -536,13 +573,8 @@ impl Drop for Local {
         };
         let mut r = shared.returns.lock().unwrap_or_else(|e| e.into_inner());
         shared.pending.store(false, Ordering::Release);
-        for b in r.drain(..) {
-            if b.buf.len() == BUFFER_SIZE {
-                self.free.push(b);
-            } else {
-                self.created -= 1;
-            }
-        }
+        self.created -= std::mem::take(&mut r.gone);
+        self.free.append(&mut r.bufs);
         shared.alive.store(false, Ordering::Release);
         // From now on `created` counts the buffers still held by packets
         // elsewhere; they decrement it as they are released.
@@ -836,6 +868,29 @@ impl<'a> Fill<'a> {
     }
 }
 
+/// Moves the buffers of `v`'s packets to the end of `to`, in order,
+/// leaving `v` empty: one copy. Each must be a standard, unmarked buffer
+/// (what a free list or a home's staging holds).
+#[inline]
+fn move_buffers(v: &mut crate::batch::BatchVec, to: &mut Vec<Box<Inner>>) {
+    let n = v.len();
+    let at = to.len();
+    to.reserve(n);
+    // SAFETY: `Packet` is `repr(transparent)` over
+    // `ManuallyDrop<Box<Inner>>`, itself transparent over `Box<Inner>`, so
+    // the `n` packets of `v` are `n` valid `Box<Inner>` values; `reserve`
+    // made room for them past `to`'s end, and the two vectors do not
+    // overlap. The buffers change owner exactly once: `v`'s length drops
+    // to 0 (its packets are not dropped) as `to`'s grows by `n`.
+    // (Measured: moving them one by one, or with `extend(drain)`, cost
+    // more than the per-packet path.)
+    unsafe {
+        std::ptr::copy_nonoverlapping(v.as_ptr().cast::<Box<Inner>>(), to.as_mut_ptr().add(at), n);
+        v.set_len(0);
+        to.set_len(at + n);
+    }
+}
+
 /// Takes a recycled batch vector, if this thread has one.
 #[inline]
 pub(crate) fn take_vec() -> Option<crate::batch::BatchVec> {
@@ -864,37 +919,34 @@ pub(crate) fn release_batch(
                 note_unwound(v.len());
             }
             // One pass of tests over the batch: if every buffer is a
-            // standard, unmarked one of this thread's pool (a source's
-            // batch dropped on its own thread), the free list takes them
-            // all in one go; otherwise each goes its own way.
+            // standard, unmarked one of a single pool, the batch goes in
+            // one copy onto this thread's free list (a source's batch
+            // dropped on its own thread) or onto the staging for its home
+            // (a batch that crossed threads, dropped at its sink);
+            // otherwise each buffer goes its own way.
             // (A short batch is not worth the copy's call: per packet.)
-            let id = l.id;
-            if v.len() >= 8
+            let home = match v.first() {
+                Some(p) if v.len() >= 2 => p.inner().home,
+                _ => 0,
+            };
+            let one_home = home != 0
+                && home != EXTERNAL
                 && v.iter().all(|p| {
                     let b = p.inner();
-                    b.home == id && b.buf.len() == BUFFER_SIZE && b.trace == 0
-                })
-            {
-                let n = v.len();
-                let at = l.free.len();
-                l.free.reserve(n);
-                // SAFETY: `Packet` is `repr(transparent)` over
-                // `ManuallyDrop<Box<Inner>>`, itself transparent over
-                // `Box<Inner>`, so the `n` packets of `v` are `n` valid
-                // `Box<Inner>` values; `reserve` made room for them past the
-                // free list's end, and the two vectors do not overlap. The
-                // buffers change owner exactly once: `v`'s length drops to 0
-                // (its packets are not dropped) as the free list's grows by
-                // `n`. (Measured: moving them one by one, or with
-                // `extend(drain)`, cost more than the per-packet path.)
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        v.as_ptr().cast::<Box<Inner>>(),
-                        l.free.as_mut_ptr().add(at),
-                        n,
-                    );
-                    v.set_len(0);
-                    l.free.set_len(at + n);
+                    b.home == home && b.buf.len() == BUFFER_SIZE && b.trace == 0
+                });
+            if one_home && home == l.id && v.len() >= 8 {
+                move_buffers(&mut v, &mut l.free);
+            } else if one_home && home != l.id {
+                match l.staged_for(home) {
+                    Some(s) => {
+                        move_buffers(&mut v, &mut s.bufs);
+                        if s.bufs.len() >= REMOTE_BATCH {
+                            send_home(s);
+                        }
+                    }
+                    // No such pool: the buffers are deallocated.
+                    None => v.clear(),
                 }
             } else {
                 while let Some(p) = v.pop() {
@@ -968,7 +1020,7 @@ pub fn outstanding(id: u32) -> Option<usize> {
     let created = s.created.load(Ordering::Relaxed);
     let free = s.free.load(Ordering::Relaxed);
     let returned = if s.alive.load(Ordering::Acquire) {
-        r.len()
+        r.bufs.len() + r.gone
     } else {
         0
     };
@@ -1265,6 +1317,56 @@ mod tests {
             (5, 5),
             "the 5 came home once each"
         );
+    }
+
+    #[test]
+    fn a_batch_dropped_elsewhere_comes_home_whole_and_is_reused() {
+        use crate::batch::Batch;
+        // 70 buffers in batches of 32, 32 and 6, dropped on a thread that
+        // has no pool of its own (a crossing queue's sink): each batch is
+        // staged in one copy, and the home thread takes them all back at
+        // once, onto its empty free list.
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Packet>>();
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<()>();
+        let home = std::thread::spawn(move || {
+            let ps: Vec<_> = (0..70).map(|_| Packet::new(60).unwrap()).collect();
+            let s = local_stats();
+            assert_eq!((s.created, s.free), (70, 0));
+            tx.send(ps).unwrap();
+            back_rx.recv().unwrap();
+            let s = local_stats();
+            assert_eq!((s.created, s.free), (70, 70), "all came home");
+            assert_eq!(outstanding(s.id), Some(0));
+            // Allocating them again makes no buffer anew.
+            let again: Vec<_> = (0..70).map(|_| Packet::new(60).unwrap()).collect();
+            let s = local_stats();
+            assert_eq!((s.created, s.free), (70, 0));
+            drop(again);
+            local_stats()
+        });
+        let mut ps = rx.recv().unwrap();
+        std::thread::spawn(move || {
+            let home = ps[0].inner().home;
+            for n in [32, 32, 6] {
+                let rest = ps.split_off(n);
+                drop(Batch::from(std::mem::replace(&mut ps, rest)));
+                let staged = LOCAL.with(|l| {
+                    let l = l.borrow();
+                    let s = l.staged.iter().find(|s| s.home == home);
+                    s.map_or(0, |s| s.bufs.len())
+                });
+                // Two full batches went home as they were dropped; the
+                // last waits for the flush.
+                assert_eq!(staged, if n == 6 { 6 } else { 0 });
+            }
+            assert_eq!(local_stats().created, 0, "no pool here");
+            flush_remote();
+        })
+        .join()
+        .unwrap();
+        back_tx.send(()).unwrap();
+        let s = home.join().unwrap();
+        assert_eq!((s.created, s.free), (70, 70));
     }
 
     #[test]

@@ -791,11 +791,19 @@ impl Queue {
     /// [`Queue::stage`] for one packet (Click's BURST 1): no batch is
     /// made and dropped around it, which cost a BURST 1 producer more
     /// than the rest of its crossing push.
+    ///
+    /// Most packets only join the stage: a flush is pending already, the
+    /// stage is below its limit and not yet at the prefetch point. That
+    /// case is decided on the one look at the stage the push needs anyway.
     #[inline]
     fn stage_one(&self, cx: &mut Cx<'_>, p: Packet) {
-        let t = cx.thread();
-        self.stages.get(cx).pkts.push(p);
-        self.staged.add(t, 1);
+        self.staged.add(cx.thread(), 1);
+        let s = self.stages.get(cx);
+        s.pkts.push(p);
+        let len = s.pkts.len();
+        if s.deferred && len < s.limit && (len + PREFETCH_LEAD < STAGE || s.prefetched) {
+            return;
+        }
         self.staged_more(cx);
     }
 
