@@ -58,6 +58,7 @@ fn skip_reason(cmd: &str) -> Option<&'static str> {
     }
     match words.get(1) {
         Some(&"bench") => Some("measures for tens of seconds"),
+        Some(&"build") => Some("compiles a program (tests/build.rs builds and runs some)"),
         Some(&"parallelize") => Some("profiles the configuration and runs its plan"),
         Some(&"model") if !has("--system") => Some("calibrates and profiles for seconds"),
         _ if has("--auto") => Some("profiles the configuration before running it"),

@@ -14,13 +14,16 @@ use paraclick_lang::check::PortKind;
 use paraclick_lang::Span;
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where a connection leads: the element and port at the other end, and a
 /// direct pointer to that element, so a hop is one load and one call.
-#[derive(Clone, Copy)]
+///
+/// 64 bytes: the output table of `next` is a thin pointer and a count (a
+/// fat pointer would make a `Peer` 72 bytes, and indexing a table of them
+/// a multiply instead of a shift on every hop).
 pub(crate) struct Peer {
     to: Option<NonNull<dyn Node>>,
     /// The peer's action loop if it is a per-packet element
@@ -29,32 +32,62 @@ pub(crate) struct Peer {
     /// when profiling, which needs every hop).
     fused: Option<NonNull<dyn FusedAction>>,
     /// The peer's own output peers (its `Ports::outputs`), so a fused hop
-    /// goes on to the next without indexing the router's port table.
-    pub(crate) next: NonNull<[Peer]>,
+    /// goes on to the next without indexing the router's port table:
+    /// `nnext` of them from `next`.
+    next: NonNull<Peer>,
+    /// The peer's compiled one-packet entry ([`crate::compiled`]), if one
+    /// was installed at its input 0 (null otherwise): set before the
+    /// router runs, read by the one-packet path once per push.
+    compiled: AtomicPtr<Box<dyn crate::compiled::CompiledPush>>,
     pub elem: u32,
     pub port: u32,
+    nnext: u32,
     /// Whether `fused` also takes whole batches (an [`crate::Action`]'s
     /// loop); an element that only routes single packets takes its
     /// batches through its own `push`, as an unfused hop.
     batches: bool,
 }
 
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Peer>() == 64);
+
 // SAFETY: `to` points at an element owned (through an `Arc`) by the same
 // `Core` that holds this `Peer`; elements are `Send + Sync`, so sharing a
-// pointer to one across threads is as safe as sharing the `Arc`.
+// pointer to one across threads is as safe as sharing the `Arc`. `next`
+// points at an output table of that `Core`, and `compiled` at an entry
+// the `Core` owns (`Core::compiled`), `Send + Sync` too.
 unsafe impl Send for Peer {}
 // SAFETY: as above.
 unsafe impl Sync for Peer {}
 
+impl Clone for Peer {
+    fn clone(&self) -> Peer {
+        Peer {
+            to: self.to,
+            fused: self.fused,
+            next: self.next,
+            compiled: AtomicPtr::new(self.compiled.load(Ordering::Relaxed)),
+            elem: self.elem,
+            port: self.port,
+            nnext: self.nnext,
+            batches: self.batches,
+        }
+    }
+}
+
 impl Peer {
-    pub(crate) const UNCONNECTED: Peer = Peer {
-        to: None,
-        fused: None,
-        next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
-        elem: u32::MAX,
-        port: 0,
-        batches: false,
-    };
+    pub(crate) fn unconnected() -> Peer {
+        Peer {
+            to: None,
+            fused: None,
+            next: NonNull::dangling(),
+            compiled: AtomicPtr::new(std::ptr::null_mut()),
+            elem: u32::MAX,
+            port: 0,
+            nnext: 0,
+            batches: false,
+        }
+    }
 
     pub(crate) fn new(to: &(dyn Node + 'static), elem: usize, port: usize, fuse: bool) -> Peer {
         // A fused hop ignores the input port: only input 0 fuses (every
@@ -65,26 +98,34 @@ impl Peer {
             to: Some(NonNull::from(to)),
             batches: fused.is_some_and(|f| f.fuses_batches()),
             fused: fused.map(NonNull::from),
-            next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
+            next: NonNull::dangling(),
+            compiled: AtomicPtr::new(std::ptr::null_mut()),
             elem: elem as u32,
             port: port as u32,
+            nnext: 0,
         }
+    }
+
+    /// Links the peer to its element's output table (once, at build).
+    pub(crate) fn set_next(&mut self, table: NonNull<[Peer]>) {
+        self.next = table.cast();
+        self.nnext = table.len() as u32;
     }
 
     /// The peer element's output peers (empty for an unconnected peer).
     #[inline]
     pub fn next(&self) -> &[Peer] {
-        // SAFETY: `next` is the empty slice or points at the boxed output
-        // table of the peer in the same `Core` (set once in
-        // `Router::connect`, never changed), which lives as long as this
-        // `Peer`.
-        unsafe { self.next.as_ref() }
+        // SAFETY: `next` is dangling with `nnext` 0, or points at the
+        // boxed output table of the peer in the same `Core` (set once in
+        // `Router::connect`, never changed) with `nnext` entries, which
+        // lives as long as this `Peer`.
+        unsafe { std::slice::from_raw_parts(self.next.as_ptr(), self.nnext as usize) }
     }
 
     /// The element at the other end.
     #[inline]
     pub fn element(&self) -> Option<&dyn Node> {
-        // SAFETY: the pointer comes from a `Box` held in `Core::slots` for
+        // SAFETY: the pointer comes from an `Arc` held in `Core::slots` for
         // as long as the `Core` (and so this `Peer`) exists, and elements
         // are only ever shared immutably.
         self.to.map(|p| unsafe { p.as_ref() })
@@ -93,7 +134,7 @@ impl Peer {
     /// The element's fused action loop, if the hop is fused.
     #[inline]
     pub fn fused(&self) -> Option<&dyn FusedAction> {
-        // SAFETY: points into the same boxed element as `to` (see above).
+        // SAFETY: points into the same element as `to` (see above).
         self.fused.map(|p| unsafe { p.as_ref() })
     }
 
@@ -106,6 +147,23 @@ impl Peer {
         } else {
             None
         }
+    }
+
+    /// The compiled one-packet entry installed at the peer's input 0.
+    #[inline(always)]
+    pub fn compiled(&self) -> Option<&dyn crate::compiled::CompiledPush> {
+        // Relaxed: entries are stored before the router runs, and the
+        // workers that read them are started (a synchronization) after.
+        let p = self.compiled.load(Ordering::Relaxed);
+        // SAFETY: non-null only when set by `Core::set_compiled` to an
+        // entry boxed in `Core::compiled`, which is never removed while
+        // the `Core` (and so this `Peer`) exists.
+        unsafe { p.as_ref() }.map(|b| &**b)
+    }
+
+    /// Points the peer at a compiled entry (see [`Peer::compiled`]).
+    pub(crate) fn set_compiled(&self, entry: *mut Box<dyn crate::compiled::CompiledPush>) {
+        self.compiled.store(entry, Ordering::Release);
     }
 }
 
@@ -128,7 +186,7 @@ pub(crate) struct Ports {
 }
 
 pub(crate) struct Slot {
-    pub element: Box<dyn Node>,
+    pub element: Arc<dyn Node>,
     pub name: String,
     pub class: String,
     pub config: String,
@@ -396,6 +454,11 @@ pub(crate) struct Core {
     pub(crate) hot: Mutex<std::sync::Weak<crate::hot::Hot>>,
     /// The fault domains ([`crate::fault`]), if the router has any.
     pub domains: Option<Box<crate::fault::Domains>>,
+    /// Compiled one-packet entries installed before the run
+    /// ([`crate::compiled`]), kept for the core's life: peers point at
+    /// them. Per element, the one in effect at its input 0 (null: none).
+    pub compiled: Mutex<Vec<Arc<Box<dyn crate::compiled::CompiledPush>>>>,
+    pub compiled_at: Box<[AtomicPtr<Box<dyn crate::compiled::CompiledPush>>]>,
 }
 
 impl Core {

@@ -65,19 +65,19 @@ pub enum Hop {
 /// range, so the hop loop tests a code against its next output table once:
 /// an in-range code is the next hop, anything else goes to
 /// [`Hop::from_code`] off the fast path.
-pub(crate) type HopCode = usize;
+pub type HopCode = usize;
 
 /// [`Hop::Push`]'s code.
-pub(crate) const HOP_PUSH: HopCode = usize::MAX;
+pub const HOP_PUSH: HopCode = usize::MAX;
 /// [`Hop::Drop`]'s code.
-pub(crate) const HOP_DROP: HopCode = usize::MAX - 1;
+pub const HOP_DROP: HopCode = usize::MAX - 1;
 /// [`Hop::DropFor`]`(r)`'s code is `HOP_DROP_FOR + r`.
-pub(crate) const HOP_DROP_FOR: HopCode = usize::MAX - 1 - 256;
+pub const HOP_DROP_FOR: HopCode = usize::MAX - 1 - 256;
 
 impl Hop {
     /// This hop as a [`HopCode`].
     #[inline(always)]
-    pub(crate) fn code(self) -> HopCode {
+    pub fn code(self) -> HopCode {
         match self {
             Hop::Out(k) => k,
             Hop::Drop => HOP_DROP,
@@ -88,7 +88,7 @@ impl Hop {
 
     /// The hop a [`HopCode`] stands for.
     #[inline]
-    pub(crate) fn from_code(c: HopCode) -> Hop {
+    pub fn from_code(c: HopCode) -> Hop {
         match c {
             HOP_PUSH => Hop::Push,
             HOP_DROP => Hop::Drop,
@@ -101,7 +101,7 @@ impl Hop {
 impl Verdict {
     /// This verdict as a [`HopCode`].
     #[inline(always)]
-    pub(crate) fn code(self) -> HopCode {
+    pub fn code(self) -> HopCode {
         match self {
             Verdict::Out(k) => k,
             Verdict::Drop => HOP_DROP,
@@ -660,6 +660,9 @@ pub trait Node: Send + Sync + 'static {
     fn fused(&self) -> Option<&(dyn FusedAction + 'static)>;
     /// The element itself, for downcasting to its concrete type.
     fn as_any(&self) -> &dyn Any;
+    /// The Rust type of the element itself (what [`Node::as_any`]
+    /// downcasts to), as `std::any::type_name` gives it.
+    fn rust_type(&self) -> &'static str;
     /// Takes the state of `old` (the element itself, see [`Node::as_any`])
     /// if it is of this element's type; returns whether it was.
     fn take_state(&self, old: &dyn Any, sx: &mut StateCx<'_>) -> bool;
@@ -873,6 +876,9 @@ impl<A: Action> Node for ActionNode<A> {
     fn as_any(&self) -> &dyn Any {
         &self.0
     }
+    fn rust_type(&self) -> &'static str {
+        std::any::type_name::<A>()
+    }
     fn provide(&self, want: TypeId) -> Option<&'static dyn Any> {
         self.0.provide(want)
     }
@@ -1006,6 +1012,9 @@ impl<E: Element, R: Role<E>> Node for ElementNode<E, R> {
     }
     fn as_any(&self) -> &dyn Any {
         &self.0
+    }
+    fn rust_type(&self) -> &'static str {
+        std::any::type_name::<E>()
     }
     fn provide(&self, want: TypeId) -> Option<&'static dyn Any> {
         self.0.provide(want)

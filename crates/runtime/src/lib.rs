@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod capture;
+pub mod compiled;
 pub mod contention;
 pub mod control;
 pub(crate) mod core;
@@ -34,14 +35,17 @@ pub mod timer;
 pub mod trace;
 
 pub use args::{ArgEnv, Args, FromArg};
+pub use compiled::{CompiledPush, ElemRef};
 pub use cx::{ConfigCx, Cx, HandlerCx, InitCx, StateCx};
 pub use element::{
-    push_verdicts, Action, DriverElement, DynHandler, Element, Handler, HandlerInfo, Hop, Node,
-    QueueElement, RoutingElement, Verdict,
+    push_verdicts, Action, DriverElement, DynHandler, Element, Handler, HandlerInfo, Hop, HopCode,
+    Node, QueueElement, RoutingElement, Verdict,
 };
 pub use notifier::Notifier;
 pub use perthread::{PerThread, PerThreadCount};
-pub use registry::{ClassSpec, FlowKey, FlowState, HeaderChange, Kind, RateHandler, Registry};
+pub use registry::{
+    ClassSpec, FlowKey, FlowState, HeaderChange, Kind, RateHandler, Registry, RustType,
+};
 pub use router::{BuildOptions, Router};
 pub use time::RouterClock;
 

@@ -67,7 +67,35 @@ pub struct ClassSpec {
     /// A source whose rate a handler sets
     /// ([`ClassSpec::rate`](method@ClassSpec::rate)).
     pub rate: Option<RateHandler>,
+    /// The Rust type the class's `make` builds (the element inside its
+    /// adapter), for an ahead-of-time build's typed calls; `None` for a
+    /// class made through [`ClassSpec::node`], whose type may depend on
+    /// its arguments (a built router tells the type of each element:
+    /// [`crate::Router::rust_type_of`]).
+    pub rust_type: Option<RustType>,
+    /// The class's elements are fused on input 0 (an [`Action`], or a
+    /// [`RoutingElement`]): a link of the chains an ahead-of-time build
+    /// compiles. False for a [`ClassSpec::node`] class (its built
+    /// elements may still fuse: [`crate::Router::element_fuses`]).
+    pub fuses: bool,
     pub make: MakeFn,
+}
+
+/// A Rust type, named and identified ([`ClassSpec::rust_type`](field@ClassSpec::rust_type)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RustType {
+    /// `std::any::type_name` of the type.
+    pub name: &'static str,
+    pub id: std::any::TypeId,
+}
+
+impl RustType {
+    pub fn of<T: 'static>() -> RustType {
+        RustType {
+            name: std::any::type_name::<T>(),
+            id: std::any::TypeId::of::<T>(),
+        }
+    }
 }
 
 /// The header fields an element's per-flow state is keyed by: what a
@@ -172,9 +200,12 @@ impl ClassSpec {
         processing: &'static str,
         make: fn(&mut ConfigCx<'_>) -> Result<A, String>,
     ) -> ClassSpec {
-        Self::node(name, port_count, processing, move |cx| {
+        let mut spec = Self::node(name, port_count, processing, move |cx| {
             make(cx).map(|a| Box::new(ActionNode(a)) as Box<dyn Node>)
-        })
+        });
+        spec.rust_type = Some(RustType::of::<A>());
+        spec.fuses = true;
+        spec
     }
 
     /// An element class whose elements play `role` (see [`Role`]).
@@ -185,9 +216,12 @@ impl ClassSpec {
         make: fn(&mut ConfigCx<'_>) -> Result<E, String>,
         role: R,
     ) -> ClassSpec {
-        Self::node(name, port_count, processing, move |cx| {
+        let mut spec = Self::node(name, port_count, processing, move |cx| {
             make(cx).map(|e| Box::new(ElementNode(e, role)) as Box<dyn Node>)
-        })
+        });
+        spec.rust_type = Some(RustType::of::<E>());
+        spec.fuses = R::ROUTES;
+        spec
     }
 
     /// An element class with its own push, pull or tasks.
@@ -272,6 +306,8 @@ impl ClassSpec {
             replicable_with_queues: false,
             header_change: HeaderChange::Keeps,
             rate: None,
+            rust_type: None,
+            fuses: false,
             make: Arc::new(make),
         }
     }
@@ -488,6 +524,19 @@ impl Registry {
     /// The documentation of a class (its own source file's header).
     pub fn doc(&self, name: &str) -> Option<&'static str> {
         self.get(name).map(|c| c.doc)
+    }
+
+    /// The Rust type class `name` builds (`std::any::type_name`), if the
+    /// class records one ([`ClassSpec::rust_type`](field@ClassSpec::rust_type)).
+    pub fn rust_type(&self, name: &str) -> Option<&'static str> {
+        self.get(name)?.rust_type.map(|t| t.name)
+    }
+
+    /// Whether class `name`'s elements are fused on input 0
+    /// ([`ClassSpec::fuses`](field@ClassSpec::fuses)); false for an
+    /// unknown class.
+    pub fn fuses(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|c| c.fuses)
     }
 }
 

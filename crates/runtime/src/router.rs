@@ -404,6 +404,10 @@ impl Router {
                 &opts.cpu_shares,
                 graph.elements.iter().map(|e| e.name.as_str()),
             ),
+            compiled: Mutex::new(Vec::new()),
+            compiled_at: (0..n)
+                .map(|_| std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
         };
         core.info.offer(offered);
         let core = Arc::new(Self::initialize(core, opts.check_only)?);
@@ -491,12 +495,15 @@ impl Router {
         made: Vec<Box<dyn Node>>,
         profile: bool,
     ) -> (Box<[Slot]>, Box<[Ports]>, HashMap<String, usize>) {
+        // Shared, so that a typed handle on an element
+        // ([`crate::compiled::ElemRef`]) can keep it alive.
+        let made: Vec<Arc<dyn Node>> = made.into_iter().map(Arc::from).collect();
         let n = made.len();
         let mut outputs: Vec<Vec<Peer>> = (0..n)
-            .map(|i| vec![Peer::UNCONNECTED; checked.outputs[i].len()])
+            .map(|i| vec![Peer::unconnected(); checked.outputs[i].len()])
             .collect();
         let mut inputs: Vec<Vec<Peer>> = (0..n)
-            .map(|i| vec![Peer::UNCONNECTED; checked.inputs[i].len()])
+            .map(|i| vec![Peer::unconnected(); checked.inputs[i].len()])
             .collect();
         for c in &graph.connections {
             if checked.outputs[c.from].get(c.from_port) == Some(&PortKind::Push) {
@@ -505,7 +512,7 @@ impl Router {
                 inputs[c.to][c.to_port] = Peer::new(&*made[c.from], c.from, c.from_port, false);
             }
         }
-        // Moving the boxes into the slots does not move the elements the
+        // Moving the `Arc`s into the slots does not move the elements the
         // peers point at.
         let mut slots = Vec::with_capacity(n);
         let mut ports = Vec::with_capacity(n);
@@ -542,7 +549,7 @@ impl Router {
         for p in ports.iter_mut() {
             for peer in p.outputs.iter_mut() {
                 if let Some(&t) = tables.get(peer.elem as usize) {
-                    peer.next = t;
+                    peer.set_next(t);
                 }
             }
         }

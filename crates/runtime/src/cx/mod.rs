@@ -448,7 +448,7 @@ impl<'r> Cx<'r> {
                 self.current = peer.elem as usize;
                 match Hop::from_code(f.run_one(self, &mut p)) {
                     Hop::Out(k) => port = k,
-                    hop => return self.fused_exit(hop, peer, p),
+                    hop => return self.fused_exit(hop, peer.element(), 0, p),
                 }
                 outs = peer.next();
                 continue;
@@ -662,6 +662,16 @@ impl<'r> Cx<'r> {
         let Some(mut peer) = core.ports[self.current].outputs.get(port) else {
             return self.drop_unconnected_packet(p);
         };
+        // An ahead-of-time build's straight line for the rest of the way
+        // ([`crate::compiled`]): tested once a push, not a hop, and never
+        // on the capture's path (nor the tracer's, which does not come
+        // here for a packet it records).
+        if !TAP {
+            if let Some(c) = peer.compiled() {
+                self.current = peer.elem as usize;
+                return c.push_packet(self, p);
+            }
+        }
         loop {
             if tap {
                 crate::capture::hop_one(self, self.current, port, &p);
@@ -677,7 +687,9 @@ impl<'r> Cx<'r> {
                     peer = next;
                     port = code;
                 }
-                None => return self.fused_exit(Hop::from_code(code), peer, p),
+                None => {
+                    return self.fused_exit(Hop::from_code(code), peer.element(), 0, p);
+                }
             }
         }
         let Some(to) = peer.element() else {
@@ -692,21 +704,95 @@ impl<'r> Cx<'r> {
         }
     }
 
-    /// The end of a fused hop loop at `peer` (the running element) other
-    /// than the next hop: a drop, a push to the element itself (rare: a
-    /// packet to fragment, say), or an output not connected.
+    /// The end of a fused hop loop at element `to` (the running one,
+    /// entered by input `port`) other than the next hop: a drop, a push
+    /// to the element itself (rare: a packet to fragment, say), or an
+    /// output not connected.
     #[cold]
     #[inline(never)]
-    fn fused_exit(&mut self, hop: Hop, peer: &crate::core::Peer, p: Packet) {
+    fn fused_exit(&mut self, hop: Hop, to: Option<&dyn crate::Node>, port: usize, p: Packet) {
         match hop {
             Hop::Out(_) => self.drop_unconnected_packet(p),
             Hop::Drop => self.drop_packet(p),
             Hop::DropFor(r) => self.drop_packet_for(r, p),
-            Hop::Push => match peer.element() {
-                Some(to) => to.push_unrouted(self, peer.port as usize, p),
+            Hop::Push => match to {
+                Some(to) => to.push_unrouted(self, port, p),
                 None => self.drop_packet(p),
             },
         }
+    }
+
+    /// Makes element `elem` the running one: what drops, counters and
+    /// costs are charged to, as the dynamic path does entering a hop. For
+    /// compiled entries ([`crate::compiled`]), before each element's
+    /// action. An index that is not an element's is ignored.
+    #[inline(always)]
+    pub fn run_as(&mut self, elem: usize) {
+        if elem < self.core.slots.len() {
+            self.current = elem;
+        }
+    }
+
+    /// The dynamic path after element `elem`'s per-packet hop (an
+    /// action's or a routing element's, on input 0) gave `code` (see
+    /// [`crate::element::HopCode`]): exactly what the fused loop does
+    /// after the hop. An output port goes on to its peer (a compiled
+    /// entry there, a fused loop, or the peer's push; an unconnected one
+    /// drops, counted); a drop is counted as `elem`'s, with its reason;
+    /// [`Hop::Push`] hands the packet to `elem`'s own
+    /// [`crate::Element::push_packet`]. An index that is not an
+    /// element's drops the packet, counted against the running element.
+    pub fn forward_code(&mut self, elem: usize, code: crate::element::HopCode, p: Packet) {
+        let Some(ports) = self.core.ports.get(elem) else {
+            return self.drop_packet(p);
+        };
+        self.current = elem;
+        if code < ports.outputs.len() {
+            return self.forward_packet(code, p);
+        }
+        let to = &*self.core.slots[elem].element;
+        self.fused_exit(Hop::from_code(code), Some(to), 0, p)
+    }
+
+    /// One packet into input `port` of element `elem`, as the running
+    /// element's push would hand it over: the compiled entry installed
+    /// there ([`crate::compiled`]) if any (input 0, nobody observing),
+    /// otherwise the element's own one-packet push. For compiled entries
+    /// that reach an element they do not compile (a queue, a tee). An
+    /// index that is not an element's, or a port it lacks, drops the
+    /// packet, counted as sent to an unconnected output.
+    pub fn push_packet_into(&mut self, elem: usize, port: usize, p: Packet) {
+        let core = self.core;
+        let Some(slot) = core.slots.get(elem) else {
+            return self.drop_unconnected_packet(p);
+        };
+        if port >= slot.input_kinds.len() {
+            return self.drop_unconnected_packet(p);
+        }
+        if port == 0 && !self.observing {
+            let c = core.compiled_at[elem].load(Ordering::Relaxed);
+            // SAFETY: non-null only when set to an entry boxed in
+            // `Core::compiled`, which lives as long as the core.
+            if let Some(c) = unsafe { c.as_ref() } {
+                self.current = elem;
+                return c.push_packet(self, p);
+            }
+        }
+        self.current = elem;
+        let to = &*slot.element;
+        if core.profile.is_none() {
+            to.push_packet(self, port, p);
+        } else {
+            self.profiled(elem, 1, |cx| to.push_packet(cx, port, p));
+        }
+    }
+
+    /// Whether a tracer or a capture is looking at this thread's packets
+    /// (compiled entries are not run then: the dynamic path records
+    /// every hop).
+    #[inline]
+    pub fn observing(&self) -> bool {
+        self.observing
     }
 
     /// Pulls up to `max` packets from input `port` of the running element.
