@@ -198,3 +198,6 @@ impl Router {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests;

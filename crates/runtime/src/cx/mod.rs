@@ -725,12 +725,12 @@ impl<'r> Cx<'r> {
     /// Makes element `elem` the running one: what drops, counters and
     /// costs are charged to, as the dynamic path does entering a hop. For
     /// compiled entries ([`crate::compiled`]), before each element's
-    /// action. An index that is not an element's is ignored.
+    /// action, with an index from [`crate::ElemRef::index`]. One store:
+    /// an index that is not an element's is not checked here, and makes
+    /// the next charge to the running element panic.
     #[inline(always)]
     pub fn run_as(&mut self, elem: usize) {
-        if elem < self.core.slots.len() {
-            self.current = elem;
-        }
+        self.current = elem;
     }
 
     /// The dynamic path after element `elem`'s per-packet hop (an
