@@ -187,6 +187,19 @@ impl Router {
         Ok(())
     }
 
+    /// Where output `port` of element `name` pushes: the element's name
+    /// and its input. `None`: no such element or output, or the output
+    /// is not a connected push output. What a compiled chain assumes of
+    /// each connection it follows, to check in a router built for a hot
+    /// swap ([`crate::hot::Hot::set_rebind`]).
+    pub fn push_peer(&self, name: &str, port: usize) -> Option<(&str, usize)> {
+        let i = *self.core.names.get(name)?;
+        let peer = self.core.ports[i].outputs.get(port)?;
+        peer.element()?;
+        let to = self.core.slots.get(peer.elem as usize)?;
+        Some((to.name.as_str(), usize::from(peer.port)))
+    }
+
     /// The elements with a compiled entry in effect, by index.
     pub fn compiled_elements(&self) -> Vec<usize> {
         self.core

@@ -549,7 +549,7 @@ impl Router {
         for p in ports.iter_mut() {
             for peer in p.outputs.iter_mut() {
                 if let Some(&t) = tables.get(peer.elem as usize) {
-                    peer.set_next(t);
+                    peer.next = t;
                 }
             }
         }

@@ -273,6 +273,11 @@ fn typed_handles_and_type_facts() {
         reg.get("PullSink").unwrap().rust_type.unwrap().id,
         std::any::TypeId::of::<PullSink>()
     );
+    assert_eq!(r.push_peer("a", 0), Some(("b", 0)));
+    assert_eq!(r.push_peer("a", 1), Some(("s2", 0)));
+    assert_eq!(r.push_peer("b", 1), None, "not connected");
+    assert_eq!(r.push_peer("s", 0), None, "no such output");
+    assert_eq!(r.push_peer("nope", 0), None);
     // A handle keeps its element alive after the router is gone.
     drop(r);
     assert_eq!(b.get().drop_tag, 7);

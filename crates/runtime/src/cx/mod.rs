@@ -439,7 +439,7 @@ impl<'r> Cx<'r> {
                     from: self.current as u32,
                     out: port as u16,
                     to: peer.elem,
-                    inp: peer.port as u16,
+                    inp: peer.port,
                     pull: false,
                 },
                 &p,
@@ -666,11 +666,8 @@ impl<'r> Cx<'r> {
         // ([`crate::compiled`]): tested once a push, not a hop, and never
         // on the capture's path (nor the tracer's, which does not come
         // here for a packet it records).
-        if !TAP {
-            if let Some(c) = peer.compiled() {
-                self.current = peer.elem as usize;
-                return c.push_packet(self, p);
-            }
+        if !TAP && peer.has_compiled() {
+            return self.run_compiled(peer, p);
         }
         loop {
             if tap {
@@ -701,6 +698,19 @@ impl<'r> Cx<'r> {
             to.push_packet(self, q, p);
         } else {
             self.profiled(self.current, 1, |cx| to.push_packet(cx, q, p));
+        }
+    }
+
+    /// Runs the compiled entry of `peer` (which has one) for `p`. Out of
+    /// line, so that the one-packet path's test of a peer for an entry is
+    /// a compare with memory and a branch (two instructions).
+    #[cold]
+    #[inline(never)]
+    fn run_compiled(&mut self, peer: &crate::core::Peer, p: Packet) {
+        self.current = peer.elem as usize;
+        match peer.compiled() {
+            Some(c) => c.push_packet(self, p),
+            None => self.drop_unconnected_packet(p),
         }
     }
 
