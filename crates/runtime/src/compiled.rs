@@ -104,7 +104,7 @@ impl Router {
     /// is not a `T`.
     pub fn element_ref<T: 'static>(&self, name: &str) -> Option<ElemRef<T>> {
         let index = *self.core.names.get(name)?;
-        let node = self.core.slots[index].element.clone();
+        let node = self.core.slots[index].element.arc.clone();
         let ptr = NonNull::from(node.as_any().downcast_ref::<T>()?);
         Some(ElemRef {
             _node: node,

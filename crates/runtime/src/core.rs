@@ -182,8 +182,41 @@ pub(crate) struct Ports {
     pub one_by_one: bool,
 }
 
+/// An element as a slot holds it: shared (an [`crate::ElemRef`] keeps it
+/// alive), with the address of the element itself kept beside, so that
+/// reaching it is one load as from a `Box` (an `Arc<dyn Node>`'s deref
+/// computes the offset of the value from the type's alignment, a few
+/// instructions at every task run).
+pub(crate) struct SlotNode {
+    pub arc: Arc<dyn Node>,
+    ptr: NonNull<dyn Node>,
+}
+
+// SAFETY: `ptr` points into `arc`'s allocation; `dyn Node` is `Send +
+// Sync`, so sharing or sending the pointer is as safe as the `Arc`.
+unsafe impl Send for SlotNode {}
+// SAFETY: as above.
+unsafe impl Sync for SlotNode {}
+
+impl SlotNode {
+    pub fn new(arc: Arc<dyn Node>) -> SlotNode {
+        let ptr = NonNull::from(&*arc);
+        SlotNode { arc, ptr }
+    }
+}
+
+impl std::ops::Deref for SlotNode {
+    type Target = dyn Node;
+    #[inline(always)]
+    fn deref(&self) -> &(dyn Node + 'static) {
+        // SAFETY: `ptr` points at the element inside `arc`, alive as long
+        // as `self`, and elements are only ever shared immutably.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
 pub(crate) struct Slot {
-    pub element: Arc<dyn Node>,
+    pub element: SlotNode,
     pub name: String,
     pub class: String,
     pub config: String,
