@@ -104,7 +104,7 @@ impl Router {
     /// is not a `T`.
     pub fn element_ref<T: 'static>(&self, name: &str) -> Option<ElemRef<T>> {
         let index = *self.core.names.get(name)?;
-        let node = self.core.slots[index].element.clone();
+        let node = self.core.slots[index].element.arc.clone();
         let ptr = NonNull::from(node.as_any().downcast_ref::<T>()?);
         Some(ElemRef {
             _node: node,
@@ -187,6 +187,19 @@ impl Router {
         Ok(())
     }
 
+    /// Where output `port` of element `name` pushes: the element's name
+    /// and its input. `None`: no such element or output, or the output
+    /// is not a connected push output. What a compiled chain assumes of
+    /// each connection it follows, to check in a router built for a hot
+    /// swap ([`crate::hot::Hot::set_rebind`]).
+    pub fn push_peer(&self, name: &str, port: usize) -> Option<(&str, usize)> {
+        let i = *self.core.names.get(name)?;
+        let peer = self.core.ports[i].outputs.get(port)?;
+        peer.element()?;
+        let to = self.core.slots.get(peer.elem as usize)?;
+        Some((to.name.as_str(), usize::from(peer.port)))
+    }
+
     /// The elements with a compiled entry in effect, by index.
     pub fn compiled_elements(&self) -> Vec<usize> {
         self.core
@@ -198,3 +211,6 @@ impl Router {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 /// Where a connection leads: the element and port at the other end, and a
 /// direct pointer to that element, so a hop is one load and one call.
 ///
-/// 64 bytes: the output table of `next` is a thin pointer and a count (a
-/// fat pointer would make a `Peer` 72 bytes, and indexing a table of them
-/// a multiply instead of a shift on every hop).
+/// 64 bytes, so that indexing a table of them is a shift: the input port
+/// is a `u16` (the language allows ports up to
+/// 65,535, `MAX_PORT` in the language crate) to make room for the
+/// compiled entry.
 pub(crate) struct Peer {
     to: Option<NonNull<dyn Node>>,
     /// The peer's action loop if it is a per-packet element
@@ -32,16 +33,14 @@ pub(crate) struct Peer {
     /// when profiling, which needs every hop).
     fused: Option<NonNull<dyn FusedAction>>,
     /// The peer's own output peers (its `Ports::outputs`), so a fused hop
-    /// goes on to the next without indexing the router's port table:
-    /// `nnext` of them from `next`.
-    next: NonNull<Peer>,
+    /// goes on to the next without indexing the router's port table.
+    pub(crate) next: NonNull<[Peer]>,
     /// The peer's compiled one-packet entry ([`crate::compiled`]), if one
     /// was installed at its input 0 (null otherwise): set before the
     /// router runs, read by the one-packet path once per push.
     compiled: AtomicPtr<Box<dyn crate::compiled::CompiledPush>>,
     pub elem: u32,
-    pub port: u32,
-    nnext: u32,
+    pub port: u16,
     /// Whether `fused` also takes whole batches (an [`crate::Action`]'s
     /// loop); an element that only routes single packets takes its
     /// batches through its own `push`, as an unfused hop.
@@ -69,7 +68,6 @@ impl Clone for Peer {
             compiled: AtomicPtr::new(self.compiled.load(Ordering::Relaxed)),
             elem: self.elem,
             port: self.port,
-            nnext: self.nnext,
             batches: self.batches,
         }
     }
@@ -80,11 +78,10 @@ impl Peer {
         Peer {
             to: None,
             fused: None,
-            next: NonNull::dangling(),
+            next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
             compiled: AtomicPtr::new(std::ptr::null_mut()),
             elem: u32::MAX,
             port: 0,
-            nnext: 0,
             batches: false,
         }
     }
@@ -98,28 +95,22 @@ impl Peer {
             to: Some(NonNull::from(to)),
             batches: fused.is_some_and(|f| f.fuses_batches()),
             fused: fused.map(NonNull::from),
-            next: NonNull::dangling(),
+            next: NonNull::slice_from_raw_parts(NonNull::dangling(), 0),
             compiled: AtomicPtr::new(std::ptr::null_mut()),
             elem: elem as u32,
-            port: port as u32,
-            nnext: 0,
+            // At most MAX_PORT (the parser's limit) fits.
+            port: u16::try_from(port).unwrap_or(u16::MAX),
         }
-    }
-
-    /// Links the peer to its element's output table (once, at build).
-    pub(crate) fn set_next(&mut self, table: NonNull<[Peer]>) {
-        self.next = table.cast();
-        self.nnext = table.len() as u32;
     }
 
     /// The peer element's output peers (empty for an unconnected peer).
     #[inline]
     pub fn next(&self) -> &[Peer] {
-        // SAFETY: `next` is dangling with `nnext` 0, or points at the
-        // boxed output table of the peer in the same `Core` (set once in
-        // `Router::connect`, never changed) with `nnext` entries, which
-        // lives as long as this `Peer`.
-        unsafe { std::slice::from_raw_parts(self.next.as_ptr(), self.nnext as usize) }
+        // SAFETY: `next` is the empty slice or points at the boxed output
+        // table of the peer in the same `Core` (set once in
+        // `Router::connect`, never changed), which lives as long as this
+        // `Peer`.
+        unsafe { self.next.as_ref() }
     }
 
     /// The element at the other end.
@@ -161,6 +152,12 @@ impl Peer {
         unsafe { p.as_ref() }.map(|b| &**b)
     }
 
+    /// Whether the peer has a compiled entry (see [`Peer::compiled`]).
+    #[inline(always)]
+    pub fn has_compiled(&self) -> bool {
+        !self.compiled.load(Ordering::Relaxed).is_null()
+    }
+
     /// Points the peer at a compiled entry (see [`Peer::compiled`]).
     pub(crate) fn set_compiled(&self, entry: *mut Box<dyn crate::compiled::CompiledPush>) {
         self.compiled.store(entry, Ordering::Release);
@@ -185,8 +182,41 @@ pub(crate) struct Ports {
     pub one_by_one: bool,
 }
 
+/// An element as a slot holds it: shared (an [`crate::ElemRef`] keeps it
+/// alive), with the address of the element itself kept beside, so that
+/// reaching it is one load as from a `Box` (an `Arc<dyn Node>`'s deref
+/// computes the offset of the value from the type's alignment, a few
+/// instructions at every task run).
+pub(crate) struct SlotNode {
+    pub arc: Arc<dyn Node>,
+    ptr: NonNull<dyn Node>,
+}
+
+// SAFETY: `ptr` points into `arc`'s allocation; `dyn Node` is `Send +
+// Sync`, so sharing or sending the pointer is as safe as the `Arc`.
+unsafe impl Send for SlotNode {}
+// SAFETY: as above.
+unsafe impl Sync for SlotNode {}
+
+impl SlotNode {
+    pub fn new(arc: Arc<dyn Node>) -> SlotNode {
+        let ptr = NonNull::from(&*arc);
+        SlotNode { arc, ptr }
+    }
+}
+
+impl std::ops::Deref for SlotNode {
+    type Target = dyn Node;
+    #[inline(always)]
+    fn deref(&self) -> &(dyn Node + 'static) {
+        // SAFETY: `ptr` points at the element inside `arc`, alive as long
+        // as `self`, and elements are only ever shared immutably.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
 pub(crate) struct Slot {
-    pub element: Arc<dyn Node>,
+    pub element: SlotNode,
     pub name: String,
     pub class: String,
     pub config: String,

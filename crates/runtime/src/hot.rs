@@ -247,7 +247,13 @@ pub struct Hot {
     discarded: std::sync::atomic::AtomicU64,
     /// Itself, for the backend of the routers' control sockets.
     me: Weak<Hot>,
+    /// Called on each router a swap builds, before it runs (see
+    /// [`Hot::set_rebind`]).
+    rebind: Mutex<Option<Rebind>>,
 }
+
+/// A hook a swap calls on the router it built, before it runs.
+pub type Rebind = Box<dyn Fn(&mut Router) + Send + Sync>;
 
 /// The stack of the thread a `hotconfig` is parsed and built on: the
 /// front end recurses once per level of compound use (at most
@@ -284,6 +290,7 @@ impl Hot {
             timings: Mutex::new(Vec::new()),
             discarded: Default::default(),
             me: me.clone(),
+            rebind: Mutex::new(None),
         });
         crate::control::set_backends(&hot.current().core, &hot.backend());
         *lock(&hot.current().core.hot) = hot.me.clone();
@@ -379,6 +386,17 @@ impl Hot {
     /// The options every new configuration is built with.
     pub fn build_options(&self) -> &BuildOptions {
         &self.opts
+    }
+
+    /// Calls `f` on every router a swap builds, after its build and
+    /// before it runs: an ahead-of-time build's program installs its
+    /// compiled entries there again ([`Router::install_compiled`]) where
+    /// the new configuration keeps what they were compiled for (the
+    /// elements' names and types, [`Router::element_ref`], and the
+    /// connections they follow, [`Router::push_peer`]). Without it, or
+    /// where `f` installs nothing, the new router runs dynamically.
+    pub fn set_rebind(&self, f: Rebind) {
+        *lock(&self.rebind) = Some(f);
     }
 
     /// The swap of [`Hot::hotconfig`], the new router built by `build`
@@ -502,6 +520,10 @@ impl Hot {
             }
             CsError::new(520, render(&d, sources).trim_end().to_string())
         })?;
+        let mut new = new;
+        if let Some(f) = &*lock(&self.rebind) {
+            f(&mut new);
+        }
         let new = Arc::new(new);
         crate::control::set_backends(&new.core, &self.backend());
         *lock(&new.core.hot) = self.me.clone();
@@ -939,6 +961,29 @@ mod tests {
                 .read("hotswaps", None)
                 .unwrap()
                 .starts_with("swaps 1\n"));
+        });
+    }
+
+    #[test]
+    fn the_rebind_hook_sees_each_new_router_before_it_runs() {
+        struct Nothing;
+        impl crate::CompiledPush for Nothing {
+            fn push_packet(&self, cx: &mut Cx<'_>, p: Packet) {
+                cx.drop_packet(p)
+            }
+        }
+        with_hot("a :: Tally;", true, |hot| {
+            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let s2 = seen.clone();
+            hot.set_rebind(Box::new(move |r: &mut Router| {
+                let installed = r.install_compiled("b", Box::new(Nothing));
+                s2.lock().unwrap().push(installed);
+            }));
+            hot.hotconfig("a :: Tally; TestSource -> b :: Tally;")
+                .unwrap();
+            assert_eq!(*seen.lock().unwrap(), [Ok(())], "before the run");
+            let new = hot.current();
+            assert_eq!(new.compiled_elements(), [2]);
         });
     }
 

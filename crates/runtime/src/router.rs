@@ -520,7 +520,7 @@ impl Router {
         for (i, (fe, e)) in graph.elements.iter().zip(made).enumerate() {
             names.insert(fe.name.clone(), i);
             slots.push(Slot {
-                element: e,
+                element: crate::core::SlotNode::new(e),
                 name: fe.name.clone(),
                 class: fe.class.clone(),
                 config: fe.config.clone(),
@@ -549,7 +549,7 @@ impl Router {
         for p in ports.iter_mut() {
             for peer in p.outputs.iter_mut() {
                 if let Some(&t) = tables.get(peer.elem as usize) {
-                    peer.set_next(t);
+                    peer.next = t;
                 }
             }
         }

@@ -439,7 +439,7 @@ impl<'r> Cx<'r> {
                     from: self.current as u32,
                     out: port as u16,
                     to: peer.elem,
-                    inp: peer.port as u16,
+                    inp: peer.port,
                     pull: false,
                 },
                 &p,
@@ -666,11 +666,8 @@ impl<'r> Cx<'r> {
         // ([`crate::compiled`]): tested once a push, not a hop, and never
         // on the capture's path (nor the tracer's, which does not come
         // here for a packet it records).
-        if !TAP {
-            if let Some(c) = peer.compiled() {
-                self.current = peer.elem as usize;
-                return c.push_packet(self, p);
-            }
+        if !TAP && peer.has_compiled() {
+            return self.run_compiled(peer, p);
         }
         loop {
             if tap {
@@ -704,6 +701,19 @@ impl<'r> Cx<'r> {
         }
     }
 
+    /// Runs the compiled entry of `peer` (which has one) for `p`. Out of
+    /// line, so that the one-packet path's test of a peer for an entry is
+    /// a compare with memory and a branch (two instructions).
+    #[cold]
+    #[inline(never)]
+    fn run_compiled(&mut self, peer: &crate::core::Peer, p: Packet) {
+        self.current = peer.elem as usize;
+        match peer.compiled() {
+            Some(c) => c.push_packet(self, p),
+            None => self.drop_unconnected_packet(p),
+        }
+    }
+
     /// The end of a fused hop loop at element `to` (the running one,
     /// entered by input `port`) other than the next hop: a drop, a push
     /// to the element itself (rare: a packet to fragment, say), or an
@@ -725,12 +735,12 @@ impl<'r> Cx<'r> {
     /// Makes element `elem` the running one: what drops, counters and
     /// costs are charged to, as the dynamic path does entering a hop. For
     /// compiled entries ([`crate::compiled`]), before each element's
-    /// action. An index that is not an element's is ignored.
+    /// action, with an index from [`crate::ElemRef::index`]. One store:
+    /// an index that is not an element's is not checked here, and makes
+    /// the next charge to the running element panic.
     #[inline(always)]
     pub fn run_as(&mut self, elem: usize) {
-        if elem < self.core.slots.len() {
-            self.current = elem;
-        }
+        self.current = elem;
     }
 
     /// The dynamic path after element `elem`'s per-packet hop (an
