@@ -201,6 +201,17 @@ impl<T> Items<T> for thin_vec::ThinVec<T> {
     }
 }
 
+/// What [`Ring::try_pop_single`] found.
+pub enum Popped<T> {
+    /// An item, and whether the ring looked empty after it (a hint, as
+    /// [`Ring::drained_hint`]).
+    One(T, bool),
+    /// Nothing to pop.
+    Empty,
+    /// The consumer side is multi: use [`Ring::pop_burst`].
+    Multi,
+}
+
 /// Permission to push into rings: see the module documentation.
 pub struct Producer<'a>(std::marker::PhantomData<&'a ()>);
 
@@ -631,6 +642,91 @@ impl<T> Ring<T> {
         k
     }
 
+    /// One item into a single-producer side, reading the consumer's tail
+    /// itself rather than this side's cached copy: for a producer on its
+    /// consumer's thread (a queue that does not cross threads), where
+    /// that line is already in this core's cache. Returns the ring's
+    /// length after the push, or gives the item back when the side is
+    /// multi-producer or the ring has no room: the caller then takes the
+    /// general path ([`Ring::push_burst`]), which handles both.
+    #[inline(always)]
+    pub fn try_push_single(&self, p: &Producer<'_>, item: T) -> Result<usize, T> {
+        if self.prod.multi.load(Ordering::Relaxed) {
+            return Err(item);
+        }
+        // SAFETY: the side was single at the load above, which is what
+        // `push_burst` goes by too.
+        unsafe { self.push_single_unchecked(p, item) }
+    }
+
+    /// [`Ring::try_push_single`] without looking at the mode, for a
+    /// caller that keeps its own copy of it (a queue's short path, open
+    /// only while the modes it saw were single, closed by every change).
+    ///
+    /// # Safety
+    /// The producer side is single for this call, as [`Ring::push_burst`]
+    /// would see it: the latest mode this thread can have seen is single,
+    /// and the crossing protocol lets no other producer start before this
+    /// thread has passed a point where it sees any later change (see
+    /// [`Ring::set_modes`]).
+    #[inline(always)]
+    pub unsafe fn push_single_unchecked(&self, _: &Producer<'_>, item: T) -> Result<usize, T> {
+        let head = self.prod.head.load(Ordering::Relaxed);
+        // Acquire: the consumer's reads of the slot reused below happen
+        // before (as for the cached copy in `push_burst`).
+        let len = head.wrapping_sub(self.cons.tail.load(Ordering::Acquire));
+        if len >= self.capacity() {
+            return Err(item);
+        }
+        // SAFETY: the only producer (single side: the crossing protocol
+        // lets no other push while it is so) owns the slot at `head`,
+        // which the consumer's tail has passed (`len` < capacity <= slot
+        // count), until the tail store below publishes it. The index is
+        // masked, so in bounds.
+        unsafe { self.slots.get_unchecked(head & self.mask).write(item) };
+        let new = head.wrapping_add(1);
+        self.prod.head.store(new, Ordering::Relaxed);
+        self.prod.tail.store(new, Ordering::Release);
+        Ok(len + 1)
+    }
+
+    /// One item from a single-consumer side, reading the producers' tail
+    /// itself (see [`Ring::try_push_single`]). [`Popped::Multi`] when the
+    /// side is multi-consumer: the caller then takes the general path
+    /// ([`Ring::pop_burst`]).
+    #[inline(always)]
+    pub fn try_pop_single(&self, c: &Consumer<'_>) -> Popped<T> {
+        if self.cons.multi.load(Ordering::Relaxed) {
+            return Popped::Multi;
+        }
+        // SAFETY: the side was single at the load above, which is what
+        // `pop_burst` goes by too.
+        unsafe { self.pop_single_unchecked(c) }
+    }
+
+    /// [`Ring::try_pop_single`] without looking at the mode (never
+    /// [`Popped::Multi`]); see [`Ring::push_single_unchecked`].
+    ///
+    /// # Safety
+    /// The consumer side is single for this call, as for
+    /// [`Ring::push_single_unchecked`]'s producer side.
+    #[inline(always)]
+    pub unsafe fn pop_single_unchecked(&self, _: &Consumer<'_>) -> Popped<T> {
+        let head = self.cons.head.load(Ordering::Relaxed);
+        let prod_tail = self.prod.tail.load(Ordering::Acquire);
+        if head == prod_tail {
+            return Popped::Empty;
+        }
+        // SAFETY: the only consumer (single side) owns the slot at
+        // `head`, published by the producers' tail (Acquire-loaded above,
+        // past it), until the tail store below frees it. Masked index.
+        let item = unsafe { self.slots.get_unchecked(head & self.mask).read() };
+        let new = head.wrapping_add(1);
+        self.cons.head.store(new, Ordering::Relaxed);
+        self.cons.tail.store(new, Ordering::Release);
+        Popped::One(item, new == prod_tail)
+    }
+
     #[inline]
     pub fn pop(&self, c: &Consumer<'_>) -> Option<T> {
         let mut v = None;
@@ -1031,7 +1127,70 @@ mod loom_tests {
     /// once, in order for each consumer.
     #[test]
     fn extra_consumer_mode_switch() {
-        extra_consumer(true);
+        extra_consumer(true, false);
+    }
+
+    /// The same with the planned consumer taking one item at a time the
+    /// short way (`try_pop_single`, a queue's BURST 1 pull on its
+    /// producer's thread), falling back to `pop_burst` once the side is
+    /// multi.
+    #[test]
+    fn extra_consumer_mode_switch_single_item_pops() {
+        extra_consumer(true, true);
+    }
+
+    /// One item at a time the short way on both sides
+    /// (`try_push_single`, `try_pop_single`): each item popped once, in
+    /// order, across a full ring and an empty one.
+    #[test]
+    fn spsc_single_item_ops() {
+        let runs = std::sync::Arc::new(Count::new(0));
+        let runs2 = runs.clone();
+        let b = loom::model::Builder::new();
+        b.check(move || {
+            runs2.fetch_add(1, Ordering::Relaxed);
+            let r = Arc::new(Ring::<u32>::with_modes(2, false, false));
+            let p = {
+                let r = r.clone();
+                thread::spawn(move || {
+                    let mut pushed = Vec::new();
+                    for i in 1..=3u32 {
+                        match r.try_push_single(&Producer::new(), i) {
+                            Ok(len) => {
+                                assert!((1..=2).contains(&len), "length {len}");
+                                pushed.push(i);
+                            }
+                            Err(back) => {
+                                assert_eq!(back, i, "the item comes back");
+                                break;
+                            }
+                        }
+                        thread::yield_now();
+                    }
+                    pushed
+                })
+            };
+            let mut got = Vec::new();
+            for _ in 0..3 {
+                match r.try_pop_single(&Consumer::new()) {
+                    Popped::One(x, _) => got.push(x),
+                    Popped::Empty => {}
+                    Popped::Multi => panic!("a single side said multi"),
+                }
+                thread::yield_now();
+            }
+            let pushed = p.join().unwrap();
+            while let Popped::One(x, drained) = r.try_pop_single(&Consumer::new()) {
+                got.push(x);
+                assert_eq!(drained, r.is_empty(), "the drained hint, alone");
+            }
+            assert_eq!(got, pushed, "each pushed item once, in order");
+            assert!(r.is_empty());
+        });
+        assert!(
+            runs.load(Ordering::Relaxed) > 1,
+            "loom explored interleavings"
+        );
     }
 
     /// The same without the barrier: the handler pops as soon as it has
@@ -1042,7 +1201,7 @@ mod loom_tests {
     /// barrier is needed, not just the mode switch.
     #[test]
     fn extra_consumer_without_the_barrier_fails() {
-        let (msg, kept_off) = quiet_panic("Causality violation", || extra_consumer(false));
+        let (msg, kept_off) = quiet_panic("Causality violation", || extra_consumer(false, false));
         assert!(
             msg.as_deref()
                 .is_some_and(|m| m.contains("Causality violation")),
@@ -1103,7 +1262,7 @@ mod loom_tests {
         (r.err().map(|p| panic_message(&*p)), kept_off)
     }
 
-    fn extra_consumer(barrier: bool) {
+    fn extra_consumer(barrier: bool, single_item_pops: bool) {
         let mut b = loom::model::Builder::new();
         b.preemption_bound = b.preemption_bound.or(Some(2));
         b.check(move || {
@@ -1125,7 +1284,17 @@ mod loom_tests {
                     for _ in 0..2 {
                         // The top of the worker loop: no pop in flight.
                         seen.store(epoch.load(Ordering::Acquire), Ordering::Release);
-                        r.pop_burst(&Consumer::new(), &mut out, 1);
+                        if single_item_pops {
+                            match r.try_pop_single(&Consumer::new()) {
+                                Popped::One(x, _) => out.push(x),
+                                Popped::Empty => {}
+                                Popped::Multi => {
+                                    r.pop_burst(&Consumer::new(), &mut out, 1);
+                                }
+                            }
+                        } else {
+                            r.pop_burst(&Consumer::new(), &mut out, 1);
+                        }
                         thread::yield_now();
                     }
                     alive.store(false, Ordering::Release);

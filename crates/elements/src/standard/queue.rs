@@ -38,7 +38,10 @@
 //! modes from the thread plan: when one thread pushes into it and one pulls
 //! from it, neither side uses compare-and-swap; a side used by several
 //! threads claims slots with one compare-and-swap per burst. The choice is
-//! made again, safely, whenever the scheduler moves a task.
+//! made again, safely, whenever the scheduler moves a task. When its
+//! producers and its consumer are one thread, a packet pushed or pulled
+//! alone (Click's BURST 1) takes a short path: the ring's plain push or
+//! pop, one comparison each for the high-water mark and the notifiers.
 //!
 //! When the thread plan puts a consumer on another thread than a producer,
 //! each producer thread gathers up to 16 packets before publishing them in
@@ -98,7 +101,7 @@
 
 use paraclick_packet::Packet;
 use paraclick_runtime::element::{AsQueue, ElementNode};
-use paraclick_runtime::ring::{Items, ModeSwitch, Ring, MAX_CAPACITY};
+use paraclick_runtime::ring::{Items, ModeSwitch, Popped, Ring, MAX_CAPACITY};
 use paraclick_runtime::{
     Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, Notifier, PerThread,
     PerThreadCount, QueueElement, StateCx,
@@ -199,6 +202,19 @@ pub struct Queue {
     /// Empty pulls in a row since the last that took packets (consumer
     /// side; a heuristic, so relaxed even with several consumers).
     idle_pulls: AtomicU32,
+    /// The ring's consumer tail when `idle_pulls` was last counted: a
+    /// pull that took packets moved it, so the count starts again without
+    /// the pull itself writing anything (see [`Queue::emptied`]).
+    idle_tail: AtomicUsize,
+    /// 0 when single packets may take the short paths
+    /// ([`Queue::push_local`], [`QueueElement::pull_packet`]): as of the
+    /// last change of modes, the queue does not cross threads and both
+    /// sides of its ring are single (no compare-and-swap), it is not a
+    /// MixedQueue, and no thread's stage holds packets. Otherwise odd,
+    /// with a generation above the low bit that each change of modes
+    /// advances, so that a push or pull reopening it after its checks
+    /// ([`Queue::open_gate`]) cannot undo a change made meanwhile.
+    gate: AtomicU32,
     nthreads: usize,
     /// Output 1 (dropped packets) is connected.
     drop_output: bool,
@@ -384,6 +400,8 @@ impl Queue {
             refill_at: AtomicUsize::new(capacity),
             max_burst: AtomicUsize::new(1),
             idle_pulls: AtomicU32::new(0),
+            idle_tail: AtomicUsize::new(0),
+            gate: AtomicU32::new(1),
             nthreads,
             drop_output: false,
             special: policy.front_drop || policy.lifo_input,
@@ -566,7 +584,15 @@ impl Queue {
             s.empty_since = 0;
             return self.sleep_empty(cx);
         }
-        let n = self.idle_pulls.load(Ordering::Relaxed) + 1;
+        // A pull that took packets since the last count moved the tail:
+        // the count starts again (the short pull path writes nothing).
+        let tail = self.ring.popped();
+        let n = if self.idle_tail.load(Ordering::Relaxed) != tail {
+            self.idle_tail.store(tail, Ordering::Relaxed);
+            1
+        } else {
+            self.idle_pulls.load(Ordering::Relaxed) + 1
+        };
         if n < IDLE_PULLS_BEFORE_SLEEP {
             self.idle_pulls.store(n, Ordering::Relaxed);
             return;
@@ -860,6 +886,165 @@ impl Queue {
         }
     }
 
+    /// [`Element::push_packet`] when the short path is closed, or the
+    /// ring had no room for it: everything the short path leaves out
+    /// (staging, the LIFO side, front drops, drops, a multi-producer
+    /// ring), and the reopening of the short path.
+    #[cold]
+    #[inline(never)]
+    fn push_packet_general(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
+        if self.special || port != 0 {
+            return self.push(cx, port, Batch::one(p));
+        }
+        if self.crossing.load(Ordering::Relaxed) {
+            return self.stage_one(cx, p);
+        }
+        self.publish_left_behind(cx);
+        self.open_gate();
+        let mut item = Some(p);
+        self.enqueue_plain(cx, &mut item);
+        self.pushed(cx, false);
+        if let Some(p) = item {
+            self.drops.fetch_add(1, Ordering::Relaxed);
+            if self.drop_output {
+                cx.push_packet(1, p);
+            } else {
+                cx.drop_packet_for(FULL, p);
+            }
+        }
+    }
+
+    /// One packet into a queue whose producers and consumer run on this
+    /// thread (the push gate is open): the ring's single-producer push,
+    /// then the high-water mark, the full notifier and the empty
+    /// notifier as [`Queue::enqueue_plain`] and [`Queue::pushed`] keep
+    /// them, each checked with one comparison; anything more goes to a
+    /// function of its own, called last (so the short path needs no
+    /// stack frame). A full ring or a multi-producer side falls back to
+    /// the general path, which drops or takes the compare-and-swap.
+    #[inline(always)]
+    fn push_local(&self, cx: &mut Cx<'_>, p: Packet) {
+        // SAFETY: the gate is open, so the producer side was single when
+        // it opened and has not changed since as far as this thread can
+        // see: `set_ring_modes` closes it after every change, and a new
+        // producer starts only after this thread saw that (the crossing
+        // protocol's barrier), as for the ring's own mode flag.
+        let pushed = unsafe { self.ring.push_single_unchecked(&cx.producer(), p) };
+        let len = match pushed {
+            Ok(len) => len,
+            Err(p) => return self.push_packet_general(cx, 0, p),
+        };
+        // Without a full notifier `full_at` is the capacity: a push that
+        // reaches it only takes the longer path, which checks the policy.
+        if len > self.highwater.load(Ordering::Relaxed)
+            || len >= self.full_at.load(Ordering::Relaxed)
+        {
+            return self.pushed_local_note(cx, len);
+        }
+        // A queue without an empty notifier never makes it inactive (only
+        // `sleep_empty` does, on the policy's word): no policy check.
+        if !self.empty.active() {
+            self.pushed_local_wake(cx);
+        }
+    }
+
+    /// [`Queue::push_local`] found the empty notifier inactive: pull
+    /// tasks asleep on the queue run again.
+    #[cold]
+    #[inline(never)]
+    fn pushed_local_wake(&self, cx: &mut Cx<'_>) {
+        self.pushed(cx, false);
+    }
+
+    /// [`Queue::push_local`] reached a new high-water mark or the full
+    /// mark.
+    #[cold]
+    #[inline(never)]
+    fn pushed_local_note(&self, cx: &mut Cx<'_>, len: usize) {
+        if len > self.highwater.load(Ordering::Relaxed) {
+            self.highwater.fetch_max(len, Ordering::Relaxed);
+        }
+        if self.policy.full_note && len >= self.full_at.load(Ordering::Relaxed) {
+            self.filled(cx);
+        }
+        self.pushed(cx, false);
+    }
+
+    /// Opens the short paths if they may be (see `gate`): the queue is
+    /// not crossing, its ring's sides are single, it is not a MixedQueue,
+    /// and no stage holds packets (one left from when it crossed would be
+    /// overtaken). Called on the general paths, after this thread's stage
+    /// was published. The gate opens only from the value read before
+    /// those checks (Acquire: the modes `set_ring_modes` stored before
+    /// that value are seen): a change of modes meanwhile closed it with
+    /// another value.
+    #[inline]
+    fn open_gate(&self) {
+        let g = self.gate.load(Ordering::Acquire);
+        if g != 0
+            && !self.policy.lifo_input
+            && !self.crossing.load(Ordering::Relaxed)
+            && self.ring.modes() == (false, false)
+            && self.staged.get() == 0
+        {
+            let _ = self
+                .gate
+                .compare_exchange(g, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    /// Closes the short push path (a change of modes), with a new
+    /// generation.
+    fn close_gate(&self) {
+        let _ = self
+            .gate
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |g| {
+                Some(((g >> 1).wrapping_add(1) << 1) | 1)
+            });
+    }
+
+    /// [`QueueElement::pull_packet`] when the short path does not apply:
+    /// packets outside the ring (MixedQueue's, a yank's), a crossing
+    /// queue, a multi-consumer ring.
+    #[cold]
+    #[inline(never)]
+    fn pull_packet_general(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
+        if self.lifo_len.load(Ordering::Relaxed) > 0 {
+            return self.pull(cx, port, 1).and_then(|mut b| b.pop());
+        }
+        self.open_gate();
+        let c = cx.consumer();
+        match self.ring.pop(&c) {
+            Some(p) => {
+                let drained = self.ring.drained_hint(&c);
+                self.not_empty(cx);
+                self.pulled(cx);
+                cx.note_drained(drained);
+                Some(p)
+            }
+            None => self.pulled_nothing(cx),
+        }
+    }
+
+    /// A pull found the queue empty.
+    #[cold]
+    #[inline(never)]
+    fn pulled_nothing(&self, cx: &mut Cx<'_>) -> Option<Packet> {
+        if self.policy.empty_note {
+            self.emptied(cx);
+        }
+        None
+    }
+
+    /// [`Queue::pull_local`] took `p` with the full notifier inactive:
+    /// sources waiting for room may run again.
+    #[cold]
+    #[inline(never)]
+    fn pulled_local_wake(&self, cx: &mut Cx<'_>, p: Packet) -> Option<Packet> {
+        self.pulled(cx);
+        Some(p)
+    }
+
     /// MixedQueue's pushes. Input 0 appends to the tail; a full queue
     /// drops the packet. Input 1 puts the packet at the head; a full queue
     /// first drops the packet at its tail (the FIFO side's newest, else the
@@ -1089,6 +1274,7 @@ impl Element for Queue {
             }
         } else {
             self.publish_left_behind(cx);
+            self.open_gate();
         }
         let left = self.enqueue(cx, batch.vec_mut());
         self.pushed(cx, crossing);
@@ -1099,27 +1285,14 @@ impl Element for Queue {
 
     /// One packet (Click's BURST 1): no batch on the plain path nor when
     /// staging; the LIFO side and front drops go through
-    /// [`Element::push`].
+    /// [`Element::push`]. A queue whose producer and consumer share one
+    /// thread takes [`Queue::push_local`] first.
     #[inline]
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
-        if self.special || port != 0 {
-            return self.push(cx, port, Batch::one(p));
+        if port == 0 && self.gate.load(Ordering::Relaxed) == 0 {
+            return self.push_local(cx, p);
         }
-        if self.crossing.load(Ordering::Relaxed) {
-            return self.stage_one(cx, p);
-        }
-        self.publish_left_behind(cx);
-        let mut item = Some(p);
-        self.enqueue_plain(cx, &mut item);
-        self.pushed(cx, false);
-        if let Some(p) = item {
-            self.drops.fetch_add(1, Ordering::Relaxed);
-            if self.drop_output {
-                cx.push_packet(1, p);
-            } else {
-                cx.drop_packet_for(FULL, p);
-            }
-        }
+        self.push_packet_general(cx, port, p)
     }
 
     #[inline]
@@ -1195,27 +1368,32 @@ impl Element for Queue {
 }
 
 impl QueueElement for Queue {
-    /// One packet (a BURST 1 puller): no batch.
+    /// One packet (a BURST 1 puller): no batch. On a queue that does not
+    /// cross threads, with nothing outside the ring, the ring's
+    /// single-consumer pop and one look at the full notifier; the rest
+    /// (and an empty queue) in functions of their own, called last.
     #[inline]
     fn pull_packet(&self, cx: &mut Cx<'_>, port: usize) -> Option<Packet> {
-        if self.lifo_len.load(Ordering::Relaxed) > 0 {
-            return self.pull(cx, port, 1).and_then(|mut b| b.pop());
+        if self.lifo_len.load(Ordering::Relaxed) > 0 || self.gate.load(Ordering::Relaxed) != 0 {
+            return self.pull_packet_general(cx, port);
         }
-        let c = cx.consumer();
-        match self.ring.pop(&c) {
-            Some(p) => {
-                let drained = self.ring.drained_hint(&c);
-                self.not_empty(cx);
-                self.pulled(cx);
+        // SAFETY: the gate is open: the consumer side is single as far as
+        // this thread can see (see `push_local`; a handler's extra
+        // consumer changes the modes first, which closes the gate).
+        match unsafe { self.ring.pop_single_unchecked(&cx.consumer()) } {
+            Popped::One(p, drained) => {
+                // The count of empty pulls starts again by itself (see
+                // `emptied`); `not_empty`'s crossing part does not apply.
                 cx.note_drained(drained);
+                // As for the empty notifier in `push_local`: only a queue
+                // with a full notifier ever makes it inactive.
+                if !self.full.active() {
+                    return self.pulled_local_wake(cx, p);
+                }
                 Some(p)
             }
-            None => {
-                if self.policy.empty_note {
-                    self.emptied(cx);
-                }
-                None
-            }
+            Popped::Empty => self.pulled_nothing(cx),
+            Popped::Multi => self.pull_packet_general(cx, port),
         }
     }
 
@@ -1236,6 +1414,9 @@ impl QueueElement for Queue {
         );
         self.crossing.store(crossing, Ordering::Relaxed);
         self.set_full_at();
+        // After the stores above (Release): a push that sees the new gate
+        // sees them before it may reopen it.
+        self.close_gate();
     }
 
     fn set_consumer_reads_data(&self, reads: bool) {
@@ -1495,6 +1676,110 @@ mod tests {
                 "arrival order (second part one by one: {one_by_one})"
             );
         }
+    }
+
+    thread_local! {
+        /// The first bytes of the packets a `PullOne` took.
+        static PULLED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Pulls one packet at a time from its input (`Cx::pull_packet`, a
+    /// BURST 1 puller's way), as many times as the batch pushed into it
+    /// is long; keeps what it took in `PULLED`.
+    struct PullOne;
+
+    impl Element for PullOne {
+        fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+            for _ in 0..batch.len() {
+                if let Some(p) = cx.pull_packet(0) {
+                    PULLED.with(|v| v.borrow_mut().push(p.data()[0]));
+                }
+            }
+        }
+    }
+
+    fn make_pull_one(_: &mut ConfigCx<'_>) -> Result<PullOne, String> {
+        Ok(PullOne)
+    }
+
+    /// Pushes a batch on one packet at a time (`Cx::push_packet`, a BURST
+    /// 1 source's way).
+    struct PushOne;
+
+    impl Element for PushOne {
+        fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+            for p in batch {
+                cx.push_packet(0, p);
+            }
+        }
+    }
+
+    fn make_push_one(_: &mut ConfigCx<'_>) -> Result<PushOne, String> {
+        Ok(PushOne)
+    }
+
+    /// `TestSource -> sp :: PushOne -> q :: {q} -> po :: PullOne`, one
+    /// thread: the queue's single-packet paths on one thread.
+    fn one_by_one_router(q: &str) -> Router {
+        let mut reg = crate::registry();
+        paraclick_runtime::testing::register(&mut reg);
+        reg.register(ClassSpec::element("PushOne", "1/1", "h", make_push_one));
+        reg.register(ClassSpec::element("PullOne", "1/0", "l", make_pull_one));
+        Router::from_str(
+            &format!("TestSource -> sp :: PushOne -> q :: {q} -> po :: PullOne"),
+            &reg,
+            1,
+        )
+        .unwrap()
+    }
+
+    /// `n` single-packet pulls by `po`; what they took.
+    fn pull_one_by_one(r: &Router, n: usize) -> Vec<u8> {
+        PULLED.with(|v| v.borrow_mut().clear());
+        r.push_into("po", 0, numbered(0, n as u8)).unwrap();
+        PULLED.with(|v| std::mem::take(&mut *v.borrow_mut()))
+    }
+
+    #[test]
+    fn single_packets_keep_order_high_water_drops_and_notifiers() {
+        let r = one_by_one_router("Queue(4)");
+        let q = r.element::<Queue>("q").unwrap();
+        let (empty, full) = (q.empty_notifier().unwrap(), q.full_notifier().unwrap());
+        // Six packets one at a time: each of the first four is a new
+        // high-water mark, the fourth fills the queue, the last two are
+        // dropped at the tail.
+        r.push_into("sp", 0, numbered(0, 6)).unwrap();
+        assert_eq!(h(&r, "highwater_length"), "4");
+        assert_eq!((h(&r, "length"), h(&r, "drops")), ("4".into(), "2".into()));
+        assert_eq!(r.total_drops(), 2);
+        assert!(!full.active(), "full");
+        assert_eq!(pull_one_by_one(&r, 1), vec![0]);
+        assert!(full.active(), "room again");
+        assert_eq!(pull_one_by_one(&r, 4), vec![1, 2, 3], "then empty");
+        // Empty pulls in a row put the puller to sleep; a packet pushed
+        // alone wakes it.
+        pull_one_by_one(&r, super::IDLE_PULLS_BEFORE_SLEEP as usize);
+        assert!(!empty.active(), "asleep on the empty queue");
+        r.push_into("sp", 0, numbered(10, 12)).unwrap();
+        assert!(empty.active(), "woken by the push");
+        assert_eq!(pull_one_by_one(&r, 3), vec![10, 11]);
+        assert_eq!(h(&r, "highwater_length"), "4");
+    }
+
+    #[test]
+    fn a_pull_that_takes_a_packet_starts_the_count_of_empty_pulls_again() {
+        let r = one_by_one_router("Queue(4)");
+        let q = r.element::<Queue>("q").unwrap();
+        let empty = q.empty_notifier().unwrap();
+        let below = super::IDLE_PULLS_BEFORE_SLEEP as usize - 1;
+        assert!(pull_one_by_one(&r, below).is_empty());
+        assert!(empty.active(), "not yet");
+        r.push_into("q", 0, numbered(0, 1)).unwrap();
+        assert_eq!(pull_one_by_one(&r, 1), vec![0]);
+        assert!(pull_one_by_one(&r, below).is_empty());
+        assert!(empty.active(), "the count started again at the packet");
+        assert!(pull_one_by_one(&r, 1).is_empty());
+        assert!(!empty.active(), "so many empty pulls in a row: asleep");
     }
 
     #[test]
