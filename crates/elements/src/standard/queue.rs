@@ -1286,7 +1286,7 @@ impl Element for Queue {
     /// One packet (Click's BURST 1): no batch on the plain path nor when
     /// staging; the LIFO side and front drops go through
     /// [`Element::push`]. A queue whose producer and consumer share one
-    /// thread takes [`Queue::push_local`] first.
+    /// thread takes `Queue::push_local` first.
     #[inline]
     fn push_packet(&self, cx: &mut Cx<'_>, port: usize, p: Packet) {
         if port == 0 && self.gate.load(Ordering::Relaxed) == 0 {
