@@ -404,7 +404,7 @@ impl ThreadShared {
 
     /// The worker's copy of its worklist: refreshed into `list` if it
     /// changed since `version` (which is updated).
-    #[inline]
+    #[inline(always)]
     pub fn refresh_worklist(&self, version: &mut u64, list: &mut Vec<usize>) {
         let v = self.worklist_version.load(Ordering::Acquire);
         if v != *version {
