@@ -28,10 +28,16 @@ fn main() {
     println!("cargo:rerun-if-changed=text-order.ld");
     println!("cargo:rerun-if-env-changed=PARACLICK_TEXT_ORDER");
     let wanted = std::env::var("PARACLICK_TEXT_ORDER").map_or(true, |v| v != "0");
-    if wanted && os == "linux" && env == "gnu" && arch == "x86_64" && default_lld() {
+    let ordered = wanted && os == "linux" && env == "gnu" && arch == "x86_64" && default_lld();
+    if ordered {
         let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
         println!("cargo:rustc-link-arg-bins=-Wl,-T,{dir}/text-order.ld");
     }
+    // `paraclick build` links the programs it writes the same way.
+    println!(
+        "cargo:rustc-env=PARACLICK_TEXT_ORDER_LINKED={}",
+        u8::from(ordered)
+    );
 }
 
 /// Whether the binary links with LLD: rustc 1.90 or later, and no linker

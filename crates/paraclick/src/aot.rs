@@ -48,6 +48,10 @@ pub(crate) struct BuildArgs {
     /// built from).
     #[arg(long = "source", value_name = "DIR")]
     source: Option<String>,
+    /// Link without paraclick's code order (text-order.ld): about 2 s
+    /// less linking, and runs of the program map about 2 MB more of it.
+    #[arg(long = "no-code-order")]
+    no_code_order: bool,
 }
 
 /// One element the program compiles.
@@ -427,9 +431,20 @@ fn write_and_compile(a: &BuildArgs, src: &Source, program: &str) -> Result<PathB
         // As the paraclick binary (its build script): packed relocations.
         cmd.args(["-C", "link-arg=-Wl,-z,pack-relative-relocs"]);
     }
-    if let Ok(flags) = std::env::var("RUSTFLAGS") {
-        cmd.args(flags.split_whitespace());
+    let rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
+    let script = (!a.no_code_order)
+        .then(|| text_order_script(&source, &rustflags))
+        .flatten();
+    if let Some(script) = script {
+        // And the functions runs execute first in the text: without it
+        // the code a run executes lies scattered over the program's text
+        // and a run maps about 2 MB more of it (docs/PERFORMANCE.md).
+        // Passed as separate linker arguments: a path may hold a comma.
+        cmd.args(["-C", "link-arg=-Xlinker", "-C", "link-arg=-T"]);
+        cmd.args(["-C", "link-arg=-Xlinker"]);
+        cmd.arg("-C").arg(format!("link-arg={}", script.display()));
     }
+    cmd.args(rustflags.split_whitespace());
     let status = cmd.status().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             format!("{rustc}: not found (the build needs the Rust toolchain that built paraclick)")
@@ -447,6 +462,22 @@ fn write_and_compile(a: &BuildArgs, src: &Source, program: &str) -> Result<PathB
     }
     std::fs::copy(&out, &a.output).map_err(|e| format!("{}: {e}", a.output))?;
     Ok(PathBuf::from(&a.output))
+}
+
+/// The code order script the paraclick binary was linked with
+/// (crates/paraclick/build.rs), in the source tree, if the program links
+/// as paraclick did: LLD, unless `rustflags` choose another linker.
+fn text_order_script(source: &Path, rustflags: &str) -> Option<PathBuf> {
+    if env!("PARACLICK_TEXT_ORDER_LINKED") != "1" {
+        return None;
+    }
+    if (rustflags.contains("linker") || rustflags.contains("fuse-ld"))
+        && !(rustflags.contains("fuse-ld=lld") || rustflags.contains("linker-features=+lld"))
+    {
+        return None;
+    }
+    let script = source.join("crates/paraclick/text-order.ld");
+    script.is_file().then_some(script)
 }
 
 /// The crate's manifest: path dependencies on the source tree, its own

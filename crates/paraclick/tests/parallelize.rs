@@ -15,58 +15,9 @@
 
 mod common;
 
-use common::pcap::{read_pcap, write_pcap};
+use common::pcap::{csum, ether, read_pcap, udp, write_pcap};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-fn csum(b: &[u8]) -> u16 {
-    let mut s = 0u32;
-    for c in b.chunks(2) {
-        s += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
-    }
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
-
-/// An IPv4 UDP packet with the flow/seq payload.
-fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flow: u32, seq: u32) -> Vec<u8> {
-    let data = format!("FLOW {flow:04} SEQ {seq:04} ....");
-    let len = 20 + 8 + data.len();
-    let mut p = vec![
-        0x45,
-        0,
-        (len >> 8) as u8,
-        len as u8,
-        0,
-        1,
-        0,
-        0,
-        64,
-        17,
-        0,
-        0,
-    ];
-    p.extend_from_slice(&src);
-    p.extend_from_slice(&dst);
-    let ck = csum(&p);
-    p[10..12].copy_from_slice(&ck.to_be_bytes());
-    p.extend_from_slice(&sport.to_be_bytes());
-    p.extend_from_slice(&dport.to_be_bytes());
-    p.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
-    p.extend_from_slice(&[0, 0]);
-    p.extend_from_slice(data.as_bytes());
-    p
-}
-
-fn ether(dst: [u8; 6], src: [u8; 6], ip: Vec<u8>) -> Vec<u8> {
-    let mut f = dst.to_vec();
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&[8, 0]);
-    f.extend(ip);
-    f
-}
 
 /// Packets per flow (from the payload), in order; packets without a
 /// flow mark under u32::MAX. `norm` blanks what may legally differ.

@@ -55,3 +55,55 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// The Internet checksum of `b`.
+pub fn csum(b: &[u8]) -> u16 {
+    let mut s = 0u32;
+    for c in b.chunks(2) {
+        s += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
+    }
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// An IPv4 UDP packet with a payload naming its flow and sequence
+/// number ("FLOW nnnn SEQ nnnn").
+pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flow: u32, seq: u32) -> Vec<u8> {
+    let data = format!("FLOW {flow:04} SEQ {seq:04} ....");
+    let len = 20 + 8 + data.len();
+    let mut p = vec![
+        0x45,
+        0,
+        (len >> 8) as u8,
+        len as u8,
+        0,
+        1,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ];
+    p.extend_from_slice(&src);
+    p.extend_from_slice(&dst);
+    let ck = csum(&p);
+    p[10..12].copy_from_slice(&ck.to_be_bytes());
+    p.extend_from_slice(&sport.to_be_bytes());
+    p.extend_from_slice(&dport.to_be_bytes());
+    p.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(data.as_bytes());
+    p
+}
+
+/// An Ethernet frame carrying IPv4 packet `ip`.
+pub fn ether(dst: [u8; 6], src: [u8; 6], ip: Vec<u8>) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[8, 0]);
+    f.extend(ip);
+    f
+}
