@@ -14,16 +14,19 @@
 #       time (schedstat: time on a CPU, so other processes' load does not
 #       count) over the packets it handled;
 #   rx  what receiving one through FromDevice(r0) costs: one pinned
-#       thread running FromDevice(r0) -> WorkPackage(WORK) -> Counter ->
-#       Discard with the generator on the other CPU offering more than
-#       it takes (r0's receive, the socket buffer or the XDP program,
-#       runs in the generator's softirq there, as in the benchmark),
-#       less InfiniteSource -> WorkPackage(WORK) -> Counter -> Discard.
-#       The WorkPackage keeps the thread slower than the generator, so
-#       it never spins on an empty ring nor waits (as a router at its
-#       loss-free rate); the bare FromDevice(r0) -> Counter -> Discard,
-#       faster than the generator, counts its spins between packets as
-#       CPU (printed too);
+#       thread running FromDevice(r0) -> Counter -> Discard with the
+#       generator on the other CPU offering RX_RATE (default 500,000 pps,
+#       below what the chain takes; r0's receive, the socket buffer or
+#       the XDP program, runs in the generator's softirq there, as in the
+#       benchmark): the thread's busy CPU per packet, the cycles of its
+#       task runs that moved packets (the runtime's `threads` handler,
+#       BUSY_CYCLES, TSC cycles at TSC_MHZ), so none of its spin between
+#       packets, its waits or its wake-ups, which the floor and wake-up
+#       terms charge; the median of RX_WINDOWS windows (default 5) of
+#       every round, less the same of InfiniteSource -> Counter ->
+#       Discard (printed: RX). Each round prints the cache-line hand-over
+#       between the two CPUs just before (scripts/lib/handover.c), which
+#       the receive's cost follows (docs/MODEL.md);
 #   wake (-j 1) the floor run's CPU beyond its packets (at the rx
 #       chain's cost) over its wake-ups, and its packets per wake-up:
 #       WAKE_NS and K, charged by the model only in the time the
@@ -78,7 +81,9 @@
 # Usage (as root):  scripts/device-terms.sh [PATH/TO/paraclick] [SECONDS] [ROUNDS]
 #   JOBS="1 2" (default) the thread counts; RT=1 as in bench-veth.sh;
 #   BENCH_PREFIX names the namespaces (default pcd).
+#   RX_RATE, RX_WINDOWS, TSC_MHZ as above (rx).
 # Prints one line per method and thread count:
+#   RX METHOD -j 1 NS    (the receive term, its windows and hand-overs)
 #   WAKE METHOD -j 1 --wake-ns NS --wake-packets K
 #   FLOOR METHOD -j J CPU_S_PER_S
 #   SHARED METHOD -j 2 --cpus N --generator-ns NS [--wake-ns NS --wake-packets K]
@@ -191,19 +196,82 @@ per_packet2() {
   awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" 'BEGIN { printf "%.1f", (n > 0) ? c / n : 0 }'
 }
 
-# The rx chain's offered rate: more than one thread takes; and the low
-# rate its floor is measured at.
+# The -j 2 receive path's offered rate: more than the threads take; and
+# the low rate the floor is measured at.
 SATURATE=${SATURATE:-4000000}
-# WorkPackage rounds behind the busy receive chain: about 2 us a packet,
-# more than the generator's packets are apart.
-WORK=${WORK:-128}
 LOW=${LOW:-50000}
+# The -j 1 receive term's offered rate (below the bare chain's
+# saturation, about the routers' loss-free rates) and its windows.
+RX_RATE=${RX_RATE:-500000}
+RX_WINDOWS=${RX_WINDOWS:-5}
+
+# The TSC's rate in MHz: the runtime's busy cycles (the `threads`
+# handler's BUSY_CYCLES) are TSC cycles. TSC_MHZ=F sets it; else the
+# kernel's calibration (dmesg), else /proc/cpuinfo's "cpu MHz" (the TSC's
+# rate only where the CPU's clock does not change, as in this VM).
+tsc_mhz() {
+  local m=${TSC_MHZ:-}
+  [[ -n $m ]] || m=$(dmesg 2>/dev/null | sed -n 's/.*Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
+  [[ -n $m ]] || m=$(dmesg 2>/dev/null | sed -n 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
+  [[ -n $m ]] || m=$(awk -F: '/^cpu MHz/ { gsub(/ /, "", $2); print $2; exit }' /proc/cpuinfo)
+  echo "$m"
+}
+MHZ=$(tsc_mhz)
+
+# The worker threads' polls, idle polls (passes in which no task did
+# work) and busy cycles (the cycles of task runs that did work, one run
+# in 61 timed and scaled) so far, summed: the `threads` handler.
+thread_polls() {
+  ctl_read threads | awk '$1 == "thread" { p += $3; i += $4; b += $5 } END { printf "%.0f %.0f %.0f\n", p, i, b }'
+}
+
+# WINDOWS windows of the running chain, each a trial at RATE through the
+# generator (RATE 0: SECS of its own source); a line per window to
+# $TMP/win: its busy CPU per packet counted at c (BUSY_CYCLES over the
+# packets, in ns), its whole CPU per packet (schedstat), its packets and
+# its packets per poll that did work. The busy CPU holds no spin between
+# packets, no wait and no wake-up (those polls found nothing), nor the
+# generator's start-up and drain: only the runs that moved packets.
+busy_windows() { # RATE WINDOWS
+  local k c0 n0 p0 i0 b0 c1 n1 p1 i1 b1
+  : >"$TMP/win"
+  sleep 0.3
+  for k in $(seq 1 "$2"); do
+    c0=$(router_cpu_ns) n0=$(ctl_read c.count)
+    read -r p0 i0 b0 < <(thread_polls)
+    if [[ $1 -gt 0 ]]; then
+      COUNT_AT_CHAIN=1 trial "$1" >/dev/null
+    else
+      sleep "$SECS"
+    fi
+    c1=$(router_cpu_ns) n1=$(ctl_read c.count)
+    read -r p1 i1 b1 < <(thread_polls)
+    awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" -v b="$((b1 - b0))" -v w="$(((p1 - p0) - (i1 - i0)))" -v f="$MHZ" \
+      'BEGIN { if (n > 0) printf "%.1f %.1f %d %.2f\n", b / (f / 1e3) / n, c / n, n, (w > 0) ? n / w : 0 }' >>"$TMP/win"
+  done
+}
+# The median of the numbers on stdin, one a line.
+median() {
+  sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+# Column COL of $TMP/win: "min/median/max".
+spread() {
+  local m
+  m=$(awk -v k="$1" '{ print $k }' "$TMP/win" | median)
+  awk -v k="$1" -v m="$m" 'NR == 1 || $k < lo { lo = $k } NR == 1 || $k > hi { hi = $k } END { printf "%s/%s/%s", lo, m, hi }' "$TMP/win"
+}
+win_median() { awk -v k="$1" '{ print $k }' "$TMP/win" | median; }
+
+echo "device-terms: $(uptime | sed 's/^ *//'); TSC $MHZ MHz; RT=${RT:-0}; cache-line hand-over CPU 0 -> $GEN_CPU $(handover_ns | cut -d' ' -f1) ns" >&2
 for method in LINUX XDP; do
   name=AF_PACKET
   [[ $method == XDP ]] && name=AF_XDP
   veth_links 1
   [[ $method == LINUX ]] && ip -n "$R" link set dev r0 xdpdrv obj "$TMP/xdppass.o" program xdppass
-  best_tx= best_rx= best_rxl=
+  best_tx=
+  : >"$TMP/rx_rounds"
+  : >"$TMP/rx_wins"
+  : >"$TMP/rx_twin_wins"
   for r in $(seq 1 "$ROUNDS"); do
     start 1 "InfiniteSource(DATA $UDP, LIMIT -1, BURST 32) -> Queue(1000) -> c :: Counter -> ToDevice(r1, BURST 32, METHOD $method);"
     dtx=$(per_packet 0)
@@ -211,41 +279,49 @@ for method in LINUX XDP; do
     start 1 "InfiniteSource(DATA $UDP, LIMIT -1, BURST 32) -> Queue(1000) -> c :: Counter -> Discard(BURST 32);"
     ttx=$(per_packet 0)
     stop
+    # The receive term: the bare receive chain with the generator offering
+    # RX_RATE, its busy CPU per packet (the cycles of its runs that moved
+    # packets, so none of its spin between packets, its waits or its
+    # wake-ups, which the floor and wake-up terms charge), the median of
+    # RX_WINDOWS windows, less the same of its device-less twin. Until
+    # 2026-11-29 it was the chain's whole CPU (schedstat) per packet,
+    # first of the bare chain, whose spin between packets it held (1,075
+    # ns a packet with a TPACKET_V2 ring), then behind a WorkPackage(128)
+    # at 4 Mpps offered against the same fed by InfiniteSource: 226-774
+    # ns loaded and 1,124-1,178 quiet for AF_PACKET, with the ring always
+    # full (the kernel, dropping, reading the slot the reader frees next,
+    # presumably), a regime no loss-free router is in, and the
+    # WorkPackage's own 2 us a packet moving with the load.
+    # The cache-line hand-over between the two CPUs, just before (the
+    # receive's cost follows it: docs/MODEL.md).
+    hand=$(handover_ns | cut -d' ' -f1)
     start 1 "FromDevice(r0, BURST 32, METHOD $method, SNIFFER false) -> c :: Counter -> Discard;"
-    drx=$(per_packet "$SATURATE")
-    read -r rcs rns rvs <"$TMP/pp"
+    busy_windows "$RX_RATE" "$RX_WINDOWS"
+    drx=$(win_median 1) drx_cpu=$(win_median 2) rx_batch=$(win_median 4) rx_spread=$(spread 1)
+    cp "$TMP/win" "$TMP/win.rx"
     stop
     start 1 "InfiniteSource(DATA $UDP, LIMIT -1, BURST 32) -> c :: Counter -> Discard;"
-    trx=$(per_packet 0)
-    stop
-    # The same receive with work behind it (WorkPackage, about 2 us a
-    # packet), so that the thread is slower than the generator and
-    # never finds its ring empty: no spin on an empty ring, no wait, no
-    # wake-up, as in a router at its loss-free rate. The bare chain
-    # above spends its idle time spinning (FD_WAIT_AFTER) between the
-    # generator's packets, which its CPU time counts: 1,075 ns a packet
-    # with a TPACKET_V2 ring at 2,200 wake-ups a second.
-    start 1 "FromDevice(r0, BURST 32, METHOD $method, SNIFFER false) -> WorkPackage($WORK) -> c :: Counter -> Discard;"
-    dlx=$(per_packet "$SATURATE")
-    read -r _ lns lvs <"$TMP/pp"
-    stop
-    start 1 "InfiniteSource(DATA $UDP, LIMIT -1, BURST 32) -> WorkPackage($WORK) -> c :: Counter -> Discard;"
-    tlx=$(per_packet 0)
+    busy_windows 0 3
+    trx=$(win_median 1) trx_cpu=$(win_median 2)
     stop
     tx=$(awk -v a="$dtx" -v b="$ttx" 'BEGIN { printf "%.0f", a - b }')
     rx=$(awk -v a="$drx" -v b="$trx" 'BEGIN { x = a - b; printf "%.0f", (x > 0) ? x : 0 }')
-    rxl=$(awk -v a="$dlx" -v b="$tlx" 'BEGIN { x = a - b; printf "%.0f", (x > 0) ? x : 0 }')
-    echo "  $name round $r: tx chain $dtx ns/pkt, twin $ttx: tx $tx; rx chain $drx ns/pkt ($rns packets, $rvs wake-ups), twin $trx: $rx; behind WorkPackage($WORK): $dlx ns/pkt ($lns packets, $lvs wake-ups), twin $tlx: rx $rxl" >&2
+    echo "$rx $drx_cpu $trx_cpu $rx_batch $rx_spread $trx $hand" >>"$TMP/rx_rounds"
+    awk '{ print $1 }' "$TMP/win" >>"$TMP/rx_twin_wins"
+    awk '{ print $1 }' "$TMP/win.rx" >>"$TMP/rx_wins"
+    echo "  $name round $r ($(date -u +%T)): tx chain $dtx ns/pkt, twin $ttx: tx $tx; rx chain at $RX_RATE pps busy $drx ns/pkt (windows min/median/max $rx_spread; $rx_batch packets a poll that moved any; all its CPU $drx_cpu), twin busy $trx: rx $rx; hand-over $hand ns before it" >&2
     [[ -z $best_tx || $tx -lt $best_tx ]] && best_tx=$tx
-    if [[ -z $best_rxl || $rxl -lt $best_rxl ]]; then
-      best_rxl=$rxl best_drx=$drx best_trx=$trx
-    fi
   done
-  # The receive term: per packet, from the busy chain. The bare chain's
-  # CPU beyond it (its spins and waits) is what a thread spends while
-  # idle: the floor and the wake-up terms below.
-  best_rx=$best_rxl
-  pkt_drx=$(awk -v a="$best_trx" -v b="$best_rxl" 'BEGIN { printf "%.1f", a + b }')
+  # The receive term: the median of all the rounds' windows less that of
+  # the twin's (a round whose windows all ran slow, on a loaded machine,
+  # moves it less than the median of two rounds would); the CPU per packet
+  # of the receive path (the term and its twin's CPU), which the floor and
+  # the wake-up terms below take from the CPU of their runs.
+  best_rx=$(awk -v a="$(median <"$TMP/rx_wins")" -v b="$(median <"$TMP/rx_twin_wins")" 'BEGIN { x = a - b; printf "%.0f", (x > 0) ? x : 0 }')
+  best_drx=$(awk '{ print $2 }' "$TMP/rx_rounds" | median)
+  best_trx=$(awk '{ print $3 }' "$TMP/rx_rounds" | median)
+  pkt_drx=$(awk -v a="$best_trx" -v b="$best_rx" 'BEGIN { printf "%.1f", a + b }')
+  echo "RX $name -j 1 $best_rx    (median of $ROUNDS rounds' windows; the rounds' $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $1 }' "$TMP/rx_rounds") ns; busy CPU a packet of FromDevice -> Counter -> Discard at $RX_RATE pps offered, $RX_WINDOWS windows a round, min/median/max $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $5 }' "$TMP/rx_rounds"), less its twin's $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $6 }' "$TMP/rx_rounds"); packets a poll $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $4 }' "$TMP/rx_rounds"); all its CPU $best_drx ns a packet; TSC $MHZ MHz; cache-line hand-over $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $7 }' "$TMP/rx_rounds") ns; load $(cut -d' ' -f1 /proc/loadavg))"
   wake1=
   for j in ${JOBS:-1 2}; do
     veth_links "$j"
@@ -270,7 +346,7 @@ for method in LINUX XDP; do
     c1=$(router_cpu_ns) n1=$(ctl_read c.count) w1=$(date +%s%N) v1=$(router_wakeups)
     if [[ $j -eq 1 ]]; then
       # The wake-up term on a core of its own: the CPU of this low-rate
-      # run beyond its packets (at the busy chain's cost) over its
+      # run beyond its packets (at the receive term's cost) over its
       # wake-ups (voluntary context switches), and its packets per
       # wake-up, the most wake-ups the traffic makes. The model charges
       # them only in the time the packets leave of the core (paraclick
@@ -280,7 +356,7 @@ for method in LINUX XDP; do
         'BEGIN { x = (v > 0) ? (c - n * p) / v : 0
                  if (x > 0 && n >= v) printf "--wake-ns %.0f --wake-packets %.1f", x, n / v }')
       if [[ -n $wake1 ]]; then
-        echo "WAKE $name -j 1 $wake1    (at $LOW pps: $((n1 - n0)) packets, $((v1 - v0)) wake-ups; $pkt_drx ns a packet of the busy chain; the bare chain $best_drx at $SATURATE offered)"
+        echo "WAKE $name -j 1 $wake1    (at $LOW pps: $((n1 - n0)) packets, $((v1 - v0)) wake-ups; $pkt_drx ns a packet of the receive; the bare chain's whole CPU $best_drx at $RX_RATE offered)"
       fi
     fi
     floor=$(awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" -v p="$pkt_drx" -v w="$((w1 - w0))" \
@@ -315,8 +391,10 @@ for method in LINUX XDP; do
         # generator's active seconds (packets sent over its rate); its
         # CPU per packet sent over its whole run.
         n0=$(ctl_read c.count) v0=$(router_wakeups)
+        read -r _ _ bz0 < <(thread_polls)
         read -r sent _ ach < <(SECS=$(awk -v s="$SECS" 'BEGIN { print 3 * s + 1 }') COUNT_AT_CHAIN=1 GEN_CPUS=$gen trial "$SATURATE")
         n1=$(ctl_read c.count) v1=$(router_wakeups)
+        read -r _ _ bz1 < <(thread_polls)
         read -r cw gcpu _ <"$TMP/trial.info"
         nw=$((n1 - n0))
         ww=$(awk -v s="$sent" -v a="$ach" 'BEGIN { printf "%.0f", (a > 0) ? s / a * 1e9 : 0 }')
@@ -335,20 +413,23 @@ for method in LINUX XDP; do
         kw=$(awk -v n="$nw" -v v="$((v1 - v0))" 'BEGIN { printf "%.1f", (v > 0) ? n / v : 0 }')
         rx2=$(awk -v a="$drx2" -v b="$best_trx" -v w="$wake" -v k="$kw" \
           'BEGIN { x = a - b - ((k > 0) ? w / k : 0); printf "%.0f", (x > 0) ? x : 0 }')
-        echo "  $name -j 2 rx round $r: chain $drx2 ns/pkt ($((n1 - n0)) packets, $kw a wake-up: $(awk -v w="$wake" -v k="$kw" 'BEGIN { printf "%.0f", (k > 0) ? w / k : 0 }') ns of wake-up), twin $best_trx: rx $rx2; thread share $share2; generator $gns ns per packet sent ($sent)" >&2
+        # Printed, not used: the threads' busy CPU per packet (their runs
+        # that moved packets, as the -j 1 receive term takes it).
+        bz=$(awk -v b="$((bz1 - bz0))" -v n="$nw" -v f="$MHZ" 'BEGIN { printf "%.0f", (n > 0) ? b / (f / 1e3) / n : 0 }')
+        echo "  $name -j 2 rx round $r: busy $bz ns/pkt; chain $drx2 ns/pkt ($((n1 - n0)) packets, $kw a wake-up: $(awk -v w="$wake" -v k="$kw" 'BEGIN { printf "%.0f", (k > 0) ? w / k : 0 }') ns of wake-up), twin $best_trx: rx $rx2; thread share $share2; generator $gns ns per packet sent ($sent)" >&2
         if [[ -z $best_rx2 || $rx2 -lt $best_rx2 ]]; then
           best_rx2=$rx2 best_share=$share2 best_gns=$gns best_kw=$kw
         fi
       done
       if [[ -n $best_rx2 ]]; then
-        # Never below the receive work itself (the -j 1 busy chain's
-        # term): the bare chain less WAKE_NS / K can be, where its
+        # Never below the receive work itself (the -j 1 receive term):
+        # the bare chain less WAKE_NS / K can be, where its
         # threads' spins shorten at the generator's full rate
         # (adapt_fd_spin) and the floor run's WAKE_NS over-counts them:
         # AF_XDP's chain spent 186-189 ns a packet in all against 363 of
         # wake-ups, and its receive term came out 0.
-        rxj=$(awk -v a="$best_rx2" -v b="$best_rxl" 'BEGIN { print (b > a) ? b : a }')
-        [[ $rxj == "$best_rx2" ]] || echo "  $name -j 2: receive term $rxj, the busy chain's (the bare chain less its wake-ups: $best_rx2)" >&2
+        rxj=$(awk -v a="$best_rx2" -v b="$best_rx" 'BEGIN { print (b > a) ? b : a }')
+        [[ $rxj == "$best_rx2" ]] || echo "  $name -j 2: receive term $rxj, the -j 1 term (the bare chain less its wake-ups: $best_rx2)" >&2
         # The share is printed, not passed: the bare receive path does
         # not saturate its threads (the generator is the limit first),
         # so it shows their demand, not the share of a core they could

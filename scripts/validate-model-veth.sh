@@ -21,7 +21,13 @@
 #            measured: at its highest loss-free rate);
 #   pps/CPU-s  packets per second of router CPU, 1e9 / ns/pkt (compare
 #            these on a loaded machine).
-# The load average before and after is printed.
+# The load average before and after is printed, and the cache-line
+# hand-over between CPU 0 and the last CPU (scripts/lib/handover.c)
+# before the terms, between them and the routers, and after: on a VM the
+# receive and transmit costs follow it, and it can move in minutes, so a
+# run in which it moved compares terms and routers measured on two
+# different machines (docs/MODEL.md). device-terms.sh's RX lines give it
+# per round.
 #
 # Usage (as root):  scripts/validate-model-veth.sh [PATH/TO/paraclick] [SECONDS]
 #   (SECONDS per trial of device-terms.sh, default 1; BENCH_SECS per trial
@@ -37,6 +43,13 @@ OUT=$(mktemp -d /tmp/paraclick-validate.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+# The cache-line hand-over between the router's CPU and the generator's
+# (scripts/lib/handover.c): the receive and transmit terms follow it, and
+# on a VM it can move between the terms' measurement and the benchmark's
+# (docs/MODEL.md), so it is taken before, between and after them.
+cc -O2 -Wall -o "$OUT/handover" "$ROOT/scripts/lib/handover.c" -lpthread
+handover() { chrt -f 50 "$OUT/handover" 0 $(($(nproc) - 1)) 200000 5 2>/dev/null | cut -d' ' -f1 || echo -; }
+hand0=$(handover)
 
 echo "validate-model-veth: device terms (scripts/device-terms.sh $SECS 2) ..." >&2
 BENCH_PREFIX=$PREFIX-t bash "$ROOT/scripts/device-terms.sh" "$BIN" "$SECS" 2 >"$OUT/terms" 2> >(sed 's/^/  /' >&2)
@@ -47,9 +60,11 @@ BENCH_PREFIX=$PREFIX-t bash "$ROOT/scripts/device-terms.sh" "$BIN" "$SECS" 2 >"$
 # checked): more than the search's 3% in a 1-second trial, so 1-second
 # trials at -j 2 stopped at the test bed (750 kpps), not at the router.
 BSECS=${BENCH_SECS:-2}
+hand1=$(handover)
 echo "validate-model-veth: routers (scripts/bench-veth.sh, paraclick's IPv4 rows, $BSECS-second trials) ..." >&2
 BENCH_PREFIX=$PREFIX-b FAMILIES=4 PARACLICK_ONLY=1 bash "$ROOT/scripts/bench-veth.sh" "$BIN" "$BSECS" >"$OUT/bench" 2> >(sed 's/^/  /' >&2)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
+hand2=$(handover)
 
 cat "$OUT/terms"
 echo
@@ -98,3 +113,5 @@ echo "ns sat: the model's CPU per packet at saturation (-j 2: on the shared CPUs
 echo "at the measured rate (WAKE; without it the receive path's floor over the rate), the model's CPU per packet there; measured: scripts/bench-veth.sh's at its highest"
 echo "loss-free rate; pps/CPU-s: 1e9 / ns. Ratios: predicted / measured."
 echo "load average $load0 before, $load1 after; $(($(date +%s) - start)) s; $(nproc) CPUs; RT=${RT:-0}."
+echo "cache-line hand-over CPU 0 -> $(($(nproc) - 1)): $hand0 ns before the terms, $hand1 between them and the routers' measurement, $hand2 after"
+echo "(the terms' rounds and RX lines give it per round: where it moved between the terms and the routers, so did their costs)."

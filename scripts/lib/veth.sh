@@ -153,6 +153,16 @@ build_xdpgen() {
   "$CLANG" "${BPF_CFLAGS[@]}" -c "$ROOT/scripts/lib/xdpgen.bpf.c" -o "$TMP/xdpgen.bpf.o"
   "$CLANG" "${BPF_CFLAGS[@]}" -c "$ROOT/scripts/lib/xdppass.bpf.c" -o "$TMP/xdppass.o"
   cc -O2 -Wall -o "$TMP/xdpgen" "$ROOT/scripts/lib/xdpgen.c" -lbpf -lpthread
+  cc -O2 -Wall -o "$TMP/handover" "$ROOT/scripts/lib/handover.c" -lpthread
+}
+
+# ns a cache line takes to go from one CPU to the other, CPU 0 (the
+# router's first) and GEN_CPU (the generator's) handing it back and forth
+# (scripts/lib/handover.c, under SCHED_FIFO; built with GEN=xdp only):
+# "MEDIAN MIN MAX" of 5 rounds. Run it while neither the router nor the
+# generator runs.
+handover_ns() {
+  chrt -f 50 "$TMP/handover" 0 "$GEN_CPU" 200000 5 2>/dev/null || echo "- - -"
 }
 
 # The router's CPU time so far, in ns: the threads of ROUTER_PID (a
