@@ -22,6 +22,13 @@
 //! packets a tracer records or a capture sees, and a router built to
 //! profile (which needs every hop) ignores entries.
 //!
+//! A build may also run the tasks itself ([`CompiledTasks`],
+//! [`Router::install_compiled_tasks`]): a worker then calls it for each
+//! plain task run instead of the element's `run_task`, one indirect call
+//! with one target; the program tests the running element's index and
+//! runs the source's or the puller's step with the push or pull it
+//! compiled (`InfiniteSource::run_task_with`, `Discard::run_task_with`).
+//!
 //! ```ignore
 //! struct Chain { c: ElemRef<Counter>, s: ElemRef<Strip> }
 //! impl CompiledPush for Chain {
