@@ -58,10 +58,78 @@ pub(crate) struct BuildArgs {
 struct Compiled {
     index: usize,
     name: String,
-    ty: &'static str,
-    /// Per output port: the compiled element it calls directly.
+    /// Per output port: the element whose function it calls directly (a
+    /// compiled one's or a direct push's, see [`Plan::pushed`]).
     calls: Vec<Option<usize>>,
+    /// Whether it has a compiled entry: some push into its input 0 is
+    /// not a direct call from the program (its other pushes are).
+    entry: bool,
+    /// The direct calls of its function in the program: with one, the
+    /// function is inlined there (`#[inline(always)]`), so that a chain
+    /// is one function; with more, it stays a function of its own.
+    callers: usize,
 }
+
+/// A task the program runs itself ([`TASK_TYPES`]).
+struct TaskRun {
+    index: usize,
+    kind: TaskKind,
+    /// A source: the function its output 0 calls. A puller: the compiled
+    /// pull from its input 0 (element and output port).
+    peer: Option<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum TaskKind {
+    /// Pushes one packet a run (`run_task_with(cx, push)`).
+    Source,
+    /// Pulls one packet a run (`run_task_with(cx, pull)`).
+    Puller,
+}
+
+/// An element a compiled pull takes a packet from: a queue, or an action
+/// pulling from its own input 0 (`from`: the compiled pull there, if any).
+struct Pull {
+    index: usize,
+    port: usize,
+    queue: bool,
+    from: Option<usize>,
+}
+
+/// What the program compiles.
+struct Plan {
+    /// Every element the program names, by index: its name and type.
+    bound: std::collections::BTreeMap<usize, (String, &'static str)>,
+    /// The fused elements, with their compiled entries.
+    compiled: Vec<Compiled>,
+    /// The other push elements (a queue, a sink) a compiled function
+    /// pushes into directly: input 0, through the element's own
+    /// `Element::push_packet`, as the dynamic router's last hop does.
+    pushed: Vec<usize>,
+    tasks: Vec<TaskRun>,
+    pulls: Vec<Pull>,
+    /// Every connection the code calls along (checked when installing):
+    /// from, output port, to (input 0).
+    calls: Vec<(usize, usize, usize)>,
+}
+
+/// The task elements whose one-packet run the program compiles, by Rust
+/// type: each has a public `run_task_with` taking the push of its output
+/// 0 (a source) or the pull of its input 0 (a puller).
+const TASK_TYPES: &[(&str, TaskKind)] = &[
+    (
+        "paraclick_elements::sources::infinite_source::InfiniteSource",
+        TaskKind::Source,
+    ),
+    (
+        "paraclick_elements::standard::discard::Discard",
+        TaskKind::Puller,
+    ),
+];
+
+/// The queues a compiled pull takes packets from directly
+/// (`QueueElement::pull_packet` of the concrete type).
+const QUEUE_TYPES: &[&str] = &["paraclick_elements::standard::queue::Queue"];
 
 pub(crate) fn build_cmd(a: &BuildArgs) -> ExitCode {
     let (src, defines) = match load(&a.input) {
@@ -85,17 +153,21 @@ pub(crate) fn build_cmd(a: &BuildArgs) -> ExitCode {
         Ok(g) => g,
         Err(d) => return report_errors(&src, &d),
     };
-    let compiled = match plan(&router, &graph, &reg) {
+    let plan = match plan(&router, &graph, &reg) {
         Ok(c) => c,
         Err(d) => return report_errors(&src, &d),
     };
-    let program = emit(&src, &defines, &compiled);
+    let program = emit(&src, &defines, &plan);
     match write_and_compile(a, &src, &program) {
         Ok(bin) => {
             eprintln!(
-                "paraclick build: {} of {} elements compiled; wrote {}",
-                compiled.len(),
+                "paraclick build: {} of {} elements compiled, {} pushed into directly, \
+                 {} task runs and {} pulls compiled; wrote {}",
+                plan.compiled.len(),
                 graph.elements.len(),
+                plan.pushed.len(),
+                plan.tasks.len(),
+                plan.pulls.len(),
                 bin.display()
             );
             ExitCode::SUCCESS
@@ -114,40 +186,196 @@ fn plan(
     router: &Router,
     graph: &FlatGraph,
     reg: &Registry,
-) -> Result<Vec<Compiled>, Vec<paraclick_lang::Diagnostic>> {
+) -> Result<Plan, Vec<paraclick_lang::Diagnostic>> {
     let checked = Router::check(graph, reg)?;
-    let mut at: Vec<Option<usize>> = vec![None; graph.elements.len()];
-    let mut out: Vec<Compiled> = Vec::new();
+    let n = graph.elements.len();
+    let ty_of = |i: usize| {
+        router
+            .rust_type_of(&graph.elements[i].name)
+            .filter(|t| nameable(t))
+    };
+    let push_in0 = |i: usize| checked.inputs[i].first() == Some(&PortKind::Push);
+    let pull_in0 = |i: usize| checked.inputs[i].first() == Some(&PortKind::Pull);
+    let push_out = |i: usize, port: usize| checked.outputs[i].get(port) == Some(&PortKind::Push);
+    let mut p = Plan {
+        bound: Default::default(),
+        compiled: Vec::new(),
+        pushed: Vec::new(),
+        tasks: Vec::new(),
+        pulls: Vec::new(),
+        calls: Vec::new(),
+    };
+    let mut fused_at: Vec<Option<usize>> = vec![None; n];
     for (i, e) in graph.elements.iter().enumerate() {
-        let push_in0 = checked.inputs[i].first() == Some(&PortKind::Push);
-        let ty = router.rust_type_of(&e.name).filter(|t| nameable(t));
-        if let (true, Some(true), Some(ty)) = (push_in0, router.element_fuses(&e.name), ty) {
-            at[i] = Some(out.len());
-            out.push(Compiled {
+        let Some(ty) = ty_of(i) else { continue };
+        if push_in0(i) && router.element_fuses(&e.name) == Some(true) {
+            fused_at[i] = Some(p.compiled.len());
+            p.compiled.push(Compiled {
                 index: i,
                 name: e.name.clone(),
-                ty,
                 calls: vec![None; checked.outputs[i].len()],
+                entry: false,
+                callers: 0,
             });
+            p.bound.insert(i, (e.name.clone(), ty));
         }
     }
+    // A push element that is not fused, by its own push (not a router of
+    // single packets: those are fused).
+    let direct_push = |i: usize| {
+        push_in0(i)
+            && fused_at[i].is_none()
+            && router.element_fuses(&graph.elements[i].name) == Some(false)
+    };
+    let mut pushed = vec![false; n];
     for c in &graph.connections {
-        let (Some(from), Some(to)) = (at[c.from], at[c.to]) else {
+        let Some(from) = fused_at[c.from] else {
             continue;
         };
-        let push = checked.outputs[c.from].get(c.from_port) == Some(&PortKind::Push);
-        if push && c.to_port == 0 {
-            let to_index = out[to].index;
-            if let Some(slot) = out[from].calls.get_mut(c.from_port) {
-                *slot = Some(to_index);
-            }
+        if !push_out(c.from, c.from_port) || c.to_port != 0 {
+            continue;
+        }
+        let to = if fused_at[c.to].is_some() {
+            c.to
+        } else if direct_push(c.to) && ty_of(c.to).is_some() {
+            pushed[c.to] = true;
+            c.to
+        } else {
+            continue;
+        };
+        if let Some(slot) = p.compiled[from].calls.get_mut(c.from_port) {
+            *slot = Some(to);
+            p.calls.push((c.from, c.from_port, to));
         }
     }
-    Ok(out)
+    // Task runs: a source's output 0, a puller's input 0.
+    for (i, e) in graph.elements.iter().enumerate() {
+        let Some(ty) = ty_of(i) else { continue };
+        let Some(&(_, kind)) = TASK_TYPES.iter().find(|(t, _)| *t == ty) else {
+            continue;
+        };
+        let peer = match kind {
+            TaskKind::Source if push_out(i, 0) => {
+                let c = graph
+                    .connections
+                    .iter()
+                    .find(|c| c.from == i && c.from_port == 0);
+                match c {
+                    Some(c)
+                        if c.to_port == 0
+                            && (fused_at[c.to].is_some()
+                                || (direct_push(c.to) && ty_of(c.to).is_some())) =>
+                    {
+                        if fused_at[c.to].is_none() {
+                            pushed[c.to] = true;
+                        }
+                        p.calls.push((i, 0, c.to));
+                        Some(c.to)
+                    }
+                    _ => None,
+                }
+            }
+            TaskKind::Puller if pull_in0(i) => pull_chain(router, graph, &ty_of, &mut p, i, 0),
+            _ => continue,
+        };
+        p.bound.insert(i, (e.name.clone(), ty));
+        p.tasks.push(TaskRun {
+            index: i,
+            kind,
+            peer,
+        });
+    }
+    for (i, &yes) in pushed.iter().enumerate() {
+        if let (true, Some(ty)) = (yes, ty_of(i)) {
+            p.pushed.push(i);
+            p.bound.insert(i, (graph.elements[i].name.clone(), ty));
+        }
+    }
+    // Which pushes into a compiled element are direct calls: the others
+    // (from an element run dynamically) need its entry.
+    let direct = |c: &paraclick_lang::FlatConnection| {
+        let from_compiled = fused_at[c.from]
+            .is_some_and(|f| p.compiled[f].calls.get(c.from_port) == Some(&Some(c.to)));
+        let from_task = p.tasks.iter().any(|t| {
+            t.index == c.from
+                && t.kind == TaskKind::Source
+                && t.peer == Some(c.to)
+                && c.from_port == 0
+        });
+        from_compiled || from_task
+    };
+    let mut entry = vec![false; n];
+    let mut callers = vec![0usize; n];
+    for c in &graph.connections {
+        if c.to_port != 0 || !push_out(c.from, c.from_port) {
+            continue;
+        }
+        if direct(c) {
+            callers[c.to] += 1;
+        } else {
+            entry[c.to] = true;
+        }
+    }
+    for c in &mut p.compiled {
+        c.entry = entry[c.index];
+        c.callers = callers[c.index];
+    }
+    Ok(p)
+}
+
+/// The compiled pull into input `port` of element `to`, if its peer is a
+/// queue or an action (itself pulling from a queue or an action, or
+/// dynamically): the index of the element pulled from. `depth` bounds
+/// the chain.
+fn pull_chain(
+    router: &Router,
+    graph: &FlatGraph,
+    ty_of: &dyn Fn(usize) -> Option<&'static str>,
+    p: &mut Plan,
+    to: usize,
+    depth: usize,
+) -> Option<usize> {
+    if depth > 64 {
+        return None;
+    }
+    let c = graph
+        .connections
+        .iter()
+        .find(|c| c.to == to && c.to_port == 0)?;
+    let from = c.from;
+    let ty = ty_of(from)?;
+    let name = &graph.elements[from].name;
+    if let Some(done) = p.pulls.iter().find(|q| q.index == from) {
+        // Pulled by two elements (a queue with two outputs, say): one
+        // function per element and port.
+        if done.port != c.from_port {
+            return None;
+        }
+        p.calls.push((from, c.from_port, to));
+        return Some(from);
+    }
+    let queue = QUEUE_TYPES.contains(&ty);
+    let upstream = if queue {
+        None
+    } else if router.element_acts(name) == Some(true) && c.from_port == 0 {
+        pull_chain(router, graph, ty_of, p, from, depth + 1)
+    } else {
+        return None;
+    };
+    p.bound.insert(from, (name.clone(), ty));
+    p.pulls.push(Pull {
+        index: from,
+        port: c.from_port,
+        queue,
+        from: upstream,
+    });
+    p.calls.push((from, c.from_port, to));
+    Some(from)
 }
 
 /// The program's source.
-fn emit(src: &Source, defines: &[(String, String)], compiled: &[Compiled]) -> String {
+fn emit(src: &Source, defines: &[(String, String)], plan: &Plan) -> String {
+    let compiled = &plan.compiled;
     let mut s = String::new();
     let w = &mut s;
     let _ = writeln!(
@@ -161,25 +389,27 @@ fn emit(src: &Source, defines: &[(String, String)], compiled: &[Compiled]) -> St
          #[allow(unused_imports)]\n\
          use paraclick::built::{{paraclick_elements, paraclick_io, paraclick_packet, paraclick_runtime}};\n\
          use paraclick_packet::Packet;\n\
-         use paraclick_runtime::{{CompiledPush, Cx, ElemRef, Router}};\n\
+         #[allow(unused_imports)]\n\
+         use paraclick_runtime::{{CompiledPush, CompiledTasks, Cx, ElemRef, Element, QueueElement, Router}};\n\
          use std::sync::Arc;\n",
         src.name
     );
     let _ = writeln!(w, "const CONF: &str = {:?};\n", src.text);
-    let _ = writeln!(w, "/// The compiled elements, typed.\nstruct B {{");
-    for c in compiled {
-        let _ = writeln!(
-            w,
-            "    /// {}\n    e{}: ElemRef<{}>,",
-            c.name, c.index, c.ty
-        );
+    let _ = writeln!(w, "/// The elements the program names, typed.\nstruct B {{");
+    for (i, (name, ty)) in &plan.bound {
+        let _ = writeln!(w, "    /// {name}\n    e{i}: ElemRef<{ty}>,");
     }
     let _ = writeln!(w, "}}\n");
     for c in compiled {
         let i = c.index;
+        let inline = if c.callers == 1 && !c.entry {
+            "#[inline(always)]"
+        } else {
+            "#[inline]"
+        };
         let _ = writeln!(
             w,
-            "/// {name}\n#[inline]\nfn e{i}(b: &B, cx: &mut Cx<'_>, mut p: Packet) {{\n    \
+            "/// {name}\n{inline}\nfn e{i}(b: &B, cx: &mut Cx<'_>, mut p: Packet) {{\n    \
              cx.run_as({i});\n    \
              let code = (&Hop1(b.e{i}.get())).hop(cx, &mut p);\n    \
              match code {{",
@@ -194,6 +424,9 @@ fn emit(src: &Source, defines: &[(String, String)], compiled: &[Compiled]) -> St
             w,
             "        _ => cx.forward_code({i}, code, p),\n    }}\n}}\n"
         );
+        if !c.entry {
+            continue;
+        }
         let _ = writeln!(
             w,
             "struct X{i}(Arc<B>);\n\n\
@@ -202,24 +435,101 @@ fn emit(src: &Source, defines: &[(String, String)], compiled: &[Compiled]) -> St
              e{i}(&self.0, cx, p)\n    }}\n}}\n"
         );
     }
+    for &i in &plan.pushed {
+        let _ = writeln!(
+            w,
+            "/// {name}: its own push.\n#[inline]\nfn e{i}(b: &B, cx: &mut Cx<'_>, p: Packet) {{\n    \
+             cx.run_as({i});\n    \
+             Element::push_packet(b.e{i}.get(), cx, 0, p)\n}}\n",
+            name = plan.bound[&i].0
+        );
+    }
+    for q in &plan.pulls {
+        let i = q.index;
+        let _ = writeln!(
+            w,
+            "/// A packet pulled from {name}[{port}].\n#[inline]\nfn p{i}(b: &B, cx: &mut Cx<'_>) -> Option<Packet> {{\n    \
+             let saved = cx.enter_pull({i});",
+            name = plan.bound[&i].0,
+            port = q.port
+        );
+        if q.queue {
+            let _ = writeln!(
+                w,
+                "    let p = QueueElement::pull_packet(b.e{i}.get(), cx, {});",
+                q.port
+            );
+        } else {
+            let upstream = match q.from {
+                Some(f) => format!("p{f}(b, cx)"),
+                None => "cx.pull_packet(0)".to_string(),
+            };
+            let _ = writeln!(
+                w,
+                "    let p = match {upstream} {{\n        \
+                 Some(mut p) => match (&Hop1(b.e{i}.get())).hop(cx, &mut p) {{\n            \
+                 0 => Some(p),\n            \
+                 code => {{\n                \
+                 cx.forward_code({i}, code, p);\n                \
+                 None\n            }}\n        }},\n        \
+                 None => None,\n    }};"
+            );
+        }
+        let _ = writeln!(w, "    cx.run_as(saved);\n    p\n}}\n");
+    }
+    for t in &plan.tasks {
+        let i = t.index;
+        let body = match (t.kind, t.peer) {
+            (TaskKind::Source, Some(to)) => {
+                format!("|cx, p| {{\n        e{to}(b, cx, p);\n        cx.run_as({i});\n    }}")
+            }
+            (TaskKind::Source, None) => "|cx, p| cx.push_packet(0, p)".to_string(),
+            (TaskKind::Puller, Some(from)) => format!("|cx| p{from}(b, cx)"),
+            (TaskKind::Puller, None) => "|cx| cx.pull_packet(0)".to_string(),
+        };
+        let _ = writeln!(
+            w,
+            "/// {name}'s task run.\n#[inline]\nfn t{i}(b: &B, cx: &mut Cx<'_>) -> bool {{\n    \
+             b.e{i}.get().run_task_with(cx, {body})\n}}\n",
+            name = plan.bound[&i].0
+        );
+    }
+    if !plan.tasks.is_empty() {
+        let _ = writeln!(
+            w,
+            "struct T(Arc<B>);\n\n\
+             impl CompiledTasks for T {{\n    \
+             fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool {{\n        \
+             if task == 0 && !cx.observing() {{\n            \
+             let b = &*self.0;\n            \
+             let e = cx.element_index();"
+        );
+        for t in &plan.tasks {
+            let _ = writeln!(
+                w,
+                "            if e == {i} {{\n                return t{i}(b, cx);\n            }}",
+                i = t.index
+            );
+        }
+        let _ = writeln!(w, "        }}\n        cx.run_own_task(task)\n    }}\n}}\n");
+    }
     let _ = writeln!(
         w,
         "fn install(r: &mut Router) -> Result<usize, String> {{\n    let b = Arc::new(B {{"
     );
-    for c in compiled {
-        let _ = writeln!(
-            w,
-            "        e{}: bind(r, {:?}, {})?,",
-            c.index, c.name, c.index
-        );
+    for (i, (name, _)) in &plan.bound {
+        let _ = writeln!(w, "        e{i}: bind(r, {name:?}, {i})?,");
     }
     let _ = writeln!(w, "    }});");
-    for c in compiled {
+    for c in compiled.iter().filter(|c| c.entry) {
         let _ = writeln!(
             w,
             "    r.install_compiled({:?}, Box::new(X{}(b.clone())))?;",
             c.name, c.index
         );
+    }
+    if !plan.tasks.is_empty() {
+        let _ = writeln!(w, "    r.install_compiled_tasks(Box::new(T(b.clone())))?;");
     }
     let _ = writeln!(w, "    Ok({})\n}}\n", compiled.len());
     let _ = writeln!(w, "fn main() -> std::process::ExitCode {{");
@@ -230,15 +540,12 @@ fn emit(src: &Source, defines: &[(String, String)], compiled: &[Compiled]) -> St
         let _ = write!(w, "({k:?}, {v:?}), ");
     }
     let _ = writeln!(w, "],\n        calls: &[");
-    for c in compiled {
-        for (port, to) in c.calls.iter().enumerate() {
-            if let Some(to) = to {
-                let to_name = &compiled.iter().find(|d| d.index == *to).map(|d| &d.name);
-                if let Some(n) = to_name {
-                    let _ = writeln!(w, "            ({:?}, {port}, {n:?}),", c.name);
-                }
-            }
-        }
+    for &(from, port, to) in &plan.calls {
+        let _ = writeln!(
+            w,
+            "            ({:?}, {port}, {:?}),",
+            plan.bound[&from].0, plan.bound[&to].0
+        );
     }
     let _ = writeln!(w, "        ],\n        install,\n    }})\n}}");
     s

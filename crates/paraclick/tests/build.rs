@@ -604,4 +604,85 @@ fn every_configuration_in_conf_runs_built_as_it_runs_dynamically() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+/// A configuration whose task runs, queue pushes and pulls a built
+/// program compiles: sources at BURST 1 (compiled) and BURST 4 (the
+/// ordinary run), a Tee pushing twice a run into a queue that overflows,
+/// pull chains through actions (one dropping every packet) into pull
+/// Discards, one of BURST 2.
+const TASKS_CONF: &str = "\
+s0 :: InfiniteSource(LENGTH 60, LIMIT 3000, STOP true) -> c0 :: Counter -> t :: Tee(2);
+t[0] -> q0 :: Queue(8);
+t[1] -> q0;
+q0 -> k0 :: Counter -> d0 :: Discard;
+s1 :: InfiniteSource(LIMIT 2000, BURST 4) -> q1 :: Queue(50)
+    -> Strip(14) -> CheckIPHeader -> k1 :: Counter -> d1 :: Discard(BURST 2);
+s2 :: InfiniteSource(LIMIT 500) -> q2 :: Queue -> d2 :: Discard;
+";
+
+const TASKS_HANDLERS: &[&str] = &[
+    "c0.count", "k0.count", "k1.count", "q0.drops", "q1.drops", "d0.count", "d1.count", "d2.count",
+    "s1.count",
+];
+
+#[test]
+fn built_task_runs_pushes_and_pulls_count_as_the_dynamic_router() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let conf = dir.path().join("tasks.click");
+    std::fs::write(&conf, TASKS_CONF).unwrap();
+    let program = dir.path().join("tasks");
+    let (target, profile) = target_and_profile();
+    let o = Command::new(bin())
+        .arg("build")
+        .arg(&conf)
+        .arg("-o")
+        .arg(&program)
+        .args(["--profile", &profile])
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("run paraclick build");
+    let said = text(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    // What the program compiled: the six tasks, the pushes into the Tee
+    // and the queues, the pulls from the queues and the actions after.
+    assert!(
+        said.contains("3 pushed into directly, 6 task runs and 7 pulls compiled"),
+        "{said}"
+    );
+    let mut args: Vec<&str> = Vec::new();
+    for h in TASKS_HANDLERS {
+        args.extend(["-h", h]);
+    }
+    args.extend(["--report", "drops"]);
+    let mut dynamic_args = vec![conf.to_str().expect("utf-8 path")];
+    dynamic_args.extend(&args);
+    let dynamic = run(&bin(), &dynamic_args);
+    let compiled = run(&program, &args);
+    assert!(
+        !text(&compiled.stderr).contains("warning"),
+        "the built program fell back to the dynamic router:\n{}",
+        text(&compiled.stderr)
+    );
+    // The queue overflowed and CheckIPHeader dropped every packet of s1
+    // (its default data is no IP packet).
+    let counts = text(&dynamic.stdout);
+    assert!(counts.contains("k1.count:\n0\n"), "{counts}");
+    assert!(counts.contains("s1.count:\n2000\n"), "{counts}");
+    assert!(!counts.contains("q0.drops:\n0\n"), "{counts}");
+    assert_eq!(
+        counts,
+        text(&compiled.stdout),
+        "the built program counts differently"
+    );
+    assert_eq!(
+        text(&dynamic.stderr),
+        text(&compiled.stderr),
+        "the built program reports other drops"
+    );
+    // The dynamic router in the same program (PARACLICK_COMPILED=0).
+    let o = Command::new(&program)
+        .args(&args)
+        .env("PARACLICK_COMPILED", "0")
+        .output()
+        .expect("run the router");
+    assert_eq!(counts, text(&o.stdout));
 }

@@ -22,6 +22,13 @@
 //! packets a tracer records or a capture sees, and a router built to
 //! profile (which needs every hop) ignores entries.
 //!
+//! A build may also run the tasks itself ([`CompiledTasks`],
+//! [`Router::install_compiled_tasks`]): a worker then calls it for each
+//! plain task run instead of the element's `run_task`, one indirect call
+//! with one target; the program tests the running element's index and
+//! runs the source's or the puller's step with the push or pull it
+//! compiled (`InfiniteSource::run_task_with`, `Discard::run_task_with`).
+//!
 //! ```ignore
 //! struct Chain { c: ElemRef<Counter>, s: ElemRef<Strip> }
 //! impl CompiledPush for Chain {
@@ -99,7 +106,58 @@ pub trait CompiledPush: Send + Sync + 'static {
     fn push_packet(&self, cx: &mut Cx<'_>, p: Packet);
 }
 
+/// The task runs of an ahead-of-time build ([`Router::install_compiled_tasks`]):
+/// a worker calls it for every task it runs (always the same call, so the
+/// task dispatch is one well-predicted indirect call; the program then
+/// tests the running element's index), with the task's element running
+/// ([`Cx::element_index`]). A task it does not compile runs the element's
+/// own ([`Cx::run_own_task`]); so does every task while somebody observes
+/// ([`Cx::observing`]). Not called in a router built to profile, under
+/// fault domains or CPU shares, nor in simulated time: those keep the
+/// dynamic task runs.
+pub trait CompiledTasks: Send + Sync + 'static {
+    /// Task `task` of the running element, as its `run_task`: whether it
+    /// did work.
+    fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool;
+}
+
 impl Router {
+    /// Installs the task runs of an ahead-of-time build (see
+    /// [`CompiledTasks`]). Refused once the router has run, and when one
+    /// is installed already.
+    pub fn install_compiled_tasks(&mut self, tasks: Box<dyn CompiledTasks>) -> Result<(), String> {
+        let core = &*self.core;
+        if core.workers_started.load(Ordering::Acquire) > 0
+            || core.started_ns.load(Ordering::Acquire) != 0
+        {
+            return Err(
+                "compiled task runs: the router has started; they are installed before it runs"
+                    .into(),
+            );
+        }
+        core.compiled_tasks
+            .set(tasks)
+            .map_err(|_| "compiled task runs: installed already".to_string())
+    }
+
+    /// Whether compiled task runs are installed ([`CompiledTasks`]).
+    pub fn has_compiled_tasks(&self) -> bool {
+        self.core.compiled_tasks.get().is_some()
+    }
+
+    /// Whether element `name` is an [`crate::Action`] (fused on input 0,
+    /// batches too), as opposed to an element routing single packets or
+    /// any other. `None`: no such element.
+    pub fn element_acts(&self, name: &str) -> Option<bool> {
+        let i = *self.core.names.get(name)?;
+        Some(
+            self.core.slots[i]
+                .element
+                .fused()
+                .is_some_and(|f| f.fuses_batches()),
+        )
+    }
+
     /// A typed handle on element `name`. `None`: no such element, or it
     /// is not a `T`.
     pub fn element_ref<T: 'static>(&self, name: &str) -> Option<ElemRef<T>> {

@@ -489,6 +489,10 @@ pub(crate) struct Core {
     /// them. Per element, the one in effect at its input 0 (null: none).
     pub compiled: Mutex<Vec<Arc<Box<dyn crate::compiled::CompiledPush>>>>,
     pub compiled_at: Box<[AtomicPtr<Box<dyn crate::compiled::CompiledPush>>]>,
+    /// Compiled task runs installed before the run
+    /// ([`crate::compiled::CompiledTasks`]): the workers run every task
+    /// through it (unless profiling, guarded or share-scheduled).
+    pub compiled_tasks: std::sync::OnceLock<Box<dyn crate::compiled::CompiledTasks>>,
 }
 
 impl Core {

@@ -35,7 +35,7 @@ pub mod timer;
 pub mod trace;
 
 pub use args::{ArgEnv, Args, FromArg};
-pub use compiled::{CompiledPush, ElemRef};
+pub use compiled::{CompiledPush, CompiledTasks, ElemRef};
 pub use cx::{ConfigCx, Cx, HandlerCx, InitCx, StateCx};
 pub use element::{
     push_verdicts, Action, DriverElement, DynHandler, Element, Handler, HandlerInfo, Hop, HopCode,

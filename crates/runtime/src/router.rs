@@ -408,6 +408,7 @@ impl Router {
             compiled_at: (0..n)
                 .map(|_| std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
+            compiled_tasks: std::sync::OnceLock::new(),
         };
         core.info.offer(offered);
         let core = Arc::new(Self::initialize(core, opts.check_only)?);

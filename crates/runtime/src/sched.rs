@@ -833,13 +833,13 @@ impl<'r> Pass<'r> {
         if self.shares.is_some() {
             self.run_shared(core)
         } else {
-            self.run_in::<false>(core)
+            self.run_in::<false, false>(core)
         }
     }
 
     #[inline(never)]
     fn run_shared(&mut self, core: &'r Core) -> Ran {
-        self.run_in::<true>(core)
+        self.run_in::<true, false>(core)
     }
 
     /// One pass over the worklist: acknowledges a plan change, runs each
@@ -847,8 +847,11 @@ impl<'r> Pass<'r> {
     /// passes) flushes deferred work and runs the due timers. `SHARED`:
     /// the tasks and timers of domains with CPU shares run as
     /// [`crate::share`] says, each run timed and charged.
+    /// `COMPILED`: a plain task run (not timed, not guarded) goes through
+    /// the router's compiled task runs ([`crate::CompiledTasks`]), which
+    /// must be installed.
     #[inline(always)]
-    fn run_in<const SHARED: bool>(&mut self, core: &'r Core) -> Ran {
+    fn run_in<const SHARED: bool, const COMPILED: bool>(&mut self, core: &'r Core) -> Ran {
         let t = self.t;
         let ts = &core.threads[t];
         let cx = &mut self.cx;
@@ -947,6 +950,11 @@ impl<'r> Pass<'r> {
                     timed || sampled,
                     guarded,
                 )
+            } else if COMPILED {
+                match core.compiled_tasks.get() {
+                    Some(c) => c.run_task(cx, r.task.index),
+                    None => r.node.run_task(cx, r.task.index),
+                }
             } else {
                 r.node.run_task(cx, r.task.index)
             };
@@ -1193,15 +1201,18 @@ fn worker(core: &Core, t: usize) {
         Ordering::Relaxed,
     );
     if core.domains.as_ref().is_some_and(|d| d.has_shares()) {
-        worker_in::<true>(core, t)
+        worker_in::<true, false>(core, t)
+    } else if core.compiled_tasks.get().is_some() && core.profile.is_none() {
+        worker_in::<false, true>(core, t)
     } else {
-        worker_in::<false>(core, t)
+        worker_in::<false, false>(core, t)
     }
 }
 
 /// A worker's loop; `SHARED`: its passes schedule by CPU shares
-/// ([`crate::share`]).
-fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
+/// ([`crate::share`]); `COMPILED`: its plain task runs go through the
+/// router's compiled task runs ([`crate::CompiledTasks`]).
+fn worker_in<const SHARED: bool, const COMPILED: bool>(core: &Core, t: usize) {
     if core.pin {
         pin_to_cpu(t);
     }
@@ -1255,7 +1266,7 @@ fn worker_in<const SHARED: bool>(core: &Core, t: usize) {
             next,
             hinted,
             asleep,
-        } = p.run_in::<SHARED>(core);
+        } = p.run_in::<SHARED, COMPILED>(core);
         if work {
             idle = 0;
             naps = 0;

@@ -51,8 +51,8 @@ use paraclick_runtime::notifier::Notifier;
 use paraclick_runtime::ring::ModeSwitch;
 use paraclick_runtime::PerThread;
 use paraclick_runtime::{
-    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx, Kind, PerThreadCount,
-    StateCx,
+    Batch, ClassSpec, ConfigCx, Cx, Element, Handler, HandlerCx, InitCx, Kind, Packet,
+    PerThreadCount, StateCx,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -222,6 +222,26 @@ impl InfiniteSource {
     /// Click's default costs no more than it must).
     #[inline(always)]
     fn run_one(&self, cx: &mut Cx<'_>) -> bool {
+        self.run_one_with(cx, |cx, p| cx.push_packet(0, p))
+    }
+
+    /// A task run, its packet pushed by `push` when it sends one packet a
+    /// run (BURST 1) instead of through output 0's dynamic push: for a
+    /// program compiled for one configuration, which calls output 0's
+    /// peer directly. `push` gets the packet with this element running
+    /// and must leave it running. At another BURST, the ordinary run.
+    #[inline(always)]
+    pub fn run_task_with(&self, cx: &mut Cx<'_>, push: impl FnOnce(&mut Cx<'_>, Packet)) -> bool {
+        let want = self.burst.load(Ordering::Relaxed);
+        if want == 1 {
+            return self.run_one_with(cx, push);
+        }
+        self.run_burst(cx, want)
+    }
+
+    /// [`InfiniteSource::run_one`], pushing with `push`.
+    #[inline(always)]
+    fn run_one_with(&self, cx: &mut Cx<'_>, push: impl FnOnce(&mut Cx<'_>, Packet)) -> bool {
         if !self.active.load(Ordering::Relaxed) {
             cx.wake_when_written();
             return false;
@@ -245,7 +265,7 @@ impl InfiniteSource {
             crate::util::fill_random(p.data_mut());
         }
         self.count.add(cx.thread(), 1);
-        cx.push_packet(0, p);
+        push(cx, p);
         true
     }
 

@@ -105,6 +105,22 @@ impl Element for Discard {
     }
 
     fn run_task(&self, cx: &mut Cx<'_>, _task: usize) -> bool {
+        self.run_task_with(cx, |cx| cx.pull_packet(0))
+    }
+}
+
+impl Discard {
+    /// A pull Discard's task run, its first packet pulled by `pull`
+    /// instead of through input 0's dynamic pull: for a program compiled
+    /// for one configuration, which calls input 0's peer directly. `pull`
+    /// is called with this element running and must leave it running;
+    /// the rest of a burst is pulled dynamically.
+    #[inline(always)]
+    pub fn run_task_with(
+        &self,
+        cx: &mut Cx<'_>,
+        pull: impl FnOnce(&mut Cx<'_>) -> Option<Packet>,
+    ) -> bool {
         if !self.active.load(Ordering::Relaxed) {
             // Until a write to `active`: no polling of the full queue.
             cx.wake_when_written();
@@ -114,7 +130,7 @@ impl Element for Discard {
         // of one packet per run (Click's BURST 1) the queue rarely holds
         // more, and an empty queue costs no batch either. If the queue saw
         // itself empty after it, the batch pull is skipped too.
-        if cx.pull_packet(0).is_none() {
+        if pull(cx).is_none() {
             return false;
         }
         self.count.add(cx.thread(), 1);

@@ -797,6 +797,31 @@ impl<'r> Cx<'r> {
         }
     }
 
+    /// Runs task `task` of the running element, its own `run_task`: for
+    /// compiled task runs ([`crate::CompiledTasks`]) with a task they do
+    /// not compile.
+    #[inline]
+    pub fn run_own_task(&mut self, task: usize) -> bool {
+        let core = self.core;
+        match core.slots.get(self.current) {
+            Some(slot) => slot.element.run_task(self, task),
+            None => false,
+        }
+    }
+
+    /// Makes element `elem` the running one for a pull from it, as the
+    /// dynamic pull does entering the hop ([`Cx::upstream_drained`] is
+    /// false until the element says otherwise); returns the element that
+    /// was running, to give back to [`Cx::run_as`] after the pull. For
+    /// compiled pulls ([`crate::compiled`]).
+    #[inline(always)]
+    pub fn enter_pull(&mut self, elem: usize) -> usize {
+        let saved = self.current;
+        self.current = elem;
+        self.drained = false;
+        saved
+    }
+
     /// Whether a tracer or a capture is looking at this thread's packets
     /// (compiled entries are not run then: the dynamic path records
     /// every hop).
