@@ -604,6 +604,8 @@ fn every_configuration_in_conf_runs_built_as_it_runs_dynamically() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 /// A configuration whose task runs, queue pushes and pulls a built
 /// program compiles: sources at BURST 1 (compiled) and BURST 4 (the
 /// ordinary run), a Tee pushing twice a run into a queue that overflows,
