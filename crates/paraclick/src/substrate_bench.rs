@@ -146,7 +146,8 @@ pub fn alone_text(size: usize, packets: u64) -> String {
 
 /// Runs `router` until its slices have forwarded all they will (every
 /// source in `sources` has sent its `limit`, and the counters, polled
-/// every millisecond, have not moved for 5 ms since), and measures up to
+/// every millisecond, have not moved for 50 ms since, or for 2 s while
+/// they are all still at zero), and measures up to
 /// the counters' last change: the sources do not stop the run, so that a slice on a thread of its own, slower than
 /// its source, is measured at its own rate (what its source sends
 /// faster is dropped at its ingress queue, counted).
@@ -161,7 +162,11 @@ fn measure(
         let v = router.read_handler(h).map_err(|e| format!("{h}: {e}"))?;
         v.trim().parse().map_err(|_| format!("{h}: {v}"))
     };
-    let quiet = std::time::Duration::from_millis(5);
+    // The quiet time is not measured (the run's time ends at the
+    // counters' last change): long enough that a slice's thread the
+    // machine keeps off its CPU for a while is not taken for finished.
+    let quiet = std::time::Duration::from_millis(50);
+    let quiet_at_zero = std::time::Duration::from_secs(2);
     let cpu0 = paraclick_model::machine::process_cpu_ns();
     let t0 = Instant::now();
     let c0 = clock::cycles();
@@ -190,7 +195,7 @@ fn measure(
                 );
             } else if h.is_finished() {
                 break Ok(());
-            } else if last.1.elapsed() >= quiet {
+            } else if last.1.elapsed() >= if n == 0 { quiet_at_zero } else { quiet } {
                 let mut done = true;
                 for src in sources {
                     match read(src) {
