@@ -220,13 +220,17 @@ fn plan(
             p.bound.insert(i, (e.name.clone(), ty));
         }
     }
-    // A push element that is not fused, by its own push (not a router of
-    // single packets: those are fused).
-    let direct_push = |i: usize| {
-        push_in0(i)
-            && fused_at[i].is_none()
-            && router.element_fuses(&graph.elements[i].name) == Some(false)
+    // What compiled code can call at input 0 of `i`: a compiled
+    // function, or a push element that is not fused, by its own push
+    // (not a router of single packets: those are fused) when its type is
+    // nameable.
+    let callable = |i: usize| {
+        fused_at[i].is_some()
+            || (push_in0(i)
+                && router.element_fuses(&graph.elements[i].name) == Some(false)
+                && ty_of(i).is_some())
     };
+    // The elements called by their own push (all of them callable).
     let mut pushed = vec![false; n];
     for c in &graph.connections {
         let Some(from) = fused_at[c.from] else {
@@ -235,14 +239,11 @@ fn plan(
         if !push_out(c.from, c.from_port) || c.to_port != 0 {
             continue;
         }
-        let to = if fused_at[c.to].is_some() {
-            c.to
-        } else if direct_push(c.to) && ty_of(c.to).is_some() {
-            pushed[c.to] = true;
-            c.to
-        } else {
+        if !callable(c.to) {
             continue;
-        };
+        }
+        let to = c.to;
+        pushed[to] |= fused_at[to].is_none();
         if let Some(slot) = p.compiled[from].calls.get_mut(c.from_port) {
             *slot = Some(to);
             p.calls.push((c.from, c.from_port, to));
@@ -261,14 +262,8 @@ fn plan(
                     .iter()
                     .find(|c| c.from == i && c.from_port == 0);
                 match c {
-                    Some(c)
-                        if c.to_port == 0
-                            && (fused_at[c.to].is_some()
-                                || (direct_push(c.to) && ty_of(c.to).is_some())) =>
-                    {
-                        if fused_at[c.to].is_none() {
-                            pushed[c.to] = true;
-                        }
+                    Some(c) if c.to_port == 0 && callable(c.to) => {
+                        pushed[c.to] |= fused_at[c.to].is_none();
                         p.calls.push((i, 0, c.to));
                         Some(c.to)
                     }
@@ -502,16 +497,15 @@ fn emit(src: &Source, defines: &[(String, String)], plan: &Plan) -> String {
              fn run_task(&self, cx: &mut Cx<'_>, task: usize) -> bool {{\n        \
              if task == 0 && !cx.observing() {{\n            \
              let b = &*self.0;\n            \
-             let e = cx.element_index();"
+             match cx.element_index() {{"
         );
         for t in &plan.tasks {
-            let _ = writeln!(
-                w,
-                "            if e == {i} {{\n                return t{i}(b, cx);\n            }}",
-                i = t.index
-            );
+            let _ = writeln!(w, "                {i} => return t{i}(b, cx),", i = t.index);
         }
-        let _ = writeln!(w, "        }}\n        cx.run_own_task(task)\n    }}\n}}\n");
+        let _ = writeln!(
+            w,
+            "                _ => {{}}\n            }}\n        }}\n        cx.run_own_task(task)\n    }}\n}}\n"
+        );
     }
     let _ = writeln!(
         w,
