@@ -23,13 +23,15 @@
 #       unless the parts sum to the difference of callgrind's totals;
 #   cycles a packet  user + system CPU seconds (GNU time) of a run of
 #       NLONG packets a source, times the TSC's rate, over the packets:
-#       the median of RUNS runs (start-up included, about 2 ms);
+#       the median of RUNS runs (start-up included: below GNU time's
+#       10 ms resolution);
 #   the router's own profile  (dynamic router) `--report costs`: each
 #       element's cycles a packet from the runtime's cycle counter,
-#       summed by class, with the cost of reading the counter inside
-#       each (the profiled run takes several times the plain one's
-#       cycles), and the same scaled so the profiled tasks' cycles equal
-#       the measured cycles a packet.
+#       summed by class, the median of RUNS runs (a thread preempted in a
+#       timed run charges the wait to one element), with the cost of
+#       reading the counter inside each (a profiled run takes several
+#       times the plain one's cycles), and the same scaled so the
+#       profiled tasks' cycles equal the measured cycles a packet.
 #
 # Environment: CONF (default conf/fake-iprouter.click: two InfiniteSources
 # of N packets each), BURSTS ("1 4 32"), N1 (100000), N2 (200000), NLONG
@@ -156,9 +158,13 @@ for burst in $BURSTS; do
     read -r cyc range < <(cycles "$prog" "$burst")
     extra=()
     if [[ $label == dynamic ]]; then
-      "$prog" "${CONF_ARGS[@]}" N="$NLONG" BURST="$burst" --report costs \
-        -h InfiniteSource.count > "$TMP/profile.$burst" 2>&1
-      extra=(--profile "$TMP/profile.$burst" --profile-packets "$(sent "$TMP/profile.$burst")")
+      reports=()
+      for ((i = 0; i < RUNS; i++)); do
+        "$prog" "${CONF_ARGS[@]}" N="$NLONG" BURST="$burst" --report costs \
+          -h InfiniteSource.count > "$TMP/profile.$burst.$i" 2>&1
+        reports+=("$TMP/profile.$burst.$i")
+      done
+      extra=(--profile "$(IFS=,; echo "${reports[*]}")")
     fi
     python3 "$PY" table "$prog" "$TMP/cg.$label.$burst.1" "$TMP/cg.$label.$burst.2" "$packets" \
       --cycles "$cyc" --title "BURST $burst, $label ($cyc cycles a packet, CPU $range s)" \
@@ -167,6 +173,16 @@ for burst in $BURSTS; do
     SUMMARY+=("| $burst | $label | $ins | $cyc | $range |")
   done
 done
+echo "### Instructions a packet by part"
+echo
+cols=()
+for burst in $BURSTS; do
+  for p in "${PROGS[@]}"; do
+    cols+=("B$burst ${p%%:*}=$TMP/table.${p%%:*}.$burst")
+  done
+done
+python3 "$PY" merge "${cols[@]}"
+echo
 echo "### Summary"
 echo
 echo "| BURST | program | instructions a packet | cycles a packet | CPU s (N=$NLONG a source, $RUNS runs) |"

@@ -3,8 +3,8 @@
 of different lengths, per part of the router (scripts/where-packets.sh).
 
     where_packets.py table BIN SHORT.callgrind LONG.callgrind PACKETS
-        [--cycles C] [--profile REPORT] [--title T]
-    where_packets.py profile REPORT PACKETS
+        [--cycles C] [--profile REPORT[,REPORT...]] [--title T]
+    where_packets.py merge LABEL=TABLE...
     where_packets.py --self-test
 
 `table` reads two callgrind files (`--dump-instr=yes`) of the same binary,
@@ -20,10 +20,11 @@ packet (the difference over PACKETS) per part, with an `other` row for
 addresses no frame names, and a check that the parts sum to the
 difference of the two runs' totals as callgrind reports them.
 
-`--profile` adds the router's own cycle profile (`--report costs`: cycles
-a packet per element, with the timer's cost inside each; summed by class
-and scaled so the profiled tasks' cycles equal `--cycles`, the measured
-cycles a packet).
+`--profile` adds the router's own cycle profile (`--report costs` with
+`-h InfiniteSource.count`: cycles a packet per element, with the cycle
+counter's cost inside each; summed by class, the median of the reports
+given, and scaled so the profiled tasks' cycles equal `--cycles`, the
+measured cycles a packet).
 """
 
 import re
@@ -158,7 +159,9 @@ RING = re.compile(r"paraclick_runtime::ring\b")
 WRAPPER = re.compile(r"paraclick_runtime::element::(ActionNode|ElementNode)\b")
 COMPILED = re.compile(r"paraclick_runtime::compiled\b")
 SCHED = re.compile(r"paraclick_runtime::(sched|timer|core::ThreadShared)\b")
-# A built program's own crate (`paraclick build -o NAME`: built_NAME).
+# A built program's own crate (`paraclick build -o NAME`: built_NAME):
+# its dispatch of the compiled task runs, and its chains' own code.
+PROGRAM_TASKS = re.compile(r"(?:^|<)built_\w+::\w+ as paraclick_runtime::compiled::CompiledTasks>")
 PROGRAM = re.compile(r"(?:^|<)built_\w+::")
 
 
@@ -185,12 +188,14 @@ def part_of(frames, element_names=None):
             return "hop dispatch (Cx, peers)"
         if WRAPPER.search(f):
             return "node wrappers (ActionNode, ElementNode)"
+        if PROGRAM_TASKS.search(f):
+            return "built program: its task runs' dispatch"
+        if PROGRAM.search(f):
+            return "built program: its chains' own code"
         if COMPILED.search(f):
-            return "compiled entries' dispatch"
+            return "compiled entries (runtime::compiled)"
         if SCHED.search(f):
             return "scheduler (worker's pass, task runs)"
-        if PROGRAM.search(f):
-            return "built program's own chain code"
     return None
 
 
@@ -299,9 +304,14 @@ def parse_profile(text):
     return elements, tasks
 
 
-def profile_parts(text, packets):
-    """Class -> profiled cycles a packet (per packet the sources sent), and
-    the tasks' total cycles a packet."""
+def profile_parts(text, packets=None):
+    """Class -> profiled cycles a packet (per packet the sources sent: the
+    report's lines that hold a number alone, the sources' counts, unless
+    given), and the tasks' total cycles a packet."""
+    if packets is None:
+        packets = sum(int(t) for t in text.split("\n") if t.strip().isdigit())
+        if packets <= 0:
+            raise SystemExit("profile: no packet counts (-h InfiniteSource.count) in the report")
     elements, tasks = parse_profile(text)
     by_class = defaultdict(float)
     for _, cls, n, cyc in elements:
@@ -339,8 +349,7 @@ def table(binary, short_path, long_path, packets, cycles=None, profile=None, tit
 
     prof, scale = None, None
     if profile:
-        with open(profile) as f:
-            prof, prof_total = profile_parts(f.read(), packets_profile(profile))
+        prof, prof_total = median_profile(profile.split(","))
         if cycles and prof_total > 0:
             scale = cycles / prof_total
     # Parts under 0.05 a packet (start-up code that ran a little more or
@@ -391,11 +400,23 @@ def table(binary, short_path, long_path, packets, cycles=None, profile=None, tit
     print()
 
 
-PROFILE_PACKETS = {}
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-def packets_profile(path):
-    return PROFILE_PACKETS.get(path) or 1
+def median_profile(paths):
+    """Per class and for the tasks' total, the median over the reports: a
+    thread preempted inside a timed run adds its whole wait to the one
+    element it was in, so a report of a loaded machine has outliers."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(profile_parts(f.read()))
+    classes = set().union(*(r[0] for r in runs))
+    by_class = {c: median([r[0].get(c, 0.0) for r in runs]) for c in classes}
+    return by_class, median([r[1] for r in runs])
 
 
 def profile_class(part, prof):
@@ -407,6 +428,29 @@ def profile_class(part, prof):
     if part == "IPRouteLookup" and "StaticIPLookup" in prof:
         return "StaticIPLookup"
     return None
+
+
+def merge(columns):
+    """One table of instructions a packet, a column per `table` output
+    ((label, text)), parts in the first column's order, then the others'."""
+    rows, order = {}, []
+    for label, text in columns:
+        for line in text.splitlines():
+            t = [c.strip() for c in line.split("|")]
+            if len(t) < 4 or t[1] in ("part", "") or t[1].startswith("---") or not t[2]:
+                continue
+            part = t[1].strip("*")
+            if part not in rows:
+                rows[part] = {}
+                order.append(part)
+            rows[part][label] = t[2].strip("*")
+    labels = [label for label, _ in columns]
+    order = [p for p in order if p not in ("other", "total")] + ["other", "total"]
+    out = ["| part | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    for p in order:
+        if p in rows:
+            out.append(f"| {p} | " + " | ".join(rows[p].get(label, "") for label in labels) + " |")
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------- self-test
@@ -489,6 +533,12 @@ def self_test():
     assert part_of(["core::sync::atomic::atomic_load", "paraclick_runtime::sched::Pass::run_in"]) \
         == "scheduler (worker's pass, task runs)"
     assert part_of(["hashbrown::raw::RawTable<T,A>::find"]) is None
+    # a built program's code
+    assert part_of(["<built_fir::T as paraclick_runtime::compiled::CompiledTasks>::run_task"]) \
+        == "built program: its task runs' dispatch"
+    assert part_of(["paraclick_runtime::compiled::ElemRef<T>::get", "built_fir::e16"]) \
+        == "compiled entries (runtime::compiled)"
+    assert part_of(["built_fir::e16", "built_fir::e15"]) == "built program: its chains' own code"
 
     # attribution: library costs go to the calling address, parts sum exactly
     frames = {0x1000: ["paraclick_runtime::sched::worker"],
@@ -517,6 +567,19 @@ d0[0]                             0      1001      1000     100.0    11.7%
     by_class, total = profile_parts(prof, 1000)
     assert by_class == {"InfiniteSource": 100.0, "Classifier": 120.0}, by_class
     assert total == 500.0, total
+    # the packets from the sources' counts printed before the report
+    by_class, total = profile_parts("src0.count:\n500\n\nsrc1.count:\n500\n\n" + prof)
+    assert by_class == {"InfiniteSource": 100.0, "Classifier": 120.0}, by_class
+    assert median([3, 1, 2]) == 2 and median([4, 1, 2, 3]) == 2.5
+
+    merged = merge([("a", "| part | instructions a packet |\n|---|---|\n| Queue | 5.0 |\n"
+                          "| other | 1.0 |\n| **total** | **6.0** |\n"),
+                    ("b", "| part | instructions a packet | x | y |\n|---|---|---|---|\n"
+                          "| Discard | 2.0 | 1 | 2 |\n| Queue | 3.0 | | |\n"
+                          "| tasks' x (profile) | | 3 | 4 |\n| other | 0.0 | | |\n"
+                          "| **total** | **5.0** | 9 | 9 |\n")])
+    assert merged.splitlines()[2:] == ["| Queue | 5.0 | 3.0 |", "| Discard |  | 2.0 |",
+                                       "| other | 1.0 | 0.0 |", "| total | 6.0 | 5.0 |"], merged
     print("where_packets: self-test passed")
 
 
@@ -524,13 +587,19 @@ def main(argv):
     if argv[1:] == ["--self-test"]:
         self_test()
         return
+    if len(argv) >= 3 and argv[1] == "merge":
+        cols = []
+        for a in argv[2:]:
+            label, path = a.split("=", 1)
+            with open(path) as f:
+                cols.append((label, f.read()))
+        print(merge(cols))
+        return
     if len(argv) >= 6 and argv[1] == "table":
         binary, short, long, packets = argv[2], argv[3], argv[4], int(argv[5])
         opts = dict(zip(argv[6::2], argv[7::2]))
         cycles = float(opts["--cycles"]) if "--cycles" in opts else None
         profile = opts.get("--profile")
-        if profile:
-            PROFILE_PACKETS[profile] = int(opts.get("--profile-packets", packets))
         table(binary, short, long, packets, cycles, profile, opts.get("--title"))
         return
     sys.exit(__doc__)
