@@ -36,8 +36,8 @@ from collections import defaultdict
 
 
 def parse_callgrind(lines):
-    """Own cost per (object, function, address), the cost of calls from one
-    object into another per (caller object, address, callee object,
+    """Own cost per (object, function, address), the inclusive cost of
+    calls per (caller object, caller function, address, callee object,
     callee function), and the file's `summary:` total.
 
     The callgrind format (valgrind's docs, "Callgrind Format
@@ -90,7 +90,7 @@ def parse_callgrind(lines):
             if call:
                 call = False
                 callee_ob = cob if cob is not None else ob
-                calls[(ob, pos[0], callee_ob, cfn)] += cost
+                calls[(ob, fn, pos[0], callee_ob, cfn)] += cost
                 cob = None
             else:
                 own[(ob, fn, pos[0])] += cost
@@ -243,10 +243,16 @@ def inline_frames(binary, addrs):
 
 def attribute(own, calls, binary_obj, frames, packets):
     """Parts -> instructions (not yet over packets), and the unnamed
-    functions the `other` row holds."""
+    functions the `other` row holds.
+
+    An address no frame names (a function of its own that no rule knows,
+    such as a `Vec`'s drain) is charged to the parts of the places that
+    call its function, in proportion to what each call costs (the calls'
+    inclusive costs), up the callers until one is named; what has no
+    named caller stays in `other`."""
     names = element_name(frames.values())
     parts = defaultdict(int)
-    other = defaultdict(int)
+    unnamed = defaultdict(int)  # function in the binary -> its unnamed cost
     lib_own = 0
     for (ob, fn, addr), v in own.items():
         if ob != binary_obj:
@@ -254,19 +260,58 @@ def attribute(own, calls, binary_obj, frames, packets):
             continue
         p = part_of(frames.get(addr, []), names)
         if p is None:
-            other[fn] += v
-            p = "other"
-        parts[p] += v
+            unnamed[fn] += v
+        else:
+            parts[p] += v
+    callers = defaultdict(list)  # callee function -> [(caller function, address, cost)]
     lib_called = 0
-    for (ob, addr, cob, cfn), v in calls.items():
-        if ob != binary_obj or cob == binary_obj:
+    for (ob, fn, addr, cob, cfn), v in calls.items():
+        if ob != binary_obj:
+            continue
+        if cob == binary_obj:
+            if v > 0:
+                callers[cfn].append((fn, addr, v))
             continue
         lib_called += v
         p = part_of(frames.get(addr, []), names)
         if p is None:
-            other[cfn] += v
-            p = "other"
-        parts[p] += v
+            unnamed[fn] += v
+        else:
+            parts[p] += v
+
+    memo = {}
+
+    def spread(fn, seen):
+        """Part -> share of what `fn` costs, by its callers."""
+        if fn in memo:
+            return memo[fn]
+        ws = callers.get(fn, [])
+        total = sum(w for _, _, w in ws)
+        dist = defaultdict(float)
+        if not ws or fn in seen or len(seen) > 16:
+            dist[None] = 1.0
+        else:
+            for cfn, addr, w in ws:
+                p = part_of(frames.get(addr, []), names)
+                sub = {p: 1.0} if p is not None else spread(cfn, seen | {fn})
+                for k, f in sub.items():
+                    dist[k] += f * w / total
+        memo[fn] = dist
+        return dist
+
+    other = defaultdict(int)
+    for fn, v in unnamed.items():
+        dist = spread(fn, frozenset())
+        shares = {k: int(v * f) for k, f in dist.items()}
+        # what rounding left goes to the largest share, so the sum is exact
+        big = max(dist, key=lambda k: dist[k])
+        shares[big] += v - sum(shares.values())
+        for k, c in shares.items():
+            if k is None:
+                other[fn] += c
+                parts["other"] += c
+            else:
+                parts[k] += c
     if lib_own != lib_called:
         # Library code not called from the binary (the dynamic loader's)
         # or calling back into it: kept apart so the sum stays exact.
@@ -339,7 +384,7 @@ def table(binary, short_path, long_path, packets, cycles=None, profile=None, tit
     if binary_obj is None:
         raise SystemExit(f"no costs of {binary} in the runs")
     addrs = {a for ob, _, a in own if ob == binary_obj}
-    addrs |= {a for ob, a, cob, _ in calls if ob == binary_obj and cob != binary_obj}
+    addrs |= {a for ob, _, a, _, _ in calls if ob == binary_obj}
     frames = inline_frames(binary, sorted(addrs))
     parts, other = attribute(own, calls, binary_obj, frames, packets)
     total = l_sum - s_sum
@@ -493,7 +538,7 @@ def self_test():
     # a negative offset from the previous cost line, across a fn= line
     assert own[("/bin/router", "worker", 0x1000)] == 3
     # the call's cost is the caller's address's, into libc's memcpy
-    assert calls == {("/bin/router", 0x1002, "/lib/libc.so.6", "memcpy"): 30}, calls
+    assert calls == {("/bin/router", "main", 0x1002, "/lib/libc.so.6", "memcpy"): 30}, calls
     assert own[("/lib/libc.so.6", "memcpy", 0x501)] == 30
     assert difference({1: 3, 2: 5}, {1: 4, 2: 5, 3: 1}) == {1: 1, 3: 1}
 
@@ -552,6 +597,23 @@ def self_test():
     # the worker's address 0x2000 has no frames: other
     assert parts["other"] == 40 + 1 + 30, parts  # memcpy's second 30: not called from the binary
     assert other["worker"] == 40 and other["main"] == 1, other
+
+    # an unnamed function's cost goes to its callers' parts, by what each
+    # call costs, up through unnamed callers; exact in the sum
+    B = "/bin/router"
+    q = "<paraclick_elements::standard::queue::Queue as x>::push"
+    d = "<paraclick_elements::standard::discard::Discard as x>::run_task"
+    own2 = {(B, "drain", 0x10): 100, (B, "drain", 0x11): 1,
+            (B, "mid", 0x20): 10, (B, "queue", 0x30): 5, (B, "lonely", 0x40): 7}
+    calls2 = {(B, "queue", 0x31, B, "drain"): 75,   # a Queue calls drain directly
+              (B, "mid", 0x21, B, "drain"): 25,     # and through an unnamed `mid`
+              (B, "discard", 0x50, B, "mid"): 35}   # that a Discard calls
+    frames2 = {0x30: [q], 0x31: [q], 0x50: [d]}
+    parts, other = attribute(own2, calls2, B, frames2, 1)
+    assert sum(parts.values()) == 123, parts
+    assert parts["Queue"] == 5 + 75 + 1, parts   # drain's 101 split 3:1, the rest rounded to the larger
+    assert parts["Discard"] == 25 + 10, parts
+    assert parts["other"] == 7 and other == {"lonely": 7}, (parts, other)
 
     prof = """element                      class                   packets    cyc/pkt    share
 src0                         InfiniteSource          1000          100.0     4.4%
