@@ -391,6 +391,10 @@ def table(binary, short_path, long_path, packets, cycles=None, profile=None, tit
     summed = sum(parts.values())
     if summed != total:
         raise SystemExit(f"parts sum to {summed}, the runs differ by {total}")
+    if not any(len(f) > 1 for f in frames.values()):
+        print(f"where_packets: {binary} has no inlined frames (no debug information?): "
+              "inlined code is charged to the function it is in (the release profile "
+              "has debug = 1)", file=sys.stderr)
 
     prof, scale = None, None
     if profile:
