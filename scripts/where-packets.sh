@@ -6,6 +6,7 @@
 #
 #   scripts/where-packets.sh [BIN]        # BIN: a release paraclick
 #   NOBUILD=1 scripts/where-packets.sh    # the dynamic router only
+#   CYCLES_ONLY=1 BUILT=PROG scripts/where-packets.sh   # cycles only, quiet machine
 #   scripts/where-packets.sh --check [BIN]   # a quick run of the method
 #
 # For each BURST and each program:
@@ -23,8 +24,10 @@
 #       unless the parts sum to the difference of callgrind's totals;
 #   cycles a packet  user + system CPU seconds (GNU time) of a run of
 #       NLONG packets a source, times the TSC's rate, over the packets:
-#       the median of RUNS runs (start-up included: below GNU time's
-#       10 ms resolution);
+#       the median of RUNS rounds, each running every program once in
+#       turn (start-up included: below GNU time's 10 ms resolution).
+#       CYCLES_ONLY=1 takes only these (the instruction counts do not
+#       need a quiet machine; the cycles do);
 #   the router's own profile  (dynamic router) `--report costs`: each
 #       element's cycles a packet from the runtime's cycle counter,
 #       summed by class, the median of RUNS runs (a thread preempted in a
@@ -116,19 +119,19 @@ cg_run() { # PROG BURST N OUTFILE
   sent "$out.handlers"
 }
 
-# Median user + system seconds of RUNS runs, as cycles a packet.
-cycles() { # PROG BURST -> "cycles a packet" "min-max seconds"
-  local prog=$1 burst=$2 i s
-  local -a secs=()
-  for ((i = 0; i < RUNS; i++)); do
-    /usr/bin/time -f "%U %S" -o "$TMP/time" "$prog" "${CONF_ARGS[@]}" N="$NLONG" BURST="$burst" \
-      -h InfiniteSource.count > "$TMP/time.handlers" 2> /dev/null
-    s=$(awk '{ print $1 + $2 }' "$TMP/time")
-    secs+=("$s")
-  done
-  local packets
-  packets=$(sent "$TMP/time.handlers")
-  printf '%s\n' "${secs[@]}" | sort -g | awk -v mhz="$MHZ" -v p="$packets" '
+# User + system seconds of one run of NLONG packets a source, appended to
+# $TMP/secs.LABEL.BURST; the packets it sent to $TMP/packets.LABEL.BURST.
+time_run() { # LABEL PROG BURST
+  local label=$1 prog=$2 burst=$3
+  /usr/bin/time -f "%U %S" -o "$TMP/time" "$prog" "${CONF_ARGS[@]}" N="$NLONG" BURST="$burst" \
+    -h InfiniteSource.count > "$TMP/time.handlers" 2> /dev/null
+  awk '{ print $1 + $2 }' "$TMP/time" >> "$TMP/secs.$label.$burst"
+  sent "$TMP/time.handlers" > "$TMP/packets.$label.$burst"
+}
+
+# The median of a run's seconds as cycles a packet, and the range.
+cycles() { # LABEL BURST -> "cycles a packet" "min-max seconds"
+  sort -g "$TMP/secs.$1.$2" | awk -v mhz="$MHZ" -v p="$(cat "$TMP/packets.$1.$2")" '
     { s[NR] = $1 } END {
       m = (NR % 2) ? s[(NR + 1) / 2] : (s[NR / 2] + s[NR / 2 + 1]) / 2
       printf "%.1f %.2f-%.2f\n", m * mhz * 1e6 / p, s[1], s[NR] }'
@@ -145,9 +148,30 @@ elif [[ $NOBUILD != 1 ]]; then
 fi
 
 echo "# where-packets: $CONF, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg), TSC $MHZ MHz"
-echo "# instructions: callgrind, N=$N2 minus N=$N1 a source; cycles: CPU seconds of N=$NLONG a source, median of $RUNS"
+echo "# instructions: callgrind, N=$N2 minus N=$N1 a source; cycles: CPU seconds of N=$NLONG a source, median of $RUNS rounds alternating the programs"
 echo
+# The timed runs first, in rounds alternating the programs, so both meet
+# the same load; then the callgrind runs, whose counts do not depend on it.
+for burst in $BURSTS; do
+  rm -f "$TMP"/secs.*."$burst"
+  for ((i = 0; i < RUNS; i++)); do
+    for p in "${PROGS[@]}"; do
+      time_run "${p%%:*}" "${p#*:}" "$burst"
+    done
+  done
+done
 declare -a SUMMARY=()
+if [[ ${CYCLES_ONLY:-0} == 1 ]]; then
+  echo "| BURST | program | cycles a packet | CPU s (N=$NLONG a source, $RUNS rounds) |"
+  echo "|---|---|---|---|"
+  for burst in $BURSTS; do
+    for p in "${PROGS[@]}"; do
+      read -r cyc range < <(cycles "${p%%:*}" "$burst")
+      echo "| $burst | ${p%%:*} | $cyc | $range |"
+    done
+  done
+  exit 0
+fi
 for burst in $BURSTS; do
   for p in "${PROGS[@]}"; do
     label=${p%%:*} prog=${p#*:}
@@ -155,7 +179,7 @@ for burst in $BURSTS; do
     b=$(cg_run "$prog" "$burst" "$N2" "$TMP/cg.$label.$burst.2")
     packets=$((b - a))
     ((packets > 0)) || { echo "where-packets: the runs sent $a and $b packets" >&2; exit 1; }
-    read -r cyc range < <(cycles "$prog" "$burst")
+    read -r cyc range < <(cycles "$label" "$burst")
     extra=()
     if [[ $label == dynamic ]]; then
       reports=()
@@ -185,6 +209,6 @@ python3 "$PY" merge "${cols[@]}"
 echo
 echo "### Summary"
 echo
-echo "| BURST | program | instructions a packet | cycles a packet | CPU s (N=$NLONG a source, $RUNS runs) |"
+echo "| BURST | program | instructions a packet | cycles a packet | CPU s (N=$NLONG a source, $RUNS rounds) |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${SUMMARY[@]}"
