@@ -15,6 +15,10 @@ echo "== cargo doc"
 # Documentation builds without a warning (broken or private intra-doc
 # links). Profile `ci`: it reuses the dependencies clippy just checked.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --profile ci
+echo "== scripts' own checks"
+# The instruction table's arithmetic (scripts/where-packets.sh): the
+# callgrind parser and the parts a frame is charged to.
+python3 scripts/lib/where_packets.py --self-test
 echo "== cargo test"
 # Tests skip when the machine lacks what they need (root for the netns
 # tests, tcpdump, bzip2, a browser); here (CI), after the bootstrap
