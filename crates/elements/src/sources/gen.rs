@@ -31,7 +31,7 @@ pub fn data_batch(data: &[u8], n: usize, headroom: Option<usize>, ts: Option<Tim
 
 /// One packet holding `data`, timestamped `ts` (see [`data_batch`]);
 /// `None` if the pool is dry.
-#[inline]
+#[inline(always)]
 pub fn data_packet(data: &[u8], ts: Option<Timestamp>) -> Option<Packet> {
     let mut p = Packet::make(paraclick_packet::pool::HEADROOM, data.len(), 0)?;
     p.data_mut().copy_from_slice(data);
