@@ -21,7 +21,8 @@
 #   click_router); the row is skipped, with Click's message, if Click
 #   does not start on it.
 #   PARACLICK_ONLY=1 measures paraclick's rows only (the model's check,
-#   scripts/validate-model-veth.sh).
+#   scripts/validate-model-veth.sh); ROWS="pkt xsk" (say) only the rows
+#   of those keys (kernel, xdp, click, pkt, poll, xsk).
 #   RT=1 runs the router's worker threads (paraclick-N) and the
 #   generator under SCHED_FIFO (priorities 51 and 50: the router preempts
 #   the generator), so that other processes' load does not take their
@@ -112,6 +113,8 @@ skip_row() { [[ ${PARACLICK_ONLY:-0} == 1 && $1 != paraclick ]]; }
 measure() {
   local key=$1 threads=$2 label=$3 kind=$4 conf=${5:-} defines=${6:-}
   skip_row "$kind" && return 0
+  local row=${key#*,}
+  [[ -z ${ROWS:-} || " $ROWS " == *" ${row%,*} "* ]] || return 0
   veth_links "$threads"
   local gen=$GEN_CPU softirq=
   if [[ $threads -eq 2 ]]; then gen=0,1 softirq=0,1; fi

@@ -21,18 +21,25 @@
 #            measured: at its highest loss-free rate);
 #   pps/CPU-s  packets per second of router CPU, 1e9 / ns/pkt (compare
 #            these on a loaded machine).
-# The load average before and after is printed, and the cache-line
-# hand-over between CPU 0 and the last CPU (scripts/lib/handover.c)
-# before the terms, between them and the routers, and after: on a VM the
-# receive and transmit costs follow it, and it can move in minutes, so a
-# run in which it moved compares terms and routers measured on two
-# different machines (docs/MODEL.md). device-terms.sh's RX lines give it
-# per round.
+# The load average before and after is printed. Each path (AF_PACKET,
+# then AF_XDP) at each thread count has its terms measured just before
+# its router, and the cache-line hand-over between CPU 0 and the last
+# CPU (scripts/lib/handover.c) is probed before the terms, between them
+# and the router, and after: on a VM the receive and transmit costs
+# follow it, and it can move in minutes between about 40-65 ns and
+# 195-270 (docs/MODEL.md), so a unit whose probes differ by more than
+# HOLD times is measured again (TRIES in all), and each row gives its
+# probes and regime. device-terms.sh's RX lines give it per round.
+# Each row also gives the receive path's own loss-free rate on the test
+# bed (rx path), and marks a rate ratio ">" where the generator, not the
+# router, stopped the benchmark's search.
 #
 # Usage (as root):  scripts/validate-model-veth.sh [PATH/TO/paraclick] [SECONDS]
 #   (SECONDS per trial of device-terms.sh, default 1; BENCH_SECS per trial
-#   of bench-veth.sh, default 2); RT=1 as in bench-veth.sh; JOBS="1 2".
-#   BENCH_PREFIX names the namespaces (default pcv).
+#   of bench-veth.sh, default 2); RT=1 as in bench-veth.sh.
+#   BENCH_PREFIX names the namespaces (default pcv); METHODS="LINUX XDP";
+#   JOBS="1 2"; HOLD (default 1.5), TRIES (default 3), NEAR_NS (default
+#   120) as above.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$(readlink -f "${1:-${CARGO_TARGET_DIR:-target}/release/paraclick}")
@@ -49,31 +56,73 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 # (docs/MODEL.md), so it is taken before, between and after them.
 cc -O2 -Wall -o "$OUT/handover" "$ROOT/scripts/lib/handover.c" -lpthread
 handover() { chrt -f 50 "$OUT/handover" 0 $(($(nproc) - 1)) 200000 5 2>/dev/null | cut -d' ' -f1 || echo -; }
-hand0=$(handover)
-
-echo "validate-model-veth: device terms (scripts/device-terms.sh $SECS 2) ..." >&2
-BENCH_PREFIX=$PREFIX-t bash "$ROOT/scripts/device-terms.sh" "$BIN" "$SECS" 2 >"$OUT/terms" 2> >(sed 's/^/  /' >&2)
-# The routers' trials are BENCH_SECS long (default 2): at -j 2 with RT=1
-# the generator ended each trial 33-39 ms behind its schedule in
+# Each method's terms at each thread count are measured just before its
+# router at that count (device-terms.sh JOBS=J METHODS=M, then
+# bench-veth.sh JOBS=J ROWS=pkt|xsk), with the hand-over probed before
+# the terms, between them and the router, and after: a unit whose probes
+# differ by more than HOLD (default 1.5) times is measured again, up to
+# TRIES times in all (default 3); if none held, the try whose probes
+# differed least is kept. Each row says which regime it ran in ("near":
+# every probe below NEAR_NS, default 120 ns; "far": every probe above
+# it; "moved") and gives its probes and try.
+# The routers' trials are BENCH_SECS long (default 2): at -j 2 with
+# RT=1 the generator ended each trial 33-39 ms behind its schedule in
 # 1-second trials and 20-50 ms in 2-second ones, whatever the rate (the
 # real-time throttling's 50 ms a second is the likely cause, not
 # checked): more than the search's 3% in a 1-second trial, so 1-second
 # trials at -j 2 stopped at the test bed (750 kpps), not at the router.
 BSECS=${BENCH_SECS:-2}
-hand1=$(handover)
-echo "validate-model-veth: routers (scripts/bench-veth.sh, paraclick's IPv4 rows, $BSECS-second trials) ..." >&2
-BENCH_PREFIX=$PREFIX-b FAMILIES=4 PARACLICK_ONLY=1 bash "$ROOT/scripts/bench-veth.sh" "$BIN" "$BSECS" >"$OUT/bench" 2> >(sed 's/^/  /' >&2)
+HOLD=${HOLD:-1.5}
+TRIES=${TRIES:-3}
+NEAR_NS=${NEAR_NS:-120}
+: >"$OUT/terms"
+: >"$OUT/bench"
+declare -A REGIME
+for method in ${METHODS:-LINUX XDP}; do
+  if [[ $method == XDP ]]; then name=AF_XDP key=xsk; else name=AF_PACKET key=pkt; fi
+  for j in ${JOBS:-1 2}; do
+    unit="$name -j $j"
+    best= best_spread=
+    for try in $(seq 1 "$TRIES"); do
+      h0=$(handover)
+      echo "validate-model-veth: $unit try $try: device terms (scripts/device-terms.sh $SECS 2), hand-over $h0 ns ..." >&2
+      JOBS=$j METHODS=$method BENCH_PREFIX=$PREFIX-t bash "$ROOT/scripts/device-terms.sh" "$BIN" "$SECS" 2 \
+        >"$OUT/terms.$key.$j.$try" 2> >(sed 's/^/  /' >&2)
+      h1=$(handover)
+      echo "validate-model-veth: $unit try $try: router (scripts/bench-veth.sh, IPv4, $BSECS-second trials), hand-over $h1 ns ..." >&2
+      JOBS=$j ROWS=$key BENCH_PREFIX=$PREFIX-b FAMILIES=4 PARACLICK_ONLY=1 bash "$ROOT/scripts/bench-veth.sh" "$BIN" "$BSECS" \
+        >"$OUT/bench.$key.$j.$try" 2> >(sed 's/^/  /' >&2)
+      h2=$(handover)
+      read -r spread regime < <(awk -v a="$h0" -v b="$h1" -v c="$h2" -v n="$NEAR_NS" 'BEGIN {
+        lo = a; hi = a; if (b < lo) lo = b; if (c < lo) lo = c; if (b > hi) hi = b; if (c > hi) hi = c
+        if (!(lo > 0)) { print 1e9, "unknown"; exit }
+        if (hi < n) r = "near"; else if (lo >= n) r = "far"; else r = "moved"
+        printf "%.2f %s\n", hi / lo, r }')
+      echo "validate-model-veth: $unit try $try: hand-over $h0 / $h1 / $h2 ns (before the terms / between / after), ${spread}x: $regime" >&2
+      if [[ -z $best ]] || awk -v a="$spread" -v b="$best_spread" 'BEGIN { exit !(a < b) }'; then
+        best=$try best_spread=$spread
+        REGIME[$name,$j]="$regime $h0/$h1/$h2 try $try"
+      fi
+      awk -v a="$spread" -v h="$HOLD" 'BEGIN { exit !(a <= h) }' && break
+    done
+    echo "# $unit: try $best of $try, hand-over ${REGIME[$name,$j]}" >>"$OUT/terms"
+    cat "$OUT/terms.$key.$j.$best" >>"$OUT/terms"
+    cat "$OUT/bench.$key.$j.$best" >>"$OUT/bench"
+  done
+done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
-hand2=$(handover)
 
 cat "$OUT/terms"
 echo
-printf '%-10s %3s | %10s %10s %6s | %8s %8s %8s %6s | %10s %10s | %5s %s\n' \
-  path -j "rate pred" "measured" ratio "ns sat" "+floor" measured ratio "pps/CPU-s" "measured" CPU limit
+printf '%-10s %3s | %10s %10s %6s %8s | %8s %8s %8s %6s | %10s %10s | %5s %-20s | %s\n' \
+  path -j "rate pred" "measured" ratio "rx path" "ns sat" "+floor" measured ratio "pps/CPU-s" "measured" CPU limit "hand-over ns"
 for name in AF_PACKET AF_XDP; do
   label="paraclick $name"
   for j in ${JOBS:-1 2}; do
     floor=$(awk -v n="$name" -v j="$j" '$1 == "FLOOR" && $2 == n && $4 == j { print $5 }' "$OUT/terms")
+    # The receive path's own loss-free rate on the test bed (its
+    # FromDevice tasks into Discard: TERM's "receive path loss-free at").
+    rxp=$(awk -v n="$name" -v j="$j" '$1 == "TERM" && $2 == n && $4 == j { for (i = 1; i < NF; i++) if ($i == "loss-free" && $(i + 1) == "at") print $(i + 2) }' "$OUT/terms")
     read -r sat lf pns < <(awk -v n="$name" -v j="$j" '$1 == "PREDICT" && $2 == n && $4 == j { print $5, $6, $7 }' "$OUT/terms")
     # bench-veth.sh's row: label (44 columns), then -j, pps, vs Linux,
     # ns/pkt, cycles, CPU, pps/CPU-s, vs Linux, limit.
@@ -98,12 +147,18 @@ for name in AF_PACKET AF_XDP; do
     else
       fns=$(awk -v p="${pns:-0}" -v f="${floor:-0}" -v r="${mrate:-0}" 'BEGIN { if (r > 0) printf "%.0f", p + f * 1e9 / r; else print p }')
     fi
-    printf '%-10s %3s | %10s %10s %6s | %8s %8s %8s %6s | %10s %10s | %5s %s\n' "$name" "$j" \
-      "${lf:--}" "${mrate:--}" "$(awk -v a="${lf:-0}" -v b="${mrate:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
+    # A row whose generator fell short first (limit generator@X%) did
+    # not find the router's rate, only a rate it reaches: its rate ratio
+    # is marked ">" (the router's rate is at least the measured one) and
+    # its CPU a packet is the comparison.
+    gb=
+    [[ ${mlimit:-} == generator* ]] && gb=">"
+    printf '%-10s %3s | %10s %10s %6s %8s | %8s %8s %8s %6s | %10s %10s | %5s %-20s | %s\n' "$name" "$j" \
+      "${lf:--}" "${mrate:--}" "$gb$(awk -v a="${lf:-0}" -v b="${mrate:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" "${rxp:--}" \
       "${pns:--}" "$fns" "${mns:--}" "$(awk -v a="${fns:-0}" -v b="${mns:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
       "$(awk -v n="${fns:-0}" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
       "$(awk -v n="${mns:-0}" 'BEGIN { if (n > 0) printf "%.0f", 1e9 / n; else print "-" }')" \
-      "${mcpu:--}" "${mlimit:--}"
+      "${mcpu:--}" "${mlimit:--}" "${REGIME[$name,$j]:--}"
   done
 done
 echo
@@ -111,7 +166,12 @@ echo "rate pred: the model's loss-free rate (its saturated rate, capped by the r
 echo "at -j 2 where the router's CPU per packet (its threads' wake-ups included) and the generator's fill the CPUs they share (SHARED);"
 echo "ns sat: the model's CPU per packet at saturation (-j 2: on the shared CPUs, wake-ups included); +floor: at -j 1 that plus its wake-ups"
 echo "at the measured rate (WAKE; without it the receive path's floor over the rate), the model's CPU per packet there; measured: scripts/bench-veth.sh's at its highest"
-echo "loss-free rate; pps/CPU-s: 1e9 / ns. Ratios: predicted / measured."
+echo "loss-free rate; pps/CPU-s: 1e9 / ns. Ratios: predicted / measured. At -j 1, wherever the wake-ups fill the time the packets leave"
+echo "(every rate above 1e9 / (ns sat + WAKE_NS / K)), +floor is 1e9 / the measured rate: its ratio then says only that the router's core was full."
+echo "rx path: the highest loss-free rate of the receive path alone (FromDevice per queue into Discard) on the test bed, measured with the terms."
 echo "load average $load0 before, $load1 after; $(($(date +%s) - start)) s; $(nproc) CPUs; RT=${RT:-0}."
-echo "cache-line hand-over CPU 0 -> $(($(nproc) - 1)): $hand0 ns before the terms, $hand1 between them and the routers' measurement, $hand2 after"
-echo "(the terms' rounds and RX lines give it per round: where it moved between the terms and the routers, so did their costs)."
+echo "limit: what stopped bench-veth.sh's search (router-cpu, test-bed@R/L, generator@X%, loss@X%); a rate ratio marked \">\" is the generator's"
+echo "limit, not the router's: the router forwards at least the measured rate, so compare its CPU a packet."
+echo "hand-over ns: the cache-line hand-over CPU 0 -> $(($(nproc) - 1)) (scripts/lib/handover.c) before the method's terms / between them and its"
+echo "router / after, and the regime: near (all below $NEAR_NS ns), far (all above) or moved; a unit (path, -j) whose probes differ by"
+echo "more than ${HOLD}x is measured again, $TRIES tries at most, the try whose probes differed least kept (given). RX lines give it per round."
