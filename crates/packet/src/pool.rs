@@ -29,6 +29,13 @@ pub const BUFFER_SIZE: usize = 2048;
 pub const HEADROOM: usize = 128;
 /// How many buffers freed on a foreign thread travel home together.
 pub const REMOTE_BATCH: usize = 32;
+/// How many returned buffers a pool whose free list ran dry takes back at
+/// once, at least: with fewer waiting it makes new buffers (up to its
+/// capacity). Taking them back costs the home thread a lock and the lines
+/// the freeing thread wrote (the lock's, the vector's) whatever their
+/// number; a pool that took each batch of 32 as it came paid that every
+/// 32 packets on a producer whose packets all die on another thread.
+pub const MIN_RETURNS: usize = 128;
 /// Default number of buffers a thread's pool may hold (in use plus free).
 pub const DEFAULT_CAPACITY: usize = 8192;
 
@@ -247,6 +254,10 @@ pub fn same_owner(a: &Arc<dyn BufferOwner>, b: &Arc<dyn BufferOwner>) -> bool {
 struct Shared {
     returns: Mutex<Returns>,
     pending: AtomicBool,
+    /// Standard buffers in `returns` (set under its lock, a hint outside
+    /// it): the home thread takes them only once there are
+    /// [`MIN_RETURNS`] (see [`Local::alloc_slow`]).
+    returned: AtomicUsize,
     alive: AtomicBool,
     /// Published statistics (updated by [`publish_stats`] and at thread exit).
     created: AtomicUsize,
@@ -331,6 +342,7 @@ impl Local {
         let shared = Arc::new(Shared {
             returns: Mutex::new(Returns::default()),
             pending: AtomicBool::new(false),
+            returned: AtomicUsize::new(0),
             alive: AtomicBool::new(true),
             created: AtomicUsize::new(0),
             free: AtomicUsize::new(0),
@@ -356,6 +368,7 @@ impl Local {
         }
         let mut r = shared.returns.lock().unwrap_or_else(|e| e.into_inner());
         shared.pending.store(false, Ordering::Release);
+        shared.returned.store(0, Ordering::Relaxed);
         self.created -= std::mem::take(&mut r.gone);
         if self.free.is_empty() {
             std::mem::swap(&mut self.free, &mut r.bufs);
@@ -364,6 +377,13 @@ impl Local {
         }
         drop(r);
         self.remote = self.free.len();
+        // The first buffers out: `alloc` asks for each buffer's lines
+        // PREFETCH_AHEAD allocations before it, which these did not have.
+        // Asked for together, their transfers overlap.
+        let n = self.free.len();
+        for i in 1..=n.min(PREFETCH_AHEAD + 1) {
+            prefetch_write(&*self.free[n - i]);
+        }
     }
 
     #[inline]
@@ -422,13 +442,24 @@ impl Local {
     #[cold]
     fn alloc_slow(&mut self, size: usize) -> Option<Box<Inner>> {
         self.init();
+        let grow = self.created < self.cap;
         if size == BUFFER_SIZE {
-            self.drain_returns();
-            if let Some(b) = self.free.pop() {
-                return Some(b);
+            // Fewer than MIN_RETURNS buffers came home: the pool grows
+            // instead (while it may), so that each hand-over, a lock and
+            // lines the freeing thread wrote, serves many allocations.
+            let few = grow
+                && self
+                    .shared
+                    .as_ref()
+                    .is_some_and(|s| s.returned.load(Ordering::Relaxed) < MIN_RETURNS);
+            if !few {
+                self.drain_returns();
+                if let Some(b) = self.free.pop() {
+                    return Some(b);
+                }
             }
         }
-        if self.created < self.cap {
+        if grow {
             self.created += 1;
             return Some(Inner::new(self.id, size));
         }
@@ -562,6 +593,7 @@ fn send_home(s: &mut Staged) {
     }
     r.bufs.append(&mut s.bufs);
     r.gone += gone;
+    s.shared.returned.store(r.bufs.len(), Ordering::Relaxed);
     s.shared.pending.store(true, Ordering::Release);
 }
 
@@ -573,6 +605,7 @@ impl Drop for Local {
         };
         let mut r = shared.returns.lock().unwrap_or_else(|e| e.into_inner());
         shared.pending.store(false, Ordering::Release);
+        shared.returned.store(0, Ordering::Relaxed);
         self.created -= std::mem::take(&mut r.gone);
         self.free.append(&mut r.bufs);
         shared.alive.store(false, Ordering::Release);
@@ -1367,6 +1400,50 @@ mod tests {
         back_tx.send(()).unwrap();
         let s = home.join().unwrap();
         assert_eq!((s.created, s.free), (70, 70));
+    }
+
+    /// The home thread's free list is empty and some of its buffers came
+    /// home: fewer than MIN_RETURNS, it makes a new buffer (they wait);
+    /// from MIN_RETURNS on, it takes them all back.
+    #[test]
+    fn a_pool_takes_returned_buffers_back_in_large_hand_overs() {
+        fn created_free() -> (usize, usize) {
+            LOCAL.with(|l| {
+                let l = l.borrow();
+                (l.created, l.free.len())
+            })
+        }
+        fn drop_elsewhere(ps: Vec<Packet>) {
+            std::thread::spawn(move || {
+                drop(ps);
+                flush_remote();
+            })
+            .join()
+            .unwrap();
+        }
+        std::thread::spawn(|| {
+            let few = MIN_RETURNS / 2;
+            let ps: Vec<_> = (0..few).map(|_| Packet::new(60).unwrap()).collect();
+            assert_eq!(created_free(), (few, 0));
+            drop_elsewhere(ps);
+            let p = Packet::new(60).unwrap();
+            assert_eq!(created_free(), (few + 1, 0), "grew: too few came home");
+            drop(p);
+            // Now MIN_RETURNS of them away and home again.
+            let mut ps: Vec<_> = (0..MIN_RETURNS).map(|_| Packet::new(60).unwrap()).collect();
+            let made = created_free().0;
+            assert!(made >= MIN_RETURNS, "{made}");
+            let keep = ps.split_off(MIN_RETURNS - 1);
+            drop_elsewhere(ps);
+            drop_elsewhere(keep);
+            let p = Packet::new(60).unwrap();
+            let (created, free) = created_free();
+            assert_eq!(created, made, "no new buffer: the returns were taken");
+            assert!(free >= MIN_RETURNS - 1, "{free}");
+            drop(p);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

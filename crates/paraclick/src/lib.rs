@@ -1471,9 +1471,12 @@ fn serve_and_report(
                         if mp { "multi" } else { "single" },
                         if mc { "multi" } else { "single" },
                         if crossing.contains(&q) {
-                            ", between threads: producers publish up to 16 packets at a time"
+                            format!(
+                                ", between threads: producers publish up to {} packets at a time",
+                                paraclick_elements::standard::queue::STAGE
+                            )
                         } else {
-                            ""
+                            String::new()
                         }
                     );
                 }

@@ -177,7 +177,7 @@ fn a_crossing_puller_fed_steadily_is_not_put_to_sleep_at_every_publication() {
     let _g = one_at_a_time();
     // A source pushing as fast as it can (with some work on each packet)
     // into a queue drained faster on the other thread: the queue is empty between two of the producer's
-    // publications (16 packets each), and a puller that slept there had
+    // publications (32 packets each), and a puller that slept there had
     // to be woken, by the producer, once a publication. It polls instead:
     // it sleeps only when the producer stops for longer than its polls
     // (off its CPU on a busy machine), and at the end.

@@ -103,6 +103,12 @@ pub const PARK_AFTER: Duration = Duration::from_micros(50);
 /// moves over the tasks of a pass in turn (see `Pass::run_in`).
 pub const SAMPLE_EVERY: u64 = 61;
 
+/// A busy worker runs the flushes its tasks deferred (a crossing queue's
+/// stage) every this many passes: a source sending one packet a run
+/// fills a stage of a queue's `STAGE` (32) packets in as many passes, so
+/// that a stage is published full, not cut at half.
+pub const FLUSH_EVERY: u64 = 32;
+
 impl Task {
     pub fn new(elem: usize, index: usize) -> Task {
         Task {
@@ -976,10 +982,13 @@ impl<'r> Pass<'r> {
         self.iter = self.iter.wrapping_add(1);
         let mut next = u64::MAX;
         let mut timers = false;
+        // Staged work (a crossing queue's stage) is published when the
+        // thread runs out of work and otherwise every `FLUSH_EVERY`
+        // passes; timers are looked at every 16.
+        if (!work || self.iter.is_multiple_of(FLUSH_EVERY)) && self.cx.has_deferred() {
+            self.cx.flush_deferred();
+        }
         if !work || self.iter & 15 == 0 {
-            if self.cx.has_deferred() {
-                self.cx.flush_deferred();
-            }
             (timers, next) = self.run_due_timers::<SHARED>(core);
         }
         if SHARED {

@@ -44,10 +44,13 @@
 //! pop, one comparison each for the high-water mark and the notifiers.
 //!
 //! When the thread plan puts a consumer on another thread than a producer,
-//! each producer thread gathers up to 16 packets before publishing them in
+//! each producer thread gathers up to 32 packets before publishing them in
 //! one ring operation (at once when the ring is nearly full), and publishes
-//! what it holds when it runs out of work, within 16 passes over its tasks
+//! what it holds when it runs out of work, within 32 passes over its tasks
 //! otherwise, and when it stops. `length` counts gathered packets too.
+//! With one consumer, the consumer keeps the high-water mark (the length
+//! it finds before each pull), so the producers never read the line the
+//! consumer writes as it pulls, except when the ring may be full.
 //! The consumer of such a queue asks for the buffer headers of all the
 //! packets a pull takes at once (and for their first data lines when an
 //! element on its side reads packet data), so that their transfers from
@@ -110,8 +113,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::Mutex;
 
 /// Most packets a producer gathers before publishing them to a ring that
-/// another thread pulls from.
-pub const STAGE: usize = 16;
+/// another thread pulls from. Each publication stores the ring's producer
+/// index, a line the consumer on the other core is polling: the store
+/// waits for that line, and the producer's later stores wait behind it.
+/// Over 32 packets rather than 16 that wait costs half as much a packet
+/// (docs/PERFORMANCE.md, "The crossing of a split pipeline").
+pub const STAGE: usize = 32;
 
 /// How many packets before a stage is full the producer prefetches the
 /// lines its publication will write.
@@ -179,6 +186,14 @@ pub struct Queue {
     /// once per packet that costs the producer more than the rest of the
     /// queue operation, once per batch it does not.
     crossing: AtomicBool,
+    /// The queue crosses threads and has one consumer, which keeps the
+    /// high-water mark: before each pull it reads the ring's length (both
+    /// indices, which it reads anyway), and no length reached by a push
+    /// since its last pull can exceed that, for only pushes came in
+    /// between. The producers then read the consumer's index line only
+    /// when the ring may be full. (The `highwater_length` handler adds
+    /// the pushes since the last pull: the length now.)
+    hw_by_consumer: AtomicBool,
     /// An element on the consumer side reads packet data (from the
     /// router, see [`QueueElement::set_consumer_reads_data`]): a crossing
     /// pull then prefetches the packets' first data lines too.
@@ -391,6 +406,7 @@ impl Queue {
             drops: AtomicU64::new(0),
             highwater: AtomicUsize::new(0),
             crossing: AtomicBool::new(false),
+            hw_by_consumer: AtomicBool::new(false),
             consumer_reads_data: AtomicBool::new(false),
             stages: PerThread::new(nthreads, |_| Stage::default()),
             staged: PerThreadCount::new(nthreads),
@@ -466,11 +482,12 @@ impl Queue {
         // The high-water mark without reading the consumer's cache line on
         // every push: the producer-side bound can only overstate the
         // length, so the exact length is read only when it might be a new
-        // maximum or the ring might be full.
+        // maximum (unless the consumer keeps the mark) or the ring might
+        // be full.
         let hw = self.highwater.load(Ordering::Relaxed);
         let ub = self.ring.len_upper_bound();
         let full_at = self.full_at.load(Ordering::Relaxed);
-        if ub > hw || ub >= full_at {
+        if (ub > hw && !self.hw_by_consumer.load(Ordering::Relaxed)) || ub >= full_at {
             let len = self.ring.len_fresh();
             if len > hw {
                 self.highwater.fetch_max(len, Ordering::Relaxed);
@@ -679,7 +696,8 @@ impl Queue {
     #[inline]
     fn pull_ring(&self, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
         // An empty queue (a puller polling) costs two loads, no batch.
-        if self.ring.is_empty() {
+        let len = self.ring.len();
+        if len == 0 {
             if self.policy.empty_note {
                 self.emptied(cx);
             }
@@ -695,9 +713,21 @@ impl Queue {
         self.not_empty(cx);
         self.pulled(cx);
         if self.crossing.load(Ordering::Relaxed) {
+            self.note_length_pulled(len);
             self.prefetch_taken(&b);
         }
         Some(b)
+    }
+
+    /// A pull found `len` packets in the ring before taking some: a new
+    /// high-water mark, if the consumer keeps it (see `hw_by_consumer`).
+    #[inline]
+    fn note_length_pulled(&self, len: usize) {
+        if self.hw_by_consumer.load(Ordering::Relaxed)
+            && len > self.highwater.load(Ordering::Relaxed)
+        {
+            self.highwater.fetch_max(len, Ordering::Relaxed);
+        }
     }
 
     /// A pull on a crossing queue took `b`: the producer's core wrote
@@ -1014,8 +1044,14 @@ impl Queue {
         }
         self.open_gate();
         let c = cx.consumer();
+        let len = if self.hw_by_consumer.load(Ordering::Relaxed) {
+            self.ring.len()
+        } else {
+            0
+        };
         match self.ring.pop(&c) {
             Some(p) => {
+                self.note_length_pulled(len);
                 let drained = self.ring.drained_hint(&c);
                 self.not_empty(cx);
                 self.pulled(cx);
@@ -1201,7 +1237,12 @@ impl Element for Queue {
     const HANDLERS: &'static [Handler<Self>] = &[
         Handler::read("length", |e, _| e.len().to_string()),
         Handler::read("highwater_length", |e, _| {
-            e.highwater.load(Ordering::Relaxed).to_string()
+            // Pushes since the consumer's last pull (see `hw_by_consumer`)
+            // only made the queue longer: its length now covers them.
+            e.highwater
+                .load(Ordering::Relaxed)
+                .max(e.ring.len())
+                .to_string()
         }),
         Handler::read("drops", |e, _| e.drops.load(Ordering::Relaxed).to_string()),
         Handler::rw(
@@ -1407,12 +1448,15 @@ impl QueueElement for Queue {
         // FrontDropQueue pops from the push side too: its producers are
         // consumers as well. (MixedQueue keeps its packets off the ring.)
         let extra = self.policy.front_drop;
-        self.ring.set_modes(
-            switch,
-            multi_producer,
-            multi_consumer || (extra && (crossing || multi_producer)),
-        );
+        let multi_consumer = multi_consumer || (extra && (crossing || multi_producer));
+        self.ring.set_modes(switch, multi_producer, multi_consumer);
         self.crossing.store(crossing, Ordering::Relaxed);
+        // One consumer sees every length a push reached; several might
+        // each miss one another took packets from.
+        self.hw_by_consumer.store(
+            crossing && !multi_consumer && !self.policy.lifo_input,
+            Ordering::Relaxed,
+        );
         self.set_full_at();
         // After the stores above (Release): a push that sees the new gate
         // sees them before it may reopen it.
@@ -1443,6 +1487,44 @@ mod highwater_tests {
 
     fn batch(n: usize) -> Batch {
         (0..n).map(|_| Packet::new(60).unwrap()).collect()
+    }
+
+    /// A queue whose consumer runs on another thread than its producer,
+    /// with one consumer: the producer does not look at the length for
+    /// the mark (only near full); the consumer notes the length before
+    /// each pull and the handler adds the pushes since. (Both sides are
+    /// driven here from the test's thread, through the crossing paths.)
+    #[test]
+    fn a_crossing_queue_with_one_consumer_keeps_the_high_water_mark_exact() {
+        let mut reg = crate::registry();
+        paraclick_runtime::testing::register(&mut reg);
+        let r = Router::from_str(
+            "s :: InfiniteSource(ACTIVE false) -> q :: Queue(100) \
+             -> u :: Unqueue(ACTIVE false) -> Discard; StaticThreadSched(s 0, u 1)",
+            &reg,
+            2,
+        )
+        .unwrap();
+        assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+        let hw = || r.read_handler("q.highwater_length").unwrap();
+        let pull = |n: usize| r.pull_from("q", 0, n).unwrap().map_or(0, |b| b.len());
+        // A stage, published as the push returns.
+        r.push_into("q", 0, batch(30)).unwrap();
+        assert_eq!(hw(), "30", "pushed, not pulled yet");
+        assert_eq!(pull(25), 25);
+        r.push_into("q", 0, batch(10)).unwrap();
+        assert_eq!(hw(), "30", "15 now, 30 seen by the pull");
+        r.push_into("q", 0, batch(40)).unwrap();
+        assert_eq!(hw(), "55");
+        assert_eq!(pull(5), 5);
+        assert_eq!(pull(100), 50);
+        assert_eq!(hw(), "55", "empty now: the pull saw 55");
+        // Near full the producer reads the length itself, and drops.
+        r.push_into("q", 0, batch(120)).unwrap();
+        assert_eq!(hw(), "100");
+        assert_eq!(pull(100), 100);
+        assert_eq!(hw(), "100");
+        assert_eq!(r.read_handler("q.drops").unwrap(), "20");
     }
 
     #[test]
