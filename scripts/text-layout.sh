@@ -21,9 +21,8 @@
 # language, router build, the scheduler and the elements those routers use),
 # and a program `paraclick build` writes for the fake IP router (what only
 # built programs run), then writes the script from the functions they
-# executed. A function
-# executed by more training runs is placed earlier. Rebuild afterwards;
-# docs/PERFORMANCE.md says why.
+# executed. A function executed by more training runs is placed earlier.
+# Rebuild afterwards; docs/PERFORMANCE.md says why.
 #
 # --check writes nothing: for each binary it runs the fake IP router once
 # under callgrind and prints how many 64-KiB stretches of .text the code it
