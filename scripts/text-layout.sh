@@ -19,9 +19,10 @@
 # Runs each binary under callgrind on a training set of the shipped
 # configurations (a few thousand packets each: start-up, the configuration
 # language, router build, the scheduler and the elements those routers use),
-# then writes the script from the functions they executed. A function
-# executed by more training runs is placed earlier. Rebuild afterwards;
-# docs/PERFORMANCE.md says why.
+# and a program `paraclick build` writes for the fake IP router (what only
+# built programs run), then writes the script from the functions they
+# executed. A function executed by more training runs is placed earlier.
+# Rebuild afterwards; docs/PERFORMANCE.md says why.
 #
 # --check writes nothing: for each binary it runs the fake IP router once
 # under callgrind and prints how many 64-KiB stretches of .text the code it
@@ -71,6 +72,23 @@ for k in "${!BINS[@]}"; do
     train check conf/fake-iprouter.click
     [ ${#args[@]} -eq 0 ] || args+=(--)
     args+=("$BIN" "$OUT/$k"/*.cg)
+    # A program `paraclick build` writes for the fake IP router, linked
+    # from this build's libraries: the code only built programs run (its
+    # start-up, installing the compiled entries, the compiled pulls). The
+    # program's own crate is left out of the rules (paraclick build
+    # orders it for each program).
+    dir=$(dirname "$BIN")
+    profile=$(basename "$dir")
+    [ "$profile" = debug ] && profile=dev
+    mkdir "$OUT/$k-built"
+    CARGO_TARGET_DIR=$(dirname "$dir") "$BIN" build conf/fake-iprouter.click \
+        --profile "$profile" --no-code-order -o "$OUT/$k-built/built" \
+        --keep "$OUT/$k-built/crate" >/dev/null 2>&1 \
+        || { echo "paraclick build failed: $BIN" >&2; exit 1; }
+    BIN=$OUT/$k-built/built
+    k=$k-built
+    train N=2000 -h out0.count
+    args+=(-- --program "$BIN" "$OUT/$k"/*.cg)
 done
 $CHECK && exit 0
 python3 scripts/lib/text-order.py write "${args[@]}" > "$OUT/text-order.ld"

@@ -1298,13 +1298,14 @@ fn run(a: RunArgs, built: Option<&Built>) -> ExitCode {
         relaxed_order: a.relaxed_order,
         ..BuildOptions::default()
     };
+    let fits = built.and_then(|b| aot::check_built(b, &src, &opts, &a.input.parse_options()));
     let mut router = match Router::build(&src, &reg, &opts) {
         Ok(r) => r,
         Err(d) if click => return report_click(&d, true),
         Err(d) => return report_errors(&src, &d),
     };
-    if let Some(b) = built {
-        aot::install_built(b, &mut router, &src, &opts, &a.input.parse_options());
+    if let (Some(b), Some(fits)) = (built, fits) {
+        aot::install_built(b, fits, &mut router);
     }
     if let Some(n) = a.trace {
         let spec = match &a.trace_filter {
