@@ -802,8 +802,10 @@ fn text_order_script(source: &Path, rustflags: &str) -> Option<PathBuf> {
 /// (`base`, text-order.ld) with, first, the code only this program has,
 /// which paraclick's runs cannot have been trained on: the functions its
 /// crate `name` compiles (its element functions, `install`, the generic
-/// instances it makes: about 100 kB, most of it run), and the
-/// constructors of the configuration's element classes (`classes`, Rust
+/// instances it makes: about 100 kB, most of it run), what only built
+/// programs run (`run_built`, the runtime's `compiled` entries: trained
+/// on one built program, they sat just past the front once paraclick's
+/// own run grew), and the constructors of the configuration's element classes (`classes`, Rust
 /// types; a class the training runs did not use has its constructor
 /// anywhere in the text). Without them a run of Click's fake IP router
 /// executed code in 40 of the text's 64-KiB stretches, where 17 would
@@ -825,8 +827,11 @@ fn program_order_script(
     // writes are `NAME.CRATE-HASH...`). `name` is letters, digits and `_`.
     let _ = writeln!(
         rules,
-        "    /* This program's own code, then its element classes' constructors. */\n    \
-         */{name}.{name}.*(.text .text.*)"
+        "    /* This program's own code, what only built programs run (their\n       \
+         start-up, the compiled task runs' entry), then its element\n       \
+         classes' constructors. */\n    \
+         */{name}.{name}.*(.text .text.*)\n    \
+         *(.text._ZN9paraclick9run_built* .text._ZN17paraclick_runtime8compiled*)"
     );
     for prefix in classes.iter().filter_map(|t| module_symbol_prefix(t)) {
         let _ = writeln!(

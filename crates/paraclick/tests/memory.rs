@@ -278,8 +278,8 @@ fn a_built_program_has_the_code_its_runs_execute_at_the_front() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut functions = RUN_FUNCTIONS.to_vec();
     functions.extend([
-        // What only a built program runs: its start-up (paraclick's
-        // order, trained on a built program too).
+        // What only a built program runs: its start-up (first in the
+        // program's own order, after the program's crate).
         "9paraclick9run_built17h",
         // The program's own code, which no order trained beforehand can
         // name (paraclick build puts it first), and the constructors of
