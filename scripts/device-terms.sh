@@ -185,17 +185,8 @@ RX_WINDOWS=${RX_WINDOWS:-5}
 TX_RATE=${TX_RATE:-400000}
 TX_WINDOWS=${TX_WINDOWS:-5}
 
-# The TSC's rate in MHz: the runtime's busy cycles (the `threads`
-# handler's BUSY_CYCLES) are TSC cycles. TSC_MHZ=F sets it; else the
-# kernel's calibration (dmesg), else /proc/cpuinfo's "cpu MHz" (the TSC's
-# rate only where the CPU's clock does not change, as in this VM).
-tsc_mhz() {
-  local m=${TSC_MHZ:-}
-  [[ -n $m ]] || m=$(dmesg 2>/dev/null | sed -n 's/.*Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
-  [[ -n $m ]] || m=$(dmesg 2>/dev/null | sed -n 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
-  [[ -n $m ]] || m=$(awk -F: '/^cpu MHz/ { gsub(/ /, "", $2); print $2; exit }' /proc/cpuinfo)
-  echo "$m"
-}
+# The runtime's busy cycles (the `threads` handler's BUSY_CYCLES) are TSC cycles.
+. "$(dirname "${BASH_SOURCE[0]}")/lib/tsc.sh"
 MHZ=$(tsc_mhz)
 
 # The worker threads' polls, idle polls (passes in which no task did

@@ -84,16 +84,7 @@ else
   trap 'rm -rf "$TMP"' EXIT
 fi
 
-# The TSC's rate in MHz, as scripts/device-terms.sh reads it: TSC_MHZ, else
-# the kernel's calibration (dmesg), else /proc/cpuinfo's "cpu MHz" (the
-# TSC's rate only where the CPU's clock does not change, as in this VM).
-tsc_mhz() {
-  local m=${TSC_MHZ:-}
-  [[ -n $m ]] || m=$(dmesg 2> /dev/null | sed -n 's/.*Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
-  [[ -n $m ]] || m=$(dmesg 2> /dev/null | sed -n 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
-  [[ -n $m ]] || m=$(awk -F: '/^cpu MHz/ { gsub(/ /, "", $2); print $2; exit }' /proc/cpuinfo)
-  echo "$m"
-}
+. scripts/lib/tsc.sh
 MHZ=$(tsc_mhz)
 
 # The packets the sources sent: the sum of every InfiniteSource's count
