@@ -43,11 +43,12 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # command:package of the test suite: network namespaces, Linux's own
 # tools, Python for independent packet checks; chromium and chromedriver
 # for the web view's browser test (tests/web.rs); prometheus for the
-# metrics test (tests/metrics.rs); ethtool for the netns tests' offload
+# metrics test (tests/metrics.rs); strace for the start-up test
+# (tests/startup.rs); ethtool for the netns tests' offload
 # checks (tests/netns/ip6.sh) and the veth benchmarks' XDP generator.
 pairs=()
 if $tests; then
-  pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "gzip:gzip" "bzip2:bzip2" "ethtool:ethtool" "chromium:chromium" "chromedriver:chromium-driver" "prometheus:prometheus")
+  pairs+=("ip:iproute2" "python3:python3" "pip3:python3-pip" "ping:iputils-ping" "tcpdump:tcpdump" "curl:curl" "gzip:gzip" "bzip2:bzip2" "ethtool:ethtool" "strace:strace" "chromium:chromium" "chromedriver:chromium-driver" "prometheus:prometheus")
 fi
 # The benchmark scripts': the veth topology (scripts/lib/veth.sh: ip,
 # ping, taskset, ethtool, cc for scripts/lib/xdpgen.c), xdp-bench (the

@@ -712,6 +712,7 @@ fn command() -> clap::Command {
 /// The `paraclick` command line: parses the process's arguments and runs
 /// what they ask for.
 pub fn main_cli() -> ExitCode {
+    register_fences();
     let cli = match Cli::from_arg_matches(&command().get_matches()) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -958,6 +959,15 @@ pub struct Built {
     pub install: fn(&mut Router) -> Result<usize, String>,
 }
 
+/// Registers the process for the notifiers' heavy fence
+/// (`membarrier(2)`, see `notifier::light_wakes`) first thing, while it
+/// has one thread: the kernel then only marks it, where a process with
+/// several threads (the signal watcher starts before the router) waits
+/// for an RCU grace period, 12 ms here, most of a short run's start-up.
+fn register_fences() {
+    let _ = paraclick_runtime::notifier::light_wakes();
+}
+
 /// The command line of a built program: `paraclick`'s run options and
 /// defines, for the configuration embedded in it (a configuration file
 /// given must be that text). The compiled entries are installed when the
@@ -965,6 +975,7 @@ pub struct Built {
 /// compiled (other defines that change an element's type, `--auto`), the
 /// program warns and runs every element through the dynamic router.
 pub fn run_built(built: Built) -> ExitCode {
+    register_fences();
     let cli = match Cli::from_arg_matches(&command().get_matches()) {
         Ok(c) => c,
         Err(e) => e.exit(),
