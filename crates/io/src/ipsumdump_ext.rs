@@ -105,25 +105,24 @@ pub(crate) fn line_words(s: &str) -> Vec<&str> {
 // ---------------------------------------------------------------------
 // MD5 digests
 
-const MD5_CHARS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@";
+/// The 64 digits of Click's text form of an MD5 digest, by value.
+const MD5_CHARS: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@";
 
 pub(crate) fn md5(d: &[u8]) -> [u8; 16] {
     use md5::{Digest, Md5};
     Md5::digest(d).into()
 }
 
-/// 22 characters from `[A-Za-z0-9_@]`: the digest's bits, 6 at a time,
-/// most significant first (the last character holds the final 2 bits).
+/// Click's text form of a digest: 22 characters, each 6 bits of the
+/// digest read as one little-endian 128-bit number, least significant
+/// first (the low 6 bits of the first byte come first; the last character
+/// holds the top 2 bits of the last byte). Digit values 0-63 are
+/// `a-z`, `A-Z`, `0-9`, `_`, `@`. The MD5 of nothing is
+/// `u3bJz@iaYsq6aMaMSJVq_b`.
 pub(crate) fn md5_ascii(m: &[u8; 16], out: &mut String) {
-    let v = u128::from_be_bytes(*m);
+    let v = u128::from_le_bytes(*m);
     for i in 0..22 {
-        let shift = 128i32 - 6 * (i + 1);
-        let c = if shift >= 0 {
-            (v >> shift) & 63
-        } else {
-            (v << -shift) & 63
-        };
-        out.push(MD5_CHARS[c as usize] as char);
+        out.push(MD5_CHARS[((v >> (6 * i)) & 63) as usize] as char);
     }
 }
 
@@ -134,17 +133,13 @@ pub(crate) fn parse_md5_ascii(s: &str) -> Option<[u8; 16]> {
     let mut v: u128 = 0;
     for (i, c) in s.bytes().enumerate() {
         let d = MD5_CHARS.iter().position(|&x| x == c)? as u128;
-        let shift = 128i32 - 6 * (i as i32 + 1);
-        if shift >= 0 {
-            v |= d << shift;
-        } else {
-            if d & ((1 << -shift) - 1) != 0 {
-                return None;
-            }
-            v |= d >> -shift;
+        // The last digit holds only the top 2 bits.
+        if i == 21 && d > 3 {
+            return None;
         }
+        v |= d << (6 * i);
     }
-    Some(v.to_be_bytes())
+    Some(v.to_le_bytes())
 }
 
 pub(crate) fn parse_md5_hex(s: &str) -> Option<[u8; 16]> {
@@ -556,17 +551,45 @@ mod tests {
 
     #[test]
     fn md5_forms() {
-        let m = md5(b"");
+        // Real Click's payload_md5 text for these payloads (Click's
+        // regression test IPSummaryDump-02).
+        for (d, text, hex) in [
+            (
+                &b""[..],
+                "u3bJz@iaYsq6aMaMSJVq_b",
+                "d41d8cd98f00b204e9800998ecf8427e",
+            ),
+            (
+                b"hi there\n",
+                "sy@Uze03MHB84qQruJ_zma",
+                "12f6bb1941df66b8f138a446d4e8670c",
+            ),
+        ] {
+            let m = md5(d);
+            let mut s = String::new();
+            md5_ascii(&m, &mut s);
+            assert_eq!(s, text);
+            assert_eq!(parse_md5_ascii(text), Some(m));
+            assert_eq!(parse_md5_hex(hex), Some(m));
+        }
+        // Every digit value: 0 and 63 in each position (the last holds 2
+        // bits).
         let mut s = String::new();
-        md5_ascii(&m, &mut s);
-        assert_eq!(s.len(), 22);
-        assert_eq!(parse_md5_ascii(&s), Some(m));
-        assert_eq!(
-            parse_md5_hex("d41d8cd98f00b204e9800998ecf8427e"),
-            Some(m),
-            "MD5 of nothing"
+        md5_ascii(&[0xff; 16], &mut s);
+        assert_eq!(s, "@@@@@@@@@@@@@@@@@@@@@d");
+        assert_eq!(parse_md5_ascii(&s), Some([0xff; 16]));
+        let mut s = String::new();
+        md5_ascii(
+            &[0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40],
+            &mut s,
         );
+        assert_eq!(s, "baaaaaaaaaaaaaaaaaaaab");
         assert!(parse_md5_ascii("short").is_none());
+        assert!(
+            parse_md5_ascii("aaaaaaaaaaaaaaaaaaaaae").is_none(),
+            "more than 128 bits"
+        );
+        assert!(parse_md5_ascii("aaaaaaaaaaaaaaaaaaaa+a").is_none());
     }
 
     #[test]

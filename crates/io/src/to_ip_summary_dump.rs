@@ -51,8 +51,10 @@
 //! and mask messages), `icmp_nextmtu` (unreachable/needfrag), `payload`
 //! (the captured bytes after the IP and TCP or UDP headers, as a quoted
 //! string with `\"`, `\\`, `\n`, `\r`, `\t` and `\xHH` escapes),
-//! `payload_md5` (its MD5 digest in 22 characters of `[A-Za-z0-9_@]`, 6
-//! bits each, most significant first) and `payload_md5_hex` (32 hex
+//! `payload_md5` (its MD5 digest in Click's 22-character form: 6 bits per
+//! character, least significant first, of the digest read as a
+//! little-endian number; digits `a-z`, `A-Z`, `0-9`, `_`, `@`, so the MD5
+//! of nothing is `u3bJz@iaYsq6aMaMSJVq_b`) and `payload_md5_hex` (32 hex
 //! digits), `aggregate` (`agg`; the aggregate annotation, which
 //! AggregateIP and AggregateIPFlows set), `first_timestamp` (`first_ts`;
 //! the first timestamp annotation).
