@@ -60,8 +60,11 @@
 //! them and as ToIPSummaryDump writes such an option back, where real
 //! Click builds one option per block), `icmp_type_name`, `icmp_code_name` (after the
 //! type on the line), `icmp_flowid`, `icmp_seq`, `icmp_nextmtu`, `payload`
-//! (a quoted string, which may hold spaces: the packet's payload, and its
-//! length when `ip_len` and `payload_len` are absent), `aggregate`
+//! (a word as is, or a double-quoted string, which may hold spaces, with
+//! Click's backslash substitutions: `\n`, `\t`, one to three octal digits,
+//! `\x` and hex digits, `\<hex data>`, any other `\c` is `c`; the packet's
+//! payload, and its length when `ip_len` and `payload_len` are absent),
+//! `aggregate`
 //! and `first_timestamp` (set those annotations), `payload_md5` and
 //! `payload_md5_hex` (checked for form, then ignored), `ip6_src` and
 //! `ip6_dst` (the line builds an IPv6 packet: a 40-byte header with the

@@ -9,67 +9,48 @@ use std::net::Ipv4Addr;
 // ---------------------------------------------------------------------
 // Quoted strings (the `payload` field)
 
-/// `"..."` with `\\`, `\"`, `\n`, `\r`, `\t` and `\xHH` escapes for
-/// everything outside printable ASCII.
+/// `"..."` as Click writes a payload: `\\`, `\"` and `\$` escaped, tab,
+/// newline and carriage return as `\t`, `\n` and `\r`, and every other
+/// byte outside printable ASCII as three octal digits (`\000`, `\177`,
+/// `\377`), so a digit after it stays a digit.
 pub(crate) fn quote(d: &[u8], out: &mut String) {
     out.push('"');
     for &b in d {
         match b {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),
+            b'$' => out.push_str("\\$"),
             b'\n' => out.push_str("\\n"),
             b'\r' => out.push_str("\\r"),
             b'\t' => out.push_str("\\t"),
             0x20..=0x7e => out.push(b as char),
             _ => {
-                let _ = write!(out, "\\x{b:02X}");
+                let _ = write!(out, "\\{b:03o}");
             }
         }
     }
     out.push('"');
 }
 
-/// The bytes of a quoted string (or of an unquoted word, taken as is).
+/// The bytes of a payload word. A word in double quotes must end at its
+/// closing quote; inside, Click's backslash substitutions apply (`\n`,
+/// `\t`, `\a`..., one to three octal digits, `\x` and hex digits of
+/// which the last two count, `\<hex data>`, any other `\c` is `c`). A
+/// word without quotes is taken as is.
 pub(crate) fn unquote(s: &str) -> Option<Vec<u8>> {
     let Some(inner) = s.strip_prefix('"') else {
         return Some(s.as_bytes().to_vec());
     };
-    let inner = inner.strip_suffix('"')?;
+    // The closing quote: the first unescaped one, which must end the word.
     let b = inner.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            out.push(b[i]);
-            i += 1;
-            continue;
-        }
-        let c = *b.get(i + 1)?;
-        i += 2;
-        match c {
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
-            b'x' => {
-                let h = std::str::from_utf8(b.get(i..i + 2)?).ok()?;
-                out.push(u8::from_str_radix(h, 16).ok()?);
-                i += 2;
-            }
-            b'0'..=b'7' => {
-                // Up to three octal digits (C style).
-                let mut v: u32 = u32::from(c - b'0');
-                let mut n = 1;
-                while n < 3 && i < b.len() && (b'0'..=b'7').contains(&b[i]) {
-                    v = v * 8 + u32::from(b[i] - b'0');
-                    i += 1;
-                    n += 1;
-                }
-                out.push(u8::try_from(v).ok()?);
-            }
-            other => out.push(other),
-        }
+    while i < b.len() && b[i] != b'"' {
+        i += if b[i] == b'\\' { 2 } else { 1 };
     }
-    Some(out)
+    if i + 1 != b.len() {
+        return None;
+    }
+    Some(paraclick_lang::args::unquote_bytes(s))
 }
 
 /// Splits a dump line into words; a double-quoted word (with backslash
@@ -536,15 +517,59 @@ pub(crate) fn parse_ip_opts(s: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// Every byte, as real Click's ToIPSummaryDump prints a payload
+    /// holding bytes 0 to 255 (its output lines, run together).
+    const ALL_BYTES_CLICK: &str = concat!(
+        r#"\000\001\002\003\004\005\006\007\010\t\n\013\014\r\016\017"#,
+        r#"\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037"#,
+        r##" !\"#\$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNO"##,
+        r#"PQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\177"#,
+        r#"\200\201\202\203\204\205\206\207\210\211\212\213\214\215\216\217"#,
+        r#"\220\221\222\223\224\225\226\227\230\231\232\233\234\235\236\237"#,
+        r#"\240\241\242\243\244\245\246\247\250\251\252\253\254\255\256\257"#,
+        r#"\260\261\262\263\264\265\266\267\270\271\272\273\274\275\276\277"#,
+        r#"\300\301\302\303\304\305\306\307\310\311\312\313\314\315\316\317"#,
+        r#"\320\321\322\323\324\325\326\327\330\331\332\333\334\335\336\337"#,
+        r#"\340\341\342\343\344\345\346\347\350\351\352\353\354\355\356\357"#,
+        r#"\360\361\362\363\364\365\366\367\370\371\372\373\374\375\376\377"#,
+    );
+
     #[test]
-    fn quoting_round_trips() {
-        let d = b"a b\"c\\\n\x00\xff";
+    fn payloads_quote_as_click_prints_them() {
+        let all: Vec<u8> = (0..=255).collect();
         let mut s = String::new();
-        quote(d, &mut s);
-        assert_eq!(s, "\"a b\\\"c\\\\\\n\\x00\\xFF\"");
-        assert_eq!(unquote(&s).unwrap(), d);
-        assert_eq!(unquote("\"\\101\"").unwrap(), b"A");
-        assert!(unquote("\"\\x4\"").is_none());
+        quote(&all, &mut s);
+        assert_eq!(s, format!("\"{ALL_BYTES_CLICK}\""));
+        assert_eq!(unquote(&s).unwrap(), all);
+        // Click's regression test Pad-01: octal escapes, not `\x00`.
+        let mut s = String::new();
+        quote(b"HiFart\0\0\0\0", &mut s);
+        assert_eq!(s, r#""HiFart\000\000\000\000""#);
+        let mut s = String::new();
+        quote(b"", &mut s);
+        assert_eq!(s, r#""""#);
+    }
+
+    #[test]
+    fn payloads_read_with_clicks_backslash_substitutions() {
+        // Each word and the bytes real Click's FromIPSummaryDump made of it
+        // (printed back by its ToIPSummaryDump).
+        let cases: &[(&str, &[u8])] = &[
+            (
+                r#""a\x00b\001c\"d\\e\nf\tg\rh\x7fi\x80j\xffk\al\e""#,
+                b"a\x0b\x01c\"d\\e\nf\tg\rh\x7fi\x80j\xffk\x07le",
+            ),
+            (
+                r#""\<48 45 4c>|\b\v\f|\x4|\x123|\$|\777|\0|\08""#,
+                b"HEL|\x08\x0b\x0c|\x04|#|$|\xff|\x00|\x008",
+            ),
+            (r#"abc\x41"#, b"abc\\x41"),
+        ];
+        for (w, want) in cases {
+            assert_eq!(unquote(w).as_deref(), Some(*want), "{w}");
+        }
+        assert!(unquote(r#""unterminated"#).is_none());
+        assert!(unquote(r#""a\""#).is_none());
         assert_eq!(line_words("1 \"a b\" 2"), vec!["1", "\"a b\"", "2"]);
         assert_eq!(line_words("\"a\\\" b\" x"), vec!["\"a\\\" b\"", "x"]);
     }

@@ -50,8 +50,10 @@
 //! `icmp_flowid` (`icmp_id`) and `icmp_seq` (echo, timestamp, information
 //! and mask messages), `icmp_nextmtu` (unreachable/needfrag), `payload`
 //! (the captured bytes after the IP and TCP or UDP headers, as a quoted
-//! string with `\"`, `\\`, `\n`, `\r`, `\t` and `\xHH` escapes),
-//! `payload_md5` (its MD5 digest in Click's 22-character form: 6 bits per
+//! string as Click writes it: `\"`, `\\` and `\$` escaped, `\t`, `\n`
+//! and `\r`, and other bytes outside printable ASCII as three octal
+//! digits, `\000` to `\377`), `payload_md5` (its MD5 digest in Click's
+//! 22-character form: 6 bits per
 //! character, least significant first, of the digest read as a
 //! little-endian number; digits `a-z`, `A-Z`, `0-9`, `_`, `@`, so the MD5
 //! of nothing is `u3bJz@iaYsq6aMaMSJVq_b`) and `payload_md5_hex` (32 hex
