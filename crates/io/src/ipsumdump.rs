@@ -744,7 +744,7 @@ pub(crate) struct Values {
     pub dst6: Option<std::net::Ipv6Addr>,
 }
 
-fn int<T: TryFrom<u64>>(s: &str) -> Option<T> {
+pub(crate) fn int<T: TryFrom<u64>>(s: &str) -> Option<T> {
     let v: u64 = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         u64::from_str_radix(h, 16).ok()?
     } else {
@@ -857,8 +857,13 @@ pub(crate) fn parse_value(f: Field, s: &str, v: &mut Values, minor: u32) -> Opti
         Field::TcpWindow => v.tcp_window = Some(int(s)?),
         Field::TcpUrp => v.tcp_urp = Some(int(s)?),
         Field::UdpLen => v.udp_len = Some(int(s)?),
-        Field::IcmpType => v.icmp_type = Some(int(s)?),
-        Field::IcmpCode => v.icmp_code = Some(int(s)?),
+        Field::IcmpType | Field::IcmpTypeName => {
+            v.icmp_type = Some(crate::ipsumdump_ext::parse_icmp_type(s)?)
+        }
+        // A code name needs the type: readers give code fields last.
+        Field::IcmpCode | Field::IcmpCodeName => {
+            v.icmp_code = Some(crate::ipsumdump_ext::parse_icmp_code(s, v.icmp_type)?)
+        }
         Field::PayloadLen => v.payload_len = Some(int::<u32>(s).filter(|l| *l <= 0xffff)?),
         Field::Count => v.count = Some(int(s)?),
         Field::Direction | Field::Link | Field::Paint => {
@@ -875,10 +880,6 @@ pub(crate) fn parse_value(f: Field, s: &str, v: &mut Values, minor: u32) -> Opti
         Field::TcpNtopt | Field::TcpSack => {
             let o = crate::ipsumdump_ext::parse_tcp_opts(s)?;
             v.tcp_opt.get_or_insert(o);
-        }
-        Field::IcmpTypeName => v.icmp_type = Some(crate::ipsumdump_ext::parse_icmp_type(s)?),
-        Field::IcmpCodeName => {
-            v.icmp_code = Some(crate::ipsumdump_ext::parse_icmp_code(s, v.icmp_type)?)
         }
         Field::IcmpFlowid => v.icmp_id = Some(int(s)?),
         Field::IcmpSeq => v.icmp_seq = Some(int(s)?),

@@ -137,8 +137,9 @@ pub(crate) fn parse_md5_hex(s: &str) -> Option<[u8; 16]> {
 // ---------------------------------------------------------------------
 // ICMP names
 
+/// ICMP type names as Click prints and reads them.
 const TYPE_NAMES: &[(u8, &str)] = &[
-    (0, "echoreply"),
+    (0, "echo-reply"),
     (3, "unreachable"),
     (4, "sourcequench"),
     (5, "redirect"),
@@ -148,10 +149,19 @@ const TYPE_NAMES: &[(u8, &str)] = &[
     (11, "timeexceeded"),
     (12, "parameterproblem"),
     (13, "timestamp"),
-    (14, "timestampreply"),
+    (14, "timestamp-reply"),
     (15, "inforeq"),
-    (16, "inforeqreply"),
+    (16, "inforeq-reply"),
     (17, "maskreq"),
+    (18, "maskreq-reply"),
+];
+
+/// Spellings without the hyphen, which earlier paraclick versions wrote:
+/// read, never written.
+const OLD_TYPE_NAMES: &[(u8, &str)] = &[
+    (0, "echoreply"),
+    (14, "timestampreply"),
+    (16, "inforeqreply"),
     (18, "maskreqreply"),
 ];
 
@@ -195,17 +205,20 @@ pub(crate) fn icmp_code_name(t: u8, c: u8) -> String {
         .map_or_else(|| c.to_string(), |s| s.to_string())
 }
 
+/// A type name or number (the `icmp_type` and `icmp_type_name` fields
+/// both take either, as in Click).
 pub(crate) fn parse_icmp_type(s: &str) -> Option<u8> {
     TYPE_NAMES
         .iter()
+        .chain(OLD_TYPE_NAMES)
         .find(|(_, n)| *n == s)
         .map(|(t, _)| *t)
-        .or_else(|| s.parse().ok())
+        .or_else(|| crate::ipsumdump::int(s))
 }
 
 /// A code name needs the type; numbers need nothing.
 pub(crate) fn parse_icmp_code(s: &str, ty: Option<u8>) -> Option<u8> {
-    if let Ok(c) = s.parse() {
+    if let Some(c) = crate::ipsumdump::int(s) {
         return Some(c);
     }
     let names = code_names(ty?);
@@ -668,11 +681,43 @@ mod tests {
 
     #[test]
     fn icmp_names() {
-        assert_eq!(icmp_type_name(8), "echo");
-        assert_eq!(icmp_type_name(200), "200");
+        // Real Click's icmp_type_name for types 0 to 255: these names, the
+        // number otherwise.
+        let named = [
+            (0, "echo-reply"),
+            (3, "unreachable"),
+            (4, "sourcequench"),
+            (5, "redirect"),
+            (8, "echo"),
+            (9, "routeradvert"),
+            (10, "routersolicit"),
+            (11, "timeexceeded"),
+            (12, "parameterproblem"),
+            (13, "timestamp"),
+            (14, "timestamp-reply"),
+            (15, "inforeq"),
+            (16, "inforeq-reply"),
+            (17, "maskreq"),
+            (18, "maskreq-reply"),
+        ];
+        for t in 0..=255u8 {
+            let want = named
+                .iter()
+                .find(|(n, _)| *n == t)
+                .map_or_else(|| t.to_string(), |(_, s)| s.to_string());
+            assert_eq!(icmp_type_name(t), want);
+            assert_eq!(parse_icmp_type(&want), Some(t));
+        }
+        assert_eq!(parse_icmp_type("echoreply"), Some(0), "old spelling");
+        assert_eq!(parse_icmp_type("0x8"), Some(8));
+        assert_eq!(parse_icmp_type("ECHO"), None);
+        assert_eq!(parse_icmp_type("256"), None);
         assert_eq!(icmp_code_name(3, 4), "needfrag");
-        assert_eq!(parse_icmp_type("sourcequench"), Some(4));
+        assert_eq!(icmp_code_name(3, 16), "16");
+        assert_eq!(icmp_code_name(8, 0), "0");
         assert_eq!(parse_icmp_code("needfrag", Some(3)), Some(4));
+        assert_eq!(parse_icmp_code("0x4", Some(8)), Some(4));
         assert_eq!(parse_icmp_code("needfrag", None), None);
+        assert_eq!(parse_icmp_code("needfrag", Some(11)), None);
     }
 }

@@ -45,8 +45,11 @@
 //! per SACK block, so a SACK option with two blocks is `sack1-5;sack9-12`,
 //! as Click writes it; `ts669063908:38382731`, and the generic forms),
 //! `tcp_ntopt` (the same without timestamps), `tcp_sack` (SACK and
-//! SACK-permitted only), `icmp_type_name` (`echo`, `unreachable`, ... or
-//! the number), `icmp_code_name` (`needfrag`, `port`, ... or the number),
+//! SACK-permitted only), `icmp_type_name` (`echo-reply`, `unreachable`,
+//! `sourcequench`, `redirect`, `echo`, `routeradvert`, `routersolicit`,
+//! `timeexceeded`, `parameterproblem`, `timestamp`, `timestamp-reply`,
+//! `inforeq`, `inforeq-reply`, `maskreq`, `maskreq-reply`, or the number),
+//! `icmp_code_name` (`needfrag`, `port`, ... or the number),
 //! `icmp_flowid` (`icmp_id`) and `icmp_seq` (echo, timestamp, information
 //! and mask messages), `icmp_nextmtu` (unreachable/needfrag), `payload`
 //! (the captured bytes after the IP and TCP or UDP headers, as a quoted
