@@ -72,7 +72,9 @@
 //! `payload_md5_hex` (checked for form, then ignored), `ip6_src` and
 //! `ip6_dst` (the line builds an IPv6 packet: a 40-byte header with the
 //! hop limit from `ip_ttl`, traffic class from `ip_tos`, next header from
-//! `ip_proto`, then a TCP, UDP or ICMPv6 (58) header).
+//! `ip_proto`, then a TCP, UDP or ICMPv6 (58) header). Numbers are read
+//! as Click reads them: decimal, hexadecimal after `0x`, octal after a
+//! leading `0` (`010` is 8).
 //!
 //! Built packets are IPv4 with a correct header length, the header
 //! checksum of `ip_sum`, else a correct one with CHECKSUM true, else 0

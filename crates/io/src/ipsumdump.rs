@@ -744,6 +744,8 @@ pub(crate) struct Values {
     pub dst6: Option<std::net::Ipv6Addr>,
 }
 
+/// An unsigned integer as Click reads one in a dump: decimal, hexadecimal
+/// after `0x`, octal after a leading `0` (`010` is 8, `08` is an error).
 pub(crate) fn int<T: TryFrom<u64>>(s: &str) -> Option<T> {
     let v: u64 = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         u64::from_str_radix(h, 16).ok()?
@@ -751,7 +753,10 @@ pub(crate) fn int<T: TryFrom<u64>>(s: &str) -> Option<T> {
         if !s.bytes().all(|b| b.is_ascii_digit()) || s.is_empty() {
             return None;
         }
-        s.parse().ok()?
+        match s.strip_prefix('0') {
+            Some(o) if !o.is_empty() => u64::from_str_radix(o, 8).ok()?,
+            _ => s.parse().ok()?,
+        }
     };
     T::try_from(v).ok()
 }
@@ -1317,6 +1322,17 @@ mod tests {
         assert!(parse_value(Field::IpSrc, "1.2.3", &mut v, 3).is_none());
         assert!(parse_value(Field::IpTtl, "-1", &mut v, 3).is_none());
         assert!(parse_value(Field::Sport, "65536", &mut v, 3).is_none());
+        // Click's integers: a leading 0 is octal, 0x hexadecimal (real
+        // Click reads sport 010 as 8, ts_usec 012345 as 5349).
+        assert!(parse_value(Field::Sport, "010", &mut v, 3).is_some());
+        assert_eq!(v.sport, Some(8));
+        assert!(parse_value(Field::TsUsec, "012345", &mut v, 3).is_some());
+        assert_eq!(v.ts_usec, Some(5349));
+        assert!(parse_value(Field::Dport, "0x10", &mut v, 3).is_some());
+        assert_eq!(v.dport, Some(16));
+        assert!(parse_value(Field::Dport, "0", &mut v, 3).is_some());
+        assert_eq!(v.dport, Some(0));
+        assert!(parse_value(Field::IpTtl, "08", &mut v, 3).is_none());
         assert!(parse_value(Field::Direction, "<", &mut v, 3).is_some());
         assert_eq!(v.paint, Some(1));
         assert_eq!(
