@@ -137,7 +137,7 @@ pub const PACKET_ELEMENTS: &[(&str, usize, bool)] = &[
     ("StoreTimestamp(OFFSET 30)", 1, true),
     ("AggregateIP(tcp dport)", 2, true),
     ("AggregateIP(data[2:4] & 0xFF00)", 2, true),
-    ("AggregateIPFlows(ICMP true)", 2, true),
+    ("AggregateIPFlows(ICMP true)", 2, false),
     ("AggregateCounter", 2, true),
     ("AggregateLength(IP true)", 2, true),
     ("AggregateLength(IP true)", 1, true),

@@ -58,15 +58,23 @@
 //! the options they list; consecutive SACK block words, `sack1-5;sack9-12`,
 //! build one SACK option with those blocks, up to 4, as TCP stacks send
 //! them and as ToIPSummaryDump writes such an option back, where real
-//! Click builds one option per block), `icmp_type_name`, `icmp_code_name` (after the
-//! type on the line), `icmp_flowid`, `icmp_seq`, `icmp_nextmtu`, `payload`
-//! (a quoted string, which may hold spaces: the packet's payload, and its
-//! length when `ip_len` and `payload_len` are absent), `aggregate`
+//! Click builds one option per block), `icmp_type_name`, `icmp_code_name`
+//! (as in Click, `icmp_type` and `icmp_type_name` each take a name or a
+//! number, and so do `icmp_code` and `icmp_code_name`; a code name is
+//! looked up under the line's type, wherever that is on the line),
+//! `icmp_flowid`, `icmp_seq`, `icmp_nextmtu`, `payload`
+//! (a word as is, or a double-quoted string, which may hold spaces, with
+//! Click's backslash substitutions: `\n`, `\t`, one to three octal digits,
+//! `\x` and hex digits, `\<hex data>`, any other `\c` is `c`; the packet's
+//! payload, and its length when `ip_len` and `payload_len` are absent),
+//! `aggregate`
 //! and `first_timestamp` (set those annotations), `payload_md5` and
 //! `payload_md5_hex` (checked for form, then ignored), `ip6_src` and
 //! `ip6_dst` (the line builds an IPv6 packet: a 40-byte header with the
 //! hop limit from `ip_ttl`, traffic class from `ip_tos`, next header from
-//! `ip_proto`, then a TCP, UDP or ICMPv6 (58) header).
+//! `ip_proto`, then a TCP, UDP or ICMPv6 (58) header). Numbers are read
+//! as Click reads them: decimal, hexadecimal after `0x`, octal after a
+//! leading `0` (`010` is 8).
 //!
 //! Built packets are IPv4 with a correct header length, the header
 //! checksum of `ip_sum`, else a correct one with CHECKSUM true, else 0
@@ -469,18 +477,21 @@ impl State {
             return Line::Bad("no '!data' line (or CONTENTS) names the fields".into());
         }
         let mut v = Values::default();
-        for (i, w) in crate::ipsumdump_ext::line_words(text)
-            .into_iter()
-            .enumerate()
-        {
-            let Some(Some(f)) = self.fields.get(i) else {
-                continue;
-            };
-            if w == "-" {
-                continue;
-            }
-            if parse_value(*f, w, &mut v, self.minor).is_none() {
-                return Line::Bad(format!("bad {} '{w}'", f.name()));
+        let words = crate::ipsumdump_ext::line_words(text);
+        // ICMP code names mean something only with the type, which may
+        // come later on the line: code fields are read last.
+        let is_code = |f: &Field| matches!(f, Field::IcmpCode | Field::IcmpCodeName);
+        for codes in [false, true] {
+            for (i, w) in words.iter().enumerate() {
+                let Some(Some(f)) = self.fields.get(i) else {
+                    continue;
+                };
+                if *w == "-" || is_code(f) != codes {
+                    continue;
+                }
+                if parse_value(*f, w, &mut v, self.minor).is_none() {
+                    return Line::Bad(format!("bad {} '{w}'", f.name()));
+                }
             }
         }
         Line::Packet(Box::new(v))
@@ -759,6 +770,32 @@ mod tests {
             assert_eq!(handler(&r, "f.filepos"), dump().len().to_string());
             assert_eq!(handler(&r, "f.filesize"), dump().len().to_string());
         }
+    }
+
+    #[test]
+    fn icmp_types_and_codes_read_by_name_in_any_field_order() {
+        // Click's regression tests FromIPSummaryDump-01 and -02 give type
+        // names in the `icmp_type` field. A code name needs its type,
+        // which may come later on the line (real Click reads this input
+        // alike: 8, then 0, then 3 with code 4).
+        let (out, r) = through(
+            "!data ip_src ip_dst icmp_type\n!proto I\n\
+             18.26.4.44 10.0.0.4 echo\n\
+             10.0.0.4 18.26.4.44 echo-reply\n\
+             !data ip_src icmp_code icmp_type_name\n\
+             1.0.0.1 needfrag unreachable\n\
+             1.0.0.1 needfrag echo\n",
+            ", CHECKSUM true",
+            ", CONTENTS ip_src icmp_type icmp_type_name icmp_code icmp_code_name, HEADER false",
+        );
+        assert_eq!(
+            out,
+            "18.26.4.44 8 echo 0 0\n\
+             10.0.0.4 0 echo-reply 0 0\n\
+             1.0.0.1 3 unreachable 4 needfrag\n"
+        );
+        // `needfrag` is no code of echo.
+        assert_eq!(handler(&r, "f.errors"), "1");
     }
 
     #[test]

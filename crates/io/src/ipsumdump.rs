@@ -744,14 +744,19 @@ pub(crate) struct Values {
     pub dst6: Option<std::net::Ipv6Addr>,
 }
 
-fn int<T: TryFrom<u64>>(s: &str) -> Option<T> {
+/// An unsigned integer as Click reads one in a dump: decimal, hexadecimal
+/// after `0x`, octal after a leading `0` (`010` is 8, `08` is an error).
+pub(crate) fn int<T: TryFrom<u64>>(s: &str) -> Option<T> {
     let v: u64 = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         u64::from_str_radix(h, 16).ok()?
     } else {
         if !s.bytes().all(|b| b.is_ascii_digit()) || s.is_empty() {
             return None;
         }
-        s.parse().ok()?
+        match s.strip_prefix('0') {
+            Some(o) if !o.is_empty() => u64::from_str_radix(o, 8).ok()?,
+            _ => s.parse().ok()?,
+        }
     };
     T::try_from(v).ok()
 }
@@ -857,8 +862,13 @@ pub(crate) fn parse_value(f: Field, s: &str, v: &mut Values, minor: u32) -> Opti
         Field::TcpWindow => v.tcp_window = Some(int(s)?),
         Field::TcpUrp => v.tcp_urp = Some(int(s)?),
         Field::UdpLen => v.udp_len = Some(int(s)?),
-        Field::IcmpType => v.icmp_type = Some(int(s)?),
-        Field::IcmpCode => v.icmp_code = Some(int(s)?),
+        Field::IcmpType | Field::IcmpTypeName => {
+            v.icmp_type = Some(crate::ipsumdump_ext::parse_icmp_type(s)?)
+        }
+        // A code name needs the type: readers give code fields last.
+        Field::IcmpCode | Field::IcmpCodeName => {
+            v.icmp_code = Some(crate::ipsumdump_ext::parse_icmp_code(s, v.icmp_type)?)
+        }
         Field::PayloadLen => v.payload_len = Some(int::<u32>(s).filter(|l| *l <= 0xffff)?),
         Field::Count => v.count = Some(int(s)?),
         Field::Direction | Field::Link | Field::Paint => {
@@ -875,10 +885,6 @@ pub(crate) fn parse_value(f: Field, s: &str, v: &mut Values, minor: u32) -> Opti
         Field::TcpNtopt | Field::TcpSack => {
             let o = crate::ipsumdump_ext::parse_tcp_opts(s)?;
             v.tcp_opt.get_or_insert(o);
-        }
-        Field::IcmpTypeName => v.icmp_type = Some(crate::ipsumdump_ext::parse_icmp_type(s)?),
-        Field::IcmpCodeName => {
-            v.icmp_code = Some(crate::ipsumdump_ext::parse_icmp_code(s, v.icmp_type)?)
         }
         Field::IcmpFlowid => v.icmp_id = Some(int(s)?),
         Field::IcmpSeq => v.icmp_seq = Some(int(s)?),
@@ -1316,6 +1322,17 @@ mod tests {
         assert!(parse_value(Field::IpSrc, "1.2.3", &mut v, 3).is_none());
         assert!(parse_value(Field::IpTtl, "-1", &mut v, 3).is_none());
         assert!(parse_value(Field::Sport, "65536", &mut v, 3).is_none());
+        // Click's integers: a leading 0 is octal, 0x hexadecimal (real
+        // Click reads sport 010 as 8, ts_usec 012345 as 5349).
+        assert!(parse_value(Field::Sport, "010", &mut v, 3).is_some());
+        assert_eq!(v.sport, Some(8));
+        assert!(parse_value(Field::TsUsec, "012345", &mut v, 3).is_some());
+        assert_eq!(v.ts_usec, Some(5349));
+        assert!(parse_value(Field::Dport, "0x10", &mut v, 3).is_some());
+        assert_eq!(v.dport, Some(16));
+        assert!(parse_value(Field::Dport, "0", &mut v, 3).is_some());
+        assert_eq!(v.dport, Some(0));
+        assert!(parse_value(Field::IpTtl, "08", &mut v, 3).is_none());
         assert!(parse_value(Field::Direction, "<", &mut v, 3).is_some());
         assert_eq!(v.paint, Some(1));
         assert_eq!(

@@ -9,67 +9,48 @@ use std::net::Ipv4Addr;
 // ---------------------------------------------------------------------
 // Quoted strings (the `payload` field)
 
-/// `"..."` with `\\`, `\"`, `\n`, `\r`, `\t` and `\xHH` escapes for
-/// everything outside printable ASCII.
+/// `"..."` as Click writes a payload: `\\`, `\"` and `\$` escaped, tab,
+/// newline and carriage return as `\t`, `\n` and `\r`, and every other
+/// byte outside printable ASCII as three octal digits (`\000`, `\177`,
+/// `\377`), so a digit after it stays a digit.
 pub(crate) fn quote(d: &[u8], out: &mut String) {
     out.push('"');
     for &b in d {
         match b {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),
+            b'$' => out.push_str("\\$"),
             b'\n' => out.push_str("\\n"),
             b'\r' => out.push_str("\\r"),
             b'\t' => out.push_str("\\t"),
             0x20..=0x7e => out.push(b as char),
             _ => {
-                let _ = write!(out, "\\x{b:02X}");
+                let _ = write!(out, "\\{b:03o}");
             }
         }
     }
     out.push('"');
 }
 
-/// The bytes of a quoted string (or of an unquoted word, taken as is).
+/// The bytes of a payload word. A word in double quotes must end at its
+/// closing quote; inside, Click's backslash substitutions apply (`\n`,
+/// `\t`, `\a`..., one to three octal digits, `\x` and hex digits of
+/// which the last two count, `\<hex data>`, any other `\c` is `c`). A
+/// word without quotes is taken as is.
 pub(crate) fn unquote(s: &str) -> Option<Vec<u8>> {
     let Some(inner) = s.strip_prefix('"') else {
         return Some(s.as_bytes().to_vec());
     };
-    let inner = inner.strip_suffix('"')?;
+    // The closing quote: the first unescaped one, which must end the word.
     let b = inner.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            out.push(b[i]);
-            i += 1;
-            continue;
-        }
-        let c = *b.get(i + 1)?;
-        i += 2;
-        match c {
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
-            b'x' => {
-                let h = std::str::from_utf8(b.get(i..i + 2)?).ok()?;
-                out.push(u8::from_str_radix(h, 16).ok()?);
-                i += 2;
-            }
-            b'0'..=b'7' => {
-                // Up to three octal digits (C style).
-                let mut v: u32 = u32::from(c - b'0');
-                let mut n = 1;
-                while n < 3 && i < b.len() && (b'0'..=b'7').contains(&b[i]) {
-                    v = v * 8 + u32::from(b[i] - b'0');
-                    i += 1;
-                    n += 1;
-                }
-                out.push(u8::try_from(v).ok()?);
-            }
-            other => out.push(other),
-        }
+    while i < b.len() && b[i] != b'"' {
+        i += if b[i] == b'\\' { 2 } else { 1 };
     }
-    Some(out)
+    if i + 1 != b.len() {
+        return None;
+    }
+    Some(paraclick_lang::args::unquote_bytes(s))
 }
 
 /// Splits a dump line into words; a double-quoted word (with backslash
@@ -105,25 +86,24 @@ pub(crate) fn line_words(s: &str) -> Vec<&str> {
 // ---------------------------------------------------------------------
 // MD5 digests
 
-const MD5_CHARS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@";
+/// The 64 digits of Click's text form of an MD5 digest, by value.
+const MD5_CHARS: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@";
 
 pub(crate) fn md5(d: &[u8]) -> [u8; 16] {
     use md5::{Digest, Md5};
     Md5::digest(d).into()
 }
 
-/// 22 characters from `[A-Za-z0-9_@]`: the digest's bits, 6 at a time,
-/// most significant first (the last character holds the final 2 bits).
+/// Click's text form of a digest: 22 characters, each 6 bits of the
+/// digest read as one little-endian 128-bit number, least significant
+/// first (the low 6 bits of the first byte come first; the last character
+/// holds the top 2 bits of the last byte). Digit values 0-63 are
+/// `a-z`, `A-Z`, `0-9`, `_`, `@`. The MD5 of nothing is
+/// `u3bJz@iaYsq6aMaMSJVq_b`.
 pub(crate) fn md5_ascii(m: &[u8; 16], out: &mut String) {
-    let v = u128::from_be_bytes(*m);
+    let v = u128::from_le_bytes(*m);
     for i in 0..22 {
-        let shift = 128i32 - 6 * (i + 1);
-        let c = if shift >= 0 {
-            (v >> shift) & 63
-        } else {
-            (v << -shift) & 63
-        };
-        out.push(MD5_CHARS[c as usize] as char);
+        out.push(MD5_CHARS[((v >> (6 * i)) & 63) as usize] as char);
     }
 }
 
@@ -134,17 +114,13 @@ pub(crate) fn parse_md5_ascii(s: &str) -> Option<[u8; 16]> {
     let mut v: u128 = 0;
     for (i, c) in s.bytes().enumerate() {
         let d = MD5_CHARS.iter().position(|&x| x == c)? as u128;
-        let shift = 128i32 - 6 * (i as i32 + 1);
-        if shift >= 0 {
-            v |= d << shift;
-        } else {
-            if d & ((1 << -shift) - 1) != 0 {
-                return None;
-            }
-            v |= d >> -shift;
+        // The last digit holds only the top 2 bits.
+        if i == 21 && d > 3 {
+            return None;
         }
+        v |= d << (6 * i);
     }
-    Some(v.to_be_bytes())
+    Some(v.to_le_bytes())
 }
 
 pub(crate) fn parse_md5_hex(s: &str) -> Option<[u8; 16]> {
@@ -161,8 +137,9 @@ pub(crate) fn parse_md5_hex(s: &str) -> Option<[u8; 16]> {
 // ---------------------------------------------------------------------
 // ICMP names
 
+/// ICMP type names as Click prints and reads them.
 const TYPE_NAMES: &[(u8, &str)] = &[
-    (0, "echoreply"),
+    (0, "echo-reply"),
     (3, "unreachable"),
     (4, "sourcequench"),
     (5, "redirect"),
@@ -172,10 +149,19 @@ const TYPE_NAMES: &[(u8, &str)] = &[
     (11, "timeexceeded"),
     (12, "parameterproblem"),
     (13, "timestamp"),
-    (14, "timestampreply"),
+    (14, "timestamp-reply"),
     (15, "inforeq"),
-    (16, "inforeqreply"),
+    (16, "inforeq-reply"),
     (17, "maskreq"),
+    (18, "maskreq-reply"),
+];
+
+/// Spellings without the hyphen, which earlier paraclick versions wrote:
+/// read, never written.
+const OLD_TYPE_NAMES: &[(u8, &str)] = &[
+    (0, "echoreply"),
+    (14, "timestampreply"),
+    (16, "inforeqreply"),
     (18, "maskreqreply"),
 ];
 
@@ -219,17 +205,20 @@ pub(crate) fn icmp_code_name(t: u8, c: u8) -> String {
         .map_or_else(|| c.to_string(), |s| s.to_string())
 }
 
+/// A type name or number (the `icmp_type` and `icmp_type_name` fields
+/// both take either, as in Click).
 pub(crate) fn parse_icmp_type(s: &str) -> Option<u8> {
     TYPE_NAMES
         .iter()
+        .chain(OLD_TYPE_NAMES)
         .find(|(_, n)| *n == s)
         .map(|(t, _)| *t)
-        .or_else(|| s.parse().ok())
+        .or_else(|| crate::ipsumdump::int(s))
 }
 
 /// A code name needs the type; numbers need nothing.
 pub(crate) fn parse_icmp_code(s: &str, ty: Option<u8>) -> Option<u8> {
-    if let Ok(c) = s.parse() {
+    if let Some(c) = crate::ipsumdump::int(s) {
         return Some(c);
     }
     let names = code_names(ty?);
@@ -541,32 +530,104 @@ pub(crate) fn parse_ip_opts(s: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// Every byte, as real Click's ToIPSummaryDump prints a payload
+    /// holding bytes 0 to 255 (its output lines, run together).
+    const ALL_BYTES_CLICK: &str = concat!(
+        r#"\000\001\002\003\004\005\006\007\010\t\n\013\014\r\016\017"#,
+        r#"\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037"#,
+        r##" !\"#\$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNO"##,
+        r#"PQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\177"#,
+        r#"\200\201\202\203\204\205\206\207\210\211\212\213\214\215\216\217"#,
+        r#"\220\221\222\223\224\225\226\227\230\231\232\233\234\235\236\237"#,
+        r#"\240\241\242\243\244\245\246\247\250\251\252\253\254\255\256\257"#,
+        r#"\260\261\262\263\264\265\266\267\270\271\272\273\274\275\276\277"#,
+        r#"\300\301\302\303\304\305\306\307\310\311\312\313\314\315\316\317"#,
+        r#"\320\321\322\323\324\325\326\327\330\331\332\333\334\335\336\337"#,
+        r#"\340\341\342\343\344\345\346\347\350\351\352\353\354\355\356\357"#,
+        r#"\360\361\362\363\364\365\366\367\370\371\372\373\374\375\376\377"#,
+    );
+
     #[test]
-    fn quoting_round_trips() {
-        let d = b"a b\"c\\\n\x00\xff";
+    fn payloads_quote_as_click_prints_them() {
+        let all: Vec<u8> = (0..=255).collect();
         let mut s = String::new();
-        quote(d, &mut s);
-        assert_eq!(s, "\"a b\\\"c\\\\\\n\\x00\\xFF\"");
-        assert_eq!(unquote(&s).unwrap(), d);
-        assert_eq!(unquote("\"\\101\"").unwrap(), b"A");
-        assert!(unquote("\"\\x4\"").is_none());
+        quote(&all, &mut s);
+        assert_eq!(s, format!("\"{ALL_BYTES_CLICK}\""));
+        assert_eq!(unquote(&s).unwrap(), all);
+        // Click's regression test Pad-01: octal escapes, not `\x00`.
+        let mut s = String::new();
+        quote(b"HiFart\0\0\0\0", &mut s);
+        assert_eq!(s, r#""HiFart\000\000\000\000""#);
+        let mut s = String::new();
+        quote(b"", &mut s);
+        assert_eq!(s, r#""""#);
+    }
+
+    #[test]
+    fn payloads_read_with_clicks_backslash_substitutions() {
+        // Each word and the bytes real Click's FromIPSummaryDump made of it
+        // (printed back by its ToIPSummaryDump).
+        let cases: &[(&str, &[u8])] = &[
+            (
+                r#""a\x00b\001c\"d\\e\nf\tg\rh\x7fi\x80j\xffk\al\e""#,
+                b"a\x0b\x01c\"d\\e\nf\tg\rh\x7fi\x80j\xffk\x07le",
+            ),
+            (
+                r#""\<48 45 4c>|\b\v\f|\x4|\x123|\$|\777|\0|\08""#,
+                b"HEL|\x08\x0b\x0c|\x04|#|$|\xff|\x00|\x008",
+            ),
+            (r#"abc\x41"#, b"abc\\x41"),
+        ];
+        for (w, want) in cases {
+            assert_eq!(unquote(w).as_deref(), Some(*want), "{w}");
+        }
+        assert!(unquote(r#""unterminated"#).is_none());
+        assert!(unquote(r#""a\""#).is_none());
         assert_eq!(line_words("1 \"a b\" 2"), vec!["1", "\"a b\"", "2"]);
         assert_eq!(line_words("\"a\\\" b\" x"), vec!["\"a\\\" b\"", "x"]);
     }
 
     #[test]
     fn md5_forms() {
-        let m = md5(b"");
+        // Real Click's payload_md5 text for these payloads (Click's
+        // regression test IPSummaryDump-02).
+        for (d, text, hex) in [
+            (
+                &b""[..],
+                "u3bJz@iaYsq6aMaMSJVq_b",
+                "d41d8cd98f00b204e9800998ecf8427e",
+            ),
+            (
+                b"hi there\n",
+                "sy@Uze03MHB84qQruJ_zma",
+                "12f6bb1941df66b8f138a446d4e8670c",
+            ),
+        ] {
+            let m = md5(d);
+            let mut s = String::new();
+            md5_ascii(&m, &mut s);
+            assert_eq!(s, text);
+            assert_eq!(parse_md5_ascii(text), Some(m));
+            assert_eq!(parse_md5_hex(hex), Some(m));
+        }
+        // Every digit value: 0 and 63 in each position (the last holds 2
+        // bits).
         let mut s = String::new();
-        md5_ascii(&m, &mut s);
-        assert_eq!(s.len(), 22);
-        assert_eq!(parse_md5_ascii(&s), Some(m));
-        assert_eq!(
-            parse_md5_hex("d41d8cd98f00b204e9800998ecf8427e"),
-            Some(m),
-            "MD5 of nothing"
+        md5_ascii(&[0xff; 16], &mut s);
+        assert_eq!(s, "@@@@@@@@@@@@@@@@@@@@@d");
+        assert_eq!(parse_md5_ascii(&s), Some([0xff; 16]));
+        let mut s = String::new();
+        md5_ascii(
+            &[0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40],
+            &mut s,
         );
+        assert_eq!(s, "baaaaaaaaaaaaaaaaaaaab");
         assert!(parse_md5_ascii("short").is_none());
+        assert!(
+            parse_md5_ascii("aaaaaaaaaaaaaaaaaaaaae").is_none(),
+            "more than 128 bits"
+        );
+        assert!(parse_md5_ascii("aaaaaaaaaaaaaaaaaaaa+a").is_none());
     }
 
     #[test]
@@ -620,11 +681,43 @@ mod tests {
 
     #[test]
     fn icmp_names() {
-        assert_eq!(icmp_type_name(8), "echo");
-        assert_eq!(icmp_type_name(200), "200");
+        // Real Click's icmp_type_name for types 0 to 255: these names, the
+        // number otherwise.
+        let named = [
+            (0, "echo-reply"),
+            (3, "unreachable"),
+            (4, "sourcequench"),
+            (5, "redirect"),
+            (8, "echo"),
+            (9, "routeradvert"),
+            (10, "routersolicit"),
+            (11, "timeexceeded"),
+            (12, "parameterproblem"),
+            (13, "timestamp"),
+            (14, "timestamp-reply"),
+            (15, "inforeq"),
+            (16, "inforeq-reply"),
+            (17, "maskreq"),
+            (18, "maskreq-reply"),
+        ];
+        for t in 0..=255u8 {
+            let want = named
+                .iter()
+                .find(|(n, _)| *n == t)
+                .map_or_else(|| t.to_string(), |(_, s)| s.to_string());
+            assert_eq!(icmp_type_name(t), want);
+            assert_eq!(parse_icmp_type(&want), Some(t));
+        }
+        assert_eq!(parse_icmp_type("echoreply"), Some(0), "old spelling");
+        assert_eq!(parse_icmp_type("0x8"), Some(8));
+        assert_eq!(parse_icmp_type("ECHO"), None);
+        assert_eq!(parse_icmp_type("256"), None);
         assert_eq!(icmp_code_name(3, 4), "needfrag");
-        assert_eq!(parse_icmp_type("sourcequench"), Some(4));
+        assert_eq!(icmp_code_name(3, 16), "16");
+        assert_eq!(icmp_code_name(8, 0), "0");
         assert_eq!(parse_icmp_code("needfrag", Some(3)), Some(4));
+        assert_eq!(parse_icmp_code("0x4", Some(8)), Some(4));
         assert_eq!(parse_icmp_code("needfrag", None), None);
+        assert_eq!(parse_icmp_code("needfrag", Some(11)), None);
     }
 }

@@ -127,11 +127,11 @@ fn option_payload_icmp_annotation_and_ipv6_fields_round_trip() {
         "{}",
         lines[0]
     );
-    assert!(lines[0].contains(" 0! 83 rr{1.1.1.1,2.2.2.2}+1 1234 80 7 9 PA 512 0 mss1460;sackok;ts1:2 - - - - - - \"GET / \\\"x\\\"\\n\\x01\" "), "{}", lines[0]);
+    assert!(lines[0].contains(" 0! 83 rr{1.1.1.1,2.2.2.2}+1 1234 80 7 9 PA 512 0 mss1460;sackok;ts1:2 - - - - - - \"GET / \\\"x\\\"\\n\\001\" "), "{}", lines[0]);
     assert!(lines[0].ends_with(" 42 1.000000 1"), "{}", lines[0]);
     // ICMP payloads start after the IP header (they hold the ICMP header).
     assert!(
-        lines[1].contains(" echo 0 7 9 - \"\\x08\\x00"),
+        lines[1].contains(" echo 0 7 9 - \"\\010\\000"),
         "{}",
         lines[1]
     );
@@ -218,7 +218,7 @@ fn malformed_extended_fields_are_counted_not_fatal() {
         &f,
         "!data ip_src payload ip_opt tcp_opt ip6_src\n\
          1.0.0.1 \"unterminated - - -\n\
-         1.0.0.1 \"\\x4\" - - -\n\
+         1.0.0.1 \"a\\\" - - -\n\
          1.0.0.1 - rr{1.2.3} - -\n\
          1.0.0.1 - - mss99999 -\n\
          1.0.0.1 - - - 2001:zz::1\n\

@@ -45,14 +45,21 @@
 //! per SACK block, so a SACK option with two blocks is `sack1-5;sack9-12`,
 //! as Click writes it; `ts669063908:38382731`, and the generic forms),
 //! `tcp_ntopt` (the same without timestamps), `tcp_sack` (SACK and
-//! SACK-permitted only), `icmp_type_name` (`echo`, `unreachable`, ... or
-//! the number), `icmp_code_name` (`needfrag`, `port`, ... or the number),
+//! SACK-permitted only), `icmp_type_name` (`echo-reply`, `unreachable`,
+//! `sourcequench`, `redirect`, `echo`, `routeradvert`, `routersolicit`,
+//! `timeexceeded`, `parameterproblem`, `timestamp`, `timestamp-reply`,
+//! `inforeq`, `inforeq-reply`, `maskreq`, `maskreq-reply`, or the number),
+//! `icmp_code_name` (`needfrag`, `port`, ... or the number),
 //! `icmp_flowid` (`icmp_id`) and `icmp_seq` (echo, timestamp, information
 //! and mask messages), `icmp_nextmtu` (unreachable/needfrag), `payload`
 //! (the captured bytes after the IP and TCP or UDP headers, as a quoted
-//! string with `\"`, `\\`, `\n`, `\r`, `\t` and `\xHH` escapes),
-//! `payload_md5` (its MD5 digest in 22 characters of `[A-Za-z0-9_@]`, 6
-//! bits each, most significant first) and `payload_md5_hex` (32 hex
+//! string as Click writes it: `\"`, `\\` and `\$` escaped, `\t`, `\n`
+//! and `\r`, and other bytes outside printable ASCII as three octal
+//! digits, `\000` to `\377`), `payload_md5` (its MD5 digest in Click's
+//! 22-character form: 6 bits per
+//! character, least significant first, of the digest read as a
+//! little-endian number; digits `a-z`, `A-Z`, `0-9`, `_`, `@`, so the MD5
+//! of nothing is `u3bJz@iaYsq6aMaMSJVq_b`) and `payload_md5_hex` (32 hex
 //! digits), `aggregate` (`agg`; the aggregate annotation, which
 //! AggregateIP and AggregateIPFlows set), `first_timestamp` (`first_ts`;
 //! the first timestamp annotation).

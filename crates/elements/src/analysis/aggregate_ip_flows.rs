@@ -22,11 +22,21 @@
 //!
 //! With FRAGMENTS true, a second or later fragment gets the annotations of
 //! its datagram's first fragment (same addresses, protocol and IP ID),
-//! when that first fragment came earlier and less than FRAGMENT_TIMEOUT
-//! ago. Other fragments, and all later fragments with FRAGMENTS false,
-//! go to output 1. (Click also holds later fragments back until their
-//! first fragment arrives, which reorders packets; paraclick never holds
-//! packets, so such fragments go to output 1.)
+//! which carries the ports. In push, a later fragment that arrives before
+//! its first fragment is held until the first fragment arrives (it then
+//! gets the first fragment's annotations and leaves on output 0), or
+//! until FRAGMENT_TIMEOUT of packet time has passed (then it leaves on
+//! output 1). Holding reorders packets, but never those between one pair
+//! of addresses: while a fragment is held, later packets between the same
+//! two addresses wait behind it and leave in the order they came. (Flow
+//! numbers are still given in arrival order.) In pull, nothing is held: a
+//! later fragment whose first fragment has not passed goes to output 1,
+//! as do all later fragments with FRAGMENTS false.
+//!
+//! Real Click holds such fragments too, but (seen black box) releases
+//! them only when a held fragment times out or on `clear`; paraclick
+//! releases them as soon as their first fragment arrives, in the same
+//! order.
 //!
 //! Keywords:
 //! - `TCP_TIMEOUT` (time, default 24 hours): for active TCP flows.
@@ -46,6 +56,8 @@
 //!
 //! Handlers:
 //! - `clear` (write): forget every flow; later packets get new numbers.
+//!   Held packets are let go: fragments still waiting for their first
+//!   fragment on output 1, the packets behind them on output 0.
 //! - `nflows` (read): flows currently known.
 //!
 //! Example:
@@ -54,9 +66,9 @@
 //!         -> af :: AggregateIPFlows -> AggregateCounter -> Discard;
 
 use super::{ip_header, set_aggregate};
-use paraclick_packet::Packet;
-use paraclick_runtime::{Action, ClassSpec, ConfigCx, Cx, Handler, Verdict};
-use std::collections::HashMap;
+use paraclick_packet::{Batch, Packet};
+use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -69,6 +81,27 @@ type FragKey = (u32, u32, u8, u16);
 
 /// (protocol, lower endpoint, higher endpoint): both directions share it.
 type Key = (u8, (u32, u16), (u32, u16));
+
+/// Two addresses, lower first: the packets between them leave in order.
+type Pair = (u32, u32);
+
+/// A packet held back: a later fragment waiting for its first fragment
+/// (`wait`), or a packet between the same addresses queued behind one.
+struct Held {
+    p: Packet,
+    wait: Option<FragKey>,
+    /// Arrival, in packet time.
+    t: i64,
+}
+
+/// Where a packet goes.
+enum Fate {
+    /// Output 0, annotated.
+    Out0,
+    Out1,
+    /// A later fragment whose first fragment has not come yet.
+    Wait(FragKey),
+}
 
 struct Flow {
     agg: u32,
@@ -85,6 +118,14 @@ struct State {
     frags: HashMap<FragKey, (u32, u8, i64)>,
     next: u32,
     last_reap: i64,
+    /// Packets held back, per address pair, in arrival order; the first
+    /// of each queue is a waiting fragment.
+    held: HashMap<Pair, VecDeque<Held>>,
+    /// (arrival, pair) of each fragment that had to wait, oldest first.
+    waits: VecDeque<(i64, Pair)>,
+    nheld: usize,
+    /// Packets let go by `clear`, for the timer to emit: (packet, port).
+    released: Vec<(Packet, usize)>,
 }
 
 pub struct AggregateIPFlows {
@@ -99,7 +140,7 @@ pub struct AggregateIPFlows {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::action("AggregateIPFlows", "1/1-2", "a/ah", make)
+    ClassSpec::element("AggregateIPFlows", "1/1-2", "a/ah", make)
         .shared("one flow table, numbering aggregates, for all flows")
 }
 
@@ -135,6 +176,10 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<AggregateIPFlows, String> {
             frags: HashMap::new(),
             next: 1,
             last_reap: i64::MIN,
+            held: HashMap::new(),
+            waits: VecDeque::new(),
+            nheld: 0,
+            released: Vec::new(),
         }),
     })
 }
@@ -245,39 +290,37 @@ impl AggregateIPFlows {
     }
 }
 
-impl Action for AggregateIPFlows {
-    const HANDLERS: &'static [Handler<Self>] = &[
-        Handler::write("clear", |e, _, _| {
-            let mut st = e.lock();
-            st.flows.clear();
-            st.frags.clear();
-            Ok(())
-        }),
-        Handler::read("nflows", |e, _| e.lock().flows.len().to_string()),
-    ];
-
-    fn action(&self, _cx: &mut Cx<'_>, p: &mut Packet) -> Verdict {
+impl AggregateIPFlows {
+    /// Annotates `p` and says where it goes; `hold`: a later fragment
+    /// whose first fragment is unknown may wait (push) rather than go to
+    /// output 1 (pull).
+    fn classify(&self, st: &mut State, p: &mut Packet, hold: bool) -> (Fate, Pair) {
         let now = p.timestamp().0;
         let Some(ip) = ip_header(p) else {
-            return Verdict::Out(1);
+            return (Fate::Out1, (0, 0));
         };
         let hl = usize::from(ip[0] & 15) * 4;
         let proto = ip[9];
         let (src, dst) = (addr(ip, 12), addr(ip, 16));
+        let pair = (src.min(dst), src.max(dst));
         let frag = u16::from_be_bytes([ip[6], ip[7]]);
         let (mf, fragoff) = (frag & 0x2000 != 0, frag & 0x1fff);
         let id = port(ip, 4);
-        let mut st = self.lock();
-        self.reap(&mut st, now);
         let result = if proto == TCP || proto == UDP {
             if fragoff != 0 {
                 if !self.fragments {
                     None
                 } else {
-                    st.frags
-                        .get(&(src, dst, proto, id))
+                    let k = (src, dst, proto, id);
+                    let known = st
+                        .frags
+                        .get(&k)
                         .filter(|v| now.saturating_sub(v.2) <= self.frag_timeout)
-                        .map(|v| (v.0, v.1))
+                        .map(|v| (v.0, v.1));
+                    if known.is_none() && hold {
+                        return (Fate::Wait(k), pair);
+                    }
+                    known
                 }
             } else {
                 let t = ip
@@ -285,14 +328,7 @@ impl Action for AggregateIPFlows {
                     .filter(|t| hl >= 20 && t.len() >= if proto == TCP { 14 } else { 4 });
                 t.map(|t| {
                     let fin = proto == TCP && t[13] & 1 != 0;
-                    let r = self.flow(
-                        &mut st,
-                        proto,
-                        (src, port(t, 0)),
-                        (dst, port(t, 2)),
-                        now,
-                        fin,
-                    );
+                    let r = self.flow(st, proto, (src, port(t, 0)), (dst, port(t, 2)), now, fin);
                     if mf && self.fragments {
                         st.frags.insert((src, dst, proto, id), (r.0, r.1, now));
                     }
@@ -300,19 +336,166 @@ impl Action for AggregateIPFlows {
                 })
             }
         } else if proto == ICMP && self.icmp && fragoff == 0 {
-            ip.get(hl..).and_then(|icmp| self.icmp_error(&st, icmp))
+            ip.get(hl..).and_then(|icmp| self.icmp_error(st, icmp))
         } else {
             None
         };
-        drop(st);
         match result {
             Some((agg, paint)) => {
                 set_aggregate(p, agg);
                 p.anno_mut().paint = paint;
-                Verdict::Out(0)
+                (Fate::Out0, pair)
             }
-            None => Verdict::Out(1),
+            None => (Fate::Out1, pair),
         }
+    }
+
+    /// Lets go of the packets at the front of `pair`'s queue that no
+    /// longer wait: fragments whose first fragment has come (annotated
+    /// now) and the packets behind them, up to the next waiting fragment.
+    fn release(&self, st: &mut State, pair: Pair, now: i64, out: &mut Batch) {
+        let State {
+            held, frags, nheld, ..
+        } = st;
+        let Some(q) = held.get_mut(&pair) else {
+            return;
+        };
+        while let Some(h) = q.front_mut() {
+            if let Some(k) = h.wait {
+                let Some(&(agg, paint, _)) = frags
+                    .get(&k)
+                    .filter(|v| now.saturating_sub(v.2) <= self.frag_timeout)
+                else {
+                    break;
+                };
+                set_aggregate(&mut h.p, agg);
+                h.p.anno_mut().paint = paint;
+            }
+            let Some(h) = q.pop_front() else { break };
+            *nheld -= 1;
+            out.push(h.p);
+        }
+        if q.is_empty() {
+            held.remove(&pair);
+        }
+    }
+
+    /// Fragments that waited longer than FRAGMENT_TIMEOUT go to output 1,
+    /// and the packets behind them on.
+    fn expire(&self, st: &mut State, now: i64, out: &mut [Batch; 2]) {
+        while let Some(&(t, pair)) = st.waits.front() {
+            if now.saturating_sub(t) <= self.frag_timeout {
+                break;
+            }
+            st.waits.pop_front();
+            if let Some(q) = st.held.get_mut(&pair) {
+                while q.front().is_some_and(|h| {
+                    h.wait.is_some() && now.saturating_sub(h.t) > self.frag_timeout
+                }) {
+                    if let Some(h) = q.pop_front() {
+                        st.nheld -= 1;
+                        out[1].push(h.p);
+                    }
+                }
+            }
+            self.release(st, pair, now, &mut out[0]);
+        }
+    }
+
+    /// Both outputs' packets for `batch`; `hold` as for [`Self::classify`].
+    fn process(&self, mut batch: Batch, hold: bool) -> [Batch; 2] {
+        let mut out = [Batch::new(), Batch::new()];
+        let mut st = self.lock();
+        for mut p in batch.drain() {
+            let now = p.timestamp().0;
+            self.reap(&mut st, now);
+            if st.nheld > 0 {
+                self.expire(&mut st, now, &mut out);
+            }
+            let (fate, pair) = self.classify(&mut st, &mut p, hold);
+            let wait = match fate {
+                Fate::Out1 => {
+                    out[1].push(p);
+                    continue;
+                }
+                Fate::Out0 if st.nheld == 0 || !st.held.contains_key(&pair) => {
+                    out[0].push(p);
+                    continue;
+                }
+                Fate::Out0 => None,
+                Fate::Wait(k) => {
+                    st.waits.push_back((now, pair));
+                    Some(k)
+                }
+            };
+            st.held
+                .entry(pair)
+                .or_default()
+                .push_back(Held { p, wait, t: now });
+            st.nheld += 1;
+            self.release(&mut st, pair, now, &mut out[0]);
+        }
+        out
+    }
+}
+
+impl Element for AggregateIPFlows {
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::write("clear", |e, _, hx| {
+            let mut st = e.lock();
+            st.flows.clear();
+            st.frags.clear();
+            st.waits.clear();
+            st.nheld = 0;
+            let held = std::mem::take(&mut st.held);
+            for q in held.into_values() {
+                for h in q {
+                    let port = usize::from(h.wait.is_some());
+                    st.released.push((h.p, port));
+                }
+            }
+            if !st.released.is_empty() {
+                hx.schedule_after(0, std::time::Duration::ZERO);
+            }
+            Ok(())
+        }),
+        Handler::read("nflows", |e, _| e.lock().flows.len().to_string()),
+    ];
+
+    fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {
+        let [o0, o1] = self.process(batch, true);
+        if !o0.is_empty() {
+            cx.push(0, o0);
+        }
+        if !o1.is_empty() {
+            cx.push(1, o1);
+        }
+    }
+
+    fn pull(&self, cx: &mut Cx<'_>, _port: usize, max: usize) -> Option<Batch> {
+        let batch = cx.pull(0, max)?;
+        let [o0, o1] = self.process(batch, false);
+        if !o1.is_empty() {
+            cx.push(1, o1);
+        }
+        (!o0.is_empty()).then_some(o0)
+    }
+
+    fn run_timer(&self, cx: &mut Cx<'_>, _timer: usize) {
+        let released = std::mem::take(&mut self.lock().released);
+        let mut out = [Batch::new(), Batch::new()];
+        for (p, port) in released {
+            out[port].push(p);
+        }
+        for (port, b) in out.into_iter().enumerate() {
+            if !b.is_empty() {
+                cx.push(port, b);
+            }
+        }
+    }
+
+    fn queued(&self) -> usize {
+        self.lock().nheld
     }
 }
 
@@ -411,17 +594,12 @@ mod tests {
         let err = Ip::new("2.0.0.2", "1.0.0.1", 1)
             .icmp(3, 3, [0; 4], quoted)
             .bytes();
-        h.push(
-            0,
-            vec![
-                marked(&first),
-                marked(&later),
-                marked(&orphan),
-                marked(&err),
-            ],
-        );
+        h.push(0, vec![marked(&first), marked(&later), marked(&err)]);
         assert_eq!(annos(&h.output(0)), vec![(1, 0), (1, 0), (1, 2)]);
-        assert_eq!(h.output(1).len(), 1);
+        // Without a first fragment: held (in push), and so is the later
+        // packet between the same addresses.
+        h.push(0, vec![marked(&orphan), marked(&err)]);
+        assert!(h.output(0).is_empty() && h.output(1).is_empty());
         let h = harness("AggregateIPFlows(FRAGMENTS false)", 2);
         h.push(0, vec![marked(&first), marked(&later)]);
         assert_eq!(h.output(1).len(), 1);
@@ -429,5 +607,109 @@ mod tests {
             try_harness("AggregateIPFlows(TRACEINFO x.xml)", 2),
             "e :: AggregateIPFlows: TRACEINFO and SOURCE are not supported",
         );
+    }
+
+    /// A UDP fragment of datagram `id` from `s:sp` to `d:dp`: the first
+    /// (MF set, with the ports) or a later one (offset 24 bytes, no
+    /// ports), at time `t`.
+    fn frag(s: &str, sp: u16, d: &str, dp: u16, id: u16, first: bool, t: f64) -> Packet {
+        let ip = Ip::new(s, d, 17).id(id);
+        let b = if first {
+            ip.frag(0x2000).udp(sp, dp, b"abcdefgh").bytes()
+        } else {
+            ip.frag(3).payload(b"ijkl").bytes()
+        };
+        let mut p = marked(&b);
+        p.set_timestamp(Timestamp((t * 1e9) as i64));
+        p
+    }
+
+    /// (aggregate, paint, IP ID, fragment offset) of each packet.
+    fn seen(ps: &[Packet]) -> Vec<(u32, u8, u16, u16)> {
+        ps.iter()
+            .map(|p| {
+                let d = p.data();
+                let id = u16::from_be_bytes([d[4], d[5]]);
+                let off = u16::from_be_bytes([d[6], d[7]]) & 0x1fff;
+                (aggregate(p), p.anno().paint, id, off)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn later_fragments_wait_for_their_first_fragment() {
+        // Click's regression test AggregateIPFlows-01: two datagrams whose
+        // later fragments come before their first fragments. They wait,
+        // then leave with their datagram's flow, in arrival order.
+        let h = harness("AggregateIPFlows", 2);
+        let (a, b) = ("18.26.4.44", "10.0.0.4");
+        h.push(
+            0,
+            vec![
+                frag(a, 30, b, 40, 1, true, 0.0),
+                frag(a, 30, a, 41, 2, true, 0.0),
+                frag(b, 40, a, 30, 3, true, 0.0),
+                frag(a, 41, a, 30, 4, true, 0.0),
+                frag(a, 41, a, 30, 5, false, 0.0),
+                frag(a, 30, a, 41, 6, false, 0.0),
+            ],
+        );
+        assert_eq!(
+            seen(&h.output(0)),
+            vec![(1, 0, 1, 0), (2, 0, 2, 0), (1, 1, 3, 0), (2, 1, 4, 0)]
+        );
+        h.push(0, vec![frag(a, 41, a, 30, 5, true, 0.0)]);
+        assert_eq!(seen(&h.output(0)), vec![(2, 1, 5, 3)]);
+        h.push(0, vec![frag(a, 30, a, 41, 6, true, 0.0)]);
+        assert_eq!(
+            seen(&h.output(0)),
+            vec![(2, 0, 6, 3), (2, 1, 5, 0), (2, 0, 6, 0)]
+        );
+        assert!(h.output(1).is_empty());
+    }
+
+    #[test]
+    fn fragments_wait_at_most_the_fragment_timeout() {
+        let h = harness("AggregateIPFlows", 2);
+        h.push(
+            0,
+            vec![
+                frag("1.0.0.1", 10, "2.0.0.2", 20, 7, false, 1.0),
+                // A new flow between the same addresses: numbered now,
+                // emitted after the fragment before it.
+                udp("2.0.0.2", 21, "1.0.0.1", 11, 2.0),
+                udp("3.0.0.3", 30, "4.0.0.4", 40, 3.0),
+            ],
+        );
+        assert_eq!(seen(&h.output(0)), vec![(2, 0, 0x1234, 0)]);
+        // 30 seconds later the fragment gives up (output 1) and the packet
+        // behind it goes.
+        h.push(0, vec![udp("3.0.0.3", 30, "4.0.0.4", 40, 31.5)]);
+        assert_eq!(
+            seen(&h.output(0)),
+            vec![(1, 0, 0x1234, 0), (2, 0, 0x1234, 0)]
+        );
+        assert_eq!(seen(&h.output(1)), vec![(0, 0, 7, 3)]);
+    }
+
+    #[test]
+    fn clear_lets_held_packets_go() {
+        let h = harness("AggregateIPFlows", 2);
+        h.push(
+            0,
+            vec![
+                frag("1.0.0.1", 10, "2.0.0.2", 20, 7, false, 1.0),
+                udp("2.0.0.2", 21, "1.0.0.1", 11, 2.0),
+            ],
+        );
+        assert!(h.output(0).is_empty());
+        h.write("clear", "").unwrap();
+        let sunk = |r: &paraclick_runtime::Router, o: &str| {
+            r.element::<paraclick_runtime::testing::TestSink>(o)
+                .map_or(0, |s| s.len())
+        };
+        paraclick_runtime::testing::run_until(&h.router, |r| sunk(r, "o0") + sunk(r, "o1") == 2);
+        assert_eq!(seen(&h.output(0)), vec![(1, 0, 0x1234, 0)]);
+        assert_eq!(seen(&h.output(1)), vec![(0, 0, 7, 3)]);
     }
 }
