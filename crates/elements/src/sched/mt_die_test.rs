@@ -93,13 +93,16 @@ mod tests {
     }
 
     /// A task on each thread, each asking to stop once: a DriverManager
-    /// sees as many stop events as threads, and stops.
+    /// sees as many stop events as threads, and stops. (The Script stops
+    /// the router after 10 s should a request be missing: the count then
+    /// fails, rather than the test hanging.)
     #[test]
     fn each_thread_asks_to_stop_once() {
         for threads in [1, 2, 4] {
             let r = build(
                 &format!(
-                    "t :: MTDieTest; DriverManager(pause {threads}, print \"stopping\", stop);"
+                    "t :: MTDieTest; DriverManager(pause {threads}, stop);
+                     Script(wait 10s, write stop);"
                 ),
                 threads,
             );
