@@ -725,9 +725,19 @@ fn the_default_start_keeps_tasks_meeting_at_a_queue_on_one_thread() {
         start_placement("qos-bench.click", "", 2, Spread),
         pl(&[("src", 0), ("uq", 1)])
     );
-    // A configuration's own StaticThreadSched is respected.
+    // A configuration's own StaticThreadSched is respected, and the tasks
+    // it leaves free start with a pinned task they meet at a queue.
     assert_eq!(
         start_placement("qos-bench.click", "StaticThreadSched(uq 1);", 2, Adaptive),
+        pl(&[("src", 1), ("uq", 1)])
+    );
+    assert_eq!(
+        start_placement(
+            "qos-bench.click",
+            "StaticThreadSched(uq 1, src 0);",
+            2,
+            Adaptive
+        ),
         pl(&[("src", 0), ("uq", 1)])
     );
     // Two independent paths: one a thread, each whole.

@@ -233,12 +233,16 @@ pub fn groups(n: usize, pinned: &[Option<usize>], pairs: &[(usize, usize)]) -> V
 /// The start-up placement of the adaptive scheduler: pinned tasks on
 /// their threads, and each group of unpinned tasks that meet at a queue
 /// whole on one thread (so no queue crosses threads until a measured
-/// split wins), the groups dealt to the thread with the fewest tasks
-/// (lowest first). A thread per task of the router.
+/// split wins). A group that meets a pinned task at a queue (`anchors`:
+/// pairs of tasks meeting at a queue, pinned or not) starts on that
+/// task's thread (the first such pair's), as Click's unnamed tasks stay
+/// with StaticThreadSched's; the other groups are dealt to the thread
+/// with the fewest tasks (lowest first). A thread per task of the router.
 pub fn start_placement(
     n: usize,
     pinned: &[Option<usize>],
     pairs: &[(usize, usize)],
+    anchors: &[(usize, usize)],
     nthreads: usize,
 ) -> Vec<usize> {
     let nthreads = nthreads.max(1);
@@ -250,8 +254,19 @@ pub fn start_placement(
             count[th % nthreads] += 1;
         }
     }
+    let pin = |t: usize| pinned.get(t).copied().flatten();
     for g in groups(n, pinned, pairs) {
-        let th = (0..nthreads).min_by_key(|&i| (count[i], i)).unwrap_or(0);
+        let anchor = anchors.iter().find_map(|&(a, b)| {
+            match (g.binary_search(&a).is_ok(), g.binary_search(&b).is_ok()) {
+                (true, false) => pin(b),
+                (false, true) => pin(a),
+                _ => None,
+            }
+        });
+        let th = match anchor {
+            Some(th) => th % nthreads,
+            None => (0..nthreads).min_by_key(|&i| (count[i], i)).unwrap_or(0),
+        };
         count[th] += g.len();
         for t in g {
             assign[t] = th;
@@ -636,13 +651,34 @@ mod tests {
     fn groups_start_whole_and_pins_are_kept() {
         // 0 -> q -> 1, 2 -> q' -> 3: two groups, one a thread.
         let pairs = [(0, 1), (2, 3)];
-        assert_eq!(start_placement(4, &[None; 4], &pairs, 2), vec![0, 0, 1, 1]);
+        assert_eq!(
+            start_placement(4, &[None; 4], &pairs, &[], 2),
+            vec![0, 0, 1, 1]
+        );
         // One group of everything (fake-iprouter): all on thread 0.
         let all = [(0, 1), (0, 2), (0, 3)];
-        assert_eq!(start_placement(4, &[None; 4], &all, 2), vec![0, 0, 0, 0]);
+        assert_eq!(
+            start_placement(4, &[None; 4], &all, &[], 2),
+            vec![0, 0, 0, 0]
+        );
         // Pinned tasks stay; the rest join the emptier thread.
         let pinned = [Some(0), Some(1), None];
-        assert_eq!(start_placement(3, &pinned, &[(2, 2)], 2), vec![0, 1, 0]);
+        assert_eq!(
+            start_placement(3, &pinned, &[(2, 2)], &[], 2),
+            vec![0, 1, 0]
+        );
+        // ... unless they meet a pinned task at a queue: then its thread.
+        let anchors = [(1, 2)];
+        assert_eq!(
+            start_placement(3, &pinned, &[(2, 2)], &anchors, 2),
+            vec![0, 1, 1]
+        );
+        let pinned = [None, Some(1), None, None];
+        let anchors = [(0, 2), (2, 1)];
+        assert_eq!(
+            start_placement(4, &pinned, &[(2, 3)], &anchors, 2),
+            vec![0, 1, 1, 1]
+        );
     }
 
     #[test]

@@ -12,18 +12,36 @@ use crate::element::{HandlerCall, HandlerInfo};
 use paraclick_lang::check::PortKind;
 
 /// Read handlers every element has, after its own: Click's `name`,
-/// `class`, `config`, `ports` and `handlers`, and `drop_reasons`, the
-/// packets the element dropped per reason, one `REASON COUNT` line per
-/// reason with drops (its class's reasons in their order, then
-/// `unspecified`; empty if nothing dropped; see [`crate::drops`]).
+/// `class`, `config`, `ports` and `handlers`, `home_thread` (as in
+/// Click's multithreaded builds: the element's thread, see
+/// `home_thread_text`), and `drop_reasons`, the packets the element
+/// dropped per reason, one `REASON COUNT` line per reason with drops (its
+/// class's reasons in their order, then `unspecified`; empty if nothing
+/// dropped; see [`crate::drops`]).
 pub const BUILTIN: &[&str] = &[
     "name",
     "class",
     "config",
     "ports",
     "handlers",
+    "home_thread",
     "drop_reasons",
 ];
+
+/// The `home_thread` handler: the thread element `i`'s tasks run on now
+/// (its first task's, which StaticThreadSched pins and the balancer may
+/// move); for an element without tasks, the thread its timers run on
+/// (that of the tasks whose packets reach it when they share one, else
+/// 0: [`crate::plan`]). Click instead answers 0 for an element without
+/// tasks unless StaticThreadSched named it.
+pub(crate) fn home_thread_text(core: &Core, i: usize) -> String {
+    use std::sync::atomic::Ordering;
+    let t = match core.slots[i].tasks.first() {
+        Some(&t) => core.tasks[t].thread.load(Ordering::Relaxed) % core.nthreads.max(1),
+        None => core.home_thread(i),
+    };
+    t.to_string()
+}
 
 /// The read handler every element with a task has, after its own:
 /// Click's `scheduled`, `true` while one of its tasks is on its thread's
@@ -168,6 +186,7 @@ pub(crate) fn read(core: &Core, spec: &str, from: Option<usize>) -> Result<Strin
         "ports" => Ok(ports_text(core, i)),
         "handlers" => Ok(handlers_text(core, i)),
         "drop_reasons" => Ok(crate::drops::handler_text(core, i)),
+        "home_thread" => Ok(home_thread_text(core, i)),
         TASK_READ if builtin => Ok(scheduled_text(core, i)),
         _ => Err(format!("no read handler '{}.{}'", s.name, h)),
     }
@@ -488,7 +507,7 @@ mod tests {
         );
         assert_eq!(
             read(c, "x.handlers", None).unwrap(),
-            "v\trw\nr\tr\nw\tw\np\tr\nname\tr\nclass\tr\nconfig\tr\nports\tr\nhandlers\tr\ndrop_reasons\tr\n"
+            "v\trw\nr\tr\nw\tw\np\tr\nname\tr\nclass\tr\nconfig\tr\nports\tr\nhandlers\tr\nhome_thread\tr\ndrop_reasons\tr\n"
         );
     }
 

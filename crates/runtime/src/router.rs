@@ -611,9 +611,11 @@ impl Router {
             task.wait_for_room = full;
             tasks.push(CachePadded::new(task));
         }
-        for (elem, thread) in prefs {
+        for (elem, task, thread) in prefs {
             for &t in &core.slots[elem].tasks {
-                tasks[t].pinned = Some(thread % nthreads);
+                if task.is_none_or(|k| k == tasks[t].index) {
+                    tasks[t].pinned = Some(thread % nthreads);
+                }
             }
         }
         core.tasks = tasks.into_boxed_slice();

@@ -252,9 +252,10 @@ pub(crate) fn initial_assignment(core: &Core) {
 }
 
 /// The adaptive scheduler's start (once the plan is built): each group
-/// of unpinned tasks that meet at a queue on one thread
+/// of unpinned tasks that meet at a queue on one thread, that of a pinned
+/// task they meet at a queue if any
 /// ([`crate::contention::start_placement`]), so that no queue crosses
-/// threads unless a measured split wins. Other policies keep
+/// threads unless a measured split (or a pin) makes it. Other policies keep
 /// [`initial_assignment`]'s round-robin.
 pub(crate) fn start_placement(core: &Core) {
     if core.policy != SchedPolicy::Adaptive || core.nthreads < 2 {
@@ -262,7 +263,9 @@ pub(crate) fn start_placement(core: &Core) {
     }
     let pinned: Vec<Option<usize>> = core.tasks.iter().map(|t| t.pinned).collect();
     let pairs = core.plan.affine_pairs(&|t| pinned[t].is_none());
-    let assign = crate::contention::start_placement(pinned.len(), &pinned, &pairs, core.nthreads);
+    let anchors = core.plan.affine_pairs(&|_| true);
+    let assign =
+        crate::contention::start_placement(pinned.len(), &pinned, &pairs, &anchors, core.nthreads);
     let mut lists: Vec<Vec<usize>> = vec![Vec::new(); core.nthreads];
     for (id, (t, &th)) in core.tasks.iter().zip(&assign).enumerate() {
         t.thread.store(th, Ordering::Relaxed);

@@ -4,6 +4,7 @@ use paraclick_runtime::Registry;
 
 pub mod balanced_thread_sched;
 pub mod coordinated_unqueue;
+pub mod mt_die_test;
 pub mod multi_queue_unqueue;
 pub mod prio_sched;
 pub mod round_robin_sched;
@@ -26,4 +27,5 @@ pub fn register(reg: &mut Registry) {
     reg.register(coordinated_unqueue::spec());
     reg.register(multi_queue_unqueue::spec());
     reg.register(sched_order_test::spec());
+    reg.register(mt_die_test::spec());
 }

@@ -154,6 +154,47 @@ mod tests {
         assert_eq!(threads(conf, 2), names(&[("SRC", 1)]));
     }
 
+    /// Each element's `home_thread` handler says where StaticThreadSched
+    /// put it (Click's threads/StaticThreadSched-01 and -02): a source,
+    /// the pull Discard after its queue, and in compounds the inner
+    /// StaticThreadSched (later in configuration order) over the outer.
+    #[test]
+    fn home_thread_reads_the_binding() {
+        let home = |r: &Router, names: &[&str]| -> Vec<String> {
+            names
+                .iter()
+                .map(|n| r.read_handler(&format!("{n}.home_thread")).unwrap())
+                .collect()
+        };
+        let conf = "StaticThreadSched(rs1 0, d1 0, rs2 1, d2 1);
+            rs1 :: RatedSource -> q1 :: Queue -> d1 :: Discard;
+            rs2 :: RatedSource -> q2 :: Queue -> d2 :: Discard;";
+        let r = Router::from_str(conf, &reg(), 2).unwrap_or_else(|d| panic!("{d:?}"));
+        // The queues' timers go where the tasks touching them are.
+        assert_eq!(
+            home(&r, &["rs1", "d1", "rs2", "d2", "q1", "q2"]),
+            ["0", "0", "1", "1", "0", "1"]
+        );
+        let conf = "StaticThreadSched(sub0 1);
+            sub0, sub1 :: {
+                src :: RatedSource -> q :: Queue -> d :: Discard;
+                StaticThreadSched(d 0);
+            }";
+        let r = Router::from_str(conf, &reg(), 2).unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(
+            home(&r, &["sub0/src", "sub0/d", "sub1/src", "sub1/d"]),
+            ["1", "0", "0", "0"]
+        );
+        // An element no task reaches is on thread 0; every element lists it.
+        let r = Router::from_str("i :: Idle; StaticThreadSched(i 1);", &reg(), 2)
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(home(&r, &["i"]), ["0"]);
+        assert!(r
+            .read_handler("i.handlers")
+            .unwrap()
+            .contains("home_thread\tr\n"));
+    }
+
     #[test]
     fn compound_names_bind_their_elements() {
         let conf = "elementclass Gen { s1 :: InfiniteSource -> output; \

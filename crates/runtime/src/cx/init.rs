@@ -10,7 +10,8 @@ pub struct InitCx<'a> {
     pub(crate) core: &'a Core,
     pub(crate) elem: usize,
     pub(crate) new_tasks: &'a mut Vec<(usize, usize, bool, bool)>,
-    pub(crate) prefs: &'a mut Vec<(usize, usize)>,
+    /// (element, one of its tasks or all of them, thread), in order.
+    pub(crate) prefs: &'a mut Vec<(usize, Option<usize>, usize)>,
     pub(crate) timers: &'a mut Vec<(usize, usize, Duration)>,
     pub(crate) ntasks_here: usize,
     pub(crate) checking: bool,
@@ -177,7 +178,15 @@ impl InitCx<'_> {
 
     /// Asks that element `i`'s tasks run on `thread` (StaticThreadSched).
     pub fn prefer_thread(&mut self, i: usize, thread: usize) {
-        self.prefs.push((i, thread));
+        self.prefs.push((i, None, thread));
+    }
+
+    /// Pins task `task` of this element (from [`InitCx::add_task`]) to
+    /// `thread` (modulo the number of threads), as StaticThreadSched pins
+    /// an element's every task; a later StaticThreadSched naming the
+    /// element overrides it. For elements with a task per thread.
+    pub fn pin_task(&mut self, task: usize, thread: usize) {
+        self.prefs.push((self.elem, Some(task), thread));
     }
 
     pub fn nthreads(&self) -> usize {
