@@ -969,15 +969,6 @@ pub struct Built {
     pub install: fn(&mut Router) -> Result<usize, String>,
 }
 
-/// Registers the process for the notifiers' heavy fence
-/// (`membarrier(2)`, see `notifier::light_wakes`) first thing, while it
-/// has one thread: the kernel then only marks it, where a process with
-/// several threads (the signal watcher starts before the router) waits
-/// for an RCU grace period, 12 ms here, most of a short run's start-up.
-fn register_fences() {
-    let _ = paraclick_runtime::notifier::light_wakes();
-}
-
 /// The command line of a built program: `paraclick`'s run options and
 /// defines, for the configuration embedded in it (a configuration file
 /// given must be that text). The compiled entries are installed when the

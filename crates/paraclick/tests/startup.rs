@@ -2,7 +2,10 @@
 //! (`membarrier(2)`, private expedited) before it starts its first
 //! thread. With one thread the kernel only marks the process; with
 //! several it waits for an RCU grace period (12 ms on the machine this
-//! was written on, most of a short run's wall time).
+//! was written on, most of a short run's wall time; Click's
+//! userlevel/timewarp-01, which times whole runs from outside, missed its
+//! window by it). strace is installed by `scripts/bootstrap.sh --tests`;
+//! without it the test fails, saying so.
 
 mod common;
 
