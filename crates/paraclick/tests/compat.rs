@@ -261,3 +261,44 @@ c :: Idle =>
          Idle@1 -> W@2/NoSuch@1\n    -> Discard@3;\n"
     );
 }
+
+#[test]
+fn flatten_reports_errors_as_click_words_them() {
+    // Click's tools/lexer-04 and lexer-09 expect these lines from
+    // click-flatten and from click alike.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "A.click",
+            "->Null;\n",
+            "A.click:1: syntax error near '->'\n",
+        ),
+        (
+            "C.click",
+            "a, b, c, d :: Idle;\na [0,1] => [0,1,2] b;\nc [] => [] d;\n",
+            "C.click:2: connection mismatch: 2 outputs connected to 3 inputs\n\
+             C.click:3: at most one expandable port allowed per connection\n",
+        ),
+        (
+            "C2.click",
+            "a, b, c, d :: Idle;\na [0,1,2] -> [0,1,2] b;\n",
+            "C2.click:2: syntax error: many-to-many connections require '=>'\n",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let f = write(&dir, name, text);
+        for args in [
+            vec!["flatten", "--errors", "click", f.as_str()],
+            vec!["--errors", "click", "-q", "-o", "-", f.as_str()],
+        ] {
+            let out = paraclick(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            assert_eq!(stdout(&out), "", "{args:?}");
+            assert_eq!(
+                stderr(&out).replace(&format!("{}/", dir.path().display()), ""),
+                want,
+                "{args:?}"
+            );
+        }
+    }
+}
