@@ -16,7 +16,7 @@
 # which many tests require, is answered by a stand-in that says yes when
 # paraclick has every named element class (`paraclick doc --list`) or
 # feature: umultithread (paraclick runs on several threads) is provided,
-# linuxmodule is not.
+# linuxmodule is not. `click-flatten ARGS` runs `paraclick flatten ARGS`.
 #
 # McastSocket-02 and -03 send multicast datagrams along the host's multicast
 # route (the default route on most hosts), so they would leave the machine.
@@ -69,6 +69,12 @@ for x in "\$@"; do
 done
 EOF
 chmod +x "$work/bin/click-buildtool"
+cat >"$work/bin/click-flatten" <<EOF
+#!/usr/bin/env bash
+# Stand-in for Click's click-flatten.
+exec "$bin" flatten "\$@"
+EOF
+chmod +x "$work/bin/click-flatten"
 
 cd "$click_dir/test" || exit 2
 if (($# > 0)); then

@@ -7,9 +7,10 @@
 //! [`check::check_graph`] then checks the graph against the element classes'
 //! port counts and processing codes, as Click does. [`args`] holds Click's
 //! configuration-argument utilities, [`span`] the diagnostics and their
-//! rendering, [`dot`] a Graphviz view of a graph, [`mod@print`] a graph written
-//! back as text, and [`landmarks`] where a file's top-level connections
-//! are written (for tools that change a user's file in place).
+//! rendering, [`dot`] a Graphviz view of a graph, [`mod@print`] a graph
+//! written back as text (Click's flattened form or a plain one), and
+//! [`landmarks`] where a file's top-level connections are written (for
+//! tools that change a user's file in place).
 //!
 //! This crate knows element *names*, not their behaviour.
 //!
@@ -44,7 +45,7 @@ pub use check::{check_graph, CheckedGraph, ClassSpec, PortKind};
 pub use expand::{DEFAULT_MAX_ELEMENTS, MAX_EXPANSION_DEPTH};
 pub use files::FilePolicy;
 pub use library::ParseOptions;
-pub use print::{print_flat, same_graph};
+pub use print::{print_click, print_flat, same_graph};
 pub use span::{render, render_click, Diagnostic, Source, SourceSet, Span};
 
 /// A router configuration with compounds expanded.

@@ -197,13 +197,20 @@ impl<'a> Parser<'a> {
             .push(Diagnostic::error(Some(self.idx.span(r.0, r.1)), msg));
     }
 
-    /// Reports "expected WHAT, found TOKEN" at the current token.
+    /// Reports "expected WHAT, found TOKEN" at the current token; in
+    /// Click's form, "syntax error near TOKEN".
     fn expected(&mut self, what: &str) {
         let t = self.tok().clone();
-        self.error_at(
-            (t.start, t.end),
-            format!("expected {what}, found {}", t.tok.describe()),
+        let found = t.tok.describe();
+        let d = Diagnostic::error(
+            Some(self.idx.span(t.start, t.end)),
+            format!("expected {what}, found {found}"),
         );
+        let d = match t.tok {
+            Tok::Eof => d,
+            _ => d.with_click(None, format!("syntax error near {found}")),
+        };
+        self.errs.push(d);
     }
 
     /// Parses a whole file.
@@ -738,7 +745,20 @@ impl<'a> Parser<'a> {
                 }
             }
         } else {
-            self.error_at((open.start, self.tok().end), "empty port list '[]'".into());
+            // Click reads '[]' as an expandable port, which paraclick
+            // does not have; Click allows one a connection.
+            let at = |k: usize| self.toks.get(self.pos + k).map(|t| &t.tok);
+            let both = matches!(at(1), Some(Tok::Arrow | Tok::DArrow))
+                && at(2) == Some(&Tok::LBracket)
+                && at(3) == Some(&Tok::RBracket);
+            let mut d = Diagnostic::error(
+                Some(self.idx.span(open.start, self.tok().end)),
+                "empty port list '[]'",
+            );
+            if both {
+                d = d.with_click(None, "at most one expandable port allowed per connection");
+            }
+            self.errs.push(d);
             return Err(());
         }
         let close = self.bump();

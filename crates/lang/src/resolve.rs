@@ -381,6 +381,12 @@ impl<'a> Resolver<'a> {
         self.errs.push(Diagnostic::error(Some(self.span(r)), msg));
     }
 
+    /// [`Self::error`], worded as `click` in Click's form of the errors.
+    fn error_click(&mut self, r: Range, msg: impl Into<String>, click: impl Into<String>) {
+        self.errs
+            .push(Diagnostic::error(Some(self.span(r)), msg).with_click(None, click));
+    }
+
     /// Resolves the top-level scope (its id is 0).
     pub(crate) fn resolve_top(&mut self, stmts: &[Stmt]) -> ScopeIr {
         self.resolve_scope(stmts, None, HashSet::new())
@@ -1004,6 +1010,20 @@ impl<'a> Resolver<'a> {
             }
             self.nconns += n;
             let pairs = match kind {
+                ArrowKind::Single if ports(left) > 1 && ports(right) > 1 => {
+                    // Click refuses it rather than connect every port on
+                    // the left to every port on the right.
+                    let (l, r) = (ports(left), ports(right));
+                    self.error_click(
+                        *arrow,
+                        format!(
+                            "'->' between {l} output ports and {r} input ports: \
+                             connect many to many with '=>' (port by port)"
+                        ),
+                        "syntax error: many-to-many connections require '=>'",
+                    );
+                    continue;
+                }
                 ArrowKind::Single => {
                     let mut v = Vec::new();
                     for l in left {
@@ -1164,7 +1184,7 @@ impl<'a> Resolver<'a> {
             r = (0..l.len()).map(|p| (&right[0], p)).collect();
         }
         if l.len() != r.len() {
-            self.error(
+            self.error_click(
                 arrow,
                 format!(
                     "'=>' connects {} output port{} to {} input port{}; the counts must match",
@@ -1172,6 +1192,11 @@ impl<'a> Resolver<'a> {
                     if l.len() == 1 { "" } else { "s" },
                     r.len(),
                     if r.len() == 1 { "" } else { "s" }
+                ),
+                format!(
+                    "connection mismatch: {} outputs connected to {} inputs",
+                    l.len(),
+                    r.len()
                 ),
             );
             return None;

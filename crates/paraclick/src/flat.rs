@@ -1,6 +1,6 @@
 //! Click command-line helpers: the exit status from a handler (`-x`) and
-//! the time report (`-t`). The flattened configuration (`-o`) is
-//! `paraclick_lang::print_flat`.
+//! the time report (`-t`). The flattened configuration (`-o`, `paraclick
+//! flatten`) is `paraclick_lang::print_click`.
 
 use std::time::Duration;
 

@@ -237,6 +237,23 @@ struct RunArgs {
     help: Option<bool>,
 }
 
+#[derive(Args)]
+struct FlattenArgs {
+    #[command(flatten)]
+    input: Input,
+    /// Write the flattened configuration to FILE ("-", the default, for
+    /// standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    output: String,
+    /// How configuration errors are printed, as the run's --errors.
+    #[arg(
+        long = "errors",
+        value_name = "auto|rich|click",
+        default_value = "auto"
+    )]
+    errors: String,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Check a configuration: report every error, located; run nothing.
@@ -246,6 +263,11 @@ enum Cmd {
     Check(Input),
     /// Print the element graph in Graphviz DOT.
     Graph(Input),
+    /// Print the configuration flattened, as Click's click-flatten does:
+    /// compounds expanded, every element declared, then the connections
+    /// in chains (what `-o` writes). Nothing is configured or checked
+    /// against the element classes, so classes paraclick lacks are kept.
+    Flatten(FlattenArgs),
     /// Measure forwarding rate and cycles per packet of the standard
     /// configurations, or of CONFIG files (counting packets with --count).
     Bench {
@@ -730,6 +752,7 @@ pub fn main_cli() -> ExitCode {
     match cli.cmd {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
+        Some(Cmd::Flatten(f)) => flatten(&f),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
         Some(Cmd::Model {
             system,
@@ -1034,6 +1057,36 @@ fn graph(input: &Input) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn flatten(f: &FlattenArgs) -> ExitCode {
+    let click = match click_errors(&f.errors) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let (src, defines) = match load(&f.input) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let g = match parse_config_with(&src, &defines, &f.input.parse_options()) {
+        Ok(g) => g,
+        Err(d) if click => return report_click(&d, false),
+        Err(d) => return report_errors(&src, &d),
+    };
+    write_output(&f.output, &paraclick_lang::print_click(&g))
+}
+
+/// Writes `text` to FILE, or to standard output for "-".
+fn write_output(out: &str, text: &str) -> ExitCode {
+    let r = if out == "-" {
+        std::io::stdout().write_all(text.as_bytes())
+    } else {
+        std::fs::write(out, text)
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("{out}: {e}")),
+    }
+}
+
 fn doc(class: Option<&str>, list: bool) -> ExitCode {
     let reg = registry();
     match class {
@@ -1217,14 +1270,9 @@ fn run(a: RunArgs, built: Option<&Built>) -> ExitCode {
             Ok(g) => g,
             Err(d) => return report_errors(&src, &d),
         };
-        let text = paraclick_lang::print_flat(&g);
-        let r = if out == "-" {
-            std::io::stdout().write_all(text.as_bytes())
-        } else {
-            std::fs::write(out, text)
-        };
-        if let Err(e) = r {
-            return fail(&format!("{out}: {e}"));
+        let text = paraclick_lang::print_click(&g);
+        if write_output(out, &text) != ExitCode::SUCCESS {
+            return ExitCode::from(1);
         }
     }
     let policy: SchedPolicy = match a.sched.parse() {

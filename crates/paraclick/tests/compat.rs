@@ -212,3 +212,93 @@ fn click_sample_configuration_forms_check() {
     assert_eq!(ids.len(), 20, "{text}");
     assert_eq!(ids.iter().filter(|&&i| i == "2").count(), 3, "{text}");
 }
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn flatten_prints_clicks_flattened_form() {
+    // Click's tools/lexer-06 B.click: a compound, an element group and
+    // ports other than 0. Real Click prints this (its anonymous Paint
+    // has another number).
+    let conf = "analyzer, x1, x2 :: Idle;
+x1 -> analyzer -> x2;
+c :: Idle =>
+         [1] analyzer [1],
+         foo :: { -> c2 :: Idle => (->), Paint(1) -> }
+-> post_classification :: Idle;
+";
+    let out = paraclick(&["flatten", "-e", conf]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let want = "analyzer :: Idle;\nx1 :: Idle;\nx2 :: Idle;\nc :: Idle;\n\
+                post_classification :: Idle;\nfoo/c2 :: Idle;\nfoo/Paint@2 :: Paint(1);\n\n\
+                x1 -> analyzer\n    -> x2;\nc -> [1] analyzer;\n\
+                analyzer [1] -> post_classification;\n\
+                c [1] -> foo/c2\n    -> post_classification;\n\
+                foo/c2 [1] -> foo/Paint@2\n    -> post_classification;\n";
+    assert_eq!(stdout(&out), want);
+    // -o writes the same text, before the router is built.
+    let out = paraclick(&["-q", "-o", "-", "-e", conf]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), want);
+
+    // Classes paraclick lacks are kept; nothing is configured; -o FILE.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("flat.click").display().to_string();
+    let out = paraclick(&[
+        "flatten",
+        "-o",
+        &f,
+        "-e",
+        "elementclass W { $x | input -> NoSuch($x) -> output } Idle -> W(\"\\\\\") -> Discard",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        std::fs::read_to_string(&f).unwrap(),
+        "Idle@1 :: Idle;\nDiscard@3 :: Discard;\nW@2/NoSuch@1 :: NoSuch(\"\\\\\");\n\n\
+         Idle@1 -> W@2/NoSuch@1\n    -> Discard@3;\n"
+    );
+}
+
+#[test]
+fn flatten_reports_errors_as_click_words_them() {
+    // Click's tools/lexer-04 and lexer-09 expect these lines from
+    // click-flatten and from click alike.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "A.click",
+            "->Null;\n",
+            "A.click:1: syntax error near '->'\n",
+        ),
+        (
+            "C.click",
+            "a, b, c, d :: Idle;\na [0,1] => [0,1,2] b;\nc [] => [] d;\n",
+            "C.click:2: connection mismatch: 2 outputs connected to 3 inputs\n\
+             C.click:3: at most one expandable port allowed per connection\n",
+        ),
+        (
+            "C2.click",
+            "a, b, c, d :: Idle;\na [0,1,2] -> [0,1,2] b;\n",
+            "C2.click:2: syntax error: many-to-many connections require '=>'\n",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let f = write(&dir, name, text);
+        for args in [
+            vec!["flatten", "--errors", "click", f.as_str()],
+            vec!["--errors", "click", "-q", "-o", "-", f.as_str()],
+        ] {
+            let out = paraclick(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            assert_eq!(stdout(&out), "", "{args:?}");
+            assert_eq!(
+                stderr(&out).replace(&format!("{}/", dir.path().display()), ""),
+                want,
+                "{args:?}"
+            );
+        }
+    }
+}

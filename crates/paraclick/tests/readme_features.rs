@@ -87,11 +87,13 @@ fn parse_dot(dot: &str) -> (BTreeMap<String, String>, Vec<(Conn, bool)>) {
 }
 
 /// The elements and connections of the flattened configuration
-/// (`paraclick -q -o -`), one declaration or connection a line.
+/// (`paraclick -q -o -`): one declaration a line, connections in Click's
+/// chains (`a [1] -> [2] b\n    -> c;`, a chain going on from output 0).
 fn parse_flat(flat: &str) -> (BTreeMap<String, String>, Vec<Conn>) {
     let mut elements = BTreeMap::new();
     let mut conns = Vec::new();
-    for l in flat.lines() {
+    let joined = flat.replace("\n    -> ", " -> ");
+    for l in joined.lines() {
         if let Some((name, rest)) = l.split_once(" :: ") {
             let class: String = rest
                 .chars()
@@ -99,10 +101,23 @@ fn parse_flat(flat: &str) -> (BTreeMap<String, String>, Vec<Conn>) {
                 .collect();
             elements.insert(name.to_string(), class);
         } else if let Some(body) = l.strip_suffix(';').filter(|l| l.contains(" -> ")) {
-            let (from, to) = body.split_once(" -> ").unwrap();
-            let (fe, fp) = from.split_once(" [").unwrap();
-            let (tp, te) = to.split_once("] ").unwrap();
-            conns.push((fe.to_string(), port(fp), port(tp), te.to_string()));
+            let mut hops = body.split(" -> ");
+            let first = hops.next().unwrap();
+            let (mut from, mut fp) = match first.split_once(" [") {
+                Some((e, p)) => (e.to_string(), port(p)),
+                None => (first.to_string(), 0),
+            };
+            for h in hops {
+                let (tp, te) = match h.strip_prefix('[') {
+                    Some(h) => {
+                        let (p, e) = h.split_once("] ").unwrap();
+                        (port(p), e)
+                    }
+                    None => (0, h),
+                };
+                conns.push((from, fp, tp, te.to_string()));
+                (from, fp) = (te.to_string(), 0);
+            }
         }
     }
     (elements, conns)

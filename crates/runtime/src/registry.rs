@@ -19,6 +19,11 @@ pub struct ClassSpec {
     pub name: &'static str,
     pub port_count: &'static str,
     pub processing: &'static str,
+    /// Click's flow code: which inputs packets can flow to which outputs
+    /// (`x/x`, every input to every output, unless the class says
+    /// [`ClassSpec::flow_code`](method@ClassSpec::flow_code)). An agnostic
+    /// port takes push or pull from the ports packets flow to and from.
+    pub flow_code: &'static str,
     pub phase: i32,
     pub doc: &'static str,
     /// Whether the class's elements read (or write) packet data, beyond
@@ -293,6 +298,7 @@ impl ClassSpec {
             name,
             port_count,
             processing,
+            flow_code: "x/x",
             phase: 0,
             doc: "",
             reads_data: true,
@@ -310,6 +316,14 @@ impl ClassSpec {
             fuses: false,
             make: Arc::new(make),
         }
+    }
+
+    /// The class's flow code, as Click writes it: `x/y` for an element
+    /// (Idle) through which no packet flows, so that its agnostic inputs
+    /// and outputs each take push or pull on their own.
+    pub fn flow_code(mut self, code: &'static str) -> ClassSpec {
+        self.flow_code = code;
+        self
     }
 
     pub fn phase(mut self, phase: i32) -> ClassSpec {

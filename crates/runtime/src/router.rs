@@ -15,7 +15,7 @@ use crate::element::Node;
 use crate::registry::{ConfigCx, Registry};
 use crate::sched::{self, SchedPolicy, Task};
 use crossbeam_utils::CachePadded;
-use paraclick_lang::check::{check_graph, ClassSpec as LangSpec, PortKind};
+use paraclick_lang::check::{check_graph_with_flow, ClassSpec as LangSpec, PortKind};
 use paraclick_lang::{
     parse_config_with, Diagnostic, FilePolicy, FlatGraph, ParseOptions, Source, Span,
 };
@@ -264,7 +264,8 @@ impl Router {
                 )),
             }
         }
-        let checked = check_graph(graph, &lookup, &names);
+        let flow = |name: &str| reg.get(name).map(|c| c.flow_code.to_string());
+        let checked = check_graph_with_flow(graph, &lookup, &flow, &names);
         match checked {
             Ok(c) if errs.is_empty() => Ok(c),
             Ok(_) => Err(errs),

@@ -8,7 +8,9 @@
 //! notifier that is never active: a puller whose inputs all lead to Idle
 //! sleeps.
 //!
-//! Ports: any number of inputs and outputs. Processing: agnostic.
+//! Ports: any number of inputs and outputs. Processing: agnostic, each
+//! port on its own (no packet flows from an input to an output, Click's
+//! flow code `x/y`): `Idle` can take pushes and be pulled from at once.
 //!
 //! Example:
 //!
@@ -23,7 +25,8 @@
 //! SimpleIdle keeps polling it): pushed packets are dropped (counted),
 //! pulls return nothing.
 //!
-//! Ports: any number of inputs and outputs. Processing: agnostic.
+//! Ports: any number of inputs and outputs. Processing: agnostic, each
+//! port on its own, as Idle's.
 
 use paraclick_runtime::element::QueueElement;
 use paraclick_runtime::notifier::Notifier;
@@ -40,6 +43,7 @@ const DROP_REASONS: &[&str] = &["idle"];
 
 pub fn spec() -> ClassSpec {
     ClassSpec::notifying("Idle", "-/-", "a", make)
+        .flow_code("x/y")
         .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
@@ -48,6 +52,7 @@ pub fn spec() -> ClassSpec {
 /// SimpleIdle: Idle without the notifier.
 pub fn simple_spec() -> ClassSpec {
     ClassSpec::element("SimpleIdle", "-/-", "a", make)
+        .flow_code("x/y")
         .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
@@ -95,5 +100,29 @@ mod tests {
             );
             assert!(r.pull_from("i", 0, 8).unwrap().is_none(), "{class}");
         }
+    }
+
+    #[test]
+    fn idle_takes_pushes_and_is_pulled_at_once() {
+        // Click's tools/lexer-04: b is pushed into (from a) and pulled
+        // from (by p and q). Nothing flows through an Idle (flow code
+        // x/y), so its inputs and outputs need not agree.
+        for class in ["Idle", "SimpleIdle"] {
+            let conf = format!(
+                "a, c :: Idle; b :: {class}; p, q :: PullNull; \
+                 a, a[1] -> b -> p, q; p -> [0]c, [1]c; q -> [2]c;"
+            );
+            let r = paraclick_runtime::Router::from_str(&conf, &reg(), 1);
+            assert!(r.is_ok(), "{class}: {:?}", r.err());
+        }
+        // An element packets flow through still may not mix them.
+        let e = paraclick_runtime::Router::from_str(
+            "Idle -> q :: Queue -> Unqueue -> b :: Counter -> PullNull -> Idle;",
+            &reg(),
+            1,
+        )
+        .err()
+        .expect("a Counter pushed into and pulled from is refused");
+        assert!(format!("{e:?}").contains("mixed context"), "{e:?}");
     }
 }

@@ -296,7 +296,7 @@ impl RouterInfo {
                     w => w.join(" "),
                 })
                 .collect(),
-            flatconfig: flatconfig(graph),
+            flatconfig: paraclick_lang::print_click(graph),
             compact: graph
                 .requirements
                 .iter()
@@ -312,107 +312,6 @@ impl RouterInfo {
     pub(crate) fn offer(&mut self, keys: Vec<String>) {
         self.offered = keys;
     }
-}
-
-/// Click's flattened configuration, as Click prints it: the
-/// requirements (`require(...);`, then a blank line), every declaration
-/// (elements outside compounds first, then each compound level's in
-/// turn, as Click's flattening lists them), a blank line, then the
-/// connections in chains (see [`connection_chains`]).
-pub(crate) fn flatconfig(g: &FlatGraph) -> String {
-    let mut s = String::new();
-    for r in &g.requirements {
-        s.push_str(&format!("require({});\n", r.words.join(" ")));
-    }
-    if !g.requirements.is_empty() {
-        s.push('\n');
-    }
-    let depth = |i: usize| g.elements[i].name.matches('/').count();
-    let mut order: Vec<usize> = (0..g.elements.len()).collect();
-    order.sort_by_key(|&i| depth(i));
-    for &i in &order {
-        let e = &g.elements[i];
-        s.push_str(&format!("{} :: {}", e.name, e.class));
-        if !e.config.is_empty() {
-            s.push_str(&format!("({})", e.config));
-        }
-        s.push_str(";\n");
-    }
-    if !g.connections.is_empty() {
-        s.push('\n');
-    }
-    // Connections sort by element in the order listed above.
-    let mut rank = vec![0; g.elements.len()];
-    for (k, &i) in order.iter().enumerate() {
-        rank[i] = k;
-    }
-    s.push_str(&connection_chains(g, &rank));
-    s
-}
-
-/// The connections as chains: `a -> b\n    -> [1] c;` for `a -> b`,
-/// `b -> [1] c`. Connections sort by (destination, input port, source,
-/// output port), elements by `rank`; the first not yet printed starts a
-/// chain, which first grows backwards while it starts at output 0 of an
-/// element with an unprinted connection into its input 0 (the first such
-/// in that order), then forwards while it ends at input 0 of an element
-/// with an unprinted connection from its output 0. Click prints its
-/// flattened configurations so.
-fn connection_chains(g: &FlatGraph, rank: &[usize]) -> String {
-    let mut conns: Vec<&paraclick_lang::FlatConnection> = g.connections.iter().collect();
-    conns.sort_by_key(|c| (rank[c.to], c.to_port, rank[c.from], c.from_port));
-    conns.dedup();
-    let mut done = vec![false; conns.len()];
-    let name = |i: usize| g.elements[i].name.as_str();
-    let mut s = String::new();
-    for start in 0..conns.len() {
-        if done[start] {
-            continue;
-        }
-        done[start] = true;
-        let mut chain = std::collections::VecDeque::from([start]);
-        loop {
-            let first = conns[chain[0]];
-            if first.from_port != 0 {
-                break;
-            }
-            let Some(k) = (0..conns.len())
-                .find(|&k| !done[k] && conns[k].to == first.from && conns[k].to_port == 0)
-            else {
-                break;
-            };
-            done[k] = true;
-            chain.push_front(k);
-        }
-        loop {
-            let last = conns[chain[chain.len() - 1]];
-            if last.to_port != 0 {
-                break;
-            }
-            let Some(k) = (0..conns.len())
-                .find(|&k| !done[k] && conns[k].from == last.to && conns[k].from_port == 0)
-            else {
-                break;
-            };
-            done[k] = true;
-            chain.push_back(k);
-        }
-        let first = conns[chain[0]];
-        s.push_str(name(first.from));
-        if first.from_port != 0 {
-            s.push_str(&format!(" [{}]", first.from_port));
-        }
-        for (n, &k) in chain.iter().enumerate() {
-            let c = conns[k];
-            s.push_str(if n == 0 { " -> " } else { "\n    -> " });
-            if c.to_port != 0 {
-                s.push_str(&format!("[{}] ", c.to_port));
-            }
-            s.push_str(name(c.to));
-        }
-        s.push_str(";\n");
-    }
-    s
 }
 
 /// The `config` handler: the configuration's text, or, when it requires

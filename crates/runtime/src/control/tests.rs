@@ -198,63 +198,6 @@ fn limits_close_the_connection() {
 }
 
 #[test]
-fn flatconfig_lists_declarations_then_connections() {
-    let src = paraclick_lang::Source {
-        name: "t".into(),
-        text: "a :: X(1) -> b :: Y; a [1] -> [2] b;".into(),
-    };
-    let g = paraclick_lang::parse_config(&src, &[]).unwrap();
-    assert_eq!(
-        flatconfig(&g),
-        "a :: X(1);\nb :: Y;\n\na -> b;\na [1] -> [2] b;\n"
-    );
-}
-
-fn flat_of(text: &str) -> String {
-    let src = paraclick_lang::Source {
-        name: "t".into(),
-        text: text.into(),
-    };
-    flatconfig(&paraclick_lang::parse_config(&src, &[]).unwrap())
-}
-
-#[test]
-fn flatconfig_prints_connections_in_chains() {
-    // A chain goes on from input 0 through output 0; other ports start
-    // chains of their own, in the order of their destinations.
-    assert_eq!(
-        flat_of("a :: S; t :: T; d :: D; e :: D; a -> t; t [1] -> e; t -> d; t [2] -> [1] d;"),
-        "a :: S;\nt :: T;\nd :: D;\ne :: D;\n\n\
-         a -> t\n    -> d;\nt [2] -> [1] d;\nt [1] -> e;\n"
-    );
-    // A chain grows backwards from its first connection: the first
-    // connection sorted is the one into `a`'s input 0 (c2 -> a).
-    assert_eq!(
-        flat_of("a :: S; c :: C; c2 :: C; a -> c -> [1] a; a [1] -> c2 -> a;"),
-        "a :: S;\nc :: C;\nc2 :: C;\n\n\
-         a [1] -> c2\n    -> a\n    -> c\n    -> [1] a;\n"
-    );
-    // Arriving at an input other than 0 ends a chain.
-    assert_eq!(
-        flat_of("x :: S; s :: T; e :: T; f :: D; x -> s -> [1] e -> f; s [1] -> e;"),
-        "x :: S;\ns :: T;\ne :: T;\nf :: D;\n\n\
-         x -> s\n    -> [1] e;\ns [1] -> e\n    -> f;\n"
-    );
-}
-
-#[test]
-fn flatconfig_lists_compound_elements_after_the_top_level() {
-    assert_eq!(
-        flat_of(
-            "require(compact_config); elementclass A { input -> N :: Null -> output } \
-             Idle -> A -> x :: Null -> Discard;"
-        ),
-        "require(compact_config);\n\nIdle@1 :: Idle;\nx :: Null;\nDiscard@4 :: Discard;\n\
-         A@2/N :: Null;\n\nIdle@1 -> A@2/N\n    -> x\n    -> Discard@4;\n"
-    );
-}
-
-#[test]
 fn a_router_that_is_gone_answers_540() {
     let h = RouterHandle { core: Weak::new() };
     for e in [
