@@ -576,3 +576,68 @@ fn a_control_socket_element_removed_and_added_back_rebinds_every_time() {
     assert_eq!(c.code("WRITE stop"), 200);
     assert_eq!(p.wait_exit(10), 0);
 }
+
+#[test]
+fn dash_p_port_plus_takes_the_first_free_port_and_names_it_as_click() {
+    let _g = common::one_at_a_time();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = busy.local_addr().unwrap().port();
+    let plus = format!("{p}+");
+    // Click's names for the sockets `-p` adds: the first, then `@1`.
+    let o = Command::new(common::bin())
+        .args(["-p", &plus, "-p", &plus, "-e"])
+        .arg(
+            "DriverManager(print click_driver@@ControlSocket.port, \
+             print click_driver@@ControlSocket@1.port, stop)",
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let got: Vec<u16> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        got[0] > p && got[1] > got[0] && got[1] - p < 64,
+        "{p}: {got:?}"
+    );
+    assert!(
+        err.contains(&format!("listening on 127.0.0.1:{}", got[0])),
+        "{err}"
+    );
+    // Without `+` the port in use is a clear error.
+    let o = Command::new(common::bin())
+        .args(["-p", &p.to_string(), "-e", "DriverManager(stop)"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("-p {p}:")));
+}
+
+#[test]
+fn dash_p_port_plus_beyond_loopback_needs_a_token() {
+    let _g = common::one_at_a_time();
+    for spec in ["0.0.0.0:41900+", "[::]:41900+"] {
+        let o = Command::new(common::bin())
+            .args(["-p", spec, "-e", TRAFFIC])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{spec}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("-p {spec}")) && err.contains("give --control-token FILE"),
+            "{err}"
+        );
+    }
+    for bad in ["41900++", "localhost:41900+", "+"] {
+        let o = Command::new(common::bin())
+            .args(["-p", bad, "-e", TRAFFIC])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("-p: expected PORT, PORT+"), "{bad}: {err}");
+    }
+}

@@ -47,7 +47,10 @@
 mod server;
 mod session;
 
-pub use server::{bind_tcp, bind_unix, serve, serve_stream, Bind, Listener, Server};
+pub use server::{
+    bind_tcp, bind_tcp_search, bind_unix, serve, serve_stream, Bind, Listener, PortSpec, Server,
+    PORT_SEARCH,
+};
 pub use session::CtlStream;
 
 use crate::core::Core;
@@ -55,6 +58,28 @@ use crate::{InitCx, Registry};
 use paraclick_lang::FlatGraph;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+/// Read handlers of the driver's own control sockets, which are no
+/// elements of any router: `click_driver@@ControlSocket.port` for the
+/// first `-p` socket (Click's name), `click_driver@@ControlSocket@2.port`
+/// for the second, ...; process-wide, as the sockets are, so every router
+/// of a run (hot swaps included) reads them.
+static DRIVER_READS: std::sync::RwLock<Vec<(String, String)>> = std::sync::RwLock::new(Vec::new());
+
+/// Sets the driver read handler `spec` (`element.handler`) to `value`.
+pub fn set_driver_read(spec: &str, value: &str) {
+    let mut v = DRIVER_READS.write().unwrap_or_else(|e| e.into_inner());
+    match v.iter_mut().find(|(k, _)| k == spec) {
+        Some((_, old)) => *old = value.to_string(),
+        None => v.push((spec.to_string(), value.to_string())),
+    }
+}
+
+/// The value of driver read handler `spec`, if there is one.
+pub(crate) fn driver_read(spec: &str) -> Option<String> {
+    let v = DRIVER_READS.read().unwrap_or_else(|e| e.into_inner());
+    v.iter().find(|(k, _)| k == spec).map(|(_, x)| x.clone())
+}
 
 /// The protocol version in the greeting.
 pub const GREETING: &str = "Click::ControlSocket/1.3";
@@ -232,8 +257,8 @@ pub(crate) struct RouterInfo {
     /// with the router.
     servers: Mutex<Vec<(Option<String>, Server)>>,
     /// Keys of the servers of the router this one replaces in a hot swap,
-    /// which this one's elements may take over.
-    offered: Vec<String>,
+    /// which this one's elements may take over, with where each listens.
+    offered: Vec<(String, String)>,
     /// Those its elements take over, with their options.
     taken: Mutex<Vec<(String, ControlConfig)>>,
 }
@@ -244,11 +269,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The keys of `core`'s servers, for a router built to replace it.
-pub(crate) fn server_keys(core: &Core) -> Vec<String> {
+/// The keys of `core`'s servers, with where each listens, for a router
+/// built to replace it.
+pub(crate) fn server_keys(core: &Core) -> Vec<(String, String)> {
     lock(&core.info.servers)
         .iter()
-        .filter_map(|(k, _)| k.clone())
+        .filter_map(|(k, s)| Some((k.clone()?, s.local_addr().to_string())))
         .collect()
 }
 
@@ -308,8 +334,8 @@ impl RouterInfo {
         }
     }
 
-    /// Offers the servers of the router being replaced (keys).
-    pub(crate) fn offer(&mut self, keys: Vec<String>) {
+    /// Offers the servers of the router being replaced (keys, addresses).
+    pub(crate) fn offer(&mut self, keys: Vec<(String, String)>) {
         self.offered = keys;
     }
 }
@@ -517,16 +543,19 @@ impl InitCx<'_> {
     /// Whether this router, built to replace another in a hot swap, takes
     /// over that router's server `key` (its open socket and connections),
     /// with options `cfg` for the connections opened after the swap. If
-    /// so, the element must not open the socket itself: the server comes
-    /// with the swap, and stops with this router. A key is taken once.
-    pub fn take_over_server(&mut self, key: &str, cfg: ControlConfig) -> bool {
+    /// so (`Some`, with where the server listens, as
+    /// [`Server::local_addr`]), the element must not open the socket
+    /// itself: the server comes with the swap, and stops with this
+    /// router. A key is taken once.
+    pub fn take_over_server(&mut self, key: &str, cfg: ControlConfig) -> Option<String> {
         let info = &self.core.info;
         let mut taken = lock(&info.taken);
-        if !info.offered.iter().any(|k| k == key) || taken.iter().any(|(k, _)| k == key) {
-            return false;
+        let (_, addr) = info.offered.iter().find(|(k, _)| k == key)?;
+        if taken.iter().any(|(k, _)| k == key) {
+            return None;
         }
         taken.push((key.to_string(), cfg));
-        true
+        Some(addr.clone())
     }
 }
 
