@@ -641,3 +641,46 @@ fn dash_p_port_plus_beyond_loopback_needs_a_token() {
         assert!(err.contains("-p: expected PORT, PORT+"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn a_scripts_cat_is_private_to_scripts() {
+    // Click's privatehandler-01: `cat` reads a file for the script, not
+    // for a control socket's client (which could otherwise read any file
+    // the router can, past the files a hotconfig is confined to).
+    let _g = common::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "not for clients").unwrap();
+    let conf = format!(
+        "s :: Script(print \"[$(cat {0})]\", wait 60s, stop); \
+         t :: Script(TYPE PASSIVE, return $(s.catq {0}))",
+        secret.display()
+    );
+    let mut p = Proc::start(&["-p", "0", "-e", &conf]);
+    let port = p.port("control socket listening on ");
+    let mut c = Client::tcp(port);
+    assert_eq!(c.code("READ s.add 1 1"), 200);
+    assert_eq!(c.data(), "2");
+    let file = secret.display().to_string();
+    for cmd in [
+        format!("READ s.cat {file}"),
+        format!("READ s.catq {file}"),
+        "CHECKREAD s.cat".to_string(),
+    ] {
+        let (code, t) = {
+            c.send(format!("{cmd}\r\n").as_bytes());
+            c.reply()
+        };
+        assert_eq!(code, 511, "{cmd}: {t:?}");
+        assert!(t[0].starts_with("No handler named 's.cat"), "{cmd}: {t:?}");
+    }
+    let hs = c.read("s.handlers");
+    assert!(hs.lines().any(|l| l.starts_with("add\t")), "{hs}");
+    assert!(!hs.lines().any(|l| l.starts_with("cat")), "{hs}");
+    // Scripts still read it: their own `cat`, another Script's `catq`.
+    assert_eq!(c.read("t.run"), "\"not for clients\"");
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+    let out = p.out.lock().unwrap().clone();
+    assert!(out.contains("[not for clients]"), "{out}");
+}
