@@ -684,3 +684,45 @@ fn a_scripts_cat_is_private_to_scripts() {
     let out = p.out.lock().unwrap().clone();
     assert!(out.contains("[not for clients]"), "{out}");
 }
+
+#[test]
+fn switch_llrpcs_over_the_control_socket() {
+    // Click's ControlSocket-llrpc-01: GET_SWITCH and SET_SWITCH, the int
+    // in the machine's byte order; an LLRPC is a write, refused on a
+    // READONLY socket.
+    let _g = common::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro.sock");
+    let conf = format!(
+        "Idle -> s :: Switch(0) -> Idle; s[1] -> Idle; Idle -> q :: Queue -> Discard;
+        ControlSocket(UNIX, {}, READONLY true);",
+        ro.display()
+    );
+    let mut p = Proc::start(&["-p", "0", "-e", &conf]);
+    let port = p.port("control socket listening on ");
+    let mut c = Client::tcp(port);
+    assert_eq!(c.code("LLRPC s#4004C005"), 200);
+    assert_eq!(c.data().as_bytes(), 0i32.to_ne_bytes());
+    c.send(b"LLRPC s#80044006 4\r\n");
+    c.send(&1i32.to_ne_bytes());
+    assert_eq!(c.reply().0, 200);
+    assert_eq!(c.data(), "");
+    assert_eq!(c.read("s.switch"), "1");
+    assert_eq!(c.code("LLRPC s#4004C005"), 200);
+    assert_eq!(c.data().as_bytes(), 1i32.to_ne_bytes());
+    // Wrong size, unknown command, element without LLRPCs, no element.
+    c.send(b"LLRPC s#80044006 2\r\nab");
+    assert_eq!(c.reply().0, 520);
+    assert_eq!(c.code("LLRPC s#80044007"), 501);
+    assert_eq!(c.code("LLRPC q#4004C005"), 501);
+    assert_eq!(c.code("LLRPC nobody#4004C005"), 510);
+    assert_eq!(c.read("s.switch"), "1");
+    // READONLY: refused, its data consumed, nothing changed.
+    let mut r = Client::unix(&ro);
+    r.send(b"LLRPC s#80044006 4\r\n");
+    r.send(&0i32.to_ne_bytes());
+    assert_eq!(r.reply().0, 530);
+    assert_eq!(r.read("s.switch"), "1");
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+}

@@ -26,8 +26,12 @@
 //! - `WRITE HANDLER [VALUE]`, `WRITEDATA HANDLER N`,
 //!   `WRITEUNTIL HANDLER [TERMINATOR]`: call a write handler.
 //! - `CHECKREAD HANDLER`, `CHECKWRITE HANDLER`: 200 if it can be called.
-//! - `LLRPC ELEMENT#NUM [N]`: paraclick has no LLRPCs; replies 501 (after
-//!   reading the N bytes).
+//! - `LLRPC ELEMENT#CMD [N]`: Click's low-level RPC CMD (hexadecimal) on
+//!   ELEMENT, with the N bytes after the line; replies 200, then `DATA M`
+//!   and the M bytes it answers. Only those Click documents for
+//!   paraclick's elements: Switch's GET_SWITCH and SET_SWITCH. Others get
+//!   501; a READONLY socket refuses all (530), as an LLRPC may change
+//!   the router.
 //! - `QUIT`: replies 200 and closes.
 //!
 //! Reply codes: 200 OK; 500 syntax error (also a line too long or data

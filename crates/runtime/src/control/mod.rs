@@ -5,7 +5,8 @@
 //! one command per line (lines end with CR, LF or CRLF; replies end with
 //! CRLF): `READ h [params]`, `READDATA h N`, `READUNTIL h [term]`,
 //! `WRITE h [value]`, `WRITEDATA h N`, `WRITEUNTIL h [term]`,
-//! `CHECKREAD h`, `CHECKWRITE h`, `LLRPC e#n [N]` (not supported: 501) and
+//! `CHECKREAD h`, `CHECKWRITE h`, `LLRPC e#CMD [N]` ([`Backend::llrpc`],
+//! an element's [`crate::Element::llrpc`]; a write for READONLY) and
 //! `QUIT`, and `AUTH token` (paraclick's: see below). A handler `h` is `element.handler`, `number.handler` (elements
 //! numbered from 1, as in `list`) or a global handler. Replies start with
 //! Click's codes: 200 OK, 500 syntax error, 501 unimplemented, 510 no such
@@ -240,6 +241,14 @@ pub trait Backend: Send + Sync {
     fn check(&self, h: &str, write: bool) -> Result<(), CsError>;
     /// Stops the router (a socket that could never be opened).
     fn stop(&self) {}
+    /// Click's LLRPC `cmd` on element `e` (a name or a number from 1)
+    /// with `data`: the bytes to send back.
+    fn llrpc(&self, e: &str, cmd: u32, _data: &[u8]) -> Result<Vec<u8>, CsError> {
+        Err(CsError::new(
+            501,
+            format!("LLRPC '{e}#{cmd:X}' not supported"),
+        ))
+    }
 }
 
 /// Router-level facts the global handlers report, kept from the build.
@@ -658,6 +667,20 @@ impl Backend for RouterHandle {
     fn stop(&self) {
         if let Some(c) = self.core.upgrade() {
             c.stop_now();
+        }
+    }
+
+    fn llrpc(&self, e: &str, cmd: u32, data: &[u8]) -> Result<Vec<u8>, CsError> {
+        let core = self.core()?;
+        let Target::Element(i) = Self::resolve(&core, &format!("{e}.x"))?.0 else {
+            return Err(CsError::new(510, format!("No element named '{e}'")));
+        };
+        match core.slots[i].element.llrpc(cmd, data) {
+            Some(r) => r.map_err(|m| CsError::new(520, m)),
+            None => Err(CsError::new(
+                501,
+                format!("LLRPC '{e}#{cmd:X}' not supported by this element"),
+            )),
         }
     }
 }

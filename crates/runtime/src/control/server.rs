@@ -242,6 +242,9 @@ impl Backend for Current<'_> {
     fn stop(&self) {
         self.0.backend().stop()
     }
+    fn llrpc(&self, e: &str, cmd: u32, data: &[u8]) -> Result<Vec<u8>, super::CsError> {
+        self.0.backend().llrpc(e, cmd, data)
+    }
 }
 
 /// A running control socket. Dropping it (or `shutdown`) stops accepting

@@ -133,6 +133,10 @@ fn commands_and_codes() {
     send(&mut r, "LLRPC x#1234 2\r\nabLLRPC x#5\r\n");
     assert!(line(&mut r).starts_with("501 LLRPC"));
     assert!(line(&mut r).starts_with("501 LLRPC"));
+    // No `#`, or a command that is no hex number: a syntax error.
+    send(&mut r, "LLRPC x1234\r\nLLRPC x#zz\r\n");
+    assert!(line(&mut r).starts_with("500 "));
+    assert!(line(&mut r).starts_with("500 "));
     send(&mut r, "QUIT\r\n");
     assert_eq!(line(&mut r), "200 Goodbye!");
     assert_eq!(t.join().unwrap(), "closed");
