@@ -1,9 +1,9 @@
 //! Control sockets from the command line: the `-p`, `-u` and `--socket`
 //! servers of a run, and `paraclick ctl`, a small client for scripts.
 
-use paraclick_runtime::control::{self, Backend, Bind, ControlConfig, Listener, Server};
+use paraclick_runtime::control::{self, Backend, Bind, ControlConfig, Listener, PortSpec, Server};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
@@ -14,6 +14,24 @@ pub fn tcp_addr(spec: &str) -> Result<SocketAddr, String> {
     }
     spec.parse::<SocketAddr>()
         .map_err(|_| format!("-p: expected PORT or ADDRESS:PORT, not '{spec}'"))
+}
+
+/// Where `-p` listens: `PORT` or `ADDRESS:PORT`, the port perhaps Click's
+/// `PORT+` (the first free port from PORT on, of
+/// [`control::PORT_SEARCH`]); loopback if no address is given.
+pub fn listen_addr(spec: &str) -> Result<(IpAddr, PortSpec), String> {
+    let bad = || format!("-p: expected PORT, PORT+, ADDRESS:PORT or ADDRESS:PORT+, not '{spec}'");
+    if let Some(p) = PortSpec::parse(spec) {
+        return Ok((IpAddr::from([127, 0, 0, 1]), p));
+    }
+    let (ip, port) = spec.rsplit_once(':').ok_or_else(bad)?;
+    let ip = ip
+        .strip_prefix('[')
+        .and_then(|i| i.strip_suffix(']'))
+        .unwrap_or(ip);
+    let ip: IpAddr = ip.parse().map_err(|_| bad())?;
+    let port = PortSpec::parse(port).ok_or_else(bad)?;
+    Ok((ip, port))
 }
 
 /// Opens the control sockets `-p`, `-u` and `--socket` ask for, each
@@ -42,18 +60,27 @@ pub fn start_servers(
     };
     let mut listeners = Vec::new();
     for p in ports {
-        let a = tcp_addr(p)?;
-        if !a.ip().is_loopback() && tcp_cfg.token.is_none() {
+        let (ip, port) = listen_addr(p)?;
+        if !ip.is_loopback() && tcp_cfg.token.is_none() {
             return Err(format!(
-                "-p {p}: listening on {} lets other hosts call every handler \
-                 (stop, hotconfig): give --control-token FILE, or a loopback address",
-                a.ip()
+                "-p {p}: listening on {ip} lets other hosts call every handler \
+                 (stop, hotconfig): give --control-token FILE, or a loopback address"
             ));
         }
-        listeners.push((
-            control::bind_tcp(a).map_err(|e| format!("-p {p}: {e}"))?,
-            &tcp_cfg,
-        ));
+        let l = control::bind_tcp_search(ip, port).map_err(|e| format!("-p {p}: {e}"))?;
+        // Click names the sockets it adds `click_driver@@ControlSocket`,
+        // then `...@1`, `...@2` (the -p ones first, then -u); each TCP
+        // one's `port` handler tells where it listens.
+        if let Listener::Tcp(t) = &l {
+            if let Ok(a) = t.local_addr() {
+                let name = match listeners.len() {
+                    0 => "click_driver@@ControlSocket".to_string(),
+                    n => format!("click_driver@@ControlSocket@{n}"),
+                };
+                control::set_driver_read(&format!("{name}.port"), &a.port().to_string());
+            }
+        }
+        listeners.push((l, &tcp_cfg));
     }
     for u in unix {
         listeners.push((

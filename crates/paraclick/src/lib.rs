@@ -128,9 +128,12 @@ struct RunArgs {
     pin: bool,
     /// Open a control socket (Click's ControlSocket protocol) on TCP PORT of
     /// 127.0.0.1, or on ADDRESS:PORT (0.0.0.0:PORT: every address); port 0
-    /// picks a free port. Where it listens is printed on stderr. Repeatable.
-    /// An address other than loopback needs --control-token.
-    #[arg(short = 'p', long = "port", value_name = "[ADDRESS:]PORT")]
+    /// picks a free port, PORT+ the first free one of PORT and the 63
+    /// after it. Where it listens is printed on stderr, and is the
+    /// handler click_driver@@ControlSocket.port (@1, @2... for later
+    /// ones). Repeatable. An address other than loopback needs
+    /// --control-token.
+    #[arg(short = 'p', long = "port", value_name = "[ADDRESS:]PORT[+]")]
     port: Vec<String>,
     /// The -p sockets (and --socket's listening TCP ones) ask for the
     /// token in FILE (mode 0600, at least 16 characters): a client's first

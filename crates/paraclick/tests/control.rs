@@ -576,3 +576,160 @@ fn a_control_socket_element_removed_and_added_back_rebinds_every_time() {
     assert_eq!(c.code("WRITE stop"), 200);
     assert_eq!(p.wait_exit(10), 0);
 }
+
+#[test]
+fn dash_p_port_plus_takes_the_first_free_port_and_names_it_as_click() {
+    let _g = common::one_at_a_time();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = busy.local_addr().unwrap().port();
+    let plus = format!("{p}+");
+    // Click's names for the sockets `-p` adds: the first, then `@1`.
+    let o = Command::new(common::bin())
+        .args(["-p", &plus, "-p", &plus, "-e"])
+        .arg(
+            "DriverManager(print click_driver@@ControlSocket.port, \
+             print click_driver@@ControlSocket@1.port, stop)",
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let got: Vec<u16> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        got[0] > p && got[1] > got[0] && got[1] - p < 64,
+        "{p}: {got:?}"
+    );
+    assert!(
+        err.contains(&format!("listening on 127.0.0.1:{}", got[0])),
+        "{err}"
+    );
+    // Without `+` the port in use is a clear error.
+    let o = Command::new(common::bin())
+        .args(["-p", &p.to_string(), "-e", "DriverManager(stop)"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("-p {p}:")));
+}
+
+#[test]
+fn dash_p_port_plus_beyond_loopback_needs_a_token() {
+    let _g = common::one_at_a_time();
+    for spec in ["0.0.0.0:41900+", "[::]:41900+"] {
+        let o = Command::new(common::bin())
+            .args(["-p", spec, "-e", TRAFFIC])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{spec}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("-p {spec}")) && err.contains("give --control-token FILE"),
+            "{err}"
+        );
+    }
+    for bad in ["41900++", "localhost:41900+", "+"] {
+        let o = Command::new(common::bin())
+            .args(["-p", bad, "-e", TRAFFIC])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("-p: expected PORT, PORT+"), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn a_scripts_cat_is_private_to_scripts() {
+    // Click's privatehandler-01: `cat` reads a file for the script, not
+    // for a control socket's client (which could otherwise read any file
+    // the router can, past the files a hotconfig is confined to).
+    let _g = common::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "not for clients").unwrap();
+    let conf = format!(
+        "s :: Script(print \"[$(cat {0})]\", wait 60s, stop); \
+         t :: Script(TYPE PASSIVE, return $(s.catq {0}))",
+        secret.display()
+    );
+    let mut p = Proc::start(&["-p", "0", "-e", &conf]);
+    let port = p.port("control socket listening on ");
+    let mut c = Client::tcp(port);
+    assert_eq!(c.code("READ s.add 1 1"), 200);
+    assert_eq!(c.data(), "2");
+    let file = secret.display().to_string();
+    for cmd in [
+        format!("READ s.cat {file}"),
+        format!("READ s.catq {file}"),
+        "CHECKREAD s.cat".to_string(),
+    ] {
+        let (code, t) = {
+            c.send(format!("{cmd}\r\n").as_bytes());
+            c.reply()
+        };
+        assert_eq!(code, 511, "{cmd}: {t:?}");
+        assert!(t[0].starts_with("No handler named 's.cat"), "{cmd}: {t:?}");
+    }
+    let hs = c.read("s.handlers");
+    assert!(hs.lines().any(|l| l.starts_with("add\t")), "{hs}");
+    assert!(!hs.lines().any(|l| l.starts_with("cat")), "{hs}");
+    // Scripts still read it: their own `cat`, another Script's `catq`.
+    assert_eq!(c.read("t.run"), "\"not for clients\"");
+    // The script's print (it starts once the router runs, which may be
+    // after this client's commands).
+    let t0 = Instant::now();
+    let mut out = String::new();
+    while !out.contains("[not for clients]") && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(10));
+        out = p.out.lock().unwrap().clone();
+    }
+    assert!(out.contains("[not for clients]"), "{out} / {}", p.stderr());
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+}
+
+#[test]
+fn switch_llrpcs_over_the_control_socket() {
+    // Click's ControlSocket-llrpc-01: GET_SWITCH and SET_SWITCH, the int
+    // in the machine's byte order; an LLRPC is a write, refused on a
+    // READONLY socket.
+    let _g = common::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro.sock");
+    let conf = format!(
+        "Idle -> s :: Switch(0) -> Idle; s[1] -> Idle; Idle -> q :: Queue -> Discard;
+        ControlSocket(UNIX, {}, READONLY true);",
+        ro.display()
+    );
+    let mut p = Proc::start(&["-p", "0", "-e", &conf]);
+    let port = p.port("control socket listening on ");
+    let mut c = Client::tcp(port);
+    assert_eq!(c.code("LLRPC s#4004C005"), 200);
+    assert_eq!(c.data().as_bytes(), 0i32.to_ne_bytes());
+    c.send(b"LLRPC s#80044006 4\r\n");
+    c.send(&1i32.to_ne_bytes());
+    assert_eq!(c.reply().0, 200);
+    assert_eq!(c.data(), "");
+    assert_eq!(c.read("s.switch"), "1");
+    assert_eq!(c.code("LLRPC s#4004C005"), 200);
+    assert_eq!(c.data().as_bytes(), 1i32.to_ne_bytes());
+    // Wrong size, unknown command, element without LLRPCs, no element.
+    c.send(b"LLRPC s#80044006 2\r\nab");
+    assert_eq!(c.reply().0, 520);
+    assert_eq!(c.code("LLRPC s#80044007"), 501);
+    assert_eq!(c.code("LLRPC q#4004C005"), 501);
+    assert_eq!(c.code("LLRPC nobody#4004C005"), 510);
+    assert_eq!(c.read("s.switch"), "1");
+    // READONLY: refused, its data consumed, nothing changed.
+    let mut r = Client::unix(&ro);
+    r.send(b"LLRPC s#80044006 4\r\n");
+    r.send(&0i32.to_ne_bytes());
+    assert_eq!(r.reply().0, 530);
+    assert_eq!(r.read("s.switch"), "1");
+    assert_eq!(c.code("WRITE stop"), 200);
+    assert_eq!(p.wait_exit(10), 0);
+}

@@ -170,3 +170,27 @@ fn a_second_signal_while_the_configuration_is_read_quits_at_once() {
         p.stderr()
     );
 }
+
+/// Click's Script-signal-03: packets on two threads each send the process
+/// USR1; the Script that catches it prints once, then blocks its thread
+/// (BlockThread) at every later one, so signals keep arriving while a
+/// worker is held up. Every one is delivered to the Script and none
+/// kills the process.
+#[test]
+fn usr1_sent_while_a_thread_is_blocked_reaches_the_script() {
+    let conf = "i :: InfiniteSource(LIMIT 10) \
+        -> s :: Script(TYPE PACKET, set y $(kill USR1 $$), end) -> d :: Discard; \
+        j :: InfiniteSource(LIMIT 30) -> s; \
+        Script(TYPE SIGNAL USR1, init x 0, set x $(add $x 1), goto l1 $(gt $x 1), \
+               print \"got USR1\", label l1, write bt.block 0.01s, end); \
+        Script(wait 0.02s, stop); \
+        StaticThreadSched(i 0, j 1); \
+        bt :: BlockThread";
+    let o = Command::new(bin())
+        .args(["--threads", "2", "--no-pin", "-e", conf])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "got USR1\n", "{err}");
+}

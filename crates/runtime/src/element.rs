@@ -332,6 +332,14 @@ pub trait Element: Send + Sync + Sized + 'static {
     }
 
     /// Handlers known only after configuration (see [`DynHandler`]).
+    /// Click's LLRPC `cmd` over a control socket (`LLRPC e#CMD [N]`),
+    /// with the N bytes sent: the bytes to send back, or `None` for a
+    /// command the element does not know (501). Only the commands Click
+    /// documents for the element (Switch's GET_SWITCH and SET_SWITCH).
+    fn llrpc(&self, _cmd: u32, _data: &[u8]) -> Option<Result<Vec<u8>, String>> {
+        None
+    }
+
     fn dynamic_handlers(&self) -> Vec<DynHandler> {
         Vec::new()
     }
@@ -637,6 +645,10 @@ pub trait Node: Send + Sync + 'static {
     /// [`QueueElement::set_consumer_reads_data`] (nothing for other
     /// elements).
     fn set_consumer_reads_data(&self, _reads: bool) {}
+    /// [`Element::llrpc`].
+    fn llrpc(&self, _cmd: u32, _data: &[u8]) -> Option<Result<Vec<u8>, String>> {
+        None
+    }
     fn flush(&self, cx: &mut Cx<'_>);
     /// [`QueueElement::empty_notifier`] (`None` for other elements).
     fn empty_notifier(&self) -> Option<&Notifier> {
@@ -984,6 +996,9 @@ impl<E: Element, R: Role<E>> Node for ElementNode<E, R> {
     }
     fn set_consumer_reads_data(&self, reads: bool) {
         R::set_consumer_reads_data(&self.0, reads)
+    }
+    fn llrpc(&self, cmd: u32, data: &[u8]) -> Option<Result<Vec<u8>, String>> {
+        self.0.llrpc(cmd, data)
     }
     fn flush(&self, cx: &mut Cx<'_>) {
         self.0.flush(cx)

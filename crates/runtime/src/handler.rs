@@ -149,7 +149,20 @@ pub(crate) fn read(core: &Core, spec: &str, from: Option<usize>) -> Result<Strin
         None => (spec, None),
     };
     let (e, h) = split_spec(spec);
-    let Some(i) = resolve(core, e, from)? else {
+    let found = match resolve(core, e, from) {
+        Ok(f) => f,
+        // The driver's own control sockets (`click_driver@@ControlSocket`).
+        Err(err) => {
+            return match crate::control::driver_read(spec) {
+                Some(_) if param.is_some() => {
+                    Err(format!("read handler '{spec}' takes no parameter"))
+                }
+                Some(v) => Ok(v),
+                None => Err(err),
+            }
+        }
+    };
+    let Some(i) = found else {
         if param.is_some() {
             return Err(format!("read handler '{h}' takes no parameter"));
         }
@@ -277,7 +290,7 @@ pub(crate) fn exists(core: &Core, spec: &str, from: usize) -> bool {
                     .any(|x| x.name == h)
         }
         Ok(None) => GLOBAL_READ.contains(&h) || GLOBAL_WRITE.contains(&h),
-        Err(_) => false,
+        Err(_) => crate::control::driver_read(spec).is_some(),
     }
 }
 

@@ -761,6 +761,10 @@ impl Backend for HotBackend {
             hot.stop();
         }
     }
+
+    fn llrpc(&self, e: &str, cmd: u32, data: &[u8]) -> Result<Vec<u8>, CsError> {
+        self.handle()?.llrpc(e, cmd, data)
+    }
 }
 
 #[cfg(test)]

@@ -316,7 +316,7 @@ impl Router {
         src: &Source,
         reg: &Registry,
         opts: &BuildOptions,
-        offered: Vec<String>,
+        offered: Vec<(String, String)>,
         sim_start: u64,
     ) -> Result<Router, Vec<Diagnostic>> {
         let nthreads = opts.threads.max(1);

@@ -512,6 +512,10 @@ impl Backend for SubstrateBackend {
     fn stop(&self) {
         self.inner.stop();
     }
+
+    fn llrpc(&self, e: &str, cmd: u32, data: &[u8]) -> Result<Vec<u8>, CsError> {
+        self.inner.llrpc(e, cmd, data)
+    }
 }
 
 /// The options of the language front end for a slice's configuration

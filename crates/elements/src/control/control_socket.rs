@@ -8,8 +8,10 @@
 //!
 //! Ports: none. Processing: none.
 //!
-//! Listens on TCP port PORTNUMBER (0: any free port, shown with VERBOSE)
-//! or on the Unix-domain socket FILENAME, and speaks Click's ControlSocket
+//! Listens on TCP port PORTNUMBER (0: any free port; `PORT+`, as in
+//! Click: the first free one of PORT, PORT+1, ..., of 64 ports at most and
+//! not past 65535, an error naming the range if all are in use) or on the
+//! Unix-domain socket FILENAME, and speaks Click's ControlSocket
 //! protocol, version 1.3: the server greets with `Click::ControlSocket/1.3`;
 //! each command is a line (ended by CR, LF or CRLF); each reply is one or
 //! more lines `CODE text` (all but the last `CODE-text`), ended by CRLF.
@@ -24,8 +26,12 @@
 //! - `WRITE HANDLER [VALUE]`, `WRITEDATA HANDLER N`,
 //!   `WRITEUNTIL HANDLER [TERMINATOR]`: call a write handler.
 //! - `CHECKREAD HANDLER`, `CHECKWRITE HANDLER`: 200 if it can be called.
-//! - `LLRPC ELEMENT#NUM [N]`: paraclick has no LLRPCs; replies 501 (after
-//!   reading the N bytes).
+//! - `LLRPC ELEMENT#CMD [N]`: Click's low-level RPC CMD (hexadecimal) on
+//!   ELEMENT, with the N bytes after the line; replies 200, then `DATA M`
+//!   and the M bytes it answers. Only those Click documents for
+//!   paraclick's elements: Switch's GET_SWITCH and SET_SWITCH. Others get
+//!   501; a READONLY socket refuses all (530), as an LLRPC may change
+//!   the router.
 //! - `QUIT`: replies 200 and closes.
 //!
 //! Reply codes: 200 OK; 500 syntax error (also a line too long or data
@@ -77,6 +83,10 @@
 //! command's `-p PORT`, `-u FILE` and `--socket FD` open the same sockets
 //! without an element.
 //!
+//! Handlers: `port` (TCP only): the port listened on (a `PORT+`
+//! search's choice; for 0, the port the system gave, where Click says 0);
+//! empty while RETRIES is still trying.
+//!
 //! Hot reconfiguration (`-R`, the `hotconfig` handler): a ControlSocket of
 //! the new configuration with the same TYPE and PORTNUMBER (with the same
 //! LOCALHOST) or FILENAME as one of the old configuration takes over its
@@ -85,7 +95,7 @@
 //! reaches the new router), and connections opened after the swap take
 //! the new element's options (READONLY, VERBOSE, limits; open ones keep
 //! theirs; a Unix socket keeps its MODE). PORTNUMBER 0 takes over the
-//! old 0's port. A ControlSocket the new configuration does not have is
+//! old 0's port, and `PORT+` the old `PORT+`'s. A ControlSocket the new configuration does not have is
 //! closed, with its connections, after the swap. Under the `paraclick`
 //! command every control socket reaches the current router and its
 //! `hotconfig` and `hotswaps` handlers.
@@ -100,10 +110,11 @@
 //!     ControlSocket(TCP, 7777, LOCALHOST true, READONLY true);
 
 use paraclick_runtime::args::Raw;
-use paraclick_runtime::control::{self, Bind, ControlConfig, Listener};
-use paraclick_runtime::{ClassSpec, ConfigCx, Element, InitCx};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use paraclick_runtime::control::{self, Bind, ControlConfig, Listener, PortSpec};
+use paraclick_runtime::{ClassSpec, ConfigCx, Element, Handler, InitCx};
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,7 +124,7 @@ pub fn spec() -> ClassSpec {
 
 #[derive(Clone)]
 enum Where {
-    Tcp(SocketAddr),
+    Tcp(IpAddr, PortSpec),
     Unix(PathBuf, u32),
 }
 
@@ -122,6 +133,9 @@ pub struct ControlSocket {
     cfg: ControlConfig,
     retries: u32,
     retry_warnings: bool,
+    /// The TCP port listened on, once bound (0 until then): the `port`
+    /// handler.
+    bound: Arc<AtomicU32>,
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
@@ -151,10 +165,9 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
             if mode.is_some() {
                 return Err("MODE applies to UNIX sockets only".into());
             }
-            let port: u16 = target
-                .trim()
-                .parse()
-                .map_err(|_| format!("PORTNUMBER: expected a port number, not '{target}'"))?;
+            let port = PortSpec::parse(&target).ok_or_else(|| {
+                format!("PORTNUMBER: expected a port number or PORT+, not '{target}'")
+            })?;
             let ip = if localhost.unwrap_or(true) {
                 Ipv4Addr::LOCALHOST
             } else {
@@ -166,7 +179,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
                      every handler: give TOKEN_FILE FILE, or leave LOCALHOST true"
                 ));
             }
-            Where::Tcp(SocketAddr::V4(SocketAddrV4::new(ip, port)))
+            Where::Tcp(IpAddr::V4(ip), port)
         }
         "UNIX" => {
             if target.trim().is_empty() {
@@ -203,24 +216,52 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ControlSocket, String> {
         cfg,
         retries: retries.unwrap_or(0),
         retry_warnings: retry_warnings.unwrap_or(true),
+        bound: Arc::new(AtomicU32::new(0)),
     })
 }
 
-fn bind(at: &Where) -> std::io::Result<Listener> {
+/// Binds the socket; a TCP one notes its port in `bound`.
+fn bind(at: &Where, bound: &AtomicU32) -> std::io::Result<Listener> {
     match at {
-        Where::Tcp(a) => control::bind_tcp(*a),
+        Where::Tcp(ip, port) => {
+            let l = control::bind_tcp_search(*ip, *port)?;
+            if let Listener::Tcp(t) = &l {
+                if let Ok(a) = t.local_addr() {
+                    bound.store(u32::from(a.port()), Ordering::Release);
+                }
+            }
+            Ok(l)
+        }
         Where::Unix(p, mode) => control::bind_unix(p, *mode),
     }
 }
 
+/// The socket as configured (`PORT+` as written: the key a hot swap's
+/// ControlSocket takes the socket over by).
 fn describe(at: &Where) -> String {
     match at {
-        Where::Tcp(a) => format!("TCP {a}"),
+        Where::Tcp(ip, port) => format!("TCP {ip}:{port}"),
         Where::Unix(p, _) => format!("UNIX {}", p.display()),
     }
 }
 
+impl ControlSocket {
+    /// The `port` handler: the TCP port listened on (a `PORT+` search's
+    /// choice, `0`'s free port), empty while RETRIES is still trying.
+    fn port_text(&self) -> Result<String, String> {
+        match self.at {
+            Where::Tcp(..) => match self.bound.load(Ordering::Acquire) {
+                0 => Ok(String::new()),
+                p => Ok(p.to_string()),
+            },
+            Where::Unix(..) => Err("a UNIX socket has no port".into()),
+        }
+    }
+}
+
 impl Element for ControlSocket {
+    const HANDLERS: &'static [Handler<Self>] = &[Handler::try_read("port", |e, _| e.port_text())];
+
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if ix.checking() {
             return Ok(());
@@ -229,7 +270,13 @@ impl Element for ControlSocket {
         // and address (as configured: `0` takes over the old `0`'s port)
         // comes over, with its open connections.
         let key = format!("ControlSocket {}", describe(&self.at));
-        if ix.take_over_server(&key, self.cfg.clone()) {
+        if let Some(addr) = ix.take_over_server(&key, self.cfg.clone()) {
+            if let Some(p) = addr
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+            {
+                self.bound.store(u32::from(p), Ordering::Release);
+            }
             if self.cfg.verbose {
                 eprintln!("ControlSocket: taking over {}", describe(&self.at));
             }
@@ -237,7 +284,7 @@ impl Element for ControlSocket {
         }
         // Bind now, so a socket that cannot be opened is a located error
         // (unless RETRIES says to keep trying).
-        let bound = match bind(&self.at) {
+        let bound = match bind(&self.at, &self.bound) {
             Ok(l) => Bind::Ready(l),
             Err(e) if self.retries == 0 => {
                 return Err(format!("{}: {e}", describe(&self.at)));
@@ -247,8 +294,9 @@ impl Element for ControlSocket {
                     eprintln!("ControlSocket: {}: {e} (retrying)", describe(&self.at));
                 }
                 let at = self.at.clone();
+                let cell = self.bound.clone();
                 Bind::Retry {
-                    bind: Box::new(move || bind(&at)),
+                    bind: Box::new(move || bind(&at, &cell)),
                     what: describe(&self.at),
                     retries: self.retries,
                     warnings: self.retry_warnings,
@@ -284,6 +332,8 @@ mod tests {
         for (conf, want) in [
             ("ControlSocket(UDP, 1)", "TYPE"),
             ("ControlSocket(TCP, x)", "PORTNUMBER"),
+            ("ControlSocket(TCP, 80++)", "PORTNUMBER"),
+            ("ControlSocket(TCP, 65536+)", "PORTNUMBER"),
             ("ControlSocket(TCP, 0, PROXY k)", "PROXY is not supported"),
             ("ControlSocket(UNIX, /tmp/x, MODE 9)", "MODE"),
             ("ControlSocket(TCP, 0, MODE 600)", "MODE"),
@@ -312,8 +362,47 @@ mod tests {
         let r = Router::from_str("cs :: ControlSocket(TCP, 0)", &reg(), 1).unwrap();
         let cs = r.element::<ControlSocket>("cs").unwrap();
         match &cs.at {
-            Where::Tcp(a) => assert!(a.ip().is_loopback(), "{a}"),
+            Where::Tcp(ip, _) => assert!(ip.is_loopback(), "{ip}"),
             Where::Unix(..) => panic!("TCP parsed as UNIX"),
+        }
+    }
+
+    #[test]
+    fn port_plus_takes_the_first_free_port_and_tells_it() {
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = busy.local_addr().unwrap().port();
+        let conf = format!("cs :: ControlSocket(TCP, {p}+)");
+        let r = Router::from_str(&conf, &reg(), 1).unwrap();
+        let got: u16 = r.read_handler("cs.port").unwrap().parse().unwrap();
+        assert!(got > p && got - p < 64, "{p}+ -> {got}");
+        // It listens there, on loopback, and speaks the protocol.
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", got)).unwrap();
+        let mut g = [0u8; 26];
+        std::io::Read::read_exact(&mut s, &mut g).unwrap();
+        assert_eq!(&g, b"Click::ControlSocket/1.3\r\n");
+        // Without `+`, the port in use is an error naming it.
+        let e = match Router::from_str(&format!("ControlSocket(TCP, {p})"), &reg(), 1) {
+            Ok(_) => panic!("bound a port in use"),
+            Err(d) => format!("{d:?}"),
+        };
+        assert!(e.contains(&format!("127.0.0.1:{p}")), "{e}");
+        // `0` reports the port it got; a UNIX socket has none.
+        let r0 = Router::from_str("cs :: ControlSocket(TCP, 0)", &reg(), 1).unwrap();
+        assert_ne!(r0.read_handler("cs.port").unwrap(), "0");
+        drop(r);
+    }
+
+    #[test]
+    fn port_plus_beyond_loopback_still_needs_a_token() {
+        for conf in [
+            "ControlSocket(TCP, 41930+, LOCALHOST false)",
+            "ControlSocket(TCP, 0+, LOCALHOST false)",
+        ] {
+            let e = match Router::from_str(conf, &reg(), 1) {
+                Ok(_) => panic!("{conf} built"),
+                Err(d) => format!("{d:?}"),
+            };
+            assert!(e.contains("give TOKEN_FILE FILE"), "{conf}: {e}");
         }
     }
 

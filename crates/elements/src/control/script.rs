@@ -112,8 +112,12 @@
 //!   `ne`, `lt`, `gt`, `le`, `ge` (numeric, else bytewise); `not`, `and`,
 //!   `or`, `nand`, `nor`, `if COND A B`, `in X A B...`; `sprintf FMT
 //!   ARGS...` (C's conversions); `random [N | N1 N2]`; `length`,
-//!   `unquote`; `readable`, `writable` (handler names); `now`; `cat FILE`,
-//!   `catq FILE`.
+//!   `unquote`; `readable`, `writable` (handler names); `now`.
+//! - `cat FILE`, `catq FILE` (the file's text, `catq` quoted): private,
+//!   as in Click: scripts call them (`$(cat FILE)`, another Script's
+//!   `$(s.cat FILE)`), but they are not listed in `handlers` and a
+//!   control socket gets 511 for them (they would read any file the
+//!   router can, past the files a `hotconfig` may read).
 //! - `kill SIGNAL PID...` (read with parameters, from the script's own
 //!   text only, as `$(kill USR1 $$)`; not a handler a control socket
 //!   reaches): sends SIGNAL to the processes; process ids must be
@@ -191,14 +195,17 @@ static BASE_HANDLERS: &[(&str, bool, bool)] = &[
     ("length", true, false),
     ("unquote", true, false),
     ("now", true, false),
-    ("cat", true, false),
-    ("catq", true, false),
     ("readable", true, false),
     ("writable", true, false),
     ("get", true, false),
     ("shift", true, true),
     ("set", false, true),
 ];
+
+/// Expression handlers only scripts may call, not listed in `handlers`
+/// nor reachable from a control socket (Click's private handlers; `kill`
+/// is never a handler).
+const PRIVATE_HANDLERS: &[&str] = &["cat", "catq"];
 
 /// Handlers the router gives every element (a PROXY script leaves them
 /// alone).
@@ -1225,6 +1232,10 @@ impl Script {
                 report(hx, &format!("{name}: {e}"));
                 format!("{name}: {e}")
             }),
+            // Private, as in Click: scripts call them (see `read_args`),
+            // the control plane cannot: `cat` would read any file the
+            // router can, past the files policy a hotconfig is held to.
+            _ if PRIVATE_HANDLERS.contains(&name) => return None,
             _ => self
                 .local_read(hx, name, args)?
                 .inspect_err(|e| report(hx, e)),

@@ -7,6 +7,7 @@ pub mod address_info;
 pub mod align;
 pub mod alignment_info;
 pub mod annotation_info;
+pub mod block_thread;
 pub mod bypass;
 pub mod check_length;
 pub mod check_paint;
@@ -128,6 +129,7 @@ pub fn register(reg: &mut Registry) {
     reg.register(timed_sink::spec());
     reg.register(truncate::spec());
     reg.register(notifier_debug::spec());
+    reg.register(block_thread::spec());
     reg.register(queue_yank_test::spec());
     reg.register(unqueue::spec());
     reg.register(unqueue2::spec());

@@ -153,6 +153,10 @@ pub struct Policy {
     pub front_drop: bool,
     /// Input 1 is last-in-first-out (MixedQueue).
     pub lifo_input: bool,
+    /// The empty notifier goes inactive at the first pull that finds the
+    /// queue empty (QuickNoteQueue), not after [`IDLE_PULLS_BEFORE_SLEEP`]
+    /// or [`CROSSING_POLL`].
+    pub quick_note: bool,
 }
 
 /// A queue's capacity when its configuration gives none (Click's 1000).
@@ -170,6 +174,7 @@ impl Policy {
             full_note: true,
             front_drop: false,
             lifo_input: false,
+            quick_note: false,
         }
     }
 }
@@ -587,6 +592,9 @@ impl Queue {
         if !self.empty.active() {
             return;
         }
+        if self.policy.quick_note {
+            return self.sleep_empty(cx);
+        }
         if self.crossing.load(Ordering::Relaxed) {
             let now = paraclick_runtime::clock::cycles().max(1);
             let poll = self.poll_cycles;
@@ -631,6 +639,17 @@ impl Queue {
             if s.empty_since != 0 {
                 s.empty_since = 0;
             }
+        }
+    }
+
+    /// QuickNoteQueue: a pull took what looked like the last packets, so
+    /// its pullers may sleep now (the notifier checks the queue is still
+    /// empty), rather than at the next pull that finds it empty.
+    #[cold]
+    #[inline(never)]
+    fn quick_emptied(&self, cx: &Cx<'_>) {
+        if self.empty.active() {
+            self.sleep_empty(cx);
         }
     }
 
@@ -689,6 +708,9 @@ impl Queue {
         }
         self.not_empty(cx);
         self.pulled(cx);
+        if self.policy.quick_note {
+            self.quick_emptied(cx);
+        }
         Some(b)
     }
 
@@ -715,6 +737,9 @@ impl Queue {
         if self.crossing.load(Ordering::Relaxed) {
             self.note_length_pulled(len);
             self.prefetch_taken(&b);
+        }
+        if self.policy.quick_note && b.len() >= len {
+            self.quick_emptied(cx);
         }
         Some(b)
     }
@@ -1056,6 +1081,9 @@ impl Queue {
                 self.not_empty(cx);
                 self.pulled(cx);
                 cx.note_drained(drained);
+                if drained && self.policy.quick_note {
+                    self.quick_emptied(cx);
+                }
                 Some(p)
             }
             None => self.pulled_nothing(cx),
@@ -1426,6 +1454,9 @@ impl QueueElement for Queue {
                 // The count of empty pulls starts again by itself (see
                 // `emptied`); `not_empty`'s crossing part does not apply.
                 cx.note_drained(drained);
+                if drained && self.policy.quick_note {
+                    self.quick_emptied(cx);
+                }
                 // As for the empty notifier in `push_local`: only a queue
                 // with a full notifier ever makes it inactive.
                 if !self.full.active() {
@@ -1862,6 +1893,29 @@ mod tests {
         assert!(empty.active(), "the count started again at the packet");
         assert!(pull_one_by_one(&r, 1).is_empty());
         assert!(!empty.active(), "so many empty pulls in a row: asleep");
+    }
+
+    #[test]
+    fn a_quick_note_queue_notifies_empty_as_its_last_packet_leaves() {
+        // Click's QuickNoteQueue-01: a QuickNoteQueue's empty signal goes
+        // inactive as the last packet leaves; a Queue's waits for a few
+        // empty pulls.
+        for (class, asleep) in [("QuickNoteQueue(4)", true), ("Queue(4)", false)] {
+            let r = one_by_one_router(class);
+            let q = r.element::<Queue>("q").unwrap();
+            let empty = q.empty_notifier().unwrap();
+            r.push_into("sp", 0, numbered(0, 2)).unwrap();
+            assert_eq!(pull_one_by_one(&r, 1), vec![0]);
+            assert!(empty.active(), "{class}: one packet left");
+            // The pull that takes the last packet: a QuickNoteQueue's
+            // pullers need not pull again to learn it is empty.
+            assert_eq!(pull_one_by_one(&r, 1), vec![1]);
+            assert_eq!(!empty.active(), asleep, "{class}: took the last packet");
+            assert!(pull_one_by_one(&r, 1).is_empty());
+            assert_eq!(!empty.active(), asleep, "{class}: one empty pull");
+            r.push_into("sp", 0, numbered(2, 3)).unwrap();
+            assert!(empty.active(), "{class}: woken by the push");
+        }
     }
 
     #[test]

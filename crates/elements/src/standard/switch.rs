@@ -16,6 +16,10 @@
 //! Handlers:
 //! - `switch` (read/write): the OUTPUT parameter.
 //!
+//! LLRPCs (over a control socket, `LLRPC s#CMD [4]`): GET_SWITCH
+//! (`4004C005`) answers OUTPUT as 4 bytes, a native-endian integer;
+//! SET_SWITCH (`80044006`) sets it from 4 such bytes and answers none.
+//!
 //! Example:
 //!
 //!     s :: Switch(0); s[0] -> ToDevice(eth0); s[1] -> Discard;
@@ -30,6 +34,11 @@ pub struct Switch {
 
 /// Why this element drops packets (its `drop_reasons`).
 const DROP_REASONS: &[&str] = &["switched off"];
+
+/// Click's LLRPC numbers for Switch (as its ControlSocket-llrpc-01 test
+/// sends them): read the output, set it.
+const GET_SWITCH: u32 = 0x4004_C005;
+const SET_SWITCH: u32 = 0x8004_4006;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Switch", "1/-", "h", make)
@@ -56,6 +65,23 @@ impl Element for Switch {
             Ok(())
         },
     )];
+
+    fn llrpc(&self, cmd: u32, data: &[u8]) -> Option<Result<Vec<u8>, String>> {
+        Some(match cmd {
+            GET_SWITCH => Ok(self.output.load(Ordering::Relaxed).to_ne_bytes().to_vec()),
+            SET_SWITCH => match <[u8; 4]>::try_from(data) {
+                Ok(b) => {
+                    self.output.store(i32::from_ne_bytes(b), Ordering::Relaxed);
+                    Ok(Vec::new())
+                }
+                Err(_) => Err(format!(
+                    "SET_SWITCH: expected 4 bytes (an integer), not {}",
+                    data.len()
+                )),
+            },
+            _ => return None,
+        })
+    }
 
     #[inline]
     fn push(&self, cx: &mut Cx<'_>, _port: usize, batch: Batch) {

@@ -5,7 +5,8 @@
 //! one command per line (lines end with CR, LF or CRLF; replies end with
 //! CRLF): `READ h [params]`, `READDATA h N`, `READUNTIL h [term]`,
 //! `WRITE h [value]`, `WRITEDATA h N`, `WRITEUNTIL h [term]`,
-//! `CHECKREAD h`, `CHECKWRITE h`, `LLRPC e#n [N]` (not supported: 501) and
+//! `CHECKREAD h`, `CHECKWRITE h`, `LLRPC e#CMD [N]` ([`Backend::llrpc`],
+//! an element's [`crate::Element::llrpc`]; a write for READONLY) and
 //! `QUIT`, and `AUTH token` (paraclick's: see below). A handler `h` is `element.handler`, `number.handler` (elements
 //! numbered from 1, as in `list`) or a global handler. Replies start with
 //! Click's codes: 200 OK, 500 syntax error, 501 unimplemented, 510 no such
@@ -47,7 +48,10 @@
 mod server;
 mod session;
 
-pub use server::{bind_tcp, bind_unix, serve, serve_stream, Bind, Listener, Server};
+pub use server::{
+    bind_tcp, bind_tcp_search, bind_unix, serve, serve_stream, Bind, Listener, PortSpec, Server,
+    PORT_SEARCH,
+};
 pub use session::CtlStream;
 
 use crate::core::Core;
@@ -55,6 +59,28 @@ use crate::{InitCx, Registry};
 use paraclick_lang::FlatGraph;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+/// Read handlers of the driver's own control sockets, which are no
+/// elements of any router: `click_driver@@ControlSocket.port` for the
+/// first `-p` socket (Click's name), `click_driver@@ControlSocket@2.port`
+/// for the second, ...; process-wide, as the sockets are, so every router
+/// of a run (hot swaps included) reads them.
+static DRIVER_READS: std::sync::RwLock<Vec<(String, String)>> = std::sync::RwLock::new(Vec::new());
+
+/// Sets the driver read handler `spec` (`element.handler`) to `value`.
+pub fn set_driver_read(spec: &str, value: &str) {
+    let mut v = DRIVER_READS.write().unwrap_or_else(|e| e.into_inner());
+    match v.iter_mut().find(|(k, _)| k == spec) {
+        Some((_, old)) => *old = value.to_string(),
+        None => v.push((spec.to_string(), value.to_string())),
+    }
+}
+
+/// The value of driver read handler `spec`, if there is one.
+pub(crate) fn driver_read(spec: &str) -> Option<String> {
+    let v = DRIVER_READS.read().unwrap_or_else(|e| e.into_inner());
+    v.iter().find(|(k, _)| k == spec).map(|(_, x)| x.clone())
+}
 
 /// The protocol version in the greeting.
 pub const GREETING: &str = "Click::ControlSocket/1.3";
@@ -215,6 +241,14 @@ pub trait Backend: Send + Sync {
     fn check(&self, h: &str, write: bool) -> Result<(), CsError>;
     /// Stops the router (a socket that could never be opened).
     fn stop(&self) {}
+    /// Click's LLRPC `cmd` on element `e` (a name or a number from 1)
+    /// with `data`: the bytes to send back.
+    fn llrpc(&self, e: &str, cmd: u32, _data: &[u8]) -> Result<Vec<u8>, CsError> {
+        Err(CsError::new(
+            501,
+            format!("LLRPC '{e}#{cmd:X}' not supported"),
+        ))
+    }
 }
 
 /// Router-level facts the global handlers report, kept from the build.
@@ -232,8 +266,8 @@ pub(crate) struct RouterInfo {
     /// with the router.
     servers: Mutex<Vec<(Option<String>, Server)>>,
     /// Keys of the servers of the router this one replaces in a hot swap,
-    /// which this one's elements may take over.
-    offered: Vec<String>,
+    /// which this one's elements may take over, with where each listens.
+    offered: Vec<(String, String)>,
     /// Those its elements take over, with their options.
     taken: Mutex<Vec<(String, ControlConfig)>>,
 }
@@ -244,11 +278,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The keys of `core`'s servers, for a router built to replace it.
-pub(crate) fn server_keys(core: &Core) -> Vec<String> {
+/// The keys of `core`'s servers, with where each listens, for a router
+/// built to replace it.
+pub(crate) fn server_keys(core: &Core) -> Vec<(String, String)> {
     lock(&core.info.servers)
         .iter()
-        .filter_map(|(k, _)| k.clone())
+        .filter_map(|(k, s)| Some((k.clone()?, s.local_addr().to_string())))
         .collect()
 }
 
@@ -308,8 +343,8 @@ impl RouterInfo {
         }
     }
 
-    /// Offers the servers of the router being replaced (keys).
-    pub(crate) fn offer(&mut self, keys: Vec<String>) {
+    /// Offers the servers of the router being replaced (keys, addresses).
+    pub(crate) fn offer(&mut self, keys: Vec<(String, String)>) {
         self.offered = keys;
     }
 }
@@ -416,16 +451,19 @@ impl InitCx<'_> {
     /// Whether this router, built to replace another in a hot swap, takes
     /// over that router's server `key` (its open socket and connections),
     /// with options `cfg` for the connections opened after the swap. If
-    /// so, the element must not open the socket itself: the server comes
-    /// with the swap, and stops with this router. A key is taken once.
-    pub fn take_over_server(&mut self, key: &str, cfg: ControlConfig) -> bool {
+    /// so (`Some`, with where the server listens, as
+    /// [`Server::local_addr`]), the element must not open the socket
+    /// itself: the server comes with the swap, and stops with this
+    /// router. A key is taken once.
+    pub fn take_over_server(&mut self, key: &str, cfg: ControlConfig) -> Option<String> {
         let info = &self.core.info;
         let mut taken = lock(&info.taken);
-        if !info.offered.iter().any(|k| k == key) || taken.iter().any(|(k, _)| k == key) {
-            return false;
+        let (_, addr) = info.offered.iter().find(|(k, _)| k == key)?;
+        if taken.iter().any(|(k, _)| k == key) {
+            return None;
         }
         taken.push((key.to_string(), cfg));
-        true
+        Some(addr.clone())
     }
 }
 
@@ -528,6 +566,20 @@ impl Backend for RouterHandle {
     fn stop(&self) {
         if let Some(c) = self.core.upgrade() {
             c.stop_now();
+        }
+    }
+
+    fn llrpc(&self, e: &str, cmd: u32, data: &[u8]) -> Result<Vec<u8>, CsError> {
+        let core = self.core()?;
+        let Target::Element(i) = Self::resolve(&core, &format!("{e}.x"))?.0 else {
+            return Err(CsError::new(510, format!("No element named '{e}'")));
+        };
+        match core.slots[i].element.llrpc(cmd, data) {
+            Some(r) => r.map_err(|m| CsError::new(520, m)),
+            None => Err(CsError::new(
+                501,
+                format!("LLRPC '{e}#{cmd:X}' not supported by this element"),
+            )),
         }
     }
 }

@@ -75,6 +75,69 @@ pub fn bind_tcp(addr: SocketAddr) -> io::Result<Listener> {
     TcpListener::bind(addr).map(Listener::Tcp)
 }
 
+/// How many ports a `PORT+` search tries: PORT and the next
+/// `PORT_SEARCH - 1` (fewer below 65536).
+pub const PORT_SEARCH: u16 = 64;
+
+/// A TCP control socket's port as configured: `PORT`, or Click's `PORT+`,
+/// the first free port from PORT on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortSpec {
+    pub port: u16,
+    /// `PORT+`: search upwards ([`PORT_SEARCH`] ports at most).
+    pub search: bool,
+}
+
+impl PortSpec {
+    /// Parses `PORT` or `PORT+` (0 to 65535; `0+` is `0`, any free port).
+    pub fn parse(s: &str) -> Option<PortSpec> {
+        let s = s.trim();
+        let (digits, search) = match s.strip_suffix('+') {
+            Some(d) => (d, true),
+            None => (s, false),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let port = digits.parse::<u16>().ok()?;
+        Some(PortSpec {
+            port,
+            search: search && port != 0,
+        })
+    }
+}
+
+impl std::fmt::Display for PortSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.port, if self.search { "+" } else { "" })
+    }
+}
+
+/// Binds a TCP control socket on `ip` at `port`: with `PORT+`, the first
+/// of PORT, PORT+1, ... ([`PORT_SEARCH`] ports, not past 65535) that is
+/// not in use. Any error but "in use" ends the search at once (a port
+/// below 1024 without the privilege, an address not of this host).
+pub fn bind_tcp_search(ip: std::net::IpAddr, port: PortSpec) -> io::Result<Listener> {
+    if !port.search {
+        return bind_tcp(SocketAddr::new(ip, port.port));
+    }
+    let last = port.port.saturating_add(PORT_SEARCH - 1);
+    for p in port.port..=last {
+        match bind_tcp(SocketAddr::new(ip, p)) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
+            r => return r,
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        format!(
+            "no free port from {} to {last} ({} tried)",
+            port.port,
+            last - port.port + 1
+        ),
+    ))
+}
+
 /// Binds a Unix control socket at `path` with permissions `mode` (0600
 /// gives access to the router's user only). The permissions are set before
 /// the socket listens, so no one else can connect in between. An existing
@@ -178,6 +241,9 @@ impl Backend for Current<'_> {
     }
     fn stop(&self) {
         self.0.backend().stop()
+    }
+    fn llrpc(&self, e: &str, cmd: u32, data: &[u8]) -> Result<Vec<u8>, super::CsError> {
+        self.0.backend().llrpc(e, cmd, data)
     }
 }
 

@@ -455,20 +455,36 @@ impl<'a> Session<'a> {
                 if words.is_empty() || words.len() > 2 {
                     return syntax(&cmd);
                 }
-                if let Some(n) = words.get(1) {
-                    let n = match self.data_len(n) {
-                        Ok(n) => n,
-                        Err(r) => return Ok(Some(r)),
-                    };
-                    self.read_data(n)?;
+                let data = match words.get(1) {
+                    Some(n) => {
+                        let n = match self.data_len(n) {
+                            Ok(n) => n,
+                            Err(r) => return Ok(Some(r)),
+                        };
+                        self.read_data(n)?
+                    }
+                    None => Vec::new(),
+                };
+                let target = words[0];
+                let parsed = target.split_once('#').and_then(|(e, c)| {
+                    let c = c
+                        .strip_prefix("0x")
+                        .or_else(|| c.strip_prefix("0X"))
+                        .unwrap_or(c);
+                    Some((e, u32::from_str_radix(c, 16).ok()?))
+                });
+                match parsed {
+                    None => return syntax(&cmd),
+                    // An LLRPC may change the router: a write.
+                    Some(_) if self.cfg.read_only => Reply::err(read_only()),
+                    Some((e, c)) => match self.backend.llrpc(e, c, &data) {
+                        Ok(out) => Reply {
+                            data: Some(out),
+                            ..Reply::ok(format!("LLRPC '{target}' OK"))
+                        },
+                        Err(e) => Reply::err(e),
+                    },
                 }
-                Reply::err(CsError::new(
-                    501,
-                    format!(
-                        "LLRPC '{}' not supported (paraclick has no LLRPCs)",
-                        words[0]
-                    ),
-                ))
             }
             "QUIT" => Reply::ok("Goodbye!".into()).closing(),
             _ => Reply::err(CsError::new(501, format!("Unimplemented command '{cmd}'"))),

@@ -133,6 +133,10 @@ fn commands_and_codes() {
     send(&mut r, "LLRPC x#1234 2\r\nabLLRPC x#5\r\n");
     assert!(line(&mut r).starts_with("501 LLRPC"));
     assert!(line(&mut r).starts_with("501 LLRPC"));
+    // No `#`, or a command that is no hex number: a syntax error.
+    send(&mut r, "LLRPC x1234\r\nLLRPC x#zz\r\n");
+    assert!(line(&mut r).starts_with("500 "));
+    assert!(line(&mut r).starts_with("500 "));
     send(&mut r, "QUIT\r\n");
     assert_eq!(line(&mut r), "200 Goodbye!");
     assert_eq!(t.join().unwrap(), "closed");
@@ -508,4 +512,79 @@ fn unix_sockets_bind_with_their_mode_and_bad_paths_are_refused() {
     let e = bind_unix(&file, 0o600).err().expect("not a socket");
     assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
     assert!(file.exists(), "a file that is not a socket is left alone");
+}
+
+#[test]
+fn port_specs_parse_as_click_writes_them() {
+    let p = |s| PortSpec::parse(s);
+    assert_eq!(
+        p("7777"),
+        Some(PortSpec {
+            port: 7777,
+            search: false
+        })
+    );
+    assert_eq!(
+        p(" 41930+ "),
+        Some(PortSpec {
+            port: 41930,
+            search: true
+        })
+    );
+    // `0+` is `0`: any free port already.
+    assert_eq!(
+        p("0+"),
+        Some(PortSpec {
+            port: 0,
+            search: false
+        })
+    );
+    for bad in ["", "+", "65536", "12+3", "-1", "+80", "80++", "0x50"] {
+        assert_eq!(p(bad), None, "{bad:?}");
+    }
+    assert_eq!(PortSpec::parse("41930+").unwrap().to_string(), "41930+");
+}
+
+#[test]
+fn a_port_search_skips_ports_in_use_and_is_bounded() {
+    let lo = std::net::IpAddr::from([127, 0, 0, 1]);
+    // A port in use: PORT+ takes a later one, PORT alone fails.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let fixed = bind_tcp_search(
+        lo,
+        PortSpec {
+            port,
+            search: false,
+        },
+    );
+    assert!(fixed.is_err(), "bound a port in use");
+    match bind_tcp_search(lo, PortSpec { port, search: true }) {
+        Ok(Listener::Tcp(ref l)) => {
+            let got = l.local_addr().unwrap().port();
+            assert!(got > port && got - port < PORT_SEARCH, "{port} -> {got}");
+        }
+        Ok(_) => panic!("not TCP"),
+        // Every later port in range taken by someone else: the error
+        // names the range.
+        Err(e) => assert!(e.to_string().contains("no free port from"), "{e}"),
+    }
+    // The search stops at 65535: from there one port is tried, and once
+    // it is in use there is a clear error rather than a wrap to 0.
+    let top = std::net::TcpListener::bind("127.0.0.1:65535");
+    let e = bind_tcp_search(
+        lo,
+        PortSpec {
+            port: 65535,
+            search: true,
+        },
+    );
+    match (top, e) {
+        (Ok(_held), Err(e)) => {
+            assert_eq!(e.to_string(), "no free port from 65535 to 65535 (1 tried)")
+        }
+        (Ok(_), Ok(_)) => panic!("bound 65535 twice"),
+        // 65535 not ours to hold: nothing more to check.
+        (Err(_), _) => {}
+    }
 }
