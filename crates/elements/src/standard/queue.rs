@@ -230,7 +230,7 @@ pub struct Queue {
     /// ([`Queue::push_local`], [`QueueElement::pull_packet`]): as of the
     /// last change of modes, the queue does not cross threads and both
     /// sides of its ring are single (no compare-and-swap), it is not a
-    /// MixedQueue, and no thread's stage holds packets. Otherwise odd,
+    /// MixedQueue or a QuickNoteQueue, and no thread's stage holds packets. Otherwise odd,
     /// with a generation above the low bit that each change of modes
     /// advances, so that a push or pull reopening it after its checks
     /// ([`Queue::open_gate`]) cannot undo a change made meanwhile.
@@ -1038,6 +1038,7 @@ impl Queue {
         let g = self.gate.load(Ordering::Acquire);
         if g != 0
             && !self.policy.lifo_input
+            && !self.policy.quick_note
             && !self.crossing.load(Ordering::Relaxed)
             && self.ring.modes() == (false, false)
             && self.staged.get() == 0
@@ -1453,10 +1454,9 @@ impl QueueElement for Queue {
             Popped::One(p, drained) => {
                 // The count of empty pulls starts again by itself (see
                 // `emptied`); `not_empty`'s crossing part does not apply.
+                // (A QuickNoteQueue never opens the gate: its test for
+                // the last packet is on the general path only.)
                 cx.note_drained(drained);
-                if drained && self.policy.quick_note {
-                    self.quick_emptied(cx);
-                }
                 // As for the empty notifier in `push_local`: only a queue
                 // with a full notifier ever makes it inactive.
                 if !self.full.active() {
