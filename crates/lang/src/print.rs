@@ -65,7 +65,7 @@ pub fn print_flat(g: &FlatGraph) -> String {
 /// the same graph, as for [`print_flat`]): the requirements (`require(...);`, then a blank line), every declaration
 /// (elements outside compounds first, then each compound level's in
 /// turn, as Click's flattening lists them), a blank line, then the
-/// connections in chains (see [`connection_chains`]).
+/// connections in chains (see `connection_chains`).
 pub fn print_click(g: &FlatGraph) -> String {
     let mut s = String::new();
     for r in &g.requirements {
