@@ -186,12 +186,15 @@ struct Behaviour {
 }
 
 /// An integer argument (`14`, `0x0e`).
+/// Values beyond 2^31 in magnitude are refused, so that no sum of them
+/// overflows.
 fn int_arg(s: &str) -> Option<i64> {
     let s = s.trim();
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => i64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
-    }
+    }?;
+    (v.unsigned_abs() <= 1 << 31).then_some(v)
 }
 
 /// The OFFSET of a `[OFFSET, keywords OFFSET, ...]` configuration: the
@@ -314,6 +317,12 @@ impl Work {
         // modulus divides on each change of a have, a want only gets
         // stricter up to MAX_MODULUS); the cap is a guard.
         let cap = 64 * (n + 1);
+        let mut ins = vec![Vec::new(); n];
+        let mut outs = vec![Vec::new(); n];
+        for c in &self.conns {
+            ins[c.2].push(c.0);
+            outs[c.0].push(c.2);
+        }
         let mut have = vec![Have::NoPackets; n];
         for _ in 0..cap {
             let mut changed = false;
@@ -322,11 +331,10 @@ impl Work {
                     Out::Fixed(a) => Have::At(a),
                     Out::Unknown => Have::At(UNKNOWN),
                     Out::Pass(by) => {
-                        let mut ins = self.inputs_of(e).peekable();
-                        if ins.peek().is_none() {
+                        if ins[e].is_empty() {
                             Have::At(UNKNOWN)
                         } else {
-                            match ins.fold(Have::NoPackets, |h, f| h.join(have[f])) {
+                            match ins[e].iter().fold(Have::NoPackets, |h, &f| h.join(have[f])) {
                                 Have::At(a) => Have::At(a.shifted(by)),
                                 Have::NoPackets => Have::NoPackets,
                             }
@@ -351,9 +359,7 @@ impl Work {
                 let w = if b.unknown_class {
                     Want::Unmeetable
                 } else if let Out::Pass(by) = b.out {
-                    let after = self
-                        .outputs_of(e)
-                        .fold(Want::Nothing, |w, (t, _)| w.both(want[t]));
+                    let after = outs[e].iter().fold(Want::Nothing, |w, &t| w.both(want[t]));
                     own.both(after.before_shift(by))
                 } else {
                     own
@@ -520,11 +526,11 @@ impl Work {
     /// Whether an unmet need after element `e` is better met before it:
     /// it passes packets on, has inputs, and its inputs' need is one
     /// alignment.
-    fn passes_need_up(&self, flow: &Flow, e: usize) -> bool {
+    fn passes_need_up(&self, flow: &Flow, e: usize, has_inputs: bool) -> bool {
         matches!(self.beh[e].out, Out::Pass(_))
             && !self.beh[e].unknown_class
             && matches!(flow.want[e], Want::At(_))
-            && self.inputs_of(e).next().is_some()
+            && has_inputs
     }
 
     fn new_align(&mut self, al: Al) -> usize {
@@ -559,47 +565,47 @@ impl Work {
         let flow = self.flow();
         // (element, output, alignment, connections to move onto it)
         let mut fixes: Vec<(usize, usize, Al, Vec<usize>)> = Vec::new();
-        for e in 0..self.elements.len() {
-            if self.gone[e] || self.passes_need_up(&flow, e) {
+        // The connections from each output, in order.
+        let mut by_output: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+            std::collections::BTreeMap::new();
+        for (k, c) in self.conns.iter().enumerate() {
+            by_output.entry((c.0, c.1)).or_default().push(k);
+        }
+        let has_inputs: Vec<bool> = {
+            let mut v = vec![false; self.elements.len()];
+            for c in &self.conns {
+                v[c.2] = true;
+            }
+            v
+        };
+        for ((e, p), on_port) in by_output {
+            if self.gone[e] || self.passes_need_up(&flow, e, has_inputs[e]) {
                 continue;
             }
-            let mut ports: Vec<usize> = self
-                .conns
+            let want = on_port
                 .iter()
-                .filter(|c| c.0 == e)
-                .map(|c| c.1)
-                .collect();
-            ports.sort_unstable();
-            ports.dedup();
-            for p in ports {
-                let on_port: Vec<usize> = (0..self.conns.len())
-                    .filter(|&k| self.conns[k].0 == e && self.conns[k].1 == p)
-                    .collect();
-                let want = on_port
-                    .iter()
-                    .fold(Want::Nothing, |w, &k| w.both(flow.want[self.conns[k].2]));
-                if have_meets(flow.have[e], want) {
-                    continue;
-                }
-                if let Want::At(al) = want {
-                    fixes.push((e, p, al, on_port));
-                    continue;
-                }
-                // Different needs after this output: one Align per need.
-                let mut by_need: Vec<(Al, Vec<usize>)> = Vec::new();
-                for k in on_port {
-                    if let Want::At(al) = flow.want[self.conns[k].2] {
-                        if !have_meets(flow.have[e], Want::At(al)) {
-                            match by_need.iter_mut().find(|(a, _)| *a == al) {
-                                Some((_, ks)) => ks.push(k),
-                                None => by_need.push((al, vec![k])),
-                            }
+                .fold(Want::Nothing, |w, &k| w.both(flow.want[self.conns[k].2]));
+            if have_meets(flow.have[e], want) {
+                continue;
+            }
+            if let Want::At(al) = want {
+                fixes.push((e, p, al, on_port));
+                continue;
+            }
+            // Different needs after this output: one Align per need.
+            let mut by_need: Vec<(Al, Vec<usize>)> = Vec::new();
+            for k in on_port {
+                if let Want::At(al) = flow.want[self.conns[k].2] {
+                    if !have_meets(flow.have[e], Want::At(al)) {
+                        match by_need.iter_mut().find(|(a, _)| *a == al) {
+                            Some((_, ks)) => ks.push(k),
+                            None => by_need.push((al, vec![k])),
                         }
                     }
                 }
-                for (al, ks) in by_need {
-                    fixes.push((e, p, al, ks));
-                }
+            }
+            for (al, ks) in by_need {
+                fixes.push((e, p, al, ks));
             }
         }
         let any = !fixes.is_empty();
@@ -994,6 +1000,15 @@ mod tests {
             ("x :: X -> a :: Align(3) -> y :: Y", "a :: Align"),
             ("x :: X -> a :: Align(4, 4) -> y :: Y", "a :: Align"),
             ("x :: X -> s :: Strip(many) -> y :: Y", "s :: Strip"),
+            // No overflow: lengths beyond 2^31 are refused.
+            (
+                "x :: X -> s :: Unstrip(-9223372036854775808) -> y :: Y",
+                "s :: Unstrip",
+            ),
+            (
+                "x :: X -> s :: CheckIPHeader(OFFSET 9223372036854775807) -> y :: Y",
+                "s :: CheckIPHeader",
+            ),
             (
                 "x :: X -> ch :: CheckIPHeader(OFFSET x) -> y :: Y",
                 "ch :: CheckIPHeader: OFFSET 'x' is not an integer",
