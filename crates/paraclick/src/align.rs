@@ -228,9 +228,10 @@ fn align_args(config: &str) -> Result<Al, String> {
     if args.len() != 2 {
         return Err(bad());
     }
-    let arg = |s: &str| {
-        let s = s.trim_start_matches("MODULUS").trim_start_matches("OFFSET");
-        int_arg(s)
+    let arg = |s: &str| match paraclick_lang::args::split_keyword(s) {
+        Some(("MODULUS" | "OFFSET", v)) => int_arg(v),
+        Some(_) => None,
+        None => int_arg(s),
     };
     match (arg(&args[0]), arg(&args[1])) {
         (Some(m), Some(o)) if m >= 1 && m as u64 <= MAX_MODULUS && (0..m).contains(&o) => {
@@ -874,7 +875,10 @@ mod tests {
                 "chip  4 0",
             ),
             ("cl[0] -> chip::CheckIPHeader(14);", "chip  4 2"),
-            ("cl[0] -> chip::CheckIPHeader2(OFFSET 14);", "chip  4 2"),
+            (
+                "cl[0] -> Align(MODULUS 4, OFFSET 2) -> chip::CheckIPHeader2(OFFSET 14);",
+                "chip  4 2",
+            ),
             // Unstrip(14) undoes Strip(14).
             (
                 "cl[0] -> Strip(14) -> Unstrip(14) -> chip::CheckIPHeader(14);",
@@ -1104,6 +1108,7 @@ mod tests {
         for (conf, what) in [
             ("x :: X -> a :: Align(3) -> y :: Y", "a :: Align"),
             ("x :: X -> a :: Align(4, 4) -> y :: Y", "a :: Align"),
+            ("x :: X -> a :: Align(4, SIZE 2) -> y :: Y", "a :: Align"),
             ("x :: X -> s :: Strip(many) -> y :: Y", "s :: Strip"),
             // No overflow: lengths beyond 2^31 are refused.
             (
