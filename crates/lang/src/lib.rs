@@ -45,7 +45,7 @@ pub use check::{check_graph, CheckedGraph, ClassSpec, PortKind};
 pub use expand::{DEFAULT_MAX_ELEMENTS, MAX_EXPANSION_DEPTH};
 pub use files::FilePolicy;
 pub use library::ParseOptions;
-pub use print::{print_click, print_flat, same_graph};
+pub use print::{print_click, print_click_in_order, print_flat, same_graph};
 pub use span::{render, render_click, Diagnostic, Source, SourceSet, Span};
 
 /// A router configuration with compounds expanded.

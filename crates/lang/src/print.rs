@@ -67,6 +67,19 @@ pub fn print_flat(g: &FlatGraph) -> String {
 /// turn, as Click's flattening lists them), a blank line, then the
 /// connections in chains (see `connection_chains`).
 pub fn print_click(g: &FlatGraph) -> String {
+    print_click_with(g, true)
+}
+
+/// [`print_click`] with the connections taken in the order `g` lists
+/// them instead of sorted: the starts of chains are printed in that
+/// order, and a chain goes on along the first listed connection. Click's
+/// tools that rewire a configuration (click-align) print this way: a
+/// connection they add comes after those they kept.
+pub fn print_click_in_order(g: &FlatGraph) -> String {
+    print_click_with(g, false)
+}
+
+fn print_click_with(g: &FlatGraph, sorted: bool) -> String {
     let mut s = String::new();
     for r in &g.requirements {
         let words: Vec<String> = r.words.iter().map(|w| crate::args::quote(w)).collect();
@@ -95,7 +108,7 @@ pub fn print_click(g: &FlatGraph) -> String {
     for (k, &i) in order.iter().enumerate() {
         rank[i] = k;
     }
-    s.push_str(&connection_chains(g, &rank));
+    s.push_str(&connection_chains(g, &rank, sorted));
     s
 }
 
@@ -111,11 +124,18 @@ pub fn print_click(g: &FlatGraph) -> String {
 /// connection starts a chain. The starts are printed in order, each chain
 /// going on while it ends at input 0 of an element with a continuation
 /// not yet printed (the first sorted); then whatever is left (cycles of
-/// continuations), likewise, from its first connection sorted.
-fn connection_chains(g: &FlatGraph, rank: &[usize]) -> String {
+/// continuations), likewise, from its first connection sorted. Unless
+/// `sorted`, "sorted" reads "as listed" (a repeated connection is printed
+/// once, where first listed).
+fn connection_chains(g: &FlatGraph, rank: &[usize], sorted: bool) -> String {
     let mut conns: Vec<&crate::FlatConnection> = g.connections.iter().collect();
-    conns.sort_by_key(|c| (rank[c.to], c.to_port, rank[c.from], c.from_port));
-    conns.dedup_by_key(|c| (c.from, c.from_port, c.to, c.to_port));
+    if sorted {
+        conns.sort_by_key(|c| (rank[c.to], c.to_port, rank[c.from], c.from_port));
+        conns.dedup_by_key(|c| (c.from, c.from_port, c.to, c.to_port));
+    } else {
+        let mut seen = std::collections::HashSet::new();
+        conns.retain(|c| seen.insert((c.from, c.from_port, c.to, c.to_port)));
+    }
     // outs[e]: the connections from output 0 of element e, sorted, those
     // into an input 0 (which can go on) first.
     let mut outs: Vec<Vec<usize>> = vec![Vec::new(); g.elements.len()];
@@ -251,6 +271,27 @@ mod tests {
             print_click(&g),
             "a :: X(1);\nb :: Y;\n\na -> b;\na [1] -> [2] b;\n"
         );
+    }
+
+    #[test]
+    fn in_order_printing_keeps_the_listed_order() {
+        let src = crate::Source::new("t", "x :: S; a :: T; y :: D; w :: S; x -> a -> y; w -> a;");
+        let mut g = crate::parse_config(&src, &[]).unwrap();
+        // Sorted, w -> a (into a) comes before a -> y; listed, a -> y
+        // moved last still continues x's chain, and w -> a stays last.
+        let ay = g.connections.remove(1);
+        g.connections.push(ay);
+        assert_eq!(
+            print_click_in_order(&g),
+            "x :: S;\na :: T;\ny :: D;\nw :: S;\n\nx -> a\n    -> y;\nw -> a;\n"
+        );
+        let w_first: Vec<_> = g.connections.iter().rev().cloned().collect();
+        g.connections = w_first;
+        assert_eq!(
+            print_click_in_order(&g),
+            "x :: S;\na :: T;\ny :: D;\nw :: S;\n\nw -> a\n    -> y;\nx -> a;\n"
+        );
+        assert_eq!(print_click(&g).lines().last(), Some("w -> a;"));
     }
 
     fn click_of(text: &str) -> String {

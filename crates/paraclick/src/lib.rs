@@ -4,6 +4,7 @@
 //! binary is one call of it); a program that `paraclick build` wrote runs
 //! [`run_built`] with its configuration and compiled entries.
 
+mod align;
 mod aot;
 mod bench;
 pub mod built;
@@ -257,6 +258,23 @@ struct FlattenArgs {
     errors: String,
 }
 
+#[derive(Args)]
+struct AlignArgs {
+    #[command(flatten)]
+    input: Input,
+    /// Write the aligned configuration to FILE ("-", the default, for
+    /// standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    output: String,
+    /// How configuration errors are printed, as the run's --errors.
+    #[arg(
+        long = "errors",
+        value_name = "auto|rich|click",
+        default_value = "auto"
+    )]
+    errors: String,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Check a configuration: report every error, located; run nothing.
@@ -271,6 +289,11 @@ enum Cmd {
     /// in chains (what `-o` writes). Nothing is configured or checked
     /// against the element classes, so classes paraclick lacks are kept.
     Flatten(FlattenArgs),
+    /// Add the Align elements a configuration needs, as Click's
+    /// click-align does: Aligns where an element's alignment need is not
+    /// met, redundant Aligns dropped, and an AlignmentInfo; printed
+    /// flattened.
+    Align(AlignArgs),
     /// Measure forwarding rate and cycles per packet of the standard
     /// configurations, or of CONFIG files (counting packets with --count).
     Bench {
@@ -756,6 +779,7 @@ pub fn main_cli() -> ExitCode {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
         Some(Cmd::Flatten(f)) => flatten(&f),
+        Some(Cmd::Align(a)) => align::run(&a),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
         Some(Cmd::Model {
             system,

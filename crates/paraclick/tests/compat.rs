@@ -263,6 +263,40 @@ c :: Idle =>
 }
 
 #[test]
+fn align_output_runs_as_click_align_and_click_pipe_it() {
+    // As Click's userlevel/iprouter-01 does: `click-align CONF | click`.
+    let conf = "InfiniteSource(LIMIT 5, STOP true) -> n :: Counter -> c :: Classifier(12/0800, -) \
+                -> Strip(14) -> CheckIPHeader -> Discard; c[1] -> Discard;";
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "a.click", conf);
+    let out = common::with_stdin(&["align"], conf);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let aligned = stdout(&out);
+    assert!(
+        aligned.contains("InfiniteSource@1 -> Align@click_align@"),
+        "{aligned}"
+    );
+    assert!(aligned.contains("AlignmentInfo(c  4 2,\n"), "{aligned}");
+    // FILE and -o FILE give the same text.
+    let o = dir.path().join("out.click").display().to_string();
+    let out = paraclick(&["align", "-o", &o, &f]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&o).unwrap(), aligned);
+    let out = common::with_stdin(&["-h", "n.count"], &aligned);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "5");
+    // An argument the analysis must read and cannot: a clear error.
+    let out = paraclick(&["align", "-e", "x :: X -> a :: Align(4, 9) -> Discard"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("a :: Align: '4, 9' is not MODULUS, OFFSET"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn flatten_reports_errors_as_click_words_them() {
     // Click's tools/lexer-04 and lexer-09 expect these lines from
     // click-flatten and from click alike.

@@ -69,6 +69,11 @@ pub struct ClassSpec {
     /// How the class's elements move where the IP header starts in a
     /// packet ([`ClassSpec::header_change`](method@ClassSpec::header_change)).
     pub header_change: HeaderChange,
+    /// What Click's alignment analysis (`paraclick align`, Click's
+    /// click-align) takes the class's elements to need of, or give to,
+    /// the alignment of packet data
+    /// ([`ClassSpec::click_alignment`](method@ClassSpec::click_alignment)).
+    pub click_alignment: ClickAlignment,
     /// A source whose rate a handler sets
     /// ([`ClassSpec::rate`](method@ClassSpec::rate)).
     pub rate: Option<RateHandler>,
@@ -134,6 +139,44 @@ pub enum HeaderChange {
     /// Adds or removes headers of a size the planner cannot tell from the
     /// configuration (an IP or UDP encapsulation, a tunnel, a VLAN tag):
     /// where the IP header starts after it is not known.
+    Unknown,
+}
+
+/// What Click's alignment analysis takes an element class to need of, or
+/// give to, the alignment of packet data in memory: where a packet's first
+/// byte lies relative to a MODULUS-byte boundary (OFFSET bytes past one).
+/// Click's elements of some classes read words that must be aligned on
+/// machines without unaligned loads, and Click's click-align tool inserts
+/// Align elements where such a need is not met. paraclick's elements
+/// work at any alignment: these facts are Click's, kept so that `paraclick
+/// align` writes the configuration Click's tool writes. How an element
+/// moves the data's start (Strip, Unstrip, EtherEncap) is its
+/// [`HeaderChange`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ClickAlignment {
+    /// Passes packets on, their data where it was (moved as its
+    /// [`HeaderChange`] says); needs nothing.
+    #[default]
+    Passes,
+    /// Passes packets on, and needs the data on every input to start
+    /// `offset` bytes past a `modulus`-byte boundary (Classifier: 4, 2,
+    /// so that the IP header after a 14-byte Ethernet header lies on a
+    /// 4-byte boundary).
+    Needs { modulus: u32, offset: u32 },
+    /// Passes packets on, and needs the IP header, which starts as many
+    /// bytes into the data as its OFFSET argument says (keyword, or the
+    /// first argument if that is a number; 0 if neither), to start
+    /// `offset` bytes past a `modulus`-byte boundary (CheckIPHeader: 4, 0).
+    NeedsAtOffsetArg { modulus: u32, offset: u32 },
+    /// Emits packets whose data start `offset` bytes past a
+    /// `modulus`-byte boundary, whatever it was given (Click's
+    /// FromDevice: 4, 2).
+    Makes { modulus: u32, offset: u32 },
+    /// Emits packets aligned as its MODULUS and OFFSET arguments say
+    /// (Align).
+    AlignsToArgs,
+    /// Emits packets whose alignment is not known (packets it makes
+    /// itself, such as ICMPError's errors).
     Unknown,
 }
 
@@ -311,6 +354,7 @@ impl ClassSpec {
             flow_key: FlowKey::AddressesAndPorts,
             replicable_with_queues: false,
             header_change: HeaderChange::Keeps,
+            click_alignment: ClickAlignment::Passes,
             rate: None,
             rust_type: None,
             fuses: false,
@@ -434,6 +478,13 @@ impl ClassSpec {
     /// ([`HeaderChange`]; [`HeaderChange::Keeps`] unless said).
     pub fn header_change(mut self, change: HeaderChange) -> ClassSpec {
         self.header_change = change;
+        self
+    }
+
+    /// What Click's alignment analysis takes the class's elements to need
+    /// or give ([`ClickAlignment`]; [`ClickAlignment::Passes`] unless said).
+    pub fn click_alignment(mut self, a: ClickAlignment) -> ClassSpec {
+        self.click_alignment = a;
         self
     }
 
@@ -613,6 +664,7 @@ mod tests {
         assert!(c.shared_when.is_empty() && !c.sums_replicas && !c.replicable_with_queues);
         assert_eq!(c.flow_key, FlowKey::AddressesAndPorts);
         assert_eq!(c.header_change, HeaderChange::Keeps);
+        assert_eq!(c.click_alignment, ClickAlignment::Passes);
         assert_eq!(c.rate, None);
     }
 
@@ -624,11 +676,22 @@ mod tests {
             .flow_key(FlowKey::Addresses)
             .replicable_with_queues()
             .header_change(HeaderChange::Prepends(4))
+            .click_alignment(ClickAlignment::Needs {
+                modulus: 4,
+                offset: 2,
+            })
             .rate("speed", true);
         assert_eq!(c.shared_when, &[("CALL", "a call counts all flows")]);
         assert!(c.sums_replicas && c.replicable_with_queues);
         assert_eq!(c.flow_key, FlowKey::Addresses);
         assert_eq!(c.header_change, HeaderChange::Prepends(4));
+        assert_eq!(
+            c.click_alignment,
+            ClickAlignment::Needs {
+                modulus: 4,
+                offset: 2
+            }
+        );
         assert_eq!(
             c.rate,
             Some(RateHandler {

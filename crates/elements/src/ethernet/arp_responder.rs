@@ -78,6 +78,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("ARPResponder", "1/1-2", "a/ah", make)
         .drop_reasons(DROP_REASONS)
         .shared("ARP: one table / answers for all hosts")
+        .click_alignment(paraclick_runtime::ClickAlignment::Unknown)
 }
 
 /// Parses one `IP/MASK [IP/MASK...] ETH` argument into entries.

@@ -93,6 +93,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("ICMPError", "1/1", "a", make)
         .drop_reasons(DROP_REASONS)
         .shared("one IP ID sequence for all packets")
+        .click_alignment(paraclick_runtime::ClickAlignment::Unknown)
 }
 
 const TYPES: &[(&str, u8)] = &[

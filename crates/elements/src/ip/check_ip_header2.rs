@@ -24,6 +24,10 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("CheckIPHeader2", "1/1-2", "a/ah", make)
         .stateless()
         .drop_reasons(super::check_ip_header::REASONS)
+        .click_alignment(paraclick_runtime::ClickAlignment::NeedsAtOffsetArg {
+            modulus: 4,
+            offset: 0,
+        })
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<CheckIPHeader, String> {

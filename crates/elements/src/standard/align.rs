@@ -38,6 +38,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("Align", "1/1", "a", make)
         .drop_reasons(DROP_REASONS)
         .stateless()
+        .click_alignment(paraclick_runtime::ClickAlignment::AlignsToArgs)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Align, String> {

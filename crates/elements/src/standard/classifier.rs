@@ -530,6 +530,10 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("Classifier", "1/-", "h", make)
         .stateless()
         .drop_reasons(&["no match"])
+        .click_alignment(paraclick_runtime::ClickAlignment::Needs {
+            modulus: 4,
+            offset: 2,
+        })
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Classifier, String> {

@@ -348,6 +348,12 @@ pub fn spec() -> ClassSpec {
         .kind(Kind::Device)
         .sums_replicas()
         .fanout_queues()
+        // Click's FromDevice and PollDevice put an Ethernet frame's IP
+        // header on a 4-byte boundary.
+        .click_alignment(paraclick_runtime::ClickAlignment::Makes {
+            modulus: 4,
+            offset: 2,
+        })
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<FromDevice, String> {
