@@ -16,7 +16,9 @@
 # which many tests require, is answered by a stand-in that says yes when
 # paraclick has every named element class (`paraclick doc --list`) or
 # feature: umultithread (paraclick runs on several threads) is provided,
-# linuxmodule is not. `click-flatten ARGS` runs `paraclick flatten ARGS`.
+# linuxmodule is not. `click-flatten ARGS` runs `paraclick flatten ARGS`,
+# and click-undead, click-combine and click-uncombine the paraclick
+# subcommands of those names.
 # `clicktest` (which Click's meta-tests tools/clicktest-* run) is the
 # checkout's own test/clicktest driver.
 #
@@ -77,6 +79,14 @@ cat >"$work/bin/click-flatten" <<EOF
 exec "$bin" flatten "\$@"
 EOF
 chmod +x "$work/bin/click-flatten"
+for tool in undead combine uncombine; do
+  cat >"$work/bin/click-$tool" <<EOF
+#!/usr/bin/env bash
+# Stand-in for Click's click-$tool.
+exec "$bin" $tool "\$@"
+EOF
+  chmod +x "$work/bin/click-$tool"
+done
 # Click's meta-tests (tools/clicktest-*) run the driver by name: the one
 # from the checkout given on the command line.
 cat >"$work/bin/clicktest" <<EOF

@@ -15,6 +15,7 @@ mod make_ip_conf;
 mod metrics;
 mod stop_watch;
 mod substrate_bench;
+mod undead;
 mod validate;
 mod web;
 
@@ -255,6 +256,29 @@ struct FlattenArgs {
         default_value = "auto"
     )]
     errors: String,
+    /// Output the configuration only (Click's option for archives;
+    /// paraclick reads and writes configurations only).
+    #[arg(long = "config")]
+    config: bool,
+}
+
+#[derive(Args)]
+struct UndeadArgs {
+    #[command(flatten)]
+    input: Input,
+    /// Write the result to FILE ("-", the default, for standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    output: String,
+    /// How configuration errors are printed, as the run's --errors.
+    #[arg(
+        long = "errors",
+        value_name = "auto|rich|click",
+        default_value = "auto"
+    )]
+    errors: String,
+    /// Output the configuration only (accepted as Click's click-undead).
+    #[arg(short = 'c', long = "config")]
+    config: bool,
 }
 
 #[derive(Subcommand)]
@@ -271,6 +295,12 @@ enum Cmd {
     /// in chains (what `-o` writes). Nothing is configured or checked
     /// against the element classes, so classes paraclick lacks are kept.
     Flatten(FlattenArgs),
+    /// Remove dead code, as Click's click-undead does: Null, StaticSwitch
+    /// and StaticPullSwitch elements; elements no packet from a source
+    /// reaches or that reach no sink; schedulers' dead inputs and tees'
+    /// dead outputs (one left: the element goes). Prints the result
+    /// flattened.
+    Undead(UndeadArgs),
     /// Measure forwarding rate and cycles per packet of the standard
     /// configurations, or of CONFIG files (counting packets with --count).
     Bench {
@@ -756,6 +786,7 @@ pub fn main_cli() -> ExitCode {
         Some(Cmd::Check(input)) => check(&input),
         Some(Cmd::Graph(input)) => graph(&input),
         Some(Cmd::Flatten(f)) => flatten(&f),
+        Some(Cmd::Undead(a)) => undead::main(&a),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
         Some(Cmd::Model {
             system,

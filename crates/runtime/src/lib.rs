@@ -44,7 +44,7 @@ pub use element::{
 pub use notifier::Notifier;
 pub use perthread::{PerThread, PerThreadCount};
 pub use registry::{
-    ClassSpec, FlowKey, FlowState, HeaderChange, Kind, RateHandler, Registry, RustType,
+    ClassSpec, DeadCode, FlowKey, FlowState, HeaderChange, Kind, RateHandler, Registry, RustType,
 };
 pub use router::{BuildOptions, Router};
 pub use time::RouterClock;

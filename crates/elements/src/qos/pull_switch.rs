@@ -102,6 +102,7 @@ pub fn static_spec() -> ClassSpec {
     ClassSpec::element("StaticPullSwitch", "-/1", "l", make_static)
         .stateless()
         .kind(Kind::Scheduler)
+        .dead_code(paraclick_runtime::DeadCode::StaticPullSwitch)
 }
 
 /// A port number in range, or -1 (nothing); Click clamps a too-large
