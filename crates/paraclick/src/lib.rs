@@ -8,6 +8,7 @@ mod aot;
 mod bench;
 pub mod built;
 mod capture_pipe;
+mod combine;
 mod ctl;
 mod flat;
 mod harness;
@@ -281,6 +282,35 @@ struct UndeadArgs {
     config: bool,
 }
 
+#[derive(Args)]
+struct CombineArgs {
+    // Click's options, whose order matters (-n NAME before its -f FILE),
+    // read in order by the combine module.
+    #[arg(
+        allow_hyphen_values = true,
+        trailing_var_arg = true,
+        help = "NAME=FILE ... (or -n NAME -f FILE, -n NAME -e EXPR), links \
+                A.ELEMENT=B.ELEMENT (or -l LINK), -o FILE"
+    )]
+    args: Vec<String>,
+}
+
+#[derive(Args)]
+struct UncombineArgs {
+    /// Read the combined configuration from FILE ("-", the default, for
+    /// standard input).
+    #[arg(short = 'f', long = "file")]
+    file: Option<String>,
+    /// The component to output.
+    #[arg(short = 'n', long = "name")]
+    name: Option<String>,
+    /// Write the component to FILE ("-", the default, for standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    output: String,
+    #[arg(help = "[FILE [COMPONENT]]")]
+    args: Vec<String>,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Check a configuration: report every error, located; run nothing.
@@ -301,6 +331,14 @@ enum Cmd {
     /// dead outputs (one left: the element goes). Prints the result
     /// flattened.
     Undead(UndeadArgs),
+    /// Combine router configurations into one, as Click's click-combine:
+    /// each router's elements under its name (`A/x`), each link
+    /// `A.ELEMENT=B.ELEMENT` (an element, or a ToDevice or FromDevice by
+    /// its device) a RouterLink element.
+    Combine(CombineArgs),
+    /// Extract one component router from a combined configuration, as
+    /// Click's click-uncombine.
+    Uncombine(UncombineArgs),
     /// Measure forwarding rate and cycles per packet of the standard
     /// configurations, or of CONFIG files (counting packets with --count).
     Bench {
@@ -787,6 +825,8 @@ pub fn main_cli() -> ExitCode {
         Some(Cmd::Graph(input)) => graph(&input),
         Some(Cmd::Flatten(f)) => flatten(&f),
         Some(Cmd::Undead(a)) => undead::main(&a),
+        Some(Cmd::Combine(a)) => combine::main_combine(&a),
+        Some(Cmd::Uncombine(a)) => combine::main_uncombine(&a),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
         Some(Cmd::Model {
             system,
