@@ -433,6 +433,12 @@ mod tests {
     }
 
     #[test]
+    fn flow_codes_are_followed() {
+        // Idle (flow code x/y) passes nothing from its input to its output.
+        assert_eq!(run("InfiniteSource -> Idle -> ToDump(a);"), "");
+    }
+
+    #[test]
     fn information_elements_stay() {
         let out = run("AddressInfo(a 1.0.0.1); Idle -> Discard;");
         assert!(out.contains("AddressInfo"), "{out}");
