@@ -15,9 +15,11 @@
 //!    left with no connection goes, unless it is an information element
 //!    (a class with no ports, or an unknown class never connected);
 //! 3. schedulers ([`Kind::Scheduler`]) lose their dead inputs and tees
-//!    ([`DeadCode::Tee`]) their dead outputs, the rest renumbered in order;
-//!    one left with a single input (scheduler) or output (tee) is removed,
-//!    its two sides joined.
+//!    ([`DeadCode::Tee`]) their dead outputs, the rest renumbered in order
+//!    (a [`DeadCode::SelectsInput`] scheduler's argument following its
+//!    input); one left with a single input (scheduler) or output (tee) is
+//!    removed, its two sides joined (a PullSwitch only if it pulls from
+//!    that input).
 //!
 //! Sources: [`Kind::Source`] elements, and [`Kind::Device`] elements with
 //! connected outputs. Sinks: [`DeadCode::Sink`] elements, [`Kind::Device`]
@@ -198,7 +200,8 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
         if gone[e] {
             continue;
         }
-        let inputs = f[e].kind == Kind::Scheduler && f[e].role == DeadCode::Plain;
+        let selects = f[e].role == DeadCode::SelectsInput;
+        let inputs = f[e].kind == Kind::Scheduler && (f[e].role == DeadCode::Plain || selects);
         let outputs = f[e].role == DeadCode::Tee;
         if !inputs && !outputs {
             continue;
@@ -212,7 +215,14 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
             .collect();
         used.sort_unstable();
         used.dedup();
-        if used.len() == 1 {
+        let config = &g.elements[e].config;
+        let args = paraclick_lang::args::split_args(config);
+        // The input a PullSwitch pulls from (0 unless said), if it says.
+        let selected = match args.is_empty() {
+            true => Some(Some(0)),
+            false => port_arg(config),
+        };
+        if used.len() == 1 && (!selects || selected == Some(Some(used[0]))) {
             let pairs = match inputs {
                 true => [(used[0], 0)],
                 false => [(0, used[0])],
@@ -232,9 +242,13 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
                 c.from_port = used.binary_search(&c.from_port).expect("a used port");
             }
         }
-        let config = &g.elements[e].config;
-        let args = paraclick_lang::args::split_args(config);
-        configs[e] = if outputs && !args.is_empty() {
+        configs[e] = if selects {
+            // The selected input's new number; -1 (none) if it died.
+            selected.map(|k| {
+                k.and_then(|k| used.binary_search(&k).ok())
+                    .map_or("-1".to_string(), |k| k.to_string())
+            })
+        } else if outputs && !args.is_empty() {
             // Tee(N): N is the number of outputs.
             Some(used.len().to_string())
         } else if inputs && args.len() == old && old > 1 {
@@ -416,6 +430,31 @@ mod tests {
         assert!(out.contains("s :: StrideSched(1, 3);"), "{out}");
         assert!(out.contains("i2 -> q2\n    -> [1] s;"), "{out}");
         assert!(!out.contains("Idle"), "{out}");
+    }
+
+    #[test]
+    fn pull_switch_keeps_pulling_the_same_input() {
+        let q = "InfiniteSource -> q0 :: Queue; Idle -> q1 :: Queue;
+            InfiniteSource -> q2 :: Queue; q0 -> [0]ps :: PullSwitch(2); q1 -> [1]ps;
+            q2 -> [2]ps; ps -> d :: Discard;";
+        let out = run(q);
+        assert!(out.contains("ps :: PullSwitch(1);"), "{out}");
+        assert!(out.contains("q2\n    -> [1] ps;"), "{out}");
+        // The selected input died: it pulls nothing still.
+        let out = run(&q.replace("PullSwitch(2)", "PullSwitch(1)"));
+        assert!(out.contains("ps :: PullSwitch(-1);"), "{out}");
+        // One input left, the one it pulls from: it goes.
+        let out = run(
+            "InfiniteSource -> q0 :: Queue -> ps :: PullSwitch; Idle -> [1]ps;
+            ps -> d :: Discard;",
+        );
+        assert!(out.ends_with("-> q0\n    -> d;\n"), "{out}");
+        // One input left, another selected: it stays.
+        let out = run(
+            "InfiniteSource -> q0 :: Queue -> ps :: PullSwitch(1); Idle -> [1]ps;
+            ps -> d :: Discard;",
+        );
+        assert!(out.contains("ps :: PullSwitch(-1);"), "{out}");
     }
 
     #[test]

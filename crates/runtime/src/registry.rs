@@ -227,6 +227,11 @@ pub enum DeadCode {
     /// Pulls from the input its first argument names (StaticPullSwitch):
     /// removed, that input's upstream joined to what it fed.
     StaticPullSwitch,
+    /// A scheduler whose first argument (0 if none) is the one input it
+    /// pulls from (PullSwitch): when dead inputs are dropped, the argument
+    /// follows its input (-1, none, if that input died), and the element
+    /// goes only if its one live input is the one it pulls from.
+    SelectsInput,
     /// Copies each packet to every output (Tee, PullTee): outputs from
     /// which no sink is reached are dropped; with one output left, the
     /// element is removed.

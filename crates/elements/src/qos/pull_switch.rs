@@ -87,6 +87,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::notifying("PullSwitch", "-/1", "l", make)
         .stateless()
         .kind(Kind::Scheduler)
+        .dead_code(paraclick_runtime::DeadCode::SelectsInput)
         .metadata_only()
 }
 
@@ -95,6 +96,7 @@ pub fn simple_spec() -> ClassSpec {
     ClassSpec::element("SimplePullSwitch", "-/1", "l", make)
         .stateless()
         .kind(Kind::Scheduler)
+        .dead_code(paraclick_runtime::DeadCode::SelectsInput)
         .metadata_only()
 }
 
