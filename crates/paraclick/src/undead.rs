@@ -19,7 +19,11 @@
 //!    (a [`DeadCode::SelectsInput`] scheduler's argument following its
 //!    input); one left with a single input (scheduler) or output (tee) is
 //!    removed, its two sides joined (a PullSwitch only if it pulls from
-//!    that input).
+//!    that input); a thread placement (StaticThreadSched's `ELEMENT
+//!    THREAD`) of an element that went goes too;
+//! 4. a port of an element left that lost its connections is connected
+//!    to a new Discard (a push output) or from a new Idle (an input), so
+//!    that the result still checks.
 //!
 //! Sources: [`Kind::Source`] elements, and [`Kind::Device`] elements with
 //! connected outputs. Sinks: [`DeadCode::Sink`] elements, [`Kind::Device`]
@@ -27,7 +31,7 @@
 //! whose input is pull (a pushed Discard only drops).
 
 use paraclick_lang::check::{check_graph_partial, ClassSpec as LangSpec, FlowCode, PortKind};
-use paraclick_lang::{FlatConnection, FlatGraph};
+use paraclick_lang::{CheckedGraph, FlatConnection, FlatElement, FlatGraph};
 use paraclick_runtime::{DeadCode, Kind, Registry};
 use std::process::ExitCode;
 
@@ -122,7 +126,10 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
     }
 
     // 2. Live connections: reached from a source, reaching a sink.
-    let pull_in = pull_inputs(g, reg, &conns);
+    let kinds = resolve(g, reg, &conns);
+    let pull_in: Vec<bool> = (0..n)
+        .map(|e| kinds.inputs.get(e).and_then(|v| v.first()) == Some(&PortKind::Pull))
+        .collect();
     let mut nin = vec![0; n];
     let mut nout = vec![0; n];
     for c in &conns {
@@ -196,6 +203,7 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
 
     // 3. Schedulers' inputs and tees' outputs.
     let mut configs: Vec<Option<String>> = vec![None; n];
+    let mut renumbered = vec![false; n];
     for e in 0..n {
         if gone[e] {
             continue;
@@ -206,6 +214,7 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
         if !inputs && !outputs {
             continue;
         }
+        renumbered[e] = true;
         let mut used: Vec<usize> = conns
             .iter()
             .filter_map(|c| match inputs {
@@ -260,6 +269,62 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
         };
     }
 
+    // Thread placements (StaticThreadSched's `ELEMENT THREAD` arguments)
+    // of elements that went go with them; one left with none goes.
+    for e in 0..n {
+        if gone[e] || f[e].kind != Kind::ThreadSched {
+            continue;
+        }
+        let args = paraclick_lang::args::split_args(&g.elements[e].config);
+        let names_gone = |a: &String| {
+            let words = paraclick_lang::args::split_words(a);
+            words
+                .first()
+                .and_then(|w| g.find(w))
+                .is_some_and(|i| gone[i])
+        };
+        if args.iter().any(names_gone) {
+            let kept: Vec<&str> = args
+                .iter()
+                .filter(|a| !names_gone(a))
+                .map(String::as_str)
+                .collect();
+            if kept.is_empty() {
+                gone[e] = true;
+            } else {
+                configs[e] = Some(kept.join(", "));
+            }
+        }
+    }
+
+    // 4. Ports of the elements left that lost their connections (here or
+    // to a pass-through that led nowhere): a
+    // Discard takes what push outputs send, an Idle feeds inputs, so that
+    // every port in use stays connected.
+    let mut dead_outs = Vec::new();
+    let mut dead_ins = Vec::new();
+    for c in &g.connections {
+        let kind = kinds.outputs.get(c.from).and_then(|v| v.get(c.from_port));
+        let (from, to) = (c.from, c.to);
+        if !gone[from]
+            && !renumbered[from]
+            && kind != Some(&PortKind::Pull)
+            && !conns
+                .iter()
+                .any(|d| d.from == from && d.from_port == c.from_port)
+            && !dead_outs.contains(&(from, c.from_port))
+        {
+            dead_outs.push((from, c.from_port));
+        }
+        if !gone[to]
+            && !renumbered[to]
+            && !conns.iter().any(|d| d.to == to && d.to_port == c.to_port)
+            && !dead_ins.contains(&(to, c.to_port))
+        {
+            dead_ins.push((to, c.to_port));
+        }
+    }
+
     // The graph of what is left, in the original order.
     let mut index = vec![usize::MAX; n];
     let mut out = FlatGraph {
@@ -288,6 +353,36 @@ pub fn undead(g: &FlatGraph, reg: &Registry) -> FlatGraph {
         };
         if !out.connections.contains(&c) {
             out.connections.push(c);
+        }
+    }
+    for (class, ports, outputs) in [("Discard", &dead_outs, true), ("Idle", &dead_ins, false)] {
+        let Some(&(first, _)) = ports.first() else {
+            continue;
+        };
+        let k = out.elements.len();
+        let mut name = format!("{class}@{}", k + 1);
+        while out.elements.iter().any(|e| e.name == name) {
+            name.push('_');
+        }
+        out.elements.push(FlatElement {
+            name,
+            class: class.to_string(),
+            config: String::new(),
+            span: g.elements[first].span.clone(),
+            anonymous: true,
+        });
+        for &(e, p) in ports {
+            let (from, from_port, to, to_port) = match outputs {
+                true => (index[e], p, k, 0),
+                false => (k, 0, index[e], p),
+            };
+            out.connections.push(FlatConnection {
+                from,
+                from_port,
+                to,
+                to_port,
+                span: g.elements[e].span.clone(),
+            });
         }
     }
     out
@@ -327,9 +422,9 @@ fn bypass(conns: &mut Vec<FlatConnection>, e: usize, pairs: &[(usize, usize)]) {
     }
 }
 
-/// Whether each element's input 0 is pull, as the checker resolves it on
+/// The kinds of the ports (push or pull), as the checker resolves them on
 /// the graph with `conns` (errors, such as unknown classes, ignored).
-fn pull_inputs(g: &FlatGraph, reg: &Registry, conns: &[FlatConnection]) -> Vec<bool> {
+fn resolve(g: &FlatGraph, reg: &Registry, conns: &[FlatConnection]) -> CheckedGraph {
     let now = FlatGraph {
         elements: g.elements.clone(),
         connections: conns.to_vec(),
@@ -340,22 +435,14 @@ fn pull_inputs(g: &FlatGraph, reg: &Registry, conns: &[FlatConnection]) -> Vec<b
             .map(|c| LangSpec::new(c.port_count, c.processing))
     };
     let names = reg.names();
-    let (checked, _) = check_graph_partial(&now, &lookup, &names);
-    (0..g.elements.len())
-        .map(|e| {
-            checked
-                .inputs
-                .get(e)
-                .and_then(|v| v.first())
-                .is_some_and(|k| *k == PortKind::Pull)
-        })
-        .collect()
+    check_graph_partial(&now, &lookup, &names).0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use paraclick_lang::{parse_config, print_click, Source};
+    use paraclick_runtime::Router;
 
     fn run(text: &str) -> String {
         let g = parse_config(&Source::new("t", text), &[]).expect("parses");
@@ -475,6 +562,41 @@ mod tests {
     fn flow_codes_are_followed() {
         // Idle (flow code x/y) passes nothing from its input to its output.
         assert_eq!(run("InfiniteSource -> Idle -> ToDump(a);"), "");
+    }
+
+    #[test]
+    fn ports_that_lost_their_connections_stay_connected() {
+        // Classifier output 1 led to a pushed Discard, ARPQuerier input 1
+        // came from Idle: a Discard and an Idle keep the ports in use, so
+        // that the result still checks.
+        let out = run("fa :: FromDevice(a) -> c :: Classifier(12/0800, -);
+            c[0] -> arpq :: ARPQuerier(1.0.0.1, 0:1:2:3:4:5) -> td :: ToDump(x);
+            c[1] -> Counter -> Discard; Idle -> [1]arpq;");
+        assert!(
+            out.ends_with(
+                "Discard@5 :: Discard;\nIdle@6 :: Idle;\n\n\
+                 fa -> c\n    -> arpq\n    -> td;\n\
+                 Idle@6 -> [1] arpq;\nc [1] -> Discard@5;\n"
+            ),
+            "{out}"
+        );
+        let g = parse_config(&Source::new("t", &out), &[]).expect("parses");
+        assert!(Router::check(&g, &paraclick_io::full_registry()).is_ok());
+        // A switch that sends nowhere leaves its upstream's port to fill.
+        let out = run("fa :: FromDevice(a) -> c :: Classifier(12/0800, -);
+            c[0] -> td :: ToDump(x); c[1] -> StaticSwitch(-1) -> ToDump(y);");
+        assert!(out.contains("c [1] -> Discard@"), "{out}");
+    }
+
+    #[test]
+    fn thread_placements_of_removed_elements_go() {
+        let out = run(
+            "src :: InfiniteSource -> Discard; s2 :: InfiniteSource -> ToDump(x);
+            StaticThreadSched(src 1, s2 0);",
+        );
+        assert!(out.contains("StaticThreadSched(s2 0);"), "{out}");
+        let out = run("src :: InfiniteSource -> Discard; StaticThreadSched(src 1);");
+        assert_eq!(out, "");
     }
 
     #[test]
