@@ -17,7 +17,10 @@
 # paraclick has every named element class (`paraclick doc --list`) or
 # feature: umultithread (paraclick runs on several threads) is provided,
 # linuxmodule is not. `click-flatten ARGS` runs `paraclick flatten ARGS`,
-# `click-align ARGS` runs `paraclick align ARGS`.
+# and click-align, click-undead, click-combine and click-uncombine the
+# paraclick subcommands of those names.
+# `clicktest` (which Click's meta-tests tools/clicktest-* run) is the
+# checkout's own test/clicktest driver.
 #
 # McastSocket-02 and -03 send multicast datagrams along the host's multicast
 # route (the default route on most hosts), so they would leave the machine.
@@ -82,6 +85,22 @@ cat >"$work/bin/click-align" <<EOF
 exec "$bin" align "\$@"
 EOF
 chmod +x "$work/bin/click-align"
+for tool in undead combine uncombine; do
+  cat >"$work/bin/click-$tool" <<EOF
+#!/usr/bin/env bash
+# Stand-in for Click's click-$tool.
+exec "$bin" $tool "\$@"
+EOF
+  chmod +x "$work/bin/click-$tool"
+done
+# Click's meta-tests (tools/clicktest-*) run the driver by name: the one
+# from the checkout given on the command line.
+cat >"$work/bin/clicktest" <<EOF
+#!/usr/bin/env bash
+# Click's own test driver, from the checkout under test.
+exec perl "$click_dir/test/clicktest" "\$@"
+EOF
+chmod +x "$work/bin/clicktest"
 
 cd "$click_dir/test" || exit 2
 if (($# > 0)); then

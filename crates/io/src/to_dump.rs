@@ -90,6 +90,7 @@ pub struct ToDump {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToDump", "1/0-1", "a", make)
+        .dead_code(paraclick_runtime::DeadCode::Sink)
         .shared("an output: one file or device for all flows")
 }
 

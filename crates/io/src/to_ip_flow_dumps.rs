@@ -157,6 +157,7 @@ struct Flow {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToIPFlowDumps", "1/0-1", "a", make)
+        .dead_code(paraclick_runtime::DeadCode::Sink)
         .shared("an output: one file or device for all flows")
 }
 

@@ -157,6 +157,7 @@ struct Writer {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("ToIPSummaryDump", "1/0-1", "a/h", make)
+        .dead_code(paraclick_runtime::DeadCode::Sink)
         .shared("an output: one file or device for all flows")
 }
 

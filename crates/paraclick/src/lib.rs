@@ -9,6 +9,7 @@ mod aot;
 mod bench;
 pub mod built;
 mod capture_pipe;
+mod combine;
 mod ctl;
 mod flat;
 mod harness;
@@ -16,6 +17,7 @@ mod make_ip_conf;
 mod metrics;
 mod stop_watch;
 mod substrate_bench;
+mod undead;
 mod validate;
 mod web;
 
@@ -256,6 +258,58 @@ struct FlattenArgs {
         default_value = "auto"
     )]
     errors: String,
+    /// Output the configuration only (Click's option for archives;
+    /// paraclick reads and writes configurations only).
+    #[arg(long = "config")]
+    config: bool,
+}
+
+#[derive(Args)]
+struct UndeadArgs {
+    #[command(flatten)]
+    input: Input,
+    /// Write the result to FILE ("-", the default, for standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    output: String,
+    /// How configuration errors are printed, as the run's --errors.
+    #[arg(
+        long = "errors",
+        value_name = "auto|rich|click",
+        default_value = "auto"
+    )]
+    errors: String,
+    /// Output the configuration only (accepted as Click's click-undead).
+    #[arg(short = 'c', long = "config")]
+    config: bool,
+}
+
+#[derive(Args)]
+struct CombineArgs {
+    // Click's options, whose order matters (-n NAME before its -f FILE),
+    // read in order by the combine module.
+    #[arg(
+        allow_hyphen_values = true,
+        trailing_var_arg = true,
+        help = "NAME=FILE ... (or -n NAME -f FILE, -n NAME -e EXPR), links \
+                A.ELEMENT=B.ELEMENT (or -l LINK), -o FILE"
+    )]
+    args: Vec<String>,
+}
+
+#[derive(Args)]
+struct UncombineArgs {
+    /// Read the combined configuration from FILE ("-", the default, for
+    /// standard input).
+    #[arg(short = 'f', long = "file")]
+    file: Option<String>,
+    /// The component to output.
+    #[arg(short = 'n', long = "name")]
+    name: Option<String>,
+    /// Write the component to FILE ("-", the default, for standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    output: String,
+    #[arg(help = "[FILE [COMPONENT]]")]
+    args: Vec<String>,
 }
 
 #[derive(Args)]
@@ -294,6 +348,20 @@ enum Cmd {
     /// met, redundant Aligns dropped, and an AlignmentInfo; printed
     /// flattened.
     Align(AlignArgs),
+    /// Remove dead code, as Click's click-undead does: Null, StaticSwitch
+    /// and StaticPullSwitch elements; elements no packet from a source
+    /// reaches or that reach no sink; schedulers' dead inputs and tees'
+    /// dead outputs (one left: the element goes). Prints the result
+    /// flattened.
+    Undead(UndeadArgs),
+    /// Combine router configurations into one, as Click's click-combine:
+    /// each router's elements under its name (`A/x`), each link
+    /// `A.ELEMENT=B.ELEMENT` (an element, or a ToDevice or FromDevice by
+    /// its device) a RouterLink element.
+    Combine(CombineArgs),
+    /// Extract one component router from a combined configuration, as
+    /// Click's click-uncombine.
+    Uncombine(UncombineArgs),
     /// Measure forwarding rate and cycles per packet of the standard
     /// configurations, or of CONFIG files (counting packets with --count).
     Bench {
@@ -780,6 +848,9 @@ pub fn main_cli() -> ExitCode {
         Some(Cmd::Graph(input)) => graph(&input),
         Some(Cmd::Flatten(f)) => flatten(&f),
         Some(Cmd::Align(a)) => align::run(&a),
+        Some(Cmd::Undead(a)) => undead::main(&a),
+        Some(Cmd::Combine(a)) => combine::main_combine(&a),
+        Some(Cmd::Uncombine(a)) => combine::main_uncombine(&a),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
         Some(Cmd::Model {
             system,

@@ -44,8 +44,8 @@ pub use element::{
 pub use notifier::Notifier;
 pub use perthread::{PerThread, PerThreadCount};
 pub use registry::{
-    ClassSpec, ClickAlignment, FlowKey, FlowState, HeaderChange, Kind, RateHandler, Registry,
-    RustType,
+    ClassSpec, ClickAlignment, DeadCode, FlowKey, FlowState, HeaderChange, Kind, RateHandler,
+    Registry, RustType,
 };
 pub use router::{BuildOptions, Router};
 pub use time::RouterClock;

@@ -18,5 +18,5 @@ pub use crate::element::{
 };
 pub use crate::notifier::Notifier;
 pub use crate::perthread::{PerThread, PerThreadCount};
-pub use crate::registry::{ClassSpec, FlowKey, FlowState, HeaderChange, Kind};
+pub use crate::registry::{ClassSpec, DeadCode, FlowKey, FlowState, HeaderChange, Kind};
 pub use paraclick_packet::{Batch, Packet};

@@ -41,6 +41,10 @@ pub struct ClassSpec {
     /// What part the class's elements play in a router's structure
     /// ([`ClassSpec::kind`]; [`Kind::Plain`] unless said).
     pub kind: Kind,
+    /// What dead-code removal (`paraclick undead`, Click's click-undead)
+    /// may take the class's elements to be ([`ClassSpec::dead_code`];
+    /// [`DeadCode::Plain`] unless said).
+    pub dead_code: DeadCode,
     /// The class's elements read one receive queue of their device's
     /// PACKET_FANOUT group when configured with `QUEUE r, N_QUEUES n,
     /// FANOUT HASH`, and sum the counts of the copies `REPLICAS` names:
@@ -239,6 +243,44 @@ pub enum Kind {
     ThreadSched,
 }
 
+/// What dead-code removal (`paraclick undead`) may take an element to
+/// be, beyond what its [`Kind`] says: a [`Kind::Source`] class's elements,
+/// and a [`Kind::Device`] class's with outputs, are packet sources; a
+/// [`Kind::Device`] class's with inputs are sinks; a [`Kind::Scheduler`]
+/// class's are schedulers (their dead inputs are dropped; with one input
+/// left, they are removed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DeadCode {
+    /// Kept while packets from a source reach it and go on to a sink.
+    #[default]
+    Plain,
+    /// Ends packets with an effect outside the router (writes a file):
+    /// ToDump. Its elements are sinks.
+    Sink,
+    /// A sink where its input is pull (it pulls packets along); pushed
+    /// to, it only drops them: Discard.
+    PullSink,
+    /// Passes each packet from input i to output i and does nothing else
+    /// (Null): removed, what fed it connected to what it fed.
+    Through,
+    /// Sends every packet to the output its first argument names, none if
+    /// that is out of range (StaticSwitch): removed, the output joined to
+    /// what fed it.
+    StaticSwitch,
+    /// Pulls from the input its first argument names (StaticPullSwitch):
+    /// removed, that input's upstream joined to what it fed.
+    StaticPullSwitch,
+    /// A scheduler whose first argument (0 if none) is the one input it
+    /// pulls from (PullSwitch): when dead inputs are dropped, the argument
+    /// follows its input (-1, none, if that input died), and the element
+    /// goes only if its one live input is the one it pulls from.
+    SelectsInput,
+    /// Copies each packet to every output (Tee, PullTee): outputs from
+    /// which no sink is reached are dropped; with one output left, the
+    /// element is removed.
+    Tee,
+}
+
 impl ClassSpec {
     /// A per-packet element class: `make` configures an [`Action`], which
     /// the framework's batch adapter runs (and fuses into push chains).
@@ -347,6 +389,7 @@ impl ClassSpec {
             reads_data: true,
             flow_state: FlowState::Undeclared,
             kind: Kind::Plain,
+            dead_code: DeadCode::Plain,
             fanout_queues: false,
             drop_reasons: &[],
             shared_when: &[],
@@ -419,6 +462,13 @@ impl ClassSpec {
     /// The part the class's elements play ([`Kind`]).
     pub fn kind(mut self, kind: Kind) -> ClassSpec {
         self.kind = kind;
+        self
+    }
+
+    /// What dead-code removal may take the class's elements to be
+    /// ([`DeadCode`]).
+    pub fn dead_code(mut self, role: DeadCode) -> ClassSpec {
+        self.dead_code = role;
         self
     }
 }

@@ -87,6 +87,7 @@ pub fn spec() -> ClassSpec {
     ClassSpec::notifying("PullSwitch", "-/1", "l", make)
         .stateless()
         .kind(Kind::Scheduler)
+        .dead_code(paraclick_runtime::DeadCode::SelectsInput)
         .metadata_only()
 }
 
@@ -95,6 +96,7 @@ pub fn simple_spec() -> ClassSpec {
     ClassSpec::element("SimplePullSwitch", "-/1", "l", make)
         .stateless()
         .kind(Kind::Scheduler)
+        .dead_code(paraclick_runtime::DeadCode::SelectsInput)
         .metadata_only()
 }
 
@@ -102,6 +104,7 @@ pub fn static_spec() -> ClassSpec {
     ClassSpec::element("StaticPullSwitch", "-/1", "l", make_static)
         .stateless()
         .kind(Kind::Scheduler)
+        .dead_code(paraclick_runtime::DeadCode::StaticPullSwitch)
 }
 
 /// A port number in range, or -1 (nothing); Click clamps a too-large

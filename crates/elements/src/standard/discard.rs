@@ -44,6 +44,7 @@ pub struct Discard {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Discard", "1/0", "a", make)
+        .dead_code(DeadCode::PullSink)
         .stateless()
         .metadata_only()
 }

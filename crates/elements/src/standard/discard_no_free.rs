@@ -29,6 +29,7 @@ pub struct DiscardNoFree {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("DiscardNoFree", "1/0", "a", make)
+        .dead_code(paraclick_runtime::DeadCode::PullSink)
         .stateless()
         .metadata_only()
 }

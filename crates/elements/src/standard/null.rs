@@ -16,6 +16,7 @@ pub struct Null;
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("Null", "1/1", "a", make)
+        .dead_code(paraclick_runtime::DeadCode::Through)
         .stateless()
         .metadata_only()
 }

@@ -28,6 +28,7 @@ const DROP_REASONS: &[&str] = &["switched off"];
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("StaticSwitch", "1/-", "h", make)
+        .dead_code(paraclick_runtime::DeadCode::StaticSwitch)
         .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()

@@ -62,11 +62,15 @@ pub struct PullTee {
 }
 
 pub fn spec() -> ClassSpec {
-    ClassSpec::element("Tee", "1/1-", "h", make_tee).stateless()
+    ClassSpec::element("Tee", "1/1-", "h", make_tee)
+        .stateless()
+        .dead_code(DeadCode::Tee)
 }
 
 pub fn pull_spec() -> ClassSpec {
-    ClassSpec::element("PullTee", "1/1-", "l/lh", make_pull_tee).stateless()
+    ClassSpec::element("PullTee", "1/1-", "l/lh", make_pull_tee)
+        .stateless()
+        .dead_code(DeadCode::Tee)
 }
 
 /// Reads the optional N and checks it against the outputs in use.

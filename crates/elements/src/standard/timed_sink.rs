@@ -33,6 +33,7 @@ pub struct TimedSink {
 
 pub fn spec() -> ClassSpec {
     ClassSpec::element("TimedSink", "1/0", "l", make)
+        .dead_code(paraclick_runtime::DeadCode::PullSink)
         .shared("a rate or schedule shared by all flows")
         .metadata_only()
 }
