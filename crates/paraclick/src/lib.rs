@@ -1462,6 +1462,17 @@ fn run(a: RunArgs, built: Option<&Built>) -> ExitCode {
         Err(d) if click => return report_click(&d, true),
         Err(d) => return report_errors(&src, &d),
     };
+    if router.element_names().is_empty() && !a.quit {
+        // Nothing would ever run or stop it: as Click, say so and exit
+        // (a run used to wait forever for a signal).
+        if !a.no_warnings {
+            eprintln!(
+                "paraclick: warning: {}: configuration has no elements, exiting",
+                src.name
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
     if let (Some(b), Some(fits)) = (built, fits) {
         aot::install_built(b, fits, &mut router);
     }

@@ -384,3 +384,39 @@ fn a_hotconfig_with_many_errors_gets_a_bounded_reply() {
     );
     r.assert_alive();
 }
+
+/// A configuration without elements has nothing that could run or stop:
+/// the run says so and exits, as Click does, rather than waiting for a
+/// signal (it used to wait forever, with `--simtime` too).
+#[test]
+fn a_configuration_without_elements_exits_with_a_warning() {
+    for extra in [&[][..], &["--simtime"][..]] {
+        let mut child = Command::new(bin())
+            .args(["-e", "// nothing but a comment", "--no-pin"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run paraclick");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait for paraclick") {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("an empty configuration ran on ({extra:?})");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert!(status.success(), "{extra:?}: {status}: {err}");
+        assert!(
+            err.contains("configuration has no elements, exiting"),
+            "{extra:?}: {err}"
+        );
+    }
+}
