@@ -67,6 +67,22 @@ pub fn print_flat(g: &FlatGraph) -> String {
 /// turn, as Click's flattening lists them), a blank line, then the
 /// connections in chains (see `connection_chains`).
 pub fn print_click(g: &FlatGraph) -> String {
+    let depth = |i: usize| g.elements[i].name.matches('/').count();
+    let mut order: Vec<usize> = (0..g.elements.len()).collect();
+    order.sort_by_key(|&i| depth(i));
+    print_click_in(g, &order, true)
+}
+
+/// [`print_click`] with the declarations in the order of `g.elements`,
+/// whatever their compound level, and the connections taken in the order
+/// of `g.connections` rather than sorted: for graphs a tool rewrote,
+/// whose order is the tool's (`paraclick xform`).
+pub fn print_click_listed(g: &FlatGraph) -> String {
+    let order: Vec<usize> = (0..g.elements.len()).collect();
+    print_click_in(g, &order, false)
+}
+
+fn print_click_in(g: &FlatGraph, order: &[usize], sort: bool) -> String {
     let mut s = String::new();
     for r in &g.requirements {
         let words: Vec<String> = r.words.iter().map(|w| crate::args::quote(w)).collect();
@@ -75,10 +91,7 @@ pub fn print_click(g: &FlatGraph) -> String {
     if !g.requirements.is_empty() {
         s.push('\n');
     }
-    let depth = |i: usize| g.elements[i].name.matches('/').count();
-    let mut order: Vec<usize> = (0..g.elements.len()).collect();
-    order.sort_by_key(|&i| depth(i));
-    for &i in &order {
+    for &i in order {
         let e = &g.elements[i];
         if e.config.is_empty() {
             let _ = writeln!(s, "{} :: {};", e.name, e.class);
@@ -95,7 +108,7 @@ pub fn print_click(g: &FlatGraph) -> String {
     for (k, &i) in order.iter().enumerate() {
         rank[i] = k;
     }
-    s.push_str(&connection_chains(g, &rank));
+    s.push_str(&connection_chains(g, &rank, sort));
     s
 }
 
@@ -103,7 +116,8 @@ pub fn print_click(g: &FlatGraph) -> String {
 /// `b -> [1] c`, as Click prints them.
 ///
 /// Connections sort by (destination, input port, source, output port),
-/// elements by `rank`. Each connection into input 0 of an element makes
+/// elements by `rank` (with `sort` false they stay in the graph's order,
+/// duplicates dropped, and "first sorted" below means first listed). Each connection into input 0 of an element makes
 /// one connection from that element's output 0 a *continuation*: the
 /// first sorted of those into an input 0, else the first sorted, itself
 /// left out (a connection from an element to its own input 0 continues
@@ -112,10 +126,15 @@ pub fn print_click(g: &FlatGraph) -> String {
 /// going on while it ends at input 0 of an element with a continuation
 /// not yet printed (the first sorted); then whatever is left (cycles of
 /// continuations), likewise, from its first connection sorted.
-fn connection_chains(g: &FlatGraph, rank: &[usize]) -> String {
+fn connection_chains(g: &FlatGraph, rank: &[usize], sort: bool) -> String {
     let mut conns: Vec<&crate::FlatConnection> = g.connections.iter().collect();
-    conns.sort_by_key(|c| (rank[c.to], c.to_port, rank[c.from], c.from_port));
-    conns.dedup_by_key(|c| (c.from, c.from_port, c.to, c.to_port));
+    if sort {
+        conns.sort_by_key(|c| (rank[c.to], c.to_port, rank[c.from], c.from_port));
+        conns.dedup_by_key(|c| (c.from, c.from_port, c.to, c.to_port));
+    } else {
+        let mut seen = std::collections::HashSet::new();
+        conns.retain(|c| seen.insert((c.from, c.from_port, c.to, c.to_port)));
+    }
     // outs[e]: the connections from output 0 of element e, sorted, those
     // into an input 0 (which can go on) first.
     let mut outs: Vec<Vec<usize>> = vec![Vec::new(); g.elements.len()];
