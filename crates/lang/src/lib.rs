@@ -38,6 +38,7 @@ mod parser;
 pub mod print;
 mod resolve;
 pub mod span;
+pub mod xform;
 
 use std::collections::{HashMap, HashSet};
 

@@ -302,3 +302,54 @@ fn flatten_reports_errors_as_click_words_them() {
         }
     }
 }
+
+#[test]
+fn xform_replaces_patterns_as_click_xform_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let pats = write(
+        &dir,
+        "q.clickpat",
+        "elementclass Q { input -> Queue($n) -> output; }
+         elementclass Q_Replacement { input -> Queue($n) -> Shaper(200) -> output; }",
+    );
+    let conf = "Idle -> q :: Queue(5) -> Discard;";
+    let want = "Idle@1 :: Idle;\nDiscard@3 :: Discard;\nq :: Queue(5);\n\
+                Q@1/Shaper@2 :: Shaper(200);\n\nIdle@1 -> q\n    -> Q@1/Shaper@2\n    -> Discard@3;\n";
+    let out = paraclick(&["xform", "-p", &pats, "-e", conf]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), want);
+    // Click's order: ROUTER-FILE then PATTERN-FILEs; -o FILE.
+    let r = write(&dir, "r.click", conf);
+    let o = dir.path().join("o.click").display().to_string();
+    let out = paraclick(&["xform", &r, &pats, "-o", &o]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&o).unwrap(), want);
+    // Backwards, the Shaper goes again.
+    let out = paraclick(&["xform", "-r", "-p", &pats, &o]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("Shaper"), "{}", stdout(&out));
+    assert!(stdout(&out).contains(":: Queue(5);"), "{}", stdout(&out));
+
+    // No pattern file; a bad one, reported located.
+    let out = paraclick(&["xform", "-e", conf]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no pattern files"),
+        "{}",
+        stderr(&out)
+    );
+    let bad = write(
+        &dir,
+        "bad.clickpat",
+        "elementclass Q { input -> Queue -> output; }\n",
+    );
+    let out = paraclick(&["xform", "--errors", "click", "-p", &bad, "-e", conf]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out)
+            .contains("bad.clickpat:1: pattern 'Q' has no replacement: define 'Q_Replacement'"),
+        "{}",
+        stderr(&out)
+    );
+}
