@@ -16,7 +16,8 @@
 # which many tests require, is answered by a stand-in that says yes when
 # paraclick has every named element class (`paraclick doc --list`) or
 # feature: umultithread (paraclick runs on several threads) is provided,
-# linuxmodule is not. `click-flatten ARGS` runs `paraclick flatten ARGS`.
+# linuxmodule is not. `click-flatten ARGS` runs `paraclick flatten ARGS`,
+# `click-xform ARGS` runs `paraclick xform ARGS`.
 #
 # McastSocket-02 and -03 send multicast datagrams along the host's multicast
 # route (the default route on most hosts), so they would leave the machine.
@@ -75,6 +76,12 @@ cat >"$work/bin/click-flatten" <<EOF
 exec "$bin" flatten "\$@"
 EOF
 chmod +x "$work/bin/click-flatten"
+cat >"$work/bin/click-xform" <<EOF
+#!/usr/bin/env bash
+# Stand-in for Click's click-xform.
+exec "$bin" xform "\$@"
+EOF
+chmod +x "$work/bin/click-xform"
 
 cd "$click_dir/test" || exit 2
 if (($# > 0)); then
