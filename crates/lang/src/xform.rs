@@ -15,7 +15,8 @@
 //! place to every element that input port reaches), or leaves S where a
 //! pattern output port is fed (to one place, from every element that feeds
 //! the port). As in Click's tool, every port connection of the pattern
-//! must be used: a fragment with a port left unconnected is not matched.
+//! must be used: a fragment with a port left unconnected is not matched,
+//! and a pattern with a port that only passes through it matches nothing.
 //! A fragment whose elements all came from the same pattern's
 //! replacements is not matched by that pattern again. After each
 //! replacement the patterns are tried again from the first.
@@ -604,7 +605,13 @@ fn verify(
             .iter()
             .any(|&(fp, t, _)| fp == z && !inv.contains_key(&t))
     });
-    if !used_in || !used_out {
+    // A port that only passes through the pattern (`input [i] -> [o]
+    // output`) can never be used: such a pattern matches nothing (as in
+    // Click's tool).
+    let through_only = body.through.iter().any(|&(i, o)| {
+        !body.ins.iter().any(|&(j, _, _)| j == i) || !body.outs.iter().any(|&(_, _, j)| j == o)
+    });
+    if !used_in || !used_out || through_only {
         return false;
     }
     for (k, &s) in map.iter().enumerate() {
@@ -899,6 +906,20 @@ mod tests {
         // does not match such a fragment either).
         let out = run(PAIR, "Idle -> Counter -> Strip(14) -> Discard;");
         assert!(!out.contains("Pair@"), "{out}");
+    }
+
+    #[test]
+    fn a_port_that_only_passes_through_prevents_a_match() {
+        // Real Click's click-xform leaves this configuration alone too.
+        let pats = "
+            elementclass M { input -> Strip($a) -> Strip($b) -> output; input[1] -> [1]output; }
+            elementclass M_Replacement { input -> Strip($b) -> Strip($a) -> output;
+                input[1] -> [1]output; }";
+        let out = run(pats, "Idle -> Strip(1) -> Strip(2) -> Discard;");
+        assert!(
+            out.contains("Strip@2 :: Strip(1);\nStrip@3 :: Strip(2);"),
+            "{out}"
+        );
     }
 
     #[test]
