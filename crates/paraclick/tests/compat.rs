@@ -353,3 +353,42 @@ fn xform_replaces_patterns_as_click_xform_does() {
         stderr(&out)
     );
 }
+
+#[test]
+fn xform_ip_patterns_give_a_router_that_forwards_the_same() {
+    // conf/xform-ip.clickpat folds the IP paths into Click's combination
+    // elements; the result must configure and forward what the original
+    // does.
+    let root = common::root();
+    let pats = root.join("conf/xform-ip.clickpat").display().to_string();
+    let conf = root.join("conf/fake-iprouter.click").display().to_string();
+    let out = paraclick(&["xform", "-p", &pats, &conf, "N=2000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for want in [
+        "OutputPath@1/out :: IPOutputCombo(1, eth0, 1500);",
+        "OutputPath@2/out :: IPOutputCombo(2, eth1, 1500);",
+        "p0/fr :: IPFragmenter(1500);",
+        "SharedInputPath@1/IPInputCombo@1 :: IPInputCombo(1, INTERFACES 1.0.0.1/8 2.0.0.1/8);",
+        "InputPath@1/IPInputCombo@1 :: IPInputCombo(2, INTERFACES 1.0.0.1/8 2.0.0.1/8);",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    for gone in [
+        "DropBroadcasts",
+        "PaintTee",
+        "GetIPAddress",
+        "Strip(",
+        ":: Paint(",
+    ] {
+        assert!(!text.contains(gone), "{gone}\n{text}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let x = write(&dir, "x.click", &text);
+    let run = |args: &[&str]| stdout(&paraclick(args));
+    let counts = ["-h", "out0.count", "-h", "out1.count"];
+    let a = run(&[&[conf.as_str(), "N=2000"][..], &counts[..]].concat());
+    let b = run(&[&[x.as_str()][..], &counts[..]].concat());
+    assert!(a.contains("2000"), "{a}");
+    assert_eq!(a, b);
+}
