@@ -134,6 +134,8 @@ pub struct TopClass {
     pub outputs: usize,
     /// How many definitions it has (more than one: overloaded).
     pub definitions: usize,
+    /// Parameters of its first definition (`__REST__` counted).
+    pub parameters: usize,
     /// Where it is defined.
     pub span: Span,
 }
@@ -203,19 +205,24 @@ fn top_classes(defs: &[(String, resolve::ClassBinding)]) -> Vec<TopClass> {
     defs.iter()
         .filter_map(|(name, b)| match b {
             resolve::ClassBinding::Compound(c) => {
-                let (inputs, outputs) = c
+                let (inputs, outputs, parameters) = c
                     .alts
                     .iter()
                     .find_map(|a| match a {
-                        resolve::Alt::Body(b) => Some((b.ninputs, b.noutputs)),
+                        resolve::Alt::Body(b) => Some((
+                            b.ninputs,
+                            b.noutputs,
+                            b.formals.len() + usize::from(b.rest.is_some()),
+                        )),
                         resolve::Alt::Primitive(_) => None,
                     })
-                    .unwrap_or((0, 0));
+                    .unwrap_or((0, 0, 0));
                 Some(TopClass {
                     name: name.clone(),
                     inputs,
                     outputs,
                     definitions: c.alts.len(),
+                    parameters,
                     span: c.span.clone(),
                 })
             }

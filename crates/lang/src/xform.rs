@@ -143,6 +143,14 @@ pub fn read_patterns(src: &Source, opts: &ParseOptions) -> Result<Vec<Pattern>, 
                     c.name
                 ),
             ));
+        } else if c.parameters > 0 {
+            errs.push(err(
+                &c.span,
+                format!(
+                    "pattern class '{}' takes parameters; a pattern's $variables need no declaration",
+                    c.name
+                ),
+            ));
         }
     }
     let find = |n: &str| classes.iter().find(|c| c.name == n);
@@ -1021,6 +1029,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("pattern 'A' has no elements"), "{e}");
+        let e = patterns(
+            "elementclass A { $x | input -> Strip($x) -> output; }
+             elementclass A_Replacement { input -> Strip($x) -> output; }",
+        )
+        .unwrap_err();
+        assert!(e.contains("pattern class 'A' takes parameters"), "{e}");
         // The language's own errors come through, located.
         let e = patterns("elementclass A { input -> Queue -> ; }").unwrap_err();
         assert!(!e.is_empty());
