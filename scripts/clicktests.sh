@@ -17,8 +17,8 @@
 # paraclick has every named element class (`paraclick doc --list`) or
 # feature: umultithread (paraclick runs on several threads) is provided,
 # linuxmodule is not. `click-flatten ARGS` runs `paraclick flatten ARGS`,
-# and click-align, click-undead, click-combine and click-uncombine the
-# paraclick subcommands of those names.
+# and click-align, click-undead, click-combine, click-uncombine and
+# click-xform the paraclick subcommands of those names.
 # `clicktest` (which Click's meta-tests tools/clicktest-* run) is the
 # checkout's own test/clicktest driver.
 #
@@ -79,13 +79,7 @@ cat >"$work/bin/click-flatten" <<EOF
 exec "$bin" flatten "\$@"
 EOF
 chmod +x "$work/bin/click-flatten"
-cat >"$work/bin/click-align" <<EOF
-#!/usr/bin/env bash
-# Stand-in for Click's click-align.
-exec "$bin" align "\$@"
-EOF
-chmod +x "$work/bin/click-align"
-for tool in undead combine uncombine; do
+for tool in align undead combine uncombine xform; do
   cat >"$work/bin/click-$tool" <<EOF
 #!/usr/bin/env bash
 # Stand-in for Click's click-$tool.

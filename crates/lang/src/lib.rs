@@ -38,6 +38,7 @@ mod parser;
 pub mod print;
 mod resolve;
 pub mod span;
+pub mod xform;
 
 use std::collections::{HashMap, HashSet};
 
@@ -45,7 +46,7 @@ pub use check::{check_graph, CheckedGraph, ClassSpec, PortKind};
 pub use expand::{DEFAULT_MAX_ELEMENTS, MAX_EXPANSION_DEPTH};
 pub use files::FilePolicy;
 pub use library::ParseOptions;
-pub use print::{print_click, print_click_in_order, print_flat, same_graph};
+pub use print::{print_click, print_click_listed, print_flat, same_graph};
 pub use span::{render, render_click, Diagnostic, Source, SourceSet, Span};
 
 /// A router configuration with compounds expanded.
@@ -120,6 +121,42 @@ pub fn parse_config_with(
     defines: &[(String, String)],
     opts: &ParseOptions,
 ) -> Result<FlatGraph, Vec<Diagnostic>> {
+    parse_inner(src, defines, opts).0
+}
+
+/// A compound class defined at the top level of a configuration
+/// ([`top_level_classes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopClass {
+    pub name: String,
+    /// Input and output ports of its first definition.
+    pub inputs: usize,
+    pub outputs: usize,
+    /// How many definitions it has (more than one: overloaded).
+    pub definitions: usize,
+    /// Parameters of its first definition (`__REST__` counted).
+    pub parameters: usize,
+    /// Where it is defined.
+    pub span: Span,
+}
+
+/// The compound classes `elementclass` defines at the top level of a
+/// configuration, in the order defined (a name defined twice appears
+/// twice), after the same checks as [`parse_config_with`].
+pub fn top_level_classes(
+    src: &Source,
+    defines: &[(String, String)],
+    opts: &ParseOptions,
+) -> Result<Vec<TopClass>, Vec<Diagnostic>> {
+    let (r, classes) = parse_inner(src, defines, opts);
+    r.map(|_| classes)
+}
+
+fn parse_inner(
+    src: &Source,
+    defines: &[(String, String)],
+    opts: &ParseOptions,
+) -> (Result<FlatGraph, Vec<Diagnostic>>, Vec<TopClass>) {
     let mut idx = span::LineIndex::new(&src.name, &src.text);
     let mut errs = Vec::new();
     let stmts = library::parse_file(&idx, 0, &src.name, &src.text, &mut errs);
@@ -143,19 +180,53 @@ pub fn parse_config_with(
     let top = r.resolve_top(&stmts);
     errs.append(&mut r.errs);
     let requirements = std::mem::take(&mut r.requirements);
+    let classes = top_classes(&r.top_classes);
 
     let mut x = expand::Expander::new(&cmdline).with_max_elements(opts.max_elements);
     let connections = x.expand_top(&top);
     errs.append(&mut x.errs);
 
     if errs.is_empty() {
-        Ok(FlatGraph {
-            elements: x.elements,
-            connections,
-            requirements,
-        })
+        (
+            Ok(FlatGraph {
+                elements: x.elements,
+                connections,
+                requirements,
+            }),
+            classes,
+        )
     } else {
         errs.sort_by_key(|d| d.span.as_ref().map_or(usize::MAX, |s| s.start));
-        Err(errs)
+        (Err(errs), classes)
     }
+}
+
+fn top_classes(defs: &[(String, resolve::ClassBinding)]) -> Vec<TopClass> {
+    defs.iter()
+        .filter_map(|(name, b)| match b {
+            resolve::ClassBinding::Compound(c) => {
+                let (inputs, outputs, parameters) = c
+                    .alts
+                    .iter()
+                    .find_map(|a| match a {
+                        resolve::Alt::Body(b) => Some((
+                            b.ninputs,
+                            b.noutputs,
+                            b.formals.len() + usize::from(b.rest.is_some()),
+                        )),
+                        resolve::Alt::Primitive(_) => None,
+                    })
+                    .unwrap_or((0, 0, 0));
+                Some(TopClass {
+                    name: name.clone(),
+                    inputs,
+                    outputs,
+                    definitions: c.alts.len(),
+                    parameters,
+                    span: c.span.clone(),
+                })
+            }
+            resolve::ClassBinding::Primitive(_) => None,
+        })
+        .collect()
 }

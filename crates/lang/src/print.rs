@@ -67,19 +67,22 @@ pub fn print_flat(g: &FlatGraph) -> String {
 /// turn, as Click's flattening lists them), a blank line, then the
 /// connections in chains (see `connection_chains`).
 pub fn print_click(g: &FlatGraph) -> String {
-    print_click_with(g, true)
+    let depth = |i: usize| g.elements[i].name.matches('/').count();
+    let mut order: Vec<usize> = (0..g.elements.len()).collect();
+    order.sort_by_key(|&i| depth(i));
+    print_click_in(g, &order, true)
 }
 
-/// [`print_click`] with the connections taken in the order `g` lists
-/// them instead of sorted: the starts of chains are printed in that
-/// order, and a chain goes on along the first listed connection. Click's
-/// tools that rewire a configuration (click-align) print this way: a
-/// connection they add comes after those they kept.
-pub fn print_click_in_order(g: &FlatGraph) -> String {
-    print_click_with(g, false)
+/// [`print_click`] with the declarations in the order of `g.elements`,
+/// whatever their compound level, and the connections taken in the order
+/// of `g.connections` rather than sorted: for graphs a tool rewrote,
+/// whose order is the tool's (`paraclick xform`).
+pub fn print_click_listed(g: &FlatGraph) -> String {
+    let order: Vec<usize> = (0..g.elements.len()).collect();
+    print_click_in(g, &order, false)
 }
 
-fn print_click_with(g: &FlatGraph, sorted: bool) -> String {
+fn print_click_in(g: &FlatGraph, order: &[usize], sort: bool) -> String {
     let mut s = String::new();
     for r in &g.requirements {
         let words: Vec<String> = r.words.iter().map(|w| crate::args::quote(w)).collect();
@@ -88,10 +91,7 @@ fn print_click_with(g: &FlatGraph, sorted: bool) -> String {
     if !g.requirements.is_empty() {
         s.push('\n');
     }
-    let depth = |i: usize| g.elements[i].name.matches('/').count();
-    let mut order: Vec<usize> = (0..g.elements.len()).collect();
-    order.sort_by_key(|&i| depth(i));
-    for &i in &order {
+    for &i in order {
         let e = &g.elements[i];
         if e.config.is_empty() {
             let _ = writeln!(s, "{} :: {};", e.name, e.class);
@@ -108,7 +108,7 @@ fn print_click_with(g: &FlatGraph, sorted: bool) -> String {
     for (k, &i) in order.iter().enumerate() {
         rank[i] = k;
     }
-    s.push_str(&connection_chains(g, &rank, sorted));
+    s.push_str(&connection_chains(g, &rank, sort));
     s
 }
 
@@ -116,7 +116,8 @@ fn print_click_with(g: &FlatGraph, sorted: bool) -> String {
 /// `b -> [1] c`, as Click prints them.
 ///
 /// Connections sort by (destination, input port, source, output port),
-/// elements by `rank`. Each connection into input 0 of an element makes
+/// elements by `rank` (with `sort` false they stay in the graph's order,
+/// duplicates dropped, and "first sorted" below means first listed). Each connection into input 0 of an element makes
 /// one connection from that element's output 0 a *continuation*: the
 /// first sorted of those into an input 0, else the first sorted, itself
 /// left out (a connection from an element to its own input 0 continues
@@ -124,12 +125,10 @@ fn print_click_with(g: &FlatGraph, sorted: bool) -> String {
 /// connection starts a chain. The starts are printed in order, each chain
 /// going on while it ends at input 0 of an element with a continuation
 /// not yet printed (the first sorted); then whatever is left (cycles of
-/// continuations), likewise, from its first connection sorted. Unless
-/// `sorted`, "sorted" reads "as listed" (a repeated connection is printed
-/// once, where first listed).
-fn connection_chains(g: &FlatGraph, rank: &[usize], sorted: bool) -> String {
+/// continuations), likewise, from its first connection sorted.
+fn connection_chains(g: &FlatGraph, rank: &[usize], sort: bool) -> String {
     let mut conns: Vec<&crate::FlatConnection> = g.connections.iter().collect();
-    if sorted {
+    if sort {
         conns.sort_by_key(|c| (rank[c.to], c.to_port, rank[c.from], c.from_port));
         conns.dedup_by_key(|c| (c.from, c.from_port, c.to, c.to_port));
     } else {
@@ -282,13 +281,13 @@ mod tests {
         let ay = g.connections.remove(1);
         g.connections.push(ay);
         assert_eq!(
-            print_click_in_order(&g),
+            print_click_listed(&g),
             "x :: S;\na :: T;\ny :: D;\nw :: S;\n\nx -> a\n    -> y;\nw -> a;\n"
         );
         let w_first: Vec<_> = g.connections.iter().rev().cloned().collect();
         g.connections = w_first;
         assert_eq!(
-            print_click_in_order(&g),
+            print_click_listed(&g),
             "x :: S;\na :: T;\ny :: D;\nw :: S;\n\nw -> a\n    -> y;\nx -> a;\n"
         );
         assert_eq!(print_click(&g).lines().last(), Some("w -> a;"));

@@ -176,6 +176,8 @@ pub(crate) struct Resolver<'a> {
     /// x, y, z` makes every pair, so a short text can ask for billions.
     nconns: usize,
     pub max_conns: usize,
+    /// The classes `elementclass` defines at the top level, in order.
+    pub top_classes: Vec<(String, ClassBinding)>,
 }
 
 /// Elements of the scope being built.
@@ -370,6 +372,7 @@ impl<'a> Resolver<'a> {
             param_errs: Vec::new(),
             nconns: 0,
             max_conns: usize::MAX,
+            top_classes: Vec::new(),
         }
     }
 
@@ -459,6 +462,9 @@ impl<'a> Resolver<'a> {
                     class,
                 } => {
                     let b = self.class_binding(class, Some((name, *name_range)));
+                    if id == 0 {
+                        self.top_classes.push((name.clone(), b.clone()));
+                    }
                     if let Some(m) = self.classes.last_mut() {
                         m.insert(name.clone(), b);
                     }

@@ -6,7 +6,7 @@
 //! need gets. The result is printed flattened, as `paraclick flatten`
 //! prints, but with the connections in the order kept (Click's tool
 //! lists a connection it adds after those it kept:
-//! `paraclick_lang::print_click_in_order`).
+//! `paraclick_lang::print_click_listed`).
 //!
 //! An alignment says that a packet's first data byte lies OFFSET bytes
 //! past a MODULUS-byte boundary. What a class needs or gives is its
@@ -802,7 +802,7 @@ pub(crate) fn run(a: &crate::AlignArgs) -> std::process::ExitCode {
         Err(d) => return crate::report_errors(&src, &d),
     };
     match align(&g, &crate::registry()) {
-        Ok(out) => crate::write_output(&a.output, &paraclick_lang::print_click_in_order(&out)),
+        Ok(out) => crate::write_output(&a.output, &paraclick_lang::print_click_listed(&out)),
         Err(errors) => {
             for e in &errors {
                 eprintln!("paraclick align: {e}");
@@ -826,7 +826,7 @@ mod tests {
     /// lines left out.
     fn printed(text: &str) -> String {
         let out = aligned(text).unwrap_or_else(|e| panic!("{e:?}"));
-        paraclick_lang::print_click_in_order(&out)
+        paraclick_lang::print_click_listed(&out)
             .lines()
             .filter(|l| !l.is_empty())
             .map(|l| format!("{l}\n"))
@@ -1017,7 +1017,7 @@ mod tests {
         .unwrap();
         assert!(out.elements.iter().any(|e| e.class == "Align"));
         assert!(out.elements.iter().any(|e| e.class == "AlignmentInfo"));
-        let text = paraclick_lang::print_click_in_order(&out);
+        let text = paraclick_lang::print_click_listed(&out);
         let g = parse_config(&Source::new("aligned", &text), &[]).expect("reparses");
         if let Err(e) = paraclick_runtime::Router::check(&g, &crate::registry()) {
             panic!("{e:?}\n{text}");
@@ -1090,14 +1090,14 @@ mod tests {
                         have_meets(have, Want::At(need)),
                         "round {round}: {} gets {have:?}, needs {need:?}\n{text}\n{}",
                         w.elements[e].name,
-                        paraclick_lang::print_click_in_order(&out)
+                        paraclick_lang::print_click_listed(&out)
                     );
                 }
             }
             let again = align(&out, &reg).unwrap();
             assert_eq!(
-                paraclick_lang::print_click_in_order(&again),
-                paraclick_lang::print_click_in_order(&out),
+                paraclick_lang::print_click_listed(&again),
+                paraclick_lang::print_click_listed(&out),
                 "round {round}\n{text}"
             );
         }

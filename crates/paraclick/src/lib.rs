@@ -20,6 +20,7 @@ mod substrate_bench;
 mod undead;
 mod validate;
 mod web;
+mod xform;
 
 use paraclick_tune::{hop, mlffr, parallelize, profile};
 
@@ -329,6 +330,30 @@ struct AlignArgs {
     errors: String,
 }
 
+#[derive(Args)]
+struct XformArgs {
+    #[command(flatten)]
+    input: Input,
+    /// Read patterns and their replacements from FILE (repeatable); files
+    /// after the configuration's are pattern files too.
+    #[arg(short = 'p', long = "patterns", value_name = "FILE")]
+    patterns: Vec<String>,
+    /// Write the transformed configuration to FILE ("-", the default, for
+    /// standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    output: String,
+    /// Apply the patterns backwards: replace replacements by patterns.
+    #[arg(short = 'r', long = "reverse")]
+    reverse: bool,
+    /// How configuration errors are printed, as the run's --errors.
+    #[arg(
+        long = "errors",
+        value_name = "auto|rich|click",
+        default_value = "auto"
+    )]
+    errors: String,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Check a configuration: report every error, located; run nothing.
@@ -362,6 +387,12 @@ enum Cmd {
     /// Extract one component router from a combined configuration, as
     /// Click's click-uncombine.
     Uncombine(UncombineArgs),
+    /// Replace fragments matching patterns, as Click's click-xform does:
+    /// each pattern file defines compound classes X and X_Replacement;
+    /// every fragment matching X (classes, configurations with
+    /// $variables, connections) becomes X_Replacement, until none is
+    /// left; the result is printed flattened.
+    Xform(XformArgs),
     /// Measure forwarding rate and cycles per packet of the standard
     /// configurations, or of CONFIG files (counting packets with --count).
     Bench {
@@ -851,6 +882,7 @@ pub fn main_cli() -> ExitCode {
         Some(Cmd::Undead(a)) => undead::main(&a),
         Some(Cmd::Combine(a)) => combine::main_combine(&a),
         Some(Cmd::Uncombine(a)) => combine::main_uncombine(&a),
+        Some(Cmd::Xform(a)) => xform::run(&a),
         Some(Cmd::Doc { class, list }) => doc(class.as_deref(), list),
         Some(Cmd::Model {
             system,

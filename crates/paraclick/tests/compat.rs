@@ -336,3 +336,93 @@ fn flatten_reports_errors_as_click_words_them() {
         }
     }
 }
+
+#[test]
+fn xform_replaces_patterns_as_click_xform_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let pats = write(
+        &dir,
+        "q.clickpat",
+        "elementclass Q { input -> Queue($n) -> output; }
+         elementclass Q_Replacement { input -> Queue($n) -> Shaper(200) -> output; }",
+    );
+    let conf = "Idle -> q :: Queue(5) -> Discard;";
+    let want = "Idle@1 :: Idle;\nDiscard@3 :: Discard;\nq :: Queue(5);\n\
+                Q@1/Shaper@2 :: Shaper(200);\n\nIdle@1 -> q\n    -> Q@1/Shaper@2\n    -> Discard@3;\n";
+    let out = paraclick(&["xform", "-p", &pats, "-e", conf]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), want);
+    // Click's order: ROUTER-FILE then PATTERN-FILEs; -o FILE.
+    let r = write(&dir, "r.click", conf);
+    let o = dir.path().join("o.click").display().to_string();
+    let out = paraclick(&["xform", &r, &pats, "-o", &o]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&o).unwrap(), want);
+    // Backwards, the Shaper goes again.
+    let out = paraclick(&["xform", "-r", "-p", &pats, &o]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("Shaper"), "{}", stdout(&out));
+    assert!(stdout(&out).contains(":: Queue(5);"), "{}", stdout(&out));
+
+    // No pattern file; a bad one, reported located.
+    let out = paraclick(&["xform", "-e", conf]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no pattern files"),
+        "{}",
+        stderr(&out)
+    );
+    let bad = write(
+        &dir,
+        "bad.clickpat",
+        "elementclass Q { input -> Queue -> output; }\n",
+    );
+    let out = paraclick(&["xform", "--errors", "click", "-p", &bad, "-e", conf]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out)
+            .contains("bad.clickpat:1: pattern 'Q' has no replacement: define 'Q_Replacement'"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn xform_ip_patterns_give_a_router_that_forwards_the_same() {
+    // conf/xform-ip.clickpat folds the IP paths into Click's combination
+    // elements; the result must configure and forward what the original
+    // does.
+    let root = common::root();
+    let pats = root.join("conf/xform-ip.clickpat").display().to_string();
+    let conf = root.join("conf/fake-iprouter.click").display().to_string();
+    let out = paraclick(&["xform", "-p", &pats, &conf, "N=2000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for want in [
+        "OutputPath@1/out :: IPOutputCombo(1, eth0, 1500);",
+        "OutputPath@2/out :: IPOutputCombo(2, eth1, 1500);",
+        "p0/fr :: IPFragmenter(1500);",
+        "SharedInputPath@1/IPInputCombo@1 :: IPInputCombo(1, INTERFACES 1.0.0.1/8 2.0.0.1/8);",
+        "InputPath@1/IPInputCombo@1 :: IPInputCombo(2, INTERFACES 1.0.0.1/8 2.0.0.1/8);",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    for gone in [
+        "DropBroadcasts",
+        "PaintTee",
+        "GetIPAddress",
+        "Strip(",
+        ":: Paint(",
+    ] {
+        assert!(!text.contains(gone), "{gone}\n{text}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let x = write(&dir, "x.click", &text);
+    let run = |args: &[&str]| stdout(&paraclick(args));
+    let counts = ["-h", "out0.count", "-h", "out1.count"];
+    let a = run(&[&[conf.as_str(), "N=2000"][..], &counts[..]].concat());
+    let b = run(&[&[x.as_str()][..], &counts[..]].concat());
+    assert!(a.contains("2000"), "{a}");
+    assert_eq!(a, b);
+}
