@@ -960,10 +960,16 @@ fn unknown_class(e: &crate::FlatElement, suggestion: Option<&str>) -> Diagnostic
     // point at the class name at the start of the element's span
     let mut span = e.span.clone();
     span.end = span.end.min(span.start + e.class.len());
-    let d = Diagnostic::error(
+    let mut d = Diagnostic::error(
         Some(span.clone()),
         format!("unknown element class '{}'", e.class),
-    );
+    )
+    .at_language_stage();
+    if e.anonymous {
+        // A word where an element goes (`-> Word ->`, `Word(args)`), which
+        // Click takes for an element name first: neither is declared.
+        d = d.with_click(None, format!("undeclared element '{}'", e.class));
+    }
     match suggestion {
         Some(s) => d.with_note(Some(span), format!("did you mean '{s}'?")),
         None => d,
