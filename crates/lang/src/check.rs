@@ -375,6 +375,19 @@ fn check_partial(
     let mut suggested: std::collections::HashMap<&str, Option<&str>> = Default::default();
     let mut info: Vec<Info> = Vec::with_capacity(n);
     for e in &g.elements {
+        // An element named after a known class, which Click's lexer
+        // refuses (a name used as a class in the text is refused while
+        // resolving names; this is the classes the text never used).
+        let local = e.name.rsplit('/').next().unwrap_or(&e.name);
+        if !e.anonymous && lookup(local).is_some() {
+            errs.push(
+                Diagnostic::error(
+                    Some(e.span.clone()),
+                    format!("class '{local}' used as element name"),
+                )
+                .at_language_stage(),
+            );
+        }
         let mut inf = Info {
             known: false,
             nin: 0,
