@@ -375,6 +375,19 @@ fn check_partial(
     let mut suggested: std::collections::HashMap<&str, Option<&str>> = Default::default();
     let mut info: Vec<Info> = Vec::with_capacity(n);
     for e in &g.elements {
+        // An element named after a known class, which Click's lexer
+        // refuses (a name used as a class in the text is refused while
+        // resolving names; this is the classes the text never used).
+        let local = e.name.rsplit('/').next().unwrap_or(&e.name);
+        if !e.anonymous && lookup(local).is_some() {
+            errs.push(
+                Diagnostic::error(
+                    Some(e.span.clone()),
+                    format!("class '{local}' used as element name"),
+                )
+                .at_language_stage(),
+            );
+        }
         let mut inf = Info {
             known: false,
             nin: 0,
@@ -960,10 +973,16 @@ fn unknown_class(e: &crate::FlatElement, suggestion: Option<&str>) -> Diagnostic
     // point at the class name at the start of the element's span
     let mut span = e.span.clone();
     span.end = span.end.min(span.start + e.class.len());
-    let d = Diagnostic::error(
+    let mut d = Diagnostic::error(
         Some(span.clone()),
         format!("unknown element class '{}'", e.class),
-    );
+    )
+    .at_language_stage();
+    if e.anonymous {
+        // A word where an element goes (`-> Word ->`, `Word(args)`), which
+        // Click takes for an element name first: neither is declared.
+        d = d.with_click(None, format!("undeclared element '{}'", e.class));
+    }
     match suggestion {
         Some(s) => d.with_note(Some(span), format!("did you mean '{s}'?")),
         None => d,

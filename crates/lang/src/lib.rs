@@ -47,7 +47,7 @@ pub use expand::{DEFAULT_MAX_ELEMENTS, MAX_EXPANSION_DEPTH};
 pub use files::FilePolicy;
 pub use library::ParseOptions;
 pub use print::{print_click, print_click_listed, print_flat, same_graph};
-pub use span::{render, render_click, Diagnostic, Source, SourceSet, Span};
+pub use span::{render, render_click, router_not_initialized, Diagnostic, Source, SourceSet, Span};
 
 /// A router configuration with compounds expanded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -178,6 +178,12 @@ pub(crate) struct Resolver<'a> {
     pub max_conns: usize,
     /// The classes `elementclass` defines at the top level, in order.
     pub top_classes: Vec<(String, ClassBinding)>,
+    /// Names used so far as classes that no `elementclass` defines (a
+    /// word after `::`, or `Word(args)`, or a bare word that names no
+    /// element): Click's lexer takes such a name for a class from then
+    /// on, in every scope, so declaring an element of that name later is
+    /// an error.
+    used_classes: HashSet<String>,
 }
 
 /// Elements of the scope being built.
@@ -373,6 +379,7 @@ impl<'a> Resolver<'a> {
             nconns: 0,
             max_conns: usize::MAX,
             top_classes: Vec::new(),
+            used_classes: HashSet::new(),
         }
     }
 
@@ -599,9 +606,10 @@ impl<'a> Resolver<'a> {
         def_name: Option<(&str, Range)>,
     ) -> ClassBinding {
         match class {
-            ClassExpr::Name(n, _) => self
-                .lookup_class(n)
-                .unwrap_or_else(|| ClassBinding::Primitive(n.clone())),
+            ClassExpr::Name(n, _) => self.lookup_class(n).unwrap_or_else(|| {
+                self.used_classes.insert(n.clone());
+                ClassBinding::Primitive(n.clone())
+            }),
             ClassExpr::Compound(ast) => {
                 ClassBinding::Compound(Rc::new(self.resolve_compound(ast, def_name)))
             }
@@ -757,6 +765,18 @@ impl<'a> Resolver<'a> {
         span: Span,
     ) -> usize {
         let decl_span = self.span(name_range);
+        // A name already used as a class (a visible `elementclass`, or a
+        // primitive's name used as one anywhere before) names no element,
+        // as in Click. A bare word of this scope declared later gets the
+        // clearer "used before its declaration" instead.
+        if (self.lookup_class(name).is_some() || self.used_classes.contains(name))
+            && !sb.bare.iter().any(|(n, _)| n == name)
+        {
+            self.errs.push(Diagnostic::error(
+                Some(decl_span.clone()),
+                format!("class '{name}' used as element name"),
+            ));
+        }
         if let Some(&i) = sb.names.get(name) {
             let prev = sb.elements[i].decl_span.clone();
             let note = if matches!(sb.elements[i].kind, IrKind::Input | IrKind::Output) {
@@ -824,6 +844,7 @@ impl<'a> Resolver<'a> {
                         return None;
                     }
                     sb.bare.push((name.clone(), span.clone()));
+                    self.used_classes.insert(name.clone());
                 }
                 let b = b.unwrap_or_else(|| ClassBinding::Primitive(name.clone()));
                 Some(sb.add_anonymous(b, None, span))

@@ -127,6 +127,18 @@ pub struct Diagnostic {
     /// several lines is a context line and its indented messages
     /// (`While configuring 'rw :: IPRewriter':` / `  bad pattern`).
     pub click: Option<(Option<Span>, String)>,
+    /// Found by the language's checks although paraclick finds it while
+    /// checking the graph (an unknown class): Click's lexer reports it, so
+    /// Click's driver does not add "Router could not be initialized!"
+    /// (see [`router_not_initialized`]).
+    pub language_stage: bool,
+}
+
+/// Whether Click's driver would follow these errors, found while building
+/// a router, with "Router could not be initialized!": not when any of them
+/// is one Click's lexer reports (then no router was made).
+pub fn router_not_initialized(diags: &[Diagnostic]) -> bool {
+    !diags.iter().any(|d| d.language_stage)
 }
 
 impl Diagnostic {
@@ -136,7 +148,15 @@ impl Diagnostic {
             message: msg.into(),
             notes: Vec::new(),
             click: None,
+            language_stage: false,
         }
+    }
+
+    /// Marks an error Click's lexer reports (see
+    /// [`Diagnostic::language_stage`]).
+    pub fn at_language_stage(mut self) -> Self {
+        self.language_stage = true;
+        self
     }
 
     /// Sets how [`render_click`] shows this error: at `span` (the

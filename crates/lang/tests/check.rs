@@ -514,3 +514,18 @@ fn partial_check_resolves_ports_beside_its_errors() {
     let whole = check_graph(&g, &spec, KNOWN).map(|_| ()).unwrap_err();
     assert_eq!(whole.len(), errs.len());
 }
+
+/// An element named after a known class is refused, as Click's lexer
+/// refuses it, inside a compound too; a different case is another name.
+#[test]
+fn an_element_named_after_a_known_class() {
+    let e = errs("Counter :: Src -> Discard;");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].ends_with("class 'Counter' used as element name"),
+        "{e:?}"
+    );
+    let e = errs("elementclass F { input -> Tee :: Counter -> output }\nSrc -> F -> Discard;");
+    assert!(e[0].ends_with("class 'Tee' used as element name"), "{e:?}");
+    ok("counter :: Counter; Src -> counter -> Discard;");
+}

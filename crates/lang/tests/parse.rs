@@ -564,3 +564,35 @@ fn errors_in_clicks_form() {
          config:3: unknown element class 'Cuonter'\n"
     );
 }
+
+/// A name used as a class is a class from then on, in every scope (Click's
+/// lexer: its tools take any such word for a class), so declaring an
+/// element of that name later is an error; so is a name an
+/// `elementclass` in scope defines. A class local to a compound, an
+/// element declared in one, or a word of this scope declared later (a
+/// clearer error) is none of these.
+#[test]
+fn a_name_used_as_a_class_names_no_element() {
+    let err = |t: &str| {
+        error(t)
+            .split_once(": ")
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+    };
+    let (at, msg) = err("elementclass Foo {\n   A -> B;\n}\nA :: Idle;").unwrap();
+    assert!(at.ends_with(":4:1"), "{at}");
+    assert_eq!(msg, "class 'A' used as element name");
+    let (at, _) = err("elementclass Foo {\n   A :: A;\n}\n").unwrap();
+    assert!(at.ends_with(":2:4"), "{at}");
+    let (_, msg) = err("Idle :: Idle;").unwrap();
+    assert_eq!(msg, "class 'Idle' used as element name");
+    let (_, msg) = err("elementclass A { input -> output }\nA :: Idle;").unwrap();
+    assert_eq!(msg, "class 'A' used as element name");
+    for fine in [
+        "elementclass Foo { A :: Idle }\nA :: Idle;",
+        "elementclass Foo { elementclass A { input -> output } }\nA :: Idle;",
+        "x :: Idle;\nelementclass x { input -> output }",
+    ] {
+        parse(fine);
+    }
+    assert!(error("Idle -> foo;\nfoo :: Discard;").contains("used before its declaration"));
+}

@@ -810,11 +810,12 @@ fn report_errors(src: &Source, diags: &[Diagnostic]) -> ExitCode {
 }
 
 /// Click's form of the errors (see [`paraclick_lang::render_click`]);
-/// after errors found while building the router (not while parsing),
-/// Click's driver adds "Router could not be initialized!".
+/// after errors found while building the router (not while parsing, nor
+/// an unknown class, which Click's lexer reports), Click's driver adds
+/// "Router could not be initialized!".
 fn report_click(diags: &[Diagnostic], building: bool) -> ExitCode {
     eprint!("{}", paraclick_lang::render_click(diags));
-    if building {
+    if building && paraclick_lang::router_not_initialized(diags) {
         eprintln!("Router could not be initialized!");
     }
     ExitCode::from(1)

@@ -395,6 +395,20 @@ fn run_errors_take_clicks_form_for_programs() {
         "{err}"
     );
     assert!(err.contains("did you mean 'Counter'?"), "{err}");
+    // Click's words for it: a word where an element goes is an undeclared
+    // element, a word after `::` an unknown class; its lexer reports
+    // both, so no trailer.
+    let out = paraclick(&[
+        "-q",
+        "--errors",
+        "click",
+        "-e",
+        "Idle -> Cuonter(1) -> Discard;\nx :: Cuonter;",
+    ]);
+    assert_eq!(
+        text(&out.stderr),
+        "config:1: undeclared element 'Cuonter'\nconfig:2: unknown element class 'Cuonter'\n"
+    );
 }
 
 /// A router whose configuration compiles no packet filter and opens no

@@ -318,6 +318,19 @@ fn flatten_reports_errors_as_click_words_them() {
             "a, b, c, d :: Idle;\na [0,1,2] -> [0,1,2] b;\n",
             "C2.click:2: syntax error: many-to-many connections require '=>'\n",
         ),
+        // Click's tools/lexer-01: a name used as a class, in a compound
+        // too, names no element after (once per declaration).
+        (
+            "L1.click",
+            "elementclass Foo {\n   A -> B;\n}\nA :: Idle;\n",
+            "L1.click:4: class 'A' used as element name\n",
+        ),
+        (
+            "L2.click",
+            "elementclass Foo {\n   A :: A -> B;\n}\nA :: Idle;\n",
+            "L2.click:2: class 'A' used as element name\n\
+             L2.click:4: class 'A' used as element name\n",
+        ),
     ];
     for (name, text, want) in cases {
         let f = write(&dir, name, text);

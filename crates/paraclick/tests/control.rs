@@ -54,6 +54,14 @@ fn tcp_every_command_and_reply_code() {
         assert!(hs.lines().any(|l| l == want), "{want:?} in {hs}");
     }
     assert_eq!(c.read("c.class"), "Counter");
+    // The driver's own socket's handler, as a configuration reads it:
+    // read-only, as in Click.
+    let h = "click_driver@@ControlSocket.port";
+    assert_eq!(c.read(h), port.to_string());
+    assert_eq!(c.code(&format!("CHECKREAD {h}")), 200);
+    assert_eq!(c.code(&format!("CHECKWRITE {h}")), 530);
+    assert_eq!(c.code(&format!("WRITE {h} 1")), 530);
+    assert_eq!(c.code("READ click_driver@@ControlSocket.nope"), 510);
     // An element by number (from 1, in `list` order).
     let n = names[1..].iter().position(|&x| x == "c").unwrap() + 1;
     c.send(format!("READ {n}.class\r\n").as_bytes());

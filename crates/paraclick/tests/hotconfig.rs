@@ -193,27 +193,39 @@ fn swaps_at_one_and_three_threads_lose_nothing() {
 #[test]
 fn a_bad_configuration_leaves_the_old_router_running() {
     let _g = common::one_at_a_time();
-    let mut p = Proc::start(&["-R", "-j", "2", "-p", "0", "-e", &traffic(0)]);
+    let mut p = Proc::start(&[
+        "-R",
+        "-j",
+        "2",
+        "-p",
+        "0",
+        "--errors",
+        "rich",
+        "-e",
+        &traffic(0),
+    ]);
     let mut c = Client::tcp(p.control_port());
     let before = c.read("config");
-    // A syntax error, then an element whose arguments are wrong.
+    // A syntax error, then an element whose arguments are wrong; each
+    // under Click's heading line.
     let (code, t) = c.write_data("hotconfig", "src :: RatedSource -> ;\n");
     assert_eq!(code, 520, "{t:?}");
-    assert!(t[0].starts_with("hotconfig:1:"), "located: {t:?}");
+    assert_eq!(t[0], "Write handler 'hotconfig' error:", "{t:?}");
+    assert!(t[1].starts_with("hotconfig:1:"), "located: {t:?}");
     assert!(t.iter().any(|l| l.contains('^')), "with a caret: {t:?}");
     let bad = traffic(0).replace("Queue(4000)", "Queue(-5)");
     let (code, t) = c.write_data("hotconfig", &bad);
     assert_eq!(code, 520, "{t:?}");
     assert!(
-        t[0].starts_with("hotconfig:1:")
-            && t[0].contains("q :: Queue")
-            && t[0].contains("CAPACITY"),
+        t[1].starts_with("hotconfig:1:")
+            && t[1].contains("q :: Queue")
+            && t[1].contains("CAPACITY"),
         "{t:?}"
     );
     // Unknown class, on line 2.
     let (code, t) = c.write_data("hotconfig", "Idle -> Discard;\nx :: NoSuchClass;\n");
     assert_eq!(code, 520, "{t:?}");
-    assert!(t[0].starts_with("hotconfig:2:"), "{t:?}");
+    assert!(t[1].starts_with("hotconfig:2:"), "{t:?}");
     // The old router runs on, unchanged.
     assert_eq!(c.read("config"), before);
     // Traffic still flows.
@@ -577,11 +589,56 @@ fn simulated_time_goes_on_across_a_swap() {
     assert_eq!(out, "1000000001.500000\n", "{err}");
 }
 
+/// With Click's form of errors (`--errors click`, or standard error not a
+/// terminal), a failed hotconfig is answered as Click answers it: the
+/// heading line, `FILE:LINE: message` lines, and after errors found while
+/// building the router, "Router could not be initialized!"; a word where
+/// an element goes that is neither an element nor a class is an
+/// undeclared element, as Click's lexer says, and no router was made.
+#[test]
+fn a_bad_configuration_is_answered_in_clicks_form() {
+    let _g = common::one_at_a_time();
+    let conf = "Idle -> s :: Switch(0) -> Idle; s[1] -> Idle;";
+    let mut p = Proc::start(&["-R", "-p", "0", "--errors", "click", "-e", conf]);
+    let mut c = Client::tcp(p.control_port());
+    let (code, t) = c.write_data("hotconfig", "Print");
+    assert_eq!(code, 520, "{t:?}");
+    assert_eq!(
+        t,
+        [
+            "Write handler 'hotconfig' error:",
+            "hotconfig:1: 'Print@1 :: Print' input 0 unused",
+            "hotconfig:1: 'Print@1 :: Print' output 0 unused",
+            "Router could not be initialized!",
+        ]
+    );
+    let (code, t) = c.write_data("hotconfig", "Idle -> Pofd -> Discard;\nx :: Nope;");
+    assert_eq!(code, 520, "{t:?}");
+    assert_eq!(
+        t,
+        [
+            "Write handler 'hotconfig' error:",
+            "hotconfig:1: undeclared element 'Pofd'",
+            "hotconfig:2: unknown element class 'Nope'",
+        ]
+    );
+    // A syntax error: the language's, no trailer either.
+    let (code, t) = c.write_data("hotconfig", "Idle -> ;");
+    assert_eq!(code, 520, "{t:?}");
+    assert_eq!(t[0], "Write handler 'hotconfig' error:");
+    assert!(t[1].starts_with("hotconfig:1: "), "{t:?}");
+    assert_ne!(t.last().unwrap(), "Router could not be initialized!");
+    assert_eq!(c.read("s.config"), "0");
+    let (code, _) = c.write_data("stop", "");
+    assert_eq!(code, 200);
+    assert_eq!(p.wait_exit(30), 0);
+}
+
 #[test]
 fn a_broken_configuration_from_a_script_leaves_the_old_router_running() {
     let (out, err, code) = run_in_dir(
         &[("NEW", "c :: Counter;\nx :: NoSuchClass;\n")],
-        &["-R", "-h", "c.count", "-e", OLD],
+        &["-R", "--errors", "rich", "-h", "c.count", "-e", OLD],
     );
     assert_eq!(code, 0, "{err}");
     // Located in the text written, as a control socket's write is.

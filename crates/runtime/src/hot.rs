@@ -48,7 +48,7 @@ use crate::core::{run_handover, Core, Handover, CLAIMED, NAPPING};
 pub use crate::cx::StateCx;
 use crate::router::{BuildOptions, Router};
 use crate::Registry;
-use paraclick_lang::{render, Source, SourceSet};
+use paraclick_lang::{render, render_click, Source, SourceSet};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, Weak};
@@ -266,6 +266,63 @@ const BUILD_STACK: usize = 8 << 20;
 /// million unknown classes has a million).
 const MAX_REPLY_ERRORS: usize = 100;
 
+/// Why a new configuration was not built: its errors, and whether they
+/// came from building the router (`building`) or from the language.
+pub(crate) struct Failed {
+    diags: Vec<paraclick_lang::Diagnostic>,
+    building: bool,
+}
+
+impl Failed {
+    fn building(diags: Vec<paraclick_lang::Diagnostic>) -> Failed {
+        Failed {
+            diags,
+            building: true,
+        }
+    }
+
+    /// The reply's text (the first errors, and a count): in Click's form
+    /// under `--errors click` (`FILE:LINE: message`, and after a build's
+    /// errors Click's "Router could not be initialized!"), else located
+    /// with the lines and carets.
+    fn reply(mut self, sources: &SourceSet) -> String {
+        let d = &mut self.diags;
+        if d.len() > MAX_REPLY_ERRORS {
+            let more = d.len() - MAX_REPLY_ERRORS;
+            d.truncate(MAX_REPLY_ERRORS);
+            d.push(paraclick_lang::Diagnostic::error(
+                None,
+                format!("{more} more errors not shown"),
+            ));
+        }
+        if crate::registry::click_messages() {
+            let mut t = render_click(d);
+            if self.building && paraclick_lang::router_not_initialized(d) {
+                t.push_str("Router could not be initialized!");
+            }
+            t.trim_end().to_string()
+        } else {
+            render(d, sources).trim_end().to_string()
+        }
+    }
+}
+
+/// Builds the configuration `src` to replace `old`; Click tells the
+/// language's errors from the router's, so the stage is kept.
+fn build_text(
+    src: &Source,
+    reg: &Registry,
+    opts: &BuildOptions,
+    old: &Router,
+) -> Result<Router, Failed> {
+    let graph = paraclick_lang::parse_config_with(src, &opts.defines, &opts.parse_options())
+        .map_err(|diags| Failed {
+            diags,
+            building: false,
+        })?;
+    Router::from_graph_replacing(graph, src, reg, opts, old).map_err(Failed::building)
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -360,9 +417,7 @@ impl Hot {
         };
         let mut set = SourceSet::default();
         set.add(src.clone());
-        self.swap_in(&set, |reg, opts, old| {
-            Router::build_replacing(&src, reg, opts, old)
-        })
+        self.swap_in(&set, |reg, opts, old| build_text(&src, reg, opts, old))
     }
 
     /// Replaces the running router with one built from `graph`, a graph
@@ -379,7 +434,7 @@ impl Hot {
         opts: &BuildOptions,
     ) -> Result<SwapTiming, CsError> {
         self.swap_in(sources, |reg, _, old| {
-            Router::from_graph_replacing(graph, src, reg, opts, old)
+            Router::from_graph_replacing(graph, src, reg, opts, old).map_err(Failed::building)
         })
     }
 
@@ -405,12 +460,7 @@ impl Hot {
     fn swap_in(
         &self,
         sources: &SourceSet,
-        build: impl FnOnce(
-                &Registry,
-                &BuildOptions,
-                &Router,
-            ) -> Result<Router, Vec<paraclick_lang::Diagnostic>>
-            + Send,
+        build: impl FnOnce(&Registry, &BuildOptions, &Router) -> Result<Router, Failed> + Send,
     ) -> Result<SwapTiming, CsError> {
         let _one = SwapSlot::wait(self);
         let prepared = self.prepare(sources, build)?;
@@ -447,9 +497,7 @@ impl Hot {
         };
         let mut set = SourceSet::default();
         set.add(src.clone());
-        let prepared = self.prepare(&set, |reg, opts, old| {
-            Router::build_replacing(&src, reg, opts, old)
-        })?;
+        let prepared = self.prepare(&set, |reg, opts, old| build_text(&src, reg, opts, old))?;
         // Asked now, so that the old router does no more (under simulated
         // time its clock does not move on) before the swap: the writer's
         // task returns, and its worker stops.
@@ -473,12 +521,7 @@ impl Hot {
     fn prepare(
         &self,
         sources: &SourceSet,
-        build: impl FnOnce(
-                &Registry,
-                &BuildOptions,
-                &Router,
-            ) -> Result<Router, Vec<paraclick_lang::Diagnostic>>
-            + Send,
+        build: impl FnOnce(&Registry, &BuildOptions, &Router) -> Result<Router, Failed> + Send,
     ) -> Result<Prepared, CsError> {
         let old = self.current();
         // Its control sockets of the same type and address as the old
@@ -508,18 +551,7 @@ impl Hot {
                 ))
             }
         };
-        let new = new.map_err(|mut d| {
-            // The reply goes to a client: the first errors, and a count.
-            if d.len() > MAX_REPLY_ERRORS {
-                let more = d.len() - MAX_REPLY_ERRORS;
-                d.truncate(MAX_REPLY_ERRORS);
-                d.push(paraclick_lang::Diagnostic::error(
-                    None,
-                    format!("{more} more errors not shown"),
-                ));
-            }
-            CsError::new(520, render(&d, sources).trim_end().to_string())
-        })?;
+        let new = new.map_err(|f| CsError::new(520, f.reply(sources)))?;
         let mut new = new;
         if let Some(f) = &*lock(&self.rebind) {
             f(&mut new);

@@ -83,9 +83,11 @@
 //! command's `-p PORT`, `-u FILE` and `--socket FD` open the same sockets
 //! without an element.
 //!
-//! Handlers: `port` (TCP only): the port listened on (a `PORT+`
-//! search's choice; for 0, the port the system gave, where Click says 0);
-//! empty while RETRIES is still trying.
+//! Handlers: `port` (TCP only): the ControlSocket's port number, as in
+//! Click: PORTNUMBER as configured (0 for 0), or a `PORT+` search's
+//! choice (empty while RETRIES is still trying); `bound_port` (TCP only,
+//! paraclick's): the port listened on, for 0 the one the system gave
+//! (empty until bound).
 //!
 //! Hot reconfiguration (`-R`, the `hotconfig` handler): a ControlSocket of
 //! the new configuration with the same TYPE and PORTNUMBER (with the same
@@ -246,9 +248,19 @@ fn describe(at: &Where) -> String {
 }
 
 impl ControlSocket {
-    /// The `port` handler: the TCP port listened on (a `PORT+` search's
-    /// choice, `0`'s free port), empty while RETRIES is still trying.
+    /// The `port` handler, Click's: PORTNUMBER as configured (`0` for 0,
+    /// as Click reports it), or a `PORT+` search's choice, empty while
+    /// RETRIES is still trying.
     fn port_text(&self) -> Result<String, String> {
+        match &self.at {
+            Where::Tcp(_, spec) if !spec.search => Ok(spec.port.to_string()),
+            _ => self.bound_port_text(),
+        }
+    }
+
+    /// The `bound_port` handler: the TCP port listened on (`0`'s free
+    /// port too), empty until bound.
+    fn bound_port_text(&self) -> Result<String, String> {
         match self.at {
             Where::Tcp(..) => match self.bound.load(Ordering::Acquire) {
                 0 => Ok(String::new()),
@@ -260,7 +272,10 @@ impl ControlSocket {
 }
 
 impl Element for ControlSocket {
-    const HANDLERS: &'static [Handler<Self>] = &[Handler::try_read("port", |e, _| e.port_text())];
+    const HANDLERS: &'static [Handler<Self>] = &[
+        Handler::try_read("port", |e, _| e.port_text()),
+        Handler::try_read("bound_port", |e, _| e.bound_port_text()),
+    ];
 
     fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
         if ix.checking() {
@@ -386,9 +401,13 @@ mod tests {
             Err(d) => format!("{d:?}"),
         };
         assert!(e.contains(&format!("127.0.0.1:{p}")), "{e}");
-        // `0` reports the port it got; a UNIX socket has none.
+        assert_eq!(r.read_handler("cs.bound_port").unwrap(), got.to_string());
+        // `0`: Click's `port` says 0; `bound_port` the port it got.
         let r0 = Router::from_str("cs :: ControlSocket(TCP, 0)", &reg(), 1).unwrap();
-        assert_ne!(r0.read_handler("cs.port").unwrap(), "0");
+        assert_eq!(r0.read_handler("cs.port").unwrap(), "0");
+        let b: u16 = r0.read_handler("cs.bound_port").unwrap().parse().unwrap();
+        assert_ne!(b, 0);
+        std::net::TcpStream::connect(("127.0.0.1", b)).unwrap();
         drop(r);
     }
 

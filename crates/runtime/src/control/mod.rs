@@ -522,7 +522,20 @@ impl RouterHandle {
 
     fn checked(&self, spec: &str, write: bool) -> Result<(Arc<Core>, String), CsError> {
         let core = self.core()?;
-        let (t, h, full) = Self::resolve(&core, spec)?;
+        let (t, h, full) = match Self::resolve(&core, spec) {
+            Ok(r) => r,
+            // The driver's own sockets' handlers (`-p`, `-u`): read-only,
+            // no element of the router, as in Click.
+            Err(e) => {
+                return match driver_read(spec) {
+                    Some(_) if write => {
+                        Err(CsError::new(530, format!("Handler '{spec}' is read-only")))
+                    }
+                    Some(_) => Ok((core, spec.to_string())),
+                    None => Err(e),
+                }
+            }
+        };
         match Self::flags(&core, &t, &h) {
             None => Err(CsError::new(511, format!("No handler named '{spec}'"))),
             Some((false, _)) if !write => {

@@ -555,6 +555,11 @@ impl<'a> Session<'a> {
         }
         match self.backend.write(h, value) {
             Ok(()) => Reply::ok(format!("Write handler '{h}' OK")),
+            // A handler's own error, under Click's heading line.
+            Err(e) if e.code == 520 => Reply::err(CsError::new(
+                520,
+                format!("Write handler '{h}' error:\n{}", e.msg),
+            )),
             Err(e) => Reply::err(e),
         }
     }

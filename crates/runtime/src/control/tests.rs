@@ -107,6 +107,7 @@ fn commands_and_codes() {
     line(&mut r);
     assert_eq!(data(&mut r), "param=q\n");
     send(&mut r, "WRITE x.v bad\r\n");
+    assert_eq!(line(&mut r), "520-Write handler 'x.v' error:");
     assert_eq!(line(&mut r), "520-bad value");
     assert_eq!(line(&mut r), "520 second line");
     send(&mut r, "READ y.v\r\n");
