@@ -788,21 +788,12 @@ pub(crate) fn align(g: &FlatGraph, reg: &Registry) -> Result<FlatGraph, Vec<Stri
 
 /// `paraclick align`.
 pub(crate) fn run(a: &crate::AlignArgs) -> std::process::ExitCode {
-    let click = match crate::click_errors(&a.errors) {
-        Ok(c) => c,
-        Err(e) => return crate::fail(&e),
-    };
-    let (src, defines) = match crate::load(&a.input) {
-        Ok(x) => x,
-        Err(e) => return crate::fail(&e),
-    };
-    let g = match paraclick_lang::parse_config_with(&src, &defines, &a.input.parse_options()) {
+    let g = match crate::read_flat(&a.input, &a.out.errors) {
         Ok(g) => g,
-        Err(d) if click => return crate::report_click(&d, false),
-        Err(d) => return crate::report_errors(&src, &d),
+        Err(code) => return code,
     };
     match align(&g, &crate::registry()) {
-        Ok(out) => crate::write_output(&a.output, &paraclick_lang::print_click_listed(&out)),
+        Ok(out) => crate::write_output(&a.out.output, &paraclick_lang::print_click_listed(&out)),
         Err(errors) => {
             for e in &errors {
                 eprintln!("paraclick align: {e}");

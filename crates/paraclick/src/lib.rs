@@ -244,31 +244,10 @@ struct RunArgs {
     help: Option<bool>,
 }
 
+/// Where a tool that rewrites a configuration writes it, and how it
+/// reports errors in its input.
 #[derive(Args)]
-struct FlattenArgs {
-    #[command(flatten)]
-    input: Input,
-    /// Write the flattened configuration to FILE ("-", the default, for
-    /// standard output).
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
-    output: String,
-    /// How configuration errors are printed, as the run's --errors.
-    #[arg(
-        long = "errors",
-        value_name = "auto|rich|click",
-        default_value = "auto"
-    )]
-    errors: String,
-    /// Output the configuration only (Click's option for archives;
-    /// paraclick reads and writes configurations only).
-    #[arg(long = "config")]
-    config: bool,
-}
-
-#[derive(Args)]
-struct UndeadArgs {
-    #[command(flatten)]
-    input: Input,
+struct ToolOutput {
     /// Write the result to FILE ("-", the default, for standard output).
     #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
     output: String,
@@ -279,6 +258,26 @@ struct UndeadArgs {
         default_value = "auto"
     )]
     errors: String,
+}
+
+#[derive(Args)]
+struct FlattenArgs {
+    #[command(flatten)]
+    input: Input,
+    #[command(flatten)]
+    out: ToolOutput,
+    /// Output the configuration only (Click's option for archives;
+    /// paraclick reads and writes configurations only).
+    #[arg(long = "config")]
+    config: bool,
+}
+
+#[derive(Args)]
+struct UndeadArgs {
+    #[command(flatten)]
+    input: Input,
+    #[command(flatten)]
+    out: ToolOutput,
     /// Output the configuration only (accepted as Click's click-undead).
     #[arg(short = 'c', long = "config")]
     config: bool,
@@ -317,17 +316,8 @@ struct UncombineArgs {
 struct AlignArgs {
     #[command(flatten)]
     input: Input,
-    /// Write the aligned configuration to FILE ("-", the default, for
-    /// standard output).
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
-    output: String,
-    /// How configuration errors are printed, as the run's --errors.
-    #[arg(
-        long = "errors",
-        value_name = "auto|rich|click",
-        default_value = "auto"
-    )]
-    errors: String,
+    #[command(flatten)]
+    out: ToolOutput,
 }
 
 #[derive(Args)]
@@ -338,20 +328,11 @@ struct XformArgs {
     /// after the configuration's are pattern files too.
     #[arg(short = 'p', long = "patterns", value_name = "FILE")]
     patterns: Vec<String>,
-    /// Write the transformed configuration to FILE ("-", the default, for
-    /// standard output).
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
-    output: String,
     /// Apply the patterns backwards: replace replacements by patterns.
     #[arg(short = 'r', long = "reverse")]
     reverse: bool,
-    /// How configuration errors are printed, as the run's --errors.
-    #[arg(
-        long = "errors",
-        value_name = "auto|rich|click",
-        default_value = "auto"
-    )]
-    errors: String,
+    #[command(flatten)]
+    out: ToolOutput,
 }
 
 #[derive(Subcommand)]
@@ -1189,20 +1170,26 @@ fn graph(input: &Input) -> ExitCode {
 }
 
 fn flatten(f: &FlattenArgs) -> ExitCode {
-    let click = match click_errors(&f.errors) {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
-    };
-    let (src, defines) = match load(&f.input) {
-        Ok(x) => x,
-        Err(e) => return fail(&e),
-    };
-    let g = match parse_config_with(&src, &defines, &f.input.parse_options()) {
-        Ok(g) => g,
-        Err(d) if click => return report_click(&d, false),
-        Err(d) => return report_errors(&src, &d),
-    };
-    write_output(&f.output, &paraclick_lang::print_click(&g))
+    match read_flat(&f.input, &f.out.errors) {
+        Ok(g) => write_output(&f.out.output, &paraclick_lang::print_click(&g)),
+        Err(code) => code,
+    }
+}
+
+/// Reads and expands the configuration of a tool that rewrites one
+/// (flatten, align, undead), without configuring it; its errors are
+/// reported in the form `errors` (`--errors`) asks for, and the exit
+/// code returned.
+fn read_flat(input: &Input, errors: &str) -> Result<paraclick_lang::FlatGraph, ExitCode> {
+    let click = click_errors(errors).map_err(|e| fail(&e))?;
+    let (src, defines) = load(input).map_err(|e| fail(&e))?;
+    parse_config_with(&src, &defines, &input.parse_options()).map_err(|d| {
+        if click {
+            report_click(&d, false)
+        } else {
+            report_errors(&src, &d)
+        }
+    })
 }
 
 /// Writes `text` to FILE, or to standard output for "-".

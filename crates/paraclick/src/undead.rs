@@ -37,21 +37,12 @@ use std::process::ExitCode;
 
 /// `paraclick undead`: reads, removes dead code, writes the result.
 pub(crate) fn main(a: &crate::UndeadArgs) -> ExitCode {
-    let click = match crate::click_errors(&a.errors) {
-        Ok(c) => c,
-        Err(e) => return crate::fail(&e),
-    };
-    let (src, defines) = match crate::load(&a.input) {
-        Ok(x) => x,
-        Err(e) => return crate::fail(&e),
-    };
-    let g = match paraclick_lang::parse_config_with(&src, &defines, &a.input.parse_options()) {
+    let g = match crate::read_flat(&a.input, &a.out.errors) {
         Ok(g) => g,
-        Err(d) if click => return crate::report_click(&d, false),
-        Err(d) => return crate::report_errors(&src, &d),
+        Err(code) => return code,
     };
     let out = undead(&g, &crate::registry());
-    crate::write_output(&a.output, &paraclick_lang::print_click(&out))
+    crate::write_output(&a.out.output, &paraclick_lang::print_click(&out))
 }
 
 /// What the transform knows of one element.

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 const MAX_REPLACEMENTS: usize = 100_000;
 
 pub(crate) fn run(a: &XformArgs) -> ExitCode {
-    let click = match click_errors(&a.errors) {
+    let click = match click_errors(&a.out.errors) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
@@ -83,7 +83,7 @@ pub(crate) fn run(a: &XformArgs) -> ExitCode {
         Err(d) => return report_errors(&src, &d),
     };
     match xform::transform(&g, &all, MAX_REPLACEMENTS) {
-        Ok(out) => write_output(&a.output, &print_click_listed(&out)),
+        Ok(out) => write_output(&a.out.output, &print_click_listed(&out)),
         Err(e) => fail(&format!("xform: {e}")),
     }
 }
