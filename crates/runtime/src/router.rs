@@ -180,8 +180,10 @@ impl Router {
         Self::from_graph(graph, src, reg, opts)
     }
 
-    /// [`Router::from_graph`] for a hot swap replacing `old` (see
-    /// [`Router::build_replacing`]): a graph composed by the caller.
+    /// [`Router::from_graph`] for a hot swap replacing `old`: its elements
+    /// may take over `old`'s control sockets
+    /// ([`InitCx::take_over_server`]). The hot swap parses the text itself,
+    /// to tell the language's errors from the build's, as Click does.
     pub fn from_graph_replacing(
         graph: FlatGraph,
         src: &Source,
@@ -189,27 +191,6 @@ impl Router {
         opts: &BuildOptions,
         old: &Router,
     ) -> Result<Router, Vec<Diagnostic>> {
-        paraclick_packet::clock::init();
-        Self::from_graph_offering(
-            graph,
-            src,
-            reg,
-            opts,
-            crate::control::server_keys(&old.core),
-            old.core.clock.now_ns(),
-        )
-    }
-
-    /// [`Router::build`] for a hot swap replacing `old`: its elements may
-    /// take over `old`'s control sockets ([`InitCx::take_over_server`]).
-    pub fn build_replacing(
-        src: &Source,
-        reg: &Registry,
-        opts: &BuildOptions,
-        old: &Router,
-    ) -> Result<Router, Vec<Diagnostic>> {
-        let popts = opts.parse_options();
-        let graph = parse_config_with(src, &opts.defines, &popts)?;
         paraclick_packet::clock::init();
         Self::from_graph_offering(
             graph,
