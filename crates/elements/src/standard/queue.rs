@@ -116,11 +116,9 @@ use std::sync::Mutex;
 /// another thread pulls from. Each publication stores the ring's producer
 /// index, a line the consumer on the other core is polling: the store
 /// waits for that line, and the producer's later stores wait behind it.
-/// Over 64 packets rather than 32 (16 before) that wait costs half as
-/// much a packet; with the two cores far apart (a 200 ns hand-over) the
-/// split pipeline went from 0.97 to 1.00 of one thread
-/// (docs/PERFORMANCE.md, "The crossing with the hand-over far, again").
-pub const STAGE: usize = 64;
+/// Over 32 packets rather than 16 that wait costs half as much a packet
+/// (docs/PERFORMANCE.md, "The crossing of a split pipeline").
+pub const STAGE: usize = 32;
 
 /// How many packets before a stage is full the producer prefetches the
 /// lines its publication will write.
