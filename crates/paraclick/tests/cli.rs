@@ -41,6 +41,24 @@ fn every_subcommand_answers_help() {
 }
 
 #[test]
+fn xform_help_says_how_pattern_files_are_given() {
+    // Both ways click-xform takes them: -p FILE, and files after the
+    // configuration's.
+    let out = paraclick(&["xform", "--help"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    assert!(
+        help.contains("-p, --patterns <FILE>")
+            && help.contains("[FILE] [PATTERNFILE ...] [NAME=VALUE ...]")
+            && help.contains("then pattern files"),
+        "{help}"
+    );
+    // The other tools' positional files are configurations only.
+    let out = paraclick(&["flatten", "--help"]);
+    assert!(!text(&out.stdout).contains("PATTERNFILE"));
+}
+
+#[test]
 fn top_level_keeps_h_for_handlers_and_answers_help() {
     let out = paraclick(&["--help"]);
     assert!(out.status.success());
