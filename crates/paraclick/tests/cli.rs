@@ -291,7 +291,7 @@ fn check_reports_argument_errors_with_structural_ones() {
     assert!(!out.status.success());
     let err = text(&out.stderr);
     for want in [
-        "unknown element class 'Cuonter'",
+        "undeclared element 'Cuonter'",
         "Counter has no input 3",
         "push output",
         "Discard: too many arguments ('5')",
@@ -409,7 +409,7 @@ fn run_errors_take_clicks_form_for_programs() {
     let out = paraclick(&["-q", "--errors", "rich", "-e", "Idle -> Cuonter -> Discard"]);
     let err = text(&out.stderr);
     assert!(
-        err.starts_with("<expr>:1:9: unknown element class 'Cuonter'\n   1 | Idle"),
+        err.starts_with("<expr>:1:9: undeclared element 'Cuonter'\n   1 | Idle"),
         "{err}"
     );
     assert!(err.contains("did you mean 'Counter'?"), "{err}");
