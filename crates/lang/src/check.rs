@@ -973,16 +973,19 @@ fn unknown_class(e: &crate::FlatElement, suggestion: Option<&str>) -> Diagnostic
     // point at the class name at the start of the element's span
     let mut span = e.span.clone();
     span.end = span.end.min(span.start + e.class.len());
-    let mut d = Diagnostic::error(
-        Some(span.clone()),
-        format!("unknown element class '{}'", e.class),
-    )
-    .at_language_stage();
-    if e.anonymous {
+    let d = if e.anonymous {
         // A word where an element goes (`-> Word ->`, `Word(args)`), which
         // Click takes for an element name first: neither is declared.
-        d = d.with_click(None, format!("undeclared element '{}'", e.class));
+        // Click's words in both forms (its form without the notes).
+        let what = format!("undeclared element '{}'", e.class);
+        Diagnostic::error(Some(span.clone()), what.clone()).with_click(None, what)
+    } else {
+        Diagnostic::error(
+            Some(span.clone()),
+            format!("unknown element class '{}'", e.class),
+        )
     }
+    .at_language_stage();
     match suggestion {
         Some(s) => d.with_note(Some(span), format!("did you mean '{s}'?")),
         None => d,

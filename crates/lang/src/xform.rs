@@ -394,12 +394,18 @@ enum Crossing {
 
 /// The configuration being transformed: element slots (a removed
 /// element's slot is empty until reused), which pattern made each, the
-/// free slots (last freed on top), and the connections.
+/// free slots (last freed on top), and the connections: in order, as a
+/// set, and by slot (`outs[f]`: `(fp, t, tp)`, `ins[t]`: `(tp, f, fp)`,
+/// each in the connections' order). All are kept up to date through a
+/// replacement, not rebuilt: a rebuild per replacement made a
+/// transformation's time grow with the square of its size.
 struct State {
     slots: Vec<Option<(FlatElement, Option<usize>)>>,
     free: Vec<usize>,
     conns: Vec<(Conn, Span)>,
     set: HashSet<Conn>,
+    outs: Vec<Vec<(usize, usize, usize)>>,
+    ins: Vec<Vec<(usize, usize, usize)>>,
     counters: Vec<usize>,
 }
 
@@ -410,8 +416,79 @@ impl State {
 
     fn add_conn(&mut self, c: Conn, span: Span) {
         if self.set.insert(c) {
+            let (f, fp, t, tp) = c;
+            self.outs[f].push((fp, t, tp));
+            self.ins[t].push((tp, f, fp));
             self.conns.push((c, span));
         }
+    }
+
+    /// Test builds: the set and the per-slot lists are what rebuilding
+    /// them from the connections gives, in the same order.
+    #[cfg(test)]
+    fn check_kept(&self) {
+        let mut outs = vec![Vec::new(); self.slots.len()];
+        let mut ins = vec![Vec::new(); self.slots.len()];
+        for &((f, fp, t, tp), _) in &self.conns {
+            outs[f].push((fp, t, tp));
+            ins[t].push((tp, f, fp));
+        }
+        assert_eq!(outs, self.outs);
+        assert_eq!(ins, self.ins);
+        let set: HashSet<Conn> = self.conns.iter().map(|(c, _)| *c).collect();
+        assert_eq!(set, self.set);
+        assert_eq!(set.len(), self.conns.len());
+    }
+
+    /// Removes every connection to or from a slot of the match `map`
+    /// (`inside[s]` says whether slot `s` is one).
+    /// Returns the slots outside the match that lost a connection.
+    fn remove_conns_of(&mut self, map: &[usize], inside: &[bool]) -> Vec<usize> {
+        let mut near = Vec::new();
+        let set = &mut self.set;
+        self.conns.retain(|&((f, fp, t, tp), _)| {
+            let keep = !inside[f] && !inside[t];
+            if !keep {
+                set.remove(&(f, fp, t, tp));
+                near.extend([f, t].into_iter().filter(|&x| !inside[x]));
+            }
+            keep
+        });
+        for &s in map {
+            self.outs[s].clear();
+            self.ins[s].clear();
+        }
+        near.sort_unstable();
+        near.dedup();
+        for &s in &near {
+            self.outs[s].retain(|&(_, t, _)| !inside[t]);
+            self.ins[s].retain(|&(_, f, _)| !inside[f]);
+        }
+        near
+    }
+
+    /// The slots at most `radius` connections (either way) from one of
+    /// `from`.
+    fn around(&self, from: &[usize], radius: usize) -> Vec<usize> {
+        let mut seen: HashSet<usize> = from.iter().copied().collect();
+        let mut ring: Vec<usize> = seen.iter().copied().collect();
+        for _ in 0..radius {
+            let mut next = Vec::new();
+            for &x in &ring {
+                let outs = self.outs[x].iter().map(|&(_, t, _)| t);
+                let ins = self.ins[x].iter().map(|&(_, f, _)| f);
+                for y in outs.chain(ins) {
+                    if seen.insert(y) {
+                        next.push(y);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            ring = next;
+        }
+        seen.into_iter().collect()
     }
 
     fn place(&mut self, e: (FlatElement, Option<usize>)) -> usize {
@@ -422,6 +499,8 @@ impl State {
             }
             None => {
                 self.slots.push(Some(e));
+                self.outs.push(Vec::new());
+                self.ins.push(Vec::new());
                 self.slots.len() - 1
             }
         }
@@ -429,13 +508,18 @@ impl State {
 }
 
 /// Finds the first match of `body` (pattern number `pi`): the mapping
-/// from its elements to slots, and the variables' values.
+/// from its elements to slots, and the variables' values. With `dead`,
+/// `dead[s]` says that no match has body element 0 at slot `s`: such slots are
+/// skipped, and slots found so are marked (for a connected pattern,
+/// whose match from `s` depends only on the slots near `s`; a pattern
+/// in pieces is searched whole every time).
 fn find_match(
     st: &State,
     body: &Body,
     pi: usize,
     outs: &[Vec<(usize, usize, usize)>],
     ins: &[Vec<(usize, usize, usize)>],
+    dead: Option<&mut Vec<bool>>,
 ) -> Option<(Vec<usize>, HashMap<String, String>)> {
     let n = body.elems.len();
     // Search order: element 0, then the elements connected to those
@@ -468,13 +552,38 @@ fn find_match(
     let mut map = vec![usize::MAX; n];
     let mut used = HashSet::new();
     let mut binds = HashMap::new();
-    if search(
-        st, body, pi, outs, ins, &order, &via, 0, &mut map, &mut used, &mut binds,
-    ) {
-        Some((map, binds))
-    } else {
-        None
+    let connected = order[1..].iter().all(|&k| via[k].is_some());
+    let (Some(dead), true) = (dead, connected) else {
+        let found = search(
+            st, body, pi, outs, ins, &order, &via, None, 0, &mut map, &mut used, &mut binds,
+        );
+        return found.then_some((map, binds));
+    };
+    // The slots in order, as a search from all of them tries them.
+    dead.resize(st.slots.len(), false);
+    for (s, dead) in dead.iter_mut().enumerate() {
+        if *dead {
+            continue;
+        }
+        if search(
+            st,
+            body,
+            pi,
+            outs,
+            ins,
+            &order,
+            &via,
+            Some(s),
+            0,
+            &mut map,
+            &mut used,
+            &mut binds,
+        ) {
+            return Some((map, binds));
+        }
+        *dead = true;
     }
+    None
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -486,6 +595,7 @@ fn search(
     ins: &[Vec<(usize, usize, usize)>],
     order: &[usize],
     via: &[Option<(bool, usize, usize, usize)>],
+    start: Option<usize>,
     depth: usize,
     map: &mut Vec<usize>,
     used: &mut HashSet<usize>,
@@ -509,7 +619,10 @@ fn search(
             .filter(|&&(q, _, p)| q == tp && p == fp)
             .map(|&(_, f, _)| f)
             .collect(),
-        None => (0..st.slots.len()).collect(),
+        None => match start {
+            Some(s) if depth == 0 => vec![s],
+            _ => (0..st.slots.len()).collect(),
+        },
     };
     for c in cands {
         if used.contains(&c) {
@@ -533,6 +646,7 @@ fn search(
             ins,
             order,
             via,
+            start,
             depth + 1,
             map,
             used,
@@ -642,13 +756,25 @@ fn verify(
 }
 
 /// Replaces the match `map` of pattern `pi` with its replacement.
-fn replace(st: &mut State, p: &Pattern, pi: usize, map: &[usize], binds: &HashMap<String, String>) {
-    let inside: HashSet<usize> = map.iter().copied().collect();
+/// Returns the slots changed: the match's, those that lost or gained a
+/// connection, and the new elements'.
+fn replace(
+    st: &mut State,
+    p: &Pattern,
+    pi: usize,
+    map: &[usize],
+    binds: &HashMap<String, String>,
+) -> Vec<usize> {
+    // A slot flag, not a hash set: every connection is looked up.
+    let mut inside = vec![false; st.slots.len()];
+    for &s in map {
+        inside[s] = true;
+    }
     // The connections through the ports, in order, before anything is
     // removed: Click's tool makes the new ones in that order.
     let mut crossing: Vec<Crossing> = Vec::new();
     for &((f, fp, t, tp), _) in &st.conns {
-        let c = match (inside.contains(&f), inside.contains(&t)) {
+        let c = match (inside[f], inside[t]) {
             (false, true) => {
                 entry_port(st, &p.pat, map, (f, fp, t, tp)).map(|i| Crossing::In(f, fp, i))
             }
@@ -663,9 +789,8 @@ fn replace(st: &mut State, p: &Pattern, pi: usize, map: &[usize], binds: &HashMa
             }
         }
     }
-    st.conns
-        .retain(|((f, _, t, _), _)| !inside.contains(f) && !inside.contains(t));
-    st.set = st.conns.iter().map(|(c, _)| *c).collect();
+    let mut touched = st.remove_conns_of(map, &inside);
+    touched.extend_from_slice(map);
 
     // The name prefix: `X@N`, N the first count no element uses.
     let prefix = loop {
@@ -743,6 +868,8 @@ fn replace(st: &mut State, p: &Pattern, pi: usize, map: &[usize], binds: &HashMa
             }
         }
     }
+    touched.extend(new);
+    touched
 }
 
 /// Applies `patterns` to `g` until none matches: after each replacement
@@ -767,6 +894,8 @@ pub fn transform(g: &FlatGraph, patterns: &[Pattern], limit: usize) -> Result<Fl
         free: Vec::new(),
         conns: Vec::new(),
         set: HashSet::new(),
+        outs: vec![Vec::new(); g.elements.len()],
+        ins: vec![Vec::new(); g.elements.len()],
         counters: vec![0; patterns.len()],
     };
     for c in &g.connections {
@@ -776,15 +905,28 @@ pub fn transform(g: &FlatGraph, patterns: &[Pattern], limit: usize) -> Result<Fl
         );
     }
     let mut made = 0usize;
+    // Per pattern, the slots where no match starts (see find_match). A
+    // match depends on the slots fewer connections away than the
+    // pattern has elements: a replacement makes those near it live.
+    let mut dead = vec![Vec::new(); patterns.len()];
+    let radius = patterns
+        .iter()
+        .map(|p| p.pat.elems.len())
+        .max()
+        .unwrap_or(0);
     'search: loop {
-        let mut outs = vec![Vec::new(); st.slots.len()];
-        let mut ins = vec![Vec::new(); st.slots.len()];
-        for &((f, fp, t, tp), _) in &st.conns {
-            outs[f].push((fp, t, tp));
-            ins[t].push((tp, f, fp));
-        }
+        #[cfg(test)]
+        st.check_kept();
         for (pi, p) in patterns.iter().enumerate() {
-            if let Some((map, binds)) = find_match(&st, &p.pat, pi, &outs, &ins) {
+            let found = find_match(&st, &p.pat, pi, &st.outs, &st.ins, Some(&mut dead[pi]));
+            // Test builds: the slots skipped hide no match.
+            #[cfg(test)]
+            assert_eq!(
+                found,
+                find_match(&st, &p.pat, pi, &st.outs, &st.ins, None),
+                "pattern {pi}"
+            );
+            if let Some((map, binds)) = found {
                 if made == limit {
                     return Err(format!(
                         "gave up after {limit} replacements: the patterns keep matching \
@@ -792,7 +934,14 @@ pub fn transform(g: &FlatGraph, patterns: &[Pattern], limit: usize) -> Result<Fl
                     ));
                 }
                 made += 1;
-                replace(&mut st, p, pi, &map, &binds);
+                let touched = replace(&mut st, p, pi, &map, &binds);
+                for s in st.around(&touched, radius) {
+                    for d in &mut dead {
+                        if let Some(x) = d.get_mut(s) {
+                            *x = false;
+                        }
+                    }
+                }
                 continue 'search;
             }
         }
@@ -1050,5 +1199,74 @@ mod tests {
         assert!(!match_config("$a, $a", "1, 2", &mut HashMap::new()));
         assert!(!match_config("$a", "", &mut HashMap::new()));
         assert_eq!(substitute("$n, LENGTH $n, $m", &b), "5, LENGTH 5, $m");
+    }
+
+    #[test]
+    fn a_replacement_makes_a_match_two_connections_away() {
+        // D finds nothing at first; B's Counter, two connections from
+        // D's first element, makes D match there.
+        let pats = "
+            elementclass D { input -> Paint(1) -> Tee(2) -> Counter -> output; }
+            elementclass D_Replacement { input -> Paint(2) -> output; }
+            elementclass B { input -> Strip(2) -> Paint(1) -> output; }
+            elementclass B_Replacement { input -> Counter -> output; }";
+        let out = run(
+            pats,
+            "Idle -> Paint(1) -> Tee(2) -> Strip(2) -> Paint(1) -> Discard;",
+        );
+        assert!(out.contains(":: Paint(2);"), "{out}");
+        assert!(!out.contains("Counter"), "{out}");
+    }
+
+    #[test]
+    fn random_configurations_keep_the_connections_straight() {
+        // Replacements that share neighbours, free and reuse slots, and
+        // make matches for other patterns (D's two connections from where
+        // B makes its Counter): after each, the kept connection lists are
+        // checked against a rebuild (check_kept), and each pattern's
+        // first match against a search of every slot.
+        let pats = patterns(
+            "elementclass A { input -> Strip(1) -> output; }
+             elementclass A_Replacement { input -> Strip(2) -> Paint(1) -> output; }
+             elementclass B { input -> Strip(2) -> Paint(1) -> output; }
+             elementclass B_Replacement { input -> Counter -> output; }
+             elementclass C { input -> c :: Counter -> Counter -> output; c[1] -> [1]output; }
+             elementclass C_Replacement { input -> t :: Tee(2) -> output; t[1] -> [1]output; }
+             elementclass D { input -> Paint(1) -> Tee(2) -> Counter -> output; }
+             elementclass D_Replacement { input -> Paint(2) -> output; }",
+        )
+        .expect("patterns read");
+        let classes = ["Strip(1)", "Strip(2)", "Paint(1)", "Counter", "Tee(2)"];
+        let mut rng = fastrand::Rng::with_seed(36);
+        let mut replaced = 0;
+        for _ in 0..500 {
+            let n = rng.usize(2..14);
+            let mut conf = String::new();
+            for i in 0..n {
+                conf.push_str(&format!(
+                    "e{i} :: {};\n",
+                    classes[rng.usize(..classes.len())]
+                ));
+            }
+            // Mostly chains, some joins, branches and loops.
+            for k in 0..rng.usize(n..2 * n) {
+                let f = rng.usize(..n);
+                let t = if k < n && rng.usize(..4) > 0 {
+                    (f + 1) % n
+                } else {
+                    rng.usize(..n)
+                };
+                let port = usize::from(rng.usize(..5) == 0);
+                conf.push_str(&format!("e{f} [{port}] -> e{t};\n"));
+            }
+            let g = parse_config(&Source::new("conf", &conf), &[]).expect("parses");
+            let out = transform(&g, &pats, 1000).expect("ends");
+            replaced += out.elements.iter().filter(|e| e.name.contains('@')).count();
+            // Every connection joins elements that exist.
+            for c in &out.connections {
+                assert!(c.from < out.elements.len() && c.to < out.elements.len());
+            }
+        }
+        assert!(replaced > 150, "the patterns matched: {replaced}");
     }
 }

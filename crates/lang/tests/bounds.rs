@@ -486,11 +486,15 @@ fn an_error_per_line_of_a_large_file_renders_in_linear_time() {
     let mut set = SourceSet::new();
     set.add(src);
     let out = render(&e, &set);
-    assert!(out.ends_with(&format!(
-        "u.click:{n}:1: unknown element class 'Counter{}'\n{n} | Counter{};\n       | ^^^^^^^^^^^^\n",
+    assert!(
+        out.ends_with(&format!(
+        "u.click:{n}:1: undeclared element 'Counter{}'\n{n} | Counter{};\n       | ^^^^^^^^^^^^\n",
         n - 1,
         n - 1
-    )), "{}", &out[out.len() - 300..]);
+    )),
+        "{}",
+        &out[out.len() - 300..]
+    );
     // suggestions for the first hundred names only
     let said = |i: usize| {
         e[i].notes

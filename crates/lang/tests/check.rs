@@ -413,11 +413,11 @@ fn unknown_class_with_suggestion() {
 #[test]
 fn unknown_class_suggestions() {
     let e = check_graph(&parse("Src -> tee(2) -> Discard"), &spec, KNOWN).unwrap_err();
-    assert_eq!(e[0].message, "unknown element class 'tee'");
+    assert_eq!(e[0].message, "undeclared element 'tee'");
     assert_eq!(e[0].notes[0].1, "did you mean 'Tee'?");
     assert_eq!(e[0].span.as_ref().map(|s| s.end - s.start), Some(3));
     let e = check_graph(&parse("Src -> Frobnicator -> Discard"), &spec, KNOWN).unwrap_err();
-    assert_eq!(e[0].message, "unknown element class 'Frobnicator'");
+    assert_eq!(e[0].message, "undeclared element 'Frobnicator'");
     assert!(e[0].notes.is_empty());
     // unknown classes cause no port or push/pull errors of their own
     let e = check_graph(
@@ -462,7 +462,7 @@ fn every_error_in_one_pass() {
     assert_eq!(
         e,
         vec![
-            "r.click:1:13: unknown element class 'Cuonter'",
+            "r.click:1:13: undeclared element 'Cuonter'",
             "r.click:3:13: agnostic 'c' (Counter, r.click:3:13) in mixed context: push input 0, pull output 0",
             "r.click:2:1: illegal reuse of 's :: Src' push output 0",
             "r.click:4:6: 't' :: Two output 1 unused",
@@ -494,9 +494,7 @@ fn partial_check_resolves_ports_beside_its_errors() {
         errs.iter().any(|e| e.contains("has no input 3")),
         "{errs:#?}"
     );
-    assert!(errs
-        .iter()
-        .any(|e| e.contains("unknown element class 'Zork'")));
+    assert!(errs.iter().any(|e| e.contains("undeclared element 'Zork'")));
     assert!(
         errs.iter().any(|e| e.contains("has no input 1")),
         "{errs:#?}"

@@ -13,7 +13,8 @@
 //! [`ClickAlignment`] (Classifier needs 4, 2; CheckIPHeader needs its IP
 //! header, OFFSET bytes in, at 4, 0; FromDevice gives 4, 2; Align gives
 //! its arguments), and how it moves the data's start is its
-//! [`HeaderChange`] (Strip(N): N bytes on; Unstrip(N) and EtherEncap: back).
+//! [`HeaderChange`] (Strip(N): N bytes on; IPInputCombo: 14 on; Unstrip(N)
+//! and EtherEncap: back).
 //! A class paraclick does not know gives packets of unknown alignment and
 //! may need anything. Where connections join, an input gets the
 //! alignment all its packets share (4, 2 and 8, 6 give 4, 2; 4, 0 and
@@ -261,6 +262,7 @@ fn behaviour(reg: &Registry, e: &FlatElement) -> Result<Behaviour, String> {
         HeaderChange::StripsArg => Out::Pass(first_int()?),
         HeaderChange::UnstripsArg => Out::Pass(-first_int()?),
         HeaderChange::Prepends(n) => Out::Pass(-(n as i64)),
+        HeaderChange::Strips(n) => Out::Pass(n as i64),
         HeaderChange::Unknown => Out::Unknown,
     };
     let mut need = None;
@@ -883,6 +885,28 @@ mod tests {
                 "{out}"
             );
         }
+    }
+
+    #[test]
+    fn ip_input_combo_strips_the_ethernet_header() {
+        // IPInputCombo is Paint, Strip(14), CheckIPHeader, GetIPAddress:
+        // FromDevice's 4, 2 leaves it as 4, 0, what CheckIPHeader needs;
+        // CheckIPHeader(14) after it needs an Align(4, 0) at the source.
+        let out = printed(
+            "fd :: FromDevice(eth0) -> ic :: IPInputCombo(1) -> ch :: CheckIPHeader -> d :: Discard",
+        );
+        assert_eq!(
+            out,
+            "fd :: FromDevice(eth0);\nic :: IPInputCombo(1);\nch :: CheckIPHeader;\n\
+             d :: Discard;\nAlignmentInfo@click_align@5 :: AlignmentInfo(ch  4 0);\n\
+             fd -> ic\n    -> ch\n    -> d;\n"
+        );
+        let out =
+            printed("FromDevice(eth0) -> IPInputCombo(1) -> ch :: CheckIPHeader(14) -> Discard");
+        assert!(
+            out.contains(":: Align(4, 0);") && out.contains("AlignmentInfo(ch  4 2);"),
+            "{out}"
+        );
     }
 
     #[test]

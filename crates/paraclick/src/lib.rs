@@ -321,6 +321,11 @@ struct AlignArgs {
 }
 
 #[derive(Args)]
+// Click's order for the positional files: the router, then pattern files.
+#[command(mut_arg("args", |a| a.help(
+    "[FILE] [PATTERNFILE ...] [NAME=VALUE ...]: the configuration file, then pattern \
+     files (every file is one when -f or -e gives the configuration), and define() overrides",
+)))]
 struct XformArgs {
     #[command(flatten)]
     input: Input,
@@ -372,7 +377,9 @@ enum Cmd {
     /// each pattern file defines compound classes X and X_Replacement;
     /// every fragment matching X (classes, configurations with
     /// $variables, connections) becomes X_Replacement, until none is
-    /// left; the result is printed flattened.
+    /// left; the result is printed flattened. Pattern files are given
+    /// with -p FILE or, as Click's tool takes them, after the
+    /// configuration file: `xform ROUTER PATTERNFILE...`.
     Xform(XformArgs),
     /// Measure forwarding rate and cycles per packet of the standard
     /// configurations, or of CONFIG files (counting packets with --count).

@@ -41,6 +41,24 @@ fn every_subcommand_answers_help() {
 }
 
 #[test]
+fn xform_help_says_how_pattern_files_are_given() {
+    // Both ways click-xform takes them: -p FILE, and files after the
+    // configuration's.
+    let out = paraclick(&["xform", "--help"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    assert!(
+        help.contains("-p, --patterns <FILE>")
+            && help.contains("[FILE] [PATTERNFILE ...] [NAME=VALUE ...]")
+            && help.contains("then pattern files"),
+        "{help}"
+    );
+    // The other tools' positional files are configurations only.
+    let out = paraclick(&["flatten", "--help"]);
+    assert!(!text(&out.stdout).contains("PATTERNFILE"));
+}
+
+#[test]
 fn top_level_keeps_h_for_handlers_and_answers_help() {
     let out = paraclick(&["--help"]);
     assert!(out.status.success());
@@ -273,7 +291,7 @@ fn check_reports_argument_errors_with_structural_ones() {
     assert!(!out.status.success());
     let err = text(&out.stderr);
     for want in [
-        "unknown element class 'Cuonter'",
+        "undeclared element 'Cuonter'",
         "Counter has no input 3",
         "push output",
         "Discard: too many arguments ('5')",
@@ -391,7 +409,7 @@ fn run_errors_take_clicks_form_for_programs() {
     let out = paraclick(&["-q", "--errors", "rich", "-e", "Idle -> Cuonter -> Discard"]);
     let err = text(&out.stderr);
     assert!(
-        err.starts_with("<expr>:1:9: unknown element class 'Cuonter'\n   1 | Idle"),
+        err.starts_with("<expr>:1:9: undeclared element 'Cuonter'\n   1 | Idle"),
         "{err}"
     );
     assert!(err.contains("did you mean 'Counter'?"), "{err}");

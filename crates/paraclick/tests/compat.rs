@@ -140,7 +140,7 @@ fn argument_errors_reported_with_unknown_classes() {
     ]);
     assert!(!out.status.success());
     let e = stderr(&out);
-    assert!(e.contains("unknown element class 'Foo'"), "{e}");
+    assert!(e.contains("undeclared element 'Foo'"), "{e}");
     assert!(e.contains("Counter: unknown keyword BAD"), "{e}");
     assert!(e.contains("Queue: CAPACITY"), "{e}");
 }

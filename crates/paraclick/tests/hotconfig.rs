@@ -211,21 +211,27 @@ fn a_bad_configuration_leaves_the_old_router_running() {
     let (code, t) = c.write_data("hotconfig", "src :: RatedSource -> ;\n");
     assert_eq!(code, 520, "{t:?}");
     assert_eq!(t[0], "Write handler 'hotconfig' error:", "{t:?}");
-    assert!(t[1].starts_with("hotconfig:1:"), "located: {t:?}");
+    assert!(t[1].starts_with("config:1:"), "located: {t:?}");
     assert!(t.iter().any(|l| l.contains('^')), "with a caret: {t:?}");
     let bad = traffic(0).replace("Queue(4000)", "Queue(-5)");
     let (code, t) = c.write_data("hotconfig", &bad);
     assert_eq!(code, 520, "{t:?}");
     assert!(
-        t[1].starts_with("hotconfig:1:")
-            && t[1].contains("q :: Queue")
-            && t[1].contains("CAPACITY"),
+        t[1].starts_with("config:1:") && t[1].contains("q :: Queue") && t[1].contains("CAPACITY"),
         "{t:?}"
     );
     // Unknown class, on line 2.
     let (code, t) = c.write_data("hotconfig", "Idle -> Discard;\nx :: NoSuchClass;\n");
     assert_eq!(code, 520, "{t:?}");
-    assert!(t[1].starts_with("hotconfig:2:"), "{t:?}");
+    assert!(t[1].starts_with("config:2:"), "{t:?}");
+    // A word where an element goes: Click's words, with the suggestion.
+    let (code, t) = c.write_data("hotconfig", "Idle -> Cuonter -> Discard;\n");
+    assert_eq!(code, 520, "{t:?}");
+    assert_eq!(t[1], "config:1:9: undeclared element 'Cuonter'", "{t:?}");
+    assert!(
+        t.iter().any(|l| l.contains("did you mean 'Counter'?")),
+        "{t:?}"
+    );
     // The old router runs on, unchanged.
     assert_eq!(c.read("config"), before);
     // Traffic still flows.
@@ -607,8 +613,8 @@ fn a_bad_configuration_is_answered_in_clicks_form() {
         t,
         [
             "Write handler 'hotconfig' error:",
-            "hotconfig:1: 'Print@1 :: Print' input 0 unused",
-            "hotconfig:1: 'Print@1 :: Print' output 0 unused",
+            "config:1: 'Print@1 :: Print' input 0 unused",
+            "config:1: 'Print@1 :: Print' output 0 unused",
             "Router could not be initialized!",
         ]
     );
@@ -618,15 +624,15 @@ fn a_bad_configuration_is_answered_in_clicks_form() {
         t,
         [
             "Write handler 'hotconfig' error:",
-            "hotconfig:1: undeclared element 'Pofd'",
-            "hotconfig:2: unknown element class 'Nope'",
+            "config:1: undeclared element 'Pofd'",
+            "config:2: unknown element class 'Nope'",
         ]
     );
     // A syntax error: the language's, no trailer either.
     let (code, t) = c.write_data("hotconfig", "Idle -> ;");
     assert_eq!(code, 520, "{t:?}");
     assert_eq!(t[0], "Write handler 'hotconfig' error:");
-    assert!(t[1].starts_with("hotconfig:1: "), "{t:?}");
+    assert!(t[1].starts_with("config:1: "), "{t:?}");
     assert_ne!(t.last().unwrap(), "Router could not be initialized!");
     assert_eq!(c.read("s.config"), "0");
     let (code, _) = c.write_data("stop", "");
@@ -643,7 +649,9 @@ fn a_broken_configuration_from_a_script_leaves_the_old_router_running() {
     assert_eq!(code, 0, "{err}");
     // Located in the text written, as a control socket's write is.
     assert!(
-        err.contains("hotconfig:2:6: unknown element class 'NoSuchClass'"),
+        err.lines().any(|l| l
+            .trim_start()
+            .starts_with("config:2:6: unknown element class 'NoSuchClass'")),
         "{err}"
     );
     // The old router ran on, and ended with the DriverManager.

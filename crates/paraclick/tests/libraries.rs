@@ -102,7 +102,7 @@ fn libraries_nest_are_included_once_and_errors_are_located_in_them() {
     assert!(!out.status.success());
     let e = err(&out);
     assert!(
-        e.contains(&format!("{bad}:2:27: unknown element class 'Cuonter'")),
+        e.contains(&format!("{bad}:2:27: undeclared element 'Cuonter'")),
         "{e}"
     );
     assert!(

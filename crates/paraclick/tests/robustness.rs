@@ -377,7 +377,7 @@ fn a_hotconfig_with_many_errors_gets_a_bounded_reply() {
     let (code, msg) = r.client().hotconfig(&format!("{text}{RUNNING}"));
     assert_eq!(code, 520);
     assert_eq!(
-        msg.matches("unknown element class").count(),
+        msg.matches("undeclared element").count(),
         100,
         "{}",
         &msg[..500]

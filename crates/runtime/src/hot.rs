@@ -411,8 +411,9 @@ impl Hot {
                 "hotconfig: hot reconfiguration not enabled (run with -R)",
             ));
         }
+        // Click names a configuration written to hotconfig `config`.
         let src = Source {
-            name: "hotconfig".into(),
+            name: "config".into(),
             text: text.to_string(),
         };
         let mut set = SourceSet::default();
@@ -491,8 +492,9 @@ impl Hot {
             .ok_or_else(|| CsError::new(540, "hotconfig: the router has stopped"))?;
         let slot = SwapSlot::try_take(me.clone())
             .ok_or_else(|| CsError::new(520, "hotconfig: another hot swap is under way"))?;
+        // Click names a configuration written to hotconfig `config`.
         let src = Source {
-            name: "hotconfig".into(),
+            name: "config".into(),
             text: text.to_string(),
         };
         let mut set = SourceSet::default();
@@ -963,7 +965,8 @@ mod tests {
             let e = hot.hotconfig("a :: Tally;\nb :: Nope;").unwrap_err();
             assert_eq!(e.code, 520);
             assert!(
-                e.msg.contains("hotconfig:2:") && e.msg.contains("Nope"),
+                // Named `config`, as Click names it.
+                e.msg.starts_with("config:2:") && e.msg.contains("Nope"),
                 "{}",
                 e.msg
             );

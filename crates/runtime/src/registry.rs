@@ -140,6 +140,9 @@ pub enum HeaderChange {
     UnstripsArg,
     /// Puts a header of this many bytes in front (EtherEncap: 14).
     Prepends(usize),
+    /// Removes this many bytes from the front, whatever its arguments
+    /// (IPInputCombo: 14, the Ethernet header).
+    Strips(usize),
     /// Adds or removes headers of a size the planner cannot tell from the
     /// configuration (an IP or UDP encapsulation, a tunnel, a VLAN tag):
     /// where the IP header starts after it is not known.

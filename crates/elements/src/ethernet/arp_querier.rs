@@ -146,6 +146,9 @@ pub fn spec() -> ClassSpec {
     ClassSpec::element("ARPQuerier", "2/1-2", "h", make)
         .shared("ARP: one table / answers for all hosts")
         .drop_reasons(REASONS)
+        // An Ethernet header in front of IP packets, mixed with ARP
+        // queries it makes.
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 /// Why ARPQuerier drops a packet (its `drop_reasons`): no room to save

@@ -49,6 +49,8 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("EnsureEther", "1/1", "a", make)
         .drop_reasons(DROP_REASONS)
         .stateless()
+        // An Ethernet header in front of packets that lack one only.
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<EnsureEther, String> {

@@ -44,6 +44,8 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("StripEtherVLANHeader", "1/1-2", "a/ah", make)
         .stateless()
         .drop_reasons(REASONS)
+        // 14 bytes, or 18 from a tagged frame.
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StripEtherVLANHeader, String> {

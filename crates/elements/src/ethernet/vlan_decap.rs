@@ -39,6 +39,8 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("VLANDecap", "1/1", "a", make)
         .drop_reasons(DROP_REASONS)
         .stateless()
+        // 4 bytes from a tagged frame, none from an untagged one.
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<VLANDecap, String> {

@@ -65,6 +65,8 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("IPInputCombo", "1/1", "a", make)
         .stateless()
         .drop_reasons(super::check_ip_header::REASONS)
+        // Its Strip(14): the IP header is 14 bytes nearer the front after it.
+        .header_change(paraclick_runtime::HeaderChange::Strips(14))
 }
 
 /// Configures one part of a combo element (an element of class `part`

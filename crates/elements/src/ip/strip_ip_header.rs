@@ -50,6 +50,8 @@ pub fn spec() -> ClassSpec {
     })
     .drop_reasons(DROP_REASONS)
     .stateless()
+    // Strips as many bytes as the packet's own header says.
+    .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 pub fn unstrip_spec() -> ClassSpec {
@@ -58,6 +60,8 @@ pub fn unstrip_spec() -> ClassSpec {
     })
     .drop_reasons(DROP_REASONS)
     .stateless()
+    // Puts back as many bytes as the packet's annotation says.
+    .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 impl Action for StripIPHeader {

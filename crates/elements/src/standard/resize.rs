@@ -41,6 +41,9 @@ pub fn spec() -> ClassSpec {
     ClassSpec::action("Resize", "1/1", "a", make)
         .drop_reasons(DROP_REASONS)
         .stateless()
+        // HEAD bytes, given by keyword or left out (and a strip stops at
+        // the packet's end).
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<Resize, String> {

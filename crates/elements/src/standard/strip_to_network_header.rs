@@ -29,6 +29,8 @@ pub fn spec() -> ClassSpec {
         .drop_reasons(DROP_REASONS)
         .stateless()
         .metadata_only()
+        // To each packet's own network header annotation.
+        .header_change(paraclick_runtime::HeaderChange::Unknown)
 }
 
 fn make(cx: &mut ConfigCx<'_>) -> Result<StripToNetworkHeader, String> {

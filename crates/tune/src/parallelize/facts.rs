@@ -138,6 +138,7 @@ pub fn ip_offset_after(e: &FlatElement, before: i64) -> Option<i64> {
         HeaderChange::StripsArg => arg().map(|n| before - n),
         HeaderChange::UnstripsArg => arg().map(|n| before + n),
         HeaderChange::Prepends(n) => i64::try_from(n).ok().map(|n| before + n),
+        HeaderChange::Strips(n) => i64::try_from(n).ok().map(|n| before - n),
         HeaderChange::Unknown => None,
     }
 }

@@ -388,6 +388,12 @@ fn replica_sums_flow_keys_and_header_changes_are_the_classes_facts() {
         None
     );
     assert_eq!(ip_offset_after(&el("CheckIPHeader", ""), 14), Some(14));
+    // IPInputCombo strips the Ethernet header whatever its arguments.
+    assert_eq!(ip_offset_after(&el("IPInputCombo", "1"), 14), Some(0));
+    // Classes that move the header by a length the packet decides.
+    for c in ["StripToNetworkHeader", "VLANDecap", "ARPQuerier", "Resize"] {
+        assert_eq!(ip_offset_after(&el(c, ""), 14), None, "{c}");
+    }
     // A Strip whose length is not a number: not known.
     assert_eq!(ip_offset_after(&el("StripOfMyOwn", "$n"), 14), None);
     // Every library class whose name says it encapsulates (or unwraps)
