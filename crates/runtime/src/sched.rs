@@ -105,9 +105,9 @@ pub const SAMPLE_EVERY: u64 = 61;
 
 /// A busy worker runs the flushes its tasks deferred (a crossing queue's
 /// stage) every this many passes: a source sending one packet a run
-/// fills a stage of a queue's `STAGE` (32) packets in as many passes, so
+/// fills a stage of a queue's `STAGE` (64) packets in as many passes, so
 /// that a stage is published full, not cut at half.
-pub const FLUSH_EVERY: u64 = 32;
+pub const FLUSH_EVERY: u64 = 64;
 // The pass tests a flush only on the passes it looks at timers (every 16).
 const _: () = assert!(FLUSH_EVERY.is_multiple_of(16));
 
