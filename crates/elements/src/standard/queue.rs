@@ -117,10 +117,10 @@ use std::sync::Mutex;
 /// index, a line the consumer on the other core is polling: the store
 /// waits for that line, and the producer's later stores wait behind it.
 /// Over 64 packets rather than 32 (16 before) that wait costs half as
-/// much a packet; with the two cores far apart (a 200 ns hand-over) the
-/// split pipeline went from 0.97 to about 1.0 of one thread (with the
-/// consumer's hold, `Queue::held`, to about 1.03; docs/PERFORMANCE.md,
-/// "The crossing of a split pipeline").
+/// much a packet. With the two cores far apart (a 200 ns hand-over) and
+/// the consumer's hold (`Queue::held`) the split pipeline went from
+/// 0.96 to 1.01 of one thread (docs/PERFORMANCE.md, "The crossing with
+/// the hand-over far: stages of 64 and the hold, kept").
 pub const STAGE: usize = 64;
 
 /// How many packets before a stage is full the producer prefetches the
