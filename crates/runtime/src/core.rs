@@ -301,6 +301,9 @@ pub(crate) struct ThreadShared {
     pub wakefd: std::sync::OnceLock<std::os::fd::OwnedFd>,
     /// Times the worker parked (for tests and reports).
     pub parks: AtomicU64,
+    /// Times the worker, with tasks awake but none with work for a while,
+    /// yielded its core (for tests).
+    pub yields: AtomicU64,
     /// Of those, times it waited in `poll(2)` on descriptors its tasks
     /// gave ([`crate::Cx::wake_when_readable`]), and times such a wait
     /// ended because one of them became readable.
@@ -350,6 +353,7 @@ impl ThreadShared {
             polling: AtomicBool::new(false),
             wakefd: std::sync::OnceLock::new(),
             parks: AtomicU64::new(0),
+            yields: AtomicU64::new(0),
             fd_waits: AtomicU64::new(0),
             fd_wakes: AtomicU64::new(0),
             quiet: std::sync::atomic::AtomicU8::new(0),

@@ -843,6 +843,16 @@ impl Router {
             .sum()
     }
 
+    /// Times the workers yielded their cores with tasks awake but none
+    /// with work (see `sched`'s idle loop).
+    pub fn yields(&self) -> u64 {
+        self.core
+            .threads
+            .iter()
+            .map(|t| t.yields.load(Ordering::Relaxed))
+            .sum()
+    }
+
     /// Times a notifier woke a task of worker `thread` (a push into an
     /// empty queue its puller slept on, room in a full queue its source
     /// waited on); 0 for a thread the router does not have.

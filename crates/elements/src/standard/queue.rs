@@ -116,13 +116,20 @@ use std::sync::Mutex;
 /// another thread pulls from. Each publication stores the ring's producer
 /// index, a line the consumer on the other core is polling: the store
 /// waits for that line, and the producer's later stores wait behind it.
-/// Over 32 packets rather than 16 that wait costs half as much a packet
-/// (docs/PERFORMANCE.md, "The crossing of a split pipeline").
-pub const STAGE: usize = 32;
+/// Over 64 packets rather than 32 (16 before) that wait costs half as
+/// much a packet. With the two cores far apart (a 200 ns hand-over) and
+/// the consumer's hold (`Queue::held`) the split pipeline went from
+/// 0.96 to 1.01 of one thread (docs/PERFORMANCE.md, "The crossing with
+/// the hand-over far: stages of 64 and the hold, kept").
+pub const STAGE: usize = 64;
 
 /// How many packets before a stage is full the producer prefetches the
 /// lines its publication will write.
 const PREFETCH_LEAD: usize = 4;
+
+/// The longest a crossing queue's consumer keeps off an empty ring while
+/// its producer is busy (see `Queue::held`).
+pub const CROSSING_HOLD_MAX: std::time::Duration = std::time::Duration::from_micros(16);
 
 /// The capacity a queue can be raised to at least (see `capacity`).
 const MIN_MAX_CAPACITY: usize = 4096;
@@ -248,6 +255,8 @@ pub struct Queue {
     lifo_len: AtomicUsize,
     /// [`CROSSING_POLL`] in cycles of the clock.
     poll_cycles: u64,
+    /// [`CROSSING_HOLD_MAX`] in cycles.
+    hold_max: u64,
 }
 
 /// MixedQueue's two sides. The queue, head first, is `lifo` newest first,
@@ -287,6 +296,16 @@ struct Stage {
     /// value left from before a task move ends the first poll after the
     /// queue crosses again early, once.
     empty_since: u64,
+    /// Consumer side of a crossing queue: how long it keeps off the ring
+    /// after finding it empty (cycles; 0: it looks again at once), and
+    /// until when it does now (see [`Queue::held`]).
+    hold: u64,
+    hold_until: u64,
+    /// The last look found the ring empty.
+    empty_look: bool,
+    /// When the last pull that found packets after an empty look looked
+    /// (cycles).
+    last_take: u64,
 }
 
 pub fn spec() -> ClassSpec {
@@ -428,6 +447,8 @@ impl Queue {
             special: policy.front_drop || policy.lifo_input,
             mixed: Mutex::new(Mixed::default()),
             lifo_len: AtomicUsize::new(0),
+            hold_max: (CROSSING_HOLD_MAX.as_secs_f64()
+                * paraclick_runtime::clock::rough_cycles_per_second()) as u64,
             poll_cycles: (CROSSING_POLL.as_secs_f64()
                 * paraclick_runtime::clock::rough_cycles_per_second())
                 as u64,
@@ -714,12 +735,84 @@ impl Queue {
         Some(b)
     }
 
+    /// A crossing queue's consumer keeps off the ring for a while after
+    /// finding it empty, while the producer is busy: each look takes the
+    /// line of the producer's index, which the producer then waits for at
+    /// its next publication (about 200 ns when the two cores are far
+    /// apart), and a consumer polling every 100 ns took it before every
+    /// publication. Whether it is held now.
+    #[inline]
+    fn held(&self, cx: &mut Cx<'_>) -> bool {
+        let s = self.stages.get(cx);
+        if s.hold_until == 0 {
+            return false;
+        }
+        if paraclick_runtime::clock::cycles() < s.hold_until {
+            let until = s.hold_until;
+            cx.holding_until(until);
+            return true;
+        }
+        s.hold_until = 0;
+        false
+    }
+
+    /// A crossing look found the ring empty: the hold starts.
+    #[inline]
+    fn looked_empty(&self, cx: &mut Cx<'_>) {
+        let s = self.stages.get(cx);
+        s.empty_look = true;
+        if s.hold != 0 {
+            let until = paraclick_runtime::clock::cycles() + s.hold;
+            s.hold_until = until;
+            cx.holding_until(until);
+        }
+    }
+
+    /// A crossing pull found `len` packets. After an empty look, the hold
+    /// that follows the next one is the time the producer takes for half
+    /// the ring at the rate measured since the last such look (the
+    /// packets found over the time between the two), at most
+    /// [`CROSSING_HOLD_MAX`]; none when fewer than half a stage came (a
+    /// producer this slow gains nothing from it, and its packets would
+    /// wait). A producer held up by a full ring meanwhile lowers the rate
+    /// and so the next hold; the ring holds about half its capacity more
+    /// for it. Should a burst fill the ring during a hold, its source
+    /// waits on the full notifier and loses nothing, for a stage is never
+    /// published into less room than it holds (see
+    /// [`Queue::stage_limit`]; before that rule, a hold behind a BURST 32
+    /// source made Queue(1000) drop 24 of 20,000 packets).
+    #[inline]
+    fn took(&self, cx: &mut Cx<'_>, len: usize) {
+        let cap = self.capacity() as u64;
+        let max = self.hold_max;
+        let s = self.stages.get(cx);
+        if !s.empty_look {
+            return;
+        }
+        s.empty_look = false;
+        let now = paraclick_runtime::clock::cycles();
+        let since = now.wrapping_sub(s.last_take);
+        s.last_take = now;
+        s.hold = if len >= STAGE / 2 && since < 64 * max {
+            (since.saturating_mul(cap / 2) / len as u64).min(max)
+        } else {
+            0
+        };
+    }
+
     /// The ring part of a pull.
     #[inline]
     fn pull_ring(&self, cx: &mut Cx<'_>, max: usize) -> Option<Batch> {
+        let crossing = self.crossing.load(Ordering::Relaxed);
+        if crossing && self.held(cx) {
+            return None;
+        }
         // An empty queue (a puller polling) costs two loads, no batch.
         let len = self.ring.len();
         if len == 0 {
+            if crossing {
+                self.looked_empty(cx);
+            }
             if self.policy.empty_note {
                 self.emptied(cx);
             }
@@ -734,8 +827,9 @@ impl Queue {
         }
         self.not_empty(cx);
         self.pulled(cx);
-        if self.crossing.load(Ordering::Relaxed) {
+        if crossing {
             self.note_length_pulled(len);
+            self.took(cx, len);
             self.prefetch_taken(&b);
         }
         if self.policy.quick_note && b.len() >= len {
@@ -1077,6 +1171,10 @@ impl Queue {
         if self.lifo_len.load(Ordering::Relaxed) > 0 {
             return self.pull(cx, port, 1).and_then(|mut b| b.pop());
         }
+        let crossing = self.crossing.load(Ordering::Relaxed);
+        if crossing && self.held(cx) {
+            return None;
+        }
         self.open_gate();
         let c = cx.consumer();
         let len = if self.hw_by_consumer.load(Ordering::Relaxed) {
@@ -1088,6 +1186,9 @@ impl Queue {
             Some(p) => {
                 self.note_length_pulled(len);
                 let drained = self.ring.drained_hint(&c);
+                if crossing {
+                    self.took(cx, len);
+                }
                 self.not_empty(cx);
                 self.pulled(cx);
                 cx.note_drained(drained);
@@ -1096,7 +1197,12 @@ impl Queue {
                 }
                 Some(p)
             }
-            None => self.pulled_nothing(cx),
+            None => {
+                if crossing {
+                    self.looked_empty(cx);
+                }
+                self.pulled_nothing(cx)
+            }
         }
     }
 
@@ -1600,6 +1706,59 @@ mod highwater_tests {
             assert_eq!(r.read_handler("q.drops").unwrap(), "0", "burst {burst}");
             assert!(len(&r) <= 100, "burst {burst}: {}", len(&r));
         }
+    }
+
+    /// A crossing queue's consumer keeps off the ring for a while after
+    /// an empty look once its producer has shown itself busy (half a
+    /// stage or more between two empty looks), never more than
+    /// `CROSSING_HOLD_MAX`, and not at all behind a slow producer.
+    #[test]
+    fn a_crossing_consumer_holds_off_an_empty_ring_only_behind_a_busy_producer() {
+        use std::time::{Duration, Instant};
+        let mut reg = crate::registry();
+        paraclick_runtime::testing::register(&mut reg);
+        let r = Router::from_str(
+            "s :: InfiniteSource(ACTIVE false) -> q :: Queue(200) \
+             -> u :: Unqueue(ACTIVE false) -> Discard; StaticThreadSched(s 0, u 1)",
+            &reg,
+            2,
+        )
+        .unwrap();
+        assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+        let pull = |n: usize| r.pull_from("q", 0, n).unwrap().map_or(0, |b| b.len());
+        let max = super::CROSSING_HOLD_MAX;
+        // A slow producer (8 packets between empty looks): never held.
+        for _ in 0..20 {
+            assert_eq!(pull(64), 0);
+            r.push_into("q", 0, batch(8)).unwrap();
+            assert_eq!(pull(64), 8, "a slow producer's packets are taken at once");
+        }
+        // A busy one (a stage between looks, tens of µs apart): after an
+        // empty look the packets it publishes wait for the hold's end.
+        let past_hold = max + Duration::from_micros(4);
+        let mut held = 0;
+        for _ in 0..50 {
+            assert_eq!(pull(64), 0);
+            std::thread::sleep(past_hold);
+            r.push_into("q", 0, batch(super::STAGE)).unwrap();
+            assert_eq!(pull(64), super::STAGE, "after the hold, a look takes them");
+            let looked = Instant::now();
+            assert_eq!(pull(64), 0);
+            r.push_into("q", 0, batch(super::STAGE)).unwrap();
+            let n = pull(64);
+            let early = looked.elapsed();
+            if n == 0 {
+                assert!(early < max, "held {early:?}, beyond the most");
+                held += 1;
+            }
+            std::thread::sleep(past_hold);
+            assert_eq!(
+                n + pull(64),
+                super::STAGE,
+                "every packet comes out after the hold"
+            );
+        }
+        assert!(held > 0, "a busy producer's consumer never held off");
     }
 
     #[test]

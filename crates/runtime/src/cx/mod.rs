@@ -54,6 +54,9 @@ pub struct Cx<'r> {
     /// The earliest time (ns since the epoch) a task without work said it
     /// will have some ([`Cx::wake_at`]) during the current pass.
     pub(crate) wake_ns: u64,
+    /// Until when (cycles) a task that found no work keeps off on purpose
+    /// ([`Cx::holding_until`]); a time in the past: none.
+    pub(crate) hold_until: u64,
     /// How many elements gave a [`Cx::wake_at`] during the current pass
     /// (one in a row counted once), and the last to give one: a worker
     /// whose every runnable task said when it will have work may sleep
@@ -107,6 +110,7 @@ impl<'r> Cx<'r> {
             sender: None,
             deferred: Vec::new(),
             wake_ns: u64::MAX,
+            hold_until: 0,
             wake_hints: 0,
             wake_hint_elem: usize::MAX,
             asleep: 0,
@@ -1136,6 +1140,19 @@ impl<'r> Cx<'r> {
     /// Whether the router runs in simulated time.
     pub fn simulated_time(&self) -> bool {
         self.core.clock.is_simulated()
+    }
+
+    /// Tells the runtime that the running task found no work because it
+    /// keeps off a line another core writes until `cycles` (of
+    /// [`crate::clock::cycles`]; a crossing queue's consumer, see the
+    /// queue's hold): a worker with nothing else to do spins until then
+    /// rather than yielding its core, as it would after some idle passes,
+    /// for the work is due within microseconds.
+    #[inline]
+    pub fn holding_until(&mut self, cycles: u64) {
+        if cycles > self.hold_until {
+            self.hold_until = cycles;
+        }
     }
 
     /// Tells the runtime that the running task, which found no work, will
