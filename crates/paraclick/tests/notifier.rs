@@ -355,11 +355,13 @@ fn bursts_from_two_threads_never_overflow_the_queue_they_wait_on() {
     // Two sources on two threads push 32-packet bursts into one queue
     // drained slowly: each checks for room before its burst, so the queue
     // must count as full while a burst per producing thread still fits.
-    for cap in [128, 200, 1000] {
+    // Bursts smaller than a stage too: a producing thread's stage holds
+    // several, which the other producer does not see.
+    for (cap, burst) in [(128, 32), (200, 32), (1000, 32), (200, 7), (128, 1)] {
         let r = router(
             &format!(
-                "a :: InfiniteSource(LENGTH 60, LIMIT 4000, BURST 32, STOP true) -> q :: Queue({cap});
-                 b :: InfiniteSource(LENGTH 60, LIMIT 4000, BURST 32, STOP true) -> q;
+                "a :: InfiniteSource(LENGTH 60, LIMIT 4000, BURST {burst}, STOP true) -> q :: Queue({cap});
+                 b :: InfiniteSource(LENGTH 60, LIMIT 4000, BURST {burst}, STOP true) -> q;
                  q -> uq :: Unqueue(BURST 8) -> WorkPackage(20) -> c :: Counter -> Discard;
                  StaticThreadSched(a 0, b 1, uq 1);
                  DriverManager(pause 2, stop);"
@@ -369,7 +371,10 @@ fn bursts_from_two_threads_never_overflow_the_queue_they_wait_on() {
         run_with_timeout(&r, 60);
         assert_eq!(read_u64(&r, "a.count") + read_u64(&r, "b.count"), 8000);
         let drops = read_u64(&r, "q.drops");
-        assert_eq!(drops, 0, "Queue({cap}): bursts overflowed it");
+        assert_eq!(
+            drops, 0,
+            "Queue({cap}), BURST {burst}: bursts overflowed it"
+        );
         assert_eq!(
             read_u64(&r, "c.count") + read_u64(&r, "q.length"),
             8000,

@@ -123,6 +123,15 @@ use std::sync::Mutex;
 /// the hand-over far: stages of 64 and the hold, kept").
 pub const STAGE: usize = 64;
 
+/// Most packets a producer gathers before publishing them to a ring that
+/// producers on other threads push into too (less than [`STAGE`]): the
+/// room a stage saw is stale as soon as another producer pushes, so the
+/// full mark keeps room for a whole stage (at least a burst) from each
+/// source (see [`Queue::shared_stage`], [`full_at`]). A stage of 64
+/// behind a room seen earlier overflowed Queue(200) fed 32-packet bursts
+/// from two threads.
+const SHARED_STAGE: usize = 32;
+
 /// How many packets before a stage is full the producer prefetches the
 /// lines its publication will write.
 const PREFETCH_LEAD: usize = 4;
@@ -571,14 +580,17 @@ impl Queue {
         // The waiting sources are the full notifier's listeners, fixed
         // when the router is built (before the ring modes are set).
         let sources = self.full.listener_count().min(self.nthreads);
-        let m = full_at(
-            self.policy,
-            self.capacity(),
-            self.max_burst.load(Ordering::Relaxed),
-            sources,
-        );
-        self.full_at.store(m, Ordering::Relaxed);
         let crossing = self.crossing.load(Ordering::Relaxed);
+        let burst = self.max_burst.load(Ordering::Relaxed);
+        // Producers on several threads, one of them staging: each source
+        // may add a whole stage the others did not see.
+        let unit = if crossing && self.ring.modes().0 {
+            Self::shared_stage(burst)
+        } else {
+            burst
+        };
+        let m = full_at(self.policy, self.capacity(), unit, sources);
+        self.full_at.store(m, Ordering::Relaxed);
         self.refill_at
             .store(refill_at(m, self.capacity(), crossing), Ordering::Relaxed);
     }
@@ -999,13 +1011,35 @@ impl Queue {
     /// published at once, and the full mark is checked after each.
     fn stage_limit(&self) -> usize {
         let cap = self.capacity();
-        let reserve = self.max_burst.load(Ordering::Relaxed).saturating_sub(1);
+        let burst = self.max_burst.load(Ordering::Relaxed);
+        let reserve = burst.saturating_sub(1);
+        let most = self.stage_most(burst);
         let mut room = cap.saturating_sub(self.ring.len_upper_bound());
-        if room < STAGE + reserve {
+        if room < most + reserve {
             // The bound lags the consumer: look at the ring itself.
             room = cap.saturating_sub(self.ring.len_fresh());
         }
-        STAGE.min(room.saturating_sub(reserve))
+        most.min(room.saturating_sub(reserve))
+    }
+
+    /// The most a stage gathers: [`STAGE`], or on a ring other threads
+    /// push into too [`Queue::shared_stage`].
+    #[inline]
+    fn stage_most(&self, burst: usize) -> usize {
+        if self.ring.modes().0 {
+            Self::shared_stage(burst)
+        } else {
+            STAGE
+        }
+    }
+
+    /// The most a stage gathers on a ring several threads push into:
+    /// [`SHARED_STAGE`] or one burst if larger; and the most it can hold
+    /// when published, whole bursts until it reaches that (what the full
+    /// mark keeps room for, per source).
+    fn shared_stage(burst: usize) -> usize {
+        let burst = burst.max(1);
+        burst * SHARED_STAGE.max(burst).div_ceil(burst)
     }
 
     /// Packets were added to this thread's stage: publishes it if it is
@@ -1016,7 +1050,7 @@ impl Queue {
         let s = self.stages.get(cx);
         let len = s.pkts.len();
         let mut full = len >= s.limit;
-        if full && len < STAGE {
+        if full && len < STAGE && len < self.stage_most(self.max_burst.load(Ordering::Relaxed)) {
             // The limit was set when the ring had little room (or not at
             // all yet): look again.
             let limit = self.stage_limit();
