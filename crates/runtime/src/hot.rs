@@ -307,6 +307,18 @@ impl Failed {
     }
 }
 
+/// A configuration written to `hotconfig`, as a source and the set its
+/// errors are rendered against: named `config`, as Click names it.
+fn hotconfig_source(text: &str) -> (Source, SourceSet) {
+    let src = Source {
+        name: "config".into(),
+        text: text.to_string(),
+    };
+    let mut set = SourceSet::default();
+    set.add(src.clone());
+    (src, set)
+}
+
 /// Builds the configuration `src` to replace `old`; Click tells the
 /// language's errors from the router's, so the stage is kept.
 fn build_text(
@@ -411,13 +423,7 @@ impl Hot {
                 "hotconfig: hot reconfiguration not enabled (run with -R)",
             ));
         }
-        // Click names a configuration written to hotconfig `config`.
-        let src = Source {
-            name: "config".into(),
-            text: text.to_string(),
-        };
-        let mut set = SourceSet::default();
-        set.add(src.clone());
+        let (src, set) = hotconfig_source(text);
         self.swap_in(&set, |reg, opts, old| build_text(&src, reg, opts, old))
     }
 
@@ -492,13 +498,7 @@ impl Hot {
             .ok_or_else(|| CsError::new(540, "hotconfig: the router has stopped"))?;
         let slot = SwapSlot::try_take(me.clone())
             .ok_or_else(|| CsError::new(520, "hotconfig: another hot swap is under way"))?;
-        // Click names a configuration written to hotconfig `config`.
-        let src = Source {
-            name: "config".into(),
-            text: text.to_string(),
-        };
-        let mut set = SourceSet::default();
-        set.add(src.clone());
+        let (src, set) = hotconfig_source(text);
         let prepared = self.prepare(&set, |reg, opts, old| build_text(&src, reg, opts, old))?;
         // Asked now, so that the old router does no more (under simulated
         // time its clock does not move on) before the swap: the writer's
