@@ -414,12 +414,17 @@ pub(crate) struct Balancer {
     /// `PARACLICK_SCHED_LOG` set: each placement and each change of the
     /// workers' shares is written to standard error.
     log: bool,
+    /// A split was priced out and logged (logged once).
+    priced_out: bool,
 }
 
 impl Balancer {
     pub(crate) fn new(core: &Core) -> Balancer {
-        let mut trials = crate::contention::Trials::new(balance_interval(core).as_secs_f64());
-        trials.look(queue_packets(core), 0.0);
+        let mut trials = crate::contention::Trials::new(
+            balance_interval(core).as_secs_f64(),
+            clock::rough_cycles_per_second(),
+        );
+        trials.look(&queue_packets(core), &work_cycles(core), 0.0);
         let cpus = (0..core.nthreads)
             .map(|t| {
                 let all = allowed_cpus();
@@ -437,6 +442,7 @@ impl Balancer {
             idle: vec![None; core.nthreads],
             caps_used: vec![1.0; core.nthreads],
             log: std::env::var_os("PARACLICK_SCHED_LOG").is_some(),
+            priced_out: false,
         };
         if core.policy == SchedPolicy::Adaptive {
             b.sample(core);
@@ -635,11 +641,29 @@ impl Balancer {
         use crate::contention as c;
         let caps = self.starve.capacities();
         self.caps_used = caps.clone();
-        let (split, rate) = match self
-            .trials
-            .look(queue_packets(core), self.t0.elapsed().as_secs_f64())
-        {
-            c::Step::Trial(moves) => return moves,
+        let (split, rate) = match self.trials.look(
+            &queue_packets(core),
+            &work_cycles(core),
+            self.t0.elapsed().as_secs_f64(),
+        ) {
+            c::Step::Trial(moves) => {
+                if self.log && !self.trials.on_trial() {
+                    let prices: Vec<String> = (0..core.plan.queues.len())
+                        .filter_map(|q| {
+                            let p = self.trials.price(q)?;
+                            let name = &core.slots[core.plan.queues[q].elem].name;
+                            Some(format!("{name} {p:.0}"))
+                        })
+                        .collect();
+                    eprintln!(
+                        "sched {:8.1} ms: split {}; cycles a crossing packet cost: {}",
+                        self.t0.elapsed().as_secs_f64() * 1e3,
+                        if moves.is_empty() { "kept" } else { "undone" },
+                        prices.join(", ")
+                    );
+                }
+                return moves;
+            }
             c::Step::Free { split, rate } => (split, rate),
         };
         let moves = c::rebalance_weighted(loads, current, pinned, &caps, pairs, split);
@@ -656,22 +680,55 @@ impl Balancer {
             .iter()
             .map(|q| (q.push_tasks.as_slice(), q.pull_tasks.as_slice()))
             .collect();
-        if c::crossings(&queues, &after) > c::crossings(&queues, current) && rate > 0.0 {
+        let crossed: Vec<usize> = (0..queues.len())
+            .filter(|&q| {
+                c::crossings(&queues[q..=q], &after) > c::crossings(&queues[q..=q], current)
+            })
+            .collect();
+        if crossed.is_empty() {
+            return moves;
+        }
+        let packets = &self.trials.last().packets;
+        if !c::split_pays(loads, current, &after, &caps, &queues, packets, &|q| {
+            self.trials.price(q)
+        }) {
+            if self.log && !std::mem::replace(&mut self.priced_out, true) {
+                eprintln!(
+                    "sched {:8.1} ms: not splitting {moves:?}: its gain does not pay for \
+                     the queues it would cross (their measured price, or the margin for \
+                     queues not tried)",
+                    self.t0.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            return Vec::new();
+        }
+        if rate > 0.0 {
             let undo = moves.iter().map(|&(t, _)| (t, current[t])).collect();
-            self.trials.start(rate, undo);
+            let all: u64 = packets.iter().sum();
+            let predicted = (all > 0).then(|| c::weighted_max(loads, &after, &caps) / all as f64);
+            self.trials.start(undo, crossed, predicted);
         }
         moves
     }
 }
 
-/// Packets pulled out of every queue so far (the rate through them is
-/// what a split of tasks that meet at them is judged by).
-fn queue_packets(core: &Core) -> u64 {
+/// Packets pulled out of each queue so far (the rate through them is
+/// what a split of tasks that meet at them is judged by), in the plan's
+/// order of queues.
+fn queue_packets(core: &Core) -> Vec<u64> {
     core.plan
         .queues
         .iter()
-        .filter_map(|q| core.slots[q.elem].element.dequeued())
-        .sum()
+        .map(|q| core.slots[q.elem].element.dequeued().unwrap_or(0))
+        .collect()
+}
+
+/// Each worker's work cycles so far (runs that did work).
+fn work_cycles(core: &Core) -> Vec<u64> {
+    core.threads
+        .iter()
+        .map(|ts| ts.busy_cycles.load(Ordering::Relaxed))
+        .collect()
 }
 
 /// The adaptive scheduler's decision for one interval's `loads`, the
@@ -2472,6 +2529,123 @@ mod tests {
                     assert_eq!(cap, 1.0, "unpinned: stayed at {cap}");
                 }
             }
+        }
+
+        /// A task that pushes into its output; one that pulls from its
+        /// input; a queue whose dequeued count the test sets.
+        struct Pusher;
+        impl Element for Pusher {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                ix.set_balance_interval(std::time::Duration::from_millis(10));
+                Ok(())
+            }
+        }
+        struct Puller;
+        impl Element for Puller {
+            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
+                ix.add_task();
+                Ok(())
+            }
+        }
+        #[derive(Default)]
+        struct CountedQ(std::sync::atomic::AtomicU64);
+        impl Element for CountedQ {}
+        impl crate::QueueElement for CountedQ {
+            fn set_ring_modes(&self, _: &crate::ring::ModeSwitch, _: bool, _: bool, _: bool) {}
+            fn dequeued(&self) -> Option<u64> {
+                Some(self.0.load(Ordering::Relaxed))
+            }
+        }
+
+        /// A split that lost prices the queue it crossed, and the balancer
+        /// charges that price to the next split of it: after the back-off
+        /// the same split on the same loads is not tried again, and on
+        /// loads where it would pay even at that price, it is.
+        ///
+        /// The source and the puller meet at queue q, each with 100
+        /// cycles a packet; split, the rate through q falls to one packet
+        /// every 350 cycles (the price: 250 cycles a crossing packet).
+        #[test]
+        fn a_split_that_lost_is_priced_and_not_tried_again_at_a_loss() {
+            use std::time::{Duration, Instant};
+            let mut reg = Registry::new();
+            reg.register(ClassSpec::element("Pusher", "0/1", "h", |_| Ok(Pusher)));
+            reg.register(ClassSpec::element("Puller", "1/0", "l", |_| Ok(Puller)));
+            reg.register(ClassSpec::queue("CountedQ", "1/1", "h/l", |_| {
+                Ok(CountedQ::default())
+            }));
+            let opts = BuildOptions {
+                threads: 2,
+                pin: false,
+                policy: SchedPolicy::Adaptive,
+                ..BuildOptions::default()
+            };
+            let src =
+                paraclick_lang::Source::new("<t>", "a :: Pusher -> q :: CountedQ -> b :: Puller;");
+            let r = Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+            let core = &*r.core;
+            let task = |n: &str| core.slots[core.names[n]].tasks[0];
+            let (a, b) = (task("a"), task("b"));
+            let threads = || {
+                r.task_threads()
+                    .into_iter()
+                    .map(|(_, _, t)| t)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(threads(), vec![0, 0], "a and b start together");
+            let q = r.element::<CountedQ>("q").expect("q");
+            let hz = crate::clock::rough_cycles_per_second();
+            // One window: each task's cycles a packet and the packets
+            // through q (the threads' work cycles follow the tasks).
+            let feed = |cpp: [u64; 2], n: u64| {
+                for (t, c) in [(a, cpp[0]), (b, cpp[1])] {
+                    core.tasks[t].cycles.fetch_add(c * n, Ordering::Relaxed);
+                    let th = core.tasks[t].thread.load(Ordering::Relaxed);
+                    core.threads[th]
+                        .busy_cycles
+                        .fetch_add(c * n, Ordering::Relaxed);
+                }
+                q.0.fetch_add(n, Ordering::Relaxed);
+            };
+            let n = 10_000_000;
+            let mut bal = Balancer::new(core);
+            // Past the trials' share of the run (a 4 ms trial at the
+            // 10 ms interval needs 20 ms).
+            std::thread::sleep(Duration::from_millis(60));
+            feed([100, 100], n);
+            let moved = bal.step(core);
+            assert_eq!(moved.len(), 1, "the split is tried: {moved:?}");
+            let undo: Vec<(usize, usize)> = moved.iter().map(|&(t, _)| (t, 0)).collect();
+            assert_ne!(threads(), vec![0, 0]);
+            // Settling: not measured.
+            std::thread::sleep(Duration::from_millis(1));
+            feed([100, 100], 1000);
+            assert_eq!(bal.step(core), vec![]);
+            // Measured: one packet every 350 cycles.
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_millis(3));
+            let k = (t.elapsed().as_secs_f64() * hz / 350.0) as u64;
+            feed([100, 100], k);
+            assert_eq!(bal.step(core), undo, "the split lost and is undone");
+            assert_eq!(threads(), vec![0, 0]);
+            // The back-off, and the run long enough for another trial.
+            for _ in 0..2 * super::super::super::contention::BACKOFF_FIRST {
+                assert_eq!(bal.step(core), vec![]);
+            }
+            std::thread::sleep(Duration::from_millis(60));
+            feed([100, 100], n);
+            assert_eq!(
+                bal.step(core),
+                vec![],
+                "100 + 250 a packet split, against 200 on one thread"
+            );
+            feed([10_000, 10_000], n);
+            assert_eq!(
+                bal.step(core).len(),
+                1,
+                "10,000 + 250 a packet split, against 20,000 on one thread"
+            );
         }
     }
 
