@@ -2,9 +2,12 @@
 # More threads never slower by default: runs every conf/ configuration that
 # runs without devices, privileges or input files at -j 1 and -j 2 with the
 # default scheduler, alternating (1 2 1 2 ...) ROUNDS times, and prints per
-# configuration the median wall and CPU (user + system) seconds of each, the
-# ratio -j 1 / -j 2 of the medians (above 1: -j 2 is faster), and the
-# delivered counts of every run (which must agree for the configurations a
+# configuration the median wall seconds (to the millisecond, taken around
+# each run) and CPU (user + system) seconds of each; for wall time the
+# median of the rounds' ratios -j 1 / -j 2 (above 1: -j 2 is faster; a
+# round's two runs are seconds apart, so drift on a shared machine cancels),
+# for CPU time the ratio of the medians; and the delivered counts of every
+# run (which must agree for the configurations a
 # LIMIT and STOP end; a Script that stops on a count stops within a few
 # packets of it).
 #
@@ -65,22 +68,29 @@ for entry in "${CONFS[@]}"; do
   hargs=()
   for h in $handlers; do hargs+=(-h "$h"); done
   declare -A wall=() cpu=() got=()
+  ratios=""
   for j in 1 2; do wall[$j]="" cpu[$j]="" got[$j]=""; done
   for _ in $(seq "$ROUNDS"); do
     for j in 1 2; do
       # shellcheck disable=SC2086
+      t0=$EPOCHREALTIME
       /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$BIN" -j "$j" "${EXTRA[@]}" \
         "conf/$name.click" $defs "${hargs[@]}" >"$tmp/out" 2>"$tmp/err" || {
         echo "$name -j $j failed:"; cat "$tmp/err"; continue; }
-      read -r w u s <"$tmp/time"
+      t1=$EPOCHREALTIME
+      read -r _ u s <"$tmp/time"
+      w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
       wall[$j]+=" $w"
+      [[ $j == 2 ]] && ratios+=" $(awk -v a="$last1" -v b="$w" 'BEGIN { printf "%.4f", (b > 0 ? a / b : 0) }')"
+      last1=$w
       cpu[$j]+=" $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')"
       got[$j]+=" $(awk '/^[0-9]+$/ { s += $1 } END { print s + 0 }' "$tmp/out")"
     done
   done
   # shellcheck disable=SC2086
   w1=$(median ${wall[1]}) w2=$(median ${wall[2]}) c1=$(median ${cpu[1]}) c2=$(median ${cpu[2]})
-  rw=$(awk -v a="$w1" -v b="$w2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+  # shellcheck disable=SC2086
+  rw=$(printf '%.3f' "$(median $ratios)")
   rc=$(awk -v a="$c1" -v b="$c2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
   printf '%-20s %8s %8s %6s %8s %8s %6s  %s |%s\n' "$name" "$w1" "$w2" "$rw" "$c1" "$c2" "$rc" "${got[1]# }" "${got[2]}"
   awk -v r="$rw" 'BEGIN { exit !(r < 1.0) }' && slower+=("$name ($rw)")
