@@ -423,12 +423,11 @@ struct Count {
 }
 
 /// What two looks measured: the packets through the queues per second;
-/// the work cycles per packet through the queues, all workers' and the
-/// busiest worker's; and the packets through each queue between them.
+/// the busiest worker's work cycles per packet through the queues; and
+/// the packets through each queue between them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Window {
     pub rate: f64,
-    pub total_cpp: Option<f64>,
     pub max_cpp: Option<f64>,
     pub packets: Vec<u64>,
 }
@@ -452,7 +451,6 @@ impl Window {
         let per = |c: u64| (all > 0).then(|| c as f64 / all as f64);
         Window {
             rate: if dt > 0.0 { all as f64 / dt } else { 0.0 },
-            total_cpp: per(cycles.iter().sum()),
             max_cpp: per(cycles.iter().copied().max().unwrap_or(0)),
             packets,
         }
@@ -473,10 +471,12 @@ impl Window {
 /// The first check alone keeps a split on a lucky 15 ms; the second alone
 /// misses what the cycles do not show (workers waiting on each other at a
 /// small queue). Each trial also prices the queues it made cross: the
-/// work cycles it added per packet that crossed ([`Trials::price`]), which
-/// the balancer charges a later split of the same queues
-/// ([`split_pays`]), so a split that lost is not tried again unless the
-/// loads have changed enough to pay for it.
+/// wall cycles a packet its rate showed beyond the busiest thread's
+/// predicted load, per packet that crossed ([`Trials::price`]), which the
+/// balancer charges a later split of the same queues ([`split_pays`]), so
+/// a split that lost is not tried again unless the loads have changed
+/// enough to pay for it. A price stands until a later trial of the same
+/// queue measures it again.
 pub struct Trials {
     counted: Option<Count>,
     last: Window,
