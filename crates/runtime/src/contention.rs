@@ -434,20 +434,17 @@ pub struct Window {
 
 impl Window {
     fn between(from: &Count, to: &Count) -> Window {
-        let packets: Vec<u64> = to
-            .queues
-            .iter()
-            .enumerate()
-            .map(|(q, &n)| n.wrapping_sub(from.queues.get(q).copied().unwrap_or(0)))
-            .collect();
+        // Counters that only grow (wrapping): each one's growth.
+        let growth = |to: &[u64], from: &[u64]| -> Vec<u64> {
+            to.iter()
+                .enumerate()
+                .map(|(i, &n)| n.wrapping_sub(from.get(i).copied().unwrap_or(0)))
+                .collect()
+        };
+        let packets = growth(&to.queues, &from.queues);
+        let cycles = growth(&to.cycles, &from.cycles);
         let all: u64 = packets.iter().sum();
         let dt = to.secs - from.secs;
-        let cycles: Vec<u64> = to
-            .cycles
-            .iter()
-            .enumerate()
-            .map(|(w, &c)| c.saturating_sub(from.cycles.get(w).copied().unwrap_or(0)))
-            .collect();
         let per = |c: u64| (all > 0).then(|| c as f64 / all as f64);
         Window {
             rate: if dt > 0.0 { all as f64 / dt } else { 0.0 },

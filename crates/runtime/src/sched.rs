@@ -2336,19 +2336,23 @@ mod tests {
             }
         }
 
-        #[test]
-        fn each_look_weighs_the_cycles_since_the_last() {
-            let mut reg = Registry::new();
-            reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
+        /// `conf` built on two unpinned workers under the adaptive policy.
+        fn adaptive_router(reg: &Registry, conf: &str) -> Router {
             let opts = BuildOptions {
                 threads: 2,
                 pin: false,
                 policy: SchedPolicy::Adaptive,
                 ..BuildOptions::default()
             };
-            let src =
-                paraclick_lang::Source::new("<t>", "a :: Busy; b :: Busy; c :: Busy; d :: Busy;");
-            let r = Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+            let src = paraclick_lang::Source::new("<t>", conf);
+            Router::build(&src, reg, &opts).unwrap_or_else(|d| panic!("{d:?}"))
+        }
+
+        #[test]
+        fn each_look_weighs_the_cycles_since_the_last() {
+            let mut reg = Registry::new();
+            reg.register(ClassSpec::element("Busy", "0/0", "h", |_| Ok(Busy)));
+            let r = adaptive_router(&reg, "a :: Busy; b :: Busy; c :: Busy; d :: Busy;");
             let core = &*r.core;
             let task = |n: &str| core.slots[core.names[n]].tasks[0];
             let add = |n: &str, c: u64| core.tasks[task(n)].cycles.fetch_add(c, Ordering::Relaxed);
@@ -2575,15 +2579,7 @@ mod tests {
             reg.register(ClassSpec::queue("CountedQ", "1/1", "h/l", |_| {
                 Ok(CountedQ::default())
             }));
-            let opts = BuildOptions {
-                threads: 2,
-                pin: false,
-                policy: SchedPolicy::Adaptive,
-                ..BuildOptions::default()
-            };
-            let src =
-                paraclick_lang::Source::new("<t>", "a :: Pusher -> q :: CountedQ -> b :: Puller;");
-            let r = Router::build(&src, &reg, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+            let r = adaptive_router(&reg, "a :: Pusher -> q :: CountedQ -> b :: Puller;");
             let core = &*r.core;
             let task = |n: &str| core.slots[core.names[n]].tasks[0];
             let (a, b) = (task("a"), task("b"));
