@@ -412,68 +412,55 @@ pub fn keep_trial(before: f64, after: f64) -> bool {
     after >= before * (1.0 + KEEP_MARGIN)
 }
 
-/// One look's counts: packets pulled out of each queue so far, each
-/// worker's work cycles so far ([`crate::core::ThreadShared::busy_cycles`]),
-/// and the time (s).
+/// One look's counts: packets pulled out of each queue so far, and the
+/// time (s).
 #[derive(Clone)]
 struct Count {
     queues: Vec<u64>,
-    cycles: Vec<u64>,
     secs: f64,
 }
 
-/// What two looks measured: the packets through the queues per second;
-/// the busiest worker's work cycles per packet through the queues; and
-/// the packets through each queue between them.
+/// What two looks measured: the packets through the queues per second,
+/// and the packets through each queue between them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Window {
     pub rate: f64,
-    pub max_cpp: Option<f64>,
     pub packets: Vec<u64>,
 }
 
 impl Window {
     fn between(from: &Count, to: &Count) -> Window {
-        // Counters that only grow (wrapping): each one's growth.
-        let growth = |to: &[u64], from: &[u64]| -> Vec<u64> {
-            to.iter()
-                .enumerate()
-                .map(|(i, &n)| n.wrapping_sub(from.get(i).copied().unwrap_or(0)))
-                .collect()
-        };
-        let packets = growth(&to.queues, &from.queues);
-        let cycles = growth(&to.cycles, &from.cycles);
+        // The counters only grow (wrapping).
+        let packets: Vec<u64> = to
+            .queues
+            .iter()
+            .enumerate()
+            .map(|(q, &n)| n.wrapping_sub(from.queues.get(q).copied().unwrap_or(0)))
+            .collect();
         let all: u64 = packets.iter().sum();
         let dt = to.secs - from.secs;
-        let per = |c: u64| (all > 0).then(|| c as f64 / all as f64);
         Window {
             rate: if dt > 0.0 { all as f64 / dt } else { 0.0 },
-            max_cpp: per(cycles.iter().copied().max().unwrap_or(0)),
             packets,
         }
     }
 }
 
 /// The splits on trial, look by look: fed the packets pulled out of each
-/// queue and each worker's work cycles so far at each look, it says
+/// queue so far at each look, it says
 /// whether a trial takes the look ([`Step::Trial`]: settling, kept, or
 /// the moves that undo it) or the balancer may move tasks
 /// ([`Step::Free`]: whether a split may be tried, and what the last look
 /// measured, which a trial started now is judged against).
 ///
-/// A trial is judged twice: the rate through the queues must rise by
-/// [`KEEP_MARGIN`] ([`keep_trial`]), and the measured costs must agree,
-/// the busiest worker's cycles per packet through the queues cut by
-/// [`crate::sched::HYSTERESIS`] (the cut the balancer asked of the move).
-/// The first check alone keeps a split on a lucky 15 ms; the second alone
-/// misses what the cycles do not show (workers waiting on each other at a
-/// small queue). Each trial also prices the queues it made cross: the
-/// wall cycles a packet its rate showed beyond the busiest thread's
-/// predicted load, per packet that crossed ([`Trials::price`]), which the
-/// balancer charges a later split of the same queues ([`split_pays`]), so
-/// a split that lost is not tried again unless the loads have changed
-/// enough to pay for it. A price stands until a later trial of the same
-/// queue measures it again.
+/// A trial is kept if the rate through the queues rose by
+/// [`KEEP_MARGIN`] ([`keep_trial`]). Each trial also prices the queues it
+/// made cross: the wall cycles a packet its rate showed beyond the
+/// busiest thread's predicted load, per packet that crossed
+/// ([`Trials::price`]), which the balancer charges a later split of the
+/// same queues ([`split_pays`]), so a split that lost is not tried again
+/// unless the loads have changed enough to pay for it. A price stands
+/// until a later trial of the same queue measures it again.
 pub struct Trials {
     counted: Option<Count>,
     last: Window,
@@ -486,7 +473,7 @@ pub struct Trials {
     /// Cycles per crossing packet each queue was measured to cost (by
     /// index; `None` until a trial made it cross).
     prices: Vec<Option<f64>>,
-    /// Cycles a second of the clock the work cycles are counted in.
+    /// Cycles a second of the clock the loads are counted in.
     hz: f64,
 }
 
@@ -559,18 +546,17 @@ impl Trials {
         &self.last
     }
 
-    /// The work cycles per crossing packet a trial measured queue `q`
-    /// to add, if one made it cross.
+    /// The cycles per crossing packet a trial measured queue `q` to
+    /// cost, if one made it cross.
     pub fn price(&self, q: usize) -> Option<f64> {
         self.prices.get(q).copied().flatten()
     }
 
     /// A look at `secs`: `queues`, the packets pulled out of each queue
-    /// so far, and `cycles`, each worker's work cycles so far.
-    pub fn look(&mut self, queues: &[u64], cycles: &[u64], secs: f64) -> Step {
+    /// so far.
+    pub fn look(&mut self, queues: &[u64], secs: f64) -> Step {
         let now = Count {
             queues: queues.to_vec(),
-            cycles: cycles.to_vec(),
             secs,
         };
         self.last = self
@@ -607,11 +593,7 @@ impl Trials {
                     self.prices[q] = Some(price);
                 }
             }
-            let cheaper = match (after.max_cpp, tr.before.max_cpp) {
-                (Some(a), Some(b)) => a < b * (1.0 - crate::sched::HYSTERESIS),
-                _ => false,
-            };
-            if keep_trial(tr.before.rate, after.rate) && cheaper {
+            if keep_trial(tr.before.rate, after.rate) {
                 self.backoff_next = BACKOFF_FIRST;
                 return Step::Trial(Vec::new());
             }
@@ -878,30 +860,20 @@ mod tests {
         assert_eq!(crossings(&qs, &[0, 1]), 1);
     }
 
-    /// Looks fed with a rate through one queue and each of two
-    /// workers' work cycles per packet, every `dt` seconds.
+    /// Looks fed with a rate through one queue, every `dt` seconds.
     struct Feed {
         packets: u64,
-        cycles: [u64; 2],
         t: f64,
     }
 
     impl Feed {
         fn at(t: f64) -> Feed {
-            Feed {
-                packets: 0,
-                cycles: [0; 2],
-                t,
-            }
+            Feed { packets: 0, t }
         }
-        fn look(&mut self, tr: &mut Trials, dt: f64, pps: f64, cpp: [f64; 2]) -> Step {
-            let n = (pps * dt) as u64;
-            self.packets += n;
-            for (c, k) in self.cycles.iter_mut().zip(cpp) {
-                *c += (k * n as f64) as u64;
-            }
+        fn look(&mut self, tr: &mut Trials, dt: f64, pps: f64) -> Step {
+            self.packets += (pps * dt) as u64;
             self.t += dt;
-            tr.look(&[self.packets], &self.cycles, self.t)
+            tr.look(&[self.packets], self.t)
         }
     }
 
@@ -914,75 +886,51 @@ mod tests {
         // A second into the run: the trials' share of it is not what
         // stops a split here (see the next test).
         let mut f = Feed::at(1.0);
-        let one = [145.0, 0.0];
-        let split = [100.0, 60.0];
-        let mut look = |tr: &mut Trials, pps: f64, cpp: [f64; 2]| f.look(tr, 0.05, pps, cpp);
+        let mut look = |tr: &mut Trials, pps: f64| f.look(tr, 0.05, pps);
         assert_eq!(
-            look(&mut tr, 0.0, one),
+            look(&mut tr, 0.0),
             Step::Free {
                 split: true,
                 rate: 0.0
             }
         );
-        let Step::Free { split: true, rate } = look(&mut tr, 6.9e6, one) else {
+        let Step::Free { split: true, rate } = look(&mut tr, 6.9e6) else {
             panic!("free")
         };
         assert!((rate - 6.9e6).abs() < 1e3, "{rate}");
         tr.start(vec![(1, 0)], vec![0], None);
-        assert_eq!(look(&mut tr, 5.0e6, split), Step::Trial(vec![])); // settling
-        assert_eq!(look(&mut tr, 4.6e6, split), Step::Trial(vec![(1, 0)])); // undone
+        assert_eq!(look(&mut tr, 5.0e6), Step::Trial(vec![])); // settling
+        assert_eq!(look(&mut tr, 4.6e6), Step::Trial(vec![(1, 0)])); // undone
         let mut waited = 0;
-        while matches!(look(&mut tr, 6.9e6, one), Step::Free { split: false, .. }) {
+        while matches!(look(&mut tr, 6.9e6), Step::Free { split: false, .. }) {
             waited += 1;
         }
         assert_eq!(waited, BACKOFF_FIRST - 1);
         // Lost again: twice the wait.
         tr.start(vec![(1, 0)], vec![0], None);
-        look(&mut tr, 4.6e6, split);
-        assert_eq!(look(&mut tr, 4.6e6, split), Step::Trial(vec![(1, 0)]));
+        look(&mut tr, 4.6e6);
+        assert_eq!(look(&mut tr, 4.6e6), Step::Trial(vec![(1, 0)]));
         let mut waited = 0;
-        while matches!(look(&mut tr, 6.9e6, one), Step::Free { split: false, .. }) {
+        while matches!(look(&mut tr, 6.9e6), Step::Free { split: false, .. }) {
             waited += 1;
         }
         assert_eq!(waited, 2 * BACKOFF_FIRST - 1);
         // A split that gains 20% is kept: no moves, the back-off reset.
         tr.start(vec![(1, 0)], vec![0], None);
-        look(&mut tr, 8.0e6, split);
-        assert_eq!(look(&mut tr, 8.3e6, split), Step::Trial(vec![]));
+        look(&mut tr, 8.0e6);
+        assert_eq!(look(&mut tr, 8.3e6), Step::Trial(vec![]));
         assert!(matches!(
-            look(&mut tr, 8.3e6, split),
+            look(&mut tr, 8.3e6),
             Step::Free { split: true, .. }
         ));
         tr.start(vec![(1, 0)], vec![0], None);
-        look(&mut tr, 1.0e6, split);
-        look(&mut tr, 1.0e6, split);
+        look(&mut tr, 1.0e6);
+        look(&mut tr, 1.0e6);
         let mut waited = 0;
-        while matches!(look(&mut tr, 8.3e6, split), Step::Free { split: false, .. }) {
+        while matches!(look(&mut tr, 8.3e6), Step::Free { split: false, .. }) {
             waited += 1;
         }
         assert_eq!(waited, BACKOFF_FIRST - 1);
-    }
-
-    /// A faster 15 ms is not enough: the measured costs must say the
-    /// split cut the busiest worker's cycles a packet by the balancer's
-    /// hysteresis too (qos-bench: 355 cycles a packet on one thread, the
-    /// puller alone at 332 once its packets cross, a lucky window 6%
-    /// faster); and cheaper cycles with no faster rate (the workers
-    /// waiting on each other) are not enough either.
-    #[test]
-    fn a_split_is_kept_only_when_its_rate_and_its_costs_agree() {
-        let run = |rate_after: f64, busiest: f64| {
-            let mut tr = Trials::default();
-            let mut f = Feed::at(1.0);
-            f.look(&mut tr, 0.05, 7.9e6, [355.0, 0.0]);
-            f.look(&mut tr, 0.05, 7.9e6, [355.0, 0.0]);
-            tr.start(vec![(0, 0)], vec![0], None);
-            f.look(&mut tr, 0.005, rate_after, [busiest, 60.0]);
-            f.look(&mut tr, 0.015, rate_after, [busiest, 60.0]) == Step::Trial(vec![])
-        };
-        assert!(!run(8.4e6, 332.0), "a lucky window");
-        assert!(!run(6.0e6, 200.0), "cheaper but slower");
-        assert!(run(8.4e6, 290.0));
     }
 
     /// A trial prices the queues it made cross: the wall cycles a packet
@@ -996,17 +944,14 @@ mod tests {
         // (290) meeting at queue 0; queue 1 carries no traffic.
         let mut tr = Trials::new(0.05, 1e9);
         let mut f = Feed::at(1.0);
-        f.look(&mut tr, 0.05, 2.9e6, [345.0, 0.0]);
-        f.look(&mut tr, 0.05, 2.9e6, [345.0, 0.0]);
+        f.look(&mut tr, 0.05, 2.9e6);
+        f.look(&mut tr, 0.05, 2.9e6);
         assert_eq!(tr.price(0), None);
         // Predicted: the puller alone, 290 cycles a packet. Measured:
         // 2.5 Mpps, 400 wall cycles a packet: 110 more.
         tr.start(vec![(0, 0)], vec![0], Some(290.0));
-        f.look(&mut tr, 0.005, 2.5e6, [55.0, 330.0]);
-        assert_eq!(
-            f.look(&mut tr, 0.015, 2.5e6, [55.0, 330.0]),
-            Step::Trial(vec![(0, 0)])
-        );
+        f.look(&mut tr, 0.005, 2.5e6);
+        assert_eq!(f.look(&mut tr, 0.015, 2.5e6), Step::Trial(vec![(0, 0)]));
         let price = tr.price(0).expect("priced");
         assert!((price - 110.0).abs() < 1.0, "{price}");
         assert_eq!(tr.price(1), None);
@@ -1070,34 +1015,32 @@ mod tests {
         let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(near(tr.wait(), 0.05));
         let mut f = Feed::at(-0.05);
-        let (one, split) = ([140.0, 0.0], [70.0, 70.0]);
         assert!(matches!(
-            f.look(&mut tr, 0.05, 0.0, one),
+            f.look(&mut tr, 0.05, 0.0),
             Step::Free { split: false, .. }
         ));
         assert!(matches!(
-            f.look(&mut tr, 0.05, 7.0e6, one),
+            f.look(&mut tr, 0.05, 7.0e6),
             Step::Free { split: false, .. }
         ));
-        let Step::Free { split: true, rate } = f.look(&mut tr, 0.05, 7.0e6, one) else {
+        let Step::Free { split: true, rate } = f.look(&mut tr, 0.05, 7.0e6) else {
             panic!("no split allowed at 100 ms")
         };
         assert!((rate - 7.0e6).abs() < 1.0, "{rate}");
         tr.start(vec![(1, 0)], vec![0], None);
         assert!(near(tr.wait(), 0.005));
-        assert_eq!(f.look(&mut tr, 0.005, 4.0e6, split), Step::Trial(vec![])); // settling
+        assert_eq!(f.look(&mut tr, 0.005, 4.0e6), Step::Trial(vec![])); // settling
         assert!(near(tr.wait(), 0.015));
-        // 8 Mpps over the 15 ms measured, the busiest at half the cycles:
-        // kept.
-        assert_eq!(f.look(&mut tr, 0.015, 8.0e6, split), Step::Trial(vec![]));
+        // 8 Mpps over the 15 ms measured: kept.
+        assert_eq!(f.look(&mut tr, 0.015, 8.0e6), Step::Trial(vec![]));
         assert!(near(tr.wait(), 0.05));
         // 20 ms spent; another 20 ms trial needs a run of 200 ms.
         assert!(matches!(
-            f.look(&mut tr, 0.05, 8.0e6, split),
+            f.look(&mut tr, 0.05, 8.0e6),
             Step::Free { split: false, .. }
         ));
         assert!(matches!(
-            f.look(&mut tr, 0.035, 8.0e6, split),
+            f.look(&mut tr, 0.035, 8.0e6),
             Step::Free { split: true, .. }
         ));
     }

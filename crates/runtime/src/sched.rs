@@ -424,7 +424,7 @@ impl Balancer {
             balance_interval(core).as_secs_f64(),
             clock::rough_cycles_per_second(),
         );
-        trials.look(&queue_packets(core), &work_cycles(core), 0.0);
+        trials.look(&queue_packets(core), 0.0);
         let cpus = (0..core.nthreads)
             .map(|t| {
                 let all = allowed_cpus();
@@ -641,11 +641,10 @@ impl Balancer {
         use crate::contention as c;
         let caps = self.starve.capacities();
         self.caps_used = caps.clone();
-        let (split, rate) = match self.trials.look(
-            &queue_packets(core),
-            &work_cycles(core),
-            self.t0.elapsed().as_secs_f64(),
-        ) {
+        let (split, rate) = match self
+            .trials
+            .look(&queue_packets(core), self.t0.elapsed().as_secs_f64())
+        {
             c::Step::Trial(moves) => {
                 if self.log && !self.trials.on_trial() {
                     let prices: Vec<String> = (0..core.plan.queues.len())
@@ -720,14 +719,6 @@ fn queue_packets(core: &Core) -> Vec<u64> {
         .queues
         .iter()
         .map(|q| core.slots[q.elem].element.dequeued().unwrap_or(0))
-        .collect()
-}
-
-/// Each worker's work cycles so far (runs that did work).
-fn work_cycles(core: &Core) -> Vec<u64> {
-    core.threads
-        .iter()
-        .map(|ts| ts.busy_cycles.load(Ordering::Relaxed))
         .collect()
 }
 
@@ -2593,14 +2584,10 @@ mod tests {
             let q = r.element::<CountedQ>("q").expect("q");
             let hz = crate::clock::rough_cycles_per_second();
             // One window: each task's cycles a packet and the packets
-            // through q (the threads' work cycles follow the tasks).
+            // through q.
             let feed = |cpp: [u64; 2], n: u64| {
                 for (t, c) in [(a, cpp[0]), (b, cpp[1])] {
                     core.tasks[t].cycles.fetch_add(c * n, Ordering::Relaxed);
-                    let th = core.tasks[t].thread.load(Ordering::Relaxed);
-                    core.threads[th]
-                        .busy_cycles
-                        .fetch_add(c * n, Ordering::Relaxed);
                 }
                 q.0.fetch_add(n, Ordering::Relaxed);
             };
