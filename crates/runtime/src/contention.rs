@@ -447,11 +447,11 @@ impl Window {
 }
 
 /// The splits on trial, look by look: fed the packets pulled out of each
-/// queue so far at each look, it says
-/// whether a trial takes the look ([`Step::Trial`]: settling, kept, or
-/// the moves that undo it) or the balancer may move tasks
-/// ([`Step::Free`]: whether a split may be tried, and what the last look
-/// measured, which a trial started now is judged against).
+/// queue so far at each look, it says whether a trial takes the look
+/// ([`Step::Trial`]: settling, kept, or the moves that undo it) or the
+/// balancer may move tasks ([`Step::Free`]: whether a split may be
+/// tried, and what the last look measured, which a trial started now is
+/// judged against).
 ///
 /// A trial is kept if the rate through the queues rose by
 /// [`KEEP_MARGIN`] ([`keep_trial`]). Each trial also prices the queues it
@@ -509,8 +509,8 @@ impl Default for Trials {
 }
 
 impl Trials {
-    /// For a balancer that looks every `interval` seconds, its work
-    /// cycles counted at `hz` a second.
+    /// For a balancer that looks every `interval` seconds, its loads
+    /// counted in cycles of a clock of `hz` a second.
     pub fn new(interval: f64, hz: f64) -> Trials {
         Trials {
             counted: None,
@@ -571,9 +571,9 @@ impl Trials {
                 tr.from = Some(now);
                 return Step::Trial(Vec::new());
             };
-            let after = Window::between(from, &now);
+            let (after, from_secs) = (Window::between(from, &now), from.secs);
             let tr = self.trial.take().expect("a trial");
-            self.spent += secs - tr.began.unwrap_or(now.secs);
+            self.spent += secs - tr.began.unwrap_or(from_secs);
             // The price: what the split cost beyond its prediction, in
             // clock cycles per packet that crossed. Measured as wall time
             // per packet (the rate), it counts the work the crossing
