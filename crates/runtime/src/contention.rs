@@ -393,17 +393,12 @@ pub fn rebalance_weighted(
         .collect()
 }
 
-/// How many of the queues (each given by the tasks that push into it and
-/// those that pull from it) have tasks on more than one thread.
-pub fn crossings(queues: &[(&[usize], &[usize])], assign: &[usize]) -> usize {
-    queues
-        .iter()
-        .filter(|(p, c)| {
-            let mut th = p.iter().chain(c.iter()).map(|&t| assign[t]);
-            let first = th.next();
-            th.any(|x| Some(x) != first)
-        })
-        .count()
+/// Whether a queue, given by the tasks that push into it and those that
+/// pull from it, has tasks on more than one thread under `assign`.
+pub fn crosses((push, pull): (&[usize], &[usize]), assign: &[usize]) -> bool {
+    let mut th = push.iter().chain(pull).map(|&t| assign[t]);
+    let first = th.next();
+    th.any(|x| Some(x) != first)
 }
 
 /// Whether a split is kept: the packets per second through the queues
@@ -654,14 +649,9 @@ pub fn split_pays(
     for (t, &th) in after.iter().enumerate() {
         per[th % nthreads] += loads[t] as f64;
     }
-    let crosses = |assign: &[usize], p: &[usize], c: &[usize]| {
-        let mut th = p.iter().chain(c).map(|&t| assign[t]);
-        let first = th.next();
-        th.any(|x| Some(x) != first)
-    };
     let mut untried = false;
-    for (q, (p, c)) in queues.iter().enumerate() {
-        if !crosses(after, p, c) || crosses(current, p, c) {
+    for (q, &(p, c)) in queues.iter().enumerate() {
+        if !crosses((p, c), after) || crosses((p, c), current) {
             continue;
         }
         let Some(price) = price(q) else {
@@ -855,9 +845,8 @@ mod tests {
         let m = rebalance_weighted(&loads, &[0, 0], &[None; 2], &caps, &[(0, 1)], true);
         assert_eq!(m, vec![(1, 1)]);
         let (p, c) = ([0usize], [1usize]);
-        let qs: [(&[usize], &[usize]); 1] = [(&p, &c)];
-        assert_eq!(crossings(&qs, &[0, 0]), 0);
-        assert_eq!(crossings(&qs, &[0, 1]), 1);
+        assert!(!crosses((&p, &c), &[0, 0]));
+        assert!(crosses((&p, &c), &[0, 1]));
     }
 
     /// Looks fed with a rate through one queue, every `dt` seconds.

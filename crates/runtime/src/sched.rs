@@ -680,9 +680,7 @@ impl Balancer {
             .map(|q| (q.push_tasks.as_slice(), q.pull_tasks.as_slice()))
             .collect();
         let crossed: Vec<usize> = (0..queues.len())
-            .filter(|&q| {
-                c::crossings(&queues[q..=q], &after) > c::crossings(&queues[q..=q], current)
-            })
+            .filter(|&q| c::crosses(queues[q], &after) && !c::crosses(queues[q], current))
             .collect();
         if crossed.is_empty() {
             return moves;
@@ -2526,20 +2524,13 @@ mod tests {
             }
         }
 
-        /// A task that pushes into its output; one that pulls from its
-        /// input; a queue whose dequeued count the test sets.
+        /// A task that pushes into its output (the puller is a `Busy`
+        /// with an input); a queue whose dequeued count the test sets.
         struct Pusher;
         impl Element for Pusher {
             fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
                 ix.add_task();
                 ix.set_balance_interval(std::time::Duration::from_millis(10));
-                Ok(())
-            }
-        }
-        struct Puller;
-        impl Element for Puller {
-            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-                ix.add_task();
                 Ok(())
             }
         }
@@ -2566,7 +2557,7 @@ mod tests {
             use std::time::{Duration, Instant};
             let mut reg = Registry::new();
             reg.register(ClassSpec::element("Pusher", "0/1", "h", |_| Ok(Pusher)));
-            reg.register(ClassSpec::element("Puller", "1/0", "l", |_| Ok(Puller)));
+            reg.register(ClassSpec::element("Puller", "1/0", "l", |_| Ok(Busy)));
             reg.register(ClassSpec::queue("CountedQ", "1/1", "h/l", |_| {
                 Ok(CountedQ::default())
             }));

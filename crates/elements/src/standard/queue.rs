@@ -1669,6 +1669,24 @@ mod highwater_tests {
         (0..n).map(|_| Packet::new(60).unwrap()).collect()
     }
 
+    /// `s -> q :: Queue(capacity) -> u`, with s and u on two threads (q
+    /// crossing) and neither running: the test drives both sides.
+    fn crossing_router(capacity: usize) -> Router {
+        let mut reg = crate::registry();
+        paraclick_runtime::testing::register(&mut reg);
+        let r = Router::from_str(
+            &format!(
+                "s :: InfiniteSource(ACTIVE false) -> q :: Queue({capacity}) \
+                 -> u :: Unqueue(ACTIVE false) -> Discard; StaticThreadSched(s 0, u 1)"
+            ),
+            &reg,
+            2,
+        )
+        .unwrap();
+        assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+        r
+    }
+
     /// A queue whose consumer runs on another thread than its producer,
     /// with one consumer: the producer does not look at the length for
     /// the mark (only near full); the consumer notes the length before
@@ -1676,16 +1694,7 @@ mod highwater_tests {
     /// driven here from the test's thread, through the crossing paths.)
     #[test]
     fn a_crossing_queue_with_one_consumer_keeps_the_high_water_mark_exact() {
-        let mut reg = crate::registry();
-        paraclick_runtime::testing::register(&mut reg);
-        let r = Router::from_str(
-            "s :: InfiniteSource(ACTIVE false) -> q :: Queue(100) \
-             -> u :: Unqueue(ACTIVE false) -> Discard; StaticThreadSched(s 0, u 1)",
-            &reg,
-            2,
-        )
-        .unwrap();
-        assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+        let r = crossing_router(100);
         let hw = || r.read_handler("q.highwater_length").unwrap();
         let pull = |n: usize| r.pull_from("q", 0, n).unwrap().map_or(0, |b| b.len());
         // A stage, published as the push returns.
@@ -1749,16 +1758,7 @@ mod highwater_tests {
     #[test]
     fn a_crossing_consumer_holds_off_an_empty_ring_only_behind_a_busy_producer() {
         use std::time::{Duration, Instant};
-        let mut reg = crate::registry();
-        paraclick_runtime::testing::register(&mut reg);
-        let r = Router::from_str(
-            "s :: InfiniteSource(ACTIVE false) -> q :: Queue(200) \
-             -> u :: Unqueue(ACTIVE false) -> Discard; StaticThreadSched(s 0, u 1)",
-            &reg,
-            2,
-        )
-        .unwrap();
-        assert_eq!(r.crossing_queues(), vec!["q".to_string()]);
+        let r = crossing_router(200);
         let pull = |n: usize| r.pull_from("q", 0, n).unwrap().map_or(0, |b| b.len());
         let max = super::CROSSING_HOLD_MAX;
         // A slow producer (8 packets between empty looks): never held.
