@@ -349,7 +349,7 @@ K=$(in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" MTU1=1400 2>/d
 if [[ -n $K ]] && in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" MTU1=1400 --candidate "$K" >"$PLAN" 2>"$TMP/plan.err" &&
    grep -Eq 'in0_r1 :: FromDevice\((r0|\$DEV0), .*QUEUE 1, N_QUEUES 2, FANOUT HASH\)' "$PLAN"; then
   pass "parallelize -j 2: candidate $K, the device fanout of in0 and in1, written"
-  HANDLERS="in0.count in0_r1.count in1.count in1_r1.count in0.kernel_drops to0.count to1.count to1.drops out1.drops out1.length"
+  HANDLERS="in0.count in0_r1.count in1.count in1_r1.count in0.kernel_drops to0.count to1.count to1.drops to1.blocked out1.drops out1.length"
   start_router "$PLAN" 2 || { fail "-j 2 parallelized: router start"; exit 1; }
   checks "-j 2 parallelized"
   flow_order "-j 2 parallelized"
@@ -357,7 +357,7 @@ if [[ -n $K ]] && in_r "$BIN" parallelize -j 2 "$ROOT/conf/iprouter-veth.click" 
   # in0.count sums both queues (REPLICAS in0_r1); queue 0's own is the rest.
   all0=$(handler in0.count); q1=$(handler in0_r1.count); all1=$(handler in1.count); r1=$(handler in1_r1.count)
   q0=$(( ${all0:-0} - ${q1:-0} )); r0=$(( ${all1:-0} - ${r1:-0} ))
-  echo "      -j 2 parallelized counts: r0 in $all0 (queue 0 $q0, queue 1 $q1); r1 in $all1 (queue 0 $r0, queue 1 $r1); r0 out $(handler to0.count), r1 out $(handler to1.count); drops: in0 kernel $(handler in0.kernel_drops), out1 $(handler out1.drops), to1 $(handler to1.drops); out1 holds $(handler out1.length)"
+  echo "      -j 2 parallelized counts: r0 in $all0 (queue 0 $q0, queue 1 $q1); r1 in $all1 (queue 0 $r0, queue 1 $r1); r0 out $(handler to0.count), r1 out $(handler to1.count); drops: in0 kernel $(handler in0.kernel_drops), out1 $(handler out1.drops), to1 $(handler to1.drops); to1's sends refused for now $(handler to1.blocked); out1 holds $(handler out1.length)"
   if [[ ${q0:-0} -gt 0 && ${q1:-0} -gt 0 && ${r0:-0} -gt 0 && ${r1:-0} -gt 0 ]]; then
     pass "-j 2 parallelized: every receive queue of both devices got flows"
   else
@@ -370,7 +370,7 @@ fi
 
 # ---- -j 4 --auto: the same configuration planned at start-up; at four
 # threads on two devices the device fanout is the plan ----
-HANDLERS="in0.count in0_r1.count in0_r2.count in0_r3.count in0.kernel_drops in0.drops to0.count to1.count to1.drops out1.drops out1.length"
+HANDLERS="in0.count in0_r1.count in0_r2.count in0_r3.count in0.kernel_drops in0.drops to0.count to1.count to1.drops to1.blocked out1.drops out1.length"
 start_router conf/iprouter-veth.click 4 --auto || { fail "-j 4 --auto: router start"; exit 1; }
 chosen=$(grep -m1 '^// \*' "$TMP/router.err" || true)
 if grep -q "device fanout of in0, in1 into 4" <<<"$chosen"; then
@@ -390,7 +390,7 @@ done
 # in0.count sums the four queues (REPLICAS); queue 0's own is the rest.
 own=$(( $(handler in0.count) - others ))
 [[ $own -gt 0 ]] && busy=$((busy + 1))
-echo "      -j 4 --auto counts: r0 in $(handler in0.count): queues $own $(handler in0_r1.count) $(handler in0_r2.count) $(handler in0_r3.count); r0 out $(handler to0.count), r1 out $(handler to1.count); drops: in0 kernel $(handler in0.kernel_drops), in0 $(handler in0.drops), out1 $(handler out1.drops), to1 $(handler to1.drops); out1 holds $(handler out1.length)"
+echo "      -j 4 --auto counts: r0 in $(handler in0.count): queues $own $(handler in0_r1.count) $(handler in0_r2.count) $(handler in0_r3.count); r0 out $(handler to0.count), r1 out $(handler to1.count); drops: in0 kernel $(handler in0.kernel_drops), in0 $(handler in0.drops), out1 $(handler out1.drops), to1 $(handler to1.drops); to1's sends refused for now $(handler to1.blocked); out1 holds $(handler out1.length)"
 if [[ $busy -ge 2 ]]; then
   pass "-j 4 --auto: $busy of r0's 4 receive queues got flows"
 else

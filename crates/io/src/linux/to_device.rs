@@ -85,6 +85,10 @@
 //!   deleted or down under the router: `ENXIO`, `ENETDOWN`) is reported on
 //!   standard error, once; the router keeps running.
 //! - `reset_counts` (write): resets both.
+//! - `blocked` (read): sends the kernel refused for now (`EAGAIN`,
+//!   `ENOBUFS`), each leaving packets kept for later; while packets are
+//!   kept a pulling ToDevice pulls no more, so its queue fills. (AF_PACKET
+//!   only.)
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the socket's mode
 //!   (`XDP native copy`, `XDP native zerocopy`, `XDP generic copy`;
 //!   `XDP (not open)` before any thread has sent).
@@ -113,7 +117,7 @@ use paraclick_packet::{Batch, Packet};
 use paraclick_runtime::{ClassSpec, ConfigCx, Cx, Element, Handler, InitCx, Kind};
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -133,6 +137,8 @@ pub struct ToDevice {
     pending: Mutex<VecDeque<Packet>>,
     npending: AtomicUsize,
     max_pending: usize,
+    /// Sends the kernel refused for now (`blocked`).
+    blocked: AtomicU64,
     counts: super::DevCounts,
     /// Sends that failed for good (the first one is reported).
     errors: ErrorCount,
@@ -251,6 +257,7 @@ fn make(cx: &mut ConfigCx<'_>) -> Result<ToDevice, String> {
         pending: Mutex::new(VecDeque::new()),
         npending: AtomicUsize::new(0),
         max_pending: 4 * burst,
+        blocked: AtomicU64::new(0),
         counts: super::DevCounts::new(cx.nthreads),
         errors: ErrorCount::default(),
         queue,
@@ -320,6 +327,7 @@ impl ToDevice {
             batch = rest;
             if r.blocked {
                 blocked = true;
+                self.blocked.fetch_add(1, Ordering::Relaxed);
                 break;
             }
         }
@@ -584,6 +592,9 @@ impl Element for ToDevice {
         }),
         Handler::read("count", |e, _| e.counts.count.get().to_string()),
         Handler::read("drops", |e, _| e.counts.drops.get().to_string()),
+        Handler::read("blocked", |e, _| {
+            e.blocked.load(Ordering::Relaxed).to_string()
+        }),
         Handler::write("reset_counts", |e, _, _| {
             e.counts.reset();
             Ok(())
