@@ -84,11 +84,11 @@
 //!   on output 1). The first send the kernel refuses for good (a device
 //!   deleted or down under the router: `ENXIO`, `ENETDOWN`) is reported on
 //!   standard error, once; the router keeps running.
-//! - `reset_counts` (write): resets both.
 //! - `blocked` (read): sends the kernel refused for now (`EAGAIN`,
 //!   `ENOBUFS`), each leaving packets kept for later; while packets are
 //!   kept a pulling ToDevice pulls no more, so its queue fills. (AF_PACKET
 //!   only.)
+//! - `reset_counts` (write): resets `count`, `drops` and `blocked`.
 //! - `mode` (read): `AF_PACKET`, or with METHOD XDP the socket's mode
 //!   (`XDP native copy`, `XDP native zerocopy`, `XDP generic copy`;
 //!   `XDP (not open)` before any thread has sent).
@@ -597,6 +597,7 @@ impl Element for ToDevice {
         }),
         Handler::write("reset_counts", |e, _, _| {
             e.counts.reset();
+            e.blocked.store(0, Ordering::Relaxed);
             Ok(())
         }),
     ];
