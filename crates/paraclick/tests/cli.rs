@@ -273,6 +273,18 @@ fn more_threads_than_cpus_warns_once() {
     let s = if cpus == 1 { "" } else { "s" };
     let warning = format!("-j {j}: this machine has {cpus} CPU{s}; threads will share them");
     assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    assert!(
+        err.contains("(not pinned, so the kernel can move them"),
+        "{err}"
+    );
+    // With --pin they are pinned all the same, and the warning says so.
+    let out = paraclick(&["-j", &j, "--pin", "-e", conf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("{warning} (pinned, as --pin asks)")),
+        "{}",
+        text(&out.stderr)
+    );
     // As many threads as CPUs: no warning.
     let out = paraclick(&["-j", &cpus.to_string(), "--no-pin", "-e", conf]);
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -679,6 +679,23 @@ fn workers_are_pinned_inside_the_cpus_the_process_may_use() {
     assert_ne!(w[0].1, "0", "a lone worker was pinned: {w:?}");
     let w = pinned_workers(&both, &["-j", "1", "--pin"], 1);
     assert_eq!(w[0].1, "0", "--pin did not pin: {w:?}");
+    // More workers than CPUs are left to the kernel too (two pinned to
+    // one CPU could not move off it however busy it got), unless --pin
+    // asks: then round robin over the allowed CPUs.
+    let w = pinned_workers(&both, &["-j", "3"], 3);
+    assert_eq!(w.len(), 3, "{w:?}");
+    for (name, cpus) in &w {
+        assert!(
+            cpus != "0" && cpus != &last,
+            "{name} was pinned though 3 workers share 2 CPUs: {w:?}"
+        );
+    }
+    let w = pinned_workers(&both, &["-j", "3", "--pin"], 3);
+    assert_eq!(
+        w.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>(),
+        vec!["0", last.as_str(), "0"],
+        "--pin did not pin round robin: {w:?}"
+    );
 }
 
 /// Where each task of conf/`file` starts at -j `threads` under `policy`,
