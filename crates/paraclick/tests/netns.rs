@@ -39,7 +39,6 @@ fn is_root() -> bool {
 /// `limit`); returns its output once it has passed and said `done`. It
 /// may run beside one other script (see [`ALONE`]).
 fn run_script(script: &str, limit: Duration, done: &str) -> String {
-    let _beside = ALONE.read().unwrap_or_else(|e| e.into_inner());
     let text = run_script_to_end(script, limit);
     assert!(text.contains(done), "{text}");
     text
@@ -48,7 +47,7 @@ fn run_script(script: &str, limit: Duration, done: &str) -> String {
 /// [`run_script`] for a script that runs alone (see [`ALONE`]).
 fn run_script_alone(script: &str, limit: Duration, done: &str) -> String {
     let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
-    let text = run_script_to_end(script, limit);
+    let text = run_held(script, limit);
     assert!(text.contains(done), "{text}");
     text
 }
@@ -63,11 +62,16 @@ fn run_script_alone(script: &str, limit: Duration, done: &str) -> String {
 /// running 8): a router starved of CPU, not one that lost packets.
 static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// Runs `tests/netns/SCRIPT` as [`run_script`] does, the caller holding
-/// [`ALONE`] as the script needs; returns its output once it has exited
-/// with success, without looking for a verdict (empty when skipped for
-/// want of root).
+/// Runs `tests/netns/SCRIPT` as [`run_script`] does, beside one other
+/// script at most; returns its output once it has exited with success,
+/// without looking for a verdict (empty when skipped for want of root).
 fn run_script_to_end(script: &str, limit: Duration) -> String {
+    let _beside = ALONE.read().unwrap_or_else(|e| e.into_inner());
+    run_held(script, limit)
+}
+
+/// [`run_script_to_end`] with [`ALONE`] held as the script needs.
+fn run_held(script: &str, limit: Duration) -> String {
     if !is_root() {
         let why = format!(
             "tests/netns/{script} needs root: it creates network namespaces and veth \
@@ -225,10 +229,7 @@ fn two_sites_through_an_esp_tunnel() {
 /// `PARACLICK_NO_SKIP=1` (CI) that is a failure.
 #[test]
 fn esp_tunnel_with_linux_ipsec_in_an_emulated_guest() {
-    let text = {
-        let _beside = ALONE.read().unwrap_or_else(|e| e.into_inner());
-        run_script_to_end("ipsec-linux.sh", Duration::from_secs(420))
-    };
+    let text = run_script_to_end("ipsec-linux.sh", Duration::from_secs(420));
     if text.is_empty() {
         return; // skipped: not root
     }
