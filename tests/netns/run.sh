@@ -313,8 +313,11 @@ missing_numbers() { # FILE
 worker_times() {
   local t
   for t in /proc/"$ROUTER_PID"/task/*; do
-    [[ $(cat "$t/comm" 2>/dev/null) =~ ^paraclick-[0-9]+$ ]] &&
+    # An if, not `&&`: a last thread that is no worker must not make
+    # the loop (and, under errexit, the script) fail.
+    if [[ $(cat "$t/comm" 2>/dev/null) =~ ^paraclick-[0-9]+$ ]]; then
       echo "$(cat "$t/comm") $(cut -d' ' -f1,2 "$t/schedstat" 2>/dev/null)"
+    fi
   done | sort
 }
 flow_order() { # LABEL
