@@ -2754,27 +2754,19 @@ mod tests {
             }
         }
 
-        /// A task with work always, counting its runs itself.
-        #[derive(Default)]
-        struct Counted {
-            calls: AtomicU64,
-        }
-        impl Element for Counted {
-            fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
-                ix.add_task();
-                Ok(())
-            }
-            fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
-                self.calls.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-        }
-
-        /// A task with work for its first 1000 runs, and none after (it
-        /// never sleeps).
-        #[derive(Default)]
+        /// A task with work for its first `work` runs and none after (it
+        /// never sleeps), counting its runs itself.
         struct Countdown {
-            done: AtomicU64,
+            calls: AtomicU64,
+            work: u64,
+        }
+        impl Countdown {
+            fn new(work: u64) -> Countdown {
+                Countdown {
+                    calls: AtomicU64::new(0),
+                    work,
+                }
+            }
         }
         impl Element for Countdown {
             fn initialize(&self, ix: &mut InitCx<'_>) -> Result<(), String> {
@@ -2782,11 +2774,7 @@ mod tests {
                 Ok(())
             }
             fn run_task(&self, _cx: &mut Cx<'_>, _task: usize) -> bool {
-                if self.done.load(Ordering::Relaxed) < 1000 {
-                    self.done.fetch_add(1, Ordering::Relaxed);
-                    return true;
-                }
-                false
+                self.calls.fetch_add(1, Ordering::Relaxed) < self.work
             }
         }
 
@@ -2897,10 +2885,10 @@ mod tests {
                 Ok(Sleeper::default())
             }));
             reg.register(ClassSpec::element("Countdown", "0/0", "h", |_| {
-                Ok(Countdown::default())
+                Ok(Countdown::new(1000))
             }));
             reg.register(ClassSpec::element("Counted", "0/0", "h", |_| {
-                Ok(Counted::default())
+                Ok(Countdown::new(u64::MAX))
             }));
             let src = paraclick_lang::Source::new("<t>", conf);
             let opts = BuildOptions {
@@ -3021,7 +3009,7 @@ mod tests {
             let r = router("b :: Counted;");
             crate::testing::run_until(&r, |r| r.task_runs("b").unwrap() > 5000);
             let e = r.core.slots[r.core.names["b"]].element.as_any();
-            let calls = e.downcast_ref::<Counted>().expect("a Counted");
+            let calls = e.downcast_ref::<Countdown>().expect("a Countdown");
             let calls = calls.calls.load(Ordering::Relaxed);
             assert_eq!(r.task_runs("b"), Some(calls), "a busy task's runs");
         }
